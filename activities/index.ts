@@ -1,0 +1,2 @@
+// Activities land here.
+export {};

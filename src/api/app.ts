@@ -1,0 +1,39 @@
+import Koa from 'koa';
+import type Router from '@koa/router';
+import type { AppDeps } from './deps';
+import { errorHandler, observe, type GatewayState } from './middleware';
+import { healthRouter } from './routers/health';
+import { modelsRouter } from './routers/models';
+import { accountRouter } from './routers/account';
+import { chatRouter } from './routers/chat';
+import { embeddingsRouter } from './routers/embeddings';
+import { audioRouter } from './routers/audio';
+import { imagesRouter } from './routers/images';
+import { messagesRouter } from './routers/messages';
+import { responsesRouter } from './routers/responses';
+import { videosRouter } from './routers/videos';
+import { consoleRouter } from '../console/router';
+
+/** Builds the gateway's Koa app: one router per API family, all sharing the deps built at start-up. */
+export function createApp(deps: AppDeps): Koa<GatewayState> {
+  const app = new Koa<GatewayState>();
+  app.proxy = process.env.TRUST_PROXY === 'true';
+  app.silent = true; // errors are logged by errorHandler, never printed raw
+  app.use(observe(deps));
+  app.use(errorHandler(deps));
+  const routers: Router<GatewayState>[] = [
+    healthRouter(deps),
+    modelsRouter(deps),
+    accountRouter(deps),
+    chatRouter(deps),
+    embeddingsRouter(deps),
+    audioRouter(deps),
+    imagesRouter(deps),
+    messagesRouter(deps),
+    responsesRouter(deps),
+    videosRouter(deps),
+    consoleRouter(deps),
+  ];
+  for (const r of routers) app.use(r.routes()).use(r.allowedMethods({ throw: false }));
+  return app;
+}

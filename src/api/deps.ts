@@ -1,0 +1,23 @@
+import type { Client as TemporalClient } from '@temporalio/client';
+import type { Config } from '../config';
+import type { Db } from '../db/pool';
+import type { Catalog } from '../catalog/catalog';
+import type { KeyResolver } from '../auth/apiKeys';
+import type { CreditManager } from '../billing/credit';
+import type { Logger } from '../observability/logger';
+import type { Metrics } from '../observability/metrics';
+import type { Storage } from '../storage/storage';
+
+/** Everything a router may need, built once at start-up (src/server.ts, src/main.ts, tests). */
+export interface AppDeps {
+  config: Config;
+  db: Db;
+  catalog: Catalog;
+  keys: KeyResolver;
+  credit: CreditManager;
+  logger: Logger;
+  metrics: Metrics;
+  storage: Storage;
+  /** Null when the API runs without Temporal (video routes then answer 503). */
+  temporal: TemporalClient | null;
+}

@@ -1,0 +1,141 @@
+import { randomUUID } from 'node:crypto';
+import type Koa from 'koa';
+import { koaBody } from 'koa-body';
+import { ApiError, anthropicBody, openAIBody } from './errors';
+import type { AppDeps } from './deps';
+import type { Principal } from '../auth/apiKeys';
+
+export interface GatewayState {
+  requestId: string;
+  principal?: Principal;
+  /** Set by routers so logs and metrics can label by model. */
+  model?: string;
+  /** Set by routers whose errors use the Anthropic shape. */
+  errorShape?: 'openai' | 'anthropic';
+  /** The matched route pattern (metrics label). */
+  route?: string;
+}
+export type Ctx = Koa.ParameterizedContext<GatewayState>;
+
+/** Request id (echoed as x-request-id), one JSON log line per request, and Prometheus counters/latency. */
+export function observe(deps: Pick<AppDeps, 'logger' | 'metrics'>): Koa.Middleware<GatewayState> {
+  return async (ctx, next) => {
+    const start = process.hrtime.bigint();
+    const incoming = ctx.get('x-request-id');
+    ctx.state.requestId = /^[\w.:-]{1,128}$/.test(incoming) ? incoming : randomUUID();
+    ctx.set('x-request-id', ctx.state.requestId);
+    ctx.set('request-id', ctx.state.requestId);
+    const done = () => {
+      const sec = Number(process.hrtime.bigint() - start) / 1e9;
+      const route = ctx.state.route ?? (ctx.status === 404 ? 'unmatched' : ctx.path);
+      const labels = { route, method: ctx.method, status: String(ctx.status), model: ctx.state.model ?? '' };
+      deps.metrics.requests.inc(labels);
+      deps.metrics.latency.observe(labels, sec);
+      deps.logger.info({ reqId: ctx.state.requestId, method: ctx.method, path: ctx.path, status: ctx.status, ms: Math.round(sec * 1e6) / 1e3, account: ctx.state.principal?.accountId, model: ctx.state.model }, 'request');
+    };
+    try {
+      await next();
+    } finally {
+      // Streams finish after the middleware chain returns: log when the response is done.
+      if (ctx.res.writableFinished || ctx.res.headersSent === false) done();
+      else ctx.res.once('close', done);
+    }
+  };
+}
+
+/** Maps every thrown error to the interface's error shape; never leaks a stack trace. */
+export function errorHandler(deps: Pick<AppDeps, 'logger'>): Koa.Middleware<GatewayState> {
+  return async (ctx, next) => {
+    try {
+      await next();
+      if (ctx.status === 404 && ctx.body === undefined) {
+        throw new ApiError(404, `Unknown request URL: ${ctx.method} ${ctx.path}.`, 'invalid_request_error', null, 'unknown_url');
+      }
+    } catch (err) {
+      const e = toApiError(err);
+      if (e.status >= 500) deps.logger.error({ reqId: ctx.state.requestId, err: err instanceof Error ? { message: err.message, stack: err.stack } : String(err) }, 'request failed');
+      if (ctx.headerSent || ctx.res.headersSent) {
+        // Mid-stream failure: nothing more can be said in HTTP; end the response.
+        ctx.res.end();
+        return;
+      }
+      ctx.status = e.status;
+      for (const [k, v] of Object.entries(e.headers)) ctx.set(k, v);
+      ctx.body = ctx.state.errorShape === 'anthropic' ? anthropicBody(e, ctx.state.requestId) : openAIBody(e);
+    }
+  };
+}
+
+export function toApiError(err: unknown): ApiError {
+  if (err instanceof ApiError) return err;
+  const e = err as { status?: number; statusCode?: number; expose?: boolean; message?: string; type?: string };
+  const status = e?.status ?? e?.statusCode;
+  if (typeof status === 'number' && status >= 400 && status < 500) {
+    if (status === 413) return new ApiError(413, 'Request body too large.', 'invalid_request_error', null, 'request_too_large');
+    if (status === 415) return new ApiError(415, e.message ?? 'Unsupported content type.', 'invalid_request_error', null, 'unsupported_media_type');
+    if (status === 400 && (e.type === 'entity.parse.failed' || /JSON|Unexpected|invalid/i.test(e.message ?? ''))) {
+      return new ApiError(400, 'We could not parse the JSON body of your request. Send valid JSON with Content-Type: application/json.', 'invalid_request_error', null, 'invalid_json');
+    }
+    return new ApiError(status, e.expose && e.message ? e.message : 'Bad request.', undefined, null, null);
+  }
+  return new ApiError(500, 'The server had an error while processing your request.', 'server_error', null, 'internal_error');
+}
+
+/** JSON body: 415 unless Content-Type is JSON, 413 over the limit, 400 on malformed JSON or a non-object body. */
+export function jsonBody(limitBytes: number): Koa.Middleware<GatewayState> {
+  const parse = koaBody({ json: true, jsonLimit: limitBytes, jsonStrict: true, urlencoded: false, text: false, multipart: false, includeUnparsed: false });
+  return async (ctx, next) => {
+    if (!ctx.is('application/json', '+json')) {
+      throw new ApiError(415, `Unsupported Content-Type ${JSON.stringify(ctx.get('content-type') || '')}; send application/json.`, 'invalid_request_error', null, 'unsupported_media_type');
+    }
+    await parse(ctx as any, async () => undefined);
+    const body = ctx.request.body;
+    if (body === null || typeof body !== 'object' || Array.isArray(body)) {
+      throw new ApiError(400, 'The request body must be a JSON object.', 'invalid_request_error', null, 'invalid_json');
+    }
+    await next();
+  };
+}
+
+/** Multipart body (transcriptions, image edits): files go to temp files, limited in size. */
+export function multipartBody(maxFileBytes: number): Koa.Middleware<GatewayState> {
+  const parse = koaBody({ multipart: true, json: false, urlencoded: false, text: false, formidable: { maxFileSize: maxFileBytes, maxFiles: 4, maxFields: 50, maxFieldsSize: 1024 * 1024 } });
+  return async (ctx, next) => {
+    if (!ctx.is('multipart/form-data')) {
+      throw new ApiError(415, `Unsupported Content-Type ${JSON.stringify(ctx.get('content-type') || '')}; send multipart/form-data.`, 'invalid_request_error', null, 'unsupported_media_type');
+    }
+    try {
+      await parse(ctx as any, async () => undefined);
+    } catch (e: any) {
+      if (/maxFileSize|maxTotalFileSize|exceeded/i.test(String(e?.message))) throw new ApiError(413, `File too large (limit ${maxFileBytes} bytes).`, 'invalid_request_error', 'file', 'file_too_large');
+      throw new ApiError(400, 'Malformed multipart body.', 'invalid_request_error', null, 'invalid_multipart');
+    }
+    await next();
+  };
+}
+
+/** Reads the API key from `Authorization: Bearer` or `x-api-key`; 401 in the route's error shape otherwise. */
+export function requireApiKey(deps: Pick<AppDeps, 'keys'>): Koa.Middleware<GatewayState> {
+  return async (ctx, next) => {
+    const auth = ctx.get('authorization');
+    let key = '';
+    if (auth) {
+      const m = /^Bearer\s+(\S+)\s*$/i.exec(auth);
+      key = m ? m[1] : '';
+    }
+    if (!key) key = ctx.get('x-api-key').trim();
+    if (!key) throw new ApiError(401, 'You did not provide an API key. Send it as Authorization: Bearer <key> (or x-api-key).', 'invalid_request_error', null, 'missing_api_key');
+    const p = await deps.keys.resolve(key);
+    if (!p) throw new ApiError(401, 'Incorrect API key provided.', 'invalid_request_error', null, 'invalid_api_key');
+    ctx.state.principal = p;
+    await next();
+  };
+}
+
+/** Labels the request with its route pattern for metrics (set by each router). */
+export function route(name: string): Koa.Middleware<GatewayState> {
+  return async (ctx, next) => {
+    ctx.state.route = name;
+    await next();
+  };
+}

@@ -1,0 +1,82 @@
+import { createHash, randomBytes } from 'node:crypto';
+import type { Db } from '../db/pool';
+
+/**
+ * API keys: `sk-gw-` + 32 base64url chars (192 random bits). Only the SHA-256 of the key is stored, with a
+ * display prefix. A fast hash is right here: the secret has full entropy, so there is nothing to brute-force.
+ */
+export const KEY_PREFIX = 'sk-gw-';
+
+export function hashKey(key: string): Buffer {
+  return createHash('sha256').update(key).digest();
+}
+
+export interface CreatedKey { id: string; key: string; prefix: string; name: string; createdAt: string }
+export interface KeyInfo { id: string; name: string; prefix: string; createdAt: string; lastUsedAt: string | null; revokedAt: string | null }
+
+export async function createApiKey(db: Db, accountId: string, name = ''): Promise<CreatedKey> {
+  const key = KEY_PREFIX + randomBytes(24).toString('base64url');
+  const prefix = key.slice(0, KEY_PREFIX.length + 6);
+  const r = await db.query(
+    'INSERT INTO api_keys (account_id, name, prefix, key_hash) VALUES ($1, $2, $3, $4) RETURNING id, created_at',
+    [accountId, name, prefix, hashKey(key)],
+  );
+  return { id: r.rows[0].id, key, prefix, name, createdAt: r.rows[0].created_at.toISOString() };
+}
+
+export async function listApiKeys(db: Db, accountId: string): Promise<KeyInfo[]> {
+  const r = await db.query(
+    'SELECT id, name, prefix, created_at, last_used_at, revoked_at FROM api_keys WHERE account_id = $1 ORDER BY created_at DESC',
+    [accountId],
+  );
+  const iso = (d: Date | null) => (d ? d.toISOString() : null);
+  return r.rows.map((x) => ({ id: x.id, name: x.name, prefix: x.prefix, createdAt: x.created_at.toISOString(), lastUsedAt: iso(x.last_used_at), revokedAt: iso(x.revoked_at) }));
+}
+
+/** Revokes a key of the account; returns false when no such live key. */
+export async function revokeApiKey(db: Db, accountId: string, keyId: string): Promise<boolean> {
+  const r = await db.query(
+    'UPDATE api_keys SET revoked_at = now() WHERE id = $1 AND account_id = $2 AND revoked_at IS NULL',
+    [keyId, accountId],
+  );
+  return r.rowCount === 1;
+}
+
+export interface Principal { accountId: string; keyId: string }
+
+/**
+ * Resolves keys with a short-lived cache (positive and negative), so the request path usually does no query.
+ * Revocation takes effect once the cached entry ages out: at most `ttlMs` (default 2 s).
+ * last_used_at is written in the background, at most once a minute per key.
+ */
+export class KeyResolver {
+  private cache = new Map<string, { p: Principal | null; at: number }>();
+  private lastUsedWrites = new Map<string, number>();
+  constructor(private db: Db, private ttlMs = 2000) {}
+
+  async resolve(key: string): Promise<Principal | null> {
+    if (!key.startsWith(KEY_PREFIX) || key.length > 200) return null;
+    const now = Date.now();
+    const hit = this.cache.get(key);
+    if (hit && now - hit.at < this.ttlMs) {
+      if (hit.p) this.touch(hit.p.keyId, now);
+      return hit.p;
+    }
+    const r = await this.db.query(
+      'SELECT id, account_id FROM api_keys WHERE key_hash = $1 AND revoked_at IS NULL',
+      [hashKey(key)],
+    );
+    const p: Principal | null = r.rowCount ? { accountId: r.rows[0].account_id, keyId: r.rows[0].id } : null;
+    if (this.cache.size > 50_000) this.cache.clear();
+    this.cache.set(key, { p, at: now });
+    if (p) this.touch(p.keyId, now);
+    return p;
+  }
+
+  private touch(keyId: string, now: number): void {
+    const last = this.lastUsedWrites.get(keyId) ?? 0;
+    if (now - last < 60_000) return;
+    this.lastUsedWrites.set(keyId, now);
+    this.db.query('UPDATE api_keys SET last_used_at = now() WHERE id = $1', [keyId]).catch(() => undefined);
+  }
+}

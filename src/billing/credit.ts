@@ -1,0 +1,263 @@
+import { randomUUID } from 'node:crypto';
+import type { Db } from '../db/pool';
+import { tx } from '../db/pool';
+import { chargeHolds, chargeHoldsIn, HoldCharge, LedgerError, InsufficientFunds, placeFlexibleHold, releaseExpiredHolds, releaseHold } from './ledger';
+import type { Logger } from '../observability/logger';
+
+/**
+ * Funds for synchronous requests, without a database round trip on the request path.
+ *
+ * Each API process leases credit from an account: a ledger hold (ref_type 'lease') of up to `leaseVnd`. A request
+ * reserves its maximum cost from the lease in memory (so concurrent requests can never overdraw: the lease itself
+ * is backed by a hold), and on completion settles its actual cost; the charge ledger events and usage records are
+ * written in batches every `flushMs`, each charge with the idempotency key `req:<requestId>`. When a lease cannot
+ * cover a request it is extended (one DB transaction); when the account cannot cover it, the request gets 402
+ * before any upstream call. Idle or aged leases are released; a crashed process's lease hold carries an
+ * expires_at and is released by the sweeper (releaseExpiredHolds), so held funds are never stranded.
+ */
+
+export interface UsageInput {
+  /** Request id; also the charge's idempotency key and ledger ref. */
+  id: string;
+  apiKeyId: string | null;
+  model: string;
+  operation: string;
+  units: Record<string, number>;
+  latencyMs: number;
+  status: number;
+}
+
+export interface Reservation {
+  readonly accountId: string;
+  readonly reserved: number;
+  /** Charges `cost` VND (at most the reservation plus what the lease can still cover) and records usage. Once only. */
+  settle(cost: number, usage: UsageInput): number;
+  /** Charges nothing (a failed upstream call) and records the usage row with cost 0. Once only. */
+  cancel(usage?: UsageInput): void;
+}
+
+interface Lease {
+  holdId: string;
+  accountId: string;
+  remaining: number;
+  inflight: number;
+  seq: number;
+  rotateAt: number;
+  lastUsed: number;
+  closing: boolean;
+}
+
+interface AccountState { lease: Lease | null; acquiring: Promise<void> | null }
+
+export interface CreditOptions {
+  leaseVnd?: number;
+  flushMs?: number;
+  /** A lease stops taking new reservations after this long, and is replaced. */
+  leaseTtlMs?: number;
+  idleReleaseMs?: number;
+  logger?: Logger;
+  onCharged?: (operation: string, model: string, vnd: number) => void;
+}
+
+const EXPIRY_GRACE_MS = 60 * 60 * 1000; // far beyond any request's lifetime; only a dead process's lease gets there
+
+export class CreditManager {
+  private accounts = new Map<string, AccountState>();
+  private pendingCharges: HoldCharge[] = [];
+  private pendingUsage: (UsageInput & { accountId: string; cost: number })[] = [];
+  private pendingReleases: Lease[] = [];
+  private timer: NodeJS.Timeout;
+  private sweepTimer: NodeJS.Timeout;
+  private flushing: Promise<void> | null = null;
+  private readonly leaseVnd: number;
+  private readonly leaseTtlMs: number;
+  private readonly idleReleaseMs: number;
+
+  constructor(private db: Db, private opts: CreditOptions = {}) {
+    this.leaseVnd = opts.leaseVnd ?? 20000;
+    this.leaseTtlMs = opts.leaseTtlMs ?? 5 * 60 * 1000;
+    this.idleReleaseMs = opts.idleReleaseMs ?? 10_000;
+    this.timer = setInterval(() => void this.flush().catch(() => undefined), opts.flushMs ?? 200);
+    this.timer.unref();
+    this.sweepTimer = setInterval(() => void releaseExpiredHolds(this.db, 0).catch(() => undefined), 60_000);
+    this.sweepTimer.unref();
+  }
+
+  async reserve(accountId: string, maxCost: number): Promise<Reservation> {
+    if (!Number.isSafeInteger(maxCost) || maxCost < 0) throw new Error(`bad reservation amount ${maxCost}`);
+    let st = this.accounts.get(accountId);
+    if (!st) {
+      st = { lease: null, acquiring: null };
+      this.accounts.set(accountId, st);
+    }
+    for (let attempt = 0; ; attempt++) {
+      const lease = st.lease;
+      const now = Date.now();
+      if (lease && !lease.closing && now < lease.rotateAt && lease.remaining >= maxCost) {
+        lease.remaining -= maxCost;
+        lease.inflight++;
+        lease.lastUsed = now;
+        return this.reservation(lease, maxCost);
+      }
+      if (st.acquiring) {
+        await st.acquiring.catch(() => undefined);
+        if (attempt < 3) continue;
+      }
+      const p = this.acquire(st, accountId, maxCost);
+      st.acquiring = p;
+      try {
+        await p;
+      } finally {
+        if (st.acquiring === p) st.acquiring = null;
+      }
+      if (attempt > 5) throw new InsufficientFunds(maxCost, 0);
+    }
+  }
+
+  /** Extends the current lease, or opens a new one (rotating an aged lease out). */
+  private async acquire(st: AccountState, accountId: string, need: number): Promise<void> {
+    const now = Date.now();
+    const lease = st.lease;
+    if (lease && !lease.closing && now < lease.rotateAt) {
+      const min = need - lease.remaining;
+      if (min <= 0) return;
+      const seq = ++lease.seq;
+      try {
+        const granted = await placeFlexibleHold(this.db, {
+          accountId, holdId: lease.holdId, min, want: Math.max(min, this.leaseVnd), idempotencyKey: `lease:${lease.holdId}:${seq}`,
+          refType: 'lease', refId: lease.holdId, expiresAt: new Date(lease.rotateAt + EXPIRY_GRACE_MS),
+        });
+        lease.remaining += granted;
+      } catch (e) {
+        if (e instanceof InsufficientFunds) throw new InsufficientFunds(need, e.available + lease.remaining);
+        throw e;
+      }
+      return;
+    }
+    if (lease) this.retire(lease);
+    const holdId = randomUUID();
+    const rotateAt = now + this.leaseTtlMs;
+    const granted = await placeFlexibleHold(this.db, {
+      accountId, holdId, min: need, want: Math.max(need, this.leaseVnd), idempotencyKey: `lease:${holdId}:0`,
+      refType: 'lease', refId: holdId, expiresAt: new Date(rotateAt + EXPIRY_GRACE_MS),
+    });
+    st.lease = { holdId, accountId, remaining: granted, inflight: 0, seq: 0, rotateAt, lastUsed: now, closing: false };
+  }
+
+  private retire(lease: Lease): void {
+    if (lease.closing) return;
+    lease.closing = true;
+    const st = this.accounts.get(lease.accountId);
+    if (st?.lease === lease) st.lease = null;
+    if (lease.inflight === 0) this.pendingReleases.push(lease);
+  }
+
+  private reservation(lease: Lease, reserved: number): Reservation {
+    let done = false;
+    const finish = () => {
+      if (done) return false;
+      done = true;
+      lease.inflight--;
+      lease.lastUsed = Date.now();
+      return true;
+    };
+    return {
+      accountId: lease.accountId,
+      reserved,
+      settle: (cost, usage) => {
+        if (!finish()) return 0;
+        let charge = Math.max(0, Math.ceil(cost));
+        if (charge <= reserved) {
+          lease.remaining += reserved - charge;
+        } else {
+          // The estimate was short (it should not be: estimates are upper bounds); take what the lease still has.
+          const extra = Math.min(charge - reserved, lease.remaining);
+          lease.remaining -= extra;
+          if (reserved + extra < charge) this.opts.logger?.warn({ requestId: usage.id, cost: charge, collected: reserved + extra }, 'cost exceeded reservation');
+          charge = reserved + extra;
+        }
+        if (charge > 0) {
+          this.pendingCharges.push({ holdId: lease.holdId, amount: charge, idempotencyKey: `req:${usage.id}`, refType: 'request', refId: usage.id, memo: `${usage.operation} ${usage.model}` });
+          this.opts.onCharged?.(usage.operation, usage.model, charge);
+        }
+        this.pendingUsage.push({ ...usage, accountId: lease.accountId, cost: charge });
+        if (lease.closing && lease.inflight === 0) this.pendingReleases.push(lease);
+        return charge;
+      },
+      cancel: (usage) => {
+        if (!finish()) return;
+        lease.remaining += reserved;
+        if (usage) this.pendingUsage.push({ ...usage, accountId: lease.accountId, cost: 0 });
+        if (lease.closing && lease.inflight === 0) this.pendingReleases.push(lease);
+      },
+    };
+  }
+
+  /** Writes queued charges and usage records in one transaction, then releases retired leases. */
+  flush(): Promise<void> {
+    if (this.flushing) return this.flushing.then(() => this.flush());
+    this.flushing = this.doFlush().finally(() => { this.flushing = null; });
+    return this.flushing;
+  }
+
+  private async doFlush(): Promise<void> {
+    const now = Date.now();
+    for (const st of this.accounts.values()) {
+      const l = st.lease;
+      if (l && l.inflight === 0 && (now - l.lastUsed > this.idleReleaseMs || now >= l.rotateAt)) this.retire(l);
+    }
+    // Snapshot releases with the charges: a lease is released only after every charge against it is written.
+    const releases = this.pendingReleases;
+    this.pendingReleases = [];
+    const charges = this.pendingCharges;
+    const usage = this.pendingUsage;
+    if (charges.length || usage.length) {
+      this.pendingCharges = [];
+      this.pendingUsage = [];
+      try {
+        await tx(this.db, async (c) => {
+          await chargeHoldsIn(c, charges);
+          if (usage.length) {
+            await c.query(
+              `INSERT INTO usage_records (id, account_id, api_key_id, model, operation, units, cost_vnd, latency_ms, status)
+               SELECT u.id, u.account_id, u.api_key_id, u.model, u.operation, u.units, u.cost_vnd, u.latency_ms, u.status
+               FROM json_to_recordset($1::json) AS u(id uuid, account_id uuid, api_key_id uuid, model text, operation text, units jsonb, cost_vnd bigint, latency_ms int, status int)
+               ON CONFLICT (id) DO NOTHING`,
+              [JSON.stringify(usage.map((u) => ({ id: u.id, account_id: u.accountId, api_key_id: u.apiKeyId, model: u.model, operation: u.operation, units: u.units, cost_vnd: u.cost, latency_ms: Math.round(u.latencyMs), status: u.status })))],
+            );
+          }
+        });
+      } catch (e) {
+        if (e instanceof LedgerError) {
+          // A charge the ledger refuses (should never happen) must not block the others: isolate it and log it.
+          for (const ch of charges) {
+            await chargeHolds(this.db, [ch]).catch((err) => this.opts.logger?.error({ err: (err as Error).message, charge: ch }, 'charge refused by ledger'));
+          }
+          this.pendingUsage = usage.concat(this.pendingUsage);
+        } else {
+          // Keep them for the next flush; idempotency keys make the retry safe.
+          this.pendingCharges = charges.concat(this.pendingCharges);
+          this.pendingUsage = usage.concat(this.pendingUsage);
+          this.pendingReleases = releases.concat(this.pendingReleases);
+          this.opts.logger?.error({ err: (e as Error).message, charges: charges.length }, 'credit flush failed; will retry');
+          return;
+        }
+      }
+    }
+    for (const l of releases) {
+      try {
+        await releaseHold(this.db, { holdId: l.holdId, idempotencyKey: `lease-release:${l.holdId}`, memo: 'credit lease returned' });
+      } catch (e) {
+        this.pendingReleases.push(l);
+      }
+    }
+  }
+
+  /** Flushes everything and returns every lease (graceful shutdown). */
+  async close(): Promise<void> {
+    clearInterval(this.timer);
+    clearInterval(this.sweepTimer);
+    for (const st of this.accounts.values()) if (st.lease) this.retire(st.lease);
+    await this.flush();
+  }
+}

@@ -1,0 +1,254 @@
+import { randomUUID } from 'node:crypto';
+import type { Db, DbClient } from '../db/pool';
+import { tx } from '../db/pool';
+
+/**
+ * The VND ledger. Every change is an append-only event in ledger_events with a unique idempotency key, and the
+ * projections (accounts.balance/held, holds.remaining) change in the same transaction. A replayed event (same
+ * key) inserts nothing and changes nothing: the insert of the event is what gates every projection update.
+ */
+
+export class InsufficientFunds extends Error {
+  constructor(public readonly needed: number, public readonly available: number) {
+    super(`insufficient balance: ${needed} VND needed, ${available} VND available`);
+  }
+}
+export class LedgerError extends Error {}
+
+export type EventKind = 'topped_up' | 'hold_placed' | 'hold_released' | 'charged';
+export interface Ref { refType?: string; refId?: string }
+
+export interface Balance { balance: number; held: number; available: number }
+
+export interface LedgerEntry {
+  id: number;
+  kind: EventKind;
+  amount: number;
+  holdId: string | null;
+  refType: string | null;
+  refId: string | null;
+  memo: string | null;
+  createdAt: string;
+}
+
+function assertVnd(amount: number, what: string, allowZero = false): void {
+  if (!Number.isSafeInteger(amount) || amount < 0 || (!allowZero && amount === 0)) {
+    throw new LedgerError(`${what} must be a positive integer VND amount, got ${amount}`);
+  }
+}
+
+async function insertEvent(
+  c: DbClient,
+  e: { accountId: string; kind: EventKind; amount: number; holdId?: string | null; key: string; memo?: string } & Ref,
+): Promise<boolean> {
+  const r = await c.query(
+    `INSERT INTO ledger_events (account_id, kind, amount, hold_id, idempotency_key, ref_type, ref_id, memo)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (idempotency_key) DO NOTHING RETURNING id`,
+    [e.accountId, e.kind, e.amount, e.holdId ?? null, e.key, e.refType ?? null, e.refId ?? null, e.memo ?? null],
+  );
+  return r.rowCount === 1;
+}
+
+export async function createAccount(db: Db, name: string, id: string = randomUUID()): Promise<string> {
+  await db.query('INSERT INTO accounts (id, name) VALUES ($1, $2)', [id, name]);
+  return id;
+}
+
+export async function topUp(
+  db: Db,
+  a: { accountId: string; amount: number; idempotencyKey: string; memo?: string } & Ref,
+): Promise<{ applied: boolean }> {
+  assertVnd(a.amount, 'top-up amount');
+  return tx(db, async (c) => {
+    const acc = await c.query('SELECT 1 FROM accounts WHERE id = $1', [a.accountId]);
+    if (acc.rowCount === 0) throw new LedgerError(`account ${a.accountId} not found`);
+    if (!(await insertEvent(c, { ...a, kind: 'topped_up', key: a.idempotencyKey }))) return { applied: false };
+    await c.query('UPDATE accounts SET balance = balance + $2 WHERE id = $1', [a.accountId, a.amount]);
+    return { applied: true };
+  });
+}
+
+/**
+ * Places (or, for an existing open hold, extends) a hold. Refuses with InsufficientFunds when available < amount.
+ * The conditional UPDATE takes the account row lock, so concurrent holds are serialised and can never overdraw.
+ */
+export async function placeHold(
+  db: Db,
+  h: { accountId: string; holdId: string; amount: number; idempotencyKey: string; expiresAt?: Date } & Ref,
+): Promise<{ applied: boolean }> {
+  assertVnd(h.amount, 'hold amount', true);
+  return tx(db, (c) => placeHoldIn(c, h));
+}
+
+export async function placeHoldIn(
+  c: DbClient,
+  h: { accountId: string; holdId: string; amount: number; idempotencyKey: string; expiresAt?: Date } & Ref,
+): Promise<{ applied: boolean }> {
+  if (!(await insertEvent(c, { ...h, kind: 'hold_placed', key: h.idempotencyKey }))) return { applied: false };
+  const upd = await c.query(
+    'UPDATE accounts SET held = held + $2 WHERE id = $1 AND balance - held >= $2 RETURNING id',
+    [h.accountId, h.amount],
+  );
+  if (upd.rowCount === 0) {
+    const b = await c.query('SELECT balance - held AS available FROM accounts WHERE id = $1', [h.accountId]);
+    if (b.rowCount === 0) throw new LedgerError(`account ${h.accountId} not found`);
+    throw new InsufficientFunds(h.amount, b.rows[0].available);
+  }
+  const ins = await c.query(
+    `INSERT INTO holds (id, account_id, placed, remaining, ref_type, ref_id, expires_at)
+     VALUES ($1, $2, $3, $3, $4, $5, $6)
+     ON CONFLICT (id) DO UPDATE SET placed = holds.placed + EXCLUDED.placed, remaining = holds.remaining + EXCLUDED.remaining,
+       expires_at = COALESCE(EXCLUDED.expires_at, holds.expires_at)
+     WHERE holds.status = 'open' AND holds.account_id = EXCLUDED.account_id
+     RETURNING id`,
+    [h.holdId, h.accountId, h.amount, h.refType ?? null, h.refId ?? null, h.expiresAt ?? null],
+  );
+  if (ins.rowCount === 0) throw new LedgerError(`hold ${h.holdId} is closed or belongs to another account`);
+  return { applied: true };
+}
+
+/**
+ * Grants a hold of between `min` and `want` VND, as much of `want` as available allows, in one statement.
+ * Used by credit leases so a small balance can still be leased. Returns the granted amount (0 when refused).
+ */
+export async function placeFlexibleHold(
+  db: Db,
+  h: { accountId: string; holdId: string; min: number; want: number; idempotencyKey: string; expiresAt?: Date } & Ref,
+): Promise<number> {
+  assertVnd(h.min, 'hold minimum', true);
+  assertVnd(h.want, 'hold amount', true);
+  return tx(db, async (c) => {
+    const r = await c.query('SELECT balance - held AS available FROM accounts WHERE id = $1 FOR UPDATE', [h.accountId]);
+    if (r.rowCount === 0) throw new LedgerError(`account ${h.accountId} not found`);
+    const available: number = r.rows[0].available;
+    if (available < h.min) throw new InsufficientFunds(h.min, available);
+    const amount = Math.min(Math.max(h.min, h.want), available);
+    const { applied } = await placeHoldIn(c, { ...h, amount });
+    return applied ? amount : 0;
+  });
+}
+
+export interface HoldCharge { holdId: string; amount: number; idempotencyKey: string; memo?: string; refType?: string; refId?: string }
+
+/** Charges against holds (each amount <= the hold's remaining). Replayed keys are skipped. One transaction. */
+export async function chargeHolds(db: Db, charges: HoldCharge[]): Promise<number> {
+  if (charges.length === 0) return 0;
+  return tx(db, (c) => chargeHoldsIn(c, charges));
+}
+
+export async function chargeHoldsIn(c: DbClient, charges: HoldCharge[]): Promise<number> {
+  let applied = 0;
+  for (const ch of charges) {
+    assertVnd(ch.amount, 'charge amount', true);
+    const h = await c.query('SELECT account_id, remaining, status FROM holds WHERE id = $1 FOR UPDATE', [ch.holdId]);
+    if (h.rowCount === 0) throw new LedgerError(`hold ${ch.holdId} not found`);
+    const hold = h.rows[0];
+    if (!(await insertEvent(c, { accountId: hold.account_id, kind: 'charged', amount: ch.amount, holdId: ch.holdId, key: ch.idempotencyKey, memo: ch.memo, refType: ch.refType, refId: ch.refId }))) continue;
+    if (hold.status !== 'open') throw new LedgerError(`hold ${ch.holdId} is closed`);
+    if (ch.amount > hold.remaining) throw new LedgerError(`charge ${ch.amount} exceeds hold ${ch.holdId} remaining ${hold.remaining}`);
+    await c.query('UPDATE holds SET remaining = remaining - $2 WHERE id = $1', [ch.holdId, ch.amount]);
+    await c.query('UPDATE accounts SET balance = balance - $2, held = held - $2 WHERE id = $1', [hold.account_id, ch.amount]);
+    applied++;
+  }
+  return applied;
+}
+
+/** Releases what remains of a hold and closes it. Replays (same key) and already-closed holds change nothing. */
+export async function releaseHold(db: Db, r: { holdId: string; idempotencyKey: string; memo?: string }): Promise<{ applied: boolean; released: number }> {
+  return tx(db, (c) => releaseHoldIn(c, r));
+}
+
+export async function releaseHoldIn(c: DbClient, r: { holdId: string; idempotencyKey: string; memo?: string }): Promise<{ applied: boolean; released: number }> {
+  const h = await c.query('SELECT account_id, remaining, status, ref_type, ref_id FROM holds WHERE id = $1 FOR UPDATE', [r.holdId]);
+  if (h.rowCount === 0) throw new LedgerError(`hold ${r.holdId} not found`);
+  const hold = h.rows[0];
+  if (hold.status !== 'open') return { applied: false, released: 0 };
+  if (!(await insertEvent(c, { accountId: hold.account_id, kind: 'hold_released', amount: hold.remaining, holdId: r.holdId, key: r.idempotencyKey, memo: r.memo, refType: hold.ref_type, refId: hold.ref_id }))) {
+    return { applied: false, released: 0 };
+  }
+  await c.query(`UPDATE holds SET remaining = 0, status = 'closed', closed_at = now() WHERE id = $1`, [r.holdId]);
+  await c.query('UPDATE accounts SET held = held - $2 WHERE id = $1', [hold.account_id, hold.remaining]);
+  return { applied: true, released: hold.remaining };
+}
+
+/**
+ * Settles a hold: charges `charge` (capped at what the hold covers) and releases the rest, atomically.
+ * Idempotent by `idempotencyKey` (the charge uses `<key>:charge`, the release `<key>:release`).
+ */
+export async function settleHold(
+  db: Db,
+  s: { holdId: string; charge: number; idempotencyKey: string; memo?: string } & Ref,
+): Promise<{ charged: number; released: number }> {
+  assertVnd(s.charge, 'charge', true);
+  return tx(db, async (c) => {
+    const h = await c.query('SELECT remaining, status FROM holds WHERE id = $1 FOR UPDATE', [s.holdId]);
+    if (h.rowCount === 0) throw new LedgerError(`hold ${s.holdId} not found`);
+    let charged = 0;
+    if (h.rows[0].status === 'open') {
+      const amount = Math.min(s.charge, h.rows[0].remaining);
+      if (amount > 0) {
+        charged = (await chargeHoldsIn(c, [{ holdId: s.holdId, amount, idempotencyKey: `${s.idempotencyKey}:charge`, memo: s.memo, refType: s.refType, refId: s.refId }])) ? amount : 0;
+      }
+    }
+    const { released } = await releaseHoldIn(c, { holdId: s.holdId, idempotencyKey: `${s.idempotencyKey}:release`, memo: s.memo });
+    return { charged, released };
+  });
+}
+
+export async function getBalance(db: Db | DbClient, accountId: string): Promise<Balance | null> {
+  const r = await db.query('SELECT balance, held FROM accounts WHERE id = $1', [accountId]);
+  if (r.rowCount === 0) return null;
+  const { balance, held } = r.rows[0];
+  return { balance, held, available: balance - held };
+}
+
+export async function listLedger(db: Db, accountId: string, limit = 50, beforeId?: number): Promise<LedgerEntry[]> {
+  const r = await db.query(
+    `SELECT id, kind, amount, hold_id, ref_type, ref_id, memo, created_at FROM ledger_events
+     WHERE account_id = $1 AND ($3::bigint IS NULL OR id < $3) ORDER BY id DESC LIMIT $2`,
+    [accountId, limit, beforeId ?? null],
+  );
+  return r.rows.map((x) => ({
+    id: Number(x.id), kind: x.kind, amount: x.amount, holdId: x.hold_id, refType: x.ref_type, refId: x.ref_id,
+    memo: x.memo, createdAt: (x.created_at as Date).toISOString(),
+  }));
+}
+
+/** Releases open holds past their expiry (e.g. a credit lease of a crashed API process). */
+export async function releaseExpiredHolds(db: Db, graceMs = 60_000): Promise<number> {
+  const r = await db.query(
+    `SELECT id FROM holds WHERE status = 'open' AND expires_at IS NOT NULL AND expires_at < now() - ($1::int * interval '1 millisecond') LIMIT 500`,
+    [graceMs],
+  );
+  let n = 0;
+  for (const row of r.rows) {
+    const out = await releaseHold(db, { holdId: row.id, idempotencyKey: `expire:${row.id}`, memo: 'hold expired' });
+    if (out.applied) n++;
+  }
+  return n;
+}
+
+export interface ProjectionMismatch { accountId: string; balance: number; held: number; rebuiltBalance: number; rebuiltHeld: number }
+
+/** Rebuilds every account's balance and held from the events and returns the accounts whose projection differs. */
+export async function verifyProjections(db: Db | DbClient): Promise<ProjectionMismatch[]> {
+  const r = await db.query(`
+    WITH rebuilt AS (
+      SELECT account_id,
+        COALESCE(SUM(CASE kind WHEN 'topped_up' THEN amount WHEN 'charged' THEN -amount ELSE 0 END), 0) AS balance,
+        COALESCE(SUM(CASE WHEN kind = 'hold_placed' THEN amount
+                          WHEN kind = 'hold_released' THEN -amount
+                          WHEN kind = 'charged' AND hold_id IS NOT NULL THEN -amount ELSE 0 END), 0) AS held
+      FROM ledger_events GROUP BY account_id)
+    SELECT a.id, a.balance, a.held, COALESCE(r.balance, 0)::bigint AS rb, COALESCE(r.held, 0)::bigint AS rh
+    FROM accounts a LEFT JOIN rebuilt r ON r.account_id = a.id
+    WHERE a.balance <> COALESCE(r.balance, 0) OR a.held <> COALESCE(r.held, 0)`);
+  const holds = await db.query(`
+    SELECT h.id FROM holds h LEFT JOIN (
+      SELECT hold_id, SUM(CASE kind WHEN 'hold_placed' THEN amount ELSE -amount END) AS rem
+      FROM ledger_events WHERE hold_id IS NOT NULL GROUP BY hold_id) e ON e.hold_id = h.id
+    WHERE h.remaining <> COALESCE(e.rem, 0)`);
+  const out: ProjectionMismatch[] = r.rows.map((x) => ({ accountId: x.id, balance: x.balance, held: x.held, rebuiltBalance: x.rb, rebuiltHeld: x.rh }));
+  for (const h of holds.rows) out.push({ accountId: `hold:${h.id}`, balance: 0, held: 0, rebuiltBalance: 0, rebuiltHeld: 0 });
+  return out;
+}

@@ -1,0 +1,41 @@
+import { Client, Connection } from '@temporalio/client';
+import type { AppDeps } from './api/deps';
+import { loadConfig, type Config } from './config';
+import { createPool } from './db/pool';
+import { ensureDatabase, migrate } from './db/migrate';
+import { Catalog } from './catalog/catalog';
+import { KeyResolver } from './auth/apiKeys';
+import { CreditManager } from './billing/credit';
+import { createLogger } from './observability/logger';
+import { Metrics } from './observability/metrics';
+import { createStorage } from './storage';
+
+/** Builds the API's dependencies from config: database (created and migrated), catalog, Temporal client. */
+export async function buildDeps(config: Config = loadConfig(), opts: { temporal?: boolean } = {}): Promise<AppDeps & { close(): Promise<void> }> {
+  const logger = createLogger(config.logLevel);
+  await ensureDatabase(config.databaseUrl);
+  await migrate(config.databaseUrl);
+  const db = createPool(config.databaseUrl, 20);
+  const catalog = Catalog.load(config.catalogPath);
+  const metrics = new Metrics();
+  const credit = new CreditManager(db, {
+    leaseVnd: config.creditLeaseVnd, flushMs: config.creditFlushMs, logger,
+    onCharged: (operation, model, vnd) => metrics.chargedVnd.inc({ operation, model }, vnd),
+  });
+  let temporal: Client | null = null;
+  let connection: Connection | null = null;
+  if (opts.temporal !== false) {
+    connection = await Connection.connect({ address: config.temporalAddress });
+    temporal = new Client({ connection, namespace: config.temporalNamespace });
+  }
+  return {
+    config, db, catalog, logger, metrics, credit, temporal,
+    keys: new KeyResolver(db, config.keyCacheMs),
+    storage: createStorage(config),
+    async close() {
+      await credit.close();
+      await connection?.close();
+      await db.end();
+    },
+  };
+}

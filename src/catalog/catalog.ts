@@ -1,0 +1,162 @@
+import fs from 'node:fs';
+import Ajv from 'ajv';
+import { ApiError, modelNotFound } from '../api/errors';
+
+/** The model catalog: one JSON file (config/catalog.json by default) listing providers and priced models. */
+
+export type Mode = 'chat' | 'completion' | 'embedding' | 'speech' | 'transcription' | 'image' | 'video';
+export const MODES: Mode[] = ['chat', 'completion', 'embedding', 'speech', 'transcription', 'image', 'video'];
+export type ProviderKind = 'openai' | 'anthropic' | 'veo' | 'seedance';
+
+export interface ProviderConfig {
+  id: string;
+  kind: ProviderKind;
+  baseUrl: string;
+  /** Name of the env var that holds the upstream key (never the key itself). */
+  apiKeyEnv?: string;
+  /** Resolved at load time from apiKeyEnv. */
+  apiKey?: string;
+  timeoutMs?: number;
+}
+
+/** Integer VND prices. */
+export interface Pricing {
+  inputPer1MTokens?: number;
+  outputPer1MTokens?: number;
+  perImage?: number;
+  per1KChars?: number;
+  perAudioMinute?: number;
+  perVideoSecond?: number;
+}
+
+export interface ModelConfig {
+  id: string;
+  mode: Mode;
+  provider: string;
+  upstreamModel: string;
+  description?: string;
+  pricing: Pricing;
+  /** Chat/completion: output cap assumed for the funds check when a request sets no max_tokens. */
+  maxOutputTokens?: number;
+  contextWindow?: number;
+  /** Other names clients may send for this model (e.g. the Claude names Claude Code uses). */
+  aliases?: string[];
+  /** Video only. */
+  allowedDurations?: number[];
+  defaultDuration?: number;
+  /** Video only: `seedance` is the reference-capable family (last_frame, reference_images, resolution, ...). */
+  family?: string;
+}
+
+export interface CatalogFile { providers: Record<string, Omit<ProviderConfig, 'id'>>; models: ModelConfig[] }
+
+const schema = {
+  type: 'object',
+  required: ['providers', 'models'],
+  properties: {
+    providers: {
+      type: 'object',
+      additionalProperties: {
+        type: 'object', required: ['kind', 'baseUrl'],
+        properties: {
+          kind: { enum: ['openai', 'anthropic', 'veo', 'seedance'] }, baseUrl: { type: 'string' },
+          apiKeyEnv: { type: 'string' }, timeoutMs: { type: 'integer', minimum: 1 },
+        },
+        additionalProperties: false,
+      },
+    },
+    models: {
+      type: 'array',
+      items: {
+        type: 'object', required: ['id', 'mode', 'provider', 'upstreamModel', 'pricing'],
+        properties: {
+          id: { type: 'string', minLength: 1 }, mode: { enum: MODES }, provider: { type: 'string' },
+          upstreamModel: { type: 'string' }, description: { type: 'string' },
+          pricing: {
+            type: 'object', additionalProperties: false,
+            properties: Object.fromEntries(['inputPer1MTokens', 'outputPer1MTokens', 'perImage', 'per1KChars', 'perAudioMinute', 'perVideoSecond'].map((k) => [k, { type: 'integer', minimum: 0 }])),
+          },
+          maxOutputTokens: { type: 'integer', minimum: 1 }, contextWindow: { type: 'integer', minimum: 1 },
+          aliases: { type: 'array', items: { type: 'string' } },
+          allowedDurations: { type: 'array', items: { type: 'integer', minimum: 1 }, minItems: 1 },
+          defaultDuration: { type: 'integer', minimum: 1 }, family: { type: 'string' },
+        },
+        additionalProperties: false,
+      },
+    },
+  },
+  additionalProperties: false,
+};
+
+/** Replaces ${VAR} and ${VAR:-default} in config strings with environment values. */
+export function expandEnv(s: string, env: NodeJS.ProcessEnv = process.env): string {
+  return s.replace(/\$\{([A-Z0-9_]+)(?::-([^}]*))?\}/g, (_m, name: string, def?: string) => env[name] ?? def ?? '');
+}
+
+export class Catalog {
+  readonly providers = new Map<string, ProviderConfig>();
+  readonly models: ModelConfig[];
+  private byId = new Map<string, ModelConfig>();
+
+  constructor(file: CatalogFile, env: NodeJS.ProcessEnv = process.env) {
+    const ajv = new Ajv({ allErrors: true });
+    if (!ajv.validate(schema, file)) throw new Error('invalid catalog: ' + ajv.errorsText(ajv.errors));
+    for (const [id, p] of Object.entries(file.providers)) {
+      this.providers.set(id, { ...p, id, baseUrl: expandEnv(p.baseUrl, env).replace(/\/+$/, ''), apiKey: p.apiKeyEnv ? env[p.apiKeyEnv] : undefined });
+    }
+    this.models = file.models;
+    for (const m of file.models) {
+      if (!this.providers.has(m.provider)) throw new Error(`catalog: model ${m.id} names unknown provider ${m.provider}`);
+      if (m.mode === 'video') {
+        if (!m.allowedDurations || m.pricing.perVideoSecond === undefined) throw new Error(`catalog: video model ${m.id} needs allowedDurations and pricing.perVideoSecond`);
+        if (m.defaultDuration !== undefined && !m.allowedDurations.includes(m.defaultDuration)) throw new Error(`catalog: ${m.id} defaultDuration not in allowedDurations`);
+      }
+      for (const name of [m.id, ...(m.aliases ?? [])]) {
+        if (this.byId.has(name)) throw new Error(`catalog: duplicate model name ${name}`);
+        this.byId.set(name, m);
+      }
+    }
+  }
+
+  static load(path: string, env: NodeJS.ProcessEnv = process.env): Catalog {
+    return new Catalog(JSON.parse(fs.readFileSync(path, 'utf8')) as CatalogFile, env);
+  }
+
+  get(id: string): ModelConfig | undefined {
+    return this.byId.get(id);
+  }
+
+  provider(m: ModelConfig): ProviderConfig {
+    return this.providers.get(m.provider)!;
+  }
+
+  /** The model, or a 404 model_not_found; a model of another mode is a 400 naming `model`. */
+  require(id: unknown, modes: Mode | Mode[]): ModelConfig {
+    if (typeof id !== 'string' || id === '') throw new ApiError(400, 'you must provide a model parameter', 'invalid_request_error', 'model', 'missing_required_parameter');
+    const m = this.byId.get(id);
+    if (!m) throw modelNotFound(id);
+    const allowed = Array.isArray(modes) ? modes : [modes];
+    if (!allowed.includes(m.mode)) {
+      throw new ApiError(400, `The model '${id}' is a ${m.mode} model and cannot be used with this endpoint (needs ${allowed.join(' or ')}).`, 'invalid_request_error', 'model', 'model_not_supported');
+    }
+    return m;
+  }
+}
+
+/** A model as listed by GET /v1/models and GET /public/models (OpenAI list item plus mode and VND prices). */
+export function publicModel(m: ModelConfig, created: number) {
+  return {
+    id: m.id,
+    object: 'model' as const,
+    created,
+    owned_by: m.provider,
+    mode: m.mode,
+    description: m.description ?? null,
+    currency: 'VND',
+    pricing: m.pricing,
+    ...(m.maxOutputTokens ? { max_output_tokens: m.maxOutputTokens } : {}),
+    ...(m.contextWindow ? { context_window: m.contextWindow } : {}),
+    ...(m.aliases?.length ? { aliases: m.aliases } : {}),
+    ...(m.mode === 'video' ? { allowedDurations: m.allowedDurations, defaultDuration: m.defaultDuration ?? m.allowedDurations![0], family: m.family ?? null } : {}),
+  };
+}

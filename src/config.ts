@@ -1,0 +1,84 @@
+import path from 'node:path';
+import fs from 'node:fs';
+
+/** The repository root (holds package.json); SQL migrations, the catalog and console assets are read from here. */
+export function projectRoot(): string {
+  let dir = __dirname;
+  for (;;) {
+    if (fs.existsSync(path.join(dir, 'package.json'))) return dir;
+    const up = path.dirname(dir);
+    if (up === dir) throw new Error('package.json not found above ' + __dirname);
+    dir = up;
+  }
+}
+
+function int(name: string, def: number): number {
+  const v = process.env[name];
+  if (v === undefined || v === '') return def;
+  const n = Number(v);
+  if (!Number.isInteger(n)) throw new Error(`${name} must be an integer, got ${JSON.stringify(v)}`);
+  return n;
+}
+function str(name: string, def: string): string {
+  const v = process.env[name];
+  return v === undefined || v === '' ? def : v;
+}
+
+export interface Config {
+  port: number;
+  host: string;
+  databaseUrl: string;
+  temporalAddress: string;
+  temporalNamespace: string;
+  temporalTaskQueue: string;
+  temporalUiUrl: string;
+  catalogPath: string;
+  storageDriver: 'fs' | 's3';
+  storageDir: string;
+  s3: { bucket: string; endpoint?: string; region: string; forcePathStyle: boolean };
+  publicBaseUrl: string;
+  logLevel: string;
+  /** Max JSON body, bytes (messages/responses bodies from coding clients reach a few MB). */
+  maxJsonBytes: number;
+  maxUploadBytes: number;
+  /** VND reserved per credit lease (see billing/credit.ts). */
+  creditLeaseVnd: number;
+  creditFlushMs: number;
+  keyCacheMs: number;
+  /** Hosts URL inputs may be fetched from even though they resolve to private addresses (local development). */
+  fetchAllowHosts: string[];
+  consoleSecureCookies: boolean;
+}
+
+export function loadConfig(overrides: Partial<Config> = {}): Config {
+  const root = projectRoot();
+  const port = int('PORT', 8080);
+  const cfg: Config = {
+    port,
+    host: str('HOST', '0.0.0.0'),
+    databaseUrl: str('DATABASE_URL', 'postgres://postgres@127.0.0.1:5432/gateway'),
+    temporalAddress: str('TEMPORAL_ADDRESS', '127.0.0.1:7233'),
+    temporalNamespace: str('TEMPORAL_NAMESPACE', 'default'),
+    temporalTaskQueue: str('TEMPORAL_TASK_QUEUE', 'video-jobs'),
+    temporalUiUrl: str('TEMPORAL_UI_URL', 'http://127.0.0.1:8233'),
+    catalogPath: str('CATALOG_PATH', path.join(root, 'config', 'catalog.json')),
+    storageDriver: str('STORAGE_DRIVER', 'fs') === 's3' ? 's3' : 'fs',
+    storageDir: str('STORAGE_DIR', path.join(root, '.data', 'media')),
+    s3: {
+      bucket: str('S3_BUCKET', 'gateway-media'),
+      endpoint: process.env.S3_ENDPOINT || undefined,
+      region: str('S3_REGION', 'us-east-1'),
+      forcePathStyle: str('S3_FORCE_PATH_STYLE', 'true') === 'true',
+    },
+    publicBaseUrl: str('PUBLIC_BASE_URL', `http://127.0.0.1:${port}`),
+    logLevel: str('LOG_LEVEL', 'info'),
+    maxJsonBytes: int('MAX_JSON_BYTES', 8 * 1024 * 1024),
+    maxUploadBytes: int('MAX_UPLOAD_BYTES', 25 * 1024 * 1024),
+    creditLeaseVnd: int('CREDIT_LEASE_VND', 20000),
+    creditFlushMs: int('CREDIT_FLUSH_MS', 200),
+    keyCacheMs: int('KEY_CACHE_MS', 2000),
+    fetchAllowHosts: str('FETCH_ALLOW_HOSTS', '').split(',').map((s) => s.trim()).filter(Boolean),
+    consoleSecureCookies: str('CONSOLE_SECURE_COOKIES', 'false') === 'true',
+  };
+  return { ...cfg, ...overrides };
+}

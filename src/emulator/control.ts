@@ -1,0 +1,62 @@
+/**
+ * Fault and pacing control shared by every emulated upstream. Tests (and the bench) change it over HTTP
+ * (`POST /_emulator/faults`, `POST /_emulator/config`, `POST /_emulator/reset`) or in-process.
+ */
+export interface Fault {
+  /** Substring or /regex/ matched against "METHOD /path". */
+  match: string;
+  /** Answer with this HTTP status (and a provider-shaped error body)... */
+  status?: number;
+  /** ...or hang this long before answering (a timeout seen by the client), or drop the connection. */
+  delayMs?: number;
+  drop?: boolean;
+  /** How many matching requests it applies to; omitted = until reset. */
+  times?: number;
+}
+
+export interface EmulatorSettings {
+  /** Added before every response (ms). */
+  latencyMs: number;
+  /** Between streamed chunks (ms). */
+  chunkDelayMs: number;
+  /** Video: polls a job needs before it finishes. */
+  videoPollsToComplete: number;
+  /** Video: size of generated MP4 results in bytes (streamed, never held in memory). */
+  videoBytes: number;
+}
+
+export const defaultSettings = (): EmulatorSettings => ({ latencyMs: 0, chunkDelayMs: 0, videoPollsToComplete: 2, videoBytes: 64 * 1024 });
+
+export class EmulatorControl {
+  settings: EmulatorSettings = defaultSettings();
+  private faults: Fault[] = [];
+  /** Every request seen, newest last (bounded): tests assert on what the gateway sent upstream. */
+  readonly requests: { method: string; path: string; headers: Record<string, string | string[] | undefined>; body: unknown; at: number }[] = [];
+
+  addFault(f: Fault): void {
+    this.faults.push({ ...f });
+  }
+  reset(): void {
+    this.faults = [];
+    this.settings = defaultSettings();
+    this.requests.length = 0;
+  }
+  record(method: string, path: string, headers: Record<string, string | string[] | undefined>, body: unknown): void {
+    this.requests.push({ method, path, headers, body, at: Date.now() });
+    if (this.requests.length > 1000) this.requests.shift();
+  }
+  /** The fault that applies to this request, consuming one use of it. */
+  take(method: string, path: string): Fault | null {
+    const key = `${method} ${path}`;
+    for (const f of this.faults) {
+      const m = f.match.startsWith('/') && f.match.endsWith('/') && f.match.length > 2 ? new RegExp(f.match.slice(1, -1)).test(key) : key.includes(f.match);
+      if (!m) continue;
+      if (f.times !== undefined) {
+        if (f.times <= 0) continue;
+        f.times--;
+      }
+      return f;
+    }
+    return null;
+  }
+}

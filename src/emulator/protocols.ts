@@ -1,0 +1,2 @@
+// Each protocol module registers its routes with registerMount when imported.
+export {};

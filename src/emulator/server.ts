@@ -1,0 +1,78 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import Koa from 'koa';
+import Router from '@koa/router';
+import { koaBody } from 'koa-body';
+import { EmulatorControl, type Fault } from './control';
+
+/**
+ * The provider emulator: one HTTP server speaking the upstreams' real wire protocols, mounted under
+ * /openai/v1 (OpenAI-compatible), /anthropic (Anthropic Messages), /veo/v1beta (Gemini API long-running
+ * operations) and /seedance/api/v3 (BytePlus content generation tasks). Each protocol lives in its own module
+ * and registers its routes through `mount`.
+ */
+export type Mount = (router: Router, ctl: EmulatorControl, baseUrl: () => string) => void;
+
+const mounts: Mount[] = [];
+/** Protocol modules call this at import time. */
+export function registerMount(m: Mount): void {
+  mounts.push(m);
+}
+
+export interface Emulator { url: string; control: EmulatorControl; server: http.Server; close(): Promise<void> }
+
+export async function startEmulator(opts: { port?: number; host?: string } = {}): Promise<Emulator> {
+  // Import protocol modules for their registerMount side effect.
+  await import('./protocols');
+  const control = new EmulatorControl();
+  const app = new Koa();
+  app.silent = true;
+  let url = '';
+  const router = new Router();
+  router.post('/_emulator/faults', koaBody(), (ctx) => {
+    control.addFault(ctx.request.body as unknown as Fault);
+    ctx.body = { ok: true };
+  });
+  router.post('/_emulator/config', koaBody(), (ctx) => {
+    Object.assign(control.settings, ctx.request.body as object);
+    ctx.body = control.settings;
+  });
+  router.post('/_emulator/reset', (ctx) => {
+    control.reset();
+    ctx.body = { ok: true };
+  });
+  router.get('/_emulator/requests', (ctx) => {
+    ctx.body = control.requests;
+  });
+  for (const m of mounts) m(router, control, () => url);
+  app.use(async (ctx, next) => {
+    if (ctx.path.startsWith('/_emulator/')) return next();
+    if (control.settings.latencyMs > 0) await new Promise((r) => setTimeout(r, control.settings.latencyMs));
+    const f = control.take(ctx.method, ctx.path);
+    if (f?.delayMs) await new Promise((r) => setTimeout(r, f.delayMs));
+    if (f?.drop) {
+      ctx.req.socket.destroy();
+      ctx.respond = false;
+      return;
+    }
+    if (f?.status) {
+      ctx.status = f.status;
+      ctx.body = { error: { message: `emulated failure ${f.status}`, type: f.status >= 500 ? 'server_error' : 'invalid_request_error', param: null, code: `emulated_${f.status}` } };
+      return;
+    }
+    await next();
+  });
+  app.use(router.routes()).use(router.allowedMethods());
+  const server = http.createServer(app.callback());
+  server.keepAliveTimeout = 65_000;
+  await new Promise<void>((res) => server.listen(opts.port ?? 0, opts.host ?? '127.0.0.1', res));
+  const addr = server.address() as AddressInfo;
+  url = `http://127.0.0.1:${addr.port}`;
+  return {
+    url, control, server,
+    close: () => new Promise<void>((res) => {
+      server.close(() => res());
+      server.closeAllConnections();
+    }),
+  };
+}

@@ -1,0 +1,11 @@
+import type { Readable } from 'node:stream';
+import type { Storage, StoredObject } from './storage';
+
+/** Placeholder until the video issue lands the S3-compatible storage. */
+export class S3Storage implements Storage {
+  constructor(readonly opts: { bucket: string; endpoint?: string; region: string; forcePathStyle: boolean }) {}
+  async put(_key: string, _body: Readable, _contentType: string): Promise<StoredObject> { throw new Error('not implemented'); }
+  async head(_key: string): Promise<StoredObject | null> { return null; }
+  async get(_key: string): Promise<Readable> { throw new Error('not implemented'); }
+  async delete(_key: string): Promise<void> {}
+}

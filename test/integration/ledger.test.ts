@@ -1,0 +1,81 @@
+import { randomUUID } from 'node:crypto';
+import { createPool, type Db } from '../../src/db/pool';
+import {
+  createAccount, getBalance, InsufficientFunds, listLedger, placeHold, releaseHold, settleHold, topUp, verifyProjections, chargeHolds,
+} from '../../src/billing/ledger';
+
+let db: Db;
+beforeAll(() => {
+  db = createPool(process.env.DATABASE_URL!, 60);
+});
+afterAll(() => db.end());
+
+async function funded(amount: number): Promise<string> {
+  const id = await createAccount(db, 'ledger-test');
+  await topUp(db, { accountId: id, amount, idempotencyKey: `t:${randomUUID()}` });
+  return id;
+}
+
+test('50 concurrent holds against a balance that covers 10 place exactly 10', async () => {
+  const acc = await funded(10 * 7_000);
+  const results = await Promise.allSettled(
+    Array.from({ length: 50 }, () => placeHold(db, { accountId: acc, holdId: randomUUID(), amount: 7_000, idempotencyKey: `h:${randomUUID()}` })),
+  );
+  const ok = results.filter((r) => r.status === 'fulfilled').length;
+  const refused = results.filter((r) => r.status === 'rejected' && r.reason instanceof InsufficientFunds).length;
+  expect(ok).toBe(10);
+  expect(refused).toBe(40);
+  expect(await getBalance(db, acc)).toEqual({ balance: 70_000, held: 70_000, available: 0 });
+  expect(await verifyProjections(db)).toEqual([]);
+});
+
+test('a replayed event changes nothing', async () => {
+  const acc = await funded(1_000);
+  const key = `topup:${randomUUID()}`;
+  expect((await topUp(db, { accountId: acc, amount: 500, idempotencyKey: key })).applied).toBe(true);
+  expect((await topUp(db, { accountId: acc, amount: 500, idempotencyKey: key })).applied).toBe(false);
+  const holdId = randomUUID();
+  const hk = `hold:${holdId}`;
+  await placeHold(db, { accountId: acc, holdId, amount: 800, idempotencyKey: hk });
+  expect((await placeHold(db, { accountId: acc, holdId, amount: 800, idempotencyKey: hk })).applied).toBe(false);
+  const s1 = await settleHold(db, { holdId, charge: 300, idempotencyKey: `settle:${holdId}` });
+  const s2 = await settleHold(db, { holdId, charge: 300, idempotencyKey: `settle:${holdId}` });
+  expect(s1).toEqual({ charged: 300, released: 500 });
+  expect(s2).toEqual({ charged: 0, released: 0 });
+  expect((await releaseHold(db, { holdId, idempotencyKey: `rel:${holdId}` })).applied).toBe(false);
+  expect(await getBalance(db, acc)).toEqual({ balance: 1_200, held: 0, available: 1_200 });
+  const kinds = (await listLedger(db, acc)).map((e) => e.kind);
+  expect(kinds).toEqual(['hold_released', 'charged', 'hold_placed', 'topped_up', 'topped_up']);
+  expect(await verifyProjections(db)).toEqual([]);
+});
+
+test('charges are limited to the hold and replays of charges are skipped', async () => {
+  const acc = await funded(5_000);
+  const holdId = randomUUID();
+  await placeHold(db, { accountId: acc, holdId, amount: 2_000, idempotencyKey: `h:${holdId}` });
+  expect(await chargeHolds(db, [{ holdId, amount: 1_500, idempotencyKey: `c1:${holdId}` }, { holdId, amount: 1_500, idempotencyKey: `c1:${holdId}` }])).toBe(1);
+  await expect(chargeHolds(db, [{ holdId, amount: 600, idempotencyKey: `c2:${holdId}` }])).rejects.toThrow(/exceeds/);
+  expect(await getBalance(db, acc)).toEqual({ balance: 3_500, held: 500, available: 3_000 });
+});
+
+test('projections equal a rebuild from the events after mixed concurrent traffic', async () => {
+  const acc = await funded(100_000);
+  await Promise.all(Array.from({ length: 30 }, async (_, i) => {
+    const holdId = randomUUID();
+    try {
+      await placeHold(db, { accountId: acc, holdId, amount: 5_000, idempotencyKey: `h:${holdId}` });
+    } catch (e) {
+      if (e instanceof InsufficientFunds) return;
+      throw e;
+    }
+    if (i % 3 === 0) await releaseHold(db, { holdId, idempotencyKey: `r:${holdId}` });
+    else await settleHold(db, { holdId, charge: 1_000 * (i % 5), idempotencyKey: `s:${holdId}` });
+  }));
+  expect(await verifyProjections(db)).toEqual([]);
+  const b = await getBalance(db, acc);
+  expect(b!.held).toBe(0);
+  // A tampered projection is detected.
+  await db.query('UPDATE accounts SET balance = balance + 1 WHERE id = $1', [acc]);
+  expect((await verifyProjections(db)).map((m) => m.accountId)).toContain(acc);
+  await db.query('UPDATE accounts SET balance = balance - 1 WHERE id = $1', [acc]);
+});

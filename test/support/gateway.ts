@@ -1,0 +1,49 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { randomUUID } from 'node:crypto';
+import { buildDeps } from '../../src/bootstrap';
+import { createApp } from '../../src/api/app';
+import { loadConfig, type Config } from '../../src/config';
+import { createAccount, topUp } from '../../src/billing/ledger';
+import { createApiKey } from '../../src/auth/apiKeys';
+import { startEmulator, type Emulator } from '../../src/emulator/server';
+import type { AppDeps } from '../../src/api/deps';
+
+/**
+ * Starts the real gateway in-process on a free port, against the run's test database (globalSetup), the shared
+ * Temporal dev server, and a fresh provider emulator over real HTTP.
+ */
+export interface TestGateway {
+  url: string;
+  deps: AppDeps;
+  emulator: Emulator;
+  /** A new account with `balance` VND and an API key for it. */
+  account(balance?: number, name?: string): Promise<{ accountId: string; key: string; keyId: string }>;
+  close(): Promise<void>;
+}
+
+export async function startGateway(overrides: Partial<Config> = {}, opts: { temporal?: boolean } = {}): Promise<TestGateway> {
+  const emulator = await startEmulator();
+  process.env.EMULATOR_URL = emulator.url;
+  const config = loadConfig({ port: 0, creditFlushMs: 50, keyCacheMs: 500, ...overrides });
+  const deps = await buildDeps(config, { temporal: opts.temporal ?? true });
+  const app = createApp(deps);
+  const server = http.createServer(app.callback());
+  await new Promise<void>((res) => server.listen(0, '127.0.0.1', res));
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  return {
+    url, deps, emulator,
+    async account(balance = 1_000_000, name = 'test') {
+      const accountId = await createAccount(deps.db, name);
+      if (balance > 0) await topUp(deps.db, { accountId, amount: balance, idempotencyKey: `test-topup:${randomUUID()}` });
+      const k = await createApiKey(deps.db, accountId, 'test');
+      return { accountId, key: k.key, keyId: k.id };
+    },
+    async close() {
+      await new Promise<void>((res) => server.close(() => res()));
+      server.closeAllConnections();
+      await deps.close();
+      await emulator.close();
+    },
+  };
+}

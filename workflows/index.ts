@@ -1,0 +1,2 @@
+// Video workflows land here (deterministic code only).
+export {};
