@@ -33,13 +33,9 @@ export function observe(deps: Pick<AppDeps, 'logger' | 'metrics'>): Koa.Middlewa
       deps.metrics.latency.observe(labels, sec);
       deps.logger.info({ reqId: ctx.state.requestId, method: ctx.method, path: ctx.path, status: ctx.status, ms: Math.round(sec * 1e6) / 1e3, account: ctx.state.principal?.accountId, model: ctx.state.model }, 'request');
     };
-    try {
-      await next();
-    } finally {
-      // Streams finish after the middleware chain returns: log when the response is done.
-      if (ctx.res.writableFinished || ctx.res.headersSent === false) done();
-      else ctx.res.once('close', done);
-    }
+    // Log and measure when the response is fully sent (streams finish long after the middleware chain returns).
+    ctx.res.once('close', done);
+    await next();
   };
 }
 

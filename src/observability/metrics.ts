@@ -8,7 +8,7 @@ export class Metrics {
     labelNames: ['route', 'method', 'status', 'model'] as const, registers: [this.registry],
   });
   readonly latency = new client.Histogram({
-    name: 'gateway_http_request_duration_seconds', help: 'Time to response headers... to end of response, by route, status and model',
+    name: 'gateway_http_request_duration_seconds', help: 'Request duration until the response is fully sent (streams included), by route, status and model',
     labelNames: ['route', 'method', 'status', 'model'] as const, registers: [this.registry],
     buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120],
   });
