@@ -47,7 +47,8 @@ interface Lease {
   closing: boolean;
 }
 
-interface AccountState { lease: Lease | null; acquiring: Promise<void> | null }
+interface Waiter { amount: number; resolve(r: Reservation): void; reject(e: unknown): void }
+interface AccountState { lease: Lease | null; waiters: Waiter[]; pumping: boolean }
 
 export interface CreditOptions {
   leaseVnd?: number;
@@ -87,30 +88,54 @@ export class CreditManager {
     if (!Number.isSafeInteger(maxCost) || maxCost < 0) throw new Error(`bad reservation amount ${maxCost}`);
     let st = this.accounts.get(accountId);
     if (!st) {
-      st = { lease: null, acquiring: null };
+      st = { lease: null, waiters: [], pumping: false };
       this.accounts.set(accountId, st);
     }
-    for (let attempt = 0; ; attempt++) {
-      const lease = st.lease;
-      const now = Date.now();
-      if (lease && !lease.closing && now < lease.rotateAt && lease.remaining >= maxCost) {
-        lease.remaining -= maxCost;
-        lease.inflight++;
-        lease.lastUsed = now;
-        return this.reservation(lease, maxCost);
+    // Fast path: no one queued ahead and the lease covers it (no I/O, no await).
+    if (st.waiters.length === 0) {
+      const r = this.tryTake(st, maxCost);
+      if (r) return r;
+    }
+    return new Promise<Reservation>((resolve, reject) => {
+      st!.waiters.push({ amount: maxCost, resolve, reject });
+      if (!st!.pumping) void this.pump(st!, accountId);
+    });
+  }
+
+  private tryTake(st: AccountState, amount: number): Reservation | null {
+    const lease = st.lease;
+    const now = Date.now();
+    if (!lease || lease.closing || now >= lease.rotateAt || lease.remaining < amount) return null;
+    lease.remaining -= amount;
+    lease.inflight++;
+    lease.lastUsed = now;
+    return this.reservation(lease, amount);
+  }
+
+  /**
+   * Serves queued reservations in arrival order, one lease acquisition at a time per account. A request is refused
+   * only when the ledger itself says the account cannot cover it, so concurrency never causes a false 402.
+   */
+  private async pump(st: AccountState, accountId: string): Promise<void> {
+    st.pumping = true;
+    try {
+      while (st.waiters.length) {
+        const w = st.waiters[0];
+        const r = this.tryTake(st, w.amount);
+        if (r) {
+          st.waiters.shift();
+          w.resolve(r);
+          continue;
+        }
+        try {
+          await this.acquire(st, accountId, w.amount);
+        } catch (e) {
+          st.waiters.shift();
+          w.reject(e);
+        }
       }
-      if (st.acquiring) {
-        await st.acquiring.catch(() => undefined);
-        if (attempt < 3) continue;
-      }
-      const p = this.acquire(st, accountId, maxCost);
-      st.acquiring = p;
-      try {
-        await p;
-      } finally {
-        if (st.acquiring === p) st.acquiring = null;
-      }
-      if (attempt > 5) throw new InsufficientFunds(maxCost, 0);
+    } finally {
+      st.pumping = false;
     }
   }
 
@@ -204,7 +229,7 @@ export class CreditManager {
     const now = Date.now();
     for (const st of this.accounts.values()) {
       const l = st.lease;
-      if (l && l.inflight === 0 && (now - l.lastUsed > this.idleReleaseMs || now >= l.rotateAt)) this.retire(l);
+      if (l && l.inflight === 0 && !st.pumping && (now - l.lastUsed > this.idleReleaseMs || now >= l.rotateAt)) this.retire(l);
     }
     // Snapshot releases with the charges: a lease is released only after every charge against it is written.
     const releases = this.pendingReleases;
