@@ -9,6 +9,7 @@ import { CreditManager } from './billing/credit';
 import { createLogger } from './observability/logger';
 import { Metrics } from './observability/metrics';
 import { createStorage } from './storage';
+import { ProviderRegistry } from './providers/registry';
 
 /** Builds the API's dependencies from config: database (created and migrated), catalog, Temporal client. */
 export async function buildDeps(config: Config = loadConfig(), opts: { temporal?: boolean } = {}): Promise<AppDeps & { close(): Promise<void> }> {
@@ -22,6 +23,7 @@ export async function buildDeps(config: Config = loadConfig(), opts: { temporal?
     leaseVnd: config.creditLeaseVnd, flushMs: config.creditFlushMs, logger,
     onCharged: (operation, model, vnd) => metrics.chargedVnd.inc({ operation, model }, vnd),
   });
+  const providers = new ProviderRegistry(catalog, { onError: (provider, status) => metrics.upstreamErrors.inc({ provider, status: String(status) }) });
   let temporal: Client | null = null;
   let connection: Connection | null = null;
   if (opts.temporal !== false) {
@@ -29,11 +31,12 @@ export async function buildDeps(config: Config = loadConfig(), opts: { temporal?
     temporal = new Client({ connection, namespace: config.temporalNamespace });
   }
   return {
-    config, db, catalog, logger, metrics, credit, temporal,
+    config, db, catalog, logger, metrics, credit, temporal, providers,
     keys: new KeyResolver(db, config.keyCacheMs),
     storage: createStorage(config),
     async close() {
       await credit.close();
+      await providers.close();
       await connection?.close();
       await db.end();
     },

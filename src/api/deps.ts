@@ -7,6 +7,7 @@ import type { CreditManager } from '../billing/credit';
 import type { Logger } from '../observability/logger';
 import type { Metrics } from '../observability/metrics';
 import type { Storage } from '../storage/storage';
+import type { ProviderRegistry } from '../providers/registry';
 
 /** Everything a router may need, built once at start-up (src/server.ts, src/main.ts, tests). */
 export interface AppDeps {
@@ -18,6 +19,8 @@ export interface AppDeps {
   logger: Logger;
   metrics: Metrics;
   storage: Storage;
+  /** Upstream adapters, one pooled client per catalog provider. */
+  providers: ProviderRegistry;
   /** Null when the API runs without Temporal (video routes then answer 503). */
   temporal: TemporalClient | null;
 }

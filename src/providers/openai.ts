@@ -1,0 +1,170 @@
+import fs from 'node:fs';
+import { FormData, Pool } from 'undici';
+import type { Dispatcher } from 'undici';
+import { ApiError } from '../api/errors';
+import type { ProviderConfig } from '../catalog/catalog';
+import type { BufferedResponse, CallOptions, MultipartValue, OpenAICompatibleAdapter, StreamingResponse } from './types';
+
+/**
+ * Adapter for any OpenAI-compatible upstream (OpenAI, vLLM, Ollama, LiteLLM, the emulator): base URL + bearer
+ * key, one keep-alive undici Pool per upstream origin, connect/headers/body timeouts, and upstream errors mapped
+ * to our ApiError (upstream 4xx passes its status and message through in the OpenAI shape; upstream 5xx,
+ * transport failures and timeouts become 502/504 `upstream_error`).
+ */
+
+export interface OpenAIAdapterOptions {
+  /** Max sockets to the upstream origin. */
+  connections?: number;
+  connectTimeoutMs?: number;
+  /** Called for every failed upstream call (metrics). */
+  onError?: (providerId: string, status: number) => void;
+}
+
+const MAX_ERROR_BODY = 64 * 1024;
+
+export class OpenAIAdapter implements OpenAICompatibleAdapter {
+  readonly kind = 'openai' as const;
+  readonly id: string;
+  private readonly pool: Pool;
+  private readonly basePath: string;
+  private readonly timeoutMs: number;
+  // Built once: undici does not mutate request header objects.
+  private readonly jsonHeaders: Record<string, string>;
+  private readonly authHeaders: Record<string, string>;
+
+  constructor(cfg: ProviderConfig, private readonly opts: OpenAIAdapterOptions = {}) {
+    this.id = cfg.id;
+    const url = new URL(cfg.baseUrl);
+    this.basePath = url.pathname.replace(/\/+$/, '');
+    this.timeoutMs = cfg.timeoutMs ?? 120_000;
+    this.authHeaders = cfg.apiKey ? { authorization: `Bearer ${cfg.apiKey}` } : {};
+    this.jsonHeaders = { ...this.authHeaders, 'content-type': 'application/json', accept: 'application/json' };
+    this.pool = new Pool(url.origin, {
+      connections: opts.connections ?? 256,
+      pipelining: 1,
+      keepAliveTimeout: 30_000,
+      keepAliveMaxTimeout: 600_000,
+      connect: { timeout: opts.connectTimeoutMs ?? 10_000 },
+      headersTimeout: this.timeoutMs,
+      bodyTimeout: this.timeoutMs,
+    });
+  }
+
+  async postJson(path: string, payload: string, opts: CallOptions = {}): Promise<BufferedResponse> {
+    const res = await this.send(path, this.jsonHeaders, payload, opts);
+    return { status: res.statusCode, contentType: header(res.headers, 'content-type'), body: await this.readBody(res, opts) };
+  }
+
+  async postStream(path: string, payload: string, opts: CallOptions = {}): Promise<StreamingResponse> {
+    const res = await this.send(path, this.jsonHeaders, payload, opts);
+    return { status: res.statusCode, contentType: header(res.headers, 'content-type'), body: res.body };
+  }
+
+  async postMultipart(path: string, fields: Record<string, MultipartValue>, opts: CallOptions = {}): Promise<BufferedResponse> {
+    const form = new FormData();
+    for (const [name, v] of Object.entries(fields)) {
+      if (typeof v === 'string') form.append(name, v);
+      // openAsBlob streams the file while sending: an upload is never held in memory whole.
+      else form.append(name, await fs.openAsBlob(v.path, { type: v.contentType ?? 'application/octet-stream' }), v.filename);
+    }
+    const res = await this.send(path, this.authHeaders, form, opts);
+    return { status: res.statusCode, contentType: header(res.headers, 'content-type'), body: await this.readBody(res, opts) };
+  }
+
+  close(): Promise<void> {
+    return this.pool.close();
+  }
+
+  /** One upstream request; resolves with a 2xx response (body unread), throws a mapped ApiError otherwise. */
+  private async send(path: string, headers: Record<string, string>, body: string | FormData, opts: CallOptions): Promise<Dispatcher.ResponseData> {
+    let res: Dispatcher.ResponseData;
+    try {
+      res = await this.pool.request({ method: 'POST', path: this.basePath + path, headers, body, signal: opts.signal });
+    } catch (e) {
+      throw this.transportError(e, opts);
+    }
+    if (res.statusCode >= 200 && res.statusCode < 300) return res;
+    let text = '';
+    try {
+      text = await readLimited(res.body, MAX_ERROR_BODY);
+    } catch (e) {
+      throw this.transportError(e, opts);
+    }
+    this.opts.onError?.(this.id, res.statusCode);
+    throw mapUpstreamError(res.statusCode, text, header(res.headers, 'retry-after'));
+  }
+
+  private async readBody(res: Dispatcher.ResponseData, opts: CallOptions): Promise<Buffer> {
+    try {
+      return Buffer.from(await res.body.arrayBuffer());
+    } catch (e) {
+      throw this.transportError(e, opts);
+    }
+  }
+
+  private transportError(e: unknown, opts: CallOptions): Error {
+    if (e instanceof ApiError) return e;
+    if (opts.signal?.aborted) return new UpstreamAborted();
+    const err = mapTransportError(e);
+    this.opts.onError?.(this.id, err.status);
+    return err;
+  }
+}
+
+/** The client went away and we aborted the upstream request: nothing to answer. */
+export class UpstreamAborted extends Error {
+  constructor() {
+    super('upstream request aborted: client disconnected');
+  }
+}
+
+function header(h: Dispatcher.ResponseData['headers'], name: string): string {
+  const v = h[name];
+  return Array.isArray(v) ? v[0] ?? '' : v ?? '';
+}
+
+async function readLimited(body: Dispatcher.ResponseData['body'], limit: number): Promise<string> {
+  const chunks: Buffer[] = [];
+  let n = 0;
+  for await (const c of body) {
+    const b = c as Buffer;
+    if (n < limit) chunks.push(b);
+    n += b.length;
+  }
+  return Buffer.concat(chunks).subarray(0, limit).toString('utf8');
+}
+
+interface UpstreamErrorBody { error?: { message?: unknown; type?: unknown; param?: unknown; code?: unknown } | string; message?: unknown; detail?: unknown }
+
+/**
+ * Upstream HTTP error -> our error. 4xx: the client's request was refused upstream, so its status and message
+ * pass through (OpenAI shape), except 401/403 and 407, which concern the gateway's own upstream credentials and
+ * would mislead the client: those become 502. 5xx: 502 `upstream_error` (504 for an upstream 504).
+ */
+export function mapUpstreamError(status: number, text: string, retryAfter = ''): ApiError {
+  let body: UpstreamErrorBody | null = null;
+  try {
+    body = JSON.parse(text) as UpstreamErrorBody;
+  } catch { /* not JSON: use the text */ }
+  const e = body && typeof body.error === 'object' && body.error ? body.error : null;
+  const str = (v: unknown) => (typeof v === 'string' && v ? v : null);
+  const message = str(e?.message) ?? str(body?.error) ?? str(body?.message) ?? str(body?.detail) ?? (text.trim().slice(0, 500) || `upstream answered HTTP ${status}`);
+  if (status >= 400 && status < 500 && status !== 401 && status !== 403 && status !== 407) {
+    const headers: Record<string, string> = retryAfter && status === 429 ? { 'retry-after': retryAfter } : {};
+    return new ApiError(status, message, str(e?.type) ?? (status === 429 ? 'rate_limit_error' : 'invalid_request_error'), str(e?.param), str(e?.code) ?? (typeof e?.code === 'number' ? String(e.code) : null), headers);
+  }
+  if (status === 401 || status === 403 || status === 407) {
+    return new ApiError(502, `The upstream provider refused the gateway's credentials (HTTP ${status}).`, 'upstream_error', null, 'upstream_error');
+  }
+  if (status === 504) return new ApiError(504, `The upstream provider timed out (HTTP 504): ${message}`, 'upstream_error', null, 'upstream_timeout');
+  return new ApiError(502, `The upstream provider failed (HTTP ${status}): ${message}`, 'upstream_error', null, 'upstream_error');
+}
+
+/** Network-level failures: timeouts -> 504, everything else (refused, reset, bad response) -> 502. */
+export function mapTransportError(e: unknown): ApiError {
+  const code = (e as { code?: string })?.code ?? '';
+  if (code === 'UND_ERR_CONNECT_TIMEOUT' || code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT') {
+    return new ApiError(504, 'The upstream provider did not answer in time.', 'upstream_error', null, 'upstream_timeout');
+  }
+  return new ApiError(502, `The upstream provider could not be reached (${code || (e as Error)?.name || 'error'}).`, 'upstream_error', null, 'upstream_error');
+}

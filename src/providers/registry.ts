@@ -1,0 +1,47 @@
+import { ApiError } from '../api/errors';
+import type { Catalog, ModelConfig, ProviderConfig, ProviderKind } from '../catalog/catalog';
+import { OpenAIAdapter, type OpenAIAdapterOptions } from './openai';
+import type { OpenAICompatibleAdapter, ProviderAdapter } from './types';
+
+export type AdapterFactory = (cfg: ProviderConfig) => ProviderAdapter;
+
+export interface RegistryOptions extends OpenAIAdapterOptions {
+  /** Adapters for other provider kinds (anthropic, veo, seedance), by kind. `openai` is built in. */
+  factories?: Partial<Record<ProviderKind, AdapterFactory>>;
+}
+
+/**
+ * One adapter (and so one connection pool) per catalog provider, built once at start-up and shared by every
+ * request. Kinds without a factory are skipped (their owners build their own clients, e.g. the video worker).
+ */
+export class ProviderRegistry {
+  private readonly adapters = new Map<string, ProviderAdapter>();
+
+  constructor(catalog: Catalog, opts: RegistryOptions = {}) {
+    const factories: Partial<Record<ProviderKind, AdapterFactory>> = {
+      openai: (cfg) => new OpenAIAdapter(cfg, opts),
+      ...opts.factories,
+    };
+    for (const cfg of catalog.providers.values()) {
+      const make = factories[cfg.kind];
+      if (make) this.adapters.set(cfg.id, make(cfg));
+    }
+  }
+
+  get(providerId: string): ProviderAdapter | undefined {
+    return this.adapters.get(providerId);
+  }
+
+  /** The OpenAI-compatible adapter serving this model (a catalog misconfiguration is a 500, not the client's fault). */
+  openai(model: ModelConfig): OpenAICompatibleAdapter {
+    const a = this.adapters.get(model.provider);
+    if (!a || a.kind !== 'openai') {
+      throw new ApiError(500, `Model '${model.id}' is not served by an OpenAI-compatible provider.`, 'server_error', null, 'provider_misconfigured');
+    }
+    return a as OpenAICompatibleAdapter;
+  }
+
+  async close(): Promise<void> {
+    await Promise.all([...this.adapters.values()].map((a) => a.close().catch(() => undefined)));
+  }
+}

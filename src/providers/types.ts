@@ -1,0 +1,57 @@
+import type { Readable } from 'node:stream';
+import type { ProviderKind } from '../catalog/catalog';
+
+/**
+ * The provider adapter interface. An adapter owns the connection pool to one upstream (one catalog provider)
+ * and speaks its wire protocol; routers never build upstream URLs or headers themselves.
+ */
+export interface ProviderAdapter {
+  readonly id: string;
+  readonly kind: ProviderKind;
+  /** Closes the adapter's connection pool (shutdown). */
+  close(): Promise<void>;
+}
+
+export interface CallOptions {
+  /** Aborts the upstream request (client went away). */
+  signal?: AbortSignal;
+}
+
+/** A successful upstream answer whose body has been read in full (JSON operations). */
+export interface BufferedResponse {
+  status: number;
+  contentType: string;
+  body: Buffer;
+}
+
+/** A successful upstream answer whose body is still streaming (SSE, audio). */
+export interface StreamingResponse {
+  status: number;
+  contentType: string;
+  body: Readable;
+}
+
+/** A multipart field for an upload: a string, or a file (path on disk, read lazily while sending). */
+export type MultipartValue = string | { path: string; filename: string; contentType?: string };
+
+/** Token usage in the OpenAI chat/completions shape (what upstreams report). */
+export interface TokenUsage {
+  prompt_tokens: number;
+  completion_tokens?: number;
+  total_tokens?: number;
+  [k: string]: unknown;
+}
+
+/**
+ * An OpenAI-compatible upstream (OpenAI itself, vLLM, Ollama, LiteLLM, the emulator). Bodies are passed as
+ * already-serialised JSON so callers can measure their size (funds bound) without serialising twice.
+ */
+export interface OpenAICompatibleAdapter extends ProviderAdapter {
+  readonly kind: 'openai';
+  /** POST JSON, read the whole (JSON) answer. Non-2xx answers throw an ApiError (see mapUpstreamError). */
+  postJson(path: string, payload: string, opts?: CallOptions): Promise<BufferedResponse>;
+  /** POST JSON, return the answer's body as a stream once a 2xx status arrived (SSE, audio bytes). */
+  postStream(path: string, payload: string, opts?: CallOptions): Promise<StreamingResponse>;
+  /** POST multipart/form-data (transcriptions, image edits), read the whole answer. */
+  postMultipart(path: string, fields: Record<string, MultipartValue>, opts?: CallOptions): Promise<BufferedResponse>;
+}
