@@ -1,0 +1,80 @@
+/**
+ * The OpenAI Chat Completions wire shapes the translators read and write (reference section 3). Kept here so the
+ * translators stay pure and independent of any provider module; they are plain JSON and structurally compatible
+ * with the provider layer's types.
+ */
+
+export interface ChatTextPart { type: 'text'; text: string }
+export interface ChatImagePart { type: 'image_url'; image_url: { url: string; detail?: string } }
+export type ChatContentPart = ChatTextPart | ChatImagePart;
+
+export interface ChatToolCall { id: string; type: 'function'; function: { name: string; arguments: string } }
+
+export type ChatMessage =
+  | { role: 'system'; content: string | ChatTextPart[] }
+  | { role: 'user'; content: string | ChatContentPart[] }
+  | { role: 'assistant'; content: string | null; tool_calls?: ChatToolCall[] }
+  | { role: 'tool'; tool_call_id: string; content: string | ChatContentPart[] };
+
+export interface ChatFunctionTool {
+  type: 'function';
+  function: { name: string; description?: string; parameters?: unknown; strict?: boolean };
+}
+
+export type ChatToolChoice = 'auto' | 'none' | 'required' | { type: 'function'; function: { name: string } };
+
+export interface ChatRequest {
+  model: string;
+  messages: ChatMessage[];
+  tools?: ChatFunctionTool[];
+  tool_choice?: ChatToolChoice;
+  parallel_tool_calls?: boolean;
+  max_tokens?: number;
+  stop?: string[];
+  temperature?: number;
+  top_p?: number;
+  top_k?: number;
+  user?: string;
+  reasoning_effort?: 'minimal' | 'low' | 'medium' | 'high';
+  response_format?: unknown;
+  stream?: boolean;
+  stream_options?: { include_usage: boolean };
+}
+
+export interface ChatUsage {
+  prompt_tokens: number;
+  completion_tokens: number;
+  total_tokens?: number;
+  prompt_tokens_details?: { cached_tokens?: number } | null;
+  completion_tokens_details?: { reasoning_tokens?: number } | null;
+}
+
+export type ChatFinishReason = 'stop' | 'length' | 'tool_calls' | 'content_filter' | 'function_call' | null;
+
+export interface ChatCompletion {
+  id: string;
+  object: 'chat.completion';
+  created: number;
+  model: string;
+  choices: {
+    index: number;
+    message: { role: 'assistant'; content: string | null; tool_calls?: ChatToolCall[]; reasoning_content?: string | null; reasoning?: string | null; refusal?: string | null };
+    finish_reason: ChatFinishReason;
+  }[];
+  usage?: ChatUsage | null;
+}
+
+export interface ChatToolCallDelta { index: number; id?: string; type?: 'function'; function?: { name?: string; arguments?: string } }
+
+export interface ChatChunk {
+  id: string;
+  object: 'chat.completion.chunk';
+  created: number;
+  model: string;
+  choices: {
+    index: number;
+    delta: { role?: 'assistant'; content?: string | null; reasoning_content?: string | null; reasoning?: string | null; tool_calls?: ChatToolCallDelta[]; refusal?: string | null };
+    finish_reason: ChatFinishReason;
+  }[] | null;
+  usage?: ChatUsage | null;
+}

@@ -1,0 +1,173 @@
+import type { ChatContentPart, ChatFunctionTool, ChatMessage, ChatRequest, ChatTextPart, ChatToolCall, ChatToolChoice } from './chatTypes';
+import type { AnthropicContentBlock, AnthropicImageBlock, AnthropicToolResultBlock, MessagesRequest } from './anthropicTypes';
+import { ToolNameMap } from './toolNames';
+
+/**
+ * Anthropic Messages request -> Chat Completions request (reference 4.1). Fields a chat upstream has no use for
+ * (cache_control, defer_loading, context_management, output_config, thinking blocks, server tools) are accepted
+ * and stripped; nothing the client sends makes the translation fail.
+ */
+
+export interface ChatTranslation { chat: ChatRequest; tools: ToolNameMap }
+
+export interface TranslateOptions {
+  upstreamModel: string;
+  /** The model's output cap: max_tokens above it is lowered (coding clients ask for up to 128k). */
+  maxOutputTokens?: number;
+}
+
+export function imageUrlOf(b: AnthropicImageBlock): string | null {
+  const s = b.source as { type?: string; media_type?: string; data?: string; url?: string } | undefined;
+  if (s?.type === 'base64' && typeof s.data === 'string') return `data:${s.media_type ?? 'image/png'};base64,${s.data}`;
+  if (s?.type === 'url' && typeof s.url === 'string') return s.url;
+  return null;
+}
+
+function textOfDocument(b: { source?: { type?: string; data?: string }; title?: string }): string {
+  if (b.source?.type === 'text' && typeof b.source.data === 'string') return b.title ? `${b.title}\n${b.source.data}` : b.source.data;
+  return `[document${b.title ? ` "${b.title}"` : ''} omitted: not supported by this model]`;
+}
+
+/** Text and image blocks -> chat parts (other block kinds are not user content and are skipped). */
+function userParts(blocks: AnthropicContentBlock[]): ChatContentPart[] {
+  const parts: ChatContentPart[] = [];
+  for (const b of blocks) {
+    if (b.type === 'text') parts.push({ type: 'text', text: b.text });
+    else if (b.type === 'image') {
+      const url = imageUrlOf(b);
+      if (url) parts.push({ type: 'image_url', image_url: { url } });
+    } else if (b.type === 'document') parts.push({ type: 'text', text: textOfDocument(b) });
+  }
+  return parts;
+}
+
+/** Plain string when the parts are all text (what every chat upstream accepts), else the part list. */
+function compact(parts: ChatContentPart[]): string | ChatContentPart[] {
+  if (parts.every((p) => p.type === 'text')) return (parts as ChatTextPart[]).map((p) => p.text).join('\n');
+  return parts;
+}
+
+function toolResultContent(b: AnthropicToolResultBlock): string | ChatContentPart[] {
+  let content: string | ChatContentPart[];
+  if (b.content === undefined) content = '';
+  else if (typeof b.content === 'string') content = b.content;
+  else content = compact(userParts(b.content as AnthropicContentBlock[]));
+  if (b.is_error) {
+    if (typeof content === 'string') content = `[tool error] ${content}`;
+    else content = [{ type: 'text', text: '[tool error]' }, ...content];
+  }
+  return content;
+}
+
+function systemText(system: MessagesRequest['system']): string {
+  if (typeof system === 'string') return system;
+  if (Array.isArray(system)) return system.filter((b) => b && b.type === 'text').map((b) => b.text).join('\n');
+  return '';
+}
+
+export function effortFromBudget(budget: number | undefined): 'low' | 'medium' | 'high' {
+  if (budget === undefined) return 'medium';
+  if (budget < 4096) return 'low';
+  if (budget < 16384) return 'medium';
+  return 'high';
+}
+
+export function normalizeEffort(e: unknown): 'minimal' | 'low' | 'medium' | 'high' | undefined {
+  switch (e) {
+    case 'minimal': case 'low': case 'medium': case 'high': return e;
+    case 'max': case 'xhigh': return 'high';
+    default: return undefined;
+  }
+}
+
+function reasoningEffort(req: MessagesRequest): ChatRequest['reasoning_effort'] {
+  const t = req.thinking;
+  const fromConfig = normalizeEffort(req.output_config?.effort);
+  if (t?.type === 'disabled') return undefined;
+  if (t?.type === 'enabled') return fromConfig ?? effortFromBudget(t.budget_tokens);
+  if (t?.type === 'adaptive') return fromConfig ?? 'medium';
+  return fromConfig;
+}
+
+export function messagesToChat(req: MessagesRequest, opts: TranslateOptions): ChatTranslation {
+  const tools = new ToolNameMap();
+  const messages: ChatMessage[] = [];
+  const sys = systemText(req.system);
+  if (sys) messages.push({ role: 'system', content: sys });
+
+  for (const m of req.messages) {
+    if (m.role === 'system') {
+      // Claude Code appends a system entry after the user turn for models it does not know: keep it in place.
+      const text = typeof m.content === 'string' ? m.content : compact(userParts(m.content));
+      messages.push({ role: 'system', content: typeof text === 'string' ? text : text.filter((p): p is ChatTextPart => p.type === 'text').map((p) => p.text).join('\n') });
+      continue;
+    }
+    if (typeof m.content === 'string') {
+      messages.push(m.role === 'user' ? { role: 'user', content: m.content } : { role: 'assistant', content: m.content });
+      continue;
+    }
+    const blocks = Array.isArray(m.content) ? m.content : [];
+    if (m.role === 'user') {
+      // Tool results answer the previous assistant turn, so they go before the user's other content.
+      for (const b of blocks) {
+        if (b.type === 'tool_result') messages.push({ role: 'tool', tool_call_id: b.tool_use_id, content: toolResultContent(b) });
+      }
+      const parts = userParts(blocks);
+      if (parts.length) messages.push({ role: 'user', content: compact(parts) });
+    } else {
+      const text = blocks.filter((b) => b.type === 'text').map((b) => (b as { text: string }).text).join('');
+      const calls: ChatToolCall[] = blocks
+        .filter((b) => b.type === 'tool_use')
+        .map((b) => {
+          const u = b as { id: string; name: string; input: unknown };
+          return { id: u.id, type: 'function', function: { name: tools.add({ name: u.name, kind: 'function' }), arguments: JSON.stringify(u.input ?? {}) } };
+        });
+      if (!text && !calls.length) continue; // a turn of only thinking blocks carries nothing a chat model can use
+      messages.push(calls.length ? { role: 'assistant', content: text || null, tool_calls: calls } : { role: 'assistant', content: text });
+    }
+  }
+
+  const chatTools: ChatFunctionTool[] = [];
+  for (const t of req.tools ?? []) {
+    // Server tools (web search, code execution, ...) run at Anthropic; a chat upstream cannot run them.
+    if (t.type && t.type !== 'custom') continue;
+    if (typeof t.name !== 'string') continue;
+    chatTools.push({
+      type: 'function',
+      function: {
+        name: tools.add({ name: t.name, kind: 'function' }),
+        ...(t.description ? { description: t.description } : {}),
+        parameters: t.input_schema ?? { type: 'object', properties: {} },
+      },
+    });
+  }
+
+  const chat: ChatRequest = { model: opts.upstreamModel, messages };
+  if (chatTools.length) {
+    chat.tools = chatTools;
+    const tc = req.tool_choice;
+    if (tc) {
+      let choice: ChatToolChoice | undefined;
+      if (tc.type === 'auto') choice = 'auto';
+      else if (tc.type === 'any') choice = 'required';
+      else if (tc.type === 'none') choice = 'none';
+      else if (tc.type === 'tool') choice = { type: 'function', function: { name: tools.add({ name: tc.name, kind: 'function' }) } };
+      if (choice) chat.tool_choice = choice;
+      if (tc.disable_parallel_tool_use === true) chat.parallel_tool_calls = false;
+    }
+  }
+  const max = opts.maxOutputTokens ? Math.min(req.max_tokens, opts.maxOutputTokens) : req.max_tokens;
+  if (Number.isInteger(max) && max > 0) chat.max_tokens = max;
+  if (req.stop_sequences?.length) chat.stop = req.stop_sequences;
+  if (typeof req.temperature === 'number') chat.temperature = req.temperature;
+  if (typeof req.top_p === 'number') chat.top_p = req.top_p;
+  const user = req.metadata?.user_id;
+  if (typeof user === 'string' && user.length > 0 && user.length <= 256) chat.user = user;
+  const effort = reasoningEffort(req);
+  if (effort) chat.reasoning_effort = effort;
+  if (req.stream) {
+    chat.stream = true;
+    chat.stream_options = { include_usage: true };
+  }
+  return { chat, tools };
+}
