@@ -1,5 +1,6 @@
 import path from 'node:path';
 import fs from 'node:fs';
+import { loadVideoSettings, type VideoSettings } from './video/settings';
 
 /** The repository root (holds package.json); SQL migrations, the catalog and console assets are read from here. */
 export function projectRoot(): string {
@@ -48,6 +49,8 @@ export interface Config {
   /** Hosts URL inputs may be fetched from even though they resolve to private addresses (local development). */
   fetchAllowHosts: string[];
   consoleSecureCookies: boolean;
+  /** Video job timing (src/video/settings.ts; VIDEO_* env vars). */
+  video: VideoSettings;
 }
 
 export function loadConfig(overrides: Partial<Config> = {}): Config {
@@ -79,6 +82,7 @@ export function loadConfig(overrides: Partial<Config> = {}): Config {
     keyCacheMs: int('KEY_CACHE_MS', 2000),
     fetchAllowHosts: str('FETCH_ALLOW_HOSTS', '').split(',').map((s) => s.trim()).filter(Boolean),
     consoleSecureCookies: str('CONSOLE_SECURE_COOKIES', 'false') === 'true',
+    video: loadVideoSettings(),
   };
   return { ...cfg, ...overrides };
 }

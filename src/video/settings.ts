@@ -1,0 +1,91 @@
+/**
+ * Timing of video jobs. Production defaults are minutes and hours; tests and the bench shrink them. The API
+ * copies the relevant part into each workflow's input (WorkflowTiming), so a running job keeps the timing it
+ * started with even if the config changes.
+ */
+export interface VideoSettings {
+  /** First wait between provider polls, ms; grows by pollBackoff up to pollMaxMs. */
+  pollInitialMs: number;
+  pollMaxMs: number;
+  pollBackoff: number;
+  /** A job with no provider result this long after submission ends `expired` (ms). */
+  deadlineMs: number;
+  /** How long transient submit errors (5xx, timeouts) are retried before the job fails (ms). */
+  submitWindowMs: number;
+  /**
+   * How long copying the result to our storage is retried (ms). Must stay well inside the provider's retention
+   * (24 h for Seedance URLs, 2 days for Veo): a copy that has not succeeded by then fails the job, uncharged.
+   */
+  copyWindowMs: number;
+  /** First retry interval of every activity (ms), doubling up to activityRetryMaxMs. */
+  activityRetryInitialMs: number;
+  activityRetryMaxMs: number;
+  /** Per-attempt limit of provider calls (submit, poll, cancel) and of database activities (ms). */
+  activityTimeoutMs: number;
+  /** Per-attempt limit of one copy (ms); the copy heartbeats, so a dead worker is noticed after heartbeatMs. */
+  copyAttemptTimeoutMs: number;
+  heartbeatMs: number;
+  /** Reconciler pass interval and the age a job must reach before the reconciler touches it (ms). */
+  reconcileIntervalMs: number;
+  reconcileGraceMs: number;
+  /** How often the worker releases expired holds (ms). */
+  holdSweepIntervalMs: number;
+  /** How long DELETE /v1/videos/{id} waits for the workflow to finish the cancellation (ms). */
+  cancelWaitMs: number;
+}
+
+const RETENTION_MS = 24 * 3600_000;
+
+function num(env: NodeJS.ProcessEnv, name: string, def: number): number {
+  const v = env[name];
+  if (v === undefined || v === '') return def;
+  const n = Number(v);
+  if (!Number.isFinite(n) || n <= 0) throw new Error(`${name} must be a positive number, got ${JSON.stringify(v)}`);
+  return n;
+}
+
+export function loadVideoSettings(env: NodeJS.ProcessEnv = process.env): VideoSettings {
+  const s: VideoSettings = {
+    pollInitialMs: num(env, 'VIDEO_POLL_INITIAL_MS', 5_000),
+    pollMaxMs: num(env, 'VIDEO_POLL_MAX_MS', 60_000),
+    pollBackoff: num(env, 'VIDEO_POLL_BACKOFF', 1.5),
+    deadlineMs: num(env, 'VIDEO_DEADLINE_MS', 3 * 3600_000),
+    submitWindowMs: num(env, 'VIDEO_SUBMIT_WINDOW_MS', 30 * 60_000),
+    copyWindowMs: num(env, 'VIDEO_COPY_WINDOW_MS', 6 * 3600_000),
+    activityRetryInitialMs: num(env, 'VIDEO_RETRY_INITIAL_MS', 1_000),
+    activityRetryMaxMs: num(env, 'VIDEO_RETRY_MAX_MS', 5 * 60_000),
+    activityTimeoutMs: num(env, 'VIDEO_ACTIVITY_TIMEOUT_MS', 60_000),
+    copyAttemptTimeoutMs: num(env, 'VIDEO_COPY_ATTEMPT_TIMEOUT_MS', 60 * 60_000),
+    heartbeatMs: num(env, 'VIDEO_HEARTBEAT_MS', 30_000),
+    reconcileIntervalMs: num(env, 'VIDEO_RECONCILE_INTERVAL_MS', 30_000),
+    reconcileGraceMs: num(env, 'VIDEO_RECONCILE_GRACE_MS', 60_000),
+    holdSweepIntervalMs: num(env, 'VIDEO_HOLD_SWEEP_INTERVAL_MS', 60_000),
+    cancelWaitMs: num(env, 'VIDEO_CANCEL_WAIT_MS', 5_000),
+  };
+  if (s.copyWindowMs >= RETENTION_MS) throw new Error('VIDEO_COPY_WINDOW_MS must be well under the 24 h provider retention');
+  return s;
+}
+
+/** The part of the settings a workflow needs, fixed at start (durations in ms). */
+export interface WorkflowTiming {
+  pollInitialMs: number;
+  pollMaxMs: number;
+  pollBackoff: number;
+  deadlineMs: number;
+  submitWindowMs: number;
+  copyWindowMs: number;
+  activityRetryInitialMs: number;
+  activityRetryMaxMs: number;
+  activityTimeoutMs: number;
+  copyAttemptTimeoutMs: number;
+  heartbeatMs: number;
+}
+
+export function workflowTiming(s: VideoSettings): WorkflowTiming {
+  return {
+    pollInitialMs: s.pollInitialMs, pollMaxMs: s.pollMaxMs, pollBackoff: s.pollBackoff, deadlineMs: s.deadlineMs,
+    submitWindowMs: s.submitWindowMs, copyWindowMs: s.copyWindowMs, activityRetryInitialMs: s.activityRetryInitialMs,
+    activityRetryMaxMs: s.activityRetryMaxMs, activityTimeoutMs: s.activityTimeoutMs,
+    copyAttemptTimeoutMs: s.copyAttemptTimeoutMs, heartbeatMs: s.heartbeatMs,
+  };
+}
