@@ -1,3 +1,5 @@
 // Each protocol module registers its routes with registerMount when imported.
 import './openai';
+import './anthropic';
+import './responses';
 export {};
