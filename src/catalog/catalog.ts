@@ -46,6 +46,8 @@ export interface ModelConfig {
   defaultDuration?: number;
   /** Video only: `seedance` is the reference-capable family (last_frame, reference_images, resolution, ...). */
   family?: string;
+  /** Chat models of an `openai` provider: `responses` when the upstream speaks the Responses API natively. */
+  api?: 'chat' | 'responses';
 }
 
 export interface CatalogFile { providers: Record<string, Omit<ProviderConfig, 'id'>>; models: ModelConfig[] }
@@ -80,6 +82,7 @@ const schema = {
           aliases: { type: 'array', items: { type: 'string' } },
           allowedDurations: { type: 'array', items: { type: 'integer', minimum: 1 }, minItems: 1 },
           defaultDuration: { type: 'integer', minimum: 1 }, family: { type: 'string' },
+          api: { enum: ['chat', 'responses'] },
         },
         additionalProperties: false,
       },
