@@ -2,4 +2,6 @@
 import './openai';
 import './anthropic';
 import './responses';
+import './veo';
+import './seedance';
 export {};

@@ -1,0 +1,26 @@
+import type { Catalog } from '../../catalog/catalog';
+import { SeedanceAdapter } from './seedance';
+import type { VideoProviderAdapter } from './types';
+import { VeoAdapter } from './veo';
+
+/** One adapter per video provider in the catalog, keyed by provider id. */
+export class VideoProviders {
+  private readonly byId = new Map<string, VideoProviderAdapter>();
+
+  constructor(catalog: Catalog) {
+    for (const p of catalog.providers.values()) {
+      if (p.kind === 'veo') this.byId.set(p.id, new VeoAdapter(p));
+      else if (p.kind === 'seedance') this.byId.set(p.id, new SeedanceAdapter(p));
+    }
+  }
+
+  get(providerId: string): VideoProviderAdapter {
+    const a = this.byId.get(providerId);
+    if (!a) throw new Error(`no video adapter for provider ${providerId}`);
+    return a;
+  }
+
+  async close(): Promise<void> {
+    await Promise.all([...this.byId.values()].map((a) => a.close()));
+  }
+}

@@ -1,0 +1,94 @@
+import type { ProviderConfig } from '../../catalog/catalog';
+import { ProviderHttp } from './http';
+import { VideoProviderError, type Download, type VideoImage, type VideoProviderAdapter, type VideoSubmission, type VideoTaskStatus } from './types';
+
+/**
+ * Google Veo through the Gemini API's long-running operations (reference §2a):
+ *   POST {base}/models/{model}:predictLongRunning  -> {"name": "models/.../operations/..."}
+ *   GET  {base}/{name}                              -> Operation {done, response | error}
+ *   GET  sample video uri (same x-goog-api-key; redirects followed)
+ * Images travel inline as base64. The Gemini API has no seed and no audio switch; validation refuses those.
+ */
+
+interface Operation {
+  name?: string;
+  done?: boolean;
+  error?: { code?: number; message?: string; status?: string };
+  response?: {
+    generateVideoResponse?: {
+      generatedSamples?: { video?: { uri?: string; encodedVideo?: string; mimeType?: string; encoding?: string } }[];
+      raiMediaFilteredCount?: number;
+      raiMediaFilteredReasons?: string[];
+    };
+  };
+}
+
+const image = (i: VideoImage) => ({ bytesBase64Encoded: i.base64, mimeType: i.mimeType });
+
+export class VeoAdapter implements VideoProviderAdapter {
+  readonly kind = 'veo' as const;
+  readonly id: string;
+  private readonly http: ProviderHttp;
+  private readonly auth: Record<string, string>;
+
+  constructor(cfg: ProviderConfig) {
+    this.id = cfg.id;
+    this.http = new ProviderHttp(cfg.baseUrl, cfg.timeoutMs ?? 60_000, `Veo (${cfg.id})`);
+    this.auth = cfg.apiKey ? { 'x-goog-api-key': cfg.apiKey } : {};
+  }
+
+  /** The request body of predictLongRunning (exported for tests and docs). */
+  static body(s: VideoSubmission): Record<string, unknown> {
+    const instance: Record<string, unknown> = { prompt: s.prompt };
+    if (s.firstFrame) instance.image = image(s.firstFrame);
+    if (s.lastFrame) instance.lastFrame = image(s.lastFrame);
+    if (s.referenceImages?.length) instance.referenceImages = s.referenceImages.map((r) => ({ image: image(r), referenceType: 'asset' }));
+    const parameters: Record<string, unknown> = { ...(s.parameters ?? {}), durationSeconds: s.seconds, sampleCount: 1 };
+    if (s.aspectRatio) parameters.aspectRatio = s.aspectRatio;
+    if (s.resolution) parameters.resolution = s.resolution;
+    return { instances: [instance], parameters };
+  }
+
+  async submit(s: VideoSubmission, opts: { signal?: AbortSignal } = {}): Promise<{ taskId: string }> {
+    const op = await this.http.json<Operation>('POST', `/models/${encodeURIComponent(s.upstreamModel)}:predictLongRunning`, this.auth, VeoAdapter.body(s), opts.signal);
+    if (typeof op.name !== 'string' || !op.name) throw new VideoProviderError('Veo accepted the request but returned no operation name', 200, true, 'invalid_response');
+    return { taskId: op.name };
+  }
+
+  async poll(taskId: string, opts: { signal?: AbortSignal } = {}): Promise<VideoTaskStatus> {
+    // The operation name is a path ("models/x/operations/y"); keep its slashes, encode each segment.
+    const path = '/' + taskId.split('/').map(encodeURIComponent).join('/');
+    const op = await this.http.json<Operation>('GET', path, this.auth, undefined, opts.signal);
+    return VeoAdapter.status(op);
+  }
+
+  /** Maps an Operation to a task status (reference §2a status mapping). */
+  static status(op: Operation): VideoTaskStatus {
+    if (!op.done) return { state: 'running' };
+    if (op.error) return { state: 'failed', error: { code: op.error.status ?? (op.error.code !== undefined ? String(op.error.code) : undefined), message: op.error.message || 'Veo reported an error' } };
+    const r = op.response?.generateVideoResponse;
+    const sample = r?.generatedSamples?.find((x) => x.video?.uri || x.video?.encodedVideo);
+    if (sample?.video?.uri) return { state: 'succeeded', videoUrl: sample.video.uri };
+    if (sample?.video?.encodedVideo) {
+      return { state: 'succeeded', inlineVideo: { base64: sample.video.encodedVideo, mimeType: sample.video.mimeType ?? sample.video.encoding ?? 'video/mp4' } };
+    }
+    if ((r?.raiMediaFilteredCount ?? 0) > 0) {
+      const reasons = r?.raiMediaFilteredReasons?.filter((x) => typeof x === 'string') ?? [];
+      return { state: 'failed', contentFiltered: true, error: { code: 'content_filter', message: `The video was blocked by the provider's safety filter${reasons.length ? `: ${reasons.join('; ')}` : '.'}` } };
+    }
+    return { state: 'failed', error: { code: 'no_result', message: 'Veo finished without returning a video' } };
+  }
+
+  async cancel(_taskId: string): Promise<boolean> {
+    // The Gemini API documents no cancel for video operations: the job is released on our side only.
+    return false;
+  }
+
+  download(url: string, opts: { signal?: AbortSignal } = {}): Promise<Download> {
+    return this.http.download(url, this.auth, opts.signal);
+  }
+
+  close(): Promise<void> {
+    return this.http.close();
+  }
+}
