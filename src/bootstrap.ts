@@ -10,6 +10,7 @@ import { createLogger } from './observability/logger';
 import { Metrics } from './observability/metrics';
 import { createStorage } from './storage';
 import { ProviderRegistry } from './providers/registry';
+import { AnthropicAdapter } from './providers/anthropic';
 
 /** Builds the API's dependencies from config: database (created and migrated), catalog, Temporal client. */
 export async function buildDeps(config: Config = loadConfig(), opts: { temporal?: boolean } = {}): Promise<AppDeps & { close(): Promise<void> }> {
@@ -23,7 +24,8 @@ export async function buildDeps(config: Config = loadConfig(), opts: { temporal?
     leaseVnd: config.creditLeaseVnd, flushMs: config.creditFlushMs, logger,
     onCharged: (operation, model, vnd) => metrics.chargedVnd.inc({ operation, model }, vnd),
   });
-  const providers = new ProviderRegistry(catalog, { onError: (provider, status) => metrics.upstreamErrors.inc({ provider, status: String(status) }) });
+  const onError = (provider: string, status: number) => metrics.upstreamErrors.inc({ provider, status: String(status) });
+  const providers = new ProviderRegistry(catalog, { onError, factories: { anthropic: (cfg) => new AnthropicAdapter(cfg, { onError }) } });
   let temporal: Client | null = null;
   let connection: Connection | null = null;
   if (opts.temporal !== false) {

@@ -1,0 +1,135 @@
+import { Pool } from 'undici';
+import type { Dispatcher } from 'undici';
+import type { Readable } from 'node:stream';
+import { ApiError } from '../api/errors';
+import type { ProviderConfig } from '../catalog/catalog';
+import { mapTransportError, UpstreamAborted } from './openai';
+import type { CallOptions, ProviderAdapter } from './types';
+
+/**
+ * Native Anthropic Messages upstream (api.anthropic.com or any Anthropic-protocol server): x-api-key auth, the
+ * client's anthropic-version (default 2023-06-01) and anthropic-beta forwarded, bodies passed through as the
+ * client sent them (only `model` is rewritten by the router). One keep-alive undici Pool per upstream origin.
+ *
+ * Upstream errors are returned unmodified (Claude Code's retry logic matches on their wording): an
+ * AnthropicUpstreamError carries the upstream status, body and retry headers. Only 401/403/407 (the gateway's
+ * own upstream credentials) become a 502, so a client never thinks its own key was refused.
+ */
+
+export const DEFAULT_ANTHROPIC_VERSION = '2023-06-01';
+const MAX_ERROR_BODY = 64 * 1024;
+
+export interface AnthropicHeaders {
+  version?: string;
+  beta?: string;
+}
+
+export class AnthropicUpstreamError extends Error {
+  constructor(readonly status: number, readonly body: string, readonly headers: Record<string, string>) {
+    super(`Anthropic upstream answered HTTP ${status}`);
+  }
+}
+
+export interface AnthropicResponse { status: number; contentType: string; headers: Record<string, string>; body: Readable }
+
+export class AnthropicAdapter implements ProviderAdapter {
+  readonly kind = 'anthropic' as const;
+  readonly id: string;
+  private readonly pool: Pool;
+  private readonly basePath: string;
+  private readonly apiKey: string | undefined;
+
+  constructor(cfg: ProviderConfig, private readonly opts: { connections?: number; onError?: (providerId: string, status: number) => void } = {}) {
+    this.id = cfg.id;
+    const url = new URL(cfg.baseUrl);
+    this.basePath = url.pathname.replace(/\/+$/, '');
+    this.apiKey = cfg.apiKey;
+    const timeout = cfg.timeoutMs ?? 600_000;
+    this.pool = new Pool(url.origin, {
+      connections: opts.connections ?? 256,
+      pipelining: 1,
+      keepAliveTimeout: 30_000,
+      keepAliveMaxTimeout: 600_000,
+      connect: { timeout: 10_000 },
+      headersTimeout: timeout,
+      bodyTimeout: timeout,
+    });
+  }
+
+  /** POST /v1/messages; resolves once a 2xx status arrived, with the body (JSON or SSE) still streaming. */
+  messages(payload: string, h: AnthropicHeaders, opts: CallOptions = {}): Promise<AnthropicResponse> {
+    return this.post('/v1/messages', payload, h, opts);
+  }
+
+  /** POST /v1/messages/count_tokens. */
+  countTokens(payload: string, h: AnthropicHeaders, opts: CallOptions = {}): Promise<AnthropicResponse> {
+    return this.post('/v1/messages/count_tokens', payload, h, opts);
+  }
+
+  close(): Promise<void> {
+    return this.pool.close();
+  }
+
+  private async post(path: string, payload: string, h: AnthropicHeaders, opts: CallOptions): Promise<AnthropicResponse> {
+    const headers: Record<string, string> = {
+      'content-type': 'application/json',
+      'anthropic-version': h.version || DEFAULT_ANTHROPIC_VERSION,
+    };
+    if (h.beta) headers['anthropic-beta'] = h.beta;
+    if (this.apiKey) headers['x-api-key'] = this.apiKey;
+    let res: Dispatcher.ResponseData;
+    try {
+      res = await this.pool.request({ method: 'POST', path: this.basePath + path, headers, body: payload, signal: opts.signal });
+    } catch (e) {
+      throw this.transportError(e, opts);
+    }
+    const out = { status: res.statusCode, contentType: header(res.headers, 'content-type'), headers: passHeaders(res.headers), body: res.body };
+    if (res.statusCode >= 200 && res.statusCode < 300) return out;
+    let text = '';
+    try {
+      text = await readLimited(res.body, MAX_ERROR_BODY);
+    } catch (e) {
+      throw this.transportError(e, opts);
+    }
+    this.opts.onError?.(this.id, res.statusCode);
+    if (res.statusCode === 401 || res.statusCode === 403 || res.statusCode === 407) {
+      throw new ApiError(502, `The upstream provider refused the gateway's credentials (HTTP ${res.statusCode}).`, 'api_error', null, 'upstream_error');
+    }
+    throw new AnthropicUpstreamError(res.statusCode, text, out.headers);
+  }
+
+  private transportError(e: unknown, opts: CallOptions): Error {
+    if (e instanceof ApiError) return e;
+    if (opts.signal?.aborted) return new UpstreamAborted();
+    const err = mapTransportError(e);
+    this.opts.onError?.(this.id, err.status);
+    return err;
+  }
+}
+
+function header(h: Dispatcher.ResponseData['headers'], name: string): string {
+  const v = h[name];
+  return Array.isArray(v) ? v[0] ?? '' : v ?? '';
+}
+
+/** Upstream response headers worth passing to the client (request id, rate limits, retry hints). */
+function passHeaders(h: Dispatcher.ResponseData['headers']): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(h)) {
+    if (v === undefined) continue;
+    if (k === 'retry-after' || k === 'x-should-retry' || k.startsWith('anthropic-ratelimit-')) out[k] = Array.isArray(v) ? v.join(', ') : v;
+    if (k === 'request-id') out['upstream-request-id'] = Array.isArray(v) ? v[0] : v;
+  }
+  return out;
+}
+
+async function readLimited(body: Dispatcher.ResponseData['body'], limit: number): Promise<string> {
+  const chunks: Buffer[] = [];
+  let n = 0;
+  for await (const c of body) {
+    const b = c as Buffer;
+    if (n < limit) chunks.push(b);
+    n += b.length;
+  }
+  return Buffer.concat(chunks).subarray(0, limit).toString('utf8');
+}
