@@ -1,0 +1,177 @@
+import fs from 'node:fs';
+import net from 'node:net';
+import path from 'node:path';
+import { execFileSync, fork, spawn, type ChildProcess } from 'node:child_process';
+
+/**
+ * Child processes for the bench and what the kernel says about them: each target runs in its own process so
+ * its CPU time (utime+stime from /proc/<pid>/stat) and peak RSS (VmHWM) are its own, not the load generator's
+ * or the upstream's.
+ */
+
+let clkTck = 100;
+try {
+  clkTck = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
+} catch {}
+
+/** CPU time (user + system) the process has used so far, in milliseconds (resolution 1000/CLK_TCK ms). */
+export function cpuMs(pid: number): number {
+  const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+  // The command name (field 2) may contain spaces; fields after its closing paren are fixed.
+  const rest = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  const utime = Number(rest[11]);
+  const stime = Number(rest[12]);
+  return ((utime + stime) * 1000) / clkTck;
+}
+
+function statusKb(pid: number, field: 'VmHWM' | 'VmRSS'): number {
+  const m = new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return m ? Number(m[1]) : 0;
+}
+export const rssMb = (pid: number): number => statusKb(pid, 'VmRSS') / 1024;
+export const peakRssMb = (pid: number): number => statusKb(pid, 'VmHWM') / 1024;
+
+/** Resets the process's peak RSS (VmHWM) to its current RSS, so the peak read later is the peak under load. */
+export function resetPeakRss(pid: number): boolean {
+  try {
+    fs.writeFileSync(`/proc/${pid}/clear_refs`, '5');
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Samples VmRSS every `everyMs` and keeps the maximum: a cross-check of VmHWM where clear_refs is not allowed. */
+export class RssSampler {
+  max = 0;
+  private timer: NodeJS.Timeout | null = null;
+  constructor(private pid: number, private everyMs = 100) {}
+  start(): void {
+    this.sample();
+    this.timer = setInterval(() => this.sample(), this.everyMs);
+  }
+  stop(): number {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = null;
+    this.sample();
+    return this.max;
+  }
+  private sample(): void {
+    try {
+      this.max = Math.max(this.max, rssMb(this.pid));
+    } catch {}
+  }
+}
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = net.createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const port = (s.address() as net.AddressInfo).port;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+export interface Target {
+  name: string;
+  pid: number;
+  url: string;
+  child: ChildProcess;
+  /** Sends a message and waits for the child's reply of the same type (IPC children only). */
+  ask<T>(type: string, timeoutMs?: number): Promise<T>;
+  stop(): Promise<void>;
+}
+
+const stdioTo = (logFile: string): ['ignore', number, number, 'ipc'] => {
+  const fd = fs.openSync(logFile, 'a');
+  return ['ignore', fd, fd, 'ipc'];
+};
+
+/**
+ * Forks one of bench/targets/*.js; it reports {type:'ready', url} once listening and answers {type} requests.
+ * Its stdout/stderr go to `logFile` (the gateway logs one JSON line per request, as in production).
+ */
+export async function forkTarget(name: string, script: string, opts: { env?: NodeJS.ProcessEnv; execArgv?: string[]; logFile: string; readyTimeoutMs?: number }): Promise<Target> {
+  const child = fork(script, [], { env: { ...process.env, ...opts.env }, execArgv: opts.execArgv ?? [], stdio: stdioTo(opts.logFile) });
+  const url = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`${name} did not start within ${opts.readyTimeoutMs ?? 60_000} ms (log: ${opts.logFile})`)), opts.readyTimeoutMs ?? 60_000);
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`${name} exited with code ${code} before it was ready (log: ${opts.logFile})`));
+    });
+    child.on('message', (m: any) => {
+      if (m?.type === 'ready') {
+        clearTimeout(timer);
+        resolve(String(m.url));
+      } else if (m?.type === 'error') {
+        clearTimeout(timer);
+        reject(new Error(`${name} failed to start: ${m.message}`));
+      }
+    });
+  });
+  child.removeAllListeners('exit');
+  return {
+    name, url, child, pid: child.pid!,
+    ask<T>(type: string, timeoutMs = 30_000) {
+      return new Promise<T>((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error(`${name}: no answer to ${type}`)), timeoutMs);
+        const onMsg = (m: any) => {
+          if (m?.type !== type) return;
+          clearTimeout(timer);
+          child.off('message', onMsg);
+          resolve(m as T);
+        };
+        child.on('message', onMsg);
+        child.send({ type });
+      });
+    },
+    stop: () => stopChild(child, () => child.send({ type: 'shutdown' })),
+  };
+}
+
+/** Spawns a plain command (Portkey) and waits until `readyUrl` answers. */
+export async function spawnTarget(name: string, cmd: string, args: string[], opts: { env?: NodeJS.ProcessEnv; url: string; readyUrl: string; logFile: string; cwd?: string }): Promise<Target> {
+  const fd = fs.openSync(opts.logFile, 'a');
+  const child = spawn(cmd, args, { env: { ...process.env, ...opts.env }, stdio: ['ignore', fd, fd], cwd: opts.cwd });
+  let exited: number | null = null;
+  child.once('exit', (code) => {
+    exited = code ?? -1;
+  });
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    if (exited !== null) throw new Error(`${name} exited with code ${exited} before it was ready (log: ${opts.logFile})`);
+    try {
+      const r = await fetch(opts.readyUrl);
+      await r.arrayBuffer();
+      if (r.ok) break;
+    } catch {}
+    if (Date.now() > deadline) {
+      child.kill('SIGKILL');
+      throw new Error(`${name} did not answer ${opts.readyUrl} within 60 s (log: ${opts.logFile})`);
+    }
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  return {
+    name, url: opts.url, child, pid: child.pid!,
+    ask: () => Promise.reject(new Error(`${name} has no IPC channel`)),
+    stop: () => stopChild(child, () => child.kill('SIGTERM')),
+  };
+}
+
+/** Asks a child to stop, waits for it, and kills it if it does not exit in time. */
+async function stopChild(child: ChildProcess, ask: () => void, timeoutMs = 15_000): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  try {
+    ask();
+  } catch {
+    child.kill('SIGTERM');
+  }
+  const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+  await exited;
+  clearTimeout(timer);
+}
+
+export const distDir = (): string => path.resolve(__dirname, '..');

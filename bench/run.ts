@@ -1,0 +1,404 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { execFileSync } from 'node:child_process';
+import { Client } from 'undici';
+import { projectRoot } from '../src/config';
+import { cpuMs, distDir, forkTarget, freePort, peakRssMb, resetPeakRss, RssSampler, spawnTarget, type Target } from './lib/proc';
+import { load, pairedSequential, sequential, type LoadResult, type RequestSpec } from './lib/load';
+import { billingCheck, createBenchDb, adminUrl, type BenchDb, type BillingCheck } from './lib/db';
+import { renderTables, textTable, markdownTable, type Cell, type Check } from './lib/report';
+import { summariseProfiles } from './profile';
+import type { BenchContext, BenchSection, SectionRunner } from './types';
+
+/**
+ * `npm run bench`: the gateway beside the same emulated upstream called directly, a bare Koa + undici proxy
+ * (the floor Node gives here) and the open-source Portkey gateway, in one run on this machine, all on loopback.
+ *
+ * Every target and the upstream run in their own child processes, so CPU per request (utime+stime from
+ * /proc/<pid>/stat) and peak RSS (VmHWM) are the target's own. The load generator (autocannon, and an undici
+ * loop for concurrency 1) runs here. The gateway runs with auth, validation, routing, billing and request logs
+ * on, against a fresh Postgres database; after the run the ledger must hold one charge per request served.
+ *
+ * Environment: BENCH_SECONDS (per measured cell, default 3), BENCH_ROUNDS (rounds through the targets, default
+ * 3; each figure is the median round), BENCH_WARMUP_SECONDS (2), BENCH_SEQ_N (sequential
+ * requests per target and workload at c=1, default 2000), BENCH_CONNECTIONS (default "10,50"), BENCH_TARGETS
+ * (default "direct,bare-proxy,gateway,portkey"), BENCH_WORKLOADS (default "chat,chat-stream,embeddings"),
+ * BENCH_PROFILE=1 (run the gateway under --cpu-prof and print its hot spots; slows it down, so the figures of a
+ * profiled run are not the ones to publish), BENCH_DATABASE_ADMIN_URL (default TEST_DATABASE_ADMIN_URL or
+ * postgres://postgres@127.0.0.1:5432/postgres), BENCH_KEEP_DB=1 (keep the bench database).
+ */
+
+const env = process.env;
+const num = (name: string, def: number) => (env[name] ? Number(env[name]) : def);
+const SECONDS = num('BENCH_SECONDS', 3);
+const ROUNDS = num('BENCH_ROUNDS', 3);
+const WARMUP = num('BENCH_WARMUP_SECONDS', 2);
+const SEQ_N = num('BENCH_SEQ_N', 2000);
+const CONNECTIONS = (env.BENCH_CONNECTIONS ?? '10,50').split(',').map(Number);
+const TARGET_NAMES = (env.BENCH_TARGETS ?? 'direct,bare-proxy,gateway,portkey').split(',');
+const WORKLOADS = (env.BENCH_WORKLOADS ?? 'chat,chat-stream,embeddings').split(',');
+const PROFILE = env.BENCH_PROFILE === '1';
+
+const RESULTS = path.join(projectRoot(), 'bench', 'results');
+const LOGS = path.join(RESULTS, 'logs');
+const PROFILES = path.join(RESULTS, 'profiles');
+
+const log = (line: string) => process.stderr.write(`[bench ${new Date().toISOString().slice(11, 19)}] ${line}\n`);
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const gc = () => (globalThis as { gc?: () => void }).gc?.();
+
+interface Workload { name: string; path: string; body: string; stream: boolean }
+const WORKLOAD_DEFS: Record<string, Workload> = {
+  chat: {
+    name: 'chat', path: '/chat/completions', stream: false,
+    body: JSON.stringify({ model: 'gpt-4o-mini', max_tokens: 256, messages: [{ role: 'system', content: 'You are a helpful assistant.' }, { role: 'user', content: 'Write one short sentence about the sea.' }] }),
+  },
+  'chat-stream': {
+    name: 'chat-stream', path: '/chat/completions', stream: true,
+    body: JSON.stringify({ model: 'gpt-4o-mini', max_tokens: 256, stream: true, messages: [{ role: 'system', content: 'You are a helpful assistant.' }, { role: 'user', content: 'Write one short sentence about the sea.' }] }),
+  },
+  embeddings: {
+    name: 'embeddings', path: '/embeddings', stream: false,
+    body: JSON.stringify({ model: 'text-embedding-3-small', input: 'The quick brown fox jumps over the lazy dog.' }),
+  },
+};
+
+/** A target under test: its process (for CPU and RSS), and how to address a request to it. */
+interface BenchTarget { name: string; proc: Target; spec(w: Workload): RequestSpec }
+
+const started: Target[] = [];
+async function stopAll(): Promise<void> {
+  await Promise.all(started.splice(0).map((t) => t.stop().catch(() => undefined)));
+}
+process.on('SIGINT', () => {
+  void stopAll().finally(() => process.exit(130));
+});
+
+function sh(cmd: string, args: string[]): string {
+  try {
+    return execFileSync(cmd, args, { encoding: 'utf8' }).trim();
+  } catch {
+    return '?';
+  }
+}
+
+/** Sends one request; the workload is usable on this target only if it answers 200 (and a complete stream). */
+async function probe(spec: RequestSpec, w: Workload): Promise<string | null> {
+  const u = new URL(spec.url);
+  const c = new Client(u.origin);
+  try {
+    const r = await c.request({ method: 'POST', path: u.pathname, headers: spec.headers, body: spec.body });
+    const text = await r.body.text();
+    if (r.statusCode !== 200) return `HTTP ${r.statusCode}: ${text.slice(0, 160).replace(/\s+/g, ' ')}`;
+    if (w.stream && !text.includes('data: [DONE]')) return `stream without [DONE]: ${text.slice(0, 160)}`;
+    return null;
+  } catch (e) {
+    return e instanceof Error ? e.message : String(e);
+  } finally {
+    await c.close();
+  }
+}
+
+async function startTargets(emulatorUrl: string, bdb: BenchDb | null): Promise<BenchTarget[]> {
+  const upstream = `${emulatorUrl}/openai/v1`;
+  const json = { 'content-type': 'application/json' };
+  const out: BenchTarget[] = [];
+  for (const name of TARGET_NAMES) {
+    const logFile = path.join(LOGS, `${name}.log`);
+    fs.writeFileSync(logFile, '');
+    if (name === 'direct') {
+      // The target is the upstream itself.
+      const emu = started.find((t) => t.name === 'emulator')!;
+      out.push({ name, proc: emu, spec: (w) => ({ url: upstream + w.path, headers: { ...json, authorization: 'Bearer bench' }, body: w.body }) });
+    } else if (name === 'bare-proxy') {
+      const t = await forkTarget(name, path.join(distDir(), 'targets', 'bareProxy.js'), { env: { UPSTREAM_URL: upstream }, logFile });
+      started.push(t);
+      out.push({ name, proc: t, spec: (w) => ({ url: `${t.url}/v1${w.path}`, headers: { ...json, authorization: 'Bearer bench' }, body: w.body }) });
+    } else if (name === 'gateway') {
+      if (!bdb) throw new Error('gateway target needs the bench database');
+      const execArgv = PROFILE ? ['--cpu-prof', '--cpu-prof-dir', PROFILES] : [];
+      const t = await forkTarget(name, path.join(distDir(), 'targets', 'gateway.js'), {
+        env: { DATABASE_URL: bdb.url, EMULATOR_URL: emulatorUrl, LOG_LEVEL: env.LOG_LEVEL ?? 'info', NODE_ENV: 'production' }, execArgv, logFile,
+      });
+      started.push(t);
+      const key = bdb.key;
+      out.push({ name, proc: t, spec: (w) => ({ url: `${t.url}/v1${w.path}`, headers: { ...json, authorization: `Bearer ${key}` }, body: w.body }) });
+    } else if (name === 'portkey') {
+      const port = await freePort();
+      const script = path.join(projectRoot(), 'node_modules', '@portkey-ai', 'gateway', 'build', 'start-server.js');
+      const url = `http://127.0.0.1:${port}`;
+      const t = await spawnTarget(name, process.execPath, [script, '--headless', `--port=${port}`], { url, readyUrl: `${url}/`, logFile, env: { NODE_ENV: 'production' } });
+      started.push(t);
+      out.push({
+        name, proc: t,
+        spec: (w) => ({ url: `${url}/v1${w.path}`, headers: { ...json, authorization: 'Bearer bench', 'x-portkey-provider': 'openai', 'x-portkey-custom-host': upstream }, body: w.body }),
+      });
+    } else {
+      throw new Error(`unknown target ${name}`);
+    }
+    log(`${name} ready`);
+  }
+  return out;
+}
+
+/** CPU (target and upstream) and results gathered over the rounds of one target under one workload. */
+interface Acc { runs: Map<number, LoadResult[]>; cpuMs: number; upstreamCpuMs: number; ok: number }
+
+/** One measured cell: autocannon at `n` connections, with the target's (and upstream's) CPU time over it. */
+async function measureCell(t: BenchTarget, emulatorPid: number, w: Workload, n: number, acc: Acc): Promise<void> {
+  gc();
+  await sleep(200);
+  const c0 = cpuMs(t.proc.pid);
+  const u0 = cpuMs(emulatorPid);
+  const r = await load(t.spec(w), n, SECONDS);
+  // Let background work caused by these requests (billing batches, GC) land in this cell.
+  await sleep(300);
+  acc.cpuMs += cpuMs(t.proc.pid) - c0;
+  acc.upstreamCpuMs += cpuMs(emulatorPid) - u0;
+  acc.ok += r.ok;
+  const list = acc.runs.get(n) ?? [];
+  list.push(r);
+  acc.runs.set(n, list);
+  log(`${w.name} ${t.name} c=${n}: ${Math.round(r.rps)} req/s, p50 ${r.p50Ms} ms, p99 ${r.p99Ms} ms${r.problems ? `, ${r.problems}` : ''}`);
+}
+
+const median = (xs: number[]) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
+};
+
+/** The median round of each connection level (by throughput), with all rounds' problems summed up. */
+function combine(runs: LoadResult[]): LoadResult {
+  const m = median(runs.map((r) => r.rps));
+  const best = runs.reduce((a, b) => (Math.abs(b.rps - m) < Math.abs(a.rps - m) ? b : a));
+  return {
+    ...best,
+    rps: m,
+    p50Ms: median(runs.map((r) => r.p50Ms)),
+    p99Ms: median(runs.map((r) => r.p99Ms)),
+    ok: runs.reduce((s, r) => s + r.ok, 0),
+    failed: runs.reduce((s, r) => s + r.failed, 0),
+    problems: runs.map((r) => r.problems).filter(Boolean).join(' '),
+  };
+}
+
+async function runSection(ctx: BenchContext): Promise<BenchSection | null> {
+  const file = path.join(distDir(), 'video.js');
+  if (!fs.existsSync(file)) return null;
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const mod = require(file) as Record<string, unknown>;
+  const fn = (mod.runVideoBench ?? mod.run ?? mod.default) as SectionRunner | undefined;
+  if (typeof fn !== 'function') {
+    log('bench/video.ts exists but exports no runner (runVideoBench, run or default): skipped');
+    return null;
+  }
+  const r = await fn(ctx);
+  return typeof r === 'string' ? { title: 'Video jobs', text: r, markdown: r } : r;
+}
+
+function billingReport(b: BillingCheck, served: Record<string, Record<string, number>>): { text: string; markdown: string; check: Check } {
+  let ok200 = 0;
+  let other = 0;
+  for (const byStatus of Object.values(served)) {
+    for (const [s, n] of Object.entries(byStatus)) {
+      if (s === '200') ok200 += n;
+      else other += n;
+    }
+  }
+  // Every 200 is billed; a stream the load generator cut at the end of a cell is billed too (for what was
+  // delivered) but may not count as a finished response, so allow that many extra records.
+  const slack = Math.max(...CONNECTIONS) * WORKLOADS.length * 2;
+  const recordsOk = b.usageRecords >= ok200 && b.usageRecords <= ok200 + other + slack;
+  const chargesOk = b.chargedEvents === b.usageRecordsCharged && b.chargedVnd === b.usageCostVnd;
+  const pass = ok200 === 0 ? null : recordsOk && chargesOk && b.projectionMismatches === 0 && b.usageRecordsCharged >= ok200;
+  const rows = [
+    ['responses served with 200 (counted in the gateway process)', ok200.toLocaleString('en-US')],
+    ['other responses', other.toLocaleString('en-US')],
+    ['usage_records', b.usageRecords.toLocaleString('en-US')],
+    ['usage_records with cost > 0', b.usageRecordsCharged.toLocaleString('en-US')],
+    ['charged ledger events', b.chargedEvents.toLocaleString('en-US')],
+    ['VND charged (ledger) / in usage_records', `${b.chargedVnd.toLocaleString('en-US')} / ${b.usageCostVnd.toLocaleString('en-US')}`],
+    ['projection mismatches (verifyProjections)', String(b.projectionMismatches)],
+    ...b.byOperation.map((r) => [`usage ${r.operation} status ${r.status}`, `${r.n.toLocaleString('en-US')} requests, ${r.costVnd.toLocaleString('en-US')} VND`]),
+    ['result', pass === null ? 'n/a: the gateway served nothing' : pass ? 'PASS: every request served was billed once' : 'FAIL'],
+  ];
+  return {
+    text: '\n== billing on during the bench (ledger after flush) ==\n' + textTable(['item', 'value'], rows),
+    markdown: '\n### Billing check (ledger after the gateway flushed and stopped)\n\n' + markdownTable(['item', 'value'], rows),
+    check: { name: 'billing: every 200 has a usage record and one charge', value: `${b.usageRecordsCharged}/${ok200}`, target: 'all', pass },
+  };
+}
+
+async function main(): Promise<void> {
+  fs.mkdirSync(LOGS, { recursive: true });
+  if (PROFILE) {
+    fs.rmSync(PROFILES, { recursive: true, force: true });
+    fs.mkdirSync(PROFILES, { recursive: true });
+  }
+  const t0 = Date.now();
+  const loadStart = os.loadavg()[0].toFixed(2);
+  const machine = `${os.cpus().length} x ${os.cpus()[0]?.model ?? '?'}, ${Math.round(os.totalmem() / 2 ** 30)} GB, Linux ${os.release()}, Node ${process.version}`;
+  const portkeyVersion = sh(process.execPath, ['-p', `require(${JSON.stringify(path.join(projectRoot(), 'node_modules/@portkey-ai/gateway/package.json'))}).version`]);
+  log(`machine: ${machine}; ${SECONDS} s per cell, ${WARMUP} s warm-up, ${SEQ_N} sequential requests at c=1`);
+
+  const emulator = await forkTarget('emulator', path.join(distDir(), 'targets', 'emulator.js'), { logFile: path.join(LOGS, 'emulator.log') });
+  started.push(emulator);
+  log(`emulator at ${emulator.url}`);
+  const bdb = TARGET_NAMES.includes('gateway') ? await createBenchDb(1_000_000_000_000) : null;
+  if (bdb) log(`database ${bdb.name}, account ${bdb.accountId}`);
+
+  const cells: Cell[] = [];
+  const peakRss: Record<string, number> = {};
+  let served: Record<string, Record<string, number>> = {};
+  let billing: BillingCheck | null = null;
+  let section: BenchSection | null = null;
+  try {
+    const targets = await startTargets(emulator.url, bdb);
+    const direct = targets.find((t) => t.name === 'direct');
+    const workloads = WORKLOADS.map((w) => {
+      const d = WORKLOAD_DEFS[w];
+      if (!d) throw new Error(`unknown workload ${w}`);
+      return d;
+    });
+
+    // Which workloads each target can serve (the gateway's routes may not all exist yet).
+    const unavailable = new Map<string, string>();
+    for (const w of workloads) {
+      for (const t of targets) {
+        const why = await probe(t.spec(w), w);
+        if (why) {
+          unavailable.set(`${w.name}/${t.name}`, why);
+          log(`${t.name} cannot serve ${w.name}: ${why}`);
+        }
+      }
+    }
+    // Peak RSS from here on is the peak under load.
+    const samplers = new Map<string, RssSampler>();
+    for (const t of targets) {
+      resetPeakRss(t.proc.pid);
+      const s = new RssSampler(t.proc.pid);
+      s.start();
+      samplers.set(t.name, s);
+    }
+
+    for (const w of workloads) {
+      const live = targets.filter((t) => !unavailable.has(`${w.name}/${t.name}`));
+      const accs = new Map<string, Acc>(live.map((t) => [t.name, { runs: new Map(), cpuMs: 0, upstreamCpuMs: 0, ok: 0 }]));
+      for (const t of live) await load(t.spec(w), CONNECTIONS[0], WARMUP);
+      // Rounds through the targets in rotating order, so load from anything else on the machine falls on all
+      // of them alike; each figure is the median round.
+      for (let round = 0; round < ROUNDS; round++) {
+        for (const n of CONNECTIONS) {
+          for (let i = 0; i < live.length; i++) {
+            const t = live[(i + round) % live.length];
+            await measureCell(t, emulator.pid, w, n, accs.get(t.name)!);
+          }
+        }
+      }
+      for (const t of targets) {
+        const cell: Cell = { workload: w.name, target: t.name, load: [] };
+        cells.push(cell);
+        const why = unavailable.get(`${w.name}/${t.name}`);
+        if (why) {
+          cell.unavailable = why.length > 60 ? why.slice(0, 57) + '...' : why;
+          continue;
+        }
+        const acc = accs.get(t.name)!;
+        cell.load = CONNECTIONS.map((n) => combine(acc.runs.get(n)!));
+        cell.cpuMsPerReq = acc.ok ? acc.cpuMs / acc.ok : NaN;
+        cell.upstreamCpuMsPerReq = acc.ok ? acc.upstreamCpuMs / acc.ok : NaN;
+      }
+      // Concurrency 1: each proxy paired with direct calls, request by request.
+      for (const t of targets) {
+        const cell = cells.find((c) => c.workload === w.name && c.target === t.name)!;
+        if (cell.unavailable) continue;
+        gc();
+        if (t.name === 'direct' || !direct || unavailable.has(`${w.name}/direct`)) {
+          cell.seq = await sequential(t.spec(w), SEQ_N, w.stream);
+        } else {
+          const p = await pairedSequential(direct.spec(w), t.spec(w), SEQ_N, w.stream);
+          cell.seq = p.target;
+          cell.addedP50Us = p.addedP50Us;
+          cell.addedP99Us = p.addedP99Us;
+        }
+        log(`${w.name} ${t.name} c=1: p50 ${Math.round(cell.seq.p50Us)} µs, p99 ${Math.round(cell.seq.p99Us)} µs${cell.addedP50Us !== undefined ? `, added p50 ${Math.round(cell.addedP50Us)} µs, p99 ${Math.round(cell.addedP99Us!)} µs` : ''}`);
+      }
+    }
+
+    for (const t of targets) {
+      const sampled = samplers.get(t.name)!.stop();
+      let hwm = 0;
+      try {
+        hwm = peakRssMb(t.proc.pid);
+      } catch {}
+      peakRss[t.name] = Math.max(hwm, sampled);
+    }
+
+    const gw = targets.find((t) => t.name === 'gateway');
+    if (gw) {
+      served = (await gw.proc.ask<{ stats: { served: Record<string, Record<string, number>> } }>('stats')).stats.served;
+      // Stopping the gateway flushes its pending charges and usage records.
+      await gw.proc.stop();
+      billing = await billingCheck(bdb!);
+    }
+  } finally {
+    await stopAll();
+  }
+
+  const tables = renderTables(cells, CONNECTIONS, peakRss);
+  const checksAll: Check[] = [...tables.checks];
+  const out: string[] = [];
+  const md: string[] = [];
+  const header = [
+    `Machine: ${machine}. Everything on loopback; the emulated upstream, each target and the load generator in separate processes.`,
+    `Load: autocannon (keep-alive, pipelining 1), ${ROUNDS} rounds of ${SECONDS} s cells through the targets in rotating order after a ${WARMUP} s warm-up; each figure is the median round. c=1: ${SEQ_N} sequential requests per target, each paired with a direct one (undici, hrtime).`,
+    `CPU ms/req: the target process's utime+stime over the c=${CONNECTIONS.join(' and c=')} cells / requests served (for direct: the upstream's own). Peak RSS: VmHWM of the target process, reset after start-up.`,
+    `Load average (1 min) at start / end: ${loadStart} / ${os.loadavg()[0].toFixed(2)} (other work shares this machine).`,
+    `Gateway: auth, validation, routing, billing (Postgres) and request logging on. Portkey: @portkey-ai/gateway ${portkeyVersion} (node build/start-server.js --headless, @hono/node-server 1.13.8).`,
+  ];
+  out.push(header.join('\n'), tables.text);
+  md.push(`## Benchmark (${new Date().toISOString().slice(0, 10)})\n`, header.map((h) => `${h}`).join('\n'), tables.markdown);
+  if (billing) {
+    const b = billingReport(billing, served);
+    out.push(b.text);
+    md.push(b.markdown);
+    checksAll.push(b.check);
+  }
+  if (PROFILE) {
+    const p = summariseProfiles(PROFILES, 40);
+    out.push('\n== gateway CPU profile (self time, top functions) ==\n' + p);
+  }
+
+  try {
+    const ctx: BenchContext = { adminDatabaseUrl: adminUrl(), resultsDir: RESULTS, seconds: SECONDS, log };
+    section = await runSection(ctx);
+  } catch (e) {
+    const msg = e instanceof Error ? e.stack ?? e.message : String(e);
+    section = { title: 'Video jobs', text: `video section failed: ${msg}`, markdown: `Video section failed: ${msg.split('\n')[0]}`, pass: false };
+  }
+  if (section) {
+    out.push(`\n== ${section.title} ==\n${section.text}`);
+    md.push(`\n### ${section.title}\n\n${section.markdown}`);
+    if (section.pass !== undefined) checksAll.push({ name: `${section.title}: section targets`, value: '', target: '', pass: section.pass });
+  }
+
+  const failed = checksAll.filter((c) => c.pass === false);
+  const missing = checksAll.filter((c) => c.pass === null);
+  const summary = `\nOverall: ${failed.length ? `FAIL (${failed.length} of ${checksAll.length} checks failed: ${failed.map((c) => c.name).join('; ')})` : 'PASS'}${missing.length ? `; ${missing.length} checks could not be measured` : ''}. Took ${Math.round((Date.now() - t0) / 1000)} s.`;
+  out.push(summary);
+  md.push(summary.trim());
+  const text = out.join('\n');
+  process.stdout.write(text + '\n');
+  const mdText = md.join('\n') + '\n';
+  fs.writeFileSync(path.join(RESULTS, 'latest.md'), mdText);
+  fs.writeFileSync(path.join(RESULTS, 'latest.json'), JSON.stringify({ date: new Date().toISOString(), machine, seconds: SECONDS, connections: CONNECTIONS, cells, peakRss, billing, served, checks: checksAll, section: section ? { title: section.title, pass: section.pass } : null }, null, 2));
+  log(`markdown written to ${path.relative(projectRoot(), path.join(RESULTS, 'latest.md'))}`);
+  if (bdb && env.BENCH_KEEP_DB !== '1') await bdb.drop().catch((e) => log(`could not drop ${bdb.name}: ${e}`));
+}
+
+main().then(() => process.exit(0), async (e) => {
+  console.error(e instanceof Error ? e.stack ?? e.message : String(e));
+  await stopAll();
+  process.exit(1);
+});

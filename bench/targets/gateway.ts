@@ -1,0 +1,43 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { buildDeps } from '../../src/bootstrap';
+import { createApp } from '../../src/api/app';
+import { loadConfig } from '../../src/config';
+import { serveTarget } from './ipc';
+
+/**
+ * The gateway as deployed: production config from the environment (DATABASE_URL to the bench's fresh database,
+ * EMULATOR_URL to the emulated upstream), auth, validation, routing, billing and request logging all on.
+ * Temporal is not needed by the synchronous operations measured here.
+ *
+ * It counts the responses it finished by path and status, so the bench can check that every request served
+ * was billed (usage_records and charged ledger events) once the credit batches are flushed at shutdown.
+ */
+serveTarget(async () => {
+  const config = loadConfig({ host: '127.0.0.1', port: 0 });
+  const deps = await buildDeps(config, { temporal: false });
+  const app = createApp(deps);
+  const served: Record<string, Record<string, number>> = {};
+  const server = http.createServer(app.callback());
+  server.keepAliveTimeout = 65_000;
+  server.headersTimeout = 66_000;
+  server.on('request', (req: http.IncomingMessage, res: http.ServerResponse) => {
+    res.once('finish', () => {
+      const byStatus = (served[req.url ?? ''] ??= {});
+      byStatus[res.statusCode] = (byStatus[res.statusCode] ?? 0) + 1;
+    });
+  });
+  await new Promise<void>((res) => server.listen(0, '127.0.0.1', res));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    stats: () => ({ served }),
+    async close() {
+      await new Promise<void>((res) => {
+        server.close(() => res());
+        server.closeAllConnections();
+      });
+      // Flushes the pending charges and usage records.
+      await deps.close();
+    },
+  };
+});
