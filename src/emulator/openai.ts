@@ -142,7 +142,7 @@ const nowSec = () => Math.floor(Date.now() / 1000);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** Writes SSE events, paced by chunkDelayMs; stops (and counts an abort) if the client goes away. */
-async function streamEvents(ctx: Koa.Context, ctl: EmulatorControl, events: string[]): Promise<void> {
+async function streamEvents(ctx: Koa.Context, ctl: EmulatorControl, events: string[], cutAfter?: number): Promise<void> {
   const stats = openaiEmulatorStats(ctl);
   stats.streamsStarted++;
   ctx.respond = false;
@@ -156,6 +156,17 @@ async function streamEvents(ctx: Koa.Context, ctl: EmulatorControl, events: stri
     }
   });
   const delay = ctl.settings.chunkDelayMs;
+  if (cutAfter !== undefined) {
+    // Test hook: the upstream dies mid-stream (connection destroyed after N events, no [DONE]).
+    res.flushHeaders();
+    for (const e of events.slice(0, cutAfter)) {
+      res.write(e);
+      if (delay > 0) await sleep(delay);
+    }
+    await sleep(10);
+    res.destroy();
+    return;
+  }
   if (delay <= 0) {
     res.end(events.join('') + 'data: [DONE]\n\n');
     stats.streamsCompleted++;
@@ -171,6 +182,9 @@ async function streamEvents(ctx: Koa.Context, ctl: EmulatorControl, events: stri
   res.end('data: [DONE]\n\n');
   stats.streamsCompleted++;
 }
+
+/** Test hook: a request field `emulator_cut_after` (events) makes the stream break mid-way. */
+const cutAfter = (body: Json): number | undefined => (Number.isInteger(body.emulator_cut_after) ? body.emulator_cut_after : undefined);
 
 const data = (o: unknown) => `data: ${JSON.stringify(o)}\n\n`;
 
@@ -218,7 +232,7 @@ function chatCompletions(ctl: EmulatorControl) {
       events.push(chunk(i, {}, r.finish));
     }
     if (withUsage) events.push(data({ id, object: 'chat.completion.chunk', created, model, system_fingerprint: 'fp_emulator', choices: [], usage }));
-    await streamEvents(ctx, ctl, events);
+    await streamEvents(ctx, ctl, events, cutAfter(body));
   };
 }
 
@@ -252,7 +266,7 @@ function completions(ctl: EmulatorControl) {
       events.push(data({ id, object: 'text_completion', created, model, choices: [{ text: '', index: c.index, logprobs: null, finish_reason: c.finish_reason }] }));
     }
     if (withUsage) events.push(data({ id, object: 'text_completion', created, model, choices: [], usage }));
-    await streamEvents(ctx, ctl, events);
+    await streamEvents(ctx, ctl, events, cutAfter(body));
   };
 }
 

@@ -1,6 +1,5 @@
 import { Pool } from 'undici';
 import type { Dispatcher } from 'undici';
-import type { Readable } from 'node:stream';
 import { ApiError } from '../api/errors';
 import type { ProviderConfig } from '../catalog/catalog';
 import { mapTransportError, UpstreamAborted } from './openai';
@@ -30,7 +29,7 @@ export class AnthropicUpstreamError extends Error {
   }
 }
 
-export interface AnthropicResponse { status: number; contentType: string; headers: Record<string, string>; body: Readable }
+export interface AnthropicResponse { status: number; contentType: string; headers: Record<string, string>; body: Dispatcher.ResponseData['body'] }
 
 export class AnthropicAdapter implements ProviderAdapter {
   readonly kind = 'anthropic' as const;

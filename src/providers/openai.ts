@@ -3,7 +3,7 @@ import { FormData, Pool } from 'undici';
 import type { Dispatcher } from 'undici';
 import { ApiError } from '../api/errors';
 import type { ProviderConfig } from '../catalog/catalog';
-import type { BufferedResponse, CallOptions, MultipartValue, OpenAICompatibleAdapter, StreamingResponse } from './types';
+import type { BufferedResponse, CallOptions, MultipartValue, OpenAICompatibleAdapter, StreamingResponse, TokenUsage } from './types';
 
 /**
  * Adapter for any OpenAI-compatible upstream (OpenAI, vLLM, Ollama, LiteLLM, the emulator): base URL + bearer
@@ -58,6 +58,16 @@ export class OpenAIAdapter implements OpenAICompatibleAdapter {
   async postStream(path: string, payload: string, opts: CallOptions = {}): Promise<StreamingResponse> {
     const res = await this.send(path, this.jsonHeaders, payload, opts);
     return { status: res.statusCode, contentType: header(res.headers, 'content-type'), body: res.body };
+  }
+
+  /** POST /chat/completions, whole JSON answer (for callers that translate other interfaces onto chat). */
+  chat(payload: string, opts?: CallOptions): Promise<BufferedResponse> {
+    return this.postJson('/chat/completions', payload, opts);
+  }
+
+  /** POST /chat/completions with `stream: true` in the payload: the SSE body as it arrives. */
+  chatStream(payload: string, opts?: CallOptions): Promise<StreamingResponse> {
+    return this.postStream('/chat/completions', payload, opts);
   }
 
   async postMultipart(path: string, fields: Record<string, MultipartValue>, opts: CallOptions = {}): Promise<BufferedResponse> {
@@ -167,4 +177,44 @@ export function mapTransportError(e: unknown): ApiError {
     return new ApiError(504, 'The upstream provider did not answer in time.', 'upstream_error', null, 'upstream_timeout');
   }
   return new ApiError(502, `The upstream provider could not be reached (${code || (e as Error)?.name || 'error'}).`, 'upstream_error', null, 'upstream_error');
+}
+
+const USAGE_KEY = Buffer.from('"usage"');
+
+/**
+ * The `usage` object of an OpenAI-style JSON answer, read without parsing the whole body: OpenAI puts it last,
+ * and inside string values a quote is always escaped, so the last `"usage"` followed by `:` is the top-level key.
+ * Falls back to a full parse when the shortcut does not apply. Null when there is no usage object.
+ */
+export function usageFromJson(body: Buffer): TokenUsage | null {
+  const at = body.lastIndexOf(USAGE_KEY);
+  if (at >= 0) {
+    let i = at + USAGE_KEY.length;
+    while (i < body.length && (body[i] === 0x20 || body[i] === 0x0a || body[i] === 0x0d || body[i] === 0x09)) i++;
+    if (body[i] === 0x3a /* : */) {
+      i++;
+      while (i < body.length && (body[i] === 0x20 || body[i] === 0x0a || body[i] === 0x0d || body[i] === 0x09)) i++;
+      if (body[i] === 0x7b /* { */) {
+        let depth = 0;
+        for (let j = i; j < body.length; j++) {
+          const c = body[j];
+          if (c === 0x7b) depth++;
+          else if (c === 0x7d && --depth === 0) {
+            try {
+              const u = JSON.parse(body.toString('utf8', i, j + 1));
+              return u && typeof u === 'object' ? (u as TokenUsage) : null;
+            } catch {
+              break;
+            }
+          }
+        }
+      }
+    }
+  }
+  try {
+    const parsed = JSON.parse(body.toString('utf8')) as { usage?: unknown };
+    return parsed && typeof parsed.usage === 'object' && parsed.usage ? (parsed.usage as TokenUsage) : null;
+  } catch {
+    return null;
+  }
 }

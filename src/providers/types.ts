@@ -52,6 +52,9 @@ export interface OpenAICompatibleAdapter extends ProviderAdapter {
   postJson(path: string, payload: string, opts?: CallOptions): Promise<BufferedResponse>;
   /** POST JSON, return the answer's body as a stream once a 2xx status arrived (SSE, audio bytes). */
   postStream(path: string, payload: string, opts?: CallOptions): Promise<StreamingResponse>;
+  /** POST /chat/completions (whole answer) and its streaming form (SSE body; put `stream: true` in the payload). */
+  chat(payload: string, opts?: CallOptions): Promise<BufferedResponse>;
+  chatStream(payload: string, opts?: CallOptions): Promise<StreamingResponse>;
   /** POST multipart/form-data (transcriptions, image edits), read the whole answer. */
   postMultipart(path: string, fields: Record<string, MultipartValue>, opts?: CallOptions): Promise<BufferedResponse>;
 }

@@ -1,8 +1,63 @@
 import Router from '@koa/router';
 import type { AppDeps } from '../deps';
-import type { GatewayState } from '../middleware';
+import { jsonBody, requireApiKey, route, type Ctx, type GatewayState } from '../middleware';
+import { badRequest } from '../errors';
+import { validateChatCompletion, validateCompletion } from '../../schemas/chat';
+import { estimateChatMaxCost } from '../../billing/pricing';
+import { openMeter } from '../../billing/meter';
+import type { ModelConfig } from '../../catalog/catalog';
+import { forwardCompletionJson, forwardCompletionStream } from '../upstream';
 
-/** Placeholder: this API family is not implemented yet. */
-export function chatRouter(_deps: AppDeps): Router<GatewayState> {
-  return new Router<GatewayState>();
+/** Output cap check: a max_tokens above the model's limit is the client's error (as OpenAI answers it). */
+function checkMaxTokens(model: ModelConfig, body: { max_tokens?: number | null; max_completion_tokens?: number | null }): void {
+  const cap = model.maxOutputTokens;
+  if (!cap) return;
+  for (const param of ['max_completion_tokens', 'max_tokens'] as const) {
+    const v = body[param];
+    if (typeof v === 'number' && v > cap) {
+      throw badRequest(`${param} is too large: ${v}. This model supports at most ${cap} completion tokens.`, param, 'invalid_value');
+    }
+  }
+}
+
+/**
+ * POST /v1/chat/completions and POST /v1/completions: validate, route by model, reserve the upper-bound cost,
+ * forward (JSON or SSE), settle on the upstream's usage. Unknown fields pass through to the upstream.
+ */
+export function chatRouter(deps: AppDeps): Router<GatewayState> {
+  const r = new Router<GatewayState>();
+  const auth = requireApiKey(deps);
+  const json = jsonBody(deps.config.maxJsonBytes);
+
+  async function handle(ctx: Ctx, kind: 'chat' | 'completion', body: { model: string; stream?: boolean | null; stream_options?: { include_usage?: boolean } | null; max_tokens?: number | null; max_completion_tokens?: number | null }): Promise<void> {
+    const model = deps.catalog.require(body.model, kind);
+    ctx.state.model = model.id;
+    checkMaxTokens(model, body);
+    const stream = body.stream === true;
+    const clientWantsUsage = stream && body.stream_options?.include_usage === true;
+    // The body is ours (parsed per request): rewrite it in place rather than copy it.
+    body.model = model.upstreamModel;
+    if (stream) body.stream_options = body.stream_options ? { ...body.stream_options, include_usage: true } : { include_usage: true };
+    const payload = JSON.stringify(body);
+    const payloadBytes = Buffer.byteLength(payload);
+    const bound = estimateChatMaxCost(model, body, payloadBytes);
+    const meter = await openMeter(deps.credit, ctx.state.principal!, model.id, kind === 'chat' ? 'chat.completions' : 'completions', bound.maxCost);
+    const adapter = deps.providers.openai(model);
+    const path = kind === 'chat' ? '/chat/completions' : '/completions';
+    if (stream) await forwardCompletionStream(ctx, adapter, path, payload, payloadBytes, model, meter, { kind, clientWantsUsage });
+    else await forwardCompletionJson(ctx, adapter, path, payload, payloadBytes, model, meter);
+  }
+
+  r.post('/v1/chat/completions', route('/v1/chat/completions'), auth, json, async (ctx) => {
+    const body = ctx.request.body;
+    validateChatCompletion(body);
+    await handle(ctx, 'chat', body);
+  });
+
+  r.post('/v1/completions', route('/v1/completions'), auth, json, async (ctx) => {
+    const body = ctx.request.body;
+    validateCompletion(body);
+    await handle(ctx, 'completion', body);
+  });
+  return r;
 }

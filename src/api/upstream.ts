@@ -1,0 +1,185 @@
+import type { ServerResponse } from 'node:http';
+import type { Readable } from 'node:stream';
+import { ApiError, openAIBody } from './errors';
+import type { Ctx } from './middleware';
+import type { Meter } from '../billing/meter';
+import { StreamUsage } from '../billing/meter';
+import { tokensCost, tokensFromChars } from '../billing/pricing';
+import type { ModelConfig } from '../catalog/catalog';
+import { UpstreamAborted, usageFromJson } from '../providers/openai';
+import { SSE_DONE, SSE_HEADERS, SseDecoder } from '../providers/sse';
+import type { OpenAICompatibleAdapter } from '../providers/types';
+
+/**
+ * The request path shared by the OpenAI-compatible routers: forward a serialised body upstream, answer the
+ * client (a JSON buffer as received, or SSE piped event by event), and settle or cancel the request's meter.
+ */
+
+/** Status recorded for a request whose client went away before the answer was complete (nginx's 499). */
+export const CLIENT_CLOSED = 499;
+
+/** An AbortSignal that fires if the client disconnects before its response is complete. */
+export function clientAbortSignal(res: ServerResponse): AbortSignal {
+  const ac = new AbortController();
+  res.once('close', () => {
+    if (!res.writableFinished) ac.abort();
+  });
+  return ac.signal;
+}
+
+/** Status to record for a failed upstream call. */
+export function failureStatus(e: unknown): number {
+  if (e instanceof UpstreamAborted) return CLIENT_CLOSED;
+  return e instanceof ApiError ? e.status : 500;
+}
+
+/** Runs the upstream call; on failure cancels the meter (nothing charged) and rethrows (or ends quietly if the client left). */
+export async function callUpstream<T>(ctx: Ctx, meter: Meter, units: Record<string, number>, call: () => Promise<T>): Promise<T | null> {
+  try {
+    return await call();
+  } catch (e) {
+    meter.cancel(units, failureStatus(e));
+    if (e instanceof UpstreamAborted) {
+      ctx.respond = false; // nobody to answer
+      return null;
+    }
+    throw e;
+  }
+}
+
+/** Answers with an upstream JSON body as received (no re-serialisation). */
+export function sendJsonBuffer(ctx: Ctx, body: Buffer): void {
+  ctx.status = 200;
+  ctx.type = 'application/json';
+  ctx.body = body;
+}
+
+interface TextChoiceLike { message?: { content?: unknown; tool_calls?: { function?: { arguments?: unknown } }[] }; text?: unknown }
+
+/** Completion tokens when an upstream answered without usage: ceil(characters / 4) over the returned text. */
+function completionCharsOf(json: { choices?: TextChoiceLike[] } | null): number {
+  let n = 0;
+  for (const c of json?.choices ?? []) {
+    if (typeof c.text === 'string') n += c.text.length;
+    if (typeof c.message?.content === 'string') n += c.message.content.length;
+    for (const t of c.message?.tool_calls ?? []) if (typeof t.function?.arguments === 'string') n += t.function.arguments.length;
+  }
+  return n;
+}
+
+/**
+ * Non-streaming chat or legacy completion: forward, bill the upstream's usage (or, if an upstream omits it,
+ * ceil(bytes/4) prompt and ceil(chars/4) completion tokens), answer with the upstream's bytes.
+ */
+export async function forwardCompletionJson(ctx: Ctx, adapter: OpenAICompatibleAdapter, path: string, payload: string, payloadBytes: number, model: ModelConfig, meter: Meter): Promise<void> {
+  const res = await callUpstream(ctx, meter, {}, () => adapter.postJson(path, payload, { signal: clientAbortSignal(ctx.res) }));
+  if (!res) return;
+  let usage = usageFromJson(res.body);
+  let estimated = 0;
+  if (!usage) {
+    let json: { choices?: TextChoiceLike[] } | null = null;
+    try {
+      json = JSON.parse(res.body.toString('utf8'));
+    } catch {
+      meter.cancel({}, 502);
+      throw new ApiError(502, 'The upstream provider returned an invalid response.', 'upstream_error', null, 'upstream_error');
+    }
+    usage = { prompt_tokens: tokensFromChars(payloadBytes), completion_tokens: tokensFromChars(completionCharsOf(json)) };
+    estimated = 1;
+  }
+  const prompt = Math.max(0, Math.ceil(Number(usage.prompt_tokens) || 0));
+  const completion = Math.max(0, Math.ceil(Number(usage.completion_tokens) || 0));
+  meter.settle(tokensCost(model.pricing, prompt, completion), estimated ? { prompt_tokens: prompt, completion_tokens: completion, estimated } : { prompt_tokens: prompt, completion_tokens: completion });
+  sendJsonBuffer(ctx, res.body);
+}
+
+function waitDrain(res: ServerResponse): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      res.off('drain', done);
+      res.off('close', done);
+      resolve();
+    };
+    res.on('drain', done);
+    res.on('close', done);
+  });
+}
+
+export interface StreamOptions {
+  kind: 'chat' | 'completion';
+  /** Whether the client asked for the usage chunk (stream_options.include_usage); it is stripped otherwise. */
+  clientWantsUsage: boolean;
+}
+
+/**
+ * Streaming chat or legacy completion. The gateway always asks the upstream for usage; events are forwarded as
+ * each network chunk arrives (one write per chunk, no buffering), the usage-only chunk is dropped unless the
+ * client asked for it, and `data: [DONE]` ends the stream. A client disconnect aborts the upstream request.
+ * Billing: the upstream's usage if it arrived, else the delivered-text rule of StreamUsage; a stream cut by the
+ * upstream ends with an error event and is billed the same way.
+ */
+export async function forwardCompletionStream(ctx: Ctx, adapter: OpenAICompatibleAdapter, path: string, payload: string, payloadBytes: number, model: ModelConfig, meter: Meter, opts: StreamOptions): Promise<void> {
+  const res = ctx.res;
+  const signal = clientAbortSignal(res);
+  const up = await callUpstream(ctx, meter, {}, () => adapter.postStream(path, payload, { signal }));
+  if (!up) return;
+  ctx.respond = false;
+  res.writeHead(200, SSE_HEADERS);
+  res.flushHeaders(); // the client sees the stream open at once, even if the first token takes a while
+  const acc = new StreamUsage(payloadBytes);
+  const status = await pipeEvents(up.body, res, signal, acc, opts);
+  const t = acc.tokens();
+  const units: Record<string, number> = { prompt_tokens: t.prompt, completion_tokens: t.completion };
+  if (t.estimated) units.estimated = 1;
+  meter.settle(tokensCost(model.pricing, t.prompt, t.completion), units, status);
+}
+
+/** Returns the status to record: 200 complete, 499 client gone, 502 cut by the upstream. */
+async function pipeEvents(body: Readable, res: ServerResponse, signal: AbortSignal, acc: StreamUsage, opts: StreamOptions): Promise<number> {
+  const dec = new SseDecoder();
+  const chat = opts.kind === 'chat';
+  let upstreamError: unknown = null;
+  try {
+    for await (const chunk of body) {
+      const events = dec.push(chunk as Buffer);
+      if (events.length === 0) continue;
+      let out = '';
+      for (const ev of events) {
+        const data = ev.data;
+        if (data === '[DONE]') continue;
+        let parsed: any;
+        try {
+          parsed = JSON.parse(data);
+        } catch {
+          out += `data: ${data}\n\n`; // not ours to judge: pass it on
+          continue;
+        }
+        if (parsed && parsed.error) {
+          upstreamError = parsed.error;
+          out += `data: ${data}\n\n`;
+          continue;
+        }
+        const usageOnly = chat ? acc.observeChat(parsed) : acc.observeCompletion(parsed);
+        if (usageOnly && !opts.clientWantsUsage) continue;
+        out += ev.event && ev.event !== 'message' ? `event: ${ev.event}\ndata: ${data}\n\n` : `data: ${data}\n\n`;
+      }
+      if (signal.aborted) break;
+      if (out && !res.write(out)) await waitDrain(res);
+    }
+  } catch (e) {
+    if (signal.aborted) return CLIENT_CLOSED;
+    upstreamError = upstreamError ?? e;
+  }
+  if (signal.aborted) {
+    body.destroy();
+    return CLIENT_CLOSED;
+  }
+  if (upstreamError) {
+    // A transport failure gets an error event (the OpenAI SDK raises it); an upstream error event was forwarded.
+    if (upstreamError instanceof Error) res.write(`data: ${JSON.stringify(openAIBody(new ApiError(502, 'The upstream provider ended the stream early.', 'upstream_error', null, 'upstream_error')))}\n\n`);
+    res.end();
+    return 502;
+  }
+  res.end(SSE_DONE);
+  return 200;
+}

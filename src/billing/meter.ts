@@ -1,0 +1,125 @@
+import { randomUUID } from 'node:crypto';
+import { performance } from 'node:perf_hooks';
+import type { CreditManager, Reservation } from './credit';
+import { InsufficientFunds } from './ledger';
+import { insufficientFunds } from '../api/errors';
+import { tokensFromChars } from './pricing';
+import type { TokenUsage } from '../providers/types';
+
+/**
+ * The one metering path for synchronous operations: reserve the maximum cost -> call the upstream -> settle the
+ * actual cost, or cancel (charge nothing) when the upstream call failed. Reserving is in memory (CreditManager
+ * leases), and charges and usage rows are written in batches off the response path.
+ *
+ *   const meter = await openMeter(deps.credit, principal, model.id, 'chat.completions', bound.maxCost); // 402 here
+ *   try { ...upstream... ; meter.settle(cost, units) } catch (e) { meter.cancel(units, status); throw e }
+ */
+
+export interface MeterOwner { accountId: string; keyId: string | null }
+
+export class Meter {
+  /** Usage-record id and the charge's idempotency key (`req:<id>`): fresh per request, never client-chosen. */
+  readonly id = randomUUID();
+  private readonly started = performance.now();
+  private finished = false;
+
+  constructor(private readonly reservation: Reservation, private readonly owner: MeterOwner, readonly model: string, readonly operation: string) {}
+
+  get reserved(): number {
+    return this.reservation.reserved;
+  }
+
+  get done(): boolean {
+    return this.finished;
+  }
+
+  /** Charges `costVnd` (integer, rounded up) once and records the usage row. Later calls are no-ops. */
+  settle(costVnd: number, units: Record<string, number>, status = 200): number {
+    if (this.finished) return 0;
+    this.finished = true;
+    return this.reservation.settle(costVnd, this.usage(units, status));
+  }
+
+  /** Charges nothing (failed upstream call) and records the usage row with cost 0. Later calls are no-ops. */
+  cancel(units: Record<string, number>, status: number): void {
+    if (this.finished) return;
+    this.finished = true;
+    this.reservation.cancel(this.usage(units, status));
+  }
+
+  private usage(units: Record<string, number>, status: number) {
+    return { id: this.id, apiKeyId: this.owner.keyId, model: this.model, operation: this.operation, units, latencyMs: performance.now() - this.started, status };
+  }
+}
+
+/** Reserves `maxCostVnd` for a request; an account that cannot cover it gets 402 insufficient_quota (no upstream call). */
+export async function openMeter(credit: CreditManager, owner: MeterOwner, model: string, operation: string, maxCostVnd: number): Promise<Meter> {
+  try {
+    return new Meter(await credit.reserve(owner.accountId, maxCostVnd), owner, model, operation);
+  } catch (e) {
+    if (e instanceof InsufficientFunds) throw insufficientFunds(maxCostVnd, Math.max(0, e.available));
+    throw e;
+  }
+}
+
+/** Token counts a request is billed for, and whether they were estimated (no upstream usage arrived). */
+export interface BilledTokens { prompt: number; completion: number; estimated: boolean }
+
+/**
+ * Accumulates what a chat or legacy-completion stream delivered, for billing. If the upstream's usage chunk
+ * arrives it is authoritative; if the stream was cut (client disconnect, upstream failure) or the upstream sent
+ * no usage, the bill is estimated: prompt tokens = ceil(request bytes / 4), completion tokens = ceil(delivered
+ * characters / 4) over content, refusal, reasoning and tool-call names and arguments. Never zero for a stream
+ * the upstream accepted.
+ */
+export class StreamUsage {
+  usage: TokenUsage | null = null;
+  deliveredChars = 0;
+
+  constructor(private readonly promptBytes: number) {}
+
+  /** Records one parsed chat.completion.chunk; returns true when it is the usage-only chunk (choices empty). */
+  observeChat(chunk: ChatChunkLike): boolean {
+    if (chunk.usage && typeof chunk.usage === 'object') this.usage = chunk.usage as TokenUsage;
+    const choices = chunk.choices;
+    if (!Array.isArray(choices) || choices.length === 0) return !!chunk.usage;
+    for (const c of choices) {
+      const d = c?.delta;
+      if (!d) continue;
+      if (typeof d.content === 'string') this.deliveredChars += d.content.length;
+      if (typeof d.refusal === 'string') this.deliveredChars += d.refusal.length;
+      if (typeof d.reasoning_content === 'string') this.deliveredChars += d.reasoning_content.length;
+      if (Array.isArray(d.tool_calls)) {
+        for (const t of d.tool_calls) {
+          const f = t?.function;
+          if (typeof f?.name === 'string') this.deliveredChars += f.name.length;
+          if (typeof f?.arguments === 'string') this.deliveredChars += f.arguments.length;
+        }
+      }
+    }
+    return false;
+  }
+
+  /** Records one parsed legacy text_completion chunk; returns true when it is the usage-only chunk. */
+  observeCompletion(chunk: CompletionChunkLike): boolean {
+    if (chunk.usage && typeof chunk.usage === 'object') this.usage = chunk.usage as TokenUsage;
+    const choices = chunk.choices;
+    if (!Array.isArray(choices) || choices.length === 0) return !!chunk.usage;
+    for (const c of choices) if (typeof c?.text === 'string') this.deliveredChars += c.text.length;
+    return false;
+  }
+
+  tokens(): BilledTokens {
+    const u = this.usage;
+    if (u && Number.isFinite(u.prompt_tokens)) {
+      return { prompt: Math.max(0, Math.ceil(u.prompt_tokens)), completion: Math.max(0, Math.ceil(Number(u.completion_tokens ?? 0))), estimated: false };
+    }
+    return { prompt: tokensFromChars(this.promptBytes), completion: tokensFromChars(this.deliveredChars), estimated: true };
+  }
+}
+
+export interface ChatChunkLike {
+  choices?: { delta?: { content?: unknown; refusal?: unknown; reasoning_content?: unknown; tool_calls?: { function?: { name?: unknown; arguments?: unknown } }[] } }[] | null;
+  usage?: unknown;
+}
+export interface CompletionChunkLike { choices?: { text?: unknown }[] | null; usage?: unknown }

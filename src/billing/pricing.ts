@@ -1,0 +1,140 @@
+import type { ModelConfig, Pricing } from '../catalog/catalog';
+
+/**
+ * Costs in integer VND from catalog prices. Every cost is rounded UP to a whole VND, on exact integer
+ * arithmetic (BigInt when a product would leave the safe-integer range), never on floats.
+ *
+ * Funds bounds (what is reserved before an upstream call) are upper bounds of the actual cost:
+ * - chat/completions prompt tokens <= UTF-8 bytes of the serialised request (a token is at least one byte, and the
+ *   JSON keys and quotes cover per-message overhead), plus IMAGE_PART_TOKENS per image/audio/file part (a URL is
+ *   a few bytes but costs many tokens), capped by the model's context window;
+ * - output tokens <= max_completion_tokens / max_tokens, else the model's maxOutputTokens, times the choices (n).
+ */
+
+export const DEFAULT_MAX_OUTPUT_TOKENS = 4096;
+/** Tokens assumed per non-text input part (image_url, input_audio, file) in the funds bound. */
+export const IMAGE_PART_TOKENS = 2000;
+/** The delivered-text rule for cut streams and missing usage: one token per 4 characters, rounded up. */
+export const CHARS_PER_TOKEN = 4;
+
+export function tokensFromChars(chars: number): number {
+  return Math.ceil(chars / CHARS_PER_TOKEN);
+}
+
+/** ceil(a / b) for non-negative integers a and positive integer b, exact at any size. */
+export function ceilDiv(a: number, b: number): number {
+  const x = Math.ceil(a);
+  if (x <= 0) return 0;
+  if (Number.isSafeInteger(x + b)) return Math.floor((x + b - 1) / b);
+  const big = (BigInt(x) + BigInt(b) - 1n) / BigInt(b);
+  return Number(big);
+}
+
+function mulAdd(terms: [number, number][]): number {
+  let safe = true;
+  let sum = 0;
+  for (const [a, b] of terms) {
+    sum += Math.ceil(a) * b;
+    if (!Number.isSafeInteger(sum)) safe = false;
+  }
+  if (safe) return sum;
+  // Only reachable with absurd inputs; keep it exact anyway.
+  const big = terms.reduce((s, [a, b]) => s + BigInt(Math.ceil(a)) * BigInt(b), 0n);
+  return Number(big);
+}
+
+/** Input tokens at the input price plus output tokens at the output price, per 1M tokens, rounded up. */
+export function tokensCost(p: Pricing, inputTokens: number, outputTokens = 0): number {
+  return ceilDiv(mulAdd([[inputTokens, p.inputPer1MTokens ?? 0], [outputTokens, p.outputPer1MTokens ?? 0]]), 1_000_000);
+}
+
+/** Speech: characters of input at the per-1K-characters price, rounded up. */
+export function charactersCost(p: Pricing, chars: number): number {
+  return ceilDiv(mulAdd([[chars, p.per1KChars ?? 0]]), 1000);
+}
+
+/** Transcription: audio milliseconds at the per-minute price, rounded up. */
+export function audioCost(p: Pricing, audioMs: number): number {
+  return ceilDiv(mulAdd([[audioMs, p.perAudioMinute ?? 0]]), 60_000);
+}
+
+export function imagesCost(p: Pricing, images: number): number {
+  return mulAdd([[images, p.perImage ?? 0]]);
+}
+
+interface ChatBodyLike {
+  max_tokens?: unknown;
+  max_completion_tokens?: unknown;
+  n?: unknown;
+  best_of?: unknown;
+  prompt?: unknown;
+  messages?: unknown;
+}
+
+const posInt = (v: unknown): number | undefined => (typeof v === 'number' && Number.isInteger(v) && v > 0 ? v : undefined);
+
+/** Output-token cap of a chat or legacy completion request: its max tokens (or the model's) times its choices. */
+export function outputTokensBound(model: ModelConfig, body: ChatBodyLike): number {
+  const perChoice = posInt(body.max_completion_tokens) ?? posInt(body.max_tokens) ?? model.maxOutputTokens ?? DEFAULT_MAX_OUTPUT_TOKENS;
+  // Legacy completions generate best_of candidates per prompt and bill them all.
+  const choices = Math.max(posInt(body.n) ?? 1, posInt(body.best_of) ?? 1);
+  const prompts = Array.isArray(body.prompt) && body.prompt.length > 0 && typeof body.prompt[0] !== 'number' ? body.prompt.length : 1;
+  return perChoice * choices * prompts;
+}
+
+/** Counts message content parts that are not text (each may cost far more tokens than its bytes). */
+export function nonTextParts(messages: unknown): number {
+  if (!Array.isArray(messages)) return 0;
+  let n = 0;
+  for (const m of messages) {
+    const c = (m as { content?: unknown })?.content;
+    if (!Array.isArray(c)) continue;
+    for (const part of c) {
+      const t = (part as { type?: unknown })?.type;
+      if (t === 'image_url' || t === 'input_audio' || t === 'file' || t === 'image') n++;
+    }
+  }
+  return n;
+}
+
+/** Upper bound of prompt tokens for a serialised chat/completions request of `payloadBytes` UTF-8 bytes. */
+export function promptTokensBound(model: ModelConfig, payloadBytes: number, extraTokens = 0): number {
+  const bound = payloadBytes + extraTokens;
+  return model.contextWindow ? Math.min(bound, model.contextWindow) : bound;
+}
+
+export interface ChatCostBound { promptTokens: number; outputTokens: number; maxCost: number }
+
+/**
+ * The most a chat (or legacy completion) request can cost: reserve this before calling the upstream.
+ * `payloadBytes` is the UTF-8 size of the JSON sent upstream (pass it when already serialised).
+ */
+export function estimateChatMaxCost(model: ModelConfig, body: ChatBodyLike, payloadBytes?: number): ChatCostBound {
+  const bytes = payloadBytes ?? Buffer.byteLength(JSON.stringify(body));
+  const promptTokens = promptTokensBound(model, bytes, nonTextParts(body.messages) * IMAGE_PART_TOKENS);
+  const outputTokens = outputTokensBound(model, body);
+  return { promptTokens, outputTokens, maxCost: tokensCost(model.pricing, promptTokens, outputTokens) };
+}
+
+/** Embeddings: inputs' UTF-8 bytes (or token counts for token-array inputs) bound the input tokens. */
+export function embeddingTokensBound(input: unknown): number {
+  if (typeof input === 'string') return Buffer.byteLength(input);
+  if (!Array.isArray(input)) return 0;
+  let n = 0;
+  for (const x of input) {
+    if (typeof x === 'string') n += Buffer.byteLength(x);
+    else if (typeof x === 'number') n += 1;
+    else if (Array.isArray(x)) n += x.length;
+  }
+  return n;
+}
+
+/** Speech is billed per character: Unicode code points of the input. */
+export function countCharacters(s: string): number {
+  let n = 0;
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c < 0xd800 || c > 0xdbff) n++; // count a surrogate pair once
+  }
+  return n;
+}
