@@ -1,0 +1,318 @@
+import { parseArgs } from 'node:util';
+import { randomUUID } from 'node:crypto';
+import { createPool, type Db } from '../db/pool';
+import { ensureDatabase, migrate } from '../db/migrate';
+import { createAccount, getBalance, listLedger, topUp, verifyProjections } from '../billing/ledger';
+import { createApiKey, listApiKeys, revokeApiKey } from '../auth/apiKeys';
+
+/**
+ * Operator CLI: `npm run admin -- <command> ...` against DATABASE_URL (migrations are applied first).
+ * runAdmin is the whole CLI as a function (tests call it in-process); exit codes: 0 ok, 1 failed, 2 bad usage.
+ */
+
+export interface AdminIO {
+  out(line: string): void;
+  err(line: string): void;
+  env: NodeJS.ProcessEnv;
+}
+
+export const USAGE = `Usage: npm run admin -- <command> [arguments] [--json]
+
+Commands:
+  create-account <name> [--balance VND]        create an account (optionally with an opening top-up)
+  top-up <accountId> <amount> [--reason text] [--idempotency-key k]
+                                               add VND to an account (a repeated key changes nothing)
+  create-key <accountId> [--name n]            create an API key (the key is shown once)
+  revoke-key <accountId> <keyId>               revoke an API key (effective within a few seconds)
+  list-keys <accountId>                        list an account's API keys
+  balance <accountId>                          balance, held and available VND
+  ledger <accountId> [--limit n]               recent ledger events (default 20, max 1000)
+  list-accounts                                every account with its balance
+  verify-ledger                                rebuild balances from the ledger events and compare
+                                               (exit 1 on any mismatch)
+  help                                         this text
+
+Amounts are whole VND (digits, optionally grouped with _ as in 5_000_000).
+Environment: DATABASE_URL (default postgres://postgres@127.0.0.1:5432/gateway).`;
+
+class UsageError extends Error {}
+class CommandError extends Error {}
+
+const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+function uuidArg(v: string | undefined, what: string): string {
+  if (v === undefined) throw new UsageError(`missing <${what}>`);
+  if (!UUID_RE.test(v)) throw new UsageError(`<${what}> must be a UUID, got ${JSON.stringify(v)}`);
+  return v.toLowerCase();
+}
+
+/** Whole VND: digits only (underscores may group them); no signs, decimals, exponents or separators like '.'. */
+export function parseVnd(v: string | undefined, what: string, allowZero = false): number {
+  if (v === undefined) throw new UsageError(`missing <${what}>`);
+  const s = v.trim();
+  if (!/^\d+(_\d+)*$/.test(s)) throw new UsageError(`${what} must be a whole number of VND (e.g. 500000), got ${JSON.stringify(v)}`);
+  const n = Number(s.replace(/_/g, ''));
+  if (!Number.isSafeInteger(n)) throw new UsageError(`${what} is too large: ${v}`);
+  if (n === 0 && !allowZero) throw new UsageError(`${what} must be greater than 0`);
+  return n;
+}
+
+function limitArg(v: string | undefined, def: number, max: number): number {
+  if (v === undefined) return def;
+  if (!/^\d+$/.test(v) || Number(v) < 1 || Number(v) > max) throw new UsageError(`--limit must be an integer from 1 to ${max}, got ${JSON.stringify(v)}`);
+  return Number(v);
+}
+
+function expectPositionals(pos: string[], count: number, cmd: string): void {
+  if (pos.length > count) throw new UsageError(`${cmd}: unexpected argument ${JSON.stringify(pos[count])}`);
+}
+
+const vnd = (n: number) => `${String(n).replace(/\B(?=(\d{3})+(?!\d))/g, '.')} ₫`;
+
+/** Pads columns for a small table (operators read these in a terminal). */
+function table(rows: string[][]): string[] {
+  if (rows.length === 0) return [];
+  const widths = rows[0].map((_, i) => Math.max(...rows.map((r) => (r[i] ?? '').length)));
+  return rows.map((r) => r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i]))).join('  ').trimEnd());
+}
+
+async function requireAccount(db: Db, accountId: string): Promise<string> {
+  const r = await db.query('SELECT name FROM accounts WHERE id = $1', [accountId]);
+  if (r.rowCount === 0) throw new CommandError(`account ${accountId} not found`);
+  return r.rows[0].name as string;
+}
+
+const OPTIONS = {
+  balance: { type: 'string' },
+  reason: { type: 'string' },
+  'idempotency-key': { type: 'string' },
+  name: { type: 'string' },
+  limit: { type: 'string' },
+  json: { type: 'boolean' },
+  help: { type: 'boolean', short: 'h' },
+} as const;
+
+/** Which options each command accepts (parseArgs knows them all; this rejects misplaced ones). */
+const ALLOWED: Record<string, string[]> = {
+  'create-account': ['balance'],
+  'top-up': ['reason', 'idempotency-key'],
+  'create-key': ['name'],
+  'revoke-key': [],
+  'list-keys': [],
+  balance: [],
+  ledger: ['limit'],
+  'list-accounts': [],
+  'verify-ledger': [],
+};
+
+export async function runAdmin(argv: string[], io: AdminIO = { out: (l) => console.log(l), err: (l) => console.error(l), env: process.env }): Promise<number> {
+  // parseArgs would read "-3" as an unknown option; say what is really wrong.
+  const negative = argv.find((a) => /^-\d/.test(a));
+  if (negative !== undefined) {
+    io.err(`error: ${JSON.stringify(negative)}: amounts and limits must be positive whole numbers\n\n${USAGE}`);
+    return 2;
+  }
+  let parsed: ReturnType<typeof parseArgs<{ options: typeof OPTIONS; allowPositionals: true; strict: true }>>;
+  try {
+    parsed = parseArgs({ args: argv, options: OPTIONS, allowPositionals: true, strict: true });
+  } catch (e) {
+    io.err(`error: ${(e as Error).message}\n\n${USAGE}`);
+    return 2;
+  }
+  const { values, positionals } = parsed;
+  const [cmd, ...pos] = positionals;
+  if (values.help || cmd === 'help' || cmd === undefined) {
+    if (cmd === undefined && !values.help) {
+      io.err(`error: no command given\n\n${USAGE}`);
+      return 2;
+    }
+    io.out(USAGE);
+    return 0;
+  }
+  if (!(cmd in ALLOWED)) {
+    io.err(`error: unknown command ${JSON.stringify(cmd)}\n\n${USAGE}`);
+    return 2;
+  }
+  const json = values.json === true;
+  const print = (human: string[] | string, data: unknown) => {
+    if (json) io.out(JSON.stringify(data, null, 2));
+    else for (const l of Array.isArray(human) ? human : [human]) io.out(l);
+  };
+
+  let db: Db | null = null;
+  try {
+    for (const opt of Object.keys(values)) {
+      if (opt !== 'json' && opt !== 'help' && !ALLOWED[cmd].includes(opt)) throw new UsageError(`${cmd} does not take --${opt}`);
+    }
+    // Validate every argument before touching the database: bad input changes nothing.
+    const run = plan(cmd, pos, values);
+    const url = io.env.DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/gateway';
+    try {
+      await ensureDatabase(url);
+      await migrate(url);
+    } catch (e) {
+      throw new CommandError(`cannot reach the database at ${redact(url)}: ${(e as Error).message}`);
+    }
+    db = createPool(url, 2);
+    return await run(db, print, io);
+  } catch (e) {
+    if (e instanceof UsageError) {
+      io.err(`error: ${e.message}\n\n${USAGE}`);
+      return 2;
+    }
+    io.err(`error: ${e instanceof Error ? e.message : String(e)}`);
+    return 1;
+  } finally {
+    await db?.end();
+  }
+}
+
+function redact(url: string): string {
+  try {
+    const u = new URL(url);
+    if (u.password) u.password = '***';
+    return u.toString();
+  } catch {
+    return '(invalid DATABASE_URL)';
+  }
+}
+
+type Print = (human: string[] | string, data: unknown) => void;
+type Runner = (db: Db, print: Print, io: AdminIO) => Promise<number>;
+
+/** Parses and validates a command's arguments, returning the work to do against the database. */
+function plan(cmd: string, pos: string[], values: { [k: string]: string | boolean | undefined }): Runner {
+  const str = (k: string) => values[k] as string | undefined;
+  switch (cmd) {
+    case 'create-account': {
+      expectPositionals(pos, 1, cmd);
+      const name = (pos[0] ?? '').trim();
+      if (!name) throw new UsageError('missing <name>');
+      if (name.length > 200) throw new UsageError('<name> must be at most 200 characters');
+      const balance = str('balance') === undefined ? 0 : parseVnd(str('balance'), '--balance', true);
+      return async (db, print) => {
+        const id = await createAccount(db, name);
+        if (balance > 0) await topUp(db, { accountId: id, amount: balance, idempotencyKey: `admin-open:${id}`, memo: 'opening balance (admin)' });
+        print([`created account ${id} (${name})`, `balance ${vnd(balance)}`], { id, name, balance_vnd: balance });
+        return 0;
+      };
+    }
+    case 'top-up': {
+      expectPositionals(pos, 2, cmd);
+      const accountId = uuidArg(pos[0], 'accountId');
+      const amount = parseVnd(pos[1], 'amount');
+      const reason = str('reason');
+      if (reason !== undefined && reason.length > 500) throw new UsageError('--reason must be at most 500 characters');
+      const keyArg = str('idempotency-key');
+      if (keyArg !== undefined && (keyArg.trim() === '' || keyArg.length > 200)) throw new UsageError('--idempotency-key must be 1 to 200 characters');
+      const key = keyArg !== undefined ? `admin-topup:${keyArg}` : `admin-topup:${randomUUID()}`;
+      return async (db, print) => {
+        await requireAccount(db, accountId);
+        const { applied } = await topUp(db, { accountId, amount, idempotencyKey: key, memo: reason ?? 'top-up (admin)', refType: 'admin' });
+        const bal = (await getBalance(db, accountId))!;
+        print([
+          applied ? `topped up ${vnd(amount)} to ${accountId}` : `already applied (idempotency key ${keyArg}): nothing changed`,
+          `balance ${vnd(bal.balance)}, held ${vnd(bal.held)}, available ${vnd(bal.available)}`,
+        ], { account_id: accountId, applied, amount_vnd: amount, balance_vnd: bal.balance, held_vnd: bal.held, available_vnd: bal.available });
+        return 0;
+      };
+    }
+    case 'create-key': {
+      expectPositionals(pos, 1, cmd);
+      const accountId = uuidArg(pos[0], 'accountId');
+      const name = str('name') ?? '';
+      if (name.length > 200) throw new UsageError('--name must be at most 200 characters');
+      return async (db, print) => {
+        await requireAccount(db, accountId);
+        const k = await createApiKey(db, accountId, name);
+        print([`created key ${k.id}${name ? ` (${name})` : ''} for account ${accountId}`, '', `  ${k.key}`, '', 'Store it now: it is not shown again.'],
+          { id: k.id, account_id: accountId, name, key: k.key, prefix: k.prefix });
+        return 0;
+      };
+    }
+    case 'revoke-key': {
+      expectPositionals(pos, 2, cmd);
+      const accountId = uuidArg(pos[0], 'accountId');
+      const keyId = uuidArg(pos[1], 'keyId');
+      return async (db, print) => {
+        await requireAccount(db, accountId);
+        if (!(await revokeApiKey(db, accountId, keyId))) throw new CommandError(`no live key ${keyId} on account ${accountId}`);
+        print(`revoked key ${keyId}`, { id: keyId, account_id: accountId, revoked: true });
+        return 0;
+      };
+    }
+    case 'list-keys': {
+      expectPositionals(pos, 1, cmd);
+      const accountId = uuidArg(pos[0], 'accountId');
+      return async (db, print) => {
+        await requireAccount(db, accountId);
+        const keys = await listApiKeys(db, accountId);
+        print(keys.length ? table([['ID', 'NAME', 'PREFIX', 'CREATED', 'LAST USED', 'REVOKED'],
+          ...keys.map((k) => [k.id, k.name || '-', k.prefix + '…', k.createdAt, k.lastUsedAt ?? '-', k.revokedAt ?? '-'])]) : 'no keys',
+        keys.map((k) => ({ id: k.id, name: k.name, prefix: k.prefix, created_at: k.createdAt, last_used_at: k.lastUsedAt, revoked_at: k.revokedAt })));
+        return 0;
+      };
+    }
+    case 'balance': {
+      expectPositionals(pos, 1, cmd);
+      const accountId = uuidArg(pos[0], 'accountId');
+      return async (db, print) => {
+        const name = await requireAccount(db, accountId);
+        const b = (await getBalance(db, accountId))!;
+        print([`account ${accountId} (${name})`, `balance   ${vnd(b.balance)}`, `held      ${vnd(b.held)}`, `available ${vnd(b.available)}`],
+          { account_id: accountId, name, balance_vnd: b.balance, held_vnd: b.held, available_vnd: b.available });
+        return 0;
+      };
+    }
+    case 'ledger': {
+      expectPositionals(pos, 1, cmd);
+      const accountId = uuidArg(pos[0], 'accountId');
+      const limit = limitArg(str('limit'), 20, 1000);
+      return async (db, print) => {
+        await requireAccount(db, accountId);
+        const events = await listLedger(db, accountId, limit);
+        print(events.length ? table([['ID', 'TIME', 'KIND', 'AMOUNT VND', 'HOLD', 'REF', 'MEMO'],
+          ...events.map((e) => [String(e.id), e.createdAt, e.kind, String(e.amount), e.holdId ?? '-', e.refType ? `${e.refType}:${e.refId ?? ''}` : '-', e.memo ?? ''])]) : 'no ledger events',
+        events.map((e) => ({ id: e.id, kind: e.kind, amount_vnd: e.amount, hold_id: e.holdId, ref_type: e.refType, ref_id: e.refId, memo: e.memo, created_at: e.createdAt })));
+        return 0;
+      };
+    }
+    case 'list-accounts': {
+      expectPositionals(pos, 0, cmd);
+      return async (db, print) => {
+        const r = await db.query('SELECT id, name, balance, held, created_at FROM accounts ORDER BY created_at, id');
+        print(r.rowCount ? table([['ID', 'NAME', 'BALANCE VND', 'HELD VND', 'CREATED'],
+          ...r.rows.map((a) => [a.id, a.name, String(a.balance), String(a.held), (a.created_at as Date).toISOString()])]) : 'no accounts',
+        r.rows.map((a) => ({ id: a.id, name: a.name, balance_vnd: a.balance, held_vnd: a.held, available_vnd: a.balance - a.held, created_at: (a.created_at as Date).toISOString() })));
+        return 0;
+      };
+    }
+    case 'verify-ledger': {
+      expectPositionals(pos, 0, cmd);
+      return async (db, print, io) => {
+        const mismatches = await verifyProjections(db);
+        const accounts = Number((await db.query('SELECT count(*)::int AS n FROM accounts')).rows[0].n);
+        if (mismatches.length === 0) {
+          print(`ok: the balances and holds of ${accounts} accounts equal a rebuild from the ledger events`, { ok: true, accounts, mismatches: [] });
+          return 0;
+        }
+        for (const m of mismatches) {
+          io.err(`MISMATCH ${m.accountId}: balance ${m.balance} (rebuilt ${m.rebuiltBalance}), held ${m.held} (rebuilt ${m.rebuiltHeld})`);
+        }
+        print(`FAILED: ${mismatches.length} projection(s) differ from the ledger events`, { ok: false, accounts, mismatches });
+        return 1;
+      };
+    }
+    default:
+      throw new UsageError(`unknown command ${JSON.stringify(cmd)}`);
+  }
+}
+
+if (require.main === module) {
+  runAdmin(process.argv.slice(2)).then((code) => {
+    process.exitCode = code;
+  }, (e) => {
+    console.error(`error: ${e instanceof Error ? e.message : String(e)}`);
+    process.exitCode = 1;
+  });
+}
