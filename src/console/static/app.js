@@ -1,0 +1,861 @@
+/*
+ * Model Gateway console: a small single-page app with no framework and no build step.
+ * Pages render from the JSON API at /console/api (session cookie + X-CSRF-Token on every change).
+ * All text from the server is inserted as text nodes (never as HTML), so nothing it returns can inject markup.
+ */
+/* global document, window, fetch, navigator, history, location, setTimeout, clearTimeout, crypto, URLSearchParams, Node */
+'use strict';
+(function () {
+  const BASE = '/console';
+  const UUID = '([0-9a-fA-F-]{36})';
+  const state = { me: null, csrf: '', timers: [], seq: 0 };
+
+  // ---------------------------------------------------------------- DOM helpers
+  function h(tag, attrs) {
+    const el = document.createElement(tag);
+    setAttrs(el, attrs);
+    appendKids(el, Array.prototype.slice.call(arguments, 2));
+    return el;
+  }
+  const SVGNS = 'http://www.w3.org/2000/svg';
+  function s(tag, attrs) {
+    const el = document.createElementNS(SVGNS, tag);
+    setAttrs(el, attrs);
+    appendKids(el, Array.prototype.slice.call(arguments, 2));
+    return el;
+  }
+  function setAttrs(el, attrs) {
+    for (const k in attrs || {}) {
+      const v = attrs[k];
+      if (v === null || v === undefined || v === false) continue;
+      if (k.startsWith('on') && typeof v === 'function') el.addEventListener(k.slice(2), v);
+      else if (k === 'value' || k === 'checked' || k === 'disabled') el[k] = v;
+      else if (k === 'style') {
+        // Through CSSOM: the Content-Security-Policy forbids style attributes.
+        for (const decl of String(v).split(';')) {
+          const i = decl.indexOf(':');
+          if (i > 0) el.style.setProperty(decl.slice(0, i).trim(), decl.slice(i + 1).trim());
+        }
+      }
+      else el.setAttribute(k, v === true ? '' : String(v));
+    }
+  }
+  function appendKids(el, kids) {
+    for (const k of kids.flat(Infinity)) {
+      if (k === null || k === undefined || k === false) continue;
+      el.appendChild(k instanceof Node ? k : document.createTextNode(String(k)));
+    }
+  }
+  function replace(el) {
+    el.replaceChildren();
+    appendKids(el, Array.prototype.slice.call(arguments, 1));
+    return el;
+  }
+
+  // ---------------------------------------------------------------- formatting
+  // Vietnamese money format: 1.250.000 ₫ (dot thousands separator, dong sign after the amount).
+  const vndFmt = new Intl.NumberFormat('vi-VN', { style: 'currency', currency: 'VND', maximumFractionDigits: 0 });
+  const numFmt = new Intl.NumberFormat('vi-VN', { maximumFractionDigits: 2 });
+  const vnd = (n) => vndFmt.format(n);
+  const num = (n) => numFmt.format(n);
+  const pad = (n) => String(n).padStart(2, '0');
+  function ymd(d) {
+    return d.getFullYear() + '-' + pad(d.getMonth() + 1) + '-' + pad(d.getDate());
+  }
+  function when(iso) {
+    if (!iso) return '—';
+    const d = new Date(iso);
+    return ymd(d) + ' ' + pad(d.getHours()) + ':' + pad(d.getMinutes());
+  }
+  function ago(iso) {
+    if (!iso) return 'never';
+    const sec = Math.round((Date.now() - Date.parse(iso)) / 1000);
+    if (sec < 60) return 'just now';
+    if (sec < 3600) return Math.floor(sec / 60) + ' min ago';
+    if (sec < 86400) return Math.floor(sec / 3600) + ' h ago';
+    return when(iso);
+  }
+  const short = (id) => String(id).slice(0, 8);
+  const UNIT_LABELS = {
+    input_tokens: 'input tokens', output_tokens: 'output tokens', prompt_tokens: 'prompt tokens', completion_tokens: 'completion tokens',
+    total_tokens: 'tokens', characters: 'characters', chars: 'characters', seconds: 'seconds', audio_seconds: 'audio seconds',
+    minutes: 'minutes', images: 'images', duration_seconds: 'seconds',
+  };
+  function unitsText(units) {
+    const keys = Object.keys(units || {}).filter((k) => k !== 'total_tokens' || Object.keys(units).length === 1);
+    if (!keys.length) return '—';
+    return keys.map((k) => num(units[k]) + ' ' + (UNIT_LABELS[k] || k.replace(/_/g, ' '))).join(' · ');
+  }
+
+  // ---------------------------------------------------------------- API
+  class ApiError extends Error {
+    constructor(message, status, body) {
+      super(message);
+      this.status = status;
+      this.body = body;
+    }
+  }
+  async function api(method, path, body) {
+    const headers = { accept: 'application/json' };
+    if (method !== 'GET') headers['x-csrf-token'] = state.csrf;
+    const opts = { method, headers, credentials: 'same-origin' };
+    if (body !== undefined) {
+      headers['content-type'] = 'application/json';
+      opts.body = JSON.stringify(body);
+    }
+    let res;
+    try {
+      res = await fetch(BASE + '/api' + path, opts);
+    } catch (e) {
+      throw new ApiError('Cannot reach the server. Check your connection and try again.', 0, null);
+    }
+    if (res.status === 204) return null;
+    let data = null;
+    try {
+      data = await res.json();
+    } catch (e) {
+      data = null;
+    }
+    if (!res.ok) {
+      const err = data && data.error ? data.error : null;
+      const msg = err && err.message ? err.message : 'The server answered HTTP ' + res.status + '.';
+      if (res.status === 401 && path !== '/session') {
+        // The session ended (expired, signed out elsewhere): back to sign-in, then here again.
+        state.me = null;
+        go('/login?next=' + encodeURIComponent(currentPath()), true);
+      }
+      throw new ApiError(msg, res.status, err);
+    }
+    return data;
+  }
+
+  // ---------------------------------------------------------------- routing
+  const routes = [
+    { re: /^\/login$/, page: pageLogin, public: true },
+    { re: /^\/?$/, page: () => go('/keys', true) },
+    { re: /^\/keys$/, page: pageKeys, nav: 'keys' },
+    { re: /^\/balance$/, page: pageBalance, nav: 'balance' },
+    { re: new RegExp('^/requests/' + UUID + '$'), page: pageRequest, nav: 'balance' },
+    { re: /^\/usage$/, page: pageUsage, nav: 'usage' },
+    { re: /^\/jobs$/, page: pageJobs, nav: 'jobs' },
+    { re: new RegExp('^/jobs/' + UUID + '$'), page: pageJob, nav: 'jobs' },
+    { re: /^\/models$/, page: pageModels, nav: 'models' },
+    { re: /^\/admin\/accounts$/, page: pageAccounts, nav: 'accounts', operator: true },
+    { re: new RegExp('^/admin/accounts/' + UUID + '$'), page: pageAccount, nav: 'accounts', operator: true },
+  ];
+  function currentPath() {
+    return location.pathname.slice(BASE.length) + location.search;
+  }
+  function go(path, replaceEntry) {
+    history[replaceEntry ? 'replaceState' : 'pushState'](null, '', BASE + path);
+    render();
+  }
+  window.addEventListener('popstate', render);
+  document.addEventListener('click', (e) => {
+    const a = e.target.closest && e.target.closest('a');
+    if (!a || a.target || a.hasAttribute('download') || e.defaultPrevented || e.button !== 0 || e.metaKey || e.ctrlKey || e.shiftKey || e.altKey) return;
+    if (a.origin !== location.origin || !a.pathname.startsWith(BASE + '/') || a.pathname.startsWith(BASE + '/media/')) return;
+    e.preventDefault();
+    go(a.pathname.slice(BASE.length) + a.search);
+  });
+  const link = (path, text, attrs) => h('a', Object.assign({ href: BASE + path }, attrs || {}), text);
+
+  /** A page's lifetime: timers it started stop, and late answers are ignored, once the user navigates away. */
+  function pageScope() {
+    for (const t of state.timers) clearTimeout(t);
+    state.timers = [];
+    const seq = ++state.seq;
+    return {
+      alive: () => seq === state.seq,
+      later(ms, fn) {
+        if (seq !== state.seq) return;
+        state.timers.push(setTimeout(() => { if (seq === state.seq) fn(); }, ms));
+      },
+    };
+  }
+
+  async function render() {
+    const scope = pageScope();
+    const app = document.getElementById('app');
+    const path = location.pathname.slice(BASE.length) || '/';
+    const route = routes.find((r) => r.re.test(path));
+    const params = route ? path.match(route.re).slice(1) : [];
+    const query = new URLSearchParams(location.search);
+    if (!state.me && !(route && route.public)) {
+      try {
+        const me = await api('GET', '/session');
+        setMe(me);
+      } catch (e) {
+        if (e.status === 401) return go('/login?next=' + encodeURIComponent(currentPath()), true);
+        return replace(app, h('div', { class: 'login-wrap' }, errorState(e, render)));
+      }
+      if (!scope.alive()) return;
+    }
+    if (!route) {
+      return layout(app, null, (main) => replace(main, emptyState('🧭', 'Page not found', 'There is no console page at this address.', link('/keys', 'Go to API keys', { class: 'button' }))));
+    }
+    if (route.public) return route.page(app, params, query, scope);
+    if (route.operator && state.me.user.role !== 'operator') {
+      return layout(app, route.nav, (main) => replace(main, errorState(new ApiError('This page is for operators only.', 403), null)));
+    }
+    layout(app, route.nav, (main) => route.page(main, params, query, scope));
+  }
+  function setMe(me) {
+    state.me = me;
+    state.csrf = me.csrfToken;
+  }
+
+  function layout(app, active, fill) {
+    const isOp = state.me && state.me.user.role === 'operator';
+    const item = (key, path, text) => h('a', { href: BASE + path, class: active === key ? 'active' : null, 'aria-current': active === key ? 'page' : null }, text);
+    const main = h('main', { id: 'main' });
+    replace(app,
+      h('header', { class: 'topbar' },
+        h('a', { class: 'brand', href: BASE + '/keys' }, h('img', { src: BASE + '/static/favicon.svg', alt: '' }), 'Model Gateway'),
+        h('nav', { class: 'nav', 'aria-label': 'Console sections' },
+          item('keys', '/keys', 'API Keys'), item('balance', '/balance', 'Balance'), item('usage', '/usage', 'Usage'),
+          item('jobs', '/jobs', 'Video jobs'), item('models', '/models', 'Models'),
+          isOp ? [h('span', { class: 'sep' }), item('accounts', '/admin/accounts', 'Accounts')] : null),
+        h('div', { class: 'who' },
+          h('span', { class: 'email', title: state.me.user.accountName }, state.me.user.email),
+          isOp ? h('span', { class: 'badge info' }, 'operator') : null,
+          h('button', { class: 'secondary small', id: 'signout', onclick: signOut }, 'Sign out'))),
+      main);
+    fill(main);
+  }
+
+  async function signOut() {
+    try {
+      await api('DELETE', '/session');
+    } catch (e) {
+      // Signed out either way: the cookie is cleared by the server or already invalid.
+    }
+    state.me = null;
+    state.csrf = '';
+    go('/login', true);
+  }
+
+  // ---------------------------------------------------------------- shared views
+  function loading(text) {
+    return h('div', { class: 'state', role: 'status' }, h('span', { class: 'spinner' }), ' ', text || 'Loading…');
+  }
+  function emptyState(icon, title, text, action) {
+    return h('div', { class: 'state empty' }, h('div', { class: 'icon', 'aria-hidden': 'true' }, icon), h('h3', null, title), text ? h('p', null, text) : null, action || null);
+  }
+  function errorState(err, retry) {
+    return h('div', { class: 'state error', role: 'alert' },
+      h('div', { class: 'icon', 'aria-hidden': 'true' }, '⚠'),
+      h('h3', null, err && err.status === 403 ? 'Not allowed' : 'Something went wrong'),
+      h('p', null, (err && err.message) || String(err)),
+      retry ? h('button', { class: 'secondary', onclick: retry }, 'Try again') : null);
+  }
+  function pageHead(title, sub, right) {
+    return h('div', { class: 'page-head' }, h('div', null, h('h1', null, title), sub ? h('p', null, sub) : null), right || null);
+  }
+  function table(headers, rows, foot) {
+    return h('div', { class: 'table-wrap' }, h('table', null,
+      h('thead', null, h('tr', null, headers.map((c) => h('th', { class: c.cls || null }, c.label)))),
+      h('tbody', null, rows),
+      foot ? h('tfoot', null, foot) : null));
+  }
+  /** Loads data into `el`: a loading state first, then render(data), or an error state with a retry. */
+  async function load(el, scope, fetcher, renderData) {
+    replace(el, loading());
+    const run = async () => {
+      replace(el, loading());
+      try {
+        const data = await fetcher();
+        if (scope.alive()) renderData(data);
+      } catch (e) {
+        if (scope.alive() && e.status !== 401) replace(el, errorState(e, run));
+      }
+    };
+    await run();
+  }
+  function confirmDialog(title, text, confirmLabel) {
+    return new Promise((resolve) => {
+      const close = (v) => {
+        document.removeEventListener('keydown', onKey);
+        back.remove();
+        resolve(v);
+      };
+      const onKey = (e) => { if (e.key === 'Escape') close(false); };
+      const ok = h('button', { class: 'danger', id: 'confirm-ok', onclick: () => close(true) }, confirmLabel);
+      const back = h('div', { class: 'modal-backdrop', onclick: (e) => { if (e.target === back) close(false); } },
+        h('div', { class: 'modal', role: 'dialog', 'aria-modal': 'true', 'aria-labelledby': 'modal-title' },
+          h('h2', { id: 'modal-title' }, title), h('p', null, text),
+          h('div', { class: 'actions' }, h('button', { class: 'secondary', id: 'confirm-cancel', onclick: () => close(false) }, 'Cancel'), ok)));
+      document.addEventListener('keydown', onKey);
+      document.body.appendChild(back);
+      ok.focus();
+    });
+  }
+  function formError(el, err) {
+    replace(el, err ? h('div', { class: 'form-error', role: 'alert' }, err.message || String(err)) : null);
+  }
+  async function copyText(text, input) {
+    try {
+      await navigator.clipboard.writeText(text);
+      return true;
+    } catch (e) {
+      // Clipboard API needs a secure context; fall back to selecting the text and the legacy copy command.
+      input.select();
+      try {
+        return document.execCommand('copy');
+      } catch (e2) {
+        return false;
+      }
+    }
+  }
+  const STATUS_BADGE = { submitted: 'info', processing: 'warn', completed: 'ok', failed: 'bad', expired: 'muted' };
+  const statusBadge = (st) => h('span', { class: 'badge ' + (STATUS_BADGE[st] || '') }, st);
+
+  // ---------------------------------------------------------------- sign-in
+  function pageLogin(app, _params, query) {
+    const next = query.get('next');
+    const target = next && next.startsWith('/') && !next.startsWith('//') && !next.startsWith('/login') ? next : '/keys';
+    if (state.me) return go(target, true);
+    const err = h('div');
+    const btn = h('button', { type: 'submit', id: 'login-submit' }, 'Sign in');
+    const form = h('form', { class: 'panel login', id: 'login-form', novalidate: true },
+      h('div', { class: 'brand' }, h('img', { src: BASE + '/static/favicon.svg', alt: '' }), 'Model Gateway'),
+      h('h1', null, 'Sign in to the console'),
+      h('p', { class: 'hint' }, 'Manage API keys, balance, usage and video jobs.'),
+      err,
+      h('div', { class: 'field' }, h('label', { for: 'email' }, 'Email'), h('input', { id: 'email', name: 'email', type: 'email', autocomplete: 'username', required: true, autofocus: true })),
+      h('div', { class: 'field' }, h('label', { for: 'password' }, 'Password'), h('input', { id: 'password', name: 'password', type: 'password', autocomplete: 'current-password', required: true })),
+      btn);
+    form.addEventListener('submit', async (e) => {
+      e.preventDefault();
+      formError(err, null);
+      const email = form.email.value.trim();
+      const password = form.password.value;
+      if (!email || !password) return formError(err, new Error('Enter your email and password.'));
+      btn.disabled = true;
+      btn.textContent = 'Signing in…';
+      try {
+        setMe(await api('POST', '/session', { email, password }));
+        go(target, true);
+      } catch (ex) {
+        formError(err, ex);
+        btn.disabled = false;
+        btn.textContent = 'Sign in';
+        form.password.select();
+      }
+    });
+    replace(app, h('div', { class: 'login-wrap' }, form));
+  }
+
+  // ---------------------------------------------------------------- API keys
+  function pageKeys(main, _p, _q, scope) {
+    const newKey = h('div', { id: 'new-key' });
+    const list = h('div');
+    const err = h('div');
+    const btn = h('button', { type: 'submit', id: 'create-key' }, 'Create key');
+    const form = h('form', { class: 'inline', id: 'key-form' },
+      h('div', { class: 'field' }, h('label', { for: 'key-name' }, 'Key name'), h('input', { id: 'key-name', name: 'name', maxlength: 100, placeholder: 'e.g. production server', required: true })),
+      btn);
+    form.addEventListener('submit', async (e) => {
+      e.preventDefault();
+      formError(err, null);
+      const name = form.name.value.trim();
+      if (!name) return formError(err, new Error('Give the key a name so you can recognise it later.'));
+      btn.disabled = true;
+      try {
+        const { key } = await api('POST', '/keys', { name });
+        form.reset();
+        showNewKey(key);
+        refresh();
+      } catch (ex) {
+        formError(err, ex);
+      } finally {
+        btn.disabled = false;
+      }
+    });
+    function showNewKey(key) {
+      const input = h('input', { id: 'new-key-value', readonly: true, value: key.key, 'aria-label': 'New API key', onfocus: (e) => e.target.select() });
+      const copied = h('span', { class: 'hint', role: 'status' });
+      replace(newKey, h('div', { class: 'newkey' },
+        h('strong', null, 'Key “' + key.name + '” created.'),
+        h('p', null, 'Copy it now: this is the only time the full key is shown. Store it somewhere safe.'),
+        h('div', { class: 'row' }, input,
+          h('button', { type: 'button', id: 'copy-key', onclick: async () => { copied.textContent = (await copyText(key.key, input)) ? 'Copied to the clipboard.' : 'Copy failed: select the key and copy it by hand.'; } }, 'Copy')),
+        copied,
+        h('div', { class: 'media-actions' }, h('button', { type: 'button', class: 'secondary small', onclick: () => replace(newKey) }, 'I have saved it'))));
+    }
+    const refresh = () => load(list, scope, () => api('GET', '/keys'), ({ data }) => {
+      if (!data.length) return replace(list, emptyState('🔑', 'No API keys yet', 'Create a key above, then send it as “Authorization: Bearer <key>” to the /v1 API.'));
+      replace(list, table(
+        [{ label: 'Name' }, { label: 'Key' }, { label: 'Created', cls: 'hide-sm' }, { label: 'Last used' }, { label: '' }],
+        data.map((k) => h('tr', { 'data-key-id': k.id, class: k.revokedAt ? 'revoked' : null },
+          h('td', null, k.name || h('span', { class: 'hint' }, '(unnamed)')),
+          h('td', { class: 'nowrap' }, h('code', null, k.prefix + '…')),
+          h('td', { class: 'nowrap hide-sm' }, when(k.createdAt)),
+          h('td', { class: 'nowrap' }, ago(k.lastUsedAt)),
+          h('td', { class: 'num' }, k.revokedAt
+            ? h('span', { class: 'badge muted', title: 'Revoked ' + when(k.revokedAt) }, 'revoked')
+            : h('button', { class: 'ghost small revoke', onclick: () => revoke(k) }, 'Revoke'))))));
+    });
+    async function revoke(k) {
+      const yes = await confirmDialog('Revoke this key?', 'Requests using “' + (k.name || k.prefix) + '” (' + k.prefix + '…) will be refused within a few seconds. This cannot be undone.', 'Revoke key');
+      if (!yes) return;
+      try {
+        await api('DELETE', '/keys/' + k.id);
+      } catch (ex) {
+        formError(err, ex);
+      }
+      refresh();
+    }
+    replace(main,
+      pageHead('API Keys', 'Keys authenticate your requests to the /v1 API. Each key works for this account only.'),
+      newKey,
+      h('section', { class: 'panel' }, h('h2', null, 'Create a key'), form, err),
+      h('section', { class: 'panel' }, h('h2', null, 'Your keys'), list));
+    refresh();
+  }
+
+  // ---------------------------------------------------------------- balance and ledger
+  const KIND = {
+    topped_up: { label: 'Top-up', cls: 'ok', sign: '+' },
+    hold_placed: { label: 'Hold', cls: 'warn', sign: '' },
+    hold_released: { label: 'Release', cls: 'muted', sign: '' },
+    charged: { label: 'Charge', cls: 'bad', sign: '−' },
+  };
+  function ledgerRef(e) {
+    if (!e.link) return '—';
+    if (e.link.type === 'job') return link('/jobs/' + e.link.id, 'Video job ' + short(e.link.id), { class: 'ref-job' });
+    if (e.link.type === 'request') return link('/requests/' + e.link.id, 'Request ' + short(e.link.id), { class: 'ref-request' });
+    return h('span', { class: 'hint', title: 'Funds set aside for API requests; each request\'s charge links to it.' }, 'API credit ' + short(e.link.id));
+  }
+  function ledgerRows(entries) {
+    return entries.map((e) => {
+      const k = KIND[e.kind] || { label: e.kind, cls: '', sign: '' };
+      const amountCls = e.kind === 'topped_up' ? 'amount-pos' : e.kind === 'charged' ? 'amount-neg' : 'amount-muted';
+      return h('tr', { 'data-kind': e.kind },
+        h('td', { class: 'nowrap' }, when(e.createdAt)),
+        h('td', null, h('span', { class: 'badge ' + k.cls }, k.label)),
+        h('td', { class: 'num ' + amountCls }, k.sign + vnd(e.amount)),
+        h('td', { class: 'nowrap' }, ledgerRef(e)),
+        h('td', { class: 'hide-sm truncate', title: e.memo || '' }, e.memo || ''));
+    });
+  }
+  const LEDGER_HEAD = [{ label: 'Time' }, { label: 'Type' }, { label: 'Amount', cls: 'num' }, { label: 'For' }, { label: 'Note', cls: 'hide-sm' }];
+  function balanceCards(b) {
+    return h('div', { class: 'cards' },
+      h('div', { class: 'card primary' }, h('div', { class: 'label' }, 'Available'), h('div', { class: 'value', id: 'bal-available' }, vnd(b.available))),
+      h('div', { class: 'card' }, h('div', { class: 'label' }, 'Held for running work'), h('div', { class: 'value', id: 'bal-held' }, vnd(b.held))),
+      h('div', { class: 'card' }, h('div', { class: 'label' }, 'Total balance'), h('div', { class: 'value', id: 'bal-total' }, vnd(b.balance))));
+  }
+  function pageBalance(main, _p, _q, scope) {
+    const body = h('div');
+    replace(main, pageHead('Balance', 'Prepaid balance in VND. Holds set funds aside while work runs; charges take the actual cost.'), body);
+    load(body, scope, () => api('GET', '/balance?limit=50'), (b) => {
+      const tbody = h('tbody');
+      const more = h('div', { class: 'media-actions' });
+      const addPage = (page) => {
+        appendKids(tbody, ledgerRows(page.ledger));
+        replace(more, page.nextBefore ? h('button', { class: 'secondary', onclick: async (e) => {
+          e.target.disabled = true;
+          try {
+            addPage(await api('GET', '/balance?limit=50&before=' + page.nextBefore));
+          } catch (ex) {
+            replace(more, errorState(ex, null));
+          }
+        } }, 'Load older entries') : null);
+      };
+      const ledger = b.ledger.length
+        ? [h('div', { class: 'table-wrap' }, h('table', { id: 'ledger' }, h('thead', null, h('tr', null, LEDGER_HEAD.map((c) => h('th', { class: c.cls || null }, c.label)))), tbody)), more]
+        : emptyState('📒', 'No ledger entries yet', 'Top-ups, holds, releases and charges appear here as soon as they happen.');
+      replace(body, balanceCards(b), h('section', { class: 'panel' }, h('h2', null, 'Ledger'), ledger));
+      if (b.ledger.length) addPage(b);
+    });
+  }
+
+  function pageRequest(main, params, _q, scope) {
+    const body = h('div');
+    replace(main, h('div', { class: 'crumbs' }, link('/balance', 'Balance'), ' / Request'), pageHead('Request ' + short(params[0])), body);
+    load(body, scope, () => api('GET', '/requests/' + params[0]), (u) => {
+      replace(body, h('section', { class: 'panel' }, h('dl', { class: 'props' },
+        h('dt', null, 'Request id'), h('dd', null, h('code', null, u.id)),
+        h('dt', null, 'Time'), h('dd', null, when(u.createdAt)),
+        h('dt', null, 'Operation'), h('dd', null, u.operation),
+        h('dt', null, 'Model'), h('dd', null, u.model),
+        h('dt', null, 'Units'), h('dd', null, unitsText(u.units)),
+        h('dt', null, 'Cost'), h('dd', { id: 'request-cost' }, vnd(u.costVnd)),
+        h('dt', null, 'HTTP status'), h('dd', null, String(u.status)),
+        h('dt', null, 'Latency'), h('dd', null, num(u.latencyMs) + ' ms'),
+        h('dt', null, 'API key'), h('dd', null, u.apiKey ? [u.apiKey.name || '(unnamed)', ' ', h('code', null, u.apiKey.prefix + '…')] : '—'))));
+    });
+  }
+
+  // ---------------------------------------------------------------- usage
+  const PALETTE = ['#4f46e5', '#0ea5e9', '#10b981', '#f59e0b', '#ef4444', '#8b5cf6', '#14b8a6', '#ec4899', '#84cc16', '#64748b'];
+  function daysBetween(from, to) {
+    const out = [];
+    const d = new Date(from + 'T00:00:00Z');
+    const end = new Date(to + 'T00:00:00Z');
+    while (d <= end && out.length < 400) {
+      out.push(d.toISOString().slice(0, 10));
+      d.setUTCDate(d.getUTCDate() + 1);
+    }
+    return out;
+  }
+  function compact(n) {
+    if (n >= 1e9) return num(Math.round(n / 1e8) / 10) + ' tỷ';
+    if (n >= 1e6) return num(Math.round(n / 1e5) / 10) + ' tr';
+    if (n >= 1e3) return num(Math.round(n / 100) / 10) + 'k';
+    return num(n);
+  }
+  /** Stacked bars per day, one colour per model; hand-written SVG. */
+  function usageChart(rows, from, to, metric, colors) {
+    const days = daysBetween(from, to);
+    const byDay = new Map(days.map((d) => [d, []]));
+    for (const r of rows) if (byDay.has(r.day)) byDay.get(r.day).push(r);
+    const value = (r) => (metric === 'cost' ? r.costVnd : r.requests);
+    const totals = days.map((d) => byDay.get(d).reduce((a, r) => a + value(r), 0));
+    const max = Math.max(1, ...totals);
+    const W = 720;
+    const H = 240;
+    const L = 52;
+    const B = 26;
+    const T = 10;
+    const plotW = W - L - 8;
+    const plotH = H - B - T;
+    const step = plotW / days.length;
+    const bw = Math.max(2, Math.min(36, step * 0.7));
+    const y = (v) => T + plotH - (v / max) * plotH;
+    const svg = s('svg', { class: 'chart', id: 'usage-chart', viewBox: '0 0 ' + W + ' ' + H, role: 'img', 'aria-label': (metric === 'cost' ? 'Cost' : 'Requests') + ' per day by model' });
+    for (const f of [0, 0.5, 1]) {
+      const v = max * f;
+      appendKids(svg, [
+        s('line', { class: 'grid', x1: L, x2: W - 8, y1: y(v), y2: y(v) }),
+        s('text', { x: L - 6, y: y(v) + 4, 'text-anchor': 'end' }, metric === 'cost' ? compact(v) : compact(Math.round(v))),
+      ]);
+    }
+    const every = Math.ceil(days.length / 8);
+    days.forEach((d, i) => {
+      const x = L + i * step + (step - bw) / 2;
+      let acc = 0;
+      for (const r of byDay.get(d)) {
+        const v = value(r);
+        if (v <= 0) continue;
+        const y0 = y(acc);
+        acc += v;
+        const y1 = y(acc);
+        svg.appendChild(s('rect', { x: x.toFixed(1), y: y1.toFixed(1), width: bw.toFixed(1), height: Math.max(1, y0 - y1).toFixed(1), rx: 2, fill: colors.get(r.model) },
+          s('title', null, d + ' · ' + r.model + ': ' + (metric === 'cost' ? vnd(r.costVnd) : num(r.requests) + ' requests'))));
+      }
+      if (i % every === 0) svg.appendChild(s('text', { x: (L + i * step + step / 2).toFixed(1), y: H - 8, 'text-anchor': 'middle' }, d.slice(5)));
+    });
+    return svg;
+  }
+  function pageUsage(main, _p, query, scope) {
+    const today = new Date();
+    const start = new Date(today);
+    start.setDate(start.getDate() - 29);
+    const from = query.get('from') || ymd(start);
+    const to = query.get('to') || ymd(today);
+    const metric = query.get('metric') === 'requests' ? 'requests' : 'cost';
+    const tz = Intl.DateTimeFormat().resolvedOptions().timeZone || 'Asia/Ho_Chi_Minh';
+    const nav = (f, t, m) => go('/usage?' + new URLSearchParams({ from: f, to: t, metric: m }).toString());
+    const fromIn = h('input', { type: 'date', id: 'usage-from', value: from, max: ymd(today) });
+    const toIn = h('input', { type: 'date', id: 'usage-to', value: to, max: ymd(today) });
+    const quick = (n) => h('button', { type: 'button', class: 'secondary', onclick: () => { const d = new Date(); d.setDate(d.getDate() - (n - 1)); nav(ymd(d), ymd(new Date()), metric); } }, n + ' days');
+    const form = h('form', { class: 'toolbar', id: 'usage-form' },
+      h('div', { class: 'field' }, h('label', { for: 'usage-from' }, 'From'), fromIn),
+      h('div', { class: 'field' }, h('label', { for: 'usage-to' }, 'To'), toIn),
+      h('button', { type: 'submit' }, 'Show'), quick(7), quick(30), quick(90));
+    form.addEventListener('submit', (e) => {
+      e.preventDefault();
+      if (fromIn.value && toIn.value) nav(fromIn.value, toIn.value, metric);
+    });
+    const body = h('div');
+    replace(main, pageHead('Usage', 'API requests per day and model, with their cost.'), form, body);
+    load(body, scope, () => api('GET', '/usage?' + new URLSearchParams({ from, to, tz }).toString()), (u) => {
+      if (!u.rows.length) return replace(body, h('section', { class: 'panel' }, emptyState('📈', 'No usage in this period', 'Requests made with your API keys between ' + from + ' and ' + to + ' will show here.')));
+      const models = Array.from(new Set(u.rows.map((r) => r.model))).sort();
+      const colors = new Map(models.map((m, i) => [m, PALETTE[i % PALETTE.length]]));
+      const perModel = models.map((m) => {
+        const rs = u.rows.filter((r) => r.model === m);
+        const units = {};
+        for (const r of rs) for (const k in r.units) units[k] = (units[k] || 0) + r.units[k];
+        return { model: m, requests: rs.reduce((a, r) => a + r.requests, 0), costVnd: rs.reduce((a, r) => a + r.costVnd, 0), units };
+      });
+      const total = { requests: perModel.reduce((a, r) => a + r.requests, 0), costVnd: perModel.reduce((a, r) => a + r.costVnd, 0) };
+      const seg = h('div', { class: 'seg', role: 'group', 'aria-label': 'Chart metric' },
+        h('button', { type: 'button', class: metric === 'cost' ? 'active' : null, onclick: () => nav(from, to, 'cost') }, 'Cost'),
+        h('button', { type: 'button', class: metric === 'requests' ? 'active' : null, onclick: () => nav(from, to, 'requests') }, 'Requests'));
+      replace(body,
+        h('div', { class: 'cards' },
+          h('div', { class: 'card primary' }, h('div', { class: 'label' }, 'Cost'), h('div', { class: 'value', id: 'usage-total-cost' }, vnd(total.costVnd))),
+          h('div', { class: 'card' }, h('div', { class: 'label' }, 'Requests'), h('div', { class: 'value' }, num(total.requests))),
+          h('div', { class: 'card' }, h('div', { class: 'label' }, 'Models used'), h('div', { class: 'value' }, num(models.length)))),
+        h('section', { class: 'panel' },
+          h('div', { class: 'page-head' }, h('h2', null, metric === 'cost' ? 'Cost per day' : 'Requests per day'), seg),
+          usageChart(u.rows, from, to, metric, colors),
+          h('div', { class: 'legend' }, models.map((m) => h('span', { style: '--c:' + colors.get(m) }, m)))),
+        h('section', { class: 'panel' }, h('h2', null, 'By model'), table(
+          [{ label: 'Model' }, { label: 'Requests', cls: 'num' }, { label: 'Units', cls: 'hide-sm' }, { label: 'Cost', cls: 'num' }],
+          perModel.map((r) => h('tr', null, h('td', null, r.model), h('td', { class: 'num' }, num(r.requests)), h('td', { class: 'hide-sm' }, unitsText(r.units)), h('td', { class: 'num' }, vnd(r.costVnd)))),
+          h('tr', null, h('td', null, 'Total'), h('td', { class: 'num' }, num(total.requests)), h('td', { class: 'hide-sm' }), h('td', { class: 'num' }, vnd(total.costVnd))))),
+        h('section', { class: 'panel' }, h('h2', null, 'By day and model'), table(
+          [{ label: 'Day' }, { label: 'Model' }, { label: 'Requests', cls: 'num' }, { label: 'Units', cls: 'hide-sm' }, { label: 'Cost', cls: 'num' }],
+          u.rows.slice().reverse().map((r) => h('tr', { class: 'usage-row' }, h('td', { class: 'nowrap' }, r.day), h('td', null, r.model), h('td', { class: 'num' }, num(r.requests)), h('td', { class: 'hide-sm' }, unitsText(r.units)), h('td', { class: 'num' }, vnd(r.costVnd)))))));
+    });
+  }
+
+  // ---------------------------------------------------------------- video jobs
+  const STATUSES = ['submitted', 'processing', 'completed', 'failed', 'expired'];
+  const running = (j) => j.status === 'submitted' || j.status === 'processing';
+  function jobRows(jobs, opts) {
+    return jobs.map((j) => h('tr', { class: opts.clickable ? 'clickable' : null, 'data-job-id': j.id, 'data-status': j.status, onclick: opts.clickable ? (e) => { if (!e.target.closest('a')) go('/jobs/' + j.id); } : null },
+      h('td', { class: 'nowrap' }, opts.clickable ? link('/jobs/' + j.id, when(j.createdAt)) : when(j.createdAt)),
+      h('td', null, statusBadge(j.status)),
+      h('td', { class: 'hide-sm' }, j.model),
+      h('td', { class: 'truncate', title: j.prompt }, j.prompt),
+      h('td', { class: 'num' }, (j.durationSeconds || j.seconds) + ' s'),
+      h('td', { class: 'num' }, j.costVnd !== null ? vnd(j.costVnd) : h('span', { class: 'hint', title: 'Held until the job ends' }, '≤ ' + vnd(j.maxCostVnd))),
+      opts.temporal ? h('td', { class: 'nowrap' }, h('a', { href: j.temporalUrl, target: '_blank', rel: 'noopener', class: 'temporal-link' }, 'Workflow ↗')) : null));
+  }
+  function statusChips(basePath, current) {
+    const chip = (st, text) => h('a', { href: BASE + basePath + (st ? '?status=' + st : ''), class: current === st ? 'active' : null, 'data-status': st || 'all' }, text);
+    return h('div', { class: 'chips', role: 'navigation', 'aria-label': 'Filter by status' }, chip('', 'All'), STATUSES.map((st) => chip(st, st[0].toUpperCase() + st.slice(1))));
+  }
+  function pageJobs(main, _p, query, scope) {
+    const status = STATUSES.includes(query.get('status')) ? query.get('status') : '';
+    const body = h('div');
+    const live = h('span');
+    replace(main, pageHead('Video jobs', 'Videos generated through POST /v1/videos. Completed videos can be watched and downloaded here.', live),
+      statusChips('/jobs', status), h('section', { class: 'panel' }, body));
+    let first = true;
+    const refresh = async () => {
+      if (first) replace(body, loading());
+      try {
+        const { data } = await api('GET', '/jobs?limit=100' + (status ? '&status=' + status : ''));
+        if (!scope.alive()) return;
+        first = false;
+        replace(body, data.length
+          ? table([{ label: 'Created' }, { label: 'Status' }, { label: 'Model', cls: 'hide-sm' }, { label: 'Prompt' }, { label: 'Length', cls: 'num' }, { label: 'Cost', cls: 'num' }], jobRows(data, { clickable: true }))
+          : emptyState('🎬', status ? 'No ' + status + ' jobs' : 'No video jobs yet', 'Submit one with POST /v1/videos using one of your API keys; it appears here at once.'));
+        const any = data.some(running);
+        replace(live, any ? h('span', { class: 'live', id: 'live-refresh' }, 'Updating while jobs run') : null);
+        if (any) scope.later(2000, refresh);
+      } catch (e) {
+        if (!scope.alive() || e.status === 401) return;
+        replace(body, errorState(e, () => { first = true; refresh(); }));
+      }
+    };
+    refresh();
+  }
+  function pageJob(main, params, _q, scope) {
+    const id = params[0];
+    const body = h('div');
+    replace(main, h('div', { class: 'crumbs' }, link('/jobs', 'Video jobs'), ' / ' + short(id)), body);
+    let first = true;
+    const refresh = async () => {
+      if (first) replace(body, loading());
+      try {
+        const j = await api('GET', '/jobs/' + id);
+        if (!scope.alive()) return;
+        first = false;
+        const media = BASE + '/media/jobs/' + j.id;
+        replace(body,
+          pageHead('Video job ' + short(j.id), null, h('span', { id: 'job-status' }, statusBadge(j.status), running(j) ? h('span', { class: 'live', style: 'margin-left:.5rem' }, 'Updating') : null)),
+          j.hasVideo ? h('section', { class: 'panel' },
+            h('video', { class: 'player', id: 'job-video', controls: true, preload: 'metadata', playsinline: true, src: media + '/video.mp4' }),
+            h('div', { class: 'media-actions' },
+              h('a', { class: 'button', id: 'job-download', href: media + '/video.mp4?download=1', download: 'video-' + j.id + '.mp4' }, 'Download MP4'),
+              j.hasLastFrame ? h('a', { class: 'button secondary', href: media + '/last-frame?download=1', download: 'last-frame-' + j.id }, 'Download last frame') : null)) : null,
+          j.error ? h('div', { class: 'form-error', role: 'alert', id: 'job-error' }, h('strong', null, 'Failed: '), j.error.message) : null,
+          j.status === 'expired' ? h('div', { class: 'form-error', role: 'alert' }, 'The job expired before the provider produced a result. Nothing was charged.') : null,
+          h('section', { class: 'panel' }, h('dl', { class: 'props' },
+            h('dt', null, 'Job id'), h('dd', null, h('code', null, j.id)),
+            h('dt', null, 'Model'), h('dd', null, j.model),
+            h('dt', null, 'Prompt'), h('dd', { class: 'prompt', id: 'job-prompt' }, j.prompt),
+            h('dt', null, 'Duration'), h('dd', null, j.durationSeconds !== null ? j.durationSeconds + ' s' : j.seconds + ' s requested'),
+            j.size ? [h('dt', null, 'Size'), h('dd', null, j.size)] : null,
+            h('dt', null, 'Cost'), h('dd', { id: 'job-cost' }, j.costVnd !== null ? vnd(j.costVnd) : running(j) ? 'up to ' + vnd(j.maxCostVnd) + ' (held)' : vnd(0)),
+            h('dt', null, 'Created'), h('dd', null, when(j.createdAt)),
+            h('dt', null, 'Completed'), h('dd', null, when(j.completedAt)),
+            j.hasLastFrame ? [h('dt', null, 'Last frame'), h('dd', null, h('img', { class: 'lastframe', src: media + '/last-frame', alt: 'Last frame of the video' }))] : null)));
+        if (running(j)) scope.later(2000, refresh);
+      } catch (e) {
+        if (!scope.alive() || e.status === 401) return;
+        replace(body, e.status === 404 ? emptyState('🔎', 'Job not found', 'There is no video job with this id on your account.', link('/jobs', 'All video jobs', { class: 'button secondary' })) : errorState(e, () => { first = true; refresh(); }));
+      }
+    };
+    refresh();
+  }
+
+  // ---------------------------------------------------------------- models
+  const PRICE_LABELS = {
+    inputPer1MTokens: 'input / 1M tokens', outputPer1MTokens: 'output / 1M tokens', perImage: 'per image',
+    per1KChars: 'per 1K characters', perAudioMinute: 'per audio minute', perVideoSecond: 'per video second',
+  };
+  function pageModels(main, _p, _q, scope) {
+    const body = h('div');
+    replace(main, pageHead('Models', 'The public price list (also at /public/models). Prices in VND.'), body);
+    load(body, scope, async () => {
+      const res = await fetch('/public/models', { headers: { accept: 'application/json' } });
+      if (!res.ok) throw new ApiError('Could not load the price list (HTTP ' + res.status + ').', res.status);
+      return res.json();
+    }, ({ data }) => {
+      if (!data.length) return replace(body, h('section', { class: 'panel' }, emptyState('🧩', 'No models', 'The catalog lists no models yet.')));
+      const modes = Array.from(new Set(data.map((m) => m.mode)));
+      replace(body, modes.map((mode) => h('section', { class: 'panel' }, h('h2', null, mode[0].toUpperCase() + mode.slice(1) + ' models'), table(
+        [{ label: 'Model' }, { label: 'Price' }, { label: 'Details', cls: 'hide-sm' }],
+        data.filter((m) => m.mode === mode).map((m) => h('tr', { 'data-model': m.id },
+          h('td', null, h('code', null, m.id), m.description ? h('div', { class: 'hint' }, m.description) : null),
+          h('td', null, Object.keys(m.pricing).map((k) => h('div', { class: 'nowrap' }, vnd(m.pricing[k]) + ' ' + (PRICE_LABELS[k] || k)))),
+          h('td', { class: 'hide-sm hint' }, [
+            m.context_window ? 'context ' + num(m.context_window) + ' tokens' : null,
+            m.allowedDurations ? 'durations ' + m.allowedDurations.join(', ') + ' s (default ' + m.defaultDuration + ' s)' : null,
+            m.aliases ? 'aliases: ' + m.aliases.join(', ') : null,
+          ].filter(Boolean).join(' · ') || '—')))))));
+    });
+  }
+
+  // ---------------------------------------------------------------- operator: accounts
+  function pageAccounts(main, _p, _q, scope) {
+    const list = h('div');
+    const err = h('div');
+    const btn = h('button', { type: 'submit', id: 'create-account' }, 'Create account');
+    const form = h('form', { class: 'inline', id: 'account-form' },
+      h('div', { class: 'field' }, h('label', { for: 'account-name' }, 'Account name'), h('input', { id: 'account-name', name: 'name', maxlength: 200, required: true, placeholder: 'Customer or company name' })),
+      btn);
+    form.addEventListener('submit', async (e) => {
+      e.preventDefault();
+      formError(err, null);
+      const name = form.name.value.trim();
+      if (!name) return formError(err, new Error('Enter a name for the account.'));
+      btn.disabled = true;
+      try {
+        const acc = await api('POST', '/admin/accounts', { name });
+        go('/admin/accounts/' + acc.id);
+      } catch (ex) {
+        formError(err, ex);
+        btn.disabled = false;
+      }
+    });
+    const filter = h('input', { type: 'search', id: 'account-filter', placeholder: 'Filter by name or id', 'aria-label': 'Filter accounts' });
+    replace(main, pageHead('Accounts', 'Every customer account with its balance. Open one to top up, add logins or see its video jobs.'),
+      h('section', { class: 'panel' }, h('h2', null, 'New account'), form, err),
+      h('section', { class: 'panel' }, h('div', { class: 'page-head' }, h('h2', null, 'All accounts'), h('div', null, filter)), list));
+    load(list, scope, () => api('GET', '/admin/accounts'), ({ data }) => {
+      if (!data.length) return replace(list, emptyState('🏦', 'No accounts yet', 'Create the first account above.'));
+      const tbody = h('tbody');
+      const draw = () => {
+        const q = filter.value.trim().toLowerCase();
+        const rows = data.filter((a) => !q || a.name.toLowerCase().includes(q) || a.id.includes(q));
+        replace(tbody, rows.length ? rows.map((a) => h('tr', { class: 'clickable', 'data-account-id': a.id, onclick: (e) => { if (!e.target.closest('a')) go('/admin/accounts/' + a.id); } },
+          h('td', null, link('/admin/accounts/' + a.id, a.name), h('div', { class: 'hint mono' }, short(a.id))),
+          h('td', { class: 'num' }, vnd(a.available)),
+          h('td', { class: 'num hide-sm' }, vnd(a.held)),
+          h('td', { class: 'num' }, vnd(a.balance)),
+          h('td', { class: 'num hide-sm' }, String(a.logins)),
+          h('td', { class: 'num hide-sm' }, String(a.keys)),
+          h('td', { class: 'nowrap hide-sm' }, when(a.createdAt)))) : h('tr', null, h('td', { colspan: 7 }, emptyState('🔎', 'No match', 'No account matches “' + q + '”.'))));
+      };
+      filter.addEventListener('input', draw);
+      draw();
+      replace(list, h('div', { class: 'table-wrap' }, h('table', { id: 'accounts' },
+        h('thead', null, h('tr', null, [['Account'], ['Available', 'num'], ['Held', 'num hide-sm'], ['Total', 'num'], ['Logins', 'num hide-sm'], ['Keys', 'num hide-sm'], ['Created', 'hide-sm']].map((c) => h('th', { class: c[1] || null }, c[0])))),
+        tbody)));
+    });
+  }
+
+  function newIdempotencyKey() {
+    return crypto.randomUUID ? crypto.randomUUID() : Date.now().toString(36) + Math.random().toString(36).slice(2);
+  }
+  function pageAccount(main, params, query, scope) {
+    const id = params[0];
+    const status = STATUSES.includes(query.get('status')) ? query.get('status') : '';
+    const head = h('div');
+    const cards = h('div');
+    const logins = h('div');
+    const jobs = h('div');
+    const ledger = h('div');
+    replace(main, h('div', { class: 'crumbs' }, link('/admin/accounts', 'Accounts'), ' / ' + short(id)), head, cards,
+      h('div', { class: 'grid2' }, topUpPanel(), loginPanel()),
+      h('section', { class: 'panel' }, h('h2', null, 'Video jobs'), statusChips('/admin/accounts/' + id, status), jobs),
+      h('section', { class: 'panel' }, h('h2', null, 'Recent ledger'), ledger));
+
+    const refresh = () => load(cards, scope, () => api('GET', '/admin/accounts/' + id), (a) => {
+      replace(head, pageHead(a.name, 'Account ' + a.id + ' · created ' + when(a.createdAt)));
+      replace(cards, balanceCards(a));
+      replace(logins, a.logins.length ? table([{ label: 'Email' }, { label: 'Role' }, { label: 'Created', cls: 'hide-sm' }],
+        a.logins.map((u) => h('tr', null, h('td', null, u.email, u.disabledAt ? h('span', { class: 'badge muted' }, ' disabled') : null), h('td', null, u.role), h('td', { class: 'hide-sm nowrap' }, when(u.createdAt)))))
+        : emptyState('👤', 'No logins', 'Add one below so the customer can sign in.'));
+      replace(ledger, a.ledger.length ? table(LEDGER_HEAD, ledgerRows(a.ledger).map((tr) => { tr.querySelectorAll('a').forEach((x) => x.replaceWith(x.textContent)); return tr; }))
+        : emptyState('📒', 'No ledger entries yet', 'Top-ups and charges appear here.'));
+    });
+    load(jobs, scope, () => api('GET', '/admin/accounts/' + id + '/jobs?limit=100' + (status ? '&status=' + status : '')), ({ data }) => {
+      replace(jobs, data.length
+        ? table([{ label: 'Created' }, { label: 'Status' }, { label: 'Model', cls: 'hide-sm' }, { label: 'Prompt' }, { label: 'Length', cls: 'num' }, { label: 'Cost', cls: 'num' }, { label: 'Temporal' }], jobRows(data, { temporal: true }))
+        : emptyState('🎬', status ? 'No ' + status + ' jobs' : 'No video jobs', 'This account has not submitted any video jobs' + (status ? ' with this status.' : ' yet.')));
+    });
+    refresh();
+
+    function topUpPanel() {
+      const err = h('div');
+      const ok = h('div');
+      let idem = newIdempotencyKey();
+      const btn = h('button', { type: 'submit', id: 'topup-submit' }, 'Top up');
+      const form = h('form', { id: 'topup-form', novalidate: true },
+        h('div', { class: 'field' }, h('label', { for: 'topup-amount' }, 'Amount (VND)'), h('input', { id: 'topup-amount', name: 'amount', type: 'number', min: 1, step: 1, inputmode: 'numeric', required: true, placeholder: '1000000' })),
+        h('div', { class: 'field' }, h('label', { for: 'topup-reason' }, 'Reason'), h('input', { id: 'topup-reason', name: 'reason', maxlength: 500, required: true, placeholder: 'e.g. bank transfer #1234' })),
+        btn, err, ok);
+      form.addEventListener('submit', async (e) => {
+        e.preventDefault();
+        formError(err, null);
+        replace(ok);
+        const amount = Number(form.amount.value);
+        const reason = form.reason.value.trim();
+        if (!Number.isInteger(amount) || amount < 1) return formError(err, new Error('Enter a whole number of VND greater than 0.'));
+        if (!reason) return formError(err, new Error('Give a reason; it is recorded in the ledger.'));
+        btn.disabled = true;
+        try {
+          const r = await api('POST', '/admin/accounts/' + id + '/topups', { amount, reason, idempotencyKey: idem });
+          replace(ok, h('div', { class: 'form-ok', role: 'status' }, r.applied ? 'Topped up ' + vnd(amount) + '.' : 'This top-up was already recorded; nothing was added twice.'));
+          idem = newIdempotencyKey(); // the next top-up is a new one
+          form.reset();
+          refresh();
+        } catch (ex) {
+          formError(err, ex); // same key kept: resubmitting after an error cannot add twice
+        } finally {
+          btn.disabled = false;
+        }
+      });
+      return h('section', { class: 'panel' }, h('h2', null, 'Top up'), form);
+    }
+    function loginPanel() {
+      const err = h('div');
+      const ok = h('div');
+      const btn = h('button', { type: 'submit', id: 'login-create' }, 'Create login');
+      const form = h('form', { id: 'newlogin-form', novalidate: true },
+        h('div', { class: 'field' }, h('label', { for: 'newlogin-email' }, 'Email'), h('input', { id: 'newlogin-email', name: 'email', type: 'email', autocomplete: 'off', required: true })),
+        h('div', { class: 'field' }, h('label', { for: 'newlogin-password' }, 'Initial password (10+ characters)'), h('input', { id: 'newlogin-password', name: 'password', type: 'password', autocomplete: 'new-password', minlength: 10, required: true })),
+        h('div', { class: 'field' }, h('label', { for: 'newlogin-role' }, 'Role'), h('select', { id: 'newlogin-role', name: 'role' }, h('option', { value: 'customer' }, 'Customer'), h('option', { value: 'operator' }, 'Operator'))),
+        btn, err, ok);
+      form.addEventListener('submit', async (e) => {
+        e.preventDefault();
+        formError(err, null);
+        replace(ok);
+        btn.disabled = true;
+        try {
+          const u = await api('POST', '/admin/logins', { accountId: id, email: form.email.value.trim(), password: form.password.value, role: form.role.value });
+          replace(ok, h('div', { class: 'form-ok', role: 'status' }, 'Login ' + u.email + ' created. Share the password over a safe channel.'));
+          form.reset();
+          refresh();
+        } catch (ex) {
+          formError(err, ex);
+        } finally {
+          btn.disabled = false;
+        }
+      });
+      return h('section', { class: 'panel' }, h('h2', null, 'Logins'), logins, h('h2', { style: 'margin-top:1rem' }, 'Add a login'), form);
+    }
+  }
+
+  render();
+})();
