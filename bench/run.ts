@@ -6,7 +6,7 @@ import { Client } from 'undici';
 import { projectRoot } from '../src/config';
 import { cpuMs, distDir, forkTarget, freePort, peakRssMb, resetPeakRss, RssSampler, spawnTarget, type Target } from './lib/proc';
 import { load, pairedSequential, sequential, type LoadResult, type RequestSpec } from './lib/load';
-import { billingCheck, createBenchDb, adminUrl, type BenchDb, type BillingCheck } from './lib/db';
+import { billingCheck, createBenchDb, adminUrl, waitForUsage, type BenchDb, type BillingCheck } from './lib/db';
 import { renderTables, textTable, markdownTable, type Cell, type Check } from './lib/report';
 import { summariseProfiles } from './profile';
 import type { BenchContext, BenchSection, SectionRunner } from './types';
@@ -63,6 +63,10 @@ const WORKLOAD_DEFS: Record<string, Workload> = {
     body: JSON.stringify({ model: 'text-embedding-3-small', input: 'The quick brown fox jumps over the lazy dog.' }),
   },
 };
+
+interface GatewayStats { served: Record<string, Record<string, number>>; maxBacklog: number; backlog: number }
+/** How far billing writes fell behind the responses. */
+interface BillingLag { drainMs: number | null; countAtTimeout: number; stopMs: number; maxBacklog: number; backlogAtEnd: number }
 
 /** A target under test: its process (for CPU and RSS), and how to address a request to it. */
 interface BenchTarget { name: string; proc: Target; spec(w: Workload): RequestSpec }
@@ -197,7 +201,7 @@ async function runSection(ctx: BenchContext): Promise<BenchSection | null> {
   return typeof r === 'string' ? { title: 'Video jobs', text: r, markdown: r } : r;
 }
 
-function billingReport(b: BillingCheck, served: Record<string, Record<string, number>>): { text: string; markdown: string; check: Check } {
+function billingReport(b: BillingCheck, served: Record<string, Record<string, number>>, lag: BillingLag | null): { text: string; markdown: string; check: Check } {
   let ok200 = 0;
   let other = 0;
   for (const byStatus of Object.values(served)) {
@@ -220,6 +224,12 @@ function billingReport(b: BillingCheck, served: Record<string, Record<string, nu
     ['charged ledger events', b.chargedEvents.toLocaleString('en-US')],
     ['VND charged (ledger) / in usage_records', `${b.chargedVnd.toLocaleString('en-US')} / ${b.usageCostVnd.toLocaleString('en-US')}`],
     ['projection mismatches (verifyProjections)', String(b.projectionMismatches)],
+    ...(lag ? [
+      ['peak billing backlog under load (usage rows not yet written)', lag.maxBacklog.toLocaleString('en-US')],
+      ['backlog when the load stopped', lag.backlogAtEnd.toLocaleString('en-US')],
+      ['time after the load until every 200 had its usage record', lag.drainMs === null ? `not within 120 s (${lag.countAtTimeout.toLocaleString('en-US')} written)` : `${(lag.drainMs / 1000).toFixed(1)} s`],
+      ['gateway shutdown (final flush) took', `${(lag.stopMs / 1000).toFixed(1)} s`],
+    ] : []),
     ...b.byOperation.map((r) => [`usage ${r.operation} status ${r.status}`, `${r.n.toLocaleString('en-US')} requests, ${r.costVnd.toLocaleString('en-US')} VND`]),
     ['result', pass === null ? 'n/a: the gateway served nothing' : pass ? 'PASS: every request served was billed once' : 'FAIL'],
   ];
@@ -252,6 +262,7 @@ async function main(): Promise<void> {
   const peakRss: Record<string, number> = {};
   let served: Record<string, Record<string, number>> = {};
   let billing: BillingCheck | null = null;
+  let lag: BillingLag | null = null;
   let section: BenchSection | null = null;
   try {
     const targets = await startTargets(emulator.url, bdb);
@@ -337,9 +348,15 @@ async function main(): Promise<void> {
 
     const gw = targets.find((t) => t.name === 'gateway');
     if (gw) {
-      served = (await gw.proc.ask<{ stats: { served: Record<string, Record<string, number>> } }>('stats')).stats.served;
-      // Stopping the gateway flushes its pending charges and usage records.
-      await gw.proc.stop();
+      const st = (await gw.proc.ask<{ stats: GatewayStats }>('stats')).stats;
+      served = st.served;
+      const ok200 = Object.values(served).reduce((s, byStatus) => s + (byStatus['200'] ?? 0), 0);
+      log(`gateway served ${ok200} x 200; billing backlog now ${st.backlog}, peak ${st.maxBacklog} usage rows in memory; waiting for the ledger`);
+      const drain = await waitForUsage(bdb!, ok200, 120_000);
+      // Stopping the gateway flushes whatever is left of its pending charges and usage records.
+      const s0 = Date.now();
+      await gw.proc.stop(180_000).catch((e) => log(`gateway: ${e instanceof Error ? e.message : String(e)}`));
+      lag = { drainMs: drain.ms, countAtTimeout: drain.count, stopMs: Date.now() - s0, maxBacklog: st.maxBacklog, backlogAtEnd: st.backlog };
       billing = await billingCheck(bdb!);
     }
   } finally {
@@ -360,7 +377,7 @@ async function main(): Promise<void> {
   out.push(header.join('\n'), tables.text);
   md.push(`## Benchmark (${new Date().toISOString().slice(0, 10)})\n`, header.map((h) => `${h}`).join('\n'), tables.markdown);
   if (billing) {
-    const b = billingReport(billing, served);
+    const b = billingReport(billing, served, lag);
     out.push(b.text);
     md.push(b.markdown);
     checksAll.push(b.check);

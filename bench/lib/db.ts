@@ -90,3 +90,24 @@ export async function billingCheck(bdb: BenchDb): Promise<BillingCheck> {
     await db.end();
   }
 }
+
+/**
+ * Waits until the usage records written reach `expected` (the gateway writes them in batches off the response
+ * path) and returns how long that took after the load stopped, or null if it did not happen within `timeoutMs`.
+ */
+export async function waitForUsage(bdb: BenchDb, expected: number, timeoutMs: number): Promise<{ ms: number | null; count: number }> {
+  const db = createPool(bdb.url, 1);
+  const t0 = Date.now();
+  let count = 0;
+  try {
+    for (;;) {
+      const r = await db.query('SELECT count(*)::int AS n FROM usage_records WHERE account_id = $1', [bdb.accountId]);
+      count = Number(r.rows[0].n);
+      if (count >= expected) return { ms: Date.now() - t0, count };
+      if (Date.now() - t0 > timeoutMs) return { ms: null, count };
+      await new Promise((res) => setTimeout(res, 100));
+    }
+  } finally {
+    await db.end();
+  }
+}

@@ -81,7 +81,8 @@ export interface Target {
   child: ChildProcess;
   /** Sends a message and waits for the child's reply of the same type (IPC children only). */
   ask<T>(type: string, timeoutMs?: number): Promise<T>;
-  stop(): Promise<void>;
+  /** Asks the process to stop; kills it after `timeoutMs` (default 15 s). */
+  stop(timeoutMs?: number): Promise<void>;
 }
 
 const stdioTo = (logFile: string): ['ignore', number, number, 'ipc'] => {
@@ -127,7 +128,7 @@ export async function forkTarget(name: string, script: string, opts: { env?: Nod
         child.send({ type });
       });
     },
-    stop: () => stopChild(child, () => child.send({ type: 'shutdown' })),
+    stop: (timeoutMs?: number) => stopChild(child, () => child.send({ type: 'shutdown' }), timeoutMs),
   };
 }
 
@@ -156,7 +157,7 @@ export async function spawnTarget(name: string, cmd: string, args: string[], opt
   return {
     name, url: opts.url, child, pid: child.pid!,
     ask: () => Promise.reject(new Error(`${name} has no IPC channel`)),
-    stop: () => stopChild(child, () => child.kill('SIGTERM')),
+    stop: (timeoutMs?: number) => stopChild(child, () => child.kill('SIGTERM'), timeoutMs),
   };
 }
 
@@ -169,9 +170,14 @@ async function stopChild(child: ChildProcess, ask: () => void, timeoutMs = 15_00
   } catch {
     child.kill('SIGTERM');
   }
-  const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+  let killed = false;
+  const timer = setTimeout(() => {
+    killed = true;
+    child.kill('SIGKILL');
+  }, timeoutMs);
   await exited;
   clearTimeout(timer);
+  if (killed) throw new Error(`process ${child.pid} did not stop within ${timeoutMs} ms and was killed`);
 }
 
 export const distDir = (): string => path.resolve(__dirname, '..');

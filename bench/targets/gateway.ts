@@ -27,16 +27,25 @@ serveTarget(async () => {
       byStatus[res.statusCode] = (byStatus[res.statusCode] ?? 0) + 1;
     });
   });
+  // Billing backlog: usage rows settled in memory but not yet written (CreditManager batches them off the
+  // response path). Read through its private queue only to report how far the writer falls behind under load.
+  const pendingUsage = () => ((deps.credit as unknown as { pendingUsage?: unknown[] }).pendingUsage ?? []).length;
+  let maxBacklog = 0;
+  const sampler = setInterval(() => {
+    maxBacklog = Math.max(maxBacklog, pendingUsage());
+  }, 50);
+  sampler.unref();
   await new Promise<void>((res) => server.listen(0, '127.0.0.1', res));
   return {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    stats: () => ({ served }),
+    stats: () => ({ served, maxBacklog, backlog: pendingUsage() }),
     async close() {
       await new Promise<void>((res) => {
         server.close(() => res());
         server.closeAllConnections();
       });
       // Flushes the pending charges and usage records.
+      clearInterval(sampler);
       await deps.close();
     },
   };
