@@ -10,7 +10,15 @@ export function healthRouter(deps: AppDeps): Router<GatewayState> {
   });
   r.get('/readyz', route('/readyz'), async (ctx) => {
     const checks: Record<string, string> = {};
-    const withTimeout = <T>(p: Promise<T>) => Promise.race([p, new Promise<T>((_, rej) => setTimeout(() => rej(new Error('timeout')), 2000))]);
+    // Each check gets 2 s, so a hung dependency makes the probe fail rather than hang (timers are cleared).
+    const withTimeout = async <T>(p: Promise<T>): Promise<T> => {
+      let timer: NodeJS.Timeout | undefined;
+      try {
+        return await Promise.race([p, new Promise<T>((_, rej) => { timer = setTimeout(() => rej(new Error('timeout after 2 s')), 2000); })]);
+      } finally {
+        clearTimeout(timer);
+      }
+    };
     try {
       await withTimeout(deps.db.query('SELECT 1'));
       checks.postgres = 'ok';
