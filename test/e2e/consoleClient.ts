@@ -10,6 +10,11 @@ export async function makeLogin(gw: TestGateway, accountId: string, role: Role =
   return { email, password };
 }
 
+/** A response's JSON body, untyped (tests check its fields). */
+export async function jsonOf(res: Response): Promise<any> {
+  return res.json();
+}
+
 /** A tiny browser-like client of the console JSON API: keeps the session cookie and sends the CSRF token. */
 export class ConsoleClient {
   cookie = '';
@@ -21,7 +26,7 @@ export class ConsoleClient {
     if (res.ok) {
       const setCookie = res.headers.get('set-cookie') ?? '';
       this.cookie = setCookie.split(';')[0];
-      this.csrf = (await res.clone().json()).csrfToken;
+      this.csrf = (await jsonOf(res.clone())).csrfToken;
     }
     return res;
   }

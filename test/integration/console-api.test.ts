@@ -5,7 +5,7 @@ import { Readable } from 'node:stream';
 import { startGateway, type TestGateway } from '../support/gateway';
 import { createApp } from '../../src/api/app';
 import { chargeHolds, placeHold } from '../../src/billing/ledger';
-import { ConsoleClient, makeLogin } from '../e2e/consoleClient';
+import { ConsoleClient, jsonOf, makeLogin } from '../e2e/consoleClient';
 import { runConsoleUserCommand } from '../../src/cli/consoleUsers';
 
 /**
@@ -58,7 +58,7 @@ describe('sign-in and sessions', () => {
     expect(wrong.status).toBe(401);
     const unknown = await c.signIn(`nobody-${randomUUID()}@example.com`, password);
     expect(unknown.status).toBe(401);
-    expect((await unknown.json()).error.message).toBe((await wrong.json()).error.message);
+    expect((await jsonOf(unknown)).error.message).toBe((await jsonOf(wrong)).error.message);
 
     const ok = await c.signIn(email.toUpperCase(), password); // emails are case-insensitive
     expect(ok.status).toBe(200);
@@ -124,7 +124,7 @@ describe('sign-in and sessions', () => {
     const limited = await c.signIn(email, password); // even the right password waits now
     expect(limited.status).toBe(429);
     expect(Number(limited.headers.get('retry-after'))).toBeGreaterThan(0);
-    expect((await limited.json()).error.code).toBe('too_many_attempts');
+    expect((await jsonOf(limited)).error.code).toBe('too_many_attempts');
     // Another email from the same address is not locked out by this one's failures.
     const other = await makeLogin(gw, acc.accountId);
     expect((await new ConsoleClient(gw.url).signIn(other.email, other.password)).status).toBe(200);
@@ -134,7 +134,7 @@ describe('sign-in and sessions', () => {
     const c = new ConsoleClient(gw.url);
     const res = await c.request('POST', '/console/api/session', { email: 'a@example.com' });
     expect(res.status).toBe(400);
-    expect((await res.json()).error.param).toBe('password');
+    expect((await jsonOf(res)).error.param).toBe('password');
     const notJson = await fetch(gw.url + '/console/api/session', { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: 'email=a&password=b' });
     expect(notJson.status).toBe(415);
   });
@@ -145,7 +145,7 @@ describe('CSRF protection', () => {
     const { c } = await customer();
     const none = await c.request('POST', '/console/api/keys', { name: 'x' }, { 'x-csrf-token': '' });
     expect(none.status).toBe(403);
-    expect((await none.json()).error.code).toBe('csrf_failed');
+    expect((await jsonOf(none)).error.code).toBe('csrf_failed');
     const other = await customer();
     const foreign = await c.request('POST', '/console/api/keys', { name: 'x' }, { 'x-csrf-token': other.c.csrf });
     expect(foreign.status).toBe(403);
@@ -224,7 +224,7 @@ describe('API keys', () => {
     expect((await a.c.request('DELETE', `/console/api/keys/${b.keyId}`)).status).toBe(404);
     const res = await a.c.request('POST', '/console/api/keys', { name: '  ' });
     expect(res.status).toBe(400);
-    expect((await res.json()).error.param).toBe('name');
+    expect((await jsonOf(res)).error.param).toBe('name');
     const bad = await a.c.request('DELETE', '/console/api/keys/not-a-uuid');
     expect(bad.status).toBe(400);
   });
@@ -261,7 +261,7 @@ describe('balance, ledger and usage', () => {
     const page2 = await c.json('GET', `/console/api/balance?limit=2&before=${page1.nextBefore}`);
     expect(page2.ledger[0].id).toBeLessThan(page1.ledger[1].id);
     const bad = await c.request('GET', '/console/api/balance?limit=0');
-    expect((await bad.json()).error.param).toBe('limit');
+    expect((await jsonOf(bad)).error.param).toBe('limit');
   });
 
   test('usage per day and model in the viewer\'s time zone, units summed; bad ranges are 400s', async () => {
@@ -289,7 +289,7 @@ describe('balance, ledger and usage', () => {
     for (const [q, param] of [['from=2024-3-1&to=2024-03-02', 'from'], ['from=2024-03-05&to=2024-03-01', 'from'], ['from=2020-01-01&to=2024-01-01', 'to'], ['from=2024-03-01&to=2024-03-02&tz=Mars/Olympus', 'tz'], ['to=2024-03-02', 'from']]) {
       const res = await c.request('GET', `/console/api/usage?${q}`);
       expect(res.status).toBe(400);
-      expect((await res.json()).error.param).toBe(param);
+      expect((await jsonOf(res)).error.param).toBe(param);
     }
   });
 });
@@ -310,7 +310,7 @@ describe('video jobs and media', () => {
     expect(onlyFailed.map((j: any) => j.id)).toEqual([failed]);
     expect(onlyFailed[0].error.message).toBe('content policy violation');
     const bad = await c.request('GET', '/console/api/jobs?status=done');
-    expect((await bad.json()).error.param).toBe('status');
+    expect((await jsonOf(bad)).error.param).toBe('status');
 
     const d = await c.json('GET', `/console/api/jobs/${done}`);
     expect(d).toMatchObject({ id: done, status: 'completed', prompt: 'a red fox running through snow', model: 'veo-3-fast', durationSeconds: 4, costVnd: 40_000, hasVideo: true });
@@ -352,7 +352,7 @@ describe('operator pages', () => {
     const idem = randomUUID();
     const first = await op.c.request('POST', `/console/api/admin/accounts/${cust.accountId}/topups`, { amount: 1_250_000, reason: 'bank transfer #42', idempotencyKey: idem });
     expect(first.status).toBe(201);
-    expect((await first.json()).applied).toBe(true);
+    expect((await jsonOf(first)).applied).toBe(true);
     const again = await op.c.json('POST', `/console/api/admin/accounts/${cust.accountId}/topups`, { amount: 1_250_000, reason: 'bank transfer #42', idempotencyKey: idem });
     expect(again.applied).toBe(false);
     expect(again.account.balance).toBe(1_250_000);
@@ -366,7 +366,7 @@ describe('operator pages', () => {
     ] as const) {
       const res = await op.c.request('POST', `/console/api/admin/accounts/${cust.accountId}/topups`, body);
       expect(res.status).toBe(400);
-      expect((await res.json()).error.param).toBe(param);
+      expect((await jsonOf(res)).error.param).toBe(param);
     }
     const b = await cust.c.json('GET', '/console/api/balance');
     expect(b.balance).toBe(1_250_000);
@@ -388,7 +388,7 @@ describe('operator pages', () => {
     const dup = await op.c.request('POST', '/console/api/admin/logins', { accountId: acc.id, email: email.toUpperCase(), password: 'correct horse battery' });
     expect(dup.status).toBe(409);
     const weak = await op.c.request('POST', '/console/api/admin/logins', { accountId: acc.id, email: `w-${email}`, password: 'short' });
-    expect((await weak.json()).error.param).toBe('password');
+    expect((await jsonOf(weak)).error.param).toBe('password');
     const noAcc = await op.c.request('POST', '/console/api/admin/logins', { accountId: randomUUID(), email: `x-${email}`, password: 'correct horse battery' });
     expect(noAcc.status).toBe(404);
     const c = new ConsoleClient(gw.url);
@@ -448,7 +448,7 @@ describe('static files', () => {
     expect((await fetch(gw.url + '/console/static/nope.js')).status).toBe(404);
     const api404 = await fetch(gw.url + '/console/api/nothing');
     expect(api404.status).toBe(404);
-    expect((await api404.json()).error).toBeDefined();
+    expect((await jsonOf(api404)).error).toBeDefined();
     const root = await fetch(gw.url + '/', { redirect: 'manual' });
     expect(root.headers.get('location')).toBe('/console/');
   });
