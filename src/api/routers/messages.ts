@@ -1,8 +1,287 @@
 import Router from '@koa/router';
+import type Koa from 'koa';
 import type { AppDeps } from '../deps';
-import type { GatewayState } from '../middleware';
+import { jsonBody, requireApiKey, route, type Ctx, type GatewayState } from '../middleware';
+import { ApiError, anthropicType } from '../errors';
+import type { ModelConfig } from '../../catalog/catalog';
+import { validateCountTokens, validateMessages, type CountTokensRequest } from '../../schemas/messages';
+import type { MessagesRequest } from '../../translate/anthropicTypes';
+import { messagesToChat } from '../../translate/messagesToChat';
+import { chatToMessages } from '../../translate/chatToMessages';
+import { ChatToMessagesStream } from '../../translate/chatStreamToMessages';
+import type { ChatChunk, ChatCompletion } from '../../translate/chatTypes';
+import { formatSse } from '../../translate/sse';
+import { AnthropicAdapter, AnthropicUpstreamError } from '../../providers/anthropic';
+import { UpstreamAborted } from '../../providers/openai';
+import { SseDecoder, sseBatches } from '../../providers/sse';
+import { estimateChatMaxCost, tokensFromChars } from '../../billing/pricing';
+import { openMeter, StreamUsage, type Meter } from '../../billing/meter';
+import { countImages, estimateFromDelivered, nativeMaxCost, settleUsage } from './codingBilling';
+import { SseSink } from './sseSink';
+import { estimateInputTokens } from '../../translate/tokenEstimate';
 
-/** Placeholder: this API family is not implemented yet. */
-export function messagesRouter(_deps: AppDeps): Router<GatewayState> {
-  return new Router<GatewayState>();
+/**
+ * POST /v1/messages and POST /v1/messages/count_tokens: the Anthropic Messages interface (spec 4.12) for any chat
+ * model. A model of an `anthropic` provider is passed through natively (body and SSE as produced, usage read from
+ * the stream as it passes); any other chat model is translated to chat completions and back (src/translate).
+ * Errors use the Anthropic shape; the path's query string (Claude Code sends ?beta=true) is ignored.
+ */
+
+const OPERATION = 'messages';
+
+/** Anthropic-shaped errors from here on, including the 401s of requireApiKey. */
+const anthropicErrors: Koa.Middleware<GatewayState> = async (ctx, next) => {
+  ctx.state.errorShape = 'anthropic';
+  await next();
+};
+
+const requireVersion: Koa.Middleware<GatewayState> = async (ctx, next) => {
+  const v = ctx.get('anthropic-version');
+  if (!v) throw new ApiError(400, 'anthropic-version: header is required (for example "anthropic-version: 2023-06-01").', 'invalid_request_error', 'anthropic-version', 'missing_required_header');
+  if (!/^\d{4}-\d{2}-\d{2}$/.test(v)) throw new ApiError(400, `anthropic-version: "${v.slice(0, 40)}" is not a version date (YYYY-MM-DD).`, 'invalid_request_error', 'anthropic-version', 'invalid_value');
+  await next();
+};
+
+/** An Anthropic upstream's error, as it sent it (Claude Code matches on the wording), in the Anthropic shape. */
+function renderUpstreamError(ctx: Ctx, e: AnthropicUpstreamError): void {
+  let body: unknown = null;
+  try {
+    body = JSON.parse(e.body);
+  } catch {}
+  const o = body as { type?: unknown; error?: { type?: unknown; message?: unknown } | string; message?: unknown } | null;
+  ctx.status = e.status;
+  for (const [k, v] of Object.entries(e.headers)) ctx.set(k, v);
+  if (o && o.type === 'error' && o.error && typeof o.error === 'object') {
+    ctx.body = { ...o, request_id: ctx.state.requestId };
+    return;
+  }
+  const msg = (o?.error && typeof o.error === 'object' && typeof o.error.message === 'string' ? o.error.message : null) ?? (typeof o?.message === 'string' ? o.message : null) ?? (e.body.trim().slice(0, 500) || `upstream answered HTTP ${e.status}`);
+  ctx.body = { type: 'error', error: { type: anthropicType(e.status), message: msg }, request_id: ctx.state.requestId };
 }
+
+function anthropicHeaders(ctx: Ctx) {
+  return { version: ctx.get('anthropic-version'), beta: ctx.get('anthropic-beta') || undefined };
+}
+
+export function messagesRouter(deps: AppDeps): Router<GatewayState> {
+  const router = new Router<GatewayState>();
+  const auth = requireApiKey(deps);
+  const body = jsonBody(deps.config.maxJsonBytes);
+
+  function nativeAdapter(model: ModelConfig): AnthropicAdapter | null {
+    const a = deps.providers.get(model.provider);
+    return a instanceof AnthropicAdapter ? a : null;
+  }
+
+  router.post('/v1/messages', route('messages'), anthropicErrors, auth, requireVersion, body, async (ctx) => {
+    const req = ctx.request.body as unknown;
+    validateMessages(req);
+    const model = deps.catalog.require(req.model, 'chat');
+    ctx.state.model = model.id;
+    const native = nativeAdapter(model);
+    const sink = new SseSink(ctx);
+    try {
+      if (native) await nativeMessages(ctx, model, native, req, sink);
+      else await translatedMessages(ctx, model, req, sink);
+    } catch (e) {
+      if (e instanceof AnthropicUpstreamError) return renderUpstreamError(ctx, e);
+      if (e instanceof UpstreamAborted) {
+        ctx.respond = false; // the client left; nothing to answer
+        return;
+      }
+      throw e;
+    }
+  });
+
+  router.post('/v1/messages/count_tokens', route('messages.count_tokens'), anthropicErrors, auth, requireVersion, body, async (ctx) => {
+    const req = ctx.request.body as unknown;
+    validateCountTokens(req);
+    const model = deps.catalog.require(req.model, 'chat');
+    ctx.state.model = model.id;
+    const native = nativeAdapter(model);
+    if (!native) {
+      // No upstream counter: the documented estimate (see tokenEstimate.ts).
+      ctx.body = { input_tokens: estimateInputTokens(req) };
+      return;
+    }
+    try {
+      const res = await native.countTokens(JSON.stringify({ ...req, model: model.upstreamModel }), anthropicHeaders(ctx));
+      ctx.status = res.status;
+      ctx.type = res.contentType || 'application/json';
+      ctx.body = Buffer.from(await res.body.arrayBuffer());
+    } catch (e) {
+      if (e instanceof AnthropicUpstreamError) return renderUpstreamError(ctx, e);
+      throw e;
+    }
+  });
+
+  /** Native pass-through: the body goes upstream as sent (model renamed), the answer comes back as produced. */
+  async function nativeMessages(ctx: Ctx, model: ModelConfig, adapter: AnthropicAdapter, req: MessagesRequest, sink: SseSink): Promise<void> {
+    const payload = JSON.stringify({ ...req, model: model.upstreamModel });
+    const bytes = Buffer.byteLength(payload);
+    const meter = await openMeter(deps.credit, owner(ctx), model.id, OPERATION, nativeMaxCost(model, bytes, req.max_tokens, countImages(req.messages)));
+    let res;
+    try {
+      res = await adapter.messages(payload, anthropicHeaders(ctx), { signal: sink.signal });
+    } catch (e) {
+      meter.cancel({}, e instanceof AnthropicUpstreamError ? e.status : e instanceof ApiError ? e.status : 499);
+      throw e;
+    }
+    if (req.stream !== true) {
+      let raw: Buffer;
+      try {
+        raw = Buffer.from(await res.body.arrayBuffer());
+      } catch (e) {
+        meter.cancel({}, 502);
+        throw sink.clientGone ? new UpstreamAborted() : new ApiError(502, 'The upstream provider failed while answering.', 'api_error', null, 'upstream_error');
+      }
+      let usage: { input_tokens?: number; output_tokens?: number; cache_read_input_tokens?: number; cache_creation_input_tokens?: number } = {};
+      try {
+        usage = (JSON.parse(raw.toString('utf8')) as { usage?: typeof usage }).usage ?? {};
+      } catch {}
+      const cached = usage.cache_read_input_tokens ?? 0;
+      const input = (usage.input_tokens ?? tokensFromChars(bytes)) + cached + (usage.cache_creation_input_tokens ?? 0);
+      settleUsage(meter, model, { input, output: usage.output_tokens ?? tokensFromChars(raw.length), cached, estimated: usage.output_tokens === undefined });
+      for (const [k, v] of Object.entries(res.headers)) ctx.set(k, v);
+      ctx.status = res.status;
+      ctx.type = res.contentType || 'application/json';
+      ctx.body = raw;
+      return;
+    }
+    await pipeNativeStream(model, meter, res.body, res.headers, bytes, sink);
+  }
+
+  /** Forwards each upstream network chunk at once, reading usage from the events as they pass. */
+  async function pipeNativeStream(model: ModelConfig, meter: Meter, body: AsyncIterable<Uint8Array>, headers: Record<string, string>, bytes: number, sink: SseSink): Promise<void> {
+    sink.open(headers);
+    const dec = new SseDecoder();
+    let input: number | undefined;
+    let cached = 0;
+    let output: number | undefined;
+    let delivered = 0;
+    let stopped = false;
+    let failed = false;
+    const observe = (data: string) => {
+      let e: any;
+      try {
+        e = JSON.parse(data);
+      } catch {
+        return;
+      }
+      if (e?.type === 'message_start') {
+        const u = e.message?.usage ?? {};
+        cached = u.cache_read_input_tokens ?? 0;
+        input = (u.input_tokens ?? 0) + cached + (u.cache_creation_input_tokens ?? 0);
+        if (typeof u.output_tokens === 'number') output = u.output_tokens;
+      } else if (e?.type === 'content_block_delta') {
+        const d = e.delta ?? {};
+        delivered += (d.text?.length ?? 0) + (d.thinking?.length ?? 0) + (d.partial_json?.length ?? 0);
+      } else if (e?.type === 'message_delta') {
+        const u = e.usage ?? {};
+        if (typeof u.output_tokens === 'number') output = u.output_tokens;
+        if (typeof u.input_tokens === 'number') input = u.input_tokens + (u.cache_read_input_tokens ?? cached) + (u.cache_creation_input_tokens ?? 0);
+      } else if (e?.type === 'message_stop') stopped = true;
+      else if (e?.type === 'error') failed = true;
+    };
+    try {
+      for await (const chunk of body) {
+        for (const ev of dec.push(chunk)) observe(ev.data);
+        if (!(await sink.write(chunk))) break;
+      }
+      for (const ev of dec.end()) observe(ev.data);
+    } catch (e) {
+      if (!sink.clientGone) {
+        failed = true;
+        deps.logger.warn({ reqId: meter.id, err: (e as Error).message }, 'anthropic upstream stream failed');
+        await sink.write(formatSse({ event: 'error', data: { type: 'error', error: { type: 'api_error', message: 'The upstream provider stream was interrupted.' } } }));
+      }
+    }
+    sink.end();
+    const complete = stopped && output !== undefined && input !== undefined;
+    settleUsage(meter, model, complete ? { input: input!, output: output!, cached, estimated: false } : { ...estimateFromDelivered(bytes, delivered, input, output), cached }, complete ? 200 : sink.clientGone ? 499 : failed ? 502 : 200);
+  }
+
+  /** Any chat model: messages -> chat completions -> messages (streamed event by event). */
+  async function translatedMessages(ctx: Ctx, model: ModelConfig, req: MessagesRequest, sink: SseSink): Promise<void> {
+    const adapter = deps.providers.openai(model);
+    const { chat, tools } = messagesToChat(req, { upstreamModel: model.upstreamModel, maxOutputTokens: model.maxOutputTokens });
+    const payload = JSON.stringify(chat);
+    const bytes = Buffer.byteLength(payload);
+    const bound = estimateChatMaxCost(model, chat, bytes);
+    const meter = await openMeter(deps.credit, owner(ctx), model.id, OPERATION, bound.maxCost);
+    if (req.stream !== true) {
+      let c: ChatCompletion;
+      try {
+        const res = await adapter.postJson('/chat/completions', payload, { signal: sink.signal });
+        c = JSON.parse(res.body.toString('utf8')) as ChatCompletion;
+      } catch (e) {
+        meter.cancel({}, e instanceof ApiError ? e.status : 502);
+        if (e instanceof SyntaxError) throw new ApiError(502, 'The upstream provider sent an invalid response.', 'api_error', null, 'upstream_error');
+        throw e;
+      }
+      const msg = chatToMessages(c, { model: req.model, tools });
+      const u = c.usage;
+      settleUsage(meter, model, u ? { input: u.prompt_tokens, output: u.completion_tokens, cached: u.prompt_tokens_details?.cached_tokens ?? 0, estimated: false } : estimateFromDelivered(bytes, JSON.stringify(msg.content).length));
+      ctx.body = msg;
+      return;
+    }
+    let res;
+    try {
+      res = await adapter.postStream('/chat/completions', payload, { signal: sink.signal });
+    } catch (e) {
+      meter.cancel({}, e instanceof ApiError ? e.status : 499);
+      throw e;
+    }
+    sink.open();
+    const usage = new StreamUsage(bytes);
+    const tr = new ChatToMessagesStream({ model: req.model, tools, inputTokensEstimate: tokensFromChars(bytes) });
+    let failed = false;
+    try {
+      for await (const batch of sseBatches(res.body)) {
+        let out = '';
+        let ended = false;
+        for (const ev of batch) {
+          if (ev.data === '[DONE]') {
+            ended = true;
+            break;
+          }
+          let chunk: ChatChunk & { error?: { message?: string } };
+          try {
+            chunk = JSON.parse(ev.data);
+          } catch {
+            continue;
+          }
+          if (chunk.error) {
+            failed = true;
+            out += tr.fail('api_error', String(chunk.error.message ?? 'upstream error')).map(formatSse).join('');
+            break;
+          }
+          usage.observeChat(chunk);
+          for (const e of tr.push(chunk)) out += formatSse(e);
+        }
+        if (out && !(await sink.write(out))) break;
+        if (failed || ended) break;
+      }
+      if (!failed && !sink.clientGone) await sink.write(tr.end().map(formatSse).join(''));
+    } catch (e) {
+      if (!sink.clientGone) {
+        failed = true;
+        deps.logger.warn({ reqId: meter.id, err: (e as Error).message }, 'chat upstream stream failed');
+        await sink.write(tr.fail('api_error', 'The upstream provider stream was interrupted.').map(formatSse).join(''));
+      }
+    }
+    sink.end();
+    const t = usage.tokens();
+    const cached = Number((usage.usage?.prompt_tokens_details as { cached_tokens?: number } | undefined)?.cached_tokens ?? 0);
+    settleUsage(meter, model, { input: t.prompt, output: t.completion, cached, estimated: t.estimated }, sink.clientGone ? 499 : failed ? 502 : 200);
+  }
+
+  return router;
+}
+
+function owner(ctx: Ctx) {
+  const p = ctx.state.principal!;
+  return { accountId: p.accountId, keyId: p.keyId };
+}
+
+export type { CountTokensRequest };

@@ -1,0 +1,65 @@
+import { once } from 'node:events';
+import type { Ctx } from '../middleware';
+import { SSE_HEADERS } from '../../providers/sse';
+
+/**
+ * The client side of a streamed answer (messages, responses): writes go straight to the socket as they are
+ * produced (no buffering, Koa's own response handling is bypassed), respect backpressure, and a client that goes
+ * away aborts the upstream call through `signal`.
+ */
+export class SseSink {
+  private readonly ac = new AbortController();
+  private opened = false;
+  private gone = false;
+
+  constructor(private readonly ctx: Ctx) {
+    // The request is done reading; a close before we finished writing is the client leaving.
+    ctx.res.once('close', () => {
+      if (!ctx.res.writableFinished) {
+        this.gone = true;
+        this.ac.abort();
+      }
+    });
+  }
+
+  /** Aborted when the client disconnects. */
+  get signal(): AbortSignal {
+    return this.ac.signal;
+  }
+
+  get clientGone(): boolean {
+    return this.gone;
+  }
+
+  get isOpen(): boolean {
+    return this.opened;
+  }
+
+  /** Sends the 200 status and SSE headers (plus `extra`) now. */
+  open(extra: Record<string, string> = {}): void {
+    if (this.opened) return;
+    this.opened = true;
+    const ctx = this.ctx;
+    ctx.status = 200; // for logs and metrics: Koa does not send this response itself
+    ctx.respond = false;
+    ctx.res.writeHead(200, { ...SSE_HEADERS, ...extra, 'x-request-id': ctx.state.requestId, 'request-id': ctx.state.requestId });
+    ctx.res.flushHeaders();
+  }
+
+  /** Writes now; waits while the socket is congested. False once the client is gone. */
+  async write(data: string | Uint8Array): Promise<boolean> {
+    if (this.gone || this.ctx.res.destroyed) return false;
+    if (!this.ctx.res.write(data)) {
+      try {
+        await Promise.race([once(this.ctx.res, 'drain'), once(this.ctx.res, 'close')]);
+      } catch {
+        return false;
+      }
+    }
+    return !this.gone;
+  }
+
+  end(): void {
+    if (!this.ctx.res.writableEnded) this.ctx.res.end();
+  }
+}

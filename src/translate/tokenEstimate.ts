@@ -1,0 +1,43 @@
+import type { AnthropicContentBlock, MessagesRequest } from './anthropicTypes';
+
+/**
+ * count_tokens for models without an upstream counter (every non-Anthropic model): an estimate, documented in
+ * docs/coding-assistants.md. One token per 4 characters of the text a model reads (system prompt, message text,
+ * tool calls and results, thinking, tool definitions as JSON), the same rule that bills a stream cut short, plus
+ * IMAGE_TOKENS per image or document block and 3 tokens of framing per message.
+ */
+
+export const IMAGE_TOKENS = 1600;
+const PER_MESSAGE = 3;
+
+function blockChars(b: AnthropicContentBlock | { type?: string }, images: { n: number }): number {
+  switch (b.type) {
+    case 'text': return (b as { text?: string }).text?.length ?? 0;
+    case 'thinking': return (b as { thinking?: string }).thinking?.length ?? 0;
+    case 'tool_use': {
+      const u = b as { name?: string; input?: unknown };
+      return (u.name?.length ?? 0) + JSON.stringify(u.input ?? {}).length;
+    }
+    case 'tool_result': {
+      const c = (b as { content?: unknown }).content;
+      if (typeof c === 'string') return c.length;
+      return Array.isArray(c) ? c.reduce((n: number, x) => n + blockChars(x as AnthropicContentBlock, images), 0) : 0;
+    }
+    case 'image': case 'document':
+      images.n++;
+      return 0;
+    default: return 0;
+  }
+}
+
+export function estimateInputTokens(req: Pick<MessagesRequest, 'system' | 'messages' | 'tools'>): number {
+  const images = { n: 0 };
+  let chars = 0;
+  if (typeof req.system === 'string') chars += req.system.length;
+  else if (Array.isArray(req.system)) for (const b of req.system) chars += blockChars(b, images);
+  for (const m of req.messages ?? []) {
+    chars += typeof m.content === 'string' ? m.content.length : Array.isArray(m.content) ? m.content.reduce((n, b) => n + blockChars(b, images), 0) : 0;
+  }
+  for (const t of req.tools ?? []) chars += JSON.stringify({ name: t.name, description: t.description, input_schema: t.input_schema }).length;
+  return Math.ceil(chars / 4) + images.n * IMAGE_TOKENS + (req.messages?.length ?? 0) * PER_MESSAGE;
+}
