@@ -1,8 +1,83 @@
 import Router from '@koa/router';
 import type { AppDeps } from '../deps';
-import type { GatewayState } from '../middleware';
+import { jsonBody, multipartBody, requireApiKey, route, type Ctx, type GatewayState } from '../middleware';
+import { ApiError, badRequest } from '../errors';
+import { validateImageEditFields, validateImageGeneration } from '../../schemas/images';
+import { imagesCost } from '../../billing/pricing';
+import { openMeter, type Meter } from '../../billing/meter';
+import type { BufferedResponse, MultipartValue } from '../../providers/types';
+import { callUpstream, clientAbortSignal, sendJsonBuffer } from '../upstream';
+import { isPngHead, readHead, removeUploads, uploadedFile } from '../uploads';
 
-/** Placeholder: this API family is not implemented yet. */
-export function imagesRouter(_deps: AppDeps): Router<GatewayState> {
-  return new Router<GatewayState>();
+/** Input images: PNG only (spec 4.8), at most 10 MB each (design: input image limit). */
+const MAX_IMAGE_BYTES = 10 * 1024 * 1024;
+
+/** Bills the images the upstream actually returned and answers with its body as received. */
+function settleImages(ctx: Ctx, meter: Meter, perImage: (n: number) => number, res: BufferedResponse): void {
+  let count: number;
+  try {
+    const parsed = JSON.parse(res.body.toString('utf8')) as { data?: unknown };
+    if (!Array.isArray(parsed.data)) throw new Error('no data');
+    count = parsed.data.length;
+  } catch {
+    meter.cancel({}, 502);
+    throw new ApiError(502, 'The upstream provider returned an invalid images response.', 'upstream_error', null, 'upstream_error');
+  }
+  meter.settle(perImage(count), { images: count });
+  sendJsonBuffer(ctx, res.body);
+}
+
+/**
+ * POST /v1/images/generations (JSON, spec 4.7) and POST /v1/images/edits (multipart, spec 4.8; PNG image and
+ * optional PNG mask checked by magic bytes). Response: the OpenAI shape {"created","data":[{"b64_json"|"url"}]}.
+ * Billed per returned image; the reservation is n images.
+ */
+export function imagesRouter(deps: AppDeps): Router<GatewayState> {
+  const r = new Router<GatewayState>();
+  const auth = requireApiKey(deps);
+
+  r.post('/v1/images/generations', route('/v1/images/generations'), auth, jsonBody(deps.config.maxJsonBytes), async (ctx) => {
+    const body = ctx.request.body;
+    validateImageGeneration(body);
+    const model = deps.catalog.require(body.model, 'image');
+    ctx.state.model = model.id;
+    body.model = model.upstreamModel;
+    const payload = JSON.stringify(body);
+    const meter = await openMeter(deps.credit, ctx.state.principal!, model.id, 'images.generations', imagesCost(model.pricing, body.n ?? 1));
+    const res = await callUpstream(ctx, meter, {}, () => deps.providers.openai(model).postJson('/images/generations', payload, { signal: clientAbortSignal(ctx.res) }));
+    if (res) settleImages(ctx, meter, (n) => imagesCost(model.pricing, n), res);
+  });
+
+  r.post('/v1/images/edits', route('/v1/images/edits'), auth, multipartBody(MAX_IMAGE_BYTES), async (ctx) => {
+    try {
+      await edit(ctx);
+    } finally {
+      await removeUploads(ctx);
+    }
+  });
+
+  async function edit(ctx: Ctx): Promise<void> {
+    const fields = (ctx.request.body ?? {}) as Record<string, unknown>;
+    validateImageEditFields(fields);
+    const image = uploadedFile(ctx, 'image', 'image[]');
+    if (!image) throw badRequest("Missing required parameter: 'image'.", 'image', 'missing_required_parameter');
+    const model = deps.catalog.require(fields.model, 'image');
+    ctx.state.model = model.id;
+    if (!isPngHead(await readHead(image.filepath))) throw badRequest('Invalid image: the image must be a PNG file.', 'image', 'invalid_image_format');
+    const mask = uploadedFile(ctx, 'mask');
+    if (mask && !isPngHead(await readHead(mask.filepath))) throw badRequest('Invalid mask: the mask must be a PNG file.', 'mask', 'invalid_image_format');
+    const up: Record<string, MultipartValue> = {
+      model: model.upstreamModel,
+      prompt: fields.prompt,
+      image: { path: image.filepath, filename: image.originalFilename || 'image.png', contentType: 'image/png' },
+    };
+    if (mask) up.mask = { path: mask.filepath, filename: mask.originalFilename || 'mask.png', contentType: 'image/png' };
+    for (const k of ['n', 'size', 'quality', 'response_format', 'background', 'user'] as const) {
+      if (fields[k] !== undefined) up[k] = String(fields[k]);
+    }
+    const meter = await openMeter(deps.credit, ctx.state.principal!, model.id, 'images.edits', imagesCost(model.pricing, fields.n ?? 1));
+    const res = await callUpstream(ctx, meter, {}, () => deps.providers.openai(model).postMultipart('/images/edits', up, { signal: clientAbortSignal(ctx.res) }));
+    if (res) settleImages(ctx, meter, (n) => imagesCost(model.pricing, n), res);
+  }
+  return r;
 }
