@@ -1,8 +1,267 @@
 import Router from '@koa/router';
 import type { AppDeps } from '../deps';
-import type { GatewayState } from '../middleware';
+import { jsonBody, requireApiKey, route, type Ctx, type GatewayState } from '../middleware';
+import { ApiError, notFound } from '../errors';
+import type { ModelConfig } from '../../catalog/catalog';
+import { validateResponses } from '../../schemas/responses';
+import type { ResponseObject, ResponsesItem, ResponsesRequest } from '../../translate/responsesTypes';
+import { inputItems, responsesToChat } from '../../translate/responsesToChat';
+import { chatToResponses, newId, type ResponseShell } from '../../translate/chatToResponses';
+import { ChatToResponsesStream } from '../../translate/chatStreamToResponses';
+import type { ChatChunk, ChatCompletion } from '../../translate/chatTypes';
+import { formatSse } from '../../translate/sse';
+import { UpstreamAborted } from '../../providers/openai';
+import { SseDecoder, sseBatches } from '../../providers/sse';
+import type { OpenAICompatibleAdapter } from '../../providers/types';
+import { DEFAULT_MAX_OUTPUT_TOKENS, estimateChatMaxCost, tokensFromChars } from '../../billing/pricing';
+import { openMeter, StreamUsage, type Meter } from '../../billing/meter';
+import { countImages, estimateFromDelivered, nativeMaxCost, settleUsage } from './codingBilling';
+import { SseSink } from './sseSink';
+import { conversationItems, loadResponse, saveResponse } from './storedResponses';
 
-/** Placeholder: this API family is not implemented yet. */
-export function responsesRouter(_deps: AppDeps): Router<GatewayState> {
-  return new Router<GatewayState>();
+/**
+ * POST /v1/responses and GET /v1/responses/{id}: the OpenAI Responses interface (spec 4.13) for any chat model.
+ * A model marked `api: "responses"` in the catalog is passed through to its upstream's /responses natively (SSE
+ * forwarded as produced); any other chat model is translated to chat completions and back (src/translate).
+ *
+ * State lives in the gateway for both paths: a response is stored unless `store: false`, and
+ * `previous_response_id` is expanded here into the stored conversation's items (the upstream never sees the id),
+ * so stored responses can be continued on any model. An unknown id is a 404.
+ */
+
+const OPERATION = 'responses';
+const TERMINAL = new Set(['response.completed', 'response.incomplete', 'response.failed']);
+
+export function responsesRouter(deps: AppDeps): Router<GatewayState> {
+  const router = new Router<GatewayState>();
+  const auth = requireApiKey(deps);
+
+  router.post('/v1/responses', route('responses'), auth, jsonBody(deps.config.maxJsonBytes), async (ctx) => {
+    const req = ctx.request.body as unknown;
+    validateResponses(req);
+    const model = deps.catalog.require(req.model, 'chat');
+    ctx.state.model = model.id;
+    const accountId = ctx.state.principal!.accountId;
+    let history: ResponsesItem[] = [];
+    if (req.previous_response_id) {
+      const items = await conversationItems(deps.db, accountId, req.previous_response_id);
+      if (!items) throw notFound(`Previous response with id '${req.previous_response_id}' not found.`, 'previous_response_not_found', 'previous_response_id');
+      history = items;
+    }
+    const provider = deps.catalog.provider(model);
+    if (provider.kind !== 'openai') {
+      throw new ApiError(400, `The model '${req.model}' is served over the Anthropic Messages API; use POST /v1/messages for it.`, 'invalid_request_error', 'model', 'model_not_supported');
+    }
+    const sink = new SseSink(ctx);
+    const turn: Turn = { req, model, history, input: inputItems(req.input), store: req.store !== false, sink };
+    try {
+      if (model.api === 'responses') await nativeResponses(ctx, turn);
+      else await translatedResponses(ctx, turn);
+    } catch (e) {
+      if (e instanceof UpstreamAborted) {
+        ctx.respond = false; // the client left; nothing to answer
+        return;
+      }
+      throw e;
+    }
+  });
+
+  router.get('/v1/responses/:id', route('responses.get'), auth, async (ctx) => {
+    const r = await loadResponse(deps.db, ctx.state.principal!.accountId, ctx.params.id);
+    if (!r) throw notFound(`Response with id '${ctx.params.id}' not found.`, 'not_found', 'id');
+    ctx.body = r;
+  });
+
+  interface Turn {
+    req: ResponsesRequest;
+    model: ModelConfig;
+    history: ResponsesItem[];
+    /** This turn's new input items (what is stored with the response). */
+    input: ResponsesItem[];
+    store: boolean;
+    sink: SseSink;
+  }
+
+  async function store(ctx: Ctx, t: Turn, response: Record<string, unknown> | null): Promise<void> {
+    if (!t.store || !response || typeof response.id !== 'string') return;
+    if (response.status !== 'completed' && response.status !== 'incomplete') return;
+    const saved = { ...response, previous_response_id: t.req.previous_response_id ?? null, store: true };
+    try {
+      await saveResponse(deps.db, ctx.state.principal!.accountId, { id: response.id, previousResponseId: t.req.previous_response_id ?? null, model: t.model.id, input: t.input, response: saved });
+    } catch (e) {
+      // The answer is still good; only its continuation is lost. Never fail the request for it.
+      deps.logger.error({ reqId: ctx.state.requestId, err: (e as Error).message }, 'storing response failed');
+    }
+  }
+
+  /** Native pass-through to an upstream /responses. */
+  async function nativeResponses(ctx: Ctx, t: Turn): Promise<void> {
+    const adapter = deps.providers.openai(t.model);
+    const body: Record<string, unknown> = { ...t.req, model: t.model.upstreamModel, input: [...t.history, ...t.input] };
+    delete body.previous_response_id;
+    const payload = JSON.stringify(body);
+    const bytes = Buffer.byteLength(payload);
+    const maxOut = t.req.max_output_tokens ?? t.model.maxOutputTokens ?? DEFAULT_MAX_OUTPUT_TOKENS;
+    const meter = await openMeter(deps.credit, owner(ctx), t.model.id, OPERATION, nativeMaxCost(t.model, bytes, maxOut, countImages(body.input)));
+    if (t.req.stream !== true) {
+      let obj: ResponseObject;
+      let raw: Buffer;
+      try {
+        raw = (await adapter.postJson('/responses', payload, { signal: t.sink.signal })).body;
+        obj = JSON.parse(raw.toString('utf8')) as ResponseObject;
+      } catch (e) {
+        meter.cancel({}, e instanceof ApiError ? e.status : 502);
+        if (e instanceof SyntaxError) throw new ApiError(502, 'The upstream provider sent an invalid response.', 'upstream_error', null, 'upstream_error');
+        throw e;
+      }
+      settleUsage(meter, t.model, usageOf(obj) ?? estimateFromDelivered(bytes, raw.length));
+      await store(ctx, t, obj);
+      ctx.type = 'application/json';
+      ctx.body = raw;
+      return;
+    }
+    const res = await upstreamStream(adapter, '/responses', payload, meter, t.sink);
+    await pipeNativeStream(ctx, t, meter, res.body, bytes);
+  }
+
+  async function upstreamStream(adapter: OpenAICompatibleAdapter, path: string, payload: string, meter: Meter, sink: SseSink) {
+    try {
+      return await adapter.postStream(path, payload, { signal: sink.signal });
+    } catch (e) {
+      meter.cancel({}, e instanceof ApiError ? e.status : 499);
+      throw e;
+    }
+  }
+
+  /** Forwards each upstream chunk at once; reads usage and the final response from the events as they pass. */
+  async function pipeNativeStream(ctx: Ctx, t: Turn, meter: Meter, body: AsyncIterable<Uint8Array>, bytes: number): Promise<void> {
+    const sink = t.sink;
+    sink.open();
+    const dec = new SseDecoder();
+    let lastSeq = -1;
+    let shell: Record<string, unknown> | null = null;
+    let final: Record<string, unknown> | null = null;
+    let delivered = 0;
+    let failed = false;
+    try {
+      for await (const chunk of body) {
+        for (const ev of dec.push(chunk)) {
+          let e: any;
+          try {
+            e = JSON.parse(ev.data);
+          } catch {
+            continue;
+          }
+          if (typeof e?.sequence_number === 'number') lastSeq = e.sequence_number;
+          if (typeof e?.delta === 'string') delivered += e.delta.length;
+          if (e?.type === 'response.created' || e?.type === 'response.in_progress') shell = e.response ?? shell;
+          if (TERMINAL.has(e?.type)) final = e.response ?? null;
+        }
+        if (sink.ended) continue; // the answer is complete: let the upstream finish its response (connection reuse)
+        // Stored before the client sees the final event, so an immediate continuation finds it.
+        if (final && final.status !== 'failed') await store(ctx, t, final);
+        if (!(await sink.write(chunk))) break;
+        if (final) sink.end();
+      }
+    } catch (e) {
+      if (!sink.clientGone) deps.logger.warn({ reqId: meter.id, err: (e as Error).message }, 'responses upstream stream failed');
+    }
+    if (!final && !sink.clientGone) {
+      // Clients (Codex) need a terminal event; the upstream stopped without one.
+      failed = true;
+      const response = { ...(shell ?? { id: newId('resp'), object: 'response', model: t.req.model, output: [] }), status: 'failed', error: { code: 'server_error', message: 'The upstream provider stream was interrupted.' } };
+      await sink.write(formatSse({ event: 'response.failed', data: { type: 'response.failed', sequence_number: lastSeq + 1, response } }));
+    }
+    sink.end();
+    const u = final ? usageOf(final as ResponseObject) : null;
+    settleUsage(meter, t.model, u ?? estimateFromDelivered(bytes, delivered), u ? 200 : sink.clientGone ? 499 : failed ? 502 : 200);
+  }
+
+  /** Any chat model: responses -> chat completions -> responses (streamed event by event). */
+  async function translatedResponses(ctx: Ctx, t: Turn): Promise<void> {
+    const adapter = deps.providers.openai(t.model);
+    const { chat, tools } = responsesToChat({ ...t.req, input: t.input }, { upstreamModel: t.model.upstreamModel, maxOutputTokens: t.model.maxOutputTokens, history: t.history });
+    const payload = JSON.stringify(chat);
+    const bytes = Buffer.byteLength(payload);
+    const meter = await openMeter(deps.credit, owner(ctx), t.model.id, OPERATION, estimateChatMaxCost(t.model, chat, bytes).maxCost);
+    const shell: ResponseShell = { id: newId('resp'), model: t.req.model, createdAt: Math.floor(Date.now() / 1000), request: t.req };
+    if (t.req.stream !== true) {
+      let c: ChatCompletion;
+      try {
+        const res = await adapter.postJson('/chat/completions', payload, { signal: t.sink.signal });
+        c = JSON.parse(res.body.toString('utf8')) as ChatCompletion;
+      } catch (e) {
+        meter.cancel({}, e instanceof ApiError ? e.status : 502);
+        if (e instanceof SyntaxError) throw new ApiError(502, 'The upstream provider sent an invalid response.', 'upstream_error', null, 'upstream_error');
+        throw e;
+      }
+      const obj = chatToResponses(c, { ...shell, tools });
+      const u = c.usage;
+      settleUsage(meter, t.model, u ? { input: u.prompt_tokens, output: u.completion_tokens, cached: u.prompt_tokens_details?.cached_tokens ?? 0, estimated: false } : estimateFromDelivered(bytes, JSON.stringify(obj.output).length));
+      await store(ctx, t, obj);
+      ctx.body = obj;
+      return;
+    }
+    const res = await upstreamStream(adapter, '/chat/completions', payload, meter, t.sink);
+    const sink = t.sink;
+    sink.open();
+    const usage = new StreamUsage(bytes);
+    const tr = new ChatToResponsesStream(shell, tools, { inputTokensEstimate: tokensFromChars(bytes) });
+    let failed = false;
+    const flush = async (out: string) => {
+      if (tr.done && tr.final) await store(ctx, t, tr.final);
+      return out ? sink.write(out) : !sink.clientGone;
+    };
+    try {
+      await sink.write(tr.start().map(formatSse).join(''));
+      for await (const batch of sseBatches(res.body)) {
+        let out = '';
+        let ended = false;
+        for (const ev of batch) {
+          if (ev.data === '[DONE]') {
+            ended = true;
+            break;
+          }
+          let chunk: ChatChunk & { error?: { message?: string } };
+          try {
+            chunk = JSON.parse(ev.data);
+          } catch {
+            continue;
+          }
+          if (chunk.error) {
+            failed = true;
+            out += tr.fail('server_error', String(chunk.error.message ?? 'upstream error')).map(formatSse).join('');
+            break;
+          }
+          usage.observeChat(chunk);
+          for (const e of tr.push(chunk)) out += formatSse(e);
+        }
+        if (!(await flush(out)) || failed || ended) break;
+      }
+      if (!failed && !sink.clientGone) await flush(tr.end().map(formatSse).join(''));
+    } catch (e) {
+      if (!sink.clientGone) {
+        failed = true;
+        deps.logger.warn({ reqId: meter.id, err: (e as Error).message }, 'chat upstream stream failed');
+        await sink.write(tr.fail('server_error', 'The upstream provider stream was interrupted.').map(formatSse).join(''));
+      }
+    }
+    sink.end();
+    const tok = usage.tokens();
+    const cached = Number((usage.usage?.prompt_tokens_details as { cached_tokens?: number } | undefined)?.cached_tokens ?? 0);
+    settleUsage(meter, t.model, { input: tok.prompt, output: tok.completion, cached, estimated: tok.estimated }, sink.clientGone ? 499 : failed ? 502 : 200);
+  }
+
+  return router;
+}
+
+function usageOf(r: ResponseObject): { input: number; output: number; cached: number; estimated: false } | null {
+  const u = r?.usage;
+  if (!u || typeof u.input_tokens !== 'number' || typeof u.output_tokens !== 'number') return null;
+  return { input: u.input_tokens, output: u.output_tokens, cached: u.input_tokens_details?.cached_tokens ?? 0, estimated: false };
+}
+
+function owner(ctx: Ctx) {
+  const p = ctx.state.principal!;
+  return { accountId: p.accountId, keyId: p.keyId };
 }

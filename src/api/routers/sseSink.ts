@@ -59,6 +59,10 @@ export class SseSink {
     return !this.gone;
   }
 
+  get ended(): boolean {
+    return this.ctx.res.writableEnded;
+  }
+
   end(): void {
     if (!this.ctx.res.writableEnded) this.ctx.res.end();
   }
