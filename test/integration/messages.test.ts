@@ -105,7 +105,7 @@ describe.each(paths)('%s path', (_name, model) => {
       expect(upstreamCalls('/anthropic/v1/messages/count_tokens')).toHaveLength(1);
       expect(r.input_tokens).toBeGreaterThan(100);
     } else {
-      expect(r.input_tokens).toBe(estimateInputTokens(params));
+      expect(r.input_tokens).toBe(estimateInputTokens(params as unknown as Parameters<typeof estimateInputTokens>[0]));
     }
   });
 
@@ -223,7 +223,7 @@ describe('errors and headers', () => {
   test('anthropic-version is required', async () => {
     const res = await fetch(`${gw.url}/v1/messages`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': key }, body: JSON.stringify({ model: NATIVE, max_tokens: 10, messages: [{ role: 'user', content: 'x' }] }) });
     expect(res.status).toBe(400);
-    const body = await res.json();
+    const body = (await res.json()) as { error: { message: string } };
     expect(body).toMatchObject({ type: 'error', error: { type: 'invalid_request_error' } });
     expect(body.error.message).toContain('anthropic-version');
   });
