@@ -1,0 +1,45 @@
+import { Readable, Transform, type TransformCallback } from 'node:stream';
+
+/** Parses `bytes <first>-<last>/<total|*>` (RFC 9110 Content-Range). */
+export function parseContentRange(v: string | undefined): { first: number; last: number } | null {
+  const m = v ? /^bytes (\d+)-(\d+)\/(\d+|\*)$/.exec(v.trim()) : null;
+  return m ? { first: Number(m[1]), last: Number(m[2]) } : null;
+}
+
+/**
+ * Cuts the inclusive range [skip, skip + length) out of a stream. Used when a server answers a ranged GET with
+ * more than was asked (HTTP lets a server ignore Range and send 200; some S3 emulators mis-handle `bytes=0-0`).
+ * Once the range is out, the source is destroyed so the rest of the body is not downloaded.
+ */
+export function sliceStream(source: Readable, skip: number, length: number): Readable {
+  let toSkip = skip;
+  let remaining = length;
+  const out = new Transform({
+    transform(chunk: Buffer, _enc: BufferEncoding, cb: TransformCallback) {
+      if (remaining <= 0) return cb();
+      let c = chunk;
+      if (toSkip > 0) {
+        const n = Math.min(toSkip, c.length);
+        toSkip -= n;
+        c = c.subarray(n);
+      }
+      if (c.length > remaining) c = c.subarray(0, remaining);
+      remaining -= c.length;
+      if (c.length > 0) this.push(c);
+      if (remaining <= 0) {
+        this.push(null);
+        source.unpipe(this);
+        source.destroy();
+      }
+      cb();
+    },
+  });
+  source.on('error', (e) => { if (remaining > 0) out.destroy(e); });
+  if (length <= 0) {
+    source.destroy();
+    out.end();
+    return out;
+  }
+  source.pipe(out);
+  return out;
+}
