@@ -192,7 +192,7 @@
       if (!scope.alive()) return;
     }
     if (!route) {
-      return layout(app, null, (main) => replace(main, emptyState('🧭', 'Page not found', 'There is no console page at this address.', link('/keys', 'Go to API keys', { class: 'button' }))));
+      return layout(app, null, (main) => replace(main, emptyState('search', 'Page not found', 'There is no console page at this address.', link('/keys', 'Go to API keys', { class: 'button' }))));
     }
     if (route.public) return route.page(app, params, query, scope);
     if (route.operator && state.me.user.role !== 'operator') {
@@ -239,12 +239,27 @@
   function loading(text) {
     return h('div', { class: 'state', role: 'status' }, h('span', { class: 'spinner' }), ' ', text || 'Loading…');
   }
-  function emptyState(icon, title, text, action) {
-    return h('div', { class: 'state empty' }, h('div', { class: 'icon', 'aria-hidden': 'true' }, icon), h('h3', null, title), text ? h('p', null, text) : null, action || null);
+  // Line icons drawn as SVG paths (emoji fonts are missing on many systems).
+  const ICONS = {
+    key: 'M15 7a4 4 0 1 1-3.9 4.9L4 19v-3h2v-2h2l1.2-1.2A4 4 0 0 1 15 7z M16 10h.01',
+    ledger: 'M5 4h14v16H5z M9 8h6 M9 12h6 M9 16h3',
+    chart: 'M4 20h16 M7 16v-4 M12 16V8 M17 16v-7',
+    film: 'M3 6h18v12H3z M7 6v12 M17 6v12 M3 10h4 M3 14h4 M17 10h4 M17 14h4',
+    search: 'M11 4a7 7 0 1 1 0 14a7 7 0 0 1 0-14z M16 16l4 4',
+    grid: 'M4 4h7v7H4z M13 4h7v7h-7z M4 13h7v7H4z M13 13h7v7h-7z',
+    users: 'M9 11a3.5 3.5 0 1 0 0-7a3.5 3.5 0 0 0 0 7z M3 20c0-3.3 2.7-6 6-6s6 2.7 6 6 M16 4.5a3.5 3.5 0 0 1 0 6.5 M18 14c2 .8 3 3 3 6',
+    alert: 'M12 3l10 17H2z M12 10v4 M12 17v.5',
+  };
+  function icon(name) {
+    return s('svg', { class: 'icon', viewBox: '0 0 24 24', width: 40, height: 40, fill: 'none', stroke: 'currentColor', 'stroke-width': 1.6, 'stroke-linecap': 'round', 'stroke-linejoin': 'round', 'aria-hidden': 'true' },
+      s('path', { d: ICONS[name] || ICONS.grid }));
+  }
+  function emptyState(iconName, title, text, action) {
+    return h('div', { class: 'state empty' }, icon(iconName), h('h3', null, title), text ? h('p', null, text) : null, action || null);
   }
   function errorState(err, retry) {
     return h('div', { class: 'state error', role: 'alert' },
-      h('div', { class: 'icon', 'aria-hidden': 'true' }, '⚠'),
+      icon('alert'),
       h('h3', null, err && err.status === 403 ? 'Not allowed' : 'Something went wrong'),
       h('p', null, (err && err.message) || String(err)),
       retry ? h('button', { class: 'secondary', onclick: retry }, 'Try again') : null);
@@ -384,7 +399,7 @@
         h('div', { class: 'media-actions' }, h('button', { type: 'button', class: 'secondary small', onclick: () => replace(newKey) }, 'I have saved it'))));
     }
     const refresh = () => load(list, scope, () => api('GET', '/keys'), ({ data }) => {
-      if (!data.length) return replace(list, emptyState('🔑', 'No API keys yet', 'Create a key above, then send it as “Authorization: Bearer <key>” to the /v1 API.'));
+      if (!data.length) return replace(list, emptyState('key', 'No API keys yet', 'Create a key above, then send it as “Authorization: Bearer <key>” to the /v1 API.'));
       replace(list, table(
         [{ label: 'Name' }, { label: 'Key' }, { label: 'Created', cls: 'hide-sm' }, { label: 'Last used' }, { label: '' }],
         data.map((k) => h('tr', { 'data-key-id': k.id, class: k.revokedAt ? 'revoked' : null },
@@ -432,7 +447,7 @@
       const k = KIND[e.kind] || { label: e.kind, cls: '', sign: '' };
       const amountCls = e.kind === 'topped_up' ? 'amount-pos' : e.kind === 'charged' ? 'amount-neg' : 'amount-muted';
       return h('tr', { 'data-kind': e.kind },
-        h('td', { class: 'nowrap' }, when(e.createdAt)),
+        h('td', { class: 'time' }, when(e.createdAt)),
         h('td', null, h('span', { class: 'badge ' + k.cls }, k.label)),
         h('td', { class: 'num ' + amountCls }, k.sign + vnd(e.amount)),
         h('td', { class: 'nowrap' }, ledgerRef(e)),
@@ -465,7 +480,7 @@
       };
       const ledger = b.ledger.length
         ? [h('div', { class: 'table-wrap' }, h('table', { id: 'ledger' }, h('thead', null, h('tr', null, LEDGER_HEAD.map((c) => h('th', { class: c.cls || null }, c.label)))), tbody)), more]
-        : emptyState('📒', 'No ledger entries yet', 'Top-ups, holds, releases and charges appear here as soon as they happen.');
+        : emptyState('ledger', 'No ledger entries yet', 'Top-ups, holds, releases and charges appear here as soon as they happen.');
       replace(body, balanceCards(b), h('section', { class: 'panel' }, h('h2', null, 'Ledger'), ledger));
       if (b.ledger.length) addPage(b);
     });
@@ -506,6 +521,12 @@
     if (n >= 1e3) return num(Math.round(n / 100) / 10) + 'k';
     return num(n);
   }
+  /** The smallest 1, 2 or 5 x 10^k at or above n (a round top for the chart's axis). */
+  function niceCeil(n) {
+    const p = Math.pow(10, Math.floor(Math.log10(n)));
+    for (const m of [1, 2, 5, 10]) if (m * p >= n) return m * p;
+    return 10 * p;
+  }
   /** Stacked bars per day, one colour per model; hand-written SVG. */
   function usageChart(rows, from, to, metric, colors) {
     const days = daysBetween(from, to);
@@ -513,7 +534,7 @@
     for (const r of rows) if (byDay.has(r.day)) byDay.get(r.day).push(r);
     const value = (r) => (metric === 'cost' ? r.costVnd : r.requests);
     const totals = days.map((d) => byDay.get(d).reduce((a, r) => a + value(r), 0));
-    const max = Math.max(1, ...totals);
+    const max = niceCeil(Math.max(1, ...totals));
     const W = 720;
     const H = 240;
     const L = 52;
@@ -525,11 +546,11 @@
     const bw = Math.max(2, Math.min(36, step * 0.7));
     const y = (v) => T + plotH - (v / max) * plotH;
     const svg = s('svg', { class: 'chart', id: 'usage-chart', viewBox: '0 0 ' + W + ' ' + H, role: 'img', 'aria-label': (metric === 'cost' ? 'Cost' : 'Requests') + ' per day by model' });
-    for (const f of [0, 0.5, 1]) {
+    for (const f of max % 2 === 0 ? [0, 0.5, 1] : [0, 1]) {
       const v = max * f;
       appendKids(svg, [
         s('line', { class: 'grid', x1: L, x2: W - 8, y1: y(v), y2: y(v) }),
-        s('text', { x: L - 6, y: y(v) + 4, 'text-anchor': 'end' }, metric === 'cost' ? compact(v) : compact(Math.round(v))),
+        s('text', { x: L - 6, y: y(v) + 4, 'text-anchor': 'end' }, compact(v)),
       ]);
     }
     const every = Math.ceil(days.length / 8);
@@ -572,7 +593,7 @@
     const body = h('div');
     replace(main, pageHead('Usage', 'API requests per day and model, with their cost.'), form, body);
     load(body, scope, () => api('GET', '/usage?' + new URLSearchParams({ from, to, tz }).toString()), (u) => {
-      if (!u.rows.length) return replace(body, h('section', { class: 'panel' }, emptyState('📈', 'No usage in this period', 'Requests made with your API keys between ' + from + ' and ' + to + ' will show here.')));
+      if (!u.rows.length) return replace(body, h('section', { class: 'panel' }, emptyState('chart', 'No usage in this period', 'Requests made with your API keys between ' + from + ' and ' + to + ' will show here.')));
       const models = Array.from(new Set(u.rows.map((r) => r.model))).sort();
       const colors = new Map(models.map((m, i) => [m, PALETTE[i % PALETTE.length]]));
       const perModel = models.map((m) => {
@@ -609,7 +630,7 @@
   const running = (j) => j.status === 'submitted' || j.status === 'processing';
   function jobRows(jobs, opts) {
     return jobs.map((j) => h('tr', { class: opts.clickable ? 'clickable' : null, 'data-job-id': j.id, 'data-status': j.status, onclick: opts.clickable ? (e) => { if (!e.target.closest('a')) go('/jobs/' + j.id); } : null },
-      h('td', { class: 'nowrap' }, opts.clickable ? link('/jobs/' + j.id, when(j.createdAt)) : when(j.createdAt)),
+      h('td', { class: 'time' }, opts.clickable ? link('/jobs/' + j.id, when(j.createdAt)) : when(j.createdAt)),
       h('td', null, statusBadge(j.status)),
       h('td', { class: 'hide-sm' }, j.model),
       h('td', { class: 'truncate', title: j.prompt }, j.prompt),
@@ -636,7 +657,7 @@
         first = false;
         replace(body, data.length
           ? table([{ label: 'Created' }, { label: 'Status' }, { label: 'Model', cls: 'hide-sm' }, { label: 'Prompt' }, { label: 'Length', cls: 'num' }, { label: 'Cost', cls: 'num' }], jobRows(data, { clickable: true }))
-          : emptyState('🎬', status ? 'No ' + status + ' jobs' : 'No video jobs yet', 'Submit one with POST /v1/videos using one of your API keys; it appears here at once.'));
+          : emptyState('film', status ? 'No ' + status + ' jobs' : 'No video jobs yet', 'Submit one with POST /v1/videos using one of your API keys; it appears here at once.'));
         const any = data.some(running);
         replace(live, any ? h('span', { class: 'live', id: 'live-refresh' }, 'Updating while jobs run') : null);
         if (any) scope.later(2000, refresh);
@@ -681,7 +702,7 @@
         if (running(j)) scope.later(2000, refresh);
       } catch (e) {
         if (!scope.alive() || e.status === 401) return;
-        replace(body, e.status === 404 ? emptyState('🔎', 'Job not found', 'There is no video job with this id on your account.', link('/jobs', 'All video jobs', { class: 'button secondary' })) : errorState(e, () => { first = true; refresh(); }));
+        replace(body, e.status === 404 ? emptyState('search', 'Job not found', 'There is no video job with this id on your account.', link('/jobs', 'All video jobs', { class: 'button secondary' })) : errorState(e, () => { first = true; refresh(); }));
       }
     };
     refresh();
@@ -700,7 +721,7 @@
       if (!res.ok) throw new ApiError('Could not load the price list (HTTP ' + res.status + ').', res.status);
       return res.json();
     }, ({ data }) => {
-      if (!data.length) return replace(body, h('section', { class: 'panel' }, emptyState('🧩', 'No models', 'The catalog lists no models yet.')));
+      if (!data.length) return replace(body, h('section', { class: 'panel' }, emptyState('grid', 'No models', 'The catalog lists no models yet.')));
       const modes = Array.from(new Set(data.map((m) => m.mode)));
       replace(body, modes.map((mode) => h('section', { class: 'panel' }, h('h2', null, mode[0].toUpperCase() + mode.slice(1) + ' models'), table(
         [{ label: 'Model' }, { label: 'Price' }, { label: 'Details', cls: 'hide-sm' }],
@@ -742,7 +763,7 @@
       h('section', { class: 'panel' }, h('h2', null, 'New account'), form, err),
       h('section', { class: 'panel' }, h('div', { class: 'page-head' }, h('h2', null, 'All accounts'), h('div', null, filter)), list));
     load(list, scope, () => api('GET', '/admin/accounts'), ({ data }) => {
-      if (!data.length) return replace(list, emptyState('🏦', 'No accounts yet', 'Create the first account above.'));
+      if (!data.length) return replace(list, emptyState('users', 'No accounts yet', 'Create the first account above.'));
       const tbody = h('tbody');
       const draw = () => {
         const q = filter.value.trim().toLowerCase();
@@ -754,7 +775,7 @@
           h('td', { class: 'num' }, vnd(a.balance)),
           h('td', { class: 'num hide-sm' }, String(a.logins)),
           h('td', { class: 'num hide-sm' }, String(a.keys)),
-          h('td', { class: 'nowrap hide-sm' }, when(a.createdAt)))) : h('tr', null, h('td', { colspan: 7 }, emptyState('🔎', 'No match', 'No account matches “' + q + '”.'))));
+          h('td', { class: 'nowrap hide-sm' }, when(a.createdAt)))) : h('tr', null, h('td', { colspan: 7 }, emptyState('search', 'No match', 'No account matches “' + q + '”.'))));
       };
       filter.addEventListener('input', draw);
       draw();
@@ -785,14 +806,14 @@
       replace(cards, balanceCards(a));
       replace(logins, a.logins.length ? table([{ label: 'Email' }, { label: 'Role' }, { label: 'Created', cls: 'hide-sm' }],
         a.logins.map((u) => h('tr', null, h('td', null, u.email, u.disabledAt ? h('span', { class: 'badge muted' }, ' disabled') : null), h('td', null, u.role), h('td', { class: 'hide-sm nowrap' }, when(u.createdAt)))))
-        : emptyState('👤', 'No logins', 'Add one below so the customer can sign in.'));
+        : emptyState('users', 'No logins', 'Add one below so the customer can sign in.'));
       replace(ledger, a.ledger.length ? table(LEDGER_HEAD, ledgerRows(a.ledger).map((tr) => { tr.querySelectorAll('a').forEach((x) => x.replaceWith(x.textContent)); return tr; }))
-        : emptyState('📒', 'No ledger entries yet', 'Top-ups and charges appear here.'));
+        : emptyState('ledger', 'No ledger entries yet', 'Top-ups and charges appear here.'));
     });
     load(jobs, scope, () => api('GET', '/admin/accounts/' + id + '/jobs?limit=100' + (status ? '&status=' + status : '')), ({ data }) => {
       replace(jobs, data.length
         ? table([{ label: 'Created' }, { label: 'Status' }, { label: 'Model', cls: 'hide-sm' }, { label: 'Prompt' }, { label: 'Length', cls: 'num' }, { label: 'Cost', cls: 'num' }, { label: 'Temporal' }], jobRows(data, { temporal: true }))
-        : emptyState('🎬', status ? 'No ' + status + ' jobs' : 'No video jobs', 'This account has not submitted any video jobs' + (status ? ' with this status.' : ' yet.')));
+        : emptyState('film', status ? 'No ' + status + ' jobs' : 'No video jobs', 'This account has not submitted any video jobs' + (status ? ' with this status.' : ' yet.')));
     });
     refresh();
 
