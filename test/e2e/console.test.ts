@@ -65,7 +65,7 @@ test('customer: sign in, create a key, use it, see the charge, revoke it and see
   expect(key).toMatch(/^sk-gw-[\w-]{32}$/);
   await page.click('#copy-key');
   await page.waitForSelector('text=Copied to the clipboard.');
-  expect(await page.evaluate(() => navigator.clipboard.readText())).toBe(key);
+  expect(await page.evaluate('navigator.clipboard.readText()')).toBe(key);
   const row = page.locator('tr', { hasText: 'e2e laptop' });
   await row.waitFor();
   expect(await row.textContent()).toContain(key.slice(0, 12) + '…');
@@ -163,7 +163,7 @@ test('customer: sign in, create a key, use it, see the charge, revoke it and see
     await page.goto(gw.url + '/console' + path);
     await page.waitForSelector(ready);
     // Nothing overflows the screen sideways (tables scroll inside their panel).
-    expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(PHONE.width);
+    expect(await page.evaluate('document.documentElement.scrollWidth')).toBeLessThanOrEqual(PHONE.width);
     await shot(page, name);
   }
   await page.setViewportSize(DESKTOP);
@@ -209,7 +209,7 @@ test('operator: accounts with balances, top-up with a reason (once per submissio
   await page.dblclick('#topup-submit');
   await page.waitForSelector('.form-ok');
   expect(plain(await page.textContent('.form-ok'))).toMatch(/Topped up 500\.000 ₫|already recorded/);
-  await page.waitForFunction((want) => document.querySelector('#bal-total')?.textContent?.replace(/\u00a0/g, ' ') === want, vndText(before.balance + 500_000));
+  await page.locator('#bal-total', { hasText: vndText(before.balance + 500_000).replace(' ', '\u00a0') }).waitFor();
   const topups = await gw.deps.db.query(`SELECT amount, memo FROM ledger_events WHERE account_id = $1 AND kind = 'topped_up' ORDER BY id`, [customer.accountId]);
   expect(topups.rows.map((r) => r.amount)).toEqual([START_BALANCE, 500_000]);
   expect(topups.rows[1].memo).toBe(`Chuyển khoản #1234 (by ${op.email})`);
