@@ -48,6 +48,8 @@ export interface ModelConfig {
   family?: string;
   /** Chat models of an `openai` provider: `responses` when the upstream speaks the Responses API natively. */
   api?: 'chat' | 'responses';
+  /** Chat models: a reasoning model (takes reasoning_effort and max_completion_tokens, as OpenAI o-series / gpt-5). */
+  reasoning?: boolean;
 }
 
 export interface CatalogFile { providers: Record<string, Omit<ProviderConfig, 'id'>>; models: ModelConfig[] }
@@ -82,7 +84,7 @@ const schema = {
           aliases: { type: 'array', items: { type: 'string' } },
           allowedDurations: { type: 'array', items: { type: 'integer', minimum: 1 }, minItems: 1 },
           defaultDuration: { type: 'integer', minimum: 1 }, family: { type: 'string' },
-          api: { enum: ['chat', 'responses'] },
+          api: { enum: ['chat', 'responses'] }, reasoning: { type: 'boolean' },
         },
         additionalProperties: false,
       },

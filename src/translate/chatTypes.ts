@@ -30,6 +30,8 @@ export interface ChatRequest {
   tool_choice?: ChatToolChoice;
   parallel_tool_calls?: boolean;
   max_tokens?: number;
+  /** Reasoning models take this instead of max_tokens. */
+  max_completion_tokens?: number;
   stop?: string[];
   temperature?: number;
   top_p?: number;

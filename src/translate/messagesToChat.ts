@@ -14,6 +14,21 @@ export interface TranslateOptions {
   upstreamModel: string;
   /** The model's output cap: max_tokens above it is lowered (coding clients ask for up to 128k). */
   maxOutputTokens?: number;
+  /**
+   * A reasoning model: thinking / effort settings become reasoning_effort and the cap is sent as
+   * max_completion_tokens. Other chat models reject both (OpenAI answers 400), so they get neither.
+   */
+  reasoning?: boolean;
+}
+
+/** Puts the output cap and the effort on a chat request the way the upstream model takes them. */
+export function applyLimits(chat: ChatRequest, max: number | undefined, effort: ChatRequest['reasoning_effort'], opts: TranslateOptions): void {
+  if (max !== undefined && Number.isInteger(max) && max > 0) {
+    const capped = opts.maxOutputTokens ? Math.min(max, opts.maxOutputTokens) : max;
+    if (opts.reasoning) chat.max_completion_tokens = capped;
+    else chat.max_tokens = capped;
+  }
+  if (effort && opts.reasoning) chat.reasoning_effort = effort;
 }
 
 export function imageUrlOf(b: AnthropicImageBlock): string | null {
@@ -156,15 +171,12 @@ export function messagesToChat(req: MessagesRequest, opts: TranslateOptions): Ch
       if (tc.disable_parallel_tool_use === true) chat.parallel_tool_calls = false;
     }
   }
-  const max = opts.maxOutputTokens ? Math.min(req.max_tokens, opts.maxOutputTokens) : req.max_tokens;
-  if (Number.isInteger(max) && max > 0) chat.max_tokens = max;
+  applyLimits(chat, req.max_tokens, reasoningEffort(req), opts);
   if (req.stop_sequences?.length) chat.stop = req.stop_sequences;
   if (typeof req.temperature === 'number') chat.temperature = req.temperature;
   if (typeof req.top_p === 'number') chat.top_p = req.top_p;
   const user = req.metadata?.user_id;
   if (typeof user === 'string' && user.length > 0 && user.length <= 256) chat.user = user;
-  const effort = reasoningEffort(req);
-  if (effort) chat.reasoning_effort = effort;
   if (req.stream) {
     chat.stream = true;
     chat.stream_options = { include_usage: true };

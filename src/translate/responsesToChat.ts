@@ -1,7 +1,7 @@
 import type { ChatContentPart, ChatFunctionTool, ChatMessage, ChatRequest, ChatTextPart, ChatToolChoice } from './chatTypes';
 import type { ResponsesContentPart, ResponsesItem, ResponsesRequest, ResponsesTool } from './responsesTypes';
 import { ToolNameMap } from './toolNames';
-import { normalizeEffort, type ChatTranslation, type TranslateOptions } from './messagesToChat';
+import { applyLimits, normalizeEffort, type ChatTranslation, type TranslateOptions } from './messagesToChat';
 
 /**
  * OpenAI Responses request -> Chat Completions request (reference 4.1). Chat upstreams only have function tools, so
@@ -157,13 +157,9 @@ export function responsesToChat(req: ResponsesRequest, opts: TranslateOptions & 
     if (tc) chat.tool_choice = tc;
     if (typeof req.parallel_tool_calls === 'boolean') chat.parallel_tool_calls = req.parallel_tool_calls;
   }
-  if (typeof req.max_output_tokens === 'number' && req.max_output_tokens > 0) {
-    chat.max_tokens = opts.maxOutputTokens ? Math.min(req.max_output_tokens, opts.maxOutputTokens) : req.max_output_tokens;
-  }
+  applyLimits(chat, req.max_output_tokens ?? undefined, normalizeEffort(req.reasoning?.effort), opts);
   if (typeof req.temperature === 'number') chat.temperature = req.temperature;
   if (typeof req.top_p === 'number') chat.top_p = req.top_p;
-  const effort = normalizeEffort(req.reasoning?.effort);
-  if (effort) chat.reasoning_effort = effort;
   const f = req.text?.format;
   if (f?.type === 'json_schema') {
     chat.response_format = { type: 'json_schema', json_schema: { name: f.name ?? 'response', schema: f.schema ?? {}, ...(typeof f.strict === 'boolean' ? { strict: f.strict } : {}), ...(f.description ? { description: f.description } : {}) } };

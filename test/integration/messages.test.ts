@@ -138,7 +138,7 @@ describe.each(paths)('%s path', (_name, model) => {
       expect(events.some((e) => e.data.type === 'content_block_delta' && e.data.delta.type === 'thinking_delta')).toBe(true);
     } else {
       const up = upstreamCalls('/openai/v1/chat/completions')[0].body as any;
-      expect(up.reasoning_effort).toBe('high');
+      expect(up.reasoning_effort).toBeUndefined(); // gpt-4o-mini is not a reasoning model: OpenAI would refuse it
       expect(up.messages[0].role).toBe('system');
       expect(up.messages[up.messages.length - 1]).toEqual({ role: 'system', content: 'Respond concisely.' });
       expect(up.stream_options).toEqual({ include_usage: true });
@@ -248,6 +248,14 @@ describe('errors and headers', () => {
     const failed = rows.filter((r) => r.status === 529);
     expect(failed).toHaveLength(1);
     expect(Number(failed[0].cost_vnd)).toBe(0);
+  });
+
+  test('a reasoning chat model gets thinking as reasoning_effort and the cap as max_completion_tokens', async () => {
+    const m = await client().messages.stream({ model: 'o4-mini', max_tokens: 128000, thinking: { type: 'adaptive' }, output_config: { effort: 'low' }, messages: [{ role: 'user', content: 'think' }] } as Anthropic.MessageStreamParams).finalMessage();
+    expect(m.content[0]).toMatchObject({ text: 'You said: think' });
+    const up = upstreamCalls('/openai/v1/chat/completions')[0].body as any;
+    expect(up).toMatchObject({ model: 'o4-mini', reasoning_effort: 'low', max_completion_tokens: 100000, stream: true });
+    expect(up.max_tokens).toBeUndefined();
   });
 
   test('Claude aliases route to the native model', async () => {

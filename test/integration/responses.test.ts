@@ -133,7 +133,7 @@ describe.each(paths)('%s path', (_name, model) => {
       expect(sent.messages[0]).toMatchObject({ role: 'system', content: expect.stringContaining('You are Codex') });
       expect(sent.tools.map((t: any) => t.function.name)).toEqual(['shell', 'mcp_files__read_file', 'codex__apply_patch']);
       expect(sent.tool_choice).toEqual({ type: 'function', function: { name: 'codex__apply_patch' } });
-      expect(sent.reasoning_effort).toBe('high');
+      expect(sent.reasoning_effort).toBeUndefined(); // not a reasoning model
       const raw = JSON.stringify(sent);
       for (const s of ['web_search', 'encrypted_content', 'prompt_cache_key', 'client_metadata', '"namespace"']) expect(raw).not.toContain(s);
       expect(call.input).toBe('example');

@@ -57,7 +57,7 @@ function claudeCodeShaped(): MessagesRequest {
 
 describe('messagesToChat', () => {
   test('maps a Claude-Code-shaped request: system, trailing system, tool results first, images, tools, effort', () => {
-    const { chat, tools } = messagesToChat(claudeCodeShaped(), { upstreamModel: 'up-model', maxOutputTokens: 16384 });
+    const { chat, tools } = messagesToChat(claudeCodeShaped(), { upstreamModel: 'up-model', maxOutputTokens: 16384, reasoning: true });
     const short = shortenToolName(LONG);
     expect(short).toHaveLength(64);
     expect(chat.model).toBe('up-model');
@@ -82,7 +82,8 @@ describe('messagesToChat', () => {
     ]);
     expect(chat.tool_choice).toBe('required');
     expect(chat.parallel_tool_calls).toBe(false);
-    expect(chat.max_tokens).toBe(16384);
+    expect(chat.max_completion_tokens).toBe(16384);
+    expect(chat.max_tokens).toBeUndefined();
     expect(chat.stop).toEqual(['END']);
     expect(chat.temperature).toBe(0.5);
     expect(chat.reasoning_effort).toBe('high');
@@ -96,11 +97,13 @@ describe('messagesToChat', () => {
 
   test('thinking budgets map to reasoning_effort buckets; disabled sends none', () => {
     const base = { model: 'm', max_tokens: 10, messages: [{ role: 'user' as const, content: 'hi' }] };
-    expect(messagesToChat({ ...base, thinking: { type: 'enabled', budget_tokens: 31999 } }, { upstreamModel: 'u' }).chat.reasoning_effort).toBe('high');
-    expect(messagesToChat({ ...base, thinking: { type: 'enabled', budget_tokens: 2000 } }, { upstreamModel: 'u' }).chat.reasoning_effort).toBe('low');
-    expect(messagesToChat({ ...base, thinking: { type: 'adaptive' } }, { upstreamModel: 'u' }).chat.reasoning_effort).toBe('medium');
-    expect(messagesToChat({ ...base, thinking: { type: 'disabled' } }, { upstreamModel: 'u' }).chat.reasoning_effort).toBeUndefined();
-    expect(messagesToChat(base, { upstreamModel: 'u' }).chat).toEqual({ model: 'u', messages: [{ role: 'user', content: 'hi' }], max_tokens: 10 });
+    const r = { upstreamModel: 'u', reasoning: true };
+    expect(messagesToChat({ ...base, thinking: { type: 'enabled', budget_tokens: 31999 } }, r).chat.reasoning_effort).toBe('high');
+    expect(messagesToChat({ ...base, thinking: { type: 'enabled', budget_tokens: 2000 } }, r).chat.reasoning_effort).toBe('low');
+    expect(messagesToChat({ ...base, thinking: { type: 'adaptive' } }, r).chat.reasoning_effort).toBe('medium');
+    expect(messagesToChat({ ...base, thinking: { type: 'disabled' } }, r).chat.reasoning_effort).toBeUndefined();
+    // A model that is not a reasoning model gets neither reasoning_effort nor max_completion_tokens.
+    expect(messagesToChat({ ...base, thinking: { type: 'adaptive' }, output_config: { effort: 'high' } }, { upstreamModel: 'u' }).chat).toEqual({ model: 'u', messages: [{ role: 'user', content: 'hi' }], max_tokens: 10 });
   });
 
   test('tool_choice tool maps to a named function; url images pass through', () => {

@@ -43,7 +43,7 @@ function codexShaped(): ResponsesRequest {
 
 describe('responsesToChat', () => {
   test('maps a Codex-shaped request: developer role, namespaces, custom and additional tools, history', () => {
-    const { chat, tools } = responsesToChat(codexShaped(), { upstreamModel: 'up' });
+    const { chat, tools } = responsesToChat(codexShaped(), { upstreamModel: 'up', reasoning: true });
     expect(chat.messages).toEqual([
       { role: 'system', content: 'You are Codex.' },
       { role: 'user', content: [{ type: 'text', text: 'fix it' }, { type: 'image_url', image_url: { url: 'data:image/png;base64,AAAA' } }] },

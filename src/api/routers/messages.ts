@@ -204,7 +204,7 @@ export function messagesRouter(deps: AppDeps): Router<GatewayState> {
   /** Any chat model: messages -> chat completions -> messages (streamed event by event). */
   async function translatedMessages(ctx: Ctx, model: ModelConfig, req: MessagesRequest, sink: SseSink): Promise<void> {
     const adapter = deps.providers.openai(model);
-    const { chat, tools } = messagesToChat(req, { upstreamModel: model.upstreamModel, maxOutputTokens: model.maxOutputTokens });
+    const { chat, tools } = messagesToChat(req, { upstreamModel: model.upstreamModel, maxOutputTokens: model.maxOutputTokens, reasoning: model.reasoning });
     const payload = JSON.stringify(chat);
     const bytes = Buffer.byteLength(payload);
     const bound = estimateChatMaxCost(model, chat, bytes);

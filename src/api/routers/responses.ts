@@ -180,7 +180,7 @@ export function responsesRouter(deps: AppDeps): Router<GatewayState> {
   /** Any chat model: responses -> chat completions -> responses (streamed event by event). */
   async function translatedResponses(ctx: Ctx, t: Turn): Promise<void> {
     const adapter = deps.providers.openai(t.model);
-    const { chat, tools } = responsesToChat({ ...t.req, input: t.input }, { upstreamModel: t.model.upstreamModel, maxOutputTokens: t.model.maxOutputTokens, history: t.history });
+    const { chat, tools } = responsesToChat({ ...t.req, input: t.input }, { upstreamModel: t.model.upstreamModel, maxOutputTokens: t.model.maxOutputTokens, reasoning: t.model.reasoning, history: t.history });
     const payload = JSON.stringify(chat);
     const bytes = Buffer.byteLength(payload);
     const meter = await openMeter(deps.credit, owner(ctx), t.model.id, OPERATION, estimateChatMaxCost(t.model, chat, bytes).maxCost);
