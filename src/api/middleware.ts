@@ -1,3 +1,4 @@
+import http from 'node:http';
 import { randomUUID } from 'node:crypto';
 import type Koa from 'koa';
 import { koaBody } from 'koa-body';
@@ -47,6 +48,12 @@ export function errorHandler(deps: Pick<AppDeps, 'logger'>): Koa.Middleware<Gate
       if (ctx.status === 404 && ctx.body === undefined) {
         throw new ApiError(404, `Unknown request URL: ${ctx.method} ${ctx.path}.`, 'invalid_request_error', null, 'unknown_url');
       }
+      // Statuses set without a body (the routers' 405/501 for a known path with another method) get a JSON error too.
+      if (ctx.status >= 400 && ctx.body == null) {
+        const allow = ctx.response.get('allow');
+        if (ctx.status === 405) throw new ApiError(405, `Method ${ctx.method} is not allowed on ${ctx.path}${allow ? `; allowed: ${allow}` : ''}.`, 'invalid_request_error', null, 'method_not_allowed');
+        throw new ApiError(ctx.status, http.STATUS_CODES[ctx.status] ?? 'Request failed.', undefined, null, null);
+      }
     } catch (err) {
       const e = toApiError(err);
       if (e.status >= 500) deps.logger.error({ reqId: ctx.state.requestId, err: err instanceof Error ? { message: err.message, stack: err.stack } : String(err) }, 'request failed');
@@ -57,7 +64,9 @@ export function errorHandler(deps: Pick<AppDeps, 'logger'>): Koa.Middleware<Gate
       }
       ctx.status = e.status;
       for (const [k, v] of Object.entries(e.headers)) ctx.set(k, v);
-      ctx.body = ctx.state.errorShape === 'anthropic' ? anthropicBody(e, ctx.state.requestId) : openAIBody(e);
+      // /v1/messages* answers in the Anthropic shape even where its router never ran (405, unknown sub-path).
+      const anthropic = ctx.state.errorShape === 'anthropic' || (ctx.state.errorShape === undefined && /^\/v1\/messages(\/|$)/i.test(ctx.path));
+      ctx.body = anthropic ? anthropicBody(e, ctx.state.requestId) : openAIBody(e);
     }
   };
 }
@@ -84,7 +93,14 @@ export function jsonBody(limitBytes: number): Koa.Middleware<GatewayState> {
     if (!ctx.is('application/json', '+json')) {
       throw new ApiError(415, `Unsupported Content-Type ${JSON.stringify(ctx.get('content-type') || '')}; send application/json.`, 'invalid_request_error', null, 'unsupported_media_type');
     }
-    await parse(ctx as any, async () => undefined);
+    try {
+      await parse(ctx as any, async () => undefined);
+    } catch (e: any) {
+      // A Content-Encoding the body does not match (e.g. gzip header, plain body) fails in zlib, without a status.
+      // (koa-body re-wraps errors from another realm as Error('{"code":"Z_..."}'), so the message is checked too.)
+      if (/\bZ_[A-Z_]+\b/.test(`${e?.code ?? ''} ${e?.message ?? ''}`)) throw new ApiError(400, 'The request body could not be decoded with its Content-Encoding.', 'invalid_request_error', null, 'invalid_body_encoding');
+      throw e;
+    }
     const body = ctx.request.body;
     if (body === null || typeof body !== 'object' || Array.isArray(body)) {
       throw new ApiError(400, 'The request body must be a JSON object.', 'invalid_request_error', null, 'invalid_json');
