@@ -1,0 +1,453 @@
+import http from 'node:http';
+import path from 'node:path';
+import fs from 'node:fs';
+import type Router from '@koa/router';
+import { startGateway, type TestGateway } from '../support/gateway';
+import { createApp } from '../../src/api/app';
+import { verifyProjections } from '../../src/billing/ledger';
+
+/**
+ * Fuzz-style robustness test: malformed bodies, headers and paths thrown at every route of the real app.
+ * Routes are read from the app's routers at run time, so new routes are covered without editing this file.
+ *
+ * Every response must hold these invariants: no 5xx; an error (>= 400) has a JSON body in the OpenAI shape
+ * (the Anthropic shape on /v1/messages routes); no stack trace or source path in any body. Malformed input
+ * must be refused with a 4xx (specific statuses where the contract names one: 401, 404, 413, 415). The server
+ * must stay up, and no bad input may change money (ledger projections still equal a rebuild).
+ *
+ * Deterministic: a seeded PRNG (FUZZ_SEED overrides the seed to explore).
+ */
+
+const SEED = Number(process.env.FUZZ_SEED ?? 20240607);
+const JSON_LIMIT = 64 * 1024;
+const UPLOAD_LIMIT = 128 * 1024;
+const CONSOLE_JSON_LIMIT = 16 * 1024;
+
+/** mulberry32: tiny, fast, good enough for test-case generation. */
+function prng(seed: number) {
+  let a = seed >>> 0;
+  const next = () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+  const int = (n: number) => Math.floor(next() * n);
+  const pick = <T>(xs: readonly T[]): T => xs[int(xs.length)];
+  return { next, int, pick };
+}
+const rnd = prng(SEED);
+
+interface RouteInfo { method: string; pattern: string; sample: string }
+interface Res { status: number; headers: http.IncomingHttpHeaders; body: Buffer }
+interface Failure { case: string; method: string; path: string; status: number; problem: string; body: string }
+
+let gw: TestGateway;
+let apiKey: string;
+let modelIds: string[];
+let consoleAuth: (() => Promise<Record<string, string>>) | null = null;
+let consoleCreds: Record<string, string> | null = null;
+const agent = new http.Agent({ keepAlive: true, maxSockets: 4 });
+const failures: Failure[] = [];
+let requestCount = 0;
+
+function send(method: string, rawPath: string, headers: Record<string, string | string[]> = {}, body?: Buffer | string): Promise<Res> {
+  const url = new URL(gw.url);
+  requestCount++;
+  // An explicit length (unless the case asks for chunked): Node sends a DELETE body with neither header otherwise.
+  const h = body !== undefined && !('transfer-encoding' in headers) ? { ...headers, 'content-length': String(Buffer.byteLength(body)) } : headers;
+  if (method === 'DELETE' && rawPath.startsWith('/console/api/session')) consoleCreds = null; // may sign out
+  return new Promise((resolve, reject) => {
+    const req = http.request({ host: url.hostname, port: url.port, method, path: rawPath, headers: h, agent, timeout: 20_000 }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) }));
+      res.on('error', reject);
+    });
+    req.on('timeout', () => req.destroy(new Error(`timeout: ${method} ${rawPath}`)));
+    req.on('error', reject);
+    if (body !== undefined) req.end(body);
+    else req.end();
+  });
+}
+
+/** Every (method, path) the app's routers answer, with a concrete sample path for each pattern. */
+function enumerateRoutes(): RouteInfo[] {
+  const app = createApp(gw.deps);
+  const out: RouteInfo[] = [];
+  for (const mw of app.middleware as Array<{ router?: Router }>) {
+    if (!mw.router) continue;
+    for (const layer of mw.router.stack as Array<{ path: string | RegExp; methods: string[] }>) {
+      for (const method of layer.methods) {
+        if (method === 'HEAD') continue; // answered by the GET layer
+        const pattern = String(layer.path);
+        let sample: string;
+        if (layer.path instanceof RegExp) {
+          // A regex route (the console's single-page app): derive a path it matches.
+          sample = ['/console/fuzz', '/console/keys', '/console/x/y/z'].find((p) => (layer.path as RegExp).test(p)) ?? '/console/fuzz';
+        } else {
+          sample = layer.path.replace(/:(\w+)/g, (_m, name: string) => (name === 'model' ? 'gpt-4o-mini' : name === 'file' ? 'nope.bin' : '00000000-0000-4000-8000-000000000000'));
+        }
+        out.push({ method, pattern, sample });
+      }
+    }
+  }
+  return out;
+}
+
+/** Garbage for a path parameter, URL-encoded as a client would send it. */
+const PARAM_GARBAGE = ['nope', '..%2F..%2F..%2Fetc%2Fpasswd', '%00', 'x'.repeat(600), '%F0%9F%98%80', "'%3B%20DROP%20TABLE%20accounts%3B--", '-1', '1e309', '%2e%2e', '%ZZ', 'null', '%E0%A4%A'];
+function garbageParamPaths(r: RouteInfo): string[] {
+  if (!r.pattern.includes(':')) return [];
+  return PARAM_GARBAGE.map((g) => r.pattern.replace(/:(\w+)/g, g));
+}
+
+const isMessagesRoute = (p: string) => /^\/v1\/messages(\/|$)/.test(p);
+const isConsoleApi = (p: string) => p.startsWith('/console/api/') || p.startsWith('/console/media/');
+/** GET routes anyone may read (health, metrics, the public price list, the console's pages and assets). */
+const isPublicGet = (r: { method: string; pattern: string }) =>
+  r.method === 'GET' && (/^\/(healthz|readyz|metrics)$/.test(r.pattern) || r.pattern.startsWith('/public/') || r.pattern === '/' ||
+    ((r.pattern === '/console' || r.pattern.includes('console')) && !r.pattern.startsWith('/console/api/') && !r.pattern.startsWith('/console/media/')));
+
+const STACK_RE = /\n\s+at [^\n]+\(|\bat (?:async )?[\w.<>]+ \(\/|node_modules\/|\/src\/[\w/]+\.[tj]s|\.ts:\d+:\d+|\.js:\d+:\d+|ECONNREFUSED|SyntaxError:|TypeError:|ReferenceError:/;
+const LEAK_RE = /root:x:0:0|"name": "model-gateway"|PG_VERSION|BEGIN RSA|DATABASE_URL/;
+
+/** Checks the invariants every response must hold, plus the case's expectation; records failures. */
+function check(caseName: string, method: string, p: string, res: Res, expect: 'any' | '4xx' | number | number[], shape: 'openai' | 'anthropic' | 'either' = isMessagesRoute(p) ? 'anthropic' : 'openai') {
+  const text = res.body.toString('utf8');
+  const fail = (problem: string) => failures.push({ case: caseName, method, path: p.slice(0, 120), status: res.status, problem, body: text.slice(0, 300) });
+  if (res.status >= 500) fail('5xx');
+  if (STACK_RE.test(text)) fail('stack trace or internal detail in body');
+  if (LEAK_RE.test(text)) fail('file or secret content leaked');
+  if (Array.isArray(expect) ? !expect.includes(res.status) : typeof expect === 'number' ? res.status !== expect : expect === '4xx' ? res.status < 400 || res.status >= 500 : false) {
+    fail(`expected ${Array.isArray(expect) ? expect.join('|') : expect}`);
+  }
+  if (res.status >= 400 && method !== 'HEAD') {
+    if (!/^application\/json/.test(String(res.headers['content-type'] ?? ''))) return fail('error body is not JSON');
+    let body: any;
+    try {
+      body = JSON.parse(text);
+    } catch {
+      return fail('error body does not parse');
+    }
+    const openai = body && typeof body === 'object' && Object.keys(body).length === 1 && body.error && typeof body.error.message === 'string' && typeof body.error.type === 'string' &&
+      'param' in body.error && 'code' in body.error;
+    const anthropic = body && body.type === 'error' && body.error && typeof body.error.type === 'string' && typeof body.error.message === 'string';
+    if (shape === 'openai' && !openai) fail('not the OpenAI error shape');
+    if (shape === 'anthropic' && !anthropic) fail('not the Anthropic error shape');
+    if (shape === 'either' && !openai && !anthropic) fail('no known error shape');
+  }
+}
+
+// ---------- inputs ----------
+
+const FIELD_NAMES = ['model', 'messages', 'input', 'prompt', 'n', 'size', 'seconds', 'stream', 'max_tokens', 'tools', 'role', 'content', 'voice',
+  'response_format', 'temperature', 'email', 'password', 'name', 'amount', 'amount_vnd', 'reason', 'file', 'image', 'system', 'metadata', 'instructions',
+  'stream_options', 'tool_choice', 'duration', 'resolution', 'reference_images', 'previous_response_id', '__proto__', 'constructor', '', '😀', 'a\u0000b'];
+
+function randomString(): string {
+  switch (rnd.int(7)) {
+    case 0: return '';
+    case 1: return rnd.pick(modelIds);
+    case 2: return 'x'.repeat(rnd.int(3000));
+    case 3: return String.fromCharCode(...Array.from({ length: 1 + rnd.int(40) }, () => rnd.int(0xffff)));
+    case 4: return '\ud800\udfff\ud83d' + '\u202e\u0000\uffff';
+    case 5: return 'user';
+    default: return Array.from({ length: rnd.int(30) }, () => rnd.pick('abcXYZ019-_ /.%'.split(''))).join('');
+  }
+}
+function randomValue(depth: number): unknown {
+  switch (rnd.int(depth > 3 ? 6 : 9)) {
+    case 0: return rnd.int(10);
+    case 1: return rnd.pick([-1, 0, 1.5, 1e20, -1e308, 2 ** 53 + 1, 1e-9]);
+    case 2: return randomString();
+    case 3: return rnd.pick([true, false, null]);
+    case 4: return rnd.pick(modelIds);
+    case 5: return rnd.pick(['user', 'assistant', 'system', 'tool', 'function']);
+    case 6: return Array.from({ length: rnd.int(4) }, () => randomValue(depth + 1));
+    default: {
+      const o: Record<string, unknown> = {};
+      for (let i = rnd.int(6); i > 0; i--) o[rnd.pick(FIELD_NAMES)] = randomValue(depth + 1);
+      return o;
+    }
+  }
+}
+/** Random JSON objects; `__proto__` keys are written literally (JSON.stringify would drop them). */
+function randomJsonObject(): string {
+  const o: Record<string, unknown> = {};
+  for (let i = 1 + rnd.int(6); i > 0; i--) {
+    const k = rnd.pick(FIELD_NAMES);
+    if (k !== '__proto__') o[k] = randomValue(1);
+  }
+  const s = JSON.stringify(o);
+  return rnd.int(4) === 0 ? s.replace(/^\{/, '{"__proto__":{"isAdmin":true},') : s;
+}
+
+/** Malformed JSON-route bodies: [name, body, content-type, expected]. */
+function jsonBodyCases(): Array<[string, string | Buffer, string, '4xx' | number]> {
+  const json = 'application/json';
+  const deepArray = '{"model":"gpt-4o-mini","messages":' + '['.repeat(20000) + ']'.repeat(20000) + '}';
+  const deepObject = '{"a":'.repeat(8000) + '1' + '}'.repeat(8000);
+  return [
+    ['truncated JSON', '{"model": "gpt-4o-mini", "messages": [', json, 400],
+    ['garbage bytes', Buffer.from(Array.from({ length: 512 }, () => rnd.int(256))), json, 400],
+    ['empty body', '', json, 400],
+    ['JSON array', '[1,2,3]', json, 400],
+    ['JSON number', '42', json, 400],
+    ['JSON string', '"hello"', json, 400],
+    ['JSON null', 'null', json, 400],
+    ['JSON true', 'true', json, 400],
+    ['trailing garbage', '{"model":"gpt-4o-mini"} trailing', json, 400],
+    ['single quotes', "{'model': 'gpt-4o-mini'}", json, 400],
+    ['NaN literal', '{"model":"gpt-4o-mini","n":NaN}', json, 400],
+    ['BOM + JSON', '\ufeff{"model":"gpt-4o-mini"}', json, '4xx'],
+    ['deeply nested array', deepArray, json, '4xx'],
+    ['deeply nested object', deepObject, json, '4xx'],
+    ['huge string', JSON.stringify({ model: 'x'.repeat(JSON_LIMIT - 1000) }), json, '4xx'],
+    ['unicode and lone surrogates', '{"model":"\\ud800\\u0000😀\\u202e","messages":[{"role":"user","content":"\\udfff\\uffff"}],"input":"\\ud83d"}', json, '4xx'],
+    ['wrong types', JSON.stringify({ model: 123, messages: 'x', input: {}, prompt: [], n: -1, stream: 'yes', size: {}, seconds: 'abc', email: 1, password: [] }), json, '4xx'],
+    ['huge numbers', '{"model":"gpt-4o-mini","max_tokens":1e309,"n":99999999999999999999,"temperature":-1e308,"seconds":1e309,"amount":1e309}', json, '4xx'],
+    ['prototype pollution', '{"__proto__":{"isAdmin":true,"role":"operator"},"constructor":{"prototype":{"x":1}},"model":"gpt-4o-mini"}', json, '4xx'],
+    ['empty object', '{}', json, '4xx'],
+    ['text/plain', '{"model":"gpt-4o-mini"}', 'text/plain', 415],
+    ['xml', '<model>gpt-4o-mini</model>', 'application/xml', 415],
+    ['form-urlencoded', 'model=gpt-4o-mini&messages=hi', 'application/x-www-form-urlencoded', 415],
+    // 4xx rather than 415: some JSON routes also take multipart (POST /v1/videos, as OpenAI's does).
+    ['multipart on a JSON route', '--x\r\nContent-Disposition: form-data; name="model"\r\n\r\ngpt-4o-mini\r\n--x--\r\n', 'multipart/form-data; boundary=x', '4xx'],
+    ['unknown charset', '{"model":"gpt-4o-mini"}', 'application/json; charset=utf-99', '4xx'],
+    ['content-type garbage', '{"model":"gpt-4o-mini"}', ';;;=/', 415],
+  ];
+}
+
+function multipart(boundary: string, parts: Array<{ name: string; filename?: string; type?: string; data: string | Buffer }>, close = true): Buffer {
+  const chunks: Buffer[] = [];
+  for (const p of parts) {
+    chunks.push(Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="${p.name}"${p.filename ? `; filename="${p.filename}"` : ''}\r\n${p.type ? `Content-Type: ${p.type}\r\n` : ''}\r\n`));
+    chunks.push(Buffer.isBuffer(p.data) ? p.data : Buffer.from(p.data));
+    chunks.push(Buffer.from('\r\n'));
+  }
+  if (close) chunks.push(Buffer.from(`--${boundary}--\r\n`));
+  return Buffer.concat(chunks);
+}
+
+/** Malformed multipart-route bodies. */
+function multipartBodyCases(): Array<[string, Buffer | string, string, '4xx' | number]> {
+  const mp = 'multipart/form-data; boundary=fuzzb';
+  return [
+    ['multipart without boundary', 'garbage', 'multipart/form-data', '4xx'],
+    ['multipart with the wrong boundary', multipart('other', [{ name: 'model', data: 'whisper-1' }]), mp, '4xx'],
+    ['multipart truncated', multipart('fuzzb', [{ name: 'file', filename: 'a.wav', type: 'audio/wav', data: Buffer.alloc(100) }], false).subarray(0, 90), mp, '4xx'],
+    ['multipart garbage bytes', Buffer.from(Array.from({ length: 700 }, () => rnd.int(256))), mp, '4xx'],
+    ['multipart fields only', multipart('fuzzb', [{ name: 'model', data: rnd.pick(modelIds) }, { name: 'prompt', data: 'hi' }]), mp, '4xx'],
+    ['multipart empty file, bad model', multipart('fuzzb', [{ name: 'file', filename: 'x.png', type: 'image/png', data: '' }, { name: 'image', filename: 'x.png', type: 'image/png', data: '' }, { name: 'model', data: '\u0000' }]), mp, '4xx'],
+    ['multipart non-media file', multipart('fuzzb', [{ name: 'file', filename: '../../etc/passwd', type: 'text/plain', data: 'root:y' }, { name: 'image', filename: '../../x', data: 'zz' }, { name: 'model', data: 'whisper-1' }, { name: 'prompt', data: 'x' }]), mp, '4xx'],
+    ['multipart too many files', multipart('fuzzb', Array.from({ length: 12 }, (_, i) => ({ name: 'file', filename: `f${i}.wav`, type: 'audio/wav', data: 'RIFF' }))), mp, '4xx'],
+    ['multipart oversized field', multipart('fuzzb', [{ name: 'prompt', data: 'p'.repeat(1024 * 1024 + 10) }]), mp, '4xx'],
+    // Above both the configured upload limit and the 10 MB image-input limit of the design.
+    ['multipart oversized file', multipart('fuzzb', [{ name: 'model', data: 'whisper-1' }, { name: 'file', filename: 'big.wav', type: 'audio/wav', data: Buffer.alloc(Math.max(UPLOAD_LIMIT, 10 * 1024 * 1024) + 4096, 1) }]), mp, 413],
+    ['JSON on a multipart route', '{"model":"whisper-1"}', 'application/json', 415],
+  ];
+}
+
+// ---------- setup ----------
+
+beforeAll(async () => {
+  gw = await startGateway({ logLevel: 'silent', maxJsonBytes: JSON_LIMIT, maxUploadBytes: UPLOAD_LIMIT });
+  // No balance: a fuzzed request that happens to be valid stops at 402 and never spends anything.
+  apiKey = (await gw.account(0, 'fuzz')).key;
+  modelIds = gw.deps.catalog.models.map((m) => m.id);
+  // Console routes are fuzzed behind a real operator session when the console is part of this build.
+  const usersFile = path.join(__dirname, '../../src/console/users.ts');
+  if (fs.existsSync(usersFile)) {
+    const users = (await import(usersFile)) as { createLogin?: (db: unknown, a: { accountId: string; email: string; password: string; role: string }) => Promise<unknown> };
+    if (typeof users.createLogin === 'function') {
+      const { accountId } = await gw.account(0, 'fuzz-operator');
+      const email = `fuzz-${Date.now()}@example.com`;
+      const password = 'fuzz-password-0123456789';
+      await users.createLogin(gw.deps.db, { accountId, email, password, role: 'operator' });
+      consoleAuth = async () => {
+        const res = await send('POST', '/console/api/session', { 'content-type': 'application/json', origin: gw.url }, JSON.stringify({ email, password }));
+        if (res.status !== 200) throw new Error(`console sign-in failed: ${res.status} ${res.body.toString()}`);
+        const cookie = String(res.headers['set-cookie']?.[0] ?? '').split(';')[0];
+        const csrf = JSON.parse(res.body.toString()).csrfToken as string;
+        return { cookie, 'x-csrf-token': csrf, origin: gw.url };
+      };
+    }
+  }
+});
+afterAll(async () => {
+  agent.destroy();
+  await gw.close();
+});
+
+async function credentialsFor(p: string): Promise<Record<string, string>> {
+  if (isConsoleApi(p)) {
+    if (!consoleAuth) return {};
+    consoleCreds ??= await consoleAuth();
+    return { ...consoleCreds };
+  }
+  // Messages clients always send anthropic-version; without it the route refuses before reading the body.
+  return { authorization: `Bearer ${apiKey}`, ...(isMessagesRoute(p) ? { 'anthropic-version': '2023-06-01' } : {}) };
+}
+
+const BAD_AUTH: Array<[string, Record<string, string>]> = [
+  ['no credentials', {}],
+  ['unknown bearer key', { authorization: 'Bearer sk-gw-' + 'A'.repeat(32) }],
+  ['empty bearer', { authorization: 'Bearer' }],
+  ['bearer with spaces', { authorization: 'Bearer a b c' }],
+  ['huge bearer', { authorization: 'Bearer sk-gw-' + 'B'.repeat(8000) }],
+  ['basic auth', { authorization: 'Basic dXNlcjpwYXNz' }],
+  ['latin1 bytes in x-api-key', { 'x-api-key': 'sk-gw-\u00ff\u00fe\u00e9' }],
+  ['garbage session cookie', { cookie: 'gw_session=' + 'z'.repeat(200) + '; other=1' }],
+];
+
+const WEIRD_HEADERS: Array<[string, Record<string, string>]> = [
+  ['huge x-request-id', { 'x-request-id': 'r'.repeat(10_000) }],
+  ['odd accept', { accept: 'application/xml;q=nope, */*;q=-1' }],
+  ['odd accept-encoding', { 'accept-encoding': 'br;q=2, gzip;q=nope, zstd' }],
+  ['anthropic-version garbage', { 'anthropic-version': '\u00ff' + 'v'.repeat(500), 'anthropic-beta': ',,,'.repeat(100) }],
+  ['idempotency-key garbage', { 'idempotency-key': 'k'.repeat(5000) }],
+  ['range garbage', { range: 'bytes=99999999999-1,,,-' }],
+  ['if-none-match garbage', { 'if-none-match': '"' + 'e'.repeat(3000) }],
+  ['x-forwarded-for garbage', { 'x-forwarded-for': '999.999.999.999, ::zz, ' + 'f'.repeat(500) }],
+  ['cross-site origin', { origin: 'https://evil.example', 'sec-fetch-site': 'cross-site' }],
+];
+
+/** Fails the current test with a readable list of what went wrong, then resets for the next test. */
+function expectNoFailures(): void {
+  const summary = failures.splice(0).slice(0, 40).map((f) => `${f.case} | ${f.method} ${f.path} -> ${f.status}: ${f.problem} | ${f.body}`);
+  expect(summary).toEqual([]);
+}
+
+// ---------- the fuzz ----------
+
+describe('fuzz: every route survives malformed input', () => {
+  let routes: RouteInfo[];
+  beforeAll(() => {
+    routes = enumerateRoutes();
+  });
+  afterEach(() => {
+    failures.splice(0);
+  });
+
+  test('routes are discovered from the app', () => {
+    const keys = routes.map((r) => `${r.method} ${r.pattern}`);
+    for (const k of ['GET /healthz', 'GET /v1/models', 'GET /v1/account', 'POST /v1/chat/completions', 'POST /v1/messages']) expect(keys).toContain(k);
+  });
+
+  test('missing or bad credentials: 401 on every protected route', async () => {
+    for (const r of routes) {
+      for (const [name, headers] of BAD_AUTH) {
+        const withBody = r.method !== 'GET';
+        const res = await send(r.method, r.sample, { ...headers, ...(withBody ? { 'content-type': 'application/json', origin: gw.url } : {}) }, withBody ? '{}' : undefined);
+        // Public pages may answer; sign-in/sign-out are reachable without a session (then 400 for the empty body, or 204).
+        const open = isPublicGet(r) || r.pattern === '/console/api/session';
+        check(`auth: ${name}`, r.method, r.sample, res, open ? 'any' : 401);
+      }
+    }
+    expectNoFailures();
+  }, 240_000);
+
+  test('malformed bodies: 4xx (400, 413, 415 where the contract says so) on every body route', async () => {
+    for (const r of routes.filter((x) => x.method !== 'GET')) {
+      const creds = await credentialsFor(r.sample);
+      // Which body does the route take? A tiny JSON object tells: 415 means multipart; 2xx means none at all.
+      const probe = await send(r.method, r.sample, { ...creds, 'content-type': 'application/json' }, '{"model":"gpt-4o-mini"}');
+      check('probe', r.method, r.sample, probe, 'any');
+      const truncated = await send(r.method, r.sample, { ...creds, 'content-type': 'application/json' }, '{"model":');
+      check('probe', r.method, r.sample, truncated, 'any');
+      if (probe.status !== 415 && ![400, 413, 415].includes(truncated.status)) {
+        // The route reads no body (sign-out, DELETE /v1/videos/{id}): whatever is sent, only the invariants apply.
+        for (const [name, body, type] of jsonBodyCases()) check(`body (ignored): ${name}`, r.method, r.sample, await send(r.method, r.sample, { ...creds, 'content-type': type }, body), 'any');
+        continue;
+      }
+      if (probe.status === 401 || probe.status === 403) {
+        // Unauthorized before the body is read (no credentials for this family): all that matters is a clean 4xx.
+        for (const [name, body, type] of jsonBodyCases()) check(`body: ${name}`, r.method, r.sample, await send(r.method, r.sample, { ...creds, 'content-type': type }, body), '4xx');
+        continue;
+      }
+      const multipartRoute = probe.status === 415;
+      const cases = multipartRoute ? multipartBodyCases() : jsonBodyCases();
+      for (const [name, body, type, expected] of cases) {
+        const res = await send(r.method, r.sample, { ...creds, 'content-type': type }, body);
+        check(`body: ${name}`, r.method, r.sample, res, expected);
+      }
+      // Oversized: one byte class above the route's limit.
+      const limit = isConsoleApi(r.sample) ? CONSOLE_JSON_LIMIT : JSON_LIMIT;
+      if (!multipartRoute) {
+        const big = JSON.stringify({ model: 'gpt-4o-mini', input: 'x'.repeat(limit + 1024) });
+        check('body: oversized JSON', r.method, r.sample, await send(r.method, r.sample, { ...creds, 'content-type': 'application/json' }, big), 413);
+        // Declared with Content-Length but chunked: the limit still holds.
+        const chunked = await send(r.method, r.sample, { ...creds, 'content-type': 'application/json', 'transfer-encoding': 'chunked' }, big);
+        check('body: oversized chunked JSON', r.method, r.sample, chunked, 413);
+        check('body: gzip header on plain body', r.method, r.sample, await send(r.method, r.sample, { ...creds, 'content-type': 'application/json', 'content-encoding': 'gzip' }, '{"model":"x"}'), '4xx');
+        check('body: unknown content-encoding', r.method, r.sample, await send(r.method, r.sample, { ...creds, 'content-type': 'application/json', 'content-encoding': 'zz-nope' }, '{"model":"x"}'), '4xx');
+      }
+      // Random JSON objects built from the fields routes look at: any status is allowed except 5xx/bad shapes.
+      for (let i = 0; i < 12; i++) {
+        const res = await send(r.method, r.sample, { ...creds, 'content-type': 'application/json' }, randomJsonObject());
+        check('body: random JSON', r.method, r.sample, res, 'any');
+      }
+    }
+    expectNoFailures();
+  }, 240_000);
+
+  test('weird headers and garbage path parameters on every route', async () => {
+    for (const r of routes) {
+      const creds = await credentialsFor(r.sample);
+      const withBody = r.method !== 'GET';
+      for (const [name, headers] of WEIRD_HEADERS) {
+        const res = await send(r.method, r.sample, { ...creds, ...headers, ...(withBody ? { 'content-type': 'application/json' } : {}) }, withBody ? '{}' : undefined);
+        check(`header: ${name}`, r.method, r.sample, res, withBody && r.pattern !== '/console/api/session' ? '4xx' : 'any');
+      }
+      for (const p of garbageParamPaths(r)) {
+        const res = await send(r.method, p, { ...creds, ...(withBody ? { 'content-type': 'application/json' } : {}) }, withBody ? '{}' : undefined);
+        check('garbage path parameter', r.method, p, res, '4xx', isMessagesRoute(p) ? 'anthropic' : 'either');
+      }
+    }
+    expectNoFailures();
+  }, 240_000);
+
+  test('unknown routes and methods: 404/405 JSON errors', async () => {
+    const unknown = ['/v2/chat/completions', '/v1/chat/completion', '/v1/nonexistent', '/v1/models/a/b/c', '/.env', '/.git/config', '/admin', '/wp-login.php', '/v1/', '/v1', '/%00', '/v1/%ZZ'];
+    for (const p of unknown) {
+      for (const method of ['GET', 'POST', 'PUT', 'DELETE', 'PATCH']) {
+        const res = await send(method, p, { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' }, method === 'GET' ? undefined : '{}');
+        check('unknown route', method, p, res, [400, 404]);
+      }
+    }
+    // A known path with a method it does not take.
+    for (const r of routes.filter((x) => !isPublicGet(x))) {
+      for (const method of ['PUT', 'PATCH']) {
+        const res = await send(method, r.sample, { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' }, '{}');
+        check('wrong method', method, r.sample, res, [404, 405]);
+      }
+    }
+    expectNoFailures();
+  }, 240_000);
+
+  test('path traversal never reaches a file', async () => {
+    const paths = ['/v1/../../../../etc/passwd', '/../../../etc/passwd', '/%2e%2e/%2e%2e/etc/passwd', '//etc/passwd', '/v1/models/..%2F..%2F..%2Fetc%2Fpasswd',
+      '/console/static/..%2F..%2F..%2Fpackage.json', '/console/static/%2e%2e%2f%2e%2e%2fpackage.json', '/console/static/../../../package.json',
+      '/console/static/..%5c..%5cpackage.json', '/console/media/jobs/..%2F..%2F/..%2F..%2Fetc%2Fpasswd', '/console/media/jobs/x/..%2F..%2F..%2F..%2Fetc%2Fpasswd',
+      '/public/..%2f..%2fpackage.json', '/v1/responses/..%2F..%2F.data%2Fpg-password', '/console/static/.env', '/console/static/%00index.html'];
+    for (const p of paths) {
+      const creds = await credentialsFor(p);
+      const res = await send('GET', p, creds);
+      // The console's single-page-app shell answers any /console/<page> path; it is a page, not a file read.
+      const spaShell = /^\/console\/(?!api\/|static\/|media\/)/.test(p) && res.status === 200 && /<html/i.test(res.body.toString());
+      check('path traversal', 'GET', p, res, spaShell ? 'any' : '4xx', 'either');
+    }
+    expectNoFailures();
+  });
+
+  test('the server stayed up, and no malformed request changed money', async () => {
+    const res = await send('GET', '/healthz');
+    expect(res.status).toBe(200);
+    expect((await send('GET', '/readyz')).status).toBe(200);
+    await gw.deps.credit.flush();
+    expect(await verifyProjections(gw.deps.db)).toEqual([]);
+    expect(requestCount).toBeGreaterThan(1000);
+  });
+});
