@@ -1,0 +1,59 @@
+import { startEmulator, type Emulator } from '../../src/emulator/server';
+import { OpenAIAdapter, UpstreamAborted } from '../../src/providers/openai';
+import { ApiError } from '../../src/api/errors';
+
+/** The OpenAI-compatible adapter against the emulator over real HTTP: timeouts, transport failures, aborts. */
+
+let emu: Emulator;
+let adapter: OpenAIAdapter;
+const chat = JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] });
+
+beforeAll(async () => {
+  emu = await startEmulator();
+  adapter = new OpenAIAdapter({ id: 'emu', kind: 'openai', baseUrl: `${emu.url}/openai/v1`, apiKey: 'sk-upstream', timeoutMs: 300 });
+});
+afterAll(async () => {
+  await adapter.close();
+  await emu.close();
+});
+beforeEach(() => emu.control.reset());
+
+const failure = (p: Promise<unknown>) => p.then(() => null, (e) => e);
+
+test('sends the bearer key and JSON to the base path, reusing keep-alive connections', async () => {
+  const ports = new Set<number>();
+  emu.server.on('connection', (s) => ports.add(s.remotePort ?? 0));
+  for (let i = 0; i < 6; i++) {
+    const res = await adapter.chat(chat);
+    expect(res.status).toBe(200);
+    expect(JSON.parse(res.body.toString()).object).toBe('chat.completion');
+  }
+  const req = emu.control.requests[0];
+  expect(req.path).toBe('/openai/v1/chat/completions');
+  expect(req.headers.authorization).toBe('Bearer sk-upstream');
+  // Keep-alive: sequential calls share connections (undici may open a second while the first finishes).
+  expect(ports.size).toBeLessThanOrEqual(2);
+});
+
+test('an upstream that does not answer in time is a 504 upstream_timeout', async () => {
+  emu.control.addFault({ match: '/chat/completions', delayMs: 1500, times: 1 });
+  const e = await failure(adapter.chat(chat));
+  expect(e).toBeInstanceOf(ApiError);
+  expect(e).toMatchObject({ status: 504, code: 'upstream_timeout' });
+});
+
+test('a refused connection is a 502 upstream_error; an aborted call is UpstreamAborted', async () => {
+  const dead = new OpenAIAdapter({ id: 'dead', kind: 'openai', baseUrl: 'http://127.0.0.1:1/v1', timeoutMs: 300 });
+  expect(await failure(dead.chat(chat))).toMatchObject({ status: 502, code: 'upstream_error' });
+  await dead.close();
+  emu.control.addFault({ match: '/chat/completions', delayMs: 200, times: 1 });
+  const ac = new AbortController();
+  const p = failure(adapter.chat(chat, { signal: ac.signal }));
+  setTimeout(() => ac.abort(), 20);
+  expect(await p).toBeInstanceOf(UpstreamAborted);
+});
+
+test('an upstream 4xx keeps its status, message, param and code', async () => {
+  const e = await failure(adapter.postJson('/embeddings', JSON.stringify({ model: 'text-embedding-3-small', input: 'x', dimensions: 9999 })));
+  expect(e).toMatchObject({ status: 400, param: 'dimensions', code: 'invalid_value', message: 'This model supports dimensions from 1 to 1536.' });
+});
