@@ -1,2 +1,2 @@
-// Activities land here.
-export {};
+// Activities are built from injected dependencies (see src/worker.ts).
+export { createVideoActivities, type VideoActivities, type VideoActivityDeps, type PollOutcome } from './video';

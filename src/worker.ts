@@ -1,15 +1,131 @@
+import path from 'node:path';
+import { Client, Connection } from '@temporalio/client';
+import { bundleWorkflowCode, DefaultLogger, NativeConnection, Runtime, Worker, type LogLevel, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { loadConfig, type Config } from './config';
+import { createPool } from './db/pool';
+import { ensureDatabase, migrate } from './db/migrate';
+import { Catalog } from './catalog/catalog';
+import { createStorage } from './storage';
+import { createLogger } from './observability/logger';
+import { releaseExpiredHolds } from './billing/ledger';
+import { VideoProviders } from './providers/video';
+import { reconcileVideoJobs } from './video/reconciler';
+import { createVideoActivities } from '../activities';
 
 /**
- * Production worker entry point (`npm run worker`): the Temporal worker for video workflows and activities.
- * Placeholder until the video issue lands; startWorker is the contract src/main.ts uses.
+ * Production worker entry point (`npm run worker`; src/main.ts runs it in-process): the Temporal worker for the
+ * video workflow and its activities, plus two periodic repairs: the video reconciler (no job without a hold, no
+ * hold without a job) and the release of expired holds (credit leases of API processes that died).
  */
-export async function startWorker(_config: Config = loadConfig()): Promise<{ close(): Promise<void> }> {
-  return { close: async () => undefined };
+
+export interface WorkerHandle { close(): Promise<void> }
+
+// Bundling the workflow code (webpack) takes seconds: do it once per process.
+const bundles = new Map<string, Promise<WorkflowBundleWithSourceMap>>();
+function workflowBundle(workflowsPath: string): Promise<WorkflowBundleWithSourceMap> {
+  let b = bundles.get(workflowsPath);
+  if (!b) {
+    b = bundleWorkflowCode({ workflowsPath, logger: quietBundlerLogger });
+    b.catch(() => bundles.delete(workflowsPath));
+    bundles.set(workflowsPath, b);
+  }
+  return b;
+}
+const noop = () => undefined;
+const quietBundlerLogger = { trace: noop, debug: noop, info: noop, warn: noop, error: (m: string) => console.error(m), log: noop };
+
+/** The Temporal core runtime logs at the configured level (installed once per process, before any connection). */
+function installRuntime(level: string): void {
+  if (Runtime._instance) return;
+  const map: Record<string, LogLevel> = { trace: 'TRACE', debug: 'DEBUG', info: 'INFO', warn: 'WARN', error: 'ERROR', fatal: 'ERROR', silent: 'ERROR' };
+  try {
+    Runtime.install({ logger: new DefaultLogger(map[level] ?? 'INFO') });
+  } catch {
+    // Another part of the process created the runtime first: keep its logger.
+  }
+}
+
+/** Runs `fn` every `ms`, never two at once; errors are logged, never thrown. */
+function every(ms: number, fn: () => Promise<unknown>, onError: (e: unknown) => void): () => Promise<void> {
+  let running: Promise<unknown> | null = null;
+  const timer = setInterval(() => {
+    if (running) return;
+    running = fn().catch(onError).finally(() => {
+      running = null;
+    });
+  }, ms);
+  timer.unref();
+  return async () => {
+    clearInterval(timer);
+    await running;
+  };
+}
+
+export async function startWorker(config: Config = loadConfig(), opts: { reconciler?: boolean } = {}): Promise<WorkerHandle> {
+  const logger = createLogger(config.logLevel, 'worker');
+  installRuntime(config.logLevel);
+  await ensureDatabase(config.databaseUrl);
+  await migrate(config.databaseUrl);
+  const db = createPool(config.databaseUrl, 10);
+  const catalog = Catalog.load(config.catalogPath);
+  const storage = createStorage(config);
+  const providers = new VideoProviders(catalog);
+  const cleanup: (() => Promise<unknown>)[] = [() => providers.close(), () => db.end()];
+  try {
+    const workflowsPath = path.join(__dirname, '..', 'workflows', 'index' + path.extname(__filename));
+    const [bundle, nativeConnection, connection] = await Promise.all([
+      workflowBundle(workflowsPath),
+      NativeConnection.connect({ address: config.temporalAddress }),
+      Connection.connect({ address: config.temporalAddress }),
+    ]);
+    cleanup.unshift(() => nativeConnection.close(), () => connection.close());
+    const temporal = new Client({ connection, namespace: config.temporalNamespace });
+    const worker = await Worker.create({
+      connection: nativeConnection,
+      namespace: config.temporalNamespace,
+      taskQueue: config.temporalTaskQueue,
+      workflowBundle: bundle,
+      activities: createVideoActivities({ db, storage, catalog, providers, logger }),
+      stickyQueueScheduleToStartTimeout: config.video.stickyQueueTimeoutMs,
+      maxConcurrentActivityTaskExecutions: 200,
+    });
+    const running = worker.run();
+    running.catch((e) => logger.error({ err: (e as Error).message }, 'video worker stopped'));
+
+    const stops: (() => Promise<void>)[] = [];
+    if (opts.reconciler !== false) {
+      const onError = (what: string) => (e: unknown) => logger.warn({ err: (e as Error)?.message }, `${what} failed`);
+      stops.push(every(config.video.reconcileIntervalMs, () => reconcileVideoJobs({ db, temporal, config, logger }), onError('video reconciler')));
+      stops.push(every(config.video.holdSweepIntervalMs, () => releaseExpiredHolds(db), onError('expired hold sweep')));
+    }
+    logger.info({ taskQueue: config.temporalTaskQueue, temporal: config.temporalAddress }, 'video worker running');
+
+    let closed: Promise<void> | null = null;
+    return {
+      close() {
+        closed ??= (async () => {
+          await Promise.all(stops.map((s) => s()));
+          if (worker.getState() === 'RUNNING') worker.shutdown();
+          await running.catch(() => undefined);
+          for (const c of cleanup) await c().catch(() => undefined);
+        })();
+        return closed;
+      },
+    };
+  } catch (e) {
+    for (const c of cleanup) await c().catch(() => undefined);
+    throw e;
+  }
 }
 
 if (require.main === module) {
-  startWorker().catch((e) => {
+  startWorker().then((w) => {
+    const stop = () => {
+      w.close().then(() => process.exit(0), () => process.exit(1));
+    };
+    process.once('SIGINT', stop);
+    process.once('SIGTERM', stop);
+  }, (e) => {
     console.error(`worker failed to start: ${e instanceof Error ? e.message : String(e)}`);
     process.exit(1);
   });

@@ -1,2 +1,2 @@
-// Video workflows land here (deterministic code only).
-export {};
+// Workflow definitions (deterministic code only; bundled by the Temporal worker).
+export { videoJobWorkflow, cancelSignal, stageQuery } from './videoJob';

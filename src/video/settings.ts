@@ -32,6 +32,8 @@ export interface VideoSettings {
   holdSweepIntervalMs: number;
   /** How long DELETE /v1/videos/{id} waits for the workflow to finish the cancellation (ms). */
   cancelWaitMs: number;
+  /** How long a workflow task waits for the worker that cached the workflow before any worker takes it (ms). */
+  stickyQueueTimeoutMs: number;
 }
 
 const RETENTION_MS = 24 * 3600_000;
@@ -61,6 +63,7 @@ export function loadVideoSettings(env: NodeJS.ProcessEnv = process.env): VideoSe
     reconcileGraceMs: num(env, 'VIDEO_RECONCILE_GRACE_MS', 60_000),
     holdSweepIntervalMs: num(env, 'VIDEO_HOLD_SWEEP_INTERVAL_MS', 60_000),
     cancelWaitMs: num(env, 'VIDEO_CANCEL_WAIT_MS', 5_000),
+    stickyQueueTimeoutMs: num(env, 'VIDEO_STICKY_QUEUE_TIMEOUT_MS', 10_000),
   };
   if (s.copyWindowMs >= RETENTION_MS) throw new Error('VIDEO_COPY_WINDOW_MS must be well under the 24 h provider retention');
   return s;

@@ -1,8 +1,304 @@
+import { createHash, randomUUID } from 'node:crypto';
+import fsp from 'node:fs/promises';
+import { Readable } from 'node:stream';
 import Router from '@koa/router';
+import { WorkflowNotFoundError } from '@temporalio/client';
 import type { AppDeps } from '../deps';
-import type { GatewayState } from '../middleware';
+import { jsonBody, multipartBody, requireApiKey, route, type Ctx, type GatewayState } from '../middleware';
+import { ApiError, badRequest, conflict, insufficientFunds, notFound } from '../errors';
+import { InsufficientFunds } from '../../billing/ledger';
+import * as jobs from '../../video/jobs';
+import type { StoredImageRef, StoredVideoRequest, VideoJob } from '../../video/jobs';
+import { formToBody, loadImages, validateVideoRequest, type LoadedImage } from '../../video/validate';
+import { createImageLoader, urlImagesUnavailable } from '../../video/images';
+import { startVideoWorkflow } from '../../video/start';
 
-/** Placeholder: this API family is not implemented yet. */
-export function videosRouter(_deps: AppDeps): Router<GatewayState> {
-  return new Router<GatewayState>();
+/**
+ * The video API (spec 2.1, 2.2, 4.1-4.4; choices where the spec is silent: docs/video.md):
+ *   POST   /v1/videos               validate, hold the maximum cost, create the job, start its workflow -> 202
+ *   GET    /v1/videos/{id}          the job (fields by status)
+ *   GET    /v1/videos               the caller's jobs, newest first (status filter, limit 1-100, after cursor)
+ *   GET    /v1/videos/{id}/content  the video (or ?variant=last_frame) from our storage; Range, ETag
+ *   DELETE /v1/videos/{id}          cancel a job that is not final
+ * Another account's job is a 404 everywhere.
+ */
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+const MAX_IDEMPOTENCY_KEY = 255;
+
+/** The job as the API shows it (spec 2.1): base fields, plus completed_at/result/usage or error by status. */
+export function jobView(job: VideoJob, origin: string): Record<string, unknown> {
+  const v: Record<string, unknown> = {
+    id: job.id, object: 'video.job', status: job.status, model: job.model, created_at: Math.floor(job.createdAt.getTime() / 1000),
+  };
+  if (job.status === 'completed') {
+    v.completed_at = job.completedAt ? Math.floor(job.completedAt.getTime() / 1000) : null;
+    const result: Record<string, unknown> = { duration_seconds: job.resultDurationSeconds };
+    if (job.lastFrameKey) result.last_frame_url = `${origin}/v1/videos/${job.id}/content?variant=last_frame`;
+    v.result = result;
+    v.usage = { duration_seconds: job.resultDurationSeconds, cost_vnd: job.costVnd };
+  }
+  if (job.status === 'failed') v.error = { message: job.errorMessage ?? 'The job failed.', code: job.errorCode ?? null };
+  return v;
+}
+
+/** JSON bodies (the spec's form) and multipart forms (what the official openai SDK always sends). */
+function createBody(deps: AppDeps) {
+  const json = jsonBody(deps.config.maxJsonBytes);
+  const multipart = multipartBody(deps.config.maxUploadBytes);
+  return async (ctx: Ctx, next: () => Promise<unknown>) => {
+    if (ctx.is('multipart/form-data')) {
+      try {
+        await multipart(ctx, async () => {
+          const files: Record<string, { path: string; size: number; mimeType: string | null }> = {};
+          const raw = (ctx.request as unknown as { files?: Record<string, unknown> }).files ?? {};
+          for (const [k, f] of Object.entries(raw)) {
+            const one = (Array.isArray(f) ? f[0] : f) as { filepath: string; size: number; mimetype?: string | null };
+            files[k] = { path: one.filepath, size: one.size, mimeType: one.mimetype ?? null };
+          }
+          formBodies.add(ctx);
+          (ctx.request as { body?: unknown }).body = formToBody(ctx.request.body as Record<string, unknown>, files);
+          await next();
+        });
+      } finally {
+        const raw = (ctx.request as unknown as { files?: Record<string, unknown> }).files ?? {};
+        for (const f of Object.values(raw).flat()) await fsp.rm((f as { filepath: string }).filepath, { force: true }).catch(() => undefined);
+      }
+      return;
+    }
+    await json(ctx, next);
+  };
+}
+
+function requestHash(body: unknown): string {
+  // Files are hashed by their content so a retried upload matches.
+  return createHash('sha256').update(JSON.stringify(body, (_k, v) => (v && typeof v === 'object' && '__file' in v ? { file: (v as { __file: { size: number } }).__file.size } : v))).digest('hex');
+}
+
+/** Requests whose body came from a multipart form (all values strings). */
+const formBodies = new WeakSet<object>();
+
+const extOf = (mime: string) => (mime === 'image/jpeg' ? 'jpg' : mime === 'image/webp' ? 'webp' : 'png');
+
+export function videosRouter(deps: AppDeps): Router<GatewayState> {
+  const r = new Router<GatewayState>();
+  const auth = requireApiKey(deps);
+  const loadImage = createImageLoader(urlImagesUnavailable);
+
+  const temporal = () => {
+    if (!deps.temporal) throw new ApiError(503, 'Video generation is unavailable: the job scheduler (Temporal) is not connected.', 'server_error', null, 'video_unavailable');
+    return deps.temporal;
+  };
+  const ownJob = async (ctx: Ctx): Promise<VideoJob> => {
+    const id = ctx.params.id;
+    const job = UUID.test(id) ? await jobs.getJobForAccount(deps.db, ctx.state.principal!.accountId, id) : null;
+    if (!job) throw notFound(`No video job found with id '${id}'.`, 'video_not_found', 'id');
+    ctx.state.model = job.model;
+    return job;
+  };
+
+  r.post('/v1/videos', route('/v1/videos'), auth, createBody(deps), async (ctx) => {
+    const principal = ctx.state.principal!;
+    const body = ctx.request.body as Record<string, unknown>;
+    const fromForm = formBodies.has(ctx);
+    const idemKey = ctx.get('idempotency-key') || null;
+    if (idemKey !== null && (idemKey.length > MAX_IDEMPOTENCY_KEY || !/^[\x21-\x7e]+$/.test(idemKey))) {
+      throw badRequest(`Invalid Idempotency-Key header: 1 to ${MAX_IDEMPOTENCY_KEY} visible ASCII characters.`, 'Idempotency-Key');
+    }
+    const hash = requestHash(body);
+    const replay = async (existing: VideoJob) => {
+      if (existing.requestHash !== hash) throw new ApiError(409, 'This Idempotency-Key was already used with a different request body.', 'invalid_request_error', 'Idempotency-Key', 'idempotency_key_reused');
+      ctx.status = 202;
+      ctx.set('idempotent-replayed', 'true');
+      ctx.body = jobView(existing, originOf(ctx));
+    };
+    if (idemKey) {
+      const existing = await jobs.findByIdempotencyKey(deps.db, principal.accountId, idemKey);
+      if (existing) return replay(existing);
+    }
+
+    const v = validateVideoRequest(body, deps.catalog, fromForm);
+    ctx.state.model = v.model.id;
+    const client = temporal();
+    const images = await loadImages(v.images, loadImage);
+
+    const jobId = randomUUID();
+    const stored: StoredVideoRequest['images'] = {};
+    const put = async (img: LoadedImage, name: string): Promise<StoredImageRef> => {
+      const key = `videos/${jobId}/inputs/${name}.${extOf(img.mimeType)}`;
+      await deps.storage.put(key, Readable.from([img.bytes]), img.mimeType);
+      return { key, mimeType: img.mimeType, size: img.bytes.length };
+    };
+    if (images.inputReference) stored.inputReference = await put(images.inputReference, 'input_reference');
+    if (images.lastFrame) stored.lastFrame = await put(images.lastFrame, 'last_frame');
+    if (images.referenceImages) stored.referenceImages = await Promise.all(images.referenceImages.map((img, i) => put(img, `reference_${i}`)));
+
+    const request: StoredVideoRequest = {
+      prompt: v.prompt, seconds: v.seconds, size: v.size, aspectRatio: v.aspectRatio, resolution: v.resolution, seed: v.seed,
+      generateAudio: v.generateAudio, watermark: v.watermark, returnLastFrame: v.returnLastFrame, parameters: v.parameters, images: stored,
+    };
+    let job: VideoJob;
+    try {
+      job = await jobs.createJobWithHold(deps.db, {
+        id: jobId, accountId: principal.accountId, apiKeyId: principal.keyId, model: v.model.id, provider: v.model.provider,
+        request, requestHash: hash, idempotencyKey: idemKey, seconds: v.seconds, pricePerSecond: v.model.pricing.perVideoSecond!,
+        maxCostVnd: v.maxCostVnd, holdId: randomUUID(),
+      });
+    } catch (e) {
+      if (e instanceof InsufficientFunds) throw insufficientFunds(e.needed, e.available);
+      if (e instanceof jobs.DuplicateIdempotencyKey) return replay(e.existing);
+      throw e;
+    }
+
+    try {
+      await startVideoWorkflow(client, deps.config, job);
+    } catch (e) {
+      // No hold without a job that can finish: release it and fail the job (a workflow that did start after
+      // all sees the final job and stops before submitting).
+      deps.logger.error({ jobId, err: (e as Error).message }, 'could not start video workflow');
+      await jobs.finishUnsuccessful(deps.db, { jobId, holdId: job.holdId, status: 'failed', message: 'The job could not be scheduled; nothing was charged. Please retry.', code: 'scheduling_failed' });
+      throw new ApiError(503, 'The video job could not be scheduled; nothing was charged. Please retry.', 'server_error', null, 'video_unavailable');
+    }
+    await jobs.markWorkflowStarted(deps.db, jobId, 'api').catch((e) => deps.logger.warn({ jobId, err: (e as Error).message }, 'could not record workflow start'));
+    ctx.status = 202;
+    ctx.body = jobView(job, originOf(ctx));
+  });
+
+  r.get('/v1/videos', route('/v1/videos'), auth, async (ctx) => {
+    const q = ctx.query;
+    const one = (k: string): string | undefined => {
+      const v = q[k];
+      if (Array.isArray(v)) throw badRequest(`Invalid '${k}': give it once.`, k);
+      return v;
+    };
+    const status = one('status');
+    if (status !== undefined && !jobs.JOB_STATUSES.includes(status as jobs.JobStatus)) {
+      throw badRequest(`Invalid 'status' ${JSON.stringify(status)}: use one of ${jobs.JOB_STATUSES.join(', ')}.`, 'status');
+    }
+    const limitRaw = one('limit');
+    let limit = 20;
+    if (limitRaw !== undefined) {
+      if (!/^\d{1,6}$/.test(limitRaw) || Number(limitRaw) < 1 || Number(limitRaw) > 100) throw badRequest(`Invalid 'limit' ${JSON.stringify(limitRaw)}: an integer from 1 to 100.`, 'limit');
+      limit = Number(limitRaw);
+    }
+    const order = one('order') ?? 'desc';
+    if (order !== 'asc' && order !== 'desc') throw badRequest(`Invalid 'order' ${JSON.stringify(order)}: asc or desc.`, 'order');
+    const after = one('after');
+    if (after !== undefined && !UUID.test(after)) throw badRequest(`Invalid 'after' ${JSON.stringify(after)}: the id of a video job.`, 'after');
+    const { jobs: list, hasMore } = await jobs.listJobs(deps.db, ctx.state.principal!.accountId, { status: status as jobs.JobStatus | undefined, limit, after, order });
+    const data = list.map((j) => jobView(j, originOf(ctx)));
+    ctx.body = { object: 'list', data, first_id: list[0]?.id ?? null, last_id: list.at(-1)?.id ?? null, has_more: hasMore };
+  });
+
+  r.get('/v1/videos/:id', route('/v1/videos/:id'), auth, async (ctx) => {
+    ctx.body = jobView(await ownJob(ctx), originOf(ctx));
+  });
+
+  r.get('/v1/videos/:id/content', route('/v1/videos/:id/content'), auth, async (ctx) => {
+    const variant = ctx.query.variant ?? 'video';
+    if (variant !== 'video' && variant !== 'last_frame') throw badRequest(`Invalid 'variant' ${JSON.stringify(variant)}: video or last_frame.`, 'variant');
+    const job = await ownJob(ctx);
+    if (job.status !== 'completed') throw conflict(`The video job is ${job.status}; its content is available once it is completed.`, 'video_not_ready');
+    const media = variant === 'video'
+      ? { key: job.videoKey, size: job.videoSize, etag: job.videoEtag, type: 'video/mp4', name: `${job.id}.mp4` }
+      : { key: job.lastFrameKey, size: job.lastFrameSize, etag: job.lastFrameEtag, type: job.lastFrameContentType ?? 'image/png', name: `${job.id}-last-frame.${extOf(job.lastFrameContentType ?? 'image/png')}` };
+    if (!media.key || media.size === null) {
+      throw notFound(variant === 'last_frame' ? 'This job has no last frame: ask for it with return_last_frame: true.' : 'This job has no stored video.', 'content_not_found', 'variant');
+    }
+    const size = media.size;
+    ctx.set('accept-ranges', 'bytes');
+    ctx.set('cache-control', 'private, max-age=3600');
+    ctx.set('content-disposition', `inline; filename="${media.name}"`);
+    if (media.etag) ctx.set('etag', media.etag);
+    ctx.type = media.type;
+    if (media.etag && etagMatches(ctx.get('if-none-match'), media.etag)) {
+      ctx.status = 304;
+      return;
+    }
+    let range: { start: number; end: number } | null = null;
+    const rangeHeader = ctx.get('range');
+    const ifRange = ctx.get('if-range');
+    if (rangeHeader && (!ifRange || (media.etag !== null && ifRange === media.etag))) {
+      const parsed = parseRange(rangeHeader, size);
+      if (parsed === 'unsatisfiable') {
+        ctx.status = 416;
+        ctx.set('content-range', `bytes */${size}`);
+        ctx.body = { error: { message: `Range ${rangeHeader} is not satisfiable for ${size} bytes.`, type: 'invalid_request_error', param: 'Range', code: 'range_not_satisfiable' } };
+        return;
+      }
+      range = parsed;
+    }
+    if (ctx.method === 'HEAD') {
+      ctx.status = range ? 206 : 200;
+      if (range) ctx.set('content-range', `bytes ${range.start}-${range.end}/${size}`);
+      ctx.length = range ? range.end - range.start + 1 : size;
+      return;
+    }
+    const stream = await deps.storage.get(media.key, range ?? undefined);
+    if (range) {
+      ctx.status = 206;
+      ctx.set('content-range', `bytes ${range.start}-${range.end}/${size}`);
+      ctx.length = range.end - range.start + 1;
+    } else {
+      ctx.status = 200;
+      ctx.length = size;
+    }
+    ctx.body = stream;
+  });
+
+  r.delete('/v1/videos/:id', route('/v1/videos/:id'), auth, async (ctx) => {
+    const job = await ownJob(ctx);
+    if (jobs.isFinal(job.status)) throw conflict(`The video job is already ${job.status} and cannot be cancelled.`, 'video_not_cancellable');
+    await jobs.markCancelRequested(deps.db, job.id);
+    try {
+      await temporal().workflow.getHandle(job.workflowId).signal('cancel');
+    } catch (e) {
+      // Not started yet: the reconciler starts it, and the workflow sees cancel_requested_at at its first step.
+      if (!(e instanceof WorkflowNotFoundError)) throw e;
+    }
+    // Give the workflow a moment to release the hold, so the answer usually shows the final state.
+    const until = Date.now() + deps.config.video.cancelWaitMs;
+    let now = job;
+    while (Date.now() < until) {
+      now = (await jobs.getJob(deps.db, job.id)) ?? now;
+      if (jobs.isFinal(now.status)) break;
+      await new Promise((res) => setTimeout(res, 100));
+    }
+    ctx.status = jobs.isFinal(now.status) ? 200 : 202;
+    ctx.body = jobView(now, originOf(ctx));
+  });
+
+  return r;
+}
+
+/** Where the client reached us (Koa's ctx.origin is the Origin header); X-Forwarded-* count with TRUST_PROXY. */
+function originOf(ctx: Ctx): string {
+  return `${ctx.protocol}://${ctx.host}`;
+}
+
+function etagMatches(header: string, etag: string): boolean {
+  if (!header) return false;
+  if (header.trim() === '*') return true;
+  const weak = (s: string) => s.trim().replace(/^W\//, '');
+  return header.split(',').some((t) => weak(t) === weak(etag));
+}
+
+/** One `bytes=` range (first-last, first-, -suffix); several ranges or a malformed header serve the whole file. */
+function parseRange(header: string, size: number): { start: number; end: number } | 'unsatisfiable' | null {
+  const m = /^bytes=\s*(\d*)\s*-\s*(\d*)\s*$/.exec(header.trim());
+  if (!m || (m[1] === '' && m[2] === '')) return null;
+  let start: number;
+  let end: number;
+  if (m[1] === '') {
+    const suffix = Number(m[2]);
+    if (suffix === 0) return 'unsatisfiable';
+    start = Math.max(0, size - suffix);
+    end = size - 1;
+  } else {
+    start = Number(m[1]);
+    end = m[2] === '' ? size - 1 : Math.min(Number(m[2]), size - 1);
+    if (m[2] !== '' && Number(m[2]) < start) return null;
+  }
+  if (start >= size || size === 0) return 'unsatisfiable';
+  return { start, end };
 }

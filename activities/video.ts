@@ -1,0 +1,244 @@
+import { Transform, type TransformCallback } from 'node:stream';
+import { Readable } from 'node:stream';
+import { ApplicationFailure, Context } from '@temporalio/activity';
+import type { Db } from '../src/db/pool';
+import type { Storage } from '../src/storage/storage';
+import type { Catalog } from '../src/catalog/catalog';
+import type { Logger } from '../src/observability/logger';
+import type { VideoProviders } from '../src/providers/video';
+import { VideoProviderError, type VideoImage, type VideoSubmission, type VideoTaskState } from '../src/providers/video/types';
+import * as jobs from '../src/video/jobs';
+import type { StoredImageRef } from '../src/video/jobs';
+
+/**
+ * The video workflow's activities, built from injected dependencies. Each one is safe to run more than once:
+ * projections move forward only, events and ledger entries carry idempotency keys, storage writes replace.
+ * Provider rejections (4xx) are thrown as non-retryable ApplicationFailures (type ProviderRejected); everything
+ * else is retried by the workflow's retry policies.
+ */
+
+export interface VideoActivityDeps {
+  db: Db;
+  storage: Storage;
+  catalog: Catalog;
+  providers: VideoProviders;
+  logger?: Logger;
+}
+
+/** What a poll tells the workflow (small: inline video bytes are stored here, never returned). */
+export interface PollOutcome {
+  state: VideoTaskState;
+  videoUrl?: string;
+  /** The video arrived inline and is already in our storage. */
+  videoStored?: boolean;
+  lastFrameUrl?: string;
+  durationSeconds?: number;
+  errorMessage?: string;
+  errorCode?: string;
+  contentFiltered?: boolean;
+  /** DELETE /v1/videos/{id} was recorded (covers a cancel signal sent before the workflow existed). */
+  cancelRequested?: boolean;
+}
+
+export const videoKeyOf = (jobId: string) => `videos/${jobId}/video.mp4`;
+export const lastFrameKeyOf = (jobId: string) => `videos/${jobId}/last-frame`;
+
+const MAX_IMAGE_BYTES = 10 * 1024 * 1024;
+
+function toFailure(e: unknown, what: string): Error {
+  if (e instanceof VideoProviderError) {
+    if (!e.retryable) return ApplicationFailure.nonRetryable(e.message, 'ProviderRejected', { status: e.status, code: e.code });
+    return ApplicationFailure.retryable(e.message, 'ProviderUnavailable', { status: e.status, code: e.code });
+  }
+  if (e instanceof ApplicationFailure) return e;
+  return ApplicationFailure.retryable(`${what}: ${e instanceof Error ? e.message : String(e)}`, 'InternalError');
+}
+
+async function readImage(storage: Storage, ref: StoredImageRef): Promise<VideoImage> {
+  const chunks: Buffer[] = [];
+  let n = 0;
+  for await (const c of await storage.get(ref.key)) {
+    n += (c as Buffer).length;
+    if (n > MAX_IMAGE_BYTES * 2) throw new Error(`stored image ${ref.key} is larger than expected`);
+    chunks.push(c as Buffer);
+  }
+  return { base64: Buffer.concat(chunks).toString('base64'), mimeType: ref.mimeType };
+}
+
+/** Counts bytes, heartbeats progress (at most once a second) and checks the first bytes look like `kind`. */
+class CopyMeter extends Transform {
+  bytes = 0;
+  private lastBeat = 0;
+  private head = Buffer.alloc(0);
+  // The activity context is captured up front: stream callbacks may run outside its async context.
+  constructor(private readonly kind: 'video' | 'last_frame', private readonly ctx: Context) {
+    super();
+  }
+  /** The image type the first bytes showed (last frames). */
+  imageType(): string {
+    if (this.head[0] === 0xff) return 'image/jpeg';
+    if (this.head[0] === 0x52) return 'image/webp';
+    return 'image/png';
+  }
+  override _transform(chunk: Buffer, _enc: BufferEncoding, cb: TransformCallback): void {
+    if (this.head.length < 16) {
+      this.head = Buffer.concat([this.head, chunk.subarray(0, 16 - this.head.length)]);
+      if (this.head.length >= 12) {
+        const bad = this.kind === 'video' ? this.head.toString('latin1', 4, 8) !== 'ftyp' : !isImageMagic(this.head);
+        if (bad) return cb(new Error(`the provider's ${this.kind === 'video' ? 'video is not an MP4' : 'last frame is not a PNG/JPEG/WebP image'}`));
+      }
+    }
+    this.bytes += chunk.length;
+    const now = Date.now();
+    if (now - this.lastBeat >= 1000) {
+      this.lastBeat = now;
+      this.ctx.heartbeat({ bytes: this.bytes });
+    }
+    cb(null, chunk);
+  }
+}
+
+function isImageMagic(b: Buffer): boolean {
+  return b.subarray(0, 8).equals(Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]))
+    || (b[0] === 0xff && b[1] === 0xd8 && b[2] === 0xff)
+    || (b.toString('latin1', 0, 4) === 'RIFF' && b.toString('latin1', 8, 12) === 'WEBP');
+}
+
+
+export function createVideoActivities(deps: VideoActivityDeps) {
+  const { db, storage, catalog, providers } = deps;
+
+  async function load(jobId: string): Promise<jobs.VideoJob> {
+    const job = await jobs.getJob(db, jobId);
+    if (!job) throw ApplicationFailure.nonRetryable(`video job ${jobId} not found`, 'JobNotFound');
+    return job;
+  }
+  function adapterOf(job: jobs.VideoJob) {
+    const model = catalog.get(job.model);
+    const provider = model ? model.provider : job.provider;
+    return { adapter: providers.get(provider), upstreamModel: model?.upstreamModel ?? job.model };
+  }
+
+  return {
+    /** Submits the job to its provider once: a job that already has a provider task id resumes with it. */
+    async submitVideo(a: { jobId: string }): Promise<{ taskId: string | null; alreadyFinal?: boolean; cancelRequested?: boolean }> {
+      const job = await load(a.jobId);
+      if (jobs.isFinal(job.status)) return { taskId: job.providerTaskId, alreadyFinal: true };
+      if (job.cancelRequestedAt) return { taskId: job.providerTaskId, cancelRequested: true };
+      if (job.providerTaskId) return { taskId: job.providerTaskId };
+      const { adapter, upstreamModel } = adapterOf(job);
+      const r = job.request;
+      const s: VideoSubmission = {
+        upstreamModel, prompt: r.prompt, seconds: r.seconds, aspectRatio: r.aspectRatio, resolution: r.resolution, seed: r.seed,
+        generateAudio: r.generateAudio, watermark: r.watermark, returnLastFrame: r.returnLastFrame || undefined, parameters: r.parameters,
+      };
+      try {
+        if (r.images.inputReference) s.firstFrame = await readImage(storage, r.images.inputReference);
+        if (r.images.lastFrame) s.lastFrame = await readImage(storage, r.images.lastFrame);
+        if (r.images.referenceImages?.length) s.referenceImages = await Promise.all(r.images.referenceImages.map((x) => readImage(storage, x)));
+      } catch (e) {
+        throw toFailure(e, 'reading input images');
+      }
+      let taskId: string;
+      try {
+        ({ taskId } = await adapter.submit(s, { signal: Context.current().cancellationSignal }));
+      } catch (e) {
+        throw toFailure(e, 'submitting to the provider');
+      }
+      await jobs.transition(db, a.jobId, null, { providerTaskId: taskId }, { kind: 'provider_submitted', data: { provider: adapter.id, taskId } });
+      return { taskId };
+    },
+
+    async pollVideo(a: { jobId: string; taskId: string }): Promise<PollOutcome> {
+      const job = await load(a.jobId);
+      const { adapter } = adapterOf(job);
+      let s;
+      try {
+        s = await adapter.poll(a.taskId, { signal: Context.current().cancellationSignal });
+      } catch (e) {
+        throw toFailure(e, 'polling the provider');
+      }
+      const out: PollOutcome = {
+        state: s.state, videoUrl: s.videoUrl, lastFrameUrl: s.lastFrameUrl, durationSeconds: s.durationSeconds,
+        errorMessage: s.error?.message, errorCode: s.error?.code, contentFiltered: s.contentFiltered,
+        cancelRequested: job.cancelRequestedAt !== null || undefined,
+      };
+      if (s.state === 'succeeded' && s.inlineVideo) {
+        // The bytes came inline (already in memory): store them now rather than pass them through Temporal.
+        const stored = await storage.put(videoKeyOf(a.jobId), Readable.from([Buffer.from(s.inlineVideo.base64, 'base64')]), 'video/mp4');
+        await jobs.transition(db, a.jobId, null, { videoKey: videoKeyOf(a.jobId), videoSize: stored.size, videoEtag: stored.etag }, { kind: 'video_copied', data: { bytes: stored.size, inline: true } });
+        out.videoStored = true;
+      }
+      return out;
+    },
+
+    async markProcessing(a: { jobId: string }): Promise<void> {
+      await jobs.transition(db, a.jobId, 'processing', {}, { kind: 'processing' });
+    },
+
+    /**
+     * Streams a result from the provider into our storage (never buffered whole), heartbeating progress. The
+     * stored object replaces any partial earlier attempt, so a retry simply starts over.
+     */
+    async copyResult(a: { jobId: string; variant: 'video' | 'last_frame'; url: string }): Promise<{ key: string; size: number; etag: string }> {
+      const job = await load(a.jobId);
+      if (jobs.isFinal(job.status)) throw ApplicationFailure.nonRetryable(`video job ${a.jobId} is already ${job.status}`, 'JobFinal');
+      const { adapter } = adapterOf(job);
+      const ctx = Context.current();
+      const key = a.variant === 'video' ? videoKeyOf(a.jobId) : lastFrameKeyOf(a.jobId);
+      ctx.heartbeat({ bytes: 0 });
+      let download;
+      try {
+        download = await adapter.download(a.url, { signal: ctx.cancellationSignal });
+      } catch (e) {
+        throw toFailure(e, `downloading the ${a.variant}`);
+      }
+      const meter = new CopyMeter(a.variant, ctx);
+      const source = download.body;
+      const abort = () => source.destroy(new Error('copy cancelled'));
+      ctx.cancellationSignal.addEventListener('abort', abort, { once: true });
+      // pipe() keeps backpressure (memory stays at a few chunks); errors are forwarded by hand so put() sees them.
+      source.on('error', (e) => meter.destroy(e));
+      source.pipe(meter);
+      let stored;
+      try {
+        const contentType = a.variant === 'video' ? 'video/mp4' : 'image/png';
+        stored = await storage.put(key, meter, contentType);
+      } catch (e) {
+        source.destroy();
+        throw toFailure(e, `copying the ${a.variant}`);
+      } finally {
+        ctx.cancellationSignal.removeEventListener('abort', abort);
+      }
+      if (download.contentLength !== null && stored.size !== download.contentLength) {
+        throw ApplicationFailure.retryable(`copied ${stored.size} bytes of the ${a.variant} but the provider announced ${download.contentLength}`, 'IncompleteCopy');
+      }
+      if (stored.size === 0) throw ApplicationFailure.retryable(`the provider's ${a.variant} is empty`, 'IncompleteCopy');
+      const patch: jobs.JobPatch = a.variant === 'video'
+        ? { videoKey: key, videoSize: stored.size, videoEtag: stored.etag }
+        : { lastFrameKey: key, lastFrameSize: stored.size, lastFrameEtag: stored.etag, lastFrameContentType: meter.imageType() };
+      await jobs.transition(db, a.jobId, null, patch, { kind: a.variant === 'video' ? 'video_copied' : 'last_frame_copied', data: { bytes: stored.size } });
+      return { key, size: stored.size, etag: stored.etag };
+    },
+
+    /** Best effort: asks the provider to cancel (Seedance cancels queued tasks; Veo has no cancel). */
+    async cancelProviderTask(a: { jobId: string; taskId: string }): Promise<boolean> {
+      const job = await load(a.jobId);
+      try {
+        return await adapterOf(job).adapter.cancel(a.taskId);
+      } catch (e) {
+        throw toFailure(e, 'cancelling at the provider');
+      }
+    },
+
+    async completeJob(a: { jobId: string; holdId: string; chargeVnd: number; durationSeconds: number }): Promise<void> {
+      await jobs.completeJob(db, a);
+    },
+
+    async finishUnsuccessful(a: { jobId: string; holdId: string; status: 'failed' | 'expired'; message: string; code: string | null }): Promise<void> {
+      await jobs.finishUnsuccessful(db, a);
+    },
+  };
+}
+
+export type VideoActivities = ReturnType<typeof createVideoActivities>;

@@ -1,0 +1,70 @@
+import { WorkflowExecutionAlreadyStartedError, type Client } from '@temporalio/client';
+import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
+import type { Config } from '../config';
+import { SEARCH_ATTRIBUTES } from '../runtime/searchAttributes';
+import type { VideoJobInput } from '../../workflows/videoJob';
+import { workflowTiming } from './settings';
+import type { VideoJob } from './jobs';
+
+/** Starting a job's workflow: used by POST /v1/videos and by the reconciler (same id, so at most one runs). */
+
+export const WORKFLOW_TYPE = 'videoJobWorkflow';
+
+const keys = {
+  account: defineSearchAttributeKey(SEARCH_ATTRIBUTES.account, SearchAttributeType.KEYWORD),
+  model: defineSearchAttributeKey(SEARCH_ATTRIBUTES.model, SearchAttributeType.KEYWORD),
+  status: defineSearchAttributeKey(SEARCH_ATTRIBUTES.status, SearchAttributeType.KEYWORD),
+};
+
+export function workflowInput(job: VideoJob, config: Config, searchAttributes: boolean): VideoJobInput {
+  return {
+    jobId: job.id, holdId: job.holdId, accountId: job.accountId, model: job.model, seconds: job.seconds,
+    pricePerSecond: job.pricePerSecond, maxCostVnd: job.maxCostVnd, returnLastFrame: job.request.returnLastFrame,
+    timing: workflowTiming(config.video), searchAttributes,
+  };
+}
+
+/** The namespace lacks the gateway's search attributes (a Temporal server set up without them). */
+function isMissingSearchAttribute(e: unknown): boolean {
+  return /search attribute/i.test((e as Error)?.message ?? '') && /not defined|unknown|no mapping|invalid/i.test((e as Error)?.message ?? '');
+}
+
+let searchAttributesAvailable = true;
+
+/**
+ * Starts the workflow `video-<jobId>`. Returns 'started', or 'exists' when a workflow with that id already ran
+ * (the id reuse policy refuses a second one, so a job's money is never handled by two workflows).
+ */
+export async function startVideoWorkflow(client: Client, config: Config, job: VideoJob): Promise<'started' | 'exists'> {
+  const start = (withAttributes: boolean) => client.workflow.start(WORKFLOW_TYPE, {
+    taskQueue: config.temporalTaskQueue,
+    workflowId: job.workflowId,
+    args: [workflowInput(job, config, withAttributes)],
+    workflowIdReusePolicy: 'REJECT_DUPLICATE',
+    ...(withAttributes ? {
+      typedSearchAttributes: [
+        { key: keys.account, value: job.accountId },
+        { key: keys.model, value: job.model },
+        { key: keys.status, value: 'submitted' },
+      ],
+    } : {}),
+  });
+  try {
+    await start(searchAttributesAvailable);
+    return 'started';
+  } catch (e) {
+    if (e instanceof WorkflowExecutionAlreadyStartedError) return 'exists';
+    if (searchAttributesAvailable && isMissingSearchAttribute(e)) {
+      // Still start the job; operators lose the attribute search until the namespace registers them.
+      searchAttributesAvailable = false;
+      try {
+        await start(false);
+        return 'started';
+      } catch (e2) {
+        if (e2 instanceof WorkflowExecutionAlreadyStartedError) return 'exists';
+        throw e2;
+      }
+    }
+    throw e;
+  }
+}

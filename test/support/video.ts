@@ -1,0 +1,68 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { randomUUID } from 'node:crypto';
+import { startGateway, type TestGateway } from './gateway';
+import { loadVideoSettings, type VideoSettings } from '../../src/video/settings';
+import { startWorker, type WorkerHandle } from '../../src/worker';
+import type { Config } from '../../src/config';
+
+/**
+ * Video test harness: the real gateway + a real Temporal worker (src/worker.ts startWorker) on a task queue of
+ * its own (so test files never take each other's workflows), fast timings, and a private storage directory.
+ */
+
+export function fastVideoSettings(o: Partial<VideoSettings> = {}): VideoSettings {
+  return {
+    ...loadVideoSettings(),
+    pollInitialMs: 40, pollMaxMs: 150, pollBackoff: 1.5, deadlineMs: 20_000, submitWindowMs: 10_000, copyWindowMs: 10_000,
+    activityRetryInitialMs: 50, activityRetryMaxMs: 400, activityTimeoutMs: 3_000, copyAttemptTimeoutMs: 15_000, heartbeatMs: 3_000,
+    reconcileIntervalMs: 300, reconcileGraceMs: 1_000, holdSweepIntervalMs: 1_000, cancelWaitMs: 3_000, stickyQueueTimeoutMs: 1_000,
+    ...o,
+  };
+}
+
+export interface VideoHarness extends TestGateway {
+  worker: WorkerHandle | null;
+  config: Config;
+  storageDir: string;
+  startWorker(): Promise<WorkerHandle>;
+}
+
+export async function startVideoHarness(video: Partial<VideoSettings> = {}, overrides: Partial<Config> = {}, opts: { worker?: boolean } = {}): Promise<VideoHarness> {
+  const storageDir = fs.mkdtempSync(path.join(os.tmpdir(), 'gw-video-'));
+  const gw = await startGateway({ temporalTaskQueue: `video-test-${randomUUID()}`, storageDir, video: fastVideoSettings(video), logLevel: process.env.LOG_LEVEL ?? 'warn', ...overrides });
+  const h: VideoHarness = Object.assign(gw, {
+    worker: null as WorkerHandle | null,
+    config: gw.deps.config,
+    storageDir,
+    async startWorker() {
+      h.worker = await startWorker(gw.deps.config);
+      return h.worker;
+    },
+  });
+  const close = gw.close.bind(gw);
+  h.close = async () => {
+    await h.worker?.close();
+    await close();
+    fs.rmSync(storageDir, { recursive: true, force: true });
+  };
+  if (opts.worker !== false) await h.startWorker();
+  return h;
+}
+
+/** Polls `fn` until it returns a truthy value (or throws after `ms`). */
+export async function eventually<T>(fn: () => Promise<T | null | undefined | false>, ms = 20_000, every = 50): Promise<T> {
+  const until = Date.now() + ms;
+  let last: unknown;
+  for (;;) {
+    try {
+      const v = await fn();
+      if (v) return v;
+    } catch (e) {
+      last = e;
+    }
+    if (Date.now() > until) throw new Error(`condition not met within ${ms} ms${last ? `: ${(last as Error).message}` : ''}`);
+    await new Promise((r) => setTimeout(r, every));
+  }
+}
