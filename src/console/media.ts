@@ -36,7 +36,10 @@ export function mountMedia(r: Router<GatewayState>, deps: AppDeps): void {
     if (!media.key) throw notFound('This job has no such file.');
     const head = await deps.storage.head(media.key);
     if (!head) throw notFound('The stored file is missing.');
-    ctx.set('cache-control', 'private, max-age=3600');
+    // Revalidated on every use (a 304 is cheap): the browser must not hand a cached private video to the next
+    // person who signs in on the same machine; the session check above runs first.
+    ctx.set('cache-control', 'private, no-cache');
+    ctx.set('vary', 'Cookie');
     ctx.set('accept-ranges', 'bytes');
     ctx.set('etag', head.etag);
     ctx.type = media.contentType;

@@ -634,7 +634,7 @@
       h('td', null, statusBadge(j.status)),
       h('td', { class: 'hide-sm' }, j.model),
       h('td', { class: 'truncate', title: j.prompt }, j.prompt),
-      h('td', { class: 'num' }, (j.durationSeconds || j.seconds) + ' s'),
+      h('td', { class: 'num hide-sm' }, (j.durationSeconds || j.seconds) + ' s'),
       h('td', { class: 'num' }, j.costVnd !== null ? vnd(j.costVnd) : h('span', { class: 'hint', title: 'Held until the job ends' }, '≤ ' + vnd(j.maxCostVnd))),
       opts.temporal ? h('td', { class: 'nowrap' }, h('a', { href: j.temporalUrl, target: '_blank', rel: 'noopener', class: 'temporal-link' }, 'Workflow ↗')) : null));
   }
@@ -656,7 +656,7 @@
         if (!scope.alive()) return;
         first = false;
         replace(body, data.length
-          ? table([{ label: 'Created' }, { label: 'Status' }, { label: 'Model', cls: 'hide-sm' }, { label: 'Prompt' }, { label: 'Length', cls: 'num' }, { label: 'Cost', cls: 'num' }], jobRows(data, { clickable: true }))
+          ? table([{ label: 'Created' }, { label: 'Status' }, { label: 'Model', cls: 'hide-sm' }, { label: 'Prompt' }, { label: 'Length', cls: 'num hide-sm' }, { label: 'Cost', cls: 'num' }], jobRows(data, { clickable: true }))
           : emptyState('film', status ? 'No ' + status + ' jobs' : 'No video jobs yet', 'Submit one with POST /v1/videos using one of your API keys; it appears here at once.'));
         const any = data.some(running);
         replace(live, any ? h('span', { class: 'live', id: 'live-refresh' }, 'Updating while jobs run') : null);
@@ -812,7 +812,7 @@
     });
     load(jobs, scope, () => api('GET', '/admin/accounts/' + id + '/jobs?limit=100' + (status ? '&status=' + status : '')), ({ data }) => {
       replace(jobs, data.length
-        ? table([{ label: 'Created' }, { label: 'Status' }, { label: 'Model', cls: 'hide-sm' }, { label: 'Prompt' }, { label: 'Length', cls: 'num' }, { label: 'Cost', cls: 'num' }, { label: 'Temporal' }], jobRows(data, { temporal: true }))
+        ? table([{ label: 'Created' }, { label: 'Status' }, { label: 'Model', cls: 'hide-sm' }, { label: 'Prompt' }, { label: 'Length', cls: 'num hide-sm' }, { label: 'Cost', cls: 'num' }, { label: 'Temporal' }], jobRows(data, { temporal: true }))
         : emptyState('film', status ? 'No ' + status + ' jobs' : 'No video jobs', 'This account has not submitted any video jobs' + (status ? ' with this status.' : ' yet.')));
     });
     refresh();
