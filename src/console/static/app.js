@@ -221,6 +221,9 @@
           isOp ? h('span', { class: 'badge info' }, 'operator') : null,
           h('button', { class: 'secondary small', id: 'signout', onclick: signOut }, 'Sign out'))),
       main);
+    // On a phone the section strip scrolls sideways: keep the current section in view.
+    const current = app.querySelector('.nav a.active');
+    if (current && current.scrollIntoView) current.scrollIntoView({ block: 'nearest', inline: 'nearest' });
     fill(main);
   }
 
