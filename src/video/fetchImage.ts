@@ -247,7 +247,7 @@ export async function fetchImageUrl(rawUrl: string, param: string, opts: Resolve
         throw fetchFailed(param, e, signal);
       }
       if (REDIRECTS.has(res.statusCode)) {
-        res.body.destroy();
+        discard(res.body);
         const location = res.headers.location;
         if (typeof location !== 'string' || !location) {
           throw badRequest(`Invalid '${param}': the image URL redirected without a Location.`, param, 'image_fetch_failed');
@@ -259,12 +259,12 @@ export async function fetchImageUrl(rawUrl: string, param: string, opts: Resolve
         continue;
       }
       if (res.statusCode < 200 || res.statusCode >= 300) {
-        res.body.destroy();
+        discard(res.body);
         throw badRequest(`Invalid '${param}': fetching the image URL failed with HTTP ${res.statusCode}.`, param, 'image_fetch_failed');
       }
       const declaredLength = Number(res.headers['content-length']);
       if (Number.isFinite(declaredLength) && declaredLength > maxBytes) {
-        res.body.destroy();
+        discard(res.body);
         throw tooLarge(param, maxBytes);
       }
       const bytes = await readLimited(res.body, maxBytes, param, signal);
@@ -276,6 +276,12 @@ export async function fetchImageUrl(rawUrl: string, param: string, opts: Resolve
       agent.destroy().catch(() => {});
     }
   }
+}
+
+/** Drops a response body we will not read (undici reports an abort as an error event: keep it quiet). */
+function discard(body: { on(ev: 'error', fn: () => void): unknown; destroy(): unknown }): void {
+  body.on('error', () => {});
+  body.destroy();
 }
 
 async function readLimited(body: AsyncIterable<Buffer> & { destroy(): unknown }, maxBytes: number, param: string, signal: AbortSignal): Promise<Buffer> {
