@@ -113,6 +113,23 @@ test('raw SSE: events arrive as data lines ending with data: [DONE]', async () =
   expect(events.slice(0, -1).every((e) => e.startsWith('data: {'))).toBe(true);
 });
 
+test('chunks are forwarded as they arrive: the first delta reaches the client before the upstream has finished', async () => {
+  gw.emulator.control.settings.chunkDelayMs = 80;
+  const stats = openaiEmulatorStats(gw.emulator.control);
+  const completedBefore = stats.streamsCompleted;
+  const stream = await client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'one two three four' }], stream: true });
+  let completedAtFirstDelta: number | null = null;
+  let text = '';
+  for await (const c of stream) {
+    const d = c.choices[0]?.delta?.content;
+    if (d && completedAtFirstDelta === null) completedAtFirstDelta = stats.streamsCompleted;
+    text += d ?? '';
+  }
+  expect(text).toBe('You said: one two three four');
+  expect(completedAtFirstDelta).toBe(completedBefore); // upstream still streaming when the client had its first delta
+  expect(stats.streamsCompleted).toBe(completedBefore + 1);
+});
+
 test('streamed tool calls arrive as fragments keyed by index', async () => {
   const stream = await client.chat.completions.create({
     model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'weather?' }], stream: true,
