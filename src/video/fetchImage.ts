@@ -161,17 +161,32 @@ function isAllowed(u: URL, allow: Array<{ host: string; port: number | null }>):
 
 const defaultLookup = (hostname: string) => dns.promises.lookup(hostname, { all: true, verbatim: true });
 
+/** getaddrinfo cannot be cancelled; stop waiting for it when the fetch's time is up. */
+function abortable<T>(p: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) return Promise.reject(signal.reason);
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason);
+    signal.addEventListener('abort', onAbort, { once: true });
+    p.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
+  });
+}
+
 /** Resolves the URL's host and returns the addresses to connect to, refusing non-public ones unless allowed. */
-async function vetHost(u: URL, param: string, allowed: boolean, lookup: (h: string) => Promise<LookupAddress[]>): Promise<LookupAddress[]> {
+async function vetHost(
+  u: URL, param: string, allowed: boolean, lookup: (h: string) => Promise<LookupAddress[]>, signal: AbortSignal,
+): Promise<LookupAddress[]> {
   const host = bareHost(u.hostname);
   let addrs: LookupAddress[];
   if (net.isIP(host)) {
     addrs = [{ address: host, family: net.isIP(host) }];
   } else {
     try {
-      addrs = await lookup(host);
+      addrs = await abortable(lookup(host), signal);
     } catch {
-      throw badRequest(`Invalid '${param}': could not resolve the host ${host}.`, param, 'image_fetch_failed');
+      throw badRequest(
+        signal.aborted ? `Invalid '${param}': resolving the host ${host} timed out.` : `Invalid '${param}': could not resolve the host ${host}.`,
+        param, 'image_fetch_failed',
+      );
     }
     if (addrs.length === 0) throw badRequest(`Invalid '${param}': could not resolve the host ${host}.`, param, 'image_fetch_failed');
   }
@@ -230,7 +245,7 @@ export async function fetchImageUrl(rawUrl: string, param: string, opts: Resolve
   let url = parseUrl(rawUrl, param);
 
   for (let hop = 0; ; hop++) {
-    const pinned = await vetHost(url, param, isAllowed(url, allow), lookup);
+    const pinned = await vetHost(url, param, isAllowed(url, allow), lookup, signal);
     const agent = pinnedAgent(pinned);
     try {
       let res: Awaited<ReturnType<typeof request>>;

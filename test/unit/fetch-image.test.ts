@@ -145,6 +145,12 @@ describe('URL vetting before any connection (injected DNS answers)', () => {
     expect(looked).toBe(0);
   });
 
+  test('a DNS answer that never comes is cut off by the fetch timeout', async () => {
+    const e = await rejection(resolveImage('https://slow-dns.example.com/a.png', 'p', { allowHosts: [], timeoutMs: 200, lookup: () => new Promise(() => {}) }));
+    expect(e).toMatchObject({ status: 400, code: 'image_fetch_failed' });
+    expect(e.message).toMatch(/timed out/);
+  });
+
   test('an unresolvable host is a 400', async () => {
     const e = await rejection(resolveImage('https://nx.example.com/a.png', 'p', { allowHosts: [], lookup: async () => { throw new Error('ENOTFOUND'); } }));
     expect(e).toMatchObject({ status: 400, code: 'image_fetch_failed' });
