@@ -40,7 +40,8 @@ export async function callUpstream<T>(ctx: Ctx, meter: Meter, units: Record<stri
   } catch (e) {
     meter.cancel(units, failureStatus(e));
     if (e instanceof UpstreamAborted) {
-      ctx.respond = false; // nobody to answer
+      ctx.status = CLIENT_CLOSED; // for logs and metrics; nobody is left to answer
+      ctx.respond = false;
       return null;
     }
     throw e;

@@ -92,3 +92,21 @@ test('an upstream 500 is a 502 upstream_error for the client and charges nothing
   expect(rows.every((r) => r.status === 502 && Number(r.cost_vnd) === 0)).toBe(true);
   expect((await getBalance(gw.deps.db, accountId))!.balance).toBe(100_000);
 });
+
+test('a client that leaves before a non-streaming answer aborts the upstream call and is charged nothing', async () => {
+  const { client, accountId } = await funded(100_000);
+  gw.emulator.control.settings.latencyMs = 300;
+  const ac = new AbortController();
+  setTimeout(() => ac.abort(), 100);
+  const e = await client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] }, { signal: ac.signal }).then(() => null, (err) => err);
+  expect(e).toBeInstanceOf(OpenAI.APIUserAbortError);
+  let rows: any[] = [];
+  for (let i = 0; i < 50 && rows.length === 0; i++) {
+    await gw.deps.credit.flush();
+    rows = (await gw.deps.db.query('SELECT status, cost_vnd FROM usage_records WHERE account_id = $1', [accountId])).rows;
+    if (rows.length === 0) await new Promise((r) => setTimeout(r, 20));
+  }
+  expect(rows).toEqual([{ status: 499, cost_vnd: expect.anything() }]);
+  expect(Number(rows[0].cost_vnd)).toBe(0);
+  expect(await charges(accountId)).toHaveLength(0);
+});
