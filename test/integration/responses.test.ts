@@ -5,8 +5,9 @@ import { openaiEmulatorStats } from '../../src/emulator/openai';
 
 /**
  * POST /v1/responses (+ GET /v1/responses/{id}) through the real gateway with the official openai SDK, on the
- * native path (gpt-5-codex -> emulated Responses upstream) and the translated path (gpt-4o-mini -> emulated chat
- * completions upstream), plus replayed Codex-shaped requests (reference section 5).
+ * native path (gpt-5-codex -> emulated Responses upstream), the translated path (gpt-4o-mini -> emulated chat
+ * completions upstream) and the bridged path (claude-sonnet-4-6 -> emulated Anthropic Messages upstream), plus
+ * replayed Codex-shaped requests (reference section 5).
  */
 
 let gw: TestGateway;
@@ -20,11 +21,13 @@ afterEach(() => gw.emulator.control.reset());
 
 const NATIVE = 'gpt-5-codex';
 const TRANSLATED = 'gpt-4o-mini';
-const paths = [['native', NATIVE], ['translated', TRANSLATED]] as const;
+/** A Claude model: responses -> chat -> Anthropic Messages upstream and back. */
+const BRIDGED = 'claude-sonnet-4-6';
+const paths = [['native', NATIVE], ['translated', TRANSLATED], ['bridged to Anthropic', BRIDGED]] as const;
 const client = (k = key) => new OpenAI({ apiKey: k, baseURL: `${gw.url}/v1`, maxRetries: 0 });
 const shell: OpenAI.Responses.FunctionTool = { type: 'function', name: 'shell', description: 'Run a command', strict: false, parameters: { type: 'object', properties: { command: { type: 'array', items: { type: 'string' } } }, required: ['command'] } };
 
-const upstream = (model: string) => (model === NATIVE ? '/openai/v1/responses' : '/openai/v1/chat/completions');
+const upstream = (model: string) => (model === NATIVE ? '/openai/v1/responses' : model === BRIDGED ? '/anthropic/v1/messages' : '/openai/v1/chat/completions');
 const upstreamCalls = (path: string) => gw.emulator.control.requests.filter((r) => r.path === path);
 
 /** Raw SSE from the gateway as parsed events. */
@@ -94,6 +97,11 @@ describe.each(paths)('%s path', (_name, model) => {
     if (model === NATIVE) {
       // The gateway expanded the stored conversation: first turn's input, its output, then the new item.
       expect(sent.input.map((i: any) => i.type ?? i.role)).toEqual(['message', 'function_call', 'function_call_output']);
+    } else if (model === BRIDGED) {
+      expect(sent.messages.map((m: any) => m.role)).toEqual(['user', 'assistant', 'user']);
+      expect(sent.system).toBeUndefined(); // instructions belong to their own request, not to the continuation
+      expect(sent.messages[1].content).toEqual([{ type: 'text', text: 'I will call shell.' }, { type: 'tool_use', id: call.call_id, name: 'shell', input: { command: ['example'] } }]);
+      expect(sent.messages[2].content).toEqual([{ type: 'tool_result', tool_use_id: call.call_id, content: 'a.txt b.txt' }]);
     } else {
       expect(sent.messages.map((m: any) => m.role)).toEqual(['user', 'assistant', 'tool']);
       expect(sent.messages[1].tool_calls[0].id).toBe(call.call_id);
@@ -129,6 +137,12 @@ describe.each(paths)('%s path', (_name, model) => {
       expect(sent).toMatchObject({ model: 'gpt-5-codex', store: false, include: ['reasoning.encrypted_content'], prompt_cache_key: 'pck-1' });
       const reasoning = final.output.find((o: any) => o.type === 'reasoning');
       expect(reasoning.encrypted_content).toMatch(/^emu-enc-/);
+    } else if (model === BRIDGED) {
+      expect(sent.system).toContain('You are Codex');
+      expect(sent.tools.map((t: any) => t.name)).toEqual(['shell', 'mcp_files__read_file', 'codex__apply_patch']);
+      expect(sent.tool_choice).toEqual({ type: 'tool', name: 'codex__apply_patch', disable_parallel_tool_use: true });
+      expect(sent.max_tokens).toBe(64000);
+      expect(call.input).toBe('example');
     } else {
       expect(sent.messages[0]).toMatchObject({ role: 'system', content: expect.stringContaining('You are Codex') });
       expect(sent.tools.map((t: any) => t.function.name)).toEqual(['shell', 'mcp_files__read_file', 'codex__apply_patch']);
@@ -145,7 +159,7 @@ describe.each(paths)('%s path', (_name, model) => {
   test('the first delta reaches the client before the upstream has finished', async () => {
     gw.emulator.control.settings.chunkDelayMs = 40;
     const ctl = gw.emulator.control;
-    const finished = () => (model === NATIVE ? streamStats(ctl, 'responses').completed : openaiEmulatorStats(ctl).streamsCompleted);
+    const finished = () => (model === NATIVE ? streamStats(ctl, 'responses').completed : model === BRIDGED ? streamStats(ctl, 'anthropic').completed : openaiEmulatorStats(ctl).streamsCompleted);
     const before = finished();
     let atFirstDelta: number | null = null;
     const stream = client().responses.stream({ model, input: 'one two three four five six seven eight' });

@@ -8,12 +8,14 @@ import type { ResponseObject, ResponsesItem, ResponsesRequest } from '../../tran
 import { inputItems, responsesToChat } from '../../translate/responsesToChat';
 import { chatToResponses, newId, type ResponseShell } from '../../translate/chatToResponses';
 import { ChatToResponsesStream } from '../../translate/chatStreamToResponses';
-import type { ChatChunk, ChatCompletion } from '../../translate/chatTypes';
+import type { ChatChunk, ChatCompletion, ChatRequest } from '../../translate/chatTypes';
 import { formatSse } from '../../translate/sse';
 import { UpstreamAborted } from '../../providers/openai';
-import { SseDecoder, sseBatches } from '../../providers/sse';
+import { SseDecoder } from '../../providers/sse';
+import { AnthropicAdapter } from '../../providers/anthropic';
+import { anthropicBackend, openaiBackend, UpstreamStreamError, type ChatBackend } from './chatBackends';
 import type { OpenAICompatibleAdapter } from '../../providers/types';
-import { DEFAULT_MAX_OUTPUT_TOKENS, estimateChatMaxCost, tokensFromChars } from '../../billing/pricing';
+import { DEFAULT_MAX_OUTPUT_TOKENS, tokensFromChars } from '../../billing/pricing';
 import { openMeter, StreamUsage, type Meter } from '../../billing/meter';
 import { countImages, estimateFromDelivered, nativeMaxCost, settleUsage } from './codingBilling';
 import { SseSink } from './sseSink';
@@ -22,7 +24,8 @@ import { conversationItems, loadResponse, saveResponse } from './storedResponses
 /**
  * POST /v1/responses and GET /v1/responses/{id}: the OpenAI Responses interface (spec 4.13) for any chat model.
  * A model marked `api: "responses"` in the catalog is passed through to its upstream's /responses natively (SSE
- * forwarded as produced); any other chat model is translated to chat completions and back (src/translate).
+ * forwarded as produced); any other chat model is translated to chat and back (src/translate), its chat request
+ * sent to /chat/completions or, for a model of an Anthropic provider, bridged to /v1/messages (chatBackends.ts).
  *
  * State lives in the gateway for both paths: a response is stored unless `store: false`, and
  * `previous_response_id` is expanded here into the stored conversation's items (the upstream never sees the id),
@@ -48,14 +51,10 @@ export function responsesRouter(deps: AppDeps): Router<GatewayState> {
       if (!items) throw notFound(`Previous response with id '${req.previous_response_id}' not found.`, 'previous_response_not_found', 'previous_response_id');
       history = items;
     }
-    const provider = deps.catalog.provider(model);
-    if (provider.kind !== 'openai') {
-      throw new ApiError(400, `The model '${req.model}' is served over the Anthropic Messages API; use POST /v1/messages for it.`, 'invalid_request_error', 'model', 'model_not_supported');
-    }
     const sink = new SseSink(ctx);
     const turn: Turn = { req, model, history, input: inputItems(req.input), store: req.store !== false, sink };
     try {
-      if (model.api === 'responses') await nativeResponses(ctx, turn);
+      if (model.api === 'responses' && deps.catalog.provider(model).kind === 'openai') await nativeResponses(ctx, turn);
       else await translatedResponses(ctx, turn);
     } catch (e) {
       if (e instanceof UpstreamAborted) {
@@ -177,22 +176,26 @@ export function responsesRouter(deps: AppDeps): Router<GatewayState> {
     settleUsage(meter, t.model, u ?? estimateFromDelivered(bytes, delivered), u ? 200 : sink.clientGone ? 499 : failed ? 502 : 200);
   }
 
-  /** Any chat model: responses -> chat completions -> responses (streamed event by event). */
+  /** The upstream a translated request goes to: chat completions, or an Anthropic upstream through the bridge. */
+  function backendFor(model: ModelConfig, chat: ChatRequest): ChatBackend {
+    const a = deps.providers.get(model.provider);
+    if (a instanceof AnthropicAdapter) return anthropicBackend(a, model, chat);
+    return openaiBackend(deps.providers.openai(model), model, chat);
+  }
+
+  /** Any chat model: responses -> chat -> upstream -> chat -> responses (streamed event by event). */
   async function translatedResponses(ctx: Ctx, t: Turn): Promise<void> {
-    const adapter = deps.providers.openai(t.model);
     const { chat, tools } = responsesToChat({ ...t.req, input: t.input }, { upstreamModel: t.model.upstreamModel, maxOutputTokens: t.model.maxOutputTokens, reasoning: t.model.reasoning, history: t.history });
-    const payload = JSON.stringify(chat);
-    const bytes = Buffer.byteLength(payload);
-    const meter = await openMeter(deps.credit, owner(ctx), t.model.id, OPERATION, estimateChatMaxCost(t.model, chat, bytes).maxCost);
+    const backend = backendFor(t.model, chat);
+    const bytes = backend.payloadBytes;
+    const meter = await openMeter(deps.credit, owner(ctx), t.model.id, OPERATION, backend.maxCost);
     const shell: ResponseShell = { id: newId('resp'), model: t.req.model, createdAt: Math.floor(Date.now() / 1000), request: t.req };
     if (t.req.stream !== true) {
       let c: ChatCompletion;
       try {
-        const res = await adapter.postJson('/chat/completions', payload, { signal: t.sink.signal });
-        c = JSON.parse(res.body.toString('utf8')) as ChatCompletion;
+        c = await backend.complete(t.sink.signal);
       } catch (e) {
-        meter.cancel({}, e instanceof ApiError ? e.status : 502);
-        if (e instanceof SyntaxError) throw new ApiError(502, 'The upstream provider sent an invalid response.', 'upstream_error', null, 'upstream_error');
+        meter.cancel({}, e instanceof ApiError ? e.status : e instanceof UpstreamAborted ? 499 : 502);
         throw e;
       }
       const obj = chatToResponses(c, { ...shell, tools });
@@ -202,48 +205,41 @@ export function responsesRouter(deps: AppDeps): Router<GatewayState> {
       ctx.body = obj;
       return;
     }
-    const res = await upstreamStream(adapter, '/chat/completions', payload, meter, t.sink);
+    let batches: AsyncIterable<ChatChunk[]>;
+    try {
+      batches = await backend.stream(t.sink.signal);
+    } catch (e) {
+      meter.cancel({}, e instanceof ApiError ? e.status : 499);
+      throw e;
+    }
     const sink = t.sink;
     sink.open();
     const usage = new StreamUsage(bytes);
     const tr = new ChatToResponsesStream(shell, tools, { inputTokensEstimate: tokensFromChars(bytes) });
     let failed = false;
-    const flush = async (out: string) => {
-      if (tr.done && tr.final) await store(ctx, t, tr.final);
-      return out ? sink.write(out) : !sink.clientGone;
-    };
     try {
       await sink.write(tr.start().map(formatSse).join(''));
-      for await (const batch of sseBatches(res.body)) {
+      for await (const batch of batches) {
         let out = '';
-        let ended = false;
-        for (const ev of batch) {
-          if (ev.data === '[DONE]') {
-            ended = true;
-            break;
-          }
-          let chunk: ChatChunk & { error?: { message?: string } };
-          try {
-            chunk = JSON.parse(ev.data);
-          } catch {
-            continue;
-          }
-          if (chunk.error) {
-            failed = true;
-            out += tr.fail('server_error', String(chunk.error.message ?? 'upstream error')).map(formatSse).join('');
-            break;
-          }
+        for (const chunk of batch) {
           usage.observeChat(chunk);
           for (const e of tr.push(chunk)) out += formatSse(e);
         }
-        if (!(await flush(out)) || failed || ended) break;
+        // Stored before the client sees the final event, so an immediate continuation finds it.
+        if (tr.done && tr.final) await store(ctx, t, tr.final);
+        if (out && !(await sink.write(out))) break;
       }
-      if (!failed && !sink.clientGone) await flush(tr.end().map(formatSse).join(''));
+      if (!sink.clientGone) {
+        const out = tr.end().map(formatSse).join('');
+        if (tr.final) await store(ctx, t, tr.final);
+        if (out) await sink.write(out);
+      }
     } catch (e) {
       if (!sink.clientGone) {
         failed = true;
-        deps.logger.warn({ reqId: meter.id, err: (e as Error).message }, 'chat upstream stream failed');
-        await sink.write(tr.fail('server_error', 'The upstream provider stream was interrupted.').map(formatSse).join(''));
+        deps.logger.warn({ reqId: meter.id, err: (e as Error).message }, 'translated upstream stream failed');
+        const message = e instanceof UpstreamStreamError ? e.message : 'The upstream provider stream was interrupted.';
+        await sink.write(tr.fail('server_error', message).map(formatSse).join(''));
       }
     }
     sink.end();
