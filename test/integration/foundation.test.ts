@@ -19,6 +19,8 @@ beforeAll(async () => {
 });
 afterAll(() => gw.close());
 
+/** fetch's json() is typed unknown; these tests inspect arbitrary JSON. */
+const json = (res: Response): Promise<any> => res.json();
 const get = (path: string, headers: Record<string, string> = {}) => fetch(gw.url + path, { headers });
 const post = (path: string, body: string, headers: Record<string, string> = {}) =>
   fetch(gw.url + path, { method: 'POST', body, headers: { 'content-type': 'application/json', ...headers } });
@@ -47,7 +49,7 @@ describe('auth', () => {
   test('missing key: 401 in the OpenAI shape', async () => {
     const res = await get('/v1/models');
     expect(res.status).toBe(401);
-    const body = await res.json();
+    const body = await json(res);
     expectOpenAIError(body, 'missing_api_key');
     expect(body.error.type).toBe('invalid_request_error');
   });
@@ -60,7 +62,7 @@ describe('auth', () => {
   ])('%s: 401 in the OpenAI shape', async (_what, headers) => {
     const res = await get('/v1/account', headers as Record<string, string>);
     expect(res.status).toBe(401);
-    expectOpenAIError(await res.json());
+    expectOpenAIError(await json(res));
   });
 
   test('the SDK sees a bad key as an AuthenticationError', async () => {
@@ -90,24 +92,24 @@ describe('GET /v1/account', () => {
     await placeHold(gw.deps.db, { accountId, holdId: randomUUID(), amount: 100_000, idempotencyKey: `h:${randomUUID()}`, refType: 'video', refId: 'job-1' });
     const res = await get('/v1/account', { authorization: `Bearer ${key}` });
     expect(res.status).toBe(200);
-    const body = await res.json();
+    const body = await json(res);
     expect(body).toMatchObject({ object: 'account', id: accountId, currency: 'VND', balance_vnd: 5_250_000, held_vnd: 100_000, available_vnd: 5_150_000 });
     expect(body.ledger.map((e: any) => [e.type, e.amount_vnd])).toEqual([['hold_placed', 100_000], ['topped_up', 250_000], ['topped_up', 5_000_000]]);
     for (const e of body.ledger) expect(Number.isInteger(e.amount_vnd)).toBe(true);
     expect(body.ledger[1].memo).toBe('bank transfer');
 
-    const one = await (await get('/v1/account?limit=1', { authorization: `Bearer ${key}` })).json();
+    const one = await json(await get('/v1/account?limit=1', { authorization: `Bearer ${key}` }));
     expect(one.ledger).toHaveLength(1);
     const bad = await get('/v1/account?limit=abc', { authorization: `Bearer ${key}` });
     expect(bad.status).toBe(400);
-    expect((await bad.json()).error.param).toBe('limit');
+    expect((await json(bad)).error.param).toBe('limit');
   });
 
   test('each caller sees only their own account', async () => {
     const a = await gw.account(111);
     const b = await gw.account(222);
-    const ra = await (await get('/v1/account', { authorization: `Bearer ${a.key}` })).json();
-    const rb = await (await get('/v1/account', { authorization: `Bearer ${b.key}` })).json();
+    const ra = await json(await get('/v1/account', { authorization: `Bearer ${a.key}` }));
+    const rb = await json(await get('/v1/account', { authorization: `Bearer ${b.key}` }));
     expect([ra.id, ra.balance_vnd]).toEqual([a.accountId, 111]);
     expect([rb.id, rb.balance_vnd]).toEqual([b.accountId, 222]);
   });
@@ -121,7 +123,7 @@ describe('model catalog', () => {
 
   test('GET /v1/models: auth required, OpenAI list shape with mode and VND pricing, every mode present', async () => {
     expect((await get('/v1/models')).status).toBe(401);
-    const body = await (await get('/v1/models', { authorization: `Bearer ${key}` })).json();
+    const body = await json(await get('/v1/models', { authorization: `Bearer ${key}` }));
     expect(body.object).toBe('list');
     for (const m of body.data) {
       expect(m).toMatchObject({ id: expect.any(String), object: 'model', created: expect.any(Number), owned_by: expect.any(String), mode: expect.any(String), currency: 'VND' });
@@ -134,7 +136,7 @@ describe('model catalog', () => {
   });
 
   test('video models list allowedDurations: one with 4, 6, 8 s and a reference-capable (seedance) one with 4 to 15 s', async () => {
-    const body = await (await get('/v1/models', { authorization: `Bearer ${key}` })).json();
+    const body = await json(await get('/v1/models', { authorization: `Bearer ${key}` }));
     const video = body.data.filter((m: any) => m.mode === 'video');
     expect(video.length).toBeGreaterThanOrEqual(2);
     for (const v of video) {
@@ -152,7 +154,7 @@ describe('model catalog', () => {
     expect(m).toMatchObject({ id: 'gpt-4o-mini', object: 'model', mode: 'chat' });
     const res = await get('/v1/models/nope', { authorization: `Bearer ${key}` });
     expect(res.status).toBe(404);
-    const body = await res.json();
+    const body = await json(res);
     expectOpenAIError(body, 'model_not_found');
     expect(body.error.param).toBe('model');
   });
@@ -160,8 +162,8 @@ describe('model catalog', () => {
   test('GET /public/models: the same price list without auth', async () => {
     const pub = await get('/public/models');
     expect(pub.status).toBe(200);
-    const body = await pub.json();
-    const authed = await (await get('/v1/models', { authorization: `Bearer ${key}` })).json();
+    const body = await json(pub);
+    const authed = await json(await get('/v1/models', { authorization: `Bearer ${key}` }));
     expect(body.data.map((m: any) => [m.id, m.pricing])).toEqual(authed.data.map((m: any) => [m.id, m.pricing]));
   });
 });
@@ -176,40 +178,40 @@ describe('errors', () => {
   test('invalid JSON -> 400 invalid_json', async () => {
     const res = await post('/v1/chat/completions', '{"model": "gpt-4o-mini", "messages": [', auth());
     expect(res.status).toBe(400);
-    expectOpenAIError(await res.json(), 'invalid_json');
+    expectOpenAIError(await json(res), 'invalid_json');
   });
 
   test('a JSON body that is not an object -> 400', async () => {
     const res = await post('/v1/chat/completions', '[1,2,3]', auth());
     expect(res.status).toBe(400);
-    expectOpenAIError(await res.json());
+    expectOpenAIError(await json(res));
   });
 
   test('unknown route -> 404 in the OpenAI shape', async () => {
     for (const [method, path] of [['GET', '/v1/nope'], ['POST', '/v1/chat/nope'], ['GET', '/nope']]) {
       const res = await fetch(gw.url + path, { method, headers: auth() });
       expect(res.status).toBe(404);
-      expectOpenAIError(await res.json(), 'unknown_url');
+      expectOpenAIError(await json(res), 'unknown_url');
     }
   });
 
   test('unknown model on an operation -> 404 model_not_found', async () => {
     const res = await post('/v1/chat/completions', JSON.stringify({ model: 'no-such-model', messages: [{ role: 'user', content: 'hi' }] }), auth());
     expect(res.status).toBe(404);
-    expectOpenAIError(await res.json(), 'model_not_found');
+    expectOpenAIError(await json(res), 'model_not_found');
   });
 
   test('body over the limit -> 413', async () => {
     const big = JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'x'.repeat(JSON_LIMIT * 2) }] });
     const res = await post('/v1/chat/completions', big, auth());
     expect(res.status).toBe(413);
-    expectOpenAIError(await res.json(), 'request_too_large');
+    expectOpenAIError(await json(res), 'request_too_large');
   });
 
   test('wrong content type -> 415', async () => {
     const res = await post('/v1/chat/completions', 'model=gpt-4o-mini', { ...auth(), 'content-type': 'application/x-www-form-urlencoded' });
     expect(res.status).toBe(415);
-    expectOpenAIError(await res.json(), 'unsupported_media_type');
+    expectOpenAIError(await json(res), 'unsupported_media_type');
     const none = await fetch(gw.url + '/v1/chat/completions', { method: 'POST', headers: auth(), body: new Uint8Array([123, 125]) });
     expect(none.status).toBe(415);
   });
@@ -225,13 +227,13 @@ describe('operability', () => {
   test('/healthz answers without touching dependencies', async () => {
     const res = await get('/healthz');
     expect(res.status).toBe(200);
-    expect(await res.json()).toEqual({ status: 'ok' });
+    expect(await json(res)).toEqual({ status: 'ok' });
   });
 
   test('/readyz checks Postgres and Temporal', async () => {
     const res = await get('/readyz');
     expect(res.status).toBe(200);
-    expect(await res.json()).toEqual({ status: 'ready', checks: { postgres: 'ok', temporal: 'ok' } });
+    expect(await json(res)).toEqual({ status: 'ready', checks: { postgres: 'ok', temporal: 'ok' } });
   });
 
   test('/readyz is 503 when Temporal is not available', async () => {
@@ -239,7 +241,7 @@ describe('operability', () => {
     try {
       const res = await fetch(noTemporal.url + '/readyz');
       expect(res.status).toBe(503);
-      const body = await res.json();
+      const body = await json(res);
       expect(body.status).toBe('not_ready');
       expect(body.checks.postgres).toBe('ok');
       expect(body.checks.temporal).not.toBe('ok');
