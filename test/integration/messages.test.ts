@@ -3,11 +3,13 @@ import { startGateway, type TestGateway } from '../support/gateway';
 import { streamStats } from '../../src/emulator/replyKit';
 import { openaiEmulatorStats } from '../../src/emulator/openai';
 import { estimateInputTokens } from '../../src/translate/tokenEstimate';
+import { shortenToolName } from '../../src/translate/toolNames';
 
 /**
  * POST /v1/messages and /v1/messages/count_tokens through the real gateway with the official Anthropic SDK, on
- * the native path (claude-sonnet-4-6 -> emulated Anthropic upstream) and the translated path (gpt-4o-mini ->
- * emulated chat completions upstream), plus replayed Claude-Code-shaped requests (reference section 5).
+ * the native path (claude-sonnet-4-6 -> emulated Anthropic upstream), the translated path (gpt-4o-mini ->
+ * emulated chat completions upstream) and the bridged path (gpt-5-codex -> emulated Responses upstream), plus
+ * replayed Claude-Code-shaped requests (reference section 5).
  */
 
 let gw: TestGateway;
@@ -22,7 +24,9 @@ afterEach(() => gw.emulator.control.reset());
 
 const NATIVE = 'claude-sonnet-4-6';
 const TRANSLATED = 'gpt-4o-mini';
-const paths = [['native', NATIVE], ['translated', TRANSLATED]] as const;
+/** A Responses-only model: messages -> chat -> the upstream's /responses and back. */
+const BRIDGED = 'gpt-5-codex';
+const paths = [['native', NATIVE], ['translated', TRANSLATED], ['bridged to Responses', BRIDGED]] as const;
 const client = (k = key) => new Anthropic({ apiKey: k, baseURL: gw.url, maxRetries: 0 });
 const weather: Anthropic.Tool = { name: 'get_weather', description: 'Current weather', input_schema: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } };
 
@@ -136,6 +140,16 @@ describe.each(paths)('%s path', (_name, model) => {
       expect(up.body).toMatchObject({ model: 'claude-sonnet-4-6', context_management: body.context_management, output_config: { effort: 'high' } });
       // Native: thinking was enabled, so the stream carries a thinking block.
       expect(events.some((e) => e.data.type === 'content_block_delta' && e.data.delta.type === 'thinking_delta')).toBe(true);
+    } else if (model === BRIDGED) {
+      const up = upstreamCalls('/openai/v1/responses')[0].body as any;
+      expect(up).toMatchObject({ model: 'gpt-5-codex', store: false, stream: true, reasoning: { effort: 'high' }, max_output_tokens: 64000 });
+      expect(up.instructions).toContain("You are Claude Code, Anthropic's official CLI for Claude.");
+      expect(up.input[up.input.length - 1]).toEqual({ type: 'message', role: 'developer', content: [{ type: 'input_text', text: 'Respond concisely.' }] });
+      expect(up.tools.map((t: any) => t.name)).toEqual(['Bash', shortenToolName('mcp__playwright__browser_take_screenshot_of_the_current_page_with_options')]);
+      const raw = JSON.stringify(up);
+      for (const s of ['cache_control', 'defer_loading', 'context_management', 'output_config']) expect(raw).not.toContain(s);
+      // The upstream's reasoning summary arrives as a thinking block.
+      expect(events.some((e) => e.data.type === 'content_block_delta' && e.data.delta.type === 'thinking_delta')).toBe(true);
     } else {
       const up = upstreamCalls('/openai/v1/chat/completions')[0].body as any;
       expect(up.reasoning_effort).toBeUndefined(); // gpt-4o-mini is not a reasoning model: OpenAI would refuse it
@@ -151,7 +165,7 @@ describe.each(paths)('%s path', (_name, model) => {
   test('the first delta reaches the client before the upstream has finished', async () => {
     gw.emulator.control.settings.chunkDelayMs = 40;
     const ctl = gw.emulator.control;
-    const finished = () => (model === NATIVE ? streamStats(ctl, 'anthropic').completed : openaiEmulatorStats(ctl).streamsCompleted);
+    const finished = () => (model === NATIVE ? streamStats(ctl, 'anthropic').completed : model === BRIDGED ? streamStats(ctl, 'responses').completed : openaiEmulatorStats(ctl).streamsCompleted);
     const before = finished();
     let finishedAtFirstDelta: number | null = null;
     const stream = client().messages.stream({ model, max_tokens: 200, messages: [{ role: 'user', content: 'one two three four five six seven eight' }] });

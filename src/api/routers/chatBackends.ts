@@ -3,15 +3,19 @@ import type { ModelConfig } from '../../catalog/catalog';
 import type { ChatChunk, ChatCompletion, ChatRequest } from '../../translate/chatTypes';
 import { AnthropicStreamError, AnthropicStreamToChat, anthropicToChatCompletion, chatToAnthropicRequest } from '../../translate/chatToAnthropic';
 import type { MessagesResponse } from '../../translate/anthropicTypes';
+import type { ResponseObject } from '../../translate/responsesTypes';
+import { chatToResponsesRequest, responsesToChatCompletion, ResponsesStreamError, ResponsesStreamToChat } from '../../translate/chatToResponsesUpstream';
 import { AnthropicAdapter, AnthropicUpstreamError } from '../../providers/anthropic';
 import { SseDecoder, sseBatches } from '../../providers/sse';
 import type { OpenAICompatibleAdapter } from '../../providers/types';
+import type { ProviderRegistry } from '../../providers/registry';
 import { DEFAULT_MAX_OUTPUT_TOKENS, estimateChatMaxCost } from '../../billing/pricing';
 import { countImages, nativeMaxCost } from './codingBilling';
 
 /**
  * Where a translated request (already in chat form) is sent: an OpenAI-compatible upstream's /chat/completions,
- * or an Anthropic upstream's /v1/messages through the chat <-> Messages bridge. Either way the caller gets chat
+ * an Anthropic upstream's /v1/messages through the chat <-> Messages bridge, or the /responses of a model marked
+ * `api: "responses"` (Responses-only upstreams) through the chat <-> Responses bridge. Either way the caller gets chat
  * completions / chat chunk batches back, and the reservation bound for the payload actually sent.
  */
 export interface ChatBackend {
@@ -118,7 +122,8 @@ export function anthropicBackend(adapter: AnthropicAdapter, model: ModelConfig, 
       return (async function* () {
         const dec = new SseDecoder();
         const bridge = new AnthropicStreamToChat();
-        const convert = (events: { data: string }[]) => {
+        // Chunks converted before an upstream `error` event are still delivered, then the error is raised.
+        const convert = (events: { data: string }[]): { out: ChatChunk[]; error: UpstreamStreamError | null } => {
           const out: ChatChunk[] = [];
           for (const ev of events) {
             let e: { type?: string };
@@ -130,18 +135,72 @@ export function anthropicBackend(adapter: AnthropicAdapter, model: ModelConfig, 
             try {
               out.push(...bridge.push(e));
             } catch (err) {
-              if (err instanceof AnthropicStreamError) throw new UpstreamStreamError(err.message);
+              if (err instanceof AnthropicStreamError) return { out, error: new UpstreamStreamError(err.message) };
               throw err;
             }
           }
-          return out;
+          return { out, error: null };
         };
-        for await (const chunk of body) {
-          const out = convert(dec.push(chunk as Buffer));
+        const step = function* (r: { out: ChatChunk[]; error: UpstreamStreamError | null }) {
+          if (r.out.length) yield r.out;
+          if (r.error) throw r.error;
+        };
+        for await (const chunk of body) yield* step(convert(dec.push(chunk as Buffer)));
+        yield* step(convert(dec.end()));
+      })();
+    },
+  };
+}
+
+/** The backend for a translated request on this model. */
+export function backendFor(providers: ProviderRegistry, model: ModelConfig, chat: ChatRequest): ChatBackend {
+  const a = providers.get(model.provider);
+  if (a instanceof AnthropicAdapter) return anthropicBackend(a, model, chat);
+  const openai = providers.openai(model);
+  return model.api === 'responses' ? responsesBackend(openai, model, chat) : openaiBackend(openai, model, chat);
+}
+
+export function responsesBackend(adapter: OpenAICompatibleAdapter, model: ModelConfig, chat: ChatRequest): ChatBackend {
+  const req = chatToResponsesRequest(chat);
+  const payload = JSON.stringify(req);
+  const payloadBytes = Buffer.byteLength(payload);
+  const maxOut = req.max_output_tokens ?? model.maxOutputTokens ?? DEFAULT_MAX_OUTPUT_TOKENS;
+  return {
+    payloadBytes,
+    maxCost: nativeMaxCost(model, payloadBytes, maxOut, countImages(req.input)),
+    async complete(signal) {
+      const res = await adapter.postJson('/responses', payload, { signal });
+      try {
+        return responsesToChatCompletion(JSON.parse(res.body.toString('utf8')) as ResponseObject);
+      } catch {
+        throw invalid();
+      }
+    },
+    async stream(signal) {
+      const res = await adapter.postStream('/responses', payload, { signal });
+      return (async function* () {
+        const bridge = new ResponsesStreamToChat();
+        for await (const batch of sseBatches(res.body)) {
+          const out: ChatChunk[] = [];
+          for (const ev of batch) {
+            let e: { type?: string };
+            try {
+              e = JSON.parse(ev.data);
+            } catch {
+              continue;
+            }
+            try {
+              out.push(...bridge.push(e));
+            } catch (err) {
+              if (err instanceof ResponsesStreamError) {
+                if (out.length) yield out;
+                throw new UpstreamStreamError(err.message);
+              }
+              throw err;
+            }
+          }
           if (out.length) yield out;
         }
-        const tail = convert(dec.end());
-        if (tail.length) yield tail;
       })();
     },
   };

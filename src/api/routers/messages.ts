@@ -13,8 +13,9 @@ import type { ChatChunk, ChatCompletion } from '../../translate/chatTypes';
 import { formatSse } from '../../translate/sse';
 import { AnthropicAdapter, AnthropicUpstreamError } from '../../providers/anthropic';
 import { UpstreamAborted } from '../../providers/openai';
-import { SseDecoder, sseBatches } from '../../providers/sse';
-import { estimateChatMaxCost, tokensFromChars } from '../../billing/pricing';
+import { SseDecoder } from '../../providers/sse';
+import { backendFor, UpstreamStreamError } from './chatBackends';
+import { tokensFromChars } from '../../billing/pricing';
 import { openMeter, StreamUsage, type Meter } from '../../billing/meter';
 import { countImages, estimateFromDelivered, nativeMaxCost, settleUsage } from './codingBilling';
 import { SseSink } from './sseSink';
@@ -23,7 +24,8 @@ import { estimateInputTokens } from '../../translate/tokenEstimate';
 /**
  * POST /v1/messages and POST /v1/messages/count_tokens: the Anthropic Messages interface (spec 4.12) for any chat
  * model. A model of an `anthropic` provider is passed through natively (body and SSE as produced, usage read from
- * the stream as it passes); any other chat model is translated to chat completions and back (src/translate).
+ * the stream as it passes); any other chat model is translated to chat and back (src/translate), its chat request
+ * sent to /chat/completions or, for an `api: "responses"` model, bridged to /responses (chatBackends.ts).
  * Errors use the Anthropic shape; the path's query string (Claude Code sends ?beta=true) is ignored.
  */
 
@@ -201,22 +203,18 @@ export function messagesRouter(deps: AppDeps): Router<GatewayState> {
     settleUsage(meter, model, complete ? { input: input!, output: output!, cached, estimated: false } : { ...estimateFromDelivered(bytes, delivered, input, output), cached }, complete ? 200 : sink.clientGone ? 499 : failed ? 502 : 200);
   }
 
-  /** Any chat model: messages -> chat completions -> messages (streamed event by event). */
+  /** Any chat model: messages -> chat -> upstream (chat completions, or /responses) -> messages, event by event. */
   async function translatedMessages(ctx: Ctx, model: ModelConfig, req: MessagesRequest, sink: SseSink): Promise<void> {
-    const adapter = deps.providers.openai(model);
     const { chat, tools } = messagesToChat(req, { upstreamModel: model.upstreamModel, maxOutputTokens: model.maxOutputTokens, reasoning: model.reasoning });
-    const payload = JSON.stringify(chat);
-    const bytes = Buffer.byteLength(payload);
-    const bound = estimateChatMaxCost(model, chat, bytes);
-    const meter = await openMeter(deps.credit, owner(ctx), model.id, OPERATION, bound.maxCost);
+    const backend = backendFor(deps.providers, model, chat);
+    const bytes = backend.payloadBytes;
+    const meter = await openMeter(deps.credit, owner(ctx), model.id, OPERATION, backend.maxCost);
     if (req.stream !== true) {
       let c: ChatCompletion;
       try {
-        const res = await adapter.postJson('/chat/completions', payload, { signal: sink.signal });
-        c = JSON.parse(res.body.toString('utf8')) as ChatCompletion;
+        c = await backend.complete(sink.signal);
       } catch (e) {
-        meter.cancel({}, e instanceof ApiError ? e.status : 502);
-        if (e instanceof SyntaxError) throw new ApiError(502, 'The upstream provider sent an invalid response.', 'api_error', null, 'upstream_error');
+        meter.cancel({}, e instanceof ApiError ? e.status : e instanceof UpstreamAborted ? 499 : 502);
         throw e;
       }
       const msg = chatToMessages(c, { model: req.model, tools });
@@ -225,9 +223,9 @@ export function messagesRouter(deps: AppDeps): Router<GatewayState> {
       ctx.body = msg;
       return;
     }
-    let res;
+    let batches: AsyncIterable<ChatChunk[]>;
     try {
-      res = await adapter.postStream('/chat/completions', payload, { signal: sink.signal });
+      batches = await backend.stream(sink.signal);
     } catch (e) {
       meter.cancel({}, e instanceof ApiError ? e.status : 499);
       throw e;
@@ -237,37 +235,21 @@ export function messagesRouter(deps: AppDeps): Router<GatewayState> {
     const tr = new ChatToMessagesStream({ model: req.model, tools, inputTokensEstimate: tokensFromChars(bytes) });
     let failed = false;
     try {
-      for await (const batch of sseBatches(res.body)) {
+      for await (const batch of batches) {
         let out = '';
-        let ended = false;
-        for (const ev of batch) {
-          if (ev.data === '[DONE]') {
-            ended = true;
-            break;
-          }
-          let chunk: ChatChunk & { error?: { message?: string } };
-          try {
-            chunk = JSON.parse(ev.data);
-          } catch {
-            continue;
-          }
-          if (chunk.error) {
-            failed = true;
-            out += tr.fail('api_error', String(chunk.error.message ?? 'upstream error')).map(formatSse).join('');
-            break;
-          }
+        for (const chunk of batch) {
           usage.observeChat(chunk);
           for (const e of tr.push(chunk)) out += formatSse(e);
         }
         if (out && !(await sink.write(out))) break;
-        if (failed || ended) break;
       }
-      if (!failed && !sink.clientGone) await sink.write(tr.end().map(formatSse).join(''));
+      if (!sink.clientGone) await sink.write(tr.end().map(formatSse).join(''));
     } catch (e) {
       if (!sink.clientGone) {
         failed = true;
-        deps.logger.warn({ reqId: meter.id, err: (e as Error).message }, 'chat upstream stream failed');
-        await sink.write(tr.fail('api_error', 'The upstream provider stream was interrupted.').map(formatSse).join(''));
+        deps.logger.warn({ reqId: meter.id, err: (e as Error).message }, 'translated upstream stream failed');
+        const message = e instanceof UpstreamStreamError ? e.message : 'The upstream provider stream was interrupted.';
+        await sink.write(tr.fail('api_error', message).map(formatSse).join(''));
       }
     }
     sink.end();

@@ -8,12 +8,11 @@ import type { ResponseObject, ResponsesItem, ResponsesRequest } from '../../tran
 import { inputItems, responsesToChat } from '../../translate/responsesToChat';
 import { chatToResponses, newId, type ResponseShell } from '../../translate/chatToResponses';
 import { ChatToResponsesStream } from '../../translate/chatStreamToResponses';
-import type { ChatChunk, ChatCompletion, ChatRequest } from '../../translate/chatTypes';
+import type { ChatChunk, ChatCompletion } from '../../translate/chatTypes';
 import { formatSse } from '../../translate/sse';
 import { UpstreamAborted } from '../../providers/openai';
 import { SseDecoder } from '../../providers/sse';
-import { AnthropicAdapter } from '../../providers/anthropic';
-import { anthropicBackend, openaiBackend, UpstreamStreamError, type ChatBackend } from './chatBackends';
+import { backendFor, UpstreamStreamError } from './chatBackends';
 import type { OpenAICompatibleAdapter } from '../../providers/types';
 import { DEFAULT_MAX_OUTPUT_TOKENS, tokensFromChars } from '../../billing/pricing';
 import { openMeter, StreamUsage, type Meter } from '../../billing/meter';
@@ -176,17 +175,10 @@ export function responsesRouter(deps: AppDeps): Router<GatewayState> {
     settleUsage(meter, t.model, u ?? estimateFromDelivered(bytes, delivered), u ? 200 : sink.clientGone ? 499 : failed ? 502 : 200);
   }
 
-  /** The upstream a translated request goes to: chat completions, or an Anthropic upstream through the bridge. */
-  function backendFor(model: ModelConfig, chat: ChatRequest): ChatBackend {
-    const a = deps.providers.get(model.provider);
-    if (a instanceof AnthropicAdapter) return anthropicBackend(a, model, chat);
-    return openaiBackend(deps.providers.openai(model), model, chat);
-  }
-
   /** Any chat model: responses -> chat -> upstream -> chat -> responses (streamed event by event). */
   async function translatedResponses(ctx: Ctx, t: Turn): Promise<void> {
     const { chat, tools } = responsesToChat({ ...t.req, input: t.input }, { upstreamModel: t.model.upstreamModel, maxOutputTokens: t.model.maxOutputTokens, reasoning: t.model.reasoning, history: t.history });
-    const backend = backendFor(t.model, chat);
+    const backend = backendFor(deps.providers, t.model, chat);
     const bytes = backend.payloadBytes;
     const meter = await openMeter(deps.credit, owner(ctx), t.model.id, OPERATION, backend.maxCost);
     const shell: ResponseShell = { id: newId('resp'), model: t.req.model, createdAt: Math.floor(Date.now() / 1000), request: t.req };
