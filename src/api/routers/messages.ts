@@ -75,7 +75,7 @@ export function messagesRouter(deps: AppDeps): Router<GatewayState> {
     return a instanceof AnthropicAdapter ? a : null;
   }
 
-  router.post('/v1/messages', route('messages'), anthropicErrors, auth, requireVersion, body, async (ctx) => {
+  router.post('/v1/messages', route('/v1/messages'), anthropicErrors, auth, requireVersion, body, async (ctx) => {
     const req = ctx.request.body as unknown;
     validateMessages(req);
     const model = deps.catalog.require(req.model, 'chat');
@@ -95,7 +95,7 @@ export function messagesRouter(deps: AppDeps): Router<GatewayState> {
     }
   });
 
-  router.post('/v1/messages/count_tokens', route('messages.count_tokens'), anthropicErrors, auth, requireVersion, body, async (ctx) => {
+  router.post('/v1/messages/count_tokens', route('/v1/messages/count_tokens'), anthropicErrors, auth, requireVersion, body, async (ctx) => {
     const req = ctx.request.body as unknown;
     validateCountTokens(req);
     const model = deps.catalog.require(req.model, 'chat');

@@ -38,7 +38,7 @@ export function responsesRouter(deps: AppDeps): Router<GatewayState> {
   const router = new Router<GatewayState>();
   const auth = requireApiKey(deps);
 
-  router.post('/v1/responses', route('responses'), auth, jsonBody(deps.config.maxJsonBytes), async (ctx) => {
+  router.post('/v1/responses', route('/v1/responses'), auth, jsonBody(deps.config.maxJsonBytes), async (ctx) => {
     const req = ctx.request.body as unknown;
     validateResponses(req);
     const model = deps.catalog.require(req.model, 'chat');
@@ -64,7 +64,7 @@ export function responsesRouter(deps: AppDeps): Router<GatewayState> {
     }
   });
 
-  router.get('/v1/responses/:id', route('responses.get'), auth, async (ctx) => {
+  router.get('/v1/responses/:id', route('/v1/responses/:id'), auth, async (ctx) => {
     const r = await loadResponse(deps.db, ctx.state.principal!.accountId, ctx.params.id);
     if (!r) throw notFound(`Response with id '${ctx.params.id}' not found.`, 'not_found', 'id');
     ctx.body = r;
