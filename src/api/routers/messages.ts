@@ -159,6 +159,7 @@ export function messagesRouter(deps: AppDeps): Router<GatewayState> {
     const dec = new SseDecoder();
     let input: number | undefined;
     let cached = 0;
+    let created = 0;
     let output: number | undefined;
     let delivered = 0;
     let stopped = false;
@@ -173,7 +174,8 @@ export function messagesRouter(deps: AppDeps): Router<GatewayState> {
       if (e?.type === 'message_start') {
         const u = e.message?.usage ?? {};
         cached = u.cache_read_input_tokens ?? 0;
-        input = (u.input_tokens ?? 0) + cached + (u.cache_creation_input_tokens ?? 0);
+        created = u.cache_creation_input_tokens ?? 0;
+        input = u.input_tokens ?? 0;
         if (typeof u.output_tokens === 'number') output = u.output_tokens;
       } else if (e?.type === 'content_block_delta') {
         const d = e.delta ?? {};
@@ -181,7 +183,10 @@ export function messagesRouter(deps: AppDeps): Router<GatewayState> {
       } else if (e?.type === 'message_delta') {
         const u = e.usage ?? {};
         if (typeof u.output_tokens === 'number') output = u.output_tokens;
-        if (typeof u.input_tokens === 'number') input = u.input_tokens + (u.cache_read_input_tokens ?? cached) + (u.cache_creation_input_tokens ?? 0);
+        // Cumulative counters: each one present replaces the earlier value.
+        if (typeof u.cache_read_input_tokens === 'number') cached = u.cache_read_input_tokens;
+        if (typeof u.cache_creation_input_tokens === 'number') created = u.cache_creation_input_tokens;
+        if (typeof u.input_tokens === 'number') input = u.input_tokens;
       } else if (e?.type === 'message_stop') stopped = true;
       else if (e?.type === 'error') failed = true;
     };
@@ -199,8 +204,10 @@ export function messagesRouter(deps: AppDeps): Router<GatewayState> {
       }
     }
     sink.end();
-    const complete = stopped && output !== undefined && input !== undefined;
-    settleUsage(meter, model, complete ? { input: input!, output: output!, cached, estimated: false } : { ...estimateFromDelivered(bytes, delivered, input, output), cached }, complete ? 200 : sink.clientGone ? 499 : failed ? 502 : 200);
+    // Anthropic's input_tokens exclude cache reads and writes; all three are prompt tokens.
+    const prompt = input === undefined ? undefined : input + cached + created;
+    const complete = stopped && output !== undefined && prompt !== undefined;
+    settleUsage(meter, model, complete ? { input: prompt!, output: output!, cached, estimated: false } : { ...estimateFromDelivered(bytes, delivered, prompt, output), cached }, complete ? 200 : sink.clientGone ? 499 : failed ? 502 : 200);
   }
 
   /** Any chat model: messages -> chat -> upstream (chat completions, or /responses) -> messages, event by event. */
