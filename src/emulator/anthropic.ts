@@ -2,14 +2,15 @@ import type Koa from 'koa';
 import type Router from '@koa/router';
 import { registerMount } from './server';
 import type { EmulatorControl } from './control';
-import { hash, pieces, readJson, sampleFor, sse, tokens, writeSse, type Json } from './replyKit';
+import { DROP_MIDSTREAM_MARKER, hash, pieces, readJson, sampleFor, sse, tokens, writeSse, type Json } from './replyKit';
 
 /**
  * Emulated Anthropic Messages upstream under /anthropic: POST /v1/messages (JSON and SSE in Anthropic's exact
  * event order, paced by settings.chunkDelayMs) and POST /v1/messages/count_tokens. Deterministic: with client
  * tools it answers with a tool_use block (arguments valid against the tool's input_schema) unless the turn ends
  * with a tool_result; with thinking enabled or adaptive it starts with a signed thinking block. Token counts are
- * ceil(chars/4) over the request's text, the same for messages and count_tokens.
+ * ceil(chars/4) over the request's text, the same for messages and count_tokens. A prompt containing
+ * EMULATOR_DROP_MIDSTREAM breaks a stream off halfway.
  */
 
 function err(ctx: Koa.Context, status: number, type: string, message: string): void {
@@ -157,7 +158,7 @@ function messages(ctl: EmulatorControl) {
     }
     ev.push(sse('message_delta', { type: 'message_delta', delta: { stop_reason: r.stopReason, stop_sequence: r.stopSequence }, usage: { output_tokens: r.outputTokens } }));
     ev.push(sse('message_stop', { type: 'message_stop' }));
-    await writeSse(ctx, ctl, 'anthropic', ev);
+    await writeSse(ctx, ctl, 'anthropic', ev, { dropMidway: JSON.stringify(body.messages).includes(DROP_MIDSTREAM_MARKER) });
   };
 }
 

@@ -68,8 +68,19 @@ export function streamStats(ctl: EmulatorControl, protocol: string): StreamStats
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+/** A prompt containing this makes the emulated stream break off halfway (the connection is destroyed). */
+export const DROP_MIDSTREAM_MARKER = 'EMULATOR_DROP_MIDSTREAM';
+
 /** Writes pre-rendered SSE events, one every chunkDelayMs; stops if the client goes away. */
-export async function writeSse(ctx: Koa.Context, ctl: EmulatorControl, protocol: string, events: string[]): Promise<void> {
+export async function writeSse(ctx: Koa.Context, ctl: EmulatorControl, protocol: string, events: string[], opts: { dropMidway?: boolean } = {}): Promise<void> {
+  if (opts.dropMidway) {
+    ctx.respond = false;
+    ctx.res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', connection: 'keep-alive' });
+    ctx.res.write(events.slice(0, Math.ceil(events.length / 2)).join(''));
+    await sleep(Math.max(20, ctl.settings.chunkDelayMs));
+    ctx.res.destroy();
+    return;
+  }
   const st = streamStats(ctl, protocol);
   st.started++;
   ctx.respond = false;

@@ -2,7 +2,7 @@ import type Koa from 'koa';
 import type Router from '@koa/router';
 import { registerMount } from './server';
 import type { EmulatorControl } from './control';
-import { hash, pieces, readJson, sampleFor, sse, tokens, writeSse, type Json } from './replyKit';
+import { DROP_MIDSTREAM_MARKER, hash, pieces, readJson, sampleFor, sse, tokens, writeSse, type Json } from './replyKit';
 
 /**
  * Emulated OpenAI Responses upstream: POST /openai/v1/responses, JSON and SSE (response.created ...
@@ -10,7 +10,7 @@ import { hash, pieces, readJson, sampleFor, sse, tokens, writeSse, type Json } f
  * custom tools (also inside namespaces and additional_tools items) it answers with a function_call /
  * custom_tool_call unless the input ends with a tool output; with reasoning.effort it starts with a reasoning
  * item (encrypted_content filled when include asks for it). It keeps no state: previous_response_id is a 404, as
- * for any id the upstream does not know.
+ * for any id the upstream does not know. A prompt containing EMULATOR_DROP_MIDSTREAM breaks a stream off halfway.
  */
 
 function fail(ctx: Koa.Context, status: number, message: string, param: string | null, code: string | null): void {
@@ -136,7 +136,7 @@ function responses(ctl: EmulatorControl) {
       push('response.output_item.done', { output_index: i, item });
     });
     push(status === 'completed' ? 'response.completed' : 'response.incomplete', { response: final });
-    await writeSse(ctx, ctl, 'responses', ev);
+    await writeSse(ctx, ctl, 'responses', ev, { dropMidway: JSON.stringify(body.input).includes(DROP_MIDSTREAM_MARKER) });
   };
 }
 

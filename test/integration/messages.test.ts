@@ -218,6 +218,25 @@ describe.each(paths)('%s path', (_name, model) => {
   });
 });
 
+test.each([NATIVE, BRIDGED])('%s: an upstream that breaks off mid-stream ends the stream with an error event and is billed what was delivered', async (model) => {
+  const acct = await gw.account(1_000_000);
+  const res = await fetch(`${gw.url}/v1/messages`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'x-api-key': acct.key, 'anthropic-version': '2023-06-01' },
+    body: JSON.stringify({ model, max_tokens: 300, stream: true, messages: [{ role: 'user', content: 'one two three four five six seven eight nine ten EMULATOR_DROP_MIDSTREAM' }] }),
+  });
+  expect(res.status).toBe(200);
+  const events = await readSse(res);
+  expect(events[0].event).toBe('message_start');
+  expect(events.some((e) => e.event === 'content_block_delta')).toBe(true);
+  expect(events.map((e) => e.event)).not.toContain('message_stop');
+  expect(events[events.length - 1]).toMatchObject({ event: 'error', data: { type: 'error', error: { type: 'api_error' } } });
+  await waitFor(async () => (await usageRows(acct.accountId)).length === 1);
+  const [row] = await usageRows(acct.accountId);
+  expect(row).toMatchObject({ status: 502, units: { estimated: 1 } });
+  expect(Number(row.cost_vnd)).toBeGreaterThan(0);
+});
+
 describe('errors and headers', () => {
   test('401 without a key, in the Anthropic shape', async () => {
     const res = await fetch(`${gw.url}/v1/messages`, { method: 'POST', headers: { 'content-type': 'application/json', 'anthropic-version': '2023-06-01' }, body: '{}' });

@@ -208,6 +208,29 @@ describe.each(paths)('%s path', (_name, model) => {
   });
 });
 
+test.each([NATIVE, BRIDGED])('%s: an upstream that breaks off mid-stream ends with response.failed and is billed what was delivered', async (model) => {
+  const acct = await gw.account(1_000_000);
+  const res = await fetch(`${gw.url}/v1/responses`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${acct.key}` },
+    body: JSON.stringify({ model, stream: true, input: 'one two three four five six seven eight nine ten EMULATOR_DROP_MIDSTREAM' }),
+  });
+  expect(res.status).toBe(200);
+  const events = (await res.text()).split('\n\n').filter((b) => b.trim()).map((b) => JSON.parse(/^data: (.*)$/m.exec(b)![1]));
+  events.forEach((e, i) => expect(e.sequence_number).toBe(events[0].sequence_number + i));
+  expect(events[0].type).toBe('response.created');
+  const last = events[events.length - 1];
+  expect(last).toMatchObject({ type: 'response.failed', response: { status: 'failed', error: { code: 'server_error' } } });
+  expect(events.map((e) => e.type)).not.toContain('response.completed');
+  let rows: any[] = [];
+  for (const end = Date.now() + 5000; rows.length < 1 && Date.now() < end;) {
+    await gw.deps.credit.flush();
+    rows = await usageRows(acct.accountId);
+  }
+  expect(rows[0]).toMatchObject({ status: 502, units: { estimated: 1 } });
+  expect(Number(rows[0].cost_vnd)).toBeGreaterThan(0);
+});
+
 test('an upstream that drops the connection is a 502 and costs nothing', async () => {
   const acct = await gw.account(1_000_000);
   gw.emulator.control.addFault({ match: 'POST /openai/v1/responses', drop: true, times: 1 });
