@@ -54,12 +54,23 @@ export class Meter {
 
 /** Reserves `maxCostVnd` for a request; an account that cannot cover it gets 402 insufficient_quota (no upstream call). */
 export async function openMeter(credit: CreditManager, owner: MeterOwner, model: string, operation: string, maxCostVnd: number): Promise<Meter> {
-  try {
-    return new Meter(await credit.reserve(owner.accountId, maxCostVnd), owner, model, operation);
-  } catch (e) {
-    if (e instanceof InsufficientFunds) throw insufficientFunds(maxCostVnd, Math.max(0, e.available));
-    throw e;
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return new Meter(await credit.reserve(owner.accountId, maxCostVnd), owner, model, operation);
+    } catch (e) {
+      if (e instanceof InsufficientFunds) throw insufficientFunds(maxCostVnd, Math.max(0, e.available));
+      // A lease extension can lose a deadlock against a concurrent billing flush; its transaction rolled back,
+      // so trying again is safe.
+      if (attempt < 2 && isRetryableTxError(e)) continue;
+      throw e;
+    }
   }
+}
+
+/** Postgres deadlock_detected / serialization_failure. */
+function isRetryableTxError(e: unknown): boolean {
+  const code = (e as { code?: unknown })?.code;
+  return code === '40P01' || code === '40001';
 }
 
 /** Token counts a request is billed for, and whether they were estimated (no upstream usage arrived). */
