@@ -243,6 +243,16 @@ test('an upstream that drops the connection is a 502 and costs nothing', async (
   expect(Number(rows[0].cost_vnd)).toBe(0);
 });
 
+test('ids that cannot exist are 404s; input with NUL characters is stored and can be continued', async () => {
+  const res = await fetch(`${gw.url}/v1/responses/%00`, { headers: { authorization: `Bearer ${key}` } });
+  expect(res.status).toBe(404);
+  const bad = await client().responses.create({ model: TRANSLATED, input: 'x', previous_response_id: 'resp_\u0000' }).catch((e) => e);
+  expect(bad.status).toBe(404);
+  const first = await client().responses.create({ model: TRANSLATED, input: 'nul \u0000 inside' });
+  const second = await client().responses.create({ model: TRANSLATED, input: 'again', previous_response_id: first.id });
+  expect(second.status).toBe('completed');
+});
+
 test('validation errors name the parameter', async () => {
   const err = await client().responses.create({ model: TRANSLATED } as any).catch((e) => e);
   expect(err.status).toBe(400);

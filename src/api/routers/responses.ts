@@ -18,7 +18,7 @@ import { DEFAULT_MAX_OUTPUT_TOKENS, tokensFromChars } from '../../billing/pricin
 import { openMeter, StreamUsage, type Meter } from '../../billing/meter';
 import { countImages, estimateFromDelivered, nativeMaxCost, settleUsage } from './codingBilling';
 import { SseSink } from './sseSink';
-import { conversationItems, loadResponse, saveResponse } from './storedResponses';
+import { conversationItems, isResponseId, loadResponse, saveResponse } from './storedResponses';
 
 /**
  * POST /v1/responses and GET /v1/responses/{id}: the OpenAI Responses interface (spec 4.13) for any chat model.
@@ -81,7 +81,7 @@ export function responsesRouter(deps: AppDeps): Router<GatewayState> {
   }
 
   async function store(ctx: Ctx, t: Turn, response: Record<string, unknown> | null): Promise<void> {
-    if (!t.store || !response || typeof response.id !== 'string') return;
+    if (!t.store || !response || typeof response.id !== 'string' || !isResponseId(response.id)) return;
     if (response.status !== 'completed' && response.status !== 'incomplete') return;
     const saved = { ...response, previous_response_id: t.req.previous_response_id ?? null, store: true };
     try {

@@ -6,15 +6,23 @@ import type { ResponseObject, ResponsesItem } from '../../translate/responsesTyp
 /** Longest chain a continuation may walk (a guard, far beyond real conversations). */
 const MAX_CHAIN = 10_000;
 
+/** Response ids we issue or receive (resp_..., upstream ids): anything else cannot be stored, so it is not found. */
+const ID = /^[A-Za-z0-9_.:-]{1,256}$/;
+export const isResponseId = (id: string): boolean => ID.test(id);
+
+/** Postgres text and jsonb cannot hold NUL: stored copies carry U+FFFD instead. */
+const noNul = (_k: string, v: unknown) => (typeof v === 'string' && v.includes('\u0000') ? v.replaceAll('\u0000', '\uFFFD') : v);
+
 export async function saveResponse(db: Db, accountId: string, r: { id: string; previousResponseId: string | null; model: string; input: ResponsesItem[]; response: ResponseObject | Record<string, unknown> }): Promise<void> {
   await db.query(
     `INSERT INTO stored_responses (account_id, id, previous_response_id, model, input, response)
      VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (account_id, id) DO NOTHING`,
-    [accountId, r.id, r.previousResponseId, r.model, JSON.stringify(r.input), JSON.stringify(r.response)],
+    [accountId, r.id, r.previousResponseId, r.model, JSON.stringify(r.input, noNul), JSON.stringify(r.response, noNul)],
   );
 }
 
 export async function loadResponse(db: Db, accountId: string, id: string): Promise<Record<string, unknown> | null> {
+  if (!isResponseId(id)) return null;
   const { rows } = await db.query('SELECT response FROM stored_responses WHERE account_id = $1 AND id = $2', [accountId, id]);
   return rows.length ? (rows[0].response as Record<string, unknown>) : null;
 }
@@ -24,6 +32,7 @@ export async function loadResponse(db: Db, accountId: string, id: string): Promi
  * its output items. Null when the id is unknown to this account.
  */
 export async function conversationItems(db: Db, accountId: string, id: string): Promise<ResponsesItem[] | null> {
+  if (!isResponseId(id)) return null;
   const { rows } = await db.query(
     `WITH RECURSIVE chain AS (
        SELECT id, previous_response_id, input, response->'output' AS output, 0 AS depth
