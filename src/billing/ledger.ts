@@ -136,21 +136,72 @@ export async function chargeHolds(db: Db, charges: HoldCharge[]): Promise<number
   return tx(db, (c) => chargeHoldsIn(c, charges));
 }
 
+/**
+ * Lock order, everywhere in the ledger: account rows first (ascending id), then hold rows (ascending id).
+ * One order means concurrent holds, charges and releases can wait on each other but never deadlock.
+ */
+async function lockHolds(c: DbClient, holdIds: string[]): Promise<Map<string, { account_id: string; remaining: number; status: string; ref_type: string | null; ref_id: string | null }>> {
+  await c.query(
+    'SELECT id FROM accounts WHERE id IN (SELECT account_id FROM holds WHERE id = ANY($1::uuid[])) ORDER BY id FOR UPDATE',
+    [holdIds],
+  );
+  const r = await c.query(
+    'SELECT id, account_id, remaining, status, ref_type, ref_id FROM holds WHERE id = ANY($1::uuid[]) ORDER BY id FOR UPDATE',
+    [holdIds],
+  );
+  return new Map(r.rows.map((h) => [h.id as string, h]));
+}
+
+/**
+ * Batch charge, set-based: a fixed number of statements whatever the batch size (the credit flush writes
+ * hundreds of request charges at once). Events are inserted first; only the ones not seen before (new keys)
+ * move the projections.
+ */
 export async function chargeHoldsIn(c: DbClient, charges: HoldCharge[]): Promise<number> {
-  let applied = 0;
+  if (charges.length === 0) return 0;
+  for (const ch of charges) assertVnd(ch.amount, 'charge amount', true);
+  const holdIds = [...new Set(charges.map((ch) => ch.holdId))];
+  const holds = await lockHolds(c, holdIds);
+  for (const id of holdIds) if (!holds.has(id)) throw new LedgerError(`hold ${id} not found`);
+  const rows = charges.map((ch) => ({
+    account_id: holds.get(ch.holdId)!.account_id, amount: ch.amount, hold_id: ch.holdId, idempotency_key: ch.idempotencyKey,
+    ref_type: ch.refType ?? null, ref_id: ch.refId ?? null, memo: ch.memo ?? null,
+  }));
+  const ins = await c.query(
+    `INSERT INTO ledger_events (account_id, kind, amount, hold_id, idempotency_key, ref_type, ref_id, memo)
+     SELECT x.account_id, 'charged', x.amount, x.hold_id, x.idempotency_key, x.ref_type, x.ref_id, x.memo
+     FROM json_to_recordset($1::json) AS x(account_id uuid, amount bigint, hold_id uuid, idempotency_key text, ref_type text, ref_id text, memo text)
+     ON CONFLICT (idempotency_key) DO NOTHING RETURNING idempotency_key`,
+    [JSON.stringify(rows)],
+  );
+  if (ins.rowCount === 0) return 0;
+  const applied = new Set(ins.rows.map((r) => r.idempotency_key as string));
+  const perHold = new Map<string, number>();
+  const perAccount = new Map<string, number>();
+  const seen = new Set<string>();
   for (const ch of charges) {
-    assertVnd(ch.amount, 'charge amount', true);
-    const h = await c.query('SELECT account_id, remaining, status FROM holds WHERE id = $1 FOR UPDATE', [ch.holdId]);
-    if (h.rowCount === 0) throw new LedgerError(`hold ${ch.holdId} not found`);
-    const hold = h.rows[0];
-    if (!(await insertEvent(c, { accountId: hold.account_id, kind: 'charged', amount: ch.amount, holdId: ch.holdId, key: ch.idempotencyKey, memo: ch.memo, refType: ch.refType, refId: ch.refId }))) continue;
-    if (hold.status !== 'open') throw new LedgerError(`hold ${ch.holdId} is closed`);
-    if (ch.amount > hold.remaining) throw new LedgerError(`charge ${ch.amount} exceeds hold ${ch.holdId} remaining ${hold.remaining}`);
-    await c.query('UPDATE holds SET remaining = remaining - $2 WHERE id = $1', [ch.holdId, ch.amount]);
-    await c.query('UPDATE accounts SET balance = balance - $2, held = held - $2 WHERE id = $1', [hold.account_id, ch.amount]);
-    applied++;
+    // A key repeated inside one batch is applied once.
+    if (!applied.has(ch.idempotencyKey) || seen.has(ch.idempotencyKey)) continue;
+    seen.add(ch.idempotencyKey);
+    perHold.set(ch.holdId, (perHold.get(ch.holdId) ?? 0) + ch.amount);
   }
-  return applied;
+  for (const [holdId, amount] of perHold) {
+    const h = holds.get(holdId)!;
+    if (h.status !== 'open') throw new LedgerError(`hold ${holdId} is closed`);
+    if (amount > h.remaining) throw new LedgerError(`charge ${amount} exceeds hold ${holdId} remaining ${h.remaining}`);
+    perAccount.set(h.account_id, (perAccount.get(h.account_id) ?? 0) + amount);
+  }
+  await c.query(
+    `UPDATE holds h SET remaining = h.remaining - x.amount
+     FROM (SELECT unnest($1::uuid[]) AS id, unnest($2::bigint[]) AS amount) x WHERE h.id = x.id`,
+    [[...perHold.keys()], [...perHold.values()]],
+  );
+  await c.query(
+    `UPDATE accounts a SET balance = a.balance - x.amount, held = a.held - x.amount
+     FROM (SELECT unnest($1::uuid[]) AS id, unnest($2::bigint[]) AS amount) x WHERE a.id = x.id`,
+    [[...perAccount.keys()], [...perAccount.values()]],
+  );
+  return seen.size;
 }
 
 /** Releases what remains of a hold and closes it. Replays (same key) and already-closed holds change nothing. */
@@ -159,11 +210,10 @@ export async function releaseHold(db: Db, r: { holdId: string; idempotencyKey: s
 }
 
 export async function releaseHoldIn(c: DbClient, r: { holdId: string; idempotencyKey: string; memo?: string }): Promise<{ applied: boolean; released: number }> {
-  const h = await c.query('SELECT account_id, remaining, status, ref_type, ref_id FROM holds WHERE id = $1 FOR UPDATE', [r.holdId]);
-  if (h.rowCount === 0) throw new LedgerError(`hold ${r.holdId} not found`);
-  const hold = h.rows[0];
+  const hold = (await lockHolds(c, [r.holdId])).get(r.holdId);
+  if (!hold) throw new LedgerError(`hold ${r.holdId} not found`);
   if (hold.status !== 'open') return { applied: false, released: 0 };
-  if (!(await insertEvent(c, { accountId: hold.account_id, kind: 'hold_released', amount: hold.remaining, holdId: r.holdId, key: r.idempotencyKey, memo: r.memo, refType: hold.ref_type, refId: hold.ref_id }))) {
+  if (!(await insertEvent(c, { accountId: hold.account_id, kind: 'hold_released', amount: hold.remaining, holdId: r.holdId, key: r.idempotencyKey, memo: r.memo, refType: hold.ref_type ?? undefined, refId: hold.ref_id ?? undefined }))) {
     return { applied: false, released: 0 };
   }
   await c.query(`UPDATE holds SET remaining = 0, status = 'closed', closed_at = now() WHERE id = $1`, [r.holdId]);
@@ -181,11 +231,11 @@ export async function settleHold(
 ): Promise<{ charged: number; released: number }> {
   assertVnd(s.charge, 'charge', true);
   return tx(db, async (c) => {
-    const h = await c.query('SELECT remaining, status FROM holds WHERE id = $1 FOR UPDATE', [s.holdId]);
-    if (h.rowCount === 0) throw new LedgerError(`hold ${s.holdId} not found`);
+    const h = (await lockHolds(c, [s.holdId])).get(s.holdId);
+    if (!h) throw new LedgerError(`hold ${s.holdId} not found`);
     let charged = 0;
-    if (h.rows[0].status === 'open') {
-      const amount = Math.min(s.charge, h.rows[0].remaining);
+    if (h.status === 'open') {
+      const amount = Math.min(s.charge, h.remaining);
       if (amount > 0) {
         charged = (await chargeHoldsIn(c, [{ holdId: s.holdId, amount, idempotencyKey: `${s.idempotencyKey}:charge`, memo: s.memo, refType: s.refType, refId: s.refId }])) ? amount : 0;
       }

@@ -67,3 +67,21 @@ test('a second process sees funds held by the first process lease', async () => 
   expect(await getBalance(db, acc)).toEqual({ balance: 0, held: 0, available: 0 });
   expect(await verifyProjections(db)).toEqual([]);
 });
+
+test('extensions, flushes and releases from two processes interleave without deadlock or drift', async () => {
+  const acc = await funded(1_000_000);
+  const mk = () => new CreditManager(db, { leaseVnd: 700, flushMs: 5, idleReleaseMs: 1 });
+  const procs = [mk(), mk()];
+  let charged = 0;
+  await Promise.all(procs.map(async (p) => {
+    for (let round = 0; round < 15; round++) {
+      const rs = await Promise.all(Array.from({ length: 8 }, () => p.reserve(acc, 500)));
+      for (const r of rs) charged += r.settle(300, usage());
+      await p.flush();
+    }
+  }));
+  await Promise.all(procs.map((p) => p.close()));
+  expect(charged).toBe(2 * 15 * 8 * 300);
+  expect(await getBalance(db, acc)).toEqual({ balance: 1_000_000 - charged, held: 0, available: 1_000_000 - charged });
+  expect(await verifyProjections(db)).toEqual([]);
+});
