@@ -46,14 +46,21 @@ function textOfDocument(b: { source?: { type?: string; data?: string }; title?: 
 /** Text and image blocks -> chat parts (other block kinds are not user content and are skipped). */
 function userParts(blocks: AnthropicContentBlock[]): ChatContentPart[] {
   const parts: ChatContentPart[] = [];
+  if (!Array.isArray(blocks)) return parts;
   for (const b of blocks) {
-    if (b.type === 'text') parts.push({ type: 'text', text: b.text });
+    if (!b || typeof b !== 'object') continue;
+    if (b.type === 'text') parts.push({ type: 'text', text: str(b.text) });
     else if (b.type === 'image') {
       const url = imageUrlOf(b);
       if (url) parts.push({ type: 'image_url', image_url: { url } });
     } else if (b.type === 'document') parts.push({ type: 'text', text: textOfDocument(b) });
   }
   return parts;
+}
+
+/** Text fields of client blocks, whatever was sent in them. */
+export function str(v: unknown): string {
+  return typeof v === 'string' ? v : v === undefined || v === null ? '' : JSON.stringify(v);
 }
 
 /** Plain string when the parts are all text (what every chat upstream accepts), else the part list. */
@@ -66,7 +73,8 @@ function toolResultContent(b: AnthropicToolResultBlock): string | ChatContentPar
   let content: string | ChatContentPart[];
   if (b.content === undefined) content = '';
   else if (typeof b.content === 'string') content = b.content;
-  else content = compact(userParts(b.content as AnthropicContentBlock[]));
+  else if (Array.isArray(b.content)) content = compact(userParts(b.content as AnthropicContentBlock[]));
+  else content = str(b.content);
   if (b.is_error) {
     if (typeof content === 'string') content = `[tool error] ${content}`;
     else content = [{ type: 'text', text: '[tool error]' }, ...content];
@@ -76,7 +84,7 @@ function toolResultContent(b: AnthropicToolResultBlock): string | ChatContentPar
 
 function systemText(system: MessagesRequest['system']): string {
   if (typeof system === 'string') return system;
-  if (Array.isArray(system)) return system.filter((b) => b && b.type === 'text').map((b) => b.text).join('\n');
+  if (Array.isArray(system)) return system.filter((b) => b && b.type === 'text').map((b) => str(b.text)).join('\n');
   return '';
 }
 
@@ -125,17 +133,17 @@ export function messagesToChat(req: MessagesRequest, opts: TranslateOptions): Ch
     if (m.role === 'user') {
       // Tool results answer the previous assistant turn, so they go before the user's other content.
       for (const b of blocks) {
-        if (b.type === 'tool_result') messages.push({ role: 'tool', tool_call_id: b.tool_use_id, content: toolResultContent(b) });
+        if (b && b.type === 'tool_result') messages.push({ role: 'tool', tool_call_id: str(b.tool_use_id), content: toolResultContent(b) });
       }
       const parts = userParts(blocks);
       if (parts.length) messages.push({ role: 'user', content: compact(parts) });
     } else {
-      const text = blocks.filter((b) => b.type === 'text').map((b) => (b as { text: string }).text).join('');
+      const text = blocks.filter((b) => b && b.type === 'text').map((b) => str((b as { text: unknown }).text)).join('');
       const calls: ChatToolCall[] = blocks
-        .filter((b) => b.type === 'tool_use')
+        .filter((b) => b && b.type === 'tool_use')
         .map((b) => {
-          const u = b as { id: string; name: string; input: unknown };
-          return { id: u.id, type: 'function', function: { name: tools.add({ name: u.name, kind: 'function' }), arguments: JSON.stringify(u.input ?? {}) } };
+          const u = b as { id: unknown; name: unknown; input: unknown };
+          return { id: str(u.id), type: 'function', function: { name: tools.add({ name: str(u.name), kind: 'function' }), arguments: JSON.stringify(u.input ?? {}) } };
         });
       if (!text && !calls.length) continue; // a turn of only thinking blocks carries nothing a chat model can use
       messages.push(calls.length ? { role: 'assistant', content: text || null, tool_calls: calls } : { role: 'assistant', content: text });

@@ -64,7 +64,7 @@ function customDescription(t: ResponsesTool): string {
 
 /** Adds a client tool list to `out`, flattening namespaces; hosted tools are skipped. */
 function addTools(list: ResponsesTool[] | undefined, names: ToolNameMap, out: ChatFunctionTool[], seen: Set<string>, namespace?: string): void {
-  for (const t of list ?? []) {
+  for (const t of Array.isArray(list) ? list : []) {
     if (!t || typeof t !== 'object') continue;
     if (t.type === 'namespace' && Array.isArray(t.tools) && typeof t.name === 'string') {
       addTools(t.tools, names, out, seen, t.name);

@@ -1,4 +1,5 @@
 import type { AnthropicContentBlock, MessagesRequest } from './anthropicTypes';
+import { str } from './messagesToChat';
 
 /**
  * count_tokens for models without an upstream counter (every non-Anthropic model): an estimate, documented in
@@ -10,18 +11,19 @@ import type { AnthropicContentBlock, MessagesRequest } from './anthropicTypes';
 export const IMAGE_TOKENS = 1600;
 const PER_MESSAGE = 3;
 
-function blockChars(b: AnthropicContentBlock | { type?: string }, images: { n: number }): number {
+function blockChars(b: AnthropicContentBlock | { type?: string } | null, images: { n: number }): number {
+  if (!b || typeof b !== 'object') return 0;
   switch (b.type) {
-    case 'text': return (b as { text?: string }).text?.length ?? 0;
-    case 'thinking': return (b as { thinking?: string }).thinking?.length ?? 0;
+    case 'text': return str((b as { text?: unknown }).text).length;
+    case 'thinking': return str((b as { thinking?: unknown }).thinking).length;
     case 'tool_use': {
-      const u = b as { name?: string; input?: unknown };
-      return (u.name?.length ?? 0) + JSON.stringify(u.input ?? {}).length;
+      const u = b as { name?: unknown; input?: unknown };
+      return str(u.name).length + JSON.stringify(u.input ?? {}).length;
     }
     case 'tool_result': {
       const c = (b as { content?: unknown }).content;
-      if (typeof c === 'string') return c.length;
-      return Array.isArray(c) ? c.reduce((n: number, x) => n + blockChars(x as AnthropicContentBlock, images), 0) : 0;
+      if (Array.isArray(c)) return c.reduce((n: number, x) => n + blockChars(x as AnthropicContentBlock, images), 0);
+      return str(c).length;
     }
     case 'image': case 'document':
       images.n++;
@@ -38,6 +40,6 @@ export function estimateInputTokens(req: Pick<MessagesRequest, 'system' | 'messa
   for (const m of req.messages ?? []) {
     chars += typeof m.content === 'string' ? m.content.length : Array.isArray(m.content) ? m.content.reduce((n, b) => n + blockChars(b, images), 0) : 0;
   }
-  for (const t of req.tools ?? []) chars += JSON.stringify({ name: t.name, description: t.description, input_schema: t.input_schema }).length;
+  for (const t of Array.isArray(req.tools) ? req.tools : []) chars += JSON.stringify({ name: t?.name, description: t?.description, input_schema: t?.input_schema }).length;
   return Math.ceil(chars / 4) + images.n * IMAGE_TOKENS + (req.messages?.length ?? 0) * PER_MESSAGE;
 }

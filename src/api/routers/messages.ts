@@ -18,6 +18,7 @@ import { backendFor, UpstreamStreamError } from './chatBackends';
 import { tokensFromChars } from '../../billing/pricing';
 import { openMeter, StreamUsage, type Meter } from '../../billing/meter';
 import { countImages, estimateFromDelivered, nativeMaxCost, settleUsage } from './codingBilling';
+import { translateInput } from './translateInput';
 import { SseSink } from './sseSink';
 import { estimateInputTokens } from '../../translate/tokenEstimate';
 
@@ -103,7 +104,7 @@ export function messagesRouter(deps: AppDeps): Router<GatewayState> {
     const native = nativeAdapter(model);
     if (!native) {
       // No upstream counter: the documented estimate (see tokenEstimate.ts).
-      ctx.body = { input_tokens: estimateInputTokens(req) };
+      ctx.body = { input_tokens: translateInput(() => estimateInputTokens(req)) };
       return;
     }
     try {
@@ -212,7 +213,7 @@ export function messagesRouter(deps: AppDeps): Router<GatewayState> {
 
   /** Any chat model: messages -> chat -> upstream (chat completions, or /responses) -> messages, event by event. */
   async function translatedMessages(ctx: Ctx, model: ModelConfig, req: MessagesRequest, sink: SseSink): Promise<void> {
-    const { chat, tools } = messagesToChat(req, { upstreamModel: model.upstreamModel, maxOutputTokens: model.maxOutputTokens, reasoning: model.reasoning });
+    const { chat, tools } = translateInput(() => messagesToChat(req, { upstreamModel: model.upstreamModel, maxOutputTokens: model.maxOutputTokens, reasoning: model.reasoning }));
     const backend = backendFor(deps.providers, model, chat);
     const bytes = backend.payloadBytes;
     const meter = await openMeter(deps.credit, owner(ctx), model.id, OPERATION, backend.maxCost);

@@ -17,6 +17,7 @@ import type { OpenAICompatibleAdapter } from '../../providers/types';
 import { DEFAULT_MAX_OUTPUT_TOKENS, tokensFromChars } from '../../billing/pricing';
 import { openMeter, StreamUsage, type Meter } from '../../billing/meter';
 import { countImages, estimateFromDelivered, nativeMaxCost, settleUsage } from './codingBilling';
+import { translateInput } from './translateInput';
 import { SseSink } from './sseSink';
 import { conversationItems, isResponseId, loadResponse, saveResponse } from './storedResponses';
 
@@ -177,7 +178,7 @@ export function responsesRouter(deps: AppDeps): Router<GatewayState> {
 
   /** Any chat model: responses -> chat -> upstream -> chat -> responses (streamed event by event). */
   async function translatedResponses(ctx: Ctx, t: Turn): Promise<void> {
-    const { chat, tools } = responsesToChat({ ...t.req, input: t.input }, { upstreamModel: t.model.upstreamModel, maxOutputTokens: t.model.maxOutputTokens, reasoning: t.model.reasoning, history: t.history });
+    const { chat, tools } = translateInput(() => responsesToChat({ ...t.req, input: t.input }, { upstreamModel: t.model.upstreamModel, maxOutputTokens: t.model.maxOutputTokens, reasoning: t.model.reasoning, history: t.history }));
     const backend = backendFor(deps.providers, t.model, chat);
     const bytes = backend.payloadBytes;
     const meter = await openMeter(deps.credit, owner(ctx), t.model.id, OPERATION, backend.maxCost);
