@@ -12,6 +12,8 @@ export function createLogger(level = process.env.LOG_LEVEL ?? 'info', name = 'ga
   if (!dest) {
     dest = pino.destination({ dest: 1, sync: false, minLength: 4096 });
     const d = dest;
+    // Low traffic must not leave lines sitting in the buffer.
+    setInterval(() => { try { d.flush(); } catch {} }, 1000).unref();
     process.once('exit', () => {
       try { d.flushSync(); } catch {}
     });
