@@ -4,6 +4,7 @@ import { createPool, type Db } from '../db/pool';
 import { ensureDatabase, migrate } from '../db/migrate';
 import { createAccount, getBalance, listLedger, topUp, verifyProjections } from '../billing/ledger';
 import { createApiKey, listApiKeys, revokeApiKey } from '../auth/apiKeys';
+import { CONSOLE_USERS_USAGE, isConsoleUserCommand, runConsoleUserCommand, UsageError as ConsoleUsageError } from './consoleUsers';
 
 /**
  * Operator CLI: `npm run admin -- <command> ...` against DATABASE_URL (migrations are applied first).
@@ -31,6 +32,9 @@ Commands:
   verify-ledger                                rebuild balances from the ledger events and compare
                                                (exit 1 on any mismatch)
   help                                         this text
+
+Console logins:
+${CONSOLE_USERS_USAGE.split('\n').map((l) => '  ' + l).join('\n')}
 
 Amounts are whole VND (digits, optionally grouped with _ as in 5_000_000).
 Environment: DATABASE_URL (default postgres://postgres@127.0.0.1:5432/gateway).`;
@@ -106,6 +110,7 @@ const ALLOWED: Record<string, string[]> = {
 };
 
 export async function runAdmin(argv: string[], io: AdminIO = { out: (l) => console.log(l), err: (l) => console.error(l), env: process.env }): Promise<number> {
+  if (argv[0] && isConsoleUserCommand(argv[0])) return runConsoleLogins(argv[0], argv.slice(1), io);
   // parseArgs would read "-3" as an unknown option; say what is really wrong.
   const negative = argv.find((a) => /^-\d/.test(a));
   if (negative !== undefined) {
@@ -315,4 +320,26 @@ if (require.main === module) {
     console.error(`error: ${e instanceof Error ? e.message : String(e)}`);
     process.exitCode = 1;
   });
+}
+
+/** Console-login commands (src/cli/consoleUsers.ts) share the CLI's database set-up and exit codes. */
+async function runConsoleLogins(cmd: Parameters<typeof runConsoleUserCommand>[1], args: string[], io: AdminIO): Promise<number> {
+  const url = io.env.DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/gateway';
+  let db: Db | null = null;
+  try {
+    await ensureDatabase(url);
+    await migrate(url);
+    db = createPool(url, 2);
+    for (const line of await runConsoleUserCommand(db, cmd, args, io.env)) io.out(line);
+    return 0;
+  } catch (e) {
+    if (e instanceof ConsoleUsageError) {
+      io.err(`error: ${e.message}\n\n${USAGE}`);
+      return 2;
+    }
+    io.err(`error: ${e instanceof Error ? e.message : String(e)}`);
+    return 1;
+  } finally {
+    await db?.end();
+  }
 }

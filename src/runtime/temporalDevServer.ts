@@ -77,7 +77,7 @@ export async function startTemporalDevServer(opts: { cli: string; port?: number;
   return {
     address, uiUrl: `http://127.0.0.1:${uiPort}`, pid: child.pid,
     stop: () => new Promise<void>((resolve) => {
-      if (child.exitCode !== null) return resolve();
+      if (child.exitCode !== null || child.signalCode !== null) return resolve();
       child.once('exit', () => resolve());
       child.kill('SIGTERM');
       setTimeout(() => child.kill('SIGKILL'), 5000).unref();

@@ -157,3 +157,21 @@ describe('admin CLI', () => {
     expect(bad.stderr).toMatch(/whole number of VND/);
   });
 });
+
+describe('admin CLI console logins', () => {
+  test('create-login prints a generated password once; bad arguments exit 2 and change nothing', async () => {
+    const acc = await adminJson('create-account', 'Login Co');
+    const email = `ops-${Date.now()}@example.com`;
+    const r = await admin('create-login', acc.id, email, '--operator');
+    expect(r.code).toBe(0);
+    expect(r.out).toContain(email);
+    const row = await db.query('SELECT role FROM console_users WHERE email = $1', [email]);
+    expect(row.rows[0].role).toBe('operator');
+    const bad = await admin('create-login', acc.id);
+    expect(bad.code).toBe(2);
+    expect(bad.err).toMatch(/usage/i);
+    const list = await admin('list-logins', acc.id);
+    expect(list.code).toBe(0);
+    expect(list.out).toContain(email);
+  });
+});
