@@ -71,9 +71,7 @@ const groupDigits = (n: number) => String(n).replace(/\B(?=(\d{3})+(?!\d))/g, '.
 
 function banner(o: { apiUrl: string; demo: DemoSeed; temporalUi: string; databaseUrl: string; pgNote: string; emulatorUrl: string; chatModel?: string }): string {
   const c = o.demo.console;
-  const consoleLine = 'email' in c
-    ? `${o.apiUrl}/console   (login ${c.email} / ${c.password})`
-    : `(${c.skipped})`;
+  const consoleLine = `${o.apiUrl}/console   (customer ${c.email} / ${c.password}; operator ${c.operatorEmail} / ${c.operatorPassword})`;
   const lines = [
     '',
     'Model gateway is running (embedded mode).',
