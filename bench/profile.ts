@@ -26,7 +26,7 @@ function pkgOf(url: string): string {
   return parts[0].startsWith('@') ? `${parts[0]}/${parts[1]}` : parts[0];
 }
 
-export function summariseProfiles(dirOrFile: string, top = 30): string {
+export function summariseProfiles(dirOrFile: string, top = 30, requests = 0): string {
   const files = fs.existsSync(dirOrFile) && fs.statSync(dirOrFile).isDirectory()
     ? fs.readdirSync(dirOrFile).filter((f) => f.endsWith('.cpuprofile')).map((f) => path.join(dirOrFile, f))
     : [dirOrFile];
@@ -64,9 +64,10 @@ export function summariseProfiles(dirOrFile: string, top = 30): string {
     }
   }
   if (!total) return `no samples in ${dirOrFile}`;
-  const pct = (v: number) => `${((100 * v) / total).toFixed(1).padStart(5)}%`;
+  // Shares of busy time, and (when the number of requests served in the window is known) µs of CPU per request.
+  const pct = (v: number) => `${((100 * v) / total).toFixed(1).padStart(5)}%` + (requests ? ` ${(v / requests).toFixed(1).padStart(6)} µs/req` : '');
   const list = (m: Map<string, number>, n: number) => [...m.entries()].sort((a, b) => b[1] - a[1]).slice(0, n).map(([k, v]) => `${pct(v)}  ${k}`).join('\n');
-  return `${files.length} profile(s), ${(total / 1e6).toFixed(1)} s busy\n\nby package / file (self time):\n${list(byPkg, 25)}\n\nby function (self time):\n${list(byFn, top)}\n\nour functions (inclusive time, with what they call):\n${list(inclusive, top)}`;
+  return `${files.length} profile(s), ${(total / 1e6).toFixed(1)} s busy${requests ? `, ${requests} requests: ${(total / requests).toFixed(1)} µs busy per request` : ''}\n\nby package / file (self time):\n${list(byPkg, 25)}\n\nby function (self time):\n${list(byFn, top)}\n\nour functions (inclusive time, with what they call):\n${list(inclusive, top)}`;
 }
 
 if (require.main === module) {

@@ -80,7 +80,7 @@ export interface Target {
   url: string;
   child: ChildProcess;
   /** Sends a message and waits for the child's reply of the same type (IPC children only). */
-  ask<T>(type: string, timeoutMs?: number): Promise<T>;
+  ask<T>(type: string, timeoutMs?: number, extra?: object): Promise<T>;
   /** Asks the process to stop; kills it after `timeoutMs` (default 15 s). */
   stop(timeoutMs?: number): Promise<void>;
 }
@@ -115,7 +115,7 @@ export async function forkTarget(name: string, script: string, opts: { env?: Nod
   child.removeAllListeners('exit');
   return {
     name, url, child, pid: child.pid!,
-    ask<T>(type: string, timeoutMs = 30_000) {
+    ask<T>(type: string, timeoutMs = 30_000, extra: object = {}) {
       return new Promise<T>((resolve, reject) => {
         const timer = setTimeout(() => reject(new Error(`${name}: no answer to ${type}`)), timeoutMs);
         const onMsg = (m: any) => {
@@ -125,7 +125,7 @@ export async function forkTarget(name: string, script: string, opts: { env?: Nod
           resolve(m as T);
         };
         child.on('message', onMsg);
-        child.send({ type });
+        child.send({ ...extra, type });
       });
     },
     stop: (timeoutMs?: number) => stopChild(child, () => child.send({ type: 'shutdown' }), timeoutMs),

@@ -7,7 +7,8 @@ import { serveTarget } from './ipc';
 /**
  * The floor Node gives here: a bare Koa + undici pass-through proxy with no auth, validation, routing or
  * billing. It reads the raw body, sends it upstream on a keep-alive undici Pool (same pool settings as the
- * gateway's OpenAI adapter) and pipes the answer back, so SSE chunks are forwarded as they arrive.
+ * gateway's OpenAI adapter) and pipes the answer back, so SSE chunks are forwarded as they arrive. A client that
+ * goes away aborts the upstream request: Koa destroys the piped body when the response closes.
  * /v1/<rest> -> <UPSTREAM_URL>/<rest>.
  */
 serveTarget(async () => {
@@ -19,21 +20,19 @@ serveTarget(async () => {
   app.use(async (ctx) => {
     const chunks: Buffer[] = [];
     for await (const c of ctx.req) chunks.push(c as Buffer);
-    const abort = new AbortController();
-    ctx.res.once('close', () => {
-      if (!ctx.res.writableFinished) abort.abort();
-    });
     const up = await pool.request({
       method: 'POST',
       path: basePath + ctx.path.replace(/^\/v1/, ''),
       headers: { 'content-type': ctx.get('content-type') || 'application/json', authorization: ctx.get('authorization') || 'Bearer bench' },
       body: Buffer.concat(chunks),
-      signal: abort.signal,
     });
     ctx.status = up.statusCode;
     const ct = up.headers['content-type'];
     if (ct) ctx.set('content-type', String(ct));
     ctx.body = up.body;
+    // Forward the length when the upstream gave one (as any reverse proxy does), so the body is not re-chunked.
+    const len = up.headers['content-length'];
+    if (len) ctx.length = Number(len);
   });
   const server = http.createServer(app.callback());
   server.keepAliveTimeout = 65_000;

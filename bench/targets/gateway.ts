@@ -31,14 +31,19 @@ serveTarget(async () => {
   // response path). Read through its private queue only to report how far the writer falls behind under load.
   const pendingUsage = () => ((deps.credit as unknown as { pendingUsage?: unknown[] }).pendingUsage ?? []).length;
   let maxBacklog = 0;
+  // Where the memory is when RSS peaks (heap vs buffers vs the rest: code, native, allocator slack).
+  let atPeak: NodeJS.MemoryUsage | null = null;
   const sampler = setInterval(() => {
     maxBacklog = Math.max(maxBacklog, pendingUsage());
+    const m = process.memoryUsage();
+    if (!atPeak || m.rss > atPeak.rss) atPeak = m;
   }, 50);
   sampler.unref();
   await new Promise<void>((res) => server.listen(0, '127.0.0.1', res));
+  atPeak = null; // the peak under load, not during start-up (the parent resets VmHWM at the same point)
   return {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    stats: () => ({ served, maxBacklog, backlog: pendingUsage() }),
+    stats: () => ({ served, maxBacklog, backlog: pendingUsage(), memoryAtPeak: atPeak, memoryNow: process.memoryUsage() }),
     async close() {
       await new Promise<void>((res) => {
         server.close(() => res());

@@ -1,6 +1,10 @@
+import fs from 'node:fs';
+import inspector from 'node:inspector';
+
 /**
  * The IPC side of a bench target process: start, report {type:'ready', url}, answer {type:'stats'} with the
- * target's own counters, and stop cleanly on {type:'shutdown'} (or when the parent goes away).
+ * target's own counters, profile on demand ({type:'profile-start'}, then {type:'profile-stop', file} writes a V8
+ * .cpuprofile of just that window), and stop cleanly on {type:'shutdown'} (or when the parent goes away).
  */
 export interface Started {
   url: string;
@@ -20,9 +24,28 @@ export function serveTarget(start: () => Promise<Started>): void {
         process.exit(1);
       });
     };
+    let session: inspector.Session | null = null;
+    const post = (method: string, params?: object) => new Promise<any>((resolve, reject) => {
+      session!.post(method, params ?? {}, (err, res) => (err ? reject(err) : resolve(res)));
+    });
     process.on('message', (m: any) => {
       if (m?.type === 'stats') send({ type: 'stats', stats: t.stats?.() ?? null });
       else if (m?.type === 'shutdown') stop();
+      else if (m?.type === 'profile-start') {
+        session = new inspector.Session();
+        session.connect();
+        post('Profiler.enable')
+          .then(() => post('Profiler.setSamplingInterval', { interval: 200 }))
+          .then(() => post('Profiler.start'))
+          .then(() => send({ type: 'profile-start' }), (e) => send({ type: 'profile-start', error: String(e) }));
+      } else if (m?.type === 'profile-stop' && session) {
+        post('Profiler.stop').then((r) => {
+          fs.writeFileSync(String(m.file), JSON.stringify(r.profile));
+          session!.disconnect();
+          session = null;
+          send({ type: 'profile-stop' });
+        }, (e) => send({ type: 'profile-stop', error: String(e) }));
+      }
     });
     process.on('disconnect', stop);
     process.on('SIGTERM', stop);
