@@ -29,10 +29,13 @@ export function observe(deps: Pick<AppDeps, 'logger' | 'metrics'>): Koa.Middlewa
     const done = () => {
       const sec = Number(process.hrtime.bigint() - start) / 1e9;
       const route = ctx.state.route ?? (ctx.status === 404 ? 'unmatched' : ctx.path);
-      const labels = { route, method: ctx.method, status: String(ctx.status), model: ctx.state.model ?? '' };
+      // A client that left before the response was complete is a 499 (as nginx logs it), not whatever status
+      // Koa held at that moment (404 until a handler sets one).
+      const status = ctx.res.writableFinished ? ctx.status : 499;
+      const labels = { route, method: ctx.method, status: String(status), model: ctx.state.model ?? '' };
       deps.metrics.requests.inc(labels);
       deps.metrics.latency.observe(labels, sec);
-      deps.logger.info({ reqId: ctx.state.requestId, method: ctx.method, path: ctx.path, status: ctx.status, ms: Math.round(sec * 1e6) / 1e3, account: ctx.state.principal?.accountId, model: ctx.state.model }, 'request');
+      deps.logger.info({ reqId: ctx.state.requestId, method: ctx.method, path: ctx.path, status, ms: Math.round(sec * 1e6) / 1e3, account: ctx.state.principal?.accountId, model: ctx.state.model }, 'request');
     };
     // Log and measure when the response is fully sent (streams finish long after the middleware chain returns).
     ctx.res.once('close', done);

@@ -1,0 +1,34 @@
+import { startGateway, type TestGateway } from '../support/gateway';
+
+/**
+ * Request logs and metrics for a client that leaves before its answer: recorded as 499 (the status nginx uses),
+ * not as whatever status Koa held at that moment (404 until a handler sets one).
+ */
+
+let gw: TestGateway;
+beforeAll(async () => {
+  gw = await startGateway({ logLevel: 'warn' }, { temporal: false });
+});
+afterAll(() => gw.close());
+
+test('a request abandoned by its client is counted with status 499', async () => {
+  const { key } = await gw.account(1_000_000);
+  gw.emulator.control.settings.latencyMs = 300; // the upstream is still working when the client gives up
+  const ac = new AbortController();
+  const pending = fetch(gw.url + '/v1/chat/completions', {
+    method: 'POST', signal: ac.signal,
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
+    body: JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'never mind' }] }),
+  }).catch(() => undefined);
+  await new Promise((r) => setTimeout(r, 100));
+  ac.abort();
+  await pending;
+  const line = /gateway_http_requests_total\{route="\/v1\/chat\/completions",method="POST",status="(\d+)",model="gpt-4o-mini"\} (\d+)/;
+  let m: RegExpExecArray | null = null;
+  for (let i = 0; i < 50 && !m; i++) {
+    m = line.exec(await (await fetch(gw.url + '/metrics')).text());
+    if (!m) await new Promise((r) => setTimeout(r, 20));
+  }
+  expect(m?.[1]).toBe('499');
+  expect(m?.[2]).toBe('1');
+});
