@@ -102,6 +102,11 @@ export function jsonBody(limitBytes: number): Koa.Middleware<GatewayState> {
       // A Content-Encoding the body does not match (e.g. gzip header, plain body) fails in zlib, without a status.
       // (koa-body re-wraps errors from another realm as Error('{"code":"Z_..."}'), so the message is checked too.)
       if (/\bZ_[A-Z_]+\b/.test(`${e?.code ?? ''} ${e?.message ?? ''}`)) throw new ApiError(400, 'The request body could not be decoded with its Content-Encoding.', 'invalid_request_error', null, 'invalid_body_encoding');
+      // The client went away before its body was read (raw-body: "stream is not readable" / "request aborted"):
+      // the client's doing, not a 500 with a stack trace in the logs.
+      if (/stream is not readable|request aborted/.test(`${e?.message ?? ''}`)) {
+        throw new ApiError(400, 'The request body could not be read: the client closed the connection.', 'invalid_request_error', null, 'request_aborted');
+      }
       throw e;
     }
     const body = ctx.request.body;
