@@ -29,6 +29,8 @@ serveTarget(async () => {
     ctx.status = up.statusCode;
     const ct = up.headers['content-type'];
     if (ct) ctx.set('content-type', String(ct));
+    // Destroying the body when the client left emits an abort error; nothing to do about it but not crash.
+    up.body.on('error', () => undefined);
     ctx.body = up.body;
     // Forward the length when the upstream gave one (as any reverse proxy does), so the body is not re-chunked.
     const len = up.headers['content-length'];
