@@ -24,7 +24,6 @@ afterAll(async () => {
   await h?.close();
 });
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
 async function post(body: unknown, headers: Record<string, string> = {}): Promise<{ status: number; body: any }> {
   const res = await fetch(`${h.url}/v1/videos`, {
     method: 'POST',
