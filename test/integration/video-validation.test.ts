@@ -1,4 +1,6 @@
 import fs from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import OpenAI, { toFile } from 'openai';
 import { getBalance } from '../../src/billing/ledger';
@@ -119,8 +121,11 @@ test('accepted edge values: 10,000-character prompt, seconds as a numeric string
   expect(ok.body).toMatchObject({ object: 'video.job', status: 'submitted', model: VEO });
   const jpeg = Buffer.concat([Buffer.from([0xff, 0xd8, 0xff, 0xe0]), Buffer.alloc(64)]);
   const webp = Buffer.concat([Buffer.from('RIFF'), Buffer.alloc(4), Buffer.from('WEBPVP8 '), Buffer.alloc(32)]);
-  // The declared mimeType does not matter: the bytes decide.
-  const r = await post(sd({ input_reference: { bytesBase64Encoded: jpeg.toString('base64'), mimeType: 'image/png' }, last_frame: `data:image/webp;base64,${webp.toString('base64')}` }));
+  // The bytes decide the type; a declared type that contradicts them is refused.
+  const mismatch = await post(sd({ input_reference: { bytesBase64Encoded: jpeg.toString('base64'), mimeType: 'image/png' } }));
+  expect(mismatch.status).toBe(400);
+  expect(mismatch.body.error).toMatchObject({ param: 'input_reference', code: 'image_type_mismatch' });
+  const r = await post(sd({ input_reference: { bytesBase64Encoded: jpeg.toString('base64'), mimeType: 'image/jpeg' }, last_frame: `data:image/webp;base64,${webp.toString('base64')}` }));
   expect(r.status).toBe(202);
   const row = await h.deps.db.query('SELECT request FROM video_jobs WHERE id = $1', [r.body.id]);
   expect(row.rows[0].request.images).toMatchObject({ inputReference: { mimeType: 'image/jpeg' }, lastFrame: { mimeType: 'image/webp' } });
@@ -136,6 +141,38 @@ test('multipart from the official SDK: an uploaded input_reference file is accep
   const err = await client.videos.create({ model: VEO as never, prompt: 'x', input_reference: await toFile(Buffer.from('not an image'), 'a.png', { type: 'image/png' }) }).catch((e) => e);
   expect(err).toBeInstanceOf(OpenAI.BadRequestError);
   expect(err.error).toMatchObject({ param: 'input_reference' });
+});
+
+test('image URLs: a private address is refused (SSRF) unless allowlisted; then fetched and stored', async () => {
+  const server = http.createServer((req, res) => {
+    if (req.url === '/frame.png') {
+      res.writeHead(200, { 'content-type': 'image/png', 'content-length': PNG.length });
+      res.end(PNG);
+    } else {
+      res.writeHead(404).end();
+    }
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const host = `127.0.0.1:${(server.address() as AddressInfo).port}`;
+  try {
+    const refused = await post(sd({ reference_images: [PNG_URI, `http://${host}/frame.png`] }));
+    expect(refused.status).toBe(400);
+    expect(refused.body.error.param).toBe('reference_images[1]');
+    h.deps.config.fetchAllowHosts.push(host);
+    const ok = await post(sd({ reference_images: [PNG_URI, `http://${host}/frame.png`] }));
+    expect(ok.status).toBe(202);
+    const row = await h.deps.db.query('SELECT request FROM video_jobs WHERE id = $1', [ok.body.id]);
+    expect(row.rows[0].request.images.referenceImages).toEqual([
+      { key: `videos/${ok.body.id}/inputs/reference_0.png`, mimeType: 'image/png', size: PNG.length },
+      { key: `videos/${ok.body.id}/inputs/reference_1.png`, mimeType: 'image/png', size: PNG.length },
+    ]);
+    const missing = await post(sd({ input_reference: `http://${host}/nope.png` }));
+    expect(missing.status).toBe(400);
+    expect(missing.body.error.param).toBe('input_reference');
+  } finally {
+    h.deps.config.fetchAllowHosts.length = 0;
+    server.close();
+  }
 });
 
 test('402 when the account cannot cover seconds x price; nothing is held or created', async () => {

@@ -10,7 +10,7 @@ import { InsufficientFunds } from '../../billing/ledger';
 import * as jobs from '../../video/jobs';
 import type { StoredImageRef, StoredVideoRequest, VideoJob } from '../../video/jobs';
 import { formToBody, loadImages, validateVideoRequest, type LoadedImage } from '../../video/validate';
-import { createImageLoader, urlImagesUnavailable } from '../../video/images';
+import { createImageLoader } from '../../video/images';
 import { startVideoWorkflow } from '../../video/start';
 
 /**
@@ -88,7 +88,7 @@ const extOf = (mime: string) => (mime === 'image/jpeg' ? 'jpg' : mime === 'image
 export function videosRouter(deps: AppDeps): Router<GatewayState> {
   const r = new Router<GatewayState>();
   const auth = requireApiKey(deps);
-  const loadImage = createImageLoader(urlImagesUnavailable);
+  const loadImage = createImageLoader(() => ({ allowHosts: deps.config.fetchAllowHosts }));
 
   const temporal = () => {
     if (!deps.temporal) throw new ApiError(503, 'Video generation is unavailable: the job scheduler (Temporal) is not connected.', 'server_error', null, 'video_unavailable');
