@@ -81,17 +81,18 @@ export async function videoJobWorkflow(input: VideoJobInput): Promise<VideoJobRe
   // 2. Poll with backoff on durable timers until terminal, cancelled, or the deadline.
   stage = 'polling';
   const deadline = Date.now() + t.deadlineMs;
-  let delay = t.pollInitialMs;
+  // The first poll goes out at once (it moves a started task to processing); then the waits grow.
+  let delay = 0;
   let processing = false;
   let outcome: PollOutcome | null = null;
   for (;;) {
     const wait = Math.min(delay, Math.max(0, deadline - Date.now()));
-    if (await condition(() => cancelRequested, wait)) return cancelled(taskId);
+    if (wait > 0 && (await condition(() => cancelRequested, wait))) return cancelled(taskId);
     if (Date.now() >= deadline) {
       await cancelling.cancelProviderTask({ jobId: input.jobId, taskId }).catch(() => false);
       return fail('expired', `No result from the provider within ${Math.round(t.deadlineMs / 1000)} s.`, 'deadline_exceeded');
     }
-    delay = Math.min(Math.ceil(delay * t.pollBackoff), t.pollMaxMs);
+    delay = delay === 0 ? t.pollInitialMs : Math.min(Math.ceil(delay * t.pollBackoff), t.pollMaxMs);
     let p: PollOutcome;
     try {
       const polling = proxyActivities<VideoActivities>({

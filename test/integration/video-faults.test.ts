@@ -1,0 +1,165 @@
+import { randomUUID } from 'node:crypto';
+import { getBalance, listLedger, placeHold, verifyProjections } from '../../src/billing/ledger';
+import { createJobWithHold, getJob, listEvents } from '../../src/video/jobs';
+import { eventually, startVideoHarness, type VideoHarness } from '../support/video';
+
+/**
+ * Provider failures, content filters, expiry, transient outages, copy failures and crash repairs, each ending
+ * with the money right: a failed/expired job releases its whole hold and charges nothing; a completed one
+ * charges once.
+ */
+
+const VEO = 'veo-3.1-generate-preview';
+const SEEDANCE = 'seedance-2-0';
+const BALANCE = 10_000_000;
+
+let h: VideoHarness;
+beforeAll(async () => {
+  h = await startVideoHarness();
+});
+afterAll(async () => {
+  await h?.close();
+});
+afterEach(() => {
+  h.emulator.control.reset();
+});
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+type Json = any;
+async function submit(key: string, body: Record<string, unknown>): Promise<Json> {
+  const r = await fetch(`${h.url}/v1/videos`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  expect(r.status).toBe(202);
+  return r.json();
+}
+const final = (key: string, id: string) => eventually(async () => {
+  const j: Json = await (await fetch(`${h.url}/v1/videos/${id}`, { headers: { authorization: `Bearer ${key}` } })).json();
+  return ['completed', 'failed', 'expired'].includes(j.status) ? j : null;
+});
+const charges = async (accountId: string) => (await listLedger(h.deps.db, accountId)).filter((e) => e.kind === 'charged');
+
+async function expectReleased(accountId: string): Promise<void> {
+  expect(await getBalance(h.deps.db, accountId)).toEqual({ balance: BALANCE, held: 0, available: BALANCE });
+  expect(await charges(accountId)).toEqual([]);
+  const released = (await listLedger(h.deps.db, accountId)).filter((e) => e.kind === 'hold_released');
+  expect(released.length).toBeGreaterThan(0);
+}
+
+test.each([
+  ['Veo failure', VEO, '[fail]', 'failed', /failed/],
+  ['Veo content filter', VEO, '[filter]', 'failed', /safety filter/],
+  ['Seedance failure', SEEDANCE, '[fail]', 'failed', /failed/],
+  ['Seedance content filter', SEEDANCE, '[filter]', 'failed', /sensitive content/],
+  ['Seedance expired', SEEDANCE, '[expire]', 'expired', null],
+  ['provider rejects the submission (4xx)', SEEDANCE, '[reject]', 'failed', /rejected/],
+])('%s (%s, prompt marker %s): job ends %s, hold released, nothing charged', async (_name, model, marker, status, message) => {
+  const acc = await h.account(BALANCE);
+  const job = await submit(acc.key, { model, prompt: `scene ${marker}`, seconds: 4 });
+  const done = await final(acc.key, job.id);
+  expect(done.status).toBe(status);
+  if (status === 'failed') expect(done.error.message).toMatch(message as RegExp);
+  else expect(done.error).toBeUndefined();
+  expect(done.usage).toBeUndefined();
+  await expectReleased(acc.accountId);
+  if (marker === '[filter]') expect(done.error.code).toBe('content_filter');
+  if (marker === '[reject]') {
+    // A rejection is final at once: exactly one submission attempt.
+    expect(h.emulator.control.requests.filter((r) => r.method === 'POST' && JSON.stringify(r.body).includes(`scene ${marker}`))).toHaveLength(1);
+  }
+});
+
+test('no result before the deadline: expired (Veo never finishes), provider not charged, hold released', async () => {
+  const acc = await h.account(BALANCE);
+  const saved = h.deps.config.video.deadlineMs;
+  h.deps.config.video.deadlineMs = 1500;
+  try {
+    const job = await submit(acc.key, { model: VEO, prompt: 'forever [hang]', seconds: 4 });
+    const done = await final(acc.key, job.id);
+    expect(done.status).toBe('expired');
+    await expectReleased(acc.accountId);
+    const row = await getJob(h.deps.db, job.id);
+    expect(row!.errorCode).toBe('deadline_exceeded');
+  } finally {
+    h.deps.config.video.deadlineMs = saved;
+  }
+});
+
+test('provider 500s, dropped connections and timeouts for a while: the job still completes, charged once', async () => {
+  const acc = await h.account(BALANCE);
+  const c = h.emulator.control;
+  c.addFault({ match: 'POST /veo/v1beta/models/', status: 500, times: 2 });
+  c.addFault({ match: 'POST /veo/v1beta/models/', drop: true, times: 1 });
+  c.addFault({ match: '/operations/', status: 503, times: 3 });
+  // Longer than the activity's start-to-close timeout (3 s): the attempt times out and is retried.
+  c.addFault({ match: '/operations/', delayMs: 4000, times: 1 });
+  c.addFault({ match: 'GET /veo/_media/', status: 502, times: 2 });
+  const job = await submit(acc.key, { model: VEO, prompt: 'through the storm', seconds: 4 });
+  const done = await final(acc.key, job.id);
+  expect(done).toMatchObject({ status: 'completed', usage: { duration_seconds: 4, cost_vnd: 4 * 10400 } });
+  expect(await charges(acc.accountId)).toHaveLength(1);
+  expect(await getBalance(h.deps.db, acc.accountId)).toEqual({ balance: BALANCE - 4 * 10400, held: 0, available: BALANCE - 4 * 10400 });
+  // Faults are answered before the emulator records a request: the one recorded POST is the accepted one.
+  expect(c.requests.filter((r) => r.method === 'POST' && JSON.stringify(r.body).includes('through the storm'))).toHaveLength(1);
+  expect((await listEvents(h.deps.db, job.id)).map((e) => e.kind)).toEqual(['submitted', 'workflow_started', 'provider_submitted', 'processing', 'video_copied', 'completed']);
+}, 60_000);
+
+test('a result that cannot be copied within the copy window fails the job and charges nothing', async () => {
+  const acc = await h.account(BALANCE);
+  const saved = h.deps.config.video.copyWindowMs;
+  h.deps.config.video.copyWindowMs = 1500;
+  h.emulator.control.addFault({ match: 'GET /seedance/_tos/', status: 500 });
+  try {
+    const job = await submit(acc.key, { model: SEEDANCE, prompt: 'uncopyable', seconds: 5 });
+    const done = await final(acc.key, job.id);
+    expect(done.status).toBe('failed');
+    expect(done.error).toMatchObject({ code: 'copy_failed', message: expect.stringContaining('could not be copied') });
+    await expectReleased(acc.accountId);
+  } finally {
+    h.deps.config.video.copyWindowMs = saved;
+  }
+});
+
+test('a provider 404 on the result (gone) fails at once, not after the copy window', async () => {
+  const acc = await h.account(BALANCE);
+  const saved = h.deps.config.video.copyWindowMs;
+  // A window far longer than final() waits: only a non-retried 404 can end the job in time.
+  h.deps.config.video.copyWindowMs = 3_600_000;
+  h.emulator.control.addFault({ match: 'GET /seedance/_tos/', status: 404 });
+  try {
+    const job = await submit(acc.key, { model: SEEDANCE, prompt: 'gone', seconds: 5 });
+    const done = await final(acc.key, job.id);
+    expect(done.error.code).toBe('copy_failed');
+    await expectReleased(acc.accountId);
+  } finally {
+    h.deps.config.video.copyWindowMs = saved;
+  }
+});
+
+test('reconciler: a job whose workflow never started (crash after the hold) is started and completes', async () => {
+  const acc = await h.account(BALANCE);
+  const id = randomUUID();
+  // What POST /v1/videos commits before starting the workflow; then the "API crashes".
+  await createJobWithHold(h.deps.db, {
+    id, accountId: acc.accountId, apiKeyId: null, model: SEEDANCE, provider: 'emulator-seedance', requestHash: 'x', idempotencyKey: null,
+    request: { prompt: 'orphaned job', seconds: 5, returnLastFrame: false, images: {} }, seconds: 5, pricePerSecond: 3600, maxCostVnd: 5 * 3600, holdId: randomUUID(),
+  });
+  expect((await getBalance(h.deps.db, acc.accountId))!.held).toBe(5 * 3600);
+  const done = await final(acc.key, id);
+  expect(done).toMatchObject({ status: 'completed', usage: { cost_vnd: 5 * 3600 } });
+  const kinds = (await listEvents(h.deps.db, id)).map((e) => [e.kind, e.data.by]);
+  expect(kinds).toContainEqual(['workflow_started', 'reconciler']);
+  expect(await charges(acc.accountId)).toHaveLength(1);
+});
+
+test('reconciler: an open video hold without a job is released; a job whose workflow was terminated fails and releases', async () => {
+  const acc = await h.account(BALANCE);
+  const holdId = randomUUID();
+  await placeHold(h.deps.db, { accountId: acc.accountId, holdId, amount: 12345, idempotencyKey: `orphan-${holdId}`, refType: 'video_job', refId: randomUUID() });
+  const job = await submit(acc.key, { model: VEO, prompt: 'terminated [polls=100000]', seconds: 4 });
+  await eventually(async () => (await getJob(h.deps.db, job.id))?.providerTaskId);
+  await h.deps.temporal!.workflow.getHandle(`video-${job.id}`).terminate('operator test');
+  const done = await final(acc.key, job.id);
+  expect(done).toMatchObject({ status: 'failed', error: { code: 'workflow_ended', message: expect.stringContaining('terminated') } });
+  await eventually(async () => (await getBalance(h.deps.db, acc.accountId))!.held === 0);
+  await expectReleased(acc.accountId);
+  expect(await verifyProjections(h.deps.db)).toEqual([]);
+});
