@@ -19,7 +19,6 @@ afterAll(async () => {
   await h?.close();
 });
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Json = any;
 const post = async (key: string, body: Record<string, unknown>) => fetch(`${h.url}/v1/videos`, {
   method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: JSON.stringify(body),

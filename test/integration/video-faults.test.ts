@@ -24,7 +24,6 @@ afterEach(() => {
   h.emulator.control.reset();
 });
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Json = any;
 async function submit(key: string, body: Record<string, unknown>): Promise<Json> {
   const r = await fetch(`${h.url}/v1/videos`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
