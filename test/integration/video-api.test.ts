@@ -72,6 +72,16 @@ test('Veo through the official openai SDK: create (multipart, seconds as a strin
 
   const evs = await listEvents(h.deps.db, created.id);
   const events = evs.map((e) => e.kind);
+  // Operators find the job in Temporal by workflow id and by the search attributes (account, model, status).
+  const d = await h.deps.temporal!.workflow.getHandle(`video-${created.id}`).describe();
+  expect(d.status.name).toBe('COMPLETED');
+  expect(d.searchAttributes).toMatchObject({ GatewayAccountId: [acc.accountId], GatewayModel: [VEO], GatewayJobStatus: ['completed'] });
+  const found = await eventually(async () => {
+    const ids: string[] = [];
+    for await (const w of h.deps.temporal!.workflow.list({ query: `GatewayAccountId = "${acc.accountId}" AND GatewayJobStatus = "completed"` })) ids.push(w.workflowId);
+    return ids.length ? ids : null;
+  });
+  expect(found).toEqual([`video-${created.id}`]);
   expect(events).toEqual(['submitted', 'workflow_started', 'provider_submitted', 'processing', 'video_copied', 'completed']);
 });
 
