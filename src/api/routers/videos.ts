@@ -6,7 +6,7 @@ import { WorkflowNotFoundError } from '@temporalio/client';
 import type { AppDeps } from '../deps';
 import { jsonBody, multipartBody, requireApiKey, route, type Ctx, type GatewayState } from '../middleware';
 import { ApiError, badRequest, conflict, insufficientFunds, notFound } from '../errors';
-import { InsufficientFunds } from '../../billing/ledger';
+import { getBalance, InsufficientFunds } from '../../billing/ledger';
 import * as jobs from '../../video/jobs';
 import type { StoredImageRef, StoredVideoRequest, VideoJob } from '../../video/jobs';
 import { formToBody, loadImages, validateVideoRequest, type LoadedImage } from '../../video/validate';
@@ -125,6 +125,9 @@ export function videosRouter(deps: AppDeps): Router<GatewayState> {
     const v = validateVideoRequest(body, deps.catalog, fromForm);
     ctx.state.model = v.model.id;
     const client = temporal();
+    // Cheap early refusal before any image is fetched or stored; the hold below is the authoritative check.
+    const balance = await getBalance(deps.db, principal.accountId);
+    if (balance && balance.available < v.maxCostVnd) throw insufficientFunds(v.maxCostVnd, balance.available);
     const images = await loadImages(v.images, loadImage);
 
     const jobId = randomUUID();
@@ -150,6 +153,10 @@ export function videosRouter(deps: AppDeps): Router<GatewayState> {
         maxCostVnd: v.maxCostVnd, holdId: randomUUID(),
       });
     } catch (e) {
+      // Nothing was created: drop the stored input images.
+      for (const ref of [stored.inputReference, stored.lastFrame, ...(stored.referenceImages ?? [])]) {
+        if (ref) await deps.storage.delete(ref.key).catch(() => undefined);
+      }
       if (e instanceof InsufficientFunds) throw insufficientFunds(e.needed, e.available);
       if (e instanceof jobs.DuplicateIdempotencyKey) return replay(e.existing);
       throw e;
