@@ -85,12 +85,13 @@ test('no result before the deadline: expired (Veo never finishes), provider not 
 test('provider 500s, dropped connections and timeouts for a while: the job still completes, charged once', async () => {
   const acc = await h.account(BALANCE);
   const c = h.emulator.control;
-  c.addFault({ match: 'POST /veo/v1beta/models/', status: 500, times: 2 });
+  // One of each is enough to prove each path (every retry waits on a server-side timer, about a second here).
+  c.addFault({ match: 'POST /veo/v1beta/models/', status: 500, times: 1 });
   c.addFault({ match: 'POST /veo/v1beta/models/', drop: true, times: 1 });
-  c.addFault({ match: '/operations/', status: 503, times: 3 });
+  c.addFault({ match: '/operations/', status: 503, times: 1 });
   // Longer than the activity's start-to-close timeout (3 s): the attempt times out and is retried.
-  c.addFault({ match: '/operations/', delayMs: 4000, times: 1 });
-  c.addFault({ match: 'GET /veo/_media/', status: 502, times: 2 });
+  c.addFault({ match: '/operations/', delayMs: 3500, times: 1 });
+  c.addFault({ match: 'GET /veo/_media/', status: 502, times: 1 });
   const job = await submit(acc.key, { model: VEO, prompt: 'through the storm', seconds: 4 });
   const done = await final(acc.key, job.id);
   expect(done).toMatchObject({ status: 'completed', usage: { duration_seconds: 4, cost_vnd: 4 * 10400 } });
