@@ -82,7 +82,9 @@ test('Veo through the official openai SDK: create (multipart, seconds as a strin
     return ids.length ? ids : null;
   });
   expect(found).toEqual([`video-${created.id}`]);
-  expect(events).toEqual(['submitted', 'workflow_started', 'provider_submitted', 'processing', 'video_copied', 'completed']);
+  // The API records workflow_started after the start call returns, which may be after the worker's first step.
+  expect(events.filter((k) => k !== 'workflow_started')).toEqual(['submitted', 'provider_submitted', 'processing', 'video_copied', 'completed']);
+  expect(events.filter((k) => k === 'workflow_started')).toHaveLength(1);
 });
 
 test('Seedance through the SDK with reference-family fields: last frame copied and downloadable, actual duration charged', async () => {
