@@ -164,3 +164,21 @@ test('reconciler: an open video hold without a job is released; a job whose work
   await expectReleased(acc.accountId);
   expect(await verifyProjections(h.deps.db)).toEqual([]);
 });
+
+test('reconciler: a job whose workflow history is gone is started again and resumes the recorded provider task', async () => {
+  const acc = await h.account(BALANCE);
+  const job = await submit(acc.key, { model: SEEDANCE, prompt: 'lost history [polls=5]', seconds: 5 });
+  const taskId = await eventually(async () => (await getJob(h.deps.db, job.id))?.providerTaskId);
+  const handle = h.deps.temporal!.workflow.getHandle(`video-${job.id}`);
+  const firstRun = (await handle.describe()).runId;
+  await h.deps.temporal!.workflowService.deleteWorkflowExecution({ namespace: h.config.temporalNamespace, workflowExecution: { workflowId: handle.workflowId } });
+  const done = await final(acc.key, job.id);
+  expect(done).toMatchObject({ status: 'completed', usage: { cost_vnd: 5 * 3600 } });
+  // One provider task for the job, polled by both workflow runs; one charge.
+  expect(h.emulator.control.requests.filter((r) => r.method === 'POST' && JSON.stringify(r.body).includes('lost history'))).toHaveLength(1);
+  expect(h.emulator.control.requests.some((r) => r.method === 'GET' && r.path.endsWith(taskId))).toBe(true);
+  expect(await charges(acc.accountId)).toHaveLength(1);
+  const secondRun = await handle.describe();
+  expect(secondRun.runId).not.toBe(firstRun);
+  expect(secondRun.status.name).toBe('COMPLETED');
+});
