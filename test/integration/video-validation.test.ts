@@ -138,6 +138,15 @@ test('multipart from the official SDK: an uploaded input_reference file is accep
   expect(job.status).toBe('submitted');
   const row = await h.deps.db.query('SELECT request FROM video_jobs WHERE id = $1', [job.id]);
   expect(row.rows[0].request.images.inputReference).toMatchObject({ mimeType: 'image/png', size: PNG.length });
+  // Idempotency over multipart compares the uploaded bytes: the same file is the same job, another file a 409.
+  const headers = { 'Idempotency-Key': 'upload-1' };
+  const first = await client.videos.create({ model: VEO as never, prompt: 'same upload', input_reference: await toFile(PNG, 'a.png', { type: 'image/png' }) }, { headers });
+  const again = await client.videos.create({ model: VEO as never, prompt: 'same upload', input_reference: await toFile(PNG, 'b.png', { type: 'image/png' }) }, { headers });
+  expect(again.id).toBe(first.id);
+  const other = Buffer.from(PNG);
+  other[other.length - 20] ^= 0xff;
+  const clash = await client.videos.create({ model: VEO as never, prompt: 'same upload', input_reference: await toFile(other, 'a.png', { type: 'image/png' }) }, { headers }).catch((e) => e);
+  expect(clash).toBeInstanceOf(OpenAI.ConflictError);
   const err = await client.videos.create({ model: VEO as never, prompt: 'x', input_reference: await toFile(Buffer.from('not an image'), 'a.png', { type: 'image/png' }) }).catch((e) => e);
   expect(err).toBeInstanceOf(OpenAI.BadRequestError);
   expect(err.error).toMatchObject({ param: 'input_reference' });

@@ -1,4 +1,5 @@
 import { createHash, randomUUID } from 'node:crypto';
+import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import { Readable } from 'node:stream';
 import Router from '@koa/router';
@@ -75,9 +76,21 @@ function createBody(deps: AppDeps) {
   };
 }
 
-function requestHash(body: unknown): string {
-  // Files are hashed by their content so a retried upload matches.
-  return createHash('sha256').update(JSON.stringify(body, (_k, v) => (v && typeof v === 'object' && '__file' in v ? { file: (v as { __file: { size: number } }).__file.size } : v))).digest('hex');
+/** SHA-256 of the request; uploaded files count by their content, so a retried upload matches. */
+async function requestHash(body: Record<string, unknown>): Promise<string> {
+  const fileHashes = new Map<string, string>();
+  for (const v of Object.values(body)) {
+    const f = (v as { __file?: { path: string } } | null)?.__file;
+    if (f && typeof f.path === 'string') {
+      const h = createHash('sha256');
+      for await (const chunk of fs.createReadStream(f.path)) h.update(chunk as Buffer);
+      fileHashes.set(f.path, h.digest('hex'));
+    }
+  }
+  return createHash('sha256').update(JSON.stringify(body, (_k, v) => {
+    const f = (v as { __file?: { path: string } } | null)?.__file;
+    return f ? { file: fileHashes.get(f.path) } : v;
+  })).digest('hex');
 }
 
 /** Requests whose body came from a multipart form (all values strings). */
@@ -110,7 +123,7 @@ export function videosRouter(deps: AppDeps): Router<GatewayState> {
     if (idemKey !== null && (idemKey.length > MAX_IDEMPOTENCY_KEY || !/^[\x21-\x7e]+$/.test(idemKey))) {
       throw badRequest(`Invalid Idempotency-Key header: 1 to ${MAX_IDEMPOTENCY_KEY} visible ASCII characters.`, 'Idempotency-Key');
     }
-    const hash = requestHash(body);
+    const hash = await requestHash(body);
     const replay = async (existing: VideoJob) => {
       if (existing.requestHash !== hash) throw new ApiError(409, 'This Idempotency-Key was already used with a different request body.', 'invalid_request_error', 'Idempotency-Key', 'idempotency_key_reused');
       ctx.status = 202;
