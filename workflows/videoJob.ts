@@ -1,5 +1,5 @@
 import {
-  ActivityFailure, ApplicationFailure, condition, defineQuery, defineSignal, proxyActivities, setHandler, upsertSearchAttributes,
+  ActivityFailure, ApplicationFailure, CancellationScope, condition, defineQuery, defineSignal, proxyActivities, setHandler, upsertSearchAttributes,
   type ActivityOptions,
 } from '@temporalio/workflow';
 import type { VideoActivities, PollOutcome } from '../activities/video';
@@ -67,9 +67,18 @@ export async function videoJobWorkflow(input: VideoJobInput): Promise<VideoJobRe
   };
 
   // 1. Submit (transient errors retried for submitWindowMs; a provider 4xx fails the job at once).
+  // A cancel while submission is still being retried (provider down) ends the job without waiting for it.
   let taskId: string;
+  const submitScope = new CancellationScope();
+  const submission = submitScope.run(() => submitting.submitVideo({ jobId: input.jobId }));
+  submission.catch(() => undefined);
+  const cancelledFirst = condition(() => cancelRequested).then(() => 'cancel' as const);
   try {
-    const s = await submitting.submitVideo({ jobId: input.jobId });
+    const s = await Promise.race([submission, cancelledFirst]);
+    if (s === 'cancel') {
+      submitScope.cancel();
+      return cancelled(null);
+    }
     if (s.alreadyFinal) return { status: 'failed', message: 'The job was already final before it was submitted.' };
     if (s.cancelRequested || !s.taskId) return cancelled(s.taskId);
     taskId = s.taskId;

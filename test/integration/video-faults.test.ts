@@ -182,3 +182,13 @@ test('reconciler: a job whose workflow history is gone is started again and resu
   expect(secondRun.runId).not.toBe(firstRun);
   expect(secondRun.status.name).toBe('COMPLETED');
 });
+
+test('DELETE while the provider is down (submission still being retried) cancels at once and releases the hold', async () => {
+  const acc = await h.account(BALANCE);
+  h.emulator.control.addFault({ match: 'POST /seedance/', status: 503 });
+  const job = await submit(acc.key, { model: SEEDANCE, prompt: 'never accepted', seconds: 5 });
+  const del = await fetch(`${h.url}/v1/videos/${job.id}`, { method: 'DELETE', headers: { authorization: `Bearer ${acc.key}` } });
+  expect(del.status).toBe(200);
+  expect(await del.json()).toMatchObject({ status: 'failed', error: { code: 'cancelled' } });
+  await expectReleased(acc.accountId);
+});
