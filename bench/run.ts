@@ -27,7 +27,8 @@ import type { BenchContext, BenchSection, SectionRunner } from './types';
  * BENCH_PROFILE=1 or a list of targets such as "gateway,bare-proxy" (CPU-profile those during the measured cells
  * and print their hot spots; profiles in bench/results/profiles/<target>/; this slows them down, so the figures of a
  * profiled run are not the ones to publish), BENCH_DATABASE_ADMIN_URL (default TEST_DATABASE_ADMIN_URL or
- * postgres://postgres@127.0.0.1:5432/postgres), BENCH_KEEP_DB=1 (keep the bench database).
+ * postgres://postgres@127.0.0.1:5432/postgres), BENCH_KEEP_DB=1 (keep the bench database), BENCH_GATEWAY_NODE_ARGS
+ * (Node flags for the gateway process, e.g. "--max-semi-space-size=4", to try memory settings).
  */
 
 const env = process.env;
@@ -128,7 +129,7 @@ async function startTargets(emulatorUrl: string, bdb: BenchDb | null): Promise<B
       out.push({ name, proc: t, spec: (w) => ({ url: `${t.url}/v1${w.path}`, headers: { ...json, authorization: 'Bearer bench' }, body: w.body }) });
     } else if (name === 'gateway') {
       if (!bdb) throw new Error('gateway target needs the bench database');
-      const execArgv: string[] = [];
+      const execArgv = (env.BENCH_GATEWAY_NODE_ARGS ?? '').split(' ').filter(Boolean);
       const t = await forkTarget(name, path.join(distDir(), 'targets', 'gateway.js'), {
         env: { DATABASE_URL: bdb.url, EMULATOR_URL: emulatorUrl, LOG_LEVEL: env.LOG_LEVEL ?? 'info', NODE_ENV: 'production' }, execArgv, logFile,
       });
