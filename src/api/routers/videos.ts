@@ -184,7 +184,8 @@ export function videosRouter(deps: AppDeps): Router<GatewayState> {
       await jobs.finishUnsuccessful(deps.db, { jobId, holdId: job.holdId, status: 'failed', message: 'The job could not be scheduled; nothing was charged. Please retry.', code: 'scheduling_failed' });
       throw new ApiError(503, 'The video job could not be scheduled; nothing was charged. Please retry.', 'server_error', null, 'video_unavailable');
     }
-    await jobs.markWorkflowStarted(deps.db, jobId, 'api').catch((e) => deps.logger.warn({ jobId, err: (e as Error).message }, 'could not record workflow start'));
+    // Bookkeeping off the response path: if it is lost, the reconciler records it (its start finds the workflow).
+    void jobs.markWorkflowStarted(deps.db, jobId, 'api').catch((e) => deps.logger.warn({ jobId, err: (e as Error).message }, 'could not record workflow start'));
     ctx.status = 202;
     ctx.body = jobView(job, originOf(ctx));
   });
