@@ -73,8 +73,11 @@ test('Veo through the official openai SDK: create (multipart, seconds as a strin
   const evs = await listEvents(h.deps.db, created.id);
   const events = evs.map((e) => e.kind);
   // Operators find the job in Temporal by workflow id and by the search attributes (account, model, status).
-  const d = await h.deps.temporal!.workflow.getHandle(`video-${created.id}`).describe();
-  expect(d.status.name).toBe('COMPLETED');
+  // (The projection turns completed inside the last activity; the workflow closes a moment later.)
+  const d = await eventually(async () => {
+    const x = await h.deps.temporal!.workflow.getHandle(`video-${created.id}`).describe();
+    return x.status.name === 'COMPLETED' ? x : null;
+  });
   expect(d.searchAttributes).toMatchObject({ GatewayAccountId: [acc.accountId], GatewayModel: [VEO], GatewayJobStatus: ['completed'] });
   const found = await eventually(async () => {
     const ids: string[] = [];
