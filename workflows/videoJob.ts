@@ -24,8 +24,11 @@ export interface VideoJobInput {
   maxCostVnd: number;
   returnLastFrame: boolean;
   timing: WorkflowTiming;
-  /** Whether the namespace has the gateway's search attributes (GatewayJobStatus is upserted on each change). */
-  searchAttributes: boolean;
+  /**
+   * The status search attribute (src/runtime/searchAttributes.ts, `GatewayJobStatus`), upserted on each change;
+   * null when the namespace lacks the gateway's attributes. Passed in so this file imports nothing else.
+   */
+  statusSearchAttribute: string | null;
 }
 
 export type VideoJobResult = { status: 'completed'; costVnd: number; durationSeconds: number } | { status: 'failed' | 'expired'; message: string };
@@ -53,7 +56,7 @@ export async function videoJobWorkflow(input: VideoJobInput): Promise<VideoJobRe
   const cancelling = proxyActivities<VideoActivities>({ startToCloseTimeout: t.activityTimeoutMs, retry: { ...retry, maximumAttempts: 3 } });
 
   const setStatus = (status: string) => {
-    if (input.searchAttributes) upsertSearchAttributes({ GatewayJobStatus: [status] });
+    if (input.statusSearchAttribute) upsertSearchAttributes({ [input.statusSearchAttribute]: [status] });
   };
   const fail = async (status: 'failed' | 'expired', message: string, code: string | null): Promise<VideoJobResult> => {
     stage = status;

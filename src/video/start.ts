@@ -20,7 +20,7 @@ export function workflowInput(job: VideoJob, config: Config, searchAttributes: b
   return {
     jobId: job.id, holdId: job.holdId, accountId: job.accountId, model: job.model, seconds: job.seconds,
     pricePerSecond: job.pricePerSecond, maxCostVnd: job.maxCostVnd, returnLastFrame: job.request.returnLastFrame,
-    timing: workflowTiming(config.video), searchAttributes,
+    timing: workflowTiming(config.video), statusSearchAttribute: searchAttributes ? SEARCH_ATTRIBUTES.status : null,
   };
 }
 
