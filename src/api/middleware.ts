@@ -89,6 +89,27 @@ export function toApiError(err: unknown): ApiError {
   return new ApiError(500, 'The server had an error while processing your request.', 'server_error', null, 'internal_error');
 }
 
+/** No real request nests deeper; recursive code downstream (validation, hashing, translation) must never see more. */
+const MAX_JSON_DEPTH = 64;
+
+/** Iterative (a recursive walk would overflow on exactly the input it guards against); stops at the first too-deep node. */
+export function tooDeep(root: object, max: number): boolean {
+  const stack: [unknown, number][] = [[root, 1]];
+  while (stack.length) {
+    const [v, d] = stack.pop()!;
+    if (d > max) return true;
+    if (Array.isArray(v)) {
+      for (const x of v) if (x !== null && typeof x === 'object') stack.push([x, d + 1]);
+    } else {
+      for (const k in v as Record<string, unknown>) {
+        const x = (v as Record<string, unknown>)[k];
+        if (x !== null && typeof x === 'object') stack.push([x, d + 1]);
+      }
+    }
+  }
+  return false;
+}
+
 /** JSON body: 415 unless Content-Type is JSON, 413 over the limit, 400 on malformed JSON or a non-object body. */
 export function jsonBody(limitBytes: number): Koa.Middleware<GatewayState> {
   const parse = koaBody({ json: true, jsonLimit: limitBytes, jsonStrict: true, urlencoded: false, text: false, multipart: false, includeUnparsed: false });
@@ -112,6 +133,9 @@ export function jsonBody(limitBytes: number): Koa.Middleware<GatewayState> {
     const body = ctx.request.body;
     if (body === null || typeof body !== 'object' || Array.isArray(body)) {
       throw new ApiError(400, 'The request body must be a JSON object.', 'invalid_request_error', null, 'invalid_json');
+    }
+    if (tooDeep(body, MAX_JSON_DEPTH)) {
+      throw new ApiError(400, `The JSON body is nested more than ${MAX_JSON_DEPTH} levels deep.`, 'invalid_request_error', null, 'invalid_json');
     }
     await next();
   };

@@ -253,7 +253,7 @@ function multipartBodyCases(): Array<[string, Buffer | string, string, '4xx' | n
 // ---------- setup ----------
 
 beforeAll(async () => {
-  gw = await startGateway({ logLevel: 'silent', maxJsonBytes: JSON_LIMIT, maxUploadBytes: UPLOAD_LIMIT });
+  gw = await startGateway({ logLevel: 'silent', maxJsonBytes: JSON_LIMIT, maxVideoJsonBytes: JSON_LIMIT, maxUploadBytes: UPLOAD_LIMIT });
   // No balance: a fuzzed request that happens to be valid stops at 402 and never spends anything.
   apiKey = (await gw.account(0, 'fuzz')).key;
   modelIds = gw.deps.catalog.models.map((m) => m.id);

@@ -28,7 +28,6 @@ import { startVideoWorkflow } from '../../video/start';
  * A create body carries up to 11 images of <= 10 MB each as base64 (~13.4 MB each); 64 MB admits a first and last
  * frame plus a few reference images at full size while still bounding memory. Larger sets: send URLs.
  */
-const VIDEO_JSON_LIMIT = 64 * 1024 * 1024;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const MAX_IDEMPOTENCY_KEY = 255;
 
@@ -50,7 +49,7 @@ export function jobView(job: VideoJob, origin: string): Record<string, unknown> 
 
 /** JSON bodies (the spec's form) and multipart forms (what the official openai SDK always sends). */
 function createBody(deps: AppDeps) {
-  const json = jsonBody(Math.max(deps.config.maxJsonBytes, VIDEO_JSON_LIMIT));
+  const json = jsonBody(deps.config.maxVideoJsonBytes);
   const multipart = multipartBody(deps.config.maxUploadBytes);
   return async (ctx: Ctx, next: () => Promise<unknown>) => {
     if (ctx.is('multipart/form-data')) {
