@@ -2,7 +2,7 @@ import { Pool } from 'undici';
 import type { Dispatcher } from 'undici';
 import { ApiError } from '../api/errors';
 import type { ProviderConfig } from '../catalog/catalog';
-import { mapTransportError, UpstreamAborted } from './openai';
+import { mapTransportError, readLimited, UpstreamAborted } from './openai';
 import type { CallOptions, ProviderAdapter } from './types';
 
 /**
@@ -120,15 +120,4 @@ function passHeaders(h: Dispatcher.ResponseData['headers']): Record<string, stri
     if (k === 'request-id') out['upstream-request-id'] = Array.isArray(v) ? v[0] : v;
   }
   return out;
-}
-
-async function readLimited(body: Dispatcher.ResponseData['body'], limit: number): Promise<string> {
-  const chunks: Buffer[] = [];
-  let n = 0;
-  for await (const c of body) {
-    const b = c as Buffer;
-    if (n < limit) chunks.push(b);
-    n += b.length;
-  }
-  return Buffer.concat(chunks).subarray(0, limit).toString('utf8');
 }

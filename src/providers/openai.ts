@@ -133,7 +133,8 @@ function header(h: Dispatcher.ResponseData['headers'], name: string): string {
   return Array.isArray(v) ? v[0] ?? '' : v ?? '';
 }
 
-async function readLimited(body: Dispatcher.ResponseData['body'], limit: number): Promise<string> {
+/** Reads an (error) body to the end, keeping at most `limit` bytes: the connection stays reusable. */
+export async function readLimited(body: Dispatcher.ResponseData['body'], limit: number): Promise<string> {
   const chunks: Buffer[] = [];
   let n = 0;
   for await (const c of body) {
