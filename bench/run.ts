@@ -397,12 +397,12 @@ async function main(): Promise<void> {
     `Gateway: auth, validation, routing, billing (Postgres) and request logging on. Portkey: @portkey-ai/gateway ${portkeyVersion} (node build/start-server.js --headless, @hono/node-server 1.13.8).`,
   ];
   out.push(header.join('\n'), tables.text);
-  md.push(`## Benchmark (${new Date().toISOString().slice(0, 10)})\n`, header.map((h) => `${h}`).join('\n'), tables.markdown);
+  md.push(`## Benchmark (${new Date().toISOString().slice(0, 10)})\n`, header.map((h) => `- ${h}`).join('\n'), tables.markdown);
   const mb = (n: number) => `${Math.round(n / 2 ** 20)} MB`;
   const memLine = `RSS before the load (after start-up): ${Object.entries(idleRss).map(([k, v]) => `${k} ${Math.round(v)} MB`).join(', ')}.` +
     (gwMemory ? ` Gateway at its RSS peak: rss ${mb(gwMemory.rss)}, V8 heap ${mb(gwMemory.heapUsed)} used of ${mb(gwMemory.heapTotal)}, external ${mb(gwMemory.external)} (array buffers ${mb(gwMemory.arrayBuffers)}).` : '');
   out.push('\n' + memLine);
-  md.push('\n' + memLine);
+  md.push('\n' + memLine + '\n');
   if (billing) {
     const b = billingReport(billing, served, lag);
     out.push(b.text);
@@ -434,7 +434,7 @@ async function main(): Promise<void> {
   const missing = checksAll.filter((c) => c.pass === null);
   const summary = `\nOverall: ${failed.length ? `FAIL (${failed.length} of ${checksAll.length} checks failed: ${failed.map((c) => c.name).join('; ')})` : 'PASS'}${missing.length ? `; ${missing.length} checks could not be measured` : ''}. Took ${Math.round((Date.now() - t0) / 1000)} s.`;
   out.push(summary);
-  md.push(summary.trim());
+  md.push('\n' + summary.trim());
   const text = out.join('\n');
   process.stdout.write(text + '\n');
   const mdText = md.join('\n') + '\n';
