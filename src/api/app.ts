@@ -13,6 +13,7 @@ import { messagesRouter } from './routers/messages';
 import { responsesRouter } from './routers/responses';
 import { videosRouter } from './routers/videos';
 import { consoleRouter } from '../console/router';
+import { dispatchByPrefix } from './dispatch';
 
 /** Builds the gateway's Koa app: one router per API family, all sharing the deps built at start-up. */
 export function createApp(deps: AppDeps): Koa<GatewayState> {
@@ -34,6 +35,6 @@ export function createApp(deps: AppDeps): Koa<GatewayState> {
     videosRouter(deps),
     consoleRouter(deps),
   ];
-  for (const r of routers) app.use(r.routes()).use(r.allowedMethods({ throw: false }));
+  app.use(dispatchByPrefix(routers));
   return app;
 }

@@ -127,12 +127,29 @@ export async function forwardCompletionStream(ctx: Ctx, adapter: OpenAICompatibl
   ctx.respond = false;
   res.writeHead(200, SSE_HEADERS);
   res.flushHeaders(); // the client sees the stream open at once, even if the first token takes a while
-  const acc = new StreamUsage(payloadBytes);
+  const acc = new StreamUsage(payloadBytes, opts.kind);
   const status = await pipeEvents(up.body, res, signal, acc, opts);
   const t = acc.tokens();
   const units: Record<string, number> = { prompt_tokens: t.prompt, completion_tokens: t.completion };
   if (t.estimated) units.estimated = 1;
   meter.settle(tokensCost(model.pricing, t.prompt, t.completion), units, status);
+}
+
+/**
+ * Whether an event's JSON may hold `key` (with an object value when `objectOnly`). Inside JSON strings every
+ * quote is escaped, so the unescaped `"usage":` can only be a key; `"usage":null` (sent on every chunk by
+ * OpenAI with include_usage) is not usage.
+ */
+function mayCarry(data: string, key: string, objectOnly: boolean): boolean {
+  let i = data.indexOf(key);
+  while (i >= 0) {
+    if (!objectOnly) return true;
+    let j = i + key.length;
+    while (data.charCodeAt(j) === 32) j++;
+    if (data.charCodeAt(j) === 123 /* { */) return true;
+    i = data.indexOf(key, j);
+  }
+  return false;
 }
 
 /** Returns the status to record: 200 complete, 499 client gone, 502 cut by the upstream. */
@@ -148,6 +165,12 @@ async function pipeEvents(body: Readable, res: ServerResponse, signal: AbortSign
       for (const ev of events) {
         const data = ev.data;
         if (data === '[DONE]') continue;
+        if (!mayCarry(data, '"usage":', true) && !mayCarry(data, '"error":', false)) {
+          // A plain content chunk: forward it as is; its text is counted only if the estimate is ever needed.
+          acc.defer(data);
+          out += ev.event && ev.event !== 'message' ? `event: ${ev.event}\ndata: ${data}\n\n` : `data: ${data}\n\n`;
+          continue;
+        }
         let parsed: any;
         try {
           parsed = JSON.parse(data);

@@ -86,8 +86,33 @@ export interface BilledTokens { prompt: number; completion: number; estimated: b
 export class StreamUsage {
   usage: TokenUsage | null = null;
   deliveredChars = 0;
+  /** Events forwarded unparsed (see defer); parsed only if the estimate is needed, or to bound memory. */
+  private deferred: string[] = [];
+  private deferredBytes = 0;
 
-  constructor(private readonly promptBytes: number) {}
+  constructor(private readonly promptBytes: number, private readonly kind: 'chat' | 'completion' = 'chat') {}
+
+  /**
+   * Keeps a content event's JSON unparsed: parsing every event cost more than the rest of the stream path, and
+   * its text only matters if the upstream's usage never arrives. Bounded: past 64 KB the backlog is folded in.
+   */
+  defer(data: string): void {
+    this.deferred.push(data);
+    this.deferredBytes += data.length;
+    if (this.deferredBytes > 65536) this.foldDeferred();
+  }
+
+  private foldDeferred(): void {
+    for (const d of this.deferred) {
+      try {
+        const j = JSON.parse(d);
+        if (this.kind === 'chat') this.observeChat(j);
+        else this.observeCompletion(j);
+      } catch {}
+    }
+    this.deferred = [];
+    this.deferredBytes = 0;
+  }
 
   /** Records one parsed chat.completion.chunk; returns true when it is the usage-only chunk (choices empty). */
   observeChat(chunk: ChatChunkLike): boolean {
@@ -125,6 +150,7 @@ export class StreamUsage {
     if (u && Number.isFinite(u.prompt_tokens)) {
       return { prompt: Math.max(0, Math.ceil(u.prompt_tokens)), completion: Math.max(0, Math.ceil(Number(u.completion_tokens ?? 0))), estimated: false };
     }
+    this.foldDeferred();
     return { prompt: tokensFromChars(this.promptBytes), completion: tokensFromChars(this.deliveredChars), estimated: true };
   }
 }

@@ -76,9 +76,9 @@ function send(method: string, rawPath: string, headers: Record<string, string | 
 function enumerateRoutes(): RouteInfo[] {
   const app = createApp(gw.deps);
   const out: RouteInfo[] = [];
-  for (const mw of app.middleware as Array<{ router?: Router }>) {
-    if (!mw.router) continue;
-    for (const layer of mw.router.stack as Array<{ path: string | RegExp; methods: string[] }>) {
+  const routers = (app.middleware as Array<{ router?: Router; routers?: Router[] }>).flatMap((mw) => mw.routers ?? (mw.router ? [mw.router] : []));
+  for (const router of routers) {
+    for (const layer of router.stack as Array<{ path: string | RegExp; methods: string[] }>) {
       for (const method of layer.methods) {
         if (method === 'HEAD') continue; // answered by the GET layer
         const pattern = String(layer.path);
