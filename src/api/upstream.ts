@@ -152,20 +152,44 @@ function mayCarry(data: string, key: string, objectOnly: boolean): boolean {
   return false;
 }
 
+/** A content event: not [DONE], no usage object, no error (so it is forwarded untouched). */
+function isPlainEvent(ev: { data: string }): boolean {
+  return ev.data !== '[DONE]' && !mayCarry(ev.data, '"usage":', true) && !mayCarry(ev.data, '"error":', false);
+}
+
+/** Whether a chunk ends with the blank line that terminates an SSE event. */
+function endsAtEventBoundary(b: Buffer): boolean {
+  const n = b.length;
+  return (n >= 2 && b[n - 1] === 10 && (b[n - 2] === 10 || (n >= 4 && b[n - 2] === 13 && b[n - 3] === 10 && b[n - 4] === 13))) || (n >= 2 && b[n - 1] === 13 && b[n - 2] === 13);
+}
+
 /** Returns the status to record: 200 complete, 499 client gone, 502 cut by the upstream. */
 async function pipeEvents(body: Readable, res: ServerResponse, signal: AbortSignal, acc: StreamUsage, opts: StreamOptions): Promise<number> {
   const dec = new SseDecoder();
   const chat = opts.kind === 'chat';
   let upstreamError: unknown = null;
+  // Whether the bytes so far ended exactly at an event boundary (so a chunk can be forwarded byte for byte).
+  let aligned = true;
   try {
     for await (const chunk of body) {
-      const events = dec.push(chunk as Buffer);
+      const buf = chunk as Buffer;
+      const events = dec.push(buf);
+      const startsAligned = aligned;
+      aligned = endsAtEventBoundary(buf);
       if (events.length === 0) continue;
+      if (startsAligned && aligned && events.every(isPlainEvent)) {
+        // The common case: whole content events, nothing to strip or inspect. Forward the upstream's own bytes
+        // (no string building, no re-encoding: that was a third of the stream path's CPU).
+        for (const ev of events) acc.defer(ev.data);
+        if (signal.aborted) break;
+        if (!res.write(buf)) await waitDrain(res);
+        continue;
+      }
       let out = '';
       for (const ev of events) {
         const data = ev.data;
         if (data === '[DONE]') continue;
-        if (!mayCarry(data, '"usage":', true) && !mayCarry(data, '"error":', false)) {
+        if (isPlainEvent(ev)) {
           // A plain content chunk: forward it as is; its text is counted only if the estimate is ever needed.
           acc.defer(data);
           out += ev.event && ev.event !== 'message' ? `event: ${ev.event}\ndata: ${data}\n\n` : `data: ${data}\n\n`;
