@@ -185,8 +185,26 @@ async function pipeEvents(body: Readable, res: ServerResponse, signal: AbortSign
         if (!res.write(buf)) await waitDrain(res);
         continue;
       }
+      // Whole content events ahead of the first one that needs handling (typically the usage chunk and [DONE]
+      // arriving together with the last tokens) still go out as the upstream's own bytes.
+      let first = 0;
+      let head: Buffer | null = null;
+      if (startsAligned) {
+        let k = 0;
+        while (k < events.length && isPlainEvent(events[k])) k++;
+        const e = events[k];
+        if (k > 0 && e && (!e.event || e.event === 'message') && !e.id) {
+          const at = buf.indexOf('data: ' + e.data);
+          if (at > 0) {
+            head = buf.subarray(0, at);
+            for (let i = 0; i < k; i++) acc.defer(events[i].data);
+            first = k;
+          }
+        }
+      }
       let out = '';
-      for (const ev of events) {
+      for (let i = first; i < events.length; i++) {
+        const ev = events[i];
         const data = ev.data;
         if (data === '[DONE]') continue;
         if (isPlainEvent(ev)) {
@@ -212,7 +230,14 @@ async function pipeEvents(body: Readable, res: ServerResponse, signal: AbortSign
         out += ev.event && ev.event !== 'message' ? `event: ${ev.event}\ndata: ${data}\n\n` : `data: ${data}\n\n`;
       }
       if (signal.aborted) break;
-      if (out && !res.write(out)) await waitDrain(res);
+      let ok = true;
+      if (head) {
+        res.cork(); // one syscall for the raw head and the rewritten tail
+        ok = res.write(head);
+        if (out) ok = res.write(out);
+        res.uncork();
+      } else if (out) ok = res.write(out);
+      if (!ok) await waitDrain(res);
     }
   } catch (e) {
     if (signal.aborted) return CLIENT_CLOSED;
