@@ -144,13 +144,24 @@ export async function runAdmin(argv: string[], io: AdminIO = { out: (l) => conso
     else for (const l of Array.isArray(human) ? human : [human]) io.out(l);
   };
 
-  let db: Db | null = null;
-  try {
+  return withDatabase(io, () => {
     for (const opt of Object.keys(values)) {
       if (opt !== 'json' && opt !== 'help' && !ALLOWED[cmd].includes(opt)) throw new UsageError(`${cmd} does not take --${opt}`);
     }
     // Validate every argument before touching the database: bad input changes nothing.
     const run = plan(cmd, pos, values);
+    return (db) => run(db, print, io);
+  });
+}
+
+/**
+ * Validates (the `prepare` step throws UsageError for bad arguments, before any I/O), then migrates, connects and
+ * runs. Exit codes: 0 ok, 1 failed, 2 bad usage.
+ */
+async function withDatabase(io: AdminIO, prepare: () => (db: Db) => Promise<number>): Promise<number> {
+  let db: Db | null = null;
+  try {
+    const run = prepare();
     const url = io.env.DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/gateway';
     try {
       await ensureDatabase(url);
@@ -159,9 +170,9 @@ export async function runAdmin(argv: string[], io: AdminIO = { out: (l) => conso
       throw new CommandError(`cannot reach the database at ${redact(url)}: ${(e as Error).message}`);
     }
     db = createPool(url, 2);
-    return await run(db, print, io);
+    return await run(db);
   } catch (e) {
-    if (e instanceof UsageError) {
+    if (e instanceof UsageError || e instanceof ConsoleUsageError) {
       io.err(`error: ${e.message}\n\n${USAGE}`);
       return 2;
     }
@@ -323,23 +334,9 @@ if (require.main === module) {
 }
 
 /** Console-login commands (src/cli/consoleUsers.ts) share the CLI's database set-up and exit codes. */
-async function runConsoleLogins(cmd: Parameters<typeof runConsoleUserCommand>[1], args: string[], io: AdminIO): Promise<number> {
-  const url = io.env.DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/gateway';
-  let db: Db | null = null;
-  try {
-    await ensureDatabase(url);
-    await migrate(url);
-    db = createPool(url, 2);
+function runConsoleLogins(cmd: Parameters<typeof runConsoleUserCommand>[1], args: string[], io: AdminIO): Promise<number> {
+  return withDatabase(io, () => async (db) => {
     for (const line of await runConsoleUserCommand(db, cmd, args, io.env)) io.out(line);
     return 0;
-  } catch (e) {
-    if (e instanceof ConsoleUsageError) {
-      io.err(`error: ${e.message}\n\n${USAGE}`);
-      return 2;
-    }
-    io.err(`error: ${e instanceof Error ? e.message : String(e)}`);
-    return 1;
-  } finally {
-    await db?.end();
-  }
+  });
 }
