@@ -3,6 +3,7 @@ import type Koa from 'koa';
 import type Router from '@koa/router';
 import { registerMount } from './server';
 import type { EmulatorControl } from './control';
+import { openSse } from './replyKit';
 import { AUDIO_CONTENT_TYPES, AUDIO_FORMATS, audioDurationSeconds, audioFixture, isPng, seededPng, type AudioFormat } from './media';
 
 /**
@@ -145,16 +146,7 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 async function streamEvents(ctx: Koa.Context, ctl: EmulatorControl, events: string[], cutAfter?: number): Promise<void> {
   const stats = openaiEmulatorStats(ctl);
   stats.streamsStarted++;
-  ctx.respond = false;
-  const res = ctx.res;
-  res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', connection: 'keep-alive' });
-  let closed = false;
-  res.once('close', () => {
-    if (!res.writableFinished) {
-      closed = true;
-      stats.streamsAborted++;
-    }
-  });
+  const { res, closed } = openSse(ctx, () => stats.streamsAborted++);
   const delay = ctl.settings.chunkDelayMs;
   if (cutAfter !== undefined) {
     // Test hook: the upstream dies mid-stream (connection destroyed after N events, no [DONE]).
@@ -174,11 +166,11 @@ async function streamEvents(ctx: Koa.Context, ctl: EmulatorControl, events: stri
   }
   res.flushHeaders();
   for (const e of events) {
-    if (closed) return;
+    if (closed()) return;
     res.write(e);
     await sleep(delay);
   }
-  if (closed) return;
+  if (closed()) return;
   res.end('data: [DONE]\n\n');
   stats.streamsCompleted++;
 }

@@ -71,6 +71,21 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 /** A prompt containing this makes the emulated stream break off halfway (the connection is destroyed). */
 export const DROP_MIDSTREAM_MARKER = 'EMULATOR_DROP_MIDSTREAM';
 
+/** Takes over the response for an SSE stream; `closed()` turns true (and onAbort runs) if the client goes away first. */
+export function openSse(ctx: Koa.Context, onAbort: () => void): { res: Koa.Context['res']; closed: () => boolean } {
+  ctx.respond = false;
+  const res = ctx.res;
+  res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', connection: 'keep-alive' });
+  let closed = false;
+  res.once('close', () => {
+    if (!res.writableFinished) {
+      closed = true;
+      onAbort();
+    }
+  });
+  return { res, closed: () => closed };
+}
+
 /** Writes pre-rendered SSE events, one every chunkDelayMs; stops if the client goes away. */
 export async function writeSse(ctx: Koa.Context, ctl: EmulatorControl, protocol: string, events: string[], opts: { dropMidway?: boolean } = {}): Promise<void> {
   if (opts.dropMidway) {
@@ -83,25 +98,16 @@ export async function writeSse(ctx: Koa.Context, ctl: EmulatorControl, protocol:
   }
   const st = streamStats(ctl, protocol);
   st.started++;
-  ctx.respond = false;
-  const res = ctx.res;
-  res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', connection: 'keep-alive' });
-  let closed = false;
-  res.once('close', () => {
-    if (!res.writableFinished) {
-      closed = true;
-      st.aborted++;
-    }
-  });
+  const { res, closed } = openSse(ctx, () => st.aborted++);
   const delay = ctl.settings.chunkDelayMs;
   if (delay > 0) {
     res.flushHeaders();
     for (const e of events) {
-      if (closed) return;
+      if (closed()) return;
       res.write(e);
       await sleep(delay);
     }
-    if (closed) return;
+    if (closed()) return;
     res.end();
   } else {
     res.end(events.join(''));

@@ -70,19 +70,9 @@ export function loadVideoSettings(env: NodeJS.ProcessEnv = process.env): VideoSe
 }
 
 /** The part of the settings a workflow needs, fixed at start (durations in ms). */
-export interface WorkflowTiming {
-  pollInitialMs: number;
-  pollMaxMs: number;
-  pollBackoff: number;
-  deadlineMs: number;
-  submitWindowMs: number;
-  copyWindowMs: number;
-  activityRetryInitialMs: number;
-  activityRetryMaxMs: number;
-  activityTimeoutMs: number;
-  copyAttemptTimeoutMs: number;
-  heartbeatMs: number;
-}
+export type WorkflowTiming = Pick<VideoSettings,
+  'pollInitialMs' | 'pollMaxMs' | 'pollBackoff' | 'deadlineMs' | 'submitWindowMs' | 'copyWindowMs' |
+  'activityRetryInitialMs' | 'activityRetryMaxMs' | 'activityTimeoutMs' | 'copyAttemptTimeoutMs' | 'heartbeatMs'>;
 
 export function workflowTiming(s: VideoSettings): WorkflowTiming {
   return {
