@@ -1,4 +1,5 @@
 import type { ServerResponse } from 'node:http';
+import { EventEmitter } from 'node:events';
 import type { Readable } from 'node:stream';
 import { ApiError, openAIBody } from './errors';
 import type { Ctx } from './middleware';
@@ -18,13 +19,27 @@ import type { OpenAICompatibleAdapter } from '../providers/types';
 /** Status recorded for a request whose client went away before the answer was complete (nginx's 499). */
 export const CLIENT_CLOSED = 499;
 
-/** An AbortSignal that fires if the client disconnects before its response is complete. */
-export function clientAbortSignal(res: ServerResponse): AbortSignal {
-  const ac = new AbortController();
-  res.once('close', () => {
-    if (!res.writableFinished) ac.abort();
-  });
-  return ac.signal;
+/**
+ * Emits 'abort' (and turns `aborted`) when the client disconnects before its response is complete. An
+ * EventEmitter rather than an AbortController: undici takes either as a request signal, and an AbortController
+ * per request cost about 9 µs of CPU (EventTarget set-up), more than the rest of the cancellation path.
+ */
+export class ClientGone extends EventEmitter {
+  aborted = false;
+
+  constructor(res: ServerResponse) {
+    super();
+    res.once('close', () => {
+      if (res.writableFinished) return;
+      this.aborted = true;
+      this.emit('abort');
+    });
+  }
+}
+
+/** A signal that fires if the client disconnects before its response is complete. */
+export function clientAbortSignal(res: ServerResponse): ClientGone {
+  return new ClientGone(res);
 }
 
 /** Status to record for a failed upstream call. */
@@ -126,7 +141,9 @@ export async function forwardCompletionStream(ctx: Ctx, adapter: OpenAICompatibl
   if (!up) return;
   ctx.respond = false;
   res.writeHead(200, SSE_HEADERS);
-  res.flushHeaders(); // the client sees the stream open at once, even if the first token takes a while
+  // The client sees the stream open at once even if the first token takes a while; when the upstream's first
+  // bytes came with its headers, the headers go out with them instead (one write, not two).
+  if (up.body.readableLength === 0) res.flushHeaders();
   const acc = new StreamUsage(payloadBytes, opts.kind);
   const status = await pipeEvents(up.body, res, signal, acc, opts);
   const t = acc.tokens();
@@ -163,15 +180,23 @@ function endsAtEventBoundary(b: Buffer): boolean {
   return (n >= 2 && b[n - 1] === 10 && (b[n - 2] === 10 || (n >= 4 && b[n - 2] === 13 && b[n - 3] === 10 && b[n - 4] === 13))) || (n >= 2 && b[n - 1] === 13 && b[n - 2] === 13);
 }
 
+/** Reads a response body to its end, discarding it (the connection is reused only once the body is consumed). */
+function drain(body: Readable): void {
+  if (body.readableEnded) return;
+  body.on('error', () => undefined);
+  body.resume();
+}
+
 /** Returns the status to record: 200 complete, 499 client gone, 502 cut by the upstream. */
-async function pipeEvents(body: Readable, res: ServerResponse, signal: AbortSignal, acc: StreamUsage, opts: StreamOptions): Promise<number> {
+async function pipeEvents(body: Readable, res: ServerResponse, signal: ClientGone, acc: StreamUsage, opts: StreamOptions): Promise<number> {
   const dec = new SseDecoder();
   const chat = opts.kind === 'chat';
   let upstreamError: unknown = null;
+  let ended = false;
   // Whether the bytes so far ended exactly at an event boundary (so a chunk can be forwarded byte for byte).
   let aligned = true;
   try {
-    for await (const chunk of body) {
+    for await (const chunk of body.iterator({ destroyOnReturn: false })) {
       const buf = chunk as Buffer;
       const events = dec.push(buf);
       const startsAligned = aligned;
@@ -203,10 +228,14 @@ async function pipeEvents(body: Readable, res: ServerResponse, signal: AbortSign
         }
       }
       let out = '';
+      let done = false;
       for (let i = first; i < events.length; i++) {
         const ev = events[i];
         const data = ev.data;
-        if (data === '[DONE]') continue;
+        if (data === '[DONE]') {
+          done = true;
+          break; // nothing follows [DONE] in this protocol
+        }
         if (isPlainEvent(ev)) {
           // A plain content chunk: forward it as is; its text is counted only if the estimate is ever needed.
           acc.defer(data);
@@ -230,6 +259,17 @@ async function pipeEvents(body: Readable, res: ServerResponse, signal: AbortSign
         out += ev.event && ev.event !== 'message' ? `event: ${ev.event}\ndata: ${data}\n\n` : `data: ${data}\n\n`;
       }
       if (signal.aborted) break;
+      if (done) {
+        // The stream is complete: answer the client now, in one write with the terminator, and drain the upstream
+        // to its end so its connection goes back to the pool.
+        if (head) {
+          res.cork(); // end() uncorks: head, tail and terminator leave in one syscall
+          res.write(head);
+        }
+        res.end(out + SSE_DONE);
+        ended = true;
+        break;
+      }
       let ok = true;
       if (head) {
         res.cork(); // one syscall for the raw head and the rewritten tail
@@ -240,8 +280,13 @@ async function pipeEvents(body: Readable, res: ServerResponse, signal: AbortSign
       if (!ok) await waitDrain(res);
     }
   } catch (e) {
+    if (!body.destroyed) body.destroy(); // the iterator leaves it open (destroyOnReturn: false)
     if (signal.aborted) return CLIENT_CLOSED;
     upstreamError = upstreamError ?? e;
+  }
+  if (ended) {
+    drain(body);
+    return 200;
   }
   if (signal.aborted) {
     body.destroy();

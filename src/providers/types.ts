@@ -12,9 +12,15 @@ export interface ProviderAdapter {
   close(): Promise<void>;
 }
 
+/**
+ * Cancels an upstream request: an AbortSignal, or an EventEmitter that emits 'abort' and says `aborted` (undici
+ * takes either; the request path uses the emitter, see ClientGone).
+ */
+export type CancelSignal = AbortSignal | (import('node:events').EventEmitter & { readonly aborted: boolean });
+
 export interface CallOptions {
   /** Aborts the upstream request (client went away). */
-  signal?: AbortSignal;
+  signal?: CancelSignal;
 }
 
 /** A successful upstream answer whose body has been read in full (JSON operations). */
