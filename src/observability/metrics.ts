@@ -20,7 +20,25 @@ export class Metrics {
     name: 'gateway_upstream_errors_total', help: 'Failed upstream calls by provider and status',
     labelNames: ['provider', 'status'] as const, registers: [this.registry],
   });
+  /** Labelled children by label values: prom-client hashes the label object on every call (~10 µs a request). */
+  private readonly children = new Map<string, { count: { inc(): void }; time: { observe(v: number): void } }>();
+
   constructor() {
     client.collectDefaultMetrics({ register: this.registry });
+  }
+
+  /** Counts one finished request and records its duration. */
+  observeRequest(route: string, method: string, status: number, model: string, seconds: number): void {
+    const key = `${route} ${method} ${status} ${model}`;
+    let c = this.children.get(key);
+    if (!c) {
+      // Label values come from route patterns and the catalog, so the set is small; the bound is a safety net.
+      if (this.children.size >= 10_000) this.children.clear();
+      const labels = { route, method, status: String(status), model };
+      c = { count: this.requests.labels(labels), time: this.latency.labels(labels) };
+      this.children.set(key, c);
+    }
+    c.count.inc();
+    c.time.observe(seconds);
   }
 }
