@@ -1,8 +1,9 @@
 import http from 'node:http';
 import { randomUUID } from 'node:crypto';
 import type Koa from 'koa';
-import { koaBody } from 'koa-body';
+import type { KoaBodyMiddlewareOptions } from 'koa-body';
 import { ApiError, anthropicBody, openAIBody } from './errors';
+import { isJsonType, readJson } from './jsonBody';
 import type { AppDeps } from './deps';
 import type { Principal } from '../auth/apiKeys';
 
@@ -32,9 +33,7 @@ export function observe(deps: Pick<AppDeps, 'logger' | 'metrics'>): Koa.Middlewa
       // A client that left before the response was complete is a 499 (as nginx logs it), not whatever status
       // Koa held at that moment (404 until a handler sets one).
       const status = ctx.res.writableFinished ? ctx.status : 499;
-      const labels = { route, method: ctx.method, status: String(status), model: ctx.state.model ?? '' };
-      deps.metrics.requests.inc(labels);
-      deps.metrics.latency.observe(labels, sec);
+      deps.metrics.observeRequest(route, ctx.method, status, ctx.state.model ?? '', sec);
       deps.logger.info({ reqId: ctx.state.requestId, method: ctx.method, path: ctx.path, status, ms: Math.round(sec * 1e6) / 1e3, account: ctx.state.principal?.accountId, model: ctx.state.model }, 'request');
     };
     // Log and measure when the response is fully sent (streams finish long after the middleware chain returns).
@@ -89,37 +88,63 @@ export function toApiError(err: unknown): ApiError {
   return new ApiError(500, 'The server had an error while processing your request.', 'server_error', null, 'internal_error');
 }
 
+type BodyParser = (ctx: Ctx, next: () => Promise<unknown>) => Promise<unknown>;
+
+/**
+ * A koa-body parser, built on its first use: koa-body (with formidable and zod) is about 8 MB of resident code,
+ * and only multipart uploads and compressed JSON bodies need it.
+ */
+function lazyKoaBody(options: Partial<KoaBodyMiddlewareOptions>): BodyParser {
+  let parser: BodyParser | null = null;
+  return async (ctx, next) => {
+    parser ??= (await import('koa-body')).koaBody(options) as unknown as BodyParser;
+    return parser(ctx, next);
+  };
+}
+
 /** No real request nests deeper; recursive code downstream (validation, hashing, translation) must never see more. */
 const MAX_JSON_DEPTH = 64;
 
-/** Iterative (a recursive walk would overflow on exactly the input it guards against); stops at the first too-deep node. */
-export function tooDeep(root: object, max: number): boolean {
+/**
+ * What is wrong with a parsed JSON body, if anything: nested deeper than `max`, or a prototype-poisoning key
+ * (`__proto__`, or `constructor` holding a `prototype`) that a later merge of the object could act on.
+ * Iterative (a recursive walk would overflow on exactly the input it guards against); stops at the first finding.
+ */
+export function jsonBodyProblem(root: object, max: number): 'too_deep' | 'prototype_key' | null {
   const stack: [unknown, number][] = [[root, 1]];
   while (stack.length) {
     const [v, d] = stack.pop()!;
-    if (d > max) return true;
+    if (d > max) return 'too_deep';
     if (Array.isArray(v)) {
       for (const x of v) if (x !== null && typeof x === 'object') stack.push([x, d + 1]);
     } else {
       for (const k in v as Record<string, unknown>) {
         const x = (v as Record<string, unknown>)[k];
+        if (k === '__proto__' || (k === 'constructor' && x !== null && typeof x === 'object' && Object.hasOwn(x, 'prototype'))) return 'prototype_key';
         if (x !== null && typeof x === 'object') stack.push([x, d + 1]);
       }
     }
   }
-  return false;
+  return null;
 }
 
-/** JSON body: 415 unless Content-Type is JSON, 413 over the limit, 400 on malformed JSON or a non-object body. */
+/**
+ * JSON body: 415 unless Content-Type is JSON, 413 over the limit, 400 on malformed JSON, a non-object body, a body
+ * nested too deep or one carrying prototype keys. Plain bodies are read by readJson; compressed ones by koa-body.
+ */
 export function jsonBody(limitBytes: number): Koa.Middleware<GatewayState> {
-  const parse = koaBody({ json: true, jsonLimit: limitBytes, jsonStrict: true, urlencoded: false, text: false, multipart: false, includeUnparsed: false });
+  const parseEncoded = lazyKoaBody({ json: true, jsonLimit: limitBytes, jsonStrict: true, urlencoded: false, text: false, multipart: false, includeUnparsed: false });
   return async (ctx, next) => {
-    if (!ctx.is('application/json', '+json')) {
-      throw new ApiError(415, `Unsupported Content-Type ${JSON.stringify(ctx.get('content-type') || '')}; send application/json.`, 'invalid_request_error', null, 'unsupported_media_type');
+    const contentType = ctx.get('content-type');
+    if (!isJsonType(contentType)) {
+      throw new ApiError(415, `Unsupported Content-Type ${JSON.stringify(contentType)}; send application/json.`, 'invalid_request_error', null, 'unsupported_media_type');
     }
+    const encoding = ctx.get('content-encoding');
     try {
-      await parse(ctx as any, async () => undefined);
+      if (encoding === '' || encoding.toLowerCase() === 'identity') (ctx.request as { body?: unknown }).body = await readJson(ctx.req, limitBytes);
+      else await parseEncoded(ctx, async () => undefined);
     } catch (e: any) {
+      if (e instanceof ApiError) throw e;
       // A Content-Encoding the body does not match (e.g. gzip header, plain body) fails in zlib, without a status.
       // (koa-body re-wraps errors from another realm as Error('{"code":"Z_..."}'), so the message is checked too.)
       if (/\bZ_[A-Z_]+\b/.test(`${e?.code ?? ''} ${e?.message ?? ''}`)) throw new ApiError(400, 'The request body could not be decoded with its Content-Encoding.', 'invalid_request_error', null, 'invalid_body_encoding');
@@ -134,8 +159,12 @@ export function jsonBody(limitBytes: number): Koa.Middleware<GatewayState> {
     if (body === null || typeof body !== 'object' || Array.isArray(body)) {
       throw new ApiError(400, 'The request body must be a JSON object.', 'invalid_request_error', null, 'invalid_json');
     }
-    if (tooDeep(body, MAX_JSON_DEPTH)) {
+    const problem = jsonBodyProblem(body, MAX_JSON_DEPTH);
+    if (problem === 'too_deep') {
       throw new ApiError(400, `The JSON body is nested more than ${MAX_JSON_DEPTH} levels deep.`, 'invalid_request_error', null, 'invalid_json');
+    }
+    if (problem === 'prototype_key') {
+      throw new ApiError(400, 'The JSON body contains a forbidden key ("__proto__", or "constructor" with a "prototype").', 'invalid_request_error', null, 'invalid_json');
     }
     await next();
   };
@@ -143,13 +172,13 @@ export function jsonBody(limitBytes: number): Koa.Middleware<GatewayState> {
 
 /** Multipart body (transcriptions, image edits): files go to temp files, limited in size. */
 export function multipartBody(maxFileBytes: number): Koa.Middleware<GatewayState> {
-  const parse = koaBody({ multipart: true, json: false, urlencoded: false, text: false, formidable: { maxFileSize: maxFileBytes, maxFiles: 4, maxFields: 50, maxFieldsSize: 1024 * 1024 } });
+  const parse = lazyKoaBody({ multipart: true, json: false, urlencoded: false, text: false, formidable: { maxFileSize: maxFileBytes, maxFiles: 4, maxFields: 50, maxFieldsSize: 1024 * 1024 } });
   return async (ctx, next) => {
     if (!ctx.is('multipart/form-data')) {
       throw new ApiError(415, `Unsupported Content-Type ${JSON.stringify(ctx.get('content-type') || '')}; send multipart/form-data.`, 'invalid_request_error', null, 'unsupported_media_type');
     }
     try {
-      await parse(ctx as any, async () => undefined);
+      await parse(ctx, async () => undefined);
     } catch (e: any) {
       if (/maxFileSize|maxTotalFileSize|exceeded/i.test(String(e?.message))) throw new ApiError(413, `File too large (limit ${maxFileBytes} bytes).`, 'invalid_request_error', 'file', 'file_too_large');
       throw new ApiError(400, 'Malformed multipart body.', 'invalid_request_error', null, 'invalid_multipart');
