@@ -1,4 +1,4 @@
-import { Client, Connection } from '@temporalio/client';
+import type { Client, Connection } from '@temporalio/client';
 import type { AppDeps } from './api/deps';
 import { loadConfig, type Config } from './config';
 import { createPool } from './db/pool';
@@ -29,6 +29,8 @@ export async function buildDeps(config: Config = loadConfig(), opts: { temporal?
   let temporal: Client | null = null;
   let connection: Connection | null = null;
   if (opts.temporal !== false) {
+    // Loaded here, not at the top: an API process without Temporal never loads its gRPC stack.
+    const { Client, Connection } = await import('@temporalio/client');
     connection = await Connection.connect({ address: config.temporalAddress });
     temporal = new Client({ connection, namespace: config.temporalNamespace });
   }

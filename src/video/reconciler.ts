@@ -1,4 +1,5 @@
-import { WorkflowNotFoundError, type Client } from '@temporalio/client';
+import type { Client } from '@temporalio/client';
+import { isTemporalError } from './temporalErrors';
 import type { Config } from '../config';
 import type { Db } from '../db/pool';
 import type { Logger } from '../observability/logger';
@@ -61,7 +62,7 @@ export async function reconcileVideoJobs(deps: { db: Db; temporal: Client; confi
       await jobs.finishUnsuccessful(db, { jobId: job.id, holdId: job.holdId, status: 'failed', message: `The job's workflow ended (${d.status.name.toLowerCase()}) without a result.`, code: 'workflow_ended' });
       report.failed++;
     } catch (e) {
-      if (e instanceof WorkflowNotFoundError) {
+      if (isTemporalError(e, 'WorkflowNotFoundError')) {
         try {
           // The id is free (the history is gone): start afresh; submitVideo reuses the recorded provider task.
           const r = await startVideoWorkflow(temporal, config, job);

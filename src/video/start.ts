@@ -1,20 +1,30 @@
-import { WorkflowExecutionAlreadyStartedError, type Client } from '@temporalio/client';
-import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
+import type { Client } from '@temporalio/client';
+import type { defineSearchAttributeKey } from '@temporalio/common';
 import type { Config } from '../config';
 import { SEARCH_ATTRIBUTES } from '../runtime/searchAttributes';
 import type { VideoJobInput } from '../../workflows/videoJob';
 import { workflowTiming } from './settings';
 import type { VideoJob } from './jobs';
+import { isTemporalError } from './temporalErrors';
 
 /** Starting a job's workflow: used by POST /v1/videos and by the reconciler (same id, so at most one runs). */
 
 export const WORKFLOW_TYPE = 'videoJobWorkflow';
 
-const keys = {
-  account: defineSearchAttributeKey(SEARCH_ATTRIBUTES.account, SearchAttributeType.KEYWORD),
-  model: defineSearchAttributeKey(SEARCH_ATTRIBUTES.model, SearchAttributeType.KEYWORD),
-  status: defineSearchAttributeKey(SEARCH_ATTRIBUTES.status, SearchAttributeType.KEYWORD),
-};
+type Keys = Record<'account' | 'model' | 'status', ReturnType<typeof defineSearchAttributeKey<'KEYWORD'>>>;
+let keys: Keys | null = null;
+
+/** The typed search-attribute keys, built on first use (the SDK's common module is loaded with the client). */
+async function searchKeys(): Promise<Keys> {
+  if (keys) return keys;
+  const { defineSearchAttributeKey, SearchAttributeType } = await import('@temporalio/common');
+  keys = {
+    account: defineSearchAttributeKey(SEARCH_ATTRIBUTES.account, SearchAttributeType.KEYWORD),
+    model: defineSearchAttributeKey(SEARCH_ATTRIBUTES.model, SearchAttributeType.KEYWORD),
+    status: defineSearchAttributeKey(SEARCH_ATTRIBUTES.status, SearchAttributeType.KEYWORD),
+  };
+  return keys;
+}
 
 export function workflowInput(job: VideoJob, config: Config, searchAttributes: boolean): VideoJobInput {
   return {
@@ -36,6 +46,7 @@ let searchAttributesAvailable = true;
  * (the id reuse policy refuses a second one, so a job's money is never handled by two workflows).
  */
 export async function startVideoWorkflow(client: Client, config: Config, job: VideoJob): Promise<'started' | 'exists'> {
+  const keys = await searchKeys();
   const start = (withAttributes: boolean) => client.workflow.start(WORKFLOW_TYPE, {
     taskQueue: config.temporalTaskQueue,
     workflowId: job.workflowId,
@@ -53,7 +64,7 @@ export async function startVideoWorkflow(client: Client, config: Config, job: Vi
     await start(searchAttributesAvailable);
     return 'started';
   } catch (e) {
-    if (e instanceof WorkflowExecutionAlreadyStartedError) return 'exists';
+    if (isTemporalError(e, 'WorkflowExecutionAlreadyStartedError')) return 'exists';
     if (searchAttributesAvailable && isMissingSearchAttribute(e)) {
       // Still start the job; operators lose the attribute search until the namespace registers them.
       searchAttributesAvailable = false;
@@ -61,7 +72,7 @@ export async function startVideoWorkflow(client: Client, config: Config, job: Vi
         await start(false);
         return 'started';
       } catch (e2) {
-        if (e2 instanceof WorkflowExecutionAlreadyStartedError) return 'exists';
+        if (isTemporalError(e2, 'WorkflowExecutionAlreadyStartedError')) return 'exists';
         throw e2;
       }
     }

@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import { Readable } from 'node:stream';
 import Router from '@koa/router';
-import { WorkflowNotFoundError } from '@temporalio/client';
+import { isTemporalError } from '../../video/temporalErrors';
 import type { AppDeps } from '../deps';
 import { jsonBody, multipartBody, requireApiKey, route, type Ctx, type GatewayState } from '../middleware';
 import { ApiError, badRequest, conflict, insufficientFunds, notFound } from '../errors';
@@ -279,7 +279,7 @@ export function videosRouter(deps: AppDeps): Router<GatewayState> {
       await temporal().workflow.getHandle(job.workflowId).signal('cancel');
     } catch (e) {
       // Not started yet: the reconciler starts it, and the workflow sees cancel_requested_at at its first step.
-      if (!(e instanceof WorkflowNotFoundError)) throw e;
+      if (!isTemporalError(e, 'WorkflowNotFoundError')) throw e;
     }
     // Give the workflow a moment to release the hold, so the answer usually shows the final state.
     const until = Date.now() + deps.config.video.cancelWaitMs;
