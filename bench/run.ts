@@ -28,7 +28,8 @@ import type { BenchContext, BenchSection, SectionRunner } from './types';
  * and print their hot spots; profiles in bench/results/profiles/<target>/; this slows them down, so the figures of a
  * profiled run are not the ones to publish), BENCH_DATABASE_ADMIN_URL (default TEST_DATABASE_ADMIN_URL or
  * postgres://postgres@127.0.0.1:5432/postgres), BENCH_KEEP_DB=1 (keep the bench database), BENCH_GATEWAY_NODE_ARGS
- * (Node flags for the gateway process, e.g. "--max-semi-space-size=4", to try memory settings).
+ * (Node flags for the gateway process, e.g. "--max-semi-space-size=4", to try memory settings), BENCH_VIDEO=0 (skip
+ * the video section, for quick runs of the synchronous ones).
  */
 
 const env = process.env;
@@ -198,7 +199,7 @@ function combine(runs: LoadResult[]): LoadResult {
 
 async function runSection(ctx: BenchContext): Promise<BenchSection | null> {
   const file = path.join(distDir(), 'video.js');
-  if (!fs.existsSync(file)) return null;
+  if (env.BENCH_VIDEO === '0' || !fs.existsSync(file)) return null;
   // eslint-disable-next-line @typescript-eslint/no-require-imports
   const mod = require(file) as Record<string, unknown>;
   const fn = (mod.runVideoBench ?? mod.run ?? mod.default) as SectionRunner | undefined;
