@@ -28,7 +28,8 @@ import type { BenchContext, BenchSection, SectionRunner } from './types';
  * and print their hot spots; profiles in bench/results/profiles/<target>/; this slows them down, so the figures of a
  * profiled run are not the ones to publish), BENCH_DATABASE_ADMIN_URL (default TEST_DATABASE_ADMIN_URL or
  * postgres://postgres@127.0.0.1:5432/postgres), BENCH_KEEP_DB=1 (keep the bench database), BENCH_GATEWAY_NODE_ARGS
- * (Node flags for the gateway process, e.g. "--max-semi-space-size=4", to try memory settings), BENCH_VIDEO=0 (skip
+ * (Node flags for the gateway process instead of those of `npm run api`, e.g. "--max-semi-space-size=8", to try memory
+ * settings), BENCH_VIDEO=0 (skip
  * the video section, for quick runs of the synchronous ones).
  */
 
@@ -130,7 +131,7 @@ async function startTargets(emulatorUrl: string, bdb: BenchDb | null): Promise<B
       out.push({ name, proc: t, spec: (w) => ({ url: `${t.url}/v1${w.path}`, headers: { ...json, authorization: 'Bearer bench' }, body: w.body }) });
     } else if (name === 'gateway') {
       if (!bdb) throw new Error('gateway target needs the bench database');
-      const execArgv = (env.BENCH_GATEWAY_NODE_ARGS ?? '').split(' ').filter(Boolean);
+      const execArgv = gatewayFlags;
       const t = await forkTarget(name, path.join(distDir(), 'targets', 'gateway.js'), {
         env: { DATABASE_URL: bdb.url, EMULATOR_URL: emulatorUrl, LOG_LEVEL: env.LOG_LEVEL ?? 'info', NODE_ENV: 'production' }, execArgv, logFile,
       });
@@ -195,6 +196,15 @@ function combine(runs: LoadResult[]): LoadResult {
     failed: runs.reduce((s, r) => s + r.failed, 0),
     problems: runs.map((r) => r.problems).filter(Boolean).join(' '),
   };
+}
+
+const gatewayFlags = env.BENCH_GATEWAY_NODE_ARGS !== undefined ? env.BENCH_GATEWAY_NODE_ARGS.split(' ').filter(Boolean) : apiNodeFlags();
+
+/** The Node flags `npm run api` starts the API with (package.json), so the bench measures the process as deployed. */
+function apiNodeFlags(): string[] {
+  const pkg = JSON.parse(fs.readFileSync(path.join(projectRoot(), 'package.json'), 'utf8')) as { scripts: Record<string, string> };
+  const words = pkg.scripts.api.split(/\s+/);
+  return words.slice(1, words.findIndex((w) => w.endsWith('.js'))).filter((w) => w.startsWith('--') && w !== '--enable-source-maps');
 }
 
 async function runSection(ctx: BenchContext): Promise<BenchSection | null> {
@@ -395,7 +405,7 @@ async function main(): Promise<void> {
     `Load: autocannon (keep-alive, pipelining 1), ${ROUNDS} rounds of ${SECONDS} s cells through the targets in rotating order after a ${WARMUP} s warm-up; each figure is the median round. c=1: ${SEQ_N} sequential requests per target, each paired with a direct one (undici, hrtime).`,
     `CPU ms/req: the target process's utime+stime over the c=${CONNECTIONS.join(' and c=')} cells / requests served (for direct: the upstream's own). Peak RSS: VmHWM of the target process, reset after start-up.`,
     `Load average (1 min) at start / end: ${loadStart} / ${os.loadavg()[0].toFixed(2)} (other work shares this machine).`,
-    `Gateway: auth, validation, routing, billing (Postgres) and request logging on. Portkey: @portkey-ai/gateway ${portkeyVersion} (node build/start-server.js --headless, @hono/node-server 1.13.8).`,
+    `Gateway: auth, validation, routing, billing (Postgres) and request logging on; Node flags ${gatewayFlags.join(' ') || '(none)'}${env.BENCH_GATEWAY_NODE_ARGS !== undefined ? ' (BENCH_GATEWAY_NODE_ARGS)' : ' (as npm run api)'}. Portkey: @portkey-ai/gateway ${portkeyVersion} (node build/start-server.js --headless, @hono/node-server 1.13.8).`,
   ];
   out.push(header.join('\n'), tables.text);
   md.push(`## Benchmark (${new Date().toISOString().slice(0, 10)})\n`, header.map((h) => `- ${h}`).join('\n'), tables.markdown);
