@@ -22,7 +22,7 @@ export async function buildDeps(config: Config = loadConfig(), opts: { temporal?
   const metrics = new Metrics();
   const credit = new CreditManager(db, {
     leaseVnd: config.creditLeaseVnd, flushMs: config.creditFlushMs, logger,
-    onCharged: (operation, model, vnd) => metrics.chargedVnd.inc({ operation, model }, vnd),
+    onCharged: (operation, model, vnd) => metrics.observeCharge(operation, model, vnd),
   });
   const onError = (provider: string, status: number) => metrics.upstreamErrors.inc({ provider, status: String(status) });
   const providers = new ProviderRegistry(catalog, { onError, factories: { anthropic: (cfg) => new AnthropicAdapter(cfg, { onError }) } });

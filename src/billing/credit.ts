@@ -62,10 +62,24 @@ export interface CreditOptions {
 
 const EXPIRY_GRACE_MS = 60 * 60 * 1000; // far beyond any request's lifetime; only a dead process's lease gets there
 
+/**
+ * A settled request waiting for the next flush: its usage row, and its charge when `cost` > 0. Kept as one small
+ * fixed-shape object (no copies of the usage input); the charge's key and memo strings are built at flush time.
+ */
+class Settled {
+  /** Set once the charge has been written on its own after its batch was refused, so a retry skips it. */
+  charged = false;
+  constructor(readonly usage: UsageInput, readonly accountId: string, readonly holdId: string, readonly cost: number) {}
+
+  charge(): HoldCharge {
+    const u = this.usage;
+    return { holdId: this.holdId, amount: this.cost, idempotencyKey: `req:${u.id}`, refType: 'request', refId: u.id, memo: `${u.operation} ${u.model}` };
+  }
+}
+
 export class CreditManager {
   private accounts = new Map<string, AccountState>();
-  private pendingCharges: HoldCharge[] = [];
-  private pendingUsage: (UsageInput & { accountId: string; cost: number })[] = [];
+  private pendingUsage: Settled[] = [];
   private pendingReleases: Lease[] = [];
   private timer: NodeJS.Timeout;
   private sweepTimer: NodeJS.Timeout;
@@ -201,18 +215,15 @@ export class CreditManager {
           if (reserved + extra < charge) this.opts.logger?.warn({ requestId: usage.id, cost: charge, collected: reserved + extra }, 'cost exceeded reservation');
           charge = reserved + extra;
         }
-        if (charge > 0) {
-          this.pendingCharges.push({ holdId: lease.holdId, amount: charge, idempotencyKey: `req:${usage.id}`, refType: 'request', refId: usage.id, memo: `${usage.operation} ${usage.model}` });
-          this.opts.onCharged?.(usage.operation, usage.model, charge);
-        }
-        this.pendingUsage.push({ ...usage, accountId: lease.accountId, cost: charge });
+        if (charge > 0) this.opts.onCharged?.(usage.operation, usage.model, charge);
+        this.pendingUsage.push(new Settled(usage, lease.accountId, lease.holdId, charge));
         if (lease.closing && lease.inflight === 0) this.pendingReleases.push(lease);
         return charge;
       },
       cancel: (usage) => {
         if (!finish()) return;
         lease.remaining += reserved;
-        if (usage) this.pendingUsage.push({ ...usage, accountId: lease.accountId, cost: 0 });
+        if (usage) this.pendingUsage.push(new Settled(usage, lease.accountId, lease.holdId, 0));
         if (lease.closing && lease.inflight === 0) this.pendingReleases.push(lease);
       },
     };
@@ -234,37 +245,37 @@ export class CreditManager {
     // Snapshot releases with the charges: a lease is released only after every charge against it is written.
     const releases = this.pendingReleases;
     this.pendingReleases = [];
-    const charges = this.pendingCharges;
     const usage = this.pendingUsage;
-    if (charges.length || usage.length) {
-      this.pendingCharges = [];
+    if (usage.length) {
       this.pendingUsage = [];
+      const toCharge = usage.filter((s) => s.cost > 0 && !s.charged);
       try {
         await tx(this.db, async (c) => {
-          await chargeHoldsIn(c, charges);
-          if (usage.length) {
-            await c.query(
-              `INSERT INTO usage_records (id, account_id, api_key_id, model, operation, units, cost_vnd, latency_ms, status)
-               SELECT u.id, u.account_id, u.api_key_id, u.model, u.operation, u.units, u.cost_vnd, u.latency_ms, u.status
-               FROM json_to_recordset($1::json) AS u(id uuid, account_id uuid, api_key_id uuid, model text, operation text, units jsonb, cost_vnd bigint, latency_ms int, status int)
-               ON CONFLICT (id) DO NOTHING`,
-              [JSON.stringify(usage.map((u) => ({ id: u.id, account_id: u.accountId, api_key_id: u.apiKeyId, model: u.model, operation: u.operation, units: u.units, cost_vnd: u.cost, latency_ms: Math.round(u.latencyMs), status: u.status })))],
-            );
-          }
+          await chargeHoldsIn(c, toCharge.map((s) => s.charge()));
+          await c.query(
+            `INSERT INTO usage_records (id, account_id, api_key_id, model, operation, units, cost_vnd, latency_ms, status)
+             SELECT u.id, u.account_id, u.api_key_id, u.model, u.operation, u.units, u.cost_vnd, u.latency_ms, u.status
+             FROM json_to_recordset($1::json) AS u(id uuid, account_id uuid, api_key_id uuid, model text, operation text, units jsonb, cost_vnd bigint, latency_ms int, status int)
+             ON CONFLICT (id) DO NOTHING`,
+            [JSON.stringify(usage.map(({ usage: u, accountId, cost }) => ({ id: u.id, account_id: accountId, api_key_id: u.apiKeyId, model: u.model, operation: u.operation, units: u.units, cost_vnd: cost, latency_ms: Math.round(u.latencyMs), status: u.status })))],
+          );
         });
       } catch (e) {
         if (e instanceof LedgerError) {
           // A charge the ledger refuses (should never happen) must not block the others: isolate it and log it.
-          for (const ch of charges) {
-            await chargeHolds(this.db, [ch]).catch((err) => this.opts.logger?.error({ err: (err as Error).message, charge: ch }, 'charge refused by ledger'));
+          for (const s of toCharge) {
+            const ch = s.charge();
+            await chargeHolds(this.db, [ch]).then(() => { s.charged = true; }, (err) => {
+              s.charged = true; // refused for good: not retried with its usage row
+              this.opts.logger?.error({ err: (err as Error).message, charge: ch }, 'charge refused by ledger');
+            });
           }
           this.pendingUsage = usage.concat(this.pendingUsage);
         } else {
           // Keep them for the next flush; idempotency keys make the retry safe.
-          this.pendingCharges = charges.concat(this.pendingCharges);
           this.pendingUsage = usage.concat(this.pendingUsage);
           this.pendingReleases = releases.concat(this.pendingReleases);
-          this.opts.logger?.error({ err: (e as Error).message, charges: charges.length }, 'credit flush failed; will retry');
+          this.opts.logger?.error({ err: (e as Error).message, charges: toCharge.length }, 'credit flush failed; will retry');
           return;
         }
       }

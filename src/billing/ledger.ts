@@ -167,23 +167,24 @@ export async function chargeHoldsIn(c: DbClient, charges: HoldCharge[]): Promise
     account_id: holds.get(ch.holdId)!.account_id, amount: ch.amount, hold_id: ch.holdId, idempotency_key: ch.idempotencyKey,
     ref_type: ch.refType ?? null, ref_id: ch.refId ?? null, memo: ch.memo ?? null,
   }));
+  // Only the events not seen before (new keys; a key repeated inside the batch is inserted once) move the
+  // projections; Postgres sums them per hold, so a batch of hundreds answers with one row per hold.
   const ins = await c.query(
-    `INSERT INTO ledger_events (account_id, kind, amount, hold_id, idempotency_key, ref_type, ref_id, memo)
-     SELECT x.account_id, 'charged', x.amount, x.hold_id, x.idempotency_key, x.ref_type, x.ref_id, x.memo
-     FROM json_to_recordset($1::json) AS x(account_id uuid, amount bigint, hold_id uuid, idempotency_key text, ref_type text, ref_id text, memo text)
-     ON CONFLICT (idempotency_key) DO NOTHING RETURNING idempotency_key`,
+    `WITH ins AS (
+       INSERT INTO ledger_events (account_id, kind, amount, hold_id, idempotency_key, ref_type, ref_id, memo)
+       SELECT x.account_id, 'charged', x.amount, x.hold_id, x.idempotency_key, x.ref_type, x.ref_id, x.memo
+       FROM json_to_recordset($1::json) AS x(account_id uuid, amount bigint, hold_id uuid, idempotency_key text, ref_type text, ref_id text, memo text)
+       ON CONFLICT (idempotency_key) DO NOTHING RETURNING hold_id, amount)
+     SELECT hold_id, sum(amount)::bigint AS amount, count(*)::int AS n FROM ins GROUP BY hold_id`,
     [JSON.stringify(rows)],
   );
   if (ins.rowCount === 0) return 0;
-  const applied = new Set(ins.rows.map((r) => r.idempotency_key as string));
   const perHold = new Map<string, number>();
   const perAccount = new Map<string, number>();
-  const seen = new Set<string>();
-  for (const ch of charges) {
-    // A key repeated inside one batch is applied once.
-    if (!applied.has(ch.idempotencyKey) || seen.has(ch.idempotencyKey)) continue;
-    seen.add(ch.idempotencyKey);
-    perHold.set(ch.holdId, (perHold.get(ch.holdId) ?? 0) + ch.amount);
+  let applied = 0;
+  for (const r of ins.rows as { hold_id: string; amount: number; n: number }[]) {
+    perHold.set(r.hold_id, r.amount);
+    applied += r.n;
   }
   for (const [holdId, amount] of perHold) {
     const h = holds.get(holdId)!;
@@ -201,7 +202,7 @@ export async function chargeHoldsIn(c: DbClient, charges: HoldCharge[]): Promise
      FROM (SELECT unnest($1::uuid[]) AS id, unnest($2::bigint[]) AS amount) x WHERE a.id = x.id`,
     [[...perAccount.keys()], [...perAccount.values()]],
   );
-  return seen.size;
+  return applied;
 }
 
 /** Releases what remains of a hold and closes it. Replays (same key) and already-closed holds change nothing. */

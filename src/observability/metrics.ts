@@ -27,6 +27,20 @@ export class Metrics {
     client.collectDefaultMetrics({ register: this.registry });
   }
 
+  private readonly chargeChildren = new Map<string, { inc(v: number): void }>();
+
+  /** Adds a request's charge to the VND counter. */
+  observeCharge(operation: string, model: string, vnd: number): void {
+    const key = `${operation} ${model}`;
+    let c = this.chargeChildren.get(key);
+    if (!c) {
+      if (this.chargeChildren.size >= 10_000) this.chargeChildren.clear();
+      c = this.chargedVnd.labels({ operation, model });
+      this.chargeChildren.set(key, c);
+    }
+    c.inc(vnd);
+  }
+
   /** Counts one finished request and records its duration. */
   observeRequest(route: string, method: string, status: number, model: string, seconds: number): void {
     const key = `${route} ${method} ${status} ${model}`;

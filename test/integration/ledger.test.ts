@@ -79,3 +79,25 @@ test('projections equal a rebuild from the events after mixed concurrent traffic
   expect((await verifyProjections(db)).map((m) => m.accountId)).toContain(acc);
   await db.query('UPDATE accounts SET balance = balance - 1 WHERE id = $1', [acc]);
 });
+
+test('a batch over several holds and accounts moves each projection by its new charges only', async () => {
+  const a = await funded(10_000);
+  const b = await funded(10_000);
+  const [ha1, ha2, hb] = [randomUUID(), randomUUID(), randomUUID()];
+  await placeHold(db, { accountId: a, holdId: ha1, amount: 3_000, idempotencyKey: `h:${ha1}` });
+  await placeHold(db, { accountId: a, holdId: ha2, amount: 3_000, idempotencyKey: `h:${ha2}` });
+  await placeHold(db, { accountId: b, holdId: hb, amount: 3_000, idempotencyKey: `h:${hb}` });
+  expect(await chargeHolds(db, [{ holdId: ha1, amount: 100, idempotencyKey: `old:${ha1}` }])).toBe(1);
+  const applied = await chargeHolds(db, [
+    { holdId: ha1, amount: 100, idempotencyKey: `old:${ha1}` }, // replayed from the earlier batch: skipped
+    { holdId: ha1, amount: 200, idempotencyKey: `n1:${ha1}` },
+    { holdId: ha2, amount: 300, idempotencyKey: `n2:${ha2}` },
+    { holdId: ha2, amount: 400, idempotencyKey: `n3:${ha2}` },
+    { holdId: hb, amount: 500, idempotencyKey: `n4:${hb}` },
+    { holdId: hb, amount: 500, idempotencyKey: `n4:${hb}` }, // repeated inside the batch: once
+  ]);
+  expect(applied).toBe(4);
+  expect(await getBalance(db, a)).toEqual({ balance: 10_000 - 100 - 200 - 300 - 400, held: 6_000 - 1_000, available: 10_000 - 1_000 - 5_000 });
+  expect(await getBalance(db, b)).toEqual({ balance: 9_500, held: 2_500, available: 7_000 });
+  expect(await verifyProjections(db)).toEqual([]);
+});
