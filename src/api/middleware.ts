@@ -132,9 +132,9 @@ export function jsonBodyProblem(root: object, max: number): 'too_deep' | 'protot
  * JSON body: 415 unless Content-Type is JSON, 413 over the limit, 400 on malformed JSON, a non-object body, a body
  * nested too deep or one carrying prototype keys. Plain bodies are read by readJson; compressed ones by koa-body.
  */
-export function jsonBody(limitBytes: number): Koa.Middleware<GatewayState> {
+function jsonBodyReader(limitBytes: number): (ctx: Ctx) => Promise<void> {
   const parseEncoded = lazyKoaBody({ json: true, jsonLimit: limitBytes, jsonStrict: true, urlencoded: false, text: false, multipart: false, includeUnparsed: false });
-  return async (ctx, next) => {
+  return async (ctx) => {
     const contentType = ctx.get('content-type');
     if (!isJsonType(contentType)) {
       throw new ApiError(415, `Unsupported Content-Type ${JSON.stringify(contentType)}; send application/json.`, 'invalid_request_error', null, 'unsupported_media_type');
@@ -166,6 +166,13 @@ export function jsonBody(limitBytes: number): Koa.Middleware<GatewayState> {
     if (problem === 'prototype_key') {
       throw new ApiError(400, 'The JSON body contains a forbidden key ("__proto__", or "constructor" with a "prototype").', 'invalid_request_error', null, 'invalid_json');
     }
+  };
+}
+
+export function jsonBody(limitBytes: number): Koa.Middleware<GatewayState> {
+  const read = jsonBodyReader(limitBytes);
+  return async (ctx, next) => {
+    await read(ctx);
     await next();
   };
 }
@@ -188,19 +195,38 @@ export function multipartBody(maxFileBytes: number): Koa.Middleware<GatewayState
 }
 
 /** Reads the API key from `Authorization: Bearer` or `x-api-key`; 401 in the route's error shape otherwise. */
+async function authenticate(ctx: Ctx, keys: AppDeps['keys']): Promise<void> {
+  const auth = ctx.get('authorization');
+  let key = '';
+  if (auth) {
+    const m = /^Bearer\s+(\S+)\s*$/i.exec(auth);
+    key = m ? m[1] : '';
+  }
+  if (!key) key = ctx.get('x-api-key').trim();
+  if (!key) throw new ApiError(401, 'You did not provide an API key. Send it as Authorization: Bearer <key> (or x-api-key).', 'invalid_request_error', null, 'missing_api_key');
+  const p = await keys.resolve(key);
+  if (!p) throw new ApiError(401, 'Incorrect API key provided.', 'invalid_request_error', null, 'invalid_api_key');
+  ctx.state.principal = p;
+}
+
 export function requireApiKey(deps: Pick<AppDeps, 'keys'>): Koa.Middleware<GatewayState> {
   return async (ctx, next) => {
-    const auth = ctx.get('authorization');
-    let key = '';
-    if (auth) {
-      const m = /^Bearer\s+(\S+)\s*$/i.exec(auth);
-      key = m ? m[1] : '';
-    }
-    if (!key) key = ctx.get('x-api-key').trim();
-    if (!key) throw new ApiError(401, 'You did not provide an API key. Send it as Authorization: Bearer <key> (or x-api-key).', 'invalid_request_error', null, 'missing_api_key');
-    const p = await deps.keys.resolve(key);
-    if (!p) throw new ApiError(401, 'Incorrect API key provided.', 'invalid_request_error', null, 'invalid_api_key');
-    ctx.state.principal = p;
+    await authenticate(ctx, deps.keys);
+    await next();
+  };
+}
+
+/**
+ * The preamble of an authenticated JSON route in one middleware: metrics route label, API key (401 first, before
+ * the body is read), JSON body. Same checks as route() + requireApiKey() + jsonBody(), two async hops fewer on
+ * the busiest routes.
+ */
+export function jsonApi(deps: Pick<AppDeps, 'keys'>, name: string, limitBytes: number): Koa.Middleware<GatewayState> {
+  const read = jsonBodyReader(limitBytes);
+  return async (ctx, next) => {
+    ctx.state.route = name;
+    await authenticate(ctx, deps.keys);
+    await read(ctx);
     await next();
   };
 }

@@ -1,6 +1,6 @@
 import Router from '@koa/router';
 import type { AppDeps } from '../deps';
-import { jsonBody, requireApiKey, route, type Ctx, type GatewayState } from '../middleware';
+import { jsonApi, type Ctx, type GatewayState } from '../middleware';
 import { badRequest } from '../errors';
 import { validateChatCompletion, validateCompletion } from '../../schemas/chat';
 import { estimateChatMaxCost } from '../../billing/pricing';
@@ -26,8 +26,6 @@ function checkMaxTokens(model: ModelConfig, body: { max_tokens?: number | null; 
  */
 export function chatRouter(deps: AppDeps): Router<GatewayState> {
   const r = new Router<GatewayState>();
-  const auth = requireApiKey(deps);
-  const json = jsonBody(deps.config.maxJsonBytes);
 
   async function handle(ctx: Ctx, kind: 'chat' | 'completion', body: { model: string; stream?: boolean | null; stream_options?: { include_usage?: boolean } | null; max_tokens?: number | null; max_completion_tokens?: number | null }): Promise<void> {
     const model = deps.catalog.require(body.model, kind);
@@ -48,13 +46,13 @@ export function chatRouter(deps: AppDeps): Router<GatewayState> {
     else await forwardCompletionJson(ctx, adapter, path, payload, payloadBytes, model, meter);
   }
 
-  r.post('/v1/chat/completions', route('/v1/chat/completions'), auth, json, async (ctx) => {
+  r.post('/v1/chat/completions', jsonApi(deps, '/v1/chat/completions', deps.config.maxJsonBytes), async (ctx) => {
     const body = ctx.request.body;
     validateChatCompletion(body);
     await handle(ctx, 'chat', body);
   });
 
-  r.post('/v1/completions', route('/v1/completions'), auth, json, async (ctx) => {
+  r.post('/v1/completions', jsonApi(deps, '/v1/completions', deps.config.maxJsonBytes), async (ctx) => {
     const body = ctx.request.body;
     validateCompletion(body);
     await handle(ctx, 'completion', body);

@@ -1,6 +1,6 @@
 import Router from '@koa/router';
 import type { AppDeps } from '../deps';
-import { jsonBody, requireApiKey, route, type GatewayState } from '../middleware';
+import { jsonApi, type GatewayState } from '../middleware';
 import { validateEmbedding } from '../../schemas/embeddings';
 import { embeddingTokensBound, tokensCost, tokensFromChars } from '../../billing/pricing';
 import { openMeter } from '../../billing/meter';
@@ -13,7 +13,7 @@ import { callUpstream, clientAbortSignal, sendJsonBuffer } from '../upstream';
  */
 export function embeddingsRouter(deps: AppDeps): Router<GatewayState> {
   const r = new Router<GatewayState>();
-  r.post('/v1/embeddings', route('/v1/embeddings'), requireApiKey(deps), jsonBody(deps.config.maxJsonBytes), async (ctx) => {
+  r.post('/v1/embeddings', jsonApi(deps, '/v1/embeddings', deps.config.maxJsonBytes), async (ctx) => {
     const body = ctx.request.body;
     validateEmbedding(body);
     const model = deps.catalog.require(body.model, 'embedding');
