@@ -52,6 +52,8 @@ export interface Principal { accountId: string; keyId: string }
 export class KeyResolver {
   private cache = new Map<string, { p: Principal | null; at: number }>();
   private lastUsedWrites = new Map<string, number>();
+  /** Lookups in flight: when an entry ages out under load, the requests arriving meanwhile share one query. */
+  private inflight = new Map<string, Promise<Principal | null>>();
   constructor(private db: Db, private ttlMs = 2000) {}
 
   async resolve(key: string): Promise<Principal | null> {
@@ -62,6 +64,15 @@ export class KeyResolver {
       if (hit.p) this.touch(hit.p.keyId, now);
       return hit.p;
     }
+    let lookup = this.inflight.get(key);
+    if (!lookup) {
+      lookup = this.lookup(key, now).finally(() => this.inflight.delete(key));
+      this.inflight.set(key, lookup);
+    }
+    return lookup;
+  }
+
+  private async lookup(key: string, now: number): Promise<Principal | null> {
     const r = await this.db.query(
       'SELECT id, account_id FROM api_keys WHERE key_hash = $1 AND revoked_at IS NULL',
       [hashKey(key)],

@@ -1,0 +1,34 @@
+import { createPool, type Db } from '../../src/db/pool';
+import { createAccount } from '../../src/billing/ledger';
+import { createApiKey, KeyResolver, revokeApiKey } from '../../src/auth/apiKeys';
+
+let db: Db;
+let queries = 0;
+beforeAll(() => {
+  db = createPool(process.env.DATABASE_URL!, 10);
+  // Counts the statements the resolver sends to the real database.
+  const query = db.query.bind(db) as (...a: unknown[]) => unknown;
+  (db as unknown as { query: (...a: unknown[]) => unknown }).query = (...a: unknown[]) => {
+    if (String(a[0]).includes('FROM api_keys')) queries++;
+    return query(...a);
+  };
+});
+afterAll(() => db.end());
+
+test('requests arriving while a key is looked up share one query, and revocation still lands after the TTL', async () => {
+  const accountId = await createAccount(db, 'key-cache-test');
+  const { key, id } = await createApiKey(db, accountId, 'k');
+  const resolver = new KeyResolver(db, 300);
+  queries = 0;
+  const first = await Promise.all(Array.from({ length: 50 }, () => resolver.resolve(key)));
+  expect(first.every((p) => p?.accountId === accountId && p.keyId === id)).toBe(true);
+  expect(queries).toBe(1);
+  await resolver.resolve(key); // cached
+  expect(queries).toBe(1);
+
+  expect(await revokeApiKey(db, accountId, id)).toBe(true);
+  await new Promise((r) => setTimeout(r, 350));
+  const after = await Promise.all(Array.from({ length: 20 }, () => resolver.resolve(key)));
+  expect(after.every((p) => p === null)).toBe(true);
+  expect(queries).toBe(2);
+});
