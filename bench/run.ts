@@ -28,7 +28,7 @@ import type { BenchContext, BenchSection, SectionRunner } from './types';
  * and print their hot spots; profiles in bench/results/profiles/<target>/; this slows them down, so the figures of a
  * profiled run are not the ones to publish), BENCH_DATABASE_ADMIN_URL (default TEST_DATABASE_ADMIN_URL or
  * postgres://postgres@127.0.0.1:5432/postgres), BENCH_KEEP_DB=1 (keep the bench database), BENCH_GATEWAY_NODE_ARGS
- * (Node flags for the gateway process instead of those of `npm run api`, e.g. "--max-semi-space-size=8", to try memory
+ * (Node flags for the gateway process instead of those of `npm run api`, e.g. "--max-semi-space-size=16", to try memory
  * settings), BENCH_VIDEO=0 (skip
  * the video section, for quick runs of the synchronous ones).
  */
