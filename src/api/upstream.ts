@@ -169,9 +169,15 @@ function mayCarry(data: string, key: string, objectOnly: boolean): boolean {
   return false;
 }
 
-/** A content event: not [DONE], no usage object, no error (so it is forwarded untouched). */
-function isPlainEvent(ev: { data: string }): boolean {
-  return ev.data !== '[DONE]' && !mayCarry(ev.data, '"usage":', true) && !mayCarry(ev.data, '"error":', false);
+/**
+ * A content event: not [DONE], no usage object, no error (so it is forwarded untouched). `errorScan` false says
+ * the event's bytes are known to hold no `"error":` (checked once over the whole network chunk). Content chunks
+ * sent with include_usage end in `"usage":null}` (OpenAI puts usage last), which settles the usage question
+ * without a scan; only top-level usage is ever billed, so a nested one would not change the outcome.
+ */
+function isPlainEvent(ev: { data: string }, errorScan: boolean): boolean {
+  const d = ev.data;
+  return d !== '[DONE]' && (d.endsWith('"usage":null}') || !mayCarry(d, '"usage":', true)) && (!errorScan || !mayCarry(d, '"error":', false));
 }
 
 /** Whether a chunk ends with the blank line that terminates an SSE event. */
@@ -202,7 +208,9 @@ async function pipeEvents(body: Readable, res: ServerResponse, signal: ClientGon
       const startsAligned = aligned;
       aligned = endsAtEventBoundary(buf);
       if (events.length === 0) continue;
-      if (startsAligned && aligned && events.every(isPlainEvent)) {
+      // An event that began in an earlier chunk has bytes this chunk does not show: scan each event then.
+      const errorScan = !startsAligned || buf.includes('"error":');
+      if (startsAligned && aligned && events.every((ev) => isPlainEvent(ev, errorScan))) {
         // The common case: whole content events, nothing to strip or inspect. Forward the upstream's own bytes
         // (no string building, no re-encoding: that was a third of the stream path's CPU).
         for (const ev of events) acc.defer(ev.data);
@@ -216,7 +224,7 @@ async function pipeEvents(body: Readable, res: ServerResponse, signal: ClientGon
       let head: Buffer | null = null;
       if (startsAligned) {
         let k = 0;
-        while (k < events.length && isPlainEvent(events[k])) k++;
+        while (k < events.length && isPlainEvent(events[k], errorScan)) k++;
         const e = events[k];
         if (k > 0 && e && (!e.event || e.event === 'message') && !e.id) {
           const at = buf.indexOf('data: ' + e.data);
@@ -236,7 +244,7 @@ async function pipeEvents(body: Readable, res: ServerResponse, signal: ClientGon
           done = true;
           break; // nothing follows [DONE] in this protocol
         }
-        if (isPlainEvent(ev)) {
+        if (isPlainEvent(ev, errorScan)) {
           // A plain content chunk: forward it as is; its text is counted only if the estimate is ever needed.
           acc.defer(data);
           out += ev.event && ev.event !== 'message' ? `event: ${ev.event}\ndata: ${data}\n\n` : `data: ${data}\n\n`;
