@@ -133,7 +133,7 @@ async function startTargets(emulatorUrl: string, bdb: BenchDb | null): Promise<B
       if (!bdb) throw new Error('gateway target needs the bench database');
       const execArgv = gatewayFlags;
       const t = await forkTarget(name, path.join(distDir(), 'targets', 'gateway.js'), {
-        env: { DATABASE_URL: bdb.url, EMULATOR_URL: emulatorUrl, LOG_LEVEL: env.LOG_LEVEL ?? 'info', NODE_ENV: 'production' }, execArgv, logFile,
+        env: { DATABASE_URL: bdb.url, EMULATOR_URL: emulatorUrl, LOG_LEVEL: env.LOG_LEVEL ?? 'info', NODE_ENV: 'production', TEMPORAL_ADDRESS: 'off' }, execArgv, logFile,
       });
       started.push(t);
       const key = bdb.key;
@@ -405,7 +405,7 @@ async function main(): Promise<void> {
     `Load: autocannon (keep-alive, pipelining 1), ${ROUNDS} rounds of ${SECONDS} s cells through the targets in rotating order after a ${WARMUP} s warm-up; each figure is the median round. c=1: ${SEQ_N} sequential requests per target, each paired with a direct one (undici, hrtime).`,
     `CPU ms/req: the target process's utime+stime over the c=${CONNECTIONS.join(' and c=')} cells / requests served (for direct: the upstream's own). Peak RSS: VmHWM of the target process, reset after start-up.`,
     `Load average (1 min) at start / end: ${loadStart} / ${os.loadavg()[0].toFixed(2)} (other work shares this machine).`,
-    `Gateway: auth, validation, routing, billing (Postgres) and request logging on; Node flags ${gatewayFlags.join(' ') || '(none)'}${env.BENCH_GATEWAY_NODE_ARGS !== undefined ? ' (BENCH_GATEWAY_NODE_ARGS)' : ' (as npm run api)'}. Portkey: @portkey-ai/gateway ${portkeyVersion} (node build/start-server.js --headless, @hono/node-server 1.13.8).`,
+    `Gateway: auth, validation, routing, billing (Postgres) and request logging on, TEMPORAL_ADDRESS=off (synchronous operations only); Node flags ${gatewayFlags.join(' ') || '(none)'}${env.BENCH_GATEWAY_NODE_ARGS !== undefined ? ' (BENCH_GATEWAY_NODE_ARGS)' : ' (as npm run api)'}. Portkey: @portkey-ai/gateway ${portkeyVersion} (node build/start-server.js --headless, @hono/node-server 1.13.8).`,
   ];
   out.push(header.join('\n'), tables.text);
   md.push(`## Benchmark (${new Date().toISOString().slice(0, 10)})\n`, header.map((h) => `- ${h}`).join('\n'), tables.markdown);

@@ -28,7 +28,8 @@ export async function buildDeps(config: Config = loadConfig(), opts: { temporal?
   const providers = new ProviderRegistry(catalog, { onError, factories: { anthropic: (cfg) => new AnthropicAdapter(cfg, { onError }) } });
   let temporal: Client | null = null;
   let connection: Connection | null = null;
-  if (opts.temporal !== false) {
+  // TEMPORAL_ADDRESS=off: an API process for the synchronous operations only (video routes answer 503).
+  if (opts.temporal !== false && config.temporalAddress !== 'off') {
     // Loaded here, not at the top: an API process without Temporal never loads its gRPC stack.
     const { Client, Connection } = await import('@temporalio/client');
     connection = await Connection.connect({ address: config.temporalAddress });

@@ -7,15 +7,16 @@ import { serveTarget } from './ipc';
 
 /**
  * The gateway as deployed: production config from the environment (DATABASE_URL to the bench's fresh database,
- * EMULATOR_URL to the emulated upstream), auth, validation, routing, billing and request logging all on.
- * Temporal is not needed by the synchronous operations measured here.
+ * EMULATOR_URL to the emulated upstream), auth, validation, routing, billing and request logging all on. It runs as
+ * an API process for the synchronous operations (TEMPORAL_ADDRESS=off, set by the bench), which is what the
+ * operations measured here need; a process that also serves /v1/videos loads the Temporal client (~25 MB more).
  *
  * It counts the responses it finished by path and status, so the bench can check that every request served
  * was billed (usage_records and charged ledger events) once the credit batches are flushed at shutdown.
  */
 serveTarget(async () => {
   const config = loadConfig({ host: '127.0.0.1', port: 0 });
-  const deps = await buildDeps(config, { temporal: false });
+  const deps = await buildDeps(config);
   const app = createApp(deps);
   const served: Record<string, Record<string, number>> = {};
   const server = http.createServer(app.callback());

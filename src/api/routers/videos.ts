@@ -103,7 +103,10 @@ export function videosRouter(deps: AppDeps): Router<GatewayState> {
   const loadImage = createImageLoader(() => ({ allowHosts: deps.config.fetchAllowHosts }));
 
   const temporal = () => {
-    if (!deps.temporal) throw new ApiError(503, 'Video generation is unavailable: the job scheduler (Temporal) is not connected.', 'server_error', null, 'video_unavailable');
+    if (!deps.temporal) {
+      const why = deps.config.temporalAddress === 'off' ? 'this API process serves synchronous operations only (TEMPORAL_ADDRESS=off)' : 'the job scheduler (Temporal) is not connected';
+      throw new ApiError(503, `Video generation is unavailable: ${why}.`, 'server_error', null, 'video_unavailable');
+    }
     return deps.temporal;
   };
   const ownJob = async (ctx: Ctx): Promise<VideoJob> => {
