@@ -1,0 +1,51 @@
+import OpenAI from 'openai';
+import { startGateway, type TestGateway } from '../support/gateway';
+
+// The gateway ends a client's stream at [DONE] and then drains the upstream body, so the upstream keep-alive
+// connection goes back to the pool: sequential streams must not open a connection each.
+let gw: TestGateway;
+beforeAll(async () => {
+  gw = await startGateway({}, { temporal: false });
+});
+afterAll(() => gw.close());
+
+test('30 sequential streams reuse the upstream connection, deliver everything and are each billed once', async () => {
+  const { key, accountId } = await gw.account(1_000_000);
+  const client = new OpenAI({ apiKey: key, baseURL: `${gw.url}/v1`, maxRetries: 0 });
+  let connections = 0;
+  const onConnection = () => { connections++; };
+  gw.emulator.server.on('connection', onConnection);
+  try {
+    for (let i = 0; i < 30; i++) {
+      const stream = await client.chat.completions.create({
+        model: 'gpt-4o-mini', stream: true, stream_options: { include_usage: true },
+        messages: [{ role: 'user', content: `Write one short sentence about the sea, number ${i}.` }],
+      });
+      let text = '';
+      let usage: { prompt_tokens: number; completion_tokens: number } | null = null;
+      let finish: string | null = null;
+      for await (const chunk of stream) {
+        text += chunk.choices[0]?.delta?.content ?? '';
+        finish = chunk.choices[0]?.finish_reason ?? finish;
+        if (chunk.usage) usage = chunk.usage;
+      }
+      expect(text.length).toBeGreaterThan(0);
+      expect(finish).toBe('stop');
+      expect(usage?.completion_tokens).toBeGreaterThan(0);
+    }
+  } finally {
+    gw.emulator.server.off('connection', onConnection);
+  }
+  // One connection (two if the pool's first one was opened by another request meanwhile), never one per stream.
+  expect(connections).toBeLessThanOrEqual(2);
+  await gw.deps.credit.flush();
+  const rows = (await gw.deps.db.query(
+    `SELECT u.status, u.cost_vnd, (SELECT count(*)::int FROM ledger_events e WHERE e.idempotency_key = 'req:' || u.id) AS charges
+     FROM usage_records u WHERE u.account_id = $1`, [accountId])).rows as { status: number; cost_vnd: number; charges: number }[];
+  expect(rows).toHaveLength(30);
+  for (const r of rows) {
+    expect(r.status).toBe(200);
+    expect(r.cost_vnd).toBeGreaterThan(0);
+    expect(r.charges).toBe(1);
+  }
+});
