@@ -142,14 +142,23 @@ function jsonBodyReader(limitBytes: number): (ctx: Ctx) => Promise<void> {
     const encoding = ctx.get('content-encoding');
     try {
       if (encoding === '' || encoding.toLowerCase() === 'identity') (ctx.request as { body?: unknown }).body = await readJson(ctx.req, limitBytes);
-      else await parseEncoded(ctx, async () => undefined);
+      else {
+        // Content codings are case-insensitive (RFC 9110 8.4.1); koa-body's inflation matches lower case only.
+        ctx.req.headers['content-encoding'] = encoding.toLowerCase();
+        await parseEncoded(ctx, async () => undefined);
+      }
     } catch (e: any) {
       if (e instanceof ApiError) throw e;
       // A Content-Encoding the body does not match (e.g. gzip header, plain body) fails in zlib, without a status.
       // (koa-body re-wraps errors from another realm as Error('{"code":"Z_..."}'), so the message is checked too.)
-      if (/\bZ_[A-Z_]+\b/.test(`${e?.code ?? ''} ${e?.message ?? ''}`)) throw new ApiError(400, 'The request body could not be decoded with its Content-Encoding.', 'invalid_request_error', null, 'invalid_body_encoding');
+      // zlib says Z_DATA_ERROR and the like; brotli ERR__ERROR_FORMAT_... (its code: ERR_BROTLI_...).
+      if (/\bZ_[A-Z_]+\b|ERR__ERROR_FORMAT|BROTLI/.test(`${e?.code ?? ''} ${e?.message ?? ''}`)) throw new ApiError(400, 'The request body could not be decoded with its Content-Encoding.', 'invalid_request_error', null, 'invalid_body_encoding');
       // The client went away before its body was read (raw-body: "stream is not readable" / "request aborted"):
       // the client's doing, not a 500 with a stack trace in the logs.
+      // co-body refuses prototype keys itself in compressed bodies: the same answer as for a plain body.
+      if (/forbidden prototype property/.test(`${e?.message ?? ''}`)) {
+        throw new ApiError(400, 'The JSON body contains a forbidden key ("__proto__", or "constructor" with a "prototype").', 'invalid_request_error', null, 'invalid_json');
+      }
       if (/stream is not readable|request aborted/.test(`${e?.message ?? ''}`)) {
         throw new ApiError(400, 'The request body could not be read: the client closed the connection.', 'invalid_request_error', null, 'request_aborted');
       }

@@ -82,32 +82,25 @@ test('refused bodies on both paths: prototype keys, malformed JSON, non-objects,
   expect(await usageRows()).toBe(before);
 });
 
-// Known deviations, kept as executable records: `test.failing` passes while the behaviour is wrong and fails once
-// src/ is fixed (then make it a plain `test`).
-
-// The compressed path still parses with co-body, whose prototype check throws first with a message the error
-// mapper does not recognise: 400 {"message":"Bad request.","code":null} instead of invalid_json (plain bodies
-// get invalid_json from the gateway's own walk).
-test.failing('KNOWN BUG: a gzip body with a "__proto__" key is 400 invalid_json like a plain one', async () => {
+// The compressed path parses with co-body, whose own prototype check throws first: mapped to invalid_json.
+test('a gzip body with a "__proto__" key is 400 invalid_json like a plain one', async () => {
   for (const text of [PROTO_TOP, PROTO_NESTED]) {
     const r = await post(gzipSync(text), { 'content-encoding': 'gzip' });
     expect({ status: r.status, code: r.json.error?.code }).toEqual({ status: 400, code: 'invalid_json' });
   }
 });
 
-// Content codings are case-insensitive (RFC 9110 8.4.1), but `inflation` (under koa-body) matches them exactly:
-// Content-Encoding: GZIP on a valid gzip body is 415 "Unsupported Content-Encoding: GZIP".
-test.failing('KNOWN BUG: Content-Encoding is case-insensitive (GZIP, Gzip)', async () => {
+// Content codings are case-insensitive (RFC 9110 8.4.1); `inflation` (under koa-body) matches them exactly, so
+// the gateway lower-cases the header first.
+test('Content-Encoding is case-insensitive (GZIP, Gzip)', async () => {
   for (const encoding of ['GZIP', 'Gzip']) {
     const r = await post(gzipSync(chatJson('hi')), { 'content-encoding': encoding });
     expect({ encoding, status: r.status }).toEqual({ encoding, status: 200 });
   }
 });
 
-// A br header on a body that is not brotli fails in the brotli decoder with code ERR__ERROR_FORMAT_PADDING_* (or
-// similar ERR_* codes), which the middleware's /Z_[A-Z_]+/ check does not match: 500 internal_error (logged as a
-// server error) instead of 400 invalid_body_encoding as for gzip and deflate.
-test.failing('KNOWN BUG: a br header on a body that is not brotli is 400 invalid_body_encoding', async () => {
+// A br header on a body that is not brotli fails in the brotli decoder (ERR__ERROR_FORMAT_*), not zlib (Z_*).
+test('a br header on a body that is not brotli is 400 invalid_body_encoding', async () => {
   for (const body of [chatJson('hi'), 'not brotli at all']) {
     const r = await post(body, { 'content-encoding': 'br' });
     expect({ status: r.status, code: r.json.error?.code }).toEqual({ status: 400, code: 'invalid_body_encoding' });

@@ -1,8 +1,9 @@
 import OpenAI from 'openai';
 import { startGateway, type TestGateway } from '../support/gateway';
 
-// The gateway ends a client's stream at [DONE] and then drains the upstream body, so the upstream keep-alive
-// connection goes back to the pool: sequential streams must not open a connection each.
+// Sequential streams must not open an upstream connection each. (The emulator sends [DONE] and its body's end in one
+// write, so this does not tell draining from destroying the body at [DONE]; stream-upstream-drain.test.ts does,
+// with a proxy that holds the upstream's terminator back.)
 let gw: TestGateway;
 beforeAll(async () => {
   gw = await startGateway({}, { temporal: false });
