@@ -60,7 +60,7 @@ async function startSplitProxy(): Promise<SplitProxy> {
     }
     down.pipe(up);
     // The last bytes of the previous chunk, so a [DONE] split across two reads is still found.
-    let carry = Buffer.alloc(0);
+    let carry: Buffer = Buffer.alloc(0);
     up.on('data', (buf: Buffer) => {
       const seen = carry.length ? Buffer.concat([carry, buf]) : buf;
       const at = seen.indexOf(DONE);
