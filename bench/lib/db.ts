@@ -56,6 +56,8 @@ export async function createBenchDb(balanceVnd: number): Promise<BenchDb> {
 export interface BillingCheck {
   usageRecords: number;
   usageRecordsCharged: number;
+  /** Usage records with a cost whose charge_key names no `charged` event of the same account. */
+  usageRecordsUncharged: number;
   chargedEvents: number;
   chargedVnd: number;
   usageCostVnd: number;
@@ -74,11 +76,15 @@ export async function billingCheck(bdb: BenchDb): Promise<BillingCheck> {
     const charged = await db.query(
       `SELECT count(*)::int AS n, COALESCE(sum(amount), 0)::bigint AS vnd FROM ledger_events WHERE account_id = $1 AND kind = 'charged'`, [bdb.accountId]);
     const paid = await db.query(`SELECT count(*)::int AS n FROM usage_records WHERE account_id = $1 AND cost_vnd > 0`, [bdb.accountId]);
+    const uncharged = await db.query(
+      `SELECT count(*)::int AS n FROM usage_records u WHERE u.account_id = $1 AND u.cost_vnd > 0 AND NOT EXISTS
+         (SELECT 1 FROM ledger_events e WHERE e.idempotency_key = u.charge_key AND e.kind = 'charged' AND e.account_id = u.account_id)`, [bdb.accountId]);
     const holds = await db.query(`SELECT count(*)::int AS n FROM holds WHERE account_id = $1 AND status = 'open'`, [bdb.accountId]);
     const byOperation = ur.rows.map((r) => ({ operation: String(r.operation), status: Number(r.status), n: Number(r.n), costVnd: Number(r.cost) }));
     return {
       usageRecords: byOperation.reduce((s, r) => s + r.n, 0),
       usageRecordsCharged: Number(paid.rows[0].n),
+      usageRecordsUncharged: Number(uncharged.rows[0].n),
       usageCostVnd: byOperation.reduce((s, r) => s + r.costVnd, 0),
       chargedEvents: Number(charged.rows[0].n),
       chargedVnd: Number(charged.rows[0].vnd),

@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import type { Db } from '../db/pool';
 import { tx } from '../db/pool';
-import { chargeHolds, chargeHoldsIn, HoldCharge, LedgerError, InsufficientFunds, placeFlexibleHold, releaseExpiredHolds, releaseHold } from './ledger';
+import { LedgerError, InsufficientFunds, placeFlexibleHold, releaseExpiredHolds, releaseHold } from './ledger';
+import { writeUsageBatch, type SettledUsage, type UsageInput } from './usageBatch';
 import type { Logger } from '../observability/logger';
 
 /**
@@ -9,23 +10,15 @@ import type { Logger } from '../observability/logger';
  *
  * Each API process leases credit from an account: a ledger hold (ref_type 'lease') of up to `leaseVnd`. A request
  * reserves its maximum cost from the lease in memory (so concurrent requests can never overdraw: the lease itself
- * is backed by a hold), and on completion settles its actual cost; the charge ledger events and usage records are
- * written in batches every `flushMs`, each charge with the idempotency key `req:<requestId>`. When a lease cannot
+ * is backed by a hold), and on completion settles its actual cost; usage records and charges are written every
+ * `flushMs` (writeUsageBatch: one `charged` event per lease hold per flush, each request's usage record naming
+ * it, the request id its idempotency gate). When a lease cannot
  * cover a request it is extended (one DB transaction); when the account cannot cover it, the request gets 402
  * before any upstream call. Idle or aged leases are released; a crashed process's lease hold carries an
  * expires_at and is released by the sweeper (releaseExpiredHolds), so held funds are never stranded.
  */
 
-export interface UsageInput {
-  /** Request id; also the charge's idempotency key and ledger ref. */
-  id: string;
-  apiKeyId: string | null;
-  model: string;
-  operation: string;
-  units: Record<string, number>;
-  latencyMs: number;
-  status: number;
-}
+export type { UsageInput } from './usageBatch';
 
 export interface Reservation {
   readonly accountId: string;
@@ -62,19 +55,10 @@ export interface CreditOptions {
 
 const EXPIRY_GRACE_MS = 60 * 60 * 1000; // far beyond any request's lifetime; only a dead process's lease gets there
 
-/**
- * A settled request waiting for the next flush: its usage row, and its charge when `cost` > 0. Kept as one small
- * fixed-shape object (no copies of the usage input); the charge's key and memo strings are built at flush time.
- */
-class Settled {
-  /** Set once the charge has been written on its own after its batch was refused, so a retry skips it. */
-  charged = false;
+/** A settled request waiting for the next flush: one small fixed-shape object, no copy of its usage input. */
+class Settled implements SettledUsage {
+  refused?: boolean;
   constructor(readonly usage: UsageInput, readonly accountId: string, readonly holdId: string, readonly cost: number) {}
-
-  charge(): HoldCharge {
-    const u = this.usage;
-    return { holdId: this.holdId, amount: this.cost, idempotencyKey: `req:${u.id}`, refType: 'request', refId: u.id, memo: `${u.operation} ${u.model}` };
-  }
 }
 
 export class CreditManager {
@@ -248,34 +232,22 @@ export class CreditManager {
     const usage = this.pendingUsage;
     if (usage.length) {
       this.pendingUsage = [];
-      const toCharge = usage.filter((s) => s.cost > 0 && !s.charged);
       try {
-        await tx(this.db, async (c) => {
-          await chargeHoldsIn(c, toCharge.map((s) => s.charge()));
-          await c.query(
-            `INSERT INTO usage_records (id, account_id, api_key_id, model, operation, units, cost_vnd, latency_ms, status)
-             SELECT u.id, u.account_id, u.api_key_id, u.model, u.operation, u.units, u.cost_vnd, u.latency_ms, u.status
-             FROM json_to_recordset($1::json) AS u(id uuid, account_id uuid, api_key_id uuid, model text, operation text, units jsonb, cost_vnd bigint, latency_ms int, status int)
-             ON CONFLICT (id) DO NOTHING`,
-            [JSON.stringify(usage.map(({ usage: u, accountId, cost }) => ({ id: u.id, account_id: accountId, api_key_id: u.apiKeyId, model: u.model, operation: u.operation, units: u.units, cost_vnd: cost, latency_ms: Math.round(u.latencyMs), status: u.status })))],
-          );
-        });
+        await tx(this.db, (c) => writeUsageBatch(c, usage));
       } catch (e) {
-        if (e instanceof LedgerError) {
-          // A charge the ledger refuses (should never happen) must not block the others: isolate it and log it.
-          for (const s of toCharge) {
-            const ch = s.charge();
-            await chargeHolds(this.db, [ch]).then(() => { s.charged = true; }, (err) => {
-              s.charged = true; // refused for good: not retried with its usage row
-              this.opts.logger?.error({ err: (err as Error).message, charge: ch }, 'charge refused by ledger');
-            });
-          }
-          this.pendingUsage = usage.concat(this.pendingUsage);
-        } else {
-          // Keep them for the next flush; idempotency keys make the retry safe.
+        if (!(e instanceof LedgerError)) {
+          // Keep them for the next flush: the usage insert gates every charge, so the retry cannot charge twice.
           this.pendingUsage = usage.concat(this.pendingUsage);
           this.pendingReleases = releases.concat(this.pendingReleases);
-          this.opts.logger?.error({ err: (e as Error).message, charges: toCharge.length }, 'credit flush failed; will retry');
+          this.opts.logger?.error({ err: (e as Error).message, requests: usage.length }, 'credit flush failed; will retry');
+          return;
+        }
+        // A charge the ledger refuses (should never happen) must not block the others: write each request on its
+        // own, and one still refused is logged and recorded without a charge.
+        const left = await this.writeOneByOne(usage);
+        if (left.length) {
+          this.pendingUsage = left.concat(this.pendingUsage);
+          this.pendingReleases = releases.concat(this.pendingReleases);
           return;
         }
       }
@@ -287,6 +259,25 @@ export class CreditManager {
         this.pendingReleases.push(l);
       }
     }
+  }
+
+  /** Writes settled requests one transaction each; returns those not written (database trouble: retried later). */
+  private async writeOneByOne(batch: Settled[]): Promise<Settled[]> {
+    for (let i = 0; i < batch.length; i++) {
+      const s = batch[i];
+      try {
+        await tx(this.db, (c) => writeUsageBatch(c, [s]));
+      } catch (e) {
+        if (!(e instanceof LedgerError) || s.refused) {
+          this.opts.logger?.error({ err: (e as Error).message }, 'credit flush failed; will retry');
+          return batch.slice(i);
+        }
+        this.opts.logger?.error({ err: e.message, requestId: s.usage.id, holdId: s.holdId, cost: s.cost }, 'charge refused by ledger');
+        s.refused = true;
+        i--; // again, as a usage record without a charge
+      }
+    }
+    return [];
   }
 
   /** Flushes everything and returns every lease (graceful shutdown). */

@@ -140,7 +140,9 @@ export async function chargeHolds(db: Db, charges: HoldCharge[]): Promise<number
  * Lock order, everywhere in the ledger: account rows first (ascending id), then hold rows (ascending id).
  * One order means concurrent holds, charges and releases can wait on each other but never deadlock.
  */
-async function lockHolds(c: DbClient, holdIds: string[]): Promise<Map<string, { account_id: string; remaining: number; status: string; ref_type: string | null; ref_id: string | null }>> {
+export type LockedHolds = Map<string, { account_id: string; remaining: number; status: string; ref_type: string | null; ref_id: string | null }>;
+
+export async function lockHolds(c: DbClient, holdIds: string[]): Promise<LockedHolds> {
   await c.query(
     'SELECT id FROM accounts WHERE id IN (SELECT account_id FROM holds WHERE id = ANY($1::uuid[])) ORDER BY id FOR UPDATE',
     [holdIds],
@@ -159,10 +161,17 @@ async function lockHolds(c: DbClient, holdIds: string[]): Promise<Map<string, { 
  */
 export async function chargeHoldsIn(c: DbClient, charges: HoldCharge[]): Promise<number> {
   if (charges.length === 0) return 0;
-  for (const ch of charges) assertVnd(ch.amount, 'charge amount', true);
-  const holdIds = [...new Set(charges.map((ch) => ch.holdId))];
-  const holds = await lockHolds(c, holdIds);
-  for (const id of holdIds) if (!holds.has(id)) throw new LedgerError(`hold ${id} not found`);
+  const holds = await lockHolds(c, [...new Set(charges.map((ch) => ch.holdId))]);
+  return applyHoldCharges(c, holds, charges);
+}
+
+/** chargeHoldsIn's second half, for callers that already hold the locks (lockHolds) on every hold charged. */
+export async function applyHoldCharges(c: DbClient, holds: LockedHolds, charges: HoldCharge[]): Promise<number> {
+  if (charges.length === 0) return 0;
+  for (const ch of charges) {
+    assertVnd(ch.amount, 'charge amount', true);
+    if (!holds.has(ch.holdId)) throw new LedgerError(`hold ${ch.holdId} not found`);
+  }
   const rows = charges.map((ch) => ({
     account_id: holds.get(ch.holdId)!.account_id, amount: ch.amount, hold_id: ch.holdId, idempotency_key: ch.idempotencyKey,
     ref_type: ch.refType ?? null, ref_id: ch.refId ?? null, memo: ch.memo ?? null,
@@ -281,7 +290,11 @@ export async function releaseExpiredHolds(db: Db, graceMs = 60_000): Promise<num
 
 export interface ProjectionMismatch { accountId: string; balance: number; held: number; rebuiltBalance: number; rebuiltHeld: number }
 
-/** Rebuilds every account's balance and held from the events and returns the accounts whose projection differs. */
+/**
+ * Rebuilds every account's balance and held from the events and returns the accounts whose projection differs,
+ * the holds whose remaining differs (`hold:<id>`), and the request charges whose usage records do not add up to
+ * them (`charge:<key>`, balance = charged, rebuiltBalance = sum of the usage costs).
+ */
 export async function verifyProjections(db: Db | DbClient): Promise<ProjectionMismatch[]> {
   const r = await db.query(`
     WITH rebuilt AS (
@@ -299,7 +312,17 @@ export async function verifyProjections(db: Db | DbClient): Promise<ProjectionMi
       SELECT hold_id, SUM(CASE kind WHEN 'hold_placed' THEN amount ELSE -amount END) AS rem
       FROM ledger_events WHERE hold_id IS NOT NULL GROUP BY hold_id) e ON e.hold_id = h.id
     WHERE h.remaining <> COALESCE(e.rem, 0)`);
+  // Request charges are itemised by usage records (usage_records.charge_key): each such event's amount must be
+  // the sum of the usage costs naming it, and every key named must be a charge.
+  const charges = await db.query(`
+    WITH u AS (SELECT charge_key, sum(cost_vnd) AS vnd FROM usage_records WHERE charge_key IS NOT NULL GROUP BY charge_key),
+         e AS (SELECT idempotency_key, amount FROM ledger_events
+               WHERE kind = 'charged' AND (ref_type = 'usage_batch' OR idempotency_key IN (SELECT charge_key FROM u)))
+    SELECT COALESCE(u.charge_key, e.idempotency_key) AS key, COALESCE(u.vnd, 0)::bigint AS usage_vnd, COALESCE(e.amount, 0)::bigint AS charged
+    FROM u FULL JOIN e ON e.idempotency_key = u.charge_key
+    WHERE u.vnd IS DISTINCT FROM e.amount`);
   const out: ProjectionMismatch[] = r.rows.map((x) => ({ accountId: x.id, balance: x.balance, held: x.held, rebuiltBalance: x.rb, rebuiltHeld: x.rh }));
   for (const h of holds.rows) out.push({ accountId: `hold:${h.id}`, balance: 0, held: 0, rebuiltBalance: 0, rebuiltHeld: 0 });
+  for (const c of charges.rows) out.push({ accountId: `charge:${c.key}`, balance: c.charged, held: 0, rebuiltBalance: c.usage_vnd, rebuiltHeld: 0 });
   return out;
 }

@@ -3,13 +3,14 @@ import { getBalance, listLedger, type LedgerEntry } from '../billing/ledger';
 
 /** Read models for the console pages. Everything comes from the same tables the API writes (no second copy). */
 
-export interface LedgerLink { type: 'job' | 'request' | 'lease'; id: string }
+export interface LedgerLink { type: 'job' | 'request' | 'usage' | 'lease'; id: string }
 export type LedgerRow = LedgerEntry & { link: LedgerLink | null };
 
-/** Where a ledger event points: a video job, an API request (usage record), or a credit lease hold. */
+/** Where a ledger event points: a video job, an API request (usage record), a flush's requests, or a credit lease hold. */
 export function ledgerLink(e: Pick<LedgerEntry, 'refType' | 'refId' | 'holdId'>): LedgerLink | null {
   if (e.refType === 'video_job' && e.refId) return { type: 'job', id: e.refId };
   if (e.refType === 'request' && e.refId) return { type: 'request', id: e.refId };
+  if (e.refType === 'usage_batch' && e.refId) return { type: 'usage', id: e.refId };
   if (e.refType === 'lease' && (e.refId || e.holdId)) return { type: 'lease', id: (e.refId ?? e.holdId)! };
   return null;
 }

@@ -5,6 +5,8 @@ import { Readable } from 'node:stream';
 import { startGateway, type TestGateway } from '../support/gateway';
 import { createApp } from '../../src/api/app';
 import { chargeHolds, placeHold } from '../../src/billing/ledger';
+import { writeUsageBatch } from '../../src/billing/usageBatch';
+import { tx } from '../../src/db/pool';
 import { ConsoleClient, jsonOf, makeLogin } from '../e2e/consoleClient';
 import { runConsoleUserCommand } from '../../src/cli/consoleUsers';
 
@@ -250,6 +252,12 @@ describe('balance, ledger and usage', () => {
     expect(charge.link).toEqual({ type: 'request', id: reqId });
     expect(b.ledger.find((e: any) => e.kind === 'hold_placed' && e.refType === 'video_job').link).toEqual({ type: 'job', id: jobId });
     expect(b.ledger.find((e: any) => e.kind === 'topped_up').link).toBeNull();
+    // Requests settled together in one flush: one charge, pointing at the usage they itemise.
+    const u = (cost: number) => ({ usage: { id: randomUUID(), apiKeyId: null, model: 'gpt-4o-mini', operation: 'chat.completions', units: {}, latencyMs: 1, status: 200 }, accountId, holdId: lease, cost });
+    await tx(db, (cl) => writeUsageBatch(cl, [u(10), u(20)]));
+    const batch = (await c.json('GET', '/console/api/balance')).ledger.find((e: any) => e.kind === 'charged' && e.amount === 30);
+    expect(batch.link).toEqual({ type: 'usage', id: expect.any(String) });
+    expect(batch.memo).toBe('2 requests: chat.completions gpt-4o-mini ×2');
 
     const r = await c.json('GET', `/console/api/requests/${reqId}`);
     expect(r).toMatchObject({ id: reqId, model: 'gpt-4o-mini', costVnd: 1234, units: { input_tokens: 10, output_tokens: 20 } });

@@ -1,7 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import { createPool, type Db } from '../../src/db/pool';
 import { CreditManager, type UsageInput } from '../../src/billing/credit';
-import { createAccount, getBalance, InsufficientFunds, listLedger, topUp, verifyProjections } from '../../src/billing/ledger';
+import { createAccount, getBalance, InsufficientFunds, placeHold, releaseHold, topUp, verifyProjections } from '../../src/billing/ledger';
+import { writeUsageBatch, type SettledUsage } from '../../src/billing/usageBatch';
+import { tx } from '../../src/db/pool';
+import type { Logger } from '../../src/observability/logger';
 
 let db: Db;
 beforeAll(() => {
@@ -13,6 +16,11 @@ async function funded(amount: number): Promise<string> {
   const id = await createAccount(db, 'credit-test');
   await topUp(db, { accountId: id, amount, idempotencyKey: `t:${randomUUID()}` });
   return id;
+}
+/** The account's `charged` ledger events, oldest first. */
+async function chargesOf(accountId: string): Promise<{ key: string; amount: number; ref_type: string; memo: string }[]> {
+  const r = await db.query(`SELECT idempotency_key AS key, amount, ref_type, memo FROM ledger_events WHERE account_id = $1 AND kind = 'charged' ORDER BY id`, [accountId]);
+  return r.rows;
 }
 const usage = (op = 'chat'): UsageInput => ({ id: randomUUID(), apiKeyId: null, model: 'm', operation: op, units: { prompt_tokens: 1 }, latencyMs: 1, status: 200 });
 
@@ -27,11 +35,11 @@ test('concurrent reservations never exceed the balance, across lease extensions'
   await credit.close();
   expect(await getBalance(db, acc)).toEqual({ balance: 5_000, held: 0, available: 5_000 });
   expect(await verifyProjections(db)).toEqual([]);
-  const charges = (await listLedger(db, acc, 100)).filter((e) => e.kind === 'charged');
-  expect(charges).toHaveLength(10);
-  expect(charges.every((c) => c.amount === 2_500 && c.refType === 'request')).toBe(true);
-  const rows = await db.query('SELECT count(*)::int AS n, sum(cost_vnd)::int AS cost FROM usage_records WHERE account_id = $1', [acc]);
-  expect(rows.rows[0]).toEqual({ n: 10, cost: 25_000 });
+  // One flush: one charge for the ten requests settled against the lease, itemised by their usage records.
+  const charges = await chargesOf(acc);
+  expect(charges).toEqual([{ key: expect.stringMatching(/^usage:/), amount: 25_000, ref_type: 'usage_batch', memo: '10 requests: chat m ×10' }]);
+  const rows = await db.query('SELECT count(*)::int AS n, sum(cost_vnd)::int AS cost, min(charge_key) AS k1, max(charge_key) AS k2 FROM usage_records WHERE account_id = $1', [acc]);
+  expect(rows.rows[0]).toEqual({ n: 10, cost: 25_000, k1: charges[0].key, k2: charges[0].key });
 });
 
 test('settle and cancel act once; cancel charges nothing; unused reservation returns to the account', async () => {
@@ -83,5 +91,65 @@ test('extensions, flushes and releases from two processes interleave without dea
   await Promise.all(procs.map((p) => p.close()));
   expect(charged).toBe(2 * 15 * 8 * 300);
   expect(await getBalance(db, acc)).toEqual({ balance: 1_000_000 - charged, held: 0, available: 1_000_000 - charged });
+  expect(await verifyProjections(db)).toEqual([]);
+});
+
+test('a flush charges each lease hold once for its requests; one request alone keeps its own key; a replayed batch charges nothing', async () => {
+  const acc = await funded(100_000);
+  const holdA = randomUUID();
+  const holdB = randomUUID();
+  await placeHold(db, { accountId: acc, holdId: holdA, amount: 10_000, idempotencyKey: `lease:${holdA}:0`, refType: 'lease', refId: holdA });
+  await placeHold(db, { accountId: acc, holdId: holdB, amount: 10_000, idempotencyKey: `lease:${holdB}:0`, refType: 'lease', refId: holdB });
+  const on = (holdId: string, cost: number, op = 'chat'): SettledUsage => ({ usage: usage(op), accountId: acc, holdId, cost });
+  const batch = [on(holdA, 100), on(holdA, 250, 'embeddings'), on(holdA, 0), on(holdB, 40), on(holdA, 7)];
+  expect(await tx(db, (c) => writeUsageBatch(c, batch))).toBe(397);
+  const charges = await chargesOf(acc);
+  expect(charges).toEqual(expect.arrayContaining([
+    { key: expect.stringMatching(/^usage:/), amount: 357, ref_type: 'usage_batch', memo: '3 requests: chat m ×2, embeddings m ×1' },
+    { key: `req:${batch[3].usage.id}`, amount: 40, ref_type: 'request', memo: 'chat m' },
+  ]));
+  expect(charges).toHaveLength(2);
+  const keys = await db.query('SELECT id, charge_key FROM usage_records WHERE account_id = $1', [acc]);
+  const keyOf = new Map(keys.rows.map((r) => [r.id as string, r.charge_key as string | null]));
+  const batchKey = charges.find((c) => c.ref_type === 'usage_batch')!.key;
+  expect(batch.map((s) => keyOf.get(s.usage.id))).toEqual([batchKey, batchKey, null, `req:${batch[3].usage.id}`, batchKey]);
+  // The same requests again (a flush retried after a commit it did not see acknowledged): nothing more.
+  expect(await tx(db, (c) => writeUsageBatch(c, batch))).toBe(0);
+  expect(await chargesOf(acc)).toHaveLength(2);
+  const holds = await db.query('SELECT id, remaining FROM holds WHERE id = ANY($1::uuid[]) ORDER BY remaining', [[holdA, holdB]]);
+  expect(holds.rows).toEqual([{ id: holdA, remaining: 10_000 - 357 }, { id: holdB, remaining: 10_000 - 40 }]);
+  expect(await getBalance(db, acc)).toEqual({ balance: 100_000 - 397, held: 20_000 - 397, available: 80_000 });
+  expect(await verifyProjections(db)).toEqual([]);
+  // A usage record whose cost its charge does not cover is found by the check.
+  await db.query('UPDATE usage_records SET cost_vnd = cost_vnd + 1 WHERE id = $1', [batch[0].usage.id]);
+  expect(await verifyProjections(db)).toEqual([{ accountId: `charge:${batchKey}`, balance: 357, held: 0, rebuiltBalance: 358, rebuiltHeld: 0 }]);
+  await db.query('UPDATE usage_records SET cost_vnd = cost_vnd - 1 WHERE id = $1', [batch[0].usage.id]);
+});
+
+test('a charge the ledger refuses does not block the others: each request is written alone, the refused one without a charge', async () => {
+  const a = await funded(50_000);
+  const b = await funded(50_000);
+  const errors: unknown[] = [];
+  const logger = { error: (o: unknown) => errors.push(o), warn: () => undefined } as unknown as Logger;
+  const credit = new CreditManager(db, { leaseVnd: 10_000, flushMs: 60_000, logger });
+  const ra = await credit.reserve(a, 1_000);
+  const rb1 = await credit.reserve(b, 1_000);
+  const rb2 = await credit.reserve(b, 1_000);
+  // a's lease hold is closed behind the manager's back, so its charge is refused at flush.
+  const lease = (await db.query(`SELECT id FROM holds WHERE account_id = $1 AND ref_type = 'lease'`, [a])).rows[0].id as string;
+  await releaseHold(db, { holdId: lease, idempotencyKey: `test-close:${lease}` });
+  const ua = usage();
+  ra.settle(600, ua);
+  rb1.settle(300, usage());
+  rb2.settle(200, usage());
+  await credit.flush();
+  expect(await chargesOf(a)).toEqual([]);
+  expect((await chargesOf(b)).map((c) => c.amount).sort()).toEqual([200, 300]);
+  const rowA = await db.query('SELECT cost_vnd, charge_key FROM usage_records WHERE id = $1', [ua.id]);
+  expect(rowA.rows).toEqual([{ cost_vnd: 600, charge_key: null }]);
+  expect(errors).toEqual(expect.arrayContaining([expect.objectContaining({ requestId: ua.id, cost: 600 })]));
+  await credit.close();
+  expect(await getBalance(db, a)).toEqual({ balance: 50_000, held: 0, available: 50_000 });
+  expect(await getBalance(db, b)).toEqual({ balance: 49_500, held: 0, available: 49_500 });
   expect(await verifyProjections(db)).toEqual([]);
 });

@@ -48,10 +48,14 @@ test('N concurrent requests against a balance covering k: exactly k reach the up
   expect(refused).toHaveLength(7);
   expect(gw.emulator.control.requests).toHaveLength(3);
   await gw.deps.credit.flush();
+  // Charged once each: three usage records with a cost, each naming a charge, the charges adding up to them.
+  const paid = (await gw.deps.db.query('SELECT cost_vnd, charge_key FROM usage_records WHERE account_id = $1 AND cost_vnd > 0', [accountId])).rows;
+  expect(paid).toHaveLength(3);
   const ch = await charges(accountId);
-  expect(ch).toHaveLength(3);
+  const chargedVnd = ch.reduce((s, c) => s + c.amount, 0);
+  expect(chargedVnd).toBe(paid.reduce((s, r) => s + Number(r.cost_vnd), 0));
   const balance = await getBalance(gw.deps.db, accountId);
-  expect(balance!.balance).toBe(7_830 - ch.reduce((s, c) => s + c.amount, 0));
+  expect(balance!.balance).toBe(7_830 - chargedVnd);
   expect(await verifyProjections(gw.deps.db)).toEqual([]);
 });
 

@@ -443,6 +443,7 @@
     if (!e.link) return '—';
     if (e.link.type === 'job') return link('/jobs/' + e.link.id, 'Video job ' + short(e.link.id), { class: 'ref-job' });
     if (e.link.type === 'request') return link('/requests/' + e.link.id, 'Request ' + short(e.link.id), { class: 'ref-request' });
+    if (e.link.type === 'usage') return link('/usage', 'API requests', { class: 'ref-usage', title: 'The requests settled together in one billing write; each is listed with its cost under Usage.' });
     return h('span', { class: 'hint', title: 'Funds set aside for API requests; each request\'s charge links to it.' }, 'API credit ' + short(e.link.id));
   }
   function ledgerRows(entries) {
