@@ -3,6 +3,7 @@ import { FormData, Pool } from 'undici';
 import type { Dispatcher } from 'undici';
 import { ApiError } from '../api/errors';
 import type { ProviderConfig } from '../catalog/catalog';
+import { postForWholeAnswer, type WholeAnswer } from './bufferedCall';
 import type { BufferedResponse, CallOptions, MultipartValue, OpenAICompatibleAdapter, StreamingResponse, TokenUsage } from './types';
 
 /**
@@ -51,8 +52,17 @@ export class OpenAIAdapter implements OpenAICompatibleAdapter {
   }
 
   async postJson(path: string, payload: string, opts: CallOptions = {}): Promise<BufferedResponse> {
-    const res = await this.send(path, this.jsonHeaders, payload, opts);
-    return { status: res.statusCode, contentType: header(res.headers, 'content-type'), body: await this.readBody(res, opts) };
+    let a: WholeAnswer;
+    try {
+      a = await postForWholeAnswer(this.pool, { path: this.basePath + path, headers: this.jsonHeaders, body: payload, signal: opts.signal, errorBodyLimit: MAX_ERROR_BODY });
+    } catch (e) {
+      throw this.transportError(e, opts);
+    }
+    if (a.status < 200 || a.status >= 300) {
+      this.opts.onError?.(this.id, a.status);
+      throw mapUpstreamError(a.status, a.body.toString('utf8'), header(a.headers, 'retry-after'));
+    }
+    return { status: a.status, contentType: header(a.headers, 'content-type'), body: a.body };
   }
 
   async postStream(path: string, payload: string, opts: CallOptions = {}): Promise<StreamingResponse> {

@@ -57,3 +57,52 @@ test('an upstream 4xx keeps its status, message, param and code', async () => {
   const e = await failure(adapter.postJson('/embeddings', JSON.stringify({ model: 'text-embedding-3-small', input: 'x', dimensions: 9999 })));
   expect(e).toMatchObject({ status: 400, param: 'dimensions', code: 'invalid_value', message: 'This model supports dimensions from 1 to 1536.' });
 });
+
+test('a large error answer is read to its end (the connection is reused) and only its head is kept; an emitter signal aborts', async () => {
+  const http = await import('node:http');
+  const { EventEmitter } = await import('node:events');
+  let connections = 0;
+  let n = 0;
+  const server = http.createServer((req, res) => {
+    req.resume();
+    req.on('end', () => {
+      n++;
+      if (req.url?.endsWith('/fail')) {
+        res.writeHead(500, { 'content-type': 'text/plain' });
+        res.end('upstream exploded ' + 'x'.repeat(200_000));
+      } else if (req.url?.endsWith('/slow')) {
+        setTimeout(() => res.end('{}'), 500);
+      } else {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end('{"ok":true}');
+      }
+    });
+  });
+  server.on('connection', () => connections++);
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const { port } = server.address() as import('node:net').AddressInfo;
+  const a = new OpenAIAdapter({ id: 'raw', kind: 'openai', baseUrl: `http://127.0.0.1:${port}/v1`, timeoutMs: 2000 });
+  try {
+    for (let i = 0; i < 4; i++) {
+      const e = await failure(a.postJson('/fail', '{}'));
+      expect(e).toMatchObject({ status: 502, code: 'upstream_error' });
+      expect(e.message).toMatch(/^The upstream provider failed \(HTTP 500\): upstream exploded x+$/);
+      expect(e.message.length).toBeLessThan(700);
+      const ok = await a.postJson('/x', '{}');
+      expect(JSON.parse(ok.body.toString())).toEqual({ ok: true });
+    }
+    // Keep-alive across the error answers (undici may open a second connection while the first finishes).
+    expect(n).toBe(8);
+    expect(connections).toBeLessThanOrEqual(2);
+    // The request path's client-gone signal is an EventEmitter with `aborted`.
+    const gone = Object.assign(new EventEmitter(), { aborted: false });
+    const p = failure(a.postJson('/slow', '{}', { signal: gone }));
+    setTimeout(() => { gone.aborted = true; gone.emit('abort'); }, 50);
+    expect(await p).toBeInstanceOf(UpstreamAborted);
+    // A signal that fired before the call: nothing is answered, the call is UpstreamAborted.
+    expect(await failure(a.postJson('/x', '{}', { signal: gone }))).toBeInstanceOf(UpstreamAborted);
+  } finally {
+    await a.close();
+    await new Promise<void>((r) => { server.close(() => r()); server.closeAllConnections(); });
+  }
+});
