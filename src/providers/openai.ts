@@ -3,7 +3,7 @@ import { FormData, Pool } from 'undici';
 import type { Dispatcher } from 'undici';
 import { ApiError } from '../api/errors';
 import type { ProviderConfig } from '../catalog/catalog';
-import { postForWholeAnswer, type WholeAnswer } from './bufferedCall';
+import { postForWholeAnswer, postStreamingTo, type StreamSink, type WholeAnswer } from './upstreamDispatch';
 import type { BufferedResponse, CallOptions, MultipartValue, OpenAICompatibleAdapter, StreamingResponse, TokenUsage } from './types';
 
 /**
@@ -68,6 +68,23 @@ export class OpenAIAdapter implements OpenAICompatibleAdapter {
   async postStream(path: string, payload: string, opts: CallOptions = {}): Promise<StreamingResponse> {
     const res = await this.send(path, this.jsonHeaders, payload, opts);
     return { status: res.statusCode, contentType: header(res.headers, 'content-type'), body: res.body };
+  }
+
+  /**
+   * POST JSON and stream a 2xx answer into `sink` as it arrives (the SSE relay of chat/completions); resolves once the
+   * sink has had its end or failure. A non-2xx answer or a failure before any answer throws, the sink untouched.
+   */
+  async streamTo(path: string, payload: string, sink: StreamSink, opts: CallOptions = {}): Promise<void> {
+    let a: WholeAnswer | null;
+    try {
+      a = await postStreamingTo(this.pool, { path: this.basePath + path, headers: this.jsonHeaders, body: payload, signal: opts.signal, errorBodyLimit: MAX_ERROR_BODY }, sink);
+    } catch (e) {
+      throw this.transportError(e, opts);
+    }
+    if (a) {
+      this.opts.onError?.(this.id, a.status);
+      throw mapUpstreamError(a.status, a.body.toString('utf8'), header(a.headers, 'retry-after'));
+    }
   }
 
   /** POST /chat/completions, whole JSON answer (for callers that translate other interfaces onto chat). */

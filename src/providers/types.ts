@@ -1,5 +1,6 @@
 import type { Readable } from 'node:stream';
 import type { ProviderKind } from '../catalog/catalog';
+import type { StreamSink } from './upstreamDispatch';
 
 /**
  * The provider adapter interface. An adapter owns the connection pool to one upstream (one catalog provider)
@@ -58,6 +59,8 @@ export interface OpenAICompatibleAdapter extends ProviderAdapter {
   postJson(path: string, payload: string, opts?: CallOptions): Promise<BufferedResponse>;
   /** POST JSON, return the answer's body as a stream once a 2xx status arrived (SSE, audio bytes). */
   postStream(path: string, payload: string, opts?: CallOptions): Promise<StreamingResponse>;
+  /** POST JSON and stream a 2xx answer into `sink` as it arrives; resolves after the sink's end or failure. */
+  streamTo(path: string, payload: string, sink: StreamSink, opts?: CallOptions): Promise<void>;
   /** POST /chat/completions (whole answer) and its streaming form (SSE body; put `stream: true` in the payload). */
   chat(payload: string, opts?: CallOptions): Promise<BufferedResponse>;
   chatStream(payload: string, opts?: CallOptions): Promise<StreamingResponse>;

@@ -41,7 +41,7 @@ test('30 sequential streams reuse the upstream connection, deliver everything an
   expect(connections).toBeLessThanOrEqual(2);
   await gw.deps.credit.flush();
   const rows = (await gw.deps.db.query(
-    `SELECT u.status, u.cost_vnd, (SELECT count(*)::int FROM ledger_events e WHERE e.idempotency_key = 'req:' || u.id) AS charges
+    `SELECT u.status, u.cost_vnd, (SELECT count(*)::int FROM ledger_events e WHERE e.idempotency_key = u.charge_key AND e.kind = 'charged') AS charges
      FROM usage_records u WHERE u.account_id = $1`, [accountId])).rows as { status: number; cost_vnd: number; charges: number }[];
   expect(rows).toHaveLength(30);
   for (const r of rows) {
@@ -49,4 +49,9 @@ test('30 sequential streams reuse the upstream connection, deliver everything an
     expect(r.cost_vnd).toBeGreaterThan(0);
     expect(r.charges).toBe(1);
   }
+  // Each names the charge that covers it (one per lease hold per flush), and the charges add up to the usage.
+  const sums = (await gw.deps.db.query(
+    `SELECT (SELECT sum(amount)::int FROM ledger_events WHERE account_id = $1 AND kind = 'charged') AS charged,
+            (SELECT sum(cost_vnd)::int FROM usage_records WHERE account_id = $1) AS used`, [accountId])).rows[0];
+  expect(sums.charged).toBe(sums.used);
 });

@@ -150,7 +150,7 @@ test(`${STREAMS} sequential streams: each client stream ends before the upstream
   await gw.deps.credit.flush();
   const rows = (await gw.deps.db.query(
     `SELECT u.status, u.cost_vnd::int AS cost, u.units,
-            (SELECT count(*)::int FROM ledger_events e WHERE e.idempotency_key = 'req:' || u.id) AS charges
+            (SELECT count(*)::int FROM ledger_events e WHERE e.idempotency_key = u.charge_key AND e.kind = 'charged') AS charges
      FROM usage_records u WHERE u.account_id = $1`, [accountId])).rows as { status: number; cost: number; units: Record<string, number>; charges: number }[];
   expect(rows).toHaveLength(STREAMS);
   const pricing = gw.deps.catalog.get('gpt-4o-mini')!.pricing;
@@ -161,6 +161,11 @@ test(`${STREAMS} sequential streams: each client stream ends before the upstream
     expect(r.cost).toBeGreaterThan(0);
     expect(r.charges).toBe(1);
   }
+  // Each names the charge that covers it (one per lease hold per flush), and the charges add up to the usage.
+  const sums = (await gw.deps.db.query(
+    `SELECT (SELECT sum(amount)::int FROM ledger_events WHERE account_id = $1 AND kind = 'charged') AS charged,
+            (SELECT sum(cost_vnd)::int FROM usage_records WHERE account_id = $1) AS used`, [accountId])).rows[0];
+  expect(sums.charged).toBe(sums.used);
   const key2 = (u: { prompt: number; completion: number }) => `${u.prompt}/${u.completion}`;
   expect(rows.map((r) => key2({ prompt: r.units.prompt_tokens, completion: r.units.completion_tokens })).sort())
     .toEqual(streamed.map(key2).sort());

@@ -1,0 +1,220 @@
+import type { ServerResponse } from 'node:http';
+import { ApiError, openAIBody } from './errors';
+import type { StreamUsage } from '../billing/meter';
+import { SSE_DONE, SSE_HEADERS, SseDecoder } from '../providers/sse';
+import type { StreamSink } from '../providers/upstreamDispatch';
+
+/**
+ * The SSE relay of streamed chat and legacy completions: the upstream's chunks are written to the client as they
+ * arrive (one write per network chunk, no buffering), the usage-only chunk is dropped unless the client asked for it,
+ * and `data: [DONE]` ends the response at once; what the upstream sends after it is read and dropped, so its
+ * connection goes back to the pool. Push-based (a StreamSink): the upstream pauses while the client's socket is
+ * full. `status` says how the stream ended, for the usage record: 200 complete, 499 client gone, 502 cut by the
+ * upstream (an error event it sent is forwarded; a transport failure gets one of ours).
+ */
+
+/** Status recorded for a request whose client went away before the answer was complete (nginx's 499). */
+export const CLIENT_CLOSED = 499;
+
+export interface RelayOptions {
+  kind: 'chat' | 'completion';
+  /** Whether the client asked for the usage chunk (stream_options.include_usage); it is stripped otherwise. */
+  clientWantsUsage: boolean;
+}
+
+/**
+ * Whether an event's JSON may hold `key` (with an object value when `objectOnly`). Inside JSON strings every
+ * quote is escaped, so the unescaped `"usage":` can only be a key; `"usage":null` (sent on every chunk by
+ * OpenAI with include_usage) is not usage.
+ */
+function mayCarry(data: string, key: string, objectOnly: boolean): boolean {
+  let i = data.indexOf(key);
+  while (i >= 0) {
+    if (!objectOnly) return true;
+    let j = i + key.length;
+    while (data.charCodeAt(j) === 32) j++;
+    if (data.charCodeAt(j) === 123 /* { */) return true;
+    i = data.indexOf(key, j);
+  }
+  return false;
+}
+
+/**
+ * A content event: not [DONE], no usage object, no error (so it is forwarded untouched). `errorScan` false says
+ * the event's bytes are known to hold no `"error":` (checked once over the whole network chunk). Content chunks
+ * sent with include_usage end in `"usage":null}` (OpenAI puts usage last), which settles the usage question
+ * without a scan; only top-level usage is ever billed, so a nested one would not change the outcome.
+ */
+function isPlainEvent(ev: { data: string }, errorScan: boolean): boolean {
+  const d = ev.data;
+  return d !== '[DONE]' && (d.endsWith('"usage":null}') || !mayCarry(d, '"usage":', true)) && (!errorScan || !mayCarry(d, '"error":', false));
+}
+
+/** Whether a chunk ends with the blank line that terminates an SSE event. */
+function endsAtEventBoundary(b: Buffer): boolean {
+  const n = b.length;
+  return (n >= 2 && b[n - 1] === 10 && (b[n - 2] === 10 || (n >= 4 && b[n - 2] === 13 && b[n - 3] === 10 && b[n - 4] === 13))) || (n >= 2 && b[n - 1] === 13 && b[n - 2] === 13);
+}
+
+export class SseRelay implements StreamSink {
+  /** How the stream ended (valid once the upstream call has settled). */
+  status = 200;
+  private readonly dec = new SseDecoder();
+  private readonly chat: boolean;
+  private upstreamError: unknown = null;
+  /** The client's response is complete ([DONE] answered, or the client gone): further bytes are dropped. */
+  private closed = false;
+  /** Whether the bytes so far ended exactly at an event boundary (so a chunk can be forwarded byte for byte). */
+  private aligned = true;
+
+  constructor(private readonly res: ServerResponse, private readonly gone: { readonly aborted: boolean }, private readonly acc: StreamUsage, private readonly opts: RelayOptions) {
+    this.chat = opts.kind === 'chat';
+  }
+
+  start(): void {
+    const res = this.res;
+    res.writeHead(200, SSE_HEADERS);
+    // The client sees the stream open at once even if the first token takes a while; when the upstream's first
+    // bytes come with its headers (same network read), the headers go out with them instead: one write, not two.
+    queueMicrotask(() => {
+      if (!res.headersSent && !res.writableEnded) res.flushHeaders();
+    });
+  }
+
+  data(buf: Buffer, resume: () => void): boolean {
+    if (this.closed) return true;
+    if (this.gone.aborted) return this.clientGone();
+    const events = this.dec.push(buf);
+    const startsAligned = this.aligned;
+    this.aligned = endsAtEventBoundary(buf);
+    if (events.length === 0) return true;
+    const res = this.res;
+    const acc = this.acc;
+    // An event that began in an earlier chunk has bytes this chunk does not show: scan each event then.
+    const errorScan = !startsAligned || buf.includes('"error":');
+    if (startsAligned && this.aligned && events.every((ev) => isPlainEvent(ev, errorScan))) {
+      // The common case: whole content events, nothing to strip or inspect. Forward the upstream's own bytes
+      // (no string building, no re-encoding: that was a third of the stream path's CPU).
+      for (const ev of events) acc.defer(ev.data);
+      return this.written(res.write(buf), resume);
+    }
+    // Whole content events ahead of the first one that needs handling (typically the usage chunk and [DONE]
+    // arriving together with the last tokens) still go out as the upstream's own bytes.
+    let first = 0;
+    let head: Buffer | null = null;
+    if (startsAligned) {
+      let k = 0;
+      while (k < events.length && isPlainEvent(events[k], errorScan)) k++;
+      const e = events[k];
+      if (k > 0 && e && (!e.event || e.event === 'message') && !e.id) {
+        const at = buf.indexOf('data: ' + e.data);
+        if (at > 0) {
+          head = buf.subarray(0, at);
+          for (let i = 0; i < k; i++) acc.defer(events[i].data);
+          first = k;
+        }
+      }
+    }
+    let out = '';
+    let done = false;
+    for (let i = first; i < events.length; i++) {
+      const ev = events[i];
+      const data = ev.data;
+      if (data === '[DONE]') {
+        done = true;
+        break; // nothing follows [DONE] in this protocol
+      }
+      if (isPlainEvent(ev, errorScan)) {
+        // A plain content chunk: forward it as is; its text is counted only if the estimate is ever needed.
+        acc.defer(data);
+        out += ev.event && ev.event !== 'message' ? `event: ${ev.event}\ndata: ${data}\n\n` : `data: ${data}\n\n`;
+        continue;
+      }
+      let parsed: any;
+      try {
+        parsed = JSON.parse(data);
+      } catch {
+        out += `data: ${data}\n\n`; // not ours to judge: pass it on
+        continue;
+      }
+      if (parsed && parsed.error) {
+        this.upstreamError = parsed.error;
+        out += `data: ${data}\n\n`;
+        continue;
+      }
+      const usageOnly = this.chat ? acc.observeChat(parsed) : acc.observeCompletion(parsed);
+      if (usageOnly && !this.opts.clientWantsUsage) continue;
+      out += ev.event && ev.event !== 'message' ? `event: ${ev.event}\ndata: ${data}\n\n` : `data: ${data}\n\n`;
+    }
+    if (done) {
+      // The stream is complete: answer the client now, in one write with the terminator; the upstream's remaining
+      // bytes are read and dropped (the connection is reused).
+      if (head) {
+        res.cork(); // end() uncorks: head, tail and terminator leave in one syscall
+        res.write(head);
+      }
+      res.end(out + SSE_DONE);
+      this.closed = true;
+      this.status = 200;
+      return true;
+    }
+    let ok = true;
+    if (head) {
+      res.cork(); // one syscall for the raw head and the rewritten tail
+      ok = res.write(head);
+      if (out) ok = res.write(out);
+      res.uncork();
+    } else if (out) ok = res.write(out);
+    return this.written(ok, resume);
+  }
+
+  end(): void {
+    if (this.closed) return;
+    if (this.gone.aborted) {
+      this.clientGone();
+      return;
+    }
+    this.closed = true;
+    if (this.upstreamError) {
+      // The upstream's error event was forwarded; the stream ends there.
+      this.res.end();
+      this.status = 502;
+      return;
+    }
+    this.res.end(SSE_DONE);
+    this.status = 200;
+  }
+
+  fail(): void {
+    if (this.closed) return;
+    if (this.gone.aborted) {
+      this.clientGone();
+      return;
+    }
+    // A transport failure mid-stream: an error event (the OpenAI SDK raises it), then the end.
+    this.closed = true;
+    this.res.write(`data: ${JSON.stringify(openAIBody(new ApiError(502, 'The upstream provider ended the stream early.', 'upstream_error', null, 'upstream_error')))}\n\n`);
+    this.res.end();
+    this.status = 502;
+  }
+
+  private clientGone(): boolean {
+    this.closed = true;
+    this.status = CLIENT_CLOSED;
+    return true;
+  }
+
+  /** After a write: false (pause the upstream) when the client's socket is full, resuming on 'drain'. */
+  private written(ok: boolean, resume: () => void): boolean {
+    if (ok) return true;
+    const res = this.res;
+    const go = () => {
+      res.off('drain', go);
+      res.off('close', go);
+      resume();
+    };
+    res.on('drain', go);
+    res.on('close', go);
+    return false;
+  }
+}

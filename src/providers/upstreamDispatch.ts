@@ -1,0 +1,184 @@
+import type { IncomingHttpHeaders } from 'node:http';
+import type { Dispatcher } from 'undici';
+import type { CancelSignal } from './types';
+
+/**
+ * Upstream requests through undici's dispatch handler interface, for the gateway's busiest paths: a JSON answer
+ * collected into one Buffer, or an SSE answer handed chunk by chunk to a sink that writes it to the client.
+ * undici's request() builds, for every answer, an AsyncResource, a Readable body stream and (to read it) a consumer
+ * or an async iterator; on these paths that machinery cost more CPU than the gateway's own auth, validation and
+ * metering together.
+ */
+
+export interface WholeAnswer {
+  status: number;
+  headers: IncomingHttpHeaders;
+  /** The whole body of a 2xx answer; of any other, its first `errorBodyLimit` bytes (the rest is read and dropped). */
+  body: Buffer;
+}
+
+export interface UpstreamPost {
+  path: string;
+  headers: Record<string, string>;
+  body: string;
+  signal?: CancelSignal;
+  /** Bytes kept of a non-2xx answer's body (its message is all that is passed on). */
+  errorBodyLimit: number;
+}
+
+/** Where a streamed 2xx answer goes, as it arrives. */
+export interface StreamSink {
+  /** The answer's status and headers (2xx only); its body follows. */
+  start(status: number, headers: IncomingHttpHeaders): void;
+  /** One body chunk; false asks the upstream to pause until `resume` is called. */
+  data(chunk: Buffer, resume: () => void): boolean;
+  /** The body ended. */
+  end(): void;
+  /** The upstream failed, or the signal cancelled the request, after start. */
+  fail(err: Error): void;
+}
+
+/** Calls `fn` once when the signal fires (at once if it has); returns the unsubscribe function. */
+function onCancel(signal: CancelSignal, fn: () => void): () => void {
+  if (signal.aborted) {
+    fn();
+    return () => undefined;
+  }
+  if ('addEventListener' in signal) {
+    signal.addEventListener('abort', fn, { once: true });
+    return () => signal.removeEventListener('abort', fn);
+  }
+  signal.once('abort', fn);
+  return () => signal.removeListener('abort', fn);
+}
+
+class CancelledError extends Error {
+  constructor() {
+    super('upstream request cancelled');
+    this.name = 'AbortError';
+  }
+}
+
+const isOk = (status: number) => status >= 200 && status < 300;
+
+/**
+ * Cancellation and the non-2xx case, shared by both handlers: a 2xx answer goes to `okStart`/`okData`/`okEnd`; any
+ * other is read to its end (so the connection is reused), keeping its first bytes, and settles the call with it.
+ */
+abstract class PostHandler implements Dispatcher.DispatchHandler {
+  protected status = 0;
+  protected headers: IncomingHttpHeaders = {};
+  protected controller: Dispatcher.DispatchController | null = null;
+  private errorChunks: Buffer[] = [];
+  private errorBytes = 0;
+  private cancelled = false;
+  private readonly unsubscribe: (() => void) | null = null;
+
+  constructor(protected readonly req: UpstreamPost, protected readonly resolve: (a: WholeAnswer | null) => void, protected readonly reject: (e: unknown) => void) {
+    if (req.signal) {
+      this.unsubscribe = onCancel(req.signal, () => {
+        this.cancelled = true;
+        this.controller?.abort(new CancelledError());
+      });
+    }
+  }
+
+  protected abstract okStart(): void;
+  protected abstract okData(chunk: Buffer): void;
+  protected abstract okEnd(): void;
+  protected abstract failed(err: Error): void;
+
+  onRequestStart(controller: Dispatcher.DispatchController): void {
+    this.controller = controller;
+    if (this.cancelled) controller.abort(new CancelledError());
+  }
+
+  onResponseStart(_c: Dispatcher.DispatchController, statusCode: number, headers: IncomingHttpHeaders): void {
+    this.status = statusCode;
+    this.headers = headers;
+    if (isOk(statusCode)) this.okStart();
+  }
+
+  onResponseData(_c: Dispatcher.DispatchController, chunk: Buffer): void {
+    if (isOk(this.status)) return this.okData(chunk);
+    const limit = this.req.errorBodyLimit;
+    if (this.errorBytes < limit) this.errorChunks.push(chunk.subarray(0, limit - this.errorBytes));
+    this.errorBytes += chunk.length;
+  }
+
+  onResponseEnd(): void {
+    this.unsubscribe?.();
+    if (isOk(this.status)) return this.okEnd();
+    this.resolve({ status: this.status, headers: this.headers, body: Buffer.concat(this.errorChunks) });
+  }
+
+  onResponseError(_c: Dispatcher.DispatchController, err: Error): void {
+    this.unsubscribe?.();
+    this.failed(err);
+  }
+}
+
+class WholeAnswerHandler extends PostHandler {
+  private chunks: Buffer[] = [];
+
+  protected okStart(): void {}
+
+  protected okData(chunk: Buffer): void {
+    this.chunks.push(chunk);
+  }
+
+  protected okEnd(): void {
+    this.resolve({ status: this.status, headers: this.headers, body: this.chunks.length === 1 ? this.chunks[0] : Buffer.concat(this.chunks) });
+  }
+
+  protected failed(err: Error): void {
+    this.reject(err);
+  }
+}
+
+class StreamingHandler extends PostHandler {
+  private started = false;
+  private readonly resume = () => this.controller?.resume();
+
+  constructor(req: UpstreamPost, private readonly sink: StreamSink, resolve: (a: WholeAnswer | null) => void, reject: (e: unknown) => void) {
+    super(req, resolve, reject);
+  }
+
+  protected okStart(): void {
+    this.started = true;
+    this.sink.start(this.status, this.headers);
+  }
+
+  protected okData(chunk: Buffer): void {
+    if (!this.sink.data(chunk, this.resume)) this.controller?.pause();
+  }
+
+  protected okEnd(): void {
+    this.sink.end();
+    this.resolve(null);
+  }
+
+  protected failed(err: Error): void {
+    if (!this.started) return this.reject(err);
+    this.sink.fail(err);
+    this.resolve(null);
+  }
+}
+
+/** POSTs on the dispatcher (a keep-alive Pool) and resolves with the whole answer, whatever its status. */
+export function postForWholeAnswer(dispatcher: Dispatcher, req: UpstreamPost): Promise<WholeAnswer> {
+  return new Promise((resolve, reject) => {
+    dispatcher.dispatch({ method: 'POST', path: req.path, headers: req.headers, body: req.body }, new WholeAnswerHandler(req, resolve as (a: WholeAnswer | null) => void, reject));
+  });
+}
+
+/**
+ * POSTs on the dispatcher and streams a 2xx answer into `sink`. Resolves with null once the sink has had its `end`
+ * or `fail`; with the answer (status, headers, first bytes of the body) when it was not a 2xx; rejects when the
+ * request failed before any answer (the sink is untouched then).
+ */
+export function postStreamingTo(dispatcher: Dispatcher, req: UpstreamPost, sink: StreamSink): Promise<WholeAnswer | null> {
+  return new Promise((resolve, reject) => {
+    dispatcher.dispatch({ method: 'POST', path: req.path, headers: req.headers, body: req.body }, new StreamingHandler(req, sink, resolve, reject));
+  });
+}
