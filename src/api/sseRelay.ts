@@ -39,15 +39,34 @@ function mayCarry(data: string, key: string, objectOnly: boolean): boolean {
   return false;
 }
 
-/**
- * A content event: not [DONE], no usage object, no error (so it is forwarded untouched). `errorScan` false says
- * the event's bytes are known to hold no `"error":` (checked once over the whole network chunk). Content chunks
- * sent with include_usage end in `"usage":null}` (OpenAI puts usage last), which settles the usage question
- * without a scan; only top-level usage is ever billed, so a nested one would not change the outcome.
- */
-function isPlainEvent(ev: { data: string }, errorScan: boolean): boolean {
+/** A content event: not [DONE], no usage object, no error (so it is forwarded untouched). */
+function isPlainEvent(ev: { data: string }): boolean {
   const d = ev.data;
-  return d !== '[DONE]' && (d.endsWith('"usage":null}') || !mayCarry(d, '"usage":', true)) && (!errorScan || !mayCarry(d, '"error":', false));
+  return d !== '[DONE]' && (d.endsWith('"usage":null}') || !mayCarry(d, '"usage":', true)) && !mayCarry(d, '"error":', false);
+}
+
+const USAGE_KEY = Buffer.from('"usage":');
+const ERROR_KEY = Buffer.from('"error":');
+const DONE_MARK = Buffer.from('[DONE]');
+const BLANK_LINE = Buffer.from('\n\n');
+
+/**
+ * Where the first event that needs handling may start in a chunk of whole events: the first `"usage":` with an
+ * object value, `"error":` or `[DONE]` (inside JSON strings quotes are escaped, so the keys can only be keys; a
+ * `[DONE]` in content text only sends that chunk down the decoding path, which checks events exactly). -1: none.
+ * Content chunks sent with include_usage carry `"usage":null`, which is skipped.
+ */
+function firstMarker(buf: Buffer): number {
+  let first = buf.indexOf(ERROR_KEY);
+  const done = buf.indexOf(DONE_MARK);
+  if (done >= 0 && (first < 0 || done < first)) first = done;
+  const stop = first < 0 ? buf.length : first;
+  for (let i = buf.indexOf(USAGE_KEY); i >= 0 && i < stop; i = buf.indexOf(USAGE_KEY, i + USAGE_KEY.length)) {
+    let j = i + USAGE_KEY.length;
+    while (buf[j] === 32) j++;
+    if (buf[j] === 123 /* { */) return i;
+  }
+  return first;
 }
 
 /** Whether a chunk ends with the blank line that terminates an SSE event. */
@@ -84,47 +103,40 @@ export class SseRelay implements StreamSink {
   data(buf: Buffer, resume: () => void): boolean {
     if (this.closed) return true;
     if (this.gone.aborted) return this.clientGone();
-    const events = this.dec.push(buf);
-    const startsAligned = this.aligned;
-    this.aligned = endsAtEventBoundary(buf);
-    if (events.length === 0) return true;
     const res = this.res;
     const acc = this.acc;
-    // An event that began in an earlier chunk has bytes this chunk does not show: scan each event then.
-    const errorScan = !startsAligned || buf.includes('"error":');
-    if (startsAligned && this.aligned && events.every((ev) => isPlainEvent(ev, errorScan))) {
-      // The common case: whole content events, nothing to strip or inspect. Forward the upstream's own bytes
-      // (no string building, no re-encoding: that was a third of the stream path's CPU).
-      for (const ev of events) acc.defer(ev.data);
-      return this.written(res.write(buf), resume);
-    }
-    // Whole content events ahead of the first one that needs handling (typically the usage chunk and [DONE]
-    // arriving together with the last tokens) still go out as the upstream's own bytes.
-    let first = 0;
+    const startsAligned = this.aligned;
+    this.aligned = endsAtEventBoundary(buf);
+    // Whole content events ahead of the first one that needs handling (usage object, error, [DONE]) go out as the
+    // upstream's own bytes, not even decoded: their text is counted only if the upstream's usage never arrives.
+    // Only the rest (typically the usage chunk and [DONE] arriving with the last tokens) is decoded and inspected.
     let head: Buffer | null = null;
+    let rest = buf;
     if (startsAligned) {
-      let k = 0;
-      while (k < events.length && isPlainEvent(events[k], errorScan)) k++;
-      const e = events[k];
-      if (k > 0 && e && (!e.event || e.event === 'message') && !e.id) {
-        const at = buf.indexOf('data: ' + e.data);
-        if (at > 0) {
-          head = buf.subarray(0, at);
-          for (let i = 0; i < k; i++) acc.defer(events[i].data);
-          first = k;
+      const at = firstMarker(buf);
+      if (at < 0 && this.aligned) {
+        acc.deferBytes(buf);
+        return this.written(res.write(buf), resume);
+      }
+      if (at > 0) {
+        const boundary = buf.lastIndexOf(BLANK_LINE, at);
+        if (boundary >= 0) {
+          head = buf.subarray(0, boundary + 2);
+          rest = buf.subarray(boundary + 2);
+          acc.deferBytes(head);
         }
       }
     }
+    const events = this.dec.push(rest);
     let out = '';
     let done = false;
-    for (let i = first; i < events.length; i++) {
-      const ev = events[i];
+    for (const ev of events) {
       const data = ev.data;
       if (data === '[DONE]') {
         done = true;
         break; // nothing follows [DONE] in this protocol
       }
-      if (isPlainEvent(ev, errorScan)) {
+      if (isPlainEvent(ev)) {
         // A plain content chunk: forward it as is; its text is counted only if the estimate is ever needed.
         acc.defer(data);
         out += ev.event && ev.event !== 'message' ? `event: ${ev.event}\ndata: ${data}\n\n` : `data: ${data}\n\n`;

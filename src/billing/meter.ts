@@ -4,6 +4,7 @@ import type { CreditManager, Reservation } from './credit';
 import { InsufficientFunds } from './ledger';
 import { insufficientFunds } from '../api/errors';
 import { tokensFromChars } from './pricing';
+import { SseDecoder } from '../providers/sse';
 import type { TokenUsage } from '../providers/types';
 
 /**
@@ -86,8 +87,9 @@ export interface BilledTokens { prompt: number; completion: number; estimated: b
 export class StreamUsage {
   usage: TokenUsage | null = null;
   deliveredChars = 0;
-  /** Events forwarded unparsed (see defer); parsed only if the estimate is needed, or to bound memory. */
+  /** Events forwarded unparsed (see defer, deferBytes); parsed only if the estimate is needed, or to bound memory. */
   private deferred: string[] = [];
+  private deferredRaw: Buffer[] = [];
   private deferredBytes = 0;
 
   constructor(private readonly promptBytes: number, private readonly kind: 'chat' | 'completion' = 'chat') {}
@@ -102,15 +104,31 @@ export class StreamUsage {
     if (this.deferredBytes > 65536) this.foldDeferred();
   }
 
+  /**
+   * Keeps whole SSE events as the upstream's bytes (complete events, starting and ending at event boundaries), not
+   * even decoded: the relay forwards content chunks without decoding them at all.
+   */
+  deferBytes(events: Buffer): void {
+    this.deferredRaw.push(events);
+    this.deferredBytes += events.length;
+    if (this.deferredBytes > 65536) this.foldDeferred();
+  }
+
   private foldDeferred(): void {
-    for (const d of this.deferred) {
+    const fold = (d: string) => {
       try {
         const j = JSON.parse(d);
         if (this.kind === 'chat') this.observeChat(j);
         else this.observeCompletion(j);
       } catch {}
+    };
+    for (const d of this.deferred) fold(d);
+    if (this.deferredRaw.length) {
+      const dec = new SseDecoder();
+      for (const b of this.deferredRaw) for (const ev of dec.push(b)) fold(ev.data);
     }
     this.deferred = [];
+    this.deferredRaw = [];
     this.deferredBytes = 0;
   }
 
