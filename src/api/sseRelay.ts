@@ -45,28 +45,49 @@ function isPlainEvent(ev: { data: string }): boolean {
   return d !== '[DONE]' && (d.endsWith('"usage":null}') || !mayCarry(d, '"usage":', true)) && !mayCarry(d, '"error":', false);
 }
 
-const USAGE_KEY = Buffer.from('"usage":');
+const USAGE_OBJECT = Buffer.from('"usage":{');
+const USAGE_OBJECT_SPACED = Buffer.from('"usage": {');
 const ERROR_KEY = Buffer.from('"error":');
 const DONE_MARK = Buffer.from('[DONE]');
 const BLANK_LINE = Buffer.from('\n\n');
 
 /**
- * Where the first event that needs handling may start in a chunk of whole events: the first `"usage":` with an
- * object value, `"error":` or `[DONE]` (inside JSON strings quotes are escaped, so the keys can only be keys; a
- * `[DONE]` in content text only sends that chunk down the decoding path, which checks events exactly). -1: none.
- * Content chunks sent with include_usage carry `"usage":null`, which is skipped.
+ * Where the first event that needs handling may start in a chunk of whole events: the first usage object, `"error":`
+ * or `[DONE]` (inside JSON strings quotes are escaped, so the keys can only be keys; a `[DONE]` in content text only
+ * sends that chunk down the decoding path, which checks events exactly). -1: none. Four native scans of the chunk,
+ * whatever the number of events in it (content chunks sent with include_usage carry `"usage":null`, not an object).
+ * Usage is looked for as JSON serialisers write it, compact or with ': ' separators.
  */
 function firstMarker(buf: Buffer): number {
-  let first = buf.indexOf(ERROR_KEY);
-  const done = buf.indexOf(DONE_MARK);
-  if (done >= 0 && (first < 0 || done < first)) first = done;
-  const stop = first < 0 ? buf.length : first;
-  for (let i = buf.indexOf(USAGE_KEY); i >= 0 && i < stop; i = buf.indexOf(USAGE_KEY, i + USAGE_KEY.length)) {
-    let j = i + USAGE_KEY.length;
-    while (buf[j] === 32) j++;
-    if (buf[j] === 123 /* { */) return i;
+  let first = -1;
+  for (const needle of [ERROR_KEY, DONE_MARK, USAGE_OBJECT, USAGE_OBJECT_SPACED]) {
+    const i = buf.indexOf(needle);
+    if (i >= 0 && (first < 0 || i < first)) first = i;
   }
   return first;
+}
+
+type PlainEvent = { data: string; event?: string };
+const NO_EVENTS: PlainEvent[] = [];
+
+/**
+ * The events of a chunk of whole events written the plain way (`data: <one line>` + blank line, LF only), without
+ * the general decoder; null when the chunk is written any other way (then SseDecoder reads it).
+ */
+function plainEvents(buf: Buffer): PlainEvent[] | null {
+  if (buf.length === 0) return NO_EVENTS;
+  if (buf.includes(13 /* \r */)) return null;
+  const out: PlainEvent[] = [];
+  let at = 0;
+  while (at < buf.length) {
+    const end = buf.indexOf(BLANK_LINE, at);
+    if (end < 0 || buf[at] !== 100 /* d */ || buf.toString('latin1', at, at + 6) !== 'data: ') return null;
+    const nl = buf.indexOf(10, at);
+    if (nl !== end) return null; // another line (field) in this event
+    out.push({ data: buf.toString('utf8', at + 6, end) });
+    at = end + 2;
+  }
+  return out;
 }
 
 /** Whether a chunk ends with the blank line that terminates an SSE event. */
@@ -127,7 +148,9 @@ export class SseRelay implements StreamSink {
         }
       }
     }
-    const events = this.dec.push(rest);
+    // A tail of whole events in the plain form skips the general decoder (whose state it leaves untouched: the
+    // tail ends at an event boundary, as the chunk started at one).
+    const events = (startsAligned && this.aligned && plainEvents(rest)) || this.dec.push(rest);
     let out = '';
     let done = false;
     for (const ev of events) {

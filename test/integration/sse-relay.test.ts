@@ -91,3 +91,14 @@ test('an upstream error event is forwarded and the stream is recorded as cut by 
   expect(r.status).toBe(502);
   expect(r.tokens).toEqual({ prompt: 10, completion: 2, estimated: true });
 });
+
+test('events written another way (CRLF, comments, event names) go through the general decoder and come out as events', async () => {
+  const crlf = wire.replace(/\n/g, '\r\n');
+  const r = await relay({ chunks: split(crlf, 50), clientWantsUsage: false });
+  expect(r.text).toBe(tricky.map(content).join('') + 'data: [DONE]\n\n');
+  expect(r.tokens).toEqual({ prompt: 11, completion: 5, estimated: false });
+  const named = ': keep-alive\n\n' + content('a') + 'event: message\ndata: ' + usageEv.slice(6) + 'data: [DONE]\n\n';
+  const n = await relay({ chunks: [Buffer.from(named)], clientWantsUsage: true });
+  expect(n.text).toBe(': keep-alive\n\n' + content('a') + usageEv + 'data: [DONE]\n\n');
+  expect(n.tokens).toEqual({ prompt: 11, completion: 5, estimated: false });
+});
