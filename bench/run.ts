@@ -4,7 +4,7 @@ import path from 'node:path';
 import { execFileSync } from 'node:child_process';
 import { Client } from 'undici';
 import { projectRoot } from '../src/config';
-import { cpuMs, distDir, forkTarget, freePort, peakRssMb, resetPeakRss, rssMb, RssSampler, spawnTarget, type Target } from './lib/proc';
+import { cpuMs, distDir, postgresCpuMs, forkTarget, freePort, peakRssMb, resetPeakRss, rssMb, RssSampler, spawnTarget, type Target } from './lib/proc';
 import { load, pairedSequential, sequential, type LoadResult, type RequestSpec } from './lib/load';
 import { billingCheck, createBenchDb, adminUrl, waitForUsage, type BenchDb, type BillingCheck } from './lib/db';
 import { renderTables, textTable, markdownTable, type Cell, type Check } from './lib/report';
@@ -157,7 +157,7 @@ async function startTargets(emulatorUrl: string, bdb: BenchDb | null): Promise<B
 }
 
 /** CPU (target and upstream) and results gathered over the rounds of one target under one workload. */
-interface Acc { runs: Map<number, LoadResult[]>; cpuMs: number; upstreamCpuMs: number; ok: number }
+interface Acc { runs: Map<number, LoadResult[]>; cpuMs: number; upstreamCpuMs: number; dbCpuMs: number; ok: number }
 
 /** One measured cell: autocannon at `n` connections, with the target's (and upstream's) CPU time over it. */
 async function measureCell(t: BenchTarget, emulatorPid: number, w: Workload, n: number, acc: Acc): Promise<void> {
@@ -165,12 +165,14 @@ async function measureCell(t: BenchTarget, emulatorPid: number, w: Workload, n: 
   await sleep(200);
   const c0 = cpuMs(t.proc.pid);
   const u0 = cpuMs(emulatorPid);
+  const d0 = postgresCpuMs();
   const r = await load(t.spec(w), n, SECONDS);
   // Let background work caused by these requests (billing batches, GC) land in this cell.
   await sleep(300);
   if (t.name === 'gateway') gatewayCutBound += n;
   acc.cpuMs += cpuMs(t.proc.pid) - c0;
   acc.upstreamCpuMs += cpuMs(emulatorPid) - u0;
+  acc.dbCpuMs += postgresCpuMs() - d0;
   acc.ok += r.ok;
   const list = acc.runs.get(n) ?? [];
   list.push(r);
@@ -322,7 +324,7 @@ async function main(): Promise<void> {
 
     for (const w of workloads) {
       const live = targets.filter((t) => !unavailable.has(`${w.name}/${t.name}`));
-      const accs = new Map<string, Acc>(live.map((t) => [t.name, { runs: new Map(), cpuMs: 0, upstreamCpuMs: 0, ok: 0 }]));
+      const accs = new Map<string, Acc>(live.map((t) => [t.name, { runs: new Map(), cpuMs: 0, upstreamCpuMs: 0, dbCpuMs: 0, ok: 0 }]));
       for (const t of live) {
         await load(t.spec(w), CONNECTIONS[0], WARMUP);
         if (t.name === 'gateway') gatewayCutBound += CONNECTIONS[0];
@@ -355,6 +357,8 @@ async function main(): Promise<void> {
         cell.load = CONNECTIONS.map((n) => combine(acc.runs.get(n)!));
         cell.cpuMsPerReq = acc.ok ? acc.cpuMs / acc.ok : NaN;
         cell.upstreamCpuMsPerReq = acc.ok ? acc.upstreamCpuMs / acc.ok : NaN;
+        // Only the gateway uses the database; for the others this would be background noise.
+        if (t.name === 'gateway') cell.dbCpuMsPerReq = acc.ok ? acc.dbCpuMs / acc.ok : NaN;
       }
       // Concurrency 1: each proxy paired with direct calls, request by request.
       for (const t of targets) {
@@ -407,7 +411,7 @@ async function main(): Promise<void> {
   const header = [
     `Machine: ${machine}. Everything on loopback; the emulated upstream, each target and the load generator in separate processes.`,
     `Load: autocannon (keep-alive, pipelining 1), ${ROUNDS} rounds of ${SECONDS} s cells through the targets in rotating order after a ${WARMUP} s warm-up; each figure is the median round. c=1: ${SEQ_N} sequential requests per target, each paired with a direct one (undici, hrtime).`,
-    `CPU ms/req: the target process's utime+stime over the c=${CONNECTIONS.join(' and c=')} cells / requests served (for direct: the upstream's own). Peak RSS: VmHWM of the target process, reset after start-up.`,
+    `CPU ms/req: the target process's utime+stime over the c=${CONNECTIONS.join(' and c=')} cells / requests served (for direct: the upstream's own); Postgres CPU ms/req: every local postgres process over the gateway's cells (its billing writes share these cores). Peak RSS: VmHWM of the target process, reset after start-up.`,
     `Load average (1 min) at start / end: ${loadStart} / ${os.loadavg()[0].toFixed(2)} (other work shares this machine).`,
     `Gateway: auth, validation, routing, billing (Postgres) and request logging on, TEMPORAL_ADDRESS=off (synchronous operations only); Node flags ${gatewayFlags.join(' ') || '(none)'}${env.BENCH_GATEWAY_NODE_ARGS !== undefined ? ' (BENCH_GATEWAY_NODE_ARGS)' : ' (as npm run api)'}. Portkey: @portkey-ai/gateway ${portkeyVersion} (node build/start-server.js --headless, @hono/node-server 1.13.8).`,
   ];

@@ -24,6 +24,21 @@ export function cpuMs(pid: number): number {
   return ((utime + stime) * 1000) / clkTck;
 }
 
+/**
+ * CPU time of every local Postgres process (command name "postgres") so far, in ms: the gateway's database work,
+ * on the same cores as everything measured. 0 when Postgres runs elsewhere.
+ */
+export function postgresCpuMs(): number {
+  let total = 0;
+  for (const d of fs.readdirSync('/proc')) {
+    if (d.charCodeAt(0) < 48 || d.charCodeAt(0) > 57) continue;
+    try {
+      if (fs.readFileSync(`/proc/${d}/comm`, 'utf8').trim() === 'postgres') total += cpuMs(Number(d));
+    } catch { /* gone meanwhile */ }
+  }
+  return total;
+}
+
 function statusKb(pid: number, field: 'VmHWM' | 'VmRSS'): number {
   const m = new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'));
   return m ? Number(m[1]) : 0;

@@ -12,6 +12,8 @@ export interface Cell {
   addedP99Us?: number;
   cpuMsPerReq?: number;
   upstreamCpuMsPerReq?: number;
+  /** Local Postgres CPU per request over the same cells (the gateway's billing writes). */
+  dbCpuMsPerReq?: number;
 }
 
 export interface Check { name: string; value: string; target: string; pass: boolean | null }
@@ -35,12 +37,12 @@ function mainColumns(connections: number[]): string[] {
   const cols = ['target'];
   for (const n of connections) cols.push(`req/s c=${n}`);
   for (const n of connections) cols.push(`p50/p99 ms c=${n}`);
-  cols.push('c=1 p50/p99 µs', 'added c=1 p50/p99 µs', 'CPU ms/req', 'peak RSS MB');
+  cols.push('c=1 p50/p99 µs', 'added c=1 p50/p99 µs', 'CPU ms/req', 'Postgres CPU ms/req', 'peak RSS MB');
   return cols;
 }
 
 function mainRow(c: Cell, connections: number[], peakRss: Record<string, number>): string[] {
-  if (c.unavailable) return [c.target, ...connections.map(() => 'n/a'), ...connections.map(() => 'n/a'), 'n/a', 'n/a', 'n/a', `n/a (${c.unavailable})`];
+  if (c.unavailable) return [c.target, ...connections.map(() => 'n/a'), ...connections.map(() => 'n/a'), 'n/a', 'n/a', 'n/a', 'n/a', `n/a (${c.unavailable})`];
   const row = [c.target];
   for (const n of connections) {
     const l = at(c, n);
@@ -53,6 +55,7 @@ function mainRow(c: Cell, connections: number[], peakRss: Record<string, number>
   row.push(c.seq ? `${f0(c.seq.p50Us)} / ${f0(c.seq.p99Us)}` : '-');
   row.push(c.target === 'direct' ? '(baseline)' : `${signed(c.addedP50Us)} / ${signed(c.addedP99Us)}`);
   row.push(f3(c.cpuMsPerReq));
+  row.push(c.dbCpuMsPerReq === undefined ? '-' : f3(c.dbCpuMsPerReq));
   row.push(f0(peakRss[c.target]));
   return row;
 }

@@ -233,7 +233,7 @@ export class CreditManager {
     if (usage.length) {
       this.pendingUsage = [];
       try {
-        await tx(this.db, (c) => writeUsageBatch(c, usage));
+        await this.writeBatch(usage);
       } catch (e) {
         if (!(e instanceof LedgerError)) {
           // Keep them for the next flush: the usage insert gates every charge, so the retry cannot charge twice.
@@ -258,6 +258,20 @@ export class CreditManager {
       } catch (e) {
         this.pendingReleases.push(l);
       }
+    }
+  }
+
+  /**
+   * One transaction for the batch, its usage records written with COPY; a request already written (a flush retried
+   * after a commit it did not see acknowledged) makes COPY fail with unique_violation, and the batch is written again
+   * through the per-row gate, which skips it (and charges only the rows it inserts).
+   */
+  private async writeBatch(batch: Settled[]): Promise<void> {
+    try {
+      await tx(this.db, (c) => writeUsageBatch(c, batch, { copy: true }));
+    } catch (e) {
+      if ((e as { code?: unknown })?.code !== '23505') throw e;
+      await tx(this.db, (c) => writeUsageBatch(c, batch));
     }
   }
 

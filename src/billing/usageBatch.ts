@@ -1,6 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import type { DbClient } from '../db/pool';
-import { applyHoldCharges, lockHolds, LedgerError, type HoldCharge } from './ledger';
+import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { from as copyFrom } from 'pg-copy-streams';
+import { applyHoldCharges, lockHolds, LedgerError, type HoldCharge, type LockedHolds } from './ledger';
 
 /**
  * Writes settled synchronous requests: their usage records and, per credit-lease hold, ONE `charged` ledger event
@@ -47,8 +50,35 @@ function batchMemo(n: number, rows: SettledUsage[]): string {
   return `${n} requests: ${shown}${list.length > 3 ? `, +${list.length - 3} more` : ''}`;
 }
 
+/** One COPY text-format field: backslash, tab, newline and carriage return escaped; null as \N. */
+function copyField(v: string | null): string {
+  if (v === null) return '\\N';
+  return /[\\\t\n\r]/.test(v) ? v.replace(/[\\\t\n\r]/g, (ch) => (ch === '\\' ? '\\\\' : ch === '\t' ? '\\t' : ch === '\n' ? '\\n' : '\\r')) : v;
+}
+
+/** The batch's usage records in COPY text format, one line each. */
+function copyText(batch: SettledUsage[], keyOf: Map<SettledUsage, string>): string {
+  let out = '';
+  for (const s of batch) {
+    const u = s.usage;
+    out += `${u.id}\t${s.accountId}\t${u.apiKeyId ?? '\\N'}\t${copyField(u.model)}\t${copyField(u.operation)}\t${copyField(JSON.stringify(u.units))}\t${s.cost}\t${Math.round(u.latencyMs)}\t${u.status}\t${copyField(keyOf.get(s) ?? null)}\n`;
+  }
+  return out;
+}
+
+const COPY_USAGE = 'COPY usage_records (id, account_id, api_key_id, model, operation, units, cost_vnd, latency_ms, status, charge_key) FROM STDIN';
+
+export interface WriteOptions {
+  /**
+   * Write the usage records with COPY (half of Postgres's CPU per row of INSERT ... SELECT FROM json). COPY has no
+   * ON CONFLICT: a request already written fails the whole batch with unique_violation (23505), and the caller
+   * writes the batch again without this option, where the per-row gate skips it.
+   */
+  copy?: boolean;
+}
+
 /** Within the caller's transaction. Returns the VND charged. */
-export async function writeUsageBatch(c: DbClient, batch: SettledUsage[]): Promise<number> {
+export async function writeUsageBatch(c: DbClient, batch: SettledUsage[], opts: WriteOptions = {}): Promise<number> {
   if (batch.length === 0) return 0;
   const groups = new Map<string, ChargeGroup>();
   for (const s of batch) {
@@ -65,6 +95,13 @@ export async function writeUsageBatch(c: DbClient, batch: SettledUsage[]): Promi
   }
   // Lock order as everywhere in the ledger (accounts, then holds) before the usage rows' foreign-key checks.
   const holds = groups.size ? await lockHolds(c, [...groups.keys()]) : null;
+  if (opts.copy) {
+    // Every row is written or the statement fails: the charges are the groups' sums.
+    await pipeline(Readable.from([copyText(batch, keyOf)]), c.query(copyFrom(COPY_USAGE)));
+    if (!holds) return 0;
+    const sums = [...groups.values()].map((g) => ({ charge_key: g.key, amount: g.rows.reduce((t, r) => t + r.cost, 0), n: g.rows.length }));
+    return chargeGroups(c, holds, groups, sums);
+  }
   const ins = await c.query(
     `WITH ins AS (
        INSERT INTO usage_records (id, account_id, api_key_id, model, operation, units, cost_vnd, latency_ms, status, charge_key)
@@ -80,10 +117,15 @@ export async function writeUsageBatch(c: DbClient, batch: SettledUsage[]): Promi
     }))],
   );
   if (!holds || ins.rowCount === 0) return 0;
+  return chargeGroups(c, holds, groups, ins.rows as { charge_key: string; amount: number; n: number }[]);
+}
+
+/** One `charged` event per charge key written, for the VND of the usage records that name it. */
+async function chargeGroups(c: DbClient, holds: LockedHolds, groups: Map<string, ChargeGroup>, written: { charge_key: string; amount: number; n: number }[]): Promise<number> {
   const byKey = new Map([...groups.values()].map((g) => [g.key, g]));
   const charges: HoldCharge[] = [];
   let charged = 0;
-  for (const r of ins.rows as { charge_key: string; amount: number; n: number }[]) {
+  for (const r of written) {
     const g = byKey.get(r.charge_key);
     if (!g) throw new LedgerError(`usage batch returned an unknown charge key ${r.charge_key}`);
     charged += r.amount;

@@ -153,3 +153,43 @@ test('a charge the ledger refuses does not block the others: each request is wri
   expect(await getBalance(db, b)).toEqual({ balance: 49_500, held: 0, available: 49_500 });
   expect(await verifyProjections(db)).toEqual([]);
 });
+
+test('COPY writes the same records and charges as the per-row path, odd characters intact; a batch already written fails whole (23505)', async () => {
+  const acc = await funded(100_000);
+  const hold = randomUUID();
+  await placeHold(db, { accountId: acc, holdId: hold, amount: 10_000, idempotencyKey: `lease:${hold}:0`, refType: 'lease', refId: hold });
+  const odd = (cost: number): SettledUsage => ({ usage: { ...usage(), model: 'm\\back\tslash\nline\r', units: { prompt_tokens: cost, 'odd\tkey\\': 1 } }, accountId: acc, holdId: hold, cost });
+  const batch = [odd(5), odd(0), odd(7)];
+  expect(await tx(db, (c) => writeUsageBatch(c, batch, { copy: true }))).toBe(12);
+  const rows = await db.query('SELECT id, model, units, cost_vnd, charge_key FROM usage_records WHERE account_id = $1', [acc]);
+  const byId = new Map(rows.rows.map((r) => [r.id as string, r]));
+  const [charge] = await chargesOf(acc);
+  expect(charge).toMatchObject({ amount: 12, ref_type: 'usage_batch', memo: '2 requests: chat m\\back\tslash\nline\r ×2' });
+  for (const s of batch) {
+    expect(byId.get(s.usage.id)).toEqual({ id: s.usage.id, model: 'm\\back\tslash\nline\r', units: s.usage.units, cost_vnd: s.cost, charge_key: s.cost > 0 ? charge.key : null });
+  }
+  const again = await tx(db, (c) => writeUsageBatch(c, batch, { copy: true })).then(() => null, (e) => e);
+  expect(again?.code).toBe('23505');
+  expect(await chargesOf(acc)).toHaveLength(1);
+  expect(await verifyProjections(db)).toEqual([]);
+});
+
+test('a flush whose requests are partly written already (an earlier commit not acknowledged) charges only the rest', async () => {
+  const acc = await funded(50_000);
+  const credit = new CreditManager(db, { leaseVnd: 10_000, flushMs: 60_000 });
+  const [r1, r2, r3] = await Promise.all([credit.reserve(acc, 1_000), credit.reserve(acc, 1_000), credit.reserve(acc, 1_000)]);
+  const u1 = usage();
+  r1.settle(100, u1);
+  r2.settle(200, usage());
+  r3.settle(300, usage());
+  // u1's record and charge landed in an earlier transaction whose commit the manager never heard of.
+  const lease = (await db.query(`SELECT id FROM holds WHERE account_id = $1 AND ref_type = 'lease'`, [acc])).rows[0].id as string;
+  await tx(db, (c) => writeUsageBatch(c, [{ usage: u1, accountId: acc, holdId: lease, cost: 100 }]));
+  await credit.close();
+  const charges = await chargesOf(acc);
+  expect(charges.map((c) => c.amount).sort((a, b) => a - b)).toEqual([100, 500]);
+  expect(await getBalance(db, acc)).toEqual({ balance: 50_000 - 600, held: 0, available: 50_000 - 600 });
+  const n = await db.query('SELECT count(*)::int AS n FROM usage_records WHERE account_id = $1', [acc]);
+  expect(n.rows[0].n).toBe(3);
+  expect(await verifyProjections(db)).toEqual([]);
+});
