@@ -61,11 +61,17 @@ export async function callUpstream<T>(ctx: Ctx, meter: Meter, units: Record<stri
   }
 }
 
-/** Answers with an upstream JSON body as received (no re-serialisation). */
+/**
+ * Answers with an upstream JSON body as received (no re-serialisation), written here rather than by Koa's respond:
+ * the same status and headers Koa would send, without its type lookup, body setter and length bookkeeping.
+ */
 export function sendJsonBuffer(ctx: Ctx, body: Buffer): void {
-  ctx.status = 200;
-  ctx.type = 'application/json';
-  ctx.body = body;
+  ctx.status = 200; // for the request log and metrics
+  ctx.respond = false;
+  const res = ctx.res;
+  res.setHeader('content-type', 'application/json; charset=utf-8');
+  res.setHeader('content-length', body.length);
+  res.end(body);
 }
 
 interface TextChoiceLike { message?: { content?: unknown; tool_calls?: { function?: { arguments?: unknown } }[] }; text?: unknown }

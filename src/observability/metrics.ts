@@ -6,6 +6,7 @@ export class Metrics {
   readonly requests = new client.Counter({
     name: 'gateway_http_requests_total', help: 'HTTP requests by route, method, status and model',
     labelNames: ['route', 'method', 'status', 'model'] as const, registers: [this.registry],
+    collect: () => this.addPendingRequests(),
   });
   readonly latency = new client.Histogram({
     name: 'gateway_http_request_duration_seconds', help: 'Request duration until the response is fully sent (streams included), by route, status and model',
@@ -15,30 +16,33 @@ export class Metrics {
   readonly chargedVnd = new client.Counter({
     name: 'gateway_charged_vnd_total', help: 'VND charged, by operation and model',
     labelNames: ['operation', 'model'] as const, registers: [this.registry],
+    collect: () => this.addPendingCharges(),
   });
   readonly upstreamErrors = new client.Counter({
     name: 'gateway_upstream_errors_total', help: 'Failed upstream calls by provider and status',
     labelNames: ['provider', 'status'] as const, registers: [this.registry],
   });
-  /** Labelled children by label values: prom-client hashes the label object on every call (~10 µs a request). */
-  private readonly children = new Map<string, { count: { inc(): void }; time: { observe(v: number): void } }>();
+  /**
+   * Per label values: the latency histogram's child, and the requests counted since the last scrape. Counters are
+   * summed here and added to prom-client when it collects (a scrape): prom-client validates and hashes the labels
+   * on every inc and observe, even through a labelled child (~3 µs a request for the two counters).
+   */
+  private readonly children = new Map<string, { labels: Record<string, string>; n: number; time: { observe(v: number): void } }>();
+  private readonly pendingCharges = new Map<string, { labels: { operation: string; model: string }; vnd: number }>();
 
   constructor() {
     client.collectDefaultMetrics({ register: this.registry });
   }
 
-  private readonly chargeChildren = new Map<string, { inc(v: number): void }>();
-
   /** Adds a request's charge to the VND counter. */
   observeCharge(operation: string, model: string, vnd: number): void {
     const key = `${operation} ${model}`;
-    let c = this.chargeChildren.get(key);
-    if (!c) {
-      if (this.chargeChildren.size >= 10_000) this.chargeChildren.clear();
-      c = this.chargedVnd.labels({ operation, model });
-      this.chargeChildren.set(key, c);
+    const c = this.pendingCharges.get(key);
+    if (c) c.vnd += vnd;
+    else {
+      if (this.pendingCharges.size >= 10_000) this.addPendingCharges();
+      this.pendingCharges.set(key, { labels: { operation, model }, vnd });
     }
-    c.inc(vnd);
   }
 
   /** Counts one finished request and records its duration. */
@@ -47,12 +51,28 @@ export class Metrics {
     let c = this.children.get(key);
     if (!c) {
       // Label values come from route patterns and the catalog, so the set is small; the bound is a safety net.
-      if (this.children.size >= 10_000) this.children.clear();
+      if (this.children.size >= 10_000) {
+        this.addPendingRequests();
+        this.children.clear();
+      }
       const labels = { route, method, status: String(status), model };
-      c = { count: this.requests.labels(labels), time: this.latency.labels(labels) };
+      c = { labels, n: 0, time: this.latency.labels(labels) };
       this.children.set(key, c);
     }
-    c.count.inc();
+    c.n++;
     c.time.observe(seconds);
+  }
+
+  private addPendingRequests(): void {
+    for (const c of this.children.values()) {
+      if (c.n === 0) continue;
+      this.requests.inc(c.labels, c.n);
+      c.n = 0;
+    }
+  }
+
+  private addPendingCharges(): void {
+    for (const c of this.pendingCharges.values()) this.chargedVnd.inc(c.labels, c.vnd);
+    this.pendingCharges.clear();
   }
 }

@@ -32,3 +32,28 @@ test('a request abandoned by its client is counted with status 499', async () =>
   expect(m?.[1]).toBe('499');
   expect(m?.[2]).toBe('1');
 });
+
+test('request counts and charged VND are exact across scrapes (summed between scrapes, added when scraped)', async () => {
+  const { key } = await gw.account(1_000_000);
+  gw.emulator.control.settings.latencyMs = 0;
+  const scrape = async () => {
+    const text = await (await fetch(gw.url + '/metrics')).text();
+    const count = /gateway_http_requests_total\{route="\/v1\/embeddings",method="POST",status="200",model="text-embedding-3-small"\} (\d+)/.exec(text);
+    const vnd = /gateway_charged_vnd_total\{operation="embeddings",model="text-embedding-3-small"\} (\d+)/.exec(text);
+    return { count: Number(count?.[1] ?? 0), vnd: Number(vnd?.[1] ?? 0) };
+  };
+  const embed = () => fetch(gw.url + '/v1/embeddings', {
+    method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
+    body: JSON.stringify({ model: 'text-embedding-3-small', input: 'count me' }),
+  }).then((r) => r.arrayBuffer());
+  const before = await scrape();
+  for (let i = 0; i < 3; i++) await embed();
+  const mid = await scrape();
+  expect(mid.count - before.count).toBe(3);
+  expect(mid.vnd - before.vnd).toBeGreaterThanOrEqual(3);
+  expect(await scrape()).toEqual(mid); // nothing added twice
+  await embed();
+  const after = await scrape();
+  expect(after.count - mid.count).toBe(1);
+  expect(after.vnd - mid.vnd).toBe((mid.vnd - before.vnd) / 3);
+});
