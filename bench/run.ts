@@ -21,7 +21,7 @@ import type { BenchContext, BenchSection, SectionRunner } from './types';
  * on, against a fresh Postgres database; after the run the ledger must hold one charge per request served.
  *
  * Environment: BENCH_SECONDS (per measured cell, default 3), BENCH_ROUNDS (rounds through the targets, default
- * 3; each figure is the median round), BENCH_WARMUP_SECONDS (2), BENCH_SEQ_N (sequential
+ * 5; each figure is the median round: on a shared 2-core machine single cells vary by 10-20 %), BENCH_WARMUP_SECONDS (2), BENCH_SEQ_N (sequential
  * requests per target and workload at c=1, default 2000), BENCH_CONNECTIONS (default "10,50"), BENCH_TARGETS
  * (default "direct,bare-proxy,gateway,portkey"), BENCH_WORKLOADS (default "chat,chat-stream,embeddings"),
  * BENCH_PROFILE=1 or a list of targets such as "gateway,bare-proxy" (CPU-profile those during the measured cells
@@ -36,7 +36,7 @@ import type { BenchContext, BenchSection, SectionRunner } from './types';
 const env = process.env;
 const num = (name: string, def: number) => (env[name] ? Number(env[name]) : def);
 const SECONDS = num('BENCH_SECONDS', 3);
-const ROUNDS = num('BENCH_ROUNDS', 3);
+const ROUNDS = num('BENCH_ROUNDS', 5);
 const WARMUP = num('BENCH_WARMUP_SECONDS', 2);
 const SEQ_N = num('BENCH_SEQ_N', 2000);
 const CONNECTIONS = (env.BENCH_CONNECTIONS ?? '10,50').split(',').map(Number);
