@@ -11,23 +11,25 @@ import { serveTarget } from './ipc';
  * an API process for the synchronous operations (TEMPORAL_ADDRESS=off, set by the bench), which is what the
  * operations measured here need; a process that also serves /v1/videos loads the Temporal client (~25 MB more).
  *
- * It counts the responses it finished by path and status, so the bench can check that every request served
- * was billed (usage_records and charged ledger events) once the credit batches are flushed at shutdown.
+ * The responses it served, by route and status, come from the gateway's own request counter (its /metrics), so
+ * the bench can check that every request served was billed (usage_records and charged ledger events) once the
+ * credit batches are flushed at shutdown, without adding instrumentation of its own to every request.
  */
 serveTarget(async () => {
   const config = loadConfig({ host: '127.0.0.1', port: 0 });
   const deps = await buildDeps(config);
   const app = createApp(deps);
-  const served: Record<string, Record<string, number>> = {};
   const server = http.createServer(app.callback());
   server.keepAliveTimeout = 65_000;
   server.headersTimeout = 66_000;
-  server.on('request', (req: http.IncomingMessage, res: http.ServerResponse) => {
-    res.once('finish', () => {
-      const byStatus = (served[req.url ?? ''] ??= {});
-      byStatus[res.statusCode] = (byStatus[res.statusCode] ?? 0) + 1;
-    });
-  });
+  const served = async () => {
+    const out: Record<string, Record<string, number>> = {};
+    for (const v of (await deps.metrics.requests.get()).values) {
+      const byStatus = (out[String(v.labels.route)] ??= {});
+      byStatus[String(v.labels.status)] = (byStatus[String(v.labels.status)] ?? 0) + v.value;
+    }
+    return out;
+  };
   // Billing backlog: usage rows settled in memory but not yet written (CreditManager batches them off the
   // response path). Read through its private queue only to report how far the writer falls behind under load.
   const pendingUsage = () => ((deps.credit as unknown as { pendingUsage?: unknown[] }).pendingUsage ?? []).length;
@@ -47,7 +49,7 @@ serveTarget(async () => {
   atPeak = null; // the peak under load, not during start-up (the parent resets VmHWM at the same point)
   return {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    stats: () => ({ served, maxBacklog, backlog: pendingUsage(), memoryAtPeak: atPeak, memoryNow: process.memoryUsage() }),
+    stats: async () => ({ served: await served(), maxBacklog, backlog: pendingUsage(), memoryAtPeak: atPeak, memoryNow: process.memoryUsage() }),
     async close() {
       await new Promise<void>((res) => {
         server.close(() => res());

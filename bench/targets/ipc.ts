@@ -8,7 +8,7 @@ import inspector from 'node:inspector';
  */
 export interface Started {
   url: string;
-  stats?: () => unknown;
+  stats?: () => unknown | Promise<unknown>;
   close(): Promise<void>;
 }
 
@@ -29,7 +29,9 @@ export function serveTarget(start: () => Promise<Started>): void {
       session!.post(method, params ?? {}, (err, res) => (err ? reject(err) : resolve(res)));
     });
     process.on('message', (m: any) => {
-      if (m?.type === 'stats') send({ type: 'stats', stats: t.stats?.() ?? null });
+      if (m?.type === 'stats') {
+        Promise.resolve(t.stats?.()).then((stats) => send({ type: 'stats', stats: stats ?? null }), (e) => send({ type: 'stats', stats: null, error: String(e) }));
+      }
       else if (m?.type === 'shutdown') stop();
       else if (m?.type === 'profile-start') {
         session = new inspector.Session();

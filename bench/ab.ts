@@ -1,0 +1,83 @@
+import path from 'node:path';
+import { cpuMs, distDir, forkTarget, postgresCpuMs, type Target } from './lib/proc';
+import { createBenchDb, type BenchDb } from './lib/db';
+import { load, type LoadResult } from './lib/load';
+
+/**
+ * A/B of two builds of the gateway in one run: `node dist/bench/ab.js <baseline dist dir> [workload] [connections]`.
+ * Both gateways run side by side (each its own process and bench database) in front of one emulated upstream, and
+ * are loaded in alternating cells, so whatever else the machine is doing falls on both alike. Prints each one's CPU
+ * per request (its own, and local Postgres's over its cells) and median throughput, and the ratios. On this
+ * shared machine a full `npm run bench` moves by 10-20 % between runs; this pairing resolves changes of a few
+ * percent. A baseline build: `git worktree add /tmp/base <ref> && ln -s "$PWD/node_modules" /tmp/base/ &&
+ * (cd /tmp/base && npx tsc -p tsconfig.json)`, then pass /tmp/base/dist.
+ *
+ * Environment: BENCH_AB_ROUNDS (6), BENCH_SECONDS (3), BENCH_WARMUP_SECONDS (2).
+ */
+
+const env = process.env;
+const ROUNDS = Number(env.BENCH_AB_ROUNDS ?? 6);
+const SECONDS = Number(env.BENCH_SECONDS ?? 3);
+const WARMUP = Number(env.BENCH_WARMUP_SECONDS ?? 2);
+const messages = [{ role: 'system', content: 'You are a helpful assistant.' }, { role: 'user', content: 'Write one short sentence about the sea.' }];
+const WORKLOADS: Record<string, { path: string; body: object }> = {
+  chat: { path: '/chat/completions', body: { model: 'gpt-4o-mini', max_tokens: 256, messages } },
+  'chat-stream': { path: '/chat/completions', body: { model: 'gpt-4o-mini', max_tokens: 256, stream: true, messages } },
+  embeddings: { path: '/embeddings', body: { model: 'text-embedding-3-small', input: 'The quick brown fox jumps over the lazy dog.' } },
+};
+
+interface Side { name: string; target: Target; bdb: BenchDb; key: string; cpu: number; db: number; ok: number; runs: LoadResult[] }
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+
+async function main(): Promise<void> {
+  const [baseline, workload = 'chat', conns = '50'] = process.argv.slice(2);
+  const w = WORKLOADS[workload];
+  if (!baseline || !w) {
+    console.error(`usage: node dist/bench/ab.js <baseline dist dir> [${Object.keys(WORKLOADS).join('|')}] [connections]`);
+    process.exit(2);
+  }
+  const connections = Number(conns);
+  const logs = path.join(distDir(), '..', 'bench', 'results', 'logs');
+  const emulator = await forkTarget('emulator', path.join(distDir(), 'targets', 'emulator.js'), { logFile: path.join(logs, 'ab-emulator.log') });
+  const sides: Side[] = [];
+  try {
+    for (const [name, dist] of [['baseline', path.resolve(baseline)], ['this build', path.resolve(distDir(), '..')]] as const) {
+      const db = await createBenchDb(1_000_000_000_000);
+      const target = await forkTarget(name, path.join(dist, 'bench', 'targets', 'gateway.js'), {
+        env: { DATABASE_URL: db.url, EMULATOR_URL: emulator.url, LOG_LEVEL: 'info', NODE_ENV: 'production', TEMPORAL_ADDRESS: 'off' },
+        execArgv: ['--max-semi-space-size=8'], logFile: path.join(logs, `ab-${name.replace(' ', '-')}.log`),
+      });
+      sides.push({ name, target, bdb: db, key: db.key, cpu: 0, db: 0, ok: 0, runs: [] });
+    }
+    const spec = (s: Side) => ({ url: `${s.target.url}/v1${w.path}`, headers: { 'content-type': 'application/json', authorization: `Bearer ${s.key}` }, body: JSON.stringify(w.body) });
+    for (const s of sides) await load(spec(s), connections, WARMUP);
+    for (let round = 0; round < ROUNDS; round++) {
+      for (const s of round % 2 ? [...sides].reverse() : sides) {
+        await sleep(300);
+        const c0 = cpuMs(s.target.pid);
+        const d0 = postgresCpuMs();
+        const r = await load(spec(s), connections, SECONDS);
+        await sleep(300); // the billing flush of these requests lands in this cell
+        s.cpu += cpuMs(s.target.pid) - c0;
+        s.db += postgresCpuMs() - d0;
+        s.ok += r.ok;
+        s.runs.push(r);
+      }
+    }
+    for (const s of sides) {
+      console.log(`${workload} c=${connections} ${s.name.padEnd(10)}: ${(1000 * s.cpu / s.ok).toFixed(0)} µs CPU/request, Postgres ${(1000 * s.db / s.ok).toFixed(0)} µs/request, median ${Math.round(median(s.runs.map((r) => r.rps)))} req/s${s.runs.some((r) => r.problems) ? ` (${s.runs.map((r) => r.problems).filter(Boolean).join(' ')})` : ''}`);
+    }
+    const [a, b] = sides;
+    console.log(`this build / baseline: throughput ${(median(b.runs.map((r) => r.rps)) / median(a.runs.map((r) => r.rps))).toFixed(2)}, CPU per request ${((b.cpu / b.ok) / (a.cpu / a.ok)).toFixed(2)}, with Postgres ${(((b.cpu + b.db) / b.ok) / ((a.cpu + a.db) / a.ok)).toFixed(2)}`);
+  } finally {
+    await Promise.all([...sides.map((s) => s.target.stop()), emulator.stop()]);
+    for (const s of sides) await s.bdb.drop().catch(() => undefined);
+  }
+}
+
+main().then(() => process.exit(0), (e) => {
+  console.error(e);
+  process.exit(1);
+});
