@@ -1,4 +1,6 @@
+import fs from 'node:fs';
 import path from 'node:path';
+import { projectRoot } from '../src/config';
 import { cpuMs, distDir, forkTarget, postgresCpuMs, type Target } from './lib/proc';
 import { createBenchDb, type BenchDb } from './lib/db';
 import { load, type LoadResult } from './lib/load';
@@ -39,7 +41,8 @@ async function main(): Promise<void> {
     process.exit(2);
   }
   const connections = Number(conns);
-  const logs = path.join(distDir(), '..', 'bench', 'results', 'logs');
+  const logs = path.join(projectRoot(), 'bench', 'results', 'logs');
+  fs.mkdirSync(logs, { recursive: true });
   const emulator = await forkTarget('emulator', path.join(distDir(), 'targets', 'emulator.js'), { logFile: path.join(logs, 'ab-emulator.log') });
   const sides: Side[] = [];
   try {

@@ -81,7 +81,8 @@ function plainEvents(buf: Buffer): PlainEvent[] | null {
   let at = 0;
   while (at < buf.length) {
     const end = buf.indexOf(BLANK_LINE, at);
-    if (end < 0 || buf[at] !== 100 /* d */ || buf.toString('latin1', at, at + 6) !== 'data: ') return null;
+    // "data: " (d a t a : space)
+    if (end < 0 || buf[at] !== 100 || buf[at + 1] !== 97 || buf[at + 2] !== 116 || buf[at + 3] !== 97 || buf[at + 4] !== 58 || buf[at + 5] !== 32) return null;
     const nl = buf.indexOf(10, at);
     if (nl !== end) return null; // another line (field) in this event
     out.push({ data: buf.toString('utf8', at + 6, end) });

@@ -58,10 +58,13 @@ export function sseEvent(data: string, event?: string): string {
 
 export const SSE_DONE = 'data: [DONE]\n\n';
 
-/** Response headers for an SSE stream (shared object: never mutate). */
+/**
+ * Response headers for an SSE stream (shared object: never mutate). No `Connection` header: Node sends keep-alive
+ * itself when the client's connection allows it, and an explicit one would keep alive a connection the client
+ * asked to close.
+ */
 export const SSE_HEADERS: Readonly<Record<string, string>> = Object.freeze({
   'content-type': 'text/event-stream; charset=utf-8',
   'cache-control': 'no-cache',
-  connection: 'keep-alive',
   'x-accel-buffering': 'no', // nginx and similar proxies: do not buffer the stream
 });
