@@ -205,33 +205,34 @@ export class SseRelay implements StreamSink {
   }
 
   end(): void {
-    if (this.closed) return;
-    if (this.gone.aborted) {
-      this.clientGone();
-      return;
-    }
-    this.closed = true;
+    if (!this.finishing()) return;
+    // An upstream error event was forwarded: the stream ends there, as cut by the upstream.
     if (this.upstreamError) {
-      // The upstream's error event was forwarded; the stream ends there.
       this.res.end();
       this.status = 502;
-      return;
+    } else {
+      this.res.end(SSE_DONE);
+      this.status = 200;
     }
-    this.res.end(SSE_DONE);
-    this.status = 200;
   }
 
   fail(): void {
-    if (this.closed) return;
-    if (this.gone.aborted) {
-      this.clientGone();
-      return;
-    }
+    if (!this.finishing()) return;
     // A transport failure mid-stream: an error event (the OpenAI SDK raises it), then the end.
-    this.closed = true;
     this.res.write(`data: ${JSON.stringify(openAIBody(new ApiError(502, 'The upstream provider ended the stream early.', 'upstream_error', null, 'upstream_error')))}\n\n`);
     this.res.end();
     this.status = 502;
+  }
+
+  /** Whether the response is still ours to end (not answered at [DONE], and the client still there). */
+  private finishing(): boolean {
+    if (this.closed) return false;
+    if (this.gone.aborted) {
+      this.clientGone();
+      return false;
+    }
+    this.closed = true;
+    return true;
   }
 
   private clientGone(): boolean {

@@ -278,20 +278,26 @@ export class CreditManager {
   /** Writes settled requests one transaction each; returns those not written (database trouble: retried later). */
   private async writeOneByOne(batch: Settled[]): Promise<Settled[]> {
     for (let i = 0; i < batch.length; i++) {
-      const s = batch[i];
       try {
-        await tx(this.db, (c) => writeUsageBatch(c, [s]));
+        await this.writeAlone(batch[i]);
       } catch (e) {
-        if (!(e instanceof LedgerError) || s.refused) {
-          this.opts.logger?.error({ err: (e as Error).message }, 'credit flush failed; will retry');
-          return batch.slice(i);
-        }
-        this.opts.logger?.error({ err: e.message, requestId: s.usage.id, holdId: s.holdId, cost: s.cost }, 'charge refused by ledger');
-        s.refused = true;
-        i--; // again, as a usage record without a charge
+        this.opts.logger?.error({ err: (e as Error).message }, 'credit flush failed; will retry');
+        return batch.slice(i);
       }
     }
     return [];
+  }
+
+  /** One settled request in its own transaction; a charge the ledger refuses is logged and left out. */
+  private async writeAlone(s: Settled): Promise<void> {
+    try {
+      await tx(this.db, (c) => writeUsageBatch(c, [s]));
+    } catch (e) {
+      if (!(e instanceof LedgerError) || s.refused) throw e;
+      this.opts.logger?.error({ err: e.message, requestId: s.usage.id, holdId: s.holdId, cost: s.cost }, 'charge refused by ledger');
+      s.refused = true; // recorded as a usage record without a charge
+      await tx(this.db, (c) => writeUsageBatch(c, [s]));
+    }
   }
 
   /** Flushes everything and returns every lease (graceful shutdown). */

@@ -3,7 +3,7 @@ import { FormData, Pool } from 'undici';
 import type { Dispatcher } from 'undici';
 import { ApiError } from '../api/errors';
 import type { ProviderConfig } from '../catalog/catalog';
-import { postForWholeAnswer, postStreamingTo, type StreamSink, type WholeAnswer } from './upstreamDispatch';
+import { postForWholeAnswer, postStreamingTo, type StreamSink, type UpstreamPost, type WholeAnswer } from './upstreamDispatch';
 import type { BufferedResponse, CallOptions, MultipartValue, OpenAICompatibleAdapter, StreamingResponse, TokenUsage } from './types';
 
 /**
@@ -52,16 +52,8 @@ export class OpenAIAdapter implements OpenAICompatibleAdapter {
   }
 
   async postJson(path: string, payload: string, opts: CallOptions = {}): Promise<BufferedResponse> {
-    let a: WholeAnswer;
-    try {
-      a = await postForWholeAnswer(this.pool, { path: this.basePath + path, headers: this.jsonHeaders, body: payload, signal: opts.signal, errorBodyLimit: MAX_ERROR_BODY });
-    } catch (e) {
-      throw this.transportError(e, opts);
-    }
-    if (a.status < 200 || a.status >= 300) {
-      this.opts.onError?.(this.id, a.status);
-      throw mapUpstreamError(a.status, a.body.toString('utf8'), header(a.headers, 'retry-after'));
-    }
+    const a = await this.dispatched(opts, () => postForWholeAnswer(this.pool, this.jsonPost(path, payload, opts)));
+    if (a.status < 200 || a.status >= 300) throw this.refused(a);
     return { status: a.status, contentType: header(a.headers, 'content-type'), body: a.body };
   }
 
@@ -75,16 +67,27 @@ export class OpenAIAdapter implements OpenAICompatibleAdapter {
    * sink has had its end or failure. A non-2xx answer or a failure before any answer throws, the sink untouched.
    */
   async streamTo(path: string, payload: string, sink: StreamSink, opts: CallOptions = {}): Promise<void> {
-    let a: WholeAnswer | null;
+    const a = await this.dispatched(opts, () => postStreamingTo(this.pool, this.jsonPost(path, payload, opts), sink));
+    if (a) throw this.refused(a);
+  }
+
+  private jsonPost(path: string, payload: string, opts: CallOptions): UpstreamPost {
+    return { path: this.basePath + path, headers: this.jsonHeaders, body: payload, signal: opts.signal, errorBodyLimit: MAX_ERROR_BODY };
+  }
+
+  /** A dispatched call whose transport failures are mapped as every other call's. */
+  private async dispatched<T>(opts: CallOptions, call: () => Promise<T>): Promise<T> {
     try {
-      a = await postStreamingTo(this.pool, { path: this.basePath + path, headers: this.jsonHeaders, body: payload, signal: opts.signal, errorBodyLimit: MAX_ERROR_BODY }, sink);
+      return await call();
     } catch (e) {
       throw this.transportError(e, opts);
     }
-    if (a) {
-      this.opts.onError?.(this.id, a.status);
-      throw mapUpstreamError(a.status, a.body.toString('utf8'), header(a.headers, 'retry-after'));
-    }
+  }
+
+  /** A non-2xx upstream answer as our error (counted for metrics). */
+  private refused(a: WholeAnswer): ApiError {
+    this.opts.onError?.(this.id, a.status);
+    return mapUpstreamError(a.status, a.body.toString('utf8'), header(a.headers, 'retry-after'));
   }
 
   /** POST /chat/completions, whole JSON answer (for callers that translate other interfaces onto chat). */
