@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import type { CreditManager, Reservation } from './credit';
 import { InsufficientFunds } from './ledger';
-import { insufficientFunds } from '../api/errors';
+import { insufficientFunds } from '../errors';
 import { tokensFromChars } from './pricing';
 import { SseDecoder } from '../providers/sse';
 import type { TokenUsage } from '../providers/types';

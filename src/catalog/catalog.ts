@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import Ajv from 'ajv';
-import { ApiError, modelNotFound } from '../api/errors';
+import { ApiError, modelNotFound } from '../errors';
 
 /** The model catalog: one JSON file (config/catalog.json by default) listing providers and priced models. */
 

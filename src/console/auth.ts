@@ -1,7 +1,7 @@
 import type Koa from 'koa';
 import type { AppDeps } from '../api/deps';
 import type { GatewayState, Ctx } from '../api/middleware';
-import { ApiError } from '../api/errors';
+import { ApiError } from '../errors';
 import { csrfMatches, resolveSession, SESSION_COOKIE, type Session } from './sessions';
 
 /**

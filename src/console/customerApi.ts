@@ -1,7 +1,7 @@
 import type Router from '@koa/router';
 import type { AppDeps } from '../api/deps';
 import { jsonBody, route, type GatewayState } from '../api/middleware';
-import { badRequest, notFound } from '../api/errors';
+import { badRequest, notFound } from '../errors';
 import { createApiKey, listApiKeys, revokeApiKey } from '../auth/apiKeys';
 import { requireCsrf, requireSession, sameOrigin, sessionOf } from './auth';
 import { balanceWithLedger, usageByDayAndModel, usageRecord } from './queries';

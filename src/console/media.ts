@@ -1,7 +1,7 @@
 import type Router from '@koa/router';
 import type { AppDeps } from '../api/deps';
 import { route, type GatewayState } from '../api/middleware';
-import { ApiError, conflict, notFound } from '../api/errors';
+import { ApiError, conflict, notFound } from '../errors';
 import { requireSession, sessionOf } from './auth';
 import { jobMedia } from './jobs';
 import { uuidParam } from './params';

@@ -1,7 +1,7 @@
 import type Router from '@koa/router';
 import type { AppDeps } from '../api/deps';
 import { jsonBody, route, type GatewayState } from '../api/middleware';
-import { ApiError, badRequest, notFound } from '../api/errors';
+import { ApiError, badRequest, notFound } from '../errors';
 import { createAccount, topUp } from '../billing/ledger';
 import { requireCsrf, requireOperator, requireSession, sameOrigin, sessionOf } from './auth';
 import { balanceWithLedger, getAccount, listAccounts } from './queries';

@@ -1,4 +1,4 @@
-import { badRequest } from '../api/errors';
+import { badRequest } from '../errors';
 import { isUuid } from './users';
 
 /** Query/body parameter checks for the console API: each failure is a 400 naming the parameter. */

@@ -1,7 +1,7 @@
 import Router from '@koa/router';
 import type { AppDeps } from '../api/deps';
 import { route, type Ctx, type GatewayState } from '../api/middleware';
-import { notFound } from '../api/errors';
+import { notFound } from '../errors';
 import { CONSOLE_CSP, loadAssets } from './static';
 import { mountSessionApi } from './sessionApi';
 import { mountCustomerApi } from './customerApi';

@@ -1,7 +1,7 @@
 import type Router from '@koa/router';
 import type { AppDeps } from '../api/deps';
 import { jsonBody, route, type Ctx, type GatewayState } from '../api/middleware';
-import { ApiError, badRequest } from '../api/errors';
+import { ApiError, badRequest } from '../errors';
 import { createSession, deleteSession, csrfTokenFor, resolveSession } from './sessions';
 import { findLoginByEmail } from './users';
 import { decoyHash, verifyPassword, MAX_PASSWORD_LENGTH } from './passwords';

@@ -1,6 +1,6 @@
 import { Pool } from 'undici';
 import type { Dispatcher } from 'undici';
-import { ApiError } from '../api/errors';
+import { ApiError } from '../errors';
 import type { ProviderConfig } from '../catalog/catalog';
 import { mapTransportError, readLimited, UpstreamAborted } from './openai';
 import type { CallOptions, ProviderAdapter } from './types';

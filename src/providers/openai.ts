@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import { FormData, Pool } from 'undici';
 import type { Dispatcher } from 'undici';
-import { ApiError } from '../api/errors';
+import { ApiError } from '../errors';
 import type { ProviderConfig } from '../catalog/catalog';
 import { postForWholeAnswer, postStreamingTo, type StreamSink, type UpstreamPost, type WholeAnswer } from './upstreamDispatch';
 import type { BufferedResponse, CallOptions, MultipartValue, OpenAICompatibleAdapter, StreamingResponse, TokenUsage } from './types';

@@ -1,4 +1,4 @@
-import { ApiError } from '../api/errors';
+import { ApiError } from '../errors';
 import type { Catalog, ModelConfig, ProviderConfig, ProviderKind } from '../catalog/catalog';
 import { OpenAIAdapter, type OpenAIAdapterOptions } from './openai';
 import type { OpenAICompatibleAdapter, ProviderAdapter } from './types';

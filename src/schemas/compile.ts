@@ -1,5 +1,5 @@
 import Ajv, { type ErrorObject, type Schema } from 'ajv';
-import { ApiError, badRequest } from '../api/errors';
+import { ApiError, badRequest } from '../errors';
 
 /**
  * Body validation with ajv: schemas are compiled once, when their module loads (start-up), and a failure becomes

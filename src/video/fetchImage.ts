@@ -2,7 +2,7 @@ import dns from 'node:dns';
 import type { LookupAddress } from 'node:dns';
 import net from 'node:net';
 import { Agent, request, errors as undiciErrors } from 'undici';
-import { ApiError, badRequest } from '../api/errors';
+import { ApiError, badRequest } from '../errors';
 import { classifyAddress } from '../net/ipAddress';
 
 /**

@@ -1,5 +1,5 @@
 import fsp from 'node:fs/promises';
-import { badRequest } from '../api/errors';
+import { badRequest } from '../errors';
 import { MAX_IMAGE_BYTES, resolveImage, validateImageBytes, type ResolveImageOptions } from './fetchImage';
 import type { ImageLoader, ImageSource, LoadedImage } from './validate';
 

@@ -1,4 +1,4 @@
-import { badRequest, ApiError } from '../api/errors';
+import { badRequest, ApiError } from '../errors';
 import type { Catalog, ModelConfig } from '../catalog/catalog';
 
 /**

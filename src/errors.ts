@@ -1,0 +1,38 @@
+/**
+ * One error type for every client-facing failure, raised by any layer (catalog, billing, providers, video, console).
+ * Only the API layer renders it: src/api/errors.ts writes the OpenAI shape `{"error":{"message","type","param","code"}}`,
+ * or the Anthropic shape on /v1/messages routes.
+ */
+export class ApiError extends Error {
+  constructor(
+    public readonly status: number,
+    message: string,
+    public readonly type: string = defaultType(status),
+    public readonly param: string | null = null,
+    public readonly code: string | null = null,
+    public readonly headers: Record<string, string> = {},
+  ) {
+    super(message);
+  }
+}
+
+export function defaultType(status: number): string {
+  switch (status) {
+    case 400: case 404: case 409: case 413: case 415: case 422: return 'invalid_request_error';
+    case 401: return 'authentication_error';
+    case 402: return 'insufficient_quota';
+    case 403: return 'permission_error';
+    case 429: return 'rate_limit_error';
+    default: return status >= 500 ? 'server_error' : 'invalid_request_error';
+  }
+}
+
+export const badRequest = (message: string, param: string | null = null, code: string | null = 'invalid_value') =>
+  new ApiError(400, message, 'invalid_request_error', param, code);
+export const notFound = (message: string, code: string | null = 'not_found', param: string | null = null) =>
+  new ApiError(404, message, 'invalid_request_error', param, code);
+export const modelNotFound = (model: string) =>
+  new ApiError(404, `The model '${model}' does not exist or you do not have access to it.`, 'invalid_request_error', 'model', 'model_not_found');
+export const insufficientFunds = (needed: number, available: number) =>
+  new ApiError(402, `Insufficient balance: this request needs up to ${needed} VND, ${available} VND available. Top up your account.`, 'insufficient_quota', null, 'insufficient_balance');
+export const conflict = (message: string, code = 'invalid_state') => new ApiError(409, message, 'invalid_request_error', null, code);
