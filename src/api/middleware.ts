@@ -6,6 +6,7 @@ import { ApiError, anthropicBody, openAIBody } from './errors';
 import { isJsonType, readJson } from './jsonBody';
 import type { AppDeps } from './deps';
 import type { Principal } from '../auth/apiKeys';
+import { declareRoute, methodLabel, routeLabel } from '../observability/routeLabel';
 
 export interface GatewayState {
   requestId: string;
@@ -14,7 +15,7 @@ export interface GatewayState {
   model?: string;
   /** Set by routers whose errors use the Anthropic shape. */
   errorShape?: 'openai' | 'anthropic';
-  /** The matched route pattern (metrics label). */
+  /** The matched route pattern, set only by route() / jsonApi() (metrics label: see observability/routeLabel.ts). */
   route?: string;
 }
 export type Ctx = Koa.ParameterizedContext<GatewayState>;
@@ -29,11 +30,10 @@ export function observe(deps: Pick<AppDeps, 'logger' | 'metrics'>): Koa.Middlewa
     ctx.set('request-id', ctx.state.requestId);
     const done = () => {
       const sec = Number(process.hrtime.bigint() - start) / 1e9;
-      const route = ctx.state.route ?? (ctx.status === 404 ? 'unmatched' : ctx.path);
       // A client that left before the response was complete is a 499 (as nginx logs it), not whatever status
       // Koa held at that moment (404 until a handler sets one).
       const status = ctx.res.writableFinished ? ctx.status : 499;
-      deps.metrics.observeRequest(route, ctx.method, status, ctx.state.model ?? '', sec);
+      deps.metrics.observeRequest(routeLabel(ctx.state.route), methodLabel(ctx.method), status, ctx.state.model ?? '', sec);
       deps.logger.info({ reqId: ctx.state.requestId, method: ctx.method, path: ctx.path, status, ms: Math.round(sec * 1e6) / 1e3, account: ctx.state.principal?.accountId, model: ctx.state.model }, 'request');
     };
     // Log and measure when the response is fully sent (streams finish long after the middleware chain returns).
@@ -232,6 +232,7 @@ export function requireApiKey(deps: Pick<AppDeps, 'keys'>): Koa.Middleware<Gatew
  */
 export function jsonApi(deps: Pick<AppDeps, 'keys'>, name: string, limitBytes: number): Koa.Middleware<GatewayState> {
   const read = jsonBodyReader(limitBytes);
+  declareRoute(name);
   return async (ctx, next) => {
     ctx.state.route = name;
     await authenticate(ctx, deps.keys);
@@ -242,6 +243,7 @@ export function jsonApi(deps: Pick<AppDeps, 'keys'>, name: string, limitBytes: n
 
 /** Labels the request with its route pattern for metrics (set by each router). */
 export function route(name: string): Koa.Middleware<GatewayState> {
+  declareRoute(name);
   return async (ctx, next) => {
     ctx.state.route = name;
     await next();
