@@ -7,6 +7,7 @@ import { isJsonType, readJson } from './jsonBody';
 import type { AppDeps } from './deps';
 import type { Principal } from '../auth/apiKeys';
 import { declareRoute, methodLabel, routeLabel } from '../observability/routeLabel';
+import type { Meter } from '../billing/meter';
 
 export interface GatewayState {
   requestId: string;
@@ -17,6 +18,8 @@ export interface GatewayState {
   errorShape?: 'openai' | 'anthropic';
   /** The matched route pattern, set only by route() / jsonApi() (metrics label: see observability/routeLabel.ts). */
   route?: string;
+  /** The request's funds reservation (see reserve.ts): cancelled by errorHandler if still open when an error escapes. */
+  meter?: Meter;
 }
 export type Ctx = Koa.ParameterizedContext<GatewayState>;
 
@@ -58,6 +61,8 @@ export function errorHandler(deps: Pick<AppDeps, 'logger'>): Koa.Middleware<Gate
       }
     } catch (err) {
       const e = toApiError(err);
+      // Whatever failed, funds reserved for this request are returned now (a no-op once settled or cancelled).
+      ctx.state.meter?.cancel({}, e.status);
       if (e.status >= 500) deps.logger.error({ reqId: ctx.state.requestId, err: err instanceof Error ? { message: err.message, stack: err.stack } : String(err) }, 'request failed');
       if (ctx.headerSent || ctx.res.headersSent) {
         // Mid-stream failure: nothing more can be said in HTTP; end the response.

@@ -100,6 +100,15 @@ export class CreditManager {
     });
   }
 
+  /**
+   * This process's open lease of an account: its unspent VND and the reservations still open against it. Once every
+   * request is over and its charges flushed, the account's held_vnd equals `remaining` (operators, tests).
+   */
+  leaseOf(accountId: string): { remaining: number; inflight: number } | null {
+    const l = this.accounts.get(accountId)?.lease;
+    return l ? { remaining: l.remaining, inflight: l.inflight } : null;
+  }
+
   private tryTake(st: AccountState, amount: number): Reservation | null {
     const lease = st.lease;
     const now = Date.now();

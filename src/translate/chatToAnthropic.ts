@@ -25,6 +25,17 @@ function textOf(content: ChatMessage['content']): string {
   return (content ?? []).map((p) => (p.type === 'text' ? p.text : '')).join('\n');
 }
 
+/**
+ * Chat's JSON mode (response_format) for an upstream without one: an instruction appended to the system prompt
+ * (json_schema: with the schema). Claude models follow it; the answer is not validated against the schema.
+ */
+function jsonInstruction(rf: unknown): string | null {
+  const f = rf as { type?: unknown; json_schema?: { schema?: unknown } } | null | undefined;
+  if (f?.type === 'json_object') return 'Respond with a single valid JSON object and no other text.';
+  if (f?.type === 'json_schema') return `Respond with a single valid JSON object that matches this JSON schema, and no other text:\n${JSON.stringify(f.json_schema?.schema ?? {})}`;
+  return null;
+}
+
 export function chatToAnthropicRequest(chat: ChatRequest, opts: { defaultMaxTokens: number }): MessagesRequest {
   const system: string[] = [];
   const messages: AnthropicMessage[] = [];
@@ -53,6 +64,8 @@ export function chatToAnthropicRequest(chat: ChatRequest, opts: { defaultMaxToke
   if (messages.length === 0 || messages[0].role !== 'user') messages.unshift({ role: 'user', content: [{ type: 'text', text: '(continue)' }] });
 
   const req: MessagesRequest = { model: chat.model, max_tokens: chat.max_tokens ?? chat.max_completion_tokens ?? opts.defaultMaxTokens, messages };
+  const json = jsonInstruction(chat.response_format);
+  if (json) system.push(json);
   if (system.length) req.system = system.join('\n\n');
   if (chat.tools?.length) {
     req.tools = chat.tools.map((t): AnthropicTool => ({ name: t.function.name, ...(t.function.description ? { description: t.function.description } : {}), input_schema: t.function.parameters ?? { type: 'object', properties: {} } }));

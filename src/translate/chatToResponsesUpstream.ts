@@ -51,6 +51,9 @@ export function chatToResponsesRequest(chat: ChatRequest): ResponsesRequest {
   if (typeof chat.top_p === 'number') req.top_p = chat.top_p;
   if (chat.reasoning_effort) req.reasoning = { effort: chat.reasoning_effort };
   if (chat.user) req.user = chat.user;
+  const rf = chat.response_format as { type?: unknown; json_schema?: { name?: string; schema?: unknown; strict?: boolean; description?: string } } | undefined;
+  if (rf?.type === 'json_object') req.text = { format: { type: 'json_object' } };
+  else if (rf?.type === 'json_schema') req.text = { format: { type: 'json_schema', name: rf.json_schema?.name ?? 'response', schema: rf.json_schema?.schema ?? {}, ...(rf.json_schema?.strict !== undefined ? { strict: rf.json_schema.strict } : {}), ...(rf.json_schema?.description ? { description: rf.json_schema.description } : {}) } };
   if (chat.stream) req.stream = true;
   return req;
 }

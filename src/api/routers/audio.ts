@@ -5,10 +5,10 @@ import { jsonBody, multipartBody, requireApiKey, route, type Ctx, type GatewaySt
 import { ApiError, badRequest } from '../errors';
 import { validateSpeech, validateTranscriptionFields, type SpeechFormat, type TranscriptionFormat } from '../../schemas/audio';
 import { audioCost, charactersCost, countCharacters } from '../../billing/pricing';
-import { openMeter } from '../../billing/meter';
 import { callUpstream, CLIENT_CLOSED, clientAbortSignal } from '../upstream';
 import { readHead, removeUploads, sniffAudio, uploadedFile } from '../uploads';
 import type { MultipartValue } from '../../providers/types';
+import { reserve } from '../reserve';
 
 /** Content-Type per speech response_format. */
 export const SPEECH_CONTENT_TYPES: Readonly<Record<SpeechFormat, string>> = {
@@ -74,7 +74,7 @@ export function audioRouter(deps: AppDeps): Router<GatewayState> {
       ...(body.speed !== undefined ? { speed: body.speed } : {}), ...(body.instructions !== undefined ? { instructions: body.instructions } : {}),
     });
     const units = { characters };
-    const meter = await openMeter(deps.credit, ctx.state.principal!, model.id, 'audio.speech', cost);
+    const meter = await reserve(ctx, deps, model.id, 'audio.speech', cost);
     const signal = clientAbortSignal(ctx.res);
     const up = await callUpstream(ctx, meter, units, () => deps.providers.openai(model).postStream('/audio/speech', payload, { signal }));
     if (!up) return;
@@ -108,7 +108,7 @@ export function audioRouter(deps: AppDeps): Router<GatewayState> {
     if (file.size === 0 || !sniffAudio(await readHead(file.filepath))) throw badRequest(AUDIO_FORMATS_MESSAGE, 'file', 'invalid_file_format');
     const format: TranscriptionFormat = fields.response_format ?? 'json';
     // Funds bound: audio is at least 8 kbit/s, so a file of B bytes lasts at most B milliseconds.
-    const meter = await openMeter(deps.credit, ctx.state.principal!, model.id, 'audio.transcriptions', audioCost(model.pricing, Math.max(file.size, 1000)));
+    const meter = await reserve(ctx, deps, model.id, 'audio.transcriptions', audioCost(model.pricing, Math.max(file.size, 1000)));
     const upstreamFields: Record<string, MultipartValue> = {
       model: model.upstreamModel,
       file: { path: file.filepath, filename: file.originalFilename || 'audio', contentType: file.mimetype || 'application/octet-stream' },

@@ -2,11 +2,12 @@ import Router from '@koa/router';
 import type { AppDeps } from '../deps';
 import { jsonApi, type Ctx, type GatewayState } from '../middleware';
 import { badRequest } from '../errors';
-import { validateChatCompletion, validateCompletion } from '../../schemas/chat';
+import { validateChatCompletion, validateCompletion, type ChatCompletionBody } from '../../schemas/chat';
+import { bridgedChat } from './chatBridged';
 import { estimateChatMaxCost } from '../../billing/pricing';
-import { openMeter } from '../../billing/meter';
 import type { ModelConfig } from '../../catalog/catalog';
 import { forwardCompletionJson, forwardCompletionStream } from '../upstream';
+import { reserve } from '../reserve';
 
 /** Output cap check: a max_tokens above the model's limit is the client's error (as OpenAI answers it). */
 function checkMaxTokens(model: ModelConfig, body: { max_tokens?: number | null; max_completion_tokens?: number | null }): void {
@@ -31,6 +32,10 @@ export function chatRouter(deps: AppDeps): Router<GatewayState> {
     const model = deps.catalog.require(body.model, kind);
     ctx.state.model = model.id;
     checkMaxTokens(model, body);
+    // Chat models on an Anthropic or a Responses-only upstream go through the bridges /v1/messages and /v1/responses use.
+    if (kind === 'chat' && (model.api === 'responses' || deps.providers.get(model.provider)?.kind !== 'openai')) return bridgedChat(ctx, deps, model, body as ChatCompletionBody);
+    // Resolved before funds are reserved: a misconfigured provider is refused with nothing held.
+    const adapter = deps.providers.openai(model);
     const stream = body.stream === true;
     const clientWantsUsage = stream && body.stream_options?.include_usage === true;
     // The body is ours (parsed per request): rewrite it in place rather than copy it.
@@ -39,8 +44,7 @@ export function chatRouter(deps: AppDeps): Router<GatewayState> {
     const payload = JSON.stringify(body);
     const payloadBytes = Buffer.byteLength(payload);
     const bound = estimateChatMaxCost(model, body, payloadBytes);
-    const meter = await openMeter(deps.credit, ctx.state.principal!, model.id, kind === 'chat' ? 'chat.completions' : 'completions', bound.maxCost);
-    const adapter = deps.providers.openai(model);
+    const meter = await reserve(ctx, deps, model.id, kind === 'chat' ? 'chat.completions' : 'completions', bound.maxCost);
     const path = kind === 'chat' ? '/chat/completions' : '/completions';
     if (stream) await forwardCompletionStream(ctx, adapter, path, payload, payloadBytes, model, meter, { kind, clientWantsUsage });
     else await forwardCompletionJson(ctx, adapter, path, payload, payloadBytes, model, meter);

@@ -3,9 +3,9 @@ import type { AppDeps } from '../deps';
 import { jsonApi, type GatewayState } from '../middleware';
 import { validateEmbedding } from '../../schemas/embeddings';
 import { embeddingTokensBound, tokensCost, tokensFromChars } from '../../billing/pricing';
-import { openMeter } from '../../billing/meter';
 import { usageFromJson } from '../../providers/openai';
 import { callUpstream, clientAbortSignal, sendJsonBuffer } from '../upstream';
+import { reserve } from '../reserve';
 
 /**
  * POST /v1/embeddings (spec 4.11): string or array input, encoding_format float or base64 (little-endian float32,
@@ -21,7 +21,7 @@ export function embeddingsRouter(deps: AppDeps): Router<GatewayState> {
     const bound = embeddingTokensBound(body.input);
     body.model = model.upstreamModel;
     const payload = JSON.stringify(body);
-    const meter = await openMeter(deps.credit, ctx.state.principal!, model.id, 'embeddings', tokensCost(model.pricing, bound));
+    const meter = await reserve(ctx, deps, model.id, 'embeddings', tokensCost(model.pricing, bound));
     const res = await callUpstream(ctx, meter, {}, () => deps.providers.openai(model).postJson('/embeddings', payload, { signal: clientAbortSignal(ctx.res) }));
     if (!res) return;
     const usage = usageFromJson(res.body);

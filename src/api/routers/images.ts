@@ -4,10 +4,11 @@ import { jsonBody, multipartBody, requireApiKey, route, type Ctx, type GatewaySt
 import { ApiError, badRequest } from '../errors';
 import { validateImageEditFields, validateImageGeneration } from '../../schemas/images';
 import { imagesCost } from '../../billing/pricing';
-import { openMeter, type Meter } from '../../billing/meter';
+import type { Meter } from '../../billing/meter';
 import type { BufferedResponse, MultipartValue } from '../../providers/types';
 import { callUpstream, clientAbortSignal, sendJsonBuffer } from '../upstream';
 import { isPngHead, readHead, removeUploads, uploadedFile } from '../uploads';
+import { reserve } from '../reserve';
 
 /** Input images: PNG only (spec 4.8), at most 10 MB each (design: input image limit). */
 const MAX_IMAGE_BYTES = 10 * 1024 * 1024;
@@ -43,7 +44,7 @@ export function imagesRouter(deps: AppDeps): Router<GatewayState> {
     ctx.state.model = model.id;
     body.model = model.upstreamModel;
     const payload = JSON.stringify(body);
-    const meter = await openMeter(deps.credit, ctx.state.principal!, model.id, 'images.generations', imagesCost(model.pricing, body.n ?? 1));
+    const meter = await reserve(ctx, deps, model.id, 'images.generations', imagesCost(model.pricing, body.n ?? 1));
     const res = await callUpstream(ctx, meter, {}, () => deps.providers.openai(model).postJson('/images/generations', payload, { signal: clientAbortSignal(ctx.res) }));
     if (res) settleImages(ctx, meter, (n) => imagesCost(model.pricing, n), res);
   });
@@ -75,7 +76,7 @@ export function imagesRouter(deps: AppDeps): Router<GatewayState> {
     for (const k of ['n', 'size', 'quality', 'response_format', 'background', 'user'] as const) {
       if (fields[k] !== undefined) up[k] = String(fields[k]);
     }
-    const meter = await openMeter(deps.credit, ctx.state.principal!, model.id, 'images.edits', imagesCost(model.pricing, fields.n ?? 1));
+    const meter = await reserve(ctx, deps, model.id, 'images.edits', imagesCost(model.pricing, fields.n ?? 1));
     const res = await callUpstream(ctx, meter, {}, () => deps.providers.openai(model).postMultipart('/images/edits', up, { signal: clientAbortSignal(ctx.res) }));
     if (res) settleImages(ctx, meter, (n) => imagesCost(model.pricing, n), res);
   }

@@ -16,11 +16,12 @@ import { UpstreamAborted } from '../../providers/openai';
 import { SseDecoder } from '../../providers/sse';
 import { backendFor, UpstreamStreamError } from './chatBackends';
 import { tokensFromChars } from '../../billing/pricing';
-import { openMeter, StreamUsage, type Meter } from '../../billing/meter';
+import { StreamUsage, type Meter } from '../../billing/meter';
 import { countImages, estimateFromDelivered, nativeMaxCost, settleUsage } from './codingBilling';
 import { translateInput } from './translateInput';
 import { SseSink } from './sseSink';
 import { estimateInputTokens } from '../../translate/tokenEstimate';
+import { reserve } from '../reserve';
 
 /**
  * POST /v1/messages and POST /v1/messages/count_tokens: the Anthropic Messages interface (spec 4.12) for any chat
@@ -122,7 +123,7 @@ export function messagesRouter(deps: AppDeps): Router<GatewayState> {
   async function nativeMessages(ctx: Ctx, model: ModelConfig, adapter: AnthropicAdapter, req: MessagesRequest, sink: SseSink): Promise<void> {
     const payload = JSON.stringify({ ...req, model: model.upstreamModel });
     const bytes = Buffer.byteLength(payload);
-    const meter = await openMeter(deps.credit, owner(ctx), model.id, OPERATION, nativeMaxCost(model, bytes, req.max_tokens, countImages(req.messages)));
+    const meter = await reserve(ctx, deps, model.id, OPERATION, nativeMaxCost(model, bytes, req.max_tokens, countImages(req.messages)));
     let res;
     try {
       res = await adapter.messages(payload, anthropicHeaders(ctx), { signal: sink.signal });
@@ -216,7 +217,7 @@ export function messagesRouter(deps: AppDeps): Router<GatewayState> {
     const { chat, tools } = translateInput(() => messagesToChat(req, { upstreamModel: model.upstreamModel, maxOutputTokens: model.maxOutputTokens, reasoning: model.reasoning }));
     const backend = backendFor(deps.providers, model, chat);
     const bytes = backend.payloadBytes;
-    const meter = await openMeter(deps.credit, owner(ctx), model.id, OPERATION, backend.maxCost);
+    const meter = await reserve(ctx, deps, model.id, OPERATION, backend.maxCost);
     if (req.stream !== true) {
       let c: ChatCompletion;
       try {
@@ -269,9 +270,5 @@ export function messagesRouter(deps: AppDeps): Router<GatewayState> {
   return router;
 }
 
-function owner(ctx: Ctx) {
-  const p = ctx.state.principal!;
-  return { accountId: p.accountId, keyId: p.keyId };
-}
 
 export type { CountTokensRequest };

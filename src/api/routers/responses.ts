@@ -15,11 +15,12 @@ import { SseDecoder } from '../../providers/sse';
 import { backendFor, UpstreamStreamError } from './chatBackends';
 import type { OpenAICompatibleAdapter } from '../../providers/types';
 import { DEFAULT_MAX_OUTPUT_TOKENS, tokensFromChars } from '../../billing/pricing';
-import { openMeter, StreamUsage, type Meter } from '../../billing/meter';
+import { StreamUsage, type Meter } from '../../billing/meter';
 import { countImages, estimateFromDelivered, nativeMaxCost, settleUsage } from './codingBilling';
 import { translateInput } from './translateInput';
 import { SseSink } from './sseSink';
 import { conversationItems, isResponseId, loadResponse, saveResponse } from './storedResponses';
+import { reserve } from '../reserve';
 
 /**
  * POST /v1/responses and GET /v1/responses/{id}: the OpenAI Responses interface (spec 4.13) for any chat model.
@@ -101,7 +102,7 @@ export function responsesRouter(deps: AppDeps): Router<GatewayState> {
     const payload = JSON.stringify(body);
     const bytes = Buffer.byteLength(payload);
     const maxOut = t.req.max_output_tokens ?? t.model.maxOutputTokens ?? DEFAULT_MAX_OUTPUT_TOKENS;
-    const meter = await openMeter(deps.credit, owner(ctx), t.model.id, OPERATION, nativeMaxCost(t.model, bytes, maxOut, countImages(body.input)));
+    const meter = await reserve(ctx, deps, t.model.id, OPERATION, nativeMaxCost(t.model, bytes, maxOut, countImages(body.input)));
     if (t.req.stream !== true) {
       let obj: ResponseObject;
       let raw: Buffer;
@@ -181,7 +182,7 @@ export function responsesRouter(deps: AppDeps): Router<GatewayState> {
     const { chat, tools } = translateInput(() => responsesToChat({ ...t.req, input: t.input }, { upstreamModel: t.model.upstreamModel, maxOutputTokens: t.model.maxOutputTokens, reasoning: t.model.reasoning, history: t.history }));
     const backend = backendFor(deps.providers, t.model, chat);
     const bytes = backend.payloadBytes;
-    const meter = await openMeter(deps.credit, owner(ctx), t.model.id, OPERATION, backend.maxCost);
+    const meter = await reserve(ctx, deps, t.model.id, OPERATION, backend.maxCost);
     const shell: ResponseShell = { id: newId('resp'), model: t.req.model, createdAt: Math.floor(Date.now() / 1000), request: t.req };
     if (t.req.stream !== true) {
       let c: ChatCompletion;
@@ -250,7 +251,3 @@ function usageOf(r: ResponseObject): { input: number; output: number; cached: nu
   return { input: u.input_tokens, output: u.output_tokens, cached: u.input_tokens_details?.cached_tokens ?? 0, estimated: false };
 }
 
-function owner(ctx: Ctx) {
-  const p = ctx.state.principal!;
-  return { accountId: p.accountId, keyId: p.keyId };
-}

@@ -1,0 +1,79 @@
+import type { AppDeps } from '../deps';
+import type { Ctx } from '../middleware';
+import { ApiError, openAIBody } from '../errors';
+import type { ModelConfig } from '../../catalog/catalog';
+import type { ChatChunk, ChatCompletion } from '../../translate/chatTypes';
+import { bridgeChatRequest } from '../../translate/chatBridgeRequest';
+import { UpstreamAborted } from '../../providers/openai';
+import { StreamUsage } from '../../billing/meter';
+import { backendFor, UpstreamStreamError } from './chatBackends';
+import { estimateFromDelivered, settleUsage } from './codingBilling';
+import { translateInput } from './translateInput';
+import { reserve } from '../reserve';
+import { SseSink } from './sseSink';
+
+/**
+ * POST /v1/chat/completions for a chat model whose upstream does not speak Chat Completions: an Anthropic
+ * provider (through the chat <-> Messages bridge) or a Responses-only model (through the chat <-> Responses
+ * bridge), the same backends /v1/messages and /v1/responses use. The answer is a chat completion, or chat chunks
+ * as the upstream's events arrive; the usage-only chunk reaches the client only with stream_options.include_usage.
+ */
+
+const OPERATION = 'chat.completions';
+
+interface ChatBody { messages: { role: string; content?: unknown }[]; stream?: boolean | null; stream_options?: { include_usage?: boolean } | null; [k: string]: unknown }
+
+export async function bridgedChat(ctx: Ctx, deps: AppDeps, model: ModelConfig, body: ChatBody): Promise<void> {
+  const chat = translateInput(() => bridgeChatRequest(body, model.upstreamModel));
+  const backend = backendFor(deps.providers, model, chat);
+  const meter = await reserve(ctx, deps, model.id, OPERATION, backend.maxCost);
+  const sink = new SseSink(ctx);
+  const upstream = async <T>(call: () => Promise<T>): Promise<T | null> => {
+    try {
+      return await call();
+    } catch (e) {
+      if (!(e instanceof UpstreamAborted)) throw e; // errorHandler cancels the reservation with the error's status
+      meter.cancel({}, 499);
+      ctx.respond = false; // the client left; nobody to answer
+      return null;
+    }
+  };
+  if (body.stream !== true) {
+    const c: ChatCompletion | null = await upstream(() => backend.complete(sink.signal));
+    if (!c) return;
+    const u = c.usage;
+    settleUsage(meter, model, u ? { input: u.prompt_tokens, output: u.completion_tokens, cached: u.prompt_tokens_details?.cached_tokens ?? 0, estimated: false } : estimateFromDelivered(backend.payloadBytes, JSON.stringify(c.choices).length));
+    ctx.body = c;
+    return;
+  }
+  const batches = await upstream(() => backend.stream(sink.signal));
+  if (!batches) return;
+  const wantsUsage = body.stream_options?.include_usage === true;
+  const created = Math.floor(Date.now() / 1000);
+  const usage = new StreamUsage(backend.payloadBytes);
+  sink.open();
+  let failed = false;
+  try {
+    for await (const batch of batches) {
+      let out = '';
+      for (const chunk of batch as ChatChunk[]) {
+        if (usage.observeChat(chunk) && !wantsUsage) continue;
+        if (!chunk.created) chunk.created = created;
+        out += `data: ${JSON.stringify(chunk)}\n\n`;
+      }
+      if (out && !(await sink.write(out))) break;
+    }
+  } catch (e) {
+    if (!sink.clientGone) {
+      failed = true;
+      deps.logger.warn({ reqId: meter.id, err: (e as Error).message }, 'bridged chat upstream stream failed');
+      const message = e instanceof UpstreamStreamError ? e.message : 'The upstream provider ended the stream early.';
+      await sink.write(`data: ${JSON.stringify(openAIBody(new ApiError(502, message, 'upstream_error', null, 'upstream_error')))}\n\n`);
+    }
+  }
+  const t = usage.tokens();
+  const cached = Number((usage.usage?.prompt_tokens_details as { cached_tokens?: number } | undefined)?.cached_tokens ?? 0);
+  settleUsage(meter, model, { input: t.prompt, output: t.completion, cached, estimated: t.estimated }, sink.clientGone ? 499 : failed ? 502 : 200);
+  if (!failed) await sink.write('data: [DONE]\n\n');
+  sink.end();
+}

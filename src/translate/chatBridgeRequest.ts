@@ -1,0 +1,102 @@
+import { badRequest } from '../errors';
+import type { ChatContentPart, ChatFunctionTool, ChatMessage, ChatRequest, ChatTextPart, ChatToolCall, ChatToolChoice } from './chatTypes';
+
+/**
+ * A client's /v1/chat/completions body -> the ChatRequest the bridges take (chatToAnthropic, chatToResponsesUpstream),
+ * for chat models whose upstream does not speak Chat Completions. The bridges only know text and image parts, function
+ * tools and one choice; anything else a client sends that they cannot honour is a 400 naming the field, never a
+ * silently different answer.
+ */
+
+interface BodyLike {
+  messages: { role: string; content?: unknown; tool_calls?: unknown; tool_call_id?: unknown }[];
+  [k: string]: unknown;
+}
+
+const isObj = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === 'object' && !Array.isArray(v);
+
+function parts(content: unknown, param: string, textOnly: boolean): string | ChatContentPart[] {
+  if (content === undefined || content === null) return '';
+  if (typeof content === 'string') return content;
+  const out: ChatContentPart[] = [];
+  (content as unknown[]).forEach((p, j) => {
+    const part = p as { type?: unknown; text?: unknown; image_url?: unknown };
+    if (part.type === 'text' && typeof part.text === 'string') out.push({ type: 'text', text: part.text });
+    else if (part.type === 'image_url' && !textOnly) {
+      const iu = part.image_url;
+      const url = typeof iu === 'string' ? iu : isObj(iu) && typeof iu.url === 'string' ? iu.url : null;
+      if (!url) throw badRequest(`${param}[${j}].image_url.url must be a string.`, `${param}[${j}].image_url`);
+      out.push({ type: 'image_url', image_url: { url } });
+    } else throw badRequest(`Content parts of type ${JSON.stringify(part.type)} are not supported by this model${textOnly ? ' in this message' : ''}.`, `${param}[${j}].type`, 'unsupported_value');
+  });
+  return out.every((p) => p.type === 'text') ? (out as ChatTextPart[]).map((p) => p.text).join('\n') : out;
+}
+
+function toolCalls(v: unknown, param: string): ChatToolCall[] | undefined {
+  if (!Array.isArray(v) || v.length === 0) return undefined;
+  return v.map((tc, k) => {
+    const c = tc as { id?: unknown; type?: unknown; function?: { name?: unknown; arguments?: unknown } };
+    if (typeof c.id !== 'string' || typeof c.function?.name !== 'string') throw badRequest(`${param}[${k}] needs an id and function.name.`, `${param}[${k}]`);
+    return { id: c.id, type: 'function', function: { name: c.function.name, arguments: typeof c.function.arguments === 'string' ? c.function.arguments : '' } };
+  });
+}
+
+function tools(v: unknown): ChatFunctionTool[] | undefined {
+  if (!Array.isArray(v) || v.length === 0) return undefined;
+  return v.map((t, i) => {
+    const f = (t as { type?: unknown; function?: ChatFunctionTool['function'] });
+    if (f.type !== 'function' || !isObj(f.function)) throw badRequest(`Only function tools are supported by this model (tools[${i}].type is ${JSON.stringify(f.type)}).`, `tools[${i}].type`, 'unsupported_value');
+    return { type: 'function', function: f.function };
+  });
+}
+
+function toolChoice(v: unknown): ChatToolChoice | undefined {
+  if (v === undefined || v === null) return undefined;
+  if (v === 'auto' || v === 'none' || v === 'required') return v;
+  const name = isObj(v) && isObj(v.function) ? v.function.name : undefined;
+  if (isObj(v) && v.type === 'function' && typeof name === 'string') return { type: 'function', function: { name } };
+  throw badRequest('tool_choice must be "auto", "none", "required" or {"type":"function","function":{"name":...}}.', 'tool_choice');
+}
+
+export function bridgeChatRequest(body: BodyLike, upstreamModel: string): ChatRequest {
+  if (typeof body.n === 'number' && body.n > 1) throw badRequest('This model returns one choice per request: n must be 1.', 'n', 'unsupported_value');
+  if (body.logprobs === true) throw badRequest('This model does not return log probabilities.', 'logprobs', 'unsupported_value');
+  const messages: ChatMessage[] = body.messages.map((m, i): ChatMessage => {
+    const param = `messages[${i}].content`;
+    switch (m.role) {
+      case 'system': case 'developer': {
+        const c = parts(m.content, param, true);
+        return { role: 'system', content: c as string };
+      }
+      case 'user': return { role: 'user', content: parts(m.content, param, false) };
+      case 'assistant': {
+        const c = parts(m.content, param, true) as string;
+        const calls = toolCalls(m.tool_calls, `messages[${i}].tool_calls`);
+        return calls ? { role: 'assistant', content: c || null, tool_calls: calls } : { role: 'assistant', content: c };
+      }
+      case 'tool':
+        if (typeof m.tool_call_id !== 'string') throw badRequest(`messages[${i}].tool_call_id is required for a tool message.`, `messages[${i}].tool_call_id`, 'missing_required_parameter');
+        return { role: 'tool', tool_call_id: m.tool_call_id, content: parts(m.content, param, false) };
+      default:
+        throw badRequest(`Messages of role ${JSON.stringify(m.role)} are not supported by this model; use "tool".`, `messages[${i}].role`, 'unsupported_value');
+    }
+  });
+  const chat: ChatRequest = { model: upstreamModel, messages };
+  const t = tools(body.tools);
+  if (t) chat.tools = t;
+  const tc = toolChoice(body.tool_choice);
+  if (tc) chat.tool_choice = tc;
+  if (typeof body.parallel_tool_calls === 'boolean') chat.parallel_tool_calls = body.parallel_tool_calls;
+  if (typeof body.max_completion_tokens === 'number') chat.max_completion_tokens = body.max_completion_tokens;
+  if (typeof body.max_tokens === 'number') chat.max_tokens = body.max_tokens;
+  if (typeof body.stop === 'string') chat.stop = [body.stop];
+  else if (Array.isArray(body.stop) && body.stop.length) chat.stop = body.stop as string[];
+  if (typeof body.temperature === 'number') chat.temperature = body.temperature;
+  if (typeof body.top_p === 'number') chat.top_p = body.top_p;
+  if (typeof body.user === 'string') chat.user = body.user;
+  const effort = body.reasoning_effort;
+  if (effort === 'minimal' || effort === 'low' || effort === 'medium' || effort === 'high') chat.reasoning_effort = effort;
+  if (isObj(body.response_format) && body.response_format.type !== 'text') chat.response_format = body.response_format;
+  if (body.stream === true) chat.stream = true;
+  return chat;
+}
