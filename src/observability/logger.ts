@@ -8,8 +8,15 @@ import pino from 'pino';
 export type Logger = pino.Logger;
 
 let dest: ReturnType<typeof pino.destination> | null = null;
+let override: pino.DestinationStream | null = null;
+
+/** Sends the lines of every logger created afterwards to `stream` (tests keep them in memory, shown only when a test fails). */
+export function logTo(stream: pino.DestinationStream | null): void {
+  override = stream;
+}
 
 export function createLogger(level = process.env.LOG_LEVEL ?? 'info', name = 'gateway'): Logger {
+  if (override) return pino({ name, level, base: { pid: process.pid }, timestamp: pino.stdTimeFunctions.epochTime }, override);
   if (!dest) {
     dest = pino.destination({ dest: 1, sync: false, minLength: 12 * 1024 }); // must stay under maxWrite (16 KB)
     const d = dest;

@@ -203,7 +203,7 @@ describe.each(drivers)('%s storage', (name, make) => {
 
     // A driver that buffered the object would hold ~60 MB live at the last samples; streaming holds a few parts
     // (S3 upload: about partSize x (queueSize + 1); the server runs in its own process).
-    console.log(`${name}: live memory growth put ${(upProbe.growth / MiB).toFixed(1)} MiB, get ${(downProbe.growth / MiB).toFixed(1)} MiB`);
+    if (process.env.LOG_LEVEL) console.log(`${name}: live memory growth put ${(upProbe.growth / MiB).toFixed(1)} MiB, get ${(downProbe.growth / MiB).toFixed(1)} MiB`);
     expect(upProbe.growth).toBeLessThan(45 * MiB);
     expect(downProbe.growth).toBeLessThan(45 * MiB);
 

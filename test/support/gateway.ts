@@ -25,7 +25,9 @@ export interface TestGateway {
 export async function startGateway(overrides: Partial<Config> = {}, opts: { temporal?: boolean } = {}): Promise<TestGateway> {
   const emulator = await startEmulator();
   process.env.EMULATOR_URL = emulator.url;
-  const config = loadConfig({ port: 0, creditFlushMs: 50, keyCacheMs: 500, ...overrides });
+  // LOG_LEVEL set by whoever runs the tests wins over a test's own quieter level.
+  const logLevel = process.env.LOG_LEVEL ? { logLevel: process.env.LOG_LEVEL } : {};
+  const config = loadConfig({ port: 0, creditFlushMs: 50, keyCacheMs: 500, ...overrides, ...logLevel });
   const deps = await buildDeps(config, { temporal: opts.temporal ?? true });
   const app = createApp(deps);
   const server = http.createServer(app.callback());
