@@ -1,5 +1,6 @@
 import { badRequest } from '../errors';
 import { isUuid } from './users';
+import { isUnstorableText, unstorableTextMessage } from '../text/pgText';
 
 /** Query/body parameter checks for the console API: each failure is a 400 naming the parameter. */
 
@@ -20,10 +21,15 @@ export function uuidParam(v: unknown, name: string): string {
 }
 
 const DATE_RE = /^\d{4}-\d{2}-\d{2}$/;
+/** Dates the usage queries take: from the epoch (no usage before it) to 9999; Postgres refuses year 0 and earlier. */
+const MIN_YEAR = 1970;
+const MAX_YEAR = 9999;
 export function dateParam(v: unknown, name: string): string {
   if (typeof v !== 'string' || !DATE_RE.test(v) || Number.isNaN(Date.parse(`${v}T00:00:00Z`)) || new Date(`${v}T00:00:00Z`).toISOString().slice(0, 10) !== v) {
     throw badRequest(`${name} must be a date YYYY-MM-DD`, name);
   }
+  const year = Number(v.slice(0, 4));
+  if (year < MIN_YEAR || year > MAX_YEAR) throw badRequest(`${name} must be a date in the years ${MIN_YEAR} to ${MAX_YEAR}`, name);
   return v;
 }
 
@@ -45,6 +51,7 @@ export function stringField(body: Record<string, unknown>, name: string, opts: {
     throw badRequest(`${name} is required`, name, 'missing_required_parameter');
   }
   if (typeof v !== 'string') throw badRequest(`${name} must be a string`, name);
+  if (isUnstorableText(v)) throw badRequest(unstorableTextMessage(name), name);
   const s = v.trim();
   if (s.length < (opts.min ?? 0) || s.length > opts.max) throw badRequest(`${name} must be ${opts.min ?? 0} to ${opts.max} characters`, name);
   return s;

@@ -8,6 +8,7 @@ import { decoyHash, verifyPassword, MAX_PASSWORD_LENGTH } from './passwords';
 import { readSessionCookie, requireCsrf, requireSession, sameOrigin, sessionCookie, sessionOf } from './auth';
 import { LoginRateLimiter } from './rateLimit';
 import { getAccount } from './queries';
+import { isUnstorableText } from '../text/pgText';
 
 /** Sign-in, the current session, sign-out. */
 export function mountSessionApi(r: Router<GatewayState>, deps: AppDeps, limiter = new LoginRateLimiter()): void {
@@ -24,6 +25,7 @@ export function mountSessionApi(r: Router<GatewayState>, deps: AppDeps, limiter 
     const password = typeof b.password === 'string' ? b.password : '';
     if (!email) throw badRequest('email is required', 'email', 'missing_required_parameter');
     if (!password) throw badRequest('password is required', 'password', 'missing_required_parameter');
+    if (isUnstorableText(email)) throw badRequest('email must be an email address', 'email');
     if (email.length > 320 || password.length > MAX_PASSWORD_LENGTH) throw wrongCredentials();
     const wait = limiter.attempt(email, ctx.ip);
     if (wait > 0) {

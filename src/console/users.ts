@@ -1,5 +1,6 @@
 import type { Db } from '../db/pool';
 import { hashPassword, passwordProblem } from './passwords';
+import { isUnstorableText } from '../text/pgText';
 
 /** Console logins (console_users): one per email, linked to an account, role customer or operator. */
 
@@ -24,7 +25,7 @@ export class ConsoleUserError extends Error {
 const EMAIL_RE = /^[^\s@]{1,64}@[^\s@]{1,255}$/;
 
 export function normalizeEmail(email: unknown): string {
-  if (typeof email !== 'string' || !EMAIL_RE.test(email.trim())) throw new ConsoleUserError('email must be an email address', 'email', 'invalid');
+  if (typeof email !== 'string' || !EMAIL_RE.test(email.trim()) || isUnstorableText(email)) throw new ConsoleUserError('email must be an email address', 'email', 'invalid');
   return email.trim().toLowerCase();
 }
 

@@ -1,5 +1,6 @@
 import { badRequest, ApiError } from '../errors';
 import type { Catalog, ModelConfig } from '../catalog/catalog';
+import { findUnstorableText, unstorableTextMessage } from '../text/pgText';
 
 /**
  * Validation of POST /v1/videos (spec 4.1 and 8). Every rejection is a 400 naming the parameter. The checks
@@ -148,6 +149,8 @@ export function validateVideoRequest(body: Record<string, unknown>, catalog: Cat
   if (body.prompt === undefined || body.prompt === null) throw bad('prompt', "Missing required parameter: 'prompt'.", 'missing_required_parameter');
   if (typeof body.prompt !== 'string') throw bad('prompt', "Invalid 'prompt': expected a string.", 'invalid_type');
   if (body.prompt.trim() === '') throw bad('prompt', "Invalid 'prompt': must not be empty.");
+  // The job's request is kept in jsonb, which cannot hold these; and no provider reads them as text either.
+  if (findUnstorableText(body.prompt, 'prompt')) throw bad('prompt', unstorableTextMessage('prompt'));
   const chars = [...body.prompt].length;
   if (chars > MAX_PROMPT_CHARS) throw bad('prompt', `Invalid 'prompt': ${chars} characters, at most ${MAX_PROMPT_CHARS} allowed.`, 'string_above_max_length');
 
@@ -243,6 +246,8 @@ export function validateVideoRequest(body: Record<string, unknown>, catalog: Cat
   let parameters: Record<string, unknown> | undefined;
   if (body.parameters !== undefined && body.parameters !== null) {
     if (!isObject(body.parameters)) throw bad('parameters', "Invalid 'parameters': expected an object.", 'invalid_type');
+    const unstorable = findUnstorableText(body.parameters, 'parameters');
+    if (unstorable) throw bad(unstorable, unstorableTextMessage(unstorable));
     const reserved = RESERVED_PARAMETERS[kind] ?? {};
     for (const k of Object.keys(body.parameters)) {
       if (k in reserved) {

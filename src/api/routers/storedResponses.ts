@@ -1,5 +1,6 @@
 import type { Db } from '../../db/pool';
 import type { ResponseObject, ResponsesItem } from '../../translate/responsesTypes';
+import { jsonForPostgres } from '../../text/pgText';
 
 /** Stored responses (migration 030): save one turn, load one response, rebuild a conversation's items. */
 
@@ -10,14 +11,11 @@ const MAX_CHAIN = 10_000;
 const ID = /^[A-Za-z0-9_.:-]{1,256}$/;
 export const isResponseId = (id: string): boolean => ID.test(id);
 
-/** Postgres text and jsonb cannot hold NUL: stored copies carry U+FFFD instead. */
-const noNul = (_k: string, v: unknown) => (typeof v === 'string' && v.includes('\u0000') ? v.replaceAll('\u0000', '\uFFFD') : v);
-
 export async function saveResponse(db: Db, accountId: string, r: { id: string; previousResponseId: string | null; model: string; input: ResponsesItem[]; response: ResponseObject | Record<string, unknown> }): Promise<void> {
   await db.query(
     `INSERT INTO stored_responses (account_id, id, previous_response_id, model, input, response)
      VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (account_id, id) DO NOTHING`,
-    [accountId, r.id, r.previousResponseId, r.model, JSON.stringify(r.input, noNul), JSON.stringify(r.response, noNul)],
+    [accountId, r.id, r.previousResponseId, r.model, jsonForPostgres(r.input), jsonForPostgres(r.response)],
   );
 }
 
