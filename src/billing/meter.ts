@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import type { CreditManager, Reservation } from './credit';
 import { InsufficientFunds } from './ledger';
-import { insufficientFunds } from '../errors';
+import { ApiError, insufficientFunds } from '../errors';
 import { tokensFromChars } from './pricing';
 import { SseDecoder } from '../providers/sse';
 import type { TokenUsage } from '../providers/types';
@@ -55,6 +55,8 @@ export class Meter {
 
 /** Reserves `maxCostVnd` for a request; an account that cannot cover it gets 402 insufficient_quota (no upstream call). */
 export async function openMeter(credit: CreditManager, owner: MeterOwner, model: string, operation: string, maxCostVnd: number): Promise<Meter> {
+  // A bound past exact integer VND (absurd counts the schemas let through) is more than any balance holds.
+  if (maxCostVnd > Number.MAX_SAFE_INTEGER) throw new ApiError(402, 'Insufficient balance: this request could cost more than any balance can cover. Lower its token counts or number of choices.', 'insufficient_quota', null, 'insufficient_balance');
   for (let attempt = 0; ; attempt++) {
     try {
       return new Meter(await credit.reserve(owner.accountId, maxCostVnd), owner, model, operation);

@@ -1,4 +1,5 @@
 import { compileJson, type Validator } from './compile';
+import { nullableTokenCount } from './tokens';
 
 /**
  * POST /v1/chat/completions and POST /v1/completions (spec 4.9, 4.10). Only what the gateway relies on or the
@@ -11,7 +12,7 @@ const sampling = {
   temperature: { type: 'number', minimum: 0, maximum: 2 },
   top_p: { type: 'number', minimum: 0, maximum: 1 },
   n: { type: 'integer', minimum: 1, maximum: 8 },
-  max_tokens: { type: ['integer', 'null'], minimum: 1 },
+  max_tokens: nullableTokenCount,
   presence_penalty: { type: ['number', 'null'], minimum: -2, maximum: 2 },
   frequency_penalty: { type: ['number', 'null'], minimum: -2, maximum: 2 },
   stream: { type: ['boolean', 'null'] },
@@ -56,7 +57,7 @@ export const validateChatCompletion: Validator<ChatCompletionBody> = compileJson
       },
     },
     ...sampling,
-    max_completion_tokens: { type: ['integer', 'null'], minimum: 1 },
+    max_completion_tokens: nullableTokenCount,
     logprobs: { type: ['boolean', 'null'] },
     top_logprobs: { type: ['integer', 'null'], minimum: 0, maximum: 20 },
     tools: {

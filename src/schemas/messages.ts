@@ -1,5 +1,6 @@
 import { compileJson, type Validator } from './compile';
 import type { MessagesRequest } from '../translate/anthropicTypes';
+import { tokenCount } from './tokens';
 
 /**
  * POST /v1/messages and POST /v1/messages/count_tokens (spec 4.12, Anthropic Messages). Only what the gateway
@@ -31,7 +32,7 @@ const common = {
   },
   thinking: {
     type: 'object', required: ['type'],
-    properties: { type: { enum: ['enabled', 'disabled', 'adaptive'] }, budget_tokens: { type: 'integer', minimum: 1 } },
+    properties: { type: { enum: ['enabled', 'disabled', 'adaptive'] }, budget_tokens: tokenCount },
   },
 };
 
@@ -40,7 +41,7 @@ export const validateMessages: Validator<MessagesRequest> = compileJson<Messages
   required: ['model', 'max_tokens', 'messages'],
   properties: {
     ...common,
-    max_tokens: { type: 'integer', minimum: 1 },
+    max_tokens: tokenCount,
     stream: { type: 'boolean' },
     temperature: { type: 'number', minimum: 0, maximum: 1 },
     top_p: { type: 'number', minimum: 0, maximum: 1 },

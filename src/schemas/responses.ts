@@ -1,5 +1,6 @@
 import { compileJson, type Validator } from './compile';
 import type { ResponsesRequest } from '../translate/responsesTypes';
+import { nullableTokenCount } from './tokens';
 
 /**
  * POST /v1/responses (spec 4.13, OpenAI Responses). Only what the gateway relies on is checked; everything else
@@ -18,7 +19,7 @@ export const validateResponses: Validator<ResponsesRequest> = compileJson<Respon
     tools: { type: 'array', items: { type: 'object', required: ['type'], properties: { type: { type: 'string' }, name: { type: 'string' } } } },
     tool_choice: { type: ['string', 'object'] },
     parallel_tool_calls: { type: ['boolean', 'null'] },
-    max_output_tokens: { type: ['integer', 'null'], minimum: 1 },
+    max_output_tokens: nullableTokenCount,
     temperature: { type: ['number', 'null'], minimum: 0, maximum: 2 },
     top_p: { type: ['number', 'null'], minimum: 0, maximum: 1 },
     stream: { type: ['boolean', 'null'] },

@@ -1,24 +1,16 @@
 import Router from '@koa/router';
 import type { AppDeps } from '../deps';
 import { jsonApi, type Ctx, type GatewayState } from '../middleware';
-import { badRequest } from '../errors';
 import { validateChatCompletion, validateCompletion, type ChatCompletionBody } from '../../schemas/chat';
 import { bridgedChat } from './chatBridged';
 import { estimateChatMaxCost } from '../../billing/pricing';
 import type { ModelConfig } from '../../catalog/catalog';
+import { checkOutputCap } from '../../catalog/outputCap';
 import { forwardCompletionJson, forwardCompletionStream } from '../upstream';
 import { reserve } from '../reserve';
 
-/** Output cap check: a max_tokens above the model's limit is the client's error (as OpenAI answers it). */
 function checkMaxTokens(model: ModelConfig, body: { max_tokens?: number | null; max_completion_tokens?: number | null }): void {
-  const cap = model.maxOutputTokens;
-  if (!cap) return;
-  for (const param of ['max_completion_tokens', 'max_tokens'] as const) {
-    const v = body[param];
-    if (typeof v === 'number' && v > cap) {
-      throw badRequest(`${param} is too large: ${v}. This model supports at most ${cap} completion tokens.`, param, 'invalid_value');
-    }
-  }
+  for (const param of ['max_completion_tokens', 'max_tokens'] as const) checkOutputCap(model, param, body[param]);
 }
 
 /**

@@ -4,6 +4,7 @@ import type { AppDeps } from '../deps';
 import { jsonBody, requireApiKey, route, type Ctx, type GatewayState } from '../middleware';
 import { ApiError, anthropicType } from '../errors';
 import type { ModelConfig } from '../../catalog/catalog';
+import { checkOutputCap } from '../../catalog/outputCap';
 import { validateCountTokens, validateMessages, type CountTokensRequest } from '../../schemas/messages';
 import type { MessagesRequest } from '../../translate/anthropicTypes';
 import { messagesToChat } from '../../translate/messagesToChat';
@@ -121,6 +122,7 @@ export function messagesRouter(deps: AppDeps): Router<GatewayState> {
 
   /** Native pass-through: the body goes upstream as sent (model renamed), the answer comes back as produced. */
   async function nativeMessages(ctx: Ctx, model: ModelConfig, adapter: AnthropicAdapter, req: MessagesRequest, sink: SseSink): Promise<void> {
+    checkOutputCap(model, 'max_tokens', req.max_tokens);
     const payload = JSON.stringify({ ...req, model: model.upstreamModel });
     const bytes = Buffer.byteLength(payload);
     const meter = await reserve(ctx, deps, model.id, OPERATION, nativeMaxCost(model, bytes, req.max_tokens, countImages(req.messages)));

@@ -3,6 +3,7 @@ import type { AppDeps } from '../deps';
 import { jsonBody, requireApiKey, route, type Ctx, type GatewayState } from '../middleware';
 import { ApiError, notFound } from '../errors';
 import type { ModelConfig } from '../../catalog/catalog';
+import { checkOutputCap } from '../../catalog/outputCap';
 import { validateResponses } from '../../schemas/responses';
 import type { ResponseObject, ResponsesItem, ResponsesRequest } from '../../translate/responsesTypes';
 import { inputItems, responsesToChat } from '../../translate/responsesToChat';
@@ -82,20 +83,24 @@ export function responsesRouter(deps: AppDeps): Router<GatewayState> {
     sink: SseSink;
   }
 
-  async function store(ctx: Ctx, t: Turn, response: Record<string, unknown> | null): Promise<void> {
-    if (!t.store || !response || typeof response.id !== 'string' || !isResponseId(response.id)) return;
-    if (response.status !== 'completed' && response.status !== 'incomplete') return;
+  /** Stores the turn when asked to; false when it was asked to and could not be (the answer must then say store: false). */
+  async function store(ctx: Ctx, t: Turn, response: Record<string, unknown> | null): Promise<boolean> {
+    if (!t.store || !response || typeof response.id !== 'string' || !isResponseId(response.id)) return true;
+    if (response.status !== 'completed' && response.status !== 'incomplete') return true;
     const saved = { ...response, previous_response_id: t.req.previous_response_id ?? null, store: true };
     try {
       await saveResponse(deps.db, ctx.state.principal!.accountId, { id: response.id, previousResponseId: t.req.previous_response_id ?? null, model: t.model.id, input: t.input, response: saved });
+      return true;
     } catch (e) {
       // The answer is still good; only its continuation is lost. Never fail the request for it.
       deps.logger.error({ reqId: ctx.state.requestId, err: (e as Error).message }, 'storing response failed');
+      return false;
     }
   }
 
   /** Native pass-through to an upstream /responses. */
   async function nativeResponses(ctx: Ctx, t: Turn): Promise<void> {
+    checkOutputCap(t.model, 'max_output_tokens', t.req.max_output_tokens);
     const adapter = deps.providers.openai(t.model);
     const body: Record<string, unknown> = { ...t.req, model: t.model.upstreamModel, input: [...t.history, ...t.input] };
     delete body.previous_response_id;
@@ -115,9 +120,9 @@ export function responsesRouter(deps: AppDeps): Router<GatewayState> {
         throw e;
       }
       settleUsage(meter, t.model, usageOf(obj) ?? estimateFromDelivered(bytes, raw.length));
-      await store(ctx, t, obj);
       ctx.type = 'application/json';
-      ctx.body = raw;
+      // Text Postgres cannot hold is stored as U+FFFD, so only an outage fails here: then say it was not stored.
+      ctx.body = (await store(ctx, t, obj)) ? raw : { ...obj, store: false };
       return;
     }
     const res = await upstreamStream(adapter, '/responses', payload, meter, t.sink);
@@ -195,8 +200,7 @@ export function responsesRouter(deps: AppDeps): Router<GatewayState> {
       const obj = chatToResponses(c, { ...shell, tools });
       const u = c.usage;
       settleUsage(meter, t.model, u ? { input: u.prompt_tokens, output: u.completion_tokens, cached: u.prompt_tokens_details?.cached_tokens ?? 0, estimated: false } : estimateFromDelivered(bytes, JSON.stringify(obj.output).length));
-      await store(ctx, t, obj);
-      ctx.body = obj;
+      ctx.body = (await store(ctx, t, obj)) ? obj : { ...obj, store: false };
       return;
     }
     let batches: AsyncIterable<ChatChunk[]>;

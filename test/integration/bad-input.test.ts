@@ -1,0 +1,146 @@
+import { startGateway, type TestGateway } from '../support/gateway';
+import { getBalance, listLedger, verifyProjections } from '../../src/billing/ledger';
+import { ConsoleClient, jsonOf, makeLogin } from '../e2e/consoleClient';
+
+/**
+ * Inputs that used to reach Postgres or the cost arithmetic unchecked: each is a 400 in the interface's error shape
+ * naming the parameter, and holds or charges nothing. Text Postgres cannot store (NUL, unpaired surrogates) is
+ * refused where it must be real text, and stored as U+FFFD where it is content (stored responses).
+ */
+
+let gw: TestGateway;
+beforeAll(async () => {
+  gw = await startGateway({ logLevel: 'silent' });
+});
+afterAll(async () => {
+  await gw.close();
+});
+
+const BALANCE = 5_000_000;
+const NUL = 'a\u0000b';
+const LONE = 'a\ud800b';
+
+/** POSTs `body` as JSON (JSON.stringify writes NUL and lone surrogates as \u escapes, as clients do). */
+async function post(path: string, key: string, body: unknown, headers: Record<string, string> = {}) {
+  const res = await fetch(gw.url + path, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${key}`, ...headers }, body: JSON.stringify(body) });
+  return { status: res.status, body: await jsonOf(res) };
+}
+
+/** The account still has only its top-up: nothing held, nothing charged, projections consistent. */
+async function expectUntouched(accountId: string) {
+  await gw.deps.credit.flush();
+  expect(await getBalance(gw.deps.db, accountId)).toEqual({ balance: BALANCE, held: 0, available: BALANCE });
+  expect((await listLedger(gw.deps.db, accountId)).map((e) => e.kind)).toEqual(['topped_up']);
+  expect(await verifyProjections(gw.deps.db)).toEqual([]);
+}
+
+const anthropic = { 'anthropic-version': '2023-06-01' };
+
+describe('token counts beyond any model are a 400, on every path', () => {
+  test.each([
+    ['native (Anthropic upstream)', 'claude-sonnet-4-6'],
+    ['translated to chat', 'gpt-4o-mini'],
+    ['bridged to /responses', 'gpt-5-codex'],
+  ])('/v1/messages max_tokens 1e20, %s', async (_name, model) => {
+    const { accountId, key } = await gw.account(BALANCE);
+    const res = await post('/v1/messages', key, { model, max_tokens: 1e20, messages: [{ role: 'user', content: 'hi' }] }, anthropic);
+    expect(res.status).toBe(400);
+    expect(res.body).toMatchObject({ type: 'error', error: { type: 'invalid_request_error', message: expect.stringContaining('max_tokens') } });
+    await expectUntouched(accountId);
+  });
+
+  test.each([
+    ['native (Responses upstream)', 'gpt-5-codex'],
+    ['translated to chat', 'gpt-4o-mini'],
+    ['bridged to /v1/messages', 'claude-sonnet-4-6'],
+  ])('/v1/responses max_output_tokens 1e20, %s', async (_name, model) => {
+    const { accountId, key } = await gw.account(BALANCE);
+    const res = await post('/v1/responses', key, { model, max_output_tokens: 1e20, input: 'hi' });
+    expect(res.status).toBe(400);
+    expect(res.body.error).toMatchObject({ type: 'invalid_request_error', param: 'max_output_tokens' });
+    await expectUntouched(accountId);
+  });
+
+  test('chat completions: max_tokens and n beyond any model', async () => {
+    const { accountId, key } = await gw.account(BALANCE);
+    for (const body of [{ max_tokens: 1e20 }, { max_completion_tokens: 1e20 }]) {
+      const res = await post('/v1/chat/completions', key, { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }], ...body });
+      expect(res.status).toBe(400);
+      expect(res.body.error.param).toBe(Object.keys(body)[0]);
+    }
+    await expectUntouched(accountId);
+  });
+});
+
+describe('text Postgres cannot hold', () => {
+  test.each([
+    ['prompt with NUL', { prompt: NUL }, 'prompt'],
+    ['prompt with a lone surrogate', { prompt: LONE }, 'prompt'],
+    ['parameters value with NUL', { parameters: { negative_prompt: NUL } }, 'parameters.negative_prompt'],
+    ['nested parameters value with a lone surrogate', { parameters: { style: { tags: ['ok', LONE] } } }, 'parameters.style.tags[1]'],
+    ['parameters key with NUL', { parameters: { [NUL]: 1 } }, 'parameters'],
+    ['parameters key with a lone surrogate', { parameters: { [LONE]: 'x' } }, 'parameters'],
+  ])('POST /v1/videos: %s is a 400 naming it', async (_name, fields, param) => {
+    const { accountId, key } = await gw.account(BALANCE);
+    const res = await post('/v1/videos', key, { model: 'seedance-2-0', prompt: 'a calm lake', seconds: 4, ...fields });
+    expect(res.status).toBe(400);
+    expect(res.body.error).toMatchObject({ type: 'invalid_request_error', param });
+    const jobs = await gw.deps.db.query('SELECT 1 FROM video_jobs WHERE account_id = $1', [accountId]);
+    expect(jobs.rowCount).toBe(0);
+    await expectUntouched(accountId);
+  });
+
+  test('console: a sign-in email, a login email or a key name with NUL or a lone surrogate is a 400', async () => {
+    const acc = await gw.account(0, 'console');
+    const login = await makeLogin(gw, acc.accountId, 'operator');
+    const c = new ConsoleClient(gw.url);
+    for (const email of [`x${NUL}@example.com`, `x${LONE}@example.com`]) {
+      const res = await c.signIn(email, 'some-password-123');
+      expect(res.status).toBe(400);
+      expect((await jsonOf(res)).error.param).toBe('email');
+    }
+    expect((await c.signIn(login.email, login.password)).status).toBe(200);
+    for (const name of [NUL, LONE]) {
+      const res = await c.request('POST', '/console/api/keys', { name });
+      expect(res.status).toBe(400);
+      expect((await jsonOf(res)).error.param).toBe('name');
+      const created = await c.request('POST', '/console/api/admin/logins', { accountId: acc.accountId, email: `y${name}@example.com`, password: 'long-enough-password' });
+      expect(created.status).toBe(400);
+      expect((await jsonOf(created)).error.param).toBe('email');
+    }
+    expect((await c.json('GET', '/console/api/keys')).data.map((k: { name: string }) => k.name)).toEqual(['test']);
+  });
+
+  test('console usage: dates outside the years 1970..9999 are a 400', async () => {
+    const acc = await gw.account(0, 'usage');
+    const login = await makeLogin(gw, acc.accountId);
+    const c = new ConsoleClient(gw.url);
+    expect((await c.signIn(login.email, login.password)).status).toBe(200);
+    for (const [from, to, param] of [['0000-01-01', '0000-01-02', 'from'], ['0001-01-01', '0001-01-31', 'from'], ['1969-12-31', '1970-01-05', 'from'], ['2026-01-01', '0000-01-01', 'to']]) {
+      const res = await c.request('GET', `/console/api/usage?from=${from}&to=${to}`);
+      expect(res.status).toBe(400);
+      expect((await jsonOf(res)).error.param).toBe(param);
+    }
+    const last = await c.request('GET', '/console/api/usage?from=9999-12-01&to=9999-12-31');
+    expect(last.status).toBe(200);
+  });
+});
+
+describe('store: true never claims a response it could not store', () => {
+  test.each([
+    ['translated', 'gpt-4o-mini'],
+    ['native', 'gpt-5-codex'],
+  ])('%s: input with a lone surrogate and a NUL (in text and in keys) is stored and found', async (_name, model) => {
+    const { key } = await gw.account(BALANCE);
+    const input = [{ role: 'user', content: [{ type: 'input_text', text: `x${LONE}${NUL}` }], [`k${LONE}`]: `v${NUL}` }];
+    const res = await post('/v1/responses', key, { model, input, store: true });
+    expect(res.status).toBe(200);
+    expect(res.body.store).toBe(true);
+    const got = await fetch(`${gw.url}/v1/responses/${res.body.id}`, { headers: { authorization: `Bearer ${key}` } });
+    expect(got.status).toBe(200);
+    expect((await jsonOf(got)).id).toBe(res.body.id);
+    // The conversation continues from it (its input items were stored too).
+    const next = await post('/v1/responses', key, { model, input: 'and then?', previous_response_id: res.body.id });
+    expect(next.status).toBe(200);
+  });
+});
