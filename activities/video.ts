@@ -8,6 +8,7 @@ import type { Logger } from '../src/observability/logger';
 import type { VideoProviders } from '../src/providers/video';
 import { VideoProviderError, type VideoImage, type VideoSubmission, type VideoTaskState } from '../src/providers/video/types';
 import * as jobs from '../src/video/jobs';
+import type { VideoImages } from '../src/video/params';
 import type { StoredImageRef } from '../src/video/jobs';
 
 /**
@@ -127,15 +128,13 @@ export function createVideoActivities(deps: VideoActivityDeps) {
       if (job.cancelRequestedAt) return { taskId: job.providerTaskId, cancelRequested: true };
       if (job.providerTaskId) return { taskId: job.providerTaskId };
       const { adapter, upstreamModel } = adapterOf(job);
-      const r = job.request;
-      const s: VideoSubmission = {
-        upstreamModel, prompt: r.prompt, seconds: r.seconds, aspectRatio: r.aspectRatio, resolution: r.resolution, seed: r.seed,
-        generateAudio: r.generateAudio, watermark: r.watermark, returnLastFrame: r.returnLastFrame || undefined, parameters: r.parameters,
-      };
+      const { images: stored, ...params } = job.request;
+      const images: VideoImages<VideoImage> = {};
+      const s: VideoSubmission = { ...params, upstreamModel, images };
       try {
-        if (r.images.inputReference) s.firstFrame = await readImage(storage, r.images.inputReference);
-        if (r.images.lastFrame) s.lastFrame = await readImage(storage, r.images.lastFrame);
-        if (r.images.referenceImages?.length) s.referenceImages = await Promise.all(r.images.referenceImages.map((x) => readImage(storage, x)));
+        if (stored.inputReference) images.inputReference = await readImage(storage, stored.inputReference);
+        if (stored.lastFrame) images.lastFrame = await readImage(storage, stored.lastFrame);
+        if (stored.referenceImages?.length) images.referenceImages = await Promise.all(stored.referenceImages.map((x) => readImage(storage, x)));
       } catch (e) {
         throw toFailure(e, 'reading input images');
       }

@@ -1,6 +1,7 @@
 import type { Db, Queryable } from '../db/pool';
 import { tx } from '../db/pool';
 import { placeHoldIn, settleHold } from '../billing/ledger';
+import type { VideoRequest } from './params';
 
 /**
  * The video job repository. The video_jobs row is a projection; every change to it appends a video_job_events
@@ -17,19 +18,7 @@ export const isFinal = (s: JobStatus) => FINAL_STATUSES.includes(s);
 export interface StoredImageRef { key: string; mimeType: string; size: number }
 
 /** The normalised request stored with the job (what the workflow's activities send to the provider). */
-export interface StoredVideoRequest {
-  prompt: string;
-  seconds: number;
-  size?: string;
-  aspectRatio?: string;
-  resolution?: string;
-  seed?: number;
-  generateAudio?: boolean;
-  watermark?: boolean;
-  returnLastFrame: boolean;
-  parameters?: Record<string, unknown>;
-  images: { inputReference?: StoredImageRef; lastFrame?: StoredImageRef; referenceImages?: StoredImageRef[] };
-}
+export type StoredVideoRequest = VideoRequest<StoredImageRef>;
 
 export interface VideoJob {
   id: string;

@@ -1,6 +1,7 @@
 import { badRequest, ApiError } from '../errors';
 import type { Catalog, ModelConfig } from '../catalog/catalog';
 import { findUnstorableText, unstorableTextMessage } from '../text/pgText';
+import type { VideoImages, VideoRequest } from './params';
 
 /**
  * Validation of POST /v1/videos (spec 4.1 and 8). Every rejection is a 400 naming the parameter. The checks
@@ -47,17 +48,7 @@ export type ImageLoader = (src: ImageSource, param: string) => Promise<LoadedIma
 
 export interface ValidVideoRequest {
   model: ModelConfig;
-  prompt: string;
-  seconds: number;
-  size?: string;
-  aspectRatio?: string;
-  resolution?: string;
-  seed?: number;
-  generateAudio?: boolean;
-  watermark?: boolean;
-  returnLastFrame: boolean;
-  parameters?: Record<string, unknown>;
-  images: { inputReference?: ImageSource; lastFrame?: ImageSource; referenceImages?: ImageSource[] };
+  request: VideoRequest<ImageSource>;
   /** seconds x the model's price per second: the hold placed at submission. */
   maxCostVnd: number;
 }
@@ -222,7 +213,7 @@ export function validateVideoRequest(body: Record<string, unknown>, catalog: Cat
   if (body.return_last_frame !== undefined && body.return_last_frame !== null) returnLastFrame = boolean(body.return_last_frame, 'return_last_frame', fromForm);
 
   // images
-  const images: ValidVideoRequest['images'] = {};
+  const images: VideoImages<ImageSource> = {};
   const has = (k: string) => body[k] !== undefined && body[k] !== null && body[k] !== '';
   if (has('input_reference')) images.inputReference = imageSource(body.input_reference, 'input_reference');
   if (has('last_frame')) {
@@ -263,9 +254,10 @@ export function validateVideoRequest(body: Record<string, unknown>, catalog: Cat
   const price = model.pricing.perVideoSecond!;
   const maxCostVnd = seconds * price;
   if (!Number.isSafeInteger(maxCostVnd)) throw new ApiError(500, 'The model price is misconfigured.', 'server_error', null, 'pricing_error');
+  const size = typeof body.size === 'string' && body.size !== '' ? body.size : undefined;
   return {
-    model, prompt: body.prompt, seconds, size: typeof body.size === 'string' && body.size !== '' ? body.size : undefined, aspectRatio, resolution,
-    seed, generateAudio, watermark, returnLastFrame, parameters, images, maxCostVnd,
+    model, maxCostVnd,
+    request: { prompt: body.prompt, seconds, size, aspectRatio, resolution, seed, generateAudio, watermark, returnLastFrame, parameters, images },
   };
 }
 
@@ -284,7 +276,7 @@ function coerceFormValues(o: Record<string, unknown>): Record<string, unknown> {
 }
 
 /** Decodes/fetches every image of a validated request (each failure is a 400 naming its parameter). */
-export async function loadImages(images: ValidVideoRequest['images'], load: ImageLoader): Promise<{ inputReference?: LoadedImage; lastFrame?: LoadedImage; referenceImages?: LoadedImage[] }> {
+export async function loadImages(images: VideoImages<ImageSource>, load: ImageLoader): Promise<VideoImages<LoadedImage>> {
   const [inputReference, lastFrame, referenceImages] = await Promise.all([
     images.inputReference ? load(images.inputReference, 'input_reference') : undefined,
     images.lastFrame ? load(images.lastFrame, 'last_frame') : undefined,

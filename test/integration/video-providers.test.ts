@@ -47,7 +47,7 @@ async function readAll(a: VideoProviderAdapter, url: string): Promise<{ bytes: B
 describe('Veo (Gemini API long-running operations)', () => {
   test('submits with the API key, inline image and durationSeconds; polls; downloads through the redirect', async () => {
     emu.control.settings.videoPollsToComplete = 3;
-    const { taskId } = await veo.submit({ upstreamModel: 'veo-3.1-generate-preview', prompt: 'a cat', seconds: 6, aspectRatio: '16:9', firstFrame: image, parameters: { negativePrompt: 'dogs' } });
+    const { taskId } = await veo.submit({ upstreamModel: 'veo-3.1-generate-preview', prompt: 'a cat', seconds: 6, aspectRatio: '16:9', images: { inputReference: image }, parameters: { negativePrompt: 'dogs' } });
     expect(taskId).toMatch(/^models\/veo-3.1-generate-preview\/operations\/\w+$/);
     const create = emu.control.requests.find((r) => r.method === 'POST')!;
     expect(create.path).toBe('/veo/v1beta/models/veo-3.1-generate-preview:predictLongRunning');
@@ -120,7 +120,7 @@ describe('Seedance (content generation tasks)', () => {
     emu.control.settings.videoPollsToComplete = 3;
     const { taskId } = await seed.submit({
       upstreamModel: 'dreamina-seedance-2-0-260128', prompt: 'a dog', seconds: 7, aspectRatio: '9:16', resolution: '1080p', seed: 42,
-      generateAudio: false, watermark: true, returnLastFrame: true, firstFrame: image, lastFrame: image, parameters: { camera_fixed: true },
+      generateAudio: false, watermark: true, returnLastFrame: true, images: { inputReference: image, lastFrame: image }, parameters: { camera_fixed: true },
     });
     expect(taskId).toMatch(/^cgt-/);
     const create = emu.control.requests.find((r) => r.method === 'POST')!;
@@ -148,7 +148,7 @@ describe('Seedance (content generation tasks)', () => {
 
   test('reference images; failed, content filter, expired; cancel of a queued task', async () => {
     emu.control.settings.videoPollsToComplete = 2;
-    const ref = await seed.submit({ upstreamModel: 'm', prompt: 'refs', seconds: 5, referenceImages: [image, image] });
+    const ref = await seed.submit({ upstreamModel: 'm', prompt: 'refs', seconds: 5, images: { referenceImages: [image, image] } });
     const body = emu.control.requests.find((r) => r.method === 'POST')!.body as { content: { role?: string }[] };
     expect(body.content.map((c) => c.role)).toEqual([undefined, 'reference_image', 'reference_image']);
     expect((await until(seed, ref.taskId)).pop()!.state).toBe('succeeded');

@@ -138,12 +138,13 @@ export function videosRouter(deps: AppDeps): Router<GatewayState> {
     }
 
     const v = validateVideoRequest(body, deps.catalog, fromForm);
+    const { images: sources, ...params } = v.request;
     ctx.state.model = v.model.id;
     const client = temporal();
     // Cheap early refusal before any image is fetched or stored; the hold below is the authoritative check.
     const balance = await getBalance(deps.db, principal.accountId);
     if (balance && balance.available < v.maxCostVnd) throw insufficientFunds(v.maxCostVnd, balance.available);
-    const images = await loadImages(v.images, loadImage);
+    const images = await loadImages(sources, loadImage);
 
     const jobId = randomUUID();
     const stored: StoredVideoRequest['images'] = {};
@@ -156,15 +157,12 @@ export function videosRouter(deps: AppDeps): Router<GatewayState> {
     if (images.lastFrame) stored.lastFrame = await put(images.lastFrame, 'last_frame');
     if (images.referenceImages) stored.referenceImages = await Promise.all(images.referenceImages.map((img, i) => put(img, `reference_${i}`)));
 
-    const request: StoredVideoRequest = {
-      prompt: v.prompt, seconds: v.seconds, size: v.size, aspectRatio: v.aspectRatio, resolution: v.resolution, seed: v.seed,
-      generateAudio: v.generateAudio, watermark: v.watermark, returnLastFrame: v.returnLastFrame, parameters: v.parameters, images: stored,
-    };
+    const request: StoredVideoRequest = { ...params, images: stored };
     let job: VideoJob;
     try {
       job = await jobs.createJobWithHold(deps.db, {
         id: jobId, accountId: principal.accountId, apiKeyId: principal.keyId, model: v.model.id, provider: v.model.provider,
-        request, requestHash: hash, idempotencyKey: idemKey, seconds: v.seconds, pricePerSecond: v.model.pricing.perVideoSecond!,
+        request, requestHash: hash, idempotencyKey: idemKey, seconds: params.seconds, pricePerSecond: v.model.pricing.perVideoSecond!,
         maxCostVnd: v.maxCostVnd, holdId: randomUUID(),
       });
     } catch (e) {

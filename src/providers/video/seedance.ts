@@ -39,17 +39,18 @@ export class SeedanceAdapter implements VideoProviderAdapter {
 
   /** The create-task body (exported for tests and docs). Pass-through parameters go at the top level. */
   static body(s: VideoSubmission): Record<string, unknown> {
+    const images = s.images ?? {};
     const content: Record<string, unknown>[] = [{ type: 'text', text: s.prompt }];
-    if (s.firstFrame) content.push({ type: 'image_url', image_url: { url: dataUri(s.firstFrame) }, role: 'first_frame' });
-    if (s.lastFrame) content.push({ type: 'image_url', image_url: { url: dataUri(s.lastFrame) }, role: 'last_frame' });
-    for (const r of s.referenceImages ?? []) content.push({ type: 'image_url', image_url: { url: dataUri(r) }, role: 'reference_image' });
+    if (images.inputReference) content.push({ type: 'image_url', image_url: { url: dataUri(images.inputReference) }, role: 'first_frame' });
+    if (images.lastFrame) content.push({ type: 'image_url', image_url: { url: dataUri(images.lastFrame) }, role: 'last_frame' });
+    for (const r of images.referenceImages ?? []) content.push({ type: 'image_url', image_url: { url: dataUri(r) }, role: 'reference_image' });
     const body: Record<string, unknown> = { ...(s.parameters ?? {}), model: s.upstreamModel, content, duration: s.seconds };
     if (s.resolution) body.resolution = s.resolution;
     if (s.aspectRatio) body.ratio = s.aspectRatio;
     if (s.seed !== undefined) body.seed = s.seed;
     if (s.generateAudio !== undefined) body.generate_audio = s.generateAudio;
     if (s.watermark !== undefined) body.watermark = s.watermark;
-    if (s.returnLastFrame !== undefined) body.return_last_frame = s.returnLastFrame;
+    if (s.returnLastFrame) body.return_last_frame = true; // only ever sent to ask for it
     return body;
   }
 

@@ -1,4 +1,5 @@
 import type { Readable } from 'node:stream';
+import type { VideoImages, VideoParams } from '../../video/params';
 
 /**
  * The video provider adapter interface: one adapter per catalog provider of kind `veo` or `seedance`, speaking
@@ -9,24 +10,15 @@ import type { Readable } from 'node:stream';
 /** An input image, already validated (PNG/JPEG/WebP by magic bytes, <= 10 MB). */
 export interface VideoImage { base64: string; mimeType: string }
 
-/** What the gateway asks a provider to generate (fields a provider cannot honour were refused by validation). */
-export interface VideoSubmission {
+/**
+ * What the gateway asks a provider to generate: the request's own parameters (fields a provider cannot honour
+ * were refused by validation) with its images read back from our storage.
+ */
+export interface VideoSubmission extends Omit<VideoParams, 'returnLastFrame'> {
   upstreamModel: string;
-  prompt: string;
-  seconds: number;
-  /** `16:9`, `9:16`, ... (from `size`), or undefined for the provider's default. */
-  aspectRatio?: string;
-  /** `480p` | `720p` | `1080p` | `4k`. */
-  resolution?: string;
-  seed?: number;
-  generateAudio?: boolean;
-  watermark?: boolean;
+  /** Absent means false. */
   returnLastFrame?: boolean;
-  firstFrame?: VideoImage;
-  lastFrame?: VideoImage;
-  referenceImages?: VideoImage[];
-  /** Caller's pass-through parameters (reserved keys were refused by validation). */
-  parameters?: Record<string, unknown>;
+  images?: VideoImages<VideoImage>;
 }
 
 /** Provider task states, normalised. */

@@ -39,10 +39,11 @@ export class VeoAdapter implements VideoProviderAdapter {
 
   /** The request body of predictLongRunning (exported for tests and docs). */
   static body(s: VideoSubmission): Record<string, unknown> {
+    const images = s.images ?? {};
     const instance: Record<string, unknown> = { prompt: s.prompt };
-    if (s.firstFrame) instance.image = image(s.firstFrame);
-    if (s.lastFrame) instance.lastFrame = image(s.lastFrame);
-    if (s.referenceImages?.length) instance.referenceImages = s.referenceImages.map((r) => ({ image: image(r), referenceType: 'asset' }));
+    if (images.inputReference) instance.image = image(images.inputReference);
+    if (images.lastFrame) instance.lastFrame = image(images.lastFrame);
+    if (images.referenceImages?.length) instance.referenceImages = images.referenceImages.map((r) => ({ image: image(r), referenceType: 'asset' }));
     const parameters: Record<string, unknown> = { ...(s.parameters ?? {}), durationSeconds: s.seconds, sampleCount: 1 };
     if (s.aspectRatio) parameters.aspectRatio = s.aspectRatio;
     if (s.resolution) parameters.resolution = s.resolution;
