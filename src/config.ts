@@ -37,7 +37,10 @@ export interface Config {
   storageDriver: 'fs' | 's3';
   storageDir: string;
   s3: { bucket: string; endpoint?: string; region: string; forcePathStyle: boolean };
+  /** The gateway's public URL: absolute URLs in answers are built from it (never from the client's Host header). */
   publicBaseUrl: string;
+  /** Behind a trusted reverse proxy: X-Forwarded-Proto/-Host/-For are believed (TRUST_PROXY). */
+  trustProxy: boolean;
   logLevel: string;
   /** Max JSON body, bytes (messages/responses bodies from coding clients reach a few MB). */
   maxJsonBytes: number;
@@ -75,7 +78,8 @@ export function loadConfig(overrides: Partial<Config> = {}): Config {
       region: str('S3_REGION', 'us-east-1'),
       forcePathStyle: str('S3_FORCE_PATH_STYLE', 'true') === 'true',
     },
-    publicBaseUrl: str('PUBLIC_BASE_URL', `http://127.0.0.1:${port}`),
+    publicBaseUrl: str('PUBLIC_BASE_URL', `http://127.0.0.1:${port}`).replace(/\/+$/, ''),
+    trustProxy: str('TRUST_PROXY', 'false') === 'true',
     logLevel: str('LOG_LEVEL', 'info'),
     maxJsonBytes: int('MAX_JSON_BYTES', 8 * 1024 * 1024),
     maxUploadBytes: int('MAX_UPLOAD_BYTES', 25 * 1024 * 1024),

@@ -18,7 +18,7 @@ import { dispatchByPrefix } from './dispatch';
 /** Builds the gateway's Koa app: one router per API family, all sharing the deps built at start-up. */
 export function createApp(deps: AppDeps): Koa<GatewayState> {
   const app = new Koa<GatewayState>();
-  app.proxy = process.env.TRUST_PROXY === 'true';
+  app.proxy = deps.config.trustProxy;
   app.silent = true; // errors are logged by errorHandler, never printed raw
   app.use(observe(deps));
   app.use(errorHandler(deps));

@@ -27,12 +27,14 @@ export async function startGateway(overrides: Partial<Config> = {}, opts: { temp
   process.env.EMULATOR_URL = emulator.url;
   // LOG_LEVEL set by whoever runs the tests wins over a test's own quieter level.
   const logLevel = process.env.LOG_LEVEL ? { logLevel: process.env.LOG_LEVEL } : {};
-  const config = loadConfig({ port: 0, creditFlushMs: 50, keyCacheMs: 500, ...overrides, ...logLevel });
-  const deps = await buildDeps(config, { temporal: opts.temporal ?? true });
-  const app = createApp(deps);
-  const server = http.createServer(app.callback());
+  // Listening first: the gateway's public URL (PUBLIC_BASE_URL, used for absolute links) is where it listens.
+  const server = http.createServer();
   await new Promise<void>((res) => server.listen(0, '127.0.0.1', res));
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const config = loadConfig({ port: 0, creditFlushMs: 50, keyCacheMs: 500, publicBaseUrl: url, ...overrides, ...logLevel });
+  const deps = await buildDeps(config, { temporal: opts.temporal ?? true });
+  const app = createApp(deps);
+  server.on('request', app.callback());
   return {
     url, deps, emulator,
     async account(balance = 1_000_000, name = 'test') {

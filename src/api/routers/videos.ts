@@ -13,6 +13,7 @@ import type { StoredImageRef, StoredVideoRequest, VideoJob } from '../../video/j
 import { formToBody, loadImages, validateVideoRequest, type LoadedImage } from '../../video/validate';
 import { createImageLoader } from '../../video/images';
 import { startVideoWorkflow } from '../../video/start';
+import { publicBaseUrl } from '../publicUrl';
 
 /**
  * The video API (spec 2.1, 2.2, 4.1-4.4; choices where the spec is silent: README "Video jobs"):
@@ -32,14 +33,14 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const MAX_IDEMPOTENCY_KEY = 255;
 
 /** The job as the API shows it (spec 2.1): base fields, plus completed_at/result/usage or error by status. */
-export function jobView(job: VideoJob, origin: string): Record<string, unknown> {
+export function jobView(job: VideoJob, baseUrl: string): Record<string, unknown> {
   const v: Record<string, unknown> = {
     id: job.id, object: 'video.job', status: job.status, model: job.model, created_at: Math.floor(job.createdAt.getTime() / 1000),
   };
   if (job.status === 'completed') {
     v.completed_at = job.completedAt ? Math.floor(job.completedAt.getTime() / 1000) : null;
     const result: Record<string, unknown> = { duration_seconds: job.resultDurationSeconds };
-    if (job.lastFrameKey) result.last_frame_url = `${origin}/v1/videos/${job.id}/content?variant=last_frame`;
+    if (job.lastFrameKey) result.last_frame_url = `${baseUrl}/v1/videos/${job.id}/content?variant=last_frame`;
     v.result = result;
     v.usage = { duration_seconds: job.resultDurationSeconds, cost_vnd: job.costVnd };
   }
@@ -130,7 +131,7 @@ export function videosRouter(deps: AppDeps): Router<GatewayState> {
       if (existing.requestHash !== hash) throw new ApiError(409, 'This Idempotency-Key was already used with a different request body.', 'invalid_request_error', 'Idempotency-Key', 'idempotency_key_reused');
       ctx.status = 202;
       ctx.set('idempotent-replayed', 'true');
-      ctx.body = jobView(existing, originOf(ctx));
+      ctx.body = jobView(existing, publicBaseUrl(ctx, deps.config));
     };
     if (idemKey) {
       const existing = await jobs.findByIdempotencyKey(deps.db, principal.accountId, idemKey);
@@ -187,7 +188,7 @@ export function videosRouter(deps: AppDeps): Router<GatewayState> {
     // Bookkeeping off the response path: if it is lost, the reconciler records it (its start finds the workflow).
     void jobs.markWorkflowStarted(deps.db, jobId, 'api').catch((e) => deps.logger.warn({ jobId, err: (e as Error).message }, 'could not record workflow start'));
     ctx.status = 202;
-    ctx.body = jobView(job, originOf(ctx));
+    ctx.body = jobView(job, publicBaseUrl(ctx, deps.config));
   });
 
   r.get('/v1/videos', route('/v1/videos'), auth, async (ctx) => {
@@ -212,12 +213,13 @@ export function videosRouter(deps: AppDeps): Router<GatewayState> {
     const after = one('after');
     if (after !== undefined && !UUID.test(after)) throw badRequest(`Invalid 'after' ${JSON.stringify(after)}: the id of a video job.`, 'after');
     const { jobs: list, hasMore } = await jobs.listJobs(deps.db, ctx.state.principal!.accountId, { status: status as jobs.JobStatus | undefined, limit, after, order });
-    const data = list.map((j) => jobView(j, originOf(ctx)));
+    const base = publicBaseUrl(ctx, deps.config);
+    const data = list.map((j) => jobView(j, base));
     ctx.body = { object: 'list', data, first_id: list[0]?.id ?? null, last_id: list.at(-1)?.id ?? null, has_more: hasMore };
   });
 
   r.get('/v1/videos/:id', route('/v1/videos/:id'), auth, async (ctx) => {
-    ctx.body = jobView(await ownJob(ctx), originOf(ctx));
+    ctx.body = jobView(await ownJob(ctx), publicBaseUrl(ctx, deps.config));
   });
 
   r.get('/v1/videos/:id/content', route('/v1/videos/:id/content'), auth, async (ctx) => {
@@ -291,15 +293,10 @@ export function videosRouter(deps: AppDeps): Router<GatewayState> {
       await new Promise((res) => setTimeout(res, 100));
     }
     ctx.status = jobs.isFinal(now.status) ? 200 : 202;
-    ctx.body = jobView(now, originOf(ctx));
+    ctx.body = jobView(now, publicBaseUrl(ctx, deps.config));
   });
 
   return r;
-}
-
-/** Where the client reached us (Koa's ctx.origin is the Origin header); X-Forwarded-* count with TRUST_PROXY. */
-function originOf(ctx: Ctx): string {
-  return `${ctx.protocol}://${ctx.host}`;
 }
 
 function etagMatches(header: string, etag: string): boolean {
