@@ -88,8 +88,11 @@ export function loadConfig(overrides: Partial<Config> = {}): Config {
     creditFlushMs: int('CREDIT_FLUSH_MS', 200),
     keyCacheMs: int('KEY_CACHE_MS', 2000),
     fetchAllowHosts: str('FETCH_ALLOW_HOSTS', '').split(',').map((s) => s.trim()).filter(Boolean),
-    consoleSecureCookies: str('CONSOLE_SECURE_COOKIES', 'false') === 'true',
+    consoleSecureCookies: false, // below: its default follows the final public URL
     video: loadVideoSettings(),
   };
-  return { ...cfg, ...overrides };
+  const out = { ...cfg, ...overrides };
+  // A gateway served over https marks its console cookies Secure unless told otherwise.
+  if (overrides.consoleSecureCookies === undefined) out.consoleSecureCookies = str('CONSOLE_SECURE_COOKIES', String(out.publicBaseUrl.startsWith('https:'))) === 'true';
+  return out;
 }

@@ -1,18 +1,37 @@
 import { randomBytes, scrypt, timingSafeEqual } from 'node:crypto';
 
 /**
- * Slow password hashing with node:crypto scrypt and a per-user random salt. The stored string carries its own
- * parameters (scrypt$N$r$p$salt$hash), so the cost can be raised later without invalidating old hashes.
+ * Slow password hashing with node:crypto scrypt and a per-user random salt, at the OWASP parameters
+ * (N=2^17, r=8, p=1). The stored string carries its own parameters (scrypt$N$r$p$salt$hash), so hashes made with
+ * older, cheaper parameters still verify, and are rehashed at the next sign-in (needsRehash).
  */
-const N = 1 << 14; // 16 MiB of memory per hash (128 * N * r), ~50 ms on one core
+const N = 1 << 17; // 128 MiB of memory per hash (128 * N * r), a few hundred ms on one core
 const R = 8;
 const P = 1;
 const KEYLEN = 32;
+/** Bounds for parameters read back from a stored hash: ours only, so anything beyond them is not one of ours. */
+const MAX_MEMORY = 128 * N * R;
 
-function scryptAsync(password: string, salt: Buffer, n: number, r: number, p: number): Promise<Buffer> {
-  return new Promise((resolve, reject) => {
-    scrypt(password.normalize('NFKC'), salt, KEYLEN, { N: n, r, p, maxmem: 256 * n * r }, (err, key) => (err ? reject(err) : resolve(key)));
-  });
+/**
+ * At most two hashes at once: each holds 128 MiB while it runs (libuv's four threads would otherwise allow
+ * 512 MiB under a burst of sign-ins). Hashing stays off the event loop either way.
+ */
+const MAX_CONCURRENT = 2;
+let running = 0;
+const waiting: (() => void)[] = [];
+
+async function scryptAsync(password: string, salt: Buffer, n: number, r: number, p: number): Promise<Buffer> {
+  if (running >= MAX_CONCURRENT) await new Promise<void>((res) => waiting.push(res));
+  running++;
+  try {
+    return await new Promise((resolve, reject) => {
+      // maxmem: Node refuses anything above it (default 32 MiB); 128*N*r plus room for its own bookkeeping.
+      scrypt(password.normalize('NFKC'), salt, KEYLEN, { N: n, r, p, maxmem: 2 * 128 * n * r }, (err, key) => (err ? reject(err) : resolve(key)));
+    });
+  } finally {
+    running--;
+    waiting.shift()?.();
+  }
 }
 
 export const MIN_PASSWORD_LENGTH = 10;
@@ -32,14 +51,26 @@ export async function hashPassword(password: string): Promise<string> {
   return ['scrypt', N, R, P, salt.toString('base64url'), hash.toString('base64url')].join('$');
 }
 
-export async function verifyPassword(password: string, stored: string): Promise<boolean> {
+/** The parameters of a stored hash, or null when it is not a scrypt hash we could have written. */
+function parse(stored: string): { n: number; r: number; p: number; salt: Buffer; hash: Buffer } | null {
   const parts = stored.split('$');
-  if (parts.length !== 6 || parts[0] !== 'scrypt') return false;
+  if (parts.length !== 6 || parts[0] !== 'scrypt') return null;
   const [n, r, p] = parts.slice(1, 4).map(Number);
-  if (![n, r, p].every(Number.isSafeInteger) || n > 1 << 20) return false;
-  const want = Buffer.from(parts[5], 'base64url');
-  const got = await scryptAsync(password, Buffer.from(parts[4], 'base64url'), n, r, p);
-  return want.length === got.length && timingSafeEqual(want, got);
+  if (![n, r, p].every((x) => Number.isSafeInteger(x) && x > 0) || 128 * n * r > MAX_MEMORY || p > 16) return null;
+  return { n, r, p, salt: Buffer.from(parts[4], 'base64url'), hash: Buffer.from(parts[5], 'base64url') };
+}
+
+export async function verifyPassword(password: string, stored: string): Promise<boolean> {
+  const h = parse(stored);
+  if (!h) return false;
+  const got = await scryptAsync(password, h.salt, h.n, h.r, h.p);
+  return h.hash.length === got.length && timingSafeEqual(h.hash, got);
+}
+
+/** True when a stored hash was made with other parameters than today's: rehash it once the password is known. */
+export function needsRehash(stored: string): boolean {
+  const h = parse(stored);
+  return !h || h.n !== N || h.r !== R || h.p !== P || h.hash.length !== KEYLEN;
 }
 
 /** A hash of a random password: verifying against it costs as much as a real check (unknown emails). */

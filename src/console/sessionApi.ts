@@ -3,7 +3,7 @@ import type { AppDeps } from '../api/deps';
 import { jsonBody, route, type Ctx, type GatewayState } from '../api/middleware';
 import { ApiError, badRequest } from '../errors';
 import { createSession, deleteSession, csrfTokenFor, resolveSession } from './sessions';
-import { findLoginByEmail } from './users';
+import { findLoginByEmail, upgradePasswordHash } from './users';
 import { decoyHash, verifyPassword, MAX_PASSWORD_LENGTH } from './passwords';
 import { readSessionCookie, requireCsrf, requireSession, sameOrigin, sessionCookie, sessionOf } from './auth';
 import { LoginRateLimiter } from './rateLimit';
@@ -36,6 +36,7 @@ export function mountSessionApi(r: Router<GatewayState>, deps: AppDeps, limiter 
     const ok = await verifyPassword(password, user?.passwordHash ?? (await decoyHash()));
     if (!user || !ok || user.disabledAt) throw wrongCredentials();
     limiter.succeeded(email, ctx.ip);
+    await upgradePasswordHash(deps.db, user.id, user.passwordHash, password);
     const { token, expiresAt } = await createSession(deps.db, user.id, { ip: ctx.ip, userAgent: ctx.get('user-agent') });
     ctx.set('set-cookie', sessionCookie(token, { expires: expiresAt, secure: deps.config.consoleSecureCookies }));
     ctx.set('cache-control', 'no-store');

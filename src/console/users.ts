@@ -1,5 +1,5 @@
 import type { Db } from '../db/pool';
-import { hashPassword, passwordProblem } from './passwords';
+import { hashPassword, needsRehash, passwordProblem } from './passwords';
 import { isUnstorableText } from '../text/pgText';
 
 /** Console logins (console_users): one per email, linked to an account, role customer or operator. */
@@ -89,6 +89,16 @@ export async function setPassword(db: Db, email: string, password: string): Prom
   const r = await db.query('UPDATE console_users SET password_hash = $2 WHERE lower(email) = lower($1) RETURNING id', [normalizeEmail(email), hash]);
   if (r.rowCount === 0) throw new ConsoleUserError(`no login for ${email}`, 'email', 'not_found');
   await db.query('DELETE FROM console_sessions WHERE user_id = $1', [r.rows[0].id]);
+}
+
+/**
+ * After a successful sign-in: rehashes a password stored with older scrypt parameters. Only if the stored hash
+ * is still the one just verified, so a password changed meanwhile is not overwritten.
+ */
+export async function upgradePasswordHash(db: Db, userId: string, verifiedHash: string, password: string): Promise<boolean> {
+  if (!needsRehash(verifiedHash)) return false;
+  const r = await db.query('UPDATE console_users SET password_hash = $3 WHERE id = $1 AND password_hash = $2', [userId, verifiedHash, await hashPassword(password)]);
+  return r.rowCount === 1;
 }
 
 /** Disables (or re-enables) a login; disabling ends its sessions at once. */
