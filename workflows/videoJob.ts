@@ -1,192 +1,143 @@
-import {
-  ActivityFailure, ApplicationFailure, CancellationScope, condition, defineQuery, defineSignal, proxyActivities, setHandler, upsertSearchAttributes,
-  type ActivityOptions,
-} from '@temporalio/workflow';
-import type { VideoActivities, PollOutcome } from '../activities/video';
-import type { WorkflowTiming } from '../src/video/settings';
+import { CancellationScope, condition, defineQuery, defineSignal, setHandler } from '@temporalio/workflow';
+import type { PollOutcome } from '../activities/video';
+import type { JobStatus } from '../src/video/jobs';
+import { cancelled, failureCode, failureMessage, isNonRetryable, JobEnds, JobRun, type VideoJobInput, type VideoJobResult } from './videoJobRun';
 
 /**
- * One video job, from submission to a final state (design.md "Video job"). Deterministic: all I/O happens in
- * activities (activities/video.ts); waits are durable timers, so a worker can die at any point and another
- * resumes the job. Money: the API placed a hold for the maximum cost before starting this workflow; exactly one
- * of completeJob (charge the actual cost, release the rest) or finishUnsuccessful (release all) ends it, both
- * idempotent by keys derived from the job id.
+ * One video job, from submission to a final state (design.md "Video job"; the spec's state table):
+ *
+ *   submitted   submitOrCancel      the provider accepts the task           -> poll
+ *   submitted   pollUntilTerminal   the provider starts it                  -> processing
+ *   processing  pollUntilTerminal   the provider finishes it                -> copy
+ *   processing  copyResults         the result is in our storage            -> settle
+ *   completed   settle              actual cost charged, rest of the hold released
+ *   failed, expired    end          (any step, a cancel, or the deadline) the whole hold released
+ *
+ * Deterministic: all I/O happens in activities (activities/video.ts); waits are durable timers, so a worker can
+ * die at any point and another resumes the job. Money: the API placed a hold for the maximum cost before starting
+ * this workflow; exactly one of completeJob (settle) or finishUnsuccessful (end) closes it, both idempotent by
+ * keys derived from the job id.
  */
-
-export interface VideoJobInput {
-  jobId: string;
-  holdId: string;
-  accountId: string;
-  model: string;
-  /** Requested seconds and price, fixed at submission (the hold is seconds x price). */
-  seconds: number;
-  pricePerSecond: number;
-  maxCostVnd: number;
-  returnLastFrame: boolean;
-  timing: WorkflowTiming;
-  /**
-   * The status search attribute (src/runtime/searchAttributes.ts, `GatewayJobStatus`), upserted on each change;
-   * null when the namespace lacks the gateway's attributes. Passed in so this file imports nothing else.
-   */
-  statusSearchAttribute: string | null;
-}
-
-export type VideoJobResult = { status: 'completed'; costVnd: number; durationSeconds: number } | { status: 'failed' | 'expired'; message: string };
 
 /** DELETE /v1/videos/{id}: cancel the job if it is not final. */
 export const cancelSignal = defineSignal<[]>('cancel');
-/** Where the job is, for operators (temporal workflow query). */
-export const stageQuery = defineQuery<string>('stage');
-
-export const CANCEL_MESSAGE = 'The job was cancelled at the client\'s request (DELETE /v1/videos/{id}).';
+/** The job's status as this workflow sees it, for operators (temporal workflow query). */
+export const stageQuery = defineQuery<JobStatus>('stage');
 
 export async function videoJobWorkflow(input: VideoJobInput): Promise<VideoJobResult> {
-  const t = input.timing;
-  let cancelRequested = false;
-  let stage = 'submitting';
-  setHandler(cancelSignal, () => {
-    cancelRequested = true;
-  });
-  setHandler(stageQuery, () => stage);
-
-  const retry = { initialInterval: t.activityRetryInitialMs, backoffCoefficient: 2, maximumInterval: t.activityRetryMaxMs };
-  // Database steps (status, settle, release) must eventually succeed: retried without limit.
-  const db = proxyActivities<VideoActivities>({ startToCloseTimeout: t.activityTimeoutMs, retry });
-  const submitting = proxyActivities<VideoActivities>({ startToCloseTimeout: t.activityTimeoutMs, scheduleToCloseTimeout: t.submitWindowMs, retry });
-  const cancelling = proxyActivities<VideoActivities>({ startToCloseTimeout: t.activityTimeoutMs, retry: { ...retry, maximumAttempts: 3 } });
-
-  const setStatus = (status: string) => {
-    if (input.statusSearchAttribute) upsertSearchAttributes({ [input.statusSearchAttribute]: [status] });
-  };
-  const fail = async (status: 'failed' | 'expired', message: string, code: string | null): Promise<VideoJobResult> => {
-    stage = status;
-    await db.finishUnsuccessful({ jobId: input.jobId, holdId: input.holdId, status, message, code });
-    setStatus(status);
-    return { status, message };
-  };
-  const cancelled = async (taskId: string | null): Promise<VideoJobResult> => {
-    if (taskId) await cancelling.cancelProviderTask({ jobId: input.jobId, taskId }).catch(() => false);
-    return fail('failed', CANCEL_MESSAGE, 'cancelled');
-  };
-
-  // 1. Submit (transient errors retried for submitWindowMs; a provider 4xx fails the job at once).
-  // A cancel while submission is still being retried (provider down) ends the job without waiting for it.
-  let taskId: string;
-  const submitScope = new CancellationScope();
-  const submission = submitScope.run(() => submitting.submitVideo({ jobId: input.jobId }));
-  submission.catch(() => undefined);
-  const cancelledFirst = condition(() => cancelRequested).then(() => 'cancel' as const);
+  const job = new JobRun(input);
+  setHandler(cancelSignal, () => job.requestCancel());
+  setHandler(stageQuery, () => job.status);
   try {
-    const s = await Promise.race([submission, cancelledFirst]);
-    if (s === 'cancel') {
-      submitScope.cancel();
-      return cancelled(null);
-    }
-    if (s.alreadyFinal) return { status: 'failed', message: 'The job was already final before it was submitted.' };
-    if (s.cancelRequested || !s.taskId) return cancelled(s.taskId);
-    taskId = s.taskId;
+    const taskId = await submitOrCancel(job);
+    const outcome = await pollUntilTerminal(job, taskId);
+    await copyResults(job, outcome);
+    return await settle(job, outcome);
   } catch (e) {
-    return fail('failed', failureMessage(e, 'The provider did not accept the job'), failureCode(e));
+    if (e instanceof JobEnds) return end(job, e);
+    throw e;
   }
-  if (cancelRequested) return cancelled(taskId);
+}
 
-  // 2. Poll with backoff on durable timers until terminal, cancelled, or the deadline.
-  stage = 'polling';
+/** Submit (transient errors retried for submitWindowMs; a provider 4xx fails the job at once). */
+async function submitOrCancel(job: JobRun): Promise<string> {
+  // A cancel while submission is still being retried (provider down) ends the job without waiting for it.
+  const scope = new CancellationScope();
+  const submission = scope.run(() => job.acts.submitVideo({ jobId: job.input.jobId }));
+  submission.catch(() => undefined);
+  const cancelledFirst = condition(() => job.cancelRequested).then(() => 'cancel' as const);
+  let s: Awaited<typeof submission> | 'cancel';
+  try {
+    s = await Promise.race([submission, cancelledFirst]);
+  } catch (e) {
+    throw new JobEnds('failed', failureMessage(e, 'The provider did not accept the job'), failureCode(e));
+  }
+  if (s === 'cancel') {
+    scope.cancel();
+    throw cancelled(null);
+  }
+  if (s.alreadyFinal) throw new JobEnds('failed', 'The job was already final before it was submitted.', null, null, false);
+  if (s.cancelRequested || !s.taskId) throw cancelled(s.taskId);
+  job.stopIfCancelled(s.taskId);
+  return s.taskId;
+}
+
+/** Poll with backoff on durable timers until the task is terminal, a cancel arrives, or the deadline passes. */
+async function pollUntilTerminal(job: JobRun, taskId: string): Promise<PollOutcome> {
+  const t = job.input.timing;
   const deadline = Date.now() + t.deadlineMs;
-  // The first poll goes out at once (it moves a started task to processing); then the waits grow.
-  let delay = 0;
-  let processing = false;
-  let outcome: PollOutcome | null = null;
+  let delay = 0; // the first poll goes out at once (it moves a started task to processing); then the waits grow
   for (;;) {
     const wait = Math.min(delay, Math.max(0, deadline - Date.now()));
-    if (wait > 0 && (await condition(() => cancelRequested, wait))) return cancelled(taskId);
-    if (Date.now() >= deadline) {
-      await cancelling.cancelProviderTask({ jobId: input.jobId, taskId }).catch(() => false);
-      return fail('expired', `No result from the provider within ${Math.round(t.deadlineMs / 1000)} s.`, 'deadline_exceeded');
-    }
+    if (wait > 0 && (await condition(() => job.cancelRequested, wait))) throw cancelled(taskId);
+    if (Date.now() >= deadline) throw new JobEnds('expired', `No result from the provider within ${Math.round(t.deadlineMs / 1000)} s.`, 'deadline_exceeded', taskId);
     delay = delay === 0 ? t.pollInitialMs : Math.min(Math.ceil(delay * t.pollBackoff), t.pollMaxMs);
     let p: PollOutcome;
     try {
-      const polling = proxyActivities<VideoActivities>({
-        startToCloseTimeout: t.activityTimeoutMs, scheduleToCloseTimeout: Math.max(1000, deadline - Date.now()),
-        retry: { ...retry, maximumInterval: Math.min(t.activityRetryMaxMs, t.pollMaxMs) },
-      });
-      p = await polling.pollVideo({ jobId: input.jobId, taskId });
+      p = await job.acts.pollVideo({ jobId: job.input.jobId, taskId }, deadline);
     } catch (e) {
-      if (isNonRetryable(e)) return fail('failed', failureMessage(e, 'Polling the provider failed'), failureCode(e));
+      if (isNonRetryable(e)) throw new JobEnds('failed', failureMessage(e, 'Polling the provider failed'), failureCode(e));
       continue; // transient failures past their retries: the deadline check above decides
     }
-    if (cancelRequested || p.cancelRequested) return cancelled(taskId);
-    if (!processing && p.state !== 'queued') {
-      processing = true;
-      if (p.state === 'running' || p.state === 'succeeded') {
-        await db.markProcessing({ jobId: input.jobId });
-        setStatus('processing');
-      }
+    if (p.cancelRequested) job.requestCancel(); // a DELETE recorded before this workflow could hear it
+    job.stopIfCancelled(taskId);
+    if (job.status === 'submitted' && (p.state === 'running' || p.state === 'succeeded')) {
+      await job.acts.markProcessing({ jobId: job.input.jobId });
+      job.enter('processing');
     }
     if (p.state === 'queued' || p.state === 'running') continue;
-    outcome = p;
-    break;
-  }
-
-  if (outcome.state === 'expired') return fail('expired', outcome.errorMessage ?? 'The provider task expired before it finished.', outcome.errorCode ?? 'provider_expired');
-  if (outcome.state !== 'succeeded') {
-    const message = outcome.state === 'cancelled' ? 'The provider cancelled the task.' : outcome.errorMessage ?? 'The provider reported a failure.';
-    return fail('failed', message, outcome.contentFiltered ? 'content_filter' : outcome.errorCode ?? 'provider_failed');
-  }
-
-  // 3. Copy the result into our storage at once, streaming; retries are bounded by copyWindowMs, far inside the
-  //    provider's retention. A result that cannot be copied in time fails the job and charges nothing.
-  stage = 'copying';
-  const copyDeadline = Date.now() + t.copyWindowMs;
-  const copyOpts = (): ActivityOptions => ({
-    startToCloseTimeout: t.copyAttemptTimeoutMs, heartbeatTimeout: t.heartbeatMs,
-    scheduleToCloseTimeout: Math.max(1000, copyDeadline - Date.now()), retry,
-  });
-  try {
-    if (!outcome.videoStored) {
-      if (!outcome.videoUrl) return fail('failed', 'The provider reported success without a video.', 'no_result');
-      await proxyActivities<VideoActivities>(copyOpts()).copyResult({ jobId: input.jobId, variant: 'video', url: outcome.videoUrl });
+    if (p.state === 'expired') throw new JobEnds('expired', p.errorMessage ?? 'The provider task expired before it finished.', p.errorCode ?? 'provider_expired');
+    if (p.state !== 'succeeded') {
+      const message = p.state === 'cancelled' ? 'The provider cancelled the task.' : p.errorMessage ?? 'The provider reported a failure.';
+      throw new JobEnds('failed', message, p.contentFiltered ? 'content_filter' : p.errorCode ?? 'provider_failed');
     }
-    if (input.returnLastFrame) {
-      if (!outcome.lastFrameUrl) return fail('failed', 'The provider did not return the last frame that was asked for.', 'no_last_frame');
-      await proxyActivities<VideoActivities>(copyOpts()).copyResult({ jobId: input.jobId, variant: 'last_frame', url: outcome.lastFrameUrl });
-    }
-  } catch (e) {
-    return fail('failed', `The result could not be copied from the provider in time: ${failureMessage(e, 'copy failed')}`, 'copy_failed');
+    return p;
   }
-  if (cancelRequested) return cancelled(null);
+}
 
-  // 4. Charge the actual duration x price (never more than the hold) and release the rest.
-  stage = 'settling';
+/**
+ * Copy the result into our storage at once, streaming; retries are bounded by copyWindowMs, far inside the
+ * provider's retention. A result that cannot be copied in time fails the job and charges nothing.
+ */
+async function copyResults(job: JobRun, outcome: PollOutcome): Promise<void> {
+  const { jobId, returnLastFrame, timing } = job.input;
+  const until = Date.now() + timing.copyWindowMs;
+  const copy = async (variant: 'video' | 'last_frame', url: string) => {
+    try {
+      await job.acts.copyResult({ jobId, variant, url }, until);
+    } catch (e) {
+      throw new JobEnds('failed', `The result could not be copied from the provider in time: ${failureMessage(e, 'copy failed')}`, 'copy_failed');
+    }
+  };
+  if (!outcome.videoStored) {
+    if (!outcome.videoUrl) throw new JobEnds('failed', 'The provider reported success without a video.', 'no_result');
+    await copy('video', outcome.videoUrl);
+  }
+  if (returnLastFrame) {
+    if (!outcome.lastFrameUrl) throw new JobEnds('failed', 'The provider did not return the last frame that was asked for.', 'no_last_frame');
+    await copy('last_frame', outcome.lastFrameUrl);
+  }
+  job.stopIfCancelled(null);
+}
+
+/** Charge the actual duration x price (never more than the hold) and release the rest. */
+async function settle(job: JobRun, outcome: PollOutcome): Promise<VideoJobResult> {
+  const { jobId, holdId, seconds, pricePerSecond, maxCostVnd } = job.input;
   const reported = outcome.durationSeconds;
-  const durationSeconds = reported !== undefined && reported > 0 ? Math.ceil(reported) : input.seconds;
-  const costVnd = Math.min(durationSeconds * input.pricePerSecond, input.maxCostVnd);
-  await db.completeJob({ jobId: input.jobId, holdId: input.holdId, chargeVnd: costVnd, durationSeconds });
-  setStatus('completed');
-  stage = 'completed';
+  const durationSeconds = reported !== undefined && reported > 0 ? Math.ceil(reported) : seconds;
+  const costVnd = Math.min(durationSeconds * pricePerSecond, maxCostVnd);
+  await job.acts.completeJob({ jobId, holdId, chargeVnd: costVnd, durationSeconds });
+  job.enter('completed');
   return { status: 'completed', costVnd, durationSeconds };
 }
 
-function rootFailure(e: unknown): unknown {
-  let cur = e;
-  while (cur instanceof ActivityFailure && cur.cause) cur = cur.cause;
-  return cur;
-}
-
-function isNonRetryable(e: unknown): boolean {
-  const r = rootFailure(e);
-  return r instanceof ApplicationFailure && r.nonRetryable === true;
-}
-
-function failureMessage(e: unknown, fallback: string): string {
-  const r = rootFailure(e) as { message?: string; cause?: { message?: string } } | undefined;
-  const m = r?.message || r?.cause?.message;
-  return m ? m.slice(0, 1000) : fallback;
-}
-
-function failureCode(e: unknown): string | null {
-  const r = rootFailure(e);
-  if (r instanceof ApplicationFailure) return r.type ?? null;
-  return null;
+/** The one way a job ends early (failure, expiry, cancel): cancel the provider task if asked, release the hold. */
+async function end(job: JobRun, e: JobEnds): Promise<VideoJobResult> {
+  if (e.record) {
+    const { jobId, holdId } = job.input;
+    if (e.cancelTaskId) await job.acts.cancelProviderTask({ jobId, taskId: e.cancelTaskId });
+    await job.acts.finishUnsuccessful({ jobId, holdId, status: e.status, message: e.message, code: e.code });
+    job.enter(e.status);
+  }
+  return { status: e.status, message: e.message };
 }

@@ -2,7 +2,7 @@ import type { Client } from '@temporalio/client';
 import type { defineSearchAttributeKey } from '@temporalio/common';
 import type { Config } from '../config';
 import { SEARCH_ATTRIBUTES } from '../runtime/searchAttributes';
-import type { VideoJobInput } from '../../workflows/videoJob';
+import type { VideoJobInput } from '../../workflows/videoJobRun';
 import { workflowTiming } from './settings';
 import type { VideoJob } from './jobs';
 import { isTemporalError } from './temporalErrors';
