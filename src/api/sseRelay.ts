@@ -20,6 +20,8 @@ export interface RelayOptions {
   kind: 'chat' | 'completion';
   /** Whether the client asked for the usage chunk (stream_options.include_usage); it is stripped otherwise. */
   clientWantsUsage: boolean;
+  /** Called once when the stream completes, before `data: [DONE]` is written; returns what to write first (an SSE comment). */
+  beforeDone?: () => string;
 }
 
 /**
@@ -189,7 +191,7 @@ export class SseRelay implements StreamSink {
         res.cork(); // end() uncorks: head, tail and terminator leave in one syscall
         res.write(head);
       }
-      res.end(out + SSE_DONE);
+      res.end(out + (this.opts.beforeDone?.() ?? '') + SSE_DONE);
       this.closed = true;
       this.status = 200;
       return true;
@@ -211,7 +213,7 @@ export class SseRelay implements StreamSink {
       this.res.end();
       this.status = 502;
     } else {
-      this.res.end(SSE_DONE);
+      this.res.end((this.opts.beforeDone?.() ?? '') + SSE_DONE);
       this.status = 200;
     }
   }

@@ -4,7 +4,8 @@ import { ApiError } from './errors';
 import type { Ctx } from './middleware';
 import type { Meter } from '../billing/meter';
 import { StreamUsage } from '../billing/meter';
-import { tokensCost, tokensFromChars } from '../billing/pricing';
+import { estimatedUsage, fromChatUsage } from '../billing/tokenUsage';
+import { costComment, setCostHeaders } from './costReport';
 import type { ModelConfig } from '../catalog/catalog';
 import { UpstreamAborted, usageFromJson } from '../providers/openai';
 import { CLIENT_CLOSED, SseRelay, type RelayOptions } from './sseRelay';
@@ -94,9 +95,9 @@ function completionCharsOf(json: { choices?: TextChoiceLike[] } | null): number 
 export async function forwardCompletionJson(ctx: Ctx, adapter: OpenAICompatibleAdapter, path: string, payload: string, payloadBytes: number, model: ModelConfig, meter: Meter): Promise<void> {
   const res = await callUpstream(ctx, meter, {}, () => adapter.postJson(path, payload, { signal: clientAbortSignal(ctx.res) }));
   if (!res) return;
-  let usage = usageFromJson(res.body);
-  let estimated = 0;
-  if (!usage) {
+  const usage = usageFromJson(res.body);
+  if (usage) meter.settleTokens(model.pricing, fromChatUsage(usage));
+  else {
     let json: { choices?: TextChoiceLike[] } | null = null;
     try {
       json = JSON.parse(res.body.toString('utf8'));
@@ -104,12 +105,9 @@ export async function forwardCompletionJson(ctx: Ctx, adapter: OpenAICompatibleA
       meter.cancel({}, 502);
       throw new ApiError(502, 'The upstream provider returned an invalid response.', 'upstream_error', null, 'upstream_error');
     }
-    usage = { prompt_tokens: tokensFromChars(payloadBytes), completion_tokens: tokensFromChars(completionCharsOf(json)) };
-    estimated = 1;
+    meter.settleTokens(model.pricing, estimatedUsage(payloadBytes, completionCharsOf(json)));
   }
-  const prompt = Math.max(0, Math.ceil(Number(usage.prompt_tokens) || 0));
-  const completion = Math.max(0, Math.ceil(Number(usage.completion_tokens) || 0));
-  meter.settle(tokensCost(model.pricing, prompt, completion), estimated ? { prompt_tokens: prompt, completion_tokens: completion, estimated } : { prompt_tokens: prompt, completion_tokens: completion });
+  setCostHeaders(ctx.res, meter);
   sendJsonBuffer(ctx, res.body);
 }
 
@@ -123,12 +121,14 @@ export async function forwardCompletionJson(ctx: Ctx, adapter: OpenAICompatibleA
 export async function forwardCompletionStream(ctx: Ctx, adapter: OpenAICompatibleAdapter, path: string, payload: string, payloadBytes: number, model: ModelConfig, meter: Meter, opts: RelayOptions): Promise<void> {
   const signal = clientAbortSignal(ctx.res);
   const acc = new StreamUsage(payloadBytes, opts.kind);
-  const relay = new SseRelay(ctx.res, signal, acc, opts);
+  // A stream that completes is settled as it ends, so its cost goes out as the comment before `data: [DONE]`.
+  const beforeDone = () => {
+    meter.settleTokens(model.pricing, acc.usageTokens());
+    return costComment(meter);
+  };
+  const relay = new SseRelay(ctx.res, signal, acc, { ...opts, beforeDone });
   const ok = await callUpstream(ctx, meter, {}, () => adapter.streamTo(path, payload, relay, { signal }).then(() => true));
   if (!ok) return;
   ctx.respond = false;
-  const t = acc.tokens();
-  const units: Record<string, number> = { prompt_tokens: t.prompt, completion_tokens: t.completion };
-  if (t.estimated) units.estimated = 1;
-  meter.settle(tokensCost(model.pricing, t.prompt, t.completion), units, relay.status);
+  meter.settleTokens(model.pricing, acc.usageTokens(), relay.status); // cut short: billed as it ended (no-op once settled)
 }

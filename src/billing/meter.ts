@@ -5,7 +5,9 @@ import { InsufficientFunds } from './ledger';
 import { ApiError, insufficientFunds } from '../errors';
 import { tokensFromChars } from './pricing';
 import { SseDecoder } from '../providers/sse';
-import type { TokenUsage } from '../providers/types';
+import type { TokenUsage as UpstreamUsage } from '../providers/types';
+import type { Pricing } from '../catalog/catalog';
+import { fromChatUsage, tokenUsage, usageCost, usageUnits, type TokenUsage } from './tokenUsage';
 
 /**
  * The one metering path for synchronous operations: reserve the maximum cost -> call the upstream -> settle the
@@ -23,6 +25,8 @@ export class Meter {
   readonly id = randomUUID();
   private readonly started = performance.now();
   private finished = false;
+  /** What settle charged (VND): reported to the client with the response. */
+  charged = 0;
 
   constructor(private readonly reservation: Reservation, private readonly owner: MeterOwner, readonly model: string, readonly operation: string) {}
 
@@ -38,7 +42,13 @@ export class Meter {
   settle(costVnd: number, units: Record<string, number>, status = 200): number {
     if (this.finished) return 0;
     this.finished = true;
-    return this.reservation.settle(costVnd, this.usage(units, status));
+    this.charged = this.reservation.settle(costVnd, this.usage(units, status));
+    return this.charged;
+  }
+
+  /** Settles a token-billed request: each usage field at its catalog price (tokenUsage.ts), rounded up once. */
+  settleTokens(pricing: Pricing, t: TokenUsage, status = 200): number {
+    return this.settle(usageCost(pricing, t), usageUnits(t), status);
   }
 
   /** Charges nothing (failed upstream call) and records the usage row with cost 0. Later calls are no-ops. */
@@ -87,7 +97,7 @@ export interface BilledTokens { prompt: number; completion: number; estimated: b
  * the upstream accepted.
  */
 export class StreamUsage {
-  usage: TokenUsage | null = null;
+  usage: UpstreamUsage | null = null;
   deliveredChars = 0;
   /** Events forwarded unparsed (see defer, deferBytes); parsed only if the estimate is needed, or to bound memory. */
   private deferred: string[] = [];
@@ -136,7 +146,7 @@ export class StreamUsage {
 
   /** Records one parsed chat.completion.chunk; returns true when it is the usage-only chunk (choices empty). */
   observeChat(chunk: ChatChunkLike): boolean {
-    if (chunk.usage && typeof chunk.usage === 'object') this.usage = chunk.usage as TokenUsage;
+    if (chunk.usage && typeof chunk.usage === 'object') this.usage = chunk.usage as UpstreamUsage;
     const choices = chunk.choices;
     if (!Array.isArray(choices) || choices.length === 0) return !!chunk.usage;
     for (const c of choices) {
@@ -158,7 +168,7 @@ export class StreamUsage {
 
   /** Records one parsed legacy text_completion chunk; returns true when it is the usage-only chunk. */
   observeCompletion(chunk: CompletionChunkLike): boolean {
-    if (chunk.usage && typeof chunk.usage === 'object') this.usage = chunk.usage as TokenUsage;
+    if (chunk.usage && typeof chunk.usage === 'object') this.usage = chunk.usage as UpstreamUsage;
     const choices = chunk.choices;
     if (!Array.isArray(choices) || choices.length === 0) return !!chunk.usage;
     for (const c of choices) if (typeof c?.text === 'string') this.deliveredChars += c.text.length;
@@ -172,6 +182,14 @@ export class StreamUsage {
     }
     this.foldDeferred();
     return { prompt: tokensFromChars(this.promptBytes), completion: tokensFromChars(this.deliveredChars), estimated: true };
+  }
+
+  /** The bill's token fields: the upstream's usage (with its cache and reasoning details), else the estimate. */
+  usageTokens(): TokenUsage {
+    const u = this.usage;
+    if (u && Number.isFinite(u.prompt_tokens)) return fromChatUsage(u);
+    const t = this.tokens();
+    return tokenUsage({ input: t.prompt, output: t.completion, estimated: true });
   }
 }
 

@@ -43,9 +43,24 @@ function mulAdd(terms: [number, number][]): number {
   return Number(big);
 }
 
+/** Sum of count x price-per-1M-tokens over `terms`, rounded up to a whole VND once. */
+export function perMillionCost(terms: [number, number][]): number {
+  return ceilDiv(mulAdd(terms), 1_000_000);
+}
+
 /** Input tokens at the input price plus output tokens at the output price, per 1M tokens, rounded up. */
 export function tokensCost(p: Pricing, inputTokens: number, outputTokens = 0): number {
-  return ceilDiv(mulAdd([[inputTokens, p.inputPer1MTokens ?? 0], [outputTokens, p.outputPer1MTokens ?? 0]]), 1_000_000);
+  return perMillionCost([[inputTokens, p.inputPer1MTokens ?? 0], [outputTokens, p.outputPer1MTokens ?? 0]]);
+}
+
+/** The highest price an input token can have: a funds bound must cover every prompt token being a cache write. */
+export function maxInputPrice(p: Pricing): number {
+  return Math.max(p.inputPer1MTokens ?? 0, p.cachedInputPer1MTokens ?? 0, p.cacheWrite5mPer1MTokens ?? 0, p.cacheWrite1hPer1MTokens ?? 0);
+}
+
+/** Upper bound of a token-billed request's cost: every prompt token at the highest input price. */
+export function tokensBoundCost(p: Pricing, promptTokens: number, outputTokens: number): number {
+  return perMillionCost([[promptTokens, maxInputPrice(p)], [outputTokens, p.outputPer1MTokens ?? 0]]);
 }
 
 /** Speech: characters of input at the per-1K-characters price, rounded up. */
@@ -113,7 +128,7 @@ export function estimateChatMaxCost(model: ModelConfig, body: ChatBodyLike, payl
   const bytes = payloadBytes ?? Buffer.byteLength(JSON.stringify(body));
   const promptTokens = promptTokensBound(model, bytes, nonTextParts(body.messages) * IMAGE_PART_TOKENS);
   const outputTokens = outputTokensBound(model, body);
-  return { promptTokens, outputTokens, maxCost: tokensCost(model.pricing, promptTokens, outputTokens) };
+  return { promptTokens, outputTokens, maxCost: tokensBoundCost(model.pricing, promptTokens, outputTokens) };
 }
 
 /** Embeddings: inputs' UTF-8 bytes (or token counts for token-array inputs) bound the input tokens. */

@@ -23,6 +23,11 @@ export interface ProviderConfig {
 export interface Pricing {
   inputPer1MTokens?: number;
   outputPer1MTokens?: number;
+  /** Prompt-cache reads (OpenAI cached input, Anthropic cache_read_input_tokens); absent: the input price. */
+  cachedInputPer1MTokens?: number;
+  /** Anthropic cache writes (cache creation) with a 5-minute / 1-hour TTL; absent: the input price. */
+  cacheWrite5mPer1MTokens?: number;
+  cacheWrite1hPer1MTokens?: number;
   perImage?: number;
   per1KChars?: number;
   perAudioMinute?: number;
@@ -78,7 +83,7 @@ const schema = {
           upstreamModel: { type: 'string' }, description: { type: 'string' },
           pricing: {
             type: 'object', additionalProperties: false,
-            properties: Object.fromEntries(['inputPer1MTokens', 'outputPer1MTokens', 'perImage', 'per1KChars', 'perAudioMinute', 'perVideoSecond'].map((k) => [k, { type: 'integer', minimum: 0 }])),
+            properties: Object.fromEntries(['inputPer1MTokens', 'outputPer1MTokens', 'cachedInputPer1MTokens', 'cacheWrite5mPer1MTokens', 'cacheWrite1hPer1MTokens', 'perImage', 'per1KChars', 'perAudioMinute', 'perVideoSecond'].map((k) => [k, { type: 'integer', minimum: 0 }])),
           },
           maxOutputTokens: { type: 'integer', minimum: 1 }, contextWindow: { type: 'integer', minimum: 1 },
           aliases: { type: 'array', items: { type: 'string' } },

@@ -2,7 +2,7 @@ import type Koa from 'koa';
 import type Router from '@koa/router';
 import { registerMount } from './server';
 import type { EmulatorControl } from './control';
-import { DROP_MIDSTREAM_MARKER, hash, pieces, readJson, sampleFor, sse, tokens, writeSse, type Json } from './replyKit';
+import { DROP_MIDSTREAM_MARKER, hash, pieces, readJson, sampleFor, sse, tokens, usageMarkers, writeSse, type Json } from './replyKit';
 
 /**
  * Emulated Anthropic Messages upstream under /anthropic: POST /v1/messages (JSON and SSE in Anthropic's exact
@@ -122,7 +122,10 @@ function messages(ctl: EmulatorControl) {
     const r = reply(body);
     const id = `msg_emu${hash(JSON.stringify(body.messages).slice(0, 2000) + Date.now() + Math.random())}`;
     const signature = r.thinking ? `emu-sig-${hash(r.thinking)}` : '';
-    const usage = { input_tokens: r.inputTokens, output_tokens: r.outputTokens, cache_creation_input_tokens: 0, cache_read_input_tokens: 0 };
+    // input_tokens excludes cache reads and writes (the prompt markers of replyKit ask for them).
+    const mk = usageMarkers(blockText(body.system) + JSON.stringify(body.messages));
+    const cache = { cache_creation_input_tokens: mk.cacheWrite5m + mk.cacheWrite1h, cache_read_input_tokens: mk.cacheRead, cache_creation: { ephemeral_5m_input_tokens: mk.cacheWrite5m, ephemeral_1h_input_tokens: mk.cacheWrite1h } };
+    const usage = { input_tokens: r.inputTokens, output_tokens: r.outputTokens, ...cache };
     if (body.stream !== true) {
       const content: Json[] = [];
       if (r.thinking) content.push({ type: 'thinking', thinking: r.thinking, signature });
@@ -156,7 +159,7 @@ function messages(ctl: EmulatorControl) {
       for (const part of ['', json.slice(0, half), json.slice(half)]) ev.push(sse('content_block_delta', { type: 'content_block_delta', index, delta: { type: 'input_json_delta', partial_json: part } }));
       ev.push(sse('content_block_stop', { type: 'content_block_stop', index }));
     }
-    ev.push(sse('message_delta', { type: 'message_delta', delta: { stop_reason: r.stopReason, stop_sequence: r.stopSequence }, usage: { output_tokens: r.outputTokens } }));
+    ev.push(sse('message_delta', { type: 'message_delta', delta: { stop_reason: r.stopReason, stop_sequence: r.stopSequence }, usage: { input_tokens: r.inputTokens, output_tokens: r.outputTokens, ...cache } }));
     ev.push(sse('message_stop', { type: 'message_stop' }));
     await writeSse(ctx, ctl, 'anthropic', ev, { dropMidway: JSON.stringify(body.messages).includes(DROP_MIDSTREAM_MARKER) });
   };

@@ -3,7 +3,7 @@ import type Koa from 'koa';
 import type Router from '@koa/router';
 import { registerMount } from './server';
 import type { EmulatorControl } from './control';
-import { openSse } from './replyKit';
+import { NO_MARKERS, openSse, usageMarkers, type UsageMarkers } from './replyKit';
 import { AUDIO_CONTENT_TYPES, AUDIO_FORMATS, audioDurationSeconds, audioFixture, isPng, seededPng, type AudioFormat } from './media';
 
 /**
@@ -89,7 +89,7 @@ function sampleFor(schema: any, depth = 0): unknown {
   }
 }
 
-interface ChatReply { content: string | null; toolCall: { id: string; name: string; arguments: string } | null; finish: string; promptTokens: number; completionTokens: number }
+interface ChatReply { content: string | null; toolCall: { id: string; name: string; arguments: string } | null; finish: string; promptTokens: number; completionTokens: number; markers: UsageMarkers }
 
 function applyLimits(text: string, body: Json): { text: string; finish: string } {
   let out = text;
@@ -110,8 +110,14 @@ function applyLimits(text: string, body: Json): { text: string; finish: string }
 function chatReply(body: Json): ChatReply {
   const messages: Json[] = body.messages;
   let promptChars = 0;
-  for (const m of messages) promptChars += contentText(m?.content).length;
+  let markerText = '';
+  for (const m of messages) {
+    const t = contentText(m?.content);
+    promptChars += t.length;
+    if (t.includes('[')) markerText += t;
+  }
   const promptTokens = tokens(promptChars);
+  const markers = markerText ? usageMarkers(markerText) : NO_MARKERS;
   const last = messages[messages.length - 1] ?? {};
   const tools: Json[] = Array.isArray(body.tools) ? body.tools.filter((t: Json) => t?.type === 'function' && t.function?.name) : [];
   if (tools.length && body.tool_choice !== 'none' && last.role !== 'tool') {
@@ -119,18 +125,21 @@ function chatReply(body: Json): ChatReply {
     const tool = tools.find((t) => t.function.name === wanted) ?? tools[0];
     const args = JSON.stringify(sampleFor(tool.function.parameters ?? { type: 'object' }));
     const id = `call_${fnv1a(tool.function.name + args + promptChars).toString(16).padStart(8, '0')}`;
-    return { content: null, toolCall: { id, name: tool.function.name, arguments: args }, finish: 'tool_calls', promptTokens, completionTokens: tokens(tool.function.name.length + args.length) };
+    return { content: null, toolCall: { id, name: tool.function.name, arguments: args }, finish: 'tool_calls', promptTokens, completionTokens: tokens(tool.function.name.length + args.length), markers };
   }
   const said = contentText(last.content);
   let text = last.role === 'tool' ? `The tool returned: ${said}` : `You said: ${said}`;
   const fmt = body.response_format?.type;
   if (fmt === 'json_object' || fmt === 'json_schema') text = JSON.stringify({ reply: text });
   const limited = applyLimits(text, body);
-  return { content: limited.text, toolCall: null, finish: limited.finish, promptTokens, completionTokens: tokens(limited.text.length) };
+  return { content: limited.text, toolCall: null, finish: limited.finish, promptTokens, completionTokens: tokens(limited.text.length), markers };
 }
 
-function usageOf(prompt: number, completion: number): Json {
-  return { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion, prompt_tokens_details: { cached_tokens: 0 }, completion_tokens_details: { reasoning_tokens: 0 } };
+/** OpenAI counts cached tokens inside prompt_tokens and reasoning tokens inside completion_tokens. */
+function usageOf(prompt: number, completion: number, m: UsageMarkers = NO_MARKERS): Json {
+  const p = prompt + m.cacheRead;
+  const c = completion + m.reasoning;
+  return { prompt_tokens: p, completion_tokens: c, total_tokens: p + c, prompt_tokens_details: { cached_tokens: m.cacheRead }, completion_tokens_details: { reasoning_tokens: m.reasoning } };
 }
 
 /** Splits text into word-sized pieces, as a tokenizer-driven stream would deliver them. */
@@ -192,7 +201,7 @@ function chatCompletions(ctl: EmulatorControl) {
     const id = `chatcmpl-emu${++seq}`;
     const created = nowSec();
     const model = body.model;
-    const usage = usageOf(r.promptTokens, r.completionTokens * n);
+    const usage = usageOf(r.promptTokens, r.completionTokens * n, r.markers);
     if (body.stream !== true) {
       const message: Json = { role: 'assistant', content: r.content, refusal: null };
       if (r.toolCall) message.tool_calls = [{ id: r.toolCall.id, type: 'function', function: { name: r.toolCall.name, arguments: r.toolCall.arguments } }];

@@ -117,3 +117,25 @@ export async function writeSse(ctx: Koa.Context, ctl: EmulatorControl, protocol:
 }
 
 export const sse = (event: string, data: unknown) => `event: ${event}\ndata: ${JSON.stringify(data)}\n\n`;
+
+/**
+ * Prompt markers that make an emulated upstream report prompt-cache and reasoning usage, so tests can prove each price:
+ * `[cache_read=N]` (cached input / cache reads), `[cache_write=N]` and `[cache_write_1h=N]` (Anthropic cache creation
+ * with a 5-minute / 1-hour TTL), `[reasoning=N]` (OpenAI reasoning tokens, part of the output). Counted on top of the
+ * prompt's own tokens; each upstream reports those its protocol has.
+ */
+export interface UsageMarkers { cacheRead: number; cacheWrite5m: number; cacheWrite1h: number; reasoning: number }
+export const NO_MARKERS: UsageMarkers = Object.freeze({ cacheRead: 0, cacheWrite5m: 0, cacheWrite1h: 0, reasoning: 0 });
+
+export function usageMarkers(text: string): UsageMarkers {
+  if (!text.includes('[cache_') && !text.includes('[reasoning=')) return NO_MARKERS;
+  const m = { ...NO_MARKERS };
+  for (const [, kind, n] of text.matchAll(/\[(cache_read|cache_write|cache_write_1h|reasoning)=(\d{1,9})\]/g)) {
+    const v = Number(n);
+    if (kind === 'cache_read') m.cacheRead += v;
+    else if (kind === 'cache_write') m.cacheWrite5m += v;
+    else if (kind === 'cache_write_1h') m.cacheWrite1h += v;
+    else m.reasoning += v;
+  }
+  return m;
+}

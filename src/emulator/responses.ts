@@ -2,7 +2,7 @@ import type Koa from 'koa';
 import type Router from '@koa/router';
 import { registerMount } from './server';
 import type { EmulatorControl } from './control';
-import { DROP_MIDSTREAM_MARKER, hash, pieces, readJson, sampleFor, sse, tokens, writeSse, type Json } from './replyKit';
+import { DROP_MIDSTREAM_MARKER, hash, pieces, readJson, sampleFor, sse, tokens, usageMarkers, writeSse, type Json } from './replyKit';
 
 /**
  * Emulated OpenAI Responses upstream: POST /openai/v1/responses, JSON and SSE (response.created ...
@@ -82,11 +82,15 @@ function responses(ctl: EmulatorControl) {
       output.push({ id: `msg_emu${hash(id + 'm')}`, type: 'message', status: 'completed', role: 'assistant', content: [{ type: 'output_text', text, annotations: [], logprobs: [] }] });
     }
     const outChars = output.reduce((n, o) => n + JSON.stringify(o.content ?? o.arguments ?? o.input ?? o.summary ?? '').length, 0);
-    const reasoningTokens = reasoningText ? tokens(reasoningText.length) : 0;
+    // Cached input counts inside input_tokens, reasoning inside output_tokens (markers: replyKit.usageMarkers).
+    const mk = usageMarkers(JSON.stringify(items));
+    const reasoningTokens = (reasoningText ? tokens(reasoningText.length) : 0) + mk.reasoning;
+    const inputTokens = tokens(promptChars) + mk.cacheRead;
+    const outputTokens = tokens(outChars) + mk.reasoning;
     const usage = {
-      input_tokens: tokens(promptChars), input_tokens_details: { cached_tokens: 0 },
-      output_tokens: tokens(outChars), output_tokens_details: { reasoning_tokens: reasoningTokens },
-      total_tokens: tokens(promptChars) + tokens(outChars),
+      input_tokens: inputTokens, input_tokens_details: { cached_tokens: mk.cacheRead },
+      output_tokens: outputTokens, output_tokens_details: { reasoning_tokens: reasoningTokens },
+      total_tokens: inputTokens + outputTokens,
     };
     const base = {
       id, object: 'response', created_at: created, background: false, error: null, incomplete_details: null,

@@ -133,9 +133,8 @@ export class ChatToMessagesStream {
   private stop(out: SseEvent[], stopReason?: AnthropicStopReason): void {
     if (this.stopped) return;
     this.close(out);
-    const u = anthropicUsage(this.usage);
     const usage = this.usage
-      ? { input_tokens: u.input_tokens, output_tokens: u.output_tokens, cache_creation_input_tokens: 0, cache_read_input_tokens: u.cache_read_input_tokens }
+      ? anthropicUsage(this.usage)
       : { input_tokens: this.opts.inputTokensEstimate ?? 0, output_tokens: Math.ceil(this.outputChars / 4) };
     out.push(ev('message_delta', { delta: { stop_reason: stopReason ?? stopReasonOf(this.finish, this.sawTool), stop_sequence: null }, usage }));
     out.push(ev('message_stop', {}));

@@ -1,4 +1,4 @@
-import type { ChatChunk, ChatCompletion, ChatContentPart, ChatFinishReason, ChatMessage, ChatRequest, ChatToolCall } from './chatTypes';
+import type { ChatChunk, ChatCompletion, ChatContentPart, ChatFinishReason, ChatMessage, ChatRequest, ChatToolCall, ChatUsage } from './chatTypes';
 import type { AnthropicContentBlock, AnthropicImageBlock, AnthropicMessage, AnthropicTextBlock, AnthropicTool, AnthropicToolChoice, MessagesRequest, MessagesResponse } from './anthropicTypes';
 import { parseToolInput } from './chatToMessages';
 
@@ -95,13 +95,25 @@ export function finishOf(stop: string | null | undefined): ChatFinishReason {
   }
 }
 
-interface AnthropicUsageLike { input_tokens?: number | null; output_tokens?: number | null; cache_read_input_tokens?: number | null; cache_creation_input_tokens?: number | null }
+interface AnthropicUsageLike {
+  input_tokens?: number | null;
+  output_tokens?: number | null;
+  cache_read_input_tokens?: number | null;
+  cache_creation_input_tokens?: number | null;
+  cache_creation?: { ephemeral_5m_input_tokens?: number; ephemeral_1h_input_tokens?: number } | null;
+}
 
-function chatUsage(u: AnthropicUsageLike) {
+/** Anthropic usage in chat's shape: every input token in prompt_tokens, cache reads and writes in its details. */
+function chatUsage(u: AnthropicUsageLike): ChatUsage {
   const cached = u.cache_read_input_tokens ?? 0;
-  const prompt = (u.input_tokens ?? 0) + cached + (u.cache_creation_input_tokens ?? 0);
+  const written = u.cache_creation_input_tokens ?? 0;
+  const written1h = Math.min(written, u.cache_creation?.ephemeral_1h_input_tokens ?? 0);
+  const prompt = (u.input_tokens ?? 0) + cached + written;
   const completion = u.output_tokens ?? 0;
-  return { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion, prompt_tokens_details: { cached_tokens: cached }, completion_tokens_details: { reasoning_tokens: 0 } };
+  const details: NonNullable<ChatUsage['prompt_tokens_details']> = { cached_tokens: cached };
+  if (written) details.cache_write_tokens = written;
+  if (written1h) details.cache_write_1h_tokens = written1h;
+  return { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion, prompt_tokens_details: details, completion_tokens_details: { reasoning_tokens: 0 } };
 }
 
 export function anthropicToChatCompletion(m: MessagesResponse): ChatCompletion {
@@ -154,7 +166,7 @@ export class AnthropicStreamToChat {
         return [];
       }
       case 'message_delta':
-        for (const [k, v] of Object.entries(e.usage ?? {})) if (typeof v === 'number') (this.usage as Record<string, number>)[k] = v;
+        for (const [k, v] of Object.entries(e.usage ?? {})) if (typeof v === 'number' || (k === 'cache_creation' && v && typeof v === 'object')) (this.usage as Record<string, unknown>)[k] = v;
         return [chunk({}, finishOf(e.delta?.stop_reason))];
       case 'message_stop':
         return [{ id: this.id, object: 'chat.completion.chunk', created: 0, model: this.model, choices: [], usage: chatUsage(this.usage) }];

@@ -24,11 +24,18 @@ export function stopReasonOf(finish: ChatFinishReason | undefined, sawToolCall: 
   }
 }
 
-/** Anthropic input_tokens exclude cache reads: the prompt total is input + cache_read + cache_creation. */
+/** Anthropic input_tokens exclude cache reads and writes: the prompt total is input + cache_read + cache_creation. */
 export function anthropicUsage(u: ChatUsage | null | undefined): AnthropicUsage {
   const prompt = u?.prompt_tokens ?? 0;
-  const cached = Math.min(prompt, u?.prompt_tokens_details?.cached_tokens ?? 0);
-  return { input_tokens: prompt - cached, output_tokens: u?.completion_tokens ?? 0, cache_creation_input_tokens: 0, cache_read_input_tokens: cached };
+  const d = u?.prompt_tokens_details;
+  const cached = Math.min(prompt, d?.cached_tokens ?? 0);
+  const written = Math.min(prompt - cached, d?.cache_write_tokens ?? 0);
+  const written1h = Math.min(written, d?.cache_write_1h_tokens ?? 0);
+  return {
+    input_tokens: prompt - cached - written, output_tokens: u?.completion_tokens ?? 0,
+    cache_creation_input_tokens: written, cache_read_input_tokens: cached,
+    ...(written ? { cache_creation: { ephemeral_5m_input_tokens: written - written1h, ephemeral_1h_input_tokens: written1h } } : {}),
+  };
 }
 
 export function parseToolInput(args: string): unknown {

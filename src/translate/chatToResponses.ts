@@ -12,9 +12,11 @@ export function newId(prefix: string): string {
 export function responsesUsage(u: ChatUsage | null | undefined): ResponsesUsage {
   const input = u?.prompt_tokens ?? 0;
   const output = u?.completion_tokens ?? 0;
+  const written = u?.prompt_tokens_details?.cache_write_tokens ?? 0;
   return {
     input_tokens: input,
-    input_tokens_details: { cached_tokens: u?.prompt_tokens_details?.cached_tokens ?? 0 },
+    // Responses has no cache-write field; cache_write_tokens (as in chat) when a Claude upstream wrote to its cache.
+    input_tokens_details: { cached_tokens: u?.prompt_tokens_details?.cached_tokens ?? 0, ...(written ? { cache_write_tokens: written } : {}) },
     output_tokens: output,
     output_tokens_details: { reasoning_tokens: u?.completion_tokens_details?.reasoning_tokens ?? 0 },
     total_tokens: u?.total_tokens ?? input + output,

@@ -47,7 +47,11 @@ export interface ChatUsage {
   prompt_tokens: number;
   completion_tokens: number;
   total_tokens?: number;
-  prompt_tokens_details?: { cached_tokens?: number } | null;
+  /**
+   * cached_tokens: prompt-cache reads. cache_write_tokens (as OpenRouter reports them) and cache_write_1h_tokens (the
+   * part of them written for 1 hour): set by the Messages bridge when an Anthropic upstream wrote to its cache.
+   */
+  prompt_tokens_details?: { cached_tokens?: number; cache_write_tokens?: number; cache_write_1h_tokens?: number } | null;
   completion_tokens_details?: { reasoning_tokens?: number } | null;
 }
 

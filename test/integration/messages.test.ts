@@ -59,7 +59,7 @@ function assertEventOrder(events: { type: string; index?: number }[]): void {
 /** Reads a raw SSE response into events (type + parsed data). */
 async function readSse(res: Response): Promise<{ event: string; data: any }[]> {
   const text = await res.text();
-  return text.split('\n\n').filter((b) => b.trim()).map((block) => {
+  return text.split('\n\n').filter((b) => b.trim() && !b.startsWith(':')).map((block) => {
     const event = /^event: (.*)$/m.exec(block)?.[1] ?? '';
     const data = JSON.parse(/^data: (.*)$/m.exec(block)?.[1] ?? 'null');
     return { event, data };

@@ -110,7 +110,9 @@ test('raw SSE: events arrive as data lines ending with data: [DONE]', async () =
   const body = await res.text();
   const events = body.split('\n\n').filter(Boolean);
   expect(events[events.length - 1]).toBe('data: [DONE]');
-  expect(events.slice(0, -1).every((e) => e.startsWith('data: {'))).toBe(true);
+  // The cost of the request, as an SSE comment (ignored by SSE clients) just before the end.
+  expect(events[events.length - 2]).toMatch(/^: x-gateway-cost-vnd=[1-9]\d* x-gateway-usage-id=[0-9a-f-]{36}$/);
+  expect(events.slice(0, -2).every((e) => e.startsWith('data: {'))).toBe(true);
 });
 
 test('chunks are forwarded as they arrive: the first delta reaches the client before the upstream has finished', async () => {

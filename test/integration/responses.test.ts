@@ -37,7 +37,7 @@ async function postSse(body: unknown, headers: Record<string, string> = {}): Pro
   expect(res.headers.get('content-type')).toMatch(/^text\/event-stream/);
   const text = await res.text();
   expect(text).not.toContain('[DONE]');
-  return text.split('\n\n').filter((b) => b.trim()).map((block) => {
+  return text.split('\n\n').filter((b) => b.trim() && !b.startsWith(':')).map((block) => {
     const event = /^event: (.*)$/m.exec(block)?.[1];
     const data = JSON.parse(/^data: (.*)$/m.exec(block)![1]);
     expect(data.type).toBe(event);
@@ -216,7 +216,7 @@ test.each([NATIVE, BRIDGED])('%s: an upstream that breaks off mid-stream ends wi
     body: JSON.stringify({ model, stream: true, input: 'one two three four five six seven eight nine ten EMULATOR_DROP_MIDSTREAM' }),
   });
   expect(res.status).toBe(200);
-  const events = (await res.text()).split('\n\n').filter((b) => b.trim()).map((b) => JSON.parse(/^data: (.*)$/m.exec(b)![1]));
+  const events = (await res.text()).split('\n\n').filter((b) => b.trim() && !b.startsWith(':')).map((b) => JSON.parse(/^data: (.*)$/m.exec(b)![1]));
   events.forEach((e, i) => expect(e.sequence_number).toBe(events[0].sequence_number + i));
   expect(events[0].type).toBe('response.created');
   const last = events[events.length - 1];

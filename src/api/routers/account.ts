@@ -3,6 +3,7 @@ import type { AppDeps } from '../deps';
 import { requireApiKey, route, type GatewayState } from '../middleware';
 import { badRequest, notFound } from '../errors';
 import { getBalance, listLedger } from '../../billing/ledger';
+import { breakdownOfUnits } from '../../billing/tokenUsage';
 
 function limitParam(v: unknown, def: number, max: number): number {
   if (v === undefined) return def;
@@ -36,7 +37,11 @@ export function accountRouter(deps: AppDeps): Router<GatewayState> {
        WHERE account_id = $1 ORDER BY created_at DESC LIMIT $2`, [accountId, limit]);
     ctx.body = {
       object: 'list',
-      data: rows.rows.map((u) => ({ id: u.id, api_key_id: u.api_key_id, model: u.model, operation: u.operation, units: u.units, cost_vnd: u.cost_vnd, latency_ms: u.latency_ms, status: u.status, created_at: Math.floor(u.created_at.getTime() / 1000) })),
+      data: rows.rows.map((u) => {
+        // Token operations also get their bill's breakdown: each field is priced on its own (README, cache pricing).
+        const tokens = breakdownOfUnits(u.units);
+        return { id: u.id, api_key_id: u.api_key_id, model: u.model, operation: u.operation, units: u.units, ...(tokens ? { tokens } : {}), cost_vnd: u.cost_vnd, latency_ms: u.latency_ms, status: u.status, created_at: Math.floor(u.created_at.getTime() / 1000) };
+      }),
     };
   });
   return r;

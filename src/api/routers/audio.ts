@@ -9,6 +9,7 @@ import { callUpstream, CLIENT_CLOSED, clientAbortSignal } from '../upstream';
 import { readHead, removeUploads, sniffAudio, uploadedFile } from '../uploads';
 import type { MultipartValue } from '../../providers/types';
 import { reserve } from '../reserve';
+import { setCostHeaders } from '../costReport';
 
 /** Content-Type per speech response_format. */
 export const SPEECH_CONTENT_TYPES: Readonly<Record<SpeechFormat, string>> = {
@@ -85,6 +86,7 @@ export function audioRouter(deps: AppDeps): Router<GatewayState> {
       else if (signal.aborted) meter.settle(cost, units, CLIENT_CLOSED);
       else meter.cancel(units, 502);
     });
+    setCostHeaders(ctx.res, meter, cost);
     ctx.status = 200;
     ctx.type = SPEECH_CONTENT_TYPES[format];
     ctx.body = up.body;
@@ -133,6 +135,7 @@ export function audioRouter(deps: AppDeps): Router<GatewayState> {
     const seconds = typeof v.duration === 'number' && v.duration >= 0 ? v.duration : lastEnd > 0 ? lastEnd : (file.size * 8) / 32_000;
     const ms = Math.ceil(seconds * 1000);
     meter.settle(audioCost(model.pricing, ms), { audio_seconds: ms / 1000 });
+    setCostHeaders(ctx.res, meter);
     ctx.status = 200;
     ctx.type = TRANSCRIPTION_CONTENT_TYPES[format];
     ctx.body = render(format, up.body, v, text, seconds);

@@ -7,7 +7,8 @@ import { bridgeChatRequest } from '../../translate/chatBridgeRequest';
 import { UpstreamAborted } from '../../providers/openai';
 import { StreamUsage } from '../../billing/meter';
 import { backendFor, UpstreamStreamError } from './chatBackends';
-import { estimateFromDelivered, settleUsage } from './codingBilling';
+import { estimatedUsage, fromChatUsage } from '../../billing/tokenUsage';
+import { costComment, setCostHeaders } from '../costReport';
 import { translateInput } from './translateInput';
 import { reserve } from '../reserve';
 import { SseSink } from './sseSink';
@@ -41,8 +42,8 @@ export async function bridgedChat(ctx: Ctx, deps: AppDeps, model: ModelConfig, b
   if (body.stream !== true) {
     const c: ChatCompletion | null = await upstream(() => backend.complete(sink.signal));
     if (!c) return;
-    const u = c.usage;
-    settleUsage(meter, model, u ? { input: u.prompt_tokens, output: u.completion_tokens, cached: u.prompt_tokens_details?.cached_tokens ?? 0, estimated: false } : estimateFromDelivered(backend.payloadBytes, JSON.stringify(c.choices).length));
+    meter.settleTokens(model.pricing, c.usage ? fromChatUsage(c.usage) : estimatedUsage(backend.payloadBytes, JSON.stringify(c.choices).length));
+    setCostHeaders(ctx.res, meter);
     ctx.body = c;
     return;
   }
@@ -71,9 +72,7 @@ export async function bridgedChat(ctx: Ctx, deps: AppDeps, model: ModelConfig, b
       await sink.write(`data: ${JSON.stringify(openAIBody(new ApiError(502, message, 'upstream_error', null, 'upstream_error')))}\n\n`);
     }
   }
-  const t = usage.tokens();
-  const cached = Number((usage.usage?.prompt_tokens_details as { cached_tokens?: number } | undefined)?.cached_tokens ?? 0);
-  settleUsage(meter, model, { input: t.prompt, output: t.completion, cached, estimated: t.estimated }, sink.clientGone ? 499 : failed ? 502 : 200);
-  if (!failed) await sink.write('data: [DONE]\n\n');
+  meter.settleTokens(model.pricing, usage.usageTokens(), sink.clientGone ? 499 : failed ? 502 : 200);
+  if (!failed) await sink.write(costComment(meter) + 'data: [DONE]\n\n');
   sink.end();
 }

@@ -6,6 +6,7 @@ import { embeddingTokensBound, tokensCost, tokensFromChars } from '../../billing
 import { usageFromJson } from '../../providers/openai';
 import { callUpstream, clientAbortSignal, sendJsonBuffer } from '../upstream';
 import { reserve } from '../reserve';
+import { setCostHeaders } from '../costReport';
 
 /**
  * POST /v1/embeddings (spec 4.11): string or array input, encoding_format float or base64 (little-endian float32,
@@ -28,6 +29,7 @@ export function embeddingsRouter(deps: AppDeps): Router<GatewayState> {
     // An upstream that reports no usage is billed by the delivered-text rule over the input.
     const tokens = usage ? Math.max(0, Math.ceil(Number(usage.prompt_tokens) || 0)) : tokensFromChars(bound);
     meter.settle(tokensCost(model.pricing, tokens), usage ? { prompt_tokens: tokens } : { prompt_tokens: tokens, estimated: 1 });
+    setCostHeaders(ctx.res, meter);
     sendJsonBuffer(ctx, res.body);
   });
   return r;

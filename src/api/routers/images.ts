@@ -9,6 +9,7 @@ import type { BufferedResponse, MultipartValue } from '../../providers/types';
 import { callUpstream, clientAbortSignal, sendJsonBuffer } from '../upstream';
 import { isPngHead, readHead, removeUploads, uploadedFile } from '../uploads';
 import { reserve } from '../reserve';
+import { setCostHeaders } from '../costReport';
 
 /** Input images: PNG only (spec 4.8), at most 10 MB each (design: input image limit). */
 const MAX_IMAGE_BYTES = 10 * 1024 * 1024;
@@ -25,6 +26,7 @@ function settleImages(ctx: Ctx, meter: Meter, perImage: (n: number) => number, r
     throw new ApiError(502, 'The upstream provider returned an invalid images response.', 'upstream_error', null, 'upstream_error');
   }
   meter.settle(perImage(count), { images: count });
+  setCostHeaders(ctx.res, meter);
   sendJsonBuffer(ctx, res.body);
 }
 

@@ -18,7 +18,9 @@ import { SseDecoder } from '../../providers/sse';
 import { backendFor, UpstreamStreamError } from './chatBackends';
 import { tokensFromChars } from '../../billing/pricing';
 import { StreamUsage, type Meter } from '../../billing/meter';
-import { countImages, estimateFromDelivered, nativeMaxCost, settleUsage } from './codingBilling';
+import { countImages, nativeMaxCost } from './codingBilling';
+import { estimatedUsage, fromAnthropicUsage, fromChatUsage, tokenUsage, type AnthropicUsageLike } from '../../billing/tokenUsage';
+import { costComment, setCostHeaders } from '../costReport';
 import { translateInput } from './translateInput';
 import { SseSink } from './sseSink';
 import { estimateInputTokens } from '../../translate/tokenEstimate';
@@ -141,13 +143,12 @@ export function messagesRouter(deps: AppDeps): Router<GatewayState> {
         meter.cancel({}, 502);
         throw sink.clientGone ? new UpstreamAborted() : new ApiError(502, 'The upstream provider failed while answering.', 'api_error', null, 'upstream_error');
       }
-      let usage: { input_tokens?: number; output_tokens?: number; cache_read_input_tokens?: number; cache_creation_input_tokens?: number } = {};
+      let usage: AnthropicUsageLike | null = null;
       try {
-        usage = (JSON.parse(raw.toString('utf8')) as { usage?: typeof usage }).usage ?? {};
+        usage = (JSON.parse(raw.toString('utf8')) as { usage?: AnthropicUsageLike }).usage ?? null;
       } catch {}
-      const cached = usage.cache_read_input_tokens ?? 0;
-      const input = (usage.input_tokens ?? tokensFromChars(bytes)) + cached + (usage.cache_creation_input_tokens ?? 0);
-      settleUsage(meter, model, { input, output: usage.output_tokens ?? tokensFromChars(raw.length), cached, estimated: usage.output_tokens === undefined });
+      meter.settleTokens(model.pricing, typeof usage?.input_tokens === 'number' && typeof usage.output_tokens === 'number' ? fromAnthropicUsage(usage) : estimatedUsage(bytes, raw.length));
+      setCostHeaders(ctx.res, meter);
       for (const [k, v] of Object.entries(res.headers)) ctx.set(k, v);
       ctx.status = res.status;
       ctx.type = res.contentType || 'application/json';
@@ -161,10 +162,8 @@ export function messagesRouter(deps: AppDeps): Router<GatewayState> {
   async function pipeNativeStream(model: ModelConfig, meter: Meter, body: AsyncIterable<Uint8Array>, headers: Record<string, string>, bytes: number, sink: SseSink): Promise<void> {
     sink.open(headers);
     const dec = new SseDecoder();
-    let input: number | undefined;
-    let cached = 0;
-    let created = 0;
-    let output: number | undefined;
+    // Anthropic's usage as it stands: message_start's, then each field message_delta repeats (cumulative counts).
+    let usage = null as AnthropicUsageLike | null; // (assigned in the closure below: not narrowed to null)
     let delivered = 0;
     let stopped = false;
     let failed = false;
@@ -176,21 +175,12 @@ export function messagesRouter(deps: AppDeps): Router<GatewayState> {
         return;
       }
       if (e?.type === 'message_start') {
-        const u = e.message?.usage ?? {};
-        cached = u.cache_read_input_tokens ?? 0;
-        created = u.cache_creation_input_tokens ?? 0;
-        input = u.input_tokens ?? 0;
-        if (typeof u.output_tokens === 'number') output = u.output_tokens;
+        usage = { ...(e.message?.usage ?? {}) };
       } else if (e?.type === 'content_block_delta') {
         const d = e.delta ?? {};
         delivered += (d.text?.length ?? 0) + (d.thinking?.length ?? 0) + (d.partial_json?.length ?? 0);
       } else if (e?.type === 'message_delta') {
-        const u = e.usage ?? {};
-        if (typeof u.output_tokens === 'number') output = u.output_tokens;
-        // Cumulative counters: each one present replaces the earlier value.
-        if (typeof u.cache_read_input_tokens === 'number') cached = u.cache_read_input_tokens;
-        if (typeof u.cache_creation_input_tokens === 'number') created = u.cache_creation_input_tokens;
-        if (typeof u.input_tokens === 'number') input = u.input_tokens;
+        for (const [k, v] of Object.entries(e.usage ?? {})) if (v !== null && v !== undefined) (usage ??= {})[k as keyof AnthropicUsageLike] = v as never;
       } else if (e?.type === 'message_stop') stopped = true;
       else if (e?.type === 'error') failed = true;
     };
@@ -207,11 +197,16 @@ export function messagesRouter(deps: AppDeps): Router<GatewayState> {
         await sink.write(formatSse({ event: 'error', data: { type: 'error', error: { type: 'api_error', message: 'The upstream provider stream was interrupted.' } } }));
       }
     }
+    const complete = stopped && typeof usage?.input_tokens === 'number' && typeof usage.output_tokens === 'number';
+    let t = complete ? fromAnthropicUsage(usage!) : estimatedUsage(bytes, delivered);
+    if (!complete && typeof usage?.input_tokens === 'number') {
+      // Cut short after message_start: its input and cache counts are the upstream's; the output is estimated.
+      const known = fromAnthropicUsage(usage);
+      t = tokenUsage({ ...known, output: Math.max(known.output, t.output), estimated: true });
+    }
+    meter.settleTokens(model.pricing, t, complete ? 200 : sink.clientGone ? 499 : failed ? 502 : 200);
+    if (!sink.clientGone) await sink.write(costComment(meter));
     sink.end();
-    // Anthropic's input_tokens exclude cache reads and writes; all three are prompt tokens.
-    const prompt = input === undefined ? undefined : input + cached + created;
-    const complete = stopped && output !== undefined && prompt !== undefined;
-    settleUsage(meter, model, complete ? { input: prompt!, output: output!, cached, estimated: false } : { ...estimateFromDelivered(bytes, delivered, prompt, output), cached }, complete ? 200 : sink.clientGone ? 499 : failed ? 502 : 200);
   }
 
   /** Any chat model: messages -> chat -> upstream (chat completions, or /responses) -> messages, event by event. */
@@ -229,8 +224,8 @@ export function messagesRouter(deps: AppDeps): Router<GatewayState> {
         throw e;
       }
       const msg = chatToMessages(c, { model: req.model, tools });
-      const u = c.usage;
-      settleUsage(meter, model, u ? { input: u.prompt_tokens, output: u.completion_tokens, cached: u.prompt_tokens_details?.cached_tokens ?? 0, estimated: false } : estimateFromDelivered(bytes, JSON.stringify(msg.content).length));
+      meter.settleTokens(model.pricing, c.usage ? fromChatUsage(c.usage) : estimatedUsage(bytes, JSON.stringify(msg.content).length));
+      setCostHeaders(ctx.res, meter);
       ctx.body = msg;
       return;
     }
@@ -263,14 +258,12 @@ export function messagesRouter(deps: AppDeps): Router<GatewayState> {
         await sink.write(tr.fail('api_error', message).map(formatSse).join(''));
       }
     }
+    meter.settleTokens(model.pricing, usage.usageTokens(), sink.clientGone ? 499 : failed ? 502 : 200);
+    if (!sink.clientGone) await sink.write(costComment(meter));
     sink.end();
-    const t = usage.tokens();
-    const cached = Number((usage.usage?.prompt_tokens_details as { cached_tokens?: number } | undefined)?.cached_tokens ?? 0);
-    settleUsage(meter, model, { input: t.prompt, output: t.completion, cached, estimated: t.estimated }, sink.clientGone ? 499 : failed ? 502 : 200);
   }
 
   return router;
 }
-
 
 export type { CountTokensRequest };

@@ -17,7 +17,9 @@ import { backendFor, UpstreamStreamError } from './chatBackends';
 import type { OpenAICompatibleAdapter } from '../../providers/types';
 import { DEFAULT_MAX_OUTPUT_TOKENS, tokensFromChars } from '../../billing/pricing';
 import { StreamUsage, type Meter } from '../../billing/meter';
-import { countImages, estimateFromDelivered, nativeMaxCost, settleUsage } from './codingBilling';
+import { countImages, nativeMaxCost } from './codingBilling';
+import { estimatedUsage, fromChatUsage, fromResponsesUsage, type TokenUsage } from '../../billing/tokenUsage';
+import { costComment, setCostHeaders } from '../costReport';
 import { translateInput } from './translateInput';
 import { SseSink } from './sseSink';
 import { conversationItems, isResponseId, loadResponse, saveResponse } from './storedResponses';
@@ -119,7 +121,8 @@ export function responsesRouter(deps: AppDeps): Router<GatewayState> {
         if (e instanceof SyntaxError) throw new ApiError(502, 'The upstream provider sent an invalid response.', 'upstream_error', null, 'upstream_error');
         throw e;
       }
-      settleUsage(meter, t.model, usageOf(obj) ?? estimateFromDelivered(bytes, raw.length));
+      meter.settleTokens(t.model.pricing, usageOf(obj) ?? estimatedUsage(bytes, raw.length));
+      setCostHeaders(ctx.res, meter);
       ctx.type = 'application/json';
       // Text Postgres cannot hold is stored as U+FFFD, so only an outage fails here: then say it was not stored.
       ctx.body = (await store(ctx, t, obj)) ? raw : { ...obj, store: false };
@@ -148,6 +151,10 @@ export function responsesRouter(deps: AppDeps): Router<GatewayState> {
     let final: Record<string, unknown> | null = null;
     let delivered = 0;
     let failed = false;
+    const settle = (status: number) => {
+      const u = final ? usageOf(final as ResponseObject) : null;
+      meter.settleTokens(t.model.pricing, u ?? estimatedUsage(bytes, delivered), u ? 200 : status);
+    };
     try {
       for await (const chunk of body) {
         for (const ev of dec.push(chunk)) {
@@ -166,7 +173,11 @@ export function responsesRouter(deps: AppDeps): Router<GatewayState> {
         // Stored before the client sees the final event, so an immediate continuation finds it.
         if (final && final.status !== 'failed') await store(ctx, t, final);
         if (!(await sink.write(chunk))) break;
-        if (final) sink.end();
+        if (final) {
+          settle(200);
+          await sink.write(costComment(meter));
+          sink.end();
+        }
       }
     } catch (e) {
       if (!sink.clientGone) deps.logger.warn({ reqId: meter.id, err: (e as Error).message }, 'responses upstream stream failed');
@@ -177,9 +188,9 @@ export function responsesRouter(deps: AppDeps): Router<GatewayState> {
       const response = { ...(shell ?? { id: newId('resp'), object: 'response', model: t.req.model, output: [] }), status: 'failed', error: { code: 'server_error', message: 'The upstream provider stream was interrupted.' } };
       await sink.write(formatSse({ event: 'response.failed', data: { type: 'response.failed', sequence_number: lastSeq + 1, response } }));
     }
+    settle(sink.clientGone ? 499 : failed ? 502 : 200); // a no-op when settled at the terminal event
+    if (!sink.clientGone && !sink.ended) await sink.write(costComment(meter));
     sink.end();
-    const u = final ? usageOf(final as ResponseObject) : null;
-    settleUsage(meter, t.model, u ?? estimateFromDelivered(bytes, delivered), u ? 200 : sink.clientGone ? 499 : failed ? 502 : 200);
   }
 
   /** Any chat model: responses -> chat -> upstream -> chat -> responses (streamed event by event). */
@@ -198,8 +209,8 @@ export function responsesRouter(deps: AppDeps): Router<GatewayState> {
         throw e;
       }
       const obj = chatToResponses(c, { ...shell, tools });
-      const u = c.usage;
-      settleUsage(meter, t.model, u ? { input: u.prompt_tokens, output: u.completion_tokens, cached: u.prompt_tokens_details?.cached_tokens ?? 0, estimated: false } : estimateFromDelivered(bytes, JSON.stringify(obj.output).length));
+      meter.settleTokens(t.model.pricing, c.usage ? fromChatUsage(c.usage) : estimatedUsage(bytes, JSON.stringify(obj.output).length));
+      setCostHeaders(ctx.res, meter);
       ctx.body = (await store(ctx, t, obj)) ? obj : { ...obj, store: false };
       return;
     }
@@ -240,18 +251,17 @@ export function responsesRouter(deps: AppDeps): Router<GatewayState> {
         await sink.write(tr.fail('server_error', message).map(formatSse).join(''));
       }
     }
+    meter.settleTokens(t.model.pricing, usage.usageTokens(), sink.clientGone ? 499 : failed ? 502 : 200);
+    if (!sink.clientGone) await sink.write(costComment(meter));
     sink.end();
-    const tok = usage.tokens();
-    const cached = Number((usage.usage?.prompt_tokens_details as { cached_tokens?: number } | undefined)?.cached_tokens ?? 0);
-    settleUsage(meter, t.model, { input: tok.prompt, output: tok.completion, cached, estimated: tok.estimated }, sink.clientGone ? 499 : failed ? 502 : 200);
   }
 
   return router;
 }
 
-function usageOf(r: ResponseObject): { input: number; output: number; cached: number; estimated: false } | null {
+function usageOf(r: ResponseObject): TokenUsage | null {
   const u = r?.usage;
   if (!u || typeof u.input_tokens !== 'number' || typeof u.output_tokens !== 'number') return null;
-  return { input: u.input_tokens, output: u.output_tokens, cached: u.input_tokens_details?.cached_tokens ?? 0, estimated: false };
+  return fromResponsesUsage(u);
 }
 
