@@ -9,8 +9,8 @@ import { DROP_MIDSTREAM_MARKER, hash, pieces, readJson, sampleFor, sse, tokens, 
  * event order, paced by settings.chunkDelayMs) and POST /v1/messages/count_tokens. Deterministic: with client
  * tools it answers with a tool_use block (arguments valid against the tool's input_schema) unless the turn ends
  * with a tool_result; with thinking enabled or adaptive it starts with a signed thinking block. Token counts are
- * ceil(chars/4) over the request's text, the same for messages and count_tokens. A prompt containing
- * EMULATOR_DROP_MIDSTREAM breaks a stream off halfway.
+ * ceil(chars/4) over the request's text, the same for messages and count_tokens. A system prompt asking for a
+ * "JSON object" is answered with one. A prompt containing EMULATOR_DROP_MIDSTREAM breaks a stream off halfway.
  */
 
 function err(ctx: Koa.Context, status: number, type: string, message: string): void {
@@ -95,6 +95,8 @@ function reply(body: Json): Reply {
     stopReason = 'tool_use';
   } else {
     text = toolResult ? `The tool returned: ${said}` : `You said: ${said}`;
+    // A system prompt asking for a JSON object gets one, as a model following the instruction would answer.
+    if (/\bJSON object\b/.test(blockText(body.system))) text = JSON.stringify({ reply: text });
     for (const s of Array.isArray(body.stop_sequences) ? body.stop_sequences : []) {
       const i = typeof s === 'string' && s ? text.indexOf(s) : -1;
       if (i >= 0) {

@@ -9,8 +9,9 @@ import { DROP_MIDSTREAM_MARKER, hash, pieces, readJson, sampleFor, sse, tokens, 
  * response.completed with sequence numbers, paced by settings.chunkDelayMs). Deterministic: with function or
  * custom tools (also inside namespaces and additional_tools items) it answers with a function_call /
  * custom_tool_call unless the input ends with a tool output; with reasoning.effort it starts with a reasoning
- * item (encrypted_content filled when include asks for it). It keeps no state: previous_response_id is a 404, as
- * for any id the upstream does not know. A prompt containing EMULATOR_DROP_MIDSTREAM breaks a stream off halfway.
+ * item (encrypted_content filled when include asks for it); text.format json_object / json_schema gets a JSON
+ * answer. It keeps no state: previous_response_id is a 404, as for any id the upstream does not know. A prompt
+ * containing EMULATOR_DROP_MIDSTREAM breaks a stream off halfway.
  */
 
 function fail(ctx: Koa.Context, status: number, message: string, param: string | null, code: string | null): void {
@@ -73,6 +74,8 @@ function responses(ctl: EmulatorControl) {
       else output.push({ id: `fc_emu${hash(id + 'f')}`, type: 'function_call', status: 'completed', call_id: callId, name: tool.name, ...ns, arguments: JSON.stringify(sampleFor(tool.parameters ?? { type: 'object' }) ?? {}) });
     } else {
       let text = answered ? `The tool returned: ${said}` : `You said: ${said}`;
+      const fmt = body.text?.format?.type;
+      if (fmt === 'json_object' || fmt === 'json_schema') text = JSON.stringify({ reply: text });
       const max = body.max_output_tokens;
       if (Number.isInteger(max) && max > 0 && tokens(text.length) > max) {
         text = text.slice(0, max * 4);
