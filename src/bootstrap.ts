@@ -11,6 +11,7 @@ import { Metrics } from './observability/metrics';
 import { createStorage } from './storage';
 import { ProviderRegistry } from './providers/registry';
 import { AnthropicAdapter } from './providers/anthropic';
+import { createRateLimiter } from './limits/createRateLimiter';
 
 /** Builds the API's dependencies from config: database (created and migrated), catalog, Temporal client. */
 export async function buildDeps(config: Config = loadConfig(), opts: { temporal?: boolean } = {}): Promise<AppDeps & { close(): Promise<void> }> {
@@ -24,6 +25,7 @@ export async function buildDeps(config: Config = loadConfig(), opts: { temporal?
     leaseVnd: config.creditLeaseVnd, flushMs: config.creditFlushMs, logger,
     onCharged: (operation, model, vnd) => metrics.observeCharge(operation, model, vnd),
   });
+  const limiter = createRateLimiter(config, logger, metrics);
   const onError = (provider: string, status: number) => metrics.upstreamErrors.inc({ provider, status: String(status) });
   const providers = new ProviderRegistry(catalog, { onError, factories: { anthropic: (cfg) => new AnthropicAdapter(cfg, { onError }) } });
   let temporal: Client | null = null;
@@ -36,11 +38,12 @@ export async function buildDeps(config: Config = loadConfig(), opts: { temporal?
     temporal = new Client({ connection, namespace: config.temporalNamespace });
   }
   return {
-    config, db, catalog, logger, metrics, credit, temporal, providers,
+    config, db, catalog, logger, metrics, credit, limiter, temporal, providers,
     keys: new KeyResolver(db, config.keyCacheMs),
     storage: createStorage(config),
     async close() {
       await credit.close();
+      await limiter.close();
       await providers.close();
       await connection?.close();
       await db.end();

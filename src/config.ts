@@ -1,6 +1,7 @@
 import path from 'node:path';
 import fs from 'node:fs';
 import { loadVideoSettings, type VideoSettings } from './video/settings';
+import { checkTimeZone, DEFAULT_BUDGET_TIME_ZONE, setBudgetTimeZone } from './billing/budget';
 
 /** The repository root (holds package.json); SQL migrations, the catalog and console assets are read from here. */
 export function projectRoot(): string {
@@ -54,6 +55,13 @@ export interface Config {
   /** Hosts URL inputs may be fetched from even though they resolve to private addresses (local development). */
   fetchAllowHosts: string[];
   consoleSecureCookies: boolean;
+  /** Redis for rate limits shared by all API processes; null: an in-process limiter (one API process). */
+  redisUrl: string | null;
+  redisKeyPrefix: string;
+  /** How long a rate-limit check waits for Redis before deciding in-process. */
+  rateLimitRedisTimeoutMs: number;
+  /** The zone of the calendar days and months of key budgets. */
+  budgetTimeZone: string;
   /** Video job timing (src/video/settings.ts; VIDEO_* env vars). */
   video: VideoSettings;
 }
@@ -89,10 +97,17 @@ export function loadConfig(overrides: Partial<Config> = {}): Config {
     keyCacheMs: int('KEY_CACHE_MS', 2000),
     fetchAllowHosts: str('FETCH_ALLOW_HOSTS', '').split(',').map((s) => s.trim()).filter(Boolean),
     consoleSecureCookies: false, // below: its default follows the final public URL
+    redisUrl: process.env.REDIS_URL || null,
+    redisKeyPrefix: str('REDIS_KEY_PREFIX', 'gw:rl:'),
+    rateLimitRedisTimeoutMs: int('RATE_LIMIT_REDIS_TIMEOUT_MS', 250),
+    budgetTimeZone: checkTimeZone(str('BUDGET_TIME_ZONE', DEFAULT_BUDGET_TIME_ZONE)),
     video: loadVideoSettings(),
   };
   const out = { ...cfg, ...overrides };
   // A gateway served over https marks its console cookies Secure unless told otherwise.
   if (overrides.consoleSecureCookies === undefined) out.consoleSecureCookies = str('CONSOLE_SECURE_COOKIES', String(out.publicBaseUrl.startsWith('https:'))) === 'true';
+  // The ledger attributes charges to budget periods in every process that writes them (API, worker, CLI): set
+  // here, where each of them reads its configuration.
+  setBudgetTimeZone(out.budgetTimeZone);
   return out;
 }

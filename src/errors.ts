@@ -35,4 +35,7 @@ export const modelNotFound = (model: string) =>
   new ApiError(404, `The model '${model}' does not exist or you do not have access to it.`, 'invalid_request_error', 'model', 'model_not_found');
 export const insufficientFunds = (needed: number, available: number) =>
   new ApiError(402, `Insufficient balance: this request needs up to ${needed} VND, ${available} VND available. Top up your account.`, 'insufficient_quota', null, 'insufficient_balance');
+/** 402 like an empty balance (SDKs do not retry a 402; a spent budget only comes back with the next period). */
+export const budgetExceeded = (needed: number, room: number, period: 'day' | 'month') =>
+  new ApiError(402, `This API key's ${period === 'day' ? 'daily' : 'monthly'} budget is exhausted: this request needs up to ${needed} VND, ${room} VND of the budget is left this ${period}.`, 'insufficient_quota', null, 'budget_exceeded');
 export const conflict = (message: string, code = 'invalid_state') => new ApiError(409, message, 'invalid_request_error', null, code);

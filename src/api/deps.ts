@@ -8,6 +8,7 @@ import type { Logger } from '../observability/logger';
 import type { Metrics } from '../observability/metrics';
 import type { Storage } from '../storage/storage';
 import type { ProviderRegistry } from '../providers/registry';
+import type { RateLimiter } from '../limits/rateLimiter';
 
 /** Everything a router may need, built once at start-up (src/server.ts, src/main.ts, tests). */
 export interface AppDeps {
@@ -16,6 +17,8 @@ export interface AppDeps {
   catalog: Catalog;
   keys: KeyResolver;
   credit: CreditManager;
+  /** Per-key requests and tokens per minute: in Redis with REDIS_URL, else in this process. */
+  limiter: RateLimiter;
   logger: Logger;
   metrics: Metrics;
   storage: Storage;

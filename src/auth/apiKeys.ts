@@ -1,5 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { Db } from '../db/pool';
+import { EFFECTIVE_LIMITS_SQL, limitsFromRow, type KeyLimits, type KeySettings } from '../limits/keyLimits';
 
 /**
  * API keys: `sk-gw-` + 32 base64url chars (192 random bits). Only the SHA-256 of the key is stored, with a
@@ -12,7 +13,14 @@ export function hashKey(key: string): Buffer {
 }
 
 export interface CreatedKey { id: string; key: string; prefix: string; name: string; createdAt: string }
-export interface KeyInfo { id: string; name: string; prefix: string; createdAt: string; lastUsedAt: string | null; revokedAt: string | null }
+export interface KeyInfo {
+  id: string; name: string; prefix: string; createdAt: string; lastUsedAt: string | null; revokedAt: string | null;
+  expiresAt: string | null;
+  /** The key's own limits (null: the account default applies). */
+  limits: Omit<KeySettings, 'expiresAt'>;
+  /** What applies: own values, else the account's defaults (null: no limit). */
+  effective: KeyLimits;
+}
 
 export async function createApiKey(db: Db, accountId: string, name = ''): Promise<CreatedKey> {
   const key = KEY_PREFIX + randomBytes(24).toString('base64url');
@@ -26,11 +34,18 @@ export async function createApiKey(db: Db, accountId: string, name = ''): Promis
 
 export async function listApiKeys(db: Db, accountId: string): Promise<KeyInfo[]> {
   const r = await db.query(
-    'SELECT id, name, prefix, created_at, last_used_at, revoked_at FROM api_keys WHERE account_id = $1 ORDER BY created_at DESC',
+    `SELECT k.id, k.name, k.prefix, k.created_at, k.last_used_at, k.revoked_at, k.expires_at,
+       k.rpm_limit, k.tpm_limit, k.budget_day_vnd, k.budget_month_vnd, ${EFFECTIVE_LIMITS_SQL}
+     FROM api_keys k JOIN accounts a ON a.id = k.account_id WHERE k.account_id = $1 ORDER BY k.created_at DESC`,
     [accountId],
   );
   const iso = (d: Date | null) => (d ? d.toISOString() : null);
-  return r.rows.map((x) => ({ id: x.id, name: x.name, prefix: x.prefix, createdAt: x.created_at.toISOString(), lastUsedAt: iso(x.last_used_at), revokedAt: iso(x.revoked_at) }));
+  return r.rows.map((x) => ({
+    id: x.id, name: x.name, prefix: x.prefix, createdAt: x.created_at.toISOString(), lastUsedAt: iso(x.last_used_at), revokedAt: iso(x.revoked_at),
+    expiresAt: iso(x.expires_at),
+    limits: { rpm: x.rpm_limit, tpm: x.tpm_limit, budgetDayVnd: x.budget_day_vnd, budgetMonthVnd: x.budget_month_vnd },
+    effective: { ...limitsFromRow(x) },
+  }));
 }
 
 /** Revokes a key of the account; returns false when no such live key. */
@@ -42,11 +57,19 @@ export async function revokeApiKey(db: Db, accountId: string, keyId: string): Pr
   return r.rowCount === 1;
 }
 
-export interface Principal { accountId: string; keyId: string }
+export interface Principal {
+  accountId: string;
+  keyId: string;
+  /** Effective limits (the key's own, else the account's defaults), as of the cached lookup. */
+  limits: KeyLimits;
+  /** Epoch ms after which the key is refused; null: never. */
+  expiresAt: number | null;
+}
 
 /**
  * Resolves keys with a short-lived cache (positive and negative), so the request path usually does no query.
- * Revocation takes effect once the cached entry ages out: at most `ttlMs` (default 2 s).
+ * Revocation and limit changes take effect once the cached entry ages out: at most `ttlMs` (default 2 s); expiry
+ * is checked against the cached date on every request, so it is exact.
  * last_used_at is written in the background, at most once a minute per key.
  */
 export class KeyResolver {
@@ -74,10 +97,12 @@ export class KeyResolver {
 
   private async lookup(key: string, now: number): Promise<Principal | null> {
     const r = await this.db.query(
-      'SELECT id, account_id FROM api_keys WHERE key_hash = $1 AND revoked_at IS NULL',
+      `SELECT k.id, k.account_id, k.expires_at, ${EFFECTIVE_LIMITS_SQL}
+       FROM api_keys k JOIN accounts a ON a.id = k.account_id WHERE k.key_hash = $1 AND k.revoked_at IS NULL`,
       [hashKey(key)],
     );
-    const p: Principal | null = r.rowCount ? { accountId: r.rows[0].account_id, keyId: r.rows[0].id } : null;
+    const x = r.rows[0];
+    const p: Principal | null = x ? { accountId: x.account_id, keyId: x.id, limits: limitsFromRow(x), expiresAt: x.expires_at ? (x.expires_at as Date).getTime() : null } : null;
     if (this.cache.size > 50_000) this.cache.clear();
     this.cache.set(key, { p, at: now });
     if (p) this.touch(p.keyId, now);

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Db } from '../db/pool';
 import { tx } from '../db/pool';
 import { LedgerError, InsufficientFunds, placeFlexibleHold, releaseExpiredHolds, releaseHold } from './ledger';
+import { BudgetExceeded } from './budget';
 import { writeUsageBatch, type SettledUsage, type UsageInput } from './usageBatch';
 import type { Logger } from '../observability/logger';
 
@@ -16,6 +17,10 @@ import type { Logger } from '../observability/logger';
  * cover a request it is extended (one DB transaction); when the account cannot cover it, the request gets 402
  * before any upstream call. Idle or aged leases are released; a crashed process's lease hold carries an
  * expires_at and is released by the sweeper (releaseExpiredHolds), so held funds are never stranded.
+ *
+ * A key with a spend budget gets leases of its own (the hold names the key): the ledger grants such a lease only
+ * within what the key's budget leaves (billing/budget.ts), so in-memory reservations from it can never take the
+ * key past its budget either, whatever the number of processes. Other keys share their account's lease.
  */
 
 export type { UsageInput } from './usageBatch';
@@ -32,6 +37,8 @@ export interface Reservation {
 interface Lease {
   holdId: string;
   accountId: string;
+  /** Set for the lease of a key with a budget. */
+  apiKeyId: string | null;
   remaining: number;
   inflight: number;
   seq: number;
@@ -41,7 +48,7 @@ interface Lease {
 }
 
 interface Waiter { amount: number; resolve(r: Reservation): void; reject(e: unknown): void }
-interface AccountState { lease: Lease | null; waiters: Waiter[]; pumping: boolean }
+interface AccountState { lease: Lease | null; waiters: Waiter[]; pumping: boolean; accountId: string; apiKeyId: string | null }
 
 export interface CreditOptions {
   leaseVnd?: number;
@@ -82,12 +89,17 @@ export class CreditManager {
     this.sweepTimer.unref();
   }
 
-  async reserve(accountId: string, maxCost: number): Promise<Reservation> {
+  /**
+   * Reserves `maxCost` VND from the account's lease, or with `budgetKeyId` (a key that has a spend budget) from that
+   * key's own lease. Throws InsufficientFunds or BudgetExceeded when the ledger refuses.
+   */
+  async reserve(accountId: string, maxCost: number, budgetKeyId: string | null = null): Promise<Reservation> {
     if (!Number.isSafeInteger(maxCost) || maxCost < 0) throw new Error(`bad reservation amount ${maxCost}`);
-    let st = this.accounts.get(accountId);
+    const stateKey = budgetKeyId ?? accountId;
+    let st = this.accounts.get(stateKey);
     if (!st) {
-      st = { lease: null, waiters: [], pumping: false };
-      this.accounts.set(accountId, st);
+      st = { lease: null, waiters: [], pumping: false, accountId, apiKeyId: budgetKeyId };
+      this.accounts.set(stateKey, st);
     }
     // Fast path: no one queued ahead and the lease covers it (no I/O, no await).
     if (st.waiters.length === 0) {
@@ -96,7 +108,7 @@ export class CreditManager {
     }
     return new Promise<Reservation>((resolve, reject) => {
       st!.waiters.push({ amount: maxCost, resolve, reject });
-      if (!st!.pumping) void this.pump(st!, accountId);
+      if (!st!.pumping) void this.pump(st!);
     });
   }
 
@@ -123,7 +135,7 @@ export class CreditManager {
    * Serves queued reservations in arrival order, one lease acquisition at a time per account. A request is refused
    * only when the ledger itself says the account cannot cover it, so concurrency never causes a false 402.
    */
-  private async pump(st: AccountState, accountId: string): Promise<void> {
+  private async pump(st: AccountState): Promise<void> {
     st.pumping = true;
     try {
       while (st.waiters.length) {
@@ -135,7 +147,7 @@ export class CreditManager {
           continue;
         }
         try {
-          await this.acquire(st, accountId, w.amount);
+          await this.acquire(st, w.amount);
         } catch (e) {
           st.waiters.shift();
           w.reject(e);
@@ -147,7 +159,8 @@ export class CreditManager {
   }
 
   /** Extends the current lease, or opens a new one (rotating an aged lease out). */
-  private async acquire(st: AccountState, accountId: string, need: number): Promise<void> {
+  private async acquire(st: AccountState, need: number): Promise<void> {
+    const { accountId, apiKeyId } = st;
     const now = Date.now();
     const lease = st.lease;
     if (lease && !lease.closing && now < lease.rotateAt) {
@@ -156,12 +169,13 @@ export class CreditManager {
       const seq = ++lease.seq;
       try {
         const granted = await placeFlexibleHold(this.db, {
-          accountId, holdId: lease.holdId, min, want: Math.max(min, this.leaseVnd), idempotencyKey: `lease:${lease.holdId}:${seq}`,
+          accountId, apiKeyId, holdId: lease.holdId, min, want: Math.max(min, this.leaseVnd), idempotencyKey: `lease:${lease.holdId}:${seq}`,
           refType: 'lease', refId: lease.holdId, expiresAt: new Date(lease.rotateAt + EXPIRY_GRACE_MS),
         });
         lease.remaining += granted;
       } catch (e) {
         if (e instanceof InsufficientFunds) throw new InsufficientFunds(need, e.available + lease.remaining);
+        if (e instanceof BudgetExceeded) throw new BudgetExceeded(need, e.room + lease.remaining, e.period);
         throw e;
       }
       return;
@@ -170,16 +184,16 @@ export class CreditManager {
     const holdId = randomUUID();
     const rotateAt = now + this.leaseTtlMs;
     const granted = await placeFlexibleHold(this.db, {
-      accountId, holdId, min: need, want: Math.max(need, this.leaseVnd), idempotencyKey: `lease:${holdId}:0`,
+      accountId, apiKeyId, holdId, min: need, want: Math.max(need, this.leaseVnd), idempotencyKey: `lease:${holdId}:0`,
       refType: 'lease', refId: holdId, expiresAt: new Date(rotateAt + EXPIRY_GRACE_MS),
     });
-    st.lease = { holdId, accountId, remaining: granted, inflight: 0, seq: 0, rotateAt, lastUsed: now, closing: false };
+    st.lease = { holdId, accountId, apiKeyId, remaining: granted, inflight: 0, seq: 0, rotateAt, lastUsed: now, closing: false };
   }
 
   private retire(lease: Lease): void {
     if (lease.closing) return;
     lease.closing = true;
-    const st = this.accounts.get(lease.accountId);
+    const st = this.accounts.get(lease.apiKeyId ?? lease.accountId);
     if (st?.lease === lease) st.lease = null;
     if (lease.inflight === 0) this.pendingReleases.push(lease);
   }

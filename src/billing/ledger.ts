@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Db, DbClient } from '../db/pool';
 import { tx } from '../db/pool';
+import { addKeySpend, BudgetExceeded, keyBudgetRoom } from './budget';
 
 /**
  * The VND ledger. Every change is an append-only event in ledger_events with a unique idempotency key, and the
@@ -72,9 +73,12 @@ export async function topUp(
  * Places (or, for an existing open hold, extends) a hold. Refuses with InsufficientFunds when available < amount.
  * The conditional UPDATE takes the account row lock, so concurrent holds are serialised and can never overdraw.
  */
+/** A hold placed through an API key: counted in the key's money in flight, and refused past the key's budget. */
+export interface KeyRef { apiKeyId?: string | null }
+
 export async function placeHold(
   db: Db,
-  h: { accountId: string; holdId: string; amount: number; idempotencyKey: string; expiresAt?: Date } & Ref,
+  h: { accountId: string; holdId: string; amount: number; idempotencyKey: string; expiresAt?: Date } & Ref & KeyRef,
 ): Promise<{ applied: boolean }> {
   assertVnd(h.amount, 'hold amount', true);
   return tx(db, (c) => placeHoldIn(c, h));
@@ -82,9 +86,15 @@ export async function placeHold(
 
 export async function placeHoldIn(
   c: DbClient,
-  h: { accountId: string; holdId: string; amount: number; idempotencyKey: string; expiresAt?: Date } & Ref,
+  h: { accountId: string; holdId: string; amount: number; idempotencyKey: string; expiresAt?: Date; budgetChecked?: boolean } & Ref & KeyRef,
 ): Promise<{ applied: boolean }> {
   if (!(await insertEvent(c, { ...h, kind: 'hold_placed', key: h.idempotencyKey }))) return { applied: false };
+  if (h.apiKeyId && !h.budgetChecked) {
+    // The account lock first (the ledger's lock order), so the key's spend and holds cannot move under the check.
+    await c.query('SELECT 1 FROM accounts WHERE id = $1 FOR UPDATE', [h.accountId]);
+    const b = await keyBudgetRoom(c, h.apiKeyId);
+    if (b && b.room < h.amount) throw new BudgetExceeded(h.amount, b.room, b.period);
+  }
   const upd = await c.query(
     'UPDATE accounts SET held = held + $2 WHERE id = $1 AND balance - held >= $2 RETURNING id',
     [h.accountId, h.amount],
@@ -95,13 +105,14 @@ export async function placeHoldIn(
     throw new InsufficientFunds(h.amount, b.rows[0].available);
   }
   const ins = await c.query(
-    `INSERT INTO holds (id, account_id, placed, remaining, ref_type, ref_id, expires_at)
-     VALUES ($1, $2, $3, $3, $4, $5, $6)
+    `INSERT INTO holds (id, account_id, placed, remaining, ref_type, ref_id, expires_at, api_key_id)
+     VALUES ($1, $2, $3, $3, $4, $5, $6, $7)
      ON CONFLICT (id) DO UPDATE SET placed = holds.placed + EXCLUDED.placed, remaining = holds.remaining + EXCLUDED.remaining,
        expires_at = COALESCE(EXCLUDED.expires_at, holds.expires_at)
      WHERE holds.status = 'open' AND holds.account_id = EXCLUDED.account_id
+       AND holds.api_key_id IS NOT DISTINCT FROM EXCLUDED.api_key_id
      RETURNING id`,
-    [h.holdId, h.accountId, h.amount, h.refType ?? null, h.refId ?? null, h.expiresAt ?? null],
+    [h.holdId, h.accountId, h.amount, h.refType ?? null, h.refId ?? null, h.expiresAt ?? null, h.apiKeyId ?? null],
   );
   if (ins.rowCount === 0) throw new LedgerError(`hold ${h.holdId} is closed or belongs to another account`);
   return { applied: true };
@@ -110,10 +121,12 @@ export async function placeHoldIn(
 /**
  * Grants a hold of between `min` and `want` VND, as much of `want` as available allows, in one statement.
  * Used by credit leases so a small balance can still be leased. Returns the granted amount (0 when refused).
+ * Through a key with a budget, also at most what the budget leaves, and at most a quarter of that above `min`
+ * (so one process's lease does not take all of a small budget that other processes also serve).
  */
 export async function placeFlexibleHold(
   db: Db,
-  h: { accountId: string; holdId: string; min: number; want: number; idempotencyKey: string; expiresAt?: Date } & Ref,
+  h: { accountId: string; holdId: string; min: number; want: number; idempotencyKey: string; expiresAt?: Date } & Ref & KeyRef,
 ): Promise<number> {
   assertVnd(h.min, 'hold minimum', true);
   assertVnd(h.want, 'hold amount', true);
@@ -122,8 +135,15 @@ export async function placeFlexibleHold(
     if (r.rowCount === 0) throw new LedgerError(`account ${h.accountId} not found`);
     const available: number = r.rows[0].available;
     if (available < h.min) throw new InsufficientFunds(h.min, available);
-    const amount = Math.min(Math.max(h.min, h.want), available);
-    const { applied } = await placeHoldIn(c, { ...h, amount });
+    let amount = Math.min(Math.max(h.min, h.want), available);
+    if (h.apiKeyId) {
+      const b = await keyBudgetRoom(c, h.apiKeyId);
+      if (b) {
+        if (b.room < h.min) throw new BudgetExceeded(h.min, b.room, b.period);
+        amount = Math.min(amount, Math.max(h.min, Math.ceil(b.room / 4)));
+      }
+    }
+    const { applied } = await placeHoldIn(c, { ...h, amount, budgetChecked: true });
     return applied ? amount : 0;
   });
 }
@@ -140,7 +160,7 @@ export async function chargeHolds(db: Db, charges: HoldCharge[]): Promise<number
  * Lock order, everywhere in the ledger: account rows first (ascending id), then hold rows (ascending id).
  * One order means concurrent holds, charges and releases can wait on each other but never deadlock.
  */
-export type LockedHolds = Map<string, { account_id: string; remaining: number; status: string; ref_type: string | null; ref_id: string | null }>;
+export type LockedHolds = Map<string, { account_id: string; remaining: number; status: string; ref_type: string | null; ref_id: string | null; api_key_id: string | null }>;
 
 export async function lockHolds(c: DbClient, holdIds: string[]): Promise<LockedHolds> {
   await c.query(
@@ -148,7 +168,7 @@ export async function lockHolds(c: DbClient, holdIds: string[]): Promise<LockedH
     [holdIds],
   );
   const r = await c.query(
-    'SELECT id, account_id, remaining, status, ref_type, ref_id FROM holds WHERE id = ANY($1::uuid[]) ORDER BY id FOR UPDATE',
+    'SELECT id, account_id, remaining, status, ref_type, ref_id, api_key_id FROM holds WHERE id = ANY($1::uuid[]) ORDER BY id FOR UPDATE',
     [holdIds],
   );
   return new Map(r.rows.map((h) => [h.id as string, h]));
@@ -190,6 +210,7 @@ export async function applyHoldCharges(c: DbClient, holds: LockedHolds, charges:
   if (ins.rowCount === 0) return 0;
   const perHold = new Map<string, number>();
   const perAccount = new Map<string, number>();
+  const perKey = new Map<string, number>();
   let applied = 0;
   for (const r of ins.rows as { hold_id: string; amount: number; n: number }[]) {
     perHold.set(r.hold_id, r.amount);
@@ -200,6 +221,7 @@ export async function applyHoldCharges(c: DbClient, holds: LockedHolds, charges:
     if (h.status !== 'open') throw new LedgerError(`hold ${holdId} is closed`);
     if (amount > h.remaining) throw new LedgerError(`charge ${amount} exceeds hold ${holdId} remaining ${h.remaining}`);
     perAccount.set(h.account_id, (perAccount.get(h.account_id) ?? 0) + amount);
+    if (h.api_key_id) perKey.set(h.api_key_id, (perKey.get(h.api_key_id) ?? 0) + amount);
   }
   await c.query(
     `UPDATE holds h SET remaining = h.remaining - x.amount
@@ -211,6 +233,7 @@ export async function applyHoldCharges(c: DbClient, holds: LockedHolds, charges:
      FROM (SELECT unnest($1::uuid[]) AS id, unnest($2::bigint[]) AS amount) x WHERE a.id = x.id`,
     [[...perAccount.keys()], [...perAccount.values()]],
   );
+  await addKeySpend(c, perKey);
   return applied;
 }
 

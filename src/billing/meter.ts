@@ -2,7 +2,8 @@ import { randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import type { CreditManager, Reservation } from './credit';
 import { InsufficientFunds } from './ledger';
-import { ApiError, insufficientFunds } from '../errors';
+import { ApiError, budgetExceeded, insufficientFunds } from '../errors';
+import { BudgetExceeded } from './budget';
 import { tokensFromChars } from './pricing';
 import { SseDecoder } from '../providers/sse';
 import type { TokenUsage as UpstreamUsage } from '../providers/types';
@@ -18,7 +19,8 @@ import { fromChatUsage, tokenUsage, usageCost, usageUnits, type TokenUsage } fro
  *   try { ...upstream... ; meter.settle(cost, units) } catch (e) { meter.cancel(units, status); throw e }
  */
 
-export interface MeterOwner { accountId: string; keyId: string | null }
+/** `budgetKeyId`: the key, when it has a spend budget (its reservations then come from a lease of its own). */
+export interface MeterOwner { accountId: string; keyId: string | null; budgetKeyId?: string | null }
 
 export class Meter {
   /** Usage-record id and the charge's idempotency key (`req:<id>`): fresh per request, never client-chosen. */
@@ -27,6 +29,8 @@ export class Meter {
   private finished = false;
   /** What settle charged (VND): reported to the client with the response. */
   charged = 0;
+  /** Called once with the usage units when the request settles or is cancelled (the rate limiter's correction). */
+  onFinish: ((units: Record<string, number>) => void) | null = null;
 
   constructor(private readonly reservation: Reservation, private readonly owner: MeterOwner, readonly model: string, readonly operation: string) {}
 
@@ -42,6 +46,7 @@ export class Meter {
   settle(costVnd: number, units: Record<string, number>, status = 200): number {
     if (this.finished) return 0;
     this.finished = true;
+    this.onFinish?.(units);
     this.charged = this.reservation.settle(costVnd, this.usage(units, status));
     return this.charged;
   }
@@ -55,6 +60,7 @@ export class Meter {
   cancel(units: Record<string, number>, status: number): void {
     if (this.finished) return;
     this.finished = true;
+    this.onFinish?.({});
     this.reservation.cancel(this.usage(units, status));
   }
 
@@ -69,9 +75,10 @@ export async function openMeter(credit: CreditManager, owner: MeterOwner, model:
   if (maxCostVnd > Number.MAX_SAFE_INTEGER) throw new ApiError(402, 'Insufficient balance: this request could cost more than any balance can cover. Lower its token counts or number of choices.', 'insufficient_quota', null, 'insufficient_balance');
   for (let attempt = 0; ; attempt++) {
     try {
-      return new Meter(await credit.reserve(owner.accountId, maxCostVnd), owner, model, operation);
+      return new Meter(await credit.reserve(owner.accountId, maxCostVnd, owner.budgetKeyId ?? null), owner, model, operation);
     } catch (e) {
       if (e instanceof InsufficientFunds) throw insufficientFunds(maxCostVnd, Math.max(0, e.available));
+      if (e instanceof BudgetExceeded) throw budgetExceeded(maxCostVnd, Math.max(0, e.room), e.period);
       // A lease extension can lose a deadlock against a concurrent billing flush; its transaction rolled back,
       // so trying again is safe.
       if (attempt < 2 && isRetryableTxError(e)) continue;

@@ -22,6 +22,18 @@ export class Metrics {
     name: 'gateway_upstream_errors_total', help: 'Failed upstream calls by provider and status',
     labelNames: ['provider', 'status'] as const, registers: [this.registry],
   });
+  readonly rateLimitRedisUp = new client.Gauge({
+    name: 'gateway_ratelimit_redis_up', help: '1 while the rate limiter reaches Redis (limits shared by all API processes); 0 while it limits per process',
+    registers: [this.registry],
+  });
+  readonly rateLimitLocalDecisions = new client.Counter({
+    name: 'gateway_ratelimit_local_decisions_total', help: 'Rate-limit checks decided in-process because Redis was unreachable',
+    registers: [this.registry],
+  });
+  readonly limitRefusals = new client.Counter({
+    name: 'gateway_limit_refusals_total', help: 'Requests refused by a per-key limit, by limit (requests, tokens, budget)',
+    labelNames: ['limit'] as const, registers: [this.registry],
+  });
   /**
    * Per label values: the latency histogram's child, and the requests counted since the last scrape. Counters are
    * summed here and added to prom-client when it collects (a scrape): prom-client validates and hashes the labels

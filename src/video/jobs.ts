@@ -117,7 +117,8 @@ export async function createJobWithHold(db: Db, j: NewJob): Promise<VideoJob> {
         [j.id, j.accountId, j.apiKeyId, j.model, j.provider, JSON.stringify(j.request), j.requestHash, j.idempotencyKey,
           j.seconds, j.pricePerSecond, j.maxCostVnd, j.holdId, workflowIdOf(j.id)],
       );
-      await placeHoldIn(c, { accountId: j.accountId, holdId: j.holdId, amount: j.maxCostVnd, idempotencyKey: holdKeyOf(j.id), refType: LEDGER_REF_TYPE, refId: j.id });
+      // The hold names the key: it counts against the key's budget (refused past it: BudgetExceeded, nothing written).
+      await placeHoldIn(c, { accountId: j.accountId, apiKeyId: j.apiKeyId, holdId: j.holdId, amount: j.maxCostVnd, idempotencyKey: holdKeyOf(j.id), refType: LEDGER_REF_TYPE, refId: j.id });
       await appendEvent(c, j.id, 'submitted', 'submitted', { model: j.model, seconds: j.seconds, maxCostVnd: j.maxCostVnd, holdId: j.holdId });
       return toJob(r.rows[0]);
     });

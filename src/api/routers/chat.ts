@@ -36,7 +36,7 @@ export function chatRouter(deps: AppDeps): Router<GatewayState> {
     const payload = JSON.stringify(body);
     const payloadBytes = Buffer.byteLength(payload);
     const bound = estimateChatMaxCost(model, body, payloadBytes);
-    const meter = await reserve(ctx, deps, model.id, kind === 'chat' ? 'chat.completions' : 'completions', bound.maxCost);
+    const meter = await reserve(ctx, deps, model.id, kind === 'chat' ? 'chat.completions' : 'completions', bound.maxCost, bound.promptTokens + bound.outputTokens);
     const path = kind === 'chat' ? '/chat/completions' : '/completions';
     if (stream) await forwardCompletionStream(ctx, adapter, path, payload, payloadBytes, model, meter, { kind, clientWantsUsage });
     else await forwardCompletionJson(ctx, adapter, path, payload, payloadBytes, model, meter);

@@ -9,8 +9,8 @@ import { AnthropicAdapter, AnthropicUpstreamError } from '../../providers/anthro
 import { SseDecoder, sseBatches } from '../../providers/sse';
 import type { OpenAICompatibleAdapter } from '../../providers/types';
 import type { ProviderRegistry } from '../../providers/registry';
-import { DEFAULT_MAX_OUTPUT_TOKENS, estimateChatMaxCost } from '../../billing/pricing';
-import { countImages, nativeMaxCost } from './codingBilling';
+import { DEFAULT_MAX_OUTPUT_TOKENS, estimateChatMaxCost, type ChatCostBound } from '../../billing/pricing';
+import { countImages, nativeBound } from './codingBilling';
 
 /**
  * Where a translated request (already in chat form) is sent: an OpenAI-compatible upstream's /chat/completions,
@@ -21,6 +21,8 @@ import { countImages, nativeMaxCost } from './codingBilling';
 export interface ChatBackend {
   payloadBytes: number;
   maxCost: number;
+  /** Input + output tokens the request may use (the key's tokens-per-minute window). */
+  maxTokens: number;
   complete(signal: AbortSignal): Promise<ChatCompletion>;
   /** Batches of chunks as the upstream's network chunks complete them; throws UpstreamStreamError mid-stream. */
   stream(signal: AbortSignal): Promise<AsyncIterable<ChatChunk[]>>;
@@ -28,6 +30,8 @@ export interface ChatBackend {
 
 /** The upstream reported an error inside a stream that had started. */
 export class UpstreamStreamError extends Error {}
+
+const chatBound = (b: ChatCostBound) => ({ maxCost: b.maxCost, maxTokens: b.promptTokens + b.outputTokens });
 
 function invalid(): ApiError {
   return new ApiError(502, 'The upstream provider sent an invalid response.', 'upstream_error', null, 'upstream_error');
@@ -38,7 +42,7 @@ export function openaiBackend(adapter: OpenAICompatibleAdapter, model: ModelConf
   const payloadBytes = Buffer.byteLength(payload);
   return {
     payloadBytes,
-    maxCost: estimateChatMaxCost(model, chat, payloadBytes).maxCost,
+    ...chatBound(estimateChatMaxCost(model, chat, payloadBytes)),
     async complete(signal) {
       const res = await adapter.postJson('/chat/completions', payload, { signal });
       try {
@@ -96,7 +100,7 @@ export function anthropicBackend(adapter: AnthropicAdapter, model: ModelConfig, 
   const payloadBytes = Buffer.byteLength(payload);
   return {
     payloadBytes,
-    maxCost: nativeMaxCost(model, payloadBytes, req.max_tokens, countImages(req.messages)),
+    ...nativeBound(model, payloadBytes, req.max_tokens, countImages(req.messages)),
     async complete(signal) {
       let raw: string;
       try {
@@ -167,7 +171,7 @@ export function responsesBackend(adapter: OpenAICompatibleAdapter, model: ModelC
   const maxOut = req.max_output_tokens ?? model.maxOutputTokens ?? DEFAULT_MAX_OUTPUT_TOKENS;
   return {
     payloadBytes,
-    maxCost: nativeMaxCost(model, payloadBytes, maxOut, countImages(req.input)),
+    ...nativeBound(model, payloadBytes, maxOut, countImages(req.input)),
     async complete(signal) {
       const res = await adapter.postJson('/responses', payload, { signal });
       try {

@@ -27,7 +27,7 @@ interface ChatBody { messages: { role: string; content?: unknown }[]; stream?: b
 export async function bridgedChat(ctx: Ctx, deps: AppDeps, model: ModelConfig, body: ChatBody): Promise<void> {
   const chat = translateInput(() => bridgeChatRequest(body, model.upstreamModel));
   const backend = backendFor(deps.providers, model, chat);
-  const meter = await reserve(ctx, deps, model.id, OPERATION, backend.maxCost);
+  const meter = await reserve(ctx, deps, model.id, OPERATION, backend.maxCost, backend.maxTokens);
   const sink = new SseSink(ctx);
   const upstream = async <T>(call: () => Promise<T>): Promise<T | null> => {
     try {

@@ -8,9 +8,13 @@ import { IMAGE_PART_TOKENS, promptTokensBound, tokensBoundCost } from '../../bil
  * estimate of what was delivered (ceil(chars / 4)), never zero for a stream the upstream accepted.
  */
 
-/** Reservation for a native pass-through request of `payloadBytes` with up to `maxOutput` output tokens. */
-export function nativeMaxCost(model: ModelConfig, payloadBytes: number, maxOutput: number, images: number): number {
-  return tokensBoundCost(model.pricing, promptTokensBound(model, payloadBytes, images * IMAGE_PART_TOKENS), maxOutput);
+/**
+ * Reservation for a native pass-through request of `payloadBytes` with up to `maxOutput` output tokens, and its
+ * token count (input + output: what the key's tokens-per-minute window is charged until settlement).
+ */
+export function nativeBound(model: ModelConfig, payloadBytes: number, maxOutput: number, images: number): { maxCost: number; maxTokens: number } {
+  const input = promptTokensBound(model, payloadBytes, images * IMAGE_PART_TOKENS);
+  return { maxCost: tokensBoundCost(model.pricing, input, maxOutput), maxTokens: input + maxOutput };
 }
 
 /** Counts image / document blocks anywhere in a JSON value (messages or input items). */

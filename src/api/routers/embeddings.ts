@@ -22,7 +22,7 @@ export function embeddingsRouter(deps: AppDeps): Router<GatewayState> {
     const bound = embeddingTokensBound(body.input);
     body.model = model.upstreamModel;
     const payload = JSON.stringify(body);
-    const meter = await reserve(ctx, deps, model.id, 'embeddings', tokensCost(model.pricing, bound));
+    const meter = await reserve(ctx, deps, model.id, 'embeddings', tokensCost(model.pricing, bound), bound);
     const res = await callUpstream(ctx, meter, {}, () => deps.providers.openai(model).postJson('/embeddings', payload, { signal: clientAbortSignal(ctx.res) }));
     if (!res) return;
     const usage = usageFromJson(res.body);

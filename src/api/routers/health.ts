@@ -38,6 +38,8 @@ export function healthRouter(deps: AppDeps): Router<GatewayState> {
       checks.temporal = 'error: not configured';
     }
     const ok = Object.values(checks).every((v) => v === 'ok' || v === 'off');
+    // Informational, never a failure: without Redis the gateway keeps serving and limits per process.
+    checks.ratelimit = deps.limiter.mode;
     ctx.status = ok ? 200 : 503;
     ctx.body = { status: ok ? 'ready' : 'not_ready', checks };
   });

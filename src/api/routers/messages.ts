@@ -18,7 +18,7 @@ import { SseDecoder } from '../../providers/sse';
 import { backendFor, UpstreamStreamError } from './chatBackends';
 import { tokensFromChars } from '../../billing/pricing';
 import { StreamUsage, type Meter } from '../../billing/meter';
-import { countImages, nativeMaxCost } from './codingBilling';
+import { countImages, nativeBound } from './codingBilling';
 import { estimatedUsage, fromAnthropicUsage, fromChatUsage, tokenUsage, type AnthropicUsageLike } from '../../billing/tokenUsage';
 import { costComment, setCostHeaders } from '../costReport';
 import { translateInput } from './translateInput';
@@ -127,7 +127,8 @@ export function messagesRouter(deps: AppDeps): Router<GatewayState> {
     checkOutputCap(model, 'max_tokens', req.max_tokens);
     const payload = JSON.stringify({ ...req, model: model.upstreamModel });
     const bytes = Buffer.byteLength(payload);
-    const meter = await reserve(ctx, deps, model.id, OPERATION, nativeMaxCost(model, bytes, req.max_tokens, countImages(req.messages)));
+    const bound = nativeBound(model, bytes, req.max_tokens, countImages(req.messages));
+    const meter = await reserve(ctx, deps, model.id, OPERATION, bound.maxCost, bound.maxTokens);
     let res;
     try {
       res = await adapter.messages(payload, anthropicHeaders(ctx), { signal: sink.signal });
@@ -214,7 +215,7 @@ export function messagesRouter(deps: AppDeps): Router<GatewayState> {
     const { chat, tools } = translateInput(() => messagesToChat(req, { upstreamModel: model.upstreamModel, maxOutputTokens: model.maxOutputTokens, reasoning: model.reasoning }));
     const backend = backendFor(deps.providers, model, chat);
     const bytes = backend.payloadBytes;
-    const meter = await reserve(ctx, deps, model.id, OPERATION, backend.maxCost);
+    const meter = await reserve(ctx, deps, model.id, OPERATION, backend.maxCost, backend.maxTokens);
     if (req.stream !== true) {
       let c: ChatCompletion;
       try {

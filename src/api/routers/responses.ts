@@ -17,7 +17,7 @@ import { backendFor, UpstreamStreamError } from './chatBackends';
 import type { OpenAICompatibleAdapter } from '../../providers/types';
 import { DEFAULT_MAX_OUTPUT_TOKENS, tokensFromChars } from '../../billing/pricing';
 import { StreamUsage, type Meter } from '../../billing/meter';
-import { countImages, nativeMaxCost } from './codingBilling';
+import { countImages, nativeBound } from './codingBilling';
 import { estimatedUsage, fromChatUsage, fromResponsesUsage, type TokenUsage } from '../../billing/tokenUsage';
 import { costComment, setCostHeaders } from '../costReport';
 import { translateInput } from './translateInput';
@@ -109,7 +109,8 @@ export function responsesRouter(deps: AppDeps): Router<GatewayState> {
     const payload = JSON.stringify(body);
     const bytes = Buffer.byteLength(payload);
     const maxOut = t.req.max_output_tokens ?? t.model.maxOutputTokens ?? DEFAULT_MAX_OUTPUT_TOKENS;
-    const meter = await reserve(ctx, deps, t.model.id, OPERATION, nativeMaxCost(t.model, bytes, maxOut, countImages(body.input)));
+    const bound = nativeBound(t.model, bytes, maxOut, countImages(body.input));
+    const meter = await reserve(ctx, deps, t.model.id, OPERATION, bound.maxCost, bound.maxTokens);
     if (t.req.stream !== true) {
       let obj: ResponseObject;
       let raw: Buffer;
@@ -198,7 +199,7 @@ export function responsesRouter(deps: AppDeps): Router<GatewayState> {
     const { chat, tools } = translateInput(() => responsesToChat({ ...t.req, input: t.input }, { upstreamModel: t.model.upstreamModel, maxOutputTokens: t.model.maxOutputTokens, reasoning: t.model.reasoning, history: t.history }));
     const backend = backendFor(deps.providers, t.model, chat);
     const bytes = backend.payloadBytes;
-    const meter = await reserve(ctx, deps, t.model.id, OPERATION, backend.maxCost);
+    const meter = await reserve(ctx, deps, t.model.id, OPERATION, backend.maxCost, backend.maxTokens);
     const shell: ResponseShell = { id: newId('resp'), model: t.req.model, createdAt: Math.floor(Date.now() / 1000), request: t.req };
     if (t.req.stream !== true) {
       let c: ChatCompletion;

@@ -7,7 +7,10 @@ import { isTemporalError } from '../../video/temporalErrors';
 import type { AppDeps } from '../deps';
 import { jsonBody, multipartBody, requireApiKey, route, type Ctx, type GatewayState } from '../middleware';
 import { ApiError, badRequest, conflict, insufficientFunds, notFound } from '../errors';
+import { budgetExceeded } from '../../errors';
 import { getBalance, InsufficientFunds } from '../../billing/ledger';
+import { BudgetExceeded } from '../../billing/budget';
+import { admitRequest } from '../rateLimit';
 import * as jobs from '../../video/jobs';
 import type { StoredImageRef, StoredVideoRequest, VideoJob } from '../../video/jobs';
 import { formToBody, loadImages, validateVideoRequest, type LoadedImage } from '../../video/validate';
@@ -142,6 +145,8 @@ export function videosRouter(deps: AppDeps): Router<GatewayState> {
     const { images: sources, ...params } = v.request;
     ctx.state.model = v.model.id;
     const client = temporal();
+    // Counts against the key's requests per minute (a video bills seconds, not tokens).
+    await admitRequest(ctx, deps, 0);
     // Cheap early refusal before any image is fetched or stored; the hold below is the authoritative check.
     const balance = await getBalance(deps.db, principal.accountId);
     if (balance && balance.available < v.maxCostVnd) throw insufficientFunds(v.maxCostVnd, balance.available);
@@ -172,6 +177,10 @@ export function videosRouter(deps: AppDeps): Router<GatewayState> {
         if (ref) await deps.storage.delete(ref.key).catch(() => undefined);
       }
       if (e instanceof InsufficientFunds) throw insufficientFunds(e.needed, e.available);
+      if (e instanceof BudgetExceeded) {
+        deps.metrics.limitRefusals.inc({ limit: 'budget' });
+        throw budgetExceeded(e.needed, e.room, e.period);
+      }
       if (e instanceof jobs.DuplicateIdempotencyKey) return replay(e.existing);
       throw e;
     }

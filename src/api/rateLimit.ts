@@ -1,0 +1,66 @@
+import type { AppDeps } from './deps';
+import type { Ctx } from './middleware';
+import { ApiError } from './errors';
+import type { Admission, TokenTicket, WindowState } from '../limits/rateLimiter';
+
+/**
+ * A key's requests/tokens per minute on the request path: the check (before any money is reserved or anything is
+ * sent upstream), the rate-limit headers, and the 429 refusal. Headers as the interfaces send them: OpenAI's
+ * `x-ratelimit-{limit,remaining,reset}-{requests,tokens}` (reset as a duration, e.g. `6m0s`), and on /v1/messages
+ * Anthropic's `anthropic-ratelimit-{requests,tokens}-{limit,remaining,reset}` (reset as an RFC 3339 time).
+ */
+
+/** OpenAI's duration form: `20ms`, `1.5s`, `6m0s`. */
+export function openAIDuration(ms: number): string {
+  const t = Math.max(0, Math.ceil(ms));
+  if (t < 1000) return `${t}ms`;
+  const m = Math.floor(t / 60_000);
+  const s = Math.round((t % 60_000) / 10) / 100;
+  return m > 0 ? `${m}m${s}s` : `${s}s`;
+}
+
+function setHeaders(ctx: Ctx, a: Admission): void {
+  const anthropic = ctx.state.errorShape === 'anthropic';
+  const put = (kind: 'requests' | 'tokens', w: WindowState | null) => {
+    if (!w) return;
+    if (anthropic) {
+      ctx.set(`anthropic-ratelimit-${kind}-limit`, String(w.limit));
+      ctx.set(`anthropic-ratelimit-${kind}-remaining`, String(w.remaining));
+      ctx.set(`anthropic-ratelimit-${kind}-reset`, new Date(Math.ceil((Date.now() + w.resetMs) / 1000) * 1000).toISOString().replace('.000Z', 'Z'));
+    } else {
+      ctx.set(`x-ratelimit-limit-${kind}`, String(w.limit));
+      ctx.set(`x-ratelimit-remaining-${kind}`, String(w.remaining));
+      ctx.set(`x-ratelimit-reset-${kind}`, openAIDuration(w.resetMs));
+    }
+  };
+  put('requests', a.requests);
+  put('tokens', a.tokens);
+}
+
+/**
+ * Counts one request of up to `maxTokens` tokens against the caller's key; throws 429 `rate_limit_exceeded`
+ * (with Retry-After) when its window is full. Returns the ticket to correct the tokens at settlement, or null.
+ */
+export async function admitRequest(ctx: Ctx, deps: Pick<AppDeps, 'limiter' | 'metrics'>, maxTokens: number): Promise<TokenTicket | null> {
+  const p = ctx.state.principal!;
+  const { rpm, tpm } = p.limits;
+  if (rpm === null && tpm === null) return null;
+  const a = await deps.limiter.check(p.keyId, { rpm, tpm }, maxTokens);
+  setHeaders(ctx, a);
+  if (a.allowed) return a.ticket;
+  deps.metrics.limitRefusals.inc({ limit: a.refused === 'requests' ? 'requests' : 'tokens' });
+  const retrySeconds = Math.max(1, Math.ceil(a.retryAfterMs / 1000));
+  const headers = { 'retry-after': String(retrySeconds), 'retry-after-ms': String(Math.ceil(a.retryAfterMs)) };
+  if (a.refused === 'too_large') {
+    // As OpenAI answers a request larger than the TPM itself: waiting does not help, so no Retry-After.
+    throw new ApiError(429, `Request too large: this request may use up to ${maxTokens} tokens (input + max output), over this API key's limit of ${tpm} tokens per minute. Send fewer input tokens or a lower max_tokens.`, 'tokens', null, 'rate_limit_exceeded');
+  }
+  const [what, limit, w] = a.refused === 'requests' ? ['requests per minute (RPM)', rpm, a.requests] : ['tokens per minute (TPM)', tpm, a.tokens];
+  const used = w ? w.limit - w.remaining : limit;
+  throw new ApiError(429, `Rate limit reached for ${what} on this API key: Limit ${limit}, Used ${used}, Requested ${a.refused === 'requests' ? 1 : maxTokens}. Please try again in ${openAIDuration(a.retryAfterMs)}.`, a.refused === 'requests' ? 'requests' : 'tokens', null, 'rate_limit_exceeded', headers);
+}
+
+/** Tokens a settled request used, from its usage units (prompt + completion); 0 for units without tokens. */
+export function unitTokens(units: Record<string, number>): number {
+  return (units.prompt_tokens ?? 0) + (units.completion_tokens ?? 0);
+}

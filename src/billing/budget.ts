@@ -1,0 +1,98 @@
+import type { DbClient } from '../db/pool';
+
+/**
+ * Per-key spend budgets (VND per calendar day and/or month), enforced by the ledger itself: a key's spend in the
+ * period (api_key_spend, moved in the transaction that writes the charge) plus the remaining of its open holds
+ * (video jobs, the credit leases of budgeted keys) may never exceed its budget. Every hold placed through a key
+ * is checked here under the account row lock, which every charge and release also takes first, so the check is
+ * exact across any number of API processes and workers: no Redis, no cache.
+ */
+
+export const DEFAULT_BUDGET_TIME_ZONE = 'Asia/Ho_Chi_Minh';
+let timeZone = DEFAULT_BUDGET_TIME_ZONE;
+
+/** Refused when Intl does not know the zone: a typo must fail at start-up, not move every period silently. */
+export function checkTimeZone(tz: string): string {
+  try {
+    new Intl.DateTimeFormat('en-US', { timeZone: tz });
+  } catch {
+    throw new Error(`BUDGET_TIME_ZONE: unknown time zone ${JSON.stringify(tz)}`);
+  }
+  return tz;
+}
+
+/** Set once at start-up from BUDGET_TIME_ZONE (config.ts); every process of a deployment must use the same zone. */
+export function setBudgetTimeZone(tz: string): void {
+  timeZone = checkTimeZone(tz);
+}
+export function budgetTimeZone(): string {
+  return timeZone;
+}
+
+/** Thrown (and the transaction rolled back) when a hold would take a key past its budget. */
+export class BudgetExceeded extends Error {
+  constructor(public readonly needed: number, public readonly room: number, public readonly period: 'day' | 'month') {
+    super(`key budget exceeded: ${needed} VND needed, ${room} VND left this ${period}`);
+  }
+}
+
+// The current periods in the budget zone, computed by Postgres from its transaction time ($tz is a parameter).
+const DAY = (p: string) => `'day:' || to_char(now() AT TIME ZONE ${p}, 'YYYY-MM-DD')`;
+const MONTH = (p: string) => `'month:' || to_char(now() AT TIME ZONE ${p}, 'YYYY-MM')`;
+
+/**
+ * What the key may still place in holds: the smaller of its day and month budgets minus spend in the period and
+ * its open holds. Null when the key has no budget. Call with the account row locked (FOR UPDATE).
+ */
+export async function keyBudgetRoom(c: DbClient, keyId: string): Promise<{ room: number; period: 'day' | 'month' } | null> {
+  const r = await c.query(
+    `WITH k AS (
+       SELECT k.id, COALESCE(k.budget_day_vnd, a.default_budget_day_vnd) AS day_budget,
+              COALESCE(k.budget_month_vnd, a.default_budget_month_vnd) AS month_budget
+       FROM api_keys k JOIN accounts a ON a.id = k.account_id WHERE k.id = $1),
+     held AS (SELECT COALESCE(sum(remaining), 0)::bigint AS v FROM holds WHERE api_key_id = $1 AND status = 'open')
+     SELECT k.day_budget - COALESCE((SELECT spent_vnd FROM api_key_spend WHERE api_key_id = $1 AND period = ${DAY('$2')}), 0) - held.v AS day_room,
+            k.month_budget - COALESCE((SELECT spent_vnd FROM api_key_spend WHERE api_key_id = $1 AND period = ${MONTH('$2')}), 0) - held.v AS month_room
+     FROM k, held`,
+    [keyId, timeZone],
+  );
+  if (r.rowCount === 0) return null;
+  const day = r.rows[0].day_room === null ? null : Number(r.rows[0].day_room);
+  const month = r.rows[0].month_room === null ? null : Number(r.rows[0].month_room);
+  if (day === null && month === null) return null;
+  if (month === null || (day !== null && day <= month)) return { room: Math.max(0, day!), period: 'day' };
+  return { room: Math.max(0, month), period: 'month' };
+}
+
+/** Adds charged VND to each key's day and month spend (in the transaction that writes the charge events). */
+export async function addKeySpend(c: DbClient, perKey: Map<string, number>): Promise<void> {
+  if (perKey.size === 0) return;
+  await c.query(
+    `INSERT INTO api_key_spend (api_key_id, period, spent_vnd)
+     SELECT x.id, p.period, x.amount
+     FROM unnest($1::uuid[], $2::bigint[]) AS x(id, amount)
+     CROSS JOIN (VALUES (${DAY('$3')}), (${MONTH('$3')})) AS p(period)
+     ORDER BY 1, 2
+     ON CONFLICT (api_key_id, period) DO UPDATE SET spent_vnd = api_key_spend.spent_vnd + EXCLUDED.spent_vnd`,
+    [[...perKey.keys()], [...perKey.values()], timeZone],
+  );
+}
+
+export interface KeySpend { day: number; month: number }
+
+/** Each key's spend in the current day and month (console, CLI). */
+export async function keySpend(db: Pick<DbClient, 'query'>, keyIds: string[]): Promise<Map<string, KeySpend>> {
+  const out = new Map<string, KeySpend>(keyIds.map((k) => [k, { day: 0, month: 0 }]));
+  if (keyIds.length === 0) return out;
+  const r = await db.query(
+    `SELECT api_key_id, period = ${DAY('$2')} AS is_day, spent_vnd FROM api_key_spend
+     WHERE api_key_id = ANY($1::uuid[]) AND period IN (${DAY('$2')}, ${MONTH('$2')})`,
+    [keyIds, timeZone],
+  );
+  for (const row of r.rows) {
+    const s = out.get(row.api_key_id)!;
+    if (row.is_day) s.day = Number(row.spent_vnd);
+    else s.month = Number(row.spent_vnd);
+  }
+  return out;
+}

@@ -1,0 +1,15 @@
+import type { Config } from '../config';
+import type { Logger } from '../observability/logger';
+import type { Metrics } from '../observability/metrics';
+import { MemoryRateLimiter, type RateLimiter } from './rateLimiter';
+import { RedisRateLimiter } from './redisRateLimiter';
+
+/** REDIS_URL set: the limiter shared by all API processes; unset (one process, `npm start`): in-process. */
+export function createRateLimiter(config: Config, logger: Logger, metrics: Metrics): RateLimiter {
+  if (!config.redisUrl) return new MemoryRateLimiter();
+  return new RedisRateLimiter({
+    url: config.redisUrl, prefix: config.redisKeyPrefix, timeoutMs: config.rateLimitRedisTimeoutMs, logger,
+    onStatus: (up) => metrics.rateLimitRedisUp.set(up ? 1 : 0),
+    onLocalDecision: () => metrics.rateLimitLocalDecisions.inc(),
+  });
+}

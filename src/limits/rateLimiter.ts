@@ -1,0 +1,151 @@
+/**
+ * Requests and tokens per minute per API key, as a sliding window: a request is admitted when the key's requests
+ * in the last 60 s are under its RPM and their tokens plus this request's token bound stay within its TPM. The
+ * window is exact (a log of the admitted requests, not an average of two fixed windows), so a burst gets exactly
+ * the limit, wherever the minute boundaries fall. The token count of an admitted request is corrected to its
+ * actual tokens when it settles.
+ *
+ * MemoryRateLimiter keeps the log in this process (one API process: the `npm start` default); RedisRateLimiter
+ * (redisRateLimiter.ts) keeps it in Redis for any number of processes, one script call per check.
+ */
+
+export const WINDOW_MS = 60_000;
+
+export interface RateLimits { rpm: number | null; tpm: number | null }
+
+export interface WindowState {
+  limit: number;
+  remaining: number;
+  /** Until the window holds nothing that is in it now (fully replenished), ms. */
+  resetMs: number;
+}
+
+export interface Admission {
+  allowed: boolean;
+  /** Why not: the requests or the tokens window; `too_large` when the request's tokens alone exceed the TPM. */
+  refused?: 'requests' | 'tokens' | 'too_large';
+  /** When a request like this one would be admitted, ms (refusals only). */
+  retryAfterMs: number;
+  requests: WindowState | null;
+  tokens: WindowState | null;
+  /** The admitted token count, to correct at settlement (null: no TPM, or refused). */
+  ticket: TokenTicket | null;
+}
+
+/** What a limiter needs to find an admitted request's token entry again. */
+export interface TokenTicket { keyId: string; id: string; tokens: number; at: number; local?: TokenEntry }
+
+export interface RateLimiter {
+  /** Checks and, if admitted, counts one request of up to `tokens` tokens. Never throws. */
+  check(keyId: string, limits: RateLimits, tokens: number): Promise<Admission>;
+  /** Corrects an admitted request's tokens to what it used (0 for a request that went nowhere). Fire and forget. */
+  settle(ticket: TokenTicket, actualTokens: number): void;
+  /** 'redis', 'memory', or 'memory (redis unreachable)': the readiness detail and what the bench reports. */
+  readonly mode: string;
+  close(): Promise<void>;
+}
+
+export interface TokenEntry { at: number; n: number }
+
+interface KeyWindow {
+  requests: number[];
+  reqHead: number;
+  tokens: TokenEntry[];
+  tokHead: number;
+  used: number;
+}
+
+let seq = 0;
+/** Unique per admitted request across processes (the Redis log's member names). */
+export function admissionId(): string {
+  return `${PROCESS_TAG}${(seq++).toString(36)}`;
+}
+const PROCESS_TAG = `${process.pid.toString(36)}.${Math.floor(Math.random() * 2 ** 32).toString(36)}.`;
+
+/** The sliding window in this process's memory: one Map lookup and a few array operations per check. */
+export class MemoryRateLimiter implements RateLimiter {
+  readonly mode: string = 'memory';
+  private windows = new Map<string, KeyWindow>();
+  private sweep: NodeJS.Timeout;
+
+  constructor() {
+    // Keys idle for a whole window are dropped, so the map holds only keys in use.
+    this.sweep = setInterval(() => this.dropIdle(Date.now()), WINDOW_MS);
+    this.sweep.unref();
+  }
+
+  async check(keyId: string, limits: RateLimits, tokens: number): Promise<Admission> {
+    return this.checkNow(keyId, limits, tokens, Date.now());
+  }
+
+  checkNow(keyId: string, limits: RateLimits, tokens: number, now: number): Admission {
+    let w = this.windows.get(keyId);
+    if (!w) {
+      w = { requests: [], reqHead: 0, tokens: [], tokHead: 0, used: 0 };
+      this.windows.set(keyId, w);
+    }
+    const from = now - WINDOW_MS;
+    while (w.reqHead < w.requests.length && w.requests[w.reqHead] <= from) w.reqHead++;
+    while (w.tokHead < w.tokens.length && w.tokens[w.tokHead].at <= from) w.used -= w.tokens[w.tokHead++].n;
+    if (w.reqHead > 1024 && w.reqHead * 2 > w.requests.length) { w.requests = w.requests.slice(w.reqHead); w.reqHead = 0; }
+    if (w.tokHead > 1024 && w.tokHead * 2 > w.tokens.length) { w.tokens = w.tokens.slice(w.tokHead); w.tokHead = 0; }
+    const rpm = limits.rpm ?? 0;
+    const tpm = limits.tpm ?? 0;
+    const count = w.requests.length - w.reqHead;
+    let refused: Admission['refused'];
+    let retryAfterMs = 0;
+    if (rpm > 0 && count >= rpm) {
+      refused = 'requests';
+      retryAfterMs = w.requests[w.reqHead + count - rpm] + WINDOW_MS - now;
+    }
+    if (tpm > 0 && tokens > tpm) refused = 'too_large';
+    else if (tpm > 0 && w.used + tokens > tpm) {
+      refused ??= 'tokens';
+      let freed = 0;
+      let at = now;
+      for (let i = w.tokHead; i < w.tokens.length; i++) {
+        freed += w.tokens[i].n;
+        if (w.used - freed + tokens <= tpm) { at = w.tokens[i].at; break; }
+      }
+      retryAfterMs = Math.max(retryAfterMs, at + WINDOW_MS - now);
+    }
+    let ticket: TokenTicket | null = null;
+    if (!refused) {
+      if (rpm > 0) w.requests.push(now);
+      if (tpm > 0) {
+        const local = { at: now, n: tokens };
+        w.tokens.push(local);
+        w.used += tokens;
+        ticket = { keyId, id: '', tokens, at: now, local };
+      }
+    }
+    const newest = (xs: number | undefined) => (xs === undefined ? 0 : xs + WINDOW_MS - now);
+    return {
+      allowed: !refused, refused, retryAfterMs: Math.max(0, retryAfterMs), ticket,
+      requests: rpm > 0 ? { limit: rpm, remaining: Math.max(0, rpm - (w.requests.length - w.reqHead)), resetMs: newest(w.requests.at(-1)) } : null,
+      tokens: tpm > 0 ? { limit: tpm, remaining: Math.max(0, tpm - w.used), resetMs: newest(w.tokens.at(-1)?.at) } : null,
+    };
+  }
+
+  settle(ticket: TokenTicket, actualTokens: number): void {
+    const e = ticket.local;
+    if (!e) return;
+    const w = this.windows.get(ticket.keyId);
+    const n = Math.max(0, Math.ceil(actualTokens));
+    // Only while the entry is still in the window (an expired one was already subtracted).
+    if (!w || e.at <= Date.now() - WINDOW_MS) return;
+    w.used += n - e.n;
+    e.n = n;
+  }
+
+  private dropIdle(now: number): void {
+    for (const [k, w] of this.windows) {
+      const last = Math.max(w.requests.at(-1) ?? 0, w.tokens.at(-1)?.at ?? 0);
+      if (last <= now - WINDOW_MS) this.windows.delete(k);
+    }
+  }
+
+  async close(): Promise<void> {
+    clearInterval(this.sweep);
+  }
+}
