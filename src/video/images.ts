@@ -17,3 +17,6 @@ export function createImageLoader(opts: () => ResolveImageOptions): ImageLoader 
     return resolveImage(src.value, param, opts());
   };
 }
+
+/** The file extension of an accepted image type. */
+export const imageExtension = (mime: string) => (mime === 'image/jpeg' ? 'jpg' : mime === 'image/webp' ? 'webp' : 'png');

@@ -1,22 +1,18 @@
-import { createHash, randomUUID } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';
-import { Readable } from 'node:stream';
 import Router from '@koa/router';
-import { isTemporalError } from '../../video/temporalErrors';
 import type { AppDeps } from '../deps';
 import { jsonBody, multipartBody, requireApiKey, route, type Ctx, type GatewayState } from '../middleware';
-import { ApiError, badRequest, conflict, insufficientFunds, notFound } from '../errors';
-import { budgetExceeded } from '../../errors';
-import { getBalance, InsufficientFunds } from '../../billing/ledger';
-import { BudgetExceeded } from '../../billing/budget';
-import { admitRequest } from '../rateLimit';
+import { badRequest, conflict, notFound } from '../errors';
 import * as jobs from '../../video/jobs';
-import type { StoredImageRef, StoredVideoRequest, VideoJob } from '../../video/jobs';
-import { formToBody, loadImages, validateVideoRequest, type LoadedImage } from '../../video/validate';
-import { createImageLoader } from '../../video/images';
-import { startVideoWorkflow } from '../../video/start';
+import type { VideoJob } from '../../video/jobs';
+import { formToBody } from '../../video/validate';
+import { createImageLoader, imageExtension } from '../../video/images';
+import { submitVideoJob } from '../../video/submit';
+import { cancelVideoJob } from '../../video/cancel';
 import { publicBaseUrl } from '../publicUrl';
+import { admitRequest } from '../rateLimit';
 
 /**
  * The video API (spec 2.1, 2.2, 4.1-4.4; choices where the spec is silent: README "Video jobs"):
@@ -99,20 +95,11 @@ async function requestHash(body: Record<string, unknown>): Promise<string> {
 /** Requests whose body came from a multipart form (all values strings). */
 const formBodies = new WeakSet<object>();
 
-const extOf = (mime: string) => (mime === 'image/jpeg' ? 'jpg' : mime === 'image/webp' ? 'webp' : 'png');
-
 export function videosRouter(deps: AppDeps): Router<GatewayState> {
   const r = new Router<GatewayState>();
   const auth = requireApiKey(deps);
   const loadImage = createImageLoader(() => ({ allowHosts: deps.config.fetchAllowHosts }));
 
-  const temporal = () => {
-    if (!deps.temporal) {
-      const why = deps.config.temporalAddress === 'off' ? 'this API process serves synchronous operations only (TEMPORAL_ADDRESS=off)' : 'the job scheduler (Temporal) is not connected';
-      throw new ApiError(503, `Video generation is unavailable: ${why}.`, 'server_error', null, 'video_unavailable');
-    }
-    return deps.temporal;
-  };
   const ownJob = async (ctx: Ctx): Promise<VideoJob> => {
     const id = ctx.params.id;
     const job = UUID.test(id) ? await jobs.getJobForAccount(deps.db, ctx.state.principal!.accountId, id) : null;
@@ -124,79 +111,19 @@ export function videosRouter(deps: AppDeps): Router<GatewayState> {
   r.post('/v1/videos', route('/v1/videos'), auth, createBody(deps), async (ctx) => {
     const principal = ctx.state.principal!;
     const body = ctx.request.body as Record<string, unknown>;
-    const fromForm = formBodies.has(ctx);
-    const idemKey = ctx.get('idempotency-key') || null;
-    if (idemKey !== null && (idemKey.length > MAX_IDEMPOTENCY_KEY || !/^[\x21-\x7e]+$/.test(idemKey))) {
+    const idempotencyKey = ctx.get('idempotency-key') || null;
+    if (idempotencyKey !== null && (idempotencyKey.length > MAX_IDEMPOTENCY_KEY || !/^[\x21-\x7e]+$/.test(idempotencyKey))) {
       throw badRequest(`Invalid Idempotency-Key header: 1 to ${MAX_IDEMPOTENCY_KEY} visible ASCII characters.`, 'Idempotency-Key');
     }
-    const hash = await requestHash(body);
-    const replay = async (existing: VideoJob) => {
-      if (existing.requestHash !== hash) throw new ApiError(409, 'This Idempotency-Key was already used with a different request body.', 'invalid_request_error', 'Idempotency-Key', 'idempotency_key_reused');
-      ctx.status = 202;
-      ctx.set('idempotent-replayed', 'true');
-      ctx.body = jobView(existing, publicBaseUrl(ctx, deps.config));
-    };
-    if (idemKey) {
-      const existing = await jobs.findByIdempotencyKey(deps.db, principal.accountId, idemKey);
-      if (existing) return replay(existing);
-    }
-
-    const v = validateVideoRequest(body, deps.catalog, fromForm);
-    const { images: sources, ...params } = v.request;
-    ctx.state.model = v.model.id;
-    const client = temporal();
-    // Counts against the key's requests per minute (a video bills seconds, not tokens).
-    await admitRequest(ctx, deps, 0);
-    // Cheap early refusal before any image is fetched or stored; the hold below is the authoritative check.
-    const balance = await getBalance(deps.db, principal.accountId);
-    if (balance && balance.available < v.maxCostVnd) throw insufficientFunds(v.maxCostVnd, balance.available);
-    const images = await loadImages(sources, loadImage);
-
-    const jobId = randomUUID();
-    const stored: StoredVideoRequest['images'] = {};
-    const put = async (img: LoadedImage, name: string): Promise<StoredImageRef> => {
-      const key = `videos/${jobId}/inputs/${name}.${extOf(img.mimeType)}`;
-      await deps.storage.put(key, Readable.from([img.bytes]), img.mimeType);
-      return { key, mimeType: img.mimeType, size: img.bytes.length };
-    };
-    if (images.inputReference) stored.inputReference = await put(images.inputReference, 'input_reference');
-    if (images.lastFrame) stored.lastFrame = await put(images.lastFrame, 'last_frame');
-    if (images.referenceImages) stored.referenceImages = await Promise.all(images.referenceImages.map((img, i) => put(img, `reference_${i}`)));
-
-    const request: StoredVideoRequest = { ...params, images: stored };
-    let job: VideoJob;
-    try {
-      job = await jobs.createJobWithHold(deps.db, {
-        id: jobId, accountId: principal.accountId, apiKeyId: principal.keyId, model: v.model.id, provider: v.model.provider,
-        request, requestHash: hash, idempotencyKey: idemKey, seconds: params.seconds, pricePerSecond: v.model.pricing.perVideoSecond!,
-        maxCostVnd: v.maxCostVnd, holdId: randomUUID(),
-      });
-    } catch (e) {
-      // Nothing was created: drop the stored input images.
-      for (const ref of [stored.inputReference, stored.lastFrame, ...(stored.referenceImages ?? [])]) {
-        if (ref) await deps.storage.delete(ref.key).catch(() => undefined);
-      }
-      if (e instanceof InsufficientFunds) throw insufficientFunds(e.needed, e.available);
-      if (e instanceof BudgetExceeded) {
-        deps.metrics.limitRefusals.inc({ limit: 'budget' });
-        throw budgetExceeded(e.needed, e.room, e.period);
-      }
-      if (e instanceof jobs.DuplicateIdempotencyKey) return replay(e.existing);
-      throw e;
-    }
-
-    try {
-      await startVideoWorkflow(client, deps.config, job);
-    } catch (e) {
-      // No hold without a job that can finish: release it and fail the job (a workflow that did start after
-      // all sees the final job and stops before submitting).
-      deps.logger.error({ jobId, err: (e as Error).message }, 'could not start video workflow');
-      await jobs.finishUnsuccessful(deps.db, { jobId, holdId: job.holdId, status: 'failed', message: 'The job could not be scheduled; nothing was charged. Please retry.', code: 'scheduling_failed' });
-      throw new ApiError(503, 'The video job could not be scheduled; nothing was charged. Please retry.', 'server_error', null, 'video_unavailable');
-    }
-    // Bookkeeping off the response path: if it is lost, the reconciler records it (its start finds the workflow).
-    void jobs.markWorkflowStarted(deps.db, jobId, 'api').catch((e) => deps.logger.warn({ jobId, err: (e as Error).message }, 'could not record workflow start'));
+    const { job, replayed } = await submitVideoJob(deps, {
+      accountId: principal.accountId, apiKeyId: principal.keyId, body, fromForm: formBodies.has(ctx), idempotencyKey,
+      requestHash: await requestHash(body),
+      onModel: (model) => { ctx.state.model = model; },
+      // Counts against the key's requests per minute (a video bills seconds, not tokens).
+      admit: async () => { await admitRequest(ctx, deps, 0); },
+    }, loadImage);
     ctx.status = 202;
+    if (replayed) ctx.set('idempotent-replayed', 'true');
     ctx.body = jobView(job, publicBaseUrl(ctx, deps.config));
   });
 
@@ -238,7 +165,7 @@ export function videosRouter(deps: AppDeps): Router<GatewayState> {
     if (job.status !== 'completed') throw conflict(`The video job is ${job.status}; its content is available once it is completed.`, 'video_not_ready');
     const media = variant === 'video'
       ? { key: job.videoKey, size: job.videoSize, etag: job.videoEtag, type: 'video/mp4', name: `${job.id}.mp4` }
-      : { key: job.lastFrameKey, size: job.lastFrameSize, etag: job.lastFrameEtag, type: job.lastFrameContentType ?? 'image/png', name: `${job.id}-last-frame.${extOf(job.lastFrameContentType ?? 'image/png')}` };
+      : { key: job.lastFrameKey, size: job.lastFrameSize, etag: job.lastFrameEtag, type: job.lastFrameContentType ?? 'image/png', name: `${job.id}-last-frame.${imageExtension(job.lastFrameContentType ?? 'image/png')}` };
     if (!media.key || media.size === null) {
       throw notFound(variant === 'last_frame' ? 'This job has no last frame: ask for it with return_last_frame: true.' : 'This job has no stored video.', 'content_not_found', 'variant');
     }
@@ -284,25 +211,9 @@ export function videosRouter(deps: AppDeps): Router<GatewayState> {
   });
 
   r.delete('/v1/videos/:id', route('/v1/videos/:id'), auth, async (ctx) => {
-    const job = await ownJob(ctx);
-    if (jobs.isFinal(job.status)) throw conflict(`The video job is already ${job.status} and cannot be cancelled.`, 'video_not_cancellable');
-    await jobs.markCancelRequested(deps.db, job.id);
-    try {
-      await temporal().workflow.getHandle(job.workflowId).signal('cancel');
-    } catch (e) {
-      // Not started yet: the reconciler starts it, and the workflow sees cancel_requested_at at its first step.
-      if (!isTemporalError(e, 'WorkflowNotFoundError')) throw e;
-    }
-    // Give the workflow a moment to release the hold, so the answer usually shows the final state.
-    const until = Date.now() + deps.config.video.cancelWaitMs;
-    let now = job;
-    while (Date.now() < until) {
-      now = (await jobs.getJob(deps.db, job.id)) ?? now;
-      if (jobs.isFinal(now.status)) break;
-      await new Promise((res) => setTimeout(res, 100));
-    }
-    ctx.status = jobs.isFinal(now.status) ? 200 : 202;
-    ctx.body = jobView(now, publicBaseUrl(ctx, deps.config));
+    const job = await cancelVideoJob(deps, await ownJob(ctx));
+    ctx.status = jobs.isFinal(job.status) ? 200 : 202;
+    ctx.body = jobView(job, publicBaseUrl(ctx, deps.config));
   });
 
   return r;
