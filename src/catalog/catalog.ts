@@ -17,6 +17,12 @@ export interface ProviderConfig {
   /** Resolved at load time from apiKeyEnv. */
   apiKey?: string;
   timeoutMs?: number;
+  /**
+   * Extra model names this provider's models answer to, as glob patterns (`*` matches any characters), tried in
+   * order after every exact id and alias, e.g. `claude-*` -> claude-sonnet-4-6 so a coding client's built-in model
+   * names (and future dated snapshots) run without configuration. The first match wins.
+   */
+  modelPatterns?: { match: string; model: string }[];
 }
 
 /** Integer VND prices. */
@@ -70,6 +76,10 @@ const schema = {
         properties: {
           kind: { enum: ['openai', 'anthropic', 'veo', 'seedance'] }, baseUrl: { type: 'string' },
           apiKeyEnv: { type: 'string' }, timeoutMs: { type: 'integer', minimum: 1 },
+          modelPatterns: {
+            type: 'array',
+            items: { type: 'object', required: ['match', 'model'], properties: { match: { type: 'string', minLength: 1 }, model: { type: 'string', minLength: 1 } }, additionalProperties: false },
+          },
         },
         additionalProperties: false,
       },
@@ -103,10 +113,28 @@ export function expandEnv(s: string, env: NodeJS.ProcessEnv = process.env): stri
   return s.replace(/\$\{([A-Z0-9_]+)(?::-([^}]*))?\}/g, (_m, name: string, def?: string) => env[name] ?? def ?? '');
 }
 
+/** The prices a model of each mode is billed by: a model without them is refused at load, never served unpriced. */
+const REQUIRED_PRICES: Record<Mode, (keyof Pricing)[]> = {
+  chat: ['inputPer1MTokens', 'outputPer1MTokens'],
+  completion: ['inputPer1MTokens', 'outputPer1MTokens'],
+  embedding: ['inputPer1MTokens'],
+  speech: ['per1KChars'],
+  transcription: ['perAudioMinute'],
+  image: ['perImage'],
+  video: ['perVideoSecond'],
+};
+
+/** A glob (`*` = any characters, everything else literal) as an anchored regular expression. */
+function globRegExp(glob: string): RegExp {
+  return new RegExp(`^${glob.split('*').map((p) => p.replace(/[.+?^${}()|[\]\\]/g, '\\$&')).join('.*')}$`);
+}
+
 export class Catalog {
   readonly providers = new Map<string, ProviderConfig>();
   readonly models: ModelConfig[];
   private byId = new Map<string, ModelConfig>();
+  /** Providers' modelPatterns, compiled once, in catalog order (only tried for names that are no id or alias). */
+  private readonly patterns: { re: RegExp; glob: string; model: ModelConfig }[] = [];
 
   constructor(file: CatalogFile, env: NodeJS.ProcessEnv = process.env) {
     const ajv = new Ajv({ allErrors: true });
@@ -121,19 +149,42 @@ export class Catalog {
         if (!m.allowedDurations || m.pricing.perVideoSecond === undefined) throw new Error(`catalog: video model ${m.id} needs allowedDurations and pricing.perVideoSecond`);
         if (m.defaultDuration !== undefined && !m.allowedDurations.includes(m.defaultDuration)) throw new Error(`catalog: ${m.id} defaultDuration not in allowedDurations`);
       }
+      for (const k of REQUIRED_PRICES[m.mode]) {
+        if (m.pricing[k] === undefined) throw new Error(`catalog: ${m.mode} model ${m.id} has no pricing.${k} (unpriced models are never served)`);
+      }
       for (const name of [m.id, ...(m.aliases ?? [])]) {
         if (this.byId.has(name)) throw new Error(`catalog: duplicate model name ${name}`);
         this.byId.set(name, m);
       }
     }
+    for (const p of this.providers.values()) {
+      for (const { match, model } of p.modelPatterns ?? []) {
+        const target = file.models.find((m) => m.id === model);
+        if (!target) throw new Error(`catalog: provider ${p.id} pattern ${match} names unknown model ${model}`);
+        if (target.provider !== p.id) throw new Error(`catalog: provider ${p.id} pattern ${match} names ${model}, a model of provider ${target.provider}`);
+        this.patterns.push({ re: globRegExp(match), glob: match, model: target });
+      }
+    }
+  }
+
+  /** The model a name matches by pattern, if any (the name is no model id or alias). */
+  private byPattern(name: string): ModelConfig | undefined {
+    for (const p of this.patterns) if (p.re.test(name)) return p.model;
+    return undefined;
+  }
+
+  /** The patterns (globs) that lead to this model, for its public record. */
+  patternsOf(m: ModelConfig): string[] {
+    return this.patterns.filter((p) => p.model === m).map((p) => p.glob);
   }
 
   static load(path: string, env: NodeJS.ProcessEnv = process.env): Catalog {
     return new Catalog(JSON.parse(fs.readFileSync(path, 'utf8')) as CatalogFile, env);
   }
 
+  /** The model by id or alias, else by the providers' patterns. */
   get(id: string): ModelConfig | undefined {
-    return this.byId.get(id);
+    return this.byId.get(id) ?? (this.patterns.length ? this.byPattern(id) : undefined);
   }
 
   provider(m: ModelConfig): ProviderConfig {
@@ -143,7 +194,7 @@ export class Catalog {
   /** The model, or a 404 model_not_found; a model of another mode is a 400 naming `model`. */
   require(id: unknown, modes: Mode | Mode[]): ModelConfig {
     if (typeof id !== 'string' || id === '') throw new ApiError(400, 'you must provide a model parameter', 'invalid_request_error', 'model', 'missing_required_parameter');
-    const m = this.byId.get(id);
+    const m = this.get(id);
     if (!m) throw modelNotFound(id);
     const allowed = Array.isArray(modes) ? modes : [modes];
     if (!allowed.includes(m.mode)) {
@@ -154,7 +205,7 @@ export class Catalog {
 }
 
 /** A model as listed by GET /v1/models and GET /public/models (OpenAI list item plus mode and VND prices). */
-export function publicModel(m: ModelConfig, created: number) {
+export function publicModel(m: ModelConfig, created: number, aliasPatterns: string[] = []) {
   return {
     id: m.id,
     object: 'model' as const,
@@ -167,6 +218,7 @@ export function publicModel(m: ModelConfig, created: number) {
     ...(m.maxOutputTokens ? { max_output_tokens: m.maxOutputTokens } : {}),
     ...(m.contextWindow ? { context_window: m.contextWindow } : {}),
     ...(m.aliases?.length ? { aliases: m.aliases } : {}),
+    ...(aliasPatterns.length ? { alias_patterns: aliasPatterns } : {}),
     ...(m.mode === 'video' ? { allowedDurations: m.allowedDurations, defaultDuration: m.defaultDuration ?? m.allowedDurations![0], family: m.family ?? null } : {}),
   };
 }

@@ -132,7 +132,7 @@ describe('model catalog', () => {
     const modes = new Set(body.data.map((m: any) => m.mode));
     for (const mode of ['chat', 'completion', 'embedding', 'speech', 'transcription', 'image', 'video']) expect(modes).toContain(mode);
     const chat = body.data.find((m: any) => m.id === 'gpt-4o-mini');
-    expect(chat.pricing).toEqual({ inputPer1MTokens: expect.any(Number), outputPer1MTokens: expect.any(Number) });
+    expect(chat.pricing).toEqual({ inputPer1MTokens: expect.any(Number), cachedInputPer1MTokens: expect.any(Number), outputPer1MTokens: expect.any(Number) });
   });
 
   test('video models list allowedDurations: one with 4, 6, 8 s and a reference-capable (seedance) one with 4 to 15 s', async () => {
