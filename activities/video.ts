@@ -4,6 +4,7 @@ import { ApplicationFailure, Context } from '@temporalio/activity';
 import type { Db } from '../src/db/pool';
 import type { Storage } from '../src/storage/storage';
 import type { Catalog } from '../src/catalog/catalog';
+import { redactorFor } from '../src/catalog/redact';
 import type { Logger } from '../src/observability/logger';
 import type { VideoProviders } from '../src/providers/video';
 import { VideoProviderError, type VideoImage, type VideoSubmission, type VideoTaskState } from '../src/providers/video/types';
@@ -235,7 +236,10 @@ export function createVideoActivities(deps: VideoActivityDeps) {
     },
 
     async finishUnsuccessful(a: { jobId: string; holdId: string; status: 'failed' | 'expired'; message: string; code: string | null }): Promise<void> {
-      await jobs.finishUnsuccessful(db, a);
+      // The job's message is shown to the client: no provider ids or upstream names; the log keeps the original.
+      const message = redactorFor(catalog)(a.message);
+      if (message !== a.message) deps.logger?.warn({ jobId: a.jobId, status: a.status, code: a.code, detail: a.message }, 'video job ended unsuccessfully');
+      await jobs.finishUnsuccessful(db, { ...a, message });
     },
   };
 }

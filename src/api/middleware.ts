@@ -7,6 +7,7 @@ import { isJsonType, readJson } from './jsonBody';
 import type { AppDeps } from './deps';
 import type { Principal } from '../auth/apiKeys';
 import { declareRoute, methodLabel, routeLabel } from '../observability/routeLabel';
+import { redactorFor } from '../catalog/redact';
 import type { Meter } from '../billing/meter';
 
 export interface GatewayState {
@@ -46,7 +47,8 @@ export function observe(deps: Pick<AppDeps, 'logger' | 'metrics'>): Koa.Middlewa
 }
 
 /** Maps every thrown error to the interface's error shape; never leaks a stack trace. */
-export function errorHandler(deps: Pick<AppDeps, 'logger'>): Koa.Middleware<GatewayState> {
+export function errorHandler(deps: Pick<AppDeps, 'logger' | 'catalog'>): Koa.Middleware<GatewayState> {
+  const redact = redactorFor(deps.catalog);
   return async (ctx, next) => {
     try {
       await next();
@@ -60,7 +62,7 @@ export function errorHandler(deps: Pick<AppDeps, 'logger'>): Koa.Middleware<Gate
         throw new ApiError(ctx.status, http.STATUS_CODES[ctx.status] ?? 'Request failed.', undefined, null, null);
       }
     } catch (err) {
-      const e = toApiError(err);
+      let e = toApiError(err);
       // Whatever failed, funds reserved for this request are returned now (a no-op once settled or cancelled).
       ctx.state.meter?.cancel({}, e.status);
       if (e.status >= 500) deps.logger.error({ reqId: ctx.state.requestId, err: err instanceof Error ? { message: err.message, stack: err.stack } : String(err) }, 'request failed');
@@ -68,6 +70,12 @@ export function errorHandler(deps: Pick<AppDeps, 'logger'>): Koa.Middleware<Gate
         // Mid-stream failure: nothing more can be said in HTTP; end the response.
         ctx.res.end();
         return;
+      }
+      // Adapter and upstream messages may name provider ids or upstream model names: the client gets them redacted.
+      const message = redact(e.message);
+      if (message !== e.message) {
+        if (e.status < 500) deps.logger.warn({ reqId: ctx.state.requestId, status: e.status, detail: e.message }, 'error message redacted');
+        e = new ApiError(e.status, message, e.type, e.param, e.code, e.headers);
       }
       ctx.status = e.status;
       for (const [k, v] of Object.entries(e.headers)) ctx.set(k, v);

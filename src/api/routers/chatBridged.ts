@@ -1,3 +1,4 @@
+import { redactorFor } from '../../catalog/redact';
 import type { AppDeps } from '../deps';
 import type { Ctx } from '../middleware';
 import { ApiError, openAIBody } from '../errors';
@@ -68,7 +69,7 @@ export async function bridgedChat(ctx: Ctx, deps: AppDeps, model: ModelConfig, b
     if (!sink.clientGone) {
       failed = true;
       deps.logger.warn({ reqId: meter.id, err: (e as Error).message }, 'bridged chat upstream stream failed');
-      const message = e instanceof UpstreamStreamError ? e.message : 'The upstream provider ended the stream early.';
+      const message = e instanceof UpstreamStreamError ? redactorFor(deps.catalog)(e.message) : 'The upstream provider ended the stream early.';
       await sink.write(`data: ${JSON.stringify(openAIBody(new ApiError(502, message, 'upstream_error', null, 'upstream_error')))}\n\n`);
     }
   }

@@ -1,3 +1,4 @@
+import { redactorFor, type Redactor } from '../../catalog/redact';
 import Router from '@koa/router';
 import type Koa from 'koa';
 import type { AppDeps } from '../deps';
@@ -50,7 +51,13 @@ const requireVersion: Koa.Middleware<GatewayState> = async (ctx, next) => {
 };
 
 /** An Anthropic upstream's error, as it sent it (Claude Code matches on the wording), in the Anthropic shape. */
-function renderUpstreamError(ctx: Ctx, e: AnthropicUpstreamError): void {
+function renderUpstreamError(ctx: Ctx, e: AnthropicUpstreamError, redact: Redactor): void {
+  renderUpstreamBody(ctx, e);
+  // The upstream's wording is kept (Claude Code matches on it), less any upstream names (the log keeps those).
+  ctx.body = JSON.parse(redact(JSON.stringify(ctx.body)));
+}
+
+function renderUpstreamBody(ctx: Ctx, e: AnthropicUpstreamError): void {
   let body: unknown = null;
   try {
     body = JSON.parse(e.body);
@@ -91,7 +98,7 @@ export function messagesRouter(deps: AppDeps): Router<GatewayState> {
       if (native) await nativeMessages(ctx, model, native, req, sink);
       else await translatedMessages(ctx, model, req, sink);
     } catch (e) {
-      if (e instanceof AnthropicUpstreamError) return renderUpstreamError(ctx, e);
+      if (e instanceof AnthropicUpstreamError) return renderUpstreamError(ctx, e, redactorFor(deps.catalog));
       if (e instanceof UpstreamAborted) {
         ctx.respond = false; // the client left; nothing to answer
         return;
@@ -117,7 +124,7 @@ export function messagesRouter(deps: AppDeps): Router<GatewayState> {
       ctx.type = res.contentType || 'application/json';
       ctx.body = Buffer.from(await res.body.arrayBuffer());
     } catch (e) {
-      if (e instanceof AnthropicUpstreamError) return renderUpstreamError(ctx, e);
+      if (e instanceof AnthropicUpstreamError) return renderUpstreamError(ctx, e, redactorFor(deps.catalog));
       throw e;
     }
   });
@@ -255,7 +262,7 @@ export function messagesRouter(deps: AppDeps): Router<GatewayState> {
       if (!sink.clientGone) {
         failed = true;
         deps.logger.warn({ reqId: meter.id, err: (e as Error).message }, 'translated upstream stream failed');
-        const message = e instanceof UpstreamStreamError ? e.message : 'The upstream provider stream was interrupted.';
+        const message = e instanceof UpstreamStreamError ? redactorFor(deps.catalog)(e.message) : 'The upstream provider stream was interrupted.';
         await sink.write(tr.fail('api_error', message).map(formatSse).join(''));
       }
     }

@@ -1,3 +1,4 @@
+import { redactorFor } from '../../catalog/redact';
 import Router from '@koa/router';
 import type { AppDeps } from '../deps';
 import { jsonBody, requireApiKey, route, type Ctx, type GatewayState } from '../middleware';
@@ -248,7 +249,7 @@ export function responsesRouter(deps: AppDeps): Router<GatewayState> {
       if (!sink.clientGone) {
         failed = true;
         deps.logger.warn({ reqId: meter.id, err: (e as Error).message }, 'translated upstream stream failed');
-        const message = e instanceof UpstreamStreamError ? e.message : 'The upstream provider stream was interrupted.';
+        const message = e instanceof UpstreamStreamError ? redactorFor(deps.catalog)(e.message) : 'The upstream provider stream was interrupted.';
         await sink.write(tr.fail('server_error', message).map(formatSse).join(''));
       }
     }

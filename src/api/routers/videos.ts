@@ -13,6 +13,7 @@ import { submitVideoJob } from '../../video/submit';
 import { cancelVideoJob } from '../../video/cancel';
 import { publicBaseUrl } from '../publicUrl';
 import { admitRequest } from '../rateLimit';
+import { redactorFor, type Redactor } from '../../catalog/redact';
 
 /**
  * The video API (spec 2.1, 2.2, 4.1-4.4; choices where the spec is silent: README "Video jobs"):
@@ -32,7 +33,7 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const MAX_IDEMPOTENCY_KEY = 255;
 
 /** The job as the API shows it (spec 2.1): base fields, plus completed_at/result/usage or error by status. */
-export function jobView(job: VideoJob, baseUrl: string): Record<string, unknown> {
+export function jobView(job: VideoJob, baseUrl: string, redact: Redactor): Record<string, unknown> {
   const v: Record<string, unknown> = {
     id: job.id, object: 'video.job', status: job.status, model: job.model, created_at: Math.floor(job.createdAt.getTime() / 1000),
   };
@@ -43,7 +44,7 @@ export function jobView(job: VideoJob, baseUrl: string): Record<string, unknown>
     v.result = result;
     v.usage = { duration_seconds: job.resultDurationSeconds, cost_vnd: job.costVnd };
   }
-  if (job.status === 'failed') v.error = { message: job.errorMessage ?? 'The job failed.', code: job.errorCode ?? null };
+  if (job.status === 'failed') v.error = { message: redact(job.errorMessage ?? 'The job failed.'), code: job.errorCode ?? null };
   return v;
 }
 
@@ -98,6 +99,8 @@ const formBodies = new WeakSet<object>();
 export function videosRouter(deps: AppDeps): Router<GatewayState> {
   const r = new Router<GatewayState>();
   const auth = requireApiKey(deps);
+  const redact = redactorFor(deps.catalog);
+  const view = (ctx: Ctx, job: VideoJob) => jobView(job, publicBaseUrl(ctx, deps.config), redact);
   const loadImage = createImageLoader(() => ({ allowHosts: deps.config.fetchAllowHosts }));
 
   const ownJob = async (ctx: Ctx): Promise<VideoJob> => {
@@ -124,7 +127,7 @@ export function videosRouter(deps: AppDeps): Router<GatewayState> {
     }, loadImage);
     ctx.status = 202;
     if (replayed) ctx.set('idempotent-replayed', 'true');
-    ctx.body = jobView(job, publicBaseUrl(ctx, deps.config));
+    ctx.body = view(ctx, job);
   });
 
   r.get('/v1/videos', route('/v1/videos'), auth, async (ctx) => {
@@ -150,12 +153,12 @@ export function videosRouter(deps: AppDeps): Router<GatewayState> {
     if (after !== undefined && !UUID.test(after)) throw badRequest(`Invalid 'after' ${JSON.stringify(after)}: the id of a video job.`, 'after');
     const { jobs: list, hasMore } = await jobs.listJobs(deps.db, ctx.state.principal!.accountId, { status: status as jobs.JobStatus | undefined, limit, after, order });
     const base = publicBaseUrl(ctx, deps.config);
-    const data = list.map((j) => jobView(j, base));
+    const data = list.map((j) => jobView(j, base, redact));
     ctx.body = { object: 'list', data, first_id: list[0]?.id ?? null, last_id: list.at(-1)?.id ?? null, has_more: hasMore };
   });
 
   r.get('/v1/videos/:id', route('/v1/videos/:id'), auth, async (ctx) => {
-    ctx.body = jobView(await ownJob(ctx), publicBaseUrl(ctx, deps.config));
+    ctx.body = view(ctx, await ownJob(ctx));
   });
 
   r.get('/v1/videos/:id/content', route('/v1/videos/:id/content'), auth, async (ctx) => {
@@ -213,7 +216,7 @@ export function videosRouter(deps: AppDeps): Router<GatewayState> {
   r.delete('/v1/videos/:id', route('/v1/videos/:id'), auth, async (ctx) => {
     const job = await cancelVideoJob(deps, await ownJob(ctx));
     ctx.status = jobs.isFinal(job.status) ? 200 : 202;
-    ctx.body = jobView(job, publicBaseUrl(ctx, deps.config));
+    ctx.body = view(ctx, job);
   });
 
   return r;

@@ -33,7 +33,7 @@ export class SeedanceAdapter implements VideoProviderAdapter {
 
   constructor(cfg: ProviderConfig) {
     this.id = cfg.id;
-    this.http = new ProviderHttp(cfg.baseUrl, cfg.timeoutMs ?? 60_000, `Seedance (${cfg.id})`);
+    this.http = new ProviderHttp(cfg.baseUrl, cfg.timeoutMs ?? 60_000, 'Seedance');
     this.auth = cfg.apiKey ? { authorization: `Bearer ${cfg.apiKey}` } : {};
   }
 

@@ -33,7 +33,7 @@ export class VeoAdapter implements VideoProviderAdapter {
 
   constructor(cfg: ProviderConfig) {
     this.id = cfg.id;
-    this.http = new ProviderHttp(cfg.baseUrl, cfg.timeoutMs ?? 60_000, `Veo (${cfg.id})`);
+    this.http = new ProviderHttp(cfg.baseUrl, cfg.timeoutMs ?? 60_000, 'Veo');
     this.auth = cfg.apiKey ? { 'x-goog-api-key': cfg.apiKey } : {};
   }
 

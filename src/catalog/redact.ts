@@ -1,0 +1,42 @@
+import type { Catalog } from './catalog';
+
+/**
+ * Error text for clients without the catalog's internals: provider ids ("emulator-seedance"), provider base URLs,
+ * the variables holding upstream keys, and upstream model names (shown as the public model id instead). Messages
+ * built by adapters and upstream error texts may carry any of them; clients get the redacted text, the log line
+ * with the request id keeps the original.
+ */
+export type Redactor = (text: string) => string;
+
+const cache = new WeakMap<Catalog, Redactor>();
+
+const escape = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+
+export function redactorFor(catalog: Catalog): Redactor {
+  let r = cache.get(catalog);
+  if (!r) cache.set(catalog, (r = build(catalog)));
+  return r;
+}
+
+function build(catalog: Catalog): Redactor {
+  const replacements = new Map<string, string>();
+  for (const p of catalog.providers.values()) {
+    replacements.set(p.id, 'upstream');
+    if (p.apiKeyEnv) replacements.set(p.apiKeyEnv, 'upstream key');
+    if (p.baseUrl) replacements.set(p.baseUrl, 'the upstream');
+    try {
+      const origin = new URL(p.baseUrl).origin;
+      replacements.set(origin, 'the upstream');
+      replacements.set(new URL(p.baseUrl).host, 'the upstream');
+    } catch {}
+  }
+  for (const m of catalog.models) {
+    if (m.upstreamModel !== m.id && !replacements.has(m.upstreamModel)) replacements.set(m.upstreamModel, m.id);
+  }
+  for (const [k, v] of replacements) if (k === v || k.length < 3) replacements.delete(k);
+  if (replacements.size === 0) return (s) => s;
+  // Longest first (a base URL before its host); whole tokens only, so "openai" leaves "openai-compatible" alone.
+  const keys = [...replacements.keys()].sort((a, b) => b.length - a.length);
+  const re = new RegExp(`(?<![\\w.-])(?:${keys.map(escape).join('|')})(?![\\w-]|\\.\\w)`, 'g');
+  return (s) => (s ? s.replace(re, (m) => replacements.get(m) ?? m) : s);
+}
