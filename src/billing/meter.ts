@@ -9,6 +9,7 @@ import { SseDecoder } from '../providers/sse';
 import type { TokenUsage as UpstreamUsage } from '../providers/types';
 import type { Pricing } from '../catalog/catalog';
 import { fromChatUsage, tokenUsage, usageCost, usageUnits, type TokenUsage } from './tokenUsage';
+import { PG_ERROR, pgErrorCode } from '../db/pgErrors';
 
 /**
  * The one metering path for synchronous operations: reserve the maximum cost -> call the upstream -> settle the
@@ -89,8 +90,8 @@ export async function openMeter(credit: CreditManager, owner: MeterOwner, model:
 
 /** Postgres deadlock_detected / serialization_failure. */
 function isRetryableTxError(e: unknown): boolean {
-  const code = (e as { code?: unknown })?.code;
-  return code === '40P01' || code === '40001';
+  const code = pgErrorCode(e);
+  return code === PG_ERROR.deadlockDetected || code === PG_ERROR.serializationFailure;
 }
 
 /** Token counts a request is billed for, and whether they were estimated (no upstream usage arrived). */

@@ -7,6 +7,7 @@ import { requireCsrf, requireSession, sameOrigin, sessionOf } from './auth';
 import { balanceWithLedger, usageByDayAndModel, usageRecord } from './queries';
 import { dateParam, intParam, optionalIntParam, stringField, timeZoneParam, uuidParam } from './params';
 import { getJob, JOB_STATUSES, listJobs, type JobStatus } from './jobs';
+import { PG_ERROR, pgErrorCode } from '../db/pgErrors';
 
 const MAX_USAGE_DAYS = 366;
 
@@ -61,7 +62,7 @@ export function mountCustomerApi(r: Router<GatewayState>, deps: AppDeps): void {
     try {
       rows = await usageByDayAndModel(deps.db, sessionOf(ctx).accountId, from, to, tz);
     } catch (e: any) {
-      if (e?.code === '22023') throw badRequest(`unknown time zone ${JSON.stringify(tz)}`, 'tz');
+      if (pgErrorCode(e) === PG_ERROR.invalidParameterValue) throw badRequest(`unknown time zone ${JSON.stringify(tz)}`, 'tz');
       throw e;
     }
     ctx.body = { from, to, tz, rows };

@@ -1,6 +1,7 @@
 import type { Db } from '../db/pool';
 import { hashPassword, needsRehash, passwordProblem } from './passwords';
 import { isUnstorableText } from '../text/pgText';
+import { PG_ERROR, pgErrorCode } from '../db/pgErrors';
 
 /** Console logins (console_users): one per email, linked to an account, role customer or operator. */
 
@@ -59,7 +60,7 @@ export async function createLogin(db: Db, a: { accountId: string; email: string;
     );
     return (await getLogin(db, r.rows[0].id))!;
   } catch (e: any) {
-    if (e?.code === '23505') throw new ConsoleUserError(`a login for ${email} already exists`, 'email', 'exists');
+    if (pgErrorCode(e) === PG_ERROR.uniqueViolation) throw new ConsoleUserError(`a login for ${email} already exists`, 'email', 'exists');
     throw e;
   }
 }

@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import pg from 'pg';
 import { projectRoot } from '../config';
+import { PG_ERROR, pgErrorCode } from './pgErrors';
 
 export const migrationsDir = (): string => path.join(projectRoot(), 'src', 'db', 'migrations');
 
@@ -54,7 +55,7 @@ export async function ensureDatabase(databaseUrl: string): Promise<void> {
     const r = await c.query('SELECT 1 FROM pg_database WHERE datname = $1', [name]);
     if (r.rowCount === 0) {
       await c.query(`CREATE DATABASE "${name.replace(/"/g, '""')}"`).catch((e: any) => {
-        if (e.code !== '42P04') throw e; // created concurrently
+        if (pgErrorCode(e) !== PG_ERROR.duplicateDatabase) throw e; // created concurrently
       });
     }
   } finally {

@@ -6,6 +6,7 @@ import { createAccount, getBalance, topUp } from '../billing/ledger';
 import { createApiKey, hashKey } from '../auth/apiKeys';
 import { createLogin, findLoginByEmail, setPassword } from '../console/users';
 import { verifyPassword } from '../console/passwords';
+import { PG_ERROR, pgErrorCode } from '../db/pgErrors';
 
 /**
  * The demo account of `npm start`: seeded idempotently (fixed id, a one-time top-up keyed by that id) with a
@@ -50,7 +51,7 @@ export async function seedDemo(db: Db, opts: { stateFile: string; balanceVnd: nu
   if (exists.rowCount === 0) {
     await createAccount(db, 'Demo', accountId).catch(async (e) => {
       // Two starters racing on a shared DATABASE_URL: the other one created it.
-      if ((e as { code?: string }).code !== '23505') throw e;
+      if (pgErrorCode(e) !== PG_ERROR.uniqueViolation) throw e;
     });
   }
   if (opts.balanceVnd > 0) {

@@ -2,6 +2,7 @@ import type { Db, Queryable } from '../db/pool';
 import { tx } from '../db/pool';
 import { placeHoldIn, settleHold } from '../billing/ledger';
 import type { VideoRequest } from './params';
+import { PG_ERROR, pgErrorCode } from '../db/pgErrors';
 
 /**
  * The video job repository. The video_jobs row is a projection; every change to it appends a video_job_events
@@ -123,7 +124,7 @@ export async function createJobWithHold(db: Db, j: NewJob): Promise<VideoJob> {
       return toJob(r.rows[0]);
     });
   } catch (e) {
-    if ((e as { code?: string; constraint?: string }).code === '23505' && (e as { constraint?: string }).constraint === 'video_jobs_idempotency' && j.idempotencyKey) {
+    if (pgErrorCode(e) === PG_ERROR.uniqueViolation && (e as { constraint?: string }).constraint === 'video_jobs_idempotency' && j.idempotencyKey) {
       const existing = await findByIdempotencyKey(db, j.accountId, j.idempotencyKey);
       if (existing) throw new DuplicateIdempotencyKey(existing);
     }

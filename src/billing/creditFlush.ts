@@ -1,0 +1,121 @@
+import type { Db } from '../db/pool';
+import { tx } from '../db/pool';
+import { PG_ERROR, pgErrorCode } from '../db/pgErrors';
+import { LedgerError, releaseHold } from './ledger';
+import { writeUsageBatch, type SettledUsage, type UsageInput } from './usageBatch';
+import type { LeaseSink } from './creditLease';
+import type { Logger } from '../observability/logger';
+
+/**
+ * The flush side of credit (./credit.ts): settled requests and retired leases queue here, and every `flushMs` one
+ * transaction writes the queued usage records and charges (writeUsageBatch: one `charged` event per lease hold
+ * per flush, each request's usage record naming it, the request id its idempotency gate); then the retired leases
+ * are released. A failed flush keeps its queue for the next one, which cannot charge twice.
+ */
+
+/** A settled request waiting for the next flush: one small fixed-shape object, no copy of its usage input. */
+class Settled implements SettledUsage {
+  refused?: boolean;
+  constructor(readonly usage: UsageInput, readonly accountId: string, readonly holdId: string, readonly cost: number) {}
+}
+
+export class CreditFlush implements LeaseSink {
+  private pendingUsage: Settled[] = [];
+  /** Hold ids of retired leases with nothing open against them. */
+  private pendingReleases: string[] = [];
+  private flushing: Promise<void> | null = null;
+
+  /** `beforeFlush` runs first in every flush (the leases retire their idle ones there). */
+  constructor(private db: Db, private beforeFlush: (now: number) => void, private logger?: Logger) {}
+
+  charge(usage: UsageInput, accountId: string, holdId: string, cost: number): void {
+    this.pendingUsage.push(new Settled(usage, accountId, holdId, cost));
+  }
+
+  release(holdId: string): void {
+    this.pendingReleases.push(holdId);
+  }
+
+  /** Writes queued charges and usage records in one transaction, then releases retired leases. */
+  flush(): Promise<void> {
+    if (this.flushing) return this.flushing.then(() => this.flush());
+    this.flushing = this.doFlush().finally(() => { this.flushing = null; });
+    return this.flushing;
+  }
+
+  private async doFlush(): Promise<void> {
+    this.beforeFlush(Date.now());
+    // Snapshot releases with the charges: a lease is released only after every charge against it is written.
+    const releases = this.pendingReleases;
+    this.pendingReleases = [];
+    const usage = this.pendingUsage;
+    if (usage.length) {
+      this.pendingUsage = [];
+      try {
+        await this.writeBatch(usage);
+      } catch (e) {
+        if (!(e instanceof LedgerError)) {
+          // Keep them for the next flush: the usage insert gates every charge, so the retry cannot charge twice.
+          this.pendingUsage = usage.concat(this.pendingUsage);
+          this.pendingReleases = releases.concat(this.pendingReleases);
+          this.logger?.error({ err: (e as Error).message, requests: usage.length }, 'credit flush failed; will retry');
+          return;
+        }
+        // A charge the ledger refuses (should never happen) must not block the others: write each request on its
+        // own, and one still refused is logged and recorded without a charge.
+        const left = await this.writeOneByOne(usage);
+        if (left.length) {
+          this.pendingUsage = left.concat(this.pendingUsage);
+          this.pendingReleases = releases.concat(this.pendingReleases);
+          return;
+        }
+      }
+    }
+    for (const holdId of releases) {
+      try {
+        await releaseHold(this.db, { holdId, idempotencyKey: `lease-release:${holdId}`, memo: 'credit lease returned' });
+      } catch (e) {
+        this.pendingReleases.push(holdId);
+      }
+    }
+  }
+
+  /**
+   * One transaction for the batch, its usage records written with COPY; a request already written (a flush retried
+   * after a commit it did not see acknowledged) makes COPY fail with unique_violation, and the batch is written again
+   * through the per-row gate, which skips it (and charges only the rows it inserts).
+   */
+  private async writeBatch(batch: Settled[]): Promise<void> {
+    try {
+      await tx(this.db, (c) => writeUsageBatch(c, batch, { copy: true }));
+    } catch (e) {
+      if (pgErrorCode(e) !== PG_ERROR.uniqueViolation) throw e;
+      await tx(this.db, (c) => writeUsageBatch(c, batch));
+    }
+  }
+
+  /** Writes settled requests one transaction each; returns those not written (database trouble: retried later). */
+  private async writeOneByOne(batch: Settled[]): Promise<Settled[]> {
+    for (let i = 0; i < batch.length; i++) {
+      try {
+        await this.writeAlone(batch[i]);
+      } catch (e) {
+        this.logger?.error({ err: (e as Error).message }, 'credit flush failed; will retry');
+        return batch.slice(i);
+      }
+    }
+    return [];
+  }
+
+  /** One settled request in its own transaction; a charge the ledger refuses is logged and left out. */
+  private async writeAlone(s: Settled): Promise<void> {
+    try {
+      await tx(this.db, (c) => writeUsageBatch(c, [s]));
+    } catch (e) {
+      if (!(e instanceof LedgerError) || s.refused) throw e;
+      this.logger?.error({ err: e.message, requestId: s.usage.id, holdId: s.holdId, cost: s.cost }, 'charge refused by ledger');
+      s.refused = true; // recorded as a usage record without a charge
+      await tx(this.db, (c) => writeUsageBatch(c, [s]));
+    }
+  }
+}
