@@ -6,7 +6,8 @@ import { startGateway, type TestGateway } from '../support/gateway';
  * Every chat model of the default catalog on every interface, plain and streamed, with the official SDKs:
  * /v1/chat/completions and /v1/responses (openai) and /v1/messages (@anthropic-ai/sdk), whatever the model's
  * upstream protocol (OpenAI-compatible, Anthropic, Responses-only). Each answer carries the emulator's text and a
- * normal finish, and each request leaves exactly one usage record, charged, with the cost the response reported.
+ * normal finish, and each request leaves exactly one usage record, charged, whose cost and id the response reported
+ * (x-gateway-cost-vnd / x-gateway-usage-id headers, or a stream's closing SSE comment).
  */
 
 let gw: TestGateway;
@@ -93,4 +94,48 @@ test('every chat model answers on every interface, plain and streamed, and each 
   }
   expect(failures).toEqual([]);
   expect(cases).toBe(chatModels().length * 6);
+});
+
+const streamBody: Record<Interface, (model: string) => { path: string; body: unknown }> = {
+  'chat.completions': (model) => ({ path: '/v1/chat/completions', body: { model, stream: true, messages: [{ role: 'user', content: 'hi' }] } }),
+  messages: (model) => ({ path: '/v1/messages', body: { model, stream: true, max_tokens: 100, messages: [{ role: 'user', content: 'hi' }] } }),
+  responses: (model) => ({ path: '/v1/responses', body: { model, stream: true, input: 'hi' } }),
+};
+
+test('every response reports its cost: the header of a plain answer, the closing SSE comment of a stream', async () => {
+  const failures: string[] = [];
+  for (const model of chatModels()) {
+    for (const iface of interfaces) {
+      for (const stream of [false, true]) {
+        const label = `${model} ${iface} ${stream ? 'stream' : 'plain'}`;
+        const { key } = await gw.account(5_000_000);
+        const { path, body } = streamBody[iface](model);
+        try {
+          const res = await fetch(`${gw.url}${path}`, {
+            method: 'POST',
+            headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'anthropic-version': '2023-06-01' },
+            body: JSON.stringify({ ...(body as object), stream }),
+          });
+          expect(res.status).toBe(200);
+          const text = await res.text();
+          let reported: { cost: number; id: string };
+          if (stream) {
+            const comments = text.split('\n\n').filter((b) => b.startsWith(':'));
+            expect(comments).toHaveLength(1);
+            const m = /^: x-gateway-cost-vnd=(\d+) x-gateway-usage-id=(\S+)$/.exec(comments[0])!;
+            reported = { cost: Number(m[1]), id: m[2] };
+          } else {
+            reported = { cost: Number(res.headers.get('x-gateway-cost-vnd')), id: res.headers.get('x-gateway-usage-id')! };
+          }
+          const rows = ((await (await fetch(`${gw.url}/v1/usage`, { headers: { authorization: `Bearer ${key}` } })).json()) as { data: any[] }).data;
+          expect(rows).toHaveLength(1);
+          expect(reported).toEqual({ cost: rows[0].cost_vnd, id: rows[0].id });
+          expect(reported.cost).toBeGreaterThan(0);
+        } catch (e) {
+          failures.push(`${label}: ${(e as Error).message.split('\n').slice(0, 6).join(' ')}`);
+        }
+      }
+    }
+  }
+  expect(failures).toEqual([]);
 });

@@ -26,6 +26,7 @@ import { translateInput } from './translateInput';
 import { SseSink } from './sseSink';
 import { estimateInputTokens } from '../../translate/tokenEstimate';
 import { reserve } from '../reserve';
+import { failureStatus } from '../upstream';
 
 /**
  * POST /v1/messages and POST /v1/messages/count_tokens: the Anthropic Messages interface (spec 4.12) for any chat
@@ -140,7 +141,7 @@ export function messagesRouter(deps: AppDeps): Router<GatewayState> {
     try {
       res = await adapter.messages(payload, anthropicHeaders(ctx), { signal: sink.signal });
     } catch (e) {
-      meter.cancel({}, e instanceof AnthropicUpstreamError ? e.status : e instanceof ApiError ? e.status : 499);
+      meter.cancel({}, e instanceof AnthropicUpstreamError ? e.status : failureStatus(e));
       throw e;
     }
     if (req.stream !== true) {
@@ -228,7 +229,7 @@ export function messagesRouter(deps: AppDeps): Router<GatewayState> {
       try {
         c = await backend.complete(sink.signal);
       } catch (e) {
-        meter.cancel({}, e instanceof ApiError ? e.status : e instanceof UpstreamAborted ? 499 : 502);
+        meter.cancel({}, failureStatus(e));
         throw e;
       }
       const msg = chatToMessages(c, { model: req.model, tools });
@@ -241,7 +242,7 @@ export function messagesRouter(deps: AppDeps): Router<GatewayState> {
     try {
       batches = await backend.stream(sink.signal);
     } catch (e) {
-      meter.cancel({}, e instanceof ApiError ? e.status : 499);
+      meter.cancel({}, failureStatus(e));
       throw e;
     }
     sink.open();

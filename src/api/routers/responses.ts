@@ -25,6 +25,7 @@ import { translateInput } from './translateInput';
 import { SseSink } from './sseSink';
 import { conversationItems, isResponseId, loadResponse, saveResponse } from './storedResponses';
 import { reserve } from '../reserve';
+import { failureStatus } from '../upstream';
 
 /**
  * POST /v1/responses and GET /v1/responses/{id}: the OpenAI Responses interface (spec 4.13) for any chat model.
@@ -119,7 +120,7 @@ export function responsesRouter(deps: AppDeps): Router<GatewayState> {
         raw = (await adapter.postJson('/responses', payload, { signal: t.sink.signal })).body;
         obj = JSON.parse(raw.toString('utf8')) as ResponseObject;
       } catch (e) {
-        meter.cancel({}, e instanceof ApiError ? e.status : 502);
+        meter.cancel({}, e instanceof SyntaxError ? 502 : failureStatus(e));
         if (e instanceof SyntaxError) throw new ApiError(502, 'The upstream provider sent an invalid response.', 'upstream_error', null, 'upstream_error');
         throw e;
       }
@@ -138,7 +139,7 @@ export function responsesRouter(deps: AppDeps): Router<GatewayState> {
     try {
       return await adapter.postStream(path, payload, { signal: sink.signal });
     } catch (e) {
-      meter.cancel({}, e instanceof ApiError ? e.status : 499);
+      meter.cancel({}, failureStatus(e));
       throw e;
     }
   }
@@ -207,7 +208,7 @@ export function responsesRouter(deps: AppDeps): Router<GatewayState> {
       try {
         c = await backend.complete(t.sink.signal);
       } catch (e) {
-        meter.cancel({}, e instanceof ApiError ? e.status : e instanceof UpstreamAborted ? 499 : 502);
+        meter.cancel({}, failureStatus(e));
         throw e;
       }
       const obj = chatToResponses(c, { ...shell, tools });
@@ -220,7 +221,7 @@ export function responsesRouter(deps: AppDeps): Router<GatewayState> {
     try {
       batches = await backend.stream(t.sink.signal);
     } catch (e) {
-      meter.cancel({}, e instanceof ApiError ? e.status : 499);
+      meter.cancel({}, failureStatus(e));
       throw e;
     }
     const sink = t.sink;
