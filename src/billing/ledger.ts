@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Db, DbClient } from '../db/pool';
 import { tx } from '../db/pool';
-import { addKeySpend, BudgetExceeded, keyBudgetRoom } from './budget';
+import { addKeySpend, BudgetExceeded, budgetTimeZone, keyBudgetRoom } from './budget';
 
 /**
  * The VND ledger. Every change is an append-only event in ledger_events with a unique idempotency key, and the
@@ -90,8 +90,10 @@ export async function placeHoldIn(
 ): Promise<{ applied: boolean }> {
   if (!(await insertEvent(c, { ...h, kind: 'hold_placed', key: h.idempotencyKey }))) return { applied: false };
   if (h.apiKeyId && !h.budgetChecked) {
-    // The account lock first (the ledger's lock order), so the key's spend and holds cannot move under the check.
-    await c.query('SELECT 1 FROM accounts WHERE id = $1 FOR UPDATE', [h.accountId]);
+    // The account row lock, so the key's spend and holds cannot move under the check (charges and releases take
+    // it first). NO KEY UPDATE: the event insert above holds a KEY SHARE lock on the row (its foreign key), which
+    // FOR UPDATE would conflict with, deadlocking two concurrent holds.
+    await c.query('SELECT 1 FROM accounts WHERE id = $1 FOR NO KEY UPDATE', [h.accountId]);
     const b = await keyBudgetRoom(c, h.apiKeyId);
     if (b && b.room < h.amount) throw new BudgetExceeded(h.amount, b.room, b.period);
   }
@@ -316,7 +318,8 @@ export interface ProjectionMismatch { accountId: string; balance: number; held: 
 /**
  * Rebuilds every account's balance and held from the events and returns the accounts whose projection differs,
  * the holds whose remaining differs (`hold:<id>`), and the request charges whose usage records do not add up to
- * them (`charge:<key>`, balance = charged, rebuiltBalance = sum of the usage costs).
+ * them (`charge:<key>`, balance = charged, rebuiltBalance = sum of the usage costs), and the per-key budget spend
+ * that differs from the charges against the key's holds (`key-spend:<keyId>:<period>`).
  */
 export async function verifyProjections(db: Db | DbClient): Promise<ProjectionMismatch[]> {
   const r = await db.query(`
@@ -344,8 +347,22 @@ export async function verifyProjections(db: Db | DbClient): Promise<ProjectionMi
     SELECT COALESCE(u.charge_key, e.idempotency_key) AS key, COALESCE(u.vnd, 0)::bigint AS usage_vnd, COALESCE(e.amount, 0)::bigint AS charged
     FROM u FULL JOIN e ON e.idempotency_key = u.charge_key
     WHERE u.vnd IS DISTINCT FROM e.amount`);
+  // Each key's spend per budget period is the sum of the charges against holds naming the key, by the period
+  // their event falls in (the same now() the charge's transaction wrote both with).
+  const spend = await db.query(`
+    WITH rebuilt AS (
+      SELECT h.api_key_id, p.period, sum(e.amount)::bigint AS v
+      FROM ledger_events e JOIN holds h ON h.id = e.hold_id
+      CROSS JOIN LATERAL (VALUES ('day:' || to_char(e.created_at AT TIME ZONE $1, 'YYYY-MM-DD')),
+                                 ('month:' || to_char(e.created_at AT TIME ZONE $1, 'YYYY-MM'))) AS p(period)
+      WHERE e.kind = 'charged' AND h.api_key_id IS NOT NULL GROUP BY 1, 2)
+    SELECT COALESCE(r.api_key_id, s.api_key_id) AS key_id, COALESCE(r.period, s.period) AS period,
+           COALESCE(r.v, 0)::bigint AS rebuilt, COALESCE(s.spent_vnd, 0)::bigint AS spent
+    FROM rebuilt r FULL JOIN api_key_spend s ON s.api_key_id = r.api_key_id AND s.period = r.period
+    WHERE COALESCE(r.v, 0) <> COALESCE(s.spent_vnd, 0)`, [budgetTimeZone()]);
   const out: ProjectionMismatch[] = r.rows.map((x) => ({ accountId: x.id, balance: x.balance, held: x.held, rebuiltBalance: x.rb, rebuiltHeld: x.rh }));
   for (const h of holds.rows) out.push({ accountId: `hold:${h.id}`, balance: 0, held: 0, rebuiltBalance: 0, rebuiltHeld: 0 });
+  for (const k of spend.rows) out.push({ accountId: `key-spend:${k.key_id}:${k.period}`, balance: k.spent, held: 0, rebuiltBalance: k.rebuilt, rebuiltHeld: 0 });
   for (const c of charges.rows) out.push({ accountId: `charge:${c.key}`, balance: c.charged, held: 0, rebuiltBalance: c.usage_vnd, rebuiltHeld: 0 });
   return out;
 }

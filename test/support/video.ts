@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { randomUUID } from 'node:crypto';
-import { spawn } from 'node:child_process';
+import { spawnTsChild } from './tsChild';
 import { startGateway, type TestGateway } from './gateway';
 import { loadVideoSettings, type VideoSettings } from '../../src/video/settings';
 import { startWorker, type WorkerHandle } from '../../src/worker';
@@ -56,35 +56,9 @@ export interface ChildWorker { pid: number; kill(signal?: NodeJS.Signals): Promi
 
 /** Starts a worker in a child process (TypeScript sources via swc) with the harness's config; resolves when ready. */
 export async function spawnWorker(h: VideoHarness): Promise<ChildWorker> {
-  const child = spawn(process.execPath, ['-r', path.join(__dirname, 'swcRegister.js'), path.join(__dirname, 'videoWorkerChild.ts')], {
-    env: { ...process.env, VIDEO_WORKER_CONFIG: JSON.stringify(h.config) },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let err = '';
-  child.stderr!.on('data', (d: Buffer) => {
-    err = (err + d.toString()).slice(-4000);
-  });
-  await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`child worker not ready in 60 s: ${err}`)), 60_000);
-    child.stdout!.on('data', (d: Buffer) => {
-      if (d.toString().includes('ready')) {
-        clearTimeout(timer);
-        resolve();
-      }
-    });
-    child.once('exit', (code) => {
-      clearTimeout(timer);
-      reject(new Error(`child worker exited (${code}): ${err}`));
-    });
-  });
-  return {
-    pid: child.pid!,
-    kill: (signal: NodeJS.Signals = 'SIGKILL') => new Promise<void>((resolve) => {
-      if (child.exitCode !== null || child.signalCode !== null) return resolve();
-      child.once('exit', () => resolve());
-      child.kill(signal);
-    }),
-  };
+  const c = await spawnTsChild('videoWorkerChild.ts', { VIDEO_WORKER_CONFIG: JSON.stringify(h.config) });
+  if (!c.firstLine.includes('ready')) throw new Error(`child worker said ${JSON.stringify(c.firstLine)}`);
+  return { pid: c.pid, kill: c.kill };
 }
 
 /** Polls `fn` until it returns a truthy value (or throws after `ms`). */

@@ -1,0 +1,167 @@
+import net from 'node:net';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import OpenAI from 'openai';
+import { createPool, type Db } from '../../src/db/pool';
+import { createAccount, getBalance, topUp, verifyProjections } from '../../src/billing/ledger';
+import { createApiKey } from '../../src/auth/apiKeys';
+import { setKeyLimits } from '../../src/limits/keyLimits';
+import { startEmulator, type Emulator } from '../../src/emulator/server';
+import { spawnTsChild, type TsChild } from '../support/tsChild';
+import { eventually } from '../support/video';
+
+/**
+ * Three API processes (src/server.ts, each its own node process) on one database and one Redis. Limits hold for
+ * the key as a whole, not per process; budgets hold on the ledger; and with Redis gone the processes keep serving
+ * and keep limiting, each on its own. The Redis here is this test's own redis-server on a free port (stopping the
+ * machine's shared one would disturb other runs).
+ */
+
+let db: Db;
+let emulator: Emulator;
+let redis: ChildProcess;
+let redisPort: number;
+let apis: TsChild[] = [];
+let urls: string[] = [];
+
+/** The rate-limit mode a process reports in /readyz. */
+async function limiterMode(url: string): Promise<string> {
+  const body = (await (await fetch(`${url}/readyz`)).json()) as { checks: Record<string, string> };
+  return body.checks.ratelimit;
+}
+
+async function freePort(): Promise<number> {
+  const s = net.createServer();
+  await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
+  const port = (s.address() as net.AddressInfo).port;
+  await new Promise((r) => s.close(r));
+  return port;
+}
+
+async function startRedis(): Promise<void> {
+  redis = spawn('redis-server', ['--port', String(redisPort), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
+  await eventually(() => new Promise<boolean>((resolve) => {
+    const c = net.connect(redisPort, '127.0.0.1', () => { c.destroy(); resolve(true); });
+    c.on('error', () => resolve(false));
+  }), 10_000);
+}
+
+async function stopRedis(): Promise<void> {
+  if (redis.exitCode !== null || redis.signalCode !== null) return;
+  await new Promise<void>((r) => { redis.once('exit', () => r()); redis.kill('SIGKILL'); });
+}
+
+beforeAll(async () => {
+  db = createPool(process.env.DATABASE_URL!, 10);
+  emulator = await startEmulator();
+  redisPort = await freePort();
+  await startRedis();
+  const env = {
+    DATABASE_URL: process.env.DATABASE_URL, REDIS_URL: `redis://127.0.0.1:${redisPort}`, REDIS_KEY_PREFIX: `gw-test:${randomUUID()}:`,
+    TEMPORAL_ADDRESS: 'off', EMULATOR_URL: emulator.url, LOG_LEVEL: 'silent', KEY_CACHE_MS: '200', CREDIT_FLUSH_MS: '50',
+  };
+  apis = await Promise.all([0, 1, 2].map(() => spawnTsChild('apiChild.ts', env)));
+  urls = apis.map((a) => `http://127.0.0.1:${a.firstLine.trim()}`);
+  // Each process reports the shared limiter once it reaches Redis.
+  for (const u of urls) await eventually(async () => (await limiterMode(u)) === 'redis');
+}, 120_000);
+
+afterAll(async () => {
+  await Promise.all(apis.map((a) => a.kill('SIGTERM')));
+  await stopRedis();
+  await emulator?.close();
+  await db?.end();
+});
+
+async function keyWith(limits: Parameters<typeof setKeyLimits>[3], balance = 1_000_000): Promise<{ accountId: string; keyId: string; key: string }> {
+  const accountId = await createAccount(db, 'multi-process');
+  await topUp(db, { accountId, amount: balance, idempotencyKey: `t:${randomUUID()}` });
+  const k = await createApiKey(db, accountId, 'burst');
+  await setKeyLimits(db, accountId, k.id, limits);
+  return { accountId, keyId: k.id, key: k.key };
+}
+
+/** `n` concurrent chat requests spread round-robin over the three processes. */
+async function burst(key: string, n: number, body: { model: string; max_tokens: number }) {
+  const clients = urls.map((u) => new OpenAI({ apiKey: key, baseURL: `${u}/v1`, maxRetries: 0 }));
+  const results = await Promise.allSettled(Array.from({ length: n }, (_, i) =>
+    clients[i % 3].chat.completions.create({ ...body, messages: [{ role: 'user', content: 'hello' }] }).withResponse()));
+  const ok = results.filter((r) => r.status === 'fulfilled').length;
+  const errors = results.filter((r) => r.status === 'rejected').map((r) => (r as PromiseRejectedResult).reason);
+  return { ok, errors, perProcess: [0, 1, 2].map((p) => results.filter((r, i) => i % 3 === p && r.status === 'fulfilled').length) };
+}
+
+test('a burst over a key\'s RPM across three processes admits exactly the limit', async () => {
+  const { key } = await keyWith({ rpm: 10 });
+  const before = emulator.control.requests.length;
+  const { ok, errors } = await burst(key, 45, { model: 'gpt-4o-mini', max_tokens: 10 });
+  expect(ok).toBe(10);
+  expect(errors).toHaveLength(35);
+  for (const e of errors) expect([e.status, e.code]).toEqual([429, 'rate_limit_exceeded']);
+  expect(emulator.control.requests.length - before).toBe(10);
+});
+
+test('a burst over a key\'s TPM across three processes admits exactly what the token bound allows', async () => {
+  // The bound of one request, read from the tokens header of a key whose window is empty.
+  const probe = await keyWith({ tpm: 1_000_000 });
+  const first = await new OpenAI({ apiKey: probe.key, baseURL: `${urls[0]}/v1`, maxRetries: 0 }).chat.completions
+    .create({ model: 'gpt-4o-mini', max_tokens: 100, messages: [{ role: 'user', content: 'hello' }] }).withResponse();
+  const bound = 1_000_000 - Number(first.response.headers.get('x-ratelimit-remaining-tokens'));
+  expect(bound).toBeGreaterThan(100);
+  // Upstream answers held back, so no request settles (and frees its unused tokens) during the burst.
+  emulator.control.settings.latencyMs = 1500;
+  try {
+    const { key } = await keyWith({ tpm: 4 * bound + Math.floor(bound / 2) });
+    const { ok, errors } = await burst(key, 24, { model: 'gpt-4o-mini', max_tokens: 100 });
+    expect(ok).toBe(4);
+    for (const e of errors) expect([e.status, e.code]).toEqual([429, 'rate_limit_exceeded']);
+  } finally {
+    emulator.control.settings.latencyMs = 0;
+  }
+});
+
+test('a concurrent burst against a daily budget across three processes never spends more than the budget', async () => {
+  const budget = 1_000;
+  const { accountId, keyId, key } = await keyWith({ budgetDayVnd: budget });
+  // gpt-4o with max_tokens 1000 reserves ~270 VND and costs a few VND: bursts of 60 run into the reservations in
+  // flight at once, and over the rounds the spend itself reaches the budget, after which everything is refused.
+  const rounds = [];
+  for (let i = 0; i < 10 && rounds.at(-1)?.ok !== 0; i++) rounds.push(await burst(key, 60, { model: 'gpt-4o', max_tokens: 1000 }));
+  expect(rounds.at(-1)!.ok).toBe(0);
+  const errors = rounds.flatMap((r) => r.errors);
+  for (const e of errors) expect([e.status, e.code]).toEqual([402, 'budget_exceeded']);
+  await eventually(async () => (await db.query(`SELECT count(*)::int AS n FROM holds WHERE api_key_id = $1 AND status = 'open'`, [keyId])).rows[0].n === 0, 30_000);
+  const spent = (await db.query('SELECT COALESCE(sum(cost_vnd), 0)::int AS v FROM usage_records WHERE api_key_id = $1', [keyId])).rows[0].v;
+  const ledger = (await db.query(`SELECT spent_vnd FROM api_key_spend WHERE api_key_id = $1 AND period LIKE 'day:%'`, [keyId])).rows[0]?.spent_vnd ?? 0;
+  expect(spent).toBeGreaterThan(0);
+  expect(spent).toBeLessThanOrEqual(budget);
+  expect(ledger).toBe(spent);
+  expect((await getBalance(db, accountId))!.balance).toBe(1_000_000 - spent);
+  expect(await verifyProjections(db)).toEqual([]);
+}, 120_000);
+
+test('Redis stopped mid-test: every process keeps serving and keeps limiting, per process, and says so', async () => {
+  const { key } = await keyWith({ rpm: 2 });
+  const before = await burst(key, 9, { model: 'gpt-4o-mini', max_tokens: 10 });
+  expect(before.ok).toBe(2); // shared: two for the key in all
+
+  await stopRedis();
+  for (const u of urls) await eventually(async () => (await limiterMode(u)) === 'memory (redis unreachable)');
+  for (const u of urls) {
+    const r = await fetch(`${u}/readyz`);
+    expect(r.status).toBe(200); // still ready: serving goes on
+    expect(await (await fetch(`${u}/metrics`)).text()).toMatch(/^gateway_ratelimit_redis_up 0$/m);
+  }
+  const { key: other } = await keyWith({ rpm: 2 });
+  const during = await burst(other, 12, { model: 'gpt-4o-mini', max_tokens: 10 });
+  // Each process now grants the key's limit on its own: still limited (never open), never a 500.
+  expect(during.perProcess).toEqual([2, 2, 2]);
+  for (const e of during.errors) expect([e.status, e.code]).toEqual([429, 'rate_limit_exceeded']);
+  for (const u of urls) expect(await (await fetch(`${u}/metrics`)).text()).toMatch(/^gateway_ratelimit_local_decisions_total [1-9]/m);
+
+  // Redis back: the processes reconnect and share the window again.
+  await startRedis();
+  for (const u of urls) await eventually(async () => (await limiterMode(u)) === 'redis');
+  const { key: third } = await keyWith({ rpm: 3 });
+  expect((await burst(third, 12, { model: 'gpt-4o-mini', max_tokens: 10 })).ok).toBe(3);
+}, 120_000);
