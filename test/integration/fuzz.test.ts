@@ -5,6 +5,7 @@ import type Router from '@koa/router';
 import { startGateway, type TestGateway } from '../support/gateway';
 import { createApp } from '../../src/api/app';
 import { verifyProjections } from '../../src/billing/ledger';
+import { runAdmin } from '../../src/cli/admin';
 
 /**
  * Fuzz-style robustness test: malformed bodies, headers and paths thrown at every route of the real app.
@@ -449,5 +450,186 @@ describe('fuzz: every route survives malformed input', () => {
     await gw.deps.credit.flush();
     expect(await verifyProjections(gw.deps.db)).toEqual([]);
     expect(requestCount).toBeGreaterThan(1000);
+  });
+});
+
+// ---------- targeted values in every field of a valid request ----------
+
+/**
+ * A valid body for every body route (method and pattern as the routers declare them). Each field of it, and each
+ * field one level down, is replaced in turn by each TARGETED value; extra keys with NUL or lone surrogates are added.
+ * A funded account sends them, so nothing stops at 402 before the code under test: money must still only move for
+ * answered requests.
+ */
+const CONSOLE_TOPUP_KEY = 'fuzz-topup-0001';
+function validBodies(accountId: string): Record<string, Record<string, unknown>> {
+  const chat = { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }], max_tokens: 16 };
+  return {
+    'POST /v1/chat/completions': chat,
+    'POST /v1/completions': { model: 'gpt-3.5-turbo-instruct', prompt: 'hi', max_tokens: 16 },
+    'POST /v1/embeddings': { model: 'text-embedding-3-small', input: 'hi' },
+    'POST /v1/audio/speech': { model: 'tts-1', input: 'hi', voice: 'alloy' },
+    'POST /v1/images/generations': { model: 'gpt-image-1', prompt: 'a cat', n: 1 },
+    'POST /v1/messages': { model: 'claude-haiku-4-5', max_tokens: 16, messages: [{ role: 'user', content: [{ type: 'text', text: 'hi' }] }], thinking: { type: 'enabled', budget_tokens: 1024 } },
+    'POST /v1/messages/count_tokens': { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }], system: 'be brief' },
+    'POST /v1/responses': { model: 'gpt-4o-mini', input: [{ role: 'user', content: [{ type: 'input_text', text: 'hi' }] }], max_output_tokens: 16, store: true, metadata: { a: 'b' } },
+    'POST /v1/videos': { model: 'seedance-2-0', prompt: 'a calm lake', seconds: 4, size: '16:9', parameters: { camera_fixed: true } },
+    'POST /console/api/keys': { name: 'fuzz key' },
+    'POST /console/api/session': { email: 'nobody@example.com', password: 'not-a-password-1' },
+    'POST /console/api/admin/accounts': { name: 'fuzz account' },
+    'POST /console/api/admin/accounts/:id/topups': { amount: 1000, reason: 'fuzz', idempotencyKey: CONSOLE_TOPUP_KEY },
+    'POST /console/api/admin/logins': { accountId, email: 'fuzz-login@example.com', password: 'fuzz-password-0123', role: 'customer' },
+  };
+}
+
+function nested(depth: number): unknown {
+  let v: unknown = 1;
+  for (let i = 0; i < depth; i++) v = i % 2 ? { a: v } : [v];
+  return v;
+}
+const TARGETED: Array<[string, unknown]> = [
+  ['NUL', '\u0000'], ['NUL inside', 'a\u0000b'], ['lone high surrogate', '\ud800'], ['lone low surrogate', 'x\udfffy'], ['reversed pair', '\udc00\ud800'],
+  ['1e20', 1e20], ['-1e20', -1e20], ['1e308', 1e308], ['2^53+1', 2 ** 53 + 1], ['-1', -1], ['0', 0], ['1.5', 1.5],
+  ['true', true], ['null', null], ['empty array', []], ['empty object', {}], ['number string', '1e20'],
+  ['nested 70 deep', nested(70)], ['nested 40 deep', nested(40)], ['long string', 'x'.repeat(20_000)],
+  ['object with NUL key', { 'a\u0000': 1 }], ['object with lone-surrogate key', { ['k\ud800']: 'v' }],
+  ['array of NUL and surrogates', ['\u0000', '\ud800', 1e20]],
+];
+
+type Path = (string | number)[];
+/** Each field's path, and each field's one level down. */
+function fieldPaths(body: Record<string, unknown>): Path[] {
+  const out: Path[] = [];
+  for (const [k, v] of Object.entries(body)) {
+    out.push([k]);
+    if (Array.isArray(v) && v.length) {
+      out.push([k, 0]);
+      if (v[0] && typeof v[0] === 'object') for (const k2 of Object.keys(v[0] as object)) out.push([k, 0, k2]);
+    } else if (v && typeof v === 'object') {
+      for (const k2 of Object.keys(v)) out.push([k, k2]);
+    }
+  }
+  return out;
+}
+function withValue(body: Record<string, unknown>, path: Path, value: unknown): Record<string, unknown> {
+  const copy = structuredClone(body);
+  let o: any = copy;
+  for (const p of path.slice(0, -1)) o = o[p];
+  o[path[path.length - 1]] = value;
+  return copy;
+}
+
+/** Multipart routes: their valid form, each field of which is mutated as text (forms carry strings and bytes). */
+function validForms(): Record<string, Array<{ name: string; filename?: string; type?: string; data: string | Buffer }>> {
+  const fixtures = path.join(__dirname, '../../src/emulator/fixtures');
+  const wav = fs.readFileSync(path.join(fixtures, 'speech.wav'));
+  const png = fs.readFileSync(path.join(fixtures, 'last_frame.png'));
+  return {
+    'POST /v1/audio/transcriptions': [{ name: 'model', data: 'whisper-1' }, { name: 'response_format', data: 'json' }, { name: 'file', filename: 'a.wav', type: 'audio/wav', data: wav }],
+    'POST /v1/images/edits': [{ name: 'model', data: 'gpt-image-1' }, { name: 'prompt', data: 'a hat' }, { name: 'n', data: '1' }, { name: 'image', filename: 'a.png', type: 'image/png', data: png }],
+    'POST /v1/videos': [{ name: 'model', data: 'seedance-2-0' }, { name: 'prompt', data: 'a lake' }, { name: 'seconds', data: '4' }, { name: 'parameters[camera_fixed]', data: 'true' }, { name: 'input_reference', filename: 'a.png', type: 'image/png', data: png }],
+  };
+}
+/** Field values a form can carry: NUL, bytes that are not UTF-8 (a lone surrogate's CESU-8 form), numbers out of range. */
+const FORM_TARGETED: Array<[string, string | Buffer]> = [
+  ['NUL', 'a\u0000b'], ['CESU-8 lone surrogate', Buffer.from([0x61, 0xed, 0xa0, 0x80, 0x62])], ['invalid UTF-8', Buffer.from([0xff, 0xfe, 0xc0])],
+  ['1e20', '1e20'], ['-1', '-1'], ['99999999999999999999', '99999999999999999999'], ['empty', ''], ['long', 'x'.repeat(20_000)], ['JSON', '{"a":[[[[1]]]]}'],
+];
+
+/** Query values for GET routes. */
+const QUERY_NAMES = ['limit', 'before', 'after', 'from', 'to', 'tz', 'status', 'order', 'variant'];
+const QUERY_VALUES = ['%00', 'a%00b', '%ED%A0%80', '%F0%9F', '%FF', '1e20', '-1', '99999999999999999999', '0000-01-01', '0001-01-01', '9999-12-31', '10000-01-01',
+  '2026-02-30', 'NaN', '', 'x'.repeat(600), "'%3B--", 'Asia%2FHo_Chi_Minh%00'];
+
+describe('fuzz: targeted values in every field, with a funded account', () => {
+  const BALANCE = 50_000_000;
+  let funded: { accountId: string; key: string };
+  let routes: RouteInfo[];
+  beforeAll(async () => {
+    funded = await gw.account(BALANCE, 'fuzz-funded');
+    routes = enumerateRoutes();
+  });
+  afterEach(() => {
+    failures.splice(0);
+  });
+
+  const credsFor = async (p: string) => (isConsoleApi(p) ? credentialsFor(p) : { authorization: `Bearer ${funded.key}`, ...(isMessagesRoute(p) ? { 'anthropic-version': '2023-06-01' } : {}) });
+
+  test('every body route has a valid body (or form) to mutate', () => {
+    const bodies = validBodies(funded.accountId);
+    const forms = validForms();
+    const bodyRoutes = routes.filter((r) => r.method === 'POST').map((r) => `${r.method} ${r.pattern}`);
+    expect(bodyRoutes.filter((k) => !(k in bodies) && !(k in forms))).toEqual([]);
+  });
+
+  test('JSON routes: every field replaced by NUL, lone surrogates, huge numbers, deep nesting and wrong types', async () => {
+    const bodies = validBodies(funded.accountId);
+    for (const r of routes.filter((x) => x.method === 'POST' && `${x.method} ${x.pattern}` in bodies)) {
+      const base = bodies[`${r.method} ${r.pattern}`];
+      const creds = await credsFor(r.sample);
+      const send1 = async (name: string, body: Record<string, unknown>) => {
+        const res = await send(r.method, r.sample, { ...creds, 'content-type': 'application/json' }, JSON.stringify(body));
+        check(`targeted: ${name}`, r.method, r.sample, res, 'any');
+      };
+      for (const p of fieldPaths(base)) for (const [name, value] of TARGETED) await send1(`${p.join('.')} = ${name}`, withValue(base, p, value));
+      await send1('extra NUL key', { ...base, 'x\u0000y': 1 });
+      await send1('extra lone-surrogate key', { ...base, ['\ud800']: { ['\udfff']: '\u0000' } });
+    }
+    expectNoFailures();
+  }, 600_000);
+
+  test('multipart routes: every field value and name replaced by NUL, bytes that are not UTF-8 and numbers out of range', async () => {
+    const forms = validForms();
+    for (const r of routes.filter((x) => x.method === 'POST' && `${x.method} ${x.pattern}` in forms)) {
+      const base = forms[`${r.method} ${r.pattern}`];
+      const creds = await credsFor(r.sample);
+      const type = 'multipart/form-data; boundary=fuzzb';
+      const send1 = async (name: string, parts: typeof base) => check(`targeted form: ${name}`, r.method, r.sample, await send(r.method, r.sample, { ...creds, 'content-type': type }, multipart('fuzzb', parts)), 'any');
+      for (let i = 0; i < base.length; i++) {
+        for (const [name, value] of FORM_TARGETED) {
+          if (base[i].filename) {
+            await send1(`${base[i].name} filename = ${name}`, base.map((p, j) => (j === i ? { ...p, filename: value.toString('latin1') } : p)));
+          } else {
+            await send1(`${base[i].name} = ${name}`, base.map((p, j) => (j === i ? { ...p, data: value } : p)));
+          }
+          await send1(`${base[i].name} renamed to ${name}`, base.map((p, j) => (j === i ? { ...p, name: value.toString('latin1') } : p)));
+        }
+      }
+    }
+    expectNoFailures();
+  }, 600_000);
+
+  test('GET routes: query parameters with NUL, broken UTF-8, huge numbers, impossible dates and repeats', async () => {
+    for (const r of routes.filter((x) => x.method === 'GET' && !isPublicGet(x))) {
+      const creds = await credsFor(r.sample);
+      for (const q of QUERY_NAMES) {
+        for (const v of QUERY_VALUES) check(`query ${q}=${v.slice(0, 20)}`, 'GET', r.sample, await send('GET', `${r.sample}?${q}=${v}`, creds), 'any');
+        check(`query ${q} repeated`, 'GET', r.sample, await send('GET', `${r.sample}?${q}=1&${q}=2&${q}[]=3`, creds), 'any');
+      }
+      check('usage range from year 0', 'GET', r.sample, await send('GET', `${r.sample}?from=0000-01-01&to=0000-12-31`, creds), 'any');
+    }
+    expectNoFailures();
+  }, 600_000);
+
+  test('money moved only for answered requests: errors charged nothing, no reservation left, verify-ledger clean', async () => {
+    await gw.deps.credit.flush();
+    const db = gw.deps.db;
+    // Every usage record of an error (other than a stream billed for what it delivered) has cost 0.
+    const errorsCharged = await db.query(
+      `SELECT status, operation, cost_vnd FROM usage_records WHERE account_id = $1 AND status >= 400 AND cost_vnd <> 0 AND NOT (units ? 'estimated')`, [funded.accountId]);
+    expect(errorsCharged.rows).toEqual([]);
+    // The ledger charged exactly what the usage records say.
+    const charged = await db.query(`SELECT COALESCE(sum(amount), 0)::bigint AS n FROM ledger_events WHERE account_id = $1 AND kind = 'charged'`, [funded.accountId]);
+    const used = await db.query('SELECT COALESCE(sum(cost_vnd), 0)::bigint AS n FROM usage_records WHERE account_id = $1', [funded.accountId]);
+    expect(Number(charged.rows[0].n)).toBe(Number(used.rows[0].n));
+    // Nothing is still reserved in the credit lease for a request that is over.
+    expect(gw.deps.credit.leaseOf(funded.accountId)?.inflight ?? 0).toBe(0);
+    // Holds other than the lease and not-yet-finished video jobs: none.
+    const strayHolds = await db.query(
+      `SELECT h.id, h.ref_type FROM holds h WHERE h.account_id = $1 AND h.status = 'open' AND h.ref_type NOT IN ('lease', 'video_job')`, [funded.accountId]);
+    expect(strayHolds.rows).toEqual([]);
+    const out: string[] = [];
+    const code = await runAdmin(['verify-ledger'], { out: (l) => out.push(l), err: (l) => out.push(l), env: { ...process.env, DATABASE_URL: gw.deps.config.databaseUrl } });
+    expect({ code, out }).toEqual({ code: 0, out: [expect.stringMatching(/^ok: /)] });
   });
 });
