@@ -1,0 +1,29 @@
+import type Koa from 'koa';
+import { ApiError } from '../errors';
+import type { AppDeps } from '../deps';
+import type { Ctx, GatewayState } from './state';
+
+/** Reads the API key from `Authorization: Bearer` or `x-api-key`; 401 in the route's error shape otherwise. */
+export async function authenticate(ctx: Ctx, keys: AppDeps['keys']): Promise<void> {
+  const auth = ctx.get('authorization');
+  let key = '';
+  if (auth) {
+    const m = /^Bearer\s+(\S+)\s*$/i.exec(auth);
+    key = m ? m[1] : '';
+  }
+  if (!key) key = ctx.get('x-api-key').trim();
+  if (!key) throw new ApiError(401, 'You did not provide an API key. Send it as Authorization: Bearer <key> (or x-api-key).', 'invalid_request_error', null, 'missing_api_key');
+  const p = await keys.resolve(key);
+  if (!p) throw new ApiError(401, 'Incorrect API key provided.', 'invalid_request_error', null, 'invalid_api_key');
+  if (p.expiresAt !== null && Date.now() >= p.expiresAt) {
+    throw new ApiError(401, `This API key expired at ${new Date(p.expiresAt).toISOString()}.`, 'invalid_request_error', null, 'expired_api_key');
+  }
+  ctx.state.principal = p;
+}
+
+export function requireApiKey(deps: Pick<AppDeps, 'keys'>): Koa.Middleware<GatewayState> {
+  return async (ctx, next) => {
+    await authenticate(ctx, deps.keys);
+    await next();
+  };
+}

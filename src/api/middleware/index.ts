@@ -1,0 +1,12 @@
+/**
+ * The API's middleware, one concern a file: request state (state.ts), request log and metrics (observe.ts), error
+ * rendering (errorHandler.ts), JSON and multipart bodies (jsonBody.ts, multipartBody.ts), API keys (apiKey.ts),
+ * route labels and the JSON-route preamble (route.ts).
+ */
+export type { Ctx, GatewayState } from './state';
+export { observe } from './observe';
+export { errorHandler, toApiError } from './errorHandler';
+export { jsonBody, jsonBodyProblem } from './jsonBody';
+export { multipartBody } from './multipartBody';
+export { requireApiKey } from './apiKey';
+export { jsonApi, route } from './route';

@@ -1,0 +1,31 @@
+import type Koa from 'koa';
+import type { AppDeps } from '../deps';
+import { declareRoute } from '../../observability/routeLabel';
+import { authenticate } from './apiKey';
+import { jsonBodyReader } from './jsonBody';
+import type { GatewayState } from './state';
+
+/**
+ * The preamble of an authenticated JSON route in one middleware: metrics route label, API key (401 first, before
+ * the body is read), JSON body. Same checks as route() + requireApiKey() + jsonBody(), two async hops fewer on
+ * the busiest routes.
+ */
+export function jsonApi(deps: Pick<AppDeps, 'keys'>, name: string, limitBytes: number): Koa.Middleware<GatewayState> {
+  const read = jsonBodyReader(limitBytes);
+  declareRoute(name);
+  return async (ctx, next) => {
+    ctx.state.route = name;
+    await authenticate(ctx, deps.keys);
+    await read(ctx);
+    await next();
+  };
+}
+
+/** Labels the request with its route pattern for metrics (set by each router). */
+export function route(name: string): Koa.Middleware<GatewayState> {
+  declareRoute(name);
+  return async (ctx, next) => {
+    ctx.state.route = name;
+    await next();
+  };
+}

@@ -1,0 +1,18 @@
+import type Koa from 'koa';
+import type { Principal } from '../../auth/apiKeys';
+import type { Meter } from '../../billing/meter';
+
+/** What the middleware and the routers record about a request as it passes. */
+export interface GatewayState {
+  requestId: string;
+  principal?: Principal;
+  /** Set by routers so logs and metrics can label by model. */
+  model?: string;
+  /** Set by routers whose errors use the Anthropic shape. */
+  errorShape?: 'openai' | 'anthropic';
+  /** The matched route pattern, set only by route() / jsonApi() (metrics label: see observability/routeLabel.ts). */
+  route?: string;
+  /** The request's funds reservation (see reserve.ts): cancelled by errorHandler if still open when an error escapes. */
+  meter?: Meter;
+}
+export type Ctx = Koa.ParameterizedContext<GatewayState>;
