@@ -20,8 +20,10 @@ function parts(content: unknown, param: string, textOnly: boolean): string | Cha
   if (typeof content === 'string') return content;
   const out: ChatContentPart[] = [];
   (content as unknown[]).forEach((p, j) => {
-    const part = p as { type?: unknown; text?: unknown; image_url?: unknown };
+    const part = p as { type?: unknown; text?: unknown; refusal?: unknown; image_url?: unknown };
     if (part.type === 'text' && typeof part.text === 'string') out.push({ type: 'text', text: part.text });
+    // An assistant turn the model refused (a `refusal` part in the history) is what it said.
+    else if (part.type === 'refusal' && typeof part.refusal === 'string') out.push({ type: 'text', text: part.refusal });
     else if (part.type === 'image_url' && !textOnly) {
       const iu = part.image_url;
       const url = typeof iu === 'string' ? iu : isObj(iu) && typeof iu.url === 'string' ? iu.url : null;

@@ -100,6 +100,22 @@ describe.each([CLAUDE, RESPONSES_ONLY])('%s', (model) => {
   });
 });
 
+test('history parts: a developer message becomes the system prompt, an assistant refusal part is text', async () => {
+  const r = await client.chat.completions.create({
+    model: CLAUDE,
+    messages: [
+      { role: 'developer', content: 'be brief' },
+      { role: 'user', content: 'first' },
+      { role: 'assistant', content: [{ type: 'refusal', refusal: 'I cannot.' }] },
+      { role: 'user', content: 'second' },
+    ],
+  });
+  expect(r.choices[0].message.content).toBe('You said: second');
+  const sent = sentTo('/anthropic/v1/messages');
+  expect(sent.system).toBe('be brief');
+  expect(sent.messages[1]).toEqual({ role: 'assistant', content: [{ type: 'text', text: 'I cannot.' }] });
+});
+
 test('stop sequences reach a Claude upstream as stop_sequences and end the answer', async () => {
   const r = await client.chat.completions.create({ model: CLAUDE, stop: 'said', messages: [{ role: 'user', content: 'hello' }] });
   expect(sentTo('/anthropic/v1/messages').stop_sequences).toEqual(['said']);
