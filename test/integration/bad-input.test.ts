@@ -144,3 +144,18 @@ describe('store: true never claims a response it could not store', () => {
     expect(next.status).toBe(200);
   });
 });
+
+test.each(['gpt-4o-mini', 'gpt-5-codex'])('when storing fails anyway (the table is gone), a non-streamed answer says store: false (%s)', async (model) => {
+  const { key } = await gw.account(BALANCE);
+  await gw.deps.db.query('ALTER TABLE stored_responses RENAME TO stored_responses_away');
+  let res;
+  try {
+    res = await post('/v1/responses', key, { model, input: 'hi', store: true });
+  } finally {
+    await gw.deps.db.query('ALTER TABLE stored_responses_away RENAME TO stored_responses');
+  }
+  expect(res.status).toBe(200);
+  expect(res.body.store).toBe(false);
+  const got = await fetch(`${gw.url}/v1/responses/${res.body.id}`, { headers: { authorization: `Bearer ${key}` } });
+  expect(got.status).toBe(404);
+});
