@@ -80,6 +80,8 @@
     input_tokens: 'input tokens', output_tokens: 'output tokens', prompt_tokens: 'prompt tokens', completion_tokens: 'completion tokens',
     total_tokens: 'tokens', characters: 'characters', chars: 'characters', seconds: 'seconds', audio_seconds: 'audio seconds',
     minutes: 'minutes', images: 'images', duration_seconds: 'seconds',
+    input_uncached_tokens: 'uncached input tokens', cache_read_tokens: 'cache-read tokens', cache_write_5m_tokens: 'cache-write (5 min) tokens',
+    cache_write_1h_tokens: 'cache-write (1 h) tokens', reasoning_tokens: 'reasoning tokens',
   };
   function unitsText(units) {
     const keys = Object.keys(units || {}).filter((k) => k !== 'total_tokens' || Object.keys(units).length === 1);
@@ -715,6 +717,8 @@
   // ---------------------------------------------------------------- models
   const PRICE_LABELS = {
     inputPer1MTokens: 'input / 1M tokens', outputPer1MTokens: 'output / 1M tokens', perImage: 'per image',
+    cachedInputPer1MTokens: 'cached input / 1M tokens', cacheWrite5mPer1MTokens: 'cache write (5 min) / 1M tokens',
+    cacheWrite1hPer1MTokens: 'cache write (1 h) / 1M tokens',
     per1KChars: 'per 1K characters', perAudioMinute: 'per audio minute', perVideoSecond: 'per video second',
   };
   function pageModels(main, _p, _q, scope) {
