@@ -82,10 +82,10 @@ async function keyWith(limits: Parameters<typeof setKeyLimits>[3], balance = 1_0
 }
 
 /** `n` concurrent chat requests spread round-robin over the three processes. */
-async function burst(key: string, n: number, body: { model: string; max_tokens: number }) {
+async function burst(key: string, n: number, body: { model: string; max_tokens: number }, content = 'hello') {
   const clients = urls.map((u) => new OpenAI({ apiKey: key, baseURL: `${u}/v1`, maxRetries: 0 }));
   const results = await Promise.allSettled(Array.from({ length: n }, (_, i) =>
-    clients[i % 3].chat.completions.create({ ...body, messages: [{ role: 'user', content: 'hello' }] }).withResponse()));
+    clients[i % 3].chat.completions.create({ ...body, messages: [{ role: 'user', content }] }).withResponse()));
   const ok = results.filter((r) => r.status === 'fulfilled').length;
   const errors = results.filter((r) => r.status === 'rejected').map((r) => (r as PromiseRejectedResult).reason);
   return { ok, errors, perProcess: [0, 1, 2].map((p) => results.filter((r, i) => i % 3 === p && r.status === 'fulfilled').length) };
@@ -123,10 +123,11 @@ test('a burst over a key\'s TPM across three processes admits exactly what the t
 test('a concurrent burst against a daily budget across three processes never spends more than the budget', async () => {
   const budget = 1_000;
   const { accountId, keyId, key } = await keyWith({ budgetDayVnd: budget });
-  // gpt-4o with max_tokens 1000 reserves ~270 VND and costs a few VND: bursts of 60 run into the reservations in
-  // flight at once, and over the rounds the spend itself reaches the budget, after which everything is refused.
+  // gpt-4o, a 4000-character prompt, max_tokens 5: each reserves ~265 VND and costs ~67 (the emulator counts 4
+  // characters a token). Bursts of 30 run into the reservations in flight at once, and over the rounds the spend
+  // itself reaches the budget, after which everything is refused.
   const rounds = [];
-  for (let i = 0; i < 10 && rounds.at(-1)?.ok !== 0; i++) rounds.push(await burst(key, 60, { model: 'gpt-4o', max_tokens: 1000 }));
+  for (let i = 0; i < 30 && rounds.at(-1)?.ok !== 0; i++) rounds.push(await burst(key, 30, { model: 'gpt-4o', max_tokens: 5 }, 'x'.repeat(4000)));
   expect(rounds.at(-1)!.ok).toBe(0);
   const errors = rounds.flatMap((r) => r.errors);
   for (const e of errors) expect([e.status, e.code]).toEqual([402, 'budget_exceeded']);
