@@ -8,7 +8,7 @@ import { estimatedUsage, fromChatUsage } from '../billing/tokenUsage';
 import { costComment, setCostHeaders } from './costReport';
 import type { ModelConfig } from '../catalog/catalog';
 import { UpstreamAborted, usageFromJson } from '../providers/openai';
-import { CLIENT_CLOSED, SseRelay, type RelayOptions } from './sseRelay';
+import { CLIENT_CLOSED, SseRelay, type RelayOptions } from '../sse/clientRelay';
 import type { OpenAICompatibleAdapter } from '../providers/types';
 
 /**

@@ -5,7 +5,7 @@ import { InsufficientFunds } from './ledger';
 import { ApiError, budgetExceeded, insufficientFunds } from '../errors';
 import { BudgetExceeded } from './budget';
 import { tokensFromChars } from './pricing';
-import { SseDecoder } from '../providers/sse';
+import { SseDecoder } from '../sse/upstreamEvents';
 import type { TokenUsage as UpstreamUsage } from '../providers/types';
 import type { Pricing } from '../catalog/catalog';
 import { fromChatUsage, tokenUsage, usageCost, usageUnits, type TokenUsage } from './tokenUsage';

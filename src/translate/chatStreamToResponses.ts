@@ -1,5 +1,5 @@
 import type { ChatChunk, ChatFinishReason, ChatToolCallDelta, ChatUsage } from './chatTypes';
-import type { SseEvent } from './sse';
+import type { SseEvent } from '../sse/translatedEvents';
 import type { ResponseObject, ResponsesItem } from './responsesTypes';
 import type { ToolNameMap } from './toolNames';
 import { messageItem, newId, reasoningItem, responseObject, responsesUsage, statusOf, toolCallItem, type ResponseShell } from './chatToResponses';

@@ -1,6 +1,6 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { SseRelay } from '../../src/api/sseRelay';
+import { SseRelay } from '../../src/sse/clientRelay';
 import { StreamUsage, type BilledTokens } from '../../src/billing/meter';
 
 /**

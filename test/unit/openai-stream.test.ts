@@ -1,4 +1,4 @@
-import { SseDecoder } from '../../src/providers/sse';
+import { SseDecoder } from '../../src/sse/upstreamEvents';
 import { StreamUsage } from '../../src/billing/meter';
 import { mapUpstreamError, usageFromJson } from '../../src/providers/openai';
 import { paramPath } from '../../src/schemas/compile';

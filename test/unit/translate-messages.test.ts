@@ -4,7 +4,7 @@ import { ChatToMessagesStream } from '../../src/translate/chatStreamToMessages';
 import { shortenToolName, ToolNameMap } from '../../src/translate/toolNames';
 import type { ChatChunk, ChatCompletion } from '../../src/translate/chatTypes';
 import type { MessagesRequest } from '../../src/translate/anthropicTypes';
-import type { SseEvent } from '../../src/translate/sse';
+import type { SseEvent } from '../../src/sse/translatedEvents';
 
 const LONG = 'mcp__some_very_long_server_name__and_an_even_longer_tool_name_that_goes_past_the_limit';
 

@@ -4,7 +4,7 @@ import { ChatToResponsesStream } from '../../src/translate/chatStreamToResponses
 import { ToolNameMap } from '../../src/translate/toolNames';
 import type { ChatChunk } from '../../src/translate/chatTypes';
 import type { ResponsesRequest } from '../../src/translate/responsesTypes';
-import type { SseEvent } from '../../src/translate/sse';
+import type { SseEvent } from '../../src/sse/translatedEvents';
 
 const shellTool = { type: 'function', name: 'shell', description: 'Run a shell command', strict: false, parameters: { type: 'object', properties: { command: { type: 'array', items: { type: 'string' } } }, required: ['command'] } };
 const applyPatch = { type: 'custom', name: 'apply_patch', description: 'Apply a patch', format: { type: 'grammar', syntax: 'lark', definition: 'start: "*** Begin Patch"' } };

@@ -6,7 +6,7 @@ import type { MessagesResponse } from '../../translate/anthropicTypes';
 import type { ResponseObject } from '../../translate/responsesTypes';
 import { chatToResponsesRequest, responsesToChatCompletion, ResponsesStreamError, ResponsesStreamToChat } from '../../translate/chatToResponsesUpstream';
 import { AnthropicAdapter, AnthropicUpstreamError } from '../../providers/anthropic';
-import { SseDecoder, sseBatches } from '../../providers/sse';
+import { SseDecoder, sseBatches } from '../../sse/upstreamEvents';
 import type { OpenAICompatibleAdapter } from '../../providers/types';
 import type { ProviderRegistry } from '../../providers/registry';
 import { DEFAULT_MAX_OUTPUT_TOKENS, estimateChatMaxCost, type ChatCostBound } from '../../billing/pricing';

@@ -12,7 +12,7 @@ import { estimatedUsage, fromChatUsage } from '../../billing/tokenUsage';
 import { costComment, setCostHeaders } from '../costReport';
 import { translateInput } from './translateInput';
 import { reserve } from '../reserve';
-import { SseSink } from './sseSink';
+import { SseSink } from '../../sse/clientSink';
 
 /**
  * POST /v1/chat/completions for a chat model whose upstream does not speak Chat Completions: an Anthropic

@@ -1,7 +1,7 @@
 import type { ServerResponse } from 'node:http';
-import { ApiError, openAIBody } from './errors';
 import type { StreamUsage } from '../billing/meter';
-import { SSE_DONE, SSE_HEADERS, SseDecoder } from '../providers/sse';
+import { SseDecoder } from './upstreamEvents';
+import { SSE_DONE, SSE_HEADERS } from './wire';
 import type { StreamSink } from '../providers/upstreamDispatch';
 
 /**
@@ -15,6 +15,9 @@ import type { StreamSink } from '../providers/upstreamDispatch';
 
 /** Status recorded for a request whose client went away before the answer was complete (nginx's 499). */
 export const CLIENT_CLOSED = 499;
+
+/** The error event for a stream the upstream cut short, in the OpenAI error shape (src/api/errors.ts openAIBody). */
+const CUT_SHORT_EVENT = `data: ${JSON.stringify({ error: { message: 'The upstream provider ended the stream early.', type: 'upstream_error', param: null, code: 'upstream_error' } })}\n\n`;
 
 export interface RelayOptions {
   kind: 'chat' | 'completion';
@@ -221,7 +224,7 @@ export class SseRelay implements StreamSink {
   fail(): void {
     if (!this.finishing()) return;
     // A transport failure mid-stream: an error event (the OpenAI SDK raises it), then the end.
-    this.res.write(`data: ${JSON.stringify(openAIBody(new ApiError(502, 'The upstream provider ended the stream early.', 'upstream_error', null, 'upstream_error')))}\n\n`);
+    this.res.write(CUT_SHORT_EVENT);
     this.res.end();
     this.status = 502;
   }

@@ -1,6 +1,9 @@
 import { once } from 'node:events';
-import type { Ctx } from '../middleware';
-import { SSE_HEADERS } from '../../providers/sse';
+import type { ServerResponse } from 'node:http';
+import { SSE_HEADERS } from './wire';
+
+/** The parts of the request's (Koa) context a sink writes through. */
+export interface SseSinkContext { res: ServerResponse; status: number; respond?: boolean; state: { requestId: string } }
 
 /**
  * The client side of a streamed answer (messages, responses): writes go straight to the socket as they are
@@ -12,7 +15,7 @@ export class SseSink {
   private opened = false;
   private gone = false;
 
-  constructor(private readonly ctx: Ctx) {
+  constructor(private readonly ctx: SseSinkContext) {
     // The request is done reading; a close before we finished writing is the client leaving.
     ctx.res.once('close', () => {
       if (!ctx.res.writableFinished) {

@@ -50,21 +50,3 @@ export async function* sseBatches(body: AsyncIterable<Uint8Array | string>): Asy
   const tail = dec.end();
   if (tail.length) yield tail;
 }
-
-/** One SSE event on the wire. `data` must not contain newlines (JSON.stringify output never does). */
-export function sseEvent(data: string, event?: string): string {
-  return event ? `event: ${event}\ndata: ${data}\n\n` : `data: ${data}\n\n`;
-}
-
-export const SSE_DONE = 'data: [DONE]\n\n';
-
-/**
- * Response headers for an SSE stream (shared object: never mutate). No `Connection` header: Node sends keep-alive
- * itself when the client's connection allows it, and an explicit one would keep alive a connection the client
- * asked to close.
- */
-export const SSE_HEADERS: Readonly<Record<string, string>> = Object.freeze({
-  'content-type': 'text/event-stream; charset=utf-8',
-  'cache-control': 'no-cache',
-  'x-accel-buffering': 'no', // nginx and similar proxies: do not buffer the stream
-});
