@@ -15,24 +15,35 @@ interface BodyLike {
 
 const isObj = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === 'object' && !Array.isArray(v);
 
+/** A part's cache_control (a prompt-cache breakpoint for a Claude upstream), kept as the client sent it. */
+const cacheOf = (part: { cache_control?: unknown }) => (isObj(part.cache_control) ? { cache_control: part.cache_control } : {});
+
+/**
+ * A message's content as the bridges take it: a string when all parts are text (what every upstream accepts), else
+ * the parts; parts carrying cache_control stay parts so the breakpoint reaches the upstream. `textOnly` roles
+ * (system, assistant) refuse images.
+ */
 function parts(content: unknown, param: string, textOnly: boolean): string | ChatContentPart[] {
   if (content === undefined || content === null) return '';
   if (typeof content === 'string') return content;
   const out: ChatContentPart[] = [];
   (content as unknown[]).forEach((p, j) => {
-    const part = p as { type?: unknown; text?: unknown; refusal?: unknown; image_url?: unknown };
-    if (part.type === 'text' && typeof part.text === 'string') out.push({ type: 'text', text: part.text });
+    const part = p as { type?: unknown; text?: unknown; refusal?: unknown; image_url?: unknown; cache_control?: unknown };
+    if (part.type === 'text' && typeof part.text === 'string') out.push({ type: 'text', text: part.text, ...cacheOf(part) });
     // An assistant turn the model refused (a `refusal` part in the history) is what it said.
     else if (part.type === 'refusal' && typeof part.refusal === 'string') out.push({ type: 'text', text: part.refusal });
     else if (part.type === 'image_url' && !textOnly) {
       const iu = part.image_url;
       const url = typeof iu === 'string' ? iu : isObj(iu) && typeof iu.url === 'string' ? iu.url : null;
       if (!url) throw badRequest(`${param}[${j}].image_url.url must be a string.`, `${param}[${j}].image_url`);
-      out.push({ type: 'image_url', image_url: { url } });
+      out.push({ type: 'image_url', image_url: { url }, ...cacheOf(part) });
     } else throw badRequest(`Content parts of type ${JSON.stringify(part.type)} are not supported by this model${textOnly ? ' in this message' : ''}.`, `${param}[${j}].type`, 'unsupported_value');
   });
-  return out.every((p) => p.type === 'text') ? (out as ChatTextPart[]).map((p) => p.text).join('\n') : out;
+  return out.every((p) => p.type === 'text' && p.cache_control === undefined) ? (out as ChatTextPart[]).map((p) => p.text).join('\n') : out;
 }
+
+/** Text of a content (an assistant turn: chat has no parts there that an upstream could cache separately). */
+const plain = (c: string | ChatContentPart[]): string => (typeof c === 'string' ? c : c.map((p) => (p.type === 'text' ? p.text : '')).join('\n'));
 
 function toolCalls(v: unknown, param: string): ChatToolCall[] | undefined {
   if (!Array.isArray(v) || v.length === 0) return undefined;
@@ -66,13 +77,10 @@ export function bridgeChatRequest(body: BodyLike, upstreamModel: string): ChatRe
   const messages: ChatMessage[] = body.messages.map((m, i): ChatMessage => {
     const param = `messages[${i}].content`;
     switch (m.role) {
-      case 'system': case 'developer': {
-        const c = parts(m.content, param, true);
-        return { role: 'system', content: c as string };
-      }
+      case 'system': case 'developer': return { role: 'system', content: parts(m.content, param, true) as string | ChatTextPart[] };
       case 'user': return { role: 'user', content: parts(m.content, param, false) };
       case 'assistant': {
-        const c = parts(m.content, param, true) as string;
+        const c = plain(parts(m.content, param, true));
         const calls = toolCalls(m.tool_calls, `messages[${i}].tool_calls`);
         return calls ? { role: 'assistant', content: c || null, tool_calls: calls } : { role: 'assistant', content: c };
       }

@@ -17,7 +17,10 @@ function imageBlock(url: string): AnthropicImageBlock {
 function blocksOf(content: string | ChatContentPart[] | null | undefined): AnthropicContentBlock[] {
   if (content == null) return [];
   if (typeof content === 'string') return content ? [{ type: 'text', text: content }] : [];
-  return content.map((p): AnthropicContentBlock => (p.type === 'text' ? { type: 'text', text: p.text } : imageBlock(p.image_url.url)));
+  return content.map((p): AnthropicContentBlock => {
+    const cache = p.cache_control === undefined ? {} : { cache_control: p.cache_control };
+    return p.type === 'text' ? { type: 'text', text: p.text, ...cache } : { ...imageBlock(p.image_url.url), ...cache };
+  });
 }
 
 function textOf(content: ChatMessage['content']): string {
@@ -37,7 +40,7 @@ function jsonInstruction(rf: unknown): string | null {
 }
 
 export function chatToAnthropicRequest(chat: ChatRequest, opts: { defaultMaxTokens: number }): MessagesRequest {
-  const system: string[] = [];
+  const system: AnthropicTextBlock[] = [];
   const messages: AnthropicMessage[] = [];
   const push = (role: 'user' | 'assistant', blocks: AnthropicContentBlock[]) => {
     if (!blocks.length) return;
@@ -49,7 +52,7 @@ export function chatToAnthropicRequest(chat: ChatRequest, opts: { defaultMaxToke
   for (const m of chat.messages) {
     if (m.role === 'system') {
       // Leading system messages are the system prompt; later ones stay in place as marked user text.
-      if (messages.length === 0) system.push(textOf(m.content));
+      if (messages.length === 0) system.push(...(blocksOf(m.content) as AnthropicTextBlock[]));
       else push('user', [{ type: 'text', text: `<system>\n${textOf(m.content)}\n</system>` }]);
     } else if (m.role === 'user') push('user', blocksOf(m.content));
     else if (m.role === 'assistant') {
@@ -65,8 +68,10 @@ export function chatToAnthropicRequest(chat: ChatRequest, opts: { defaultMaxToke
 
   const req: MessagesRequest = { model: chat.model, max_tokens: chat.max_tokens ?? chat.max_completion_tokens ?? opts.defaultMaxTokens, messages };
   const json = jsonInstruction(chat.response_format);
-  if (json) system.push(json);
-  if (system.length) req.system = system.join('\n\n');
+  if (json) system.push({ type: 'text', text: json });
+  // System blocks only when a client put a cache breakpoint on one; otherwise one string, as before.
+  if (system.some((b) => b.cache_control !== undefined)) req.system = system;
+  else if (system.length) req.system = system.map((b) => b.text).join('\n\n');
   if (chat.tools?.length) {
     req.tools = chat.tools.map((t): AnthropicTool => ({ name: t.function.name, ...(t.function.description ? { description: t.function.description } : {}), input_schema: t.function.parameters ?? { type: 'object', properties: {} } }));
     let choice: AnthropicToolChoice | undefined;

@@ -4,8 +4,9 @@
  * with the provider layer's types.
  */
 
-export interface ChatTextPart { type: 'text'; text: string }
-export interface ChatImagePart { type: 'image_url'; image_url: { url: string; detail?: string } }
+/** cache_control: Anthropic's prompt-cache breakpoint, which chat clients may put on parts for Claude models (as OpenRouter takes it). */
+export interface ChatTextPart { type: 'text'; text: string; cache_control?: unknown }
+export interface ChatImagePart { type: 'image_url'; image_url: { url: string; detail?: string }; cache_control?: unknown }
 export type ChatContentPart = ChatTextPart | ChatImagePart;
 
 export interface ChatToolCall { id: string; type: 'function'; function: { name: string; arguments: string } }

@@ -116,6 +116,23 @@ test('history parts: a developer message becomes the system prompt, an assistant
   expect(sent.messages[1]).toEqual({ role: 'assistant', content: [{ type: 'text', text: 'I cannot.' }] });
 });
 
+test('cache_control on chat parts reaches a Claude upstream as cache breakpoints on its blocks', async () => {
+  const cc = { type: 'ephemeral', ttl: '1h' };
+  await client.chat.completions.create({
+    model: CLAUDE,
+    messages: [
+      { role: 'system', content: [{ type: 'text', text: 'long instructions', cache_control: cc }] as never },
+      { role: 'user', content: [{ type: 'text', text: 'question', cache_control: { type: 'ephemeral' } }] as never },
+    ],
+  });
+  const sent = sentTo('/anthropic/v1/messages');
+  expect(sent.system).toEqual([{ type: 'text', text: 'long instructions', cache_control: cc }]);
+  expect(sent.messages[0].content).toEqual([{ type: 'text', text: 'question', cache_control: { type: 'ephemeral' } }]);
+  // Without breakpoints the system prompt stays one string.
+  await client.chat.completions.create({ model: CLAUDE, messages: [{ role: 'system', content: 'short' }, { role: 'user', content: 'q' }] });
+  expect(sentTo('/anthropic/v1/messages').system).toBe('short');
+});
+
 test('stop sequences reach a Claude upstream as stop_sequences and end the answer', async () => {
   const r = await client.chat.completions.create({ model: CLAUDE, stop: 'said', messages: [{ role: 'user', content: 'hello' }] });
   expect(sentTo('/anthropic/v1/messages').stop_sequences).toEqual(['said']);
