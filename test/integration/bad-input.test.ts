@@ -159,3 +159,24 @@ test.each(['gpt-4o-mini', 'gpt-5-codex'])('when storing fails anyway (the table 
   const got = await fetch(`${gw.url}/v1/responses/${res.body.id}`, { headers: { authorization: `Bearer ${key}` } });
   expect(got.status).toBe(404);
 });
+
+test('when storing fails in a translated stream, its final event says store: false', async () => {
+  const { key } = await gw.account(BALANCE);
+  await gw.deps.db.query('ALTER TABLE stored_responses RENAME TO stored_responses_away');
+  let text: string;
+  try {
+    const res = await fetch(`${gw.url}/v1/responses`, {
+      method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
+      body: JSON.stringify({ model: 'gpt-4o-mini', input: 'hi', store: true, stream: true }),
+    });
+    expect(res.status).toBe(200);
+    text = await res.text();
+  } finally {
+    await gw.deps.db.query('ALTER TABLE stored_responses_away RENAME TO stored_responses');
+  }
+  const events = text.split('\n').filter((l) => l.startsWith('data: {')).map((l) => JSON.parse(l.slice(6)));
+  const completed = events.find((e) => e.type === 'response.completed');
+  expect(completed.response.store).toBe(false);
+  const got = await fetch(`${gw.url}/v1/responses/${completed.response.id}`, { headers: { authorization: `Bearer ${key}` } });
+  expect(got.status).toBe(404);
+});

@@ -231,19 +231,26 @@ export function responsesRouter(deps: AppDeps): Router<GatewayState> {
     let failed = false;
     try {
       await sink.write(tr.start().map(formatSse).join(''));
+      // Stored before the client sees the final event, so an immediate continuation finds it; a turn that could
+      // not be stored says so in that event (it holds tr.final itself, serialised only after this).
+      let storing: Promise<void> | null = null;
+      const storeFinal = () => (storing ??= (async () => {
+        if (tr.final && !(await store(ctx, t, tr.final))) tr.final.store = false;
+      })());
       for await (const batch of batches) {
-        let out = '';
+        const events = [];
         for (const chunk of batch) {
           usage.observeChat(chunk);
-          for (const e of tr.push(chunk)) out += formatSse(e);
+          events.push(...tr.push(chunk));
         }
-        // Stored before the client sees the final event, so an immediate continuation finds it.
-        if (tr.done && tr.final) await store(ctx, t, tr.final);
+        if (tr.done) await storeFinal();
+        const out = events.map(formatSse).join('');
         if (out && !(await sink.write(out))) break;
       }
       if (!sink.clientGone) {
-        const out = tr.end().map(formatSse).join('');
-        if (tr.final) await store(ctx, t, tr.final);
+        const events = tr.end();
+        await storeFinal();
+        const out = events.map(formatSse).join('');
         if (out) await sink.write(out);
       }
     } catch (e) {
