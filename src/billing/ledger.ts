@@ -347,15 +347,24 @@ export async function verifyProjections(db: Db | DbClient): Promise<ProjectionMi
     SELECT COALESCE(u.charge_key, e.idempotency_key) AS key, COALESCE(u.vnd, 0)::bigint AS usage_vnd, COALESCE(e.amount, 0)::bigint AS charged
     FROM u FULL JOIN e ON e.idempotency_key = u.charge_key
     WHERE u.vnd IS DISTINCT FROM e.amount`);
-  // Each key's spend per budget period is the sum of the charges against holds naming the key, by the period
-  // their event falls in (the same now() the charge's transaction wrote both with).
+  // Each key's spend per budget period: the charges against holds naming the key, plus the usage records of the
+  // key charged to a lease naming no key (an account's shared lease), by the period their event falls in (the
+  // same now() the charge's transaction wrote them all with).
   const spend = await db.query(`
-    WITH rebuilt AS (
-      SELECT h.api_key_id, p.period, sum(e.amount)::bigint AS v
+    WITH charged AS (
+      SELECT h.api_key_id, e.created_at, e.amount
       FROM ledger_events e JOIN holds h ON h.id = e.hold_id
-      CROSS JOIN LATERAL (VALUES ('day:' || to_char(e.created_at AT TIME ZONE $1, 'YYYY-MM-DD')),
-                                 ('month:' || to_char(e.created_at AT TIME ZONE $1, 'YYYY-MM'))) AS p(period)
-      WHERE e.kind = 'charged' AND h.api_key_id IS NOT NULL GROUP BY 1, 2)
+      WHERE e.kind = 'charged' AND h.api_key_id IS NOT NULL
+      UNION ALL
+      SELECT u.api_key_id, e.created_at, u.cost_vnd
+      FROM usage_records u JOIN ledger_events e ON e.idempotency_key = u.charge_key JOIN holds h ON h.id = e.hold_id
+      WHERE u.api_key_id IS NOT NULL AND u.cost_vnd > 0 AND h.api_key_id IS NULL),
+    rebuilt AS (
+      SELECT c.api_key_id, p.period, sum(c.amount)::bigint AS v
+      FROM charged c
+      CROSS JOIN LATERAL (VALUES ('day:' || to_char(c.created_at AT TIME ZONE $1, 'YYYY-MM-DD')),
+                                 ('month:' || to_char(c.created_at AT TIME ZONE $1, 'YYYY-MM'))) AS p(period)
+      GROUP BY 1, 2)
     SELECT COALESCE(r.api_key_id, s.api_key_id) AS key_id, COALESCE(r.period, s.period) AS period,
            COALESCE(r.v, 0)::bigint AS rebuilt, COALESCE(s.spent_vnd, 0)::bigint AS spent
     FROM rebuilt r FULL JOIN api_key_spend s ON s.api_key_id = r.api_key_id AND s.period = r.period

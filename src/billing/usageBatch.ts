@@ -4,6 +4,7 @@ import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { from as copyFrom } from 'pg-copy-streams';
 import { applyHoldCharges, lockHolds, LedgerError, type HoldCharge, type LockedHolds } from './ledger';
+import { addKeySpend } from './budget';
 
 /**
  * Writes settled synchronous requests: their usage records and, per credit-lease hold, ONE `charged` ledger event
@@ -100,7 +101,9 @@ export async function writeUsageBatch(c: DbClient, batch: SettledUsage[], opts: 
     await pipeline(Readable.from([copyText(batch, keyOf)]), c.query(copyFrom(COPY_USAGE)));
     if (!holds) return 0;
     const sums = [...groups.values()].map((g) => ({ charge_key: g.key, amount: g.rows.reduce((t, r) => t + r.cost, 0), n: g.rows.length }));
-    return chargeGroups(c, holds, groups, sums);
+    const charged = await chargeGroups(c, holds, groups, sums);
+    await addSharedLeaseSpend(c, holds, [...groups.values()].flatMap((g) => g.rows.map((r) => ({ hold_id: g.holdId, api_key_id: r.usage.apiKeyId, amount: r.cost }))));
+    return charged;
   }
   const ins = await c.query(
     `WITH ins AS (
@@ -108,16 +111,39 @@ export async function writeUsageBatch(c: DbClient, batch: SettledUsage[], opts: 
        SELECT u.id, u.account_id, u.api_key_id, u.model, u.operation, u.units, u.cost_vnd, u.latency_ms, u.status, u.charge_key
        FROM json_to_recordset($1::json) AS u(id uuid, account_id uuid, api_key_id uuid, model text, operation text, units jsonb, cost_vnd bigint, latency_ms int, status int, charge_key text)
        ON CONFLICT (id) DO NOTHING
-       RETURNING charge_key, cost_vnd)
-     SELECT charge_key, sum(cost_vnd)::bigint AS amount, count(*)::int AS n
-     FROM ins WHERE charge_key IS NOT NULL GROUP BY charge_key`,
+       RETURNING charge_key, api_key_id, cost_vnd)
+     SELECT charge_key, api_key_id, sum(cost_vnd)::bigint AS amount, count(*)::int AS n
+     FROM ins WHERE charge_key IS NOT NULL GROUP BY charge_key, api_key_id`,
     [JSON.stringify(batch.map((s) => {
       const u = s.usage;
       return { id: u.id, account_id: s.accountId, api_key_id: u.apiKeyId, model: u.model, operation: u.operation, units: u.units, cost_vnd: s.cost, latency_ms: Math.round(u.latencyMs), status: u.status, charge_key: keyOf.get(s) ?? null };
     }))],
   );
   if (!holds || ins.rowCount === 0) return 0;
-  return chargeGroups(c, holds, groups, ins.rows as { charge_key: string; amount: number; n: number }[]);
+  const rows = ins.rows as { charge_key: string; api_key_id: string | null; amount: number; n: number }[];
+  const perCharge = new Map<string, { charge_key: string; amount: number; n: number }>();
+  for (const r of rows) {
+    const t = perCharge.get(r.charge_key);
+    if (t) { t.amount += r.amount; t.n += r.n; } else perCharge.set(r.charge_key, { charge_key: r.charge_key, amount: r.amount, n: r.n });
+  }
+  const charged = await chargeGroups(c, holds, groups, [...perCharge.values()]);
+  const holdOfKey = new Map([...groups.values()].map((g) => [g.key, g.holdId]));
+  await addSharedLeaseSpend(c, holds, rows.map((r) => ({ hold_id: holdOfKey.get(r.charge_key)!, api_key_id: r.api_key_id, amount: r.amount })));
+  return charged;
+}
+
+/**
+ * Per-key spend of the requests charged to a lease shared by the account's keys (a hold naming no key): each key's
+ * budget period counts everything spent through it, whichever lease paid. (Leases of budgeted keys name the key,
+ * and applyHoldCharges counts those.)
+ */
+async function addSharedLeaseSpend(c: DbClient, holds: LockedHolds, rows: { hold_id: string; api_key_id: string | null; amount: number }[]): Promise<void> {
+  const perKey = new Map<string, number>();
+  for (const r of rows) {
+    if (!r.api_key_id || r.amount <= 0 || holds.get(r.hold_id)?.api_key_id) continue;
+    perKey.set(r.api_key_id, (perKey.get(r.api_key_id) ?? 0) + r.amount);
+  }
+  await addKeySpend(c, perKey);
 }
 
 /** One `charged` event per charge key written, for the VND of the usage records that name it. */

@@ -65,3 +65,18 @@ test('verifyProjections finds a key spend that does not match the charges', asyn
   expect(found).toEqual([{ accountId: `key-spend:${keyId}:day:2000-01-01`, balance: 5, held: 0, rebuiltBalance: 0, rebuiltHeld: 0 }]);
   await db.query(`DELETE FROM api_key_spend WHERE api_key_id = $1`, [keyId]);
 });
+
+test('spend through an account\'s shared lease counts towards the key\'s budget periods too', async () => {
+  const { CreditManager } = await import('../../src/billing/credit');
+  const { accountId, keyId } = await keyOf(100_000);
+  const credit = new CreditManager(db, { leaseVnd: 20_000, flushMs: 60_000 });
+  const usage = () => ({ id: randomUUID(), apiKeyId: keyId, model: 'm', operation: 'chat.completions', units: { prompt_tokens: 1 }, latencyMs: 1, status: 200 });
+  for (let i = 0; i < 3; i++) (await credit.reserve(accountId, 1_000)).settle(700, usage());
+  (await credit.reserve(accountId, 1_000)).settle(50, { ...usage(), apiKeyId: null });
+  await credit.close();
+  expect((await keySpend(db, [keyId])).get(keyId)).toEqual({ day: 2_100, month: 2_100 });
+  // A budget set now starts from that spend.
+  await setKeyLimits(db, accountId, keyId, { budgetDayVnd: 3_000 });
+  expect(await tx(db, (c) => keyBudgetRoom(c, keyId))).toEqual({ room: 900, period: 'day' });
+  expect(await verifyProjections(db)).toEqual([]);
+});
