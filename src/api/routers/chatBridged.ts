@@ -7,10 +7,10 @@ import type { ChatChunk, ChatCompletion } from '../../translate/chatTypes';
 import { bridgeChatRequest } from '../../translate/chatBridgeRequest';
 import { UpstreamAborted } from '../../providers/openai';
 import { StreamUsage } from '../../billing/meter';
-import { backendFor, UpstreamStreamError } from './chatBackends';
+import { backendFor, UpstreamStreamError } from '../../providers/chatBackends';
 import { estimatedUsage, fromChatUsage } from '../../billing/tokenUsage';
 import { costComment, setCostHeaders } from '../costReport';
-import { translateInput } from './translateInput';
+import { translateInput } from '../../translate/translateInput';
 import { reserve } from '../reserve';
 import { SseSink } from '../../sse/clientSink';
 

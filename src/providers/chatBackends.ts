@@ -1,16 +1,16 @@
 import { ApiError } from '../errors';
-import type { ModelConfig } from '../../catalog/catalog';
-import type { ChatChunk, ChatCompletion, ChatRequest } from '../../translate/chatTypes';
-import { AnthropicStreamError, AnthropicStreamToChat, anthropicToChatCompletion, chatToAnthropicRequest } from '../../translate/chatToAnthropic';
-import type { MessagesResponse } from '../../translate/anthropicTypes';
-import type { ResponseObject } from '../../translate/responsesTypes';
-import { chatToResponsesRequest, responsesToChatCompletion, ResponsesStreamError, ResponsesStreamToChat } from '../../translate/chatToResponsesUpstream';
-import { AnthropicAdapter, AnthropicUpstreamError } from '../../providers/anthropic';
-import { SseDecoder, sseBatches } from '../../sse/upstreamEvents';
-import type { OpenAICompatibleAdapter } from '../../providers/types';
-import type { ProviderRegistry } from '../../providers/registry';
-import { DEFAULT_MAX_OUTPUT_TOKENS, estimateChatMaxCost, type ChatCostBound } from '../../billing/pricing';
-import { countImages, nativeBound } from './codingBilling';
+import type { ModelConfig } from '../catalog/catalog';
+import type { ChatChunk, ChatCompletion, ChatRequest } from '../translate/chatTypes';
+import { AnthropicStreamError, AnthropicStreamToChat, anthropicToChatCompletion, chatToAnthropicRequest } from '../translate/chatToAnthropic';
+import type { MessagesResponse } from '../translate/anthropicTypes';
+import type { ResponseObject } from '../translate/responsesTypes';
+import { chatToResponsesRequest, responsesToChatCompletion, ResponsesStreamError, ResponsesStreamToChat } from '../translate/chatToResponsesUpstream';
+import { AnthropicAdapter, AnthropicUpstreamError } from './anthropic';
+import { SseDecoder, sseBatches } from '../sse/upstreamEvents';
+import type { OpenAICompatibleAdapter } from './types';
+import type { ProviderRegistry } from './registry';
+import { DEFAULT_MAX_OUTPUT_TOKENS, estimateChatMaxCost, type ChatCostBound } from '../billing/pricing';
+import { countImages, nativeBound } from '../billing/nativeBound';
 
 /**
  * Where a translated request (already in chat form) is sent: an OpenAI-compatible upstream's /chat/completions,

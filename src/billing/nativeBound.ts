@@ -1,5 +1,5 @@
-import type { ModelConfig } from '../../catalog/catalog';
-import { IMAGE_PART_TOKENS, promptTokensBound, tokensBoundCost } from '../../billing/pricing';
+import type { ModelConfig } from '../catalog/catalog';
+import { IMAGE_PART_TOKENS, promptTokensBound, tokensBoundCost } from './pricing';
 
 /**
  * Billing rules shared by /v1/messages and /v1/responses, the same as chat: reserve an upper bound before the
