@@ -121,14 +121,14 @@ export async function forwardCompletionJson(ctx: Ctx, adapter: OpenAICompatibleA
 export async function forwardCompletionStream(ctx: Ctx, adapter: OpenAICompatibleAdapter, path: string, payload: string, payloadBytes: number, model: ModelConfig, meter: Meter, opts: RelayOptions): Promise<void> {
   const signal = clientAbortSignal(ctx.res);
   const acc = new StreamUsage(payloadBytes, opts.kind);
-  // A stream that completes is settled as it ends, so its cost goes out as the comment before `data: [DONE]`.
-  const beforeDone = () => {
-    meter.settleTokens(model.pricing, acc.usageTokens());
+  // Settled as the relay ends the stream, so its cost goes out as the last comment (before `data: [DONE]`).
+  const beforeEnd = (status: number) => {
+    meter.settleTokens(model.pricing, acc.usageTokens(), status);
     return costComment(meter);
   };
-  const relay = new SseRelay(ctx.res, signal, acc, { ...opts, beforeDone });
+  const relay = new SseRelay(ctx.res, signal, acc, { ...opts, beforeEnd });
   const ok = await callUpstream(ctx, meter, {}, () => adapter.streamTo(path, payload, relay, { signal }).then(() => true));
   if (!ok) return;
   ctx.respond = false;
-  meter.settleTokens(model.pricing, acc.usageTokens(), relay.status); // cut short: billed as it ended (no-op once settled)
+  meter.settleTokens(model.pricing, acc.usageTokens(), relay.status); // the client left: billed as it ended (no-op once settled)
 }

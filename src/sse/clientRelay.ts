@@ -23,8 +23,11 @@ export interface RelayOptions {
   kind: 'chat' | 'completion';
   /** Whether the client asked for the usage chunk (stream_options.include_usage); it is stripped otherwise. */
   clientWantsUsage: boolean;
-  /** Called once when the stream completes, before `data: [DONE]` is written; returns what to write first (an SSE comment). */
-  beforeDone?: () => string;
+  /**
+   * Called once as the gateway ends the client's stream, with the status it ended with (200 complete, 502 cut by the
+   * upstream); returns what to write last before the terminator (the request's cost, as an SSE comment).
+   */
+  beforeEnd?: (status: number) => string;
 }
 
 /**
@@ -194,7 +197,7 @@ export class SseRelay implements StreamSink {
         res.cork(); // end() uncorks: head, tail and terminator leave in one syscall
         res.write(head);
       }
-      res.end(out + (this.opts.beforeDone?.() ?? '') + SSE_DONE);
+      res.end(out + this.trailer(200) + SSE_DONE);
       this.closed = true;
       this.status = 200;
       return true;
@@ -213,10 +216,10 @@ export class SseRelay implements StreamSink {
     if (!this.finishing()) return;
     // An upstream error event was forwarded: the stream ends there, as cut by the upstream.
     if (this.upstreamError) {
-      this.res.end();
+      this.res.end(this.trailer(502));
       this.status = 502;
     } else {
-      this.res.end((this.opts.beforeDone?.() ?? '') + SSE_DONE);
+      this.res.end(this.trailer(200) + SSE_DONE);
       this.status = 200;
     }
   }
@@ -225,8 +228,12 @@ export class SseRelay implements StreamSink {
     if (!this.finishing()) return;
     // A transport failure mid-stream: an error event (the OpenAI SDK raises it), then the end.
     this.res.write(CUT_SHORT_EVENT);
-    this.res.end();
+    this.res.end(this.trailer(502));
     this.status = 502;
+  }
+
+  private trailer(status: number): string {
+    return this.opts.beforeEnd?.(status) ?? '';
   }
 
   /** Whether the response is still ours to end (not answered at [DONE], and the client still there). */

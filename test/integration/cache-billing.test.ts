@@ -221,3 +221,20 @@ test('other billed operations report their cost in headers', async () => {
   await res.arrayBuffer();
   await expectBilled(a.key, Number(res.headers.get('x-gateway-cost-vnd')), res.headers.get('x-gateway-usage-id')!, 1);
 });
+
+test.each([
+  ['chat on an OpenAI model', '/v1/chat/completions', { model: 'gpt-4o-mini', stream: true, emulator_cut_after: 3, messages: [{ role: 'user', content: 'one two three four five six' }] }],
+  ['chat on a Claude model', '/v1/chat/completions', { model: 'claude-haiku-4-5', stream: true, messages: [{ role: 'user', content: 'one two three four five six EMULATOR_DROP_MIDSTREAM' }] }],
+  ['messages on a Claude model', '/v1/messages', { model: 'claude-haiku-4-5', stream: true, max_tokens: 100, messages: [{ role: 'user', content: 'one two three four five six EMULATOR_DROP_MIDSTREAM' }] }],
+])('%s: a stream cut by the upstream still ends with what it was charged', async (_name, path, body) => {
+  const a = await account();
+  const res = await post(path, a.headers, body);
+  const blocks = (await res.text()).split('\n\n').filter((b) => b.trim());
+  expect(blocks.some((b) => b.includes('"error"'))).toBe(true);
+  expect(blocks.some((b) => b.includes('[DONE]'))).toBe(false);
+  const m = /^: x-gateway-cost-vnd=(\d+) x-gateway-usage-id=(\S+)$/.exec(blocks[blocks.length - 1])!;
+  expect(m).not.toBeNull();
+  const u = await lastUsage(a.key);
+  expect(u).toMatchObject({ id: m[2], cost_vnd: Number(m[1]), status: 502, units: { estimated: 1 } });
+  expect(u.cost_vnd).toBeGreaterThan(0);
+});

@@ -74,6 +74,7 @@ export async function bridgedChat(ctx: Ctx, deps: AppDeps, model: ModelConfig, b
     }
   }
   meter.settleTokens(model.pricing, usage.usageTokens(), sink.clientGone ? 499 : failed ? 502 : 200);
-  if (!failed) await sink.write(costComment(meter) + 'data: [DONE]\n\n');
+  // The cost goes last (a cut stream is billed too), then [DONE] unless the stream failed.
+  if (!sink.clientGone) await sink.write(costComment(meter) + (failed ? '' : 'data: [DONE]\n\n'));
   sink.end();
 }
