@@ -1,0 +1,117 @@
+import type { AppDeps } from '../deps';
+import type { Ctx } from '../middleware';
+import { ApiError } from '../errors';
+import type { ModelConfig } from '../../catalog/catalog';
+import { checkOutputCap } from '../../catalog/outputCap';
+import type { MessagesRequest } from '../../translate/anthropicTypes';
+import { formatSse } from '../../sse/translatedEvents';
+import { SseDecoder } from '../../sse/upstreamEvents';
+import type { SseSink } from '../../sse/clientSink';
+import { AnthropicUpstreamError, type AnthropicAdapter } from '../../providers/anthropic';
+import { UpstreamAborted } from '../../providers/openai';
+import type { Meter } from '../../billing/meter';
+import { countImages, nativeBound } from '../../billing/nativeBound';
+import { estimatedUsage, fromAnthropicUsage, tokenUsage, type AnthropicUsageLike } from '../../billing/tokenUsage';
+import { costComment, setCostHeaders } from '../costReport';
+import { reserve } from '../reserve';
+import { failureStatus } from '../upstream';
+
+/**
+ * POST /v1/messages on a model of an `anthropic` provider: the body goes upstream as sent (model renamed), the
+ * answer and its SSE come back as produced, usage read from the stream as it passes.
+ */
+
+const OPERATION = 'messages';
+
+/** The Anthropic request headers passed upstream. */
+export function anthropicHeaders(ctx: Ctx) {
+  return { version: ctx.get('anthropic-version'), beta: ctx.get('anthropic-beta') || undefined };
+}
+
+/** Native pass-through: the body goes upstream as sent (model renamed), the answer comes back as produced. */
+export async function nativeMessages(ctx: Ctx, deps: AppDeps, model: ModelConfig, adapter: AnthropicAdapter, req: MessagesRequest, sink: SseSink): Promise<void> {
+  checkOutputCap(model, 'max_tokens', req.max_tokens);
+  const payload = JSON.stringify({ ...req, model: model.upstreamModel });
+  const bytes = Buffer.byteLength(payload);
+  const bound = nativeBound(model, bytes, req.max_tokens, countImages(req.messages));
+  const meter = await reserve(ctx, deps, model.id, OPERATION, bound.maxCost, bound.maxTokens);
+  let res;
+  try {
+    res = await adapter.messages(payload, anthropicHeaders(ctx), { signal: sink.signal });
+  } catch (e) {
+    meter.cancel({}, e instanceof AnthropicUpstreamError ? e.status : failureStatus(e));
+    throw e;
+  }
+  if (req.stream !== true) {
+    let raw: Buffer;
+    try {
+      raw = Buffer.from(await res.body.arrayBuffer());
+    } catch (e) {
+      meter.cancel({}, 502);
+      throw sink.clientGone ? new UpstreamAborted() : new ApiError(502, 'The upstream provider failed while answering.', 'api_error', null, 'upstream_error');
+    }
+    let usage: AnthropicUsageLike | null = null;
+    try {
+      usage = (JSON.parse(raw.toString('utf8')) as { usage?: AnthropicUsageLike }).usage ?? null;
+    } catch {}
+    meter.settleTokens(model.pricing, typeof usage?.input_tokens === 'number' && typeof usage.output_tokens === 'number' ? fromAnthropicUsage(usage) : estimatedUsage(bytes, raw.length));
+    setCostHeaders(ctx.res, meter);
+    for (const [k, v] of Object.entries(res.headers)) ctx.set(k, v);
+    ctx.status = res.status;
+    ctx.type = res.contentType || 'application/json';
+    ctx.body = raw;
+    return;
+  }
+  await pipeNativeStream(deps, model, meter, res.body, res.headers, bytes, sink);
+}
+
+/** Forwards each upstream network chunk at once, reading usage from the events as they pass. */
+async function pipeNativeStream(deps: AppDeps, model: ModelConfig, meter: Meter, body: AsyncIterable<Uint8Array>, headers: Record<string, string>, bytes: number, sink: SseSink): Promise<void> {
+  sink.open(headers);
+  const dec = new SseDecoder();
+  // Anthropic's usage as it stands: message_start's, then each field message_delta repeats (cumulative counts).
+  let usage = null as AnthropicUsageLike | null; // (assigned in the closure below: not narrowed to null)
+  let delivered = 0;
+  let stopped = false;
+  let failed = false;
+  const observe = (data: string) => {
+    let e: any;
+    try {
+      e = JSON.parse(data);
+    } catch {
+      return;
+    }
+    if (e?.type === 'message_start') {
+      usage = { ...(e.message?.usage ?? {}) };
+    } else if (e?.type === 'content_block_delta') {
+      const d = e.delta ?? {};
+      delivered += (d.text?.length ?? 0) + (d.thinking?.length ?? 0) + (d.partial_json?.length ?? 0);
+    } else if (e?.type === 'message_delta') {
+      for (const [k, v] of Object.entries(e.usage ?? {})) if (v !== null && v !== undefined) (usage ??= {})[k as keyof AnthropicUsageLike] = v as never;
+    } else if (e?.type === 'message_stop') stopped = true;
+    else if (e?.type === 'error') failed = true;
+  };
+  try {
+    for await (const chunk of body) {
+      for (const ev of dec.push(chunk)) observe(ev.data);
+      if (!(await sink.write(chunk))) break;
+    }
+    for (const ev of dec.end()) observe(ev.data);
+  } catch (e) {
+    if (!sink.clientGone) {
+      failed = true;
+      deps.logger.warn({ reqId: meter.id, err: (e as Error).message }, 'anthropic upstream stream failed');
+      await sink.write(formatSse({ event: 'error', data: { type: 'error', error: { type: 'api_error', message: 'The upstream provider stream was interrupted.' } } }));
+    }
+  }
+  const complete = stopped && typeof usage?.input_tokens === 'number' && typeof usage.output_tokens === 'number';
+  let t = complete ? fromAnthropicUsage(usage!) : estimatedUsage(bytes, delivered);
+  if (!complete && typeof usage?.input_tokens === 'number') {
+    // Cut short after message_start: its input and cache counts are the upstream's; the output is estimated.
+    const known = fromAnthropicUsage(usage);
+    t = tokenUsage({ ...known, output: Math.max(known.output, t.output), estimated: true });
+  }
+  meter.settleTokens(model.pricing, t, complete ? 200 : sink.clientGone ? 499 : failed ? 502 : 200);
+  if (!sink.clientGone) await sink.write(costComment(meter));
+  sink.end();
+}
