@@ -1,0 +1,120 @@
+import type { AppDeps } from '../deps';
+import type { Ctx } from '../middleware';
+import { ApiError } from '../errors';
+import { checkOutputCap } from '../../catalog/outputCap';
+import type { ResponseObject } from '../../translate/responsesTypes';
+import { newId } from '../../translate/chatToResponses';
+import { formatSse } from '../../sse/translatedEvents';
+import { SseDecoder } from '../../sse/upstreamEvents';
+import type { SseSink } from '../../sse/clientSink';
+import type { OpenAICompatibleAdapter } from '../../providers/types';
+import { DEFAULT_MAX_OUTPUT_TOKENS } from '../../billing/pricing';
+import type { Meter } from '../../billing/meter';
+import { countImages, nativeBound } from '../../billing/nativeBound';
+import { estimatedUsage } from '../../billing/tokenUsage';
+import { costComment, setCostHeaders } from '../costReport';
+import { reserve } from '../reserve';
+import { failureStatus } from '../upstream';
+import { storeTurn, usageOf, type Turn } from './turn';
+
+/**
+ * POST /v1/responses on a model marked `api: "responses"`: passed through to its upstream's /responses (the
+ * stored conversation's items prepended), SSE forwarded as produced, usage and the final response read as they pass.
+ */
+
+const OPERATION = 'responses';
+const TERMINAL = new Set(['response.completed', 'response.incomplete', 'response.failed']);
+
+/** Native pass-through to an upstream /responses. */
+export async function nativeResponses(ctx: Ctx, deps: AppDeps, t: Turn): Promise<void> {
+  checkOutputCap(t.model, 'max_output_tokens', t.req.max_output_tokens);
+  const adapter = deps.providers.openai(t.model);
+  const body: Record<string, unknown> = { ...t.req, model: t.model.upstreamModel, input: [...t.history, ...t.input] };
+  delete body.previous_response_id;
+  const payload = JSON.stringify(body);
+  const bytes = Buffer.byteLength(payload);
+  const maxOut = t.req.max_output_tokens ?? t.model.maxOutputTokens ?? DEFAULT_MAX_OUTPUT_TOKENS;
+  const bound = nativeBound(t.model, bytes, maxOut, countImages(body.input));
+  const meter = await reserve(ctx, deps, t.model.id, OPERATION, bound.maxCost, bound.maxTokens);
+  if (t.req.stream !== true) {
+    let obj: ResponseObject;
+    let raw: Buffer;
+    try {
+      raw = (await adapter.postJson('/responses', payload, { signal: t.sink.signal })).body;
+      obj = JSON.parse(raw.toString('utf8')) as ResponseObject;
+    } catch (e) {
+      meter.cancel({}, e instanceof SyntaxError ? 502 : failureStatus(e));
+      if (e instanceof SyntaxError) throw new ApiError(502, 'The upstream provider sent an invalid response.', 'upstream_error', null, 'upstream_error');
+      throw e;
+    }
+    meter.settleTokens(t.model.pricing, usageOf(obj) ?? estimatedUsage(bytes, raw.length));
+    setCostHeaders(ctx.res, meter);
+    ctx.type = 'application/json';
+    // Text Postgres cannot hold is stored as U+FFFD, so only an outage fails here: then say it was not stored.
+    ctx.body = (await storeTurn(ctx, deps, t, obj)) ? raw : { ...obj, store: false };
+    return;
+  }
+  const res = await upstreamStream(adapter, '/responses', payload, meter, t.sink);
+  await pipeNativeStream(ctx, deps, t, meter, res.body, bytes);
+}
+
+async function upstreamStream(adapter: OpenAICompatibleAdapter, path: string, payload: string, meter: Meter, sink: SseSink) {
+  try {
+    return await adapter.postStream(path, payload, { signal: sink.signal });
+  } catch (e) {
+    meter.cancel({}, failureStatus(e));
+    throw e;
+  }
+}
+
+/** Forwards each upstream chunk at once; reads usage and the final response from the events as they pass. */
+async function pipeNativeStream(ctx: Ctx, deps: AppDeps, t: Turn, meter: Meter, body: AsyncIterable<Uint8Array>, bytes: number): Promise<void> {
+  const sink = t.sink;
+  sink.open();
+  const dec = new SseDecoder();
+  let lastSeq = -1;
+  let shell: Record<string, unknown> | null = null;
+  let final: Record<string, unknown> | null = null;
+  let delivered = 0;
+  let failed = false;
+  const settle = (status: number) => {
+    const u = final ? usageOf(final as ResponseObject) : null;
+    meter.settleTokens(t.model.pricing, u ?? estimatedUsage(bytes, delivered), u ? 200 : status);
+  };
+  try {
+    for await (const chunk of body) {
+      for (const ev of dec.push(chunk)) {
+        let e: any;
+        try {
+          e = JSON.parse(ev.data);
+        } catch {
+          continue;
+        }
+        if (typeof e?.sequence_number === 'number') lastSeq = e.sequence_number;
+        if (typeof e?.delta === 'string') delivered += e.delta.length;
+        if (e?.type === 'response.created' || e?.type === 'response.in_progress') shell = e.response ?? shell;
+        if (TERMINAL.has(e?.type)) final = e.response ?? null;
+      }
+      if (sink.ended) continue; // the answer is complete: let the upstream finish its response (connection reuse)
+      // Stored before the client sees the final event, so an immediate continuation finds it.
+      if (final && final.status !== 'failed') await storeTurn(ctx, deps, t, final);
+      if (!(await sink.write(chunk))) break;
+      if (final) {
+        settle(200);
+        await sink.write(costComment(meter));
+        sink.end();
+      }
+    }
+  } catch (e) {
+    if (!sink.clientGone) deps.logger.warn({ reqId: meter.id, err: (e as Error).message }, 'responses upstream stream failed');
+  }
+  if (!final && !sink.clientGone) {
+    // Clients (Codex) need a terminal event; the upstream stopped without one.
+    failed = true;
+    const response = { ...(shell ?? { id: newId('resp'), object: 'response', model: t.req.model, output: [] }), status: 'failed', error: { code: 'server_error', message: 'The upstream provider stream was interrupted.' } };
+    await sink.write(formatSse({ event: 'response.failed', data: { type: 'response.failed', sequence_number: lastSeq + 1, response } }));
+  }
+  settle(sink.clientGone ? 499 : failed ? 502 : 200); // a no-op when settled at the terminal event
+  if (!sink.clientGone && !sink.ended) await sink.write(costComment(meter));
+  sink.end();
+}

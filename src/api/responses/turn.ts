@@ -1,0 +1,41 @@
+import type { AppDeps } from '../deps';
+import type { Ctx } from '../middleware';
+import type { ModelConfig } from '../../catalog/catalog';
+import type { ResponseObject, ResponsesItem, ResponsesRequest } from '../../translate/responsesTypes';
+import type { SseSink } from '../../sse/clientSink';
+import { fromResponsesUsage, type TokenUsage } from '../../billing/tokenUsage';
+import { isResponseId, saveResponse } from './storedResponses';
+
+/** One turn of POST /v1/responses, what both paths (native.ts, translated.ts) share: the request and how it is stored. */
+
+export interface Turn {
+  req: ResponsesRequest;
+  model: ModelConfig;
+  history: ResponsesItem[];
+  /** This turn's new input items (what is stored with the response). */
+  input: ResponsesItem[];
+  store: boolean;
+  sink: SseSink;
+}
+
+/** Stores the turn when asked to; false when it was asked to and could not be (the answer must then say store: false). */
+export async function storeTurn(ctx: Ctx, deps: Pick<AppDeps, 'db' | 'logger'>, t: Turn, response: Record<string, unknown> | null): Promise<boolean> {
+  if (!t.store || !response || typeof response.id !== 'string' || !isResponseId(response.id)) return true;
+  if (response.status !== 'completed' && response.status !== 'incomplete') return true;
+  const saved = { ...response, previous_response_id: t.req.previous_response_id ?? null, store: true };
+  try {
+    await saveResponse(deps.db, ctx.state.principal!.accountId, { id: response.id, previousResponseId: t.req.previous_response_id ?? null, model: t.model.id, input: t.input, response: saved });
+    return true;
+  } catch (e) {
+    // The answer is still good; only its continuation is lost. Never fail the request for it.
+    deps.logger.error({ reqId: ctx.state.requestId, err: (e as Error).message }, 'storing response failed');
+    return false;
+  }
+}
+
+/** The upstream's usage of a response object, if it reported one. */
+export function usageOf(r: ResponseObject): TokenUsage | null {
+  const u = r?.usage;
+  if (!u || typeof u.input_tokens !== 'number' || typeof u.output_tokens !== 'number') return null;
+  return fromResponsesUsage(u);
+}
