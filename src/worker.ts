@@ -1,12 +1,13 @@
 import path from 'node:path';
+import { format } from 'node:util';
 import { Client, Connection } from '@temporalio/client';
-import { bundleWorkflowCode, DefaultLogger, NativeConnection, Runtime, Worker, type LogLevel, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import { bundleWorkflowCode, DefaultLogger, NativeConnection, Runtime, Worker, type LogEntry, type LogLevel, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { loadConfig, type Config } from './config';
 import { createPool } from './db/pool';
 import { ensureDatabase, migrate } from './db/migrate';
 import { Catalog } from './catalog/catalog';
 import { createStorage } from './storage';
-import { createLogger } from './observability/logger';
+import { createLogger, redirectedLines } from './observability/logger';
 import { releaseExpiredHolds } from './billing/ledger';
 import { VideoProviders } from './providers/video';
 import { reconcileVideoJobs } from './video/reconciler';
@@ -39,7 +40,10 @@ function installRuntime(level: string): void {
   if (Runtime._instance) return;
   const map: Record<string, LogLevel> = { trace: 'TRACE', debug: 'DEBUG', info: 'INFO', warn: 'WARN', error: 'ERROR', fatal: 'ERROR', silent: 'ERROR' };
   try {
-    Runtime.install({ logger: new DefaultLogger(map[level] ?? 'INFO') });
+    const redirect = redirectedLines();
+    const toRedirect = redirect ? (e: LogEntry) => redirect(`${new Date(Number(e.timestampNanos / 1_000_000n)).toISOString()} [${e.level}] ${e.message}${e.meta ? ` ${format(e.meta)}` : ''}\n`) : undefined;
+    // Redirected, the native core's own lines are forwarded through the same logger instead of printed.
+    Runtime.install({ logger: new DefaultLogger(map[level] ?? 'INFO', toRedirect), ...(redirect ? { telemetryOptions: { logging: { forward: {} } } } : {}) });
   } catch {
     // Another part of the process created the runtime first: keep its logger.
   }

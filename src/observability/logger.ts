@@ -10,9 +10,18 @@ export type Logger = pino.Logger;
 let dest: ReturnType<typeof pino.destination> | null = null;
 let override: pino.DestinationStream | null = null;
 
-/** Sends the lines of every logger created afterwards to `stream` (tests keep them in memory, shown only when a test fails). */
+/**
+ * Sends the lines of every logger created afterwards, the Temporal runtime's included (redirectedLines), to
+ * `stream`: tests keep them in memory and show them only when a test fails.
+ */
 export function logTo(stream: pino.DestinationStream | null): void {
   override = stream;
+}
+
+/** Where other loggers' text lines go while logTo is in force; null: to their own default place. */
+export function redirectedLines(): ((line: string) => void) | null {
+  const stream = override;
+  return stream ? (line) => stream.write(line) : null;
 }
 
 export function createLogger(level = process.env.LOG_LEVEL ?? 'info', name = 'gateway'): Logger {
