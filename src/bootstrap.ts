@@ -10,6 +10,7 @@ import { createLogger } from './observability/logger';
 import { Metrics } from './observability/metrics';
 import { createStorage } from './storage';
 import { ProviderRegistry } from './providers/registry';
+import { ModelRouter } from './routing/modelRouter';
 import { AnthropicAdapter } from './providers/anthropic';
 import { createRateLimiter } from './limits/createRateLimiter';
 
@@ -28,6 +29,8 @@ export async function buildDeps(config: Config = loadConfig(), opts: { temporal?
   const limiter = createRateLimiter(config, logger, metrics);
   const onError = (provider: string, status: number) => metrics.upstreamErrors.inc({ provider, status: String(status) });
   const providers = new ProviderRegistry(catalog, { onError, factories: { anthropic: (cfg) => new AnthropicAdapter(cfg, { onError }) } });
+  const router = new ModelRouter(catalog, config.routing);
+  metrics.observeRouting(router);
   let temporal: Client | null = null;
   let connection: Connection | null = null;
   // TEMPORAL_ADDRESS=off: an API process for the synchronous operations only (video routes answer 503).
@@ -38,7 +41,7 @@ export async function buildDeps(config: Config = loadConfig(), opts: { temporal?
     temporal = new Client({ connection, namespace: config.temporalNamespace });
   }
   return {
-    config, db, catalog, logger, metrics, credit, limiter, temporal, providers,
+    config, db, catalog, logger, metrics, credit, limiter, temporal, providers, router,
     keys: new KeyResolver(db, config.keyCacheMs),
     storage: createStorage(config),
     async close() {

@@ -1,6 +1,7 @@
 import path from 'node:path';
 import fs from 'node:fs';
 import { loadVideoSettings, type VideoSettings } from './video/settings';
+import { loadRoutingSettings, type RoutingSettings } from './routing/settings';
 import { checkTimeZone, DEFAULT_BUDGET_TIME_ZONE, setBudgetTimeZone } from './billing/budget';
 
 /** The repository root (holds package.json); SQL migrations, the catalog and console assets are read from here. */
@@ -64,6 +65,8 @@ export interface Config {
   budgetTimeZone: string;
   /** Video job timing (src/video/settings.ts; VIDEO_* env vars). */
   video: VideoSettings;
+  /** Retries, fallbacks and cooldowns across deployments (src/routing/settings.ts; ROUTING_* env vars). */
+  routing: RoutingSettings;
 }
 
 export function loadConfig(overrides: Partial<Config> = {}): Config {
@@ -102,6 +105,7 @@ export function loadConfig(overrides: Partial<Config> = {}): Config {
     rateLimitRedisTimeoutMs: int('RATE_LIMIT_REDIS_TIMEOUT_MS', 250),
     budgetTimeZone: checkTimeZone(str('BUDGET_TIME_ZONE', DEFAULT_BUDGET_TIME_ZONE)),
     video: loadVideoSettings(),
+    routing: loadRoutingSettings(),
   };
   const out = { ...cfg, ...overrides };
   // A gateway served over https marks its console cookies Secure unless told otherwise.

@@ -8,6 +8,7 @@ import type { Logger } from '../observability/logger';
 import type { Metrics } from '../observability/metrics';
 import type { Storage } from '../storage/storage';
 import type { ProviderRegistry } from '../providers/registry';
+import type { ModelRouter } from '../routing/modelRouter';
 import type { RateLimiter } from '../limits/rateLimiter';
 
 /** Everything a router may need, built once at start-up (src/server.ts, src/main.ts, tests). */
@@ -24,6 +25,8 @@ export interface AppDeps {
   storage: Storage;
   /** Upstream adapters, one pooled client per catalog provider. */
   providers: ProviderRegistry;
+  /** Deployment selection, retries, fallbacks and cooldowns, with the in-process health of every deployment. */
+  router: ModelRouter;
   /** Null when the API runs without Temporal (video routes then answer 503). */
   temporal: TemporalClient | null;
 }

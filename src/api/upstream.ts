@@ -10,6 +10,7 @@ import type { ModelConfig } from '../catalog/catalog';
 import { UpstreamAborted, usageFromJson } from '../providers/openai';
 import { CLIENT_CLOSED, SseRelay, type RelayOptions } from '../sse/clientRelay';
 import type { OpenAICompatibleAdapter } from '../providers/types';
+import type { ModelRouter, RouteTry } from '../routing/modelRouter';
 
 /**
  * The request path shared by the OpenAI-compatible routers: forward a serialised body upstream, answer the
@@ -88,15 +89,25 @@ function completionCharsOf(json: { choices?: TextChoiceLike[] } | null): number 
   return n;
 }
 
+/** What one routed try sends: the adapter of its deployment and the payload naming its upstream model. */
+export interface UpstreamTry { adapter: OpenAICompatibleAdapter; payload: string }
+
 /**
- * Non-streaming chat or legacy completion: forward, bill the upstream's usage (or, if an upstream omits it,
+ * Non-streaming chat or legacy completion: forward through the router (retries and fallbacks until an answer, see
+ * src/routing), bill the answering model's price on the upstream's usage (or, if an upstream omits it,
  * ceil(bytes/4) prompt and ceil(chars/4) completion tokens), answer with the upstream's bytes.
  */
-export async function forwardCompletionJson(ctx: Ctx, adapter: OpenAICompatibleAdapter, path: string, payload: string, payloadBytes: number, model: ModelConfig, meter: Meter): Promise<void> {
-  const res = await callUpstream(ctx, meter, {}, () => adapter.postJson(path, payload, { signal: clientAbortSignal(ctx.res) }));
+export async function forwardCompletionJson(ctx: Ctx, router: ModelRouter, model: ModelConfig, path: string, prepare: (t: RouteTry) => UpstreamTry, payloadBytes: number, meter: Meter): Promise<void> {
+  const signal = clientAbortSignal(ctx.res);
+  let answered = model;
+  const res = await callUpstream(ctx, meter, {}, () => router.run(model, (t) => {
+    answered = t.model;
+    const u = prepare(t);
+    return u.adapter.postJson(path, u.payload, { signal });
+  }, meter));
   if (!res) return;
   const usage = usageFromJson(res.body);
-  if (usage) meter.settleTokens(model.pricing, fromChatUsage(usage));
+  if (usage) meter.settleTokens(answered.pricing, fromChatUsage(usage));
   else {
     let json: { choices?: TextChoiceLike[] } | null = null;
     try {
@@ -105,7 +116,7 @@ export async function forwardCompletionJson(ctx: Ctx, adapter: OpenAICompatibleA
       meter.cancel({}, 502);
       throw new ApiError(502, 'The upstream provider returned an invalid response.', 'upstream_error', null, 'upstream_error');
     }
-    meter.settleTokens(model.pricing, estimatedUsage(payloadBytes, completionCharsOf(json)));
+    meter.settleTokens(answered.pricing, estimatedUsage(payloadBytes, completionCharsOf(json)));
   }
   setCostHeaders(ctx.res, meter);
   sendJsonBuffer(ctx, res.body);
@@ -114,21 +125,30 @@ export async function forwardCompletionJson(ctx: Ctx, adapter: OpenAICompatibleA
 /**
  * Streaming chat or legacy completion. The gateway always asks the upstream for usage; SseRelay writes the events
  * to the client as each network chunk arrives, drops the usage-only chunk unless the client asked for it, and ends
- * with `data: [DONE]`. A client disconnect aborts the upstream request. Billing: the upstream's usage if it
- * arrived, else the delivered-text rule of StreamUsage; a stream cut by the upstream ends with an error event and
- * is billed the same way.
+ * with `data: [DONE]`. A client disconnect aborts the upstream request. Tries that fail before the stream starts
+ * are retried by the router (the relay is untouched until an upstream answers 2xx); once it has started, a failure
+ * ends the client's stream as before. Billing, at the answering model's price: the upstream's usage if it arrived,
+ * else the delivered-text rule of StreamUsage; a stream cut by the upstream ends with an error event and is billed
+ * the same way.
  */
-export async function forwardCompletionStream(ctx: Ctx, adapter: OpenAICompatibleAdapter, path: string, payload: string, payloadBytes: number, model: ModelConfig, meter: Meter, opts: RelayOptions): Promise<void> {
+export async function forwardCompletionStream(ctx: Ctx, router: ModelRouter, model: ModelConfig, path: string, prepare: (t: RouteTry) => UpstreamTry, payloadBytes: number, meter: Meter, opts: RelayOptions): Promise<void> {
   const signal = clientAbortSignal(ctx.res);
   const acc = new StreamUsage(payloadBytes, opts.kind);
+  let answered: RouteTry | null = null;
   // Settled as the relay ends the stream, so its cost goes out as the last comment (before `data: [DONE]`).
   const beforeEnd = (status: number) => {
-    meter.settleTokens(model.pricing, acc.usageTokens(), status);
+    meter.settleTokens(answered!.model.pricing, acc.usageTokens(), status);
     return costComment(meter);
   };
   const relay = new SseRelay(ctx.res, signal, acc, { ...opts, beforeEnd });
-  const ok = await callUpstream(ctx, meter, {}, () => adapter.streamTo(path, payload, relay, { signal }).then(() => true));
+  const ok = await callUpstream(ctx, meter, {}, () => router.run(model, (t) => {
+    answered = t;
+    const u = prepare(t);
+    return u.adapter.streamTo(path, u.payload, relay, { signal });
+  }, meter).then(() => true));
   if (!ok) return;
   ctx.respond = false;
-  meter.settleTokens(model.pricing, acc.usageTokens(), relay.status); // the client left: billed as it ended (no-op once settled)
+  const t = answered as RouteTry | null;
+  if (relay.status === 502 && t) router.streamCut(t);
+  meter.settleTokens(t!.model.pricing, acc.usageTokens(), relay.status); // the client left: billed as it ended (no-op once settled)
 }

@@ -33,7 +33,19 @@ export class Meter {
   /** Called once with the usage units when the request settles or is cancelled (the rate limiter's correction). */
   onFinish: ((units: Record<string, number>) => void) | null = null;
 
-  constructor(private readonly reservation: Reservation, private readonly owner: MeterOwner, readonly model: string, readonly operation: string) {}
+  /** The deployment of the current try, and `retry` / `fallback` when it is not the first (src/routing). */
+  deployment: string | null = null;
+  routing: 'retry' | 'fallback' | null = null;
+
+  /** `model`: the model billed; a fallback changes it to the model that answers. */
+  constructor(private readonly reservation: Reservation, private readonly owner: MeterOwner, public model: string, readonly operation: string) {}
+
+  /** Records the try the router sends next (the usage record names the deployment that answered or was tried last). */
+  routed(t: { model: { id: string }; deployment: { id: string }; kind: 'first' | 'retry' | 'fallback' }): void {
+    this.model = t.model.id;
+    this.deployment = t.deployment.id;
+    this.routing = t.kind === 'first' ? null : t.kind;
+  }
 
   get reserved(): number {
     return this.reservation.reserved;
@@ -66,7 +78,7 @@ export class Meter {
   }
 
   private usage(units: Record<string, number>, status: number) {
-    return { id: this.id, apiKeyId: this.owner.keyId, model: this.model, operation: this.operation, units, latencyMs: performance.now() - this.started, status };
+    return { id: this.id, apiKeyId: this.owner.keyId, model: this.model, operation: this.operation, units, latencyMs: performance.now() - this.started, status, deployment: this.deployment, routing: this.routing };
   }
 }
 

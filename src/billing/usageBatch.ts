@@ -25,6 +25,9 @@ export interface UsageInput {
   units: Record<string, number>;
   latencyMs: number;
   status: number;
+  /** The deployment that answered (or was tried last), and `retry` / `fallback` when it was not the first try. */
+  deployment?: string | null;
+  routing?: string | null;
 }
 
 /** A settled request: its usage, the lease hold it was reserved from, and the VND to charge (0: nothing). */
@@ -62,12 +65,12 @@ function copyText(batch: SettledUsage[], keyOf: Map<SettledUsage, string>): stri
   let out = '';
   for (const s of batch) {
     const u = s.usage;
-    out += `${u.id}\t${s.accountId}\t${u.apiKeyId ?? '\\N'}\t${copyField(u.model)}\t${copyField(u.operation)}\t${copyField(JSON.stringify(u.units))}\t${s.cost}\t${Math.round(u.latencyMs)}\t${u.status}\t${copyField(keyOf.get(s) ?? null)}\n`;
+    out += `${u.id}\t${s.accountId}\t${u.apiKeyId ?? '\\N'}\t${copyField(u.model)}\t${copyField(u.operation)}\t${copyField(JSON.stringify(u.units))}\t${s.cost}\t${Math.round(u.latencyMs)}\t${u.status}\t${copyField(keyOf.get(s) ?? null)}\t${copyField(u.deployment ?? null)}\t${copyField(u.routing ?? null)}\n`;
   }
   return out;
 }
 
-const COPY_USAGE = 'COPY usage_records (id, account_id, api_key_id, model, operation, units, cost_vnd, latency_ms, status, charge_key) FROM STDIN';
+const COPY_USAGE = 'COPY usage_records (id, account_id, api_key_id, model, operation, units, cost_vnd, latency_ms, status, charge_key, deployment, routing) FROM STDIN';
 
 export interface WriteOptions {
   /**
@@ -107,16 +110,16 @@ export async function writeUsageBatch(c: DbClient, batch: SettledUsage[], opts: 
   }
   const ins = await c.query(
     `WITH ins AS (
-       INSERT INTO usage_records (id, account_id, api_key_id, model, operation, units, cost_vnd, latency_ms, status, charge_key)
-       SELECT u.id, u.account_id, u.api_key_id, u.model, u.operation, u.units, u.cost_vnd, u.latency_ms, u.status, u.charge_key
-       FROM json_to_recordset($1::json) AS u(id uuid, account_id uuid, api_key_id uuid, model text, operation text, units jsonb, cost_vnd bigint, latency_ms int, status int, charge_key text)
+       INSERT INTO usage_records (id, account_id, api_key_id, model, operation, units, cost_vnd, latency_ms, status, charge_key, deployment, routing)
+       SELECT u.id, u.account_id, u.api_key_id, u.model, u.operation, u.units, u.cost_vnd, u.latency_ms, u.status, u.charge_key, u.deployment, u.routing
+       FROM json_to_recordset($1::json) AS u(id uuid, account_id uuid, api_key_id uuid, model text, operation text, units jsonb, cost_vnd bigint, latency_ms int, status int, charge_key text, deployment text, routing text)
        ON CONFLICT (id) DO NOTHING
        RETURNING charge_key, api_key_id, cost_vnd)
      SELECT charge_key, api_key_id, sum(cost_vnd)::bigint AS amount, count(*)::int AS n
      FROM ins WHERE charge_key IS NOT NULL GROUP BY charge_key, api_key_id`,
     [JSON.stringify(batch.map((s) => {
       const u = s.usage;
-      return { id: u.id, account_id: s.accountId, api_key_id: u.apiKeyId, model: u.model, operation: u.operation, units: u.units, cost_vnd: s.cost, latency_ms: Math.round(u.latencyMs), status: u.status, charge_key: keyOf.get(s) ?? null };
+      return { id: u.id, account_id: s.accountId, api_key_id: u.apiKeyId, model: u.model, operation: u.operation, units: u.units, cost_vnd: s.cost, latency_ms: Math.round(u.latencyMs), status: u.status, charge_key: keyOf.get(s) ?? null, deployment: u.deployment ?? null, routing: u.routing ?? null };
     }))],
   );
   if (!holds || ins.rowCount === 0) return 0;

@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import Ajv from 'ajv';
 import { ApiError, modelNotFound } from '../errors';
+import { deploymentsSchema, resolveDeployments, type Deployment, type DeploymentConfig } from './deployments';
 
 /** The model catalog: one JSON file (config/catalog.json by default) listing providers and priced models. */
 
@@ -43,8 +44,13 @@ export interface Pricing {
 export interface ModelConfig {
   id: string;
   mode: Mode;
+  /** The single-upstream form; with `deployments` given, filled in at load from the first deployment. */
   provider: string;
   upstreamModel: string;
+  /** Several upstreams serving this model (tried by weight, with retries and cooldowns: src/routing). */
+  deployments?: DeploymentConfig[];
+  /** Other catalog models of the same mode, tried in order when every deployment of this one failed. */
+  fallbacks?: string[];
   description?: string;
   pricing: Pricing;
   /** Chat/completion: output cap assumed for the funds check when a request sets no max_tokens. */
@@ -87,10 +93,13 @@ const schema = {
     models: {
       type: 'array',
       items: {
-        type: 'object', required: ['id', 'mode', 'provider', 'upstreamModel', 'pricing'],
+        type: 'object', required: ['id', 'mode', 'pricing'],
+        // Either the single-upstream form or a list of deployments.
+        oneOf: [{ required: ['provider', 'upstreamModel'], not: { required: ['deployments'] } }, { required: ['deployments'], not: { required: ['provider'] } }],
         properties: {
           id: { type: 'string', minLength: 1 }, mode: { enum: MODES }, provider: { type: 'string' },
           upstreamModel: { type: 'string' }, description: { type: 'string' },
+          deployments: deploymentsSchema, fallbacks: { type: 'array', items: { type: 'string', minLength: 1 } },
           pricing: {
             type: 'object', additionalProperties: false,
             properties: Object.fromEntries(['inputPer1MTokens', 'outputPer1MTokens', 'cachedInputPer1MTokens', 'cacheWrite5mPer1MTokens', 'cacheWrite1hPer1MTokens', 'perImage', 'per1KChars', 'perAudioMinute', 'perVideoSecond'].map((k) => [k, { type: 'integer', minimum: 0 }])),
@@ -133,6 +142,7 @@ export class Catalog {
   readonly providers = new Map<string, ProviderConfig>();
   readonly models: ModelConfig[];
   private byId = new Map<string, ModelConfig>();
+  private readonly deploymentsById = new Map<string, Deployment[]>();
   /** Providers' modelPatterns, compiled once, in catalog order (only tried for names that are no id or alias). */
   private readonly patterns: { re: RegExp; glob: string; model: ModelConfig }[] = [];
 
@@ -144,7 +154,16 @@ export class Catalog {
     }
     this.models = file.models;
     for (const m of file.models) {
-      if (!this.providers.has(m.provider)) throw new Error(`catalog: model ${m.id} names unknown provider ${m.provider}`);
+      const deployments = resolveDeployments(m, env);
+      // Code that knows one upstream per model (bridges, video polling) sees the first deployment.
+      m.provider = deployments[0].provider;
+      m.upstreamModel = deployments[0].upstreamModel;
+      for (const d of deployments) {
+        if (!this.providers.has(d.provider)) throw new Error(`catalog: model ${m.id} names unknown provider ${d.provider}`);
+        if (this.providers.get(d.provider)!.kind !== this.providers.get(m.provider)!.kind) throw new Error(`catalog: deployments of ${m.id} mix provider kinds`);
+      }
+      if (new Set(deployments.map((d) => d.id)).size !== deployments.length) throw new Error(`catalog: model ${m.id} has duplicate deployment ids`);
+      this.deploymentsById.set(m.id, deployments);
       if (m.mode === 'video') {
         if (!m.allowedDurations || m.pricing.perVideoSecond === undefined) throw new Error(`catalog: video model ${m.id} needs allowedDurations and pricing.perVideoSecond`);
         if (m.defaultDuration !== undefined && !m.allowedDurations.includes(m.defaultDuration)) throw new Error(`catalog: ${m.id} defaultDuration not in allowedDurations`);
@@ -155,6 +174,17 @@ export class Catalog {
       for (const name of [m.id, ...(m.aliases ?? [])]) {
         if (this.byId.has(name)) throw new Error(`catalog: duplicate model name ${name}`);
         this.byId.set(name, m);
+      }
+    }
+    for (const m of file.models) {
+      for (const f of m.fallbacks ?? []) {
+        const target = file.models.find((x) => x.id === f);
+        if (!target) throw new Error(`catalog: model ${m.id} falls back to unknown model ${f}`);
+        if (target === m || target.mode !== m.mode) throw new Error(`catalog: model ${m.id} cannot fall back to ${f} (itself or another mode)`);
+        // A fallback answers on the same request path: same provider kind and interface.
+        if (this.providers.get(target.provider)!.kind !== this.providers.get(m.provider)!.kind || (target.api ?? 'chat') !== (m.api ?? 'chat')) {
+          throw new Error(`catalog: model ${m.id} cannot fall back to ${f} (another provider kind or api)`);
+        }
       }
     }
     for (const p of this.providers.values()) {
@@ -185,6 +215,16 @@ export class Catalog {
   /** The model by id or alias, else by the providers' patterns. */
   get(id: string): ModelConfig | undefined {
     return this.byId.get(id) ?? (this.patterns.length ? this.byPattern(id) : undefined);
+  }
+
+  /** The model's deployments (at least one), resolved at load. */
+  deployments(m: ModelConfig): Deployment[] {
+    return this.deploymentsById.get(m.id)!;
+  }
+
+  /** Every deployment of every model. */
+  allDeployments(): Deployment[] {
+    return [...this.deploymentsById.values()].flat();
   }
 
   provider(m: ModelConfig): ProviderConfig {

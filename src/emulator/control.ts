@@ -3,10 +3,19 @@
  * (`POST /_emulator/faults`, `POST /_emulator/config`, `POST /_emulator/reset`) or in-process.
  */
 export interface Fault {
-  /** Substring or /regex/ matched against "METHOD /path". */
-  match: string;
+  /** Substring or /regex/ matched against "METHOD /path" (omitted: every request, of `deployment` if given). */
+  match?: string;
+  /**
+   * Only requests that came in under `/_d/<deployment>/...`: one emulator plays several upstream deployments (a
+   * catalog provider whose baseUrl has that prefix), and a fault hits just one of them.
+   */
+  deployment?: string;
   /** Answer with this HTTP status (and a provider-shaped error body)... */
   status?: number;
+  /** ...with this Retry-After header (seconds or an HTTP date, as sent)... */
+  retryAfter?: string;
+  /** ...or start a chat/completions stream normally and destroy the connection after this many events. */
+  cutAfter?: number;
   /** ...or hang this long before answering (a timeout seen by the client), or drop the connection. */
   delayMs?: number;
   drop?: boolean;
@@ -46,10 +55,11 @@ export class EmulatorControl {
     if (this.requests.length > 1000) this.requests.shift();
   }
   /** The fault that applies to this request, consuming one use of it. */
-  take(method: string, path: string): Fault | null {
+  take(method: string, path: string, deployment: string | null = null): Fault | null {
     const key = `${method} ${path}`;
     for (const f of this.faults) {
-      const m = f.match.startsWith('/') && f.match.endsWith('/') && f.match.length > 2 ? new RegExp(f.match.slice(1, -1)).test(key) : key.includes(f.match);
+      if (f.deployment !== undefined && f.deployment !== deployment) continue;
+      const m = f.match === undefined ? true : f.match.startsWith('/') && f.match.endsWith('/') && f.match.length > 2 ? new RegExp(f.match.slice(1, -1)).test(key) : key.includes(f.match);
       if (!m) continue;
       if (f.times !== undefined) {
         if (f.times <= 0) continue;

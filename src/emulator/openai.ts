@@ -185,7 +185,8 @@ async function streamEvents(ctx: Koa.Context, ctl: EmulatorControl, events: stri
 }
 
 /** Test hook: a request field `emulator_cut_after` (events) makes the stream break mid-way. */
-const cutAfter = (body: Json): number | undefined => (Number.isInteger(body.emulator_cut_after) ? body.emulator_cut_after : undefined);
+/** Where a stream is cut: the request's test hook, else a `cutAfter` fault on this request (ctx.state). */
+const cutAfter = (body: Json, ctx?: Koa.Context): number | undefined => (Number.isInteger(body.emulator_cut_after) ? body.emulator_cut_after : ctx?.state.emulatorCutAfter);
 
 const data = (o: unknown) => `data: ${JSON.stringify(o)}\n\n`;
 
@@ -233,7 +234,7 @@ function chatCompletions(ctl: EmulatorControl) {
       events.push(chunk(i, {}, r.finish));
     }
     if (withUsage) events.push(data({ id, object: 'chat.completion.chunk', created, model, system_fingerprint: 'fp_emulator', choices: [], usage }));
-    await streamEvents(ctx, ctl, events, cutAfter(body));
+    await streamEvents(ctx, ctl, events, cutAfter(body, ctx));
   };
 }
 
@@ -267,7 +268,7 @@ function completions(ctl: EmulatorControl) {
       events.push(data({ id, object: 'text_completion', created, model, choices: [{ text: '', index: c.index, logprobs: null, finish_reason: c.finish_reason }] }));
     }
     if (withUsage) events.push(data({ id, object: 'text_completion', created, model, choices: [], usage }));
-    await streamEvents(ctx, ctl, events, cutAfter(body));
+    await streamEvents(ctx, ctl, events, cutAfter(body, ctx));
   };
 }
 

@@ -19,6 +19,8 @@ export function registerMount(m: Mount): void {
   mounts.push(m);
 }
 
+const DEPLOYMENT_PREFIX = /^\/_d\/([^/]+)(?=\/)/;
+
 export interface Emulator { url: string; control: EmulatorControl; server: http.Server; close(): Promise<void> }
 
 export async function startEmulator(opts: { port?: number; host?: string } = {}): Promise<Emulator> {
@@ -47,16 +49,24 @@ export async function startEmulator(opts: { port?: number; host?: string } = {})
   for (const m of mounts) m(router, control, () => url);
   app.use(async (ctx, next) => {
     if (ctx.path.startsWith('/_emulator/')) return next();
+    // `/_d/<name>/...` is the same upstream playing deployment <name>: the prefix only selects faults.
+    const d = DEPLOYMENT_PREFIX.exec(ctx.path);
+    if (d) {
+      ctx.path = ctx.path.slice(d[0].length);
+      ctx.req.headers['x-emulator-deployment'] = d[1]; // so recorded requests say which deployment they hit
+    }
     if (control.settings.latencyMs > 0) await new Promise((r) => setTimeout(r, control.settings.latencyMs));
-    const f = control.take(ctx.method, ctx.path);
+    const f = control.take(ctx.method, ctx.path, d ? d[1] : null);
     if (f?.delayMs) await new Promise((r) => setTimeout(r, f.delayMs));
     if (f?.drop) {
       ctx.req.socket.destroy();
       ctx.respond = false;
       return;
     }
+    if (f?.cutAfter !== undefined) ctx.state.emulatorCutAfter = f.cutAfter;
     if (f?.status) {
       ctx.status = f.status;
+      if (f.retryAfter !== undefined) ctx.set('retry-after', f.retryAfter);
       ctx.body = { error: { message: `emulated failure ${f.status}`, type: f.status >= 500 ? 'server_error' : 'invalid_request_error', param: null, code: `emulated_${f.status}` } };
       return;
     }

@@ -1,6 +1,7 @@
 import { Pool } from 'undici';
 import type { Dispatcher } from 'undici';
 import { ApiError } from '../errors';
+import { classOfStatus, markFailure } from '../routing/failure';
 import type { ProviderConfig } from '../catalog/catalog';
 import { mapTransportError, readLimited, UpstreamAborted } from './openai';
 import type { CallOptions, ProviderAdapter } from './types';
@@ -92,9 +93,9 @@ export class AnthropicAdapter implements ProviderAdapter {
     }
     this.opts.onError?.(this.id, res.statusCode);
     if (res.statusCode === 401 || res.statusCode === 403 || res.statusCode === 407) {
-      throw new ApiError(502, `The upstream provider refused the gateway's credentials (HTTP ${res.statusCode}).`, 'api_error', null, 'upstream_error');
+      throw markFailure(new ApiError(502, `The upstream provider refused the gateway's credentials (HTTP ${res.statusCode}).`, 'api_error', null, 'upstream_error'), 'client');
     }
-    throw new AnthropicUpstreamError(res.statusCode, text, out.headers);
+    throw markFailure(new AnthropicUpstreamError(res.statusCode, text, out.headers), classOfStatus(res.statusCode), out.headers['retry-after']);
   }
 
   private transportError(e: unknown, opts: CallOptions): Error {

@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import { FormData, Pool } from 'undici';
 import type { Dispatcher } from 'undici';
 import { ApiError } from '../errors';
+import { classOfStatus, markFailure } from '../routing/failure';
 import type { ProviderConfig } from '../catalog/catalog';
 import { postForWholeAnswer, postStreamingTo, type StreamSink, type UpstreamPost, type WholeAnswer } from './upstreamDispatch';
 import type { BufferedResponse, CallOptions, MultipartValue, OpenAICompatibleAdapter, StreamingResponse, TokenUsage } from './types';
@@ -183,6 +184,11 @@ interface UpstreamErrorBody { error?: { message?: unknown; type?: unknown; param
  * would mislead the client: those become 502. 5xx: 502 `upstream_error` (504 for an upstream 504).
  */
 export function mapUpstreamError(status: number, text: string, retryAfter = ''): ApiError {
+  // Marked for the retry loop (src/routing): the gateway's refused credentials are not the provider's trouble.
+  return markFailure(upstreamError(status, text, retryAfter), status === 401 || status === 403 || status === 407 ? 'client' : classOfStatus(status), retryAfter);
+}
+
+function upstreamError(status: number, text: string, retryAfter: string): ApiError {
   let body: UpstreamErrorBody | null = null;
   try {
     body = JSON.parse(text) as UpstreamErrorBody;
@@ -205,9 +211,9 @@ export function mapUpstreamError(status: number, text: string, retryAfter = ''):
 export function mapTransportError(e: unknown): ApiError {
   const code = (e as { code?: string })?.code ?? '';
   if (code === 'UND_ERR_CONNECT_TIMEOUT' || code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT') {
-    return new ApiError(504, 'The upstream provider did not answer in time.', 'upstream_error', null, 'upstream_timeout');
+    return markFailure(new ApiError(504, 'The upstream provider did not answer in time.', 'upstream_error', null, 'upstream_timeout'), 'timeout');
   }
-  return new ApiError(502, `The upstream provider could not be reached (${code || (e as Error)?.name || 'error'}).`, 'upstream_error', null, 'upstream_error');
+  return markFailure(new ApiError(502, `The upstream provider could not be reached (${code || (e as Error)?.name || 'error'}).`, 'upstream_error', null, 'upstream_error'), 'connect');
 }
 
 const USAGE_KEY = Buffer.from('"usage"');

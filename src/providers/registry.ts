@@ -2,6 +2,7 @@ import { ApiError } from '../errors';
 import type { Catalog, ModelConfig, ProviderConfig, ProviderKind } from '../catalog/catalog';
 import { OpenAIAdapter, type OpenAIAdapterOptions } from './openai';
 import type { OpenAICompatibleAdapter, ProviderAdapter } from './types';
+import { adapterKey, type Deployment } from '../catalog/deployments';
 
 export type AdapterFactory = (cfg: ProviderConfig) => ProviderAdapter;
 
@@ -26,6 +27,28 @@ export class ProviderRegistry {
       const make = factories[cfg.kind];
       if (make) this.adapters.set(cfg.id, make(cfg));
     }
+    // A deployment with a key of its own gets its own adapter (headers and pool), one per provider and key.
+    for (const d of catalog.allDeployments()) {
+      const key = adapterKey(d);
+      if (!d.apiKeyEnv || this.adapters.has(key)) continue;
+      const cfg = catalog.providers.get(d.provider)!;
+      const make = factories[cfg.kind];
+      if (make) this.adapters.set(key, make({ ...cfg, apiKey: d.apiKey }));
+    }
+  }
+
+  /** The adapter serving a deployment. */
+  forDeployment(d: Deployment): ProviderAdapter | undefined {
+    return this.adapters.get(d.apiKeyEnv ? adapterKey(d) : d.provider);
+  }
+
+  /** The OpenAI-compatible adapter serving a deployment (a catalog misconfiguration is a 500). */
+  openaiFor(d: Deployment): OpenAICompatibleAdapter {
+    const a = this.forDeployment(d);
+    if (!a || a.kind !== 'openai') {
+      throw new ApiError(500, `Model '${d.modelId}' is not served by an OpenAI-compatible provider.`, 'server_error', null, 'provider_misconfigured');
+    }
+    return a as OpenAICompatibleAdapter;
   }
 
   get(providerId: string): ProviderAdapter | undefined {

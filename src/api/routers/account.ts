@@ -33,14 +33,14 @@ export function accountRouter(deps: AppDeps): Router<GatewayState> {
     const limit = limitParam(ctx.query.limit, 50, 1000);
     await deps.credit.flush();
     const rows = await deps.db.query(
-      `SELECT id, api_key_id, model, operation, units, cost_vnd, latency_ms, status, created_at FROM usage_records
+      `SELECT id, api_key_id, model, operation, units, cost_vnd, latency_ms, status, routing, created_at FROM usage_records
        WHERE account_id = $1 ORDER BY created_at DESC LIMIT $2`, [accountId, limit]);
     ctx.body = {
       object: 'list',
       data: rows.rows.map((u) => {
         // Token operations also get their bill's breakdown: each field is priced on its own (README, cache pricing).
         const tokens = breakdownOfUnits(u.units);
-        return { id: u.id, api_key_id: u.api_key_id, model: u.model, operation: u.operation, units: u.units, ...(tokens ? { tokens } : {}), cost_vnd: u.cost_vnd, latency_ms: u.latency_ms, status: u.status, created_at: Math.floor(u.created_at.getTime() / 1000) };
+        return { id: u.id, api_key_id: u.api_key_id, model: u.model, operation: u.operation, units: u.units, ...(tokens ? { tokens } : {}), cost_vnd: u.cost_vnd, latency_ms: u.latency_ms, status: u.status, ...(u.routing ? { routing: u.routing } : {}), created_at: Math.floor(u.created_at.getTime() / 1000) };
       }),
     };
   });

@@ -6,7 +6,9 @@ import { bridgedChat } from './chatBridged';
 import { estimateChatMaxCost } from '../../billing/pricing';
 import type { ModelConfig } from '../../catalog/catalog';
 import { checkOutputCap } from '../../catalog/outputCap';
-import { forwardCompletionJson, forwardCompletionStream } from '../upstream';
+import { forwardCompletionJson, forwardCompletionStream, type UpstreamTry } from '../upstream';
+import { boundOverCandidates } from '../../routing/bound';
+import type { RouteTry } from '../../routing/modelRouter';
 import { reserve } from '../reserve';
 
 function checkMaxTokens(model: ModelConfig, body: { max_tokens?: number | null; max_completion_tokens?: number | null }): void {
@@ -27,19 +29,28 @@ export function chatRouter(deps: AppDeps): Router<GatewayState> {
     // Chat models on an Anthropic or a Responses-only upstream go through the bridges /v1/messages and /v1/responses use.
     if (kind === 'chat' && (model.api === 'responses' || deps.providers.get(model.provider)?.kind !== 'openai')) return bridgedChat(ctx, deps, model, body as ChatCompletionBody);
     // Resolved before funds are reserved: a misconfigured provider is refused with nothing held.
-    const adapter = deps.providers.openai(model);
+    deps.providers.openai(model);
     const stream = body.stream === true;
     const clientWantsUsage = stream && body.stream_options?.include_usage === true;
     // The body is ours (parsed per request): rewrite it in place rather than copy it.
     body.model = model.upstreamModel;
     if (stream) body.stream_options = body.stream_options ? { ...body.stream_options, include_usage: true } : { include_usage: true };
-    const payload = JSON.stringify(body);
+    let payload = JSON.stringify(body);
     const payloadBytes = Buffer.byteLength(payload);
-    const bound = estimateChatMaxCost(model, body, payloadBytes);
+    // Reserved once, for the most expensive model and deployment that may answer (retries and fallbacks included).
+    const bound = boundOverCandidates(deps.catalog, deps.router, model, (m, extra) => estimateChatMaxCost(m, body, payloadBytes + extra));
     const meter = await reserve(ctx, deps, model.id, kind === 'chat' ? 'chat.completions' : 'completions', bound.maxCost, bound.promptTokens + bound.outputTokens);
     const path = kind === 'chat' ? '/chat/completions' : '/completions';
-    if (stream) await forwardCompletionStream(ctx, adapter, path, payload, payloadBytes, model, meter, { kind, clientWantsUsage });
-    else await forwardCompletionJson(ctx, adapter, path, payload, payloadBytes, model, meter);
+    // Each try names its deployment's upstream model; serialised again only when that name differs.
+    const prepare = (t: RouteTry): UpstreamTry => {
+      if (body.model !== t.deployment.upstreamModel) {
+        body.model = t.deployment.upstreamModel;
+        payload = JSON.stringify(body);
+      }
+      return { adapter: deps.providers.openaiFor(t.deployment), payload };
+    };
+    if (stream) await forwardCompletionStream(ctx, deps.router, model, path, prepare, payloadBytes, meter, { kind, clientWantsUsage });
+    else await forwardCompletionJson(ctx, deps.router, model, path, prepare, payloadBytes, meter);
   }
 
   r.post('/v1/chat/completions', jsonApi(deps, '/v1/chat/completions', deps.config.maxJsonBytes), async (ctx) => {

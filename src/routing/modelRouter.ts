@@ -1,0 +1,107 @@
+import type { Catalog, ModelConfig } from '../catalog/catalog';
+import type { Deployment } from '../catalog/deployments';
+import { DeploymentState, pickHealthy } from './deploymentState';
+import { failureOf, isRetryable } from './failure';
+import type { RoutingSettings } from './settings';
+
+/** How a try came about: the first one, another deployment of the same model, or a fallback model. */
+export type TryKind = 'first' | 'retry' | 'fallback';
+
+/** One upstream try: the model and deployment that serve it. */
+export interface RouteTry { model: ModelConfig; deployment: Deployment; kind: TryKind; state: DeploymentState }
+
+/** Told which deployment each try goes to (the request's meter, so its usage record names the one that answered). */
+export interface RouteRecorder { routed(t: RouteTry): void }
+
+interface Link { model: ModelConfig; states: DeploymentState[] }
+
+/**
+ * Routes a request over a model's deployments and its fallback models. The caller's `call` makes one upstream try
+ * and must throw only before the client has received anything (a failure after the first byte is the caller's
+ * to end; it reports it with streamCut). A failed try whose class allows it (connect, timeout, 408, 409, 429, 5xx)
+ * is followed by another deployment of the same model, then by the fallbacks in order, within maxAttempts tries and
+ * maxTimeMs; the client gets the last error when none is left.
+ *
+ * When every candidate is cooling down, the one that recovers first is tried anyway: a model with a single
+ * deployment keeps being served as before, a failure only steers traffic to alternatives when there are some.
+ */
+export class ModelRouter {
+  private readonly chains = new Map<string, Link[]>();
+  readonly states: DeploymentState[] = [];
+
+  constructor(catalog: Catalog, private readonly settings: RoutingSettings, private readonly now: () => number = Date.now) {
+    const byModel = new Map<string, DeploymentState[]>();
+    for (const m of catalog.models) {
+      const states = catalog.deployments(m).map((d) => new DeploymentState(d));
+      byModel.set(m.id, states);
+      this.states.push(...states);
+    }
+    for (const m of catalog.models) {
+      const chain: Link[] = [m, ...(m.fallbacks ?? []).map((id) => catalog.get(id)!)].map((x) => ({ model: x, states: byModel.get(x.id)! }));
+      this.chains.set(m.id, chain);
+    }
+  }
+
+  /** The models a request on `m` may be answered by, in order (m first): its reservation must cover each. */
+  candidates(m: ModelConfig): ModelConfig[] {
+    const chain = this.chains.get(m.id)!;
+    return chain.length === 1 ? [m] : chain.map((l) => l.model);
+  }
+
+  async run<T>(m: ModelConfig, call: (t: RouteTry) => Promise<T>, recorder?: RouteRecorder | null): Promise<T> {
+    const chain = this.chains.get(m.id)!;
+    const start = this.now();
+    let tried: Set<DeploymentState> | null = null;
+    let tries = 0;
+    let t = this.choose(chain, null, start, m, true)!;
+    for (;;) {
+      const st = t.state;
+      st.requests++;
+      if (t.kind === 'retry') st.retries++;
+      else if (t.kind === 'fallback') st.fallbacks++;
+      recorder?.routed(t);
+      st.begin(this.now());
+      try {
+        const out = await call(t);
+        st.succeeded();
+        return out;
+      } catch (e) {
+        const f = failureOf(e);
+        if (!f) {
+          st.abandoned();
+          throw e;
+        }
+        const now = this.now();
+        st.failed(f.cls, f.retryAfterMs, now, this.settings);
+        tries++;
+        if (!isRetryable(f.cls) || tries >= this.settings.maxAttempts || now - start >= this.settings.maxTimeMs) throw e;
+        (tried ??= new Set()).add(st);
+        const next = this.choose(chain, tried, now, m, false);
+        if (!next) throw e;
+        t = next;
+      }
+    }
+  }
+
+  /** A stream that failed after its first byte: not retried (the client has it), but the deployment cools down. */
+  streamCut(t: RouteTry): void {
+    t.state.failed('stream_cut', null, this.now(), this.settings);
+  }
+
+  /** A healthy untried deployment, the primary model's first, then each fallback's; else the last resort. */
+  private choose(chain: Link[], tried: Set<DeploymentState> | null, now: number, primary: ModelConfig, first: boolean): RouteTry | null {
+    for (const link of chain) {
+      const s = pickHealthy(link.states, tried, now);
+      if (s) return tryOf(link, s, primary, first);
+    }
+    // Every untried candidate is cooling down (or being probed): the one that recovers first.
+    let best: { link: Link; s: DeploymentState } | null = null;
+    for (const link of chain) for (const s of link.states) if (!tried?.has(s) && (!best || s.until < best.s.until)) best = { link, s };
+    return best ? tryOf(best.link, best.s, primary, first) : null;
+  }
+}
+
+function tryOf(link: Link, s: DeploymentState, primary: ModelConfig, first: boolean): RouteTry {
+  const kind: TryKind = link.model !== primary ? 'fallback' : first ? 'first' : 'retry';
+  return { model: link.model, deployment: s.deployment, kind, state: s };
+}
