@@ -9,7 +9,7 @@ import { translateInput } from '../../translate/translateInput';
 import { formatSse } from '../../sse/translatedEvents';
 import { backendFor, UpstreamStreamError } from '../../providers/chatBackends';
 import { tokensFromChars } from '../../billing/pricing';
-import { StreamUsage } from '../../billing/meter';
+import { StreamUsage, type Meter } from '../../billing/meter';
 import { estimatedUsage, fromChatUsage } from '../../billing/tokenUsage';
 import { costComment, setCostHeaders } from '../costReport';
 import { reserve } from '../reserve';
@@ -51,10 +51,14 @@ export async function translatedResponses(ctx: Ctx, deps: AppDeps, t: Turn): Pro
     meter.cancel({}, failureStatus(e));
     throw e;
   }
+  await streamResponse(ctx, deps, t, meter, batches, new ChatToResponsesStream(shell, tools, { inputTokensEstimate: tokensFromChars(bytes) }), bytes);
+}
+
+/** Translates the upstream's chat chunks into response events as they arrive; stores the turn; settles. */
+async function streamResponse(ctx: Ctx, deps: AppDeps, t: Turn, meter: Meter, batches: AsyncIterable<ChatChunk[]>, tr: ChatToResponsesStream, bytes: number): Promise<void> {
   const sink = t.sink;
   sink.open();
   const usage = new StreamUsage(bytes);
-  const tr = new ChatToResponsesStream(shell, tools, { inputTokensEstimate: tokensFromChars(bytes) });
   let failed = false;
   try {
     await sink.write(tr.start().map(formatSse).join(''));
