@@ -2,7 +2,7 @@ import Router from '@koa/router';
 import type { AppDeps } from '../deps';
 import { jsonApi, type Ctx, type GatewayState } from '../middleware';
 import { validateChatCompletion, validateCompletion, type ChatCompletionBody } from '../../schemas/chat';
-import { bridgedChat } from './chatBridged';
+import { bridgedChat } from '../chat/bridged';
 import { estimateChatMaxCost } from '../../billing/pricing';
 import type { ModelConfig } from '../../catalog/catalog';
 import { checkOutputCap } from '../../catalog/outputCap';
