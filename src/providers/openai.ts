@@ -4,8 +4,8 @@ import type { Dispatcher } from 'undici';
 import { ApiError } from '../errors';
 import { classOfStatus, markFailure } from '../routing/failure';
 import type { ProviderConfig } from '../catalog/catalog';
-import { postForWholeAnswer, postStreamingTo, type StreamSink, type UpstreamPost, type WholeAnswer } from './upstreamDispatch';
-import type { BufferedResponse, CallOptions, MultipartValue, OpenAICompatibleAdapter, StreamingResponse, TokenUsage } from './types';
+import { postForWholeAnswer, postStreamingTo, type UpstreamPost, type WholeAnswer } from './upstreamDispatch';
+import type { BufferedResponse, CallOptions, MultipartValue, OpenAICompatibleAdapter, StreamingResponse, StreamSink, TokenUsage } from './types';
 
 /**
  * Adapter for any OpenAI-compatible upstream (OpenAI, vLLM, Ollama, LiteLLM, the emulator): base URL + bearer

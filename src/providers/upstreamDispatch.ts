@@ -1,6 +1,6 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Dispatcher } from 'undici';
-import type { CancelSignal } from './types';
+import type { CancelSignal, StreamSink } from './types';
 
 /**
  * Upstream requests through undici's dispatch handler interface, for the gateway's busiest paths: a JSON answer
@@ -24,18 +24,6 @@ export interface UpstreamPost {
   signal?: CancelSignal;
   /** Bytes kept of a non-2xx answer's body (its message is all that is passed on). */
   errorBodyLimit: number;
-}
-
-/** Where a streamed 2xx answer goes, as it arrives. */
-export interface StreamSink {
-  /** The answer's status and headers (2xx only); its body follows. */
-  start(status: number, headers: IncomingHttpHeaders): void;
-  /** One body chunk; false asks the upstream to pause until `resume` is called. */
-  data(chunk: Buffer, resume: () => void): boolean;
-  /** The body ended. */
-  end(): void;
-  /** The upstream failed, or the signal cancelled the request, after start. */
-  fail(err: Error): void;
 }
 
 /** Calls `fn` once when the signal fires (at once if it has); returns the unsubscribe function. */

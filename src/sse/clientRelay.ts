@@ -2,7 +2,7 @@ import type { ServerResponse } from 'node:http';
 import type { StreamUsage } from '../billing/meter';
 import { SseDecoder } from './upstreamEvents';
 import { SSE_DONE, SSE_HEADERS } from './wire';
-import type { StreamSink } from '../providers/upstreamDispatch';
+import type { StreamSink } from '../providers/types';
 
 /**
  * The SSE relay of streamed chat and legacy completions: the upstream's chunks are written to the client as they
