@@ -1,6 +1,6 @@
 import type Koa from 'koa';
 import type Router from '@koa/router';
-import { registerMount } from './server';
+import type { Mount } from './mount';
 import type { EmulatorControl } from './control';
 import { DROP_MIDSTREAM_MARKER, hash, pieces, readJson, sampleFor, sse, tokens, usageMarkers, writeSse, type Json } from './replyKit';
 
@@ -176,7 +176,7 @@ function countTokens(ctl: EmulatorControl) {
   };
 }
 
-registerMount((router: Router, ctl: EmulatorControl) => {
+export const mountAnthropic: Mount = (router: Router, ctl: EmulatorControl) => {
   router.post('/anthropic/v1/messages', messages(ctl));
   router.post('/anthropic/v1/messages/count_tokens', countTokens(ctl));
-});
+};

@@ -1,7 +1,7 @@
 import { Readable } from 'node:stream';
 import type Koa from 'koa';
 import type Router from '@koa/router';
-import { registerMount } from './server';
+import type { Mount } from './mount';
 import type { EmulatorControl } from './control';
 import { NO_MARKERS, openSse, usageMarkers, type UsageMarkers } from './replyKit';
 import { AUDIO_CONTENT_TYPES, AUDIO_FORMATS, audioDurationSeconds, audioFixture, isPng, seededPng, type AudioFormat } from './media';
@@ -453,7 +453,7 @@ function imageEdits(ctl: EmulatorControl, baseUrl: () => string) {
   };
 }
 
-registerMount((router: Router, ctl: EmulatorControl, baseUrl: () => string) => {
+export const mountOpenAI: Mount = (router: Router, ctl: EmulatorControl, baseUrl: () => string) => {
   const p = '/openai/v1';
   router.post(`${p}/chat/completions`, chatCompletions(ctl));
   router.post(`${p}/completions`, completions(ctl));
@@ -471,4 +471,4 @@ registerMount((router: Router, ctl: EmulatorControl, baseUrl: () => string) => {
   router.get(`${p}/models`, (ctx) => {
     ctx.body = { object: 'list', data: ['gpt-4o-mini', 'gpt-4o', 'gpt-3.5-turbo-instruct', 'text-embedding-3-small', 'tts-1', 'whisper-1', 'gpt-image-1'].map((id) => ({ id, object: 'model', created: 1700000000, owned_by: 'emulator' })) };
   });
-});
+};

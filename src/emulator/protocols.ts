@@ -1,7 +1,9 @@
-// Each protocol module registers its routes with registerMount when imported.
-import './openai';
-import './anthropic';
-import './responses';
-import './veo';
-import './seedance';
-export {};
+import type { Mount } from './mount';
+import { mountOpenAI } from './openai';
+import { mountAnthropic } from './anthropic';
+import { mountResponses } from './responses';
+import { mountVeo } from './veo';
+import { mountSeedance } from './seedance';
+
+/** Every protocol the emulator speaks, each adding its routes. */
+export const MOUNTS: Mount[] = [mountOpenAI, mountAnthropic, mountResponses, mountVeo, mountSeedance];

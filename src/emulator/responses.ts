@@ -1,6 +1,6 @@
 import type Koa from 'koa';
 import type Router from '@koa/router';
-import { registerMount } from './server';
+import type { Mount } from './mount';
 import type { EmulatorControl } from './control';
 import { DROP_MIDSTREAM_MARKER, hash, pieces, readJson, sampleFor, sse, tokens, usageMarkers, writeSse, type Json } from './replyKit';
 
@@ -147,6 +147,6 @@ function responses(ctl: EmulatorControl) {
   };
 }
 
-registerMount((router: Router, ctl: EmulatorControl) => {
+export const mountResponses: Mount = (router: Router, ctl: EmulatorControl) => {
   router.post('/openai/v1/responses', responses(ctl));
-});
+};

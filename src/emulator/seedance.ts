@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type Koa from 'koa';
 import { koaBody } from 'koa-body';
-import { registerMount } from './server';
+import type { Mount } from './mount';
 import { lastFramePng, mp4Stream, parseMarkers, type VideoMarkers } from './videoMedia';
 
 /**
@@ -29,7 +29,7 @@ function arkError(ctx: Koa.Context, status: number, code: string, message: strin
   ctx.body = { error: { code, message } };
 }
 
-registerMount((router, ctl, baseUrl) => {
+export const mountSeedance: Mount = (router, ctl, baseUrl) => {
   const tasks = new Map<string, Task>();
   const json = koaBody({ json: true, jsonLimit: '200mb', urlencoded: false, text: false, multipart: false });
 
@@ -139,4 +139,4 @@ registerMount((router, ctl, baseUrl) => {
       ctx.body = lastFramePng();
     }
   });
-});
+};

@@ -4,28 +4,21 @@ import Koa from 'koa';
 import Router from '@koa/router';
 import { koaBody } from 'koa-body';
 import { EmulatorControl, type Fault } from './control';
+import { MOUNTS } from './protocols';
 
 /**
  * The provider emulator: one HTTP server speaking the upstreams' real wire protocols, mounted under
  * /openai/v1 (OpenAI-compatible), /anthropic (Anthropic Messages), /veo/v1beta (Gemini API long-running
- * operations) and /seedance/api/v3 (BytePlus content generation tasks). Each protocol lives in its own module
- * and registers its routes through `mount`.
+ * operations) and /seedance/api/v3 (BytePlus content generation tasks). Each protocol lives in its own module,
+ * which exports its `Mount` (src/emulator/protocols.ts lists them).
  */
-export type Mount = (router: Router, ctl: EmulatorControl, baseUrl: () => string) => void;
-
-const mounts: Mount[] = [];
-/** Protocol modules call this at import time. */
-export function registerMount(m: Mount): void {
-  mounts.push(m);
-}
+export type { Mount } from './mount';
 
 const DEPLOYMENT_PREFIX = /^\/_d\/([^/]+)(?=\/)/;
 
 export interface Emulator { url: string; control: EmulatorControl; server: http.Server; close(): Promise<void> }
 
 export async function startEmulator(opts: { port?: number; host?: string } = {}): Promise<Emulator> {
-  // Import protocol modules for their registerMount side effect.
-  await import('./protocols');
   const control = new EmulatorControl();
   const app = new Koa();
   app.silent = true;
@@ -46,7 +39,7 @@ export async function startEmulator(opts: { port?: number; host?: string } = {})
   router.get('/_emulator/requests', (ctx) => {
     ctx.body = control.requests;
   });
-  for (const m of mounts) m(router, control, () => url);
+  for (const m of MOUNTS) m(router, control, () => url);
   app.use(async (ctx, next) => {
     if (ctx.path.startsWith('/_emulator/')) return next();
     // `/_d/<name>/...` is the same upstream playing deployment <name>: the prefix only selects faults.

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type Koa from 'koa';
 import { koaBody } from 'koa-body';
-import { registerMount } from './server';
+import type { Mount } from './mount';
 import { mp4Stream, parseMarkers, type VideoMarkers } from './videoMedia';
 
 /**
@@ -29,7 +29,7 @@ function isImage(v: unknown): boolean {
   return !!i && typeof i.bytesBase64Encoded === 'string' && i.bytesBase64Encoded.length > 0 && typeof i.mimeType === 'string' && /^image\//.test(i.mimeType);
 }
 
-registerMount((router, ctl, baseUrl) => {
+export const mountVeo: Mount = (router, ctl, baseUrl) => {
   const ops = new Map<string, Op>();
   const json = koaBody({ json: true, jsonLimit: '200mb', urlencoded: false, text: false, multipart: false });
 
@@ -91,4 +91,4 @@ registerMount((router, ctl, baseUrl) => {
     ctx.length = length;
     ctx.body = body;
   });
-});
+};
