@@ -89,6 +89,39 @@ function completionCharsOf(json: { choices?: TextChoiceLike[] } | null): number 
   return n;
 }
 
+/**
+ * Runs a single-answer upstream call through the router (retries and fallbacks, src/routing); on final failure
+ * cancels the meter as callUpstream does. Returns the answer and the model that gave it (its prices bill it).
+ */
+export async function callRouted<T>(ctx: Ctx, router: ModelRouter, model: ModelConfig, meter: Meter, units: Record<string, number>, call: (t: RouteTry) => Promise<T>): Promise<{ value: T; model: ModelConfig } | null> {
+  let answered = model;
+  const value = await callUpstream(ctx, meter, units, () => router.run(model, (t) => {
+    answered = t.model;
+    return call(t);
+  }, meter));
+  return value === null ? null : { value, model: answered };
+}
+
+/**
+ * A JSON request body whose `model` names the upstream model, serialised for each try: again only when the try's
+ * deployment has another upstream name than the last one sent (never on the healthy path).
+ */
+export class RoutedPayload<B extends { model: string }> {
+  payload: string;
+
+  constructor(private readonly body: B) {
+    this.payload = JSON.stringify(body);
+  }
+
+  for(t: RouteTry): string {
+    if (this.body.model !== t.deployment.upstreamModel) {
+      this.body.model = t.deployment.upstreamModel;
+      this.payload = JSON.stringify(this.body);
+    }
+    return this.payload;
+  }
+}
+
 /** What one routed try sends: the adapter of its deployment and the payload naming its upstream model. */
 export interface UpstreamTry { adapter: OpenAICompatibleAdapter; payload: string }
 

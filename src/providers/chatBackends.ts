@@ -1,4 +1,6 @@
 import { ApiError } from '../errors';
+import { carryFailure } from '../routing/failure';
+import type { Deployment } from '../catalog/deployments';
 import type { ModelConfig } from '../catalog/catalog';
 import type { ChatChunk, ChatCompletion, ChatRequest } from '../translate/chatTypes';
 import { AnthropicStreamError, AnthropicStreamToChat, anthropicToChatCompletion, chatToAnthropicRequest } from '../translate/chatToAnthropic';
@@ -85,6 +87,10 @@ export function openaiBackend(adapter: OpenAICompatibleAdapter, model: ModelConf
 /** An Anthropic upstream's error as an OpenAI-shaped one (the Responses interface's error shape). */
 function fromAnthropic(e: unknown): unknown {
   if (!(e instanceof AnthropicUpstreamError)) return e;
+  return carryFailure(e, anthropicAsOpenAI(e));
+}
+
+function anthropicAsOpenAI(e: AnthropicUpstreamError): ApiError {
   let message = `upstream answered HTTP ${e.status}`;
   try {
     const b = JSON.parse(e.body) as { error?: { message?: string } };
@@ -94,8 +100,8 @@ function fromAnthropic(e: unknown): unknown {
   return new ApiError(e.status, message, e.status === 429 ? 'rate_limit_error' : 'invalid_request_error', null, null, e.headers['retry-after'] ? { 'retry-after': e.headers['retry-after'] } : {});
 }
 
-export function anthropicBackend(adapter: AnthropicAdapter, model: ModelConfig, chat: ChatRequest): ChatBackend {
-  const req = chatToAnthropicRequest({ ...chat, model: model.upstreamModel }, { defaultMaxTokens: model.maxOutputTokens ?? DEFAULT_MAX_OUTPUT_TOKENS });
+export function anthropicBackend(adapter: AnthropicAdapter, model: ModelConfig, chat: ChatRequest, upstreamModel = model.upstreamModel): ChatBackend {
+  const req = chatToAnthropicRequest({ ...chat, model: upstreamModel }, { defaultMaxTokens: model.maxOutputTokens ?? DEFAULT_MAX_OUTPUT_TOKENS });
   const payload = JSON.stringify(req);
   const payloadBytes = Buffer.byteLength(payload);
   return {
@@ -157,11 +163,12 @@ export function anthropicBackend(adapter: AnthropicAdapter, model: ModelConfig, 
 }
 
 /** The backend for a translated request on this model. */
-export function backendFor(providers: ProviderRegistry, model: ModelConfig, chat: ChatRequest): ChatBackend {
-  const a = providers.get(model.provider);
-  if (a instanceof AnthropicAdapter) return anthropicBackend(a, model, chat);
-  const openai = providers.openai(model);
-  return model.api === 'responses' ? responsesBackend(openai, model, chat) : openaiBackend(openai, model, chat);
+export function backendFor(providers: ProviderRegistry, model: ModelConfig, chat: ChatRequest, deployment?: Deployment): ChatBackend {
+  const a = deployment ? providers.forDeployment(deployment) : providers.get(model.provider);
+  if (a instanceof AnthropicAdapter) return anthropicBackend(a, model, chat, deployment?.upstreamModel);
+  const openai = deployment ? providers.openaiFor(deployment) : providers.openai(model);
+  const c = deployment && deployment.upstreamModel !== chat.model ? { ...chat, model: deployment.upstreamModel } : chat;
+  return model.api === 'responses' ? responsesBackend(openai, model, c) : openaiBackend(openai, model, c);
 }
 
 export function responsesBackend(adapter: OpenAICompatibleAdapter, model: ModelConfig, chat: ChatRequest): ChatBackend {

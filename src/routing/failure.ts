@@ -45,3 +45,10 @@ export function isRetryable(cls: FailureClass): boolean {
 export function coolsDown(cls: FailureClass): boolean {
   return cls === 'connect' || cls === 'timeout' || cls === 'rate_limit' || cls === 'server' || cls === 'stream_cut';
 }
+
+/** Gives `to` (an error rewritten from `from`) the same failure class, so the retry loop still sees it. */
+export function carryFailure<E extends object>(from: unknown, to: E): E {
+  const f = failureOf(from);
+  if (f) failures.set(to, f);
+  return to;
+}

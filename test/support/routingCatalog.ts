@@ -17,6 +17,9 @@ export interface PoolSpec {
   fallbacks?: string[];
   maxOutputTokens?: number;
   timeoutMs?: number;
+  /** Provider kind of its deployments (default openai), and `api: responses` for a native Responses model. */
+  kind?: 'openai' | 'anthropic';
+  api?: 'responses';
 }
 
 /** A loopback port with nothing listening on it. */
@@ -29,18 +32,20 @@ export async function closedPort(): Promise<number> {
 }
 
 /** Writes the catalog to a temporary file and returns its path. */
-export async function writeRoutingCatalog(pools: PoolSpec[], protocol = 'openai/v1'): Promise<string> {
+export async function writeRoutingCatalog(pools: PoolSpec[]): Promise<string> {
   const dead = await closedPort();
   const providers: Record<string, unknown> = {};
   const models = pools.map((p) => {
+    const kind = p.kind ?? 'openai';
+    const protocol = kind === 'anthropic' ? 'anthropic' : 'openai/v1';
     for (const d of p.deployments) {
       providers[`p-${d.id}`] = {
-        kind: 'openai', apiKeyEnv: 'EMULATOR_API_KEY', timeoutMs: p.timeoutMs ?? 5000,
+        kind, apiKeyEnv: 'EMULATOR_API_KEY', timeoutMs: p.timeoutMs ?? 5000,
         baseUrl: d.dead ? `http://127.0.0.1:${dead}/${protocol}` : `\${EMULATOR_URL}/_d/${d.id}/${protocol}`,
       };
     }
     return {
-      id: p.id, mode: p.mode ?? 'chat', pricing: p.pricing, ...(p.maxOutputTokens ? { maxOutputTokens: p.maxOutputTokens } : {}),
+      id: p.id, mode: p.mode ?? 'chat', pricing: p.pricing, ...(p.api ? { api: p.api } : {}), ...(p.maxOutputTokens ? { maxOutputTokens: p.maxOutputTokens } : {}),
       ...(p.fallbacks ? { fallbacks: p.fallbacks } : {}),
       deployments: p.deployments.map((d) => ({ id: d.id, provider: `p-${d.id}`, upstreamModel: p.upstreamModel, ...(d.weight ? { weight: d.weight } : {}) })),
     };

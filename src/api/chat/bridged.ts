@@ -7,7 +7,8 @@ import type { ChatChunk, ChatCompletion } from '../../translate/chatTypes';
 import { bridgeChatRequest } from '../../translate/chatBridgeRequest';
 import { UpstreamAborted } from '../../providers/openai';
 import { StreamUsage } from '../../billing/meter';
-import { backendFor, UpstreamStreamError } from '../../providers/chatBackends';
+import { UpstreamStreamError } from '../../providers/chatBackends';
+import { RoutedBackend } from '../../routing/routedBackend';
 import { estimatedUsage, fromChatUsage } from '../../billing/tokenUsage';
 import { costComment, setCostHeaders } from '../costReport';
 import { translateInput } from '../../translate/translateInput';
@@ -27,8 +28,10 @@ interface ChatBody { messages: { role: string; content?: unknown }[]; stream?: b
 
 export async function bridgedChat(ctx: Ctx, deps: AppDeps, model: ModelConfig, body: ChatBody): Promise<void> {
   const chat = translateInput(() => bridgeChatRequest(body, model.upstreamModel));
-  const backend = backendFor(deps.providers, model, chat);
+  // Through the router: retries and fallbacks until an upstream answers (src/routing).
+  const backend = new RoutedBackend(deps.providers, deps.catalog, deps.router, model, chat);
   const meter = await reserve(ctx, deps, model.id, OPERATION, backend.maxCost, backend.maxTokens);
+  backend.recorder = meter;
   const sink = new SseSink(ctx);
   const upstream = async <T>(call: () => Promise<T>): Promise<T | null> => {
     try {
@@ -43,7 +46,7 @@ export async function bridgedChat(ctx: Ctx, deps: AppDeps, model: ModelConfig, b
   if (body.stream !== true) {
     const c: ChatCompletion | null = await upstream(() => backend.complete(sink.signal));
     if (!c) return;
-    meter.settleTokens(model.pricing, c.usage ? fromChatUsage(c.usage) : estimatedUsage(backend.payloadBytes, JSON.stringify(c.choices).length));
+    meter.settleTokens(backend.answered.pricing, c.usage ? fromChatUsage(c.usage) : estimatedUsage(backend.payloadBytes, JSON.stringify(c.choices).length));
     setCostHeaders(ctx.res, meter);
     ctx.body = c;
     return;
@@ -73,7 +76,7 @@ export async function bridgedChat(ctx: Ctx, deps: AppDeps, model: ModelConfig, b
       await sink.write(`data: ${JSON.stringify(openAIBody(new ApiError(502, message, 'upstream_error', null, 'upstream_error')))}\n\n`);
     }
   }
-  meter.settleTokens(model.pricing, usage.usageTokens(), sink.clientGone ? 499 : failed ? 502 : 200);
+  meter.settleTokens(backend.answered.pricing, usage.usageTokens(), sink.clientGone ? 499 : failed ? 502 : 200);
   // The cost goes last (a cut stream is billed too), then [DONE] unless the stream failed.
   if (!sink.clientGone) await sink.write(costComment(meter) + (failed ? '' : 'data: [DONE]\n\n'));
   sink.end();

@@ -7,14 +7,15 @@ import type { MessagesRequest } from '../../translate/anthropicTypes';
 import { formatSse } from '../../sse/translatedEvents';
 import { SseDecoder } from '../../sse/upstreamEvents';
 import type { SseSink } from '../../sse/clientSink';
-import { AnthropicUpstreamError, type AnthropicAdapter } from '../../providers/anthropic';
+import { AnthropicAdapter, AnthropicUpstreamError } from '../../providers/anthropic';
+import { boundOverCandidates } from '../../routing/bound';
 import { UpstreamAborted } from '../../providers/openai';
 import type { Meter } from '../../billing/meter';
 import { countImages, nativeBound } from '../../billing/nativeBound';
 import { estimatedUsage, fromAnthropicUsage, tokenUsage, type AnthropicUsageLike } from '../../billing/tokenUsage';
 import { costComment, setCostHeaders } from '../costReport';
 import { reserve } from '../reserve';
-import { failureStatus } from '../upstream';
+import { failureStatus, RoutedPayload } from '../upstream';
 
 /**
  * POST /v1/messages on a model of an `anthropic` provider: the body goes upstream as sent (model renamed), the
@@ -31,13 +32,21 @@ export function anthropicHeaders(ctx: Ctx) {
 /** Native pass-through: the body goes upstream as sent (model renamed), the answer comes back as produced. */
 export async function nativeMessages(ctx: Ctx, deps: AppDeps, model: ModelConfig, adapter: AnthropicAdapter, req: MessagesRequest, sink: SseSink): Promise<void> {
   checkOutputCap(model, 'max_tokens', req.max_tokens);
-  const payload = JSON.stringify({ ...req, model: model.upstreamModel });
-  const bytes = Buffer.byteLength(payload);
-  const bound = nativeBound(model, bytes, req.max_tokens, countImages(req.messages));
+  const payloads = new RoutedPayload({ ...req, model: model.upstreamModel });
+  const bytes = Buffer.byteLength(payloads.payload);
+  const images = countImages(req.messages);
+  // Reserved once for the most expensive model and deployment that may answer (retries and fallbacks included).
+  const bound = boundOverCandidates(deps.catalog, deps.router, model, (m, extra) => nativeBound(m, bytes + extra, req.max_tokens, images));
   const meter = await reserve(ctx, deps, model.id, OPERATION, bound.maxCost, bound.maxTokens);
+  const headers = anthropicHeaders(ctx);
+  let answered = model;
   let res;
   try {
-    res = await adapter.messages(payload, anthropicHeaders(ctx), { signal: sink.signal });
+    res = await deps.router.run(model, (t) => {
+      answered = t.model;
+      const a = deps.providers.forDeployment(t.deployment);
+      return (a instanceof AnthropicAdapter ? a : adapter).messages(payloads.for(t), headers, { signal: sink.signal });
+    }, meter);
   } catch (e) {
     meter.cancel({}, e instanceof AnthropicUpstreamError ? e.status : failureStatus(e));
     throw e;
@@ -54,7 +63,7 @@ export async function nativeMessages(ctx: Ctx, deps: AppDeps, model: ModelConfig
     try {
       usage = (JSON.parse(raw.toString('utf8')) as { usage?: AnthropicUsageLike }).usage ?? null;
     } catch {}
-    meter.settleTokens(model.pricing, typeof usage?.input_tokens === 'number' && typeof usage.output_tokens === 'number' ? fromAnthropicUsage(usage) : estimatedUsage(bytes, raw.length));
+    meter.settleTokens(answered.pricing, typeof usage?.input_tokens === 'number' && typeof usage.output_tokens === 'number' ? fromAnthropicUsage(usage) : estimatedUsage(bytes, raw.length));
     setCostHeaders(ctx.res, meter);
     for (const [k, v] of Object.entries(res.headers)) ctx.set(k, v);
     ctx.status = res.status;
@@ -62,7 +71,7 @@ export async function nativeMessages(ctx: Ctx, deps: AppDeps, model: ModelConfig
     ctx.body = raw;
     return;
   }
-  await pipeNativeStream(deps, model, meter, res.body, res.headers, bytes, sink);
+  await pipeNativeStream(deps, answered, meter, res.body, res.headers, bytes, sink);
 }
 
 /** Forwards each upstream network chunk at once, reading usage from the events as they pass. */

@@ -10,7 +10,8 @@ import type { ChatChunk, ChatCompletion } from '../../translate/chatTypes';
 import { translateInput } from '../../translate/translateInput';
 import { formatSse } from '../../sse/translatedEvents';
 import type { SseSink } from '../../sse/clientSink';
-import { backendFor, UpstreamStreamError } from '../../providers/chatBackends';
+import { UpstreamStreamError } from '../../providers/chatBackends';
+import { RoutedBackend } from '../../routing/routedBackend';
 import { tokensFromChars } from '../../billing/pricing';
 import { StreamUsage } from '../../billing/meter';
 import { estimatedUsage, fromChatUsage } from '../../billing/tokenUsage';
@@ -29,9 +30,11 @@ const OPERATION = 'messages';
 /** Any chat model: messages -> chat -> upstream (chat completions, or /responses) -> messages, event by event. */
 export async function translatedMessages(ctx: Ctx, deps: AppDeps, model: ModelConfig, req: MessagesRequest, sink: SseSink): Promise<void> {
   const { chat, tools } = translateInput(() => messagesToChat(req, { upstreamModel: model.upstreamModel, maxOutputTokens: model.maxOutputTokens, reasoning: model.reasoning }));
-  const backend = backendFor(deps.providers, model, chat);
+  // Through the router: retries and fallbacks until an upstream answers (src/routing).
+  const backend = new RoutedBackend(deps.providers, deps.catalog, deps.router, model, chat);
   const bytes = backend.payloadBytes;
   const meter = await reserve(ctx, deps, model.id, OPERATION, backend.maxCost, backend.maxTokens);
+  backend.recorder = meter;
   if (req.stream !== true) {
     let c: ChatCompletion;
     try {
@@ -41,7 +44,7 @@ export async function translatedMessages(ctx: Ctx, deps: AppDeps, model: ModelCo
       throw e;
     }
     const msg = chatToMessages(c, { model: req.model, tools });
-    meter.settleTokens(model.pricing, c.usage ? fromChatUsage(c.usage) : estimatedUsage(bytes, JSON.stringify(msg.content).length));
+    meter.settleTokens(backend.answered.pricing, c.usage ? fromChatUsage(c.usage) : estimatedUsage(bytes, JSON.stringify(msg.content).length));
     setCostHeaders(ctx.res, meter);
     ctx.body = msg;
     return;
@@ -75,7 +78,7 @@ export async function translatedMessages(ctx: Ctx, deps: AppDeps, model: ModelCo
       await sink.write(tr.fail('api_error', message).map(formatSse).join(''));
     }
   }
-  meter.settleTokens(model.pricing, usage.usageTokens(), sink.clientGone ? 499 : failed ? 502 : 200);
+  meter.settleTokens(backend.answered.pricing, usage.usageTokens(), sink.clientGone ? 499 : failed ? 502 : 200);
   if (!sink.clientGone) await sink.write(costComment(meter));
   sink.end();
 }

@@ -6,7 +6,6 @@ import type { ResponseObject } from '../../translate/responsesTypes';
 import { newId } from '../../translate/chatToResponses';
 import { formatSse } from '../../sse/translatedEvents';
 import { SseDecoder } from '../../sse/upstreamEvents';
-import type { SseSink } from '../../sse/clientSink';
 import type { OpenAICompatibleAdapter } from '../../providers/types';
 import { DEFAULT_MAX_OUTPUT_TOKENS } from '../../billing/pricing';
 import type { Meter } from '../../billing/meter';
@@ -14,7 +13,8 @@ import { countImages, nativeBound } from '../../billing/nativeBound';
 import { estimatedUsage } from '../../billing/tokenUsage';
 import { costComment, setCostHeaders } from '../costReport';
 import { reserve } from '../reserve';
-import { failureStatus } from '../upstream';
+import { failureStatus, RoutedPayload } from '../upstream';
+import { boundOverCandidates } from '../../routing/bound';
 import { storeTurn, usageOf, type Turn } from './turn';
 
 /**
@@ -28,43 +28,46 @@ const TERMINAL = new Set(['response.completed', 'response.incomplete', 'response
 /** Native pass-through to an upstream /responses. */
 export async function nativeResponses(ctx: Ctx, deps: AppDeps, t: Turn): Promise<void> {
   checkOutputCap(t.model, 'max_output_tokens', t.req.max_output_tokens);
-  const adapter = deps.providers.openai(t.model);
-  const body: Record<string, unknown> = { ...t.req, model: t.model.upstreamModel, input: [...t.history, ...t.input] };
+  deps.providers.openai(t.model); // a misconfigured provider is refused before funds are reserved
+  const body: { model: string; [k: string]: unknown } = { ...t.req, model: t.model.upstreamModel, input: [...t.history, ...t.input] };
   delete body.previous_response_id;
-  const payload = JSON.stringify(body);
-  const bytes = Buffer.byteLength(payload);
-  const maxOut = t.req.max_output_tokens ?? t.model.maxOutputTokens ?? DEFAULT_MAX_OUTPUT_TOKENS;
-  const bound = nativeBound(t.model, bytes, maxOut, countImages(body.input));
+  const payloads = new RoutedPayload(body);
+  const bytes = Buffer.byteLength(payloads.payload);
+  const images = countImages(body.input);
+  // Reserved once for the most expensive model and deployment that may answer (retries and fallbacks included).
+  const bound = boundOverCandidates(deps.catalog, deps.router, t.model, (m, extra) => nativeBound(m, bytes + extra, t.req.max_output_tokens ?? m.maxOutputTokens ?? DEFAULT_MAX_OUTPUT_TOKENS, images));
   const meter = await reserve(ctx, deps, t.model.id, OPERATION, bound.maxCost, bound.maxTokens);
+  let answered = t.model;
+  const routed = <R>(call: (adapter: OpenAICompatibleAdapter, payload: string) => Promise<R>) => deps.router.run(t.model, (r) => {
+    answered = r.model;
+    return call(deps.providers.openaiFor(r.deployment), payloads.for(r));
+  }, meter);
   if (t.req.stream !== true) {
     let obj: ResponseObject;
     let raw: Buffer;
     try {
-      raw = (await adapter.postJson('/responses', payload, { signal: t.sink.signal })).body;
+      raw = (await routed((a, payload) => a.postJson('/responses', payload, { signal: t.sink.signal }))).body;
       obj = JSON.parse(raw.toString('utf8')) as ResponseObject;
     } catch (e) {
       meter.cancel({}, e instanceof SyntaxError ? 502 : failureStatus(e));
       if (e instanceof SyntaxError) throw new ApiError(502, 'The upstream provider sent an invalid response.', 'upstream_error', null, 'upstream_error');
       throw e;
     }
-    meter.settleTokens(t.model.pricing, usageOf(obj) ?? estimatedUsage(bytes, raw.length));
+    meter.settleTokens(answered.pricing, usageOf(obj) ?? estimatedUsage(bytes, raw.length));
     setCostHeaders(ctx.res, meter);
     ctx.type = 'application/json';
     // Text Postgres cannot hold is stored as U+FFFD, so only an outage fails here: then say it was not stored.
     ctx.body = (await storeTurn(ctx, deps, t, obj)) ? raw : { ...obj, store: false };
     return;
   }
-  const res = await upstreamStream(adapter, '/responses', payload, meter, t.sink);
-  await pipeNativeStream(ctx, deps, t, meter, res.body, bytes);
-}
-
-async function upstreamStream(adapter: OpenAICompatibleAdapter, path: string, payload: string, meter: Meter, sink: SseSink) {
+  let res;
   try {
-    return await adapter.postStream(path, payload, { signal: sink.signal });
+    res = await routed((a, payload) => a.postStream('/responses', payload, { signal: t.sink.signal }));
   } catch (e) {
     meter.cancel({}, failureStatus(e));
     throw e;
   }
+  await pipeNativeStream(ctx, deps, { ...t, model: answered }, meter, res.body, bytes);
 }
 
 /** Forwards each upstream chunk at once; reads usage and the final response from the events as they pass. */

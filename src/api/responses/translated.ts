@@ -7,7 +7,8 @@ import { ChatToResponsesStream } from '../../translate/chatStreamToResponses';
 import type { ChatChunk, ChatCompletion } from '../../translate/chatTypes';
 import { translateInput } from '../../translate/translateInput';
 import { formatSse } from '../../sse/translatedEvents';
-import { backendFor, UpstreamStreamError } from '../../providers/chatBackends';
+import { UpstreamStreamError } from '../../providers/chatBackends';
+import { RoutedBackend } from '../../routing/routedBackend';
 import { tokensFromChars } from '../../billing/pricing';
 import { StreamUsage, type Meter } from '../../billing/meter';
 import { estimatedUsage, fromChatUsage } from '../../billing/tokenUsage';
@@ -26,9 +27,11 @@ const OPERATION = 'responses';
 /** Any chat model: responses -> chat -> upstream -> chat -> responses (streamed event by event). */
 export async function translatedResponses(ctx: Ctx, deps: AppDeps, t: Turn): Promise<void> {
   const { chat, tools } = translateInput(() => responsesToChat({ ...t.req, input: t.input }, { upstreamModel: t.model.upstreamModel, maxOutputTokens: t.model.maxOutputTokens, reasoning: t.model.reasoning, history: t.history }));
-  const backend = backendFor(deps.providers, t.model, chat);
+  // Through the router: retries and fallbacks until an upstream answers (src/routing).
+  const backend = new RoutedBackend(deps.providers, deps.catalog, deps.router, t.model, chat);
   const bytes = backend.payloadBytes;
   const meter = await reserve(ctx, deps, t.model.id, OPERATION, backend.maxCost, backend.maxTokens);
+  backend.recorder = meter;
   const shell: ResponseShell = { id: newId('resp'), model: t.req.model, createdAt: Math.floor(Date.now() / 1000), request: t.req };
   if (t.req.stream !== true) {
     let c: ChatCompletion;
@@ -39,7 +42,7 @@ export async function translatedResponses(ctx: Ctx, deps: AppDeps, t: Turn): Pro
       throw e;
     }
     const obj = chatToResponses(c, { ...shell, tools });
-    meter.settleTokens(t.model.pricing, c.usage ? fromChatUsage(c.usage) : estimatedUsage(bytes, JSON.stringify(obj.output).length));
+    meter.settleTokens(backend.answered.pricing, c.usage ? fromChatUsage(c.usage) : estimatedUsage(bytes, JSON.stringify(obj.output).length));
     setCostHeaders(ctx.res, meter);
     ctx.body = (await storeTurn(ctx, deps, t, obj)) ? obj : { ...obj, store: false };
     return;
@@ -92,7 +95,7 @@ async function streamResponse(ctx: Ctx, deps: AppDeps, t: Turn, meter: Meter, ba
       await sink.write(tr.fail('server_error', message).map(formatSse).join(''));
     }
   }
-  meter.settleTokens(t.model.pricing, usage.usageTokens(), sink.clientGone ? 499 : failed ? 502 : 200);
+  meter.settleTokens(backend.answered.pricing, usage.usageTokens(), sink.clientGone ? 499 : failed ? 502 : 200);
   if (!sink.clientGone) await sink.write(costComment(meter));
   sink.end();
 }

@@ -5,7 +5,8 @@ import { jsonBody, multipartBody, requireApiKey, route, type Ctx, type GatewaySt
 import { ApiError, badRequest } from '../errors';
 import { validateSpeech, validateTranscriptionFields, type SpeechFormat, type TranscriptionFormat } from '../../schemas/audio';
 import { audioCost, charactersCost, countCharacters } from '../../billing/pricing';
-import { callUpstream, CLIENT_CLOSED, clientAbortSignal } from '../upstream';
+import { callRouted, CLIENT_CLOSED, clientAbortSignal, RoutedPayload } from '../upstream';
+import { boundOverCandidates } from '../../routing/bound';
 import { readHead, removeUploads, sniffAudio, uploadedFile } from '../uploads';
 import type { MultipartValue } from '../../providers/types';
 import { reserve } from '../reserve';
@@ -69,16 +70,19 @@ export function audioRouter(deps: AppDeps): Router<GatewayState> {
     ctx.state.model = model.id;
     const format: SpeechFormat = body.response_format ?? 'mp3';
     const characters = countCharacters(body.input);
-    const cost = charactersCost(model.pricing, characters);
-    const payload = JSON.stringify({
+    const payloads = new RoutedPayload({
       model: model.upstreamModel, input: body.input, voice: body.voice, response_format: format,
       ...(body.speed !== undefined ? { speed: body.speed } : {}), ...(body.instructions !== undefined ? { instructions: body.instructions } : {}),
     });
     const units = { characters };
-    const meter = await reserve(ctx, deps, model.id, 'audio.speech', cost);
+    const maxCost = boundOverCandidates(deps.catalog, deps.router, model, (m) => ({ maxCost: charactersCost(m.pricing, characters) })).maxCost;
+    const meter = await reserve(ctx, deps, model.id, 'audio.speech', maxCost);
     const signal = clientAbortSignal(ctx.res);
-    const up = await callUpstream(ctx, meter, units, () => deps.providers.openai(model).postStream('/audio/speech', payload, { signal }));
-    if (!up) return;
+    // Retried only until the upstream's audio starts: a 2xx answer is handed to the client as it streams.
+    const answer = await callRouted(ctx, deps.router, model, meter, units, (t) => deps.providers.openaiFor(t.deployment).postStream('/audio/speech', payloads.for(t), { signal }));
+    if (!answer) return;
+    const up = answer.value;
+    const cost = charactersCost(answer.model.pricing, characters);
     // Charged once the audio has been delivered (or the client left after the upstream synthesised it); an
     // upstream that breaks off mid-audio is a failed call and charges nothing.
     finished(up.body, (err) => {
@@ -110,7 +114,8 @@ export function audioRouter(deps: AppDeps): Router<GatewayState> {
     if (file.size === 0 || !sniffAudio(await readHead(file.filepath))) throw badRequest(AUDIO_FORMATS_MESSAGE, 'file', 'invalid_file_format');
     const format: TranscriptionFormat = fields.response_format ?? 'json';
     // Funds bound: audio is at least 8 kbit/s, so a file of B bytes lasts at most B milliseconds.
-    const meter = await reserve(ctx, deps, model.id, 'audio.transcriptions', audioCost(model.pricing, Math.max(file.size, 1000)));
+    const maxCost = boundOverCandidates(deps.catalog, deps.router, model, (m) => ({ maxCost: audioCost(m.pricing, Math.max(file.size, 1000)) })).maxCost;
+    const meter = await reserve(ctx, deps, model.id, 'audio.transcriptions', maxCost);
     const upstreamFields: Record<string, MultipartValue> = {
       model: model.upstreamModel,
       file: { path: file.filepath, filename: file.originalFilename || 'audio', contentType: file.mimetype || 'application/octet-stream' },
@@ -119,8 +124,13 @@ export function audioRouter(deps: AppDeps): Router<GatewayState> {
     if (fields.language !== undefined) upstreamFields.language = fields.language;
     if (fields.prompt !== undefined) upstreamFields.prompt = fields.prompt;
     if (fields.temperature !== undefined) upstreamFields.temperature = String(fields.temperature);
-    const up = await callUpstream(ctx, meter, {}, () => deps.providers.openai(model).postMultipart('/audio/transcriptions', upstreamFields, { signal: clientAbortSignal(ctx.res) }));
-    if (!up) return;
+    const signal = clientAbortSignal(ctx.res);
+    const answer = await callRouted(ctx, deps.router, model, meter, {}, (t) => {
+      upstreamFields.model = t.deployment.upstreamModel; // the file is read again from disk for each try
+      return deps.providers.openaiFor(t.deployment).postMultipart('/audio/transcriptions', upstreamFields, { signal });
+    });
+    if (!answer) return;
+    const up = answer.value;
     let v: VerboseTranscription;
     try {
       v = JSON.parse(up.body.toString('utf8')) as VerboseTranscription;
@@ -134,7 +144,7 @@ export function audioRouter(deps: AppDeps): Router<GatewayState> {
     // Billed duration: the upstream's, else its last segment's end, else the file at 32 kbit/s.
     const seconds = typeof v.duration === 'number' && v.duration >= 0 ? v.duration : lastEnd > 0 ? lastEnd : (file.size * 8) / 32_000;
     const ms = Math.ceil(seconds * 1000);
-    meter.settle(audioCost(model.pricing, ms), { audio_seconds: ms / 1000 });
+    meter.settle(audioCost(answer.model.pricing, ms), { audio_seconds: ms / 1000 });
     setCostHeaders(ctx.res, meter);
     ctx.status = 200;
     ctx.type = TRANSCRIPTION_CONTENT_TYPES[format];

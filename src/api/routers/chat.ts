@@ -6,7 +6,7 @@ import { bridgedChat } from '../chat/bridged';
 import { estimateChatMaxCost } from '../../billing/pricing';
 import type { ModelConfig } from '../../catalog/catalog';
 import { checkOutputCap } from '../../catalog/outputCap';
-import { forwardCompletionJson, forwardCompletionStream, type UpstreamTry } from '../upstream';
+import { forwardCompletionJson, forwardCompletionStream, RoutedPayload, type UpstreamTry } from '../upstream';
 import { boundOverCandidates } from '../../routing/bound';
 import type { RouteTry } from '../../routing/modelRouter';
 import { reserve } from '../reserve';
@@ -35,20 +35,13 @@ export function chatRouter(deps: AppDeps): Router<GatewayState> {
     // The body is ours (parsed per request): rewrite it in place rather than copy it.
     body.model = model.upstreamModel;
     if (stream) body.stream_options = body.stream_options ? { ...body.stream_options, include_usage: true } : { include_usage: true };
-    let payload = JSON.stringify(body);
-    const payloadBytes = Buffer.byteLength(payload);
+    const payloads = new RoutedPayload(body);
+    const payloadBytes = Buffer.byteLength(payloads.payload);
     // Reserved once, for the most expensive model and deployment that may answer (retries and fallbacks included).
     const bound = boundOverCandidates(deps.catalog, deps.router, model, (m, extra) => estimateChatMaxCost(m, body, payloadBytes + extra));
     const meter = await reserve(ctx, deps, model.id, kind === 'chat' ? 'chat.completions' : 'completions', bound.maxCost, bound.promptTokens + bound.outputTokens);
     const path = kind === 'chat' ? '/chat/completions' : '/completions';
-    // Each try names its deployment's upstream model; serialised again only when that name differs.
-    const prepare = (t: RouteTry): UpstreamTry => {
-      if (body.model !== t.deployment.upstreamModel) {
-        body.model = t.deployment.upstreamModel;
-        payload = JSON.stringify(body);
-      }
-      return { adapter: deps.providers.openaiFor(t.deployment), payload };
-    };
+    const prepare = (t: RouteTry): UpstreamTry => ({ adapter: deps.providers.openaiFor(t.deployment), payload: payloads.for(t) });
     if (stream) await forwardCompletionStream(ctx, deps.router, model, path, prepare, payloadBytes, meter, { kind, clientWantsUsage });
     else await forwardCompletionJson(ctx, deps.router, model, path, prepare, payloadBytes, meter);
   }

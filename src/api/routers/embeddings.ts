@@ -4,7 +4,8 @@ import { jsonApi, type GatewayState } from '../middleware';
 import { validateEmbedding } from '../../schemas/embeddings';
 import { embeddingTokensBound, tokensCost, tokensFromChars } from '../../billing/pricing';
 import { usageFromJson } from '../../providers/openai';
-import { callUpstream, clientAbortSignal, sendJsonBuffer } from '../upstream';
+import { callRouted, clientAbortSignal, RoutedPayload, sendJsonBuffer } from '../upstream';
+import { boundOverCandidates } from '../../routing/bound';
 import { reserve } from '../reserve';
 import { setCostHeaders } from '../costReport';
 
@@ -21,14 +22,17 @@ export function embeddingsRouter(deps: AppDeps): Router<GatewayState> {
     ctx.state.model = model.id;
     const bound = embeddingTokensBound(body.input);
     body.model = model.upstreamModel;
-    const payload = JSON.stringify(body);
-    const meter = await reserve(ctx, deps, model.id, 'embeddings', tokensCost(model.pricing, bound), bound);
-    const res = await callUpstream(ctx, meter, {}, () => deps.providers.openai(model).postJson('/embeddings', payload, { signal: clientAbortSignal(ctx.res) }));
-    if (!res) return;
+    const payloads = new RoutedPayload(body);
+    const maxCost = boundOverCandidates(deps.catalog, deps.router, model, (m) => ({ maxCost: tokensCost(m.pricing, bound) })).maxCost;
+    const meter = await reserve(ctx, deps, model.id, 'embeddings', maxCost, bound);
+    const signal = clientAbortSignal(ctx.res);
+    const answer = await callRouted(ctx, deps.router, model, meter, {}, (t) => deps.providers.openaiFor(t.deployment).postJson('/embeddings', payloads.for(t), { signal }));
+    if (!answer) return;
+    const res = answer.value;
     const usage = usageFromJson(res.body);
     // An upstream that reports no usage is billed by the delivered-text rule over the input.
     const tokens = usage ? Math.max(0, Math.ceil(Number(usage.prompt_tokens) || 0)) : tokensFromChars(bound);
-    meter.settle(tokensCost(model.pricing, tokens), usage ? { prompt_tokens: tokens } : { prompt_tokens: tokens, estimated: 1 });
+    meter.settle(tokensCost(answer.model.pricing, tokens), usage ? { prompt_tokens: tokens } : { prompt_tokens: tokens, estimated: 1 });
     setCostHeaders(ctx.res, meter);
     sendJsonBuffer(ctx, res.body);
   });

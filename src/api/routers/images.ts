@@ -6,7 +6,9 @@ import { validateImageEditFields, validateImageGeneration } from '../../schemas/
 import { imagesCost } from '../../billing/pricing';
 import type { Meter } from '../../billing/meter';
 import type { BufferedResponse, MultipartValue } from '../../providers/types';
-import { callUpstream, clientAbortSignal, sendJsonBuffer } from '../upstream';
+import { callRouted, clientAbortSignal, RoutedPayload, sendJsonBuffer } from '../upstream';
+import { boundOverCandidates } from '../../routing/bound';
+import type { ModelConfig } from '../../catalog/catalog';
 import { isPngHead, readHead, removeUploads, uploadedFile } from '../uploads';
 import { reserve } from '../reserve';
 import { setCostHeaders } from '../costReport';
@@ -38,6 +40,8 @@ function settleImages(ctx: Ctx, meter: Meter, perImage: (n: number) => number, r
 export function imagesRouter(deps: AppDeps): Router<GatewayState> {
   const r = new Router<GatewayState>();
   const auth = requireApiKey(deps);
+  /** n images at the most expensive model that may answer (retries and fallbacks included). */
+  const imagesBound = (model: ModelConfig, n: number) => boundOverCandidates(deps.catalog, deps.router, model, (m) => ({ maxCost: imagesCost(m.pricing, n) })).maxCost;
 
   r.post('/v1/images/generations', route('/v1/images/generations'), auth, jsonBody(deps.config.maxJsonBytes), async (ctx) => {
     const body = ctx.request.body;
@@ -45,10 +49,11 @@ export function imagesRouter(deps: AppDeps): Router<GatewayState> {
     const model = deps.catalog.require(body.model, 'image');
     ctx.state.model = model.id;
     body.model = model.upstreamModel;
-    const payload = JSON.stringify(body);
-    const meter = await reserve(ctx, deps, model.id, 'images.generations', imagesCost(model.pricing, body.n ?? 1));
-    const res = await callUpstream(ctx, meter, {}, () => deps.providers.openai(model).postJson('/images/generations', payload, { signal: clientAbortSignal(ctx.res) }));
-    if (res) settleImages(ctx, meter, (n) => imagesCost(model.pricing, n), res);
+    const payloads = new RoutedPayload(body);
+    const meter = await reserve(ctx, deps, model.id, 'images.generations', imagesBound(model, body.n ?? 1));
+    const signal = clientAbortSignal(ctx.res);
+    const answer = await callRouted(ctx, deps.router, model, meter, {}, (t) => deps.providers.openaiFor(t.deployment).postJson('/images/generations', payloads.for(t), { signal }));
+    if (answer) settleImages(ctx, meter, (n) => imagesCost(answer.model.pricing, n), answer.value);
   });
 
   r.post('/v1/images/edits', route('/v1/images/edits'), auth, multipartBody(MAX_IMAGE_BYTES), async (ctx) => {
@@ -78,9 +83,13 @@ export function imagesRouter(deps: AppDeps): Router<GatewayState> {
     for (const k of ['n', 'size', 'quality', 'response_format', 'background', 'user'] as const) {
       if (fields[k] !== undefined) up[k] = String(fields[k]);
     }
-    const meter = await reserve(ctx, deps, model.id, 'images.edits', imagesCost(model.pricing, fields.n ?? 1));
-    const res = await callUpstream(ctx, meter, {}, () => deps.providers.openai(model).postMultipart('/images/edits', up, { signal: clientAbortSignal(ctx.res) }));
-    if (res) settleImages(ctx, meter, (n) => imagesCost(model.pricing, n), res);
+    const meter = await reserve(ctx, deps, model.id, 'images.edits', imagesBound(model, fields.n ?? 1));
+    const signal = clientAbortSignal(ctx.res);
+    const answer = await callRouted(ctx, deps.router, model, meter, {}, (t) => {
+      up.model = t.deployment.upstreamModel; // the files are read again from disk for each try
+      return deps.providers.openaiFor(t.deployment).postMultipart('/images/edits', up, { signal });
+    });
+    if (answer) settleImages(ctx, meter, (n) => imagesCost(answer.model.pricing, n), answer.value);
   }
   return r;
 }

@@ -1,0 +1,83 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import OpenAI, { toFile } from 'openai';
+import Anthropic from '@anthropic-ai/sdk';
+import { startGateway, type TestGateway } from '../support/gateway';
+import { writeRoutingCatalog, type PoolSpec } from '../support/routingCatalog';
+import { listLedger, verifyProjections } from '../../src/billing/ledger';
+
+/**
+ * Every synchronous route retries on another deployment when the first one fails before answering (here a 500),
+ * and is charged once, at the answering deployment's model price, its usage record naming that deployment; a
+ * fallback to another model on /v1/messages is billed at that model's price. Real HTTP, official SDKs.
+ */
+
+const FIXTURES = path.join(__dirname, '../../src/emulator/fixtures');
+const chatPrice = { inputPer1MTokens: 3900, outputPer1MTokens: 15600 };
+const two = (id: string, extra: Partial<PoolSpec>): PoolSpec => ({
+  id, upstreamModel: 'gpt-4o-mini', pricing: chatPrice, maxOutputTokens: 1000, deployments: [{ id: `${id}-a` }, { id: `${id}-b` }], ...extra,
+});
+
+type Clients = { openai: OpenAI; anthropic: Anthropic };
+const chatModel: Partial<PoolSpec> = { upstreamModel: 'gpt-4o-mini' };
+/** [model id (its own, so its deployments start fresh), operation, its catalog entry, the call]. */
+const calls: [string, string, Partial<PoolSpec>, (c: Clients, model: string) => Promise<unknown>][] = [
+  ['r-completion', 'completions', { mode: 'completion', upstreamModel: 'gpt-3.5-turbo-instruct' }, (c, model) => c.openai.completions.create({ model, prompt: 'hello' })],
+  ['r-embed', 'embeddings', { mode: 'embedding', upstreamModel: 'text-embedding-3-small', pricing: { inputPer1MTokens: 520 } }, (c, model) => c.openai.embeddings.create({ model, input: 'embed me' })],
+  ['r-tts', 'audio.speech', { mode: 'speech', upstreamModel: 'tts-1', pricing: { per1KChars: 390 } }, async (c, model) => Buffer.from(await (await c.openai.audio.speech.create({ model, voice: 'alloy', input: 'say this' })).arrayBuffer())],
+  ['r-stt', 'audio.transcriptions', { mode: 'transcription', upstreamModel: 'whisper-1', pricing: { perAudioMinute: 156 } }, (c, model) => c.openai.audio.transcriptions.create({ model, file: fs.createReadStream(path.join(FIXTURES, 'speech.wav')) })],
+  ['r-image-gen', 'images.generations', { mode: 'image', upstreamModel: 'gpt-image-1', pricing: { perImage: 1040 } }, (c, model) => c.openai.images.generate({ model, prompt: 'a cat' })],
+  ['r-image-edit', 'images.edits', { mode: 'image', upstreamModel: 'gpt-image-1', pricing: { perImage: 1040 } }, async (c, model) => c.openai.images.edit({ model, prompt: 'a hat', image: await toFile(fs.readFileSync(path.join(FIXTURES, 'last_frame.png')), 'in.png', { type: 'image/png' }) })],
+  ['r-claude-native', 'messages', { kind: 'anthropic', upstreamModel: 'claude-sonnet-4-6' }, (c, model) => c.anthropic.messages.create({ model, max_tokens: 100, messages: [{ role: 'user', content: 'hi' }] })],
+  ['r-claude-native-stream', 'messages', { kind: 'anthropic', upstreamModel: 'claude-sonnet-4-6' }, async (c, model) => (await c.anthropic.messages.stream({ model, max_tokens: 100, messages: [{ role: 'user', content: 'hi' }] })).finalMessage()],
+  ['r-messages-translated', 'messages', chatModel, (c, model) => c.anthropic.messages.create({ model, max_tokens: 100, messages: [{ role: 'user', content: 'hi' }] })],
+  ['r-messages-translated-stream', 'messages', chatModel, async (c, model) => (await c.anthropic.messages.stream({ model, max_tokens: 100, messages: [{ role: 'user', content: 'hi' }] })).finalMessage()],
+  ['r-codex-native', 'responses', { api: 'responses', upstreamModel: 'gpt-5-codex' }, (c, model) => c.openai.responses.create({ model, input: 'hi', store: false })],
+  ['r-codex-native-stream', 'responses', { api: 'responses', upstreamModel: 'gpt-5-codex' }, async (c, model) => (await c.openai.responses.stream({ model, input: 'hi', store: false })).finalResponse()],
+  ['r-responses-translated', 'responses', chatModel, (c, model) => c.openai.responses.create({ model, input: 'hi', store: false })],
+  ['r-chat-on-claude', 'chat.completions', { kind: 'anthropic', upstreamModel: 'claude-sonnet-4-6' }, (c, model) => c.openai.chat.completions.create({ model, messages: [{ role: 'user', content: 'hi' }] })],
+];
+
+let gw: TestGateway;
+beforeAll(async () => {
+  const catalogPath = await writeRoutingCatalog([
+    ...calls.map(([id, , spec]) => two(id, spec)),
+    { id: 'r-claude-cheap', kind: 'anthropic', upstreamModel: 'claude-haiku-4-5', pricing: { inputPer1MTokens: 1000, outputPer1MTokens: 2000 }, maxOutputTokens: 1000, deployments: [{ id: 'r-claude-cheap-a' }], fallbacks: ['r-claude-pricey'] },
+    { id: 'r-claude-pricey', kind: 'anthropic', upstreamModel: 'claude-opus-4-6', pricing: { inputPer1MTokens: 130000, outputPer1MTokens: 650000 }, maxOutputTokens: 1000, deployments: [{ id: 'r-claude-pricey-a' }] },
+  ]);
+  gw = await startGateway({ logLevel: 'warn', temporalAddress: 'off', catalogPath }, { temporal: false });
+});
+afterAll(() => gw.close());
+beforeEach(() => gw.emulator.control.reset());
+
+async function usageRows(accountId: string) {
+  await gw.deps.credit.flush();
+  return (await gw.deps.db.query('SELECT model, operation, deployment, routing, status, cost_vnd::int AS cost FROM usage_records WHERE account_id = $1', [accountId])).rows;
+}
+const charged = async (accountId: string) => (await listLedger(gw.deps.db, accountId, 1000)).filter((e) => e.kind === 'charged').reduce((s, e) => s + e.amount, 0);
+const served = () => gw.emulator.control.requests.map((r) => r.headers['x-emulator-deployment']);
+
+test.each(calls)('%s %s: a 500 on one deployment is retried on the other, charged once', async (model, operation, _spec, call) => {
+  const acc = await gw.account(1_000_000);
+  const clients = { openai: new OpenAI({ apiKey: acc.key, baseURL: gw.url + '/v1', maxRetries: 0 }), anthropic: new Anthropic({ apiKey: acc.key, baseURL: gw.url, maxRetries: 0 }) };
+  // A fresh model's first pick is its first deployment: it fails, the second answers.
+  gw.emulator.control.addFault({ deployment: `${model}-a`, status: 500, times: 1 });
+  await call(clients, model);
+  expect(served()).toEqual([`${model}-b`]);
+  const rows = await usageRows(acc.accountId);
+  expect(rows).toEqual([expect.objectContaining({ model, operation, deployment: `${model}-b`, routing: 'retry', status: 200 })]);
+  expect(rows[0].cost).toBeGreaterThan(0);
+  expect(await charged(acc.accountId)).toBe(rows[0].cost);
+});
+
+test('/v1/messages falls back to another model when the first has no deployment left, billed at its price', async () => {
+  const acc = await gw.account(1_000_000);
+  const anthropic = new Anthropic({ apiKey: acc.key, baseURL: gw.url, maxRetries: 0 });
+  gw.emulator.control.addFault({ deployment: 'r-claude-cheap-a', status: 529 });
+  const msg = await anthropic.messages.create({ model: 'r-claude-cheap', max_tokens: 100, messages: [{ role: 'user', content: 'hi' }] });
+  const rows = await usageRows(acc.accountId);
+  expect(rows).toEqual([expect.objectContaining({ model: 'r-claude-pricey', deployment: 'r-claude-pricey-a', routing: 'fallback', status: 200 })]);
+  expect(rows[0].cost).toBe(Math.ceil((msg.usage.input_tokens * 130000 + msg.usage.output_tokens * 650000) / 1e6));
+  expect(await charged(acc.accountId)).toBe(rows[0].cost);
+  expect(await verifyProjections(gw.deps.db)).toEqual([]);
+});
