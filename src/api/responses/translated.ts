@@ -54,7 +54,8 @@ export async function translatedResponses(ctx: Ctx, deps: AppDeps, t: Turn): Pro
     meter.cancel({}, failureStatus(e));
     throw e;
   }
-  await streamResponse(ctx, deps, t, meter, batches, new ChatToResponsesStream(shell, tools, { inputTokensEstimate: tokensFromChars(bytes) }), bytes);
+  // Billed at the prices of the model that answered (a fallback's).
+  await streamResponse(ctx, deps, { ...t, model: backend.answered }, meter, batches, new ChatToResponsesStream(shell, tools, { inputTokensEstimate: tokensFromChars(bytes) }), bytes);
 }
 
 /** Translates the upstream's chat chunks into response events as they arrive; stores the turn; settles. */
@@ -95,7 +96,7 @@ async function streamResponse(ctx: Ctx, deps: AppDeps, t: Turn, meter: Meter, ba
       await sink.write(tr.fail('server_error', message).map(formatSse).join(''));
     }
   }
-  meter.settleTokens(backend.answered.pricing, usage.usageTokens(), sink.clientGone ? 499 : failed ? 502 : 200);
+  meter.settleTokens(t.model.pricing, usage.usageTokens(), sink.clientGone ? 499 : failed ? 502 : 200);
   if (!sink.clientGone) await sink.write(costComment(meter));
   sink.end();
 }
