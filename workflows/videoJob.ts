@@ -1,7 +1,8 @@
 import { CancellationScope, condition, defineQuery, defineSignal, setHandler } from '@temporalio/workflow';
 import type { PollOutcome } from '../activities/video';
 import type { JobStatus } from '../src/video/jobs';
-import { cancelled, failureCode, failureMessage, isNonRetryable, JobEnds, JobRun, type VideoJobInput, type VideoJobResult } from './videoJobRun';
+import type { VideoJobInput, VideoJobResult } from '../src/video/start';
+import { cancelled, failureCode, failureMessage, isNonRetryable, JobEnds, JobRun } from './videoJobRun';
 
 /**
  * One video job, from submission to a final state (design.md "Video job"; the spec's state table):

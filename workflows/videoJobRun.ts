@@ -1,32 +1,13 @@
 import { ActivityFailure, ApplicationFailure, proxyActivities, upsertSearchAttributes, type ActivityOptions } from '@temporalio/workflow';
 import type { VideoActivities } from '../activities/video';
 import type { JobStatus } from '../src/video/jobs';
+import type { VideoJobInput } from '../src/video/start';
 import type { WorkflowTiming } from '../src/video/settings';
 
 /**
  * What the steps of the video workflow (./videoJob.ts) share: the run's state, its activities (each with its
  * timeouts and retries), the early end of a job, and how activity failures read.
  */
-
-export interface VideoJobInput {
-  jobId: string;
-  holdId: string;
-  accountId: string;
-  model: string;
-  /** Requested seconds and price, fixed at submission (the hold is seconds x price). */
-  seconds: number;
-  pricePerSecond: number;
-  maxCostVnd: number;
-  returnLastFrame: boolean;
-  timing: WorkflowTiming;
-  /**
-   * The status search attribute (src/runtime/searchAttributes.ts, `GatewayJobStatus`), upserted on each change;
-   * null when the namespace lacks the gateway's attributes. Passed in so this file imports nothing else.
-   */
-  statusSearchAttribute: string | null;
-}
-
-export type VideoJobResult = { status: 'completed'; costVnd: number; durationSeconds: number } | { status: 'failed' | 'expired'; message: string };
 
 const CANCEL_MESSAGE = 'The job was cancelled at the client\'s request (DELETE /v1/videos/{id}).';
 

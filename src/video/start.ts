@@ -2,8 +2,7 @@ import type { Client } from '@temporalio/client';
 import type { defineSearchAttributeKey } from '@temporalio/common';
 import type { Config } from '../config';
 import { SEARCH_ATTRIBUTES } from '../runtime/searchAttributes';
-import type { VideoJobInput } from '../../workflows/videoJobRun';
-import { workflowTiming } from './settings';
+import { workflowTiming, type WorkflowTiming } from './settings';
 import type { VideoJob } from './jobs';
 import { isTemporalError } from './temporalErrors';
 
@@ -25,6 +24,27 @@ async function searchKeys(): Promise<Keys> {
   };
   return keys;
 }
+
+/** The video workflow's input (workflows/videoJob.ts), fixed when the job starts. */
+export interface VideoJobInput {
+  jobId: string;
+  holdId: string;
+  accountId: string;
+  model: string;
+  /** Requested seconds and price, fixed at submission (the hold is seconds x price). */
+  seconds: number;
+  pricePerSecond: number;
+  maxCostVnd: number;
+  returnLastFrame: boolean;
+  timing: WorkflowTiming;
+  /**
+   * The status search attribute (src/runtime/searchAttributes.ts, `GatewayJobStatus`), upserted on each change;
+   * null when the namespace lacks the gateway's attributes. Passed in so the workflow imports nothing but types.
+   */
+  statusSearchAttribute: string | null;
+}
+
+export type VideoJobResult = { status: 'completed'; costVnd: number; durationSeconds: number } | { status: 'failed' | 'expired'; message: string };
 
 export function workflowInput(job: VideoJob, config: Config, searchAttributes: boolean): VideoJobInput {
   return {
