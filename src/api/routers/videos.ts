@@ -12,6 +12,7 @@ import { createImageLoader, imageExtension } from '../../video/images';
 import { submitVideoJob } from '../../video/submit';
 import { cancelVideoJob } from '../../video/cancel';
 import { publicBaseUrl } from '../publicUrl';
+import { sendStoredMedia } from '../storedMedia';
 import { admitRequest } from '../rateLimit';
 import { redactorFor, type Redactor } from '../../catalog/redact';
 
@@ -172,45 +173,7 @@ export function videosRouter(deps: AppDeps): Router<GatewayState> {
     if (!media.key || media.size === null) {
       throw notFound(variant === 'last_frame' ? 'This job has no last frame: ask for it with return_last_frame: true.' : 'This job has no stored video.', 'content_not_found', 'variant');
     }
-    const size = media.size;
-    ctx.set('accept-ranges', 'bytes');
-    ctx.set('cache-control', 'private, max-age=3600');
-    ctx.set('content-disposition', `inline; filename="${media.name}"`);
-    if (media.etag) ctx.set('etag', media.etag);
-    ctx.type = media.type;
-    if (media.etag && etagMatches(ctx.get('if-none-match'), media.etag)) {
-      ctx.status = 304;
-      return;
-    }
-    let range: { start: number; end: number } | null = null;
-    const rangeHeader = ctx.get('range');
-    const ifRange = ctx.get('if-range');
-    if (rangeHeader && (!ifRange || (media.etag !== null && ifRange === media.etag))) {
-      const parsed = parseRange(rangeHeader, size);
-      if (parsed === 'unsatisfiable') {
-        ctx.status = 416;
-        ctx.set('content-range', `bytes */${size}`);
-        ctx.body = { error: { message: `Range ${rangeHeader} is not satisfiable for ${size} bytes.`, type: 'invalid_request_error', param: 'Range', code: 'range_not_satisfiable' } };
-        return;
-      }
-      range = parsed;
-    }
-    if (ctx.method === 'HEAD') {
-      ctx.status = range ? 206 : 200;
-      if (range) ctx.set('content-range', `bytes ${range.start}-${range.end}/${size}`);
-      ctx.length = range ? range.end - range.start + 1 : size;
-      return;
-    }
-    const stream = await deps.storage.get(media.key, range ?? undefined);
-    if (range) {
-      ctx.status = 206;
-      ctx.set('content-range', `bytes ${range.start}-${range.end}/${size}`);
-      ctx.length = range.end - range.start + 1;
-    } else {
-      ctx.status = 200;
-      ctx.length = size;
-    }
-    ctx.body = stream;
+    await sendStoredMedia(ctx, deps.storage, { ...media, key: media.key, size: media.size });
   });
 
   r.delete('/v1/videos/:id', route('/v1/videos/:id'), auth, async (ctx) => {
@@ -220,31 +183,4 @@ export function videosRouter(deps: AppDeps): Router<GatewayState> {
   });
 
   return r;
-}
-
-function etagMatches(header: string, etag: string): boolean {
-  if (!header) return false;
-  if (header.trim() === '*') return true;
-  const weak = (s: string) => s.trim().replace(/^W\//, '');
-  return header.split(',').some((t) => weak(t) === weak(etag));
-}
-
-/** One `bytes=` range (first-last, first-, -suffix); several ranges or a malformed header serve the whole file. */
-function parseRange(header: string, size: number): { start: number; end: number } | 'unsatisfiable' | null {
-  const m = /^bytes=\s*(\d*)\s*-\s*(\d*)\s*$/.exec(header.trim());
-  if (!m || (m[1] === '' && m[2] === '')) return null;
-  let start: number;
-  let end: number;
-  if (m[1] === '') {
-    const suffix = Number(m[2]);
-    if (suffix === 0) return 'unsatisfiable';
-    start = Math.max(0, size - suffix);
-    end = size - 1;
-  } else {
-    start = Number(m[1]);
-    end = m[2] === '' ? size - 1 : Math.min(Number(m[2]), size - 1);
-    if (m[2] !== '' && Number(m[2]) < start) return null;
-  }
-  if (start >= size || size === 0) return 'unsatisfiable';
-  return { start, end };
 }
