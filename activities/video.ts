@@ -7,7 +7,9 @@ import type { Catalog } from '../src/catalog/catalog';
 import { redactorFor } from '../src/catalog/redact';
 import type { Logger } from '../src/observability/logger';
 import type { VideoProviders } from '../src/providers/video';
-import { VideoProviderError, type VideoImage, type VideoSubmission, type VideoTaskState } from '../src/providers/video/types';
+import { ModelRouter } from '../src/routing/modelRouter';
+import { loadRoutingSettings } from '../src/routing/settings';
+import { VideoProviderError, type VideoImage, type VideoTaskState } from '../src/providers/video/types';
 import * as jobs from '../src/video/jobs';
 import type { VideoImages } from '../src/video/params';
 import type { StoredImageRef } from '../src/video/jobs';
@@ -24,6 +26,8 @@ export interface VideoActivityDeps {
   storage: Storage;
   catalog: Catalog;
   providers: VideoProviders;
+  /** Deployment selection and cooldowns (default: one of its own, with the ROUTING_* settings). */
+  router?: ModelRouter;
   logger?: Logger;
 }
 
@@ -115,8 +119,13 @@ export function createVideoActivities(deps: VideoActivityDeps) {
     if (!job) throw ApplicationFailure.nonRetryable(`video job ${jobId} not found`, 'JobNotFound');
     return job;
   }
+  // Health of the video deployments as this worker sees it (submissions fall back across a model's deployments).
+  const router = deps.router ?? new ModelRouter(catalog, loadRoutingSettings());
+  /** The job's adapter: the deployment that accepted its task if it has one (polling, copying, cancelling stay there). */
   function adapterOf(job: jobs.VideoJob) {
     const model = catalog.get(job.model);
+    const d = model ? router.deployment(model, job.deployment) : null;
+    if (d) return { adapter: providers.forDeployment(d), upstreamModel: d.upstreamModel };
     const provider = model ? model.provider : job.provider;
     return { adapter: providers.get(provider), upstreamModel: model?.upstreamModel ?? job.model };
   }
@@ -128,10 +137,8 @@ export function createVideoActivities(deps: VideoActivityDeps) {
       if (jobs.isFinal(job.status)) return { taskId: job.providerTaskId, alreadyFinal: true };
       if (job.cancelRequestedAt) return { taskId: job.providerTaskId, cancelRequested: true };
       if (job.providerTaskId) return { taskId: job.providerTaskId };
-      const { adapter, upstreamModel } = adapterOf(job);
       const { images: stored, ...params } = job.request;
       const images: VideoImages<VideoImage> = {};
-      const s: VideoSubmission = { ...params, upstreamModel, images };
       try {
         if (stored.inputReference) images.inputReference = await readImage(storage, stored.inputReference);
         if (stored.lastFrame) images.lastFrame = await readImage(storage, stored.lastFrame);
@@ -139,13 +146,29 @@ export function createVideoActivities(deps: VideoActivityDeps) {
       } catch (e) {
         throw toFailure(e, 'reading input images');
       }
-      let taskId: string;
+      const model = catalog.get(job.model);
+      let accepted: { taskId: string; provider: string; deployment: string | null };
       try {
-        ({ taskId } = await adapter.submit(s, { signal: Context.current().cancellationSignal }));
+        const signal = Context.current().cancellationSignal;
+        if (!model) {
+          // A model no longer in the catalog: its recorded provider, as before deployments.
+          const { adapter, upstreamModel } = adapterOf(job);
+          accepted = { ...(await adapter.submit({ ...params, upstreamModel, images }, { signal })), provider: adapter.id, deployment: null };
+        } else {
+          // A transient failure moves on to another deployment of the same model (never another model); when none
+          // is left the activity fails retryably and Temporal tries again later, as before.
+          accepted = await router.run(model, async (t) => {
+            const adapter = providers.forDeployment(t.deployment);
+            const r = await adapter.submit({ ...params, upstreamModel: t.deployment.upstreamModel, images }, { signal });
+            return { taskId: r.taskId, provider: adapter.id, deployment: t.deployment.id };
+          }, null, true);
+        }
       } catch (e) {
         throw toFailure(e, 'submitting to the provider');
       }
-      await jobs.transition(db, a.jobId, null, { providerTaskId: taskId }, { kind: 'provider_submitted', data: { provider: adapter.id, taskId } });
+      const { taskId } = accepted;
+      await jobs.transition(db, a.jobId, null, { providerTaskId: taskId, ...(accepted.deployment ? { deployment: accepted.deployment } : {}) },
+        { kind: 'provider_submitted', data: { provider: accepted.provider, deployment: accepted.deployment, taskId } });
       return { taskId };
     },
 

@@ -39,6 +39,8 @@ export const defaultSettings = (): EmulatorSettings => ({ latencyMs: 0, chunkDel
 export class EmulatorControl {
   settings: EmulatorSettings = defaultSettings();
   private faults: Fault[] = [];
+  /** Requests a fault was applied to since the last reset (a test proves its fault was hit). */
+  faultsApplied = 0;
   /** Every request seen, newest last (bounded): tests assert on what the gateway sent upstream. */
   readonly requests: { method: string; path: string; headers: Record<string, string | string[] | undefined>; body: unknown; at: number }[] = [];
 
@@ -47,6 +49,7 @@ export class EmulatorControl {
   }
   reset(): void {
     this.faults = [];
+    this.faultsApplied = 0;
     this.settings = defaultSettings();
     this.requests.length = 0;
   }
@@ -65,6 +68,7 @@ export class EmulatorControl {
         if (f.times <= 0) continue;
         f.times--;
       }
+      this.faultsApplied++;
       return f;
     }
     return null;

@@ -48,8 +48,10 @@ export class ModelRouter {
     return chain.length === 1 ? [m] : chain.map((l) => l.model);
   }
 
-  async run<T>(m: ModelConfig, call: (t: RouteTry) => Promise<T>, recorder?: RouteRecorder | null): Promise<T> {
-    const chain = this.chains.get(m.id)!;
+  /** `sameModel`: only the model's own deployments, no fallbacks (video: another model has other rules and prices). */
+  async run<T>(m: ModelConfig, call: (t: RouteTry) => Promise<T>, recorder?: RouteRecorder | null, sameModel = false): Promise<T> {
+    const all = this.chains.get(m.id)!;
+    const chain = sameModel && all.length > 1 ? all.slice(0, 1) : all;
     const start = this.now();
     let tried: Set<DeploymentState> | null = null;
     let tries = 0;
@@ -81,6 +83,12 @@ export class ModelRouter {
         t = next;
       }
     }
+  }
+
+  /** The model's deployment of that id, if it is one (a job keeps the id of the deployment that accepted it). */
+  deployment(m: ModelConfig, id: string | null): RouteTry['deployment'] | null {
+    if (id === null) return null;
+    return this.chains.get(m.id)?.[0].states.find((s) => s.deployment.id === id)?.deployment ?? null;
   }
 
   /** A stream that failed after its first byte: not retried (the client has it), but the deployment cools down. */

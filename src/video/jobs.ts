@@ -38,6 +38,8 @@ export interface VideoJob {
   workflowId: string;
   workflowStartedAt: Date | null;
   providerTaskId: string | null;
+  /** The deployment that accepted the provider task; null before, and for jobs submitted before deployments. */
+  deployment: string | null;
   resultDurationSeconds: number | null;
   costVnd: number | null;
   errorMessage: string | null;
@@ -60,7 +62,7 @@ function toJob(r: Record<string, any>): VideoJob {
     id: r.id, accountId: r.account_id, apiKeyId: r.api_key_id, model: r.model, provider: r.provider, status: r.status,
     request: r.request, requestHash: r.request_hash, idempotencyKey: r.idempotency_key, seconds: r.seconds,
     pricePerSecond: r.price_per_second, maxCostVnd: r.max_cost_vnd, holdId: r.hold_id, workflowId: r.workflow_id,
-    workflowStartedAt: r.workflow_started_at, providerTaskId: r.provider_task_id, resultDurationSeconds: r.result_duration_seconds,
+    workflowStartedAt: r.workflow_started_at, providerTaskId: r.provider_task_id, deployment: r.deployment ?? null, resultDurationSeconds: r.result_duration_seconds,
     costVnd: r.cost_vnd, errorMessage: r.error_message, errorCode: r.error_code, videoKey: r.video_key, videoSize: r.video_size,
     videoEtag: r.video_etag, lastFrameKey: r.last_frame_key, lastFrameSize: r.last_frame_size, lastFrameEtag: r.last_frame_etag,
     lastFrameContentType: r.last_frame_content_type, cancelRequestedAt: r.cancel_requested_at, createdAt: r.created_at,
@@ -168,6 +170,8 @@ export async function listJobs(db: Queryable, accountId: string, o: ListOptions)
 /** Columns a transition may set besides status. */
 export interface JobPatch {
   providerTaskId?: string;
+  /** The deployment that accepted the provider task (set with providerTaskId). */
+  deployment?: string;
   resultDurationSeconds?: number;
   costVnd?: number;
   errorMessage?: string;
@@ -178,7 +182,7 @@ export interface JobPatch {
 }
 
 const PATCH_COLUMNS: Record<Exclude<keyof JobPatch, 'completed'>, string> = {
-  providerTaskId: 'provider_task_id', resultDurationSeconds: 'result_duration_seconds', costVnd: 'cost_vnd',
+  providerTaskId: 'provider_task_id', deployment: 'deployment', resultDurationSeconds: 'result_duration_seconds', costVnd: 'cost_vnd',
   errorMessage: 'error_message', errorCode: 'error_code', videoKey: 'video_key', videoSize: 'video_size', videoEtag: 'video_etag',
   lastFrameKey: 'last_frame_key', lastFrameSize: 'last_frame_size', lastFrameEtag: 'last_frame_etag', lastFrameContentType: 'last_frame_content_type',
 };

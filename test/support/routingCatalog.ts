@@ -10,7 +10,7 @@ import path from 'node:path';
  */
 export interface PoolSpec {
   id: string;
-  mode?: 'chat' | 'completion' | 'embedding' | 'speech' | 'transcription' | 'image';
+  mode?: 'chat' | 'completion' | 'embedding' | 'speech' | 'transcription' | 'image' | 'video';
   upstreamModel: string;
   pricing: Record<string, number>;
   deployments: { id: string; weight?: number; dead?: boolean }[];
@@ -18,9 +18,13 @@ export interface PoolSpec {
   maxOutputTokens?: number;
   timeoutMs?: number;
   /** Provider kind of its deployments (default openai), and `api: responses` for a native Responses model. */
-  kind?: 'openai' | 'anthropic';
+  kind?: 'openai' | 'anthropic' | 'seedance';
   api?: 'responses';
+  /** Video models: allowedDurations, defaultDuration, family. */
+  video?: { allowedDurations: number[]; defaultDuration: number; family: string };
 }
+
+const PROTOCOL_PATHS = { openai: 'openai/v1', anthropic: 'anthropic', seedance: 'seedance/api/v3' };
 
 /** A loopback port with nothing listening on it. */
 export async function closedPort(): Promise<number> {
@@ -37,7 +41,7 @@ export async function writeRoutingCatalog(pools: PoolSpec[]): Promise<string> {
   const providers: Record<string, unknown> = {};
   const models = pools.map((p) => {
     const kind = p.kind ?? 'openai';
-    const protocol = kind === 'anthropic' ? 'anthropic' : 'openai/v1';
+    const protocol = PROTOCOL_PATHS[kind];
     for (const d of p.deployments) {
       providers[`p-${d.id}`] = {
         kind, apiKeyEnv: 'EMULATOR_API_KEY', timeoutMs: p.timeoutMs ?? 5000,
@@ -45,7 +49,7 @@ export async function writeRoutingCatalog(pools: PoolSpec[]): Promise<string> {
       };
     }
     return {
-      id: p.id, mode: p.mode ?? 'chat', pricing: p.pricing, ...(p.api ? { api: p.api } : {}), ...(p.maxOutputTokens ? { maxOutputTokens: p.maxOutputTokens } : {}),
+      id: p.id, mode: p.mode ?? 'chat', pricing: p.pricing, ...(p.api ? { api: p.api } : {}), ...p.video, ...(p.maxOutputTokens ? { maxOutputTokens: p.maxOutputTokens } : {}),
       ...(p.fallbacks ? { fallbacks: p.fallbacks } : {}),
       deployments: p.deployments.map((d) => ({ id: d.id, provider: `p-${d.id}`, upstreamModel: p.upstreamModel, ...(d.weight ? { weight: d.weight } : {}) })),
     };

@@ -1,5 +1,6 @@
 import { Agent, Pool, request, type Dispatcher } from 'undici';
 import { isRetryableStatus, VideoProviderError, type Download } from './types';
+import { classOfStatus, markFailure } from '../../routing/failure';
 
 /**
  * HTTP plumbing shared by the video adapters: a keep-alive pool to the provider's API origin, JSON calls with
@@ -41,7 +42,10 @@ export class ProviderHttp {
     const text = await readText(res.body, res.statusCode < 300 ? MAX_JSON_BODY : MAX_ERROR_BODY).catch((e) => {
       throw transportError(this.label, e);
     });
-    if (res.statusCode >= 300) throw statusError(this.label, res.statusCode, text);
+    if (res.statusCode >= 300) {
+      const ra = res.headers['retry-after'];
+      throw statusError(this.label, res.statusCode, text, Array.isArray(ra) ? ra[0] : ra);
+    }
     if (text.trim() === '') return {} as T;
     try {
       return JSON.parse(text) as T;
@@ -110,11 +114,12 @@ function transportError(label: string, e: unknown): VideoProviderError {
   const err = e as { name?: string; code?: string; message?: string };
   if (err?.name === 'AbortError') return new VideoProviderError(`${label}: request aborted`, null, true, 'aborted');
   const timeout = /Timeout/i.test(err?.code ?? '') || /timeout/i.test(err?.message ?? '');
-  return new VideoProviderError(`${label} ${timeout ? 'timed out' : `unreachable (${err?.code ?? err?.message ?? 'error'})`}`, null, true, timeout ? 'timeout' : 'connection_error');
+  // Marked for the retry loop (src/routing): a submission may go on to another deployment.
+  return markFailure(new VideoProviderError(`${label} ${timeout ? 'timed out' : `unreachable (${err?.code ?? err?.message ?? 'error'})`}`, null, true, timeout ? 'timeout' : 'connection_error'), timeout ? 'timeout' : 'connect');
 }
 
 /** Maps a non-2xx provider answer; the message is the provider's own when its body says one. */
-export function statusError(label: string, status: number, text: string): VideoProviderError {
+export function statusError(label: string, status: number, text: string, retryAfter?: string): VideoProviderError {
   let message = '';
   let code: string | null = null;
   try {
@@ -128,5 +133,5 @@ export function statusError(label: string, status: number, text: string): VideoP
     if (!code && (typeof b?.code === 'string' || typeof b?.code === 'number')) code = String(b.code);
   } catch {}
   if (!message) message = text.slice(0, 300) || `HTTP ${status}`;
-  return new VideoProviderError(`${label} answered ${status}: ${message}`, status, isRetryableStatus(status), code);
+  return markFailure(new VideoProviderError(`${label} answered ${status}: ${message}`, status, isRetryableStatus(status), code), classOfStatus(status), retryAfter);
 }

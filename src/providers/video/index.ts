@@ -1,6 +1,7 @@
 import type { Catalog } from '../../catalog/catalog';
 import { SeedanceAdapter } from './seedance';
 import type { VideoProviderAdapter } from './types';
+import { adapterKey, type Deployment } from '../../catalog/deployments';
 import { VeoAdapter } from './veo';
 
 /** One adapter per video provider in the catalog, keyed by provider id. */
@@ -12,6 +13,18 @@ export class VideoProviders {
       if (p.kind === 'veo') this.byId.set(p.id, new VeoAdapter(p));
       else if (p.kind === 'seedance') this.byId.set(p.id, new SeedanceAdapter(p));
     }
+    // A deployment with a key of its own gets its own adapter.
+    for (const d of catalog.allDeployments()) {
+      const p = catalog.providers.get(d.provider)!;
+      if (!d.apiKeyEnv || this.byId.has(adapterKey(d))) continue;
+      if (p.kind === 'veo') this.byId.set(adapterKey(d), new VeoAdapter({ ...p, apiKey: d.apiKey }));
+      else if (p.kind === 'seedance') this.byId.set(adapterKey(d), new SeedanceAdapter({ ...p, apiKey: d.apiKey }));
+    }
+  }
+
+  /** The adapter serving a deployment. */
+  forDeployment(d: Deployment): VideoProviderAdapter {
+    return this.get(adapterKey(d));
   }
 
   get(providerId: string): VideoProviderAdapter {
