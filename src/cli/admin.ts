@@ -4,6 +4,9 @@ import { createPool, type Db } from '../db/pool';
 import { ensureDatabase, migrate } from '../db/migrate';
 import { createAccount, getBalance, listLedger, topUp, verifyProjections } from '../billing/ledger';
 import { createApiKey, listApiKeys, revokeApiKey } from '../auth/apiKeys';
+import { getAccountLimits, parseLimitsPatch, setAccountLimits, setKeyLimits, type KeyLimits, type KeySettings } from '../limits/keyLimits';
+import { checkTimeZone, DEFAULT_BUDGET_TIME_ZONE, keySpend, setBudgetTimeZone } from '../billing/budget';
+import { ApiError } from '../errors';
 import { CONSOLE_USERS_USAGE, isConsoleUserCommand, runConsoleUserCommand, UsageError as ConsoleUsageError } from './consoleUsers';
 
 /**
@@ -25,7 +28,11 @@ Commands:
                                                add VND to an account (a repeated key changes nothing)
   create-key <accountId> [--name n]            create an API key (the key is shown once)
   revoke-key <accountId> <keyId>               revoke an API key (effective within a few seconds)
-  list-keys <accountId>                        list an account's API keys
+  list-keys <accountId>                        list an account's API keys with their limits and spend
+  set-key-limits <accountId> <keyId> [--rpm n] [--tpm n] [--budget-day VND] [--budget-month VND] [--expires date]
+                                               set a key's limits (none: clear, so the account default applies)
+  set-account-limits <accountId> [--rpm n] [--tpm n] [--budget-day VND] [--budget-month VND]
+                                               defaults for the account's keys without their own (none: no limit)
   balance <accountId>                          balance, held and available VND
   ledger <accountId> [--limit n]               recent ledger events (default 20, max 1000)
   list-accounts                                every account with its balance
@@ -36,8 +43,10 @@ Commands:
 Console logins:
 ${CONSOLE_USERS_USAGE.split('\n').map((l) => '  ' + l).join('\n')}
 
-Amounts are whole VND (digits, optionally grouped with _ as in 5_000_000).
-Environment: DATABASE_URL (default postgres://postgres@127.0.0.1:5432/gateway).`;
+Amounts are whole VND (digits, optionally grouped with _ as in 5_000_000). Limits: requests and tokens per minute,
+budgets per calendar day and month in BUDGET_TIME_ZONE; --expires takes an ISO 8601 date-time.
+Environment: DATABASE_URL (default postgres://postgres@127.0.0.1:5432/gateway), BUDGET_TIME_ZONE
+(default Asia/Ho_Chi_Minh).`;
 
 class UsageError extends Error {}
 class CommandError extends Error {}
@@ -80,6 +89,35 @@ function table(rows: string[][]): string[] {
   return rows.map((r) => r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i]))).join('  ').trimEnd());
 }
 
+/** "60 rpm, 200000 tpm, 500.000 ₫/day" (or "no limits"). */
+function limitsText(l: KeyLimits): string {
+  const parts = [
+    l.rpm !== null ? `${l.rpm} rpm` : '', l.tpm !== null ? `${l.tpm} tpm` : '',
+    l.budgetDayVnd !== null ? `${vnd(l.budgetDayVnd)}/day` : '', l.budgetMonthVnd !== null ? `${vnd(l.budgetMonthVnd)}/month` : '',
+  ].filter(Boolean);
+  return parts.length ? parts.join(', ') : 'no limits';
+}
+
+/** The limit flags as a patch (`none` clears a value); at least one is required. */
+function limitsPatch(values: { [k: string]: string | boolean | undefined }, expiry: boolean): Partial<KeySettings> {
+  const raw: Record<string, unknown> = {};
+  const flags: [string, keyof KeySettings][] = [['rpm', 'rpm'], ['tpm', 'tpm'], ['budget-day', 'budgetDayVnd'], ['budget-month', 'budgetMonthVnd']];
+  for (const [flag, field] of flags) {
+    const v = values[flag];
+    if (typeof v !== 'string') continue;
+    raw[field] = v === 'none' ? null : flag.startsWith('budget') ? parseVnd(v, `--${flag}`, true) : /^\d+$/.test(v) ? Number(v) : v;
+  }
+  if (expiry && typeof values.expires === 'string') raw.expiresAt = values.expires === 'none' ? null : values.expires;
+  if (Object.keys(raw).length === 0) throw new UsageError(`give at least one of --rpm, --tpm, --budget-day, --budget-month${expiry ? ', --expires' : ''}`);
+  try {
+    return parseLimitsPatch(raw, { expiry });
+  } catch (e) {
+    if (e instanceof ApiError) throw new UsageError(`${e.param ? `--${flagOf(e.param)}: ` : ''}${e.message}`);
+    throw e;
+  }
+}
+const flagOf = (field: string) => ({ budgetDayVnd: 'budget-day', budgetMonthVnd: 'budget-month', expiresAt: 'expires' } as Record<string, string>)[field] ?? field;
+
 async function requireAccount(db: Db, accountId: string): Promise<string> {
   const r = await db.query('SELECT name FROM accounts WHERE id = $1', [accountId]);
   if (r.rowCount === 0) throw new CommandError(`account ${accountId} not found`);
@@ -92,6 +130,11 @@ const OPTIONS = {
   'idempotency-key': { type: 'string' },
   name: { type: 'string' },
   limit: { type: 'string' },
+  rpm: { type: 'string' },
+  tpm: { type: 'string' },
+  'budget-day': { type: 'string' },
+  'budget-month': { type: 'string' },
+  expires: { type: 'string' },
   json: { type: 'boolean' },
   help: { type: 'boolean', short: 'h' },
 } as const;
@@ -103,6 +146,8 @@ const ALLOWED: Record<string, string[]> = {
   'create-key': ['name'],
   'revoke-key': [],
   'list-keys': [],
+  'set-key-limits': ['rpm', 'tpm', 'budget-day', 'budget-month', 'expires'],
+  'set-account-limits': ['rpm', 'tpm', 'budget-day', 'budget-month'],
   balance: [],
   ledger: ['limit'],
   'list-accounts': [],
@@ -145,6 +190,7 @@ export async function runAdmin(argv: string[], io: AdminIO = { out: (l) => conso
   };
 
   return withDatabase(io, () => {
+    setBudgetTimeZone(checkTimeZone(io.env.BUDGET_TIME_ZONE || DEFAULT_BUDGET_TIME_ZONE));
     for (const opt of Object.keys(values)) {
       if (opt !== 'json' && opt !== 'help' && !ALLOWED[cmd].includes(opt)) throw new UsageError(`${cmd} does not take --${opt}`);
     }
@@ -263,9 +309,37 @@ function plan(cmd: string, pos: string[], values: { [k: string]: string | boolea
       return async (db, print) => {
         await requireAccount(db, accountId);
         const keys = await listApiKeys(db, accountId);
-        print(keys.length ? table([['ID', 'NAME', 'PREFIX', 'CREATED', 'LAST USED', 'REVOKED'],
-          ...keys.map((k) => [k.id, k.name || '-', k.prefix + '…', k.createdAt, k.lastUsedAt ?? '-', k.revokedAt ?? '-'])]) : 'no keys',
-        keys.map((k) => ({ id: k.id, name: k.name, prefix: k.prefix, created_at: k.createdAt, last_used_at: k.lastUsedAt, revoked_at: k.revokedAt })));
+        const spend = await keySpend(db, keys.map((k) => k.id));
+        print(keys.length ? table([['ID', 'NAME', 'PREFIX', 'CREATED', 'LAST USED', 'REVOKED', 'EXPIRES', 'LIMITS', 'SPENT DAY / MONTH'],
+          ...keys.map((k) => [k.id, k.name || '-', k.prefix + '…', k.createdAt, k.lastUsedAt ?? '-', k.revokedAt ?? '-', k.expiresAt ?? '-', limitsText(k.effective),
+            `${vnd(spend.get(k.id)!.day)} / ${vnd(spend.get(k.id)!.month)}`])]) : 'no keys',
+        keys.map((k) => ({ id: k.id, name: k.name, prefix: k.prefix, created_at: k.createdAt, last_used_at: k.lastUsedAt, revoked_at: k.revokedAt,
+          expires_at: k.expiresAt, limits: k.limits, effective_limits: k.effective, spent_vnd: spend.get(k.id) })));
+        return 0;
+      };
+    }
+    case 'set-key-limits': {
+      expectPositionals(pos, 2, cmd);
+      const accountId = uuidArg(pos[0], 'accountId');
+      const keyId = uuidArg(pos[1], 'keyId');
+      const patch = limitsPatch(values, true);
+      return async (db, print) => {
+        await requireAccount(db, accountId);
+        if (!(await setKeyLimits(db, accountId, keyId, patch))) throw new CommandError(`no key ${keyId} on account ${accountId}`);
+        const k = (await listApiKeys(db, accountId)).find((x) => x.id === keyId)!;
+        print(`key ${keyId}: ${limitsText(k.effective)}${k.expiresAt ? `, expires ${k.expiresAt}` : ''}`, { id: keyId, limits: k.limits, effective_limits: k.effective, expires_at: k.expiresAt });
+        return 0;
+      };
+    }
+    case 'set-account-limits': {
+      expectPositionals(pos, 1, cmd);
+      const accountId = uuidArg(pos[0], 'accountId');
+      const patch = limitsPatch(values, false);
+      return async (db, print) => {
+        await requireAccount(db, accountId);
+        await setAccountLimits(db, accountId, patch);
+        const defaults = (await getAccountLimits(db, accountId))!;
+        print(`account ${accountId} key defaults: ${limitsText(defaults)}`, { account_id: accountId, defaults });
         return 0;
       };
     }

@@ -2,7 +2,9 @@ import type Router from '@koa/router';
 import type { AppDeps } from '../api/deps';
 import { jsonBody, route, type GatewayState } from '../api/middleware';
 import { badRequest, notFound } from '../errors';
-import { createApiKey, listApiKeys, revokeApiKey } from '../auth/apiKeys';
+import { createApiKey, revokeApiKey } from '../auth/apiKeys';
+import { parseLimitsPatch, setKeyLimits } from '../limits/keyLimits';
+import { keysWithControls } from './keyControls';
 import { requireCsrf, requireSession, sameOrigin, sessionOf } from './auth';
 import { balanceWithLedger, usageByDayAndModel, usageRecord } from './queries';
 import { dateParam, intParam, optionalIntParam, stringField, timeZoneParam, uuidParam } from './params';
@@ -17,7 +19,18 @@ export function mountCustomerApi(r: Router<GatewayState>, deps: AppDeps): void {
   const body = jsonBody(16 * 1024);
 
   r.get('/console/api/keys', route('/console/api/keys'), ...auth, async (ctx) => {
-    ctx.body = { data: await listApiKeys(deps.db, sessionOf(ctx).accountId) };
+    const view = await keysWithControls(deps, sessionOf(ctx).accountId);
+    if (!view) throw notFound('Account not found.');
+    ctx.body = view;
+  });
+
+  // A key's limits and expiry (fields absent: unchanged; null: cleared, so the account default applies).
+  r.patch('/console/api/keys/:id/limits', route('/console/api/keys/:id/limits'), ...auth, body, async (ctx) => {
+    const id = uuidParam(ctx.params.id, 'id');
+    const patch = parseLimitsPatch(ctx.request.body, { expiry: true });
+    const accountId = sessionOf(ctx).accountId;
+    if (!(await setKeyLimits(deps.db, accountId, id, patch))) throw notFound('No such API key.');
+    ctx.body = (await keysWithControls(deps, accountId))!.data.find((k) => k.id === id);
   });
 
   r.post('/console/api/keys', route('/console/api/keys'), ...auth, body, async (ctx) => {

@@ -9,6 +9,8 @@ import { intParam, stringField, uuidParam } from './params';
 import { listJobs } from './jobs';
 import { jobStatusParam } from './customerApi';
 import { ConsoleUserError, createLogin, listLogins } from './users';
+import { parseLimitsPatch, setAccountLimits, setKeyLimits } from '../limits/keyLimits';
+import { keysWithControls } from './keyControls';
 
 const MAX_TOP_UP_VND = 1_000_000_000_000; // 1.000 tỷ ₫: a typo guard, far above any real top-up
 
@@ -59,6 +61,28 @@ export function mountOperatorApi(r: Router<GatewayState>, deps: AppDeps): void {
     });
     ctx.status = applied ? 201 : 200;
     ctx.body = { applied, account: await getAccount(deps.db, id) };
+  });
+
+  r.get('/console/api/admin/accounts/:id/keys', route('/console/api/admin/accounts/:id/keys'), ...auth, async (ctx) => {
+    const view = await keysWithControls(deps, uuidParam(ctx.params.id, 'id'));
+    if (!view) throw notFound('No such account.');
+    ctx.body = view;
+  });
+
+  // The account's defaults for keys without their own limits.
+  r.patch('/console/api/admin/accounts/:id/limits', route('/console/api/admin/accounts/:id/limits'), ...auth, body, async (ctx) => {
+    const id = uuidParam(ctx.params.id, 'id');
+    const patch = parseLimitsPatch(ctx.request.body, { expiry: false });
+    if (!(await setAccountLimits(deps.db, id, patch))) throw notFound('No such account.');
+    ctx.body = await keysWithControls(deps, id);
+  });
+
+  r.patch('/console/api/admin/accounts/:id/keys/:keyId/limits', route('/console/api/admin/accounts/:id/keys/:keyId/limits'), ...auth, body, async (ctx) => {
+    const id = uuidParam(ctx.params.id, 'id');
+    const keyId = uuidParam(ctx.params.keyId, 'keyId');
+    const patch = parseLimitsPatch(ctx.request.body, { expiry: true });
+    if (!(await setKeyLimits(deps.db, id, keyId, patch))) throw notFound('No such API key on this account.');
+    ctx.body = (await keysWithControls(deps, id))!.data.find((k) => k.id === keyId);
   });
 
   r.post('/console/api/admin/logins', route('/console/api/admin/logins'), ...auth, body, async (ctx) => {

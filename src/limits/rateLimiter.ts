@@ -40,12 +40,15 @@ export interface RateLimiter {
   check(keyId: string, limits: RateLimits, tokens: number): Promise<Admission>;
   /** Corrects an admitted request's tokens to what it used (0 for a request that went nowhere). Fire and forget. */
   settle(ticket: TokenTicket, actualTokens: number): void;
+  /** What each key has used in the current window (console pages): requests and tokens. */
+  usage(keyIds: string[]): Promise<Map<string, WindowUsage>>;
   /** 'redis', 'memory', or 'memory (redis unreachable)': the readiness detail and what the bench reports. */
   readonly mode: string;
   close(): Promise<void>;
 }
 
 export interface TokenEntry { at: number; n: number }
+export interface WindowUsage { requests: number; tokens: number }
 
 interface KeyWindow {
   requests: number[];
@@ -136,6 +139,22 @@ export class MemoryRateLimiter implements RateLimiter {
     if (!w || e.at <= Date.now() - WINDOW_MS) return;
     w.used += n - e.n;
     e.n = n;
+  }
+
+  async usage(keyIds: string[]): Promise<Map<string, WindowUsage>> {
+    const from = Date.now() - WINDOW_MS;
+    const out = new Map<string, WindowUsage>();
+    for (const k of keyIds) {
+      const w = this.windows.get(k);
+      let requests = 0;
+      let tokens = 0;
+      if (w) {
+        for (let i = w.reqHead; i < w.requests.length; i++) if (w.requests[i] > from) requests++;
+        for (let i = w.tokHead; i < w.tokens.length; i++) if (w.tokens[i].at > from) tokens += w.tokens[i].n;
+      }
+      out.set(k, { requests, tokens });
+    }
+    return out;
   }
 
   private dropIdle(now: number): void {

@@ -1,6 +1,6 @@
 import Redis from 'ioredis';
 import type { Logger } from '../observability/logger';
-import { admissionId, MemoryRateLimiter, WINDOW_MS, type Admission, type RateLimiter, type RateLimits, type TokenTicket } from './rateLimiter';
+import { admissionId, MemoryRateLimiter, WINDOW_MS, type Admission, type RateLimiter, type RateLimits, type TokenTicket, type WindowUsage } from './rateLimiter';
 
 /**
  * The sliding window of rateLimiter.ts in Redis, shared by every API process: one EVALSHA per check (the script
@@ -88,7 +88,17 @@ if redis.call('INCRBY', sk, n - oldn) < 0 then redis.call('SET', sk, 0, 'KEEPTTL
 return 1
 `;
 
+// Read-only: the requests and tokens of one key in the window (console pages; not on the request path).
+const USAGE = `
+local t = redis.call('TIME')
+local from = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) - tonumber(ARGV[1])
+local tokens = 0
+for _, m in ipairs(redis.call('ZRANGEBYSCORE', KEYS[2], '(' .. from, '+inf')) do tokens = tokens + tonumber(string.match(m, ':(%d+)$')) end
+return {redis.call('ZCOUNT', KEYS[1], '(' .. from, '+inf'), tokens}
+`;
+
 type Limited = Redis & {
+  rlUsage(rk: string, tk: string, win: number): Promise<number[]>;
   rlCheck(rk: string, tk: string, sk: string, rpm: number, tpm: number, cost: number, id: string, win: number): Promise<number[]>;
   rlSettle(tk: string, sk: string, old: string, id: string, n: number, oldn: number): Promise<number>;
 };
@@ -125,6 +135,7 @@ export class RedisRateLimiter implements RateLimiter {
     }) as Limited;
     this.redis.defineCommand('rlCheck', { numberOfKeys: 3, lua: CHECK });
     this.redis.defineCommand('rlSettle', { numberOfKeys: 2, lua: SETTLE });
+    this.redis.defineCommand('rlUsage', { numberOfKeys: 2, lua: USAGE });
     this.redis.on('ready', () => this.setUp(true));
     this.redis.on('close', () => this.setUp(false));
     // Connection errors are reported through 'close' and the status; without a listener ioredis prints them.
@@ -191,6 +202,19 @@ export class RedisRateLimiter implements RateLimiter {
     if (n === ticket.tokens || !this.up) return;
     const [, tk, sk] = this.keys(ticket.keyId);
     this.redis.rlSettle(tk, sk, `${ticket.id}:${ticket.tokens}`, ticket.id, n, ticket.tokens).catch(() => undefined);
+  }
+
+  async usage(keyIds: string[]): Promise<Map<string, WindowUsage>> {
+    if (!this.up) return this.local.usage(keyIds);
+    try {
+      const rows = await Promise.all(keyIds.map((k) => {
+        const [rk, tk] = this.keys(k);
+        return this.redis.rlUsage(rk, tk, WINDOW_MS);
+      }));
+      return new Map(keyIds.map((k, i) => [k, { requests: rows[i][0], tokens: rows[i][1] }]));
+    } catch {
+      return this.local.usage(keyIds);
+    }
   }
 
   async close(): Promise<void> {
