@@ -136,14 +136,7 @@ export function validateVideoRequest(body: Record<string, unknown>, catalog: Cat
     if (!FIELDS.has(k)) throw bad(k, `Unrecognized request argument supplied: ${k}`, 'unknown_parameter');
   }
 
-  // prompt
-  if (body.prompt === undefined || body.prompt === null) throw bad('prompt', "Missing required parameter: 'prompt'.", 'missing_required_parameter');
-  if (typeof body.prompt !== 'string') throw bad('prompt', "Invalid 'prompt': expected a string.", 'invalid_type');
-  if (body.prompt.trim() === '') throw bad('prompt', "Invalid 'prompt': must not be empty.");
-  // The job's request is kept in jsonb, which cannot hold these; and no provider reads them as text either.
-  if (findUnstorableText(body.prompt, 'prompt')) throw bad('prompt', unstorableTextMessage('prompt'));
-  const chars = [...body.prompt].length;
-  if (chars > MAX_PROMPT_CHARS) throw bad('prompt', `Invalid 'prompt': ${chars} characters, at most ${MAX_PROMPT_CHARS} allowed.`, 'string_above_max_length');
+  const prompt = checkPrompt(body.prompt);
 
   // seconds
   const allowed = model.allowedDurations!;
@@ -212,7 +205,34 @@ export function validateVideoRequest(body: Record<string, unknown>, catalog: Cat
   let returnLastFrame = false;
   if (body.return_last_frame !== undefined && body.return_last_frame !== null) returnLastFrame = boolean(body.return_last_frame, 'return_last_frame', fromForm);
 
-  // images
+  const images = imageSources(body);
+
+  const parameters = passThroughParameters(body.parameters, kind, fromForm);
+
+  const price = model.pricing.perVideoSecond!;
+  const maxCostVnd = seconds * price;
+  if (!Number.isSafeInteger(maxCostVnd)) throw new ApiError(500, 'The model price is misconfigured.', 'server_error', null, 'pricing_error');
+  const size = typeof body.size === 'string' && body.size !== '' ? body.size : undefined;
+  return {
+    model, maxCostVnd,
+    request: { prompt, seconds, size, aspectRatio, resolution, seed, generateAudio, watermark, returnLastFrame, parameters, images },
+  };
+}
+
+/** The prompt: a non-empty string of at most MAX_PROMPT_CHARS characters that Postgres can store. */
+function checkPrompt(prompt: unknown): string {
+  if (prompt === undefined || prompt === null) throw bad('prompt', "Missing required parameter: 'prompt'.", 'missing_required_parameter');
+  if (typeof prompt !== 'string') throw bad('prompt', "Invalid 'prompt': expected a string.", 'invalid_type');
+  if (prompt.trim() === '') throw bad('prompt', "Invalid 'prompt': must not be empty.");
+  // The job's request is kept in jsonb, which cannot hold these; and no provider reads them as text either.
+  if (findUnstorableText(prompt, 'prompt')) throw bad('prompt', unstorableTextMessage('prompt'));
+  const chars = [...prompt].length;
+  if (chars > MAX_PROMPT_CHARS) throw bad('prompt', `Invalid 'prompt': ${chars} characters, at most ${MAX_PROMPT_CHARS} allowed.`, 'string_above_max_length');
+  return prompt;
+}
+
+/** The image inputs as given (decoded later by loadImages): a first frame, a last frame after it, or reference images. */
+function imageSources(body: Record<string, unknown>): VideoImages<ImageSource> {
   const images: VideoImages<ImageSource> = {};
   const has = (k: string) => body[k] !== undefined && body[k] !== null && body[k] !== '';
   if (has('input_reference')) images.inputReference = imageSource(body.input_reference, 'input_reference');
@@ -232,33 +252,25 @@ export function validateVideoRequest(body: Record<string, unknown>, catalog: Cat
       });
     }
   }
+  return images;
+}
 
-  // parameters: passed through to the provider, except keys that would contradict the fields above
-  let parameters: Record<string, unknown> | undefined;
-  if (body.parameters !== undefined && body.parameters !== null) {
-    if (!isObject(body.parameters)) throw bad('parameters', "Invalid 'parameters': expected an object.", 'invalid_type');
-    const unstorable = findUnstorableText(body.parameters, 'parameters');
-    if (unstorable) throw bad(unstorable, unstorableTextMessage(unstorable));
-    const reserved = RESERVED_PARAMETERS[kind] ?? {};
-    for (const k of Object.keys(body.parameters)) {
-      if (k in reserved) {
-        const field = reserved[k];
-        throw bad(`parameters.${k}`, field
-          ? `'parameters.${k}' cannot be passed through: set the gateway field '${field}' instead${kind === 'veo' && (k === 'seed' || k === 'generateAudio') ? ' (which Veo on the Gemini API cannot honour)' : ''}.`
-          : `'parameters.${k}' is controlled by the gateway and cannot be passed through.`, 'unsupported_parameter');
-      }
+/** Pass-through parameters for the provider, except keys that would contradict a gateway field (or what we bill). */
+function passThroughParameters(parameters: unknown, kind: string, fromForm: boolean): Record<string, unknown> | undefined {
+  if (parameters === undefined || parameters === null) return undefined;
+  if (!isObject(parameters)) throw bad('parameters', "Invalid 'parameters': expected an object.", 'invalid_type');
+  const unstorable = findUnstorableText(parameters, 'parameters');
+  if (unstorable) throw bad(unstorable, unstorableTextMessage(unstorable));
+  const reserved = RESERVED_PARAMETERS[kind] ?? {};
+  for (const k of Object.keys(parameters)) {
+    if (k in reserved) {
+      const field = reserved[k];
+      throw bad(`parameters.${k}`, field
+        ? `'parameters.${k}' cannot be passed through: set the gateway field '${field}' instead${kind === 'veo' && (k === 'seed' || k === 'generateAudio') ? ' (which Veo on the Gemini API cannot honour)' : ''}.`
+        : `'parameters.${k}' is controlled by the gateway and cannot be passed through.`, 'unsupported_parameter');
     }
-    parameters = fromForm ? coerceFormValues(body.parameters) : body.parameters;
   }
-
-  const price = model.pricing.perVideoSecond!;
-  const maxCostVnd = seconds * price;
-  if (!Number.isSafeInteger(maxCostVnd)) throw new ApiError(500, 'The model price is misconfigured.', 'server_error', null, 'pricing_error');
-  const size = typeof body.size === 'string' && body.size !== '' ? body.size : undefined;
-  return {
-    model, maxCostVnd,
-    request: { prompt: body.prompt, seconds, size, aspectRatio, resolution, seed, generateAudio, watermark, returnLastFrame, parameters, images },
-  };
+  return fromForm ? coerceFormValues(parameters) : parameters;
 }
 
 /** Multipart pass-through values arrive as strings: turn "true"/"false"/numbers back into JSON values. */
