@@ -75,6 +75,16 @@ test('customer: sign in, create a key, use it, see the charge, revoke it and see
   await page.reload();
   await page.waitForSelector('tr >> text=e2e laptop');
   expect(await page.content()).not.toContain(key);
+  // Limits: set a requests-per-minute and a daily budget from the key's row; the row shows them.
+  const keyRow = page.locator('tr', { hasText: 'e2e laptop' });
+  await keyRow.locator('button.edit-limits').click();
+  const prefix = await page.locator('form[id^="limits-"]').getAttribute('id');
+  const p = prefix!.replace(/-form$/, '');
+  await page.fill(`#${p}-rpm`, '30');
+  await page.fill(`#${p}-budgetDayVnd`, '500000');
+  await page.click(`#${p}-save`);
+  await page.waitForSelector('tr:has-text("e2e laptop") >> text=30 req/min');
+  expect(await page.locator('tr', { hasText: 'e2e laptop' }).textContent()).toMatch(/500\.000\s₫\/day/);
 
   // Use it against the API with the official SDK.
   const client = new OpenAI({ apiKey: key, baseURL: gw.url + '/v1', maxRetries: 0 });

@@ -366,6 +366,81 @@
     replace(app, h('div', { class: 'login-wrap' }, form));
   }
 
+  // ---------------------------------------------------------------- per-key controls (customer and operator pages)
+  const LIMIT_FIELDS = [
+    { name: 'rpm', label: 'Requests / min', fmt: (v) => num(v) + ' req/min' },
+    { name: 'tpm', label: 'Tokens / min', fmt: (v) => num(v) + ' tokens/min' },
+    { name: 'budgetDayVnd', label: 'Budget / day (VND)', fmt: (v) => vnd(v) + '/day' },
+    { name: 'budgetMonthVnd', label: 'Budget / month (VND)', fmt: (v) => vnd(v) + '/month' },
+  ];
+  /** The limits that apply to a key, each marked when it comes from the account default. */
+  function limitsCell(k) {
+    const parts = LIMIT_FIELDS.filter((f) => k.effective[f.name] !== null).map((f) =>
+      h('div', { class: 'nowrap' }, f.fmt(k.effective[f.name]), k.limits[f.name] === null ? h('span', { class: 'hint' }, ' (account default)') : null));
+    if (k.expiresAt) parts.push(h('div', { class: 'nowrap hint' }, 'expires ' + when(k.expiresAt)));
+    return parts.length ? parts : h('span', { class: 'hint' }, 'no limits');
+  }
+  /** Requests and tokens in the current rate-limit window, against the limits where set. */
+  function usageCell(k, view) {
+    const of = (used, limit) => num(used) + (limit !== null ? ' / ' + num(limit) : '');
+    return [h('div', { class: 'nowrap' }, of(k.usage.requests, k.effective.rpm) + ' req'), h('div', { class: 'nowrap' }, of(k.usage.tokens, k.effective.tpm) + ' tokens'),
+      h('div', { class: 'hint' }, 'last ' + view.windowSeconds + ' s')];
+  }
+  function spendCell(k) {
+    const of = (spent, budget) => vnd(spent) + (budget !== null ? ' / ' + vnd(budget) : '');
+    return [h('div', { class: 'nowrap' }, 'today ' + of(k.spend.day, k.effective.budgetDayVnd)), h('div', { class: 'nowrap' }, 'month ' + of(k.spend.month, k.effective.budgetMonthVnd))];
+  }
+  /** A form for limits (empty: none of its own); PATCHes `path` and calls onSaved. `withExpiry` for keys. */
+  function limitsForm(idPrefix, current, path, withExpiry, onSaved) {
+    const err = h('div');
+    const btn = h('button', { type: 'submit', id: idPrefix + '-save' }, 'Save limits');
+    const inputs = LIMIT_FIELDS.map((f) => h('div', { class: 'field' }, h('label', { for: idPrefix + '-' + f.name }, f.label),
+      h('input', { id: idPrefix + '-' + f.name, name: f.name, type: 'number', min: f.name.startsWith('budget') ? 0 : 1, step: 1, inputmode: 'numeric', value: current[f.name] === null ? '' : String(current[f.name]), placeholder: withExpiry ? 'account default' : 'no limit' })));
+    const expiry = withExpiry ? h('div', { class: 'field' }, h('label', { for: idPrefix + '-expiresAt' }, 'Expires (UTC)'),
+      h('input', { id: idPrefix + '-expiresAt', name: 'expiresAt', type: 'datetime-local', value: current.expiresAt ? current.expiresAt.slice(0, 16) : '' })) : null;
+    const form = h('form', { class: 'inline', id: idPrefix + '-form', novalidate: true }, inputs, expiry, btn, err);
+    form.addEventListener('submit', async (e) => {
+      e.preventDefault();
+      formError(err, null);
+      const body = {};
+      for (const f of LIMIT_FIELDS) {
+        const v = form[f.name].value.trim();
+        body[f.name] = v === '' ? null : Number(v);
+        if (v !== '' && !Number.isInteger(body[f.name])) return formError(err, new Error(f.label + ': enter a whole number, or leave it empty.'));
+      }
+      if (withExpiry) body.expiresAt = form.expiresAt.value ? form.expiresAt.value + ':00Z' : null;
+      btn.disabled = true;
+      try {
+        await api('PATCH', path, body);
+        onSaved();
+      } catch (ex) {
+        formError(err, ex);
+      } finally {
+        btn.disabled = false;
+      }
+    });
+    return form;
+  }
+  /** Keys with their limits, window usage and spend; a Limits button opens each key's form below its row. */
+  function keyControlRows(view, pathOf, refresh, lastCell) {
+    return view.data.flatMap((k) => {
+      const formRow = h('tr', { class: 'limits-row', hidden: true }, h('td', { colspan: 7 }));
+      const toggle = () => {
+        formRow.hidden = !formRow.hidden;
+        if (!formRow.hidden) replace(formRow.firstChild, limitsForm('limits-' + short(k.id), { ...k.limits, expiresAt: k.expiresAt }, pathOf(k), true, refresh));
+      };
+      return [h('tr', { 'data-key-id': k.id, class: k.revokedAt ? 'revoked' : null },
+        h('td', null, k.name || h('span', { class: 'hint' }, '(unnamed)'), h('div', null, h('code', null, k.prefix + '…'))),
+        h('td', { class: 'nowrap hide-sm' }, when(k.createdAt), h('div', { class: 'hint' }, 'used ' + ago(k.lastUsedAt))),
+        h('td', null, limitsCell(k)),
+        h('td', null, usageCell(k, view)),
+        h('td', null, spendCell(k)),
+        h('td', null, k.revokedAt ? null : h('button', { class: 'ghost small edit-limits', onclick: toggle }, 'Limits')),
+        h('td', { class: 'num' }, lastCell(k))), formRow];
+    });
+  }
+  const KEY_HEAD = [{ label: 'Key' }, { label: 'Created', cls: 'hide-sm' }, { label: 'Limits' }, { label: 'This minute' }, { label: 'Spent' }, { label: '' }, { label: '' }];
+
   // ---------------------------------------------------------------- API keys
   function pageKeys(main, _p, _q, scope) {
     const newKey = h('div', { id: 'new-key' });
@@ -403,18 +478,13 @@
         copied,
         h('div', { class: 'media-actions' }, h('button', { type: 'button', class: 'secondary small', onclick: () => replace(newKey) }, 'I have saved it'))));
     }
-    const refresh = () => load(list, scope, () => api('GET', '/keys'), ({ data }) => {
-      if (!data.length) return replace(list, emptyState('key', 'No API keys yet', 'Create a key above, then send it as “Authorization: Bearer <key>” to the /v1 API.'));
-      replace(list, table(
-        [{ label: 'Name' }, { label: 'Key' }, { label: 'Created', cls: 'hide-sm' }, { label: 'Last used' }, { label: '' }],
-        data.map((k) => h('tr', { 'data-key-id': k.id, class: k.revokedAt ? 'revoked' : null },
-          h('td', null, k.name || h('span', { class: 'hint' }, '(unnamed)')),
-          h('td', { class: 'nowrap' }, h('code', null, k.prefix + '…')),
-          h('td', { class: 'nowrap hide-sm' }, when(k.createdAt)),
-          h('td', { class: 'nowrap' }, ago(k.lastUsedAt)),
-          h('td', { class: 'num' }, k.revokedAt
-            ? h('span', { class: 'badge muted', title: 'Revoked ' + when(k.revokedAt) }, 'revoked')
-            : h('button', { class: 'ghost small revoke', onclick: () => revoke(k) }, 'Revoke'))))));
+    const refresh = () => load(list, scope, () => api('GET', '/keys'), (view) => {
+      if (!view.data.length) return replace(list, emptyState('key', 'No API keys yet', 'Create a key above, then send it as “Authorization: Bearer <key>” to the /v1 API.'));
+      replace(list, table(KEY_HEAD, keyControlRows(view, (k) => '/keys/' + k.id + '/limits', refresh, (k) => k.revokedAt
+        ? h('span', { class: 'badge muted', title: 'Revoked ' + when(k.revokedAt) }, 'revoked')
+        : h('button', { class: 'ghost small revoke', onclick: () => revoke(k) }, 'Revoke'))),
+      h('p', { class: 'hint' }, 'Budgets count calendar days and months in ' + view.budgetTimeZone + '. Empty limits use the account defaults' +
+        (LIMIT_FIELDS.some((f) => view.defaults[f.name] !== null) ? ' (' + LIMIT_FIELDS.filter((f) => view.defaults[f.name] !== null).map((f) => f.fmt(view.defaults[f.name])).join(', ') + ')' : ', none set') + '.'));
     });
     async function revoke(k) {
       const yes = await confirmDialog('Revoke this key?', 'Requests using “' + (k.name || k.prefix) + '” (' + k.prefix + '…) will be refused within a few seconds. This cannot be undone.', 'Revoke key');
@@ -804,8 +874,11 @@
     const logins = h('div');
     const jobs = h('div');
     const ledger = h('div');
+    const keys = h('div');
+    const defaults = h('div');
     replace(main, h('div', { class: 'crumbs' }, link('/admin/accounts', 'Accounts'), ' / ' + short(id)), head, cards,
       h('div', { class: 'grid2' }, topUpPanel(), loginPanel()),
+      h('section', { class: 'panel' }, h('h2', null, 'API keys'), keys, h('h2', { style: 'margin-top:1rem' }, 'Defaults for keys without their own limits'), defaults),
       h('section', { class: 'panel' }, h('h2', null, 'Video jobs'), statusChips('/admin/accounts/' + id, status), jobs),
       h('section', { class: 'panel' }, h('h2', null, 'Recent ledger'), ledger));
 
@@ -818,6 +891,13 @@
       replace(ledger, a.ledger.length ? table(LEDGER_HEAD, ledgerRows(a.ledger).map((tr) => { tr.querySelectorAll('a').forEach((x) => x.replaceWith(x.textContent)); return tr; }))
         : emptyState('ledger', 'No ledger entries yet', 'Top-ups and charges appear here.'));
     });
+    const refreshKeys = () => load(keys, scope, () => api('GET', '/admin/accounts/' + id + '/keys'), (view) => {
+      replace(keys, view.data.length ? table(KEY_HEAD, keyControlRows(view, (k) => '/admin/accounts/' + id + '/keys/' + k.id + '/limits', refreshKeys,
+        (k) => (k.revokedAt ? h('span', { class: 'badge muted' }, 'revoked') : null)))
+        : emptyState('key', 'No API keys', 'The customer creates keys in the console, or an operator with the admin CLI.'));
+      replace(defaults, limitsForm('defaults', view.defaults, '/admin/accounts/' + id + '/limits', false, refreshKeys));
+    });
+    refreshKeys();
     load(jobs, scope, () => api('GET', '/admin/accounts/' + id + '/jobs?limit=100' + (status ? '&status=' + status : '')), ({ data }) => {
       replace(jobs, data.length
         ? table([{ label: 'Created' }, { label: 'Status' }, { label: 'Model', cls: 'hide-sm' }, { label: 'Prompt' }, { label: 'Length', cls: 'num hide-sm' }, { label: 'Cost', cls: 'num' }, { label: 'Temporal' }], jobRows(data, { temporal: true }))
