@@ -17,16 +17,27 @@ const pool = (id: string, extra: Partial<PoolSpec> = {}): PoolSpec => ({
 });
 
 let gw: TestGateway;
+const savedKey = process.env.EMULATOR_API_KEY;
 beforeAll(async () => {
+  process.env.ROUTING_TEST_KEY_A = 'sk-deployment-a';
+  process.env.EMULATOR_API_KEY = 'sk-provider-default';
   const catalogPath = await writeRoutingCatalog([
     pool('p429'), pool('pcool'), pool('p500'), pool('preset'), pool('pslow', { timeoutMs: 500 }), pool('pcut'), pool('pstream'), pool('p400'),
     pool('pdead', { deployments: [{ id: 'pdead-a', dead: true }, { id: 'pdead-b' }] }),
+    pool('p408'), pool('p409'),
+    pool('pkey', { deployments: [{ id: 'pkey-a', apiKeyEnv: 'ROUTING_TEST_KEY_A' }, { id: 'pkey-b' }] }),
     { id: 'cheap', upstreamModel: 'gpt-4o-mini', pricing: { inputPer1MTokens: 1000, outputPer1MTokens: 2000 }, maxOutputTokens: 1000, deployments: [{ id: 'cheap-a' }], fallbacks: ['pricey'] },
     { id: 'pricey', upstreamModel: 'gpt-4o', pricing: { inputPer1MTokens: 650000, outputPer1MTokens: 2600000 }, maxOutputTokens: 1000, deployments: [{ id: 'pricey-a' }] },
   ]);
   gw = await startGateway({ logLevel: 'warn', temporalAddress: 'off', catalogPath, routing: { maxAttempts: 3, maxTimeMs: 30_000, cooldownBaseMs: 1000, cooldownMaxMs: 10_000 } }, { temporal: false });
 });
-afterAll(() => gw.close());
+afterAll(async () => {
+  await gw.close();
+  // Environment is shared by the test files of one jest process.
+  delete process.env.ROUTING_TEST_KEY_A;
+  if (savedKey === undefined) delete process.env.EMULATOR_API_KEY;
+  else process.env.EMULATOR_API_KEY = savedKey;
+});
 beforeEach(() => gw.emulator.control.reset());
 
 const fault = (f: Fault) => gw.emulator.control.addFault(f);
@@ -69,6 +80,8 @@ test.each([
   ['p500', { status: 500 }, 'server'],
   ['preset', { drop: true }, 'connect'],
   ['pslow', { delayMs: 3000 }, 'timeout'],
+  ['p408', { status: 408 }, 'timeout'],
+  ['p409', { status: 409 }, 'conflict'],
 ] as const)('%s: a failing deployment is retried on the healthy one, charged once, at its price', async (model, f, cls) => {
   const { client, accountId } = await funded();
   fault({ deployment: `${model}-a`, ...f, times: 1 });
@@ -198,4 +211,12 @@ test('an account that covers the primary model but not its fallback is refused b
   expect(e?.status).toBe(402);
   expect(gw.emulator.control.requests).toHaveLength(0);
   expect(await usageRows(accountId)).toHaveLength(0);
+});
+
+test('a deployment with a key of its own sends that key; the others send their provider\'s', async () => {
+  const { client } = await funded();
+  await ask(client, 'pkey');
+  await ask(client, 'pkey');
+  const auth = Object.fromEntries(gw.emulator.control.requests.map((r) => [r.headers['x-emulator-deployment'], r.headers.authorization]));
+  expect(auth).toEqual({ 'pkey-a': 'Bearer sk-deployment-a', 'pkey-b': 'Bearer sk-provider-default' });
 });

@@ -13,7 +13,7 @@ export interface PoolSpec {
   mode?: 'chat' | 'completion' | 'embedding' | 'speech' | 'transcription' | 'image' | 'video';
   upstreamModel: string;
   pricing: Record<string, number>;
-  deployments: { id: string; weight?: number; dead?: boolean }[];
+  deployments: { id: string; weight?: number; dead?: boolean; apiKeyEnv?: string }[];
   fallbacks?: string[];
   maxOutputTokens?: number;
   timeoutMs?: number;
@@ -51,7 +51,7 @@ export async function writeRoutingCatalog(pools: PoolSpec[]): Promise<string> {
     return {
       id: p.id, mode: p.mode ?? 'chat', pricing: p.pricing, ...(p.api ? { api: p.api } : {}), ...p.video, ...(p.maxOutputTokens ? { maxOutputTokens: p.maxOutputTokens } : {}),
       ...(p.fallbacks ? { fallbacks: p.fallbacks } : {}),
-      deployments: p.deployments.map((d) => ({ id: d.id, provider: `p-${d.id}`, upstreamModel: p.upstreamModel, ...(d.weight ? { weight: d.weight } : {}) })),
+      deployments: p.deployments.map((d) => ({ id: d.id, provider: `p-${d.id}`, upstreamModel: p.upstreamModel, ...(d.weight ? { weight: d.weight } : {}), ...(d.apiKeyEnv ? { apiKeyEnv: d.apiKeyEnv } : {}) })),
     };
   });
   const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'gw-routing-')), 'catalog.json');
