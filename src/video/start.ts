@@ -1,7 +1,7 @@
 import type { Client } from '@temporalio/client';
 import type { defineSearchAttributeKey } from '@temporalio/common';
 import type { Config } from '../config';
-import { SEARCH_ATTRIBUTES } from '../runtime/searchAttributes';
+import { SEARCH_ATTRIBUTES } from './searchAttributes';
 import { workflowTiming, type WorkflowTiming } from './settings';
 import type { VideoJob } from './jobs';
 import { isTemporalError } from './temporalErrors';
@@ -38,7 +38,7 @@ export interface VideoJobInput {
   returnLastFrame: boolean;
   timing: WorkflowTiming;
   /**
-   * The status search attribute (src/runtime/searchAttributes.ts, `GatewayJobStatus`), upserted on each change;
+   * The status search attribute (src/video/searchAttributes.ts, `GatewayJobStatus`), upserted on each change;
    * null when the namespace lacks the gateway's attributes. Passed in so the workflow imports nothing but types.
    */
   statusSearchAttribute: string | null;
