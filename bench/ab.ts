@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { projectRoot } from '../src/config';
+import { projectRoot } from '../src/projectRoot';
 import { cpuMs, distDir, forkTarget, postgresCpuMs, type Target } from './lib/proc';
 import { createBenchDb, type BenchDb } from './lib/db';
 import { load, type LoadResult } from './lib/load';

@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { execFileSync } from 'node:child_process';
 import { Client } from 'undici';
-import { projectRoot } from '../src/config';
+import { projectRoot } from '../src/projectRoot';
 import { cpuMs, distDir, postgresCpuMs, forkTarget, freePort, peakRssMb, resetPeakRss, rssMb, RssSampler, spawnTarget, type Target } from './lib/proc';
 import { load, pairedSequential, sequential, type LoadResult, type RequestSpec } from './lib/load';
 import { billingCheck, createBenchDb, adminUrl, waitForUsage, type BenchDb, type BillingCheck } from './lib/db';

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { request } from 'undici';
-import { projectRoot } from '../src/config';
+import { projectRoot } from '../src/projectRoot';
 import { createPool, type Db } from '../src/db/pool';
 import { startEmulator, type Emulator } from '../src/emulator/server';
 import { findTemporalCli, startTemporalDevServer, type DevServer } from '../src/runtime/temporalDevServer';

@@ -1,19 +1,8 @@
 import path from 'node:path';
-import fs from 'node:fs';
+import { projectRoot } from './projectRoot';
 import { loadVideoSettings, type VideoSettings } from './video/settings';
 import { loadRoutingSettings, type RoutingSettings } from './routing/settings';
 import { checkTimeZone, DEFAULT_BUDGET_TIME_ZONE, setBudgetTimeZone } from './billing/budget';
-
-/** The repository root (holds package.json); SQL migrations, the catalog and console assets are read from here. */
-export function projectRoot(): string {
-  let dir = __dirname;
-  for (;;) {
-    if (fs.existsSync(path.join(dir, 'package.json'))) return dir;
-    const up = path.dirname(dir);
-    if (up === dir) throw new Error('package.json not found above ' + __dirname);
-    dir = up;
-  }
-}
 
 function int(name: string, def: number): number {
   const v = process.env[name];

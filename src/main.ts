@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { loadConfig, projectRoot } from './config';
+import { loadConfig } from './config';
+import { projectRoot } from './projectRoot';
 import { startApi } from './server';
 import { startWorker } from './worker';
 import { startEmulator } from './emulator/server';

@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { createHash } from 'node:crypto';
-import { projectRoot } from '../config';
+import { projectRoot } from '../projectRoot';
 
 /**
  * The console's static files (src/console/static/), read once at start-up and served from memory with strong

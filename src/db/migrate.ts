@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import pg from 'pg';
-import { projectRoot } from '../config';
+import { projectRoot } from '../projectRoot';
 import { PG_ERROR, pgErrorCode } from './pgErrors';
 
 export const migrationsDir = (): string => path.join(projectRoot(), 'src', 'db', 'migrations');

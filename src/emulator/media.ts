@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import zlib from 'node:zlib';
-import { projectRoot } from '../config';
+import { projectRoot } from '../projectRoot';
 
 /** Real media for the emulator: audio fixtures (made once with ffmpeg, committed) and PNGs encoded in memory. */
 

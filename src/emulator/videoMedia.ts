@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { Readable } from 'node:stream';
-import { projectRoot } from '../config';
+import { projectRoot } from '../projectRoot';
 
 /**
  * Media the emulated video providers serve: a real MP4 (1 s, 160x90, H.264 + AAC, faststart; made with ffmpeg)

@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
-import { projectRoot } from '../../src/config';
+import { projectRoot } from '../../src/projectRoot';
 
 /**
  * Real headless Chromium (Debian's /usr/bin/chromium, installed by .ci/run) driven by playwright-core, with a

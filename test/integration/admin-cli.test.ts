@@ -4,7 +4,7 @@ import { execFile } from 'node:child_process';
 import { runAdmin, type AdminIO } from '../../src/cli/admin';
 import { createPool, type Db } from '../../src/db/pool';
 import { KeyResolver } from '../../src/auth/apiKeys';
-import { projectRoot } from '../../src/config';
+import { projectRoot } from '../../src/projectRoot';
 
 /** The operator CLI against the run's real Postgres database, in-process (runAdmin) and as the built binary. */
 
