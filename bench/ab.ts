@@ -4,6 +4,8 @@ import { projectRoot } from '../src/projectRoot';
 import { cpuMs, distDir, forkTarget, postgresCpuMs, type Target } from './lib/proc';
 import { createBenchDb, type BenchDb } from './lib/db';
 import { load, type LoadResult } from './lib/load';
+import { createPool } from '../src/db/pool';
+import { setKeyLimits } from '../src/limits/keyLimits';
 
 /**
  * A/B of two builds of the gateway in one run: `node dist/bench/ab.js <baseline dist dir> [workload] [connections]`.
@@ -14,7 +16,12 @@ import { load, type LoadResult } from './lib/load';
  * percent. A baseline build: `git worktree add /tmp/base <ref> && ln -s "$PWD/node_modules" /tmp/base/ &&
  * (cd /tmp/base && npx tsc -p tsconfig.json)`, then pass /tmp/base/dist.
  *
- * Environment: BENCH_AB_ROUNDS (6), BENCH_SECONDS (3), BENCH_WARMUP_SECONDS (2).
+ * `node dist/bench/ab.js --limits [workload] [connections]` instead compares this build with itself: the baseline
+ * key has no limits (no Redis), the other has RPM, TPM and a daily budget set (all far above what the run uses) and
+ * its gateway keeps the rate-limit windows in Redis (BENCH_REDIS_URL, default redis://127.0.0.1:6379): the cost of
+ * per-key limits per request, in CPU and, from extra c=1 cells, added latency.
+ *
+ * Environment: BENCH_AB_ROUNDS (6), BENCH_SECONDS (3), BENCH_WARMUP_SECONDS (2), BENCH_REDIS_URL.
  */
 
 const env = process.env;
@@ -28,7 +35,7 @@ const WORKLOADS: Record<string, { path: string; body: object }> = {
   embeddings: { path: '/embeddings', body: { model: 'text-embedding-3-small', input: 'The quick brown fox jumps over the lazy dog.' } },
 };
 
-interface Side { name: string; target: Target; bdb: BenchDb; key: string; cpu: number; db: number; ok: number; runs: LoadResult[] }
+interface Side { name: string; target: Target; bdb: BenchDb; key: string; cpu: number; db: number; ok: number; runs: LoadResult[]; single: LoadResult[] }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
@@ -37,22 +44,28 @@ async function main(): Promise<void> {
   const [baseline, workload = 'chat', conns = '50'] = process.argv.slice(2);
   const w = WORKLOADS[workload];
   if (!baseline || !w) {
-    console.error(`usage: node dist/bench/ab.js <baseline dist dir> [${Object.keys(WORKLOADS).join('|')}] [connections]`);
+    console.error(`usage: node dist/bench/ab.js <baseline dist dir>|--limits [${Object.keys(WORKLOADS).join('|')}] [connections]`);
     process.exit(2);
   }
+  const limits = baseline === '--limits';
+  const thisBuild = path.resolve(distDir(), '..');
+  const builds: [string, string][] = limits ? [['no limits', thisBuild], ['limits', thisBuild]] : [['baseline', path.resolve(baseline)], ['this build', thisBuild]];
   const connections = Number(conns);
   const logs = path.join(projectRoot(), 'bench', 'results', 'logs');
   fs.mkdirSync(logs, { recursive: true });
   const emulator = await forkTarget('emulator', path.join(distDir(), 'targets', 'emulator.js'), { logFile: path.join(logs, 'ab-emulator.log') });
   const sides: Side[] = [];
   try {
-    for (const [name, dist] of [['baseline', path.resolve(baseline)], ['this build', path.resolve(distDir(), '..')]] as const) {
+    for (const [name, dist] of builds) {
       const db = await createBenchDb(1_000_000_000_000);
+      const limited = limits && name === 'limits';
+      if (limited) await setBenchLimits(db);
+      const redis = limited ? { REDIS_URL: env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379', REDIS_KEY_PREFIX: `gw-bench:${db.name}:` } : {};
       const target = await forkTarget(name, path.join(dist, 'bench', 'targets', 'gateway.js'), {
-        env: { DATABASE_URL: db.url, EMULATOR_URL: emulator.url, LOG_LEVEL: 'info', NODE_ENV: 'production', TEMPORAL_ADDRESS: 'off' },
+        env: { DATABASE_URL: db.url, EMULATOR_URL: emulator.url, LOG_LEVEL: 'info', NODE_ENV: 'production', TEMPORAL_ADDRESS: 'off', ...redis },
         execArgv: ['--max-semi-space-size=8'], logFile: path.join(logs, `ab-${name.replace(' ', '-')}.log`),
       });
-      sides.push({ name, target, bdb: db, key: db.key, cpu: 0, db: 0, ok: 0, runs: [] });
+      sides.push({ name, target, bdb: db, key: db.key, cpu: 0, db: 0, ok: 0, runs: [], single: [] });
     }
     const spec = (s: Side) => ({ url: `${s.target.url}/v1${w.path}`, headers: { 'content-type': 'application/json', authorization: `Bearer ${s.key}` }, body: JSON.stringify(w.body) });
     for (const s of sides) await load(spec(s), connections, WARMUP);
@@ -67,16 +80,32 @@ async function main(): Promise<void> {
         s.db += postgresCpuMs() - d0;
         s.ok += r.ok;
         s.runs.push(r);
+        if (limits) s.single.push(await load(spec(s), 1, SECONDS));
       }
     }
     for (const s of sides) {
       console.log(`${workload} c=${connections} ${s.name.padEnd(10)}: ${(1000 * s.cpu / s.ok).toFixed(0)} µs CPU/request, Postgres ${(1000 * s.db / s.ok).toFixed(0)} µs/request, median ${Math.round(median(s.runs.map((r) => r.rps)))} req/s${s.runs.some((r) => r.problems) ? ` (${s.runs.map((r) => r.problems).filter(Boolean).join(' ')})` : ''}`);
     }
     const [a, b] = sides;
-    console.log(`this build / baseline: throughput ${(median(b.runs.map((r) => r.rps)) / median(a.runs.map((r) => r.rps))).toFixed(2)}, CPU per request ${((b.cpu / b.ok) / (a.cpu / a.ok)).toFixed(2)}, with Postgres ${(((b.cpu + b.db) / b.ok) / ((a.cpu + a.db) / a.ok)).toFixed(2)}`);
+    if (limits) {
+      // At one connection the mean latency is 1 / throughput (autocannon's percentiles are whole milliseconds).
+      const mean = (x: Side) => 1_000_000 / median(x.single.map((r) => r.rps));
+      console.log(`c=1 mean latency: ${a.name} ${mean(a).toFixed(0)} µs, ${b.name} ${mean(b).toFixed(0)} µs: +${(mean(b) - mean(a)).toFixed(0)} µs (${(mean(b) / mean(a)).toFixed(2)}x); p99 ${median(a.single.map((r) => r.p99Ms))} / ${median(b.single.map((r) => r.p99Ms))} ms`);
+    }
+    console.log(`${b.name} / ${a.name}: throughput ${(median(b.runs.map((r) => r.rps)) / median(a.runs.map((r) => r.rps))).toFixed(2)}, CPU per request ${((b.cpu / b.ok) / (a.cpu / a.ok)).toFixed(2)}, with Postgres ${(((b.cpu + b.db) / b.ok) / ((a.cpu + a.db) / a.ok)).toFixed(2)}`);
   } finally {
     await Promise.all([...sides.map((s) => s.target.stop()), emulator.stop()]);
     for (const s of sides) await s.bdb.drop().catch(() => undefined);
+  }
+}
+
+/** RPM, TPM and a daily budget on the bench key, far above what a run uses: every check runs, none refuses. */
+async function setBenchLimits(bdb: BenchDb): Promise<void> {
+  const db = createPool(bdb.url, 1);
+  try {
+    await setKeyLimits(db, bdb.accountId, bdb.keyId, { rpm: 1_000_000_000, tpm: 1_000_000_000_000, budgetDayVnd: 1_000_000_000_000 });
+  } finally {
+    await db.end();
   }
 }
 

@@ -6,6 +6,7 @@ import { setKeyLimits, setAccountLimits } from '../../src/limits/keyLimits';
 import { createApiKey, KeyResolver } from '../../src/auth/apiKeys';
 import { getBalance, verifyProjections } from '../../src/billing/ledger';
 import { keySpend } from '../../src/billing/budget';
+import { eventually } from '../support/video';
 
 /**
  * Per-key rate limits and budgets through the real gateway (real Postgres, Redis and emulator over HTTP), with the
@@ -61,7 +62,9 @@ describe.each(modes)('rate limits (%s limiter)', (mode, redisUrl) => {
     expect(first.response.headers.get('x-ratelimit-limit-tokens')).toBe('2000');
     const boundRemaining = Number(first.response.headers.get('x-ratelimit-remaining-tokens'));
     expect(boundRemaining).toBeLessThan(1_000); // the whole bound was counted while the request ran
-    // After settlement the window holds only the tokens actually used, so a second large request fits.
+    // After settlement the window holds only the tokens actually used (Redis gets corrections in batches every
+    // few ms), so a second large request fits.
+    await eventually(async () => (await gw.deps.limiter.usage([keyId])).get(keyId)!.tokens === used);
     const second = await chat(key, 1_000);
     const afterSecond = Number(second.response.headers.get('x-ratelimit-remaining-tokens'));
     expect(afterSecond).toBe(boundRemaining - used);
