@@ -21,7 +21,8 @@ import { setKeyLimits } from '../src/limits/keyLimits';
  * its gateway keeps the rate-limit windows in Redis (BENCH_REDIS_URL, default redis://127.0.0.1:6379): the cost of
  * per-key limits per request, in CPU and, from extra c=1 cells, added latency.
  *
- * Environment: BENCH_AB_ROUNDS (6), BENCH_SECONDS (3), BENCH_WARMUP_SECONDS (2), BENCH_REDIS_URL.
+ * Environment: BENCH_AB_ROUNDS (6), BENCH_SECONDS (3), BENCH_WARMUP_SECONDS (2), BENCH_REDIS_URL, BENCH_LIMITS
+ * (`all`, `rate`: RPM and TPM only, `budget`: the daily budget only).
  */
 
 const env = process.env;
@@ -103,7 +104,10 @@ async function main(): Promise<void> {
 async function setBenchLimits(bdb: BenchDb): Promise<void> {
   const db = createPool(bdb.url, 1);
   try {
-    await setKeyLimits(db, bdb.accountId, bdb.keyId, { rpm: 1_000_000_000, tpm: 1_000_000_000_000, budgetDayVnd: 1_000_000_000_000 });
+    const rate = { rpm: 1_000_000_000, tpm: 1_000_000_000_000 };
+    const budget = { budgetDayVnd: 1_000_000_000_000 };
+    const which = env.BENCH_LIMITS ?? 'all';
+    await setKeyLimits(db, bdb.accountId, bdb.keyId, which === 'rate' ? rate : which === 'budget' ? budget : { ...rate, ...budget });
   } finally {
     await db.end();
   }
