@@ -91,6 +91,23 @@ describe.each(modes)('rate limits (%s limiter)', (mode, redisUrl) => {
     expect(Number(e.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
   });
 
+  test('streams (chat, messages, responses) carry the rate-limit headers too', async () => {
+    const { accountId, key, keyId } = await gw.account(1_000_000);
+    await setKeyLimits(gw.deps.db, accountId, keyId, { rpm: 100, tpm: 1_000_000 });
+    const openai = new OpenAI({ apiKey: key, baseURL: `${gw.url}/v1`, maxRetries: 0 });
+    const chatStream = await openai.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }], max_tokens: 20, stream: true }).withResponse();
+    for await (const _ of chatStream.data) { /* drain */ }
+    expect(chatStream.response.headers.get('x-ratelimit-limit-requests')).toBe('100');
+    expect(chatStream.response.headers.get('x-ratelimit-remaining-tokens')).toMatch(/^\d+$/);
+    const resp = await openai.responses.create({ model: 'gpt-4o-mini', input: 'hi', stream: true }).withResponse();
+    for await (const _ of resp.data) { /* drain */ }
+    expect(resp.response.headers.get('x-ratelimit-remaining-requests')).toBe('98');
+    const msg = await new Anthropic({ apiKey: key, baseURL: gw.url, maxRetries: 0 }).messages
+      .create({ model: 'claude-haiku-4-5', max_tokens: 20, stream: true, messages: [{ role: 'user', content: 'hi' }] }).withResponse();
+    for await (const _ of msg.data) { /* drain */ }
+    expect(msg.response.headers.get('anthropic-ratelimit-requests-remaining')).toBe('97');
+  });
+
   test('account defaults apply to keys without their own values; a key without limits gets no headers', async () => {
     const { accountId, key } = await gw.account(1_000_000);
     const free = await chat(key);
