@@ -3,6 +3,8 @@ import path from 'node:path';
 import { createHash } from 'node:crypto';
 import OpenAI from 'openai';
 import { getBalance, listLedger, verifyProjections } from '../../src/billing/ledger';
+import { keySpend } from '../../src/billing/budget';
+import { setKeyLimits } from '../../src/limits/keyLimits';
 import { getJob, listEvents } from '../../src/video/jobs';
 import { eventually, startVideoHarness, type VideoHarness } from '../support/video';
 
@@ -250,5 +252,33 @@ test('DELETE cancels a job that is not final: provider task cancelled, hold rele
   expect(await getBalance(h.deps.db, acc.accountId)).toEqual({ balance: 1_000_000, held: 0, available: 1_000_000 });
   const again = await api(acc.key, `/v1/videos/${job.id}`, { method: 'DELETE' });
   expect(again.status).toBe(409);
+  expect(await verifyProjections(h.deps.db)).toEqual([]);
+});
+
+const postVideo = (key: string, body: object) => fetch(`${h.url}/v1/videos`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+
+test('a video hold counts against the key\'s daily budget: a job past it is 402 budget_exceeded with nothing held; the charge lands in the key\'s spend', async () => {
+  const acc = await h.account(10_000_000);
+  await setKeyLimits(h.deps.db, acc.accountId, acc.keyId, { budgetDayVnd: 10 * VEO_PRICE, rpm: 2 });
+  await new Promise((r) => setTimeout(r, 600)); // the key cache
+  const first = await postVideo(acc.key, { model: VEO, prompt: 'a fox', seconds: 6 });
+  expect(first.status).toBe(202);
+  expect(first.headers.get('x-ratelimit-limit-requests')).toBe('2');
+  // 6 s are held; another 6 s would take the day to 12 s of a 10 s budget.
+  const second = await postVideo(acc.key, { model: VEO, prompt: 'a fox', seconds: 6 });
+  expect(second.status).toBe(402);
+  expect(((await second.json()) as { error: unknown }).error).toMatchObject({ type: 'insufficient_quota', code: 'budget_exceeded' });
+  expect((await getBalance(h.deps.db, acc.accountId))!.held).toBe(6 * VEO_PRICE);
+  // The RPM window counted both POSTs: a third is 429 before any validation of money.
+  const third = await postVideo(acc.key, { model: VEO, prompt: 'a fox', seconds: 4 });
+  expect(third.status).toBe(429);
+  expect(Number(third.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+  const id = ((await first.json()) as { id: string }).id;
+  await eventually(async () => (await (await fetch(`${h.url}/v1/videos/${id}`, { headers: { authorization: `Bearer ${acc.key}` } })).json() as { status: string }).status === 'completed', 60_000);
+  const cost = (await getBalance(h.deps.db, acc.accountId))!;
+  expect(cost.held).toBe(0);
+  const spent = 10_000_000 - cost.balance;
+  expect(spent).toBeGreaterThan(0);
+  expect((await keySpend(h.deps.db, [acc.keyId])).get(acc.keyId)).toEqual({ day: spent, month: spent });
   expect(await verifyProjections(h.deps.db)).toEqual([]);
 });
