@@ -44,8 +44,22 @@ export class RoutedBackend implements ChatBackend {
     return this.router.run(this.model, (t) => this.on(t).complete(signal), this.recorder);
   }
 
-  stream(signal: AbortSignal): Promise<AsyncIterable<ChatChunk[]>> {
-    return this.router.run(this.model, (t) => this.on(t).stream(signal), this.recorder);
+  async stream(signal: AbortSignal): Promise<AsyncIterable<ChatChunk[]>> {
+    let started!: RouteTry;
+    const batches = await this.router.run(this.model, (t) => {
+      started = t;
+      return this.on(t).stream(signal);
+    }, this.recorder);
+    const router = this.router;
+    // A stream the upstream breaks off after its first byte is not retried (the client has it) but cools its deployment.
+    return (async function* () {
+      try {
+        yield* batches;
+      } catch (e) {
+        if (!signal.aborted) router.streamCut(started);
+        throw e;
+      }
+    })();
   }
 
   private on(t: RouteTry): ChatBackend {

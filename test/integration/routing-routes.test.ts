@@ -42,6 +42,7 @@ let gw: TestGateway;
 beforeAll(async () => {
   const catalogPath = await writeRoutingCatalog([
     ...calls.map(([id, , spec]) => two(id, spec)),
+    two('r-cut-translated', chatModel),
     { id: 'r-claude-cheap', kind: 'anthropic', upstreamModel: 'claude-haiku-4-5', pricing: { inputPer1MTokens: 1000, outputPer1MTokens: 2000 }, maxOutputTokens: 1000, deployments: [{ id: 'r-claude-cheap-a' }], fallbacks: ['r-claude-pricey'] },
     { id: 'r-claude-pricey', kind: 'anthropic', upstreamModel: 'claude-opus-4-6', pricing: { inputPer1MTokens: 130000, outputPer1MTokens: 650000 }, maxOutputTokens: 1000, deployments: [{ id: 'r-claude-pricey-a' }] },
   ]);
@@ -80,4 +81,30 @@ test('/v1/messages falls back to another model when the first has no deployment 
   expect(rows[0].cost).toBe(Math.ceil((msg.usage.input_tokens * 130000 + msg.usage.output_tokens * 650000) / 1e6));
   expect(await charged(acc.accountId)).toBe(rows[0].cost);
   expect(await verifyProjections(gw.deps.db)).toEqual([]);
+});
+
+test('a translated stream the upstream cuts after its first byte ends for the client, is billed once, and cools its deployment', async () => {
+  const acc = await gw.account(1_000_000);
+  const anthropic = new Anthropic({ apiKey: acc.key, baseURL: gw.url, maxRetries: 0 });
+  gw.emulator.control.addFault({ deployment: 'r-cut-translated-a', cutAfter: 2, times: 1 });
+  const stream = await anthropic.messages.create({ model: 'r-cut-translated', max_tokens: 100, stream: true, messages: [{ role: 'user', content: 'a long answer please, with many words' }] });
+  const types: string[] = [];
+  const err = await (async () => {
+    for await (const e of stream) types.push(e.type);
+  })().then(() => null, (e) => e);
+  expect(err).not.toBeNull(); // the SDK raises the stream's error event
+  expect(types[0]).toBe('message_start');
+  expect(served()).toEqual(['r-cut-translated-a']); // not retried
+  let rows = await usageRows(acc.accountId);
+  expect(rows).toEqual([expect.objectContaining({ deployment: 'r-cut-translated-a', routing: null, status: 502 })]);
+  expect(rows[0].cost).toBeGreaterThan(0);
+  expect(await charged(acc.accountId)).toBe(rows[0].cost);
+  // Cooling down (5 s by default): the next requests all go to the other deployment (the rotation alone would
+  // alternate).
+  for (let i = 0; i < 3; i++) await anthropic.messages.create({ model: 'r-cut-translated', max_tokens: 100, messages: [{ role: 'user', content: 'hi' }] });
+  expect(served()).toEqual(['r-cut-translated-a', 'r-cut-translated-b', 'r-cut-translated-b', 'r-cut-translated-b']);
+  rows = await usageRows(acc.accountId);
+  expect(rows).toHaveLength(4);
+  const metrics = await fetch(gw.url + '/metrics').then((r) => r.text());
+  expect(metrics).toMatch(/gateway_deployment_failures_total\{[^}]*deployment="r-cut-translated-a",class="stream_cut"\} 1/);
 });
