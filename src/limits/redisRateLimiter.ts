@@ -77,15 +77,23 @@ end
 return {status, now, count, used, retry, rreset, treset}
 `;
 
+// Corrections of one key's admitted requests, four arguments each: old member, id, actual tokens, counted tokens.
+// An entry already out of the window was subtracted with its counted tokens, so it is left alone.
 const SETTLE = `
 local tk, sk = KEYS[1], KEYS[2]
-local old, id, n, oldn = ARGV[1], ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4])
-local s = redis.call('ZSCORE', tk, old)
-if not s then return 0 end
-redis.call('ZREM', tk, old)
-redis.call('ZADD', tk, s, id .. ':' .. n)
-if redis.call('INCRBY', sk, n - oldn) < 0 then redis.call('SET', sk, 0, 'KEEPTTL') end
-return 1
+local delta, done = 0, 0
+for i = 1, #ARGV, 4 do
+  local old, id, n, oldn = ARGV[i], ARGV[i + 1], tonumber(ARGV[i + 2]), tonumber(ARGV[i + 3])
+  local s = redis.call('ZSCORE', tk, old)
+  if s then
+    redis.call('ZREM', tk, old)
+    redis.call('ZADD', tk, s, id .. ':' .. n)
+    delta = delta + n - oldn
+    done = done + 1
+  end
+end
+if delta ~= 0 and redis.call('INCRBY', sk, delta) < 0 then redis.call('SET', sk, 0, 'KEEPTTL') end
+return done
 `;
 
 // Read-only: the requests and tokens of one key in the window (console pages; not on the request path).
@@ -100,7 +108,7 @@ return {redis.call('ZCOUNT', KEYS[1], '(' .. from, '+inf'), tokens}
 type Limited = Redis & {
   rlUsage(rk: string, tk: string, win: number): Promise<number[]>;
   rlCheck(rk: string, tk: string, sk: string, rpm: number, tpm: number, cost: number, id: string, win: number): Promise<number[]>;
-  rlSettle(tk: string, sk: string, old: string, id: string, n: number, oldn: number): Promise<number>;
+  rlSettle(tk: string, sk: string, ...corrections: (string | number)[]): Promise<number>;
 };
 
 const CORRECTION_BATCH_MS = 20;
@@ -206,8 +214,8 @@ export class RedisRateLimiter implements RateLimiter {
   }
 
   /**
-   * Corrections are sent in batches every CORRECTION_BATCH_MS (one pipelined write for all of them): a second
-   * Redis command per request cost as much CPU as the check itself. Meanwhile the window still counts the larger
+   * Corrections are sent in batches every CORRECTION_BATCH_MS, one script call per API key: a second Redis
+   * command per request cost as much client CPU as the check itself. Meanwhile the window still counts the larger
    * bound, so a delay can only refuse early, never admit too much.
    */
   settle(ticket: TokenTicket, actualTokens: number): void {
@@ -222,9 +230,16 @@ export class RedisRateLimiter implements RateLimiter {
     const batch = this.corrections;
     this.corrections = [];
     if (!this.up) return; // their entries expire with the window
+    // One script call per API key for all of its corrections in the batch.
+    const perKey = new Map<string, (string | number)[]>();
     for (const { ticket, n } of batch) {
-      const [, tk, sk] = this.keys(ticket.keyId);
-      this.redis.rlSettle(tk, sk, `${ticket.id}:${ticket.tokens}`, ticket.id, n, ticket.tokens).catch(() => undefined);
+      let args = perKey.get(ticket.keyId);
+      if (!args) perKey.set(ticket.keyId, (args = []));
+      args.push(`${ticket.id}:${ticket.tokens}`, ticket.id, n, ticket.tokens);
+    }
+    for (const [keyId, args] of perKey) {
+      const [, tk, sk] = this.keys(keyId);
+      for (let i = 0; i < args.length; i += 4000) this.redis.rlSettle(tk, sk, ...args.slice(i, i + 4000)).catch(() => undefined);
     }
   }
 

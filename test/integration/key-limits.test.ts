@@ -68,6 +68,11 @@ describe.each(modes)('rate limits (%s limiter)', (mode, redisUrl) => {
     const second = await chat(key, 1_000);
     const afterSecond = Number(second.response.headers.get('x-ratelimit-remaining-tokens'));
     expect(afterSecond).toBe(boundRemaining - used);
+    // Concurrent requests' corrections (batched per key) leave exactly their actual tokens in the window.
+    await eventually(async () => (await gw.deps.limiter.usage([keyId])).get(keyId)!.tokens === 2 * used);
+    const more = await Promise.all(Array.from({ length: 4 }, () => chat(key, 100)));
+    const total = 2 * used + more.reduce((t, r) => t + r.data.usage!.total_tokens, 0);
+    await eventually(async () => (await gw.deps.limiter.usage([keyId])).get(keyId)!.tokens === total);
     // A request whose bound alone exceeds the TPM can never fit: 429 without Retry-After.
     const tooLarge = await chat(key, 5_000).catch((e) => e);
     expect(tooLarge.status).toBe(429);
