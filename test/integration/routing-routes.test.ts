@@ -5,6 +5,7 @@ import Anthropic from '@anthropic-ai/sdk';
 import { startGateway, type TestGateway } from '../support/gateway';
 import { writeRoutingCatalog, type PoolSpec } from '../support/routingCatalog';
 import { listLedger, verifyProjections } from '../../src/billing/ledger';
+import { DROP_MIDSTREAM_MARKER } from '../../src/emulator/replyKit';
 
 /**
  * Every synchronous route retries on another deployment when the first one fails before answering (here a 500),
@@ -43,6 +44,8 @@ beforeAll(async () => {
   const catalogPath = await writeRoutingCatalog([
     ...calls.map(([id, , spec]) => two(id, spec)),
     two('r-cut-translated', chatModel),
+    two('r-cut-native-messages', { kind: 'anthropic', upstreamModel: 'claude-sonnet-4-6' }),
+    two('r-cut-native-responses', { api: 'responses', upstreamModel: 'gpt-5-codex' }),
     { id: 'r-claude-cheap', kind: 'anthropic', upstreamModel: 'claude-haiku-4-5', pricing: { inputPer1MTokens: 1000, outputPer1MTokens: 2000 }, maxOutputTokens: 1000, deployments: [{ id: 'r-claude-cheap-a' }], fallbacks: ['r-claude-pricey'] },
     { id: 'r-claude-pricey', kind: 'anthropic', upstreamModel: 'claude-opus-4-6', pricing: { inputPer1MTokens: 130000, outputPer1MTokens: 650000 }, maxOutputTokens: 1000, deployments: [{ id: 'r-claude-pricey-a' }] },
   ]);
@@ -107,4 +110,26 @@ test('a translated stream the upstream cuts after its first byte ends for the cl
   expect(rows).toHaveLength(4);
   const metrics = await fetch(gw.url + '/metrics').then((r) => r.text());
   expect(metrics).toMatch(/gateway_deployment_failures_total\{[^}]*deployment="r-cut-translated-a",class="stream_cut"\} 1/);
+});
+
+test.each([
+  ['r-cut-native-messages', async (c: Clients, model: string, content: string) => {
+    for await (const e of await c.anthropic.messages.create({ model, max_tokens: 100, stream: true, messages: [{ role: 'user', content }] })) void e;
+  }],
+  ['r-cut-native-responses', async (c: Clients, model: string, content: string) => {
+    for await (const e of await c.openai.responses.create({ model, input: content, stream: true, store: false })) if (e.type === 'response.failed') throw new Error('failed');
+  }],
+] as const)('%s: a native stream the upstream cuts after its first byte is billed once and cools its deployment', async (model, call) => {
+  const acc = await gw.account(1_000_000);
+  const clients = { openai: new OpenAI({ apiKey: acc.key, baseURL: gw.url + '/v1', maxRetries: 0 }), anthropic: new Anthropic({ apiKey: acc.key, baseURL: gw.url, maxRetries: 0 }) };
+  // The emulator breaks the stream off halfway when the prompt carries its marker (first pick: the -a deployment).
+  expect(await call(clients, model, `a long answer please ${DROP_MIDSTREAM_MARKER}`).then(() => null, (e) => e)).not.toBeNull();
+  expect(served()).toEqual([`${model}-a`]);
+  let rows = await usageRows(acc.accountId);
+  expect(rows).toEqual([expect.objectContaining({ deployment: `${model}-a`, status: 502 })]);
+  expect(rows[0].cost).toBeGreaterThan(0);
+  for (let i = 0; i < 3; i++) await call(clients, model, 'hi');
+  expect(served()).toEqual([`${model}-a`, `${model}-b`, `${model}-b`, `${model}-b`]);
+  rows = await usageRows(acc.accountId);
+  expect(await charged(acc.accountId)).toBe(rows.reduce((n: number, r: { cost: number }) => n + r.cost, 0));
 });

@@ -9,6 +9,7 @@ import { SseDecoder } from '../../sse/upstreamEvents';
 import type { SseSink } from '../../sse/clientSink';
 import { AnthropicAdapter, AnthropicUpstreamError } from '../../providers/anthropic';
 import { boundOverCandidates } from '../../routing/bound';
+import type { RouteTry } from '../../routing/modelRouter';
 import { UpstreamAborted } from '../../providers/openai';
 import type { Meter } from '../../billing/meter';
 import { countImages, nativeBound } from '../../billing/nativeBound';
@@ -40,10 +41,12 @@ export async function nativeMessages(ctx: Ctx, deps: AppDeps, model: ModelConfig
   const meter = await reserve(ctx, deps, model.id, OPERATION, bound.maxCost, bound.maxTokens);
   const headers = anthropicHeaders(ctx);
   let answered = model;
+  let answeredTry: RouteTry | null = null;
   let res;
   try {
     res = await deps.router.run(model, (t) => {
       answered = t.model;
+      answeredTry = t;
       const a = deps.providers.forDeployment(t.deployment);
       return (a instanceof AnthropicAdapter ? a : adapter).messages(payloads.for(t), headers, { signal: sink.signal });
     }, meter);
@@ -71,11 +74,12 @@ export async function nativeMessages(ctx: Ctx, deps: AppDeps, model: ModelConfig
     ctx.body = raw;
     return;
   }
-  await pipeNativeStream(deps, answered, meter, res.body, res.headers, bytes, sink);
+  // A stream the upstream breaks off after its first byte is not retried, but cools its deployment.
+  if (await pipeNativeStream(deps, answered, meter, res.body, res.headers, bytes, sink) && answeredTry) deps.router.streamCut(answeredTry);
 }
 
-/** Forwards each upstream network chunk at once, reading usage from the events as they pass. */
-async function pipeNativeStream(deps: AppDeps, model: ModelConfig, meter: Meter, body: AsyncIterable<Uint8Array>, headers: Record<string, string>, bytes: number, sink: SseSink): Promise<void> {
+/** Forwards each upstream network chunk at once, reading usage from the events as they pass; true if the upstream cut it. */
+async function pipeNativeStream(deps: AppDeps, model: ModelConfig, meter: Meter, body: AsyncIterable<Uint8Array>, headers: Record<string, string>, bytes: number, sink: SseSink): Promise<boolean> {
   sink.open(headers);
   const dec = new SseDecoder();
   // Anthropic's usage as it stands: message_start's, then each field message_delta repeats (cumulative counts).
@@ -123,4 +127,5 @@ async function pipeNativeStream(deps: AppDeps, model: ModelConfig, meter: Meter,
   meter.settleTokens(model.pricing, t, complete ? 200 : sink.clientGone ? 499 : failed ? 502 : 200);
   if (!sink.clientGone) await sink.write(costComment(meter));
   sink.end();
+  return failed && !sink.clientGone;
 }

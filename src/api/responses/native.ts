@@ -15,6 +15,7 @@ import { costComment, setCostHeaders } from '../costReport';
 import { reserve } from '../reserve';
 import { failureStatus, RoutedPayload } from '../upstream';
 import { boundOverCandidates } from '../../routing/bound';
+import type { RouteTry } from '../../routing/modelRouter';
 import { storeTurn, usageOf, type Turn } from './turn';
 
 /**
@@ -38,8 +39,10 @@ export async function nativeResponses(ctx: Ctx, deps: AppDeps, t: Turn): Promise
   const bound = boundOverCandidates(deps.catalog, deps.router, t.model, (m, extra) => nativeBound(m, bytes + extra, t.req.max_output_tokens ?? m.maxOutputTokens ?? DEFAULT_MAX_OUTPUT_TOKENS, images));
   const meter = await reserve(ctx, deps, t.model.id, OPERATION, bound.maxCost, bound.maxTokens);
   let answered = t.model;
+  let answeredTry: RouteTry | null = null;
   const routed = <R>(call: (adapter: OpenAICompatibleAdapter, payload: string) => Promise<R>) => deps.router.run(t.model, (r) => {
     answered = r.model;
+    answeredTry = r;
     return call(deps.providers.openaiFor(r.deployment), payloads.for(r));
   }, meter);
   if (t.req.stream !== true) {
@@ -67,11 +70,12 @@ export async function nativeResponses(ctx: Ctx, deps: AppDeps, t: Turn): Promise
     meter.cancel({}, failureStatus(e));
     throw e;
   }
-  await pipeNativeStream(ctx, deps, { ...t, model: answered }, meter, res.body, bytes);
+  // A stream the upstream breaks off after its first byte is not retried, but cools its deployment.
+  if (await pipeNativeStream(ctx, deps, { ...t, model: answered }, meter, res.body, bytes) && answeredTry) deps.router.streamCut(answeredTry);
 }
 
-/** Forwards each upstream chunk at once; reads usage and the final response from the events as they pass. */
-async function pipeNativeStream(ctx: Ctx, deps: AppDeps, t: Turn, meter: Meter, body: AsyncIterable<Uint8Array>, bytes: number): Promise<void> {
+/** Forwards each upstream chunk at once; reads usage and the final response from the events as they pass. True if the upstream cut it. */
+async function pipeNativeStream(ctx: Ctx, deps: AppDeps, t: Turn, meter: Meter, body: AsyncIterable<Uint8Array>, bytes: number): Promise<boolean> {
   const sink = t.sink;
   sink.open();
   const dec = new SseDecoder();
@@ -120,4 +124,5 @@ async function pipeNativeStream(ctx: Ctx, deps: AppDeps, t: Turn, meter: Meter, 
   settle(sink.clientGone ? 499 : failed ? 502 : 200); // a no-op when settled at the terminal event
   if (!sink.clientGone && !sink.ended) await sink.write(costComment(meter));
   sink.end();
+  return failed && !sink.clientGone;
 }
