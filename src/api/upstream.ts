@@ -93,13 +93,14 @@ function completionCharsOf(json: { choices?: TextChoiceLike[] } | null): number 
  * Runs a single-answer upstream call through the router (retries and fallbacks, src/routing); on final failure
  * cancels the meter as callUpstream does. Returns the answer and the model that gave it (its prices bill it).
  */
-export async function callRouted<T>(ctx: Ctx, router: ModelRouter, model: ModelConfig, meter: Meter, units: Record<string, number>, call: (t: RouteTry) => Promise<T>): Promise<{ value: T; model: ModelConfig } | null> {
-  let answered = model;
+export async function callRouted<T>(ctx: Ctx, router: ModelRouter, model: ModelConfig, meter: Meter, units: Record<string, number>, call: (t: RouteTry) => Promise<T>): Promise<{ value: T; model: ModelConfig; try: RouteTry } | null> {
+  let answered: RouteTry | null = null;
   const value = await callUpstream(ctx, meter, units, () => router.run(model, (t) => {
-    answered = t.model;
+    answered = t;
     return call(t);
   }, meter));
-  return value === null ? null : { value, model: answered };
+  const t = answered as RouteTry | null;
+  return value === null || !t ? null : { value, model: t.model, try: t };
 }
 
 /**

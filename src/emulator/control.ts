@@ -14,7 +14,7 @@ export interface Fault {
   status?: number;
   /** ...with this Retry-After header (seconds or an HTTP date, as sent)... */
   retryAfter?: string;
-  /** ...or start a chat/completions stream normally and destroy the connection after this many events. */
+  /** ...or start a chat/completions stream normally and destroy the connection after this many events (speech: after half its audio). */
   cutAfter?: number;
   /** ...or hang this long before answering (a timeout seen by the client), or drop the connection. */
   delayMs?: number;

@@ -341,6 +341,16 @@ function speech(ctl: EmulatorControl) {
     const fmt = (body.response_format ?? 'mp3') as AudioFormat;
     if (!AUDIO_FORMATS.includes(fmt)) return fail(ctx, 400, `Invalid value for 'response_format': ${JSON.stringify(fmt)}.`, 'response_format', 'invalid_value');
     ctx.type = AUDIO_CONTENT_TYPES[fmt];
+    if (ctx.state.emulatorCutAfter !== undefined) {
+      // A `cutAfter` fault: half the audio, then the connection is destroyed.
+      const audio = audioFixture(fmt);
+      ctx.respond = false;
+      ctx.res.writeHead(200, { 'content-type': AUDIO_CONTENT_TYPES[fmt] });
+      ctx.res.write(audio.subarray(0, audio.length >> 1));
+      await sleep(20);
+      ctx.res.destroy();
+      return;
+    }
     // Sent as a chunked stream, as the real endpoint does.
     ctx.body = Readable.from([audioFixture(fmt)]);
   };

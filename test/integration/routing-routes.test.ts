@@ -44,6 +44,7 @@ beforeAll(async () => {
   const catalogPath = await writeRoutingCatalog([
     ...calls.map(([id, , spec]) => two(id, spec)),
     two('r-cut-translated', chatModel),
+    two('r-cut-speech', { mode: 'speech', upstreamModel: 'tts-1', pricing: { per1KChars: 390 } }),
     two('r-cut-native-messages', { kind: 'anthropic', upstreamModel: 'claude-sonnet-4-6' }),
     two('r-cut-native-responses', { api: 'responses', upstreamModel: 'gpt-5-codex' }),
     { id: 'r-claude-cheap', kind: 'anthropic', upstreamModel: 'claude-haiku-4-5', pricing: { inputPer1MTokens: 1000, outputPer1MTokens: 2000 }, maxOutputTokens: 1000, deployments: [{ id: 'r-claude-cheap-a' }], fallbacks: ['r-claude-pricey'] },
@@ -131,5 +132,19 @@ test.each([
   for (let i = 0; i < 3; i++) await call(clients, model, 'hi');
   expect(served()).toEqual([`${model}-a`, `${model}-b`, `${model}-b`, `${model}-b`]);
   rows = await usageRows(acc.accountId);
+  expect(await charged(acc.accountId)).toBe(rows.reduce((n: number, r: { cost: number }) => n + r.cost, 0));
+});
+
+test('speech broken off mid-audio charges nothing, is not retried, and cools its deployment', async () => {
+  const acc = await gw.account(1_000_000);
+  const openai = new OpenAI({ apiKey: acc.key, baseURL: gw.url + '/v1', maxRetries: 0 });
+  gw.emulator.control.addFault({ deployment: 'r-cut-speech-a', cutAfter: 1, times: 1 });
+  const speak = async () => Buffer.from(await (await openai.audio.speech.create({ model: 'r-cut-speech', voice: 'alloy', input: 'say this' })).arrayBuffer());
+  expect(await speak().then(() => null, (e) => e)).not.toBeNull();
+  expect(served()).toEqual(['r-cut-speech-a']);
+  for (let i = 0; i < 3; i++) expect((await speak()).length).toBeGreaterThan(0);
+  expect(served()).toEqual(['r-cut-speech-a', 'r-cut-speech-b', 'r-cut-speech-b', 'r-cut-speech-b']);
+  const rows = await usageRows(acc.accountId);
+  expect(rows.filter((r: { status: number }) => r.status === 502)).toEqual([expect.objectContaining({ deployment: 'r-cut-speech-a', cost: 0 })]);
   expect(await charged(acc.accountId)).toBe(rows.reduce((n: number, r: { cost: number }) => n + r.cost, 0));
 });

@@ -88,7 +88,10 @@ export function audioRouter(deps: AppDeps): Router<GatewayState> {
     finished(up.body, (err) => {
       if (!err) meter.settle(cost, units);
       else if (signal.aborted) meter.settle(cost, units, CLIENT_CLOSED);
-      else meter.cancel(units, 502);
+      else {
+        meter.cancel(units, 502);
+        deps.router.streamCut(answer.try); // broken off mid-audio: its deployment cools down
+      }
     });
     setCostHeaders(ctx.res, meter, cost);
     ctx.status = 200;
