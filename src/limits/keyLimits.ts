@@ -32,6 +32,7 @@ const FIELDS: Record<keyof KeyLimits, { column: string; max: number; what: strin
 export function parseLimitsPatch(input: unknown, opts: { expiry: boolean }): Partial<KeySettings> {
   if (input === null || typeof input !== 'object' || Array.isArray(input)) throw badRequest('limits must be a JSON object', null);
   const out: Partial<KeySettings> = {};
+  if (Object.keys(input).length === 0) throw badRequest(`give at least one of ${Object.keys(FIELDS).join(', ')}${opts.expiry ? ', expiresAt' : ''}`, null);
   for (const [k, v] of Object.entries(input as Record<string, unknown>)) {
     if (k === 'expiresAt' && opts.expiry) {
       if (v === null) out.expiresAt = null;

@@ -418,9 +418,10 @@ describe('fuzz: every route survives malformed input', () => {
         check('unknown route', method, p, res, [400, 404]);
       }
     }
-    // A known path with a method it does not take.
+    // A known path with a method it does not take (PATCH is taken by the limits routes).
     for (const r of routes.filter((x) => !isPublicGet(x))) {
-      for (const method of ['PUT', 'PATCH']) {
+      const taken = new Set(routes.filter((x) => x.sample === r.sample).map((x) => x.method));
+      for (const method of ['PUT', 'PATCH'].filter((m) => !taken.has(m))) {
         const res = await send(method, r.sample, { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' }, '{}');
         check('wrong method', method, r.sample, res, [404, 405]);
       }
