@@ -4,7 +4,8 @@ import path from 'node:path';
 import { execFileSync } from 'node:child_process';
 import { Client } from 'undici';
 import { projectRoot } from '../src/projectRoot';
-import { cpuMs, distDir, postgresCpuMs, forkTarget, freePort, peakRssMb, resetPeakRss, rssMb, RssSampler, spawnTarget, type Target } from './lib/proc';
+import { distDir, postgresCpuMs, forkTarget, freePort, resetTreePeakRss, RssSampler, spawnTarget, treeCpuMs, treePeakRssMb, treeRssMb, type Target } from './lib/proc';
+import { ensureLitellm, litellmCommand, LITELLM_MASTER_KEY, writeLitellmConfig } from './lib/litellm';
 import { load, pairedSequential, sequential, type LoadResult, type RequestSpec } from './lib/load';
 import { billingCheck, createBenchDb, adminUrl, waitForUsage, type BenchDb, type BillingCheck } from './lib/db';
 import { renderTables, textTable, markdownTable, type Cell, type Check } from './lib/report';
@@ -13,24 +14,27 @@ import type { BenchContext, BenchSection, SectionRunner } from './types';
 
 /**
  * `npm run bench`: the gateway beside the same emulated upstream called directly, a bare Koa + undici proxy
- * (the floor Node gives here) and the open-source Portkey gateway, in one run on this machine, all on loopback.
+ * (the floor Node gives here) and two open-source peer gateways, Portkey (Node) and the LiteLLM proxy (Python, in
+ * a virtualenv the bench installs once: bench/lib/litellm.ts), in one run on this machine, all on loopback.
  *
  * Every target and the upstream run in their own child processes, so CPU per request (utime+stime from
- * /proc/<pid>/stat) and peak RSS (VmHWM) are the target's own. The load generator (autocannon, and an undici
+ * /proc/<pid>/stat) and peak RSS (VmHWM) are the target's own (its process tree's: a server's worker processes
+ * count). The load generator (autocannon, and an undici
  * loop for concurrency 1) runs here. The gateway runs with auth, validation, routing, billing and request logs
  * on, against a fresh Postgres database; after the run the ledger must hold one charge per request served.
  *
  * Environment: BENCH_SECONDS (per measured cell, default 3), BENCH_ROUNDS (rounds through the targets, default
  * 5; each figure is the median round: on a shared 2-core machine single cells vary by 10-20 %), BENCH_WARMUP_SECONDS (2), BENCH_SEQ_N (sequential
  * requests per target and workload at c=1, default 2000), BENCH_CONNECTIONS (default "10,50"), BENCH_TARGETS
- * (default "direct,bare-proxy,gateway,portkey"), BENCH_WORKLOADS (default "chat,chat-stream,embeddings"),
+ * (default "direct,bare-proxy,gateway,portkey,litellm"; litellm is skipped with one line if it cannot be installed), BENCH_WORKLOADS (default "chat,chat-stream,embeddings"),
  * BENCH_PROFILE=1 or a list of targets such as "gateway,bare-proxy" (CPU-profile those during the measured cells
  * and print their hot spots; profiles in bench/results/profiles/<target>/; this slows them down, so the figures of a
  * profiled run are not the ones to publish), BENCH_DATABASE_ADMIN_URL (default TEST_DATABASE_ADMIN_URL or
  * postgres://postgres@127.0.0.1:5432/postgres), BENCH_KEEP_DB=1 (keep the bench database), BENCH_GATEWAY_NODE_ARGS
  * (Node flags for the gateway process instead of those of `npm run api`, e.g. "--max-semi-space-size=16", to try memory
  * settings), BENCH_VIDEO=0 (skip
- * the video section, for quick runs of the synchronous ones).
+ * the video section, for quick runs of the synchronous ones), BENCH_LITELLM_SPEC (the pip requirement to install,
+ * default litellm[proxy] pinned), BENCH_LITELLM_VENV (default ~/.cache/model-gateway-bench/litellm-venv), BENCH_PYTHON (python3).
  */
 
 const env = process.env;
@@ -40,7 +44,7 @@ const ROUNDS = num('BENCH_ROUNDS', 5);
 const WARMUP = num('BENCH_WARMUP_SECONDS', 2);
 const SEQ_N = num('BENCH_SEQ_N', 2000);
 const CONNECTIONS = (env.BENCH_CONNECTIONS ?? '10,50').split(',').map(Number);
-const TARGET_NAMES = (env.BENCH_TARGETS ?? 'direct,bare-proxy,gateway,portkey').split(',');
+const TARGET_NAMES = (env.BENCH_TARGETS ?? 'direct,bare-proxy,gateway,portkey,litellm').split(',');
 const WORKLOADS = (env.BENCH_WORKLOADS ?? 'chat,chat-stream,embeddings').split(',');
 const PROFILED = env.BENCH_PROFILE === '1' ? ['gateway'] : (env.BENCH_PROFILE ?? '').split(',').filter(Boolean);
 const PROFILE = PROFILED.length > 0;
@@ -97,26 +101,67 @@ function sh(cmd: string, args: string[]): string {
   }
 }
 
-/** Sends one request; the workload is usable on this target only if it answers 200 (and a complete stream). */
-async function probe(spec: RequestSpec, w: Workload): Promise<string | null> {
+/**
+ * The text a chat stream delivers (its deltas' content, concatenated), or why it is not a well-formed one: every
+ * `data:` event JSON, [DONE] the last one. Peers re-encode the upstream's events (LiteLLM does), so the bench checks
+ * what arrives, not just the status.
+ */
+function streamText(body: string): { text: string } | { error: string } {
+  const events = body.split(/\r?\n/).filter((l) => l.startsWith('data:')).map((l) => l.slice(5).trim());
+  if (events.at(-1) !== '[DONE]') return { error: `stream not ended by [DONE]: ${body.slice(-160)}` };
+  let text = '';
+  for (const e of events.slice(0, -1)) {
+    try {
+      const chunk = JSON.parse(e) as { choices?: { delta?: { content?: string | null } }[] };
+      text += chunk.choices?.[0]?.delta?.content ?? '';
+    } catch {
+      return { error: `stream event is not JSON: ${e.slice(0, 160)}` };
+    }
+  }
+  return text ? { text } : { error: 'stream delivered no content' };
+}
+
+/**
+ * Sends one request; the workload is usable on this target only if it answers 200 (and a well-formed stream).
+ * Returns the streamed text (to compare with the upstream's), or why the workload is unusable.
+ */
+async function probe(spec: RequestSpec, w: Workload): Promise<{ text: string } | { error: string }> {
   const u = new URL(spec.url);
   const c = new Client(u.origin);
   try {
     const r = await c.request({ method: 'POST', path: u.pathname, headers: spec.headers, body: spec.body });
     const text = await r.body.text();
-    if (r.statusCode !== 200) return `HTTP ${r.statusCode}: ${text.slice(0, 160).replace(/\s+/g, ' ')}`;
-    if (w.stream && !text.includes('data: [DONE]')) return `stream without [DONE]: ${text.slice(0, 160)}`;
-    return null;
+    if (r.statusCode !== 200) return { error: `HTTP ${r.statusCode}: ${text.slice(0, 160).replace(/\s+/g, ' ')}` };
+    return w.stream ? streamText(text) : { text: '' };
   } catch (e) {
-    return e instanceof Error ? e.message : String(e);
+    return { error: e instanceof Error ? e.message : String(e) };
   } finally {
     await c.close();
   }
 }
 
-async function startTargets(emulatorUrl: string, bdb: BenchDb | null): Promise<BenchTarget[]> {
+/** Requests to `<base><workload path>` with a JSON body and these headers. */
+const specAt = (base: string, headers: Record<string, string>) => (w: Workload): RequestSpec =>
+  ({ url: base + w.path, headers: { 'content-type': 'application/json', ...headers }, body: w.body });
+
+/**
+ * A peer gateway run as a command of its own (Portkey, LiteLLM) on a free loopback port, ready once `readyPath`
+ * answers; requests go to its /v1 routes with `headers`.
+ */
+async function startPeer(name: string, logFile: string, command: (port: number) => { cmd: string; args: string[]; env?: NodeJS.ProcessEnv }, opts: { readyPath: string; headers: Record<string, string>; readyTimeoutMs?: number }): Promise<BenchTarget> {
+  const port = await freePort();
+  const url = `http://127.0.0.1:${port}`;
+  const { cmd, args, env: cmdEnv } = command(port);
+  const t = await spawnTarget(name, cmd, args, { url, readyUrl: url + opts.readyPath, logFile, env: cmdEnv, readyTimeoutMs: opts.readyTimeoutMs });
+  started.push(t);
+  return { name, proc: t, spec: specAt(`${url}/v1`, opts.headers) };
+}
+
+/** What the report says about the peers: their versions, or why one was skipped. */
+const peerNotes: string[] = [];
+
+async function startTargets(emulatorUrl: string, bdb: BenchDb | null, workloads: Workload[]): Promise<BenchTarget[]> {
   const upstream = `${emulatorUrl}/openai/v1`;
-  const json = { 'content-type': 'application/json' };
   const out: BenchTarget[] = [];
   for (const name of TARGET_NAMES) {
     const logFile = path.join(LOGS, `${name}.log`);
@@ -124,11 +169,11 @@ async function startTargets(emulatorUrl: string, bdb: BenchDb | null): Promise<B
     if (name === 'direct') {
       // The target is the upstream itself.
       const emu = started.find((t) => t.name === 'emulator')!;
-      out.push({ name, proc: emu, spec: (w) => ({ url: upstream + w.path, headers: { ...json, authorization: 'Bearer bench' }, body: w.body }) });
+      out.push({ name, proc: emu, spec: specAt(upstream, { authorization: 'Bearer bench' }) });
     } else if (name === 'bare-proxy') {
       const t = await forkTarget(name, path.join(distDir(), 'targets', 'bareProxy.js'), { env: { UPSTREAM_URL: upstream }, logFile });
       started.push(t);
-      out.push({ name, proc: t, spec: (w) => ({ url: `${t.url}/v1${w.path}`, headers: { ...json, authorization: 'Bearer bench' }, body: w.body }) });
+      out.push({ name, proc: t, spec: specAt(`${t.url}/v1`, { authorization: 'Bearer bench' }) });
     } else if (name === 'gateway') {
       if (!bdb) throw new Error('gateway target needs the bench database');
       const execArgv = gatewayFlags;
@@ -136,18 +181,34 @@ async function startTargets(emulatorUrl: string, bdb: BenchDb | null): Promise<B
         env: { DATABASE_URL: bdb.url, EMULATOR_URL: emulatorUrl, LOG_LEVEL: env.LOG_LEVEL ?? 'info', NODE_ENV: 'production', TEMPORAL_ADDRESS: 'off' }, execArgv, logFile,
       });
       started.push(t);
-      const key = bdb.key;
-      out.push({ name, proc: t, spec: (w) => ({ url: `${t.url}/v1${w.path}`, headers: { ...json, authorization: `Bearer ${key}` }, body: w.body }) });
+      out.push({ name, proc: t, spec: specAt(`${t.url}/v1`, { authorization: `Bearer ${bdb.key}` }) });
     } else if (name === 'portkey') {
-      const port = await freePort();
       const script = path.join(projectRoot(), 'node_modules', '@portkey-ai', 'gateway', 'build', 'start-server.js');
-      const url = `http://127.0.0.1:${port}`;
-      const t = await spawnTarget(name, process.execPath, [script, '--headless', `--port=${port}`], { url, readyUrl: `${url}/`, logFile, env: { NODE_ENV: 'production' } });
-      started.push(t);
-      out.push({
-        name, proc: t,
-        spec: (w) => ({ url: `${url}/v1${w.path}`, headers: { ...json, authorization: 'Bearer bench', 'x-portkey-provider': 'openai', 'x-portkey-custom-host': upstream }, body: w.body }),
-      });
+      out.push(await startPeer(name, logFile, (port) => ({ cmd: process.execPath, args: [script, '--headless', `--port=${port}`], env: { NODE_ENV: 'production' } }), {
+        readyPath: '/', headers: { authorization: 'Bearer bench', 'x-portkey-provider': 'openai', 'x-portkey-custom-host': upstream },
+      }));
+    } else if (name === 'litellm') {
+      // An optional peer: if it cannot be installed or started, one line says why and the rest of the bench runs.
+      const install = await ensureLitellm(path.join(LOGS, 'litellm-install.log'), log);
+      if ('skipped' in install) {
+        log(`litellm skipped: ${install.skipped}`);
+        peerNotes.push(`LiteLLM: skipped, ${install.skipped}.`);
+        continue;
+      }
+      const config = path.join(RESULTS, 'litellm-config.yaml');
+      writeLitellmConfig(config, upstream, [...new Set(workloads.map((w) => (JSON.parse(w.body) as { model: string }).model))]);
+      try {
+        // Python start-up (imports, config) takes 10-30 s on this machine.
+        out.push(await startPeer(name, logFile, (port) => litellmCommand(install, config, port), {
+          readyPath: '/health/liveliness', headers: { authorization: `Bearer ${LITELLM_MASTER_KEY}` }, readyTimeoutMs: 180_000,
+        }));
+      } catch (e) {
+        const why = e instanceof Error ? e.message : String(e);
+        log(`litellm skipped: ${why}`);
+        peerNotes.push(`LiteLLM: skipped, ${why}.`);
+        continue;
+      }
+      peerNotes.push(`LiteLLM: litellm ${install.version} (Python ${sh(path.join(path.dirname(install.bin), 'python'), ['-c', 'import platform; print(platform.python_version())'])}; litellm --config <models as openai/<model> at the emulator, master key> --num_workers 1, no database, LITELLM_LOCAL_MODEL_COST_MAP=True${install.installedNowS !== null ? `; installed into its venv in this run, ${install.installedNowS} s` : ''}).`);
     } else {
       throw new Error(`unknown target ${name}`);
     }
@@ -163,15 +224,15 @@ interface Acc { runs: Map<number, LoadResult[]>; cpuMs: number; upstreamCpuMs: n
 async function measureCell(t: BenchTarget, emulatorPid: number, w: Workload, n: number, acc: Acc): Promise<void> {
   gc();
   await sleep(200);
-  const c0 = cpuMs(t.proc.pid);
-  const u0 = cpuMs(emulatorPid);
+  const c0 = treeCpuMs(t.proc.pid);
+  const u0 = treeCpuMs(emulatorPid);
   const d0 = postgresCpuMs();
   const r = await load(t.spec(w), n, SECONDS);
   // Let background work caused by these requests (billing batches, GC) land in this cell.
   await sleep(300);
   if (t.name === 'gateway') gatewayCutBound += n;
-  acc.cpuMs += cpuMs(t.proc.pid) - c0;
-  acc.upstreamCpuMs += cpuMs(emulatorPid) - u0;
+  acc.cpuMs += treeCpuMs(t.proc.pid) - c0;
+  acc.upstreamCpuMs += treeCpuMs(emulatorPid) - u0;
   acc.dbCpuMs += postgresCpuMs() - d0;
   acc.ok += r.ok;
   const list = acc.runs.get(n) ?? [];
@@ -293,19 +354,25 @@ async function main(): Promise<void> {
   let lag: BillingLag | null = null;
   let section: BenchSection | null = null;
   try {
-    const targets = await startTargets(emulator.url, bdb);
-    const direct = targets.find((t) => t.name === 'direct');
     const workloads = WORKLOADS.map((w) => {
       const d = WORKLOAD_DEFS[w];
       if (!d) throw new Error(`unknown workload ${w}`);
       return d;
     });
+    const targets = await startTargets(emulator.url, bdb, workloads);
+    const direct = targets.find((t) => t.name === 'direct');
 
-    // Which workloads each target can serve (the gateway's routes may not all exist yet).
+    // Which workloads each target can serve (the gateway's routes may not all exist yet); a stream must deliver
+    // the upstream's text (direct's, when direct is measured too).
     const unavailable = new Map<string, string>();
     for (const w of workloads) {
-      for (const t of targets) {
-        const why = await probe(t.spec(w), w);
+      let upstreamText: string | null = null;
+      for (const t of [...targets].sort((a, b) => Number(b === direct) - Number(a === direct))) {
+        const r = await probe(t.spec(w), w);
+        let why: string | null = null;
+        if ('error' in r) why = r.error;
+        else if (w.stream && t === direct) upstreamText = r.text;
+        else if (w.stream && upstreamText !== null && r.text !== upstreamText) why = `streamed text differs from the upstream's: ${JSON.stringify(r.text.slice(0, 80))}`;
         if (why) {
           unavailable.set(`${w.name}/${t.name}`, why);
           log(`${t.name} cannot serve ${w.name}: ${why}`);
@@ -315,9 +382,9 @@ async function main(): Promise<void> {
     // Peak RSS from here on is the peak under load.
     const samplers = new Map<string, RssSampler>();
     for (const t of targets) {
-      idleRss[t.name] = rssMb(t.proc.pid);
-      resetPeakRss(t.proc.pid);
-      const s = new RssSampler(t.proc.pid);
+      idleRss[t.name] = treeRssMb(t.proc.pid);
+      resetTreePeakRss(t.proc.pid);
+      const s = new RssSampler(t.proc.pid, 100, true);
       s.start();
       samplers.set(t.name, s);
     }
@@ -381,7 +448,7 @@ async function main(): Promise<void> {
       const sampled = samplers.get(t.name)!.stop();
       let hwm = 0;
       try {
-        hwm = peakRssMb(t.proc.pid);
+        hwm = treePeakRssMb(t.proc.pid);
       } catch {}
       peakRss[t.name] = Math.max(hwm, sampled);
     }
@@ -411,9 +478,10 @@ async function main(): Promise<void> {
   const header = [
     `Machine: ${machine}. Everything on loopback; the emulated upstream, each target and the load generator in separate processes.`,
     `Load: autocannon (keep-alive, pipelining 1), ${ROUNDS} rounds of ${SECONDS} s cells through the targets in rotating order after a ${WARMUP} s warm-up; each figure is the median round. c=1: ${SEQ_N} sequential requests per target, each paired with a direct one (undici, hrtime).`,
-    `CPU ms/req: the target process's utime+stime over the c=${CONNECTIONS.join(' and c=')} cells / requests served (for direct: the upstream's own); Postgres CPU ms/req: every local postgres process over the gateway's cells (its billing writes share these cores). Peak RSS: VmHWM of the target process, reset after start-up.`,
+    `CPU ms/req: the target process's (and its children's) utime+stime over the c=${CONNECTIONS.join(' and c=')} cells / requests served (for direct: the upstream's own); Postgres CPU ms/req: every local postgres process over the gateway's cells (its billing writes share these cores). Peak RSS: VmHWM of the target process, reset after start-up. For a target with worker processes, CPU and RSS are its process tree's (RSS summed over its processes).`,
     `Load average (1 min) at start / end: ${loadStart} / ${os.loadavg()[0].toFixed(2)} (other work shares this machine).`,
     `Gateway: auth, validation, routing, billing (Postgres) and request logging on, TEMPORAL_ADDRESS=off (synchronous operations only); Node flags ${gatewayFlags.join(' ') || '(none)'}${env.BENCH_GATEWAY_NODE_ARGS !== undefined ? ' (BENCH_GATEWAY_NODE_ARGS)' : ' (as npm run api)'}. Portkey: @portkey-ai/gateway ${portkeyVersion} (node build/start-server.js --headless, @hono/node-server 1.13.8).`,
+    ...peerNotes,
   ];
   out.push(header.join('\n'), tables.text);
   md.push(`## Benchmark (${new Date().toISOString().slice(0, 10)})\n`, header.map((h) => `- ${h}`).join('\n'), tables.markdown);

@@ -14,14 +14,52 @@ try {
   clkTck = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
 } catch {}
 
-/** CPU time (user + system) the process has used so far, in milliseconds (resolution 1000/CLK_TCK ms). */
-export function cpuMs(pid: number): number {
+/** utime, stime, cutime, cstime of a process, in clock ticks. */
+function cpuTicks(pid: number): number[] {
   const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
   // The command name (field 2) may contain spaces; fields after its closing paren are fixed.
-  const rest = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  const utime = Number(rest[11]);
-  const stime = Number(rest[12]);
+  return stat.slice(stat.lastIndexOf(')') + 2).split(' ').slice(11, 15).map(Number);
+}
+
+/** CPU time (user + system) the process has used so far, in milliseconds (resolution 1000/CLK_TCK ms). */
+export function cpuMs(pid: number): number {
+  const [utime, stime] = cpuTicks(pid);
   return ((utime + stime) * 1000) / clkTck;
+}
+
+/**
+ * The process and its descendants, from /proc/<pid>/task/<tid>/children: a server that serves from worker
+ * processes (LiteLLM's uvicorn may run its worker as a child) is measured as its whole tree.
+ */
+export function processTree(pid: number): number[] {
+  const out = [pid];
+  for (let i = 0; i < out.length; i++) {
+    let tasks: string[] = [];
+    try {
+      tasks = fs.readdirSync(`/proc/${out[i]}/task`);
+    } catch { /* gone meanwhile */ }
+    for (const tid of tasks) {
+      try {
+        for (const c of fs.readFileSync(`/proc/${out[i]}/task/${tid}/children`, 'utf8').split(' ')) if (c.trim()) out.push(Number(c));
+      } catch {}
+    }
+  }
+  return out;
+}
+
+/**
+ * CPU time of the process tree so far, in ms: each live member's own, plus what its reaped children used
+ * (cutime, cstime), so a worker that exited between two readings is not lost once its parent has waited for it.
+ * For a process without children this is cpuMs(pid).
+ */
+export function treeCpuMs(pid: number): number {
+  let ticks = 0;
+  for (const p of processTree(pid)) {
+    try {
+      ticks += cpuTicks(p).reduce((a, b) => a + b, 0);
+    } catch { /* gone meanwhile */ }
+  }
+  return (ticks * 1000) / clkTck;
 }
 
 /**
@@ -46,6 +84,21 @@ function statusKb(pid: number, field: 'VmHWM' | 'VmRSS'): number {
 export const rssMb = (pid: number): number => statusKb(pid, 'VmRSS') / 1024;
 export const peakRssMb = (pid: number): number => statusKb(pid, 'VmHWM') / 1024;
 
+/** Sums a per-process figure over a set of processes, skipping those that are gone. */
+function sumOver(pids: number[], f: (pid: number) => number): number {
+  let total = 0;
+  for (const p of pids) {
+    try {
+      total += f(p);
+    } catch { /* gone meanwhile */ }
+  }
+  return total;
+}
+/** RSS of the process tree: the sum of its members' (pages they share are counted in each). */
+export const treeRssMb = (pid: number): number => sumOver(processTree(pid), rssMb);
+/** Peak RSS of the process tree: the sum of its members' VmHWM, an upper bound of the tree's peak (exact for one process). */
+export const treePeakRssMb = (pid: number): number => sumOver(processTree(pid), peakRssMb);
+
 /** Resets the process's peak RSS (VmHWM) to its current RSS, so the peak read later is the peak under load. */
 export function resetPeakRss(pid: number): boolean {
   try {
@@ -55,12 +108,21 @@ export function resetPeakRss(pid: number): boolean {
     return false;
   }
 }
+/** resetPeakRss for every process of the tree; false if any refused. */
+export const resetTreePeakRss = (pid: number): boolean => processTree(pid).map(resetPeakRss).every(Boolean);
 
-/** Samples VmRSS every `everyMs` and keeps the maximum: a cross-check of VmHWM where clear_refs is not allowed. */
+/**
+ * Samples VmRSS every `everyMs` and keeps the maximum: a cross-check of VmHWM where clear_refs is not allowed.
+ * With `tree`, the sum over the process and its descendants (the tree re-read once a second).
+ */
 export class RssSampler {
   max = 0;
   private timer: NodeJS.Timeout | null = null;
-  constructor(private pid: number, private everyMs = 100) {}
+  private pids: number[];
+  private n = 0;
+  constructor(private pid: number, private everyMs = 100, private tree = false) {
+    this.pids = [pid];
+  }
   start(): void {
     this.sample();
     this.timer = setInterval(() => this.sample(), this.everyMs);
@@ -72,9 +134,9 @@ export class RssSampler {
     return this.max;
   }
   private sample(): void {
-    try {
-      this.max = Math.max(this.max, rssMb(this.pid));
-    } catch {}
+    if (this.tree && this.n++ % Math.max(1, Math.round(1000 / this.everyMs)) === 0) this.pids = processTree(this.pid);
+    const rss = sumOver(this.pids, rssMb);
+    if (rss > 0) this.max = Math.max(this.max, rss);
   }
 }
 
@@ -147,15 +209,16 @@ export async function forkTarget(name: string, script: string, opts: { env?: Nod
   };
 }
 
-/** Spawns a plain command (Portkey) and waits until `readyUrl` answers. */
-export async function spawnTarget(name: string, cmd: string, args: string[], opts: { env?: NodeJS.ProcessEnv; url: string; readyUrl: string; logFile: string; cwd?: string }): Promise<Target> {
+/** Spawns a plain command (Portkey, LiteLLM) and waits until `readyUrl` answers (default: within 60 s). */
+export async function spawnTarget(name: string, cmd: string, args: string[], opts: { env?: NodeJS.ProcessEnv; url: string; readyUrl: string; logFile: string; cwd?: string; readyTimeoutMs?: number }): Promise<Target> {
   const fd = fs.openSync(opts.logFile, 'a');
   const child = spawn(cmd, args, { env: { ...process.env, ...opts.env }, stdio: ['ignore', fd, fd], cwd: opts.cwd });
   let exited: number | null = null;
   child.once('exit', (code) => {
     exited = code ?? -1;
   });
-  const deadline = Date.now() + 60_000;
+  const readyMs = opts.readyTimeoutMs ?? 60_000;
+  const deadline = Date.now() + readyMs;
   for (;;) {
     if (exited !== null) throw new Error(`${name} exited with code ${exited} before it was ready (log: ${opts.logFile})`);
     try {
@@ -165,7 +228,7 @@ export async function spawnTarget(name: string, cmd: string, args: string[], opt
     } catch {}
     if (Date.now() > deadline) {
       child.kill('SIGKILL');
-      throw new Error(`${name} did not answer ${opts.readyUrl} within 60 s (log: ${opts.logFile})`);
+      throw new Error(`${name} did not answer ${opts.readyUrl} within ${readyMs / 1000} s (log: ${opts.logFile})`);
     }
     await new Promise((r) => setTimeout(r, 200));
   }

@@ -84,11 +84,18 @@ export interface Targets {
 }
 export const TARGETS: Targets = { bareToGateway: 0.8, portkeyMultiple: 3, addedP50Us: 1000, addedP99Us: 3000, peakRssMb: 150 };
 
-/** Gateway/bare-proxy and gateway/Portkey throughput ratios, and the PASS/FAIL checks against the targets. */
-export function checks(cells: Cell[], connections: number[], peakRss: Record<string, number>): { ratios: string[][]; checks: Check[] } {
+/** Peers whose throughput ratio is reported without a target of its own (a column when they were measured). */
+const RATIO_ONLY = [{ target: 'litellm', title: 'gateway / LiteLLM' }];
+
+/**
+ * Gateway/bare-proxy and gateway/Portkey throughput ratios (and gateway/LiteLLM when it ran), and the PASS/FAIL
+ * checks against the targets.
+ */
+export function checks(cells: Cell[], connections: number[], peakRss: Record<string, number>): { ratioHeader: string[]; ratios: string[][]; checks: Check[] } {
   const ratios: string[][] = [];
   const out: Check[] = [];
   const workloads = [...new Set(cells.map((c) => c.workload))];
+  const extra = RATIO_ONLY.filter((r) => cells.some((c) => c.target === r.target));
   for (const w of workloads) {
     const get = (t: string) => cells.find((c) => c.workload === w && c.target === t && !c.unavailable);
     const gw = get('gateway');
@@ -100,7 +107,12 @@ export function checks(cells: Cell[], connections: number[], peakRss: Record<str
       const p = pk && at(pk, n);
       const rb = g && b ? g.rps / b.rps : NaN;
       const rp = g && p ? g.rps / p.rps : NaN;
-      ratios.push([`${w} c=${n}`, f2(rb), f2(rp)]);
+      const others = extra.map((r) => {
+        const cell = get(r.target);
+        const l = cell && at(cell, n);
+        return f2(g && l ? g.rps / l.rps : NaN);
+      });
+      ratios.push([`${w} c=${n}`, f2(rb), f2(rp), ...others]);
       out.push({ name: `${w} c=${n}: gateway / bare proxy throughput`, value: f2(rb), target: `>= ${TARGETS.bareToGateway}`, pass: Number.isFinite(rb) ? rb >= TARGETS.bareToGateway : null });
       out.push({ name: `${w} c=${n}: gateway / Portkey throughput`, value: f2(rp), target: `>= ${TARGETS.portkeyMultiple}`, pass: Number.isFinite(rp) ? rp >= TARGETS.portkeyMultiple : null });
     }
@@ -109,7 +121,7 @@ export function checks(cells: Cell[], connections: number[], peakRss: Record<str
   }
   const rss = peakRss.gateway;
   out.push({ name: 'gateway peak RSS under load (MB)', value: f0(rss), target: `<= ${TARGETS.peakRssMb}`, pass: rss !== undefined ? rss <= TARGETS.peakRssMb : null });
-  return { ratios, checks: out };
+  return { ratioHeader: ['workload', 'gateway / bare proxy', 'gateway / Portkey', ...extra.map((r) => r.title)], ratios, checks: out };
 }
 
 export const verdict = (p: boolean | null) => (p === null ? 'n/a' : p ? 'PASS' : 'FAIL');
@@ -124,8 +136,7 @@ export function renderTables(cells: Cell[], connections: number[], peakRss: Reco
     text.push(`\n== ${WORKLOAD_TITLES[w] ?? w} ==\n` + textTable(header, rows));
     md.push(`\n### ${WORKLOAD_TITLES[w] ?? w}\n\n` + markdownTable(header, rows));
   }
-  const { ratios, checks: cs } = checks(cells, connections, peakRss);
-  const rh = ['workload', 'gateway / bare proxy', 'gateway / Portkey'];
+  const { ratioHeader: rh, ratios, checks: cs } = checks(cells, connections, peakRss);
   text.push('\n== throughput ratios ==\n' + textTable(rh, ratios));
   md.push('\n### Throughput ratios\n\n' + markdownTable(rh, ratios));
   const ch = ['check', 'value', 'target', 'result'];
