@@ -132,6 +132,7 @@ export class RedisRateLimiter implements RateLimiter {
   private readonly redis: Limited;
   private readonly local = new MemoryRateLimiter();
   private up = false;
+  private reportedDown = false;
   /** Token corrections waiting for the next batch (see settle). */
   private corrections: { ticket: TokenTicket; n: number }[] = [];
   private correctionTimer: NodeJS.Timeout;
@@ -153,8 +154,12 @@ export class RedisRateLimiter implements RateLimiter {
     this.redis.defineCommand('rlUsage', { numberOfKeys: 2, lua: USAGE });
     this.redis.on('ready', () => this.setUp(true));
     this.redis.on('close', () => this.setUp(false));
-    // Connection errors are reported through 'close' and the status; without a listener ioredis prints them.
-    this.redis.on('error', () => undefined);
+    // Reported once per outage through setUp; also when Redis is unreachable from the start (never 'ready').
+    this.redis.on('error', (e: Error) => {
+      if (this.up || this.reportedDown) return;
+      this.reportedDown = true;
+      this.opts.logger?.error({ err: e.message }, 'rate limiter: Redis unreachable; limiting per process until it is back');
+    });
     this.opts.onStatus?.(false);
     this.correctionTimer = setInterval(() => this.sendCorrections(), CORRECTION_BATCH_MS);
     this.correctionTimer.unref();
@@ -177,8 +182,13 @@ export class RedisRateLimiter implements RateLimiter {
   private setUp(up: boolean): void {
     if (up === this.up) return;
     this.up = up;
-    if (up) this.opts.logger?.info('rate limiter: Redis reachable; limits are shared by all API processes');
-    else this.opts.logger?.error('rate limiter: Redis unreachable; limiting per process until it is back');
+    if (up) {
+      this.reportedDown = false;
+      this.opts.logger?.info('rate limiter: Redis reachable; limits are shared by all API processes');
+    } else if (!this.reportedDown) {
+      this.reportedDown = true;
+      this.opts.logger?.error('rate limiter: Redis unreachable; limiting per process until it is back');
+    }
     this.opts.onStatus?.(up);
   }
 

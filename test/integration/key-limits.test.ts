@@ -170,3 +170,29 @@ describe('budgets and expiry', () => {
     expect(e.code).toBe('expired_api_key');
   });
 });
+
+describe('REDIS_URL set but Redis unreachable from the start', () => {
+  let gw: TestGateway;
+  beforeAll(async () => {
+    // Port 1 on loopback: nothing listens there, connections are refused at once.
+    gw = await startGateway({ redisUrl: 'redis://127.0.0.1:1', redisKeyPrefix: `gw-test:${randomUUID()}:`, logLevel: 'silent', temporalAddress: 'off' }, { temporal: false });
+  });
+  afterAll(() => gw.close());
+
+  test('serves, limits in-process, and says so in /readyz and the metrics', async () => {
+    const { accountId, key, keyId } = await gw.account(1_000_000);
+    await setKeyLimits(gw.deps.db, accountId, keyId, { rpm: 2 });
+    const client = new OpenAI({ apiKey: key, baseURL: `${gw.url}/v1`, maxRetries: 0 });
+    const call = () => client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }], max_tokens: 5 });
+    await call();
+    await call();
+    const third = await call().catch((e) => e);
+    expect([third.status, third.code]).toEqual([429, 'rate_limit_exceeded']);
+    const ready = await fetch(`${gw.url}/readyz`);
+    expect(ready.status).toBe(200);
+    expect(((await ready.json()) as { checks: Record<string, string> }).checks.ratelimit).toBe('memory (redis unreachable)');
+    const metrics = await (await fetch(`${gw.url}/metrics`)).text();
+    expect(metrics).toMatch(/^gateway_ratelimit_redis_up 0$/m);
+    expect(metrics).toMatch(/^gateway_ratelimit_local_decisions_total 3$/m);
+  });
+});
