@@ -93,7 +93,7 @@ export class AnthropicAdapter implements ProviderAdapter {
     }
     this.opts.onError?.(this.id, res.statusCode);
     if (res.statusCode === 401 || res.statusCode === 403 || res.statusCode === 407) {
-      throw markFailure(new ApiError(502, `The upstream provider refused the gateway's credentials (HTTP ${res.statusCode}).`, 'api_error', null, 'upstream_error'), 'client');
+      throw markFailure(new ApiError(502, `The upstream provider refused the gateway's credentials (HTTP ${res.statusCode}).`, 'api_error', null, 'upstream_error'), 'auth');
     }
     throw markFailure(new AnthropicUpstreamError(res.statusCode, text, out.headers), classOfStatus(res.statusCode), out.headers['retry-after']);
   }

@@ -184,8 +184,8 @@ interface UpstreamErrorBody { error?: { message?: unknown; type?: unknown; param
  * would mislead the client: those become 502. 5xx: 502 `upstream_error` (504 for an upstream 504).
  */
 export function mapUpstreamError(status: number, text: string, retryAfter = ''): ApiError {
-  // Marked for the retry loop (src/routing): the gateway's refused credentials are not the provider's trouble.
-  return markFailure(upstreamError(status, text, retryAfter), status === 401 || status === 403 || status === 407 ? 'client' : classOfStatus(status), retryAfter);
+  // Marked for the retry loop (src/routing): refused credentials (auth) are not retried but cool the deployment.
+  return markFailure(upstreamError(status, text, retryAfter), classOfStatus(status), retryAfter);
 }
 
 function upstreamError(status: number, text: string, retryAfter: string): ApiError {

@@ -1,7 +1,6 @@
 import type { Deployment } from '../catalog/deployments';
 import { coolsDown, FAILURE_CLASSES, type FailureClass } from './failure';
 import type { RoutingSettings } from './settings';
-import type { RouteTry } from './modelRouter';
 
 /**
  * One deployment's health and counters, kept in memory per process (each API process and worker learns on its
@@ -17,8 +16,6 @@ export class DeploymentState {
   until = 0;
   failuresInRow = 0;
   probing = false;
-  /** This deployment's first try of its own model (built once at start-up: the healthy path allocates none). */
-  firstTry: RouteTry | null = null;
   /** Smooth weighted round-robin position (pickHealthy). */
   current = 0;
   /** Counters for /metrics (read when scraped). */

@@ -27,6 +27,8 @@ interface Link { model: ModelConfig; states: DeploymentState[] }
  */
 export class ModelRouter {
   private readonly chains = new Map<string, Link[]>();
+  /** Each deployment's first try of its own model, built once here: the healthy path allocates no try per request. */
+  private readonly firstTries = new Map<DeploymentState, RouteTry>();
   readonly states: DeploymentState[] = [];
 
   constructor(catalog: Catalog, private readonly settings: RoutingSettings, private readonly now: () => number = Date.now) {
@@ -39,8 +41,7 @@ export class ModelRouter {
     for (const m of catalog.models) {
       const chain: Link[] = [m, ...(m.fallbacks ?? []).map((id) => catalog.get(id)!)].map((x) => ({ model: x, states: byModel.get(x.id)! }));
       this.chains.set(m.id, chain);
-      // The healthy path's try, built here rather than per request.
-      for (const s of chain[0].states) s.firstTry = { model: m, deployment: s.deployment, kind: 'first', state: s };
+      for (const s of chain[0].states) this.firstTries.set(s, { model: m, deployment: s.deployment, kind: 'first', state: s });
     }
   }
 
@@ -102,7 +103,7 @@ export class ModelRouter {
   private choose(chain: Link[], tried: Set<DeploymentState> | null, now: number, primary: ModelConfig, first: boolean): RouteTry | null {
     for (const link of chain) {
       const s = pickHealthy(link.states, tried, now);
-      if (s) return first && link.model === primary ? s.firstTry! : tryOf(link, s, primary, first);
+      if (s) return (first && link.model === primary && this.firstTries.get(s)) || tryOf(link, s, primary, first);
     }
     // Every untried candidate is cooling down (or being probed): the one that recovers first.
     let best: { link: Link; s: DeploymentState } | null = null;

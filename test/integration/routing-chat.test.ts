@@ -24,7 +24,7 @@ beforeAll(async () => {
   const catalogPath = await writeRoutingCatalog([
     pool('p429'), pool('pcool'), pool('p500'), pool('preset'), pool('pslow', { timeoutMs: 500 }), pool('pcut'), pool('pstream'), pool('p400'),
     pool('pdead', { deployments: [{ id: 'pdead-a', dead: true }, { id: 'pdead-b' }] }),
-    pool('p408'), pool('p409'),
+    pool('p408'), pool('p409'), pool('pauth'),
     pool('pkey', { deployments: [{ id: 'pkey-a', apiKeyEnv: 'ROUTING_TEST_KEY_A' }, { id: 'pkey-b' }] }),
     { id: 'cheap', upstreamModel: 'gpt-4o-mini', pricing: { inputPer1MTokens: 1000, outputPer1MTokens: 2000 }, maxOutputTokens: 1000, deployments: [{ id: 'cheap-a' }], fallbacks: ['pricey'] },
     { id: 'pricey', upstreamModel: 'gpt-4o', pricing: { inputPer1MTokens: 650000, outputPer1MTokens: 2600000 }, maxOutputTokens: 1000, deployments: [{ id: 'pricey-a' }] },
@@ -167,6 +167,21 @@ test('a 400 from the upstream is the client\'s error: not retried, nothing charg
   const rows = await usageRows(accountId);
   expect(rows).toEqual([expect.objectContaining({ deployment: 'p400-a', status: 400, cost: 0 })]);
   expect(await chargedVnd(accountId)).toBe(0);
+});
+
+test('a deployment whose key the upstream refuses: that request is not retried (502, nothing charged), the deployment cools down', async () => {
+  const { client, accountId } = await funded();
+  fault({ deployment: 'pauth-a', status: 401, times: 1 });
+  const e = await ask(client, 'pauth').then(() => null, (x) => x);
+  expect(e?.status).toBe(502);
+  expect(e.message).not.toMatch(/pauth|emulator/);
+  expect(served()).toEqual([]);
+  expect(await chargedVnd(accountId)).toBe(0);
+  expect(await metricValue('gateway_deployment_failures_total', { deployment: 'pauth-a', class: 'auth' })).toBe(1);
+  // A key that failed once would fail again: the rotation alone would alternate, the cooldown keeps to pauth-b.
+  await ask(client, 'pauth');
+  await ask(client, 'pauth');
+  expect(served()).toEqual(['pauth-b', 'pauth-b']);
 });
 
 test('a refused connection moves on to the next deployment', async () => {
