@@ -8,7 +8,7 @@ import type { MessagesResponse } from '../translate/anthropicTypes';
 import type { ResponseObject } from '../translate/responsesTypes';
 import { chatToResponsesRequest, responsesToChatCompletion, ResponsesStreamError, ResponsesStreamToChat } from '../translate/chatToResponsesUpstream';
 import { AnthropicAdapter, AnthropicUpstreamError } from './anthropic';
-import { SseDecoder, sseBatches } from '../sse/upstreamEvents';
+import { sseBatches } from '../sse/upstreamEvents';
 import type { OpenAICompatibleAdapter } from './types';
 import type { ProviderRegistry } from './registry';
 import { DEFAULT_MAX_OUTPUT_TOKENS, estimateChatMaxCost, type ChatCostBound } from '../billing/pricing';
@@ -128,36 +128,7 @@ export function anthropicBackend(adapter: AnthropicAdapter, model: ModelConfig, 
       } catch (e) {
         throw fromAnthropic(e);
       }
-      const body = res.body;
-      return (async function* () {
-        const dec = new SseDecoder();
-        const bridge = new AnthropicStreamToChat();
-        // Chunks converted before an upstream `error` event are still delivered, then the error is raised.
-        const convert = (events: { data: string }[]): { out: ChatChunk[]; error: UpstreamStreamError | null } => {
-          const out: ChatChunk[] = [];
-          for (const ev of events) {
-            let e: { type?: string };
-            try {
-              e = JSON.parse(ev.data);
-            } catch {
-              continue;
-            }
-            try {
-              out.push(...bridge.push(e));
-            } catch (err) {
-              if (err instanceof AnthropicStreamError) return { out, error: new UpstreamStreamError(err.message) };
-              throw err;
-            }
-          }
-          return { out, error: null };
-        };
-        const step = function* (r: { out: ChatChunk[]; error: UpstreamStreamError | null }) {
-          if (r.out.length) yield r.out;
-          if (r.error) throw r.error;
-        };
-        for await (const chunk of body) yield* step(convert(dec.push(chunk as Buffer)));
-        yield* step(convert(dec.end()));
-      })();
+      return bridgedBatches(res.body, new AnthropicStreamToChat(), AnthropicStreamError);
     },
   };
 }
@@ -189,30 +160,38 @@ export function responsesBackend(adapter: OpenAICompatibleAdapter, model: ModelC
     },
     async stream(signal) {
       const res = await adapter.postStream('/responses', payload, { signal });
-      return (async function* () {
-        const bridge = new ResponsesStreamToChat();
-        for await (const batch of sseBatches(res.body)) {
-          const out: ChatChunk[] = [];
-          for (const ev of batch) {
-            let e: { type?: string };
-            try {
-              e = JSON.parse(ev.data);
-            } catch {
-              continue;
-            }
-            try {
-              out.push(...bridge.push(e));
-            } catch (err) {
-              if (err instanceof ResponsesStreamError) {
-                if (out.length) yield out;
-                throw new UpstreamStreamError(err.message);
-              }
-              throw err;
-            }
-          }
-          if (out.length) yield out;
-        }
-      })();
+      return bridgedBatches(res.body, new ResponsesStreamToChat(), ResponsesStreamError);
     },
   };
+}
+
+/**
+ * Chat chunk batches from an upstream's SSE body through a stream bridge (Anthropic or Responses events -> chat
+ * chunks). Chunks converted before the upstream reported an error in the stream are delivered first, then that
+ * error is raised as UpstreamStreamError; an event that is not JSON is skipped.
+ */
+export async function* bridgedBatches(
+  body: AsyncIterable<Uint8Array | string>,
+  bridge: { push(e: { type?: string }): ChatChunk[] },
+  StreamError: new (...args: never[]) => Error,
+): AsyncGenerator<ChatChunk[]> {
+  for await (const batch of sseBatches(body)) {
+    const out: ChatChunk[] = [];
+    for (const ev of batch) {
+      let e: { type?: string };
+      try {
+        e = JSON.parse(ev.data);
+      } catch {
+        continue;
+      }
+      try {
+        out.push(...bridge.push(e));
+      } catch (err) {
+        if (!(err instanceof StreamError)) throw err;
+        if (out.length) yield out;
+        throw new UpstreamStreamError(err.message);
+      }
+    }
+    if (out.length) yield out;
+  }
 }
