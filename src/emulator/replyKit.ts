@@ -51,7 +51,7 @@ export function sampleFor(schema: any, depth = 0): unknown {
 
 /** Word-sized pieces, as a tokenizer-driven stream delivers them. */
 export function pieces(text: string): string[] {
-  return text.match(/\s*\S+/g) ?? (text ? [text] : []);
+  return text.match(/\s*\S+(\s+$)?/g) ?? (text ? [text] : []); // trailing whitespace stays on the last piece
 }
 
 export interface StreamStats { started: number; completed: number; aborted: number; lastFinishedAt: number }

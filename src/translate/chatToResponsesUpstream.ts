@@ -1,5 +1,6 @@
 import type { ChatChunk, ChatCompletion, ChatContentPart, ChatFinishReason, ChatMessage, ChatRequest, ChatToolCall, ChatUsage } from './chatTypes';
 import type { ResponseObject, ResponsesContentPart, ResponsesItem, ResponsesRequest } from './responsesTypes';
+import { ApiError } from '../errors';
 
 /**
  * Chat Completions <-> OpenAI Responses for a Responses-only upstream (a model marked `api: "responses"`), so the
@@ -21,6 +22,9 @@ function text(content: ChatMessage['content']): string {
 }
 
 export function chatToResponsesRequest(chat: ChatRequest): ResponsesRequest {
+  // The Responses API has no stop sequences; refused as OpenAI refuses `stop` on its reasoning models, rather than
+  // answering past the point the client asked to stop at.
+  if (chat.stop?.length) throw new ApiError(400, 'Stop sequences are not supported with this model: remove `stop` (`stop_sequences` on /v1/messages).', 'invalid_request_error', 'stop', 'unsupported_parameter');
   const input: ResponsesItem[] = [];
   const instructions: string[] = [];
   for (const m of chat.messages) {

@@ -1,4 +1,5 @@
 import OpenAI from 'openai';
+import Anthropic from '@anthropic-ai/sdk';
 import { startGateway, type TestGateway } from '../support/gateway';
 
 /**
@@ -98,6 +99,39 @@ describe.each([CLAUDE, RESPONSES_ONLY])('%s', (model) => {
     const r = await client.chat.completions.create({ model, response_format: { type: 'json_object' }, messages: [{ role: 'user', content: 'hi' }] });
     expect(JSON.parse(r.choices[0].message.content!)).toEqual({ reply: 'You said: hi' });
   });
+
+  test('JSON mode streamed: the concatenated deltas are a JSON object', async () => {
+    const r = await collect(await client.chat.completions.create({ model, stream: true, response_format: { type: 'json_object' }, messages: [{ role: 'user', content: 'hi' }] }));
+    expect(JSON.parse(r.text)).toEqual({ reply: 'You said: hi' });
+    expect(r.finish).toBe('stop');
+  });
+});
+
+test('stop sequences streamed on a Claude upstream end the answer there', async () => {
+  const r = await collect(await client.chat.completions.create({ model: CLAUDE, stream: true, stop: ['said'], messages: [{ role: 'user', content: 'hello' }] }));
+  expect(sentTo('/anthropic/v1/messages').stop_sequences).toEqual(['said']);
+  expect(r.text).toBe('You ');
+  expect(r.finish).toBe('stop');
+});
+
+test('stop on a Responses-only model (no stop sequences upstream) is a 400 naming it, on chat and on messages; nothing sent, nothing held', async () => {
+  const { key } = await gw.account(1_000_000);
+  const c = new OpenAI({ apiKey: key, baseURL: `${gw.url}/v1`, maxRetries: 0 });
+  const before = gw.emulator.control.requests.length;
+  for (const stream of [false, true]) {
+    const err = await c.chat.completions.create({ model: RESPONSES_ONLY, stream, stop: 'x', messages: [{ role: 'user', content: 'hi' }] } as never).then(() => null, (e: unknown) => e);
+    expect(err).toBeInstanceOf(OpenAI.BadRequestError);
+    expect((err as InstanceType<typeof OpenAI.BadRequestError>).param).toBe('stop');
+    expect((err as InstanceType<typeof OpenAI.BadRequestError>).code).toBe('unsupported_parameter');
+  }
+  const anthropic = new Anthropic({ apiKey: key, baseURL: gw.url, maxRetries: 0 });
+  const err = await anthropic.messages.create({ model: RESPONSES_ONLY, max_tokens: 50, stop_sequences: ['x'], messages: [{ role: 'user', content: 'hi' }] }).then(() => null, (e: unknown) => e);
+  expect(err).toBeInstanceOf(Anthropic.BadRequestError);
+  expect((err as Error).message).toContain('stop_sequences');
+  expect(gw.emulator.control.requests.length).toBe(before);
+  await new Promise((r) => setTimeout(r, 200)); // past a credit flush
+  const acct: any = await (await fetch(`${gw.url}/v1/account`, { headers: { authorization: `Bearer ${key}` } })).json();
+  expect(acct.balance_vnd).toBe(1_000_000);
 });
 
 test('history parts: a developer message becomes the system prompt, an assistant refusal part is text', async () => {
