@@ -1,4 +1,6 @@
-import OpenAI from 'openai';
+import fs from 'node:fs';
+import path from 'node:path';
+import OpenAI, { toFile } from 'openai';
 import Anthropic from '@anthropic-ai/sdk';
 import { startGateway, type TestGateway } from '../support/gateway';
 import type { Pricing } from '../../src/catalog/catalog';
@@ -104,7 +106,9 @@ describe('native Anthropic Messages', () => {
 
   test('stream: usage from message_start and message_delta, the cost in the closing comment', async () => {
     const a = await account();
-    const { events, cost, usageId } = await sse(await post('/v1/messages', a.headers, { model, max_tokens: 1000, stream: true, system, messages }));
+    const { events, cost, usageId } = await sse(await post('/v1/messages', a.headers, { model, max_tokens: 1000, stream: true, system, tools, tool_choice: { type: 'none' }, messages }));
+    const sent = gw.emulator.control.requests.filter((r) => r.path === '/anthropic/v1/messages').pop()!.body as Anthropic.MessageCreateParams;
+    expect({ system: sent.system, tools: sent.tools, messages: sent.messages }).toEqual({ system, tools, messages });
     const delta = events.find((e) => e.type === 'message_delta');
     const start = events.find((e) => e.type === 'message_start');
     expect(start.message.usage).toMatchObject({ cache_read_input_tokens: 20000, cache_creation_input_tokens: 12000 });
@@ -159,6 +163,32 @@ describe('chat completions', () => {
   });
 });
 
+describe('chat completions on a Responses-only model (bridged)', () => {
+  test.each([false, true])('stream %s: cached input and reasoning from the Responses usage', async (stream) => {
+    const model = 'gpt-5-codex';
+    const a = await account();
+    const body = { model, messages: [{ role: 'system', content: PADDING }, { role: 'user', content: 'hello [cache_read=8000] [reasoning=400]' }], ...(stream ? { stream: true, stream_options: { include_usage: true } } : {}) };
+    const res = await post('/v1/chat/completions', a.headers, body);
+    let usage: OpenAI.CompletionUsage;
+    let reported: number;
+    let usageId: string;
+    if (stream) {
+      const s = await sse(res);
+      usage = s.events[s.events.length - 1].usage;
+      reported = s.cost;
+      usageId = s.usageId;
+    } else {
+      usage = ((await res.json()) as OpenAI.ChatCompletion).usage!;
+      reported = Number(res.headers.get('x-gateway-cost-vnd'));
+      usageId = res.headers.get('x-gateway-usage-id')!;
+    }
+    expect(usage.prompt_tokens_details!.cached_tokens).toBe(8000);
+    expect(usage.completion_tokens_details!.reasoning_tokens).toBeGreaterThanOrEqual(400);
+    const u = await expectBilled(a.key, reported, usageId, expectedCost(model, { input: usage.prompt_tokens - 8000, cacheRead: 8000, write5m: 0, write1h: 0, output: usage.completion_tokens }));
+    expect(u.units).toMatchObject({ cache_read_tokens: 8000, input_uncached_tokens: usage.prompt_tokens - 8000 });
+  });
+});
+
 describe('messages and responses on other upstreams', () => {
   test('messages on an OpenAI model (translated): cached tokens become cache_read_input_tokens', async () => {
     const model = 'gpt-4o-mini';
@@ -170,7 +200,7 @@ describe('messages and responses on other upstreams', () => {
     await expectBilled(a.key, Number(response.headers.get('x-gateway-cost-vnd')), response.headers.get('x-gateway-usage-id')!, expectedCost(model, { input: m.usage.input_tokens, cacheRead: 6000, write5m: 0, write1h: 0, output: m.usage.output_tokens }));
   });
 
-  test('messages streamed on a Claude-bridged path keep cache_creation by TTL (responses-only model: reads only)', async () => {
+  test('messages streamed on a Responses-only model (translated): cache reads and reasoning', async () => {
     const model = 'gpt-5-codex';
     const a = await account();
     const { events, cost, usageId } = await sse(await post('/v1/messages', a.headers, { model, max_tokens: 1000, stream: true, system: PADDING, messages: [{ role: 'user', content: 'hi [cache_read=6000] [reasoning=50]' }] }));
@@ -189,6 +219,46 @@ describe('messages and responses on other upstreams', () => {
     // The 5-minute / 1-hour split is not in the Responses shape, but it is billed and recorded.
     const rec = await expectBilled(a.key, Number(response.headers.get('x-gateway-cost-vnd')), response.headers.get('x-gateway-usage-id')!, expectedCost(model, { input: u.input_tokens - 32000, cacheRead: 20000, write5m: 8000, write1h: 4000, output: u.output_tokens }));
     expect(rec.units).toMatchObject({ cache_write_5m_tokens: 8000, cache_write_1h_tokens: 4000 });
+  });
+
+  test('messages streamed on an OpenAI chat model (translated): cached tokens in message_start and message_delta', async () => {
+    const model = 'gpt-4o-mini';
+    const a = await account();
+    const { events, cost, usageId } = await sse(await post('/v1/messages', a.headers, { model, max_tokens: 1000, stream: true, system: PADDING, messages: [{ role: 'user', content: 'hi [cache_read=6000]' }] }));
+    const u = events.find((e) => e.type === 'message_delta').usage;
+    expect(u.cache_read_input_tokens).toBe(6000);
+    await expectBilled(a.key, cost, usageId, expectedCost(model, { input: u.input_tokens, cacheRead: 6000, write5m: 0, write1h: 0, output: u.output_tokens }));
+  });
+
+  test('responses streamed on a Claude model (bridged): cache reads and writes in response.completed, 1-hour writes priced', async () => {
+    const model = 'claude-opus-4-6';
+    const a = await account();
+    const { events, cost, usageId } = await sse(await post('/v1/responses', a.headers, { model, instructions: PADDING, input: `hi ${CLAUDE_MARKERS}`, stream: true }));
+    const u = events.find((e) => e.type === 'response.completed').response.usage;
+    expect(u.input_tokens_details).toEqual({ cached_tokens: 20000, cache_write_tokens: 12000 });
+    const rec = await expectBilled(a.key, cost, usageId, expectedCost(model, { input: u.input_tokens - 32000, cacheRead: 20000, write5m: 8000, write1h: 4000, output: u.output_tokens }));
+    expect(rec.units).toMatchObject({ cache_write_5m_tokens: 8000, cache_write_1h_tokens: 4000 });
+  });
+
+  test.each([false, true])('responses on an OpenAI chat model (translated, stream %s): cached input at its price', async (stream) => {
+    const model = 'gpt-4o-mini';
+    const a = await account();
+    const res = await post('/v1/responses', a.headers, { model, instructions: PADDING, input: 'hi [cache_read=5000]', ...(stream ? { stream: true } : {}) });
+    let u: OpenAI.Responses.ResponseUsage;
+    let reported: number;
+    let usageId: string;
+    if (stream) {
+      const s = await sse(res);
+      u = s.events.find((e) => e.type === 'response.completed').response.usage;
+      reported = s.cost;
+      usageId = s.usageId;
+    } else {
+      u = ((await res.json()) as OpenAI.Responses.Response).usage!;
+      reported = Number(res.headers.get('x-gateway-cost-vnd'));
+      usageId = res.headers.get('x-gateway-usage-id')!;
+    }
+    expect(u.input_tokens_details.cached_tokens).toBe(5000);
+    await expectBilled(a.key, reported, usageId, expectedCost(model, { input: u.input_tokens - 5000, cacheRead: 5000, write5m: 0, write1h: 0, output: u.output_tokens }));
   });
 
   test.each([false, true])('responses on a Responses model (native, stream %s): cached input and reasoning', async (stream) => {
@@ -220,6 +290,32 @@ test('other billed operations report their cost in headers', async () => {
   expect(res.status).toBe(200);
   await res.arrayBuffer();
   await expectBilled(a.key, Number(res.headers.get('x-gateway-cost-vnd')), res.headers.get('x-gateway-usage-id')!, 1);
+});
+
+describe('every billed operation reports its cost in headers, equal to its usage record', () => {
+  const fixture = (name: string) => path.join(__dirname, '../../src/emulator/fixtures', name);
+  const ops: [string, (c: OpenAI) => Promise<{ response: Response }>][] = [
+    ['completions', (c) => c.completions.create({ model: 'gpt-3.5-turbo-instruct', prompt: 'hello there' }).withResponse()],
+    ['speech', async (c) => {
+      const { data, response } = await c.audio.speech.create({ model: 'tts-1', voice: 'alloy', input: 'hello there' }).withResponse();
+      await data.arrayBuffer();
+      return { response };
+    }],
+    ['transcriptions', async (c) => c.audio.transcriptions.create({ model: 'whisper-1', file: await toFile(fs.readFileSync(fixture('speech.mp3')), 'speech.mp3') }).withResponse()],
+    ['image generation', (c) => c.images.generate({ model: 'gpt-image-1', prompt: 'a cat', size: '1024x1024' }).withResponse()],
+    ['image edits', async (c) => c.images.edit({ model: 'gpt-image-1', prompt: 'a hat', image: await toFile(fs.readFileSync(fixture('last_frame.png')), 'in.png', { type: 'image/png' }) }).withResponse()],
+  ];
+  test.each(ops)('%s', async (_name, call) => {
+    const a = await account();
+    const c = new OpenAI({ apiKey: a.key, baseURL: `${gw.url}/v1`, maxRetries: 0 });
+    const { response } = await call(c);
+    const reported = Number(response.headers.get('x-gateway-cost-vnd'));
+    expect(reported).toBeGreaterThan(0);
+    const u = await lastUsage(a.key);
+    expect(u.id).toBe(response.headers.get('x-gateway-usage-id'));
+    expect(u.cost_vnd).toBe(reported);
+    expect(await balance(a.key)).toBe(5_000_000 - reported);
+  });
 });
 
 test.each([

@@ -49,7 +49,7 @@ test('names no id, alias or pattern matches are 404 model_not_found on every int
   await expect(c.chat.completions.create({ model: 'gpt-4-unknown', messages: [{ role: 'user', content: 'x' }] })).rejects.toMatchObject({ status: 404, code: 'model_not_found' });
   await expect(c.responses.create({ model: 'claude', input: 'x' })).rejects.toMatchObject({ status: 404, code: 'model_not_found' });
   const a = new Anthropic({ apiKey: key, baseURL: gw.url, maxRetries: 0 });
-  await expect(a.messages.create({ model: 'sonnet-4', max_tokens: 5, messages: [{ role: 'user', content: 'x' }] })).rejects.toMatchObject({ status: 404 });
+  await expect(a.messages.create({ model: 'sonnet-4', max_tokens: 5, messages: [{ role: 'user', content: 'x' }] })).rejects.toMatchObject({ status: 404, error: { type: 'error', error: { type: 'not_found_error' } } });
 });
 
 test('GET /v1/models lists each model\'s patterns', async () => {
