@@ -78,6 +78,17 @@ async function sse(res: Response): Promise<{ events: any[]; cost: number; usageI
   return { events, cost: Number(m[1]), usageId: m[2] };
 }
 
+/** A billed answer, streamed or not: the usage the client got (found by `pick` in a stream's events), the reported cost and usage id. */
+async function billedAnswer<U>(res: Response, stream: boolean, pick: (events: any[]) => U, plain: (body: any) => U): Promise<{ usage: U; reported: number; usageId: string }> {
+  if (stream) {
+    const s = await sse(res);
+    return { usage: pick(s.events), reported: s.cost, usageId: s.usageId };
+  }
+  return { usage: plain(await res.json()), reported: Number(res.headers.get('x-gateway-cost-vnd')), usageId: res.headers.get('x-gateway-usage-id')! };
+}
+const lastChunkUsage = (events: any[]) => events[events.length - 1].usage as OpenAI.CompletionUsage;
+const completedUsage = (events: any[]) => events.find((e) => e.type === 'response.completed').response.usage as OpenAI.Responses.ResponseUsage;
+
 const post = (path: string, headers: Record<string, string>, body: unknown) =>
   fetch(`${gw.url}${path}`, { method: 'POST', headers: { ...headers, 'content-type': 'application/json', 'anthropic-version': '2023-06-01' }, body: JSON.stringify(body) });
 
@@ -143,19 +154,7 @@ describe('chat completions', () => {
     const a = await account();
     const body = { ...chatBody(model, '[cache_read=9000] [reasoning=700]'), ...(stream ? { stream: true, stream_options: { include_usage: true } } : {}) };
     const res = await post('/v1/chat/completions', a.headers, body);
-    let usage: OpenAI.CompletionUsage;
-    let reported: number;
-    let usageId: string;
-    if (stream) {
-      const s = await sse(res);
-      usage = s.events[s.events.length - 1].usage;
-      reported = s.cost;
-      usageId = s.usageId;
-    } else {
-      usage = ((await res.json()) as OpenAI.ChatCompletion).usage!;
-      reported = Number(res.headers.get('x-gateway-cost-vnd'));
-      usageId = res.headers.get('x-gateway-usage-id')!;
-    }
+    const { usage, reported, usageId } = await billedAnswer(res, stream, lastChunkUsage, (b: OpenAI.ChatCompletion) => b.usage!);
     expect(usage.prompt_tokens_details!.cached_tokens).toBe(9000);
     expect(usage.completion_tokens_details!.reasoning_tokens).toBe(700);
     const u = await expectBilled(a.key, reported, usageId, expectedCost(model, { input: usage.prompt_tokens - 9000, cacheRead: 9000, write5m: 0, write1h: 0, output: usage.completion_tokens }));
@@ -169,19 +168,7 @@ describe('chat completions on a Responses-only model (bridged)', () => {
     const a = await account();
     const body = { model, messages: [{ role: 'system', content: PADDING }, { role: 'user', content: 'hello [cache_read=8000] [reasoning=400]' }], ...(stream ? { stream: true, stream_options: { include_usage: true } } : {}) };
     const res = await post('/v1/chat/completions', a.headers, body);
-    let usage: OpenAI.CompletionUsage;
-    let reported: number;
-    let usageId: string;
-    if (stream) {
-      const s = await sse(res);
-      usage = s.events[s.events.length - 1].usage;
-      reported = s.cost;
-      usageId = s.usageId;
-    } else {
-      usage = ((await res.json()) as OpenAI.ChatCompletion).usage!;
-      reported = Number(res.headers.get('x-gateway-cost-vnd'));
-      usageId = res.headers.get('x-gateway-usage-id')!;
-    }
+    const { usage, reported, usageId } = await billedAnswer(res, stream, lastChunkUsage, (b: OpenAI.ChatCompletion) => b.usage!);
     expect(usage.prompt_tokens_details!.cached_tokens).toBe(8000);
     expect(usage.completion_tokens_details!.reasoning_tokens).toBeGreaterThanOrEqual(400);
     const u = await expectBilled(a.key, reported, usageId, expectedCost(model, { input: usage.prompt_tokens - 8000, cacheRead: 8000, write5m: 0, write1h: 0, output: usage.completion_tokens }));
@@ -244,19 +231,7 @@ describe('messages and responses on other upstreams', () => {
     const model = 'gpt-4o-mini';
     const a = await account();
     const res = await post('/v1/responses', a.headers, { model, instructions: PADDING, input: 'hi [cache_read=5000]', ...(stream ? { stream: true } : {}) });
-    let u: OpenAI.Responses.ResponseUsage;
-    let reported: number;
-    let usageId: string;
-    if (stream) {
-      const s = await sse(res);
-      u = s.events.find((e) => e.type === 'response.completed').response.usage;
-      reported = s.cost;
-      usageId = s.usageId;
-    } else {
-      u = ((await res.json()) as OpenAI.Responses.Response).usage!;
-      reported = Number(res.headers.get('x-gateway-cost-vnd'));
-      usageId = res.headers.get('x-gateway-usage-id')!;
-    }
+    const { usage: u, reported, usageId } = await billedAnswer(res, stream, completedUsage, (b: OpenAI.Responses.Response) => b.usage!);
     expect(u.input_tokens_details.cached_tokens).toBe(5000);
     await expectBilled(a.key, reported, usageId, expectedCost(model, { input: u.input_tokens - 5000, cacheRead: 5000, write5m: 0, write1h: 0, output: u.output_tokens }));
   });
@@ -265,19 +240,7 @@ describe('messages and responses on other upstreams', () => {
     const model = 'gpt-5-codex';
     const a = await account();
     const res = await post('/v1/responses', a.headers, { model, instructions: PADDING, input: 'hi [cache_read=7000] [reasoning=300]', ...(stream ? { stream: true } : {}) });
-    let u: OpenAI.Responses.ResponseUsage;
-    let reported: number;
-    let usageId: string;
-    if (stream) {
-      const s = await sse(res);
-      u = s.events.find((e) => e.type === 'response.completed').response.usage;
-      reported = s.cost;
-      usageId = s.usageId;
-    } else {
-      u = ((await res.json()) as OpenAI.Responses.Response).usage!;
-      reported = Number(res.headers.get('x-gateway-cost-vnd'));
-      usageId = res.headers.get('x-gateway-usage-id')!;
-    }
+    const { usage: u, reported, usageId } = await billedAnswer(res, stream, completedUsage, (b: OpenAI.Responses.Response) => b.usage!);
     expect(u.input_tokens_details.cached_tokens).toBe(7000);
     expect(u.output_tokens_details.reasoning_tokens).toBeGreaterThanOrEqual(300);
     await expectBilled(a.key, reported, usageId, expectedCost(model, { input: u.input_tokens - 7000, cacheRead: 7000, write5m: 0, write1h: 0, output: u.output_tokens }));
