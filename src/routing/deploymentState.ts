@@ -11,6 +11,12 @@ import type { RoutingSettings } from './settings';
  * base x 2^(failures in a row - 1); both bounded by cooldownMaxMs. When the cooldown is over the deployment is
  * half-open: one request probes it (others keep away while that probe is out); a success closes it (the failure
  * count resets), a failure opens it again for twice as long.
+ *
+ * A verdict counts once per cooldown period. Each try notes the cooldown epoch (`cooldowns`) it started in: one
+ * that started before the current cooldown began (it was in flight when another try's failure opened it) neither
+ * extends nor escalates it when it fails, nor closes it when it succeeds, so ten concurrent 500s cool a deployment
+ * once for the base time, not ten steps up the backoff. A failure while the deployment is cooling (a last-resort
+ * try, a stream cut) does not escalate either; only its own Retry-After may lengthen the cooldown.
  */
 export class DeploymentState {
   until = 0;
@@ -38,25 +44,35 @@ export class DeploymentState {
 
   /** Starts a try; true if it is the half-open probe (the caller ends it with succeeded/failed/abandoned). */
   begin(now: number): boolean {
-    if (this.failuresInRow === 0 || this.until > now) return false;
+    if (this.failuresInRow === 0 || this.until > now || this.probing) return false;
     this.probing = true;
     return true;
   }
 
-  succeeded(): void {
-    this.failuresInRow = 0;
-    this.probing = false;
+  /** A try that started in cooldown epoch `epoch` succeeded: it closes the deployment unless a cooldown began since. */
+  succeeded(epoch: number, probe: boolean): void {
+    if (probe) this.probing = false;
+    if (epoch === this.cooldowns) this.failuresInRow = 0;
   }
 
   /** The try ended without a verdict on the deployment (client gone, our own error). */
-  abandoned(): void {
-    this.probing = false;
+  abandoned(probe: boolean): void {
+    if (probe) this.probing = false;
   }
 
-  failed(cls: FailureClass, retryAfterMs: number | null, now: number, s: RoutingSettings): void {
+  /**
+   * A try failed (`epoch`: the cooldown epoch it started in; a stream cut, reported later, counts as current).
+   * Opens a new cooldown, one step further up the backoff, only if it is news: the try started in the current
+   * epoch and the deployment is not cooling already.
+   */
+  failed(cls: FailureClass, retryAfterMs: number | null, now: number, s: RoutingSettings, epoch = this.cooldowns, probe = false): void {
     this.failures[cls]++;
-    this.probing = false;
-    if (!coolsDown(cls)) return;
+    if (probe) this.probing = false;
+    if (!coolsDown(cls) || epoch !== this.cooldowns) return;
+    if (this.until > now) {
+      if (retryAfterMs !== null) this.until = Math.max(this.until, now + Math.min(s.cooldownMaxMs, retryAfterMs));
+      return;
+    }
     this.failuresInRow++;
     const backoff = s.cooldownBaseMs * 2 ** Math.min(this.failuresInRow - 1, 30);
     this.until = now + Math.min(s.cooldownMaxMs, retryAfterMs ?? backoff);

@@ -65,19 +65,20 @@ export class ModelRouter {
       if (t.kind === 'retry') st.retries++;
       else if (t.kind === 'fallback') st.fallbacks++;
       recorder?.routed(t);
-      st.begin(this.now());
+      const probe = st.begin(this.now());
+      const epoch = st.cooldowns;
       try {
         const out = await call(t);
-        st.succeeded();
+        st.succeeded(epoch, probe);
         return out;
       } catch (e) {
         const f = failureOf(e);
         if (!f) {
-          st.abandoned();
+          st.abandoned(probe);
           throw e;
         }
         const now = this.now();
-        st.failed(f.cls, f.retryAfterMs, now, this.settings);
+        st.failed(f.cls, f.retryAfterMs, now, this.settings, epoch, probe);
         tries++;
         if (!isRetryable(f.cls) || tries >= this.settings.maxAttempts || now - start >= this.settings.maxTimeMs) throw e;
         (tried ??= new Set()).add(st);

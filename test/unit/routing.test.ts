@@ -112,6 +112,75 @@ test('while a half-open probe is out, other requests keep away from it', async (
   expect(st.probing).toBe(false);
 });
 
+/** Starts a request on `m` whose try waits until settled by hand: ok() answers it, ko(e) fails it. */
+function held(router: ModelRouter, m: ModelConfig) {
+  let settle!: (e: Error | null) => void;
+  const done = router.run(m, (t) => new Promise<string>((res, rej) => {
+    settle = (e) => (e ? rej(e) : res(t.deployment.id));
+  })).then(() => null, (e: unknown) => e);
+  return { ok: () => settle(null), ko: (e: Error) => settle(e), done };
+}
+
+test('concurrent failures cool a deployment once, for the base time: tries in flight when it began neither escalate nor extend it', async () => {
+  const { router, m } = setup();
+  const st = router.states.find((s) => s.deployment.id === 'single')!;
+  const tries = Array.from({ length: 7 }, () => held(router, m('single')));
+  for (const t of tries) {
+    now += 100; // each 500 lands later than the one before
+    t.ko(fail('server'));
+    await t.done;
+  }
+  expect(st.failures.server).toBe(7); // each is counted for the metrics...
+  expect(st.cooldowns).toBe(1); // ...but cools it once, from the first failure: base, not the 8 s max
+  expect(st.failuresInRow).toBe(1);
+  expect(st.until - now).toBe(1000 - 600);
+  // A try started during the cooldown (the last resort of a single deployment) fails: no escalation, no extension...
+  await request(router, m('single'), [fail('server')]);
+  expect([st.cooldowns, st.until - now]).toEqual([1, 400]);
+  // ...except by its own Retry-After, which only lengthens it.
+  await request(router, m('single'), [fail('rate_limit', '2')]);
+  expect([st.cooldowns, st.failuresInRow, st.until - now]).toEqual([1, 1, 2000]);
+  await request(router, m('single'), [fail('rate_limit', '1')]);
+  expect(st.until - now).toBe(2000);
+  // A failed half-open probe escalates: base x 2.
+  now = st.until;
+  await request(router, m('single'), [fail('server')]);
+  expect([st.cooldowns, st.failuresInRow, st.until - now, st.probing]).toEqual([2, 2, 2000, false]);
+});
+
+test('a success from a try started before the cooldown does not close it; the probe\'s does', async () => {
+  const { router, m } = setup();
+  const st = router.states.find((s) => s.deployment.id === 'single')!;
+  const late = held(router, m('single'));
+  const failing = held(router, m('single'));
+  now += 10;
+  failing.ko(fail('server'));
+  await failing.done;
+  const until = st.until;
+  now += 10;
+  late.ok();
+  expect(await late.done).toBeNull();
+  expect([st.failuresInRow, st.until]).toEqual([1, until]); // still cooling, count kept
+  // The cooldown ends; the half-open probe fails: escalated from the count the late success did not reset.
+  now = st.until;
+  await request(router, m('single'), [fail('server')]);
+  expect([st.failuresInRow, st.until - now]).toEqual([2, 2000]);
+  // A try in flight during that failure succeeds late: the count stays; the next probe's success resets it.
+  const inFlight = held(router, m('single'));
+  now = st.until;
+  const probe = held(router, m('single'));
+  expect(st.probing).toBe(true);
+  now += 10;
+  probe.ko(fail('timeout'));
+  await probe.done;
+  inFlight.ok();
+  await inFlight.done;
+  expect([st.failuresInRow, st.until - now]).toEqual([3, 4000]);
+  now = st.until;
+  expect((await request(router, m('single'))).error).toBeNull();
+  expect([st.failuresInRow, st.probing]).toEqual([0, false]);
+});
+
 test('tries stop at maxAttempts, then at the fallbacks\' end; client errors and unmarked errors are never retried', async () => {
   const { router, m } = setup({ maxAttempts: 2 });
   let r = await request(router, m('three'), [fail('server'), fail('server'), fail('server')]);
