@@ -56,6 +56,12 @@ export async function startEmulator(opts: { port?: number; host?: string } = {})
       ctx.respond = false;
       return;
     }
+    if (f?.resetAfterHeaders) {
+      ctx.respond = false;
+      ctx.res.writeHead(200, { 'content-type': 'application/json' });
+      ctx.res.write('{"id":"', () => ctx.res.destroy());
+      return;
+    }
     if (f?.cutAfter !== undefined) ctx.state.emulatorCutAfter = f.cutAfter;
     if (f?.status) {
       ctx.status = f.status;

@@ -61,6 +61,19 @@ export class AnthropicAdapter implements ProviderAdapter {
     return this.post('/v1/messages', payload, h, opts);
   }
 
+  /**
+   * POST /v1/messages, whole answer: the body is read here, so a connection broken after the headers fails the call
+   * like one broken before them (a routed try that may be retried, cooling its deployment), not a success.
+   */
+  async messagesWhole(payload: string, h: AnthropicHeaders, opts: CallOptions = {}): Promise<AnthropicResponse & { raw: Buffer }> {
+    const res = await this.post('/v1/messages', payload, h, opts);
+    try {
+      return { ...res, raw: Buffer.from(await res.body.arrayBuffer()) };
+    } catch (e) {
+      throw this.transportError(e, opts);
+    }
+  }
+
   /** POST /v1/messages/count_tokens. */
   countTokens(payload: string, h: AnthropicHeaders, opts: CallOptions = {}): Promise<AnthropicResponse> {
     return this.post('/v1/messages/count_tokens', payload, h, opts);

@@ -110,8 +110,7 @@ export function anthropicBackend(adapter: AnthropicAdapter, model: ModelConfig, 
     async complete(signal) {
       let raw: string;
       try {
-        const res = await adapter.messages(payload, {}, { signal });
-        raw = Buffer.from(await res.body.arrayBuffer()).toString('utf8');
+        raw = (await adapter.messagesWhole(payload, {}, { signal })).raw.toString('utf8');
       } catch (e) {
         throw fromAnthropic(e);
       }

@@ -39,6 +39,13 @@ const calls: [string, string, Partial<PoolSpec>, (c: Clients, model: string) => 
   ['r-chat-on-claude', 'chat.completions', { kind: 'anthropic', upstreamModel: 'claude-sonnet-4-6' }, (c, model) => c.openai.chat.completions.create({ model, messages: [{ role: 'user', content: 'hi' }] })],
 ];
 
+/** Non-streamed routes whose answer is read whole: [model id, the call]. */
+const resets: [string, string, Partial<PoolSpec>, (c: Clients, model: string) => Promise<unknown>][] = [
+  ['r-reset-native-messages', 'messages', { kind: 'anthropic', upstreamModel: 'claude-sonnet-4-6' }, (c, model) => c.anthropic.messages.create({ model, max_tokens: 100, messages: [{ role: 'user', content: 'hi' }] })],
+  ['r-reset-chat-on-claude', 'chat.completions', { kind: 'anthropic', upstreamModel: 'claude-sonnet-4-6' }, (c, model) => c.openai.chat.completions.create({ model, messages: [{ role: 'user', content: 'hi' }] })],
+  ['r-reset-chat', 'chat.completions', chatModel, (c, model) => c.openai.chat.completions.create({ model, messages: [{ role: 'user', content: 'hi' }] })],
+];
+
 let gw: TestGateway;
 beforeAll(async () => {
   const catalogPath = await writeRoutingCatalog([
@@ -47,6 +54,7 @@ beforeAll(async () => {
     two('r-cut-speech', { mode: 'speech', upstreamModel: 'tts-1', pricing: { per1KChars: 390 } }),
     two('r-cut-native-messages', { kind: 'anthropic', upstreamModel: 'claude-sonnet-4-6' }),
     two('r-cut-native-responses', { api: 'responses', upstreamModel: 'gpt-5-codex' }),
+    ...resets.map(([id, , spec]) => two(id, spec)),
     { id: 'r-claude-cheap', kind: 'anthropic', upstreamModel: 'claude-haiku-4-5', pricing: { inputPer1MTokens: 1000, outputPer1MTokens: 2000 }, maxOutputTokens: 1000, deployments: [{ id: 'r-claude-cheap-a' }], fallbacks: ['r-claude-pricey'] },
     { id: 'r-claude-pricey', kind: 'anthropic', upstreamModel: 'claude-opus-4-6', pricing: { inputPer1MTokens: 130000, outputPer1MTokens: 650000 }, maxOutputTokens: 1000, deployments: [{ id: 'r-claude-pricey-a' }] },
   ]);
@@ -147,4 +155,24 @@ test('speech broken off mid-audio charges nothing, is not retried, and cools its
   const rows = await usageRows(acc.accountId);
   expect(rows.filter((r: { status: number }) => r.status === 502)).toEqual([expect.objectContaining({ deployment: 'r-cut-speech-a', cost: 0 })]);
   expect(await charged(acc.accountId)).toBe(rows.reduce((n: number, r: { cost: number }) => n + r.cost, 0));
+});
+
+test.each(resets)('%s %s: a connection reset after the answer\'s headers is retried on the other deployment, charged once, and cools the reset one', async (model, operation, _spec, call) => {
+  const acc = await gw.account(1_000_000);
+  const clients = { openai: new OpenAI({ apiKey: acc.key, baseURL: gw.url + '/v1', maxRetries: 0 }), anthropic: new Anthropic({ apiKey: acc.key, baseURL: gw.url, maxRetries: 0 }) };
+  gw.emulator.control.addFault({ deployment: `${model}-a`, resetAfterHeaders: true, times: 1 });
+  await call(clients, model);
+  expect(gw.emulator.control.faultsApplied).toBe(1); // the -a try met the reset (faulted requests are not recorded)
+  expect(served()).toEqual([`${model}-b`]);
+  let rows = await usageRows(acc.accountId);
+  expect(rows).toEqual([expect.objectContaining({ model, operation, deployment: `${model}-b`, routing: 'retry', status: 200 })]);
+  expect(await charged(acc.accountId)).toBe(rows[0].cost);
+  // The reset deployment cools down (5 s by default): the next requests go to the other one.
+  for (let i = 0; i < 2; i++) await call(clients, model);
+  expect(served()).toEqual([`${model}-b`, `${model}-b`, `${model}-b`]);
+  rows = await usageRows(acc.accountId);
+  expect(await charged(acc.accountId)).toBe(rows.reduce((n: number, r: { cost: number }) => n + r.cost, 0));
+  const metrics = await fetch(gw.url + '/metrics').then((r) => r.text());
+  expect(metrics).toContain(`gateway_deployment_failures_total{model="${model}",deployment="${model}-a",class="connect"} 1`);
+  expect(metrics).toContain(`gateway_deployment_cooldowns_total{model="${model}",deployment="${model}-a"} 1`);
 });

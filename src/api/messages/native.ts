@@ -1,6 +1,5 @@
 import type { AppDeps } from '../deps';
 import type { Ctx } from '../middleware';
-import { ApiError } from '../errors';
 import type { ModelConfig } from '../../catalog/catalog';
 import { checkOutputCap } from '../../catalog/outputCap';
 import type { MessagesRequest } from '../../translate/anthropicTypes';
@@ -10,7 +9,6 @@ import type { SseSink } from '../../sse/clientSink';
 import { AnthropicAdapter, AnthropicUpstreamError } from '../../providers/anthropic';
 import { boundOverCandidates } from '../../routing/bound';
 import type { RouteTry } from '../../routing/modelRouter';
-import { UpstreamAborted } from '../../providers/openai';
 import type { Meter } from '../../billing/meter';
 import { countImages, nativeBound } from '../../billing/nativeBound';
 import { estimatedUsage, fromAnthropicUsage, tokenUsage, type AnthropicUsageLike } from '../../billing/tokenUsage';
@@ -42,26 +40,19 @@ export async function nativeMessages(ctx: Ctx, deps: AppDeps, model: ModelConfig
   const headers = anthropicHeaders(ctx);
   let answered = model;
   let answeredTry: RouteTry | null = null;
-  let res;
-  try {
-    res = await deps.router.run(model, (t) => {
-      answered = t.model;
-      answeredTry = t;
-      const a = deps.providers.forDeployment(t.deployment);
-      return (a instanceof AnthropicAdapter ? a : adapter).messages(payloads.for(t), headers, { signal: sink.signal });
-    }, meter);
-  } catch (e) {
+  const routed = <R>(call: (a: AnthropicAdapter, payload: string) => Promise<R>): Promise<R> => deps.router.run(model, (t) => {
+    answered = t.model;
+    answeredTry = t;
+    const a = deps.providers.forDeployment(t.deployment);
+    return call(a instanceof AnthropicAdapter ? a : adapter, payloads.for(t));
+  }, meter).catch((e: unknown) => {
     meter.cancel({}, e instanceof AnthropicUpstreamError ? e.status : failureStatus(e));
     throw e;
-  }
+  });
   if (req.stream !== true) {
-    let raw: Buffer;
-    try {
-      raw = Buffer.from(await res.body.arrayBuffer());
-    } catch (e) {
-      meter.cancel({}, 502);
-      throw sink.clientGone ? new UpstreamAborted() : new ApiError(502, 'The upstream provider failed while answering.', 'api_error', null, 'upstream_error');
-    }
+    // The body is read inside the try: a connection reset after the headers is retried elsewhere and cools its deployment.
+    const res = await routed((a, payload) => a.messagesWhole(payload, headers, { signal: sink.signal }));
+    const raw = res.raw;
     let usage: AnthropicUsageLike | null = null;
     try {
       usage = (JSON.parse(raw.toString('utf8')) as { usage?: AnthropicUsageLike }).usage ?? null;
@@ -74,6 +65,7 @@ export async function nativeMessages(ctx: Ctx, deps: AppDeps, model: ModelConfig
     ctx.body = raw;
     return;
   }
+  const res = await routed((a, payload) => a.messages(payload, headers, { signal: sink.signal }));
   // A stream the upstream breaks off after its first byte is not retried, but cools its deployment.
   if (await pipeNativeStream(deps, answered, meter, res.body, res.headers, bytes, sink) && answeredTry) deps.router.streamCut(answeredTry);
 }
