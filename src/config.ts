@@ -16,6 +16,16 @@ function str(name: string, def: string): string {
   return v === undefined || v === '' ? def : v;
 }
 
+/** A TCP port, or null when the variable is `0` or `off` (the listener is disabled). */
+function optionalPort(name: string, def: number): number | null {
+  const v = process.env[name]?.trim();
+  if (v === undefined || v === '') return def;
+  if (v === '0' || v.toLowerCase() === 'off') return null;
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < 1 || n > 65535) throw new Error(`${name} must be a port (1-65535), 0 or off, got ${JSON.stringify(v)}`);
+  return n;
+}
+
 export interface Config {
   port: number;
   host: string;
@@ -52,6 +62,8 @@ export interface Config {
   rateLimitRedisTimeoutMs: number;
   /** The zone of the calendar days and months of key budgets. */
   budgetTimeZone: string;
+  /** Port of the worker's own GET /metrics (`npm run worker`); null: none (WORKER_METRICS_PORT `0` or `off`). */
+  workerMetricsPort: number | null;
   /** Video job timing (src/video/settings.ts; VIDEO_* env vars). */
   video: VideoSettings;
   /** Retries, fallbacks and cooldowns across deployments (src/routing/settings.ts; ROUTING_* env vars). */
@@ -93,6 +105,7 @@ export function loadConfig(overrides: Partial<Config> = {}): Config {
     redisKeyPrefix: str('REDIS_KEY_PREFIX', 'gw:rl:'),
     rateLimitRedisTimeoutMs: int('RATE_LIMIT_REDIS_TIMEOUT_MS', 250),
     budgetTimeZone: checkTimeZone(str('BUDGET_TIME_ZONE', DEFAULT_BUDGET_TIME_ZONE)),
+    workerMetricsPort: optionalPort('WORKER_METRICS_PORT', 9464),
     video: loadVideoSettings(),
     routing: loadRoutingSettings(),
   };

@@ -154,7 +154,8 @@ async function main(life: Lifecycle): Promise<void> {
 
   const api = await startApi(config); // creates the database if needed and applies migrations
   if (!(await life.started('API', api.close))) return;
-  const worker = await startWorker(config);
+  // In the API's process: its video submissions count on the API's router, so they show on the API's /metrics.
+  const worker = await startWorker(config, { router: api.deps.router });
   if (!(await life.started('worker', worker.close))) return;
 
   const demo = await seedDemo(api.deps.db, { stateFile: path.join(dataDir, 'demo.json'), balanceVnd: Number(process.env.DEMO_BALANCE_VND ?? 5_000_000) });

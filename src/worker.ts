@@ -12,14 +12,31 @@ import { releaseExpiredHolds } from './billing/ledger';
 import { VideoProviders } from './providers/video';
 import { reconcileVideoJobs } from './video/reconciler';
 import { createVideoActivities } from '../activities';
+import { ModelRouter } from './routing/modelRouter';
+import { serveWorkerMetrics } from './observability/metricsServer';
 
 /**
  * Production worker entry point (`npm run worker`; src/main.ts runs it in-process): the Temporal worker for the
  * video workflow and its activities, plus two periodic repairs: the video reconciler (no job without a hold, no
- * hold without a job) and the release of expired holds (credit leases of API processes that died).
+ * hold without a job) and the release of expired holds (credit leases of API processes that died). Its video
+ * submissions are routed across deployments by a router of its own, whose counters it serves on GET /metrics
+ * (WORKER_METRICS_PORT).
  */
 
-export interface WorkerHandle { close(): Promise<void> }
+export interface WorkerHandle {
+  /** The worker's own metrics endpoint; null when disabled or when it shares the API's router (npm start). */
+  metricsUrl: string | null;
+  close(): Promise<void>;
+}
+
+export interface WorkerOptions {
+  reconciler?: boolean;
+  /**
+   * The API's router, when the worker runs in the API's process (npm start): video submissions then count on the
+   * API's router, so they appear on the API's /metrics, and the worker serves no metrics of its own.
+   */
+  router?: ModelRouter;
+}
 
 // Bundling the workflow code (webpack) takes seconds: do it once per process.
 const bundles = new Map<string, Promise<WorkflowBundleWithSourceMap>>();
@@ -65,7 +82,7 @@ function every(ms: number, fn: () => Promise<unknown>, onError: (e: unknown) => 
   };
 }
 
-export async function startWorker(config: Config = loadConfig(), opts: { reconciler?: boolean } = {}): Promise<WorkerHandle> {
+export async function startWorker(config: Config = loadConfig(), opts: WorkerOptions = {}): Promise<WorkerHandle> {
   const logger = createLogger(config.logLevel, 'worker');
   installRuntime(config.logLevel);
   await ensureDatabase(config.databaseUrl);
@@ -75,7 +92,10 @@ export async function startWorker(config: Config = loadConfig(), opts: { reconci
   const storage = createStorage(config);
   const providers = new VideoProviders(catalog);
   const cleanup: (() => Promise<unknown>)[] = [() => providers.close(), () => db.end()];
+  const router = opts.router ?? new ModelRouter(catalog, config.routing);
   try {
+    const metrics = opts.router || config.workerMetricsPort === null ? null : await serveWorkerMetrics(router, config.workerMetricsPort, config.host);
+    if (metrics) cleanup.push(() => metrics.close());
     const workflowsPath = path.join(__dirname, '..', 'workflows', 'index' + path.extname(__filename));
     const [bundle, nativeConnection, connection] = await Promise.all([
       workflowBundle(workflowsPath),
@@ -89,7 +109,7 @@ export async function startWorker(config: Config = loadConfig(), opts: { reconci
       namespace: config.temporalNamespace,
       taskQueue: config.temporalTaskQueue,
       workflowBundle: bundle,
-      activities: createVideoActivities({ db, storage, catalog, providers, logger }),
+      activities: createVideoActivities({ db, storage, catalog, providers, router, logger }),
       stickyQueueScheduleToStartTimeout: config.video.stickyQueueTimeoutMs,
       maxConcurrentActivityTaskExecutions: 200,
     });
@@ -102,10 +122,11 @@ export async function startWorker(config: Config = loadConfig(), opts: { reconci
       stops.push(every(config.video.reconcileIntervalMs, () => reconcileVideoJobs({ db, temporal, config, logger }), onError('video reconciler')));
       stops.push(every(config.video.holdSweepIntervalMs, () => releaseExpiredHolds(db), onError('expired hold sweep')));
     }
-    logger.info({ taskQueue: config.temporalTaskQueue, temporal: config.temporalAddress }, 'video worker running');
+    logger.info({ taskQueue: config.temporalTaskQueue, temporal: config.temporalAddress, metrics: metrics?.url }, 'video worker running');
 
     let closed: Promise<void> | null = null;
     return {
+      metricsUrl: metrics?.url ?? null,
       close() {
         closed ??= (async () => {
           await Promise.all(stops.map((s) => s()));

@@ -55,10 +55,12 @@ export class ModelRouter {
   async run<T>(m: ModelConfig, call: (t: RouteTry) => Promise<T>, recorder?: RouteRecorder | null, sameModel = false): Promise<T> {
     const all = this.chains.get(m.id)!;
     const chain = sameModel && all.length > 1 ? all.slice(0, 1) : all;
+    // The router's own instance of the model: a caller may hold another catalog's (the worker of npm start).
+    const primary = all[0].model;
     const start = this.now();
     let tried: Set<DeploymentState> | null = null;
     let tries = 0;
-    let t = this.choose(chain, null, start, m, true)!;
+    let t = this.choose(chain, null, start, primary, true)!;
     for (;;) {
       const st = t.state;
       st.requests++;
@@ -82,7 +84,7 @@ export class ModelRouter {
         tries++;
         if (!isRetryable(f.cls) || tries >= this.settings.maxAttempts || now - start >= this.settings.maxTimeMs) throw e;
         (tried ??= new Set()).add(st);
-        const next = this.choose(chain, tried, now, m, false);
+        const next = this.choose(chain, tried, now, primary, false);
         if (!next) throw e;
         t = next;
       }

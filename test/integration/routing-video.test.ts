@@ -1,13 +1,25 @@
+import net from 'node:net';
 import { listLedger } from '../../src/billing/ledger';
 import { getJob, listEvents } from '../../src/video/jobs';
 import { writeRoutingCatalog } from '../support/routingCatalog';
 import { eventually, startVideoHarness, type VideoHarness } from '../support/video';
+import { startWorker } from '../../src/worker';
 
 /**
  * Video submission falls back to another deployment of the same model when the first refuses it transiently
  * (here a 503); the job records the deployment that accepted the task, and polling and copying go to that one only.
- * Real Temporal worker, emulated Seedance over HTTP.
+ * The worker's routing counters are on its own GET /metrics (WORKER_METRICS_PORT). Real Temporal worker, emulated
+ * Seedance over HTTP.
  */
+
+/** A port nothing listens on now (the worker binds it a moment later). */
+async function freePort(): Promise<number> {
+  const s = net.createServer();
+  await new Promise<void>((res) => s.listen(0, '127.0.0.1', res));
+  const { port } = s.address() as net.AddressInfo;
+  await new Promise((res) => s.close(res));
+  return port;
+}
 
 let h: VideoHarness;
 beforeAll(async () => {
@@ -16,11 +28,23 @@ beforeAll(async () => {
     video: { allowedDurations: [4, 5], defaultDuration: 5, family: 'seedance' },
     deployments: [{ id: 'v-seed-a' }, { id: 'v-seed-b' }],
   }]);
-  h = await startVideoHarness({}, { catalogPath });
+  h = await startVideoHarness({}, { catalogPath, host: '127.0.0.1', workerMetricsPort: await freePort() });
 });
 afterAll(async () => {
   await h?.close();
 });
+
+async function submitAndFinish(key: string): Promise<string> {
+  const r = await fetch(`${h.url}/v1/videos`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: JSON.stringify({ model: 'v-seed', prompt: 'a boat', seconds: 4 }) });
+  expect(r.status).toBe(202);
+  const { id } = await r.json() as { id: string };
+  const done = await eventually(async () => {
+    const j = await (await fetch(`${h.url}/v1/videos/${id}`, { headers: { authorization: `Bearer ${key}` } })).json() as { status: string };
+    return ['completed', 'failed', 'expired'].includes(j.status) ? j : null;
+  });
+  expect(done.status).toBe('completed');
+  return id;
+}
 
 test('a submission refused by one deployment is accepted by the other, which then serves the whole job', async () => {
   const acc = await h.account(1_000_000);
@@ -43,4 +67,30 @@ test('a submission refused by one deployment is accepted by the other, which the
   expect(new Set(taskRequests.map((q) => q.headers['x-emulator-deployment']))).toEqual(new Set(['v-seed-b']));
   const charges = (await listLedger(h.deps.db, acc.accountId)).filter((e) => e.kind === 'charged');
   expect(charges.map((c) => c.amount)).toEqual([done.usage!.cost_vnd]);
+  // The worker's own metrics count the submission's tries: a server failure and a cooldown on -a, a retry on -b.
+  expect(h.worker!.metricsUrl).toBe(`http://127.0.0.1:${h.config.workerMetricsPort}/metrics`);
+  const metrics = await (await fetch(h.worker!.metricsUrl!)).text();
+  const sample = (name: string, labels: string) => Number(new RegExp(`^${name}\\{${labels}\\} (\\d+)$`, 'm').exec(metrics)?.[1] ?? NaN);
+  expect(sample('gateway_deployment_requests_total', 'model="v-seed",deployment="v-seed-a"')).toBe(1);
+  expect(sample('gateway_deployment_requests_total', 'model="v-seed",deployment="v-seed-b"')).toBe(1);
+  expect(sample('gateway_deployment_failures_total', 'model="v-seed",deployment="v-seed-a",class="server"')).toBe(1);
+  expect(sample('gateway_deployment_cooldowns_total', 'model="v-seed",deployment="v-seed-a"')).toBe(1);
+  expect(sample('gateway_deployment_retries_total', 'model="v-seed",deployment="v-seed-b"')).toBe(1);
+  expect(metrics).not.toMatch(/gateway_deployment_failures_total\{[^}]*deployment="v-seed-b"/);
+  expect(metrics).toContain('process_cpu_user_seconds_total');
+  expect((await fetch(h.worker!.metricsUrl!.replace('/metrics', '/other'))).status).toBe(404);
+});
+
+test('a worker in the API\'s process (npm start) counts its submissions on the API\'s router: they show on the API\'s /metrics', async () => {
+  await h.worker!.close();
+  h.worker = await startWorker(h.config, { router: h.deps.router });
+  expect(h.worker.metricsUrl).toBeNull(); // no port of its own
+  const acc = await h.account(1_000_000);
+  h.emulator.control.reset();
+  h.emulator.control.addFault({ deployment: 'v-seed-a', match: 'POST ', status: 503, times: 1 });
+  const id = await submitAndFinish(acc.key);
+  expect((await getJob(h.deps.db, id))!.deployment).toBe('v-seed-b');
+  const metrics = await (await fetch(`${h.url}/metrics`)).text();
+  expect(metrics).toContain('gateway_deployment_failures_total{model="v-seed",deployment="v-seed-a",class="server"} 1');
+  expect(metrics).toContain('gateway_deployment_retries_total{model="v-seed",deployment="v-seed-b"} 1');
 });

@@ -31,7 +31,8 @@ export async function startGateway(overrides: Partial<Config> = {}, opts: { temp
   const server = http.createServer();
   await new Promise<void>((res) => server.listen(0, '127.0.0.1', res));
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  const config = loadConfig({ port: 0, creditFlushMs: 50, keyCacheMs: 500, publicBaseUrl: url, ...overrides, ...logLevel });
+  // Workers started from this config serve no metrics port unless a test gives one (tests run side by side).
+  const config = loadConfig({ port: 0, creditFlushMs: 50, keyCacheMs: 500, publicBaseUrl: url, workerMetricsPort: null, ...overrides, ...logLevel });
   const deps = await buildDeps(config, { temporal: opts.temporal ?? true });
   const app = createApp(deps);
   server.on('request', app.callback());

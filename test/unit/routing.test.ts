@@ -196,6 +196,12 @@ test('tries stop at maxAttempts, then at the fallbacks\' end; client errors and 
   expect((await request(c.router, c.m('three'), [new Error('a bug')])).tried).toHaveLength(1);
 });
 
+test('a model object from another catalog instance of the same file is routed as the router\'s own (first try, then retry)', async () => {
+  const { router } = setup();
+  const other = new Catalog(catalogFile()).get('three')!;
+  expect(await request(router, other, [fail('server')])).toMatchObject({ tried: ['three#1', 'three#2'], kinds: ['first', 'retry'] });
+});
+
 test('no new try starts after maxTimeMs', async () => {
   const { router, m } = setup({ maxTimeMs: 500, maxAttempts: 10 });
   const tried: string[] = [];
