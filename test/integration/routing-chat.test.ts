@@ -93,15 +93,25 @@ test.each([
   expect(rows[0]).toMatchObject({ model, deployment: `${model}-b`, routing: 'retry', status: 200 });
   expect(rows[0].cost).toBe(costAt(chatPrice, res.usage!));
   expect(await chargedVnd(accountId)).toBe(rows[0].cost);
-  expect(await metricValue('gateway_deployment_failures_total', { deployment: `${model}-a`, class: cls })).toBe(1);
-  expect(await metricValue('gateway_deployment_retries_total', { deployment: `${model}-b` })).toBe(1);
+  // The Prometheus counters, as scraped: one try each, the failure by its class, the retry on -b, no fallback.
+  const labels = (d: string) => ({ model, deployment: `${model}-${d}` });
+  expect(await metricValue('gateway_deployment_requests_total', labels('a'))).toBe(1);
+  expect(await metricValue('gateway_deployment_requests_total', labels('b'))).toBe(1);
+  expect(await metricValue('gateway_deployment_failures_total', { ...labels('a'), class: cls })).toBe(1);
+  expect(await metricValue('gateway_deployment_failures_total', labels('b'))).toBe(0);
+  expect(await metricValue('gateway_deployment_retries_total', labels('a'))).toBe(0);
+  expect(await metricValue('gateway_deployment_retries_total', labels('b'))).toBe(1);
+  expect(await metricValue('gateway_deployment_cooldowns_total', labels('a'))).toBe(cls === 'conflict' ? 0 : 1);
+  expect(await metricValue('gateway_deployment_fallbacks_total', labels('b'))).toBe(0);
 });
 
-test('a deployment cooled by 429 + Retry-After is skipped, then probed again once its cooldown is over', async () => {
+test('a deployment cooled by 429 + Retry-After is skipped for the Retry-After (not the shorter base backoff), then probed again', async () => {
   const { client } = await funded();
-  // The rotation's first pick on a fresh model is its first deployment.
+  // The rotation's first pick on a fresh model is its first deployment. Retry-After 2 s; the base backoff is 1 s.
+  const start = Date.now();
   fault({ deployment: 'pcool-a', status: 429, retryAfter: '2', times: 1 });
   await ask(client, 'pcool');
+  const failedBy = Date.now();
   expect(served()).toEqual(['pcool-b']);
   expect(await metricValue('gateway_deployment_cooldowns_total', { deployment: 'pcool-a' })).toBe(1);
   // While pcool-a cools down, every request goes to pcool-b.
@@ -110,11 +120,18 @@ test('a deployment cooled by 429 + Retry-After is skipped, then probed again onc
   expect(await metricValue('gateway_deployments_cooling_down', {})).toBeGreaterThanOrEqual(1);
   // /readyz does not depend on upstream health.
   expect((await fetch(gw.url + '/readyz')).status).toBe(200);
-  await sleep(2100);
+  // Past the base backoff (1 s after the 429) but within its Retry-After: still left out (the rotation alone would
+  // alternate).
+  await sleep(Math.max(0, start + 1300 - Date.now()));
+  await ask(client, 'pcool');
+  await ask(client, 'pcool');
+  expect(Date.now() - failedBy).toBeLessThan(1900); // (the check above ran inside the Retry-After)
+  expect(served().slice(5)).toEqual(['pcool-b', 'pcool-b']);
+  await sleep(Math.max(0, failedBy + 2100 - Date.now()));
   // Over: the weighted rotation brings it back within two requests, and it answers.
   await ask(client, 'pcool');
   await ask(client, 'pcool');
-  expect(served().slice(5)).toContain('pcool-a');
+  expect(served().slice(7)).toContain('pcool-a');
 });
 
 test('a stream whose deployment fails before its first byte is retried; the client sees one whole stream', async () => {
@@ -217,6 +234,12 @@ test('a fallback to another model is billed at the answering model\'s price; the
   expect(rows[0]).toMatchObject({ model: 'pricey', deployment: 'pricey-a', routing: 'fallback', status: 200 });
   expect(rows[0].cost).toBe(costAt({ inputPer1MTokens: 650000, outputPer1MTokens: 2600000 }, res.usage!));
   expect(await chargedVnd(accountId)).toBe(rows[0].cost);
+  // Scraped: cheap-a tried once and failed (server), pricey-a tried once as a fallback, not as a retry.
+  expect(await metricValue('gateway_deployment_requests_total', { model: 'cheap', deployment: 'cheap-a' })).toBe(1);
+  expect(await metricValue('gateway_deployment_failures_total', { deployment: 'cheap-a', class: 'server' })).toBe(1);
+  expect(await metricValue('gateway_deployment_requests_total', { model: 'pricey', deployment: 'pricey-a' })).toBe(1);
+  expect(await metricValue('gateway_deployment_fallbacks_total', { model: 'pricey', deployment: 'pricey-a' })).toBe(1);
+  expect(await metricValue('gateway_deployment_retries_total', { deployment: 'pricey-a' })).toBe(0);
 });
 
 test('an account that covers the primary model but not its fallback is refused before any upstream call', async () => {
