@@ -1,7 +1,6 @@
 import type { ApiError } from '../errors';
 
 /** Rendering of ApiError in each interface's error shape; the type and its constructors live in src/errors.ts. */
-export { ApiError, defaultType, badRequest, notFound, modelNotFound, insufficientFunds, conflict } from '../errors';
 
 export interface OpenAIErrorBody { error: { message: string; type: string; param: string | null; code: string | null } }
 export function openAIBody(e: ApiError): OpenAIErrorBody {

@@ -1,6 +1,6 @@
 import type { AppDeps } from './deps';
 import type { Ctx } from './middleware';
-import { ApiError } from './errors';
+import { ApiError } from '../errors';
 import type { Admission, TokenTicket, WindowState } from '../limits/rateLimiter';
 
 /**

@@ -1,6 +1,6 @@
 import type { ServerResponse } from 'node:http';
 import { EventEmitter } from 'node:events';
-import { ApiError } from './errors';
+import { ApiError } from '../errors';
 import type { Ctx } from './middleware';
 import type { Meter } from '../billing/meter';
 import { StreamUsage } from '../billing/meter';

@@ -1,6 +1,6 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { ApiError } from '../../src/api/errors';
+import { ApiError } from '../../src/errors';
 import { MAX_IMAGE_BYTES, resolveImage, type ResolveImageOptions } from '../../src/video/fetchImage';
 
 /**

@@ -1,6 +1,6 @@
 import { startEmulator, type Emulator } from '../../src/emulator/server';
 import { OpenAIAdapter, UpstreamAborted } from '../../src/providers/openai';
-import { ApiError } from '../../src/api/errors';
+import { ApiError } from '../../src/errors';
 
 /** The OpenAI-compatible adapter against the emulator over real HTTP: timeouts, transport failures, aborts. */
 

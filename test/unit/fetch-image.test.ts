@@ -1,4 +1,4 @@
-import { ApiError } from '../../src/api/errors';
+import { ApiError } from '../../src/errors';
 import { classifyAddress, isPublicAddress, parseV6 } from '../../src/net/ipAddress';
 import {
   decodeBase64, detectImageType, MAX_IMAGE_BYTES, parseAllowHosts, resolveImage, validateImageBytes,

@@ -4,7 +4,7 @@ import { mapUpstreamError, usageFromJson } from '../../src/providers/openai';
 import { paramPath } from '../../src/schemas/compile';
 import { validateChatCompletion } from '../../src/schemas/chat';
 import { validateSpeech } from '../../src/schemas/audio';
-import { ApiError } from '../../src/api/errors';
+import { ApiError } from '../../src/errors';
 
 test('SSE decoder yields each event once, across arbitrary chunk boundaries', () => {
   const wire = 'data: {"a":1}\n\ndata: {"b":2}\n\n: keep-alive\n\nevent: x\ndata: [DONE]\n\n';

@@ -1,7 +1,8 @@
 import { redactorFor } from '../../catalog/redact';
 import type { AppDeps } from '../deps';
 import type { Ctx } from '../middleware';
-import { ApiError, openAIBody } from '../errors';
+import { ApiError } from '../../errors';
+import { openAIBody } from '../errors';
 import type { ModelConfig } from '../../catalog/catalog';
 import type { ChatChunk, ChatCompletion } from '../../translate/chatTypes';
 import { bridgeChatRequest } from '../../translate/chatBridgeRequest';

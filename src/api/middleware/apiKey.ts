@@ -1,5 +1,5 @@
 import type Koa from 'koa';
-import { ApiError } from '../errors';
+import { ApiError } from '../../errors';
 import type { AppDeps } from '../deps';
 import type { Ctx, GatewayState } from './state';
 

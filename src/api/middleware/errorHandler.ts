@@ -1,6 +1,7 @@
 import http from 'node:http';
 import type Koa from 'koa';
-import { ApiError, anthropicBody, openAIBody } from '../errors';
+import { ApiError } from '../../errors';
+import { anthropicBody, openAIBody } from '../errors';
 import type { AppDeps } from '../deps';
 import { redactorFor } from '../../catalog/redact';
 import type { GatewayState } from './state';

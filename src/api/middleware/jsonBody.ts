@@ -1,7 +1,7 @@
 import type { IncomingMessage } from 'node:http';
 import getRawBody from 'raw-body';
 import type Koa from 'koa';
-import { ApiError } from '../errors';
+import { ApiError } from '../../errors';
 import { lazyKoaBody } from './lazyKoaBody';
 import type { Ctx, GatewayState } from './state';
 

@@ -1,5 +1,5 @@
 import type Koa from 'koa';
-import { ApiError } from '../errors';
+import { ApiError } from '../../errors';
 import { lazyKoaBody } from './lazyKoaBody';
 import type { GatewayState } from './state';
 

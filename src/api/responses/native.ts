@@ -1,6 +1,6 @@
 import type { AppDeps } from '../deps';
 import type { Ctx } from '../middleware';
-import { ApiError } from '../errors';
+import { ApiError } from '../../errors';
 import { checkOutputCap } from '../../catalog/outputCap';
 import type { ResponseObject } from '../../translate/responsesTypes';
 import { newId } from '../../translate/chatToResponses';

@@ -1,7 +1,7 @@
 import Router from '@koa/router';
 import type { AppDeps } from '../deps';
 import { requireApiKey, route, type GatewayState } from '../middleware';
-import { badRequest, notFound } from '../errors';
+import { badRequest, notFound } from '../../errors';
 import { getBalance, listLedger } from '../../billing/ledger';
 import { breakdownOfUnits } from '../../billing/tokenUsage';
 

@@ -2,7 +2,7 @@ import { finished } from 'node:stream';
 import Router from '@koa/router';
 import type { AppDeps } from '../deps';
 import { jsonBody, multipartBody, requireApiKey, route, type Ctx, type GatewayState } from '../middleware';
-import { ApiError, badRequest } from '../errors';
+import { ApiError, badRequest } from '../../errors';
 import { validateSpeech, validateTranscriptionFields, type SpeechFormat, type TranscriptionFormat } from '../../schemas/audio';
 import { audioCost, charactersCost, countCharacters } from '../../billing/pricing';
 import { callRouted, CLIENT_CLOSED, clientAbortSignal, RoutedPayload } from '../upstream';

@@ -1,7 +1,7 @@
 import Router from '@koa/router';
 import type { AppDeps } from '../deps';
 import { jsonBody, multipartBody, requireApiKey, route, type Ctx, type GatewayState } from '../middleware';
-import { ApiError, badRequest } from '../errors';
+import { ApiError, badRequest } from '../../errors';
 import { validateImageEditFields, validateImageGeneration } from '../../schemas/images';
 import { imagesCost } from '../../billing/pricing';
 import type { Meter } from '../../billing/meter';

@@ -1,7 +1,7 @@
 import Router from '@koa/router';
 import type { AppDeps } from '../deps';
 import { requireApiKey, route, type GatewayState } from '../middleware';
-import { modelNotFound } from '../errors';
+import { modelNotFound } from '../../errors';
 import { publicModel } from '../../catalog/catalog';
 
 /** GET /v1/models (auth, OpenAI list shape plus mode and VND pricing) and GET /public/models (no auth). */

@@ -1,7 +1,7 @@
 import Router from '@koa/router';
 import type { AppDeps } from '../deps';
 import { jsonBody, requireApiKey, route, type GatewayState } from '../middleware';
-import { notFound } from '../errors';
+import { notFound } from '../../errors';
 import { validateResponses } from '../../schemas/responses';
 import type { ResponsesItem } from '../../translate/responsesTypes';
 import { inputItems } from '../../translate/responsesToChat';

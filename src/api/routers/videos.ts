@@ -4,7 +4,7 @@ import fsp from 'node:fs/promises';
 import Router from '@koa/router';
 import type { AppDeps } from '../deps';
 import { jsonBody, multipartBody, requireApiKey, route, type Ctx, type GatewayState } from '../middleware';
-import { badRequest, conflict, notFound } from '../errors';
+import { badRequest, conflict, notFound } from '../../errors';
 import * as jobs from '../../video/jobs';
 import type { VideoJob } from '../../video/jobs';
 import { formToBody } from '../../video/validate';
