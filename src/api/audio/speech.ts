@@ -1,0 +1,53 @@
+import { finished } from 'node:stream';
+import type { AppDeps } from '../deps';
+import type { Ctx } from '../middleware';
+import type { ModelConfig } from '../../catalog/catalog';
+import type { SpeechBody, SpeechFormat } from '../../schemas/audio';
+import { charactersCost, countCharacters } from '../../billing/pricing';
+import { boundOverCandidates } from '../../routing/bound';
+import { callRouted, CLIENT_CLOSED, clientAbortSignal, RoutedPayload } from '../upstream';
+import { reserve } from '../reserve';
+import { setCostHeaders } from '../costReport';
+
+/**
+ * POST /v1/audio/speech (spec 4.5): billed per input character at the answering model's price, the upstream's
+ * audio streamed through with the format's Content-Type.
+ */
+
+/** Content-Type per speech response_format. */
+export const SPEECH_CONTENT_TYPES: Readonly<Record<SpeechFormat, string>> = {
+  mp3: 'audio/mpeg', opus: 'audio/ogg', aac: 'audio/aac', flac: 'audio/flac', wav: 'audio/wav', pcm: 'audio/pcm',
+};
+
+export async function synthesizeSpeech(ctx: Ctx, deps: AppDeps, model: ModelConfig, body: SpeechBody): Promise<void> {
+  const format: SpeechFormat = body.response_format ?? 'mp3';
+  const characters = countCharacters(body.input);
+  const payloads = new RoutedPayload({
+    model: model.upstreamModel, input: body.input, voice: body.voice, response_format: format,
+    ...(body.speed !== undefined ? { speed: body.speed } : {}), ...(body.instructions !== undefined ? { instructions: body.instructions } : {}),
+  });
+  const units = { characters };
+  // Reserved once, at the most expensive model that may answer (retries and fallbacks included).
+  const maxCost = boundOverCandidates(deps.catalog, deps.router, model, (m) => ({ maxCost: charactersCost(m.pricing, characters) })).maxCost;
+  const meter = await reserve(ctx, deps, model.id, 'audio.speech', maxCost);
+  const signal = clientAbortSignal(ctx.res);
+  // Retried only until the upstream's audio starts: a 2xx answer is handed to the client as it streams.
+  const answer = await callRouted(ctx, deps.router, model, meter, units, (t) => deps.providers.openaiFor(t.deployment).postStream('/audio/speech', payloads.for(t), { signal }));
+  if (!answer) return;
+  const up = answer.value;
+  const cost = charactersCost(answer.model.pricing, characters);
+  // Charged once the audio has been delivered (or the client left after the upstream synthesised it); an
+  // upstream that breaks off mid-audio is a failed call and charges nothing.
+  finished(up.body, (err) => {
+    if (!err) meter.settle(cost, units);
+    else if (signal.aborted) meter.settle(cost, units, CLIENT_CLOSED);
+    else {
+      meter.cancel(units, 502);
+      deps.router.streamCut(answer.try); // broken off mid-audio: its deployment cools down
+    }
+  });
+  setCostHeaders(ctx.res, meter, cost);
+  ctx.status = 200;
+  ctx.type = SPEECH_CONTENT_TYPES[format];
+  ctx.body = up.body;
+}

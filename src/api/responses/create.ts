@@ -1,0 +1,38 @@
+import type { AppDeps } from '../deps';
+import type { Ctx } from '../middleware';
+import { notFound } from '../../errors';
+import type { ModelConfig } from '../../catalog/catalog';
+import type { ResponsesItem, ResponsesRequest } from '../../translate/responsesTypes';
+import { inputItems } from '../../translate/responsesToChat';
+import { UpstreamAborted } from '../../providers/openai';
+import { SseSink } from '../../sse/clientSink';
+import { conversationItems } from './storedResponses';
+import { nativeResponses } from './native';
+import { translatedResponses } from './translated';
+import type { Turn } from './turn';
+
+/**
+ * POST /v1/responses for a validated request on a chat model: `previous_response_id` expanded here into the stored
+ * conversation's items (the upstream never sees the id, so a stored response can be continued on any model; an
+ * unknown id is a 404), then the native path (a model marked `api: "responses"` on an OpenAI provider) or the
+ * translated one.
+ */
+export async function createResponse(ctx: Ctx, deps: AppDeps, model: ModelConfig, req: ResponsesRequest): Promise<void> {
+  const history = await historyOf(deps, ctx.state.principal!.accountId, req.previous_response_id);
+  const turn: Turn = { req, model, history, input: inputItems(req.input), store: req.store !== false, sink: new SseSink(ctx) };
+  try {
+    if (model.api === 'responses' && deps.catalog.provider(model).kind === 'openai') await nativeResponses(ctx, deps, turn);
+    else await translatedResponses(ctx, deps, turn);
+  } catch (e) {
+    if (!(e instanceof UpstreamAborted)) throw e;
+    ctx.respond = false; // the client left; nothing to answer
+  }
+}
+
+/** The items of the conversation a request continues (none without previous_response_id). */
+async function historyOf(deps: Pick<AppDeps, 'db'>, accountId: string, previousId: string | null | undefined): Promise<ResponsesItem[]> {
+  if (!previousId) return [];
+  const items = await conversationItems(deps.db, accountId, previousId);
+  if (!items) throw notFound(`Previous response with id '${previousId}' not found.`, 'previous_response_not_found', 'previous_response_id');
+  return items;
+}
