@@ -1,5 +1,25 @@
 import { Readable, Transform, type TransformCallback } from 'node:stream';
 
+/** One `bytes=` Range header (first-last, first-, -suffix) against a size; several ranges or a malformed header: null (serve the whole file). */
+export function parseRange(header: string, size: number): { start: number; end: number } | 'unsatisfiable' | null {
+  const m = /^bytes=\s*(\d*)\s*-\s*(\d*)\s*$/.exec(header.trim());
+  if (!m || (m[1] === '' && m[2] === '')) return null;
+  let start: number;
+  let end: number;
+  if (m[1] === '') {
+    const suffix = Number(m[2]);
+    if (suffix === 0) return 'unsatisfiable';
+    start = Math.max(0, size - suffix);
+    end = size - 1;
+  } else {
+    start = Number(m[1]);
+    end = m[2] === '' ? size - 1 : Math.min(Number(m[2]), size - 1);
+    if (m[2] !== '' && Number(m[2]) < start) return null;
+  }
+  if (start >= size || size === 0) return 'unsatisfiable';
+  return { start, end };
+}
+
 /** Parses `bytes <first>-<last>/<total|*>` (RFC 9110 Content-Range). */
 export function parseContentRange(v: string | undefined): { first: number; last: number } | null {
   const m = v ? /^bytes (\d+)-(\d+)\/(\d+|\*)$/.exec(v.trim()) : null;

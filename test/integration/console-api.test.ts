@@ -331,6 +331,13 @@ describe('video jobs and media', () => {
     expect(part.status).toBe(206);
     expect(part.headers.get('content-range')).toBe('bytes 10-19/1000');
     expect(Buffer.from(await part.arrayBuffer())).toEqual(bytes.subarray(10, 20));
+    const past = await c.request('GET', `/console/media/jobs/${done}/video.mp4`, undefined, { range: 'bytes=1000-' });
+    expect(past.status).toBe(416);
+    expect(past.headers.get('content-range')).toBe('bytes */1000');
+    expect((await jsonOf(past)).error.code).toBe('range_not_satisfiable');
+    const etag = full.headers.get('etag')!;
+    expect((await c.request('GET', `/console/media/jobs/${done}/video.mp4`, undefined, { 'if-none-match': etag })).status).toBe(304);
+    expect(full.headers.get('cache-control')).toBe('private, no-cache');
     const dl = await c.request('GET', `/console/media/jobs/${done}/video.mp4?download=1`);
     expect(dl.headers.get('content-disposition')).toContain('attachment');
     await dl.arrayBuffer();
