@@ -1,8 +1,8 @@
-import { CancellationScope, condition, defineQuery, defineSignal, setHandler } from '@temporalio/workflow';
+import { defineQuery, defineSignal, setHandler, sleep } from '@temporalio/workflow';
 import type { PollOutcome } from '../activities/video';
 import type { JobStatus } from '../src/video/jobs';
 import type { VideoJobInput, VideoJobResult } from '../src/video/start';
-import { cancelled, failureCode, failureMessage, isNonRetryable, JobEnds, JobRun } from './videoJobRun';
+import { failureCode, failureMessage, isNonRetryable, JobEnds, JobRun } from './videoJobRun';
 
 /**
  * One video job, from submission to a final state (design.md "Video job"; the spec's state table):
@@ -14,10 +14,10 @@ import { cancelled, failureCode, failureMessage, isNonRetryable, JobEnds, JobRun
  *   completed   settle              actual cost charged, rest of the hold released
  *   failed, expired    end          (any step, a cancel, or the deadline) the whole hold released
  *
- * Deterministic: all I/O happens in activities (activities/video.ts); waits are durable timers, so a worker can
- * die at any point and another resumes the job. Money: the API placed a hold for the maximum cost before starting
- * this workflow; exactly one of completeJob (settle) or finishUnsuccessful (end) closes it, both idempotent by
- * keys derived from the job id.
+ * A cancel is handled in one place, JobRun.runSteps (./videoJobRun.ts). Deterministic: all I/O happens in
+ * activities (activities/video.ts), waits are durable timers, so another worker can resume the job at any point.
+ * Money: the API held the maximum cost before starting this workflow; exactly one of completeJob (settle) or
+ * finishUnsuccessful (end) closes the hold, both idempotent by keys derived from the job id.
  */
 
 /** DELETE /v1/videos/{id}: cancel the job if it is not final. */
@@ -30,9 +30,12 @@ export async function videoJobWorkflow(input: VideoJobInput): Promise<VideoJobRe
   setHandler(cancelSignal, () => job.requestCancel());
   setHandler(stageQuery, () => job.status);
   try {
-    const taskId = await submitOrCancel(job);
-    const outcome = await pollUntilTerminal(job, taskId);
-    await copyResults(job, outcome);
+    const outcome = await job.runSteps(async () => {
+      const taskId = await submitOrCancel(job);
+      const polled = await pollUntilTerminal(job, taskId);
+      await copyResults(job, polled);
+      return polled;
+    });
     return await settle(job, outcome);
   } catch (e) {
     if (e instanceof JobEnds) return end(job, e);
@@ -42,35 +45,23 @@ export async function videoJobWorkflow(input: VideoJobInput): Promise<VideoJobRe
 
 /** Submit (transient errors retried for submitWindowMs; a provider 4xx fails the job at once). */
 async function submitOrCancel(job: JobRun): Promise<string> {
-  // A cancel while submission is still being retried (provider down) ends the job without waiting for it.
-  const scope = new CancellationScope();
-  const submission = scope.run(() => job.acts.submitVideo({ jobId: job.input.jobId }));
-  submission.catch(() => undefined);
-  const cancelledFirst = condition(() => job.cancelRequested).then(() => 'cancel' as const);
-  let s: Awaited<typeof submission> | 'cancel';
-  try {
-    s = await Promise.race([submission, cancelledFirst]);
-  } catch (e) {
+  const s = await job.acts.submitVideo({ jobId: job.input.jobId }).catch((e) => {
     throw new JobEnds('failed', failureMessage(e, 'The provider did not accept the job'), failureCode(e));
-  }
-  if (s === 'cancel') {
-    scope.cancel();
-    throw cancelled(null);
-  }
+  });
   if (s.alreadyFinal) throw new JobEnds('failed', 'The job was already final before it was submitted.', null, null, false);
-  if (s.cancelRequested || !s.taskId) throw cancelled(s.taskId);
-  job.stopIfCancelled(s.taskId);
-  return s.taskId;
+  job.taskId = s.taskId;
+  job.stopIfCancelRecorded(s.cancelRequested || !s.taskId); // the task id is missing only when a cancel stopped it
+  return s.taskId!;
 }
 
-/** Poll with backoff on durable timers until the task is terminal, a cancel arrives, or the deadline passes. */
+/** Poll with backoff on durable timers until the task is terminal or the deadline passes. */
 async function pollUntilTerminal(job: JobRun, taskId: string): Promise<PollOutcome> {
   const t = job.input.timing;
   const deadline = Date.now() + t.deadlineMs;
   let delay = 0; // the first poll goes out at once (it moves a started task to processing); then the waits grow
   for (;;) {
     const wait = Math.min(delay, Math.max(0, deadline - Date.now()));
-    if (wait > 0 && (await condition(() => job.cancelRequested, wait))) throw cancelled(taskId);
+    if (wait > 0) await sleep(wait);
     if (Date.now() >= deadline) throw new JobEnds('expired', `No result from the provider within ${Math.round(t.deadlineMs / 1000)} s.`, 'deadline_exceeded', taskId);
     delay = delay === 0 ? t.pollInitialMs : Math.min(Math.ceil(delay * t.pollBackoff), t.pollMaxMs);
     let p: PollOutcome;
@@ -80,13 +71,13 @@ async function pollUntilTerminal(job: JobRun, taskId: string): Promise<PollOutco
       if (isNonRetryable(e)) throw new JobEnds('failed', failureMessage(e, 'Polling the provider failed'), failureCode(e));
       continue; // transient failures past their retries: the deadline check above decides
     }
-    if (p.cancelRequested) job.requestCancel(); // a DELETE recorded before this workflow could hear it
-    job.stopIfCancelled(taskId);
+    job.stopIfCancelRecorded(p.cancelRequested);
     if (job.status === 'submitted' && (p.state === 'running' || p.state === 'succeeded')) {
       await job.acts.markProcessing({ jobId: job.input.jobId });
       job.enter('processing');
     }
     if (p.state === 'queued' || p.state === 'running') continue;
+    job.taskId = null; // terminal: nothing left to cancel at the provider
     if (p.state === 'expired') throw new JobEnds('expired', p.errorMessage ?? 'The provider task expired before it finished.', p.errorCode ?? 'provider_expired');
     if (p.state !== 'succeeded') {
       const message = p.state === 'cancelled' ? 'The provider cancelled the task.' : p.errorMessage ?? 'The provider reported a failure.';
@@ -103,13 +94,9 @@ async function pollUntilTerminal(job: JobRun, taskId: string): Promise<PollOutco
 async function copyResults(job: JobRun, outcome: PollOutcome): Promise<void> {
   const { jobId, returnLastFrame, timing } = job.input;
   const until = Date.now() + timing.copyWindowMs;
-  const copy = async (variant: 'video' | 'last_frame', url: string) => {
-    try {
-      await job.acts.copyResult({ jobId, variant, url }, until);
-    } catch (e) {
-      throw new JobEnds('failed', `The result could not be copied from the provider in time: ${failureMessage(e, 'copy failed')}`, 'copy_failed');
-    }
-  };
+  const copy = (variant: 'video' | 'last_frame', url: string) => job.acts.copyResult({ jobId, variant, url }, until).catch((e) => {
+    throw new JobEnds('failed', `The result could not be copied from the provider in time: ${failureMessage(e, 'copy failed')}`, 'copy_failed');
+  });
   if (!outcome.videoStored) {
     if (!outcome.videoUrl) throw new JobEnds('failed', 'The provider reported success without a video.', 'no_result');
     await copy('video', outcome.videoUrl);
@@ -118,14 +105,12 @@ async function copyResults(job: JobRun, outcome: PollOutcome): Promise<void> {
     if (!outcome.lastFrameUrl) throw new JobEnds('failed', 'The provider did not return the last frame that was asked for.', 'no_last_frame');
     await copy('last_frame', outcome.lastFrameUrl);
   }
-  job.stopIfCancelled(null);
 }
 
 /** Charge the actual duration x price (never more than the hold) and release the rest. */
 async function settle(job: JobRun, outcome: PollOutcome): Promise<VideoJobResult> {
   const { jobId, holdId, seconds, pricePerSecond, maxCostVnd } = job.input;
-  const reported = outcome.durationSeconds;
-  const durationSeconds = reported !== undefined && reported > 0 ? Math.ceil(reported) : seconds;
+  const durationSeconds = outcome.durationSeconds !== undefined && outcome.durationSeconds > 0 ? Math.ceil(outcome.durationSeconds) : seconds;
   const costVnd = Math.min(durationSeconds * pricePerSecond, maxCostVnd);
   await job.acts.completeJob({ jobId, holdId, chargeVnd: costVnd, durationSeconds });
   job.enter('completed');

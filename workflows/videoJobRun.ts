@@ -1,4 +1,4 @@
-import { ActivityFailure, ApplicationFailure, proxyActivities, upsertSearchAttributes, type ActivityOptions } from '@temporalio/workflow';
+import { ActivityFailure, ApplicationFailure, CancellationScope, CancelledFailure, proxyActivities, upsertSearchAttributes, type ActivityOptions } from '@temporalio/workflow';
 import type { VideoActivities } from '../activities/video';
 import type { JobStatus } from '../src/video/jobs';
 import type { VideoJobInput } from '../src/video/start';
@@ -6,7 +6,7 @@ import type { WorkflowTiming } from '../src/video/settings';
 
 /**
  * What the steps of the video workflow (./videoJob.ts) share: the run's state, its activities (each with its
- * timeouts and retries), the early end of a job, and how activity failures read.
+ * timeouts and retries), cancellation, the early end of a job, and how activity failures read.
  */
 
 const CANCEL_MESSAGE = 'The job was cancelled at the client\'s request (DELETE /v1/videos/{id}).';
@@ -20,17 +20,49 @@ export class JobEnds extends Error {
 
 export const cancelled = (taskId: string | null) => new JobEnds('failed', CANCEL_MESSAGE, 'cancelled', taskId);
 
-/** One run's state: its input, its activities, the status operators see, and whether a cancel has arrived. */
+/**
+ * One run's state: its input, its activities (each with its timeouts and retries), the status operators see, the
+ * provider task, and the one place a cancel is handled (runSteps).
+ */
 export class JobRun {
   readonly acts: ReturnType<typeof activitiesFor>;
   status: JobStatus = 'submitted';
-  cancelRequested = false;
+  /** The provider's task while it may still run: a cancel cancels it too. */
+  taskId: string | null = null;
+  /** The scope the steps run in; a cancel cancels it. */
+  private readonly steps = new CancellationScope();
+
   constructor(readonly input: VideoJobInput) {
-    this.acts = activitiesFor(input.timing);
+    const acts = activitiesFor(input.timing);
+    // Activities that write (a poll may store an inline video) are never cut off midway, and none starts after a cancel.
+    this.acts = { ...acts, pollVideo: this.whole(acts.pollVideo), markProcessing: this.whole(acts.markProcessing), copyResult: this.whole(acts.copyResult) };
   }
 
+  /** DELETE /v1/videos/{id}: its signal, or a cancel an activity found recorded before this run could hear it. */
   requestCancel(): void {
-    this.cancelRequested = true;
+    this.steps.cancel();
+  }
+
+  /** An activity reported a cancel recorded in the database: the job stops as for the signal. */
+  stopIfCancelRecorded(recorded: boolean | undefined): void {
+    if (!recorded) return;
+    this.requestCancel();
+    throw new CancelledFailure(CANCEL_MESSAGE);
+  }
+
+  /**
+   * Runs the job's steps up to settling. A cancel cuts off what they wait on (a submission being retried, the
+   * timer between polls), lets a writing activity finish, and then, whatever the steps were doing, ends the job:
+   * the provider task cancelled if it may still run, the whole hold released (by end()). Settling is never cut off.
+   */
+  async runSteps<T>(steps: () => Promise<T>): Promise<T> {
+    try {
+      const out = await this.steps.run(steps);
+      if (!this.steps.consideredCancelled) return out;
+    } catch (e) {
+      if (!this.steps.consideredCancelled) throw e;
+    }
+    throw cancelled(this.taskId);
   }
 
   /** A new status for operators: the stage query and the status search attribute. */
@@ -39,9 +71,8 @@ export class JobRun {
     if (this.input.statusSearchAttribute) upsertSearchAttributes({ [this.input.statusSearchAttribute]: [status] });
   }
 
-  /** At a step boundary, a cancel that has arrived ends the job. */
-  stopIfCancelled(taskId: string | null): void {
-    if (this.cancelRequested) throw cancelled(taskId);
+  private whole<A extends unknown[], R>(activity: (...a: A) => Promise<R>): (...a: A) => Promise<R> {
+    return (...a) => (this.steps.consideredCancelled ? Promise.reject(new CancelledFailure(CANCEL_MESSAGE)) : CancellationScope.nonCancellable(() => activity(...a)));
   }
 }
 
@@ -59,7 +90,7 @@ export function activitiesFor(t: WorkflowTiming) {
   return {
     submitVideo: submitting.submitVideo,
     pollVideo: (a: { jobId: string; taskId: string }, deadline: number) => until(deadline, polling).pollVideo(a),
-    markProcessing: db.markProcessing,
+    markProcessing: (a: { jobId: string }) => db.markProcessing(a),
     copyResult: (a: { jobId: string; variant: 'video' | 'last_frame'; url: string }, deadline: number) => until(deadline, copying).copyResult(a),
     completeJob: db.completeJob,
     finishUnsuccessful: db.finishUnsuccessful,
