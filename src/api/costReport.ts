@@ -1,5 +1,6 @@
 import type { ServerResponse } from 'node:http';
 import type { Meter } from '../billing/meter';
+import { sseComment } from '../sse/wire';
 
 /**
  * Every billed response says what it cost, so a client can reconcile request by request: the VND charged and the
@@ -19,5 +20,5 @@ export function setCostHeaders(res: ServerResponse, meter: Meter, vnd = meter.ch
 
 /** `: x-gateway-cost-vnd=123 x-gateway-usage-id=<uuid>` and the blank line ending the comment. */
 export function costComment(meter: Meter): string {
-  return `: ${COST_HEADER}=${meter.charged} ${USAGE_ID_HEADER}=${meter.id}\n\n`;
+  return sseComment(`${COST_HEADER}=${meter.charged} ${USAGE_ID_HEADER}=${meter.id}`);
 }

@@ -6,6 +6,7 @@ import { ApiError, budgetExceeded, insufficientFunds } from '../errors';
 import { BudgetExceeded } from './budget';
 import { tokensFromChars } from './pricing';
 import { SseDecoder } from '../sse/upstreamEvents';
+import type { RelayUsage } from '../sse/clientRelay';
 import type { TokenUsage as UpstreamUsage } from '../providers/types';
 import type { Pricing } from '../catalog/catalog';
 import { fromChatUsage, tokenUsage, usageCost, usageUnits, type TokenUsage } from './tokenUsage';
@@ -116,7 +117,7 @@ export interface BilledTokens { prompt: number; completion: number; estimated: b
  * characters / 4) over content, refusal, reasoning and tool-call names and arguments. Never zero for a stream
  * the upstream accepted.
  */
-export class StreamUsage {
+export class StreamUsage implements RelayUsage {
   usage: UpstreamUsage | null = null;
   deliveredChars = 0;
   /** Events forwarded unparsed (see defer, deferBytes); parsed only if the estimate is needed, or to bound memory. */

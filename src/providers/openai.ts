@@ -5,7 +5,8 @@ import { ApiError } from '../errors';
 import { classOfStatus, markFailure } from '../routing/failure';
 import type { ProviderConfig } from '../catalog/catalog';
 import { postForWholeAnswer, postStreamingTo, type UpstreamPost, type WholeAnswer } from './upstreamDispatch';
-import type { BufferedResponse, CallOptions, MultipartValue, OpenAICompatibleAdapter, StreamingResponse, StreamSink, TokenUsage } from './types';
+import type { BufferedResponse, CallOptions, MultipartValue, OpenAICompatibleAdapter, StreamingResponse, TokenUsage } from './types';
+import type { StreamSink } from '../sse/streamSink';
 
 /**
  * Adapter for any OpenAI-compatible upstream (OpenAI, vLLM, Ollama, LiteLLM, the emulator): base URL + bearer

@@ -1,6 +1,6 @@
 import type { Readable } from 'node:stream';
 import type { ProviderKind } from '../catalog/catalog';
-import type { IncomingHttpHeaders } from 'node:http';
+import type { StreamSink } from '../sse/streamSink';
 
 /**
  * The provider adapter interface. An adapter owns the connection pool to one upstream (one catalog provider)
@@ -17,18 +17,6 @@ export interface ProviderAdapter {
  * Cancels an upstream request: an AbortSignal, or an EventEmitter that emits 'abort' and says `aborted` (undici
  * takes either; the request path uses the emitter, see ClientGone).
  */
-/** Where a streamed 2xx answer goes, as it arrives. */
-export interface StreamSink {
-  /** The answer's status and headers (2xx only); its body follows. */
-  start(status: number, headers: IncomingHttpHeaders): void;
-  /** One body chunk; false asks the upstream to pause until `resume` is called. */
-  data(chunk: Buffer, resume: () => void): boolean;
-  /** The body ended. */
-  end(): void;
-  /** The upstream failed, or the signal cancelled the request, after start. */
-  fail(err: Error): void;
-}
-
 export type CancelSignal = AbortSignal | (import('node:events').EventEmitter & { readonly aborted: boolean });
 
 export interface CallOptions {

@@ -1,6 +1,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Dispatcher } from 'undici';
-import type { CancelSignal, StreamSink } from './types';
+import type { CancelSignal } from './types';
+import type { StreamSink } from '../sse/streamSink';
 
 /**
  * Upstream requests through undici's dispatch handler interface, for the gateway's busiest paths: a JSON answer

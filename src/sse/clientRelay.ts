@@ -1,8 +1,7 @@
 import type { ServerResponse } from 'node:http';
-import type { StreamUsage } from '../billing/meter';
 import { SseDecoder } from './upstreamEvents';
-import { SSE_DONE, SSE_HEADERS } from './wire';
-import type { StreamSink } from '../providers/types';
+import { SSE_DONE, SSE_HEADERS, sseEvent } from './wire';
+import type { StreamSink } from './streamSink';
 
 /**
  * The SSE relay of streamed chat and legacy completions: the upstream's chunks are written to the client as they
@@ -17,7 +16,19 @@ import type { StreamSink } from '../providers/types';
 export const CLIENT_CLOSED = 499;
 
 /** The error event for a stream the upstream cut short, in the OpenAI error shape (src/api/errors.ts openAIBody). */
-const CUT_SHORT_EVENT = `data: ${JSON.stringify({ error: { message: 'The upstream provider ended the stream early.', type: 'upstream_error', param: null, code: 'upstream_error' } })}\n\n`;
+const CUT_SHORT_EVENT = sseEvent(JSON.stringify({ error: { message: 'The upstream provider ended the stream early.', type: 'upstream_error', param: null, code: 'upstream_error' } }));
+
+/**
+ * What the relay tells the request's usage counter (billing's StreamUsage) about the events it forwards: content
+ * events deferred unparsed (counted only if the upstream's usage never arrives), parsed chunks observed.
+ */
+export interface RelayUsage {
+  defer(data: string): void;
+  deferBytes(events: Buffer): void;
+  /** True for the usage-only chunk. */
+  observeChat(chunk: object): boolean;
+  observeCompletion(chunk: object): boolean;
+}
 
 export interface RelayOptions {
   kind: 'chat' | 'completion';
@@ -116,7 +127,7 @@ export class SseRelay implements StreamSink {
   /** Whether the bytes so far ended exactly at an event boundary (so a chunk can be forwarded byte for byte). */
   private aligned = true;
 
-  constructor(private readonly res: ServerResponse, private readonly gone: { readonly aborted: boolean }, private readonly acc: StreamUsage, private readonly opts: RelayOptions) {
+  constructor(private readonly res: ServerResponse, private readonly gone: { readonly aborted: boolean }, private readonly acc: RelayUsage, private readonly opts: RelayOptions) {
     this.chat = opts.kind === 'chat';
   }
 
@@ -171,24 +182,24 @@ export class SseRelay implements StreamSink {
       if (isPlainEvent(ev)) {
         // A plain content chunk: forward it as is; its text is counted only if the estimate is ever needed.
         acc.defer(data);
-        out += ev.event && ev.event !== 'message' ? `event: ${ev.event}\ndata: ${data}\n\n` : `data: ${data}\n\n`;
+        out += sseEvent(data, ev.event !== 'message' ? ev.event : undefined);
         continue;
       }
       let parsed: any;
       try {
         parsed = JSON.parse(data);
       } catch {
-        out += `data: ${data}\n\n`; // not ours to judge: pass it on
+        out += sseEvent(data); // not ours to judge: pass it on
         continue;
       }
       if (parsed && parsed.error) {
         this.upstreamError = parsed.error;
-        out += `data: ${data}\n\n`;
+        out += sseEvent(data);
         continue;
       }
       const usageOnly = this.chat ? acc.observeChat(parsed) : acc.observeCompletion(parsed);
       if (usageOnly && !this.opts.clientWantsUsage) continue;
-      out += ev.event && ev.event !== 'message' ? `event: ${ev.event}\ndata: ${data}\n\n` : `data: ${data}\n\n`;
+      out += sseEvent(data, ev.event !== 'message' ? ev.event : undefined);
     }
     if (done) {
       // The stream is complete: answer the client now, in one write with the terminator; the upstream's remaining

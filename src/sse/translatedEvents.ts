@@ -1,7 +1,9 @@
-/** One server-sent event: `event: <type>` and its JSON `data` (whose `type` repeats the event name). */
+import { sseEvent } from './wire';
+
+/** One server-sent event of a translated stream: `event: <type>` and its JSON `data` (whose `type` repeats the event name). */
 export interface SseEvent { event: string; data: Record<string, unknown> & { type: string } }
 
-/** Serializes one event as `event:` + `data:` lines. */
+/** Serializes one translated event as `event:` + `data:` lines. */
 export function formatSse(e: SseEvent): string {
-  return `event: ${e.event}\ndata: ${JSON.stringify(e.data)}\n\n`;
+  return sseEvent(JSON.stringify(e.data), e.event);
 }

@@ -1,11 +1,20 @@
-/** The SSE wire format the gateway writes to its clients: one event, the end of a stream, the response headers. */
+/**
+ * The SSE wire format the gateway writes to its clients, the one place it is spelled out: an event, a comment, the
+ * end of a stream, the response headers.
+ */
 
 /** One SSE event on the wire. `data` must not contain newlines (JSON.stringify output never does). */
 export function sseEvent(data: string, event?: string): string {
   return event ? `event: ${event}\ndata: ${data}\n\n` : `data: ${data}\n\n`;
 }
 
-export const SSE_DONE = 'data: [DONE]\n\n';
+/** A comment line (ignored by SSE clients, the official SDKs included) and the blank line ending it. */
+export function sseComment(text: string): string {
+  return `: ${text}\n\n`;
+}
+
+/** The end of an OpenAI-style stream. */
+export const SSE_DONE = sseEvent('[DONE]');
 
 /**
  * Response headers for an SSE stream (shared object: never mutate). No `Connection` header: Node sends keep-alive

@@ -15,6 +15,7 @@ import { costComment, setCostHeaders } from '../costReport';
 import { translateInput } from '../../translate/translateInput';
 import { reserve } from '../reserve';
 import { SseSink } from '../../sse/clientSink';
+import { SSE_DONE, sseEvent } from '../../sse/wire';
 
 /**
  * POST /v1/chat/completions for a chat model whose upstream does not speak Chat Completions: an Anthropic
@@ -65,7 +66,7 @@ export async function bridgedChat(ctx: Ctx, deps: AppDeps, model: ModelConfig, b
       for (const chunk of batch as ChatChunk[]) {
         if (usage.observeChat(chunk) && !wantsUsage) continue;
         if (!chunk.created) chunk.created = created;
-        out += `data: ${JSON.stringify(chunk)}\n\n`;
+        out += sseEvent(JSON.stringify(chunk));
       }
       if (out && !(await sink.write(out))) break;
     }
@@ -74,11 +75,11 @@ export async function bridgedChat(ctx: Ctx, deps: AppDeps, model: ModelConfig, b
       failed = true;
       deps.logger.warn({ reqId: meter.id, err: (e as Error).message }, 'bridged chat upstream stream failed');
       const message = e instanceof UpstreamStreamError ? redactorFor(deps.catalog)(e.message) : 'The upstream provider ended the stream early.';
-      await sink.write(`data: ${JSON.stringify(openAIBody(new ApiError(502, message, 'upstream_error', null, 'upstream_error')))}\n\n`);
+      await sink.write(sseEvent(JSON.stringify(openAIBody(new ApiError(502, message, 'upstream_error', null, 'upstream_error')))));
     }
   }
   meter.settleTokens(backend.answered.pricing, usage.usageTokens(), sink.clientGone ? 499 : failed ? 502 : 200);
   // The cost goes last (a cut stream is billed too), then [DONE] unless the stream failed.
-  if (!sink.clientGone) await sink.write(costComment(meter) + (failed ? '' : 'data: [DONE]\n\n'));
+  if (!sink.clientGone) await sink.write(costComment(meter) + (failed ? '' : SSE_DONE));
   sink.end();
 }
