@@ -5,7 +5,7 @@ import type { VideoJobInput, VideoJobResult } from '../src/video/start';
 import { failureCode, failureMessage, isNonRetryable, JobEnds, JobRun } from './videoJobRun';
 
 /**
- * One video job, from submission to a final state (design.md "Video job"; the spec's state table):
+ * One video job, from submission to a final state (../shared/design.md "Video job"; the spec's state table):
  *
  *   submitted   submitOrCancel      the provider accepts the task           -> poll
  *   submitted   pollUntilTerminal   the provider starts it                  -> processing
