@@ -93,7 +93,9 @@ async function streamResponse(ctx: Ctx, deps: AppDeps, t: Turn, meter: Meter, ba
       failed = true;
       deps.logger.warn({ reqId: meter.id, err: (e as Error).message }, 'translated upstream stream failed');
       const message = e instanceof UpstreamStreamError ? redactorFor(deps.catalog)(e.message) : 'The upstream provider stream was interrupted.';
-      await sink.write(tr.fail('server_error', message).map(formatSse).join(''));
+      const events = tr.fail('server_error', message);
+      if (tr.final?.status === 'failed') tr.final.store = false; // a failed turn is not stored (serialised only below)
+      await sink.write(events.map(formatSse).join(''));
     }
   }
   meter.settleTokens(t.model.pricing, usage.usageTokens(), sink.clientGone ? 499 : failed ? 502 : 200);

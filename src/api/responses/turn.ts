@@ -18,10 +18,15 @@ export interface Turn {
   sink: SseSink;
 }
 
-/** Stores the turn when asked to; false when it was asked to and could not be (the answer must then say store: false). */
+/**
+ * Stores the turn when asked to. False when it was asked to and the response is not stored, so GET
+ * /v1/responses/{id} will not find it: the answer must then say `store: false`. That is a response without a
+ * storable id, one neither completed nor incomplete (failed, cancelled: nothing to continue), or a failed insert.
+ */
 export async function storeTurn(ctx: Ctx, deps: Pick<AppDeps, 'db' | 'logger'>, t: Turn, response: Record<string, unknown> | null): Promise<boolean> {
-  if (!t.store || !response || typeof response.id !== 'string' || !isResponseId(response.id)) return true;
-  if (response.status !== 'completed' && response.status !== 'incomplete') return true;
+  if (!t.store) return true;
+  if (!response || typeof response.id !== 'string' || !isResponseId(response.id)) return false;
+  if (response.status !== 'completed' && response.status !== 'incomplete') return false;
   const saved = { ...response, previous_response_id: t.req.previous_response_id ?? null, store: true };
   try {
     await saveResponse(deps.db, ctx.state.principal!.accountId, { id: response.id, previousResponseId: t.req.previous_response_id ?? null, model: t.model.id, input: t.input, response: saved });
