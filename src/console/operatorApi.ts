@@ -5,12 +5,13 @@ import { ApiError, badRequest, notFound } from '../errors';
 import { createAccount, topUp } from '../billing/ledger';
 import { requireCsrf, requireOperator, requireSession, sameOrigin, sessionOf } from './auth';
 import { balanceWithLedger, getAccount, listAccounts } from './queries';
-import { intParam, stringField, uuidParam } from './params';
+import { intParam, requiredString, stringField, uuidParam } from './params';
 import { listJobs } from './jobs';
 import { jobStatusParam } from './customerApi';
 import { ConsoleUserError, createLogin, listLogins } from './users';
 import { parseLimitsPatch, setAccountLimits, setKeyLimits } from '../limits/keyLimits';
 import { keysWithControls } from './keyControls';
+import { redactorFor } from '../catalog/redact';
 
 const MAX_TOP_UP_VND = 1_000_000_000_000; // 1.000 tỷ ₫: a typo guard, far above any real top-up
 
@@ -89,10 +90,10 @@ export function mountOperatorApi(r: Router<GatewayState>, deps: AppDeps): void {
     const b = ctx.request.body as Record<string, unknown>;
     const role = b.role === undefined || b.role === '' ? 'customer' : b.role;
     if (role !== 'customer' && role !== 'operator') throw badRequest('role must be customer or operator', 'role');
+    const email = requiredString(b, 'email');
+    const password = requiredString(b, 'password');
     try {
-      const login = await createLogin(deps.db, {
-        accountId: uuidParam(b.accountId, 'accountId'), email: String(b.email ?? ''), password: String(b.password ?? ''), role,
-      });
+      const login = await createLogin(deps.db, { accountId: uuidParam(b.accountId, 'accountId'), email, password, role });
       ctx.status = 201;
       ctx.body = login;
     } catch (e) {
@@ -110,7 +111,7 @@ export function mountOperatorApi(r: Router<GatewayState>, deps: AppDeps): void {
     const id = uuidParam(ctx.params.id, 'id');
     const status = jobStatusParam(ctx.query.status);
     const limit = intParam(ctx.query.limit, 'limit', 50, 1, 200);
-    const jobs = await listJobs(deps.db, id, { status, limit });
+    const jobs = await listJobs(deps.db, redactorFor(deps.catalog), id, { status, limit });
     ctx.body = { data: jobs.map((j) => ({ ...j, temporalUrl: temporalWorkflowUrl(deps.config, j.id) })) };
   });
 }

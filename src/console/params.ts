@@ -56,3 +56,14 @@ export function stringField(body: Record<string, unknown>, name: string, opts: {
   if (s.length < (opts.min ?? 0) || s.length > opts.max) throw badRequest(`${name} must be ${opts.min ?? 0} to ${opts.max} characters`, name);
   return s;
 }
+
+/**
+ * A required string field taken as sent (no trimming: passwords), checked by type, never coerced: String() of a
+ * value such as {"toString":1} throws.
+ */
+export function requiredString(body: Record<string, unknown>, name: string): string {
+  const v = body[name];
+  if (v === undefined || v === null || v === '') throw badRequest(`${name} is required`, name, 'missing_required_parameter');
+  if (typeof v !== 'string') throw badRequest(`${name} must be a string`, name);
+  return v;
+}

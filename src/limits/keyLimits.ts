@@ -36,7 +36,7 @@ export function parseLimitsPatch(input: unknown, opts: { expiry: boolean }): Par
   for (const [k, v] of Object.entries(input as Record<string, unknown>)) {
     if (k === 'expiresAt' && opts.expiry) {
       if (v === null) out.expiresAt = null;
-      else if (typeof v === 'string' && v.length <= 40 && /^\d{4}-\d{2}-\d{2}/.test(v) && Number.isFinite(Date.parse(v))) out.expiresAt = new Date(Date.parse(v)).toISOString();
+      else if (typeof v === 'string' && v.length <= 40 && /^\d{4}-\d{2}-\d{2}/.test(v) && Number.isFinite(Date.parse(v))) out.expiresAt = expiryInRange(Date.parse(v));
       else throw badRequest('expiresAt must be an ISO 8601 date-time (e.g. 2026-12-31T23:59:59+07:00) or null', 'expiresAt');
       continue;
     }
@@ -50,6 +50,18 @@ export function parseLimitsPatch(input: unknown, opts: { expiry: boolean }): Par
   return out;
 }
 
+const MIN_EXPIRY_YEAR = 1970;
+const MAX_EXPIRY_YEAR = 9999;
+
+/**
+ * An expiry instant as stored, in the years 1970 to 9999 UTC: Postgres refuses year 0 and ISO's six-digit years
+ * (9999-12-31T23:59:59-14:00 is already year 10000 in UTC), and no key expires before the epoch.
+ */
+function expiryInRange(ms: number): string {
+  const year = new Date(ms).getUTCFullYear();
+  if (year < MIN_EXPIRY_YEAR || year > MAX_EXPIRY_YEAR) throw badRequest(`expiresAt must lie in the years ${MIN_EXPIRY_YEAR} to ${MAX_EXPIRY_YEAR} (UTC)`, 'expiresAt');
+  return new Date(ms).toISOString();
+}
 function assignments(patch: Partial<KeySettings>, firstParam: number, prefix: string): { sql: string[]; values: unknown[] } {
   const sql: string[] = [];
   const values: unknown[] = [];

@@ -2,6 +2,7 @@ import { badRequest, ApiError } from '../errors';
 import type { Catalog, ModelConfig } from '../catalog/catalog';
 import { findUnstorableText, unstorableTextMessage } from '../text/pgText';
 import type { VideoImages, VideoRequest } from './params';
+import { formNameMessage, formNamePath, formNameProblem } from '../schemas/bodyShape';
 
 /**
  * Validation of POST /v1/videos (spec 4.1 and 8). Every rejection is a 400 naming the parameter. The checks
@@ -299,17 +300,19 @@ export async function loadImages(images: VideoImages<ImageSource>, load: ImageLo
 
 /**
  * Turns a multipart form (bracket notation as the official SDKs send it: `a[b]`, `a[]`) into the JSON-shaped
- * body validateVideoRequest takes. Uploaded files become `{__file}` image sources.
+ * body validateVideoRequest takes. Uploaded files become `{__file}` image sources. multipartBody refuses names
+ * nested too deep or naming a prototype; they are refused here too, since this walk is what they would attack.
  */
 export function formToBody(fields: Record<string, unknown>, files: Record<string, { path: string; size: number; mimeType: string | null }>): Record<string, unknown> {
   const body: Record<string, unknown> = {};
   const set = (name: string, value: unknown) => {
-    const m = /^([^[\]]+)((?:\[[^[\]]*\])*)$/.exec(name);
-    if (!m) {
+    const problem = formNameProblem(name);
+    if (problem) throw new ApiError(400, formNameMessage(problem), 'invalid_request_error', null, 'invalid_multipart');
+    const path = formNamePath(name);
+    if (!path) {
       body[name] = value;
       return;
     }
-    const path = [m[1], ...[...m[2].matchAll(/\[([^[\]]*)\]/g)].map((x) => x[1])];
     let node: Record<string, unknown> = body;
     for (let i = 0; i < path.length; i++) {
       const key = path[i];

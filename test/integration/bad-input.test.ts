@@ -1,6 +1,9 @@
+import fs from 'node:fs';
+import path from 'node:path';
 import { startGateway, type TestGateway } from '../support/gateway';
 import { getBalance, listLedger, verifyProjections } from '../../src/billing/ledger';
 import { ConsoleClient, jsonOf, makeLogin } from '../e2e/consoleClient';
+import { runAdmin } from '../../src/cli/admin';
 
 /**
  * Inputs that used to reach Postgres or the cost arithmetic unchecked: each is a 400 in the interface's error shape
@@ -203,4 +206,106 @@ test('when storing fails in a native stream, its final event says store: false',
   expect(text).toMatch(/response\.completed[\s\S]*\n: x-gateway-cost-vnd=\d+/);
   const got = await fetch(`${gw.url}/v1/responses/${completed.response.id}`, { headers: { authorization: `Bearer ${key}` } });
   expect(got.status).toBe(404);
+});
+
+describe('multipart field names that would nest too deep or reach a prototype', () => {
+  const fixtures = path.join(__dirname, '../../src/emulator/fixtures');
+  const png = new Blob([fs.readFileSync(path.join(fixtures, 'last_frame.png'))], { type: 'image/png' });
+  const wav = new Blob([fs.readFileSync(path.join(fixtures, 'speech.wav'))], { type: 'audio/wav' });
+  /** Valid forms of each multipart route, plus one more field if given. */
+  const forms: Record<string, (extra?: [string, string]) => FormData> = {
+    '/v1/videos': (extra) => formOf({ model: 'seedance-2-0', prompt: 'a calm lake', seconds: '4' }, extra),
+    '/v1/images/edits': (extra) => formOf({ model: 'gpt-image-1', prompt: 'a hat' }, extra, ['image', png, 'a.png']),
+    '/v1/audio/transcriptions': (extra) => formOf({ model: 'whisper-1' }, extra, ['file', wav, 'a.wav']),
+  };
+  function formOf(fields: Record<string, string>, extra?: [string, string], file?: [string, Blob, string]): FormData {
+    const f = new FormData();
+    for (const [k, v] of Object.entries(fields)) f.append(k, v);
+    if (extra) f.append(...extra); // appended, not set as an object key: '__proto__' stays a name
+    if (file) f.append(...file);
+    return f;
+  }
+  const send = async (route: string, key: string, form: FormData) => {
+    const res = await fetch(gw.url + route, { method: 'POST', headers: { authorization: `Bearer ${key}` }, body: form });
+    return { status: res.status, body: await jsonOf(res) };
+  };
+  afterEach(() => {
+    delete (Object.prototype as Record<string, unknown>).polluted; // should the test fail, the next ones still run clean
+  });
+
+  test.each(Object.keys(forms))('%s: the valid form is answered (so the 400s below are the names\' doing)', async (route) => {
+    const { key } = await gw.account(BALANCE);
+    const res = await send(route, key, forms[route]());
+    expect(res.status).toBeLessThan(300);
+  });
+
+  test.each(Object.keys(forms).flatMap((route) => ['__proto__[polluted]', 'constructor[prototype][polluted]', 'parameters[__proto__][polluted]', '__proto__'].map((name) => [route, name])))(
+    '%s: a field named %s is a 400 and pollutes nothing',
+    async (route, name) => {
+      const { accountId, key } = await gw.account(BALANCE);
+      const res = await send(route, key, forms[route]([name, 'yes']));
+      expect(res.status).toBe(400);
+      expect(res.body.error).toMatchObject({ type: 'invalid_request_error', code: 'invalid_multipart', message: expect.stringContaining('forbidden key') });
+      expect(({} as Record<string, unknown>).polluted).toBeUndefined();
+      expect(Object.prototype).not.toHaveProperty('polluted');
+      await expectUntouched(accountId);
+    },
+  );
+
+  test.each([65, 50_000])('POST /v1/videos: parameters nested %i brackets deep is a 400', async (depth) => {
+    const { accountId, key } = await gw.account(BALANCE);
+    const res = await send('/v1/videos', key, forms['/v1/videos'](['parameters' + '[a]'.repeat(depth), 'x']));
+    expect(res.status).toBe(400);
+    expect(res.body.error).toMatchObject({ type: 'invalid_request_error', code: 'invalid_multipart', message: expect.stringContaining('64 levels') });
+    const jobs = await gw.deps.db.query('SELECT 1 FROM video_jobs WHERE account_id = $1', [accountId]);
+    expect(jobs.rowCount).toBe(0);
+    await expectUntouched(accountId);
+  });
+});
+
+describe('console bodies: values are type-checked, never coerced', () => {
+  test('a login whose email or password is an object that breaks String() is a 400 naming it', async () => {
+    const acc = await gw.account(0, 'console-types');
+    const op = await makeLogin(gw, acc.accountId, 'operator');
+    const c = new ConsoleClient(gw.url);
+    expect((await c.signIn(op.email, op.password)).status).toBe(200);
+    const good = { accountId: acc.accountId, email: 'types@example.com', password: 'long-enough-password' };
+    for (const [param, value] of [['email', { toString: 1 }], ['password', { toString: 1 }], ['email', ['a@example.com']], ['password', 12345678901]] as const) {
+      const res = await c.request('POST', '/console/api/admin/logins', { ...good, [param]: value });
+      expect(res.status).toBe(400);
+      expect((await jsonOf(res)).error).toMatchObject({ type: 'invalid_request_error', param });
+    }
+    expect((await c.request('POST', '/console/api/admin/logins', good)).status).toBe(201);
+  });
+
+  test('an expiry outside the years 1970..9999 (UTC) is a 400 naming expiresAt, on the customer, operator and CLI paths', async () => {
+    const acc = await gw.account(0, 'expiry');
+    const customer = new ConsoleClient(gw.url);
+    const cl = await makeLogin(gw, acc.accountId);
+    expect((await customer.signIn(cl.email, cl.password)).status).toBe(200);
+    const operator = new ConsoleClient(gw.url);
+    const ol = await makeLogin(gw, (await gw.account(0)).accountId, 'operator');
+    expect((await operator.signIn(ol.email, ol.password)).status).toBe(200);
+    const paths: [ConsoleClient, string][] = [
+      [customer, `/console/api/keys/${acc.keyId}/limits`],
+      [operator, `/console/api/admin/accounts/${acc.accountId}/keys/${acc.keyId}/limits`],
+    ];
+    const bad = ['0000-01-01', '0001-01-01T00:00:00Z', '1969-12-31T23:59:59Z', '9999-12-31T23:59:59-14:00', '+010000-01-01'];
+    for (const [client, p] of paths) {
+      for (const expiresAt of bad) {
+        const res = await client.request('PATCH', p, { expiresAt });
+        expect(res.status).toBe(400);
+        expect((await jsonOf(res)).error).toMatchObject({ type: 'invalid_request_error', param: 'expiresAt' });
+      }
+      expect((await client.json('PATCH', p, { expiresAt: '9999-12-31T23:59:59Z' })).expiresAt).toBe('9999-12-31T23:59:59.000Z');
+    }
+    for (const expires of ['0000-01-01', '9999-12-31T23:59:59-14:00']) {
+      const err: string[] = [];
+      const code = await runAdmin(['set-key-limits', acc.accountId, acc.keyId, '--expires', expires], { out: () => undefined, err: (l) => err.push(l), env: process.env });
+      expect(code).toBe(2);
+      expect(err.join('\n')).toMatch(/--expires: expiresAt must lie in the years 1970 to 9999/);
+    }
+    const row = await gw.deps.db.query('SELECT expires_at FROM api_keys WHERE id = $1', [acc.keyId]);
+    expect((row.rows[0].expires_at as Date).toISOString()).toBe('9999-12-31T23:59:59.000Z');
+  });
 });

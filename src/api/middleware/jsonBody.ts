@@ -3,6 +3,7 @@ import getRawBody from 'raw-body';
 import type Koa from 'koa';
 import { ApiError } from '../../errors';
 import { lazyKoaBody } from './lazyKoaBody';
+import { MAX_BODY_DEPTH } from '../../schemas/bodyShape';
 import type { Ctx, GatewayState } from './state';
 
 /**
@@ -34,7 +35,7 @@ export async function readJson(req: IncomingMessage, limitBytes: number): Promis
 }
 
 /** No real request nests deeper; recursive code downstream (validation, hashing, translation) must never see more. */
-const MAX_JSON_DEPTH = 64;
+const MAX_JSON_DEPTH = MAX_BODY_DEPTH;
 
 /**
  * What is wrong with a parsed JSON body, if anything: nested deeper than `max`, or a prototype-poisoning key

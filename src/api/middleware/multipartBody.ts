@@ -2,6 +2,8 @@ import type Koa from 'koa';
 import { ApiError } from '../../errors';
 import { lazyKoaBody } from './lazyKoaBody';
 import type { GatewayState } from './state';
+import { formNameMessage, formNameProblem, type BodyShapeProblem } from '../../schemas/bodyShape';
+import { removeUploads } from '../uploads';
 
 const MULTIPART_LIMITS = { maxFiles: 4, maxFields: 50, maxFieldsSize: 1024 * 1024 };
 
@@ -26,9 +28,34 @@ function exceededLimit(e: unknown): 'maxFiles' | 'maxFields' | 'maxFieldsSize' |
   return m ? (m[1] === 'maxTotalFileSize' ? 'maxFileSize' : (m[1] as 'maxFiles' | 'maxFields' | 'maxFieldsSize' | 'maxFileSize')) : null;
 }
 
-/** Multipart body (transcriptions, image edits, videos): files go to temp files; counts and sizes are limited. */
+/**
+ * Parts whose name is refused (too deep, a prototype key) are renamed to this mark plus the problem as they arrive:
+ * formidable itself assigns `fields[name]`, so a part named `__proto__` would otherwise vanish into the fields'
+ * prototype before we could see it. The mark starts with a NUL, so no field the routes read can collide with it.
+ */
+const REFUSED_NAME = '\u0000refused-name:';
+
+function refusedName(names: Iterable<string>): BodyShapeProblem | null {
+  for (const n of names) if (n.startsWith(REFUSED_NAME)) return n.slice(REFUSED_NAME.length) as BodyShapeProblem;
+  return null;
+}
+
+/**
+ * Multipart body (transcriptions, image edits, videos): files go to temp files; counts and sizes are limited; field
+ * names nested too deep or naming a prototype are a 400 (as in JSON bodies).
+ */
 export function multipartBody(maxFileBytes: number): Koa.Middleware<GatewayState> {
-  const parse = lazyKoaBody({ multipart: true, json: false, urlencoded: false, text: false, formidable: { maxFileSize: maxFileBytes, ...MULTIPART_LIMITS } });
+  const parse = lazyKoaBody({
+    multipart: true, json: false, urlencoded: false, text: false,
+    formidable: {
+      maxFileSize: maxFileBytes, ...MULTIPART_LIMITS,
+      onPart: (part, handle) => {
+        const problem = formNameProblem(part.name ?? '');
+        if (problem) part.name = REFUSED_NAME + problem;
+        handle(part);
+      },
+    },
+  });
   return async (ctx, next) => {
     if (!ctx.is('multipart/form-data')) {
       throw new ApiError(415, `Unsupported Content-Type ${JSON.stringify(ctx.get('content-type') || '')}; send multipart/form-data.`, 'invalid_request_error', null, 'unsupported_media_type');
@@ -43,6 +70,12 @@ export function multipartBody(maxFileBytes: number): Koa.Middleware<GatewayState
         case 'maxFieldsSize': throw new ApiError(413, `Form fields too large: at most ${MULTIPART_LIMITS.maxFieldsSize} bytes of field data in all.`, 'invalid_request_error', null, 'fields_too_large');
         default: throw new ApiError(400, 'Malformed multipart body.', 'invalid_request_error', null, 'invalid_multipart');
       }
+    }
+    const files = (ctx.request as unknown as { files?: Record<string, unknown> }).files ?? {};
+    const problem = refusedName([...Object.keys((ctx.request.body ?? {}) as object), ...Object.keys(files)]);
+    if (problem) {
+      await removeUploads(ctx);
+      throw new ApiError(400, formNameMessage(problem), 'invalid_request_error', null, 'invalid_multipart');
     }
     await next();
   };
