@@ -39,6 +39,8 @@ export interface RelayOptions {
    * upstream); returns what to write last before the terminator (the request's cost, as an SSE comment).
    */
   beforeEnd?: (status: number) => string;
+  /** What an upstream error event's text becomes for the client (without catalog internals: src/catalog/redact.ts). */
+  redact?: (text: string) => string;
 }
 
 /**
@@ -194,7 +196,7 @@ export class SseRelay implements StreamSink {
       }
       if (parsed && parsed.error) {
         this.upstreamError = parsed.error;
-        out += sseEvent(data);
+        out += sseEvent(this.opts.redact ? this.opts.redact(data) : data);
         continue;
       }
       const usageOnly = this.chat ? acc.observeChat(parsed) : acc.observeCompletion(parsed);

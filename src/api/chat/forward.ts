@@ -6,6 +6,7 @@ import { forwardCompletionJson, forwardCompletionStream, RoutedPayload, type Ups
 import { boundOverCandidates } from '../../routing/bound';
 import type { RouteTry } from '../../routing/modelRouter';
 import { reserve } from '../reserve';
+import { redactorFor } from '../../catalog/redact';
 
 /**
  * A chat or legacy completion on an OpenAI-compatible upstream: the body forwarded as sent (model renamed per
@@ -36,6 +37,6 @@ export async function forwardCompletion(ctx: Ctx, deps: AppDeps, kind: 'chat' | 
   const meter = await reserve(ctx, deps, model.id, kind === 'chat' ? 'chat.completions' : 'completions', bound.maxCost, bound.promptTokens + bound.outputTokens);
   const path = kind === 'chat' ? '/chat/completions' : '/completions';
   const prepare = (t: RouteTry): UpstreamTry => ({ adapter: deps.providers.openaiFor(t.deployment), payload: payloads.for(t) });
-  if (stream) await forwardCompletionStream(ctx, deps.router, model, path, prepare, payloadBytes, meter, { kind, clientWantsUsage });
+  if (stream) await forwardCompletionStream(ctx, deps.router, model, path, prepare, payloadBytes, meter, { kind, clientWantsUsage, redact: redactorFor(deps.catalog) });
   else await forwardCompletionJson(ctx, deps.router, model, path, prepare, payloadBytes, meter);
 }

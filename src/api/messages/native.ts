@@ -4,7 +4,8 @@ import type { ModelConfig } from '../../catalog/catalog';
 import { checkOutputCap } from '../../catalog/outputCap';
 import type { MessagesRequest } from '../../translate/anthropicTypes';
 import { formatSse } from '../../sse/translatedEvents';
-import { SseDecoder } from '../../sse/upstreamEvents';
+import { rewriteRegion, SseRegions, type SseRegion } from '../../sse/eventRegions';
+import { redactorFor } from '../../catalog/redact';
 import type { SseSink } from '../../sse/clientSink';
 import { AnthropicAdapter, AnthropicUpstreamError } from '../../providers/anthropic';
 import { boundOverCandidates } from '../../routing/bound';
@@ -70,21 +71,26 @@ export async function nativeMessages(ctx: Ctx, deps: AppDeps, model: ModelConfig
   if (await pipeNativeStream(deps, answered, meter, res.body, res.headers, bytes, sink) && answeredTry) deps.router.streamCut(answeredTry);
 }
 
-/** Forwards each upstream network chunk at once, reading usage from the events as they pass; true if the upstream cut it. */
+/**
+ * Forwards the upstream's events as they complete, reading usage from them as they pass; true if the upstream cut
+ * it. An error event reaches the client without catalog internals.
+ */
 async function pipeNativeStream(deps: AppDeps, model: ModelConfig, meter: Meter, body: AsyncIterable<Uint8Array>, headers: Record<string, string>, bytes: number, sink: SseSink): Promise<boolean> {
   sink.open(headers);
-  const dec = new SseDecoder();
+  const regions = new SseRegions();
+  const redact = redactorFor(deps.catalog);
   // Anthropic's usage as it stands: message_start's, then each field message_delta repeats (cumulative counts).
   let usage = null as AnthropicUsageLike | null; // (assigned in the closure below: not narrowed to null)
   let delivered = 0;
   let stopped = false;
   let failed = false;
-  const observe = (data: string) => {
+  /** Reads one event; an error's data comes back redacted for the client, anything else as null (unchanged). */
+  const observe = (data: string): string | null => {
     let e: any;
     try {
       e = JSON.parse(data);
     } catch {
-      return;
+      return null;
     }
     if (e?.type === 'message_start') {
       usage = { ...(e.message?.usage ?? {}) };
@@ -94,14 +100,16 @@ async function pipeNativeStream(deps: AppDeps, model: ModelConfig, meter: Meter,
     } else if (e?.type === 'message_delta') {
       for (const [k, v] of Object.entries(e.usage ?? {})) if (v !== null && v !== undefined) (usage ??= {})[k as keyof AnthropicUsageLike] = v as never;
     } else if (e?.type === 'message_stop') stopped = true;
-    else if (e?.type === 'error') failed = true;
-  };
-  try {
-    for await (const chunk of body) {
-      for (const ev of dec.push(chunk)) observe(ev.data);
-      if (!(await sink.write(chunk))) break;
+    else if (e?.type === 'error') {
+      failed = true;
+      return redact(data);
     }
-    for (const ev of dec.end()) observe(ev.data);
+    return null;
+  };
+  const forward = (region: SseRegion | null) => (region ? sink.write(rewriteRegion(region, (ev) => observe(ev.data))) : true);
+  try {
+    for await (const chunk of body) if (!(await forward(regions.push(chunk)))) break;
+    await forward(regions.end()); // an unterminated last event still counts
   } catch (e) {
     if (!sink.clientGone) {
       failed = true;
