@@ -24,7 +24,12 @@ export interface ProviderConfig {
    * names (and future dated snapshots) run without configuration. The first match wins.
    */
   modelPatterns?: { match: string; model: string }[];
+  /** What `owned_by` says of this provider's models (default: the vendor of its kind); never the provider id. */
+  ownedBy?: string;
 }
+
+/** The public vendor behind each provider kind, as models' `owned_by` names it. */
+const VENDOR_OF_KIND: Record<ProviderKind, string> = { openai: 'openai', anthropic: 'anthropic', veo: 'google', seedance: 'bytedance' };
 
 /** Integer VND prices. */
 export interface Pricing {
@@ -81,7 +86,7 @@ const schema = {
         type: 'object', required: ['kind', 'baseUrl'],
         properties: {
           kind: { enum: ['openai', 'anthropic', 'veo', 'seedance'] }, baseUrl: { type: 'string' },
-          apiKeyEnv: { type: 'string' }, timeoutMs: { type: 'integer', minimum: 1 },
+          apiKeyEnv: { type: 'string' }, timeoutMs: { type: 'integer', minimum: 1 }, ownedBy: { type: 'string', minLength: 1 },
           modelPatterns: {
             type: 'array',
             items: { type: 'object', required: ['match', 'model'], properties: { match: { type: 'string', minLength: 1 }, model: { type: 'string', minLength: 1 } }, additionalProperties: false },
@@ -231,6 +236,12 @@ export class Catalog {
     return this.providers.get(m.provider)!;
   }
 
+  /** The model's public owner (`owned_by`): its provider's `ownedBy`, else the vendor of its kind, else "system". */
+  ownerOf(m: ModelConfig): string {
+    const p = this.provider(m);
+    return p.ownedBy ?? VENDOR_OF_KIND[p.kind] ?? 'system';
+  }
+
   /** The model, or a 404 model_not_found; a model of another mode is a 400 naming `model`. */
   require(id: unknown, modes: Mode | Mode[]): ModelConfig {
     if (typeof id !== 'string' || id === '') throw new ApiError(400, 'you must provide a model parameter', 'invalid_request_error', 'model', 'missing_required_parameter');
@@ -245,12 +256,12 @@ export class Catalog {
 }
 
 /** A model as listed by GET /v1/models and GET /public/models (OpenAI list item plus mode and VND prices). */
-export function publicModel(m: ModelConfig, created: number, aliasPatterns: string[] = []) {
+export function publicModel(m: ModelConfig, created: number, ownedBy: string, aliasPatterns: string[] = []) {
   return {
     id: m.id,
     object: 'model' as const,
     created,
-    owned_by: m.provider,
+    owned_by: ownedBy,
     mode: m.mode,
     description: m.description ?? null,
     currency: 'VND',

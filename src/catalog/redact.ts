@@ -1,8 +1,9 @@
 import type { Catalog } from './catalog';
 
 /**
- * Error text for clients without the catalog's internals: provider ids ("emulator-seedance"), provider base URLs,
- * the variables holding upstream keys, and upstream model names (shown as the public model id instead). Messages
+ * Error text for clients without the catalog's internals: provider ids ("emulator-seedance"), provider base URLs
+ * and their hosts, the variables holding upstream keys (providers' and deployments'), and every deployment's id and
+ * upstream model name (shown as the public model id instead). Messages
  * built by adapters and upstream error texts may carry any of them; clients get the redacted text, the log line
  * with the request id keeps the original.
  */
@@ -25,13 +26,19 @@ function build(catalog: Catalog): Redactor {
     if (p.apiKeyEnv) replacements.set(p.apiKeyEnv, 'upstream key');
     if (p.baseUrl) replacements.set(p.baseUrl, 'the upstream');
     try {
-      const origin = new URL(p.baseUrl).origin;
-      replacements.set(origin, 'the upstream');
-      replacements.set(new URL(p.baseUrl).host, 'the upstream');
+      const url = new URL(p.baseUrl);
+      replacements.set(url.origin, 'the upstream');
+      replacements.set(url.host, 'the upstream');
+      replacements.set(url.hostname, 'the upstream');
     } catch {}
   }
+  // Names clients use are never rewritten, even where an upstream model name happens to equal one.
+  const publicNames = new Set(catalog.models.flatMap((m) => [m.id, ...(m.aliases ?? [])]));
   for (const m of catalog.models) {
-    if (m.upstreamModel !== m.id && !replacements.has(m.upstreamModel)) replacements.set(m.upstreamModel, m.id);
+    for (const d of catalog.deployments(m)) {
+      if (d.apiKeyEnv) replacements.set(d.apiKeyEnv, 'upstream key');
+      for (const name of [d.id, d.upstreamModel]) if (!publicNames.has(name) && !replacements.has(name)) replacements.set(name, m.id);
+    }
   }
   for (const [k, v] of replacements) if (k === v || k.length < 3) replacements.delete(k);
   if (replacements.size === 0) return (s) => s;

@@ -10,6 +10,7 @@ import { balanceWithLedger, usageByDayAndModel, usageRecord } from './queries';
 import { dateParam, intParam, optionalIntParam, stringField, timeZoneParam, uuidParam } from './params';
 import { getJob, JOB_STATUSES, listJobs, type JobStatus } from './jobs';
 import { PG_ERROR, pgErrorCode } from '../db/pgErrors';
+import { redactorFor } from '../catalog/redact';
 
 const MAX_USAGE_DAYS = 366;
 
@@ -17,6 +18,7 @@ const MAX_USAGE_DAYS = 366;
 export function mountCustomerApi(r: Router<GatewayState>, deps: AppDeps): void {
   const auth = [sameOrigin(deps), requireSession(deps), requireCsrf()];
   const body = jsonBody(16 * 1024);
+  const redact = redactorFor(deps.catalog);
 
   r.get('/console/api/keys', route('/console/api/keys'), ...auth, async (ctx) => {
     const view = await keysWithControls(deps, sessionOf(ctx).accountId);
@@ -84,11 +86,11 @@ export function mountCustomerApi(r: Router<GatewayState>, deps: AppDeps): void {
   r.get('/console/api/jobs', route('/console/api/jobs'), ...auth, async (ctx) => {
     const status = jobStatusParam(ctx.query.status);
     const limit = intParam(ctx.query.limit, 'limit', 50, 1, 200);
-    ctx.body = { data: await listJobs(deps.db, sessionOf(ctx).accountId, { status, limit }) };
+    ctx.body = { data: await listJobs(deps.db, redact, sessionOf(ctx).accountId, { status, limit }) };
   });
 
   r.get('/console/api/jobs/:id', route('/console/api/jobs/:id'), ...auth, async (ctx) => {
-    const job = await getJob(deps.db, sessionOf(ctx).accountId, uuidParam(ctx.params.id, 'id'));
+    const job = await getJob(deps.db, redact, sessionOf(ctx).accountId, uuidParam(ctx.params.id, 'id'));
     if (!job) throw notFound('No such video job on this account.');
     ctx.body = job;
   });

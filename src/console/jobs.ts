@@ -1,4 +1,5 @@
 import type { Db } from '../db/pool';
+import type { Redactor } from '../catalog/redact';
 
 /** Video jobs as the console shows them, read from the video_jobs projection (migration 010). */
 
@@ -32,29 +33,30 @@ const COLUMNS = `id, account_id, model, status, request->>'prompt' AS prompt, re
 
 const iso = (d: Date | null) => (d ? d.toISOString() : null);
 
-function toJob(x: any): ConsoleJob {
+/** A stored job as shown; its error message without catalog internals (jobs failed before redaction existed too). */
+function toJob(x: any, redact: Redactor): ConsoleJob {
   return {
     id: x.id, accountId: x.account_id, model: x.model, status: x.status, prompt: x.prompt ?? '', seconds: x.seconds,
     size: x.size ?? null, maxCostVnd: x.max_cost_vnd, durationSeconds: x.result_duration_seconds ?? null, costVnd: x.cost_vnd ?? null,
-    error: x.error_message ? { message: x.error_message, code: x.error_code ?? null } : null,
+    error: x.error_message ? { message: redact(x.error_message), code: x.error_code ?? null } : null,
     hasVideo: x.status === 'completed' && !!x.video_key, hasLastFrame: x.status === 'completed' && !!x.last_frame_key,
     videoSize: x.video_size ?? null, workflowId: x.workflow_id,
     createdAt: x.created_at.toISOString(), updatedAt: x.updated_at.toISOString(), completedAt: iso(x.completed_at),
   };
 }
 
-export async function listJobs(db: Db, accountId: string, opts: { status?: JobStatus; limit: number }): Promise<ConsoleJob[]> {
+export async function listJobs(db: Db, redact: Redactor, accountId: string, opts: { status?: JobStatus; limit: number }): Promise<ConsoleJob[]> {
   const r = await db.query(
     `SELECT ${COLUMNS} FROM video_jobs WHERE account_id = $1 AND ($2::text IS NULL OR status = $2)
      ORDER BY created_at DESC, id DESC LIMIT $3`,
     [accountId, opts.status ?? null, opts.limit],
   );
-  return r.rows.map(toJob);
+  return r.rows.map((x) => toJob(x, redact));
 }
 
-export async function getJob(db: Db, accountId: string, id: string): Promise<ConsoleJob | null> {
+export async function getJob(db: Db, redact: Redactor, accountId: string, id: string): Promise<ConsoleJob | null> {
   const r = await db.query(`SELECT ${COLUMNS} FROM video_jobs WHERE id = $1 AND account_id = $2`, [id, accountId]);
-  return r.rowCount ? toJob(r.rows[0]) : null;
+  return r.rowCount ? toJob(r.rows[0], redact) : null;
 }
 
 /** The stored media of a completed job of the account, or null. */

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { eventually, startVideoHarness, type VideoHarness } from '../support/video';
 import { redactorFor } from '../../src/catalog/redact';
+import { ConsoleClient, jsonOf, makeLogin } from '../e2e/consoleClient';
 
 /**
  * Error messages never name catalog internals to clients (provider ids, upstream base URLs, key variables,
@@ -64,4 +65,25 @@ test('a job that failed before redaction existed is shown redacted', async () =>
   );
   const j = (await (await fetch(`${h.url}/v1/videos/${id}`, { headers: { authorization: `Bearer ${acc.key}` } })).json()) as { error: { message: string } };
   expect(j.error.message).toBe('Seedance (upstream) answered 400: no');
+  // The console's job pages (customer and operator) show it redacted too.
+  const customer = new ConsoleClient(h.url);
+  const cl = await makeLogin(h, acc.accountId);
+  expect((await customer.signIn(cl.email, cl.password)).status).toBe(200);
+  expect((await customer.json('GET', `/console/api/jobs/${id}`)).error.message).toBe('Seedance (upstream) answered 400: no');
+  expect((await customer.json('GET', '/console/api/jobs')).data[0].error.message).toBe('Seedance (upstream) answered 400: no');
+  const operator = new ConsoleClient(h.url);
+  const ol = await makeLogin(h, (await h.account(0)).accountId, 'operator');
+  expect((await operator.signIn(ol.email, ol.password)).status).toBe(200);
+  const listed = await jsonOf(await operator.request('GET', `/console/api/admin/accounts/${acc.accountId}/jobs`));
+  expect(listed.data[0].error.message).toBe('Seedance (upstream) answered 400: no');
+});
+
+test('the model lists name each model\'s vendor as owned_by, never a provider id', async () => {
+  const acc = await h.account(0);
+  for (const [path, headers] of [['/v1/models', { authorization: `Bearer ${acc.key}` }], ['/public/models', {}]] as const) {
+    const list = (await (await fetch(h.url + path, { headers })).json()) as { data: { id: string; owned_by: string }[] };
+    const owners = Object.fromEntries(list.data.map((m) => [m.id, m.owned_by]));
+    expect(owners).toMatchObject({ 'gpt-4o-mini': 'openai', 'claude-sonnet-4-6': 'anthropic', 'veo-3.1-generate-preview': 'google', 'seedance-2-0': 'bytedance' });
+    expect(JSON.stringify(list)).not.toMatch(internals);
+  }
 });
