@@ -48,6 +48,8 @@ let gw: TestGateway;
 let apiKey: string;
 let modelIds: string[];
 let consoleAuth: (() => Promise<Record<string, string>>) | null = null;
+/** The operator's own account and API key: the limits routes are fuzzed on them (a real key, so values reach Postgres). */
+let operatorAccount: { accountId: string; keyId: string } | null = null;
 let consoleCreds: Record<string, string> | null = null;
 const agent = new http.Agent({ keepAlive: true, maxSockets: 4 });
 const failures: Failure[] = [];
@@ -263,7 +265,8 @@ beforeAll(async () => {
   if (fs.existsSync(usersFile)) {
     const users = (await import(usersFile)) as { createLogin?: (db: unknown, a: { accountId: string; email: string; password: string; role: string }) => Promise<unknown> };
     if (typeof users.createLogin === 'function') {
-      const { accountId } = await gw.account(0, 'fuzz-operator');
+      const { accountId, keyId } = await gw.account(0, 'fuzz-operator');
+      operatorAccount = { accountId, keyId };
       const email = `fuzz-${Date.now()}@example.com`;
       const password = 'fuzz-password-0123456789';
       await users.createLogin(gw.deps.db, { accountId, email, password, role: 'operator' });
@@ -480,8 +483,19 @@ function validBodies(accountId: string): Record<string, Record<string, unknown>>
     'POST /console/api/admin/accounts': { name: 'fuzz account' },
     'POST /console/api/admin/accounts/:id/topups': { amount: 1000, reason: 'fuzz', idempotencyKey: CONSOLE_TOPUP_KEY },
     'POST /console/api/admin/logins': { accountId, email: 'fuzz-login@example.com', password: 'fuzz-password-0123', role: 'customer' },
+    'PATCH /console/api/keys/:id/limits': { ...limits, expiresAt: '2099-01-01T00:00:00Z' },
+    'PATCH /console/api/admin/accounts/:id/limits': limits,
+    'PATCH /console/api/admin/accounts/:id/keys/:keyId/limits': { ...limits, expiresAt: '2099-12-31T23:59:59+07:00' },
   };
 }
+const limits = { rpm: 100_000, tpm: 10_000_000, budgetDayVnd: 1_000_000_000, budgetMonthVnd: 10_000_000_000 };
+
+/** Where a body route is fuzzed: its sample path, but the limits routes on the operator's real account and key. */
+function bodyPath(r: RouteInfo): string {
+  if (!operatorAccount || !r.pattern.endsWith('/limits')) return r.sample;
+  return r.pattern.replace(':keyId', operatorAccount.keyId).replace(':id', r.pattern.startsWith('/console/api/keys/') ? operatorAccount.keyId : operatorAccount.accountId);
+}
+const isBodyRoute = (r: RouteInfo) => r.method === 'POST' || r.method === 'PATCH';
 
 function nested(depth: number): unknown {
   let v: unknown = 1;
@@ -495,6 +509,10 @@ const TARGETED: Array<[string, unknown]> = [
   ['nested 70 deep', nested(70)], ['nested 40 deep', nested(40)], ['long string', 'x'.repeat(20_000)],
   ['object with NUL key', { 'a\u0000': 1 }], ['object with lone-surrogate key', { ['k\ud800']: 'v' }],
   ['array of NUL and surrogates', ['\u0000', '\ud800', 1e20]],
+  // Values String() and template literals throw on (a field coerced instead of type-checked is a 500).
+  ['object breaking String()', { toString: 1, valueOf: 1 }], ['array breaking String()', [{ toString: 1 }]],
+  // Dates Postgres refuses (year 0; year 10000 once in UTC).
+  ['year 0', '0000-01-01'], ['year 10000 in UTC', '9999-12-31T23:59:59-14:00'],
 ];
 
 type Path = (string | number)[];
@@ -537,6 +555,14 @@ const FORM_TARGETED: Array<[string, string | Buffer]> = [
   ['1e20', '1e20'], ['-1', '-1'], ['99999999999999999999', '99999999999999999999'], ['empty', ''], ['long', 'x'.repeat(20_000)], ['JSON', '{"a":[[[[1]]]]}'],
 ];
 
+/** Field names that would walk into a prototype or nest past the body depth limit (64): a 400 on every multipart route. */
+const FORM_NAMES: Array<[string, string]> = [
+  ['__proto__[x]', '__proto__[polluted]'], ['constructor[prototype][x]', 'constructor[prototype][polluted]'], ['__proto__', '__proto__'],
+  ['parameters[__proto__][x]', 'parameters[__proto__][polluted]'], ['70 brackets deep', 'parameters' + '[a]'.repeat(70)], ['50,000 brackets deep', 'parameters' + '[a]'.repeat(50_000)],
+];
+/** Object.prototype as it was before any request: a polluting one would add to it (the app runs in this process). */
+const PROTOTYPE_KEYS = Object.getOwnPropertyNames(Object.prototype).sort();
+
 /** Query values for GET routes. */
 const QUERY_NAMES = ['limit', 'before', 'after', 'from', 'to', 'tz', 'status', 'order', 'variant'];
 const QUERY_VALUES = ['%00', 'a%00b', '%ED%A0%80', '%F0%9F', '%FF', '1e20', '-1', '99999999999999999999', '0000-01-01', '0001-01-01', '9999-12-31', '10000-01-01',
@@ -559,18 +585,20 @@ describe('fuzz: targeted values in every field, with a funded account', () => {
   test('every body route has a valid body (or form) to mutate', () => {
     const bodies = validBodies(funded.accountId);
     const forms = validForms();
-    const bodyRoutes = routes.filter((r) => r.method === 'POST').map((r) => `${r.method} ${r.pattern}`);
+    const bodyRoutes = routes.filter(isBodyRoute).map((r) => `${r.method} ${r.pattern}`);
+    expect(bodyRoutes.filter((k) => k.startsWith('PATCH ')).length).toBeGreaterThanOrEqual(3);
     expect(bodyRoutes.filter((k) => !(k in bodies) && !(k in forms))).toEqual([]);
   });
 
   test('JSON routes: every field replaced by NUL, lone surrogates, huge numbers, deep nesting and wrong types', async () => {
     const bodies = validBodies(funded.accountId);
-    for (const r of routes.filter((x) => x.method === 'POST' && `${x.method} ${x.pattern}` in bodies)) {
+    for (const r of routes.filter((x) => isBodyRoute(x) && `${x.method} ${x.pattern}` in bodies)) {
       const base = bodies[`${r.method} ${r.pattern}`];
-      const creds = await credsFor(r.sample);
+      const target = bodyPath(r);
+      const creds = await credsFor(target);
       const send1 = async (name: string, body: Record<string, unknown>) => {
-        const res = await send(r.method, r.sample, { ...creds, 'content-type': 'application/json' }, JSON.stringify(body));
-        check(`targeted: ${name}`, r.method, r.sample, res, 'any');
+        const res = await send(r.method, target, { ...creds, 'content-type': 'application/json' }, JSON.stringify(body));
+        check(`targeted: ${name}`, r.method, target, res, 'any');
       };
       for (const p of fieldPaths(base)) for (const [name, value] of TARGETED) await send1(`${p.join('.')} = ${name}`, withValue(base, p, value));
       await send1('extra NUL key', { ...base, 'x\u0000y': 1 });
@@ -596,7 +624,13 @@ describe('fuzz: targeted values in every field, with a funded account', () => {
           await send1(`${base[i].name} renamed to ${name}`, base.map((p, j) => (j === i ? { ...p, name: value.toString('latin1') } : p)));
         }
       }
+      for (const [name, field] of FORM_NAMES) {
+        const res = await send(r.method, r.sample, { ...creds, 'content-type': type }, multipart('fuzzb', [...base.slice(0, -1), { name: field, data: 'yes' }, base[base.length - 1]]));
+        check(`form field named ${name}`, r.method, r.sample, res, 400);
+      }
     }
+    expect(Object.getOwnPropertyNames(Object.prototype).sort()).toEqual(PROTOTYPE_KEYS);
+    expect(({} as Record<string, unknown>).polluted).toBeUndefined();
     expectNoFailures();
   }, 600_000);
 
