@@ -1,4 +1,5 @@
 import { SseDecoder, type EventSourceMessage } from './upstreamEvents';
+import { encodeSseEvent } from './wire';
 
 /**
  * An upstream SSE byte stream cut into regions of whole events, each with its decoded events, for the native
@@ -52,14 +53,6 @@ export class SseRegions {
     const events = raw.length ? [...this.dec.push(raw), ...this.dec.end()] : this.dec.end();
     return raw.length || events.length ? { raw, events } : null;
   }
-}
-
-/** One event in the wire format, with `data` in place of its own (multi-line data as several data lines). */
-export function encodeSseEvent(ev: EventSourceMessage, data: string = ev.data): string {
-  let s = ev.event ? `event: ${ev.event}\n` : '';
-  if (ev.id !== undefined) s += `id: ${ev.id}\n`;
-  for (const line of data.split('\n')) s += `data: ${line}\n`;
-  return s + '\n';
 }
 
 /**

@@ -8,6 +8,14 @@ export function sseEvent(data: string, event?: string): string {
   return event ? `event: ${event}\ndata: ${data}\n\n` : `data: ${data}\n\n`;
 }
 
+/** An upstream's parsed event re-encoded, with `data` in place of its own (multi-line data as several data lines). */
+export function encodeSseEvent(ev: { event?: string; id?: string; data: string }, data: string = ev.data): string {
+  let s = ev.event ? `event: ${ev.event}\n` : '';
+  if (ev.id !== undefined) s += `id: ${ev.id}\n`;
+  for (const line of data.split('\n')) s += `data: ${line}\n`;
+  return s + '\n';
+}
+
 /** A comment line (ignored by SSE clients, the official SDKs included) and the blank line ending it. */
 export function sseComment(text: string): string {
   return `: ${text}\n\n`;
