@@ -99,8 +99,9 @@ function injectBug(): () => void {
   const undo: (() => void)[] = [];
   for (const id of ['emulator-openai', 'emulator-anthropic']) {
     const a = gw.deps.providers.get(id) as unknown as Patched;
-    for (const m of ['postJson', 'postStream', 'streamTo', 'postMultipart', 'messages']) {
-      if (typeof a[m] !== 'function') continue;
+    // Every method of the adapter's class, so a call path added later cannot slip past the injection.
+    for (const m of Object.getOwnPropertyNames(Object.getPrototypeOf(a))) {
+      if (m === 'constructor' || typeof a[m] !== 'function') continue;
       a[m] = () => {
         throw new TypeError(`injected bug in ${id}.${m}`);
       };
