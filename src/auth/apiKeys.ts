@@ -64,6 +64,18 @@ export interface Principal {
   limits: KeyLimits;
   /** Epoch ms after which the key is refused; null: never. */
   expiresAt: number | null;
+  /** The account's budget fence (epoch ms; migration 074): this process's shared lease older than it is retired. */
+  budgetFenceAt: number | null;
+  /** When the lookup that produced this principal started (Date.now()). */
+  fetchedAt: number;
+}
+
+const PRINCIPAL_SQL = `SELECT k.id, k.account_id, k.expires_at, a.budget_fence_at, ${EFFECTIVE_LIMITS_SQL}
+  FROM api_keys k JOIN accounts a ON a.id = k.account_id`;
+
+function principalOf(x: Record<string, unknown> & { rpm: number | null; tpm: number | null; budget_day: number | null; budget_month: number | null }, fetchedAt: number): Principal {
+  const ms = (d: unknown) => (d ? (d as Date).getTime() : null);
+  return { accountId: x.account_id as string, keyId: x.id as string, limits: limitsFromRow(x), expiresAt: ms(x.expires_at), budgetFenceAt: ms(x.budget_fence_at), fetchedAt };
 }
 
 /**
@@ -78,6 +90,21 @@ export class KeyResolver {
   /** Lookups in flight: when an entry ages out under load, the requests arriving meanwhile share one query. */
   private inflight = new Map<string, Promise<Principal | null>>();
   constructor(private db: Db, private ttlMs = 2000) {}
+
+  /**
+   * True when `p` is older than the cache allows. A request can hold its principal for long (a slow upload) before
+   * it reserves funds; whether it may use the account's shared lease is decided on settings not older than ttlMs.
+   */
+  isStale(p: Principal): boolean {
+    return Date.now() - p.fetchedAt >= this.ttlMs;
+  }
+
+  /** The key's settings read again (null: revoked meanwhile); the cache is not touched. */
+  async refresh(p: Principal): Promise<Principal | null> {
+    const now = Date.now();
+    const r = await this.db.query(`${PRINCIPAL_SQL} WHERE k.id = $1 AND k.revoked_at IS NULL`, [p.keyId]);
+    return r.rows[0] ? principalOf(r.rows[0], now) : null;
+  }
 
   async resolve(key: string): Promise<Principal | null> {
     if (!key.startsWith(KEY_PREFIX) || key.length > 200) return null;
@@ -96,13 +123,8 @@ export class KeyResolver {
   }
 
   private async lookup(key: string, now: number): Promise<Principal | null> {
-    const r = await this.db.query(
-      `SELECT k.id, k.account_id, k.expires_at, ${EFFECTIVE_LIMITS_SQL}
-       FROM api_keys k JOIN accounts a ON a.id = k.account_id WHERE k.key_hash = $1 AND k.revoked_at IS NULL`,
-      [hashKey(key)],
-    );
-    const x = r.rows[0];
-    const p: Principal | null = x ? { accountId: x.account_id, keyId: x.id, limits: limitsFromRow(x), expiresAt: x.expires_at ? (x.expires_at as Date).getTime() : null } : null;
+    const r = await this.db.query(`${PRINCIPAL_SQL} WHERE k.key_hash = $1 AND k.revoked_at IS NULL`, [hashKey(key)]);
+    const p = r.rows[0] ? principalOf(r.rows[0], now) : null;
     if (this.cache.size > 50_000) this.cache.clear();
     this.cache.set(key, { p, at: now });
     if (p) this.touch(p.keyId, now);

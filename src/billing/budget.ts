@@ -41,16 +41,22 @@ const DAY = (p: string) => `'day:' || to_char(now() AT TIME ZONE ${p}, 'YYYY-MM-
 const MONTH = (p: string) => `'month:' || to_char(now() AT TIME ZONE ${p}, 'YYYY-MM')`;
 
 /**
- * What the key may still place in holds: the smaller of its day and month budgets minus spend in the period and
- * its open holds. Null when the key has no budget. Call with the account row locked (FOR UPDATE).
+ * What the key may still place in holds: the smaller of its day and month budgets minus spend in the period, its
+ * open holds, and the open shared credit leases of its account created before the account's budget fence (they
+ * may still carry requests of the key served before a process saw its budget: see migration 074). Null when the
+ * key has no budget. Call with the account row locked (FOR UPDATE).
  */
 export async function keyBudgetRoom(c: DbClient, keyId: string): Promise<{ room: number; period: 'day' | 'month' } | null> {
   const r = await c.query(
     `WITH k AS (
-       SELECT k.id, COALESCE(k.budget_day_vnd, a.default_budget_day_vnd) AS day_budget,
+       SELECT k.id, k.account_id, a.budget_fence_at, COALESCE(k.budget_day_vnd, a.default_budget_day_vnd) AS day_budget,
               COALESCE(k.budget_month_vnd, a.default_budget_month_vnd) AS month_budget
        FROM api_keys k JOIN accounts a ON a.id = k.account_id WHERE k.id = $1),
-     held AS (SELECT COALESCE(sum(remaining), 0)::bigint AS v FROM holds WHERE api_key_id = $1 AND status = 'open')
+     held AS (
+       SELECT (SELECT COALESCE(sum(remaining), 0) FROM holds WHERE api_key_id = $1 AND status = 'open')
+            + (SELECT COALESCE(sum(h.remaining), 0) FROM holds h, k
+               WHERE h.account_id = k.account_id AND h.status = 'open' AND h.api_key_id IS NULL AND h.ref_type = 'lease'
+                 AND h.created_at < k.budget_fence_at AND (k.day_budget IS NOT NULL OR k.month_budget IS NOT NULL)) AS v)
      SELECT k.day_budget - COALESCE((SELECT spent_vnd FROM api_key_spend WHERE api_key_id = $1 AND period = ${DAY('$2')}), 0) - held.v AS day_room,
             k.month_budget - COALESCE((SELECT spent_vnd FROM api_key_spend WHERE api_key_id = $1 AND period = ${MONTH('$2')}), 0) - held.v AS month_room
      FROM k, held`,

@@ -57,10 +57,11 @@ export class CreditManager {
 
   /**
    * Reserves `maxCost` VND from the account's lease, or with `budgetKeyId` (a key that has a spend budget) from that
-   * key's own lease. Throws InsufficientFunds or BudgetExceeded when the ledger refuses.
+   * key's own lease. Throws InsufficientFunds or BudgetExceeded when the ledger refuses. `budgetFenceAt`: the
+   * account's budget fence from the caller's key settings (Leases.reserve).
    */
-  reserve(accountId: string, maxCost: number, budgetKeyId: string | null = null): Promise<Reservation> {
-    return this.leases.reserve(accountId, maxCost, budgetKeyId);
+  reserve(accountId: string, maxCost: number, budgetKeyId: string | null = null, budgetFenceAt: number | null = null): Promise<Reservation> {
+    return this.leases.reserve(accountId, maxCost, budgetKeyId, budgetFenceAt);
   }
 
   /**

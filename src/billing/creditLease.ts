@@ -25,6 +25,8 @@ export interface Reservation {
 export interface LeaseSink {
   charge(usage: UsageInput, accountId: string, holdId: string, cost: number): void;
   release(holdId: string): void;
+  /** Writes what is queued now (charges first, then releases). */
+  flush(): Promise<void>;
 }
 
 export interface LeaseOptions {
@@ -44,6 +46,8 @@ interface Lease {
   remaining: number;
   inflight: number;
   seq: number;
+  /** Date.now() before the hold was placed (for the budget fence: see reserve). */
+  placedAt: number;
   rotateAt: number;
   lastUsed: number;
   closing: boolean;
@@ -61,15 +65,21 @@ export class Leases {
 
   /**
    * Reserves `maxCost` VND from the account's lease, or with `budgetKeyId` (a key that has a spend budget) from that
-   * key's own lease. Throws InsufficientFunds or BudgetExceeded when the ledger refuses.
+   * key's own lease. Throws InsufficientFunds or BudgetExceeded when the ledger refuses. `budgetFenceAt` (the
+   * account's, from the caller's key settings): once it has passed, a shared lease placed before it is retired,
+   * since the ledger counts such a lease against every budgeted key of the account until it is released.
    */
-  async reserve(accountId: string, maxCost: number, budgetKeyId: string | null = null): Promise<Reservation> {
+  async reserve(accountId: string, maxCost: number, budgetKeyId: string | null = null, budgetFenceAt: number | null = null): Promise<Reservation> {
     if (!Number.isSafeInteger(maxCost) || maxCost < 0) throw new Error(`bad reservation amount ${maxCost}`);
     const stateKey = budgetKeyId ?? accountId;
     let st = this.accounts.get(stateKey);
     if (!st) {
       st = { lease: null, waiters: [], pumping: false, accountId, apiKeyId: budgetKeyId };
       this.accounts.set(stateKey, st);
+    }
+    if (budgetFenceAt !== null) {
+      const flushed = this.passFence(accountId, budgetFenceAt, budgetKeyId !== null);
+      if (flushed) await flushed;
     }
     // Fast path: no one queued ahead and the lease covers it (no I/O, no await).
     if (st.waiters.length === 0) {
@@ -80,6 +90,19 @@ export class Leases {
       st!.waiters.push({ amount: maxCost, resolve, reject });
       if (!st!.pumping) void this.pump(st!);
     });
+  }
+
+  /**
+   * Retires the account's shared lease placed before its budget fence, once the fence has passed: the ledger counts
+   * such a lease against every budgeted key of the account until it is released. For a budgeted key's request, the
+   * flush runs first when nothing is open against it, so that its release reaches the ledger before the key's room
+   * is read (once per fence and process).
+   */
+  private passFence(accountId: string, fenceAt: number, budgeted: boolean): Promise<void> | null {
+    const lease = this.accounts.get(accountId)?.lease;
+    if (!lease || lease.placedAt >= fenceAt || Date.now() < fenceAt) return null;
+    this.retire(lease);
+    return budgeted && lease.inflight === 0 ? this.sink.flush() : null;
   }
 
   /** An account's open lease: its unspent VND and the reservations still open against it. */
@@ -167,7 +190,7 @@ export class Leases {
       accountId, apiKeyId, holdId, min: need, want: Math.max(need, this.opts.leaseVnd), idempotencyKey: `lease:${holdId}:0`,
       refType: 'lease', refId: holdId, expiresAt: new Date(rotateAt + EXPIRY_GRACE_MS),
     });
-    st.lease = { holdId, accountId, apiKeyId, remaining: granted, inflight: 0, seq: 0, rotateAt, lastUsed: now, closing: false };
+    st.lease = { holdId, accountId, apiKeyId, remaining: granted, inflight: 0, seq: 0, placedAt: now, rotateAt, lastUsed: now, closing: false };
   }
 
   private retire(lease: Lease): void {

@@ -22,7 +22,7 @@ import { PG_ERROR, pgErrorCode } from '../db/pgErrors';
  */
 
 /** `budgetKeyId`: the key, when it has a spend budget (its reservations then come from a lease of its own). */
-export interface MeterOwner { accountId: string; keyId: string | null; budgetKeyId?: string | null }
+export interface MeterOwner { accountId: string; keyId: string | null; budgetKeyId?: string | null; budgetFenceAt?: number | null }
 
 export class Meter {
   /** Usage-record id and the charge's idempotency key (`req:<id>`): fresh per request, never client-chosen. */
@@ -89,7 +89,7 @@ export async function openMeter(credit: CreditManager, owner: MeterOwner, model:
   if (maxCostVnd > Number.MAX_SAFE_INTEGER) throw new ApiError(402, 'Insufficient balance: this request could cost more than any balance can cover. Lower its token counts or number of choices.', 'insufficient_quota', null, 'insufficient_balance');
   for (let attempt = 0; ; attempt++) {
     try {
-      return new Meter(await credit.reserve(owner.accountId, maxCostVnd, owner.budgetKeyId ?? null), owner, model, operation);
+      return new Meter(await credit.reserve(owner.accountId, maxCostVnd, owner.budgetKeyId ?? null, owner.budgetFenceAt ?? null), owner, model, operation);
     } catch (e) {
       if (e instanceof InsufficientFunds) throw insufficientFunds(maxCostVnd, Math.max(0, e.available));
       if (e instanceof BudgetExceeded) throw budgetExceeded(maxCostVnd, Math.max(0, e.room), e.period);

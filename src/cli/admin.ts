@@ -4,7 +4,7 @@ import { createPool, type Db } from '../db/pool';
 import { ensureDatabase, migrate } from '../db/migrate';
 import { createAccount, getBalance, listLedger, topUp, verifyProjections } from '../billing/ledger';
 import { createApiKey, listApiKeys, revokeApiKey } from '../auth/apiKeys';
-import { getAccountLimits, parseLimitsPatch, setAccountLimits, setKeyLimits, type KeyLimits, type KeySettings } from '../limits/keyLimits';
+import { DEFAULT_KEY_CACHE_MS, getAccountLimits, parseLimitsPatch, setAccountLimits, setKeyLimits, untilBudgetBinds, type KeyLimits, type KeySettings } from '../limits/keyLimits';
 import { checkTimeZone, DEFAULT_BUDGET_TIME_ZONE, keySpend, setBudgetTimeZone } from '../billing/budget';
 import { ApiError } from '../errors';
 import { CONSOLE_USERS_USAGE, isConsoleUserCommand, runConsoleUserCommand, UsageError as ConsoleUsageError } from './consoleUsers';
@@ -46,7 +46,13 @@ ${CONSOLE_USERS_USAGE.split('\n').map((l) => '  ' + l).join('\n')}
 Amounts are whole VND (digits, optionally grouped with _ as in 5_000_000). Limits: requests and tokens per minute,
 budgets per calendar day and month in BUDGET_TIME_ZONE; --expires takes an ISO 8601 date-time.
 Environment: DATABASE_URL (default postgres://postgres@127.0.0.1:5432/gateway), BUDGET_TIME_ZONE
-(default Asia/Ho_Chi_Minh).`;
+(default Asia/Ho_Chi_Minh), KEY_CACHE_MS (default 2000; as the API's: a budget change returns once it binds).`;
+
+/** The API processes' key cache lifetime, which a budget change waits out (keyLimits.untilBudgetBinds). */
+function keyCacheMs(env: NodeJS.ProcessEnv | Record<string, string | undefined>): number {
+  const v = Number(env.KEY_CACHE_MS);
+  return env.KEY_CACHE_MS && Number.isSafeInteger(v) && v >= 0 ? v : DEFAULT_KEY_CACHE_MS;
+}
 
 class UsageError extends Error {}
 class CommandError extends Error {}
@@ -323,9 +329,10 @@ function plan(cmd: string, pos: string[], values: { [k: string]: string | boolea
       const accountId = uuidArg(pos[0], 'accountId');
       const keyId = uuidArg(pos[1], 'keyId');
       const patch = limitsPatch(values, true);
-      return async (db, print) => {
+      return async (db, print, io) => {
         await requireAccount(db, accountId);
-        if (!(await setKeyLimits(db, accountId, keyId, patch))) throw new CommandError(`no key ${keyId} on account ${accountId}`);
+        if (!(await setKeyLimits(db, accountId, keyId, patch, keyCacheMs(io.env)))) throw new CommandError(`no key ${keyId} on account ${accountId}`);
+        await untilBudgetBinds(patch, keyCacheMs(io.env));
         const k = (await listApiKeys(db, accountId)).find((x) => x.id === keyId)!;
         print(`key ${keyId}: ${limitsText(k.effective)}${k.expiresAt ? `, expires ${k.expiresAt}` : ''}`, { id: keyId, limits: k.limits, effective_limits: k.effective, expires_at: k.expiresAt });
         return 0;
@@ -335,9 +342,10 @@ function plan(cmd: string, pos: string[], values: { [k: string]: string | boolea
       expectPositionals(pos, 1, cmd);
       const accountId = uuidArg(pos[0], 'accountId');
       const patch = limitsPatch(values, false);
-      return async (db, print) => {
+      return async (db, print, io) => {
         await requireAccount(db, accountId);
-        await setAccountLimits(db, accountId, patch);
+        await setAccountLimits(db, accountId, patch, keyCacheMs(io.env));
+        await untilBudgetBinds(patch, keyCacheMs(io.env));
         const defaults = (await getAccountLimits(db, accountId))!;
         print(`account ${accountId} key defaults: ${limitsText(defaults)}`, { account_id: accountId, defaults });
         return 0;

@@ -3,7 +3,7 @@ import type { AppDeps } from '../api/deps';
 import { jsonBody, route, type GatewayState } from '../api/middleware';
 import { badRequest, notFound } from '../errors';
 import { createApiKey, revokeApiKey } from '../auth/apiKeys';
-import { parseLimitsPatch, setKeyLimits } from '../limits/keyLimits';
+import { parseLimitsPatch, setKeyLimits, untilBudgetBinds } from '../limits/keyLimits';
 import { keysWithControls } from './keyControls';
 import { requireCsrf, requireSession, sameOrigin, sessionOf } from './auth';
 import { balanceWithLedger, usageByDayAndModel, usageRecord } from './queries';
@@ -31,7 +31,8 @@ export function mountCustomerApi(r: Router<GatewayState>, deps: AppDeps): void {
     const id = uuidParam(ctx.params.id, 'id');
     const patch = parseLimitsPatch(ctx.request.body, { expiry: true });
     const accountId = sessionOf(ctx).accountId;
-    if (!(await setKeyLimits(deps.db, accountId, id, patch))) throw notFound('No such API key.');
+    if (!(await setKeyLimits(deps.db, accountId, id, patch, deps.config.keyCacheMs))) throw notFound('No such API key.');
+    await untilBudgetBinds(patch, deps.config.keyCacheMs);
     ctx.body = (await keysWithControls(deps, accountId))!.data.find((k) => k.id === id);
   });
 

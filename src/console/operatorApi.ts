@@ -9,7 +9,7 @@ import { intParam, requiredString, stringField, uuidParam } from './params';
 import { listJobs } from './jobs';
 import { jobStatusParam } from './customerApi';
 import { ConsoleUserError, createLogin, listLogins } from './users';
-import { parseLimitsPatch, setAccountLimits, setKeyLimits } from '../limits/keyLimits';
+import { parseLimitsPatch, setAccountLimits, setKeyLimits, untilBudgetBinds } from '../limits/keyLimits';
 import { keysWithControls } from './keyControls';
 import { redactorFor } from '../catalog/redact';
 
@@ -74,7 +74,8 @@ export function mountOperatorApi(r: Router<GatewayState>, deps: AppDeps): void {
   r.patch('/console/api/admin/accounts/:id/limits', route('/console/api/admin/accounts/:id/limits'), ...auth, body, async (ctx) => {
     const id = uuidParam(ctx.params.id, 'id');
     const patch = parseLimitsPatch(ctx.request.body, { expiry: false });
-    if (!(await setAccountLimits(deps.db, id, patch))) throw notFound('No such account.');
+    if (!(await setAccountLimits(deps.db, id, patch, deps.config.keyCacheMs))) throw notFound('No such account.');
+    await untilBudgetBinds(patch, deps.config.keyCacheMs);
     ctx.body = await keysWithControls(deps, id);
   });
 
@@ -82,7 +83,8 @@ export function mountOperatorApi(r: Router<GatewayState>, deps: AppDeps): void {
     const id = uuidParam(ctx.params.id, 'id');
     const keyId = uuidParam(ctx.params.keyId, 'keyId');
     const patch = parseLimitsPatch(ctx.request.body, { expiry: true });
-    if (!(await setKeyLimits(deps.db, id, keyId, patch))) throw notFound('No such API key on this account.');
+    if (!(await setKeyLimits(deps.db, id, keyId, patch, deps.config.keyCacheMs))) throw notFound('No such API key on this account.');
+    await untilBudgetBinds(patch, deps.config.keyCacheMs);
     ctx.body = (await keysWithControls(deps, id))!.data.find((k) => k.id === keyId);
   });
 

@@ -1,4 +1,4 @@
-import type { Db } from '../db/pool';
+import { tx, type Db, type DbClient } from '../db/pool';
 import { badRequest } from '../errors';
 
 /**
@@ -77,21 +77,59 @@ function assignments(patch: Partial<KeySettings>, firstParam: number, prefix: st
   return { sql, values };
 }
 
-/** Sets a key's own limits and expiry; false when the account has no such key. Takes effect within KEY_CACHE_MS. */
-export async function setKeyLimits(db: Db, accountId: string, keyId: string, patch: Partial<KeySettings>): Promise<boolean> {
+/** The default KEY_CACHE_MS: a fence at least this far ahead is safe for every process using the default or less. */
+export const DEFAULT_KEY_CACHE_MS = 2000;
+/** Slack on top of KEY_CACHE_MS for the commit after clock_timestamp() and clock drift between processes. */
+export const BUDGET_FENCE_MARGIN_MS = 250;
+
+export const hasBudgetField = (patch: Partial<KeyLimits>) => 'budgetDayVnd' in patch || 'budgetMonthVnd' in patch;
+
+/**
+ * A budget change moves the account's budget fence (migration 074) to KEY_CACHE_MS (+ margin) from now, in the
+ * transaction of the change: a process whose cached key settings predate the change may serve the key from the
+ * account's shared lease until then, so the shared lease holds created before the fence count against the
+ * account's budgeted keys (billing/budget.ts) until released. The account row is locked first, as the ledger does.
+ */
+async function moveBudgetFence(c: DbClient, accountId: string, keyCacheMs: number): Promise<void> {
+  await c.query(
+    `UPDATE accounts SET budget_fence_at = GREATEST(budget_fence_at, clock_timestamp() + $2::int * interval '1 millisecond') WHERE id = $1`,
+    [accountId, keyCacheMs + BUDGET_FENCE_MARGIN_MS],
+  );
+}
+
+/**
+ * Waits until a budget change just saved binds on every process (its fence has passed): the console, operator
+ * routes and CLI answer only then, so a budget is exact from the moment its caller is told it is set.
+ */
+export function untilBudgetBinds(patch: Partial<KeyLimits>, keyCacheMs: number): Promise<void> {
+  if (!hasBudgetField(patch)) return Promise.resolve();
+  return new Promise((r) => setTimeout(r, keyCacheMs + BUDGET_FENCE_MARGIN_MS));
+}
+
+/**
+ * Sets a key's own limits and expiry; false when the account has no such key. Rates and expiry take effect within
+ * KEY_CACHE_MS; a budget binds exactly from KEY_CACHE_MS after (untilBudgetBinds).
+ */
+export async function setKeyLimits(db: Db, accountId: string, keyId: string, patch: Partial<KeySettings>, keyCacheMs = DEFAULT_KEY_CACHE_MS): Promise<boolean> {
   const a = assignments(patch, 3, '');
   if (a.sql.length === 0) return (await db.query('SELECT 1 FROM api_keys WHERE id = $1 AND account_id = $2', [keyId, accountId])).rowCount === 1;
-  const r = await db.query(`UPDATE api_keys SET ${a.sql.join(', ')} WHERE id = $1 AND account_id = $2`, [keyId, accountId, ...a.values]);
-  return r.rowCount === 1;
+  return tx(db, async (c) => {
+    if (hasBudgetField(patch)) await moveBudgetFence(c, accountId, keyCacheMs);
+    const r = await c.query(`UPDATE api_keys SET ${a.sql.join(', ')} WHERE id = $1 AND account_id = $2`, [keyId, accountId, ...a.values]);
+    return r.rowCount === 1;
+  });
 }
 
 /** Sets the account's defaults for keys without their own values; false when no such account. */
-export async function setAccountLimits(db: Db, accountId: string, patch: Partial<KeyLimits>): Promise<boolean> {
+export async function setAccountLimits(db: Db, accountId: string, patch: Partial<KeyLimits>, keyCacheMs = DEFAULT_KEY_CACHE_MS): Promise<boolean> {
   const { expiresAt: _ignored, ...limits } = patch as Partial<KeySettings>;
   const a = assignments(limits, 2, 'default_');
   if (a.sql.length === 0) return (await db.query('SELECT 1 FROM accounts WHERE id = $1', [accountId])).rowCount === 1;
-  const r = await db.query(`UPDATE accounts SET ${a.sql.join(', ')} WHERE id = $1`, [accountId, ...a.values]);
-  return r.rowCount === 1;
+  return tx(db, async (c) => {
+    if (hasBudgetField(limits)) await moveBudgetFence(c, accountId, keyCacheMs);
+    const r = await c.query(`UPDATE accounts SET ${a.sql.join(', ')} WHERE id = $1`, [accountId, ...a.values]);
+    return r.rowCount === 1;
+  });
 }
 
 export async function getAccountLimits(db: Db, accountId: string): Promise<KeyLimits | null> {

@@ -3,7 +3,7 @@ import { createPool, type Db } from '../../src/db/pool';
 import { createAccount, placeFlexibleHold, placeHold, settleHold, topUp, verifyProjections } from '../../src/billing/ledger';
 import { BudgetExceeded, keyBudgetRoom, keySpend } from '../../src/billing/budget';
 import { createApiKey } from '../../src/auth/apiKeys';
-import { setAccountLimits, setKeyLimits } from '../../src/limits/keyLimits';
+import { BUDGET_FENCE_MARGIN_MS, setAccountLimits, setKeyLimits } from '../../src/limits/keyLimits';
 import { tx } from '../../src/db/pool';
 
 /** Key budgets in the ledger: holds through a key (video jobs, budgeted keys' credit leases) against its budget. */
@@ -78,5 +78,34 @@ test('spend through an account\'s shared lease counts towards the key\'s budget 
   // A budget set now starts from that spend.
   await setKeyLimits(db, accountId, keyId, { budgetDayVnd: 3_000 });
   expect(await tx(db, (c) => keyBudgetRoom(c, keyId))).toEqual({ room: 900, period: 'day' });
+  expect(await verifyProjections(db)).toEqual([]);
+});
+
+test('a budget set while shared leases are open counts them (they may carry requests of the key) until they are released', async () => {
+  const { accountId, keyId } = await keyOf(1_000_000);
+  const lease = (holdId: string, want: number) => placeFlexibleHold(db, { accountId, holdId, min: 1, want, idempotencyKey: `l:${randomUUID()}`, refType: 'lease', refId: holdId });
+  const before = randomUUID();
+  expect(await lease(before, 20_000)).toBe(20_000);
+  await setKeyLimits(db, accountId, keyId, { budgetDayVnd: 50_000 }, 100);
+  // Placed after the change but before its fence: a process may still serve the key from it on cached settings.
+  const during = randomUUID();
+  expect(await lease(during, 5_000)).toBe(5_000);
+  expect(await tx(db, (c) => keyBudgetRoom(c, keyId))).toEqual({ room: 25_000, period: 'day' });
+  await new Promise((r) => setTimeout(r, 100 + BUDGET_FENCE_MARGIN_MS));
+  // After the fence no process serves the key from a shared lease: a new one does not count, a key hold does.
+  const after = randomUUID();
+  expect(await lease(after, 7_000)).toBe(7_000);
+  expect(await tx(db, (c) => keyBudgetRoom(c, keyId))).toEqual({ room: 25_000, period: 'day' });
+  await settleHold(db, { holdId: before, charge: 1_000, idempotencyKey: `s:${before}` });
+  expect(await tx(db, (c) => keyBudgetRoom(c, keyId))).toEqual({ room: 45_000, period: 'day' });
+  await settleHold(db, { holdId: during, charge: 0, idempotencyKey: `s:${during}` });
+  expect(await tx(db, (c) => keyBudgetRoom(c, keyId))).toEqual({ room: 50_000, period: 'day' });
+  // Another key's budget change moves the fence again; a key whose budget is removed has no room to compute.
+  const other = (await createApiKey(db, accountId, 'other')).id;
+  await setKeyLimits(db, accountId, other, { budgetMonthVnd: 1_000 }, 100);
+  expect(await tx(db, (c) => keyBudgetRoom(c, keyId))).toEqual({ room: 43_000, period: 'day' });
+  await setKeyLimits(db, accountId, keyId, { budgetDayVnd: null }, 100);
+  expect(await tx(db, (c) => keyBudgetRoom(c, keyId))).toBeNull();
+  await settleHold(db, { holdId: after, charge: 0, idempotencyKey: `s:${after}` });
   expect(await verifyProjections(db)).toEqual([]);
 });

@@ -5,7 +5,7 @@ import OpenAI from 'openai';
 import { createPool, type Db } from '../../src/db/pool';
 import { createAccount, getBalance, topUp, verifyProjections } from '../../src/billing/ledger';
 import { createApiKey } from '../../src/auth/apiKeys';
-import { setKeyLimits } from '../../src/limits/keyLimits';
+import { setKeyLimits, untilBudgetBinds } from '../../src/limits/keyLimits';
 import { startEmulator, type Emulator } from '../../src/emulator/server';
 import { spawnTsChild, type TsChild } from '../support/tsChild';
 import { eventually } from '../support/video';
@@ -138,6 +138,48 @@ test('a concurrent burst against a daily budget across three processes never spe
   expect(spent).toBeLessThanOrEqual(budget);
   expect(ledger).toBe(spent);
   expect((await getBalance(db, accountId))!.balance).toBe(1_000_000 - spent);
+  expect(await verifyProjections(db)).toEqual([]);
+}, 120_000);
+
+test('a budget set while the key is served from the account\'s shared leases binds once saved: requests in flight on them count, and the spend never passes it', async () => {
+  const { accountId, keyId, key } = await keyWith({});
+  const body = { model: 'gpt-4o', max_tokens: 5 };
+  const prompt = 'x'.repeat(4000); // reserves ~265 VND, costs ~67 (see the daily budget test)
+  // Warm: every process caches the key's settings (no budget) and serves it from the account's shared lease.
+  expect((await burst(key, 6, body, prompt)).ok).toBe(6);
+  // Thirty more, held upstream for 2.5 s: in flight on the shared leases while the budget is set.
+  emulator.control.reset();
+  emulator.control.addFault({ match: 'POST /openai/v1/chat/completions', delayMs: 2_500, times: 30 });
+  let slowDone = false;
+  const slow = burst(key, 30, body, prompt).finally(() => { slowDone = true; });
+  await eventually(async () => emulator.control.faultsApplied === 30);
+  const usage = async () => (await db.query('SELECT count(*)::int AS n, COALESCE(sum(cost_vnd), 0)::int AS v FROM usage_records WHERE api_key_id = $1', [keyId])).rows[0] as { n: number; v: number };
+  await eventually(async () => (await usage()).n === 6);
+  // What the slow thirty will cost, and room for about one more request's reservation: a budget that ignored them
+  // (granting its room to later requests while they are still in flight) would be passed when they settle.
+  const warm = (await usage()).v;
+  const budget = warm + (warm / 6) * 30 + 330;
+  const patch = { budgetDayVnd: budget };
+  await setKeyLimits(db, accountId, keyId, patch, 200); // KEY_CACHE_MS of the processes
+  await untilBudgetBinds(patch, 200);
+  // Saved: bursts now, while the thirty are still in flight, and after, until the budget refuses everything.
+  const rounds = [];
+  for (let i = 0; i < 80; i++) {
+    const r = await burst(key, 15, body, prompt);
+    rounds.push(r);
+    if (r.ok === 0 && slowDone) break;
+    if (r.ok === 0) await new Promise((res) => setTimeout(res, 100));
+  }
+  expect((await slow).ok).toBe(30);
+  expect(rounds.at(-1)!.ok).toBe(0);
+  expect(rounds.reduce((n, r) => n + r.ok, 0)).toBeGreaterThan(0);
+  for (const e of rounds.flatMap((r) => r.errors)) expect([e.status, e.code]).toEqual([402, 'budget_exceeded']);
+  const served = 6 + 30 + rounds.reduce((n, r) => n + r.ok, 0);
+  await eventually(async () => (await usage()).n === served, 30_000);
+  const spent = (await usage()).v;
+  expect(spent).toBeLessThanOrEqual(budget);
+  const ledger = (await db.query(`SELECT spent_vnd FROM api_key_spend WHERE api_key_id = $1 AND period LIKE 'day:%'`, [keyId])).rows[0].spent_vnd;
+  expect(Number(ledger)).toBe(spent);
   expect(await verifyProjections(db)).toEqual([]);
 }, 120_000);
 
