@@ -1,13 +1,16 @@
 import type { AppDeps } from './deps';
 import type { Ctx } from './middleware';
 import { ApiError } from '../errors';
-import type { Admission, TokenTicket, WindowState } from '../limits/rateLimiter';
+import type { TokenTicket, WindowState, WindowView } from '../limits/rateLimiter';
 
 /**
  * A key's requests/tokens per minute on the request path: the check (before any money is reserved or anything is
  * sent upstream), the rate-limit headers, and the 429 refusal. Headers as the interfaces send them: OpenAI's
  * `x-ratelimit-{limit,remaining,reset}-{requests,tokens}` (reset as a duration, e.g. `6m0s`), and on /v1/messages
  * Anthropic's `anthropic-ratelimit-{requests,tokens}-{limit,remaining,reset}` (reset as an RFC 3339 time).
+ * Every response to an authenticated request of a key with an RPM or TPM carries them: from its admission where it
+ * had one, else (GET routes, a request refused before its check) from a read-only look at the window
+ * (addRateLimitHeaders). A key without either limit gets none: there is no limit to describe.
  */
 
 /** OpenAI's duration form: `20ms`, `1.5s`, `6m0s`. */
@@ -19,7 +22,8 @@ export function openAIDuration(ms: number): string {
   return m > 0 ? `${m}m${s}s` : `${s}s`;
 }
 
-function setHeaders(ctx: Ctx, a: Admission): void {
+function setHeaders(ctx: Ctx, a: WindowView): void {
+  ctx.state.rateLimitHeaders = true;
   const anthropic = ctx.state.errorShape === 'anthropic';
   const put = (kind: 'requests' | 'tokens', w: WindowState | null) => {
     if (!w) return;
@@ -58,6 +62,17 @@ export async function admitRequest(ctx: Ctx, deps: Pick<AppDeps, 'limiter' | 'me
   const [what, limit, w] = a.refused === 'requests' ? ['requests per minute (RPM)', rpm, a.requests] : ['tokens per minute (TPM)', tpm, a.tokens];
   const used = w ? w.limit - w.remaining : limit;
   throw new ApiError(429, `Rate limit reached for ${what} on this API key: Limit ${limit}, Used ${used}, Requested ${a.refused === 'requests' ? 1 : maxTokens}. Please try again in ${openAIDuration(a.retryAfterMs)}.`, a.refused === 'requests' ? 'requests' : 'tokens', null, 'rate_limit_exceeded', headers);
+}
+
+/**
+ * After an authenticated request has run (a success or an error alike; errorHandler keeps the headers): gives its
+ * response the key's rate-limit headers if its admission did not. The look at the window counts nothing; a request
+ * that was admitted (every billed one) needs no second call to the limiter. Never throws.
+ */
+export async function addRateLimitHeaders(ctx: Ctx, deps: Pick<AppDeps, 'limiter'>): Promise<void> {
+  const p = ctx.state.principal;
+  if (!p || ctx.state.rateLimitHeaders || ctx.res.headersSent || (p.limits.rpm === null && p.limits.tpm === null)) return;
+  setHeaders(ctx, await deps.limiter.peek(p.keyId, { rpm: p.limits.rpm, tpm: p.limits.tpm }));
 }
 
 /** Tokens a settled request used, from its usage units (prompt + completion); 0 for units without tokens. */

@@ -35,9 +35,14 @@ export interface Admission {
 /** What a limiter needs to find an admitted request's token entry again. */
 export interface TokenTicket { keyId: string; id: string; tokens: number; at: number; local?: TokenEntry }
 
+/** A key's windows as they stand (no request counted). */
+export type WindowView = Pick<Admission, 'requests' | 'tokens'>;
+
 export interface RateLimiter {
   /** Checks and, if admitted, counts one request of up to `tokens` tokens. Never throws. */
   check(keyId: string, limits: RateLimits, tokens: number): Promise<Admission>;
+  /** The key's windows without counting anything (the headers of a response no check was made for). Never throws. */
+  peek(keyId: string, limits: RateLimits): Promise<WindowView>;
   /** Corrects an admitted request's tokens to what it used (0 for a request that went nowhere). Fire and forget. */
   settle(ticket: TokenTicket, actualTokens: number): void;
   /** What each key has used in the current window (console pages): requests and tokens. */
@@ -56,6 +61,15 @@ interface KeyWindow {
   tokens: TokenEntry[];
   tokHead: number;
   used: number;
+}
+
+/** A WindowView from counts in the window and the ms until it is fully replenished. */
+export function windowView(limits: RateLimits, requests: number, tokens: number, requestsResetMs: number, tokensResetMs: number): WindowView {
+  const { rpm, tpm } = limits;
+  return {
+    requests: rpm ? { limit: rpm, remaining: Math.max(0, rpm - requests), resetMs: requestsResetMs } : null,
+    tokens: tpm ? { limit: tpm, remaining: Math.max(0, tpm - tokens), resetMs: tokensResetMs } : null,
+  };
 }
 
 let seq = 0;
@@ -128,6 +142,20 @@ export class MemoryRateLimiter implements RateLimiter {
       requests: rpm > 0 ? { limit: rpm, remaining: Math.max(0, rpm - (w.requests.length - w.reqHead)), resetMs: newest(w.requests.at(-1)) } : null,
       tokens: tpm > 0 ? { limit: tpm, remaining: Math.max(0, tpm - w.used), resetMs: newest(w.tokens.at(-1)?.at) } : null,
     };
+  }
+
+  async peek(keyId: string, limits: RateLimits): Promise<WindowView> {
+    const now = Date.now();
+    const from = now - WINDOW_MS;
+    const w = this.windows.get(keyId);
+    let count = 0;
+    let used = 0;
+    if (w) {
+      for (let i = w.reqHead; i < w.requests.length; i++) if (w.requests[i] > from) count++;
+      for (let i = w.tokHead; i < w.tokens.length; i++) if (w.tokens[i].at > from) used += w.tokens[i].n;
+    }
+    const reset = (at: number | undefined) => (at === undefined || at <= from ? 0 : at + WINDOW_MS - now);
+    return windowView(limits, count, used, reset(w?.requests.at(-1)), reset(w?.tokens.at(-1)?.at));
   }
 
   settle(ticket: TokenTicket, actualTokens: number): void {

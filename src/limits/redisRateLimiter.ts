@@ -1,6 +1,6 @@
 import Redis from 'ioredis';
 import type { Logger } from '../observability/logger';
-import { admissionId, MemoryRateLimiter, WINDOW_MS, type Admission, type RateLimiter, type RateLimits, type TokenTicket, type WindowUsage } from './rateLimiter';
+import { admissionId, MemoryRateLimiter, WINDOW_MS, windowView, type Admission, type RateLimiter, type RateLimits, type TokenTicket, type WindowUsage, type WindowView } from './rateLimiter';
 
 /**
  * The sliding window of rateLimiter.ts in Redis, shared by every API process: one EVALSHA per check (the script
@@ -105,7 +105,26 @@ for _, m in ipairs(redis.call('ZRANGEBYSCORE', KEYS[2], '(' .. from, '+inf')) do
 return {redis.call('ZCOUNT', KEYS[1], '(' .. from, '+inf'), tokens}
 `;
 
+// Read-only: a key's requests and tokens in the window and until it is replenished (the rate-limit headers of a
+// response no check was made for: GET routes, a request refused before its check).
+const PEEK = `
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local from = now - tonumber(ARGV[1])
+local tokens, treset, rreset = 0, 0, 0
+local es = redis.call('ZRANGEBYSCORE', KEYS[2], '(' .. from, '+inf', 'WITHSCORES')
+for i = 1, #es, 2 do tokens = tokens + tonumber(string.match(es[i], ':(%d+)$')) end
+if #es > 0 then treset = tonumber(es[#es]) + tonumber(ARGV[1]) - now end
+local count = redis.call('ZCOUNT', KEYS[1], '(' .. from, '+inf')
+if count > 0 then
+  local e = redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')
+  rreset = tonumber(e[2]) + tonumber(ARGV[1]) - now
+end
+return {count, tokens, rreset, treset}
+`;
+
 type Limited = Redis & {
+  rlPeek(rk: string, tk: string, win: number): Promise<number[]>;
   rlUsage(rk: string, tk: string, win: number): Promise<number[]>;
   rlCheck(rk: string, tk: string, sk: string, rpm: number, tpm: number, cost: number, id: string, win: number): Promise<number[]>;
   rlSettle(tk: string, sk: string, ...corrections: (string | number)[]): Promise<number>;
@@ -152,6 +171,7 @@ export class RedisRateLimiter implements RateLimiter {
     this.redis.defineCommand('rlCheck', { numberOfKeys: 3, lua: CHECK });
     this.redis.defineCommand('rlSettle', { numberOfKeys: 2, lua: SETTLE });
     this.redis.defineCommand('rlUsage', { numberOfKeys: 2, lua: USAGE });
+    this.redis.defineCommand('rlPeek', { numberOfKeys: 2, lua: PEEK });
     this.redis.on('ready', () => this.setUp(true));
     this.redis.on('close', () => this.setUp(false));
     // Reported once per outage through setUp; also when Redis is unreachable from the start (never 'ready').
@@ -221,6 +241,19 @@ export class RedisRateLimiter implements RateLimiter {
     }
     this.opts.onLocalDecision?.();
     return this.local.check(keyId, limits, tokens);
+  }
+
+  async peek(keyId: string, limits: RateLimits): Promise<WindowView> {
+    if (this.up) {
+      const [rk, tk] = this.keys(keyId);
+      try {
+        const [count, tokens, rreset, treset] = await this.redis.rlPeek(rk, tk, WINDOW_MS);
+        return windowView(limits, count, tokens, rreset, treset);
+      } catch {
+        // As check: the in-process window answers meanwhile.
+      }
+    }
+    return this.local.peek(keyId, limits);
   }
 
   /**

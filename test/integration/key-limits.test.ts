@@ -113,10 +113,51 @@ describe.each(modes)('rate limits (%s limiter)', (mode, redisUrl) => {
     expect(msg.response.headers.get('anthropic-ratelimit-requests-remaining')).toBe('97');
   });
 
+  test('every response after authentication carries the headers (GET routes, 400s, 404s) without counting the request', async () => {
+    const { accountId, key, keyId } = await gw.account(1_000_000);
+    await setKeyLimits(gw.deps.db, accountId, keyId, { rpm: 5, tpm: 10_000 });
+    const openai = new OpenAI({ apiKey: key, baseURL: `${gw.url}/v1`, maxRetries: 0 });
+    const models = await openai.models.list().withResponse();
+    expect(models.response.headers.get('x-ratelimit-limit-requests')).toBe('5');
+    expect(models.response.headers.get('x-ratelimit-remaining-requests')).toBe('5');
+    expect(models.response.headers.get('x-ratelimit-limit-tokens')).toBe('10000');
+    expect(models.response.headers.get('x-ratelimit-remaining-tokens')).toBe('10000');
+    expect(models.response.headers.get('x-ratelimit-reset-requests')).toBe('0ms');
+    const ok = await chat(key, 50);
+    expect(ok.response.headers.get('x-ratelimit-remaining-requests')).toBe('4');
+    const used = ok.data.usage!.prompt_tokens + ok.data.usage!.completion_tokens;
+    // A validation error (400), an unknown model (404), a GET: the window as it stands, this request not counted.
+    const bad = await openai.chat.completions.create({ model: 'gpt-4o-mini', messages: 'hi' as never }).catch((x) => x);
+    expect(bad).toBeInstanceOf(OpenAI.BadRequestError);
+    const unknown = await openai.chat.completions.create({ model: 'no-such-model', messages: [{ role: 'user', content: 'hi' }] }).catch((x) => x);
+    expect(unknown.status).toBe(404);
+    await eventually(async () => (await openai.models.list().withResponse()).response.headers.get('x-ratelimit-remaining-tokens') === String(10_000 - used));
+    for (const h of [bad.headers, unknown.headers, (await openai.models.retrieve('gpt-4o-mini').withResponse()).response.headers]) {
+      expect(h.get('x-ratelimit-limit-requests')).toBe('5');
+      expect(h.get('x-ratelimit-remaining-requests')).toBe('4');
+      expect(Number(h.get('x-ratelimit-remaining-tokens'))).toBeGreaterThanOrEqual(10_000 - 50 - 20);
+      expect(h.get('x-ratelimit-reset-requests')).toMatch(/^(\d+m)?\d+(\.\d+)?s$/);
+    }
+    // On /v1/messages the Anthropic form: a 400 (max_tokens missing) carries them, the OpenAI ones not.
+    const e = await new Anthropic({ apiKey: key, baseURL: gw.url, maxRetries: 0 }).messages
+      .create({ model: 'claude-haiku-4-5', messages: [{ role: 'user', content: 'hi' }] } as never).catch((x) => x);
+    expect(e).toBeInstanceOf(Anthropic.BadRequestError);
+    expect(e.headers.get('anthropic-ratelimit-requests-limit')).toBe('5');
+    expect(e.headers.get('anthropic-ratelimit-requests-remaining')).toBe('4');
+    expect(e.headers.get('anthropic-ratelimit-tokens-limit')).toBe('10000');
+    expect(Date.parse(e.headers.get('anthropic-ratelimit-requests-reset'))).toBeGreaterThan(Date.now());
+    expect(e.headers.get('x-ratelimit-limit-requests')).toBeNull();
+    // None of them was counted: four requests are still admitted, the fifth is not.
+    const rest = await Promise.allSettled(Array.from({ length: 5 }, () => chat(key, 10)));
+    expect(rest.filter((r) => r.status === 'fulfilled')).toHaveLength(4);
+  });
+
   test('account defaults apply to keys without their own values; a key without limits gets no headers', async () => {
     const { accountId, key } = await gw.account(1_000_000);
     const free = await chat(key);
     expect(free.response.headers.get('x-ratelimit-limit-requests')).toBeNull();
+    const freeModels = await new OpenAI({ apiKey: key, baseURL: `${gw.url}/v1`, maxRetries: 0 }).models.list().withResponse();
+    expect([...freeModels.response.headers.keys()].filter((h) => h.includes('ratelimit'))).toEqual([]);
     await setAccountLimits(gw.deps.db, accountId, { rpm: 2 });
     const k2 = await createApiKey(gw.deps.db, accountId, 'second');
     const r = await chat(k2.key);

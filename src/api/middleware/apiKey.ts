@@ -2,6 +2,7 @@ import type Koa from 'koa';
 import { ApiError } from '../../errors';
 import type { AppDeps } from '../deps';
 import type { Ctx, GatewayState } from './state';
+import { addRateLimitHeaders } from '../rateLimit';
 
 /** Reads the API key from `Authorization: Bearer` or `x-api-key`; 401 in the route's error shape otherwise. */
 export async function authenticate(ctx: Ctx, keys: AppDeps['keys']): Promise<void> {
@@ -21,9 +22,14 @@ export async function authenticate(ctx: Ctx, keys: AppDeps['keys']): Promise<voi
   ctx.state.principal = p;
 }
 
-export function requireApiKey(deps: Pick<AppDeps, 'keys'>): Koa.Middleware<GatewayState> {
+/** Authenticates, then runs the route; its response carries the key's rate-limit headers (api/rateLimit.ts). */
+export function requireApiKey(deps: Pick<AppDeps, 'keys' | 'limiter'>): Koa.Middleware<GatewayState> {
   return async (ctx, next) => {
     await authenticate(ctx, deps.keys);
-    await next();
+    try {
+      await next();
+    } finally {
+      await addRateLimitHeaders(ctx, deps);
+    }
   };
 }

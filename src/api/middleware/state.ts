@@ -14,5 +14,7 @@ export interface GatewayState {
   route?: string;
   /** The request's funds reservation (see reserve.ts): cancelled by errorHandler if still open when an error escapes. */
   meter?: Meter;
+  /** The key's rate-limit headers are set (by its admission; see api/rateLimit.ts). */
+  rateLimitHeaders?: boolean;
 }
 export type Ctx = Koa.ParameterizedContext<GatewayState>;
