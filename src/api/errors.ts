@@ -21,6 +21,12 @@ export function anthropicType(status: number): string {
     default: return status >= 500 ? 'api_error' : 'invalid_request_error';
   }
 }
+/**
+ * Anthropic's shape. Its types cannot tell an exhausted key budget from an empty balance (both `billing_error`), so
+ * a 402 also carries the gateway's code (`budget_exceeded`, `insufficient_balance`) as an extra `error.code`, a
+ * field Anthropic's SDKs pass through untouched.
+ */
 export function anthropicBody(e: ApiError, requestId?: string) {
-  return { type: 'error', error: { type: anthropicType(e.status), message: e.message }, ...(requestId ? { request_id: requestId } : {}) };
+  const error = e.status === 402 && e.code ? { type: anthropicType(e.status), message: e.message, code: e.code } : { type: anthropicType(e.status), message: e.message };
+  return { type: 'error', error, ...(requestId ? { request_id: requestId } : {}) };
 }
