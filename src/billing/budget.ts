@@ -36,9 +36,16 @@ export class BudgetExceeded extends Error {
   }
 }
 
-// The current periods in the budget zone, computed by Postgres from its transaction time ($tz is a parameter).
-const DAY = (p: string) => `'day:' || to_char(now() AT TIME ZONE ${p}, 'YYYY-MM-DD')`;
-const MONTH = (p: string) => `'month:' || to_char(now() AT TIME ZONE ${p}, 'YYYY-MM')`;
+// The periods in the budget zone ($tz is a parameter), computed by Postgres: by the ledger from its transaction
+// time (`at` now()), so every row a transaction writes falls in one period whatever the process clocks say.
+const DAY = (tz: string, at = 'now()') => `'day:' || to_char(${at} AT TIME ZONE ${tz}, 'YYYY-MM-DD')`;
+const MONTH = (tz: string, at = 'now()') => `'month:' || to_char(${at} AT TIME ZONE ${tz}, 'YYYY-MM')`;
+
+/** The budget day and month (`day:YYYY-MM-DD`, `month:YYYY-MM`) an instant falls in, by the ledger's own rule. */
+export async function budgetPeriodsAt(db: Pick<DbClient, 'query'>, at: Date): Promise<{ day: string; month: string }> {
+  const r = await db.query(`SELECT ${DAY('$2', '$1::timestamptz')} AS day, ${MONTH('$2', '$1::timestamptz')} AS month`, [at.toISOString(), timeZone]);
+  return r.rows[0];
+}
 
 /**
  * What the key may still place in holds: the smaller of its day and month budgets minus spend in the period, its

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { createPool, type Db } from '../../src/db/pool';
 import { createAccount, placeFlexibleHold, placeHold, settleHold, topUp, verifyProjections } from '../../src/billing/ledger';
-import { BudgetExceeded, keyBudgetRoom, keySpend } from '../../src/billing/budget';
+import { BudgetExceeded, budgetPeriodsAt, DEFAULT_BUDGET_TIME_ZONE, keyBudgetRoom, keySpend, setBudgetTimeZone } from '../../src/billing/budget';
 import { createApiKey } from '../../src/auth/apiKeys';
 import { BUDGET_FENCE_MARGIN_MS, setAccountLimits, setKeyLimits } from '../../src/limits/keyLimits';
 import { tx } from '../../src/db/pool';
@@ -108,4 +108,39 @@ test('a budget set while shared leases are open counts them (they may carry requ
   expect(await tx(db, (c) => keyBudgetRoom(c, keyId))).toBeNull();
   await settleHold(db, { holdId: after, charge: 0, idempotencyKey: `s:${after}` });
   expect(await verifyProjections(db)).toEqual([]);
+});
+
+describe('BUDGET_TIME_ZONE moves the period boundaries', () => {
+  afterEach(() => setBudgetTimeZone(DEFAULT_BUDGET_TIME_ZONE));
+
+  test('23:30 UTC is still that day in UTC and already the next day (and month) in Asia/Ho_Chi_Minh (UTC+7)', async () => {
+    const lateUtc = new Date('2025-01-31T23:30:00Z');
+    setBudgetTimeZone('UTC');
+    expect(await budgetPeriodsAt(db, lateUtc)).toEqual({ day: 'day:2025-01-31', month: 'month:2025-01' });
+    expect(await budgetPeriodsAt(db, new Date('2025-02-01T00:00:00Z'))).toEqual({ day: 'day:2025-02-01', month: 'month:2025-02' });
+    setBudgetTimeZone('Asia/Ho_Chi_Minh');
+    expect(await budgetPeriodsAt(db, lateUtc)).toEqual({ day: 'day:2025-02-01', month: 'month:2025-02' });
+    // Its midnight is 17:00 UTC the day before.
+    expect(await budgetPeriodsAt(db, new Date('2025-01-31T16:59:59Z'))).toEqual({ day: 'day:2025-01-31', month: 'month:2025-01' });
+    expect(await budgetPeriodsAt(db, new Date('2025-01-31T17:00:00Z'))).toEqual({ day: 'day:2025-02-01', month: 'month:2025-02' });
+    // A zone west of UTC the other way: 02:00 UTC on the 1st is still the previous day and month in New York.
+    setBudgetTimeZone('America/New_York');
+    expect(await budgetPeriodsAt(db, new Date('2025-03-01T02:00:00Z'))).toEqual({ day: 'day:2025-02-28', month: 'month:2025-02' });
+  });
+
+  test('the ledger writes a charge into the period of the configured zone', async () => {
+    for (const zone of ['UTC', 'Asia/Ho_Chi_Minh', 'Pacific/Kiritimati']) {
+      setBudgetTimeZone(zone);
+      const { accountId, keyId } = await keyOf(10_000);
+      const before = (await db.query('SELECT now() AS t')).rows[0].t as Date;
+      const h = randomUUID();
+      await placeHold(db, { accountId, apiKeyId: keyId, holdId: h, amount: 100, idempotencyKey: `h:${h}`, refType: 'video_job' });
+      await settleHold(db, { holdId: h, charge: 60, idempotencyKey: `s:${h}` });
+      const after = (await db.query('SELECT now() AS t')).rows[0].t as Date;
+      const rows = (await db.query('SELECT period FROM api_key_spend WHERE api_key_id = $1 ORDER BY period', [keyId])).rows.map((r) => r.period);
+      const expected = [await budgetPeriodsAt(db, before), await budgetPeriodsAt(db, after)].map((p) => [p.day, p.month]);
+      expect(expected).toContainEqual(rows);
+      expect((await keySpend(db, [keyId])).get(keyId)).toEqual({ day: 60, month: 60 });
+    }
+  });
 });
