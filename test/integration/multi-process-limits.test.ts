@@ -183,6 +183,34 @@ test('a budget set while the key is served from the account\'s shared leases bin
   expect(await verifyProjections(db)).toEqual([]);
 }, 120_000);
 
+test('Redis killed while requests are in flight: every request is answered (none 5xx), serving goes on, /readyz says so', async () => {
+  const { key } = await keyWith({ rpm: 1_000, tpm: 10_000_000 });
+  const clients = urls.map((u) => new OpenAI({ apiKey: key, baseURL: `${u}/v1`, maxRetries: 0 }));
+  const call = (i: number) => clients[i % 3].chat.completions.create({ model: 'gpt-4o-mini', max_tokens: 10, messages: [{ role: 'user', content: 'hi' }] })
+    .then(() => 200, (e) => e.status ?? String(e));
+  emulator.control.settings.latencyMs = 100; // so that requests are in flight (checked, waiting upstream) at the kill
+  try {
+    const answers: Promise<number | string>[] = [];
+    for (let i = 0; i < 60; i++) {
+      answers.push(call(i));
+      if (i === 20) void stopRedis();
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    expect(await Promise.all(answers)).toEqual(Array(60).fill(200)); // well under the limits, per process too
+    for (const u of urls) {
+      await eventually(async () => (await limiterMode(u)) === 'memory (redis unreachable)');
+      expect((await fetch(`${u}/readyz`)).status).toBe(200);
+      // The requests after the kill were decided in-process, and counted as such.
+      expect(await (await fetch(`${u}/metrics`)).text()).toMatch(/^gateway_ratelimit_local_decisions_total [1-9]/m);
+    }
+    expect(await Promise.all([0, 1, 2].map(call))).toEqual([200, 200, 200]);
+  } finally {
+    emulator.control.settings.latencyMs = 0;
+    await startRedis();
+    for (const u of urls) await eventually(async () => (await limiterMode(u)) === 'redis');
+  }
+}, 60_000);
+
 test('Redis stopped mid-test: every process keeps serving and keeps limiting, per process, and says so', async () => {
   const { key } = await keyWith({ rpm: 2 });
   const before = await burst(key, 9, { model: 'gpt-4o-mini', max_tokens: 10 });
