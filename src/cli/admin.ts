@@ -331,8 +331,9 @@ function plan(cmd: string, pos: string[], values: { [k: string]: string | boolea
       const patch = limitsPatch(values, true);
       return async (db, print, io) => {
         await requireAccount(db, accountId);
-        if (!(await setKeyLimits(db, accountId, keyId, patch, keyCacheMs(io.env)))) throw new CommandError(`no key ${keyId} on account ${accountId}`);
-        await untilBudgetBinds(patch, keyCacheMs(io.env));
+        const saved = await setKeyLimits(db, accountId, keyId, patch, keyCacheMs(io.env));
+        if (!saved) throw new CommandError(`no key ${keyId} on account ${accountId}`);
+        await untilBudgetBinds(saved);
         const k = (await listApiKeys(db, accountId)).find((x) => x.id === keyId)!;
         print(`key ${keyId}: ${limitsText(k.effective)}${k.expiresAt ? `, expires ${k.expiresAt}` : ''}`, { id: keyId, limits: k.limits, effective_limits: k.effective, expires_at: k.expiresAt });
         return 0;
@@ -344,8 +345,8 @@ function plan(cmd: string, pos: string[], values: { [k: string]: string | boolea
       const patch = limitsPatch(values, false);
       return async (db, print, io) => {
         await requireAccount(db, accountId);
-        await setAccountLimits(db, accountId, patch, keyCacheMs(io.env));
-        await untilBudgetBinds(patch, keyCacheMs(io.env));
+        const saved = await setAccountLimits(db, accountId, patch, keyCacheMs(io.env));
+        if (saved) await untilBudgetBinds(saved);
         const defaults = (await getAccountLimits(db, accountId))!;
         print(`account ${accountId} key defaults: ${limitsText(defaults)}`, { account_id: accountId, defaults });
         return 0;

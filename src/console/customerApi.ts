@@ -31,8 +31,9 @@ export function mountCustomerApi(r: Router<GatewayState>, deps: AppDeps): void {
     const id = uuidParam(ctx.params.id, 'id');
     const patch = parseLimitsPatch(ctx.request.body, { expiry: true });
     const accountId = sessionOf(ctx).accountId;
-    if (!(await setKeyLimits(deps.db, accountId, id, patch, deps.config.keyCacheMs))) throw notFound('No such API key.');
-    await untilBudgetBinds(patch, deps.config.keyCacheMs);
+    const saved = await setKeyLimits(deps.db, accountId, id, patch, deps.config.keyCacheMs);
+    if (!saved) throw notFound('No such API key.');
+    await untilBudgetBinds(saved);
     ctx.body = (await keysWithControls(deps, accountId))!.data.find((k) => k.id === id);
   });
 

@@ -74,8 +74,9 @@ export function mountOperatorApi(r: Router<GatewayState>, deps: AppDeps): void {
   r.patch('/console/api/admin/accounts/:id/limits', route('/console/api/admin/accounts/:id/limits'), ...auth, body, async (ctx) => {
     const id = uuidParam(ctx.params.id, 'id');
     const patch = parseLimitsPatch(ctx.request.body, { expiry: false });
-    if (!(await setAccountLimits(deps.db, id, patch, deps.config.keyCacheMs))) throw notFound('No such account.');
-    await untilBudgetBinds(patch, deps.config.keyCacheMs);
+    const saved = await setAccountLimits(deps.db, id, patch, deps.config.keyCacheMs);
+    if (!saved) throw notFound('No such account.');
+    await untilBudgetBinds(saved);
     ctx.body = await keysWithControls(deps, id);
   });
 
@@ -83,8 +84,9 @@ export function mountOperatorApi(r: Router<GatewayState>, deps: AppDeps): void {
     const id = uuidParam(ctx.params.id, 'id');
     const keyId = uuidParam(ctx.params.keyId, 'keyId');
     const patch = parseLimitsPatch(ctx.request.body, { expiry: true });
-    if (!(await setKeyLimits(deps.db, id, keyId, patch, deps.config.keyCacheMs))) throw notFound('No such API key on this account.');
-    await untilBudgetBinds(patch, deps.config.keyCacheMs);
+    const saved = await setKeyLimits(deps.db, id, keyId, patch, deps.config.keyCacheMs);
+    if (!saved) throw notFound('No such API key on this account.');
+    await untilBudgetBinds(saved);
     ctx.body = (await keysWithControls(deps, id))!.data.find((k) => k.id === keyId);
   });
 

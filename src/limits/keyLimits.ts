@@ -82,53 +82,63 @@ export const DEFAULT_KEY_CACHE_MS = 2000;
 /** Slack on top of KEY_CACHE_MS for the commit after clock_timestamp() and clock drift between processes. */
 export const BUDGET_FENCE_MARGIN_MS = 250;
 
-export const hasBudgetField = (patch: Partial<KeyLimits>) => 'budgetDayVnd' in patch || 'budgetMonthVnd' in patch;
+/** A saved change of limits; `bindsInMs`: how long until a budget change in it binds on every process (0: none). */
+export interface LimitsSaved { bindsInMs: number }
 
 /**
  * A budget change moves the account's budget fence (migration 074) to KEY_CACHE_MS (+ margin) from now, in the
  * transaction of the change: a process whose cached key settings predate the change may serve the key from the
  * account's shared lease until then, so the shared lease holds created before the fence count against the
- * account's budgeted keys (billing/budget.ts) until released. The account row is locked first, as the ledger does.
+ * account's budgeted keys (billing/budget.ts) until released.
  */
-async function moveBudgetFence(c: DbClient, accountId: string, keyCacheMs: number): Promise<void> {
+async function moveBudgetFence(c: DbClient, accountId: string, keyCacheMs: number): Promise<LimitsSaved> {
+  const ms = keyCacheMs + BUDGET_FENCE_MARGIN_MS;
   await c.query(
     `UPDATE accounts SET budget_fence_at = GREATEST(budget_fence_at, clock_timestamp() + $2::int * interval '1 millisecond') WHERE id = $1`,
-    [accountId, keyCacheMs + BUDGET_FENCE_MARGIN_MS],
+    [accountId, ms],
   );
+  return { bindsInMs: ms };
+}
+
+/** True when the patch sets a budget to another value than `old` holds. */
+function budgetChanged(patch: Partial<KeyLimits>, old: { budget_day_vnd: string | null; budget_month_vnd: string | null }): boolean {
+  const differs = (v: number | null | undefined, o: string | null) => v !== undefined && (v === null ? o !== null : o === null || Number(o) !== v);
+  return differs(patch.budgetDayVnd, old.budget_day_vnd) || differs(patch.budgetMonthVnd, old.budget_month_vnd);
 }
 
 /**
  * Waits until a budget change just saved binds on every process (its fence has passed): the console, operator
  * routes and CLI answer only then, so a budget is exact from the moment its caller is told it is set.
  */
-export function untilBudgetBinds(patch: Partial<KeyLimits>, keyCacheMs: number): Promise<void> {
-  if (!hasBudgetField(patch)) return Promise.resolve();
-  return new Promise((r) => setTimeout(r, keyCacheMs + BUDGET_FENCE_MARGIN_MS));
+export function untilBudgetBinds(saved: LimitsSaved): Promise<void> {
+  return saved.bindsInMs > 0 ? new Promise((r) => setTimeout(r, saved.bindsInMs)) : Promise.resolve();
 }
 
 /**
  * Sets a key's own limits and expiry; false when the account has no such key. Rates and expiry take effect within
- * KEY_CACHE_MS; a budget binds exactly from KEY_CACHE_MS after (untilBudgetBinds).
+ * KEY_CACHE_MS; a changed budget binds exactly after `bindsInMs` (untilBudgetBinds).
  */
-export async function setKeyLimits(db: Db, accountId: string, keyId: string, patch: Partial<KeySettings>, keyCacheMs = DEFAULT_KEY_CACHE_MS): Promise<boolean> {
+export async function setKeyLimits(db: Db, accountId: string, keyId: string, patch: Partial<KeySettings>, keyCacheMs = DEFAULT_KEY_CACHE_MS): Promise<LimitsSaved | false> {
   const a = assignments(patch, 3, '');
-  if (a.sql.length === 0) return (await db.query('SELECT 1 FROM api_keys WHERE id = $1 AND account_id = $2', [keyId, accountId])).rowCount === 1;
   return tx(db, async (c) => {
-    if (hasBudgetField(patch)) await moveBudgetFence(c, accountId, keyCacheMs);
-    const r = await c.query(`UPDATE api_keys SET ${a.sql.join(', ')} WHERE id = $1 AND account_id = $2`, [keyId, accountId, ...a.values]);
-    return r.rowCount === 1;
+    const old = await c.query('SELECT budget_day_vnd, budget_month_vnd FROM api_keys WHERE id = $1 AND account_id = $2 FOR UPDATE', [keyId, accountId]);
+    if (old.rowCount === 0) return false;
+    if (a.sql.length === 0) return { bindsInMs: 0 };
+    await c.query(`UPDATE api_keys SET ${a.sql.join(', ')} WHERE id = $1 AND account_id = $2`, [keyId, accountId, ...a.values]);
+    return budgetChanged(patch, old.rows[0]) ? moveBudgetFence(c, accountId, keyCacheMs) : { bindsInMs: 0 };
   });
 }
 
 /** Sets the account's defaults for keys without their own values; false when no such account. */
-export async function setAccountLimits(db: Db, accountId: string, patch: Partial<KeyLimits>, keyCacheMs = DEFAULT_KEY_CACHE_MS): Promise<boolean> {
+export async function setAccountLimits(db: Db, accountId: string, patch: Partial<KeyLimits>, keyCacheMs = DEFAULT_KEY_CACHE_MS): Promise<LimitsSaved | false> {
   const { expiresAt: _ignored, ...limits } = patch as Partial<KeySettings>;
   const a = assignments(limits, 2, 'default_');
-  if (a.sql.length === 0) return (await db.query('SELECT 1 FROM accounts WHERE id = $1', [accountId])).rowCount === 1;
   return tx(db, async (c) => {
-    if (hasBudgetField(limits)) await moveBudgetFence(c, accountId, keyCacheMs);
-    const r = await c.query(`UPDATE accounts SET ${a.sql.join(', ')} WHERE id = $1`, [accountId, ...a.values]);
-    return r.rowCount === 1;
+    const old = await c.query('SELECT default_budget_day_vnd AS budget_day_vnd, default_budget_month_vnd AS budget_month_vnd FROM accounts WHERE id = $1 FOR UPDATE', [accountId]);
+    if (old.rowCount === 0) return false;
+    if (a.sql.length === 0) return { bindsInMs: 0 };
+    await c.query(`UPDATE accounts SET ${a.sql.join(', ')} WHERE id = $1`, [accountId, ...a.values]);
+    return budgetChanged(limits, old.rows[0]) ? moveBudgetFence(c, accountId, keyCacheMs) : { bindsInMs: 0 };
   });
 }
 

@@ -85,6 +85,17 @@ test('customer: sign in, create a key, use it, see the charge, revoke it and see
   await page.click(`#${p}-save`);
   await page.waitForSelector('tr:has-text("e2e laptop") >> text=30 req/min');
   expect(await page.locator('tr', { hasText: 'e2e laptop' }).textContent()).toMatch(/500\.000\s₫\/day/);
+  // The expiry is entered and shown in the budget time zone, like the budget days beside it.
+  await page.locator('tr', { hasText: 'e2e laptop' }).locator('button.edit-limits').click();
+  expect(await page.textContent(`label[for="${p}-expiresAt"]`)).toBe('Expires (Asia/Ho_Chi_Minh)');
+  await page.fill(`#${p}-expiresAt`, '2099-12-31T23:59');
+  await page.click(`#${p}-save`);
+  await page.waitForSelector('tr:has-text("e2e laptop") >> text=expires 2099-12-31 23:59 (Asia/Ho_Chi_Minh)');
+  const expiry = await gw.deps.db.query('SELECT expires_at FROM api_keys WHERE prefix = $1', [key.slice(0, 12)]);
+  expect((expiry.rows[0].expires_at as Date).toISOString()).toBe('2099-12-31T16:59:00.000Z');
+  await page.locator('tr', { hasText: 'e2e laptop' }).locator('button.edit-limits').click();
+  expect(await page.inputValue(`#${p}-expiresAt`)).toBe('2099-12-31T23:59');
+  await page.locator('tr', { hasText: 'e2e laptop' }).locator('button.edit-limits').click();
 
   // Use it against the API with the official SDK.
   const client = new OpenAI({ apiKey: key, baseURL: gw.url + '/v1', maxRetries: 0 });

@@ -144,3 +144,19 @@ describe('BUDGET_TIME_ZONE moves the period boundaries', () => {
     }
   });
 });
+
+test('only a changed budget moves the fence and has its saving wait for it', async () => {
+  const { accountId, keyId } = await keyOf(1_000);
+  const fence = async () => (await db.query('SELECT budget_fence_at FROM accounts WHERE id = $1', [accountId])).rows[0].budget_fence_at as Date | null;
+  expect(await setKeyLimits(db, accountId, keyId, { rpm: 5, budgetDayVnd: null }, 100)).toEqual({ bindsInMs: 0 });
+  expect(await fence()).toBeNull();
+  expect(await setKeyLimits(db, accountId, keyId, { budgetDayVnd: 500 }, 100)).toEqual({ bindsInMs: 100 + BUDGET_FENCE_MARGIN_MS });
+  const first = await fence();
+  expect(first).not.toBeNull();
+  expect(await setKeyLimits(db, accountId, keyId, { rpm: 6, budgetDayVnd: 500 }, 100)).toEqual({ bindsInMs: 0 });
+  expect(await fence()).toEqual(first);
+  expect(await setAccountLimits(db, accountId, { budgetMonthVnd: 9_000 }, 100)).toEqual({ bindsInMs: 100 + BUDGET_FENCE_MARGIN_MS });
+  expect((await fence())!.getTime()).toBeGreaterThanOrEqual(first!.getTime());
+  expect(await setKeyLimits(db, accountId, randomUUID(), { rpm: 1 })).toBe(false);
+  expect(await setAccountLimits(db, randomUUID(), { rpm: 1 })).toBe(false);
+});

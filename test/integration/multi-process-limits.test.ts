@@ -5,7 +5,7 @@ import OpenAI from 'openai';
 import { createPool, type Db } from '../../src/db/pool';
 import { createAccount, getBalance, topUp, verifyProjections } from '../../src/billing/ledger';
 import { createApiKey } from '../../src/auth/apiKeys';
-import { setKeyLimits, untilBudgetBinds } from '../../src/limits/keyLimits';
+import { BUDGET_FENCE_MARGIN_MS, setKeyLimits, untilBudgetBinds, type LimitsSaved } from '../../src/limits/keyLimits';
 import { startEmulator, type Emulator } from '../../src/emulator/server';
 import { spawnTsChild, type TsChild } from '../support/tsChild';
 import { eventually } from '../support/video';
@@ -159,9 +159,9 @@ test('a budget set while the key is served from the account\'s shared leases bin
   // (granting its room to later requests while they are still in flight) would be passed when they settle.
   const warm = (await usage()).v;
   const budget = warm + (warm / 6) * 30 + 330;
-  const patch = { budgetDayVnd: budget };
-  await setKeyLimits(db, accountId, keyId, patch, 200); // KEY_CACHE_MS of the processes
-  await untilBudgetBinds(patch, 200);
+  const saved = await setKeyLimits(db, accountId, keyId, { budgetDayVnd: budget }, 200); // KEY_CACHE_MS of the processes
+  expect(saved).toEqual({ bindsInMs: 200 + BUDGET_FENCE_MARGIN_MS });
+  await untilBudgetBinds(saved as LimitsSaved);
   // Saved: bursts now, while the thirty are still in flight, and after, until the budget refuses everything.
   const rounds = [];
   for (let i = 0; i < 80; i++) {
