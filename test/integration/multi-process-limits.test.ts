@@ -150,8 +150,8 @@ test('a budget set while the key is served from the account\'s shared leases bin
   // Thirty more, held upstream for 2.5 s: in flight on the shared leases while the budget is set.
   emulator.control.reset();
   emulator.control.addFault({ match: 'POST /openai/v1/chat/completions', delayMs: 2_500, times: 30 });
-  let slowDone = false;
-  const slow = burst(key, 30, body, prompt).finally(() => { slowDone = true; });
+  let slowDoneAt = 0;
+  const slow = burst(key, 30, body, prompt).finally(() => { slowDoneAt = Date.now(); });
   await eventually(async () => emulator.control.faultsApplied === 30);
   const usage = async () => (await db.query('SELECT count(*)::int AS n, COALESCE(sum(cost_vnd), 0)::int AS v FROM usage_records WHERE api_key_id = $1', [keyId])).rows[0] as { n: number; v: number };
   await eventually(async () => (await usage()).n === 6);
@@ -165,9 +165,11 @@ test('a budget set while the key is served from the account\'s shared leases bin
   // Saved: bursts now, while the thirty are still in flight, and after, until the budget refuses everything.
   const rounds = [];
   for (let i = 0; i < 80; i++) {
+    const startedAt = Date.now();
     const r = await burst(key, 15, body, prompt);
     rounds.push(r);
-    if (r.ok === 0 && slowDone) break;
+    // Done once refused after the shared leases were returned (the flush after the slow ones ended).
+    if (r.ok === 0 && slowDoneAt && startedAt > slowDoneAt + 500) break;
     if (r.ok === 0) await new Promise((res) => setTimeout(res, 100));
   }
   expect((await slow).ok).toBe(30);
