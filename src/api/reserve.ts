@@ -3,7 +3,7 @@ import type { Ctx } from './middleware';
 import { openMeter, type Meter } from '../billing/meter';
 import { hasBudget } from '../limits/keyLimits';
 import { admitRequest, unitTokens } from './rateLimit';
-import { ApiError } from './errors';
+import { ApiError } from '../errors';
 import type { Principal } from '../auth/apiKeys';
 
 /**
