@@ -32,3 +32,22 @@ test('requests arriving while a key is looked up share one query, and revocation
   expect(after.every((p) => p === null)).toBe(true);
   expect(queries).toBe(2);
 });
+
+test('a principal older than the TTL is stale; refreshing it reads the key\'s settings and budget fence again, or finds it revoked', async () => {
+  const { setKeyLimits } = await import('../../src/limits/keyLimits');
+  const accountId = await createAccount(db, 'key-cache-test');
+  const { key, id } = await createApiKey(db, accountId, 'k');
+  const resolver = new KeyResolver(db, 100);
+  const p = (await resolver.resolve(key))!;
+  expect(resolver.isStale(p)).toBe(false);
+  expect(p.budgetFenceAt).toBeNull();
+  await setKeyLimits(db, accountId, id, { budgetDayVnd: 1_000 }, 100);
+  await new Promise((r) => setTimeout(r, 120));
+  expect(resolver.isStale(p)).toBe(true);
+  const fresh = (await resolver.refresh(p))!;
+  expect(resolver.isStale(fresh)).toBe(false);
+  expect(fresh.limits.budgetDayVnd).toBe(1_000);
+  expect(fresh.budgetFenceAt).toBeGreaterThan(Date.now() - 1000);
+  await revokeApiKey(db, accountId, id);
+  expect(await resolver.refresh(fresh)).toBeNull();
+});
