@@ -126,6 +126,8 @@ export class SseRelay implements StreamSink {
   private upstreamError: unknown = null;
   /** The client's response is complete ([DONE] answered, or the client gone): further bytes are dropped. */
   private closed = false;
+  /** A wait for the client's drain is set up (at most one at a time). */
+  private awaitingDrain = false;
   /** Whether the bytes so far ended exactly at an event boundary (so a chunk can be forwarded byte for byte). */
   private aligned = true;
 
@@ -269,10 +271,14 @@ export class SseRelay implements StreamSink {
   /** After a write: false (pause the upstream) when the client's socket is full, resuming on 'drain'. */
   private written(ok: boolean, resume: () => void): boolean {
     if (ok) return true;
+    // The upstream may still deliver what it had buffered before it pauses: one wait for 'drain' serves them all.
+    if (this.awaitingDrain) return false;
+    this.awaitingDrain = true;
     const res = this.res;
     const go = () => {
       res.off('drain', go);
       res.off('close', go);
+      this.awaitingDrain = false;
       resume();
     };
     res.on('drain', go);

@@ -1,4 +1,3 @@
-import { once } from 'node:events';
 import type { ServerResponse } from 'node:http';
 import { SSE_HEADERS } from './wire';
 
@@ -52,14 +51,21 @@ export class SseSink {
   /** Writes now; waits while the socket is congested. False once the client is gone. */
   async write(data: string | Uint8Array): Promise<boolean> {
     if (this.gone || this.ctx.res.destroyed) return false;
-    if (!this.ctx.res.write(data)) {
-      try {
-        await Promise.race([once(this.ctx.res, 'drain'), once(this.ctx.res, 'close')]);
-      } catch {
-        return false;
-      }
+    const res = this.ctx.res;
+    if (!res.write(data)) {
+      // Both listeners go as soon as either fires: a long stream to a slow client congests many times, and a
+      // listener left behind per wait would pile up on the response until it closes.
+      await new Promise<void>((resolve) => {
+        const done = () => {
+          res.off('drain', done);
+          res.off('close', done);
+          resolve();
+        };
+        res.on('drain', done);
+        res.on('close', done);
+      });
     }
-    return !this.gone;
+    return !this.gone && !res.destroyed;
   }
 
   get ended(): boolean {

@@ -10,12 +10,12 @@ import { StreamUsage, type BilledTokens } from '../../src/billing/meter';
  */
 
 interface Case { chunks: Buffer[]; clientWantsUsage: boolean }
-interface Outcome { text: string; status: number; tokens: BilledTokens }
+interface Outcome { text: string; status: number; tokens: BilledTokens; maxListeners: number }
 
 let server: http.Server;
 let url = '';
 let next: Case;
-let outcome: Promise<{ status: number; tokens: BilledTokens }>;
+let outcome: Promise<{ status: number; tokens: BilledTokens; maxListeners: number }>;
 
 beforeAll(async () => {
   server = http.createServer((req, res) => {
@@ -24,9 +24,14 @@ beforeAll(async () => {
       const acc = new StreamUsage(40, 'chat');
       const relay = new SseRelay(res, { aborted: false }, acc, { kind: 'chat', clientWantsUsage: c.clientWantsUsage });
       relay.start();
-      for (const chunk of c.chunks) relay.data(chunk, () => undefined);
+      // Chunks keep coming after a write said the socket is full (as an upstream's buffered bytes do before it pauses).
+      let maxListeners = 0;
+      for (const chunk of c.chunks) {
+        relay.data(chunk, () => undefined);
+        maxListeners = Math.max(maxListeners, res.listenerCount('drain'), res.listenerCount('close') - 1);
+      }
       relay.end();
-      done({ status: relay.status, tokens: acc.tokens() });
+      done({ status: relay.status, tokens: acc.tokens(), maxListeners });
     });
     req.resume();
   });
@@ -66,6 +71,13 @@ test('one chunk or any chunking: the same events reach the client, usage strippe
   }
   const withUsage = await relay({ chunks: split(wire, 29), clientWantsUsage: true });
   expect(withUsage.text).toBe(wire);
+});
+
+test('a congested client: one wait for drain at a time, however many chunks arrive meanwhile', async () => {
+  const big = content('x'.repeat(64 * 1024));
+  const r = await relay({ chunks: Array.from({ length: 40 }, () => Buffer.from(big)), clientWantsUsage: false });
+  expect(r.text.length).toBe(big.length * 40 + 'data: [DONE]\n\n'.length);
+  expect(r.maxListeners).toBeLessThanOrEqual(1);
 });
 
 test('a stream that ends without usage or [DONE] is billed by the delivered text, counted from the bytes forwarded undecoded', async () => {
