@@ -1,0 +1,46 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { bundleWorkflowCode, Worker } from '@temporalio/worker';
+import * as proto from '@temporalio/proto';
+import { patchProtobufRoot } from '@temporalio/proto/lib/patch-protobuf-root';
+
+/**
+ * The video workflow replays the histories of jobs run by an earlier build (recorded from main at 8f48ea2, before the
+ * workflow was restructured into steps under one cancellation scope): a completed Seedance job with its last frame,
+ * a completed Veo job, a provider failure and a cancel while processing. A worker running this code must be able to
+ * pick up jobs that the previous deployment started; a change to the workflow that would break them (another
+ * activity order, a timer added or removed) fails here as a nondeterminism error. Record new histories with
+ * `temporal workflow show --workflow-id video-<job> --output json` when the workflow changes on purpose (with
+ * `patched()` for the jobs still in flight).
+ */
+
+const dir = path.join(__dirname, '../fixtures/workflow-histories');
+
+/**
+ * A history in the CLI's proto JSON as the History message. (@temporalio/common's historyFromJSON fails here with
+ * "type must be a Type": npm installs protobufjs 8 twice, under @temporalio/common and @temporalio/proto, because
+ * the top level holds grpc's protobufjs 7; the decoder must be the copy the message types were built with.)
+ */
+function historyFromCliJson(json: unknown): unknown {
+  const protobufjsOfProto = path.dirname(require.resolve('@temporalio/proto/package.json'));
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const { fromJson } = require(require.resolve('protobufjs/ext/protojson', { paths: [protobufjsOfProto] })) as { fromJson(type: unknown, json: unknown, opts: object): unknown };
+  const root = patchProtobufRoot(proto) as unknown as { lookupType(name: string): unknown };
+  const historyType = root.lookupType('temporal.api.history.v1.History');
+  return fromJson(historyType, json, { ignoreUnknownFields: true });
+}
+const histories = fs.readdirSync(dir).filter((f) => f.endsWith('.json')).sort();
+
+let workflowBundle: Awaited<ReturnType<typeof bundleWorkflowCode>>;
+beforeAll(async () => {
+  workflowBundle = await bundleWorkflowCode({ workflowsPath: require.resolve('../../workflows'), logger: { trace() {}, debug() {}, info() {}, warn() {}, error() {}, log() {} } as never });
+}, 60_000);
+
+test('there are histories to replay', () => {
+  expect(histories.length).toBeGreaterThanOrEqual(4);
+});
+
+test.each(histories)('%s replays on this build without nondeterminism', async (file) => {
+  const history = historyFromCliJson(JSON.parse(fs.readFileSync(path.join(dir, file), 'utf8')));
+  await Worker.runReplayHistory({ workflowBundle }, history, `replay-${file}`);
+});
