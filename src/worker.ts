@@ -53,7 +53,7 @@ const noop = () => undefined;
 const quietBundlerLogger = { trace: noop, debug: noop, info: noop, warn: noop, error: (m: string) => console.error(m), log: noop };
 
 /** The Temporal core runtime logs at the configured level (installed once per process, before any connection). */
-function installRuntime(level: string): void {
+export function installRuntime(level: string): void {
   if (Runtime._instance) return;
   const map: Record<string, LogLevel> = { trace: 'TRACE', debug: 'DEBUG', info: 'INFO', warn: 'WARN', error: 'ERROR', fatal: 'ERROR', silent: 'ERROR' };
   try {

@@ -3,6 +3,7 @@ import path from 'node:path';
 import { bundleWorkflowCode, Worker } from '@temporalio/worker';
 import * as proto from '@temporalio/proto';
 import { patchProtobufRoot } from '@temporalio/proto/lib/patch-protobuf-root';
+import { installRuntime } from '../../src/worker';
 
 /**
  * The video workflow replays the histories of jobs run by an earlier build (recorded from main at 8f48ea2, before the
@@ -33,6 +34,7 @@ const histories = fs.readdirSync(dir).filter((f) => f.endsWith('.json')).sort();
 
 let workflowBundle: Awaited<ReturnType<typeof bundleWorkflowCode>>;
 beforeAll(async () => {
+  installRuntime(process.env.LOG_LEVEL ?? 'warn'); // the replay workers' lines go where the gateway's go (quiet unless a test fails)
   workflowBundle = await bundleWorkflowCode({ workflowsPath: require.resolve('../../workflows'), logger: { trace() {}, debug() {}, info() {}, warn() {}, error() {}, log() {} } as never });
 }, 60_000);
 
