@@ -3,7 +3,7 @@ import type Koa from 'koa';
 import type Router from '@koa/router';
 import type { Mount } from './mount';
 import type { EmulatorControl } from './control';
-import { NO_MARKERS, openSse, usageMarkers, type UsageMarkers } from './replyKit';
+import { NO_MARKERS, openSse, pieces, usageMarkers, type UsageMarkers } from './replyKit';
 import { AUDIO_CONTENT_TYPES, AUDIO_FORMATS, audioDurationSeconds, audioFixture, isPng, seededPng, type AudioFormat } from './media';
 
 /**
@@ -140,11 +140,6 @@ function usageOf(prompt: number, completion: number, m: UsageMarkers = NO_MARKER
   const p = prompt + m.cacheRead;
   const c = completion + m.reasoning;
   return { prompt_tokens: p, completion_tokens: c, total_tokens: p + c, prompt_tokens_details: { cached_tokens: m.cacheRead }, completion_tokens_details: { reasoning_tokens: m.reasoning } };
-}
-
-/** Splits text into word-sized pieces, as a tokenizer-driven stream would deliver them. */
-function pieces(text: string): string[] {
-  return text.match(/\s*\S+/g) ?? (text ? [text] : []);
 }
 
 let seq = 0;
