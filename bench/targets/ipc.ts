@@ -39,10 +39,13 @@ export function serveTarget(start: () => Promise<Started>): void {
         post('Profiler.enable')
           .then(() => post('Profiler.setSamplingInterval', { interval: 200 }))
           .then(() => post('Profiler.start'))
+          // BENCH_HEAP_SAMPLING=1: also sample allocations, those the GC has collected included (where GC time comes from).
+          .then(() => (process.env.BENCH_HEAP_SAMPLING === '1' ? post('HeapProfiler.startSampling', { samplingInterval: 4096, includeObjectsCollectedByMinorGC: true, includeObjectsCollectedByMajorGC: true }) : null))
           .then(() => send({ type: 'profile-start' }), (e) => send({ type: 'profile-start', error: String(e) }));
       } else if (m?.type === 'profile-stop' && session) {
-        post('Profiler.stop').then((r) => {
+        post('Profiler.stop').then(async (r) => {
           fs.writeFileSync(String(m.file), JSON.stringify(r.profile));
+          if (process.env.BENCH_HEAP_SAMPLING === '1') fs.writeFileSync(`${m.file}.heapprofile`, JSON.stringify((await post('HeapProfiler.stopSampling')).profile));
           session!.disconnect();
           session = null;
           send({ type: 'profile-stop' });
