@@ -148,14 +148,9 @@ export class MemoryRateLimiter implements RateLimiter {
     const now = Date.now();
     const from = now - WINDOW_MS;
     const w = this.windows.get(keyId);
-    let count = 0;
-    let used = 0;
-    if (w) {
-      for (let i = w.reqHead; i < w.requests.length; i++) if (w.requests[i] > from) count++;
-      for (let i = w.tokHead; i < w.tokens.length; i++) if (w.tokens[i].at > from) used += w.tokens[i].n;
-    }
+    const { requests, tokens } = this.inWindow(w, from);
     const reset = (at: number | undefined) => (at === undefined || at <= from ? 0 : at + WINDOW_MS - now);
-    return windowView(limits, count, used, reset(w?.requests.at(-1)), reset(w?.tokens.at(-1)?.at));
+    return windowView(limits, requests, tokens, reset(w?.requests.at(-1)), reset(w?.tokens.at(-1)?.at));
   }
 
   settle(ticket: TokenTicket, actualTokens: number): void {
@@ -172,17 +167,19 @@ export class MemoryRateLimiter implements RateLimiter {
   async usage(keyIds: string[]): Promise<Map<string, WindowUsage>> {
     const from = Date.now() - WINDOW_MS;
     const out = new Map<string, WindowUsage>();
-    for (const k of keyIds) {
-      const w = this.windows.get(k);
-      let requests = 0;
-      let tokens = 0;
-      if (w) {
-        for (let i = w.reqHead; i < w.requests.length; i++) if (w.requests[i] > from) requests++;
-        for (let i = w.tokHead; i < w.tokens.length; i++) if (w.tokens[i].at > from) tokens += w.tokens[i].n;
-      }
-      out.set(k, { requests, tokens });
-    }
+    for (const k of keyIds) out.set(k, this.inWindow(this.windows.get(k), from));
     return out;
+  }
+
+  /** A window's requests and tokens since `from` (entries not yet swept out may be older). */
+  private inWindow(w: KeyWindow | undefined, from: number): WindowUsage {
+    let requests = 0;
+    let tokens = 0;
+    if (w) {
+      for (let i = w.reqHead; i < w.requests.length; i++) if (w.requests[i] > from) requests++;
+      for (let i = w.tokHead; i < w.tokens.length; i++) if (w.tokens[i].at > from) tokens += w.tokens[i].n;
+    }
+    return { requests, tokens };
   }
 
   private dropIdle(now: number): void {
