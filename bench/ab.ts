@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { projectRoot } from '../src/projectRoot';
-import { cpuMs, distDir, forkTarget, postgresCpuMs, type Target } from './lib/proc';
+import { apiNodeFlags, cpuMs, distDir, forkTarget, peakRssMb, postgresCpuMs, resetPeakRss, type Target } from './lib/proc';
 import { createBenchDb, type BenchDb } from './lib/db';
 import { load, type LoadResult } from './lib/load';
 import { createPool } from '../src/db/pool';
@@ -21,8 +21,11 @@ import { setKeyLimits } from '../src/limits/keyLimits';
  * its gateway keeps the rate-limit windows in Redis (BENCH_REDIS_URL, default redis://127.0.0.1:6379): the cost of
  * per-key limits per request, in CPU and, from extra c=1 cells, added latency.
  *
+ * Each gateway runs with the Node flags of its own checkout's `npm run api` (memory settings are part of a build),
+ * unless BENCH_AB_BASELINE_NODE_ARGS / BENCH_AB_NODE_ARGS give others; each side's peak RSS under the load is printed.
+ *
  * Environment: BENCH_AB_ROUNDS (6), BENCH_SECONDS (3), BENCH_WARMUP_SECONDS (2), BENCH_REDIS_URL, BENCH_LIMITS
- * (`all`, `rate`: RPM and TPM only, `budget`: the daily budget only).
+ * (`all`, `rate`: RPM and TPM only, `budget`: the daily budget only), BENCH_AB_BASELINE_NODE_ARGS, BENCH_AB_NODE_ARGS.
  */
 
 const env = process.env;
@@ -36,8 +39,10 @@ const WORKLOADS: Record<string, { path: string; body: object }> = {
   embeddings: { path: '/embeddings', body: { model: 'text-embedding-3-small', input: 'The quick brown fox jumps over the lazy dog.' } },
 };
 
-interface Side { name: string; target: Target; bdb: BenchDb; key: string; cpu: number; db: number; ok: number; runs: LoadResult[]; single: LoadResult[] }
+interface Side { name: string; flags: string[]; target: Target; bdb: BenchDb; key: string; cpu: number; db: number; ok: number; runs: LoadResult[]; single: LoadResult[] }
 
+/** A side's Node flags: given in the environment, else its checkout's `npm run api` flags. */
+const nodeFlags = (given: string | undefined, dist: string): string[] => (given !== undefined ? given.split(' ').filter(Boolean) : apiNodeFlags(path.resolve(dist, '..')));
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
@@ -62,14 +67,16 @@ async function main(): Promise<void> {
       const limited = limits && name === 'limits';
       if (limited) await setBenchLimits(db);
       const redis = limited ? { REDIS_URL: env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379', REDIS_KEY_PREFIX: `gw-bench:${db.name}:` } : {};
+      const flags = nodeFlags(name === 'baseline' ? env.BENCH_AB_BASELINE_NODE_ARGS : env.BENCH_AB_NODE_ARGS, dist);
       const target = await forkTarget(name, path.join(dist, 'bench', 'targets', 'gateway.js'), {
         env: { DATABASE_URL: db.url, EMULATOR_URL: emulator.url, LOG_LEVEL: 'info', NODE_ENV: 'production', TEMPORAL_ADDRESS: 'off', ...redis },
-        execArgv: ['--max-semi-space-size=8'], logFile: path.join(logs, `ab-${name.replace(' ', '-')}.log`),
+        execArgv: flags, logFile: path.join(logs, `ab-${name.replace(' ', '-')}.log`),
       });
-      sides.push({ name, target, bdb: db, key: db.key, cpu: 0, db: 0, ok: 0, runs: [], single: [] });
+      sides.push({ name, flags, target, bdb: db, key: db.key, cpu: 0, db: 0, ok: 0, runs: [], single: [] });
     }
     const spec = (s: Side) => ({ url: `${s.target.url}/v1${w.path}`, headers: { 'content-type': 'application/json', authorization: `Bearer ${s.key}` }, body: JSON.stringify(w.body) });
     for (const s of sides) await load(spec(s), connections, WARMUP);
+    for (const s of sides) resetPeakRss(s.target.pid); // the peak under this load, not at start-up
     for (let round = 0; round < ROUNDS; round++) {
       for (const s of round % 2 ? [...sides].reverse() : sides) {
         await sleep(300);
@@ -85,7 +92,7 @@ async function main(): Promise<void> {
       }
     }
     for (const s of sides) {
-      console.log(`${workload} c=${connections} ${s.name.padEnd(10)}: ${(1000 * s.cpu / s.ok).toFixed(0)} µs CPU/request, Postgres ${(1000 * s.db / s.ok).toFixed(0)} µs/request, median ${Math.round(median(s.runs.map((r) => r.rps)))} req/s${s.runs.some((r) => r.problems) ? ` (${s.runs.map((r) => r.problems).filter(Boolean).join(' ')})` : ''}`);
+      console.log(`${workload} c=${connections} ${s.name.padEnd(10)}: ${(1000 * s.cpu / s.ok).toFixed(0)} µs CPU/request, Postgres ${(1000 * s.db / s.ok).toFixed(0)} µs/request, median ${Math.round(median(s.runs.map((r) => r.rps)))} req/s, peak RSS ${peakRssMb(s.target.pid).toFixed(0)} MB (${s.flags.join(' ') || 'no flags'})${s.runs.some((r) => r.problems) ? ` (${s.runs.map((r) => r.problems).filter(Boolean).join(' ')})` : ''}`);
     }
     const [a, b] = sides;
     if (limits) {

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { execFileSync } from 'node:child_process';
 import { Client } from 'undici';
 import { projectRoot } from '../src/projectRoot';
-import { distDir, postgresCpuMs, forkTarget, freePort, resetTreePeakRss, RssSampler, spawnTarget, treeCpuMs, treePeakRssMb, treeRssMb, type Target } from './lib/proc';
+import { apiNodeFlags, distDir, postgresCpuMs, forkTarget, freePort, resetTreePeakRss, RssSampler, spawnTarget, treeCpuMs, treePeakRssMb, treeRssMb, type Target } from './lib/proc';
 import { ensureLitellm, litellmCommand, LITELLM_MASTER_KEY, writeLitellmConfig } from './lib/litellm';
 import { load, pairedSequential, sequential, type LoadResult, type RequestSpec } from './lib/load';
 import { billingCheck, createBenchDb, adminUrl, waitForUsage, type BenchDb, type BillingCheck } from './lib/db';
@@ -261,14 +261,9 @@ function combine(runs: LoadResult[]): LoadResult {
   };
 }
 
-const gatewayFlags = env.BENCH_GATEWAY_NODE_ARGS !== undefined ? env.BENCH_GATEWAY_NODE_ARGS.split(' ').filter(Boolean) : apiNodeFlags();
+const gatewayFlags = env.BENCH_GATEWAY_NODE_ARGS !== undefined ? env.BENCH_GATEWAY_NODE_ARGS.split(' ').filter(Boolean) : apiNodeFlags(projectRoot());
 
 /** The Node flags `npm run api` starts the API with (package.json), so the bench measures the process as deployed. */
-function apiNodeFlags(): string[] {
-  const pkg = JSON.parse(fs.readFileSync(path.join(projectRoot(), 'package.json'), 'utf8')) as { scripts: Record<string, string> };
-  const words = pkg.scripts.api.split(/\s+/);
-  return words.slice(1, words.findIndex((w) => w.endsWith('.js'))).filter((w) => w.startsWith('--') && w !== '--enable-source-maps');
-}
 
 async function runSection(ctx: BenchContext): Promise<BenchSection | null> {
   const file = path.join(distDir(), 'video.js');

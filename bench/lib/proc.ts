@@ -259,3 +259,13 @@ async function stopChild(child: ChildProcess, ask: () => void, timeoutMs = 15_00
 }
 
 export const distDir = (): string => path.resolve(__dirname, '..');
+
+/**
+ * The Node flags of `npm run api` in the checkout at `root` (its package.json), without --enable-source-maps:
+ * the gateway is measured as it is deployed, memory settings included.
+ */
+export function apiNodeFlags(root: string): string[] {
+  const pkg = JSON.parse(fs.readFileSync(path.join(root, 'package.json'), 'utf8')) as { scripts: Record<string, string> };
+  const words = pkg.scripts.api.split(/\s+/);
+  return words.slice(1, words.findIndex((w) => w.endsWith('.js'))).filter((w) => w.startsWith('--') && w !== '--enable-source-maps');
+}
