@@ -115,7 +115,8 @@ function endsAtEventBoundary(b: Buffer): boolean {
 export class SseRelay implements StreamSink {
   /** How the stream ended (valid once the upstream call has settled). */
   status = 200;
-  private readonly dec = new SseDecoder();
+  /** The general decoder, made on first need (chunks of whole plain events, the usual case, never need it). */
+  private dec: SseDecoder | null = null;
   private readonly chat: boolean;
   private upstreamError: unknown = null;
   /** The client's response is complete ([DONE] answered, or the client gone): further bytes are dropped. */
@@ -168,7 +169,7 @@ export class SseRelay implements StreamSink {
     }
     // A tail of whole events in the plain form skips the general decoder (whose state it leaves untouched: the
     // tail ends at an event boundary, as the chunk started at one).
-    const events = (startsAligned && this.aligned && plainEvents(rest)) || this.dec.push(rest);
+    const events = (startsAligned && this.aligned && plainEvents(rest)) || (this.dec ??= new SseDecoder()).push(rest);
     let out = '';
     let done = false;
     for (const ev of events) {
