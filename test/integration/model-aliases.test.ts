@@ -59,3 +59,36 @@ test('GET /v1/models lists each model\'s patterns', async () => {
   expect(byId.get('gpt-5-codex')).toEqual(['gpt-5*codex*', 'codex-*']);
   expect(byId.get('gpt-4o-mini')).toBeUndefined();
 });
+
+describe('an output cap above the model\'s, asked for under a client\'s own model name', () => {
+  const upstreamBodies = (path: string) => gw.emulator.control.requests.filter((r) => r.path === path).map((r) => r.body as Record<string, unknown>);
+
+  test.each([false, true])('is clamped on /v1/messages by pattern and alias, and said in a header (stream: %s)', async (stream) => {
+    for (const name of ['claude-opus-4-7', 'claude-opus-4-5']) {
+      gw.emulator.control.reset();
+      const c = new Anthropic({ apiKey: key, baseURL: gw.url, maxRetries: 0, timeout: 60_000 });
+      const { response } = await c.messages.create({ model: name, max_tokens: 128000, stream, messages: [{ role: 'user', content: 'hi' }] }).withResponse();
+      expect(response.headers.get('x-gateway-max-tokens-clamped')).toBe('128000->64000');
+      expect(upstreamBodies('/anthropic/v1/messages').map((b) => b.max_tokens)).toEqual([64000]);
+    }
+  });
+
+  test('named by the model\'s own id, it keeps the upstream\'s refusal', async () => {
+    const c = new Anthropic({ apiKey: key, baseURL: gw.url, maxRetries: 0, timeout: 60_000 });
+    await expect(c.messages.create({ model: 'claude-opus-4-6', max_tokens: 128000, messages: [{ role: 'user', content: 'hi' }] }))
+      .rejects.toMatchObject({ status: 400, error: { error: { message: expect.stringContaining('max_tokens is too large: 128000') } } });
+    const o = new OpenAI({ apiKey: key, baseURL: `${gw.url}/v1`, maxRetries: 0 });
+    await expect(o.responses.create({ model: 'gpt-5-codex', input: 'hi', max_output_tokens: 200000 })).rejects.toMatchObject({ status: 400 });
+  });
+
+  test('is clamped on /v1/responses and /v1/chat/completions by pattern', async () => {
+    gw.emulator.control.reset();
+    const o = new OpenAI({ apiKey: key, baseURL: `${gw.url}/v1`, maxRetries: 0 });
+    const r = await o.responses.create({ model: 'gpt-5.2-codex', input: 'hi', max_output_tokens: 200000 }).withResponse();
+    expect(r.response.headers.get('x-gateway-max-tokens-clamped')).toBe('200000->128000');
+    expect(upstreamBodies('/openai/v1/responses').map((b) => b.max_output_tokens)).toEqual([128000]);
+    const c = await o.chat.completions.create({ model: 'claude-3-haiku-20240307', messages: [{ role: 'user', content: 'hi' }], max_tokens: 100000 }).withResponse();
+    expect(c.response.headers.get('x-gateway-max-tokens-clamped')).toBe('100000->64000');
+    expect(upstreamBodies('/anthropic/v1/messages').map((b) => b.max_tokens)).toEqual([64000]);
+  });
+});

@@ -5,7 +5,7 @@ import { validateChatCompletion, validateCompletion, type ChatCompletionBody } f
 import { bridgedChat } from '../chat/bridged';
 import { forwardCompletion, type CompletionBody } from '../chat/forward';
 import type { ModelConfig } from '../../catalog/catalog';
-import { checkOutputCap } from '../../catalog/outputCap';
+import { checkOutputCap, fitOutputCap } from '../../catalog/outputCap';
 
 function checkMaxTokens(model: ModelConfig, body: { max_tokens?: number | null; max_completion_tokens?: number | null }): void {
   for (const param of ['max_completion_tokens', 'max_tokens'] as const) checkOutputCap(model, param, body[param]);
@@ -22,6 +22,9 @@ export function chatRouter(deps: AppDeps): Router<GatewayState> {
   async function handle(ctx: Ctx, kind: 'chat' | 'completion', body: CompletionBody): Promise<void> {
     const model = deps.catalog.require(body.model, kind);
     ctx.state.model = model.id;
+    for (const param of ['max_completion_tokens', 'max_tokens'] as const) {
+      if (typeof body[param] === 'number') body[param] = fitOutputCap(ctx, model, body.model, body[param]);
+    }
     checkMaxTokens(model, body);
     // Chat models on an Anthropic or a Responses-only upstream go through the bridges /v1/messages and /v1/responses use.
     if (kind === 'chat' && (model.api === 'responses' || deps.providers.get(model.provider)?.kind !== 'openai')) return bridgedChat(ctx, deps, model, body as ChatCompletionBody);

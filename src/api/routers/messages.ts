@@ -6,6 +6,7 @@ import { jsonBody, requireApiKey, route, type Ctx, type GatewayState } from '../
 import { ApiError } from '../../errors';
 import { anthropicType } from '../errors';
 import type { ModelConfig } from '../../catalog/catalog';
+import { fitOutputCap } from '../../catalog/outputCap';
 import { validateCountTokens, validateMessages, type CountTokensRequest } from '../../schemas/messages';
 import { AnthropicAdapter, AnthropicUpstreamError } from '../../providers/anthropic';
 import { UpstreamAborted } from '../../providers/openai';
@@ -75,6 +76,7 @@ export function messagesRouter(deps: AppDeps): Router<GatewayState> {
     validateMessages(req);
     const model = deps.catalog.require(req.model, 'chat');
     ctx.state.model = model.id;
+    req.max_tokens = fitOutputCap(ctx, model, req.model, req.max_tokens);
     const native = nativeAdapter(model);
     const sink = new SseSink(ctx);
     try {

@@ -2,6 +2,7 @@ import Router from '@koa/router';
 import type { AppDeps } from '../deps';
 import { jsonBody, requireApiKey, route, type GatewayState } from '../middleware';
 import { notFound } from '../../errors';
+import { fitOutputCap } from '../../catalog/outputCap';
 import { validateResponses } from '../../schemas/responses';
 import { loadResponse } from '../responses/storedResponses';
 import { createResponse } from '../responses/create';
@@ -27,6 +28,7 @@ export function responsesRouter(deps: AppDeps): Router<GatewayState> {
     validateResponses(req);
     const model = deps.catalog.require(req.model, 'chat');
     ctx.state.model = model.id;
+    req.max_output_tokens = fitOutputCap(ctx, model, req.model, req.max_output_tokens);
     await createResponse(ctx, deps, model, req);
   });
 
