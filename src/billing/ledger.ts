@@ -264,20 +264,26 @@ export async function settleHold(
   db: Db,
   s: { holdId: string; charge: number; idempotencyKey: string; memo?: string } & Ref,
 ): Promise<{ charged: number; released: number }> {
+  return tx(db, (c) => settleHoldIn(c, s));
+}
+
+/** settleHold inside the caller's transaction (a video job settles and changes status in one commit). */
+export async function settleHoldIn(
+  c: DbClient,
+  s: { holdId: string; charge: number; idempotencyKey: string; memo?: string } & Ref,
+): Promise<{ charged: number; released: number }> {
   assertVnd(s.charge, 'charge', true);
-  return tx(db, async (c) => {
-    const h = (await lockHolds(c, [s.holdId])).get(s.holdId);
-    if (!h) throw new LedgerError(`hold ${s.holdId} not found`);
-    let charged = 0;
-    if (h.status === 'open') {
-      const amount = Math.min(s.charge, h.remaining);
-      if (amount > 0) {
-        charged = (await chargeHoldsIn(c, [{ holdId: s.holdId, amount, idempotencyKey: `${s.idempotencyKey}:charge`, memo: s.memo, refType: s.refType, refId: s.refId }])) ? amount : 0;
-      }
+  const h = (await lockHolds(c, [s.holdId])).get(s.holdId);
+  if (!h) throw new LedgerError(`hold ${s.holdId} not found`);
+  let charged = 0;
+  if (h.status === 'open') {
+    const amount = Math.min(s.charge, h.remaining);
+    if (amount > 0) {
+      charged = (await chargeHoldsIn(c, [{ holdId: s.holdId, amount, idempotencyKey: `${s.idempotencyKey}:charge`, memo: s.memo, refType: s.refType, refId: s.refId }])) ? amount : 0;
     }
-    const { released } = await releaseHoldIn(c, { holdId: s.holdId, idempotencyKey: `${s.idempotencyKey}:release`, memo: s.memo });
-    return { charged, released };
-  });
+  }
+  const { released } = await releaseHoldIn(c, { holdId: s.holdId, idempotencyKey: `${s.idempotencyKey}:release`, memo: s.memo });
+  return { charged, released };
 }
 
 export async function getBalance(db: Db | DbClient, accountId: string): Promise<Balance | null> {

@@ -1,6 +1,6 @@
-import type { Db, Queryable } from '../db/pool';
+import type { Db, DbClient, Queryable } from '../db/pool';
 import { tx } from '../db/pool';
-import { placeHoldIn, settleHold } from '../billing/ledger';
+import { placeHoldIn, settleHoldIn } from '../billing/ledger';
 import type { VideoRequest } from './params';
 import { PG_ERROR, pgErrorCode } from '../db/pgErrors';
 
@@ -207,19 +207,23 @@ function patchSql(p: JobPatch, firstParam: number): { sets: string[]; values: un
 export async function transition(
   db: Db, jobId: string, to: JobStatus | null, patch: JobPatch, event: { kind: string; data?: Record<string, unknown> },
 ): Promise<boolean> {
-  return tx(db, async (c) => {
-    const { sets, values } = patchSql(patch, 3);
-    if (to) sets.push('status = $2');
-    sets.push('updated_at = now()');
-    const r = await c.query(
-      `UPDATE video_jobs SET ${sets.join(', ')}
-       WHERE id = $1 AND status IN ('submitted', 'processing') AND ($2::text IS NULL OR status <> $2) RETURNING id`,
-      [jobId, to, ...values],
-    );
-    if (r.rowCount === 0) return false;
-    await appendEvent(c, jobId, event.kind, to, event.data ?? {});
-    return true;
-  });
+  return tx(db, (c) => transitionIn(c, jobId, to, patch, event));
+}
+
+async function transitionIn(
+  c: DbClient, jobId: string, to: JobStatus | null, patch: JobPatch, event: { kind: string; data?: Record<string, unknown> },
+): Promise<boolean> {
+  const { sets, values } = patchSql(patch, 3);
+  if (to) sets.push('status = $2');
+  sets.push('updated_at = now()');
+  const r = await c.query(
+    `UPDATE video_jobs SET ${sets.join(', ')}
+     WHERE id = $1 AND status IN ('submitted', 'processing') AND ($2::text IS NULL OR status <> $2) RETURNING id`,
+    [jobId, to, ...values],
+  );
+  if (r.rowCount === 0) return false;
+  await appendEvent(c, jobId, event.kind, to, event.data ?? {});
+  return true;
 }
 
 /** The workflow for this job exists (started by the API or by the reconciler). */
@@ -240,20 +244,33 @@ export async function markCancelRequested(db: Db, jobId: string): Promise<void> 
 }
 
 /**
- * Charges `chargeVnd` against the job's hold and releases the rest (ledger.settleHold, idempotent by the job's
- * settle key), then marks the job completed. A retry after either step re-runs both as no-ops.
+ * Ends a job that is not final: settles its hold (charges `charge`, releases the rest; idempotent by the job's
+ * settle key) and moves it to `to`, in ONE transaction, so no reader ever sees the money moved and the job still
+ * open, or the reverse. The job row is locked first; a job already final changes nothing (false).
  */
-export async function completeJob(db: Db, j: { jobId: string; holdId: string; chargeVnd: number; durationSeconds: number }): Promise<void> {
-  await settleHold(db, { holdId: j.holdId, charge: j.chargeVnd, idempotencyKey: settleKeyOf(j.jobId), refType: LEDGER_REF_TYPE, refId: j.jobId, memo: `video job ${j.jobId}: ${j.durationSeconds} s` });
-  await transition(db, j.jobId, 'completed', { resultDurationSeconds: j.durationSeconds, costVnd: j.chargeVnd, completed: true }, {
-    kind: 'completed', data: { durationSeconds: j.durationSeconds, costVnd: j.chargeVnd },
+async function settleAndEnd(
+  db: Db, j: { jobId: string; holdId: string; charge: number; memo: string },
+  to: 'completed' | 'failed' | 'expired', patch: JobPatch, event: { kind: string; data: Record<string, unknown> },
+): Promise<boolean> {
+  return tx(db, async (c) => {
+    const r = await c.query('SELECT status FROM video_jobs WHERE id = $1 FOR UPDATE', [j.jobId]);
+    if (r.rowCount === 0 || isFinal(r.rows[0].status)) return false;
+    await settleHoldIn(c, { holdId: j.holdId, charge: j.charge, idempotencyKey: settleKeyOf(j.jobId), refType: LEDGER_REF_TYPE, refId: j.jobId, memo: j.memo });
+    return transitionIn(c, j.jobId, to, patch, event);
   });
 }
 
-/** Releases the whole hold (nothing charged) and marks the job failed or expired with the reason. */
-export async function finishUnsuccessful(db: Db, j: { jobId: string; holdId: string; status: 'failed' | 'expired'; message: string; code?: string | null }): Promise<void> {
-  await settleHold(db, { holdId: j.holdId, charge: 0, idempotencyKey: settleKeyOf(j.jobId), refType: LEDGER_REF_TYPE, refId: j.jobId, memo: `video job ${j.jobId} ${j.status}` });
-  await transition(db, j.jobId, j.status, { errorMessage: j.message, errorCode: j.code ?? null }, { kind: j.status, data: { message: j.message, code: j.code ?? null } });
+/** Charges `chargeVnd` against the job's hold, releases the rest and marks the job completed, together. */
+export async function completeJob(db: Db, j: { jobId: string; holdId: string; chargeVnd: number; durationSeconds: number }): Promise<boolean> {
+  return settleAndEnd(db, { jobId: j.jobId, holdId: j.holdId, charge: j.chargeVnd, memo: `video job ${j.jobId}: ${j.durationSeconds} s` }, 'completed',
+    { resultDurationSeconds: j.durationSeconds, costVnd: j.chargeVnd, completed: true },
+    { kind: 'completed', data: { durationSeconds: j.durationSeconds, costVnd: j.chargeVnd } });
+}
+
+/** Releases the whole hold (nothing charged) and marks the job failed or expired with the reason, together. */
+export async function finishUnsuccessful(db: Db, j: { jobId: string; holdId: string; status: 'failed' | 'expired'; message: string; code?: string | null }): Promise<boolean> {
+  return settleAndEnd(db, { jobId: j.jobId, holdId: j.holdId, charge: 0, memo: `video job ${j.jobId} ${j.status}` }, j.status,
+    { errorMessage: j.message, errorCode: j.code ?? null }, { kind: j.status, data: { message: j.message, code: j.code ?? null } });
 }
 
 export async function listEvents(db: Queryable, jobId: string): Promise<{ kind: string; status: JobStatus | null; data: Record<string, unknown>; createdAt: Date }[]> {
