@@ -1,20 +1,32 @@
+import { clip } from './text/clip';
+
 /**
  * One error type for every client-facing failure, raised by any layer (catalog, billing, providers, video, console).
  * Only the API layer renders it: src/api/errors.ts writes the OpenAI shape `{"error":{"message","type","param","code"}}`,
  * or the Anthropic shape on /v1/messages routes.
  */
 export class ApiError extends Error {
+  /** The parameter at fault: often a name the client wrote (an unknown field), so clipped like any echo. */
+  public readonly param: string | null;
   constructor(
     public readonly status: number,
     message: string,
     public readonly type: string = defaultType(status),
-    public readonly param: string | null = null,
+    param: string | null = null,
     public readonly code: string | null = null,
     public readonly headers: Record<string, string> = {},
   ) {
     super(message);
+    this.param = param === null ? null : clip(param);
   }
 }
+
+/**
+ * An error about the client's own request, in the gateway's words and the client's values (each value clipped:
+ * src/text/clip.ts). It carries nothing of the catalog's internals, so it is never redacted: a host or name the
+ * client wrote stays as written, even where it equals an upstream's (src/catalog/redact.ts redacts upstream texts).
+ */
+export class InputError extends ApiError {}
 
 export function defaultType(status: number): string {
   switch (status) {
@@ -28,11 +40,11 @@ export function defaultType(status: number): string {
 }
 
 export const badRequest = (message: string, param: string | null = null, code: string | null = 'invalid_value') =>
-  new ApiError(400, message, 'invalid_request_error', param, code);
+  new InputError(400, message, 'invalid_request_error', param, code);
 export const notFound = (message: string, code: string | null = 'not_found', param: string | null = null) =>
-  new ApiError(404, message, 'invalid_request_error', param, code);
+  new InputError(404, message, 'invalid_request_error', param, code);
 export const modelNotFound = (model: string) =>
-  new ApiError(404, `The model '${model}' does not exist or you do not have access to it.`, 'invalid_request_error', 'model', 'model_not_found');
+  new InputError(404, `The model '${clip(model)}' does not exist or you do not have access to it.`, 'invalid_request_error', 'model', 'model_not_found');
 export const insufficientFunds = (needed: number, available: number) =>
   new ApiError(402, `Insufficient balance: this request needs up to ${needed} VND, ${available} VND available. Top up your account.`, 'insufficient_quota', null, 'insufficient_balance');
 /** 402 like an empty balance (SDKs do not retry a 402; a spent budget only comes back with the next period). */

@@ -2,6 +2,7 @@ import type { Ctx } from './middleware';
 import { ApiError } from '../errors';
 import type { Storage } from '../storage/storage';
 import { parseRange } from '../storage/rangeSlice';
+import { clip } from '../text/clip';
 
 /**
  * A file from our storage as an HTTP answer (GET /v1/videos/{id}/content, the console's media): ETag and
@@ -33,7 +34,7 @@ export async function sendStoredMedia(ctx: Ctx, storage: Storage, media: StoredM
   if (rangeHeader && (!ifRange || (media.etag !== null && ifRange === media.etag))) {
     const parsed = parseRange(rangeHeader, size);
     if (parsed === 'unsatisfiable') {
-      throw new ApiError(416, `Range ${rangeHeader} is not satisfiable for ${size} bytes.`, 'invalid_request_error', 'Range', 'range_not_satisfiable', { 'content-range': `bytes */${size}` });
+      throw new ApiError(416, `Range ${clip(rangeHeader)} is not satisfiable for ${size} bytes.`, 'invalid_request_error', 'Range', 'range_not_satisfiable', { 'content-range': `bytes */${size}` });
     }
     range = parsed;
   }

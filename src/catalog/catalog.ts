@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import Ajv from 'ajv';
 import { ApiError, modelNotFound } from '../errors';
 import { deploymentsSchema, resolveDeployments, type Deployment, type DeploymentConfig } from './deployments';
+import { clip } from '../text/clip';
 
 /** The model catalog: one JSON file (config/catalog.json by default) listing providers and priced models. */
 
@@ -249,7 +250,7 @@ export class Catalog {
     if (!m) throw modelNotFound(id);
     const allowed = Array.isArray(modes) ? modes : [modes];
     if (!allowed.includes(m.mode)) {
-      throw new ApiError(400, `The model '${id}' is a ${m.mode} model and cannot be used with this endpoint (needs ${allowed.join(' or ')}).`, 'invalid_request_error', 'model', 'model_not_supported');
+      throw new ApiError(400, `The model '${clip(id)}' is a ${m.mode} model and cannot be used with this endpoint (needs ${allowed.join(' or ')}).`, 'invalid_request_error', 'model', 'model_not_supported');
     }
     return m;
   }

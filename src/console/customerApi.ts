@@ -11,6 +11,7 @@ import { dateParam, intParam, optionalIntParam, stringField, timeZoneParam, uuid
 import { getJob, JOB_STATUSES, listJobs, type JobStatus } from './jobs';
 import { PG_ERROR, pgErrorCode } from '../db/pgErrors';
 import { redactorFor } from '../catalog/redact';
+import { clipJson } from '../text/clip';
 
 const MAX_USAGE_DAYS = 366;
 
@@ -79,7 +80,7 @@ export function mountCustomerApi(r: Router<GatewayState>, deps: AppDeps): void {
     try {
       rows = await usageByDayAndModel(deps.db, sessionOf(ctx).accountId, from, to, tz);
     } catch (e: any) {
-      if (pgErrorCode(e) === PG_ERROR.invalidParameterValue) throw badRequest(`unknown time zone ${JSON.stringify(tz)}`, 'tz');
+      if (pgErrorCode(e) === PG_ERROR.invalidParameterValue) throw badRequest(`unknown time zone ${clipJson(tz)}`, 'tz');
       throw e;
     }
     ctx.body = { from, to, tz, rows };

@@ -1,6 +1,7 @@
 import { badRequest } from '../errors';
 import { isUuid } from './users';
 import { isUnstorableText, unstorableTextMessage } from '../text/pgText';
+import { clipJson } from '../text/clip';
 
 /** Query/body parameter checks for the console API: each failure is a 400 naming the parameter. */
 
@@ -39,7 +40,7 @@ export function timeZoneParam(v: unknown, def: string): string {
   try {
     new Intl.DateTimeFormat('en', { timeZone: v });
   } catch {
-    throw badRequest(`unknown time zone ${JSON.stringify(v)}`, 'tz');
+    throw badRequest(`unknown time zone ${clipJson(v)}`, 'tz');
   }
   return v;
 }

@@ -13,6 +13,7 @@ import type { OpenAICompatibleAdapter } from './types';
 import type { ProviderRegistry } from './registry';
 import { DEFAULT_MAX_OUTPUT_TOKENS, estimateChatMaxCost, type ChatCostBound } from '../billing/pricing';
 import { countImages, nativeBound } from '../billing/nativeBound';
+import { clip, MAX_UPSTREAM_ECHO } from '../text/clip';
 
 /**
  * Where a translated request (already in chat form) is sent: an OpenAI-compatible upstream's /chat/completions,
@@ -94,7 +95,7 @@ function anthropicAsOpenAI(e: AnthropicUpstreamError): ApiError {
   let message = `upstream answered HTTP ${e.status}`;
   try {
     const b = JSON.parse(e.body) as { error?: { message?: string } };
-    if (typeof b.error?.message === 'string') message = b.error.message;
+    if (typeof b.error?.message === 'string') message = clip(b.error.message, MAX_UPSTREAM_ECHO);
   } catch {}
   if (e.status >= 500) return new ApiError(502, `The upstream provider failed (HTTP ${e.status}): ${message}`, 'upstream_error', null, 'upstream_error');
   return new ApiError(e.status, message, e.status === 429 ? 'rate_limit_error' : 'invalid_request_error', null, null, e.headers['retry-after'] ? { 'retry-after': e.headers['retry-after'] } : {});

@@ -7,6 +7,7 @@ import type { ProviderConfig } from '../catalog/catalog';
 import { postForWholeAnswer, postStreamingTo, type UpstreamPost, type WholeAnswer } from './upstreamDispatch';
 import type { BufferedResponse, CallOptions, MultipartValue, OpenAICompatibleAdapter, StreamingResponse, TokenUsage } from './types';
 import type { StreamSink } from '../sse/streamSink';
+import { clip, MAX_UPSTREAM_ECHO } from '../text/clip';
 
 /**
  * Adapter for any OpenAI-compatible upstream (OpenAI, vLLM, Ollama, LiteLLM, the emulator): base URL + bearer
@@ -196,7 +197,8 @@ function upstreamError(status: number, text: string, retryAfter: string): ApiErr
   } catch { /* not JSON: use the text */ }
   const e = body && typeof body.error === 'object' && body.error ? body.error : null;
   const str = (v: unknown) => (typeof v === 'string' && v ? v : null);
-  const message = str(e?.message) ?? str(body?.error) ?? str(body?.message) ?? str(body?.detail) ?? (text.trim().slice(0, 500) || `upstream answered HTTP ${status}`);
+  // An upstream's message may quote the request (its content, a name): bounded like our own echoes, more loosely.
+  const message = clip(str(e?.message) ?? str(body?.error) ?? str(body?.message) ?? str(body?.detail) ?? (text.trim().slice(0, 500) || `upstream answered HTTP ${status}`), MAX_UPSTREAM_ECHO);
   if (status >= 400 && status < 500 && status !== 401 && status !== 403 && status !== 407) {
     const headers: Record<string, string> = retryAfter && status === 429 ? { 'retry-after': retryAfter } : {};
     return new ApiError(status, message, str(e?.type) ?? (status === 429 ? 'rate_limit_error' : 'invalid_request_error'), str(e?.param), str(e?.code) ?? (typeof e?.code === 'number' ? String(e.code) : null), headers);

@@ -1,5 +1,6 @@
 import Ajv, { type ErrorObject, type Schema } from 'ajv';
 import { ApiError, badRequest } from '../errors';
+import { clip } from '../text/clip';
 
 /**
  * Body validation with ajv: schemas are compiled once, when their module loads (start-up), and a failure becomes
@@ -31,7 +32,7 @@ export function paramPath(instancePath: string, extra?: string): string {
   if (extra) parts.push(extra);
   let out = '';
   for (const p of parts) out += /^\d+$/.test(p) ? `[${p}]` : out ? `.${p}` : p;
-  return out;
+  return clip(out); // the names in it are the client's
 }
 
 function valueAt(data: unknown, instancePath: string): unknown {

@@ -1,3 +1,5 @@
+import { clip } from './clip';
+
 /**
  * Text Postgres cannot store. JSON and JS strings may hold NUL (U+0000) and unpaired UTF-16 surrogates ("\ud800");
  * Postgres `text` refuses NUL, and `jsonb` refuses both (as `\u0000` and lone `\ud800` escapes), so such a value
@@ -37,7 +39,7 @@ export function findUnstorableText(value: unknown, root: string): string | null 
 
 /** The message for a field that must be real text. */
 export function unstorableTextMessage(param: string): string {
-  return `Invalid '${param}': contains a NUL character or an unpaired UTF-16 surrogate, which is not valid text.`;
+  return `Invalid '${clip(param)}': contains a NUL character or an unpaired UTF-16 surrogate, which is not valid text.`;
 }
 
 /**

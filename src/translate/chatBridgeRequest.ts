@@ -1,5 +1,6 @@
 import { badRequest } from '../errors';
 import type { ChatContentPart, ChatFunctionTool, ChatMessage, ChatRequest, ChatTextPart, ChatToolCall, ChatToolChoice } from './chatTypes';
+import { clipJson } from '../text/clip';
 
 /**
  * A client's /v1/chat/completions body -> the ChatRequest the bridges take (chatToAnthropic, chatToResponsesUpstream),
@@ -37,7 +38,7 @@ function parts(content: unknown, param: string, textOnly: boolean): string | Cha
       const url = typeof iu === 'string' ? iu : isObj(iu) && typeof iu.url === 'string' ? iu.url : null;
       if (!url) throw badRequest(`${param}[${j}].image_url.url must be a string.`, `${param}[${j}].image_url`);
       out.push({ type: 'image_url', image_url: { url }, ...cacheOf(part) });
-    } else throw badRequest(`Content parts of type ${JSON.stringify(part.type)} are not supported by this model${textOnly ? ' in this message' : ''}.`, `${param}[${j}].type`, 'unsupported_value');
+    } else throw badRequest(`Content parts of type ${clipJson(part.type)} are not supported by this model${textOnly ? ' in this message' : ''}.`, `${param}[${j}].type`, 'unsupported_value');
   });
   return out.every((p) => p.type === 'text' && p.cache_control === undefined) ? (out as ChatTextPart[]).map((p) => p.text).join('\n') : out;
 }
@@ -58,7 +59,7 @@ function tools(v: unknown): ChatFunctionTool[] | undefined {
   if (!Array.isArray(v) || v.length === 0) return undefined;
   return v.map((t, i) => {
     const f = (t as { type?: unknown; function?: ChatFunctionTool['function'] });
-    if (f.type !== 'function' || !isObj(f.function)) throw badRequest(`Only function tools are supported by this model (tools[${i}].type is ${JSON.stringify(f.type)}).`, `tools[${i}].type`, 'unsupported_value');
+    if (f.type !== 'function' || !isObj(f.function)) throw badRequest(`Only function tools are supported by this model (tools[${i}].type is ${clipJson(f.type)}).`, `tools[${i}].type`, 'unsupported_value');
     return { type: 'function', function: f.function };
   });
 }
@@ -88,7 +89,7 @@ export function bridgeChatRequest(body: BodyLike, upstreamModel: string): ChatRe
         if (typeof m.tool_call_id !== 'string') throw badRequest(`messages[${i}].tool_call_id is required for a tool message.`, `messages[${i}].tool_call_id`, 'missing_required_parameter');
         return { role: 'tool', tool_call_id: m.tool_call_id, content: parts(m.content, param, false) };
       default:
-        throw badRequest(`Messages of role ${JSON.stringify(m.role)} are not supported by this model; use "tool".`, `messages[${i}].role`, 'unsupported_value');
+        throw badRequest(`Messages of role ${clipJson(m.role)} are not supported by this model; use "tool".`, `messages[${i}].role`, 'unsupported_value');
     }
   });
   const chat: ChatRequest = { model: upstreamModel, messages };

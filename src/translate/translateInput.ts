@@ -1,4 +1,5 @@
 import { ApiError, badRequest } from '../errors';
+import { clip } from '../text/clip';
 
 /**
  * Runs a request translation. The schemas check the shapes the gateway relies on; anything deeper that still
@@ -9,6 +10,6 @@ export function translateInput<T>(fn: () => T): T {
     return fn();
   } catch (e) {
     if (e instanceof ApiError) throw e;
-    throw badRequest(`The request could not be interpreted: ${(e as Error)?.message ?? 'malformed content'}.`, null, 'invalid_request');
+    throw badRequest(`The request could not be interpreted: ${clip(String((e as Error)?.message ?? 'malformed content'))}.`, null, 'invalid_request');
   }
 }

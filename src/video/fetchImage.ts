@@ -4,6 +4,7 @@ import net from 'node:net';
 import { Agent, request, errors as undiciErrors } from 'undici';
 import { ApiError, badRequest } from '../errors';
 import { classifyAddress } from '../net/ipAddress';
+import { clip } from '../text/clip';
 
 /**
  * Resolves an image input of a video job (data URI, {bytesBase64Encoded, mimeType}, or http(s) URL) to bytes,
@@ -69,7 +70,7 @@ export function validateImageBytes(bytes: Buffer, declaredMime: string | undefin
   if (!mimeType) throw badRequest(`Invalid '${param}': not a PNG, JPEG or WebP image.`, param, 'invalid_image_format');
   const declared = declaredType(declaredMime);
   if (declared && declared !== mimeType) {
-    throw badRequest(`Invalid '${param}': declared as ${declared} but the data is ${mimeType}.`, param, 'image_type_mismatch');
+    throw badRequest(`Invalid '${param}': declared as ${clip(declared)} but the data is ${mimeType}.`, param, 'image_type_mismatch');
   }
   return { bytes, mimeType };
 }
@@ -184,11 +185,11 @@ async function vetHost(
       addrs = await abortable(lookup(host), signal);
     } catch {
       throw badRequest(
-        signal.aborted ? `Invalid '${param}': resolving the host ${host} timed out.` : `Invalid '${param}': could not resolve the host ${host}.`,
+        signal.aborted ? `Invalid '${param}': resolving the host ${clip(host)} timed out.` : `Invalid '${param}': could not resolve the host ${clip(host)}.`,
         param, 'image_fetch_failed',
       );
     }
-    if (addrs.length === 0) throw badRequest(`Invalid '${param}': could not resolve the host ${host}.`, param, 'image_fetch_failed');
+    if (addrs.length === 0) throw badRequest(`Invalid '${param}': could not resolve the host ${clip(host)}.`, param, 'image_fetch_failed');
   }
   if (!allowed) {
     // Every address must be public: picking only a public one would let a later connection try the others.
@@ -196,7 +197,7 @@ async function vetHost(
       const cls = classifyAddress(a.address);
       if (cls !== 'public') {
         throw badRequest(
-          `Invalid '${param}': the URL's host ${host} is not a public address (${cls}); images are fetched only from public hosts.`,
+          `Invalid '${param}': the URL's host ${clip(host)} is not a public address (${cls}); images are fetched only from public hosts.`,
           param, 'image_url_forbidden',
         );
       }

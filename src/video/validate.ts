@@ -3,6 +3,7 @@ import type { Catalog, ModelConfig } from '../catalog/catalog';
 import { findUnstorableText, unstorableTextMessage } from '../text/pgText';
 import type { VideoImages, VideoRequest } from './params';
 import { formNameMessage, formNamePath, formNameProblem } from '../schemas/bodyShape';
+import { clip, clipJson } from '../text/clip';
 
 /**
  * Validation of POST /v1/videos (spec 4.1 and 8). Every rejection is a 400 naming the parameter. The checks
@@ -78,7 +79,7 @@ function gcd(a: number, b: number): number {
 function parseSize(size: unknown, kind: string, family: string): { aspectRatio: string; impliedResolution?: string } {
   if (typeof size !== 'string') throw bad('size', `Invalid 'size': expected a string such as "1280x720" or "16:9".`, 'invalid_type');
   const m = /^\s*(\d{1,5})\s*([xX×:])\s*(\d{1,5})\s*$/.exec(size);
-  if (!m || Number(m[1]) === 0 || Number(m[3]) === 0) throw bad('size', `Invalid 'size' ${JSON.stringify(size)}: use <width>x<height> (e.g. "1280x720") or <w>:<h> (e.g. "16:9").`);
+  if (!m || Number(m[1]) === 0 || Number(m[3]) === 0) throw bad('size', `Invalid 'size' ${clipJson(size)}: use <width>x<height> (e.g. "1280x720") or <w>:<h> (e.g. "16:9").`);
   const w = Number(m[1]);
   const h = Number(m[3]);
   const ratios = RATIOS[kind] ?? RATIOS.seedance;
@@ -93,7 +94,7 @@ function parseSize(size: unknown, kind: string, family: string): { aspectRatio: 
     }
   }
   const g = gcd(w, h);
-  if (!best || err > 0.02) throw bad('size', `The size ${JSON.stringify(size)} (aspect ratio ${w / g}:${h / g}) is not supported by this model; supported aspect ratios: ${ratios.join(', ')}.`);
+  if (!best || err > 0.02) throw bad('size', `The size ${clipJson(size)} (aspect ratio ${w / g}:${h / g}) is not supported by this model; supported aspect ratios: ${ratios.join(', ')}.`);
   if (m[2] === ':') return { aspectRatio: best };
   const short = Math.min(w, h);
   const tiers: [number, string][] = family === REFERENCE_FAMILY ? [[480, '480p'], [720, '720p'], [1080, '1080p'], [2160, '4k']] : [[720, '720p'], [1080, '1080p'], [2160, '4k']];
@@ -134,7 +135,7 @@ export function validateVideoRequest(body: Record<string, unknown>, catalog: Cat
   const referenceFamily = family === REFERENCE_FAMILY;
 
   for (const k of Object.keys(body)) {
-    if (!FIELDS.has(k)) throw bad(k, `Unrecognized request argument supplied: ${k}`, 'unknown_parameter');
+    if (!FIELDS.has(k)) throw bad(k, `Unrecognized request argument supplied: ${clip(k)}`, 'unknown_parameter');
   }
 
   const prompt = checkPrompt(body.prompt);
@@ -188,17 +189,17 @@ export function validateVideoRequest(body: Record<string, unknown>, catalog: Cat
   if (referenceFamily) {
     if (body.resolution !== undefined && body.resolution !== null) {
       if (typeof body.resolution !== 'string' || !(RESOLUTIONS as readonly string[]).includes(body.resolution)) {
-        throw bad('resolution', `Invalid 'resolution' ${JSON.stringify(body.resolution)}: use one of ${RESOLUTIONS.join(', ')}.`);
+        throw bad('resolution', `Invalid 'resolution' ${clipJson(body.resolution)}: use one of ${RESOLUTIONS.join(', ')}.`);
       }
       resolution = body.resolution;
-      if (implied && implied !== resolution) throw bad('size', `The size ${JSON.stringify(body.size)} implies ${implied} but 'resolution' is ${resolution}; give a matching size or a ratio such as "16:9".`);
+      if (implied && implied !== resolution) throw bad('size', `The size ${clipJson(body.size)} implies ${implied} but 'resolution' is ${resolution}; give a matching size or a ratio such as "16:9".`);
     } else {
       resolution = implied ?? DEFAULT_RESOLUTION;
     }
   } else if (implied) {
     resolution = implied;
     // Veo 3.x renders 1080p and 4k only as 8-second clips.
-    if (kind === 'veo' && implied !== '720p' && seconds !== 8) throw bad('seconds', `Veo renders ${implied} (size ${JSON.stringify(body.size)}) only as 8-second videos; set seconds to 8 or use a 720p size.`);
+    if (kind === 'veo' && implied !== '720p' && seconds !== 8) throw bad('seconds', `Veo renders ${implied} (size ${clipJson(body.size)}) only as 8-second videos; set seconds to 8 or use a 720p size.`);
   }
 
   let watermark: boolean | undefined;

@@ -1,6 +1,7 @@
 import http from 'node:http';
 import type Koa from 'koa';
-import { ApiError } from '../../errors';
+import { ApiError, InputError } from '../../errors';
+import { clip } from '../../text/clip';
 import { anthropicBody, openAIBody } from '../errors';
 import type { AppDeps } from '../deps';
 import { redactorFor } from '../../catalog/redact';
@@ -13,12 +14,12 @@ export function errorHandler(deps: Pick<AppDeps, 'logger' | 'catalog'>): Koa.Mid
     try {
       await next();
       if (ctx.status === 404 && ctx.body === undefined) {
-        throw new ApiError(404, `Unknown request URL: ${ctx.method} ${ctx.path}.`, 'invalid_request_error', null, 'unknown_url');
+        throw new InputError(404, `Unknown request URL: ${clip(ctx.method)} ${clip(ctx.path)}.`, 'invalid_request_error', null, 'unknown_url');
       }
       // Statuses set without a body (the routers' 405/501 for a known path with another method) get a JSON error too.
       if (ctx.status >= 400 && ctx.body == null) {
         const allow = ctx.response.get('allow');
-        if (ctx.status === 405) throw new ApiError(405, `Method ${ctx.method} is not allowed on ${ctx.path}${allow ? `; allowed: ${allow}` : ''}.`, 'invalid_request_error', null, 'method_not_allowed');
+        if (ctx.status === 405) throw new InputError(405, `Method ${clip(ctx.method)} is not allowed on ${clip(ctx.path)}${allow ? `; allowed: ${allow}` : ''}.`, 'invalid_request_error', null, 'method_not_allowed');
         throw new ApiError(ctx.status, http.STATUS_CODES[ctx.status] ?? 'Request failed.', undefined, null, null);
       }
     } catch (err) {
@@ -32,7 +33,8 @@ export function errorHandler(deps: Pick<AppDeps, 'logger' | 'catalog'>): Koa.Mid
         return;
       }
       // Adapter and upstream messages may name provider ids or upstream model names: the client gets them redacted.
-      const message = redact(e.message);
+      // An error about the client's input is in our words and its own values: redacting would garble what it wrote.
+      const message = e instanceof InputError ? e.message : redact(e.message);
       if (message !== e.message) {
         if (e.status < 500) deps.logger.warn({ reqId: ctx.state.requestId, status: e.status, detail: e.message }, 'error message redacted');
         e = new ApiError(e.status, message, e.type, e.param, e.code, e.headers);

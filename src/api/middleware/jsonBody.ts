@@ -5,6 +5,7 @@ import { ApiError } from '../../errors';
 import { lazyKoaBody } from './lazyKoaBody';
 import { MAX_BODY_DEPTH } from '../../schemas/bodyShape';
 import type { Ctx, GatewayState } from './state';
+import { clipJson } from '../../text/clip';
 
 /**
  * The JSON request body of the API routes, read with raw-body and parsed with JSON.parse.
@@ -69,7 +70,7 @@ export function jsonBodyReader(limitBytes: number): (ctx: Ctx) => Promise<void> 
   return async (ctx) => {
     const contentType = ctx.get('content-type');
     if (!isJsonType(contentType)) {
-      throw new ApiError(415, `Unsupported Content-Type ${JSON.stringify(contentType)}; send application/json.`, 'invalid_request_error', null, 'unsupported_media_type');
+      throw new ApiError(415, `Unsupported Content-Type ${clipJson(contentType)}; send application/json.`, 'invalid_request_error', null, 'unsupported_media_type');
     }
     const encoding = ctx.get('content-encoding');
     try {

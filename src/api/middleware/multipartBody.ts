@@ -4,6 +4,7 @@ import { lazyKoaBody } from './lazyKoaBody';
 import type { GatewayState } from './state';
 import { formNameMessage, formNameProblem, type BodyShapeProblem } from '../../schemas/bodyShape';
 import { removeUploads } from '../uploads';
+import { clipJson } from '../../text/clip';
 
 const MULTIPART_LIMITS = { maxFiles: 4, maxFields: 50, maxFieldsSize: 1024 * 1024 };
 
@@ -58,7 +59,7 @@ export function multipartBody(maxFileBytes: number): Koa.Middleware<GatewayState
   });
   return async (ctx, next) => {
     if (!ctx.is('multipart/form-data')) {
-      throw new ApiError(415, `Unsupported Content-Type ${JSON.stringify(ctx.get('content-type') || '')}; send multipart/form-data.`, 'invalid_request_error', null, 'unsupported_media_type');
+      throw new ApiError(415, `Unsupported Content-Type ${clipJson(ctx.get('content-type') || '')}; send multipart/form-data.`, 'invalid_request_error', null, 'unsupported_media_type');
     }
     try {
       await parse(ctx, async () => undefined);

@@ -10,6 +10,7 @@ import { conversationItems } from './storedResponses';
 import { nativeResponses } from './native';
 import { translatedResponses } from './translated';
 import type { Turn } from './turn';
+import { clip } from '../../text/clip';
 
 /**
  * POST /v1/responses for a validated request on a chat model: `previous_response_id` expanded here into the stored
@@ -33,6 +34,6 @@ export async function createResponse(ctx: Ctx, deps: AppDeps, model: ModelConfig
 async function historyOf(deps: Pick<AppDeps, 'db'>, accountId: string, previousId: string | null | undefined): Promise<ResponsesItem[]> {
   if (!previousId) return [];
   const items = await conversationItems(deps.db, accountId, previousId);
-  if (!items) throw notFound(`Previous response with id '${previousId}' not found.`, 'previous_response_not_found', 'previous_response_id');
+  if (!items) throw notFound(`Previous response with id '${clip(previousId)}' not found.`, 'previous_response_not_found', 'previous_response_id');
   return items;
 }

@@ -6,6 +6,7 @@ import { fitOutputCap } from '../../catalog/outputCap';
 import { validateResponses } from '../../schemas/responses';
 import { loadResponse } from '../responses/storedResponses';
 import { createResponse } from '../responses/create';
+import { clip } from '../../text/clip';
 
 /**
  * POST /v1/responses and GET /v1/responses/{id}: the OpenAI Responses interface (spec 4.13) for any chat model.
@@ -34,7 +35,7 @@ export function responsesRouter(deps: AppDeps): Router<GatewayState> {
 
   router.get('/v1/responses/:id', route('/v1/responses/:id'), auth, async (ctx) => {
     const r = await loadResponse(deps.db, ctx.state.principal!.accountId, ctx.params.id);
-    if (!r) throw notFound(`Response with id '${ctx.params.id}' not found.`, 'not_found', 'id');
+    if (!r) throw notFound(`Response with id '${clip(ctx.params.id)}' not found.`, 'not_found', 'id');
     ctx.body = r;
   });
 

@@ -15,6 +15,7 @@ import { publicBaseUrl } from '../publicUrl';
 import { sendStoredMedia } from '../storedMedia';
 import { admitRequest } from '../rateLimit';
 import { redactorFor, type Redactor } from '../../catalog/redact';
+import { clip, clipJson } from '../../text/clip';
 
 /**
  * The video API (spec 2.1, 2.2, 4.1-4.4; choices where the spec is silent: README "Video jobs"):
@@ -107,7 +108,7 @@ export function videosRouter(deps: AppDeps): Router<GatewayState> {
   const ownJob = async (ctx: Ctx): Promise<VideoJob> => {
     const id = ctx.params.id;
     const job = UUID.test(id) ? await jobs.getJobForAccount(deps.db, ctx.state.principal!.accountId, id) : null;
-    if (!job) throw notFound(`No video job found with id '${id}'.`, 'video_not_found', 'id');
+    if (!job) throw notFound(`No video job found with id '${clip(id)}'.`, 'video_not_found', 'id');
     ctx.state.model = job.model;
     return job;
   };
@@ -135,23 +136,23 @@ export function videosRouter(deps: AppDeps): Router<GatewayState> {
     const q = ctx.query;
     const one = (k: string): string | undefined => {
       const v = q[k];
-      if (Array.isArray(v)) throw badRequest(`Invalid '${k}': give it once.`, k);
+      if (Array.isArray(v)) throw badRequest(`Invalid '${clip(k)}': give it once.`, k);
       return v;
     };
     const status = one('status');
     if (status !== undefined && !jobs.JOB_STATUSES.includes(status as jobs.JobStatus)) {
-      throw badRequest(`Invalid 'status' ${JSON.stringify(status)}: use one of ${jobs.JOB_STATUSES.join(', ')}.`, 'status');
+      throw badRequest(`Invalid 'status' ${clipJson(status)}: use one of ${jobs.JOB_STATUSES.join(', ')}.`, 'status');
     }
     const limitRaw = one('limit');
     let limit = 20;
     if (limitRaw !== undefined) {
-      if (!/^\d{1,6}$/.test(limitRaw) || Number(limitRaw) < 1 || Number(limitRaw) > 100) throw badRequest(`Invalid 'limit' ${JSON.stringify(limitRaw)}: an integer from 1 to 100.`, 'limit');
+      if (!/^\d{1,6}$/.test(limitRaw) || Number(limitRaw) < 1 || Number(limitRaw) > 100) throw badRequest(`Invalid 'limit' ${clipJson(limitRaw)}: an integer from 1 to 100.`, 'limit');
       limit = Number(limitRaw);
     }
     const order = one('order') ?? 'desc';
-    if (order !== 'asc' && order !== 'desc') throw badRequest(`Invalid 'order' ${JSON.stringify(order)}: asc or desc.`, 'order');
+    if (order !== 'asc' && order !== 'desc') throw badRequest(`Invalid 'order' ${clipJson(order)}: asc or desc.`, 'order');
     const after = one('after');
-    if (after !== undefined && !UUID.test(after)) throw badRequest(`Invalid 'after' ${JSON.stringify(after)}: the id of a video job.`, 'after');
+    if (after !== undefined && !UUID.test(after)) throw badRequest(`Invalid 'after' ${clipJson(after)}: the id of a video job.`, 'after');
     const { jobs: list, hasMore } = await jobs.listJobs(deps.db, ctx.state.principal!.accountId, { status: status as jobs.JobStatus | undefined, limit, after, order });
     const base = publicBaseUrl(ctx, deps.config);
     const data = list.map((j) => jobView(j, base, redact));
@@ -164,7 +165,7 @@ export function videosRouter(deps: AppDeps): Router<GatewayState> {
 
   r.get('/v1/videos/:id/content', route('/v1/videos/:id/content'), auth, async (ctx) => {
     const variant = ctx.query.variant ?? 'video';
-    if (variant !== 'video' && variant !== 'last_frame') throw badRequest(`Invalid 'variant' ${JSON.stringify(variant)}: video or last_frame.`, 'variant');
+    if (variant !== 'video' && variant !== 'last_frame') throw badRequest(`Invalid 'variant' ${clipJson(variant)}: video or last_frame.`, 'variant');
     const job = await ownJob(ctx);
     if (job.status !== 'completed') throw conflict(`The video job is ${job.status}; its content is available once it is completed.`, 'video_not_ready');
     const media = variant === 'video'
