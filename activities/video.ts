@@ -167,9 +167,15 @@ export function createVideoActivities(deps: VideoActivityDeps) {
         throw toFailure(e, 'submitting to the provider');
       }
       const { taskId } = accepted;
-      await jobs.transition(db, a.jobId, null, { providerTaskId: taskId, ...(accepted.deployment ? { deployment: accepted.deployment } : {}) },
-        { kind: 'provider_submitted', data: { provider: accepted.provider, deployment: accepted.deployment, taskId } });
-      return { taskId };
+      // Recorded even if the job ended meanwhile (a cancel): the workflow then cancels or follows the task.
+      const rec = await jobs.recordProviderTask(db, a.jobId, taskId, accepted.deployment,
+        { provider: accepted.provider, deployment: accepted.deployment, taskId });
+      if (rec.taskId !== taskId) {
+        // A second attempt ran alongside the first (a timed-out attempt still running): one task is the job's.
+        deps.logger?.warn({ jobId: a.jobId, taskId, kept: rec.taskId }, 'a duplicate provider task was created; cancelling it');
+        await adapterOf(job).adapter.cancel(taskId).catch(() => false);
+      }
+      return { taskId: rec.taskId, alreadyFinal: jobs.isFinal(rec.status) || undefined, cancelRequested: rec.cancelRequested || undefined };
     },
 
     async pollVideo(a: { jobId: string; taskId: string }): Promise<PollOutcome> {
@@ -247,11 +253,36 @@ export function createVideoActivities(deps: VideoActivityDeps) {
     /** Best effort: asks the provider to cancel (Seedance cancels queued tasks; Veo has no cancel). */
     async cancelProviderTask(a: { jobId: string; taskId: string }): Promise<boolean> {
       const job = await load(a.jobId);
+      let cancelled: boolean;
       try {
-        return await adapterOf(job).adapter.cancel(a.taskId);
+        cancelled = await adapterOf(job).adapter.cancel(a.taskId);
       } catch (e) {
         throw toFailure(e, 'cancelling at the provider');
       }
+      if (cancelled) await jobs.appendEvent(db, a.jobId, 'provider_task_cancelled', null, { taskId: a.taskId });
+      return cancelled;
+    },
+
+    /**
+     * One look at a task that outlived its job (the provider could not cancel it). When it has ended, or on the
+     * `last` look, records how (`provider_task_ended`: state and duration), so what it cost us is known.
+     */
+    async observeProviderTask(a: { jobId: string; taskId: string; last: boolean }): Promise<VideoTaskState | 'unknown'> {
+      const job = await load(a.jobId);
+      let state: VideoTaskState | 'unknown';
+      let durationSeconds: number | null = null;
+      try {
+        const s = await adapterOf(job).adapter.poll(a.taskId, { signal: Context.current().cancellationSignal });
+        state = s.state;
+        durationSeconds = s.durationSeconds ?? null;
+      } catch (e) {
+        if (!(e instanceof VideoProviderError) || e.retryable) throw toFailure(e, 'polling the provider');
+        state = 'unknown'; // the provider no longer knows the task
+      }
+      if (a.last || (state !== 'queued' && state !== 'running')) {
+        await jobs.appendEvent(db, a.jobId, 'provider_task_ended', null, { taskId: a.taskId, state, durationSeconds });
+      }
+      return state;
     },
 
     async completeJob(a: { jobId: string; holdId: string; chargeVnd: number; durationSeconds: number }): Promise<void> {

@@ -12,7 +12,8 @@ import { failureCode, failureMessage, isNonRetryable, JobEnds, JobRun } from './
  *   processing  pollUntilTerminal   the provider finishes it                -> copy
  *   processing  copyResults         the result is in our storage            -> settle
  *   completed   settle              actual cost charged, rest of the hold released
- *   failed, expired    end          (any step, a cancel, or the deadline) the whole hold released
+ *   failed, expired    end          (any step, a cancel, or the deadline) the whole hold released; a provider
+ *                                   task that may still run is cancelled, or else followed to its end
  *
  * A cancel is handled in one place, JobRun.runSteps (./videoJobRun.ts). Deterministic: all I/O happens in
  * activities (activities/video.ts), waits are durable timers, so another worker can resume the job at any point.
@@ -43,12 +44,17 @@ export async function videoJobWorkflow(input: VideoJobInput): Promise<VideoJobRe
   }
 }
 
-/** Submit (transient errors retried for submitWindowMs; a provider 4xx fails the job at once). */
+/**
+ * Submit (transient errors retried for submitWindowMs; a provider 4xx fails the job at once). A cancel stops the
+ * retries but lets an attempt in flight finish, so a task the provider created is known and cancelled by end().
+ */
 async function submitOrCancel(job: JobRun): Promise<string> {
-  const s = await job.acts.submitVideo({ jobId: job.input.jobId }).catch((e) => {
+  const submit = job.keepsTask ? job.acts.submitVideoToEnd : job.acts.submitVideo;
+  const s = await submit({ jobId: job.input.jobId }).catch((e) => {
     throw new JobEnds('failed', failureMessage(e, 'The provider did not accept the job'), failureCode(e));
   });
-  if (s.alreadyFinal) throw new JobEnds('failed', 'The job was already final before it was submitted.', null, null, false);
+  if (job.keepsTask) job.taskId = s.taskId; // a task created while the job was ended is still ours to cancel
+  if (s.alreadyFinal) throw new JobEnds('failed', 'The job was already final before it was submitted.', null, job.taskId, false);
   job.taskId = s.taskId;
   job.stopIfCancelRecorded(s.cancelRequested || !s.taskId); // the task id is missing only when a cancel stopped it
   return s.taskId!;
@@ -117,13 +123,36 @@ async function settle(job: JobRun, outcome: PollOutcome): Promise<VideoJobResult
   return { status: 'completed', costVnd, durationSeconds };
 }
 
-/** The one way a job ends early (failure, expiry, cancel): cancel the provider task if asked, release the hold. */
+/**
+ * The one way a job ends early (failure, expiry, cancel): cancel the provider task if it may still run, release
+ * the hold. A task the provider could not cancel is then followed to its end (the job stays as it ended).
+ */
 async function end(job: JobRun, e: JobEnds): Promise<VideoJobResult> {
+  const { jobId, holdId } = job.input;
+  let cancelled = false;
+  if (e.cancelTaskId && (e.record || job.keepsTask)) cancelled = await job.acts.cancelProviderTask({ jobId, taskId: e.cancelTaskId });
   if (e.record) {
-    const { jobId, holdId } = job.input;
-    if (e.cancelTaskId) await job.acts.cancelProviderTask({ jobId, taskId: e.cancelTaskId });
     await job.acts.finishUnsuccessful({ jobId, holdId, status: e.status, message: e.message, code: e.code });
     job.enter(e.status);
   }
+  if (job.keepsTask && e.cancelTaskId && !cancelled) await followToEnd(job, e.cancelTaskId);
   return { status: e.status, message: e.message };
+}
+
+/**
+ * A task that outlived its job runs on at the gateway's cost: look at it, less and less often, until it ends or
+ * the follow window (from the job's creation) closes; the activity records how it ended.
+ */
+async function followToEnd(job: JobRun, taskId: string): Promise<void> {
+  const { jobId, timing: t } = job.input;
+  const until = (job.input.createdAtMs ?? Date.now()) + t.followWindowMs;
+  let delay = t.pollInitialMs;
+  for (;;) {
+    const wait = Math.min(delay, Math.max(0, until - Date.now()));
+    if (wait > 0) await sleep(wait);
+    const last = Date.now() >= until;
+    delay = Math.min(Math.ceil(delay * t.pollBackoff), t.pollMaxMs * 10);
+    const state = await job.acts.observeProviderTask({ jobId, taskId, last }, last ? Date.now() + t.activityTimeoutMs : until).catch(() => null);
+    if (last || (state !== null && state !== 'queued' && state !== 'running')) return;
+  }
 }

@@ -1,4 +1,7 @@
-import { ActivityFailure, ApplicationFailure, CancellationScope, CancelledFailure, proxyActivities, upsertSearchAttributes, type ActivityOptions } from '@temporalio/workflow';
+import {
+  ActivityCancellationType, ActivityFailure, ApplicationFailure, CancellationScope, CancelledFailure, patched, proxyActivities,
+  upsertSearchAttributes, type ActivityOptions,
+} from '@temporalio/workflow';
 import type { VideoActivities } from '../activities/video';
 import type { JobStatus } from '../src/video/jobs';
 import type { VideoJobInput } from '../src/video/start';
@@ -31,6 +34,11 @@ export class JobRun {
   taskId: string | null = null;
   /** The scope the steps run in; a cancel cancels it. */
   private readonly steps = new CancellationScope();
+  /**
+   * A cancel lets a submission in flight finish, and a task that outlives its job is cancelled or followed to its
+   * end (false for jobs started by an earlier build, which replay as they ran).
+   */
+  readonly keepsTask = patched('video-keeps-provider-task');
 
   constructor(readonly input: VideoJobInput) {
     const acts = activitiesFor(input.timing);
@@ -82,6 +90,11 @@ export function activitiesFor(t: WorkflowTiming) {
   // Database steps (status, settle, release) must eventually succeed: retried without limit.
   const db = proxyActivities<VideoActivities>({ startToCloseTimeout: t.activityTimeoutMs, retry });
   const submitting = proxyActivities<VideoActivities>({ startToCloseTimeout: t.activityTimeoutMs, scheduleToCloseTimeout: t.submitWindowMs, retry });
+  // A cancel stops the retries but waits for the attempt in flight: a task it creates is reported, never lost.
+  const submittingToEnd = proxyActivities<VideoActivities>({
+    startToCloseTimeout: t.activityTimeoutMs, scheduleToCloseTimeout: t.submitWindowMs, retry,
+    cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
+  });
   const cancelling = proxyActivities<VideoActivities>({ startToCloseTimeout: t.activityTimeoutMs, retry: { ...retry, maximumAttempts: 3 } });
   // Polls and copies retry only until their deadline, so their options are made per call.
   const until = (deadline: number, o: ActivityOptions) => proxyActivities<VideoActivities>({ ...o, scheduleToCloseTimeout: Math.max(1000, deadline - Date.now()) });
@@ -89,6 +102,7 @@ export function activitiesFor(t: WorkflowTiming) {
   const copying: ActivityOptions = { startToCloseTimeout: t.copyAttemptTimeoutMs, heartbeatTimeout: t.heartbeatMs, retry };
   return {
     submitVideo: submitting.submitVideo,
+    submitVideoToEnd: submittingToEnd.submitVideo,
     pollVideo: (a: { jobId: string; taskId: string }, deadline: number) => until(deadline, polling).pollVideo(a),
     markProcessing: (a: { jobId: string }) => db.markProcessing(a),
     copyResult: (a: { jobId: string; variant: 'video' | 'last_frame'; url: string }, deadline: number) => until(deadline, copying).copyResult(a),
@@ -96,6 +110,7 @@ export function activitiesFor(t: WorkflowTiming) {
     finishUnsuccessful: db.finishUnsuccessful,
     /** Best effort: a provider that cannot cancel does not hold up the end of the job. */
     cancelProviderTask: (a: { jobId: string; taskId: string }) => cancelling.cancelProviderTask(a).catch(() => false),
+    observeProviderTask: (a: { jobId: string; taskId: string; last: boolean }, deadline: number) => until(deadline, polling).observeProviderTask(a),
   };
 }
 

@@ -226,6 +226,27 @@ async function transitionIn(
   return true;
 }
 
+/**
+ * Records the provider task that accepted the job, whatever the job's status: a task created while the job was
+ * being ended (a cancel) must still be known, to be cancelled or followed. The status never changes here. Returns
+ * the recorded task id (an earlier one wins over `taskId`), the job's status and whether a cancel was asked.
+ */
+export async function recordProviderTask(
+  db: Db, jobId: string, taskId: string, deployment: string | null, data: Record<string, unknown>,
+): Promise<{ taskId: string; status: JobStatus; cancelRequested: boolean }> {
+  return tx(db, async (c) => {
+    const r = await c.query(
+      `UPDATE video_jobs SET provider_task_id = $2, deployment = COALESCE($3, deployment), updated_at = now()
+       WHERE id = $1 AND provider_task_id IS NULL RETURNING provider_task_id, status, cancel_requested_at`,
+      [jobId, taskId, deployment],
+    );
+    if (r.rowCount) await appendEvent(c, jobId, 'provider_submitted', null, data);
+    const row = r.rowCount ? r.rows[0]
+      : (await c.query('SELECT provider_task_id, status, cancel_requested_at FROM video_jobs WHERE id = $1', [jobId])).rows[0];
+    return { taskId: row.provider_task_id, status: row.status, cancelRequested: row.cancel_requested_at !== null };
+  });
+}
+
 /** The workflow for this job exists (started by the API or by the reconciler). */
 export async function markWorkflowStarted(db: Db, jobId: string, by: 'api' | 'reconciler'): Promise<void> {
   await tx(db, async (c) => {

@@ -10,6 +10,11 @@ export interface VideoSettings {
   pollBackoff: number;
   /** A job with no provider result this long after submission ends `expired` (ms). */
   deadlineMs: number;
+  /**
+   * How long a provider task that outlived its job (the provider could not cancel it) is followed, from the job's
+   * creation (ms): its end is recorded, so what it cost is known.
+   */
+  followWindowMs: number;
   /** How long transient submit errors (5xx, timeouts) are retried before the job fails (ms). */
   submitWindowMs: number;
   /**
@@ -52,6 +57,7 @@ export function loadVideoSettings(env: NodeJS.ProcessEnv = process.env): VideoSe
     pollMaxMs: num(env, 'VIDEO_POLL_MAX_MS', 60_000),
     pollBackoff: num(env, 'VIDEO_POLL_BACKOFF', 1.5),
     deadlineMs: num(env, 'VIDEO_DEADLINE_MS', 3 * 3600_000),
+    followWindowMs: num(env, 'VIDEO_FOLLOW_WINDOW_MS', 48 * 3600_000),
     submitWindowMs: num(env, 'VIDEO_SUBMIT_WINDOW_MS', 30 * 60_000),
     copyWindowMs: num(env, 'VIDEO_COPY_WINDOW_MS', 6 * 3600_000),
     activityRetryInitialMs: num(env, 'VIDEO_RETRY_INITIAL_MS', 1_000),
@@ -71,14 +77,14 @@ export function loadVideoSettings(env: NodeJS.ProcessEnv = process.env): VideoSe
 
 /** The part of the settings a workflow needs, fixed at start (durations in ms). */
 export type WorkflowTiming = Pick<VideoSettings,
-  'pollInitialMs' | 'pollMaxMs' | 'pollBackoff' | 'deadlineMs' | 'submitWindowMs' | 'copyWindowMs' |
+  'pollInitialMs' | 'pollMaxMs' | 'pollBackoff' | 'deadlineMs' | 'followWindowMs' | 'submitWindowMs' | 'copyWindowMs' |
   'activityRetryInitialMs' | 'activityRetryMaxMs' | 'activityTimeoutMs' | 'copyAttemptTimeoutMs' | 'heartbeatMs'>;
 
 export function workflowTiming(s: VideoSettings): WorkflowTiming {
   return {
     pollInitialMs: s.pollInitialMs, pollMaxMs: s.pollMaxMs, pollBackoff: s.pollBackoff, deadlineMs: s.deadlineMs,
-    submitWindowMs: s.submitWindowMs, copyWindowMs: s.copyWindowMs, activityRetryInitialMs: s.activityRetryInitialMs,
-    activityRetryMaxMs: s.activityRetryMaxMs, activityTimeoutMs: s.activityTimeoutMs,
+    followWindowMs: s.followWindowMs, submitWindowMs: s.submitWindowMs, copyWindowMs: s.copyWindowMs,
+    activityRetryInitialMs: s.activityRetryInitialMs, activityRetryMaxMs: s.activityRetryMaxMs, activityTimeoutMs: s.activityTimeoutMs,
     copyAttemptTimeoutMs: s.copyAttemptTimeoutMs, heartbeatMs: s.heartbeatMs,
   };
 }

@@ -36,6 +36,8 @@ export interface VideoJobInput {
   pricePerSecond: number;
   maxCostVnd: number;
   returnLastFrame: boolean;
+  /** When the job was created (epoch ms): its windows are measured from here. Absent in jobs started before. */
+  createdAtMs?: number;
   timing: WorkflowTiming;
   /**
    * The status search attribute (src/video/searchAttributes.ts, `GatewayJobStatus`), upserted on each change;
@@ -50,6 +52,7 @@ export function workflowInput(job: VideoJob, config: Config, searchAttributes: b
   return {
     jobId: job.id, holdId: job.holdId, accountId: job.accountId, model: job.model, seconds: job.seconds,
     pricePerSecond: job.pricePerSecond, maxCostVnd: job.maxCostVnd, returnLastFrame: job.request.returnLastFrame,
+    createdAtMs: job.createdAt.getTime(),
     timing: workflowTiming(config.video), statusSearchAttribute: searchAttributes ? SEARCH_ATTRIBUTES.status : null,
   };
 }

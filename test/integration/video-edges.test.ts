@@ -1,22 +1,81 @@
 import { randomUUID } from 'node:crypto';
 import { getBalance, listLedger, verifyProjections } from '../../src/billing/ledger';
-import { completeJob, createJobWithHold, finishUnsuccessful, getJob } from '../../src/video/jobs';
-import { startVideoHarness, type VideoHarness } from '../support/video';
+import { completeJob, createJobWithHold, finishUnsuccessful, getJob, listEvents } from '../../src/video/jobs';
+import { eventually, startVideoHarness, type VideoHarness } from '../support/video';
 
 /**
- * The edges of a video job where money or files could slip: the end of a job is one commit (charge, release of
- * the hold and the status change together).
+ * The edges of a video job where money or files could slip: a cancel at any moment leaves no provider task
+ * running unknown; the end of a job is one commit (charge, release of the hold and the status change together).
  */
 
 const SEEDANCE = 'seedance-2-0';
+const VEO = 'veo-3.1-generate-preview';
 const BALANCE = 10_000_000;
 
 let h: VideoHarness;
 beforeAll(async () => {
-  h = await startVideoHarness({}, {}, { worker: false });
+  h = await startVideoHarness();
 });
 afterAll(async () => {
   await h?.close();
+});
+afterEach(() => {
+  h.emulator.control.reset();
+});
+
+type Json = any;
+const api = (key: string, path: string, init: RequestInit = {}) => fetch(`${h.url}${path}`, {
+  ...init, headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', ...(init.headers ?? {}) },
+});
+async function submit(key: string, body: Record<string, unknown>): Promise<Json> {
+  const r = await api(key, '/v1/videos', { method: 'POST', body: JSON.stringify(body) });
+  expect(r.status).toBe(202);
+  return r.json();
+}
+const eventKinds = async (jobId: string) => (await listEvents(h.deps.db, jobId)).map((e) => e.kind);
+
+/** DELETE while the provider holds the create-task request: returns once the job is final. */
+async function cancelDuringCreation(key: string, model: string, prompt: string, createPath: string): Promise<Json> {
+  h.emulator.control.addFault({ match: `POST ${createPath}`, delayMs: 1500, times: 1 });
+  const job = await submit(key, { model, prompt, seconds: model === VEO ? 4 : 5 });
+  // The create request is at the provider (the fault is delaying it), and no task id is known yet.
+  await eventually(async () => h.emulator.control.faultsApplied === 1);
+  expect((await getJob(h.deps.db, job.id))!.providerTaskId).toBeNull();
+  const del = await api(key, `/v1/videos/${job.id}`, { method: 'DELETE' });
+  expect([200, 202]).toContain(del.status);
+  return eventually(async () => {
+    const j: Json = await (await api(key, `/v1/videos/${job.id}`)).json();
+    return j.status === 'failed' ? j : null;
+  });
+}
+
+test('DELETE while Seedance is creating the task: the task it created is recorded and cancelled at the provider', async () => {
+  const acc = await h.account(BALANCE);
+  const out = await cancelDuringCreation(acc.key, SEEDANCE, 'cancel during creation', '/seedance/api/v3/contents/generations/tasks');
+  expect(out.error).toMatchObject({ code: 'cancelled' });
+  const taskId = await eventually(async () => (await getJob(h.deps.db, out.id))?.providerTaskId);
+  await eventually(async () => (await eventKinds(out.id)).includes('provider_task_cancelled'));
+  const c = h.emulator.control;
+  expect(c.requests.filter((r) => r.method === 'DELETE' && r.path.endsWith(`/tasks/${taskId}`))).toHaveLength(1);
+  // The provider shows the task cancelled: it will not run (nor cost).
+  const task = await (await fetch(`${h.emulator.url}/seedance/api/v3/contents/generations/tasks/${taskId}`)).json() as Json;
+  expect(task.status).toBe('cancelled');
+  expect(await getBalance(h.deps.db, acc.accountId)).toEqual({ balance: BALANCE, held: 0, available: BALANCE });
+  expect(await verifyProjections(h.deps.db)).toEqual([]);
+});
+
+test('DELETE while Veo is creating the operation (no cancel there): the job ends at once, the task is followed to its end', async () => {
+  const acc = await h.account(BALANCE);
+  const out = await cancelDuringCreation(acc.key, VEO, 'cancel during creation [polls=4]', '/veo/v1beta/models/');
+  expect(out.error).toMatchObject({ code: 'cancelled' });
+  const taskId = await eventually(async () => (await getJob(h.deps.db, out.id))?.providerTaskId);
+  const ended = await eventually(async () => (await listEvents(h.deps.db, out.id)).find((e) => e.kind === 'provider_task_ended'));
+  expect(ended.data).toMatchObject({ taskId, state: 'succeeded' });
+  // The job's terms: a cancelled job charges nothing, whatever the provider did with the task.
+  const job = (await getJob(h.deps.db, out.id))!;
+  expect(job).toMatchObject({ status: 'failed', errorCode: 'cancelled', costVnd: null, videoKey: null });
+  expect(await getBalance(h.deps.db, acc.accountId)).toEqual({ balance: BALANCE, held: 0, available: BALANCE });
+  expect((await listLedger(h.deps.db, acc.accountId)).filter((e) => e.kind === 'charged')).toEqual([]);
 });
 
 /** A job with its hold, as POST /v1/videos commits it (no workflow: the test drives the end itself). */

@@ -16,7 +16,7 @@ import type { Config } from '../../src/config';
 export function fastVideoSettings(o: Partial<VideoSettings> = {}): VideoSettings {
   return {
     ...loadVideoSettings(),
-    pollInitialMs: 40, pollMaxMs: 150, pollBackoff: 1.5, deadlineMs: 20_000, submitWindowMs: 10_000, copyWindowMs: 10_000,
+    pollInitialMs: 40, pollMaxMs: 150, pollBackoff: 1.5, deadlineMs: 20_000, followWindowMs: 30_000, submitWindowMs: 10_000, copyWindowMs: 10_000,
     activityRetryInitialMs: 50, activityRetryMaxMs: 400, activityTimeoutMs: 3_000, copyAttemptTimeoutMs: 15_000, heartbeatMs: 3_000,
     reconcileIntervalMs: 300, reconcileGraceMs: 1_000, holdSweepIntervalMs: 1_000, cancelWaitMs: 3_000, stickyQueueTimeoutMs: 1_000,
     ...o,
