@@ -11,6 +11,7 @@ import { audioRouter } from './routers/audio';
 import { imagesRouter } from './routers/images';
 import { messagesRouter } from './routers/messages';
 import { responsesRouter } from './routers/responses';
+import { geminiRouter } from './routers/gemini';
 import { videosRouter } from './routers/videos';
 import { consoleRouter } from '../console/router';
 import { dispatchByPrefix } from './dispatch';
@@ -32,6 +33,7 @@ export function createApp(deps: AppDeps): Koa<GatewayState> {
     imagesRouter(deps),
     messagesRouter(deps),
     responsesRouter(deps),
+    geminiRouter(deps),
     videosRouter(deps),
     consoleRouter(deps),
   ];

@@ -30,3 +30,28 @@ export function anthropicBody(e: ApiError, requestId?: string) {
   const error = e.status === 402 && e.code ? { type: anthropicType(e.status), message: e.message, code: e.code } : { type: anthropicType(e.status), message: e.message };
   return { type: 'error', error, ...(requestId ? { request_id: requestId } : {}) };
 }
+
+/** Google's canonical status names by HTTP status (https://ai.google.dev/gemini-api/docs/troubleshooting). */
+export function geminiStatus(status: number): string {
+  switch (status) {
+    case 400: return 'INVALID_ARGUMENT';
+    case 401: return 'UNAUTHENTICATED';
+    case 402: return 'FAILED_PRECONDITION';
+    case 403: return 'PERMISSION_DENIED';
+    case 404: return 'NOT_FOUND';
+    case 409: return 'ABORTED';
+    case 413: return 'INVALID_ARGUMENT';
+    case 429: return 'RESOURCE_EXHAUSTED';
+    case 499: return 'CANCELLED';
+    case 501: return 'UNIMPLEMENTED';
+    case 503: case 529: return 'UNAVAILABLE';
+    case 504: return 'DEADLINE_EXCEEDED';
+    default: return status >= 500 ? 'INTERNAL' : 'FAILED_PRECONDITION';
+  }
+}
+
+/** The Gemini API's shape, `{"error": {"code", "message", "status"}}`; the gateway's own code rides in `details`. */
+export function geminiBody(e: ApiError) {
+  const details = e.code ? [{ '@type': 'type.googleapis.com/google.rpc.ErrorInfo', reason: e.code, domain: 'gateway' }] : undefined;
+  return { error: { code: e.status, message: e.message, status: geminiStatus(e.status), ...(details ? { details } : {}) } };
+}

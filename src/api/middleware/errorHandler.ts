@@ -2,7 +2,7 @@ import http from 'node:http';
 import type Koa from 'koa';
 import { ApiError, InputError } from '../../errors';
 import { clip } from '../../text/clip';
-import { anthropicBody, openAIBody } from '../errors';
+import { anthropicBody, geminiBody, openAIBody } from '../errors';
 import type { AppDeps } from '../deps';
 import { redactorFor } from '../../catalog/redact';
 import type { GatewayState } from './state';
@@ -43,7 +43,8 @@ export function errorHandler(deps: Pick<AppDeps, 'logger' | 'catalog'>): Koa.Mid
       for (const [k, v] of Object.entries(e.headers)) ctx.set(k, v);
       // /v1/messages* answers in the Anthropic shape even where its router never ran (405, unknown sub-path).
       const anthropic = ctx.state.errorShape === 'anthropic' || (ctx.state.errorShape === undefined && /^\/v1\/messages(\/|$)/i.test(ctx.path));
-      ctx.body = anthropic ? anthropicBody(e, ctx.state.requestId) : openAIBody(e);
+      const gemini = ctx.state.errorShape === 'gemini' || (ctx.state.errorShape === undefined && /^\/v1beta\//i.test(ctx.path));
+      ctx.body = anthropic ? anthropicBody(e, ctx.state.requestId) : gemini ? geminiBody(e) : openAIBody(e);
     }
   };
 }

@@ -8,8 +8,8 @@ export interface GatewayState {
   principal?: Principal;
   /** Set by routers so logs and metrics can label by model. */
   model?: string;
-  /** Set by routers whose errors use the Anthropic shape. */
-  errorShape?: 'openai' | 'anthropic';
+  /** Set by routers whose errors use the Anthropic or the Gemini shape. */
+  errorShape?: 'openai' | 'anthropic' | 'gemini';
   /** The matched route pattern, set only by route() / jsonApi() (metrics label: see observability/routeLabel.ts). */
   route?: string;
   /** The request's funds reservation (see reserve.ts): cancelled by errorHandler if still open when an error escapes. */

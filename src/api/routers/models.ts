@@ -3,6 +3,7 @@ import type { AppDeps } from '../deps';
 import { requireApiKey, route, type GatewayState } from '../middleware';
 import { modelNotFound } from '../../errors';
 import { publicModel } from '../../catalog/catalog';
+import { geminiClientErrors, geminiModelGet, geminiModelList } from '../gemini/models';
 
 /** GET /v1/models (auth, OpenAI list shape plus mode and VND pricing) and GET /public/models (no auth). */
 export function modelsRouter(deps: AppDeps): Router<GatewayState> {
@@ -15,10 +16,11 @@ export function modelsRouter(deps: AppDeps): Router<GatewayState> {
     ctx.set('cache-control', 'public, max-age=60');
     ctx.body = list;
   });
-  r.get('/v1/models', route('/v1/models'), requireApiKey(deps), (ctx) => {
-    ctx.body = list;
+  r.get('/v1/models', route('/v1/models'), geminiClientErrors, requireApiKey(deps), (ctx) => {
+    ctx.body = ctx.state.errorShape === 'gemini' ? geminiModelList(deps.catalog, ctx.query) : list;
   });
-  r.get('/v1/models/:model', route('/v1/models/:model'), requireApiKey(deps), (ctx) => {
+  r.get('/v1/models/:model', route('/v1/models/:model'), geminiClientErrors, requireApiKey(deps), (ctx) => {
+    if (ctx.state.errorShape === 'gemini') return void (ctx.body = geminiModelGet(deps.catalog, ctx.params.model));
     const m = deps.catalog.get(ctx.params.model);
     if (!m) throw modelNotFound(ctx.params.model);
     ctx.body = byId.get(m.id);

@@ -1,0 +1,51 @@
+import type { AppDeps } from '../deps';
+import type { Ctx } from '../middleware';
+import type { ModelConfig } from '../../catalog/catalog';
+import type { GenerateContentRequest } from '../../translate/geminiTypes';
+import { geminiToChat } from '../../translate/geminiToChat';
+import { ChatToGeminiStream, chatToGemini } from '../../translate/chatToGemini';
+import { translateInput } from '../../translate/translateInput';
+import type { SseSink } from '../../sse/clientSink';
+import { RoutedBackend } from '../../routing/routedBackend';
+import { tokensFromChars } from '../../billing/pricing';
+import { estimatedUsage, fromChatUsage } from '../../billing/tokenUsage';
+import { setCostHeaders } from '../costReport';
+import { geminiStatus } from '../errors';
+import { reserve } from '../reserve';
+import { relayTranslated, routedComplete } from '../translatedStream';
+import type { GeminiStreamWire } from './streamWire';
+
+/**
+ * generateContent / streamGenerateContent on a chat model whose upstream is not a Gemini API: Gemini -> chat
+ * (src/translate), through the model's chat backend (chat completions, /responses or Anthropic messages, with the
+ * router's retries and fallbacks), and back to Gemini responses, one per upstream batch when streamed.
+ */
+
+export const GENERATE_OPERATION = 'gemini.generateContent';
+
+export interface GenerateCall { model: ModelConfig; name: string; req: GenerateContentRequest; sink: SseSink; wire: GeminiStreamWire | null }
+
+export async function translatedGenerate(ctx: Ctx, deps: AppDeps, c: GenerateCall): Promise<void> {
+  const { model, req, sink, wire } = c;
+  const t = translateInput(() => geminiToChat(req, { upstreamModel: model.upstreamModel, maxOutputTokens: model.maxOutputTokens, reasoning: model.reasoning, stream: wire !== null }));
+  const backend = new RoutedBackend(deps.providers, deps.catalog, deps.router, model, t.chat);
+  const meter = await reserve(ctx, deps, model.id, GENERATE_OPERATION, backend.maxCost, backend.maxTokens);
+  backend.recorder = meter;
+  const out = { model: c.name, tools: t.tools, includeThoughts: t.includeThoughts };
+  if (!wire) {
+    const completion = await routedComplete(backend, meter, sink.signal);
+    const res = chatToGemini(completion, out);
+    meter.settleTokens(backend.answered.pricing, completion.usage ? fromChatUsage(completion.usage) : estimatedUsage(backend.payloadBytes, JSON.stringify(res.candidates[0].content.parts).length));
+    setCostHeaders(ctx.res, meter);
+    ctx.body = res;
+    return;
+  }
+  const tr = new ChatToGeminiStream({ ...out, promptTokensEstimate: tokensFromChars(backend.payloadBytes) });
+  const items = (rs: unknown[]) => rs.map((r) => wire.item(r)).join('');
+  await relayTranslated(deps, backend, meter, sink, {
+    push: (chunk) => items(tr.push(chunk)),
+    end: () => items(tr.end()),
+    fail: (message) => wire.item({ error: { code: 502, message, status: geminiStatus(502) } }),
+    close: (comment) => wire.end(comment),
+  }, wire.headers);
+}

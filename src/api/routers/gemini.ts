@@ -1,0 +1,87 @@
+import Router from '@koa/router';
+import type { AppDeps } from '../deps';
+import { jsonBody, requireApiKey, route, type Ctx, type GatewayState } from '../middleware';
+import { ApiError, badRequest } from '../../errors';
+import { fitOutputCap } from '../../catalog/outputCap';
+import { validateBatchEmbed, validateEmbedContent, validateGeminiCountTokens, validateGenerateContent } from '../../schemas/gemini';
+import { UpstreamAborted } from '../../providers/openai';
+import { SseSink } from '../../sse/clientSink';
+import { translatedGenerate } from '../gemini/translated';
+import { GeminiStreamWire } from '../gemini/streamWire';
+import { countTokensEstimate } from '../gemini/countTokens';
+import { embedContents } from '../gemini/embed';
+import { geminiErrors, geminiModelGet, geminiModelList } from '../gemini/models';
+
+/**
+ * The Gemini API (https://ai.google.dev/api) for any chat or embedding model: POST
+ * /v1beta/models/{model}:generateContent, :streamGenerateContent (`?alt=sse`, else a streamed JSON array),
+ * :countTokens, :embedContent and :batchEmbedContents; GET /v1beta/models and /v1beta/models/{model}. The key
+ * comes as `x-goog-api-key`, `?key=` or the gateway's usual headers; errors use Google's shape
+ * (`{"error": {"code", "message", "status"}}`). Chat models are translated to chat and back (src/api/gemini/).
+ */
+
+/** `gemini-2.5-flash:generateContent` -> its model name and method. */
+function splitSpec(ctx: Ctx, spec: string): { name: string; method: string } {
+  const i = spec.lastIndexOf(':');
+  if (i <= 0) throw new ApiError(404, `Unknown request URL: POST ${ctx.path.slice(0, 120)}.`, 'invalid_request_error', null, 'unknown_url');
+  return { name: spec.slice(0, i), method: spec.slice(i + 1) };
+}
+
+export function geminiRouter(deps: AppDeps): Router<GatewayState> {
+  const r = new Router<GatewayState>();
+  const auth = requireApiKey(deps);
+  const body = jsonBody(deps.config.maxJsonBytes);
+
+  async function generate(ctx: Ctx, name: string, stream: boolean): Promise<void> {
+    const req = ctx.request.body as unknown;
+    validateGenerateContent(req);
+    const model = deps.catalog.require(name, 'chat');
+    ctx.state.model = model.id;
+    const g = req.generationConfig;
+    if (g && typeof g.maxOutputTokens === 'number') g.maxOutputTokens = fitOutputCap(ctx, model, name, g.maxOutputTokens);
+    const wire = stream ? new GeminiStreamWire(ctx.query.alt === 'sse') : null;
+    try {
+      await translatedGenerate(ctx, deps, { model, name, req, sink: new SseSink(ctx), wire });
+    } catch (e) {
+      if (!(e instanceof UpstreamAborted)) throw e;
+      ctx.respond = false; // the client left; nothing to answer
+    }
+  }
+
+  const call = async (ctx: Ctx) => {
+    const { name, method } = splitSpec(ctx, ctx.params.spec);
+    switch (method) {
+      case 'generateContent': return generate(ctx, name, false);
+      case 'streamGenerateContent': return generate(ctx, name, true);
+      case 'countTokens': {
+        const req = ctx.request.body as unknown;
+        validateGeminiCountTokens(req);
+        const model = deps.catalog.require(name, 'chat');
+        ctx.state.model = model.id;
+        ctx.body = { totalTokens: countTokensEstimate(req) };
+        return;
+      }
+      case 'embedContent': {
+        const req = ctx.request.body as unknown;
+        validateEmbedContent(req);
+        return embedContents(ctx, deps, name, [req], false);
+      }
+      case 'batchEmbedContents': {
+        const req = ctx.request.body as unknown;
+        validateBatchEmbed(req);
+        return embedContents(ctx, deps, name, req.requests, true);
+      }
+      default:
+        throw badRequest(`Method ${method.slice(0, 60)} is not supported on models (generateContent, streamGenerateContent, countTokens, embedContent, batchEmbedContents).`, null, 'unknown_method');
+    }
+  };
+  // v1beta is the Gemini CLI's version; v1 the GenAI SDK's default (its GET /v1/models is in routers/models.ts).
+  for (const v of ['v1beta', 'v1']) r.post(`/${v}/models/:spec`, route(`/${v}/models/:spec`), geminiErrors, auth, body, call);
+  r.get('/v1beta/models', route('/v1beta/models'), geminiErrors, auth, (ctx) => {
+    ctx.body = geminiModelList(deps.catalog, ctx.query);
+  });
+  r.get('/v1beta/models/:model', route('/v1beta/models/:model'), geminiErrors, auth, (ctx) => {
+    ctx.body = geminiModelGet(deps.catalog, ctx.params.model);
+  });
+  return r;
+}
