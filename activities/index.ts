@@ -1,2 +1,3 @@
 // Activities are built from injected dependencies (see src/worker.ts).
 export { createVideoActivities, type VideoActivities, type VideoActivityDeps, type PollOutcome } from './video';
+export { createWebhookActivities, type WebhookActivities, type WebhookActivityDeps } from './webhooks';

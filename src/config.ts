@@ -2,6 +2,7 @@ import path from 'node:path';
 import { projectRoot } from './projectRoot';
 import { loadVideoSettings, type VideoSettings } from './video/settings';
 import { loadRoutingSettings, type RoutingSettings } from './routing/settings';
+import { loadWebhookSettings, type WebhookSettings } from './webhooks/settings';
 import { checkTimeZone, DEFAULT_BUDGET_TIME_ZONE, setBudgetTimeZone } from './billing/budget';
 
 function int(name: string, def: number): number {
@@ -68,6 +69,8 @@ export interface Config {
   video: VideoSettings;
   /** Retries, fallbacks and cooldowns across deployments (src/routing/settings.ts; ROUTING_* env vars). */
   routing: RoutingSettings;
+  /** Endpoint checks, per-try timeout and retry schedule of webhooks (src/webhooks/settings.ts; WEBHOOK_* env vars). */
+  webhooks: WebhookSettings;
 }
 
 export function loadConfig(overrides: Partial<Config> = {}): Config {
@@ -108,6 +111,7 @@ export function loadConfig(overrides: Partial<Config> = {}): Config {
     workerMetricsPort: optionalPort('WORKER_METRICS_PORT', 9464),
     video: loadVideoSettings(),
     routing: loadRoutingSettings(),
+    webhooks: loadWebhookSettings(),
   };
   const out = { ...cfg, ...overrides };
   // A gateway served over https marks its console cookies Secure unless told otherwise.

@@ -11,14 +11,15 @@ import { createLogger, redirectedLines } from './observability/logger';
 import { releaseExpiredHolds } from './billing/ledger';
 import { VideoProviders } from './providers/video';
 import { reconcileVideoJobs } from './video/reconciler';
-import { createVideoActivities } from '../activities';
+import { createVideoActivities, createWebhookActivities } from '../activities';
 import { ModelRouter } from './routing/modelRouter';
 import { serveWorkerMetrics } from './observability/metricsServer';
 
 /**
  * Production worker entry point (`npm run worker`; src/main.ts runs it in-process): the Temporal worker for the
- * video workflow and its activities, plus two periodic repairs: the video reconciler (no job without a hold, no
- * hold without a job) and the release of expired holds (credit leases of API processes that died). Its video
+ * video workflow and the webhook delivery workflow with their activities, plus two periodic repairs: the video
+ * reconciler (no job without a hold, no hold without a job) and the release of expired holds (credit leases of API
+ * processes that died). Its video
  * submissions are routed across deployments by a router of its own, whose counters it serves on GET /metrics
  * (WORKER_METRICS_PORT).
  */
@@ -109,7 +110,10 @@ export async function startWorker(config: Config = loadConfig(), opts: WorkerOpt
       namespace: config.temporalNamespace,
       taskQueue: config.temporalTaskQueue,
       workflowBundle: bundle,
-      activities: createVideoActivities({ db, storage, catalog, providers, router, logger }),
+      activities: {
+        ...createVideoActivities({ db, storage, catalog, providers, router, logger }),
+        ...createWebhookActivities({ db, temporal, taskQueue: config.temporalTaskQueue, settings: config.webhooks, logger }),
+      },
       stickyQueueScheduleToStartTimeout: config.video.stickyQueueTimeoutMs,
       maxConcurrentActivityTaskExecutions: 200,
     });

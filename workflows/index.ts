@@ -1,2 +1,3 @@
 // Workflow definitions (deterministic code only; bundled by the Temporal worker).
 export { videoJobWorkflow, cancelSignal, stageQuery } from './videoJob';
+export { webhookDeliveryWorkflow } from './webhookDelivery';

@@ -13,6 +13,7 @@ import { messagesRouter } from './routers/messages';
 import { responsesRouter } from './routers/responses';
 import { geminiRouter } from './routers/gemini';
 import { videosRouter } from './routers/videos';
+import { webhooksRouter } from './routers/webhooks';
 import { consoleRouter } from '../console/router';
 import { dispatchByPrefix } from './dispatch';
 
@@ -35,6 +36,7 @@ export function createApp(deps: AppDeps): Koa<GatewayState> {
     responsesRouter(deps),
     geminiRouter(deps),
     videosRouter(deps),
+    webhooksRouter(deps),
     consoleRouter(deps),
   ];
   app.use(dispatchByPrefix(routers));

@@ -8,6 +8,7 @@ import { DEFAULT_KEY_CACHE_MS, getAccountLimits, parseLimitsPatch, setAccountLim
 import { checkTimeZone, DEFAULT_BUDGET_TIME_ZONE, keySpend, setBudgetTimeZone } from '../billing/budget';
 import { ApiError } from '../errors';
 import { CONSOLE_USERS_USAGE, isConsoleUserCommand, runConsoleUserCommand, UsageError as ConsoleUsageError } from './consoleUsers';
+import { isWebhookCommand, planWebhookCommand, WEBHOOKS_USAGE, WebhookUsageError } from './webhooks';
 
 /**
  * Operator CLI: `npm run admin -- <command> ...` against DATABASE_URL (migrations are applied first).
@@ -42,6 +43,9 @@ Commands:
 
 Console logins:
 ${CONSOLE_USERS_USAGE.split('\n').map((l) => '  ' + l).join('\n')}
+
+Webhooks:
+${WEBHOOKS_USAGE.split('\n').map((l) => '  ' + l).join('\n')}
 
 Amounts are whole VND (digits, optionally grouped with _ as in 5_000_000). Limits: requests and tokens per minute,
 budgets per calendar day and month in BUDGET_TIME_ZONE; --expires takes an ISO 8601 date-time.
@@ -162,6 +166,7 @@ const ALLOWED: Record<string, string[]> = {
 
 export async function runAdmin(argv: string[], io: AdminIO = { out: (l) => console.log(l), err: (l) => console.error(l), env: process.env }): Promise<number> {
   if (argv[0] && isConsoleUserCommand(argv[0])) return runConsoleLogins(argv[0], argv.slice(1), io);
+  if (argv[0] && isWebhookCommand(argv[0])) return runWebhooks(argv[0], argv.slice(1), io);
   // parseArgs would read "-3" as an unknown option; say what is really wrong.
   const negative = argv.find((a) => /^-\d/.test(a));
   if (negative !== undefined) {
@@ -422,4 +427,16 @@ function runConsoleLogins(cmd: Parameters<typeof runConsoleUserCommand>[1], args
     for (const line of await runConsoleUserCommand(db, cmd, args, io.env)) io.out(line);
     return 0;
   });
+}
+
+/** Webhook commands (src/cli/webhooks.ts): their URL check resolves DNS, so they are planned before the database. */
+async function runWebhooks(cmd: Parameters<typeof planWebhookCommand>[0], args: string[], io: AdminIO): Promise<number> {
+  let run: Awaited<ReturnType<typeof planWebhookCommand>>;
+  try {
+    run = await planWebhookCommand(cmd, args, io.env);
+  } catch (e) {
+    io.err(`error: ${e instanceof Error ? e.message : String(e)}${e instanceof WebhookUsageError ? `\n\n${USAGE}` : ''}`);
+    return e instanceof WebhookUsageError ? 2 : 1;
+  }
+  return withDatabase(io, () => (db) => run(db, io.out));
 }

@@ -1,10 +1,9 @@
-import dns from 'node:dns';
 import type { LookupAddress } from 'node:dns';
 import net from 'node:net';
-import { Agent, request, errors as undiciErrors } from 'undici';
+import { request, errors as undiciErrors } from 'undici';
 import { ApiError, badRequest } from '../errors';
-import { classifyAddress } from '../net/ipAddress';
 import { clip } from '../text/clip';
+import { bareHost, NonPublicHost, pinnedAgent, vetHost as vetAddresses } from '../net/vettedHost';
 
 /**
  * Resolves an image input of a video job (data URI, {bytesBase64Encoded, mimeType}, or http(s) URL) to bytes,
@@ -132,7 +131,6 @@ export async function resolveImage(input: unknown, param: string, opts: ResolveI
 // URL fetching
 
 const defaultPort = (u: URL) => (u.port ? Number(u.port) : u.protocol === 'https:' ? 443 : 80);
-const bareHost = (h: string) => (h.startsWith('[') && h.endsWith(']') ? h.slice(1, -1) : h).toLowerCase();
 
 /** Parses allowlist entries (`host` or `host:port`, IPv6 as `[::1]:port` or bare), normalised the way URLs are. */
 export function parseAllowHosts(entries: string[]): Array<{ host: string; port: number | null }> {
@@ -160,62 +158,25 @@ function isAllowed(u: URL, allow: Array<{ host: string; port: number | null }>):
   return allow.some((a) => a.host === host && (a.port === null || a.port === port));
 }
 
-const defaultLookup = (hostname: string) => dns.promises.lookup(hostname, { all: true, verbatim: true });
-
-/** getaddrinfo cannot be cancelled; stop waiting for it when the fetch's time is up. */
-function abortable<T>(p: Promise<T>, signal: AbortSignal): Promise<T> {
-  if (signal.aborted) return Promise.reject(signal.reason);
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(signal.reason);
-    signal.addEventListener('abort', onAbort, { once: true });
-    p.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
-  });
-}
-
 /** Resolves the URL's host and returns the addresses to connect to, refusing non-public ones unless allowed. */
 async function vetHost(
-  u: URL, param: string, allowed: boolean, lookup: (h: string) => Promise<LookupAddress[]>, signal: AbortSignal,
+  u: URL, param: string, allowed: boolean, lookup: ((h: string) => Promise<LookupAddress[]>) | undefined, signal: AbortSignal,
 ): Promise<LookupAddress[]> {
-  const host = bareHost(u.hostname);
-  let addrs: LookupAddress[];
-  if (net.isIP(host)) {
-    addrs = [{ address: host, family: net.isIP(host) }];
-  } else {
-    try {
-      addrs = await abortable(lookup(host), signal);
-    } catch {
+  try {
+    return await vetAddresses(u, { allowPrivate: allowed, lookup, signal });
+  } catch (e) {
+    if (e instanceof NonPublicHost) {
       throw badRequest(
-        signal.aborted ? `Invalid '${param}': resolving the host ${clip(host)} timed out.` : `Invalid '${param}': could not resolve the host ${clip(host)}.`,
-        param, 'image_fetch_failed',
+        `Invalid '${param}': the URL's host ${clip(e.host)} is not a public address (${e.addressClass}); images are fetched only from public hosts.`,
+        param, 'image_url_forbidden',
       );
     }
-    if (addrs.length === 0) throw badRequest(`Invalid '${param}': could not resolve the host ${clip(host)}.`, param, 'image_fetch_failed');
+    const host = bareHost(u.hostname);
+    throw badRequest(
+      signal.aborted ? `Invalid '${param}': resolving the host ${clip(host)} timed out.` : `Invalid '${param}': could not resolve the host ${clip(host)}.`,
+      param, 'image_fetch_failed',
+    );
   }
-  if (!allowed) {
-    // Every address must be public: picking only a public one would let a later connection try the others.
-    for (const a of addrs) {
-      const cls = classifyAddress(a.address);
-      if (cls !== 'public') {
-        throw badRequest(
-          `Invalid '${param}': the URL's host ${clip(host)} is not a public address (${cls}); images are fetched only from public hosts.`,
-          param, 'image_url_forbidden',
-        );
-      }
-    }
-  }
-  return addrs;
-}
-
-/**
- * An undici agent whose connections go only to the vetted addresses, whatever DNS would say now (no rebinding).
- * With several addresses, Node's happy-eyeballs (lookup with `all`) tries them in order.
- */
-function pinnedAgent(pinned: LookupAddress[]): Agent {
-  const lookup: net.LookupFunction = (_hostname, options, cb) => {
-    if ((options as { all?: boolean }).all) (cb as unknown as (e: null, a: LookupAddress[]) => void)(null, pinned);
-    else cb(null, pinned[0].address, pinned[0].family);
-  };
-  return new Agent({ connect: { lookup, timeout: CONNECT_TIMEOUT_MS }, connections: 1, pipelining: 0 });
 }
 
 function parseUrl(raw: string, param: string, base?: URL): URL {
@@ -241,13 +202,13 @@ export async function fetchImageUrl(rawUrl: string, param: string, opts: Resolve
   const maxRedirects = opts.maxRedirects ?? DEFAULT_MAX_REDIRECTS;
   const timeoutMs = opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   const allow = parseAllowHosts(opts.allowHosts);
-  const lookup = opts.lookup ?? defaultLookup;
+  const lookup = opts.lookup;
   const signal = AbortSignal.timeout(timeoutMs);
   let url = parseUrl(rawUrl, param);
 
   for (let hop = 0; ; hop++) {
     const pinned = await vetHost(url, param, isAllowed(url, allow), lookup, signal);
-    const agent = pinnedAgent(pinned);
+    const agent = pinnedAgent(pinned, CONNECT_TIMEOUT_MS);
     try {
       let res: Awaited<ReturnType<typeof request>>;
       try {

@@ -43,7 +43,8 @@ export interface VideoSettings {
 
 const RETENTION_MS = 24 * 3600_000;
 
-function num(env: NodeJS.ProcessEnv, name: string, def: number): number {
+/** A positive number from the environment, or `def` when unset. */
+export function num(env: NodeJS.ProcessEnv, name: string, def: number): number {
   const v = env[name];
   if (v === undefined || v === '') return def;
   const n = Number(v);

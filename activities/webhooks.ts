@@ -1,0 +1,117 @@
+import type { Client } from '@temporalio/client';
+import type { Db } from '../src/db/pool';
+import type { Logger } from '../src/observability/logger';
+import type { EventType } from '../src/webhooks/eventTypes';
+import { deliveryToSend, recordAttempt, recordEvent, type AttemptOutcome } from '../src/webhooks/events';
+import { endpointForDelivery } from '../src/webhooks/endpoints';
+import { sendWebhook } from '../src/webhooks/send';
+import { startDelivery } from '../src/webhooks/start';
+import type { WebhookSettings } from '../src/webhooks/settings';
+import type { Lookup } from '../src/net/vettedHost';
+
+/**
+ * The webhook activities, for any workflow that emits events (video jobs today, batches later) and for the
+ * delivery workflow (workflows/webhookDelivery.ts). Both are safe to run again: an event is recorded once per key
+ * and its delivery workflows have fixed ids; a try is recorded only for the delivery's current generation.
+ */
+
+export interface WebhookActivityDeps {
+  db: Db;
+  temporal: Client;
+  taskQueue: string;
+  settings: WebhookSettings;
+  logger?: Logger;
+  /** DNS resolution of endpoint hosts (tests point a name at a private address). */
+  lookup?: Lookup;
+}
+
+export interface EmitInput {
+  accountId: string;
+  type: EventType;
+  /** The event's `data` (for a job: its id). */
+  data: Record<string, unknown>;
+  /** What makes the event unique, from the transition that caused it (e.g. `video:<jobId>:completed`). */
+  key: string;
+}
+
+export interface AttemptInput {
+  deliveryId: string;
+  generation: number;
+  /** The backoff after this try if it must be retried (an endpoint's Retry-After may lengthen it, up to maxWaitMs). */
+  backoffMs: number;
+  maxWaitMs: number;
+  /** Epoch ms after which a failed try is the last. */
+  giveUpAt: number;
+}
+
+/** waitMs null: the delivery is over (succeeded, failed, cancelled or superseded by a resend). */
+export interface AttemptResult {
+  outcome: AttemptOutcome | 'superseded';
+  waitMs: number | null;
+}
+
+export function createWebhookActivities(deps: WebhookActivityDeps) {
+  const { db, settings } = deps;
+  return {
+    /** Records the event once and starts a delivery workflow per subscribed endpoint; returns the event id. */
+    async emitWebhookEvent(e: EmitInput): Promise<string> {
+      const { eventId, deliveries } = await recordEvent(db, e);
+      for (const d of deliveries) await startDelivery(deps.temporal, deps.taskQueue, settings, d);
+      return eventId;
+    },
+
+    /** One try: sign, POST, record the outcome and when the next try is due. */
+    async attemptWebhookDelivery(a: AttemptInput): Promise<AttemptResult> {
+      const d = await deliveryToSend(db, a.deliveryId);
+      if (!d || d.generation !== a.generation || d.status !== 'pending') return { outcome: 'superseded', waitMs: null };
+      const startedAt = new Date();
+      const endpoint = await endpointForDelivery(db, d.endpointId);
+      if (!endpoint) {
+        await recordAttempt(db, {
+          deliveryId: a.deliveryId,
+          generation: a.generation,
+          startedAt,
+          durationMs: 0,
+          statusCode: null,
+          error: 'the endpoint was deleted',
+          outcome: 'cancelled',
+          nextAttemptAt: null,
+        });
+        return { outcome: 'cancelled', waitMs: null };
+      }
+      const r = await sendWebhook({
+        url: endpoint.url,
+        msgId: d.eventId,
+        payload: d.payload,
+        secrets: endpoint.secrets,
+        timeoutMs: settings.timeoutMs,
+        allowPrivate: settings.allowPrivateUrls,
+        lookup: deps.lookup,
+      });
+      const now = Date.now();
+      let waitMs: number | null = null;
+      if (r.outcome === 'retry' && now < a.giveUpAt) {
+        // Never past the window's end, so the last try falls on it: retries span the whole window.
+        waitMs = Math.min(Math.max(a.backoffMs, Math.min(r.retryAfterMs ?? 0, a.maxWaitMs)), a.giveUpAt - now);
+      }
+      await recordAttempt(db, {
+        deliveryId: a.deliveryId,
+        generation: a.generation,
+        startedAt,
+        durationMs: now - startedAt.getTime(),
+        statusCode: r.statusCode,
+        error: r.error,
+        outcome: r.outcome,
+        nextAttemptAt: waitMs === null ? null : new Date(now + waitMs),
+      });
+      if (r.outcome !== 'succeeded')
+        deps.logger?.info(
+          { deliveryId: a.deliveryId, status: r.statusCode, error: r.error, retryInMs: waitMs },
+          'webhook try failed',
+        );
+      return { outcome: r.outcome === 'retry' && waitMs === null ? 'failed' : r.outcome, waitMs };
+    },
+  };
+}
+
+export type WebhookActivities = ReturnType<typeof createWebhookActivities>;

@@ -1,0 +1,56 @@
+import type { Client } from '@temporalio/client';
+import { isTemporalError } from '../video/temporalErrors';
+import type { Db } from '../db/pool';
+import { deliveryWorkflowIdOf, prepareResend, type DeliveryRef } from './events';
+import type { RetrySchedule, WebhookSettings } from './settings';
+
+/** Starting a delivery's workflow (workflows/webhookDelivery.ts): by the emitting activity and by a resend. */
+
+export const DELIVERY_WORKFLOW_TYPE = 'webhookDeliveryWorkflow';
+
+/** The delivery workflow's input, fixed when it starts. */
+export interface DeliveryInput {
+  deliveryId: string;
+  generation: number;
+  retry: RetrySchedule;
+  /** Per-try limit of the activity: the POST's own limit plus the database writes around it. */
+  attemptTimeoutMs: number;
+}
+
+/** Starts the delivery's workflow; 'exists' when it already ran or runs (its id is never reused). */
+export async function startDelivery(
+  client: Client,
+  taskQueue: string,
+  s: WebhookSettings,
+  ref: DeliveryRef,
+): Promise<'started' | 'exists'> {
+  const input: DeliveryInput = { ...ref, retry: s.retry, attemptTimeoutMs: s.timeoutMs + 20_000 };
+  try {
+    await client.workflow.start(DELIVERY_WORKFLOW_TYPE, {
+      taskQueue,
+      workflowId: deliveryWorkflowIdOf(ref.deliveryId, ref.generation),
+      args: [input],
+      workflowIdReusePolicy: 'REJECT_DUPLICATE',
+    });
+    return 'started';
+  } catch (e) {
+    if (isTemporalError(e, 'WorkflowExecutionAlreadyStartedError')) return 'exists';
+    throw e;
+  }
+}
+
+/**
+ * Sends a delivery again at once (a new generation: a pending delivery's waiting workflow stands down at its next
+ * try). Null when the delivery is not on this endpoint of the account, or the endpoint was deleted.
+ */
+export async function resendDelivery(
+  db: Db,
+  client: Client,
+  taskQueue: string,
+  s: WebhookSettings,
+  a: { accountId: string; endpointId: string; deliveryId: string },
+): Promise<DeliveryRef | null> {
+  const ref = await prepareResend(db, a.accountId, a.endpointId, a.deliveryId);
+  if (ref) await startDelivery(client, taskQueue, s, ref);
+  return ref;
+}
