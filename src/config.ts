@@ -106,7 +106,7 @@ export function loadConfig(overrides: Partial<Config> = {}): Config {
     consoleSecureCookies: false, // below: its default follows the final public URL
     redisUrl: process.env.REDIS_URL || null,
     redisKeyPrefix: str('REDIS_KEY_PREFIX', 'gw:rl:'),
-    rateLimitRedisTimeoutMs: int('RATE_LIMIT_REDIS_TIMEOUT_MS', 250),
+    rateLimitRedisTimeoutMs: int('RATE_LIMIT_REDIS_TIMEOUT_MS', 1000),
     budgetTimeZone: checkTimeZone(str('BUDGET_TIME_ZONE', DEFAULT_BUDGET_TIME_ZONE)),
     workerMetricsPort: optionalPort('WORKER_METRICS_PORT', 9464),
     video: loadVideoSettings(),

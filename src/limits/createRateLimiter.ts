@@ -14,5 +14,6 @@ export function createRateLimiter(config: Config, logger: Logger, metrics: Metri
     url: config.redisUrl, prefix: config.redisKeyPrefix, timeoutMs: config.rateLimitRedisTimeoutMs, logger,
     onStatus: (up) => metrics.rateLimitRedisUp.set(up ? 1 : 0),
     onLocalDecision: () => metrics.rateLimitLocalDecisions.inc(),
+    onSliceRefusal: () => metrics.rateLimitSliceRefusals.inc(),
   });
 }

@@ -6,7 +6,8 @@
  * actual tokens when it settles.
  *
  * MemoryRateLimiter keeps the log in this process (one API process: the `npm start` default); RedisRateLimiter
- * (redisRateLimiter.ts) keeps it in Redis for any number of processes, one script call per check.
+ * (redisRateLimiter.ts) keeps it in Redis for any number of processes, each admitting from slices of the window it
+ * leases ahead of need.
  */
 
 export const WINDOW_MS = 60_000;
@@ -32,8 +33,11 @@ export interface Admission {
   ticket: TokenTicket | null;
 }
 
-/** What a limiter needs to find an admitted request's token entry again. */
-export interface TokenTicket { keyId: string; id: string; tokens: number; at: number; local?: TokenEntry }
+/**
+ * What a limiter needs to correct an admitted request's tokens: its in-process entry (`local`), or the slice of
+ * the key's window it was admitted from (`slice`, RedisRateLimiter's).
+ */
+export interface TokenTicket { keyId: string; tokens: number; local?: TokenEntry; slice?: object }
 
 /** A key's windows as they stand (no request counted). */
 export type WindowView = Pick<Admission, 'requests' | 'tokens'>;
@@ -73,11 +77,12 @@ export function windowView(limits: RateLimits, requests: number, tokens: number,
 }
 
 let seq = 0;
-/** Unique per admitted request across processes (the Redis log's member names). */
+/** This process's prefix of every admissionId. */
+export const PROCESS_TAG = `${process.pid.toString(36)}.${Math.floor(Math.random() * 2 ** 32).toString(36)}.`;
+/** Unique across processes (the names of the slices in Redis), and starting with PROCESS_TAG. */
 export function admissionId(): string {
   return `${PROCESS_TAG}${(seq++).toString(36)}`;
 }
-const PROCESS_TAG = `${process.pid.toString(36)}.${Math.floor(Math.random() * 2 ** 32).toString(36)}.`;
 
 /** The sliding window in this process's memory: one Map lookup and a few array operations per check. */
 export class MemoryRateLimiter implements RateLimiter {
@@ -133,7 +138,7 @@ export class MemoryRateLimiter implements RateLimiter {
         const local = { at: now, n: tokens };
         w.tokens.push(local);
         w.used += tokens;
-        ticket = { keyId, id: '', tokens, at: now, local };
+        ticket = { keyId, tokens, local };
       }
     }
     const newest = (xs: number | undefined) => (xs === undefined ? 0 : xs + WINDOW_MS - now);

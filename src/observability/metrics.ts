@@ -31,6 +31,11 @@ export class Metrics {
     name: 'gateway_ratelimit_local_decisions_total', help: 'Rate-limit checks decided in-process because Redis was unreachable',
     registers: [this.registry],
   });
+  readonly rateLimitSliceRefusals = new client.Counter({
+    name: 'gateway_ratelimit_slice_refusals_total',
+    help: 'Rate-limit refusals while room of the key\'s window sat in slices leased by other API processes',
+    registers: [this.registry],
+  });
   readonly limitRefusals = new client.Counter({
     name: 'gateway_limit_refusals_total', help: 'Requests refused by a per-key limit, by limit (requests, tokens, budget)',
     labelNames: ['limit'] as const, registers: [this.registry],

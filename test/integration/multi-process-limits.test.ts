@@ -2,6 +2,7 @@ import net from 'node:net';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import OpenAI from 'openai';
+import Redis from 'ioredis';
 import { createPool, type Db } from '../../src/db/pool';
 import { createAccount, getBalance, topUp, verifyProjections } from '../../src/billing/ledger';
 import { createApiKey } from '../../src/auth/apiKeys';
@@ -183,6 +184,73 @@ test('a budget set while the key is served from the account\'s shared leases bin
   const ledger = (await db.query(`SELECT spent_vnd FROM api_key_spend WHERE api_key_id = $1 AND period LIKE 'day:%'`, [keyId])).rows[0].spent_vnd;
   expect(Number(ledger)).toBe(spent);
   expect(await verifyProjections(db)).toEqual([]);
+}, 120_000);
+
+/** Script calls this test's Redis has served so far. */
+async function redisScriptCalls(): Promise<number> {
+  const r = new Redis(redisPort, '127.0.0.1', { lazyConnect: true });
+  try {
+    await r.connect();
+    const info = await r.info('commandstats');
+    return [...info.matchAll(/^cmdstat_(?:evalsha|eval):calls=(\d+)/gm)].reduce((n, m) => n + Number(m[1]), 0);
+  } finally {
+    r.disconnect();
+  }
+}
+
+/** A process's count of refusals while room sat in other processes' slices. */
+async function sliceRefusals(url: string): Promise<number> {
+  const m = /^gateway_ratelimit_slice_refusals_total (\d+)$/m.exec(await (await fetch(`${url}/metrics`)).text());
+  return Number(m![1]);
+}
+
+/** `count` chat requests to one process, `concurrency` at a time; the answers' statuses and Retry-After-Ms. */
+async function sustained(key: string, process: number, concurrency: number, count: number) {
+  const client = new OpenAI({ apiKey: key, baseURL: `${urls[process]}/v1`, maxRetries: 0 });
+  const answers: { status: number; retryMs: number; code?: string }[] = [];
+  let next = 0;
+  await Promise.all(Array.from({ length: concurrency }, async () => {
+    while (next++ < count) {
+      answers.push(await client.chat.completions.create({ model: 'gpt-4o-mini', max_tokens: 10, messages: [{ role: 'user', content: 'hi' }] })
+        .then(() => ({ status: 200, retryMs: 0 }), (e) => ({ status: e.status, retryMs: Number(e.headers?.get('retry-after-ms')), code: e.code })));
+    }
+  }));
+  return { ok: answers.filter((a) => a.status === 200).length, answers };
+}
+
+test('requests are admitted from slices of the window leased ahead of need: a few Redis calls, not one per request', async () => {
+  const { key } = await keyWith({ rpm: 1_000_000, tpm: 1_000_000_000 });
+  const before = await redisScriptCalls();
+  const runs = await Promise.all([0, 1, 2].map((p) => sustained(key, p, 4, 200)));
+  const calls = (await redisScriptCalls()) - before;
+  expect(runs.map((r) => r.ok)).toEqual([200, 200, 200]);
+  // One call per request before leasing (600); now about one per slice of 16 or more requests.
+  expect(calls).toBeLessThan(600 / 4);
+}, 120_000);
+
+test('leased slices stay exact across processes: never more than the limit, refusals for want of a slice counted, unused room returned', async () => {
+  const rpm = 320;
+  const { key } = await keyWith({ rpm });
+  const refusalsBefore = await Promise.all(urls.map(sliceRefusals));
+  // Process 0 runs steadily (so it holds slices leased ahead of need) while bursts on the others fill the window.
+  const steady = sustained(key, 0, 2, 150);
+  await new Promise((r) => setTimeout(r, 300));
+  const bursts = await Promise.all([1, 2].map((p) => sustained(key, p, 100, 200)));
+  const all = [await steady, ...bursts];
+  const admitted = all.reduce((n, r) => n + r.ok, 0);
+  expect(admitted).toBeLessThanOrEqual(rpm);
+  const refused = all.flatMap((r) => r.answers.filter((a) => a.status !== 200));
+  expect(refused.length).toBe(550 - admitted);
+  for (const a of refused) expect(a).toMatchObject({ status: 429, code: 'rate_limit_exceeded' });
+  // Refusals while room sat in process 0's slices are counted, and told to retry when such a slice ends.
+  const refusalsAfter = await Promise.all(urls.map(sliceRefusals));
+  expect(refusalsAfter[1] + refusalsAfter[2] - refusalsBefore[1] - refusalsBefore[2]).toBeGreaterThan(0);
+  expect(Math.min(...refused.map((a) => a.retryMs))).toBeLessThanOrEqual(2000);
+  // Idle slices go back to the window: one process alone then gets exactly the rest of the limit.
+  await new Promise((r) => setTimeout(r, 2500));
+  const rest = await sustained(key, 1, 1, rpm - admitted + 5);
+  expect(rest.ok).toBe(rpm - admitted);
+  expect(rest.answers.slice(-5).map((a) => a.status)).toEqual([429, 429, 429, 429, 429]);
 }, 120_000);
 
 test('Redis killed while requests are in flight: every request is answered (none 5xx), serving goes on, /readyz says so', async () => {
