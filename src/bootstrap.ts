@@ -1,4 +1,5 @@
-import type { Client, Connection } from '@temporalio/client';
+import type { Client, ClientInterceptors, Connection } from '@temporalio/client';
+import { flushTracing, initTracing, tracer } from './observability/tracing';
 import type { AppDeps } from './api/deps';
 import { loadConfig, type Config } from './config';
 import { createPool } from './db/pool';
@@ -17,6 +18,7 @@ import { createRateLimiter } from './limits/createRateLimiter';
 /** Builds the API's dependencies from config: database (created and migrated), catalog, Temporal client. */
 export async function buildDeps(config: Config = loadConfig(), opts: { temporal?: boolean } = {}): Promise<AppDeps & { close(): Promise<void> }> {
   const logger = createLogger(config.logLevel);
+  await initTracing('model-gateway');
   await ensureDatabase(config.databaseUrl);
   await migrate(config.databaseUrl);
   const db = createPool(config.databaseUrl, 20);
@@ -38,7 +40,9 @@ export async function buildDeps(config: Config = loadConfig(), opts: { temporal?
     // Loaded here, not at the top: an API process without Temporal never loads its gRPC stack.
     const { Client, Connection } = await import('@temporalio/client');
     connection = await Connection.connect({ address: config.temporalAddress });
-    temporal = new Client({ connection, namespace: config.temporalNamespace });
+    // While tracing is on, a workflow started here continues the request's trace (src/observability/tracing.ts).
+    const interceptors = tracer ? await tracer.temporalClientInterceptors() : undefined;
+    temporal = new Client({ connection, namespace: config.temporalNamespace, ...(interceptors ? { interceptors: interceptors as ClientInterceptors } : {}) });
   }
   return {
     config, db, catalog, logger, metrics, credit, limiter, temporal, providers, router,
@@ -46,6 +50,7 @@ export async function buildDeps(config: Config = loadConfig(), opts: { temporal?
     storage: createStorage(config),
     async close() {
       await credit.close();
+      await flushTracing();
       await limiter.close();
       await providers.close();
       await connection?.close();

@@ -1,7 +1,7 @@
 import path from 'node:path';
 import { format } from 'node:util';
-import { Client, Connection } from '@temporalio/client';
-import { bundleWorkflowCode, DefaultLogger, NativeConnection, Runtime, Worker, type LogEntry, type LogLevel, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import { Client, Connection, type ClientInterceptors } from '@temporalio/client';
+import { bundleWorkflowCode, DefaultLogger, NativeConnection, Runtime, Worker, type InjectedSinks, type LogEntry, type LogLevel, type WorkerInterceptors, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { loadConfig, type Config } from './config';
 import { createPool } from './db/pool';
 import { ensureDatabase, migrate } from './db/migrate';
@@ -14,6 +14,7 @@ import { reconcileVideoJobs } from './video/reconciler';
 import { createVideoActivities, createWebhookActivities } from '../activities';
 import { ModelRouter } from './routing/modelRouter';
 import { serveWorkerMetrics } from './observability/metricsServer';
+import { flushTracing, initTracing, tracer } from './observability/tracing';
 
 /**
  * Production worker entry point (`npm run worker`; src/main.ts runs it in-process): the Temporal worker for the
@@ -39,14 +40,15 @@ export interface WorkerOptions {
   router?: ModelRouter;
 }
 
-// Bundling the workflow code (webpack) takes seconds: do it once per process.
+// Bundling the workflow code (webpack) takes seconds: do it once per process (and set of interceptor modules).
 const bundles = new Map<string, Promise<WorkflowBundleWithSourceMap>>();
-function workflowBundle(workflowsPath: string): Promise<WorkflowBundleWithSourceMap> {
-  let b = bundles.get(workflowsPath);
+function workflowBundle(workflowsPath: string, workflowInterceptorModules: string[]): Promise<WorkflowBundleWithSourceMap> {
+  const key = [workflowsPath, ...workflowInterceptorModules].join('\n');
+  let b = bundles.get(key);
   if (!b) {
-    b = bundleWorkflowCode({ workflowsPath, logger: quietBundlerLogger });
-    b.catch(() => bundles.delete(workflowsPath));
-    bundles.set(workflowsPath, b);
+    b = bundleWorkflowCode({ workflowsPath, workflowInterceptorModules, logger: quietBundlerLogger });
+    b.catch(() => bundles.delete(key));
+    bundles.set(key, b);
   }
   return b;
 }
@@ -86,6 +88,11 @@ function every(ms: number, fn: () => Promise<unknown>, onError: (e: unknown) => 
 export async function startWorker(config: Config = loadConfig(), opts: WorkerOptions = {}): Promise<WorkerHandle> {
   const logger = createLogger(config.logLevel, 'worker');
   installRuntime(config.logLevel);
+  await initTracing('model-gateway-worker');
+  // While tracing is on: the workflow and activity interceptors continue the trace of the request that started
+  // the workflow, and the workflow's spans leave its sandbox through the exporter sink.
+  const traced = tracer ? await tracer.temporalWorkerOptions() : null;
+  const clientInterceptors = tracer ? await tracer.temporalClientInterceptors() : null;
   await ensureDatabase(config.databaseUrl);
   await migrate(config.databaseUrl);
   const db = createPool(config.databaseUrl, 10);
@@ -99,12 +106,12 @@ export async function startWorker(config: Config = loadConfig(), opts: WorkerOpt
     if (metrics) cleanup.push(() => metrics.close());
     const workflowsPath = path.join(__dirname, '..', 'workflows', 'index' + path.extname(__filename));
     const [bundle, nativeConnection, connection] = await Promise.all([
-      workflowBundle(workflowsPath),
+      workflowBundle(workflowsPath, traced?.interceptors.workflowModules ?? []),
       NativeConnection.connect({ address: config.temporalAddress }),
       Connection.connect({ address: config.temporalAddress }),
     ]);
     cleanup.unshift(() => nativeConnection.close(), () => connection.close());
-    const temporal = new Client({ connection, namespace: config.temporalNamespace });
+    const temporal = new Client({ connection, namespace: config.temporalNamespace, ...(clientInterceptors ? { interceptors: clientInterceptors as ClientInterceptors } : {}) });
     const worker = await Worker.create({
       connection: nativeConnection,
       namespace: config.temporalNamespace,
@@ -116,6 +123,7 @@ export async function startWorker(config: Config = loadConfig(), opts: WorkerOpt
       },
       stickyQueueScheduleToStartTimeout: config.video.stickyQueueTimeoutMs,
       maxConcurrentActivityTaskExecutions: 200,
+      ...(traced ? { interceptors: traced.interceptors as WorkerInterceptors, sinks: traced.sinks as InjectedSinks<never> } : {}),
     });
     const running = worker.run();
     running.catch((e) => logger.error({ err: (e as Error).message }, 'video worker stopped'));
@@ -137,6 +145,7 @@ export async function startWorker(config: Config = loadConfig(), opts: WorkerOpt
           if (worker.getState() === 'RUNNING') worker.shutdown();
           await running.catch(() => undefined);
           for (const c of cleanup) await c().catch(() => undefined);
+          await flushTracing();
         })();
         return closed;
       },

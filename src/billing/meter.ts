@@ -11,6 +11,8 @@ import type { TokenUsage as UpstreamUsage } from '../providers/types';
 import type { Pricing } from '../catalog/catalog';
 import { fromChatUsage, tokenUsage, usageCost, usageUnits, type TokenUsage } from './tokenUsage';
 import { PG_ERROR, pgErrorCode } from '../db/pgErrors';
+import { tracer } from '../observability/tracing';
+import type { Span } from '@opentelemetry/api';
 
 /**
  * The one metering path for synchronous operations: reserve the maximum cost -> call the upstream -> settle the
@@ -37,6 +39,9 @@ export class Meter {
   /** The deployment of the current try, and `retry` / `fallback` when it is not the first (src/routing). */
   deployment: string | null = null;
   routing: 'retry' | 'fallback' | null = null;
+  /** The request's span while tracing is on: the settlement is recorded under it. */
+  private readonly span: Span | null = tracer ? tracer.active() : null;
+  private tokens: TokenUsage | null = null;
 
   /** `model`: the model billed; a fallback changes it to the model that answers. */
   constructor(private readonly reservation: Reservation, private readonly owner: MeterOwner, public model: string, readonly operation: string) {}
@@ -62,11 +67,13 @@ export class Meter {
     this.finished = true;
     this.onFinish?.(units);
     this.charged = this.reservation.settle(costVnd, this.usage(units, status));
+    if (this.span) tracer?.settled(this.span, { operation: this.operation, model: this.model, costVnd: this.charged, status, deployment: this.deployment, usage: this.tokens });
     return this.charged;
   }
 
   /** Settles a token-billed request: each usage field at its catalog price (tokenUsage.ts), rounded up once. */
   settleTokens(pricing: Pricing, t: TokenUsage, status = 200): number {
+    if (this.span) this.tokens = t;
     return this.settle(usageCost(pricing, t), usageUnits(t), status);
   }
 

@@ -5,6 +5,7 @@ import { classOfStatus, markFailure } from '../routing/failure';
 import type { ProviderConfig } from '../catalog/catalog';
 import { mapTransportError, readLimited, UpstreamAborted } from './openai';
 import type { CallOptions, ProviderAdapter } from './types';
+import { tracer } from '../observability/tracing';
 
 /**
  * Native Anthropic Messages upstream (api.anthropic.com or any Anthropic-protocol server): x-api-key auth, the
@@ -92,7 +93,7 @@ export class AnthropicAdapter implements ProviderAdapter {
     if (this.apiKey) headers['x-api-key'] = this.apiKey;
     let res: Dispatcher.ResponseData;
     try {
-      res = await this.pool.request({ method: 'POST', path: this.basePath + path, headers, body: payload, signal: opts.signal });
+      res = await this.pool.request({ method: 'POST', path: this.basePath + path, headers: tracer ? tracer.inject(headers) : headers, body: payload, signal: opts.signal });
     } catch (e) {
       throw this.transportError(e, opts);
     }

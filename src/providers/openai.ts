@@ -8,6 +8,7 @@ import { postForWholeAnswer, postStreamingTo, type UpstreamPost, type WholeAnswe
 import type { BufferedResponse, CallOptions, MultipartValue, OpenAICompatibleAdapter, StreamingResponse, TokenUsage } from './types';
 import type { StreamSink } from '../sse/streamSink';
 import { clip, MAX_UPSTREAM_ECHO } from '../text/clip';
+import { tracer } from '../observability/tracing';
 
 /**
  * Adapter for any OpenAI-compatible upstream (OpenAI, vLLM, Ollama, LiteLLM, the emulator): base URL + bearer
@@ -122,7 +123,7 @@ export class OpenAIAdapter implements OpenAICompatibleAdapter {
   private async send(path: string, headers: Record<string, string>, body: string | FormData, opts: CallOptions): Promise<Dispatcher.ResponseData> {
     let res: Dispatcher.ResponseData;
     try {
-      res = await this.pool.request({ method: 'POST', path: this.basePath + path, headers, body, signal: opts.signal });
+      res = await this.pool.request({ method: 'POST', path: this.basePath + path, headers: tracer ? tracer.inject(headers) : headers, body, signal: opts.signal });
     } catch (e) {
       throw this.transportError(e, opts);
     }

@@ -2,6 +2,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 import type { Dispatcher } from 'undici';
 import type { CancelSignal } from './types';
 import type { StreamSink } from '../sse/streamSink';
+import { tracer, type UpstreamWatch } from '../observability/tracing';
 
 /**
  * Upstream requests through undici's dispatch handler interface, for the gateway's busiest paths: a JSON answer
@@ -62,8 +63,11 @@ abstract class PostHandler implements Dispatcher.DispatchHandler {
   private errorBytes = 0;
   private cancelled = false;
   private readonly unsubscribe: (() => void) | null = null;
+  /** The try's span watching the answer (first chunk, finish reasons), while tracing is on. */
+  private readonly watch: UpstreamWatch | null;
 
   constructor(protected readonly req: UpstreamPost, protected readonly resolve: (a: WholeAnswer | null) => void, protected readonly reject: (e: unknown) => void) {
+    this.watch = tracer ? tracer.watchUpstream(req.body) : null;
     if (req.signal) {
       this.unsubscribe = onCancel(req.signal, () => {
         this.cancelled = true;
@@ -85,11 +89,15 @@ abstract class PostHandler implements Dispatcher.DispatchHandler {
   onResponseStart(_c: Dispatcher.DispatchController, statusCode: number, headers: IncomingHttpHeaders): void {
     this.status = statusCode;
     this.headers = headers;
+    this.watch?.start(statusCode, headers);
     if (isOk(statusCode)) this.okStart();
   }
 
   onResponseData(_c: Dispatcher.DispatchController, chunk: Buffer): void {
-    if (isOk(this.status)) return this.okData(chunk);
+    if (isOk(this.status)) {
+      this.watch?.data(chunk);
+      return this.okData(chunk);
+    }
     const limit = this.req.errorBodyLimit;
     if (this.errorBytes < limit) this.errorChunks.push(chunk.subarray(0, limit - this.errorBytes));
     this.errorBytes += chunk.length;
@@ -97,6 +105,7 @@ abstract class PostHandler implements Dispatcher.DispatchHandler {
 
   onResponseEnd(): void {
     this.unsubscribe?.();
+    this.watch?.end();
     if (isOk(this.status)) return this.okEnd();
     this.resolve({ status: this.status, headers: this.headers, body: Buffer.concat(this.errorChunks) });
   }
@@ -157,7 +166,7 @@ class StreamingHandler extends PostHandler {
 /** POSTs on the dispatcher (a keep-alive Pool) and resolves with the whole answer, whatever its status. */
 export function postForWholeAnswer(dispatcher: Dispatcher, req: UpstreamPost): Promise<WholeAnswer> {
   return new Promise((resolve, reject) => {
-    dispatcher.dispatch({ method: 'POST', path: req.path, headers: req.headers, body: req.body }, new WholeAnswerHandler(req, resolve as (a: WholeAnswer | null) => void, reject));
+    dispatcher.dispatch({ method: 'POST', path: req.path, headers: tracer ? tracer.inject(req.headers) : req.headers, body: req.body }, new WholeAnswerHandler(req, resolve as (a: WholeAnswer | null) => void, reject));
   });
 }
 
@@ -168,6 +177,6 @@ export function postForWholeAnswer(dispatcher: Dispatcher, req: UpstreamPost): P
  */
 export function postStreamingTo(dispatcher: Dispatcher, req: UpstreamPost, sink: StreamSink): Promise<WholeAnswer | null> {
   return new Promise((resolve, reject) => {
-    dispatcher.dispatch({ method: 'POST', path: req.path, headers: req.headers, body: req.body }, new StreamingHandler(req, sink, resolve, reject));
+    dispatcher.dispatch({ method: 'POST', path: req.path, headers: tracer ? tracer.inject(req.headers) : req.headers, body: req.body }, new StreamingHandler(req, sink, resolve, reject));
   });
 }

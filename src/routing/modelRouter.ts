@@ -3,6 +3,7 @@ import type { Deployment } from '../catalog/deployments';
 import { DeploymentState, pickHealthy } from './deploymentState';
 import { failureOf, isRetryable } from './failure';
 import type { RoutingSettings } from './settings';
+import { tracer, type TryInfo } from '../observability/tracing';
 
 /** How a try came about: the first one, another deployment of the same model, or a fallback model. */
 export type TryKind = 'first' | 'retry' | 'fallback';
@@ -10,8 +11,11 @@ export type TryKind = 'first' | 'retry' | 'fallback';
 /** One upstream try: the model and deployment that serve it. */
 export interface RouteTry { model: ModelConfig; deployment: Deployment; kind: TryKind; state: DeploymentState }
 
-/** Told which deployment each try goes to (the request's meter, so its usage record names the one that answered). */
-export interface RouteRecorder { routed(t: RouteTry): void }
+/**
+ * Told which deployment each try goes to (the request's meter, so its usage record names the one that answered);
+ * its `operation` names the tries' spans while tracing is on.
+ */
+export interface RouteRecorder { routed(t: RouteTry): void; readonly operation?: string }
 
 interface Link { model: ModelConfig; states: DeploymentState[] }
 
@@ -30,8 +34,11 @@ export class ModelRouter {
   /** Each deployment's first try of its own model, built once here: the healthy path allocates no try per request. */
   private readonly firstTries = new Map<DeploymentState, RouteTry>();
   readonly states: DeploymentState[] = [];
+  /** Provider id -> kind, for the tries' spans. */
+  private readonly kinds = new Map<string, string>();
 
   constructor(catalog: Catalog, private readonly settings: RoutingSettings, private readonly now: () => number = Date.now) {
+    for (const [id, p] of catalog.providers) this.kinds.set(id, p.kind);
     const byModel = new Map<string, DeploymentState[]>();
     for (const m of catalog.models) {
       const states = catalog.deployments(m).map((d) => new DeploymentState(d));
@@ -69,12 +76,15 @@ export class ModelRouter {
       recorder?.routed(t);
       const probe = st.begin(this.now());
       const epoch = st.cooldowns;
+      const span = tracer ? tracer.startTry(this.tryInfo(t, recorder)) : null;
       try {
-        const out = await call(t);
+        const out = await (span && tracer ? tracer.within(span, () => call(t)) : call(t));
         st.succeeded(epoch, probe);
+        if (span) tracer?.endTry(span, t.deployment.upstreamModel, null, null);
         return out;
       } catch (e) {
         const f = failureOf(e);
+        if (span) tracer?.endTry(span, t.deployment.upstreamModel, e, f?.cls ?? null);
         if (!f) {
           st.abandoned(probe);
           throw e;
@@ -89,6 +99,14 @@ export class ModelRouter {
         t = next;
       }
     }
+  }
+
+  private tryInfo(t: RouteTry, recorder: RouteRecorder | null | undefined): TryInfo {
+    const d = t.deployment;
+    return {
+      operation: recorder?.operation, model: t.model.id, deployment: d.id, provider: d.provider,
+      providerKind: this.kinds.get(d.provider), upstreamModel: d.upstreamModel, kind: t.kind,
+    };
   }
 
   /** The model's deployment of that id, if it is one (a job keeps the id of the deployment that accepted it). */

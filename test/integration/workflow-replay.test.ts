@@ -33,10 +33,17 @@ function historyFromCliJson(json: unknown): unknown {
 const histories = fs.readdirSync(dir).filter((f) => f.endsWith('.json')).sort();
 
 let workflowBundle: Awaited<ReturnType<typeof bundleWorkflowCode>>;
+/** The same workflow code with the OpenTelemetry workflow interceptors, as a worker bundles it while tracing is on. */
+let tracedBundle: Awaited<ReturnType<typeof bundleWorkflowCode>>;
+const otelInterceptors = require.resolve('@temporalio/interceptors-opentelemetry/lib/workflow-interceptors');
 beforeAll(async () => {
   installRuntime(process.env.LOG_LEVEL ?? 'warn'); // the replay workers' lines go where the gateway's go (quiet unless a test fails)
-  workflowBundle = await bundleWorkflowCode({ workflowsPath: require.resolve('../../workflows'), logger: { trace() {}, debug() {}, info() {}, warn() {}, error() {}, log() {} } as never });
-}, 60_000);
+  const logger = { trace() {}, debug() {}, info() {}, warn() {}, error() {}, log() {} } as never;
+  [workflowBundle, tracedBundle] = await Promise.all([
+    bundleWorkflowCode({ workflowsPath: require.resolve('../../workflows'), logger }),
+    bundleWorkflowCode({ workflowsPath: require.resolve('../../workflows'), workflowInterceptorModules: [otelInterceptors], logger }),
+  ]);
+}, 120_000);
 
 test('there are histories to replay', () => {
   expect(histories.length).toBeGreaterThanOrEqual(4);
@@ -45,4 +52,10 @@ test('there are histories to replay', () => {
 test.each(histories)('%s replays on this build without nondeterminism', async (file) => {
   const history = historyFromCliJson(JSON.parse(fs.readFileSync(path.join(dir, file), 'utf8')));
   await Worker.runReplayHistory({ workflowBundle }, history, `replay-${file}`);
+});
+
+test.each(histories)('%s replays with the tracing interceptors (a worker with OTEL_* set) without nondeterminism', async (file) => {
+  const history = historyFromCliJson(JSON.parse(fs.readFileSync(path.join(dir, file), 'utf8')));
+  const sinks = { exporter: { export: { fn: () => undefined } } };
+  await Worker.runReplayHistory({ workflowBundle: tracedBundle, interceptors: { workflowModules: [otelInterceptors] }, sinks }, history, `replay-traced-${file}`);
 });

@@ -1,6 +1,9 @@
 import { Agent, Pool, request, type Dispatcher } from 'undici';
 import { isRetryableStatus, VideoProviderError, type Download } from './types';
 import { classOfStatus, markFailure } from '../../routing/failure';
+import { tracer } from '../../observability/tracing';
+
+const withTrace = (h: Record<string, string>) => (tracer ? tracer.inject(h) : h);
 
 /**
  * HTTP plumbing shared by the video adapters: a keep-alive pool to the provider's API origin, JSON calls with
@@ -32,7 +35,7 @@ export class ProviderHttp {
     try {
       res = await this.pool.request({
         method, path: this.basePath + path, signal,
-        headers: { accept: 'application/json', ...(body !== undefined ? { 'content-type': 'application/json' } : {}), ...headers },
+        headers: withTrace({ accept: 'application/json', ...(body !== undefined ? { 'content-type': 'application/json' } : {}), ...headers }),
         body: body === undefined ? undefined : JSON.stringify(body),
         headersTimeout: this.timeoutMs, bodyTimeout: this.timeoutMs,
       });

@@ -1,0 +1,229 @@
+import type { IncomingHttpHeaders } from 'node:http';
+import { context, propagation, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Attributes, type Span } from '@opentelemetry/api';
+import { node, resources, tracing as sdk } from '@opentelemetry/sdk-node';
+import type { GatewayTracing, ServedRequest, TryInfo, UpstreamWatch, UsageInfo } from './tracing';
+
+/**
+ * The OpenTelemetry SDK behind src/observability/tracing.ts, loaded only when tracing is on. Spans are exported
+ * over OTLP/HTTP (http/protobuf by default, http/json when OTEL_EXPORTER_OTLP[_TRACES]_PROTOCOL says so) by a batch
+ * processor; the exporters read the endpoint, headers and timeout from the environment themselves, the provider
+ * reads the sampler (OTEL_TRACES_SAMPLER, default parentbased_always_on) and the propagators (OTEL_PROPAGATORS,
+ * default W3C trace context and baggage). Attributes follow the OpenTelemetry HTTP and GenAI semantic conventions.
+ */
+
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const VERSION: string = require('../../package.json').version;
+/** Captured prompts and completions are cut here: a span is not a transcript store. */
+const CONTENT_LIMIT = 16 * 1024;
+
+/** The gateway's operations (the meter's names) as GenAI operation names. */
+const OPERATIONS: Record<string, string> = {
+  'chat.completions': 'chat', messages: 'chat', responses: 'chat', completions: 'text_completion',
+  embeddings: 'embeddings', 'images.generations': 'image_generation', 'images.edits': 'image_generation',
+  'audio.transcriptions': 'transcription', 'audio.translations': 'translation', 'audio.speech': 'speech',
+  'videos': 'video_generation',
+};
+const genAiOperation = (op: string | undefined): string | undefined => (op === undefined ? undefined : OPERATIONS[op] ?? op);
+
+/** Provider kinds (src/catalog) as gen_ai.provider.name values. */
+const PROVIDERS: Record<string, string> = { openai: 'openai', anthropic: 'anthropic', gemini: 'gcp.gemini', veo: 'gcp.vertex_ai', seedance: 'byteplus' };
+
+function protocolOf(env: NodeJS.ProcessEnv): 'http/protobuf' | 'http/json' {
+  const p = (env.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL || env.OTEL_EXPORTER_OTLP_PROTOCOL || 'http/protobuf').trim();
+  if (p === 'http/protobuf' || p === 'http/json') return p;
+  throw new Error(`OTEL_EXPORTER_OTLP_PROTOCOL=${p} is not supported: use http/protobuf or http/json`);
+}
+
+function serviceResource(defaultName: string): resources.Resource {
+  const fromEnv = resources.detectResourcesSync({ detectors: [resources.envDetectorSync] });
+  return resources.Resource.default()
+    .merge(new resources.Resource({ 'service.name': defaultName, 'service.version': VERSION }))
+    .merge(fromEnv);
+}
+
+function exporterFor(protocol: 'http/protobuf' | 'http/json'): sdk.SpanExporter {
+  /* eslint-disable @typescript-eslint/no-require-imports */
+  if (protocol === 'http/json') return new (require('@opentelemetry/exporter-trace-otlp-http').OTLPTraceExporter)();
+  return new (require('@opentelemetry/exporter-trace-otlp-proto').OTLPTraceExporter)();
+  /* eslint-enable @typescript-eslint/no-require-imports */
+}
+
+const FINISH = /"(?:finish_reason|stop_reason)"\s*:\s*"([a-z_]{1,40})"/g;
+
+class Watch implements UpstreamWatch {
+  private readonly started = performance.now();
+  private sse = false;
+  private first = true;
+  private readonly reasons = new Set<string>();
+  private output = '';
+
+  constructor(private readonly span: Span, private readonly capture: boolean, private readonly answered: WeakSet<Span>) {}
+
+  start(status: number, headers: IncomingHttpHeaders): void {
+    this.span.setAttribute('http.response.status_code', status);
+    this.answered.add(this.span);
+    this.sse = String(headers['content-type'] ?? '').startsWith('text/event-stream');
+  }
+
+  data(chunk: Buffer): void {
+    if (this.first) {
+      this.first = false;
+      if (this.sse) this.span.addEvent('gen_ai.first_token', { 'gen_ai.server.time_to_first_token': (performance.now() - this.started) / 1000 });
+    }
+    const text = chunk.toString('utf8');
+    for (const m of text.matchAll(FINISH)) this.reasons.add(m[1]);
+    if (this.capture && this.output.length < CONTENT_LIMIT) this.output += text.slice(0, CONTENT_LIMIT - this.output.length);
+  }
+
+  end(): void {
+    if (this.reasons.size) this.span.setAttribute('gen_ai.response.finish_reasons', [...this.reasons]);
+    if (this.capture) this.span.setAttribute('gen_ai.output.messages', this.output);
+  }
+}
+
+class SdkTracing implements GatewayTracing {
+  private readonly tracer = trace.getTracer('model-gateway', VERSION);
+  /** Tries whose upstream status was seen (the error a failed one throws carries the status sent to the client). */
+  private readonly answered = new WeakSet<Span>();
+
+  constructor(private readonly provider: node.NodeTracerProvider, private readonly processor: sdk.SpanProcessor, private readonly resource: resources.Resource, private readonly capture: boolean) {}
+
+  startServer(method: string, path: string, headers: IncomingHttpHeaders): Span {
+    const parent = propagation.extract(ROOT_CONTEXT, headers);
+    return this.tracer.startSpan(method, { kind: SpanKind.SERVER, attributes: { 'http.request.method': method, 'url.path': path } }, parent);
+  }
+
+  within<T>(span: Span, fn: () => Promise<T>): Promise<T> {
+    return context.with(trace.setSpan(context.active(), span), fn);
+  }
+
+  endServer(span: Span, r: ServedRequest): void {
+    if (r.route !== undefined) {
+      span.updateName(`${r.method} ${r.route}`);
+      span.setAttribute('http.route', r.route);
+    }
+    const a: Attributes = { 'http.response.status_code': r.status };
+    if (r.accountId) a['gateway.account_id'] = r.accountId;
+    if (r.keyId) a['gateway.key_id'] = r.keyId;
+    const op = genAiOperation(r.operation);
+    if (op) a['gen_ai.operation.name'] = op;
+    if (r.model) a['gen_ai.response.model'] = r.model;
+    const body = r.body && typeof r.body === 'object' ? (r.body as Record<string, unknown>) : null;
+    if (body) {
+      if (typeof body.model === 'string') a['gen_ai.request.model'] = body.model;
+      const cap = body.max_completion_tokens ?? body.max_tokens ?? body.max_output_tokens;
+      if (typeof cap === 'number') a['gen_ai.request.max_tokens'] = cap;
+      if (this.capture) a['gen_ai.input.messages'] = JSON.stringify(body.messages ?? body.input ?? body.prompt ?? null).slice(0, CONTENT_LIMIT);
+    }
+    span.setAttributes(a);
+    if (r.status >= 500) span.setStatus({ code: SpanStatusCode.ERROR });
+    span.end();
+  }
+
+  active(): Span | null {
+    return trace.getSpan(context.active()) ?? null;
+  }
+
+  startTry(t: TryInfo): Span {
+    const op = genAiOperation(t.operation);
+    const a: Attributes = {
+      'gen_ai.request.model': t.upstreamModel, 'gateway.model': t.model, 'gateway.deployment': t.deployment,
+      'gateway.provider': t.provider, 'gateway.try': t.kind,
+    };
+    if (op) a['gen_ai.operation.name'] = op;
+    if (t.providerKind) a['gen_ai.provider.name'] = PROVIDERS[t.providerKind] ?? t.providerKind;
+    if (t.kind !== 'first') a[`gateway.${t.kind}`] = true;
+    return this.tracer.startSpan(`${op ?? 'call'} ${t.upstreamModel}`, { kind: SpanKind.CLIENT, attributes: a });
+  }
+
+  endTry(span: Span, upstreamModel: string, error: unknown, failureClass: string | null): void {
+    if (error) {
+      const status = (error as { status?: unknown }).status;
+      if (typeof status === 'number' && !this.answered.has(span)) span.setAttribute('http.response.status_code', status);
+      span.setAttribute('error.type', failureClass ?? (error as Error).name ?? 'error');
+      span.setStatus({ code: SpanStatusCode.ERROR, message: (error as Error).message });
+    } else {
+      span.setAttribute('gen_ai.response.model', upstreamModel);
+    }
+    span.end();
+  }
+
+  inject(headers: Record<string, string>): Record<string, string> {
+    const out = { ...headers };
+    propagation.inject(context.active(), out);
+    return out;
+  }
+
+  watchUpstream(requestBody: string): UpstreamWatch | null {
+    const span = trace.getSpan(context.active());
+    if (!span || !span.isRecording()) return null;
+    if (this.capture) span.setAttribute('gen_ai.input.messages', requestBody.slice(0, CONTENT_LIMIT));
+    return new Watch(span, this.capture, this.answered);
+  }
+
+  settled(parent: Span, s: { operation: string; model: string; costVnd: number; status: number; deployment: string | null; usage: UsageInfo | null }): void {
+    const a: Attributes = { 'gateway.cost_vnd': s.costVnd, 'gen_ai.response.model': s.model };
+    const op = genAiOperation(s.operation);
+    if (op) a['gen_ai.operation.name'] = op;
+    const u = s.usage;
+    if (u) {
+      a['gen_ai.usage.input_tokens'] = u.input + u.cacheRead + u.cacheWrite5m + u.cacheWrite1h;
+      a['gen_ai.usage.output_tokens'] = u.output;
+      a['gen_ai.usage.cache_read.input_tokens'] = u.cacheRead;
+      a['gen_ai.usage.cache_creation.input_tokens'] = u.cacheWrite5m + u.cacheWrite1h;
+      if (u.reasoning) a['gen_ai.usage.reasoning.output_tokens'] = u.reasoning;
+      if (u.estimated) a['gateway.usage_estimated'] = true;
+    }
+    parent.setAttributes(a);
+    const settle = this.tracer.startSpan('gateway.settle', { attributes: { ...a, 'gateway.status': s.status, ...(s.deployment ? { 'gateway.deployment': s.deployment } : {}) } }, trace.setSpan(ROOT_CONTEXT, parent));
+    settle.end();
+  }
+
+  logFields(span: Span): { trace_id: string; span_id: string } {
+    const c = span.spanContext();
+    return { trace_id: c.traceId, span_id: c.spanId };
+  }
+
+  async temporalClientInterceptors(): Promise<{ workflow: unknown[] }> {
+    const { OpenTelemetryWorkflowClientInterceptor } = await import('@temporalio/interceptors-opentelemetry/lib/client');
+    return { workflow: [new OpenTelemetryWorkflowClientInterceptor()] };
+  }
+
+  async temporalWorkerOptions(): Promise<{ interceptors: { workflowModules: string[]; activity: unknown[] }; sinks: Record<string, unknown> }> {
+    const w = await import('@temporalio/interceptors-opentelemetry/lib/worker');
+    return {
+      interceptors: {
+        workflowModules: [this.workflowInterceptorModule()],
+        activity: [(ctx: ConstructorParameters<typeof w.OpenTelemetryActivityInboundInterceptor>[0]) => ({
+          inbound: new w.OpenTelemetryActivityInboundInterceptor(ctx), outbound: new w.OpenTelemetryActivityOutboundInterceptor(ctx),
+        })],
+      },
+      // Workflow spans are made in the workflow sandbox and handed out through this sink (not called on replay).
+      sinks: { exporter: w.makeWorkflowExporter(this.processor, this.resource) },
+    };
+  }
+
+  workflowInterceptorModule(): string {
+    return require.resolve('@temporalio/interceptors-opentelemetry/lib/workflow-interceptors');
+  }
+
+  flush(): Promise<void> {
+    return this.provider.forceFlush();
+  }
+
+  async shutdown(): Promise<void> {
+    await this.provider.shutdown();
+    trace.disable();
+    context.disable();
+    propagation.disable();
+  }
+}
+
+/** Starts the SDK: the provider registered globally (async-hooks context, W3C propagation), OTLP export. */
+export function startSdk(defaultServiceName: string, env: NodeJS.ProcessEnv): GatewayTracing {
+  const resource = serviceResource(defaultServiceName);
+  const processor = new sdk.BatchSpanProcessor(exporterFor(protocolOf(env)));
+  const provider = new node.NodeTracerProvider({ resource, spanProcessors: [processor] });
+  provider.register();
+  return new SdkTracing(provider, processor, resource, (env.OTEL_CAPTURE_CONTENT ?? '').trim().toLowerCase() === 'true');
+}

@@ -1,0 +1,267 @@
+import { randomBytes } from 'node:crypto';
+import OpenAI from 'openai';
+import { startOtlpReceiver, type OtlpReceiver, type ReceivedSpan } from '../support/otlpReceiver';
+import { eventually, startVideoHarness, type VideoHarness } from '../support/video';
+import { startGateway, type TestGateway } from '../support/gateway';
+import { writeRoutingCatalog } from '../support/routingCatalog';
+import { flushTracing, initTracing, shutdownTracing } from '../../src/observability/tracing';
+import { logTo } from '../../src/observability/logger';
+
+/**
+ * OpenTelemetry traces, received for real: the gateway exports OTLP over HTTP to a receiver in this test (protobuf,
+ * then JSON), configured only by the standard OTEL_* environment. Asserted: the client's traceparent is joined and
+ * passed upstream, the spans of a request (server, each upstream try, settlement) with their GenAI attributes, the
+ * trace ids in the log lines, and a video job's workflow and activity spans in the trace of its POST.
+ */
+
+let rx: OtlpReceiver;
+let h: VideoHarness;
+let routed: TestGateway;
+const logLines: string[] = [];
+const saved = { ...process.env };
+
+beforeAll(async () => {
+  rx = await startOtlpReceiver();
+  Object.assign(process.env, {
+    OTEL_EXPORTER_OTLP_ENDPOINT: rx.url, OTEL_EXPORTER_OTLP_PROTOCOL: 'http/protobuf', OTEL_SERVICE_NAME: 'gateway-under-test',
+    OTEL_RESOURCE_ATTRIBUTES: 'deployment.environment.name=test', OTEL_BSP_SCHEDULE_DELAY: '50',
+  });
+  const lines = (globalThis as { __gatewayLogLines?: string[] }).__gatewayLogLines;
+  logTo({ write: (l: string) => { logLines.push(l); lines?.push(l); } });
+  h = await startVideoHarness({}, { logLevel: 'info' });
+  const catalogPath = await writeRoutingCatalog([
+    { id: 'pool', upstreamModel: 'gpt-4o-mini', pricing: { inputPer1MTokens: 1000, outputPer1MTokens: 2000 }, deployments: [{ id: 'a' }, { id: 'b' }] },
+  ]);
+  routed = await startGateway({ logLevel: 'info', temporalAddress: 'off', catalogPath, routing: { maxAttempts: 3, maxTimeMs: 30_000, cooldownBaseMs: 60_000, cooldownMaxMs: 60_000 } }, { temporal: false });
+}, 120_000);
+
+afterAll(async () => {
+  await routed?.close();
+  await h?.close();
+  await shutdownTracing();
+  await rx?.close();
+  for (const k of Object.keys(process.env)) if (k.startsWith('OTEL_')) delete process.env[k];
+  Object.assign(process.env, saved);
+});
+
+/** A W3C traceparent of a client span of our own. */
+function clientParent(): { traceId: string; spanId: string; header: string } {
+  const traceId = randomBytes(16).toString('hex');
+  const spanId = randomBytes(8).toString('hex');
+  return { traceId, spanId, header: `00-${traceId}-${spanId}-01` };
+}
+
+/** A JSON POST to the gateway with the client's traceparent. */
+const post = (gw: TestGateway, key: string, path: string, traceparent: string, body: object) => fetch(`${gw.url}${path}`, {
+  method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', traceparent }, body: JSON.stringify(body),
+});
+
+/** Flushes the exporter until `done` holds for the trace's spans. */
+async function spansOf(traceId: string, done: (s: ReceivedSpan[]) => boolean, ms = 20_000): Promise<ReceivedSpan[]> {
+  return eventually(async () => {
+    await flushTracing();
+    const s = rx.trace(traceId);
+    return done(s) ? s : null;
+  }, ms, 100);
+}
+
+const one = (spans: ReceivedSpan[], f: (s: ReceivedSpan) => boolean): ReceivedSpan => {
+  const m = spans.filter(f);
+  if (m.length !== 1) throw new Error(`expected one span, got ${m.length}: ${spans.map((s) => s.name).join(', ')}`);
+  return m[0];
+};
+const SERVER = 2;
+const CLIENT = 3;
+
+test('a chat request joins the client trace: server span, upstream try, settlement; traceparent sent upstream; ids in the log', async () => {
+  const acc = await h.account(1_000_000);
+  const p = clientParent();
+  const res = await post(h, acc.key, '/v1/chat/completions', p.header, { model: 'gpt-4o-mini', max_tokens: 64, messages: [{ role: 'user', content: 'secret prompt text' }] });
+  expect(res.status).toBe(200);
+  const cost = Number(res.headers.get('x-gateway-cost-vnd'));
+  const answer: any = await res.json();
+  const spans = await spansOf(p.traceId, (s) => s.some((x) => x.kind === SERVER) && s.some((x) => x.name === 'gateway.settle') && s.some((x) => x.kind === CLIENT));
+
+  const server = one(spans, (s) => s.kind === SERVER);
+  expect(server.parentSpanId).toBe(p.spanId);
+  expect(server.name).toBe('POST /v1/chat/completions');
+  expect(server.encoding).toBe('protobuf');
+  expect(server.resource).toMatchObject({ 'service.name': 'gateway-under-test', 'deployment.environment.name': 'test' });
+  expect(server.attributes).toMatchObject({
+    'http.request.method': 'POST', 'http.route': '/v1/chat/completions', 'http.response.status_code': 200,
+    'gateway.account_id': acc.accountId, 'gateway.key_id': acc.keyId,
+    'gen_ai.operation.name': 'chat', 'gen_ai.request.model': 'gpt-4o-mini', 'gen_ai.response.model': 'gpt-4o-mini',
+    'gen_ai.request.max_tokens': 64, 'gen_ai.usage.input_tokens': answer.usage.prompt_tokens,
+    'gen_ai.usage.output_tokens': answer.usage.completion_tokens, 'gen_ai.usage.cache_read.input_tokens': 0, 'gateway.cost_vnd': cost,
+  });
+
+  const tryer = one(spans, (s) => s.kind === CLIENT);
+  expect(tryer.parentSpanId).toBe(server.spanId);
+  expect(tryer.name).toBe('chat gpt-4o-mini');
+  expect(tryer.attributes).toMatchObject({
+    'gen_ai.operation.name': 'chat', 'gen_ai.provider.name': 'openai', 'gen_ai.request.model': 'gpt-4o-mini',
+    'gen_ai.response.model': 'gpt-4o-mini', 'gateway.try': 'first', 'http.response.status_code': 200,
+    'gen_ai.response.finish_reasons': [answer.choices[0].finish_reason],
+  });
+  expect(typeof tryer.attributes['gateway.deployment']).toBe('string');
+
+  const settle = one(spans, (s) => s.name === 'gateway.settle');
+  expect(settle.parentSpanId).toBe(server.spanId);
+  expect(settle.attributes).toMatchObject({ 'gateway.cost_vnd': cost, 'gen_ai.usage.input_tokens': answer.usage.prompt_tokens });
+  expect(cost).toBeGreaterThan(0);
+
+  // The upstream got a traceparent naming the try as its parent.
+  const up = h.emulator.control.requests.filter((r) => r.path.endsWith('/chat/completions') && JSON.stringify(r.body).includes('secret prompt text'));
+  expect(up).toHaveLength(1);
+  expect(up[0].headers.traceparent).toBe(`00-${p.traceId}-${tryer.spanId}-01`);
+
+  // Neither the key nor the prompt is in any span (content is recorded only with OTEL_CAPTURE_CONTENT=true).
+  const all = JSON.stringify(spans, (_k, v) => (typeof v === 'bigint' ? String(v) : v));
+  expect(all).not.toContain(acc.key);
+  expect(all).not.toContain('secret prompt text');
+  expect(all).not.toContain('gen_ai.input.messages');
+
+  const line = logLines.filter((l) => l.startsWith('{')).map((l) => JSON.parse(l)).find((l) => l.msg === 'request' && l.trace_id === p.traceId);
+  expect(line).toMatchObject({ trace_id: p.traceId, span_id: server.spanId, status: 200 });
+});
+
+test('a stream: time to first token as an event; the try span ends with the stream', async () => {
+  const acc = await h.account(1_000_000);
+  h.emulator.control.settings.chunkDelayMs = 20;
+  try {
+    const p = clientParent();
+    const sdk = new OpenAI({ apiKey: acc.key, baseURL: `${h.url}/v1`, maxRetries: 0, defaultHeaders: { traceparent: p.header } });
+    const started = process.hrtime.bigint();
+    const stream = await sdk.chat.completions.create({ model: 'gpt-4o-mini', stream: true, messages: [{ role: 'user', content: 'Say something long' }] });
+    let chunks = 0;
+    for await (const _ of stream) chunks++;
+    const ended = process.hrtime.bigint();
+    expect(chunks).toBeGreaterThan(3);
+    const spans = await spansOf(p.traceId, (s) => s.some((x) => x.kind === SERVER) && s.some((x) => x.kind === CLIENT));
+    const server = one(spans, (s) => s.kind === SERVER);
+    const tryer = one(spans, (s) => s.kind === CLIENT);
+    const first = tryer.events.find((e) => e.name === 'gen_ai.first_token');
+    expect(first?.attributes['gen_ai.server.time_to_first_token']).toEqual(expect.any(Number));
+    // The try lasts as long as the stream (chunks 20 ms apart), not just until its headers.
+    const tryMs = Number(tryer.endNs - tryer.startNs) / 1e6;
+    expect(tryMs).toBeGreaterThan((chunks - 2) * 20 * 0.8);
+    expect(tryMs).toBeLessThanOrEqual(Number(ended - started) / 1e6 + 5);
+    expect(tryer.attributes['gen_ai.response.finish_reasons']).toEqual(['stop']);
+    expect(server.attributes['gen_ai.usage.output_tokens']).toEqual(expect.any(Number));
+  } finally {
+    h.emulator.control.settings.chunkDelayMs = 0;
+  }
+});
+
+test('a failed try and its retry are two child spans: failure class, status, retry marked', async () => {
+  const acc = await routed.account(1_000_000);
+  routed.emulator.control.addFault({ match: 'POST', status: 503, times: 1 });
+  const p = clientParent();
+  const res = await post(routed, acc.key, '/v1/chat/completions', p.header, { model: 'pool', messages: [{ role: 'user', content: 'hi' }] });
+  expect(res.status).toBe(200);
+  const spans = await spansOf(p.traceId, (s) => s.filter((x) => x.kind === CLIENT).length === 2 && s.some((x) => x.kind === SERVER));
+  const server = one(spans, (s) => s.kind === SERVER);
+  const tries = spans.filter((s) => s.kind === CLIENT).sort((a, b) => Number(a.startNs - b.startNs));
+  expect(tries.map((t) => t.parentSpanId)).toEqual([server.spanId, server.spanId]);
+  expect(tries[0].attributes).toMatchObject({ 'gateway.try': 'first', 'error.type': 'server', 'http.response.status_code': 503 });
+  expect(tries[0].status).toBe(2);
+  expect(tries[1].attributes).toMatchObject({ 'gateway.try': 'retry', 'gateway.retry': true, 'http.response.status_code': 200 });
+  expect(tries[1].attributes['gateway.deployment']).not.toBe(tries[0].attributes['gateway.deployment']);
+  expect(new Set(tries.map((t) => t.attributes['gateway.deployment']))).toEqual(new Set(['a', 'b']));
+});
+
+test('a video job: the POST, the workflow, each activity (submit, polls, copy, settlement) in one trace', async () => {
+  const acc = await h.account(1_000_000);
+  const p = clientParent();
+  const res = await post(h, acc.key, '/v1/videos', p.header, { model: 'veo-3.1-generate-preview', prompt: 'a lighthouse at dusk', seconds: 4 });
+  expect(res.status).toBe(202);
+  const job: any = await res.json();
+  await eventually(async () => {
+    const j: any = await (await fetch(`${h.url}/v1/videos/${job.id}`, { headers: { authorization: `Bearer ${acc.key}` } })).json();
+    return j.status === 'completed' ? j : null;
+  });
+  const spans = await spansOf(p.traceId, (s) => s.some((x) => x.name.startsWith('RunWorkflow:')) && s.some((x) => x.name === 'RunActivity:completeJob'));
+  const byId = new Map(spans.map((s) => [s.spanId, s]));
+  const server = one(spans, (s) => s.kind === SERVER && s.name === 'POST /v1/videos');
+  expect(server.parentSpanId).toBe(p.spanId);
+  const start = one(spans, (s) => s.name === 'StartWorkflow:videoJobWorkflow');
+  const run = one(spans, (s) => s.name === 'RunWorkflow:videoJobWorkflow');
+  /** The chain of ancestors of a span up to the client's. */
+  const ancestry = (s: ReceivedSpan): string[] => {
+    const names: string[] = [];
+    for (let x: ReceivedSpan | undefined = s; x; x = byId.get(x.parentSpanId)) names.push(x.name);
+    return names;
+  };
+  expect(ancestry(run)).toEqual(['RunWorkflow:videoJobWorkflow', 'StartWorkflow:videoJobWorkflow', 'POST /v1/videos']);
+  expect(start.parentSpanId).toBe(server.spanId);
+  const activities = spans.filter((s) => s.name.startsWith('RunActivity:'));
+  const names = activities.map((s) => s.name);
+  expect(names).toEqual(expect.arrayContaining(['RunActivity:submitVideo', 'RunActivity:pollVideo', 'RunActivity:copyResult', 'RunActivity:completeJob']));
+  expect(names.filter((n) => n === 'RunActivity:pollVideo').length).toBeGreaterThanOrEqual(2);
+  for (const a of activities) {
+    const chain = ancestry(a);
+    expect(chain.slice(-3)).toEqual(['RunWorkflow:videoJobWorkflow', 'StartWorkflow:videoJobWorkflow', 'POST /v1/videos']);
+    expect(chain[1]).toBe(a.name.replace('RunActivity:', 'StartActivity:'));
+  }
+  // The provider calls of the activities carry the trace on to the upstream.
+  const submit = h.emulator.control.requests.find((r) => r.path.includes(':predictLongRunning') && JSON.stringify(r.body).includes('a lighthouse at dusk'))!;
+  expect(String(submit.headers.traceparent)).toMatch(new RegExp(`^00-${p.traceId}-[0-9a-f]{16}-01$`));
+});
+
+test('http/json export: the same spans arrive as OTLP JSON', async () => {
+  await shutdownTracing();
+  process.env.OTEL_EXPORTER_OTLP_PROTOCOL = 'http/json';
+  await initTracing('model-gateway');
+  const before = rx.requests.json;
+  const acc = await h.account(1_000_000);
+  const p = clientParent();
+  const res = await post(h, acc.key, '/v1/embeddings', p.header, { model: 'text-embedding-3-small', input: 'hello' });
+  expect(res.status).toBe(200);
+  const spans = await spansOf(p.traceId, (s) => s.some((x) => x.kind === SERVER) && s.some((x) => x.name === 'gateway.settle'));
+  expect(rx.requests.json).toBeGreaterThan(before);
+  const server = one(spans, (s) => s.kind === SERVER);
+  expect(server.encoding).toBe('json');
+  expect(server.parentSpanId).toBe(p.spanId);
+  expect(server.attributes).toMatchObject({ 'http.route': '/v1/embeddings', 'gen_ai.operation.name': 'embeddings', 'gen_ai.request.model': 'text-embedding-3-small' });
+  const tryer = one(spans, (s) => s.kind === CLIENT);
+  expect(tryer.parentSpanId).toBe(server.spanId);
+  expect(one(spans, (s) => s.name === 'gateway.settle').parentSpanId).toBe(server.spanId);
+});
+
+test('prompts and completions are recorded only with OTEL_CAPTURE_CONTENT=true', async () => {
+  await shutdownTracing();
+  process.env.OTEL_CAPTURE_CONTENT = 'true';
+  await initTracing('model-gateway');
+  try {
+    const acc = await h.account(1_000_000);
+    const p = clientParent();
+    const res = await post(h, acc.key, '/v1/chat/completions', p.header, { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'opted-in prompt' }] });
+    const answer: any = await res.json();
+    const spans = await spansOf(p.traceId, (s) => s.some((x) => x.kind === SERVER) && s.some((x) => x.kind === CLIENT));
+    expect(String(one(spans, (s) => s.kind === SERVER).attributes['gen_ai.input.messages'])).toContain('opted-in prompt');
+    const tryer = one(spans, (s) => s.kind === CLIENT);
+    expect(String(tryer.attributes['gen_ai.input.messages'])).toContain('opted-in prompt');
+    expect(String(tryer.attributes['gen_ai.output.messages'])).toContain(JSON.stringify(answer.choices[0].message.content).slice(1, -1));
+  } finally {
+    delete process.env.OTEL_CAPTURE_CONTENT;
+  }
+});
+
+test('the sampler comes from OTEL_TRACES_SAMPLER: a ratio of 0 exports nothing, the log line still names the trace', async () => {
+  await shutdownTracing();
+  Object.assign(process.env, { OTEL_TRACES_SAMPLER: 'traceidratio', OTEL_TRACES_SAMPLER_ARG: '0' });
+  await initTracing('model-gateway');
+  try {
+    const acc = await h.account(1_000_000);
+    const p = clientParent();
+    const res = await post(h, acc.key, '/v1/embeddings', p.header, { model: 'text-embedding-3-small', input: 'not sampled' });
+    expect(res.status).toBe(200);
+    await flushTracing();
+    await new Promise((r) => setTimeout(r, 200));
+    await flushTracing();
+    expect(rx.trace(p.traceId)).toEqual([]);
+  } finally {
+    delete process.env.OTEL_TRACES_SAMPLER;
+    delete process.env.OTEL_TRACES_SAMPLER_ARG;
+  }
+});
