@@ -46,6 +46,17 @@ export interface PollOutcome {
   cancelRequested?: boolean;
 }
 
+/** What a submission tells the workflow. */
+export interface SubmitOutcome {
+  /** The provider task (null: none was created). */
+  taskId: string | null;
+  /** The job was final already (a task created meanwhile is still reported, to be cancelled). */
+  alreadyFinal?: boolean;
+  cancelRequested?: boolean;
+  /** The deadline passed before the job was submitted: nothing was sent to the provider. */
+  pastDeadline?: boolean;
+}
+
 export const videoKeyOf = (jobId: string) => `videos/${jobId}/video.mp4`;
 export const lastFrameKeyOf = (jobId: string) => `videos/${jobId}/last-frame`;
 
@@ -131,12 +142,16 @@ export function createVideoActivities(deps: VideoActivityDeps) {
   }
 
   return {
-    /** Submits the job to its provider once: a job that already has a provider task id resumes with it. */
-    async submitVideo(a: { jobId: string }): Promise<{ taskId: string | null; alreadyFinal?: boolean; cancelRequested?: boolean }> {
+    /**
+     * Submits the job to its provider once: a job that already has a provider task id resumes with it. A job
+     * whose deadline (`notAfter`, epoch ms) passed before it was submitted is not submitted at all.
+     */
+    async submitVideo(a: { jobId: string; notAfter?: number }): Promise<SubmitOutcome> {
       const job = await load(a.jobId);
       if (jobs.isFinal(job.status)) return { taskId: job.providerTaskId, alreadyFinal: true };
       if (job.cancelRequestedAt) return { taskId: job.providerTaskId, cancelRequested: true };
       if (job.providerTaskId) return { taskId: job.providerTaskId };
+      if (a.notAfter !== undefined && Date.now() >= a.notAfter) return { taskId: null, pastDeadline: true };
       const { images: stored, ...params } = job.request;
       const images: VideoImages<VideoImage> = {};
       try {

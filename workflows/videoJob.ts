@@ -50,9 +50,11 @@ export async function videoJobWorkflow(input: VideoJobInput): Promise<VideoJobRe
  */
 async function submitOrCancel(job: JobRun): Promise<string> {
   const submit = job.keepsTask ? job.acts.submitVideoToEnd : job.acts.submitVideo;
-  const s = await submit({ jobId: job.input.jobId }).catch((e) => {
+  const notAfter = job.deadline ?? undefined;
+  const s = await submit({ jobId: job.input.jobId, ...(notAfter !== undefined ? { notAfter } : {}) }).catch((e) => {
     throw new JobEnds('failed', failureMessage(e, 'The provider did not accept the job'), failureCode(e));
   });
+  if (s.pastDeadline) throw new JobEnds('expired', expiredMessage(job), 'deadline_exceeded');
   if (job.keepsTask) job.taskId = s.taskId; // a task created while the job was ended is still ours to cancel
   if (s.alreadyFinal) throw new JobEnds('failed', 'The job was already final before it was submitted.', null, job.taskId, false);
   job.taskId = s.taskId;
@@ -63,12 +65,12 @@ async function submitOrCancel(job: JobRun): Promise<string> {
 /** Poll with backoff on durable timers until the task is terminal or the deadline passes. */
 async function pollUntilTerminal(job: JobRun, taskId: string): Promise<PollOutcome> {
   const t = job.input.timing;
-  const deadline = Date.now() + t.deadlineMs;
+  const deadline = job.deadline ?? Date.now() + t.deadlineMs;
   let delay = 0; // the first poll goes out at once (it moves a started task to processing); then the waits grow
   for (;;) {
     const wait = Math.min(delay, Math.max(0, deadline - Date.now()));
     if (wait > 0) await sleep(wait);
-    if (Date.now() >= deadline) throw new JobEnds('expired', `No result from the provider within ${Math.round(t.deadlineMs / 1000)} s.`, 'deadline_exceeded', taskId);
+    if (Date.now() >= deadline) throw new JobEnds('expired', expiredMessage(job), 'deadline_exceeded', taskId);
     delay = delay === 0 ? t.pollInitialMs : Math.min(Math.ceil(delay * t.pollBackoff), t.pollMaxMs);
     let p: PollOutcome;
     try {
@@ -92,6 +94,9 @@ async function pollUntilTerminal(job: JobRun, taskId: string): Promise<PollOutco
     return p;
   }
 }
+
+const expiredMessage = (job: JobRun) => `No result from the provider within ${Math.round(job.input.timing.deadlineMs / 1000)} s`
+  + (job.deadline === null ? '.' : ' of the job\'s creation.');
 
 /**
  * Copy the result into our storage at once, streaming; retries are bounded by copyWindowMs, far inside the

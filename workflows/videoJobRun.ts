@@ -39,8 +39,15 @@ export class JobRun {
    * end (false for jobs started by an earlier build, which replay as they ran).
    */
   readonly keepsTask = patched('video-keeps-provider-task');
+  /**
+   * When the job expires: its creation + deadlineMs, the same in every run of the job (a workflow restarted by the
+   * reconciler included); null for jobs started by an earlier build, whose deadline starts at their first poll.
+   */
+  readonly deadline: number | null;
 
   constructor(readonly input: VideoJobInput) {
+    const fromCreation = patched('video-deadline-from-creation') && input.createdAtMs !== undefined;
+    this.deadline = fromCreation ? input.createdAtMs! + input.timing.deadlineMs : null;
     const acts = activitiesFor(input.timing);
     // Activities that write (a poll may store an inline video) are never cut off midway, and none starts after a cancel.
     this.acts = { ...acts, pollVideo: this.whole(acts.pollVideo), markProcessing: this.whole(acts.markProcessing), copyResult: this.whole(acts.copyResult) };

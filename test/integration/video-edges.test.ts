@@ -138,3 +138,42 @@ test('a failure is one commit too, and a job already final is never settled agai
   expect(await getBalance(h.deps.db, acc.accountId)).toEqual({ balance: BALANCE, held: 0, available: BALANCE });
   expect((await getJob(h.deps.db, job.id))!.status).toBe('failed');
 });
+
+test('the deadline runs from the job\'s creation: a job started past it (by the reconciler) expires, never submitted', async () => {
+  const acc = await h.account(BALANCE);
+  const id = randomUUID();
+  // What POST /v1/videos commits before the workflow starts; the API then "crashes" and the job waits an hour.
+  await createJobWithHold(h.deps.db, {
+    id, accountId: acc.accountId, apiKeyId: null, model: VEO, provider: 'emulator-veo', requestHash: 'x', idempotencyKey: null,
+    request: { prompt: 'an hour late', seconds: 4, returnLastFrame: false, images: {} }, seconds: 4, pricePerSecond: 10400, maxCostVnd: 4 * 10400, holdId: randomUUID(),
+  });
+  await h.deps.db.query(`UPDATE video_jobs SET created_at = now() - interval '1 hour' WHERE id = $1`, [id]);
+  // The reconciler starts the workflow: the 20 s deadline passed long ago.
+  const job = await eventually(async () => {
+    const j = await getJob(h.deps.db, id);
+    return j?.status === 'expired' ? j : null;
+  });
+  expect(job).toMatchObject({ errorCode: 'deadline_exceeded', providerTaskId: null, errorMessage: expect.stringContaining('of the job\'s creation') });
+  expect(h.emulator.control.requests.filter((r) => r.method === 'POST' && JSON.stringify(r.body).includes('an hour late'))).toEqual([]);
+  expect(await getBalance(h.deps.db, acc.accountId)).toEqual({ balance: BALANCE, held: 0, available: BALANCE });
+});
+
+test('a workflow restarted after its history is lost keeps the job\'s deadline (it does not start a new one)', async () => {
+  const acc = await h.account(BALANCE);
+  const job = await submit(acc.key, { model: VEO, prompt: 'lost and late [hang]', seconds: 4 });
+  await eventually(async () => (await getJob(h.deps.db, job.id))?.providerTaskId);
+  // The job is now older than its deadline (20 s here); its running workflow computed its own deadline already.
+  await h.deps.db.query(`UPDATE video_jobs SET created_at = now() - interval '1 hour' WHERE id = $1`, [job.id]);
+  const handle = h.deps.temporal!.workflow.getHandle(`video-${job.id}`);
+  await h.deps.temporal!.workflowService.deleteWorkflowExecution({ namespace: h.config.temporalNamespace, workflowExecution: { workflowId: handle.workflowId } });
+  // The reconciler starts it again (grace 1 s): it expires at its first look, well before a fresh 20 s deadline.
+  const done = await eventually(async () => {
+    const j = await getJob(h.deps.db, job.id);
+    return j?.status === 'expired' ? j : null;
+  }, 12_000);
+  expect(done.errorCode).toBe('deadline_exceeded');
+  // Veo cannot cancel; the follow window (from creation too) has closed: the task is recorded as still running.
+  const ended = await eventually(async () => (await listEvents(h.deps.db, job.id)).find((e) => e.kind === 'provider_task_ended'));
+  expect(ended.data).toMatchObject({ taskId: done.providerTaskId, state: 'running' });
+  expect(await getBalance(h.deps.db, acc.accountId)).toEqual({ balance: BALANCE, held: 0, available: BALANCE });
+});
