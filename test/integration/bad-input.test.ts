@@ -4,6 +4,7 @@ import { startGateway, type TestGateway } from '../support/gateway';
 import { getBalance, listLedger, verifyProjections } from '../../src/billing/ledger';
 import { ConsoleClient, jsonOf, makeLogin } from '../e2e/consoleClient';
 import { runAdmin } from '../../src/cli/admin';
+import { post as postTo } from '../support/http';
 
 /**
  * Inputs that used to reach Postgres or the cost arithmetic unchecked: each is a 400 in the interface's error shape
@@ -24,10 +25,8 @@ const NUL = 'a\u0000b';
 const LONE = 'a\ud800b';
 
 /** POSTs `body` as JSON (JSON.stringify writes NUL and lone surrogates as \u escapes, as clients do). */
-async function post(path: string, key: string, body: unknown, headers: Record<string, string> = {}) {
-  const res = await fetch(gw.url + path, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${key}`, ...headers }, body: JSON.stringify(body) });
-  return { status: res.status, body: await jsonOf(res) };
-}
+const post = (path: string, key: string, body: unknown, headers: Record<string, string> = {}) =>
+  postTo(gw.url + path, body, { key, headers });
 
 /** The account still has only its top-up: nothing held, nothing charged, projections consistent. */
 async function expectUntouched(accountId: string) {

@@ -1,10 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import { createPool, type Db } from '../../src/db/pool';
 import { CreditManager, type UsageInput } from '../../src/billing/credit';
-import { createAccount, getBalance, InsufficientFunds, placeHold, releaseHold, topUp, verifyProjections } from '../../src/billing/ledger';
+import { getBalance, InsufficientFunds, placeHold, releaseHold, verifyProjections } from '../../src/billing/ledger';
 import { writeUsageBatch, type SettledUsage } from '../../src/billing/usageBatch';
 import { tx } from '../../src/db/pool';
 import type { Logger } from '../../src/observability/logger';
+import { fundedAccount } from '../support/records';
 
 let db: Db;
 beforeAll(() => {
@@ -12,11 +13,7 @@ beforeAll(() => {
 });
 afterAll(() => db.end());
 
-async function funded(amount: number): Promise<string> {
-  const id = await createAccount(db, 'credit-test');
-  await topUp(db, { accountId: id, amount, idempotencyKey: `t:${randomUUID()}` });
-  return id;
-}
+const funded = (amount: number) => fundedAccount(db, amount, 'credit-test');
 /** The account's `charged` ledger events, oldest first. */
 async function chargesOf(accountId: string): Promise<{ key: string; amount: number; ref_type: string; memo: string }[]> {
   const r = await db.query(`SELECT idempotency_key AS key, amount, ref_type, memo FROM ledger_events WHERE account_id = $1 AND kind = 'charged' ORDER BY id`, [accountId]);

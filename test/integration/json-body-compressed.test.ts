@@ -1,5 +1,7 @@
 import { brotliCompressSync, deflateSync, gzipSync } from 'node:zlib';
 import { startGateway, type TestGateway } from '../support/gateway';
+import { post as postTo } from '../support/http';
+import { usageRows as usageRowsOf } from '../support/records';
 
 // Compressed JSON bodies go through koa-body (loaded on first use), plain ones through raw-body + JSON.parse. What
 // json-body.test.ts leaves out: deflate and br, the size limit applied to the inflated body (a small gzip that
@@ -18,17 +20,10 @@ afterAll(() => gw.close());
 const chatJson = (content: string) => JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content }] });
 
 async function post(body: string | Buffer, headers: Record<string, string> = {}) {
-  const res = await fetch(`${gw.url}/v1/chat/completions`, {
-    method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', ...headers }, body,
-  });
-  const json = (await res.json()) as { error?: { type: string; code: string | null; param: string | null }; choices?: { message: { content: string } }[] };
-  return { status: res.status, json };
+  const res = await postTo(`${gw.url}/v1/chat/completions`, body, { key, headers });
+  return { status: res.status, json: res.body };
 }
-
-async function usageRows(): Promise<number> {
-  await gw.deps.credit.flush();
-  return (await gw.deps.db.query('SELECT count(*)::int AS n FROM usage_records WHERE account_id = $1', [accountId])).rows[0].n;
-}
+const usageRows = async () => (await usageRowsOf(gw.deps, accountId)).length;
 
 test('deflate, br, gzip and identity bodies are all read, and the reply is to what was sent', async () => {
   const cases: [string, (s: string) => Buffer | string][] = [

@@ -1,5 +1,6 @@
 import { gzipSync } from 'node:zlib';
 import { startGateway, type TestGateway } from '../support/gateway';
+import { post as postTo } from '../support/http';
 
 // JSON request bodies: plain ones through raw-body + JSON.parse, compressed ones through koa-body (loaded on first
 // use); prototype keys refused; nothing charged for a refused body.
@@ -15,11 +16,8 @@ afterAll(() => gw.close());
 const chat = JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] });
 
 async function post(body: string | Buffer, headers: Record<string, string> = {}) {
-  const res = await fetch(`${gw.url}/v1/chat/completions`, {
-    method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', ...headers }, body,
-  });
-  const json = (await res.json()) as { error?: { code: string | null; param: string | null }; choices?: unknown[] };
-  return { status: res.status, json };
+  const res = await postTo(`${gw.url}/v1/chat/completions`, body, { key, headers });
+  return { status: res.status, json: res.body };
 }
 
 test('gzip bodies are inflated; a body that is not what its Content-Encoding says is a 400', async () => {

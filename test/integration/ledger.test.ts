@@ -1,8 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { createPool, type Db } from '../../src/db/pool';
 import {
-  createAccount, getBalance, InsufficientFunds, listLedger, placeHold, releaseHold, settleHold, topUp, verifyProjections, chargeHolds,
+  getBalance, InsufficientFunds, listLedger, placeHold, releaseHold, settleHold, topUp, verifyProjections, chargeHolds,
 } from '../../src/billing/ledger';
+import { fundedAccount } from '../support/records';
 
 let db: Db;
 beforeAll(() => {
@@ -10,11 +11,7 @@ beforeAll(() => {
 });
 afterAll(() => db.end());
 
-async function funded(amount: number): Promise<string> {
-  const id = await createAccount(db, 'ledger-test');
-  await topUp(db, { accountId: id, amount, idempotencyKey: `t:${randomUUID()}` });
-  return id;
-}
+const funded = (amount: number) => fundedAccount(db, amount, 'ledger-test');
 
 test('50 concurrent holds against a balance that covers 10 place exactly 10', async () => {
   const acc = await funded(10 * 7_000);

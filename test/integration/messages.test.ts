@@ -4,6 +4,7 @@ import { streamStats } from '../../src/emulator/replyKit';
 import { openaiEmulatorStats } from '../../src/emulator/openai';
 import { estimateInputTokens } from '../../src/translate/tokenEstimate';
 import { shortenToolName } from '../../src/translate/toolNames';
+import { usageRows as usageRowsOf } from '../support/records';
 
 /**
  * POST /v1/messages and /v1/messages/count_tokens through the real gateway with the official Anthropic SDK, on
@@ -298,10 +299,7 @@ describe('errors and headers', () => {
   });
 });
 
-async function usageRows(accountId: string): Promise<any[]> {
-  const r = await gw.deps.db.query('SELECT operation, units, cost_vnd, status FROM usage_records WHERE account_id = $1 ORDER BY created_at, id', [accountId]);
-  return r.rows;
-}
+const usageRows = (accountId: string) => usageRowsOf(gw.deps, accountId, 'operation, units, cost_vnd, status');
 
 async function waitFor(cond: () => Promise<boolean>, ms = 5000): Promise<void> {
   const end = Date.now() + ms;

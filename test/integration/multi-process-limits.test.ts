@@ -10,6 +10,7 @@ import { BUDGET_FENCE_MARGIN_MS, setKeyLimits, untilBudgetBinds, type LimitsSave
 import { startEmulator, type Emulator } from '../../src/emulator/server';
 import { spawnTsChild, type TsChild } from '../support/tsChild';
 import { eventually } from '../support/video';
+import { freePort } from '../support/http';
 
 /**
  * Three API processes (src/server.ts, each its own node process) on one database and one Redis. Limits hold for
@@ -29,14 +30,6 @@ let urls: string[] = [];
 async function limiterMode(url: string): Promise<string> {
   const body = (await (await fetch(`${url}/readyz`)).json()) as { checks: Record<string, string> };
   return body.checks.ratelimit;
-}
-
-async function freePort(): Promise<number> {
-  const s = net.createServer();
-  await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
-  const port = (s.address() as net.AddressInfo).port;
-  await new Promise((r) => s.close(r));
-  return port;
 }
 
 async function startRedis(): Promise<void> {

@@ -1,6 +1,7 @@
 import OpenAI from 'openai';
 import { startGateway, type TestGateway } from '../support/gateway';
-import { getBalance, listLedger, verifyProjections } from '../../src/billing/ledger';
+import { getBalance, verifyProjections } from '../../src/billing/ledger';
+import { charges as chargesOf, fundedClient } from '../support/records';
 
 /** Funds and charges for the OpenAI-compatible operations: 402 before any upstream call, exactly-once charges. */
 
@@ -11,11 +12,8 @@ beforeAll(async () => {
 afterAll(() => gw.close());
 beforeEach(() => gw.emulator.control.reset());
 
-async function funded(balance: number) {
-  const acc = await gw.account(balance);
-  return { ...acc, client: new OpenAI({ apiKey: acc.key, baseURL: gw.url + '/v1', maxRetries: 0 }) };
-}
-const charges = async (accountId: string) => (await listLedger(gw.deps.db, accountId, 1000)).filter((e) => e.kind === 'charged');
+const funded = (balance: number) => fundedClient(gw, balance);
+const charges = (accountId: string) => chargesOf(gw.deps, accountId);
 
 test('an account that cannot pay gets 402 insufficient_quota and no upstream request is made', async () => {
   const { client } = await funded(0);

@@ -1,6 +1,7 @@
 import OpenAI from 'openai';
 import { startGateway, type TestGateway } from '../support/gateway';
 import { openaiEmulatorStats } from '../../src/emulator/openai';
+import { usageRows as usageRowsOf } from '../support/records';
 
 /** Chat and legacy completions through the real gateway with the official openai SDK, against the emulator. */
 
@@ -25,11 +26,7 @@ const lastUpstream = () => {
   return reqs[reqs.length - 1] as { path: string; body: Record<string, any>; headers: Record<string, unknown> };
 };
 
-async function usageRows(): Promise<any[]> {
-  await gw.deps.credit.flush();
-  const r = await gw.deps.db.query('SELECT * FROM usage_records WHERE account_id = $1 ORDER BY created_at DESC', [accountId]);
-  return r.rows;
-}
+const usageRows = () => usageRowsOf(gw.deps, accountId);
 
 test('chat completion (non-streaming): spec 2.3 shape, upstream model name, usage billed', async () => {
   const res = await client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'Hello there' }], temperature: 0.5 });

@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import OpenAI, { toFile } from 'openai';
 import { startGateway, type TestGateway } from '../support/gateway';
+import { usageRows as usageRowsOf } from '../support/records';
 
 /** Embeddings, speech, transcriptions and images through the real gateway with the official openai SDK. */
 
@@ -27,10 +28,7 @@ beforeEach(async () => {
 });
 
 const lastUpstream = () => gw.emulator.control.requests[gw.emulator.control.requests.length - 1] as { path: string; body: any };
-async function usageRows(): Promise<any[]> {
-  await gw.deps.credit.flush();
-  return (await gw.deps.db.query('SELECT * FROM usage_records WHERE account_id = $1', [accountId])).rows;
-}
+const usageRows = () => usageRowsOf(gw.deps, accountId);
 async function apiError(p: Promise<unknown>): Promise<any> {
   const e = await p.then(() => null, (err) => err);
   expect(e).toBeInstanceOf(OpenAI.APIError);

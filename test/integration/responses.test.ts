@@ -2,6 +2,7 @@ import OpenAI from 'openai';
 import { startGateway, type TestGateway } from '../support/gateway';
 import { streamStats } from '../../src/emulator/replyKit';
 import { openaiEmulatorStats } from '../../src/emulator/openai';
+import { usageRows as usageRowsOf } from '../support/records';
 
 /**
  * POST /v1/responses (+ GET /v1/responses/{id}) through the real gateway with the official openai SDK, on the
@@ -261,10 +262,7 @@ test('validation errors name the parameter', async () => {
   expect(temp.error.param).toBe('temperature');
 });
 
-async function usageRows(accountId: string): Promise<any[]> {
-  const r = await gw.deps.db.query('SELECT operation, units, cost_vnd, status FROM usage_records WHERE account_id = $1 ORDER BY created_at, id', [accountId]);
-  return r.rows;
-}
+const usageRows = (accountId: string) => usageRowsOf(gw.deps, accountId, 'operation, units, cost_vnd, status');
 
 /** A request shaped as the Codex CLI 0.169 sends it (reference section 5), padded to at least `size` bytes. */
 function codexBody(model: string, size: number) {

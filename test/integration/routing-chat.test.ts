@@ -1,8 +1,10 @@
 import OpenAI from 'openai';
 import { startGateway, type TestGateway } from '../support/gateway';
 import { writeRoutingCatalog, type PoolSpec } from '../support/routingCatalog';
-import { listLedger, verifyProjections } from '../../src/billing/ledger';
+import { verifyProjections } from '../../src/billing/ledger';
 import type { Fault } from '../../src/emulator/control';
+import { chargedVnd as chargedVndOf, fundedClient, usageRows as usageRowsOf } from '../support/records';
+import { sleep } from '../support/http';
 
 /**
  * Retries, fallbacks and cooldowns on /v1/chat/completions over real HTTP: each deployment is the emulator behind
@@ -43,21 +45,10 @@ beforeEach(() => gw.emulator.control.reset());
 const fault = (f: Fault) => gw.emulator.control.addFault(f);
 /** The deployments the emulator served chat requests for, in order. */
 const served = () => gw.emulator.control.requests.map((r) => r.headers['x-emulator-deployment']);
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-async function funded(balance = 1_000_000) {
-  const acc = await gw.account(balance);
-  return { ...acc, client: new OpenAI({ apiKey: acc.key, baseURL: gw.url + '/v1', maxRetries: 0 }) };
-}
-
-async function usageRows(accountId: string) {
-  await gw.deps.credit.flush();
-  return (await gw.deps.db.query('SELECT model, deployment, routing, status, cost_vnd::int AS cost, units FROM usage_records WHERE account_id = $1 ORDER BY created_at', [accountId])).rows;
-}
-
-async function chargedVnd(accountId: string) {
-  return (await listLedger(gw.deps.db, accountId, 1000)).filter((e) => e.kind === 'charged').reduce((s, e) => s + e.amount, 0);
-}
+const funded = (balance?: number) => fundedClient(gw, balance);
+const usageRows = (accountId: string) =>
+  usageRowsOf(gw.deps, accountId, 'model, deployment, routing, status, cost_vnd::int AS cost, units');
+const chargedVnd = (accountId: string) => chargedVndOf(gw.deps, accountId);
 
 /** The expected cost of a usage row at a model's prices (integer VND, rounded up once). */
 const costAt = (p: { inputPer1MTokens: number; outputPer1MTokens: number }, u: { prompt_tokens: number; completion_tokens: number }) =>

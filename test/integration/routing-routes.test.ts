@@ -4,8 +4,9 @@ import OpenAI, { toFile } from 'openai';
 import Anthropic from '@anthropic-ai/sdk';
 import { startGateway, type TestGateway } from '../support/gateway';
 import { writeRoutingCatalog, type PoolSpec } from '../support/routingCatalog';
-import { listLedger, verifyProjections } from '../../src/billing/ledger';
+import { verifyProjections } from '../../src/billing/ledger';
 import { DROP_MIDSTREAM_MARKER } from '../../src/emulator/replyKit';
+import { chargedVnd, usageRows as usageRowsOf } from '../support/records';
 
 /**
  * Every synchronous route retries on another deployment when the first one fails before answering (here a 500),
@@ -63,11 +64,9 @@ beforeAll(async () => {
 afterAll(() => gw.close());
 beforeEach(() => gw.emulator.control.reset());
 
-async function usageRows(accountId: string) {
-  await gw.deps.credit.flush();
-  return (await gw.deps.db.query('SELECT model, operation, deployment, routing, status, cost_vnd::int AS cost FROM usage_records WHERE account_id = $1', [accountId])).rows;
-}
-const charged = async (accountId: string) => (await listLedger(gw.deps.db, accountId, 1000)).filter((e) => e.kind === 'charged').reduce((s, e) => s + e.amount, 0);
+const usageRows = (accountId: string) =>
+  usageRowsOf(gw.deps, accountId, 'model, operation, deployment, routing, status, cost_vnd::int AS cost');
+const charged = (accountId: string) => chargedVnd(gw.deps, accountId);
 const served = () => gw.emulator.control.requests.map((r) => r.headers['x-emulator-deployment']);
 
 test.each(calls)('%s %s: a 500 on one deployment is retried on the other, charged once', async (model, operation, _spec, call) => {

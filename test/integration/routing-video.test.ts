@@ -1,9 +1,9 @@
-import net from 'node:net';
 import { listLedger } from '../../src/billing/ledger';
 import { getJob, listEvents } from '../../src/video/jobs';
 import { writeRoutingCatalog } from '../support/routingCatalog';
 import { eventually, startVideoHarness, type VideoHarness } from '../support/video';
 import { startWorker } from '../../src/worker';
+import { freePort } from '../support/http';
 
 /**
  * Video submission falls back to another deployment of the same model when the first refuses it transiently
@@ -13,14 +13,6 @@ import { startWorker } from '../../src/worker';
  */
 
 /** A port nothing listens on now (the worker binds it a moment later). */
-async function freePort(): Promise<number> {
-  const s = net.createServer();
-  await new Promise<void>((res) => s.listen(0, '127.0.0.1', res));
-  const { port } = s.address() as net.AddressInfo;
-  await new Promise((res) => s.close(res));
-  return port;
-}
-
 let h: VideoHarness;
 beforeAll(async () => {
   const catalogPath = await writeRoutingCatalog([{

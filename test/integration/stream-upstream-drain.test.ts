@@ -8,6 +8,7 @@ import { startGateway, type TestGateway } from '../support/gateway';
 import { loadConfig } from '../../src/config';
 import { getBalance } from '../../src/billing/ledger';
 import { tokensCost } from '../../src/billing/pricing';
+import { sleep } from '../support/http';
 
 /**
  * At an upstream's `data: [DONE]` the gateway ends the client's response at once, then drains the upstream body so
@@ -85,8 +86,6 @@ async function startSplitProxy(): Promise<SplitProxy> {
   proxy.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   return proxy;
 }
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 let gw: TestGateway;
 let proxy: SplitProxy;

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { getBalance, listLedger, placeHold, verifyProjections } from '../../src/billing/ledger';
 import { createJobWithHold, getJob, listEvents } from '../../src/video/jobs';
 import { eventually, startVideoHarness, type VideoHarness } from '../support/video';
+import { charges as chargesOf } from '../support/records';
 
 /**
  * Provider failures, content filters, expiry, transient outages, copy failures and crash repairs, each ending
@@ -34,7 +35,7 @@ const final = (key: string, id: string) => eventually(async () => {
   const j: Json = await (await fetch(`${h.url}/v1/videos/${id}`, { headers: { authorization: `Bearer ${key}` } })).json();
   return ['completed', 'failed', 'expired'].includes(j.status) ? j : null;
 });
-const charges = async (accountId: string) => (await listLedger(h.deps.db, accountId)).filter((e) => e.kind === 'charged');
+const charges = (accountId: string) => chargesOf(h.deps, accountId);
 
 async function expectReleased(accountId: string): Promise<void> {
   expect(await getBalance(h.deps.db, accountId)).toEqual({ balance: BALANCE, held: 0, available: BALANCE });

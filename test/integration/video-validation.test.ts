@@ -5,6 +5,7 @@ import path from 'node:path';
 import OpenAI, { toFile } from 'openai';
 import { getBalance } from '../../src/billing/ledger';
 import { startVideoHarness, type VideoHarness } from '../support/video';
+import { post as postTo } from '../support/http';
 
 /**
  * Every rejection of POST /v1/videos (spec 4.1 and 8): a 400 naming the parameter, and nothing changes (no job,
@@ -26,14 +27,8 @@ afterAll(async () => {
   await h?.close();
 });
 
-async function post(body: unknown, headers: Record<string, string> = {}): Promise<{ status: number; body: any }> {
-  const res = await fetch(`${h.url}/v1/videos`, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${acc.key}`, 'content-type': 'application/json', ...headers },
-    body: typeof body === 'string' ? body : JSON.stringify(body),
-  });
-  return { status: res.status, body: await res.json() };
-}
+const post = (body: unknown, headers: Record<string, string> = {}) =>
+  postTo(`${h.url}/v1/videos`, body, { key: acc.key, headers });
 
 const veo = (o: Record<string, unknown>) => ({ model: VEO, prompt: 'p', ...o });
 const sd = (o: Record<string, unknown>) => ({ model: SEEDANCE, prompt: 'p', ...o });
