@@ -3,7 +3,7 @@ import { buildDeps } from './bootstrap';
 import { createApp } from './api/app';
 import { loadConfig } from './config';
 
-/** Production API entry point: configuration from the environment (see README). */
+/** Production API entry point: configuration from the environment (docs/configuration.md). */
 export async function startApi(config = loadConfig()) {
   const deps = await buildDeps(config);
   const app = createApp(deps);

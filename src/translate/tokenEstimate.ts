@@ -3,7 +3,7 @@ import { str } from './messagesToChat';
 
 /**
  * count_tokens for models without an upstream counter (every non-Anthropic model): an estimate, documented in
- * README "Coding assistants". One token per 4 characters of the text a model reads (system prompt, message text,
+ * docs/coding-assistants.md. One token per 4 characters of the text a model reads (system prompt, message text,
  * tool calls and results, thinking, tool definitions as JSON), the same rule that bills a stream cut short, plus
  * IMAGE_TOKENS per image or document block and 3 tokens of framing per message.
  */

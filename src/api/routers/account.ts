@@ -38,7 +38,7 @@ export function accountRouter(deps: AppDeps): Router<GatewayState> {
     ctx.body = {
       object: 'list',
       data: rows.rows.map((u) => {
-        // Token operations also get their bill's breakdown: each field is priced on its own (README, cache pricing).
+        // Token operations also get their bill's breakdown: each field is priced on its own (docs/billing.md, cache pricing).
         const tokens = breakdownOfUnits(u.units);
         return { id: u.id, api_key_id: u.api_key_id, model: u.model, operation: u.operation, units: u.units, ...(tokens ? { tokens } : {}), cost_vnd: u.cost_vnd, latency_ms: u.latency_ms, status: u.status, ...(u.routing ? { routing: u.routing } : {}), created_at: Math.floor(u.created_at.getTime() / 1000) };
       }),

@@ -18,7 +18,7 @@ import { redactorFor, type Redactor } from '../../catalog/redact';
 import { clip, clipJson } from '../../text/clip';
 
 /**
- * The video API (spec 2.1, 2.2, 4.1-4.4; choices where the spec is silent: README "Video jobs"):
+ * The video API (spec 2.1, 2.2, 4.1-4.4; choices where the spec is silent: docs/video-jobs.md):
  *   POST   /v1/videos               validate, hold the maximum cost, create the job, start its workflow -> 202
  *   GET    /v1/videos/{id}          the job (fields by status)
  *   GET    /v1/videos               the caller's jobs, newest first (status filter, limit 1-100, after cursor)
