@@ -112,73 +112,79 @@ function reasoningEffort(req: MessagesRequest): ChatRequest['reasoning_effort'] 
   return fromConfig;
 }
 
-export function messagesToChat(req: MessagesRequest, opts: TranslateOptions): ChatTranslation {
-  const tools = new ToolNameMap();
-  const messages: ChatMessage[] = [];
-  const sys = systemText(req.system);
-  if (sys) messages.push({ role: 'system', content: sys });
+/** The text of text parts, newline-joined (a system entry takes text only). */
+function textOf(content: string | ChatContentPart[]): string {
+  if (typeof content === 'string') return content;
+  return content.filter((p): p is ChatTextPart => p.type === 'text').map((p) => p.text).join('\n');
+}
 
-  for (const m of req.messages) {
-    if (m.role === 'system') {
-      // Claude Code appends a system entry after the user turn for models it does not know: keep it in place.
-      const text = typeof m.content === 'string' ? m.content : compact(userParts(m.content));
-      messages.push({ role: 'system', content: typeof text === 'string' ? text : text.filter((p): p is ChatTextPart => p.type === 'text').map((p) => p.text).join('\n') });
-      continue;
-    }
-    if (typeof m.content === 'string') {
-      messages.push(m.role === 'user' ? { role: 'user', content: m.content } : { role: 'assistant', content: m.content });
-      continue;
-    }
-    const blocks = Array.isArray(m.content) ? m.content : [];
-    if (m.role === 'user') {
-      // Tool results answer the previous assistant turn, so they go before the user's other content.
-      for (const b of blocks) {
-        if (b && b.type === 'tool_result') messages.push({ role: 'tool', tool_call_id: str(b.tool_use_id), content: toolResultContent(b) });
-      }
-      const parts = userParts(blocks);
-      if (parts.length) messages.push({ role: 'user', content: compact(parts) });
-    } else {
-      const text = blocks.filter((b) => b && b.type === 'text').map((b) => str((b as { text: unknown }).text)).join('');
-      const calls: ChatToolCall[] = blocks
-        .filter((b) => b && b.type === 'tool_use')
-        .map((b) => {
-          const u = b as { id: unknown; name: unknown; input: unknown };
-          return { id: str(u.id), type: 'function', function: { name: tools.add({ name: str(u.name), kind: 'function' }), arguments: JSON.stringify(u.input ?? {}) } };
-        });
-      if (!text && !calls.length) continue; // a turn of only thinking blocks carries nothing a chat model can use
-      messages.push(calls.length ? { role: 'assistant', content: text || null, tool_calls: calls } : { role: 'assistant', content: text });
+/** A user turn: its tool results first (they answer the previous assistant turn), then its other content. */
+function pushUserTurn(blocks: AnthropicContentBlock[], messages: ChatMessage[]): void {
+  for (const b of blocks) {
+    if (b && b.type === 'tool_result') {
+      messages.push({ role: 'tool', tool_call_id: str(b.tool_use_id), content: toolResultContent(b) });
     }
   }
+  const parts = userParts(blocks);
+  if (parts.length) messages.push({ role: 'user', content: compact(parts) });
+}
 
-  const chatTools: ChatFunctionTool[] = [];
-  for (const t of req.tools ?? []) {
-    // Server tools (web search, code execution, ...) run at Anthropic; a chat upstream cannot run them.
-    if (t.type && t.type !== 'custom') continue;
-    if (typeof t.name !== 'string') continue;
-    chatTools.push({
-      type: 'function',
-      function: {
-        name: tools.add({ name: t.name, kind: 'function' }),
-        ...(t.description ? { description: t.description } : {}),
-        parameters: t.input_schema ?? { type: 'object', properties: {} },
-      },
+/** An assistant turn: its text and tool calls (a turn of only thinking blocks carries nothing a chat model uses). */
+function pushAssistantTurn(blocks: AnthropicContentBlock[], messages: ChatMessage[], tools: ToolNameMap): void {
+  const text = blocks
+    .filter((b) => b && b.type === 'text')
+    .map((b) => str((b as { text: unknown }).text))
+    .join('');
+  const calls: ChatToolCall[] = blocks
+    .filter((b) => b && b.type === 'tool_use')
+    .map((b) => {
+      const u = b as { id: unknown; name: unknown; input: unknown };
+      const name = tools.add({ name: str(u.name), kind: 'function' });
+      return { id: str(u.id), type: 'function', function: { name, arguments: JSON.stringify(u.input ?? {}) } };
     });
-  }
+  if (calls.length) messages.push({ role: 'assistant', content: text || null, tool_calls: calls });
+  else if (text) messages.push({ role: 'assistant', content: text });
+}
 
-  const chat: ChatRequest = { model: opts.upstreamModel, messages };
-  if (chatTools.length) {
-    chat.tools = chatTools;
-    const tc = req.tool_choice;
-    if (tc) {
-      let choice: ChatToolChoice | undefined;
-      if (tc.type === 'auto') choice = 'auto';
-      else if (tc.type === 'any') choice = 'required';
-      else if (tc.type === 'none') choice = 'none';
-      else if (tc.type === 'tool') choice = { type: 'function', function: { name: tools.add({ name: tc.name, kind: 'function' }) } };
-      if (choice) chat.tool_choice = choice;
-      if (tc.disable_parallel_tool_use === true) chat.parallel_tool_calls = false;
-    }
+function pushTurn(m: MessagesRequest['messages'][number], messages: ChatMessage[], tools: ToolNameMap): void {
+  if (m.role === 'system') {
+    // Claude Code appends a system entry after the user turn for models it does not know: keep it in place.
+    const content = typeof m.content === 'string' ? m.content : compact(userParts(m.content));
+    messages.push({ role: 'system', content: textOf(content) });
+  } else if (typeof m.content === 'string') {
+    messages.push(m.role === 'user' ? { role: 'user', content: m.content } : { role: 'assistant', content: m.content });
+  } else {
+    const blocks = Array.isArray(m.content) ? m.content : [];
+    if (m.role === 'user') pushUserTurn(blocks, messages);
+    else pushAssistantTurn(blocks, messages, tools);
   }
+}
+
+/** Client tools as chat functions. Server tools (web search, code execution, ...) run at Anthropic: dropped. */
+function chatToolsOf(list: MessagesRequest['tools'], tools: ToolNameMap): ChatFunctionTool[] {
+  const out: ChatFunctionTool[] = [];
+  for (const t of list ?? []) {
+    if ((t.type && t.type !== 'custom') || typeof t.name !== 'string') continue;
+    const fn = {
+      name: tools.add({ name: t.name, kind: 'function' }),
+      ...(t.description ? { description: t.description } : {}),
+      parameters: t.input_schema ?? { type: 'object', properties: {} },
+    };
+    out.push({ type: 'function', function: fn });
+  }
+  return out;
+}
+
+function toolChoiceOf(tc: NonNullable<MessagesRequest['tool_choice']>, tools: ToolNameMap): ChatToolChoice | undefined {
+  if (tc.type === 'auto') return 'auto';
+  if (tc.type === 'any') return 'required';
+  if (tc.type === 'none') return 'none';
+  if (tc.type === 'tool') return { type: 'function', function: { name: tools.add({ name: tc.name, kind: 'function' }) } };
+  return undefined;
+}
+
+/** The request's output, sampling and stream settings, carried onto `chat`. */
+function applySettings(chat: ChatRequest, req: MessagesRequest, opts: TranslateOptions): void {
   applyLimits(chat, req.max_tokens, reasoningEffort(req), opts);
   if (req.stop_sequences?.length) chat.stop = req.stop_sequences;
   if (typeof req.temperature === 'number') chat.temperature = req.temperature;
@@ -189,5 +195,24 @@ export function messagesToChat(req: MessagesRequest, opts: TranslateOptions): Ch
     chat.stream = true;
     chat.stream_options = { include_usage: true };
   }
+}
+
+export function messagesToChat(req: MessagesRequest, opts: TranslateOptions): ChatTranslation {
+  const tools = new ToolNameMap();
+  const messages: ChatMessage[] = [];
+  const sys = systemText(req.system);
+  if (sys) messages.push({ role: 'system', content: sys });
+  for (const m of req.messages) pushTurn(m, messages, tools);
+
+  const chat: ChatRequest = { model: opts.upstreamModel, messages };
+  const chatTools = chatToolsOf(req.tools, tools);
+  if (chatTools.length) {
+    chat.tools = chatTools;
+    const tc = req.tool_choice;
+    const choice = tc ? toolChoiceOf(tc, tools) : undefined;
+    if (choice) chat.tool_choice = choice;
+    if (tc?.disable_parallel_tool_use === true) chat.parallel_tool_calls = false;
+  }
+  applySettings(chat, req, opts);
   return { chat, tools };
 }
