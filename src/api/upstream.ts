@@ -171,6 +171,7 @@ export async function forwardCompletionStream(ctx: Ctx, router: ModelRouter, mod
   let answered: RouteTry | null = null;
   // Settled as the relay ends the stream, so its cost goes out as the last comment (before `data: [DONE]`).
   const beforeEnd = (status: number) => {
+    if (status !== 200) ctx.state.endedWith = status; // for the request log and metrics, written as the response closes
     meter.settleTokens(answered!.model.pricing, acc.usageTokens(), status);
     return costComment(meter);
   };

@@ -152,6 +152,13 @@ async function streamEvents(ctx: Koa.Context, ctl: EmulatorControl, events: stri
   stats.streamsStarted++;
   const { res, closed } = openSse(ctx, () => stats.streamsAborted++);
   const delay = ctl.settings.chunkDelayMs;
+  const errorAfter: unknown = ctx.state.emulatorErrorAfter;
+  if (typeof errorAfter === 'number') {
+    // An `errorAfter` fault: N events, then an error event and [DONE] on a cleanly ended response (vLLM's shape).
+    const error = { object: 'error', message: 'emulated generation failure', type: 'InternalServerError', param: null, code: 500 };
+    res.end(events.slice(0, errorAfter).join('') + data({ error }) + 'data: [DONE]\n\n');
+    return;
+  }
   if (cutAfter !== undefined) {
     // Test hook: the upstream dies mid-stream (connection destroyed after N events, no [DONE]).
     res.flushHeaders();

@@ -63,6 +63,7 @@ export async function startEmulator(opts: { port?: number; host?: string } = {})
       return;
     }
     if (f?.cutAfter !== undefined) ctx.state.emulatorCutAfter = f.cutAfter;
+    if (f?.errorAfter !== undefined) ctx.state.emulatorErrorAfter = f.errorAfter;
     if (f?.status) {
       ctx.status = f.status;
       if (f.retryAfter !== undefined) ctx.set('retry-after', f.retryAfter);

@@ -185,15 +185,17 @@ export class SseRelay implements StreamSink {
       out += sseEvent(data, ev.event !== 'message' ? ev.event : undefined);
     }
     if (done) {
-      // The stream is complete: answer the client now, in one write with the terminator; the upstream's remaining
-      // bytes are read and dropped (the connection is reused).
+      // The stream is over: answer the client now, in one write with the terminator; the upstream's remaining
+      // bytes are read and dropped (the connection is reused). An error event before the [DONE] (vLLM and SGLang
+      // send both) means the upstream cut the answer short: it ends as end() ends such a stream, without [DONE].
+      const status = this.upstreamError ? 502 : 200;
       if (head) {
         res.cork(); // end() uncorks: head, tail and terminator leave in one syscall
         res.write(head);
       }
-      res.end(out + this.trailer(200) + SSE_DONE);
+      res.end(out + this.trailer(status) + (status === 200 ? SSE_DONE : ''));
       this.closed = true;
-      this.status = 200;
+      this.status = status;
       return true;
     }
     let ok = true;

@@ -24,7 +24,7 @@ beforeAll(async () => {
   process.env.ROUTING_TEST_KEY_A = 'sk-deployment-a';
   process.env.EMULATOR_API_KEY = 'sk-provider-default';
   const catalogPath = await writeRoutingCatalog([
-    pool('p429'), pool('pcool'), pool('p500'), pool('preset'), pool('pslow', { timeoutMs: 500 }), pool('pcut'), pool('pstream'), pool('p400'),
+    pool('p429'), pool('pcool'), pool('p500'), pool('preset'), pool('pslow', { timeoutMs: 500 }), pool('pcut'), pool('perr'), pool('pstream'), pool('p400'),
     pool('pdead', { deployments: [{ id: 'pdead-a', dead: true }, { id: 'pdead-b' }] }),
     pool('p408'), pool('p409'), pool('pauth'),
     pool('pkey', { deployments: [{ id: 'pkey-a', apiKeyEnv: 'ROUTING_TEST_KEY_A' }, { id: 'pkey-b' }] }),
@@ -164,6 +164,32 @@ test('a stream cut after its first byte is not retried: the client gets what was
   // The cut deployment cools down: the next request goes to the other one.
   await ask(client, 'pcut');
   expect(served()[1]).toBe('pcut-b');
+});
+
+test('an error event then [DONE] (vLLM, SGLang) is the upstream error it is: 502 recorded, delivered text billed, deployment cooled', async () => {
+  const { client, accountId } = await funded();
+  fault({ deployment: 'perr-a', errorAfter: 2, times: 1 });
+  const stream = await client.chat.completions.create({ model: 'perr', messages: [{ role: 'user', content: 'a long answer please, with many words in it' }], stream: true });
+  let text = '';
+  const err = await (async () => {
+    for await (const c of stream) text += c.choices[0]?.delta?.content ?? '';
+  })().then(() => null, (e) => e);
+  expect(err?.message).toMatch(/emulated generation failure/);
+  expect(text.length).toBeGreaterThan(0);
+  expect(gw.emulator.control.faultsApplied).toBe(1);
+  const rows = await usageRows(accountId);
+  expect(rows).toHaveLength(1);
+  expect(rows[0]).toMatchObject({ deployment: 'perr-a', routing: null, status: 502 });
+  // Only the delivered text is billed (the upstream sent no usage): its characters / 4, and the prompt.
+  expect(rows[0].units).toMatchObject({ estimated: 1, completion_tokens: Math.ceil(text.length / 4) });
+  expect(await chargedVnd(accountId)).toBe(rows[0].cost);
+  const metrics = await (await fetch(`${gw.url}/metrics`)).text();
+  expect(metrics).toMatch(/gateway_deployment_failures_total\{[^}]*deployment="perr-a",class="stream_cut"\} 1/);
+  const counted = metrics.split('\n').filter((l) => l.startsWith('gateway_http_requests_total{') && l.includes('model="perr"'));
+  expect(counted).toEqual([expect.stringMatching(/status="502".* 1$/)]);
+  // The deployment cools down: the next request goes to the other one.
+  await ask(client, 'perr');
+  expect(served()[1]).toBe('perr-b');
 });
 
 test('a 400 from the upstream is the client\'s error: not retried, nothing charged', async () => {

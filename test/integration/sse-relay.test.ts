@@ -104,6 +104,17 @@ test('an upstream error event is forwarded and the stream is recorded as cut by 
   expect(r.tokens).toEqual({ prompt: 10, completion: 2, estimated: true });
 });
 
+test('an error event followed by [DONE] (vLLM, SGLang) is a stream cut by the upstream, whatever the chunking', async () => {
+  const error = ev({ error: { object: 'error', message: 'generation failed', type: 'InternalServerError', param: null, code: 500 } });
+  const body = content('partial') + error + 'data: [DONE]\n\n';
+  for (const size of [body.length, 16, 7]) {
+    const r = await relay({ chunks: split(body, size), clientWantsUsage: false });
+    expect(r.text).toBe(content('partial') + error);
+    expect(r.status).toBe(502);
+    expect(r.tokens).toEqual({ prompt: 10, completion: 2, estimated: true });
+  }
+});
+
 test('events written another way (CRLF, comments, event names) go through the general decoder and come out as events', async () => {
   const crlf = wire.replace(/\n/g, '\r\n');
   const r = await relay({ chunks: split(crlf, 50), clientWantsUsage: false });

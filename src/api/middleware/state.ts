@@ -8,6 +8,8 @@ export interface GatewayState {
   principal?: Principal;
   /** Set by routers so logs and metrics can label by model. */
   model?: string;
+  /** How a response whose 200 headers were already sent ended, if not complete (502: the upstream cut it short). */
+  endedWith?: number;
   /** Set by routers whose errors use the Anthropic or the Gemini shape. */
   errorShape?: 'openai' | 'anthropic' | 'gemini';
   /** The matched route pattern, set only by route() / jsonApi() (metrics label: see observability/routeLabel.ts). */
