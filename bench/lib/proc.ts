@@ -192,21 +192,24 @@ export async function forkTarget(name: string, script: string, opts: { env?: Nod
   child.removeAllListeners('exit');
   return {
     name, url, child, pid: child.pid!,
-    ask<T>(type: string, timeoutMs = 30_000, extra: object = {}) {
-      return new Promise<T>((resolve, reject) => {
-        const timer = setTimeout(() => reject(new Error(`${name}: no answer to ${type}`)), timeoutMs);
-        const onMsg = (m: any) => {
-          if (m?.type !== type) return;
-          clearTimeout(timer);
-          child.off('message', onMsg);
-          resolve(m as T);
-        };
-        child.on('message', onMsg);
-        child.send({ ...extra, type });
-      });
-    },
+    ask: <T>(type: string, timeoutMs = 30_000, extra: object = {}) => askChild<T>(child, name, type, timeoutMs, extra),
     stop: (timeoutMs?: number) => stopChild(child, () => child.send({ type: 'shutdown' }), timeoutMs),
   };
+}
+
+/** Sends {type, ...extra} to an IPC child and waits for its reply of the same type. */
+export function askChild<T>(child: ChildProcess, name: string, type: string, timeoutMs = 30_000, extra: object = {}): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`${name}: no answer to ${type}`)), timeoutMs);
+    const onMsg = (m: any) => {
+      if (m?.type !== type) return;
+      clearTimeout(timer);
+      child.off('message', onMsg);
+      resolve(m as T);
+    };
+    child.on('message', onMsg);
+    child.send({ ...extra, type });
+  });
 }
 
 /** Spawns a plain command (Portkey, LiteLLM) and waits until `readyUrl` answers (default: within 60 s). */

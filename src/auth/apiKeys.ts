@@ -78,6 +78,24 @@ function principalOf(x: Record<string, unknown> & { rpm: number | null; tpm: num
   return { accountId: x.account_id as string, keyId: x.id as string, limits: limitsFromRow(x), expiresAt: ms(x.expires_at), budgetFenceAt: ms(x.budget_fence_at), fetchedAt };
 }
 
+/** Keys that exist, cached at most (a bound on memory; far more than the keys one process serves). */
+const MAX_KNOWN_KEYS = 50_000;
+/**
+ * Unknown keys cached at most. Each costs one query anyway; the cache only spares the database a client repeating
+ * one bad key. Anyone can send distinct ones without end, so they get a small map of their own: they can neither
+ * grow the process nor push out the keys that exist.
+ */
+const MAX_UNKNOWN_KEYS = 1_000;
+
+type Cached = { p: Principal | null; at: number };
+
+/** Adds an entry at the end of an insertion-ordered map, dropping the oldest beyond `max` (they expire first). */
+function putBounded(m: Map<string, Cached>, key: string, v: Cached, max: number): void {
+  m.delete(key);
+  m.set(key, v);
+  if (m.size > max) m.delete(m.keys().next().value!);
+}
+
 /**
  * Resolves keys with a short-lived cache (positive and negative), so the request path usually does no query.
  * Revocation and limit changes take effect once the cached entry ages out: at most `ttlMs` (default 2 s); expiry
@@ -85,7 +103,8 @@ function principalOf(x: Record<string, unknown> & { rpm: number | null; tpm: num
  * last_used_at is written in the background, at most once a minute per key.
  */
 export class KeyResolver {
-  private cache = new Map<string, { p: Principal | null; at: number }>();
+  private cache = new Map<string, Cached>();
+  private unknown = new Map<string, Cached>();
   private lastUsedWrites = new Map<string, number>();
   /** Lookups in flight: when an entry ages out under load, the requests arriving meanwhile share one query. */
   private inflight = new Map<string, Promise<Principal | null>>();
@@ -99,6 +118,11 @@ export class KeyResolver {
     return Date.now() - p.fetchedAt >= this.ttlMs;
   }
 
+  /** How many keys are cached (known, unknown): bounded whatever clients send. */
+  cachedKeys(): { known: number; unknown: number } {
+    return { known: this.cache.size, unknown: this.unknown.size };
+  }
+
   /** The key's settings read again (null: revoked meanwhile); the cache is not touched. */
   async refresh(p: Principal): Promise<Principal | null> {
     const now = Date.now();
@@ -109,7 +133,7 @@ export class KeyResolver {
   async resolve(key: string): Promise<Principal | null> {
     if (!key.startsWith(KEY_PREFIX) || key.length > 200) return null;
     const now = Date.now();
-    const hit = this.cache.get(key);
+    const hit = this.cache.get(key) ?? this.unknown.get(key);
     if (hit && now - hit.at < this.ttlMs) {
       if (hit.p) this.touch(hit.p.keyId, now);
       return hit.p;
@@ -125,8 +149,13 @@ export class KeyResolver {
   private async lookup(key: string, now: number): Promise<Principal | null> {
     const r = await this.db.query(`${PRINCIPAL_SQL} WHERE k.key_hash = $1 AND k.revoked_at IS NULL`, [hashKey(key)]);
     const p = r.rows[0] ? principalOf(r.rows[0], now) : null;
-    if (this.cache.size > 50_000) this.cache.clear();
-    this.cache.set(key, { p, at: now });
+    if (p) {
+      this.unknown.delete(key);
+      putBounded(this.cache, key, { p, at: now }, MAX_KNOWN_KEYS);
+    } else {
+      this.cache.delete(key);
+      putBounded(this.unknown, key, { p, at: now }, MAX_UNKNOWN_KEYS);
+    }
     if (p) this.touch(p.keyId, now);
     return p;
   }

@@ -51,3 +51,19 @@ test('a principal older than the TTL is stale; refreshing it reads the key\'s se
   await revokeApiKey(db, accountId, id);
   expect(await resolver.refresh(fresh)).toBeNull();
 });
+
+test('distinct unknown keys without end are cached only up to a bound, and never push out a key that exists', async () => {
+  const accountId = await createAccount(db, 'key-cache-test');
+  const { key } = await createApiKey(db, accountId, 'k');
+  const resolver = new KeyResolver(db, 60_000);
+  expect((await resolver.resolve(key))?.accountId).toBe(accountId);
+  for (let i = 0; i < 3_000; i += 100) {
+    const batch = Array.from({ length: 100 }, (_, j) => resolver.resolve(`sk-gw-unknown-${i + j}-${'x'.repeat(40)}`));
+    expect((await Promise.all(batch)).every((p) => p === null)).toBe(true);
+  }
+  expect(resolver.cachedKeys()).toEqual({ known: 1, unknown: 1_000 });
+  queries = 0;
+  expect((await resolver.resolve(key))?.accountId).toBe(accountId);
+  expect(await resolver.resolve('sk-gw-unknown-2999-' + 'x'.repeat(40))).toBeNull(); // the newest unknown: cached
+  expect(queries).toBe(0);
+});
