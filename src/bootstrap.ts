@@ -13,6 +13,7 @@ import { createStorage } from './storage';
 import { ProviderRegistry } from './providers/registry';
 import { ModelRouter } from './routing/modelRouter';
 import { AnthropicAdapter } from './providers/anthropic';
+import { GeminiAdapter } from './providers/gemini';
 import { createRateLimiter } from './limits/createRateLimiter';
 
 /** Builds the API's dependencies from config: database (created and migrated), catalog, Temporal client. */
@@ -30,7 +31,7 @@ export async function buildDeps(config: Config = loadConfig(), opts: { temporal?
   });
   const limiter = createRateLimiter(config, logger, metrics);
   const onError = (provider: string, status: number) => metrics.upstreamErrors.inc({ provider, status: String(status) });
-  const providers = new ProviderRegistry(catalog, { onError, factories: { anthropic: (cfg) => new AnthropicAdapter(cfg, { onError }) } });
+  const providers = new ProviderRegistry(catalog, { onError, factories: { anthropic: (cfg) => new AnthropicAdapter(cfg, { onError }), gemini: (cfg) => new GeminiAdapter(cfg, { onError }) } });
   const router = new ModelRouter(catalog, config.routing);
   metrics.observeRouting(router);
   let temporal: Client | null = null;

@@ -8,7 +8,7 @@ import { clip } from '../text/clip';
 
 export type Mode = 'chat' | 'completion' | 'embedding' | 'speech' | 'transcription' | 'image' | 'video';
 export const MODES: Mode[] = ['chat', 'completion', 'embedding', 'speech', 'transcription', 'image', 'video'];
-export type ProviderKind = 'openai' | 'anthropic' | 'veo' | 'seedance';
+export type ProviderKind = 'openai' | 'anthropic' | 'gemini' | 'veo' | 'seedance';
 
 export interface ProviderConfig {
   id: string;
@@ -30,7 +30,7 @@ export interface ProviderConfig {
 }
 
 /** The public vendor behind each provider kind, as models' `owned_by` names it. */
-const VENDOR_OF_KIND: Record<ProviderKind, string> = { openai: 'openai', anthropic: 'anthropic', veo: 'google', seedance: 'bytedance' };
+const VENDOR_OF_KIND: Record<ProviderKind, string> = { openai: 'openai', anthropic: 'anthropic', gemini: 'google', veo: 'google', seedance: 'bytedance' };
 
 /** Integer VND prices. */
 export interface Pricing {
@@ -86,7 +86,7 @@ const schema = {
       additionalProperties: {
         type: 'object', required: ['kind', 'baseUrl'],
         properties: {
-          kind: { enum: ['openai', 'anthropic', 'veo', 'seedance'] }, baseUrl: { type: 'string' },
+          kind: { enum: ['openai', 'anthropic', 'gemini', 'veo', 'seedance'] }, baseUrl: { type: 'string' },
           apiKeyEnv: { type: 'string' }, timeoutMs: { type: 'integer', minimum: 1 }, ownedBy: { type: 'string', minLength: 1 },
           modelPatterns: {
             type: 'array',

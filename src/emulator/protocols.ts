@@ -4,6 +4,7 @@ import { mountAnthropic } from './anthropic';
 import { mountResponses } from './responses';
 import { mountVeo } from './veo';
 import { mountSeedance } from './seedance';
+import { mountGemini } from './gemini';
 
 /** Every protocol the emulator speaks, each adding its routes. */
-export const MOUNTS: Mount[] = [mountOpenAI, mountAnthropic, mountResponses, mountVeo, mountSeedance];
+export const MOUNTS: Mount[] = [mountOpenAI, mountAnthropic, mountResponses, mountVeo, mountSeedance, mountGemini];

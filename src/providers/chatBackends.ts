@@ -7,6 +7,8 @@ import { AnthropicStreamError, AnthropicStreamToChat, anthropicToChatCompletion,
 import type { MessagesResponse } from '../translate/anthropicTypes';
 import type { ResponseObject } from '../translate/responsesTypes';
 import { chatToResponsesRequest, responsesToChatCompletion, ResponsesStreamError, ResponsesStreamToChat } from '../translate/chatToResponsesUpstream';
+import { GeminiAdapter } from './gemini';
+import { geminiBackend } from './geminiBackend';
 import { AnthropicAdapter, AnthropicUpstreamError } from './anthropic';
 import { sseBatches } from '../sse/upstreamEvents';
 import type { OpenAICompatibleAdapter } from './types';
@@ -137,6 +139,7 @@ export function anthropicBackend(adapter: AnthropicAdapter, model: ModelConfig, 
 export function backendFor(providers: ProviderRegistry, model: ModelConfig, chat: ChatRequest, deployment?: Deployment): ChatBackend {
   const a = deployment ? providers.forDeployment(deployment) : providers.get(model.provider);
   if (a instanceof AnthropicAdapter) return anthropicBackend(a, model, chat, deployment?.upstreamModel);
+  if (a instanceof GeminiAdapter) return geminiBackend(a, model, chat, deployment?.upstreamModel);
   const openai = deployment ? providers.openaiFor(deployment) : providers.openai(model);
   const c = deployment && deployment.upstreamModel !== chat.model ? { ...chat, model: deployment.upstreamModel } : chat;
   return model.api === 'responses' ? responsesBackend(openai, model, c) : openaiBackend(openai, model, c);

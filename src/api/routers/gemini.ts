@@ -7,6 +7,10 @@ import { validateBatchEmbed, validateEmbedContent, validateGeminiCountTokens, va
 import { UpstreamAborted } from '../../providers/openai';
 import { SseSink } from '../../sse/clientSink';
 import { translatedGenerate } from '../gemini/translated';
+import { nativeGenerate } from '../gemini/native';
+import { GeminiAdapter, GeminiUpstreamError } from '../../providers/gemini';
+import { redactorFor } from '../../catalog/redact';
+import { geminiStatus } from '../errors';
 import { GeminiStreamWire } from '../gemini/streamWire';
 import { countTokensEstimate } from '../gemini/countTokens';
 import { embedContents } from '../gemini/embed';
@@ -27,6 +31,18 @@ function splitSpec(ctx: Ctx, spec: string): { name: string; method: string } {
   return { name: spec.slice(0, i), method: spec.slice(i + 1) };
 }
 
+/** A Gemini upstream's error, its status and Google-shaped body kept, less any upstream names. */
+function renderUpstreamError(ctx: Ctx, e: GeminiUpstreamError, redact: (s: string) => string): void {
+  let body: { error?: { code?: unknown; message?: unknown; status?: unknown } } | null = null;
+  try {
+    body = JSON.parse(redact(e.body));
+  } catch {}
+  ctx.status = e.status;
+  for (const [k, v] of Object.entries(e.headers)) ctx.set(k, v);
+  const err = body?.error;
+  ctx.body = err && typeof err.message === 'string' ? body : { error: { code: e.status, message: redact(e.body.slice(0, 500)) || `upstream answered HTTP ${e.status}`, status: geminiStatus(e.status) } };
+}
+
 export function geminiRouter(deps: AppDeps): Router<GatewayState> {
   const r = new Router<GatewayState>();
   const auth = requireApiKey(deps);
@@ -40,11 +56,33 @@ export function geminiRouter(deps: AppDeps): Router<GatewayState> {
     const g = req.generationConfig;
     if (g && typeof g.maxOutputTokens === 'number') g.maxOutputTokens = fitOutputCap(ctx, model, name, g.maxOutputTokens);
     const wire = stream ? new GeminiStreamWire(ctx.query.alt === 'sse') : null;
+    const call = { model, name, req, sink: new SseSink(ctx), wire };
     try {
-      await translatedGenerate(ctx, deps, { model, name, req, sink: new SseSink(ctx), wire });
+      if (deps.providers.get(model.provider) instanceof GeminiAdapter) await nativeGenerate(ctx, deps, call);
+      else await translatedGenerate(ctx, deps, call);
     } catch (e) {
+      if (e instanceof GeminiUpstreamError) return renderUpstreamError(ctx, e, redactorFor(deps.catalog));
       if (!(e instanceof UpstreamAborted)) throw e;
       ctx.respond = false; // the client left; nothing to answer
+    }
+  }
+
+  async function countTokens(ctx: Ctx, name: string): Promise<void> {
+    const req = ctx.request.body as unknown;
+    validateGeminiCountTokens(req);
+    const model = deps.catalog.require(name, 'chat');
+    ctx.state.model = model.id;
+    const native = deps.providers.get(model.provider);
+    if (!(native instanceof GeminiAdapter)) {
+      ctx.body = { totalTokens: countTokensEstimate(req) };
+      return;
+    }
+    try {
+      ctx.type = 'application/json';
+      ctx.body = await native.callWhole(model.upstreamModel, 'countTokens', JSON.stringify(req));
+    } catch (e) {
+      if (e instanceof GeminiUpstreamError) return renderUpstreamError(ctx, e, redactorFor(deps.catalog));
+      throw e;
     }
   }
 
@@ -53,14 +91,7 @@ export function geminiRouter(deps: AppDeps): Router<GatewayState> {
     switch (method) {
       case 'generateContent': return generate(ctx, name, false);
       case 'streamGenerateContent': return generate(ctx, name, true);
-      case 'countTokens': {
-        const req = ctx.request.body as unknown;
-        validateGeminiCountTokens(req);
-        const model = deps.catalog.require(name, 'chat');
-        ctx.state.model = model.id;
-        ctx.body = { totalTokens: countTokensEstimate(req) };
-        return;
-      }
+      case 'countTokens': return countTokens(ctx, name);
       case 'embedContent': {
         const req = ctx.request.body as unknown;
         validateEmbedContent(req);

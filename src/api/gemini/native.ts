@@ -1,0 +1,109 @@
+import type { AppDeps } from '../deps';
+import type { Ctx } from '../middleware';
+import type { ModelConfig } from '../../catalog/catalog';
+import { redactorFor } from '../../catalog/redact';
+import { ApiError } from '../../errors';
+import type { GeminiUsageMetadata, GenerateContentResponse } from '../../translate/geminiTypes';
+import { sseBatches } from '../../sse/upstreamEvents';
+import { GeminiAdapter } from '../../providers/gemini';
+import { boundOverCandidates } from '../../routing/bound';
+import type { RouteTry } from '../../routing/modelRouter';
+import { DEFAULT_MAX_OUTPUT_TOKENS } from '../../billing/pricing';
+import { nativeBound } from '../../billing/nativeBound';
+import { estimatedUsage, tokenUsage, type TokenUsage } from '../../billing/tokenUsage';
+import { costComment, setCostHeaders } from '../costReport';
+import { geminiStatus } from '../errors';
+import { reserve } from '../reserve';
+import { routedCall } from '../translatedStream';
+import { GENERATE_OPERATION, type GenerateCall } from './translated';
+
+/**
+ * generateContent / streamGenerateContent on a model of a `gemini` provider: the body goes upstream as sent (the
+ * model named in the URL by its deployment), the answer comes back as produced (streams re-framed for the
+ * client's choice of SSE or JSON array), usage read from usageMetadata as it passes.
+ */
+
+/** Gemini's counts as a bill: prompt includes cached tokens; thoughts are output apart from candidates. */
+export function fromGeminiUsage(u: GeminiUsageMetadata): TokenUsage {
+  const cached = Math.min(u.promptTokenCount, u.cachedContentTokenCount ?? 0);
+  const thoughts = u.thoughtsTokenCount ?? 0;
+  return tokenUsage({ input: u.promptTokenCount - cached, cacheRead: cached, output: (u.candidatesTokenCount ?? 0) + thoughts, reasoning: thoughts });
+}
+
+const hasUsage = (u: GeminiUsageMetadata | undefined): u is GeminiUsageMetadata => typeof u?.promptTokenCount === 'number';
+
+/** Text characters a response carries (the estimate when no usage arrives). */
+function deliveredChars(r: GenerateContentResponse): number {
+  let n = 0;
+  for (const p of r?.candidates?.[0]?.content?.parts ?? []) n += (p.text?.length ?? 0) + (p.functionCall ? JSON.stringify(p.functionCall).length : 0);
+  return n;
+}
+
+export async function nativeGenerate(ctx: Ctx, deps: AppDeps, c: GenerateCall): Promise<void> {
+  const { model, req, sink, wire } = c;
+  const payload = JSON.stringify(req);
+  const bytes = Buffer.byteLength(payload);
+  const images = (payload.match(/"inlineData"|"fileData"/g) ?? []).length;
+  const maxOut = req.generationConfig?.maxOutputTokens;
+  const bound = boundOverCandidates(deps.catalog, deps.router, model, (m, extra) => nativeBound(m, bytes + extra, maxOut ?? m.maxOutputTokens ?? DEFAULT_MAX_OUTPUT_TOKENS, images));
+  const meter = await reserve(ctx, deps, model.id, GENERATE_OPERATION, bound.maxCost, bound.maxTokens);
+  let answered: ModelConfig = model;
+  let answeredTry: RouteTry | null = null;
+  const adapterFor = (t: RouteTry): GeminiAdapter => {
+    const a = deps.providers.forDeployment(t.deployment);
+    if (!(a instanceof GeminiAdapter)) throw new ApiError(500, `Model '${t.model.id}' is not served by a Gemini provider.`, 'server_error', null, 'provider_misconfigured');
+    answered = t.model;
+    answeredTry = t;
+    return a;
+  };
+  if (!wire) {
+    const raw = await routedCall(meter, () => deps.router.run(model, (t) => adapterFor(t).callWhole(t.deployment.upstreamModel, 'generateContent', payload, { signal: sink.signal }), meter));
+    let res: GenerateContentResponse;
+    try {
+      res = JSON.parse(raw.toString('utf8')) as GenerateContentResponse;
+    } catch {
+      res = null as unknown as GenerateContentResponse;
+    }
+    meter.settleTokens(answered.pricing, hasUsage(res?.usageMetadata) ? fromGeminiUsage(res.usageMetadata) : estimatedUsage(bytes, raw.length));
+    setCostHeaders(ctx.res, meter);
+    ctx.type = 'application/json';
+    ctx.body = raw;
+    return;
+  }
+  const up = await routedCall(meter, () => deps.router.run(model, (t) => adapterFor(t).call(t.deployment.upstreamModel, 'streamGenerateContent', payload, { signal: sink.signal, sse: true }), meter));
+  sink.open(wire.headers);
+  let usage: GeminiUsageMetadata | undefined;
+  let delivered = 0;
+  let failed = false;
+  try {
+    for await (const batch of sseBatches(up.body)) {
+      let out = '';
+      for (const ev of batch) {
+        let r: GenerateContentResponse & { error?: unknown };
+        try {
+          r = JSON.parse(ev.data);
+        } catch {
+          continue;
+        }
+        if (r?.error) failed = true;
+        if (hasUsage(r?.usageMetadata)) usage = r.usageMetadata;
+        delivered += deliveredChars(r);
+        out += wire.item(r?.error ? JSON.parse(redactorFor(deps.catalog)(ev.data)) : r);
+      }
+      if (out && !(await sink.write(out))) break;
+    }
+  } catch (e) {
+    if (!sink.clientGone) {
+      failed = true;
+      deps.logger.warn({ reqId: meter.id, err: (e as Error).message }, 'gemini upstream stream failed');
+      await sink.write(wire.item({ error: { code: 502, message: 'The upstream provider stream was interrupted.', status: geminiStatus(502) } }));
+    }
+  }
+  const complete = !failed && !sink.clientGone && usage !== undefined;
+  let t = estimatedUsage(bytes, delivered);
+  if (usage) t = complete ? fromGeminiUsage(usage) : tokenUsage({ ...fromGeminiUsage(usage), output: Math.max(fromGeminiUsage(usage).output, t.output), estimated: true });
+  meter.settleTokens(answered.pricing, t, complete ? 200 : sink.clientGone ? 499 : failed ? 502 : 200);
+  if (failed && !sink.clientGone && answeredTry) deps.router.streamCut(answeredTry);
+  if (!sink.clientGone) await sink.write(wire.end(costComment(meter)));
+  sink.end();
+}

@@ -1,0 +1,90 @@
+import { Pool } from 'undici';
+import type { Dispatcher } from 'undici';
+import { ApiError } from '../errors';
+import { classOfStatus, markFailure } from '../routing/failure';
+import type { ProviderConfig } from '../catalog/catalog';
+import { mapTransportError, readLimited, UpstreamAborted } from './openai';
+import type { CallOptions, ProviderAdapter } from './types';
+
+/**
+ * Native Gemini API upstream (generativelanguage.googleapis.com/v1beta or any server speaking it): x-goog-api-key
+ * auth, POST {base}/models/{model}:{method}. One keep-alive undici Pool per upstream origin. An upstream error
+ * keeps its status and Google-shaped body (GeminiUpstreamError); only 401/403/407 (the gateway's own upstream
+ * credentials) become a 502, so a client never thinks its own key was refused.
+ */
+
+const MAX_ERROR_BODY = 64 * 1024;
+
+export class GeminiUpstreamError extends Error {
+  constructor(readonly status: number, readonly body: string, readonly headers: Record<string, string>) {
+    super(`Gemini upstream answered HTTP ${status}`);
+  }
+}
+
+export interface GeminiResponse { status: number; body: Dispatcher.ResponseData['body'] }
+
+export class GeminiAdapter implements ProviderAdapter {
+  readonly kind = 'gemini' as const;
+  readonly id: string;
+  private readonly pool: Pool;
+  private readonly basePath: string;
+  private readonly apiKey: string | undefined;
+
+  constructor(cfg: ProviderConfig, private readonly opts: { onError?: (providerId: string, status: number) => void } = {}) {
+    this.id = cfg.id;
+    const url = new URL(cfg.baseUrl);
+    this.basePath = url.pathname.replace(/\/+$/, '');
+    this.apiKey = cfg.apiKey;
+    const timeout = cfg.timeoutMs ?? 600_000;
+    this.pool = new Pool(url.origin, { connections: 256, pipelining: 1, keepAliveTimeout: 30_000, connect: { timeout: 10_000 }, headersTimeout: timeout, bodyTimeout: timeout });
+  }
+
+  /** POST models/{model}:{method}; resolves once a 2xx status arrived, with the body still streaming. */
+  async call(model: string, method: string, payload: string, opts: CallOptions & { sse?: boolean } = {}): Promise<GeminiResponse> {
+    const headers: Record<string, string> = { 'content-type': 'application/json' };
+    if (this.apiKey) headers['x-goog-api-key'] = this.apiKey;
+    const path = `${this.basePath}/models/${encodeURIComponent(model)}:${method}${opts.sse ? '?alt=sse' : ''}`;
+    let res: Dispatcher.ResponseData;
+    try {
+      res = await this.pool.request({ method: 'POST', path, headers, body: payload, signal: opts.signal });
+    } catch (e) {
+      throw this.transportError(e, opts);
+    }
+    if (res.statusCode >= 200 && res.statusCode < 300) return { status: res.statusCode, body: res.body };
+    let text = '';
+    try {
+      text = await readLimited(res.body, MAX_ERROR_BODY);
+    } catch (e) {
+      throw this.transportError(e, opts);
+    }
+    this.opts.onError?.(this.id, res.statusCode);
+    if (res.statusCode === 401 || res.statusCode === 403 || res.statusCode === 407) {
+      throw markFailure(new ApiError(502, `The upstream provider refused the gateway's credentials (HTTP ${res.statusCode}).`, 'api_error', null, 'upstream_error'), 'auth');
+    }
+    const retryAfter = res.headers['retry-after'];
+    const ra = Array.isArray(retryAfter) ? retryAfter[0] : retryAfter;
+    throw markFailure(new GeminiUpstreamError(res.statusCode, text, ra ? { 'retry-after': ra } : {}), classOfStatus(res.statusCode), ra);
+  }
+
+  /** The same call with the whole body read (a reset after the headers fails the try, like one before them). */
+  async callWhole(model: string, method: string, payload: string, opts: CallOptions = {}): Promise<Buffer> {
+    const res = await this.call(model, method, payload, opts);
+    try {
+      return Buffer.from(await res.body.arrayBuffer());
+    } catch (e) {
+      throw this.transportError(e, opts);
+    }
+  }
+
+  close(): Promise<void> {
+    return this.pool.close();
+  }
+
+  private transportError(e: unknown, opts: CallOptions): Error {
+    if (e instanceof ApiError) return e;
+    if (opts.signal?.aborted) return new UpstreamAborted();
+    const err = mapTransportError(e);
+    this.opts.onError?.(this.id, err.status);
+    return err;
+  }
+}
