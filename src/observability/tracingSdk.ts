@@ -1,6 +1,9 @@
+import fs from 'node:fs';
+import path from 'node:path';
 import type { IncomingHttpHeaders } from 'node:http';
 import { context, propagation, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Attributes, type Span } from '@opentelemetry/api';
 import { node, resources, tracing as sdk } from '@opentelemetry/sdk-node';
+import { projectRoot } from '../projectRoot';
 import type { GatewayTracing, ServedRequest, TryInfo, UpstreamWatch, UsageInfo } from './tracing';
 
 /**
@@ -11,8 +14,7 @@ import type { GatewayTracing, ServedRequest, TryInfo, UpstreamWatch, UsageInfo }
  * default W3C trace context and baggage). Attributes follow the OpenTelemetry HTTP and GenAI semantic conventions.
  */
 
-// eslint-disable-next-line @typescript-eslint/no-require-imports
-const VERSION: string = require('../../package.json').version;
+const VERSION: string = JSON.parse(fs.readFileSync(path.join(projectRoot(), 'package.json'), 'utf8')).version;
 /** Captured prompts and completions are cut here: a span is not a transcript store. */
 const CONTENT_LIMIT = 16 * 1024;
 
