@@ -1,4 +1,6 @@
 import fs from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { projectRoot } from '../src/projectRoot';
 import { apiNodeFlags, cpuMs, distDir, forkTarget, peakRssMb, postgresCpuMs, resetPeakRss, type Target } from './lib/proc';
@@ -23,6 +25,10 @@ import { setKeyLimits } from '../src/limits/keyLimits';
  *
  * Each gateway runs with the Node flags of its own checkout's `npm run api` (memory settings are part of a build),
  * unless BENCH_AB_BASELINE_NODE_ARGS / BENCH_AB_NODE_ARGS give others; each side's peak RSS under the load is printed.
+ *
+ * BENCH_AB_ENV (`K=V K2=V2`) adds environment to this build's gateway only, e.g. OpenTelemetry settings to measure
+ * tracing's cost against the same build without them; `OTEL_EXPORTER_OTLP_ENDPOINT=sink` points it at an OTLP/HTTP
+ * receiver in this process that reads and drops every export (the exports' bytes are counted and printed).
  *
  * Environment: BENCH_AB_ROUNDS (6), BENCH_SECONDS (3), BENCH_WARMUP_SECONDS (2), BENCH_REDIS_URL, BENCH_LIMITS
  * (`all`, `rate`: RPM and TPM only, `budget`: the daily budget only), BENCH_AB_BASELINE_NODE_ARGS, BENCH_AB_NODE_ARGS.
@@ -59,6 +65,7 @@ async function main(): Promise<void> {
   const connections = Number(conns);
   const logs = path.join(projectRoot(), 'bench', 'results', 'logs');
   fs.mkdirSync(logs, { recursive: true });
+  const extra = await sideEnv(env.BENCH_AB_ENV ?? '');
   const emulator = await forkTarget('emulator', path.join(distDir(), 'targets', 'emulator.js'), { logFile: path.join(logs, 'ab-emulator.log') });
   const sides: Side[] = [];
   try {
@@ -69,7 +76,7 @@ async function main(): Promise<void> {
       const redis = limited ? { REDIS_URL: env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379', REDIS_KEY_PREFIX: `gw-bench:${db.name}:` } : {};
       const flags = nodeFlags(name === 'baseline' ? env.BENCH_AB_BASELINE_NODE_ARGS : env.BENCH_AB_NODE_ARGS, dist);
       const target = await forkTarget(name, path.join(dist, 'bench', 'targets', 'gateway.js'), {
-        env: { DATABASE_URL: db.url, EMULATOR_URL: emulator.url, LOG_LEVEL: 'info', NODE_ENV: 'production', TEMPORAL_ADDRESS: 'off', ...redis },
+        env: { DATABASE_URL: db.url, EMULATOR_URL: emulator.url, LOG_LEVEL: 'info', NODE_ENV: 'production', TEMPORAL_ADDRESS: 'off', ...redis, ...(name === builds[1][0] ? extra.env : {}) },
         execArgv: flags, logFile: path.join(logs, `ab-${name.replace(' ', '-')}.log`),
       });
       sides.push({ name, flags, target, bdb: db, key: db.key, cpu: 0, db: 0, ok: 0, runs: [], single: [] });
@@ -101,10 +108,27 @@ async function main(): Promise<void> {
       console.log(`c=1 mean latency: ${a.name} ${mean(a).toFixed(0)} µs, ${b.name} ${mean(b).toFixed(0)} µs: +${(mean(b) - mean(a)).toFixed(0)} µs (${(mean(b) / mean(a)).toFixed(2)}x); p99 ${median(a.single.map((r) => r.p99Ms))} / ${median(b.single.map((r) => r.p99Ms))} ms`);
     }
     console.log(`${b.name} / ${a.name}: throughput ${(median(b.runs.map((r) => r.rps)) / median(a.runs.map((r) => r.rps))).toFixed(2)}, CPU per request ${((b.cpu / b.ok) / (a.cpu / a.ok)).toFixed(2)}, with Postgres ${(((b.cpu + b.db) / b.ok) / ((a.cpu + a.db) / a.ok)).toFixed(2)}`);
+    if (extra.sink) console.log(`OTLP exports received: ${extra.sink.requests} requests, ${(extra.sink.bytes / 1e6).toFixed(1)} MB`);
   } finally {
+    extra.sink?.close();
     await Promise.all([...sides.map((s) => s.target.stop()), emulator.stop()]);
     for (const s of sides) await s.bdb.drop().catch(() => undefined);
   }
+}
+
+/** BENCH_AB_ENV as variables, with `OTEL_EXPORTER_OTLP_ENDPOINT=sink` replaced by a draining receiver's URL. */
+async function sideEnv(spec: string): Promise<{ env: Record<string, string>; sink: { requests: number; bytes: number; close(): void } | null }> {
+  const vars = Object.fromEntries(spec.split(/\s+/).filter(Boolean).map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]));
+  if (vars.OTEL_EXPORTER_OTLP_ENDPOINT !== 'sink') return { env: vars, sink: null };
+  const sink = { requests: 0, bytes: 0, close: () => server.close() };
+  const server = http.createServer((req, res) => {
+    sink.requests++;
+    req.on('data', (c: Buffer) => { sink.bytes += c.length; });
+    req.on('end', () => res.writeHead(200, { 'content-type': String(req.headers['content-type'] ?? 'application/json') }).end());
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  vars.OTEL_EXPORTER_OTLP_ENDPOINT = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  return { env: vars, sink };
 }
 
 /** RPM, TPM and a daily budget on the bench key, far above what a run uses: every check runs, none refuses. */
