@@ -1,8 +1,9 @@
 # syntax=docker/dockerfile:1
-# The gateway image: one image, three roles (docker-compose.yml picks the command):
+# The gateway image (the default target): one image, two roles (docker-compose.yml picks the command):
 #   npm run api       the HTTP API (stateless; scale horizontally)
 #   npm run worker    the Temporal worker for video jobs (scale horizontally)
-#   npm run emulator  the provider emulator (only with the default, emulator-backed catalog)
+# The provider emulator, which the default catalog calls, is a development tool: its own target (`--target emulator`),
+# never part of the gateway image.
 
 # ---- build: dev dependencies, type-check + compile to dist/, then drop dev dependencies
 FROM node:20-bookworm AS build
@@ -15,14 +16,30 @@ RUN npm ci --ignore-scripts --no-audit --no-fund \
 COPY . .
 RUN npm run build && npm prune --omit=dev --ignore-scripts
 
-# ---- runtime: production dependencies and compiled code only, as an unprivileged user
+# ---- emulator: the provider emulator alone (docker compose builds it for the default catalog)
+FROM node:20-bookworm-slim AS emulator
+ENV NODE_ENV=production
+WORKDIR /app
+COPY --from=build /app/package.json /app/package-lock.json ./
+COPY --from=build /app/node_modules ./node_modules
+COPY --from=build /app/dist/emulator ./dist/emulator
+COPY --from=build /app/dist/src/projectRoot.js ./dist/src/projectRoot.js
+COPY --from=build /app/emulator/fixtures ./emulator/fixtures
+USER node
+EXPOSE 4010
+CMD ["node", "--enable-source-maps", "dist/emulator/main.js"]
+
+# ---- runtime (the default target): production dependencies and the gateway's compiled code only (no emulator,
+# bench or tests), as an unprivileged user
 FROM node:20-bookworm-slim AS runtime
 ENV NODE_ENV=production
 WORKDIR /app
 COPY --from=build /app/package.json /app/package-lock.json ./
 COPY --from=build /app/node_modules ./node_modules
-COPY --from=build /app/dist ./dist
-# Read from the source tree at run time: SQL migrations (src/db/migrations), console assets, emulator fixtures.
+COPY --from=build /app/dist/src ./dist/src
+COPY --from=build /app/dist/workflows ./dist/workflows
+COPY --from=build /app/dist/activities ./dist/activities
+# Read from the source tree at run time: SQL migrations (src/db/migrations) and console assets.
 COPY --from=build /app/src ./src
 COPY --from=build /app/config ./config
 USER node

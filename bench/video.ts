@@ -6,7 +6,7 @@ import { randomUUID } from 'node:crypto';
 import { request } from 'undici';
 import { projectRoot } from '../src/projectRoot';
 import { createPool, type Db } from '../src/db/pool';
-import { startEmulator, type Emulator } from '../src/emulator/server';
+import { startEmulator, type Emulator } from '../emulator/server';
 import { findTemporalCli, startTemporalDevServer, type DevServer } from '../src/runtime/temporalDevServer';
 import { createBenchDb, adminUrl, type BenchDb } from './lib/db';
 import { freePort, peakRssMb, resetPeakRss, rssMb, RssSampler } from './lib/proc';

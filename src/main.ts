@@ -4,7 +4,6 @@ import { loadConfig } from './config';
 import { projectRoot } from './projectRoot';
 import { startApi } from './server';
 import { startWorker } from './worker';
-import { startEmulator } from './emulator/server';
 import { ensurePortFree, PortBusyError } from './runtime/ports';
 import { startEmbeddedPostgres } from './runtime/embeddedPostgres';
 import { startEmbeddedTemporal, TemporalUnavailable } from './runtime/embeddedTemporal';
@@ -142,6 +141,8 @@ async function main(life: Lifecycle): Promise<void> {
   const db = pgOut.value;
   const temporal = tOut.value;
 
+  // The emulator lives beside src/ and is left out of the production image: only npm start loads it.
+  const { startEmulator } = await import('../emulator/server');
   const emulator = await startEmulator({ port: emulatorPort });
   if (!(await life.started('provider emulator', emulator.close))) return;
 

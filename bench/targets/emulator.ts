@@ -1,4 +1,4 @@
-import { startEmulator } from '../../src/emulator/server';
+import { startEmulator } from '../../emulator/server';
 import { serveTarget } from './ipc';
 
 /** The emulated upstream, in its own process so its CPU is not counted against the target in front of it. */

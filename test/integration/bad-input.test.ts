@@ -192,7 +192,7 @@ test.each([
 });
 
 describe('multipart field names that would nest too deep or reach a prototype', () => {
-  const fixtures = path.join(__dirname, '../../src/emulator/fixtures');
+  const fixtures = path.join(__dirname, '../../emulator/fixtures');
   const png = new Blob([fs.readFileSync(path.join(fixtures, 'last_frame.png'))], { type: 'image/png' });
   const wav = new Blob([fs.readFileSync(path.join(fixtures, 'speech.wav'))], { type: 'audio/wav' });
   /** Valid forms of each multipart route, plus one more field if given. */

@@ -256,7 +256,7 @@ test('other billed operations report their cost in headers', async () => {
 });
 
 describe('every billed operation reports its cost in headers, equal to its usage record', () => {
-  const fixture = (name: string) => path.join(__dirname, '../../src/emulator/fixtures', name);
+  const fixture = (name: string) => path.join(__dirname, '../../emulator/fixtures', name);
   const ops: [string, (c: OpenAI) => Promise<{ response: Response }>][] = [
     ['completions', (c) => c.completions.create({ model: 'gpt-3.5-turbo-instruct', prompt: 'hello there' }).withResponse()],
     ['speech', async (c) => {

@@ -1,6 +1,6 @@
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
-import { startEmulator, type Emulator } from '../../src/emulator/server';
+import { startEmulator, type Emulator } from '../../emulator/server';
 
 /** The emulated Anthropic and Responses upstreams speak the wire protocols the official SDKs expect. */
 

@@ -540,7 +540,7 @@ function withValue(body: Record<string, unknown>, path: Path, value: unknown): R
 
 /** Multipart routes: their valid form, each field of which is mutated as text (forms carry strings and bytes). */
 function validForms(): Record<string, Array<{ name: string; filename?: string; type?: string; data: string | Buffer }>> {
-  const fixtures = path.join(__dirname, '../../src/emulator/fixtures');
+  const fixtures = path.join(__dirname, '../../emulator/fixtures');
   const wav = fs.readFileSync(path.join(fixtures, 'speech.wav'));
   const png = fs.readFileSync(path.join(fixtures, 'last_frame.png'));
   return {

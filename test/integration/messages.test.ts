@@ -1,7 +1,7 @@
 import Anthropic from '@anthropic-ai/sdk';
 import { startGateway, type TestGateway } from '../support/gateway';
-import { streamStats } from '../../src/emulator/replyKit';
-import { openaiEmulatorStats } from '../../src/emulator/openai';
+import { streamStats } from '../../emulator/replyKit';
+import { openaiEmulatorStats } from '../../emulator/openai';
 import { estimateInputTokens } from '../../src/translate/tokenEstimate';
 import { shortenToolName } from '../../src/translate/toolNames';
 import { usageRows as usageRowsOf } from '../support/records';

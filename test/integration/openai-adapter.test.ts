@@ -1,4 +1,4 @@
-import { startEmulator, type Emulator } from '../../src/emulator/server';
+import { startEmulator, type Emulator } from '../../emulator/server';
 import { OpenAIAdapter, UpstreamAborted } from '../../src/providers/openai';
 import { ApiError } from '../../src/errors';
 

@@ -1,6 +1,6 @@
 import OpenAI from 'openai';
 import { startGateway, type TestGateway } from '../support/gateway';
-import { openaiEmulatorStats } from '../../src/emulator/openai';
+import { openaiEmulatorStats } from '../../emulator/openai';
 import { usageRows as usageRowsOf } from '../support/records';
 
 /** Chat and legacy completions through the real gateway with the official openai SDK, against the emulator. */

@@ -6,7 +6,7 @@ import { usageRows as usageRowsOf } from '../support/records';
 
 /** Embeddings, speech, transcriptions and images through the real gateway with the official openai SDK. */
 
-const FIXTURES = path.join(__dirname, '../../src/emulator/fixtures');
+const FIXTURES = path.join(__dirname, '../../emulator/fixtures');
 const WAV = fs.readFileSync(path.join(FIXTURES, 'speech.wav'));
 const MAX_UPLOAD = 200_000;
 

@@ -1,7 +1,7 @@
 import OpenAI from 'openai';
 import { startGateway, type TestGateway } from '../support/gateway';
-import { streamStats } from '../../src/emulator/replyKit';
-import { openaiEmulatorStats } from '../../src/emulator/openai';
+import { streamStats } from '../../emulator/replyKit';
+import { openaiEmulatorStats } from '../../emulator/openai';
 import { usageRows as usageRowsOf } from '../support/records';
 
 /**

@@ -2,7 +2,7 @@ import OpenAI from 'openai';
 import { startGateway, type TestGateway } from '../support/gateway';
 import { writeRoutingCatalog, type PoolSpec } from '../support/routingCatalog';
 import { verifyProjections } from '../../src/billing/ledger';
-import type { Fault } from '../../src/emulator/control';
+import type { Fault } from '../../emulator/control';
 import { chargedVnd as chargedVndOf, fundedClient, usageRows as usageRowsOf } from '../support/records';
 import { sleep } from '../support/http';
 

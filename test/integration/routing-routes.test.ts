@@ -5,7 +5,7 @@ import Anthropic from '@anthropic-ai/sdk';
 import { startGateway, type TestGateway } from '../support/gateway';
 import { writeRoutingCatalog, type PoolSpec } from '../support/routingCatalog';
 import { verifyProjections } from '../../src/billing/ledger';
-import { DROP_MIDSTREAM_MARKER } from '../../src/emulator/replyKit';
+import { DROP_MIDSTREAM_MARKER } from '../../emulator/replyKit';
 import { chargedVnd, usageRows as usageRowsOf } from '../support/records';
 
 /**
@@ -14,7 +14,7 @@ import { chargedVnd, usageRows as usageRowsOf } from '../support/records';
  * fallback to another model on /v1/messages is billed at that model's price. Real HTTP, official SDKs.
  */
 
-const FIXTURES = path.join(__dirname, '../../src/emulator/fixtures');
+const FIXTURES = path.join(__dirname, '../../emulator/fixtures');
 const chatPrice = { inputPer1MTokens: 3900, outputPer1MTokens: 15600 };
 const two = (id: string, extra: Partial<PoolSpec>): PoolSpec => ({
   id, upstreamModel: 'gpt-4o-mini', pricing: chatPrice, maxOutputTokens: 1000, deployments: [{ id: `${id}-a` }, { id: `${id}-b` }], ...extra,

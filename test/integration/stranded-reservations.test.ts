@@ -12,7 +12,7 @@ import { startGateway, type TestGateway } from '../support/gateway';
 
 let gw: TestGateway;
 let dir: string;
-const fixtures = path.join(__dirname, '../../src/emulator/fixtures');
+const fixtures = path.join(__dirname, '../../emulator/fixtures');
 
 beforeAll(async () => {
   dir = fs.mkdtempSync(path.join(os.tmpdir(), 'stranded-'));

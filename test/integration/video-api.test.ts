@@ -13,7 +13,7 @@ import { eventually, startVideoHarness, type VideoHarness } from '../support/vid
  * -> emulated Veo / Seedance over HTTP -> our storage -> download. Money checked against the ledger.
  */
 
-const PNG = fs.readFileSync(path.join(__dirname, '../../src/emulator/fixtures/last_frame.png'));
+const PNG = fs.readFileSync(path.join(__dirname, '../../emulator/fixtures/last_frame.png'));
 const PNG_URI = `data:image/png;base64,${PNG.toString('base64')}`;
 const VEO = 'veo-3.1-generate-preview';
 const SEEDANCE = 'seedance-2-0';

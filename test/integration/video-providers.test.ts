@@ -1,14 +1,14 @@
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { startEmulator, type Emulator } from '../../src/emulator/server';
+import { startEmulator, type Emulator } from '../../emulator/server';
 import { VeoAdapter } from '../../src/providers/video/veo';
 import { SeedanceAdapter } from '../../src/providers/video/seedance';
 import { VideoProviderError, type VideoProviderAdapter, type VideoTaskStatus } from '../../src/providers/video/types';
 
 /** The video adapters against the emulator over real HTTP, each speaking its provider's protocol. */
 
-const PNG = fs.readFileSync(path.join(__dirname, '../../src/emulator/fixtures/last_frame.png'));
+const PNG = fs.readFileSync(path.join(__dirname, '../../emulator/fixtures/last_frame.png'));
 const image = { base64: PNG.toString('base64'), mimeType: 'image/png' };
 
 let emu: Emulator;

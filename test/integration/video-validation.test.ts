@@ -12,7 +12,7 @@ import { post as postTo } from '../support/http';
  * no hold). No worker runs here: accepted jobs simply stay submitted.
  */
 
-const PNG = fs.readFileSync(path.join(__dirname, '../../src/emulator/fixtures/last_frame.png'));
+const PNG = fs.readFileSync(path.join(__dirname, '../../emulator/fixtures/last_frame.png'));
 const PNG_URI = `data:image/png;base64,${PNG.toString('base64')}`;
 const VEO = 'veo-3.1-generate-preview';
 const SEEDANCE = 'seedance-2-0';

@@ -6,7 +6,7 @@ import { createApp } from '../../src/api/app';
 import { loadConfig, type Config } from '../../src/config';
 import { createAccount, topUp } from '../../src/billing/ledger';
 import { createApiKey } from '../../src/auth/apiKeys';
-import { startEmulator, type Emulator } from '../../src/emulator/server';
+import { startEmulator, type Emulator } from '../../emulator/server';
 import type { AppDeps } from '../../src/api/deps';
 
 /**

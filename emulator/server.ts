@@ -10,7 +10,7 @@ import { MOUNTS } from './protocols';
  * The provider emulator: one HTTP server speaking the upstreams' real wire protocols, mounted under
  * /openai/v1 (OpenAI-compatible), /anthropic (Anthropic Messages), /veo/v1beta (Gemini API long-running
  * operations) and /seedance/api/v3 (BytePlus content generation tasks). Each protocol lives in its own module,
- * which exports its `Mount` (src/emulator/protocols.ts lists them).
+ * which exports its `Mount` (emulator/protocols.ts lists them).
  */
 export type { Mount } from './mount';
 

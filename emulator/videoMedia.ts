@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { Readable } from 'node:stream';
-import { projectRoot } from '../projectRoot';
+import { projectRoot } from '../src/projectRoot';
 
 /**
  * Media the emulated video providers serve: a real MP4 (1 s, 160x90, H.264 + AAC, faststart; made with ffmpeg)
@@ -11,7 +11,7 @@ import { projectRoot } from '../projectRoot';
  */
 
 // Read from the source tree so the compiled emulator (dist/) finds them too.
-const fixtures = path.join(projectRoot(), 'src', 'emulator', 'fixtures');
+const fixtures = path.join(projectRoot(), 'emulator', 'fixtures');
 let mp4: { bytes: Buffer; mdatOffset: number; mdatSize: number } | null = null;
 let png: Buffer | null = null;
 

@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import zlib from 'node:zlib';
-import { projectRoot } from '../projectRoot';
+import { projectRoot } from '../src/projectRoot';
 
 /** Real media for the emulator: audio fixtures (made once with ffmpeg, committed) and PNGs encoded in memory. */
 
@@ -14,10 +14,10 @@ export const AUDIO_CONTENT_TYPES: Readonly<Record<AudioFormat, string>> = {
 };
 
 let audio: Record<AudioFormat, Buffer> | null = null;
-/** 1 s of a 440 Hz tone, 24 kHz mono, in each format (src/emulator/fixtures/speech.*). Loaded once. */
+/** 1 s of a 440 Hz tone, 24 kHz mono, in each format (emulator/fixtures/speech.*). Loaded once. */
 export function audioFixture(format: AudioFormat): Buffer {
   if (!audio) {
-    const dir = path.join(projectRoot(), 'src', 'emulator', 'fixtures');
+    const dir = path.join(projectRoot(), 'emulator', 'fixtures');
     audio = Object.fromEntries(AUDIO_FORMATS.map((f) => [f, fs.readFileSync(path.join(dir, `speech.${f}`))])) as Record<AudioFormat, Buffer>;
   }
   return audio[format];
