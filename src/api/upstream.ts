@@ -21,8 +21,8 @@ export { CLIENT_CLOSED };
 
 /**
  * Emits 'abort' (and turns `aborted`) when the client disconnects before its response is complete. An
- * EventEmitter rather than an AbortController: undici takes either as a request signal, and an AbortController
- * per request cost about 9 µs of CPU (EventTarget set-up), more than the rest of the cancellation path.
+ * EventEmitter rather than an AbortController: undici takes either as a request signal, and an AbortController's
+ * EventTarget set-up costs more than the rest of the cancellation path.
  */
 export class ClientGone extends EventEmitter {
   aborted = false;
@@ -161,7 +161,7 @@ export async function forwardCompletionJson(ctx: Ctx, router: ModelRouter, model
  * to the client as each network chunk arrives, drops the usage-only chunk unless the client asked for it, and ends
  * with `data: [DONE]`. A client disconnect aborts the upstream request. Tries that fail before the stream starts
  * are retried by the router (the relay is untouched until an upstream answers 2xx); once it has started, a failure
- * ends the client's stream as before. Billing, at the answering model's price: the upstream's usage if it arrived,
+ * ends the client's stream with an error event. Billing, at the answering model's price: the upstream's usage if it arrived,
  * else the delivered-text rule of StreamUsage; a stream cut by the upstream ends with an error event and is billed
  * the same way.
  */

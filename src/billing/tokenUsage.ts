@@ -106,7 +106,7 @@ export function usageCost(p: Pricing, t: TokenUsage): number {
 }
 
 /**
- * The usage record's units: prompt_tokens (all input) and completion_tokens (all output) as before, and the
+ * The usage record's units: prompt_tokens (all input) and completion_tokens (all output), and the
  * breakdown fields that are not zero: input_uncached_tokens (with any cache field), cache_read_tokens,
  * cache_write_5m_tokens, cache_write_1h_tokens, reasoning_tokens; `estimated: 1` for an estimate.
  */

@@ -2,9 +2,9 @@ import pino from 'pino';
 import { LineBatch } from './lineBatch';
 
 /**
- * Structured JSON logs (pino), `time` in epoch milliseconds (an ISO string cost 4-7 µs a line under load). Writes are
- * batched and asynchronous: a synchronous write per request line cost ~10% of the gateway's CPU under load; lines
- * are collected in memory (LineBatch) and handed to sonic-boom 16 KB at a time, one write syscall per ~60 lines.
+ * Structured JSON logs (pino), `time` in epoch milliseconds (cheaper to format than an ISO string). Writes are
+ * batched and asynchronous, since a synchronous write per request line is a tenth of the gateway's CPU under load
+ * (docs/benchmarks.md): lines are collected in memory (LineBatch) and handed to sonic-boom 16 KB at a time, one write syscall per ~60 lines.
  * The batch is flushed every second and on exit, so lines are not lost on shutdown.
  */
 export type Logger = pino.Logger;

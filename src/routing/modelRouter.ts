@@ -27,7 +27,7 @@ interface Link { model: ModelConfig; states: DeploymentState[] }
  * maxTimeMs; the client gets the last error when none is left.
  *
  * When every candidate is cooling down, the one that recovers first is tried anyway: a model with a single
- * deployment keeps being served as before, a failure only steers traffic to alternatives when there are some.
+ * deployment is always served, and a failure only steers traffic to alternatives where there are some.
  */
 export class ModelRouter {
   private readonly chains = new Map<string, Link[]>();

@@ -6,7 +6,7 @@ import type { ModelRouter, RouteRecorder, RouteTry } from './modelRouter';
 
 /**
  * A chat backend (src/providers/chatBackends.ts) whose calls go through the router: each try is the backend of
- * its deployment (built on first use; the primary deployment's is built at once, as before routing), so the
+ * its deployment (built on first use; the primary deployment's at once, since nearly every request ends there), so the
  * translated and bridged paths of /v1/messages, /v1/responses and chat on Claude retry and fall back like the
  * others. complete() and stream() resolve once an upstream answered 2xx: a stream's failure after that is the
  * caller's to end, never retried. Its bound covers every candidate; `answered` is the model whose prices bill it.

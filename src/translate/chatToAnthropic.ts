@@ -69,7 +69,7 @@ export function chatToAnthropicRequest(chat: ChatRequest, opts: { defaultMaxToke
   const req: MessagesRequest = { model: chat.model, max_tokens: chat.max_tokens ?? chat.max_completion_tokens ?? opts.defaultMaxTokens, messages };
   const json = jsonInstruction(chat.response_format);
   if (json) system.push({ type: 'text', text: json });
-  // System blocks only when a client put a cache breakpoint on one; otherwise one string, as before.
+  // System blocks only when a client put a cache breakpoint on one; otherwise one string.
   if (system.some((b) => b.cache_control !== undefined)) req.system = system;
   else if (system.length) req.system = system.map((b) => b.text).join('\n\n');
   if (chat.tools?.length) {
