@@ -40,8 +40,10 @@ export const mountSeedance: Mount = (router, ctl, baseUrl) => {
   };
 
   router.post(BASE, json, (ctx) => {
-    const b = ctx.request.body as Record<string, unknown>;
-    ctl.record(ctx.method, ctx.path, ctx.headers, b);
+    const sent = ctx.request.body as Record<string, unknown>;
+    ctl.record(ctx.method, ctx.path, ctx.headers, sent);
+    // The official Ark SDK sends every optional field it was not given as null: the API takes null as "not set".
+    const b = sent && typeof sent === 'object' ? Object.fromEntries(Object.entries(sent).filter(([, v]) => v !== null)) : sent;
     if (typeof b?.model !== 'string' || !b.model) return arkError(ctx, 400, 'MissingParameter', 'The parameter `model` is required.');
     const content = Array.isArray(b.content) ? (b.content as Record<string, unknown>[]) : null;
     const text = content?.find((c) => c?.type === 'text');

@@ -173,6 +173,31 @@ describe('Seedance (content generation tasks)', () => {
     expect(await seed.cancel(r.taskId)).toBe(false);
   });
 
+  test('the emulator takes what the official Ark SDK sends: null for every unset field, the default duration of 5 s', async () => {
+    // The body byteplus-python-sdk-v2's content_generation.tasks.create sends when given only model and content.
+    const unset = Object.fromEntries(['safety_identifier', 'callback_url', 'return_last_frame', 'service_tier', 'execution_expires_after',
+      'priority', 'generate_audio', 'draft', 'camera_fixed', 'watermark', 'seed', 'resolution', 'ratio', 'duration', 'frames'].map((k) => [k, null]));
+    const tasks = `${emu.url}/seedance/api/v3/contents/generations/tasks`;
+    const post = (body: object) => fetch(tasks, {
+      method: 'POST', headers: { authorization: 'Bearer ark-key', 'content-type': 'application/json' }, body: JSON.stringify(body),
+    });
+    const content = [{ type: 'text', text: 'from the SDK [polls=1]' }];
+    for (const body of [{ model: 'm', content, ...unset }, { model: 'm', content }]) {
+      const r = await post(body);
+      expect(r.status).toBe(200);
+      const { id } = await r.json() as { id: string };
+      const task = await (await fetch(`${tasks}/${id}`, { headers: { authorization: 'Bearer ark-key' } })).json() as { content: { last_frame_url?: string } };
+      expect(task).toMatchObject({ status: 'succeeded', duration: 5, resolution: '720p', ratio: 'adaptive' });
+      expect(task.content.last_frame_url).toBeUndefined();
+    }
+    // As strict as the API where a value is given: a wrong type or value is still a 400.
+    for (const bad of [{ duration: '5' }, { duration: 3 }, { resolution: '9000p' }, { seed: 1.5 }, { watermark: 'yes' }]) {
+      const r = await post({ model: 'm', content, ...unset, ...bad });
+      expect([Object.keys(bad)[0], r.status]).toEqual([Object.keys(bad)[0], 400]);
+    }
+    expect((await post({ ...unset, model: null, content })).status).toBe(400);
+  });
+
   test('a rejected request is a non-retryable error with the provider message', async () => {
     const e = await seed.submit({ upstreamModel: 'm', prompt: 'x [reject]', seconds: 5 }).catch((x) => x);
     expect(e).toMatchObject({ status: 400, retryable: false, code: 'InputTextSensitiveContentDetected' });
