@@ -52,6 +52,8 @@ interface Slice {
   closing: boolean;
   /** The call that carries its return (0: not sent yet). */
   sentIn: number;
+  /** The key's limits it was granted under: a changed limit returns it. */
+  limits: RateLimits;
 }
 
 interface Reply {
@@ -216,6 +218,10 @@ export class RedisRateLimiter implements RateLimiter {
     const now = performance.now();
     for (const s of st.slices) {
       if (s.closing || now >= s.endsAt || (rpm && s.usedR >= s.r) || (tpm && s.usedT + tokens > s.t)) continue;
+      if (s.limits.rpm !== rpm || s.limits.tpm !== tpm) {
+        this.closeSlice(st, s);
+        continue;
+      }
       if (rpm) s.usedR++;
       if (tpm) s.usedT += tokens;
       s.lastUsed = now;
@@ -368,7 +374,7 @@ export class RedisRateLimiter implements RateLimiter {
     }
     if (grantR + grantT > 0) {
       // Timed from before the call: the slice ends here no later than Redis recorded it ending.
-      st.slices.push({ id, endsAt: sentAt + LIFE_MS, r: grantR, t: grantT, usedR: 0, usedT: 0, lastUsed: now, closing: false, sentIn: 0 });
+      st.slices.push({ id, endsAt: sentAt + LIFE_MS, r: grantR, t: grantT, usedR: 0, usedT: 0, lastUsed: now, closing: false, sentIn: 0, limits: st.limits });
     }
     return reply;
   }

@@ -246,6 +246,16 @@ test('leased slices stay exact across processes: never more than the limit, refu
   expect(rest.answers.slice(-5).map((a) => a.status)).toEqual([429, 429, 429, 429, 429]);
 }, 120_000);
 
+test('a lowered limit binds at once: slices leased under the old one admit nothing more', async () => {
+  const { accountId, keyId, key } = await keyWith({ rpm: 640 });
+  // Process 0 leases ahead of need (up to 640 / 64 requests a slice) while it serves these.
+  expect((await sustained(key, 0, 1, 2)).ok).toBe(2);
+  await setKeyLimits(db, accountId, keyId, { rpm: 3 });
+  await new Promise((r) => setTimeout(r, 300)); // KEY_CACHE_MS of the processes
+  const after = await sustained(key, 0, 1, 5);
+  expect(after.answers.map((a) => a.status)).toEqual([200, 429, 429, 429, 429]);
+}, 60_000);
+
 test('Redis killed while requests are in flight: every request is answered (none 5xx), serving goes on, /readyz says so', async () => {
   const { key } = await keyWith({ rpm: 1_000, tpm: 10_000_000 });
   const clients = urls.map((u) => new OpenAI({ apiKey: key, baseURL: `${u}/v1`, maxRetries: 0 }));
