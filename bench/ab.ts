@@ -45,7 +45,11 @@ const WORKLOADS: Record<string, { path: string; body: object }> = {
   embeddings: { path: '/embeddings', body: { model: 'text-embedding-3-small', input: 'The quick brown fox jumps over the lazy dog.' } },
 };
 
-interface Side { name: string; flags: string[]; target: Target; bdb: BenchDb; key: string; cpu: number; db: number; ok: number; runs: LoadResult[]; single: LoadResult[] }
+interface Side {
+  name: string; flags: string[]; target: Target; bdb: BenchDb; key: string; cpu: number; db: number; ok: number; runs: LoadResult[]; single: LoadResult[];
+  /** CPU per request of each of its cells, µs. */
+  cellCpu: number[];
+}
 
 /** A side's Node flags: given in the environment, else its checkout's `npm run api` flags. */
 const nodeFlags = (given: string | undefined, dist: string): string[] => (given !== undefined ? given.split(' ').filter(Boolean) : apiNodeFlags(path.resolve(dist, '..')));
@@ -79,7 +83,7 @@ async function main(): Promise<void> {
         env: { DATABASE_URL: db.url, EMULATOR_URL: emulator.url, LOG_LEVEL: 'info', NODE_ENV: 'production', TEMPORAL_ADDRESS: 'off', ...redis, ...(name === builds[1][0] ? extra.env : {}) },
         execArgv: flags, logFile: path.join(logs, `ab-${name.replace(' ', '-')}.log`),
       });
-      sides.push({ name, flags, target, bdb: db, key: db.key, cpu: 0, db: 0, ok: 0, runs: [], single: [] });
+      sides.push({ name, flags, target, bdb: db, key: db.key, cpu: 0, db: 0, ok: 0, runs: [], single: [], cellCpu: [] });
     }
     const spec = (s: Side) => ({ url: `${s.target.url}/v1${w.path}`, headers: { 'content-type': 'application/json', authorization: `Bearer ${s.key}` }, body: JSON.stringify(w.body) });
     for (const s of sides) await load(spec(s), connections, WARMUP);
@@ -91,7 +95,9 @@ async function main(): Promise<void> {
         const d0 = postgresCpuMs();
         const r = await load(spec(s), connections, SECONDS);
         await sleep(300); // the billing flush of these requests lands in this cell
-        s.cpu += cpuMs(s.target.pid) - c0;
+        const cpu = cpuMs(s.target.pid) - c0;
+        s.cpu += cpu;
+        s.cellCpu.push((1000 * cpu) / Math.max(1, r.ok));
         s.db += postgresCpuMs() - d0;
         s.ok += r.ok;
         s.runs.push(r);
@@ -107,6 +113,9 @@ async function main(): Promise<void> {
       const mean = (x: Side) => 1_000_000 / median(x.single.map((r) => r.rps));
       console.log(`c=1 mean latency: ${a.name} ${mean(a).toFixed(0)} µs, ${b.name} ${mean(b).toFixed(0)} µs: +${(mean(b) - mean(a)).toFixed(0)} µs (${(mean(b) / mean(a)).toFixed(2)}x); p99 ${median(a.single.map((r) => r.p99Ms))} / ${median(b.single.map((r) => r.p99Ms))} ms`);
     }
+    // Each round's two cells ran back to back: the median of their ratios is the figure least moved by the machine.
+    const ratios = a.cellCpu.map((x, i) => b.cellCpu[i] / x);
+    console.log(`CPU per request by round, ${b.name} / ${a.name}: ${ratios.map((x) => x.toFixed(2)).join(' ')}; median ${median(ratios).toFixed(2)}`);
     console.log(`${b.name} / ${a.name}: throughput ${(median(b.runs.map((r) => r.rps)) / median(a.runs.map((r) => r.rps))).toFixed(2)}, CPU per request ${((b.cpu / b.ok) / (a.cpu / a.ok)).toFixed(2)}, with Postgres ${(((b.cpu + b.db) / b.ok) / ((a.cpu + a.db) / a.ok)).toFixed(2)}`);
     if (extra.sink) console.log(`OTLP exports received: ${extra.sink.requests} requests, ${(extra.sink.bytes / 1e6).toFixed(1)} MB`);
   } finally {
