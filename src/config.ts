@@ -44,6 +44,11 @@ export interface Config {
   /** Behind a trusted reverse proxy: X-Forwarded-Proto/-Host/-For are believed (TRUST_PROXY). */
   trustProxy: boolean;
   logLevel: string;
+  /**
+   * How long a request body may take to arrive, from the start of its read (BODY_TIMEOUT_MS): a client that stops
+   * sending mid-body gets a 408 and its connection closed instead of holding it for minutes.
+   */
+  bodyTimeoutMs: number;
   /** Max JSON body, bytes (messages/responses bodies from coding clients reach a few MB). */
   maxJsonBytes: number;
   maxUploadBytes: number;
@@ -96,6 +101,7 @@ export function loadConfig(overrides: Partial<Config> = {}): Config {
     publicBaseUrl: str('PUBLIC_BASE_URL', `http://127.0.0.1:${port}`).replace(/\/+$/, ''),
     trustProxy: str('TRUST_PROXY', 'false') === 'true',
     logLevel: str('LOG_LEVEL', 'info'),
+    bodyTimeoutMs: int('BODY_TIMEOUT_MS', 30_000),
     maxJsonBytes: int('MAX_JSON_BYTES', 8 * 1024 * 1024),
     maxUploadBytes: int('MAX_UPLOAD_BYTES', 25 * 1024 * 1024),
     maxVideoJsonBytes: int('MAX_VIDEO_JSON_BYTES', 64 * 1024 * 1024),

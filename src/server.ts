@@ -3,13 +3,23 @@ import { buildDeps } from './bootstrap';
 import { createApp } from './api/app';
 import { loadConfig } from './config';
 
+/**
+ * Node's own bounds on a request, the backstop of the app's body timeout (src/api/middleware/bodyTimeout.ts): the
+ * whole request (head and body) within a little more than the body timeout, else Node answers a bare 408 and closes
+ * the connection; checked every few seconds (Node's default, 30 s, would let a slow client stay that much longer).
+ * The head must also arrive within that time (headersTimeout may not exceed requestTimeout).
+ */
+export function serverTimeouts(bodyTimeoutMs: number): http.ServerOptions {
+  const requestTimeout = bodyTimeoutMs + 5_000;
+  return { requestTimeout, headersTimeout: Math.min(66_000, requestTimeout), connectionsCheckingInterval: Math.min(5_000, requestTimeout) };
+}
+
 /** Production API entry point: configuration from the environment (docs/configuration.md). */
 export async function startApi(config = loadConfig()) {
   const deps = await buildDeps(config);
   const app = createApp(deps);
-  const server = http.createServer(app.callback());
+  const server = http.createServer(serverTimeouts(config.bodyTimeoutMs), app.callback());
   server.keepAliveTimeout = 65_000;
-  server.headersTimeout = 66_000;
   await new Promise<void>((res) => server.listen(config.port, config.host, res));
   deps.logger.info({ port: config.port }, 'API listening');
   return {

@@ -1,7 +1,7 @@
 import Koa from 'koa';
 import type Router from '@koa/router';
 import type { AppDeps } from './deps';
-import { errorHandler, observe, type GatewayState } from './middleware';
+import { bodyTimeout, errorHandler, observe, type GatewayState } from './middleware';
 import { healthRouter } from './routers/health';
 import { modelsRouter } from './routers/models';
 import { accountRouter } from './routers/account';
@@ -24,6 +24,7 @@ export function createApp(deps: AppDeps): Koa<GatewayState> {
   app.silent = true; // errors are logged by errorHandler, never printed raw
   app.use(observe(deps));
   app.use(errorHandler(deps));
+  app.use(bodyTimeout(deps.config.bodyTimeoutMs));
   const routers: Router<GatewayState>[] = [
     healthRouter(deps),
     modelsRouter(deps),
