@@ -253,163 +253,190 @@ function redact(url: string): string {
 type Print = (human: string[] | string, data: unknown) => void;
 type Runner = (db: Db, print: Print, io: AdminIO) => Promise<number>;
 
+type Values = { [k: string]: string | boolean | undefined };
+
+const opt = (values: Values, k: string) => values[k] as string | undefined;
+
+function createAccountCommand(pos: string[], values: Values): Runner {
+  expectPositionals(pos, 1, 'create-account');
+  const name = (pos[0] ?? '').trim();
+  if (!name) throw new UsageError('missing <name>');
+  if (name.length > 200) throw new UsageError('<name> must be at most 200 characters');
+  const balance = opt(values, 'balance') === undefined ? 0 : parseVnd(opt(values, 'balance'), '--balance', true);
+  return async (db, print) => {
+    const id = await createAccount(db, name);
+    if (balance > 0) await topUp(db, { accountId: id, amount: balance, idempotencyKey: `admin-open:${id}`, memo: 'opening balance (admin)' });
+    print([`created account ${id} (${name})`, `balance ${vnd(balance)}`], { id, name, balance_vnd: balance });
+    return 0;
+  };
+}
+
+function topUpCommand(pos: string[], values: Values): Runner {
+  expectPositionals(pos, 2, 'top-up');
+  const accountId = uuidArg(pos[0], 'accountId');
+  const amount = parseVnd(pos[1], 'amount');
+  const reason = opt(values, 'reason');
+  if (reason !== undefined && reason.length > 500) throw new UsageError('--reason must be at most 500 characters');
+  const keyArg = opt(values, 'idempotency-key');
+  if (keyArg !== undefined && (keyArg.trim() === '' || keyArg.length > 200)) throw new UsageError('--idempotency-key must be 1 to 200 characters');
+  const key = keyArg !== undefined ? `admin-topup:${keyArg}` : `admin-topup:${randomUUID()}`;
+  return async (db, print) => {
+    await requireAccount(db, accountId);
+    const { applied } = await topUp(db, { accountId, amount, idempotencyKey: key, memo: reason ?? 'top-up (admin)', refType: 'admin' });
+    const bal = (await getBalance(db, accountId))!;
+    print([
+      applied ? `topped up ${vnd(amount)} to ${accountId}` : `already applied (idempotency key ${keyArg}): nothing changed`,
+      `balance ${vnd(bal.balance)}, held ${vnd(bal.held)}, available ${vnd(bal.available)}`,
+    ], { account_id: accountId, applied, amount_vnd: amount, balance_vnd: bal.balance, held_vnd: bal.held, available_vnd: bal.available });
+    return 0;
+  };
+}
+
+function createKeyCommand(pos: string[], values: Values): Runner {
+  expectPositionals(pos, 1, 'create-key');
+  const accountId = uuidArg(pos[0], 'accountId');
+  const name = opt(values, 'name') ?? '';
+  if (name.length > 200) throw new UsageError('--name must be at most 200 characters');
+  return async (db, print) => {
+    await requireAccount(db, accountId);
+    const k = await createApiKey(db, accountId, name);
+    print([`created key ${k.id}${name ? ` (${name})` : ''} for account ${accountId}`, '', `  ${k.key}`, '', 'Store it now: it is not shown again.'],
+      { id: k.id, account_id: accountId, name, key: k.key, prefix: k.prefix });
+    return 0;
+  };
+}
+
+function revokeKeyCommand(pos: string[], _values: Values): Runner {
+  expectPositionals(pos, 2, 'revoke-key');
+  const accountId = uuidArg(pos[0], 'accountId');
+  const keyId = uuidArg(pos[1], 'keyId');
+  return async (db, print) => {
+    await requireAccount(db, accountId);
+    if (!(await revokeApiKey(db, accountId, keyId))) throw new CommandError(`no live key ${keyId} on account ${accountId}`);
+    print(`revoked key ${keyId}`, { id: keyId, account_id: accountId, revoked: true });
+    return 0;
+  };
+}
+
+function listKeysCommand(pos: string[], _values: Values): Runner {
+  expectPositionals(pos, 1, 'list-keys');
+  const accountId = uuidArg(pos[0], 'accountId');
+  return async (db, print) => {
+    await requireAccount(db, accountId);
+    const keys = await listApiKeys(db, accountId);
+    const spend = await keySpend(db, keys.map((k) => k.id));
+    print(keys.length ? table([['ID', 'NAME', 'PREFIX', 'CREATED', 'LAST USED', 'REVOKED', 'EXPIRES', 'LIMITS', 'SPENT DAY / MONTH'],
+      ...keys.map((k) => [k.id, k.name || '-', k.prefix + '…', k.createdAt, k.lastUsedAt ?? '-', k.revokedAt ?? '-', k.expiresAt ?? '-', limitsText(k.effective),
+        `${vnd(spend.get(k.id)!.day)} / ${vnd(spend.get(k.id)!.month)}`])]) : 'no keys',
+    keys.map((k) => ({ id: k.id, name: k.name, prefix: k.prefix, created_at: k.createdAt, last_used_at: k.lastUsedAt, revoked_at: k.revokedAt,
+      expires_at: k.expiresAt, limits: k.limits, effective_limits: k.effective, spent_vnd: spend.get(k.id) })));
+    return 0;
+  };
+}
+
+function setKeyLimitsCommand(pos: string[], values: Values): Runner {
+  expectPositionals(pos, 2, 'set-key-limits');
+  const accountId = uuidArg(pos[0], 'accountId');
+  const keyId = uuidArg(pos[1], 'keyId');
+  const patch = limitsPatch(values, true);
+  return async (db, print, io) => {
+    await requireAccount(db, accountId);
+    const saved = await setKeyLimits(db, accountId, keyId, patch, keyCacheMs(io.env));
+    if (!saved) throw new CommandError(`no key ${keyId} on account ${accountId}`);
+    await untilBudgetBinds(saved);
+    const k = (await listApiKeys(db, accountId)).find((x) => x.id === keyId)!;
+    print(`key ${keyId}: ${limitsText(k.effective)}${k.expiresAt ? `, expires ${k.expiresAt}` : ''}`, { id: keyId, limits: k.limits, effective_limits: k.effective, expires_at: k.expiresAt });
+    return 0;
+  };
+}
+
+function setAccountLimitsCommand(pos: string[], values: Values): Runner {
+  expectPositionals(pos, 1, 'set-account-limits');
+  const accountId = uuidArg(pos[0], 'accountId');
+  const patch = limitsPatch(values, false);
+  return async (db, print, io) => {
+    await requireAccount(db, accountId);
+    const saved = await setAccountLimits(db, accountId, patch, keyCacheMs(io.env));
+    if (saved) await untilBudgetBinds(saved);
+    const defaults = (await getAccountLimits(db, accountId))!;
+    print(`account ${accountId} key defaults: ${limitsText(defaults)}`, { account_id: accountId, defaults });
+    return 0;
+  };
+}
+
+function balanceCommand(pos: string[], _values: Values): Runner {
+  expectPositionals(pos, 1, 'balance');
+  const accountId = uuidArg(pos[0], 'accountId');
+  return async (db, print) => {
+    const name = await requireAccount(db, accountId);
+    const b = (await getBalance(db, accountId))!;
+    print([`account ${accountId} (${name})`, `balance   ${vnd(b.balance)}`, `held      ${vnd(b.held)}`, `available ${vnd(b.available)}`],
+      { account_id: accountId, name, balance_vnd: b.balance, held_vnd: b.held, available_vnd: b.available });
+    return 0;
+  };
+}
+
+function ledgerCommand(pos: string[], values: Values): Runner {
+  expectPositionals(pos, 1, 'ledger');
+  const accountId = uuidArg(pos[0], 'accountId');
+  const limit = limitArg(opt(values, 'limit'), 20, 1000);
+  return async (db, print) => {
+    await requireAccount(db, accountId);
+    const events = await listLedger(db, accountId, limit);
+    print(events.length ? table([['ID', 'TIME', 'KIND', 'AMOUNT VND', 'HOLD', 'REF', 'MEMO'],
+      ...events.map((e) => [String(e.id), e.createdAt, e.kind, String(e.amount), e.holdId ?? '-', e.refType ? `${e.refType}:${e.refId ?? ''}` : '-', e.memo ?? ''])]) : 'no ledger events',
+    events.map((e) => ({ id: e.id, kind: e.kind, amount_vnd: e.amount, hold_id: e.holdId, ref_type: e.refType, ref_id: e.refId, memo: e.memo, created_at: e.createdAt })));
+    return 0;
+  };
+}
+
+function listAccountsCommand(pos: string[], _values: Values): Runner {
+  expectPositionals(pos, 0, 'list-accounts');
+  return async (db, print) => {
+    const r = await db.query('SELECT id, name, balance, held, created_at FROM accounts ORDER BY created_at, id');
+    print(r.rowCount ? table([['ID', 'NAME', 'BALANCE VND', 'HELD VND', 'CREATED'],
+      ...r.rows.map((a) => [a.id, a.name, String(a.balance), String(a.held), (a.created_at as Date).toISOString()])]) : 'no accounts',
+    r.rows.map((a) => ({ id: a.id, name: a.name, balance_vnd: a.balance, held_vnd: a.held, available_vnd: a.balance - a.held, created_at: (a.created_at as Date).toISOString() })));
+    return 0;
+  };
+}
+
+function verifyLedgerCommand(pos: string[], _values: Values): Runner {
+  expectPositionals(pos, 0, 'verify-ledger');
+  return async (db, print, io) => {
+    const mismatches = await verifyProjections(db);
+    const accounts = Number((await db.query('SELECT count(*)::int AS n FROM accounts')).rows[0].n);
+    if (mismatches.length === 0) {
+      print(`ok: the balances and holds of ${accounts} accounts equal a rebuild from the ledger events`, { ok: true, accounts, mismatches: [] });
+      return 0;
+    }
+    for (const m of mismatches) {
+      io.err(`MISMATCH ${m.accountId}: balance ${m.balance} (rebuilt ${m.rebuiltBalance}), held ${m.held} (rebuilt ${m.rebuiltHeld})`);
+    }
+    print(`FAILED: ${mismatches.length} projection(s) differ from the ledger events`, { ok: false, accounts, mismatches });
+    return 1;
+  };
+}
+
+/** Each command: its arguments checked (a UsageError before any database work), then what it runs. */
+const COMMANDS: Record<string, (pos: string[], values: Values) => Runner> = {
+  'create-account': createAccountCommand,
+  'top-up': topUpCommand,
+  'create-key': createKeyCommand,
+  'revoke-key': revokeKeyCommand,
+  'list-keys': listKeysCommand,
+  'set-key-limits': setKeyLimitsCommand,
+  'set-account-limits': setAccountLimitsCommand,
+  'balance': balanceCommand,
+  'ledger': ledgerCommand,
+  'list-accounts': listAccountsCommand,
+  'verify-ledger': verifyLedgerCommand,
+};
+
 /** Parses and validates a command's arguments, returning the work to do against the database. */
-function plan(cmd: string, pos: string[], values: { [k: string]: string | boolean | undefined }): Runner {
-  const str = (k: string) => values[k] as string | undefined;
-  switch (cmd) {
-    case 'create-account': {
-      expectPositionals(pos, 1, cmd);
-      const name = (pos[0] ?? '').trim();
-      if (!name) throw new UsageError('missing <name>');
-      if (name.length > 200) throw new UsageError('<name> must be at most 200 characters');
-      const balance = str('balance') === undefined ? 0 : parseVnd(str('balance'), '--balance', true);
-      return async (db, print) => {
-        const id = await createAccount(db, name);
-        if (balance > 0) await topUp(db, { accountId: id, amount: balance, idempotencyKey: `admin-open:${id}`, memo: 'opening balance (admin)' });
-        print([`created account ${id} (${name})`, `balance ${vnd(balance)}`], { id, name, balance_vnd: balance });
-        return 0;
-      };
-    }
-    case 'top-up': {
-      expectPositionals(pos, 2, cmd);
-      const accountId = uuidArg(pos[0], 'accountId');
-      const amount = parseVnd(pos[1], 'amount');
-      const reason = str('reason');
-      if (reason !== undefined && reason.length > 500) throw new UsageError('--reason must be at most 500 characters');
-      const keyArg = str('idempotency-key');
-      if (keyArg !== undefined && (keyArg.trim() === '' || keyArg.length > 200)) throw new UsageError('--idempotency-key must be 1 to 200 characters');
-      const key = keyArg !== undefined ? `admin-topup:${keyArg}` : `admin-topup:${randomUUID()}`;
-      return async (db, print) => {
-        await requireAccount(db, accountId);
-        const { applied } = await topUp(db, { accountId, amount, idempotencyKey: key, memo: reason ?? 'top-up (admin)', refType: 'admin' });
-        const bal = (await getBalance(db, accountId))!;
-        print([
-          applied ? `topped up ${vnd(amount)} to ${accountId}` : `already applied (idempotency key ${keyArg}): nothing changed`,
-          `balance ${vnd(bal.balance)}, held ${vnd(bal.held)}, available ${vnd(bal.available)}`,
-        ], { account_id: accountId, applied, amount_vnd: amount, balance_vnd: bal.balance, held_vnd: bal.held, available_vnd: bal.available });
-        return 0;
-      };
-    }
-    case 'create-key': {
-      expectPositionals(pos, 1, cmd);
-      const accountId = uuidArg(pos[0], 'accountId');
-      const name = str('name') ?? '';
-      if (name.length > 200) throw new UsageError('--name must be at most 200 characters');
-      return async (db, print) => {
-        await requireAccount(db, accountId);
-        const k = await createApiKey(db, accountId, name);
-        print([`created key ${k.id}${name ? ` (${name})` : ''} for account ${accountId}`, '', `  ${k.key}`, '', 'Store it now: it is not shown again.'],
-          { id: k.id, account_id: accountId, name, key: k.key, prefix: k.prefix });
-        return 0;
-      };
-    }
-    case 'revoke-key': {
-      expectPositionals(pos, 2, cmd);
-      const accountId = uuidArg(pos[0], 'accountId');
-      const keyId = uuidArg(pos[1], 'keyId');
-      return async (db, print) => {
-        await requireAccount(db, accountId);
-        if (!(await revokeApiKey(db, accountId, keyId))) throw new CommandError(`no live key ${keyId} on account ${accountId}`);
-        print(`revoked key ${keyId}`, { id: keyId, account_id: accountId, revoked: true });
-        return 0;
-      };
-    }
-    case 'list-keys': {
-      expectPositionals(pos, 1, cmd);
-      const accountId = uuidArg(pos[0], 'accountId');
-      return async (db, print) => {
-        await requireAccount(db, accountId);
-        const keys = await listApiKeys(db, accountId);
-        const spend = await keySpend(db, keys.map((k) => k.id));
-        print(keys.length ? table([['ID', 'NAME', 'PREFIX', 'CREATED', 'LAST USED', 'REVOKED', 'EXPIRES', 'LIMITS', 'SPENT DAY / MONTH'],
-          ...keys.map((k) => [k.id, k.name || '-', k.prefix + '…', k.createdAt, k.lastUsedAt ?? '-', k.revokedAt ?? '-', k.expiresAt ?? '-', limitsText(k.effective),
-            `${vnd(spend.get(k.id)!.day)} / ${vnd(spend.get(k.id)!.month)}`])]) : 'no keys',
-        keys.map((k) => ({ id: k.id, name: k.name, prefix: k.prefix, created_at: k.createdAt, last_used_at: k.lastUsedAt, revoked_at: k.revokedAt,
-          expires_at: k.expiresAt, limits: k.limits, effective_limits: k.effective, spent_vnd: spend.get(k.id) })));
-        return 0;
-      };
-    }
-    case 'set-key-limits': {
-      expectPositionals(pos, 2, cmd);
-      const accountId = uuidArg(pos[0], 'accountId');
-      const keyId = uuidArg(pos[1], 'keyId');
-      const patch = limitsPatch(values, true);
-      return async (db, print, io) => {
-        await requireAccount(db, accountId);
-        const saved = await setKeyLimits(db, accountId, keyId, patch, keyCacheMs(io.env));
-        if (!saved) throw new CommandError(`no key ${keyId} on account ${accountId}`);
-        await untilBudgetBinds(saved);
-        const k = (await listApiKeys(db, accountId)).find((x) => x.id === keyId)!;
-        print(`key ${keyId}: ${limitsText(k.effective)}${k.expiresAt ? `, expires ${k.expiresAt}` : ''}`, { id: keyId, limits: k.limits, effective_limits: k.effective, expires_at: k.expiresAt });
-        return 0;
-      };
-    }
-    case 'set-account-limits': {
-      expectPositionals(pos, 1, cmd);
-      const accountId = uuidArg(pos[0], 'accountId');
-      const patch = limitsPatch(values, false);
-      return async (db, print, io) => {
-        await requireAccount(db, accountId);
-        const saved = await setAccountLimits(db, accountId, patch, keyCacheMs(io.env));
-        if (saved) await untilBudgetBinds(saved);
-        const defaults = (await getAccountLimits(db, accountId))!;
-        print(`account ${accountId} key defaults: ${limitsText(defaults)}`, { account_id: accountId, defaults });
-        return 0;
-      };
-    }
-    case 'balance': {
-      expectPositionals(pos, 1, cmd);
-      const accountId = uuidArg(pos[0], 'accountId');
-      return async (db, print) => {
-        const name = await requireAccount(db, accountId);
-        const b = (await getBalance(db, accountId))!;
-        print([`account ${accountId} (${name})`, `balance   ${vnd(b.balance)}`, `held      ${vnd(b.held)}`, `available ${vnd(b.available)}`],
-          { account_id: accountId, name, balance_vnd: b.balance, held_vnd: b.held, available_vnd: b.available });
-        return 0;
-      };
-    }
-    case 'ledger': {
-      expectPositionals(pos, 1, cmd);
-      const accountId = uuidArg(pos[0], 'accountId');
-      const limit = limitArg(str('limit'), 20, 1000);
-      return async (db, print) => {
-        await requireAccount(db, accountId);
-        const events = await listLedger(db, accountId, limit);
-        print(events.length ? table([['ID', 'TIME', 'KIND', 'AMOUNT VND', 'HOLD', 'REF', 'MEMO'],
-          ...events.map((e) => [String(e.id), e.createdAt, e.kind, String(e.amount), e.holdId ?? '-', e.refType ? `${e.refType}:${e.refId ?? ''}` : '-', e.memo ?? ''])]) : 'no ledger events',
-        events.map((e) => ({ id: e.id, kind: e.kind, amount_vnd: e.amount, hold_id: e.holdId, ref_type: e.refType, ref_id: e.refId, memo: e.memo, created_at: e.createdAt })));
-        return 0;
-      };
-    }
-    case 'list-accounts': {
-      expectPositionals(pos, 0, cmd);
-      return async (db, print) => {
-        const r = await db.query('SELECT id, name, balance, held, created_at FROM accounts ORDER BY created_at, id');
-        print(r.rowCount ? table([['ID', 'NAME', 'BALANCE VND', 'HELD VND', 'CREATED'],
-          ...r.rows.map((a) => [a.id, a.name, String(a.balance), String(a.held), (a.created_at as Date).toISOString()])]) : 'no accounts',
-        r.rows.map((a) => ({ id: a.id, name: a.name, balance_vnd: a.balance, held_vnd: a.held, available_vnd: a.balance - a.held, created_at: (a.created_at as Date).toISOString() })));
-        return 0;
-      };
-    }
-    case 'verify-ledger': {
-      expectPositionals(pos, 0, cmd);
-      return async (db, print, io) => {
-        const mismatches = await verifyProjections(db);
-        const accounts = Number((await db.query('SELECT count(*)::int AS n FROM accounts')).rows[0].n);
-        if (mismatches.length === 0) {
-          print(`ok: the balances and holds of ${accounts} accounts equal a rebuild from the ledger events`, { ok: true, accounts, mismatches: [] });
-          return 0;
-        }
-        for (const m of mismatches) {
-          io.err(`MISMATCH ${m.accountId}: balance ${m.balance} (rebuilt ${m.rebuiltBalance}), held ${m.held} (rebuilt ${m.rebuiltHeld})`);
-        }
-        print(`FAILED: ${mismatches.length} projection(s) differ from the ledger events`, { ok: false, accounts, mismatches });
-        return 1;
-      };
-    }
-    default:
-      throw new UsageError(`unknown command ${JSON.stringify(cmd)}`);
-  }
+function plan(cmd: string, pos: string[], values: Values): Runner {
+  if (!Object.hasOwn(COMMANDS, cmd)) throw new UsageError(`unknown command ${JSON.stringify(cmd)}`);
+  return COMMANDS[cmd](pos, values);
 }
 
 if (require.main === module) {
