@@ -33,6 +33,8 @@ export interface CreditOptions {
   /** A lease stops taking new reservations after this long, and is replaced. */
   leaseTtlMs?: number;
   idleReleaseMs?: number;
+  /** How long a request the ledger refuses may wait for other leases of the account to give funds back. */
+  waitMs?: number;
   logger?: Logger;
   onCharged?: (operation: string, model: string, vnd: number) => void;
 }
@@ -44,12 +46,15 @@ export class CreditManager {
   private sweepTimer: NodeJS.Timeout;
 
   constructor(private db: Db, opts: CreditOptions = {}) {
-    this.flusher = new CreditFlush(db, (now) => this.leases.retireIdle(now), opts.logger);
+    this.flusher = new CreditFlush(db, { beforeFlush: (now) => this.leases.retireIdle(now), afterCharges: () => this.leases.giveBackRecalled() }, opts.logger);
+    const flushMs = opts.flushMs ?? 200;
     this.leases = new Leases(db, this.flusher, {
       leaseVnd: opts.leaseVnd ?? 20000, leaseTtlMs: opts.leaseTtlMs ?? 5 * 60 * 1000, idleReleaseMs: opts.idleReleaseMs ?? 10_000,
+      // Long enough for every process to flush a few times (each gives back recalled funds at its flush).
+      waitMs: opts.waitMs ?? Math.min(5000, Math.max(2000, 10 * flushMs)),
       logger: opts.logger, onCharged: opts.onCharged,
     });
-    this.timer = setInterval(() => void this.flush().catch(() => undefined), opts.flushMs ?? 200);
+    this.timer = setInterval(() => void this.flush().catch(() => undefined), flushMs);
     this.timer.unref();
     this.sweepTimer = setInterval(() => void releaseExpiredHolds(this.db, 0).catch(() => undefined), 60_000);
     this.sweepTimer.unref();

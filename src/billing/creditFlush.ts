@@ -25,8 +25,11 @@ export class CreditFlush implements LeaseSink {
   private pendingReleases: string[] = [];
   private flushing: Promise<void> | null = null;
 
-  /** `beforeFlush` runs first in every flush (the leases retire their idle ones there). */
-  constructor(private db: Db, private beforeFlush: (now: number) => void, private logger?: Logger) {}
+  /**
+   * `beforeFlush` runs first in every flush (the leases retire their idle ones there), `afterCharges` once the
+   * charges are written, before retired leases are released (the leases give recalled funds back there).
+   */
+  constructor(private db: Db, private hooks: { beforeFlush(now: number): void; afterCharges?(): Promise<void> }, private logger?: Logger) {}
 
   charge(usage: UsageInput, accountId: string, holdId: string, cost: number): void {
     this.pendingUsage.push(new Settled(usage, accountId, holdId, cost));
@@ -44,7 +47,7 @@ export class CreditFlush implements LeaseSink {
   }
 
   private async doFlush(): Promise<void> {
-    this.beforeFlush(Date.now());
+    this.hooks.beforeFlush(Date.now());
     // Snapshot releases with the charges: a lease is released only after every charge against it is written.
     const releases = this.pendingReleases;
     this.pendingReleases = [];
@@ -71,6 +74,7 @@ export class CreditFlush implements LeaseSink {
         }
       }
     }
+    await this.hooks.afterCharges?.().catch((e: Error) => this.logger?.warn({ err: e.message }, 'credit lease returns failed'));
     for (const holdId of releases) {
       try {
         await releaseHold(this.db, { holdId, idempotencyKey: `lease-release:${holdId}`, memo: 'credit lease returned' });

@@ -257,6 +257,51 @@ export async function releaseHoldIn(c: DbClient, r: { holdId: string; idempotenc
 }
 
 /**
+ * Returns `amount` of an open hold to the account and leaves the hold open (a credit lease giving back what no
+ * request has reserved). A replayed key changes nothing; more than the hold's remaining is refused.
+ */
+export async function releaseHoldPart(db: Db, r: { holdId: string; amount: number; idempotencyKey: string; memo?: string }): Promise<{ applied: boolean }> {
+  assertVnd(r.amount, 'released amount');
+  return tx(db, async (c) => {
+    const hold = (await lockHolds(c, [r.holdId])).get(r.holdId);
+    if (!hold) throw new LedgerError(`hold ${r.holdId} not found`);
+    if (hold.status !== 'open' || hold.remaining < r.amount) throw new LedgerError(`hold ${r.holdId} cannot give back ${r.amount} VND`);
+    const event = { accountId: hold.account_id, kind: 'hold_released' as const, amount: r.amount, holdId: r.holdId, key: r.idempotencyKey, memo: r.memo, refType: hold.ref_type ?? undefined, refId: hold.ref_id ?? undefined };
+    if (!(await insertEvent(c, event))) return { applied: false };
+    await c.query('UPDATE holds SET remaining = remaining - $2 WHERE id = $1', [r.holdId, r.amount]);
+    await c.query('UPDATE accounts SET held = held - $2 WHERE id = $1', [hold.account_id, r.amount]);
+    return { applied: true };
+  });
+}
+
+/**
+ * Asks the other credit leases of an account to give back what they do not use (they read lease_recall_at at
+ * their next flush), when they hold at least `missing` VND: open lease holds of the account other than `ownHoldId`,
+ * only the key's own when `apiKeyId` is given (a budgeted key's leases). Returns whether it asked.
+ */
+export async function recallLeases(db: Db, r: { accountId: string; apiKeyId: string | null; ownHoldId: string | null; missing: number }): Promise<boolean> {
+  const q = await db.query(
+    `WITH others AS (
+       SELECT COALESCE(sum(remaining), 0) AS v FROM holds
+        WHERE account_id = $1 AND status = 'open' AND ref_type = 'lease' AND id IS DISTINCT FROM $3::uuid
+          AND ($2::uuid IS NULL OR api_key_id = $2::uuid))
+     UPDATE accounts SET lease_recall_at = clock_timestamp() WHERE id = $1 AND (SELECT v FROM others) >= $4 RETURNING id`,
+    [r.accountId, r.apiKeyId, r.ownHoldId, r.missing],
+  );
+  return q.rowCount === 1;
+}
+
+/** The accounts among `accountIds` whose leases were recalled within the last `withinMs`, with when. */
+export async function leaseRecalls(db: Db, accountIds: string[], withinMs: number): Promise<Map<string, number>> {
+  const q = await db.query(
+    `SELECT id, lease_recall_at FROM accounts
+      WHERE id = ANY($1::uuid[]) AND lease_recall_at > clock_timestamp() - $2::int * interval '1 millisecond'`,
+    [accountIds, withinMs],
+  );
+  return new Map(q.rows.map((x) => [x.id as string, (x.lease_recall_at as Date).getTime()]));
+}
+
+/**
  * Settles a hold: charges `charge` (capped at what the hold covers) and releases the rest, atomically.
  * Idempotent by `idempotencyKey` (the charge uses `<key>:charge`, the release `<key>:release`).
  */

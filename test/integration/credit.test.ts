@@ -61,7 +61,8 @@ test('settle and cancel act once; cancel charges nothing; unused reservation ret
 test('a second process sees funds held by the first process lease', async () => {
   const acc = await funded(5_000);
   const p1 = new CreditManager(db, { leaseVnd: 100_000, flushMs: 10_000 });
-  const p2 = new CreditManager(db, { leaseVnd: 100_000, flushMs: 10_000 });
+  // p1 flushes too rarely to give back what p2 recalls: p2 waits its waitMs, then is refused.
+  const p2 = new CreditManager(db, { leaseVnd: 100_000, flushMs: 10_000, waitMs: 200 });
   const r1 = await p1.reserve(acc, 3_000);
   await expect(p2.reserve(acc, 3_000)).rejects.toBeInstanceOf(InsufficientFunds);
   r1.settle(3_000, usage());

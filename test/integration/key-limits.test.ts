@@ -179,8 +179,9 @@ describe('budgets and expiry', () => {
     const budget = 3_000;
     await setKeyLimits(gw.deps.db, accountId, keyId, { budgetDayVnd: budget });
     const client = new OpenAI({ apiKey: key, baseURL: `${gw.url}/v1`, maxRetries: 0 });
-    // gpt-4o, max_tokens 1000: each reserves ~270 VND, costs far less.
-    const call = () => client.chat.completions.create({ model: 'gpt-4o', messages: [{ role: 'user', content: 'hello there' }], max_tokens: 1000 });
+    // gpt-4o, a 4000-character prompt, max_tokens 5: each reserves ~265 VND and costs ~67, so sixty cost more than
+    // the budget (a request waits for its neighbours' unused reservations rather than being refused for them).
+    const call = () => client.chat.completions.create({ model: 'gpt-4o', messages: [{ role: 'user', content: 'x'.repeat(4000) }], max_tokens: 5 });
     const upstreamBefore = gw.emulator.control.requests.length;
     const results = await Promise.allSettled(Array.from({ length: 60 }, call));
     expect(gw.emulator.control.requests.length - upstreamBefore).toBe(results.filter((r) => r.status === 'fulfilled').length);
