@@ -256,6 +256,20 @@ export class Catalog {
   }
 }
 
+/**
+ * The interfaces a model answers on, by mode: every chat model on all four chat interfaces (natively or
+ * translated), embedding models on OpenAI's and Gemini's embeddings.
+ */
+const INTERFACES: Record<Mode, string[]> = {
+  chat: ['chat.completions', 'messages', 'responses', 'gemini'],
+  completion: ['completions'],
+  embedding: ['embeddings', 'gemini'],
+  speech: ['audio.speech'],
+  transcription: ['audio.transcriptions'],
+  image: ['images'],
+  video: ['videos'],
+};
+
 /** A model as listed by GET /v1/models and GET /public/models (OpenAI list item plus mode and VND prices). */
 export function publicModel(m: ModelConfig, created: number, ownedBy: string, aliasPatterns: string[] = []) {
   return {
@@ -264,6 +278,7 @@ export function publicModel(m: ModelConfig, created: number, ownedBy: string, al
     created,
     owned_by: ownedBy,
     mode: m.mode,
+    interfaces: INTERFACES[m.mode],
     description: m.description ?? null,
     currency: 'VND',
     pricing: m.pricing,

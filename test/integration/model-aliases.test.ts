@@ -92,3 +92,14 @@ describe('an output cap above the model\'s, asked for under a client\'s own mode
     expect(upstreamBodies('/anthropic/v1/messages').map((b) => b.max_tokens)).toEqual([64000]);
   });
 });
+
+test('GET /v1/models and /public/models list the interfaces each model answers on', async () => {
+  const authed = (await (await fetch(`${gw.url}/v1/models`, { headers: { authorization: `Bearer ${key}` } })).json()) as { data: { id: string; interfaces: string[] }[] };
+  const pub = (await (await fetch(`${gw.url}/public/models`)).json()) as { data: { id: string; interfaces: string[] }[] };
+  for (const list of [authed, pub]) {
+    const byId = new Map(list.data.map((m) => [m.id, m.interfaces]));
+    for (const id of ['gpt-4o-mini', 'claude-sonnet-4-6', 'gpt-5-codex', 'gemini-2.5-flash']) expect(byId.get(id)).toEqual(['chat.completions', 'messages', 'responses', 'gemini']);
+    expect(byId.get('text-embedding-3-small')).toEqual(['embeddings', 'gemini']);
+    expect(byId.get('tts-1')).toEqual(['audio.speech']);
+  }
+});

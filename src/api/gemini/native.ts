@@ -11,7 +11,7 @@ import type { RouteTry } from '../../routing/modelRouter';
 import { DEFAULT_MAX_OUTPUT_TOKENS } from '../../billing/pricing';
 import { nativeBound } from '../../billing/nativeBound';
 import { estimatedUsage, tokenUsage, type TokenUsage } from '../../billing/tokenUsage';
-import { costComment, setCostHeaders } from '../costReport';
+import { setCostHeaders } from '../costReport';
 import { geminiStatus } from '../errors';
 import { reserve } from '../reserve';
 import { routedCall } from '../translatedStream';
@@ -71,7 +71,7 @@ export async function nativeGenerate(ctx: Ctx, deps: AppDeps, c: GenerateCall): 
     return;
   }
   const up = await routedCall(meter, () => deps.router.run(model, (t) => adapterFor(t).call(t.deployment.upstreamModel, 'streamGenerateContent', payload, { signal: sink.signal, sse: true }), meter));
-  sink.open(wire.headers);
+  sink.open(wire.headers(meter.id));
   let usage: GeminiUsageMetadata | undefined;
   let delivered = 0;
   let failed = false;
@@ -104,6 +104,6 @@ export async function nativeGenerate(ctx: Ctx, deps: AppDeps, c: GenerateCall): 
   if (usage) t = complete ? fromGeminiUsage(usage) : tokenUsage({ ...fromGeminiUsage(usage), output: Math.max(fromGeminiUsage(usage).output, t.output), estimated: true });
   meter.settleTokens(answered.pricing, t, complete ? 200 : sink.clientGone ? 499 : failed ? 502 : 200);
   if (failed && !sink.clientGone && answeredTry) deps.router.streamCut(answeredTry);
-  if (!sink.clientGone) await sink.write(wire.end(costComment(meter)));
+  if (!sink.clientGone) await sink.write(wire.end());
   sink.end();
 }

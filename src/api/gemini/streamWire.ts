@@ -1,4 +1,5 @@
 import { SSE_HEADERS, sseEvent } from '../../sse/wire';
+import { USAGE_ID_HEADER } from '../costReport';
 
 /**
  * How streamGenerateContent frames its responses: with `?alt=sse`, one `data:` event each (what the SDKs ask for);
@@ -9,9 +10,14 @@ export class GeminiStreamWire {
 
   constructor(readonly sse: boolean) {}
 
-  /** The response headers the sink opens with. */
-  get headers(): Record<string, string> {
-    return this.sse ? { ...SSE_HEADERS } : { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-cache' };
+  /**
+   * The response headers the sink opens with. They carry the usage record's id: a Gemini stream ends without the
+   * cost comment other streams carry (the Google GenAI SDK bundled in Gemini CLI fails on any SSE line that is
+   * not `data:`), so its cost is looked up by that id (GET /v1/usage).
+   */
+  headers(usageId: string): Record<string, string> {
+    const base: Record<string, string> = this.sse ? { ...SSE_HEADERS } : { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-cache' };
+    return { ...base, [USAGE_ID_HEADER]: usageId };
   }
 
   /** One GenerateContentResponse (or an error object) as framed on the wire. */
@@ -23,9 +29,9 @@ export class GeminiStreamWire {
     return prefix + json;
   }
 
-  /** The end of the stream: an SSE comment with the cost, or the closing bracket of the array. */
-  end(costComment: string | null): string {
-    if (this.sse) return costComment ?? '';
+  /** The end of the stream: nothing more for SSE, the closing bracket of the array. */
+  end(): string {
+    if (this.sse) return '';
     const out = this.first ? '[]' : '\n]';
     this.first = false;
     return out;

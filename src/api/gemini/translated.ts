@@ -46,6 +46,6 @@ export async function translatedGenerate(ctx: Ctx, deps: AppDeps, c: GenerateCal
     push: (chunk) => items(tr.push(chunk)),
     end: () => items(tr.end()),
     fail: (message) => wire.item({ error: { code: 502, message, status: geminiStatus(502) } }),
-    close: (comment) => wire.end(comment),
-  }, wire.headers);
+    close: () => wire.end(),
+  }, wire.headers(meter.id));
 }
