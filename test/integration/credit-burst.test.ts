@@ -4,7 +4,7 @@ import { createPool, type Db } from '../../src/db/pool';
 import { createAccount, getBalance, topUp, verifyProjections } from '../../src/billing/ledger';
 import { createApiKey } from '../../src/auth/apiKeys';
 import { setKeyLimits } from '../../src/limits/keyLimits';
-import { startEmulator, type Emulator } from '../../src/emulator/server';
+import { startEmulator, type Emulator } from '../../emulator/server';
 import { spawnTsChild, type TsChild } from '../support/tsChild';
 import { eventually } from '../support/video';
 
