@@ -4,10 +4,24 @@ import { createPool, type Db } from '../db/pool';
 import { ensureDatabase, migrate } from '../db/migrate';
 import { createAccount, getBalance, listLedger, topUp, verifyProjections } from '../billing/ledger';
 import { createApiKey, listApiKeys, revokeApiKey } from '../auth/apiKeys';
-import { DEFAULT_KEY_CACHE_MS, getAccountLimits, parseLimitsPatch, setAccountLimits, setKeyLimits, untilBudgetBinds, type KeyLimits, type KeySettings } from '../limits/keyLimits';
+import {
+  DEFAULT_KEY_CACHE_MS,
+  getAccountLimits,
+  parseLimitsPatch,
+  setAccountLimits,
+  setKeyLimits,
+  untilBudgetBinds,
+  type KeyLimits,
+  type KeySettings,
+} from '../limits/keyLimits';
 import { checkTimeZone, DEFAULT_BUDGET_TIME_ZONE, keySpend, setBudgetTimeZone } from '../billing/budget';
 import { ApiError } from '../errors';
-import { CONSOLE_USERS_USAGE, isConsoleUserCommand, runConsoleUserCommand, UsageError as ConsoleUsageError } from './consoleUsers';
+import {
+  CONSOLE_USERS_USAGE,
+  isConsoleUserCommand,
+  runConsoleUserCommand,
+  UsageError as ConsoleUsageError,
+} from './consoleUsers';
 import { isWebhookCommand, planWebhookCommand, WEBHOOKS_USAGE, WebhookUsageError } from './webhooks';
 
 /**
@@ -42,10 +56,14 @@ Commands:
   help                                         this text
 
 Console logins:
-${CONSOLE_USERS_USAGE.split('\n').map((l) => '  ' + l).join('\n')}
+${CONSOLE_USERS_USAGE.split('\n')
+  .map((l) => '  ' + l)
+  .join('\n')}
 
 Webhooks:
-${WEBHOOKS_USAGE.split('\n').map((l) => '  ' + l).join('\n')}
+${WEBHOOKS_USAGE.split('\n')
+  .map((l) => '  ' + l)
+  .join('\n')}
 
 Amounts are whole VND (digits, optionally grouped with _ as in 5_000_000). Limits: requests and tokens per minute,
 budgets per calendar day and month in BUDGET_TIME_ZONE; --expires takes an ISO 8601 date-time.
@@ -73,7 +91,8 @@ function uuidArg(v: string | undefined, what: string): string {
 export function parseVnd(v: string | undefined, what: string, allowZero = false): number {
   if (v === undefined) throw new UsageError(`missing <${what}>`);
   const s = v.trim();
-  if (!/^\d+(_\d+)*$/.test(s)) throw new UsageError(`${what} must be a whole number of VND (e.g. 500000), got ${JSON.stringify(v)}`);
+  if (!/^\d+(_\d+)*$/.test(s))
+    throw new UsageError(`${what} must be a whole number of VND (e.g. 500000), got ${JSON.stringify(v)}`);
   const n = Number(s.replace(/_/g, ''));
   if (!Number.isSafeInteger(n)) throw new UsageError(`${what} is too large: ${v}`);
   if (n === 0 && !allowZero) throw new UsageError(`${what} must be greater than 0`);
@@ -82,7 +101,8 @@ export function parseVnd(v: string | undefined, what: string, allowZero = false)
 
 function limitArg(v: string | undefined, def: number, max: number): number {
   if (v === undefined) return def;
-  if (!/^\d+$/.test(v) || Number(v) < 1 || Number(v) > max) throw new UsageError(`--limit must be an integer from 1 to ${max}, got ${JSON.stringify(v)}`);
+  if (!/^\d+$/.test(v) || Number(v) < 1 || Number(v) > max)
+    throw new UsageError(`--limit must be an integer from 1 to ${max}, got ${JSON.stringify(v)}`);
   return Number(v);
 }
 
@@ -96,14 +116,21 @@ const vnd = (n: number) => `${String(n).replace(/\B(?=(\d{3})+(?!\d))/g, '.')} �
 function table(rows: string[][]): string[] {
   if (rows.length === 0) return [];
   const widths = rows[0].map((_, i) => Math.max(...rows.map((r) => (r[i] ?? '').length)));
-  return rows.map((r) => r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i]))).join('  ').trimEnd());
+  return rows.map((r) =>
+    r
+      .map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i])))
+      .join('  ')
+      .trimEnd(),
+  );
 }
 
 /** "60 rpm, 200000 tpm, 500.000 ₫/day" (or "no limits"). */
 function limitsText(l: KeyLimits): string {
   const parts = [
-    l.rpm !== null ? `${l.rpm} rpm` : '', l.tpm !== null ? `${l.tpm} tpm` : '',
-    l.budgetDayVnd !== null ? `${vnd(l.budgetDayVnd)}/day` : '', l.budgetMonthVnd !== null ? `${vnd(l.budgetMonthVnd)}/month` : '',
+    l.rpm !== null ? `${l.rpm} rpm` : '',
+    l.tpm !== null ? `${l.tpm} tpm` : '',
+    l.budgetDayVnd !== null ? `${vnd(l.budgetDayVnd)}/day` : '',
+    l.budgetMonthVnd !== null ? `${vnd(l.budgetMonthVnd)}/month` : '',
   ].filter(Boolean);
   return parts.length ? parts.join(', ') : 'no limits';
 }
@@ -111,14 +138,29 @@ function limitsText(l: KeyLimits): string {
 /** The limit flags as a patch (`none` clears a value); at least one is required. */
 function limitsPatch(values: { [k: string]: string | boolean | undefined }, expiry: boolean): Partial<KeySettings> {
   const raw: Record<string, unknown> = {};
-  const flags: [string, keyof KeySettings][] = [['rpm', 'rpm'], ['tpm', 'tpm'], ['budget-day', 'budgetDayVnd'], ['budget-month', 'budgetMonthVnd']];
+  const flags: [string, keyof KeySettings][] = [
+    ['rpm', 'rpm'],
+    ['tpm', 'tpm'],
+    ['budget-day', 'budgetDayVnd'],
+    ['budget-month', 'budgetMonthVnd'],
+  ];
   for (const [flag, field] of flags) {
     const v = values[flag];
     if (typeof v !== 'string') continue;
-    raw[field] = v === 'none' ? null : flag.startsWith('budget') ? parseVnd(v, `--${flag}`, true) : /^\d+$/.test(v) ? Number(v) : v;
+    raw[field] =
+      v === 'none'
+        ? null
+        : flag.startsWith('budget')
+          ? parseVnd(v, `--${flag}`, true)
+          : /^\d+$/.test(v)
+            ? Number(v)
+            : v;
   }
   if (expiry && typeof values.expires === 'string') raw.expiresAt = values.expires === 'none' ? null : values.expires;
-  if (Object.keys(raw).length === 0) throw new UsageError(`give at least one of --rpm, --tpm, --budget-day, --budget-month${expiry ? ', --expires' : ''}`);
+  if (Object.keys(raw).length === 0)
+    throw new UsageError(
+      `give at least one of --rpm, --tpm, --budget-day, --budget-month${expiry ? ', --expires' : ''}`,
+    );
   try {
     return parseLimitsPatch(raw, { expiry });
   } catch (e) {
@@ -126,7 +168,10 @@ function limitsPatch(values: { [k: string]: string | boolean | undefined }, expi
     throw e;
   }
 }
-const flagOf = (field: string) => ({ budgetDayVnd: 'budget-day', budgetMonthVnd: 'budget-month', expiresAt: 'expires' } as Record<string, string>)[field] ?? field;
+const flagOf = (field: string) =>
+  (({ budgetDayVnd: 'budget-day', budgetMonthVnd: 'budget-month', expiresAt: 'expires' }) as Record<string, string>)[
+    field
+  ] ?? field;
 
 async function requireAccount(db: Db, accountId: string): Promise<string> {
   const r = await db.query('SELECT name FROM accounts WHERE id = $1', [accountId]);
@@ -164,7 +209,10 @@ const ALLOWED: Record<string, string[]> = {
   'verify-ledger': [],
 };
 
-export async function runAdmin(argv: string[], io: AdminIO = { out: (l) => console.log(l), err: (l) => console.error(l), env: process.env }): Promise<number> {
+export async function runAdmin(
+  argv: string[],
+  io: AdminIO = { out: (l) => console.log(l), err: (l) => console.error(l), env: process.env },
+): Promise<number> {
   if (argv[0] && isConsoleUserCommand(argv[0])) return runConsoleLogins(argv[0], argv.slice(1), io);
   if (argv[0] && isWebhookCommand(argv[0])) return runWebhooks(argv[0], argv.slice(1), io);
   // parseArgs would read "-3" as an unknown option; say what is really wrong.
@@ -203,7 +251,8 @@ export async function runAdmin(argv: string[], io: AdminIO = { out: (l) => conso
   return withDatabase(io, () => {
     setBudgetTimeZone(checkTimeZone(io.env.BUDGET_TIME_ZONE || DEFAULT_BUDGET_TIME_ZONE));
     for (const opt of Object.keys(values)) {
-      if (opt !== 'json' && opt !== 'help' && !ALLOWED[cmd].includes(opt)) throw new UsageError(`${cmd} does not take --${opt}`);
+      if (opt !== 'json' && opt !== 'help' && !ALLOWED[cmd].includes(opt))
+        throw new UsageError(`${cmd} does not take --${opt}`);
     }
     // Validate every argument before touching the database: bad input changes nothing.
     const run = plan(cmd, pos, values);
@@ -265,7 +314,13 @@ function createAccountCommand(pos: string[], values: Values): Runner {
   const balance = opt(values, 'balance') === undefined ? 0 : parseVnd(opt(values, 'balance'), '--balance', true);
   return async (db, print) => {
     const id = await createAccount(db, name);
-    if (balance > 0) await topUp(db, { accountId: id, amount: balance, idempotencyKey: `admin-open:${id}`, memo: 'opening balance (admin)' });
+    if (balance > 0)
+      await topUp(db, {
+        accountId: id,
+        amount: balance,
+        idempotencyKey: `admin-open:${id}`,
+        memo: 'opening balance (admin)',
+      });
     print([`created account ${id} (${name})`, `balance ${vnd(balance)}`], { id, name, balance_vnd: balance });
     return 0;
   };
@@ -278,16 +333,35 @@ function topUpCommand(pos: string[], values: Values): Runner {
   const reason = opt(values, 'reason');
   if (reason !== undefined && reason.length > 500) throw new UsageError('--reason must be at most 500 characters');
   const keyArg = opt(values, 'idempotency-key');
-  if (keyArg !== undefined && (keyArg.trim() === '' || keyArg.length > 200)) throw new UsageError('--idempotency-key must be 1 to 200 characters');
+  if (keyArg !== undefined && (keyArg.trim() === '' || keyArg.length > 200))
+    throw new UsageError('--idempotency-key must be 1 to 200 characters');
   const key = keyArg !== undefined ? `admin-topup:${keyArg}` : `admin-topup:${randomUUID()}`;
   return async (db, print) => {
     await requireAccount(db, accountId);
-    const { applied } = await topUp(db, { accountId, amount, idempotencyKey: key, memo: reason ?? 'top-up (admin)', refType: 'admin' });
+    const { applied } = await topUp(db, {
+      accountId,
+      amount,
+      idempotencyKey: key,
+      memo: reason ?? 'top-up (admin)',
+      refType: 'admin',
+    });
     const bal = (await getBalance(db, accountId))!;
-    print([
-      applied ? `topped up ${vnd(amount)} to ${accountId}` : `already applied (idempotency key ${keyArg}): nothing changed`,
-      `balance ${vnd(bal.balance)}, held ${vnd(bal.held)}, available ${vnd(bal.available)}`,
-    ], { account_id: accountId, applied, amount_vnd: amount, balance_vnd: bal.balance, held_vnd: bal.held, available_vnd: bal.available });
+    print(
+      [
+        applied
+          ? `topped up ${vnd(amount)} to ${accountId}`
+          : `already applied (idempotency key ${keyArg}): nothing changed`,
+        `balance ${vnd(bal.balance)}, held ${vnd(bal.held)}, available ${vnd(bal.available)}`,
+      ],
+      {
+        account_id: accountId,
+        applied,
+        amount_vnd: amount,
+        balance_vnd: bal.balance,
+        held_vnd: bal.held,
+        available_vnd: bal.available,
+      },
+    );
     return 0;
   };
 }
@@ -300,8 +374,16 @@ function createKeyCommand(pos: string[], values: Values): Runner {
   return async (db, print) => {
     await requireAccount(db, accountId);
     const k = await createApiKey(db, accountId, name);
-    print([`created key ${k.id}${name ? ` (${name})` : ''} for account ${accountId}`, '', `  ${k.key}`, '', 'Store it now: it is not shown again.'],
-      { id: k.id, account_id: accountId, name, key: k.key, prefix: k.prefix });
+    print(
+      [
+        `created key ${k.id}${name ? ` (${name})` : ''} for account ${accountId}`,
+        '',
+        `  ${k.key}`,
+        '',
+        'Store it now: it is not shown again.',
+      ],
+      { id: k.id, account_id: accountId, name, key: k.key, prefix: k.prefix },
+    );
     return 0;
   };
 }
@@ -312,7 +394,8 @@ function revokeKeyCommand(pos: string[], _values: Values): Runner {
   const keyId = uuidArg(pos[1], 'keyId');
   return async (db, print) => {
     await requireAccount(db, accountId);
-    if (!(await revokeApiKey(db, accountId, keyId))) throw new CommandError(`no live key ${keyId} on account ${accountId}`);
+    if (!(await revokeApiKey(db, accountId, keyId)))
+      throw new CommandError(`no live key ${keyId} on account ${accountId}`);
     print(`revoked key ${keyId}`, { id: keyId, account_id: accountId, revoked: true });
     return 0;
   };
@@ -324,12 +407,40 @@ function listKeysCommand(pos: string[], _values: Values): Runner {
   return async (db, print) => {
     await requireAccount(db, accountId);
     const keys = await listApiKeys(db, accountId);
-    const spend = await keySpend(db, keys.map((k) => k.id));
-    print(keys.length ? table([['ID', 'NAME', 'PREFIX', 'CREATED', 'LAST USED', 'REVOKED', 'EXPIRES', 'LIMITS', 'SPENT DAY / MONTH'],
-      ...keys.map((k) => [k.id, k.name || '-', k.prefix + '…', k.createdAt, k.lastUsedAt ?? '-', k.revokedAt ?? '-', k.expiresAt ?? '-', limitsText(k.effective),
-        `${vnd(spend.get(k.id)!.day)} / ${vnd(spend.get(k.id)!.month)}`])]) : 'no keys',
-    keys.map((k) => ({ id: k.id, name: k.name, prefix: k.prefix, created_at: k.createdAt, last_used_at: k.lastUsedAt, revoked_at: k.revokedAt,
-      expires_at: k.expiresAt, limits: k.limits, effective_limits: k.effective, spent_vnd: spend.get(k.id) })));
+    const spend = await keySpend(
+      db,
+      keys.map((k) => k.id),
+    );
+    print(
+      keys.length
+        ? table([
+            ['ID', 'NAME', 'PREFIX', 'CREATED', 'LAST USED', 'REVOKED', 'EXPIRES', 'LIMITS', 'SPENT DAY / MONTH'],
+            ...keys.map((k) => [
+              k.id,
+              k.name || '-',
+              k.prefix + '…',
+              k.createdAt,
+              k.lastUsedAt ?? '-',
+              k.revokedAt ?? '-',
+              k.expiresAt ?? '-',
+              limitsText(k.effective),
+              `${vnd(spend.get(k.id)!.day)} / ${vnd(spend.get(k.id)!.month)}`,
+            ]),
+          ])
+        : 'no keys',
+      keys.map((k) => ({
+        id: k.id,
+        name: k.name,
+        prefix: k.prefix,
+        created_at: k.createdAt,
+        last_used_at: k.lastUsedAt,
+        revoked_at: k.revokedAt,
+        expires_at: k.expiresAt,
+        limits: k.limits,
+        effective_limits: k.effective,
+        spent_vnd: spend.get(k.id),
+      })),
+    );
     return 0;
   };
 }
@@ -345,7 +456,12 @@ function setKeyLimitsCommand(pos: string[], values: Values): Runner {
     if (!saved) throw new CommandError(`no key ${keyId} on account ${accountId}`);
     await untilBudgetBinds(saved);
     const k = (await listApiKeys(db, accountId)).find((x) => x.id === keyId)!;
-    print(`key ${keyId}: ${limitsText(k.effective)}${k.expiresAt ? `, expires ${k.expiresAt}` : ''}`, { id: keyId, limits: k.limits, effective_limits: k.effective, expires_at: k.expiresAt });
+    print(`key ${keyId}: ${limitsText(k.effective)}${k.expiresAt ? `, expires ${k.expiresAt}` : ''}`, {
+      id: keyId,
+      limits: k.limits,
+      effective_limits: k.effective,
+      expires_at: k.expiresAt,
+    });
     return 0;
   };
 }
@@ -370,8 +486,15 @@ function balanceCommand(pos: string[], _values: Values): Runner {
   return async (db, print) => {
     const name = await requireAccount(db, accountId);
     const b = (await getBalance(db, accountId))!;
-    print([`account ${accountId} (${name})`, `balance   ${vnd(b.balance)}`, `held      ${vnd(b.held)}`, `available ${vnd(b.available)}`],
-      { account_id: accountId, name, balance_vnd: b.balance, held_vnd: b.held, available_vnd: b.available });
+    print(
+      [
+        `account ${accountId} (${name})`,
+        `balance   ${vnd(b.balance)}`,
+        `held      ${vnd(b.held)}`,
+        `available ${vnd(b.available)}`,
+      ],
+      { account_id: accountId, name, balance_vnd: b.balance, held_vnd: b.held, available_vnd: b.available },
+    );
     return 0;
   };
 }
@@ -383,9 +506,32 @@ function ledgerCommand(pos: string[], values: Values): Runner {
   return async (db, print) => {
     await requireAccount(db, accountId);
     const events = await listLedger(db, accountId, limit);
-    print(events.length ? table([['ID', 'TIME', 'KIND', 'AMOUNT VND', 'HOLD', 'REF', 'MEMO'],
-      ...events.map((e) => [String(e.id), e.createdAt, e.kind, String(e.amount), e.holdId ?? '-', e.refType ? `${e.refType}:${e.refId ?? ''}` : '-', e.memo ?? ''])]) : 'no ledger events',
-    events.map((e) => ({ id: e.id, kind: e.kind, amount_vnd: e.amount, hold_id: e.holdId, ref_type: e.refType, ref_id: e.refId, memo: e.memo, created_at: e.createdAt })));
+    print(
+      events.length
+        ? table([
+            ['ID', 'TIME', 'KIND', 'AMOUNT VND', 'HOLD', 'REF', 'MEMO'],
+            ...events.map((e) => [
+              String(e.id),
+              e.createdAt,
+              e.kind,
+              String(e.amount),
+              e.holdId ?? '-',
+              e.refType ? `${e.refType}:${e.refId ?? ''}` : '-',
+              e.memo ?? '',
+            ]),
+          ])
+        : 'no ledger events',
+      events.map((e) => ({
+        id: e.id,
+        kind: e.kind,
+        amount_vnd: e.amount,
+        hold_id: e.holdId,
+        ref_type: e.refType,
+        ref_id: e.refId,
+        memo: e.memo,
+        created_at: e.createdAt,
+      })),
+    );
     return 0;
   };
 }
@@ -394,9 +540,28 @@ function listAccountsCommand(pos: string[], _values: Values): Runner {
   expectPositionals(pos, 0, 'list-accounts');
   return async (db, print) => {
     const r = await db.query('SELECT id, name, balance, held, created_at FROM accounts ORDER BY created_at, id');
-    print(r.rowCount ? table([['ID', 'NAME', 'BALANCE VND', 'HELD VND', 'CREATED'],
-      ...r.rows.map((a) => [a.id, a.name, String(a.balance), String(a.held), (a.created_at as Date).toISOString()])]) : 'no accounts',
-    r.rows.map((a) => ({ id: a.id, name: a.name, balance_vnd: a.balance, held_vnd: a.held, available_vnd: a.balance - a.held, created_at: (a.created_at as Date).toISOString() })));
+    print(
+      r.rowCount
+        ? table([
+            ['ID', 'NAME', 'BALANCE VND', 'HELD VND', 'CREATED'],
+            ...r.rows.map((a) => [
+              a.id,
+              a.name,
+              String(a.balance),
+              String(a.held),
+              (a.created_at as Date).toISOString(),
+            ]),
+          ])
+        : 'no accounts',
+      r.rows.map((a) => ({
+        id: a.id,
+        name: a.name,
+        balance_vnd: a.balance,
+        held_vnd: a.held,
+        available_vnd: a.balance - a.held,
+        created_at: (a.created_at as Date).toISOString(),
+      })),
+    );
     return 0;
   };
 }
@@ -407,13 +572,24 @@ function verifyLedgerCommand(pos: string[], _values: Values): Runner {
     const mismatches = await verifyProjections(db);
     const accounts = Number((await db.query('SELECT count(*)::int AS n FROM accounts')).rows[0].n);
     if (mismatches.length === 0) {
-      print(`ok: the balances and holds of ${accounts} accounts equal a rebuild from the ledger events`, { ok: true, accounts, mismatches: [] });
+      print(`ok: the balances and holds of ${accounts} accounts equal a rebuild from the ledger events`, {
+        ok: true,
+        accounts,
+        mismatches: [],
+      });
       return 0;
     }
     for (const m of mismatches) {
-      io.err(`MISMATCH ${m.accountId}: balance ${m.balance} (rebuilt ${m.rebuiltBalance}), held ${m.held} (rebuilt ${m.rebuiltHeld})`);
+      io.err(
+        `MISMATCH ${m.accountId}: balance ${m.balance} (rebuilt ${m.rebuiltBalance}), ` +
+          `held ${m.held} (rebuilt ${m.rebuiltHeld})`,
+      );
     }
-    print(`FAILED: ${mismatches.length} projection(s) differ from the ledger events`, { ok: false, accounts, mismatches });
+    print(`FAILED: ${mismatches.length} projection(s) differ from the ledger events`, {
+      ok: false,
+      accounts,
+      mismatches,
+    });
     return 1;
   };
 }
@@ -427,8 +603,8 @@ const COMMANDS: Record<string, (pos: string[], values: Values) => Runner> = {
   'list-keys': listKeysCommand,
   'set-key-limits': setKeyLimitsCommand,
   'set-account-limits': setAccountLimitsCommand,
-  'balance': balanceCommand,
-  'ledger': ledgerCommand,
+  balance: balanceCommand,
+  ledger: ledgerCommand,
   'list-accounts': listAccountsCommand,
   'verify-ledger': verifyLedgerCommand,
 };
@@ -440,16 +616,23 @@ function plan(cmd: string, pos: string[], values: Values): Runner {
 }
 
 if (require.main === module) {
-  runAdmin(process.argv.slice(2)).then((code) => {
-    process.exitCode = code;
-  }, (e) => {
-    console.error(`error: ${e instanceof Error ? e.message : String(e)}`);
-    process.exitCode = 1;
-  });
+  runAdmin(process.argv.slice(2)).then(
+    (code) => {
+      process.exitCode = code;
+    },
+    (e) => {
+      console.error(`error: ${e instanceof Error ? e.message : String(e)}`);
+      process.exitCode = 1;
+    },
+  );
 }
 
 /** Console-login commands (src/cli/consoleUsers.ts) share the CLI's database set-up and exit codes. */
-function runConsoleLogins(cmd: Parameters<typeof runConsoleUserCommand>[1], args: string[], io: AdminIO): Promise<number> {
+function runConsoleLogins(
+  cmd: Parameters<typeof runConsoleUserCommand>[1],
+  args: string[],
+  io: AdminIO,
+): Promise<number> {
   return withDatabase(io, () => async (db) => {
     for (const line of await runConsoleUserCommand(db, cmd, args, io.env)) io.out(line);
     return 0;
@@ -457,12 +640,18 @@ function runConsoleLogins(cmd: Parameters<typeof runConsoleUserCommand>[1], args
 }
 
 /** Webhook commands (src/cli/webhooks.ts): their URL check resolves DNS, so they are planned before the database. */
-async function runWebhooks(cmd: Parameters<typeof planWebhookCommand>[0], args: string[], io: AdminIO): Promise<number> {
+async function runWebhooks(
+  cmd: Parameters<typeof planWebhookCommand>[0],
+  args: string[],
+  io: AdminIO,
+): Promise<number> {
   let run: Awaited<ReturnType<typeof planWebhookCommand>>;
   try {
     run = await planWebhookCommand(cmd, args, io.env);
   } catch (e) {
-    io.err(`error: ${e instanceof Error ? e.message : String(e)}${e instanceof WebhookUsageError ? `\n\n${USAGE}` : ''}`);
+    io.err(
+      `error: ${e instanceof Error ? e.message : String(e)}${e instanceof WebhookUsageError ? `\n\n${USAGE}` : ''}`,
+    );
     return e instanceof WebhookUsageError ? 2 : 1;
   }
   return withDatabase(io, () => (db) => run(db, io.out));

@@ -1,5 +1,18 @@
-import type { ChatContentPart, ChatFunctionTool, ChatMessage, ChatRequest, ChatTextPart, ChatToolCall, ChatToolChoice } from './chatTypes';
-import type { AnthropicContentBlock, AnthropicImageBlock, AnthropicToolResultBlock, MessagesRequest } from './anthropicTypes';
+import type {
+  ChatContentPart,
+  ChatFunctionTool,
+  ChatMessage,
+  ChatRequest,
+  ChatTextPart,
+  ChatToolCall,
+  ChatToolChoice,
+} from './chatTypes';
+import type {
+  AnthropicContentBlock,
+  AnthropicImageBlock,
+  AnthropicToolResultBlock,
+  MessagesRequest,
+} from './anthropicTypes';
 import { ToolNameMap } from './toolNames';
 
 /**
@@ -8,7 +21,10 @@ import { ToolNameMap } from './toolNames';
  * and stripped; nothing the client sends makes the translation fail.
  */
 
-export interface ChatTranslation { chat: ChatRequest; tools: ToolNameMap }
+export interface ChatTranslation {
+  chat: ChatRequest;
+  tools: ToolNameMap;
+}
 
 export interface TranslateOptions {
   upstreamModel: string;
@@ -22,7 +38,12 @@ export interface TranslateOptions {
 }
 
 /** Puts the output cap and the effort on a chat request the way the upstream model takes them. */
-export function applyLimits(chat: ChatRequest, max: number | undefined, effort: ChatRequest['reasoning_effort'], opts: TranslateOptions): void {
+export function applyLimits(
+  chat: ChatRequest,
+  max: number | undefined,
+  effort: ChatRequest['reasoning_effort'],
+  opts: TranslateOptions,
+): void {
   if (max !== undefined && Number.isInteger(max) && max > 0) {
     const capped = opts.maxOutputTokens ? Math.min(max, opts.maxOutputTokens) : max;
     if (opts.reasoning) chat.max_completion_tokens = capped;
@@ -39,7 +60,8 @@ export function imageUrlOf(b: AnthropicImageBlock): string | null {
 }
 
 function textOfDocument(b: { source?: { type?: string; data?: string }; title?: string }): string {
-  if (b.source?.type === 'text' && typeof b.source.data === 'string') return b.title ? `${b.title}\n${b.source.data}` : b.source.data;
+  if (b.source?.type === 'text' && typeof b.source.data === 'string')
+    return b.title ? `${b.title}\n${b.source.data}` : b.source.data;
   return `[document${b.title ? ` "${b.title}"` : ''} omitted: not supported by this model]`;
 }
 
@@ -84,7 +106,11 @@ function toolResultContent(b: AnthropicToolResultBlock): string | ChatContentPar
 
 function systemText(system: MessagesRequest['system']): string {
   if (typeof system === 'string') return system;
-  if (Array.isArray(system)) return system.filter((b) => b && b.type === 'text').map((b) => str(b.text)).join('\n');
+  if (Array.isArray(system))
+    return system
+      .filter((b) => b && b.type === 'text')
+      .map((b) => str(b.text))
+      .join('\n');
   return '';
 }
 
@@ -97,9 +123,16 @@ export function effortFromBudget(budget: number | undefined): 'low' | 'medium' |
 
 export function normalizeEffort(e: unknown): 'minimal' | 'low' | 'medium' | 'high' | undefined {
   switch (e) {
-    case 'minimal': case 'low': case 'medium': case 'high': return e;
-    case 'max': case 'xhigh': return 'high';
-    default: return undefined;
+    case 'minimal':
+    case 'low':
+    case 'medium':
+    case 'high':
+      return e;
+    case 'max':
+    case 'xhigh':
+      return 'high';
+    default:
+      return undefined;
   }
 }
 
@@ -115,7 +148,10 @@ function reasoningEffort(req: MessagesRequest): ChatRequest['reasoning_effort'] 
 /** The text of text parts, newline-joined (a system entry takes text only). */
 function textOf(content: string | ChatContentPart[]): string {
   if (typeof content === 'string') return content;
-  return content.filter((p): p is ChatTextPart => p.type === 'text').map((p) => p.text).join('\n');
+  return content
+    .filter((p): p is ChatTextPart => p.type === 'text')
+    .map((p) => p.text)
+    .join('\n');
 }
 
 /** A user turn: its tool results first (they answer the previous assistant turn), then its other content. */
@@ -179,7 +215,8 @@ function toolChoiceOf(tc: NonNullable<MessagesRequest['tool_choice']>, tools: To
   if (tc.type === 'auto') return 'auto';
   if (tc.type === 'any') return 'required';
   if (tc.type === 'none') return 'none';
-  if (tc.type === 'tool') return { type: 'function', function: { name: tools.add({ name: tc.name, kind: 'function' }) } };
+  if (tc.type === 'tool')
+    return { type: 'function', function: { name: tools.add({ name: tc.name, kind: 'function' }) } };
   return undefined;
 }
 

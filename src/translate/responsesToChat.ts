@@ -1,4 +1,11 @@
-import type { ChatContentPart, ChatFunctionTool, ChatMessage, ChatRequest, ChatTextPart, ChatToolChoice } from './chatTypes';
+import type {
+  ChatContentPart,
+  ChatFunctionTool,
+  ChatMessage,
+  ChatRequest,
+  ChatTextPart,
+  ChatToolChoice,
+} from './chatTypes';
 import type { ResponsesContentPart, ResponsesItem, ResponsesRequest, ResponsesTool } from './responsesTypes';
 import { ToolNameMap } from './toolNames';
 import { applyLimits, normalizeEffort, type ChatTranslation, type TranslateOptions } from './messagesToChat';
@@ -55,7 +62,10 @@ function partsOf(content: ResponsesItem['content'] | ResponsesItem['output']): C
 }
 
 function textOf(parts: ChatContentPart[]): string {
-  return parts.filter((p): p is ChatTextPart => p.type === 'text').map((p) => p.text).join('\n');
+  return parts
+    .filter((p): p is ChatTextPart => p.type === 'text')
+    .map((p) => p.text)
+    .join('\n');
 }
 
 function compact(parts: ChatContentPart[]): string | ChatContentPart[] {
@@ -66,7 +76,8 @@ function customDescription(t: ResponsesTool): string {
   const base = t.description ?? '';
   const f = t.format;
   if (f?.type === 'grammar' && f.definition) {
-    return `${base}\n\nPass the tool's raw input as the string argument \`input\`. It must follow this ${f.syntax ?? ''} grammar:\n${f.definition}`.trim();
+    const rule = `It must follow this ${f.syntax ?? ''} grammar:\n${f.definition}`;
+    return `${base}\n\nPass the tool's raw input as the string argument \`input\`. ${rule}`.trim();
   }
   return `${base}\n\nPass the tool's raw (free-form) input as the string argument \`input\`.`.trim();
 }
@@ -105,9 +116,15 @@ function addTools(list: ResponsesTool[] | undefined, set: ToolSet, namespace?: s
 function toolChoice(tc: ResponsesRequest['tool_choice'], names: ToolNameMap): ChatToolChoice | undefined {
   if (tc === 'auto' || tc === 'none' || tc === 'required') return tc;
   if (tc && typeof tc === 'object' && (tc.type === 'function' || tc.type === 'custom') && typeof tc.name === 'string') {
-    return { type: 'function', function: { name: names.add({ name: tc.name, kind: tc.type, ...(tc.namespace ? { namespace: tc.namespace } : {}) }) } };
+    return {
+      type: 'function',
+      function: {
+        name: names.add({ name: tc.name, kind: tc.type, ...(tc.namespace ? { namespace: tc.namespace } : {}) }),
+      },
+    };
   }
-  if (tc && typeof tc === 'object' && tc.type === 'allowed_tools') return (tc as { mode?: string }).mode === 'required' ? 'required' : 'auto';
+  if (tc && typeof tc === 'object' && tc.type === 'allowed_tools')
+    return (tc as { mode?: string }).mode === 'required' ? 'required' : 'auto';
   return undefined;
 }
 
@@ -127,7 +144,11 @@ function toolCallItem(it: ResponsesItem, messages: ChatMessage[], names: ToolNam
   const kind = it.type === 'function_call' ? 'function' : 'custom';
   const name = names.add({ name: String(it.name ?? ''), kind, ...(it.namespace ? { namespace: it.namespace } : {}) });
   const args = kind === 'function' ? String(it.arguments ?? '') : JSON.stringify({ input: String(it.input ?? '') });
-  const call = { id: String(it.call_id ?? it.id ?? ''), type: 'function' as const, function: { name, arguments: args } };
+  const call = {
+    id: String(it.call_id ?? it.id ?? ''),
+    type: 'function' as const,
+    function: { name, arguments: args },
+  };
   // Calls of one turn form one assistant message (with the turn's text, if it came first).
   const prev = messages[messages.length - 1];
   if (prev?.role === 'assistant') prev.tool_calls = [...(prev.tool_calls ?? []), call];

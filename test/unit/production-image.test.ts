@@ -50,7 +50,11 @@ test('no gateway source imports a dev dependency, except the optional Temporal d
     const text = read(f);
     for (const d of dev) {
       const quoted = `'${d}'`;
-      if (!text.includes(`from ${quoted}`) && !text.includes(`import(${quoted})`) && !text.includes(`require(${quoted})`)) {
+      if (
+        !text.includes(`from ${quoted}`) &&
+        !text.includes(`import(${quoted})`) &&
+        !text.includes(`require(${quoted})`)
+      ) {
         continue;
       }
       const optional = f === path.join('src', 'runtime', 'embeddedTemporal.ts') && d === '@temporalio/testing';
