@@ -13,6 +13,7 @@ import { VideoProviderError, type VideoImage, type VideoTaskState } from '../src
 import * as jobs from '../src/video/jobs';
 import type { VideoImages } from '../src/video/params';
 import type { StoredImageRef } from '../src/video/jobs';
+import { deleteStoredImages } from '../src/video/images';
 
 /**
  * The video workflow's activities, built from injected dependencies. Each one is safe to run more than once:
@@ -309,6 +310,8 @@ export function createVideoActivities(deps: VideoActivityDeps) {
       const message = redactorFor(catalog)(a.message);
       if (message !== a.message) deps.logger?.warn({ jobId: a.jobId, status: a.status, code: a.code, detail: a.message }, 'video job ended unsuccessfully');
       await jobs.finishUnsuccessful(db, { ...a, message });
+      // The input images were kept for the provider; a job that ended unsuccessfully never sends them again.
+      await deleteStoredImages(storage, (await load(a.jobId)).request.images);
     },
   };
 }

@@ -2,6 +2,9 @@ import fsp from 'node:fs/promises';
 import { badRequest } from '../errors';
 import { MAX_IMAGE_BYTES, resolveImage, validateImageBytes, type ResolveImageOptions } from './fetchImage';
 import type { ImageLoader, ImageSource, LoadedImage } from './validate';
+import type { Storage } from '../storage/storage';
+import type { StoredImageRef } from './jobs';
+import type { VideoImages } from './params';
 
 /**
  * The image loader of POST /v1/videos: data URIs, {bytesBase64Encoded, mimeType} and http(s) URLs go through
@@ -20,3 +23,9 @@ export function createImageLoader(opts: () => ResolveImageOptions): ImageLoader 
 
 /** The file extension of an accepted image type. */
 export const imageExtension = (mime: string) => (mime === 'image/jpeg' ? 'jpg' : mime === 'image/webp' ? 'webp' : 'png');
+
+/** Removes a job's stored input images (best effort: a file left behind costs storage, never money). */
+export async function deleteStoredImages(storage: Storage, images: VideoImages<StoredImageRef> | undefined): Promise<void> {
+  const refs = images ? [images.inputReference, images.lastFrame, ...(images.referenceImages ?? [])] : [];
+  await Promise.all(refs.map((ref) => (ref ? storage.delete(ref.key).catch(() => undefined) : undefined)));
+}

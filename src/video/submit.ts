@@ -12,7 +12,7 @@ import { getBalance, InsufficientFunds } from '../billing/ledger';
 import { BudgetExceeded } from '../billing/budget';
 import * as jobs from './jobs';
 import type { StoredImageRef, VideoJob } from './jobs';
-import { imageExtension } from './images';
+import { deleteStoredImages, imageExtension } from './images';
 import type { VideoImages } from './params';
 import { startVideoWorkflow } from './start';
 import { loadImages, validateVideoRequest, type ImageLoader, type LoadedImage } from './validate';
@@ -83,9 +83,7 @@ export async function submitVideoJob(deps: VideoServiceDeps, req: VideoJobReques
     });
   } catch (e) {
     // Nothing was created: drop the stored input images.
-    for (const ref of [images.inputReference, images.lastFrame, ...(images.referenceImages ?? [])]) {
-      if (ref) await deps.storage.delete(ref.key).catch(() => undefined);
-    }
+    await deleteStoredImages(deps.storage, images);
     if (e instanceof InsufficientFunds) throw insufficientFunds(e.needed, e.available);
     if (e instanceof BudgetExceeded) {
       deps.metrics.limitRefusals.inc({ limit: 'budget' });
@@ -110,14 +108,22 @@ export function temporalClient(deps: Pick<VideoServiceDeps, 'temporal' | 'config
 /** Keeps the input images in our storage until the provider has them (the workflow reads them back). */
 async function storeInputImages(storage: Storage, jobId: string, images: VideoImages<LoadedImage>): Promise<VideoImages<StoredImageRef>> {
   const stored: VideoImages<StoredImageRef> = {};
+  const tried: StoredImageRef[] = [];
   const put = async (img: LoadedImage, name: string): Promise<StoredImageRef> => {
-    const key = `videos/${jobId}/inputs/${name}.${imageExtension(img.mimeType)}`;
-    await storage.put(key, Readable.from([img.bytes]), img.mimeType);
-    return { key, mimeType: img.mimeType, size: img.bytes.length };
+    const ref = { key: `videos/${jobId}/inputs/${name}.${imageExtension(img.mimeType)}`, mimeType: img.mimeType, size: img.bytes.length };
+    tried.push(ref);
+    await storage.put(ref.key, Readable.from([img.bytes]), img.mimeType);
+    return ref;
   };
-  if (images.inputReference) stored.inputReference = await put(images.inputReference, 'input_reference');
-  if (images.lastFrame) stored.lastFrame = await put(images.lastFrame, 'last_frame');
-  if (images.referenceImages) stored.referenceImages = await Promise.all(images.referenceImages.map((img, i) => put(img, `reference_${i}`)));
+  try {
+    if (images.inputReference) stored.inputReference = await put(images.inputReference, 'input_reference');
+    if (images.lastFrame) stored.lastFrame = await put(images.lastFrame, 'last_frame');
+    if (images.referenceImages) stored.referenceImages = await Promise.all(images.referenceImages.map((img, i) => put(img, `reference_${i}`)));
+  } catch (e) {
+    // No job will ever read them: drop the ones already stored.
+    await deleteStoredImages(storage, { referenceImages: tried });
+    throw e;
+  }
   return stored;
 }
 
@@ -130,6 +136,7 @@ async function startOrCompensate(deps: VideoServiceDeps, client: Client, job: Vi
     // A workflow that did start after all sees the final job and stops before submitting.
     deps.logger.error({ jobId, err: (e as Error).message }, 'could not start video workflow');
     await jobs.finishUnsuccessful(deps.db, { jobId, holdId: job.holdId, status: 'failed', message: 'The job could not be scheduled; nothing was charged. Please retry.', code: 'scheduling_failed' });
+    await deleteStoredImages(deps.storage, job.request.images);
     throw new ApiError(503, 'The video job could not be scheduled; nothing was charged. Please retry.', 'server_error', null, 'video_unavailable');
   }
   // Bookkeeping off the response path: if it is lost, the reconciler records it (its start finds the workflow).

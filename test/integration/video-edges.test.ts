@@ -1,4 +1,6 @@
 import { randomUUID } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
 import { getBalance, listLedger, verifyProjections } from '../../src/billing/ledger';
 import { completeJob, createJobWithHold, finishUnsuccessful, getJob, listEvents } from '../../src/video/jobs';
 import { eventually, startVideoHarness, type VideoHarness } from '../support/video';
@@ -175,5 +177,19 @@ test('a workflow restarted after its history is lost keeps the job\'s deadline (
   // Veo cannot cancel; the follow window (from creation too) has closed: the task is recorded as still running.
   const ended = await eventually(async () => (await listEvents(h.deps.db, job.id)).find((e) => e.kind === 'provider_task_ended'));
   expect(ended.data).toMatchObject({ taskId: done.providerTaskId, state: 'running' });
+  expect(await getBalance(h.deps.db, acc.accountId)).toEqual({ balance: BALANCE, held: 0, available: BALANCE });
+});
+
+test('input images stored for a job are removed when its submission fails (the provider rejects it)', async () => {
+  const acc = await h.account(BALANCE);
+  const png = fs.readFileSync(path.join(__dirname, '../../emulator/fixtures/last_frame.png'));
+  const job = await submit(acc.key, { model: SEEDANCE, prompt: 'refused [reject]', seconds: 5, input_reference: `data:image/png;base64,${png.toString('base64')}` });
+  const key = (await getJob(h.deps.db, job.id))!.request.images.inputReference!.key;
+  const done = await eventually(async () => {
+    const j = await getJob(h.deps.db, job.id);
+    return j?.status === 'failed' ? j : null;
+  });
+  expect(done.errorCode).toBe('ProviderRejected');
+  await eventually(async () => (await h.deps.storage.head(key)) === null);
   expect(await getBalance(h.deps.db, acc.accountId)).toEqual({ balance: BALANCE, held: 0, available: BALANCE });
 });
