@@ -15,8 +15,10 @@ import { failureCode, failureMessage, isNonRetryable, JobEnds, JobRun } from './
  *   failed, expired    end          (any step, a cancel, or the deadline) the whole hold released; a provider
  *                                   task that may still run is cancelled, or else followed to its end
  *
- * A cancel is handled in one place, JobRun.runSteps (./videoJobRun.ts). Deterministic: all I/O happens in
- * activities (activities/video.ts), waits are durable timers, so another worker can resume the job at any point.
+ * Each transition, once committed, is announced to the account's webhooks (JobRun.announce: video.processing,
+ * video.completed, video.failed, video.expired, video.cancelled). A cancel is handled in one place, JobRun.runSteps
+ * (./videoJobRun.ts). Deterministic: all I/O happens in activities (activities/video.ts), waits are durable timers,
+ * so another worker can resume the job at any point.
  * Money: the API held the maximum cost before starting this workflow; exactly one of completeJob (settle) or
  * finishUnsuccessful (end) closes the hold, both idempotent by keys derived from the job id.
  */
@@ -82,6 +84,7 @@ async function pollUntilTerminal(job: JobRun, taskId: string): Promise<PollOutco
     job.stopIfCancelRecorded(p.cancelRequested);
     if (job.status === 'submitted' && (p.state === 'running' || p.state === 'succeeded')) {
       await job.acts.markProcessing({ jobId: job.input.jobId });
+      await job.announce('video.processing');
       job.enter('processing');
     }
     if (p.state === 'queued' || p.state === 'running') continue;
@@ -124,6 +127,7 @@ async function settle(job: JobRun, outcome: PollOutcome): Promise<VideoJobResult
   const durationSeconds = outcome.durationSeconds !== undefined && outcome.durationSeconds > 0 ? Math.ceil(outcome.durationSeconds) : seconds;
   const costVnd = Math.min(durationSeconds * pricePerSecond, maxCostVnd);
   await job.acts.completeJob({ jobId, holdId, chargeVnd: costVnd, durationSeconds });
+  await job.announce('video.completed');
   job.enter('completed');
   return { status: 'completed', costVnd, durationSeconds };
 }
@@ -138,6 +142,7 @@ async function end(job: JobRun, e: JobEnds): Promise<VideoJobResult> {
   if (e.cancelTaskId && (e.record || job.keepsTask)) cancelled = await job.acts.cancelProviderTask({ jobId, taskId: e.cancelTaskId });
   if (e.record) {
     await job.acts.finishUnsuccessful({ jobId, holdId, status: e.status, message: e.message, code: e.code });
+    await job.announce(e.code === 'cancelled' ? 'video.cancelled' : e.status === 'expired' ? 'video.expired' : 'video.failed');
     job.enter(e.status);
   }
   if (job.keepsTask && e.cancelTaskId && !cancelled) await followToEnd(job, e.cancelTaskId);

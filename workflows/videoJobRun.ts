@@ -3,6 +3,8 @@ import {
   upsertSearchAttributes, type ActivityOptions,
 } from '@temporalio/workflow';
 import type { VideoActivities } from '../activities/video';
+import type { WebhookActivities } from '../activities/webhooks';
+import type { EventType } from '../src/webhooks/eventTypes';
 import type { JobStatus } from '../src/video/jobs';
 import type { VideoJobInput } from '../src/video/start';
 import type { WorkflowTiming } from '../src/video/settings';
@@ -44,6 +46,8 @@ export class JobRun {
    * reconciler included); null for jobs started by an earlier build, whose deadline starts at their first poll.
    */
   readonly deadline: number | null;
+  /** Each committed transition is announced to the account's webhooks (false for jobs started before webhooks). */
+  private readonly announces = patched('video-webhooks');
 
   constructor(readonly input: VideoJobInput) {
     const fromCreation = patched('video-deadline-from-creation') && input.createdAtMs !== undefined;
@@ -80,6 +84,16 @@ export class JobRun {
     throw cancelled(this.taskId);
   }
 
+  /**
+   * Emits the event of a transition that has committed: once per job and type (the key), whatever retries or
+   * replays; never cut off by a cancel, so a transition that happened is always told.
+   */
+  async announce(type: EventType): Promise<void> {
+    if (!this.announces) return;
+    const { jobId, accountId } = this.input;
+    await this.acts.emitWebhookEvent({ accountId, type, data: { id: jobId }, key: `video:${jobId}:${type}` });
+  }
+
   /** A new status for operators: the stage query and the status search attribute. */
   enter(status: JobStatus): void {
     this.status = status;
@@ -96,6 +110,7 @@ export function activitiesFor(t: WorkflowTiming) {
   const retry = { initialInterval: t.activityRetryInitialMs, backoffCoefficient: 2, maximumInterval: t.activityRetryMaxMs };
   // Database steps (status, settle, release) must eventually succeed: retried without limit.
   const db = proxyActivities<VideoActivities>({ startToCloseTimeout: t.activityTimeoutMs, retry });
+  const events = proxyActivities<WebhookActivities>({ startToCloseTimeout: t.activityTimeoutMs, retry });
   const submitting = proxyActivities<VideoActivities>({ startToCloseTimeout: t.activityTimeoutMs, scheduleToCloseTimeout: t.submitWindowMs, retry });
   // A cancel stops the retries but waits for the attempt in flight: a task it creates is reported, never lost.
   const submittingToEnd = proxyActivities<VideoActivities>({
@@ -118,6 +133,8 @@ export function activitiesFor(t: WorkflowTiming) {
     /** Best effort: a provider that cannot cancel does not hold up the end of the job. */
     cancelProviderTask: (a: { jobId: string; taskId: string }) => cancelling.cancelProviderTask(a).catch(() => false),
     observeProviderTask: (a: { jobId: string; taskId: string; last: boolean }, deadline: number) => until(deadline, polling).observeProviderTask(a),
+    emitWebhookEvent: (a: Parameters<WebhookActivities['emitWebhookEvent']>[0]) =>
+      CancellationScope.nonCancellable(() => events.emitWebhookEvent(a)),
   };
 }
 

@@ -7,6 +7,7 @@ import { mountSessionApi } from './sessionApi';
 import { mountCustomerApi } from './customerApi';
 import { mountOperatorApi } from './operatorApi';
 import { mountMedia } from './media';
+import { mountWebhooksApi } from './webhooks';
 
 /**
  * The web console, served by the gateway itself under /console: a small hand-written single-page app
@@ -33,6 +34,7 @@ export function consoleRouter(deps: AppDeps): Router<GatewayState> {
   mountCustomerApi(r, deps);
   mountOperatorApi(r, deps);
   mountMedia(r, deps);
+  mountWebhooksApi(r, deps);
 
   r.get('/console/static/:file', route('/console/static/:file'), (ctx) => {
     const a = assets.get(ctx.params.file);

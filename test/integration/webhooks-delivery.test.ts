@@ -1,5 +1,10 @@
 import OpenAI, { InvalidWebhookSignatureError } from 'openai';
 import { randomUUID } from 'node:crypto';
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { projectRoot } from '../../src/projectRoot';
 import { createWebhookActivities } from '../../activities/webhooks';
 import { sendWebhook } from '../../src/webhooks/send';
 import { DAY_MS } from '../../src/webhooks/settings';
@@ -296,3 +301,37 @@ describe('each try under the SSRF guard', () => {
     expect(Date.now() - t0).toBeLessThan(1_500);
   });
 });
+
+test('the receiver example of docs/webhooks.md, run as written, accepts a delivery and refuses a forged one', async () => {
+  const doc = fs.readFileSync(path.join(projectRoot(), 'docs', 'webhooks.md'), 'utf8');
+  const code = /<!-- receiver-example -->\n```js\n([\s\S]*?)```/.exec(doc)![1];
+  expect(code.trim().split('\n').length).toBeLessThanOrEqual(11);
+  const file = path.join(os.tmpdir(), `receiver-${randomUUID()}.cjs`);
+  fs.writeFileSync(file, code);
+  const acc = await h.account(0);
+  const port = 20_000 + Math.floor(Math.random() * 20_000);
+  const ep = await api(acc.key, 'POST', '/v1/webhooks', { url: `http://127.0.0.1:${port}/` });
+  const child = spawn(process.execPath, [file], {
+    env: { ...process.env, GATEWAY_WEBHOOK_SECRET: ep.secret, PORT: String(port), NODE_PATH: path.join(projectRoot(), 'node_modules') },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  child.stdout.on('data', (d) => (out += d));
+  child.stderr.on('data', (d) => (out += d));
+  try {
+    await eventually(async () => (await fetch(`http://127.0.0.1:${port}/`, { method: 'POST', body: '{}' }).catch(() => null))?.status === 400);
+    const jobId = randomUUID();
+    await emit({ accountId: acc.accountId, type: 'video.completed', data: { id: jobId }, key: `video:${jobId}:completed` });
+    await eventually(async () => out.includes(`video ready: ${jobId}`), 45_000);
+    const [d] = await eventually(async () => ((await delivery(ep.id))[0]?.status === 'succeeded' ? delivery(ep.id) : null));
+    expect(d).toMatchObject({ attempts: 1, last_status_code: 200 });
+    const forged = await fetch(`http://127.0.0.1:${port}/`, {
+      method: 'POST', body: JSON.stringify({ id: 'evt_x', object: 'event', type: 'video.completed', created_at: 1, data: { id: 'x' } }),
+      headers: { 'webhook-id': 'evt_x', 'webhook-timestamp': String(Math.floor(Date.now() / 1000)), 'webhook-signature': 'v1,AAAA' },
+    });
+    expect(forged.status).toBe(400);
+  } finally {
+    child.kill();
+    fs.rmSync(file, { force: true });
+  }
+}, 60_000);

@@ -142,6 +142,7 @@
     { re: /^\/jobs$/, page: pageJobs, nav: 'jobs' },
     { re: new RegExp('^/jobs/' + UUID + '$'), page: pageJob, nav: 'jobs' },
     { re: /^\/models$/, page: pageModels, nav: 'models' },
+    { re: /^\/webhooks$/, page: pageWebhooks, nav: 'webhooks' },
     { re: /^\/admin\/accounts$/, page: pageAccounts, nav: 'accounts', operator: true },
     { re: new RegExp('^/admin/accounts/' + UUID + '$'), page: pageAccount, nav: 'accounts', operator: true },
   ];
@@ -216,7 +217,7 @@
         h('a', { class: 'brand', href: BASE + '/keys' }, h('img', { src: BASE + '/static/favicon.svg', alt: '' }), 'Model Gateway'),
         h('nav', { class: 'nav', 'aria-label': 'Console sections' },
           item('keys', '/keys', 'API Keys'), item('balance', '/balance', 'Balance'), item('usage', '/usage', 'Usage'),
-          item('jobs', '/jobs', 'Video jobs'), item('models', '/models', 'Models'),
+          item('jobs', '/jobs', 'Video jobs'), item('webhooks', '/webhooks', 'Webhooks'), item('models', '/models', 'Models'),
           isOp ? [h('span', { class: 'sep' }), item('accounts', '/admin/accounts', 'Accounts')] : null),
         h('div', { class: 'who' },
           h('span', { class: 'email', title: state.me.user.accountName }, state.me.user.email),
@@ -799,6 +800,113 @@
         replace(body, e.status === 404 ? emptyState('search', 'Job not found', 'There is no video job with this id on your account.', link('/jobs', 'All video jobs', { class: 'button secondary' })) : errorState(e, () => { first = true; refresh(); }));
       }
     };
+    refresh();
+  }
+
+  // ---------------------------------------------------------------- webhooks
+  const EVENT_TYPES = ['video.processing', 'video.completed', 'video.failed', 'video.expired', 'video.cancelled'];
+  const DELIVERY_BADGE = { pending: 'warn', succeeded: 'ok', failed: 'bad', cancelled: 'muted' };
+  const unix = (t) => (t === null || t === undefined ? null : new Date(t * 1000).toISOString());
+  function pageWebhooks(main, _p, _q, scope) {
+    const newSecret = h('div', { id: 'new-secret' });
+    const list = h('div');
+    const err = h('div');
+    const btn = h('button', { type: 'submit', id: 'create-webhook' }, 'Add endpoint');
+    const boxes = EVENT_TYPES.map((t) => h('label', { class: 'nowrap' }, h('input', { type: 'checkbox', name: 'events', value: t, checked: true }), ' ' + t));
+    const form = h('form', { class: 'inline', id: 'webhook-form', novalidate: true },
+      h('div', { class: 'field' }, h('label', { for: 'webhook-url' }, 'Endpoint URL'), h('input', { id: 'webhook-url', name: 'url', type: 'url', maxlength: 2048, required: true, placeholder: 'https://example.com/webhooks' })),
+      h('div', { class: 'field' }, h('label', { for: 'webhook-description' }, 'Description'), h('input', { id: 'webhook-description', name: 'description', maxlength: 500, placeholder: 'optional' })),
+      h('div', { class: 'field' }, h('span', { class: 'hint' }, 'Events'), h('div', null, boxes)),
+      btn);
+    form.addEventListener('submit', async (e) => {
+      e.preventDefault();
+      formError(err, null);
+      const events = boxes.map((b) => b.firstChild).filter((c) => c.checked).map((c) => c.value);
+      if (!form.url.value.trim()) return formError(err, new Error('Enter the https URL that receives the events.'));
+      if (!events.length) return formError(err, new Error('Choose at least one event type.'));
+      btn.disabled = true;
+      try {
+        const ep = await api('POST', '/webhooks', { url: form.url.value.trim(), description: form.description.value.trim(), events });
+        form.reset();
+        boxes.forEach((b) => { b.firstChild.checked = true; });
+        showSecret(ep, 'created');
+        refresh();
+      } catch (ex) {
+        formError(err, ex);
+      } finally {
+        btn.disabled = false;
+      }
+    });
+    function showSecret(ep, what) {
+      const input = h('input', { id: 'new-secret-value', readonly: true, value: ep.secret, 'aria-label': 'Signing secret', onfocus: (e) => e.target.select() });
+      const copied = h('span', { class: 'hint', role: 'status' });
+      replace(newSecret, h('div', { class: 'newkey' },
+        h('strong', null, 'Endpoint ' + ep.url + ' ' + what + '.'),
+        h('p', null, 'Copy the signing secret now: it is not shown again. Verify each delivery with it (see the README, “Webhooks”).'),
+        h('div', { class: 'row' }, input,
+          h('button', { type: 'button', onclick: async () => { copied.textContent = (await copyText(ep.secret, input)) ? 'Copied to the clipboard.' : 'Copy failed: select the secret and copy it by hand.'; } }, 'Copy')),
+        copied,
+        h('div', { class: 'media-actions' }, h('button', { type: 'button', class: 'secondary small', onclick: () => replace(newSecret) }, 'I have saved it'))));
+    }
+    function deliveriesTable(ep, el) {
+      load(el, scope, () => api('GET', '/webhooks/' + ep.id + '/deliveries?limit=20'), ({ data }) => {
+        if (!data.length) return replace(el, h('p', { class: 'hint' }, 'No deliveries yet: they appear here as your video jobs change.'));
+        replace(el, table([{ label: 'Event' }, { label: 'Status' }, { label: 'Tries', cls: 'num' }, { label: 'Last response' }, { label: 'Next try' }, { label: '' }],
+          data.map((d) => h('tr', { 'data-delivery-id': d.id },
+            h('td', null, h('code', null, d.event_type), d.subject_id ? h('div', null, link('/jobs/' + d.subject_id, 'Video job ' + short(d.subject_id))) : null, h('div', { class: 'hint' }, when(unix(d.created_at)))),
+            h('td', null, h('span', { class: 'badge ' + (DELIVERY_BADGE[d.status] || '') }, d.status)),
+            h('td', { class: 'num' }, String(d.attempts)),
+            h('td', { class: 'truncate', title: d.last_error || '' }, d.last_status_code !== null ? 'HTTP ' + d.last_status_code : d.last_error ? d.last_error : '—'),
+            h('td', { class: 'nowrap' }, d.next_attempt_at ? when(unix(d.next_attempt_at)) : '—'),
+            h('td', null, h('button', { class: 'ghost small resend', onclick: async (e) => {
+              e.target.disabled = true;
+              try {
+                await api('POST', '/webhooks/' + ep.id + '/deliveries/' + d.id + '/resend');
+              } catch (ex) {
+                formError(err, ex);
+              }
+              scope.later(1000, () => deliveriesTable(ep, el));
+            } }, 'Resend'))))));
+        if (data.some((d) => d.status === 'pending')) scope.later(3000, () => deliveriesTable(ep, el));
+      });
+    }
+    const refresh = () => load(list, scope, () => api('GET', '/webhooks'), ({ data }) => {
+      if (!data.length) return replace(list, emptyState('grid', 'No endpoints yet', 'Add one above to be told when your video jobs change, instead of polling.'));
+      replace(list, data.map((ep) => {
+        const deliveries = h('div');
+        const section = h('div', { class: 'panel', 'data-endpoint-id': ep.id },
+          h('div', { class: 'page-head' },
+            h('div', null, h('h2', null, ep.url), h('p', { class: 'hint' }, (ep.description ? ep.description + ' · ' : '') + ep.events.join(', ') +
+              (ep.previous_secret_expires_at ? ' · previous secret valid until ' + when(unix(ep.previous_secret_expires_at)) : ''))),
+            h('div', null,
+              h('button', { class: 'secondary small rotate', onclick: async () => {
+                if (!(await confirmDialog('Rotate the signing secret?', 'A new secret signs every delivery from now on; the current one keeps signing beside it for a day, so you can switch without missing events.', 'Rotate secret'))) return;
+                try {
+                  showSecret(await api('POST', '/webhooks/' + ep.id + '/rotate'), 'has a new secret');
+                } catch (ex) {
+                  formError(err, ex);
+                }
+                refresh();
+              } }, 'Rotate secret'), ' ',
+              h('button', { class: 'ghost small delete', onclick: async () => {
+                if (!(await confirmDialog('Delete this endpoint?', 'Nothing more is delivered to ' + ep.url + ', retries included. This cannot be undone.', 'Delete endpoint'))) return;
+                try {
+                  await api('DELETE', '/webhooks/' + ep.id);
+                } catch (ex) {
+                  formError(err, ex);
+                }
+                refresh();
+              } }, 'Delete'))),
+          h('h3', null, 'Recent deliveries'), deliveries);
+        deliveriesTable(ep, deliveries);
+        return section;
+      }));
+    });
+    replace(main,
+      pageHead('Webhooks', 'Signed events (Standard Webhooks, the shape of OpenAI\u2019s) sent when your video jobs change. Failed deliveries are retried for a day.'),
+      newSecret,
+      h('section', { class: 'panel' }, h('h2', null, 'Add an endpoint'), form, err),
+      list);
     refresh();
   }
 
