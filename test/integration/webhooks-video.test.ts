@@ -17,7 +17,7 @@ const openai = new OpenAI({ apiKey: 'unused' });
 let h: VideoHarness;
 let rx: Receiver;
 beforeAll(async () => {
-  h = await startVideoHarness({ deadlineMs: 4_000 }, {
+  h = await startVideoHarness({ deadlineMs: 12_000 }, {
     webhooks: { allowPrivateUrls: true, timeoutMs: 2_000, retry: { initialMs: 100, maxMs: 500, windowMs: 60_000 }, maxEndpoints: 20, rotationGraceMs: DAY_MS },
   });
   rx = await startReceiver();
