@@ -123,7 +123,8 @@ export async function startWorker(config: Config = loadConfig(), opts: WorkerOpt
       },
       stickyQueueScheduleToStartTimeout: config.video.stickyQueueTimeoutMs,
       maxConcurrentActivityTaskExecutions: 200,
-      ...(traced ? { interceptors: traced.interceptors as WorkerInterceptors, sinks: traced.sinks as InjectedSinks<never> } : {}),
+      // (The workflow interceptors are in the bundle: a worker given a bundle takes them from there.)
+      ...(traced ? { interceptors: { activity: traced.interceptors.activity } as WorkerInterceptors, sinks: traced.sinks as InjectedSinks<never> } : {}),
     });
     const running = worker.run();
     running.catch((e) => logger.error({ err: (e as Error).message }, 'video worker stopped'));
