@@ -2,7 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { startOtlpReceiver, type ReceivedSpan } from '../test/support/otlpReceiver';
-import { startEmulator } from '../src/emulator/server';
+import { startEmulator } from '../emulator/server';
 import { createPool } from '../src/db/pool';
 import { ensureDatabase, migrate } from '../src/db/migrate';
 import { createAccount, topUp } from '../src/billing/ledger';
