@@ -14,6 +14,7 @@ import * as jobs from '../src/video/jobs';
 import type { VideoImages } from '../src/video/params';
 import type { StoredImageRef } from '../src/video/jobs';
 import { deleteStoredImages } from '../src/video/images';
+import { detectImageType } from '../src/video/fetchImage';
 
 /**
  * The video workflow's activities, built from injected dependencies. Each one is safe to run more than once:
@@ -83,27 +84,36 @@ async function readImage(storage: Storage, ref: StoredImageRef): Promise<VideoIm
   return { base64: Buffer.concat(chunks).toString('base64'), mimeType: ref.mimeType };
 }
 
-/** Counts bytes, heartbeats progress (at most once a second) and checks the first bytes look like `kind`. */
+/**
+ * Counts bytes, heartbeats progress (at most once a second) and checks the first bytes look like `kind`.
+ * `contentType` settles once the first bytes are seen (or the stream ends), before any byte is passed on, so
+ * storage is told the type the bytes have (a last frame may be PNG, JPEG or WebP).
+ */
 class CopyMeter extends Transform {
   bytes = 0;
   private lastBeat = 0;
   private head = Buffer.alloc(0);
+  private settle!: { resolve: (type: string) => void; reject: (e: Error) => void };
+  readonly contentType = new Promise<string>((resolve, reject) => { this.settle = { resolve, reject }; });
   // The activity context is captured up front: stream callbacks may run outside its async context.
   constructor(private readonly kind: 'video' | 'last_frame', private readonly ctx: Context) {
     super();
+    this.contentType.catch(() => undefined); // also reported through the stream's own error
+    this.once('error', (e) => this.settle.reject(e));
   }
-  /** The image type the first bytes showed (last frames). */
-  imageType(): string {
-    if (this.head[0] === 0xff) return 'image/jpeg';
-    if (this.head[0] === 0x52) return 'image/webp';
-    return 'image/png';
+  /** The type the first bytes show: MP4 for the video, PNG/JPEG/WebP for a last frame; null when they are neither. */
+  private typeOfHead(): string | null {
+    if (this.kind === 'video') return this.head.toString('latin1', 4, 8) === 'ftyp' ? 'video/mp4' : null;
+    return detectImageType(this.head);
   }
   override _transform(chunk: Buffer, _enc: BufferEncoding, cb: TransformCallback): void {
     if (this.head.length < 16) {
       this.head = Buffer.concat([this.head, chunk.subarray(0, 16 - this.head.length)]);
       if (this.head.length >= 12) {
-        const bad = this.kind === 'video' ? this.head.toString('latin1', 4, 8) !== 'ftyp' : !isImageMagic(this.head);
-        if (bad) return cb(new Error(`the provider's ${this.kind === 'video' ? 'video is not an MP4' : 'last frame is not a PNG/JPEG/WebP image'}`));
+        const type = this.typeOfHead();
+        const what = this.kind === 'video' ? 'video is not an MP4' : 'last frame is not a PNG/JPEG/WebP image';
+        if (!type) return cb(new Error(`the provider's ${what}`));
+        this.settle.resolve(type);
       }
     }
     this.bytes += chunk.length;
@@ -114,14 +124,12 @@ class CopyMeter extends Transform {
     }
     cb(null, chunk);
   }
+  override _flush(cb: TransformCallback): void {
+    // Fewer than 12 bytes: left to the size checks after the copy (an empty result is retried).
+    this.settle.resolve(this.typeOfHead() ?? (this.kind === 'video' ? 'video/mp4' : 'image/png'));
+    cb();
+  }
 }
-
-function isImageMagic(b: Buffer): boolean {
-  return b.subarray(0, 8).equals(Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]))
-    || (b[0] === 0xff && b[1] === 0xd8 && b[2] === 0xff)
-    || (b.toString('latin1', 0, 4) === 'RIFF' && b.toString('latin1', 8, 12) === 'WEBP');
-}
-
 
 export function createVideoActivities(deps: VideoActivityDeps) {
   const { db, storage, catalog, providers } = deps;
@@ -246,8 +254,9 @@ export function createVideoActivities(deps: VideoActivityDeps) {
       source.on('error', (e) => meter.destroy(e));
       source.pipe(meter);
       let stored;
+      let contentType;
       try {
-        const contentType = a.variant === 'video' ? 'video/mp4' : 'image/png';
+        contentType = await meter.contentType;
         stored = await storage.put(key, meter, contentType);
       } catch (e) {
         source.destroy();
@@ -261,7 +270,8 @@ export function createVideoActivities(deps: VideoActivityDeps) {
       if (stored.size === 0) throw ApplicationFailure.retryable(`the provider's ${a.variant} is empty`, 'IncompleteCopy');
       const patch: jobs.JobPatch = a.variant === 'video'
         ? { videoKey: key, videoSize: stored.size, videoEtag: stored.etag }
-        : { lastFrameKey: key, lastFrameSize: stored.size, lastFrameEtag: stored.etag, lastFrameContentType: meter.imageType() };
+        : { lastFrameKey: key, lastFrameSize: stored.size, lastFrameEtag: stored.etag,
+          lastFrameContentType: contentType };
       await jobs.transition(db, a.jobId, null, patch, { kind: a.variant === 'video' ? 'video_copied' : 'last_frame_copied', data: { bytes: stored.size } });
       return { key, size: stored.size, etag: stored.etag };
     },

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type Koa from 'koa';
 import { koaBody } from 'koa-body';
 import type { Mount } from './mount';
-import { lastFramePng, mp4Stream, parseMarkers, type VideoMarkers } from './videoMedia';
+import { lastFrameImage, mp4Stream, parseMarkers, type VideoMarkers } from './videoMedia';
 
 /**
  * BytePlus Seedance content generation tasks (reference §3), mounted at /seedance/api/v3:
@@ -10,7 +10,8 @@ import { lastFramePng, mp4Stream, parseMarkers, type VideoMarkers } from './vide
  *   GET    /contents/generations/tasks/{id}  -> task (queued -> running -> succeeded | failed | expired)
  *   DELETE /contents/generations/tasks/{id}  cancels a queued task (running ones: 400), deletes a finished one
  * Results are served from /seedance/_tos/ (a stand-in for the signed object-storage URLs; no auth), including the
- * last-frame PNG when return_last_frame was asked. Prompt markers pick outcomes (videoMedia.parseMarkers).
+ * last-frame image (PNG; JPEG or WebP by marker) when return_last_frame was asked. Prompt markers pick outcomes
+ * (videoMedia.parseMarkers).
  */
 
 const BASE = '/seedance/api/v3/contents/generations/tasks';
@@ -94,9 +95,11 @@ export const mountSeedance: Mount = (router, ctl, baseUrl) => {
     };
     if (status === 'succeeded') {
       const sig = `X-Tos-Algorithm=TOS4-HMAC-SHA256&X-Tos-Expires=86400&X-Tos-Signature=${randomBytes(8).toString('hex')}`;
+      const frameExt = lastFrameImage(t.markers.lastFrame).ext;
       out.content = {
         video_url: `${baseUrl()}/seedance/_tos/${t.id}.mp4?${sig}`,
-        ...(t.returnLastFrame ? { last_frame_url: `${baseUrl()}/seedance/_tos/${t.id}_last-frame.png?${sig}` } : {}),
+        ...(t.returnLastFrame
+          ? { last_frame_url: `${baseUrl()}/seedance/_tos/${t.id}_last-frame${frameExt}?${sig}` } : {}),
       };
       out.usage = { completion_tokens: 19845, total_tokens: 19845 };
     }
@@ -122,7 +125,7 @@ export const mountSeedance: Mount = (router, ctl, baseUrl) => {
 
   router.get('/seedance/_tos/:file', (ctx) => {
     ctl.record(ctx.method, ctx.path, ctx.headers, null);
-    const m = /^(cgt-[\w-]+?)(_last-frame\.png|\.mp4)$/.exec(ctx.params.file);
+    const m = /^(cgt-[\w-]+?)(_last-frame\.(?:png|jpg|webp)|\.mp4)$/.exec(ctx.params.file);
     const t = m ? tasks.get(m[1]) : undefined;
     if (!m || !t || state(t) !== 'succeeded') {
       ctx.status = 404;
@@ -137,8 +140,9 @@ export const mountSeedance: Mount = (router, ctl, baseUrl) => {
       ctx.body = body;
     } else {
       if (!t.returnLastFrame) return arkError(ctx, 404, 'NoSuchKey', 'no last frame for this task');
-      ctx.type = 'image/png';
-      ctx.body = lastFramePng();
+      const frame = lastFrameImage(t.markers.lastFrame);
+      ctx.type = frame.type;
+      ctx.body = frame.bytes;
     }
   });
 };

@@ -5,15 +5,16 @@ import { projectRoot } from '../src/projectRoot';
 
 /**
  * Media the emulated video providers serve: a real MP4 (1 s, 160x90, H.264 + AAC, faststart; made with ffmpeg)
- * and the PNG of its last frame. A larger result (settings.videoBytes) is the same MP4 with its trailing `mdat`
- * box grown and zero-padded: still a valid MP4 (the sample tables point into the original bytes), generated while
- * streaming so a 500 MB result never sits in memory.
+ * and its last frame as PNG, JPEG and WebP (the PNG re-encoded by a browser, so each shows the same picture).
+ * A larger result (settings.videoBytes) is the same MP4 with its trailing `mdat` box grown and zero-padded: still
+ * a valid MP4 (the sample tables point into the original bytes), generated while streaming so a 500 MB result
+ * never sits in memory.
  */
 
 // Read from the source tree so the compiled emulator (dist/) finds them too.
 const fixtures = path.join(projectRoot(), 'emulator', 'fixtures');
 let mp4: { bytes: Buffer; mdatOffset: number; mdatSize: number } | null = null;
-let png: Buffer | null = null;
+const frames = new Map<LastFrameFormat, Buffer>();
 
 function loadMp4() {
   if (mp4) return mp4;
@@ -32,9 +33,19 @@ function loadMp4() {
   return mp4;
 }
 
-export function lastFramePng(): Buffer {
-  png ??= fs.readFileSync(path.join(fixtures, 'last_frame.png'));
-  return png;
+export type LastFrameFormat = 'png' | 'jpeg' | 'webp';
+const FRAME_FILES: Record<LastFrameFormat, { file: string; type: string }> = {
+  png: { file: 'last_frame.png', type: 'image/png' },
+  jpeg: { file: 'last_frame.jpg', type: 'image/jpeg' },
+  webp: { file: 'last_frame.webp', type: 'image/webp' },
+};
+
+/** The last-frame image in `format`, its file extension and content type. */
+export function lastFrameImage(format: LastFrameFormat): { bytes: Buffer; ext: string; type: string } {
+  const f = FRAME_FILES[format];
+  let bytes = frames.get(format);
+  if (!bytes) frames.set(format, (bytes = fs.readFileSync(path.join(fixtures, f.file))));
+  return { bytes, ext: path.extname(f.file), type: f.type };
 }
 
 const ZEROS = Buffer.alloc(256 * 1024);
@@ -67,6 +78,8 @@ export interface VideoMarkers {
   polls?: number;
   /** `[duration=N]`: the duration the provider reports for its result. */
   duration?: number;
+  /** `[last_frame=jpeg]`, `[last_frame=webp]`: the format of the returned last frame (default png). */
+  lastFrame: LastFrameFormat;
 }
 
 export function parseMarkers(prompt: string): VideoMarkers {
@@ -74,5 +87,9 @@ export function parseMarkers(prompt: string): VideoMarkers {
   const outcome: VideoMarkers['outcome'] = has('reject') ? 'reject' : has('fail') ? 'fail' : has('filter') ? 'filter' : has('expire') ? 'expire' : has('hang') ? 'hang' : 'ok';
   const polls = /\[polls=(\d{1,6})\]/.exec(prompt);
   const duration = /\[duration=(\d{1,4})\]/.exec(prompt);
-  return { outcome, polls: polls ? Number(polls[1]) : undefined, duration: duration ? Number(duration[1]) : undefined };
+  const lastFrame = /\[last_frame=(jpeg|webp)\]/.exec(prompt)?.[1] as LastFrameFormat | undefined;
+  return {
+    outcome, polls: polls ? Number(polls[1]) : undefined, duration: duration ? Number(duration[1]) : undefined,
+    lastFrame: lastFrame ?? 'png',
+  };
 }

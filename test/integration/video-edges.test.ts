@@ -193,3 +193,30 @@ test('input images stored for a job are removed when its submission fails (the p
   await eventually(async () => (await h.deps.storage.head(key)) === null);
   expect(await getBalance(h.deps.db, acc.accountId)).toEqual({ balance: BALANCE, held: 0, available: BALANCE });
 });
+
+test('the last frame is stored and served with the type its bytes have: PNG, JPEG or WebP', async () => {
+  const acc = await h.account(BALANCE);
+  const fixture = (file: string) => fs.readFileSync(path.join(__dirname, '../../emulator/fixtures', file));
+  const cases = [
+    { marker: '', file: 'last_frame.png', type: 'image/png', ext: 'png' },
+    { marker: '[last_frame=jpeg]', file: 'last_frame.jpg', type: 'image/jpeg', ext: 'jpg' },
+    { marker: '[last_frame=webp]', file: 'last_frame.webp', type: 'image/webp', ext: 'webp' },
+  ];
+  const first = `data:image/png;base64,${fixture('last_frame.png').toString('base64')}`;
+  const jobs = await Promise.all(cases.map((c) => submit(acc.key,
+    { model: SEEDANCE, prompt: `a lighthouse ${c.marker}`, seconds: 5, input_reference: first,
+      return_last_frame: true })));
+  for (const [i, c] of cases.entries()) {
+    const done = await eventually(async () => {
+      const j = await getJob(h.deps.db, jobs[i].id);
+      return j?.status === 'completed' ? j : null;
+    });
+    const stored = await h.deps.storage.head(done.lastFrameKey!);
+    expect({ type: c.type, db: done.lastFrameContentType, storage: stored?.contentType })
+      .toEqual({ type: c.type, db: c.type, storage: c.type });
+    const r = await api(acc.key, `/v1/videos/${done.id}/content?variant=last_frame`);
+    expect({ status: r.status, type: r.headers.get('content-type'), disposition: r.headers.get('content-disposition') })
+      .toEqual({ status: 200, type: c.type, disposition: `inline; filename="${done.id}-last-frame.${c.ext}"` });
+    expect(Buffer.from(await r.arrayBuffer()).equals(fixture(c.file))).toBe(true);
+  }
+});
