@@ -90,7 +90,7 @@ function enumerateRoutes(): RouteInfo[] {
           // A regex route (the console's single-page app): derive a path it matches.
           sample = ['/console/fuzz', '/console/keys', '/console/x/y/z'].find((p) => (layer.path as RegExp).test(p)) ?? '/console/fuzz';
         } else {
-          sample = layer.path.replace(/:(\w+)/g, (_m, name: string) => (name === 'model' ? 'gpt-4o-mini' : name === 'file' ? 'nope.bin' : '00000000-0000-4000-8000-000000000000'));
+          sample = layer.path.replace(/:(\w+)/g, (_m, name: string) => (name === 'model' ? 'gpt-4o-mini' : name === 'spec' ? 'gpt-4o-mini:generateContent' : name === 'file' ? 'nope.bin' : '00000000-0000-4000-8000-000000000000'));
         }
         out.push({ method, pattern, sample });
       }
@@ -107,6 +107,10 @@ function garbageParamPaths(r: RouteInfo): string[] {
 }
 
 const isMessagesRoute = (p: string) => /^\/v1\/messages(\/|$)/.test(p);
+/** The Gemini surface: /v1beta/..., and /v1/models/{model}:{method} (the GenAI SDK's default version). */
+const isGeminiRoute = (p: string) => /^\/v1beta\//.test(p) || /^\/v1\/models\/[^/?]*:/.test(p);
+type Shape = 'openai' | 'anthropic' | 'gemini' | 'either';
+const shapeOf = (p: string): Shape => (isMessagesRoute(p) ? 'anthropic' : isGeminiRoute(p) ? 'gemini' : 'openai');
 const isConsoleApi = (p: string) => p.startsWith('/console/api/') || p.startsWith('/console/media/');
 /** GET routes anyone may read (health, metrics, the public price list, the console's pages and assets). */
 const isPublicGet = (r: { method: string; pattern: string }) =>
@@ -117,7 +121,7 @@ const STACK_RE = /\n\s+at [^\n]+\(|\bat (?:async )?[\w.<>]+ \(\/|node_modules\/|
 const LEAK_RE = /root:x:0:0|"name": "model-gateway"|PG_VERSION|BEGIN RSA|DATABASE_URL/;
 
 /** Checks the invariants every response must hold, plus the case's expectation; records failures. */
-function check(caseName: string, method: string, p: string, res: Res, expect: 'any' | '4xx' | number | number[], shape: 'openai' | 'anthropic' | 'either' = isMessagesRoute(p) ? 'anthropic' : 'openai') {
+function check(caseName: string, method: string, p: string, res: Res, expect: 'any' | '4xx' | number | number[], shape: Shape = shapeOf(p)) {
   const text = res.body.toString('utf8');
   const fail = (problem: string) => failures.push({ case: caseName, method, path: p.slice(0, 120), status: res.status, problem, body: text.slice(0, 300) });
   if (res.status >= 500) fail('5xx');
@@ -137,9 +141,12 @@ function check(caseName: string, method: string, p: string, res: Res, expect: 'a
     const openai = body && typeof body === 'object' && Object.keys(body).length === 1 && body.error && typeof body.error.message === 'string' && typeof body.error.type === 'string' &&
       'param' in body.error && 'code' in body.error;
     const anthropic = body && body.type === 'error' && body.error && typeof body.error.type === 'string' && typeof body.error.message === 'string';
+    const gemini = body && typeof body === 'object' && Object.keys(body).length === 1 && body.error && typeof body.error.code === 'number' &&
+      typeof body.error.message === 'string' && typeof body.error.status === 'string';
+    if (shape === 'gemini' && !gemini) fail('not the Gemini error shape');
     if (shape === 'openai' && !openai) fail('not the OpenAI error shape');
     if (shape === 'anthropic' && !anthropic) fail('not the Anthropic error shape');
-    if (shape === 'either' && !openai && !anthropic) fail('no known error shape');
+    if (shape === 'either' && !openai && !anthropic && !gemini) fail('no known error shape');
   }
 }
 
@@ -407,7 +414,7 @@ describe('fuzz: every route survives malformed input', () => {
       }
       for (const p of garbageParamPaths(r)) {
         const res = await send(r.method, p, { ...creds, ...(withBody ? { 'content-type': 'application/json' } : {}) }, withBody ? '{}' : undefined);
-        check('garbage path parameter', r.method, p, res, '4xx', isMessagesRoute(p) ? 'anthropic' : 'either');
+        check('garbage path parameter', r.method, p, res, '4xx', shapeOf(p) === 'openai' ? 'either' : shapeOf(p));
       }
     }
     expectNoFailures();
@@ -426,7 +433,9 @@ describe('fuzz: every route survives malformed input', () => {
       const taken = new Set(routes.filter((x) => x.sample === r.sample).map((x) => x.method));
       for (const method of ['PUT', 'PATCH'].filter((m) => !taken.has(m))) {
         const res = await send(method, r.sample, { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' }, '{}');
-        check('wrong method', method, r.sample, res, [404, 405]);
+        // /v1/models/{id} is shared: GET is OpenAI's model lookup, POST {model}:{method} the Gemini SDK's call.
+        const shared = /^\/v1\/models\//.test(r.sample);
+        check('wrong method', method, r.sample, res, [404, 405], shared ? 'either' : shapeOf(r.sample));
       }
     }
     expectNoFailures();
@@ -468,6 +477,8 @@ describe('fuzz: every route survives malformed input', () => {
 const CONSOLE_TOPUP_KEY = 'fuzz-topup-0001';
 function validBodies(accountId: string): Record<string, Record<string, unknown>> {
   const chat = { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }], max_tokens: 16 };
+  const gemini = { contents: [{ role: 'user', parts: [{ text: 'hi' }] }], generationConfig: { maxOutputTokens: 16 } };
+  const webhook = { url: 'https://93.184.216.34/hook', events: ['video.completed'], description: 'fuzz' };
   return {
     'POST /v1/chat/completions': chat,
     'POST /v1/completions': { model: 'gpt-3.5-turbo-instruct', prompt: 'hi', max_tokens: 16 },
@@ -478,6 +489,15 @@ function validBodies(accountId: string): Record<string, Record<string, unknown>>
     'POST /v1/messages/count_tokens': { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }], system: 'be brief' },
     'POST /v1/responses': { model: 'gpt-4o-mini', input: [{ role: 'user', content: [{ type: 'input_text', text: 'hi' }] }], max_output_tokens: 16, store: true, metadata: { a: 'b' } },
     'POST /v1/videos': { model: 'seedance-2-0', prompt: 'a calm lake', seconds: 4, size: '16:9', parameters: { camera_fixed: true } },
+    'POST /v1beta/models/:spec': gemini,
+    'POST /v1/models/:spec': gemini,
+    // An IP literal: the endpoint's host is vetted without a DNS lookup.
+    'POST /v1/webhooks': webhook,
+    'POST /v1/webhooks/:id/rotate_secret': {},
+    'POST /v1/webhooks/:id/deliveries/:did/resend': {},
+    'POST /console/api/webhooks': webhook,
+    'POST /console/api/webhooks/:id/rotate': {},
+    'POST /console/api/webhooks/:id/deliveries/:did/resend': {},
     'POST /console/api/keys': { name: 'fuzz key' },
     'POST /console/api/session': { email: 'nobody@example.com', password: 'not-a-password-1' },
     'POST /console/api/admin/accounts': { name: 'fuzz account' },
