@@ -5,6 +5,8 @@ import { BudgetExceeded, budgetPeriodsAt, DEFAULT_BUDGET_TIME_ZONE, keyBudgetRoo
 import { createApiKey } from '../../src/auth/apiKeys';
 import { BUDGET_FENCE_MARGIN_MS, setAccountLimits, setKeyLimits } from '../../src/limits/keyLimits';
 import { tx } from '../../src/db/pool';
+import pg from 'pg';
+import { migrate } from '../../src/db/migrate';
 
 /** Key budgets in the ledger: holds through a key (video jobs, budgeted keys' credit leases) against its budget. */
 
@@ -14,10 +16,35 @@ beforeAll(() => {
 });
 afterAll(() => db.end());
 
-async function keyOf(balance: number): Promise<{ accountId: string; keyId: string }> {
-  const accountId = await createAccount(db, 'budget-test');
-  await topUp(db, { accountId, amount: balance, idempotencyKey: `t:${randomUUID()}` });
-  return { accountId, keyId: (await createApiKey(db, accountId, 'k')).id };
+async function keyOf(balance: number, on: Db = db): Promise<{ accountId: string; keyId: string }> {
+  const accountId = await createAccount(on, 'budget-test');
+  await topUp(on, { accountId, amount: balance, idempotencyKey: `t:${randomUUID()}` });
+  return { accountId, keyId: (await createApiKey(on, accountId, 'k')).id };
+}
+
+/**
+ * A database of its own for a test that charges under other budget zones: the run's shared database is checked
+ * by verifyProjections in the configured zone, where those periods would read as mismatches.
+ */
+async function withScratchDatabase(run: (scratch: Db) => Promise<void>): Promise<void> {
+  const url = new URL(process.env.DATABASE_URL!);
+  const name = `${url.pathname.slice(1)}_zones`;
+  const adminUrl = new URL(url);
+  adminUrl.pathname = '/postgres';
+  const admin = new pg.Client({ connectionString: adminUrl.toString() });
+  await admin.connect();
+  await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+  await admin.query(`CREATE DATABASE ${name}`);
+  url.pathname = '/' + name;
+  const scratch = createPool(url.toString(), 4);
+  try {
+    await migrate(url.toString());
+    await run(scratch);
+  } finally {
+    await scratch.end();
+    await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+    await admin.end();
+  }
 }
 const hold = (accountId: string, keyId: string, amount: number) =>
   placeHold(db, { accountId, apiKeyId: keyId, holdId: randomUUID(), amount, idempotencyKey: `h:${randomUUID()}`, refType: 'video_job' });
@@ -129,19 +156,21 @@ describe('BUDGET_TIME_ZONE moves the period boundaries', () => {
   });
 
   test('the ledger writes a charge into the period of the configured zone', async () => {
-    for (const zone of ['UTC', 'Asia/Ho_Chi_Minh', 'Pacific/Kiritimati']) {
-      setBudgetTimeZone(zone);
-      const { accountId, keyId } = await keyOf(10_000);
-      const before = (await db.query('SELECT now() AS t')).rows[0].t as Date;
-      const h = randomUUID();
-      await placeHold(db, { accountId, apiKeyId: keyId, holdId: h, amount: 100, idempotencyKey: `h:${h}`, refType: 'video_job' });
-      await settleHold(db, { holdId: h, charge: 60, idempotencyKey: `s:${h}` });
-      const after = (await db.query('SELECT now() AS t')).rows[0].t as Date;
-      const rows = (await db.query('SELECT period FROM api_key_spend WHERE api_key_id = $1 ORDER BY period', [keyId])).rows.map((r) => r.period);
-      const expected = [await budgetPeriodsAt(db, before), await budgetPeriodsAt(db, after)].map((p) => [p.day, p.month]);
-      expect(expected).toContainEqual(rows);
-      expect((await keySpend(db, [keyId])).get(keyId)).toEqual({ day: 60, month: 60 });
-    }
+    await withScratchDatabase(async (zdb) => {
+      for (const zone of ['UTC', 'Asia/Ho_Chi_Minh', 'Pacific/Kiritimati']) {
+        setBudgetTimeZone(zone);
+        const { accountId, keyId } = await keyOf(10_000, zdb);
+        const before = (await zdb.query('SELECT now() AS t')).rows[0].t as Date;
+        const h = randomUUID();
+        await placeHold(zdb, { accountId, apiKeyId: keyId, holdId: h, amount: 100, idempotencyKey: `h:${h}`, refType: 'video_job' });
+        await settleHold(zdb, { holdId: h, charge: 60, idempotencyKey: `s:${h}` });
+        const after = (await zdb.query('SELECT now() AS t')).rows[0].t as Date;
+        const rows = (await zdb.query('SELECT period FROM api_key_spend WHERE api_key_id = $1 ORDER BY period', [keyId])).rows.map((r) => r.period);
+        const expected = [await budgetPeriodsAt(zdb, before), await budgetPeriodsAt(zdb, after)].map((p) => [p.day, p.month]);
+        expect(expected).toContainEqual(rows);
+        expect((await keySpend(zdb, [keyId])).get(keyId)).toEqual({ day: 60, month: 60 });
+      }
+    });
   });
 });
 
