@@ -66,7 +66,8 @@ const MAX_IMAGE_BYTES = 10 * 1024 * 1024;
 
 function toFailure(e: unknown, what: string): Error {
   if (e instanceof VideoProviderError) {
-    if (!e.retryable) return ApplicationFailure.nonRetryable(e.message, 'ProviderRejected', { status: e.status, code: e.code });
+    if (!e.retryable)
+      return ApplicationFailure.nonRetryable(e.message, 'ProviderRejected', { status: e.status, code: e.code });
     return ApplicationFailure.retryable(e.message, 'ProviderUnavailable', { status: e.status, code: e.code });
   }
   if (e instanceof ApplicationFailure) return e;
@@ -94,9 +95,14 @@ class CopyMeter extends Transform {
   private lastBeat = 0;
   private head = Buffer.alloc(0);
   private settle!: { resolve: (type: string) => void; reject: (e: Error) => void };
-  readonly contentType = new Promise<string>((resolve, reject) => { this.settle = { resolve, reject }; });
+  readonly contentType = new Promise<string>((resolve, reject) => {
+    this.settle = { resolve, reject };
+  });
   // The activity context is captured up front: stream callbacks may run outside its async context.
-  constructor(private readonly kind: 'video' | 'last_frame', private readonly ctx: Context) {
+  constructor(
+    private readonly kind: 'video' | 'last_frame',
+    private readonly ctx: Context,
+  ) {
     super();
     this.contentType.catch(() => undefined); // also reported through the stream's own error
     this.once('error', (e) => this.settle.reject(e));
@@ -166,7 +172,8 @@ export function createVideoActivities(deps: VideoActivityDeps) {
       try {
         if (stored.inputReference) images.inputReference = await readImage(storage, stored.inputReference);
         if (stored.lastFrame) images.lastFrame = await readImage(storage, stored.lastFrame);
-        if (stored.referenceImages?.length) images.referenceImages = await Promise.all(stored.referenceImages.map((x) => readImage(storage, x)));
+        if (stored.referenceImages?.length)
+          images.referenceImages = await Promise.all(stored.referenceImages.map((x) => readImage(storage, x)));
       } catch (e) {
         throw toFailure(e, 'reading input images');
       }
@@ -177,29 +184,53 @@ export function createVideoActivities(deps: VideoActivityDeps) {
         if (!model) {
           // A model no longer in the catalog: its recorded provider, as before deployments.
           const { adapter, upstreamModel } = adapterOf(job);
-          accepted = { ...(await adapter.submit({ ...params, upstreamModel, images }, { signal })), provider: adapter.id, deployment: null };
+          accepted = {
+            ...(await adapter.submit({ ...params, upstreamModel, images }, { signal })),
+            provider: adapter.id,
+            deployment: null,
+          };
         } else {
           // A transient failure moves on to another deployment of the same model (never another model); when none
           // is left the activity fails retryably and Temporal tries again later, as before.
-          accepted = await router.run(model, async (t) => {
-            const adapter = providers.forDeployment(t.deployment);
-            const r = await adapter.submit({ ...params, upstreamModel: t.deployment.upstreamModel, images }, { signal });
-            return { taskId: r.taskId, provider: adapter.id, deployment: t.deployment.id };
-          }, null, true);
+          accepted = await router.run(
+            model,
+            async (t) => {
+              const adapter = providers.forDeployment(t.deployment);
+              const r = await adapter.submit(
+                { ...params, upstreamModel: t.deployment.upstreamModel, images },
+                { signal },
+              );
+              return { taskId: r.taskId, provider: adapter.id, deployment: t.deployment.id };
+            },
+            null,
+            true,
+          );
         }
       } catch (e) {
         throw toFailure(e, 'submitting to the provider');
       }
       const { taskId } = accepted;
       // Recorded even if the job ended meanwhile (a cancel): the workflow then cancels or follows the task.
-      const rec = await jobs.recordProviderTask(db, a.jobId, taskId, accepted.deployment,
-        { provider: accepted.provider, deployment: accepted.deployment, taskId });
+      const rec = await jobs.recordProviderTask(db, a.jobId, taskId, accepted.deployment, {
+        provider: accepted.provider,
+        deployment: accepted.deployment,
+        taskId,
+      });
       if (rec.taskId !== taskId) {
         // A second attempt ran alongside the first (a timed-out attempt still running): one task is the job's.
-        deps.logger?.warn({ jobId: a.jobId, taskId, kept: rec.taskId }, 'a duplicate provider task was created; cancelling it');
-        await adapterOf(job).adapter.cancel(taskId).catch(() => false);
+        deps.logger?.warn(
+          { jobId: a.jobId, taskId, kept: rec.taskId },
+          'a duplicate provider task was created; cancelling it',
+        );
+        await adapterOf(job)
+          .adapter.cancel(taskId)
+          .catch(() => false);
       }
-      return { taskId: rec.taskId, alreadyFinal: jobs.isFinal(rec.status) || undefined, cancelRequested: rec.cancelRequested || undefined };
+      return {
+        taskId: rec.taskId,
+        alreadyFinal: jobs.isFinal(rec.status) || undefined,
+        cancelRequested: rec.cancelRequested || undefined,
+      };
     },
 
     async pollVideo(a: { jobId: string; taskId: string }): Promise<PollOutcome> {
@@ -212,14 +243,29 @@ export function createVideoActivities(deps: VideoActivityDeps) {
         throw toFailure(e, 'polling the provider');
       }
       const out: PollOutcome = {
-        state: s.state, videoUrl: s.videoUrl, lastFrameUrl: s.lastFrameUrl, durationSeconds: s.durationSeconds,
-        errorMessage: s.error?.message, errorCode: s.error?.code, contentFiltered: s.contentFiltered,
+        state: s.state,
+        videoUrl: s.videoUrl,
+        lastFrameUrl: s.lastFrameUrl,
+        durationSeconds: s.durationSeconds,
+        errorMessage: s.error?.message,
+        errorCode: s.error?.code,
+        contentFiltered: s.contentFiltered,
         cancelRequested: job.cancelRequestedAt !== null || undefined,
       };
       if (s.state === 'succeeded' && s.inlineVideo) {
         // The bytes came inline (already in memory): store them now rather than pass them through Temporal.
-        const stored = await storage.put(videoKeyOf(a.jobId), Readable.from([Buffer.from(s.inlineVideo.base64, 'base64')]), 'video/mp4');
-        await jobs.transition(db, a.jobId, null, { videoKey: videoKeyOf(a.jobId), videoSize: stored.size, videoEtag: stored.etag }, { kind: 'video_copied', data: { bytes: stored.size, inline: true } });
+        const stored = await storage.put(
+          videoKeyOf(a.jobId),
+          Readable.from([Buffer.from(s.inlineVideo.base64, 'base64')]),
+          'video/mp4',
+        );
+        await jobs.transition(
+          db,
+          a.jobId,
+          null,
+          { videoKey: videoKeyOf(a.jobId), videoSize: stored.size, videoEtag: stored.etag },
+          { kind: 'video_copied', data: { bytes: stored.size, inline: true } },
+        );
         out.videoStored = true;
       }
       return out;
@@ -233,9 +279,14 @@ export function createVideoActivities(deps: VideoActivityDeps) {
      * Streams a result from the provider into our storage (never buffered whole), heartbeating progress. The
      * stored object replaces any partial earlier attempt, so a retry simply starts over.
      */
-    async copyResult(a: { jobId: string; variant: 'video' | 'last_frame'; url: string }): Promise<{ key: string; size: number; etag: string }> {
+    async copyResult(a: {
+      jobId: string;
+      variant: 'video' | 'last_frame';
+      url: string;
+    }): Promise<{ key: string; size: number; etag: string }> {
       const job = await load(a.jobId);
-      if (jobs.isFinal(job.status)) throw ApplicationFailure.nonRetryable(`video job ${a.jobId} is already ${job.status}`, 'JobFinal');
+      if (jobs.isFinal(job.status))
+        throw ApplicationFailure.nonRetryable(`video job ${a.jobId} is already ${job.status}`, 'JobFinal');
       const { adapter } = adapterOf(job);
       const ctx = Context.current();
       const key = a.variant === 'video' ? videoKeyOf(a.jobId) : lastFrameKeyOf(a.jobId);
@@ -265,14 +316,26 @@ export function createVideoActivities(deps: VideoActivityDeps) {
         ctx.cancellationSignal.removeEventListener('abort', abort);
       }
       if (download.contentLength !== null && stored.size !== download.contentLength) {
-        throw ApplicationFailure.retryable(`copied ${stored.size} bytes of the ${a.variant} but the provider announced ${download.contentLength}`, 'IncompleteCopy');
+        throw ApplicationFailure.retryable(
+          `copied ${stored.size} bytes of the ${a.variant} but the provider announced ${download.contentLength}`,
+          'IncompleteCopy',
+        );
       }
-      if (stored.size === 0) throw ApplicationFailure.retryable(`the provider's ${a.variant} is empty`, 'IncompleteCopy');
-      const patch: jobs.JobPatch = a.variant === 'video'
-        ? { videoKey: key, videoSize: stored.size, videoEtag: stored.etag }
-        : { lastFrameKey: key, lastFrameSize: stored.size, lastFrameEtag: stored.etag,
-          lastFrameContentType: contentType };
-      await jobs.transition(db, a.jobId, null, patch, { kind: a.variant === 'video' ? 'video_copied' : 'last_frame_copied', data: { bytes: stored.size } });
+      if (stored.size === 0)
+        throw ApplicationFailure.retryable(`the provider's ${a.variant} is empty`, 'IncompleteCopy');
+      const patch: jobs.JobPatch =
+        a.variant === 'video'
+          ? { videoKey: key, videoSize: stored.size, videoEtag: stored.etag }
+          : {
+              lastFrameKey: key,
+              lastFrameSize: stored.size,
+              lastFrameEtag: stored.etag,
+              lastFrameContentType: contentType,
+            };
+      await jobs.transition(db, a.jobId, null, patch, {
+        kind: a.variant === 'video' ? 'video_copied' : 'last_frame_copied',
+        data: { bytes: stored.size },
+      });
       return { key, size: stored.size, etag: stored.etag };
     },
 
@@ -293,7 +356,11 @@ export function createVideoActivities(deps: VideoActivityDeps) {
      * One look at a task that outlived its job (the provider could not cancel it). When it has ended, or on the
      * `last` look, records how (`provider_task_ended`: state and duration), so what it cost us is known.
      */
-    async observeProviderTask(a: { jobId: string; taskId: string; last: boolean }): Promise<VideoTaskState | 'unknown'> {
+    async observeProviderTask(a: {
+      jobId: string;
+      taskId: string;
+      last: boolean;
+    }): Promise<VideoTaskState | 'unknown'> {
       const job = await load(a.jobId);
       let state: VideoTaskState | 'unknown';
       let durationSeconds: number | null = null;
@@ -315,10 +382,20 @@ export function createVideoActivities(deps: VideoActivityDeps) {
       await jobs.completeJob(db, a);
     },
 
-    async finishUnsuccessful(a: { jobId: string; holdId: string; status: 'failed' | 'expired'; message: string; code: string | null }): Promise<void> {
+    async finishUnsuccessful(a: {
+      jobId: string;
+      holdId: string;
+      status: 'failed' | 'expired';
+      message: string;
+      code: string | null;
+    }): Promise<void> {
       // The job's message is shown to the client: no provider ids or upstream names; the log keeps the original.
       const message = redactorFor(catalog)(a.message);
-      if (message !== a.message) deps.logger?.warn({ jobId: a.jobId, status: a.status, code: a.code, detail: a.message }, 'video job ended unsuccessfully');
+      if (message !== a.message)
+        deps.logger?.warn(
+          { jobId: a.jobId, status: a.status, code: a.code, detail: a.message },
+          'video job ended unsuccessfully',
+        );
       await jobs.finishUnsuccessful(db, { ...a, message });
       // The input images were kept for the provider; a job that ended unsuccessfully never sends them again.
       await deleteStoredImages(storage, (await load(a.jobId)).request.images);

@@ -3,7 +3,16 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { projectRoot } from '../src/projectRoot';
-import { apiNodeFlags, cpuMs, distDir, forkTarget, peakRssMb, postgresCpuMs, resetPeakRss, type Target } from './lib/proc';
+import {
+  apiNodeFlags,
+  cpuMs,
+  distDir,
+  forkTarget,
+  peakRssMb,
+  postgresCpuMs,
+  resetPeakRss,
+  type Target,
+} from './lib/proc';
 import { createBenchDb, type BenchDb } from './lib/db';
 import { load, type LoadResult } from './lib/load';
 import { createPool } from '../src/db/pool';
@@ -38,21 +47,37 @@ const env = process.env;
 const ROUNDS = Number(env.BENCH_AB_ROUNDS ?? 6);
 const SECONDS = Number(env.BENCH_SECONDS ?? 3);
 const WARMUP = Number(env.BENCH_WARMUP_SECONDS ?? 2);
-const messages = [{ role: 'system', content: 'You are a helpful assistant.' }, { role: 'user', content: 'Write one short sentence about the sea.' }];
+const messages = [
+  { role: 'system', content: 'You are a helpful assistant.' },
+  { role: 'user', content: 'Write one short sentence about the sea.' },
+];
 const WORKLOADS: Record<string, { path: string; body: object }> = {
   chat: { path: '/chat/completions', body: { model: 'gpt-4o-mini', max_tokens: 256, messages } },
   'chat-stream': { path: '/chat/completions', body: { model: 'gpt-4o-mini', max_tokens: 256, stream: true, messages } },
-  embeddings: { path: '/embeddings', body: { model: 'text-embedding-3-small', input: 'The quick brown fox jumps over the lazy dog.' } },
+  embeddings: {
+    path: '/embeddings',
+    body: { model: 'text-embedding-3-small', input: 'The quick brown fox jumps over the lazy dog.' },
+  },
 };
 
 interface Side {
-  name: string; flags: string[]; target: Target; bdb: BenchDb; key: string; cpu: number; db: number; ok: number; runs: LoadResult[]; single: LoadResult[];
+  name: string;
+  flags: string[];
+  target: Target;
+  bdb: BenchDb;
+  key: string;
+  cpu: number;
+  db: number;
+  ok: number;
+  runs: LoadResult[];
+  single: LoadResult[];
   /** CPU per request of each of its cells, µs. */
   cellCpu: number[];
 }
 
 /** A side's Node flags: given in the environment, else its checkout's `npm run api` flags. */
-const nodeFlags = (given: string | undefined, dist: string): string[] => (given !== undefined ? given.split(' ').filter(Boolean) : apiNodeFlags(path.resolve(dist, '..')));
+const nodeFlags = (given: string | undefined, dist: string): string[] =>
+  given !== undefined ? given.split(' ').filter(Boolean) : apiNodeFlags(path.resolve(dist, '..'));
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
@@ -60,32 +85,71 @@ async function main(): Promise<void> {
   const [baseline, workload = 'chat', conns = '50'] = process.argv.slice(2);
   const w = WORKLOADS[workload];
   if (!baseline || !w) {
-    console.error(`usage: node dist/bench/ab.js <baseline dist dir>|--limits [${Object.keys(WORKLOADS).join('|')}] [connections]`);
+    console.error(
+      `usage: node dist/bench/ab.js <baseline dist dir>|--limits [${Object.keys(WORKLOADS).join('|')}] [connections]`,
+    );
     process.exit(2);
   }
   const limits = baseline === '--limits';
   const thisBuild = path.resolve(distDir(), '..');
-  const builds: [string, string][] = limits ? [['no limits', thisBuild], ['limits', thisBuild]] : [['baseline', path.resolve(baseline)], ['this build', thisBuild]];
+  const builds: [string, string][] = limits
+    ? [
+        ['no limits', thisBuild],
+        ['limits', thisBuild],
+      ]
+    : [
+        ['baseline', path.resolve(baseline)],
+        ['this build', thisBuild],
+      ];
   const connections = Number(conns);
   const logs = path.join(projectRoot(), 'bench', 'results', 'logs');
   fs.mkdirSync(logs, { recursive: true });
   const extra = await sideEnv(env.BENCH_AB_ENV ?? '');
-  const emulator = await forkTarget('emulator', path.join(distDir(), 'targets', 'emulator.js'), { logFile: path.join(logs, 'ab-emulator.log') });
+  const emulator = await forkTarget('emulator', path.join(distDir(), 'targets', 'emulator.js'), {
+    logFile: path.join(logs, 'ab-emulator.log'),
+  });
   const sides: Side[] = [];
   try {
     for (const [name, dist] of builds) {
       const db = await createBenchDb(1_000_000_000_000);
       const limited = limits && name === 'limits';
       if (limited) await setBenchLimits(db);
-      const redis = limited ? { REDIS_URL: env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379', REDIS_KEY_PREFIX: `gw-bench:${db.name}:` } : {};
+      const redis = limited
+        ? { REDIS_URL: env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379', REDIS_KEY_PREFIX: `gw-bench:${db.name}:` }
+        : {};
       const flags = nodeFlags(name === 'baseline' ? env.BENCH_AB_BASELINE_NODE_ARGS : env.BENCH_AB_NODE_ARGS, dist);
       const target = await forkTarget(name, path.join(dist, 'bench', 'targets', 'gateway.js'), {
-        env: { DATABASE_URL: db.url, EMULATOR_URL: emulator.url, LOG_LEVEL: 'info', NODE_ENV: 'production', TEMPORAL_ADDRESS: 'off', ...redis, ...(name === builds[1][0] ? extra.env : {}) },
-        execArgv: flags, logFile: path.join(logs, `ab-${name.replace(' ', '-')}.log`),
+        env: {
+          DATABASE_URL: db.url,
+          EMULATOR_URL: emulator.url,
+          LOG_LEVEL: 'info',
+          NODE_ENV: 'production',
+          TEMPORAL_ADDRESS: 'off',
+          ...redis,
+          ...(name === builds[1][0] ? extra.env : {}),
+        },
+        execArgv: flags,
+        logFile: path.join(logs, `ab-${name.replace(' ', '-')}.log`),
       });
-      sides.push({ name, flags, target, bdb: db, key: db.key, cpu: 0, db: 0, ok: 0, runs: [], single: [], cellCpu: [] });
+      sides.push({
+        name,
+        flags,
+        target,
+        bdb: db,
+        key: db.key,
+        cpu: 0,
+        db: 0,
+        ok: 0,
+        runs: [],
+        single: [],
+        cellCpu: [],
+      });
     }
-    const spec = (s: Side) => ({ url: `${s.target.url}/v1${w.path}`, headers: { 'content-type': 'application/json', authorization: `Bearer ${s.key}` }, body: JSON.stringify(w.body) });
+    const spec = (s: Side) => ({
+      url: `${s.target.url}/v1${w.path}`,
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${s.key}` },
+      body: JSON.stringify(w.body),
+    });
     for (const s of sides) await load(spec(s), connections, WARMUP);
     for (const s of sides) resetPeakRss(s.target.pid); // the peak under this load, not at start-up
     for (let round = 0; round < ROUNDS; round++) {
@@ -105,19 +169,35 @@ async function main(): Promise<void> {
       }
     }
     for (const s of sides) {
-      console.log(`${workload} c=${connections} ${s.name.padEnd(10)}: ${(1000 * s.cpu / s.ok).toFixed(0)} µs CPU/request, Postgres ${(1000 * s.db / s.ok).toFixed(0)} µs/request, median ${Math.round(median(s.runs.map((r) => r.rps)))} req/s, peak RSS ${peakRssMb(s.target.pid).toFixed(0)} MB (${s.flags.join(' ') || 'no flags'})${s.runs.some((r) => r.problems) ? ` (${s.runs.map((r) => r.problems).filter(Boolean).join(' ')})` : ''}`);
+      console.log(
+        `${workload} c=${connections} ${s.name.padEnd(10)}: ${((1000 * s.cpu) / s.ok).toFixed(0)} µs CPU/request, Postgres ${((1000 * s.db) / s.ok).toFixed(0)} µs/request, median ${Math.round(median(s.runs.map((r) => r.rps)))} req/s, peak RSS ${peakRssMb(s.target.pid).toFixed(0)} MB (${s.flags.join(' ') || 'no flags'})${
+          s.runs.some((r) => r.problems)
+            ? ` (${s.runs
+                .map((r) => r.problems)
+                .filter(Boolean)
+                .join(' ')})`
+            : ''
+        }`,
+      );
     }
     const [a, b] = sides;
     if (limits) {
       // At one connection the mean latency is 1 / throughput (autocannon's percentiles are whole milliseconds).
       const mean = (x: Side) => 1_000_000 / median(x.single.map((r) => r.rps));
-      console.log(`c=1 mean latency: ${a.name} ${mean(a).toFixed(0)} µs, ${b.name} ${mean(b).toFixed(0)} µs: +${(mean(b) - mean(a)).toFixed(0)} µs (${(mean(b) / mean(a)).toFixed(2)}x); p99 ${median(a.single.map((r) => r.p99Ms))} / ${median(b.single.map((r) => r.p99Ms))} ms`);
+      console.log(
+        `c=1 mean latency: ${a.name} ${mean(a).toFixed(0)} µs, ${b.name} ${mean(b).toFixed(0)} µs: +${(mean(b) - mean(a)).toFixed(0)} µs (${(mean(b) / mean(a)).toFixed(2)}x); p99 ${median(a.single.map((r) => r.p99Ms))} / ${median(b.single.map((r) => r.p99Ms))} ms`,
+      );
     }
     // Each round's two cells ran back to back: the median of their ratios is the figure least moved by the machine.
     const ratios = a.cellCpu.map((x, i) => b.cellCpu[i] / x);
-    console.log(`CPU per request by round, ${b.name} / ${a.name}: ${ratios.map((x) => x.toFixed(2)).join(' ')}; median ${median(ratios).toFixed(2)}`);
-    console.log(`${b.name} / ${a.name}: throughput ${(median(b.runs.map((r) => r.rps)) / median(a.runs.map((r) => r.rps))).toFixed(2)}, CPU per request ${((b.cpu / b.ok) / (a.cpu / a.ok)).toFixed(2)}, with Postgres ${(((b.cpu + b.db) / b.ok) / ((a.cpu + a.db) / a.ok)).toFixed(2)}`);
-    if (extra.sink) console.log(`OTLP exports received: ${extra.sink.requests} requests, ${(extra.sink.bytes / 1e6).toFixed(1)} MB`);
+    console.log(
+      `CPU per request by round, ${b.name} / ${a.name}: ${ratios.map((x) => x.toFixed(2)).join(' ')}; median ${median(ratios).toFixed(2)}`,
+    );
+    console.log(
+      `${b.name} / ${a.name}: throughput ${(median(b.runs.map((r) => r.rps)) / median(a.runs.map((r) => r.rps))).toFixed(2)}, CPU per request ${(b.cpu / b.ok / (a.cpu / a.ok)).toFixed(2)}, with Postgres ${((b.cpu + b.db) / b.ok / ((a.cpu + a.db) / a.ok)).toFixed(2)}`,
+    );
+    if (extra.sink)
+      console.log(`OTLP exports received: ${extra.sink.requests} requests, ${(extra.sink.bytes / 1e6).toFixed(1)} MB`);
   } finally {
     extra.sink?.close();
     await Promise.all([...sides.map((s) => s.target.stop()), emulator.stop()]);
@@ -126,14 +206,25 @@ async function main(): Promise<void> {
 }
 
 /** BENCH_AB_ENV as variables, with `OTEL_EXPORTER_OTLP_ENDPOINT=sink` replaced by a draining receiver's URL. */
-async function sideEnv(spec: string): Promise<{ env: Record<string, string>; sink: { requests: number; bytes: number; close(): void } | null }> {
-  const vars = Object.fromEntries(spec.split(/\s+/).filter(Boolean).map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]));
+async function sideEnv(
+  spec: string,
+): Promise<{ env: Record<string, string>; sink: { requests: number; bytes: number; close(): void } | null }> {
+  const vars = Object.fromEntries(
+    spec
+      .split(/\s+/)
+      .filter(Boolean)
+      .map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]),
+  );
   if (vars.OTEL_EXPORTER_OTLP_ENDPOINT !== 'sink') return { env: vars, sink: null };
   const sink = { requests: 0, bytes: 0, close: () => server.close() };
   const server = http.createServer((req, res) => {
     sink.requests++;
-    req.on('data', (c: Buffer) => { sink.bytes += c.length; });
-    req.on('end', () => res.writeHead(200, { 'content-type': String(req.headers['content-type'] ?? 'application/json') }).end());
+    req.on('data', (c: Buffer) => {
+      sink.bytes += c.length;
+    });
+    req.on('end', () =>
+      res.writeHead(200, { 'content-type': String(req.headers['content-type'] ?? 'application/json') }).end(),
+    );
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   vars.OTEL_EXPORTER_OTLP_ENDPOINT = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
@@ -147,13 +238,21 @@ async function setBenchLimits(bdb: BenchDb): Promise<void> {
     const rate = { rpm: 1_000_000_000, tpm: 1_000_000_000_000 };
     const budget = { budgetDayVnd: 1_000_000_000_000 };
     const which = env.BENCH_LIMITS ?? 'all';
-    await setKeyLimits(db, bdb.accountId, bdb.keyId, which === 'rate' ? rate : which === 'budget' ? budget : { ...rate, ...budget });
+    await setKeyLimits(
+      db,
+      bdb.accountId,
+      bdb.keyId,
+      which === 'rate' ? rate : which === 'budget' ? budget : { ...rate, ...budget },
+    );
   } finally {
     await db.end();
   }
 }
 
-main().then(() => process.exit(0), (e) => {
-  console.error(e);
-  process.exit(1);
-});
+main().then(
+  () => process.exit(0),
+  (e) => {
+    console.error(e);
+    process.exit(1);
+  },
+);

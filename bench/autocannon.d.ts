@@ -11,7 +11,19 @@ declare module 'autocannon' {
     headers?: Record<string, string>;
     body?: string | Buffer;
   }
-  interface Histogram { average: number; mean: number; stddev: number; min: number; max: number; p50: number; p90: number; p99: number; p99_9: number; total: number; sent?: number }
+  interface Histogram {
+    average: number;
+    mean: number;
+    stddev: number;
+    min: number;
+    max: number;
+    p50: number;
+    p90: number;
+    p99: number;
+    p99_9: number;
+    total: number;
+    sent?: number;
+  }
   interface Result {
     duration: number;
     errors: number;

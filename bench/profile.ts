@@ -6,8 +6,18 @@ import path from 'node:path';
  * bench can name the gateway's hot spots. Standalone: `node dist/bench/profile.js <dir-or-file> [top]`.
  */
 
-interface ProfileNode { id: number; callFrame: { functionName: string; url: string; lineNumber: number }; children?: number[] }
-interface Profile { nodes: ProfileNode[]; samples: number[]; timeDeltas: number[]; startTime: number; endTime: number }
+interface ProfileNode {
+  id: number;
+  callFrame: { functionName: string; url: string; lineNumber: number };
+  children?: number[];
+}
+interface Profile {
+  nodes: ProfileNode[];
+  samples: number[];
+  timeDeltas: number[];
+  startTime: number;
+  endTime: number;
+}
 
 function shortUrl(url: string): string {
   const u = url.replace(/^file:\/\//, '');
@@ -27,9 +37,13 @@ function pkgOf(url: string): string {
 }
 
 export function summariseProfiles(dirOrFile: string, top = 30, requests = 0): string {
-  const files = fs.existsSync(dirOrFile) && fs.statSync(dirOrFile).isDirectory()
-    ? fs.readdirSync(dirOrFile).filter((f) => f.endsWith('.cpuprofile')).map((f) => path.join(dirOrFile, f))
-    : [dirOrFile];
+  const files =
+    fs.existsSync(dirOrFile) && fs.statSync(dirOrFile).isDirectory()
+      ? fs
+          .readdirSync(dirOrFile)
+          .filter((f) => f.endsWith('.cpuprofile'))
+          .map((f) => path.join(dirOrFile, f))
+      : [dirOrFile];
   const byFn = new Map<string, number>();
   const byPkg = new Map<string, number>();
   const inclusive = new Map<string, number>();
@@ -47,7 +61,8 @@ export function summariseProfiles(dirOrFile: string, top = 30, requests = 0): st
       // Idle time says nothing about the request path; shares are of the time the process was busy.
       if (cf.functionName === '(idle)') continue;
       total += dt;
-      const fn = `${cf.functionName || '(anonymous)'} ${cf.url ? `${shortUrl(cf.url)}:${cf.lineNumber + 1}` : ''}`.trim();
+      const fn =
+        `${cf.functionName || '(anonymous)'} ${cf.url ? `${shortUrl(cf.url)}:${cf.lineNumber + 1}` : ''}`.trim();
       byFn.set(fn, (byFn.get(fn) ?? 0) + dt);
       const pkg = cf.url ? pkgOf(cf.url) : cf.functionName.startsWith('(') ? cf.functionName : '(native)';
       byPkg.set(pkg, (byPkg.get(pkg) ?? 0) + dt);
@@ -65,8 +80,15 @@ export function summariseProfiles(dirOrFile: string, top = 30, requests = 0): st
   }
   if (!total) return `no samples in ${dirOrFile}`;
   // Shares of busy time, and (when the number of requests served in the window is known) µs of CPU per request.
-  const pct = (v: number) => `${((100 * v) / total).toFixed(1).padStart(5)}%` + (requests ? ` ${(v / requests).toFixed(1).padStart(6)} µs/req` : '');
-  const list = (m: Map<string, number>, n: number) => [...m.entries()].sort((a, b) => b[1] - a[1]).slice(0, n).map(([k, v]) => `${pct(v)}  ${k}`).join('\n');
+  const pct = (v: number) =>
+    `${((100 * v) / total).toFixed(1).padStart(5)}%` +
+    (requests ? ` ${(v / requests).toFixed(1).padStart(6)} µs/req` : '');
+  const list = (m: Map<string, number>, n: number) =>
+    [...m.entries()]
+      .sort((a, b) => b[1] - a[1])
+      .slice(0, n)
+      .map(([k, v]) => `${pct(v)}  ${k}`)
+      .join('\n');
   return `${files.length} profile(s), ${(total / 1e6).toFixed(1)} s busy${requests ? `, ${requests} requests: ${(total / requests).toFixed(1)} µs busy per request` : ''}\n\nby package / file (self time):\n${list(byPkg, 25)}\n\nby function (self time):\n${list(byFn, top)}\n\nour functions (inclusive time, with what they call):\n${list(inclusive, top)}`;
 }
 

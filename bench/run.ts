@@ -4,7 +4,20 @@ import path from 'node:path';
 import { execFileSync } from 'node:child_process';
 import { Client } from 'undici';
 import { projectRoot } from '../src/projectRoot';
-import { apiNodeFlags, distDir, postgresCpuMs, forkTarget, freePort, resetTreePeakRss, RssSampler, spawnTarget, treeCpuMs, treePeakRssMb, treeRssMb, type Target } from './lib/proc';
+import {
+  apiNodeFlags,
+  distDir,
+  postgresCpuMs,
+  forkTarget,
+  freePort,
+  resetTreePeakRss,
+  RssSampler,
+  spawnTarget,
+  treeCpuMs,
+  treePeakRssMb,
+  treeRssMb,
+  type Target,
+} from './lib/proc';
 import { ensureLitellm, litellmCommand, LITELLM_MASTER_KEY, writeLitellmConfig } from './lib/litellm';
 import { load, pairedSequential, sequential, type LoadResult, type RequestSpec } from './lib/load';
 import { billingCheck, createBenchDb, adminUrl, waitForUsage, type BenchDb, type BillingCheck } from './lib/db';
@@ -57,28 +70,69 @@ const log = (line: string) => process.stderr.write(`[bench ${new Date().toISOStr
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const gc = () => (globalThis as { gc?: () => void }).gc?.();
 
-interface Workload { name: string; path: string; body: string; stream: boolean }
+interface Workload {
+  name: string;
+  path: string;
+  body: string;
+  stream: boolean;
+}
 const WORKLOAD_DEFS: Record<string, Workload> = {
   chat: {
-    name: 'chat', path: '/chat/completions', stream: false,
-    body: JSON.stringify({ model: 'gpt-4o-mini', max_tokens: 256, messages: [{ role: 'system', content: 'You are a helpful assistant.' }, { role: 'user', content: 'Write one short sentence about the sea.' }] }),
+    name: 'chat',
+    path: '/chat/completions',
+    stream: false,
+    body: JSON.stringify({
+      model: 'gpt-4o-mini',
+      max_tokens: 256,
+      messages: [
+        { role: 'system', content: 'You are a helpful assistant.' },
+        { role: 'user', content: 'Write one short sentence about the sea.' },
+      ],
+    }),
   },
   'chat-stream': {
-    name: 'chat-stream', path: '/chat/completions', stream: true,
-    body: JSON.stringify({ model: 'gpt-4o-mini', max_tokens: 256, stream: true, messages: [{ role: 'system', content: 'You are a helpful assistant.' }, { role: 'user', content: 'Write one short sentence about the sea.' }] }),
+    name: 'chat-stream',
+    path: '/chat/completions',
+    stream: true,
+    body: JSON.stringify({
+      model: 'gpt-4o-mini',
+      max_tokens: 256,
+      stream: true,
+      messages: [
+        { role: 'system', content: 'You are a helpful assistant.' },
+        { role: 'user', content: 'Write one short sentence about the sea.' },
+      ],
+    }),
   },
   embeddings: {
-    name: 'embeddings', path: '/embeddings', stream: false,
+    name: 'embeddings',
+    path: '/embeddings',
+    stream: false,
     body: JSON.stringify({ model: 'text-embedding-3-small', input: 'The quick brown fox jumps over the lazy dog.' }),
   },
 };
 
-interface GatewayStats { served: Record<string, Record<string, number>>; maxBacklog: number; backlog: number; memoryAtPeak: NodeJS.MemoryUsage | null }
+interface GatewayStats {
+  served: Record<string, Record<string, number>>;
+  maxBacklog: number;
+  backlog: number;
+  memoryAtPeak: NodeJS.MemoryUsage | null;
+}
 /** How far billing writes fell behind the responses. */
-interface BillingLag { drainMs: number | null; countAtTimeout: number; stopMs: number; maxBacklog: number; backlogAtEnd: number }
+interface BillingLag {
+  drainMs: number | null;
+  countAtTimeout: number;
+  stopMs: number;
+  maxBacklog: number;
+  backlogAtEnd: number;
+}
 
 /** A target under test: its process (for CPU and RSS), and how to address a request to it. */
-interface BenchTarget { name: string; proc: Target; spec(w: Workload): RequestSpec }
+interface BenchTarget {
+  name: string;
+  proc: Target;
+  spec(w: Workload): RequestSpec;
+}
 
 const started: Target[] = [];
 /**
@@ -107,7 +161,10 @@ function sh(cmd: string, args: string[]): string {
  * what arrives, not just the status.
  */
 function streamText(body: string): { text: string } | { error: string } {
-  const events = body.split(/\r?\n/).filter((l) => l.startsWith('data:')).map((l) => l.slice(5).trim());
+  const events = body
+    .split(/\r?\n/)
+    .filter((l) => l.startsWith('data:'))
+    .map((l) => l.slice(5).trim());
   if (events.at(-1) !== '[DONE]') return { error: `stream not ended by [DONE]: ${body.slice(-160)}` };
   let text = '';
   for (const e of events.slice(0, -1)) {
@@ -141,18 +198,34 @@ async function probe(spec: RequestSpec, w: Workload): Promise<{ text: string } |
 }
 
 /** Requests to `<base><workload path>` with a JSON body and these headers. */
-const specAt = (base: string, headers: Record<string, string>) => (w: Workload): RequestSpec =>
-  ({ url: base + w.path, headers: { 'content-type': 'application/json', ...headers }, body: w.body });
+const specAt =
+  (base: string, headers: Record<string, string>) =>
+  (w: Workload): RequestSpec => ({
+    url: base + w.path,
+    headers: { 'content-type': 'application/json', ...headers },
+    body: w.body,
+  });
 
 /**
  * A peer gateway run as a command of its own (Portkey, LiteLLM) on a free loopback port, ready once `readyPath`
  * answers; requests go to its /v1 routes with `headers`.
  */
-async function startPeer(name: string, logFile: string, command: (port: number) => { cmd: string; args: string[]; env?: NodeJS.ProcessEnv }, opts: { readyPath: string; headers: Record<string, string>; readyTimeoutMs?: number }): Promise<BenchTarget> {
+async function startPeer(
+  name: string,
+  logFile: string,
+  command: (port: number) => { cmd: string; args: string[]; env?: NodeJS.ProcessEnv },
+  opts: { readyPath: string; headers: Record<string, string>; readyTimeoutMs?: number },
+): Promise<BenchTarget> {
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
   const { cmd, args, env: cmdEnv } = command(port);
-  const t = await spawnTarget(name, cmd, args, { url, readyUrl: url + opts.readyPath, logFile, env: cmdEnv, readyTimeoutMs: opts.readyTimeoutMs });
+  const t = await spawnTarget(name, cmd, args, {
+    url,
+    readyUrl: url + opts.readyPath,
+    logFile,
+    env: cmdEnv,
+    readyTimeoutMs: opts.readyTimeoutMs,
+  });
   started.push(t);
   return { name, proc: t, spec: specAt(`${url}/v1`, opts.headers) };
 }
@@ -171,22 +244,49 @@ async function startTargets(emulatorUrl: string, bdb: BenchDb | null, workloads:
       const emu = started.find((t) => t.name === 'emulator')!;
       out.push({ name, proc: emu, spec: specAt(upstream, { authorization: 'Bearer bench' }) });
     } else if (name === 'bare-proxy') {
-      const t = await forkTarget(name, path.join(distDir(), 'targets', 'bareProxy.js'), { env: { UPSTREAM_URL: upstream }, logFile });
+      const t = await forkTarget(name, path.join(distDir(), 'targets', 'bareProxy.js'), {
+        env: { UPSTREAM_URL: upstream },
+        logFile,
+      });
       started.push(t);
       out.push({ name, proc: t, spec: specAt(`${t.url}/v1`, { authorization: 'Bearer bench' }) });
     } else if (name === 'gateway') {
       if (!bdb) throw new Error('gateway target needs the bench database');
       const execArgv = gatewayFlags;
       const t = await forkTarget(name, path.join(distDir(), 'targets', 'gateway.js'), {
-        env: { DATABASE_URL: bdb.url, EMULATOR_URL: emulatorUrl, LOG_LEVEL: env.LOG_LEVEL ?? 'info', NODE_ENV: 'production', TEMPORAL_ADDRESS: 'off' }, execArgv, logFile,
+        env: {
+          DATABASE_URL: bdb.url,
+          EMULATOR_URL: emulatorUrl,
+          LOG_LEVEL: env.LOG_LEVEL ?? 'info',
+          NODE_ENV: 'production',
+          TEMPORAL_ADDRESS: 'off',
+        },
+        execArgv,
+        logFile,
       });
       started.push(t);
       out.push({ name, proc: t, spec: specAt(`${t.url}/v1`, { authorization: `Bearer ${bdb.key}` }) });
     } else if (name === 'portkey') {
       const script = path.join(projectRoot(), 'node_modules', '@portkey-ai', 'gateway', 'build', 'start-server.js');
-      out.push(await startPeer(name, logFile, (port) => ({ cmd: process.execPath, args: [script, '--headless', `--port=${port}`], env: { NODE_ENV: 'production' } }), {
-        readyPath: '/', headers: { authorization: 'Bearer bench', 'x-portkey-provider': 'openai', 'x-portkey-custom-host': upstream },
-      }));
+      out.push(
+        await startPeer(
+          name,
+          logFile,
+          (port) => ({
+            cmd: process.execPath,
+            args: [script, '--headless', `--port=${port}`],
+            env: { NODE_ENV: 'production' },
+          }),
+          {
+            readyPath: '/',
+            headers: {
+              authorization: 'Bearer bench',
+              'x-portkey-provider': 'openai',
+              'x-portkey-custom-host': upstream,
+            },
+          },
+        ),
+      );
     } else if (name === 'litellm') {
       // An optional peer: if it cannot be installed or started, one line says why and the rest of the bench runs.
       const install = await ensureLitellm(path.join(LOGS, 'litellm-install.log'), log);
@@ -196,19 +296,27 @@ async function startTargets(emulatorUrl: string, bdb: BenchDb | null, workloads:
         continue;
       }
       const config = path.join(RESULTS, 'litellm-config.yaml');
-      writeLitellmConfig(config, upstream, [...new Set(workloads.map((w) => (JSON.parse(w.body) as { model: string }).model))]);
+      writeLitellmConfig(config, upstream, [
+        ...new Set(workloads.map((w) => (JSON.parse(w.body) as { model: string }).model)),
+      ]);
       try {
         // Python start-up (imports, config) takes 10-30 s on this machine.
-        out.push(await startPeer(name, logFile, (port) => litellmCommand(install, config, port), {
-          readyPath: '/health/liveliness', headers: { authorization: `Bearer ${LITELLM_MASTER_KEY}` }, readyTimeoutMs: 180_000,
-        }));
+        out.push(
+          await startPeer(name, logFile, (port) => litellmCommand(install, config, port), {
+            readyPath: '/health/liveliness',
+            headers: { authorization: `Bearer ${LITELLM_MASTER_KEY}` },
+            readyTimeoutMs: 180_000,
+          }),
+        );
       } catch (e) {
         const why = e instanceof Error ? e.message : String(e);
         log(`litellm skipped: ${why}`);
         peerNotes.push(`LiteLLM: skipped, ${why}.`);
         continue;
       }
-      peerNotes.push(`LiteLLM: litellm ${install.version} (Python ${sh(path.join(path.dirname(install.bin), 'python'), ['-c', 'import platform; print(platform.python_version())'])}; litellm --config <models as openai/<model> at the emulator, master key> --num_workers 1, no database, LITELLM_LOCAL_MODEL_COST_MAP=True${install.installedNowS !== null ? `; installed into its venv in this run, ${install.installedNowS} s` : ''}).`);
+      peerNotes.push(
+        `LiteLLM: litellm ${install.version} (Python ${sh(path.join(path.dirname(install.bin), 'python'), ['-c', 'import platform; print(platform.python_version())'])}; litellm --config <models as openai/<model> at the emulator, master key> --num_workers 1, no database, LITELLM_LOCAL_MODEL_COST_MAP=True${install.installedNowS !== null ? `; installed into its venv in this run, ${install.installedNowS} s` : ''}).`,
+      );
     } else {
       throw new Error(`unknown target ${name}`);
     }
@@ -218,7 +326,13 @@ async function startTargets(emulatorUrl: string, bdb: BenchDb | null, workloads:
 }
 
 /** CPU (target and upstream) and results gathered over the rounds of one target under one workload. */
-interface Acc { runs: Map<number, LoadResult[]>; cpuMs: number; upstreamCpuMs: number; dbCpuMs: number; ok: number }
+interface Acc {
+  runs: Map<number, LoadResult[]>;
+  cpuMs: number;
+  upstreamCpuMs: number;
+  dbCpuMs: number;
+  ok: number;
+}
 
 /** One measured cell: autocannon at `n` connections, with the target's (and upstream's) CPU time over it. */
 async function measureCell(t: BenchTarget, emulatorPid: number, w: Workload, n: number, acc: Acc): Promise<void> {
@@ -238,7 +352,9 @@ async function measureCell(t: BenchTarget, emulatorPid: number, w: Workload, n: 
   const list = acc.runs.get(n) ?? [];
   list.push(r);
   acc.runs.set(n, list);
-  log(`${w.name} ${t.name} c=${n}: ${Math.round(r.rps)} req/s, p50 ${r.p50Ms} ms, p99 ${r.p99Ms} ms${r.problems ? `, ${r.problems}` : ''}`);
+  log(
+    `${w.name} ${t.name} c=${n}: ${Math.round(r.rps)} req/s, p50 ${r.p50Ms} ms, p99 ${r.p99Ms} ms${r.problems ? `, ${r.problems}` : ''}`,
+  );
 }
 
 const median = (xs: number[]) => {
@@ -257,11 +373,17 @@ function combine(runs: LoadResult[]): LoadResult {
     p99Ms: median(runs.map((r) => r.p99Ms)),
     ok: runs.reduce((s, r) => s + r.ok, 0),
     failed: runs.reduce((s, r) => s + r.failed, 0),
-    problems: runs.map((r) => r.problems).filter(Boolean).join(' '),
+    problems: runs
+      .map((r) => r.problems)
+      .filter(Boolean)
+      .join(' '),
   };
 }
 
-const gatewayFlags = env.BENCH_GATEWAY_NODE_ARGS !== undefined ? env.BENCH_GATEWAY_NODE_ARGS.split(' ').filter(Boolean) : apiNodeFlags(projectRoot());
+const gatewayFlags =
+  env.BENCH_GATEWAY_NODE_ARGS !== undefined
+    ? env.BENCH_GATEWAY_NODE_ARGS.split(' ').filter(Boolean)
+    : apiNodeFlags(projectRoot());
 
 /** The Node flags `npm run api` starts the API with (package.json), so the bench measures the process as deployed. */
 
@@ -279,7 +401,11 @@ async function runSection(ctx: BenchContext): Promise<BenchSection | null> {
   return typeof r === 'string' ? { title: 'Video jobs', text: r, markdown: r } : r;
 }
 
-function billingReport(b: BillingCheck, served: Record<string, Record<string, number>>, lag: BillingLag | null): { text: string; markdown: string; check: Check } {
+function billingReport(
+  b: BillingCheck,
+  served: Record<string, Record<string, number>>,
+  lag: BillingLag | null,
+): { text: string; markdown: string; check: Check } {
   let ok200 = 0;
   let other = 0;
   for (const byStatus of Object.values(served)) {
@@ -296,29 +422,55 @@ function billingReport(b: BillingCheck, served: Record<string, Record<string, nu
   // usage record with a cost names an existing charge, the VND agree, and verifyProjections matches each charge
   // to the sum of its usage records.
   const chargesOk = b.usageRecordsUncharged === 0 && b.chargedVnd === b.usageCostVnd;
-  const pass = ok200 === 0 ? null : recordsOk && chargesOk && b.projectionMismatches === 0 && b.usageRecordsCharged >= ok200;
+  const pass =
+    ok200 === 0 ? null : recordsOk && chargesOk && b.projectionMismatches === 0 && b.usageRecordsCharged >= ok200;
   const rows = [
     ['responses served with 200 (counted in the gateway process)', ok200.toLocaleString('en-US')],
     ['other responses', other.toLocaleString('en-US')],
-    ['usage_records', `${b.usageRecords.toLocaleString('en-US')} (may exceed the 200s by up to ${slack.toLocaleString('en-US')} requests abandoned in flight at cell ends)`],
+    [
+      'usage_records',
+      `${b.usageRecords.toLocaleString('en-US')} (may exceed the 200s by up to ${slack.toLocaleString('en-US')} requests abandoned in flight at cell ends)`,
+    ],
     ['usage_records with cost > 0', b.usageRecordsCharged.toLocaleString('en-US')],
     ['usage_records with cost > 0 naming no charged event', b.usageRecordsUncharged.toLocaleString('en-US')],
     ['charged ledger events (one per lease hold per flush)', b.chargedEvents.toLocaleString('en-US')],
-    ['VND charged (ledger) / in usage_records', `${b.chargedVnd.toLocaleString('en-US')} / ${b.usageCostVnd.toLocaleString('en-US')}`],
+    [
+      'VND charged (ledger) / in usage_records',
+      `${b.chargedVnd.toLocaleString('en-US')} / ${b.usageCostVnd.toLocaleString('en-US')}`,
+    ],
     ['projection and charge/usage mismatches (verifyProjections)', String(b.projectionMismatches)],
-    ...(lag ? [
-      ['peak billing backlog under load (usage rows not yet written)', lag.maxBacklog.toLocaleString('en-US')],
-      ['backlog when the load stopped', lag.backlogAtEnd.toLocaleString('en-US')],
-      ['time after the load until every 200 had its usage record', lag.drainMs === null ? `not within 120 s (${lag.countAtTimeout.toLocaleString('en-US')} written)` : `${(lag.drainMs / 1000).toFixed(1)} s`],
-      ['gateway shutdown (final flush) took', `${(lag.stopMs / 1000).toFixed(1)} s`],
-    ] : []),
-    ...b.byOperation.map((r) => [`usage ${r.operation} status ${r.status}`, `${r.n.toLocaleString('en-US')} requests, ${r.costVnd.toLocaleString('en-US')} VND`]),
-    ['result', pass === null ? 'n/a: the gateway served nothing' : pass ? 'PASS: every request served was billed once' : 'FAIL'],
+    ...(lag
+      ? [
+          ['peak billing backlog under load (usage rows not yet written)', lag.maxBacklog.toLocaleString('en-US')],
+          ['backlog when the load stopped', lag.backlogAtEnd.toLocaleString('en-US')],
+          [
+            'time after the load until every 200 had its usage record',
+            lag.drainMs === null
+              ? `not within 120 s (${lag.countAtTimeout.toLocaleString('en-US')} written)`
+              : `${(lag.drainMs / 1000).toFixed(1)} s`,
+          ],
+          ['gateway shutdown (final flush) took', `${(lag.stopMs / 1000).toFixed(1)} s`],
+        ]
+      : []),
+    ...b.byOperation.map((r) => [
+      `usage ${r.operation} status ${r.status}`,
+      `${r.n.toLocaleString('en-US')} requests, ${r.costVnd.toLocaleString('en-US')} VND`,
+    ]),
+    [
+      'result',
+      pass === null ? 'n/a: the gateway served nothing' : pass ? 'PASS: every request served was billed once' : 'FAIL',
+    ],
   ];
   return {
     text: '\n== billing on during the bench (ledger after flush) ==\n' + textTable(['item', 'value'], rows),
-    markdown: '\n### Billing check (ledger after the gateway flushed and stopped)\n\n' + markdownTable(['item', 'value'], rows),
-    check: { name: 'billing: every 200 has a usage record and is charged once', value: `${b.usageRecordsCharged}/${ok200}`, target: 'all', pass },
+    markdown:
+      '\n### Billing check (ledger after the gateway flushed and stopped)\n\n' + markdownTable(['item', 'value'], rows),
+    check: {
+      name: 'billing: every 200 has a usage record and is charged once',
+      value: `${b.usageRecordsCharged}/${ok200}`,
+      target: 'all',
+      pass,
+    },
   };
 }
 
@@ -331,10 +483,15 @@ async function main(): Promise<void> {
   const t0 = Date.now();
   const loadStart = os.loadavg()[0].toFixed(2);
   const machine = `${os.cpus().length} x ${os.cpus()[0]?.model ?? '?'}, ${Math.round(os.totalmem() / 2 ** 30)} GB, Linux ${os.release()}, Node ${process.version}`;
-  const portkeyVersion = sh(process.execPath, ['-p', `require(${JSON.stringify(path.join(projectRoot(), 'node_modules/@portkey-ai/gateway/package.json'))}).version`]);
+  const portkeyVersion = sh(process.execPath, [
+    '-p',
+    `require(${JSON.stringify(path.join(projectRoot(), 'node_modules/@portkey-ai/gateway/package.json'))}).version`,
+  ]);
   log(`machine: ${machine}; ${SECONDS} s per cell, ${WARMUP} s warm-up, ${SEQ_N} sequential requests at c=1`);
 
-  const emulator = await forkTarget('emulator', path.join(distDir(), 'targets', 'emulator.js'), { logFile: path.join(LOGS, 'emulator.log') });
+  const emulator = await forkTarget('emulator', path.join(distDir(), 'targets', 'emulator.js'), {
+    logFile: path.join(LOGS, 'emulator.log'),
+  });
   started.push(emulator);
   log(`emulator at ${emulator.url}`);
   const bdb = TARGET_NAMES.includes('gateway') ? await createBenchDb(1_000_000_000_000) : null;
@@ -367,7 +524,8 @@ async function main(): Promise<void> {
         let why: string | null = null;
         if ('error' in r) why = r.error;
         else if (w.stream && t === direct) upstreamText = r.text;
-        else if (w.stream && upstreamText !== null && r.text !== upstreamText) why = `streamed text differs from the upstream's: ${JSON.stringify(r.text.slice(0, 80))}`;
+        else if (w.stream && upstreamText !== null && r.text !== upstreamText)
+          why = `streamed text differs from the upstream's: ${JSON.stringify(r.text.slice(0, 80))}`;
         if (why) {
           unavailable.set(`${w.name}/${t.name}`, why);
           log(`${t.name} cannot serve ${w.name}: ${why}`);
@@ -386,7 +544,9 @@ async function main(): Promise<void> {
 
     for (const w of workloads) {
       const live = targets.filter((t) => !unavailable.has(`${w.name}/${t.name}`));
-      const accs = new Map<string, Acc>(live.map((t) => [t.name, { runs: new Map(), cpuMs: 0, upstreamCpuMs: 0, dbCpuMs: 0, ok: 0 }]));
+      const accs = new Map<string, Acc>(
+        live.map((t) => [t.name, { runs: new Map(), cpuMs: 0, upstreamCpuMs: 0, dbCpuMs: 0, ok: 0 }]),
+      );
       for (const t of live) {
         await load(t.spec(w), CONNECTIONS[0], WARMUP);
         if (t.name === 'gateway') gatewayCutBound += CONNECTIONS[0];
@@ -406,7 +566,8 @@ async function main(): Promise<void> {
           }
         }
       }
-      for (const t of profiled) await t.proc.ask('profile-stop', 60_000, { file: path.join(PROFILES, t.name, `${w.name}.cpuprofile`) });
+      for (const t of profiled)
+        await t.proc.ask('profile-stop', 60_000, { file: path.join(PROFILES, t.name, `${w.name}.cpuprofile`) });
       for (const t of targets) {
         const cell: Cell = { workload: w.name, target: t.name, load: [] };
         cells.push(cell);
@@ -435,7 +596,9 @@ async function main(): Promise<void> {
           cell.addedP50Us = p.addedP50Us;
           cell.addedP99Us = p.addedP99Us;
         }
-        log(`${w.name} ${t.name} c=1: p50 ${Math.round(cell.seq.p50Us)} µs, p99 ${Math.round(cell.seq.p99Us)} µs${cell.addedP50Us !== undefined ? `, added p50 ${Math.round(cell.addedP50Us)} µs, p99 ${Math.round(cell.addedP99Us!)} µs` : ''}`);
+        log(
+          `${w.name} ${t.name} c=1: p50 ${Math.round(cell.seq.p50Us)} µs, p99 ${Math.round(cell.seq.p99Us)} µs${cell.addedP50Us !== undefined ? `, added p50 ${Math.round(cell.addedP50Us)} µs, p99 ${Math.round(cell.addedP99Us!)} µs` : ''}`,
+        );
       }
     }
 
@@ -454,12 +617,20 @@ async function main(): Promise<void> {
       served = st.served;
       gwMemory = st.memoryAtPeak;
       const ok200 = Object.values(served).reduce((s, byStatus) => s + (byStatus['200'] ?? 0), 0);
-      log(`gateway served ${ok200} x 200; billing backlog now ${st.backlog}, peak ${st.maxBacklog} usage rows in memory; waiting for the ledger`);
+      log(
+        `gateway served ${ok200} x 200; billing backlog now ${st.backlog}, peak ${st.maxBacklog} usage rows in memory; waiting for the ledger`,
+      );
       const drain = await waitForUsage(bdb!, ok200, 120_000);
       // Stopping the gateway flushes whatever is left of its pending charges and usage records.
       const s0 = Date.now();
       await gw.proc.stop(180_000).catch((e) => log(`gateway: ${e instanceof Error ? e.message : String(e)}`));
-      lag = { drainMs: drain.ms, countAtTimeout: drain.count, stopMs: Date.now() - s0, maxBacklog: st.maxBacklog, backlogAtEnd: st.backlog };
+      lag = {
+        drainMs: drain.ms,
+        countAtTimeout: drain.count,
+        stopMs: Date.now() - s0,
+        maxBacklog: st.maxBacklog,
+        backlogAtEnd: st.backlog,
+      };
       billing = await billingCheck(bdb!);
     }
   } finally {
@@ -479,10 +650,19 @@ async function main(): Promise<void> {
     ...peerNotes,
   ];
   out.push(header.join('\n'), tables.text);
-  md.push(`## Benchmark (${new Date().toISOString().slice(0, 10)})\n`, header.map((h) => `- ${h}`).join('\n'), tables.markdown);
+  md.push(
+    `## Benchmark (${new Date().toISOString().slice(0, 10)})\n`,
+    header.map((h) => `- ${h}`).join('\n'),
+    tables.markdown,
+  );
   const mb = (n: number) => `${Math.round(n / 2 ** 20)} MB`;
-  const memLine = `RSS before the load (after start-up): ${Object.entries(idleRss).map(([k, v]) => `${k} ${Math.round(v)} MB`).join(', ')}.` +
-    (gwMemory ? ` Gateway at its RSS peak: rss ${mb(gwMemory.rss)}, V8 heap ${mb(gwMemory.heapUsed)} used of ${mb(gwMemory.heapTotal)}, external ${mb(gwMemory.external)} (array buffers ${mb(gwMemory.arrayBuffers)}).` : '');
+  const memLine =
+    `RSS before the load (after start-up): ${Object.entries(idleRss)
+      .map(([k, v]) => `${k} ${Math.round(v)} MB`)
+      .join(', ')}.` +
+    (gwMemory
+      ? ` Gateway at its RSS peak: rss ${mb(gwMemory.rss)}, V8 heap ${mb(gwMemory.heapUsed)} used of ${mb(gwMemory.heapTotal)}, external ${mb(gwMemory.external)} (array buffers ${mb(gwMemory.arrayBuffers)}).`
+      : '');
   out.push('\n' + memLine);
   md.push('\n' + memLine + '\n');
   if (billing) {
@@ -495,7 +675,8 @@ async function main(): Promise<void> {
     for (const w of WORKLOADS) {
       const file = path.join(PROFILES, name, `${w}.cpuprofile`);
       const served = cells.find((c) => c.workload === w && c.target === name)?.load.reduce((s, l) => s + l.ok, 0) ?? 0;
-      if (fs.existsSync(file)) out.push(`\n== ${name} CPU profile, ${w}, measured cells only ==\n` + summariseProfiles(file, 40, served));
+      if (fs.existsSync(file))
+        out.push(`\n== ${name} CPU profile, ${w}, measured cells only ==\n` + summariseProfiles(file, 40, served));
     }
   }
 
@@ -503,13 +684,19 @@ async function main(): Promise<void> {
     const ctx: BenchContext = { adminDatabaseUrl: adminUrl(), resultsDir: RESULTS, seconds: SECONDS, log };
     section = await runSection(ctx);
   } catch (e) {
-    const msg = e instanceof Error ? e.stack ?? e.message : String(e);
-    section = { title: 'Video jobs', text: `video section failed: ${msg}`, markdown: `Video section failed: ${msg.split('\n')[0]}`, pass: false };
+    const msg = e instanceof Error ? (e.stack ?? e.message) : String(e);
+    section = {
+      title: 'Video jobs',
+      text: `video section failed: ${msg}`,
+      markdown: `Video section failed: ${msg.split('\n')[0]}`,
+      pass: false,
+    };
   }
   if (section) {
     out.push(`\n== ${section.title} ==\n${section.text}`);
     md.push(`\n### ${section.title}\n\n${section.markdown}`);
-    if (section.pass !== undefined) checksAll.push({ name: `${section.title}: section targets`, value: '', target: '', pass: section.pass });
+    if (section.pass !== undefined)
+      checksAll.push({ name: `${section.title}: section targets`, value: '', target: '', pass: section.pass });
   }
 
   const failed = checksAll.filter((c) => c.pass === false);
@@ -521,13 +708,34 @@ async function main(): Promise<void> {
   process.stdout.write(text + '\n');
   const mdText = md.join('\n') + '\n';
   fs.writeFileSync(path.join(RESULTS, 'latest.md'), mdText);
-  fs.writeFileSync(path.join(RESULTS, 'latest.json'), JSON.stringify({ date: new Date().toISOString(), machine, seconds: SECONDS, connections: CONNECTIONS, cells, peakRss, billing, served, checks: checksAll, section: section ? { title: section.title, pass: section.pass } : null }, null, 2));
+  fs.writeFileSync(
+    path.join(RESULTS, 'latest.json'),
+    JSON.stringify(
+      {
+        date: new Date().toISOString(),
+        machine,
+        seconds: SECONDS,
+        connections: CONNECTIONS,
+        cells,
+        peakRss,
+        billing,
+        served,
+        checks: checksAll,
+        section: section ? { title: section.title, pass: section.pass } : null,
+      },
+      null,
+      2,
+    ),
+  );
   log(`markdown written to ${path.relative(projectRoot(), path.join(RESULTS, 'latest.md'))}`);
   if (bdb && env.BENCH_KEEP_DB !== '1') await bdb.drop().catch((e) => log(`could not drop ${bdb.name}: ${e}`));
 }
 
-main().then(() => process.exit(0), async (e) => {
-  console.error(e instanceof Error ? e.stack ?? e.message : String(e));
-  await stopAll();
-  process.exit(1);
-});
+main().then(
+  () => process.exit(0),
+  async (e) => {
+    console.error(e instanceof Error ? (e.stack ?? e.message) : String(e));
+    await stopAll();
+    process.exit(1);
+  },
+);

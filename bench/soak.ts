@@ -31,37 +31,128 @@ const MAX_GROWTH_MB = Number(env.SOAK_MAX_GROWTH_MB ?? 10);
 const BASELINE_AT = Number(env.SOAK_BASELINE_AT ?? 100_000);
 const SNAPSHOTS = env.SOAK_HEAP_SNAPSHOTS;
 
-interface Req { kind: string; method: 'GET' | 'POST'; path: string; headers: Record<string, string>; body?: string; expect: number }
+interface Req {
+  kind: string;
+  method: 'GET' | 'POST';
+  path: string;
+  headers: Record<string, string>;
+  body?: string;
+  expect: number;
+}
 
-const chatBody = (model: string, stream = false) => JSON.stringify({
-  model, max_tokens: 16, stream, messages: [{ role: 'user', content: 'Write one short sentence about the sea.' }],
-});
+const chatBody = (model: string, stream = false) =>
+  JSON.stringify({
+    model,
+    max_tokens: 16,
+    stream,
+    messages: [{ role: 'user', content: 'Write one short sentence about the sea.' }],
+  });
 
 /** The i-th request of the mix: every hostile value is new (a counter and random bytes), as a fuzzer's would be. */
 function request(i: number, key: string): Req {
   const auth = { authorization: `Bearer ${key}`, 'content-type': 'application/json' };
   const unique = `${i.toString(36)}-${randomBytes(6).toString('hex')}`;
   switch (i % 12) {
-    case 0: return { kind: 'unknown model (chat)', method: 'POST', path: '/v1/chat/completions', headers: auth, body: chatBody(`soak-model-${unique}`), expect: 404 };
-    case 1: return {
-      kind: 'unknown model (messages)', method: 'POST', path: '/v1/messages',
-      headers: { 'x-api-key': key, 'anthropic-version': '2023-06-01', 'content-type': 'application/json' },
-      body: JSON.stringify({ model: `soak-${unique}`, max_tokens: 8, messages: [{ role: 'user', content: 'hi' }] }), expect: 404,
-    };
-    case 2: return { kind: 'unknown path', method: 'GET', path: `/v1/soak-${unique}/x`, headers: auth, expect: 404 };
-    case 3: return { kind: 'unknown key', method: 'POST', path: '/v1/chat/completions', headers: { ...auth, authorization: `Bearer ${KEY_PREFIX}${randomBytes(24).toString('hex')}` }, body: chatBody('gpt-4o-mini'), expect: 401 };
-    case 4: return { kind: 'unknown key (x-api-key)', method: 'GET', path: '/v1/models', headers: { 'x-api-key': `${KEY_PREFIX}${randomBytes(20).toString('hex')}` }, expect: 401 };
-    case 5: return { kind: 'unknown video id (uuid)', method: 'GET', path: `/v1/videos/${randomUUID()}`, headers: auth, expect: 404 };
-    case 6: return { kind: 'unknown video id (other)', method: 'GET', path: `/v1/videos/video_${unique}/content`, headers: auth, expect: 404 };
-    case 7: return { kind: 'unknown model (model page)', method: 'GET', path: `/v1/models/soak-${unique}`, headers: auth, expect: 404 };
-    case 8: return { kind: 'chat', method: 'POST', path: '/v1/chat/completions', headers: auth, body: chatBody('gpt-4o-mini'), expect: 200 };
-    case 9: return { kind: 'chat (stream)', method: 'POST', path: '/v1/chat/completions', headers: auth, body: chatBody('gpt-4o-mini', true), expect: 200 };
-    case 10: return { kind: 'models', method: 'GET', path: '/v1/models', headers: auth, expect: 200 };
-    default: return { kind: 'unknown method', method: 'POST', path: `/v1/models?soak=${unique}`, headers: auth, body: '{}', expect: 405 };
+    case 0:
+      return {
+        kind: 'unknown model (chat)',
+        method: 'POST',
+        path: '/v1/chat/completions',
+        headers: auth,
+        body: chatBody(`soak-model-${unique}`),
+        expect: 404,
+      };
+    case 1:
+      return {
+        kind: 'unknown model (messages)',
+        method: 'POST',
+        path: '/v1/messages',
+        headers: { 'x-api-key': key, 'anthropic-version': '2023-06-01', 'content-type': 'application/json' },
+        body: JSON.stringify({ model: `soak-${unique}`, max_tokens: 8, messages: [{ role: 'user', content: 'hi' }] }),
+        expect: 404,
+      };
+    case 2:
+      return { kind: 'unknown path', method: 'GET', path: `/v1/soak-${unique}/x`, headers: auth, expect: 404 };
+    case 3:
+      return {
+        kind: 'unknown key',
+        method: 'POST',
+        path: '/v1/chat/completions',
+        headers: { ...auth, authorization: `Bearer ${KEY_PREFIX}${randomBytes(24).toString('hex')}` },
+        body: chatBody('gpt-4o-mini'),
+        expect: 401,
+      };
+    case 4:
+      return {
+        kind: 'unknown key (x-api-key)',
+        method: 'GET',
+        path: '/v1/models',
+        headers: { 'x-api-key': `${KEY_PREFIX}${randomBytes(20).toString('hex')}` },
+        expect: 401,
+      };
+    case 5:
+      return {
+        kind: 'unknown video id (uuid)',
+        method: 'GET',
+        path: `/v1/videos/${randomUUID()}`,
+        headers: auth,
+        expect: 404,
+      };
+    case 6:
+      return {
+        kind: 'unknown video id (other)',
+        method: 'GET',
+        path: `/v1/videos/video_${unique}/content`,
+        headers: auth,
+        expect: 404,
+      };
+    case 7:
+      return {
+        kind: 'unknown model (model page)',
+        method: 'GET',
+        path: `/v1/models/soak-${unique}`,
+        headers: auth,
+        expect: 404,
+      };
+    case 8:
+      return {
+        kind: 'chat',
+        method: 'POST',
+        path: '/v1/chat/completions',
+        headers: auth,
+        body: chatBody('gpt-4o-mini'),
+        expect: 200,
+      };
+    case 9:
+      return {
+        kind: 'chat (stream)',
+        method: 'POST',
+        path: '/v1/chat/completions',
+        headers: auth,
+        body: chatBody('gpt-4o-mini', true),
+        expect: 200,
+      };
+    case 10:
+      return { kind: 'models', method: 'GET', path: '/v1/models', headers: auth, expect: 200 };
+    default:
+      return {
+        kind: 'unknown method',
+        method: 'POST',
+        path: `/v1/models?soak=${unique}`,
+        headers: auth,
+        body: '{}',
+        expect: 405,
+      };
   }
 }
 
-interface Reading { requests: number; rssMb: number; heapUsedMb: number; externalMb: number; seconds: number }
+interface Reading {
+  requests: number;
+  rssMb: number;
+  heapUsedMb: number;
+  externalMb: number;
+  seconds: number;
+}
 
 const mb = (bytes: number) => bytes / (1024 * 1024);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -69,14 +160,26 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 async function main(): Promise<void> {
   const logs = path.join(projectRoot(), 'bench', 'results', 'logs');
   fs.mkdirSync(logs, { recursive: true });
-  const emulator = await forkTarget('emulator', path.join(distDir(), 'targets', 'emulator.js'), { logFile: path.join(logs, 'soak-emulator.log') });
+  const emulator = await forkTarget('emulator', path.join(distDir(), 'targets', 'emulator.js'), {
+    logFile: path.join(logs, 'soak-emulator.log'),
+  });
   const db = await createBenchDb(1_000_000_000_000);
   const port = await freePort();
   const flags = [...apiNodeFlags(projectRoot()), '--expose-gc', '--require', path.join(distDir(), 'lib', 'gcHook.js')];
   const logFd = fs.openSync(path.join(logs, 'soak-api.log'), 'w');
   const api = fork(path.join(distDir(), '..', 'src', 'server.js'), [], {
-    execArgv: flags, stdio: ['ignore', logFd, logFd, 'ipc'],
-    env: { ...env, DATABASE_URL: db.url, EMULATOR_URL: emulator.url, HOST: '127.0.0.1', PORT: String(port), TEMPORAL_ADDRESS: 'off', NODE_ENV: 'production', LOG_LEVEL: env.LOG_LEVEL ?? 'warn' },
+    execArgv: flags,
+    stdio: ['ignore', logFd, logFd, 'ipc'],
+    env: {
+      ...env,
+      DATABASE_URL: db.url,
+      EMULATOR_URL: emulator.url,
+      HOST: '127.0.0.1',
+      PORT: String(port),
+      TEMPORAL_ADDRESS: 'off',
+      NODE_ENV: 'production',
+      LOG_LEVEL: env.LOG_LEVEL ?? 'warn',
+    },
   });
   const url = `http://127.0.0.1:${port}`;
   const pool = new Pool(url, { connections: CONNECTIONS, pipelining: 1 });
@@ -91,7 +194,9 @@ async function main(): Promise<void> {
       if (t > 300) throw new Error('the API process did not start (bench/results/logs/soak-api.log)');
       await sleep(100);
     }
-    console.log(`soak: ${TOTAL} requests, ${CONNECTIONS} connections, node ${flags.join(' ')} dist/src/server.js (pid ${api.pid})`);
+    console.log(
+      `soak: ${TOTAL} requests, ${CONNECTIONS} connections, node ${flags.join(' ')} dist/src/server.js (pid ${api.pid})`,
+    );
     let next = 0;
     const one = async (i: number) => {
       const r = request(i, db.key);
@@ -111,18 +216,30 @@ async function main(): Promise<void> {
     };
     while (next < TOTAL) {
       const end = Math.min(TOTAL, next + EVERY);
-      await Promise.all(Array.from({ length: CONNECTIONS }, async () => {
-        while (next < end) await one(next++);
-      }));
+      await Promise.all(
+        Array.from({ length: CONNECTIONS }, async () => {
+          while (next < end) await one(next++);
+        }),
+      );
       await sleep(500); // let the credit batch of the last requests flush
       const m = await askChild<NodeJS.MemoryUsage & { forced: boolean }>(api, 'API process', 'gc', 60_000);
       if (!m.forced) throw new Error('the API process has no gc() (--expose-gc)');
-      const reading = { requests: next, rssMb: rssMb(api.pid!), heapUsedMb: mb(m.heapUsed), externalMb: mb(m.external), seconds: (Date.now() - started) / 1000 };
+      const reading = {
+        requests: next,
+        rssMb: rssMb(api.pid!),
+        heapUsedMb: mb(m.heapUsed),
+        externalMb: mb(m.external),
+        seconds: (Date.now() - started) / 1000,
+      };
       readings.push(reading);
-      console.log(`${String(next).padStart(8)} requests  ${reading.seconds.toFixed(0).padStart(5)} s  RSS ${reading.rssMb.toFixed(1)} MB  heap used ${reading.heapUsedMb.toFixed(1)} MB  external ${reading.externalMb.toFixed(1)} MB`);
+      console.log(
+        `${String(next).padStart(8)} requests  ${reading.seconds.toFixed(0).padStart(5)} s  RSS ${reading.rssMb.toFixed(1)} MB  heap used ${reading.heapUsedMb.toFixed(1)} MB  external ${reading.externalMb.toFixed(1)} MB`,
+      );
       if (SNAPSHOTS && (readings.length === 1 || next >= TOTAL)) {
         fs.mkdirSync(SNAPSHOTS, { recursive: true });
-        await askChild(api, 'API process', 'heap', 300_000, { file: path.join(SNAPSHOTS, `soak-${next}.heapsnapshot`) });
+        await askChild(api, 'API process', 'heap', 300_000, {
+          file: path.join(SNAPSHOTS, `soak-${next}.heapsnapshot`),
+        });
       }
     }
   } finally {
@@ -133,14 +250,23 @@ async function main(): Promise<void> {
     await db.drop();
   }
   console.log('\nby kind: requests, statuses (unexpected)');
-  for (const [kind, k] of byKind) console.log(`  ${kind.padEnd(28)} ${String(k.n).padStart(8)}  ${[...k.statuses].map(([s, n]) => `${s}:${n}`).join(' ')}${k.unexpected ? `  (${k.unexpected} unexpected)` : ''}`);
+  for (const [kind, k] of byKind)
+    console.log(
+      `  ${kind.padEnd(28)} ${String(k.n).padStart(8)}  ${[...k.statuses].map(([s, n]) => `${s}:${n}`).join(' ')}${k.unexpected ? `  (${k.unexpected} unexpected)` : ''}`,
+    );
   const first = readings.find((r) => r.requests >= BASELINE_AT) ?? readings[0];
   const last = readings.at(-1)!;
   const growth = last.rssMb - first.rssMb;
   const unexpected = [...byKind.values()].reduce((a, k) => a + k.unexpected, 0);
-  console.log(`\nRSS after GC: ${first.rssMb.toFixed(1)} MB after ${first.requests}, ${last.rssMb.toFixed(1)} MB after ${last.requests} (${growth >= 0 ? '+' : ''}${growth.toFixed(1)} MB; limit +${MAX_GROWTH_MB} MB); heap used ${first.heapUsedMb.toFixed(1)} -> ${last.heapUsedMb.toFixed(1)} MB; ${((last.requests / last.seconds) || 0).toFixed(0)} requests/s`);
+  console.log(
+    `\nRSS after GC: ${first.rssMb.toFixed(1)} MB after ${first.requests}, ${last.rssMb.toFixed(1)} MB after ${last.requests} (${growth >= 0 ? '+' : ''}${growth.toFixed(1)} MB; limit +${MAX_GROWTH_MB} MB); heap used ${first.heapUsedMb.toFixed(1)} -> ${last.heapUsedMb.toFixed(1)} MB; ${(last.requests / last.seconds || 0).toFixed(0)} requests/s`,
+  );
   const ok = growth <= MAX_GROWTH_MB && unexpected === 0;
-  console.log(ok ? 'soak: OK' : `soak: FAILED${unexpected ? ` (${unexpected} unexpected statuses)` : ''}${growth > MAX_GROWTH_MB ? ' (RSS grew too much)' : ''}`);
+  console.log(
+    ok
+      ? 'soak: OK'
+      : `soak: FAILED${unexpected ? ` (${unexpected} unexpected statuses)` : ''}${growth > MAX_GROWTH_MB ? ' (RSS grew too much)' : ''}`,
+  );
   process.exitCode = ok ? 0 : 1;
 }
 

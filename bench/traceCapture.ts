@@ -21,7 +21,10 @@ const dist = path.join(__dirname, '..');
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 function start(script: string, extra: Record<string, string>): ChildProcess {
-  const c = spawn(process.execPath, [path.join(dist, 'src', script)], { env: { ...env, ...extra }, stdio: ['ignore', env.CAPTURE_LOGS ? 'inherit' : 'ignore', 'inherit'] });
+  const c = spawn(process.execPath, [path.join(dist, 'src', script)], {
+    env: { ...env, ...extra },
+    stdio: ['ignore', env.CAPTURE_LOGS ? 'inherit' : 'ignore', 'inherit'],
+  });
   return c;
 }
 
@@ -41,15 +44,30 @@ export function renderTree(spans: ReceivedSpan[]): string {
     const p = ids.has(s.parentSpanId) ? s.parentSpanId : '';
     children.set(p, [...(children.get(p) ?? []), s]);
   }
-  const keys = ['http.route', 'http.response.status_code', 'gen_ai.operation.name', 'gen_ai.provider.name', 'gen_ai.request.model', 'gateway.deployment', 'gateway.try', 'gateway.cost_vnd', 'error.type'];
+  const keys = [
+    'http.route',
+    'http.response.status_code',
+    'gen_ai.operation.name',
+    'gen_ai.provider.name',
+    'gen_ai.request.model',
+    'gateway.deployment',
+    'gateway.try',
+    'gateway.cost_vnd',
+    'error.type',
+  ];
   const lines: string[] = [];
   const walk = (parent: string, depth: number) => {
     for (const s of (children.get(parent) ?? []).sort((a, b) => (a.startNs < b.startNs ? -1 : 1))) {
       const at = Number(s.startNs - t0) / 1e6;
       const ms = Number(s.endNs - s.startNs) / 1e6;
-      const attrs = keys.filter((k) => s.attributes[k] !== undefined).map((k) => `${k}=${s.attributes[k]}`).join(' ');
+      const attrs = keys
+        .filter((k) => s.attributes[k] !== undefined)
+        .map((k) => `${k}=${s.attributes[k]}`)
+        .join(' ');
       const who = String(s.resource['service.name']);
-      lines.push(`${`+${at.toFixed(0)} ms`.padStart(10)} ${`${ms.toFixed(1)} ms`.padStart(10)}  ${'  '.repeat(depth)}${s.name}  [${who}]${attrs ? `  ${attrs}` : ''}`);
+      lines.push(
+        `${`+${at.toFixed(0)} ms`.padStart(10)} ${`${ms.toFixed(1)} ms`.padStart(10)}  ${'  '.repeat(depth)}${s.name}  [${who}]${attrs ? `  ${attrs}` : ''}`,
+      );
       walk(s.spanId, depth + 1);
     }
   };
@@ -66,9 +84,18 @@ async function main(): Promise<void> {
   const db = createPool(databaseUrl, 2);
   const port = 18000 + Math.floor(Math.random() * 1000);
   const common = {
-    DATABASE_URL: databaseUrl, EMULATOR_URL: emulator.url, TEMPORAL_TASK_QUEUE: `trace-capture-${randomUUID()}`, LOG_LEVEL: 'warn',
-    OTEL_EXPORTER_OTLP_ENDPOINT: rx.url, OTEL_EXPORTER_OTLP_PROTOCOL: 'http/protobuf', OTEL_BSP_SCHEDULE_DELAY: '200',
-    VIDEO_POLL_INITIAL_MS: '1000', VIDEO_POLL_MAX_MS: '2000', WORKER_METRICS_PORT: '0', PORT: String(port), HOST: '127.0.0.1',
+    DATABASE_URL: databaseUrl,
+    EMULATOR_URL: emulator.url,
+    TEMPORAL_TASK_QUEUE: `trace-capture-${randomUUID()}`,
+    LOG_LEVEL: 'warn',
+    OTEL_EXPORTER_OTLP_ENDPOINT: rx.url,
+    OTEL_EXPORTER_OTLP_PROTOCOL: 'http/protobuf',
+    OTEL_BSP_SCHEDULE_DELAY: '200',
+    VIDEO_POLL_INITIAL_MS: '1000',
+    VIDEO_POLL_MAX_MS: '2000',
+    WORKER_METRICS_PORT: '0',
+    PORT: String(port),
+    HOST: '127.0.0.1',
   };
   emulator.control.settings.videoPollsToComplete = 4;
   const api = start('server.js', { ...common, OTEL_SERVICE_NAME: 'model-gateway-api' });
@@ -79,16 +106,30 @@ async function main(): Promise<void> {
     const key = (await createApiKey(db, accountId, 'capture')).key;
     const base = `http://127.0.0.1:${port}`;
     for (let i = 0; ; i++) {
-      if (await fetch(`${base}/healthz`).then((r) => r.ok, () => false)) break;
+      if (
+        await fetch(`${base}/healthz`).then(
+          (r) => r.ok,
+          () => false,
+        )
+      )
+        break;
       if (i > 300) throw new Error('API did not start');
       await sleep(100);
     }
     const auth = { authorization: `Bearer ${key}` };
-    const res = await fetch(`${base}/v1/videos`, { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: JSON.stringify({ model: 'veo-3.1-generate-preview', prompt: 'a lighthouse at dusk', seconds: 4 }) });
+    const res = await fetch(`${base}/v1/videos`, {
+      method: 'POST',
+      headers: { ...auth, 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'veo-3.1-generate-preview', prompt: 'a lighthouse at dusk', seconds: 4 }),
+    });
     const job = (await res.json()) as { id: string };
     if (res.status !== 202) throw new Error(`POST /v1/videos: ${res.status} ${JSON.stringify(job)}`);
     // The worker is restarted (SIGTERM, a new process) once the provider has been polled: the job carries on.
-    for (let i = 0; emulator.control.requests.filter((r) => r.method === 'GET' && r.path.includes('operations')).length < 1; i++) {
+    for (
+      let i = 0;
+      emulator.control.requests.filter((r) => r.method === 'GET' && r.path.includes('operations')).length < 1;
+      i++
+    ) {
       if (i > 600) throw new Error('no poll seen');
       await sleep(100);
     }
@@ -97,7 +138,8 @@ async function main(): Promise<void> {
     let status = '';
     for (let i = 0; i < 600 && !['completed', 'failed', 'expired'].includes(status); i++) {
       await sleep(200);
-      status = ((await (await fetch(`${base}/v1/videos/${job.id}`, { headers: auth })).json()) as { status: string }).status;
+      status = ((await (await fetch(`${base}/v1/videos/${job.id}`, { headers: auth })).json()) as { status: string })
+        .status;
     }
     if (status !== 'completed') throw new Error(`job ended ${status}`);
     await sleep(1500);
@@ -114,8 +156,11 @@ async function main(): Promise<void> {
 }
 
 if (require.main === module) {
-  main().then(() => process.exit(0), (e) => {
-    console.error(e);
-    process.exit(1);
-  });
+  main().then(
+    () => process.exit(0),
+    (e) => {
+      console.error(e);
+      process.exit(1);
+    },
+  );
 }

@@ -30,30 +30,42 @@ const MB = 1024 * 1024;
 const PRICE_MODEL = 'seedance-2-0';
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-interface Proc { name: string; pid: number; child: ChildProcess; stop(): Promise<void> }
+interface Proc {
+  name: string;
+  pid: number;
+  child: ChildProcess;
+  stop(): Promise<void>;
+}
 
 function startProc(name: string, script: string, env: NodeJS.ProcessEnv, logFile: string): Proc {
   const fd = fs.openSync(logFile, 'a');
-  const child = spawn(process.execPath, ['--enable-source-maps', script], { env: { ...process.env, ...env }, stdio: ['ignore', fd, fd] });
+  const child = spawn(process.execPath, ['--enable-source-maps', script], {
+    env: { ...process.env, ...env },
+    stdio: ['ignore', fd, fd],
+  });
   fs.closeSync(fd);
   return {
-    name, pid: child.pid!, child,
-    stop: () => new Promise<void>((resolve) => {
-      if (child.exitCode !== null || child.signalCode !== null) return resolve();
-      const t = setTimeout(() => child.kill('SIGKILL'), 15_000);
-      child.once('exit', () => {
-        clearTimeout(t);
-        resolve();
-      });
-      child.kill('SIGTERM');
-    }),
+    name,
+    pid: child.pid!,
+    child,
+    stop: () =>
+      new Promise<void>((resolve) => {
+        if (child.exitCode !== null || child.signalCode !== null) return resolve();
+        const t = setTimeout(() => child.kill('SIGKILL'), 15_000);
+        child.once('exit', () => {
+          clearTimeout(t);
+          resolve();
+        });
+        child.kill('SIGTERM');
+      }),
   };
 }
 
 async function waitFor(what: string, fn: () => Promise<boolean>, ms: number, proc?: Proc): Promise<void> {
   const until = Date.now() + ms;
   for (;;) {
-    if (proc && proc.child.exitCode !== null) throw new Error(`${proc.name} exited (${proc.child.exitCode}) while waiting for ${what}`);
+    if (proc && proc.child.exitCode !== null)
+      throw new Error(`${proc.name} exited (${proc.child.exitCode}) while waiting for ${what}`);
     try {
       if (await fn()) return;
     } catch {}
@@ -99,16 +111,30 @@ export async function runVideoBench(ctx: BenchContext): Promise<BenchSection> {
 
     const port = await freePort();
     const env: NodeJS.ProcessEnv = {
-      DATABASE_URL: bench.url, TEMPORAL_ADDRESS: temporalAddress, TEMPORAL_TASK_QUEUE: `video-bench-${randomUUID()}`,
-      EMULATOR_URL: emulator.url, STORAGE_DRIVER: 'fs', STORAGE_DIR: storageDir, HOST: '127.0.0.1', PORT: String(port),
-      VIDEO_POLL_INITIAL_MS: '100', VIDEO_POLL_MAX_MS: '1000', VIDEO_RETRY_INITIAL_MS: '100', VIDEO_RETRY_MAX_MS: '2000',
+      DATABASE_URL: bench.url,
+      TEMPORAL_ADDRESS: temporalAddress,
+      TEMPORAL_TASK_QUEUE: `video-bench-${randomUUID()}`,
+      EMULATOR_URL: emulator.url,
+      STORAGE_DRIVER: 'fs',
+      STORAGE_DIR: storageDir,
+      HOST: '127.0.0.1',
+      PORT: String(port),
+      VIDEO_POLL_INITIAL_MS: '100',
+      VIDEO_POLL_MAX_MS: '1000',
+      VIDEO_RETRY_INITIAL_MS: '100',
+      VIDEO_RETRY_MAX_MS: '2000',
       CATALOG_PATH: path.join(projectRoot(), 'config', 'catalog.json'),
     };
     const url = `http://127.0.0.1:${port}`;
     ctx.log('video: starting API and worker processes');
     const api = startProc('api', path.join(dist, 'src', 'server.js'), env, path.join(logs, 'video-api.log'));
     cleanup.unshift(() => api.stop());
-    let worker = startProc('worker', path.join(dist, 'src', 'worker.js'), { ...env, LOG_LEVEL: 'warn' }, path.join(logs, 'video-worker.log'));
+    let worker = startProc(
+      'worker',
+      path.join(dist, 'src', 'worker.js'),
+      { ...env, LOG_LEVEL: 'warn' },
+      path.join(logs, 'video-worker.log'),
+    );
     cleanup.unshift(() => worker.stop());
     await waitFor('API /healthz', async () => (await request(`${url}/healthz`)).statusCode === 200, 60_000, api);
 
@@ -119,11 +145,19 @@ export async function runVideoBench(ctx: BenchContext): Promise<BenchSection> {
       const r = await request(`${url}/v1/videos`, { method: 'POST', headers, body });
       const j = (await r.body.json()) as { id?: string; error?: { message: string } };
       const ms = Number(process.hrtime.bigint() - t) / 1e6;
-      if (r.statusCode !== 202 || !j.id) throw new Error(`POST /v1/videos answered ${r.statusCode}: ${j.error?.message ?? ''}`);
+      if (r.statusCode !== 202 || !j.id)
+        throw new Error(`POST /v1/videos answered ${r.statusCode}: ${j.error?.message ?? ''}`);
       return { ms, id: j.id };
     };
-    const finalCount = async (ids: string[]) => (await db.query(`SELECT count(*)::int AS n FROM video_jobs WHERE id = ANY($1) AND status IN ('completed','failed','expired')`, [ids])).rows[0].n as number;
-    const drain = async (ids: string[], ms: number) => waitFor(`${ids.length} jobs to finish`, async () => (await finalCount(ids)) === ids.length, ms, worker);
+    const finalCount = async (ids: string[]) =>
+      (
+        await db.query(
+          `SELECT count(*)::int AS n FROM video_jobs WHERE id = ANY($1) AND status IN ('completed','failed','expired')`,
+          [ids],
+        )
+      ).rows[0].n as number;
+    const drain = async (ids: string[], ms: number) =>
+      waitFor(`${ids.length} jobs to finish`, async () => (await finalCount(ids)) === ids.length, ms, worker);
 
     // The worker bundles its workflows at start; the first job also warms the caches.
     const warm: string[] = [];
@@ -141,14 +175,16 @@ export async function runVideoBench(ctx: BenchContext): Promise<BenchSection> {
     }
     const conc: number[] = [];
     let next = 0;
-    await Promise.all(Array.from({ length: 10 }, async () => {
-      while (next < seqN * 2) {
-        next++;
-        const s = await submit();
-        conc.push(s.ms);
-        all.push(s.id);
-      }
-    }));
+    await Promise.all(
+      Array.from({ length: 10 }, async () => {
+        while (next < seqN * 2) {
+          next++;
+          const s = await submit();
+          conc.push(s.ms);
+          all.push(s.id);
+        }
+      }),
+    );
     seq.sort((a, b) => a - b);
     conc.sort((a, b) => a - b);
     await drain(all, 600_000);
@@ -158,21 +194,31 @@ export async function runVideoBench(ctx: BenchContext): Promise<BenchSection> {
     const batch: string[] = [];
     const t0 = Date.now();
     let k = 0;
-    await Promise.all(Array.from({ length: 20 }, async () => {
-      while (k < jobsN) {
-        k++;
-        batch.push((await submit()).id);
-      }
-    }));
+    await Promise.all(
+      Array.from({ length: 20 }, async () => {
+        while (k < jobsN) {
+          k++;
+          batch.push((await submit()).id);
+        }
+      }),
+    );
     await drain(batch, 900_000);
-    const span = await db.query(`SELECT extract(epoch FROM max(completed_at))*1000 AS last, count(*) FILTER (WHERE status = 'completed')::int AS ok FROM video_jobs WHERE id = ANY($1)`, [batch]);
+    const span = await db.query(
+      `SELECT extract(epoch FROM max(completed_at))*1000 AS last, count(*) FILTER (WHERE status = 'completed')::int AS ok FROM video_jobs WHERE id = ANY($1)`,
+      [batch],
+    );
     const elapsedMs = Number(span.rows[0].last) - t0;
     const perMinute = (span.rows[0].ok / elapsedMs) * 60_000;
 
     // 3. Worker RSS while copying a large result: a fresh worker, idle first, then one big job.
     ctx.log(`video: worker RSS while copying a ${bigMb} MB result`);
     await worker.stop();
-    worker = startProc('worker', path.join(dist, 'src', 'worker.js'), { ...env, LOG_LEVEL: 'warn' }, path.join(logs, 'video-worker.log'));
+    worker = startProc(
+      'worker',
+      path.join(dist, 'src', 'worker.js'),
+      { ...env, LOG_LEVEL: 'warn' },
+      path.join(logs, 'video-worker.log'),
+    );
     cleanup.unshift(() => worker.stop());
     const small = (await submit()).id;
     await drain([small], 120_000);
@@ -191,8 +237,12 @@ export async function runVideoBench(ctx: BenchContext): Promise<BenchSection> {
     await drain([big], 600_000);
     const sampled = sampler.stop();
     const peak = Math.max(sampled, hwmReset ? peakRssMb(worker.pid) : 0);
-    const row = (await db.query('SELECT status, video_size, error_message FROM video_jobs WHERE id = $1', [big])).rows[0];
-    const ev = await db.query(`SELECT kind, extract(epoch FROM created_at)*1000 AS t FROM video_job_events WHERE job_id = $1 AND kind IN ('processing','video_copied')`, [big]);
+    const row = (await db.query('SELECT status, video_size, error_message FROM video_jobs WHERE id = $1', [big]))
+      .rows[0];
+    const ev = await db.query(
+      `SELECT kind, extract(epoch FROM created_at)*1000 AS t FROM video_job_events WHERE job_id = $1 AND kind IN ('processing','video_copied')`,
+      [big],
+    );
     const tOf = (kind: string) => Number(ev.rows.find((x) => x.kind === kind)?.t);
     const copySeconds = (tOf('video_copied') - tOf('processing')) / 1000;
     const copied = row.status === 'completed' && Number(row.video_size) === bigMb * MB;
@@ -200,14 +250,39 @@ export async function runVideoBench(ctx: BenchContext): Promise<BenchSection> {
     const rssPass = copied && growth < 100;
 
     const lines = [
-      ['submission latency, c=1', `p50 ${round(pct(seq, 50), 2)} ms`, `p99 ${round(pct(seq, 99), 2)} ms`, `${seq.length} requests`],
-      ['submission latency, c=10', `p50 ${round(pct(conc, 50), 2)} ms`, `p99 ${round(pct(conc, 99), 2)} ms`, `${conc.length} requests`],
-      ['jobs completed per minute', `${Math.round(perMinute)}`, `${span.rows[0].ok}/${jobsN} completed in ${round(elapsedMs / 1000)} s`, 'emulator at zero latency, result on first poll'],
-      [`worker RSS copying ${bigMb} MB`, `idle ${round(idle)} MB, peak ${round(peak)} MB`, `+${round(growth)} MB (target < 100 MB): ${rssPass ? 'PASS' : 'FAIL'}`, copied ? `copied in ${round(copySeconds)} s (${round(bigMb / copySeconds)} MB/s)` : `not copied: ${row.status} ${row.error_message ?? ''}`],
+      [
+        'submission latency, c=1',
+        `p50 ${round(pct(seq, 50), 2)} ms`,
+        `p99 ${round(pct(seq, 99), 2)} ms`,
+        `${seq.length} requests`,
+      ],
+      [
+        'submission latency, c=10',
+        `p50 ${round(pct(conc, 50), 2)} ms`,
+        `p99 ${round(pct(conc, 99), 2)} ms`,
+        `${conc.length} requests`,
+      ],
+      [
+        'jobs completed per minute',
+        `${Math.round(perMinute)}`,
+        `${span.rows[0].ok}/${jobsN} completed in ${round(elapsedMs / 1000)} s`,
+        'emulator at zero latency, result on first poll',
+      ],
+      [
+        `worker RSS copying ${bigMb} MB`,
+        `idle ${round(idle)} MB, peak ${round(peak)} MB`,
+        `+${round(growth)} MB (target < 100 MB): ${rssPass ? 'PASS' : 'FAIL'}`,
+        copied
+          ? `copied in ${round(copySeconds)} s (${round(bigMb / copySeconds)} MB/s)`
+          : `not copied: ${row.status} ${row.error_message ?? ''}`,
+      ],
     ];
     const text = lines.map((l) => l.join(' | ')).join('\n');
-    const markdown = ['| Measure | Value | Detail | Notes |', '|---|---|---|---|', ...lines.map((l) => `| ${l.join(' | ')} |`)].join('\n')
-      + `\n\nAPI and worker are separate processes (dist/src/server.js, dist/src/worker.js); Temporal dev server; Postgres; fs storage. RSS: VmRSS sampled every 50 ms${hwmReset ? ' and VmHWM after clear_refs' : ''}.`;
+    const markdown =
+      ['| Measure | Value | Detail | Notes |', '|---|---|---|---|', ...lines.map((l) => `| ${l.join(' | ')} |`)].join(
+        '\n',
+      ) +
+      `\n\nAPI and worker are separate processes (dist/src/server.js, dist/src/worker.js); Temporal dev server; Postgres; fs storage. RSS: VmRSS sampled every 50 ms${hwmReset ? ' and VmHWM after clear_refs' : ''}.`;
     return { title: 'Video jobs', text, markdown, pass: rssPass };
   } finally {
     for (const c of cleanup) await c().catch((e) => ctx.log(`video cleanup: ${(e as Error).message}`));
@@ -219,13 +294,18 @@ export default runVideoBench;
 if (require.main === module) {
   const resultsDir = path.join(projectRoot(), 'bench', 'results');
   runVideoBench({
-    adminDatabaseUrl: adminUrl(), resultsDir, seconds: Number(process.env.BENCH_SECONDS ?? 3),
+    adminDatabaseUrl: adminUrl(),
+    resultsDir,
+    seconds: Number(process.env.BENCH_SECONDS ?? 3),
     log: (line) => process.stderr.write(`[bench video ${new Date().toISOString().slice(11, 19)}] ${line}\n`),
-  }).then((s) => {
-    process.stdout.write(`== ${s.title} ==\n${s.text}\n`);
-    process.exit(s.pass === false ? 1 : 0);
-  }, (e) => {
-    process.stderr.write(`video bench failed: ${(e as Error).stack ?? e}\n`);
-    process.exit(1);
-  });
+  }).then(
+    (s) => {
+      process.stdout.write(`== ${s.title} ==\n${s.text}\n`);
+      process.exit(s.pass === false ? 1 : 0);
+    },
+    (e) => {
+      process.stderr.write(`video bench failed: ${(e as Error).stack ?? e}\n`);
+      process.exit(1);
+    },
+  );
 }

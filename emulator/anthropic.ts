@@ -2,7 +2,18 @@ import type Koa from 'koa';
 import type Router from '@koa/router';
 import type { Mount } from './mount';
 import type { EmulatorControl } from './control';
-import { DROP_MIDSTREAM_MARKER, hash, pieces, readJson, sampleFor, sse, tokens, usageMarkers, writeSse, type Json } from './replyKit';
+import {
+  DROP_MIDSTREAM_MARKER,
+  hash,
+  pieces,
+  readJson,
+  sampleFor,
+  sse,
+  tokens,
+  usageMarkers,
+  writeSse,
+  type Json,
+} from './replyKit';
 
 /**
  * Emulated Anthropic Messages upstream under /anthropic: POST /v1/messages (JSON and SSE in Anthropic's exact
@@ -21,14 +32,16 @@ function err(ctx: Koa.Context, status: number, type: string, message: string): v
 function blockText(content: unknown): string {
   if (typeof content === 'string') return content;
   if (!Array.isArray(content)) return '';
-  return content.map((b: Json) => {
-    if (!b || typeof b !== 'object') return '';
-    if (b.type === 'text') return String(b.text ?? '');
-    if (b.type === 'tool_result') return blockText(b.content);
-    if (b.type === 'tool_use') return JSON.stringify(b.input ?? {});
-    if (b.type === 'thinking') return String(b.thinking ?? '');
-    return '';
-  }).join('');
+  return content
+    .map((b: Json) => {
+      if (!b || typeof b !== 'object') return '';
+      if (b.type === 'text') return String(b.text ?? '');
+      if (b.type === 'tool_result') return blockText(b.content);
+      if (b.type === 'tool_use') return JSON.stringify(b.input ?? {});
+      if (b.type === 'thinking') return String(b.thinking ?? '');
+      return '';
+    })
+    .join('');
 }
 
 /** Input tokens of a request: system, messages and tool definitions. */
@@ -81,7 +94,9 @@ function reply(body: Json): Reply {
   const said = toolResult ? blockText(toolResult.content) : blockText(lastUser.content);
   const thinkingOn = body.thinking?.type === 'enabled' || body.thinking?.type === 'adaptive';
   const thinking = thinkingOn ? `The user wrote ${said.length} characters; answer plainly.` : null;
-  const tools: Json[] = Array.isArray(body.tools) ? body.tools.filter((t: Json) => t && typeof t.name === 'string' && (!t.type || t.type === 'custom')) : [];
+  const tools: Json[] = Array.isArray(body.tools)
+    ? body.tools.filter((t: Json) => t && typeof t.name === 'string' && (!t.type || t.type === 'custom'))
+    : [];
   const choice = body.tool_choice;
   let toolUse: Reply['toolUse'] = null;
   let text: string;
@@ -112,8 +127,17 @@ function reply(body: Json): Reply {
       stopSequence = null;
     }
   }
-  const outChars = (thinking?.length ?? 0) + text.length + (toolUse ? toolUse.name.length + JSON.stringify(toolUse.input).length : 0);
-  return { thinking, text, toolUse, stopReason, stopSequence, inputTokens: countInputTokens(body), outputTokens: tokens(outChars) };
+  const outChars =
+    (thinking?.length ?? 0) + text.length + (toolUse ? toolUse.name.length + JSON.stringify(toolUse.input).length : 0);
+  return {
+    thinking,
+    text,
+    toolUse,
+    stopReason,
+    stopSequence,
+    inputTokens: countInputTokens(body),
+    outputTokens: tokens(outChars),
+  };
 }
 
 function messages(ctl: EmulatorControl) {
@@ -126,7 +150,11 @@ function messages(ctl: EmulatorControl) {
     const signature = r.thinking ? `emu-sig-${hash(r.thinking)}` : '';
     // input_tokens excludes cache reads and writes (the prompt markers of replyKit ask for them).
     const mk = usageMarkers(blockText(body.system) + JSON.stringify(body.messages));
-    const cache = { cache_creation_input_tokens: mk.cacheWrite5m + mk.cacheWrite1h, cache_read_input_tokens: mk.cacheRead, cache_creation: { ephemeral_5m_input_tokens: mk.cacheWrite5m, ephemeral_1h_input_tokens: mk.cacheWrite1h } };
+    const cache = {
+      cache_creation_input_tokens: mk.cacheWrite5m + mk.cacheWrite1h,
+      cache_read_input_tokens: mk.cacheRead,
+      cache_creation: { ephemeral_5m_input_tokens: mk.cacheWrite5m, ephemeral_1h_input_tokens: mk.cacheWrite1h },
+    };
     const usage = { input_tokens: r.inputTokens, output_tokens: r.outputTokens, ...cache };
     if (body.stream !== true) {
       const content: Json[] = [];
@@ -134,36 +162,104 @@ function messages(ctl: EmulatorControl) {
       if (r.text) content.push({ type: 'text', text: r.text });
       if (r.toolUse) content.push({ type: 'tool_use', ...r.toolUse });
       ctx.set('request-id', `req_${id}`);
-      ctx.body = { id, type: 'message', role: 'assistant', model: body.model, content, stop_reason: r.stopReason, stop_sequence: r.stopSequence, usage };
+      ctx.body = {
+        id,
+        type: 'message',
+        role: 'assistant',
+        model: body.model,
+        content,
+        stop_reason: r.stopReason,
+        stop_sequence: r.stopSequence,
+        usage,
+      };
       return;
     }
     const ev: string[] = [];
-    ev.push(sse('message_start', { type: 'message_start', message: { id, type: 'message', role: 'assistant', model: body.model, content: [], stop_reason: null, stop_sequence: null, usage: { ...usage, output_tokens: 1 } } }));
+    ev.push(
+      sse('message_start', {
+        type: 'message_start',
+        message: {
+          id,
+          type: 'message',
+          role: 'assistant',
+          model: body.model,
+          content: [],
+          stop_reason: null,
+          stop_sequence: null,
+          usage: { ...usage, output_tokens: 1 },
+        },
+      }),
+    );
     ev.push(sse('ping', { type: 'ping' }));
     let index = 0;
     if (r.thinking) {
-      ev.push(sse('content_block_start', { type: 'content_block_start', index, content_block: { type: 'thinking', thinking: '', signature: '' } }));
-      for (const p of pieces(r.thinking)) ev.push(sse('content_block_delta', { type: 'content_block_delta', index, delta: { type: 'thinking_delta', thinking: p } }));
-      ev.push(sse('content_block_delta', { type: 'content_block_delta', index, delta: { type: 'signature_delta', signature } }));
+      ev.push(
+        sse('content_block_start', {
+          type: 'content_block_start',
+          index,
+          content_block: { type: 'thinking', thinking: '', signature: '' },
+        }),
+      );
+      for (const p of pieces(r.thinking))
+        ev.push(
+          sse('content_block_delta', {
+            type: 'content_block_delta',
+            index,
+            delta: { type: 'thinking_delta', thinking: p },
+          }),
+        );
+      ev.push(
+        sse('content_block_delta', {
+          type: 'content_block_delta',
+          index,
+          delta: { type: 'signature_delta', signature },
+        }),
+      );
       ev.push(sse('content_block_stop', { type: 'content_block_stop', index }));
       index++;
     }
     if (r.text) {
-      ev.push(sse('content_block_start', { type: 'content_block_start', index, content_block: { type: 'text', text: '' } }));
-      for (const p of pieces(r.text)) ev.push(sse('content_block_delta', { type: 'content_block_delta', index, delta: { type: 'text_delta', text: p } }));
+      ev.push(
+        sse('content_block_start', { type: 'content_block_start', index, content_block: { type: 'text', text: '' } }),
+      );
+      for (const p of pieces(r.text))
+        ev.push(
+          sse('content_block_delta', { type: 'content_block_delta', index, delta: { type: 'text_delta', text: p } }),
+        );
       ev.push(sse('content_block_stop', { type: 'content_block_stop', index }));
       index++;
     }
     if (r.toolUse) {
       const json = JSON.stringify(r.toolUse.input);
       const half = Math.ceil(json.length / 2);
-      ev.push(sse('content_block_start', { type: 'content_block_start', index, content_block: { type: 'tool_use', id: r.toolUse.id, name: r.toolUse.name, input: {} } }));
-      for (const part of ['', json.slice(0, half), json.slice(half)]) ev.push(sse('content_block_delta', { type: 'content_block_delta', index, delta: { type: 'input_json_delta', partial_json: part } }));
+      ev.push(
+        sse('content_block_start', {
+          type: 'content_block_start',
+          index,
+          content_block: { type: 'tool_use', id: r.toolUse.id, name: r.toolUse.name, input: {} },
+        }),
+      );
+      for (const part of ['', json.slice(0, half), json.slice(half)])
+        ev.push(
+          sse('content_block_delta', {
+            type: 'content_block_delta',
+            index,
+            delta: { type: 'input_json_delta', partial_json: part },
+          }),
+        );
       ev.push(sse('content_block_stop', { type: 'content_block_stop', index }));
     }
-    ev.push(sse('message_delta', { type: 'message_delta', delta: { stop_reason: r.stopReason, stop_sequence: r.stopSequence }, usage: { input_tokens: r.inputTokens, output_tokens: r.outputTokens, ...cache } }));
+    ev.push(
+      sse('message_delta', {
+        type: 'message_delta',
+        delta: { stop_reason: r.stopReason, stop_sequence: r.stopSequence },
+        usage: { input_tokens: r.inputTokens, output_tokens: r.outputTokens, ...cache },
+      }),
+    );
     ev.push(sse('message_stop', { type: 'message_stop' }));
-    await writeSse(ctx, ctl, 'anthropic', ev, { dropMidway: JSON.stringify(body.messages).includes(DROP_MIDSTREAM_MARKER) });
+    await writeSse(ctx, ctl, 'anthropic', ev, {
+      dropMidway: JSON.stringify(body.messages).includes(DROP_MIDSTREAM_MARKER),
+    });
   };
 }
 

@@ -41,7 +41,12 @@ export interface EmulatorSettings {
   videoBytes: number;
 }
 
-export const defaultSettings = (): EmulatorSettings => ({ latencyMs: 0, chunkDelayMs: 0, videoPollsToComplete: 2, videoBytes: 64 * 1024 });
+export const defaultSettings = (): EmulatorSettings => ({
+  latencyMs: 0,
+  chunkDelayMs: 0,
+  videoPollsToComplete: 2,
+  videoBytes: 64 * 1024,
+});
 
 export class EmulatorControl {
   settings: EmulatorSettings = defaultSettings();
@@ -49,7 +54,13 @@ export class EmulatorControl {
   /** Requests a fault was applied to since the last reset (a test proves its fault was hit). */
   faultsApplied = 0;
   /** Every request seen, newest last (bounded): tests assert on what the gateway sent upstream. */
-  readonly requests: { method: string; path: string; headers: Record<string, string | string[] | undefined>; body: unknown; at: number }[] = [];
+  readonly requests: {
+    method: string;
+    path: string;
+    headers: Record<string, string | string[] | undefined>;
+    body: unknown;
+    at: number;
+  }[] = [];
 
   addFault(f: Fault): void {
     this.faults.push({ ...f });
@@ -69,7 +80,12 @@ export class EmulatorControl {
     const key = `${method} ${path}`;
     for (const f of this.faults) {
       if (f.deployment !== undefined && f.deployment !== deployment) continue;
-      const m = f.match === undefined ? true : f.match.startsWith('/') && f.match.endsWith('/') && f.match.length > 2 ? new RegExp(f.match.slice(1, -1)).test(key) : key.includes(f.match);
+      const m =
+        f.match === undefined
+          ? true
+          : f.match.startsWith('/') && f.match.endsWith('/') && f.match.length > 2
+            ? new RegExp(f.match.slice(1, -1)).test(key)
+            : key.includes(f.match);
       if (!m) continue;
       if (f.times !== undefined) {
         if (f.times <= 0) continue;

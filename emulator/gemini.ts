@@ -1,7 +1,17 @@
 import type Koa from 'koa';
 import type { Mount } from './mount';
 import type { EmulatorControl } from './control';
-import { DROP_MIDSTREAM_MARKER, hash, pieces, readJson, sampleFor, tokens, usageMarkers, writeSse, type Json } from './replyKit';
+import {
+  DROP_MIDSTREAM_MARKER,
+  hash,
+  pieces,
+  readJson,
+  sampleFor,
+  tokens,
+  usageMarkers,
+  writeSse,
+  type Json,
+} from './replyKit';
 
 /**
  * Emulated Gemini API upstream under /gemini/v1beta: POST models/{model}:generateContent, :streamGenerateContent
@@ -21,12 +31,23 @@ function googleError(ctx: Koa.Context, status: number, message: string, code: st
 
 function partsText(parts: unknown): string {
   if (!Array.isArray(parts)) return '';
-  return parts.map((p: Json) => (typeof p?.text === 'string' ? p.text : p?.functionCall ? JSON.stringify(p.functionCall) : p?.functionResponse ? JSON.stringify(p.functionResponse) : '')).join('');
+  return parts
+    .map((p: Json) =>
+      typeof p?.text === 'string'
+        ? p.text
+        : p?.functionCall
+          ? JSON.stringify(p.functionCall)
+          : p?.functionResponse
+            ? JSON.stringify(p.functionResponse)
+            : '',
+    )
+    .join('');
 }
 
 /** The request's text (system, contents, tools), which its prompt tokens count. */
 function promptText(body: Json): string {
-  let s = typeof body.systemInstruction === 'string' ? body.systemInstruction : partsText(body.systemInstruction?.parts);
+  let s =
+    typeof body.systemInstruction === 'string' ? body.systemInstruction : partsText(body.systemInstruction?.parts);
   for (const c of body.contents) s += partsText(c?.parts);
   if (Array.isArray(body.tools)) s += JSON.stringify(body.tools);
   return s;
@@ -36,20 +57,38 @@ function promptText(body: Json): string {
 function lowerTypes(s: unknown): unknown {
   if (Array.isArray(s)) return s.map(lowerTypes);
   if (!s || typeof s !== 'object') return s;
-  return Object.fromEntries(Object.entries(s).map(([k, v]) => [k, k === 'type' && typeof v === 'string' ? v.toLowerCase() : lowerTypes(v)]));
+  return Object.fromEntries(
+    Object.entries(s).map(([k, v]) => [k, k === 'type' && typeof v === 'string' ? v.toLowerCase() : lowerTypes(v)]),
+  );
 }
 
-interface Reply { thought: string | null; text: string; call: { id: string; name: string; args: unknown } | null; finish: string; prompt: number; output: number; thoughts: number; cached: number }
+interface Reply {
+  thought: string | null;
+  text: string;
+  call: { id: string; name: string; args: unknown } | null;
+  finish: string;
+  prompt: number;
+  output: number;
+  thoughts: number;
+  cached: number;
+}
 
 function reply(body: Json): Reply {
   const contents: Json[] = body.contents;
   const last = contents[contents.length - 1] ?? {};
   const parts: Json[] = Array.isArray(last.parts) ? last.parts : [];
   const response = parts.find((p) => p?.functionResponse)?.functionResponse;
-  const said = response ? (typeof response.response?.output === 'string' ? response.response.output : JSON.stringify(response.response ?? {})) : parts.map((p) => (typeof p?.text === 'string' ? p.text : '')).join('');
+  const said = response
+    ? typeof response.response?.output === 'string'
+      ? response.response.output
+      : JSON.stringify(response.response ?? {})
+    : parts.map((p) => (typeof p?.text === 'string' ? p.text : '')).join('');
   const g: Json = body.generationConfig ?? {};
-  const thought = g.thinkingConfig?.includeThoughts === true ? `The user wrote ${said.length} characters; answer plainly.` : null;
-  const decls: Json[] = (Array.isArray(body.tools) ? body.tools : []).flatMap((t: Json) => (Array.isArray(t?.functionDeclarations) ? t.functionDeclarations : []));
+  const thought =
+    g.thinkingConfig?.includeThoughts === true ? `The user wrote ${said.length} characters; answer plainly.` : null;
+  const decls: Json[] = (Array.isArray(body.tools) ? body.tools : []).flatMap((t: Json) =>
+    Array.isArray(t?.functionDeclarations) ? t.functionDeclarations : [],
+  );
   const fc = body.toolConfig?.functionCallingConfig ?? {};
   let call: Reply['call'] = null;
   let text = '';
@@ -76,15 +115,27 @@ function reply(body: Json): Reply {
   }
   const cached = usageMarkers(promptText(body)).cacheRead;
   const output = tokens(text.length + (call ? call.name.length + JSON.stringify(call.args).length : 0));
-  return { thought, text, call, finish, prompt: tokens(promptText(body).length) + cached, output, thoughts: thought ? tokens(thought.length) : 0, cached };
+  return {
+    thought,
+    text,
+    call,
+    finish,
+    prompt: tokens(promptText(body).length) + cached,
+    output,
+    thoughts: thought ? tokens(thought.length) : 0,
+    cached,
+  };
 }
 
 function usage(r: Reply, final: boolean): Json {
   const out = final ? r.output : 0;
   const thoughts = final ? r.thoughts : 0;
   return {
-    promptTokenCount: r.prompt, candidatesTokenCount: out, totalTokenCount: r.prompt + out + thoughts,
-    ...(r.cached ? { cachedContentTokenCount: r.cached } : {}), ...(thoughts ? { thoughtsTokenCount: thoughts } : {}),
+    promptTokenCount: r.prompt,
+    candidatesTokenCount: out,
+    totalTokenCount: r.prompt + out + thoughts,
+    ...(r.cached ? { cachedContentTokenCount: r.cached } : {}),
+    ...(thoughts ? { thoughtsTokenCount: thoughts } : {}),
   };
 }
 
@@ -114,17 +165,24 @@ function handler(ctl: EmulatorControl) {
       ctx.body = { totalTokens: tokens(promptText(req).length) };
       return;
     }
-    if (method !== 'generateContent' && method !== 'streamGenerateContent') return googleError(ctx, 404, `Method ${method} not found.`, 'NOT_FOUND');
+    if (method !== 'generateContent' && method !== 'streamGenerateContent')
+      return googleError(ctx, 404, `Method ${method} not found.`, 'NOT_FOUND');
     if (!validate(ctx, body)) return;
     const r = reply(body);
     const responseId = `emu${hash(JSON.stringify(body.contents).slice(0, 2000) + Date.now() + Math.random())}`;
     const response = (parts: Json[], final: boolean) => ({
       candidates: [{ content: { role: 'model', parts }, ...(final ? { finishReason: r.finish } : {}), index: 0 }],
-      usageMetadata: usage(r, final), modelVersion: model, responseId,
+      usageMetadata: usage(r, final),
+      modelVersion: model,
+      responseId,
     });
     const callPart = r.call ? [{ functionCall: r.call }] : [];
     if (method === 'generateContent') {
-      const parts: Json[] = [...(r.thought ? [{ text: r.thought, thought: true }] : []), ...(r.text ? [{ text: r.text }] : []), ...callPart];
+      const parts: Json[] = [
+        ...(r.thought ? [{ text: r.thought, thought: true }] : []),
+        ...(r.text ? [{ text: r.text }] : []),
+        ...callPart,
+      ];
       ctx.body = response(parts, true);
       return;
     }
@@ -135,7 +193,9 @@ function handler(ctl: EmulatorControl) {
     if (r.call || !ps.length) items.push(response(callPart, true));
     if (ctx.query.alt === 'sse') {
       const events = items.map((it) => `data: ${JSON.stringify(it)}\r\n\r\n`);
-      await writeSse(ctx, ctl, 'gemini', events, { dropMidway: JSON.stringify(body.contents).includes(DROP_MIDSTREAM_MARKER) });
+      await writeSse(ctx, ctl, 'gemini', events, {
+        dropMidway: JSON.stringify(body.contents).includes(DROP_MIDSTREAM_MARKER),
+      });
       return;
     }
     ctx.type = 'application/json';

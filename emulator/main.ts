@@ -6,4 +6,6 @@ import { startEmulator } from './server';
  */
 const port = Number(process.env.EMULATOR_PORT ?? process.env.PORT ?? 4010);
 const host = process.env.EMULATOR_HOST || '127.0.0.1';
-startEmulator({ port, host }).then((e) => console.log(JSON.stringify({ msg: 'provider emulator listening', url: e.url, host })));
+startEmulator({ port, host }).then((e) =>
+  console.log(JSON.stringify({ msg: 'provider emulator listening', url: e.url, host })),
+);

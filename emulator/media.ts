@@ -10,7 +10,12 @@ export const AUDIO_FORMATS: readonly AudioFormat[] = ['mp3', 'opus', 'aac', 'fla
 
 /** The Content-Type OpenAI's speech endpoint answers with, per response_format. */
 export const AUDIO_CONTENT_TYPES: Readonly<Record<AudioFormat, string>> = {
-  mp3: 'audio/mpeg', opus: 'audio/ogg', aac: 'audio/aac', flac: 'audio/flac', wav: 'audio/wav', pcm: 'audio/pcm',
+  mp3: 'audio/mpeg',
+  opus: 'audio/ogg',
+  aac: 'audio/aac',
+  flac: 'audio/flac',
+  wav: 'audio/wav',
+  pcm: 'audio/pcm',
 };
 
 let audio: Record<AudioFormat, Buffer> | null = null;
@@ -18,7 +23,10 @@ let audio: Record<AudioFormat, Buffer> | null = null;
 export function audioFixture(format: AudioFormat): Buffer {
   if (!audio) {
     const dir = path.join(projectRoot(), 'emulator', 'fixtures');
-    audio = Object.fromEntries(AUDIO_FORMATS.map((f) => [f, fs.readFileSync(path.join(dir, `speech.${f}`))])) as Record<AudioFormat, Buffer>;
+    audio = Object.fromEntries(AUDIO_FORMATS.map((f) => [f, fs.readFileSync(path.join(dir, `speech.${f}`))])) as Record<
+      AudioFormat,
+      Buffer
+    >;
   }
   return audio[format];
 }
@@ -56,7 +64,12 @@ function chunk(type: string, data: Buffer): Buffer {
 }
 
 /** An RGB PNG of the given size: a vertical gradient from `top` to `bottom` (so it is not a flat block). */
-export function encodePng(width: number, height: number, top: [number, number, number], bottom: [number, number, number]): Buffer {
+export function encodePng(
+  width: number,
+  height: number,
+  top: [number, number, number],
+  bottom: [number, number, number],
+): Buffer {
   const stride = 1 + width * 3;
   const raw = Buffer.alloc(stride * height);
   for (let y = 0; y < height; y++) {
@@ -78,7 +91,12 @@ export function encodePng(width: number, height: number, top: [number, number, n
   ihdr.writeUInt32BE(height, 4);
   ihdr[8] = 8; // bit depth
   ihdr[9] = 2; // colour type: truecolour
-  return Buffer.concat([PNG_MAGIC, chunk('IHDR', ihdr), chunk('IDAT', zlib.deflateSync(raw)), chunk('IEND', Buffer.alloc(0))]);
+  return Buffer.concat([
+    PNG_MAGIC,
+    chunk('IHDR', ihdr),
+    chunk('IDAT', zlib.deflateSync(raw)),
+    chunk('IEND', Buffer.alloc(0)),
+  ]);
 }
 
 const pngCache = new Map<string, Buffer>();

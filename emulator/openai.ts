@@ -4,7 +4,15 @@ import type Router from '@koa/router';
 import type { Mount } from './mount';
 import type { EmulatorControl } from './control';
 import { NO_MARKERS, openSse, pieces, usageMarkers, type UsageMarkers } from './replyKit';
-import { AUDIO_CONTENT_TYPES, AUDIO_FORMATS, audioDurationSeconds, audioFixture, isPng, seededPng, type AudioFormat } from './media';
+import {
+  AUDIO_CONTENT_TYPES,
+  AUDIO_FORMATS,
+  audioDurationSeconds,
+  audioFixture,
+  isPng,
+  seededPng,
+  type AudioFormat,
+} from './media';
 
 /**
  * Emulated OpenAI-compatible upstream under /openai/v1: chat completions and legacy completions (JSON and SSE,
@@ -16,7 +24,11 @@ import { AUDIO_CONTENT_TYPES, AUDIO_FORMATS, audioDurationSeconds, audioFixture,
  */
 
 /** Per-emulator counters tests read to prove that a client abort reached the upstream. */
-export interface OpenAIEmulatorStats { streamsStarted: number; streamsCompleted: number; streamsAborted: number }
+export interface OpenAIEmulatorStats {
+  streamsStarted: number;
+  streamsCompleted: number;
+  streamsAborted: number;
+}
 const statsByCtl = new WeakMap<EmulatorControl, OpenAIEmulatorStats>();
 export function openaiEmulatorStats(ctl: EmulatorControl): OpenAIEmulatorStats {
   let s = statsByCtl.get(ctl);
@@ -39,7 +51,13 @@ function fnv1a(s: string): number {
   return h >>> 0;
 }
 
-function fail(ctx: Koa.Context, status: number, message: string, param: string | null = null, code: string | null = null): void {
+function fail(
+  ctx: Koa.Context,
+  status: number,
+  message: string,
+  param: string | null = null,
+  code: string | null = null,
+): void {
   ctx.status = status;
   ctx.body = { error: { message, type: 'invalid_request_error', param, code } };
 }
@@ -57,7 +75,9 @@ async function readJson(ctx: Koa.Context): Promise<Json | null> {
 
 async function readForm(ctx: Koa.Context): Promise<FormData | null> {
   try {
-    return await new Response(Readable.toWeb(ctx.req) as ReadableStream, { headers: { 'content-type': ctx.get('content-type') } }).formData();
+    return await new Response(Readable.toWeb(ctx.req) as ReadableStream, {
+      headers: { 'content-type': ctx.get('content-type') },
+    }).formData();
   } catch {
     return null;
   }
@@ -76,11 +96,17 @@ function sampleFor(schema: any, depth = 0): unknown {
   if (Array.isArray(schema.enum) && schema.enum.length) return schema.enum[0];
   const type = Array.isArray(schema.type) ? schema.type[0] : schema.type;
   switch (type) {
-    case 'string': return 'example';
-    case 'integer': case 'number': return 1;
-    case 'boolean': return true;
-    case 'array': return [sampleFor(schema.items, depth + 1)];
-    case 'object': default: {
+    case 'string':
+      return 'example';
+    case 'integer':
+    case 'number':
+      return 1;
+    case 'boolean':
+      return true;
+    case 'array':
+      return [sampleFor(schema.items, depth + 1)];
+    case 'object':
+    default: {
       const out: Json = {};
       const props = schema.properties ?? {};
       for (const k of Object.keys(props)) out[k] = sampleFor(props[k], depth + 1);
@@ -89,12 +115,24 @@ function sampleFor(schema: any, depth = 0): unknown {
   }
 }
 
-interface ChatReply { content: string | null; toolCall: { id: string; name: string; arguments: string } | null; finish: string; promptTokens: number; completionTokens: number; markers: UsageMarkers }
+interface ChatReply {
+  content: string | null;
+  toolCall: { id: string; name: string; arguments: string } | null;
+  finish: string;
+  promptTokens: number;
+  completionTokens: number;
+  markers: UsageMarkers;
+}
 
 function applyLimits(text: string, body: Json): { text: string; finish: string } {
   let out = text;
   let finish = 'stop';
-  const stops: string[] = typeof body.stop === 'string' ? [body.stop] : Array.isArray(body.stop) ? body.stop.filter((s: unknown) => typeof s === 'string' && s) : [];
+  const stops: string[] =
+    typeof body.stop === 'string'
+      ? [body.stop]
+      : Array.isArray(body.stop)
+        ? body.stop.filter((s: unknown) => typeof s === 'string' && s)
+        : [];
   for (const s of stops) {
     const i = out.indexOf(s);
     if (i >= 0) out = out.slice(0, i);
@@ -119,27 +157,51 @@ function chatReply(body: Json): ChatReply {
   const promptTokens = tokens(promptChars);
   const markers = markerText ? usageMarkers(markerText) : NO_MARKERS;
   const last = messages[messages.length - 1] ?? {};
-  const tools: Json[] = Array.isArray(body.tools) ? body.tools.filter((t: Json) => t?.type === 'function' && t.function?.name) : [];
+  const tools: Json[] = Array.isArray(body.tools)
+    ? body.tools.filter((t: Json) => t?.type === 'function' && t.function?.name)
+    : [];
   if (tools.length && body.tool_choice !== 'none' && last.role !== 'tool') {
     const wanted = typeof body.tool_choice === 'object' ? body.tool_choice?.function?.name : undefined;
     const tool = tools.find((t) => t.function.name === wanted) ?? tools[0];
     const args = JSON.stringify(sampleFor(tool.function.parameters ?? { type: 'object' }));
-    const id = `call_${fnv1a(tool.function.name + args + promptChars).toString(16).padStart(8, '0')}`;
-    return { content: null, toolCall: { id, name: tool.function.name, arguments: args }, finish: 'tool_calls', promptTokens, completionTokens: tokens(tool.function.name.length + args.length), markers };
+    const id = `call_${fnv1a(tool.function.name + args + promptChars)
+      .toString(16)
+      .padStart(8, '0')}`;
+    return {
+      content: null,
+      toolCall: { id, name: tool.function.name, arguments: args },
+      finish: 'tool_calls',
+      promptTokens,
+      completionTokens: tokens(tool.function.name.length + args.length),
+      markers,
+    };
   }
   const said = contentText(last.content);
   let text = last.role === 'tool' ? `The tool returned: ${said}` : `You said: ${said}`;
   const fmt = body.response_format?.type;
   if (fmt === 'json_object' || fmt === 'json_schema') text = JSON.stringify({ reply: text });
   const limited = applyLimits(text, body);
-  return { content: limited.text, toolCall: null, finish: limited.finish, promptTokens, completionTokens: tokens(limited.text.length), markers };
+  return {
+    content: limited.text,
+    toolCall: null,
+    finish: limited.finish,
+    promptTokens,
+    completionTokens: tokens(limited.text.length),
+    markers,
+  };
 }
 
 /** OpenAI counts cached tokens inside prompt_tokens and reasoning tokens inside completion_tokens. */
 function usageOf(prompt: number, completion: number, m: UsageMarkers = NO_MARKERS): Json {
   const p = prompt + m.cacheRead;
   const c = completion + m.reasoning;
-  return { prompt_tokens: p, completion_tokens: c, total_tokens: p + c, prompt_tokens_details: { cached_tokens: m.cacheRead }, completion_tokens_details: { reasoning_tokens: m.reasoning } };
+  return {
+    prompt_tokens: p,
+    completion_tokens: c,
+    total_tokens: p + c,
+    prompt_tokens_details: { cached_tokens: m.cacheRead },
+    completion_tokens_details: { reasoning_tokens: m.reasoning },
+  };
 }
 
 let seq = 0;
@@ -147,7 +209,12 @@ const nowSec = () => Math.floor(Date.now() / 1000);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** Writes SSE events, paced by chunkDelayMs; stops (and counts an abort) if the client goes away. */
-async function streamEvents(ctx: Koa.Context, ctl: EmulatorControl, events: string[], cutAfter?: number): Promise<void> {
+async function streamEvents(
+  ctx: Koa.Context,
+  ctl: EmulatorControl,
+  events: string[],
+  cutAfter?: number,
+): Promise<void> {
   const stats = openaiEmulatorStats(ctl);
   stats.streamsStarted++;
   const { res, closed } = openSse(ctx, () => stats.streamsAborted++);
@@ -155,7 +222,13 @@ async function streamEvents(ctx: Koa.Context, ctl: EmulatorControl, events: stri
   const errorAfter: unknown = ctx.state.emulatorErrorAfter;
   if (typeof errorAfter === 'number') {
     // An `errorAfter` fault: N events, then an error event and [DONE] on a cleanly ended response (vLLM's shape).
-    const error = { object: 'error', message: 'emulated generation failure', type: 'InternalServerError', param: null, code: 500 };
+    const error = {
+      object: 'error',
+      message: 'emulated generation failure',
+      type: 'InternalServerError',
+      param: null,
+      code: 500,
+    };
     res.end(events.slice(0, errorAfter).join('') + data({ error }) + 'data: [DONE]\n\n');
     return;
   }
@@ -188,7 +261,8 @@ async function streamEvents(ctx: Koa.Context, ctl: EmulatorControl, events: stri
 
 /** Test hook: a request field `emulator_cut_after` (events) makes the stream break mid-way. */
 /** Where a stream is cut: the request's test hook, else a `cutAfter` fault on this request (ctx.state). */
-const cutAfter = (body: Json, ctx?: Koa.Context): number | undefined => (Number.isInteger(body.emulator_cut_after) ? body.emulator_cut_after : ctx?.state.emulatorCutAfter);
+const cutAfter = (body: Json, ctx?: Koa.Context): number | undefined =>
+  Number.isInteger(body.emulator_cut_after) ? body.emulator_cut_after : ctx?.state.emulatorCutAfter;
 
 const data = (o: unknown) => `data: ${JSON.stringify(o)}\n\n`;
 
@@ -197,8 +271,10 @@ function chatCompletions(ctl: EmulatorControl) {
     const body = await readJson(ctx);
     ctl.record('POST', ctx.path, ctx.headers, body);
     if (!body) return fail(ctx, 400, 'We could not parse the JSON body of your request.', null, 'invalid_json');
-    if (typeof body.model !== 'string') return fail(ctx, 400, 'you must provide a model parameter', 'model', 'missing_required_parameter');
-    if (!Array.isArray(body.messages) || body.messages.length === 0) return fail(ctx, 400, "Missing required parameter: 'messages'.", 'messages', 'missing_required_parameter');
+    if (typeof body.model !== 'string')
+      return fail(ctx, 400, 'you must provide a model parameter', 'model', 'missing_required_parameter');
+    if (!Array.isArray(body.messages) || body.messages.length === 0)
+      return fail(ctx, 400, "Missing required parameter: 'messages'.", 'messages', 'missing_required_parameter');
     const r = chatReply(body);
     const n = Number.isInteger(body.n) && body.n > 0 ? Math.min(body.n, 16) : 1;
     const id = `chatcmpl-emu${++seq}`;
@@ -207,9 +283,16 @@ function chatCompletions(ctl: EmulatorControl) {
     const usage = usageOf(r.promptTokens, r.completionTokens * n, r.markers);
     if (body.stream !== true) {
       const message: Json = { role: 'assistant', content: r.content, refusal: null };
-      if (r.toolCall) message.tool_calls = [{ id: r.toolCall.id, type: 'function', function: { name: r.toolCall.name, arguments: r.toolCall.arguments } }];
+      if (r.toolCall)
+        message.tool_calls = [
+          { id: r.toolCall.id, type: 'function', function: { name: r.toolCall.name, arguments: r.toolCall.arguments } },
+        ];
       ctx.body = {
-        id, object: 'chat.completion', created, model, system_fingerprint: 'fp_emulator',
+        id,
+        object: 'chat.completion',
+        created,
+        model,
+        system_fingerprint: 'fp_emulator',
         choices: Array.from({ length: n }, (_, index) => ({ index, message, logprobs: null, finish_reason: r.finish })),
         usage,
       };
@@ -217,7 +300,14 @@ function chatCompletions(ctl: EmulatorControl) {
     }
     const withUsage = body.stream_options?.include_usage === true;
     const chunk = (index: number, delta: Json, finish: string | null) => {
-      const c: Json = { id, object: 'chat.completion.chunk', created, model, system_fingerprint: 'fp_emulator', choices: [{ index, delta, logprobs: null, finish_reason: finish }] };
+      const c: Json = {
+        id,
+        object: 'chat.completion.chunk',
+        created,
+        model,
+        system_fingerprint: 'fp_emulator',
+        choices: [{ index, delta, logprobs: null, finish_reason: finish }],
+      };
       if (withUsage) c.usage = null;
       return data(c);
     };
@@ -227,7 +317,17 @@ function chatCompletions(ctl: EmulatorControl) {
       if (r.toolCall) {
         const a = r.toolCall.arguments;
         const half = Math.ceil(a.length / 2);
-        events.push(chunk(i, { tool_calls: [{ index: 0, id: r.toolCall.id, type: 'function', function: { name: r.toolCall.name, arguments: '' } }] }, null));
+        events.push(
+          chunk(
+            i,
+            {
+              tool_calls: [
+                { index: 0, id: r.toolCall.id, type: 'function', function: { name: r.toolCall.name, arguments: '' } },
+              ],
+            },
+            null,
+          ),
+        );
         events.push(chunk(i, { tool_calls: [{ index: 0, function: { arguments: a.slice(0, half) } }] }, null));
         events.push(chunk(i, { tool_calls: [{ index: 0, function: { arguments: a.slice(half) } }] }, null));
       } else {
@@ -235,7 +335,18 @@ function chatCompletions(ctl: EmulatorControl) {
       }
       events.push(chunk(i, {}, r.finish));
     }
-    if (withUsage) events.push(data({ id, object: 'chat.completion.chunk', created, model, system_fingerprint: 'fp_emulator', choices: [], usage }));
+    if (withUsage)
+      events.push(
+        data({
+          id,
+          object: 'chat.completion.chunk',
+          created,
+          model,
+          system_fingerprint: 'fp_emulator',
+          choices: [],
+          usage,
+        }),
+      );
     await streamEvents(ctx, ctl, events, cutAfter(body, ctx));
   };
 }
@@ -245,8 +356,14 @@ function completions(ctl: EmulatorControl) {
     const body = await readJson(ctx);
     ctl.record('POST', ctx.path, ctx.headers, body);
     if (!body) return fail(ctx, 400, 'We could not parse the JSON body of your request.', null, 'invalid_json');
-    const prompts: string[] = typeof body.prompt === 'string' ? [body.prompt] : Array.isArray(body.prompt) ? body.prompt.map((p: unknown) => (typeof p === 'string' ? p : JSON.stringify(p))) : [];
-    if (typeof body.model !== 'string' || prompts.length === 0) return fail(ctx, 400, "Missing required parameter: 'prompt'.", 'prompt', 'missing_required_parameter');
+    const prompts: string[] =
+      typeof body.prompt === 'string'
+        ? [body.prompt]
+        : Array.isArray(body.prompt)
+          ? body.prompt.map((p: unknown) => (typeof p === 'string' ? p : JSON.stringify(p)))
+          : [];
+    if (typeof body.model !== 'string' || prompts.length === 0)
+      return fail(ctx, 400, "Missing required parameter: 'prompt'.", 'prompt', 'missing_required_parameter');
     const id = `cmpl-emu${++seq}`;
     const created = nowSec();
     const model = body.model;
@@ -258,7 +375,11 @@ function completions(ctl: EmulatorControl) {
       completionTokens += tokens(lim.text.length);
       return { text: (body.echo === true ? prompt : '') + lim.text, index, logprobs: null, finish_reason: lim.finish };
     });
-    const usage = { prompt_tokens: promptTokens, completion_tokens: completionTokens, total_tokens: promptTokens + completionTokens };
+    const usage = {
+      prompt_tokens: promptTokens,
+      completion_tokens: completionTokens,
+      total_tokens: promptTokens + completionTokens,
+    };
     if (body.stream !== true) {
       ctx.body = { id, object: 'text_completion', created, model, system_fingerprint: 'fp_emulator', choices, usage };
       return;
@@ -266,8 +387,25 @@ function completions(ctl: EmulatorControl) {
     const withUsage = body.stream_options?.include_usage === true;
     const events: string[] = [];
     for (const c of choices) {
-      for (const p of pieces(c.text)) events.push(data({ id, object: 'text_completion', created, model, choices: [{ text: p, index: c.index, logprobs: null, finish_reason: null }] }));
-      events.push(data({ id, object: 'text_completion', created, model, choices: [{ text: '', index: c.index, logprobs: null, finish_reason: c.finish_reason }] }));
+      for (const p of pieces(c.text))
+        events.push(
+          data({
+            id,
+            object: 'text_completion',
+            created,
+            model,
+            choices: [{ text: p, index: c.index, logprobs: null, finish_reason: null }],
+          }),
+        );
+      events.push(
+        data({
+          id,
+          object: 'text_completion',
+          created,
+          model,
+          choices: [{ text: '', index: c.index, logprobs: null, finish_reason: c.finish_reason }],
+        }),
+      );
     }
     if (withUsage) events.push(data({ id, object: 'text_completion', created, model, choices: [], usage }));
     await streamEvents(ctx, ctl, events, cutAfter(body, ctx));
@@ -280,7 +418,9 @@ function embed(text: string, dims: number): Float32Array {
   let x = fnv1a(text) || 1;
   let norm = 0;
   for (let i = 0; i < dims; i++) {
-    x ^= x << 13; x ^= x >>> 17; x ^= x << 5;
+    x ^= x << 13;
+    x ^= x >>> 17;
+    x ^= x << 5;
     const f = ((x >>> 0) / 0xffffffff) * 2 - 1;
     v[i] = f;
     norm += f * f;
@@ -297,7 +437,9 @@ function embeddingJson(text: string, dims: number, base64: boolean): string {
   let s = embeddingCache.get(key);
   if (s === undefined) {
     const v = embed(text, dims);
-    s = base64 ? JSON.stringify(Buffer.from(v.buffer, v.byteOffset, v.byteLength).toString('base64')) : JSON.stringify(Array.from(v));
+    s = base64
+      ? JSON.stringify(Buffer.from(v.buffer, v.byteOffset, v.byteLength).toString('base64'))
+      : JSON.stringify(Array.from(v));
     if (embeddingCache.size >= 512) embeddingCache.clear();
     if (text.length <= 4096) embeddingCache.set(key, s);
   }
@@ -313,12 +455,15 @@ function embeddings(ctl: EmulatorControl) {
     let texts: string[];
     if (typeof input === 'string') texts = [input];
     else if (Array.isArray(input) && input.length > 0 && input.every((t) => typeof t === 'string')) texts = input;
-    else if (Array.isArray(input) && input.length > 0 && input.every((t) => typeof t === 'number')) texts = [input.join(',')];
-    else if (Array.isArray(input) && input.length > 0 && input.every((t) => Array.isArray(t))) texts = input.map((t: unknown[]) => t.join(','));
+    else if (Array.isArray(input) && input.length > 0 && input.every((t) => typeof t === 'number'))
+      texts = [input.join(',')];
+    else if (Array.isArray(input) && input.length > 0 && input.every((t) => Array.isArray(t)))
+      texts = input.map((t: unknown[]) => t.join(','));
     else return fail(ctx, 400, "'input' must be a string, an array of strings, or tokens.", 'input', 'invalid_value');
     const native = /large/.test(String(body.model)) ? 3072 : 1536;
     const dims = body.dimensions ?? native;
-    if (!Number.isInteger(dims) || dims < 1 || dims > native) return fail(ctx, 400, `This model supports dimensions from 1 to ${native}.`, 'dimensions', 'invalid_value');
+    if (!Number.isInteger(dims) || dims < 1 || dims > native)
+      return fail(ctx, 400, `This model supports dimensions from 1 to ${native}.`, 'dimensions', 'invalid_value');
     const base64 = body.encoding_format === 'base64';
     let promptTokens = 0;
     const items: string[] = [];
@@ -331,17 +476,40 @@ function embeddings(ctl: EmulatorControl) {
   };
 }
 
-const VOICES = new Set(['alloy', 'ash', 'ballad', 'coral', 'echo', 'fable', 'onyx', 'nova', 'sage', 'shimmer', 'verse', 'marin', 'cedar']);
+const VOICES = new Set([
+  'alloy',
+  'ash',
+  'ballad',
+  'coral',
+  'echo',
+  'fable',
+  'onyx',
+  'nova',
+  'sage',
+  'shimmer',
+  'verse',
+  'marin',
+  'cedar',
+]);
 
 function speech(ctl: EmulatorControl) {
   return async (ctx: Koa.Context) => {
     const body = await readJson(ctx);
     ctl.record('POST', ctx.path, ctx.headers, body);
     if (!body) return fail(ctx, 400, 'We could not parse the JSON body of your request.', null, 'invalid_json');
-    if (typeof body.input !== 'string' || !body.input) return fail(ctx, 400, "Missing required parameter: 'input'.", 'input', 'missing_required_parameter');
-    if (!VOICES.has(body.voice)) return fail(ctx, 400, `Invalid value for 'voice': ${JSON.stringify(body.voice)}.`, 'voice', 'invalid_value');
+    if (typeof body.input !== 'string' || !body.input)
+      return fail(ctx, 400, "Missing required parameter: 'input'.", 'input', 'missing_required_parameter');
+    if (!VOICES.has(body.voice))
+      return fail(ctx, 400, `Invalid value for 'voice': ${JSON.stringify(body.voice)}.`, 'voice', 'invalid_value');
     const fmt = (body.response_format ?? 'mp3') as AudioFormat;
-    if (!AUDIO_FORMATS.includes(fmt)) return fail(ctx, 400, `Invalid value for 'response_format': ${JSON.stringify(fmt)}.`, 'response_format', 'invalid_value');
+    if (!AUDIO_FORMATS.includes(fmt))
+      return fail(
+        ctx,
+        400,
+        `Invalid value for 'response_format': ${JSON.stringify(fmt)}.`,
+        'response_format',
+        'invalid_value',
+      );
     ctx.type = AUDIO_CONTENT_TYPES[fmt];
     if (ctx.state.emulatorCutAfter !== undefined) {
       // A `cutAfter` fault: half the audio, then the connection is destroyed.
@@ -368,13 +536,24 @@ function transcriptions(ctl: EmulatorControl) {
   return async (ctx: Koa.Context) => {
     const form = await readForm(ctx);
     const file = form?.get('file');
-    ctl.record('POST', ctx.path, ctx.headers, form ? Object.fromEntries([...form.entries()].map(([k, v]) => [k, typeof v === 'string' ? v : `<file ${v.name} ${v.size} bytes>`])) : null);
+    ctl.record(
+      'POST',
+      ctx.path,
+      ctx.headers,
+      form
+        ? Object.fromEntries(
+            [...form.entries()].map(([k, v]) => [k, typeof v === 'string' ? v : `<file ${v.name} ${v.size} bytes>`]),
+          )
+        : null,
+    );
     if (!form) return fail(ctx, 400, 'Malformed multipart body.', null, 'invalid_multipart');
-    if (!file || typeof file === 'string') return fail(ctx, 400, "Missing required parameter: 'file'.", 'file', 'missing_required_parameter');
+    if (!file || typeof file === 'string')
+      return fail(ctx, 400, "Missing required parameter: 'file'.", 'file', 'missing_required_parameter');
     const bytes = new Uint8Array(await file.arrayBuffer());
     if (bytes.length === 0) return fail(ctx, 400, 'The audio file is empty.', 'file', 'invalid_value');
     const duration = audioDurationSeconds(bytes);
-    const language = typeof form.get('language') === 'string' && form.get('language') ? String(form.get('language')) : 'en';
+    const language =
+      typeof form.get('language') === 'string' && form.get('language') ? String(form.get('language')) : 'en';
     const text = `This is a deterministic transcription of ${file.name || 'audio'}, ${duration} seconds long.`;
     const fmt = String(form.get('response_format') ?? 'json');
     switch (fmt) {
@@ -395,13 +574,35 @@ function transcriptions(ctl: EmulatorControl) {
         return;
       case 'verbose_json':
         ctx.body = {
-          task: 'transcribe', language, duration, text,
-          segments: [{ id: 0, seek: 0, start: 0, end: duration, text, tokens: [], temperature: 0, avg_logprob: -0.2, compression_ratio: 1.2, no_speech_prob: 0.01 }],
+          task: 'transcribe',
+          language,
+          duration,
+          text,
+          segments: [
+            {
+              id: 0,
+              seek: 0,
+              start: 0,
+              end: duration,
+              text,
+              tokens: [],
+              temperature: 0,
+              avg_logprob: -0.2,
+              compression_ratio: 1.2,
+              no_speech_prob: 0.01,
+            },
+          ],
           usage: { type: 'duration', seconds: Math.ceil(duration) },
         };
         return;
       default:
-        return fail(ctx, 400, `Invalid value for 'response_format': ${JSON.stringify(fmt)}.`, 'response_format', 'invalid_value');
+        return fail(
+          ctx,
+          400,
+          `Invalid value for 'response_format': ${JSON.stringify(fmt)}.`,
+          'response_format',
+          'invalid_value',
+        );
     }
   };
 }
@@ -439,9 +640,11 @@ function imageGenerations(ctl: EmulatorControl, baseUrl: () => string) {
     const body = await readJson(ctx);
     ctl.record('POST', ctx.path, ctx.headers, body);
     if (!body) return fail(ctx, 400, 'We could not parse the JSON body of your request.', null, 'invalid_json');
-    if (typeof body.prompt !== 'string' || !body.prompt) return fail(ctx, 400, "Missing required parameter: 'prompt'.", 'prompt', 'missing_required_parameter');
+    if (typeof body.prompt !== 'string' || !body.prompt)
+      return fail(ctx, 400, "Missing required parameter: 'prompt'.", 'prompt', 'missing_required_parameter');
     const d = imageDefaults(body.model, body.n, body.size, body.response_format);
-    if (!Number.isInteger(d.n) || d.n < 1 || d.n > 10) return fail(ctx, 400, "'n' must be from 1 to 10.", 'n', 'invalid_value');
+    if (!Number.isInteger(d.n) || d.n < 1 || d.n > 10)
+      return fail(ctx, 400, "'n' must be from 1 to 10.", 'n', 'invalid_value');
     ctx.body = { created: nowSec(), data: imageData(body.prompt, d.n, d.size, d.format, baseUrl) };
   };
 }
@@ -449,18 +652,31 @@ function imageGenerations(ctl: EmulatorControl, baseUrl: () => string) {
 function imageEdits(ctl: EmulatorControl, baseUrl: () => string) {
   return async (ctx: Koa.Context) => {
     const form = await readForm(ctx);
-    ctl.record('POST', ctx.path, ctx.headers, form ? Object.fromEntries([...form.entries()].map(([k, v]) => [k, typeof v === 'string' ? v : `<file ${v.name} ${v.size} bytes>`])) : null);
+    ctl.record(
+      'POST',
+      ctx.path,
+      ctx.headers,
+      form
+        ? Object.fromEntries(
+            [...form.entries()].map(([k, v]) => [k, typeof v === 'string' ? v : `<file ${v.name} ${v.size} bytes>`]),
+          )
+        : null,
+    );
     if (!form) return fail(ctx, 400, 'Malformed multipart body.', null, 'invalid_multipart');
     const image = form.get('image') ?? form.get('image[]');
-    if (!image || typeof image === 'string') return fail(ctx, 400, "Missing required parameter: 'image'.", 'image', 'missing_required_parameter');
+    if (!image || typeof image === 'string')
+      return fail(ctx, 400, "Missing required parameter: 'image'.", 'image', 'missing_required_parameter');
     const bytes = new Uint8Array(await image.arrayBuffer());
     if (!isPng(bytes)) return fail(ctx, 400, 'Invalid image: must be a PNG.', 'image', 'invalid_image_format');
     const mask = form.get('mask');
-    if (mask && typeof mask !== 'string' && !isPng(new Uint8Array(await mask.arrayBuffer()))) return fail(ctx, 400, 'Invalid mask: must be a PNG.', 'mask', 'invalid_image_format');
+    if (mask && typeof mask !== 'string' && !isPng(new Uint8Array(await mask.arrayBuffer())))
+      return fail(ctx, 400, 'Invalid mask: must be a PNG.', 'mask', 'invalid_image_format');
     const prompt = form.get('prompt');
-    if (typeof prompt !== 'string' || !prompt) return fail(ctx, 400, "Missing required parameter: 'prompt'.", 'prompt', 'missing_required_parameter');
+    if (typeof prompt !== 'string' || !prompt)
+      return fail(ctx, 400, "Missing required parameter: 'prompt'.", 'prompt', 'missing_required_parameter');
     const d = imageDefaults(form.get('model'), form.get('n'), form.get('size'), form.get('response_format'));
-    if (!Number.isInteger(d.n) || d.n < 1 || d.n > 10) return fail(ctx, 400, "'n' must be from 1 to 10.", 'n', 'invalid_value');
+    if (!Number.isInteger(d.n) || d.n < 1 || d.n > 10)
+      return fail(ctx, 400, "'n' must be from 1 to 10.", 'n', 'invalid_value');
     ctx.body = { created: nowSec(), data: imageData(prompt, d.n, d.size, d.format, baseUrl, `edit:${bytes.length}:`) };
   };
 }
@@ -481,6 +697,17 @@ export const mountOpenAI: Mount = (router: Router, ctl: EmulatorControl, baseUrl
     ctx.body = png;
   });
   router.get(`${p}/models`, (ctx) => {
-    ctx.body = { object: 'list', data: ['gpt-4o-mini', 'gpt-4o', 'gpt-3.5-turbo-instruct', 'text-embedding-3-small', 'tts-1', 'whisper-1', 'gpt-image-1'].map((id) => ({ id, object: 'model', created: 1700000000, owned_by: 'emulator' })) };
+    ctx.body = {
+      object: 'list',
+      data: [
+        'gpt-4o-mini',
+        'gpt-4o',
+        'gpt-3.5-turbo-instruct',
+        'text-embedding-3-small',
+        'tts-1',
+        'whisper-1',
+        'gpt-image-1',
+      ].map((id) => ({ id, object: 'model', created: 1700000000, owned_by: 'emulator' })),
+    };
   });
 };

@@ -37,10 +37,15 @@ export function sampleFor(schema: any, depth = 0): unknown {
   if (Array.isArray(schema.enum) && schema.enum.length) return schema.enum[0];
   const type = Array.isArray(schema.type) ? schema.type[0] : schema.type;
   switch (type) {
-    case 'string': return 'example';
-    case 'integer': case 'number': return 1;
-    case 'boolean': return true;
-    case 'array': return [sampleFor(schema.items, depth + 1)];
+    case 'string':
+      return 'example';
+    case 'integer':
+    case 'number':
+      return 1;
+    case 'boolean':
+      return true;
+    case 'array':
+      return [sampleFor(schema.items, depth + 1)];
     default: {
       const out: Json = {};
       for (const [k, v] of Object.entries(schema.properties ?? {})) out[k] = sampleFor(v, depth + 1);
@@ -54,7 +59,12 @@ export function pieces(text: string): string[] {
   return text.match(/\s*\S+(\s+$)?/g) ?? (text ? [text] : []); // trailing whitespace stays on the last piece
 }
 
-export interface StreamStats { started: number; completed: number; aborted: number; lastFinishedAt: number }
+export interface StreamStats {
+  started: number;
+  completed: number;
+  aborted: number;
+  lastFinishedAt: number;
+}
 const stats = new WeakMap<EmulatorControl, Map<string, StreamStats>>();
 
 /** Per-emulator stream counters by protocol ('anthropic', 'responses'). */
@@ -75,7 +85,11 @@ export const DROP_MIDSTREAM_MARKER = 'EMULATOR_DROP_MIDSTREAM';
 export function openSse(ctx: Koa.Context, onAbort: () => void): { res: Koa.Context['res']; closed: () => boolean } {
   ctx.respond = false;
   const res = ctx.res;
-  res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', connection: 'keep-alive' });
+  res.writeHead(200, {
+    'content-type': 'text/event-stream; charset=utf-8',
+    'cache-control': 'no-cache',
+    connection: 'keep-alive',
+  });
   let closed = false;
   res.once('close', () => {
     if (!res.writableFinished) {
@@ -87,10 +101,20 @@ export function openSse(ctx: Koa.Context, onAbort: () => void): { res: Koa.Conte
 }
 
 /** Writes pre-rendered SSE events, one every chunkDelayMs; stops if the client goes away. */
-export async function writeSse(ctx: Koa.Context, ctl: EmulatorControl, protocol: string, events: string[], opts: { dropMidway?: boolean } = {}): Promise<void> {
+export async function writeSse(
+  ctx: Koa.Context,
+  ctl: EmulatorControl,
+  protocol: string,
+  events: string[],
+  opts: { dropMidway?: boolean } = {},
+): Promise<void> {
   if (opts.dropMidway) {
     ctx.respond = false;
-    ctx.res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', connection: 'keep-alive' });
+    ctx.res.writeHead(200, {
+      'content-type': 'text/event-stream; charset=utf-8',
+      'cache-control': 'no-cache',
+      connection: 'keep-alive',
+    });
     ctx.res.write(events.slice(0, Math.ceil(events.length / 2)).join(''));
     await sleep(Math.max(20, ctl.settings.chunkDelayMs));
     ctx.res.destroy();
@@ -124,7 +148,12 @@ export const sse = (event: string, data: unknown) => `event: ${event}\ndata: ${J
  * with a 5-minute / 1-hour TTL), `[reasoning=N]` (OpenAI reasoning tokens, part of the output). Counted on top of the
  * prompt's own tokens; each upstream reports those its protocol has.
  */
-export interface UsageMarkers { cacheRead: number; cacheWrite5m: number; cacheWrite1h: number; reasoning: number }
+export interface UsageMarkers {
+  cacheRead: number;
+  cacheWrite5m: number;
+  cacheWrite1h: number;
+  reasoning: number;
+}
 export const NO_MARKERS: UsageMarkers = Object.freeze({ cacheRead: 0, cacheWrite5m: 0, cacheWrite1h: 0, reasoning: 0 });
 
 export function usageMarkers(text: string): UsageMarkers {

@@ -16,7 +16,12 @@ export type { Mount } from './mount';
 
 const DEPLOYMENT_PREFIX = /^\/_d\/([^/]+)(?=\/)/;
 
-export interface Emulator { url: string; control: EmulatorControl; server: http.Server; close(): Promise<void> }
+export interface Emulator {
+  url: string;
+  control: EmulatorControl;
+  server: http.Server;
+  close(): Promise<void>;
+}
 
 export async function startEmulator(opts: { port?: number; host?: string } = {}): Promise<Emulator> {
   const control = new EmulatorControl();
@@ -67,7 +72,14 @@ export async function startEmulator(opts: { port?: number; host?: string } = {})
     if (f?.status) {
       ctx.status = f.status;
       if (f.retryAfter !== undefined) ctx.set('retry-after', f.retryAfter);
-      ctx.body = { error: { message: `emulated failure ${f.status}`, type: f.status >= 500 ? 'server_error' : 'invalid_request_error', param: null, code: `emulated_${f.status}` } };
+      ctx.body = {
+        error: {
+          message: `emulated failure ${f.status}`,
+          type: f.status >= 500 ? 'server_error' : 'invalid_request_error',
+          param: null,
+          code: `emulated_${f.status}`,
+        },
+      };
       return;
     }
     await next();
@@ -79,10 +91,13 @@ export async function startEmulator(opts: { port?: number; host?: string } = {})
   const addr = server.address() as AddressInfo;
   url = `http://127.0.0.1:${addr.port}`;
   return {
-    url, control, server,
-    close: () => new Promise<void>((res) => {
-      server.close(() => res());
-      server.closeAllConnections();
-    }),
+    url,
+    control,
+    server,
+    close: () =>
+      new Promise<void>((res) => {
+        server.close(() => res());
+        server.closeAllConnections();
+      }),
   };
 }

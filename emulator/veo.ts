@@ -15,9 +15,24 @@ import { mp4Stream, parseMarkers, type VideoMarkers } from './videoMedia';
 
 const BASE = '/veo/v1beta';
 const DURATIONS = [4, 6, 8];
-const ALLOWED_PARAMETERS = new Set(['aspectRatio', 'resolution', 'durationSeconds', 'sampleCount', 'negativePrompt', 'enhancePrompt', 'personGeneration']);
+const ALLOWED_PARAMETERS = new Set([
+  'aspectRatio',
+  'resolution',
+  'durationSeconds',
+  'sampleCount',
+  'negativePrompt',
+  'enhancePrompt',
+  'personGeneration',
+]);
 
-interface Op { id: string; model: string; markers: VideoMarkers; pollsNeeded: number; polls: number; bytes: number }
+interface Op {
+  id: string;
+  model: string;
+  markers: VideoMarkers;
+  pollsNeeded: number;
+  polls: number;
+  bytes: number;
+}
 
 function googleError(ctx: Koa.Context, status: number, message: string, code = 'INVALID_ARGUMENT'): void {
   ctx.status = status;
@@ -26,7 +41,13 @@ function googleError(ctx: Koa.Context, status: number, message: string, code = '
 
 function isImage(v: unknown): boolean {
   const i = v as { bytesBase64Encoded?: unknown; mimeType?: unknown } | null;
-  return !!i && typeof i.bytesBase64Encoded === 'string' && i.bytesBase64Encoded.length > 0 && typeof i.mimeType === 'string' && /^image\//.test(i.mimeType);
+  return (
+    !!i &&
+    typeof i.bytesBase64Encoded === 'string' &&
+    i.bytesBase64Encoded.length > 0 &&
+    typeof i.mimeType === 'string' &&
+    /^image\//.test(i.mimeType)
+  );
 }
 
 export const mountVeo: Mount = (router, ctl, baseUrl) => {
@@ -36,30 +57,50 @@ export const mountVeo: Mount = (router, ctl, baseUrl) => {
   router.post(`${BASE}/models/:model\\:predictLongRunning`, json, (ctx) => {
     const body = ctx.request.body as { instances?: unknown; parameters?: Record<string, unknown> };
     ctl.record(ctx.method, ctx.path, ctx.headers, body);
-    const instance = Array.isArray(body?.instances) ? (body.instances[0] as Record<string, unknown> | undefined) : undefined;
-    if (!instance || typeof instance.prompt !== 'string' || !instance.prompt) return googleError(ctx, 400, 'instances[0].prompt is required');
+    const instance = Array.isArray(body?.instances)
+      ? (body.instances[0] as Record<string, unknown> | undefined)
+      : undefined;
+    if (!instance || typeof instance.prompt !== 'string' || !instance.prompt)
+      return googleError(ctx, 400, 'instances[0].prompt is required');
     const p = body.parameters ?? {};
-    for (const k of Object.keys(p)) if (!ALLOWED_PARAMETERS.has(k)) return googleError(ctx, 400, `Invalid JSON payload received. Unknown name "${k}" at 'parameters'.`);
-    if (!DURATIONS.includes(Number(p.durationSeconds))) return googleError(ctx, 400, 'durationSeconds must be one of 4, 6, 8');
-    for (const k of ['image', 'lastFrame'] as const) if (instance[k] !== undefined && !isImage(instance[k])) return googleError(ctx, 400, `instances[0].${k} must be {bytesBase64Encoded, mimeType}`);
+    for (const k of Object.keys(p))
+      if (!ALLOWED_PARAMETERS.has(k))
+        return googleError(ctx, 400, `Invalid JSON payload received. Unknown name "${k}" at 'parameters'.`);
+    if (!DURATIONS.includes(Number(p.durationSeconds)))
+      return googleError(ctx, 400, 'durationSeconds must be one of 4, 6, 8');
+    for (const k of ['image', 'lastFrame'] as const)
+      if (instance[k] !== undefined && !isImage(instance[k]))
+        return googleError(ctx, 400, `instances[0].${k} must be {bytesBase64Encoded, mimeType}`);
     if (instance.lastFrame && !instance.image) return googleError(ctx, 400, 'lastFrame requires image');
     const markers = parseMarkers(instance.prompt);
-    if (markers.outcome === 'reject') return googleError(ctx, 400, 'The prompt was rejected by the emulated provider ([reject]).');
+    if (markers.outcome === 'reject')
+      return googleError(ctx, 400, 'The prompt was rejected by the emulated provider ([reject]).');
     const id = randomBytes(8).toString('hex');
     const model = ctx.params.model;
-    ops.set(id, { id, model, markers, pollsNeeded: markers.polls ?? ctl.settings.videoPollsToComplete, polls: 0, bytes: ctl.settings.videoBytes });
+    ops.set(id, {
+      id,
+      model,
+      markers,
+      pollsNeeded: markers.polls ?? ctl.settings.videoPollsToComplete,
+      polls: 0,
+      bytes: ctl.settings.videoBytes,
+    });
     ctx.body = { name: `models/${model}/operations/${id}` };
   });
 
   router.get(`${BASE}/models/:model/operations/:id`, (ctx) => {
     ctl.record(ctx.method, ctx.path, ctx.headers, null);
     const op = ops.get(ctx.params.id);
-    if (!op || op.model !== ctx.params.model) return googleError(ctx, 404, `Operation not found: ${ctx.params.id}`, 'NOT_FOUND');
+    if (!op || op.model !== ctx.params.model)
+      return googleError(ctx, 404, `Operation not found: ${ctx.params.id}`, 'NOT_FOUND');
     const name = `models/${op.model}/operations/${op.id}`;
     op.polls++;
     // Veo has no expired state: an "[expire]" or "[hang]" job simply never finishes.
     if (op.polls < op.pollsNeeded || op.markers.outcome === 'hang' || op.markers.outcome === 'expire') {
-      ctx.body = { name, metadata: { '@type': 'type.googleapis.com/google.ai.generativelanguage.v1beta.PredictLongRunningMetadata' } };
+      ctx.body = {
+        name,
+        metadata: { '@type': 'type.googleapis.com/google.ai.generativelanguage.v1beta.PredictLongRunningMetadata' },
+      };
       return;
     }
     if (op.markers.outcome === 'fail') {
@@ -68,10 +109,29 @@ export const mountVeo: Mount = (router, ctl, baseUrl) => {
     }
     const type = 'type.googleapis.com/google.ai.generativelanguage.v1beta.PredictLongRunningResponse';
     if (op.markers.outcome === 'filter') {
-      ctx.body = { name, done: true, response: { '@type': type, generateVideoResponse: { raiMediaFilteredCount: 1, raiMediaFilteredReasons: ['The prompt was blocked by the emulated safety filter ([filter]).'] } } };
+      ctx.body = {
+        name,
+        done: true,
+        response: {
+          '@type': type,
+          generateVideoResponse: {
+            raiMediaFilteredCount: 1,
+            raiMediaFilteredReasons: ['The prompt was blocked by the emulated safety filter ([filter]).'],
+          },
+        },
+      };
       return;
     }
-    ctx.body = { name, done: true, response: { '@type': type, generateVideoResponse: { generatedSamples: [{ video: { uri: `${baseUrl()}${BASE}/files/${op.id}:download?alt=media` } }] } } };
+    ctx.body = {
+      name,
+      done: true,
+      response: {
+        '@type': type,
+        generateVideoResponse: {
+          generatedSamples: [{ video: { uri: `${baseUrl()}${BASE}/files/${op.id}:download?alt=media` } }],
+        },
+      },
+    };
   });
 
   // The file download answers with a redirect to the bytes, as the Gemini API does.

@@ -28,7 +28,8 @@ function loadMp4() {
     if (type === 'mdat') mdat = { offset: off, size };
     off += size;
   }
-  if (!mdat || mdat.offset + mdat.size !== bytes.length) throw new Error('emulator fixture video.mp4 must end with its mdat box');
+  if (!mdat || mdat.offset + mdat.size !== bytes.length)
+    throw new Error('emulator fixture video.mp4 must end with its mdat box');
   mp4 = { bytes, mdatOffset: mdat.offset, mdatSize: mdat.size };
   return mp4;
 }
@@ -84,12 +85,24 @@ export interface VideoMarkers {
 
 export function parseMarkers(prompt: string): VideoMarkers {
   const has = (m: string) => prompt.includes(`[${m}]`);
-  const outcome: VideoMarkers['outcome'] = has('reject') ? 'reject' : has('fail') ? 'fail' : has('filter') ? 'filter' : has('expire') ? 'expire' : has('hang') ? 'hang' : 'ok';
+  const outcome: VideoMarkers['outcome'] = has('reject')
+    ? 'reject'
+    : has('fail')
+      ? 'fail'
+      : has('filter')
+        ? 'filter'
+        : has('expire')
+          ? 'expire'
+          : has('hang')
+            ? 'hang'
+            : 'ok';
   const polls = /\[polls=(\d{1,6})\]/.exec(prompt);
   const duration = /\[duration=(\d{1,4})\]/.exec(prompt);
   const lastFrame = /\[last_frame=(jpeg|webp)\]/.exec(prompt)?.[1] as LastFrameFormat | undefined;
   return {
-    outcome, polls: polls ? Number(polls[1]) : undefined, duration: duration ? Number(duration[1]) : undefined,
+    outcome,
+    polls: polls ? Number(polls[1]) : undefined,
+    duration: duration ? Number(duration[1]) : undefined,
     lastFrame: lastFrame ?? 'png',
   };
 }

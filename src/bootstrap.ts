@@ -17,7 +17,10 @@ import { GeminiAdapter } from './providers/gemini';
 import { createRateLimiter } from './limits/createRateLimiter';
 
 /** Builds the API's dependencies from config: database (created and migrated), catalog, Temporal client. */
-export async function buildDeps(config: Config = loadConfig(), opts: { temporal?: boolean } = {}): Promise<AppDeps & { close(): Promise<void> }> {
+export async function buildDeps(
+  config: Config = loadConfig(),
+  opts: { temporal?: boolean } = {},
+): Promise<AppDeps & { close(): Promise<void> }> {
   const logger = createLogger(config.logLevel);
   await initTracing('model-gateway');
   await ensureDatabase(config.databaseUrl);
@@ -26,12 +29,21 @@ export async function buildDeps(config: Config = loadConfig(), opts: { temporal?
   const catalog = Catalog.load(config.catalogPath);
   const metrics = new Metrics();
   const credit = new CreditManager(db, {
-    leaseVnd: config.creditLeaseVnd, flushMs: config.creditFlushMs, logger,
+    leaseVnd: config.creditLeaseVnd,
+    flushMs: config.creditFlushMs,
+    logger,
     onCharged: (operation, model, vnd) => metrics.observeCharge(operation, model, vnd),
   });
   const limiter = createRateLimiter(config, logger, metrics);
-  const onError = (provider: string, status: number) => metrics.upstreamErrors.inc({ provider, status: String(status) });
-  const providers = new ProviderRegistry(catalog, { onError, factories: { anthropic: (cfg) => new AnthropicAdapter(cfg, { onError }), gemini: (cfg) => new GeminiAdapter(cfg, { onError }) } });
+  const onError = (provider: string, status: number) =>
+    metrics.upstreamErrors.inc({ provider, status: String(status) });
+  const providers = new ProviderRegistry(catalog, {
+    onError,
+    factories: {
+      anthropic: (cfg) => new AnthropicAdapter(cfg, { onError }),
+      gemini: (cfg) => new GeminiAdapter(cfg, { onError }),
+    },
+  });
   const router = new ModelRouter(catalog, config.routing);
   metrics.observeRouting(router);
   let temporal: Client | null = null;
@@ -43,10 +55,23 @@ export async function buildDeps(config: Config = loadConfig(), opts: { temporal?
     connection = await Connection.connect({ address: config.temporalAddress });
     // While tracing is on, a workflow started here continues the request's trace (src/observability/tracing.ts).
     const interceptors = tracer ? await tracer.temporalClientInterceptors() : undefined;
-    temporal = new Client({ connection, namespace: config.temporalNamespace, ...(interceptors ? { interceptors: interceptors as ClientInterceptors } : {}) });
+    temporal = new Client({
+      connection,
+      namespace: config.temporalNamespace,
+      ...(interceptors ? { interceptors: interceptors as ClientInterceptors } : {}),
+    });
   }
   return {
-    config, db, catalog, logger, metrics, credit, limiter, temporal, providers, router,
+    config,
+    db,
+    catalog,
+    logger,
+    metrics,
+    credit,
+    limiter,
+    temporal,
+    providers,
+    router,
     keys: new KeyResolver(db, config.keyCacheMs),
     storage: createStorage(config),
     async close() {

@@ -23,7 +23,8 @@ function optionalPort(name: string, def: number): number | null {
   if (v === undefined || v === '') return def;
   if (v === '0' || v.toLowerCase() === 'off') return null;
   const n = Number(v);
-  if (!Number.isInteger(n) || n < 1 || n > 65535) throw new Error(`${name} must be a port (1-65535), 0 or off, got ${JSON.stringify(v)}`);
+  if (!Number.isInteger(n) || n < 1 || n > 65535)
+    throw new Error(`${name} must be a port (1-65535), 0 or off, got ${JSON.stringify(v)}`);
   return n;
 }
 
@@ -108,7 +109,10 @@ export function loadConfig(overrides: Partial<Config> = {}): Config {
     creditLeaseVnd: int('CREDIT_LEASE_VND', 20000),
     creditFlushMs: int('CREDIT_FLUSH_MS', 200),
     keyCacheMs: int('KEY_CACHE_MS', 2000),
-    fetchAllowHosts: str('FETCH_ALLOW_HOSTS', '').split(',').map((s) => s.trim()).filter(Boolean),
+    fetchAllowHosts: str('FETCH_ALLOW_HOSTS', '')
+      .split(',')
+      .map((s) => s.trim())
+      .filter(Boolean),
     consoleSecureCookies: false, // below: its default follows the final public URL
     redisUrl: process.env.REDIS_URL || null,
     redisKeyPrefix: str('REDIS_KEY_PREFIX', 'gw:rl:'),
@@ -121,7 +125,8 @@ export function loadConfig(overrides: Partial<Config> = {}): Config {
   };
   const out = { ...cfg, ...overrides };
   // A gateway served over https marks its console cookies Secure unless told otherwise.
-  if (overrides.consoleSecureCookies === undefined) out.consoleSecureCookies = str('CONSOLE_SECURE_COOKIES', String(out.publicBaseUrl.startsWith('https:'))) === 'true';
+  if (overrides.consoleSecureCookies === undefined)
+    out.consoleSecureCookies = str('CONSOLE_SECURE_COOKIES', String(out.publicBaseUrl.startsWith('https:'))) === 'true';
   // The ledger attributes charges to budget periods in every process that writes them (API, worker, CLI): set
   // here, where each of them reads its configuration.
   setBudgetTimeZone(out.budgetTimeZone);

@@ -30,12 +30,23 @@ export class InputError extends ApiError {}
 
 export function defaultType(status: number): string {
   switch (status) {
-    case 400: case 404: case 409: case 413: case 415: case 422: return 'invalid_request_error';
-    case 401: return 'authentication_error';
-    case 402: return 'insufficient_quota';
-    case 403: return 'permission_error';
-    case 429: return 'rate_limit_error';
-    default: return status >= 500 ? 'server_error' : 'invalid_request_error';
+    case 400:
+    case 404:
+    case 409:
+    case 413:
+    case 415:
+    case 422:
+      return 'invalid_request_error';
+    case 401:
+      return 'authentication_error';
+    case 402:
+      return 'insufficient_quota';
+    case 403:
+      return 'permission_error';
+    case 429:
+      return 'rate_limit_error';
+    default:
+      return status >= 500 ? 'server_error' : 'invalid_request_error';
   }
 }
 
@@ -44,10 +55,29 @@ export const badRequest = (message: string, param: string | null = null, code: s
 export const notFound = (message: string, code: string | null = 'not_found', param: string | null = null) =>
   new InputError(404, message, 'invalid_request_error', param, code);
 export const modelNotFound = (model: string) =>
-  new InputError(404, `The model '${clip(model)}' does not exist or you do not have access to it.`, 'invalid_request_error', 'model', 'model_not_found');
+  new InputError(
+    404,
+    `The model '${clip(model)}' does not exist or you do not have access to it.`,
+    'invalid_request_error',
+    'model',
+    'model_not_found',
+  );
 export const insufficientFunds = (needed: number, available: number) =>
-  new ApiError(402, `Insufficient balance: this request needs up to ${needed} VND, ${available} VND available. Top up your account.`, 'insufficient_quota', null, 'insufficient_balance');
+  new ApiError(
+    402,
+    `Insufficient balance: this request needs up to ${needed} VND, ${available} VND available. Top up your account.`,
+    'insufficient_quota',
+    null,
+    'insufficient_balance',
+  );
 /** 402 like an empty balance (SDKs do not retry a 402; a spent budget only comes back with the next period). */
 export const budgetExceeded = (needed: number, room: number, period: 'day' | 'month') =>
-  new ApiError(402, `This API key's ${period === 'day' ? 'daily' : 'monthly'} budget is exhausted: this request needs up to ${needed} VND, ${room} VND of the budget is left this ${period}.`, 'insufficient_quota', null, 'budget_exceeded');
-export const conflict = (message: string, code = 'invalid_state') => new ApiError(409, message, 'invalid_request_error', null, code);
+  new ApiError(
+    402,
+    `This API key's ${period === 'day' ? 'daily' : 'monthly'} budget is exhausted: this request needs up to ${needed} VND, ${room} VND of the budget is left this ${period}.`,
+    'insufficient_quota',
+    null,
+    'budget_exceeded',
+  );
+export const conflict = (message: string, code = 'invalid_state') =>
+  new ApiError(409, message, 'invalid_request_error', null, code);

@@ -20,7 +20,8 @@ function intEnv(name: string, def: number): number {
   const v = process.env[name];
   if (v === undefined || v === '') return def;
   const n = Number(v);
-  if (!Number.isInteger(n) || n < 0 || n > 65535) throw new StartupError(`${name} must be a port number (0-65535), got ${JSON.stringify(v)}`);
+  if (!Number.isInteger(n) || n < 0 || n > 65535)
+    throw new StartupError(`${name} must be a port number (0-65535), got ${JSON.stringify(v)}`);
   return n;
 }
 
@@ -58,7 +59,9 @@ async function stopOne(name: string, stop: () => Promise<void>): Promise<void> {
   try {
     await Promise.race([
       stop(),
-      new Promise<void>((_, rej) => { timer = setTimeout(() => rej(new Error(`did not stop within ${STOP_TIMEOUT_MS / 1000} s`)), STOP_TIMEOUT_MS); }),
+      new Promise<void>((_, rej) => {
+        timer = setTimeout(() => rej(new Error(`did not stop within ${STOP_TIMEOUT_MS / 1000} s`)), STOP_TIMEOUT_MS);
+      }),
     ]);
   } catch (e) {
     console.error(`  ${name}: ${e instanceof Error ? e.message : String(e)}`);
@@ -69,7 +72,15 @@ async function stopOne(name: string, stop: () => Promise<void>): Promise<void> {
 
 const groupDigits = (n: number) => String(n).replace(/\B(?=(\d{3})+(?!\d))/g, '.');
 
-function banner(o: { apiUrl: string; demo: DemoSeed; temporalUi: string; databaseUrl: string; pgNote: string; emulatorUrl: string; chatModel?: string }): string {
+function banner(o: {
+  apiUrl: string;
+  demo: DemoSeed;
+  temporalUi: string;
+  databaseUrl: string;
+  pgNote: string;
+  emulatorUrl: string;
+  chatModel?: string;
+}): string {
   const c = o.demo.console;
   const consoleLine = `${o.apiUrl}/console   (customer ${c.email} / ${c.password}; operator ${c.operatorEmail} / ${c.operatorPassword})`;
   const lines = [
@@ -86,10 +97,18 @@ function banner(o: { apiUrl: string; demo: DemoSeed; temporalUi: string; databas
     '',
   ];
   if (o.chatModel) {
-    lines.push('Try it:', `  curl ${o.apiUrl}/v1/chat/completions -H "Authorization: Bearer ${o.demo.apiKey}" \\`,
-      `    -H "Content-Type: application/json" -d '{"model":"${o.chatModel}","messages":[{"role":"user","content":"Hello"}]}'`, '');
+    lines.push(
+      'Try it:',
+      `  curl ${o.apiUrl}/v1/chat/completions -H "Authorization: Bearer ${o.demo.apiKey}" \\`,
+      `    -H "Content-Type: application/json" -d '{"model":"${o.chatModel}","messages":[{"role":"user","content":"Hello"}]}'`,
+      '',
+    );
   }
-  lines.push(`Operator CLI: DATABASE_URL='${o.databaseUrl}' npm run admin -- list-accounts`, 'Press Ctrl-C to stop.', '');
+  lines.push(
+    `Operator CLI: DATABASE_URL='${o.databaseUrl}' npm run admin -- list-accounts`,
+    'Press Ctrl-C to stop.',
+    '',
+  );
   return lines.join('\n');
 }
 
@@ -98,7 +117,8 @@ async function main(life: Lifecycle): Promise<void> {
   const dataDir = path.resolve(process.env.DATA_DIR || path.join(root, '.data'));
   fs.mkdirSync(dataDir, { recursive: true });
   const verbose = (process.env.LOG_LEVEL ?? '') === 'debug';
-  const childLog = (prefix: string) => (verbose ? (line: string) => process.stderr.write(`[${prefix}] ${line}`) : undefined);
+  const childLog = (prefix: string) =>
+    verbose ? (line: string) => process.stderr.write(`[${prefix}] ${line}`) : undefined;
 
   // Every port we will bind, checked before anything starts.
   const port = intEnv('PORT', 8080);
@@ -112,7 +132,11 @@ async function main(life: Lifecycle): Promise<void> {
   await ensurePortFree(port, 'gateway API', 'PORT', host);
   if (!useExternalDb) await ensurePortFree(pgPort, 'embedded Postgres', 'EMBEDDED_PG_PORT');
   if (!useExternalTemporal) {
-    await ensurePortFree(temporalPort, 'Temporal dev server', 'TEMPORAL_PORT (or set TEMPORAL_ADDRESS to use a running Temporal)');
+    await ensurePortFree(
+      temporalPort,
+      'Temporal dev server',
+      'TEMPORAL_PORT (or set TEMPORAL_ADDRESS to use a running Temporal)',
+    );
     await ensurePortFree(temporalUiPort, 'Temporal UI', 'TEMPORAL_UI_PORT');
   }
   await ensurePortFree(emulatorPort, 'provider emulator', 'EMULATOR_PORT');
@@ -121,16 +145,27 @@ async function main(life: Lifecycle): Promise<void> {
   // Postgres and Temporal start in parallel: they are independent and each takes a few seconds.
   const pgStart = (async () => {
     if (useExternalDb) return { url: process.env.DATABASE_URL!, note: ' (DATABASE_URL)' };
-    const pg = await startEmbeddedPostgres({ dataDir: path.join(dataDir, 'pg'), port: pgPort, log: childLog('postgres') });
+    const pg = await startEmbeddedPostgres({
+      dataDir: path.join(dataDir, 'pg'),
+      port: pgPort,
+      log: childLog('postgres'),
+    });
     if (!(await life.started('embedded Postgres', pg.stop))) throw new StartupError('stopped during start-up');
     const shown = pg.dataDir.startsWith(root + path.sep) ? path.relative(root, pg.dataDir) : pg.dataDir;
     return { url: pg.url, note: ` (embedded, data in ${shown})` };
   })();
   const temporalStart = (async () => {
-    if (useExternalTemporal) return { address: process.env.TEMPORAL_ADDRESS!, uiUrl: process.env.TEMPORAL_UI_URL || '(TEMPORAL_UI_URL not set)' };
+    if (useExternalTemporal)
+      return {
+        address: process.env.TEMPORAL_ADDRESS!,
+        uiUrl: process.env.TEMPORAL_UI_URL || '(TEMPORAL_UI_URL not set)',
+      };
     const t = await startEmbeddedTemporal({
-      dbFile: path.join(dataDir, 'temporal.db'), port: temporalPort, uiPort: temporalUiPort,
-      downloadDir: path.join(dataDir, 'temporal-cli'), log: childLog('temporal'),
+      dbFile: path.join(dataDir, 'temporal.db'),
+      port: temporalPort,
+      uiPort: temporalUiPort,
+      downloadDir: path.join(dataDir, 'temporal-cli'),
+      log: childLog('temporal'),
     });
     if (!(await life.started('Temporal dev server', t.stop))) throw new StartupError('stopped during start-up');
     return { address: t.address, uiUrl: t.uiUrl };
@@ -159,12 +194,22 @@ async function main(life: Lifecycle): Promise<void> {
   const worker = await startWorker(config, { router: api.deps.router });
   if (!(await life.started('worker', worker.close))) return;
 
-  const demo = await seedDemo(api.deps.db, { stateFile: path.join(dataDir, 'demo.json'), balanceVnd: Number(process.env.DEMO_BALANCE_VND ?? 5_000_000) });
+  const demo = await seedDemo(api.deps.db, {
+    stateFile: path.join(dataDir, 'demo.json'),
+    balanceVnd: Number(process.env.DEMO_BALANCE_VND ?? 5_000_000),
+  });
   const apiUrl = (process.env.PUBLIC_BASE_URL || `http://127.0.0.1:${port}`).replace(/\/$/, '');
-  console.log(banner({
-    apiUrl, demo, temporalUi: temporal.uiUrl, databaseUrl: db.url, pgNote: db.note, emulatorUrl: emulator.url,
-    chatModel: api.deps.catalog.models.find((m) => m.mode === 'chat')?.id,
-  }));
+  console.log(
+    banner({
+      apiUrl,
+      demo,
+      temporalUi: temporal.uiUrl,
+      databaseUrl: db.url,
+      pgNote: db.note,
+      emulatorUrl: emulator.url,
+      chatModel: api.deps.catalog.models.find((m) => m.mode === 'chat')?.id,
+    }),
+  );
 }
 
 function describe(e: unknown): string {
@@ -182,10 +227,13 @@ if (require.main === module) {
     exiting = true;
     firstSignalAt = Date.now();
     console.log('\nStopping the gateway...');
-    life.stopAll().then(() => {
-      console.log('Stopped.');
-      process.exit(code);
-    }, () => process.exit(1));
+    life.stopAll().then(
+      () => {
+        console.log('Stopped.');
+        process.exit(code);
+      },
+      () => process.exit(1),
+    );
   };
   const onSignal = () => {
     // One Ctrl-C often arrives twice (from the terminal and forwarded by npm): only a later one forces the exit.
@@ -203,7 +251,10 @@ if (require.main === module) {
   });
   main(life).catch((e) => {
     if (exiting) return;
-    const demoHint = e instanceof Error && 'code' in e && (e as { code?: string }).code === 'EADDRINUSE' ? ' (a port is already in use)' : '';
+    const demoHint =
+      e instanceof Error && 'code' in e && (e as { code?: string }).code === 'EADDRINUSE'
+        ? ' (a port is already in use)'
+        : '';
     console.error(`\nThe gateway could not start${demoHint}: ${describe(e)}`);
     shutdown(1);
   });

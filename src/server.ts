@@ -11,7 +11,11 @@ import { loadConfig } from './config';
  */
 export function serverTimeouts(bodyTimeoutMs: number): http.ServerOptions {
   const requestTimeout = bodyTimeoutMs + 5_000;
-  return { requestTimeout, headersTimeout: Math.min(66_000, requestTimeout), connectionsCheckingInterval: Math.min(5_000, requestTimeout) };
+  return {
+    requestTimeout,
+    headersTimeout: Math.min(66_000, requestTimeout),
+    connectionsCheckingInterval: Math.min(5_000, requestTimeout),
+  };
 }
 
 /** Production API entry point: configuration from the environment (docs/configuration.md). */
@@ -23,7 +27,8 @@ export async function startApi(config = loadConfig()) {
   await new Promise<void>((res) => server.listen(config.port, config.host, res));
   deps.logger.info({ port: config.port }, 'API listening');
   return {
-    server, deps,
+    server,
+    deps,
     async close() {
       await new Promise<void>((res) => server.close(() => res()));
       server.closeAllConnections();
@@ -33,14 +38,20 @@ export async function startApi(config = loadConfig()) {
 }
 
 if (require.main === module) {
-  startApi().then((api) => {
-    const stop = () => {
-      api.close().then(() => process.exit(0), () => process.exit(1));
-    };
-    process.once('SIGINT', stop);
-    process.once('SIGTERM', stop);
-  }, (e) => {
-    console.error(`API failed to start: ${e instanceof Error ? e.message : String(e)}`);
-    process.exit(1);
-  });
+  startApi().then(
+    (api) => {
+      const stop = () => {
+        api.close().then(
+          () => process.exit(0),
+          () => process.exit(1),
+        );
+      };
+      process.once('SIGINT', stop);
+      process.once('SIGTERM', stop);
+    },
+    (e) => {
+      console.error(`API failed to start: ${e instanceof Error ? e.message : String(e)}`);
+      process.exit(1);
+    },
+  );
 }

@@ -1,7 +1,18 @@
 import path from 'node:path';
 import { format } from 'node:util';
 import { Client, Connection, type ClientInterceptors } from '@temporalio/client';
-import { bundleWorkflowCode, DefaultLogger, NativeConnection, Runtime, Worker, type InjectedSinks, type LogEntry, type LogLevel, type WorkerInterceptors, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import {
+  bundleWorkflowCode,
+  DefaultLogger,
+  NativeConnection,
+  Runtime,
+  Worker,
+  type InjectedSinks,
+  type LogEntry,
+  type LogLevel,
+  type WorkerInterceptors,
+  type WorkflowBundleWithSourceMap,
+} from '@temporalio/worker';
 import { loadConfig, type Config } from './config';
 import { createPool } from './db/pool';
 import { ensureDatabase, migrate } from './db/migrate';
@@ -42,7 +53,10 @@ export interface WorkerOptions {
 
 // Bundling the workflow code (webpack) takes seconds: do it once per process (and set of interceptor modules).
 const bundles = new Map<string, Promise<WorkflowBundleWithSourceMap>>();
-function workflowBundle(workflowsPath: string, workflowInterceptorModules: string[]): Promise<WorkflowBundleWithSourceMap> {
+function workflowBundle(
+  workflowsPath: string,
+  workflowInterceptorModules: string[],
+): Promise<WorkflowBundleWithSourceMap> {
   const key = [workflowsPath, ...workflowInterceptorModules].join('\n');
   let b = bundles.get(key);
   if (!b) {
@@ -53,17 +67,40 @@ function workflowBundle(workflowsPath: string, workflowInterceptorModules: strin
   return b;
 }
 const noop = () => undefined;
-const quietBundlerLogger = { trace: noop, debug: noop, info: noop, warn: noop, error: (m: string) => console.error(m), log: noop };
+const quietBundlerLogger = {
+  trace: noop,
+  debug: noop,
+  info: noop,
+  warn: noop,
+  error: (m: string) => console.error(m),
+  log: noop,
+};
 
 /** The Temporal core runtime logs at the configured level (installed once per process, before any connection). */
 export function installRuntime(level: string): void {
   if (Runtime._instance) return;
-  const map: Record<string, LogLevel> = { trace: 'TRACE', debug: 'DEBUG', info: 'INFO', warn: 'WARN', error: 'ERROR', fatal: 'ERROR', silent: 'ERROR' };
+  const map: Record<string, LogLevel> = {
+    trace: 'TRACE',
+    debug: 'DEBUG',
+    info: 'INFO',
+    warn: 'WARN',
+    error: 'ERROR',
+    fatal: 'ERROR',
+    silent: 'ERROR',
+  };
   try {
     const redirect = redirectedLines();
-    const toRedirect = redirect ? (e: LogEntry) => redirect(`${new Date(Number(e.timestampNanos / 1_000_000n)).toISOString()} [${e.level}] ${e.message}${e.meta ? ` ${format(e.meta)}` : ''}\n`) : undefined;
+    const toRedirect = redirect
+      ? (e: LogEntry) =>
+          redirect(
+            `${new Date(Number(e.timestampNanos / 1_000_000n)).toISOString()} [${e.level}] ${e.message}${e.meta ? ` ${format(e.meta)}` : ''}\n`,
+          )
+      : undefined;
     // Redirected, the native core's own lines are forwarded through the same logger instead of printed.
-    Runtime.install({ logger: new DefaultLogger(map[level] ?? 'INFO', toRedirect), ...(redirect ? { telemetryOptions: { logging: { forward: {} } } } : {}) });
+    Runtime.install({
+      logger: new DefaultLogger(map[level] ?? 'INFO', toRedirect),
+      ...(redirect ? { telemetryOptions: { logging: { forward: {} } } } : {}),
+    });
   } catch {
     // Another part of the process created the runtime first: keep its logger.
   }
@@ -74,9 +111,11 @@ function every(ms: number, fn: () => Promise<unknown>, onError: (e: unknown) => 
   let running: Promise<unknown> | null = null;
   const timer = setInterval(() => {
     if (running) return;
-    running = fn().catch(onError).finally(() => {
-      running = null;
-    });
+    running = fn()
+      .catch(onError)
+      .finally(() => {
+        running = null;
+      });
   }, ms);
   timer.unref();
   return async () => {
@@ -102,7 +141,10 @@ export async function startWorker(config: Config = loadConfig(), opts: WorkerOpt
   const cleanup: (() => Promise<unknown>)[] = [() => providers.close(), () => db.end()];
   const router = opts.router ?? new ModelRouter(catalog, config.routing);
   try {
-    const metrics = opts.router || config.workerMetricsPort === null ? null : await serveWorkerMetrics(router, config.workerMetricsPort, config.host);
+    const metrics =
+      opts.router || config.workerMetricsPort === null
+        ? null
+        : await serveWorkerMetrics(router, config.workerMetricsPort, config.host);
     if (metrics) cleanup.push(() => metrics.close());
     const workflowsPath = path.join(__dirname, '..', 'workflows', 'index' + path.extname(__filename));
     const [bundle, nativeConnection, connection] = await Promise.all([
@@ -110,8 +152,15 @@ export async function startWorker(config: Config = loadConfig(), opts: WorkerOpt
       NativeConnection.connect({ address: config.temporalAddress }),
       Connection.connect({ address: config.temporalAddress }),
     ]);
-    cleanup.unshift(() => nativeConnection.close(), () => connection.close());
-    const temporal = new Client({ connection, namespace: config.temporalNamespace, ...(clientInterceptors ? { interceptors: clientInterceptors as ClientInterceptors } : {}) });
+    cleanup.unshift(
+      () => nativeConnection.close(),
+      () => connection.close(),
+    );
+    const temporal = new Client({
+      connection,
+      namespace: config.temporalNamespace,
+      ...(clientInterceptors ? { interceptors: clientInterceptors as ClientInterceptors } : {}),
+    });
     const worker = await Worker.create({
       connection: nativeConnection,
       namespace: config.temporalNamespace,
@@ -119,12 +168,23 @@ export async function startWorker(config: Config = loadConfig(), opts: WorkerOpt
       workflowBundle: bundle,
       activities: {
         ...createVideoActivities({ db, storage, catalog, providers, router, logger }),
-        ...createWebhookActivities({ db, temporal, taskQueue: config.temporalTaskQueue, settings: config.webhooks, logger }),
+        ...createWebhookActivities({
+          db,
+          temporal,
+          taskQueue: config.temporalTaskQueue,
+          settings: config.webhooks,
+          logger,
+        }),
       },
       stickyQueueScheduleToStartTimeout: config.video.stickyQueueTimeoutMs,
       maxConcurrentActivityTaskExecutions: 200,
       // (The workflow interceptors are in the bundle: a worker given a bundle takes them from there.)
-      ...(traced ? { interceptors: { activity: traced.interceptors.activity } as WorkerInterceptors, sinks: traced.sinks as InjectedSinks<never> } : {}),
+      ...(traced
+        ? {
+            interceptors: { activity: traced.interceptors.activity } as WorkerInterceptors,
+            sinks: traced.sinks as InjectedSinks<never>,
+          }
+        : {}),
     });
     const running = worker.run();
     running.catch((e) => logger.error({ err: (e as Error).message }, 'video worker stopped'));
@@ -132,10 +192,19 @@ export async function startWorker(config: Config = loadConfig(), opts: WorkerOpt
     const stops: (() => Promise<void>)[] = [];
     if (opts.reconciler !== false) {
       const onError = (what: string) => (e: unknown) => logger.warn({ err: (e as Error)?.message }, `${what} failed`);
-      stops.push(every(config.video.reconcileIntervalMs, () => reconcileVideoJobs({ db, temporal, config, logger }), onError('video reconciler')));
+      stops.push(
+        every(
+          config.video.reconcileIntervalMs,
+          () => reconcileVideoJobs({ db, temporal, config, logger }),
+          onError('video reconciler'),
+        ),
+      );
       stops.push(every(config.video.holdSweepIntervalMs, () => releaseExpiredHolds(db), onError('expired hold sweep')));
     }
-    logger.info({ taskQueue: config.temporalTaskQueue, temporal: config.temporalAddress, metrics: metrics?.url }, 'video worker running');
+    logger.info(
+      { taskQueue: config.temporalTaskQueue, temporal: config.temporalAddress, metrics: metrics?.url },
+      'video worker running',
+    );
 
     let closed: Promise<void> | null = null;
     return {
@@ -158,14 +227,20 @@ export async function startWorker(config: Config = loadConfig(), opts: WorkerOpt
 }
 
 if (require.main === module) {
-  startWorker().then((w) => {
-    const stop = () => {
-      w.close().then(() => process.exit(0), () => process.exit(1));
-    };
-    process.once('SIGINT', stop);
-    process.once('SIGTERM', stop);
-  }, (e) => {
-    console.error(`worker failed to start: ${e instanceof Error ? e.message : String(e)}`);
-    process.exit(1);
-  });
+  startWorker().then(
+    (w) => {
+      const stop = () => {
+        w.close().then(
+          () => process.exit(0),
+          () => process.exit(1),
+        );
+      };
+      process.once('SIGINT', stop);
+      process.once('SIGTERM', stop);
+    },
+    (e) => {
+      console.error(`worker failed to start: ${e instanceof Error ? e.message : String(e)}`);
+      process.exit(1);
+    },
+  );
 }

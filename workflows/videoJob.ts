@@ -58,7 +58,8 @@ async function submitOrCancel(job: JobRun): Promise<string> {
   });
   if (s.pastDeadline) throw new JobEnds('expired', expiredMessage(job), 'deadline_exceeded');
   if (job.keepsTask) job.taskId = s.taskId; // a task created while the job was ended is still ours to cancel
-  if (s.alreadyFinal) throw new JobEnds('failed', 'The job was already final before it was submitted.', null, job.taskId, false);
+  if (s.alreadyFinal)
+    throw new JobEnds('failed', 'The job was already final before it was submitted.', null, job.taskId, false);
   job.taskId = s.taskId;
   job.stopIfCancelRecorded(s.cancelRequested || !s.taskId); // the task id is missing only when a cancel stopped it
   return s.taskId!;
@@ -78,7 +79,8 @@ async function pollUntilTerminal(job: JobRun, taskId: string): Promise<PollOutco
     try {
       p = await job.acts.pollVideo({ jobId: job.input.jobId, taskId }, deadline);
     } catch (e) {
-      if (isNonRetryable(e)) throw new JobEnds('failed', failureMessage(e, 'Polling the provider failed'), failureCode(e));
+      if (isNonRetryable(e))
+        throw new JobEnds('failed', failureMessage(e, 'Polling the provider failed'), failureCode(e));
       continue; // transient failures past their retries: the deadline check above decides
     }
     job.stopIfCancelRecorded(p.cancelRequested);
@@ -89,17 +91,26 @@ async function pollUntilTerminal(job: JobRun, taskId: string): Promise<PollOutco
     }
     if (p.state === 'queued' || p.state === 'running') continue;
     job.taskId = null; // terminal: nothing left to cancel at the provider
-    if (p.state === 'expired') throw new JobEnds('expired', p.errorMessage ?? 'The provider task expired before it finished.', p.errorCode ?? 'provider_expired');
+    if (p.state === 'expired')
+      throw new JobEnds(
+        'expired',
+        p.errorMessage ?? 'The provider task expired before it finished.',
+        p.errorCode ?? 'provider_expired',
+      );
     if (p.state !== 'succeeded') {
-      const message = p.state === 'cancelled' ? 'The provider cancelled the task.' : p.errorMessage ?? 'The provider reported a failure.';
-      throw new JobEnds('failed', message, p.contentFiltered ? 'content_filter' : p.errorCode ?? 'provider_failed');
+      const message =
+        p.state === 'cancelled'
+          ? 'The provider cancelled the task.'
+          : (p.errorMessage ?? 'The provider reported a failure.');
+      throw new JobEnds('failed', message, p.contentFiltered ? 'content_filter' : (p.errorCode ?? 'provider_failed'));
     }
     return p;
   }
 }
 
-const expiredMessage = (job: JobRun) => `No result from the provider within ${Math.round(job.input.timing.deadlineMs / 1000)} s`
-  + (job.deadline === null ? '.' : ' of the job\'s creation.');
+const expiredMessage = (job: JobRun) =>
+  `No result from the provider within ${Math.round(job.input.timing.deadlineMs / 1000)} s` +
+  (job.deadline === null ? '.' : " of the job's creation.");
 
 /**
  * Copy the result into our storage at once, streaming; retries are bounded by copyWindowMs, far inside the
@@ -108,15 +119,21 @@ const expiredMessage = (job: JobRun) => `No result from the provider within ${Ma
 async function copyResults(job: JobRun, outcome: PollOutcome): Promise<void> {
   const { jobId, returnLastFrame, timing } = job.input;
   const until = Date.now() + timing.copyWindowMs;
-  const copy = (variant: 'video' | 'last_frame', url: string) => job.acts.copyResult({ jobId, variant, url }, until).catch((e) => {
-    throw new JobEnds('failed', `The result could not be copied from the provider in time: ${failureMessage(e, 'copy failed')}`, 'copy_failed');
-  });
+  const copy = (variant: 'video' | 'last_frame', url: string) =>
+    job.acts.copyResult({ jobId, variant, url }, until).catch((e) => {
+      throw new JobEnds(
+        'failed',
+        `The result could not be copied from the provider in time: ${failureMessage(e, 'copy failed')}`,
+        'copy_failed',
+      );
+    });
   if (!outcome.videoStored) {
     if (!outcome.videoUrl) throw new JobEnds('failed', 'The provider reported success without a video.', 'no_result');
     await copy('video', outcome.videoUrl);
   }
   if (returnLastFrame) {
-    if (!outcome.lastFrameUrl) throw new JobEnds('failed', 'The provider did not return the last frame that was asked for.', 'no_last_frame');
+    if (!outcome.lastFrameUrl)
+      throw new JobEnds('failed', 'The provider did not return the last frame that was asked for.', 'no_last_frame');
     await copy('last_frame', outcome.lastFrameUrl);
   }
 }
@@ -124,7 +141,8 @@ async function copyResults(job: JobRun, outcome: PollOutcome): Promise<void> {
 /** Charge the actual duration x price (never more than the hold) and release the rest. */
 async function settle(job: JobRun, outcome: PollOutcome): Promise<VideoJobResult> {
   const { jobId, holdId, seconds, pricePerSecond, maxCostVnd } = job.input;
-  const durationSeconds = outcome.durationSeconds !== undefined && outcome.durationSeconds > 0 ? Math.ceil(outcome.durationSeconds) : seconds;
+  const durationSeconds =
+    outcome.durationSeconds !== undefined && outcome.durationSeconds > 0 ? Math.ceil(outcome.durationSeconds) : seconds;
   const costVnd = Math.min(durationSeconds * pricePerSecond, maxCostVnd);
   await job.acts.completeJob({ jobId, holdId, chargeVnd: costVnd, durationSeconds });
   await job.announce('video.completed');
@@ -139,10 +157,13 @@ async function settle(job: JobRun, outcome: PollOutcome): Promise<VideoJobResult
 async function end(job: JobRun, e: JobEnds): Promise<VideoJobResult> {
   const { jobId, holdId } = job.input;
   let cancelled = false;
-  if (e.cancelTaskId && (e.record || job.keepsTask)) cancelled = await job.acts.cancelProviderTask({ jobId, taskId: e.cancelTaskId });
+  if (e.cancelTaskId && (e.record || job.keepsTask))
+    cancelled = await job.acts.cancelProviderTask({ jobId, taskId: e.cancelTaskId });
   if (e.record) {
     await job.acts.finishUnsuccessful({ jobId, holdId, status: e.status, message: e.message, code: e.code });
-    await job.announce(e.code === 'cancelled' ? 'video.cancelled' : e.status === 'expired' ? 'video.expired' : 'video.failed');
+    await job.announce(
+      e.code === 'cancelled' ? 'video.cancelled' : e.status === 'expired' ? 'video.expired' : 'video.failed',
+    );
     job.enter(e.status);
   }
   if (job.keepsTask && e.cancelTaskId && !cancelled) await followToEnd(job, e.cancelTaskId);
@@ -162,7 +183,9 @@ async function followToEnd(job: JobRun, taskId: string): Promise<void> {
     if (wait > 0) await sleep(wait);
     const last = Date.now() >= until;
     delay = Math.min(Math.ceil(delay * t.pollBackoff), t.pollMaxMs * 10);
-    const state = await job.acts.observeProviderTask({ jobId, taskId, last }, last ? Date.now() + t.activityTimeoutMs : until).catch(() => null);
+    const state = await job.acts
+      .observeProviderTask({ jobId, taskId, last }, last ? Date.now() + t.activityTimeoutMs : until)
+      .catch(() => null);
     if (last || (state !== null && state !== 'queued' && state !== 'running')) return;
   }
 }

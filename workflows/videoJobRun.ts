@@ -1,6 +1,13 @@
 import {
-  ActivityCancellationType, ActivityFailure, ApplicationFailure, CancellationScope, CancelledFailure, patched, proxyActivities,
-  upsertSearchAttributes, type ActivityOptions,
+  ActivityCancellationType,
+  ActivityFailure,
+  ApplicationFailure,
+  CancellationScope,
+  CancelledFailure,
+  patched,
+  proxyActivities,
+  upsertSearchAttributes,
+  type ActivityOptions,
 } from '@temporalio/workflow';
 import type { VideoActivities } from '../activities/video';
 import type { WebhookActivities } from '../activities/webhooks';
@@ -14,11 +21,17 @@ import type { WorkflowTiming } from '../src/video/settings';
  * timeouts and retries), cancellation, the early end of a job, and how activity failures read.
  */
 
-const CANCEL_MESSAGE = 'The job was cancelled at the client\'s request (DELETE /v1/videos/{id}).';
+const CANCEL_MESSAGE = "The job was cancelled at the client's request (DELETE /v1/videos/{id}).";
 
 /** How a step ends the job early; `record` false: the job was already final, nothing to write. */
 export class JobEnds extends Error {
-  constructor(readonly status: 'failed' | 'expired', message: string, readonly code: string | null, readonly cancelTaskId: string | null = null, readonly record = true) {
+  constructor(
+    readonly status: 'failed' | 'expired',
+    message: string,
+    readonly code: string | null,
+    readonly cancelTaskId: string | null = null,
+    readonly record = true,
+  ) {
     super(message);
   }
 }
@@ -54,7 +67,12 @@ export class JobRun {
     this.deadline = fromCreation ? input.createdAtMs! + input.timing.deadlineMs : null;
     const acts = activitiesFor(input.timing);
     // Activities that write (a poll may store an inline video) are never cut off midway, and none starts after a cancel.
-    this.acts = { ...acts, pollVideo: this.whole(acts.pollVideo), markProcessing: this.whole(acts.markProcessing), copyResult: this.whole(acts.copyResult) };
+    this.acts = {
+      ...acts,
+      pollVideo: this.whole(acts.pollVideo),
+      markProcessing: this.whole(acts.markProcessing),
+      copyResult: this.whole(acts.copyResult),
+    };
   }
 
   /** DELETE /v1/videos/{id}: its signal, or a cancel an activity found recorded before this run could hear it. */
@@ -101,38 +119,64 @@ export class JobRun {
   }
 
   private whole<A extends unknown[], R>(activity: (...a: A) => Promise<R>): (...a: A) => Promise<R> {
-    return (...a) => (this.steps.consideredCancelled ? Promise.reject(new CancelledFailure(CANCEL_MESSAGE)) : CancellationScope.nonCancellable(() => activity(...a)));
+    return (...a) =>
+      this.steps.consideredCancelled
+        ? Promise.reject(new CancelledFailure(CANCEL_MESSAGE))
+        : CancellationScope.nonCancellable(() => activity(...a));
   }
 }
 
 /** Every activity the workflow calls, with its timeouts and retries. */
 export function activitiesFor(t: WorkflowTiming) {
-  const retry = { initialInterval: t.activityRetryInitialMs, backoffCoefficient: 2, maximumInterval: t.activityRetryMaxMs };
+  const retry = {
+    initialInterval: t.activityRetryInitialMs,
+    backoffCoefficient: 2,
+    maximumInterval: t.activityRetryMaxMs,
+  };
   // Database steps (status, settle, release) must eventually succeed: retried without limit.
   const db = proxyActivities<VideoActivities>({ startToCloseTimeout: t.activityTimeoutMs, retry });
   const events = proxyActivities<WebhookActivities>({ startToCloseTimeout: t.activityTimeoutMs, retry });
-  const submitting = proxyActivities<VideoActivities>({ startToCloseTimeout: t.activityTimeoutMs, scheduleToCloseTimeout: t.submitWindowMs, retry });
+  const submitting = proxyActivities<VideoActivities>({
+    startToCloseTimeout: t.activityTimeoutMs,
+    scheduleToCloseTimeout: t.submitWindowMs,
+    retry,
+  });
   // A cancel stops the retries but waits for the attempt in flight: a task it creates is reported, never lost.
   const submittingToEnd = proxyActivities<VideoActivities>({
-    startToCloseTimeout: t.activityTimeoutMs, scheduleToCloseTimeout: t.submitWindowMs, retry,
+    startToCloseTimeout: t.activityTimeoutMs,
+    scheduleToCloseTimeout: t.submitWindowMs,
+    retry,
     cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
   });
-  const cancelling = proxyActivities<VideoActivities>({ startToCloseTimeout: t.activityTimeoutMs, retry: { ...retry, maximumAttempts: 3 } });
+  const cancelling = proxyActivities<VideoActivities>({
+    startToCloseTimeout: t.activityTimeoutMs,
+    retry: { ...retry, maximumAttempts: 3 },
+  });
   // Polls and copies retry only until their deadline, so their options are made per call.
-  const until = (deadline: number, o: ActivityOptions) => proxyActivities<VideoActivities>({ ...o, scheduleToCloseTimeout: Math.max(1000, deadline - Date.now()) });
-  const polling: ActivityOptions = { startToCloseTimeout: t.activityTimeoutMs, retry: { ...retry, maximumInterval: Math.min(t.activityRetryMaxMs, t.pollMaxMs) } };
-  const copying: ActivityOptions = { startToCloseTimeout: t.copyAttemptTimeoutMs, heartbeatTimeout: t.heartbeatMs, retry };
+  const until = (deadline: number, o: ActivityOptions) =>
+    proxyActivities<VideoActivities>({ ...o, scheduleToCloseTimeout: Math.max(1000, deadline - Date.now()) });
+  const polling: ActivityOptions = {
+    startToCloseTimeout: t.activityTimeoutMs,
+    retry: { ...retry, maximumInterval: Math.min(t.activityRetryMaxMs, t.pollMaxMs) },
+  };
+  const copying: ActivityOptions = {
+    startToCloseTimeout: t.copyAttemptTimeoutMs,
+    heartbeatTimeout: t.heartbeatMs,
+    retry,
+  };
   return {
     submitVideo: submitting.submitVideo,
     submitVideoToEnd: submittingToEnd.submitVideo,
     pollVideo: (a: { jobId: string; taskId: string }, deadline: number) => until(deadline, polling).pollVideo(a),
     markProcessing: (a: { jobId: string }) => db.markProcessing(a),
-    copyResult: (a: { jobId: string; variant: 'video' | 'last_frame'; url: string }, deadline: number) => until(deadline, copying).copyResult(a),
+    copyResult: (a: { jobId: string; variant: 'video' | 'last_frame'; url: string }, deadline: number) =>
+      until(deadline, copying).copyResult(a),
     completeJob: db.completeJob,
     finishUnsuccessful: db.finishUnsuccessful,
     /** Best effort: a provider that cannot cancel does not hold up the end of the job. */
     cancelProviderTask: (a: { jobId: string; taskId: string }) => cancelling.cancelProviderTask(a).catch(() => false),
-    observeProviderTask: (a: { jobId: string; taskId: string; last: boolean }, deadline: number) => until(deadline, polling).observeProviderTask(a),
+    observeProviderTask: (a: { jobId: string; taskId: string; last: boolean }, deadline: number) =>
+      until(deadline, polling).observeProviderTask(a),
     emitWebhookEvent: (a: Parameters<WebhookActivities['emitWebhookEvent']>[0]) =>
       CancellationScope.nonCancellable(() => events.emitWebhookEvent(a)),
   };

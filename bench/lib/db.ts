@@ -16,7 +16,9 @@ export interface BenchDb {
 }
 
 export const adminUrl = (): string =>
-  process.env.BENCH_DATABASE_ADMIN_URL ?? process.env.TEST_DATABASE_ADMIN_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+  process.env.BENCH_DATABASE_ADMIN_URL ??
+  process.env.TEST_DATABASE_ADMIN_URL ??
+  'postgres://postgres@127.0.0.1:5432/postgres';
 
 export async function createBenchDb(balanceVnd: number): Promise<BenchDb> {
   const name = `gw_bench_${Date.now()}_${process.pid}`;
@@ -27,7 +29,8 @@ export async function createBenchDb(balanceVnd: number): Promise<BenchDb> {
   const old = await admin.query(`SELECT datname FROM pg_database WHERE datname LIKE 'gw_bench_%'`);
   for (const r of old.rows) {
     const ts = Number(String(r.datname).split('_')[2]);
-    if (ts && Date.now() - ts > 3600_000) await admin.query(`DROP DATABASE IF EXISTS ${r.datname} WITH (FORCE)`).catch(() => undefined);
+    if (ts && Date.now() - ts > 3600_000)
+      await admin.query(`DROP DATABASE IF EXISTS ${r.datname} WITH (FORCE)`).catch(() => undefined);
   }
   await admin.end();
   const u = new URL(adminUrl());
@@ -40,7 +43,11 @@ export async function createBenchDb(balanceVnd: number): Promise<BenchDb> {
     await topUp(db, { accountId, amount: balanceVnd, idempotencyKey: `bench-topup:${randomUUID()}` });
     const k = await createApiKey(db, accountId, 'bench');
     return {
-      url, name, accountId, keyId: k.id, key: k.key,
+      url,
+      name,
+      accountId,
+      keyId: k.id,
+      key: k.key,
       async drop() {
         const a = new pg.Client({ connectionString: adminUrl() });
         await a.connect();
@@ -72,15 +79,30 @@ export async function billingCheck(bdb: BenchDb): Promise<BillingCheck> {
   try {
     const ur = await db.query(
       `SELECT operation, status, count(*)::int AS n, COALESCE(sum(cost_vnd), 0)::bigint AS cost
-       FROM usage_records WHERE account_id = $1 GROUP BY operation, status ORDER BY operation, status`, [bdb.accountId]);
+       FROM usage_records WHERE account_id = $1 GROUP BY operation, status ORDER BY operation, status`,
+      [bdb.accountId],
+    );
     const charged = await db.query(
-      `SELECT count(*)::int AS n, COALESCE(sum(amount), 0)::bigint AS vnd FROM ledger_events WHERE account_id = $1 AND kind = 'charged'`, [bdb.accountId]);
-    const paid = await db.query(`SELECT count(*)::int AS n FROM usage_records WHERE account_id = $1 AND cost_vnd > 0`, [bdb.accountId]);
+      `SELECT count(*)::int AS n, COALESCE(sum(amount), 0)::bigint AS vnd FROM ledger_events WHERE account_id = $1 AND kind = 'charged'`,
+      [bdb.accountId],
+    );
+    const paid = await db.query(`SELECT count(*)::int AS n FROM usage_records WHERE account_id = $1 AND cost_vnd > 0`, [
+      bdb.accountId,
+    ]);
     const uncharged = await db.query(
       `SELECT count(*)::int AS n FROM usage_records u WHERE u.account_id = $1 AND u.cost_vnd > 0 AND NOT EXISTS
-         (SELECT 1 FROM ledger_events e WHERE e.idempotency_key = u.charge_key AND e.kind = 'charged' AND e.account_id = u.account_id)`, [bdb.accountId]);
-    const holds = await db.query(`SELECT count(*)::int AS n FROM holds WHERE account_id = $1 AND status = 'open'`, [bdb.accountId]);
-    const byOperation = ur.rows.map((r) => ({ operation: String(r.operation), status: Number(r.status), n: Number(r.n), costVnd: Number(r.cost) }));
+         (SELECT 1 FROM ledger_events e WHERE e.idempotency_key = u.charge_key AND e.kind = 'charged' AND e.account_id = u.account_id)`,
+      [bdb.accountId],
+    );
+    const holds = await db.query(`SELECT count(*)::int AS n FROM holds WHERE account_id = $1 AND status = 'open'`, [
+      bdb.accountId,
+    ]);
+    const byOperation = ur.rows.map((r) => ({
+      operation: String(r.operation),
+      status: Number(r.status),
+      n: Number(r.n),
+      costVnd: Number(r.cost),
+    }));
     return {
       usageRecords: byOperation.reduce((s, r) => s + r.n, 0),
       usageRecordsCharged: Number(paid.rows[0].n),
@@ -101,7 +123,11 @@ export async function billingCheck(bdb: BenchDb): Promise<BillingCheck> {
  * Waits until the usage records written reach `expected` (the gateway writes them in batches off the response
  * path) and returns how long that took after the load stopped, or null if it did not happen within `timeoutMs`.
  */
-export async function waitForUsage(bdb: BenchDb, expected: number, timeoutMs: number): Promise<{ ms: number | null; count: number }> {
+export async function waitForUsage(
+  bdb: BenchDb,
+  expected: number,
+  timeoutMs: number,
+): Promise<{ ms: number | null; count: number }> {
   const db = createPool(bdb.url, 1);
   const t0 = Date.now();
   let count = 0;

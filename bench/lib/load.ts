@@ -22,19 +22,41 @@ export interface LoadResult {
 
 /** Closed-loop load at a fixed number of keep-alive connections for `seconds` (autocannon). */
 export async function load(spec: RequestSpec, connections: number, seconds: number): Promise<LoadResult> {
-  const r = await autocannon({ url: spec.url, connections, duration: seconds, pipelining: 1, timeout: 30, method: 'POST', headers: spec.headers, body: spec.body });
+  const r = await autocannon({
+    url: spec.url,
+    connections,
+    duration: seconds,
+    pipelining: 1,
+    timeout: 30,
+    method: 'POST',
+    headers: spec.headers,
+    body: spec.body,
+  });
   const ok = r['2xx'];
-  const bad = Object.entries(r.statusCodeStats).filter(([s]) => !s.startsWith('2')).map(([s, v]) => `${v.count}x${s}`);
+  const bad = Object.entries(r.statusCodeStats)
+    .filter(([s]) => !s.startsWith('2'))
+    .map(([s, v]) => `${v.count}x${s}`);
   if (r.errors) bad.push(`${r.errors} errors`);
   if (r.timeouts) bad.push(`${r.timeouts} timeouts`);
   return {
-    connections, seconds: r.duration, ok, failed: r.non2xx + r.errors, problems: bad.join(' '),
-    rps: ok / r.duration, p50Ms: r.latency.p50, p99Ms: r.latency.p99,
+    connections,
+    seconds: r.duration,
+    ok,
+    failed: r.non2xx + r.errors,
+    problems: bad.join(' '),
+    rps: ok / r.duration,
+    p50Ms: r.latency.p50,
+    p99Ms: r.latency.p99,
   };
 }
 
 /** Nanoseconds for one request on a keep-alive connection: to the first body byte (streams) or the last. */
-async function timeOne(client: Client, path: string, spec: RequestSpec, firstByte: boolean): Promise<{ ns: number; status: number }> {
+async function timeOne(
+  client: Client,
+  path: string,
+  spec: RequestSpec,
+  firstByte: boolean,
+): Promise<{ ns: number; status: number }> {
   const t0 = process.hrtime.bigint();
   const res = await client.request({ method: 'POST', path, headers: spec.headers, body: spec.body });
   let first: bigint | null = null;
@@ -42,11 +64,21 @@ async function timeOne(client: Client, path: string, spec: RequestSpec, firstByt
     if (first === null) first = process.hrtime.bigint();
   }
   const end = process.hrtime.bigint();
-  return { ns: Number((firstByte ? first ?? end : end) - t0), status: res.statusCode };
+  return { ns: Number((firstByte ? (first ?? end) : end) - t0), status: res.statusCode };
 }
 
-export interface SeqResult { n: number; p50Us: number; p99Us: number; errors: number }
-export interface PairedResult { direct: SeqResult; target: SeqResult; addedP50Us: number; addedP99Us: number }
+export interface SeqResult {
+  n: number;
+  p50Us: number;
+  p99Us: number;
+  errors: number;
+}
+export interface PairedResult {
+  direct: SeqResult;
+  target: SeqResult;
+  addedP50Us: number;
+  addedP99Us: number;
+}
 
 function percentile(sorted: number[], p: number): number {
   if (!sorted.length) return NaN;
@@ -64,7 +96,12 @@ function summarise(ns: number[], errors: number): SeqResult {
  * directly (alternating, so drift and noisy neighbours hit both alike), one keep-alive connection each.
  * Added = target percentile - direct percentile, in microseconds.
  */
-export async function pairedSequential(direct: RequestSpec, target: RequestSpec, n: number, firstByte: boolean): Promise<PairedResult> {
+export async function pairedSequential(
+  direct: RequestSpec,
+  target: RequestSpec,
+  n: number,
+  firstByte: boolean,
+): Promise<PairedResult> {
   const open = (spec: RequestSpec) => {
     const u = new URL(spec.url);
     return { client: new Client(u.origin, { pipelining: 1, keepAliveTimeout: 60_000 }), path: u.pathname + u.search };

@@ -18,7 +18,11 @@ try {
 function cpuTicks(pid: number): number[] {
   const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
   // The command name (field 2) may contain spaces; fields after its closing paren are fixed.
-  return stat.slice(stat.lastIndexOf(')') + 2).split(' ').slice(11, 15).map(Number);
+  return stat
+    .slice(stat.lastIndexOf(')') + 2)
+    .split(' ')
+    .slice(11, 15)
+    .map(Number);
 }
 
 /** CPU time (user + system) the process has used so far, in milliseconds (resolution 1000/CLK_TCK ms). */
@@ -37,10 +41,13 @@ export function processTree(pid: number): number[] {
     let tasks: string[] = [];
     try {
       tasks = fs.readdirSync(`/proc/${out[i]}/task`);
-    } catch { /* gone meanwhile */ }
+    } catch {
+      /* gone meanwhile */
+    }
     for (const tid of tasks) {
       try {
-        for (const c of fs.readFileSync(`/proc/${out[i]}/task/${tid}/children`, 'utf8').split(' ')) if (c.trim()) out.push(Number(c));
+        for (const c of fs.readFileSync(`/proc/${out[i]}/task/${tid}/children`, 'utf8').split(' '))
+          if (c.trim()) out.push(Number(c));
       } catch {}
     }
   }
@@ -57,7 +64,9 @@ export function treeCpuMs(pid: number): number {
   for (const p of processTree(pid)) {
     try {
       ticks += cpuTicks(p).reduce((a, b) => a + b, 0);
-    } catch { /* gone meanwhile */ }
+    } catch {
+      /* gone meanwhile */
+    }
   }
   return (ticks * 1000) / clkTck;
 }
@@ -72,7 +81,9 @@ export function postgresCpuMs(): number {
     if (d.charCodeAt(0) < 48 || d.charCodeAt(0) > 57) continue;
     try {
       if (fs.readFileSync(`/proc/${d}/comm`, 'utf8').trim() === 'postgres') total += cpuMs(Number(d));
-    } catch { /* gone meanwhile */ }
+    } catch {
+      /* gone meanwhile */
+    }
   }
   return total;
 }
@@ -90,7 +101,9 @@ function sumOver(pids: number[], f: (pid: number) => number): number {
   for (const p of pids) {
     try {
       total += f(p);
-    } catch { /* gone meanwhile */ }
+    } catch {
+      /* gone meanwhile */
+    }
   }
   return total;
 }
@@ -120,7 +133,11 @@ export class RssSampler {
   private timer: NodeJS.Timeout | null = null;
   private pids: number[];
   private n = 0;
-  constructor(private pid: number, private everyMs = 100, private tree = false) {
+  constructor(
+    private pid: number,
+    private everyMs = 100,
+    private tree = false,
+  ) {
     this.pids = [pid];
   }
   start(): void {
@@ -171,10 +188,22 @@ const stdioTo = (logFile: string): ['ignore', number, number, 'ipc'] => {
  * Forks one of bench/targets/*.js; it reports {type:'ready', url} once listening and answers {type} requests.
  * Its stdout/stderr go to `logFile` (the gateway logs one JSON line per request, as in production).
  */
-export async function forkTarget(name: string, script: string, opts: { env?: NodeJS.ProcessEnv; execArgv?: string[]; logFile: string; readyTimeoutMs?: number }): Promise<Target> {
-  const child = fork(script, [], { env: { ...process.env, ...opts.env }, execArgv: opts.execArgv ?? [], stdio: stdioTo(opts.logFile) });
+export async function forkTarget(
+  name: string,
+  script: string,
+  opts: { env?: NodeJS.ProcessEnv; execArgv?: string[]; logFile: string; readyTimeoutMs?: number },
+): Promise<Target> {
+  const child = fork(script, [], {
+    env: { ...process.env, ...opts.env },
+    execArgv: opts.execArgv ?? [],
+    stdio: stdioTo(opts.logFile),
+  });
   const url = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`${name} did not start within ${opts.readyTimeoutMs ?? 60_000} ms (log: ${opts.logFile})`)), opts.readyTimeoutMs ?? 60_000);
+    const timer = setTimeout(
+      () =>
+        reject(new Error(`${name} did not start within ${opts.readyTimeoutMs ?? 60_000} ms (log: ${opts.logFile})`)),
+      opts.readyTimeoutMs ?? 60_000,
+    );
     child.once('exit', (code) => {
       clearTimeout(timer);
       reject(new Error(`${name} exited with code ${code} before it was ready (log: ${opts.logFile})`));
@@ -191,14 +220,23 @@ export async function forkTarget(name: string, script: string, opts: { env?: Nod
   });
   child.removeAllListeners('exit');
   return {
-    name, url, child, pid: child.pid!,
+    name,
+    url,
+    child,
+    pid: child.pid!,
     ask: <T>(type: string, timeoutMs = 30_000, extra: object = {}) => askChild<T>(child, name, type, timeoutMs, extra),
     stop: (timeoutMs?: number) => stopChild(child, () => child.send({ type: 'shutdown' }), timeoutMs),
   };
 }
 
 /** Sends {type, ...extra} to an IPC child and waits for its reply of the same type. */
-export function askChild<T>(child: ChildProcess, name: string, type: string, timeoutMs = 30_000, extra: object = {}): Promise<T> {
+export function askChild<T>(
+  child: ChildProcess,
+  name: string,
+  type: string,
+  timeoutMs = 30_000,
+  extra: object = {},
+): Promise<T> {
   return new Promise<T>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`${name}: no answer to ${type}`)), timeoutMs);
     const onMsg = (m: any) => {
@@ -213,7 +251,19 @@ export function askChild<T>(child: ChildProcess, name: string, type: string, tim
 }
 
 /** Spawns a plain command (Portkey, LiteLLM) and waits until `readyUrl` answers (default: within 60 s). */
-export async function spawnTarget(name: string, cmd: string, args: string[], opts: { env?: NodeJS.ProcessEnv; url: string; readyUrl: string; logFile: string; cwd?: string; readyTimeoutMs?: number }): Promise<Target> {
+export async function spawnTarget(
+  name: string,
+  cmd: string,
+  args: string[],
+  opts: {
+    env?: NodeJS.ProcessEnv;
+    url: string;
+    readyUrl: string;
+    logFile: string;
+    cwd?: string;
+    readyTimeoutMs?: number;
+  },
+): Promise<Target> {
   const fd = fs.openSync(opts.logFile, 'a');
   const child = spawn(cmd, args, { env: { ...process.env, ...opts.env }, stdio: ['ignore', fd, fd], cwd: opts.cwd });
   let exited: number | null = null;
@@ -223,7 +273,8 @@ export async function spawnTarget(name: string, cmd: string, args: string[], opt
   const readyMs = opts.readyTimeoutMs ?? 60_000;
   const deadline = Date.now() + readyMs;
   for (;;) {
-    if (exited !== null) throw new Error(`${name} exited with code ${exited} before it was ready (log: ${opts.logFile})`);
+    if (exited !== null)
+      throw new Error(`${name} exited with code ${exited} before it was ready (log: ${opts.logFile})`);
     try {
       const r = await fetch(opts.readyUrl);
       await r.arrayBuffer();
@@ -236,7 +287,10 @@ export async function spawnTarget(name: string, cmd: string, args: string[], opt
     await new Promise((r) => setTimeout(r, 200));
   }
   return {
-    name, url: opts.url, child, pid: child.pid!,
+    name,
+    url: opts.url,
+    child,
+    pid: child.pid!,
     ask: () => Promise.reject(new Error(`${name} has no IPC channel`)),
     stop: (timeoutMs?: number) => stopChild(child, () => child.kill('SIGTERM'), timeoutMs),
   };
@@ -268,7 +322,14 @@ export const distDir = (): string => path.resolve(__dirname, '..');
  * the gateway is measured as it is deployed, memory settings included.
  */
 export function apiNodeFlags(root: string): string[] {
-  const pkg = JSON.parse(fs.readFileSync(path.join(root, 'package.json'), 'utf8')) as { scripts: Record<string, string> };
+  const pkg = JSON.parse(fs.readFileSync(path.join(root, 'package.json'), 'utf8')) as {
+    scripts: Record<string, string>;
+  };
   const words = pkg.scripts.api.split(/\s+/);
-  return words.slice(1, words.findIndex((w) => w.endsWith('.js'))).filter((w) => w.startsWith('--') && w !== '--enable-source-maps');
+  return words
+    .slice(
+      1,
+      words.findIndex((w) => w.endsWith('.js')),
+    )
+    .filter((w) => w.startsWith('--') && w !== '--enable-source-maps');
 }

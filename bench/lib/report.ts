@@ -16,7 +16,12 @@ export interface Cell {
   dbCpuMsPerReq?: number;
 }
 
-export interface Check { name: string; value: string; target: string; pass: boolean | null }
+export interface Check {
+  name: string;
+  value: string;
+  target: string;
+  pass: boolean | null;
+}
 
 export const WORKLOAD_TITLES: Record<string, string> = {
   chat: 'chat completions',
@@ -24,14 +29,18 @@ export const WORKLOAD_TITLES: Record<string, string> = {
   embeddings: 'embeddings',
 };
 
-const f0 = (n: number | undefined) => (n === undefined || !Number.isFinite(n) ? '-' : Math.round(n).toLocaleString('en-US'));
+const f0 = (n: number | undefined) =>
+  n === undefined || !Number.isFinite(n) ? '-' : Math.round(n).toLocaleString('en-US');
 const f2 = (n: number | undefined) => (n === undefined || !Number.isFinite(n) ? '-' : n.toFixed(2));
 const f3 = (n: number | undefined) => (n === undefined || !Number.isFinite(n) ? '-' : n.toFixed(3));
-const signed = (n: number | undefined) => (n === undefined || !Number.isFinite(n) ? '-' : (n >= 0 ? '+' : '') + Math.round(n).toLocaleString('en-US'));
+const signed = (n: number | undefined) =>
+  n === undefined || !Number.isFinite(n) ? '-' : (n >= 0 ? '+' : '') + Math.round(n).toLocaleString('en-US');
 
 const at = (c: Cell, conns: number) => c.load.find((l) => l.connections === conns);
 
-export interface Row { cells: string[] }
+export interface Row {
+  cells: string[];
+}
 
 function mainColumns(connections: number[]): string[] {
   const cols = ['target'];
@@ -42,7 +51,17 @@ function mainColumns(connections: number[]): string[] {
 }
 
 function mainRow(c: Cell, connections: number[], peakRss: Record<string, number>): string[] {
-  if (c.unavailable) return [c.target, ...connections.map(() => 'n/a'), ...connections.map(() => 'n/a'), 'n/a', 'n/a', 'n/a', 'n/a', `n/a (${c.unavailable})`];
+  if (c.unavailable)
+    return [
+      c.target,
+      ...connections.map(() => 'n/a'),
+      ...connections.map(() => 'n/a'),
+      'n/a',
+      'n/a',
+      'n/a',
+      'n/a',
+      `n/a (${c.unavailable})`,
+    ];
   const row = [c.target];
   for (const n of connections) {
     const l = at(c, n);
@@ -82,7 +101,13 @@ export interface Targets {
   addedP99Us: number;
   peakRssMb: number;
 }
-export const TARGETS: Targets = { bareToGateway: 0.8, portkeyMultiple: 3, addedP50Us: 1000, addedP99Us: 3000, peakRssMb: 150 };
+export const TARGETS: Targets = {
+  bareToGateway: 0.8,
+  portkeyMultiple: 3,
+  addedP50Us: 1000,
+  addedP99Us: 3000,
+  peakRssMb: 150,
+};
 
 /** Peers whose throughput ratio is reported without a target of its own (a column when they were measured). */
 const RATIO_ONLY = [{ target: 'litellm', title: 'gateway / LiteLLM' }];
@@ -91,7 +116,11 @@ const RATIO_ONLY = [{ target: 'litellm', title: 'gateway / LiteLLM' }];
  * Gateway/bare-proxy and gateway/Portkey throughput ratios (and gateway/LiteLLM when it ran), and the PASS/FAIL
  * checks against the targets.
  */
-export function checks(cells: Cell[], connections: number[], peakRss: Record<string, number>): { ratioHeader: string[]; ratios: string[][]; checks: Check[] } {
+export function checks(
+  cells: Cell[],
+  connections: number[],
+  peakRss: Record<string, number>,
+): { ratioHeader: string[]; ratios: string[][]; checks: Check[] } {
   const ratios: string[][] = [];
   const out: Check[] = [];
   const workloads = [...new Set(cells.map((c) => c.workload))];
@@ -113,21 +142,54 @@ export function checks(cells: Cell[], connections: number[], peakRss: Record<str
         return f2(g && l ? g.rps / l.rps : NaN);
       });
       ratios.push([`${w} c=${n}`, f2(rb), f2(rp), ...others]);
-      out.push({ name: `${w} c=${n}: gateway / bare proxy throughput`, value: f2(rb), target: `>= ${TARGETS.bareToGateway}`, pass: Number.isFinite(rb) ? rb >= TARGETS.bareToGateway : null });
-      out.push({ name: `${w} c=${n}: gateway / Portkey throughput`, value: f2(rp), target: `>= ${TARGETS.portkeyMultiple}`, pass: Number.isFinite(rp) ? rp >= TARGETS.portkeyMultiple : null });
+      out.push({
+        name: `${w} c=${n}: gateway / bare proxy throughput`,
+        value: f2(rb),
+        target: `>= ${TARGETS.bareToGateway}`,
+        pass: Number.isFinite(rb) ? rb >= TARGETS.bareToGateway : null,
+      });
+      out.push({
+        name: `${w} c=${n}: gateway / Portkey throughput`,
+        value: f2(rp),
+        target: `>= ${TARGETS.portkeyMultiple}`,
+        pass: Number.isFinite(rp) ? rp >= TARGETS.portkeyMultiple : null,
+      });
     }
-    out.push({ name: `${w}: added latency c=1 p50 (µs)`, value: signed(gw?.addedP50Us), target: `<= ${TARGETS.addedP50Us}`, pass: gw?.addedP50Us !== undefined ? gw.addedP50Us <= TARGETS.addedP50Us : null });
-    out.push({ name: `${w}: added latency c=1 p99 (µs)`, value: signed(gw?.addedP99Us), target: `<= ${TARGETS.addedP99Us}`, pass: gw?.addedP99Us !== undefined ? gw.addedP99Us <= TARGETS.addedP99Us : null });
+    out.push({
+      name: `${w}: added latency c=1 p50 (µs)`,
+      value: signed(gw?.addedP50Us),
+      target: `<= ${TARGETS.addedP50Us}`,
+      pass: gw?.addedP50Us !== undefined ? gw.addedP50Us <= TARGETS.addedP50Us : null,
+    });
+    out.push({
+      name: `${w}: added latency c=1 p99 (µs)`,
+      value: signed(gw?.addedP99Us),
+      target: `<= ${TARGETS.addedP99Us}`,
+      pass: gw?.addedP99Us !== undefined ? gw.addedP99Us <= TARGETS.addedP99Us : null,
+    });
   }
   const rss = peakRss.gateway;
-  out.push({ name: 'gateway peak RSS under load (MB)', value: f0(rss), target: `<= ${TARGETS.peakRssMb}`, pass: rss !== undefined ? rss <= TARGETS.peakRssMb : null });
-  return { ratioHeader: ['workload', 'gateway / bare proxy', 'gateway / Portkey', ...extra.map((r) => r.title)], ratios, checks: out };
+  out.push({
+    name: 'gateway peak RSS under load (MB)',
+    value: f0(rss),
+    target: `<= ${TARGETS.peakRssMb}`,
+    pass: rss !== undefined ? rss <= TARGETS.peakRssMb : null,
+  });
+  return {
+    ratioHeader: ['workload', 'gateway / bare proxy', 'gateway / Portkey', ...extra.map((r) => r.title)],
+    ratios,
+    checks: out,
+  };
 }
 
 export const verdict = (p: boolean | null) => (p === null ? 'n/a' : p ? 'PASS' : 'FAIL');
 
 /** All result tables, as plain text (stdout) and markdown (README / docs/benchmarks.md). */
-export function renderTables(cells: Cell[], connections: number[], peakRss: Record<string, number>): { text: string; markdown: string; checks: Check[] } {
+export function renderTables(
+  cells: Cell[],
+  connections: number[],
+  peakRss: Record<string, number>,
+): { text: string; markdown: string; checks: Check[] } {
   const text: string[] = [];
   const md: string[] = [];
   const header = mainColumns(connections);

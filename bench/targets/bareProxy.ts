@@ -14,7 +14,12 @@ import { serveTarget } from './ipc';
 serveTarget(async () => {
   const upstream = new URL(process.env.UPSTREAM_URL ?? '');
   const basePath = upstream.pathname.replace(/\/+$/, '');
-  const pool = new Pool(upstream.origin, { connections: 256, pipelining: 1, keepAliveTimeout: 30_000, keepAliveMaxTimeout: 600_000 });
+  const pool = new Pool(upstream.origin, {
+    connections: 256,
+    pipelining: 1,
+    keepAliveTimeout: 30_000,
+    keepAliveMaxTimeout: 600_000,
+  });
   const app = new Koa();
   app.silent = true;
   app.use(async (ctx) => {
@@ -23,7 +28,10 @@ serveTarget(async () => {
     const up = await pool.request({
       method: 'POST',
       path: basePath + ctx.path.replace(/^\/v1/, ''),
-      headers: { 'content-type': ctx.get('content-type') || 'application/json', authorization: ctx.get('authorization') || 'Bearer bench' },
+      headers: {
+        'content-type': ctx.get('content-type') || 'application/json',
+        authorization: ctx.get('authorization') || 'Bearer bench',
+      },
       body: Buffer.concat(chunks),
     });
     ctx.status = up.statusCode;

@@ -49,7 +49,13 @@ serveTarget(async () => {
   atPeak = null; // the peak under load, not during start-up (the parent resets VmHWM at the same point)
   return {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    stats: async () => ({ served: await served(), maxBacklog, backlog: pendingUsage(), memoryAtPeak: atPeak, memoryNow: process.memoryUsage() }),
+    stats: async () => ({
+      served: await served(),
+      maxBacklog,
+      backlog: pendingUsage(),
+      memoryAtPeak: atPeak,
+      memoryNow: process.memoryUsage(),
+    }),
     async close() {
       await new Promise<void>((res) => {
         server.close(() => res());

@@ -14,50 +14,77 @@ export interface Started {
 
 export function serveTarget(start: () => Promise<Started>): void {
   const send = (m: unknown) => process.send?.(m);
-  start().then((t) => {
-    let stopping = false;
-    const stop = () => {
-      if (stopping) return;
-      stopping = true;
-      t.close().then(() => process.exit(0), (e) => {
-        console.error(`close failed: ${e instanceof Error ? e.message : String(e)}`);
-        process.exit(1);
+  start().then(
+    (t) => {
+      let stopping = false;
+      const stop = () => {
+        if (stopping) return;
+        stopping = true;
+        t.close().then(
+          () => process.exit(0),
+          (e) => {
+            console.error(`close failed: ${e instanceof Error ? e.message : String(e)}`);
+            process.exit(1);
+          },
+        );
+      };
+      let session: inspector.Session | null = null;
+      const post = (method: string, params?: object) =>
+        new Promise<any>((resolve, reject) => {
+          session!.post(method, params ?? {}, (err, res) => (err ? reject(err) : resolve(res)));
+        });
+      process.on('message', (m: any) => {
+        if (m?.type === 'stats') {
+          Promise.resolve(t.stats?.()).then(
+            (stats) => send({ type: 'stats', stats: stats ?? null }),
+            (e) => send({ type: 'stats', stats: null, error: String(e) }),
+          );
+        } else if (m?.type === 'shutdown') stop();
+        else if (m?.type === 'profile-start') {
+          session = new inspector.Session();
+          session.connect();
+          post('Profiler.enable')
+            .then(() => post('Profiler.setSamplingInterval', { interval: 200 }))
+            .then(() => post('Profiler.start'))
+            // BENCH_HEAP_SAMPLING=1: also sample allocations, those the GC has collected included (where GC time comes from).
+            .then(() =>
+              process.env.BENCH_HEAP_SAMPLING === '1'
+                ? post('HeapProfiler.startSampling', {
+                    samplingInterval: 4096,
+                    includeObjectsCollectedByMinorGC: true,
+                    includeObjectsCollectedByMajorGC: true,
+                  })
+                : null,
+            )
+            .then(
+              () => send({ type: 'profile-start' }),
+              (e) => send({ type: 'profile-start', error: String(e) }),
+            );
+        } else if (m?.type === 'profile-stop' && session) {
+          post('Profiler.stop').then(
+            async (r) => {
+              fs.writeFileSync(String(m.file), JSON.stringify(r.profile));
+              if (process.env.BENCH_HEAP_SAMPLING === '1')
+                fs.writeFileSync(
+                  `${m.file}.heapprofile`,
+                  JSON.stringify((await post('HeapProfiler.stopSampling')).profile),
+                );
+              session!.disconnect();
+              session = null;
+              send({ type: 'profile-stop' });
+            },
+            (e) => send({ type: 'profile-stop', error: String(e) }),
+          );
+        }
       });
-    };
-    let session: inspector.Session | null = null;
-    const post = (method: string, params?: object) => new Promise<any>((resolve, reject) => {
-      session!.post(method, params ?? {}, (err, res) => (err ? reject(err) : resolve(res)));
-    });
-    process.on('message', (m: any) => {
-      if (m?.type === 'stats') {
-        Promise.resolve(t.stats?.()).then((stats) => send({ type: 'stats', stats: stats ?? null }), (e) => send({ type: 'stats', stats: null, error: String(e) }));
-      }
-      else if (m?.type === 'shutdown') stop();
-      else if (m?.type === 'profile-start') {
-        session = new inspector.Session();
-        session.connect();
-        post('Profiler.enable')
-          .then(() => post('Profiler.setSamplingInterval', { interval: 200 }))
-          .then(() => post('Profiler.start'))
-          // BENCH_HEAP_SAMPLING=1: also sample allocations, those the GC has collected included (where GC time comes from).
-          .then(() => (process.env.BENCH_HEAP_SAMPLING === '1' ? post('HeapProfiler.startSampling', { samplingInterval: 4096, includeObjectsCollectedByMinorGC: true, includeObjectsCollectedByMajorGC: true }) : null))
-          .then(() => send({ type: 'profile-start' }), (e) => send({ type: 'profile-start', error: String(e) }));
-      } else if (m?.type === 'profile-stop' && session) {
-        post('Profiler.stop').then(async (r) => {
-          fs.writeFileSync(String(m.file), JSON.stringify(r.profile));
-          if (process.env.BENCH_HEAP_SAMPLING === '1') fs.writeFileSync(`${m.file}.heapprofile`, JSON.stringify((await post('HeapProfiler.stopSampling')).profile));
-          session!.disconnect();
-          session = null;
-          send({ type: 'profile-stop' });
-        }, (e) => send({ type: 'profile-stop', error: String(e) }));
-      }
-    });
-    process.on('disconnect', stop);
-    process.on('SIGTERM', stop);
-    send({ type: 'ready', url: t.url });
-  }, (e) => {
-    send({ type: 'error', message: e instanceof Error ? e.message : String(e) });
-    console.error(e);
-    process.exit(1);
-  });
+      process.on('disconnect', stop);
+      process.on('SIGTERM', stop);
+      send({ type: 'ready', url: t.url });
+    },
+    (e) => {
+      send({ type: 'error', message: e instanceof Error ? e.message : String(e) });
+      console.error(e);
+      process.exit(1);
+    },
+  );
 }

@@ -21,12 +21,17 @@ type Mw = Koa.Middleware<GatewayState>;
 /** Runs middlewares in order, each one's `next` being the following one (Koa's composition). */
 function compose(mws: Mw[]): Mw {
   return (ctx, next) => {
-    const run = (i: number): Promise<void> => (i < mws.length ? Promise.resolve(mws[i](ctx, () => run(i + 1))) : Promise.resolve(next()));
+    const run = (i: number): Promise<void> =>
+      i < mws.length ? Promise.resolve(mws[i](ctx, () => run(i + 1))) : Promise.resolve(next());
     return run(0);
   };
 }
 
-interface RouteLayer { path: string | RegExp; methods: string[]; stack: Mw[] }
+interface RouteLayer {
+  path: string | RegExp;
+  methods: string[];
+  stack: Mw[];
+}
 
 /**
  * `METHOD /exact/path` -> that route's middleware, composed once, for every static route (no parameters) of a
@@ -61,7 +66,10 @@ export function dispatchByPrefix(routers: Router<GatewayState>[]): Dispatcher {
     const prefixes = new Set<string>();
     let dynamic = false;
     for (const layer of r.stack as { path: string | RegExp }[]) {
-      if (typeof layer.path !== 'string') { dynamic = true; continue; }
+      if (typeof layer.path !== 'string') {
+        dynamic = true;
+        continue;
+      }
       const p = prefixOf(layer.path);
       if (/[:(*?]/.test(p)) dynamic = true;
       else prefixes.add(p);
@@ -69,7 +77,8 @@ export function dispatchByPrefix(routers: Router<GatewayState>[]): Dispatcher {
     if (dynamic) everywhere.push(r);
     else for (const p of prefixes) byPrefix.set(p, [...(byPrefix.get(p) ?? []), r]);
   }
-  const chain = (rs: Router<GatewayState>[]) => compose(rs.flatMap((r) => [r.routes(), r.allowedMethods({ throw: false })]) as Mw[]);
+  const chain = (rs: Router<GatewayState>[]) =>
+    compose(rs.flatMap((r) => [r.routes(), r.allowedMethods({ throw: false })]) as Mw[]);
   const fallback = chain(everywhere);
   const chains = new Map([...byPrefix].map(([p, rs]) => [p, chain([...rs, ...everywhere])]));
   const exact = exactRoutes(routers);

@@ -30,7 +30,10 @@ function setHeaders(ctx: Ctx, a: WindowView): void {
     if (anthropic) {
       ctx.set(`anthropic-ratelimit-${kind}-limit`, String(w.limit));
       ctx.set(`anthropic-ratelimit-${kind}-remaining`, String(w.remaining));
-      ctx.set(`anthropic-ratelimit-${kind}-reset`, new Date(Math.ceil((Date.now() + w.resetMs) / 1000) * 1000).toISOString().replace('.000Z', 'Z'));
+      ctx.set(
+        `anthropic-ratelimit-${kind}-reset`,
+        new Date(Math.ceil((Date.now() + w.resetMs) / 1000) * 1000).toISOString().replace('.000Z', 'Z'),
+      );
     } else {
       ctx.set(`x-ratelimit-limit-${kind}`, String(w.limit));
       ctx.set(`x-ratelimit-remaining-${kind}`, String(w.remaining));
@@ -45,7 +48,11 @@ function setHeaders(ctx: Ctx, a: WindowView): void {
  * Counts one request of up to `maxTokens` tokens against the caller's key; throws 429 `rate_limit_exceeded`
  * (with Retry-After) when its window is full. Returns the ticket to correct the tokens at settlement, or null.
  */
-export async function admitRequest(ctx: Ctx, deps: Pick<AppDeps, 'limiter' | 'metrics'>, maxTokens: number): Promise<TokenTicket | null> {
+export async function admitRequest(
+  ctx: Ctx,
+  deps: Pick<AppDeps, 'limiter' | 'metrics'>,
+  maxTokens: number,
+): Promise<TokenTicket | null> {
   const p = ctx.state.principal!;
   const { rpm, tpm } = p.limits;
   if (rpm === null && tpm === null) return null;
@@ -57,11 +64,27 @@ export async function admitRequest(ctx: Ctx, deps: Pick<AppDeps, 'limiter' | 'me
   const headers = { 'retry-after': String(retrySeconds), 'retry-after-ms': String(Math.ceil(a.retryAfterMs)) };
   if (a.refused === 'too_large') {
     // As OpenAI answers a request larger than the TPM itself: waiting does not help, so no Retry-After.
-    throw new ApiError(429, `Request too large: this request may use up to ${maxTokens} tokens (input + max output), over this API key's limit of ${tpm} tokens per minute. Send fewer input tokens or a lower max_tokens.`, 'tokens', null, 'rate_limit_exceeded');
+    throw new ApiError(
+      429,
+      `Request too large: this request may use up to ${maxTokens} tokens (input + max output), over this API key's limit of ${tpm} tokens per minute. Send fewer input tokens or a lower max_tokens.`,
+      'tokens',
+      null,
+      'rate_limit_exceeded',
+    );
   }
-  const [what, limit, w] = a.refused === 'requests' ? ['requests per minute (RPM)', rpm, a.requests] : ['tokens per minute (TPM)', tpm, a.tokens];
+  const [what, limit, w] =
+    a.refused === 'requests'
+      ? ['requests per minute (RPM)', rpm, a.requests]
+      : ['tokens per minute (TPM)', tpm, a.tokens];
   const used = w ? w.limit - w.remaining : limit;
-  throw new ApiError(429, `Rate limit reached for ${what} on this API key: Limit ${limit}, Used ${used}, Requested ${a.refused === 'requests' ? 1 : maxTokens}. Please try again in ${openAIDuration(a.retryAfterMs)}.`, a.refused === 'requests' ? 'requests' : 'tokens', null, 'rate_limit_exceeded', headers);
+  throw new ApiError(
+    429,
+    `Rate limit reached for ${what} on this API key: Limit ${limit}, Used ${used}, Requested ${a.refused === 'requests' ? 1 : maxTokens}. Please try again in ${openAIDuration(a.retryAfterMs)}.`,
+    a.refused === 'requests' ? 'requests' : 'tokens',
+    null,
+    'rate_limit_exceeded',
+    headers,
+  );
 }
 
 /**
@@ -71,7 +94,8 @@ export async function admitRequest(ctx: Ctx, deps: Pick<AppDeps, 'limiter' | 'me
  */
 export async function addRateLimitHeaders(ctx: Ctx, deps: Pick<AppDeps, 'limiter'>): Promise<void> {
   const p = ctx.state.principal;
-  if (!p || ctx.state.rateLimitHeaders || ctx.res.headersSent || (p.limits.rpm === null && p.limits.tpm === null)) return;
+  if (!p || ctx.state.rateLimitHeaders || ctx.res.headersSent || (p.limits.rpm === null && p.limits.tpm === null))
+    return;
   setHeaders(ctx, await deps.limiter.peek(p.keyId, { rpm: p.limits.rpm, tpm: p.limits.tpm }));
 }
 

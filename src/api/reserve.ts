@@ -27,15 +27,34 @@ async function currentPrincipal(ctx: Ctx, deps: Pick<AppDeps, 'keys'>): Promise<
  * (an unknown provider, a translation error, a thrown bug). `maxTokens` is the request's input + output token bound
  * (0 for operations not billed in tokens); the key's TPM window is corrected to the actual tokens at settlement.
  */
-export async function reserve(ctx: Ctx, deps: Pick<AppDeps, 'credit' | 'limiter' | 'metrics' | 'keys'>, model: string, operation: string, maxCostVnd: number, maxTokens = 0): Promise<Meter> {
+export async function reserve(
+  ctx: Ctx,
+  deps: Pick<AppDeps, 'credit' | 'limiter' | 'metrics' | 'keys'>,
+  model: string,
+  operation: string,
+  maxCostVnd: number,
+  maxTokens = 0,
+): Promise<Meter> {
   const p = await currentPrincipal(ctx, deps);
   const ticket = await admitRequest(ctx, deps, maxTokens);
   let meter: Meter;
   try {
-    meter = await openMeter(deps.credit, { accountId: p.accountId, keyId: p.keyId, budgetKeyId: hasBudget(p.limits) ? p.keyId : null, budgetFenceAt: p.budgetFenceAt }, model, operation, maxCostVnd);
+    meter = await openMeter(
+      deps.credit,
+      {
+        accountId: p.accountId,
+        keyId: p.keyId,
+        budgetKeyId: hasBudget(p.limits) ? p.keyId : null,
+        budgetFenceAt: p.budgetFenceAt,
+      },
+      model,
+      operation,
+      maxCostVnd,
+    );
   } catch (e) {
     if (ticket) deps.limiter.settle(ticket, 0); // refused for money: no tokens used
-    if ((e as { code?: unknown } | null)?.code === 'budget_exceeded') deps.metrics.limitRefusals.inc({ limit: 'budget' });
+    if ((e as { code?: unknown } | null)?.code === 'budget_exceeded')
+      deps.metrics.limitRefusals.inc({ limit: 'budget' });
     throw e;
   }
   if (ticket) meter.onFinish = (units) => deps.limiter.settle(ticket, unitTokens(units));

@@ -9,7 +9,13 @@ import { clip } from '../text/clip';
  * If-None-Match, one `bytes=` range (If-Range honoured), HEAD, and the body streamed from storage.
  */
 
-export interface StoredMedia { key: string; size: number; etag: string | null; type: string; name: string }
+export interface StoredMedia {
+  key: string;
+  size: number;
+  etag: string | null;
+  type: string;
+  name: string;
+}
 
 export interface MediaAnswer {
   /** `attachment` asks the browser to save the file rather than show it. */
@@ -17,7 +23,12 @@ export interface MediaAnswer {
   cacheControl?: string;
 }
 
-export async function sendStoredMedia(ctx: Ctx, storage: Storage, media: StoredMedia, answer: MediaAnswer = {}): Promise<void> {
+export async function sendStoredMedia(
+  ctx: Ctx,
+  storage: Storage,
+  media: StoredMedia,
+  answer: MediaAnswer = {},
+): Promise<void> {
   const size = media.size;
   ctx.set('accept-ranges', 'bytes');
   ctx.set('cache-control', answer.cacheControl ?? 'private, max-age=3600');
@@ -34,7 +45,14 @@ export async function sendStoredMedia(ctx: Ctx, storage: Storage, media: StoredM
   if (rangeHeader && (!ifRange || (media.etag !== null && ifRange === media.etag))) {
     const parsed = parseRange(rangeHeader, size);
     if (parsed === 'unsatisfiable') {
-      throw new ApiError(416, `Range ${clip(rangeHeader)} is not satisfiable for ${size} bytes.`, 'invalid_request_error', 'Range', 'range_not_satisfiable', { 'content-range': `bytes */${size}` });
+      throw new ApiError(
+        416,
+        `Range ${clip(rangeHeader)} is not satisfiable for ${size} bytes.`,
+        'invalid_request_error',
+        'Range',
+        'range_not_satisfiable',
+        { 'content-range': `bytes */${size}` },
+      );
     }
     range = parsed;
   }

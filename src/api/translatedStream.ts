@@ -39,7 +39,14 @@ export function routedComplete(backend: RoutedBackend, meter: Meter, signal: Abo
 }
 
 /** Streams the upstream's chunks through the translator as they arrive; settles at the answering model's prices. */
-export async function relayTranslated(deps: AppDeps, backend: RoutedBackend, meter: Meter, sink: SseSink, tr: StreamTranslator, headers?: Record<string, string>): Promise<void> {
+export async function relayTranslated(
+  deps: AppDeps,
+  backend: RoutedBackend,
+  meter: Meter,
+  sink: SseSink,
+  tr: StreamTranslator,
+  headers?: Record<string, string>,
+): Promise<void> {
   const batches = await routedCall<AsyncIterable<ChatChunk[]>>(meter, () => backend.stream(sink.signal));
   sink.open(headers);
   const usage = new StreamUsage(backend.payloadBytes);
@@ -58,7 +65,10 @@ export async function relayTranslated(deps: AppDeps, backend: RoutedBackend, met
     if (!sink.clientGone) {
       failed = true;
       deps.logger.warn({ reqId: meter.id, err: (e as Error).message }, 'translated upstream stream failed');
-      const message = e instanceof UpstreamStreamError ? redactorFor(deps.catalog)(e.message) : 'The upstream provider stream was interrupted.';
+      const message =
+        e instanceof UpstreamStreamError
+          ? redactorFor(deps.catalog)(e.message)
+          : 'The upstream provider stream was interrupted.';
       await sink.write(tr.fail(message));
     }
   }

@@ -3,11 +3,16 @@ import type { Ctx } from './middleware/state';
 
 /** Files of a multipart request (parsed to temp files by multipartBody): lookup, magic-byte sniffing, cleanup. */
 
-export interface UploadedFile { filepath: string; originalFilename: string | null; mimetype: string | null; size: number }
+export interface UploadedFile {
+  filepath: string;
+  originalFilename: string | null;
+  mimetype: string | null;
+  size: number;
+}
 
 type FilesMap = Record<string, UploadedFile | UploadedFile[] | undefined>;
 
-const filesOf = (ctx: Ctx): FilesMap => ((ctx.request as unknown as { files?: FilesMap }).files ?? {});
+const filesOf = (ctx: Ctx): FilesMap => (ctx.request as unknown as { files?: FilesMap }).files ?? {};
 
 /** The first file sent under any of `names` (SDKs send arrays as `name[]`). */
 export function uploadedFile(ctx: Ctx, ...names: string[]): UploadedFile | null {

@@ -49,7 +49,12 @@ export function failureStatus(e: unknown): number {
 }
 
 /** Runs the upstream call; on failure cancels the meter (nothing charged) and rethrows (or ends quietly if the client left). */
-export async function callUpstream<T>(ctx: Ctx, meter: Meter, units: Record<string, number>, call: () => Promise<T>): Promise<T | null> {
+export async function callUpstream<T>(
+  ctx: Ctx,
+  meter: Meter,
+  units: Record<string, number>,
+  call: () => Promise<T>,
+): Promise<T | null> {
   try {
     return await call();
   } catch (e) {
@@ -76,7 +81,10 @@ export function sendJsonBuffer(ctx: Ctx, body: Buffer): void {
   res.end(body);
 }
 
-interface TextChoiceLike { message?: { content?: unknown; tool_calls?: { function?: { arguments?: unknown } }[] }; text?: unknown }
+interface TextChoiceLike {
+  message?: { content?: unknown; tool_calls?: { function?: { arguments?: unknown } }[] };
+  text?: unknown;
+}
 
 /** Completion tokens when an upstream answered without usage: ceil(characters / 4) over the returned text. */
 function completionCharsOf(json: { choices?: TextChoiceLike[] } | null): number {
@@ -84,7 +92,8 @@ function completionCharsOf(json: { choices?: TextChoiceLike[] } | null): number 
   for (const c of json?.choices ?? []) {
     if (typeof c.text === 'string') n += c.text.length;
     if (typeof c.message?.content === 'string') n += c.message.content.length;
-    for (const t of c.message?.tool_calls ?? []) if (typeof t.function?.arguments === 'string') n += t.function.arguments.length;
+    for (const t of c.message?.tool_calls ?? [])
+      if (typeof t.function?.arguments === 'string') n += t.function.arguments.length;
   }
   return n;
 }
@@ -93,12 +102,25 @@ function completionCharsOf(json: { choices?: TextChoiceLike[] } | null): number 
  * Runs a single-answer upstream call through the router (retries and fallbacks, src/routing); on final failure
  * cancels the meter as callUpstream does. Returns the answer and the model that gave it (its prices bill it).
  */
-export async function callRouted<T>(ctx: Ctx, router: ModelRouter, model: ModelConfig, meter: Meter, units: Record<string, number>, call: (t: RouteTry) => Promise<T>): Promise<{ value: T; model: ModelConfig; try: RouteTry } | null> {
+export async function callRouted<T>(
+  ctx: Ctx,
+  router: ModelRouter,
+  model: ModelConfig,
+  meter: Meter,
+  units: Record<string, number>,
+  call: (t: RouteTry) => Promise<T>,
+): Promise<{ value: T; model: ModelConfig; try: RouteTry } | null> {
   let answered: RouteTry | null = null;
-  const value = await callUpstream(ctx, meter, units, () => router.run(model, (t) => {
-    answered = t;
-    return call(t);
-  }, meter));
+  const value = await callUpstream(ctx, meter, units, () =>
+    router.run(
+      model,
+      (t) => {
+        answered = t;
+        return call(t);
+      },
+      meter,
+    ),
+  );
   const t = answered as RouteTry | null;
   return value === null || !t ? null : { value, model: t.model, try: t };
 }
@@ -124,21 +146,38 @@ export class RoutedPayload<B extends { model: string }> {
 }
 
 /** What one routed try sends: the adapter of its deployment and the payload naming its upstream model. */
-export interface UpstreamTry { adapter: OpenAICompatibleAdapter; payload: string }
+export interface UpstreamTry {
+  adapter: OpenAICompatibleAdapter;
+  payload: string;
+}
 
 /**
  * Non-streaming chat or legacy completion: forward through the router (retries and fallbacks until an answer, see
  * src/routing), bill the answering model's price on the upstream's usage (or, if an upstream omits it,
  * ceil(bytes/4) prompt and ceil(chars/4) completion tokens), answer with the upstream's bytes.
  */
-export async function forwardCompletionJson(ctx: Ctx, router: ModelRouter, model: ModelConfig, path: string, prepare: (t: RouteTry) => UpstreamTry, payloadBytes: number, meter: Meter): Promise<void> {
+export async function forwardCompletionJson(
+  ctx: Ctx,
+  router: ModelRouter,
+  model: ModelConfig,
+  path: string,
+  prepare: (t: RouteTry) => UpstreamTry,
+  payloadBytes: number,
+  meter: Meter,
+): Promise<void> {
   const signal = clientAbortSignal(ctx.res);
   let answered = model;
-  const res = await callUpstream(ctx, meter, {}, () => router.run(model, (t) => {
-    answered = t.model;
-    const u = prepare(t);
-    return u.adapter.postJson(path, u.payload, { signal });
-  }, meter));
+  const res = await callUpstream(ctx, meter, {}, () =>
+    router.run(
+      model,
+      (t) => {
+        answered = t.model;
+        const u = prepare(t);
+        return u.adapter.postJson(path, u.payload, { signal });
+      },
+      meter,
+    ),
+  );
   if (!res) return;
   const usage = usageFromJson(res.body);
   if (usage) meter.settleTokens(answered.pricing, fromChatUsage(usage));
@@ -148,7 +187,13 @@ export async function forwardCompletionJson(ctx: Ctx, router: ModelRouter, model
       json = JSON.parse(res.body.toString('utf8'));
     } catch {
       meter.cancel({}, 502);
-      throw new ApiError(502, 'The upstream provider returned an invalid response.', 'upstream_error', null, 'upstream_error');
+      throw new ApiError(
+        502,
+        'The upstream provider returned an invalid response.',
+        'upstream_error',
+        null,
+        'upstream_error',
+      );
     }
     meter.settleTokens(answered.pricing, estimatedUsage(payloadBytes, completionCharsOf(json)));
   }
@@ -165,7 +210,16 @@ export async function forwardCompletionJson(ctx: Ctx, router: ModelRouter, model
  * else the delivered-text rule of StreamUsage; a stream cut by the upstream ends with an error event and is billed
  * the same way.
  */
-export async function forwardCompletionStream(ctx: Ctx, router: ModelRouter, model: ModelConfig, path: string, prepare: (t: RouteTry) => UpstreamTry, payloadBytes: number, meter: Meter, opts: RelayOptions): Promise<void> {
+export async function forwardCompletionStream(
+  ctx: Ctx,
+  router: ModelRouter,
+  model: ModelConfig,
+  path: string,
+  prepare: (t: RouteTry) => UpstreamTry,
+  payloadBytes: number,
+  meter: Meter,
+  opts: RelayOptions,
+): Promise<void> {
   const signal = clientAbortSignal(ctx.res);
   const acc = new StreamUsage(payloadBytes, opts.kind);
   let answered: RouteTry | null = null;
@@ -176,11 +230,19 @@ export async function forwardCompletionStream(ctx: Ctx, router: ModelRouter, mod
     return costComment(meter);
   };
   const relay = new SseRelay(ctx.res, signal, acc, { ...opts, beforeEnd });
-  const ok = await callUpstream(ctx, meter, {}, () => router.run(model, (t) => {
-    answered = t;
-    const u = prepare(t);
-    return u.adapter.streamTo(path, u.payload, relay, { signal });
-  }, meter).then(() => true));
+  const ok = await callUpstream(ctx, meter, {}, () =>
+    router
+      .run(
+        model,
+        (t) => {
+          answered = t;
+          const u = prepare(t);
+          return u.adapter.streamTo(path, u.payload, relay, { signal });
+        },
+        meter,
+      )
+      .then(() => true),
+  );
   if (!ok) return;
   ctx.respond = false;
   const t = answered as RouteTry | null;

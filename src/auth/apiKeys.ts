@@ -12,9 +12,20 @@ export function hashKey(key: string): Buffer {
   return createHash('sha256').update(key).digest();
 }
 
-export interface CreatedKey { id: string; key: string; prefix: string; name: string; createdAt: string }
+export interface CreatedKey {
+  id: string;
+  key: string;
+  prefix: string;
+  name: string;
+  createdAt: string;
+}
 export interface KeyInfo {
-  id: string; name: string; prefix: string; createdAt: string; lastUsedAt: string | null; revokedAt: string | null;
+  id: string;
+  name: string;
+  prefix: string;
+  createdAt: string;
+  lastUsedAt: string | null;
+  revokedAt: string | null;
   expiresAt: string | null;
   /** The key's own limits (null: the account default applies). */
   limits: Omit<KeySettings, 'expiresAt'>;
@@ -41,7 +52,12 @@ export async function listApiKeys(db: Db, accountId: string): Promise<KeyInfo[]>
   );
   const iso = (d: Date | null) => (d ? d.toISOString() : null);
   return r.rows.map((x) => ({
-    id: x.id, name: x.name, prefix: x.prefix, createdAt: x.created_at.toISOString(), lastUsedAt: iso(x.last_used_at), revokedAt: iso(x.revoked_at),
+    id: x.id,
+    name: x.name,
+    prefix: x.prefix,
+    createdAt: x.created_at.toISOString(),
+    lastUsedAt: iso(x.last_used_at),
+    revokedAt: iso(x.revoked_at),
     expiresAt: iso(x.expires_at),
     limits: { rpm: x.rpm_limit, tpm: x.tpm_limit, budgetDayVnd: x.budget_day_vnd, budgetMonthVnd: x.budget_month_vnd },
     effective: { ...limitsFromRow(x) },
@@ -73,9 +89,24 @@ export interface Principal {
 const PRINCIPAL_SQL = `SELECT k.id, k.account_id, k.expires_at, a.budget_fence_at, ${EFFECTIVE_LIMITS_SQL}
   FROM api_keys k JOIN accounts a ON a.id = k.account_id`;
 
-function principalOf(x: Record<string, unknown> & { rpm: number | null; tpm: number | null; budget_day: number | null; budget_month: number | null }, fetchedAt: number): Principal {
+function principalOf(
+  x: Record<string, unknown> & {
+    rpm: number | null;
+    tpm: number | null;
+    budget_day: number | null;
+    budget_month: number | null;
+  },
+  fetchedAt: number,
+): Principal {
   const ms = (d: unknown) => (d ? (d as Date).getTime() : null);
-  return { accountId: x.account_id as string, keyId: x.id as string, limits: limitsFromRow(x), expiresAt: ms(x.expires_at), budgetFenceAt: ms(x.budget_fence_at), fetchedAt };
+  return {
+    accountId: x.account_id as string,
+    keyId: x.id as string,
+    limits: limitsFromRow(x),
+    expiresAt: ms(x.expires_at),
+    budgetFenceAt: ms(x.budget_fence_at),
+    fetchedAt,
+  };
 }
 
 /** Keys that exist, cached at most (a bound on memory; far more than the keys one process serves). */
@@ -108,7 +139,10 @@ export class KeyResolver {
   private lastUsedWrites = new Map<string, number>();
   /** Lookups in flight: when an entry ages out under load, the requests arriving meanwhile share one query. */
   private inflight = new Map<string, Promise<Principal | null>>();
-  constructor(private db: Db, private ttlMs = 2000) {}
+  constructor(
+    private db: Db,
+    private ttlMs = 2000,
+  ) {}
 
   /**
    * True when `p` is older than the cache allows. A request can hold its principal for long (a slow upload) before

@@ -31,7 +31,11 @@ export function budgetTimeZone(): string {
 
 /** Thrown (and the transaction rolled back) when a hold would take a key past its budget. */
 export class BudgetExceeded extends Error {
-  constructor(public readonly needed: number, public readonly room: number, public readonly period: 'day' | 'month') {
+  constructor(
+    public readonly needed: number,
+    public readonly room: number,
+    public readonly period: 'day' | 'month',
+  ) {
     super(`key budget exceeded: ${needed} VND needed, ${room} VND left this ${period}`);
   }
 }
@@ -43,7 +47,10 @@ const MONTH = (tz: string, at = 'now()') => `'month:' || to_char(${at} AT TIME Z
 
 /** The budget day and month (`day:YYYY-MM-DD`, `month:YYYY-MM`) an instant falls in, by the ledger's own rule. */
 export async function budgetPeriodsAt(db: Pick<DbClient, 'query'>, at: Date): Promise<{ day: string; month: string }> {
-  const r = await db.query(`SELECT ${DAY('$2', '$1::timestamptz')} AS day, ${MONTH('$2', '$1::timestamptz')} AS month`, [at.toISOString(), timeZone]);
+  const r = await db.query(
+    `SELECT ${DAY('$2', '$1::timestamptz')} AS day, ${MONTH('$2', '$1::timestamptz')} AS month`,
+    [at.toISOString(), timeZone],
+  );
   return r.rows[0];
 }
 
@@ -53,7 +60,10 @@ export async function budgetPeriodsAt(db: Pick<DbClient, 'query'>, at: Date): Pr
  * may still carry requests of the key served before a process saw its budget: see migration 074). Null when the
  * key has no budget. Call with the account row locked (FOR UPDATE).
  */
-export async function keyBudgetRoom(c: DbClient, keyId: string): Promise<{ room: number; period: 'day' | 'month' } | null> {
+export async function keyBudgetRoom(
+  c: DbClient,
+  keyId: string,
+): Promise<{ room: number; period: 'day' | 'month' } | null> {
   const r = await c.query(
     `WITH k AS (
        SELECT k.id, k.account_id, a.budget_fence_at, COALESCE(k.budget_day_vnd, a.default_budget_day_vnd) AS day_budget,
@@ -91,7 +101,10 @@ export async function addKeySpend(c: DbClient, perKey: Map<string, number>): Pro
   );
 }
 
-export interface KeySpend { day: number; month: number }
+export interface KeySpend {
+  day: number;
+  month: number;
+}
 
 /** Each key's spend in the current day and month (console, CLI). */
 export async function keySpend(db: Pick<DbClient, 'query'>, keyIds: string[]): Promise<Map<string, KeySpend>> {

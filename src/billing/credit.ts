@@ -45,14 +45,24 @@ export class CreditManager {
   private timer: NodeJS.Timeout;
   private sweepTimer: NodeJS.Timeout;
 
-  constructor(private db: Db, opts: CreditOptions = {}) {
-    this.flusher = new CreditFlush(db, { beforeFlush: (now) => this.leases.retireIdle(now), afterCharges: () => this.leases.giveBackRecalled() }, opts.logger);
+  constructor(
+    private db: Db,
+    opts: CreditOptions = {},
+  ) {
+    this.flusher = new CreditFlush(
+      db,
+      { beforeFlush: (now) => this.leases.retireIdle(now), afterCharges: () => this.leases.giveBackRecalled() },
+      opts.logger,
+    );
     const flushMs = opts.flushMs ?? 200;
     this.leases = new Leases(db, this.flusher, {
-      leaseVnd: opts.leaseVnd ?? 20000, leaseTtlMs: opts.leaseTtlMs ?? 5 * 60 * 1000, idleReleaseMs: opts.idleReleaseMs ?? 10_000,
+      leaseVnd: opts.leaseVnd ?? 20000,
+      leaseTtlMs: opts.leaseTtlMs ?? 5 * 60 * 1000,
+      idleReleaseMs: opts.idleReleaseMs ?? 10_000,
       // Long enough for every process to flush a few times (each gives back recalled funds at its flush).
       waitMs: opts.waitMs ?? Math.min(5000, Math.max(2000, 10 * flushMs)),
-      logger: opts.logger, onCharged: opts.onCharged,
+      logger: opts.logger,
+      onCharged: opts.onCharged,
     });
     this.timer = setInterval(() => void this.flush().catch(() => undefined), flushMs);
     this.timer.unref();
@@ -65,7 +75,12 @@ export class CreditManager {
    * key's own lease. Throws InsufficientFunds or BudgetExceeded when the ledger refuses. `budgetFenceAt`: the
    * account's budget fence from the caller's key settings (Leases.reserve).
    */
-  reserve(accountId: string, maxCost: number, budgetKeyId: string | null = null, budgetFenceAt: number | null = null): Promise<Reservation> {
+  reserve(
+    accountId: string,
+    maxCost: number,
+    budgetKeyId: string | null = null,
+    budgetFenceAt: number | null = null,
+  ): Promise<Reservation> {
     return this.leases.reserve(accountId, maxCost, budgetKeyId, budgetFenceAt);
   }
 

@@ -16,7 +16,12 @@ import type { Logger } from '../observability/logger';
 /** A settled request waiting for the next flush: one small fixed-shape object, no copy of its usage input. */
 class Settled implements SettledUsage {
   refused?: boolean;
-  constructor(readonly usage: UsageInput, readonly accountId: string, readonly holdId: string, readonly cost: number) {}
+  constructor(
+    readonly usage: UsageInput,
+    readonly accountId: string,
+    readonly holdId: string,
+    readonly cost: number,
+  ) {}
 }
 
 export class CreditFlush implements LeaseSink {
@@ -29,7 +34,11 @@ export class CreditFlush implements LeaseSink {
    * `beforeFlush` runs first in every flush (the leases retire their idle ones there), `afterCharges` once the
    * charges are written, before retired leases are released (the leases give recalled funds back there).
    */
-  constructor(private db: Db, private hooks: { beforeFlush(now: number): void; afterCharges?(): Promise<void> }, private logger?: Logger) {}
+  constructor(
+    private db: Db,
+    private hooks: { beforeFlush(now: number): void; afterCharges?(): Promise<void> },
+    private logger?: Logger,
+  ) {}
 
   charge(usage: UsageInput, accountId: string, holdId: string, cost: number): void {
     this.pendingUsage.push(new Settled(usage, accountId, holdId, cost));
@@ -42,7 +51,9 @@ export class CreditFlush implements LeaseSink {
   /** Writes queued charges and usage records in one transaction, then releases retired leases. */
   flush(): Promise<void> {
     if (this.flushing) return this.flushing.then(() => this.flush());
-    this.flushing = this.doFlush().finally(() => { this.flushing = null; });
+    this.flushing = this.doFlush().finally(() => {
+      this.flushing = null;
+    });
     return this.flushing;
   }
 
@@ -74,10 +85,16 @@ export class CreditFlush implements LeaseSink {
         }
       }
     }
-    await this.hooks.afterCharges?.().catch((e: Error) => this.logger?.warn({ err: e.message }, 'credit lease returns failed'));
+    await this.hooks
+      .afterCharges?.()
+      .catch((e: Error) => this.logger?.warn({ err: e.message }, 'credit lease returns failed'));
     for (const holdId of releases) {
       try {
-        await releaseHold(this.db, { holdId, idempotencyKey: `lease-release:${holdId}`, memo: 'credit lease returned' });
+        await releaseHold(this.db, {
+          holdId,
+          idempotencyKey: `lease-release:${holdId}`,
+          memo: 'credit lease returned',
+        });
       } catch (e) {
         this.pendingReleases.push(holdId);
       }
@@ -117,7 +134,10 @@ export class CreditFlush implements LeaseSink {
       await tx(this.db, (c) => writeUsageBatch(c, [s]));
     } catch (e) {
       if (!(e instanceof LedgerError) || s.refused) throw e;
-      this.logger?.error({ err: e.message, requestId: s.usage.id, holdId: s.holdId, cost: s.cost }, 'charge refused by ledger');
+      this.logger?.error(
+        { err: e.message, requestId: s.usage.id, holdId: s.holdId, cost: s.cost },
+        'charge refused by ledger',
+      );
       s.refused = true; // recorded as a usage record without a charge
       await tx(this.db, (c) => writeUsageBatch(c, [s]));
     }

@@ -60,9 +60,17 @@ interface Lease {
   returns: number;
 }
 
-interface Waiter { amount: number; resolve(r: Reservation): void; reject(e: unknown): void }
+interface Waiter {
+  amount: number;
+  resolve(r: Reservation): void;
+  reject(e: unknown): void;
+}
 interface AccountState {
-  lease: Lease | null; waiters: Waiter[]; pumping: boolean; accountId: string; apiKeyId: string | null;
+  lease: Lease | null;
+  waiters: Waiter[];
+  pumping: boolean;
+  accountId: string;
+  apiKeyId: string | null;
   /** Until then the lease takes only what requests need and gives back the rest at each flush (see pump). */
   leanUntil: number;
   /** VND the lease is giving back (releaseHoldPart under way). */
@@ -86,7 +94,9 @@ function leftOf(e: unknown): number | null {
 
 /** The refusal a request gets: its own amount and what is left for it. */
 function refusal(e: InsufficientFunds | BudgetExceeded, needed: number, left: number): Error {
-  return e instanceof InsufficientFunds ? new InsufficientFunds(needed, left) : new BudgetExceeded(needed, left, e.period);
+  return e instanceof InsufficientFunds
+    ? new InsufficientFunds(needed, left)
+    : new BudgetExceeded(needed, left, e.period);
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -96,7 +106,11 @@ export class Leases {
   /** The last recall seen per account (its lease_recall_at), so that each recall makes the leases lean once. */
   private recallsSeen = new Map<string, number>();
 
-  constructor(private db: Db, private sink: LeaseSink, private opts: LeaseOptions) {}
+  constructor(
+    private db: Db,
+    private sink: LeaseSink,
+    private opts: LeaseOptions,
+  ) {}
 
   /**
    * Reserves `maxCost` VND from the account's lease, or with `budgetKeyId` (a key that has a spend budget) from that
@@ -104,7 +118,12 @@ export class Leases {
    * account's, from the caller's key settings): once it has passed, a shared lease placed before it is retired,
    * since the ledger counts such a lease against every budgeted key of the account until it is released.
    */
-  async reserve(accountId: string, maxCost: number, budgetKeyId: string | null = null, budgetFenceAt: number | null = null): Promise<Reservation> {
+  async reserve(
+    accountId: string,
+    maxCost: number,
+    budgetKeyId: string | null = null,
+    budgetFenceAt: number | null = null,
+  ): Promise<Reservation> {
     if (!Number.isSafeInteger(maxCost) || maxCost < 0) throw new Error(`bad reservation amount ${maxCost}`);
     const stateKey = budgetKeyId ?? accountId;
     let st = this.accounts.get(stateKey);
@@ -150,7 +169,8 @@ export class Leases {
   retireIdle(now: number): void {
     for (const st of this.accounts.values()) {
       const l = st.lease;
-      if (l && l.inflight === 0 && !st.pumping && (now - l.lastUsed > this.opts.idleReleaseMs || now >= l.rotateAt)) this.retire(l);
+      if (l && l.inflight === 0 && !st.pumping && (now - l.lastUsed > this.opts.idleReleaseMs || now >= l.rotateAt))
+        this.retire(l);
     }
   }
 
@@ -203,7 +223,8 @@ export class Leases {
             const now = Date.now();
             // Waits `waitMs`, renewed while the ledger's figure moves (other leases serve and give back), up to a cap.
             if (!waitStart) [waitStart, waitUntil] = [now, now + this.opts.waitMs];
-            else if (ledgerLeft !== lastLeft) waitUntil = Math.min(waitStart + WAIT_CAP * this.opts.waitMs, now + this.opts.waitMs);
+            else if (ledgerLeft !== lastLeft)
+              waitUntil = Math.min(waitStart + WAIT_CAP * this.opts.waitMs, now + this.opts.waitMs);
             lastLeft = ledgerLeft;
             // Funds came back to this lease while the ledger was asked (settled requests): try again at once.
             if (left >= w.amount) continue;
@@ -240,7 +261,12 @@ export class Leases {
   private async recall(st: AccountState, missing: number, budget: boolean): Promise<boolean> {
     try {
       const apiKeyId = budget ? st.apiKeyId : null;
-      return await recallLeases(this.db, { accountId: st.accountId, apiKeyId, ownHoldId: st.lease?.holdId ?? null, missing });
+      return await recallLeases(this.db, {
+        accountId: st.accountId,
+        apiKeyId,
+        ownHoldId: st.lease?.holdId ?? null,
+        missing,
+      });
     } catch (e) {
       this.opts.logger?.warn({ err: (e as Error).message, accountId: st.accountId }, 'lease recall failed');
       return false;
@@ -270,7 +296,12 @@ export class Leases {
       lease.remaining = 0;
       st.returning += amount;
       try {
-        await releaseHoldPart(this.db, { holdId: lease.holdId, amount, idempotencyKey: `lease-return:${lease.holdId}:${++lease.returns}`, memo: 'credit lease: unused part returned' });
+        await releaseHoldPart(this.db, {
+          holdId: lease.holdId,
+          amount,
+          idempotencyKey: `lease-return:${lease.holdId}:${++lease.returns}`,
+          memo: 'credit lease: unused part returned',
+        });
       } catch (e) {
         this.opts.logger?.warn({ err: (e as Error).message, holdId: lease.holdId }, 'credit lease return failed');
       } finally {
@@ -291,8 +322,15 @@ export class Leases {
       if (min <= 0) return;
       const seq = ++lease.seq;
       const granted = await placeFlexibleHold(this.db, {
-        accountId, apiKeyId, holdId: lease.holdId, min, want: want(min), idempotencyKey: `lease:${lease.holdId}:${seq}`,
-        refType: 'lease', refId: lease.holdId, expiresAt: new Date(lease.rotateAt + EXPIRY_GRACE_MS),
+        accountId,
+        apiKeyId,
+        holdId: lease.holdId,
+        min,
+        want: want(min),
+        idempotencyKey: `lease:${lease.holdId}:${seq}`,
+        refType: 'lease',
+        refId: lease.holdId,
+        expiresAt: new Date(lease.rotateAt + EXPIRY_GRACE_MS),
       });
       lease.remaining += granted;
       this.leanIfShort(st, granted, want(min));
@@ -302,11 +340,30 @@ export class Leases {
     const holdId = randomUUID();
     const rotateAt = now + this.opts.leaseTtlMs;
     const granted = await placeFlexibleHold(this.db, {
-      accountId, apiKeyId, holdId, min: need, want: want(need), idempotencyKey: `lease:${holdId}:0`,
-      refType: 'lease', refId: holdId, expiresAt: new Date(rotateAt + EXPIRY_GRACE_MS),
+      accountId,
+      apiKeyId,
+      holdId,
+      min: need,
+      want: want(need),
+      idempotencyKey: `lease:${holdId}:0`,
+      refType: 'lease',
+      refId: holdId,
+      expiresAt: new Date(rotateAt + EXPIRY_GRACE_MS),
     });
     this.leanIfShort(st, granted, want(need));
-    st.lease = { holdId, accountId, apiKeyId, remaining: granted, inflight: 0, seq: 0, placedAt: now, rotateAt, lastUsed: now, closing: false, returns: 0 };
+    st.lease = {
+      holdId,
+      accountId,
+      apiKeyId,
+      remaining: granted,
+      inflight: 0,
+      seq: 0,
+      placedAt: now,
+      rotateAt,
+      lastUsed: now,
+      closing: false,
+      returns: 0,
+    };
   }
 
   /**
@@ -347,7 +404,11 @@ export class Leases {
           // The estimate was short (it should not be: estimates are upper bounds); take what the lease still has.
           const extra = Math.min(charge - reserved, lease.remaining);
           lease.remaining -= extra;
-          if (reserved + extra < charge) this.opts.logger?.warn({ requestId: usage.id, cost: charge, collected: reserved + extra }, 'cost exceeded reservation');
+          if (reserved + extra < charge)
+            this.opts.logger?.warn(
+              { requestId: usage.id, cost: charge, collected: reserved + extra },
+              'cost exceeded reservation',
+            );
           charge = reserved + extra;
         }
         if (charge > 0) this.opts.onCharged?.(usage.operation, usage.model, charge);

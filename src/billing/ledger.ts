@@ -10,16 +10,26 @@ import { addKeySpend, BudgetExceeded, budgetTimeZone, keyBudgetRoom } from './bu
  */
 
 export class InsufficientFunds extends Error {
-  constructor(public readonly needed: number, public readonly available: number) {
+  constructor(
+    public readonly needed: number,
+    public readonly available: number,
+  ) {
     super(`insufficient balance: ${needed} VND needed, ${available} VND available`);
   }
 }
 export class LedgerError extends Error {}
 
 export type EventKind = 'topped_up' | 'hold_placed' | 'hold_released' | 'charged';
-export interface Ref { refType?: string; refId?: string }
+export interface Ref {
+  refType?: string;
+  refId?: string;
+}
 
-export interface Balance { balance: number; held: number; available: number }
+export interface Balance {
+  balance: number;
+  held: number;
+  available: number;
+}
 
 export interface LedgerEntry {
   id: number;
@@ -74,7 +84,9 @@ export async function topUp(
  * The conditional UPDATE takes the account row lock, so concurrent holds are serialised and can never overdraw.
  */
 /** A hold placed through an API key: counted in the key's money in flight, and refused past the key's budget. */
-export interface KeyRef { apiKeyId?: string | null }
+export interface KeyRef {
+  apiKeyId?: string | null;
+}
 
 export async function placeHold(
   db: Db,
@@ -86,7 +98,15 @@ export async function placeHold(
 
 export async function placeHoldIn(
   c: DbClient,
-  h: { accountId: string; holdId: string; amount: number; idempotencyKey: string; expiresAt?: Date; budgetChecked?: boolean } & Ref & KeyRef,
+  h: {
+    accountId: string;
+    holdId: string;
+    amount: number;
+    idempotencyKey: string;
+    expiresAt?: Date;
+    budgetChecked?: boolean;
+  } & Ref &
+    KeyRef,
 ): Promise<{ applied: boolean }> {
   if (!(await insertEvent(c, { ...h, kind: 'hold_placed', key: h.idempotencyKey }))) return { applied: false };
   if (h.apiKeyId && !h.budgetChecked) {
@@ -128,7 +148,8 @@ export async function placeHoldIn(
  */
 export async function placeFlexibleHold(
   db: Db,
-  h: { accountId: string; holdId: string; min: number; want: number; idempotencyKey: string; expiresAt?: Date } & Ref & KeyRef,
+  h: { accountId: string; holdId: string; min: number; want: number; idempotencyKey: string; expiresAt?: Date } & Ref &
+    KeyRef,
 ): Promise<number> {
   assertVnd(h.min, 'hold minimum', true);
   assertVnd(h.want, 'hold amount', true);
@@ -150,7 +171,14 @@ export async function placeFlexibleHold(
   });
 }
 
-export interface HoldCharge { holdId: string; amount: number; idempotencyKey: string; memo?: string; refType?: string; refId?: string }
+export interface HoldCharge {
+  holdId: string;
+  amount: number;
+  idempotencyKey: string;
+  memo?: string;
+  refType?: string;
+  refId?: string;
+}
 
 /** Charges against holds (each amount <= the hold's remaining). Replayed keys are skipped. One transaction. */
 export async function chargeHolds(db: Db, charges: HoldCharge[]): Promise<number> {
@@ -162,7 +190,17 @@ export async function chargeHolds(db: Db, charges: HoldCharge[]): Promise<number
  * Lock order, everywhere in the ledger: account rows first (ascending id), then hold rows (ascending id).
  * One order means concurrent holds, charges and releases can wait on each other but never deadlock.
  */
-export type LockedHolds = Map<string, { account_id: string; remaining: number; status: string; ref_type: string | null; ref_id: string | null; api_key_id: string | null }>;
+export type LockedHolds = Map<
+  string,
+  {
+    account_id: string;
+    remaining: number;
+    status: string;
+    ref_type: string | null;
+    ref_id: string | null;
+    api_key_id: string | null;
+  }
+>;
 
 export async function lockHolds(c: DbClient, holdIds: string[]): Promise<LockedHolds> {
   await c.query(
@@ -195,8 +233,13 @@ export async function applyHoldCharges(c: DbClient, holds: LockedHolds, charges:
     if (!holds.has(ch.holdId)) throw new LedgerError(`hold ${ch.holdId} not found`);
   }
   const rows = charges.map((ch) => ({
-    account_id: holds.get(ch.holdId)!.account_id, amount: ch.amount, hold_id: ch.holdId, idempotency_key: ch.idempotencyKey,
-    ref_type: ch.refType ?? null, ref_id: ch.refId ?? null, memo: ch.memo ?? null,
+    account_id: holds.get(ch.holdId)!.account_id,
+    amount: ch.amount,
+    hold_id: ch.holdId,
+    idempotency_key: ch.idempotencyKey,
+    ref_type: ch.refType ?? null,
+    ref_id: ch.refId ?? null,
+    memo: ch.memo ?? null,
   }));
   // Only the events not seen before (new keys; a key repeated inside the batch is inserted once) move the
   // projections; Postgres sums them per hold, so a batch of hundreds answers with one row per hold.
@@ -240,15 +283,32 @@ export async function applyHoldCharges(c: DbClient, holds: LockedHolds, charges:
 }
 
 /** Releases what remains of a hold and closes it. Replays (same key) and already-closed holds change nothing. */
-export async function releaseHold(db: Db, r: { holdId: string; idempotencyKey: string; memo?: string }): Promise<{ applied: boolean; released: number }> {
+export async function releaseHold(
+  db: Db,
+  r: { holdId: string; idempotencyKey: string; memo?: string },
+): Promise<{ applied: boolean; released: number }> {
   return tx(db, (c) => releaseHoldIn(c, r));
 }
 
-export async function releaseHoldIn(c: DbClient, r: { holdId: string; idempotencyKey: string; memo?: string }): Promise<{ applied: boolean; released: number }> {
+export async function releaseHoldIn(
+  c: DbClient,
+  r: { holdId: string; idempotencyKey: string; memo?: string },
+): Promise<{ applied: boolean; released: number }> {
   const hold = (await lockHolds(c, [r.holdId])).get(r.holdId);
   if (!hold) throw new LedgerError(`hold ${r.holdId} not found`);
   if (hold.status !== 'open') return { applied: false, released: 0 };
-  if (!(await insertEvent(c, { accountId: hold.account_id, kind: 'hold_released', amount: hold.remaining, holdId: r.holdId, key: r.idempotencyKey, memo: r.memo, refType: hold.ref_type ?? undefined, refId: hold.ref_id ?? undefined }))) {
+  if (
+    !(await insertEvent(c, {
+      accountId: hold.account_id,
+      kind: 'hold_released',
+      amount: hold.remaining,
+      holdId: r.holdId,
+      key: r.idempotencyKey,
+      memo: r.memo,
+      refType: hold.ref_type ?? undefined,
+      refId: hold.ref_id ?? undefined,
+    }))
+  ) {
     return { applied: false, released: 0 };
   }
   await c.query(`UPDATE holds SET remaining = 0, status = 'closed', closed_at = now() WHERE id = $1`, [r.holdId]);
@@ -260,13 +320,26 @@ export async function releaseHoldIn(c: DbClient, r: { holdId: string; idempotenc
  * Returns `amount` of an open hold to the account and leaves the hold open (a credit lease giving back what no
  * request has reserved). A replayed key changes nothing; more than the hold's remaining is refused.
  */
-export async function releaseHoldPart(db: Db, r: { holdId: string; amount: number; idempotencyKey: string; memo?: string }): Promise<{ applied: boolean }> {
+export async function releaseHoldPart(
+  db: Db,
+  r: { holdId: string; amount: number; idempotencyKey: string; memo?: string },
+): Promise<{ applied: boolean }> {
   assertVnd(r.amount, 'released amount');
   return tx(db, async (c) => {
     const hold = (await lockHolds(c, [r.holdId])).get(r.holdId);
     if (!hold) throw new LedgerError(`hold ${r.holdId} not found`);
-    if (hold.status !== 'open' || hold.remaining < r.amount) throw new LedgerError(`hold ${r.holdId} cannot give back ${r.amount} VND`);
-    const event = { accountId: hold.account_id, kind: 'hold_released' as const, amount: r.amount, holdId: r.holdId, key: r.idempotencyKey, memo: r.memo, refType: hold.ref_type ?? undefined, refId: hold.ref_id ?? undefined };
+    if (hold.status !== 'open' || hold.remaining < r.amount)
+      throw new LedgerError(`hold ${r.holdId} cannot give back ${r.amount} VND`);
+    const event = {
+      accountId: hold.account_id,
+      kind: 'hold_released' as const,
+      amount: r.amount,
+      holdId: r.holdId,
+      key: r.idempotencyKey,
+      memo: r.memo,
+      refType: hold.ref_type ?? undefined,
+      refId: hold.ref_id ?? undefined,
+    };
     if (!(await insertEvent(c, event))) return { applied: false };
     await c.query('UPDATE holds SET remaining = remaining - $2 WHERE id = $1', [r.holdId, r.amount]);
     await c.query('UPDATE accounts SET held = held - $2 WHERE id = $1', [hold.account_id, r.amount]);
@@ -279,7 +352,10 @@ export async function releaseHoldPart(db: Db, r: { holdId: string; amount: numbe
  * their next flush), when they hold at least `missing` VND: open lease holds of the account other than `ownHoldId`,
  * only the key's own when `apiKeyId` is given (a budgeted key's leases). Returns whether it asked.
  */
-export async function recallLeases(db: Db, r: { accountId: string; apiKeyId: string | null; ownHoldId: string | null; missing: number }): Promise<boolean> {
+export async function recallLeases(
+  db: Db,
+  r: { accountId: string; apiKeyId: string | null; ownHoldId: string | null; missing: number },
+): Promise<boolean> {
   const q = await db.query(
     `WITH others AS (
        SELECT COALESCE(sum(remaining), 0) AS v FROM holds
@@ -324,10 +400,25 @@ export async function settleHoldIn(
   if (h.status === 'open') {
     const amount = Math.min(s.charge, h.remaining);
     if (amount > 0) {
-      charged = (await chargeHoldsIn(c, [{ holdId: s.holdId, amount, idempotencyKey: `${s.idempotencyKey}:charge`, memo: s.memo, refType: s.refType, refId: s.refId }])) ? amount : 0;
+      charged = (await chargeHoldsIn(c, [
+        {
+          holdId: s.holdId,
+          amount,
+          idempotencyKey: `${s.idempotencyKey}:charge`,
+          memo: s.memo,
+          refType: s.refType,
+          refId: s.refId,
+        },
+      ]))
+        ? amount
+        : 0;
     }
   }
-  const { released } = await releaseHoldIn(c, { holdId: s.holdId, idempotencyKey: `${s.idempotencyKey}:release`, memo: s.memo });
+  const { released } = await releaseHoldIn(c, {
+    holdId: s.holdId,
+    idempotencyKey: `${s.idempotencyKey}:release`,
+    memo: s.memo,
+  });
   return { charged, released };
 }
 
@@ -345,8 +436,14 @@ export async function listLedger(db: Db, accountId: string, limit = 50, beforeId
     [accountId, limit, beforeId ?? null],
   );
   return r.rows.map((x) => ({
-    id: Number(x.id), kind: x.kind, amount: x.amount, holdId: x.hold_id, refType: x.ref_type, refId: x.ref_id,
-    memo: x.memo, createdAt: (x.created_at as Date).toISOString(),
+    id: Number(x.id),
+    kind: x.kind,
+    amount: x.amount,
+    holdId: x.hold_id,
+    refType: x.ref_type,
+    refId: x.ref_id,
+    memo: x.memo,
+    createdAt: (x.created_at as Date).toISOString(),
   }));
 }
 
@@ -364,7 +461,13 @@ export async function releaseExpiredHolds(db: Db, graceMs = 60_000): Promise<num
   return n;
 }
 
-export interface ProjectionMismatch { accountId: string; balance: number; held: number; rebuiltBalance: number; rebuiltHeld: number }
+export interface ProjectionMismatch {
+  accountId: string;
+  balance: number;
+  held: number;
+  rebuiltBalance: number;
+  rebuiltHeld: number;
+}
 
 /**
  * Rebuilds every account's balance and held from the events and returns the accounts whose projection differs,
@@ -401,7 +504,8 @@ export async function verifyProjections(db: Db | DbClient): Promise<ProjectionMi
   // Each key's spend per budget period: the charges against holds naming the key, plus the usage records of the
   // key charged to a lease naming no key (an account's shared lease), by the period their event falls in (the
   // same now() the charge's transaction wrote them all with).
-  const spend = await db.query(`
+  const spend = await db.query(
+    `
     WITH charged AS (
       SELECT h.api_key_id, e.created_at, e.amount
       FROM ledger_events e JOIN holds h ON h.id = e.hold_id
@@ -419,10 +523,33 @@ export async function verifyProjections(db: Db | DbClient): Promise<ProjectionMi
     SELECT COALESCE(r.api_key_id, s.api_key_id) AS key_id, COALESCE(r.period, s.period) AS period,
            COALESCE(r.v, 0)::bigint AS rebuilt, COALESCE(s.spent_vnd, 0)::bigint AS spent
     FROM rebuilt r FULL JOIN api_key_spend s ON s.api_key_id = r.api_key_id AND s.period = r.period
-    WHERE COALESCE(r.v, 0) <> COALESCE(s.spent_vnd, 0)`, [budgetTimeZone()]);
-  const out: ProjectionMismatch[] = r.rows.map((x) => ({ accountId: x.id, balance: x.balance, held: x.held, rebuiltBalance: x.rb, rebuiltHeld: x.rh }));
-  for (const h of holds.rows) out.push({ accountId: `hold:${h.id}`, balance: 0, held: 0, rebuiltBalance: 0, rebuiltHeld: 0 });
-  for (const k of spend.rows) out.push({ accountId: `key-spend:${k.key_id}:${k.period}`, balance: k.spent, held: 0, rebuiltBalance: k.rebuilt, rebuiltHeld: 0 });
-  for (const c of charges.rows) out.push({ accountId: `charge:${c.key}`, balance: c.charged, held: 0, rebuiltBalance: c.usage_vnd, rebuiltHeld: 0 });
+    WHERE COALESCE(r.v, 0) <> COALESCE(s.spent_vnd, 0)`,
+    [budgetTimeZone()],
+  );
+  const out: ProjectionMismatch[] = r.rows.map((x) => ({
+    accountId: x.id,
+    balance: x.balance,
+    held: x.held,
+    rebuiltBalance: x.rb,
+    rebuiltHeld: x.rh,
+  }));
+  for (const h of holds.rows)
+    out.push({ accountId: `hold:${h.id}`, balance: 0, held: 0, rebuiltBalance: 0, rebuiltHeld: 0 });
+  for (const k of spend.rows)
+    out.push({
+      accountId: `key-spend:${k.key_id}:${k.period}`,
+      balance: k.spent,
+      held: 0,
+      rebuiltBalance: k.rebuilt,
+      rebuiltHeld: 0,
+    });
+  for (const c of charges.rows)
+    out.push({
+      accountId: `charge:${c.key}`,
+      balance: c.charged,
+      held: 0,
+      rebuiltBalance: c.usage_vnd,
+      rebuiltHeld: 0,
+    });
   return out;
 }

@@ -24,7 +24,12 @@ import type { Span } from '@opentelemetry/api';
  */
 
 /** `budgetKeyId`: the key, when it has a spend budget (its reservations then come from a lease of its own). */
-export interface MeterOwner { accountId: string; keyId: string | null; budgetKeyId?: string | null; budgetFenceAt?: number | null }
+export interface MeterOwner {
+  accountId: string;
+  keyId: string | null;
+  budgetKeyId?: string | null;
+  budgetFenceAt?: number | null;
+}
 
 export class Meter {
   /** Usage-record id and the charge's idempotency key (`req:<id>`): fresh per request, never client-chosen. */
@@ -44,7 +49,12 @@ export class Meter {
   private tokens: TokenUsage | null = null;
 
   /** `model`: the model billed; a fallback changes it to the model that answers. */
-  constructor(private readonly reservation: Reservation, private readonly owner: MeterOwner, public model: string, readonly operation: string) {}
+  constructor(
+    private readonly reservation: Reservation,
+    private readonly owner: MeterOwner,
+    public model: string,
+    readonly operation: string,
+  ) {}
 
   /** Records the try the router sends next (the usage record names the deployment that answered or was tried last). */
   routed(t: { model: { id: string }; deployment: { id: string }; kind: 'first' | 'retry' | 'fallback' }): void {
@@ -67,7 +77,15 @@ export class Meter {
     this.finished = true;
     this.onFinish?.(units);
     this.charged = this.reservation.settle(costVnd, this.usage(units, status));
-    if (this.span) tracer?.settled(this.span, { operation: this.operation, model: this.model, costVnd: this.charged, status, deployment: this.deployment, usage: this.tokens });
+    if (this.span)
+      tracer?.settled(this.span, {
+        operation: this.operation,
+        model: this.model,
+        costVnd: this.charged,
+        status,
+        deployment: this.deployment,
+        usage: this.tokens,
+      });
     return this.charged;
   }
 
@@ -86,17 +104,45 @@ export class Meter {
   }
 
   private usage(units: Record<string, number>, status: number) {
-    return { id: this.id, apiKeyId: this.owner.keyId, model: this.model, operation: this.operation, units, latencyMs: performance.now() - this.started, status, deployment: this.deployment, routing: this.routing };
+    return {
+      id: this.id,
+      apiKeyId: this.owner.keyId,
+      model: this.model,
+      operation: this.operation,
+      units,
+      latencyMs: performance.now() - this.started,
+      status,
+      deployment: this.deployment,
+      routing: this.routing,
+    };
   }
 }
 
 /** Reserves `maxCostVnd` for a request; an account that cannot cover it gets 402 insufficient_quota (no upstream call). */
-export async function openMeter(credit: CreditManager, owner: MeterOwner, model: string, operation: string, maxCostVnd: number): Promise<Meter> {
+export async function openMeter(
+  credit: CreditManager,
+  owner: MeterOwner,
+  model: string,
+  operation: string,
+  maxCostVnd: number,
+): Promise<Meter> {
   // A bound past exact integer VND (absurd counts the schemas let through) is more than any balance holds.
-  if (maxCostVnd > Number.MAX_SAFE_INTEGER) throw new ApiError(402, 'Insufficient balance: this request could cost more than any balance can cover. Lower its token counts or number of choices.', 'insufficient_quota', null, 'insufficient_balance');
+  if (maxCostVnd > Number.MAX_SAFE_INTEGER)
+    throw new ApiError(
+      402,
+      'Insufficient balance: this request could cost more than any balance can cover. Lower its token counts or number of choices.',
+      'insufficient_quota',
+      null,
+      'insufficient_balance',
+    );
   for (let attempt = 0; ; attempt++) {
     try {
-      return new Meter(await credit.reserve(owner.accountId, maxCostVnd, owner.budgetKeyId ?? null, owner.budgetFenceAt ?? null), owner, model, operation);
+      return new Meter(
+        await credit.reserve(owner.accountId, maxCostVnd, owner.budgetKeyId ?? null, owner.budgetFenceAt ?? null),
+        owner,
+        model,
+        operation,
+      );
     } catch (e) {
       if (e instanceof InsufficientFunds) throw insufficientFunds(maxCostVnd, Math.max(0, e.available));
       if (e instanceof BudgetExceeded) throw budgetExceeded(maxCostVnd, Math.max(0, e.room), e.period);
@@ -115,7 +161,11 @@ function isRetryableTxError(e: unknown): boolean {
 }
 
 /** Token counts a request is billed for, and whether they were estimated (no upstream usage arrived). */
-export interface BilledTokens { prompt: number; completion: number; estimated: boolean }
+export interface BilledTokens {
+  prompt: number;
+  completion: number;
+  estimated: boolean;
+}
 
 /**
  * Accumulates what a chat or legacy-completion stream delivered, for billing. If the upstream's usage chunk
@@ -132,7 +182,10 @@ export class StreamUsage implements RelayUsage {
   private deferredRaw: Buffer[] = [];
   private deferredBytes = 0;
 
-  constructor(private readonly promptBytes: number, private readonly kind: 'chat' | 'completion' = 'chat') {}
+  constructor(
+    private readonly promptBytes: number,
+    private readonly kind: 'chat' | 'completion' = 'chat',
+  ) {}
 
   /**
    * Keeps a content event's JSON unparsed: parsing every event cost more than the rest of the stream path, and
@@ -206,10 +259,18 @@ export class StreamUsage implements RelayUsage {
   tokens(): BilledTokens {
     const u = this.usage;
     if (u && Number.isFinite(u.prompt_tokens)) {
-      return { prompt: Math.max(0, Math.ceil(u.prompt_tokens)), completion: Math.max(0, Math.ceil(Number(u.completion_tokens ?? 0))), estimated: false };
+      return {
+        prompt: Math.max(0, Math.ceil(u.prompt_tokens)),
+        completion: Math.max(0, Math.ceil(Number(u.completion_tokens ?? 0))),
+        estimated: false,
+      };
     }
     this.foldDeferred();
-    return { prompt: tokensFromChars(this.promptBytes), completion: tokensFromChars(this.deliveredChars), estimated: true };
+    return {
+      prompt: tokensFromChars(this.promptBytes),
+      completion: tokensFromChars(this.deliveredChars),
+      estimated: true,
+    };
   }
 
   /** The bill's token fields: the upstream's usage (with its cache and reasoning details), else the estimate. */
@@ -222,7 +283,19 @@ export class StreamUsage implements RelayUsage {
 }
 
 export interface ChatChunkLike {
-  choices?: { delta?: { content?: unknown; refusal?: unknown; reasoning_content?: unknown; tool_calls?: { function?: { name?: unknown; arguments?: unknown } }[] } }[] | null;
+  choices?:
+    | {
+        delta?: {
+          content?: unknown;
+          refusal?: unknown;
+          reasoning_content?: unknown;
+          tool_calls?: { function?: { name?: unknown; arguments?: unknown } }[];
+        };
+      }[]
+    | null;
   usage?: unknown;
 }
-export interface CompletionChunkLike { choices?: { text?: unknown }[] | null; usage?: unknown }
+export interface CompletionChunkLike {
+  choices?: { text?: unknown }[] | null;
+  usage?: unknown;
+}

@@ -12,7 +12,12 @@ import { IMAGE_PART_TOKENS, promptTokensBound, tokensBoundCost } from './pricing
  * Reservation for a native pass-through request of `payloadBytes` with up to `maxOutput` output tokens, and its
  * token count (input + output: what the key's tokens-per-minute window is charged until settlement).
  */
-export function nativeBound(model: ModelConfig, payloadBytes: number, maxOutput: number, images: number): { maxCost: number; maxTokens: number } {
+export function nativeBound(
+  model: ModelConfig,
+  payloadBytes: number,
+  maxOutput: number,
+  images: number,
+): { maxCost: number; maxTokens: number } {
   const input = promptTokensBound(model, payloadBytes, images * IMAGE_PART_TOKENS);
   return { maxCost: tokensBoundCost(model.pricing, input, maxOutput), maxTokens: input + maxOutput };
 }

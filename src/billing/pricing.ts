@@ -50,17 +50,28 @@ export function perMillionCost(terms: [number, number][]): number {
 
 /** Input tokens at the input price plus output tokens at the output price, per 1M tokens, rounded up. */
 export function tokensCost(p: Pricing, inputTokens: number, outputTokens = 0): number {
-  return perMillionCost([[inputTokens, p.inputPer1MTokens ?? 0], [outputTokens, p.outputPer1MTokens ?? 0]]);
+  return perMillionCost([
+    [inputTokens, p.inputPer1MTokens ?? 0],
+    [outputTokens, p.outputPer1MTokens ?? 0],
+  ]);
 }
 
 /** The highest price an input token can have: a funds bound must cover every prompt token being a cache write. */
 export function maxInputPrice(p: Pricing): number {
-  return Math.max(p.inputPer1MTokens ?? 0, p.cachedInputPer1MTokens ?? 0, p.cacheWrite5mPer1MTokens ?? 0, p.cacheWrite1hPer1MTokens ?? 0);
+  return Math.max(
+    p.inputPer1MTokens ?? 0,
+    p.cachedInputPer1MTokens ?? 0,
+    p.cacheWrite5mPer1MTokens ?? 0,
+    p.cacheWrite1hPer1MTokens ?? 0,
+  );
 }
 
 /** Upper bound of a token-billed request's cost: every prompt token at the highest input price. */
 export function tokensBoundCost(p: Pricing, promptTokens: number, outputTokens: number): number {
-  return perMillionCost([[promptTokens, maxInputPrice(p)], [outputTokens, p.outputPer1MTokens ?? 0]]);
+  return perMillionCost([
+    [promptTokens, maxInputPrice(p)],
+    [outputTokens, p.outputPer1MTokens ?? 0],
+  ]);
 }
 
 /** Speech: characters of input at the per-1K-characters price, rounded up. */
@@ -86,14 +97,17 @@ interface ChatBodyLike {
   messages?: unknown;
 }
 
-const posInt = (v: unknown): number | undefined => (typeof v === 'number' && Number.isInteger(v) && v > 0 ? v : undefined);
+const posInt = (v: unknown): number | undefined =>
+  typeof v === 'number' && Number.isInteger(v) && v > 0 ? v : undefined;
 
 /** Output-token cap of a chat or legacy completion request: its max tokens (or the model's) times its choices. */
 export function outputTokensBound(model: ModelConfig, body: ChatBodyLike): number {
-  const perChoice = posInt(body.max_completion_tokens) ?? posInt(body.max_tokens) ?? model.maxOutputTokens ?? DEFAULT_MAX_OUTPUT_TOKENS;
+  const perChoice =
+    posInt(body.max_completion_tokens) ?? posInt(body.max_tokens) ?? model.maxOutputTokens ?? DEFAULT_MAX_OUTPUT_TOKENS;
   // Legacy completions generate best_of candidates per prompt and bill them all.
   const choices = Math.max(posInt(body.n) ?? 1, posInt(body.best_of) ?? 1);
-  const prompts = Array.isArray(body.prompt) && body.prompt.length > 0 && typeof body.prompt[0] !== 'number' ? body.prompt.length : 1;
+  const prompts =
+    Array.isArray(body.prompt) && body.prompt.length > 0 && typeof body.prompt[0] !== 'number' ? body.prompt.length : 1;
   return perChoice * choices * prompts;
 }
 
@@ -118,7 +132,11 @@ export function promptTokensBound(model: ModelConfig, payloadBytes: number, extr
   return model.contextWindow ? Math.min(bound, model.contextWindow) : bound;
 }
 
-export interface ChatCostBound { promptTokens: number; outputTokens: number; maxCost: number }
+export interface ChatCostBound {
+  promptTokens: number;
+  outputTokens: number;
+  maxCost: number;
+}
 
 /**
  * The most a chat (or legacy completion) request can cost: reserve this before calling the upstream.

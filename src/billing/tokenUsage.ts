@@ -35,7 +35,15 @@ export interface TokenUsage {
 const n = (v: unknown): number => (typeof v === 'number' && Number.isFinite(v) && v > 0 ? Math.ceil(v) : 0);
 
 export function tokenUsage(t: Partial<TokenUsage>): TokenUsage {
-  return { input: n(t.input), cacheRead: n(t.cacheRead), cacheWrite5m: n(t.cacheWrite5m), cacheWrite1h: n(t.cacheWrite1h), output: n(t.output), reasoning: n(t.reasoning), estimated: t.estimated === true };
+  return {
+    input: n(t.input),
+    cacheRead: n(t.cacheRead),
+    cacheWrite5m: n(t.cacheWrite5m),
+    cacheWrite1h: n(t.cacheWrite1h),
+    output: n(t.output),
+    reasoning: n(t.reasoning),
+    estimated: t.estimated === true,
+  };
 }
 
 /** No upstream usage: prompt tokens = ceil(request bytes / 4), output tokens = ceil(delivered characters / 4). */
@@ -51,7 +59,11 @@ export function promptTokens(t: TokenUsage): number {
 export interface ChatUsageLike {
   prompt_tokens?: unknown;
   completion_tokens?: unknown;
-  prompt_tokens_details?: { cached_tokens?: unknown; cache_write_tokens?: unknown; cache_write_1h_tokens?: unknown } | null;
+  prompt_tokens_details?: {
+    cached_tokens?: unknown;
+    cache_write_tokens?: unknown;
+    cache_write_1h_tokens?: unknown;
+  } | null;
   completion_tokens_details?: { reasoning_tokens?: unknown } | null;
 }
 
@@ -62,7 +74,14 @@ export function fromChatUsage(u: ChatUsageLike): TokenUsage {
   const cacheRead = Math.min(prompt, n(d.cached_tokens));
   const writes = Math.min(prompt - cacheRead, n(d.cache_write_tokens));
   const write1h = Math.min(writes, n(d.cache_write_1h_tokens));
-  return tokenUsage({ input: prompt - cacheRead - writes, cacheRead, cacheWrite5m: writes - write1h, cacheWrite1h: write1h, output: n(u.completion_tokens), reasoning: n(u.completion_tokens_details?.reasoning_tokens) });
+  return tokenUsage({
+    input: prompt - cacheRead - writes,
+    cacheRead,
+    cacheWrite5m: writes - write1h,
+    cacheWrite1h: write1h,
+    output: n(u.completion_tokens),
+    reasoning: n(u.completion_tokens_details?.reasoning_tokens),
+  });
 }
 
 export interface AnthropicUsageLike {
@@ -78,19 +97,34 @@ export function fromAnthropicUsage(u: AnthropicUsageLike): TokenUsage {
   const created = n(u.cache_creation_input_tokens);
   const split = u.cache_creation;
   const write1h = split ? Math.min(created, n(split.ephemeral_1h_input_tokens)) : 0;
-  return tokenUsage({ input: n(u.input_tokens), cacheRead: n(u.cache_read_input_tokens), cacheWrite5m: created - write1h, cacheWrite1h: write1h, output: n(u.output_tokens) });
+  return tokenUsage({
+    input: n(u.input_tokens),
+    cacheRead: n(u.cache_read_input_tokens),
+    cacheWrite5m: created - write1h,
+    cacheWrite1h: write1h,
+    output: n(u.output_tokens),
+  });
 }
 
 export interface ResponsesUsageLike {
   input_tokens?: unknown;
   output_tokens?: unknown;
-  input_tokens_details?: { cached_tokens?: unknown; cache_write_tokens?: unknown; cache_write_1h_tokens?: unknown } | null;
+  input_tokens_details?: {
+    cached_tokens?: unknown;
+    cache_write_tokens?: unknown;
+    cache_write_1h_tokens?: unknown;
+  } | null;
   output_tokens_details?: { reasoning_tokens?: unknown } | null;
 }
 
 /** OpenAI Responses usage. */
 export function fromResponsesUsage(u: ResponsesUsageLike): TokenUsage {
-  return fromChatUsage({ prompt_tokens: u.input_tokens, completion_tokens: u.output_tokens, prompt_tokens_details: u.input_tokens_details, completion_tokens_details: u.output_tokens_details });
+  return fromChatUsage({
+    prompt_tokens: u.input_tokens,
+    completion_tokens: u.output_tokens,
+    prompt_tokens_details: u.input_tokens_details,
+    completion_tokens_details: u.output_tokens_details,
+  });
 }
 
 /** Each usage field at its own price, summed, rounded up once (exact integer arithmetic, see pricing.ts). */
@@ -122,10 +156,27 @@ export function usageUnits(t: TokenUsage): Record<string, number> {
 }
 
 /** The token breakdown of a stored usage record (GET /v1/usage), whichever fields it was written with. */
-export function breakdownOfUnits(units: Record<string, unknown>): { input_uncached: number; cache_read: number; cache_write_5m: number; cache_write_1h: number; output: number; reasoning: number } | null {
+export function breakdownOfUnits(units: Record<string, unknown>): {
+  input_uncached: number;
+  cache_read: number;
+  cache_write_5m: number;
+  cache_write_1h: number;
+  output: number;
+  reasoning: number;
+} | null {
   if (typeof units.prompt_tokens !== 'number') return null;
   const cacheRead = n(units.cache_read_tokens);
   const w5 = n(units.cache_write_5m_tokens);
   const w1 = n(units.cache_write_1h_tokens);
-  return { input_uncached: typeof units.input_uncached_tokens === 'number' ? units.input_uncached_tokens : Math.max(0, units.prompt_tokens - cacheRead - w5 - w1), cache_read: cacheRead, cache_write_5m: w5, cache_write_1h: w1, output: n(units.completion_tokens), reasoning: n(units.reasoning_tokens) };
+  return {
+    input_uncached:
+      typeof units.input_uncached_tokens === 'number'
+        ? units.input_uncached_tokens
+        : Math.max(0, units.prompt_tokens - cacheRead - w5 - w1),
+    cache_read: cacheRead,
+    cache_write_5m: w5,
+    cache_write_1h: w1,
+    output: n(units.completion_tokens),
+    reasoning: n(units.reasoning_tokens),
+  };
 }

@@ -40,7 +40,12 @@ export interface SettledUsage {
   refused?: boolean;
 }
 
-interface ChargeGroup { holdId: string; key: string; single: SettledUsage | null; rows: SettledUsage[] }
+interface ChargeGroup {
+  holdId: string;
+  key: string;
+  single: SettledUsage | null;
+  rows: SettledUsage[];
+}
 
 /** "412 requests: chat.completions gpt-4o-mini ×400, embeddings text-embedding-3-small ×12" (first 3 kinds). */
 function batchMemo(n: number, rows: SettledUsage[]): string {
@@ -50,14 +55,19 @@ function batchMemo(n: number, rows: SettledUsage[]): string {
     kinds.set(k, (kinds.get(k) ?? 0) + 1);
   }
   const list = [...kinds].sort((a, b) => b[1] - a[1]);
-  const shown = list.slice(0, 3).map(([k, c]) => `${k} ×${c}`).join(', ');
+  const shown = list
+    .slice(0, 3)
+    .map(([k, c]) => `${k} ×${c}`)
+    .join(', ');
   return `${n} requests: ${shown}${list.length > 3 ? `, +${list.length - 3} more` : ''}`;
 }
 
 /** One COPY text-format field: backslash, tab, newline and carriage return escaped; null as \N. */
 function copyField(v: string | null): string {
   if (v === null) return '\\N';
-  return /[\\\t\n\r]/.test(v) ? v.replace(/[\\\t\n\r]/g, (ch) => (ch === '\\' ? '\\\\' : ch === '\t' ? '\\t' : ch === '\n' ? '\\n' : '\\r')) : v;
+  return /[\\\t\n\r]/.test(v)
+    ? v.replace(/[\\\t\n\r]/g, (ch) => (ch === '\\' ? '\\\\' : ch === '\t' ? '\\t' : ch === '\n' ? '\\n' : '\\r'))
+    : v;
 }
 
 /** The batch's usage records in COPY text format, one line each. */
@@ -70,7 +80,8 @@ function copyText(batch: SettledUsage[], keyOf: Map<SettledUsage, string>): stri
   return out;
 }
 
-const COPY_USAGE = 'COPY usage_records (id, account_id, api_key_id, model, operation, units, cost_vnd, latency_ms, status, charge_key, deployment, routing) FROM STDIN';
+const COPY_USAGE =
+  'COPY usage_records (id, account_id, api_key_id, model, operation, units, cost_vnd, latency_ms, status, charge_key, deployment, routing) FROM STDIN';
 
 export interface WriteOptions {
   /**
@@ -103,9 +114,19 @@ export async function writeUsageBatch(c: DbClient, batch: SettledUsage[], opts: 
     // Every row is written or the statement fails: the charges are the groups' sums.
     await pipeline(Readable.from([copyText(batch, keyOf)]), c.query(copyFrom(COPY_USAGE)));
     if (!holds) return 0;
-    const sums = [...groups.values()].map((g) => ({ charge_key: g.key, amount: g.rows.reduce((t, r) => t + r.cost, 0), n: g.rows.length }));
+    const sums = [...groups.values()].map((g) => ({
+      charge_key: g.key,
+      amount: g.rows.reduce((t, r) => t + r.cost, 0),
+      n: g.rows.length,
+    }));
     const charged = await chargeGroups(c, holds, groups, sums);
-    await addSharedLeaseSpend(c, holds, [...groups.values()].flatMap((g) => g.rows.map((r) => ({ hold_id: g.holdId, api_key_id: r.usage.apiKeyId, amount: r.cost }))));
+    await addSharedLeaseSpend(
+      c,
+      holds,
+      [...groups.values()].flatMap((g) =>
+        g.rows.map((r) => ({ hold_id: g.holdId, api_key_id: r.usage.apiKeyId, amount: r.cost })),
+      ),
+    );
     return charged;
   }
   const ins = await c.query(
@@ -117,21 +138,45 @@ export async function writeUsageBatch(c: DbClient, batch: SettledUsage[], opts: 
        RETURNING charge_key, api_key_id, cost_vnd)
      SELECT charge_key, api_key_id, sum(cost_vnd)::bigint AS amount, count(*)::int AS n
      FROM ins WHERE charge_key IS NOT NULL GROUP BY charge_key, api_key_id`,
-    [JSON.stringify(batch.map((s) => {
-      const u = s.usage;
-      return { id: u.id, account_id: s.accountId, api_key_id: u.apiKeyId, model: u.model, operation: u.operation, units: u.units, cost_vnd: s.cost, latency_ms: Math.round(u.latencyMs), status: u.status, charge_key: keyOf.get(s) ?? null, deployment: u.deployment ?? null, routing: u.routing ?? null };
-    }))],
+    [
+      JSON.stringify(
+        batch.map((s) => {
+          const u = s.usage;
+          return {
+            id: u.id,
+            account_id: s.accountId,
+            api_key_id: u.apiKeyId,
+            model: u.model,
+            operation: u.operation,
+            units: u.units,
+            cost_vnd: s.cost,
+            latency_ms: Math.round(u.latencyMs),
+            status: u.status,
+            charge_key: keyOf.get(s) ?? null,
+            deployment: u.deployment ?? null,
+            routing: u.routing ?? null,
+          };
+        }),
+      ),
+    ],
   );
   if (!holds || ins.rowCount === 0) return 0;
   const rows = ins.rows as { charge_key: string; api_key_id: string | null; amount: number; n: number }[];
   const perCharge = new Map<string, { charge_key: string; amount: number; n: number }>();
   for (const r of rows) {
     const t = perCharge.get(r.charge_key);
-    if (t) { t.amount += r.amount; t.n += r.n; } else perCharge.set(r.charge_key, { charge_key: r.charge_key, amount: r.amount, n: r.n });
+    if (t) {
+      t.amount += r.amount;
+      t.n += r.n;
+    } else perCharge.set(r.charge_key, { charge_key: r.charge_key, amount: r.amount, n: r.n });
   }
   const charged = await chargeGroups(c, holds, groups, [...perCharge.values()]);
   const holdOfKey = new Map([...groups.values()].map((g) => [g.key, g.holdId]));
-  await addSharedLeaseSpend(c, holds, rows.map((r) => ({ hold_id: holdOfKey.get(r.charge_key)!, api_key_id: r.api_key_id, amount: r.amount })));
+  await addSharedLeaseSpend(
+    c,
+    holds,
+    rows.map((r) => ({ hold_id: holdOfKey.get(r.charge_key)!, api_key_id: r.api_key_id, amount: r.amount })),
+  );
   return charged;
 }
 
@@ -140,7 +185,11 @@ export async function writeUsageBatch(c: DbClient, batch: SettledUsage[], opts: 
  * budget period counts everything spent through it, whichever lease paid. (Leases of budgeted keys name the key,
  * and applyHoldCharges counts those.)
  */
-async function addSharedLeaseSpend(c: DbClient, holds: LockedHolds, rows: { hold_id: string; api_key_id: string | null; amount: number }[]): Promise<void> {
+async function addSharedLeaseSpend(
+  c: DbClient,
+  holds: LockedHolds,
+  rows: { hold_id: string; api_key_id: string | null; amount: number }[],
+): Promise<void> {
   const perKey = new Map<string, number>();
   for (const r of rows) {
     if (!r.api_key_id || r.amount <= 0 || holds.get(r.hold_id)?.api_key_id) continue;
@@ -150,7 +199,12 @@ async function addSharedLeaseSpend(c: DbClient, holds: LockedHolds, rows: { hold
 }
 
 /** One `charged` event per charge key written, for the VND of the usage records that name it. */
-async function chargeGroups(c: DbClient, holds: LockedHolds, groups: Map<string, ChargeGroup>, written: { charge_key: string; amount: number; n: number }[]): Promise<number> {
+async function chargeGroups(
+  c: DbClient,
+  holds: LockedHolds,
+  groups: Map<string, ChargeGroup>,
+  written: { charge_key: string; amount: number; n: number }[],
+): Promise<number> {
   const byKey = new Map([...groups.values()].map((g) => [g.key, g]));
   const charges: HoldCharge[] = [];
   let charged = 0;
@@ -158,9 +212,25 @@ async function chargeGroups(c: DbClient, holds: LockedHolds, groups: Map<string,
     const g = byKey.get(r.charge_key);
     if (!g) throw new LedgerError(`usage batch returned an unknown charge key ${r.charge_key}`);
     charged += r.amount;
-    charges.push(g.single
-      ? { holdId: g.holdId, amount: r.amount, idempotencyKey: g.key, refType: 'request', refId: g.single.usage.id, memo: `${g.single.usage.operation} ${g.single.usage.model}` }
-      : { holdId: g.holdId, amount: r.amount, idempotencyKey: g.key, refType: 'usage_batch', refId: g.key.slice('usage:'.length), memo: batchMemo(r.n, g.rows) });
+    charges.push(
+      g.single
+        ? {
+            holdId: g.holdId,
+            amount: r.amount,
+            idempotencyKey: g.key,
+            refType: 'request',
+            refId: g.single.usage.id,
+            memo: `${g.single.usage.operation} ${g.single.usage.model}`,
+          }
+        : {
+            holdId: g.holdId,
+            amount: r.amount,
+            idempotencyKey: g.key,
+            refType: 'usage_batch',
+            refId: g.key.slice('usage:'.length),
+            memo: batchMemo(r.n, g.rows),
+          },
+    );
   }
   await applyHoldCharges(c, holds, charges);
   return charged;

@@ -30,7 +30,13 @@ export interface ProviderConfig {
 }
 
 /** The public vendor behind each provider kind, as models' `owned_by` names it. */
-const VENDOR_OF_KIND: Record<ProviderKind, string> = { openai: 'openai', anthropic: 'anthropic', gemini: 'google', veo: 'google', seedance: 'bytedance' };
+const VENDOR_OF_KIND: Record<ProviderKind, string> = {
+  openai: 'openai',
+  anthropic: 'anthropic',
+  gemini: 'google',
+  veo: 'google',
+  seedance: 'bytedance',
+};
 
 /** Integer VND prices. */
 export interface Pricing {
@@ -75,7 +81,10 @@ export interface ModelConfig {
   reasoning?: boolean;
 }
 
-export interface CatalogFile { providers: Record<string, Omit<ProviderConfig, 'id'>>; models: ModelConfig[] }
+export interface CatalogFile {
+  providers: Record<string, Omit<ProviderConfig, 'id'>>;
+  models: ModelConfig[];
+}
 
 const schema = {
   type: 'object',
@@ -84,13 +93,22 @@ const schema = {
     providers: {
       type: 'object',
       additionalProperties: {
-        type: 'object', required: ['kind', 'baseUrl'],
+        type: 'object',
+        required: ['kind', 'baseUrl'],
         properties: {
-          kind: { enum: ['openai', 'anthropic', 'gemini', 'veo', 'seedance'] }, baseUrl: { type: 'string' },
-          apiKeyEnv: { type: 'string' }, timeoutMs: { type: 'integer', minimum: 1 }, ownedBy: { type: 'string', minLength: 1 },
+          kind: { enum: ['openai', 'anthropic', 'gemini', 'veo', 'seedance'] },
+          baseUrl: { type: 'string' },
+          apiKeyEnv: { type: 'string' },
+          timeoutMs: { type: 'integer', minimum: 1 },
+          ownedBy: { type: 'string', minLength: 1 },
           modelPatterns: {
             type: 'array',
-            items: { type: 'object', required: ['match', 'model'], properties: { match: { type: 'string', minLength: 1 }, model: { type: 'string', minLength: 1 } }, additionalProperties: false },
+            items: {
+              type: 'object',
+              required: ['match', 'model'],
+              properties: { match: { type: 'string', minLength: 1 }, model: { type: 'string', minLength: 1 } },
+              additionalProperties: false,
+            },
           },
         },
         additionalProperties: false,
@@ -99,22 +117,46 @@ const schema = {
     models: {
       type: 'array',
       items: {
-        type: 'object', required: ['id', 'mode', 'pricing'],
+        type: 'object',
+        required: ['id', 'mode', 'pricing'],
         // Either the single-upstream form or a list of deployments.
-        oneOf: [{ required: ['provider', 'upstreamModel'], not: { required: ['deployments'] } }, { required: ['deployments'], not: { required: ['provider'] } }],
+        oneOf: [
+          { required: ['provider', 'upstreamModel'], not: { required: ['deployments'] } },
+          { required: ['deployments'], not: { required: ['provider'] } },
+        ],
         properties: {
-          id: { type: 'string', minLength: 1 }, mode: { enum: MODES }, provider: { type: 'string' },
-          upstreamModel: { type: 'string' }, description: { type: 'string' },
-          deployments: deploymentsSchema, fallbacks: { type: 'array', items: { type: 'string', minLength: 1 } },
+          id: { type: 'string', minLength: 1 },
+          mode: { enum: MODES },
+          provider: { type: 'string' },
+          upstreamModel: { type: 'string' },
+          description: { type: 'string' },
+          deployments: deploymentsSchema,
+          fallbacks: { type: 'array', items: { type: 'string', minLength: 1 } },
           pricing: {
-            type: 'object', additionalProperties: false,
-            properties: Object.fromEntries(['inputPer1MTokens', 'outputPer1MTokens', 'cachedInputPer1MTokens', 'cacheWrite5mPer1MTokens', 'cacheWrite1hPer1MTokens', 'perImage', 'per1KChars', 'perAudioMinute', 'perVideoSecond'].map((k) => [k, { type: 'integer', minimum: 0 }])),
+            type: 'object',
+            additionalProperties: false,
+            properties: Object.fromEntries(
+              [
+                'inputPer1MTokens',
+                'outputPer1MTokens',
+                'cachedInputPer1MTokens',
+                'cacheWrite5mPer1MTokens',
+                'cacheWrite1hPer1MTokens',
+                'perImage',
+                'per1KChars',
+                'perAudioMinute',
+                'perVideoSecond',
+              ].map((k) => [k, { type: 'integer', minimum: 0 }]),
+            ),
           },
-          maxOutputTokens: { type: 'integer', minimum: 1 }, contextWindow: { type: 'integer', minimum: 1 },
+          maxOutputTokens: { type: 'integer', minimum: 1 },
+          contextWindow: { type: 'integer', minimum: 1 },
           aliases: { type: 'array', items: { type: 'string' } },
           allowedDurations: { type: 'array', items: { type: 'integer', minimum: 1 }, minItems: 1 },
-          defaultDuration: { type: 'integer', minimum: 1 }, family: { type: 'string' },
-          api: { enum: ['chat', 'responses'] }, reasoning: { type: 'boolean' },
+          defaultDuration: { type: 'integer', minimum: 1 },
+          family: { type: 'string' },
+          api: { enum: ['chat', 'responses'] },
+          reasoning: { type: 'boolean' },
         },
         additionalProperties: false,
       },
@@ -141,7 +183,12 @@ const REQUIRED_PRICES: Record<Mode, (keyof Pricing)[]> = {
 
 /** A glob (`*` = any characters, everything else literal) as an anchored regular expression. */
 function globRegExp(glob: string): RegExp {
-  return new RegExp(`^${glob.split('*').map((p) => p.replace(/[.+?^${}()|[\]\\]/g, '\\$&')).join('.*')}$`);
+  return new RegExp(
+    `^${glob
+      .split('*')
+      .map((p) => p.replace(/[.+?^${}()|[\]\\]/g, '\\$&'))
+      .join('.*')}$`,
+  );
 }
 
 export class Catalog {
@@ -156,7 +203,12 @@ export class Catalog {
     const ajv = new Ajv({ allErrors: true });
     if (!ajv.validate(schema, file)) throw new Error('invalid catalog: ' + ajv.errorsText(ajv.errors));
     for (const [id, p] of Object.entries(file.providers)) {
-      this.providers.set(id, { ...p, id, baseUrl: expandEnv(p.baseUrl, env).replace(/\/+$/, ''), apiKey: p.apiKeyEnv ? env[p.apiKeyEnv] : undefined });
+      this.providers.set(id, {
+        ...p,
+        id,
+        baseUrl: expandEnv(p.baseUrl, env).replace(/\/+$/, ''),
+        apiKey: p.apiKeyEnv ? env[p.apiKeyEnv] : undefined,
+      });
     }
     this.models = file.models;
     for (const m of file.models) {
@@ -165,17 +217,23 @@ export class Catalog {
       m.provider = deployments[0].provider;
       m.upstreamModel = deployments[0].upstreamModel;
       for (const d of deployments) {
-        if (!this.providers.has(d.provider)) throw new Error(`catalog: model ${m.id} names unknown provider ${d.provider}`);
-        if (this.providers.get(d.provider)!.kind !== this.providers.get(m.provider)!.kind) throw new Error(`catalog: deployments of ${m.id} mix provider kinds`);
+        if (!this.providers.has(d.provider))
+          throw new Error(`catalog: model ${m.id} names unknown provider ${d.provider}`);
+        if (this.providers.get(d.provider)!.kind !== this.providers.get(m.provider)!.kind)
+          throw new Error(`catalog: deployments of ${m.id} mix provider kinds`);
       }
-      if (new Set(deployments.map((d) => d.id)).size !== deployments.length) throw new Error(`catalog: model ${m.id} has duplicate deployment ids`);
+      if (new Set(deployments.map((d) => d.id)).size !== deployments.length)
+        throw new Error(`catalog: model ${m.id} has duplicate deployment ids`);
       this.deploymentsById.set(m.id, deployments);
       if (m.mode === 'video') {
-        if (!m.allowedDurations || m.pricing.perVideoSecond === undefined) throw new Error(`catalog: video model ${m.id} needs allowedDurations and pricing.perVideoSecond`);
-        if (m.defaultDuration !== undefined && !m.allowedDurations.includes(m.defaultDuration)) throw new Error(`catalog: ${m.id} defaultDuration not in allowedDurations`);
+        if (!m.allowedDurations || m.pricing.perVideoSecond === undefined)
+          throw new Error(`catalog: video model ${m.id} needs allowedDurations and pricing.perVideoSecond`);
+        if (m.defaultDuration !== undefined && !m.allowedDurations.includes(m.defaultDuration))
+          throw new Error(`catalog: ${m.id} defaultDuration not in allowedDurations`);
       }
       for (const k of REQUIRED_PRICES[m.mode]) {
-        if (m.pricing[k] === undefined) throw new Error(`catalog: ${m.mode} model ${m.id} has no pricing.${k} (unpriced models are never served)`);
+        if (m.pricing[k] === undefined)
+          throw new Error(`catalog: ${m.mode} model ${m.id} has no pricing.${k} (unpriced models are never served)`);
       }
       for (const name of [m.id, ...(m.aliases ?? [])]) {
         if (this.byId.has(name)) throw new Error(`catalog: duplicate model name ${name}`);
@@ -186,9 +244,13 @@ export class Catalog {
       for (const f of m.fallbacks ?? []) {
         const target = file.models.find((x) => x.id === f);
         if (!target) throw new Error(`catalog: model ${m.id} falls back to unknown model ${f}`);
-        if (target === m || target.mode !== m.mode) throw new Error(`catalog: model ${m.id} cannot fall back to ${f} (itself or another mode)`);
+        if (target === m || target.mode !== m.mode)
+          throw new Error(`catalog: model ${m.id} cannot fall back to ${f} (itself or another mode)`);
         // A fallback answers on the same request path: same provider kind and interface.
-        if (this.providers.get(target.provider)!.kind !== this.providers.get(m.provider)!.kind || (target.api ?? 'chat') !== (m.api ?? 'chat')) {
+        if (
+          this.providers.get(target.provider)!.kind !== this.providers.get(m.provider)!.kind ||
+          (target.api ?? 'chat') !== (m.api ?? 'chat')
+        ) {
           throw new Error(`catalog: model ${m.id} cannot fall back to ${f} (another provider kind or api)`);
         }
       }
@@ -197,7 +259,10 @@ export class Catalog {
       for (const { match, model } of p.modelPatterns ?? []) {
         const target = file.models.find((m) => m.id === model);
         if (!target) throw new Error(`catalog: provider ${p.id} pattern ${match} names unknown model ${model}`);
-        if (target.provider !== p.id) throw new Error(`catalog: provider ${p.id} pattern ${match} names ${model}, a model of provider ${target.provider}`);
+        if (target.provider !== p.id)
+          throw new Error(
+            `catalog: provider ${p.id} pattern ${match} names ${model}, a model of provider ${target.provider}`,
+          );
         this.patterns.push({ re: globRegExp(match), glob: match, model: target });
       }
     }
@@ -245,12 +310,25 @@ export class Catalog {
 
   /** The model, or a 404 model_not_found; a model of another mode is a 400 naming `model`. */
   require(id: unknown, modes: Mode | Mode[]): ModelConfig {
-    if (typeof id !== 'string' || id === '') throw new ApiError(400, 'you must provide a model parameter', 'invalid_request_error', 'model', 'missing_required_parameter');
+    if (typeof id !== 'string' || id === '')
+      throw new ApiError(
+        400,
+        'you must provide a model parameter',
+        'invalid_request_error',
+        'model',
+        'missing_required_parameter',
+      );
     const m = this.get(id);
     if (!m) throw modelNotFound(id);
     const allowed = Array.isArray(modes) ? modes : [modes];
     if (!allowed.includes(m.mode)) {
-      throw new ApiError(400, `The model '${clip(id)}' is a ${m.mode} model and cannot be used with this endpoint (needs ${allowed.join(' or ')}).`, 'invalid_request_error', 'model', 'model_not_supported');
+      throw new ApiError(
+        400,
+        `The model '${clip(id)}' is a ${m.mode} model and cannot be used with this endpoint (needs ${allowed.join(' or ')}).`,
+        'invalid_request_error',
+        'model',
+        'model_not_supported',
+      );
     }
     return m;
   }
@@ -286,6 +364,12 @@ export function publicModel(m: ModelConfig, created: number, ownedBy: string, al
     ...(m.contextWindow ? { context_window: m.contextWindow } : {}),
     ...(m.aliases?.length ? { aliases: m.aliases } : {}),
     ...(aliasPatterns.length ? { alias_patterns: aliasPatterns } : {}),
-    ...(m.mode === 'video' ? { allowedDurations: m.allowedDurations, defaultDuration: m.defaultDuration ?? m.allowedDurations![0], family: m.family ?? null } : {}),
+    ...(m.mode === 'video'
+      ? {
+          allowedDurations: m.allowedDurations,
+          defaultDuration: m.defaultDuration ?? m.allowedDurations![0],
+          family: m.family ?? null,
+        }
+      : {}),
   };
 }

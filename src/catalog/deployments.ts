@@ -30,25 +30,40 @@ export interface Deployment {
 }
 
 export const deploymentsSchema = {
-  type: 'array', minItems: 1,
+  type: 'array',
+  minItems: 1,
   items: {
-    type: 'object', required: ['provider'],
+    type: 'object',
+    required: ['provider'],
     properties: {
-      id: { type: 'string', minLength: 1 }, provider: { type: 'string', minLength: 1 }, upstreamModel: { type: 'string', minLength: 1 },
-      weight: { type: 'number', exclusiveMinimum: 0 }, apiKeyEnv: { type: 'string', minLength: 1 },
+      id: { type: 'string', minLength: 1 },
+      provider: { type: 'string', minLength: 1 },
+      upstreamModel: { type: 'string', minLength: 1 },
+      weight: { type: 'number', exclusiveMinimum: 0 },
+      apiKeyEnv: { type: 'string', minLength: 1 },
     },
     additionalProperties: false,
   },
 };
 
-interface ModelLike { id: string; provider?: string; upstreamModel?: string; deployments?: DeploymentConfig[] }
+interface ModelLike {
+  id: string;
+  provider?: string;
+  upstreamModel?: string;
+  deployments?: DeploymentConfig[];
+}
 
 /** The model's deployments: its `deployments` list, or the one named by `provider` + `upstreamModel`. */
 export function resolveDeployments(m: ModelLike, env: NodeJS.ProcessEnv): Deployment[] {
-  if (!m.deployments) return [{ id: m.id, modelId: m.id, provider: m.provider!, upstreamModel: m.upstreamModel ?? m.id, weight: 1 }];
+  if (!m.deployments)
+    return [{ id: m.id, modelId: m.id, provider: m.provider!, upstreamModel: m.upstreamModel ?? m.id, weight: 1 }];
   return m.deployments.map((d, i) => ({
-    id: d.id ?? `${m.id}#${i + 1}`, modelId: m.id, provider: d.provider, upstreamModel: d.upstreamModel ?? m.upstreamModel ?? m.id,
-    weight: d.weight ?? 1, ...(d.apiKeyEnv ? { apiKeyEnv: d.apiKeyEnv, apiKey: env[d.apiKeyEnv] } : {}),
+    id: d.id ?? `${m.id}#${i + 1}`,
+    modelId: m.id,
+    provider: d.provider,
+    upstreamModel: d.upstreamModel ?? m.upstreamModel ?? m.id,
+    weight: d.weight ?? 1,
+    ...(d.apiKeyEnv ? { apiKeyEnv: d.apiKeyEnv, apiKey: env[d.apiKeyEnv] } : {}),
   }));
 }
 

@@ -37,7 +37,8 @@ function build(catalog: Catalog): Redactor {
   for (const m of catalog.models) {
     for (const d of catalog.deployments(m)) {
       if (d.apiKeyEnv) replacements.set(d.apiKeyEnv, 'upstream key');
-      for (const name of [d.id, d.upstreamModel]) if (!publicNames.has(name) && !replacements.has(name)) replacements.set(name, m.id);
+      for (const name of [d.id, d.upstreamModel])
+        if (!publicNames.has(name) && !replacements.has(name)) replacements.set(name, m.id);
     }
   }
   for (const [k, v] of replacements) if (k === v || k.length < 3) replacements.delete(k);

@@ -12,13 +12,19 @@ import { createLogin, listLogins, setLoginDisabled, setPassword, type Role } fro
  * Without --password (or env CONSOLE_PASSWORD) a strong random password is generated and printed once.
  */
 
-export const CONSOLE_USER_COMMANDS = ['create-login', 'set-password', 'list-logins', 'disable-login', 'enable-login'] as const;
+export const CONSOLE_USER_COMMANDS = [
+  'create-login',
+  'set-password',
+  'list-logins',
+  'disable-login',
+  'enable-login',
+] as const;
 export type ConsoleUserCommand = (typeof CONSOLE_USER_COMMANDS)[number];
 
 export const CONSOLE_USERS_USAGE = [
   'create-login <accountId> <email> [--operator] [--password <pw>]   console login for an account (prints the password if generated)',
-  'set-password <email> [--password <pw>]                            new password; ends the login\'s sessions',
-  'list-logins [accountId]                                           console logins (all, or one account\'s)',
+  "set-password <email> [--password <pw>]                            new password; ends the login's sessions",
+  "list-logins [accountId]                                           console logins (all, or one account's)",
   'disable-login <email> | enable-login <email>                      block or unblock a login (disabling ends its sessions)',
 ].join('\n');
 
@@ -51,7 +57,12 @@ function parse(args: string[]): { positional: string[]; operator: boolean; passw
 }
 
 /** Runs one console-login command; returns the lines to print. Throws UsageError for bad arguments. */
-export async function runConsoleUserCommand(db: Db, cmd: ConsoleUserCommand, args: string[], env: NodeJS.ProcessEnv = process.env): Promise<string[]> {
+export async function runConsoleUserCommand(
+  db: Db,
+  cmd: ConsoleUserCommand,
+  args: string[],
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<string[]> {
   const { positional, operator, password: given } = parse(args);
   const need = (n: number, usage: string) => {
     if (positional.length !== n) throw new UsageError(`usage: ${usage}`);
@@ -73,13 +84,18 @@ export async function runConsoleUserCommand(db: Db, cmd: ConsoleUserCommand, arg
       const fromUser = given ?? env.CONSOLE_PASSWORD;
       const password = fromUser ?? generatePassword();
       await setPassword(db, positional[0], password);
-      return [`password changed for ${positional[0]}; its sessions were ended`, ...(fromUser ? [] : [`password: ${password}`])];
+      return [
+        `password changed for ${positional[0]}; its sessions were ended`,
+        ...(fromUser ? [] : [`password: ${password}`]),
+      ];
     }
     case 'list-logins': {
       if (positional.length > 1) throw new UsageError('usage: list-logins [accountId]');
       const rows = await listLogins(db, positional[0]);
       if (!rows.length) return ['no console logins'];
-      return rows.map((u) => [u.email, u.role, u.accountId, u.accountName, u.disabledAt ? 'disabled' : 'active'].join('\t'));
+      return rows.map((u) =>
+        [u.email, u.role, u.accountId, u.accountName, u.disabledAt ? 'disabled' : 'active'].join('\t'),
+      );
     }
     case 'disable-login':
     case 'enable-login': {

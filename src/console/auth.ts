@@ -17,7 +17,8 @@ export function sessionOf(ctx: Ctx): Session {
   return s;
 }
 
-export const unauthenticated = () => new ApiError(401, 'Sign in to the console first.', 'authentication_error', null, 'not_signed_in');
+export const unauthenticated = () =>
+  new ApiError(401, 'Sign in to the console first.', 'authentication_error', null, 'not_signed_in');
 
 export function readSessionCookie(ctx: Ctx): string {
   const header = ctx.get('cookie');
@@ -55,7 +56,8 @@ export function requireSession(deps: Pick<AppDeps, 'db'>): Koa.Middleware<Gatewa
 
 export function requireOperator(): Koa.Middleware<GatewayState> {
   return async (ctx, next) => {
-    if (sessionOf(ctx).role !== 'operator') throw new ApiError(403, 'This page is for operators only.', 'permission_error', null, 'operator_only');
+    if (sessionOf(ctx).role !== 'operator')
+      throw new ApiError(403, 'This page is for operators only.', 'permission_error', null, 'operator_only');
     await next();
   };
 }
@@ -90,7 +92,8 @@ export function requireCsrf(): Koa.Middleware<GatewayState> {
     if (!SAFE.has(ctx.method)) {
       const token = (ctx.state as ConsoleState).sessionToken;
       const presented = ctx.get('x-csrf-token');
-      if (!token || !presented || !csrfMatches(token, presented)) throw csrfError('Missing or wrong CSRF token; reload the page.');
+      if (!token || !presented || !csrfMatches(token, presented))
+        throw csrfError('Missing or wrong CSRF token; reload the page.');
     }
     await next();
   };

@@ -80,7 +80,8 @@ export function mountCustomerApi(r: Router<GatewayState>, deps: AppDeps): void {
     try {
       rows = await usageByDayAndModel(deps.db, sessionOf(ctx).accountId, from, to, tz);
     } catch (e: any) {
-      if (pgErrorCode(e) === PG_ERROR.invalidParameterValue) throw badRequest(`unknown time zone ${clipJson(tz)}`, 'tz');
+      if (pgErrorCode(e) === PG_ERROR.invalidParameterValue)
+        throw badRequest(`unknown time zone ${clipJson(tz)}`, 'tz');
       throw e;
     }
     ctx.body = { from, to, tz, rows };
@@ -101,6 +102,7 @@ export function mountCustomerApi(r: Router<GatewayState>, deps: AppDeps): void {
 
 export function jobStatusParam(v: unknown): JobStatus | undefined {
   if (v === undefined || v === '') return undefined;
-  if (typeof v !== 'string' || !(JOB_STATUSES as readonly string[]).includes(v)) throw badRequest(`status must be one of ${JOB_STATUSES.join(', ')}`, 'status');
+  if (typeof v !== 'string' || !(JOB_STATUSES as readonly string[]).includes(v))
+    throw badRequest(`status must be one of ${JOB_STATUSES.join(', ')}`, 'status');
   return v as JobStatus;
 }

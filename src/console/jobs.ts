@@ -36,16 +36,33 @@ const iso = (d: Date | null) => (d ? d.toISOString() : null);
 /** A stored job as shown; its error message without catalog internals (jobs failed before redaction existed too). */
 function toJob(x: any, redact: Redactor): ConsoleJob {
   return {
-    id: x.id, accountId: x.account_id, model: x.model, status: x.status, prompt: x.prompt ?? '', seconds: x.seconds,
-    size: x.size ?? null, maxCostVnd: x.max_cost_vnd, durationSeconds: x.result_duration_seconds ?? null, costVnd: x.cost_vnd ?? null,
+    id: x.id,
+    accountId: x.account_id,
+    model: x.model,
+    status: x.status,
+    prompt: x.prompt ?? '',
+    seconds: x.seconds,
+    size: x.size ?? null,
+    maxCostVnd: x.max_cost_vnd,
+    durationSeconds: x.result_duration_seconds ?? null,
+    costVnd: x.cost_vnd ?? null,
     error: x.error_message ? { message: redact(x.error_message), code: x.error_code ?? null } : null,
-    hasVideo: x.status === 'completed' && !!x.video_key, hasLastFrame: x.status === 'completed' && !!x.last_frame_key,
-    videoSize: x.video_size ?? null, workflowId: x.workflow_id,
-    createdAt: x.created_at.toISOString(), updatedAt: x.updated_at.toISOString(), completedAt: iso(x.completed_at),
+    hasVideo: x.status === 'completed' && !!x.video_key,
+    hasLastFrame: x.status === 'completed' && !!x.last_frame_key,
+    videoSize: x.video_size ?? null,
+    workflowId: x.workflow_id,
+    createdAt: x.created_at.toISOString(),
+    updatedAt: x.updated_at.toISOString(),
+    completedAt: iso(x.completed_at),
   };
 }
 
-export async function listJobs(db: Db, redact: Redactor, accountId: string, opts: { status?: JobStatus; limit: number }): Promise<ConsoleJob[]> {
+export async function listJobs(
+  db: Db,
+  redact: Redactor,
+  accountId: string,
+  opts: { status?: JobStatus; limit: number },
+): Promise<ConsoleJob[]> {
   const r = await db.query(
     `SELECT ${COLUMNS} FROM video_jobs WHERE account_id = $1 AND ($2::text IS NULL OR status = $2)
      ORDER BY created_at DESC, id DESC LIMIT $3`,

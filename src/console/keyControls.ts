@@ -8,10 +8,21 @@ import { WINDOW_MS, type WindowUsage } from '../limits/rateLimiter';
  * An account's keys as the console shows them (customer and operator pages): each key's own and effective limits,
  * what it used in the current rate-limit window, and what it spent this budget day and month.
  */
-export interface KeyWithControls extends KeyInfo { usage: WindowUsage; spend: KeySpend }
-export interface KeysView { data: KeyWithControls[]; defaults: KeyLimits; budgetTimeZone: string; windowSeconds: number }
+export interface KeyWithControls extends KeyInfo {
+  usage: WindowUsage;
+  spend: KeySpend;
+}
+export interface KeysView {
+  data: KeyWithControls[];
+  defaults: KeyLimits;
+  budgetTimeZone: string;
+  windowSeconds: number;
+}
 
-export async function keysWithControls(deps: Pick<AppDeps, 'db' | 'limiter' | 'credit'>, accountId: string): Promise<KeysView | null> {
+export async function keysWithControls(
+  deps: Pick<AppDeps, 'db' | 'limiter' | 'credit'>,
+  accountId: string,
+): Promise<KeysView | null> {
   const defaults = await getAccountLimits(deps.db, accountId);
   if (!defaults) return null;
   await deps.credit.flush(); // this process's queued charges count in the spend
@@ -20,6 +31,8 @@ export async function keysWithControls(deps: Pick<AppDeps, 'db' | 'limiter' | 'c
   const [usage, spend] = await Promise.all([deps.limiter.usage(ids), keySpend(deps.db, ids)]);
   return {
     data: keys.map((k) => ({ ...k, usage: usage.get(k.id)!, spend: spend.get(k.id)! })),
-    defaults, budgetTimeZone: budgetTimeZone(), windowSeconds: WINDOW_MS / 1000,
+    defaults,
+    budgetTimeZone: budgetTimeZone(),
+    windowSeconds: WINDOW_MS / 1000,
   };
 }

@@ -39,30 +39,46 @@ export function mountOperatorApi(r: Router<GatewayState>, deps: AppDeps): void {
   r.get('/console/api/admin/accounts/:id', route('/console/api/admin/accounts/:id'), ...auth, async (ctx) => {
     const id = uuidParam(ctx.params.id, 'id');
     await deps.credit.flush();
-    const [acc, ledger, logins] = await Promise.all([getAccount(deps.db, id), balanceWithLedger(deps.db, id, 20), listLogins(deps.db, id)]);
+    const [acc, ledger, logins] = await Promise.all([
+      getAccount(deps.db, id),
+      balanceWithLedger(deps.db, id, 20),
+      listLogins(deps.db, id),
+    ]);
     if (!acc || !ledger) throw notFound('No such account.');
     ctx.body = { ...acc, ledger: ledger.ledger, logins };
   });
 
-  r.post('/console/api/admin/accounts/:id/topups', route('/console/api/admin/accounts/:id/topups'), ...auth, body, async (ctx) => {
-    const id = uuidParam(ctx.params.id, 'id');
-    const b = ctx.request.body as Record<string, unknown>;
-    const amount = b.amount;
-    if (typeof amount !== 'number' || !Number.isSafeInteger(amount) || amount < 1 || amount > MAX_TOP_UP_VND) {
-      throw badRequest(`amount must be a whole number of VND from 1 to ${MAX_TOP_UP_VND}`, 'amount');
-    }
-    const reason = stringField(b, 'reason', { min: 1, max: 500 });
-    const key = stringField(b, 'idempotencyKey', { min: 8, max: 100 });
-    if (!/^[\w-]+$/.test(key)) throw badRequest('idempotencyKey may contain only letters, digits, _ and -', 'idempotencyKey');
-    if (!(await getAccount(deps.db, id))) throw notFound('No such account.');
-    const who = sessionOf(ctx).email;
-    // The key comes from the form, so a double submit (or a retried request) is one top-up.
-    const { applied } = await topUp(deps.db, {
-      accountId: id, amount, idempotencyKey: `console-topup:${id}:${key}`, memo: `${reason} (by ${who})`, refType: 'console_topup', refId: key,
-    });
-    ctx.status = applied ? 201 : 200;
-    ctx.body = { applied, account: await getAccount(deps.db, id) };
-  });
+  r.post(
+    '/console/api/admin/accounts/:id/topups',
+    route('/console/api/admin/accounts/:id/topups'),
+    ...auth,
+    body,
+    async (ctx) => {
+      const id = uuidParam(ctx.params.id, 'id');
+      const b = ctx.request.body as Record<string, unknown>;
+      const amount = b.amount;
+      if (typeof amount !== 'number' || !Number.isSafeInteger(amount) || amount < 1 || amount > MAX_TOP_UP_VND) {
+        throw badRequest(`amount must be a whole number of VND from 1 to ${MAX_TOP_UP_VND}`, 'amount');
+      }
+      const reason = stringField(b, 'reason', { min: 1, max: 500 });
+      const key = stringField(b, 'idempotencyKey', { min: 8, max: 100 });
+      if (!/^[\w-]+$/.test(key))
+        throw badRequest('idempotencyKey may contain only letters, digits, _ and -', 'idempotencyKey');
+      if (!(await getAccount(deps.db, id))) throw notFound('No such account.');
+      const who = sessionOf(ctx).email;
+      // The key comes from the form, so a double submit (or a retried request) is one top-up.
+      const { applied } = await topUp(deps.db, {
+        accountId: id,
+        amount,
+        idempotencyKey: `console-topup:${id}:${key}`,
+        memo: `${reason} (by ${who})`,
+        refType: 'console_topup',
+        refId: key,
+      });
+      ctx.status = applied ? 201 : 200;
+      ctx.body = { applied, account: await getAccount(deps.db, id) };
+    },
+  );
 
   r.get('/console/api/admin/accounts/:id/keys', route('/console/api/admin/accounts/:id/keys'), ...auth, async (ctx) => {
     const view = await keysWithControls(deps, uuidParam(ctx.params.id, 'id'));
@@ -71,24 +87,36 @@ export function mountOperatorApi(r: Router<GatewayState>, deps: AppDeps): void {
   });
 
   // The account's defaults for keys without their own limits.
-  r.patch('/console/api/admin/accounts/:id/limits', route('/console/api/admin/accounts/:id/limits'), ...auth, body, async (ctx) => {
-    const id = uuidParam(ctx.params.id, 'id');
-    const patch = parseLimitsPatch(ctx.request.body, { expiry: false });
-    const saved = await setAccountLimits(deps.db, id, patch, deps.config.keyCacheMs);
-    if (!saved) throw notFound('No such account.');
-    await untilBudgetBinds(saved);
-    ctx.body = await keysWithControls(deps, id);
-  });
+  r.patch(
+    '/console/api/admin/accounts/:id/limits',
+    route('/console/api/admin/accounts/:id/limits'),
+    ...auth,
+    body,
+    async (ctx) => {
+      const id = uuidParam(ctx.params.id, 'id');
+      const patch = parseLimitsPatch(ctx.request.body, { expiry: false });
+      const saved = await setAccountLimits(deps.db, id, patch, deps.config.keyCacheMs);
+      if (!saved) throw notFound('No such account.');
+      await untilBudgetBinds(saved);
+      ctx.body = await keysWithControls(deps, id);
+    },
+  );
 
-  r.patch('/console/api/admin/accounts/:id/keys/:keyId/limits', route('/console/api/admin/accounts/:id/keys/:keyId/limits'), ...auth, body, async (ctx) => {
-    const id = uuidParam(ctx.params.id, 'id');
-    const keyId = uuidParam(ctx.params.keyId, 'keyId');
-    const patch = parseLimitsPatch(ctx.request.body, { expiry: true });
-    const saved = await setKeyLimits(deps.db, id, keyId, patch, deps.config.keyCacheMs);
-    if (!saved) throw notFound('No such API key on this account.');
-    await untilBudgetBinds(saved);
-    ctx.body = (await keysWithControls(deps, id))!.data.find((k) => k.id === keyId);
-  });
+  r.patch(
+    '/console/api/admin/accounts/:id/keys/:keyId/limits',
+    route('/console/api/admin/accounts/:id/keys/:keyId/limits'),
+    ...auth,
+    body,
+    async (ctx) => {
+      const id = uuidParam(ctx.params.id, 'id');
+      const keyId = uuidParam(ctx.params.keyId, 'keyId');
+      const patch = parseLimitsPatch(ctx.request.body, { expiry: true });
+      const saved = await setKeyLimits(deps.db, id, keyId, patch, deps.config.keyCacheMs);
+      if (!saved) throw notFound('No such API key on this account.');
+      await untilBudgetBinds(saved);
+      ctx.body = (await keysWithControls(deps, id))!.data.find((k) => k.id === keyId);
+    },
+  );
 
   r.post('/console/api/admin/logins', route('/console/api/admin/logins'), ...auth, body, async (ctx) => {
     const b = ctx.request.body as Record<string, unknown>;
@@ -97,7 +125,12 @@ export function mountOperatorApi(r: Router<GatewayState>, deps: AppDeps): void {
     const email = requiredString(b, 'email');
     const password = requiredString(b, 'password');
     try {
-      const login = await createLogin(deps.db, { accountId: uuidParam(b.accountId, 'accountId'), email, password, role });
+      const login = await createLogin(deps.db, {
+        accountId: uuidParam(b.accountId, 'accountId'),
+        email,
+        password,
+        role,
+      });
       ctx.status = 201;
       ctx.body = login;
     } catch (e) {

@@ -8,7 +8,8 @@ import { clipJson } from '../text/clip';
 export function intParam(v: unknown, name: string, def: number, min: number, max: number): number {
   if (v === undefined || v === '') return def;
   const n = Number(v);
-  if (!Number.isSafeInteger(n) || n < min || n > max) throw badRequest(`${name} must be an integer from ${min} to ${max}`, name);
+  if (!Number.isSafeInteger(n) || n < min || n > max)
+    throw badRequest(`${name} must be an integer from ${min} to ${max}`, name);
   return n;
 }
 
@@ -26,17 +27,24 @@ const DATE_RE = /^\d{4}-\d{2}-\d{2}$/;
 const MIN_YEAR = 1970;
 const MAX_YEAR = 9999;
 export function dateParam(v: unknown, name: string): string {
-  if (typeof v !== 'string' || !DATE_RE.test(v) || Number.isNaN(Date.parse(`${v}T00:00:00Z`)) || new Date(`${v}T00:00:00Z`).toISOString().slice(0, 10) !== v) {
+  if (
+    typeof v !== 'string' ||
+    !DATE_RE.test(v) ||
+    Number.isNaN(Date.parse(`${v}T00:00:00Z`)) ||
+    new Date(`${v}T00:00:00Z`).toISOString().slice(0, 10) !== v
+  ) {
     throw badRequest(`${name} must be a date YYYY-MM-DD`, name);
   }
   const year = Number(v.slice(0, 4));
-  if (year < MIN_YEAR || year > MAX_YEAR) throw badRequest(`${name} must be a date in the years ${MIN_YEAR} to ${MAX_YEAR}`, name);
+  if (year < MIN_YEAR || year > MAX_YEAR)
+    throw badRequest(`${name} must be a date in the years ${MIN_YEAR} to ${MAX_YEAR}`, name);
   return v;
 }
 
 export function timeZoneParam(v: unknown, def: string): string {
   if (v === undefined || v === '') return def;
-  if (typeof v !== 'string' || v.length > 64 || !/^[A-Za-z0-9_+\-/]+$/.test(v)) throw badRequest('tz must be an IANA time zone name', 'tz');
+  if (typeof v !== 'string' || v.length > 64 || !/^[A-Za-z0-9_+\-/]+$/.test(v))
+    throw badRequest('tz must be an IANA time zone name', 'tz');
   try {
     new Intl.DateTimeFormat('en', { timeZone: v });
   } catch {
@@ -45,7 +53,11 @@ export function timeZoneParam(v: unknown, def: string): string {
   return v;
 }
 
-export function stringField(body: Record<string, unknown>, name: string, opts: { min?: number; max: number; optional?: boolean }): string {
+export function stringField(
+  body: Record<string, unknown>,
+  name: string,
+  opts: { min?: number; max: number; optional?: boolean },
+): string {
   const v = body[name];
   if (v === undefined || v === null || v === '') {
     if (opts.optional) return '';
@@ -54,7 +66,8 @@ export function stringField(body: Record<string, unknown>, name: string, opts: {
   if (typeof v !== 'string') throw badRequest(`${name} must be a string`, name);
   if (isUnstorableText(v)) throw badRequest(unstorableTextMessage(name), name);
   const s = v.trim();
-  if (s.length < (opts.min ?? 0) || s.length > opts.max) throw badRequest(`${name} must be ${opts.min ?? 0} to ${opts.max} characters`, name);
+  if (s.length < (opts.min ?? 0) || s.length > opts.max)
+    throw badRequest(`${name} must be ${opts.min ?? 0} to ${opts.max} characters`, name);
   return s;
 }
 
@@ -64,7 +77,8 @@ export function stringField(body: Record<string, unknown>, name: string, opts: {
  */
 export function requiredString(body: Record<string, unknown>, name: string): string {
   const v = body[name];
-  if (v === undefined || v === null || v === '') throw badRequest(`${name} is required`, name, 'missing_required_parameter');
+  if (v === undefined || v === null || v === '')
+    throw badRequest(`${name} is required`, name, 'missing_required_parameter');
   if (typeof v !== 'string') throw badRequest(`${name} must be a string`, name);
   return v;
 }

@@ -26,7 +26,9 @@ async function scryptAsync(password: string, salt: Buffer, n: number, r: number,
   try {
     return await new Promise((resolve, reject) => {
       // maxmem: Node refuses anything above it (default 32 MiB); 128*N*r plus room for its own bookkeeping.
-      scrypt(password.normalize('NFKC'), salt, KEYLEN, { N: n, r, p, maxmem: 2 * 128 * n * r }, (err, key) => (err ? reject(err) : resolve(key)));
+      scrypt(password.normalize('NFKC'), salt, KEYLEN, { N: n, r, p, maxmem: 2 * 128 * n * r }, (err, key) =>
+        err ? reject(err) : resolve(key),
+      );
     });
   } finally {
     running--;

@@ -3,7 +3,10 @@ import { getBalance, listLedger, type LedgerEntry } from '../billing/ledger';
 
 /** Read models for the console pages. Everything comes from the same tables the API writes (no second copy). */
 
-export interface LedgerLink { type: 'job' | 'request' | 'usage' | 'lease'; id: string }
+export interface LedgerLink {
+  type: 'job' | 'request' | 'usage' | 'lease';
+  id: string;
+}
 export type LedgerRow = LedgerEntry & { link: LedgerLink | null };
 
 /** Where a ledger event points: a video job, an API request (usage record), a flush's requests, or a credit lease hold. */
@@ -33,19 +36,39 @@ export async function usageRecord(db: Db, accountId: string, id: string) {
   if (r.rowCount === 0) return null;
   const u = r.rows[0];
   return {
-    id: u.id, model: u.model, operation: u.operation, units: u.units as Record<string, number>, costVnd: u.cost_vnd as number,
-    latencyMs: u.latency_ms as number, status: u.status as number, createdAt: (u.created_at as Date).toISOString(),
-    apiKey: u.api_key_id ? { id: u.api_key_id as string, name: (u.key_name ?? '') as string, prefix: (u.key_prefix ?? '') as string } : null,
+    id: u.id,
+    model: u.model,
+    operation: u.operation,
+    units: u.units as Record<string, number>,
+    costVnd: u.cost_vnd as number,
+    latencyMs: u.latency_ms as number,
+    status: u.status as number,
+    createdAt: (u.created_at as Date).toISOString(),
+    apiKey: u.api_key_id
+      ? { id: u.api_key_id as string, name: (u.key_name ?? '') as string, prefix: (u.key_prefix ?? '') as string }
+      : null,
   };
 }
 
-export interface UsageRow { day: string; model: string; requests: number; costVnd: number; units: Record<string, number> }
+export interface UsageRow {
+  day: string;
+  model: string;
+  requests: number;
+  costVnd: number;
+  units: Record<string, number>;
+}
 
 /**
  * Usage per day (in the viewer's time zone) and model for [from, to] (inclusive dates): request count, cost, and
  * each numeric unit summed (tokens, characters, seconds, images... whatever the operation recorded).
  */
-export async function usageByDayAndModel(db: Db, accountId: string, from: string, to: string, tz: string): Promise<UsageRow[]> {
+export async function usageByDayAndModel(
+  db: Db,
+  accountId: string,
+  from: string,
+  to: string,
+  tz: string,
+): Promise<UsageRow[]> {
   const r = await db.query(
     `WITH r AS (
        SELECT to_char((created_at AT TIME ZONE $4)::date, 'YYYY-MM-DD') AS day, model, units, cost_vnd
@@ -76,8 +99,13 @@ export async function listAccounts(db: Db) {
        FROM accounts a ORDER BY a.created_at DESC LIMIT 1000`,
   );
   return r.rows.map((a) => ({
-    id: a.id as string, name: a.name as string, balance: a.balance as number, held: a.held as number,
-    available: (a.balance - a.held) as number, logins: a.logins as number, keys: a.keys as number,
+    id: a.id as string,
+    name: a.name as string,
+    balance: a.balance as number,
+    held: a.held as number,
+    available: (a.balance - a.held) as number,
+    logins: a.logins as number,
+    keys: a.keys as number,
     createdAt: (a.created_at as Date).toISOString(),
   }));
 }
@@ -86,5 +114,12 @@ export async function getAccount(db: Db, id: string) {
   const r = await db.query('SELECT id, name, balance, held, created_at FROM accounts WHERE id = $1', [id]);
   if (r.rowCount === 0) return null;
   const a = r.rows[0];
-  return { id: a.id as string, name: a.name as string, balance: a.balance as number, held: a.held as number, available: (a.balance - a.held) as number, createdAt: (a.created_at as Date).toISOString() };
+  return {
+    id: a.id as string,
+    name: a.name as string,
+    balance: a.balance as number,
+    held: a.held as number,
+    available: (a.balance - a.held) as number,
+    createdAt: (a.created_at as Date).toISOString(),
+  };
 }

@@ -7,7 +7,13 @@
 export class LoginRateLimiter {
   private hits = new Map<string, number[]>();
 
-  constructor(private opts: { perKey: number; perIp: number; windowMs: number } = { perKey: 5, perIp: 30, windowMs: 15 * 60 * 1000 }) {}
+  constructor(
+    private opts: { perKey: number; perIp: number; windowMs: number } = {
+      perKey: 5,
+      perIp: 30,
+      windowMs: 15 * 60 * 1000,
+    },
+  ) {}
 
   /** Records an attempt; returns 0 when allowed, otherwise the seconds to wait. */
   attempt(email: string, ip: string, now = Date.now()): number {

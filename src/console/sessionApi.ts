@@ -14,9 +14,16 @@ import { isUnstorableText } from '../text/pgText';
 export function mountSessionApi(r: Router<GatewayState>, deps: AppDeps, limiter = new LoginRateLimiter()): void {
   const body = jsonBody(16 * 1024);
 
-  const me = async (s: { userId: string; accountId: string; email: string; role: string; expiresAt: Date }, csrfToken: string) => {
+  const me = async (
+    s: { userId: string; accountId: string; email: string; role: string; expiresAt: Date },
+    csrfToken: string,
+  ) => {
     const acc = await getAccount(deps.db, s.accountId);
-    return { user: { id: s.userId, email: s.email, role: s.role, accountId: s.accountId, accountName: acc?.name ?? '' }, csrfToken, expiresAt: s.expiresAt.toISOString() };
+    return {
+      user: { id: s.userId, email: s.email, role: s.role, accountId: s.accountId, accountName: acc?.name ?? '' },
+      csrfToken,
+      expiresAt: s.expiresAt.toISOString(),
+    };
   };
 
   r.post('/console/api/session', route('/console/api/session'), sameOrigin(deps), body, async (ctx) => {
@@ -29,7 +36,14 @@ export function mountSessionApi(r: Router<GatewayState>, deps: AppDeps, limiter 
     if (email.length > 320 || password.length > MAX_PASSWORD_LENGTH) throw wrongCredentials();
     const wait = limiter.attempt(email, ctx.ip);
     if (wait > 0) {
-      throw new ApiError(429, `Too many sign-in attempts. Try again in ${Math.ceil(wait / 60)} minute(s).`, 'rate_limit_error', null, 'too_many_attempts', { 'retry-after': String(wait) });
+      throw new ApiError(
+        429,
+        `Too many sign-in attempts. Try again in ${Math.ceil(wait / 60)} minute(s).`,
+        'rate_limit_error',
+        null,
+        'too_many_attempts',
+        { 'retry-after': String(wait) },
+      );
     }
     const user = await findLoginByEmail(deps.db, email);
     // Unknown emails cost one scrypt too, so response time does not reveal which emails exist.
@@ -37,10 +51,16 @@ export function mountSessionApi(r: Router<GatewayState>, deps: AppDeps, limiter 
     if (!user || !ok || user.disabledAt) throw wrongCredentials();
     limiter.succeeded(email, ctx.ip);
     await upgradePasswordHash(deps.db, user.id, user.passwordHash, password);
-    const { token, expiresAt } = await createSession(deps.db, user.id, { ip: ctx.ip, userAgent: ctx.get('user-agent') });
+    const { token, expiresAt } = await createSession(deps.db, user.id, {
+      ip: ctx.ip,
+      userAgent: ctx.get('user-agent'),
+    });
     ctx.set('set-cookie', sessionCookie(token, { expires: expiresAt, secure: deps.config.consoleSecureCookies }));
     ctx.set('cache-control', 'no-store');
-    ctx.body = await me({ userId: user.id, accountId: user.accountId, email: user.email, role: user.role, expiresAt }, csrfTokenFor(token));
+    ctx.body = await me(
+      { userId: user.id, accountId: user.accountId, email: user.email, role: user.role, expiresAt },
+      csrfTokenFor(token),
+    );
   });
 
   r.get('/console/api/session', route('/console/api/session'), requireSession(deps), async (ctx) => {
@@ -49,16 +69,24 @@ export function mountSessionApi(r: Router<GatewayState>, deps: AppDeps, limiter 
   });
 
   // Sign-out works even when the session already expired (it then just clears the cookie).
-  r.delete('/console/api/session', route('/console/api/session'), sameOrigin(deps), async (ctx: Ctx, next) => {
-    const token = readSessionCookie(ctx);
-    if (token && (await resolveSession(deps.db, token))) return requireSession(deps)(ctx, () => requireCsrf()(ctx, next));
-    return next();
-  }, async (ctx) => {
-    const token = readSessionCookie(ctx);
-    if (token) await deleteSession(deps.db, token);
-    ctx.set('set-cookie', sessionCookie('', { expires: null, secure: deps.config.consoleSecureCookies }));
-    ctx.status = 204;
-  });
+  r.delete(
+    '/console/api/session',
+    route('/console/api/session'),
+    sameOrigin(deps),
+    async (ctx: Ctx, next) => {
+      const token = readSessionCookie(ctx);
+      if (token && (await resolveSession(deps.db, token)))
+        return requireSession(deps)(ctx, () => requireCsrf()(ctx, next));
+      return next();
+    },
+    async (ctx) => {
+      const token = readSessionCookie(ctx);
+      if (token) await deleteSession(deps.db, token);
+      ctx.set('set-cookie', sessionCookie('', { expires: null, secure: deps.config.consoleSecureCookies }));
+      ctx.status = 204;
+    },
+  );
 }
 
-const wrongCredentials = () => new ApiError(401, 'Wrong email or password.', 'authentication_error', null, 'invalid_credentials');
+const wrongCredentials = () =>
+  new ApiError(401, 'Wrong email or password.', 'authentication_error', null, 'invalid_credentials');

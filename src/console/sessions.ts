@@ -31,7 +31,11 @@ export function csrfMatches(sessionToken: string, presented: string): boolean {
   return want.length === got.length && timingSafeEqual(want, got);
 }
 
-export async function createSession(db: Db, userId: string, meta: { ip?: string; userAgent?: string } = {}): Promise<{ token: string; expiresAt: Date }> {
+export async function createSession(
+  db: Db,
+  userId: string,
+  meta: { ip?: string; userAgent?: string } = {},
+): Promise<{ token: string; expiresAt: Date }> {
   const token = randomBytes(32).toString('base64url');
   const expiresAt = new Date(Date.now() + SESSION_TTL_MS);
   await db.query(
@@ -54,7 +58,14 @@ export async function resolveSession(db: Db, token: string): Promise<Session | n
   );
   if (r.rowCount === 0) return null;
   const x = r.rows[0];
-  return { userId: x.user_id, accountId: x.account_id, email: x.email, role: x.role, csrfToken: csrfTokenFor(token), expiresAt: x.expires_at };
+  return {
+    userId: x.user_id,
+    accountId: x.account_id,
+    email: x.email,
+    role: x.role,
+    csrfToken: csrfTokenFor(token),
+    expiresAt: x.expires_at,
+  };
 }
 
 export async function deleteSession(db: Db, token: string): Promise<void> {

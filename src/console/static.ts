@@ -7,7 +7,11 @@ import { projectRoot } from '../projectRoot';
  * The console's static files (src/console/static/), read once at start-up and served from memory with strong
  * ETags. Files are small and hand-written: no build step, no CDN.
  */
-export interface Asset { body: Buffer; type: string; etag: string }
+export interface Asset {
+  body: Buffer;
+  type: string;
+  etag: string;
+}
 
 const TYPES: Record<string, string> = {
   '.html': 'text/html; charset=utf-8',
@@ -38,6 +42,14 @@ export function loadAssets(dir = staticDir()): Map<string, Asset> {
  * never framed by another site.
  */
 export const CONSOLE_CSP = [
-  "default-src 'self'", "script-src 'self'", "style-src 'self'", "img-src 'self' data:", "media-src 'self'",
-  "connect-src 'self'", "object-src 'none'", "base-uri 'none'", "form-action 'self'", "frame-ancestors 'none'",
+  "default-src 'self'",
+  "script-src 'self'",
+  "style-src 'self'",
+  "img-src 'self' data:",
+  "media-src 'self'",
+  "connect-src 'self'",
+  "object-src 'none'",
+  "base-uri 'none'",
+  "form-action 'self'",
+  "frame-ancestors 'none'",
 ].join('; ');

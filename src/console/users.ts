@@ -18,7 +18,11 @@ export interface ConsoleUser {
 }
 
 export class ConsoleUserError extends Error {
-  constructor(message: string, public readonly param: string, public readonly code: 'invalid' | 'exists' | 'not_found') {
+  constructor(
+    message: string,
+    public readonly param: string,
+    public readonly code: 'invalid' | 'exists' | 'not_found',
+  ) {
     super(message);
   }
 }
@@ -26,7 +30,8 @@ export class ConsoleUserError extends Error {
 const EMAIL_RE = /^[^\s@]{1,64}@[^\s@]{1,255}$/;
 
 export function normalizeEmail(email: unknown): string {
-  if (typeof email !== 'string' || !EMAIL_RE.test(email.trim()) || isUnstorableText(email)) throw new ConsoleUserError('email must be an email address', 'email', 'invalid');
+  if (typeof email !== 'string' || !EMAIL_RE.test(email.trim()) || isUnstorableText(email))
+    throw new ConsoleUserError('email must be an email address', 'email', 'invalid');
   return email.trim().toLowerCase();
 }
 
@@ -35,21 +40,31 @@ export const isUuid = (s: unknown): s is string => typeof s === 'string' && UUID
 
 function row(x: any): ConsoleUser {
   return {
-    id: x.id, accountId: x.account_id, accountName: x.account_name ?? '', email: x.email, role: x.role,
-    createdAt: (x.created_at as Date).toISOString(), disabledAt: x.disabled_at ? (x.disabled_at as Date).toISOString() : null,
+    id: x.id,
+    accountId: x.account_id,
+    accountName: x.account_name ?? '',
+    email: x.email,
+    role: x.role,
+    createdAt: (x.created_at as Date).toISOString(),
+    disabledAt: x.disabled_at ? (x.disabled_at as Date).toISOString() : null,
   };
 }
 
 const SELECT = `SELECT u.id, u.account_id, a.name AS account_name, u.email, u.role, u.created_at, u.disabled_at
   FROM console_users u JOIN accounts a ON a.id = u.account_id`;
 
-export async function createLogin(db: Db, a: { accountId: string; email: string; password: string; role?: Role }): Promise<ConsoleUser> {
-  if (!isUuid(a.accountId)) throw new ConsoleUserError('accountId must be an account id (UUID)', 'account_id', 'invalid');
+export async function createLogin(
+  db: Db,
+  a: { accountId: string; email: string; password: string; role?: Role },
+): Promise<ConsoleUser> {
+  if (!isUuid(a.accountId))
+    throw new ConsoleUserError('accountId must be an account id (UUID)', 'account_id', 'invalid');
   const email = normalizeEmail(a.email);
   const problem = passwordProblem(a.password);
   if (problem) throw new ConsoleUserError(problem, 'password', 'invalid');
   const role: Role = a.role ?? 'customer';
-  if (role !== 'customer' && role !== 'operator') throw new ConsoleUserError('role must be customer or operator', 'role', 'invalid');
+  if (role !== 'customer' && role !== 'operator')
+    throw new ConsoleUserError('role must be customer or operator', 'role', 'invalid');
   const acc = await db.query('SELECT 1 FROM accounts WHERE id = $1', [a.accountId]);
   if (acc.rowCount === 0) throw new ConsoleUserError(`account ${a.accountId} not found`, 'account_id', 'not_found');
   const hash = await hashPassword(a.password);
@@ -60,7 +75,8 @@ export async function createLogin(db: Db, a: { accountId: string; email: string;
     );
     return (await getLogin(db, r.rows[0].id))!;
   } catch (e: any) {
-    if (pgErrorCode(e) === PG_ERROR.uniqueViolation) throw new ConsoleUserError(`a login for ${email} already exists`, 'email', 'exists');
+    if (pgErrorCode(e) === PG_ERROR.uniqueViolation)
+      throw new ConsoleUserError(`a login for ${email} already exists`, 'email', 'exists');
     throw e;
   }
 }
@@ -70,8 +86,14 @@ export async function getLogin(db: Db, id: string): Promise<ConsoleUser | null> 
   return r.rowCount ? row(r.rows[0]) : null;
 }
 
-export async function findLoginByEmail(db: Db, email: string): Promise<(ConsoleUser & { passwordHash: string }) | null> {
-  const r = await db.query(`${SELECT.replace('u.disabled_at', 'u.disabled_at, u.password_hash')} WHERE lower(u.email) = lower($1)`, [email]);
+export async function findLoginByEmail(
+  db: Db,
+  email: string,
+): Promise<(ConsoleUser & { passwordHash: string }) | null> {
+  const r = await db.query(
+    `${SELECT.replace('u.disabled_at', 'u.disabled_at, u.password_hash')} WHERE lower(u.email) = lower($1)`,
+    [email],
+  );
   return r.rowCount ? { ...row(r.rows[0]), passwordHash: r.rows[0].password_hash } : null;
 }
 
@@ -87,7 +109,10 @@ export async function setPassword(db: Db, email: string, password: string): Prom
   const problem = passwordProblem(password);
   if (problem) throw new ConsoleUserError(problem, 'password', 'invalid');
   const hash = await hashPassword(password);
-  const r = await db.query('UPDATE console_users SET password_hash = $2 WHERE lower(email) = lower($1) RETURNING id', [normalizeEmail(email), hash]);
+  const r = await db.query('UPDATE console_users SET password_hash = $2 WHERE lower(email) = lower($1) RETURNING id', [
+    normalizeEmail(email),
+    hash,
+  ]);
   if (r.rowCount === 0) throw new ConsoleUserError(`no login for ${email}`, 'email', 'not_found');
   await db.query('DELETE FROM console_sessions WHERE user_id = $1', [r.rows[0].id]);
 }
@@ -96,9 +121,18 @@ export async function setPassword(db: Db, email: string, password: string): Prom
  * After a successful sign-in: rehashes a password stored with older scrypt parameters. Only if the stored hash
  * is still the one just verified, so a password changed meanwhile is not overwritten.
  */
-export async function upgradePasswordHash(db: Db, userId: string, verifiedHash: string, password: string): Promise<boolean> {
+export async function upgradePasswordHash(
+  db: Db,
+  userId: string,
+  verifiedHash: string,
+  password: string,
+): Promise<boolean> {
   if (!needsRehash(verifiedHash)) return false;
-  const r = await db.query('UPDATE console_users SET password_hash = $3 WHERE id = $1 AND password_hash = $2', [userId, verifiedHash, await hashPassword(password)]);
+  const r = await db.query('UPDATE console_users SET password_hash = $3 WHERE id = $1 AND password_hash = $2', [
+    userId,
+    verifiedHash,
+    await hashPassword(password),
+  ]);
   return r.rowCount === 1;
 }
 

@@ -19,8 +19,13 @@ export async function migrate(databaseUrl: string): Promise<string[]> {
     await client.query(
       'CREATE TABLE IF NOT EXISTS schema_migrations (version text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())',
     );
-    const done = new Set((await client.query('SELECT version FROM schema_migrations')).rows.map((r) => r.version as string));
-    const files = fs.readdirSync(migrationsDir()).filter((f) => /^\d+_.*\.sql$/.test(f)).sort();
+    const done = new Set(
+      (await client.query('SELECT version FROM schema_migrations')).rows.map((r) => r.version as string),
+    );
+    const files = fs
+      .readdirSync(migrationsDir())
+      .filter((f) => /^\d+_.*\.sql$/.test(f))
+      .sort();
     for (const f of files) {
       if (done.has(f)) continue;
       const sql = fs.readFileSync(path.join(migrationsDir(), f), 'utf8');

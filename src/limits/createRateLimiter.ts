@@ -11,7 +11,10 @@ export function createRateLimiter(config: Config, logger: Logger, metrics: Metri
   // eslint-disable-next-line @typescript-eslint/no-require-imports
   const { RedisRateLimiter } = require('./redisRateLimiter') as { RedisRateLimiter: typeof RedisLimiter };
   return new RedisRateLimiter({
-    url: config.redisUrl, prefix: config.redisKeyPrefix, timeoutMs: config.rateLimitRedisTimeoutMs, logger,
+    url: config.redisUrl,
+    prefix: config.redisKeyPrefix,
+    timeoutMs: config.rateLimitRedisTimeoutMs,
+    logger,
     onStatus: (up) => metrics.rateLimitRedisUp.set(up ? 1 : 0),
     onLocalDecision: () => metrics.rateLimitLocalDecisions.inc(),
     onSliceRefusal: () => metrics.rateLimitSliceRefusals.inc(),

@@ -12,7 +12,10 @@
 
 export const WINDOW_MS = 60_000;
 
-export interface RateLimits { rpm: number | null; tpm: number | null }
+export interface RateLimits {
+  rpm: number | null;
+  tpm: number | null;
+}
 
 export interface WindowState {
   limit: number;
@@ -37,7 +40,12 @@ export interface Admission {
  * What a limiter needs to correct an admitted request's tokens: its in-process entry (`local`), or the slice of
  * the key's window it was admitted from (`slice`, RedisRateLimiter's).
  */
-export interface TokenTicket { keyId: string; tokens: number; local?: TokenEntry; slice?: object }
+export interface TokenTicket {
+  keyId: string;
+  tokens: number;
+  local?: TokenEntry;
+  slice?: object;
+}
 
 /** A key's windows as they stand (no request counted). */
 export type WindowView = Pick<Admission, 'requests' | 'tokens'>;
@@ -56,8 +64,14 @@ export interface RateLimiter {
   close(): Promise<void>;
 }
 
-export interface TokenEntry { at: number; n: number }
-export interface WindowUsage { requests: number; tokens: number }
+export interface TokenEntry {
+  at: number;
+  n: number;
+}
+export interface WindowUsage {
+  requests: number;
+  tokens: number;
+}
 
 interface KeyWindow {
   requests: number[];
@@ -68,7 +82,13 @@ interface KeyWindow {
 }
 
 /** A WindowView from counts in the window and the ms until it is fully replenished. */
-export function windowView(limits: RateLimits, requests: number, tokens: number, requestsResetMs: number, tokensResetMs: number): WindowView {
+export function windowView(
+  limits: RateLimits,
+  requests: number,
+  tokens: number,
+  requestsResetMs: number,
+  tokensResetMs: number,
+): WindowView {
   const { rpm, tpm } = limits;
   return {
     requests: rpm ? { limit: rpm, remaining: Math.max(0, rpm - requests), resetMs: requestsResetMs } : null,
@@ -109,8 +129,14 @@ export class MemoryRateLimiter implements RateLimiter {
     const from = now - WINDOW_MS;
     while (w.reqHead < w.requests.length && w.requests[w.reqHead] <= from) w.reqHead++;
     while (w.tokHead < w.tokens.length && w.tokens[w.tokHead].at <= from) w.used -= w.tokens[w.tokHead++].n;
-    if (w.reqHead > 1024 && w.reqHead * 2 > w.requests.length) { w.requests = w.requests.slice(w.reqHead); w.reqHead = 0; }
-    if (w.tokHead > 1024 && w.tokHead * 2 > w.tokens.length) { w.tokens = w.tokens.slice(w.tokHead); w.tokHead = 0; }
+    if (w.reqHead > 1024 && w.reqHead * 2 > w.requests.length) {
+      w.requests = w.requests.slice(w.reqHead);
+      w.reqHead = 0;
+    }
+    if (w.tokHead > 1024 && w.tokHead * 2 > w.tokens.length) {
+      w.tokens = w.tokens.slice(w.tokHead);
+      w.tokHead = 0;
+    }
     const rpm = limits.rpm ?? 0;
     const tpm = limits.tpm ?? 0;
     const count = w.requests.length - w.reqHead;
@@ -127,7 +153,10 @@ export class MemoryRateLimiter implements RateLimiter {
       let at = now;
       for (let i = w.tokHead; i < w.tokens.length; i++) {
         freed += w.tokens[i].n;
-        if (w.used - freed + tokens <= tpm) { at = w.tokens[i].at; break; }
+        if (w.used - freed + tokens <= tpm) {
+          at = w.tokens[i].at;
+          break;
+        }
       }
       retryAfterMs = Math.max(retryAfterMs, at + WINDOW_MS - now);
     }
@@ -143,9 +172,20 @@ export class MemoryRateLimiter implements RateLimiter {
     }
     const newest = (xs: number | undefined) => (xs === undefined ? 0 : xs + WINDOW_MS - now);
     return {
-      allowed: !refused, refused, retryAfterMs: Math.max(0, retryAfterMs), ticket,
-      requests: rpm > 0 ? { limit: rpm, remaining: Math.max(0, rpm - (w.requests.length - w.reqHead)), resetMs: newest(w.requests.at(-1)) } : null,
-      tokens: tpm > 0 ? { limit: tpm, remaining: Math.max(0, tpm - w.used), resetMs: newest(w.tokens.at(-1)?.at) } : null,
+      allowed: !refused,
+      refused,
+      retryAfterMs: Math.max(0, retryAfterMs),
+      ticket,
+      requests:
+        rpm > 0
+          ? {
+              limit: rpm,
+              remaining: Math.max(0, rpm - (w.requests.length - w.reqHead)),
+              resetMs: newest(w.requests.at(-1)),
+            }
+          : null,
+      tokens:
+        tpm > 0 ? { limit: tpm, remaining: Math.max(0, tpm - w.used), resetMs: newest(w.tokens.at(-1)?.at) } : null,
     };
   }
 

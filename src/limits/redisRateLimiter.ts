@@ -1,7 +1,19 @@
 import { performance } from 'node:perf_hooks';
 import Redis from 'ioredis';
 import type { Logger } from '../observability/logger';
-import { admissionId, MemoryRateLimiter, PROCESS_TAG, WINDOW_MS, windowView, type Admission, type RateLimiter, type RateLimits, type TokenTicket, type WindowUsage, type WindowView } from './rateLimiter';
+import {
+  admissionId,
+  MemoryRateLimiter,
+  PROCESS_TAG,
+  WINDOW_MS,
+  windowView,
+  type Admission,
+  type RateLimiter,
+  type RateLimits,
+  type TokenTicket,
+  type WindowUsage,
+  type WindowView,
+} from './rateLimiter';
 import { SLICE_SCRIPT } from './sliceScript';
 
 /**
@@ -57,13 +69,27 @@ interface Slice {
 }
 
 interface Reply {
-  status: number; grantR: number; grantT: number; totR: number; totT: number; retryR: number; retryT: number;
-  heldR: number; heldT: number; soonestMs: number; resetMs: number;
+  status: number;
+  grantR: number;
+  grantT: number;
+  totR: number;
+  totT: number;
+  retryR: number;
+  retryT: number;
+  heldR: number;
+  heldT: number;
+  soonestMs: number;
+  resetMs: number;
   /** performance.now() when it arrived. */
   at: number;
 }
 
-interface Waiter { tokens: number; after: number; tries: number; resolve(a: Admission): void }
+interface Waiter {
+  tokens: number;
+  after: number;
+  tries: number;
+  resolve(a: Admission): void;
+}
 
 interface KeyState {
   keyId: string;
@@ -137,7 +163,10 @@ export class RedisRateLimiter implements RateLimiter {
     this.redis.on('error', (e: Error) => {
       if (this.up || this.reportedDown) return;
       this.reportedDown = true;
-      this.opts.logger?.error({ err: e.message }, 'rate limiter: Redis unreachable; limiting per process until it is back');
+      this.opts.logger?.error(
+        { err: e.message },
+        'rate limiter: Redis unreachable; limiting per process until it is back',
+      );
     });
     this.opts.onStatus?.(false);
     this.timer = setInterval(() => this.tick(), TICK_MS);
@@ -152,8 +181,14 @@ export class RedisRateLimiter implements RateLimiter {
   async ready(ms = 5000): Promise<boolean> {
     if (this.up) return true;
     return new Promise((resolve) => {
-      const t = setTimeout(() => { this.redis.off('ready', on); resolve(false); }, ms);
-      const on = () => { clearTimeout(t); resolve(true); };
+      const t = setTimeout(() => {
+        this.redis.off('ready', on);
+        resolve(false);
+      }, ms);
+      const on = () => {
+        clearTimeout(t);
+        resolve(true);
+      };
       this.redis.once('ready', on);
     });
   }
@@ -176,8 +211,25 @@ export class RedisRateLimiter implements RateLimiter {
     if (!st) {
       const now = performance.now();
       st = {
-        keyId, limits, slices: [], waiters: [], pumping: false, refilling: null, calls: 0, window: null, refusal: null, ops: [],
-        opsSince: 0, target: [0, 0], rateSince: now, countR: 0, countT: 0, perMsR: 0, perMsT: 0, avgT: 0, lastActive: now,
+        keyId,
+        limits,
+        slices: [],
+        waiters: [],
+        pumping: false,
+        refilling: null,
+        calls: 0,
+        window: null,
+        refusal: null,
+        ops: [],
+        opsSince: 0,
+        target: [0, 0],
+        rateSince: now,
+        countR: 0,
+        countT: 0,
+        perMsR: 0,
+        perMsT: 0,
+        avgT: 0,
+        lastActive: now,
       };
       this.states.set(keyId, st);
     }
@@ -337,13 +389,20 @@ export class RedisRateLimiter implements RateLimiter {
     const { rpm, tpm } = st.limits;
     st.target = [
       rpm ? Math.min(Math.floor(rpm / PREFETCH_SHARE), Math.ceil(Math.max(st.perMsR * LIFE_MS, MIN_AHEAD))) : 0,
-      tpm ? Math.min(Math.floor(tpm / PREFETCH_SHARE), Math.ceil(Math.max(st.perMsT * LIFE_MS, MIN_AHEAD * st.avgT))) : 0,
+      tpm
+        ? Math.min(Math.floor(tpm / PREFETCH_SHARE), Math.ceil(Math.max(st.perMsT * LIFE_MS, MIN_AHEAD * st.avgT)))
+        : 0,
     ];
     return st.target;
   }
 
   /** One script call for the key: its queued returns and corrections, and a grant if `want` or `extra` ask one. */
-  private send(st: KeyState, need: [number, number], want: [number, number], extra: [number, number]): { seq: number; reply: Promise<Reply> } {
+  private send(
+    st: KeyState,
+    need: [number, number],
+    want: [number, number],
+    extra: [number, number],
+  ): { seq: number; reply: Promise<Reply> } {
     const seq = ++st.calls;
     const ops = st.ops.length > MAX_OPS_ARGS ? st.ops.splice(0, MAX_OPS_ARGS) : st.ops.splice(0);
     st.opsSince = performance.now();
@@ -351,16 +410,37 @@ export class RedisRateLimiter implements RateLimiter {
     const id = admissionId();
     const sentAt = performance.now();
     const base = `${this.opts.prefix}{${st.keyId}}`; // one hash tag per key: one Redis Cluster slot
-    const reply = this.redis.rlSlice(`${base}:s`, `${base}:r`, `${base}:t`, `${base}:n`, st.limits.rpm ?? 0, st.limits.tpm ?? 0,
-      need[0], need[1], want[0], want[1], extra[0], extra[1], id, PROCESS_TAG, LIFE_MS, WINDOW_MS, ...ops)
-      .then((x) => this.apply(st, seq, id, sentAt, x), (e) => {
-        // No answer (a timeout) need not mean no effect: the returns in it are sent again, and the slice it may
-        // have granted is returned unused.
-        for (const s of st.slices) if (s.sentIn === seq) s.sentIn = 0;
-        st.ops.unshift(...ops);
-        if (want[0] + want[1] + extra[0] + extra[1] > 0) this.queue(st, 'c', id, 0, 0);
-        throw e;
-      });
+    const reply = this.redis
+      .rlSlice(
+        `${base}:s`,
+        `${base}:r`,
+        `${base}:t`,
+        `${base}:n`,
+        st.limits.rpm ?? 0,
+        st.limits.tpm ?? 0,
+        need[0],
+        need[1],
+        want[0],
+        want[1],
+        extra[0],
+        extra[1],
+        id,
+        PROCESS_TAG,
+        LIFE_MS,
+        WINDOW_MS,
+        ...ops,
+      )
+      .then(
+        (x) => this.apply(st, seq, id, sentAt, x),
+        (e) => {
+          // No answer (a timeout) need not mean no effect: the returns in it are sent again, and the slice it may
+          // have granted is returned unused.
+          for (const s of st.slices) if (s.sentIn === seq) s.sentIn = 0;
+          st.ops.unshift(...ops);
+          if (want[0] + want[1] + extra[0] + extra[1] > 0) this.queue(st, 'c', id, 0, 0);
+          throw e;
+        },
+      );
     return { seq, reply };
   }
 
@@ -374,7 +454,18 @@ export class RedisRateLimiter implements RateLimiter {
     }
     if (grantR + grantT > 0) {
       // Timed from before the call: the slice ends here no later than Redis recorded it ending.
-      st.slices.push({ id, endsAt: sentAt + LIFE_MS, r: grantR, t: grantT, usedR: 0, usedT: 0, lastUsed: now, closing: false, sentIn: 0, limits: st.limits });
+      st.slices.push({
+        id,
+        endsAt: sentAt + LIFE_MS,
+        r: grantR,
+        t: grantT,
+        usedR: 0,
+        usedT: 0,
+        lastUsed: now,
+        closing: false,
+        sentIn: 0,
+        limits: st.limits,
+      });
     }
     return reply;
   }
@@ -413,7 +504,12 @@ export class RedisRateLimiter implements RateLimiter {
   }
 
   private admitted(st: KeyState, s: Slice, tokens: number): Admission {
-    return { allowed: true, retryAfterMs: 0, ...this.view(st, WINDOW_MS), ticket: st.limits.tpm ? { keyId: st.keyId, tokens, slice: s } : null };
+    return {
+      allowed: true,
+      retryAfterMs: 0,
+      ...this.view(st, WINDOW_MS),
+      ticket: st.limits.tpm ? { keyId: st.keyId, tokens, slice: s } : null,
+    };
   }
 
   private refused(st: KeyState, f: Reply): Admission {
@@ -425,7 +521,13 @@ export class RedisRateLimiter implements RateLimiter {
       this.opts.onSliceRefusal?.();
       retry = Math.min(retry, f.soonestMs - elapsed);
     }
-    return { allowed: false, refused: requests ? 'requests' : 'tokens', retryAfterMs: Math.max(0, retry), ...this.view(st, 0), ticket: null };
+    return {
+      allowed: false,
+      refused: requests ? 'requests' : 'tokens',
+      retryAfterMs: Math.max(0, retry),
+      ...this.view(st, 0),
+      ticket: null,
+    };
   }
 
   async peek(keyId: string, limits: RateLimits): Promise<WindowView> {
@@ -452,14 +554,22 @@ export class RedisRateLimiter implements RateLimiter {
     const delta = Math.max(0, Math.ceil(actualTokens)) - ticket.tokens;
     if (!s || delta === 0) return;
     if (!s.closing) s.usedT += delta;
-    else this.queue(this.state(ticket.keyId, this.states.get(ticket.keyId)?.limits ?? { rpm: null, tpm: null }), 'a', s.id, 0, delta);
+    else
+      this.queue(
+        this.state(ticket.keyId, this.states.get(ticket.keyId)?.limits ?? { rpm: null, tpm: null }),
+        'a',
+        s.id,
+        0,
+        delta,
+      );
   }
 
   /** Returns the slices that ended or idled, sends queued returns and corrections, forgets idle keys. */
   private tick(): void {
     const now = performance.now();
     for (const [keyId, st] of this.states) {
-      for (const s of st.slices) if (!s.closing && (now >= s.endsAt || now - s.lastUsed >= IDLE_MS)) this.closeSlice(st, s);
+      for (const s of st.slices)
+        if (!s.closing && (now >= s.endsAt || now - s.lastUsed >= IDLE_MS)) this.closeSlice(st, s);
       if (st.ops.length > 0 && now - st.opsSince >= RETURN_DELAY_MS) {
         if (this.up) this.send(st, [0, 0], [0, 0], [0, 0]).reply.catch(() => undefined);
         else if (now - st.opsSince > WINDOW_MS) {
@@ -468,7 +578,14 @@ export class RedisRateLimiter implements RateLimiter {
           st.slices = st.slices.filter((s) => !s.closing);
         }
       }
-      if (st.slices.length === 0 && st.waiters.length === 0 && !st.refilling && st.ops.length === 0 && now - st.lastActive > FORGET_MS) this.states.delete(keyId);
+      if (
+        st.slices.length === 0 &&
+        st.waiters.length === 0 &&
+        !st.refilling &&
+        st.ops.length === 0 &&
+        now - st.lastActive > FORGET_MS
+      )
+        this.states.delete(keyId);
     }
   }
 
@@ -476,12 +593,14 @@ export class RedisRateLimiter implements RateLimiter {
     if (!this.up) return this.local.usage(keyIds);
     try {
       const out = new Map<string, WindowUsage>();
-      await Promise.all(keyIds.map(async (k) => {
-        const st = this.state(k, this.states.get(k)?.limits ?? { rpm: null, tpm: null });
-        await this.send(st, [0, 0], [0, 0], [0, 0]).reply;
-        const [requests, tokens] = this.used(st);
-        out.set(k, { requests, tokens });
-      }));
+      await Promise.all(
+        keyIds.map(async (k) => {
+          const st = this.state(k, this.states.get(k)?.limits ?? { rpm: null, tpm: null });
+          await this.send(st, [0, 0], [0, 0], [0, 0]).reply;
+          const [requests, tokens] = this.used(st);
+          out.set(k, { requests, tokens });
+        }),
+      );
       return out;
     } catch {
       return this.local.usage(keyIds);

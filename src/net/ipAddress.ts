@@ -66,7 +66,7 @@ function classifyV4Int(n: number): AddressClass {
   // 255.255.255.255 must win over 240/4, so check exact matches of the longest prefixes first.
   let best: { cls: AddressClass; mask: number } | null = null;
   for (const r of V4_TABLE) {
-    if (((n & r.mask) >>> 0) === r.net && (!best || r.mask > best.mask)) best = { cls: r.cls, mask: r.mask };
+    if ((n & r.mask) >>> 0 === r.net && (!best || r.mask > best.mask)) best = { cls: r.cls, mask: r.mask };
   }
   return best ? best.cls : 'public';
 }
@@ -85,7 +85,8 @@ export function parseV6(ip: string): number[] | null {
   }
   const halves = s.split('::');
   if (halves.length > 2) return null;
-  const parse = (h: string) => (h === '' ? [] : h.split(':').map((x) => (/^[0-9a-f]{1,4}$/.test(x) ? parseInt(x, 16) : NaN)));
+  const parse = (h: string) =>
+    h === '' ? [] : h.split(':').map((x) => (/^[0-9a-f]{1,4}$/.test(x) ? parseInt(x, 16) : NaN));
   const head = parse(halves[0]);
   let groups = head;
   if (halves.length === 2) {

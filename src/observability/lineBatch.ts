@@ -14,7 +14,10 @@ export class LineBatch {
   private lines: string[] = [];
   private chars = 0;
 
-  constructor(private readonly sink: BatchSink, private readonly limit = 16 * 1024) {}
+  constructor(
+    private readonly sink: BatchSink,
+    private readonly limit = 16 * 1024,
+  ) {}
 
   write(line: string): boolean {
     this.lines.push(line);

@@ -27,14 +27,21 @@ export function redirectedLines(): ((line: string) => void) | null {
 }
 
 export function createLogger(level = process.env.LOG_LEVEL ?? 'info', name = 'gateway'): Logger {
-  if (override) return pino({ name, level, base: { pid: process.pid }, timestamp: pino.stdTimeFunctions.epochTime }, override);
+  if (override)
+    return pino({ name, level, base: { pid: process.pid }, timestamp: pino.stdTimeFunctions.epochTime }, override);
   if (!dest) {
     const d = new LineBatch(pino.destination({ dest: 1, sync: false }));
     dest = d;
     // Low traffic must not leave lines sitting in the buffer.
-    setInterval(() => { try { d.flush(); } catch {} }, 1000).unref();
+    setInterval(() => {
+      try {
+        d.flush();
+      } catch {}
+    }, 1000).unref();
     process.once('exit', () => {
-      try { d.flushSync(); } catch {}
+      try {
+        d.flushSync();
+      } catch {}
     });
   }
   return pino({ name, level, base: { pid: process.pid }, timestamp: pino.stdTimeFunctions.epochTime }, dest);

@@ -3,7 +3,10 @@ import type { AddressInfo } from 'node:net';
 import client from 'prom-client';
 import { registerRoutingMetrics, type RoutingSource } from './routingMetrics';
 
-export interface MetricsServer { url: string; close(): Promise<void> }
+export interface MetricsServer {
+  url: string;
+  close(): Promise<void>;
+}
 
 /**
  * The worker's Prometheus endpoint (`GET /metrics` on WORKER_METRICS_PORT): Node process metrics and the routing
@@ -19,23 +22,33 @@ export async function serveWorkerMetrics(source: RoutingSource, port: number, ho
       res.writeHead(404, { 'content-type': 'text/plain' }).end('not found: GET /metrics\n');
       return;
     }
-    registry.metrics().then((text) => {
-      res.writeHead(200, { 'content-type': registry.contentType }).end(text);
-    }, (e: unknown) => {
-      res.writeHead(500, { 'content-type': 'text/plain' }).end(`metrics failed: ${(e as Error).message}\n`);
-    });
+    registry.metrics().then(
+      (text) => {
+        res.writeHead(200, { 'content-type': registry.contentType }).end(text);
+      },
+      (e: unknown) => {
+        res.writeHead(500, { 'content-type': 'text/plain' }).end(`metrics failed: ${(e as Error).message}\n`);
+      },
+    );
   });
   await new Promise<void>((resolve, reject) => {
-    server.once('error', (e: NodeJS.ErrnoException) => reject(new Error(`worker metrics cannot listen on ${host}:${port} (${e.code ?? e.message}): set WORKER_METRICS_PORT to a free port, or off`)));
+    server.once('error', (e: NodeJS.ErrnoException) =>
+      reject(
+        new Error(
+          `worker metrics cannot listen on ${host}:${port} (${e.code ?? e.message}): set WORKER_METRICS_PORT to a free port, or off`,
+        ),
+      ),
+    );
     server.listen(port, host, resolve);
   });
   const addr = server.address() as AddressInfo;
   return {
     url: `http://${shownHost(addr)}:${addr.port}/metrics`,
-    close: () => new Promise<void>((resolve) => {
-      server.close(() => resolve());
-      server.closeAllConnections();
-    }),
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
   };
 }
 

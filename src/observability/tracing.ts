@@ -35,7 +35,15 @@ export interface TryInfo {
 }
 
 /** Token counts of a settled request (src/billing/tokenUsage.ts TokenUsage). */
-export interface UsageInfo { input: number; cacheRead: number; cacheWrite5m: number; cacheWrite1h: number; output: number; reasoning: number; estimated: boolean }
+export interface UsageInfo {
+  input: number;
+  cacheRead: number;
+  cacheWrite5m: number;
+  cacheWrite1h: number;
+  output: number;
+  reasoning: number;
+  estimated: boolean;
+}
 
 /** Watches one upstream HTTP answer: first chunk (time to first token), finish reasons, content when opted in. */
 export interface UpstreamWatch {
@@ -60,13 +68,26 @@ export interface GatewayTracing {
   /** A watcher for the upstream answer of the active try (null outside a try). */
   watchUpstream(requestBody: string): UpstreamWatch | null;
   /** The settlement of a request: a child span of `parent` with the cost, and the usage and cost on `parent`. */
-  settled(parent: Span, s: { operation: string; model: string; costVnd: number; status: number; deployment: string | null; usage: UsageInfo | null }): void;
+  settled(
+    parent: Span,
+    s: {
+      operation: string;
+      model: string;
+      costVnd: number;
+      status: number;
+      deployment: string | null;
+      usage: UsageInfo | null;
+    },
+  ): void;
   /** The log fields of a span: trace_id and span_id. */
   logFields(span: Span): { trace_id: string; span_id: string };
   /** Interceptors for a Temporal client (API process, worker's own client). */
   temporalClientInterceptors(): Promise<{ workflow: unknown[] }>;
   /** Worker options for Temporal: interceptors (workflow modules, activity) and the workflow span exporter sink. */
-  temporalWorkerOptions(): Promise<{ interceptors: { workflowModules: string[]; activity: unknown[] }; sinks: Record<string, unknown> }>;
+  temporalWorkerOptions(): Promise<{
+    interceptors: { workflowModules: string[]; activity: unknown[] };
+    sinks: Record<string, unknown>;
+  }>;
   /** The workflow interceptor module, for the workflow bundle. */
   workflowInterceptorModule(): string;
   flush(): Promise<void>;
@@ -80,7 +101,10 @@ let starting: Promise<GatewayTracing | null> | null = null;
 /** Whether the environment turns tracing on: an OTLP endpoint, or OTEL_TRACES_EXPORTER=otlp (default endpoint). */
 export function tracingConfigured(env: NodeJS.ProcessEnv = process.env): boolean {
   if ((env.OTEL_SDK_DISABLED ?? '').trim().toLowerCase() === 'true') return false;
-  const exporters = (env.OTEL_TRACES_EXPORTER ?? '').split(',').map((s) => s.trim().toLowerCase()).filter(Boolean);
+  const exporters = (env.OTEL_TRACES_EXPORTER ?? '')
+    .split(',')
+    .map((s) => s.trim().toLowerCase())
+    .filter(Boolean);
   if (exporters.includes('none')) return false;
   return !!(env.OTEL_EXPORTER_OTLP_ENDPOINT || env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) || exporters.includes('otlp');
 }
@@ -89,7 +113,10 @@ export function tracingConfigured(env: NodeJS.ProcessEnv = process.env): boolean
  * Turns tracing on when the environment configures it (once per process; later calls return the same). The
  * default service name applies when neither OTEL_SERVICE_NAME nor OTEL_RESOURCE_ATTRIBUTES names one.
  */
-export function initTracing(defaultServiceName: string, env: NodeJS.ProcessEnv = process.env): Promise<GatewayTracing | null> {
+export function initTracing(
+  defaultServiceName: string,
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<GatewayTracing | null> {
   if (starting) return starting;
   if (!tracingConfigured(env)) return Promise.resolve(null);
   starting = import('./tracingSdk').then((m) => (tracer = m.startSdk(defaultServiceName, env)));

@@ -1,7 +1,16 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { IncomingHttpHeaders } from 'node:http';
-import { context, propagation, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Attributes, type Span } from '@opentelemetry/api';
+import {
+  context,
+  propagation,
+  ROOT_CONTEXT,
+  SpanKind,
+  SpanStatusCode,
+  trace,
+  type Attributes,
+  type Span,
+} from '@opentelemetry/api';
 import { node, resources, tracing as sdk } from '@opentelemetry/sdk-node';
 import { projectRoot } from '../projectRoot';
 import type { GatewayTracing, ServedRequest, TryInfo, UpstreamWatch, UsageInfo } from './tracing';
@@ -20,15 +29,29 @@ const CONTENT_LIMIT = 16 * 1024;
 
 /** The gateway's operations (the meter's names) as GenAI operation names. */
 const OPERATIONS: Record<string, string> = {
-  'chat.completions': 'chat', messages: 'chat', responses: 'chat', completions: 'text_completion',
-  embeddings: 'embeddings', 'images.generations': 'image_generation', 'images.edits': 'image_generation',
-  'audio.transcriptions': 'transcription', 'audio.translations': 'translation', 'audio.speech': 'speech',
-  'videos': 'video_generation',
+  'chat.completions': 'chat',
+  messages: 'chat',
+  responses: 'chat',
+  completions: 'text_completion',
+  embeddings: 'embeddings',
+  'images.generations': 'image_generation',
+  'images.edits': 'image_generation',
+  'audio.transcriptions': 'transcription',
+  'audio.translations': 'translation',
+  'audio.speech': 'speech',
+  videos: 'video_generation',
 };
-const genAiOperation = (op: string | undefined): string | undefined => (op === undefined ? undefined : OPERATIONS[op] ?? op);
+const genAiOperation = (op: string | undefined): string | undefined =>
+  op === undefined ? undefined : (OPERATIONS[op] ?? op);
 
 /** Provider kinds (src/catalog) as gen_ai.provider.name values. */
-const PROVIDERS: Record<string, string> = { openai: 'openai', anthropic: 'anthropic', gemini: 'gcp.gemini', veo: 'gcp.vertex_ai', seedance: 'byteplus' };
+const PROVIDERS: Record<string, string> = {
+  openai: 'openai',
+  anthropic: 'anthropic',
+  gemini: 'gcp.gemini',
+  veo: 'gcp.vertex_ai',
+  seedance: 'byteplus',
+};
 
 function protocolOf(env: NodeJS.ProcessEnv): 'http/protobuf' | 'http/json' {
   const p = (env.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL || env.OTEL_EXPORTER_OTLP_PROTOCOL || 'http/protobuf').trim();
@@ -59,7 +82,11 @@ class Watch implements UpstreamWatch {
   private readonly reasons = new Set<string>();
   private output = '';
 
-  constructor(private readonly span: Span, private readonly capture: boolean, private readonly answered: WeakSet<Span>) {}
+  constructor(
+    private readonly span: Span,
+    private readonly capture: boolean,
+    private readonly answered: WeakSet<Span>,
+  ) {}
 
   start(status: number, headers: IncomingHttpHeaders): void {
     this.span.setAttribute('http.response.status_code', status);
@@ -70,11 +97,15 @@ class Watch implements UpstreamWatch {
   data(chunk: Buffer): void {
     if (this.first) {
       this.first = false;
-      if (this.sse) this.span.addEvent('gen_ai.first_token', { 'gen_ai.server.time_to_first_token': (performance.now() - this.started) / 1000 });
+      if (this.sse)
+        this.span.addEvent('gen_ai.first_token', {
+          'gen_ai.server.time_to_first_token': (performance.now() - this.started) / 1000,
+        });
     }
     const text = chunk.toString('utf8');
     for (const m of text.matchAll(FINISH)) this.reasons.add(m[1]);
-    if (this.capture && this.output.length < CONTENT_LIMIT) this.output += text.slice(0, CONTENT_LIMIT - this.output.length);
+    if (this.capture && this.output.length < CONTENT_LIMIT)
+      this.output += text.slice(0, CONTENT_LIMIT - this.output.length);
   }
 
   end(): void {
@@ -88,11 +119,20 @@ class SdkTracing implements GatewayTracing {
   /** Tries whose upstream status was seen (the error a failed one throws carries the status sent to the client). */
   private readonly answered = new WeakSet<Span>();
 
-  constructor(private readonly provider: node.NodeTracerProvider, private readonly processor: sdk.SpanProcessor, private readonly resource: resources.Resource, private readonly capture: boolean) {}
+  constructor(
+    private readonly provider: node.NodeTracerProvider,
+    private readonly processor: sdk.SpanProcessor,
+    private readonly resource: resources.Resource,
+    private readonly capture: boolean,
+  ) {}
 
   startServer(method: string, path: string, headers: IncomingHttpHeaders): Span {
     const parent = propagation.extract(ROOT_CONTEXT, headers);
-    return this.tracer.startSpan(method, { kind: SpanKind.SERVER, attributes: { 'http.request.method': method, 'url.path': path } }, parent);
+    return this.tracer.startSpan(
+      method,
+      { kind: SpanKind.SERVER, attributes: { 'http.request.method': method, 'url.path': path } },
+      parent,
+    );
   }
 
   within<T>(span: Span, fn: () => Promise<T>): Promise<T> {
@@ -115,7 +155,11 @@ class SdkTracing implements GatewayTracing {
       if (typeof body.model === 'string') a['gen_ai.request.model'] = body.model;
       const cap = body.max_completion_tokens ?? body.max_tokens ?? body.max_output_tokens;
       if (typeof cap === 'number') a['gen_ai.request.max_tokens'] = cap;
-      if (this.capture) a['gen_ai.input.messages'] = JSON.stringify(body.messages ?? body.input ?? body.prompt ?? null).slice(0, CONTENT_LIMIT);
+      if (this.capture)
+        a['gen_ai.input.messages'] = JSON.stringify(body.messages ?? body.input ?? body.prompt ?? null).slice(
+          0,
+          CONTENT_LIMIT,
+        );
     }
     span.setAttributes(a);
     if (r.status >= 500) span.setStatus({ code: SpanStatusCode.ERROR });
@@ -129,8 +173,11 @@ class SdkTracing implements GatewayTracing {
   startTry(t: TryInfo): Span {
     const op = genAiOperation(t.operation);
     const a: Attributes = {
-      'gen_ai.request.model': t.upstreamModel, 'gateway.model': t.model, 'gateway.deployment': t.deployment,
-      'gateway.provider': t.provider, 'gateway.try': t.kind,
+      'gen_ai.request.model': t.upstreamModel,
+      'gateway.model': t.model,
+      'gateway.deployment': t.deployment,
+      'gateway.provider': t.provider,
+      'gateway.try': t.kind,
     };
     if (op) a['gen_ai.operation.name'] = op;
     if (t.providerKind) a['gen_ai.provider.name'] = PROVIDERS[t.providerKind] ?? t.providerKind;
@@ -141,7 +188,8 @@ class SdkTracing implements GatewayTracing {
   endTry(span: Span, upstreamModel: string, error: unknown, failureClass: string | null): void {
     if (error) {
       const status = (error as { status?: unknown }).status;
-      if (typeof status === 'number' && !this.answered.has(span)) span.setAttribute('http.response.status_code', status);
+      if (typeof status === 'number' && !this.answered.has(span))
+        span.setAttribute('http.response.status_code', status);
       span.setAttribute('error.type', failureClass ?? (error as Error).name ?? 'error');
       span.setStatus({ code: SpanStatusCode.ERROR, message: (error as Error).message });
     } else {
@@ -163,7 +211,17 @@ class SdkTracing implements GatewayTracing {
     return new Watch(span, this.capture, this.answered);
   }
 
-  settled(parent: Span, s: { operation: string; model: string; costVnd: number; status: number; deployment: string | null; usage: UsageInfo | null }): void {
+  settled(
+    parent: Span,
+    s: {
+      operation: string;
+      model: string;
+      costVnd: number;
+      status: number;
+      deployment: string | null;
+      usage: UsageInfo | null;
+    },
+  ): void {
     const a: Attributes = { 'gateway.cost_vnd': s.costVnd, 'gen_ai.response.model': s.model };
     const op = genAiOperation(s.operation);
     if (op) a['gen_ai.operation.name'] = op;
@@ -177,7 +235,17 @@ class SdkTracing implements GatewayTracing {
       if (u.estimated) a['gateway.usage_estimated'] = true;
     }
     parent.setAttributes(a);
-    const settle = this.tracer.startSpan('gateway.settle', { attributes: { ...a, 'gateway.status': s.status, ...(s.deployment ? { 'gateway.deployment': s.deployment } : {}) } }, trace.setSpan(ROOT_CONTEXT, parent));
+    const settle = this.tracer.startSpan(
+      'gateway.settle',
+      {
+        attributes: {
+          ...a,
+          'gateway.status': s.status,
+          ...(s.deployment ? { 'gateway.deployment': s.deployment } : {}),
+        },
+      },
+      trace.setSpan(ROOT_CONTEXT, parent),
+    );
     settle.end();
   }
 
@@ -187,18 +255,25 @@ class SdkTracing implements GatewayTracing {
   }
 
   async temporalClientInterceptors(): Promise<{ workflow: unknown[] }> {
-    const { OpenTelemetryWorkflowClientInterceptor } = await import('@temporalio/interceptors-opentelemetry/lib/client');
+    const { OpenTelemetryWorkflowClientInterceptor } =
+      await import('@temporalio/interceptors-opentelemetry/lib/client');
     return { workflow: [new OpenTelemetryWorkflowClientInterceptor()] };
   }
 
-  async temporalWorkerOptions(): Promise<{ interceptors: { workflowModules: string[]; activity: unknown[] }; sinks: Record<string, unknown> }> {
+  async temporalWorkerOptions(): Promise<{
+    interceptors: { workflowModules: string[]; activity: unknown[] };
+    sinks: Record<string, unknown>;
+  }> {
     const w = await import('@temporalio/interceptors-opentelemetry/lib/worker');
     return {
       interceptors: {
         workflowModules: [this.workflowInterceptorModule()],
-        activity: [(ctx: ConstructorParameters<typeof w.OpenTelemetryActivityInboundInterceptor>[0]) => ({
-          inbound: new w.OpenTelemetryActivityInboundInterceptor(ctx), outbound: new w.OpenTelemetryActivityOutboundInterceptor(ctx),
-        })],
+        activity: [
+          (ctx: ConstructorParameters<typeof w.OpenTelemetryActivityInboundInterceptor>[0]) => ({
+            inbound: new w.OpenTelemetryActivityInboundInterceptor(ctx),
+            outbound: new w.OpenTelemetryActivityOutboundInterceptor(ctx),
+          }),
+        ],
       },
       // Workflow spans are made in the workflow sandbox and handed out through this sink (not called on replay).
       sinks: { exporter: w.makeWorkflowExporter(this.processor, this.resource) },
@@ -227,5 +302,10 @@ export function startSdk(defaultServiceName: string, env: NodeJS.ProcessEnv): Ga
   const processor = new sdk.BatchSpanProcessor(exporterFor(protocolOf(env)));
   const provider = new node.NodeTracerProvider({ resource, spanProcessors: [processor] });
   provider.register();
-  return new SdkTracing(provider, processor, resource, (env.OTEL_CAPTURE_CONTENT ?? '').trim().toLowerCase() === 'true');
+  return new SdkTracing(
+    provider,
+    processor,
+    resource,
+    (env.OTEL_CAPTURE_CONTENT ?? '').trim().toLowerCase() === 'true',
+  );
 }

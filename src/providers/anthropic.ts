@@ -26,12 +26,21 @@ export interface AnthropicHeaders {
 }
 
 export class AnthropicUpstreamError extends Error {
-  constructor(readonly status: number, readonly body: string, readonly headers: Record<string, string>) {
+  constructor(
+    readonly status: number,
+    readonly body: string,
+    readonly headers: Record<string, string>,
+  ) {
     super(`Anthropic upstream answered HTTP ${status}`);
   }
 }
 
-export interface AnthropicResponse { status: number; contentType: string; headers: Record<string, string>; body: Dispatcher.ResponseData['body'] }
+export interface AnthropicResponse {
+  status: number;
+  contentType: string;
+  headers: Record<string, string>;
+  body: Dispatcher.ResponseData['body'];
+}
 
 export class AnthropicAdapter implements ProviderAdapter {
   readonly kind = 'anthropic' as const;
@@ -40,7 +49,10 @@ export class AnthropicAdapter implements ProviderAdapter {
   private readonly basePath: string;
   private readonly apiKey: string | undefined;
 
-  constructor(cfg: ProviderConfig, private readonly opts: { connections?: number; onError?: (providerId: string, status: number) => void } = {}) {
+  constructor(
+    cfg: ProviderConfig,
+    private readonly opts: { connections?: number; onError?: (providerId: string, status: number) => void } = {},
+  ) {
     this.id = cfg.id;
     const url = new URL(cfg.baseUrl);
     this.basePath = url.pathname.replace(/\/+$/, '');
@@ -66,7 +78,11 @@ export class AnthropicAdapter implements ProviderAdapter {
    * POST /v1/messages, whole answer: the body is read here, so a connection broken after the headers fails the call
    * like one broken before them (a routed try that may be retried, cooling its deployment), not a success.
    */
-  async messagesWhole(payload: string, h: AnthropicHeaders, opts: CallOptions = {}): Promise<AnthropicResponse & { raw: Buffer }> {
+  async messagesWhole(
+    payload: string,
+    h: AnthropicHeaders,
+    opts: CallOptions = {},
+  ): Promise<AnthropicResponse & { raw: Buffer }> {
     const res = await this.post('/v1/messages', payload, h, opts);
     try {
       return { ...res, raw: Buffer.from(await res.body.arrayBuffer()) };
@@ -84,7 +100,12 @@ export class AnthropicAdapter implements ProviderAdapter {
     return this.pool.close();
   }
 
-  private async post(path: string, payload: string, h: AnthropicHeaders, opts: CallOptions): Promise<AnthropicResponse> {
+  private async post(
+    path: string,
+    payload: string,
+    h: AnthropicHeaders,
+    opts: CallOptions,
+  ): Promise<AnthropicResponse> {
     const headers: Record<string, string> = {
       'content-type': 'application/json',
       'anthropic-version': h.version || DEFAULT_ANTHROPIC_VERSION,
@@ -93,11 +114,22 @@ export class AnthropicAdapter implements ProviderAdapter {
     if (this.apiKey) headers['x-api-key'] = this.apiKey;
     let res: Dispatcher.ResponseData;
     try {
-      res = await this.pool.request({ method: 'POST', path: this.basePath + path, headers: tracer ? tracer.inject(headers) : headers, body: payload, signal: opts.signal });
+      res = await this.pool.request({
+        method: 'POST',
+        path: this.basePath + path,
+        headers: tracer ? tracer.inject(headers) : headers,
+        body: payload,
+        signal: opts.signal,
+      });
     } catch (e) {
       throw this.transportError(e, opts);
     }
-    const out = { status: res.statusCode, contentType: header(res.headers, 'content-type'), headers: passHeaders(res.headers), body: res.body };
+    const out = {
+      status: res.statusCode,
+      contentType: header(res.headers, 'content-type'),
+      headers: passHeaders(res.headers),
+      body: res.body,
+    };
     if (res.statusCode >= 200 && res.statusCode < 300) return out;
     let text = '';
     try {
@@ -107,9 +139,22 @@ export class AnthropicAdapter implements ProviderAdapter {
     }
     this.opts.onError?.(this.id, res.statusCode);
     if (res.statusCode === 401 || res.statusCode === 403 || res.statusCode === 407) {
-      throw markFailure(new ApiError(502, `The upstream provider refused the gateway's credentials (HTTP ${res.statusCode}).`, 'api_error', null, 'upstream_error'), 'auth');
+      throw markFailure(
+        new ApiError(
+          502,
+          `The upstream provider refused the gateway's credentials (HTTP ${res.statusCode}).`,
+          'api_error',
+          null,
+          'upstream_error',
+        ),
+        'auth',
+      );
     }
-    throw markFailure(new AnthropicUpstreamError(res.statusCode, text, out.headers), classOfStatus(res.statusCode), out.headers['retry-after']);
+    throw markFailure(
+      new AnthropicUpstreamError(res.statusCode, text, out.headers),
+      classOfStatus(res.statusCode),
+      out.headers['retry-after'],
+    );
   }
 
   private transportError(e: unknown, opts: CallOptions): Error {
@@ -123,7 +168,7 @@ export class AnthropicAdapter implements ProviderAdapter {
 
 function header(h: Dispatcher.ResponseData['headers'], name: string): string {
   const v = h[name];
-  return Array.isArray(v) ? v[0] ?? '' : v ?? '';
+  return Array.isArray(v) ? (v[0] ?? '') : (v ?? '');
 }
 
 /** Upstream response headers worth passing to the client (request id, rate limits, retry hints). */
@@ -131,7 +176,8 @@ function passHeaders(h: Dispatcher.ResponseData['headers']): Record<string, stri
   const out: Record<string, string> = {};
   for (const [k, v] of Object.entries(h)) {
     if (v === undefined) continue;
-    if (k === 'retry-after' || k === 'x-should-retry' || k.startsWith('anthropic-ratelimit-')) out[k] = Array.isArray(v) ? v.join(', ') : v;
+    if (k === 'retry-after' || k === 'x-should-retry' || k.startsWith('anthropic-ratelimit-'))
+      out[k] = Array.isArray(v) ? v.join(', ') : v;
     if (k === 'request-id') out['upstream-request-id'] = Array.isArray(v) ? v[0] : v;
   }
   return out;

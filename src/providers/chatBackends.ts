@@ -3,10 +3,20 @@ import { carryFailure } from '../routing/failure';
 import type { Deployment } from '../catalog/deployments';
 import type { ModelConfig } from '../catalog/catalog';
 import type { ChatChunk, ChatCompletion, ChatRequest } from '../translate/chatTypes';
-import { AnthropicStreamError, AnthropicStreamToChat, anthropicToChatCompletion, chatToAnthropicRequest } from '../translate/chatToAnthropic';
+import {
+  AnthropicStreamError,
+  AnthropicStreamToChat,
+  anthropicToChatCompletion,
+  chatToAnthropicRequest,
+} from '../translate/chatToAnthropic';
 import type { MessagesResponse } from '../translate/anthropicTypes';
 import type { ResponseObject } from '../translate/responsesTypes';
-import { chatToResponsesRequest, responsesToChatCompletion, ResponsesStreamError, ResponsesStreamToChat } from '../translate/chatToResponsesUpstream';
+import {
+  chatToResponsesRequest,
+  responsesToChatCompletion,
+  ResponsesStreamError,
+  ResponsesStreamToChat,
+} from '../translate/chatToResponsesUpstream';
 import { GeminiAdapter } from './gemini';
 import { geminiBackend } from './geminiBackend';
 import { AnthropicAdapter, AnthropicUpstreamError } from './anthropic';
@@ -99,12 +109,34 @@ function anthropicAsOpenAI(e: AnthropicUpstreamError): ApiError {
     const b = JSON.parse(e.body) as { error?: { message?: string } };
     if (typeof b.error?.message === 'string') message = clip(b.error.message, MAX_UPSTREAM_ECHO);
   } catch {}
-  if (e.status >= 500) return new ApiError(502, `The upstream provider failed (HTTP ${e.status}): ${message}`, 'upstream_error', null, 'upstream_error');
-  return new ApiError(e.status, message, e.status === 429 ? 'rate_limit_error' : 'invalid_request_error', null, null, e.headers['retry-after'] ? { 'retry-after': e.headers['retry-after'] } : {});
+  if (e.status >= 500)
+    return new ApiError(
+      502,
+      `The upstream provider failed (HTTP ${e.status}): ${message}`,
+      'upstream_error',
+      null,
+      'upstream_error',
+    );
+  return new ApiError(
+    e.status,
+    message,
+    e.status === 429 ? 'rate_limit_error' : 'invalid_request_error',
+    null,
+    null,
+    e.headers['retry-after'] ? { 'retry-after': e.headers['retry-after'] } : {},
+  );
 }
 
-export function anthropicBackend(adapter: AnthropicAdapter, model: ModelConfig, chat: ChatRequest, upstreamModel = model.upstreamModel): ChatBackend {
-  const req = chatToAnthropicRequest({ ...chat, model: upstreamModel }, { defaultMaxTokens: model.maxOutputTokens ?? DEFAULT_MAX_OUTPUT_TOKENS });
+export function anthropicBackend(
+  adapter: AnthropicAdapter,
+  model: ModelConfig,
+  chat: ChatRequest,
+  upstreamModel = model.upstreamModel,
+): ChatBackend {
+  const req = chatToAnthropicRequest(
+    { ...chat, model: upstreamModel },
+    { defaultMaxTokens: model.maxOutputTokens ?? DEFAULT_MAX_OUTPUT_TOKENS },
+  );
   const payload = JSON.stringify(req);
   const payloadBytes = Buffer.byteLength(payload);
   return {
@@ -136,7 +168,12 @@ export function anthropicBackend(adapter: AnthropicAdapter, model: ModelConfig, 
 }
 
 /** The backend for a translated request on this model. */
-export function backendFor(providers: ProviderRegistry, model: ModelConfig, chat: ChatRequest, deployment?: Deployment): ChatBackend {
+export function backendFor(
+  providers: ProviderRegistry,
+  model: ModelConfig,
+  chat: ChatRequest,
+  deployment?: Deployment,
+): ChatBackend {
   const a = deployment ? providers.forDeployment(deployment) : providers.get(model.provider);
   if (a instanceof AnthropicAdapter) return anthropicBackend(a, model, chat, deployment?.upstreamModel);
   if (a instanceof GeminiAdapter) return geminiBackend(a, model, chat, deployment?.upstreamModel);

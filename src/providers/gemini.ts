@@ -16,12 +16,19 @@ import type { CallOptions, ProviderAdapter } from './types';
 const MAX_ERROR_BODY = 64 * 1024;
 
 export class GeminiUpstreamError extends Error {
-  constructor(readonly status: number, readonly body: string, readonly headers: Record<string, string>) {
+  constructor(
+    readonly status: number,
+    readonly body: string,
+    readonly headers: Record<string, string>,
+  ) {
     super(`Gemini upstream answered HTTP ${status}`);
   }
 }
 
-export interface GeminiResponse { status: number; body: Dispatcher.ResponseData['body'] }
+export interface GeminiResponse {
+  status: number;
+  body: Dispatcher.ResponseData['body'];
+}
 
 export class GeminiAdapter implements ProviderAdapter {
   readonly kind = 'gemini' as const;
@@ -30,17 +37,32 @@ export class GeminiAdapter implements ProviderAdapter {
   private readonly basePath: string;
   private readonly apiKey: string | undefined;
 
-  constructor(cfg: ProviderConfig, private readonly opts: { onError?: (providerId: string, status: number) => void } = {}) {
+  constructor(
+    cfg: ProviderConfig,
+    private readonly opts: { onError?: (providerId: string, status: number) => void } = {},
+  ) {
     this.id = cfg.id;
     const url = new URL(cfg.baseUrl);
     this.basePath = url.pathname.replace(/\/+$/, '');
     this.apiKey = cfg.apiKey;
     const timeout = cfg.timeoutMs ?? 600_000;
-    this.pool = new Pool(url.origin, { connections: 256, pipelining: 1, keepAliveTimeout: 30_000, connect: { timeout: 10_000 }, headersTimeout: timeout, bodyTimeout: timeout });
+    this.pool = new Pool(url.origin, {
+      connections: 256,
+      pipelining: 1,
+      keepAliveTimeout: 30_000,
+      connect: { timeout: 10_000 },
+      headersTimeout: timeout,
+      bodyTimeout: timeout,
+    });
   }
 
   /** POST models/{model}:{method}; resolves once a 2xx status arrived, with the body still streaming. */
-  async call(model: string, method: string, payload: string, opts: CallOptions & { sse?: boolean } = {}): Promise<GeminiResponse> {
+  async call(
+    model: string,
+    method: string,
+    payload: string,
+    opts: CallOptions & { sse?: boolean } = {},
+  ): Promise<GeminiResponse> {
     const headers: Record<string, string> = { 'content-type': 'application/json' };
     if (this.apiKey) headers['x-goog-api-key'] = this.apiKey;
     const path = `${this.basePath}/models/${encodeURIComponent(model)}:${method}${opts.sse ? '?alt=sse' : ''}`;
@@ -59,11 +81,24 @@ export class GeminiAdapter implements ProviderAdapter {
     }
     this.opts.onError?.(this.id, res.statusCode);
     if (res.statusCode === 401 || res.statusCode === 403 || res.statusCode === 407) {
-      throw markFailure(new ApiError(502, `The upstream provider refused the gateway's credentials (HTTP ${res.statusCode}).`, 'api_error', null, 'upstream_error'), 'auth');
+      throw markFailure(
+        new ApiError(
+          502,
+          `The upstream provider refused the gateway's credentials (HTTP ${res.statusCode}).`,
+          'api_error',
+          null,
+          'upstream_error',
+        ),
+        'auth',
+      );
     }
     const retryAfter = res.headers['retry-after'];
     const ra = Array.isArray(retryAfter) ? retryAfter[0] : retryAfter;
-    throw markFailure(new GeminiUpstreamError(res.statusCode, text, ra ? { 'retry-after': ra } : {}), classOfStatus(res.statusCode), ra);
+    throw markFailure(
+      new GeminiUpstreamError(res.statusCode, text, ra ? { 'retry-after': ra } : {}),
+      classOfStatus(res.statusCode),
+      ra,
+    );
   }
 
   /** The same call with the whole body read (a reset after the headers fails the try, like one before them). */

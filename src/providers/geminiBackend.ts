@@ -2,7 +2,12 @@ import { ApiError } from '../errors';
 import type { ModelConfig } from '../catalog/catalog';
 import type { ChatRequest } from '../translate/chatTypes';
 import type { GenerateContentResponse } from '../translate/geminiTypes';
-import { chatToGeminiRequest, geminiToChatCompletion, GeminiStreamError, GeminiStreamToChat } from '../translate/chatToGeminiUpstream';
+import {
+  chatToGeminiRequest,
+  geminiToChatCompletion,
+  GeminiStreamError,
+  GeminiStreamToChat,
+} from '../translate/chatToGeminiUpstream';
 import { DEFAULT_MAX_OUTPUT_TOKENS } from '../billing/pricing';
 import { nativeBound } from '../billing/nativeBound';
 import { carryFailure } from '../routing/failure';
@@ -20,18 +25,48 @@ function fromGemini(e: unknown): unknown {
     const b = JSON.parse(e.body) as { error?: { message?: string } };
     if (typeof b.error?.message === 'string') message = clip(b.error.message, MAX_UPSTREAM_ECHO);
   } catch {}
-  if (e.status >= 500) return carryFailure(e, new ApiError(502, `The upstream provider failed (HTTP ${e.status}): ${message}`, 'upstream_error', null, 'upstream_error'));
-  return carryFailure(e, new ApiError(e.status, message, e.status === 429 ? 'rate_limit_error' : 'invalid_request_error', null, null, e.headers));
+  if (e.status >= 500)
+    return carryFailure(
+      e,
+      new ApiError(
+        502,
+        `The upstream provider failed (HTTP ${e.status}): ${message}`,
+        'upstream_error',
+        null,
+        'upstream_error',
+      ),
+    );
+  return carryFailure(
+    e,
+    new ApiError(
+      e.status,
+      message,
+      e.status === 429 ? 'rate_limit_error' : 'invalid_request_error',
+      null,
+      null,
+      e.headers,
+    ),
+  );
 }
 
-export function geminiBackend(adapter: GeminiAdapter, model: ModelConfig, chat: ChatRequest, upstreamModel = model.upstreamModel): ChatBackend {
+export function geminiBackend(
+  adapter: GeminiAdapter,
+  model: ModelConfig,
+  chat: ChatRequest,
+  upstreamModel = model.upstreamModel,
+): ChatBackend {
   const req = chatToGeminiRequest(chat);
   const payload = JSON.stringify(req);
   const payloadBytes = Buffer.byteLength(payload);
   const images = (payload.match(/"inlineData"|"fileData"/g) ?? []).length;
   return {
     payloadBytes,
-    ...nativeBound(model, payloadBytes, req.generationConfig?.maxOutputTokens ?? model.maxOutputTokens ?? DEFAULT_MAX_OUTPUT_TOKENS, images),
+    ...nativeBound(
+      model,
+      payloadBytes,
+      req.generationConfig?.maxOutputTokens ?? model.maxOutputTokens ?? DEFAULT_MAX_OUTPUT_TOKENS,
+      images,
+    ),
     async complete(signal) {
       let raw: Buffer;
       try {
@@ -42,7 +77,13 @@ export function geminiBackend(adapter: GeminiAdapter, model: ModelConfig, chat: 
       try {
         return geminiToChatCompletion(JSON.parse(raw.toString('utf8')) as GenerateContentResponse, upstreamModel);
       } catch {
-        throw new ApiError(502, 'The upstream provider sent an invalid response.', 'upstream_error', null, 'upstream_error');
+        throw new ApiError(
+          502,
+          'The upstream provider sent an invalid response.',
+          'upstream_error',
+          null,
+          'upstream_error',
+        );
       }
     },
     async stream(signal) {

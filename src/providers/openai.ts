@@ -5,7 +5,14 @@ import { ApiError } from '../errors';
 import { classOfStatus, markFailure } from '../routing/failure';
 import type { ProviderConfig } from '../catalog/catalog';
 import { postForWholeAnswer, postStreamingTo, type UpstreamPost, type WholeAnswer } from './upstreamDispatch';
-import type { BufferedResponse, CallOptions, MultipartValue, OpenAICompatibleAdapter, StreamingResponse, TokenUsage } from './types';
+import type {
+  BufferedResponse,
+  CallOptions,
+  MultipartValue,
+  OpenAICompatibleAdapter,
+  StreamingResponse,
+  TokenUsage,
+} from './types';
 import type { StreamSink } from '../sse/streamSink';
 import { clip, MAX_UPSTREAM_ECHO } from '../text/clip';
 import { tracer } from '../observability/tracing';
@@ -37,7 +44,10 @@ export class OpenAIAdapter implements OpenAICompatibleAdapter {
   private readonly jsonHeaders: Record<string, string>;
   private readonly authHeaders: Record<string, string>;
 
-  constructor(cfg: ProviderConfig, private readonly opts: OpenAIAdapterOptions = {}) {
+  constructor(
+    cfg: ProviderConfig,
+    private readonly opts: OpenAIAdapterOptions = {},
+  ) {
     this.id = cfg.id;
     const url = new URL(cfg.baseUrl);
     this.basePath = url.pathname.replace(/\/+$/, '');
@@ -76,7 +86,13 @@ export class OpenAIAdapter implements OpenAICompatibleAdapter {
   }
 
   private jsonPost(path: string, payload: string, opts: CallOptions): UpstreamPost {
-    return { path: this.basePath + path, headers: this.jsonHeaders, body: payload, signal: opts.signal, errorBodyLimit: MAX_ERROR_BODY };
+    return {
+      path: this.basePath + path,
+      headers: this.jsonHeaders,
+      body: payload,
+      signal: opts.signal,
+      errorBodyLimit: MAX_ERROR_BODY,
+    };
   }
 
   /** A dispatched call whose transport failures are mapped as every other call's. */
@@ -104,15 +120,28 @@ export class OpenAIAdapter implements OpenAICompatibleAdapter {
     return this.postStream('/chat/completions', payload, opts);
   }
 
-  async postMultipart(path: string, fields: Record<string, MultipartValue>, opts: CallOptions = {}): Promise<BufferedResponse> {
+  async postMultipart(
+    path: string,
+    fields: Record<string, MultipartValue>,
+    opts: CallOptions = {},
+  ): Promise<BufferedResponse> {
     const form = new FormData();
     for (const [name, v] of Object.entries(fields)) {
       if (typeof v === 'string') form.append(name, v);
       // openAsBlob streams the file while sending: an upload is never held in memory whole.
-      else form.append(name, await fs.openAsBlob(v.path, { type: v.contentType ?? 'application/octet-stream' }), v.filename);
+      else
+        form.append(
+          name,
+          await fs.openAsBlob(v.path, { type: v.contentType ?? 'application/octet-stream' }),
+          v.filename,
+        );
     }
     const res = await this.send(path, this.authHeaders, form, opts);
-    return { status: res.statusCode, contentType: header(res.headers, 'content-type'), body: await this.readBody(res, opts) };
+    return {
+      status: res.statusCode,
+      contentType: header(res.headers, 'content-type'),
+      body: await this.readBody(res, opts),
+    };
   }
 
   close(): Promise<void> {
@@ -120,10 +149,21 @@ export class OpenAIAdapter implements OpenAICompatibleAdapter {
   }
 
   /** One upstream request; resolves with a 2xx response (body unread), throws a mapped ApiError otherwise. */
-  private async send(path: string, headers: Record<string, string>, body: string | FormData, opts: CallOptions): Promise<Dispatcher.ResponseData> {
+  private async send(
+    path: string,
+    headers: Record<string, string>,
+    body: string | FormData,
+    opts: CallOptions,
+  ): Promise<Dispatcher.ResponseData> {
     let res: Dispatcher.ResponseData;
     try {
-      res = await this.pool.request({ method: 'POST', path: this.basePath + path, headers: tracer ? tracer.inject(headers) : headers, body, signal: opts.signal });
+      res = await this.pool.request({
+        method: 'POST',
+        path: this.basePath + path,
+        headers: tracer ? tracer.inject(headers) : headers,
+        body,
+        signal: opts.signal,
+      });
     } catch (e) {
       throw this.transportError(e, opts);
     }
@@ -164,7 +204,7 @@ export class UpstreamAborted extends Error {
 
 function header(h: Dispatcher.ResponseData['headers'], name: string): string {
   const v = h[name];
-  return Array.isArray(v) ? v[0] ?? '' : v ?? '';
+  return Array.isArray(v) ? (v[0] ?? '') : (v ?? '');
 }
 
 /** Reads an (error) body to the end, keeping at most `limit` bytes: the connection stays reusable. */
@@ -179,7 +219,11 @@ export async function readLimited(body: Dispatcher.ResponseData['body'], limit: 
   return Buffer.concat(chunks).subarray(0, limit).toString('utf8');
 }
 
-interface UpstreamErrorBody { error?: { message?: unknown; type?: unknown; param?: unknown; code?: unknown } | string; message?: unknown; detail?: unknown }
+interface UpstreamErrorBody {
+  error?: { message?: unknown; type?: unknown; param?: unknown; code?: unknown } | string;
+  message?: unknown;
+  detail?: unknown;
+}
 
 /**
  * Upstream HTTP error -> our error. 4xx: the client's request was refused upstream, so its status and message
@@ -195,29 +239,76 @@ function upstreamError(status: number, text: string, retryAfter: string): ApiErr
   let body: UpstreamErrorBody | null = null;
   try {
     body = JSON.parse(text) as UpstreamErrorBody;
-  } catch { /* not JSON: use the text */ }
+  } catch {
+    /* not JSON: use the text */
+  }
   const e = body && typeof body.error === 'object' && body.error ? body.error : null;
   const str = (v: unknown) => (typeof v === 'string' && v ? v : null);
   // An upstream's message may quote the request (its content, a name): bounded like our own echoes, more loosely.
-  const message = clip(str(e?.message) ?? str(body?.error) ?? str(body?.message) ?? str(body?.detail) ?? (text.trim().slice(0, 500) || `upstream answered HTTP ${status}`), MAX_UPSTREAM_ECHO);
+  const message = clip(
+    str(e?.message) ??
+      str(body?.error) ??
+      str(body?.message) ??
+      str(body?.detail) ??
+      (text.trim().slice(0, 500) || `upstream answered HTTP ${status}`),
+    MAX_UPSTREAM_ECHO,
+  );
   if (status >= 400 && status < 500 && status !== 401 && status !== 403 && status !== 407) {
     const headers: Record<string, string> = retryAfter && status === 429 ? { 'retry-after': retryAfter } : {};
-    return new ApiError(status, message, str(e?.type) ?? (status === 429 ? 'rate_limit_error' : 'invalid_request_error'), str(e?.param), str(e?.code) ?? (typeof e?.code === 'number' ? String(e.code) : null), headers);
+    return new ApiError(
+      status,
+      message,
+      str(e?.type) ?? (status === 429 ? 'rate_limit_error' : 'invalid_request_error'),
+      str(e?.param),
+      str(e?.code) ?? (typeof e?.code === 'number' ? String(e.code) : null),
+      headers,
+    );
   }
   if (status === 401 || status === 403 || status === 407) {
-    return new ApiError(502, `The upstream provider refused the gateway's credentials (HTTP ${status}).`, 'upstream_error', null, 'upstream_error');
+    return new ApiError(
+      502,
+      `The upstream provider refused the gateway's credentials (HTTP ${status}).`,
+      'upstream_error',
+      null,
+      'upstream_error',
+    );
   }
-  if (status === 504) return new ApiError(504, `The upstream provider timed out (HTTP 504): ${message}`, 'upstream_error', null, 'upstream_timeout');
-  return new ApiError(502, `The upstream provider failed (HTTP ${status}): ${message}`, 'upstream_error', null, 'upstream_error');
+  if (status === 504)
+    return new ApiError(
+      504,
+      `The upstream provider timed out (HTTP 504): ${message}`,
+      'upstream_error',
+      null,
+      'upstream_timeout',
+    );
+  return new ApiError(
+    502,
+    `The upstream provider failed (HTTP ${status}): ${message}`,
+    'upstream_error',
+    null,
+    'upstream_error',
+  );
 }
 
 /** Network-level failures: timeouts -> 504, everything else (refused, reset, bad response) -> 502. */
 export function mapTransportError(e: unknown): ApiError {
   const code = (e as { code?: string })?.code ?? '';
   if (code === 'UND_ERR_CONNECT_TIMEOUT' || code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT') {
-    return markFailure(new ApiError(504, 'The upstream provider did not answer in time.', 'upstream_error', null, 'upstream_timeout'), 'timeout');
+    return markFailure(
+      new ApiError(504, 'The upstream provider did not answer in time.', 'upstream_error', null, 'upstream_timeout'),
+      'timeout',
+    );
   }
-  return markFailure(new ApiError(502, `The upstream provider could not be reached (${code || (e as Error)?.name || 'error'}).`, 'upstream_error', null, 'upstream_error'), 'connect');
+  return markFailure(
+    new ApiError(
+      502,
+      `The upstream provider could not be reached (${code || (e as Error)?.name || 'error'}).`,
+      'upstream_error',
+      null,
+      'upstream_error',
+    ),
+    'connect',
+  );
 }
 
 const USAGE_KEY = Buffer.from('"usage"');

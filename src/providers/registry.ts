@@ -46,7 +46,13 @@ export class ProviderRegistry {
   openaiFor(d: Deployment): OpenAICompatibleAdapter {
     const a = this.forDeployment(d);
     if (!a || a.kind !== 'openai') {
-      throw new ApiError(500, `Model '${d.modelId}' is not served by an OpenAI-compatible provider.`, 'server_error', null, 'provider_misconfigured');
+      throw new ApiError(
+        500,
+        `Model '${d.modelId}' is not served by an OpenAI-compatible provider.`,
+        'server_error',
+        null,
+        'provider_misconfigured',
+      );
     }
     return a as OpenAICompatibleAdapter;
   }
@@ -59,7 +65,13 @@ export class ProviderRegistry {
   openai(model: ModelConfig): OpenAICompatibleAdapter {
     const a = this.adapters.get(model.provider);
     if (!a || a.kind !== 'openai') {
-      throw new ApiError(500, `Model '${model.id}' is not served by an OpenAI-compatible provider.`, 'server_error', null, 'provider_misconfigured');
+      throw new ApiError(
+        500,
+        `Model '${model.id}' is not served by an OpenAI-compatible provider.`,
+        'server_error',
+        null,
+        'provider_misconfigured',
+      );
     }
     return a as OpenAICompatibleAdapter;
   }

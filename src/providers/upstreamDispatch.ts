@@ -66,7 +66,11 @@ abstract class PostHandler implements Dispatcher.DispatchHandler {
   /** The try's span watching the answer (first chunk, finish reasons), while tracing is on. */
   private readonly watch: UpstreamWatch | null;
 
-  constructor(protected readonly req: UpstreamPost, protected readonly resolve: (a: WholeAnswer | null) => void, protected readonly reject: (e: unknown) => void) {
+  constructor(
+    protected readonly req: UpstreamPost,
+    protected readonly resolve: (a: WholeAnswer | null) => void,
+    protected readonly reject: (e: unknown) => void,
+  ) {
     this.watch = tracer ? tracer.watchUpstream(req.body) : null;
     if (req.signal) {
       this.unsubscribe = onCancel(req.signal, () => {
@@ -126,7 +130,11 @@ class WholeAnswerHandler extends PostHandler {
   }
 
   protected okEnd(): void {
-    this.resolve({ status: this.status, headers: this.headers, body: this.chunks.length === 1 ? this.chunks[0] : Buffer.concat(this.chunks) });
+    this.resolve({
+      status: this.status,
+      headers: this.headers,
+      body: this.chunks.length === 1 ? this.chunks[0] : Buffer.concat(this.chunks),
+    });
   }
 
   protected failed(err: Error): void {
@@ -138,7 +146,12 @@ class StreamingHandler extends PostHandler {
   private started = false;
   private readonly resume = () => this.controller?.resume();
 
-  constructor(req: UpstreamPost, private readonly sink: StreamSink, resolve: (a: WholeAnswer | null) => void, reject: (e: unknown) => void) {
+  constructor(
+    req: UpstreamPost,
+    private readonly sink: StreamSink,
+    resolve: (a: WholeAnswer | null) => void,
+    reject: (e: unknown) => void,
+  ) {
     super(req, resolve, reject);
   }
 
@@ -166,7 +179,10 @@ class StreamingHandler extends PostHandler {
 /** POSTs on the dispatcher (a keep-alive Pool) and resolves with the whole answer, whatever its status. */
 export function postForWholeAnswer(dispatcher: Dispatcher, req: UpstreamPost): Promise<WholeAnswer> {
   return new Promise((resolve, reject) => {
-    dispatcher.dispatch({ method: 'POST', path: req.path, headers: tracer ? tracer.inject(req.headers) : req.headers, body: req.body }, new WholeAnswerHandler(req, resolve as (a: WholeAnswer | null) => void, reject));
+    dispatcher.dispatch(
+      { method: 'POST', path: req.path, headers: tracer ? tracer.inject(req.headers) : req.headers, body: req.body },
+      new WholeAnswerHandler(req, resolve as (a: WholeAnswer | null) => void, reject),
+    );
   });
 }
 
@@ -175,8 +191,15 @@ export function postForWholeAnswer(dispatcher: Dispatcher, req: UpstreamPost): P
  * or `fail`; with the answer (status, headers, first bytes of the body) when it was not a 2xx; rejects when the
  * request failed before any answer (the sink is untouched then).
  */
-export function postStreamingTo(dispatcher: Dispatcher, req: UpstreamPost, sink: StreamSink): Promise<WholeAnswer | null> {
+export function postStreamingTo(
+  dispatcher: Dispatcher,
+  req: UpstreamPost,
+  sink: StreamSink,
+): Promise<WholeAnswer | null> {
   return new Promise((resolve, reject) => {
-    dispatcher.dispatch({ method: 'POST', path: req.path, headers: tracer ? tracer.inject(req.headers) : req.headers, body: req.body }, new StreamingHandler(req, sink, resolve, reject));
+    dispatcher.dispatch(
+      { method: 'POST', path: req.path, headers: tracer ? tracer.inject(req.headers) : req.headers, body: req.body },
+      new StreamingHandler(req, sink, resolve, reject),
+    );
   });
 }

@@ -29,7 +29,10 @@ export class DeploymentState {
   retries = 0;
   fallbacks = 0;
   cooldowns = 0;
-  readonly failures: Record<FailureClass, number> = Object.fromEntries(FAILURE_CLASSES.map((c) => [c, 0])) as Record<FailureClass, number>;
+  readonly failures: Record<FailureClass, number> = Object.fromEntries(FAILURE_CLASSES.map((c) => [c, 0])) as Record<
+    FailureClass,
+    number
+  >;
 
   constructor(readonly deployment: Deployment) {}
 
@@ -65,7 +68,14 @@ export class DeploymentState {
    * Opens a new cooldown, one step further up the backoff, only if it is news: the try started in the current
    * epoch and the deployment is not cooling already.
    */
-  failed(cls: FailureClass, retryAfterMs: number | null, now: number, s: RoutingSettings, epoch = this.cooldowns, probe = false): void {
+  failed(
+    cls: FailureClass,
+    retryAfterMs: number | null,
+    now: number,
+    s: RoutingSettings,
+    epoch = this.cooldowns,
+    probe = false,
+  ): void {
     this.failures[cls]++;
     if (probe) this.probing = false;
     if (!coolsDown(cls) || epoch !== this.cooldowns) return;
@@ -87,7 +97,11 @@ export class DeploymentState {
  * say which deployment a request reaches), and it needs no per-request bookkeeping or shared state; over
  * least-outstanding-requests because that ignores weights. Each process balances on its own.
  */
-export function pickHealthy(states: DeploymentState[], tried: Set<DeploymentState> | null, now: number): DeploymentState | null {
+export function pickHealthy(
+  states: DeploymentState[],
+  tried: Set<DeploymentState> | null,
+  now: number,
+): DeploymentState | null {
   if (states.length === 1) {
     const s = states[0];
     return s.available(now) && !tried?.has(s) ? s : null;

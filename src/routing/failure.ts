@@ -3,10 +3,23 @@
  * raise (markFailure); anything unmarked is not an upstream failure (our own bug, a validation error) and is never
  * retried.
  */
-export type FailureClass = 'connect' | 'timeout' | 'rate_limit' | 'server' | 'conflict' | 'auth' | 'client' | 'stream_cut';
-export const FAILURE_CLASSES: FailureClass[] = ['connect', 'timeout', 'rate_limit', 'server', 'conflict', 'auth', 'client', 'stream_cut'];
+export type FailureClass =
+  'connect' | 'timeout' | 'rate_limit' | 'server' | 'conflict' | 'auth' | 'client' | 'stream_cut';
+export const FAILURE_CLASSES: FailureClass[] = [
+  'connect',
+  'timeout',
+  'rate_limit',
+  'server',
+  'conflict',
+  'auth',
+  'client',
+  'stream_cut',
+];
 
-interface Failure { cls: FailureClass; retryAfterMs: number | null }
+interface Failure {
+  cls: FailureClass;
+  retryAfterMs: number | null;
+}
 const failures = new WeakMap<object, Failure>();
 
 /**
@@ -37,7 +50,7 @@ export function markFailure<E extends object>(err: E, cls: FailureClass, retryAf
 }
 
 export function failureOf(err: unknown): Failure | null {
-  return err && typeof err === 'object' ? failures.get(err) ?? null : null;
+  return err && typeof err === 'object' ? (failures.get(err) ?? null) : null;
 }
 
 /** Whether another deployment may be tried: not for a 4xx other than 408, 409 and 429 (the issue's rule: 401/403 included). */
@@ -52,7 +65,14 @@ export function isRetryable(cls: FailureClass): boolean {
  * backoff (as LiteLLM cools deployments on 401).
  */
 export function coolsDown(cls: FailureClass): boolean {
-  return cls === 'connect' || cls === 'timeout' || cls === 'rate_limit' || cls === 'server' || cls === 'auth' || cls === 'stream_cut';
+  return (
+    cls === 'connect' ||
+    cls === 'timeout' ||
+    cls === 'rate_limit' ||
+    cls === 'server' ||
+    cls === 'auth' ||
+    cls === 'stream_cut'
+  );
 }
 
 /** Gives `to` (an error rewritten from `from`) the same failure class, so the retry loop still sees it. */

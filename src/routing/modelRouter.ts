@@ -9,15 +9,26 @@ import { tracer, type TryInfo } from '../observability/tracing';
 export type TryKind = 'first' | 'retry' | 'fallback';
 
 /** One upstream try: the model and deployment that serve it. */
-export interface RouteTry { model: ModelConfig; deployment: Deployment; kind: TryKind; state: DeploymentState }
+export interface RouteTry {
+  model: ModelConfig;
+  deployment: Deployment;
+  kind: TryKind;
+  state: DeploymentState;
+}
 
 /**
  * Told which deployment each try goes to (the request's meter, so its usage record names the one that answered);
  * its `operation` names the tries' spans while tracing is on.
  */
-export interface RouteRecorder { routed(t: RouteTry): void; readonly operation?: string }
+export interface RouteRecorder {
+  routed(t: RouteTry): void;
+  readonly operation?: string;
+}
 
-interface Link { model: ModelConfig; states: DeploymentState[] }
+interface Link {
+  model: ModelConfig;
+  states: DeploymentState[];
+}
 
 /**
  * Routes a request over a model's deployments and its fallback models. The caller's `call` makes one upstream try
@@ -37,7 +48,11 @@ export class ModelRouter {
   /** Provider id -> kind, for the tries' spans. */
   private readonly kinds = new Map<string, string>();
 
-  constructor(catalog: Catalog, private readonly settings: RoutingSettings, private readonly now: () => number = Date.now) {
+  constructor(
+    catalog: Catalog,
+    private readonly settings: RoutingSettings,
+    private readonly now: () => number = Date.now,
+  ) {
     for (const [id, p] of catalog.providers) this.kinds.set(id, p.kind);
     const byModel = new Map<string, DeploymentState[]>();
     for (const m of catalog.models) {
@@ -46,9 +61,13 @@ export class ModelRouter {
       this.states.push(...states);
     }
     for (const m of catalog.models) {
-      const chain: Link[] = [m, ...(m.fallbacks ?? []).map((id) => catalog.get(id)!)].map((x) => ({ model: x, states: byModel.get(x.id)! }));
+      const chain: Link[] = [m, ...(m.fallbacks ?? []).map((id) => catalog.get(id)!)].map((x) => ({
+        model: x,
+        states: byModel.get(x.id)!,
+      }));
       this.chains.set(m.id, chain);
-      for (const s of chain[0].states) this.firstTries.set(s, { model: m, deployment: s.deployment, kind: 'first', state: s });
+      for (const s of chain[0].states)
+        this.firstTries.set(s, { model: m, deployment: s.deployment, kind: 'first', state: s });
     }
   }
 
@@ -59,7 +78,12 @@ export class ModelRouter {
   }
 
   /** `sameModel`: only the model's own deployments, no fallbacks (video: another model has other rules and prices). */
-  async run<T>(m: ModelConfig, call: (t: RouteTry) => Promise<T>, recorder?: RouteRecorder | null, sameModel = false): Promise<T> {
+  async run<T>(
+    m: ModelConfig,
+    call: (t: RouteTry) => Promise<T>,
+    recorder?: RouteRecorder | null,
+    sameModel = false,
+  ): Promise<T> {
     const all = this.chains.get(m.id)!;
     const chain = sameModel && all.length > 1 ? all.slice(0, 1) : all;
     // The router's own instance of the model: a caller may hold another catalog's (the worker of npm start).
@@ -92,7 +116,8 @@ export class ModelRouter {
         const now = this.now();
         st.failed(f.cls, f.retryAfterMs, now, this.settings, epoch, probe);
         tries++;
-        if (!isRetryable(f.cls) || tries >= this.settings.maxAttempts || now - start >= this.settings.maxTimeMs) throw e;
+        if (!isRetryable(f.cls) || tries >= this.settings.maxAttempts || now - start >= this.settings.maxTimeMs)
+          throw e;
         (tried ??= new Set()).add(st);
         const next = this.choose(chain, tried, now, primary, false);
         if (!next) throw e;
@@ -104,8 +129,13 @@ export class ModelRouter {
   private tryInfo(t: RouteTry, recorder: RouteRecorder | null | undefined): TryInfo {
     const d = t.deployment;
     return {
-      operation: recorder?.operation, model: t.model.id, deployment: d.id, provider: d.provider,
-      providerKind: this.kinds.get(d.provider), upstreamModel: d.upstreamModel, kind: t.kind,
+      operation: recorder?.operation,
+      model: t.model.id,
+      deployment: d.id,
+      provider: d.provider,
+      providerKind: this.kinds.get(d.provider),
+      upstreamModel: d.upstreamModel,
+      kind: t.kind,
     };
   }
 
@@ -121,14 +151,21 @@ export class ModelRouter {
   }
 
   /** A healthy untried deployment, the primary model's first, then each fallback's; else the last resort. */
-  private choose(chain: Link[], tried: Set<DeploymentState> | null, now: number, primary: ModelConfig, first: boolean): RouteTry | null {
+  private choose(
+    chain: Link[],
+    tried: Set<DeploymentState> | null,
+    now: number,
+    primary: ModelConfig,
+    first: boolean,
+  ): RouteTry | null {
     for (const link of chain) {
       const s = pickHealthy(link.states, tried, now);
       if (s) return (first && link.model === primary && this.firstTries.get(s)) || tryOf(link, s, primary, first);
     }
     // Every untried candidate is cooling down (or being probed): the one that recovers first.
     let best: { link: Link; s: DeploymentState } | null = null;
-    for (const link of chain) for (const s of link.states) if (!tried?.has(s) && (!best || s.until < best.s.until)) best = { link, s };
+    for (const link of chain)
+      for (const s of link.states) if (!tried?.has(s) && (!best || s.until < best.s.until)) best = { link, s };
     return best ? tryOf(best.link, best.s, primary, first) : null;
   }
 }

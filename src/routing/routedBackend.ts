@@ -22,7 +22,13 @@ export class RoutedBackend implements ChatBackend {
   private readonly primary: ChatBackend;
   private readonly others = new Map<string, ChatBackend>();
 
-  constructor(private readonly providers: ProviderRegistry, catalog: Catalog, private readonly router: ModelRouter, private readonly model: ModelConfig, private readonly chat: ChatRequest) {
+  constructor(
+    private readonly providers: ProviderRegistry,
+    catalog: Catalog,
+    private readonly router: ModelRouter,
+    private readonly model: ModelConfig,
+    private readonly chat: ChatRequest,
+  ) {
     this.answered = model;
     this.primary = backendFor(providers, model, chat);
     let bound: ChatBackend = this.primary;
@@ -46,10 +52,14 @@ export class RoutedBackend implements ChatBackend {
 
   async stream(signal: AbortSignal): Promise<AsyncIterable<ChatChunk[]>> {
     let started!: RouteTry;
-    const batches = await this.router.run(this.model, (t) => {
-      started = t;
-      return this.on(t).stream(signal);
-    }, this.recorder);
+    const batches = await this.router.run(
+      this.model,
+      (t) => {
+        started = t;
+        return this.on(t).stream(signal);
+      },
+      this.recorder,
+    );
     const router = this.router;
     // A stream the upstream breaks off after its first byte is not retried (the client has it) but cools its deployment.
     return (async function* () {
@@ -68,9 +78,14 @@ export class RoutedBackend implements ChatBackend {
   }
 
   private backendOf(m: ModelConfig, d: RouteTry['deployment']): ChatBackend {
-    if (m === this.model && d.provider === m.provider && d.upstreamModel === m.upstreamModel && !d.apiKeyEnv) return this.primary;
+    if (m === this.model && d.provider === m.provider && d.upstreamModel === m.upstreamModel && !d.apiKeyEnv)
+      return this.primary;
     let b = this.others.get(d.id);
-    if (!b) this.others.set(d.id, (b = backendFor(this.providers, m, m === this.model ? this.chat : { ...this.chat, model: d.upstreamModel }, d)));
+    if (!b)
+      this.others.set(
+        d.id,
+        (b = backendFor(this.providers, m, m === this.model ? this.chat : { ...this.chat, model: d.upstreamModel }, d)),
+      );
     return b;
   }
 }

@@ -14,7 +14,8 @@ function int(env: NodeJS.ProcessEnv, name: string, def: number, min: number): nu
   const v = env[name];
   if (v === undefined || v === '') return def;
   const n = Number(v);
-  if (!Number.isInteger(n) || n < min) throw new Error(`${name} must be an integer >= ${min}, got ${JSON.stringify(v)}`);
+  if (!Number.isInteger(n) || n < min)
+    throw new Error(`${name} must be an integer >= ${min}, got ${JSON.stringify(v)}`);
   return n;
 }
 

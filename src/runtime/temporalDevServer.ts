@@ -9,8 +9,11 @@ import { SEARCH_ATTRIBUTES, SEARCH_ATTRIBUTE_TYPE } from '../video/searchAttribu
 export function findTemporalCli(): string | null {
   const candidates: string[] = [];
   if (process.env.TEMPORAL_CLI) candidates.push(process.env.TEMPORAL_CLI);
-  for (const dir of (process.env.PATH ?? '').split(path.delimiter)) if (dir) candidates.push(path.join(dir, 'temporal'));
-  const py = spawnSync('python3', ['-c', 'import sysconfig; print(sysconfig.get_path("scripts"))'], { encoding: 'utf8' });
+  for (const dir of (process.env.PATH ?? '').split(path.delimiter))
+    if (dir) candidates.push(path.join(dir, 'temporal'));
+  const py = spawnSync('python3', ['-c', 'import sysconfig; print(sysconfig.get_path("scripts"))'], {
+    encoding: 'utf8',
+  });
   if (py.status === 0 && py.stdout.trim()) candidates.push(path.join(py.stdout.trim(), 'temporal'));
   for (const c of candidates) {
     try {
@@ -33,22 +36,46 @@ export async function freePort(): Promise<number> {
   });
 }
 
-export interface DevServer { address: string; uiUrl: string; pid: number | undefined; stop(): Promise<void> }
+export interface DevServer {
+  address: string;
+  uiUrl: string;
+  pid: number | undefined;
+  stop(): Promise<void>;
+}
 
 /**
  * Starts `temporal server start-dev` with the gateway's search attributes registered, and waits until it answers.
  * `dbFile` keeps state across restarts (embedded mode); without it the server is in-memory (tests).
  */
-export async function startTemporalDevServer(opts: { cli: string; port?: number; uiPort?: number; dbFile?: string; headless?: boolean; log?: (line: string) => void }): Promise<DevServer> {
+export async function startTemporalDevServer(opts: {
+  cli: string;
+  port?: number;
+  uiPort?: number;
+  dbFile?: string;
+  headless?: boolean;
+  log?: (line: string) => void;
+}): Promise<DevServer> {
   const port = opts.port ?? (await freePort());
   const uiPort = opts.uiPort ?? (await freePort());
-  const args = ['server', 'start-dev', '--ip', '127.0.0.1', '--port', String(port), '--ui-port', String(uiPort), '--log-level', 'warn'];
+  const args = [
+    'server',
+    'start-dev',
+    '--ip',
+    '127.0.0.1',
+    '--port',
+    String(port),
+    '--ui-port',
+    String(uiPort),
+    '--log-level',
+    'warn',
+  ];
   if (opts.headless) args.push('--headless');
   if (opts.dbFile) {
     fs.mkdirSync(path.dirname(opts.dbFile), { recursive: true });
     args.push('--db-filename', opts.dbFile);
   }
-  for (const name of Object.values(SEARCH_ATTRIBUTES)) args.push('--search-attribute', `${name}=${SEARCH_ATTRIBUTE_TYPE}`);
+  for (const name of Object.values(SEARCH_ATTRIBUTES))
+    args.push('--search-attribute', `${name}=${SEARCH_ATTRIBUTE_TYPE}`);
   const child: ChildProcess = spawn(opts.cli, args, { stdio: ['ignore', 'pipe', 'pipe'], detached: false });
   let output = '';
   const onData = (d: Buffer) => {
@@ -75,12 +102,15 @@ export async function startTemporalDevServer(opts: { cli: string; port?: number;
     }
   }
   return {
-    address, uiUrl: `http://127.0.0.1:${uiPort}`, pid: child.pid,
-    stop: () => new Promise<void>((resolve) => {
-      if (child.exitCode !== null || child.signalCode !== null) return resolve();
-      child.once('exit', () => resolve());
-      child.kill('SIGTERM');
-      setTimeout(() => child.kill('SIGKILL'), 5000).unref();
-    }),
+    address,
+    uiUrl: `http://127.0.0.1:${uiPort}`,
+    pid: child.pid,
+    stop: () =>
+      new Promise<void>((resolve) => {
+        if (child.exitCode !== null || child.signalCode !== null) return resolve();
+        child.once('exit', () => resolve());
+        child.kill('SIGTERM');
+        setTimeout(() => child.kill('SIGKILL'), 5000).unref();
+      }),
   };
 }

@@ -26,7 +26,8 @@ export type BodyShapeProblem = 'too_deep' | 'prototype_key';
  */
 export function formNameProblem(name: string): BodyShapeProblem | null {
   let depth = 1;
-  for (let i = 0; i < name.length; i++) if (name.charCodeAt(i) === 91 /* [ */ && ++depth > MAX_BODY_DEPTH) return 'too_deep';
+  for (let i = 0; i < name.length; i++)
+    if (name.charCodeAt(i) === 91 /* [ */ && ++depth > MAX_BODY_DEPTH) return 'too_deep';
   const path = formNamePath(name) ?? [name];
   return path.some((k) => PROTOTYPE_KEYS.has(k)) ? 'prototype_key' : null;
 }

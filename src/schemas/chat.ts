@@ -49,7 +49,10 @@ export const validateChatCompletion: Validator<ChatCompletionBody> = compileJson
         required: ['role'],
         properties: {
           role: { enum: ['system', 'developer', 'user', 'assistant', 'tool', 'function'] },
-          content: { type: ['string', 'array', 'null'], items: { type: 'object', required: ['type'], properties: { type: { type: 'string' } } } },
+          content: {
+            type: ['string', 'array', 'null'],
+            items: { type: 'object', required: ['type'], properties: { type: { type: 'string' } } },
+          },
           name: { type: 'string' },
           tool_call_id: { type: 'string' },
           tool_calls: { type: 'array', items: { type: 'object' } },
@@ -67,7 +70,11 @@ export const validateChatCompletion: Validator<ChatCompletionBody> = compileJson
         required: ['type'],
         properties: {
           type: { type: 'string' },
-          function: { type: 'object', required: ['name'], properties: { name: { type: 'string', minLength: 1, maxLength: 64 }, parameters: { type: 'object' } } },
+          function: {
+            type: 'object',
+            required: ['name'],
+            properties: { name: { type: 'string', minLength: 1, maxLength: 64 }, parameters: { type: 'object' } },
+          },
         },
       },
     },

@@ -28,7 +28,10 @@ export const compileForm = <T>(schema: Schema): Validator<T> => build<T>(formAjv
 
 /** `/messages/0/role` -> `messages[0].role`. */
 export function paramPath(instancePath: string, extra?: string): string {
-  const parts = instancePath.split('/').slice(1).map((p) => p.replace(/~1/g, '/').replace(/~0/g, '~'));
+  const parts = instancePath
+    .split('/')
+    .slice(1)
+    .map((p) => p.replace(/~1/g, '/').replace(/~0/g, '~'));
   if (extra) parts.push(extra);
   let out = '';
   for (const p of parts) out += /^\d+$/.test(p) ? `[${p}]` : out ? `.${p}` : p;
@@ -57,16 +60,31 @@ function toApiError(errors: ErrorObject[], data: unknown): ApiError {
     }
     case 'type': {
       const param = paramPath(e.instancePath);
-      return badRequest(`Invalid type for '${param}': expected ${[].concat(p.type).join(' or ')}, but got ${jsonType(valueAt(data, e.instancePath))}.`, param, 'invalid_type');
+      return badRequest(
+        `Invalid type for '${param}': expected ${[].concat(p.type).join(' or ')}, but got ${jsonType(valueAt(data, e.instancePath))}.`,
+        param,
+        'invalid_type',
+      );
     }
     case 'enum': {
       const param = paramPath(e.instancePath);
-      return badRequest(`Invalid value for '${param}': ${show(valueAt(data, e.instancePath))}. Supported values are: ${(p.allowedValues as unknown[]).map((v) => show(v)).join(', ')}.`, param, 'invalid_value');
+      return badRequest(
+        `Invalid value for '${param}': ${show(valueAt(data, e.instancePath))}. Supported values are: ${(p.allowedValues as unknown[]).map((v) => show(v)).join(', ')}.`,
+        param,
+        'invalid_value',
+      );
     }
-    case 'minimum': case 'maximum': case 'exclusiveMinimum': case 'exclusiveMaximum': {
+    case 'minimum':
+    case 'maximum':
+    case 'exclusiveMinimum':
+    case 'exclusiveMaximum': {
       const param = paramPath(e.instancePath);
       const v = valueAt(data, e.instancePath);
-      return badRequest(`Invalid '${param}': expected a value ${p.comparison} ${p.limit}, but got ${show(v)} instead.`, param, 'invalid_value');
+      return badRequest(
+        `Invalid '${param}': expected a value ${p.comparison} ${p.limit}, but got ${show(v)} instead.`,
+        param,
+        'invalid_value',
+      );
     }
     case 'additionalProperties': {
       const param = paramPath(e.instancePath, p.additionalProperty);
@@ -74,7 +92,11 @@ function toApiError(errors: ErrorObject[], data: unknown): ApiError {
     }
     default: {
       const param = paramPath(e.instancePath);
-      return badRequest(`Invalid '${param || 'body'}': ${e.message ?? 'invalid value'}.`, param || null, 'invalid_value');
+      return badRequest(
+        `Invalid '${param || 'body'}': ${e.message ?? 'invalid value'}.`,
+        param || null,
+        'invalid_value',
+      );
     }
   }
 }

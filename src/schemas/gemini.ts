@@ -23,7 +23,16 @@ const generateProperties = {
       properties: {
         functionDeclarations: {
           type: 'array',
-          items: { type: 'object', required: ['name'], properties: { name: { type: 'string', minLength: 1 }, description: { type: 'string' }, parameters: { type: 'object' }, parametersJsonSchema: { type: 'object' } } },
+          items: {
+            type: 'object',
+            required: ['name'],
+            properties: {
+              name: { type: 'string', minLength: 1 },
+              description: { type: 'string' },
+              parameters: { type: 'object' },
+              parametersJsonSchema: { type: 'object' },
+            },
+          },
         },
       },
     },
@@ -33,7 +42,10 @@ const generateProperties = {
     properties: {
       functionCallingConfig: {
         type: 'object',
-        properties: { mode: { enum: ['MODE_UNSPECIFIED', 'AUTO', 'ANY', 'NONE', 'VALIDATED'] }, allowedFunctionNames: { type: 'array', items: { type: 'string' } } },
+        properties: {
+          mode: { enum: ['MODE_UNSPECIFIED', 'AUTO', 'ANY', 'NONE', 'VALIDATED'] },
+          allowedFunctionNames: { type: 'array', items: { type: 'string' } },
+        },
       },
     },
   },
@@ -48,17 +60,29 @@ const generateProperties = {
       temperature: { type: 'number', minimum: 0, maximum: 2 },
       topP: { type: 'number', minimum: 0, maximum: 1 },
       topK: { type: 'integer', minimum: 0 },
-      thinkingConfig: { type: 'object', properties: { includeThoughts: { type: 'boolean' }, thinkingBudget: { type: 'integer', minimum: -1 }, thinkingLevel: { type: 'string' } } },
+      thinkingConfig: {
+        type: 'object',
+        properties: {
+          includeThoughts: { type: 'boolean' },
+          thinkingBudget: { type: 'integer', minimum: -1 },
+          thinkingLevel: { type: 'string' },
+        },
+      },
     },
   },
 };
 
 export const validateGenerateContent: Validator<GenerateContentRequest> = compileJson<GenerateContentRequest>({
-  type: 'object', required: ['contents'], properties: generateProperties,
+  type: 'object',
+  required: ['contents'],
+  properties: generateProperties,
 });
 
 /** countTokens takes `contents`, or a whole `generateContentRequest` (with tools and system instruction). */
-export interface CountTokensBody { contents?: GeminiContent[]; generateContentRequest?: GenerateContentRequest }
+export interface CountTokensBody {
+  contents?: GeminiContent[];
+  generateContentRequest?: GenerateContentRequest;
+}
 export const validateGeminiCountTokens: Validator<CountTokensBody> = compileJson<CountTokensBody>({
   type: 'object',
   properties: {
@@ -68,19 +92,38 @@ export const validateGeminiCountTokens: Validator<CountTokensBody> = compileJson
   anyOf: [{ required: ['contents'] }, { required: ['generateContentRequest'] }],
 });
 
-export interface EmbedContentBody { model?: string; content: GeminiContent; taskType?: string; title?: string; outputDimensionality?: number }
+export interface EmbedContentBody {
+  model?: string;
+  content: GeminiContent;
+  taskType?: string;
+  title?: string;
+  outputDimensionality?: number;
+}
 const embedProperties = {
   model: { type: 'string' },
   content: { type: 'object', required: ['parts'], properties: { parts: { type: 'array', minItems: 1, items: part } } },
-  taskType: { type: 'string' }, title: { type: 'string' },
+  taskType: { type: 'string' },
+  title: { type: 'string' },
   outputDimensionality: { type: 'integer', minimum: 1, maximum: 3072 },
 };
 export const validateEmbedContent: Validator<EmbedContentBody> = compileJson<EmbedContentBody>({
-  type: 'object', required: ['content'], properties: embedProperties,
+  type: 'object',
+  required: ['content'],
+  properties: embedProperties,
 });
 
-export interface BatchEmbedBody { requests: EmbedContentBody[] }
+export interface BatchEmbedBody {
+  requests: EmbedContentBody[];
+}
 export const validateBatchEmbed: Validator<BatchEmbedBody> = compileJson<BatchEmbedBody>({
-  type: 'object', required: ['requests'],
-  properties: { requests: { type: 'array', minItems: 1, maxItems: 100, items: { type: 'object', required: ['content'], properties: embedProperties } } },
+  type: 'object',
+  required: ['requests'],
+  properties: {
+    requests: {
+      type: 'array',
+      minItems: 1,
+      maxItems: 100,
+      items: { type: 'object', required: ['content'], properties: embedProperties },
+    },
+  },
 });

@@ -4,7 +4,16 @@ import { compileForm, compileJson, type Validator } from './compile';
  * POST /v1/images/generations (spec 4.7) and POST /v1/images/edits (spec 4.8). The spec leaves sizes and
  * qualities open: we accept the values the OpenAI images API documents across its models.
  */
-export const IMAGE_SIZES = ['auto', '256x256', '512x512', '1024x1024', '1536x1024', '1024x1536', '1792x1024', '1024x1792'] as const;
+export const IMAGE_SIZES = [
+  'auto',
+  '256x256',
+  '512x512',
+  '1024x1024',
+  '1536x1024',
+  '1024x1536',
+  '1792x1024',
+  '1024x1792',
+] as const;
 export const IMAGE_QUALITIES = ['auto', 'standard', 'hd', 'low', 'medium', 'high'] as const;
 
 export interface ImageGenerationBody {

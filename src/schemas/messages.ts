@@ -24,14 +24,29 @@ const common = {
   system: { type: ['string', 'array'], items: block },
   tools: {
     type: 'array',
-    items: { type: 'object', required: ['name'], properties: { name: { type: 'string', minLength: 1 }, type: { type: 'string' }, description: { type: 'string' }, input_schema: { type: 'object' } } },
+    items: {
+      type: 'object',
+      required: ['name'],
+      properties: {
+        name: { type: 'string', minLength: 1 },
+        type: { type: 'string' },
+        description: { type: 'string' },
+        input_schema: { type: 'object' },
+      },
+    },
   },
   tool_choice: {
-    type: 'object', required: ['type'],
-    properties: { type: { enum: ['auto', 'any', 'none', 'tool'] }, name: { type: 'string' }, disable_parallel_tool_use: { type: 'boolean' } },
+    type: 'object',
+    required: ['type'],
+    properties: {
+      type: { enum: ['auto', 'any', 'none', 'tool'] },
+      name: { type: 'string' },
+      disable_parallel_tool_use: { type: 'boolean' },
+    },
   },
   thinking: {
-    type: 'object', required: ['type'],
+    type: 'object',
+    required: ['type'],
     properties: { type: { enum: ['enabled', 'disabled', 'adaptive'] }, budget_tokens: tokenCount },
   },
 };
@@ -51,7 +66,11 @@ export const validateMessages: Validator<MessagesRequest> = compileJson<Messages
   },
 });
 
-export type CountTokensRequest = Pick<MessagesRequest, 'model' | 'messages' | 'system' | 'tools' | 'tool_choice' | 'thinking'> & Record<string, unknown>;
+export type CountTokensRequest = Pick<
+  MessagesRequest,
+  'model' | 'messages' | 'system' | 'tools' | 'tool_choice' | 'thinking'
+> &
+  Record<string, unknown>;
 export const validateCountTokens: Validator<CountTokensRequest> = compileJson<CountTokensRequest>({
   type: 'object',
   required: ['model', 'messages'],

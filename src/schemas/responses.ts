@@ -16,7 +16,10 @@ export const validateResponses: Validator<ResponsesRequest> = compileJson<Respon
     model: { type: 'string', minLength: 1 },
     input: { type: ['string', 'array'], items: item },
     instructions: { type: ['string', 'null'] },
-    tools: { type: 'array', items: { type: 'object', required: ['type'], properties: { type: { type: 'string' }, name: { type: 'string' } } } },
+    tools: {
+      type: 'array',
+      items: { type: 'object', required: ['type'], properties: { type: { type: 'string' }, name: { type: 'string' } } },
+    },
     tool_choice: { type: ['string', 'object'] },
     parallel_tool_calls: { type: ['boolean', 'null'] },
     max_output_tokens: nullableTokenCount,

@@ -16,7 +16,16 @@ import type { StreamSink } from './streamSink';
 export const CLIENT_CLOSED = 499;
 
 /** The error event for a stream the upstream cut short, in the OpenAI error shape (src/api/errors.ts openAIBody). */
-const CUT_SHORT_EVENT = sseEvent(JSON.stringify({ error: { message: 'The upstream provider ended the stream early.', type: 'upstream_error', param: null, code: 'upstream_error' } }));
+const CUT_SHORT_EVENT = sseEvent(
+  JSON.stringify({
+    error: {
+      message: 'The upstream provider ended the stream early.',
+      type: 'upstream_error',
+      param: null,
+      code: 'upstream_error',
+    },
+  }),
+);
 
 /**
  * What the relay tells the request's usage counter (billing's StreamUsage) about the events it forwards: content
@@ -81,7 +90,16 @@ function plainEvents(buf: Buffer): PlainEvent[] | null {
   while (at < buf.length) {
     const end = buf.indexOf(BLANK_LINE, at);
     // "data: " (d a t a : space)
-    if (end < 0 || buf[at] !== 100 || buf[at + 1] !== 97 || buf[at + 2] !== 116 || buf[at + 3] !== 97 || buf[at + 4] !== 58 || buf[at + 5] !== 32) return null;
+    if (
+      end < 0 ||
+      buf[at] !== 100 ||
+      buf[at + 1] !== 97 ||
+      buf[at + 2] !== 116 ||
+      buf[at + 3] !== 97 ||
+      buf[at + 4] !== 58 ||
+      buf[at + 5] !== 32
+    )
+      return null;
     const nl = buf.indexOf(10, at);
     if (nl !== end) return null; // another line (field) in this event
     out.push({ data: buf.toString('utf8', at + 6, end) });
@@ -93,7 +111,12 @@ function plainEvents(buf: Buffer): PlainEvent[] | null {
 /** Whether a chunk ends with the blank line that terminates an SSE event. */
 function endsAtEventBoundary(b: Buffer): boolean {
   const n = b.length;
-  return (n >= 2 && b[n - 1] === 10 && (b[n - 2] === 10 || (n >= 4 && b[n - 2] === 13 && b[n - 3] === 10 && b[n - 4] === 13))) || (n >= 2 && b[n - 1] === 13 && b[n - 2] === 13);
+  return (
+    (n >= 2 &&
+      b[n - 1] === 10 &&
+      (b[n - 2] === 10 || (n >= 4 && b[n - 2] === 13 && b[n - 3] === 10 && b[n - 4] === 13))) ||
+    (n >= 2 && b[n - 1] === 13 && b[n - 2] === 13)
+  );
 }
 
 export class SseRelay implements StreamSink {
@@ -110,7 +133,12 @@ export class SseRelay implements StreamSink {
   /** Whether the bytes so far ended exactly at an event boundary (so a chunk can be forwarded byte for byte). */
   private aligned = true;
 
-  constructor(private readonly res: ServerResponse, private readonly gone: { readonly aborted: boolean }, private readonly acc: RelayUsage, private readonly opts: RelayOptions) {
+  constructor(
+    private readonly res: ServerResponse,
+    private readonly gone: { readonly aborted: boolean },
+    private readonly acc: RelayUsage,
+    private readonly opts: RelayOptions,
+  ) {
     this.chat = opts.kind === 'chat';
   }
 

@@ -2,7 +2,12 @@ import type { ServerResponse } from 'node:http';
 import { SSE_HEADERS } from './wire';
 
 /** The parts of the request's (Koa) context a sink writes through. */
-export interface SseSinkContext { res: ServerResponse; status: number; respond?: boolean; state: { requestId: string } }
+export interface SseSinkContext {
+  res: ServerResponse;
+  status: number;
+  respond?: boolean;
+  state: { requestId: string };
+}
 
 /**
  * The client side of a streamed answer (messages, responses): writes go straight to the socket as they are
@@ -44,7 +49,12 @@ export class SseSink {
     const ctx = this.ctx;
     ctx.status = 200; // for logs and metrics: Koa does not send this response itself
     ctx.respond = false;
-    ctx.res.writeHead(200, { ...SSE_HEADERS, ...extra, 'x-request-id': ctx.state.requestId, 'request-id': ctx.state.requestId });
+    ctx.res.writeHead(200, {
+      ...SSE_HEADERS,
+      ...extra,
+      'x-request-id': ctx.state.requestId,
+      'request-id': ctx.state.requestId,
+    });
     ctx.res.flushHeaders();
   }
 

@@ -34,7 +34,9 @@ export class SseRegions {
 
   /** The whole events this chunk completes, with their bytes; null while the chunk only continues a partial event. */
   push(chunk: Uint8Array): SseRegion | null {
-    const buf = this.held ? Buffer.concat([this.held, chunk]) : Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
+    const buf = this.held
+      ? Buffer.concat([this.held, chunk])
+      : Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
     const cut = lastBoundary(buf);
     if (cut < 0) {
       this.held = buf;
@@ -65,7 +67,11 @@ export function rewriteRegion(region: SseRegion, change: (ev: EventSourceMessage
     const data = change(events[i]);
     if (data === null || data === events[i].data) continue;
     // The first change: the events before it as they were, this one changed, and the later ones checked too.
-    let out = events.slice(0, i).map((ev) => encodeSseEvent(ev)).join('') + encodeSseEvent(events[i], data);
+    let out =
+      events
+        .slice(0, i)
+        .map((ev) => encodeSseEvent(ev))
+        .join('') + encodeSseEvent(events[i], data);
     for (let j = i + 1; j < events.length; j++) out += encodeSseEvent(events[j], change(events[j]) ?? events[j].data);
     return out;
   }

@@ -13,7 +13,11 @@ export class SseDecoder {
   private pending: EventSourceMessage[] = [];
 
   constructor() {
-    this.parser = createParser({ onEvent: (e) => { this.pending.push(e); } });
+    this.parser = createParser({
+      onEvent: (e) => {
+        this.pending.push(e);
+      },
+    });
   }
 
   /** The events completed by this chunk (often none or one; several when the upstream batches). */

@@ -9,7 +9,11 @@ import { DigestCounter } from './digest';
 import { checkRange, InvalidRangeError, ObjectNotFoundError, validateKey } from './keys';
 
 /** What the sidecar file holds next to each object (no xattrs: they are not portable across filesystems). */
-interface Meta { size: number; etag: string; contentType: string }
+interface Meta {
+  size: number;
+  etag: string;
+  contentType: string;
+}
 
 function isNotFound(e: unknown): boolean {
   return (e as NodeJS.ErrnoException)?.code === 'ENOENT' || (e as NodeJS.ErrnoException)?.code === 'ENOTDIR';

@@ -20,7 +20,11 @@ export class ObjectNotFoundError extends Error {
 /** Thrown by get() when the byte range lies outside the object (HTTP 416). */
 export class InvalidRangeError extends Error {
   readonly code = 'InvalidRange';
-  constructor(readonly key: string, readonly range: { start: number; end: number }, readonly size?: number) {
+  constructor(
+    readonly key: string,
+    readonly range: { start: number; end: number },
+    readonly size?: number,
+  ) {
     super(`range ${range.start}-${range.end} not satisfiable for ${key}${size === undefined ? '' : ` (size ${size})`}`);
   }
 }
@@ -40,7 +44,11 @@ export function validateKey(key: string): string[] {
   for (const s of segments) {
     if (s === '..' || s === '.') throw new InvalidKeyError(key, `'${s}' segment`);
     if (s === '') throw new InvalidKeyError(key, 'empty segment');
-    if (!SEGMENT.test(s)) throw new InvalidKeyError(key, `segment ${JSON.stringify(s)} has characters outside [A-Za-z0-9._=-] or starts with '.'`);
+    if (!SEGMENT.test(s))
+      throw new InvalidKeyError(
+        key,
+        `segment ${JSON.stringify(s)} has characters outside [A-Za-z0-9._=-] or starts with '.'`,
+      );
   }
   return segments;
 }

@@ -54,7 +54,9 @@ export function sliceStream(source: Readable, skip: number, length: number): Rea
       cb();
     },
   });
-  source.on('error', (e) => { if (remaining > 0) out.destroy(e); });
+  source.on('error', (e) => {
+    if (remaining > 0) out.destroy(e);
+  });
   if (length <= 0) {
     source.destroy();
     out.end();

@@ -1,6 +1,12 @@
 import { Readable } from 'node:stream';
 import {
-  CreateBucketCommand, DeleteObjectCommand, GetObjectCommand, HeadBucketCommand, HeadObjectCommand, S3Client, S3ServiceException,
+  CreateBucketCommand,
+  DeleteObjectCommand,
+  GetObjectCommand,
+  HeadBucketCommand,
+  HeadObjectCommand,
+  S3Client,
+  S3ServiceException,
   type S3ClientConfig,
 } from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
@@ -120,7 +126,11 @@ export class S3Storage implements Storage {
     await this.ensureBucket();
     try {
       const r = await this.client.send(new HeadObjectCommand({ Bucket: this.bucket, Key: key }));
-      return { size: r.ContentLength ?? 0, etag: r.ETag ?? '', contentType: r.ContentType ?? 'application/octet-stream' };
+      return {
+        size: r.ContentLength ?? 0,
+        etag: r.ETag ?? '',
+        contentType: r.ContentType ?? 'application/octet-stream',
+      };
     } catch (e) {
       if (httpStatus(e) === 404 || errName(e) === 'NotFound' || errName(e) === 'NoSuchKey') return null;
       throw e;
@@ -132,11 +142,13 @@ export class S3Storage implements Storage {
     if (range) checkRange(key, range);
     await this.ensureBucket();
     try {
-      const r = await this.client.send(new GetObjectCommand({
-        Bucket: this.bucket,
-        Key: key,
-        Range: range ? `bytes=${range.start}-${range.end}` : undefined,
-      }));
+      const r = await this.client.send(
+        new GetObjectCommand({
+          Bucket: this.bucket,
+          Key: key,
+          Range: range ? `bytes=${range.start}-${range.end}` : undefined,
+        }),
+      );
       if (!(r.Body instanceof Readable)) throw new Error('S3 GetObject returned no stream body');
       if (!range) return r.Body;
       return exactRange(r.Body, range, parseContentRange(r.ContentRange), r.ContentLength);
@@ -159,7 +171,10 @@ export class S3Storage implements Storage {
  * server sent more than asked (a 200 with the whole body, or a wider 206).
  */
 function exactRange(
-  body: Readable, want: { start: number; end: number }, got: { first: number; last: number } | null, contentLength?: number,
+  body: Readable,
+  want: { start: number; end: number },
+  got: { first: number; last: number } | null,
+  contentLength?: number,
 ): Readable {
   const first = got ? got.first : 0;
   const last = got ? got.last : (contentLength ?? Number.MAX_SAFE_INTEGER) - 1;

@@ -49,5 +49,7 @@ export function unstorableTextMessage(param: string): string {
  * pair so that text like `\u0000` written out literally is left alone.
  */
 export function jsonForPostgres(value: unknown): string {
-  return JSON.stringify(value).replace(/\\(\\|u0000|ud[89a-f][0-9a-f]{2})/g, (m, g: string) => (g === '\\' ? m : '\\ufffd'));
+  return JSON.stringify(value).replace(/\\(\\|u0000|ud[89a-f][0-9a-f]{2})/g, (m, g: string) =>
+    g === '\\' ? m : '\\ufffd',
+  );
 }

@@ -1,13 +1,28 @@
 /** The Anthropic Messages wire shapes (reference section 1) the translators read and write. */
 
-export interface AnthropicTextBlock { type: 'text'; text: string; cache_control?: unknown; citations?: unknown }
+export interface AnthropicTextBlock {
+  type: 'text';
+  text: string;
+  cache_control?: unknown;
+  citations?: unknown;
+}
 export interface AnthropicImageBlock {
   type: 'image';
   source: { type: 'base64'; media_type: string; data: string } | { type: 'url'; url: string };
   cache_control?: unknown;
 }
-export interface AnthropicDocumentBlock { type: 'document'; source: { type: string; data?: string; media_type?: string; url?: string }; title?: string }
-export interface AnthropicToolUseBlock { type: 'tool_use'; id: string; name: string; input: unknown; cache_control?: unknown }
+export interface AnthropicDocumentBlock {
+  type: 'document';
+  source: { type: string; data?: string; media_type?: string; url?: string };
+  title?: string;
+}
+export interface AnthropicToolUseBlock {
+  type: 'tool_use';
+  id: string;
+  name: string;
+  input: unknown;
+  cache_control?: unknown;
+}
 export interface AnthropicToolResultBlock {
   type: 'tool_result';
   tool_use_id: string;
@@ -15,12 +30,24 @@ export interface AnthropicToolResultBlock {
   is_error?: boolean;
   cache_control?: unknown;
 }
-export interface AnthropicThinkingBlock { type: 'thinking'; thinking: string; signature?: string }
-export interface AnthropicRedactedThinkingBlock { type: 'redacted_thinking'; data: string }
+export interface AnthropicThinkingBlock {
+  type: 'thinking';
+  thinking: string;
+  signature?: string;
+}
+export interface AnthropicRedactedThinkingBlock {
+  type: 'redacted_thinking';
+  data: string;
+}
 
 export type AnthropicContentBlock =
-  | AnthropicTextBlock | AnthropicImageBlock | AnthropicDocumentBlock | AnthropicToolUseBlock | AnthropicToolResultBlock
-  | AnthropicThinkingBlock | AnthropicRedactedThinkingBlock;
+  | AnthropicTextBlock
+  | AnthropicImageBlock
+  | AnthropicDocumentBlock
+  | AnthropicToolUseBlock
+  | AnthropicToolResultBlock
+  | AnthropicThinkingBlock
+  | AnthropicRedactedThinkingBlock;
 
 export interface AnthropicMessage {
   /** `system` appears as a trailing message in requests Claude Code sends for models it does not know. */
@@ -55,7 +82,8 @@ export interface MessagesRequest {
   top_k?: number;
   metadata?: { user_id?: string | null };
   stream?: boolean;
-  thinking?: { type: 'enabled'; budget_tokens?: number } | { type: 'disabled' } | { type: 'adaptive'; display?: string };
+  thinking?:
+    { type: 'enabled'; budget_tokens?: number } | { type: 'disabled' } | { type: 'adaptive'; display?: string };
   output_config?: { effort?: string; [k: string]: unknown };
   context_management?: unknown;
   [k: string]: unknown;
@@ -72,7 +100,8 @@ export interface AnthropicUsage {
   cache_creation?: { ephemeral_5m_input_tokens?: number; ephemeral_1h_input_tokens?: number } | null;
 }
 
-export type AnthropicResponseBlock = AnthropicTextBlock | AnthropicToolUseBlock | AnthropicThinkingBlock | AnthropicRedactedThinkingBlock;
+export type AnthropicResponseBlock =
+  AnthropicTextBlock | AnthropicToolUseBlock | AnthropicThinkingBlock | AnthropicRedactedThinkingBlock;
 
 export interface MessagesResponse {
   id: string;

@@ -49,13 +49,25 @@ export class ChatToMessagesStream {
   private start(out: SseEvent[]): void {
     if (this.started) return;
     this.started = true;
-    out.push(ev('message_start', {
-      message: {
-        id: this.messageId, type: 'message', role: 'assistant', content: [], model: this.opts.model,
-        stop_reason: null, stop_sequence: null,
-        usage: { input_tokens: this.opts.inputTokensEstimate ?? 0, output_tokens: 0, cache_creation_input_tokens: 0, cache_read_input_tokens: 0 },
-      },
-    }));
+    out.push(
+      ev('message_start', {
+        message: {
+          id: this.messageId,
+          type: 'message',
+          role: 'assistant',
+          content: [],
+          model: this.opts.model,
+          stop_reason: null,
+          stop_sequence: null,
+          usage: {
+            input_tokens: this.opts.inputTokensEstimate ?? 0,
+            output_tokens: 0,
+            cache_creation_input_tokens: 0,
+            cache_read_input_tokens: 0,
+          },
+        },
+      }),
+    );
     out.push(ev('ping', {}));
   }
 
@@ -71,7 +83,12 @@ export class ChatToMessagesStream {
     this.close(out);
     const index = this.nextIndex++;
     this.open = { kind, index };
-    out.push(ev('content_block_start', { index, content_block: kind === 'text' ? { type: 'text', text: '' } : { type: 'thinking', thinking: '', signature: '' } }));
+    out.push(
+      ev('content_block_start', {
+        index,
+        content_block: kind === 'text' ? { type: 'text', text: '' } : { type: 'thinking', thinking: '', signature: '' },
+      }),
+    );
     return index;
   }
 
@@ -108,7 +125,10 @@ export class ChatToMessagesStream {
     return out;
   }
 
-  private toolDelta(out: SseEvent[], tc: NonNullable<NonNullable<ChatChunk['choices']>[number]['delta']['tool_calls']>[number]): void {
+  private toolDelta(
+    out: SseEvent[],
+    tc: NonNullable<NonNullable<ChatChunk['choices']>[number]['delta']['tool_calls']>[number],
+  ): void {
     const ti = typeof tc.index === 'number' ? tc.index : 0;
     let block = this.toolBlocks.get(ti);
     if (!block) {
@@ -119,14 +139,21 @@ export class ChatToMessagesStream {
       this.open = { kind: 'tool_use', index, toolIndex: ti };
       this.sawTool = true;
       const name = this.opts.tools.resolve(tc.function?.name ?? '').name;
-      out.push(ev('content_block_start', { index, content_block: { type: 'tool_use', id: toolUseId(tc.id), name, input: {} } }));
+      out.push(
+        ev('content_block_start', {
+          index,
+          content_block: { type: 'tool_use', id: toolUseId(tc.id), name, input: {} },
+        }),
+      );
     }
     const args = tc.function?.arguments;
     if (!args) return;
     // Upstreams stream one call after another; a fragment for an already closed call cannot be placed.
     if (block.closed) return;
     if (this.open?.kind !== 'tool_use' || this.open.index !== block.index) return;
-    out.push(ev('content_block_delta', { index: block.index, delta: { type: 'input_json_delta', partial_json: args } }));
+    out.push(
+      ev('content_block_delta', { index: block.index, delta: { type: 'input_json_delta', partial_json: args } }),
+    );
     this.outputChars += args.length;
   }
 
@@ -136,7 +163,12 @@ export class ChatToMessagesStream {
     const usage = this.usage
       ? anthropicUsage(this.usage)
       : { input_tokens: this.opts.inputTokensEstimate ?? 0, output_tokens: Math.ceil(this.outputChars / 4) };
-    out.push(ev('message_delta', { delta: { stop_reason: stopReason ?? stopReasonOf(this.finish, this.sawTool), stop_sequence: null }, usage }));
+    out.push(
+      ev('message_delta', {
+        delta: { stop_reason: stopReason ?? stopReasonOf(this.finish, this.sawTool), stop_sequence: null },
+        usage,
+      }),
+    );
     out.push(ev('message_stop', {}));
     this.stopped = true;
   }

@@ -2,7 +2,16 @@ import type { ChatChunk, ChatFinishReason, ChatToolCallDelta, ChatUsage } from '
 import type { SseEvent } from '../sse/translatedEvents';
 import type { ResponseObject, ResponsesItem } from './responsesTypes';
 import type { ToolNameMap } from './toolNames';
-import { messageItem, newId, reasoningItem, responseObject, responsesUsage, statusOf, toolCallItem, type ResponseShell } from './chatToResponses';
+import {
+  messageItem,
+  newId,
+  reasoningItem,
+  responseObject,
+  responsesUsage,
+  statusOf,
+  toolCallItem,
+  type ResponseShell,
+} from './chatToResponses';
 
 /**
  * Chat Completions chunks -> OpenAI Responses SSE events (reference 2.3 / 4.3): response.created and
@@ -16,7 +25,15 @@ type Open =
   | { kind: 'message' | 'reasoning'; outputIndex: number; id: string; text: string }
   | { kind: 'tool'; outputIndex: number; id: string; toolIndex: number };
 
-interface ToolState { outputIndex: number; id: string; callId: string; chatName: string; args: string; closed: boolean; custom: boolean }
+interface ToolState {
+  outputIndex: number;
+  id: string;
+  callId: string;
+  chatName: string;
+  args: string;
+  closed: boolean;
+  custom: boolean;
+}
 
 export class ChatToResponsesStream {
   private seq = 0;
@@ -32,7 +49,11 @@ export class ChatToResponsesStream {
   /** The final response object once response.completed / incomplete / failed was emitted. */
   final: ResponseObject | null = null;
 
-  constructor(private shell: ResponseShell, private tools: ToolNameMap, private opts: { inputTokensEstimate?: number } = {}) {}
+  constructor(
+    private shell: ResponseShell,
+    private tools: ToolNameMap,
+    private opts: { inputTokensEstimate?: number } = {},
+  ) {}
 
   get done(): boolean {
     return this.stopped;
@@ -56,15 +77,34 @@ export class ChatToResponsesStream {
     this.open = null;
     if (o.kind === 'message') {
       const part = { type: 'output_text', text: o.text, annotations: [], logprobs: [] };
-      out.push(this.ev('response.output_text.done', { item_id: o.id, output_index: o.outputIndex, content_index: 0, text: o.text, logprobs: [] }));
-      out.push(this.ev('response.content_part.done', { item_id: o.id, output_index: o.outputIndex, content_index: 0, part }));
+      out.push(
+        this.ev('response.output_text.done', {
+          item_id: o.id,
+          output_index: o.outputIndex,
+          content_index: 0,
+          text: o.text,
+          logprobs: [],
+        }),
+      );
+      out.push(
+        this.ev('response.content_part.done', { item_id: o.id, output_index: o.outputIndex, content_index: 0, part }),
+      );
       const item = messageItem(o.text, o.id);
       this.output[o.outputIndex] = item;
       out.push(this.ev('response.output_item.done', { output_index: o.outputIndex, item }));
     } else if (o.kind === 'reasoning') {
       const part = { type: 'reasoning_text', text: o.text };
-      out.push(this.ev('response.reasoning_text.done', { item_id: o.id, output_index: o.outputIndex, content_index: 0, text: o.text }));
-      out.push(this.ev('response.content_part.done', { item_id: o.id, output_index: o.outputIndex, content_index: 0, part }));
+      out.push(
+        this.ev('response.reasoning_text.done', {
+          item_id: o.id,
+          output_index: o.outputIndex,
+          content_index: 0,
+          text: o.text,
+        }),
+      );
+      out.push(
+        this.ev('response.content_part.done', { item_id: o.id, output_index: o.outputIndex, content_index: 0, part }),
+      );
       const item = reasoningItem(o.text, o.id);
       this.output[o.outputIndex] = item;
       out.push(this.ev('response.output_item.done', { output_index: o.outputIndex, item }));
@@ -74,10 +114,25 @@ export class ChatToResponsesStream {
       const item = toolCallItem(this.tools, t.callId, t.chatName, t.args, t.id);
       if (t.custom) {
         const input = String(item.input ?? '');
-        out.push(this.ev('response.custom_tool_call_input.delta', { item_id: t.id, output_index: t.outputIndex, delta: input }));
-        out.push(this.ev('response.custom_tool_call_input.done', { item_id: t.id, output_index: t.outputIndex, input }));
+        out.push(
+          this.ev('response.custom_tool_call_input.delta', {
+            item_id: t.id,
+            output_index: t.outputIndex,
+            delta: input,
+          }),
+        );
+        out.push(
+          this.ev('response.custom_tool_call_input.done', { item_id: t.id, output_index: t.outputIndex, input }),
+        );
       } else {
-        out.push(this.ev('response.function_call_arguments.done', { item_id: t.id, output_index: t.outputIndex, name: item.name, arguments: t.args }));
+        out.push(
+          this.ev('response.function_call_arguments.done', {
+            item_id: t.id,
+            output_index: t.outputIndex,
+            name: item.name,
+            arguments: t.args,
+          }),
+        );
       }
       this.output[o.outputIndex] = item;
       out.push(this.ev('response.output_item.done', { output_index: o.outputIndex, item }));
@@ -95,12 +150,26 @@ export class ChatToResponsesStream {
       const item = { id, type: 'message', status: 'in_progress', role: 'assistant', content: [] };
       this.output.push(item);
       out.push(this.ev('response.output_item.added', { output_index: outputIndex, item }));
-      out.push(this.ev('response.content_part.added', { item_id: id, output_index: outputIndex, content_index: 0, part: { type: 'output_text', text: '', annotations: [], logprobs: [] } }));
+      out.push(
+        this.ev('response.content_part.added', {
+          item_id: id,
+          output_index: outputIndex,
+          content_index: 0,
+          part: { type: 'output_text', text: '', annotations: [], logprobs: [] },
+        }),
+      );
     } else {
       const item = { id, type: 'reasoning', summary: [], encrypted_content: null };
       this.output.push(item);
       out.push(this.ev('response.output_item.added', { output_index: outputIndex, item }));
-      out.push(this.ev('response.content_part.added', { item_id: id, output_index: outputIndex, content_index: 0, part: { type: 'reasoning_text', text: '' } }));
+      out.push(
+        this.ev('response.content_part.added', {
+          item_id: id,
+          output_index: outputIndex,
+          content_index: 0,
+          part: { type: 'reasoning_text', text: '' },
+        }),
+      );
     }
     return o;
   }
@@ -116,14 +185,29 @@ export class ChatToResponsesStream {
         const o = this.openText(out, 'reasoning');
         o.text += reasoning;
         this.outputChars += reasoning.length;
-        out.push(this.ev('response.reasoning_text.delta', { item_id: o.id, output_index: o.outputIndex, content_index: 0, delta: reasoning }));
+        out.push(
+          this.ev('response.reasoning_text.delta', {
+            item_id: o.id,
+            output_index: o.outputIndex,
+            content_index: 0,
+            delta: reasoning,
+          }),
+        );
       }
       const text = d.content ?? d.refusal;
       if (text) {
         const o = this.openText(out, 'message');
         o.text += text;
         this.outputChars += text.length;
-        out.push(this.ev('response.output_text.delta', { item_id: o.id, output_index: o.outputIndex, content_index: 0, delta: text, logprobs: [] }));
+        out.push(
+          this.ev('response.output_text.delta', {
+            item_id: o.id,
+            output_index: o.outputIndex,
+            content_index: 0,
+            delta: text,
+            logprobs: [],
+          }),
+        );
       }
       for (const tc of d.tool_calls ?? []) this.toolDelta(out, tc);
       if (choice.finish_reason) {
@@ -147,12 +231,36 @@ export class ChatToResponsesStream {
       const chatName = tc.function?.name ?? '';
       const origin = this.tools.resolve(chatName);
       const custom = origin.kind === 'custom';
-      t = { outputIndex: this.output.length, id: newId(custom ? 'ctc' : 'fc'), callId: tc.id || newId('call'), chatName, args: '', closed: false, custom };
+      t = {
+        outputIndex: this.output.length,
+        id: newId(custom ? 'ctc' : 'fc'),
+        callId: tc.id || newId('call'),
+        chatName,
+        args: '',
+        closed: false,
+        custom,
+      };
       this.toolsByIndex.set(ti, t);
       const ns = origin.namespace ? { namespace: origin.namespace } : {};
       const item = custom
-        ? { id: t.id, type: 'custom_tool_call', status: 'in_progress', call_id: t.callId, name: origin.name, ...ns, input: '' }
-        : { id: t.id, type: 'function_call', status: 'in_progress', call_id: t.callId, name: origin.name, ...ns, arguments: '' };
+        ? {
+            id: t.id,
+            type: 'custom_tool_call',
+            status: 'in_progress',
+            call_id: t.callId,
+            name: origin.name,
+            ...ns,
+            input: '',
+          }
+        : {
+            id: t.id,
+            type: 'function_call',
+            status: 'in_progress',
+            call_id: t.callId,
+            name: origin.name,
+            ...ns,
+            arguments: '',
+          };
       this.output.push(item);
       this.open = { kind: 'tool', outputIndex: t.outputIndex, id: t.id, toolIndex: ti };
       out.push(this.ev('response.output_item.added', { output_index: t.outputIndex, item }));
@@ -162,7 +270,10 @@ export class ChatToResponsesStream {
     t.args += args;
     this.outputChars += args.length;
     // A free-form tool's input is only known whole (it is wrapped in JSON): it is sent when the call closes.
-    if (!t.custom) out.push(this.ev('response.function_call_arguments.delta', { item_id: t.id, output_index: t.outputIndex, delta: args }));
+    if (!t.custom)
+      out.push(
+        this.ev('response.function_call_arguments.delta', { item_id: t.id, output_index: t.outputIndex, delta: args }),
+      );
   }
 
   private estimatedUsage(): ChatUsage {
@@ -175,8 +286,15 @@ export class ChatToResponsesStream {
     if (this.stopped) return;
     this.close(out);
     const st = statusOf(this.finish);
-    this.final = responseObject(this.shell, { ...st, completed_at: Math.floor(Date.now() / 1000), output: this.output, usage: responsesUsage(this.usage ?? this.estimatedUsage()) });
-    out.push(this.ev(st.status === 'completed' ? 'response.completed' : 'response.incomplete', { response: this.final }));
+    this.final = responseObject(this.shell, {
+      ...st,
+      completed_at: Math.floor(Date.now() / 1000),
+      output: this.output,
+      usage: responsesUsage(this.usage ?? this.estimatedUsage()),
+    });
+    out.push(
+      this.ev(st.status === 'completed' ? 'response.completed' : 'response.incomplete', { response: this.final }),
+    );
     this.stopped = true;
   }
 
@@ -192,7 +310,12 @@ export class ChatToResponsesStream {
     const out = this.start();
     if (this.stopped) return out;
     this.stopped = true;
-    this.final = responseObject(this.shell, { status: 'failed', error: { code, message }, output: this.output.filter((i) => i.status !== 'in_progress'), usage: responsesUsage(this.usage ?? this.estimatedUsage()) });
+    this.final = responseObject(this.shell, {
+      status: 'failed',
+      error: { code, message },
+      output: this.output.filter((i) => i.status !== 'in_progress'),
+      usage: responsesUsage(this.usage ?? this.estimatedUsage()),
+    });
     out.push(this.ev('response.failed', { response: this.final }));
     return out;
   }

@@ -1,5 +1,23 @@
-import type { ChatChunk, ChatCompletion, ChatContentPart, ChatFinishReason, ChatMessage, ChatRequest, ChatToolCall, ChatUsage } from './chatTypes';
-import type { AnthropicContentBlock, AnthropicImageBlock, AnthropicMessage, AnthropicTextBlock, AnthropicTool, AnthropicToolChoice, MessagesRequest, MessagesResponse } from './anthropicTypes';
+import type {
+  ChatChunk,
+  ChatCompletion,
+  ChatContentPart,
+  ChatFinishReason,
+  ChatMessage,
+  ChatRequest,
+  ChatToolCall,
+  ChatUsage,
+} from './chatTypes';
+import type {
+  AnthropicContentBlock,
+  AnthropicImageBlock,
+  AnthropicMessage,
+  AnthropicTextBlock,
+  AnthropicTool,
+  AnthropicToolChoice,
+  MessagesRequest,
+  MessagesResponse,
+} from './anthropicTypes';
 import { parseToolInput } from './chatToMessages';
 
 /**
@@ -35,7 +53,8 @@ function textOf(content: ChatMessage['content']): string {
 function jsonInstruction(rf: unknown): string | null {
   const f = rf as { type?: unknown; json_schema?: { schema?: unknown } } | null | undefined;
   if (f?.type === 'json_object') return 'Respond with a single valid JSON object and no other text.';
-  if (f?.type === 'json_schema') return `Respond with a single valid JSON object that matches this JSON schema, and no other text:\n${JSON.stringify(f.json_schema?.schema ?? {})}`;
+  if (f?.type === 'json_schema')
+    return `Respond with a single valid JSON object that matches this JSON schema, and no other text:\n${JSON.stringify(f.json_schema?.schema ?? {})}`;
   return null;
 }
 
@@ -57,30 +76,49 @@ export function chatToAnthropicRequest(chat: ChatRequest, opts: { defaultMaxToke
     } else if (m.role === 'user') push('user', blocksOf(m.content));
     else if (m.role === 'assistant') {
       const blocks = blocksOf(m.content);
-      for (const tc of m.tool_calls ?? []) blocks.push({ type: 'tool_use', id: tc.id, name: tc.function.name, input: parseToolInput(tc.function.arguments ?? '') });
+      for (const tc of m.tool_calls ?? [])
+        blocks.push({
+          type: 'tool_use',
+          id: tc.id,
+          name: tc.function.name,
+          input: parseToolInput(tc.function.arguments ?? ''),
+        });
       push('assistant', blocks);
     } else if (m.role === 'tool') {
-      const content = typeof m.content === 'string' ? m.content : (blocksOf(m.content) as (AnthropicTextBlock | AnthropicImageBlock)[]);
+      const content =
+        typeof m.content === 'string'
+          ? m.content
+          : (blocksOf(m.content) as (AnthropicTextBlock | AnthropicImageBlock)[]);
       push('user', [{ type: 'tool_result', tool_use_id: m.tool_call_id, content }]);
     }
   }
-  if (messages.length === 0 || messages[0].role !== 'user') messages.unshift({ role: 'user', content: [{ type: 'text', text: '(continue)' }] });
+  if (messages.length === 0 || messages[0].role !== 'user')
+    messages.unshift({ role: 'user', content: [{ type: 'text', text: '(continue)' }] });
 
-  const req: MessagesRequest = { model: chat.model, max_tokens: chat.max_tokens ?? chat.max_completion_tokens ?? opts.defaultMaxTokens, messages };
+  const req: MessagesRequest = {
+    model: chat.model,
+    max_tokens: chat.max_tokens ?? chat.max_completion_tokens ?? opts.defaultMaxTokens,
+    messages,
+  };
   const json = jsonInstruction(chat.response_format);
   if (json) system.push({ type: 'text', text: json });
   // System blocks only when a client put a cache breakpoint on one; otherwise one string.
   if (system.some((b) => b.cache_control !== undefined)) req.system = system;
   else if (system.length) req.system = system.map((b) => b.text).join('\n\n');
   if (chat.tools?.length) {
-    req.tools = chat.tools.map((t): AnthropicTool => ({ name: t.function.name, ...(t.function.description ? { description: t.function.description } : {}), input_schema: t.function.parameters ?? { type: 'object', properties: {} } }));
+    req.tools = chat.tools.map((t): AnthropicTool => ({
+      name: t.function.name,
+      ...(t.function.description ? { description: t.function.description } : {}),
+      input_schema: t.function.parameters ?? { type: 'object', properties: {} },
+    }));
     let choice: AnthropicToolChoice | undefined;
     const tc = chat.tool_choice;
     if (tc === 'auto') choice = { type: 'auto' };
     else if (tc === 'required') choice = { type: 'any' };
     else if (tc === 'none') choice = { type: 'none' };
     else if (tc && typeof tc === 'object') choice = { type: 'tool', name: tc.function.name };
-    if (chat.parallel_tool_calls === false) choice = { ...(choice ?? { type: 'auto' }), disable_parallel_tool_use: true };
+    if (chat.parallel_tool_calls === false)
+      choice = { ...(choice ?? { type: 'auto' }), disable_parallel_tool_use: true };
     if (choice) req.tool_choice = choice;
   }
   if (chat.stop?.length) req.stop_sequences = chat.stop;
@@ -93,10 +131,15 @@ export function chatToAnthropicRequest(chat: ChatRequest, opts: { defaultMaxToke
 
 export function finishOf(stop: string | null | undefined): ChatFinishReason {
   switch (stop) {
-    case 'max_tokens': case 'model_context_window_exceeded': return 'length';
-    case 'tool_use': return 'tool_calls';
-    case 'refusal': return 'content_filter';
-    default: return 'stop';
+    case 'max_tokens':
+    case 'model_context_window_exceeded':
+      return 'length';
+    case 'tool_use':
+      return 'tool_calls';
+    case 'refusal':
+      return 'content_filter';
+    default:
+      return 'stop';
   }
 }
 
@@ -118,7 +161,13 @@ function chatUsage(u: AnthropicUsageLike): ChatUsage {
   const details: NonNullable<ChatUsage['prompt_tokens_details']> = { cached_tokens: cached };
   if (written) details.cache_write_tokens = written;
   if (written1h) details.cache_write_1h_tokens = written1h;
-  return { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion, prompt_tokens_details: details, completion_tokens_details: { reasoning_tokens: 0 } };
+  return {
+    prompt_tokens: prompt,
+    completion_tokens: completion,
+    total_tokens: prompt + completion,
+    prompt_tokens_details: details,
+    completion_tokens_details: { reasoning_tokens: 0 },
+  };
 }
 
 export function anthropicToChatCompletion(m: MessagesResponse): ChatCompletion {
@@ -128,11 +177,26 @@ export function anthropicToChatCompletion(m: MessagesResponse): ChatCompletion {
   for (const b of m.content ?? []) {
     if (b.type === 'text') text += b.text;
     else if (b.type === 'thinking') reasoning += b.thinking;
-    else if (b.type === 'tool_use') calls.push({ id: b.id, type: 'function', function: { name: b.name, arguments: JSON.stringify(b.input ?? {}) } });
+    else if (b.type === 'tool_use')
+      calls.push({ id: b.id, type: 'function', function: { name: b.name, arguments: JSON.stringify(b.input ?? {}) } });
   }
   return {
-    id: m.id, object: 'chat.completion', created: Math.floor(Date.now() / 1000), model: m.model,
-    choices: [{ index: 0, message: { role: 'assistant', content: text || null, ...(calls.length ? { tool_calls: calls } : {}), ...(reasoning ? { reasoning_content: reasoning } : {}) }, finish_reason: finishOf(m.stop_reason) }],
+    id: m.id,
+    object: 'chat.completion',
+    created: Math.floor(Date.now() / 1000),
+    model: m.model,
+    choices: [
+      {
+        index: 0,
+        message: {
+          role: 'assistant',
+          content: text || null,
+          ...(calls.length ? { tool_calls: calls } : {}),
+          ...(reasoning ? { reasoning_content: reasoning } : {}),
+        },
+        finish_reason: finishOf(m.stop_reason),
+      },
+    ],
     usage: chatUsage(m.usage ?? { input_tokens: 0, output_tokens: 0 }),
   };
 }
@@ -146,7 +210,16 @@ export class AnthropicStreamToChat {
   private nextTool = 0;
 
   push(e: { type?: string; [k: string]: any }): ChatChunk[] {
-    const chunk = (delta: NonNullable<ChatChunk['choices']>[number]['delta'], finish: ChatFinishReason = null): ChatChunk => ({ id: this.id, object: 'chat.completion.chunk', created: 0, model: this.model, choices: [{ index: 0, delta, finish_reason: finish }] });
+    const chunk = (
+      delta: NonNullable<ChatChunk['choices']>[number]['delta'],
+      finish: ChatFinishReason = null,
+    ): ChatChunk => ({
+      id: this.id,
+      object: 'chat.completion.chunk',
+      created: 0,
+      model: this.model,
+      choices: [{ index: 0, delta, finish_reason: finish }],
+    });
     switch (e.type) {
       case 'message_start':
         this.id = e.message?.id ?? this.id;
@@ -158,7 +231,9 @@ export class AnthropicStreamToChat {
         if (b.type !== 'tool_use') return [];
         const ti = this.nextTool++;
         this.toolIndexByBlock.set(e.index, ti);
-        return [chunk({ tool_calls: [{ index: ti, id: b.id, type: 'function', function: { name: b.name, arguments: '' } }] })];
+        return [
+          chunk({ tool_calls: [{ index: ti, id: b.id, type: 'function', function: { name: b.name, arguments: '' } }] }),
+        ];
       }
       case 'content_block_delta': {
         const d = e.delta ?? {};
@@ -166,17 +241,33 @@ export class AnthropicStreamToChat {
         if (d.type === 'thinking_delta') return [chunk({ reasoning_content: d.thinking })];
         if (d.type === 'input_json_delta' && d.partial_json) {
           const ti = this.toolIndexByBlock.get(e.index);
-          return ti === undefined ? [] : [chunk({ tool_calls: [{ index: ti, function: { arguments: d.partial_json } }] })];
+          return ti === undefined
+            ? []
+            : [chunk({ tool_calls: [{ index: ti, function: { arguments: d.partial_json } }] })];
         }
         return [];
       }
       case 'message_delta':
-        for (const [k, v] of Object.entries(e.usage ?? {})) if (typeof v === 'number' || (k === 'cache_creation' && v && typeof v === 'object')) (this.usage as Record<string, unknown>)[k] = v;
+        for (const [k, v] of Object.entries(e.usage ?? {}))
+          if (typeof v === 'number' || (k === 'cache_creation' && v && typeof v === 'object'))
+            (this.usage as Record<string, unknown>)[k] = v;
         return [chunk({}, finishOf(e.delta?.stop_reason))];
       case 'message_stop':
-        return [{ id: this.id, object: 'chat.completion.chunk', created: 0, model: this.model, choices: [], usage: chatUsage(this.usage) }];
+        return [
+          {
+            id: this.id,
+            object: 'chat.completion.chunk',
+            created: 0,
+            model: this.model,
+            choices: [],
+            usage: chatUsage(this.usage),
+          },
+        ];
       case 'error':
-        throw new AnthropicStreamError(String(e.error?.type ?? 'api_error'), String(e.error?.message ?? 'upstream error'));
+        throw new AnthropicStreamError(
+          String(e.error?.type ?? 'api_error'),
+          String(e.error?.message ?? 'upstream error'),
+        );
       default:
         return [];
     }
@@ -184,7 +275,10 @@ export class AnthropicStreamToChat {
 }
 
 export class AnthropicStreamError extends Error {
-  constructor(readonly type: string, message: string) {
+  constructor(
+    readonly type: string,
+    message: string,
+  ) {
     super(message);
   }
 }

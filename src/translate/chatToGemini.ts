@@ -10,25 +10,39 @@ import { parseToolInput } from './chatToMessages';
  * the last response carries the real usageMetadata, as Gemini's does.
  */
 
-export interface GeminiOutputOptions { model: string; tools: ToolNameMap; includeThoughts: boolean }
+export interface GeminiOutputOptions {
+  model: string;
+  tools: ToolNameMap;
+  includeThoughts: boolean;
+}
 
 export function geminiFinishReason(f: ChatFinishReason | undefined): GeminiFinishReason {
   switch (f) {
-    case 'length': return 'MAX_TOKENS';
-    case 'content_filter': return 'SAFETY';
-    default: return 'STOP'; // function calls end with STOP on Gemini
+    case 'length':
+      return 'MAX_TOKENS';
+    case 'content_filter':
+      return 'SAFETY';
+    default:
+      return 'STOP'; // function calls end with STOP on Gemini
   }
 }
 
 /** Gemini counts: prompt includes cached tokens, candidates exclude thoughts, which are counted apart. */
-export function geminiUsage(u: ChatUsage | null | undefined, promptEstimate = 0, outputEstimate = 0): GeminiUsageMetadata {
+export function geminiUsage(
+  u: ChatUsage | null | undefined,
+  promptEstimate = 0,
+  outputEstimate = 0,
+): GeminiUsageMetadata {
   const prompt = u?.prompt_tokens ?? promptEstimate;
   const completion = u?.completion_tokens ?? outputEstimate;
   const thoughts = Math.min(completion, u?.completion_tokens_details?.reasoning_tokens ?? 0);
   const cached = Math.min(prompt, u?.prompt_tokens_details?.cached_tokens ?? 0);
   return {
-    promptTokenCount: prompt, candidatesTokenCount: completion - thoughts, totalTokenCount: prompt + completion,
-    ...(cached ? { cachedContentTokenCount: cached } : {}), ...(thoughts ? { thoughtsTokenCount: thoughts } : {}),
+    promptTokenCount: prompt,
+    candidatesTokenCount: completion - thoughts,
+    totalTokenCount: prompt + completion,
+    ...(cached ? { cachedContentTokenCount: cached } : {}),
+    ...(thoughts ? { thoughtsTokenCount: thoughts } : {}),
   };
 }
 
@@ -37,7 +51,13 @@ export function newResponseId(): string {
 }
 
 function callPart(tools: ToolNameMap, id: string | undefined, name: string, args: string): GeminiPart {
-  return { functionCall: { ...(id ? { id } : {}), name: tools.resolve(name).name, args: parseToolInput(args) as Record<string, unknown> } };
+  return {
+    functionCall: {
+      ...(id ? { id } : {}),
+      name: tools.resolve(name).name,
+      args: parseToolInput(args) as Record<string, unknown>,
+    },
+  };
 }
 
 export function chatToGemini(c: ChatCompletion, opts: GeminiOutputOptions): GenerateContentResponse {
@@ -48,9 +68,12 @@ export function chatToGemini(c: ChatCompletion, opts: GeminiOutputOptions): Gene
   if (reasoning && opts.includeThoughts) parts.push({ text: reasoning, thought: true });
   const text = msg?.content ?? msg?.refusal;
   if (text) parts.push({ text });
-  for (const tc of msg?.tool_calls ?? []) parts.push(callPart(opts.tools, tc.id, tc.function.name, tc.function.arguments ?? ''));
+  for (const tc of msg?.tool_calls ?? [])
+    parts.push(callPart(opts.tools, tc.id, tc.function.name, tc.function.arguments ?? ''));
   return {
-    candidates: [{ content: { role: 'model', parts }, finishReason: geminiFinishReason(choice?.finish_reason), index: 0 }],
+    candidates: [
+      { content: { role: 'model', parts }, finishReason: geminiFinishReason(choice?.finish_reason), index: 0 },
+    ],
     usageMetadata: geminiUsage(c.usage),
     modelVersion: opts.model,
     responseId: newResponseId(),
@@ -70,10 +93,16 @@ export class ChatToGeminiStream {
   constructor(private readonly opts: GeminiOutputOptions & { promptTokensEstimate: number }) {}
 
   private response(parts: GeminiPart[], last: boolean): GenerateContentResponse {
-    const candidate = { content: { role: 'model' as const, parts }, index: 0, ...(last ? { finishReason: geminiFinishReason(this.finish) } : {}) };
+    const candidate = {
+      content: { role: 'model' as const, parts },
+      index: 0,
+      ...(last ? { finishReason: geminiFinishReason(this.finish) } : {}),
+    };
     return {
       candidates: [candidate],
-      ...(last ? { usageMetadata: geminiUsage(this.usage, this.opts.promptTokensEstimate, Math.ceil(this.outputChars / 4)) } : {}),
+      ...(last
+        ? { usageMetadata: geminiUsage(this.usage, this.opts.promptTokensEstimate, Math.ceil(this.outputChars / 4)) }
+        : {}),
       modelVersion: this.opts.model,
       responseId: this.responseId,
     };

@@ -1,5 +1,11 @@
 import type { ChatChunk, ChatCompletion, ChatFinishReason, ChatMessage, ChatRequest, ChatToolCall } from './chatTypes';
-import type { GeminiContent, GeminiPart, GeminiUsageMetadata, GenerateContentRequest, GenerateContentResponse } from './geminiTypes';
+import type {
+  GeminiContent,
+  GeminiPart,
+  GeminiUsageMetadata,
+  GenerateContentRequest,
+  GenerateContentResponse,
+} from './geminiTypes';
 
 /**
  * Chat Completions request -> Gemini generateContent request, and Gemini responses (whole or streamed) -> chat
@@ -20,7 +26,9 @@ function userParts(content: ChatMessage['content']): GeminiPart[] {
   return content.map((p): GeminiPart => {
     if (p.type === 'text') return { text: p.text };
     const m = /^data:([^;,]+);base64,(.*)$/s.exec(p.image_url.url);
-    return m ? { inlineData: { mimeType: m[1], data: m[2] } } : { fileData: { mimeType: 'image/*', fileUri: p.image_url.url } };
+    return m
+      ? { inlineData: { mimeType: m[1], data: m[2] } }
+      : { fileData: { mimeType: 'image/*', fileUri: p.image_url.url } };
   });
 }
 
@@ -54,17 +62,34 @@ export function chatToGeminiRequest(chat: ChatRequest): GenerateContentRequest {
       }
       if (parts.length) push('model', parts);
     } else {
-      push('user', [{ functionResponse: { id: m.tool_call_id, name: callNames.get(m.tool_call_id) ?? 'tool', response: { output: textOf(m.content) } } }]);
+      push('user', [
+        {
+          functionResponse: {
+            id: m.tool_call_id,
+            name: callNames.get(m.tool_call_id) ?? 'tool',
+            response: { output: textOf(m.content) },
+          },
+        },
+      ]);
     }
   }
   const req: GenerateContentRequest = { contents };
   if (system.length) req.systemInstruction = { parts: [{ text: system.join('\n') }] };
   if (chat.tools?.length) {
-    req.tools = [{ functionDeclarations: chat.tools.map((t) => ({ name: t.function.name, ...(t.function.description ? { description: t.function.description } : {}), parametersJsonSchema: t.function.parameters ?? { type: 'object', properties: {} } })) }];
+    req.tools = [
+      {
+        functionDeclarations: chat.tools.map((t) => ({
+          name: t.function.name,
+          ...(t.function.description ? { description: t.function.description } : {}),
+          parametersJsonSchema: t.function.parameters ?? { type: 'object', properties: {} },
+        })),
+      },
+    ];
     const tc = chat.tool_choice;
     if (tc === 'none') req.toolConfig = { functionCallingConfig: { mode: 'NONE' } };
     else if (tc === 'required') req.toolConfig = { functionCallingConfig: { mode: 'ANY' } };
-    else if (tc && typeof tc === 'object') req.toolConfig = { functionCallingConfig: { mode: 'ANY', allowedFunctionNames: [tc.function.name] } };
+    else if (tc && typeof tc === 'object')
+      req.toolConfig = { functionCallingConfig: { mode: 'ANY', allowedFunctionNames: [tc.function.name] } };
   }
   const g: NonNullable<GenerateContentRequest['generationConfig']> = {};
   const max = chat.max_completion_tokens ?? chat.max_tokens;
@@ -77,7 +102,8 @@ export function chatToGeminiRequest(chat: ChatRequest): GenerateContentRequest {
     g.responseMimeType = 'application/json';
     if (rf.json_schema?.schema) g.responseJsonSchema = rf.json_schema.schema;
   }
-  if (chat.reasoning_effort) g.thinkingConfig = { thinkingBudget: BUDGET[chat.reasoning_effort], includeThoughts: true };
+  if (chat.reasoning_effort)
+    g.thinkingConfig = { thinkingBudget: BUDGET[chat.reasoning_effort], includeThoughts: true };
   if (Object.keys(g).length) req.generationConfig = g;
   return req;
 }
@@ -85,7 +111,14 @@ export function chatToGeminiRequest(chat: ChatRequest): GenerateContentRequest {
 function finishOf(reason: string | undefined, calls: boolean): ChatFinishReason {
   if (calls) return 'tool_calls';
   if (reason === 'MAX_TOKENS') return 'length';
-  if (reason === 'SAFETY' || reason === 'RECITATION' || reason === 'BLOCKLIST' || reason === 'PROHIBITED_CONTENT' || reason === 'SPII') return 'content_filter';
+  if (
+    reason === 'SAFETY' ||
+    reason === 'RECITATION' ||
+    reason === 'BLOCKLIST' ||
+    reason === 'PROHIBITED_CONTENT' ||
+    reason === 'SPII'
+  )
+    return 'content_filter';
   return 'stop';
 }
 
@@ -94,13 +127,19 @@ export function chatUsageOf(u: GeminiUsageMetadata | undefined): ChatCompletion[
   const thoughts = u.thoughtsTokenCount ?? 0;
   const completion = (u.candidatesTokenCount ?? 0) + thoughts;
   return {
-    prompt_tokens: u.promptTokenCount, completion_tokens: completion, total_tokens: u.promptTokenCount + completion,
-    prompt_tokens_details: { cached_tokens: u.cachedContentTokenCount ?? 0 }, completion_tokens_details: { reasoning_tokens: thoughts },
+    prompt_tokens: u.promptTokenCount,
+    completion_tokens: completion,
+    total_tokens: u.promptTokenCount + completion,
+    prompt_tokens_details: { cached_tokens: u.cachedContentTokenCount ?? 0 },
+    completion_tokens_details: { reasoning_tokens: thoughts },
   };
 }
 
 /** The parts of one response as chat fields. */
-function fieldsOf(parts: GeminiPart[], nextCall: () => string): { text: string; reasoning: string; calls: ChatToolCall[] } {
+function fieldsOf(
+  parts: GeminiPart[],
+  nextCall: () => string,
+): { text: string; reasoning: string; calls: ChatToolCall[] } {
   let text = '';
   let reasoning = '';
   const calls: ChatToolCall[] = [];
@@ -110,7 +149,12 @@ function fieldsOf(parts: GeminiPart[], nextCall: () => string): { text: string; 
       else text += p.text;
     }
     const fc = p.functionCall;
-    if (fc && typeof fc.name === 'string') calls.push({ id: fc.id || nextCall(), type: 'function', function: { name: fc.name, arguments: JSON.stringify(fc.args ?? {}) } });
+    if (fc && typeof fc.name === 'string')
+      calls.push({
+        id: fc.id || nextCall(),
+        type: 'function',
+        function: { name: fc.name, arguments: JSON.stringify(fc.args ?? {}) },
+      });
   }
   return { text, reasoning, calls };
 }
@@ -120,8 +164,22 @@ export function geminiToChatCompletion(r: GenerateContentResponse, model: string
   let n = 0;
   const f = fieldsOf(cand?.content?.parts ?? [], () => `call_${r.responseId ?? 'g'}_${n++}`);
   return {
-    id: `chatcmpl-${r.responseId ?? Date.now()}`, object: 'chat.completion', created: Math.floor(Date.now() / 1000), model,
-    choices: [{ index: 0, message: { role: 'assistant', content: f.text || null, ...(f.calls.length ? { tool_calls: f.calls } : {}), ...(f.reasoning ? { reasoning_content: f.reasoning } : {}) }, finish_reason: finishOf(cand?.finishReason, f.calls.length > 0) }],
+    id: `chatcmpl-${r.responseId ?? Date.now()}`,
+    object: 'chat.completion',
+    created: Math.floor(Date.now() / 1000),
+    model,
+    choices: [
+      {
+        index: 0,
+        message: {
+          role: 'assistant',
+          content: f.text || null,
+          ...(f.calls.length ? { tool_calls: f.calls } : {}),
+          ...(f.reasoning ? { reasoning_content: f.reasoning } : {}),
+        },
+        finish_reason: finishOf(cand?.finishReason, f.calls.length > 0),
+      },
+    ],
     usage: chatUsageOf(r.usageMetadata),
   };
 }
@@ -137,9 +195,17 @@ export class GeminiStreamToChat {
 
   push(e: GenerateContentResponse & { error?: { message?: string } }): ChatChunk[] {
     if (e.error) throw new GeminiStreamError(String(e.error.message ?? 'upstream error'));
-    const chunk = (delta: NonNullable<ChatChunk['choices']>[number]['delta'], finish: ChatFinishReason, usage?: ChatChunk['usage']): ChatChunk => ({
-      id: `chatcmpl-${e.responseId ?? 'g'}`, object: 'chat.completion.chunk', created: this.created, model: this.model,
-      choices: usage !== undefined ? [] : [{ index: 0, delta, finish_reason: finish }], ...(usage !== undefined ? { usage } : {}),
+    const chunk = (
+      delta: NonNullable<ChatChunk['choices']>[number]['delta'],
+      finish: ChatFinishReason,
+      usage?: ChatChunk['usage'],
+    ): ChatChunk => ({
+      id: `chatcmpl-${e.responseId ?? 'g'}`,
+      object: 'chat.completion.chunk',
+      created: this.created,
+      model: this.model,
+      choices: usage !== undefined ? [] : [{ index: 0, delta, finish_reason: finish }],
+      ...(usage !== undefined ? { usage } : {}),
     });
     const cand = e.candidates?.[0];
     const first = this.calls;
@@ -149,7 +215,13 @@ export class GeminiStreamToChat {
     const delta: NonNullable<ChatChunk['choices']>[number]['delta'] = {};
     if (f.reasoning) delta.reasoning_content = f.reasoning;
     if (f.text) delta.content = f.text;
-    if (f.calls.length) delta.tool_calls = f.calls.map((c, i) => ({ index: first + i, id: c.id, type: 'function', function: c.function }));
+    if (f.calls.length)
+      delta.tool_calls = f.calls.map((c, i) => ({
+        index: first + i,
+        id: c.id,
+        type: 'function',
+        function: c.function,
+      }));
     this.calls += f.calls.length;
     if (Object.keys(delta).length) out.push(chunk(delta, null));
     if (cand?.finishReason) {

@@ -17,10 +17,15 @@ export function toolUseId(id: string | undefined): string {
 
 export function stopReasonOf(finish: ChatFinishReason | undefined, sawToolCall: boolean): AnthropicStopReason {
   switch (finish) {
-    case 'length': return 'max_tokens';
-    case 'tool_calls': case 'function_call': return 'tool_use';
-    case 'content_filter': return 'refusal';
-    default: return sawToolCall ? 'tool_use' : 'end_turn';
+    case 'length':
+      return 'max_tokens';
+    case 'tool_calls':
+    case 'function_call':
+      return 'tool_use';
+    case 'content_filter':
+      return 'refusal';
+    default:
+      return sawToolCall ? 'tool_use' : 'end_turn';
   }
 }
 
@@ -32,9 +37,13 @@ export function anthropicUsage(u: ChatUsage | null | undefined): AnthropicUsage 
   const written = Math.min(prompt - cached, d?.cache_write_tokens ?? 0);
   const written1h = Math.min(written, d?.cache_write_1h_tokens ?? 0);
   return {
-    input_tokens: prompt - cached - written, output_tokens: u?.completion_tokens ?? 0,
-    cache_creation_input_tokens: written, cache_read_input_tokens: cached,
-    ...(written ? { cache_creation: { ephemeral_5m_input_tokens: written - written1h, ephemeral_1h_input_tokens: written1h } } : {}),
+    input_tokens: prompt - cached - written,
+    output_tokens: u?.completion_tokens ?? 0,
+    cache_creation_input_tokens: written,
+    cache_read_input_tokens: cached,
+    ...(written
+      ? { cache_creation: { ephemeral_5m_input_tokens: written - written1h, ephemeral_1h_input_tokens: written1h } }
+      : {}),
   };
 }
 
@@ -49,7 +58,10 @@ export function parseToolInput(args: string): unknown {
   }
 }
 
-export function chatToMessages(c: ChatCompletion, opts: { model: string; tools: ToolNameMap; id?: string }): MessagesResponse {
+export function chatToMessages(
+  c: ChatCompletion,
+  opts: { model: string; tools: ToolNameMap; id?: string },
+): MessagesResponse {
   const choice = c.choices?.[0];
   const msg = choice?.message;
   const content: AnthropicResponseBlock[] = [];
@@ -58,7 +70,12 @@ export function chatToMessages(c: ChatCompletion, opts: { model: string; tools: 
   if (msg?.content) content.push({ type: 'text', text: msg.content });
   else if (msg?.refusal) content.push({ type: 'text', text: msg.refusal });
   for (const tc of msg?.tool_calls ?? []) {
-    content.push({ type: 'tool_use', id: toolUseId(tc.id), name: opts.tools.resolve(tc.function.name).name, input: parseToolInput(tc.function.arguments ?? '') });
+    content.push({
+      type: 'tool_use',
+      id: toolUseId(tc.id),
+      name: opts.tools.resolve(tc.function.name).name,
+      input: parseToolInput(tc.function.arguments ?? ''),
+    });
   }
   return {
     id: opts.id ?? newMessageId(),

@@ -16,21 +16,33 @@ export function responsesUsage(u: ChatUsage | null | undefined): ResponsesUsage 
   return {
     input_tokens: input,
     // Responses has no cache-write field; cache_write_tokens (as in chat) when a Claude upstream wrote to its cache.
-    input_tokens_details: { cached_tokens: u?.prompt_tokens_details?.cached_tokens ?? 0, ...(written ? { cache_write_tokens: written } : {}) },
+    input_tokens_details: {
+      cached_tokens: u?.prompt_tokens_details?.cached_tokens ?? 0,
+      ...(written ? { cache_write_tokens: written } : {}),
+    },
     output_tokens: output,
     output_tokens_details: { reasoning_tokens: u?.completion_tokens_details?.reasoning_tokens ?? 0 },
     total_tokens: u?.total_tokens ?? input + output,
   };
 }
 
-export function statusOf(finish: ChatFinishReason | undefined): { status: 'completed' | 'incomplete'; incomplete_details: { reason: string } | null } {
+export function statusOf(finish: ChatFinishReason | undefined): {
+  status: 'completed' | 'incomplete';
+  incomplete_details: { reason: string } | null;
+} {
   if (finish === 'length') return { status: 'incomplete', incomplete_details: { reason: 'max_output_tokens' } };
   if (finish === 'content_filter') return { status: 'incomplete', incomplete_details: { reason: 'content_filter' } };
   return { status: 'completed', incomplete_details: null };
 }
 
 /** A tool call from the model as the client's item: function_call, or custom_tool_call for a wrapped free-form tool. */
-export function toolCallItem(tools: ToolNameMap, callId: string, chatName: string, args: string, itemId?: string): ResponsesItem {
+export function toolCallItem(
+  tools: ToolNameMap,
+  callId: string,
+  chatName: string,
+  args: string,
+  itemId?: string,
+): ResponsesItem {
   const origin = tools.resolve(chatName);
   const ns = origin.namespace ? { namespace: origin.namespace } : {};
   if (origin.kind === 'custom') {
@@ -39,13 +51,35 @@ export function toolCallItem(tools: ToolNameMap, callId: string, chatName: strin
       const v = JSON.parse(args) as { input?: unknown };
       if (v && typeof v === 'object' && typeof v.input === 'string') input = v.input;
     } catch {}
-    return { id: itemId ?? newId('ctc'), type: 'custom_tool_call', status: 'completed', call_id: callId, name: origin.name, ...ns, input };
+    return {
+      id: itemId ?? newId('ctc'),
+      type: 'custom_tool_call',
+      status: 'completed',
+      call_id: callId,
+      name: origin.name,
+      ...ns,
+      input,
+    };
   }
-  return { id: itemId ?? newId('fc'), type: 'function_call', status: 'completed', call_id: callId, name: origin.name, ...ns, arguments: args };
+  return {
+    id: itemId ?? newId('fc'),
+    type: 'function_call',
+    status: 'completed',
+    call_id: callId,
+    name: origin.name,
+    ...ns,
+    arguments: args,
+  };
 }
 
 export function messageItem(text: string, id = newId('msg'), status = 'completed'): ResponsesItem {
-  return { id, type: 'message', status, role: 'assistant', content: [{ type: 'output_text', text, annotations: [], logprobs: [] }] };
+  return {
+    id,
+    type: 'message',
+    status,
+    role: 'assistant',
+    content: [{ type: 'output_text', text, annotations: [], logprobs: [] }],
+  };
 }
 
 export function reasoningItem(text: string, id = newId('rs')): ResponsesItem {
@@ -99,7 +133,13 @@ export function chatToResponses(c: ChatCompletion, opts: ResponseShell & { tools
   if (reasoning) output.push(reasoningItem(reasoning));
   const text = msg?.content ?? msg?.refusal;
   if (text) output.push(messageItem(text));
-  for (const tc of msg?.tool_calls ?? []) output.push(toolCallItem(opts.tools, tc.id || newId('call'), tc.function.name, tc.function.arguments ?? ''));
+  for (const tc of msg?.tool_calls ?? [])
+    output.push(toolCallItem(opts.tools, tc.id || newId('call'), tc.function.name, tc.function.arguments ?? ''));
   const st = statusOf(choice?.finish_reason);
-  return responseObject(opts, { ...st, completed_at: Math.floor(Date.now() / 1000), output, usage: responsesUsage(c.usage) });
+  return responseObject(opts, {
+    ...st,
+    completed_at: Math.floor(Date.now() / 1000),
+    output,
+    usage: responsesUsage(c.usage),
+  });
 }

@@ -1,4 +1,13 @@
-import type { ChatChunk, ChatCompletion, ChatContentPart, ChatFinishReason, ChatMessage, ChatRequest, ChatToolCall, ChatUsage } from './chatTypes';
+import type {
+  ChatChunk,
+  ChatCompletion,
+  ChatContentPart,
+  ChatFinishReason,
+  ChatMessage,
+  ChatRequest,
+  ChatToolCall,
+  ChatUsage,
+} from './chatTypes';
 import type { ResponseObject, ResponsesContentPart, ResponsesItem, ResponsesRequest } from './responsesTypes';
 import { ApiError } from '../errors';
 
@@ -13,7 +22,11 @@ function parts(content: string | ChatContentPart[] | null, role: 'user' | 'assis
   if (content == null) return [];
   const textType = role === 'assistant' ? 'output_text' : 'input_text';
   if (typeof content === 'string') return content ? [{ type: textType, text: content }] : [];
-  return content.map((p) => (p.type === 'text' ? { type: textType, text: p.text } : { type: 'input_image', image_url: p.image_url.url, detail: p.image_url.detail ?? 'auto' }));
+  return content.map((p) =>
+    p.type === 'text'
+      ? { type: textType, text: p.text }
+      : { type: 'input_image', image_url: p.image_url.url, detail: p.image_url.detail ?? 'auto' },
+  );
 }
 
 function text(content: ChatMessage['content']): string {
@@ -24,7 +37,14 @@ function text(content: ChatMessage['content']): string {
 export function chatToResponsesRequest(chat: ChatRequest): ResponsesRequest {
   // The Responses API has no stop sequences; refused as OpenAI refuses `stop` on its reasoning models, rather than
   // answering past the point the client asked to stop at.
-  if (chat.stop?.length) throw new ApiError(400, 'Stop sequences are not supported with this model: remove `stop` (`stop_sequences` on /v1/messages).', 'invalid_request_error', 'stop', 'unsupported_parameter');
+  if (chat.stop?.length)
+    throw new ApiError(
+      400,
+      'Stop sequences are not supported with this model: remove `stop` (`stop_sequences` on /v1/messages).',
+      'invalid_request_error',
+      'stop',
+      'unsupported_parameter',
+    );
   const input: ResponsesItem[] = [];
   const instructions: string[] = [];
   for (const m of chat.messages) {
@@ -35,15 +55,31 @@ export function chatToResponsesRequest(chat: ChatRequest): ResponsesRequest {
     else if (m.role === 'assistant') {
       const p = parts(m.content, 'assistant');
       if (p.length) input.push({ type: 'message', role: 'assistant', content: p });
-      for (const tc of m.tool_calls ?? []) input.push({ type: 'function_call', call_id: tc.id, name: tc.function.name, arguments: tc.function.arguments ?? '' });
+      for (const tc of m.tool_calls ?? [])
+        input.push({
+          type: 'function_call',
+          call_id: tc.id,
+          name: tc.function.name,
+          arguments: tc.function.arguments ?? '',
+        });
     } else if (m.role === 'tool') {
-      input.push({ type: 'function_call_output', call_id: m.tool_call_id, output: typeof m.content === 'string' ? m.content : parts(m.content, 'user') });
+      input.push({
+        type: 'function_call_output',
+        call_id: m.tool_call_id,
+        output: typeof m.content === 'string' ? m.content : parts(m.content, 'user'),
+      });
     }
   }
   const req: ResponsesRequest = { model: chat.model, input, store: false };
   if (instructions.length) req.instructions = instructions.join('\n\n');
   if (chat.tools?.length) {
-    req.tools = chat.tools.map((t) => ({ type: 'function', name: t.function.name, ...(t.function.description ? { description: t.function.description } : {}), parameters: t.function.parameters ?? { type: 'object', properties: {} }, strict: t.function.strict ?? false }));
+    req.tools = chat.tools.map((t) => ({
+      type: 'function',
+      name: t.function.name,
+      ...(t.function.description ? { description: t.function.description } : {}),
+      parameters: t.function.parameters ?? { type: 'object', properties: {} },
+      strict: t.function.strict ?? false,
+    }));
     const tc = chat.tool_choice;
     if (typeof tc === 'string') req.tool_choice = tc;
     else if (tc) req.tool_choice = { type: 'function', name: tc.function.name };
@@ -55,9 +91,20 @@ export function chatToResponsesRequest(chat: ChatRequest): ResponsesRequest {
   if (typeof chat.top_p === 'number') req.top_p = chat.top_p;
   if (chat.reasoning_effort) req.reasoning = { effort: chat.reasoning_effort };
   if (chat.user) req.user = chat.user;
-  const rf = chat.response_format as { type?: unknown; json_schema?: { name?: string; schema?: unknown; strict?: boolean; description?: string } } | undefined;
+  const rf = chat.response_format as
+    | { type?: unknown; json_schema?: { name?: string; schema?: unknown; strict?: boolean; description?: string } }
+    | undefined;
   if (rf?.type === 'json_object') req.text = { format: { type: 'json_object' } };
-  else if (rf?.type === 'json_schema') req.text = { format: { type: 'json_schema', name: rf.json_schema?.name ?? 'response', schema: rf.json_schema?.schema ?? {}, ...(rf.json_schema?.strict !== undefined ? { strict: rf.json_schema.strict } : {}), ...(rf.json_schema?.description ? { description: rf.json_schema.description } : {}) } };
+  else if (rf?.type === 'json_schema')
+    req.text = {
+      format: {
+        type: 'json_schema',
+        name: rf.json_schema?.name ?? 'response',
+        schema: rf.json_schema?.schema ?? {},
+        ...(rf.json_schema?.strict !== undefined ? { strict: rf.json_schema.strict } : {}),
+        ...(rf.json_schema?.description ? { description: rf.json_schema.description } : {}),
+      },
+    };
   if (chat.stream) req.stream = true;
   return req;
 }
@@ -66,7 +113,9 @@ function usageOf(u: ResponseObject['usage'] | undefined): ChatUsage {
   const input = u?.input_tokens ?? 0;
   const output = u?.output_tokens ?? 0;
   return {
-    prompt_tokens: input, completion_tokens: output, total_tokens: u?.total_tokens ?? input + output,
+    prompt_tokens: input,
+    completion_tokens: output,
+    total_tokens: u?.total_tokens ?? input + output,
     prompt_tokens_details: { cached_tokens: u?.input_tokens_details?.cached_tokens ?? 0 },
     completion_tokens_details: { reasoning_tokens: u?.output_tokens_details?.reasoning_tokens ?? 0 },
   };
@@ -87,13 +136,33 @@ export function responsesToChatCompletion(r: ResponseObject): ChatCompletion {
   let reasoning = '';
   const calls: ChatToolCall[] = [];
   for (const item of r.output ?? []) {
-    if (item.type === 'message' && Array.isArray(item.content)) content += item.content.map((p) => p.text ?? p.refusal ?? '').join('');
+    if (item.type === 'message' && Array.isArray(item.content))
+      content += item.content.map((p) => p.text ?? p.refusal ?? '').join('');
     else if (item.type === 'reasoning') reasoning += reasoningText(item);
-    else if (item.type === 'function_call') calls.push({ id: String(item.call_id ?? item.id ?? ''), type: 'function', function: { name: String(item.name ?? ''), arguments: String(item.arguments ?? '') } });
+    else if (item.type === 'function_call')
+      calls.push({
+        id: String(item.call_id ?? item.id ?? ''),
+        type: 'function',
+        function: { name: String(item.name ?? ''), arguments: String(item.arguments ?? '') },
+      });
   }
   return {
-    id: r.id, object: 'chat.completion', created: r.created_at ?? Math.floor(Date.now() / 1000), model: r.model,
-    choices: [{ index: 0, message: { role: 'assistant', content: content || null, ...(calls.length ? { tool_calls: calls } : {}), ...(reasoning ? { reasoning_content: reasoning } : {}) }, finish_reason: finishOf(r, calls.length > 0) }],
+    id: r.id,
+    object: 'chat.completion',
+    created: r.created_at ?? Math.floor(Date.now() / 1000),
+    model: r.model,
+    choices: [
+      {
+        index: 0,
+        message: {
+          role: 'assistant',
+          content: content || null,
+          ...(calls.length ? { tool_calls: calls } : {}),
+          ...(reasoning ? { reasoning_content: reasoning } : {}),
+        },
+        finish_reason: finishOf(r, calls.length > 0),
+      },
+    ],
     usage: usageOf(r.usage),
   };
 }
@@ -109,8 +178,20 @@ export class ResponsesStreamToChat {
   private argsSeen = new Set<number>();
 
   push(e: { type?: string; [k: string]: any }): ChatChunk[] {
-    const chunk = (delta: NonNullable<ChatChunk['choices']>[number]['delta'], finish: ChatFinishReason = null): ChatChunk => ({ id: this.id, object: 'chat.completion.chunk', created: 0, model: this.model, choices: [{ index: 0, delta, finish_reason: finish }] });
-    const tool = () => (typeof e.item_id === 'string' && this.toolByItem.has(e.item_id) ? this.toolByItem.get(e.item_id) : this.toolByOutput.get(e.output_index));
+    const chunk = (
+      delta: NonNullable<ChatChunk['choices']>[number]['delta'],
+      finish: ChatFinishReason = null,
+    ): ChatChunk => ({
+      id: this.id,
+      object: 'chat.completion.chunk',
+      created: 0,
+      model: this.model,
+      choices: [{ index: 0, delta, finish_reason: finish }],
+    });
+    const tool = () =>
+      typeof e.item_id === 'string' && this.toolByItem.has(e.item_id)
+        ? this.toolByItem.get(e.item_id)
+        : this.toolByOutput.get(e.output_index);
     switch (e.type) {
       case 'response.created':
         this.id = e.response?.id ?? this.id;
@@ -122,7 +203,18 @@ export class ResponsesStreamToChat {
         const ti = this.toolByOutput.size;
         this.toolByOutput.set(e.output_index, ti);
         if (typeof item.id === 'string') this.toolByItem.set(item.id, ti);
-        return [chunk({ tool_calls: [{ index: ti, id: item.call_id, type: 'function', function: { name: item.name, arguments: item.arguments ?? '' } }] })];
+        return [
+          chunk({
+            tool_calls: [
+              {
+                index: ti,
+                id: item.call_id,
+                type: 'function',
+                function: { name: item.name, arguments: item.arguments ?? '' },
+              },
+            ],
+          }),
+        ];
       }
       case 'response.output_text.delta':
         return e.delta ? [chunk({ content: e.delta })] : [];
@@ -145,7 +237,17 @@ export class ResponsesStreamToChat {
       case 'response.completed':
       case 'response.incomplete': {
         const r = e.response ?? {};
-        return [chunk({}, finishOf(r, this.toolByOutput.size > 0)), { id: this.id, object: 'chat.completion.chunk', created: 0, model: this.model, choices: [], usage: usageOf(r.usage) }];
+        return [
+          chunk({}, finishOf(r, this.toolByOutput.size > 0)),
+          {
+            id: this.id,
+            object: 'chat.completion.chunk',
+            created: 0,
+            model: this.model,
+            choices: [],
+            usage: usageOf(r.usage),
+          },
+        ];
       }
       case 'response.failed':
         throw new ResponsesStreamError(String(e.response?.error?.message ?? 'upstream response failed'));

@@ -5,11 +5,23 @@
  */
 
 /** cache_control: Anthropic's prompt-cache breakpoint, which chat clients may put on parts for Claude models (as OpenRouter takes it). */
-export interface ChatTextPart { type: 'text'; text: string; cache_control?: unknown }
-export interface ChatImagePart { type: 'image_url'; image_url: { url: string; detail?: string }; cache_control?: unknown }
+export interface ChatTextPart {
+  type: 'text';
+  text: string;
+  cache_control?: unknown;
+}
+export interface ChatImagePart {
+  type: 'image_url';
+  image_url: { url: string; detail?: string };
+  cache_control?: unknown;
+}
 export type ChatContentPart = ChatTextPart | ChatImagePart;
 
-export interface ChatToolCall { id: string; type: 'function'; function: { name: string; arguments: string } }
+export interface ChatToolCall {
+  id: string;
+  type: 'function';
+  function: { name: string; arguments: string };
+}
 
 export type ChatMessage =
   | { role: 'system'; content: string | ChatTextPart[] }
@@ -52,7 +64,11 @@ export interface ChatUsage {
    * cached_tokens: prompt-cache reads. cache_write_tokens (as OpenRouter reports them) and cache_write_1h_tokens (the
    * part of them written for 1 hour): set by the Messages bridge when an Anthropic upstream wrote to its cache.
    */
-  prompt_tokens_details?: { cached_tokens?: number; cache_write_tokens?: number; cache_write_1h_tokens?: number } | null;
+  prompt_tokens_details?: {
+    cached_tokens?: number;
+    cache_write_tokens?: number;
+    cache_write_1h_tokens?: number;
+  } | null;
   completion_tokens_details?: { reasoning_tokens?: number } | null;
 }
 
@@ -65,23 +81,44 @@ export interface ChatCompletion {
   model: string;
   choices: {
     index: number;
-    message: { role: 'assistant'; content: string | null; tool_calls?: ChatToolCall[]; reasoning_content?: string | null; reasoning?: string | null; refusal?: string | null };
+    message: {
+      role: 'assistant';
+      content: string | null;
+      tool_calls?: ChatToolCall[];
+      reasoning_content?: string | null;
+      reasoning?: string | null;
+      refusal?: string | null;
+    };
     finish_reason: ChatFinishReason;
   }[];
   usage?: ChatUsage | null;
 }
 
-export interface ChatToolCallDelta { index: number; id?: string; type?: 'function'; function?: { name?: string; arguments?: string } }
+export interface ChatToolCallDelta {
+  index: number;
+  id?: string;
+  type?: 'function';
+  function?: { name?: string; arguments?: string };
+}
 
 export interface ChatChunk {
   id: string;
   object: 'chat.completion.chunk';
   created: number;
   model: string;
-  choices: {
-    index: number;
-    delta: { role?: 'assistant'; content?: string | null; reasoning_content?: string | null; reasoning?: string | null; tool_calls?: ChatToolCallDelta[]; refusal?: string | null };
-    finish_reason: ChatFinishReason;
-  }[] | null;
+  choices:
+    | {
+        index: number;
+        delta: {
+          role?: 'assistant';
+          content?: string | null;
+          reasoning_content?: string | null;
+          reasoning?: string | null;
+          tool_calls?: ChatToolCallDelta[];
+          refusal?: string | null;
+        };
+        finish_reason: ChatFinishReason;
+      }[]
+    | null;
   usage?: ChatUsage | null;
 }

@@ -1,7 +1,21 @@
 import { badRequest } from '../errors';
-import type { ChatContentPart, ChatFunctionTool, ChatMessage, ChatRequest, ChatTextPart, ChatToolCall, ChatToolChoice } from './chatTypes';
+import type {
+  ChatContentPart,
+  ChatFunctionTool,
+  ChatMessage,
+  ChatRequest,
+  ChatTextPart,
+  ChatToolCall,
+  ChatToolChoice,
+} from './chatTypes';
 import type { GeminiContent, GeminiPart, GenerateContentRequest } from './geminiTypes';
-import { applyLimits, effortFromBudget, normalizeEffort, type ChatTranslation, type TranslateOptions } from './messagesToChat';
+import {
+  applyLimits,
+  effortFromBudget,
+  normalizeEffort,
+  type ChatTranslation,
+  type TranslateOptions,
+} from './messagesToChat';
 import { ToolNameMap } from './toolNames';
 
 /**
@@ -30,7 +44,8 @@ export function jsonSchemaOf(s: unknown): unknown {
     if (k === 'type' && typeof v === 'string') out.type = v.toLowerCase();
     else if (k === 'nullable' || k === 'propertyOrdering') continue;
     else if (OPENAPI_INT_KEYS.has(k) && typeof v === 'string' && /^\d+$/.test(v)) out[k] = Number(v);
-    else if (k === 'properties' && v && typeof v === 'object') out.properties = Object.fromEntries(Object.entries(v).map(([p, ps]) => [p, jsonSchemaOf(ps)]));
+    else if (k === 'properties' && v && typeof v === 'object')
+      out.properties = Object.fromEntries(Object.entries(v).map(([p, ps]) => [p, jsonSchemaOf(ps)]));
     else if (k === 'enum' || k === 'required') out[k] = v;
     else out[k] = jsonSchemaOf(v);
   }
@@ -54,7 +69,8 @@ function userPart(p: GeminiPart): ChatContentPart | null {
   }
   const f = p.fileData;
   if (f && typeof f.fileUri === 'string') {
-    if ((f.mimeType ?? '').startsWith('image/') && /^https?:\/\//.test(f.fileUri)) return { type: 'image_url', image_url: { url: f.fileUri } };
+    if ((f.mimeType ?? '').startsWith('image/') && /^https?:\/\//.test(f.fileUri))
+      return { type: 'image_url', image_url: { url: f.fileUri } };
     return { type: 'text', text: `[file ${f.fileUri} omitted: not supported by this model]` };
   }
   return null;
@@ -73,7 +89,9 @@ function responseText(r: unknown): string {
   return JSON.stringify(r ?? {});
 }
 
-function effortOf(cfg: NonNullable<GenerateContentRequest['generationConfig']>['thinkingConfig']): ChatRequest['reasoning_effort'] {
+function effortOf(
+  cfg: NonNullable<GenerateContentRequest['generationConfig']>['thinkingConfig'],
+): ChatRequest['reasoning_effort'] {
   if (!cfg) return undefined;
   const level = normalizeEffort(typeof cfg.thinkingLevel === 'string' ? cfg.thinkingLevel.toLowerCase() : undefined);
   if (level) return level;
@@ -82,10 +100,16 @@ function effortOf(cfg: NonNullable<GenerateContentRequest['generationConfig']>['
   return budget === 0 ? undefined : effortFromBudget(budget);
 }
 
-export function geminiToChat(req: GenerateContentRequest, opts: TranslateOptions & { stream: boolean }): GeminiTranslation {
+export function geminiToChat(
+  req: GenerateContentRequest,
+  opts: TranslateOptions & { stream: boolean },
+): GeminiTranslation {
   const tools = new ToolNameMap();
   const messages: ChatMessage[] = [];
-  const sys = partsOf(req.systemInstruction).map((p) => (typeof p.text === 'string' ? p.text : '')).filter(Boolean).join('\n');
+  const sys = partsOf(req.systemInstruction)
+    .map((p) => (typeof p.text === 'string' ? p.text : ''))
+    .filter(Boolean)
+    .join('\n');
   if (sys) messages.push({ role: 'system', content: sys });
   // Calls without an id, per name, waiting for their response (Gemini pairs them by name and order).
   const pending = new Map<string, string[]>();
@@ -93,14 +117,21 @@ export function geminiToChat(req: GenerateContentRequest, opts: TranslateOptions
   for (const c of req.contents) {
     const parts = partsOf(c);
     if (c.role === 'model') {
-      const text = parts.filter((p) => typeof p.text === 'string' && p.thought !== true).map((p) => p.text).join('');
+      const text = parts
+        .filter((p) => typeof p.text === 'string' && p.thought !== true)
+        .map((p) => p.text)
+        .join('');
       const calls: ChatToolCall[] = [];
       for (const p of parts) {
         const fc = p.functionCall;
         if (!fc || typeof fc.name !== 'string') continue;
         const id = typeof fc.id === 'string' && fc.id ? fc.id : `call_g${seq++}`;
         if (!fc.id) pending.set(fc.name, [...(pending.get(fc.name) ?? []), id]);
-        calls.push({ id, type: 'function', function: { name: tools.add({ name: fc.name, kind: 'function' }), arguments: JSON.stringify(fc.args ?? {}) } });
+        calls.push({
+          id,
+          type: 'function',
+          function: { name: tools.add({ name: fc.name, kind: 'function' }), arguments: JSON.stringify(fc.args ?? {}) },
+        });
       }
       if (calls.length) messages.push({ role: 'assistant', content: text || null, tool_calls: calls });
       else if (text) messages.push({ role: 'assistant', content: text });
@@ -110,7 +141,7 @@ export function geminiToChat(req: GenerateContentRequest, opts: TranslateOptions
     for (const p of parts) {
       const fr = p.functionResponse;
       if (!fr || typeof fr.name !== 'string') continue;
-      const id = typeof fr.id === 'string' && fr.id ? fr.id : pending.get(fr.name)?.shift() ?? `call_g${seq++}`;
+      const id = typeof fr.id === 'string' && fr.id ? fr.id : (pending.get(fr.name)?.shift() ?? `call_g${seq++}`);
       messages.push({ role: 'tool', tool_call_id: id, content: responseText(fr.response) });
     }
     const content = parts.map(userPart).filter((p): p is ChatContentPart => p !== null);
@@ -122,8 +153,16 @@ export function geminiToChat(req: GenerateContentRequest, opts: TranslateOptions
   for (const t of req.tools ?? []) {
     for (const f of t?.functionDeclarations ?? []) {
       if (!f || typeof f.name !== 'string') continue;
-      const parameters = f.parametersJsonSchema ?? (f.parameters ? jsonSchemaOf(f.parameters) : { type: 'object', properties: {} });
-      chatTools.push({ type: 'function', function: { name: tools.add({ name: f.name, kind: 'function' }), ...(f.description ? { description: f.description } : {}), parameters } });
+      const parameters =
+        f.parametersJsonSchema ?? (f.parameters ? jsonSchemaOf(f.parameters) : { type: 'object', properties: {} });
+      chatTools.push({
+        type: 'function',
+        function: {
+          name: tools.add({ name: f.name, kind: 'function' }),
+          ...(f.description ? { description: f.description } : {}),
+          parameters,
+        },
+      });
     }
   }
   if (chatTools.length) {
@@ -132,22 +171,39 @@ export function geminiToChat(req: GenerateContentRequest, opts: TranslateOptions
     const allowed = fc?.allowedFunctionNames ?? [];
     let choice: ChatToolChoice | undefined;
     switch (fc?.mode) {
-      case 'NONE': choice = 'none'; break;
-      case 'ANY': choice = allowed.length === 1 ? { type: 'function', function: { name: tools.add({ name: allowed[0], kind: 'function' }) } } : 'required'; break;
-      case 'AUTO': case 'VALIDATED': choice = 'auto'; break;
+      case 'NONE':
+        choice = 'none';
+        break;
+      case 'ANY':
+        choice =
+          allowed.length === 1
+            ? { type: 'function', function: { name: tools.add({ name: allowed[0], kind: 'function' }) } }
+            : 'required';
+        break;
+      case 'AUTO':
+      case 'VALIDATED':
+        choice = 'auto';
+        break;
     }
     if (choice) chat.tool_choice = choice;
   }
 
   const g = req.generationConfig ?? {};
-  if (typeof g.candidateCount === 'number' && g.candidateCount > 1) throw badRequest('generationConfig.candidateCount above 1 is not supported by this model.', 'generationConfig.candidateCount', 'unsupported_parameter');
+  if (typeof g.candidateCount === 'number' && g.candidateCount > 1)
+    throw badRequest(
+      'generationConfig.candidateCount above 1 is not supported by this model.',
+      'generationConfig.candidateCount',
+      'unsupported_parameter',
+    );
   applyLimits(chat, g.maxOutputTokens, effortOf(g.thinkingConfig), opts);
   if (g.stopSequences?.length) chat.stop = g.stopSequences;
   if (typeof g.temperature === 'number') chat.temperature = g.temperature;
   if (typeof g.topP === 'number') chat.top_p = g.topP;
   const schema = g.responseJsonSchema ?? (g.responseSchema ? jsonSchemaOf(g.responseSchema) : undefined);
   if (g.responseMimeType === 'application/json') {
-    chat.response_format = schema ? { type: 'json_schema', json_schema: { name: 'response', schema } } : { type: 'json_object' };
+    chat.response_format = schema
+      ? { type: 'json_schema', json_schema: { name: 'response', schema } }
+      : { type: 'json_object' };
   }
   if (opts.stream) {
     chat.stream = true;

@@ -15,7 +15,10 @@ export interface GeminiPart {
   [k: string]: unknown;
 }
 
-export interface GeminiContent { role?: string; parts?: GeminiPart[] }
+export interface GeminiContent {
+  role?: string;
+  parts?: GeminiPart[];
+}
 
 export interface GeminiFunctionDeclaration {
   name: string;
@@ -26,7 +29,10 @@ export interface GeminiFunctionDeclaration {
   parametersJsonSchema?: unknown;
 }
 
-export interface GeminiTool { functionDeclarations?: GeminiFunctionDeclaration[]; [k: string]: unknown }
+export interface GeminiTool {
+  functionDeclarations?: GeminiFunctionDeclaration[];
+  [k: string]: unknown;
+}
 
 export interface GeminiGenerationConfig {
   stopSequences?: string[];

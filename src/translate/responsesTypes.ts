@@ -54,7 +54,11 @@ export interface ResponsesRequest {
   temperature?: number;
   top_p?: number;
   reasoning?: { effort?: string | null; summary?: string | null; [k: string]: unknown } | null;
-  text?: { format?: { type: string; name?: string; schema?: unknown; strict?: boolean; description?: string }; verbosity?: string; [k: string]: unknown };
+  text?: {
+    format?: { type: string; name?: string; schema?: unknown; strict?: boolean; description?: string };
+    verbosity?: string;
+    [k: string]: unknown;
+  };
   store?: boolean;
   stream?: boolean;
   previous_response_id?: string | null;

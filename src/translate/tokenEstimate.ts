@@ -14,8 +14,10 @@ const PER_MESSAGE = 3;
 function blockChars(b: AnthropicContentBlock | { type?: string } | null, images: { n: number }): number {
   if (!b || typeof b !== 'object') return 0;
   switch (b.type) {
-    case 'text': return str((b as { text?: unknown }).text).length;
-    case 'thinking': return str((b as { thinking?: unknown }).thinking).length;
+    case 'text':
+      return str((b as { text?: unknown }).text).length;
+    case 'thinking':
+      return str((b as { thinking?: unknown }).thinking).length;
     case 'tool_use': {
       const u = b as { name?: unknown; input?: unknown };
       return str(u.name).length + JSON.stringify(u.input ?? {}).length;
@@ -25,10 +27,12 @@ function blockChars(b: AnthropicContentBlock | { type?: string } | null, images:
       if (Array.isArray(c)) return c.reduce((n: number, x) => n + blockChars(x as AnthropicContentBlock, images), 0);
       return str(c).length;
     }
-    case 'image': case 'document':
+    case 'image':
+    case 'document':
       images.n++;
       return 0;
-    default: return 0;
+    default:
+      return 0;
   }
 }
 
@@ -38,8 +42,14 @@ export function estimateInputTokens(req: Pick<MessagesRequest, 'system' | 'messa
   if (typeof req.system === 'string') chars += req.system.length;
   else if (Array.isArray(req.system)) for (const b of req.system) chars += blockChars(b, images);
   for (const m of req.messages ?? []) {
-    chars += typeof m.content === 'string' ? m.content.length : Array.isArray(m.content) ? m.content.reduce((n, b) => n + blockChars(b, images), 0) : 0;
+    chars +=
+      typeof m.content === 'string'
+        ? m.content.length
+        : Array.isArray(m.content)
+          ? m.content.reduce((n, b) => n + blockChars(b, images), 0)
+          : 0;
   }
-  for (const t of Array.isArray(req.tools) ? req.tools : []) chars += JSON.stringify({ name: t?.name, description: t?.description, input_schema: t?.input_schema }).length;
+  for (const t of Array.isArray(req.tools) ? req.tools : [])
+    chars += JSON.stringify({ name: t?.name, description: t?.description, input_schema: t?.input_schema }).length;
   return Math.ceil(chars / 4) + images.n * IMAGE_TOKENS + (req.messages?.length ?? 0) * PER_MESSAGE;
 }

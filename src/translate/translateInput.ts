@@ -10,6 +10,10 @@ export function translateInput<T>(fn: () => T): T {
     return fn();
   } catch (e) {
     if (e instanceof ApiError) throw e;
-    throw badRequest(`The request could not be interpreted: ${clip(String((e as Error)?.message ?? 'malformed content'))}.`, null, 'invalid_request');
+    throw badRequest(
+      `The request could not be interpreted: ${clip(String((e as Error)?.message ?? 'malformed content'))}.`,
+      null,
+      'invalid_request',
+    );
   }
 }

@@ -8,8 +8,12 @@ import { isTemporalError } from './temporalErrors';
  * Cancels a job that is not final (DELETE /v1/videos/{id}): records the request, signals the workflow, and waits
  * a moment for it to release the hold, so the answer usually shows the final state. Returns the job as it stands.
  */
-export async function cancelVideoJob(deps: Pick<VideoServiceDeps, 'db' | 'temporal' | 'config'>, job: VideoJob): Promise<VideoJob> {
-  if (jobs.isFinal(job.status)) throw conflict(`The video job is already ${job.status} and cannot be cancelled.`, 'video_not_cancellable');
+export async function cancelVideoJob(
+  deps: Pick<VideoServiceDeps, 'db' | 'temporal' | 'config'>,
+  job: VideoJob,
+): Promise<VideoJob> {
+  if (jobs.isFinal(job.status))
+    throw conflict(`The video job is already ${job.status} and cannot be cancelled.`, 'video_not_cancellable');
   await jobs.markCancelRequested(deps.db, job.id);
   try {
     await temporalClient(deps).workflow.getHandle(job.workflowId).signal('cancel');

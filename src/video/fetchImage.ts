@@ -14,7 +14,10 @@ import { bareHost, NonPublicHost, pinnedAgent, vetHost as vetAddresses } from '.
  */
 
 export type ImageMime = 'image/png' | 'image/jpeg' | 'image/webp';
-export interface ResolvedImage { bytes: Buffer; mimeType: ImageMime }
+export interface ResolvedImage {
+  bytes: Buffer;
+  mimeType: ImageMime;
+}
 export interface ResolveImageOptions {
   /** Hosts (`name` or `name:port`) fetched even when they resolve to non-public addresses (local development). */
   allowHosts: string[];
@@ -40,7 +43,8 @@ const PNG = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
 export function detectImageType(buf: Buffer): ImageMime | null {
   if (buf.length >= 8 && buf.subarray(0, 8).equals(PNG)) return 'image/png';
   if (buf.length >= 3 && buf[0] === 0xff && buf[1] === 0xd8 && buf[2] === 0xff) return 'image/jpeg';
-  if (buf.length >= 12 && buf.toString('latin1', 0, 4) === 'RIFF' && buf.toString('latin1', 8, 12) === 'WEBP') return 'image/webp';
+  if (buf.length >= 12 && buf.toString('latin1', 0, 4) === 'RIFF' && buf.toString('latin1', 8, 12) === 'WEBP')
+    return 'image/webp';
   return null;
 }
 
@@ -55,21 +59,34 @@ function declaredType(mime: string | undefined | null): string {
 const fmtMB = (n: number) => `${Math.round((n / (1024 * 1024)) * 10) / 10} MB`;
 
 function tooLarge(param: string, maxBytes: number): ApiError {
-  return badRequest(`Invalid '${param}': the image is larger than ${fmtMB(maxBytes)} (${maxBytes} bytes).`, param, 'image_too_large');
+  return badRequest(
+    `Invalid '${param}': the image is larger than ${fmtMB(maxBytes)} (${maxBytes} bytes).`,
+    param,
+    'image_too_large',
+  );
 }
 
 /**
  * Checks decoded bytes: non-empty, within the limit, PNG/JPEG/WebP by magic bytes, and not contradicting a
  * declared MIME type. Also usable for multipart uploads.
  */
-export function validateImageBytes(bytes: Buffer, declaredMime: string | undefined | null, param: string, maxBytes = MAX_IMAGE_BYTES): ResolvedImage {
+export function validateImageBytes(
+  bytes: Buffer,
+  declaredMime: string | undefined | null,
+  param: string,
+  maxBytes = MAX_IMAGE_BYTES,
+): ResolvedImage {
   if (bytes.length === 0) throw badRequest(`Invalid '${param}': the image is empty.`, param, 'invalid_image');
   if (bytes.length > maxBytes) throw tooLarge(param, maxBytes);
   const mimeType = detectImageType(bytes);
   if (!mimeType) throw badRequest(`Invalid '${param}': not a PNG, JPEG or WebP image.`, param, 'invalid_image_format');
   const declared = declaredType(declaredMime);
   if (declared && declared !== mimeType) {
-    throw badRequest(`Invalid '${param}': declared as ${clip(declared)} but the data is ${mimeType}.`, param, 'image_type_mismatch');
+    throw badRequest(
+      `Invalid '${param}': declared as ${clip(declared)} but the data is ${mimeType}.`,
+      param,
+      'image_type_mismatch',
+    );
   }
   return { bytes, mimeType };
 }
@@ -94,10 +111,22 @@ const DATA_URI = /^data:([^,;]*)((?:;[^,;]*)*),/i;
 
 function parseDataUri(uri: string, param: string, maxBytes: number): ResolvedImage {
   const m = DATA_URI.exec(uri.slice(0, 512));
-  if (!m) throw badRequest(`Invalid '${param}': a data URI must look like data:<mime>;base64,<data>.`, param, 'invalid_data_uri');
-  const params = m[2].split(';').filter(Boolean).map((p) => p.trim().toLowerCase());
+  if (!m)
+    throw badRequest(
+      `Invalid '${param}': a data URI must look like data:<mime>;base64,<data>.`,
+      param,
+      'invalid_data_uri',
+    );
+  const params = m[2]
+    .split(';')
+    .filter(Boolean)
+    .map((p) => p.trim().toLowerCase());
   if (!params.includes('base64')) {
-    throw badRequest(`Invalid '${param}': only base64 data URIs are accepted (data:<mime>;base64,<data>).`, param, 'invalid_data_uri');
+    throw badRequest(
+      `Invalid '${param}': only base64 data URIs are accepted (data:<mime>;base64,<data>).`,
+      param,
+      'invalid_data_uri',
+    );
   }
   return validateImageBytes(decodeBase64(uri.slice(m[0].length), param, maxBytes), m[1], param, maxBytes);
 }
@@ -112,7 +141,10 @@ export async function resolveImage(input: unknown, param: string, opts: ResolveI
     const v = input.trim();
     if (/^data:/i.test(v)) return parseDataUri(v, param, maxBytes);
     if (/^https?:\/\//i.test(v)) return fetchImageUrl(v, param, opts);
-    throw badRequest(`Invalid '${param}': expected a data URI (data:<mime>;base64,...), an http(s) URL, or {bytesBase64Encoded, mimeType}.`, param);
+    throw badRequest(
+      `Invalid '${param}': expected a data URI (data:<mime>;base64,...), an http(s) URL, or {bytesBase64Encoded, mimeType}.`,
+      param,
+    );
   }
   if (input && typeof input === 'object' && !Array.isArray(input)) {
     const o = input as Record<string, unknown>;
@@ -122,9 +154,17 @@ export async function resolveImage(input: unknown, param: string, opts: ResolveI
     if (o.mimeType !== undefined && typeof o.mimeType !== 'string') {
       throw badRequest(`Invalid '${param}': 'mimeType' must be a string such as image/png.`, param);
     }
-    return validateImageBytes(decodeBase64(o.bytesBase64Encoded, param, maxBytes), o.mimeType as string | undefined, param, maxBytes);
+    return validateImageBytes(
+      decodeBase64(o.bytesBase64Encoded, param, maxBytes),
+      o.mimeType as string | undefined,
+      param,
+      maxBytes,
+    );
   }
-  throw badRequest(`Invalid '${param}': expected a data URI, an http(s) URL, or {bytesBase64Encoded, mimeType}.`, param);
+  throw badRequest(
+    `Invalid '${param}': expected a data URI, an http(s) URL, or {bytesBase64Encoded, mimeType}.`,
+    param,
+  );
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -138,7 +178,9 @@ export function parseAllowHosts(entries: string[]): Array<{ host: string; port: 
   for (const raw of entries) {
     const e = raw.trim();
     if (!e) continue;
-    const m = net.isIPv6(e) ? [e, e, undefined] : /^\[([^\]]+)\](?::(\d+))?$/.exec(e) ?? /^([^:[\]]+)(?::(\d+))?$/.exec(e);
+    const m = net.isIPv6(e)
+      ? [e, e, undefined]
+      : (/^\[([^\]]+)\](?::(\d+))?$/.exec(e) ?? /^([^:[\]]+)(?::(\d+))?$/.exec(e));
     if (!m) continue;
     const [, host, port] = m;
     try {
@@ -160,7 +202,11 @@ function isAllowed(u: URL, allow: Array<{ host: string; port: number | null }>):
 
 /** Resolves the URL's host and returns the addresses to connect to, refusing non-public ones unless allowed. */
 async function vetHost(
-  u: URL, param: string, allowed: boolean, lookup: ((h: string) => Promise<LookupAddress[]>) | undefined, signal: AbortSignal,
+  u: URL,
+  param: string,
+  allowed: boolean,
+  lookup: ((h: string) => Promise<LookupAddress[]>) | undefined,
+  signal: AbortSignal,
 ): Promise<LookupAddress[]> {
   try {
     return await vetAddresses(u, { allowPrivate: allowed, lookup, signal });
@@ -168,19 +214,24 @@ async function vetHost(
     if (e instanceof NonPublicHost) {
       throw badRequest(
         `Invalid '${param}': the URL's host ${clip(e.host)} is not a public address (${e.addressClass}); images are fetched only from public hosts.`,
-        param, 'image_url_forbidden',
+        param,
+        'image_url_forbidden',
       );
     }
     const host = bareHost(u.hostname);
     throw badRequest(
-      signal.aborted ? `Invalid '${param}': resolving the host ${clip(host)} timed out.` : `Invalid '${param}': could not resolve the host ${clip(host)}.`,
-      param, 'image_fetch_failed',
+      signal.aborted
+        ? `Invalid '${param}': resolving the host ${clip(host)} timed out.`
+        : `Invalid '${param}': could not resolve the host ${clip(host)}.`,
+      param,
+      'image_fetch_failed',
     );
   }
 }
 
 function parseUrl(raw: string, param: string, base?: URL): URL {
-  if (raw.length > MAX_URL_LENGTH) throw badRequest(`Invalid '${param}': the URL is too long.`, param, 'invalid_image_url');
+  if (raw.length > MAX_URL_LENGTH)
+    throw badRequest(`Invalid '${param}': the URL is too long.`, param, 'invalid_image_url');
   let u: URL;
   try {
     u = new URL(raw, base);
@@ -188,9 +239,14 @@ function parseUrl(raw: string, param: string, base?: URL): URL {
     throw badRequest(`Invalid '${param}': not a valid URL.`, param, 'invalid_image_url');
   }
   if (u.protocol !== 'http:' && u.protocol !== 'https:') {
-    throw badRequest(`Invalid '${param}': only http and https URLs are fetched${base ? ' (a redirect pointed elsewhere)' : ''}.`, param, 'invalid_image_url');
+    throw badRequest(
+      `Invalid '${param}': only http and https URLs are fetched${base ? ' (a redirect pointed elsewhere)' : ''}.`,
+      param,
+      'invalid_image_url',
+    );
   }
-  if (u.username || u.password) throw badRequest(`Invalid '${param}': URLs with credentials are not accepted.`, param, 'invalid_image_url');
+  if (u.username || u.password)
+    throw badRequest(`Invalid '${param}': URLs with credentials are not accepted.`, param, 'invalid_image_url');
   return u;
 }
 
@@ -216,7 +272,11 @@ export async function fetchImageUrl(rawUrl: string, param: string, opts: Resolve
           method: 'GET',
           dispatcher: agent,
           signal,
-          headers: { accept: 'image/png, image/jpeg, image/webp;q=0.9, */*;q=0.1', 'accept-encoding': 'identity', 'user-agent': 'model-gateway-image-fetch' },
+          headers: {
+            accept: 'image/png, image/jpeg, image/webp;q=0.9, */*;q=0.1',
+            'accept-encoding': 'identity',
+            'user-agent': 'model-gateway-image-fetch',
+          },
           headersTimeout: Math.min(timeoutMs, 15_000),
           bodyTimeout: Math.min(timeoutMs, 15_000),
         });
@@ -227,17 +287,29 @@ export async function fetchImageUrl(rawUrl: string, param: string, opts: Resolve
         discard(res.body);
         const location = res.headers.location;
         if (typeof location !== 'string' || !location) {
-          throw badRequest(`Invalid '${param}': the image URL redirected without a Location.`, param, 'image_fetch_failed');
+          throw badRequest(
+            `Invalid '${param}': the image URL redirected without a Location.`,
+            param,
+            'image_fetch_failed',
+          );
         }
         if (hop >= maxRedirects) {
-          throw badRequest(`Invalid '${param}': too many redirects (more than ${maxRedirects}).`, param, 'image_fetch_failed');
+          throw badRequest(
+            `Invalid '${param}': too many redirects (more than ${maxRedirects}).`,
+            param,
+            'image_fetch_failed',
+          );
         }
         url = parseUrl(location, param, url);
         continue;
       }
       if (res.statusCode < 200 || res.statusCode >= 300) {
         discard(res.body);
-        throw badRequest(`Invalid '${param}': fetching the image URL failed with HTTP ${res.statusCode}.`, param, 'image_fetch_failed');
+        throw badRequest(
+          `Invalid '${param}': fetching the image URL failed with HTTP ${res.statusCode}.`,
+          param,
+          'image_fetch_failed',
+        );
       }
       const declaredLength = Number(res.headers['content-length']);
       if (Number.isFinite(declaredLength) && declaredLength > maxBytes) {
@@ -261,7 +333,12 @@ function discard(body: { on(ev: 'error', fn: () => void): unknown; destroy(): un
   body.destroy();
 }
 
-async function readLimited(body: AsyncIterable<Buffer> & { destroy(): unknown }, maxBytes: number, param: string, signal: AbortSignal): Promise<Buffer> {
+async function readLimited(
+  body: AsyncIterable<Buffer> & { destroy(): unknown },
+  maxBytes: number,
+  param: string,
+  signal: AbortSignal,
+): Promise<Buffer> {
   const chunks: Buffer[] = [];
   let total = 0;
   try {
@@ -282,11 +359,16 @@ async function readLimited(body: AsyncIterable<Buffer> & { destroy(): unknown },
 
 function fetchFailed(param: string, e: unknown, signal: AbortSignal): ApiError {
   if (e instanceof ApiError) return e;
-  const timedOut = signal.aborted
-    || e instanceof undiciErrors.HeadersTimeoutError || e instanceof undiciErrors.BodyTimeoutError
-    || e instanceof undiciErrors.ConnectTimeoutError;
+  const timedOut =
+    signal.aborted ||
+    e instanceof undiciErrors.HeadersTimeoutError ||
+    e instanceof undiciErrors.BodyTimeoutError ||
+    e instanceof undiciErrors.ConnectTimeoutError;
   return badRequest(
-    timedOut ? `Invalid '${param}': fetching the image URL timed out.` : `Invalid '${param}': the image URL could not be fetched.`,
-    param, 'image_fetch_failed',
+    timedOut
+      ? `Invalid '${param}': fetching the image URL timed out.`
+      : `Invalid '${param}': the image URL could not be fetched.`,
+    param,
+    'image_fetch_failed',
   );
 }

@@ -16,7 +16,11 @@ export const FINAL_STATUSES: JobStatus[] = ['completed', 'failed', 'expired'];
 export const isFinal = (s: JobStatus) => FINAL_STATUSES.includes(s);
 
 /** An input image kept in our storage until the provider has it. */
-export interface StoredImageRef { key: string; mimeType: string; size: number }
+export interface StoredImageRef {
+  key: string;
+  mimeType: string;
+  size: number;
+}
 
 /** The normalised request stored with the job (what the workflow's activities send to the provider). */
 export type StoredVideoRequest = VideoRequest<StoredImageRef>;
@@ -59,14 +63,38 @@ export interface VideoJob {
 
 function toJob(r: Record<string, any>): VideoJob {
   return {
-    id: r.id, accountId: r.account_id, apiKeyId: r.api_key_id, model: r.model, provider: r.provider, status: r.status,
-    request: r.request, requestHash: r.request_hash, idempotencyKey: r.idempotency_key, seconds: r.seconds,
-    pricePerSecond: r.price_per_second, maxCostVnd: r.max_cost_vnd, holdId: r.hold_id, workflowId: r.workflow_id,
-    workflowStartedAt: r.workflow_started_at, providerTaskId: r.provider_task_id, deployment: r.deployment ?? null, resultDurationSeconds: r.result_duration_seconds,
-    costVnd: r.cost_vnd, errorMessage: r.error_message, errorCode: r.error_code, videoKey: r.video_key, videoSize: r.video_size,
-    videoEtag: r.video_etag, lastFrameKey: r.last_frame_key, lastFrameSize: r.last_frame_size, lastFrameEtag: r.last_frame_etag,
-    lastFrameContentType: r.last_frame_content_type, cancelRequestedAt: r.cancel_requested_at, createdAt: r.created_at,
-    updatedAt: r.updated_at, completedAt: r.completed_at,
+    id: r.id,
+    accountId: r.account_id,
+    apiKeyId: r.api_key_id,
+    model: r.model,
+    provider: r.provider,
+    status: r.status,
+    request: r.request,
+    requestHash: r.request_hash,
+    idempotencyKey: r.idempotency_key,
+    seconds: r.seconds,
+    pricePerSecond: r.price_per_second,
+    maxCostVnd: r.max_cost_vnd,
+    holdId: r.hold_id,
+    workflowId: r.workflow_id,
+    workflowStartedAt: r.workflow_started_at,
+    providerTaskId: r.provider_task_id,
+    deployment: r.deployment ?? null,
+    resultDurationSeconds: r.result_duration_seconds,
+    costVnd: r.cost_vnd,
+    errorMessage: r.error_message,
+    errorCode: r.error_code,
+    videoKey: r.video_key,
+    videoSize: r.video_size,
+    videoEtag: r.video_etag,
+    lastFrameKey: r.last_frame_key,
+    lastFrameSize: r.last_frame_size,
+    lastFrameEtag: r.last_frame_etag,
+    lastFrameContentType: r.last_frame_content_type,
+    cancelRequestedAt: r.cancel_requested_at,
+    createdAt: r.created_at,
+    updatedAt: r.updated_at,
+    completedAt: r.completed_at,
   };
 }
 
@@ -76,7 +104,14 @@ export const holdKeyOf = (jobId: string) => `video-job:${jobId}:hold`;
 export const settleKeyOf = (jobId: string) => `video-job:${jobId}:settle`;
 export const LEDGER_REF_TYPE = 'video_job';
 
-export async function appendEvent(c: Queryable, jobId: string, kind: string, status: JobStatus | null, data: Record<string, unknown> = {}, key = `${jobId}:${kind}`): Promise<boolean> {
+export async function appendEvent(
+  c: Queryable,
+  jobId: string,
+  kind: string,
+  status: JobStatus | null,
+  data: Record<string, unknown> = {},
+  key = `${jobId}:${kind}`,
+): Promise<boolean> {
   const r = await c.query(
     `INSERT INTO video_job_events (job_id, kind, status, data, idempotency_key) VALUES ($1, $2, $3, $4, $5)
      ON CONFLICT (idempotency_key) DO NOTHING`,
@@ -117,16 +152,46 @@ export async function createJobWithHold(db: Db, j: NewJob): Promise<VideoJob> {
         `INSERT INTO video_jobs (id, account_id, api_key_id, model, provider, request, request_hash, idempotency_key,
            seconds, price_per_second, max_cost_vnd, hold_id, workflow_id)
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) RETURNING *`,
-        [j.id, j.accountId, j.apiKeyId, j.model, j.provider, JSON.stringify(j.request), j.requestHash, j.idempotencyKey,
-          j.seconds, j.pricePerSecond, j.maxCostVnd, j.holdId, workflowIdOf(j.id)],
+        [
+          j.id,
+          j.accountId,
+          j.apiKeyId,
+          j.model,
+          j.provider,
+          JSON.stringify(j.request),
+          j.requestHash,
+          j.idempotencyKey,
+          j.seconds,
+          j.pricePerSecond,
+          j.maxCostVnd,
+          j.holdId,
+          workflowIdOf(j.id),
+        ],
       );
       // The hold names the key: it counts against the key's budget (refused past it: BudgetExceeded, nothing written).
-      await placeHoldIn(c, { accountId: j.accountId, apiKeyId: j.apiKeyId, holdId: j.holdId, amount: j.maxCostVnd, idempotencyKey: holdKeyOf(j.id), refType: LEDGER_REF_TYPE, refId: j.id });
-      await appendEvent(c, j.id, 'submitted', 'submitted', { model: j.model, seconds: j.seconds, maxCostVnd: j.maxCostVnd, holdId: j.holdId });
+      await placeHoldIn(c, {
+        accountId: j.accountId,
+        apiKeyId: j.apiKeyId,
+        holdId: j.holdId,
+        amount: j.maxCostVnd,
+        idempotencyKey: holdKeyOf(j.id),
+        refType: LEDGER_REF_TYPE,
+        refId: j.id,
+      });
+      await appendEvent(c, j.id, 'submitted', 'submitted', {
+        model: j.model,
+        seconds: j.seconds,
+        maxCostVnd: j.maxCostVnd,
+        holdId: j.holdId,
+      });
       return toJob(r.rows[0]);
     });
   } catch (e) {
-    if (pgErrorCode(e) === PG_ERROR.uniqueViolation && (e as { constraint?: string }).constraint === 'video_jobs_idempotency' && j.idempotencyKey) {
+    if (
+      pgErrorCode(e) === PG_ERROR.uniqueViolation &&
+      (e as { constraint?: string }).constraint === 'video_jobs_idempotency' &&
+      j.idempotencyKey
+    ) {
       const existing = await findByIdempotencyKey(db, j.accountId, j.idempotencyKey);
       if (existing) throw new DuplicateIdempotencyKey(existing);
     }
@@ -150,10 +215,19 @@ export async function getJob(db: Queryable, id: string): Promise<VideoJob | null
   return r.rowCount ? toJob(r.rows[0]) : null;
 }
 
-export interface ListOptions { status?: JobStatus; limit: number; after?: string; order: 'asc' | 'desc' }
+export interface ListOptions {
+  status?: JobStatus;
+  limit: number;
+  after?: string;
+  order: 'asc' | 'desc';
+}
 
 /** The account's jobs, newest first by default; `after` is the id of the last job of the previous page. */
-export async function listJobs(db: Queryable, accountId: string, o: ListOptions): Promise<{ jobs: VideoJob[]; hasMore: boolean }> {
+export async function listJobs(
+  db: Queryable,
+  accountId: string,
+  o: ListOptions,
+): Promise<{ jobs: VideoJob[]; hasMore: boolean }> {
   const cmp = o.order === 'desc' ? '<' : '>';
   const dir = o.order === 'desc' ? 'DESC' : 'ASC';
   const r = await db.query(
@@ -176,15 +250,30 @@ export interface JobPatch {
   costVnd?: number;
   errorMessage?: string;
   errorCode?: string | null;
-  videoKey?: string; videoSize?: number; videoEtag?: string;
-  lastFrameKey?: string; lastFrameSize?: number; lastFrameEtag?: string; lastFrameContentType?: string;
+  videoKey?: string;
+  videoSize?: number;
+  videoEtag?: string;
+  lastFrameKey?: string;
+  lastFrameSize?: number;
+  lastFrameEtag?: string;
+  lastFrameContentType?: string;
   completed?: boolean;
 }
 
 const PATCH_COLUMNS: Record<Exclude<keyof JobPatch, 'completed'>, string> = {
-  providerTaskId: 'provider_task_id', deployment: 'deployment', resultDurationSeconds: 'result_duration_seconds', costVnd: 'cost_vnd',
-  errorMessage: 'error_message', errorCode: 'error_code', videoKey: 'video_key', videoSize: 'video_size', videoEtag: 'video_etag',
-  lastFrameKey: 'last_frame_key', lastFrameSize: 'last_frame_size', lastFrameEtag: 'last_frame_etag', lastFrameContentType: 'last_frame_content_type',
+  providerTaskId: 'provider_task_id',
+  deployment: 'deployment',
+  resultDurationSeconds: 'result_duration_seconds',
+  costVnd: 'cost_vnd',
+  errorMessage: 'error_message',
+  errorCode: 'error_code',
+  videoKey: 'video_key',
+  videoSize: 'video_size',
+  videoEtag: 'video_etag',
+  lastFrameKey: 'last_frame_key',
+  lastFrameSize: 'last_frame_size',
+  lastFrameEtag: 'last_frame_etag',
+  lastFrameContentType: 'last_frame_content_type',
 };
 
 function patchSql(p: JobPatch, firstParam: number): { sets: string[]; values: unknown[] } {
@@ -205,13 +294,21 @@ function patchSql(p: JobPatch, firstParam: number): { sets: string[]; values: un
  * already in `to`, which is what makes a retried activity harmless.
  */
 export async function transition(
-  db: Db, jobId: string, to: JobStatus | null, patch: JobPatch, event: { kind: string; data?: Record<string, unknown> },
+  db: Db,
+  jobId: string,
+  to: JobStatus | null,
+  patch: JobPatch,
+  event: { kind: string; data?: Record<string, unknown> },
 ): Promise<boolean> {
   return tx(db, (c) => transitionIn(c, jobId, to, patch, event));
 }
 
 async function transitionIn(
-  c: DbClient, jobId: string, to: JobStatus | null, patch: JobPatch, event: { kind: string; data?: Record<string, unknown> },
+  c: DbClient,
+  jobId: string,
+  to: JobStatus | null,
+  patch: JobPatch,
+  event: { kind: string; data?: Record<string, unknown> },
 ): Promise<boolean> {
   const { sets, values } = patchSql(patch, 3);
   if (to) sets.push('status = $2');
@@ -232,7 +329,11 @@ async function transitionIn(
  * the recorded task id (an earlier one wins over `taskId`), the job's status and whether a cancel was asked.
  */
 export async function recordProviderTask(
-  db: Db, jobId: string, taskId: string, deployment: string | null, data: Record<string, unknown>,
+  db: Db,
+  jobId: string,
+  taskId: string,
+  deployment: string | null,
+  data: Record<string, unknown>,
 ): Promise<{ taskId: string; status: JobStatus; cancelRequested: boolean }> {
   return tx(db, async (c) => {
     const r = await c.query(
@@ -241,8 +342,10 @@ export async function recordProviderTask(
       [jobId, taskId, deployment],
     );
     if (r.rowCount) await appendEvent(c, jobId, 'provider_submitted', null, data);
-    const row = r.rowCount ? r.rows[0]
-      : (await c.query('SELECT provider_task_id, status, cancel_requested_at FROM video_jobs WHERE id = $1', [jobId])).rows[0];
+    const row = r.rowCount
+      ? r.rows[0]
+      : (await c.query('SELECT provider_task_id, status, cancel_requested_at FROM video_jobs WHERE id = $1', [jobId]))
+          .rows[0];
     return { taskId: row.provider_task_id, status: row.status, cancelRequested: row.cancel_requested_at !== null };
   });
 }
@@ -250,7 +353,10 @@ export async function recordProviderTask(
 /** The workflow for this job exists (started by the API or by the reconciler). */
 export async function markWorkflowStarted(db: Db, jobId: string, by: 'api' | 'reconciler'): Promise<void> {
   await tx(db, async (c) => {
-    const r = await c.query('UPDATE video_jobs SET workflow_started_at = now() WHERE id = $1 AND workflow_started_at IS NULL RETURNING id', [jobId]);
+    const r = await c.query(
+      'UPDATE video_jobs SET workflow_started_at = now() WHERE id = $1 AND workflow_started_at IS NULL RETURNING id',
+      [jobId],
+    );
     if (r.rowCount) await appendEvent(c, jobId, 'workflow_started', null, { by });
   });
 }
@@ -259,7 +365,9 @@ export async function markCancelRequested(db: Db, jobId: string): Promise<void> 
   await tx(db, async (c) => {
     const r = await c.query(
       `UPDATE video_jobs SET cancel_requested_at = now(), updated_at = now()
-       WHERE id = $1 AND cancel_requested_at IS NULL AND status IN ('submitted', 'processing') RETURNING id`, [jobId]);
+       WHERE id = $1 AND cancel_requested_at IS NULL AND status IN ('submitted', 'processing') RETURNING id`,
+      [jobId],
+    );
     if (r.rowCount) await appendEvent(c, jobId, 'cancel_requested', null, {});
   });
 }
@@ -270,31 +378,62 @@ export async function markCancelRequested(db: Db, jobId: string): Promise<void> 
  * open, or the reverse. The job row is locked first; a job already final changes nothing (false).
  */
 async function settleAndEnd(
-  db: Db, j: { jobId: string; holdId: string; charge: number; memo: string },
-  to: 'completed' | 'failed' | 'expired', patch: JobPatch, event: { kind: string; data: Record<string, unknown> },
+  db: Db,
+  j: { jobId: string; holdId: string; charge: number; memo: string },
+  to: 'completed' | 'failed' | 'expired',
+  patch: JobPatch,
+  event: { kind: string; data: Record<string, unknown> },
 ): Promise<boolean> {
   return tx(db, async (c) => {
     const r = await c.query('SELECT status FROM video_jobs WHERE id = $1 FOR UPDATE', [j.jobId]);
     if (r.rowCount === 0 || isFinal(r.rows[0].status)) return false;
-    await settleHoldIn(c, { holdId: j.holdId, charge: j.charge, idempotencyKey: settleKeyOf(j.jobId), refType: LEDGER_REF_TYPE, refId: j.jobId, memo: j.memo });
+    await settleHoldIn(c, {
+      holdId: j.holdId,
+      charge: j.charge,
+      idempotencyKey: settleKeyOf(j.jobId),
+      refType: LEDGER_REF_TYPE,
+      refId: j.jobId,
+      memo: j.memo,
+    });
     return transitionIn(c, j.jobId, to, patch, event);
   });
 }
 
 /** Charges `chargeVnd` against the job's hold, releases the rest and marks the job completed, together. */
-export async function completeJob(db: Db, j: { jobId: string; holdId: string; chargeVnd: number; durationSeconds: number }): Promise<boolean> {
-  return settleAndEnd(db, { jobId: j.jobId, holdId: j.holdId, charge: j.chargeVnd, memo: `video job ${j.jobId}: ${j.durationSeconds} s` }, 'completed',
+export async function completeJob(
+  db: Db,
+  j: { jobId: string; holdId: string; chargeVnd: number; durationSeconds: number },
+): Promise<boolean> {
+  return settleAndEnd(
+    db,
+    { jobId: j.jobId, holdId: j.holdId, charge: j.chargeVnd, memo: `video job ${j.jobId}: ${j.durationSeconds} s` },
+    'completed',
     { resultDurationSeconds: j.durationSeconds, costVnd: j.chargeVnd, completed: true },
-    { kind: 'completed', data: { durationSeconds: j.durationSeconds, costVnd: j.chargeVnd } });
+    { kind: 'completed', data: { durationSeconds: j.durationSeconds, costVnd: j.chargeVnd } },
+  );
 }
 
 /** Releases the whole hold (nothing charged) and marks the job failed or expired with the reason, together. */
-export async function finishUnsuccessful(db: Db, j: { jobId: string; holdId: string; status: 'failed' | 'expired'; message: string; code?: string | null }): Promise<boolean> {
-  return settleAndEnd(db, { jobId: j.jobId, holdId: j.holdId, charge: 0, memo: `video job ${j.jobId} ${j.status}` }, j.status,
-    { errorMessage: j.message, errorCode: j.code ?? null }, { kind: j.status, data: { message: j.message, code: j.code ?? null } });
+export async function finishUnsuccessful(
+  db: Db,
+  j: { jobId: string; holdId: string; status: 'failed' | 'expired'; message: string; code?: string | null },
+): Promise<boolean> {
+  return settleAndEnd(
+    db,
+    { jobId: j.jobId, holdId: j.holdId, charge: 0, memo: `video job ${j.jobId} ${j.status}` },
+    j.status,
+    { errorMessage: j.message, errorCode: j.code ?? null },
+    { kind: j.status, data: { message: j.message, code: j.code ?? null } },
+  );
 }
 
-export async function listEvents(db: Queryable, jobId: string): Promise<{ kind: string; status: JobStatus | null; data: Record<string, unknown>; createdAt: Date }[]> {
-  const r = await db.query('SELECT kind, status, data, created_at FROM video_job_events WHERE job_id = $1 ORDER BY id', [jobId]);
+export async function listEvents(
+  db: Queryable,
+  jobId: string,
+): Promise<{ kind: string; status: JobStatus | null; data: Record<string, unknown>; createdAt: Date }[]> {
+  const r = await db.query(
+    'SELECT kind, status, data, created_at FROM video_job_events WHERE job_id = $1 ORDER BY id',
+    [jobId],
+  );
   return r.rows.map((x) => ({ kind: x.kind, status: x.status, data: x.data, createdAt: x.created_at }));
 }

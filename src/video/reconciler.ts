@@ -18,9 +18,17 @@ import { startVideoWorkflow } from './start';
  * Every repair is idempotent (ledger keys derived from the job id; projections only move forward).
  */
 
-export interface ReconcileReport { started: number; restarted: number; failed: number; released: number }
+export interface ReconcileReport {
+  started: number;
+  restarted: number;
+  failed: number;
+  released: number;
+}
 
-export async function reconcileVideoJobs(deps: { db: Db; temporal: Client; config: Config; logger?: Logger }, opts: { graceMs?: number; limit?: number } = {}): Promise<ReconcileReport> {
+export async function reconcileVideoJobs(
+  deps: { db: Db; temporal: Client; config: Config; logger?: Logger },
+  opts: { graceMs?: number; limit?: number } = {},
+): Promise<ReconcileReport> {
   const { db, temporal, config } = deps;
   const graceMs = opts.graceMs ?? config.video.reconcileGraceMs;
   const limit = opts.limit ?? 100;
@@ -59,7 +67,13 @@ export async function reconcileVideoJobs(deps: { db: Db; temporal: Client; confi
       // Closed but the job is not final: re-read (the workflow may have finished a moment ago).
       const again = await jobs.getJob(db, job.id);
       if (!again || jobs.isFinal(again.status)) continue;
-      await jobs.finishUnsuccessful(db, { jobId: job.id, holdId: job.holdId, status: 'failed', message: `The job's workflow ended (${d.status.name.toLowerCase()}) without a result.`, code: 'workflow_ended' });
+      await jobs.finishUnsuccessful(db, {
+        jobId: job.id,
+        holdId: job.holdId,
+        status: 'failed',
+        message: `The job's workflow ended (${d.status.name.toLowerCase()}) without a result.`,
+        code: 'workflow_ended',
+      });
       report.failed++;
     } catch (e) {
       if (isTemporalError(e, 'WorkflowNotFoundError')) {
@@ -68,7 +82,10 @@ export async function reconcileVideoJobs(deps: { db: Db; temporal: Client; confi
           const r = await startVideoWorkflow(temporal, config, job);
           if (r === 'started') report.restarted++;
         } catch (e2) {
-          deps.logger?.warn({ jobId: job.id, err: (e2 as Error).message }, 'reconciler could not restart video workflow');
+          deps.logger?.warn(
+            { jobId: job.id, err: (e2 as Error).message },
+            'reconciler could not restart video workflow',
+          );
         }
       } else {
         deps.logger?.warn({ jobId: job.id, err: (e as Error).message }, 'reconciler could not describe video workflow');
@@ -90,6 +107,7 @@ export async function reconcileVideoJobs(deps: { db: Db; temporal: Client; confi
     const r = await releaseHold(db, { holdId: h.id, idempotencyKey: key, memo: 'released by the video reconciler' });
     if (r.applied) report.released++;
   }
-  if (report.started || report.restarted || report.failed || report.released) deps.logger?.info({ ...report }, 'video reconciler repaired jobs');
+  if (report.started || report.restarted || report.failed || report.released)
+    deps.logger?.info({ ...report }, 'video reconciler repaired jobs');
   return report;
 }

@@ -72,20 +72,41 @@ export function loadVideoSettings(env: NodeJS.ProcessEnv = process.env): VideoSe
     cancelWaitMs: num(env, 'VIDEO_CANCEL_WAIT_MS', 5_000),
     stickyQueueTimeoutMs: num(env, 'VIDEO_STICKY_QUEUE_TIMEOUT_MS', 10_000),
   };
-  if (s.copyWindowMs >= RETENTION_MS) throw new Error('VIDEO_COPY_WINDOW_MS must be well under the 24 h provider retention');
+  if (s.copyWindowMs >= RETENTION_MS)
+    throw new Error('VIDEO_COPY_WINDOW_MS must be well under the 24 h provider retention');
   return s;
 }
 
 /** The part of the settings a workflow needs, fixed at start (durations in ms). */
-export type WorkflowTiming = Pick<VideoSettings,
-  'pollInitialMs' | 'pollMaxMs' | 'pollBackoff' | 'deadlineMs' | 'followWindowMs' | 'submitWindowMs' | 'copyWindowMs' |
-  'activityRetryInitialMs' | 'activityRetryMaxMs' | 'activityTimeoutMs' | 'copyAttemptTimeoutMs' | 'heartbeatMs'>;
+export type WorkflowTiming = Pick<
+  VideoSettings,
+  | 'pollInitialMs'
+  | 'pollMaxMs'
+  | 'pollBackoff'
+  | 'deadlineMs'
+  | 'followWindowMs'
+  | 'submitWindowMs'
+  | 'copyWindowMs'
+  | 'activityRetryInitialMs'
+  | 'activityRetryMaxMs'
+  | 'activityTimeoutMs'
+  | 'copyAttemptTimeoutMs'
+  | 'heartbeatMs'
+>;
 
 export function workflowTiming(s: VideoSettings): WorkflowTiming {
   return {
-    pollInitialMs: s.pollInitialMs, pollMaxMs: s.pollMaxMs, pollBackoff: s.pollBackoff, deadlineMs: s.deadlineMs,
-    followWindowMs: s.followWindowMs, submitWindowMs: s.submitWindowMs, copyWindowMs: s.copyWindowMs,
-    activityRetryInitialMs: s.activityRetryInitialMs, activityRetryMaxMs: s.activityRetryMaxMs, activityTimeoutMs: s.activityTimeoutMs,
-    copyAttemptTimeoutMs: s.copyAttemptTimeoutMs, heartbeatMs: s.heartbeatMs,
+    pollInitialMs: s.pollInitialMs,
+    pollMaxMs: s.pollMaxMs,
+    pollBackoff: s.pollBackoff,
+    deadlineMs: s.deadlineMs,
+    followWindowMs: s.followWindowMs,
+    submitWindowMs: s.submitWindowMs,
+    copyWindowMs: s.copyWindowMs,
+    activityRetryInitialMs: s.activityRetryInitialMs,
+    activityRetryMaxMs: s.activityRetryMaxMs,
+    activityTimeoutMs: s.activityTimeoutMs,
+    copyAttemptTimeoutMs: s.copyAttemptTimeoutMs,
+    heartbeatMs: s.heartbeatMs,
   };
 }

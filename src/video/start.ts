@@ -46,20 +46,31 @@ export interface VideoJobInput {
   statusSearchAttribute: string | null;
 }
 
-export type VideoJobResult = { status: 'completed'; costVnd: number; durationSeconds: number } | { status: 'failed' | 'expired'; message: string };
+export type VideoJobResult =
+  { status: 'completed'; costVnd: number; durationSeconds: number } | { status: 'failed' | 'expired'; message: string };
 
 export function workflowInput(job: VideoJob, config: Config, searchAttributes: boolean): VideoJobInput {
   return {
-    jobId: job.id, holdId: job.holdId, accountId: job.accountId, model: job.model, seconds: job.seconds,
-    pricePerSecond: job.pricePerSecond, maxCostVnd: job.maxCostVnd, returnLastFrame: job.request.returnLastFrame,
+    jobId: job.id,
+    holdId: job.holdId,
+    accountId: job.accountId,
+    model: job.model,
+    seconds: job.seconds,
+    pricePerSecond: job.pricePerSecond,
+    maxCostVnd: job.maxCostVnd,
+    returnLastFrame: job.request.returnLastFrame,
     createdAtMs: job.createdAt.getTime(),
-    timing: workflowTiming(config.video), statusSearchAttribute: searchAttributes ? SEARCH_ATTRIBUTES.status : null,
+    timing: workflowTiming(config.video),
+    statusSearchAttribute: searchAttributes ? SEARCH_ATTRIBUTES.status : null,
   };
 }
 
 /** The namespace lacks the gateway's search attributes (a Temporal server set up without them). */
 function isMissingSearchAttribute(e: unknown): boolean {
-  return /search attribute/i.test((e as Error)?.message ?? '') && /not defined|unknown|no mapping|invalid/i.test((e as Error)?.message ?? '');
+  return (
+    /search attribute/i.test((e as Error)?.message ?? '') &&
+    /not defined|unknown|no mapping|invalid/i.test((e as Error)?.message ?? '')
+  );
 }
 
 let searchAttributesAvailable = true;
@@ -70,19 +81,22 @@ let searchAttributesAvailable = true;
  */
 export async function startVideoWorkflow(client: Client, config: Config, job: VideoJob): Promise<'started' | 'exists'> {
   const keys = await searchKeys();
-  const start = (withAttributes: boolean) => client.workflow.start(WORKFLOW_TYPE, {
-    taskQueue: config.temporalTaskQueue,
-    workflowId: job.workflowId,
-    args: [workflowInput(job, config, withAttributes)],
-    workflowIdReusePolicy: 'REJECT_DUPLICATE',
-    ...(withAttributes ? {
-      typedSearchAttributes: [
-        { key: keys.account, value: job.accountId },
-        { key: keys.model, value: job.model },
-        { key: keys.status, value: 'submitted' },
-      ],
-    } : {}),
-  });
+  const start = (withAttributes: boolean) =>
+    client.workflow.start(WORKFLOW_TYPE, {
+      taskQueue: config.temporalTaskQueue,
+      workflowId: job.workflowId,
+      args: [workflowInput(job, config, withAttributes)],
+      workflowIdReusePolicy: 'REJECT_DUPLICATE',
+      ...(withAttributes
+        ? {
+            typedSearchAttributes: [
+              { key: keys.account, value: job.accountId },
+              { key: keys.model, value: job.model },
+              { key: keys.status, value: 'submitted' },
+            ],
+          }
+        : {}),
+    });
   try {
     await start(searchAttributesAvailable);
     return 'started';

@@ -51,11 +51,25 @@ export interface VideoJobRequest {
 }
 
 /** The job, and whether it is an earlier one returned again for the same Idempotency-Key. */
-export interface SubmittedVideoJob { job: VideoJob; replayed: boolean }
+export interface SubmittedVideoJob {
+  job: VideoJob;
+  replayed: boolean;
+}
 
-export async function submitVideoJob(deps: VideoServiceDeps, req: VideoJobRequest, loadImage: ImageLoader): Promise<SubmittedVideoJob> {
+export async function submitVideoJob(
+  deps: VideoServiceDeps,
+  req: VideoJobRequest,
+  loadImage: ImageLoader,
+): Promise<SubmittedVideoJob> {
   const replay = (existing: VideoJob): SubmittedVideoJob => {
-    if (existing.requestHash !== req.requestHash) throw new ApiError(409, 'This Idempotency-Key was already used with a different request body.', 'invalid_request_error', 'Idempotency-Key', 'idempotency_key_reused');
+    if (existing.requestHash !== req.requestHash)
+      throw new ApiError(
+        409,
+        'This Idempotency-Key was already used with a different request body.',
+        'invalid_request_error',
+        'Idempotency-Key',
+        'idempotency_key_reused',
+      );
     return { job: existing, replayed: true };
   };
   if (req.idempotencyKey) {
@@ -77,9 +91,18 @@ export async function submitVideoJob(deps: VideoServiceDeps, req: VideoJobReques
   let job: VideoJob;
   try {
     job = await jobs.createJobWithHold(deps.db, {
-      id: jobId, accountId: req.accountId, apiKeyId: req.apiKeyId, model: v.model.id, provider: v.model.provider,
-      request: { ...params, images }, requestHash: req.requestHash, idempotencyKey: req.idempotencyKey, seconds: params.seconds,
-      pricePerSecond: v.model.pricing.perVideoSecond!, maxCostVnd: v.maxCostVnd, holdId: randomUUID(),
+      id: jobId,
+      accountId: req.accountId,
+      apiKeyId: req.apiKeyId,
+      model: v.model.id,
+      provider: v.model.provider,
+      request: { ...params, images },
+      requestHash: req.requestHash,
+      idempotencyKey: req.idempotencyKey,
+      seconds: params.seconds,
+      pricePerSecond: v.model.pricing.perVideoSecond!,
+      maxCostVnd: v.maxCostVnd,
+      holdId: randomUUID(),
     });
   } catch (e) {
     // Nothing was created: drop the stored input images.
@@ -99,18 +122,29 @@ export async function submitVideoJob(deps: VideoServiceDeps, req: VideoJobReques
 /** The Temporal client, or the 503 that says why video jobs cannot run in this process. */
 export function temporalClient(deps: Pick<VideoServiceDeps, 'temporal' | 'config'>): Client {
   if (!deps.temporal) {
-    const why = deps.config.temporalAddress === 'off' ? 'this API process serves synchronous operations only (TEMPORAL_ADDRESS=off)' : 'the job scheduler (Temporal) is not connected';
+    const why =
+      deps.config.temporalAddress === 'off'
+        ? 'this API process serves synchronous operations only (TEMPORAL_ADDRESS=off)'
+        : 'the job scheduler (Temporal) is not connected';
     throw new ApiError(503, `Video generation is unavailable: ${why}.`, 'server_error', null, 'video_unavailable');
   }
   return deps.temporal;
 }
 
 /** Keeps the input images in our storage until the provider has them (the workflow reads them back). */
-async function storeInputImages(storage: Storage, jobId: string, images: VideoImages<LoadedImage>): Promise<VideoImages<StoredImageRef>> {
+async function storeInputImages(
+  storage: Storage,
+  jobId: string,
+  images: VideoImages<LoadedImage>,
+): Promise<VideoImages<StoredImageRef>> {
   const stored: VideoImages<StoredImageRef> = {};
   const tried: StoredImageRef[] = [];
   const put = async (img: LoadedImage, name: string): Promise<StoredImageRef> => {
-    const ref = { key: `videos/${jobId}/inputs/${name}.${imageExtension(img.mimeType)}`, mimeType: img.mimeType, size: img.bytes.length };
+    const ref = {
+      key: `videos/${jobId}/inputs/${name}.${imageExtension(img.mimeType)}`,
+      mimeType: img.mimeType,
+      size: img.bytes.length,
+    };
     tried.push(ref);
     await storage.put(ref.key, Readable.from([img.bytes]), img.mimeType);
     return ref;
@@ -118,7 +152,8 @@ async function storeInputImages(storage: Storage, jobId: string, images: VideoIm
   try {
     if (images.inputReference) stored.inputReference = await put(images.inputReference, 'input_reference');
     if (images.lastFrame) stored.lastFrame = await put(images.lastFrame, 'last_frame');
-    if (images.referenceImages) stored.referenceImages = await Promise.all(images.referenceImages.map((img, i) => put(img, `reference_${i}`)));
+    if (images.referenceImages)
+      stored.referenceImages = await Promise.all(images.referenceImages.map((img, i) => put(img, `reference_${i}`)));
   } catch (e) {
     // No job will ever read them: drop the ones already stored.
     await deleteStoredImages(storage, { referenceImages: tried });
@@ -135,10 +170,24 @@ async function startOrCompensate(deps: VideoServiceDeps, client: Client, job: Vi
   } catch (e) {
     // A workflow that did start after all sees the final job and stops before submitting.
     deps.logger.error({ jobId, err: (e as Error).message }, 'could not start video workflow');
-    await jobs.finishUnsuccessful(deps.db, { jobId, holdId: job.holdId, status: 'failed', message: 'The job could not be scheduled; nothing was charged. Please retry.', code: 'scheduling_failed' });
+    await jobs.finishUnsuccessful(deps.db, {
+      jobId,
+      holdId: job.holdId,
+      status: 'failed',
+      message: 'The job could not be scheduled; nothing was charged. Please retry.',
+      code: 'scheduling_failed',
+    });
     await deleteStoredImages(deps.storage, job.request.images);
-    throw new ApiError(503, 'The video job could not be scheduled; nothing was charged. Please retry.', 'server_error', null, 'video_unavailable');
+    throw new ApiError(
+      503,
+      'The video job could not be scheduled; nothing was charged. Please retry.',
+      'server_error',
+      null,
+      'video_unavailable',
+    );
   }
   // Bookkeeping off the response path: if it is lost, the reconciler records it (its start finds the workflow).
-  void jobs.markWorkflowStarted(deps.db, jobId, 'api').catch((e) => deps.logger.warn({ jobId, err: (e as Error).message }, 'could not record workflow start'));
+  void jobs
+    .markWorkflowStarted(deps.db, jobId, 'api')
+    .catch((e) => deps.logger.warn({ jobId, err: (e as Error).message }, 'could not record workflow start'));
 }

@@ -3,6 +3,9 @@
  * tell them apart without importing @temporalio/client (about 25 MB of gRPC and protobuf code) on start-up; it is
  * loaded only when the API connects to Temporal.
  */
-export function isTemporalError(e: unknown, name: 'WorkflowNotFoundError' | 'WorkflowExecutionAlreadyStartedError'): boolean {
+export function isTemporalError(
+  e: unknown,
+  name: 'WorkflowNotFoundError' | 'WorkflowExecutionAlreadyStartedError',
+): boolean {
   return (e as { name?: unknown } | null)?.name === name;
 }

@@ -100,7 +100,10 @@ export async function checkEndpointUrl(raw: unknown, s: WebhookSettings, lookup?
       throw badRequest(`Invalid 'url': ${why}; webhooks are delivered only to public hosts.`, 'url', 'url_forbidden');
     }
     const host = clip(bareHost(u.hostname));
-    const why = e instanceof UnresolvableHost && e.timedOut ? `resolving the host ${host} timed out` : `could not resolve the host ${host}`;
+    const why =
+      e instanceof UnresolvableHost && e.timedOut
+        ? `resolving the host ${host} timed out`
+        : `could not resolve the host ${host}`;
     throw badRequest(`Invalid 'url': ${why}.`, 'url', 'url_unresolvable');
   }
   return u.toString();

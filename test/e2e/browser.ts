@@ -21,12 +21,24 @@ export interface Browser {
 }
 
 export async function launchBrowser(): Promise<Browser> {
-  if (!fs.existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} not found: install Debian's chromium (apt-get install -y chromium chromium-driver) or set CHROMIUM_PATH`);
+  if (!fs.existsSync(CHROMIUM))
+    throw new Error(
+      `${CHROMIUM} not found: install Debian's chromium (apt-get install -y chromium chromium-driver) or set CHROMIUM_PATH`,
+    );
   const userDataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'gw-chromium-'));
   const context = await chromium.launchPersistentContext(userDataDir, {
     executablePath: CHROMIUM,
     headless: true,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    args: [
+      '--headless',
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-quic',
+      '--no-first-run',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+    ],
     viewport: DESKTOP,
     acceptDownloads: true,
     locale: 'en-US',
@@ -38,7 +50,8 @@ export async function launchBrowser(): Promise<Browser> {
   page.on('pageerror', (e) => errors.push(e.message));
   (page as Page & { jsErrors?: string[] }).jsErrors = errors;
   return {
-    context, page,
+    context,
+    page,
     async close() {
       await context.close().catch(() => undefined);
       fs.rmSync(userDataDir, { recursive: true, force: true });

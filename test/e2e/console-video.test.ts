@@ -29,8 +29,16 @@ beforeAll(async () => {
   storageDir = fs.mkdtempSync(path.join(os.tmpdir(), 'gw-console-video-'));
   // Polls one second apart so the job is visibly running for a few seconds before it completes.
   gw = await startGateway({
-    temporalTaskQueue: `console-e2e-${randomUUID()}`, storageDir, logLevel: 'warn',
-    video: { ...loadVideoSettings(), pollInitialMs: 1000, pollMaxMs: 1000, activityRetryInitialMs: 100, activityRetryMaxMs: 1000 },
+    temporalTaskQueue: `console-e2e-${randomUUID()}`,
+    storageDir,
+    logLevel: 'warn',
+    video: {
+      ...loadVideoSettings(),
+      pollInitialMs: 1000,
+      pollMaxMs: 1000,
+      activityRetryInitialMs: 100,
+      activityRetryMaxMs: 1000,
+    },
   });
   gw.emulator.control.settings.videoPollsToComplete = 3;
   worker = await startWorker(gw.deps.config);
@@ -49,7 +57,8 @@ afterAll(async () => {
 
 async function submitVideo(key: string, prompt: string): Promise<string> {
   const res = await fetch(`${gw.url}/v1/videos`, {
-    method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+    method: 'POST',
+    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
     body: JSON.stringify({ model: 'seedance-2-0', prompt, seconds: 4 }),
   });
   const body = (await res.json()) as { id: string; status: string };
@@ -94,15 +103,23 @@ test('a video submitted through the API completes on the jobs page, plays, downl
   // Details: prompt, model, duration, cost, inline player, download.
   await page.click(`tr[data-job-id="${jobId}"] a`);
   await page.waitForSelector('#job-video');
-  const job = (await gw.deps.db.query('SELECT cost_vnd, result_duration_seconds, video_size FROM video_jobs WHERE id = $1', [jobId])).rows[0];
+  const job = (
+    await gw.deps.db.query('SELECT cost_vnd, result_duration_seconds, video_size FROM video_jobs WHERE id = $1', [
+      jobId,
+    ])
+  ).rows[0];
   expect(job.cost_vnd).toBe(job.result_duration_seconds * PRICE_PER_SECOND);
   expect(await page.textContent('#job-prompt')).toBe('Hạ Long Bay at sunrise, slow drone shot over limestone islands');
   expect(plain(await page.textContent('#job-cost'))).toBe(vndText(job.cost_vnd));
   expect(await page.textContent('main')).toContain('seedance-2-0');
   // The player's source is served to the session (200 or 206 with video/mp4).
-  const media = await page.evaluate(`fetch(document.querySelector('#job-video').currentSrc || document.querySelector('#job-video').src, { headers: { range: 'bytes=0-99' } }).then((r) => [r.status, r.headers.get('content-type'), r.headers.get('content-range')])`);
+  const media = await page.evaluate(
+    `fetch(document.querySelector('#job-video').currentSrc || document.querySelector('#job-video').src, { headers: { range: 'bytes=0-99' } }).then((r) => [r.status, r.headers.get('content-type'), r.headers.get('content-range')])`,
+  );
   expect(media).toEqual([206, 'video/mp4', `bytes 0-99/${job.video_size}`]);
-  const canPlay = await page.evaluate(`document.querySelector('#job-video').canPlayType('video/mp4; codecs="avc1.42E01E"')`);
+  const canPlay = await page.evaluate(
+    `document.querySelector('#job-video').canPlayType('video/mp4; codecs="avc1.42E01E"')`,
+  );
   if (canPlay) {
     // This Chromium decodes H.264: the video element actually loads the file.
     await page.waitForFunction(`document.querySelector('#job-video').readyState >= 1`, undefined, { timeout: 20_000 });
@@ -125,7 +142,9 @@ test('a video submitted through the API completes on the jobs page, plays, downl
   await page.waitForSelector('#ledger');
   const jobLinks = page.locator(`#ledger a.ref-job[href="/console/jobs/${jobId}"]`);
   await jobLinks.first().waitFor();
-  const kinds = await page.locator(`#ledger tr:has(a.ref-job[href="/console/jobs/${jobId}"])`).evaluateAll((trs) => trs.map((t) => t.getAttribute('data-kind')));
+  const kinds = await page
+    .locator(`#ledger tr:has(a.ref-job[href="/console/jobs/${jobId}"])`)
+    .evaluateAll((trs) => trs.map((t) => t.getAttribute('data-kind')));
   expect(kinds).toEqual(expect.arrayContaining(['hold_placed', 'charged']));
   const charge = page.locator(`#ledger tr[data-kind="charged"]:has(a.ref-job[href="/console/jobs/${jobId}"])`);
   expect(plain(await charge.locator('td').nth(2).textContent())).toBe('−' + vndText(job.cost_vnd));
@@ -153,7 +172,7 @@ test('a video submitted through the API completes on the jobs page, plays, downl
   expect(jsErrors(page)).toEqual([]);
 });
 
-test('operator: a customer\'s jobs with a link to each workflow in the Temporal UI', async () => {
+test("operator: a customer's jobs with a link to each workflow in the Temporal UI", async () => {
   const { page } = browser;
   const jobs = (await gw.deps.db.query('SELECT id FROM video_jobs WHERE account_id = $1', [customer.accountId])).rows;
   expect(jobs.length).toBeGreaterThan(0);
@@ -163,7 +182,9 @@ test('operator: a customer\'s jobs with a link to each workflow in the Temporal 
     const link = page.locator(`tr[data-job-id="${id}"] a.temporal-link`);
     await link.waitFor();
     const cfg = gw.deps.config;
-    expect(await link.getAttribute('href')).toBe(`${cfg.temporalUiUrl}/namespaces/${cfg.temporalNamespace}/workflows/video-${id}`);
+    expect(await link.getAttribute('href')).toBe(
+      `${cfg.temporalUiUrl}/namespaces/${cfg.temporalNamespace}/workflows/video-${id}`,
+    );
     expect(await link.getAttribute('target')).toBe('_blank');
   }
   await shot(page, '17-admin-account-jobs');

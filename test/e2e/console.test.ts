@@ -99,14 +99,19 @@ test('customer: sign in, create a key, use it, see the charge, revoke it and see
 
   // Use it against the API with the official SDK.
   const client = new OpenAI({ apiKey: key, baseURL: gw.url + '/v1', maxRetries: 0 });
-  const completion = await client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'Xin chào' }] });
+  const completion = await client.chat.completions.create({
+    model: 'gpt-4o-mini',
+    messages: [{ role: 'user', content: 'Xin chào' }],
+  });
   expect(completion.choices[0].message.content).toBeTruthy();
 
   // The charge appears in the ledger, linked to its request.
   await page.click('nav >> text=Balance');
   await page.waitForSelector('#ledger tr[data-kind="charged"]');
   const charged = page.locator('#ledger tr[data-kind="charged"]').first();
-  const usage = await gw.deps.db.query('SELECT id, cost_vnd FROM usage_records WHERE account_id = $1', [customer.accountId]);
+  const usage = await gw.deps.db.query('SELECT id, cost_vnd FROM usage_records WHERE account_id = $1', [
+    customer.accountId,
+  ]);
   expect(usage.rows).toHaveLength(1);
   const cost: number = usage.rows[0].cost_vnd;
   expect(cost).toBeGreaterThan(0);
@@ -178,8 +183,11 @@ test('customer: sign in, create a key, use it, see the charge, revoke it and see
   // Phone width: every page still works.
   await page.setViewportSize(PHONE);
   for (const [name, path, ready] of [
-    ['02-keys', '/keys', 'table'], ['03-balance', '/balance', '#ledger'], ['05-usage', '/usage', '#usage-chart'],
-    ['07-jobs-empty', '/jobs', '.state.empty'], ['08-models', '/models', 'table'],
+    ['02-keys', '/keys', 'table'],
+    ['03-balance', '/balance', '#ledger'],
+    ['05-usage', '/usage', '#usage-chart'],
+    ['07-jobs-empty', '/jobs', '.state.empty'],
+    ['08-models', '/models', 'table'],
   ] as const) {
     await page.goto(gw.url + '/console' + path);
     await page.waitForSelector(ready);
@@ -200,7 +208,20 @@ test('customer: sign in, create a key, use it, see the charge, revoke it and see
 test('error state: the API down shows a clear error with a retry', async () => {
   const { page } = browser;
   await signIn(page, gw.url, customer.email, customer.password);
-  await page.route('**/console/api/balance*', (route) => route.fulfill({ status: 500, contentType: 'application/json', body: JSON.stringify({ error: { message: 'The server had an error while processing your request.', type: 'server_error', param: null, code: 'internal_error' } }) }));
+  await page.route('**/console/api/balance*', (route) =>
+    route.fulfill({
+      status: 500,
+      contentType: 'application/json',
+      body: JSON.stringify({
+        error: {
+          message: 'The server had an error while processing your request.',
+          type: 'server_error',
+          param: null,
+          code: 'internal_error',
+        },
+      }),
+    }),
+  );
   await page.click('nav >> text=Balance');
   await page.waitForSelector('.state.error');
   expect(await page.textContent('.state.error')).toContain('The server had an error');
@@ -231,7 +252,10 @@ test('operator: accounts with balances, top-up with a reason (once per submissio
   await page.waitForSelector('.form-ok');
   expect(plain(await page.textContent('.form-ok'))).toMatch(/Topped up 500\.000 ₫|already recorded/);
   await page.locator('#bal-total', { hasText: vndText(before.balance + 500_000).replace(' ', '\u00a0') }).waitFor();
-  const topups = await gw.deps.db.query(`SELECT amount, memo FROM ledger_events WHERE account_id = $1 AND kind = 'topped_up' ORDER BY id`, [customer.accountId]);
+  const topups = await gw.deps.db.query(
+    `SELECT amount, memo FROM ledger_events WHERE account_id = $1 AND kind = 'topped_up' ORDER BY id`,
+    [customer.accountId],
+  );
   expect(topups.rows.map((r) => r.amount)).toEqual([START_BALANCE, 500_000]);
   expect(topups.rows[1].memo).toBe(`Chuyển khoản #1234 (by ${op.email})`);
   await shot(page, '11-admin-account');

@@ -38,7 +38,12 @@ export class ConsoleClient {
     if (body !== undefined) h['content-type'] = 'application/json';
     Object.assign(h, headers);
     for (const [k, v] of Object.entries(headers)) if (v === '') delete h[k];
-    return fetch(this.base + path, { method, headers: h, body: body === undefined ? undefined : JSON.stringify(body), redirect: 'manual' });
+    return fetch(this.base + path, {
+      method,
+      headers: h,
+      body: body === undefined ? undefined : JSON.stringify(body),
+      redirect: 'manual',
+    });
   }
 
   async json<T = any>(method: string, path: string, body?: unknown): Promise<T> {

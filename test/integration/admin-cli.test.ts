@@ -8,7 +8,11 @@ import { projectRoot } from '../../src/projectRoot';
 
 /** The operator CLI against the run's real Postgres database, in-process (runAdmin) and as the built binary. */
 
-interface Run { code: number; out: string; err: string }
+interface Run {
+  code: number;
+  out: string;
+  err: string;
+}
 async function admin(...argv: string[]): Promise<Run> {
   const out: string[] = [];
   const err: string[] = [];
@@ -40,12 +44,24 @@ describe('admin CLI', () => {
     expect(acc).toMatchObject({ name: 'Acme Co', balance_vnd: 5_000_000 });
     expect(acc.id).toMatch(/^[0-9a-f-]{36}$/);
 
-    const t1 = await adminJson('top-up', acc.id, '250000', '--reason', 'bank transfer 42', '--idempotency-key', 'tx-42');
+    const t1 = await adminJson(
+      'top-up',
+      acc.id,
+      '250000',
+      '--reason',
+      'bank transfer 42',
+      '--idempotency-key',
+      'tx-42',
+    );
     expect(t1).toMatchObject({ applied: true, balance_vnd: 5_250_000, available_vnd: 5_250_000 });
     const replay = await admin('top-up', acc.id, '250000', '--idempotency-key', 'tx-42');
     expect(replay.code).toBe(0);
     expect(replay.out).toMatch(/already applied/);
-    expect(await adminJson('balance', acc.id)).toMatchObject({ balance_vnd: 5_250_000, held_vnd: 0, available_vnd: 5_250_000 });
+    expect(await adminJson('balance', acc.id)).toMatchObject({
+      balance_vnd: 5_250_000,
+      held_vnd: 0,
+      available_vnd: 5_250_000,
+    });
 
     const human = await admin('balance', acc.id);
     expect(human.out).toContain('5.250.000 ₫');
@@ -143,19 +159,23 @@ describe('admin CLI', () => {
   });
 
   const built = path.join(projectRoot(), 'dist', 'src', 'cli', 'admin.js');
-  (fs.existsSync(built) ? test : test.skip)('the built binary (npm run admin) runs as a child process with exit codes', async () => {
-    const run = (args: string[]) => new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
-      execFile(process.execPath, [built, ...args], { env: process.env }, (err, stdout, stderr) => {
-        resolve({ code: err ? Number((err as { code?: number }).code ?? 1) : 0, stdout, stderr });
-      });
-    });
-    const ok = await run(['create-account', 'Child Process', '--balance', '700', '--json']);
-    expect(ok.code).toBe(0);
-    expect(JSON.parse(ok.stdout)).toMatchObject({ name: 'Child Process', balance_vnd: 700 });
-    const bad = await run(['top-up', JSON.parse(ok.stdout).id, '1.5']);
-    expect(bad.code).toBe(2);
-    expect(bad.stderr).toMatch(/whole number of VND/);
-  });
+  (fs.existsSync(built) ? test : test.skip)(
+    'the built binary (npm run admin) runs as a child process with exit codes',
+    async () => {
+      const run = (args: string[]) =>
+        new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
+          execFile(process.execPath, [built, ...args], { env: process.env }, (err, stdout, stderr) => {
+            resolve({ code: err ? Number((err as { code?: number }).code ?? 1) : 0, stdout, stderr });
+          });
+        });
+      const ok = await run(['create-account', 'Child Process', '--balance', '700', '--json']);
+      expect(ok.code).toBe(0);
+      expect(JSON.parse(ok.stdout)).toMatchObject({ name: 'Child Process', balance_vnd: 700 });
+      const bad = await run(['top-up', JSON.parse(ok.stdout).id, '1.5']);
+      expect(bad.code).toBe(2);
+      expect(bad.stderr).toMatch(/whole number of VND/);
+    },
+  );
 });
 
 describe('admin CLI console logins', () => {

@@ -33,7 +33,7 @@ test('requests arriving while a key is looked up share one query, and revocation
   expect(queries).toBe(2);
 });
 
-test('a principal older than the TTL is stale; refreshing it reads the key\'s settings and budget fence again, or finds it revoked', async () => {
+test("a principal older than the TTL is stale; refreshing it reads the key's settings and budget fence again, or finds it revoked", async () => {
   const { setKeyLimits } = await import('../../src/limits/keyLimits');
   const accountId = await createAccount(db, 'key-cache-test');
   const { key, id } = await createApiKey(db, accountId, 'k');

@@ -45,9 +45,17 @@ describe('token counts beyond any model are a 400, on every path', () => {
     ['bridged to /responses', 'gpt-5-codex'],
   ])('/v1/messages max_tokens 1e20, %s', async (_name, model) => {
     const { accountId, key } = await gw.account(BALANCE);
-    const res = await post('/v1/messages', key, { model, max_tokens: 1e20, messages: [{ role: 'user', content: 'hi' }] }, anthropic);
+    const res = await post(
+      '/v1/messages',
+      key,
+      { model, max_tokens: 1e20, messages: [{ role: 'user', content: 'hi' }] },
+      anthropic,
+    );
     expect(res.status).toBe(400);
-    expect(res.body).toMatchObject({ type: 'error', error: { type: 'invalid_request_error', message: expect.stringContaining('max_tokens') } });
+    expect(res.body).toMatchObject({
+      type: 'error',
+      error: { type: 'invalid_request_error', message: expect.stringContaining('max_tokens') },
+    });
     await expectUntouched(accountId);
   });
 
@@ -66,7 +74,11 @@ describe('token counts beyond any model are a 400, on every path', () => {
   test('chat completions: max_tokens and n beyond any model', async () => {
     const { accountId, key } = await gw.account(BALANCE);
     for (const body of [{ max_tokens: 1e20 }, { max_completion_tokens: 1e20 }]) {
-      const res = await post('/v1/chat/completions', key, { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }], ...body });
+      const res = await post('/v1/chat/completions', key, {
+        model: 'gpt-4o-mini',
+        messages: [{ role: 'user', content: 'hi' }],
+        ...body,
+      });
       expect(res.status).toBe(400);
       expect(res.body.error.param).toBe(Object.keys(body)[0]);
     }
@@ -79,7 +91,11 @@ describe('text Postgres cannot hold', () => {
     ['prompt with NUL', { prompt: NUL }, 'prompt'],
     ['prompt with a lone surrogate', { prompt: LONE }, 'prompt'],
     ['parameters value with NUL', { parameters: { negative_prompt: NUL } }, 'parameters.negative_prompt'],
-    ['nested parameters value with a lone surrogate', { parameters: { style: { tags: ['ok', LONE] } } }, 'parameters.style.tags[1]'],
+    [
+      'nested parameters value with a lone surrogate',
+      { parameters: { style: { tags: ['ok', LONE] } } },
+      'parameters.style.tags[1]',
+    ],
     ['parameters key with NUL', { parameters: { [NUL]: 1 } }, 'parameters'],
     ['parameters key with a lone surrogate', { parameters: { [LONE]: 'x' } }, 'parameters'],
   ])('POST /v1/videos: %s is a 400 naming it', async (_name, fields, param) => {
@@ -106,7 +122,11 @@ describe('text Postgres cannot hold', () => {
       const res = await c.request('POST', '/console/api/keys', { name });
       expect(res.status).toBe(400);
       expect((await jsonOf(res)).error.param).toBe('name');
-      const created = await c.request('POST', '/console/api/admin/logins', { accountId: acc.accountId, email: `y${name}@example.com`, password: 'long-enough-password' });
+      const created = await c.request('POST', '/console/api/admin/logins', {
+        accountId: acc.accountId,
+        email: `y${name}@example.com`,
+        password: 'long-enough-password',
+      });
       expect(created.status).toBe(400);
       expect((await jsonOf(created)).error.param).toBe('email');
     }
@@ -118,7 +138,12 @@ describe('text Postgres cannot hold', () => {
     const login = await makeLogin(gw, acc.accountId);
     const c = new ConsoleClient(gw.url);
     expect((await c.signIn(login.email, login.password)).status).toBe(200);
-    for (const [from, to, param] of [['0000-01-01', '0000-01-02', 'from'], ['0001-01-01', '0001-01-31', 'from'], ['1969-12-31', '1970-01-05', 'from'], ['2026-01-01', '0000-01-01', 'to']]) {
+    for (const [from, to, param] of [
+      ['0000-01-01', '0000-01-02', 'from'],
+      ['0001-01-01', '0001-01-31', 'from'],
+      ['1969-12-31', '1970-01-05', 'from'],
+      ['2026-01-01', '0000-01-01', 'to'],
+    ]) {
       const res = await c.request('GET', `/console/api/usage?from=${from}&to=${to}`);
       expect(res.status).toBe(400);
       expect((await jsonOf(res)).error.param).toBe(param);
@@ -134,7 +159,9 @@ describe('store: true never claims a response it could not store', () => {
     ['native', 'gpt-5-codex'],
   ])('%s: input with a lone surrogate and a NUL (in text and in keys) is stored and found', async (_name, model) => {
     const { key } = await gw.account(BALANCE);
-    const input = [{ role: 'user', content: [{ type: 'input_text', text: `x${LONE}${NUL}` }], [`k${LONE}`]: `v${NUL}` }];
+    const input = [
+      { role: 'user', content: [{ type: 'input_text', text: `x${LONE}${NUL}` }], [`k${LONE}`]: `v${NUL}` },
+    ];
     const res = await post('/v1/responses', key, { model, input, store: true });
     expect(res.status).toBe(200);
     expect(res.body.store).toBe(true);
@@ -147,20 +174,23 @@ describe('store: true never claims a response it could not store', () => {
   });
 });
 
-test.each(['gpt-4o-mini', 'gpt-5-codex'])('when storing fails anyway (the table is gone), a non-streamed answer says store: false (%s)', async (model) => {
-  const { key } = await gw.account(BALANCE);
-  await gw.deps.db.query('ALTER TABLE stored_responses RENAME TO stored_responses_away');
-  let res;
-  try {
-    res = await post('/v1/responses', key, { model, input: 'hi', store: true });
-  } finally {
-    await gw.deps.db.query('ALTER TABLE stored_responses_away RENAME TO stored_responses');
-  }
-  expect(res.status).toBe(200);
-  expect(res.body.store).toBe(false);
-  const got = await fetch(`${gw.url}/v1/responses/${res.body.id}`, { headers: { authorization: `Bearer ${key}` } });
-  expect(got.status).toBe(404);
-});
+test.each(['gpt-4o-mini', 'gpt-5-codex'])(
+  'when storing fails anyway (the table is gone), a non-streamed answer says store: false (%s)',
+  async (model) => {
+    const { key } = await gw.account(BALANCE);
+    await gw.deps.db.query('ALTER TABLE stored_responses RENAME TO stored_responses_away');
+    let res;
+    try {
+      res = await post('/v1/responses', key, { model, input: 'hi', store: true });
+    } finally {
+      await gw.deps.db.query('ALTER TABLE stored_responses_away RENAME TO stored_responses');
+    }
+    expect(res.status).toBe(200);
+    expect(res.body.store).toBe(false);
+    const got = await fetch(`${gw.url}/v1/responses/${res.body.id}`, { headers: { authorization: `Bearer ${key}` } });
+    expect(got.status).toBe(404);
+  },
+);
 
 test.each([
   ['a translated', 'gpt-4o-mini'],
@@ -171,7 +201,8 @@ test.each([
   let text: string;
   try {
     const res = await fetch(`${gw.url}/v1/responses`, {
-      method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
       body: JSON.stringify({ model, input: 'hi', store: true, stream: true }),
     });
     expect(res.status).toBe(200);
@@ -179,7 +210,10 @@ test.each([
   } finally {
     await gw.deps.db.query('ALTER TABLE stored_responses_away RENAME TO stored_responses');
   }
-  const events = text.split('\n').filter((l) => l.startsWith('data: {')).map((l) => JSON.parse(l.slice(6)));
+  const events = text
+    .split('\n')
+    .filter((l) => l.startsWith('data: {'))
+    .map((l) => JSON.parse(l.slice(6)));
   const completed = events.find((e) => e.type === 'response.completed');
   expect(completed.response.store).toBe(false);
   if (kind === 'a native') {
@@ -187,7 +221,9 @@ test.each([
     expect(events.map((e) => e.sequence_number)).toEqual(events.map((_e, i) => i));
     expect(text).toMatch(/response\.completed[\s\S]*\n: x-gateway-cost-vnd=\d+/);
   }
-  const got = await fetch(`${gw.url}/v1/responses/${completed.response.id}`, { headers: { authorization: `Bearer ${key}` } });
+  const got = await fetch(`${gw.url}/v1/responses/${completed.response.id}`, {
+    headers: { authorization: `Bearer ${key}` },
+  });
   expect(got.status).toBe(404);
 });
 
@@ -209,37 +245,55 @@ describe('multipart field names that would nest too deep or reach a prototype', 
     return f;
   }
   const send = async (route: string, key: string, form: FormData) => {
-    const res = await fetch(gw.url + route, { method: 'POST', headers: { authorization: `Bearer ${key}` }, body: form });
+    const res = await fetch(gw.url + route, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}` },
+      body: form,
+    });
     return { status: res.status, body: await jsonOf(res) };
   };
   afterEach(() => {
     delete (Object.prototype as Record<string, unknown>).polluted; // should the test fail, the next ones still run clean
   });
 
-  test.each(Object.keys(forms))('%s: the valid form is answered (so the 400s below are the names\' doing)', async (route) => {
-    const { key } = await gw.account(BALANCE);
-    const res = await send(route, key, forms[route]());
-    expect(res.status).toBeLessThan(300);
-  });
-
-  test.each(Object.keys(forms).flatMap((route) => ['__proto__[polluted]', 'constructor[prototype][polluted]', 'parameters[__proto__][polluted]', '__proto__'].map((name) => [route, name])))(
-    '%s: a field named %s is a 400 and pollutes nothing',
-    async (route, name) => {
-      const { accountId, key } = await gw.account(BALANCE);
-      const res = await send(route, key, forms[route]([name, 'yes']));
-      expect(res.status).toBe(400);
-      expect(res.body.error).toMatchObject({ type: 'invalid_request_error', code: 'invalid_multipart', message: expect.stringContaining('forbidden key') });
-      expect(({} as Record<string, unknown>).polluted).toBeUndefined();
-      expect(Object.prototype).not.toHaveProperty('polluted');
-      await expectUntouched(accountId);
+  test.each(Object.keys(forms))(
+    "%s: the valid form is answered (so the 400s below are the names' doing)",
+    async (route) => {
+      const { key } = await gw.account(BALANCE);
+      const res = await send(route, key, forms[route]());
+      expect(res.status).toBeLessThan(300);
     },
   );
+
+  test.each(
+    Object.keys(forms).flatMap((route) =>
+      ['__proto__[polluted]', 'constructor[prototype][polluted]', 'parameters[__proto__][polluted]', '__proto__'].map(
+        (name) => [route, name],
+      ),
+    ),
+  )('%s: a field named %s is a 400 and pollutes nothing', async (route, name) => {
+    const { accountId, key } = await gw.account(BALANCE);
+    const res = await send(route, key, forms[route]([name, 'yes']));
+    expect(res.status).toBe(400);
+    expect(res.body.error).toMatchObject({
+      type: 'invalid_request_error',
+      code: 'invalid_multipart',
+      message: expect.stringContaining('forbidden key'),
+    });
+    expect(({} as Record<string, unknown>).polluted).toBeUndefined();
+    expect(Object.prototype).not.toHaveProperty('polluted');
+    await expectUntouched(accountId);
+  });
 
   test.each([65, 50_000])('POST /v1/videos: parameters nested %i brackets deep is a 400', async (depth) => {
     const { accountId, key } = await gw.account(BALANCE);
     const res = await send('/v1/videos', key, forms['/v1/videos'](['parameters' + '[a]'.repeat(depth), 'x']));
     expect(res.status).toBe(400);
-    expect(res.body.error).toMatchObject({ type: 'invalid_request_error', code: 'invalid_multipart', message: expect.stringContaining('64 levels') });
+    expect(res.body.error).toMatchObject({
+      type: 'invalid_request_error',
+      code: 'invalid_multipart',
+      message: expect.stringContaining('64 levels'),
+    });
     const jobs = await gw.deps.db.query('SELECT 1 FROM video_jobs WHERE account_id = $1', [accountId]);
     expect(jobs.rowCount).toBe(0);
     await expectUntouched(accountId);
@@ -253,7 +307,12 @@ describe('console bodies: values are type-checked, never coerced', () => {
     const c = new ConsoleClient(gw.url);
     expect((await c.signIn(op.email, op.password)).status).toBe(200);
     const good = { accountId: acc.accountId, email: 'types@example.com', password: 'long-enough-password' };
-    for (const [param, value] of [['email', { toString: 1 }], ['password', { toString: 1 }], ['email', ['a@example.com']], ['password', 12345678901]] as const) {
+    for (const [param, value] of [
+      ['email', { toString: 1 }],
+      ['password', { toString: 1 }],
+      ['email', ['a@example.com']],
+      ['password', 12345678901],
+    ] as const) {
       const res = await c.request('POST', '/console/api/admin/logins', { ...good, [param]: value });
       expect(res.status).toBe(400);
       expect((await jsonOf(res)).error).toMatchObject({ type: 'invalid_request_error', param });
@@ -273,18 +332,30 @@ describe('console bodies: values are type-checked, never coerced', () => {
       [customer, `/console/api/keys/${acc.keyId}/limits`],
       [operator, `/console/api/admin/accounts/${acc.accountId}/keys/${acc.keyId}/limits`],
     ];
-    const bad = ['0000-01-01', '0001-01-01T00:00:00Z', '1969-12-31T23:59:59Z', '9999-12-31T23:59:59-14:00', '+010000-01-01'];
+    const bad = [
+      '0000-01-01',
+      '0001-01-01T00:00:00Z',
+      '1969-12-31T23:59:59Z',
+      '9999-12-31T23:59:59-14:00',
+      '+010000-01-01',
+    ];
     for (const [client, p] of paths) {
       for (const expiresAt of bad) {
         const res = await client.request('PATCH', p, { expiresAt });
         expect(res.status).toBe(400);
         expect((await jsonOf(res)).error).toMatchObject({ type: 'invalid_request_error', param: 'expiresAt' });
       }
-      expect((await client.json('PATCH', p, { expiresAt: '9999-12-31T23:59:59Z' })).expiresAt).toBe('9999-12-31T23:59:59.000Z');
+      expect((await client.json('PATCH', p, { expiresAt: '9999-12-31T23:59:59Z' })).expiresAt).toBe(
+        '9999-12-31T23:59:59.000Z',
+      );
     }
     for (const expires of ['0000-01-01', '9999-12-31T23:59:59-14:00']) {
       const err: string[] = [];
-      const code = await runAdmin(['set-key-limits', acc.accountId, acc.keyId, '--expires', expires], { out: () => undefined, err: (l) => err.push(l), env: process.env });
+      const code = await runAdmin(['set-key-limits', acc.accountId, acc.keyId, '--expires', expires], {
+        out: () => undefined,
+        err: (l) => err.push(l),
+        env: process.env,
+      });
       expect(code).toBe(2);
       expect(err.join('\n')).toMatch(/--expires: expiresAt must lie in the years 1970 to 9999/);
     }

@@ -20,7 +20,9 @@ let prices: Map<string, Pricing>;
 beforeAll(async () => {
   gw = await startGateway({ logLevel: 'warn' }, { temporal: false });
   const { key } = await gw.account(0);
-  const list = await (await fetch(`${gw.url}/v1/models`, { headers: { authorization: `Bearer ${key}` } })).json() as { data: { id: string; pricing: Pricing }[] };
+  const list = (await (await fetch(`${gw.url}/v1/models`, { headers: { authorization: `Bearer ${key}` } })).json()) as {
+    data: { id: string; pricing: Pricing }[];
+  };
   prices = new Map(list.data.map((m) => [m.id, m.pricing]));
 });
 afterAll(() => gw.close());
@@ -30,13 +32,24 @@ afterEach(() => gw.emulator.control.reset());
 const PADDING = 'lorem ipsum dolor sit amet '.repeat(2500);
 const CLAUDE_MARKERS = '[cache_read=20000] [cache_write=8000] [cache_write_1h=4000]';
 
-interface Fields { input: number; cacheRead: number; write5m: number; write1h: number; output: number }
+interface Fields {
+  input: number;
+  cacheRead: number;
+  write5m: number;
+  write1h: number;
+  output: number;
+}
 
 /** The provider's bill, computed here from the published prices: each field at its price, rounded up once. */
 function expectedCost(model: string, f: Fields): number {
   const p = prices.get(model)!;
   const inP = p.inputPer1MTokens!;
-  const sum = f.input * inP + f.cacheRead * (p.cachedInputPer1MTokens ?? inP) + f.write5m * (p.cacheWrite5mPer1MTokens ?? inP) + f.write1h * (p.cacheWrite1hPer1MTokens ?? inP) + f.output * p.outputPer1MTokens!;
+  const sum =
+    f.input * inP +
+    f.cacheRead * (p.cachedInputPer1MTokens ?? inP) +
+    f.write5m * (p.cacheWrite5mPer1MTokens ?? inP) +
+    f.write1h * (p.cacheWrite1hPer1MTokens ?? inP) +
+    f.output * p.outputPer1MTokens!;
   expect(Number.isSafeInteger(sum)).toBe(true);
   return Math.ceil(sum / 1_000_000);
 }
@@ -47,13 +60,19 @@ async function account() {
 }
 
 async function lastUsage(key: string): Promise<any> {
-  const body = await (await fetch(`${gw.url}/v1/usage`, { headers: { authorization: `Bearer ${key}` } })).json() as { data: any[] };
+  const body = (await (await fetch(`${gw.url}/v1/usage`, { headers: { authorization: `Bearer ${key}` } })).json()) as {
+    data: any[];
+  };
   expect(body.data).toHaveLength(1);
   return body.data[0];
 }
 
 async function balance(key: string): Promise<number> {
-  return ((await (await fetch(`${gw.url}/v1/account`, { headers: { authorization: `Bearer ${key}` } })).json()) as { balance_vnd: number }).balance_vnd;
+  return (
+    (await (await fetch(`${gw.url}/v1/account`, { headers: { authorization: `Bearer ${key}` } })).json()) as {
+      balance_vnd: number;
+    }
+  ).balance_vnd;
 }
 
 /** The usage record, the ledger and the reported cost all equal the expected cost. */
@@ -74,51 +93,124 @@ async function sse(res: Response): Promise<{ events: any[]; cost: number; usageI
   expect(comment).toHaveLength(1);
   const m = /^: x-gateway-cost-vnd=(\d+) x-gateway-usage-id=([0-9a-f-]{36})$/.exec(comment[0])!;
   expect(m).not.toBeNull();
-  const events = blocks.filter((b) => !b.startsWith(':') && !b.endsWith('[DONE]')).map((b) => JSON.parse(/^data: (.*)$/m.exec(b)![1]));
+  const events = blocks
+    .filter((b) => !b.startsWith(':') && !b.endsWith('[DONE]'))
+    .map((b) => JSON.parse(/^data: (.*)$/m.exec(b)![1]));
   return { events, cost: Number(m[1]), usageId: m[2] };
 }
 
 /** A billed answer, streamed or not: the usage the client got (found by `pick` in a stream's events), the reported cost and usage id. */
-async function billedAnswer<U>(res: Response, stream: boolean, pick: (events: any[]) => U, plain: (body: any) => U): Promise<{ usage: U; reported: number; usageId: string }> {
+async function billedAnswer<U>(
+  res: Response,
+  stream: boolean,
+  pick: (events: any[]) => U,
+  plain: (body: any) => U,
+): Promise<{ usage: U; reported: number; usageId: string }> {
   if (stream) {
     const s = await sse(res);
     return { usage: pick(s.events), reported: s.cost, usageId: s.usageId };
   }
-  return { usage: plain(await res.json()), reported: Number(res.headers.get('x-gateway-cost-vnd')), usageId: res.headers.get('x-gateway-usage-id')! };
+  return {
+    usage: plain(await res.json()),
+    reported: Number(res.headers.get('x-gateway-cost-vnd')),
+    usageId: res.headers.get('x-gateway-usage-id')!,
+  };
 }
 const lastChunkUsage = (events: any[]) => events[events.length - 1].usage as OpenAI.CompletionUsage;
-const completedUsage = (events: any[]) => events.find((e) => e.type === 'response.completed').response.usage as OpenAI.Responses.ResponseUsage;
+const completedUsage = (events: any[]) =>
+  events.find((e) => e.type === 'response.completed').response.usage as OpenAI.Responses.ResponseUsage;
 
 const post = (path: string, headers: Record<string, string>, body: unknown) =>
-  fetch(`${gw.url}${path}`, { method: 'POST', headers: { ...headers, 'content-type': 'application/json', 'anthropic-version': '2023-06-01' }, body: JSON.stringify(body) });
+  fetch(`${gw.url}${path}`, {
+    method: 'POST',
+    headers: { ...headers, 'content-type': 'application/json', 'anthropic-version': '2023-06-01' },
+    body: JSON.stringify(body),
+  });
 
 describe('native Anthropic Messages', () => {
   const model = 'claude-sonnet-4-6';
-  const system: Anthropic.TextBlockParam[] = [{ type: 'text', text: PADDING, cache_control: { type: 'ephemeral', ttl: '1h' } }];
-  const tools: Anthropic.Tool[] = [{ name: 'lookup', description: 'Look up', input_schema: { type: 'object', properties: { q: { type: 'string' } } }, cache_control: { type: 'ephemeral' } }];
-  const messages: Anthropic.MessageParam[] = [{ role: 'user', content: [{ type: 'text', text: `hello ${CLAUDE_MARKERS}`, cache_control: { type: 'ephemeral' } }] }];
-  const fieldsOf = (u: Anthropic.Usage): Fields => ({ input: u.input_tokens, cacheRead: u.cache_read_input_tokens ?? 0, write5m: u.cache_creation!.ephemeral_5m_input_tokens, write1h: u.cache_creation!.ephemeral_1h_input_tokens, output: u.output_tokens });
+  const system: Anthropic.TextBlockParam[] = [
+    { type: 'text', text: PADDING, cache_control: { type: 'ephemeral', ttl: '1h' } },
+  ];
+  const tools: Anthropic.Tool[] = [
+    {
+      name: 'lookup',
+      description: 'Look up',
+      input_schema: { type: 'object', properties: { q: { type: 'string' } } },
+      cache_control: { type: 'ephemeral' },
+    },
+  ];
+  const messages: Anthropic.MessageParam[] = [
+    {
+      role: 'user',
+      content: [{ type: 'text', text: `hello ${CLAUDE_MARKERS}`, cache_control: { type: 'ephemeral' } }],
+    },
+  ];
+  const fieldsOf = (u: Anthropic.Usage): Fields => ({
+    input: u.input_tokens,
+    cacheRead: u.cache_read_input_tokens ?? 0,
+    write5m: u.cache_creation!.ephemeral_5m_input_tokens,
+    write1h: u.cache_creation!.ephemeral_1h_input_tokens,
+    output: u.output_tokens,
+  });
 
   test('plain: cache_control passes through untouched, each usage field is priced on its own', async () => {
     const a = await account();
     const c = new Anthropic({ apiKey: a.key, baseURL: gw.url, maxRetries: 0 });
-    const { data: m, response } = await c.messages.create({ model, max_tokens: 1000, system, tools, tool_choice: { type: 'none' }, messages }).withResponse();
-    const sent = gw.emulator.control.requests.filter((r) => r.path === '/anthropic/v1/messages').pop()!.body as Anthropic.MessageCreateParams;
+    const { data: m, response } = await c.messages
+      .create({ model, max_tokens: 1000, system, tools, tool_choice: { type: 'none' }, messages })
+      .withResponse();
+    const sent = gw.emulator.control.requests.filter((r) => r.path === '/anthropic/v1/messages').pop()!
+      .body as Anthropic.MessageCreateParams;
     expect({ system: sent.system, tools: sent.tools, messages: sent.messages }).toEqual({ system, tools, messages });
-    expect(m.usage).toMatchObject({ cache_read_input_tokens: 20000, cache_creation_input_tokens: 12000, cache_creation: { ephemeral_5m_input_tokens: 8000, ephemeral_1h_input_tokens: 4000 } });
+    expect(m.usage).toMatchObject({
+      cache_read_input_tokens: 20000,
+      cache_creation_input_tokens: 12000,
+      cache_creation: { ephemeral_5m_input_tokens: 8000, ephemeral_1h_input_tokens: 4000 },
+    });
     const f = fieldsOf(m.usage);
     const cost = expectedCost(model, f);
     // Billing every prompt token at the input price (as before) would cost this much more.
     expect(expectedCost(model, { ...f, input: f.input + 32000, cacheRead: 0, write5m: 0, write1h: 0 })).not.toBe(cost);
-    const u = await expectBilled(a.key, Number(response.headers.get('x-gateway-cost-vnd')), response.headers.get('x-gateway-usage-id')!, cost);
-    expect(u.units).toEqual({ prompt_tokens: f.input + 32000, completion_tokens: f.output, input_uncached_tokens: f.input, cache_read_tokens: 20000, cache_write_5m_tokens: 8000, cache_write_1h_tokens: 4000 });
-    expect(u.tokens).toEqual({ input_uncached: f.input, cache_read: 20000, cache_write_5m: 8000, cache_write_1h: 4000, output: f.output, reasoning: 0 });
+    const u = await expectBilled(
+      a.key,
+      Number(response.headers.get('x-gateway-cost-vnd')),
+      response.headers.get('x-gateway-usage-id')!,
+      cost,
+    );
+    expect(u.units).toEqual({
+      prompt_tokens: f.input + 32000,
+      completion_tokens: f.output,
+      input_uncached_tokens: f.input,
+      cache_read_tokens: 20000,
+      cache_write_5m_tokens: 8000,
+      cache_write_1h_tokens: 4000,
+    });
+    expect(u.tokens).toEqual({
+      input_uncached: f.input,
+      cache_read: 20000,
+      cache_write_5m: 8000,
+      cache_write_1h: 4000,
+      output: f.output,
+      reasoning: 0,
+    });
   });
 
   test('stream: usage from message_start and message_delta, the cost in the closing comment', async () => {
     const a = await account();
-    const { events, cost, usageId } = await sse(await post('/v1/messages', a.headers, { model, max_tokens: 1000, stream: true, system, tools, tool_choice: { type: 'none' }, messages }));
-    const sent = gw.emulator.control.requests.filter((r) => r.path === '/anthropic/v1/messages').pop()!.body as Anthropic.MessageCreateParams;
+    const { events, cost, usageId } = await sse(
+      await post('/v1/messages', a.headers, {
+        model,
+        max_tokens: 1000,
+        stream: true,
+        system,
+        tools,
+        tool_choice: { type: 'none' },
+        messages,
+      }),
+    );
+    const sent = gw.emulator.control.requests.filter((r) => r.path === '/anthropic/v1/messages').pop()!
+      .body as Anthropic.MessageCreateParams;
     expect({ system: sent.system, tools: sent.tools, messages: sent.messages }).toEqual({ system, tools, messages });
     const delta = events.find((e) => e.type === 'message_delta');
     const start = events.find((e) => e.type === 'message_start');
@@ -129,49 +221,140 @@ describe('native Anthropic Messages', () => {
 
 describe('chat completions', () => {
   const claude = 'claude-haiku-4-5';
-  const chatBody = (model: string, markers: string) => ({ model, messages: [{ role: 'system' as const, content: PADDING }, { role: 'user' as const, content: `hello ${markers}` }] });
+  const chatBody = (model: string, markers: string) => ({
+    model,
+    messages: [
+      { role: 'system' as const, content: PADDING },
+      { role: 'user' as const, content: `hello ${markers}` },
+    ],
+  });
 
   test('on a Claude model (bridged): cache reads and writes in prompt_tokens_details, priced by TTL', async () => {
     const a = await account();
     const c = new OpenAI({ apiKey: a.key, baseURL: `${gw.url}/v1`, maxRetries: 0 });
     const { data: r, response } = await c.chat.completions.create(chatBody(claude, CLAUDE_MARKERS)).withResponse();
-    const d = r.usage!.prompt_tokens_details as { cached_tokens: number; cache_write_tokens: number; cache_write_1h_tokens: number };
+    const d = r.usage!.prompt_tokens_details as {
+      cached_tokens: number;
+      cache_write_tokens: number;
+      cache_write_1h_tokens: number;
+    };
     expect(d).toEqual({ cached_tokens: 20000, cache_write_tokens: 12000, cache_write_1h_tokens: 4000 });
-    const f = { input: r.usage!.prompt_tokens - 32000, cacheRead: 20000, write5m: 8000, write1h: 4000, output: r.usage!.completion_tokens };
-    await expectBilled(a.key, Number(response.headers.get('x-gateway-cost-vnd')), response.headers.get('x-gateway-usage-id')!, expectedCost(claude, f));
+    const f = {
+      input: r.usage!.prompt_tokens - 32000,
+      cacheRead: 20000,
+      write5m: 8000,
+      write1h: 4000,
+      output: r.usage!.completion_tokens,
+    };
+    await expectBilled(
+      a.key,
+      Number(response.headers.get('x-gateway-cost-vnd')),
+      response.headers.get('x-gateway-usage-id')!,
+      expectedCost(claude, f),
+    );
   });
 
   test('on a Claude model, streamed with include_usage', async () => {
     const a = await account();
-    const { events, cost, usageId } = await sse(await post('/v1/chat/completions', a.headers, { ...chatBody(claude, CLAUDE_MARKERS), stream: true, stream_options: { include_usage: true } }));
+    const { events, cost, usageId } = await sse(
+      await post('/v1/chat/completions', a.headers, {
+        ...chatBody(claude, CLAUDE_MARKERS),
+        stream: true,
+        stream_options: { include_usage: true },
+      }),
+    );
     const usage = events[events.length - 1].usage;
-    expect(usage.prompt_tokens_details).toEqual({ cached_tokens: 20000, cache_write_tokens: 12000, cache_write_1h_tokens: 4000 });
-    await expectBilled(a.key, cost, usageId, expectedCost(claude, { input: usage.prompt_tokens - 32000, cacheRead: 20000, write5m: 8000, write1h: 4000, output: usage.completion_tokens }));
+    expect(usage.prompt_tokens_details).toEqual({
+      cached_tokens: 20000,
+      cache_write_tokens: 12000,
+      cache_write_1h_tokens: 4000,
+    });
+    await expectBilled(
+      a.key,
+      cost,
+      usageId,
+      expectedCost(claude, {
+        input: usage.prompt_tokens - 32000,
+        cacheRead: 20000,
+        write5m: 8000,
+        write1h: 4000,
+        output: usage.completion_tokens,
+      }),
+    );
   });
 
-  test.each([false, true])('on an OpenAI model (native, stream %s): cached_tokens at the cached-input price, reasoning in the output', async (stream) => {
-    const model = 'o4-mini';
-    const a = await account();
-    const body = { ...chatBody(model, '[cache_read=9000] [reasoning=700]'), ...(stream ? { stream: true, stream_options: { include_usage: true } } : {}) };
-    const res = await post('/v1/chat/completions', a.headers, body);
-    const { usage, reported, usageId } = await billedAnswer(res, stream, lastChunkUsage, (b: OpenAI.ChatCompletion) => b.usage!);
-    expect(usage.prompt_tokens_details!.cached_tokens).toBe(9000);
-    expect(usage.completion_tokens_details!.reasoning_tokens).toBe(700);
-    const u = await expectBilled(a.key, reported, usageId, expectedCost(model, { input: usage.prompt_tokens - 9000, cacheRead: 9000, write5m: 0, write1h: 0, output: usage.completion_tokens }));
-    expect(u.units).toMatchObject({ cache_read_tokens: 9000, reasoning_tokens: 700, input_uncached_tokens: usage.prompt_tokens - 9000 });
-  });
+  test.each([false, true])(
+    'on an OpenAI model (native, stream %s): cached_tokens at the cached-input price, reasoning in the output',
+    async (stream) => {
+      const model = 'o4-mini';
+      const a = await account();
+      const body = {
+        ...chatBody(model, '[cache_read=9000] [reasoning=700]'),
+        ...(stream ? { stream: true, stream_options: { include_usage: true } } : {}),
+      };
+      const res = await post('/v1/chat/completions', a.headers, body);
+      const { usage, reported, usageId } = await billedAnswer(
+        res,
+        stream,
+        lastChunkUsage,
+        (b: OpenAI.ChatCompletion) => b.usage!,
+      );
+      expect(usage.prompt_tokens_details!.cached_tokens).toBe(9000);
+      expect(usage.completion_tokens_details!.reasoning_tokens).toBe(700);
+      const u = await expectBilled(
+        a.key,
+        reported,
+        usageId,
+        expectedCost(model, {
+          input: usage.prompt_tokens - 9000,
+          cacheRead: 9000,
+          write5m: 0,
+          write1h: 0,
+          output: usage.completion_tokens,
+        }),
+      );
+      expect(u.units).toMatchObject({
+        cache_read_tokens: 9000,
+        reasoning_tokens: 700,
+        input_uncached_tokens: usage.prompt_tokens - 9000,
+      });
+    },
+  );
 });
 
 describe('chat completions on a Responses-only model (bridged)', () => {
   test.each([false, true])('stream %s: cached input and reasoning from the Responses usage', async (stream) => {
     const model = 'gpt-5-codex';
     const a = await account();
-    const body = { model, messages: [{ role: 'system', content: PADDING }, { role: 'user', content: 'hello [cache_read=8000] [reasoning=400]' }], ...(stream ? { stream: true, stream_options: { include_usage: true } } : {}) };
+    const body = {
+      model,
+      messages: [
+        { role: 'system', content: PADDING },
+        { role: 'user', content: 'hello [cache_read=8000] [reasoning=400]' },
+      ],
+      ...(stream ? { stream: true, stream_options: { include_usage: true } } : {}),
+    };
     const res = await post('/v1/chat/completions', a.headers, body);
-    const { usage, reported, usageId } = await billedAnswer(res, stream, lastChunkUsage, (b: OpenAI.ChatCompletion) => b.usage!);
+    const { usage, reported, usageId } = await billedAnswer(
+      res,
+      stream,
+      lastChunkUsage,
+      (b: OpenAI.ChatCompletion) => b.usage!,
+    );
     expect(usage.prompt_tokens_details!.cached_tokens).toBe(8000);
     expect(usage.completion_tokens_details!.reasoning_tokens).toBeGreaterThanOrEqual(400);
-    const u = await expectBilled(a.key, reported, usageId, expectedCost(model, { input: usage.prompt_tokens - 8000, cacheRead: 8000, write5m: 0, write1h: 0, output: usage.completion_tokens }));
+    const u = await expectBilled(
+      a.key,
+      reported,
+      usageId,
+      expectedCost(model, {
+        input: usage.prompt_tokens - 8000,
+        cacheRead: 8000,
+        write5m: 0,
+        write1h: 0,
+        output: usage.completion_tokens,
+      }),
+    );
     expect(u.units).toMatchObject({ cache_read_tokens: 8000, input_uncached_tokens: usage.prompt_tokens - 8000 });
   });
 });
@@ -181,70 +364,191 @@ describe('messages and responses on other upstreams', () => {
     const model = 'gpt-4o-mini';
     const a = await account();
     const c = new Anthropic({ apiKey: a.key, baseURL: gw.url, maxRetries: 0 });
-    const { data: m, response } = await c.messages.create({ model, max_tokens: 1000, system: PADDING, messages: [{ role: 'user', content: 'hi [cache_read=6000]' }] }).withResponse();
+    const { data: m, response } = await c.messages
+      .create({
+        model,
+        max_tokens: 1000,
+        system: PADDING,
+        messages: [{ role: 'user', content: 'hi [cache_read=6000]' }],
+      })
+      .withResponse();
     expect(m.usage.cache_read_input_tokens).toBe(6000);
     expect(m.usage.cache_creation_input_tokens).toBe(0);
-    await expectBilled(a.key, Number(response.headers.get('x-gateway-cost-vnd')), response.headers.get('x-gateway-usage-id')!, expectedCost(model, { input: m.usage.input_tokens, cacheRead: 6000, write5m: 0, write1h: 0, output: m.usage.output_tokens }));
+    await expectBilled(
+      a.key,
+      Number(response.headers.get('x-gateway-cost-vnd')),
+      response.headers.get('x-gateway-usage-id')!,
+      expectedCost(model, {
+        input: m.usage.input_tokens,
+        cacheRead: 6000,
+        write5m: 0,
+        write1h: 0,
+        output: m.usage.output_tokens,
+      }),
+    );
   });
 
   test('messages streamed on a Responses-only model (translated): cache reads and reasoning', async () => {
     const model = 'gpt-5-codex';
     const a = await account();
-    const { events, cost, usageId } = await sse(await post('/v1/messages', a.headers, { model, max_tokens: 1000, stream: true, system: PADDING, messages: [{ role: 'user', content: 'hi [cache_read=6000] [reasoning=50]' }] }));
+    const { events, cost, usageId } = await sse(
+      await post('/v1/messages', a.headers, {
+        model,
+        max_tokens: 1000,
+        stream: true,
+        system: PADDING,
+        messages: [{ role: 'user', content: 'hi [cache_read=6000] [reasoning=50]' }],
+      }),
+    );
     const u = events.find((e) => e.type === 'message_delta').usage;
     expect(u.cache_read_input_tokens).toBe(6000);
-    await expectBilled(a.key, cost, usageId, expectedCost(model, { input: u.input_tokens, cacheRead: 6000, write5m: 0, write1h: 0, output: u.output_tokens }));
+    await expectBilled(
+      a.key,
+      cost,
+      usageId,
+      expectedCost(model, { input: u.input_tokens, cacheRead: 6000, write5m: 0, write1h: 0, output: u.output_tokens }),
+    );
   });
 
   test('responses on a Claude model (bridged): cache reads in input_tokens_details, writes priced', async () => {
     const model = 'claude-opus-4-6';
     const a = await account();
     const c = new OpenAI({ apiKey: a.key, baseURL: `${gw.url}/v1`, maxRetries: 0 });
-    const { data: r, response } = await c.responses.create({ model, instructions: PADDING, input: `hi ${CLAUDE_MARKERS}` }).withResponse();
+    const { data: r, response } = await c.responses
+      .create({ model, instructions: PADDING, input: `hi ${CLAUDE_MARKERS}` })
+      .withResponse();
     const u = r.usage!;
     expect(u.input_tokens_details).toEqual({ cached_tokens: 20000, cache_write_tokens: 12000 });
     // The 5-minute / 1-hour split is not in the Responses shape, but it is billed and recorded.
-    const rec = await expectBilled(a.key, Number(response.headers.get('x-gateway-cost-vnd')), response.headers.get('x-gateway-usage-id')!, expectedCost(model, { input: u.input_tokens - 32000, cacheRead: 20000, write5m: 8000, write1h: 4000, output: u.output_tokens }));
+    const rec = await expectBilled(
+      a.key,
+      Number(response.headers.get('x-gateway-cost-vnd')),
+      response.headers.get('x-gateway-usage-id')!,
+      expectedCost(model, {
+        input: u.input_tokens - 32000,
+        cacheRead: 20000,
+        write5m: 8000,
+        write1h: 4000,
+        output: u.output_tokens,
+      }),
+    );
     expect(rec.units).toMatchObject({ cache_write_5m_tokens: 8000, cache_write_1h_tokens: 4000 });
   });
 
   test('messages streamed on an OpenAI chat model (translated): cached tokens in message_start and message_delta', async () => {
     const model = 'gpt-4o-mini';
     const a = await account();
-    const { events, cost, usageId } = await sse(await post('/v1/messages', a.headers, { model, max_tokens: 1000, stream: true, system: PADDING, messages: [{ role: 'user', content: 'hi [cache_read=6000]' }] }));
+    const { events, cost, usageId } = await sse(
+      await post('/v1/messages', a.headers, {
+        model,
+        max_tokens: 1000,
+        stream: true,
+        system: PADDING,
+        messages: [{ role: 'user', content: 'hi [cache_read=6000]' }],
+      }),
+    );
     const u = events.find((e) => e.type === 'message_delta').usage;
     expect(u.cache_read_input_tokens).toBe(6000);
-    await expectBilled(a.key, cost, usageId, expectedCost(model, { input: u.input_tokens, cacheRead: 6000, write5m: 0, write1h: 0, output: u.output_tokens }));
+    await expectBilled(
+      a.key,
+      cost,
+      usageId,
+      expectedCost(model, { input: u.input_tokens, cacheRead: 6000, write5m: 0, write1h: 0, output: u.output_tokens }),
+    );
   });
 
   test('responses streamed on a Claude model (bridged): cache reads and writes in response.completed, 1-hour writes priced', async () => {
     const model = 'claude-opus-4-6';
     const a = await account();
-    const { events, cost, usageId } = await sse(await post('/v1/responses', a.headers, { model, instructions: PADDING, input: `hi ${CLAUDE_MARKERS}`, stream: true }));
+    const { events, cost, usageId } = await sse(
+      await post('/v1/responses', a.headers, {
+        model,
+        instructions: PADDING,
+        input: `hi ${CLAUDE_MARKERS}`,
+        stream: true,
+      }),
+    );
     const u = events.find((e) => e.type === 'response.completed').response.usage;
     expect(u.input_tokens_details).toEqual({ cached_tokens: 20000, cache_write_tokens: 12000 });
-    const rec = await expectBilled(a.key, cost, usageId, expectedCost(model, { input: u.input_tokens - 32000, cacheRead: 20000, write5m: 8000, write1h: 4000, output: u.output_tokens }));
+    const rec = await expectBilled(
+      a.key,
+      cost,
+      usageId,
+      expectedCost(model, {
+        input: u.input_tokens - 32000,
+        cacheRead: 20000,
+        write5m: 8000,
+        write1h: 4000,
+        output: u.output_tokens,
+      }),
+    );
     expect(rec.units).toMatchObject({ cache_write_5m_tokens: 8000, cache_write_1h_tokens: 4000 });
   });
 
-  test.each([false, true])('responses on an OpenAI chat model (translated, stream %s): cached input at its price', async (stream) => {
-    const model = 'gpt-4o-mini';
-    const a = await account();
-    const res = await post('/v1/responses', a.headers, { model, instructions: PADDING, input: 'hi [cache_read=5000]', ...(stream ? { stream: true } : {}) });
-    const { usage: u, reported, usageId } = await billedAnswer(res, stream, completedUsage, (b: OpenAI.Responses.Response) => b.usage!);
-    expect(u.input_tokens_details.cached_tokens).toBe(5000);
-    await expectBilled(a.key, reported, usageId, expectedCost(model, { input: u.input_tokens - 5000, cacheRead: 5000, write5m: 0, write1h: 0, output: u.output_tokens }));
-  });
+  test.each([false, true])(
+    'responses on an OpenAI chat model (translated, stream %s): cached input at its price',
+    async (stream) => {
+      const model = 'gpt-4o-mini';
+      const a = await account();
+      const res = await post('/v1/responses', a.headers, {
+        model,
+        instructions: PADDING,
+        input: 'hi [cache_read=5000]',
+        ...(stream ? { stream: true } : {}),
+      });
+      const {
+        usage: u,
+        reported,
+        usageId,
+      } = await billedAnswer(res, stream, completedUsage, (b: OpenAI.Responses.Response) => b.usage!);
+      expect(u.input_tokens_details.cached_tokens).toBe(5000);
+      await expectBilled(
+        a.key,
+        reported,
+        usageId,
+        expectedCost(model, {
+          input: u.input_tokens - 5000,
+          cacheRead: 5000,
+          write5m: 0,
+          write1h: 0,
+          output: u.output_tokens,
+        }),
+      );
+    },
+  );
 
-  test.each([false, true])('responses on a Responses model (native, stream %s): cached input and reasoning', async (stream) => {
-    const model = 'gpt-5-codex';
-    const a = await account();
-    const res = await post('/v1/responses', a.headers, { model, instructions: PADDING, input: 'hi [cache_read=7000] [reasoning=300]', ...(stream ? { stream: true } : {}) });
-    const { usage: u, reported, usageId } = await billedAnswer(res, stream, completedUsage, (b: OpenAI.Responses.Response) => b.usage!);
-    expect(u.input_tokens_details.cached_tokens).toBe(7000);
-    expect(u.output_tokens_details.reasoning_tokens).toBeGreaterThanOrEqual(300);
-    await expectBilled(a.key, reported, usageId, expectedCost(model, { input: u.input_tokens - 7000, cacheRead: 7000, write5m: 0, write1h: 0, output: u.output_tokens }));
-  });
+  test.each([false, true])(
+    'responses on a Responses model (native, stream %s): cached input and reasoning',
+    async (stream) => {
+      const model = 'gpt-5-codex';
+      const a = await account();
+      const res = await post('/v1/responses', a.headers, {
+        model,
+        instructions: PADDING,
+        input: 'hi [cache_read=7000] [reasoning=300]',
+        ...(stream ? { stream: true } : {}),
+      });
+      const {
+        usage: u,
+        reported,
+        usageId,
+      } = await billedAnswer(res, stream, completedUsage, (b: OpenAI.Responses.Response) => b.usage!);
+      expect(u.input_tokens_details.cached_tokens).toBe(7000);
+      expect(u.output_tokens_details.reasoning_tokens).toBeGreaterThanOrEqual(300);
+      await expectBilled(
+        a.key,
+        reported,
+        usageId,
+        expectedCost(model, {
+          input: u.input_tokens - 7000,
+          cacheRead: 7000,
+          write5m: 0,
+          write1h: 0,
+          output: u.output_tokens,
+        }),
+      );
+    },
+  );
 });
 
 test('other billed operations report their cost in headers', async () => {
@@ -258,15 +562,42 @@ test('other billed operations report their cost in headers', async () => {
 describe('every billed operation reports its cost in headers, equal to its usage record', () => {
   const fixture = (name: string) => path.join(__dirname, '../../emulator/fixtures', name);
   const ops: [string, (c: OpenAI) => Promise<{ response: Response }>][] = [
-    ['completions', (c) => c.completions.create({ model: 'gpt-3.5-turbo-instruct', prompt: 'hello there' }).withResponse()],
-    ['speech', async (c) => {
-      const { data, response } = await c.audio.speech.create({ model: 'tts-1', voice: 'alloy', input: 'hello there' }).withResponse();
-      await data.arrayBuffer();
-      return { response };
-    }],
-    ['transcriptions', async (c) => c.audio.transcriptions.create({ model: 'whisper-1', file: await toFile(fs.readFileSync(fixture('speech.mp3')), 'speech.mp3') }).withResponse()],
-    ['image generation', (c) => c.images.generate({ model: 'gpt-image-1', prompt: 'a cat', size: '1024x1024' }).withResponse()],
-    ['image edits', async (c) => c.images.edit({ model: 'gpt-image-1', prompt: 'a hat', image: await toFile(fs.readFileSync(fixture('last_frame.png')), 'in.png', { type: 'image/png' }) }).withResponse()],
+    [
+      'completions',
+      (c) => c.completions.create({ model: 'gpt-3.5-turbo-instruct', prompt: 'hello there' }).withResponse(),
+    ],
+    [
+      'speech',
+      async (c) => {
+        const { data, response } = await c.audio.speech
+          .create({ model: 'tts-1', voice: 'alloy', input: 'hello there' })
+          .withResponse();
+        await data.arrayBuffer();
+        return { response };
+      },
+    ],
+    [
+      'transcriptions',
+      async (c) =>
+        c.audio.transcriptions
+          .create({ model: 'whisper-1', file: await toFile(fs.readFileSync(fixture('speech.mp3')), 'speech.mp3') })
+          .withResponse(),
+    ],
+    [
+      'image generation',
+      (c) => c.images.generate({ model: 'gpt-image-1', prompt: 'a cat', size: '1024x1024' }).withResponse(),
+    ],
+    [
+      'image edits',
+      async (c) =>
+        c.images
+          .edit({
+            model: 'gpt-image-1',
+            prompt: 'a hat',
+            image: await toFile(fs.readFileSync(fixture('last_frame.png')), 'in.png', { type: 'image/png' }),
+          })
+          .withResponse(),
+    ],
   ];
   test.each(ops)('%s', async (_name, call) => {
     const a = await account();
@@ -282,9 +613,35 @@ describe('every billed operation reports its cost in headers, equal to its usage
 });
 
 test.each([
-  ['chat on an OpenAI model', '/v1/chat/completions', { model: 'gpt-4o-mini', stream: true, emulator_cut_after: 3, messages: [{ role: 'user', content: 'one two three four five six' }] }],
-  ['chat on a Claude model', '/v1/chat/completions', { model: 'claude-haiku-4-5', stream: true, messages: [{ role: 'user', content: 'one two three four five six EMULATOR_DROP_MIDSTREAM' }] }],
-  ['messages on a Claude model', '/v1/messages', { model: 'claude-haiku-4-5', stream: true, max_tokens: 100, messages: [{ role: 'user', content: 'one two three four five six EMULATOR_DROP_MIDSTREAM' }] }],
+  [
+    'chat on an OpenAI model',
+    '/v1/chat/completions',
+    {
+      model: 'gpt-4o-mini',
+      stream: true,
+      emulator_cut_after: 3,
+      messages: [{ role: 'user', content: 'one two three four five six' }],
+    },
+  ],
+  [
+    'chat on a Claude model',
+    '/v1/chat/completions',
+    {
+      model: 'claude-haiku-4-5',
+      stream: true,
+      messages: [{ role: 'user', content: 'one two three four five six EMULATOR_DROP_MIDSTREAM' }],
+    },
+  ],
+  [
+    'messages on a Claude model',
+    '/v1/messages',
+    {
+      model: 'claude-haiku-4-5',
+      stream: true,
+      max_tokens: 100,
+      messages: [{ role: 'user', content: 'one two three four five six EMULATOR_DROP_MIDSTREAM' }],
+    },
+  ],
 ])('%s: a stream cut by the upstream still ends with what it was charged', async (_name, path, body) => {
   const a = await account();
   const res = await post(path, a.headers, body);

@@ -21,7 +21,14 @@ afterEach(() => gw.emulator.control.reset());
 
 const CLAUDE = 'claude-haiku-4-5';
 const RESPONSES_ONLY = 'gpt-5-codex';
-const weather: OpenAI.ChatCompletionTool = { type: 'function', function: { name: 'get_weather', description: 'Current weather', parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } } };
+const weather: OpenAI.ChatCompletionTool = {
+  type: 'function',
+  function: {
+    name: 'get_weather',
+    description: 'Current weather',
+    parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] },
+  },
+};
 const sentTo = (path: string) => gw.emulator.control.requests.filter((r) => r.path === path).pop()!.body as any;
 const upstreamPath = (model: string) => (model === CLAUDE ? '/anthropic/v1/messages' : '/openai/v1/responses');
 
@@ -53,7 +60,12 @@ async function collect(stream: AsyncIterable<OpenAI.ChatCompletionChunk>) {
 
 describe.each([CLAUDE, RESPONSES_ONLY])('%s', (model) => {
   test('a tool call, then the tool result, plain', async () => {
-    const first = await client.chat.completions.create({ model, messages: [{ role: 'user', content: 'weather in Hanoi?' }], tools: [weather], tool_choice: 'auto' });
+    const first = await client.chat.completions.create({
+      model,
+      messages: [{ role: 'user', content: 'weather in Hanoi?' }],
+      tools: [weather],
+      tool_choice: 'auto',
+    });
     const msg = first.choices[0].message;
     expect(first.choices[0].finish_reason).toBe('tool_calls');
     expect(msg.tool_calls).toHaveLength(1);
@@ -61,15 +73,26 @@ describe.each([CLAUDE, RESPONSES_ONLY])('%s', (model) => {
     expect(call.function.name).toBe('get_weather');
     expect(JSON.parse(call.function.arguments)).toEqual({ city: 'example' });
     const second = await client.chat.completions.create({
-      model, tools: [weather],
-      messages: [{ role: 'user', content: 'weather in Hanoi?' }, msg, { role: 'tool', tool_call_id: call.id, content: '31C and humid' }],
+      model,
+      tools: [weather],
+      messages: [
+        { role: 'user', content: 'weather in Hanoi?' },
+        msg,
+        { role: 'tool', tool_call_id: call.id, content: '31C and humid' },
+      ],
     });
     expect(second.choices[0].message.content).toBe('The tool returned: 31C and humid');
     expect(second.choices[0].finish_reason).toBe('stop');
   });
 
   test('a tool call streamed, with the usage chunk asked for', async () => {
-    const s = await client.chat.completions.create({ model, stream: true, stream_options: { include_usage: true }, messages: [{ role: 'user', content: 'weather?' }], tools: [weather] });
+    const s = await client.chat.completions.create({
+      model,
+      stream: true,
+      stream_options: { include_usage: true },
+      messages: [{ role: 'user', content: 'weather?' }],
+      tools: [weather],
+    });
     const r = await collect(s);
     expect(r.finish).toBe('tool_calls');
     expect(r.calls.map((c) => c.name)).toEqual(['get_weather']);
@@ -80,35 +103,73 @@ describe.each([CLAUDE, RESPONSES_ONLY])('%s', (model) => {
   });
 
   test('no usage chunk unless include_usage is asked for', async () => {
-    const r = await collect(await client.chat.completions.create({ model, stream: true, messages: [{ role: 'user', content: 'hello' }] }));
+    const r = await collect(
+      await client.chat.completions.create({ model, stream: true, messages: [{ role: 'user', content: 'hello' }] }),
+    );
     expect(r.text).toBe('You said: hello');
     expect(r.finish).toBe('stop');
     expect(r.usage).toBeNull();
   });
 
-  test('an image part reaches the upstream as that protocol\'s image', async () => {
+  test("an image part reaches the upstream as that protocol's image", async () => {
     const png = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==';
-    const r = await client.chat.completions.create({ model, messages: [{ role: 'user', content: [{ type: 'text', text: 'what is this' }, { type: 'image_url', image_url: { url: `data:image/png;base64,${png}` } }] }] });
+    const r = await client.chat.completions.create({
+      model,
+      messages: [
+        {
+          role: 'user',
+          content: [
+            { type: 'text', text: 'what is this' },
+            { type: 'image_url', image_url: { url: `data:image/png;base64,${png}` } },
+          ],
+        },
+      ],
+    });
     expect(r.choices[0].message.content).toContain('what is this');
     const body = sentTo(upstreamPath(model));
-    if (model === CLAUDE) expect(body.messages[0].content).toContainEqual({ type: 'image', source: { type: 'base64', media_type: 'image/png', data: png } });
-    else expect(body.input[0].content).toContainEqual(expect.objectContaining({ type: 'input_image', image_url: `data:image/png;base64,${png}` }));
+    if (model === CLAUDE)
+      expect(body.messages[0].content).toContainEqual({
+        type: 'image',
+        source: { type: 'base64', media_type: 'image/png', data: png },
+      });
+    else
+      expect(body.input[0].content).toContainEqual(
+        expect.objectContaining({ type: 'input_image', image_url: `data:image/png;base64,${png}` }),
+      );
   });
 
   test('JSON mode: the answer is a JSON object', async () => {
-    const r = await client.chat.completions.create({ model, response_format: { type: 'json_object' }, messages: [{ role: 'user', content: 'hi' }] });
+    const r = await client.chat.completions.create({
+      model,
+      response_format: { type: 'json_object' },
+      messages: [{ role: 'user', content: 'hi' }],
+    });
     expect(JSON.parse(r.choices[0].message.content!)).toEqual({ reply: 'You said: hi' });
   });
 
   test('JSON mode streamed: the concatenated deltas are a JSON object', async () => {
-    const r = await collect(await client.chat.completions.create({ model, stream: true, response_format: { type: 'json_object' }, messages: [{ role: 'user', content: 'hi' }] }));
+    const r = await collect(
+      await client.chat.completions.create({
+        model,
+        stream: true,
+        response_format: { type: 'json_object' },
+        messages: [{ role: 'user', content: 'hi' }],
+      }),
+    );
     expect(JSON.parse(r.text)).toEqual({ reply: 'You said: hi' });
     expect(r.finish).toBe('stop');
   });
 });
 
 test('stop sequences streamed on a Claude upstream end the answer there', async () => {
-  const r = await collect(await client.chat.completions.create({ model: CLAUDE, stream: true, stop: ['said'], messages: [{ role: 'user', content: 'hello' }] }));
+  const r = await collect(
+    await client.chat.completions.create({
+      model: CLAUDE,
+      stream: true,
+      stop: ['said'],
+      messages: [{ role: 'user', content: 'hello' }],
+    }),
+  );
   expect(sentTo('/anthropic/v1/messages').stop_sequences).toEqual(['said']);
   expect(r.text).toBe('You ');
   expect(r.finish).toBe('stop');
@@ -119,13 +180,28 @@ test('stop on a Responses-only model (no stop sequences upstream) is a 400 namin
   const c = new OpenAI({ apiKey: key, baseURL: `${gw.url}/v1`, maxRetries: 0 });
   const before = gw.emulator.control.requests.length;
   for (const stream of [false, true]) {
-    const err = await c.chat.completions.create({ model: RESPONSES_ONLY, stream, stop: 'x', messages: [{ role: 'user', content: 'hi' }] } as never).then(() => null, (e: unknown) => e);
+    const err = await c.chat.completions
+      .create({ model: RESPONSES_ONLY, stream, stop: 'x', messages: [{ role: 'user', content: 'hi' }] } as never)
+      .then(
+        () => null,
+        (e: unknown) => e,
+      );
     expect(err).toBeInstanceOf(OpenAI.BadRequestError);
     expect((err as InstanceType<typeof OpenAI.BadRequestError>).param).toBe('stop');
     expect((err as InstanceType<typeof OpenAI.BadRequestError>).code).toBe('unsupported_parameter');
   }
   const anthropic = new Anthropic({ apiKey: key, baseURL: gw.url, maxRetries: 0 });
-  const err = await anthropic.messages.create({ model: RESPONSES_ONLY, max_tokens: 50, stop_sequences: ['x'], messages: [{ role: 'user', content: 'hi' }] }).then(() => null, (e: unknown) => e);
+  const err = await anthropic.messages
+    .create({
+      model: RESPONSES_ONLY,
+      max_tokens: 50,
+      stop_sequences: ['x'],
+      messages: [{ role: 'user', content: 'hi' }],
+    })
+    .then(
+      () => null,
+      (e: unknown) => e,
+    );
   expect(err).toBeInstanceOf(Anthropic.BadRequestError);
   expect((err as Error).message).toContain('stop_sequences');
   expect(gw.emulator.control.requests.length).toBe(before);
@@ -163,12 +239,22 @@ test('cache_control on chat parts reaches a Claude upstream as cache breakpoints
   expect(sent.system).toEqual([{ type: 'text', text: 'long instructions', cache_control: cc }]);
   expect(sent.messages[0].content).toEqual([{ type: 'text', text: 'question', cache_control: { type: 'ephemeral' } }]);
   // Without breakpoints the system prompt stays one string.
-  await client.chat.completions.create({ model: CLAUDE, messages: [{ role: 'system', content: 'short' }, { role: 'user', content: 'q' }] });
+  await client.chat.completions.create({
+    model: CLAUDE,
+    messages: [
+      { role: 'system', content: 'short' },
+      { role: 'user', content: 'q' },
+    ],
+  });
   expect(sentTo('/anthropic/v1/messages').system).toBe('short');
 });
 
 test('stop sequences reach a Claude upstream as stop_sequences and end the answer', async () => {
-  const r = await client.chat.completions.create({ model: CLAUDE, stop: 'said', messages: [{ role: 'user', content: 'hello' }] });
+  const r = await client.chat.completions.create({
+    model: CLAUDE,
+    stop: 'said',
+    messages: [{ role: 'user', content: 'hello' }],
+  });
   expect(sentTo('/anthropic/v1/messages').stop_sequences).toEqual(['said']);
   expect(r.choices[0].message.content).toBe('You ');
   expect(r.choices[0].finish_reason).toBe('stop');
@@ -179,12 +265,22 @@ test('what a bridge cannot honour is a 400 naming the field, with nothing sent u
   const cases: [Record<string, unknown>, string][] = [
     [{ n: 2 }, 'n'],
     [{ logprobs: true }, 'logprobs'],
-    [{ messages: [{ role: 'user', content: [{ type: 'input_audio', input_audio: { data: 'AAAA', format: 'wav' } }] }] }, 'messages[0].content[0].type'],
+    [
+      {
+        messages: [{ role: 'user', content: [{ type: 'input_audio', input_audio: { data: 'AAAA', format: 'wav' } }] }],
+      },
+      'messages[0].content[0].type',
+    ],
     [{ tools: [{ type: 'custom', custom: { name: 'x' } }] }, 'tools[0].type'],
     [{ messages: [{ role: 'tool', content: 'x' }] }, 'messages[0].tool_call_id'],
   ];
   for (const [extra, param] of cases) {
-    const err = await client.chat.completions.create({ model: CLAUDE, messages: [{ role: 'user', content: 'hi' }], ...extra } as never).then(() => null, (e: unknown) => e);
+    const err = await client.chat.completions
+      .create({ model: CLAUDE, messages: [{ role: 'user', content: 'hi' }], ...extra } as never)
+      .then(
+        () => null,
+        (e: unknown) => e,
+      );
     expect(err).toBeInstanceOf(OpenAI.BadRequestError);
     expect((err as InstanceType<typeof OpenAI.BadRequestError>).param).toBe(param);
   }

@@ -26,15 +26,25 @@ const chatModels = (): string[] => {
 type Interface = 'chat.completions' | 'messages' | 'responses';
 const interfaces: Interface[] = ['chat.completions', 'messages', 'responses'];
 
-interface Answer { text: string; finish: string; usageIn: number; usageOut: number }
+interface Answer {
+  text: string;
+  finish: string;
+  usageIn: number;
+  usageOut: number;
+}
 
 async function ask(iface: Interface, model: string, key: string, stream: boolean, prompt: string): Promise<Answer> {
   if (iface === 'messages') {
     const c = new Anthropic({ apiKey: key, baseURL: gw.url, maxRetries: 0 });
     const m = stream
-      ? await c.messages.stream({ model, max_tokens: 300, messages: [{ role: 'user', content: prompt }] }).finalMessage()
+      ? await c.messages
+          .stream({ model, max_tokens: 300, messages: [{ role: 'user', content: prompt }] })
+          .finalMessage()
       : await c.messages.create({ model, max_tokens: 300, messages: [{ role: 'user', content: prompt }] });
-    const text = m.content.filter((b): b is Anthropic.TextBlock => b.type === 'text').map((b) => b.text).join('');
+    const text = m.content
+      .filter((b): b is Anthropic.TextBlock => b.type === 'text')
+      .map((b) => b.text)
+      .join('');
     return { text, finish: String(m.stop_reason), usageIn: m.usage.input_tokens, usageOut: m.usage.output_tokens };
   }
   const c = new OpenAI({ apiKey: key, baseURL: `${gw.url}/v1`, maxRetries: 0 });
@@ -42,13 +52,28 @@ async function ask(iface: Interface, model: string, key: string, stream: boolean
     const r = stream
       ? await c.responses.stream({ model, input: prompt }).finalResponse()
       : await c.responses.create({ model, input: prompt });
-    return { text: r.output_text, finish: String(r.status), usageIn: r.usage!.input_tokens, usageOut: r.usage!.output_tokens };
+    return {
+      text: r.output_text,
+      finish: String(r.status),
+      usageIn: r.usage!.input_tokens,
+      usageOut: r.usage!.output_tokens,
+    };
   }
   if (!stream) {
     const r = await c.chat.completions.create({ model, messages: [{ role: 'user', content: prompt }] });
-    return { text: r.choices[0].message.content ?? '', finish: String(r.choices[0].finish_reason), usageIn: r.usage!.prompt_tokens, usageOut: r.usage!.completion_tokens };
+    return {
+      text: r.choices[0].message.content ?? '',
+      finish: String(r.choices[0].finish_reason),
+      usageIn: r.usage!.prompt_tokens,
+      usageOut: r.usage!.completion_tokens,
+    };
   }
-  const s = await c.chat.completions.create({ model, messages: [{ role: 'user', content: prompt }], stream: true, stream_options: { include_usage: true } });
+  const s = await c.chat.completions.create({
+    model,
+    messages: [{ role: 'user', content: prompt }],
+    stream: true,
+    stream_options: { include_usage: true },
+  });
   let text = '';
   let finish = '';
   let usage: OpenAI.CompletionUsage | undefined;
@@ -62,7 +87,11 @@ async function ask(iface: Interface, model: string, key: string, stream: boolean
   return { text, finish, usageIn: usage!.prompt_tokens, usageOut: usage!.completion_tokens };
 }
 
-const normalFinish: Record<Interface, string> = { 'chat.completions': 'stop', messages: 'end_turn', responses: 'completed' };
+const normalFinish: Record<Interface, string> = {
+  'chat.completions': 'stop',
+  messages: 'end_turn',
+  responses: 'completed',
+};
 
 test('every chat model answers on every interface, plain and streamed, and each request is billed once', async () => {
   const failures: string[] = [];
@@ -97,8 +126,14 @@ test('every chat model answers on every interface, plain and streamed, and each 
 });
 
 const streamBody: Record<Interface, (model: string) => { path: string; body: unknown }> = {
-  'chat.completions': (model) => ({ path: '/v1/chat/completions', body: { model, stream: true, messages: [{ role: 'user', content: 'hi' }] } }),
-  messages: (model) => ({ path: '/v1/messages', body: { model, stream: true, max_tokens: 100, messages: [{ role: 'user', content: 'hi' }] } }),
+  'chat.completions': (model) => ({
+    path: '/v1/chat/completions',
+    body: { model, stream: true, messages: [{ role: 'user', content: 'hi' }] },
+  }),
+  messages: (model) => ({
+    path: '/v1/messages',
+    body: { model, stream: true, max_tokens: 100, messages: [{ role: 'user', content: 'hi' }] },
+  }),
   responses: (model) => ({ path: '/v1/responses', body: { model, stream: true, input: 'hi' } }),
 };
 
@@ -113,7 +148,11 @@ test('every response reports its cost: the header of a plain answer, the closing
         try {
           const res = await fetch(`${gw.url}${path}`, {
             method: 'POST',
-            headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'anthropic-version': '2023-06-01' },
+            headers: {
+              authorization: `Bearer ${key}`,
+              'content-type': 'application/json',
+              'anthropic-version': '2023-06-01',
+            },
             body: JSON.stringify({ ...(body as object), stream }),
           });
           expect(res.status).toBe(200);
@@ -125,9 +164,16 @@ test('every response reports its cost: the header of a plain answer, the closing
             const m = /^: x-gateway-cost-vnd=(\d+) x-gateway-usage-id=(\S+)$/.exec(comments[0])!;
             reported = { cost: Number(m[1]), id: m[2] };
           } else {
-            reported = { cost: Number(res.headers.get('x-gateway-cost-vnd')), id: res.headers.get('x-gateway-usage-id')! };
+            reported = {
+              cost: Number(res.headers.get('x-gateway-cost-vnd')),
+              id: res.headers.get('x-gateway-usage-id')!,
+            };
           }
-          const rows = ((await (await fetch(`${gw.url}/v1/usage`, { headers: { authorization: `Bearer ${key}` } })).json()) as { data: any[] }).data;
+          const rows = (
+            (await (await fetch(`${gw.url}/v1/usage`, { headers: { authorization: `Bearer ${key}` } })).json()) as {
+              data: any[];
+            }
+          ).data;
           expect(rows).toHaveLength(1);
           expect(reported).toEqual({ cost: rows[0].cost_vnd, id: rows[0].id });
           expect(reported.cost).toBeGreaterThan(0);

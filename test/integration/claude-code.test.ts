@@ -26,11 +26,22 @@ afterAll(async () => {
 function runClaude(prompt: string): Promise<{ code: number | null; stdout: string; stderr: string }> {
   const bin = path.join(__dirname, '../../node_modules/.bin/claude');
   const env: NodeJS.ProcessEnv = {
-    PATH: process.env.PATH, HOME: home, ANTHROPIC_BASE_URL: gw.url, ANTHROPIC_API_KEY: key,
-    CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1', DISABLE_TELEMETRY: '1', DISABLE_AUTOUPDATER: '1', DISABLE_ERROR_REPORTING: '1', IS_SANDBOX: '1',
+    PATH: process.env.PATH,
+    HOME: home,
+    ANTHROPIC_BASE_URL: gw.url,
+    ANTHROPIC_API_KEY: key,
+    CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
+    DISABLE_TELEMETRY: '1',
+    DISABLE_AUTOUPDATER: '1',
+    DISABLE_ERROR_REPORTING: '1',
+    IS_SANDBOX: '1',
   };
   return new Promise((resolve) => {
-    const child = spawn(bin, ['-p', prompt, '--output-format', 'json', '--dangerously-skip-permissions'], { cwd: home, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(bin, ['-p', prompt, '--output-format', 'json', '--dangerously-skip-permissions'], {
+      cwd: home,
+      env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d) => (stdout += d));
@@ -49,7 +60,9 @@ test('Claude Code with no model settings completes a prompt with a tool round tr
   const [clientModel] = Object.keys(out.modelUsage);
   expect(clientModel).toMatch(/^claude-/);
   expect(gw.deps.catalog.get(clientModel)?.id).not.toBe(clientModel);
-  const turns = gw.emulator.control.requests.filter((q) => q.path === '/anthropic/v1/messages').map((q) => q.body as any);
+  const turns = gw.emulator.control.requests
+    .filter((q) => q.path === '/anthropic/v1/messages')
+    .map((q) => q.body as any);
   const main = turns.filter((t) => Array.isArray(t.tools) && t.tools.length > 0);
   expect(main.length).toBeGreaterThanOrEqual(2);
   const model = gw.deps.catalog.get(clientModel)!;

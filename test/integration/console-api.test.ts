@@ -40,13 +40,34 @@ async function operator() {
 
 async function insertJob(accountId: string, over: Record<string, unknown> = {}) {
   const id = randomUUID();
-  const j = { status: 'completed', prompt: 'a red fox running through snow', seconds: 4, cost: 40_000, video_key: null as string | null, error: null as string | null, ...over };
+  const j = {
+    status: 'completed',
+    prompt: 'a red fox running through snow',
+    seconds: 4,
+    cost: 40_000,
+    video_key: null as string | null,
+    error: null as string | null,
+    ...over,
+  };
   await gw.deps.db.query(
     `INSERT INTO video_jobs (id, account_id, model, provider, status, request, request_hash, seconds, price_per_second, max_cost_vnd, hold_id, workflow_id,
        result_duration_seconds, cost_vnd, error_message, video_key, video_size, video_etag, completed_at)
      VALUES ($1, $2, 'veo-3-fast', 'veo', $3, $4, 'h', $5, 10000, 80000, $6, $7, $8, $9, $10, $11, $12, $13, CASE WHEN $3 = 'completed' THEN now() END)`,
-    [id, accountId, j.status, JSON.stringify({ prompt: j.prompt, size: '1280x720' }), j.seconds, randomUUID(), `video-${id}`,
-      j.status === 'completed' ? j.seconds : null, j.status === 'completed' ? j.cost : null, j.error, j.video_key, j.video_key ? 1000 : null, j.video_key ? '"e"' : null],
+    [
+      id,
+      accountId,
+      j.status,
+      JSON.stringify({ prompt: j.prompt, size: '1280x720' }),
+      j.seconds,
+      randomUUID(),
+      `video-${id}`,
+      j.status === 'completed' ? j.seconds : null,
+      j.status === 'completed' ? j.cost : null,
+      j.error,
+      j.video_key,
+      j.video_key ? 1000 : null,
+      j.video_key ? '"e"' : null,
+    ],
   );
   return id;
 }
@@ -75,7 +96,10 @@ describe('sign-in and sessions', () => {
     expect(me.csrfToken).toBe(c.csrf);
     // The database holds only a hash of the cookie's token.
     const token = c.cookie.split('=')[1];
-    const rows = await gw.deps.db.query(`SELECT 1 FROM console_sessions WHERE token_hash = $1::bytea OR encode(token_hash, 'escape') = $2`, [Buffer.from(token), token]);
+    const rows = await gw.deps.db.query(
+      `SELECT 1 FROM console_sessions WHERE token_hash = $1::bytea OR encode(token_hash, 'escape') = $2`,
+      [Buffer.from(token), token],
+    );
     expect(rows.rowCount).toBe(0);
   });
 
@@ -137,7 +161,11 @@ describe('sign-in and sessions', () => {
     const res = await c.request('POST', '/console/api/session', { email: 'a@example.com' });
     expect(res.status).toBe(400);
     expect((await jsonOf(res)).error.param).toBe('password');
-    const notJson = await fetch(gw.url + '/console/api/session', { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: 'email=a&password=b' });
+    const notJson = await fetch(gw.url + '/console/api/session', {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: 'email=a&password=b',
+    });
     expect(notJson.status).toBe(415);
   });
 });
@@ -160,9 +188,19 @@ describe('CSRF protection', () => {
     const evil = await c.request('DELETE', '/console/api/session', undefined, { origin: 'https://evil.example' });
     expect(evil.status).toBe(403);
     expect((await c.request('GET', '/console/api/session')).status).toBe(200); // still signed in
-    const site = await c.request('POST', '/console/api/keys', { name: 'y' }, { origin: '', 'sec-fetch-site': 'cross-site' });
+    const site = await c.request(
+      'POST',
+      '/console/api/keys',
+      { name: 'y' },
+      { origin: '', 'sec-fetch-site': 'cross-site' },
+    );
     expect(site.status).toBe(403);
-    const login = await new ConsoleClient(gw.url).request('POST', '/console/api/session', { email, password }, { origin: 'https://evil.example' });
+    const login = await new ConsoleClient(gw.url).request(
+      'POST',
+      '/console/api/session',
+      { email, password },
+      { origin: 'https://evil.example' },
+    );
     expect(login.status).toBe(403);
   });
 });
@@ -179,11 +217,20 @@ describe('console and API authentication stay separate', () => {
   test('an API key never grants console access', async () => {
     const { key } = await gw.account(1000);
     expect((await fetch(gw.url + '/v1/models', { headers: { authorization: `Bearer ${key}` } })).status).toBe(200);
-    for (const path of ['/console/api/session', '/console/api/keys', '/console/api/balance', '/console/api/admin/accounts']) {
+    for (const path of [
+      '/console/api/session',
+      '/console/api/keys',
+      '/console/api/balance',
+      '/console/api/admin/accounts',
+    ]) {
       const res = await fetch(gw.url + path, { headers: { authorization: `Bearer ${key}`, 'x-api-key': key } });
       expect(res.status).toBe(401);
     }
-    const create = await fetch(gw.url + '/console/api/keys', { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', origin: gw.url }, body: '{"name":"k"}' });
+    const create = await fetch(gw.url + '/console/api/keys', {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', origin: gw.url },
+      body: '{"name":"k"}',
+    });
     expect(create.status).toBe(401);
   });
 });
@@ -220,7 +267,7 @@ describe('API keys', () => {
     expect(status).toBe(401);
   });
 
-  test('a customer cannot revoke another account\'s key; a nameless key is a 400 naming name', async () => {
+  test("a customer cannot revoke another account's key; a nameless key is a 400 naming name", async () => {
     const a = await customer();
     const b = await gw.account(0);
     expect((await a.c.request('DELETE', `/console/api/keys/${b.keyId}`)).status).toBe(404);
@@ -240,27 +287,80 @@ describe('balance, ledger and usage', () => {
     const db = gw.deps.db;
     // A charge for an API request (as the credit manager writes it) and a hold for a video job.
     const lease = randomUUID();
-    await placeHold(db, { accountId, holdId: lease, amount: 20_000, idempotencyKey: `lease:${lease}:0`, refType: 'lease', refId: lease });
-    await chargeHolds(db, [{ holdId: lease, amount: 1234, idempotencyKey: `req:${reqId}`, refType: 'request', refId: reqId, memo: 'chat gpt-4o-mini' }]);
-    await db.query(`INSERT INTO usage_records (id, account_id, model, operation, units, cost_vnd, latency_ms, status) VALUES ($1, $2, 'gpt-4o-mini', 'chat', '{"input_tokens": 10, "output_tokens": 20}', 1234, 42, 200)`, [reqId, accountId]);
+    await placeHold(db, {
+      accountId,
+      holdId: lease,
+      amount: 20_000,
+      idempotencyKey: `lease:${lease}:0`,
+      refType: 'lease',
+      refId: lease,
+    });
+    await chargeHolds(db, [
+      {
+        holdId: lease,
+        amount: 1234,
+        idempotencyKey: `req:${reqId}`,
+        refType: 'request',
+        refId: reqId,
+        memo: 'chat gpt-4o-mini',
+      },
+    ]);
+    await db.query(
+      `INSERT INTO usage_records (id, account_id, model, operation, units, cost_vnd, latency_ms, status) VALUES ($1, $2, 'gpt-4o-mini', 'chat', '{"input_tokens": 10, "output_tokens": 20}', 1234, 42, 200)`,
+      [reqId, accountId],
+    );
     const hold = randomUUID();
-    await placeHold(db, { accountId, holdId: hold, amount: 80_000, idempotencyKey: `video:${hold}`, refType: 'video_job', refId: jobId });
+    await placeHold(db, {
+      accountId,
+      holdId: hold,
+      amount: 80_000,
+      idempotencyKey: `video:${hold}`,
+      refType: 'video_job',
+      refId: jobId,
+    });
 
     const b = await c.json('GET', '/console/api/balance');
-    expect(b).toMatchObject({ balance: 300_000 - 1234, held: 20_000 - 1234 + 80_000, available: 300_000 - 1234 - (20_000 - 1234) - 80_000 });
+    expect(b).toMatchObject({
+      balance: 300_000 - 1234,
+      held: 20_000 - 1234 + 80_000,
+      available: 300_000 - 1234 - (20_000 - 1234) - 80_000,
+    });
     const charge = b.ledger.find((e: any) => e.kind === 'charged');
     expect(charge.link).toEqual({ type: 'request', id: reqId });
-    expect(b.ledger.find((e: any) => e.kind === 'hold_placed' && e.refType === 'video_job').link).toEqual({ type: 'job', id: jobId });
+    expect(b.ledger.find((e: any) => e.kind === 'hold_placed' && e.refType === 'video_job').link).toEqual({
+      type: 'job',
+      id: jobId,
+    });
     expect(b.ledger.find((e: any) => e.kind === 'topped_up').link).toBeNull();
     // Requests settled together in one flush: one charge, pointing at the usage they itemise.
-    const u = (cost: number) => ({ usage: { id: randomUUID(), apiKeyId: null, model: 'gpt-4o-mini', operation: 'chat.completions', units: {}, latencyMs: 1, status: 200 }, accountId, holdId: lease, cost });
+    const u = (cost: number) => ({
+      usage: {
+        id: randomUUID(),
+        apiKeyId: null,
+        model: 'gpt-4o-mini',
+        operation: 'chat.completions',
+        units: {},
+        latencyMs: 1,
+        status: 200,
+      },
+      accountId,
+      holdId: lease,
+      cost,
+    });
     await tx(db, (cl) => writeUsageBatch(cl, [u(10), u(20)]));
-    const batch = (await c.json('GET', '/console/api/balance')).ledger.find((e: any) => e.kind === 'charged' && e.amount === 30);
+    const batch = (await c.json('GET', '/console/api/balance')).ledger.find(
+      (e: any) => e.kind === 'charged' && e.amount === 30,
+    );
     expect(batch.link).toEqual({ type: 'usage', id: expect.any(String) });
     expect(batch.memo).toBe('2 requests: chat.completions gpt-4o-mini ×2');
 
     const r = await c.json('GET', `/console/api/requests/${reqId}`);
-    expect(r).toMatchObject({ id: reqId, model: 'gpt-4o-mini', costVnd: 1234, units: { input_tokens: 10, output_tokens: 20 } });
+    expect(r).toMatchObject({
+      id: reqId,
+      model: 'gpt-4o-mini',
+      costVnd: 1234,
+      units: { input_tokens: 10, output_tokens: 20 },
+    });
     const other = await customer();
     expect((await other.c.request('GET', `/console/api/requests/${reqId}`)).status).toBe(404);
 
@@ -272,12 +372,14 @@ describe('balance, ledger and usage', () => {
     expect((await jsonOf(bad)).error.param).toBe('limit');
   });
 
-  test('usage per day and model in the viewer\'s time zone, units summed; bad ranges are 400s', async () => {
+  test("usage per day and model in the viewer's time zone, units summed; bad ranges are 400s", async () => {
     const { c, accountId } = await customer();
     const db = gw.deps.db;
     const ins = (at: string, model: string, units: object, cost: number) =>
-      db.query(`INSERT INTO usage_records (id, account_id, model, operation, units, cost_vnd, latency_ms, status, created_at) VALUES ($1, $2, $3, 'chat', $4, $5, 10, 200, $6)`,
-        [randomUUID(), accountId, model, JSON.stringify(units), cost, at]);
+      db.query(
+        `INSERT INTO usage_records (id, account_id, model, operation, units, cost_vnd, latency_ms, status, created_at) VALUES ($1, $2, $3, 'chat', $4, $5, 10, 200, $6)`,
+        [randomUUID(), accountId, model, JSON.stringify(units), cost, at],
+      );
     // 2024-03-01 23:30 UTC is already 2024-03-02 in Ho Chi Minh City (UTC+7).
     await ins('2024-03-01T10:00:00Z', 'gpt-4o-mini', { input_tokens: 100, output_tokens: 50 }, 300);
     await ins('2024-03-01T11:00:00Z', 'gpt-4o-mini', { input_tokens: 10, output_tokens: 5 }, 30);
@@ -287,14 +389,32 @@ describe('balance, ledger and usage', () => {
 
     const u = await c.json('GET', '/console/api/usage?from=2024-03-01&to=2024-03-02&tz=Asia/Ho_Chi_Minh');
     expect(u.rows).toEqual([
-      { day: '2024-03-01', model: 'gpt-4o-mini', requests: 2, costVnd: 330, units: { input_tokens: 110, output_tokens: 55 } },
+      {
+        day: '2024-03-01',
+        model: 'gpt-4o-mini',
+        requests: 2,
+        costVnd: 330,
+        units: { input_tokens: 110, output_tokens: 55 },
+      },
       { day: '2024-03-01', model: 'tts-1', requests: 1, costVnd: 900, units: { characters: 1200 } },
-      { day: '2024-03-02', model: 'gpt-4o-mini', requests: 1, costVnd: 3, units: { input_tokens: 1, output_tokens: 1 } },
+      {
+        day: '2024-03-02',
+        model: 'gpt-4o-mini',
+        requests: 1,
+        costVnd: 3,
+        units: { input_tokens: 1, output_tokens: 1 },
+      },
     ]);
     const utc = await c.json('GET', '/console/api/usage?from=2024-03-01&to=2024-03-01&tz=UTC');
     expect(utc.rows.find((r: any) => r.model === 'gpt-4o-mini').requests).toBe(3);
 
-    for (const [q, param] of [['from=2024-3-1&to=2024-03-02', 'from'], ['from=2024-03-05&to=2024-03-01', 'from'], ['from=2020-01-01&to=2024-01-01', 'to'], ['from=2024-03-01&to=2024-03-02&tz=Mars/Olympus', 'tz'], ['to=2024-03-02', 'from']]) {
+    for (const [q, param] of [
+      ['from=2024-3-1&to=2024-03-02', 'from'],
+      ['from=2024-03-05&to=2024-03-01', 'from'],
+      ['from=2020-01-01&to=2024-01-01', 'to'],
+      ['from=2024-03-01&to=2024-03-02&tz=Mars/Olympus', 'tz'],
+      ['to=2024-03-02', 'from'],
+    ]) {
       const res = await c.request('GET', `/console/api/usage?${q}`);
       expect(res.status).toBe(400);
       expect((await jsonOf(res)).error.param).toBe(param);
@@ -321,7 +441,15 @@ describe('video jobs and media', () => {
     expect((await jsonOf(bad)).error.param).toBe('status');
 
     const d = await c.json('GET', `/console/api/jobs/${done}`);
-    expect(d).toMatchObject({ id: done, status: 'completed', prompt: 'a red fox running through snow', model: 'veo-3-fast', durationSeconds: 4, costVnd: 40_000, hasVideo: true });
+    expect(d).toMatchObject({
+      id: done,
+      status: 'completed',
+      prompt: 'a red fox running through snow',
+      model: 'veo-3-fast',
+      durationSeconds: 4,
+      costVnd: 40_000,
+      hasVideo: true,
+    });
 
     const full = await c.request('GET', `/console/media/jobs/${done}/video.mp4`);
     expect(full.status).toBe(200);
@@ -336,7 +464,9 @@ describe('video jobs and media', () => {
     expect(past.headers.get('content-range')).toBe('bytes */1000');
     expect((await jsonOf(past)).error.code).toBe('range_not_satisfiable');
     const etag = full.headers.get('etag')!;
-    expect((await c.request('GET', `/console/media/jobs/${done}/video.mp4`, undefined, { 'if-none-match': etag })).status).toBe(304);
+    expect(
+      (await c.request('GET', `/console/media/jobs/${done}/video.mp4`, undefined, { 'if-none-match': etag })).status,
+    ).toBe(304);
     expect(full.headers.get('cache-control')).toBe('private, no-cache');
     const dl = await c.request('GET', `/console/media/jobs/${done}/video.mp4?download=1`);
     expect(dl.headers.get('content-disposition')).toContain('attachment');
@@ -357,7 +487,11 @@ describe('operator pages', () => {
     for (const path of ['/console/api/admin/accounts', `/console/api/admin/accounts/${randomUUID()}/jobs`]) {
       expect((await c.request('GET', path)).status).toBe(403);
     }
-    const res = await c.request('POST', `/console/api/admin/accounts/${randomUUID()}/topups`, { amount: 1, reason: 'x', idempotencyKey: 'abcdefgh' });
+    const res = await c.request('POST', `/console/api/admin/accounts/${randomUUID()}/topups`, {
+      amount: 1,
+      reason: 'x',
+      idempotencyKey: 'abcdefgh',
+    });
     expect(res.status).toBe(403);
   });
 
@@ -365,10 +499,18 @@ describe('operator pages', () => {
     const op = await operator();
     const cust = await customer(0);
     const idem = randomUUID();
-    const first = await op.c.request('POST', `/console/api/admin/accounts/${cust.accountId}/topups`, { amount: 1_250_000, reason: 'bank transfer #42', idempotencyKey: idem });
+    const first = await op.c.request('POST', `/console/api/admin/accounts/${cust.accountId}/topups`, {
+      amount: 1_250_000,
+      reason: 'bank transfer #42',
+      idempotencyKey: idem,
+    });
     expect(first.status).toBe(201);
     expect((await jsonOf(first)).applied).toBe(true);
-    const again = await op.c.json('POST', `/console/api/admin/accounts/${cust.accountId}/topups`, { amount: 1_250_000, reason: 'bank transfer #42', idempotencyKey: idem });
+    const again = await op.c.json('POST', `/console/api/admin/accounts/${cust.accountId}/topups`, {
+      amount: 1_250_000,
+      reason: 'bank transfer #42',
+      idempotencyKey: idem,
+    });
     expect(again.applied).toBe(false);
     expect(again.account.balance).toBe(1_250_000);
 
@@ -390,7 +532,12 @@ describe('operator pages', () => {
     expect(topups[0].memo).toBe(`bank transfer #42 (by ${op.email})`);
 
     const list = (await op.c.json('GET', '/console/api/admin/accounts')).data;
-    expect(list.find((a: any) => a.id === cust.accountId)).toMatchObject({ balance: 1_250_000, held: 0, available: 1_250_000, logins: 1 });
+    expect(list.find((a: any) => a.id === cust.accountId)).toMatchObject({
+      balance: 1_250_000,
+      held: 0,
+      available: 1_250_000,
+      logins: 1,
+    });
   });
 
   test('operator creates an account and a login; the customer signs in; duplicates and weak passwords are refused', async () => {
@@ -398,13 +545,30 @@ describe('operator pages', () => {
     const acc = await op.c.json('POST', '/console/api/admin/accounts', { name: 'Công ty ABC' });
     expect(acc).toMatchObject({ name: 'Công ty ABC', balance: 0 });
     const email = `new-${randomUUID().slice(0, 8)}@example.com`;
-    const login = await op.c.request('POST', '/console/api/admin/logins', { accountId: acc.id, email, password: 'correct horse battery', role: 'customer' });
+    const login = await op.c.request('POST', '/console/api/admin/logins', {
+      accountId: acc.id,
+      email,
+      password: 'correct horse battery',
+      role: 'customer',
+    });
     expect(login.status).toBe(201);
-    const dup = await op.c.request('POST', '/console/api/admin/logins', { accountId: acc.id, email: email.toUpperCase(), password: 'correct horse battery' });
+    const dup = await op.c.request('POST', '/console/api/admin/logins', {
+      accountId: acc.id,
+      email: email.toUpperCase(),
+      password: 'correct horse battery',
+    });
     expect(dup.status).toBe(409);
-    const weak = await op.c.request('POST', '/console/api/admin/logins', { accountId: acc.id, email: `w-${email}`, password: 'short' });
+    const weak = await op.c.request('POST', '/console/api/admin/logins', {
+      accountId: acc.id,
+      email: `w-${email}`,
+      password: 'short',
+    });
     expect((await jsonOf(weak)).error.param).toBe('password');
-    const noAcc = await op.c.request('POST', '/console/api/admin/logins', { accountId: randomUUID(), email: `x-${email}`, password: 'correct horse battery' });
+    const noAcc = await op.c.request('POST', '/console/api/admin/logins', {
+      accountId: randomUUID(),
+      email: `x-${email}`,
+      password: 'correct horse battery',
+    });
     expect(noAcc.status).toBe(404);
     const c = new ConsoleClient(gw.url);
     expect((await c.signIn(email, 'correct horse battery')).status).toBe(200);
@@ -413,14 +577,16 @@ describe('operator pages', () => {
     expect(detail.logins.map((u: any) => u.email)).toEqual([email]);
   });
 
-  test('a customer\'s jobs link to their workflows in the Temporal UI', async () => {
+  test("a customer's jobs link to their workflows in the Temporal UI", async () => {
     const op = await operator();
     const cust = await gw.account(0);
     const jobId = await insertJob(cust.accountId, { status: 'processing' });
     const { data } = await op.c.json('GET', `/console/api/admin/accounts/${cust.accountId}/jobs`);
     expect(data).toHaveLength(1);
     const cfg = gw.deps.config;
-    expect(data[0].temporalUrl).toBe(`${cfg.temporalUiUrl}/namespaces/${cfg.temporalNamespace}/workflows/video-${jobId}`);
+    expect(data[0].temporalUrl).toBe(
+      `${cfg.temporalUiUrl}/namespaces/${cfg.temporalNamespace}/workflows/video-${jobId}`,
+    );
   });
 });
 
@@ -457,7 +623,12 @@ describe('static files', () => {
     const etag = js.headers.get('etag')!;
     // (node:http, because fetch adds Cache-Control: no-cache to conditional requests, which forbids a 304)
     const revalidated = await new Promise<number>((res, rej) => {
-      http.get(gw.url + '/console/static/app.js', { headers: { 'if-none-match': etag } }, (r) => { r.resume(); res(r.statusCode!); }).on('error', rej);
+      http
+        .get(gw.url + '/console/static/app.js', { headers: { 'if-none-match': etag } }, (r) => {
+          r.resume();
+          res(r.statusCode!);
+        })
+        .on('error', rej);
     });
     expect(revalidated).toBe(304);
     expect((await fetch(gw.url + '/console/static/nope.js')).status).toBe(404);

@@ -23,7 +23,13 @@ beforeAll(async () => {
   db = createPool(process.env.DATABASE_URL!, 5);
   emulator = await startEmulator();
   emulator.control.settings.latencyMs = 30;
-  const env = { DATABASE_URL: process.env.DATABASE_URL, TEMPORAL_ADDRESS: 'off', EMULATOR_URL: emulator.url, LOG_LEVEL: 'silent', REDIS_URL: '' };
+  const env = {
+    DATABASE_URL: process.env.DATABASE_URL,
+    TEMPORAL_ADDRESS: 'off',
+    EMULATOR_URL: emulator.url,
+    LOG_LEVEL: 'silent',
+    REDIS_URL: '',
+  };
   apis = await Promise.all([0, 1, 2].map(() => spawnTsChild('apiChild.ts', env)));
   urls = apis.map((a) => `http://127.0.0.1:${a.firstLine.trim()}`);
 }, 120_000);
@@ -34,12 +40,22 @@ afterAll(async () => {
   await db?.end();
 });
 
-interface Shape { model: string; max_tokens: number; stream: boolean; content: string }
+interface Shape {
+  model: string;
+  max_tokens: number;
+  stream: boolean;
+  content: string;
+}
 
 /** Twelve request shapes: four models (OpenAI and Anthropic upstreams), prompts and caps of different sizes. */
-const SHAPES: Shape[] = ['gpt-4o-mini', 'gpt-4o', 'claude-haiku-4-5', 'o4-mini'].flatMap((model, m) => [0, 1, 2].map((k) => ({
-  model, max_tokens: 40 + 70 * k + 11 * m, stream: (m + k) % 2 === 0, content: `question ${m}/${k}: ` + 'tell me more. '.repeat(5 + 40 * k),
-})));
+const SHAPES: Shape[] = ['gpt-4o-mini', 'gpt-4o', 'claude-haiku-4-5', 'o4-mini'].flatMap((model, m) =>
+  [0, 1, 2].map((k) => ({
+    model,
+    max_tokens: 40 + 70 * k + 11 * m,
+    stream: (m + k) % 2 === 0,
+    content: `question ${m}/${k}: ` + 'tell me more. '.repeat(5 + 40 * k),
+  })),
+);
 
 async function keyFor(balance: number, limits: Parameters<typeof setKeyLimits>[3] = {}) {
   const accountId = await createAccount(db, 'burst');
@@ -55,7 +71,13 @@ async function call(client: OpenAI, s: Shape): Promise<void> {
     await client.chat.completions.create({ model: s.model, max_tokens: s.max_tokens, messages });
     return;
   }
-  const stream = await client.chat.completions.create({ model: s.model, max_tokens: s.max_tokens, messages, stream: true, stream_options: { include_usage: true } });
+  const stream = await client.chat.completions.create({
+    model: s.model,
+    max_tokens: s.max_tokens,
+    messages,
+    stream: true,
+    stream_options: { include_usage: true },
+  });
   for await (const chunk of stream) void chunk;
 }
 
@@ -65,7 +87,10 @@ async function maxCosts(): Promise<number[]> {
   const client = new OpenAI({ apiKey: key, baseURL: `${urls[0]}/v1`, maxRetries: 0 });
   const out: number[] = [];
   for (const s of SHAPES) {
-    const e = await call(client, s).then(() => null, (err) => err);
+    const e = await call(client, s).then(
+      () => null,
+      (err) => err,
+    );
     const m = /needs up to (\d+) VND/.exec(String(e?.message));
     if (e?.status !== 402 || !m) throw new Error(`probe of ${s.model}: ${e?.status} ${e?.message}`);
     out.push(Number(m[1]));
@@ -76,8 +101,12 @@ async function maxCosts(): Promise<number[]> {
 /** `n` concurrent requests, shape i % 12, round-robin over the three processes; the refusals' statuses and messages. */
 async function burst(key: string, n: number) {
   const clients = urls.map((u) => new OpenAI({ apiKey: key, baseURL: `${u}/v1`, maxRetries: 0 }));
-  const results = await Promise.allSettled(Array.from({ length: n }, (_, i) => call(clients[i % 3], SHAPES[i % SHAPES.length])));
-  const errors = results.filter((r): r is PromiseRejectedResult => r.status === 'rejected').map((r) => r.reason as { status?: number; message?: string; code?: string });
+  const results = await Promise.allSettled(
+    Array.from({ length: n }, (_, i) => call(clients[i % 3], SHAPES[i % SHAPES.length])),
+  );
+  const errors = results
+    .filter((r): r is PromiseRejectedResult => r.status === 'rejected')
+    .map((r) => r.reason as { status?: number; message?: string; code?: string });
   return { ok: n - errors.length, errors };
 }
 
@@ -90,10 +119,13 @@ function figures(message: string): { needed: number; left: number } {
 
 /** Mismatches, leaving out other keys' budget periods (a concurrent suite may move BUDGET_TIME_ZONE for its own). */
 async function mismatches(keyId: string) {
-  return (await verifyProjections(db)).filter((m) => !m.accountId.startsWith('key-spend:') || m.accountId.includes(keyId));
+  return (await verifyProjections(db)).filter(
+    (m) => !m.accountId.startsWith('key-spend:') || m.accountId.includes(keyId),
+  );
 }
 
-const sumOf = (costs: number[], n: number) => Array.from({ length: n }, (_, i) => costs[i % costs.length]).reduce((a, b) => a + b, 0);
+const sumOf = (costs: number[], n: number) =>
+  Array.from({ length: n }, (_, i) => costs[i % costs.length]).reduce((a, b) => a + b, 0);
 
 test('300 concurrent requests over three processes on an account that covers them all at their maximum: no 402', async () => {
   const costs = await maxCosts();
@@ -111,7 +143,12 @@ test('300 concurrent requests over three processes through a key whose daily bud
   const { ok, errors } = await burst(key, 300);
   expect(errors.map((e) => `${e.status} ${e.message}`)).toEqual([]);
   expect(ok).toBe(300);
-  await eventually(async () => (await db.query(`SELECT count(*)::int AS n FROM holds WHERE api_key_id = $1 AND status = 'open'`, [keyId])).rows[0].n === 0, 30_000);
+  await eventually(
+    async () =>
+      (await db.query(`SELECT count(*)::int AS n FROM holds WHERE api_key_id = $1 AND status = 'open'`, [keyId]))
+        .rows[0].n === 0,
+    30_000,
+  );
   expect(await mismatches(keyId)).toEqual([]);
 }, 120_000);
 
@@ -119,7 +156,10 @@ test('an account or a budget that covers only part of a burst: every refusal say
   const costs = await maxCosts();
   const poor = await keyFor(sumOf(costs, 30));
   const tight = await keyFor(10_000_000, { budgetDayVnd: sumOf(costs, 30) });
-  for (const [who, code] of [[poor, 'insufficient_balance'], [tight, 'budget_exceeded']] as const) {
+  for (const [who, code] of [
+    [poor, 'insufficient_balance'],
+    [tight, 'budget_exceeded'],
+  ] as const) {
     const { ok, errors } = await burst(who.key, 200);
     expect(ok).toBeGreaterThan(0);
     expect(errors.length).toBeGreaterThan(0);

@@ -15,11 +15,24 @@ afterAll(() => db.end());
 
 const funded = (amount: number) => fundedAccount(db, amount, 'credit-test');
 /** The account's `charged` ledger events, oldest first. */
-async function chargesOf(accountId: string): Promise<{ key: string; amount: number; ref_type: string; memo: string }[]> {
-  const r = await db.query(`SELECT idempotency_key AS key, amount, ref_type, memo FROM ledger_events WHERE account_id = $1 AND kind = 'charged' ORDER BY id`, [accountId]);
+async function chargesOf(
+  accountId: string,
+): Promise<{ key: string; amount: number; ref_type: string; memo: string }[]> {
+  const r = await db.query(
+    `SELECT idempotency_key AS key, amount, ref_type, memo FROM ledger_events WHERE account_id = $1 AND kind = 'charged' ORDER BY id`,
+    [accountId],
+  );
   return r.rows;
 }
-const usage = (op = 'chat'): UsageInput => ({ id: randomUUID(), apiKeyId: null, model: 'm', operation: op, units: { prompt_tokens: 1 }, latencyMs: 1, status: 200 });
+const usage = (op = 'chat'): UsageInput => ({
+  id: randomUUID(),
+  apiKeyId: null,
+  model: 'm',
+  operation: op,
+  units: { prompt_tokens: 1 },
+  latencyMs: 1,
+  status: 200,
+});
 
 test('concurrent reservations never exceed the balance, across lease extensions', async () => {
   const acc = await funded(10 * 3_000);
@@ -28,14 +41,20 @@ test('concurrent reservations never exceed the balance, across lease extensions'
   const ok = results.filter((r) => r.status === 'fulfilled');
   expect(ok).toHaveLength(10);
   expect(results.filter((r) => r.status === 'rejected' && r.reason instanceof InsufficientFunds)).toHaveLength(40);
-  for (const r of ok) (r as PromiseFulfilledResult<Awaited<ReturnType<CreditManager['reserve']>>>).value.settle(2_500, usage());
+  for (const r of ok)
+    (r as PromiseFulfilledResult<Awaited<ReturnType<CreditManager['reserve']>>>).value.settle(2_500, usage());
   await credit.close();
   expect(await getBalance(db, acc)).toEqual({ balance: 5_000, held: 0, available: 5_000 });
   expect(await verifyProjections(db)).toEqual([]);
   // One flush: one charge for the ten requests settled against the lease, itemised by their usage records.
   const charges = await chargesOf(acc);
-  expect(charges).toEqual([{ key: expect.stringMatching(/^usage:/), amount: 25_000, ref_type: 'usage_batch', memo: '10 requests: chat m ×10' }]);
-  const rows = await db.query('SELECT count(*)::int AS n, sum(cost_vnd)::int AS cost, min(charge_key) AS k1, max(charge_key) AS k2 FROM usage_records WHERE account_id = $1', [acc]);
+  expect(charges).toEqual([
+    { key: expect.stringMatching(/^usage:/), amount: 25_000, ref_type: 'usage_batch', memo: '10 requests: chat m ×10' },
+  ]);
+  const rows = await db.query(
+    'SELECT count(*)::int AS n, sum(cost_vnd)::int AS cost, min(charge_key) AS k1, max(charge_key) AS k2 FROM usage_records WHERE account_id = $1',
+    [acc],
+  );
   expect(rows.rows[0]).toEqual({ n: 10, cost: 25_000, k1: charges[0].key, k2: charges[0].key });
 });
 
@@ -79,13 +98,15 @@ test('extensions, flushes and releases from two processes interleave without dea
   const mk = () => new CreditManager(db, { leaseVnd: 700, flushMs: 5, idleReleaseMs: 1 });
   const procs = [mk(), mk()];
   let charged = 0;
-  await Promise.all(procs.map(async (p) => {
-    for (let round = 0; round < 15; round++) {
-      const rs = await Promise.all(Array.from({ length: 8 }, () => p.reserve(acc, 500)));
-      for (const r of rs) charged += r.settle(300, usage());
-      await p.flush();
-    }
-  }));
+  await Promise.all(
+    procs.map(async (p) => {
+      for (let round = 0; round < 15; round++) {
+        const rs = await Promise.all(Array.from({ length: 8 }, () => p.reserve(acc, 500)));
+        for (const r of rs) charged += r.settle(300, usage());
+        await p.flush();
+      }
+    }),
+  );
   await Promise.all(procs.map((p) => p.close()));
   expect(charged).toBe(2 * 15 * 8 * 300);
   expect(await getBalance(db, acc)).toEqual({ balance: 1_000_000 - charged, held: 0, available: 1_000_000 - charged });
@@ -96,31 +117,70 @@ test('a flush charges each lease hold once for its requests; one request alone k
   const acc = await funded(100_000);
   const holdA = randomUUID();
   const holdB = randomUUID();
-  await placeHold(db, { accountId: acc, holdId: holdA, amount: 10_000, idempotencyKey: `lease:${holdA}:0`, refType: 'lease', refId: holdA });
-  await placeHold(db, { accountId: acc, holdId: holdB, amount: 10_000, idempotencyKey: `lease:${holdB}:0`, refType: 'lease', refId: holdB });
-  const on = (holdId: string, cost: number, op = 'chat'): SettledUsage => ({ usage: usage(op), accountId: acc, holdId, cost });
+  await placeHold(db, {
+    accountId: acc,
+    holdId: holdA,
+    amount: 10_000,
+    idempotencyKey: `lease:${holdA}:0`,
+    refType: 'lease',
+    refId: holdA,
+  });
+  await placeHold(db, {
+    accountId: acc,
+    holdId: holdB,
+    amount: 10_000,
+    idempotencyKey: `lease:${holdB}:0`,
+    refType: 'lease',
+    refId: holdB,
+  });
+  const on = (holdId: string, cost: number, op = 'chat'): SettledUsage => ({
+    usage: usage(op),
+    accountId: acc,
+    holdId,
+    cost,
+  });
   const batch = [on(holdA, 100), on(holdA, 250, 'embeddings'), on(holdA, 0), on(holdB, 40), on(holdA, 7)];
   expect(await tx(db, (c) => writeUsageBatch(c, batch))).toBe(397);
   const charges = await chargesOf(acc);
-  expect(charges).toEqual(expect.arrayContaining([
-    { key: expect.stringMatching(/^usage:/), amount: 357, ref_type: 'usage_batch', memo: '3 requests: chat m ×2, embeddings m ×1' },
-    { key: `req:${batch[3].usage.id}`, amount: 40, ref_type: 'request', memo: 'chat m' },
-  ]));
+  expect(charges).toEqual(
+    expect.arrayContaining([
+      {
+        key: expect.stringMatching(/^usage:/),
+        amount: 357,
+        ref_type: 'usage_batch',
+        memo: '3 requests: chat m ×2, embeddings m ×1',
+      },
+      { key: `req:${batch[3].usage.id}`, amount: 40, ref_type: 'request', memo: 'chat m' },
+    ]),
+  );
   expect(charges).toHaveLength(2);
   const keys = await db.query('SELECT id, charge_key FROM usage_records WHERE account_id = $1', [acc]);
   const keyOf = new Map(keys.rows.map((r) => [r.id as string, r.charge_key as string | null]));
   const batchKey = charges.find((c) => c.ref_type === 'usage_batch')!.key;
-  expect(batch.map((s) => keyOf.get(s.usage.id))).toEqual([batchKey, batchKey, null, `req:${batch[3].usage.id}`, batchKey]);
+  expect(batch.map((s) => keyOf.get(s.usage.id))).toEqual([
+    batchKey,
+    batchKey,
+    null,
+    `req:${batch[3].usage.id}`,
+    batchKey,
+  ]);
   // The same requests again (a flush retried after a commit it did not see acknowledged): nothing more.
   expect(await tx(db, (c) => writeUsageBatch(c, batch))).toBe(0);
   expect(await chargesOf(acc)).toHaveLength(2);
-  const holds = await db.query('SELECT id, remaining FROM holds WHERE id = ANY($1::uuid[]) ORDER BY remaining', [[holdA, holdB]]);
-  expect(holds.rows).toEqual([{ id: holdA, remaining: 10_000 - 357 }, { id: holdB, remaining: 10_000 - 40 }]);
+  const holds = await db.query('SELECT id, remaining FROM holds WHERE id = ANY($1::uuid[]) ORDER BY remaining', [
+    [holdA, holdB],
+  ]);
+  expect(holds.rows).toEqual([
+    { id: holdA, remaining: 10_000 - 357 },
+    { id: holdB, remaining: 10_000 - 40 },
+  ]);
   expect(await getBalance(db, acc)).toEqual({ balance: 100_000 - 397, held: 20_000 - 397, available: 80_000 });
   expect(await verifyProjections(db)).toEqual([]);
   // A usage record whose cost its charge does not cover is found by the check.
   await db.query('UPDATE usage_records SET cost_vnd = cost_vnd + 1 WHERE id = $1', [batch[0].usage.id]);
-  expect(await verifyProjections(db)).toEqual([{ accountId: `charge:${batchKey}`, balance: 357, held: 0, rebuiltBalance: 358, rebuiltHeld: 0 }]);
+  expect(await verifyProjections(db)).toEqual([
+    { accountId: `charge:${batchKey}`, balance: 357, held: 0, rebuiltBalance: 358, rebuiltHeld: 0 },
+  ]);
   await db.query('UPDATE usage_records SET cost_vnd = cost_vnd - 1 WHERE id = $1', [batch[0].usage.id]);
 });
 
@@ -134,7 +194,8 @@ test('a charge the ledger refuses does not block the others: each request is wri
   const rb1 = await credit.reserve(b, 1_000);
   const rb2 = await credit.reserve(b, 1_000);
   // a's lease hold is closed behind the manager's back, so its charge is refused at flush.
-  const lease = (await db.query(`SELECT id FROM holds WHERE account_id = $1 AND ref_type = 'lease'`, [a])).rows[0].id as string;
+  const lease = (await db.query(`SELECT id FROM holds WHERE account_id = $1 AND ref_type = 'lease'`, [a])).rows[0]
+    .id as string;
   await releaseHold(db, { holdId: lease, idempotencyKey: `test-close:${lease}` });
   const ua = usage();
   ra.settle(600, ua);
@@ -155,18 +216,46 @@ test('a charge the ledger refuses does not block the others: each request is wri
 test('COPY writes the same records and charges as the per-row path, odd characters intact; a batch already written fails whole (23505)', async () => {
   const acc = await funded(100_000);
   const hold = randomUUID();
-  await placeHold(db, { accountId: acc, holdId: hold, amount: 10_000, idempotencyKey: `lease:${hold}:0`, refType: 'lease', refId: hold });
-  const odd = (cost: number): SettledUsage => ({ usage: { ...usage(), model: 'm\\back\tslash\nline\r', units: { prompt_tokens: cost, 'odd\tkey\\': 1 } }, accountId: acc, holdId: hold, cost });
+  await placeHold(db, {
+    accountId: acc,
+    holdId: hold,
+    amount: 10_000,
+    idempotencyKey: `lease:${hold}:0`,
+    refType: 'lease',
+    refId: hold,
+  });
+  const odd = (cost: number): SettledUsage => ({
+    usage: { ...usage(), model: 'm\\back\tslash\nline\r', units: { prompt_tokens: cost, 'odd\tkey\\': 1 } },
+    accountId: acc,
+    holdId: hold,
+    cost,
+  });
   const batch = [odd(5), odd(0), odd(7)];
   expect(await tx(db, (c) => writeUsageBatch(c, batch, { copy: true }))).toBe(12);
-  const rows = await db.query('SELECT id, model, units, cost_vnd, charge_key FROM usage_records WHERE account_id = $1', [acc]);
+  const rows = await db.query(
+    'SELECT id, model, units, cost_vnd, charge_key FROM usage_records WHERE account_id = $1',
+    [acc],
+  );
   const byId = new Map(rows.rows.map((r) => [r.id as string, r]));
   const [charge] = await chargesOf(acc);
-  expect(charge).toMatchObject({ amount: 12, ref_type: 'usage_batch', memo: '2 requests: chat m\\back\tslash\nline\r ×2' });
+  expect(charge).toMatchObject({
+    amount: 12,
+    ref_type: 'usage_batch',
+    memo: '2 requests: chat m\\back\tslash\nline\r ×2',
+  });
   for (const s of batch) {
-    expect(byId.get(s.usage.id)).toEqual({ id: s.usage.id, model: 'm\\back\tslash\nline\r', units: s.usage.units, cost_vnd: s.cost, charge_key: s.cost > 0 ? charge.key : null });
+    expect(byId.get(s.usage.id)).toEqual({
+      id: s.usage.id,
+      model: 'm\\back\tslash\nline\r',
+      units: s.usage.units,
+      cost_vnd: s.cost,
+      charge_key: s.cost > 0 ? charge.key : null,
+    });
   }
-  const again = await tx(db, (c) => writeUsageBatch(c, batch, { copy: true })).then(() => null, (e) => e);
+  const again = await tx(db, (c) => writeUsageBatch(c, batch, { copy: true })).then(
+    () => null,
+    (e) => e,
+  );
   expect(again?.code).toBe('23505');
   expect(await chargesOf(acc)).toHaveLength(1);
   expect(await verifyProjections(db)).toEqual([]);
@@ -175,13 +264,18 @@ test('COPY writes the same records and charges as the per-row path, odd characte
 test('a flush whose requests are partly written already (an earlier commit not acknowledged) charges only the rest', async () => {
   const acc = await funded(50_000);
   const credit = new CreditManager(db, { leaseVnd: 10_000, flushMs: 60_000 });
-  const [r1, r2, r3] = await Promise.all([credit.reserve(acc, 1_000), credit.reserve(acc, 1_000), credit.reserve(acc, 1_000)]);
+  const [r1, r2, r3] = await Promise.all([
+    credit.reserve(acc, 1_000),
+    credit.reserve(acc, 1_000),
+    credit.reserve(acc, 1_000),
+  ]);
   const u1 = usage();
   r1.settle(100, u1);
   r2.settle(200, usage());
   r3.settle(300, usage());
   // u1's record and charge landed in an earlier transaction whose commit the manager never heard of.
-  const lease = (await db.query(`SELECT id FROM holds WHERE account_id = $1 AND ref_type = 'lease'`, [acc])).rows[0].id as string;
+  const lease = (await db.query(`SELECT id FROM holds WHERE account_id = $1 AND ref_type = 'lease'`, [acc])).rows[0]
+    .id as string;
   await tx(db, (c) => writeUsageBatch(c, [{ usage: u1, accountId: acc, holdId: lease, cost: 100 }]));
   await credit.close();
   const charges = await chargesOf(acc);

@@ -8,7 +8,9 @@ import { findLoginByEmail } from '../../src/console/users';
 import { verifyPassword } from '../../src/console/passwords';
 
 let db: Db;
-beforeAll(() => { db = createPool(process.env.DATABASE_URL!, 2); });
+beforeAll(() => {
+  db = createPool(process.env.DATABASE_URL!, 2);
+});
 afterAll(() => db.end());
 
 test('the npm start demo seed is idempotent: same key and logins, one opening top-up', async () => {

@@ -66,7 +66,11 @@ describe('auth', () => {
   });
 
   test('the SDK sees a bad key as an AuthenticationError', async () => {
-    const client = new OpenAI({ apiKey: 'sk-gw-wrongwrongwrongwrongwrongwrongwr', baseURL: gw.url + '/v1', maxRetries: 0 });
+    const client = new OpenAI({
+      apiKey: 'sk-gw-wrongwrongwrongwrongwrongwrongwr',
+      baseURL: gw.url + '/v1',
+      maxRetries: 0,
+    });
     await expect(client.models.list()).rejects.toMatchObject({ status: 401 });
   });
 
@@ -89,12 +93,30 @@ describe('GET /v1/account', () => {
   test('balance, held and recent ledger entries in integer VND', async () => {
     const { accountId, key } = await gw.account(5_000_000);
     await topUp(gw.deps.db, { accountId, amount: 250_000, idempotencyKey: `t:${randomUUID()}`, memo: 'bank transfer' });
-    await placeHold(gw.deps.db, { accountId, holdId: randomUUID(), amount: 100_000, idempotencyKey: `h:${randomUUID()}`, refType: 'video', refId: 'job-1' });
+    await placeHold(gw.deps.db, {
+      accountId,
+      holdId: randomUUID(),
+      amount: 100_000,
+      idempotencyKey: `h:${randomUUID()}`,
+      refType: 'video',
+      refId: 'job-1',
+    });
     const res = await get('/v1/account', { authorization: `Bearer ${key}` });
     expect(res.status).toBe(200);
     const body = await json(res);
-    expect(body).toMatchObject({ object: 'account', id: accountId, currency: 'VND', balance_vnd: 5_250_000, held_vnd: 100_000, available_vnd: 5_150_000 });
-    expect(body.ledger.map((e: any) => [e.type, e.amount_vnd])).toEqual([['hold_placed', 100_000], ['topped_up', 250_000], ['topped_up', 5_000_000]]);
+    expect(body).toMatchObject({
+      object: 'account',
+      id: accountId,
+      currency: 'VND',
+      balance_vnd: 5_250_000,
+      held_vnd: 100_000,
+      available_vnd: 5_150_000,
+    });
+    expect(body.ledger.map((e: any) => [e.type, e.amount_vnd])).toEqual([
+      ['hold_placed', 100_000],
+      ['topped_up', 250_000],
+      ['topped_up', 5_000_000],
+    ]);
     for (const e of body.ledger) expect(Number.isInteger(e.amount_vnd)).toBe(true);
     expect(body.ledger[1].memo).toBe('bank transfer');
 
@@ -126,13 +148,25 @@ describe('model catalog', () => {
     const body = await json(await get('/v1/models', { authorization: `Bearer ${key}` }));
     expect(body.object).toBe('list');
     for (const m of body.data) {
-      expect(m).toMatchObject({ id: expect.any(String), object: 'model', created: expect.any(Number), owned_by: expect.any(String), mode: expect.any(String), currency: 'VND' });
+      expect(m).toMatchObject({
+        id: expect.any(String),
+        object: 'model',
+        created: expect.any(Number),
+        owned_by: expect.any(String),
+        mode: expect.any(String),
+        currency: 'VND',
+      });
       for (const v of Object.values(m.pricing)) expect(Number.isInteger(v)).toBe(true);
     }
     const modes = new Set(body.data.map((m: any) => m.mode));
-    for (const mode of ['chat', 'completion', 'embedding', 'speech', 'transcription', 'image', 'video']) expect(modes).toContain(mode);
+    for (const mode of ['chat', 'completion', 'embedding', 'speech', 'transcription', 'image', 'video'])
+      expect(modes).toContain(mode);
     const chat = body.data.find((m: any) => m.id === 'gpt-4o-mini');
-    expect(chat.pricing).toEqual({ inputPer1MTokens: expect.any(Number), cachedInputPer1MTokens: expect.any(Number), outputPer1MTokens: expect.any(Number) });
+    expect(chat.pricing).toEqual({
+      inputPer1MTokens: expect.any(Number),
+      cachedInputPer1MTokens: expect.any(Number),
+      outputPer1MTokens: expect.any(Number),
+    });
   });
 
   test('video models list allowedDurations: one with 4, 6, 8 s and a reference-capable (seedance) one with 4 to 15 s', async () => {
@@ -188,7 +222,11 @@ describe('errors', () => {
   });
 
   test('unknown route -> 404 in the OpenAI shape', async () => {
-    for (const [method, path] of [['GET', '/v1/nope'], ['POST', '/v1/chat/nope'], ['GET', '/nope']]) {
+    for (const [method, path] of [
+      ['GET', '/v1/nope'],
+      ['POST', '/v1/chat/nope'],
+      ['GET', '/nope'],
+    ]) {
       const res = await fetch(gw.url + path, { method, headers: auth() });
       expect(res.status).toBe(404);
       expectOpenAIError(await json(res), 'unknown_url');
@@ -196,30 +234,45 @@ describe('errors', () => {
   });
 
   test('unknown model on an operation -> 404 model_not_found', async () => {
-    const res = await post('/v1/chat/completions', JSON.stringify({ model: 'no-such-model', messages: [{ role: 'user', content: 'hi' }] }), auth());
+    const res = await post(
+      '/v1/chat/completions',
+      JSON.stringify({ model: 'no-such-model', messages: [{ role: 'user', content: 'hi' }] }),
+      auth(),
+    );
     expect(res.status).toBe(404);
     expectOpenAIError(await json(res), 'model_not_found');
   });
 
   test('body over the limit -> 413', async () => {
-    const big = JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'x'.repeat(JSON_LIMIT * 2) }] });
+    const big = JSON.stringify({
+      model: 'gpt-4o-mini',
+      messages: [{ role: 'user', content: 'x'.repeat(JSON_LIMIT * 2) }],
+    });
     const res = await post('/v1/chat/completions', big, auth());
     expect(res.status).toBe(413);
     expectOpenAIError(await json(res), 'request_too_large');
   });
 
   test('wrong content type -> 415', async () => {
-    const res = await post('/v1/chat/completions', 'model=gpt-4o-mini', { ...auth(), 'content-type': 'application/x-www-form-urlencoded' });
+    const res = await post('/v1/chat/completions', 'model=gpt-4o-mini', {
+      ...auth(),
+      'content-type': 'application/x-www-form-urlencoded',
+    });
     expect(res.status).toBe(415);
     expectOpenAIError(await json(res), 'unsupported_media_type');
-    const none = await fetch(gw.url + '/v1/chat/completions', { method: 'POST', headers: auth(), body: new Uint8Array([123, 125]) });
+    const none = await fetch(gw.url + '/v1/chat/completions', {
+      method: 'POST',
+      headers: auth(),
+      body: new Uint8Array([123, 125]),
+    });
     expect(none.status).toBe(415);
   });
 
   test('the SDK maps gateway errors to its typed errors', async () => {
     const client = new OpenAI({ apiKey: key, baseURL: gw.url + '/v1', maxRetries: 0 });
-    await expect(client.chat.completions.create({ model: 'no-such-model', messages: [{ role: 'user', content: 'hi' }] }))
-      .rejects.toMatchObject({ status: 404, code: 'model_not_found', param: 'model' });
+    await expect(
+      client.chat.completions.create({ model: 'no-such-model', messages: [{ role: 'user', content: 'hi' }] }),
+    ).rejects.toMatchObject({ status: 404, code: 'model_not_found', param: 'model' });
   });
 });
 
@@ -234,7 +287,10 @@ describe('operability', () => {
     const res = await get('/readyz');
     expect(res.status).toBe(200);
     // ratelimit: informational (the in-process limiter here: no REDIS_URL), never a failing check.
-    expect(await json(res)).toEqual({ status: 'ready', checks: { postgres: 'ok', temporal: 'ok', ratelimit: 'memory' } });
+    expect(await json(res)).toEqual({
+      status: 'ready',
+      checks: { postgres: 'ok', temporal: 'ok', ratelimit: 'memory' },
+    });
   });
 
   test('/readyz is 503 when Temporal is not available', async () => {
@@ -266,7 +322,10 @@ describe('operability', () => {
   test('/metrics: Prometheus request counts and latency by route, method, status and model', async () => {
     const { key } = await gw.account(1_000_000);
     const client = new OpenAI({ apiKey: key, baseURL: gw.url + '/v1', maxRetries: 0 });
-    await client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'metrics please' }] });
+    await client.chat.completions.create({
+      model: 'gpt-4o-mini',
+      messages: [{ role: 'user', content: 'metrics please' }],
+    });
     await get('/v1/models/nope', { authorization: `Bearer ${key}` });
     // Requests are recorded when the response has been fully sent; read until both lines appear.
     const want = [
@@ -284,6 +343,8 @@ describe('operability', () => {
       await new Promise((r) => setTimeout(r, 100));
     }
     for (const w of want) expect(text).toMatch(w);
-    expect(text).toMatch(/gateway_http_request_duration_seconds_count\{route="\/v1\/chat\/completions",method="POST",status="200",model="gpt-4o-mini"\} [1-9]/);
+    expect(text).toMatch(
+      /gateway_http_request_duration_seconds_count\{route="\/v1\/chat\/completions",method="POST",status="200",model="gpt-4o-mini"\} [1-9]/,
+    );
   });
 });

@@ -40,9 +40,24 @@ function prng(seed: number) {
 }
 const rnd = prng(SEED);
 
-interface RouteInfo { method: string; pattern: string; sample: string }
-interface Res { status: number; headers: http.IncomingHttpHeaders; body: Buffer }
-interface Failure { case: string; method: string; path: string; status: number; problem: string; body: string }
+interface RouteInfo {
+  method: string;
+  pattern: string;
+  sample: string;
+}
+interface Res {
+  status: number;
+  headers: http.IncomingHttpHeaders;
+  body: Buffer;
+}
+interface Failure {
+  case: string;
+  method: string;
+  path: string;
+  status: number;
+  problem: string;
+  body: string;
+}
 
 let gw: TestGateway;
 let apiKey: string;
@@ -55,19 +70,32 @@ const agent = new http.Agent({ keepAlive: true, maxSockets: 4 });
 const failures: Failure[] = [];
 let requestCount = 0;
 
-function send(method: string, rawPath: string, headers: Record<string, string | string[]> = {}, body?: Buffer | string): Promise<Res> {
+function send(
+  method: string,
+  rawPath: string,
+  headers: Record<string, string | string[]> = {},
+  body?: Buffer | string,
+): Promise<Res> {
   const url = new URL(gw.url);
   requestCount++;
   // An explicit length (unless the case asks for chunked): Node sends a DELETE body with neither header otherwise.
-  const h = body !== undefined && !('transfer-encoding' in headers) ? { ...headers, 'content-length': String(Buffer.byteLength(body)) } : headers;
+  const h =
+    body !== undefined && !('transfer-encoding' in headers)
+      ? { ...headers, 'content-length': String(Buffer.byteLength(body)) }
+      : headers;
   if (method === 'DELETE' && rawPath.startsWith('/console/api/session')) consoleCreds = null; // may sign out
   return new Promise((resolve, reject) => {
-    const req = http.request({ host: url.hostname, port: url.port, method, path: rawPath, headers: h, agent, timeout: 20_000 }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) }));
-      res.on('error', reject);
-    });
+    const req = http.request(
+      { host: url.hostname, port: url.port, method, path: rawPath, headers: h, agent, timeout: 20_000 },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () =>
+          resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) }),
+        );
+        res.on('error', reject);
+      },
+    );
     req.on('timeout', () => req.destroy(new Error(`timeout: ${method} ${rawPath}`)));
     req.on('error', reject);
     if (body !== undefined) req.end(body);
@@ -79,7 +107,9 @@ function send(method: string, rawPath: string, headers: Record<string, string | 
 function enumerateRoutes(): RouteInfo[] {
   const app = createApp(gw.deps);
   const out: RouteInfo[] = [];
-  const routers = (app.middleware as Array<{ router?: Router; routers?: Router[] }>).flatMap((mw) => mw.routers ?? (mw.router ? [mw.router] : []));
+  const routers = (app.middleware as Array<{ router?: Router; routers?: Router[] }>).flatMap(
+    (mw) => mw.routers ?? (mw.router ? [mw.router] : []),
+  );
   for (const router of routers) {
     for (const layer of router.stack as Array<{ path: string | RegExp; methods: string[] }>) {
       for (const method of layer.methods) {
@@ -88,9 +118,19 @@ function enumerateRoutes(): RouteInfo[] {
         let sample: string;
         if (layer.path instanceof RegExp) {
           // A regex route (the console's single-page app): derive a path it matches.
-          sample = ['/console/fuzz', '/console/keys', '/console/x/y/z'].find((p) => (layer.path as RegExp).test(p)) ?? '/console/fuzz';
+          sample =
+            ['/console/fuzz', '/console/keys', '/console/x/y/z'].find((p) => (layer.path as RegExp).test(p)) ??
+            '/console/fuzz';
         } else {
-          sample = layer.path.replace(/:(\w+)/g, (_m, name: string) => (name === 'model' ? 'gpt-4o-mini' : name === 'spec' ? 'gpt-4o-mini:generateContent' : name === 'file' ? 'nope.bin' : '00000000-0000-4000-8000-000000000000'));
+          sample = layer.path.replace(/:(\w+)/g, (_m, name: string) =>
+            name === 'model'
+              ? 'gpt-4o-mini'
+              : name === 'spec'
+                ? 'gpt-4o-mini:generateContent'
+                : name === 'file'
+                  ? 'nope.bin'
+                  : '00000000-0000-4000-8000-000000000000',
+          );
         }
         out.push({ method, pattern, sample });
       }
@@ -100,7 +140,20 @@ function enumerateRoutes(): RouteInfo[] {
 }
 
 /** Garbage for a path parameter, URL-encoded as a client would send it. */
-const PARAM_GARBAGE = ['nope', '..%2F..%2F..%2Fetc%2Fpasswd', '%00', 'x'.repeat(600), '%F0%9F%98%80', "'%3B%20DROP%20TABLE%20accounts%3B--", '-1', '1e309', '%2e%2e', '%ZZ', 'null', '%E0%A4%A'];
+const PARAM_GARBAGE = [
+  'nope',
+  '..%2F..%2F..%2Fetc%2Fpasswd',
+  '%00',
+  'x'.repeat(600),
+  '%F0%9F%98%80',
+  "'%3B%20DROP%20TABLE%20accounts%3B--",
+  '-1',
+  '1e309',
+  '%2e%2e',
+  '%ZZ',
+  'null',
+  '%E0%A4%A',
+];
 function garbageParamPaths(r: RouteInfo): string[] {
   if (!r.pattern.includes(':')) return [];
   return PARAM_GARBAGE.map((g) => r.pattern.replace(/:(\w+)/g, g));
@@ -114,20 +167,49 @@ const shapeOf = (p: string): Shape => (isMessagesRoute(p) ? 'anthropic' : isGemi
 const isConsoleApi = (p: string) => p.startsWith('/console/api/') || p.startsWith('/console/media/');
 /** GET routes anyone may read (health, metrics, the public price list, the console's pages and assets). */
 const isPublicGet = (r: { method: string; pattern: string }) =>
-  r.method === 'GET' && (/^\/(healthz|readyz|metrics)$/.test(r.pattern) || r.pattern.startsWith('/public/') || r.pattern === '/' ||
-    ((r.pattern === '/console' || r.pattern.includes('console')) && !r.pattern.startsWith('/console/api/') && !r.pattern.startsWith('/console/media/')));
+  r.method === 'GET' &&
+  (/^\/(healthz|readyz|metrics)$/.test(r.pattern) ||
+    r.pattern.startsWith('/public/') ||
+    r.pattern === '/' ||
+    ((r.pattern === '/console' || r.pattern.includes('console')) &&
+      !r.pattern.startsWith('/console/api/') &&
+      !r.pattern.startsWith('/console/media/')));
 
-const STACK_RE = /\n\s+at [^\n]+\(|\bat (?:async )?[\w.<>]+ \(\/|node_modules\/|\/src\/[\w/]+\.[tj]s|\.ts:\d+:\d+|\.js:\d+:\d+|ECONNREFUSED|SyntaxError:|TypeError:|ReferenceError:/;
+const STACK_RE =
+  /\n\s+at [^\n]+\(|\bat (?:async )?[\w.<>]+ \(\/|node_modules\/|\/src\/[\w/]+\.[tj]s|\.ts:\d+:\d+|\.js:\d+:\d+|ECONNREFUSED|SyntaxError:|TypeError:|ReferenceError:/;
 const LEAK_RE = /root:x:0:0|"name": "model-gateway"|PG_VERSION|BEGIN RSA|DATABASE_URL/;
 
 /** Checks the invariants every response must hold, plus the case's expectation; records failures. */
-function check(caseName: string, method: string, p: string, res: Res, expect: 'any' | '4xx' | number | number[], shape: Shape = shapeOf(p)) {
+function check(
+  caseName: string,
+  method: string,
+  p: string,
+  res: Res,
+  expect: 'any' | '4xx' | number | number[],
+  shape: Shape = shapeOf(p),
+) {
   const text = res.body.toString('utf8');
-  const fail = (problem: string) => failures.push({ case: caseName, method, path: p.slice(0, 120), status: res.status, problem, body: text.slice(0, 300) });
+  const fail = (problem: string) =>
+    failures.push({
+      case: caseName,
+      method,
+      path: p.slice(0, 120),
+      status: res.status,
+      problem,
+      body: text.slice(0, 300),
+    });
   if (res.status >= 500) fail('5xx');
   if (STACK_RE.test(text)) fail('stack trace or internal detail in body');
   if (LEAK_RE.test(text)) fail('file or secret content leaked');
-  if (Array.isArray(expect) ? !expect.includes(res.status) : typeof expect === 'number' ? res.status !== expect : expect === '4xx' ? res.status < 400 || res.status >= 500 : false) {
+  if (
+    Array.isArray(expect)
+      ? !expect.includes(res.status)
+      : typeof expect === 'number'
+        ? res.status !== expect
+        : expect === '4xx'
+          ? res.status < 400 || res.status >= 500
+          : false
+  ) {
     fail(`expected ${Array.isArray(expect) ? expect.join('|') : expect}`);
   }
   if (res.status >= 400 && method !== 'HEAD') {
@@ -138,11 +220,29 @@ function check(caseName: string, method: string, p: string, res: Res, expect: 'a
     } catch {
       return fail('error body does not parse');
     }
-    const openai = body && typeof body === 'object' && Object.keys(body).length === 1 && body.error && typeof body.error.message === 'string' && typeof body.error.type === 'string' &&
-      'param' in body.error && 'code' in body.error;
-    const anthropic = body && body.type === 'error' && body.error && typeof body.error.type === 'string' && typeof body.error.message === 'string';
-    const gemini = body && typeof body === 'object' && Object.keys(body).length === 1 && body.error && typeof body.error.code === 'number' &&
-      typeof body.error.message === 'string' && typeof body.error.status === 'string';
+    const openai =
+      body &&
+      typeof body === 'object' &&
+      Object.keys(body).length === 1 &&
+      body.error &&
+      typeof body.error.message === 'string' &&
+      typeof body.error.type === 'string' &&
+      'param' in body.error &&
+      'code' in body.error;
+    const anthropic =
+      body &&
+      body.type === 'error' &&
+      body.error &&
+      typeof body.error.type === 'string' &&
+      typeof body.error.message === 'string';
+    const gemini =
+      body &&
+      typeof body === 'object' &&
+      Object.keys(body).length === 1 &&
+      body.error &&
+      typeof body.error.code === 'number' &&
+      typeof body.error.message === 'string' &&
+      typeof body.error.status === 'string';
     if (shape === 'gemini' && !gemini) fail('not the Gemini error shape');
     if (shape === 'openai' && !openai) fail('not the OpenAI error shape');
     if (shape === 'anthropic' && !anthropic) fail('not the Anthropic error shape');
@@ -152,30 +252,80 @@ function check(caseName: string, method: string, p: string, res: Res, expect: 'a
 
 // ---------- inputs ----------
 
-const FIELD_NAMES = ['model', 'messages', 'input', 'prompt', 'n', 'size', 'seconds', 'stream', 'max_tokens', 'tools', 'role', 'content', 'voice',
-  'response_format', 'temperature', 'email', 'password', 'name', 'amount', 'amount_vnd', 'reason', 'file', 'image', 'system', 'metadata', 'instructions',
-  'stream_options', 'tool_choice', 'duration', 'resolution', 'reference_images', 'previous_response_id', '__proto__', 'constructor', '', '😀', 'a\u0000b'];
+const FIELD_NAMES = [
+  'model',
+  'messages',
+  'input',
+  'prompt',
+  'n',
+  'size',
+  'seconds',
+  'stream',
+  'max_tokens',
+  'tools',
+  'role',
+  'content',
+  'voice',
+  'response_format',
+  'temperature',
+  'email',
+  'password',
+  'name',
+  'amount',
+  'amount_vnd',
+  'reason',
+  'file',
+  'image',
+  'system',
+  'metadata',
+  'instructions',
+  'stream_options',
+  'tool_choice',
+  'duration',
+  'resolution',
+  'reference_images',
+  'previous_response_id',
+  '__proto__',
+  'constructor',
+  '',
+  '😀',
+  'a\u0000b',
+];
 
 function randomString(): string {
   switch (rnd.int(7)) {
-    case 0: return '';
-    case 1: return rnd.pick(modelIds);
-    case 2: return 'x'.repeat(rnd.int(3000));
-    case 3: return String.fromCharCode(...Array.from({ length: 1 + rnd.int(40) }, () => rnd.int(0xffff)));
-    case 4: return '\ud800\udfff\ud83d' + '\u202e\u0000\uffff';
-    case 5: return 'user';
-    default: return Array.from({ length: rnd.int(30) }, () => rnd.pick('abcXYZ019-_ /.%'.split(''))).join('');
+    case 0:
+      return '';
+    case 1:
+      return rnd.pick(modelIds);
+    case 2:
+      return 'x'.repeat(rnd.int(3000));
+    case 3:
+      return String.fromCharCode(...Array.from({ length: 1 + rnd.int(40) }, () => rnd.int(0xffff)));
+    case 4:
+      return '\ud800\udfff\ud83d' + '\u202e\u0000\uffff';
+    case 5:
+      return 'user';
+    default:
+      return Array.from({ length: rnd.int(30) }, () => rnd.pick('abcXYZ019-_ /.%'.split(''))).join('');
   }
 }
 function randomValue(depth: number): unknown {
   switch (rnd.int(depth > 3 ? 6 : 9)) {
-    case 0: return rnd.int(10);
-    case 1: return rnd.pick([-1, 0, 1.5, 1e20, -1e308, 2 ** 53 + 1, 1e-9]);
-    case 2: return randomString();
-    case 3: return rnd.pick([true, false, null]);
-    case 4: return rnd.pick(modelIds);
-    case 5: return rnd.pick(['user', 'assistant', 'system', 'tool', 'function']);
-    case 6: return Array.from({ length: rnd.int(4) }, () => randomValue(depth + 1));
+    case 0:
+      return rnd.int(10);
+    case 1:
+      return rnd.pick([-1, 0, 1.5, 1e20, -1e308, 2 ** 53 + 1, 1e-9]);
+    case 2:
+      return randomString();
+    case 3:
+      return rnd.pick([true, false, null]);
+    case 4:
+      return rnd.pick(modelIds);
+    case 5:
+      return rnd.pick(['user', 'assistant', 'system', 'tool', 'function']);
+    case 6:
+      return Array.from({ length: rnd.int(4) }, () => randomValue(depth + 1));
     default: {
       const o: Record<string, unknown> = {};
       for (let i = rnd.int(6); i > 0; i--) o[rnd.pick(FIELD_NAMES)] = randomValue(depth + 1);
@@ -215,25 +365,69 @@ function jsonBodyCases(): Array<[string, string | Buffer, string, '4xx' | number
     ['deeply nested array', deepArray, json, '4xx'],
     ['deeply nested object', deepObject, json, '4xx'],
     ['huge string', JSON.stringify({ model: 'x'.repeat(JSON_LIMIT - 1000) }), json, '4xx'],
-    ['unicode and lone surrogates', '{"model":"\\ud800\\u0000😀\\u202e","messages":[{"role":"user","content":"\\udfff\\uffff"}],"input":"\\ud83d"}', json, '4xx'],
-    ['wrong types', JSON.stringify({ model: 123, messages: 'x', input: {}, prompt: [], n: -1, stream: 'yes', size: {}, seconds: 'abc', email: 1, password: [] }), json, '4xx'],
-    ['huge numbers', '{"model":"gpt-4o-mini","max_tokens":1e309,"n":99999999999999999999,"temperature":-1e308,"seconds":1e309,"amount":1e309}', json, '4xx'],
-    ['prototype pollution', '{"__proto__":{"isAdmin":true,"role":"operator"},"constructor":{"prototype":{"x":1}},"model":"gpt-4o-mini"}', json, '4xx'],
+    [
+      'unicode and lone surrogates',
+      '{"model":"\\ud800\\u0000😀\\u202e","messages":[{"role":"user","content":"\\udfff\\uffff"}],"input":"\\ud83d"}',
+      json,
+      '4xx',
+    ],
+    [
+      'wrong types',
+      JSON.stringify({
+        model: 123,
+        messages: 'x',
+        input: {},
+        prompt: [],
+        n: -1,
+        stream: 'yes',
+        size: {},
+        seconds: 'abc',
+        email: 1,
+        password: [],
+      }),
+      json,
+      '4xx',
+    ],
+    [
+      'huge numbers',
+      '{"model":"gpt-4o-mini","max_tokens":1e309,"n":99999999999999999999,"temperature":-1e308,"seconds":1e309,"amount":1e309}',
+      json,
+      '4xx',
+    ],
+    [
+      'prototype pollution',
+      '{"__proto__":{"isAdmin":true,"role":"operator"},"constructor":{"prototype":{"x":1}},"model":"gpt-4o-mini"}',
+      json,
+      '4xx',
+    ],
     ['empty object', '{}', json, '4xx'],
     ['text/plain', '{"model":"gpt-4o-mini"}', 'text/plain', 415],
     ['xml', '<model>gpt-4o-mini</model>', 'application/xml', 415],
     ['form-urlencoded', 'model=gpt-4o-mini&messages=hi', 'application/x-www-form-urlencoded', 415],
     // 4xx rather than 415: some JSON routes also take multipart (POST /v1/videos, as OpenAI's does).
-    ['multipart on a JSON route', '--x\r\nContent-Disposition: form-data; name="model"\r\n\r\ngpt-4o-mini\r\n--x--\r\n', 'multipart/form-data; boundary=x', '4xx'],
+    [
+      'multipart on a JSON route',
+      '--x\r\nContent-Disposition: form-data; name="model"\r\n\r\ngpt-4o-mini\r\n--x--\r\n',
+      'multipart/form-data; boundary=x',
+      '4xx',
+    ],
     ['unknown charset', '{"model":"gpt-4o-mini"}', 'application/json; charset=utf-99', '4xx'],
     ['content-type garbage', '{"model":"gpt-4o-mini"}', ';;;=/', 415],
   ];
 }
 
-function multipart(boundary: string, parts: Array<{ name: string; filename?: string; type?: string; data: string | Buffer }>, close = true): Buffer {
+function multipart(
+  boundary: string,
+  parts: Array<{ name: string; filename?: string; type?: string; data: string | Buffer }>,
+  close = true,
+): Buffer {
   const chunks: Buffer[] = [];
   for (const p of parts) {
-    chunks.push(Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="${p.name}"${p.filename ? `; filename="${p.filename}"` : ''}\r\n${p.type ? `Content-Type: ${p.type}\r\n` : ''}\r\n`));
+    chunks.push(
+      Buffer.from(
+        `--${boundary}\r\nContent-Disposition: form-data; name="${p.name}"${p.filename ? `; filename="${p.filename}"` : ''}\r\n${p.type ? `Content-Type: ${p.type}\r\n` : ''}\r\n`,
+      ),
+    );
     chunks.push(Buffer.isBuffer(p.data) ? p.data : Buffer.from(p.data));
     chunks.push(Buffer.from('\r\n'));
   }
@@ -247,15 +441,82 @@ function multipartBodyCases(): Array<[string, Buffer | string, string, '4xx' | n
   return [
     ['multipart without boundary', 'garbage', 'multipart/form-data', '4xx'],
     ['multipart with the wrong boundary', multipart('other', [{ name: 'model', data: 'whisper-1' }]), mp, '4xx'],
-    ['multipart truncated', multipart('fuzzb', [{ name: 'file', filename: 'a.wav', type: 'audio/wav', data: Buffer.alloc(100) }], false).subarray(0, 90), mp, '4xx'],
+    [
+      'multipart truncated',
+      multipart(
+        'fuzzb',
+        [{ name: 'file', filename: 'a.wav', type: 'audio/wav', data: Buffer.alloc(100) }],
+        false,
+      ).subarray(0, 90),
+      mp,
+      '4xx',
+    ],
     ['multipart garbage bytes', Buffer.from(Array.from({ length: 700 }, () => rnd.int(256))), mp, '4xx'],
-    ['multipart fields only', multipart('fuzzb', [{ name: 'model', data: rnd.pick(modelIds) }, { name: 'prompt', data: 'hi' }]), mp, '4xx'],
-    ['multipart empty file, bad model', multipart('fuzzb', [{ name: 'file', filename: 'x.png', type: 'image/png', data: '' }, { name: 'image', filename: 'x.png', type: 'image/png', data: '' }, { name: 'model', data: '\u0000' }]), mp, '4xx'],
-    ['multipart non-media file', multipart('fuzzb', [{ name: 'file', filename: '../../etc/passwd', type: 'text/plain', data: 'root:y' }, { name: 'image', filename: '../../x', data: 'zz' }, { name: 'model', data: 'whisper-1' }, { name: 'prompt', data: 'x' }]), mp, '4xx'],
-    ['multipart too many files', multipart('fuzzb', Array.from({ length: 12 }, (_, i) => ({ name: 'file', filename: `f${i}.wav`, type: 'audio/wav', data: 'RIFF' }))), mp, '4xx'],
-    ['multipart oversized field', multipart('fuzzb', [{ name: 'prompt', data: 'p'.repeat(1024 * 1024 + 10) }]), mp, '4xx'],
+    [
+      'multipart fields only',
+      multipart('fuzzb', [
+        { name: 'model', data: rnd.pick(modelIds) },
+        { name: 'prompt', data: 'hi' },
+      ]),
+      mp,
+      '4xx',
+    ],
+    [
+      'multipart empty file, bad model',
+      multipart('fuzzb', [
+        { name: 'file', filename: 'x.png', type: 'image/png', data: '' },
+        { name: 'image', filename: 'x.png', type: 'image/png', data: '' },
+        { name: 'model', data: '\u0000' },
+      ]),
+      mp,
+      '4xx',
+    ],
+    [
+      'multipart non-media file',
+      multipart('fuzzb', [
+        { name: 'file', filename: '../../etc/passwd', type: 'text/plain', data: 'root:y' },
+        { name: 'image', filename: '../../x', data: 'zz' },
+        { name: 'model', data: 'whisper-1' },
+        { name: 'prompt', data: 'x' },
+      ]),
+      mp,
+      '4xx',
+    ],
+    [
+      'multipart too many files',
+      multipart(
+        'fuzzb',
+        Array.from({ length: 12 }, (_, i) => ({
+          name: 'file',
+          filename: `f${i}.wav`,
+          type: 'audio/wav',
+          data: 'RIFF',
+        })),
+      ),
+      mp,
+      '4xx',
+    ],
+    [
+      'multipart oversized field',
+      multipart('fuzzb', [{ name: 'prompt', data: 'p'.repeat(1024 * 1024 + 10) }]),
+      mp,
+      '4xx',
+    ],
     // Above both the configured upload limit and the 10 MB image-input limit of the design.
-    ['multipart oversized file', multipart('fuzzb', [{ name: 'model', data: 'whisper-1' }, { name: 'file', filename: 'big.wav', type: 'audio/wav', data: Buffer.alloc(Math.max(UPLOAD_LIMIT, 10 * 1024 * 1024) + 4096, 1) }]), mp, 413],
+    [
+      'multipart oversized file',
+      multipart('fuzzb', [
+        { name: 'model', data: 'whisper-1' },
+        {
+          name: 'file',
+          filename: 'big.wav',
+          type: 'audio/wav',
+          data: Buffer.alloc(Math.max(UPLOAD_LIMIT, 10 * 1024 * 1024) + 4096, 1),
+        },
+      ]),
+      mp,
+      413,
+    ],
     ['JSON on a multipart route', '{"model":"whisper-1"}', 'application/json', 415],
   ];
 }
@@ -263,14 +524,24 @@ function multipartBodyCases(): Array<[string, Buffer | string, string, '4xx' | n
 // ---------- setup ----------
 
 beforeAll(async () => {
-  gw = await startGateway({ logLevel: 'silent', maxJsonBytes: JSON_LIMIT, maxVideoJsonBytes: JSON_LIMIT, maxUploadBytes: UPLOAD_LIMIT });
+  gw = await startGateway({
+    logLevel: 'silent',
+    maxJsonBytes: JSON_LIMIT,
+    maxVideoJsonBytes: JSON_LIMIT,
+    maxUploadBytes: UPLOAD_LIMIT,
+  });
   // No balance: a fuzzed request that happens to be valid stops at 402 and never spends anything.
   apiKey = (await gw.account(0, 'fuzz')).key;
   modelIds = gw.deps.catalog.models.map((m) => m.id);
   // Console routes are fuzzed behind a real operator session when the console is part of this build.
   const usersFile = path.join(__dirname, '../../src/console/users.ts');
   if (fs.existsSync(usersFile)) {
-    const users = (await import(usersFile)) as { createLogin?: (db: unknown, a: { accountId: string; email: string; password: string; role: string }) => Promise<unknown> };
+    const users = (await import(usersFile)) as {
+      createLogin?: (
+        db: unknown,
+        a: { accountId: string; email: string; password: string; role: string },
+      ) => Promise<unknown>;
+    };
     if (typeof users.createLogin === 'function') {
       const { accountId, keyId } = await gw.account(0, 'fuzz-operator');
       operatorAccount = { accountId, keyId };
@@ -278,7 +549,12 @@ beforeAll(async () => {
       const password = 'fuzz-password-0123456789';
       await users.createLogin(gw.deps.db, { accountId, email, password, role: 'operator' });
       consoleAuth = async () => {
-        const res = await send('POST', '/console/api/session', { 'content-type': 'application/json', origin: gw.url }, JSON.stringify({ email, password }));
+        const res = await send(
+          'POST',
+          '/console/api/session',
+          { 'content-type': 'application/json', origin: gw.url },
+          JSON.stringify({ email, password }),
+        );
         if (res.status !== 200) throw new Error(`console sign-in failed: ${res.status} ${res.body.toString()}`);
         const cookie = String(res.headers['set-cookie']?.[0] ?? '').split(';')[0];
         const csrf = JSON.parse(res.body.toString()).csrfToken as string;
@@ -317,7 +593,10 @@ const WEIRD_HEADERS: Array<[string, Record<string, string>]> = [
   ['huge x-request-id', { 'x-request-id': 'r'.repeat(10_000) }],
   ['odd accept', { accept: 'application/xml;q=nope, */*;q=-1' }],
   ['odd accept-encoding', { 'accept-encoding': 'br;q=2, gzip;q=nope, zstd' }],
-  ['anthropic-version garbage', { 'anthropic-version': '\u00ff' + 'v'.repeat(500), 'anthropic-beta': ',,,'.repeat(100) }],
+  [
+    'anthropic-version garbage',
+    { 'anthropic-version': '\u00ff' + 'v'.repeat(500), 'anthropic-beta': ',,,'.repeat(100) },
+  ],
   ['idempotency-key garbage', { 'idempotency-key': 'k'.repeat(5000) }],
   ['range garbage', { range: 'bytes=99999999999-1,,,-' }],
   ['if-none-match garbage', { 'if-none-match': '"' + 'e'.repeat(3000) }],
@@ -327,7 +606,10 @@ const WEIRD_HEADERS: Array<[string, Record<string, string>]> = [
 
 /** Fails the current test with a readable list of what went wrong, then resets for the next test. */
 function expectNoFailures(): void {
-  const summary = failures.splice(0).slice(0, 40).map((f) => `${f.case} | ${f.method} ${f.path} -> ${f.status}: ${f.problem} | ${f.body}`);
+  const summary = failures
+    .splice(0)
+    .slice(0, 40)
+    .map((f) => `${f.case} | ${f.method} ${f.path} -> ${f.status}: ${f.problem} | ${f.body}`);
   expect(summary).toEqual([]);
 }
 
@@ -344,14 +626,26 @@ describe('fuzz: every route survives malformed input', () => {
 
   test('routes are discovered from the app', () => {
     const keys = routes.map((r) => `${r.method} ${r.pattern}`);
-    for (const k of ['GET /healthz', 'GET /v1/models', 'GET /v1/account', 'POST /v1/chat/completions', 'POST /v1/messages']) expect(keys).toContain(k);
+    for (const k of [
+      'GET /healthz',
+      'GET /v1/models',
+      'GET /v1/account',
+      'POST /v1/chat/completions',
+      'POST /v1/messages',
+    ])
+      expect(keys).toContain(k);
   });
 
   test('missing or bad credentials: 401 on every protected route', async () => {
     for (const r of routes) {
       for (const [name, headers] of BAD_AUTH) {
         const withBody = r.method !== 'GET';
-        const res = await send(r.method, r.sample, { ...headers, ...(withBody ? { 'content-type': 'application/json', origin: gw.url } : {}) }, withBody ? '{}' : undefined);
+        const res = await send(
+          r.method,
+          r.sample,
+          { ...headers, ...(withBody ? { 'content-type': 'application/json', origin: gw.url } : {}) },
+          withBody ? '{}' : undefined,
+        );
         // Public pages may answer; sign-in/sign-out are reachable without a session (then 400 for the empty body, or 204).
         const open = isPublicGet(r) || r.pattern === '/console/api/session';
         check(`auth: ${name}`, r.method, r.sample, res, open ? 'any' : 401);
@@ -364,18 +658,37 @@ describe('fuzz: every route survives malformed input', () => {
     for (const r of routes.filter((x) => x.method !== 'GET')) {
       const creds = await credentialsFor(r.sample);
       // Which body does the route take? A tiny JSON object tells: 415 means multipart; 2xx means none at all.
-      const probe = await send(r.method, r.sample, { ...creds, 'content-type': 'application/json' }, '{"model":"gpt-4o-mini"}');
+      const probe = await send(
+        r.method,
+        r.sample,
+        { ...creds, 'content-type': 'application/json' },
+        '{"model":"gpt-4o-mini"}',
+      );
       check('probe', r.method, r.sample, probe, 'any');
       const truncated = await send(r.method, r.sample, { ...creds, 'content-type': 'application/json' }, '{"model":');
       check('probe', r.method, r.sample, truncated, 'any');
       if (probe.status !== 415 && ![400, 413, 415].includes(truncated.status)) {
         // The route reads no body (sign-out, DELETE /v1/videos/{id}): whatever is sent, only the invariants apply.
-        for (const [name, body, type] of jsonBodyCases()) check(`body (ignored): ${name}`, r.method, r.sample, await send(r.method, r.sample, { ...creds, 'content-type': type }, body), 'any');
+        for (const [name, body, type] of jsonBodyCases())
+          check(
+            `body (ignored): ${name}`,
+            r.method,
+            r.sample,
+            await send(r.method, r.sample, { ...creds, 'content-type': type }, body),
+            'any',
+          );
         continue;
       }
       if (probe.status === 401 || probe.status === 403) {
         // Unauthorized before the body is read (no credentials for this family): all that matters is a clean 4xx.
-        for (const [name, body, type] of jsonBodyCases()) check(`body: ${name}`, r.method, r.sample, await send(r.method, r.sample, { ...creds, 'content-type': type }, body), '4xx');
+        for (const [name, body, type] of jsonBodyCases())
+          check(
+            `body: ${name}`,
+            r.method,
+            r.sample,
+            await send(r.method, r.sample, { ...creds, 'content-type': type }, body),
+            '4xx',
+          );
         continue;
       }
       const multipartRoute = probe.status === 415;
@@ -388,16 +701,54 @@ describe('fuzz: every route survives malformed input', () => {
       const limit = isConsoleApi(r.sample) ? CONSOLE_JSON_LIMIT : JSON_LIMIT;
       if (!multipartRoute) {
         const big = JSON.stringify({ model: 'gpt-4o-mini', input: 'x'.repeat(limit + 1024) });
-        check('body: oversized JSON', r.method, r.sample, await send(r.method, r.sample, { ...creds, 'content-type': 'application/json' }, big), 413);
+        check(
+          'body: oversized JSON',
+          r.method,
+          r.sample,
+          await send(r.method, r.sample, { ...creds, 'content-type': 'application/json' }, big),
+          413,
+        );
         // Declared with Content-Length but chunked: the limit still holds.
-        const chunked = await send(r.method, r.sample, { ...creds, 'content-type': 'application/json', 'transfer-encoding': 'chunked' }, big);
+        const chunked = await send(
+          r.method,
+          r.sample,
+          { ...creds, 'content-type': 'application/json', 'transfer-encoding': 'chunked' },
+          big,
+        );
         check('body: oversized chunked JSON', r.method, r.sample, chunked, 413);
-        check('body: gzip header on plain body', r.method, r.sample, await send(r.method, r.sample, { ...creds, 'content-type': 'application/json', 'content-encoding': 'gzip' }, '{"model":"x"}'), '4xx');
-        check('body: unknown content-encoding', r.method, r.sample, await send(r.method, r.sample, { ...creds, 'content-type': 'application/json', 'content-encoding': 'zz-nope' }, '{"model":"x"}'), '4xx');
+        check(
+          'body: gzip header on plain body',
+          r.method,
+          r.sample,
+          await send(
+            r.method,
+            r.sample,
+            { ...creds, 'content-type': 'application/json', 'content-encoding': 'gzip' },
+            '{"model":"x"}',
+          ),
+          '4xx',
+        );
+        check(
+          'body: unknown content-encoding',
+          r.method,
+          r.sample,
+          await send(
+            r.method,
+            r.sample,
+            { ...creds, 'content-type': 'application/json', 'content-encoding': 'zz-nope' },
+            '{"model":"x"}',
+          ),
+          '4xx',
+        );
       }
       // Random JSON objects built from the fields routes look at: any status is allowed except 5xx/bad shapes.
       for (let i = 0; i < 12; i++) {
-        const res = await send(r.method, r.sample, { ...creds, 'content-type': 'application/json' }, randomJsonObject());
+        const res = await send(
+          r.method,
+          r.sample,
+          { ...creds, 'content-type': 'application/json' },
+          randomJsonObject(),
+        );
         check('body: random JSON', r.method, r.sample, res, 'any');
       }
     }
@@ -409,11 +760,27 @@ describe('fuzz: every route survives malformed input', () => {
       const creds = await credentialsFor(r.sample);
       const withBody = r.method !== 'GET';
       for (const [name, headers] of WEIRD_HEADERS) {
-        const res = await send(r.method, r.sample, { ...creds, ...headers, ...(withBody ? { 'content-type': 'application/json' } : {}) }, withBody ? '{}' : undefined);
-        check(`header: ${name}`, r.method, r.sample, res, withBody && r.pattern !== '/console/api/session' ? '4xx' : 'any');
+        const res = await send(
+          r.method,
+          r.sample,
+          { ...creds, ...headers, ...(withBody ? { 'content-type': 'application/json' } : {}) },
+          withBody ? '{}' : undefined,
+        );
+        check(
+          `header: ${name}`,
+          r.method,
+          r.sample,
+          res,
+          withBody && r.pattern !== '/console/api/session' ? '4xx' : 'any',
+        );
       }
       for (const p of garbageParamPaths(r)) {
-        const res = await send(r.method, p, { ...creds, ...(withBody ? { 'content-type': 'application/json' } : {}) }, withBody ? '{}' : undefined);
+        const res = await send(
+          r.method,
+          p,
+          { ...creds, ...(withBody ? { 'content-type': 'application/json' } : {}) },
+          withBody ? '{}' : undefined,
+        );
         check('garbage path parameter', r.method, p, res, '4xx', shapeOf(p) === 'openai' ? 'either' : shapeOf(p));
       }
     }
@@ -421,10 +788,28 @@ describe('fuzz: every route survives malformed input', () => {
   }, 240_000);
 
   test('unknown routes and methods: 404/405 JSON errors', async () => {
-    const unknown = ['/v2/chat/completions', '/v1/chat/completion', '/v1/nonexistent', '/v1/models/a/b/c', '/.env', '/.git/config', '/admin', '/wp-login.php', '/v1/', '/v1', '/%00', '/v1/%ZZ'];
+    const unknown = [
+      '/v2/chat/completions',
+      '/v1/chat/completion',
+      '/v1/nonexistent',
+      '/v1/models/a/b/c',
+      '/.env',
+      '/.git/config',
+      '/admin',
+      '/wp-login.php',
+      '/v1/',
+      '/v1',
+      '/%00',
+      '/v1/%ZZ',
+    ];
     for (const p of unknown) {
       for (const method of ['GET', 'POST', 'PUT', 'DELETE', 'PATCH']) {
-        const res = await send(method, p, { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' }, method === 'GET' ? undefined : '{}');
+        const res = await send(
+          method,
+          p,
+          { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' },
+          method === 'GET' ? undefined : '{}',
+        );
         check('unknown route', method, p, res, [400, 404]);
       }
     }
@@ -432,7 +817,12 @@ describe('fuzz: every route survives malformed input', () => {
     for (const r of routes.filter((x) => !isPublicGet(x))) {
       const taken = new Set(routes.filter((x) => x.sample === r.sample).map((x) => x.method));
       for (const method of ['PUT', 'PATCH'].filter((m) => !taken.has(m))) {
-        const res = await send(method, r.sample, { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' }, '{}');
+        const res = await send(
+          method,
+          r.sample,
+          { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' },
+          '{}',
+        );
         // /v1/models/{id} is shared: GET is OpenAI's model lookup, POST {model}:{method} the Gemini SDK's call.
         const shared = /^\/v1\/models\//.test(r.sample);
         check('wrong method', method, r.sample, res, [404, 405], shared ? 'either' : shapeOf(r.sample));
@@ -442,15 +832,29 @@ describe('fuzz: every route survives malformed input', () => {
   }, 240_000);
 
   test('path traversal never reaches a file', async () => {
-    const paths = ['/v1/../../../../etc/passwd', '/../../../etc/passwd', '/%2e%2e/%2e%2e/etc/passwd', '//etc/passwd', '/v1/models/..%2F..%2F..%2Fetc%2Fpasswd',
-      '/console/static/..%2F..%2F..%2Fpackage.json', '/console/static/%2e%2e%2f%2e%2e%2fpackage.json', '/console/static/../../../package.json',
-      '/console/static/..%5c..%5cpackage.json', '/console/media/jobs/..%2F..%2F/..%2F..%2Fetc%2Fpasswd', '/console/media/jobs/x/..%2F..%2F..%2F..%2Fetc%2Fpasswd',
-      '/public/..%2f..%2fpackage.json', '/v1/responses/..%2F..%2F.data%2Fpg-password', '/console/static/.env', '/console/static/%00index.html'];
+    const paths = [
+      '/v1/../../../../etc/passwd',
+      '/../../../etc/passwd',
+      '/%2e%2e/%2e%2e/etc/passwd',
+      '//etc/passwd',
+      '/v1/models/..%2F..%2F..%2Fetc%2Fpasswd',
+      '/console/static/..%2F..%2F..%2Fpackage.json',
+      '/console/static/%2e%2e%2f%2e%2e%2fpackage.json',
+      '/console/static/../../../package.json',
+      '/console/static/..%5c..%5cpackage.json',
+      '/console/media/jobs/..%2F..%2F/..%2F..%2Fetc%2Fpasswd',
+      '/console/media/jobs/x/..%2F..%2F..%2F..%2Fetc%2Fpasswd',
+      '/public/..%2f..%2fpackage.json',
+      '/v1/responses/..%2F..%2F.data%2Fpg-password',
+      '/console/static/.env',
+      '/console/static/%00index.html',
+    ];
     for (const p of paths) {
       const creds = await credentialsFor(p);
       const res = await send('GET', p, creds);
       // The console's single-page-app shell answers any /console/<page> path; it is a page, not a file read.
-      const spaShell = /^\/console\/(?!api\/|static\/|media\/)/.test(p) && res.status === 200 && /<html/i.test(res.body.toString());
+      const spaShell =
+        /^\/console\/(?!api\/|static\/|media\/)/.test(p) && res.status === 200 && /<html/i.test(res.body.toString());
       check('path traversal', 'GET', p, res, spaShell ? 'any' : '4xx', 'either');
     }
     expectNoFailures();
@@ -485,10 +889,31 @@ function validBodies(accountId: string): Record<string, Record<string, unknown>>
     'POST /v1/embeddings': { model: 'text-embedding-3-small', input: 'hi' },
     'POST /v1/audio/speech': { model: 'tts-1', input: 'hi', voice: 'alloy' },
     'POST /v1/images/generations': { model: 'gpt-image-1', prompt: 'a cat', n: 1 },
-    'POST /v1/messages': { model: 'claude-haiku-4-5', max_tokens: 16, messages: [{ role: 'user', content: [{ type: 'text', text: 'hi' }] }], thinking: { type: 'enabled', budget_tokens: 1024 } },
-    'POST /v1/messages/count_tokens': { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }], system: 'be brief' },
-    'POST /v1/responses': { model: 'gpt-4o-mini', input: [{ role: 'user', content: [{ type: 'input_text', text: 'hi' }] }], max_output_tokens: 16, store: true, metadata: { a: 'b' } },
-    'POST /v1/videos': { model: 'seedance-2-0', prompt: 'a calm lake', seconds: 4, size: '16:9', parameters: { camera_fixed: true } },
+    'POST /v1/messages': {
+      model: 'claude-haiku-4-5',
+      max_tokens: 16,
+      messages: [{ role: 'user', content: [{ type: 'text', text: 'hi' }] }],
+      thinking: { type: 'enabled', budget_tokens: 1024 },
+    },
+    'POST /v1/messages/count_tokens': {
+      model: 'gpt-4o-mini',
+      messages: [{ role: 'user', content: 'hi' }],
+      system: 'be brief',
+    },
+    'POST /v1/responses': {
+      model: 'gpt-4o-mini',
+      input: [{ role: 'user', content: [{ type: 'input_text', text: 'hi' }] }],
+      max_output_tokens: 16,
+      store: true,
+      metadata: { a: 'b' },
+    },
+    'POST /v1/videos': {
+      model: 'seedance-2-0',
+      prompt: 'a calm lake',
+      seconds: 4,
+      size: '16:9',
+      parameters: { camera_fixed: true },
+    },
     'POST /v1beta/models/:spec': gemini,
     'POST /v1/models/:spec': gemini,
     // An IP literal: the endpoint's host is vetted without a DNS lookup.
@@ -502,7 +927,12 @@ function validBodies(accountId: string): Record<string, Record<string, unknown>>
     'POST /console/api/session': { email: 'nobody@example.com', password: 'not-a-password-1' },
     'POST /console/api/admin/accounts': { name: 'fuzz account' },
     'POST /console/api/admin/accounts/:id/topups': { amount: 1000, reason: 'fuzz', idempotencyKey: CONSOLE_TOPUP_KEY },
-    'POST /console/api/admin/logins': { accountId, email: 'fuzz-login@example.com', password: 'fuzz-password-0123', role: 'customer' },
+    'POST /console/api/admin/logins': {
+      accountId,
+      email: 'fuzz-login@example.com',
+      password: 'fuzz-password-0123',
+      role: 'customer',
+    },
     'PATCH /console/api/keys/:id/limits': { ...limits, expiresAt: '2099-01-01T00:00:00Z' },
     'PATCH /console/api/admin/accounts/:id/limits': limits,
     'PATCH /console/api/admin/accounts/:id/keys/:keyId/limits': { ...limits, expiresAt: '2099-12-31T23:59:59+07:00' },
@@ -513,7 +943,9 @@ const limits = { rpm: 100_000, tpm: 10_000_000, budgetDayVnd: 1_000_000_000, bud
 /** Where a body route is fuzzed: its sample path, but the limits routes on the operator's real account and key. */
 function bodyPath(r: RouteInfo): string {
   if (!operatorAccount || !r.pattern.endsWith('/limits')) return r.sample;
-  return r.pattern.replace(':keyId', operatorAccount.keyId).replace(':id', r.pattern.startsWith('/console/api/keys/') ? operatorAccount.keyId : operatorAccount.accountId);
+  return r.pattern
+    .replace(':keyId', operatorAccount.keyId)
+    .replace(':id', r.pattern.startsWith('/console/api/keys/') ? operatorAccount.keyId : operatorAccount.accountId);
 }
 const isBodyRoute = (r: RouteInfo) => r.method === 'POST' || r.method === 'PATCH';
 
@@ -523,16 +955,35 @@ function nested(depth: number): unknown {
   return v;
 }
 const TARGETED: Array<[string, unknown]> = [
-  ['NUL', '\u0000'], ['NUL inside', 'a\u0000b'], ['lone high surrogate', '\ud800'], ['lone low surrogate', 'x\udfffy'], ['reversed pair', '\udc00\ud800'],
-  ['1e20', 1e20], ['-1e20', -1e20], ['1e308', 1e308], ['2^53+1', 2 ** 53 + 1], ['-1', -1], ['0', 0], ['1.5', 1.5],
-  ['true', true], ['null', null], ['empty array', []], ['empty object', {}], ['number string', '1e20'],
-  ['nested 70 deep', nested(70)], ['nested 40 deep', nested(40)], ['long string', 'x'.repeat(20_000)],
-  ['object with NUL key', { 'a\u0000': 1 }], ['object with lone-surrogate key', { ['k\ud800']: 'v' }],
+  ['NUL', '\u0000'],
+  ['NUL inside', 'a\u0000b'],
+  ['lone high surrogate', '\ud800'],
+  ['lone low surrogate', 'x\udfffy'],
+  ['reversed pair', '\udc00\ud800'],
+  ['1e20', 1e20],
+  ['-1e20', -1e20],
+  ['1e308', 1e308],
+  ['2^53+1', 2 ** 53 + 1],
+  ['-1', -1],
+  ['0', 0],
+  ['1.5', 1.5],
+  ['true', true],
+  ['null', null],
+  ['empty array', []],
+  ['empty object', {}],
+  ['number string', '1e20'],
+  ['nested 70 deep', nested(70)],
+  ['nested 40 deep', nested(40)],
+  ['long string', 'x'.repeat(20_000)],
+  ['object with NUL key', { 'a\u0000': 1 }],
+  ['object with lone-surrogate key', { ['k\ud800']: 'v' }],
   ['array of NUL and surrogates', ['\u0000', '\ud800', 1e20]],
   // Values String() and template literals throw on (a field coerced instead of type-checked is a 500).
-  ['object breaking String()', { toString: 1, valueOf: 1 }], ['array breaking String()', [{ toString: 1 }]],
+  ['object breaking String()', { toString: 1, valueOf: 1 }],
+  ['array breaking String()', [{ toString: 1 }]],
   // Dates Postgres refuses (year 0; year 10000 once in UTC).
-  ['year 0', '0000-01-01'], ['year 10000 in UTC', '9999-12-31T23:59:59-14:00'],
+  ['year 0', '0000-01-01'],
+  ['year 10000 in UTC', '9999-12-31T23:59:59-14:00'],
 ];
 
 type Path = (string | number)[];
@@ -559,34 +1010,81 @@ function withValue(body: Record<string, unknown>, path: Path, value: unknown): R
 }
 
 /** Multipart routes: their valid form, each field of which is mutated as text (forms carry strings and bytes). */
-function validForms(): Record<string, Array<{ name: string; filename?: string; type?: string; data: string | Buffer }>> {
+function validForms(): Record<
+  string,
+  Array<{ name: string; filename?: string; type?: string; data: string | Buffer }>
+> {
   const fixtures = path.join(__dirname, '../../emulator/fixtures');
   const wav = fs.readFileSync(path.join(fixtures, 'speech.wav'));
   const png = fs.readFileSync(path.join(fixtures, 'last_frame.png'));
   return {
-    'POST /v1/audio/transcriptions': [{ name: 'model', data: 'whisper-1' }, { name: 'response_format', data: 'json' }, { name: 'file', filename: 'a.wav', type: 'audio/wav', data: wav }],
-    'POST /v1/images/edits': [{ name: 'model', data: 'gpt-image-1' }, { name: 'prompt', data: 'a hat' }, { name: 'n', data: '1' }, { name: 'image', filename: 'a.png', type: 'image/png', data: png }],
-    'POST /v1/videos': [{ name: 'model', data: 'seedance-2-0' }, { name: 'prompt', data: 'a lake' }, { name: 'seconds', data: '4' }, { name: 'parameters[camera_fixed]', data: 'true' }, { name: 'input_reference', filename: 'a.png', type: 'image/png', data: png }],
+    'POST /v1/audio/transcriptions': [
+      { name: 'model', data: 'whisper-1' },
+      { name: 'response_format', data: 'json' },
+      { name: 'file', filename: 'a.wav', type: 'audio/wav', data: wav },
+    ],
+    'POST /v1/images/edits': [
+      { name: 'model', data: 'gpt-image-1' },
+      { name: 'prompt', data: 'a hat' },
+      { name: 'n', data: '1' },
+      { name: 'image', filename: 'a.png', type: 'image/png', data: png },
+    ],
+    'POST /v1/videos': [
+      { name: 'model', data: 'seedance-2-0' },
+      { name: 'prompt', data: 'a lake' },
+      { name: 'seconds', data: '4' },
+      { name: 'parameters[camera_fixed]', data: 'true' },
+      { name: 'input_reference', filename: 'a.png', type: 'image/png', data: png },
+    ],
   };
 }
 /** Field values a form can carry: NUL, bytes that are not UTF-8 (a lone surrogate's CESU-8 form), numbers out of range. */
 const FORM_TARGETED: Array<[string, string | Buffer]> = [
-  ['NUL', 'a\u0000b'], ['CESU-8 lone surrogate', Buffer.from([0x61, 0xed, 0xa0, 0x80, 0x62])], ['invalid UTF-8', Buffer.from([0xff, 0xfe, 0xc0])],
-  ['1e20', '1e20'], ['-1', '-1'], ['99999999999999999999', '99999999999999999999'], ['empty', ''], ['long', 'x'.repeat(20_000)], ['JSON', '{"a":[[[[1]]]]}'],
+  ['NUL', 'a\u0000b'],
+  ['CESU-8 lone surrogate', Buffer.from([0x61, 0xed, 0xa0, 0x80, 0x62])],
+  ['invalid UTF-8', Buffer.from([0xff, 0xfe, 0xc0])],
+  ['1e20', '1e20'],
+  ['-1', '-1'],
+  ['99999999999999999999', '99999999999999999999'],
+  ['empty', ''],
+  ['long', 'x'.repeat(20_000)],
+  ['JSON', '{"a":[[[[1]]]]}'],
 ];
 
 /** Field names that would walk into a prototype or nest past the body depth limit (64): a 400 on every multipart route. */
 const FORM_NAMES: Array<[string, string]> = [
-  ['__proto__[x]', '__proto__[polluted]'], ['constructor[prototype][x]', 'constructor[prototype][polluted]'], ['__proto__', '__proto__'],
-  ['parameters[__proto__][x]', 'parameters[__proto__][polluted]'], ['70 brackets deep', 'parameters' + '[a]'.repeat(70)], ['50,000 brackets deep', 'parameters' + '[a]'.repeat(50_000)],
+  ['__proto__[x]', '__proto__[polluted]'],
+  ['constructor[prototype][x]', 'constructor[prototype][polluted]'],
+  ['__proto__', '__proto__'],
+  ['parameters[__proto__][x]', 'parameters[__proto__][polluted]'],
+  ['70 brackets deep', 'parameters' + '[a]'.repeat(70)],
+  ['50,000 brackets deep', 'parameters' + '[a]'.repeat(50_000)],
 ];
 /** Object.prototype as it was before any request: a polluting one would add to it (the app runs in this process). */
 const PROTOTYPE_KEYS = Object.getOwnPropertyNames(Object.prototype).sort();
 
 /** Query values for GET routes. */
 const QUERY_NAMES = ['limit', 'before', 'after', 'from', 'to', 'tz', 'status', 'order', 'variant'];
-const QUERY_VALUES = ['%00', 'a%00b', '%ED%A0%80', '%F0%9F', '%FF', '1e20', '-1', '99999999999999999999', '0000-01-01', '0001-01-01', '9999-12-31', '10000-01-01',
-  '2026-02-30', 'NaN', '', 'x'.repeat(600), "'%3B--", 'Asia%2FHo_Chi_Minh%00'];
+const QUERY_VALUES = [
+  '%00',
+  'a%00b',
+  '%ED%A0%80',
+  '%F0%9F',
+  '%FF',
+  '1e20',
+  '-1',
+  '99999999999999999999',
+  '0000-01-01',
+  '0001-01-01',
+  '9999-12-31',
+  '10000-01-01',
+  '2026-02-30',
+  'NaN',
+  '',
+  'x'.repeat(600),
+  "'%3B--",
+  'Asia%2FHo_Chi_Minh%00',
+];
 
 describe('fuzz: targeted values in every field, with a funded account', () => {
   const BALANCE = 50_000_000;
@@ -600,7 +1098,10 @@ describe('fuzz: targeted values in every field, with a funded account', () => {
     failures.splice(0);
   });
 
-  const credsFor = async (p: string) => (isConsoleApi(p) ? credentialsFor(p) : { authorization: `Bearer ${funded.key}`, ...(isMessagesRoute(p) ? { 'anthropic-version': '2023-06-01' } : {}) });
+  const credsFor = async (p: string) =>
+    isConsoleApi(p)
+      ? credentialsFor(p)
+      : { authorization: `Bearer ${funded.key}`, ...(isMessagesRoute(p) ? { 'anthropic-version': '2023-06-01' } : {}) };
 
   test('every body route has a valid body (or form) to mutate', () => {
     const bodies = validBodies(funded.accountId);
@@ -617,10 +1118,16 @@ describe('fuzz: targeted values in every field, with a funded account', () => {
       const target = bodyPath(r);
       const creds = await credsFor(target);
       const send1 = async (name: string, body: Record<string, unknown>) => {
-        const res = await send(r.method, target, { ...creds, 'content-type': 'application/json' }, JSON.stringify(body));
+        const res = await send(
+          r.method,
+          target,
+          { ...creds, 'content-type': 'application/json' },
+          JSON.stringify(body),
+        );
         check(`targeted: ${name}`, r.method, target, res, 'any');
       };
-      for (const p of fieldPaths(base)) for (const [name, value] of TARGETED) await send1(`${p.join('.')} = ${name}`, withValue(base, p, value));
+      for (const p of fieldPaths(base))
+        for (const [name, value] of TARGETED) await send1(`${p.join('.')} = ${name}`, withValue(base, p, value));
       await send1('extra NUL key', { ...base, 'x\u0000y': 1 });
       await send1('extra lone-surrogate key', { ...base, ['\ud800']: { ['\udfff']: '\u0000' } });
     }
@@ -633,19 +1140,40 @@ describe('fuzz: targeted values in every field, with a funded account', () => {
       const base = forms[`${r.method} ${r.pattern}`];
       const creds = await credsFor(r.sample);
       const type = 'multipart/form-data; boundary=fuzzb';
-      const send1 = async (name: string, parts: typeof base) => check(`targeted form: ${name}`, r.method, r.sample, await send(r.method, r.sample, { ...creds, 'content-type': type }, multipart('fuzzb', parts)), 'any');
+      const send1 = async (name: string, parts: typeof base) =>
+        check(
+          `targeted form: ${name}`,
+          r.method,
+          r.sample,
+          await send(r.method, r.sample, { ...creds, 'content-type': type }, multipart('fuzzb', parts)),
+          'any',
+        );
       for (let i = 0; i < base.length; i++) {
         for (const [name, value] of FORM_TARGETED) {
           if (base[i].filename) {
-            await send1(`${base[i].name} filename = ${name}`, base.map((p, j) => (j === i ? { ...p, filename: value.toString('latin1') } : p)));
+            await send1(
+              `${base[i].name} filename = ${name}`,
+              base.map((p, j) => (j === i ? { ...p, filename: value.toString('latin1') } : p)),
+            );
           } else {
-            await send1(`${base[i].name} = ${name}`, base.map((p, j) => (j === i ? { ...p, data: value } : p)));
+            await send1(
+              `${base[i].name} = ${name}`,
+              base.map((p, j) => (j === i ? { ...p, data: value } : p)),
+            );
           }
-          await send1(`${base[i].name} renamed to ${name}`, base.map((p, j) => (j === i ? { ...p, name: value.toString('latin1') } : p)));
+          await send1(
+            `${base[i].name} renamed to ${name}`,
+            base.map((p, j) => (j === i ? { ...p, name: value.toString('latin1') } : p)),
+          );
         }
       }
       for (const [name, field] of FORM_NAMES) {
-        const res = await send(r.method, r.sample, { ...creds, 'content-type': type }, multipart('fuzzb', [...base.slice(0, -1), { name: field, data: 'yes' }, base[base.length - 1]]));
+        const res = await send(
+          r.method,
+          r.sample,
+          { ...creds, 'content-type': type },
+          multipart('fuzzb', [...base.slice(0, -1), { name: field, data: 'yes' }, base[base.length - 1]]),
+        );
         check(`form field named ${name}`, r.method, r.sample, res, 400);
       }
     }
@@ -658,10 +1186,29 @@ describe('fuzz: targeted values in every field, with a funded account', () => {
     for (const r of routes.filter((x) => x.method === 'GET' && !isPublicGet(x))) {
       const creds = await credsFor(r.sample);
       for (const q of QUERY_NAMES) {
-        for (const v of QUERY_VALUES) check(`query ${q}=${v.slice(0, 20)}`, 'GET', r.sample, await send('GET', `${r.sample}?${q}=${v}`, creds), 'any');
-        check(`query ${q} repeated`, 'GET', r.sample, await send('GET', `${r.sample}?${q}=1&${q}=2&${q}[]=3`, creds), 'any');
+        for (const v of QUERY_VALUES)
+          check(
+            `query ${q}=${v.slice(0, 20)}`,
+            'GET',
+            r.sample,
+            await send('GET', `${r.sample}?${q}=${v}`, creds),
+            'any',
+          );
+        check(
+          `query ${q} repeated`,
+          'GET',
+          r.sample,
+          await send('GET', `${r.sample}?${q}=1&${q}=2&${q}[]=3`, creds),
+          'any',
+        );
       }
-      check('usage range from year 0', 'GET', r.sample, await send('GET', `${r.sample}?from=0000-01-01&to=0000-12-31`, creds), 'any');
+      check(
+        'usage range from year 0',
+        'GET',
+        r.sample,
+        await send('GET', `${r.sample}?from=0000-01-01&to=0000-12-31`, creds),
+        'any',
+      );
     }
     expectNoFailures();
   }, 600_000);
@@ -671,20 +1218,34 @@ describe('fuzz: targeted values in every field, with a funded account', () => {
     const db = gw.deps.db;
     // Every usage record of an error (other than a stream billed for what it delivered) has cost 0.
     const errorsCharged = await db.query(
-      `SELECT status, operation, cost_vnd FROM usage_records WHERE account_id = $1 AND status >= 400 AND cost_vnd <> 0 AND NOT (units ? 'estimated')`, [funded.accountId]);
+      `SELECT status, operation, cost_vnd FROM usage_records WHERE account_id = $1 AND status >= 400 AND cost_vnd <> 0 AND NOT (units ? 'estimated')`,
+      [funded.accountId],
+    );
     expect(errorsCharged.rows).toEqual([]);
     // The ledger charged exactly what the usage records say.
-    const charged = await db.query(`SELECT COALESCE(sum(amount), 0)::bigint AS n FROM ledger_events WHERE account_id = $1 AND kind = 'charged'`, [funded.accountId]);
-    const used = await db.query('SELECT COALESCE(sum(cost_vnd), 0)::bigint AS n FROM usage_records WHERE account_id = $1', [funded.accountId]);
+    const charged = await db.query(
+      `SELECT COALESCE(sum(amount), 0)::bigint AS n FROM ledger_events WHERE account_id = $1 AND kind = 'charged'`,
+      [funded.accountId],
+    );
+    const used = await db.query(
+      'SELECT COALESCE(sum(cost_vnd), 0)::bigint AS n FROM usage_records WHERE account_id = $1',
+      [funded.accountId],
+    );
     expect(Number(charged.rows[0].n)).toBe(Number(used.rows[0].n));
     // Nothing is still reserved in the credit lease for a request that is over.
     expect(gw.deps.credit.leaseOf(funded.accountId)?.inflight ?? 0).toBe(0);
     // Holds other than the lease and not-yet-finished video jobs: none.
     const strayHolds = await db.query(
-      `SELECT h.id, h.ref_type FROM holds h WHERE h.account_id = $1 AND h.status = 'open' AND h.ref_type NOT IN ('lease', 'video_job')`, [funded.accountId]);
+      `SELECT h.id, h.ref_type FROM holds h WHERE h.account_id = $1 AND h.status = 'open' AND h.ref_type NOT IN ('lease', 'video_job')`,
+      [funded.accountId],
+    );
     expect(strayHolds.rows).toEqual([]);
     const out: string[] = [];
-    const code = await runAdmin(['verify-ledger'], { out: (l) => out.push(l), err: (l) => out.push(l), env: { ...process.env, DATABASE_URL: gw.deps.config.databaseUrl } });
+    const code = await runAdmin(['verify-ledger'], {
+      out: (l) => out.push(l),
+      err: (l) => out.push(l),
+      env: { ...process.env, DATABASE_URL: gw.deps.config.databaseUrl },
+    });
     expect({ code, out }).toEqual({ code: 0, out: [expect.stringMatching(/^ok: /)] });
   });
 });

@@ -18,12 +18,20 @@ afterAll(() => gw.close());
 afterEach(() => gw.emulator.control.reset());
 
 const ai = (k = key) => new GoogleGenAI({ apiKey: k, httpOptions: { baseUrl: gw.url } });
-const upstream = () => gw.emulator.control.requests.filter((r) => r.method === 'POST').map((r) => ({ path: r.path, body: r.body as any }));
-const weather = { name: 'get_weather', description: 'Current weather', parametersJsonSchema: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } };
+const upstream = () =>
+  gw.emulator.control.requests.filter((r) => r.method === 'POST').map((r) => ({ path: r.path, body: r.body as any }));
+const weather = {
+  name: 'get_weather',
+  description: 'Current weather',
+  parametersJsonSchema: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] },
+};
 
 async function usageRows(accountId: string): Promise<any[]> {
   await gw.deps.credit.flush();
-  const r = await gw.deps.db.query('SELECT operation, units, cost_vnd, status, model FROM usage_records WHERE account_id = $1 ORDER BY created_at, id', [accountId]);
+  const r = await gw.deps.db.query(
+    'SELECT operation, units, cost_vnd, status, model FROM usage_records WHERE account_id = $1 ORDER BY created_at, id',
+    [accountId],
+  );
   return r.rows;
 }
 
@@ -34,7 +42,8 @@ describe.each([
 ])('on %s (%s)', (_kind, model, path) => {
   test('generateContent: system instruction, settings, usageMetadata', async () => {
     const r = await ai().models.generateContent({
-      model, contents: 'hi there',
+      model,
+      contents: 'hi there',
       config: { systemInstruction: 'Be brief.', temperature: 0.5, topP: 0.9, maxOutputTokens: 300 },
     });
     expect(r.text).toBe('You said: hi there');
@@ -58,7 +67,10 @@ describe.each([
     const history: Content[] = [
       { role: 'user', parts: [{ text: 'Weather in Hanoi?' }] },
       first.candidates![0].content!,
-      { role: 'user', parts: [{ functionResponse: { id: calls[0].id, name: 'get_weather', response: { output: 'sunny, 31C' } } }] },
+      {
+        role: 'user',
+        parts: [{ functionResponse: { id: calls[0].id, name: 'get_weather', response: { output: 'sunny, 31C' } } }],
+      },
     ];
     const second = await ai().models.generateContent({ model, contents: history, config: { tools } });
     expect(second.text).toBe('The tool returned: sunny, 31C');
@@ -67,7 +79,8 @@ describe.each([
 
   test('streamGenerateContent (SSE): text in pieces, the last with finishReason and usage', async () => {
     const chunks = [];
-    for await (const c of await ai().models.generateContentStream({ model, contents: 'one two three four' })) chunks.push(c);
+    for await (const c of await ai().models.generateContentStream({ model, contents: 'one two three four' }))
+      chunks.push(c);
     expect(chunks.length).toBeGreaterThan(1);
     expect(chunks.map((c) => c.text ?? '').join('')).toBe('You said: one two three four');
     const last = chunks.at(-1)!;
@@ -78,16 +91,24 @@ describe.each([
 
   test('a streamed function call arrives whole, with its arguments', async () => {
     const chunks = [];
-    const config = { tools: [{ functionDeclarations: [weather] }], toolConfig: { functionCallingConfig: { mode: FunctionCallingConfigMode.ANY } } };
-    for await (const c of await ai().models.generateContentStream({ model, contents: 'Weather?', config })) chunks.push(c);
+    const config = {
+      tools: [{ functionDeclarations: [weather] }],
+      toolConfig: { functionCallingConfig: { mode: FunctionCallingConfigMode.ANY } },
+    };
+    for await (const c of await ai().models.generateContentStream({ model, contents: 'Weather?', config }))
+      chunks.push(c);
     const calls = chunks.flatMap((c) => c.functionCalls ?? []);
     expect(calls).toEqual([expect.objectContaining({ name: 'get_weather', args: { city: 'example' } })]);
   });
 
   test('JSON mode: responseMimeType and responseSchema', async () => {
     const r = await ai().models.generateContent({
-      model, contents: 'hi',
-      config: { responseMimeType: 'application/json', responseSchema: { type: 'OBJECT' as never, properties: { reply: { type: 'STRING' as never } } } },
+      model,
+      contents: 'hi',
+      config: {
+        responseMimeType: 'application/json',
+        responseSchema: { type: 'OBJECT' as never, properties: { reply: { type: 'STRING' as never } } },
+      },
     });
     expect(JSON.parse(r.text!)).toEqual({ reply: expect.stringContaining('hi') });
   });
@@ -108,7 +129,10 @@ test('stop sequences, an inline image and a thinking budget reach a chat upstrea
   expect(r.text).toBeDefined();
   const [call] = upstream();
   expect(call.body).toMatchObject({ stop: ['END'], max_completion_tokens: 500, reasoning_effort: 'high' });
-  expect(call.body.messages[0].content).toEqual([{ type: 'text', text: 'look' }, { type: 'image_url', image_url: { url: `data:image/png;base64,${png}` } }]);
+  expect(call.body.messages[0].content).toEqual([
+    { type: 'text', text: 'look' },
+    { type: 'image_url', image_url: { url: `data:image/png;base64,${png}` } },
+  ]);
 });
 
 test('usageMetadata counts cached and thought tokens apart', async () => {
@@ -120,12 +144,16 @@ test('usageMetadata counts cached and thought tokens apart', async () => {
 });
 
 test('embedContent and batchEmbedContents on an embedding model', async () => {
-  const r = await ai().models.embedContent({ model: 'text-embedding-3-small', contents: ['first text', 'second text'] });
+  const r = await ai().models.embedContent({
+    model: 'text-embedding-3-small',
+    contents: ['first text', 'second text'],
+  });
   expect(r.embeddings).toHaveLength(2);
   expect(r.embeddings![0].values!.length).toBeGreaterThan(10);
   expect(r.embeddings![0].values).not.toEqual(r.embeddings![1].values);
   const one = await fetch(`${gw.url}/v1beta/models/text-embedding-3-small:embedContent`, {
-    method: 'POST', headers: { 'content-type': 'application/json', 'x-goog-api-key': key },
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'x-goog-api-key': key },
     body: JSON.stringify({ content: { parts: [{ text: 'first text' }] } }),
   });
   expect(one.status).toBe(200);
@@ -135,57 +163,91 @@ test('embedContent and batchEmbedContents on an embedding model', async () => {
 test('GET /v1beta/models and /v1beta/models/{model} list the chat and embedding models', async () => {
   const names: string[] = [];
   for await (const m of await ai().models.list()) names.push(m.name!);
-  expect(names).toEqual(expect.arrayContaining(['models/gpt-4o-mini', 'models/claude-sonnet-4-6', 'models/text-embedding-3-small']));
+  expect(names).toEqual(
+    expect.arrayContaining(['models/gpt-4o-mini', 'models/claude-sonnet-4-6', 'models/text-embedding-3-small']),
+  );
   expect(names).not.toContain('models/tts-1');
   const m = await ai().models.get({ model: 'claude-opus-4-7' });
-  expect(m).toMatchObject({ name: 'models/claude-opus-4-6', outputTokenLimit: 64000, supportedActions: expect.arrayContaining(['generateContent']) });
+  expect(m).toMatchObject({
+    name: 'models/claude-opus-4-6',
+    outputTokenLimit: 64000,
+    supportedActions: expect.arrayContaining(['generateContent']),
+  });
 });
 
-test('the key by ?key=, and errors in Google\'s shape', async () => {
+test("the key by ?key=, and errors in Google's shape", async () => {
   const post = (url: string, body: unknown, headers: Record<string, string> = {}) =>
-    fetch(`${gw.url}${url}`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
-  const ok = await post(`/v1beta/models/gpt-4o-mini:generateContent?key=${key}`, { contents: [{ parts: [{ text: 'hi' }] }] });
+    fetch(`${gw.url}${url}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...headers },
+      body: JSON.stringify(body),
+    });
+  const ok = await post(`/v1beta/models/gpt-4o-mini:generateContent?key=${key}`, {
+    contents: [{ parts: [{ text: 'hi' }] }],
+  });
   expect(ok.status).toBe(200);
   const noKey = await post('/v1beta/models/gpt-4o-mini:generateContent', { contents: [{ parts: [{ text: 'hi' }] }] });
   expect(noKey.status).toBe(401);
   const noKeyBody = (await noKey.json()) as any;
   expect(Object.keys(noKeyBody.error).sort()).toEqual(['code', 'details', 'message', 'status']);
-  expect(noKeyBody.error).toMatchObject({ code: 401, status: 'UNAUTHENTICATED', details: [{ reason: 'missing_api_key' }] });
-  const unknown = await post('/v1beta/models/nope-1:generateContent', { contents: [{ parts: [{ text: 'hi' }] }] }, { 'x-goog-api-key': key });
+  expect(noKeyBody.error).toMatchObject({
+    code: 401,
+    status: 'UNAUTHENTICATED',
+    details: [{ reason: 'missing_api_key' }],
+  });
+  const unknown = await post(
+    '/v1beta/models/nope-1:generateContent',
+    { contents: [{ parts: [{ text: 'hi' }] }] },
+    { 'x-goog-api-key': key },
+  );
   expect(unknown.status).toBe(404);
   expect(await unknown.json()).toMatchObject({ error: { code: 404, status: 'NOT_FOUND' } });
   const bad = await post('/v1beta/models/gpt-4o-mini:generateContent', { contents: [] }, { 'x-goog-api-key': key });
   expect(bad.status).toBe(400);
   expect(await bad.json()).toMatchObject({ error: { code: 400, status: 'INVALID_ARGUMENT' } });
-  await expect(ai('sk-wrong').models.generateContent({ model: 'gpt-4o-mini', contents: 'hi' })).rejects.toMatchObject({ status: 401 });
+  await expect(ai('sk-wrong').models.generateContent({ model: 'gpt-4o-mini', contents: 'hi' })).rejects.toMatchObject({
+    status: 401,
+  });
   expect(upstream()).toHaveLength(1);
 });
 
 test('streamGenerateContent without alt=sse streams a JSON array', async () => {
   const res = await fetch(`${gw.url}/v1beta/models/gpt-4o-mini:streamGenerateContent`, {
-    method: 'POST', headers: { 'content-type': 'application/json', 'x-goog-api-key': key },
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'x-goog-api-key': key },
     body: JSON.stringify({ contents: [{ role: 'user', parts: [{ text: 'a b c' }] }] }),
   });
   expect(res.headers.get('content-type')).toMatch(/^application\/json/);
   const arr = JSON.parse(await res.text()) as any[];
   expect(arr.length).toBeGreaterThan(1);
-  expect(arr.map((r) => r.candidates[0].content.parts.map((p: any) => p.text ?? '').join('')).join('')).toBe('You said: a b c');
+  expect(arr.map((r) => r.candidates[0].content.parts.map((p: any) => p.text ?? '').join('')).join('')).toBe(
+    'You said: a b c',
+  );
   expect(arr.at(-1).usageMetadata.totalTokenCount).toBeGreaterThan(0);
 });
 
 describe('billing', () => {
-  test('one charge at the upstream\'s usage, the cost header, and 402 without funds before any upstream call', async () => {
+  test("one charge at the upstream's usage, the cost header, and 402 without funds before any upstream call", async () => {
     const acct = await gw.account(1_000_000);
-    const { sdkHttpResponse, usageMetadata } = await ai(acct.key).models.generateContent({ model: 'gpt-4o-mini', contents: 'bill me' });
+    const { sdkHttpResponse, usageMetadata } = await ai(acct.key).models.generateContent({
+      model: 'gpt-4o-mini',
+      contents: 'bill me',
+    });
     const rows = await usageRows(acct.accountId);
     expect(rows).toHaveLength(1);
     const price = gw.deps.catalog.get('gpt-4o-mini')!.pricing;
-    const expected = Math.ceil((usageMetadata!.promptTokenCount! * price.inputPer1MTokens! + usageMetadata!.candidatesTokenCount! * price.outputPer1MTokens!) / 1e6);
+    const expected = Math.ceil(
+      (usageMetadata!.promptTokenCount! * price.inputPer1MTokens! +
+        usageMetadata!.candidatesTokenCount! * price.outputPer1MTokens!) /
+        1e6,
+    );
     expect(rows[0]).toMatchObject({ operation: 'gemini.generateContent', status: 200, model: 'gpt-4o-mini' });
     expect(Number(rows[0].cost_vnd)).toBe(expected);
     expect(sdkHttpResponse!.headers!['x-gateway-cost-vnd']).toBe(String(expected));
     const poor = await gw.account(0);
-    await expect(ai(poor.key).models.generateContent({ model: 'gpt-4o-mini', contents: 'hi' })).rejects.toMatchObject({ status: 402 });
+    await expect(ai(poor.key).models.generateContent({ model: 'gpt-4o-mini', contents: 'hi' })).rejects.toMatchObject({
+      status: 402,
+    });
     expect(upstream()).toHaveLength(1);
   });
 
@@ -193,10 +255,16 @@ describe('billing', () => {
     const acct = await gw.account(1_000_000);
     gw.emulator.control.settings.chunkDelayMs = 50;
     const ac = new AbortController();
-    const stream = await ai(acct.key).models.generateContentStream({ model: 'claude-sonnet-4-6', contents: 'a b c d e f g h i j k l m n o p', config: { abortSignal: ac.signal } });
-    await expect((async () => {
-      for await (const _ of stream) ac.abort();
-    })()).rejects.toThrow();
+    const stream = await ai(acct.key).models.generateContentStream({
+      model: 'claude-sonnet-4-6',
+      contents: 'a b c d e f g h i j k l m n o p',
+      config: { abortSignal: ac.signal },
+    });
+    await expect(
+      (async () => {
+        for await (const _ of stream) ac.abort();
+      })(),
+    ).rejects.toThrow();
     let rows: any[] = [];
     for (let i = 0; i < 100 && rows.length === 0; i++) {
       await new Promise((r) => setTimeout(r, 25));
@@ -209,7 +277,11 @@ describe('billing', () => {
 });
 
 test('maxOutputTokens above the cap: clamped under a pattern name, as sent under the id', async () => {
-  const r = await ai().models.generateContent({ model: 'claude-opus-4-7', contents: 'hi', config: { maxOutputTokens: 128000 } });
+  const r = await ai().models.generateContent({
+    model: 'claude-opus-4-7',
+    contents: 'hi',
+    config: { maxOutputTokens: 128000 },
+  });
   expect(r.sdkHttpResponse!.headers!['x-gateway-max-tokens-clamped']).toBe('128000->64000');
   expect(upstream()[0].body.max_tokens).toBe(64000);
 });
@@ -217,11 +289,19 @@ test('maxOutputTokens above the cap: clamped under a pattern name, as sent under
 test('an upstream that breaks off mid-stream ends the stream with a Gemini error and is billed what was delivered', async () => {
   const acct = await gw.account(1_000_000);
   const res = await fetch(`${gw.url}/v1beta/models/claude-sonnet-4-6:streamGenerateContent?alt=sse`, {
-    method: 'POST', headers: { 'content-type': 'application/json', 'x-goog-api-key': acct.key },
-    body: JSON.stringify({ contents: [{ role: 'user', parts: [{ text: 'one two three four five six seven eight EMULATOR_DROP_MIDSTREAM' }] }] }),
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'x-goog-api-key': acct.key },
+    body: JSON.stringify({
+      contents: [
+        { role: 'user', parts: [{ text: 'one two three four five six seven eight EMULATOR_DROP_MIDSTREAM' }] },
+      ],
+    }),
   });
   expect(res.status).toBe(200);
-  const events = (await res.text()).split('\n\n').filter((e) => e.startsWith('data: ')).map((e) => JSON.parse(e.slice(6)));
+  const events = (await res.text())
+    .split('\n\n')
+    .filter((e) => e.startsWith('data: '))
+    .map((e) => JSON.parse(e.slice(6)));
   expect(events[0].candidates[0].content.parts[0].text).toBeDefined();
   expect(events.at(-1)).toEqual({ error: { code: 502, message: expect.any(String), status: 'INTERNAL' } });
   let rows: any[] = [];

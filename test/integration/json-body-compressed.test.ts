@@ -60,19 +60,40 @@ const PROTO_NESTED = '{"model":"gpt-4o-mini","messages":[{"role":"user","content
 test('refused bodies on both paths: prototype keys, malformed JSON, non-objects, mismatched encodings; none reaches the upstream or is charged', async () => {
   const before = await usageRows();
   const upstreamBefore = gw.emulator.control.requests.length;
-  const expectRefused = (name: string, r: Awaited<ReturnType<typeof post>>, status: number, field: 'code' | 'param', value: string) =>
-    expect({ name, status: r.status, [field]: r.json.error?.[field] }).toEqual({ name, status, [field]: value });
+  const expectRefused = (
+    name: string,
+    r: Awaited<ReturnType<typeof post>>,
+    status: number,
+    field: 'code' | 'param',
+    value: string,
+  ) => expect({ name, status: r.status, [field]: r.json.error?.[field] }).toEqual({ name, status, [field]: value });
   // Plain: a __proto__ key below the top level is found too.
   expectRefused('plain nested __proto__', await post(PROTO_NESTED), 400, 'code', 'invalid_json');
   const gzipped: [string, string][] = [
-    ['constructor.prototype', '{"constructor":{"prototype":{"x":1}},"model":"gpt-4o-mini","messages":[{"role":"user","content":"hi"}]}'],
+    [
+      'constructor.prototype',
+      '{"constructor":{"prototype":{"x":1}},"model":"gpt-4o-mini","messages":[{"role":"user","content":"hi"}]}',
+    ],
     ['truncated JSON', '{"model":"gpt-4o-mini","messages":['],
     ['array', '[{"model":"gpt-4o-mini"}]'],
   ];
-  for (const [name, text] of gzipped) expectRefused(`gzip ${name}`, await post(gzipSync(text), { 'content-encoding': 'gzip' }), 400, 'code', 'invalid_json');
+  for (const [name, text] of gzipped)
+    expectRefused(
+      `gzip ${name}`,
+      await post(gzipSync(text), { 'content-encoding': 'gzip' }),
+      400,
+      'code',
+      'invalid_json',
+    );
   expectRefused('gzip empty', await post(gzipSync(''), { 'content-encoding': 'gzip' }), 400, 'param', 'model');
   // A body that is not what its Content-Encoding says (br: see the known bug below).
-  expectRefused('deflate garbage', await post(Buffer.from('not deflate at all'), { 'content-encoding': 'deflate' }), 400, 'code', 'invalid_body_encoding');
+  expectRefused(
+    'deflate garbage',
+    await post(Buffer.from('not deflate at all'), { 'content-encoding': 'deflate' }),
+    400,
+    'code',
+    'invalid_body_encoding',
+  );
   expect(gw.emulator.control.requests.length).toBe(upstreamBefore);
   expect(await usageRows()).toBe(before);
 });

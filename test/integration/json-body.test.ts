@@ -36,17 +36,25 @@ test('JSON media types with parameters or a +json suffix are accepted', async ()
 
 test('prototype keys and an empty body are refused with the OpenAI error shape, and nothing is charged', async () => {
   await gw.deps.credit.flush();
-  const before = (await gw.deps.db.query('SELECT count(*)::int AS n FROM usage_records WHERE account_id = $1', [accountId])).rows[0].n;
-  const proto = await post('{"__proto__":{"isAdmin":true},"model":"gpt-4o-mini","messages":[{"role":"user","content":"hi"}]}');
+  const before = (
+    await gw.deps.db.query('SELECT count(*)::int AS n FROM usage_records WHERE account_id = $1', [accountId])
+  ).rows[0].n;
+  const proto = await post(
+    '{"__proto__":{"isAdmin":true},"model":"gpt-4o-mini","messages":[{"role":"user","content":"hi"}]}',
+  );
   expect(proto.status).toBe(400);
   expect(proto.json.error?.code).toBe('invalid_json');
-  const ctor = await post('{"constructor":{"prototype":{"x":1}},"model":"gpt-4o-mini","messages":[{"role":"user","content":"hi"}]}');
+  const ctor = await post(
+    '{"constructor":{"prototype":{"x":1}},"model":"gpt-4o-mini","messages":[{"role":"user","content":"hi"}]}',
+  );
   expect(ctor.status).toBe(400);
   expect(ctor.json.error?.code).toBe('invalid_json');
   const empty = await post('');
   expect(empty.status).toBe(400);
   expect(empty.json.error?.param).toBe('model');
   await gw.deps.credit.flush();
-  const after = (await gw.deps.db.query('SELECT count(*)::int AS n FROM usage_records WHERE account_id = $1', [accountId])).rows[0].n;
+  const after = (
+    await gw.deps.db.query('SELECT count(*)::int AS n FROM usage_records WHERE account_id = $1', [accountId])
+  ).rows[0].n;
   expect(after).toBe(before);
 });

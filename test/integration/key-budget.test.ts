@@ -1,7 +1,21 @@
 import { randomUUID } from 'node:crypto';
 import { createPool, type Db } from '../../src/db/pool';
-import { createAccount, placeFlexibleHold, placeHold, settleHold, topUp, verifyProjections } from '../../src/billing/ledger';
-import { BudgetExceeded, budgetPeriodsAt, DEFAULT_BUDGET_TIME_ZONE, keyBudgetRoom, keySpend, setBudgetTimeZone } from '../../src/billing/budget';
+import {
+  createAccount,
+  placeFlexibleHold,
+  placeHold,
+  settleHold,
+  topUp,
+  verifyProjections,
+} from '../../src/billing/ledger';
+import {
+  BudgetExceeded,
+  budgetPeriodsAt,
+  DEFAULT_BUDGET_TIME_ZONE,
+  keyBudgetRoom,
+  keySpend,
+  setBudgetTimeZone,
+} from '../../src/billing/budget';
 import { createApiKey } from '../../src/auth/apiKeys';
 import { BUDGET_FENCE_MARGIN_MS, setAccountLimits, setKeyLimits } from '../../src/limits/keyLimits';
 import { tx } from '../../src/db/pool';
@@ -47,17 +61,46 @@ async function withScratchDatabase(run: (scratch: Db) => Promise<void>): Promise
   }
 }
 const hold = (accountId: string, keyId: string, amount: number) =>
-  placeHold(db, { accountId, apiKeyId: keyId, holdId: randomUUID(), amount, idempotencyKey: `h:${randomUUID()}`, refType: 'video_job' });
+  placeHold(db, {
+    accountId,
+    apiKeyId: keyId,
+    holdId: randomUUID(),
+    amount,
+    idempotencyKey: `h:${randomUUID()}`,
+    refType: 'video_job',
+  });
 
 test('open holds and charges through a key count against its budget; the smaller of day and month applies', async () => {
   const { accountId, keyId } = await keyOf(10_000_000);
   await setKeyLimits(db, accountId, keyId, { budgetDayVnd: 100_000, budgetMonthVnd: 150_000 });
   const video = randomUUID();
-  await placeHold(db, { accountId, apiKeyId: keyId, holdId: video, amount: 80_000, idempotencyKey: `v:${video}`, refType: 'video_job' });
+  await placeHold(db, {
+    accountId,
+    apiKeyId: keyId,
+    holdId: video,
+    amount: 80_000,
+    idempotencyKey: `v:${video}`,
+    refType: 'video_job',
+  });
   // 20.000 left: a lease wanting 30.000 minimum is refused, one that can take 10.000 gets at most a quarter above it.
-  await expect(placeFlexibleHold(db, { accountId, apiKeyId: keyId, holdId: randomUUID(), min: 30_000, want: 30_000, idempotencyKey: `l:${randomUUID()}` }))
-    .rejects.toBeInstanceOf(BudgetExceeded);
-  const granted = await placeFlexibleHold(db, { accountId, apiKeyId: keyId, holdId: randomUUID(), min: 1_000, want: 20_000, idempotencyKey: `l:${randomUUID()}` });
+  await expect(
+    placeFlexibleHold(db, {
+      accountId,
+      apiKeyId: keyId,
+      holdId: randomUUID(),
+      min: 30_000,
+      want: 30_000,
+      idempotencyKey: `l:${randomUUID()}`,
+    }),
+  ).rejects.toBeInstanceOf(BudgetExceeded);
+  const granted = await placeFlexibleHold(db, {
+    accountId,
+    apiKeyId: keyId,
+    holdId: randomUUID(),
+    min: 1_000,
+    want: 20_000,
+    idempotencyKey: `l:${randomUUID()}`,
+  });
   expect(granted).toBe(5_000);
   // The video settles for 50.000: 30.000 of its hold returns to the budget.
   await settleHold(db, { holdId: video, charge: 50_000, idempotencyKey: `s:${video}` });
@@ -89,15 +132,25 @@ test('verifyProjections finds a key spend that does not match the charges', asyn
   const { keyId } = await keyOf(1_000);
   await db.query(`INSERT INTO api_key_spend (api_key_id, period, spent_vnd) VALUES ($1, 'day:2000-01-01', 5)`, [keyId]);
   const found = await verifyProjections(db);
-  expect(found).toEqual([{ accountId: `key-spend:${keyId}:day:2000-01-01`, balance: 5, held: 0, rebuiltBalance: 0, rebuiltHeld: 0 }]);
+  expect(found).toEqual([
+    { accountId: `key-spend:${keyId}:day:2000-01-01`, balance: 5, held: 0, rebuiltBalance: 0, rebuiltHeld: 0 },
+  ]);
   await db.query(`DELETE FROM api_key_spend WHERE api_key_id = $1`, [keyId]);
 });
 
-test('spend through an account\'s shared lease counts towards the key\'s budget periods too', async () => {
+test("spend through an account's shared lease counts towards the key's budget periods too", async () => {
   const { CreditManager } = await import('../../src/billing/credit');
   const { accountId, keyId } = await keyOf(100_000);
   const credit = new CreditManager(db, { leaseVnd: 20_000, flushMs: 60_000 });
-  const usage = () => ({ id: randomUUID(), apiKeyId: keyId, model: 'm', operation: 'chat.completions', units: { prompt_tokens: 1 }, latencyMs: 1, status: 200 });
+  const usage = () => ({
+    id: randomUUID(),
+    apiKeyId: keyId,
+    model: 'm',
+    operation: 'chat.completions',
+    units: { prompt_tokens: 1 },
+    latencyMs: 1,
+    status: 200,
+  });
   for (let i = 0; i < 3; i++) (await credit.reserve(accountId, 1_000)).settle(700, usage());
   (await credit.reserve(accountId, 1_000)).settle(50, { ...usage(), apiKeyId: null });
   await credit.close();
@@ -110,7 +163,16 @@ test('spend through an account\'s shared lease counts towards the key\'s budget 
 
 test('a budget set while shared leases are open counts them (they may carry requests of the key) until they are released', async () => {
   const { accountId, keyId } = await keyOf(1_000_000);
-  const lease = (holdId: string, want: number) => placeFlexibleHold(db, { accountId, holdId, min: 1, want, idempotencyKey: `l:${randomUUID()}`, refType: 'lease', refId: holdId });
+  const lease = (holdId: string, want: number) =>
+    placeFlexibleHold(db, {
+      accountId,
+      holdId,
+      min: 1,
+      want,
+      idempotencyKey: `l:${randomUUID()}`,
+      refType: 'lease',
+      refId: holdId,
+    });
   const before = randomUUID();
   expect(await lease(before, 20_000)).toBe(20_000);
   await setKeyLimits(db, accountId, keyId, { budgetDayVnd: 50_000 }, 100);
@@ -144,15 +206,27 @@ describe('BUDGET_TIME_ZONE moves the period boundaries', () => {
     const lateUtc = new Date('2025-01-31T23:30:00Z');
     setBudgetTimeZone('UTC');
     expect(await budgetPeriodsAt(db, lateUtc)).toEqual({ day: 'day:2025-01-31', month: 'month:2025-01' });
-    expect(await budgetPeriodsAt(db, new Date('2025-02-01T00:00:00Z'))).toEqual({ day: 'day:2025-02-01', month: 'month:2025-02' });
+    expect(await budgetPeriodsAt(db, new Date('2025-02-01T00:00:00Z'))).toEqual({
+      day: 'day:2025-02-01',
+      month: 'month:2025-02',
+    });
     setBudgetTimeZone('Asia/Ho_Chi_Minh');
     expect(await budgetPeriodsAt(db, lateUtc)).toEqual({ day: 'day:2025-02-01', month: 'month:2025-02' });
     // Its midnight is 17:00 UTC the day before.
-    expect(await budgetPeriodsAt(db, new Date('2025-01-31T16:59:59Z'))).toEqual({ day: 'day:2025-01-31', month: 'month:2025-01' });
-    expect(await budgetPeriodsAt(db, new Date('2025-01-31T17:00:00Z'))).toEqual({ day: 'day:2025-02-01', month: 'month:2025-02' });
+    expect(await budgetPeriodsAt(db, new Date('2025-01-31T16:59:59Z'))).toEqual({
+      day: 'day:2025-01-31',
+      month: 'month:2025-01',
+    });
+    expect(await budgetPeriodsAt(db, new Date('2025-01-31T17:00:00Z'))).toEqual({
+      day: 'day:2025-02-01',
+      month: 'month:2025-02',
+    });
     // A zone west of UTC the other way: 02:00 UTC on the 1st is still the previous day and month in New York.
     setBudgetTimeZone('America/New_York');
-    expect(await budgetPeriodsAt(db, new Date('2025-03-01T02:00:00Z'))).toEqual({ day: 'day:2025-02-28', month: 'month:2025-02' });
+    expect(await budgetPeriodsAt(db, new Date('2025-03-01T02:00:00Z'))).toEqual({
+      day: 'day:2025-02-28',
+      month: 'month:2025-02',
+    });
   });
 
   test('the ledger writes a charge into the period of the configured zone', async () => {
@@ -162,11 +236,23 @@ describe('BUDGET_TIME_ZONE moves the period boundaries', () => {
         const { accountId, keyId } = await keyOf(10_000, zdb);
         const before = (await zdb.query('SELECT now() AS t')).rows[0].t as Date;
         const h = randomUUID();
-        await placeHold(zdb, { accountId, apiKeyId: keyId, holdId: h, amount: 100, idempotencyKey: `h:${h}`, refType: 'video_job' });
+        await placeHold(zdb, {
+          accountId,
+          apiKeyId: keyId,
+          holdId: h,
+          amount: 100,
+          idempotencyKey: `h:${h}`,
+          refType: 'video_job',
+        });
         await settleHold(zdb, { holdId: h, charge: 60, idempotencyKey: `s:${h}` });
         const after = (await zdb.query('SELECT now() AS t')).rows[0].t as Date;
-        const rows = (await zdb.query('SELECT period FROM api_key_spend WHERE api_key_id = $1 ORDER BY period', [keyId])).rows.map((r) => r.period);
-        const expected = [await budgetPeriodsAt(zdb, before), await budgetPeriodsAt(zdb, after)].map((p) => [p.day, p.month]);
+        const rows = (
+          await zdb.query('SELECT period FROM api_key_spend WHERE api_key_id = $1 ORDER BY period', [keyId])
+        ).rows.map((r) => r.period);
+        const expected = [await budgetPeriodsAt(zdb, before), await budgetPeriodsAt(zdb, after)].map((p) => [
+          p.day,
+          p.month,
+        ]);
         expect(expected).toContainEqual(rows);
         expect((await keySpend(zdb, [keyId])).get(keyId)).toEqual({ day: 60, month: 60 });
       }
@@ -176,15 +262,21 @@ describe('BUDGET_TIME_ZONE moves the period boundaries', () => {
 
 test('only a changed budget moves the fence and has its saving wait for it', async () => {
   const { accountId, keyId } = await keyOf(1_000);
-  const fence = async () => (await db.query('SELECT budget_fence_at FROM accounts WHERE id = $1', [accountId])).rows[0].budget_fence_at as Date | null;
+  const fence = async () =>
+    (await db.query('SELECT budget_fence_at FROM accounts WHERE id = $1', [accountId])).rows[0]
+      .budget_fence_at as Date | null;
   expect(await setKeyLimits(db, accountId, keyId, { rpm: 5, budgetDayVnd: null }, 100)).toEqual({ bindsInMs: 0 });
   expect(await fence()).toBeNull();
-  expect(await setKeyLimits(db, accountId, keyId, { budgetDayVnd: 500 }, 100)).toEqual({ bindsInMs: 100 + BUDGET_FENCE_MARGIN_MS });
+  expect(await setKeyLimits(db, accountId, keyId, { budgetDayVnd: 500 }, 100)).toEqual({
+    bindsInMs: 100 + BUDGET_FENCE_MARGIN_MS,
+  });
   const first = await fence();
   expect(first).not.toBeNull();
   expect(await setKeyLimits(db, accountId, keyId, { rpm: 6, budgetDayVnd: 500 }, 100)).toEqual({ bindsInMs: 0 });
   expect(await fence()).toEqual(first);
-  expect(await setAccountLimits(db, accountId, { budgetMonthVnd: 9_000 }, 100)).toEqual({ bindsInMs: 100 + BUDGET_FENCE_MARGIN_MS });
+  expect(await setAccountLimits(db, accountId, { budgetMonthVnd: 9_000 }, 100)).toEqual({
+    bindsInMs: 100 + BUDGET_FENCE_MARGIN_MS,
+  });
   expect((await fence())!.getTime()).toBeGreaterThanOrEqual(first!.getTime());
   expect(await setKeyLimits(db, accountId, randomUUID(), { rpm: 1 })).toBe(false);
   expect(await setAccountLimits(db, randomUUID(), { rpm: 1 })).toBe(false);

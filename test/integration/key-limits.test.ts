@@ -13,18 +13,26 @@ import { eventually } from '../support/video';
  * shared Redis limiter (a key prefix of this run's own) and with the in-process one.
  */
 
-const modes: [string, string | null][] = [['redis', 'redis://127.0.0.1:6379'], ['memory', null]];
+const modes: [string, string | null][] = [
+  ['redis', 'redis://127.0.0.1:6379'],
+  ['memory', null],
+];
 
 describe.each(modes)('rate limits (%s limiter)', (mode, redisUrl) => {
   let gw: TestGateway;
   beforeAll(async () => {
-    gw = await startGateway({ redisUrl, redisKeyPrefix: `gw-test:${randomUUID()}:`, logLevel: 'silent' }, { temporal: false });
+    gw = await startGateway(
+      { redisUrl, redisKeyPrefix: `gw-test:${randomUUID()}:`, logLevel: 'silent' },
+      { temporal: false },
+    );
     if (redisUrl) await (gw.deps.limiter as unknown as { ready(): Promise<boolean> }).ready();
   });
   afterAll(() => gw.close());
 
-  const chat = (key: string, max = 20) => new OpenAI({ apiKey: key, baseURL: `${gw.url}/v1`, maxRetries: 0 })
-    .chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }], max_tokens: max }).withResponse();
+  const chat = (key: string, max = 20) =>
+    new OpenAI({ apiKey: key, baseURL: `${gw.url}/v1`, maxRetries: 0 }).chat.completions
+      .create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }], max_tokens: max })
+      .withResponse();
 
   test('requests per minute: exactly the limit is admitted, the rest get 429 rate_limit_exceeded with Retry-After, uncharged and never sent upstream', async () => {
     expect(gw.deps.limiter.mode).toBe(mode);
@@ -32,7 +40,9 @@ describe.each(modes)('rate limits (%s limiter)', (mode, redisUrl) => {
     await setKeyLimits(gw.deps.db, accountId, keyId, { rpm: 5 });
     const upstreamBefore = gw.emulator.control.requests.length;
     const results = await Promise.allSettled(Array.from({ length: 12 }, () => chat(key)));
-    const ok = results.filter((r) => r.status === 'fulfilled') as PromiseFulfilledResult<Awaited<ReturnType<typeof chat>>>[];
+    const ok = results.filter((r) => r.status === 'fulfilled') as PromiseFulfilledResult<
+      Awaited<ReturnType<typeof chat>>
+    >[];
     const refused = results.filter((r) => r.status === 'rejected').map((r) => (r as PromiseRejectedResult).reason);
     expect(ok).toHaveLength(5);
     expect(refused).toHaveLength(7);
@@ -49,7 +59,9 @@ describe.each(modes)('rate limits (%s limiter)', (mode, redisUrl) => {
     expect(ok[0].value.response.headers.get('x-ratelimit-reset-requests')).toMatch(/^(\d+m)?\d+(\.\d+)?s$|^\d+ms$/);
     expect(gw.emulator.control.requests.length - upstreamBefore).toBe(5);
     await gw.deps.credit.flush();
-    const rows = await gw.deps.db.query('SELECT count(*)::int AS n FROM usage_records WHERE account_id = $1', [accountId]);
+    const rows = await gw.deps.db.query('SELECT count(*)::int AS n FROM usage_records WHERE account_id = $1', [
+      accountId,
+    ]);
     expect(rows.rows[0].n).toBe(5);
   });
 
@@ -84,13 +96,19 @@ describe.each(modes)('rate limits (%s limiter)', (mode, redisUrl) => {
     const { accountId, key, keyId } = await gw.account(1_000_000);
     await setKeyLimits(gw.deps.db, accountId, keyId, { rpm: 1, tpm: 100_000 });
     const a = new Anthropic({ apiKey: key, baseURL: gw.url, maxRetries: 0 });
-    const ok = await a.messages.create({ model: 'claude-haiku-4-5', max_tokens: 50, messages: [{ role: 'user', content: 'hi' }] }).withResponse();
+    const ok = await a.messages
+      .create({ model: 'claude-haiku-4-5', max_tokens: 50, messages: [{ role: 'user', content: 'hi' }] })
+      .withResponse();
     expect(ok.response.headers.get('anthropic-ratelimit-requests-limit')).toBe('1');
     expect(ok.response.headers.get('anthropic-ratelimit-requests-remaining')).toBe('0');
     expect(ok.response.headers.get('anthropic-ratelimit-tokens-limit')).toBe('100000');
-    expect(Date.parse(ok.response.headers.get('anthropic-ratelimit-requests-reset')!)).toBeGreaterThan(Date.now() - 1000);
+    expect(Date.parse(ok.response.headers.get('anthropic-ratelimit-requests-reset')!)).toBeGreaterThan(
+      Date.now() - 1000,
+    );
     expect(ok.response.headers.get('x-ratelimit-limit-requests')).toBeNull();
-    const e = await a.messages.create({ model: 'claude-haiku-4-5', max_tokens: 50, messages: [{ role: 'user', content: 'hi' }] }).catch((x) => x);
+    const e = await a.messages
+      .create({ model: 'claude-haiku-4-5', max_tokens: 50, messages: [{ role: 'user', content: 'hi' }] })
+      .catch((x) => x);
     expect(e).toBeInstanceOf(Anthropic.RateLimitError);
     expect(e.error).toMatchObject({ type: 'error', error: { type: 'rate_limit_error' } });
     expect(Number(e.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
@@ -100,16 +118,25 @@ describe.each(modes)('rate limits (%s limiter)', (mode, redisUrl) => {
     const { accountId, key, keyId } = await gw.account(1_000_000);
     await setKeyLimits(gw.deps.db, accountId, keyId, { rpm: 100, tpm: 1_000_000 });
     const openai = new OpenAI({ apiKey: key, baseURL: `${gw.url}/v1`, maxRetries: 0 });
-    const chatStream = await openai.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }], max_tokens: 20, stream: true }).withResponse();
-    for await (const _ of chatStream.data) { /* drain */ }
+    const chatStream = await openai.chat.completions
+      .create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }], max_tokens: 20, stream: true })
+      .withResponse();
+    for await (const _ of chatStream.data) {
+      /* drain */
+    }
     expect(chatStream.response.headers.get('x-ratelimit-limit-requests')).toBe('100');
     expect(chatStream.response.headers.get('x-ratelimit-remaining-tokens')).toMatch(/^\d+$/);
     const resp = await openai.responses.create({ model: 'gpt-4o-mini', input: 'hi', stream: true }).withResponse();
-    for await (const _ of resp.data) { /* drain */ }
+    for await (const _ of resp.data) {
+      /* drain */
+    }
     expect(resp.response.headers.get('x-ratelimit-remaining-requests')).toBe('98');
     const msg = await new Anthropic({ apiKey: key, baseURL: gw.url, maxRetries: 0 }).messages
-      .create({ model: 'claude-haiku-4-5', max_tokens: 20, stream: true, messages: [{ role: 'user', content: 'hi' }] }).withResponse();
-    for await (const _ of msg.data) { /* drain */ }
+      .create({ model: 'claude-haiku-4-5', max_tokens: 20, stream: true, messages: [{ role: 'user', content: 'hi' }] })
+      .withResponse();
+    for await (const _ of msg.data) {
+      /* drain */
+    }
     expect(msg.response.headers.get('anthropic-ratelimit-requests-remaining')).toBe('97');
   });
 
@@ -129,10 +156,20 @@ describe.each(modes)('rate limits (%s limiter)', (mode, redisUrl) => {
     // A validation error (400), an unknown model (404), a GET: the window as it stands, this request not counted.
     const bad = await openai.chat.completions.create({ model: 'gpt-4o-mini', messages: 'hi' as never }).catch((x) => x);
     expect(bad).toBeInstanceOf(OpenAI.BadRequestError);
-    const unknown = await openai.chat.completions.create({ model: 'no-such-model', messages: [{ role: 'user', content: 'hi' }] }).catch((x) => x);
+    const unknown = await openai.chat.completions
+      .create({ model: 'no-such-model', messages: [{ role: 'user', content: 'hi' }] })
+      .catch((x) => x);
     expect(unknown.status).toBe(404);
-    await eventually(async () => (await openai.models.list().withResponse()).response.headers.get('x-ratelimit-remaining-tokens') === String(10_000 - used));
-    for (const h of [bad.headers, unknown.headers, (await openai.models.retrieve('gpt-4o-mini').withResponse()).response.headers]) {
+    await eventually(
+      async () =>
+        (await openai.models.list().withResponse()).response.headers.get('x-ratelimit-remaining-tokens') ===
+        String(10_000 - used),
+    );
+    for (const h of [
+      bad.headers,
+      unknown.headers,
+      (await openai.models.retrieve('gpt-4o-mini').withResponse()).response.headers,
+    ]) {
       expect(h.get('x-ratelimit-limit-requests')).toBe('5');
       expect(h.get('x-ratelimit-remaining-requests')).toBe('4');
       // The admitted request's bound until its correction to the actual tokens reaches the window, then those.
@@ -142,7 +179,8 @@ describe.each(modes)('rate limits (%s limiter)', (mode, redisUrl) => {
     }
     // On /v1/messages the Anthropic form: a 400 (max_tokens missing) carries them, the OpenAI ones not.
     const e = await new Anthropic({ apiKey: key, baseURL: gw.url, maxRetries: 0 }).messages
-      .create({ model: 'claude-haiku-4-5', messages: [{ role: 'user', content: 'hi' }] } as never).catch((x) => x);
+      .create({ model: 'claude-haiku-4-5', messages: [{ role: 'user', content: 'hi' }] } as never)
+      .catch((x) => x);
     expect(e).toBeInstanceOf(Anthropic.BadRequestError);
     expect(e.headers.get('anthropic-ratelimit-requests-limit')).toBe('5');
     expect(e.headers.get('anthropic-ratelimit-requests-remaining')).toBe('4');
@@ -158,7 +196,9 @@ describe.each(modes)('rate limits (%s limiter)', (mode, redisUrl) => {
     const { accountId, key } = await gw.account(1_000_000);
     const free = await chat(key);
     expect(free.response.headers.get('x-ratelimit-limit-requests')).toBeNull();
-    const freeModels = await new OpenAI({ apiKey: key, baseURL: `${gw.url}/v1`, maxRetries: 0 }).models.list().withResponse();
+    const freeModels = await new OpenAI({ apiKey: key, baseURL: `${gw.url}/v1`, maxRetries: 0 }).models
+      .list()
+      .withResponse();
     expect([...freeModels.response.headers.keys()].filter((h) => h.includes('ratelimit'))).toEqual([]);
     await setAccountLimits(gw.deps.db, accountId, { rpm: 2 });
     const k2 = await createApiKey(gw.deps.db, accountId, 'second');
@@ -181,10 +221,17 @@ describe('budgets and expiry', () => {
     const client = new OpenAI({ apiKey: key, baseURL: `${gw.url}/v1`, maxRetries: 0 });
     // gpt-4o, a 4000-character prompt, max_tokens 5: each reserves ~265 VND and costs ~67, so sixty cost more than
     // the budget (a request waits for its neighbours' unused reservations rather than being refused for them).
-    const call = () => client.chat.completions.create({ model: 'gpt-4o', messages: [{ role: 'user', content: 'x'.repeat(4000) }], max_tokens: 5 });
+    const call = () =>
+      client.chat.completions.create({
+        model: 'gpt-4o',
+        messages: [{ role: 'user', content: 'x'.repeat(4000) }],
+        max_tokens: 5,
+      });
     const upstreamBefore = gw.emulator.control.requests.length;
     const results = await Promise.allSettled(Array.from({ length: 60 }, call));
-    expect(gw.emulator.control.requests.length - upstreamBefore).toBe(results.filter((r) => r.status === 'fulfilled').length);
+    expect(gw.emulator.control.requests.length - upstreamBefore).toBe(
+      results.filter((r) => r.status === 'fulfilled').length,
+    );
     const refused = results.filter((r) => r.status === 'rejected').map((r) => (r as PromiseRejectedResult).reason);
     expect(refused.length).toBeGreaterThan(0);
     for (const e of refused) {
@@ -192,7 +239,11 @@ describe('budgets and expiry', () => {
       expect(e.code).toBe('budget_exceeded');
     }
     await gw.deps.credit.flush();
-    const spent = (await gw.deps.db.query('SELECT COALESCE(sum(cost_vnd), 0)::int AS v FROM usage_records WHERE api_key_id = $1', [keyId])).rows[0].v;
+    const spent = (
+      await gw.deps.db.query('SELECT COALESCE(sum(cost_vnd), 0)::int AS v FROM usage_records WHERE api_key_id = $1', [
+        keyId,
+      ])
+    ).rows[0].v;
     expect(spent).toBeGreaterThan(0);
     expect(spent).toBeLessThanOrEqual(budget);
     await gw.deps.credit.close();
@@ -207,19 +258,29 @@ describe('budgets and expiry', () => {
     const { accountId, key, keyId } = await gw.account(1_000_000);
     await setKeyLimits(gw.deps.db, accountId, keyId, { budgetDayVnd: 0 });
     const upstreamBefore = gw.emulator.control.requests.length;
-    const ask = (k: string) => new Anthropic({ apiKey: k, baseURL: gw.url, maxRetries: 0 }).messages
-      .create({ model: 'claude-haiku-4-5', max_tokens: 50, messages: [{ role: 'user', content: 'hi' }] }).catch((x) => x);
+    const ask = (k: string) =>
+      new Anthropic({ apiKey: k, baseURL: gw.url, maxRetries: 0 }).messages
+        .create({ model: 'claude-haiku-4-5', max_tokens: 50, messages: [{ role: 'user', content: 'hi' }] })
+        .catch((x) => x);
     const e = await ask(key);
     expect(e).toBeInstanceOf(Anthropic.APIError);
     expect(e.status).toBe(402);
-    expect(e.error).toMatchObject({ type: 'error', error: { type: 'billing_error', code: 'budget_exceeded', message: expect.stringMatching(/^This API key's daily budget is exhausted/) } });
+    expect(e.error).toMatchObject({
+      type: 'error',
+      error: {
+        type: 'billing_error',
+        code: 'budget_exceeded',
+        message: expect.stringMatching(/^This API key's daily budget is exhausted/),
+      },
+    });
     const empty = await gw.account(0);
     const poor = await ask(empty.key);
     expect(poor.status).toBe(402);
     expect(poor.error).toMatchObject({ type: 'error', error: { type: 'billing_error', code: 'insufficient_balance' } });
     // The same refusal on the OpenAI interface, for comparison.
     const o = await new OpenAI({ apiKey: key, baseURL: `${gw.url}/v1`, maxRetries: 0 }).chat.completions
-      .create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }], max_tokens: 5 }).catch((x) => x);
+      .create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }], max_tokens: 5 })
+      .catch((x) => x);
     expect([o.status, o.code, o.type]).toEqual([402, 'budget_exceeded', 'insufficient_quota']);
     expect(gw.emulator.control.requests.length).toBe(upstreamBefore);
   });
@@ -240,7 +301,15 @@ describe('REDIS_URL set but Redis unreachable from the start', () => {
   let gw: TestGateway;
   beforeAll(async () => {
     // Port 1 on loopback: nothing listens there, connections are refused at once.
-    gw = await startGateway({ redisUrl: 'redis://127.0.0.1:1', redisKeyPrefix: `gw-test:${randomUUID()}:`, logLevel: 'silent', temporalAddress: 'off' }, { temporal: false });
+    gw = await startGateway(
+      {
+        redisUrl: 'redis://127.0.0.1:1',
+        redisKeyPrefix: `gw-test:${randomUUID()}:`,
+        logLevel: 'silent',
+        temporalAddress: 'off',
+      },
+      { temporal: false },
+    );
   });
   afterAll(() => gw.close());
 
@@ -248,14 +317,21 @@ describe('REDIS_URL set but Redis unreachable from the start', () => {
     const { accountId, key, keyId } = await gw.account(1_000_000);
     await setKeyLimits(gw.deps.db, accountId, keyId, { rpm: 2 });
     const client = new OpenAI({ apiKey: key, baseURL: `${gw.url}/v1`, maxRetries: 0 });
-    const call = () => client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }], max_tokens: 5 });
+    const call = () =>
+      client.chat.completions.create({
+        model: 'gpt-4o-mini',
+        messages: [{ role: 'user', content: 'hi' }],
+        max_tokens: 5,
+      });
     await call();
     await call();
     const third = await call().catch((e) => e);
     expect([third.status, third.code]).toEqual([429, 'rate_limit_exceeded']);
     const ready = await fetch(`${gw.url}/readyz`);
     expect(ready.status).toBe(200);
-    expect(((await ready.json()) as { checks: Record<string, string> }).checks.ratelimit).toBe('memory (redis unreachable)');
+    expect(((await ready.json()) as { checks: Record<string, string> }).checks.ratelimit).toBe(
+      'memory (redis unreachable)',
+    );
     const metrics = await (await fetch(`${gw.url}/metrics`)).text();
     expect(metrics).toMatch(/^gateway_ratelimit_redis_up 0$/m);
     expect(metrics).toMatch(/^gateway_ratelimit_local_decisions_total 3$/m);

@@ -1,7 +1,15 @@
 import { randomUUID } from 'node:crypto';
 import { createPool, type Db } from '../../src/db/pool';
 import {
-  getBalance, InsufficientFunds, listLedger, placeHold, releaseHold, settleHold, topUp, verifyProjections, chargeHolds,
+  getBalance,
+  InsufficientFunds,
+  listLedger,
+  placeHold,
+  releaseHold,
+  settleHold,
+  topUp,
+  verifyProjections,
+  chargeHolds,
 } from '../../src/billing/ledger';
 import { fundedAccount } from '../support/records';
 
@@ -16,7 +24,9 @@ const funded = (amount: number) => fundedAccount(db, amount, 'ledger-test');
 test('50 concurrent holds against a balance that covers 10 place exactly 10', async () => {
   const acc = await funded(10 * 7_000);
   const results = await Promise.allSettled(
-    Array.from({ length: 50 }, () => placeHold(db, { accountId: acc, holdId: randomUUID(), amount: 7_000, idempotencyKey: `h:${randomUUID()}` })),
+    Array.from({ length: 50 }, () =>
+      placeHold(db, { accountId: acc, holdId: randomUUID(), amount: 7_000, idempotencyKey: `h:${randomUUID()}` }),
+    ),
   );
   const ok = results.filter((r) => r.status === 'fulfilled').length;
   const refused = results.filter((r) => r.status === 'rejected' && r.reason instanceof InsufficientFunds).length;
@@ -50,24 +60,31 @@ test('charges are limited to the hold and replays of charges are skipped', async
   const acc = await funded(5_000);
   const holdId = randomUUID();
   await placeHold(db, { accountId: acc, holdId, amount: 2_000, idempotencyKey: `h:${holdId}` });
-  expect(await chargeHolds(db, [{ holdId, amount: 1_500, idempotencyKey: `c1:${holdId}` }, { holdId, amount: 1_500, idempotencyKey: `c1:${holdId}` }])).toBe(1);
+  expect(
+    await chargeHolds(db, [
+      { holdId, amount: 1_500, idempotencyKey: `c1:${holdId}` },
+      { holdId, amount: 1_500, idempotencyKey: `c1:${holdId}` },
+    ]),
+  ).toBe(1);
   await expect(chargeHolds(db, [{ holdId, amount: 600, idempotencyKey: `c2:${holdId}` }])).rejects.toThrow(/exceeds/);
   expect(await getBalance(db, acc)).toEqual({ balance: 3_500, held: 500, available: 3_000 });
 });
 
 test('projections equal a rebuild from the events after mixed concurrent traffic', async () => {
   const acc = await funded(100_000);
-  await Promise.all(Array.from({ length: 30 }, async (_, i) => {
-    const holdId = randomUUID();
-    try {
-      await placeHold(db, { accountId: acc, holdId, amount: 5_000, idempotencyKey: `h:${holdId}` });
-    } catch (e) {
-      if (e instanceof InsufficientFunds) return;
-      throw e;
-    }
-    if (i % 3 === 0) await releaseHold(db, { holdId, idempotencyKey: `r:${holdId}` });
-    else await settleHold(db, { holdId, charge: 1_000 * (i % 5), idempotencyKey: `s:${holdId}` });
-  }));
+  await Promise.all(
+    Array.from({ length: 30 }, async (_, i) => {
+      const holdId = randomUUID();
+      try {
+        await placeHold(db, { accountId: acc, holdId, amount: 5_000, idempotencyKey: `h:${holdId}` });
+      } catch (e) {
+        if (e instanceof InsufficientFunds) return;
+        throw e;
+      }
+      if (i % 3 === 0) await releaseHold(db, { holdId, idempotencyKey: `r:${holdId}` });
+      else await settleHold(db, { holdId, charge: 1_000 * (i % 5), idempotencyKey: `s:${holdId}` });
+    }),
+  );
   expect(await verifyProjections(db)).toEqual([]);
   const b = await getBalance(db, acc);
   expect(b!.held).toBe(0);
@@ -94,7 +111,11 @@ test('a batch over several holds and accounts moves each projection by its new c
     { holdId: hb, amount: 500, idempotencyKey: `n4:${hb}` }, // repeated inside the batch: once
   ]);
   expect(applied).toBe(4);
-  expect(await getBalance(db, a)).toEqual({ balance: 10_000 - 100 - 200 - 300 - 400, held: 6_000 - 1_000, available: 10_000 - 1_000 - 5_000 });
+  expect(await getBalance(db, a)).toEqual({
+    balance: 10_000 - 100 - 200 - 300 - 400,
+    held: 6_000 - 1_000,
+    available: 10_000 - 1_000 - 5_000,
+  });
   expect(await getBalance(db, b)).toEqual({ balance: 9_500, held: 2_500, available: 7_000 });
   expect(await verifyProjections(db)).toEqual([]);
 });

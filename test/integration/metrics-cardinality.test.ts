@@ -22,10 +22,13 @@ afterAll(async () => {
 function send(method: string, path: string): Promise<number> {
   const u = new URL(gw.url);
   return new Promise((resolve, reject) => {
-    const req = http.request({ host: u.hostname, port: u.port, method, path, agent, headers: { authorization: `Bearer ${key}` } }, (res) => {
-      res.resume();
-      res.on('end', () => resolve(res.statusCode ?? 0));
-    });
+    const req = http.request(
+      { host: u.hostname, port: u.port, method, path, agent, headers: { authorization: `Bearer ${key}` } },
+      (res) => {
+        res.resume();
+        res.on('end', () => resolve(res.statusCode ?? 0));
+      },
+    );
     req.on('error', reject);
     req.end();
   });
@@ -34,7 +37,12 @@ function send(method: string, path: string): Promise<number> {
 /** The gateway's own series (metric name and labels, without the value). */
 async function series(): Promise<Set<string>> {
   const text = await (await fetch(gw.url + '/metrics')).text();
-  return new Set(text.split('\n').filter((l) => l.startsWith('gateway_')).map((l) => l.slice(0, l.lastIndexOf(' '))));
+  return new Set(
+    text
+      .split('\n')
+      .filter((l) => l.startsWith('gateway_'))
+      .map((l) => l.slice(0, l.lastIndexOf(' '))),
+  );
 }
 
 /** Requests for things that do not exist: unknown paths, known paths with other methods, unknown path parameters. */
@@ -58,11 +66,13 @@ test('1,000 distinct unknown paths, methods and path parameters add no label val
   const before = await series();
   const tokens: string[] = [];
   for (let i = 0; i < 1000; i += 10) {
-    await Promise.all(shapes.map((shape) => {
-      const token = `z${randomBytes(6).toString('hex')}`;
-      tokens.push(token);
-      return send(...shape(token));
-    }));
+    await Promise.all(
+      shapes.map((shape) => {
+        const token = `z${randomBytes(6).toString('hex')}`;
+        tokens.push(token);
+        return send(...shape(token));
+      }),
+    );
   }
   const after = await series();
   expect([...after].filter((s) => !before.has(s))).toEqual([]);

@@ -33,16 +33,30 @@ async function limiterMode(url: string): Promise<string> {
 }
 
 async function startRedis(): Promise<void> {
-  redis = spawn('redis-server', ['--port', String(redisPort), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
-  await eventually(() => new Promise<boolean>((resolve) => {
-    const c = net.connect(redisPort, '127.0.0.1', () => { c.destroy(); resolve(true); });
-    c.on('error', () => resolve(false));
-  }), 10_000);
+  redis = spawn(
+    'redis-server',
+    ['--port', String(redisPort), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
+    { stdio: 'ignore' },
+  );
+  await eventually(
+    () =>
+      new Promise<boolean>((resolve) => {
+        const c = net.connect(redisPort, '127.0.0.1', () => {
+          c.destroy();
+          resolve(true);
+        });
+        c.on('error', () => resolve(false));
+      }),
+    10_000,
+  );
 }
 
 async function stopRedis(): Promise<void> {
   if (redis.exitCode !== null || redis.signalCode !== null) return;
-  await new Promise<void>((r) => { redis.once('exit', () => r()); redis.kill('SIGKILL'); });
+  await new Promise<void>((r) => {
+    redis.once('exit', () => r());
+    redis.kill('SIGKILL');
+  });
 }
 
 beforeAll(async () => {
@@ -51,8 +65,14 @@ beforeAll(async () => {
   redisPort = await freePort();
   await startRedis();
   const env = {
-    DATABASE_URL: process.env.DATABASE_URL, REDIS_URL: `redis://127.0.0.1:${redisPort}`, REDIS_KEY_PREFIX: `gw-test:${randomUUID()}:`,
-    TEMPORAL_ADDRESS: 'off', EMULATOR_URL: emulator.url, LOG_LEVEL: 'silent', KEY_CACHE_MS: '200', CREDIT_FLUSH_MS: '50',
+    DATABASE_URL: process.env.DATABASE_URL,
+    REDIS_URL: `redis://127.0.0.1:${redisPort}`,
+    REDIS_KEY_PREFIX: `gw-test:${randomUUID()}:`,
+    TEMPORAL_ADDRESS: 'off',
+    EMULATOR_URL: emulator.url,
+    LOG_LEVEL: 'silent',
+    KEY_CACHE_MS: '200',
+    CREDIT_FLUSH_MS: '50',
   };
   apis = await Promise.all([0, 1, 2].map(() => spawnTsChild('apiChild.ts', env)));
   urls = apis.map((a) => `http://127.0.0.1:${a.firstLine.trim()}`);
@@ -67,7 +87,10 @@ afterAll(async () => {
   await db?.end();
 });
 
-async function keyWith(limits: Parameters<typeof setKeyLimits>[3], balance = 1_000_000): Promise<{ accountId: string; keyId: string; key: string }> {
+async function keyWith(
+  limits: Parameters<typeof setKeyLimits>[3],
+  balance = 1_000_000,
+): Promise<{ accountId: string; keyId: string; key: string }> {
   const accountId = await createAccount(db, 'multi-process');
   await topUp(db, { accountId, amount: balance, idempotencyKey: `t:${randomUUID()}` });
   const k = await createApiKey(db, accountId, 'burst');
@@ -78,14 +101,21 @@ async function keyWith(limits: Parameters<typeof setKeyLimits>[3], balance = 1_0
 /** `n` concurrent chat requests spread round-robin over the three processes. */
 async function burst(key: string, n: number, body: { model: string; max_tokens: number }, content = 'hello') {
   const clients = urls.map((u) => new OpenAI({ apiKey: key, baseURL: `${u}/v1`, maxRetries: 0 }));
-  const results = await Promise.allSettled(Array.from({ length: n }, (_, i) =>
-    clients[i % 3].chat.completions.create({ ...body, messages: [{ role: 'user', content }] }).withResponse()));
+  const results = await Promise.allSettled(
+    Array.from({ length: n }, (_, i) =>
+      clients[i % 3].chat.completions.create({ ...body, messages: [{ role: 'user', content }] }).withResponse(),
+    ),
+  );
   const ok = results.filter((r) => r.status === 'fulfilled').length;
   const errors = results.filter((r) => r.status === 'rejected').map((r) => (r as PromiseRejectedResult).reason);
-  return { ok, errors, perProcess: [0, 1, 2].map((p) => results.filter((r, i) => i % 3 === p && r.status === 'fulfilled').length) };
+  return {
+    ok,
+    errors,
+    perProcess: [0, 1, 2].map((p) => results.filter((r, i) => i % 3 === p && r.status === 'fulfilled').length),
+  };
 }
 
-test('a burst over a key\'s RPM across three processes admits exactly the limit', async () => {
+test("a burst over a key's RPM across three processes admits exactly the limit", async () => {
   const { key } = await keyWith({ rpm: 10 });
   const before = emulator.control.requests.length;
   const { ok, errors } = await burst(key, 45, { model: 'gpt-4o-mini', max_tokens: 10 });
@@ -95,11 +125,12 @@ test('a burst over a key\'s RPM across three processes admits exactly the limit'
   expect(emulator.control.requests.length - before).toBe(10);
 });
 
-test('a burst over a key\'s TPM across three processes admits exactly what the token bound allows', async () => {
+test("a burst over a key's TPM across three processes admits exactly what the token bound allows", async () => {
   // The bound of one request, read from the tokens header of a key whose window is empty.
   const probe = await keyWith({ tpm: 1_000_000 });
   const first = await new OpenAI({ apiKey: probe.key, baseURL: `${urls[0]}/v1`, maxRetries: 0 }).chat.completions
-    .create({ model: 'gpt-4o-mini', max_tokens: 100, messages: [{ role: 'user', content: 'hello' }] }).withResponse();
+    .create({ model: 'gpt-4o-mini', max_tokens: 100, messages: [{ role: 'user', content: 'hello' }] })
+    .withResponse();
   const bound = 1_000_000 - Number(first.response.headers.get('x-ratelimit-remaining-tokens'));
   expect(bound).toBeGreaterThan(100);
   // Upstream answers held back, so no request settles (and frees its unused tokens) during the burst.
@@ -121,13 +152,23 @@ test('a concurrent burst against a daily budget across three processes never spe
   // characters a token). Bursts of 30 run into the reservations in flight at once, and over the rounds the spend
   // itself reaches the budget, after which everything is refused.
   const rounds = [];
-  for (let i = 0; i < 30 && rounds.at(-1)?.ok !== 0; i++) rounds.push(await burst(key, 30, { model: 'gpt-4o', max_tokens: 5 }, 'x'.repeat(4000)));
+  for (let i = 0; i < 30 && rounds.at(-1)?.ok !== 0; i++)
+    rounds.push(await burst(key, 30, { model: 'gpt-4o', max_tokens: 5 }, 'x'.repeat(4000)));
   expect(rounds.at(-1)!.ok).toBe(0);
   const errors = rounds.flatMap((r) => r.errors);
   for (const e of errors) expect([e.status, e.code]).toEqual([402, 'budget_exceeded']);
-  await eventually(async () => (await db.query(`SELECT count(*)::int AS n FROM holds WHERE api_key_id = $1 AND status = 'open'`, [keyId])).rows[0].n === 0, 30_000);
-  const spent = (await db.query('SELECT COALESCE(sum(cost_vnd), 0)::int AS v FROM usage_records WHERE api_key_id = $1', [keyId])).rows[0].v;
-  const ledger = (await db.query(`SELECT spent_vnd FROM api_key_spend WHERE api_key_id = $1 AND period LIKE 'day:%'`, [keyId])).rows[0]?.spent_vnd ?? 0;
+  await eventually(
+    async () =>
+      (await db.query(`SELECT count(*)::int AS n FROM holds WHERE api_key_id = $1 AND status = 'open'`, [keyId]))
+        .rows[0].n === 0,
+    30_000,
+  );
+  const spent = (
+    await db.query('SELECT COALESCE(sum(cost_vnd), 0)::int AS v FROM usage_records WHERE api_key_id = $1', [keyId])
+  ).rows[0].v;
+  const ledger =
+    (await db.query(`SELECT spent_vnd FROM api_key_spend WHERE api_key_id = $1 AND period LIKE 'day:%'`, [keyId]))
+      .rows[0]?.spent_vnd ?? 0;
   expect(spent).toBeGreaterThan(0);
   expect(spent).toBeLessThanOrEqual(budget);
   expect(ledger).toBe(spent);
@@ -135,7 +176,7 @@ test('a concurrent burst against a daily budget across three processes never spe
   expect(await verifyProjections(db)).toEqual([]);
 }, 120_000);
 
-test('a budget set while the key is served from the account\'s shared leases binds once saved: requests in flight on them count, and the spend never passes it', async () => {
+test("a budget set while the key is served from the account's shared leases binds once saved: requests in flight on them count, and the spend never passes it", async () => {
   const { accountId, keyId, key } = await keyWith({});
   const body = { model: 'gpt-4o', max_tokens: 5 };
   const prompt = 'x'.repeat(4000); // reserves ~265 VND, costs ~67 (see the daily budget test)
@@ -145,9 +186,17 @@ test('a budget set while the key is served from the account\'s shared leases bin
   emulator.control.reset();
   emulator.control.addFault({ match: 'POST /openai/v1/chat/completions', delayMs: 2_500, times: 30 });
   let slowDoneAt = 0;
-  const slow = burst(key, 30, body, prompt).finally(() => { slowDoneAt = Date.now(); });
+  const slow = burst(key, 30, body, prompt).finally(() => {
+    slowDoneAt = Date.now();
+  });
   await eventually(async () => emulator.control.faultsApplied === 30);
-  const usage = async () => (await db.query('SELECT count(*)::int AS n, COALESCE(sum(cost_vnd), 0)::int AS v FROM usage_records WHERE api_key_id = $1', [keyId])).rows[0] as { n: number; v: number };
+  const usage = async () =>
+    (
+      await db.query(
+        'SELECT count(*)::int AS n, COALESCE(sum(cost_vnd), 0)::int AS v FROM usage_records WHERE api_key_id = $1',
+        [keyId],
+      )
+    ).rows[0] as { n: number; v: number };
   await eventually(async () => (await usage()).n === 6);
   // What the slow thirty will cost, and room for about one more request's reservation: a budget that ignored them
   // (granting its room to later requests while they are still in flight) would be passed when they settle.
@@ -174,7 +223,9 @@ test('a budget set while the key is served from the account\'s shared leases bin
   await eventually(async () => (await usage()).n === served, 30_000);
   const spent = (await usage()).v;
   expect(spent).toBeLessThanOrEqual(budget);
-  const ledger = (await db.query(`SELECT spent_vnd FROM api_key_spend WHERE api_key_id = $1 AND period LIKE 'day:%'`, [keyId])).rows[0].spent_vnd;
+  const ledger = (
+    await db.query(`SELECT spent_vnd FROM api_key_spend WHERE api_key_id = $1 AND period LIKE 'day:%'`, [keyId])
+  ).rows[0].spent_vnd;
   expect(Number(ledger)).toBe(spent);
   expect(await verifyProjections(db)).toEqual([]);
 }, 120_000);
@@ -202,12 +253,20 @@ async function sustained(key: string, process: number, concurrency: number, coun
   const client = new OpenAI({ apiKey: key, baseURL: `${urls[process]}/v1`, maxRetries: 0 });
   const answers: { status: number; retryMs: number; code?: string }[] = [];
   let next = 0;
-  await Promise.all(Array.from({ length: concurrency }, async () => {
-    while (next++ < count) {
-      answers.push(await client.chat.completions.create({ model: 'gpt-4o-mini', max_tokens: 10, messages: [{ role: 'user', content: 'hi' }] })
-        .then(() => ({ status: 200, retryMs: 0 }), (e) => ({ status: e.status, retryMs: Number(e.headers?.get('retry-after-ms')), code: e.code })));
-    }
-  }));
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (next++ < count) {
+        answers.push(
+          await client.chat.completions
+            .create({ model: 'gpt-4o-mini', max_tokens: 10, messages: [{ role: 'user', content: 'hi' }] })
+            .then(
+              () => ({ status: 200, retryMs: 0 }),
+              (e) => ({ status: e.status, retryMs: Number(e.headers?.get('retry-after-ms')), code: e.code }),
+            ),
+        );
+      }
+    }),
+  );
   return { ok: answers.filter((a) => a.status === 200).length, answers };
 }
 
@@ -259,8 +318,13 @@ test('a lowered limit binds at once: slices leased under the old one admit nothi
 test('Redis killed while requests are in flight: every request is answered (none 5xx), serving goes on, /readyz says so', async () => {
   const { key } = await keyWith({ rpm: 1_000, tpm: 10_000_000 });
   const clients = urls.map((u) => new OpenAI({ apiKey: key, baseURL: `${u}/v1`, maxRetries: 0 }));
-  const call = (i: number) => clients[i % 3].chat.completions.create({ model: 'gpt-4o-mini', max_tokens: 10, messages: [{ role: 'user', content: 'hi' }] })
-    .then(() => 200, (e) => e.status ?? String(e));
+  const call = (i: number) =>
+    clients[i % 3].chat.completions
+      .create({ model: 'gpt-4o-mini', max_tokens: 10, messages: [{ role: 'user', content: 'hi' }] })
+      .then(
+        () => 200,
+        (e) => e.status ?? String(e),
+      );
   emulator.control.settings.latencyMs = 100; // so that requests are in flight (checked, waiting upstream) at the kill
   try {
     const answers: Promise<number | string>[] = [];
@@ -301,7 +365,8 @@ test('Redis stopped mid-test: every process keeps serving and keeps limiting, pe
   // Each process now grants the key's limit on its own: still limited (never open), never a 500.
   expect(during.perProcess).toEqual([2, 2, 2]);
   for (const e of during.errors) expect([e.status, e.code]).toEqual([429, 'rate_limit_exceeded']);
-  for (const u of urls) expect(await (await fetch(`${u}/metrics`)).text()).toMatch(/^gateway_ratelimit_local_decisions_total [1-9]/m);
+  for (const u of urls)
+    expect(await (await fetch(`${u}/metrics`)).text()).toMatch(/^gateway_ratelimit_local_decisions_total [1-9]/m);
 
   // Redis back: the processes reconnect and share the window again.
   await startRedis();

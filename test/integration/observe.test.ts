@@ -16,14 +16,16 @@ test('a request abandoned by its client is counted with status 499', async () =>
   gw.emulator.control.settings.latencyMs = 300; // the upstream is still working when the client gives up
   const ac = new AbortController();
   const pending = fetch(gw.url + '/v1/chat/completions', {
-    method: 'POST', signal: ac.signal,
+    method: 'POST',
+    signal: ac.signal,
     headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
     body: JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'never mind' }] }),
   }).catch(() => undefined);
   await new Promise((r) => setTimeout(r, 100));
   ac.abort();
   await pending;
-  const line = /gateway_http_requests_total\{route="\/v1\/chat\/completions",method="POST",status="(\d+)",model="gpt-4o-mini"\} (\d+)/;
+  const line =
+    /gateway_http_requests_total\{route="\/v1\/chat\/completions",method="POST",status="(\d+)",model="gpt-4o-mini"\} (\d+)/;
   let m: RegExpExecArray | null = null;
   for (let i = 0; i < 50 && !m; i++) {
     m = line.exec(await (await fetch(gw.url + '/metrics')).text());
@@ -38,14 +40,19 @@ test('request counts and charged VND are exact across scrapes (summed between sc
   gw.emulator.control.settings.latencyMs = 0;
   const scrape = async () => {
     const text = await (await fetch(gw.url + '/metrics')).text();
-    const count = /gateway_http_requests_total\{route="\/v1\/embeddings",method="POST",status="200",model="text-embedding-3-small"\} (\d+)/.exec(text);
+    const count =
+      /gateway_http_requests_total\{route="\/v1\/embeddings",method="POST",status="200",model="text-embedding-3-small"\} (\d+)/.exec(
+        text,
+      );
     const vnd = /gateway_charged_vnd_total\{operation="embeddings",model="text-embedding-3-small"\} (\d+)/.exec(text);
     return { count: Number(count?.[1] ?? 0), vnd: Number(vnd?.[1] ?? 0) };
   };
-  const embed = () => fetch(gw.url + '/v1/embeddings', {
-    method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
-    body: JSON.stringify({ model: 'text-embedding-3-small', input: 'count me' }),
-  }).then((r) => r.arrayBuffer());
+  const embed = () =>
+    fetch(gw.url + '/v1/embeddings', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
+      body: JSON.stringify({ model: 'text-embedding-3-small', input: 'count me' }),
+    }).then((r) => r.arrayBuffer());
   const before = await scrape();
   for (let i = 0; i < 3; i++) await embed();
   const mid = await scrape();

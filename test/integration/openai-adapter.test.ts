@@ -10,7 +10,13 @@ const chat = JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', c
 
 beforeAll(async () => {
   emu = await startEmulator();
-  adapter = new OpenAIAdapter({ id: 'emu', kind: 'openai', baseUrl: `${emu.url}/openai/v1`, apiKey: 'sk-upstream', timeoutMs: 300 });
+  adapter = new OpenAIAdapter({
+    id: 'emu',
+    kind: 'openai',
+    baseUrl: `${emu.url}/openai/v1`,
+    apiKey: 'sk-upstream',
+    timeoutMs: 300,
+  });
 });
 afterAll(async () => {
   await adapter.close();
@@ -18,7 +24,11 @@ afterAll(async () => {
 });
 beforeEach(() => emu.control.reset());
 
-const failure = (p: Promise<unknown>) => p.then(() => null, (e) => e);
+const failure = (p: Promise<unknown>) =>
+  p.then(
+    () => null,
+    (e) => e,
+  );
 
 test('sends the bearer key and JSON to the base path, reusing keep-alive connections', async () => {
   const ports = new Set<number>();
@@ -54,8 +64,15 @@ test('a refused connection is a 502 upstream_error; an aborted call is UpstreamA
 });
 
 test('an upstream 4xx keeps its status, message, param and code', async () => {
-  const e = await failure(adapter.postJson('/embeddings', JSON.stringify({ model: 'text-embedding-3-small', input: 'x', dimensions: 9999 })));
-  expect(e).toMatchObject({ status: 400, param: 'dimensions', code: 'invalid_value', message: 'This model supports dimensions from 1 to 1536.' });
+  const e = await failure(
+    adapter.postJson('/embeddings', JSON.stringify({ model: 'text-embedding-3-small', input: 'x', dimensions: 9999 })),
+  );
+  expect(e).toMatchObject({
+    status: 400,
+    param: 'dimensions',
+    code: 'invalid_value',
+    message: 'This model supports dimensions from 1 to 1536.',
+  });
 });
 
 test('a large error answer is read to its end (the connection is reused) and only its head is kept; an emitter signal aborts', async () => {
@@ -97,12 +114,18 @@ test('a large error answer is read to its end (the connection is reused) and onl
     // The request path's client-gone signal is an EventEmitter with `aborted`.
     const gone = Object.assign(new EventEmitter(), { aborted: false });
     const p = failure(a.postJson('/slow', '{}', { signal: gone }));
-    setTimeout(() => { gone.aborted = true; gone.emit('abort'); }, 50);
+    setTimeout(() => {
+      gone.aborted = true;
+      gone.emit('abort');
+    }, 50);
     expect(await p).toBeInstanceOf(UpstreamAborted);
     // A signal that fired before the call: nothing is answered, the call is UpstreamAborted.
     expect(await failure(a.postJson('/x', '{}', { signal: gone }))).toBeInstanceOf(UpstreamAborted);
   } finally {
     await a.close();
-    await new Promise<void>((r) => { server.close(() => r()); server.closeAllConnections(); });
+    await new Promise<void>((r) => {
+      server.close(() => r());
+      server.closeAllConnections();
+    });
   }
 });

@@ -34,18 +34,25 @@ async function completedJob(gw: TestGateway, accountId: string): Promise<string>
 function get(gw: TestGateway, path: string, headers: Record<string, string>): Promise<any> {
   const u = new URL(gw.url);
   return new Promise((resolve, reject) => {
-    http.get({ host: u.hostname, port: u.port, path, headers }, (res) => {
-      let s = '';
-      res.on('data', (c) => (s += c));
-      res.on('end', () => resolve(JSON.parse(s)));
-    }).on('error', reject);
+    http
+      .get({ host: u.hostname, port: u.port, path, headers }, (res) => {
+        let s = '';
+        res.on('data', (c) => (s += c));
+        res.on('end', () => resolve(JSON.parse(s)));
+      })
+      .on('error', reject);
   });
 }
 
 test('a forged Host header never reaches a last-frame URL; PUBLIC_BASE_URL does', async () => {
   const { accountId, key } = await plain.account(0);
   const id = await completedJob(plain, accountId);
-  const headers = { authorization: `Bearer ${key}`, host: 'evil.example', 'x-forwarded-host': 'evil2.example', 'x-forwarded-proto': 'http' };
+  const headers = {
+    authorization: `Bearer ${key}`,
+    host: 'evil.example',
+    'x-forwarded-host': 'evil2.example',
+    'x-forwarded-proto': 'http',
+  };
   const want = `${PUBLIC}/v1/videos/${id}/content?variant=last_frame`;
   expect((await get(plain, `/v1/videos/${id}`, headers)).result.last_frame_url).toBe(want);
   expect((await get(plain, '/v1/videos', headers)).data[0].result.last_frame_url).toBe(want);
@@ -56,9 +63,19 @@ test('with TRUST_PROXY the proxy-reported origin is used; without it (or with ju
   const id = await completedJob(proxied, accountId);
   const path = `/v1/videos/${id}`;
   const auth = { authorization: `Bearer ${key}`, host: 'evil.example' };
-  const viaProxy = await get(proxied, path, { ...auth, 'x-forwarded-host': 'api.example.net', 'x-forwarded-proto': 'https' });
+  const viaProxy = await get(proxied, path, {
+    ...auth,
+    'x-forwarded-host': 'api.example.net',
+    'x-forwarded-proto': 'https',
+  });
   expect(viaProxy.result.last_frame_url).toBe(`https://api.example.net/v1/videos/${id}/content?variant=last_frame`);
-  expect((await get(proxied, path, auth)).result.last_frame_url).toBe(`${PUBLIC}/v1/videos/${id}/content?variant=last_frame`);
-  const junk = await get(proxied, path, { ...auth, 'x-forwarded-host': 'a.example/@evil', 'x-forwarded-proto': 'javascript' });
+  expect((await get(proxied, path, auth)).result.last_frame_url).toBe(
+    `${PUBLIC}/v1/videos/${id}/content?variant=last_frame`,
+  );
+  const junk = await get(proxied, path, {
+    ...auth,
+    'x-forwarded-host': 'a.example/@evil',
+    'x-forwarded-proto': 'javascript',
+  });
   expect(junk.result.last_frame_url).toBe(`${PUBLIC}/v1/videos/${id}/content?variant=last_frame`);
 });

@@ -15,7 +15,12 @@ import { sleep } from '../support/http';
 
 const chatPrice = { inputPer1MTokens: 3900, outputPer1MTokens: 15600 };
 const pool = (id: string, extra: Partial<PoolSpec> = {}): PoolSpec => ({
-  id, upstreamModel: 'gpt-4o-mini', pricing: chatPrice, maxOutputTokens: 1000, deployments: [{ id: `${id}-a` }, { id: `${id}-b` }], ...extra,
+  id,
+  upstreamModel: 'gpt-4o-mini',
+  pricing: chatPrice,
+  maxOutputTokens: 1000,
+  deployments: [{ id: `${id}-a` }, { id: `${id}-b` }],
+  ...extra,
 });
 
 let gw: TestGateway;
@@ -24,14 +29,45 @@ beforeAll(async () => {
   process.env.ROUTING_TEST_KEY_A = 'sk-deployment-a';
   process.env.EMULATOR_API_KEY = 'sk-provider-default';
   const catalogPath = await writeRoutingCatalog([
-    pool('p429'), pool('pcool'), pool('p500'), pool('preset'), pool('pslow', { timeoutMs: 500 }), pool('pcut'), pool('perr'), pool('pstream'), pool('p400'),
+    pool('p429'),
+    pool('pcool'),
+    pool('p500'),
+    pool('preset'),
+    pool('pslow', { timeoutMs: 500 }),
+    pool('pcut'),
+    pool('perr'),
+    pool('pstream'),
+    pool('p400'),
     pool('pdead', { deployments: [{ id: 'pdead-a', dead: true }, { id: 'pdead-b' }] }),
-    pool('p408'), pool('p409'), pool('pauth'),
+    pool('p408'),
+    pool('p409'),
+    pool('pauth'),
     pool('pkey', { deployments: [{ id: 'pkey-a', apiKeyEnv: 'ROUTING_TEST_KEY_A' }, { id: 'pkey-b' }] }),
-    { id: 'cheap', upstreamModel: 'gpt-4o-mini', pricing: { inputPer1MTokens: 1000, outputPer1MTokens: 2000 }, maxOutputTokens: 1000, deployments: [{ id: 'cheap-a' }], fallbacks: ['pricey'] },
-    { id: 'pricey', upstreamModel: 'gpt-4o', pricing: { inputPer1MTokens: 650000, outputPer1MTokens: 2600000 }, maxOutputTokens: 1000, deployments: [{ id: 'pricey-a' }] },
+    {
+      id: 'cheap',
+      upstreamModel: 'gpt-4o-mini',
+      pricing: { inputPer1MTokens: 1000, outputPer1MTokens: 2000 },
+      maxOutputTokens: 1000,
+      deployments: [{ id: 'cheap-a' }],
+      fallbacks: ['pricey'],
+    },
+    {
+      id: 'pricey',
+      upstreamModel: 'gpt-4o',
+      pricing: { inputPer1MTokens: 650000, outputPer1MTokens: 2600000 },
+      maxOutputTokens: 1000,
+      deployments: [{ id: 'pricey-a' }],
+    },
   ]);
-  gw = await startGateway({ logLevel: 'warn', temporalAddress: 'off', catalogPath, routing: { maxAttempts: 3, maxTimeMs: 30_000, cooldownBaseMs: 1000, cooldownMaxMs: 10_000 } }, { temporal: false });
+  gw = await startGateway(
+    {
+      logLevel: 'warn',
+      temporalAddress: 'off',
+      catalogPath,
+      routing: { maxAttempts: 3, maxTimeMs: 30_000, cooldownBaseMs: 1000, cooldownMaxMs: 10_000 },
+    },
+    { temporal: false },
+  );
 });
 afterAll(async () => {
   await gw.close();
@@ -51,8 +87,10 @@ const usageRows = (accountId: string) =>
 const chargedVnd = (accountId: string) => chargedVndOf(gw.deps, accountId);
 
 /** The expected cost of a usage row at a model's prices (integer VND, rounded up once). */
-const costAt = (p: { inputPer1MTokens: number; outputPer1MTokens: number }, u: { prompt_tokens: number; completion_tokens: number }) =>
-  Math.ceil((u.prompt_tokens * p.inputPer1MTokens + u.completion_tokens * p.outputPer1MTokens) / 1e6);
+const costAt = (
+  p: { inputPer1MTokens: number; outputPer1MTokens: number },
+  u: { prompt_tokens: number; completion_tokens: number },
+) => Math.ceil((u.prompt_tokens * p.inputPer1MTokens + u.completion_tokens * p.outputPer1MTokens) / 1e6);
 
 async function metricValue(name: string, labels: Record<string, string>): Promise<number> {
   const text = await fetch(gw.url + '/metrics').then((r) => r.text());
@@ -64,7 +102,8 @@ async function metricValue(name: string, labels: Record<string, string>): Promis
   return 0;
 }
 
-const ask = (client: OpenAI, model: string, content = 'route me') => client.chat.completions.create({ model, messages: [{ role: 'user', content }] });
+const ask = (client: OpenAI, model: string, content = 'route me') =>
+  client.chat.completions.create({ model, messages: [{ role: 'user', content }] });
 
 test.each([
   ['p429', { status: 429, retryAfter: '1' }, 'rate_limit'],
@@ -73,28 +112,31 @@ test.each([
   ['pslow', { delayMs: 3000 }, 'timeout'],
   ['p408', { status: 408 }, 'timeout'],
   ['p409', { status: 409 }, 'conflict'],
-] as const)('%s: a failing deployment is retried on the healthy one, charged once, at its price', async (model, f, cls) => {
-  const { client, accountId } = await funded();
-  fault({ deployment: `${model}-a`, ...f, times: 1 });
-  const res = await ask(client, model);
-  expect(res.choices[0].message.content).toBeTruthy();
-  expect(served()).toEqual([`${model}-b`]);
-  const rows = await usageRows(accountId);
-  expect(rows).toHaveLength(1);
-  expect(rows[0]).toMatchObject({ model, deployment: `${model}-b`, routing: 'retry', status: 200 });
-  expect(rows[0].cost).toBe(costAt(chatPrice, res.usage!));
-  expect(await chargedVnd(accountId)).toBe(rows[0].cost);
-  // The Prometheus counters, as scraped: one try each, the failure by its class, the retry on -b, no fallback.
-  const labels = (d: string) => ({ model, deployment: `${model}-${d}` });
-  expect(await metricValue('gateway_deployment_requests_total', labels('a'))).toBe(1);
-  expect(await metricValue('gateway_deployment_requests_total', labels('b'))).toBe(1);
-  expect(await metricValue('gateway_deployment_failures_total', { ...labels('a'), class: cls })).toBe(1);
-  expect(await metricValue('gateway_deployment_failures_total', labels('b'))).toBe(0);
-  expect(await metricValue('gateway_deployment_retries_total', labels('a'))).toBe(0);
-  expect(await metricValue('gateway_deployment_retries_total', labels('b'))).toBe(1);
-  expect(await metricValue('gateway_deployment_cooldowns_total', labels('a'))).toBe(cls === 'conflict' ? 0 : 1);
-  expect(await metricValue('gateway_deployment_fallbacks_total', labels('b'))).toBe(0);
-});
+] as const)(
+  '%s: a failing deployment is retried on the healthy one, charged once, at its price',
+  async (model, f, cls) => {
+    const { client, accountId } = await funded();
+    fault({ deployment: `${model}-a`, ...f, times: 1 });
+    const res = await ask(client, model);
+    expect(res.choices[0].message.content).toBeTruthy();
+    expect(served()).toEqual([`${model}-b`]);
+    const rows = await usageRows(accountId);
+    expect(rows).toHaveLength(1);
+    expect(rows[0]).toMatchObject({ model, deployment: `${model}-b`, routing: 'retry', status: 200 });
+    expect(rows[0].cost).toBe(costAt(chatPrice, res.usage!));
+    expect(await chargedVnd(accountId)).toBe(rows[0].cost);
+    // The Prometheus counters, as scraped: one try each, the failure by its class, the retry on -b, no fallback.
+    const labels = (d: string) => ({ model, deployment: `${model}-${d}` });
+    expect(await metricValue('gateway_deployment_requests_total', labels('a'))).toBe(1);
+    expect(await metricValue('gateway_deployment_requests_total', labels('b'))).toBe(1);
+    expect(await metricValue('gateway_deployment_failures_total', { ...labels('a'), class: cls })).toBe(1);
+    expect(await metricValue('gateway_deployment_failures_total', labels('b'))).toBe(0);
+    expect(await metricValue('gateway_deployment_retries_total', labels('a'))).toBe(0);
+    expect(await metricValue('gateway_deployment_retries_total', labels('b'))).toBe(1);
+    expect(await metricValue('gateway_deployment_cooldowns_total', labels('a'))).toBe(cls === 'conflict' ? 0 : 1);
+    expect(await metricValue('gateway_deployment_fallbacks_total', labels('b'))).toBe(0);
+  },
+);
 
 test('a deployment cooled by 429 + Retry-After is skipped for the Retry-After (not the shorter base backoff), then probed again', async () => {
   const { client } = await funded();
@@ -128,7 +170,12 @@ test('a deployment cooled by 429 + Retry-After is skipped for the Retry-After (n
 test('a stream whose deployment fails before its first byte is retried; the client sees one whole stream', async () => {
   const { client, accountId } = await funded();
   fault({ deployment: 'pstream-a', status: 503, times: 1 });
-  const stream = await client.chat.completions.create({ model: 'pstream', messages: [{ role: 'user', content: 'stream me' }], stream: true, stream_options: { include_usage: true } });
+  const stream = await client.chat.completions.create({
+    model: 'pstream',
+    messages: [{ role: 'user', content: 'stream me' }],
+    stream: true,
+    stream_options: { include_usage: true },
+  });
   let text = '';
   let usage: { prompt_tokens: number; completion_tokens: number } | null = null;
   for await (const c of stream) {
@@ -147,11 +194,18 @@ test('a stream whose deployment fails before its first byte is retried; the clie
 test('a stream cut after its first byte is not retried: the client gets what was sent, billed for it once', async () => {
   const { client, accountId } = await funded();
   fault({ deployment: 'pcut-a', cutAfter: 2, times: 1 });
-  const stream = await client.chat.completions.create({ model: 'pcut', messages: [{ role: 'user', content: 'a long answer please, with many words in it' }], stream: true });
+  const stream = await client.chat.completions.create({
+    model: 'pcut',
+    messages: [{ role: 'user', content: 'a long answer please, with many words in it' }],
+    stream: true,
+  });
   let text = '';
   const err = await (async () => {
     for await (const c of stream) text += c.choices[0]?.delta?.content ?? '';
-  })().then(() => null, (e) => e);
+  })().then(
+    () => null,
+    (e) => e,
+  );
   expect(err).not.toBeNull();
   expect(text.length).toBeGreaterThan(0);
   expect(served()).toEqual(['pcut-a']); // no second upstream request
@@ -169,11 +223,18 @@ test('a stream cut after its first byte is not retried: the client gets what was
 test('an error event then [DONE] (vLLM, SGLang) is the upstream error it is: 502 recorded, delivered text billed, deployment cooled', async () => {
   const { client, accountId } = await funded();
   fault({ deployment: 'perr-a', errorAfter: 2, times: 1 });
-  const stream = await client.chat.completions.create({ model: 'perr', messages: [{ role: 'user', content: 'a long answer please, with many words in it' }], stream: true });
+  const stream = await client.chat.completions.create({
+    model: 'perr',
+    messages: [{ role: 'user', content: 'a long answer please, with many words in it' }],
+    stream: true,
+  });
   let text = '';
   const err = await (async () => {
     for await (const c of stream) text += c.choices[0]?.delta?.content ?? '';
-  })().then(() => null, (e) => e);
+  })().then(
+    () => null,
+    (e) => e,
+  );
   expect(err?.message).toMatch(/emulated generation failure/);
   expect(text.length).toBeGreaterThan(0);
   expect(gw.emulator.control.faultsApplied).toBe(1);
@@ -185,17 +246,22 @@ test('an error event then [DONE] (vLLM, SGLang) is the upstream error it is: 502
   expect(await chargedVnd(accountId)).toBe(rows[0].cost);
   const metrics = await (await fetch(`${gw.url}/metrics`)).text();
   expect(metrics).toMatch(/gateway_deployment_failures_total\{[^}]*deployment="perr-a",class="stream_cut"\} 1/);
-  const counted = metrics.split('\n').filter((l) => l.startsWith('gateway_http_requests_total{') && l.includes('model="perr"'));
+  const counted = metrics
+    .split('\n')
+    .filter((l) => l.startsWith('gateway_http_requests_total{') && l.includes('model="perr"'));
   expect(counted).toEqual([expect.stringMatching(/status="502".* 1$/)]);
   // The deployment cools down: the next request goes to the other one.
   await ask(client, 'perr');
   expect(served()[1]).toBe('perr-b');
 });
 
-test('a 400 from the upstream is the client\'s error: not retried, nothing charged', async () => {
+test("a 400 from the upstream is the client's error: not retried, nothing charged", async () => {
   const { client, accountId } = await funded();
   fault({ deployment: 'p400-a', status: 400, times: 1 });
-  const e = await ask(client, 'p400').then(() => null, (x) => x);
+  const e = await ask(client, 'p400').then(
+    () => null,
+    (x) => x,
+  );
   expect(e?.status).toBe(400);
   expect(served()).toEqual([]);
   const rows = await usageRows(accountId);
@@ -206,7 +272,10 @@ test('a 400 from the upstream is the client\'s error: not retried, nothing charg
 test('a deployment whose key the upstream refuses: that request is not retried (502, nothing charged), the deployment cools down', async () => {
   const { client, accountId } = await funded();
   fault({ deployment: 'pauth-a', status: 401, times: 1 });
-  const e = await ask(client, 'pauth').then(() => null, (x) => x);
+  const e = await ask(client, 'pauth').then(
+    () => null,
+    (x) => x,
+  );
   expect(e?.status).toBe(502);
   expect(e.message).not.toMatch(/pauth|emulator/);
   expect(served()).toEqual([]);
@@ -230,7 +299,10 @@ test('when every deployment fails the client gets the last error, nothing charge
   fault({ deployment: 'p500-a', status: 500 });
   fault({ deployment: 'p500-b', status: 502 });
   await sleep(1100); // the earlier p500 cooldown
-  const e = await ask(client, 'p500').then(() => null, (x) => x);
+  const e = await ask(client, 'p500').then(
+    () => null,
+    (x) => x,
+  );
   expect(e?.status).toBe(502);
   expect(e.message).not.toMatch(/p500|p-p500|emulator/);
   const rows = await usageRows(accountId);
@@ -240,7 +312,7 @@ test('when every deployment fails the client gets the last error, nothing charge
   expect(await verifyProjections(gw.deps.db)).toEqual([]);
 });
 
-test('a fallback to another model is billed at the answering model\'s price; the reservation covered it', async () => {
+test("a fallback to another model is billed at the answering model's price; the reservation covered it", async () => {
   const { client, accountId } = await funded();
   fault({ deployment: 'cheap-a', status: 503 });
   const res = await ask(client, 'cheap');
@@ -262,16 +334,21 @@ test('a fallback to another model is billed at the answering model\'s price; the
 test('an account that covers the primary model but not its fallback is refused before any upstream call', async () => {
   // cheap's own bound is a few VND; pricey's (1000 output tokens at 2,600,000 VND per 1M) is over 2,600.
   const { client, accountId } = await funded(100);
-  const e = await ask(client, 'cheap').then(() => null, (x) => x);
+  const e = await ask(client, 'cheap').then(
+    () => null,
+    (x) => x,
+  );
   expect(e?.status).toBe(402);
   expect(gw.emulator.control.requests).toHaveLength(0);
   expect(await usageRows(accountId)).toHaveLength(0);
 });
 
-test('a deployment with a key of its own sends that key; the others send their provider\'s', async () => {
+test("a deployment with a key of its own sends that key; the others send their provider's", async () => {
   const { client } = await funded();
   await ask(client, 'pkey');
   await ask(client, 'pkey');
-  const auth = Object.fromEntries(gw.emulator.control.requests.map((r) => [r.headers['x-emulator-deployment'], r.headers.authorization]));
+  const auth = Object.fromEntries(
+    gw.emulator.control.requests.map((r) => [r.headers['x-emulator-deployment'], r.headers.authorization]),
+  );
   expect(auth).toEqual({ 'pkey-a': 'Bearer sk-deployment-a', 'pkey-b': 'Bearer sk-provider-default' });
 });

@@ -15,11 +15,17 @@ import { freePort } from '../support/http';
 /** A port nothing listens on now (the worker binds it a moment later). */
 let h: VideoHarness;
 beforeAll(async () => {
-  const catalogPath = await writeRoutingCatalog([{
-    id: 'v-seed', mode: 'video', kind: 'seedance', upstreamModel: 'dreamina-seedance-2-0-260128', pricing: { perVideoSecond: 3600 },
-    video: { allowedDurations: [4, 5], defaultDuration: 5, family: 'seedance' },
-    deployments: [{ id: 'v-seed-a' }, { id: 'v-seed-b' }],
-  }]);
+  const catalogPath = await writeRoutingCatalog([
+    {
+      id: 'v-seed',
+      mode: 'video',
+      kind: 'seedance',
+      upstreamModel: 'dreamina-seedance-2-0-260128',
+      pricing: { perVideoSecond: 3600 },
+      video: { allowedDurations: [4, 5], defaultDuration: 5, family: 'seedance' },
+      deployments: [{ id: 'v-seed-a' }, { id: 'v-seed-b' }],
+    },
+  ]);
   h = await startVideoHarness({}, { catalogPath, host: '127.0.0.1', workerMetricsPort: await freePort() });
 });
 afterAll(async () => {
@@ -27,11 +33,17 @@ afterAll(async () => {
 });
 
 async function submitAndFinish(key: string): Promise<string> {
-  const r = await fetch(`${h.url}/v1/videos`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: JSON.stringify({ model: 'v-seed', prompt: 'a boat', seconds: 4 }) });
+  const r = await fetch(`${h.url}/v1/videos`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ model: 'v-seed', prompt: 'a boat', seconds: 4 }),
+  });
   expect(r.status).toBe(202);
-  const { id } = await r.json() as { id: string };
+  const { id } = (await r.json()) as { id: string };
   const done = await eventually(async () => {
-    const j = await (await fetch(`${h.url}/v1/videos/${id}`, { headers: { authorization: `Bearer ${key}` } })).json() as { status: string };
+    const j = (await (
+      await fetch(`${h.url}/v1/videos/${id}`, { headers: { authorization: `Bearer ${key}` } })
+    ).json()) as { status: string };
     return ['completed', 'failed', 'expired'].includes(j.status) ? j : null;
   });
   expect(done.status).toBe('completed');
@@ -41,11 +53,17 @@ async function submitAndFinish(key: string): Promise<string> {
 test('a submission refused by one deployment is accepted by the other, which then serves the whole job', async () => {
   const acc = await h.account(1_000_000);
   h.emulator.control.addFault({ deployment: 'v-seed-a', match: 'POST ', status: 503, times: 1 });
-  const r = await fetch(`${h.url}/v1/videos`, { method: 'POST', headers: { authorization: `Bearer ${acc.key}`, 'content-type': 'application/json' }, body: JSON.stringify({ model: 'v-seed', prompt: 'a boat', seconds: 4 }) });
+  const r = await fetch(`${h.url}/v1/videos`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${acc.key}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ model: 'v-seed', prompt: 'a boat', seconds: 4 }),
+  });
   expect(r.status).toBe(202);
-  const { id } = await r.json() as { id: string };
+  const { id } = (await r.json()) as { id: string };
   const done = await eventually(async () => {
-    const j = await (await fetch(`${h.url}/v1/videos/${id}`, { headers: { authorization: `Bearer ${acc.key}` } })).json() as { status: string; usage?: { cost_vnd: number } };
+    const j = (await (
+      await fetch(`${h.url}/v1/videos/${id}`, { headers: { authorization: `Bearer ${acc.key}` } })
+    ).json()) as { status: string; usage?: { cost_vnd: number } };
     return ['completed', 'failed', 'expired'].includes(j.status) ? j : null;
   });
   expect(done.status).toBe('completed');
@@ -62,7 +80,8 @@ test('a submission refused by one deployment is accepted by the other, which the
   // The worker's own metrics count the submission's tries: a server failure and a cooldown on -a, a retry on -b.
   expect(h.worker!.metricsUrl).toBe(`http://127.0.0.1:${h.config.workerMetricsPort}/metrics`);
   const metrics = await (await fetch(h.worker!.metricsUrl!)).text();
-  const sample = (name: string, labels: string) => Number(new RegExp(`^${name}\\{${labels}\\} (\\d+)$`, 'm').exec(metrics)?.[1] ?? NaN);
+  const sample = (name: string, labels: string) =>
+    Number(new RegExp(`^${name}\\{${labels}\\} (\\d+)$`, 'm').exec(metrics)?.[1] ?? NaN);
   expect(sample('gateway_deployment_requests_total', 'model="v-seed",deployment="v-seed-a"')).toBe(1);
   expect(sample('gateway_deployment_requests_total', 'model="v-seed",deployment="v-seed-b"')).toBe(1);
   expect(sample('gateway_deployment_failures_total', 'model="v-seed",deployment="v-seed-a",class="server"')).toBe(1);
@@ -73,7 +92,7 @@ test('a submission refused by one deployment is accepted by the other, which the
   expect((await fetch(h.worker!.metricsUrl!.replace('/metrics', '/other'))).status).toBe(404);
 });
 
-test('a worker in the API\'s process (npm start) counts its submissions on the API\'s router: they show on the API\'s /metrics', async () => {
+test("a worker in the API's process (npm start) counts its submissions on the API's router: they show on the API's /metrics", async () => {
   await h.worker!.close();
   h.worker = await startWorker(h.config, { router: h.deps.router });
   expect(h.worker.metricsUrl).toBeNull(); // no port of its own

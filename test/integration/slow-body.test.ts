@@ -17,7 +17,15 @@ let api: Awaited<ReturnType<typeof startApi>>;
 let port = 0;
 let key = '';
 beforeAll(async () => {
-  api = await startApi(loadConfig({ host: '127.0.0.1', port: 0, bodyTimeoutMs: BODY_TIMEOUT_MS, temporalAddress: 'off', logLevel: 'silent' }));
+  api = await startApi(
+    loadConfig({
+      host: '127.0.0.1',
+      port: 0,
+      bodyTimeoutMs: BODY_TIMEOUT_MS,
+      temporalAddress: 'off',
+      logLevel: 'silent',
+    }),
+  );
   port = (api.server.address() as AddressInfo).port;
   key = (await createApiKey(api.deps.db, await createAccount(api.deps.db, 'slow-body'), 'k')).key;
 });
@@ -25,17 +33,26 @@ afterAll(async () => {
   await api?.close();
 });
 
-interface Stalled { opened: number; closed: Promise<{ at: number; text: string }> }
+interface Stalled {
+  opened: number;
+  closed: Promise<{ at: number; text: string }>;
+}
 
 /** Sends a request head and one chunk of its body, then nothing; resolves when the server closes the socket. */
 function stalled(path: string, headers: Record<string, string>, firstChunk = '{"model":'): Stalled {
   const socket = net.connect(port, '127.0.0.1');
-  const head = Object.entries({ host: 'gateway', 'transfer-encoding': 'chunked', ...headers }).map(([k, v]) => `${k}: ${v}\r\n`).join('');
-  socket.write(`POST ${path} HTTP/1.1\r\n${head}\r\n${Buffer.byteLength(firstChunk).toString(16)}\r\n${firstChunk}\r\n`);
+  const head = Object.entries({ host: 'gateway', 'transfer-encoding': 'chunked', ...headers })
+    .map(([k, v]) => `${k}: ${v}\r\n`)
+    .join('');
+  socket.write(
+    `POST ${path} HTTP/1.1\r\n${head}\r\n${Buffer.byteLength(firstChunk).toString(16)}\r\n${firstChunk}\r\n`,
+  );
   let text = '';
   socket.setEncoding('utf8');
   socket.on('data', (d) => (text += d));
-  const closed = new Promise<{ at: number; text: string }>((resolve) => socket.on('close', () => resolve({ at: Date.now(), text })));
+  const closed = new Promise<{ at: number; text: string }>((resolve) =>
+    socket.on('close', () => resolve({ at: Date.now(), text })),
+  );
   socket.on('error', () => undefined);
   return { opened: Date.now(), closed };
 }
@@ -46,14 +63,23 @@ const bodyOf = (text: string) => JSON.parse(text.slice(text.indexOf('\r\n\r\n') 
 test('a body that stops arriving: 408 in the OpenAI or Anthropic shape, then the connection is closed', async () => {
   const chat = stalled('/v1/chat/completions', { ...json, authorization: `Bearer ${key}` });
   const messages = stalled('/v1/messages', { ...json, 'x-api-key': key, 'anthropic-version': '2023-06-01' });
-  const form = stalled('/v1/audio/transcriptions', { authorization: `Bearer ${key}`, 'content-type': 'multipart/form-data; boundary=xyz' }, '--xyz\r\nContent-Disposition: form-data; name="model"\r\n\r\nwhisper-1\r\n');
-  for (const [s, shape] of [[chat, 'openai'], [messages, 'anthropic'], [form, 'openai']] as const) {
+  const form = stalled(
+    '/v1/audio/transcriptions',
+    { authorization: `Bearer ${key}`, 'content-type': 'multipart/form-data; boundary=xyz' },
+    '--xyz\r\nContent-Disposition: form-data; name="model"\r\n\r\nwhisper-1\r\n',
+  );
+  for (const [s, shape] of [
+    [chat, 'openai'],
+    [messages, 'anthropic'],
+    [form, 'openai'],
+  ] as const) {
     const { at, text } = await s.closed;
     expect(at - s.opened).toBeGreaterThanOrEqual(BODY_TIMEOUT_MS - 50);
     expect(at - s.opened).toBeLessThan(BODY_TIMEOUT_MS + 4000); // before Node's own requestTimeout (+5 s)
     expect(text).toMatch(/^HTTP\/1\.1 408 /);
     expect(text.toLowerCase()).toContain('connection: close');
-    if (shape === 'openai') expect(bodyOf(text).error).toMatchObject({ type: 'invalid_request_error', code: 'request_timeout' });
+    if (shape === 'openai')
+      expect(bodyOf(text).error).toMatchObject({ type: 'invalid_request_error', code: 'request_timeout' });
     else expect(bodyOf(text)).toMatchObject({ type: 'error', error: { type: 'invalid_request_error' } });
   }
 });
@@ -83,7 +109,9 @@ const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.len
 test('500 stalled bodies at once: others are answered as fast as before, and all 500 are closed on time', async () => {
   await latencies(10); // warm
   const before = median(await latencies(30));
-  const slow = Array.from({ length: 500 }, () => stalled('/v1/chat/completions', { ...json, authorization: `Bearer ${key}` }));
+  const slow = Array.from({ length: 500 }, () =>
+    stalled('/v1/chat/completions', { ...json, authorization: `Bearer ${key}` }),
+  );
   await new Promise((r) => setTimeout(r, 300)); // every head is in and every body read has begun
   const during = await latencies(30);
   // Measured while the 500 were held (well before their timeout), against the baseline of this same run.

@@ -9,8 +9,16 @@ import { StreamUsage, type BilledTokens } from '../../src/billing/meter';
  * without decoding, so the chunkings below cross every boundary: inside events, keys and markers.
  */
 
-interface Case { chunks: Buffer[]; clientWantsUsage: boolean }
-interface Outcome { text: string; status: number; tokens: BilledTokens; maxListeners: number }
+interface Case {
+  chunks: Buffer[];
+  clientWantsUsage: boolean;
+}
+interface Outcome {
+  text: string;
+  status: number;
+  tokens: BilledTokens;
+  maxListeners: number;
+}
 
 let server: http.Server;
 let url = '';
@@ -48,8 +56,14 @@ async function relay(c: Case): Promise<Outcome> {
 }
 
 const ev = (o: unknown) => `data: ${JSON.stringify(o)}\n\n`;
-const content = (t: string) => ev({ id: 'c1', object: 'chat.completion.chunk', choices: [{ index: 0, delta: { content: t } }], usage: null });
-const usageEv = ev({ id: 'c1', object: 'chat.completion.chunk', choices: [], usage: { prompt_tokens: 11, completion_tokens: 5, total_tokens: 16 } });
+const content = (t: string) =>
+  ev({ id: 'c1', object: 'chat.completion.chunk', choices: [{ index: 0, delta: { content: t } }], usage: null });
+const usageEv = ev({
+  id: 'c1',
+  object: 'chat.completion.chunk',
+  choices: [],
+  usage: { prompt_tokens: 11, completion_tokens: 5, total_tokens: 16 },
+});
 // Content that looks like the markers: a [DONE] and a usage object inside a string.
 const tricky = ['Hello', ' the end is [DONE]', ' and "usage": {"prompt_tokens": 999}', ' bye'];
 const wire = tricky.map(content).join('') + usageEv + 'data: [DONE]\n\n';
@@ -105,7 +119,9 @@ test('an upstream error event is forwarded and the stream is recorded as cut by 
 });
 
 test('an error event followed by [DONE] (vLLM, SGLang) is a stream cut by the upstream, whatever the chunking', async () => {
-  const error = ev({ error: { object: 'error', message: 'generation failed', type: 'InternalServerError', param: null, code: 500 } });
+  const error = ev({
+    error: { object: 'error', message: 'generation failed', type: 'InternalServerError', param: null, code: 500 },
+  });
   const body = content('partial') + error + 'data: [DONE]\n\n';
   for (const size of [body.length, 16, 7]) {
     const r = await relay({ chunks: split(body, size), clientWantsUsage: false });

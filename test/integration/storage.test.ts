@@ -23,7 +23,9 @@ let s3Endpoint: string;
 beforeAll(async () => {
   tmpRoot = fs.mkdtempSync(path.join(os.tmpdir(), 'storage-test-'));
   // Out of process: the memory bounds below are about the S3 client, not the server's buffers.
-  s3rver = fork(path.join(__dirname, '..', 'support', 's3rverChild.js'), [path.join(tmpRoot, 's3rver')], { stdio: 'ignore' });
+  s3rver = fork(path.join(__dirname, '..', 'support', 's3rverChild.js'), [path.join(tmpRoot, 's3rver')], {
+    stdio: 'ignore',
+  });
   const port = await new Promise<number>((resolve, reject) => {
     s3rver.once('message', (m) => resolve((m as { port: number }).port));
     s3rver.once('exit', (code) => reject(new Error(`s3rver exited (${code})`)));
@@ -42,7 +44,16 @@ let seq = 0;
 const drivers: Array<[string, () => Storage]> = [
   ['fs', () => new FsStorage(path.join(tmpRoot, `fs-${++seq}`))],
   // A fresh bucket per test file run proves the driver creates a missing bucket on first use.
-  ['s3', () => new S3Storage({ bucket: `media-${process.pid}-${++seq}`, endpoint: s3Endpoint, region: 'us-east-1', forcePathStyle: true })],
+  [
+    's3',
+    () =>
+      new S3Storage({
+        bucket: `media-${process.pid}-${++seq}`,
+        endpoint: s3Endpoint,
+        region: 'us-east-1',
+        forcePathStyle: true,
+      }),
+  ],
 ];
 
 async function readAll(r: Readable): Promise<Buffer> {
@@ -86,7 +97,11 @@ class MemoryProbe {
 }
 
 /** Random bytes, generated chunk by chunk so the test itself never holds the whole object. */
-function generated(totalBytes: number, probe: MemoryProbe, chunkBytes = 256 * 1024): { stream: Readable; md5: () => string } {
+function generated(
+  totalBytes: number,
+  probe: MemoryProbe,
+  chunkBytes = 256 * 1024,
+): { stream: Readable; md5: () => string } {
   const hash = createHash('md5');
   let produced = 0;
   const stream = new Readable({
@@ -105,7 +120,9 @@ function generated(totalBytes: number, probe: MemoryProbe, chunkBytes = 256 * 10
 
 describe.each(drivers)('%s storage', (name, make) => {
   let st: Storage;
-  beforeAll(() => { st = make(); });
+  beforeAll(() => {
+    st = make();
+  });
 
   test('put then head and get return the same bytes, size, ETag and content type', async () => {
     const put = await st.put('videos/job-1/video.mp4', body('hello, storage'), 'video/mp4');
@@ -174,8 +191,23 @@ describe.each(drivers)('%s storage', (name, make) => {
   });
 
   test.each([
-    '../escape', 'a/../../escape', '..', '.', '/etc/passwd', 'a\0b', '', 'a//b', './a', 'a/./b', 'C:/windows',
-    'a\\..\\b', '.hidden', 'videos/.a.tmp', 'a/', 'sp ace', 'x'.repeat(1025),
+    '../escape',
+    'a/../../escape',
+    '..',
+    '.',
+    '/etc/passwd',
+    'a\0b',
+    '',
+    'a//b',
+    './a',
+    'a/./b',
+    'C:/windows',
+    'a\\..\\b',
+    '.hidden',
+    'videos/.a.tmp',
+    'a/',
+    'sp ace',
+    'x'.repeat(1025),
   ])('the key %j is refused by every operation', async (key) => {
     await expect(st.put(key, body('x'), 'text/plain')).rejects.toBeInstanceOf(InvalidKeyError);
     await expect(st.head(key)).rejects.toBeInstanceOf(InvalidKeyError);
@@ -203,7 +235,10 @@ describe.each(drivers)('%s storage', (name, make) => {
 
     // A driver that buffered the object would hold ~60 MB live at the last samples; streaming holds a few parts
     // (S3 upload: about partSize x (queueSize + 1); the server runs in its own process).
-    if (process.env.LOG_LEVEL) console.log(`${name}: live memory growth put ${(upProbe.growth / MiB).toFixed(1)} MiB, get ${(downProbe.growth / MiB).toFixed(1)} MiB`);
+    if (process.env.LOG_LEVEL)
+      console.log(
+        `${name}: live memory growth put ${(upProbe.growth / MiB).toFixed(1)} MiB, get ${(downProbe.growth / MiB).toFixed(1)} MiB`,
+      );
     expect(upProbe.growth).toBeLessThan(45 * MiB);
     expect(downProbe.growth).toBeLessThan(45 * MiB);
 

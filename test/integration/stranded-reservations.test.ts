@@ -22,9 +22,27 @@ beforeAll(async () => {
   catalog.providers['dead-openai'] = { kind: 'openai', baseUrl: 'http://127.0.0.1:1/v1', timeoutMs: 5000 };
   catalog.providers['dead-anthropic'] = { kind: 'anthropic', baseUrl: 'http://127.0.0.1:1', timeoutMs: 5000 };
   catalog.models.push(
-    { id: 'dead-chat', mode: 'chat', provider: 'dead-openai', upstreamModel: 'x', pricing: { inputPer1MTokens: 1000, outputPer1MTokens: 1000 } },
-    { id: 'dead-claude', mode: 'chat', provider: 'dead-anthropic', upstreamModel: 'x', pricing: { inputPer1MTokens: 1000, outputPer1MTokens: 1000 } },
-    { id: 'orphan-chat', mode: 'chat', provider: 'emulator-seedance', upstreamModel: 'x', pricing: { inputPer1MTokens: 1000, outputPer1MTokens: 1000 } },
+    {
+      id: 'dead-chat',
+      mode: 'chat',
+      provider: 'dead-openai',
+      upstreamModel: 'x',
+      pricing: { inputPer1MTokens: 1000, outputPer1MTokens: 1000 },
+    },
+    {
+      id: 'dead-claude',
+      mode: 'chat',
+      provider: 'dead-anthropic',
+      upstreamModel: 'x',
+      pricing: { inputPer1MTokens: 1000, outputPer1MTokens: 1000 },
+    },
+    {
+      id: 'orphan-chat',
+      mode: 'chat',
+      provider: 'emulator-seedance',
+      upstreamModel: 'x',
+      pricing: { inputPer1MTokens: 1000, outputPer1MTokens: 1000 },
+    },
   );
   const catalogPath = path.join(dir, 'catalog.json');
   fs.writeFileSync(catalogPath, JSON.stringify(catalog));
@@ -35,10 +53,24 @@ afterAll(async () => {
   fs.rmSync(dir, { recursive: true, force: true });
 });
 
-interface Call { name: string; path: string; body: unknown; form?: () => FormData }
+interface Call {
+  name: string;
+  path: string;
+  body: unknown;
+  form?: () => FormData;
+}
 
-const chat = (model: string, stream = false) => ({ model, messages: [{ role: 'user', content: 'hi' }], ...(stream ? { stream: true } : {}) });
-const messages = (model: string, stream = false) => ({ model, max_tokens: 100, messages: [{ role: 'user', content: 'hi' }], ...(stream ? { stream: true } : {}) });
+const chat = (model: string, stream = false) => ({
+  model,
+  messages: [{ role: 'user', content: 'hi' }],
+  ...(stream ? { stream: true } : {}),
+});
+const messages = (model: string, stream = false) => ({
+  model,
+  max_tokens: 100,
+  messages: [{ role: 'user', content: 'hi' }],
+  ...(stream ? { stream: true } : {}),
+});
 const responses = (model: string, stream = false) => ({ model, input: 'hi', ...(stream ? { stream: true } : {}) });
 
 function transcriptionForm(): FormData {
@@ -51,7 +83,11 @@ function editForm(): FormData {
   const f = new FormData();
   f.append('model', 'gpt-image-1');
   f.append('prompt', 'a cat');
-  f.append('image', new Blob([fs.readFileSync(path.join(fixtures, 'last_frame.png'))], { type: 'image/png' }), 'in.png');
+  f.append(
+    'image',
+    new Blob([fs.readFileSync(path.join(fixtures, 'last_frame.png'))], { type: 'image/png' }),
+    'in.png',
+  );
   return f;
 }
 
@@ -61,7 +97,11 @@ const everyRoute: Call[] = [
     { name: `chat openai${s ? ' stream' : ''}`, path: '/v1/chat/completions', body: chat('gpt-4o-mini', s) },
     { name: `chat anthropic${s ? ' stream' : ''}`, path: '/v1/chat/completions', body: chat('claude-haiku-4-5', s) },
     { name: `chat responses-only${s ? ' stream' : ''}`, path: '/v1/chat/completions', body: chat('gpt-5-codex', s) },
-    { name: `completions${s ? ' stream' : ''}`, path: '/v1/completions', body: { model: 'gpt-3.5-turbo-instruct', prompt: 'hi', ...(s ? { stream: true } : {}) } },
+    {
+      name: `completions${s ? ' stream' : ''}`,
+      path: '/v1/completions',
+      body: { model: 'gpt-3.5-turbo-instruct', prompt: 'hi', ...(s ? { stream: true } : {}) },
+    },
     { name: `messages native${s ? ' stream' : ''}`, path: '/v1/messages', body: messages('claude-haiku-4-5', s) },
     { name: `messages translated${s ? ' stream' : ''}`, path: '/v1/messages', body: messages('gpt-4o-mini', s) },
     { name: `responses native${s ? ' stream' : ''}`, path: '/v1/responses', body: responses('gpt-5-codex', s) },
@@ -78,18 +118,26 @@ const everyRoute: Call[] = [
 async function send(key: string, c: Call): Promise<Response> {
   const headers: Record<string, string> = { authorization: `Bearer ${key}`, 'anthropic-version': '2023-06-01' };
   if (c.form) return fetch(`${gw.url}${c.path}`, { method: 'POST', headers, body: c.form() });
-  return fetch(`${gw.url}${c.path}`, { method: 'POST', headers: { ...headers, 'content-type': 'application/json' }, body: JSON.stringify(c.body) });
+  return fetch(`${gw.url}${c.path}`, {
+    method: 'POST',
+    headers: { ...headers, 'content-type': 'application/json' },
+    body: JSON.stringify(c.body),
+  });
 }
 
 /** After each failed request: nothing still reserved; at the end: held = the lease's unspent VND, nothing charged. */
 async function expectNothingStranded(accountId: string, key: string, balance: number): Promise<void> {
-  const acct: any = await (await fetch(`${gw.url}/v1/account?limit=100`, { headers: { authorization: `Bearer ${key}` } })).json();
+  const acct: any = await (
+    await fetch(`${gw.url}/v1/account?limit=100`, { headers: { authorization: `Bearer ${key}` } })
+  ).json();
   const lease = gw.deps.credit.leaseOf(accountId);
   expect(lease?.inflight ?? 0).toBe(0);
   expect(acct.held_vnd).toBe(lease?.remaining ?? 0);
   expect(acct.balance_vnd).toBe(balance);
   expect(acct.ledger.filter((e: { type: string }) => e.type === 'charged')).toEqual([]);
-  const usage: any = await (await fetch(`${gw.url}/v1/usage?limit=1000`, { headers: { authorization: `Bearer ${key}` } })).json();
+  const usage: any = await (
+    await fetch(`${gw.url}/v1/usage?limit=1000`, { headers: { authorization: `Bearer ${key}` } })
+  ).json();
   for (const u of usage.data) expect(u.cost_vnd).toBe(0);
 }
 
@@ -144,7 +192,20 @@ test('an unreachable upstream, a provider without an adapter and an untranslatab
       [{ name: 'orphan on chat', path: '/v1/chat/completions', body: chat('orphan-chat', s) }, 500],
       [{ name: 'orphan on messages', path: '/v1/messages', body: messages('orphan-chat', s) }, 500],
       [{ name: 'orphan on responses', path: '/v1/responses', body: responses('orphan-chat', s) }, 500],
-      [{ name: 'audio part for Claude', path: '/v1/chat/completions', body: { model: 'claude-haiku-4-5', stream: s, messages: [{ role: 'user', content: [{ type: 'input_audio', input_audio: { data: 'AAAA', format: 'wav' } }] }] } }, 400],
+      [
+        {
+          name: 'audio part for Claude',
+          path: '/v1/chat/completions',
+          body: {
+            model: 'claude-haiku-4-5',
+            stream: s,
+            messages: [
+              { role: 'user', content: [{ type: 'input_audio', input_audio: { data: 'AAAA', format: 'wav' } }] },
+            ],
+          },
+        },
+        400,
+      ],
       [{ name: 'n=2 for Claude', path: '/v1/chat/completions', body: { ...chat('claude-haiku-4-5', s), n: 2 } }, 400],
     ]),
   ];

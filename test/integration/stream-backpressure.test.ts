@@ -19,22 +19,31 @@ test('a slow reader gets a multi-megabyte stream whole while the upstream is pau
   const body = JSON.stringify({ model: 'gpt-4o-mini', stream: true, messages: [{ role: 'user', content: words }] });
   const url = new URL(gw.url + '/v1/chat/completions');
   const text = await new Promise<string>((resolve, reject) => {
-    const req = http.request({ host: url.hostname, port: url.port, path: url.pathname, method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' } }, (res) => {
-      expect(res.statusCode).toBe(200);
-      const parts: Buffer[] = [];
-      let pauses = 0;
-      res.on('data', (c: Buffer) => {
-        parts.push(c);
-        // Stop reading for a while, a few times: the gateway's writes back up into its socket buffer.
-        if (pauses < 5 && parts.length % 4 === 0) {
-          pauses++;
-          res.pause();
-          setTimeout(() => res.resume(), 150);
-        }
-      });
-      res.on('end', () => resolve(Buffer.concat(parts).toString('utf8')));
-      res.on('error', reject);
-    });
+    const req = http.request(
+      {
+        host: url.hostname,
+        port: url.port,
+        path: url.pathname,
+        method: 'POST',
+        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+      },
+      (res) => {
+        expect(res.statusCode).toBe(200);
+        const parts: Buffer[] = [];
+        let pauses = 0;
+        res.on('data', (c: Buffer) => {
+          parts.push(c);
+          // Stop reading for a while, a few times: the gateway's writes back up into its socket buffer.
+          if (pauses < 5 && parts.length % 4 === 0) {
+            pauses++;
+            res.pause();
+            setTimeout(() => res.resume(), 150);
+          }
+        });
+        res.on('end', () => resolve(Buffer.concat(parts).toString('utf8')));
+        res.on('error', reject);
+      },
+    );
     req.on('error', reject);
     req.end(body);
   });
@@ -46,7 +55,8 @@ test('a slow reader gets a multi-megabyte stream whole while the upstream is pau
   }
   expect(content).toBe(`You said: ${words}`);
   await gw.deps.credit.flush();
-  const rows = (await gw.deps.db.query('SELECT status, units FROM usage_records WHERE account_id = $1', [accountId])).rows;
+  const rows = (await gw.deps.db.query('SELECT status, units FROM usage_records WHERE account_id = $1', [accountId]))
+    .rows;
   expect(rows).toHaveLength(1);
   expect(rows[0].status).toBe(200);
   expect(rows[0].units.estimated).toBeUndefined();

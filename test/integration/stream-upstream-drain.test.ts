@@ -37,7 +37,9 @@ async function startSplitProxy(): Promise<SplitProxy> {
   let target = { host: '127.0.0.1', port: 0 };
   const sockets = new Set<net.Socket>();
   const proxy: SplitProxy = {
-    url: '', connections: 0, held: [],
+    url: '',
+    connections: 0,
+    held: [],
     setTarget(url) {
       const u = new URL(url);
       target = { host: u.hostname, port: Number(u.port) };
@@ -115,7 +117,9 @@ test(`${STREAMS} sequential streams: each client stream ends before the upstream
   for (let i = 0; i < STREAMS; i++) {
     const prompt = `Stream ${i}: tell me about keep-alive connections.`;
     const stream = await client.chat.completions.create({
-      model: 'gpt-4o-mini', stream: true, stream_options: { include_usage: true },
+      model: 'gpt-4o-mini',
+      stream: true,
+      stream_options: { include_usage: true },
       messages: [{ role: 'user', content: prompt }],
     });
     let text = '';
@@ -147,10 +151,14 @@ test(`${STREAMS} sequential streams: each client stream ends before the upstream
   // Billing: one usage record per stream with the upstream's own usage (no estimate), priced from the catalog,
   // one ledger charge each, and the balance down by exactly their sum.
   await gw.deps.credit.flush();
-  const rows = (await gw.deps.db.query(
-    `SELECT u.status, u.cost_vnd::int AS cost, u.units,
+  const rows = (
+    await gw.deps.db.query(
+      `SELECT u.status, u.cost_vnd::int AS cost, u.units,
             (SELECT count(*)::int FROM ledger_events e WHERE e.idempotency_key = u.charge_key AND e.kind = 'charged') AS charges
-     FROM usage_records u WHERE u.account_id = $1`, [accountId])).rows as { status: number; cost: number; units: Record<string, number>; charges: number }[];
+     FROM usage_records u WHERE u.account_id = $1`,
+      [accountId],
+    )
+  ).rows as { status: number; cost: number; units: Record<string, number>; charges: number }[];
   expect(rows).toHaveLength(STREAMS);
   const pricing = gw.deps.catalog.get('gpt-4o-mini')!.pricing;
   for (const r of rows) {
@@ -161,13 +169,18 @@ test(`${STREAMS} sequential streams: each client stream ends before the upstream
     expect(r.charges).toBe(1);
   }
   // Each names the charge that covers it (one per lease hold per flush), and the charges add up to the usage.
-  const sums = (await gw.deps.db.query(
-    `SELECT (SELECT sum(amount)::int FROM ledger_events WHERE account_id = $1 AND kind = 'charged') AS charged,
-            (SELECT sum(cost_vnd)::int FROM usage_records WHERE account_id = $1) AS used`, [accountId])).rows[0];
+  const sums = (
+    await gw.deps.db.query(
+      `SELECT (SELECT sum(amount)::int FROM ledger_events WHERE account_id = $1 AND kind = 'charged') AS charged,
+            (SELECT sum(cost_vnd)::int FROM usage_records WHERE account_id = $1) AS used`,
+      [accountId],
+    )
+  ).rows[0];
   expect(sums.charged).toBe(sums.used);
   const key2 = (u: { prompt: number; completion: number }) => `${u.prompt}/${u.completion}`;
-  expect(rows.map((r) => key2({ prompt: r.units.prompt_tokens, completion: r.units.completion_tokens })).sort())
-    .toEqual(streamed.map(key2).sort());
+  expect(
+    rows.map((r) => key2({ prompt: r.units.prompt_tokens, completion: r.units.completion_tokens })).sort(),
+  ).toEqual(streamed.map(key2).sort());
   const balance = await getBalance(gw.deps.db, accountId);
   expect(balance?.balance).toBe(START - rows.reduce((s, r) => s + r.cost, 0));
 });

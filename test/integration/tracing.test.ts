@@ -23,16 +23,37 @@ const saved = { ...process.env };
 beforeAll(async () => {
   rx = await startOtlpReceiver();
   Object.assign(process.env, {
-    OTEL_EXPORTER_OTLP_ENDPOINT: rx.url, OTEL_EXPORTER_OTLP_PROTOCOL: 'http/protobuf', OTEL_SERVICE_NAME: 'gateway-under-test',
-    OTEL_RESOURCE_ATTRIBUTES: 'deployment.environment.name=test', OTEL_BSP_SCHEDULE_DELAY: '50',
+    OTEL_EXPORTER_OTLP_ENDPOINT: rx.url,
+    OTEL_EXPORTER_OTLP_PROTOCOL: 'http/protobuf',
+    OTEL_SERVICE_NAME: 'gateway-under-test',
+    OTEL_RESOURCE_ATTRIBUTES: 'deployment.environment.name=test',
+    OTEL_BSP_SCHEDULE_DELAY: '50',
   });
   const lines = (globalThis as { __gatewayLogLines?: string[] }).__gatewayLogLines;
-  logTo({ write: (l: string) => { logLines.push(l); lines?.push(l); } });
+  logTo({
+    write: (l: string) => {
+      logLines.push(l);
+      lines?.push(l);
+    },
+  });
   h = await startVideoHarness({}, { logLevel: 'info' });
   const catalogPath = await writeRoutingCatalog([
-    { id: 'pool', upstreamModel: 'gpt-4o-mini', pricing: { inputPer1MTokens: 1000, outputPer1MTokens: 2000 }, deployments: [{ id: 'a' }, { id: 'b' }] },
+    {
+      id: 'pool',
+      upstreamModel: 'gpt-4o-mini',
+      pricing: { inputPer1MTokens: 1000, outputPer1MTokens: 2000 },
+      deployments: [{ id: 'a' }, { id: 'b' }],
+    },
   ]);
-  routed = await startGateway({ logLevel: 'info', temporalAddress: 'off', catalogPath, routing: { maxAttempts: 3, maxTimeMs: 30_000, cooldownBaseMs: 60_000, cooldownMaxMs: 60_000 } }, { temporal: false });
+  routed = await startGateway(
+    {
+      logLevel: 'info',
+      temporalAddress: 'off',
+      catalogPath,
+      routing: { maxAttempts: 3, maxTimeMs: 30_000, cooldownBaseMs: 60_000, cooldownMaxMs: 60_000 },
+    },
+    { temporal: false },
+  );
 }, 120_000);
 
 afterAll(async () => {
@@ -52,17 +73,24 @@ function clientParent(): { traceId: string; spanId: string; header: string } {
 }
 
 /** A JSON POST to the gateway with the client's traceparent. */
-const post = (gw: TestGateway, key: string, path: string, traceparent: string, body: object) => fetch(`${gw.url}${path}`, {
-  method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', traceparent }, body: JSON.stringify(body),
-});
+const post = (gw: TestGateway, key: string, path: string, traceparent: string, body: object) =>
+  fetch(`${gw.url}${path}`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', traceparent },
+    body: JSON.stringify(body),
+  });
 
 /** Flushes the exporter until `done` holds for the trace's spans. */
 async function spansOf(traceId: string, done: (s: ReceivedSpan[]) => boolean, ms = 20_000): Promise<ReceivedSpan[]> {
-  return eventually(async () => {
-    await flushTracing();
-    const s = rx.trace(traceId);
-    return done(s) ? s : null;
-  }, ms, 100);
+  return eventually(
+    async () => {
+      await flushTracing();
+      const s = rx.trace(traceId);
+      return done(s) ? s : null;
+    },
+    ms,
+    100,
+  );
 }
 
 const one = (spans: ReceivedSpan[], f: (s: ReceivedSpan) => boolean): ReceivedSpan => {
@@ -76,42 +104,72 @@ const CLIENT = 3;
 test('a chat request joins the client trace: server span, upstream try, settlement; traceparent sent upstream; ids in the log', async () => {
   const acc = await h.account(1_000_000);
   const p = clientParent();
-  const res = await post(h, acc.key, '/v1/chat/completions', p.header, { model: 'gpt-4o-mini', max_tokens: 64, messages: [{ role: 'user', content: 'secret prompt text' }] });
+  const res = await post(h, acc.key, '/v1/chat/completions', p.header, {
+    model: 'gpt-4o-mini',
+    max_tokens: 64,
+    messages: [{ role: 'user', content: 'secret prompt text' }],
+  });
   expect(res.status).toBe(200);
   const cost = Number(res.headers.get('x-gateway-cost-vnd'));
   const answer: any = await res.json();
-  const spans = await spansOf(p.traceId, (s) => s.some((x) => x.kind === SERVER) && s.some((x) => x.name === 'gateway.settle') && s.some((x) => x.kind === CLIENT));
+  const spans = await spansOf(
+    p.traceId,
+    (s) =>
+      s.some((x) => x.kind === SERVER) &&
+      s.some((x) => x.name === 'gateway.settle') &&
+      s.some((x) => x.kind === CLIENT),
+  );
 
   const server = one(spans, (s) => s.kind === SERVER);
   expect(server.parentSpanId).toBe(p.spanId);
   expect(server.name).toBe('POST /v1/chat/completions');
   expect(server.encoding).toBe('protobuf');
-  expect(server.resource).toMatchObject({ 'service.name': 'gateway-under-test', 'deployment.environment.name': 'test' });
+  expect(server.resource).toMatchObject({
+    'service.name': 'gateway-under-test',
+    'deployment.environment.name': 'test',
+  });
   expect(server.attributes).toMatchObject({
-    'http.request.method': 'POST', 'http.route': '/v1/chat/completions', 'http.response.status_code': 200,
-    'gateway.account_id': acc.accountId, 'gateway.key_id': acc.keyId,
-    'gen_ai.operation.name': 'chat', 'gen_ai.request.model': 'gpt-4o-mini', 'gen_ai.response.model': 'gpt-4o-mini',
-    'gen_ai.request.max_tokens': 64, 'gen_ai.usage.input_tokens': answer.usage.prompt_tokens,
-    'gen_ai.usage.output_tokens': answer.usage.completion_tokens, 'gen_ai.usage.cache_read.input_tokens': 0, 'gateway.cost_vnd': cost,
+    'http.request.method': 'POST',
+    'http.route': '/v1/chat/completions',
+    'http.response.status_code': 200,
+    'gateway.account_id': acc.accountId,
+    'gateway.key_id': acc.keyId,
+    'gen_ai.operation.name': 'chat',
+    'gen_ai.request.model': 'gpt-4o-mini',
+    'gen_ai.response.model': 'gpt-4o-mini',
+    'gen_ai.request.max_tokens': 64,
+    'gen_ai.usage.input_tokens': answer.usage.prompt_tokens,
+    'gen_ai.usage.output_tokens': answer.usage.completion_tokens,
+    'gen_ai.usage.cache_read.input_tokens': 0,
+    'gateway.cost_vnd': cost,
   });
 
   const tryer = one(spans, (s) => s.kind === CLIENT);
   expect(tryer.parentSpanId).toBe(server.spanId);
   expect(tryer.name).toBe('chat gpt-4o-mini');
   expect(tryer.attributes).toMatchObject({
-    'gen_ai.operation.name': 'chat', 'gen_ai.provider.name': 'openai', 'gen_ai.request.model': 'gpt-4o-mini',
-    'gen_ai.response.model': 'gpt-4o-mini', 'gateway.try': 'first', 'http.response.status_code': 200,
+    'gen_ai.operation.name': 'chat',
+    'gen_ai.provider.name': 'openai',
+    'gen_ai.request.model': 'gpt-4o-mini',
+    'gen_ai.response.model': 'gpt-4o-mini',
+    'gateway.try': 'first',
+    'http.response.status_code': 200,
     'gen_ai.response.finish_reasons': [answer.choices[0].finish_reason],
   });
   expect(typeof tryer.attributes['gateway.deployment']).toBe('string');
 
   const settle = one(spans, (s) => s.name === 'gateway.settle');
   expect(settle.parentSpanId).toBe(server.spanId);
-  expect(settle.attributes).toMatchObject({ 'gateway.cost_vnd': cost, 'gen_ai.usage.input_tokens': answer.usage.prompt_tokens });
+  expect(settle.attributes).toMatchObject({
+    'gateway.cost_vnd': cost,
+    'gen_ai.usage.input_tokens': answer.usage.prompt_tokens,
+  });
   expect(cost).toBeGreaterThan(0);
 
   // The upstream got a traceparent naming the try as its parent.
-  const up = h.emulator.control.requests.filter((r) => r.path.endsWith('/chat/completions') && JSON.stringify(r.body).includes('secret prompt text'));
+  const up = h.emulator.control.requests.filter(
+    (r) => r.path.endsWith('/chat/completions') && JSON.stringify(r.body).includes('secret prompt text'),
+  );
   expect(up).toHaveLength(1);
   expect(up[0].headers.traceparent).toBe(`00-${p.traceId}-${tryer.spanId}-01`);
 
@@ -121,7 +179,10 @@ test('a chat request joins the client trace: server span, upstream try, settleme
   expect(all).not.toContain('secret prompt text');
   expect(all).not.toContain('gen_ai.input.messages');
 
-  const line = logLines.filter((l) => l.startsWith('{')).map((l) => JSON.parse(l)).find((l) => l.msg === 'request' && l.trace_id === p.traceId);
+  const line = logLines
+    .filter((l) => l.startsWith('{'))
+    .map((l) => JSON.parse(l))
+    .find((l) => l.msg === 'request' && l.trace_id === p.traceId);
   expect(line).toMatchObject({ trace_id: p.traceId, span_id: server.spanId, status: 200 });
 });
 
@@ -130,9 +191,18 @@ test('a stream: time to first token as an event; the try span ends with the stre
   h.emulator.control.settings.chunkDelayMs = 20;
   try {
     const p = clientParent();
-    const sdk = new OpenAI({ apiKey: acc.key, baseURL: `${h.url}/v1`, maxRetries: 0, defaultHeaders: { traceparent: p.header } });
+    const sdk = new OpenAI({
+      apiKey: acc.key,
+      baseURL: `${h.url}/v1`,
+      maxRetries: 0,
+      defaultHeaders: { traceparent: p.header },
+    });
     const started = process.hrtime.bigint();
-    const stream = await sdk.chat.completions.create({ model: 'gpt-4o-mini', stream: true, messages: [{ role: 'user', content: 'Say something long' }] });
+    const stream = await sdk.chat.completions.create({
+      model: 'gpt-4o-mini',
+      stream: true,
+      messages: [{ role: 'user', content: 'Say something long' }],
+    });
     let chunks = 0;
     for await (const _ of stream) chunks++;
     const ended = process.hrtime.bigint();
@@ -157,15 +227,29 @@ test('a failed try and its retry are two child spans: failure class, status, ret
   const acc = await routed.account(1_000_000);
   routed.emulator.control.addFault({ match: 'POST', status: 503, times: 1 });
   const p = clientParent();
-  const res = await post(routed, acc.key, '/v1/chat/completions', p.header, { model: 'pool', messages: [{ role: 'user', content: 'hi' }] });
+  const res = await post(routed, acc.key, '/v1/chat/completions', p.header, {
+    model: 'pool',
+    messages: [{ role: 'user', content: 'hi' }],
+  });
   expect(res.status).toBe(200);
-  const spans = await spansOf(p.traceId, (s) => s.filter((x) => x.kind === CLIENT).length === 2 && s.some((x) => x.kind === SERVER));
+  const spans = await spansOf(
+    p.traceId,
+    (s) => s.filter((x) => x.kind === CLIENT).length === 2 && s.some((x) => x.kind === SERVER),
+  );
   const server = one(spans, (s) => s.kind === SERVER);
   const tries = spans.filter((s) => s.kind === CLIENT).sort((a, b) => Number(a.startNs - b.startNs));
   expect(tries.map((t) => t.parentSpanId)).toEqual([server.spanId, server.spanId]);
-  expect(tries[0].attributes).toMatchObject({ 'gateway.try': 'first', 'error.type': 'server', 'http.response.status_code': 503 });
+  expect(tries[0].attributes).toMatchObject({
+    'gateway.try': 'first',
+    'error.type': 'server',
+    'http.response.status_code': 503,
+  });
   expect(tries[0].status).toBe(2);
-  expect(tries[1].attributes).toMatchObject({ 'gateway.try': 'retry', 'gateway.retry': true, 'http.response.status_code': 200 });
+  expect(tries[1].attributes).toMatchObject({
+    'gateway.try': 'retry',
+    'gateway.retry': true,
+    'http.response.status_code': 200,
+  });
   expect(tries[1].attributes['gateway.deployment']).not.toBe(tries[0].attributes['gateway.deployment']);
   expect(new Set(tries.map((t) => t.attributes['gateway.deployment']))).toEqual(new Set(['a', 'b']));
 });
@@ -173,14 +257,23 @@ test('a failed try and its retry are two child spans: failure class, status, ret
 test('a video job: the POST, the workflow, each activity (submit, polls, copy, settlement) in one trace', async () => {
   const acc = await h.account(1_000_000);
   const p = clientParent();
-  const res = await post(h, acc.key, '/v1/videos', p.header, { model: 'veo-3.1-generate-preview', prompt: 'a lighthouse at dusk', seconds: 4 });
+  const res = await post(h, acc.key, '/v1/videos', p.header, {
+    model: 'veo-3.1-generate-preview',
+    prompt: 'a lighthouse at dusk',
+    seconds: 4,
+  });
   expect(res.status).toBe(202);
   const job: any = await res.json();
   await eventually(async () => {
-    const j: any = await (await fetch(`${h.url}/v1/videos/${job.id}`, { headers: { authorization: `Bearer ${acc.key}` } })).json();
+    const j: any = await (
+      await fetch(`${h.url}/v1/videos/${job.id}`, { headers: { authorization: `Bearer ${acc.key}` } })
+    ).json();
     return j.status === 'completed' ? j : null;
   });
-  const spans = await spansOf(p.traceId, (s) => s.some((x) => x.name.startsWith('RunWorkflow:')) && s.some((x) => x.name === 'RunActivity:completeJob'));
+  const spans = await spansOf(
+    p.traceId,
+    (s) => s.some((x) => x.name.startsWith('RunWorkflow:')) && s.some((x) => x.name === 'RunActivity:completeJob'),
+  );
   const byId = new Map(spans.map((s) => [s.spanId, s]));
   const server = one(spans, (s) => s.kind === SERVER && s.name === 'POST /v1/videos');
   expect(server.parentSpanId).toBe(p.spanId);
@@ -196,15 +289,28 @@ test('a video job: the POST, the workflow, each activity (submit, polls, copy, s
   expect(start.parentSpanId).toBe(server.spanId);
   const activities = spans.filter((s) => s.name.startsWith('RunActivity:'));
   const names = activities.map((s) => s.name);
-  expect(names).toEqual(expect.arrayContaining(['RunActivity:submitVideo', 'RunActivity:pollVideo', 'RunActivity:copyResult', 'RunActivity:completeJob']));
+  expect(names).toEqual(
+    expect.arrayContaining([
+      'RunActivity:submitVideo',
+      'RunActivity:pollVideo',
+      'RunActivity:copyResult',
+      'RunActivity:completeJob',
+    ]),
+  );
   expect(names.filter((n) => n === 'RunActivity:pollVideo').length).toBeGreaterThanOrEqual(2);
   for (const a of activities) {
     const chain = ancestry(a);
-    expect(chain.slice(-3)).toEqual(['RunWorkflow:videoJobWorkflow', 'StartWorkflow:videoJobWorkflow', 'POST /v1/videos']);
+    expect(chain.slice(-3)).toEqual([
+      'RunWorkflow:videoJobWorkflow',
+      'StartWorkflow:videoJobWorkflow',
+      'POST /v1/videos',
+    ]);
     expect(chain[1]).toBe(a.name.replace('RunActivity:', 'StartActivity:'));
   }
   // The provider calls of the activities carry the trace on to the upstream.
-  const submit = h.emulator.control.requests.find((r) => r.path.includes(':predictLongRunning') && JSON.stringify(r.body).includes('a lighthouse at dusk'))!;
+  const submit = h.emulator.control.requests.find(
+    (r) => r.path.includes(':predictLongRunning') && JSON.stringify(r.body).includes('a lighthouse at dusk'),
+  )!;
   expect(String(submit.headers.traceparent)).toMatch(new RegExp(`^00-${p.traceId}-[0-9a-f]{16}-01$`));
 });
 
@@ -217,12 +323,19 @@ test('http/json export: the same spans arrive as OTLP JSON', async () => {
   const p = clientParent();
   const res = await post(h, acc.key, '/v1/embeddings', p.header, { model: 'text-embedding-3-small', input: 'hello' });
   expect(res.status).toBe(200);
-  const spans = await spansOf(p.traceId, (s) => s.some((x) => x.kind === SERVER) && s.some((x) => x.name === 'gateway.settle'));
+  const spans = await spansOf(
+    p.traceId,
+    (s) => s.some((x) => x.kind === SERVER) && s.some((x) => x.name === 'gateway.settle'),
+  );
   expect(rx.requests.json).toBeGreaterThan(before);
   const server = one(spans, (s) => s.kind === SERVER);
   expect(server.encoding).toBe('json');
   expect(server.parentSpanId).toBe(p.spanId);
-  expect(server.attributes).toMatchObject({ 'http.route': '/v1/embeddings', 'gen_ai.operation.name': 'embeddings', 'gen_ai.request.model': 'text-embedding-3-small' });
+  expect(server.attributes).toMatchObject({
+    'http.route': '/v1/embeddings',
+    'gen_ai.operation.name': 'embeddings',
+    'gen_ai.request.model': 'text-embedding-3-small',
+  });
   const tryer = one(spans, (s) => s.kind === CLIENT);
   expect(tryer.parentSpanId).toBe(server.spanId);
   expect(one(spans, (s) => s.name === 'gateway.settle').parentSpanId).toBe(server.spanId);
@@ -235,13 +348,20 @@ test('prompts and completions are recorded only with OTEL_CAPTURE_CONTENT=true',
   try {
     const acc = await h.account(1_000_000);
     const p = clientParent();
-    const res = await post(h, acc.key, '/v1/chat/completions', p.header, { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'opted-in prompt' }] });
+    const res = await post(h, acc.key, '/v1/chat/completions', p.header, {
+      model: 'gpt-4o-mini',
+      messages: [{ role: 'user', content: 'opted-in prompt' }],
+    });
     const answer: any = await res.json();
     const spans = await spansOf(p.traceId, (s) => s.some((x) => x.kind === SERVER) && s.some((x) => x.kind === CLIENT));
-    expect(String(one(spans, (s) => s.kind === SERVER).attributes['gen_ai.input.messages'])).toContain('opted-in prompt');
+    expect(String(one(spans, (s) => s.kind === SERVER).attributes['gen_ai.input.messages'])).toContain(
+      'opted-in prompt',
+    );
     const tryer = one(spans, (s) => s.kind === CLIENT);
     expect(String(tryer.attributes['gen_ai.input.messages'])).toContain('opted-in prompt');
-    expect(String(tryer.attributes['gen_ai.output.messages'])).toContain(JSON.stringify(answer.choices[0].message.content).slice(1, -1));
+    expect(String(tryer.attributes['gen_ai.output.messages'])).toContain(
+      JSON.stringify(answer.choices[0].message.content).slice(1, -1),
+    );
   } finally {
     delete process.env.OTEL_CAPTURE_CONTENT;
   }
@@ -254,7 +374,10 @@ test('the sampler comes from OTEL_TRACES_SAMPLER: a ratio of 0 exports nothing, 
   try {
     const acc = await h.account(1_000_000);
     const p = clientParent();
-    const res = await post(h, acc.key, '/v1/embeddings', p.header, { model: 'text-embedding-3-small', input: 'not sampled' });
+    const res = await post(h, acc.key, '/v1/embeddings', p.header, {
+      model: 'text-embedding-3-small',
+      input: 'not sampled',
+    });
     expect(res.status).toBe(200);
     await flushTracing();
     await new Promise((r) => setTimeout(r, 200));

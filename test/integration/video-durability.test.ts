@@ -20,21 +20,31 @@ afterAll(async () => {
 });
 
 type Json = any;
-const post = async (key: string, body: Record<string, unknown>) => fetch(`${h.url}/v1/videos`, {
-  method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: JSON.stringify(body),
-});
-const final = (key: string, id: string, ms = 30_000) => eventually(async () => {
-  const j: Json = await (await fetch(`${h.url}/v1/videos/${id}`, { headers: { authorization: `Bearer ${key}` } })).json();
-  return ['completed', 'failed', 'expired'].includes(j.status) ? j : null;
-}, ms);
+const post = async (key: string, body: Record<string, unknown>) =>
+  fetch(`${h.url}/v1/videos`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
+const final = (key: string, id: string, ms = 30_000) =>
+  eventually(async () => {
+    const j: Json = await (
+      await fetch(`${h.url}/v1/videos/${id}`, { headers: { authorization: `Bearer ${key}` } })
+    ).json();
+    return ['completed', 'failed', 'expired'].includes(j.status) ? j : null;
+  }, ms);
 
 test('the worker process is SIGKILLed mid-job; a new worker finishes it with exactly one charge and one provider task', async () => {
   const acc = await h.account(1_000_000);
   const first = await spawnWorker(h);
-  const job: Json = await (await post(acc.key, { model: VEO, prompt: 'survive the crash [polls=6]', seconds: 8 })).json();
+  const job: Json = await (
+    await post(acc.key, { model: VEO, prompt: 'survive the crash [polls=6]', seconds: 8 })
+  ).json();
   // Mid-job: submitted to the provider and polled at least twice, not yet finished.
   const taskId = await eventually(async () => (await getJob(h.deps.db, job.id))?.providerTaskId);
-  await eventually(async () => h.emulator.control.requests.filter((r) => r.method === 'GET' && r.path.endsWith(taskId)).length >= 2);
+  await eventually(
+    async () => h.emulator.control.requests.filter((r) => r.method === 'GET' && r.path.endsWith(taskId)).length >= 2,
+  );
   await first.kill('SIGKILL');
   expect((await getJob(h.deps.db, job.id))!.status).toBe('processing');
 
@@ -48,9 +58,17 @@ test('the worker process is SIGKILLed mid-job; a new worker finishes it with exa
   const ledger = await listLedger(h.deps.db, acc.accountId);
   expect(ledger.filter((e) => e.kind === 'charged')).toHaveLength(1);
   expect(ledger.filter((e) => e.kind === 'hold_released')).toHaveLength(1);
-  expect(await getBalance(h.deps.db, acc.accountId)).toEqual({ balance: 1_000_000 - 8 * PRICE, held: 0, available: 1_000_000 - 8 * PRICE });
+  expect(await getBalance(h.deps.db, acc.accountId)).toEqual({
+    balance: 1_000_000 - 8 * PRICE,
+    held: 0,
+    available: 1_000_000 - 8 * PRICE,
+  });
   // One submission upstream: the resumed workflow kept polling the recorded task.
-  expect(h.emulator.control.requests.filter((r) => r.method === 'POST' && JSON.stringify(r.body).includes('survive the crash'))).toHaveLength(1);
+  expect(
+    h.emulator.control.requests.filter(
+      (r) => r.method === 'POST' && JSON.stringify(r.body).includes('survive the crash'),
+    ),
+  ).toHaveLength(1);
   const kinds = (await listEvents(h.deps.db, job.id)).map((e) => e.kind);
   expect(kinds.filter((k) => k === 'completed')).toHaveLength(1);
 }, 120_000);
@@ -59,7 +77,9 @@ test('50 concurrent submissions against a balance covering 10: exactly 10 accept
   const perJob = 4 * PRICE;
   const acc = await h.account(10 * perJob);
   await h.startWorker();
-  const results = await Promise.all(Array.from({ length: 50 }, (_, i) => post(acc.key, { model: VEO, prompt: `crowd ${i}`, seconds: 4 })));
+  const results = await Promise.all(
+    Array.from({ length: 50 }, (_, i) => post(acc.key, { model: VEO, prompt: `crowd ${i}`, seconds: 4 })),
+  );
   const statuses = results.map((r) => r.status);
   expect(statuses.filter((s) => s === 202)).toHaveLength(10);
   expect(statuses.filter((s) => s === 402)).toHaveLength(40);

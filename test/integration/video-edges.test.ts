@@ -26,9 +26,11 @@ afterEach(() => {
 });
 
 type Json = any;
-const api = (key: string, path: string, init: RequestInit = {}) => fetch(`${h.url}${path}`, {
-  ...init, headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', ...(init.headers ?? {}) },
-});
+const api = (key: string, path: string, init: RequestInit = {}) =>
+  fetch(`${h.url}${path}`, {
+    ...init,
+    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', ...(init.headers ?? {}) },
+  });
 async function submit(key: string, body: Record<string, unknown>): Promise<Json> {
   const r = await api(key, '/v1/videos', { method: 'POST', body: JSON.stringify(body) });
   expect(r.status).toBe(202);
@@ -53,14 +55,21 @@ async function cancelDuringCreation(key: string, model: string, prompt: string, 
 
 test('DELETE while Seedance is creating the task: the task it created is recorded and cancelled at the provider', async () => {
   const acc = await h.account(BALANCE);
-  const out = await cancelDuringCreation(acc.key, SEEDANCE, 'cancel during creation', '/seedance/api/v3/contents/generations/tasks');
+  const out = await cancelDuringCreation(
+    acc.key,
+    SEEDANCE,
+    'cancel during creation',
+    '/seedance/api/v3/contents/generations/tasks',
+  );
   expect(out.error).toMatchObject({ code: 'cancelled' });
   const taskId = await eventually(async () => (await getJob(h.deps.db, out.id))?.providerTaskId);
   await eventually(async () => (await eventKinds(out.id)).includes('provider_task_cancelled'));
   const c = h.emulator.control;
   expect(c.requests.filter((r) => r.method === 'DELETE' && r.path.endsWith(`/tasks/${taskId}`))).toHaveLength(1);
   // The provider shows the task cancelled: it will not run (nor cost).
-  const task = await (await fetch(`${h.emulator.url}/seedance/api/v3/contents/generations/tasks/${taskId}`)).json() as Json;
+  const task = (await (
+    await fetch(`${h.emulator.url}/seedance/api/v3/contents/generations/tasks/${taskId}`)
+  ).json()) as Json;
   expect(task.status).toBe('cancelled');
   expect(await getBalance(h.deps.db, acc.accountId)).toEqual({ balance: BALANCE, held: 0, available: BALANCE });
   expect(await verifyProjections(h.deps.db)).toEqual([]);
@@ -71,7 +80,9 @@ test('DELETE while Veo is creating the operation (no cancel there): the job ends
   const out = await cancelDuringCreation(acc.key, VEO, 'cancel during creation [polls=4]', '/veo/v1beta/models/');
   expect(out.error).toMatchObject({ code: 'cancelled' });
   const taskId = await eventually(async () => (await getJob(h.deps.db, out.id))?.providerTaskId);
-  const ended = await eventually(async () => (await listEvents(h.deps.db, out.id)).find((e) => e.kind === 'provider_task_ended'));
+  const ended = await eventually(async () =>
+    (await listEvents(h.deps.db, out.id)).find((e) => e.kind === 'provider_task_ended'),
+  );
   expect(ended.data).toMatchObject({ taskId, state: 'succeeded' });
   // The job's terms: a cancelled job charges nothing, whatever the provider did with the task.
   const job = (await getJob(h.deps.db, out.id))!;
@@ -85,8 +96,18 @@ async function heldJob(accountId: string): Promise<{ id: string; holdId: string 
   const id = randomUUID();
   const holdId = randomUUID();
   await createJobWithHold(h.deps.db, {
-    id, accountId, apiKeyId: null, model: SEEDANCE, provider: 'emulator-seedance', requestHash: 'x', idempotencyKey: null,
-    request: { prompt: 'edge', seconds: 5, returnLastFrame: false, images: {} }, seconds: 5, pricePerSecond: 3600, maxCostVnd: 5 * 3600, holdId,
+    id,
+    accountId,
+    apiKeyId: null,
+    model: SEEDANCE,
+    provider: 'emulator-seedance',
+    requestHash: 'x',
+    idempotencyKey: null,
+    request: { prompt: 'edge', seconds: 5, returnLastFrame: false, images: {} },
+    seconds: 5,
+    pricePerSecond: 3600,
+    maxCostVnd: 5 * 3600,
+    holdId,
   });
   return { id, holdId };
 }
@@ -108,18 +129,32 @@ test('completion is one commit: a status change that fails leaves the money unto
   const job = await heldJob(acc.accountId);
   const restore = await failStatusChange(job.id, 'completed');
   try {
-    await expect(completeJob(h.deps.db, { jobId: job.id, holdId: job.holdId, chargeVnd: 4 * 3600, durationSeconds: 4 })).rejects.toThrow(/injected/);
+    await expect(
+      completeJob(h.deps.db, { jobId: job.id, holdId: job.holdId, chargeVnd: 4 * 3600, durationSeconds: 4 }),
+    ).rejects.toThrow(/injected/);
   } finally {
     await restore();
   }
   expect((await getJob(h.deps.db, job.id))!.status).toBe('submitted');
-  expect(await getBalance(h.deps.db, acc.accountId)).toEqual({ balance: BALANCE, held: 5 * 3600, available: BALANCE - 5 * 3600 });
+  expect(await getBalance(h.deps.db, acc.accountId)).toEqual({
+    balance: BALANCE,
+    held: 5 * 3600,
+    available: BALANCE - 5 * 3600,
+  });
   expect((await listLedger(h.deps.db, acc.accountId)).map((e) => e.kind)).toEqual(['hold_placed', 'topped_up']);
 
-  expect(await completeJob(h.deps.db, { jobId: job.id, holdId: job.holdId, chargeVnd: 4 * 3600, durationSeconds: 4 })).toBe(true);
-  expect(await completeJob(h.deps.db, { jobId: job.id, holdId: job.holdId, chargeVnd: 4 * 3600, durationSeconds: 4 })).toBe(false);
+  expect(
+    await completeJob(h.deps.db, { jobId: job.id, holdId: job.holdId, chargeVnd: 4 * 3600, durationSeconds: 4 }),
+  ).toBe(true);
+  expect(
+    await completeJob(h.deps.db, { jobId: job.id, holdId: job.holdId, chargeVnd: 4 * 3600, durationSeconds: 4 }),
+  ).toBe(false);
   expect((await getJob(h.deps.db, job.id))!).toMatchObject({ status: 'completed', costVnd: 4 * 3600 });
-  expect(await getBalance(h.deps.db, acc.accountId)).toEqual({ balance: BALANCE - 4 * 3600, held: 0, available: BALANCE - 4 * 3600 });
+  expect(await getBalance(h.deps.db, acc.accountId)).toEqual({
+    balance: BALANCE - 4 * 3600,
+    held: 0,
+    available: BALANCE - 4 * 3600,
+  });
   expect((await listLedger(h.deps.db, acc.accountId)).filter((e) => e.kind === 'charged')).toHaveLength(1);
   expect(await verifyProjections(h.deps.db)).toEqual([]);
 });
@@ -129,25 +164,41 @@ test('a failure is one commit too, and a job already final is never settled agai
   const job = await heldJob(acc.accountId);
   const restore = await failStatusChange(job.id, 'failed');
   try {
-    await expect(finishUnsuccessful(h.deps.db, { jobId: job.id, holdId: job.holdId, status: 'failed', message: 'no' })).rejects.toThrow(/injected/);
+    await expect(
+      finishUnsuccessful(h.deps.db, { jobId: job.id, holdId: job.holdId, status: 'failed', message: 'no' }),
+    ).rejects.toThrow(/injected/);
   } finally {
     await restore();
   }
   expect((await getBalance(h.deps.db, acc.accountId))!.held).toBe(5 * 3600);
-  expect(await finishUnsuccessful(h.deps.db, { jobId: job.id, holdId: job.holdId, status: 'failed', message: 'no' })).toBe(true);
+  expect(
+    await finishUnsuccessful(h.deps.db, { jobId: job.id, holdId: job.holdId, status: 'failed', message: 'no' }),
+  ).toBe(true);
   // A late completion of a failed job (a stale activity) charges nothing.
-  expect(await completeJob(h.deps.db, { jobId: job.id, holdId: job.holdId, chargeVnd: 4 * 3600, durationSeconds: 4 })).toBe(false);
+  expect(
+    await completeJob(h.deps.db, { jobId: job.id, holdId: job.holdId, chargeVnd: 4 * 3600, durationSeconds: 4 }),
+  ).toBe(false);
   expect(await getBalance(h.deps.db, acc.accountId)).toEqual({ balance: BALANCE, held: 0, available: BALANCE });
   expect((await getJob(h.deps.db, job.id))!.status).toBe('failed');
 });
 
-test('the deadline runs from the job\'s creation: a job started past it (by the reconciler) expires, never submitted', async () => {
+test("the deadline runs from the job's creation: a job started past it (by the reconciler) expires, never submitted", async () => {
   const acc = await h.account(BALANCE);
   const id = randomUUID();
   // What POST /v1/videos commits before the workflow starts; the API then "crashes" and the job waits an hour.
   await createJobWithHold(h.deps.db, {
-    id, accountId: acc.accountId, apiKeyId: null, model: VEO, provider: 'emulator-veo', requestHash: 'x', idempotencyKey: null,
-    request: { prompt: 'an hour late', seconds: 4, returnLastFrame: false, images: {} }, seconds: 4, pricePerSecond: 10400, maxCostVnd: 4 * 10400, holdId: randomUUID(),
+    id,
+    accountId: acc.accountId,
+    apiKeyId: null,
+    model: VEO,
+    provider: 'emulator-veo',
+    requestHash: 'x',
+    idempotencyKey: null,
+    request: { prompt: 'an hour late', seconds: 4, returnLastFrame: false, images: {} },
+    seconds: 4,
+    pricePerSecond: 10400,
+    maxCostVnd: 4 * 10400,
+    holdId: randomUUID(),
   });
   await h.deps.db.query(`UPDATE video_jobs SET created_at = now() - interval '1 hour' WHERE id = $1`, [id]);
   // The reconciler starts the workflow: the 20 s deadline passed long ago.
@@ -155,19 +206,28 @@ test('the deadline runs from the job\'s creation: a job started past it (by the 
     const j = await getJob(h.deps.db, id);
     return j?.status === 'expired' ? j : null;
   });
-  expect(job).toMatchObject({ errorCode: 'deadline_exceeded', providerTaskId: null, errorMessage: expect.stringContaining('of the job\'s creation') });
-  expect(h.emulator.control.requests.filter((r) => r.method === 'POST' && JSON.stringify(r.body).includes('an hour late'))).toEqual([]);
+  expect(job).toMatchObject({
+    errorCode: 'deadline_exceeded',
+    providerTaskId: null,
+    errorMessage: expect.stringContaining("of the job's creation"),
+  });
+  expect(
+    h.emulator.control.requests.filter((r) => r.method === 'POST' && JSON.stringify(r.body).includes('an hour late')),
+  ).toEqual([]);
   expect(await getBalance(h.deps.db, acc.accountId)).toEqual({ balance: BALANCE, held: 0, available: BALANCE });
 });
 
-test('a workflow restarted after its history is lost keeps the job\'s deadline (it does not start a new one)', async () => {
+test("a workflow restarted after its history is lost keeps the job's deadline (it does not start a new one)", async () => {
   const acc = await h.account(BALANCE);
   const job = await submit(acc.key, { model: VEO, prompt: 'lost and late [hang]', seconds: 4 });
   await eventually(async () => (await getJob(h.deps.db, job.id))?.providerTaskId);
   // The job is now older than its deadline (20 s here); its running workflow computed its own deadline already.
   await h.deps.db.query(`UPDATE video_jobs SET created_at = now() - interval '1 hour' WHERE id = $1`, [job.id]);
   const handle = h.deps.temporal!.workflow.getHandle(`video-${job.id}`);
-  await h.deps.temporal!.workflowService.deleteWorkflowExecution({ namespace: h.config.temporalNamespace, workflowExecution: { workflowId: handle.workflowId } });
+  await h.deps.temporal!.workflowService.deleteWorkflowExecution({
+    namespace: h.config.temporalNamespace,
+    workflowExecution: { workflowId: handle.workflowId },
+  });
   // The reconciler starts it again (grace 1 s): it expires at its first look, well before a fresh 20 s deadline.
   const done = await eventually(async () => {
     const j = await getJob(h.deps.db, job.id);
@@ -175,7 +235,9 @@ test('a workflow restarted after its history is lost keeps the job\'s deadline (
   }, 12_000);
   expect(done.errorCode).toBe('deadline_exceeded');
   // Veo cannot cancel; the follow window (from creation too) has closed: the task is recorded as still running.
-  const ended = await eventually(async () => (await listEvents(h.deps.db, job.id)).find((e) => e.kind === 'provider_task_ended'));
+  const ended = await eventually(async () =>
+    (await listEvents(h.deps.db, job.id)).find((e) => e.kind === 'provider_task_ended'),
+  );
   expect(ended.data).toMatchObject({ taskId: done.providerTaskId, state: 'running' });
   expect(await getBalance(h.deps.db, acc.accountId)).toEqual({ balance: BALANCE, held: 0, available: BALANCE });
 });
@@ -183,7 +245,12 @@ test('a workflow restarted after its history is lost keeps the job\'s deadline (
 test('input images stored for a job are removed when its submission fails (the provider rejects it)', async () => {
   const acc = await h.account(BALANCE);
   const png = fs.readFileSync(path.join(__dirname, '../../emulator/fixtures/last_frame.png'));
-  const job = await submit(acc.key, { model: SEEDANCE, prompt: 'refused [reject]', seconds: 5, input_reference: `data:image/png;base64,${png.toString('base64')}` });
+  const job = await submit(acc.key, {
+    model: SEEDANCE,
+    prompt: 'refused [reject]',
+    seconds: 5,
+    input_reference: `data:image/png;base64,${png.toString('base64')}`,
+  });
   const key = (await getJob(h.deps.db, job.id))!.request.images.inputReference!.key;
   const done = await eventually(async () => {
     const j = await getJob(h.deps.db, job.id);
@@ -203,20 +270,34 @@ test('the last frame is stored and served with the type its bytes have: PNG, JPE
     { marker: '[last_frame=webp]', file: 'last_frame.webp', type: 'image/webp', ext: 'webp' },
   ];
   const first = `data:image/png;base64,${fixture('last_frame.png').toString('base64')}`;
-  const jobs = await Promise.all(cases.map((c) => submit(acc.key,
-    { model: SEEDANCE, prompt: `a lighthouse ${c.marker}`, seconds: 5, input_reference: first,
-      return_last_frame: true })));
+  const jobs = await Promise.all(
+    cases.map((c) =>
+      submit(acc.key, {
+        model: SEEDANCE,
+        prompt: `a lighthouse ${c.marker}`,
+        seconds: 5,
+        input_reference: first,
+        return_last_frame: true,
+      }),
+    ),
+  );
   for (const [i, c] of cases.entries()) {
     const done = await eventually(async () => {
       const j = await getJob(h.deps.db, jobs[i].id);
       return j?.status === 'completed' ? j : null;
     });
     const stored = await h.deps.storage.head(done.lastFrameKey!);
-    expect({ type: c.type, db: done.lastFrameContentType, storage: stored?.contentType })
-      .toEqual({ type: c.type, db: c.type, storage: c.type });
+    expect({ type: c.type, db: done.lastFrameContentType, storage: stored?.contentType }).toEqual({
+      type: c.type,
+      db: c.type,
+      storage: c.type,
+    });
     const r = await api(acc.key, `/v1/videos/${done.id}/content?variant=last_frame`);
-    expect({ status: r.status, type: r.headers.get('content-type'), disposition: r.headers.get('content-disposition') })
-      .toEqual({ status: 200, type: c.type, disposition: `inline; filename="${done.id}-last-frame.${c.ext}"` });
+    expect({
+      status: r.status,
+      type: r.headers.get('content-type'),
+      disposition: r.headers.get('content-disposition'),
+    }).toEqual({ status: 200, type: c.type, disposition: `inline; filename="${done.id}-last-frame.${c.ext}"` });
     expect(Buffer.from(await r.arrayBuffer()).equals(fixture(c.file))).toBe(true);
   }
 });

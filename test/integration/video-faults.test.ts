@@ -27,14 +27,21 @@ afterEach(() => {
 
 type Json = any;
 async function submit(key: string, body: Record<string, unknown>): Promise<Json> {
-  const r = await fetch(`${h.url}/v1/videos`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  const r = await fetch(`${h.url}/v1/videos`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
   expect(r.status).toBe(202);
   return r.json();
 }
-const final = (key: string, id: string) => eventually(async () => {
-  const j: Json = await (await fetch(`${h.url}/v1/videos/${id}`, { headers: { authorization: `Bearer ${key}` } })).json();
-  return ['completed', 'failed', 'expired'].includes(j.status) ? j : null;
-});
+const final = (key: string, id: string) =>
+  eventually(async () => {
+    const j: Json = await (
+      await fetch(`${h.url}/v1/videos/${id}`, { headers: { authorization: `Bearer ${key}` } })
+    ).json();
+    return ['completed', 'failed', 'expired'].includes(j.status) ? j : null;
+  });
 const charges = (accountId: string) => chargesOf(h.deps, accountId);
 
 async function expectReleased(accountId: string): Promise<void> {
@@ -51,21 +58,28 @@ test.each([
   ['Seedance content filter', SEEDANCE, '[filter]', 'failed', /sensitive content/],
   ['Seedance expired', SEEDANCE, '[expire]', 'expired', null],
   ['provider rejects the submission (4xx)', SEEDANCE, '[reject]', 'failed', /rejected/],
-])('%s (%s, prompt marker %s): job ends %s, hold released, nothing charged', async (_name, model, marker, status, message) => {
-  const acc = await h.account(BALANCE);
-  const job = await submit(acc.key, { model, prompt: `scene ${marker}`, seconds: 4 });
-  const done = await final(acc.key, job.id);
-  expect(done.status).toBe(status);
-  if (status === 'failed') expect(done.error.message).toMatch(message as RegExp);
-  else expect(done.error).toBeUndefined();
-  expect(done.usage).toBeUndefined();
-  await expectReleased(acc.accountId);
-  if (marker === '[filter]') expect(done.error.code).toBe('content_filter');
-  if (marker === '[reject]') {
-    // A rejection is final at once: exactly one submission attempt.
-    expect(h.emulator.control.requests.filter((r) => r.method === 'POST' && JSON.stringify(r.body).includes(`scene ${marker}`))).toHaveLength(1);
-  }
-});
+])(
+  '%s (%s, prompt marker %s): job ends %s, hold released, nothing charged',
+  async (_name, model, marker, status, message) => {
+    const acc = await h.account(BALANCE);
+    const job = await submit(acc.key, { model, prompt: `scene ${marker}`, seconds: 4 });
+    const done = await final(acc.key, job.id);
+    expect(done.status).toBe(status);
+    if (status === 'failed') expect(done.error.message).toMatch(message as RegExp);
+    else expect(done.error).toBeUndefined();
+    expect(done.usage).toBeUndefined();
+    await expectReleased(acc.accountId);
+    if (marker === '[filter]') expect(done.error.code).toBe('content_filter');
+    if (marker === '[reject]') {
+      // A rejection is final at once: exactly one submission attempt.
+      expect(
+        h.emulator.control.requests.filter(
+          (r) => r.method === 'POST' && JSON.stringify(r.body).includes(`scene ${marker}`),
+        ),
+      ).toHaveLength(1);
+    }
+  },
+);
 
 test('no result before the deadline: expired (Veo never finishes), provider not charged, hold released', async () => {
   const acc = await h.account(BALANCE);
@@ -97,9 +111,15 @@ test('provider 500s, dropped connections and timeouts for a while: the job still
   const done = await final(acc.key, job.id);
   expect(done).toMatchObject({ status: 'completed', usage: { duration_seconds: 4, cost_vnd: 4 * 10400 } });
   expect(await charges(acc.accountId)).toHaveLength(1);
-  expect(await getBalance(h.deps.db, acc.accountId)).toEqual({ balance: BALANCE - 4 * 10400, held: 0, available: BALANCE - 4 * 10400 });
+  expect(await getBalance(h.deps.db, acc.accountId)).toEqual({
+    balance: BALANCE - 4 * 10400,
+    held: 0,
+    available: BALANCE - 4 * 10400,
+  });
   // Faults are answered before the emulator records a request: the one recorded POST is the accepted one.
-  expect(c.requests.filter((r) => r.method === 'POST' && JSON.stringify(r.body).includes('through the storm'))).toHaveLength(1);
+  expect(
+    c.requests.filter((r) => r.method === 'POST' && JSON.stringify(r.body).includes('through the storm')),
+  ).toHaveLength(1);
   const kinds = (await listEvents(h.deps.db, job.id)).map((e) => e.kind).filter((k) => k !== 'workflow_started');
   expect(kinds).toEqual(['submitted', 'provider_submitted', 'processing', 'video_copied', 'completed']);
 }, 60_000);
@@ -141,8 +161,18 @@ test('reconciler: a job whose workflow never started (crash after the hold) is s
   const id = randomUUID();
   // What POST /v1/videos commits before starting the workflow; then the "API crashes".
   await createJobWithHold(h.deps.db, {
-    id, accountId: acc.accountId, apiKeyId: null, model: SEEDANCE, provider: 'emulator-seedance', requestHash: 'x', idempotencyKey: null,
-    request: { prompt: 'orphaned job', seconds: 5, returnLastFrame: false, images: {} }, seconds: 5, pricePerSecond: 3600, maxCostVnd: 5 * 3600, holdId: randomUUID(),
+    id,
+    accountId: acc.accountId,
+    apiKeyId: null,
+    model: SEEDANCE,
+    provider: 'emulator-seedance',
+    requestHash: 'x',
+    idempotencyKey: null,
+    request: { prompt: 'orphaned job', seconds: 5, returnLastFrame: false, images: {} },
+    seconds: 5,
+    pricePerSecond: 3600,
+    maxCostVnd: 5 * 3600,
+    holdId: randomUUID(),
   });
   expect((await getBalance(h.deps.db, acc.accountId))!.held).toBe(5 * 3600);
   const done = await final(acc.key, id);
@@ -155,12 +185,22 @@ test('reconciler: a job whose workflow never started (crash after the hold) is s
 test('reconciler: an open video hold without a job is released; a job whose workflow was terminated fails and releases', async () => {
   const acc = await h.account(BALANCE);
   const holdId = randomUUID();
-  await placeHold(h.deps.db, { accountId: acc.accountId, holdId, amount: 12345, idempotencyKey: `orphan-${holdId}`, refType: 'video_job', refId: randomUUID() });
+  await placeHold(h.deps.db, {
+    accountId: acc.accountId,
+    holdId,
+    amount: 12345,
+    idempotencyKey: `orphan-${holdId}`,
+    refType: 'video_job',
+    refId: randomUUID(),
+  });
   const job = await submit(acc.key, { model: VEO, prompt: 'terminated [polls=100000]', seconds: 4 });
   await eventually(async () => (await getJob(h.deps.db, job.id))?.providerTaskId);
   await h.deps.temporal!.workflow.getHandle(`video-${job.id}`).terminate('operator test');
   const done = await final(acc.key, job.id);
-  expect(done).toMatchObject({ status: 'failed', error: { code: 'workflow_ended', message: expect.stringContaining('terminated') } });
+  expect(done).toMatchObject({
+    status: 'failed',
+    error: { code: 'workflow_ended', message: expect.stringContaining('terminated') },
+  });
   await eventually(async () => (await getBalance(h.deps.db, acc.accountId))!.held === 0);
   await expectReleased(acc.accountId);
   expect(await verifyProjections(h.deps.db)).toEqual([]);
@@ -172,11 +212,16 @@ test('reconciler: a job whose workflow history is gone is started again and resu
   const taskId = await eventually(async () => (await getJob(h.deps.db, job.id))?.providerTaskId);
   const handle = h.deps.temporal!.workflow.getHandle(`video-${job.id}`);
   const firstRun = (await handle.describe()).runId;
-  await h.deps.temporal!.workflowService.deleteWorkflowExecution({ namespace: h.config.temporalNamespace, workflowExecution: { workflowId: handle.workflowId } });
+  await h.deps.temporal!.workflowService.deleteWorkflowExecution({
+    namespace: h.config.temporalNamespace,
+    workflowExecution: { workflowId: handle.workflowId },
+  });
   const done = await final(acc.key, job.id);
   expect(done).toMatchObject({ status: 'completed', usage: { cost_vnd: 5 * 3600 } });
   // One provider task for the job, polled by both workflow runs; one charge.
-  expect(h.emulator.control.requests.filter((r) => r.method === 'POST' && JSON.stringify(r.body).includes('lost history'))).toHaveLength(1);
+  expect(
+    h.emulator.control.requests.filter((r) => r.method === 'POST' && JSON.stringify(r.body).includes('lost history')),
+  ).toHaveLength(1);
   expect(h.emulator.control.requests.some((r) => r.method === 'GET' && r.path.endsWith(taskId))).toBe(true);
   expect(await charges(acc.accountId)).toHaveLength(1);
   const secondRun = await eventually(async () => {
@@ -190,7 +235,10 @@ test('DELETE while the provider is down (submission still being retried) cancels
   const acc = await h.account(BALANCE);
   h.emulator.control.addFault({ match: 'POST /seedance/', status: 503 });
   const job = await submit(acc.key, { model: SEEDANCE, prompt: 'never accepted', seconds: 5 });
-  const del = await fetch(`${h.url}/v1/videos/${job.id}`, { method: 'DELETE', headers: { authorization: `Bearer ${acc.key}` } });
+  const del = await fetch(`${h.url}/v1/videos/${job.id}`, {
+    method: 'DELETE',
+    headers: { authorization: `Bearer ${acc.key}` },
+  });
   expect(del.status).toBe(200);
   expect(await del.json()).toMatchObject({ status: 'failed', error: { code: 'cancelled' } });
   await expectReleased(acc.accountId);

@@ -17,8 +17,20 @@ let seed: SeedanceAdapter;
 
 beforeAll(async () => {
   emu = await startEmulator();
-  veo = new VeoAdapter({ id: 'veo', kind: 'veo', baseUrl: `${emu.url}/veo/v1beta`, apiKey: 'goog-key', timeoutMs: 2000 });
-  seed = new SeedanceAdapter({ id: 'seedance', kind: 'seedance', baseUrl: `${emu.url}/seedance/api/v3`, apiKey: 'ark-key', timeoutMs: 2000 });
+  veo = new VeoAdapter({
+    id: 'veo',
+    kind: 'veo',
+    baseUrl: `${emu.url}/veo/v1beta`,
+    apiKey: 'goog-key',
+    timeoutMs: 2000,
+  });
+  seed = new SeedanceAdapter({
+    id: 'seedance',
+    kind: 'seedance',
+    baseUrl: `${emu.url}/seedance/api/v3`,
+    apiKey: 'ark-key',
+    timeoutMs: 2000,
+  });
 });
 afterAll(async () => {
   await veo.close();
@@ -37,7 +49,10 @@ async function until(a: VideoProviderAdapter, taskId: string, max = 10): Promise
   return seen;
 }
 
-async function readAll(a: VideoProviderAdapter, url: string): Promise<{ bytes: Buffer; length: number | null; type: string | null }> {
+async function readAll(
+  a: VideoProviderAdapter,
+  url: string,
+): Promise<{ bytes: Buffer; length: number | null; type: string | null }> {
   const d = await a.download(url);
   const chunks: Buffer[] = [];
   for await (const c of d.body) chunks.push(c as Buffer);
@@ -47,7 +62,14 @@ async function readAll(a: VideoProviderAdapter, url: string): Promise<{ bytes: B
 describe('Veo (Gemini API long-running operations)', () => {
   test('submits with the API key, inline image and durationSeconds; polls; downloads through the redirect', async () => {
     emu.control.settings.videoPollsToComplete = 3;
-    const { taskId } = await veo.submit({ upstreamModel: 'veo-3.1-generate-preview', prompt: 'a cat', seconds: 6, aspectRatio: '16:9', images: { inputReference: image }, parameters: { negativePrompt: 'dogs' } });
+    const { taskId } = await veo.submit({
+      upstreamModel: 'veo-3.1-generate-preview',
+      prompt: 'a cat',
+      seconds: 6,
+      aspectRatio: '16:9',
+      images: { inputReference: image },
+      parameters: { negativePrompt: 'dogs' },
+    });
     expect(taskId).toMatch(/^models\/veo-3.1-generate-preview\/operations\/\w+$/);
     const create = emu.control.requests.find((r) => r.method === 'POST')!;
     expect(create.path).toBe('/veo/v1beta/models/veo-3.1-generate-preview:predictLongRunning');
@@ -96,8 +118,14 @@ describe('Veo (Gemini API long-running operations)', () => {
     expect(f).toMatchObject({ state: 'failed', error: { message: expect.stringContaining('failed') } });
     const filt = await veo.submit({ upstreamModel: 'veo-3.1-generate-preview', prompt: 'x [filter]', seconds: 4 });
     const [g] = await until(veo, filt.taskId);
-    expect(g).toMatchObject({ state: 'failed', contentFiltered: true, error: { message: expect.stringContaining('safety filter') } });
-    const err = await veo.submit({ upstreamModel: 'veo-3.1-generate-preview', prompt: 'x', seconds: 5 }).catch((e) => e);
+    expect(g).toMatchObject({
+      state: 'failed',
+      contentFiltered: true,
+      error: { message: expect.stringContaining('safety filter') },
+    });
+    const err = await veo
+      .submit({ upstreamModel: 'veo-3.1-generate-preview', prompt: 'x', seconds: 5 })
+      .catch((e) => e);
     expect(err).toBeInstanceOf(VideoProviderError);
     expect(err).toMatchObject({ status: 400, retryable: false });
     expect(err.message).toContain('durationSeconds');
@@ -105,7 +133,11 @@ describe('Veo (Gemini API long-running operations)', () => {
 
   test('"[expire]" never finishes (Veo has no expired state); 5xx and timeouts are retryable errors', async () => {
     emu.control.settings.videoPollsToComplete = 1;
-    const { taskId } = await veo.submit({ upstreamModel: 'veo-3.1-generate-preview', prompt: 'x [expire]', seconds: 4 });
+    const { taskId } = await veo.submit({
+      upstreamModel: 'veo-3.1-generate-preview',
+      prompt: 'x [expire]',
+      seconds: 4,
+    });
     const states = await until(veo, taskId, 3);
     expect(states.map((s) => s.state)).toEqual(['running', 'running', 'running']);
     emu.control.addFault({ match: 'GET /veo/v1beta/models/', status: 503, times: 1 });
@@ -119,16 +151,32 @@ describe('Seedance (content generation tasks)', () => {
   test('submits roles, resolution, ratio, duration, seed and flags; polls queued -> running -> succeeded; last frame', async () => {
     emu.control.settings.videoPollsToComplete = 3;
     const { taskId } = await seed.submit({
-      upstreamModel: 'dreamina-seedance-2-0-260128', prompt: 'a dog', seconds: 7, aspectRatio: '9:16', resolution: '1080p', seed: 42,
-      generateAudio: false, watermark: true, returnLastFrame: true, images: { inputReference: image, lastFrame: image }, parameters: { camera_fixed: true },
+      upstreamModel: 'dreamina-seedance-2-0-260128',
+      prompt: 'a dog',
+      seconds: 7,
+      aspectRatio: '9:16',
+      resolution: '1080p',
+      seed: 42,
+      generateAudio: false,
+      watermark: true,
+      returnLastFrame: true,
+      images: { inputReference: image, lastFrame: image },
+      parameters: { camera_fixed: true },
     });
     expect(taskId).toMatch(/^cgt-/);
     const create = emu.control.requests.find((r) => r.method === 'POST')!;
     expect(create.headers.authorization).toBe('Bearer ark-key');
     const dataUri = `data:image/png;base64,${image.base64}`;
     expect(create.body).toEqual({
-      camera_fixed: true, model: 'dreamina-seedance-2-0-260128', duration: 7, resolution: '1080p', ratio: '9:16', seed: 42,
-      generate_audio: false, watermark: true, return_last_frame: true,
+      camera_fixed: true,
+      model: 'dreamina-seedance-2-0-260128',
+      duration: 7,
+      resolution: '1080p',
+      ratio: '9:16',
+      seed: 42,
+      generate_audio: false,
+      watermark: true,
+      return_last_frame: true,
       content: [
         { type: 'text', text: 'a dog' },
         { type: 'image_url', image_url: { url: dataUri }, role: 'first_frame' },
@@ -148,7 +196,12 @@ describe('Seedance (content generation tasks)', () => {
 
   test('reference images; failed, content filter, expired; cancel of a queued task', async () => {
     emu.control.settings.videoPollsToComplete = 2;
-    const ref = await seed.submit({ upstreamModel: 'm', prompt: 'refs', seconds: 5, images: { referenceImages: [image, image] } });
+    const ref = await seed.submit({
+      upstreamModel: 'm',
+      prompt: 'refs',
+      seconds: 5,
+      images: { referenceImages: [image, image] },
+    });
     const body = emu.control.requests.find((r) => r.method === 'POST')!.body as { content: { role?: string }[] };
     expect(body.content.map((c) => c.role)).toEqual([undefined, 'reference_image', 'reference_image']);
     expect((await until(seed, ref.taskId)).pop()!.state).toBe('succeeded');
@@ -175,23 +228,54 @@ describe('Seedance (content generation tasks)', () => {
 
   test('the emulator takes what the official Ark SDK sends: null for every unset field, the default duration of 5 s', async () => {
     // The body byteplus-python-sdk-v2's content_generation.tasks.create sends when given only model and content.
-    const unset = Object.fromEntries(['safety_identifier', 'callback_url', 'return_last_frame', 'service_tier', 'execution_expires_after',
-      'priority', 'generate_audio', 'draft', 'camera_fixed', 'watermark', 'seed', 'resolution', 'ratio', 'duration', 'frames'].map((k) => [k, null]));
+    const unset = Object.fromEntries(
+      [
+        'safety_identifier',
+        'callback_url',
+        'return_last_frame',
+        'service_tier',
+        'execution_expires_after',
+        'priority',
+        'generate_audio',
+        'draft',
+        'camera_fixed',
+        'watermark',
+        'seed',
+        'resolution',
+        'ratio',
+        'duration',
+        'frames',
+      ].map((k) => [k, null]),
+    );
     const tasks = `${emu.url}/seedance/api/v3/contents/generations/tasks`;
-    const post = (body: object) => fetch(tasks, {
-      method: 'POST', headers: { authorization: 'Bearer ark-key', 'content-type': 'application/json' }, body: JSON.stringify(body),
-    });
+    const post = (body: object) =>
+      fetch(tasks, {
+        method: 'POST',
+        headers: { authorization: 'Bearer ark-key', 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
     const content = [{ type: 'text', text: 'from the SDK [polls=1]' }];
-    for (const body of [{ model: 'm', content, ...unset }, { model: 'm', content }]) {
+    for (const body of [
+      { model: 'm', content, ...unset },
+      { model: 'm', content },
+    ]) {
       const r = await post(body);
       expect(r.status).toBe(200);
-      const { id } = await r.json() as { id: string };
-      const task = await (await fetch(`${tasks}/${id}`, { headers: { authorization: 'Bearer ark-key' } })).json() as { content: { last_frame_url?: string } };
+      const { id } = (await r.json()) as { id: string };
+      const task = (await (await fetch(`${tasks}/${id}`, { headers: { authorization: 'Bearer ark-key' } })).json()) as {
+        content: { last_frame_url?: string };
+      };
       expect(task).toMatchObject({ status: 'succeeded', duration: 5, resolution: '720p', ratio: 'adaptive' });
       expect(task.content.last_frame_url).toBeUndefined();
     }
     // As strict as the API where a value is given: a wrong type or value is still a 400.
-    for (const bad of [{ duration: '5' }, { duration: 3 }, { resolution: '9000p' }, { seed: 1.5 }, { watermark: 'yes' }]) {
+    for (const bad of [
+      { duration: '5' },
+      { duration: 3 },
+      { resolution: '9000p' },
+      { seed: 1.5 },
+      { watermark: 'yes' },
+    ]) {
       const r = await post({ model: 'm', content, ...unset, ...bad });
       expect([Object.keys(bad)[0], r.status]).toEqual([Object.keys(bad)[0], 400]);
     }
@@ -202,6 +286,9 @@ describe('Seedance (content generation tasks)', () => {
     const e = await seed.submit({ upstreamModel: 'm', prompt: 'x [reject]', seconds: 5 }).catch((x) => x);
     expect(e).toMatchObject({ status: 400, retryable: false, code: 'InputTextSensitiveContentDetected' });
     emu.control.addFault({ match: 'POST /seedance/', status: 500, times: 1 });
-    await expect(seed.submit({ upstreamModel: 'm', prompt: 'x', seconds: 5 })).rejects.toMatchObject({ status: 500, retryable: true });
+    await expect(seed.submit({ upstreamModel: 'm', prompt: 'x', seconds: 5 })).rejects.toMatchObject({
+      status: 500,
+      retryable: true,
+    });
   });
 });

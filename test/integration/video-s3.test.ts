@@ -19,7 +19,18 @@ beforeAll(async () => {
   const addr = await s3.run();
   process.env.AWS_ACCESS_KEY_ID = 'S3RVER';
   process.env.AWS_SECRET_ACCESS_KEY = 'S3RVER';
-  h = await startVideoHarness({}, { storageDriver: 's3', s3: { bucket: `video-${process.pid}`, endpoint: `http://127.0.0.1:${addr.port}`, region: 'us-east-1', forcePathStyle: true } });
+  h = await startVideoHarness(
+    {},
+    {
+      storageDriver: 's3',
+      s3: {
+        bucket: `video-${process.pid}`,
+        endpoint: `http://127.0.0.1:${addr.port}`,
+        region: 'us-east-1',
+        forcePathStyle: true,
+      },
+    },
+  );
 });
 afterAll(async () => {
   await h?.close();
@@ -32,7 +43,8 @@ test('Seedance job copied into S3 storage: video (6 MB, multipart upload) and la
   const acc = await h.account(1_000_000);
   const auth = { authorization: `Bearer ${acc.key}` };
   const res = await fetch(`${h.url}/v1/videos`, {
-    method: 'POST', headers: { ...auth, 'content-type': 'application/json' },
+    method: 'POST',
+    headers: { ...auth, 'content-type': 'application/json' },
     body: JSON.stringify({ model: 'seedance-2-0', prompt: 'to the bucket', seconds: 5, return_last_frame: true }),
   });
   expect(res.status).toBe(202);
@@ -53,5 +65,9 @@ test('Seedance job copied into S3 storage: video (6 MB, multipart upload) and la
   expect(Buffer.from(await part.arrayBuffer()).equals(bytes.subarray(6291455))).toBe(true);
   const frame = await fetch(`${h.url}/v1/videos/${id}/content?variant=last_frame`, { headers: auth });
   expect(frame.headers.get('content-type')).toBe('image/png');
-  expect(Buffer.from(await frame.arrayBuffer()).subarray(1, 4).toString()).toBe('PNG');
+  expect(
+    Buffer.from(await frame.arrayBuffer())
+      .subarray(1, 4)
+      .toString(),
+  ).toBe('PNG');
 });

@@ -55,19 +55,54 @@ const rejections: [string, unknown, string, RegExp | null][] = [
   ['veo 1080p needs 8 seconds', veo({ size: '1920x1080', seconds: 4 }), 'seconds', /8-second/],
   ['size contradicts resolution', sd({ size: '1280x720', resolution: '1080p' }), 'size', null],
   ['input_reference wrong type', veo({ input_reference: 42 }), 'input_reference', null],
-  ['input_reference not a URL or data URI', veo({ input_reference: 'ftp://example.com/a.png' }), 'input_reference', null],
-  ['input_reference not an image', veo({ input_reference: `data:image/png;base64,${Buffer.from('hello world, not a png').toString('base64')}` }), 'input_reference', /PNG, JPEG or WebP/],
-  ['input_reference bad base64', veo({ input_reference: { bytesBase64Encoded: '***', mimeType: 'image/png' } }), 'input_reference', null],
-  ['input_reference object with extra keys', veo({ input_reference: { bytesBase64Encoded: PNG.toString('base64'), mimeType: 'image/png', x: 1 } }), 'input_reference', null],
+  [
+    'input_reference not a URL or data URI',
+    veo({ input_reference: 'ftp://example.com/a.png' }),
+    'input_reference',
+    null,
+  ],
+  [
+    'input_reference not an image',
+    veo({ input_reference: `data:image/png;base64,${Buffer.from('hello world, not a png').toString('base64')}` }),
+    'input_reference',
+    /PNG, JPEG or WebP/,
+  ],
+  [
+    'input_reference bad base64',
+    veo({ input_reference: { bytesBase64Encoded: '***', mimeType: 'image/png' } }),
+    'input_reference',
+    null,
+  ],
+  [
+    'input_reference object with extra keys',
+    veo({ input_reference: { bytesBase64Encoded: PNG.toString('base64'), mimeType: 'image/png', x: 1 } }),
+    'input_reference',
+    null,
+  ],
   ['input_reference over 10 MB', veo({ input_reference: `data:image/png;base64,${big}` }), 'input_reference', /10 MB/],
   ['last_frame without input_reference', sd({ last_frame: PNG_URI }), 'last_frame', /requires 'input_reference'/],
-  ['last_frame on a non-reference model', veo({ input_reference: PNG_URI, last_frame: PNG_URI }), 'last_frame', /reference-capable/],
+  [
+    'last_frame on a non-reference model',
+    veo({ input_reference: PNG_URI, last_frame: PNG_URI }),
+    'last_frame',
+    /reference-capable/,
+  ],
   ['reference_images on a non-reference model', veo({ reference_images: [PNG_URI] }), 'reference_images', null],
   ['reference_images over 9', sd({ reference_images: Array(10).fill(PNG_URI) }), 'reference_images', /at most 9/],
-  ['reference_images with input_reference', sd({ reference_images: [PNG_URI], input_reference: PNG_URI }), 'reference_images', /cannot be combined/],
+  [
+    'reference_images with input_reference',
+    sd({ reference_images: [PNG_URI], input_reference: PNG_URI }),
+    'reference_images',
+    /cannot be combined/,
+  ],
   ['reference_images not an array', sd({ reference_images: PNG_URI }), 'reference_images', null],
   ['reference_images item not a string', sd({ reference_images: [PNG_URI, 7] }), 'reference_images[1]', null],
-  ['reference_images item not an image', sd({ reference_images: [PNG_URI, 'data:image/png;base64,AAAA'] }), 'reference_images[1]', null],
+  [
+    'reference_images item not an image',
+    sd({ reference_images: [PNG_URI, 'data:image/png;base64,AAAA'] }),
+    'reference_images[1]',
+    null,
+  ],
   ['resolution on a non-reference model', veo({ resolution: '720p' }), 'resolution', null],
   ['resolution outside the enum', sd({ resolution: '2k' }), 'resolution', /480p, 720p, 1080p, 4k/],
   ['watermark on a non-reference model', veo({ watermark: true }), 'watermark', null],
@@ -76,12 +111,27 @@ const rejections: [string, unknown, string, RegExp | null][] = [
   ['seed on Veo cannot be honoured', veo({ seed: 1 }), 'seed', /cannot honour 'seed'/],
   ['seed not an integer', sd({ seed: 'x' }), 'seed', null],
   ['seed out of range', sd({ seed: 2 ** 31 }), 'seed', null],
-  ['generate_audio=false on Veo cannot be honoured', veo({ generate_audio: false }), 'generate_audio', /always generates audio/],
+  [
+    'generate_audio=false on Veo cannot be honoured',
+    veo({ generate_audio: false }),
+    'generate_audio',
+    /always generates audio/,
+  ],
   ['generate_audio not a boolean', sd({ generate_audio: 'no' }), 'generate_audio', null],
   ['parameters not an object', veo({ parameters: [1] }), 'parameters', null],
-  ['parameters overriding the billed duration (veo)', veo({ parameters: { durationSeconds: 8 } }), 'parameters.durationSeconds', /'seconds'/],
+  [
+    'parameters overriding the billed duration (veo)',
+    veo({ parameters: { durationSeconds: 8 } }),
+    'parameters.durationSeconds',
+    /'seconds'/,
+  ],
   ['parameters smuggling seed into Veo', veo({ parameters: { seed: 1 } }), 'parameters.seed', /cannot honour/],
-  ['parameters overriding the billed duration (seedance)', sd({ parameters: { duration: 15 } }), 'parameters.duration', null],
+  [
+    'parameters overriding the billed duration (seedance)',
+    sd({ parameters: { duration: 15 } }),
+    'parameters.duration',
+    null,
+  ],
   ['unknown field', veo({ frames: 10 }), 'frames', /Unrecognized/],
 ];
 
@@ -95,14 +145,23 @@ test.each(rejections)('400: %s', async (_name, body, param, message) => {
 });
 
 test('bad input changes nothing: no job, no hold', async () => {
-  const jobs = await h.deps.db.query('SELECT count(*)::int AS n FROM video_jobs WHERE account_id = $1', [acc.accountId]);
+  const jobs = await h.deps.db.query('SELECT count(*)::int AS n FROM video_jobs WHERE account_id = $1', [
+    acc.accountId,
+  ]);
   expect(jobs.rows[0].n).toBe(0);
   expect((await getBalance(h.deps.db, acc.accountId))!.held).toBe(0);
 });
 
 test('unknown model is 404, wrong content type 415, malformed JSON 400, bad Idempotency-Key 400', async () => {
-  expect((await post({ model: 'nope', prompt: 'p' })).body.error).toMatchObject({ code: 'model_not_found', param: 'model' });
-  const r415 = await fetch(`${h.url}/v1/videos`, { method: 'POST', headers: { authorization: `Bearer ${acc.key}`, 'content-type': 'text/plain' }, body: 'x' });
+  expect((await post({ model: 'nope', prompt: 'p' })).body.error).toMatchObject({
+    code: 'model_not_found',
+    param: 'model',
+  });
+  const r415 = await fetch(`${h.url}/v1/videos`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${acc.key}`, 'content-type': 'text/plain' },
+    body: 'x',
+  });
   expect(r415.status).toBe(415);
   expect((await post('{"model":')).status).toBe(400);
   const k = await post(veo({}), { 'idempotency-key': 'x'.repeat(300) });
@@ -117,32 +176,67 @@ test('accepted edge values: 10,000-character prompt, seconds as a numeric string
   const jpeg = Buffer.concat([Buffer.from([0xff, 0xd8, 0xff, 0xe0]), Buffer.alloc(64)]);
   const webp = Buffer.concat([Buffer.from('RIFF'), Buffer.alloc(4), Buffer.from('WEBPVP8 '), Buffer.alloc(32)]);
   // The bytes decide the type; a declared type that contradicts them is refused.
-  const mismatch = await post(sd({ input_reference: { bytesBase64Encoded: jpeg.toString('base64'), mimeType: 'image/png' } }));
+  const mismatch = await post(
+    sd({ input_reference: { bytesBase64Encoded: jpeg.toString('base64'), mimeType: 'image/png' } }),
+  );
   expect(mismatch.status).toBe(400);
   expect(mismatch.body.error).toMatchObject({ param: 'input_reference', code: 'image_type_mismatch' });
-  const r = await post(sd({ input_reference: { bytesBase64Encoded: jpeg.toString('base64'), mimeType: 'image/jpeg' }, last_frame: `data:image/webp;base64,${webp.toString('base64')}` }));
+  const r = await post(
+    sd({
+      input_reference: { bytesBase64Encoded: jpeg.toString('base64'), mimeType: 'image/jpeg' },
+      last_frame: `data:image/webp;base64,${webp.toString('base64')}`,
+    }),
+  );
   expect(r.status).toBe(202);
   const row = await h.deps.db.query('SELECT request FROM video_jobs WHERE id = $1', [r.body.id]);
-  expect(row.rows[0].request.images).toMatchObject({ inputReference: { mimeType: 'image/jpeg' }, lastFrame: { mimeType: 'image/webp' } });
+  expect(row.rows[0].request.images).toMatchObject({
+    inputReference: { mimeType: 'image/jpeg' },
+    lastFrame: { mimeType: 'image/webp' },
+  });
   expect(row.rows[0].request).toMatchObject({ resolution: '720p', generateAudio: true, returnLastFrame: false });
 });
 
 test('multipart from the official SDK: an uploaded input_reference file is accepted; a non-image file is a 400', async () => {
   const client = new OpenAI({ apiKey: acc.key, baseURL: `${h.url}/v1`, maxRetries: 0 });
-  const job = await client.videos.create({ model: VEO as never, prompt: 'from a file', input_reference: await toFile(PNG, 'frame.png', { type: 'image/png' }) });
+  const job = await client.videos.create({
+    model: VEO as never,
+    prompt: 'from a file',
+    input_reference: await toFile(PNG, 'frame.png', { type: 'image/png' }),
+  });
   expect(job.status).toBe('submitted');
   const row = await h.deps.db.query('SELECT request FROM video_jobs WHERE id = $1', [job.id]);
   expect(row.rows[0].request.images.inputReference).toMatchObject({ mimeType: 'image/png', size: PNG.length });
   // Idempotency over multipart compares the uploaded bytes: the same file is the same job, another file a 409.
   const headers = { 'Idempotency-Key': 'upload-1' };
-  const first = await client.videos.create({ model: VEO as never, prompt: 'same upload', input_reference: await toFile(PNG, 'a.png', { type: 'image/png' }) }, { headers });
-  const again = await client.videos.create({ model: VEO as never, prompt: 'same upload', input_reference: await toFile(PNG, 'b.png', { type: 'image/png' }) }, { headers });
+  const first = await client.videos.create(
+    { model: VEO as never, prompt: 'same upload', input_reference: await toFile(PNG, 'a.png', { type: 'image/png' }) },
+    { headers },
+  );
+  const again = await client.videos.create(
+    { model: VEO as never, prompt: 'same upload', input_reference: await toFile(PNG, 'b.png', { type: 'image/png' }) },
+    { headers },
+  );
   expect(again.id).toBe(first.id);
   const other = Buffer.from(PNG);
   other[other.length - 20] ^= 0xff;
-  const clash = await client.videos.create({ model: VEO as never, prompt: 'same upload', input_reference: await toFile(other, 'a.png', { type: 'image/png' }) }, { headers }).catch((e) => e);
+  const clash = await client.videos
+    .create(
+      {
+        model: VEO as never,
+        prompt: 'same upload',
+        input_reference: await toFile(other, 'a.png', { type: 'image/png' }),
+      },
+      { headers },
+    )
+    .catch((e) => e);
   expect(clash).toBeInstanceOf(OpenAI.ConflictError);
-  const err = await client.videos.create({ model: VEO as never, prompt: 'x', input_reference: await toFile(Buffer.from('not an image'), 'a.png', { type: 'image/png' }) }).catch((e) => e);
+  const err = await client.videos
+    .create({
+      model: VEO as never,
+      prompt: 'x',
+      input_reference: await toFile(Buffer.from('not an image'), 'a.png', { type: 'image/png' }),
+    })
+    .catch((e) => e);
   expect(err).toBeInstanceOf(OpenAI.BadRequestError);
   expect(err.error).toMatchObject({ param: 'input_reference' });
 });
@@ -181,16 +275,32 @@ test('image URLs: a private address is refused (SSRF) unless allowlisted; then f
 
 test('402 when the account cannot cover seconds x price; nothing is held or created', async () => {
   const poor = await h.account(8 * 10400 - 1);
-  const r = await fetch(`${h.url}/v1/videos`, { method: 'POST', headers: { authorization: `Bearer ${poor.key}`, 'content-type': 'application/json' }, body: JSON.stringify(veo({ seconds: 8 })) });
+  const r = await fetch(`${h.url}/v1/videos`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${poor.key}`, 'content-type': 'application/json' },
+    body: JSON.stringify(veo({ seconds: 8 })),
+  });
   expect(r.status).toBe(402);
   expect(((await r.json()) as { error: { type: string } }).error.type).toBe('insufficient_quota');
-  expect(await getBalance(h.deps.db, poor.accountId)).toEqual({ balance: 8 * 10400 - 1, held: 0, available: 8 * 10400 - 1 });
+  expect(await getBalance(h.deps.db, poor.accountId)).toEqual({
+    balance: 8 * 10400 - 1,
+    held: 0,
+    available: 8 * 10400 - 1,
+  });
   const n = await h.deps.db.query('SELECT count(*)::int AS n FROM video_jobs WHERE account_id = $1', [poor.accountId]);
   expect(n.rows[0].n).toBe(0);
   // The default duration (8 s for this model) is what is held when seconds is omitted.
-  const r2 = await fetch(`${h.url}/v1/videos`, { method: 'POST', headers: { authorization: `Bearer ${poor.key}`, 'content-type': 'application/json' }, body: JSON.stringify(veo({})) });
+  const r2 = await fetch(`${h.url}/v1/videos`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${poor.key}`, 'content-type': 'application/json' },
+    body: JSON.stringify(veo({})),
+  });
   expect(r2.status).toBe(402);
-  const r3 = await fetch(`${h.url}/v1/videos`, { method: 'POST', headers: { authorization: `Bearer ${poor.key}`, 'content-type': 'application/json' }, body: JSON.stringify(veo({ seconds: 6 })) });
+  const r3 = await fetch(`${h.url}/v1/videos`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${poor.key}`, 'content-type': 'application/json' },
+    body: JSON.stringify(veo({ seconds: 6 })),
+  });
   expect(r3.status).toBe(202);
   expect((await getBalance(h.deps.db, poor.accountId))!.held).toBe(6 * 10400);
 });

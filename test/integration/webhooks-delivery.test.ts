@@ -312,22 +312,42 @@ test('the receiver example of docs/webhooks.md, run as written, accepts a delive
   const port = 20_000 + Math.floor(Math.random() * 20_000);
   const ep = await api(acc.key, 'POST', '/v1/webhooks', { url: `http://127.0.0.1:${port}/` });
   const child = spawn(process.execPath, [file], {
-    env: { ...process.env, GATEWAY_WEBHOOK_SECRET: ep.secret, PORT: String(port), NODE_PATH: path.join(projectRoot(), 'node_modules') },
+    env: {
+      ...process.env,
+      GATEWAY_WEBHOOK_SECRET: ep.secret,
+      PORT: String(port),
+      NODE_PATH: path.join(projectRoot(), 'node_modules'),
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';
   child.stdout.on('data', (d) => (out += d));
   child.stderr.on('data', (d) => (out += d));
   try {
-    await eventually(async () => (await fetch(`http://127.0.0.1:${port}/`, { method: 'POST', body: '{}' }).catch(() => null))?.status === 400);
+    await eventually(
+      async () =>
+        (await fetch(`http://127.0.0.1:${port}/`, { method: 'POST', body: '{}' }).catch(() => null))?.status === 400,
+    );
     const jobId = randomUUID();
-    await emit({ accountId: acc.accountId, type: 'video.completed', data: { id: jobId }, key: `video:${jobId}:completed` });
+    await emit({
+      accountId: acc.accountId,
+      type: 'video.completed',
+      data: { id: jobId },
+      key: `video:${jobId}:completed`,
+    });
     await eventually(async () => out.includes(`video ready: ${jobId}`), 45_000);
-    const [d] = await eventually(async () => ((await delivery(ep.id))[0]?.status === 'succeeded' ? delivery(ep.id) : null));
+    const [d] = await eventually(async () =>
+      (await delivery(ep.id))[0]?.status === 'succeeded' ? delivery(ep.id) : null,
+    );
     expect(d).toMatchObject({ attempts: 1, last_status_code: 200 });
     const forged = await fetch(`http://127.0.0.1:${port}/`, {
-      method: 'POST', body: JSON.stringify({ id: 'evt_x', object: 'event', type: 'video.completed', created_at: 1, data: { id: 'x' } }),
-      headers: { 'webhook-id': 'evt_x', 'webhook-timestamp': String(Math.floor(Date.now() / 1000)), 'webhook-signature': 'v1,AAAA' },
+      method: 'POST',
+      body: JSON.stringify({ id: 'evt_x', object: 'event', type: 'video.completed', created_at: 1, data: { id: 'x' } }),
+      headers: {
+        'webhook-id': 'evt_x',
+        'webhook-timestamp': String(Math.floor(Date.now() / 1000)),
+        'webhook-signature': 'v1,AAAA',
+      },
     });
     expect(forged.status).toBe(400);
   } finally {

@@ -25,12 +25,17 @@ const dir = path.join(__dirname, '../fixtures/workflow-histories');
 function historyFromCliJson(json: unknown): unknown {
   const protobufjsOfProto = path.dirname(require.resolve('@temporalio/proto/package.json'));
   // eslint-disable-next-line @typescript-eslint/no-require-imports
-  const { fromJson } = require(require.resolve('protobufjs/ext/protojson', { paths: [protobufjsOfProto] })) as { fromJson(type: unknown, json: unknown, opts: object): unknown };
+  const { fromJson } = require(require.resolve('protobufjs/ext/protojson', { paths: [protobufjsOfProto] })) as {
+    fromJson(type: unknown, json: unknown, opts: object): unknown;
+  };
   const root = patchProtobufRoot(proto) as unknown as { lookupType(name: string): unknown };
   const historyType = root.lookupType('temporal.api.history.v1.History');
   return fromJson(historyType, json, { ignoreUnknownFields: true });
 }
-const histories = fs.readdirSync(dir).filter((f) => f.endsWith('.json')).sort();
+const histories = fs
+  .readdirSync(dir)
+  .filter((f) => f.endsWith('.json'))
+  .sort();
 
 let workflowBundle: Awaited<ReturnType<typeof bundleWorkflowCode>>;
 /** The same workflow code with the OpenTelemetry workflow interceptors, as a worker bundles it while tracing is on. */
@@ -41,7 +46,11 @@ beforeAll(async () => {
   const logger = { trace() {}, debug() {}, info() {}, warn() {}, error() {}, log() {} } as never;
   [workflowBundle, tracedBundle] = await Promise.all([
     bundleWorkflowCode({ workflowsPath: require.resolve('../../workflows'), logger }),
-    bundleWorkflowCode({ workflowsPath: require.resolve('../../workflows'), workflowInterceptorModules: [otelInterceptors], logger }),
+    bundleWorkflowCode({
+      workflowsPath: require.resolve('../../workflows'),
+      workflowInterceptorModules: [otelInterceptors],
+      logger,
+    }),
   ]);
 }, 120_000);
 
@@ -54,8 +63,15 @@ test.each(histories)('%s replays on this build without nondeterminism', async (f
   await Worker.runReplayHistory({ workflowBundle }, history, `replay-${file}`);
 });
 
-test.each(histories)('%s replays with the tracing interceptors (a worker with OTEL_* set) without nondeterminism', async (file) => {
-  const history = historyFromCliJson(JSON.parse(fs.readFileSync(path.join(dir, file), 'utf8')));
-  const sinks = { exporter: { export: { fn: () => undefined } } };
-  await Worker.runReplayHistory({ workflowBundle: tracedBundle, interceptors: { workflowModules: [otelInterceptors] }, sinks }, history, `replay-traced-${file}`);
-});
+test.each(histories)(
+  '%s replays with the tracing interceptors (a worker with OTEL_* set) without nondeterminism',
+  async (file) => {
+    const history = historyFromCliJson(JSON.parse(fs.readFileSync(path.join(dir, file), 'utf8')));
+    const sinks = { exporter: { export: { fn: () => undefined } } };
+    await Worker.runReplayHistory(
+      { workflowBundle: tracedBundle, interceptors: { workflowModules: [otelInterceptors] }, sinks },
+      history,
+      `replay-traced-${file}`,
+    );
+  },
+);

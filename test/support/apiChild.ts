@@ -10,7 +10,10 @@ startApi(loadConfig({ port: 0, host: '127.0.0.1' })).then(
   (api) => {
     process.stdout.write(`${(api.server.address() as AddressInfo).port}\n`);
     process.once('SIGTERM', () => {
-      api.close().then(() => process.exit(0), () => process.exit(1));
+      api.close().then(
+        () => process.exit(0),
+        () => process.exit(1),
+      );
     });
   },
   (e) => {

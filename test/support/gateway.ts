@@ -22,7 +22,10 @@ export interface TestGateway {
   close(): Promise<void>;
 }
 
-export async function startGateway(overrides: Partial<Config> = {}, opts: { temporal?: boolean } = {}): Promise<TestGateway> {
+export async function startGateway(
+  overrides: Partial<Config> = {},
+  opts: { temporal?: boolean } = {},
+): Promise<TestGateway> {
   const emulator = await startEmulator();
   process.env.EMULATOR_URL = emulator.url;
   // LOG_LEVEL set by whoever runs the tests wins over a test's own quieter level.
@@ -32,15 +35,26 @@ export async function startGateway(overrides: Partial<Config> = {}, opts: { temp
   await new Promise<void>((res) => server.listen(0, '127.0.0.1', res));
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   // Workers started from this config serve no metrics port unless a test gives one (tests run side by side).
-  const config = loadConfig({ port: 0, creditFlushMs: 50, keyCacheMs: 500, publicBaseUrl: url, workerMetricsPort: null, ...overrides, ...logLevel });
+  const config = loadConfig({
+    port: 0,
+    creditFlushMs: 50,
+    keyCacheMs: 500,
+    publicBaseUrl: url,
+    workerMetricsPort: null,
+    ...overrides,
+    ...logLevel,
+  });
   const deps = await buildDeps(config, { temporal: opts.temporal ?? true });
   const app = createApp(deps);
   server.on('request', app.callback());
   return {
-    url, deps, emulator,
+    url,
+    deps,
+    emulator,
     async account(balance = 1_000_000, name = 'test') {
       const accountId = await createAccount(deps.db, name);
-      if (balance > 0) await topUp(deps.db, { accountId, amount: balance, idempotencyKey: `test-topup:${randomUUID()}` });
+      if (balance > 0)
+        await topUp(deps.db, { accountId, amount: balance, idempotencyKey: `test-topup:${randomUUID()}` });
       const k = await createApiKey(deps.db, accountId, 'test');
       return { accountId, key: k.key, keyId: k.id };
     },

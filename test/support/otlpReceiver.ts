@@ -70,10 +70,18 @@ function spansOf(req: any, encoding: 'protobuf' | 'json'): ReceivedSpan[] {
     for (const ss of rs.scopeSpans ?? []) {
       for (const s of ss.spans ?? []) {
         out.push({
-          traceId: hex(s.traceId), spanId: hex(s.spanId), parentSpanId: hex(s.parentSpanId), name: s.name, kind: Number(s.kind ?? 0),
-          startNs: big(s.startTimeUnixNano), endNs: big(s.endTimeUnixNano), attributes: attrs(s.attributes),
+          traceId: hex(s.traceId),
+          spanId: hex(s.spanId),
+          parentSpanId: hex(s.parentSpanId),
+          name: s.name,
+          kind: Number(s.kind ?? 0),
+          startNs: big(s.startTimeUnixNano),
+          endNs: big(s.endTimeUnixNano),
+          attributes: attrs(s.attributes),
           events: (s.events ?? []).map((e: any) => ({ name: e.name, attributes: attrs(e.attributes) })),
-          status: Number(s.status?.code ?? 0), resource, encoding,
+          status: Number(s.status?.code ?? 0),
+          resource,
+          encoding,
         });
       }
     }
@@ -101,7 +109,9 @@ export async function startOtlpReceiver(): Promise<OtlpReceiver> {
         if (type.startsWith('application/x-protobuf')) {
           requests.protobuf++;
           spans.push(...spansOf(ExportRequest.decode(body), 'protobuf'));
-          res.writeHead(200, { 'content-type': 'application/x-protobuf' }).end(Buffer.from(ExportResponse.encode({}).finish()));
+          res
+            .writeHead(200, { 'content-type': 'application/x-protobuf' })
+            .end(Buffer.from(ExportResponse.encode({}).finish()));
         } else if (type.startsWith('application/json')) {
           requests.json++;
           spans.push(...spansOf(JSON.parse(body.toString('utf8')), 'json'));
@@ -117,11 +127,14 @@ export async function startOtlpReceiver(): Promise<OtlpReceiver> {
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   return {
-    url, spans, requests,
+    url,
+    spans,
+    requests,
     trace: (traceId) => spans.filter((s) => s.traceId === traceId),
-    close: () => new Promise<void>((r) => {
-      server.close(() => r());
-      server.closeAllConnections();
-    }),
+    close: () =>
+      new Promise<void>((r) => {
+        server.close(() => r());
+        server.closeAllConnections();
+      }),
   };
 }

@@ -44,14 +44,27 @@ export async function writeRoutingCatalog(pools: PoolSpec[]): Promise<string> {
     const protocol = PROTOCOL_PATHS[kind];
     for (const d of p.deployments) {
       providers[`p-${d.id}`] = {
-        kind, apiKeyEnv: 'EMULATOR_API_KEY', timeoutMs: p.timeoutMs ?? 5000,
+        kind,
+        apiKeyEnv: 'EMULATOR_API_KEY',
+        timeoutMs: p.timeoutMs ?? 5000,
         baseUrl: d.dead ? `http://127.0.0.1:${dead}/${protocol}` : `\${EMULATOR_URL}/_d/${d.id}/${protocol}`,
       };
     }
     return {
-      id: p.id, mode: p.mode ?? 'chat', pricing: p.pricing, ...(p.api ? { api: p.api } : {}), ...p.video, ...(p.maxOutputTokens ? { maxOutputTokens: p.maxOutputTokens } : {}),
+      id: p.id,
+      mode: p.mode ?? 'chat',
+      pricing: p.pricing,
+      ...(p.api ? { api: p.api } : {}),
+      ...p.video,
+      ...(p.maxOutputTokens ? { maxOutputTokens: p.maxOutputTokens } : {}),
       ...(p.fallbacks ? { fallbacks: p.fallbacks } : {}),
-      deployments: p.deployments.map((d) => ({ id: d.id, provider: `p-${d.id}`, upstreamModel: p.upstreamModel, ...(d.weight ? { weight: d.weight } : {}), ...(d.apiKeyEnv ? { apiKeyEnv: d.apiKeyEnv } : {}) })),
+      deployments: p.deployments.map((d) => ({
+        id: d.id,
+        provider: `p-${d.id}`,
+        upstreamModel: p.upstreamModel,
+        ...(d.weight ? { weight: d.weight } : {}),
+        ...(d.apiKeyEnv ? { apiKeyEnv: d.apiKeyEnv } : {}),
+      })),
     };
   });
   const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'gw-routing-')), 'catalog.json');

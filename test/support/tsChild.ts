@@ -1,7 +1,12 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 
-export interface TsChild { child: ChildProcess; pid: number; firstLine: string; kill(signal?: NodeJS.Signals): Promise<void> }
+export interface TsChild {
+  child: ChildProcess;
+  pid: number;
+  firstLine: string;
+  kill(signal?: NodeJS.Signals): Promise<void>;
+}
 
 /**
  * Runs a TypeScript file of test/support in its own node process (sources compiled by swc, as jest does) and
@@ -35,11 +40,14 @@ export async function spawnTsChild(script: string, env: NodeJS.ProcessEnv): Prom
     });
   });
   return {
-    child, pid: child.pid!, firstLine,
-    kill: (signal: NodeJS.Signals = 'SIGKILL') => new Promise<void>((resolve) => {
-      if (child.exitCode !== null || child.signalCode !== null) return resolve();
-      child.once('exit', () => resolve());
-      child.kill(signal);
-    }),
+    child,
+    pid: child.pid!,
+    firstLine,
+    kill: (signal: NodeJS.Signals = 'SIGKILL') =>
+      new Promise<void>((resolve) => {
+        if (child.exitCode !== null || child.signalCode !== null) return resolve();
+        child.once('exit', () => resolve());
+        child.kill(signal);
+      }),
   };
 }

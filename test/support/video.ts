@@ -16,9 +16,23 @@ import type { Config } from '../../src/config';
 export function fastVideoSettings(o: Partial<VideoSettings> = {}): VideoSettings {
   return {
     ...loadVideoSettings(),
-    pollInitialMs: 40, pollMaxMs: 150, pollBackoff: 1.5, deadlineMs: 20_000, followWindowMs: 30_000, submitWindowMs: 10_000, copyWindowMs: 10_000,
-    activityRetryInitialMs: 50, activityRetryMaxMs: 400, activityTimeoutMs: 3_000, copyAttemptTimeoutMs: 15_000, heartbeatMs: 3_000,
-    reconcileIntervalMs: 300, reconcileGraceMs: 1_000, holdSweepIntervalMs: 1_000, cancelWaitMs: 3_000, stickyQueueTimeoutMs: 1_000,
+    pollInitialMs: 40,
+    pollMaxMs: 150,
+    pollBackoff: 1.5,
+    deadlineMs: 20_000,
+    followWindowMs: 30_000,
+    submitWindowMs: 10_000,
+    copyWindowMs: 10_000,
+    activityRetryInitialMs: 50,
+    activityRetryMaxMs: 400,
+    activityTimeoutMs: 3_000,
+    copyAttemptTimeoutMs: 15_000,
+    heartbeatMs: 3_000,
+    reconcileIntervalMs: 300,
+    reconcileGraceMs: 1_000,
+    holdSweepIntervalMs: 1_000,
+    cancelWaitMs: 3_000,
+    stickyQueueTimeoutMs: 1_000,
     ...o,
   };
 }
@@ -30,9 +44,19 @@ export interface VideoHarness extends TestGateway {
   startWorker(): Promise<WorkerHandle>;
 }
 
-export async function startVideoHarness(video: Partial<VideoSettings> = {}, overrides: Partial<Config> = {}, opts: { worker?: boolean } = {}): Promise<VideoHarness> {
+export async function startVideoHarness(
+  video: Partial<VideoSettings> = {},
+  overrides: Partial<Config> = {},
+  opts: { worker?: boolean } = {},
+): Promise<VideoHarness> {
   const storageDir = fs.mkdtempSync(path.join(os.tmpdir(), 'gw-video-'));
-  const gw = await startGateway({ temporalTaskQueue: `video-test-${randomUUID()}`, storageDir, video: fastVideoSettings(video), logLevel: process.env.LOG_LEVEL ?? 'warn', ...overrides });
+  const gw = await startGateway({
+    temporalTaskQueue: `video-test-${randomUUID()}`,
+    storageDir,
+    video: fastVideoSettings(video),
+    logLevel: process.env.LOG_LEVEL ?? 'warn',
+    ...overrides,
+  });
   const h: VideoHarness = Object.assign(gw, {
     worker: null as WorkerHandle | null,
     config: gw.deps.config,
@@ -52,7 +76,10 @@ export async function startVideoHarness(video: Partial<VideoSettings> = {}, over
   return h;
 }
 
-export interface ChildWorker { pid: number; kill(signal?: NodeJS.Signals): Promise<void> }
+export interface ChildWorker {
+  pid: number;
+  kill(signal?: NodeJS.Signals): Promise<void>;
+}
 
 /** Starts a worker in a child process (TypeScript sources via swc) with the harness's config; resolves when ready. */
 export async function spawnWorker(h: VideoHarness): Promise<ChildWorker> {
@@ -62,7 +89,11 @@ export async function spawnWorker(h: VideoHarness): Promise<ChildWorker> {
 }
 
 /** Polls `fn` until it returns a truthy value (or throws after `ms`). */
-export async function eventually<T>(fn: () => Promise<T | null | undefined | false>, ms = 20_000, every = 50): Promise<T> {
+export async function eventually<T>(
+  fn: () => Promise<T | null | undefined | false>,
+  ms = 20_000,
+  every = 50,
+): Promise<T> {
   const until = Date.now() + ms;
   let last: unknown;
   for (;;) {
@@ -72,7 +103,8 @@ export async function eventually<T>(fn: () => Promise<T | null | undefined | fal
     } catch (e) {
       last = e;
     }
-    if (Date.now() > until) throw new Error(`condition not met within ${ms} ms${last ? `: ${(last as Error).message}` : ''}`);
+    if (Date.now() > until)
+      throw new Error(`condition not met within ${ms} ms${last ? `: ${(last as Error).message}` : ''}`);
     await new Promise((r) => setTimeout(r, every));
   }
 }

@@ -10,7 +10,10 @@ startWorker(config).then(
   (w) => {
     process.stdout.write('ready\n');
     process.once('SIGTERM', () => {
-      w.close().then(() => process.exit(0), () => process.exit(1));
+      w.close().then(
+        () => process.exit(0),
+        () => process.exit(1),
+      );
     });
   },
   (e) => {

@@ -4,13 +4,39 @@ import { Catalog, type CatalogFile } from '../../src/catalog/catalog';
 
 const file = (over: Partial<CatalogFile> = {}): CatalogFile => ({
   providers: {
-    anth: { kind: 'anthropic', baseUrl: 'http://x', modelPatterns: [{ match: 'claude-*opus*', model: 'opus' }, { match: 'claude-*', model: 'sonnet' }] },
+    anth: {
+      kind: 'anthropic',
+      baseUrl: 'http://x',
+      modelPatterns: [
+        { match: 'claude-*opus*', model: 'opus' },
+        { match: 'claude-*', model: 'sonnet' },
+      ],
+    },
     oai: { kind: 'openai', baseUrl: 'http://y' },
   },
   models: [
-    { id: 'sonnet', mode: 'chat', provider: 'anth', upstreamModel: 's', aliases: ['claude-sonnet-4-6-20260101'], pricing: { inputPer1MTokens: 1, outputPer1MTokens: 1 } },
-    { id: 'opus', mode: 'chat', provider: 'anth', upstreamModel: 'o', pricing: { inputPer1MTokens: 1, outputPer1MTokens: 1 } },
-    { id: 'claude-special', mode: 'chat', provider: 'oai', upstreamModel: 'c', pricing: { inputPer1MTokens: 1, outputPer1MTokens: 1 } },
+    {
+      id: 'sonnet',
+      mode: 'chat',
+      provider: 'anth',
+      upstreamModel: 's',
+      aliases: ['claude-sonnet-4-6-20260101'],
+      pricing: { inputPer1MTokens: 1, outputPer1MTokens: 1 },
+    },
+    {
+      id: 'opus',
+      mode: 'chat',
+      provider: 'anth',
+      upstreamModel: 'o',
+      pricing: { inputPer1MTokens: 1, outputPer1MTokens: 1 },
+    },
+    {
+      id: 'claude-special',
+      mode: 'chat',
+      provider: 'oai',
+      upstreamModel: 'c',
+      pricing: { inputPer1MTokens: 1, outputPer1MTokens: 1 },
+    },
   ],
   ...over,
 });
@@ -24,12 +50,21 @@ test('ids and aliases first, then patterns in order; anything else is model_not_
   expect(c.get('claude-sonnet-5-0')!.id).toBe('sonnet');
   expect(c.get('claude')).toBeUndefined(); // the pattern is anchored: claude-* needs the dash
   expect(c.get('gpt-4o')).toBeUndefined();
-  expect(() => c.require('xclaude-opus', 'chat')).toThrow(expect.objectContaining({ status: 404, code: 'model_not_found' }));
+  expect(() => c.require('xclaude-opus', 'chat')).toThrow(
+    expect.objectContaining({ status: 404, code: 'model_not_found' }),
+  );
   expect(c.patternsOf(c.get('opus')!)).toEqual(['claude-*opus*']);
 });
 
 test('glob characters other than * are literal', () => {
-  const c = new Catalog(file({ providers: { anth: { kind: 'anthropic', baseUrl: 'http://x', modelPatterns: [{ match: 'a.b+(c)*', model: 'sonnet' }] }, oai: { kind: 'openai', baseUrl: 'http://y' } } }));
+  const c = new Catalog(
+    file({
+      providers: {
+        anth: { kind: 'anthropic', baseUrl: 'http://x', modelPatterns: [{ match: 'a.b+(c)*', model: 'sonnet' }] },
+        oai: { kind: 'openai', baseUrl: 'http://y' },
+      },
+    }),
+  );
   expect(c.get('a.b+(c)-x')!.id).toBe('sonnet');
   expect(c.get('aXb+(c)-x')).toBeUndefined();
 });
@@ -38,6 +73,26 @@ test('a catalog with an unpriced model, or a pattern to an unknown or foreign mo
   const f = file();
   f.models[0] = { ...f.models[0], pricing: { inputPer1MTokens: 1 } };
   expect(() => new Catalog(f)).toThrow(/no pricing.outputPer1MTokens/);
-  expect(() => new Catalog(file({ providers: { anth: { kind: 'anthropic', baseUrl: 'http://x', modelPatterns: [{ match: 'x*', model: 'nope' }] }, oai: { kind: 'openai', baseUrl: 'http://y' } } }))).toThrow(/unknown model nope/);
-  expect(() => new Catalog(file({ providers: { anth: { kind: 'anthropic', baseUrl: 'http://x', modelPatterns: [{ match: 'x*', model: 'claude-special' }] }, oai: { kind: 'openai', baseUrl: 'http://y' } } }))).toThrow(/a model of provider oai/);
+  expect(
+    () =>
+      new Catalog(
+        file({
+          providers: {
+            anth: { kind: 'anthropic', baseUrl: 'http://x', modelPatterns: [{ match: 'x*', model: 'nope' }] },
+            oai: { kind: 'openai', baseUrl: 'http://y' },
+          },
+        }),
+      ),
+  ).toThrow(/unknown model nope/);
+  expect(
+    () =>
+      new Catalog(
+        file({
+          providers: {
+            anth: { kind: 'anthropic', baseUrl: 'http://x', modelPatterns: [{ match: 'x*', model: 'claude-special' }] },
+            oai: { kind: 'openai', baseUrl: 'http://y' },
+          },
+        }),
+      ),
+  ).toThrow(/a model of provider oai/);
 });

@@ -11,15 +11,29 @@ let server: http.Server;
 let base = '';
 beforeAll(async () => {
   const a = new Router<GatewayState>();
-  a.post('/v1/a', (ctx) => { ctx.body = { route: 'a', params: ctx.params }; });
-  a.get('/v1/a/:id', (ctx) => { ctx.body = { route: 'a/:id', id: ctx.params.id }; });
+  a.post('/v1/a', (ctx) => {
+    ctx.body = { route: 'a', params: ctx.params };
+  });
+  a.get('/v1/a/:id', (ctx) => {
+    ctx.body = { route: 'a/:id', id: ctx.params.id };
+  });
   const b = new Router<GatewayState>();
-  b.use(async (ctx, next) => { ctx.set('x-router-b', 'yes'); await next(); });
-  b.post('/v1/b', (ctx) => { ctx.body = { route: 'b' }; });
+  b.use(async (ctx, next) => {
+    ctx.set('x-router-b', 'yes');
+    await next();
+  });
+  b.post('/v1/b', (ctx) => {
+    ctx.body = { route: 'b' };
+  });
   const dup1 = new Router<GatewayState>();
-  dup1.post('/v1/dup', async (ctx, next) => { ctx.set('x-first', '1'); await next(); });
+  dup1.post('/v1/dup', async (ctx, next) => {
+    ctx.set('x-first', '1');
+    await next();
+  });
   const dup2 = new Router<GatewayState>();
-  dup2.post('/v1/dup', (ctx) => { ctx.body = { route: 'dup2' }; });
+  dup2.post('/v1/dup', (ctx) => {
+    ctx.body = { route: 'dup2' };
+  });
   const app = new Koa<GatewayState>();
   app.use(dispatchByPrefix([a, b, dup1, dup2]));
   server = http.createServer(app.callback());

@@ -53,7 +53,11 @@ test('through pino and sonic-boom to a file: every line, in order, after flushSy
   const logger = pino({ base: null, timestamp: false }, batch);
   for (let i = 0; i < 500; i++) logger.info({ i, text: 'é'.repeat(i % 7) }, 'request');
   batch.flushSync();
-  const lines = fs.readFileSync(file, 'utf8').trimEnd().split('\n').map((l) => JSON.parse(l) as { i: number; text: string });
+  const lines = fs
+    .readFileSync(file, 'utf8')
+    .trimEnd()
+    .split('\n')
+    .map((l) => JSON.parse(l) as { i: number; text: string });
   expect(lines.map((l) => l.i)).toEqual([...Array(500).keys()]);
   expect(lines[6].text).toBe('éééééé');
   dest.destroy();

@@ -1,7 +1,25 @@
-import { audioCost, ceilDiv, charactersCost, countCharacters, embeddingTokensBound, estimateChatMaxCost, imagesCost, outputTokensBound, tokensCost } from '../../src/billing/pricing';
+import {
+  audioCost,
+  ceilDiv,
+  charactersCost,
+  countCharacters,
+  embeddingTokensBound,
+  estimateChatMaxCost,
+  imagesCost,
+  outputTokensBound,
+  tokensCost,
+} from '../../src/billing/pricing';
 import type { ModelConfig } from '../../src/catalog/catalog';
 
-const chat: ModelConfig = { id: 'm', mode: 'chat', provider: 'p', upstreamModel: 'm', pricing: { inputPer1MTokens: 65_000, outputPer1MTokens: 260_000 }, maxOutputTokens: 16_384, contextWindow: 128_000 };
+const chat: ModelConfig = {
+  id: 'm',
+  mode: 'chat',
+  provider: 'p',
+  upstreamModel: 'm',
+  pricing: { inputPer1MTokens: 65_000, outputPer1MTokens: 260_000 },
+  maxOutputTokens: 16_384,
+  contextWindow: 128_000,
+};
 
 test('ceilDiv rounds up exactly, also beyond 2^53', () => {
   expect(ceilDiv(0, 1_000_000)).toBe(0);
@@ -31,7 +49,11 @@ test('the chat funds bound covers prompt bytes, non-text parts and max output to
   expect(b.promptTokens).toBe(bytes);
   expect(b.outputTokens).toBe(200);
   expect(b.maxCost).toBe(Math.ceil((bytes * 65_000 + 200 * 260_000) / 1e6));
-  const withImage = estimateChatMaxCost(chat, { messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url: 'https://x/y.png' } }] }] }, 100);
+  const withImage = estimateChatMaxCost(
+    chat,
+    { messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url: 'https://x/y.png' } }] }] },
+    100,
+  );
   expect(withImage.promptTokens).toBe(2100);
   expect(withImage.outputTokens).toBe(16_384); // the model's cap when max_tokens is absent
   expect(estimateChatMaxCost(chat, { messages: [] }, 10_000_000).promptTokens).toBe(128_000); // context window cap

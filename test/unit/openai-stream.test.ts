@@ -12,7 +12,8 @@ test('SSE decoder yields each event once, across arbitrary chunk boundaries', ()
     const dec = new SseDecoder();
     const got: string[] = [];
     const bytes = Buffer.from(wire);
-    for (let i = 0; i < bytes.length; i += size) got.push(...dec.push(bytes.subarray(i, i + size)).map((e) => `${e.event ?? ''}|${e.data}`));
+    for (let i = 0; i < bytes.length; i += size)
+      got.push(...dec.push(bytes.subarray(i, i + size)).map((e) => `${e.event ?? ''}|${e.data}`));
     got.push(...dec.end().map((e) => e.data));
     expect(got).toEqual(['|{"a":1}', '|{"b":2}', 'x|[DONE]']);
   }
@@ -28,7 +29,9 @@ test('SSE decoder keeps multi-byte characters split between chunks intact', () =
 test('StreamUsage: upstream usage wins; otherwise ceil(bytes/4) prompt and ceil(delivered chars/4) completion', () => {
   const u = new StreamUsage(401);
   expect(u.observeChat({ choices: [{ delta: { content: 'Hello' } }] })).toBe(false);
-  expect(u.observeChat({ choices: [{ delta: { tool_calls: [{ function: { name: 'f', arguments: '{"a"' } }] } }] })).toBe(false);
+  expect(
+    u.observeChat({ choices: [{ delta: { tool_calls: [{ function: { name: 'f', arguments: '{"a"' } }] } }] }),
+  ).toBe(false);
   expect(u.tokens()).toEqual({ prompt: 101, completion: 3, estimated: true }); // 5 + 1 + 4 = 10 chars
   expect(u.observeChat({ choices: [], usage: { prompt_tokens: 7, completion_tokens: 2, total_tokens: 9 } })).toBe(true);
   expect(u.tokens()).toEqual({ prompt: 7, completion: 2, estimated: false });
@@ -39,7 +42,11 @@ test('StreamUsage: upstream usage wins; otherwise ceil(bytes/4) prompt and ceil(
 });
 
 test('usageFromJson finds the top-level usage without being fooled by content', () => {
-  const body = { id: 'x', choices: [{ message: { content: 'a "usage": {"prompt_tokens": 999} trick' } }], usage: { prompt_tokens: 3, completion_tokens: 4, total_tokens: 7 } };
+  const body = {
+    id: 'x',
+    choices: [{ message: { content: 'a "usage": {"prompt_tokens": 999} trick' } }],
+    usage: { prompt_tokens: 3, completion_tokens: 4, total_tokens: 7 },
+  };
   expect(usageFromJson(Buffer.from(JSON.stringify(body)))).toEqual(body.usage);
   expect(usageFromJson(Buffer.from(JSON.stringify(body, null, 2)))).toEqual(body.usage);
   expect(usageFromJson(Buffer.from('{"usage": null}'))).toBeNull();
@@ -48,10 +55,26 @@ test('usageFromJson finds the top-level usage without being fooled by content', 
 });
 
 test('upstream errors: 4xx pass through, credentials and 5xx become 502, 504 stays a timeout', () => {
-  const e = mapUpstreamError(400, JSON.stringify({ error: { message: 'bad thing', type: 'invalid_request_error', param: 'messages', code: 'context_length_exceeded' } }));
+  const e = mapUpstreamError(
+    400,
+    JSON.stringify({
+      error: {
+        message: 'bad thing',
+        type: 'invalid_request_error',
+        param: 'messages',
+        code: 'context_length_exceeded',
+      },
+    }),
+  );
   expect(e).toMatchObject({ status: 400, message: 'bad thing', param: 'messages', code: 'context_length_exceeded' });
-  expect(mapUpstreamError(429, '{"error":{"message":"slow down"}}', '3')).toMatchObject({ status: 429, headers: { 'retry-after': '3' } });
-  expect(mapUpstreamError(401, '{"error":{"message":"bad key"}}')).toMatchObject({ status: 502, code: 'upstream_error' });
+  expect(mapUpstreamError(429, '{"error":{"message":"slow down"}}', '3')).toMatchObject({
+    status: 429,
+    headers: { 'retry-after': '3' },
+  });
+  expect(mapUpstreamError(401, '{"error":{"message":"bad key"}}')).toMatchObject({
+    status: 502,
+    code: 'upstream_error',
+  });
   expect(mapUpstreamError(503, '<html>down</html>')).toMatchObject({ status: 502, type: 'upstream_error' });
   expect(mapUpstreamError(504, '')).toMatchObject({ status: 504, code: 'upstream_timeout' });
 });
@@ -66,11 +89,31 @@ test('schema errors name the parameter', () => {
     throw new Error('no error');
   };
   expect(paramPath('/messages/0/content/1/type')).toBe('messages[0].content[1].type');
-  expect(err(() => validateChatCompletion({ model: 'm', messages: [{ role: 'user', content: 'x' }], temperature: 2.5 }))).toMatchObject({ status: 400, param: 'temperature', code: 'invalid_value' });
-  expect(err(() => validateChatCompletion({ model: 'm', messages: [{ content: 'x' }] }))).toMatchObject({ param: 'messages[0].role', code: 'missing_required_parameter' });
-  expect(err(() => validateChatCompletion({ model: 'm', messages: 'hi' }))).toMatchObject({ param: 'messages', code: 'invalid_type' });
-  expect(err(() => validateChatCompletion({ model: 'm', messages: [{ role: 'user', content: 'x' }], stop: ['a', 'b', 'c', 'd', 'e'] }))).toMatchObject({ param: 'stop' });
-  expect(err(() => validateSpeech({ model: 'tts-1', input: 'x', voice: 'bob' })).message).toMatch(/Supported values are: "alloy", "echo"/);
+  expect(
+    err(() => validateChatCompletion({ model: 'm', messages: [{ role: 'user', content: 'x' }], temperature: 2.5 })),
+  ).toMatchObject({ status: 400, param: 'temperature', code: 'invalid_value' });
+  expect(err(() => validateChatCompletion({ model: 'm', messages: [{ content: 'x' }] }))).toMatchObject({
+    param: 'messages[0].role',
+    code: 'missing_required_parameter',
+  });
+  expect(err(() => validateChatCompletion({ model: 'm', messages: 'hi' }))).toMatchObject({
+    param: 'messages',
+    code: 'invalid_type',
+  });
+  expect(
+    err(() =>
+      validateChatCompletion({
+        model: 'm',
+        messages: [{ role: 'user', content: 'x' }],
+        stop: ['a', 'b', 'c', 'd', 'e'],
+      }),
+    ),
+  ).toMatchObject({ param: 'stop' });
+  expect(err(() => validateSpeech({ model: 'tts-1', input: 'x', voice: 'bob' })).message).toMatch(
+    /Supported values are: "alloy", "echo"/,
+  );
   // Unknown fields are allowed (passed through).
-  expect(() => validateChatCompletion({ model: 'm', messages: [{ role: 'user', content: 'x' }], vendor_thing: 1 })).not.toThrow();
+  expect(() =>
+    validateChatCompletion({ model: 'm', messages: [{ role: 'user', content: 'x' }], vendor_thing: 1 }),
+  ).not.toThrow();
 });

@@ -2,7 +2,8 @@ import { findUnstorableText, isUnstorableText, jsonForPostgres } from '../../src
 
 test('NUL and unpaired surrogates are unstorable; paired surrogates and other text are fine', () => {
   for (const s of ['a\u0000', '\ud800', 'x\udfff', '\udc00\ud800', 'ok\ud83d']) expect(isUnstorableText(s)).toBe(true);
-  for (const s of ['', 'plain', '😀', 'ti\u1ebfng Vi\u1ec7t', '\\u0000', '\u0001\uffff']) expect(isUnstorableText(s)).toBe(false);
+  for (const s of ['', 'plain', '😀', 'ti\u1ebfng Vi\u1ec7t', '\\u0000', '\u0001\uffff'])
+    expect(isUnstorableText(s)).toBe(false);
 });
 
 test('findUnstorableText names the first bad value or the object holding a bad key', () => {

@@ -10,11 +10,30 @@ import type { RoutingSettings } from '../../src/routing/settings';
 
 const price = { inputPer1MTokens: 1, outputPer1MTokens: 1 };
 const catalogFile = (): CatalogFile => ({
-  providers: { p1: { kind: 'openai', baseUrl: 'http://a' }, p2: { kind: 'openai', baseUrl: 'http://b' }, p3: { kind: 'openai', baseUrl: 'http://c' }, anth: { kind: 'anthropic', baseUrl: 'http://d' } },
+  providers: {
+    p1: { kind: 'openai', baseUrl: 'http://a' },
+    p2: { kind: 'openai', baseUrl: 'http://b' },
+    p3: { kind: 'openai', baseUrl: 'http://c' },
+    anth: { kind: 'anthropic', baseUrl: 'http://d' },
+  },
   models: [
     { id: 'single', mode: 'chat', provider: 'p1', upstreamModel: 'u', pricing: price },
-    { id: 'weighted', mode: 'chat', pricing: price, deployments: [{ id: 'w3', provider: 'p1', weight: 3 }, { id: 'w1', provider: 'p2', upstreamModel: 'other' }] } as unknown as ModelConfig,
-    { id: 'three', mode: 'chat', pricing: price, deployments: [{ provider: 'p1' }, { provider: 'p2' }, { provider: 'p3' }], fallbacks: ['single'] } as unknown as ModelConfig,
+    {
+      id: 'weighted',
+      mode: 'chat',
+      pricing: price,
+      deployments: [
+        { id: 'w3', provider: 'p1', weight: 3 },
+        { id: 'w1', provider: 'p2', upstreamModel: 'other' },
+      ],
+    } as unknown as ModelConfig,
+    {
+      id: 'three',
+      mode: 'chat',
+      pricing: price,
+      deployments: [{ provider: 'p1' }, { provider: 'p2' }, { provider: 'p3' }],
+      fallbacks: ['single'],
+    } as unknown as ModelConfig,
   ],
 });
 
@@ -22,27 +41,47 @@ const settings: RoutingSettings = { maxAttempts: 3, maxTimeMs: 10_000, cooldownB
 let now = 1_000_000;
 function setup(s: Partial<RoutingSettings> = {}) {
   const catalog = new Catalog(catalogFile());
-  return { catalog, router: new ModelRouter(catalog, { ...settings, ...s }, () => now), m: (id: string) => catalog.get(id)! };
+  return {
+    catalog,
+    router: new ModelRouter(catalog, { ...settings, ...s }, () => now),
+    m: (id: string) => catalog.get(id)!,
+  };
 }
-const fail = (cls: Parameters<typeof markFailure>[1], retryAfter?: string) => markFailure(new Error(cls), cls, retryAfter);
+const fail = (cls: Parameters<typeof markFailure>[1], retryAfter?: string) =>
+  markFailure(new Error(cls), cls, retryAfter);
 /** Runs one request whose tries fail with `errors` in turn (then succeed); returns the deployments tried. */
-async function request(router: ModelRouter, m: ModelConfig, errors: Error[] = []): Promise<{ tried: string[]; kinds: string[]; error: unknown }> {
+async function request(
+  router: ModelRouter,
+  m: ModelConfig,
+  errors: Error[] = [],
+): Promise<{ tried: string[]; kinds: string[]; error: unknown }> {
   const tried: string[] = [];
   const kinds: string[] = [];
-  const error = await router.run(m, async (t: RouteTry) => {
-    tried.push(t.deployment.id);
-    kinds.push(t.kind);
-    const e = errors.shift();
-    if (e) throw e;
-    return t.deployment.id;
-  }).then(() => null, (e) => e);
+  const error = await router
+    .run(m, async (t: RouteTry) => {
+      tried.push(t.deployment.id);
+      kinds.push(t.kind);
+      const e = errors.shift();
+      if (e) throw e;
+      return t.deployment.id;
+    })
+    .then(
+      () => null,
+      (e) => e,
+    );
   return { tried, kinds, error };
 }
 
 test('the single-upstream form is one deployment named after the model; deployments default their upstream name and weight', () => {
   const { catalog, m } = setup();
-  expect(catalog.deployments(m('single'))).toEqual([{ id: 'single', modelId: 'single', provider: 'p1', upstreamModel: 'u', weight: 1 }]);
-  expect(catalog.deployments(m('three')).map((d) => [d.id, d.upstreamModel, d.weight])).toEqual([['three#1', 'three', 1], ['three#2', 'three', 1], ['three#3', 'three', 1]]);
+  expect(catalog.deployments(m('single'))).toEqual([
+    { id: 'single', modelId: 'single', provider: 'p1', upstreamModel: 'u', weight: 1 },
+  ]);
+  expect(catalog.deployments(m('three')).map((d) => [d.id, d.upstreamModel, d.weight])).toEqual([
+    ['three#1', 'three', 1],
+    ['three#2', 'three', 1],
+    ['three#3', 'three', 1],
+  ]);
   // Code that knows one upstream per model sees the first deployment.
   expect(m('weighted')).toMatchObject({ provider: 'p1', upstreamModel: 'weighted' });
 });
@@ -58,11 +97,22 @@ test('catalog refuses a model with both forms, unknown providers, mixed kinds, a
   expect(bad((f) => f.models[1].deployments!.push({ provider: 'anth' }))).toThrow(/mix provider kinds/);
   expect(bad((f) => (f.models[0].fallbacks = ['missing']))).toThrow(/unknown model missing/);
   expect(bad((f) => (f.models[0].fallbacks = ['single']))).toThrow(/cannot fall back/);
-  expect(bad((f) => f.models.push({ id: 'emb', mode: 'embedding', provider: 'p1', upstreamModel: 'e', pricing: { inputPer1MTokens: 1 }, fallbacks: ['single'] }))).toThrow(/cannot fall back/);
+  expect(
+    bad((f) =>
+      f.models.push({
+        id: 'emb',
+        mode: 'embedding',
+        provider: 'p1',
+        upstreamModel: 'e',
+        pricing: { inputPer1MTokens: 1 },
+        fallbacks: ['single'],
+      }),
+    ),
+  ).toThrow(/cannot fall back/);
   expect(bad((f) => f.models[1].deployments!.push({ id: 'w3', provider: 'p2' }))).toThrow(/duplicate deployment ids/);
 });
 
-test('smooth weighted round-robin gives each deployment exactly its share over every window of the weights\' sum', async () => {
+test("smooth weighted round-robin gives each deployment exactly its share over every window of the weights' sum", async () => {
   const { router, m } = setup();
   const picks: string[] = [];
   for (let i = 0; i < 8; i++) picks.push((await request(router, m('weighted'))).tried[0]);
@@ -102,9 +152,13 @@ test('while a half-open probe is out, other requests keep away from it', async (
   await request(router, m('weighted'), [fail('connect')]);
   now = st.until;
   let release!: () => void;
-  const held = router.run(m('weighted'), (t) => new Promise((res) => {
-    release = () => res(t.deployment.id);
-  }));
+  const held = router.run(
+    m('weighted'),
+    (t) =>
+      new Promise((res) => {
+        release = () => res(t.deployment.id);
+      }),
+  );
   expect(st.probing).toBe(true);
   for (let i = 0; i < 3; i++) expect((await request(router, m('weighted'))).tried).toEqual(['w1']);
   release();
@@ -115,9 +169,18 @@ test('while a half-open probe is out, other requests keep away from it', async (
 /** Starts a request on `m` whose try waits until settled by hand: ok() answers it, ko(e) fails it. */
 function held(router: ModelRouter, m: ModelConfig) {
   let settle!: (e: Error | null) => void;
-  const done = router.run(m, (t) => new Promise<string>((res, rej) => {
-    settle = (e) => (e ? rej(e) : res(t.deployment.id));
-  })).then(() => null, (e: unknown) => e);
+  const done = router
+    .run(
+      m,
+      (t) =>
+        new Promise<string>((res, rej) => {
+          settle = (e) => (e ? rej(e) : res(t.deployment.id));
+        }),
+    )
+    .then(
+      () => null,
+      (e: unknown) => e,
+    );
   return { ok: () => settle(null), ko: (e: Error) => settle(e), done };
 }
 
@@ -148,7 +211,7 @@ test('concurrent failures cool a deployment once, for the base time: tries in fl
   expect([st.cooldowns, st.failuresInRow, st.until - now, st.probing]).toEqual([2, 2, 2000, false]);
 });
 
-test('a success from a try started before the cooldown does not close it; the probe\'s does', async () => {
+test("a success from a try started before the cooldown does not close it; the probe's does", async () => {
   const { router, m } = setup();
   const st = router.states.find((s) => s.deployment.id === 'single')!;
   const late = held(router, m('single'));
@@ -181,7 +244,7 @@ test('a success from a try started before the cooldown does not close it; the pr
   expect([st.failuresInRow, st.probing]).toEqual([0, false]);
 });
 
-test('tries stop at maxAttempts, then at the fallbacks\' end; client errors and unmarked errors are never retried', async () => {
+test("tries stop at maxAttempts, then at the fallbacks' end; client errors and unmarked errors are never retried", async () => {
   const { router, m } = setup({ maxAttempts: 2 });
   let r = await request(router, m('three'), [fail('server'), fail('server'), fail('server')]);
   expect(r.tried).toHaveLength(2);
@@ -196,20 +259,25 @@ test('tries stop at maxAttempts, then at the fallbacks\' end; client errors and 
   expect((await request(c.router, c.m('three'), [new Error('a bug')])).tried).toHaveLength(1);
 });
 
-test('a model object from another catalog instance of the same file is routed as the router\'s own (first try, then retry)', async () => {
+test("a model object from another catalog instance of the same file is routed as the router's own (first try, then retry)", async () => {
   const { router } = setup();
   const other = new Catalog(catalogFile()).get('three')!;
-  expect(await request(router, other, [fail('server')])).toMatchObject({ tried: ['three#1', 'three#2'], kinds: ['first', 'retry'] });
+  expect(await request(router, other, [fail('server')])).toMatchObject({
+    tried: ['three#1', 'three#2'],
+    kinds: ['first', 'retry'],
+  });
 });
 
 test('no new try starts after maxTimeMs', async () => {
   const { router, m } = setup({ maxTimeMs: 500, maxAttempts: 10 });
   const tried: string[] = [];
-  await router.run(m('three'), async (t) => {
-    tried.push(t.deployment.id);
-    now += 600;
-    throw fail('timeout');
-  }).catch(() => undefined);
+  await router
+    .run(m('three'), async (t) => {
+      tried.push(t.deployment.id);
+      now += 600;
+      throw fail('timeout');
+    })
+    .catch(() => undefined);
   expect(tried).toHaveLength(1);
 });
 
@@ -218,7 +286,8 @@ test('all candidates cooling down: the one that recovers first is tried anyway; 
   await request(router, m('single'), [fail('server')]);
   expect((await request(router, m('single'))).tried).toEqual(['single']); // as before routing: still served
   const s = setup();
-  for (const id of ['three#1', 'three#2', 'three#3']) s.router.states.find((x) => x.deployment.id === id)!.until = now + 5000;
+  for (const id of ['three#1', 'three#2', 'three#3'])
+    s.router.states.find((x) => x.deployment.id === id)!.until = now + 5000;
   const r = await request(s.router, s.m('three'));
   expect(r).toMatchObject({ tried: ['single'], kinds: ['fallback'] });
 });

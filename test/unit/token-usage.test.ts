@@ -1,32 +1,119 @@
-import { fromAnthropicUsage, fromChatUsage, fromResponsesUsage, usageCost, usageUnits } from '../../src/billing/tokenUsage';
+import {
+  fromAnthropicUsage,
+  fromChatUsage,
+  fromResponsesUsage,
+  usageCost,
+  usageUnits,
+} from '../../src/billing/tokenUsage';
 import { tokensBoundCost } from '../../src/billing/pricing';
 
 /** Each provider's usage fields, read into one breakdown and priced field by field, rounded up once. */
 
-const sonnet = { inputPer1MTokens: 78000, cachedInputPer1MTokens: 7800, cacheWrite5mPer1MTokens: 97500, cacheWrite1hPer1MTokens: 156000, outputPer1MTokens: 390000 };
+const sonnet = {
+  inputPer1MTokens: 78000,
+  cachedInputPer1MTokens: 7800,
+  cacheWrite5mPer1MTokens: 97500,
+  cacheWrite1hPer1MTokens: 156000,
+  outputPer1MTokens: 390000,
+};
 
 test('Anthropic: input_tokens exclude reads and writes; writes split by TTL (no split: 5 minutes)', () => {
-  expect(fromAnthropicUsage({ input_tokens: 10, cache_read_input_tokens: 100, cache_creation_input_tokens: 30, cache_creation: { ephemeral_5m_input_tokens: 10, ephemeral_1h_input_tokens: 20 }, output_tokens: 5 }))
-    .toEqual({ input: 10, cacheRead: 100, cacheWrite5m: 10, cacheWrite1h: 20, output: 5, reasoning: 0, estimated: false });
-  expect(fromAnthropicUsage({ input_tokens: 1, cache_creation_input_tokens: 7, output_tokens: 2 })).toMatchObject({ cacheWrite5m: 7, cacheWrite1h: 0 });
+  expect(
+    fromAnthropicUsage({
+      input_tokens: 10,
+      cache_read_input_tokens: 100,
+      cache_creation_input_tokens: 30,
+      cache_creation: { ephemeral_5m_input_tokens: 10, ephemeral_1h_input_tokens: 20 },
+      output_tokens: 5,
+    }),
+  ).toEqual({
+    input: 10,
+    cacheRead: 100,
+    cacheWrite5m: 10,
+    cacheWrite1h: 20,
+    output: 5,
+    reasoning: 0,
+    estimated: false,
+  });
+  expect(fromAnthropicUsage({ input_tokens: 1, cache_creation_input_tokens: 7, output_tokens: 2 })).toMatchObject({
+    cacheWrite5m: 7,
+    cacheWrite1h: 0,
+  });
 });
 
 test('OpenAI chat and Responses: cached tokens are inside the prompt, reasoning inside the output', () => {
-  expect(fromChatUsage({ prompt_tokens: 1000, completion_tokens: 50, prompt_tokens_details: { cached_tokens: 800 }, completion_tokens_details: { reasoning_tokens: 30 } }))
-    .toEqual({ input: 200, cacheRead: 800, cacheWrite5m: 0, cacheWrite1h: 0, output: 50, reasoning: 30, estimated: false });
-  expect(fromResponsesUsage({ input_tokens: 1000, output_tokens: 50, input_tokens_details: { cached_tokens: 800 }, output_tokens_details: { reasoning_tokens: 30 } }))
-    .toEqual(fromChatUsage({ prompt_tokens: 1000, completion_tokens: 50, prompt_tokens_details: { cached_tokens: 800 }, completion_tokens_details: { reasoning_tokens: 30 } }));
+  expect(
+    fromChatUsage({
+      prompt_tokens: 1000,
+      completion_tokens: 50,
+      prompt_tokens_details: { cached_tokens: 800 },
+      completion_tokens_details: { reasoning_tokens: 30 },
+    }),
+  ).toEqual({
+    input: 200,
+    cacheRead: 800,
+    cacheWrite5m: 0,
+    cacheWrite1h: 0,
+    output: 50,
+    reasoning: 30,
+    estimated: false,
+  });
+  expect(
+    fromResponsesUsage({
+      input_tokens: 1000,
+      output_tokens: 50,
+      input_tokens_details: { cached_tokens: 800 },
+      output_tokens_details: { reasoning_tokens: 30 },
+    }),
+  ).toEqual(
+    fromChatUsage({
+      prompt_tokens: 1000,
+      completion_tokens: 50,
+      prompt_tokens_details: { cached_tokens: 800 },
+      completion_tokens_details: { reasoning_tokens: 30 },
+    }),
+  );
   // Inconsistent details never make a field negative.
-  expect(fromChatUsage({ prompt_tokens: 10, completion_tokens: 1, prompt_tokens_details: { cached_tokens: 50, cache_write_tokens: 9 } })).toMatchObject({ input: 0, cacheRead: 10, cacheWrite5m: 0 });
+  expect(
+    fromChatUsage({
+      prompt_tokens: 10,
+      completion_tokens: 1,
+      prompt_tokens_details: { cached_tokens: 50, cache_write_tokens: 9 },
+    }),
+  ).toMatchObject({ input: 0, cacheRead: 10, cacheWrite5m: 0 });
 });
 
 test('the cost sums each field at its price and rounds up once, not per field', () => {
   // 1 token of each: 78000 + 7800 + 97500 + 156000 + 390000 = 729300 -> 0.7293 VND -> 1 (per field it would be 5).
-  expect(usageCost(sonnet, { input: 1, cacheRead: 1, cacheWrite5m: 1, cacheWrite1h: 1, output: 1, reasoning: 0, estimated: false })).toBe(1);
-  expect(usageCost(sonnet, { input: 1000, cacheRead: 100_000, cacheWrite5m: 2000, cacheWrite1h: 3000, output: 500, reasoning: 0, estimated: false }))
-    .toBe(Math.ceil((1000 * 78000 + 100_000 * 7800 + 2000 * 97500 + 3000 * 156000 + 500 * 390000) / 1e6));
+  expect(
+    usageCost(sonnet, {
+      input: 1,
+      cacheRead: 1,
+      cacheWrite5m: 1,
+      cacheWrite1h: 1,
+      output: 1,
+      reasoning: 0,
+      estimated: false,
+    }),
+  ).toBe(1);
+  expect(
+    usageCost(sonnet, {
+      input: 1000,
+      cacheRead: 100_000,
+      cacheWrite5m: 2000,
+      cacheWrite1h: 3000,
+      output: 500,
+      reasoning: 0,
+      estimated: false,
+    }),
+  ).toBe(Math.ceil((1000 * 78000 + 100_000 * 7800 + 2000 * 97500 + 3000 * 156000 + 500 * 390000) / 1e6));
   // Cache prices the catalog does not give are the input price.
-  expect(usageCost({ inputPer1MTokens: 1_000_000, outputPer1MTokens: 0 }, { input: 1, cacheRead: 2, cacheWrite5m: 3, cacheWrite1h: 4, output: 9, reasoning: 0, estimated: false })).toBe(10);
+  expect(
+    usageCost(
+      { inputPer1MTokens: 1_000_000, outputPer1MTokens: 0 },
+      { input: 1, cacheRead: 2, cacheWrite5m: 3, cacheWrite1h: 4, output: 9, reasoning: 0, estimated: false },
+    ),
+  ).toBe(10);
 });
 
 test('the funds bound prices every prompt token at the highest input price', () => {
@@ -34,7 +121,26 @@ test('the funds bound prices every prompt token at the highest input price', () 
 });
 
 test('usage record units: prompt and completion totals, the cache fields present only when used', () => {
-  expect(usageUnits(fromChatUsage({ prompt_tokens: 7, completion_tokens: 3 }))).toEqual({ prompt_tokens: 7, completion_tokens: 3 });
-  expect(usageUnits(fromAnthropicUsage({ input_tokens: 10, cache_read_input_tokens: 100, cache_creation_input_tokens: 30, cache_creation: { ephemeral_5m_input_tokens: 10, ephemeral_1h_input_tokens: 20 }, output_tokens: 5 })))
-    .toEqual({ prompt_tokens: 140, completion_tokens: 5, input_uncached_tokens: 10, cache_read_tokens: 100, cache_write_5m_tokens: 10, cache_write_1h_tokens: 20 });
+  expect(usageUnits(fromChatUsage({ prompt_tokens: 7, completion_tokens: 3 }))).toEqual({
+    prompt_tokens: 7,
+    completion_tokens: 3,
+  });
+  expect(
+    usageUnits(
+      fromAnthropicUsage({
+        input_tokens: 10,
+        cache_read_input_tokens: 100,
+        cache_creation_input_tokens: 30,
+        cache_creation: { ephemeral_5m_input_tokens: 10, ephemeral_1h_input_tokens: 20 },
+        output_tokens: 5,
+      }),
+    ),
+  ).toEqual({
+    prompt_tokens: 140,
+    completion_tokens: 5,
+    input_uncached_tokens: 10,
+    cache_read_tokens: 100,
+    cache_write_5m_tokens: 10,
+    cache_write_1h_tokens: 20,
+  });
 });

@@ -19,7 +19,12 @@ function loadedPackages(env: NodeJS.ProcessEnv): { tracer: boolean; packages: st
       await require('./src/observability/tracing').shutdownTracing();
     });`;
   const clean = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('OTEL_')));
-  const r = spawnSync(process.execPath, ['-r', './test/support/swcRegister.js', '-e', script], { cwd: root, env: { ...clean, ...env }, encoding: 'utf8', timeout: 60_000 });
+  const r = spawnSync(process.execPath, ['-r', './test/support/swcRegister.js', '-e', script], {
+    cwd: root,
+    env: { ...clean, ...env },
+    encoding: 'utf8',
+    timeout: 60_000,
+  });
   if (r.status !== 0) throw new Error(r.stderr);
   return JSON.parse(r.stdout);
 }
@@ -31,8 +36,15 @@ test('no endpoint: no SDK, no interceptors loaded', () => {
 test('an endpoint (or OTEL_TRACES_EXPORTER=otlp) loads the SDK; OTEL_SDK_DISABLED or exporter none keeps it off', () => {
   const on = loadedPackages({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:9' });
   expect(on.tracer).toBe(true);
-  expect(on.packages).toEqual(expect.arrayContaining(['@opentelemetry/sdk-trace-base', '@opentelemetry/exporter-trace-otlp-proto']));
+  expect(on.packages).toEqual(
+    expect.arrayContaining(['@opentelemetry/sdk-trace-base', '@opentelemetry/exporter-trace-otlp-proto']),
+  );
   expect(loadedPackages({ OTEL_TRACES_EXPORTER: 'otlp' }).tracer).toBe(true);
-  expect(loadedPackages({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:9', OTEL_SDK_DISABLED: 'true' })).toEqual({ tracer: false, packages: ['@opentelemetry/api'] });
-  expect(loadedPackages({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:9', OTEL_TRACES_EXPORTER: 'none' }).tracer).toBe(false);
+  expect(loadedPackages({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:9', OTEL_SDK_DISABLED: 'true' })).toEqual({
+    tracer: false,
+    packages: ['@opentelemetry/api'],
+  });
+  expect(
+    loadedPackages({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:9', OTEL_TRACES_EXPORTER: 'none' }).tracer,
+  ).toBe(false);
 });

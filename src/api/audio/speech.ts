@@ -16,23 +16,36 @@ import { setCostHeaders } from '../costReport';
 
 /** Content-Type per speech response_format. */
 export const SPEECH_CONTENT_TYPES: Readonly<Record<SpeechFormat, string>> = {
-  mp3: 'audio/mpeg', opus: 'audio/ogg', aac: 'audio/aac', flac: 'audio/flac', wav: 'audio/wav', pcm: 'audio/pcm',
+  mp3: 'audio/mpeg',
+  opus: 'audio/ogg',
+  aac: 'audio/aac',
+  flac: 'audio/flac',
+  wav: 'audio/wav',
+  pcm: 'audio/pcm',
 };
 
 export async function synthesizeSpeech(ctx: Ctx, deps: AppDeps, model: ModelConfig, body: SpeechBody): Promise<void> {
   const format: SpeechFormat = body.response_format ?? 'mp3';
   const characters = countCharacters(body.input);
   const payloads = new RoutedPayload({
-    model: model.upstreamModel, input: body.input, voice: body.voice, response_format: format,
-    ...(body.speed !== undefined ? { speed: body.speed } : {}), ...(body.instructions !== undefined ? { instructions: body.instructions } : {}),
+    model: model.upstreamModel,
+    input: body.input,
+    voice: body.voice,
+    response_format: format,
+    ...(body.speed !== undefined ? { speed: body.speed } : {}),
+    ...(body.instructions !== undefined ? { instructions: body.instructions } : {}),
   });
   const units = { characters };
   // Reserved once, at the most expensive model that may answer (retries and fallbacks included).
-  const maxCost = boundOverCandidates(deps.catalog, deps.router, model, (m) => ({ maxCost: charactersCost(m.pricing, characters) })).maxCost;
+  const maxCost = boundOverCandidates(deps.catalog, deps.router, model, (m) => ({
+    maxCost: charactersCost(m.pricing, characters),
+  })).maxCost;
   const meter = await reserve(ctx, deps, model.id, 'audio.speech', maxCost);
   const signal = clientAbortSignal(ctx.res);
   // Retried only until the upstream's audio starts: a 2xx answer is handed to the client as it streams.
-  const answer = await callRouted(ctx, deps.router, model, meter, units, (t) => deps.providers.openaiFor(t.deployment).postStream('/audio/speech', payloads.for(t), { signal }));
+  const answer = await callRouted(ctx, deps.router, model, meter, units, (t) =>
+    deps.providers.openaiFor(t.deployment).postStream('/audio/speech', payloads.for(t), { signal }),
+  );
   if (!answer) return;
   const up = answer.value;
   const cost = charactersCost(answer.model.pricing, characters);

@@ -17,14 +17,26 @@ import { renderTranscript, TRANSCRIPTION_CONTENT_TYPES, type VerboseTranscriptio
  * verbose_json (the one format that carries the duration it bills) and renders the requested format itself.
  */
 
-export async function transcribe(ctx: Ctx, deps: AppDeps, model: ModelConfig, file: UploadedFile, fields: TranscriptionFields): Promise<void> {
+export async function transcribe(
+  ctx: Ctx,
+  deps: AppDeps,
+  model: ModelConfig,
+  file: UploadedFile,
+  fields: TranscriptionFields,
+): Promise<void> {
   const format: TranscriptionFormat = fields.response_format ?? 'json';
   // Funds bound: audio is at least 8 kbit/s, so a file of B bytes lasts at most B milliseconds.
-  const maxCost = boundOverCandidates(deps.catalog, deps.router, model, (m) => ({ maxCost: audioCost(m.pricing, Math.max(file.size, 1000)) })).maxCost;
+  const maxCost = boundOverCandidates(deps.catalog, deps.router, model, (m) => ({
+    maxCost: audioCost(m.pricing, Math.max(file.size, 1000)),
+  })).maxCost;
   const meter = await reserve(ctx, deps, model.id, 'audio.transcriptions', maxCost);
   const upstreamFields: Record<string, MultipartValue> = {
     model: model.upstreamModel,
-    file: { path: file.filepath, filename: file.originalFilename || 'audio', contentType: file.mimetype || 'application/octet-stream' },
+    file: {
+      path: file.filepath,
+      filename: file.originalFilename || 'audio',
+      contentType: file.mimetype || 'application/octet-stream',
+    },
     response_format: 'verbose_json',
   };
   if (fields.language !== undefined) upstreamFields.language = fields.language;
@@ -43,12 +55,21 @@ export async function transcribe(ctx: Ctx, deps: AppDeps, model: ModelConfig, fi
     if (!v || typeof v.text !== 'string') throw new Error('no text');
   } catch {
     meter.cancel({}, 502);
-    throw new ApiError(502, 'The upstream provider returned an invalid transcription.', 'upstream_error', null, 'upstream_error');
+    throw new ApiError(
+      502,
+      'The upstream provider returned an invalid transcription.',
+      'upstream_error',
+      null,
+      'upstream_error',
+    );
   }
   const text = v.text as string;
-  const lastEnd = Array.isArray(v.segments) ? Math.max(0, ...v.segments.map((s) => (typeof s.end === 'number' ? s.end : 0))) : 0;
+  const lastEnd = Array.isArray(v.segments)
+    ? Math.max(0, ...v.segments.map((s) => (typeof s.end === 'number' ? s.end : 0)))
+    : 0;
   // Billed duration: the upstream's, else its last segment's end, else the file at 32 kbit/s.
-  const seconds = typeof v.duration === 'number' && v.duration >= 0 ? v.duration : lastEnd > 0 ? lastEnd : (file.size * 8) / 32_000;
+  const seconds =
+    typeof v.duration === 'number' && v.duration >= 0 ? v.duration : lastEnd > 0 ? lastEnd : (file.size * 8) / 32_000;
   const ms = Math.ceil(seconds * 1000);
   meter.settle(audioCost(answer.model.pricing, ms), { audio_seconds: ms / 1000 });
   setCostHeaders(ctx.res, meter);

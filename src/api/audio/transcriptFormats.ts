@@ -4,12 +4,23 @@ import type { TranscriptionFormat } from '../../schemas/audio';
 
 /** Content-Type per transcription response_format. */
 export const TRANSCRIPTION_CONTENT_TYPES: Readonly<Record<TranscriptionFormat, string>> = {
-  json: 'application/json; charset=utf-8', verbose_json: 'application/json; charset=utf-8',
-  text: 'text/plain; charset=utf-8', srt: 'application/x-subrip; charset=utf-8', vtt: 'text/vtt; charset=utf-8',
+  json: 'application/json; charset=utf-8',
+  verbose_json: 'application/json; charset=utf-8',
+  text: 'text/plain; charset=utf-8',
+  srt: 'application/x-subrip; charset=utf-8',
+  vtt: 'text/vtt; charset=utf-8',
 };
 
-interface Segment { start?: unknown; end?: unknown; text?: unknown }
-export interface VerboseTranscription { text?: unknown; duration?: unknown; segments?: Segment[] }
+interface Segment {
+  start?: unknown;
+  end?: unknown;
+  text?: unknown;
+}
+export interface VerboseTranscription {
+  text?: unknown;
+  duration?: unknown;
+  segments?: Segment[];
+}
 
 function timestamp(sec: number, sep: ',' | '.'): string {
   const ms = Math.max(0, Math.round(sec * 1000));
@@ -27,12 +38,33 @@ function cues(v: VerboseTranscription, text: string, seconds: number): { start: 
 }
 
 /** The answer's body in `format`; verbose_json is the upstream's own bytes. */
-export function renderTranscript(format: TranscriptionFormat, raw: Buffer, v: VerboseTranscription, text: string, seconds: number): string | Buffer | { text: string } {
+export function renderTranscript(
+  format: TranscriptionFormat,
+  raw: Buffer,
+  v: VerboseTranscription,
+  text: string,
+  seconds: number,
+): string | Buffer | { text: string } {
   switch (format) {
-    case 'json': return { text };
-    case 'verbose_json': return raw;
-    case 'text': return text + '\n';
-    case 'srt': return cues(v, text, seconds).map((c, i) => `${i + 1}\n${timestamp(c.start, ',')} --> ${timestamp(c.end, ',')}\n${c.text}\n`).join('\n') + '\n';
-    case 'vtt': return 'WEBVTT\n\n' + cues(v, text, seconds).map((c) => `${timestamp(c.start, '.')} --> ${timestamp(c.end, '.')}\n${c.text}\n`).join('\n') + '\n';
+    case 'json':
+      return { text };
+    case 'verbose_json':
+      return raw;
+    case 'text':
+      return text + '\n';
+    case 'srt':
+      return (
+        cues(v, text, seconds)
+          .map((c, i) => `${i + 1}\n${timestamp(c.start, ',')} --> ${timestamp(c.end, ',')}\n${c.text}\n`)
+          .join('\n') + '\n'
+      );
+    case 'vtt':
+      return (
+        'WEBVTT\n\n' +
+        cues(v, text, seconds)
+          .map((c) => `${timestamp(c.start, '.')} --> ${timestamp(c.end, '.')}\n${c.text}\n`)
+          .join('\n') +
+        '\n'
+      );
   }
 }

@@ -26,7 +26,12 @@ import { SSE_DONE, sseEvent } from '../../sse/wire';
 
 const OPERATION = 'chat.completions';
 
-interface ChatBody { messages: { role: string; content?: unknown }[]; stream?: boolean | null; stream_options?: { include_usage?: boolean } | null; [k: string]: unknown }
+interface ChatBody {
+  messages: { role: string; content?: unknown }[];
+  stream?: boolean | null;
+  stream_options?: { include_usage?: boolean } | null;
+  [k: string]: unknown;
+}
 
 export async function bridgedChat(ctx: Ctx, deps: AppDeps, model: ModelConfig, body: ChatBody): Promise<void> {
   const chat = translateInput(() => bridgeChatRequest(body, model.upstreamModel));
@@ -48,7 +53,10 @@ export async function bridgedChat(ctx: Ctx, deps: AppDeps, model: ModelConfig, b
   if (body.stream !== true) {
     const c: ChatCompletion | null = await upstream(() => backend.complete(sink.signal));
     if (!c) return;
-    meter.settleTokens(backend.answered.pricing, c.usage ? fromChatUsage(c.usage) : estimatedUsage(backend.payloadBytes, JSON.stringify(c.choices).length));
+    meter.settleTokens(
+      backend.answered.pricing,
+      c.usage ? fromChatUsage(c.usage) : estimatedUsage(backend.payloadBytes, JSON.stringify(c.choices).length),
+    );
     setCostHeaders(ctx.res, meter);
     ctx.body = c;
     return;
@@ -74,8 +82,13 @@ export async function bridgedChat(ctx: Ctx, deps: AppDeps, model: ModelConfig, b
     if (!sink.clientGone) {
       failed = true;
       deps.logger.warn({ reqId: meter.id, err: (e as Error).message }, 'bridged chat upstream stream failed');
-      const message = e instanceof UpstreamStreamError ? redactorFor(deps.catalog)(e.message) : 'The upstream provider ended the stream early.';
-      await sink.write(sseEvent(JSON.stringify(openAIBody(new ApiError(502, message, 'upstream_error', null, 'upstream_error')))));
+      const message =
+        e instanceof UpstreamStreamError
+          ? redactorFor(deps.catalog)(e.message)
+          : 'The upstream provider ended the stream early.';
+      await sink.write(
+        sseEvent(JSON.stringify(openAIBody(new ApiError(502, message, 'upstream_error', null, 'upstream_error')))),
+      );
     }
   }
   meter.settleTokens(backend.answered.pricing, usage.usageTokens(), sink.clientGone ? 499 : failed ? 502 : 200);

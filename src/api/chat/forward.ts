@@ -22,21 +22,47 @@ export interface CompletionBody {
   max_completion_tokens?: number | null;
 }
 
-export async function forwardCompletion(ctx: Ctx, deps: AppDeps, kind: 'chat' | 'completion', model: ModelConfig, body: CompletionBody): Promise<void> {
+export async function forwardCompletion(
+  ctx: Ctx,
+  deps: AppDeps,
+  kind: 'chat' | 'completion',
+  model: ModelConfig,
+  body: CompletionBody,
+): Promise<void> {
   // Resolved before funds are reserved: a misconfigured provider is refused with nothing held.
   deps.providers.openai(model);
   const stream = body.stream === true;
   const clientWantsUsage = stream && body.stream_options?.include_usage === true;
   // The body is ours (parsed per request): rewrite it in place rather than copy it.
   body.model = model.upstreamModel;
-  if (stream) body.stream_options = body.stream_options ? { ...body.stream_options, include_usage: true } : { include_usage: true };
+  if (stream)
+    body.stream_options = body.stream_options
+      ? { ...body.stream_options, include_usage: true }
+      : { include_usage: true };
   const payloads = new RoutedPayload(body);
   const payloadBytes = Buffer.byteLength(payloads.payload);
   // Reserved once, for the most expensive model and deployment that may answer (retries and fallbacks included).
-  const bound = boundOverCandidates(deps.catalog, deps.router, model, (m, extra) => estimateChatMaxCost(m, body, payloadBytes + extra));
-  const meter = await reserve(ctx, deps, model.id, kind === 'chat' ? 'chat.completions' : 'completions', bound.maxCost, bound.promptTokens + bound.outputTokens);
+  const bound = boundOverCandidates(deps.catalog, deps.router, model, (m, extra) =>
+    estimateChatMaxCost(m, body, payloadBytes + extra),
+  );
+  const meter = await reserve(
+    ctx,
+    deps,
+    model.id,
+    kind === 'chat' ? 'chat.completions' : 'completions',
+    bound.maxCost,
+    bound.promptTokens + bound.outputTokens,
+  );
   const path = kind === 'chat' ? '/chat/completions' : '/completions';
-  const prepare = (t: RouteTry): UpstreamTry => ({ adapter: deps.providers.openaiFor(t.deployment), payload: payloads.for(t) });
-  if (stream) await forwardCompletionStream(ctx, deps.router, model, path, prepare, payloadBytes, meter, { kind, clientWantsUsage, redact: redactorFor(deps.catalog) });
+  const prepare = (t: RouteTry): UpstreamTry => ({
+    adapter: deps.providers.openaiFor(t.deployment),
+    payload: payloads.for(t),
+  });
+  if (stream)
+    await forwardCompletionStream(ctx, deps.router, model, path, prepare, payloadBytes, meter, {
+      kind,
+      clientWantsUsage,
+      redact: redactorFor(deps.catalog),
+    });
   else await forwardCompletionJson(ctx, deps.router, model, path, prepare, payloadBytes, meter);
 }

@@ -22,7 +22,8 @@ export function countTokensEstimate(body: CountTokensBody): number {
         else images++;
       }
     }
-    if (m.role === 'assistant') for (const c of m.tool_calls ?? []) chars += c.function.name.length + c.function.arguments.length;
+    if (m.role === 'assistant')
+      for (const c of m.tool_calls ?? []) chars += c.function.name.length + c.function.arguments.length;
   }
   for (const t of chat.tools ?? []) chars += JSON.stringify(t.function).length;
   return Math.ceil(chars / 4) + images * IMAGE_TOKENS + chat.messages.length * PER_MESSAGE;

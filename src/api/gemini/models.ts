@@ -32,7 +32,10 @@ export function geminiModelList(catalog: Catalog, query: Record<string, unknown>
   const all = geminiModels(catalog);
   const size = Math.min(1000, Math.max(1, Number(query.pageSize) || 50));
   const from = Math.max(0, Number(query.pageToken) || 0);
-  return { models: all.slice(from, from + size).map(geminiModel), ...(from + size < all.length ? { nextPageToken: String(from + size) } : {}) };
+  return {
+    models: all.slice(from, from + size).map(geminiModel),
+    ...(from + size < all.length ? { nextPageToken: String(from + size) } : {}),
+  };
 }
 
 /** GET {v}/models/{model}: the model a name reaches (id, alias or pattern), or a 404. */

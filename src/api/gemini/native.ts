@@ -27,15 +27,22 @@ import { GENERATE_OPERATION, type GenerateCall } from './translated';
 export function fromGeminiUsage(u: GeminiUsageMetadata): TokenUsage {
   const cached = Math.min(u.promptTokenCount, u.cachedContentTokenCount ?? 0);
   const thoughts = u.thoughtsTokenCount ?? 0;
-  return tokenUsage({ input: u.promptTokenCount - cached, cacheRead: cached, output: (u.candidatesTokenCount ?? 0) + thoughts, reasoning: thoughts });
+  return tokenUsage({
+    input: u.promptTokenCount - cached,
+    cacheRead: cached,
+    output: (u.candidatesTokenCount ?? 0) + thoughts,
+    reasoning: thoughts,
+  });
 }
 
-const hasUsage = (u: GeminiUsageMetadata | undefined): u is GeminiUsageMetadata => typeof u?.promptTokenCount === 'number';
+const hasUsage = (u: GeminiUsageMetadata | undefined): u is GeminiUsageMetadata =>
+  typeof u?.promptTokenCount === 'number';
 
 /** Text characters a response carries (the estimate when no usage arrives). */
 function deliveredChars(r: GenerateContentResponse): number {
   let n = 0;
-  for (const p of r?.candidates?.[0]?.content?.parts ?? []) n += (p.text?.length ?? 0) + (p.functionCall ? JSON.stringify(p.functionCall).length : 0);
+  for (const p of r?.candidates?.[0]?.content?.parts ?? [])
+    n += (p.text?.length ?? 0) + (p.functionCall ? JSON.stringify(p.functionCall).length : 0);
   return n;
 }
 
@@ -45,32 +52,60 @@ export async function nativeGenerate(ctx: Ctx, deps: AppDeps, c: GenerateCall): 
   const bytes = Buffer.byteLength(payload);
   const images = (payload.match(/"inlineData"|"fileData"/g) ?? []).length;
   const maxOut = req.generationConfig?.maxOutputTokens;
-  const bound = boundOverCandidates(deps.catalog, deps.router, model, (m, extra) => nativeBound(m, bytes + extra, maxOut ?? m.maxOutputTokens ?? DEFAULT_MAX_OUTPUT_TOKENS, images));
+  const bound = boundOverCandidates(deps.catalog, deps.router, model, (m, extra) =>
+    nativeBound(m, bytes + extra, maxOut ?? m.maxOutputTokens ?? DEFAULT_MAX_OUTPUT_TOKENS, images),
+  );
   const meter = await reserve(ctx, deps, model.id, GENERATE_OPERATION, bound.maxCost, bound.maxTokens);
   let answered: ModelConfig = model;
   let answeredTry: RouteTry | null = null;
   const adapterFor = (t: RouteTry): GeminiAdapter => {
     const a = deps.providers.forDeployment(t.deployment);
-    if (!(a instanceof GeminiAdapter)) throw new ApiError(500, `Model '${t.model.id}' is not served by a Gemini provider.`, 'server_error', null, 'provider_misconfigured');
+    if (!(a instanceof GeminiAdapter))
+      throw new ApiError(
+        500,
+        `Model '${t.model.id}' is not served by a Gemini provider.`,
+        'server_error',
+        null,
+        'provider_misconfigured',
+      );
     answered = t.model;
     answeredTry = t;
     return a;
   };
   if (!wire) {
-    const raw = await routedCall(meter, () => deps.router.run(model, (t) => adapterFor(t).callWhole(t.deployment.upstreamModel, 'generateContent', payload, { signal: sink.signal }), meter));
+    const raw = await routedCall(meter, () =>
+      deps.router.run(
+        model,
+        (t) => adapterFor(t).callWhole(t.deployment.upstreamModel, 'generateContent', payload, { signal: sink.signal }),
+        meter,
+      ),
+    );
     let res: GenerateContentResponse;
     try {
       res = JSON.parse(raw.toString('utf8')) as GenerateContentResponse;
     } catch {
       res = null as unknown as GenerateContentResponse;
     }
-    meter.settleTokens(answered.pricing, hasUsage(res?.usageMetadata) ? fromGeminiUsage(res.usageMetadata) : estimatedUsage(bytes, raw.length));
+    meter.settleTokens(
+      answered.pricing,
+      hasUsage(res?.usageMetadata) ? fromGeminiUsage(res.usageMetadata) : estimatedUsage(bytes, raw.length),
+    );
     setCostHeaders(ctx.res, meter);
     ctx.type = 'application/json';
     ctx.body = raw;
     return;
   }
-  const up = await routedCall(meter, () => deps.router.run(model, (t) => adapterFor(t).call(t.deployment.upstreamModel, 'streamGenerateContent', payload, { signal: sink.signal, sse: true }), meter));
+  const up = await routedCall(meter, () =>
+    deps.router.run(
+      model,
+      (t) =>
+        adapterFor(t).call(t.deployment.upstreamModel, 'streamGenerateContent', payload, {
+          signal: sink.signal,
+          sse: true,
+        }),
+      meter,
+    ),
+  );
   sink.open(wire.headers(meter.id));
   let usage: GeminiUsageMetadata | undefined;
   let delivered = 0;
@@ -96,12 +131,23 @@ export async function nativeGenerate(ctx: Ctx, deps: AppDeps, c: GenerateCall): 
     if (!sink.clientGone) {
       failed = true;
       deps.logger.warn({ reqId: meter.id, err: (e as Error).message }, 'gemini upstream stream failed');
-      await sink.write(wire.item({ error: { code: 502, message: 'The upstream provider stream was interrupted.', status: geminiStatus(502) } }));
+      await sink.write(
+        wire.item({
+          error: { code: 502, message: 'The upstream provider stream was interrupted.', status: geminiStatus(502) },
+        }),
+      );
     }
   }
   const complete = !failed && !sink.clientGone && usage !== undefined;
   let t = estimatedUsage(bytes, delivered);
-  if (usage) t = complete ? fromGeminiUsage(usage) : tokenUsage({ ...fromGeminiUsage(usage), output: Math.max(fromGeminiUsage(usage).output, t.output), estimated: true });
+  if (usage)
+    t = complete
+      ? fromGeminiUsage(usage)
+      : tokenUsage({
+          ...fromGeminiUsage(usage),
+          output: Math.max(fromGeminiUsage(usage).output, t.output),
+          estimated: true,
+        });
   meter.settleTokens(answered.pricing, t, complete ? 200 : sink.clientGone ? 499 : failed ? 502 : 200);
   if (failed && !sink.clientGone && answeredTry) deps.router.streamCut(answeredTry);
   if (!sink.clientGone) await sink.write(wire.end());

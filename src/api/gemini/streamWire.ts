@@ -16,7 +16,9 @@ export class GeminiStreamWire {
    * not `data:`), so its cost is looked up by that id (GET /v1/usage).
    */
   headers(usageId: string): Record<string, string> {
-    const base: Record<string, string> = this.sse ? { ...SSE_HEADERS } : { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-cache' };
+    const base: Record<string, string> = this.sse
+      ? { ...SSE_HEADERS }
+      : { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-cache' };
     return { ...base, [USAGE_ID_HEADER]: usageId };
   }
 
@@ -36,5 +38,4 @@ export class GeminiStreamWire {
     this.first = false;
     return out;
   }
-
 }

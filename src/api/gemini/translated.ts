@@ -23,11 +23,24 @@ import type { GeminiStreamWire } from './streamWire';
 
 export const GENERATE_OPERATION = 'gemini.generateContent';
 
-export interface GenerateCall { model: ModelConfig; name: string; req: GenerateContentRequest; sink: SseSink; wire: GeminiStreamWire | null }
+export interface GenerateCall {
+  model: ModelConfig;
+  name: string;
+  req: GenerateContentRequest;
+  sink: SseSink;
+  wire: GeminiStreamWire | null;
+}
 
 export async function translatedGenerate(ctx: Ctx, deps: AppDeps, c: GenerateCall): Promise<void> {
   const { model, req, sink, wire } = c;
-  const t = translateInput(() => geminiToChat(req, { upstreamModel: model.upstreamModel, maxOutputTokens: model.maxOutputTokens, reasoning: model.reasoning, stream: wire !== null }));
+  const t = translateInput(() =>
+    geminiToChat(req, {
+      upstreamModel: model.upstreamModel,
+      maxOutputTokens: model.maxOutputTokens,
+      reasoning: model.reasoning,
+      stream: wire !== null,
+    }),
+  );
   const backend = new RoutedBackend(deps.providers, deps.catalog, deps.router, model, t.chat);
   const meter = await reserve(ctx, deps, model.id, GENERATE_OPERATION, backend.maxCost, backend.maxTokens);
   backend.recorder = meter;
@@ -35,17 +48,29 @@ export async function translatedGenerate(ctx: Ctx, deps: AppDeps, c: GenerateCal
   if (!wire) {
     const completion = await routedComplete(backend, meter, sink.signal);
     const res = chatToGemini(completion, out);
-    meter.settleTokens(backend.answered.pricing, completion.usage ? fromChatUsage(completion.usage) : estimatedUsage(backend.payloadBytes, JSON.stringify(res.candidates[0].content.parts).length));
+    meter.settleTokens(
+      backend.answered.pricing,
+      completion.usage
+        ? fromChatUsage(completion.usage)
+        : estimatedUsage(backend.payloadBytes, JSON.stringify(res.candidates[0].content.parts).length),
+    );
     setCostHeaders(ctx.res, meter);
     ctx.body = res;
     return;
   }
   const tr = new ChatToGeminiStream({ ...out, promptTokensEstimate: tokensFromChars(backend.payloadBytes) });
   const items = (rs: unknown[]) => rs.map((r) => wire.item(r)).join('');
-  await relayTranslated(deps, backend, meter, sink, {
-    push: (chunk) => items(tr.push(chunk)),
-    end: () => items(tr.end()),
-    fail: (message) => wire.item({ error: { code: 502, message, status: geminiStatus(502) } }),
-    close: () => wire.end(),
-  }, wire.headers(meter.id));
+  await relayTranslated(
+    deps,
+    backend,
+    meter,
+    sink,
+    {
+      push: (chunk) => items(tr.push(chunk)),
+      end: () => items(tr.end()),
+      fail: (message) => wire.item({ error: { code: 502, message, status: geminiStatus(502) } }),
+      close: () => wire.end(),
+    },
+    wire.headers(meter.id),
+  );
 }

@@ -23,17 +23,31 @@ function imagesBound(deps: AppDeps, model: ModelConfig, n: number): number {
   return boundOverCandidates(deps.catalog, deps.router, model, (m) => ({ maxCost: imagesCost(m.pricing, n) })).maxCost;
 }
 
-export async function generateImages(ctx: Ctx, deps: AppDeps, model: ModelConfig, body: ImageGenerationBody): Promise<void> {
+export async function generateImages(
+  ctx: Ctx,
+  deps: AppDeps,
+  model: ModelConfig,
+  body: ImageGenerationBody,
+): Promise<void> {
   body.model = model.upstreamModel;
   const payloads = new RoutedPayload(body);
   const meter = await reserve(ctx, deps, model.id, 'images.generations', imagesBound(deps, model, body.n ?? 1));
   const signal = clientAbortSignal(ctx.res);
-  const answer = await callRouted(ctx, deps.router, model, meter, {}, (t) => deps.providers.openaiFor(t.deployment).postJson('/images/generations', payloads.for(t), { signal }));
+  const answer = await callRouted(ctx, deps.router, model, meter, {}, (t) =>
+    deps.providers.openaiFor(t.deployment).postJson('/images/generations', payloads.for(t), { signal }),
+  );
   if (answer) settleImages(ctx, meter, answer.model, answer.value);
 }
 
 /** `image` and `mask` are PNGs already checked by the router. */
-export async function editImages(ctx: Ctx, deps: AppDeps, model: ModelConfig, fields: ImageEditFields, image: UploadedFile, mask: UploadedFile | null): Promise<void> {
+export async function editImages(
+  ctx: Ctx,
+  deps: AppDeps,
+  model: ModelConfig,
+  fields: ImageEditFields,
+  image: UploadedFile,
+  mask: UploadedFile | null,
+): Promise<void> {
   const up: Record<string, MultipartValue> = {
     model: model.upstreamModel,
     prompt: fields.prompt,
@@ -61,7 +75,13 @@ function settleImages(ctx: Ctx, meter: Meter, answered: ModelConfig, res: Buffer
     count = parsed.data.length;
   } catch {
     meter.cancel({}, 502);
-    throw new ApiError(502, 'The upstream provider returned an invalid images response.', 'upstream_error', null, 'upstream_error');
+    throw new ApiError(
+      502,
+      'The upstream provider returned an invalid images response.',
+      'upstream_error',
+      null,
+      'upstream_error',
+    );
   }
   meter.settle(imagesCost(answered.pricing, count), { images: count });
   setCostHeaders(ctx.res, meter);

@@ -30,26 +30,42 @@ export function anthropicHeaders(ctx: Ctx) {
 }
 
 /** Native pass-through: the body goes upstream as sent (model renamed), the answer comes back as produced. */
-export async function nativeMessages(ctx: Ctx, deps: AppDeps, model: ModelConfig, adapter: AnthropicAdapter, req: MessagesRequest, sink: SseSink): Promise<void> {
+export async function nativeMessages(
+  ctx: Ctx,
+  deps: AppDeps,
+  model: ModelConfig,
+  adapter: AnthropicAdapter,
+  req: MessagesRequest,
+  sink: SseSink,
+): Promise<void> {
   checkOutputCap(model, 'max_tokens', req.max_tokens);
   const payloads = new RoutedPayload({ ...req, model: model.upstreamModel });
   const bytes = Buffer.byteLength(payloads.payload);
   const images = countImages(req.messages);
   // Reserved once for the most expensive model and deployment that may answer (retries and fallbacks included).
-  const bound = boundOverCandidates(deps.catalog, deps.router, model, (m, extra) => nativeBound(m, bytes + extra, req.max_tokens, images));
+  const bound = boundOverCandidates(deps.catalog, deps.router, model, (m, extra) =>
+    nativeBound(m, bytes + extra, req.max_tokens, images),
+  );
   const meter = await reserve(ctx, deps, model.id, OPERATION, bound.maxCost, bound.maxTokens);
   const headers = anthropicHeaders(ctx);
   let answered = model;
   let answeredTry: RouteTry | null = null;
-  const routed = <R>(call: (a: AnthropicAdapter, payload: string) => Promise<R>): Promise<R> => deps.router.run(model, (t) => {
-    answered = t.model;
-    answeredTry = t;
-    const a = deps.providers.forDeployment(t.deployment);
-    return call(a instanceof AnthropicAdapter ? a : adapter, payloads.for(t));
-  }, meter).catch((e: unknown) => {
-    meter.cancel({}, e instanceof AnthropicUpstreamError ? e.status : failureStatus(e));
-    throw e;
-  });
+  const routed = <R>(call: (a: AnthropicAdapter, payload: string) => Promise<R>): Promise<R> =>
+    deps.router
+      .run(
+        model,
+        (t) => {
+          answered = t.model;
+          answeredTry = t;
+          const a = deps.providers.forDeployment(t.deployment);
+          return call(a instanceof AnthropicAdapter ? a : adapter, payloads.for(t));
+        },
+        meter,
+      )
+      .catch((e: unknown) => {
+        meter.cancel({}, e instanceof AnthropicUpstreamError ? e.status : failureStatus(e));
+        throw e;
+      });
   if (req.stream !== true) {
     // The body is read inside the try: a connection reset after the headers is retried elsewhere and cools its deployment.
     const res = await routed((a, payload) => a.messagesWhole(payload, headers, { signal: sink.signal }));
@@ -58,7 +74,12 @@ export async function nativeMessages(ctx: Ctx, deps: AppDeps, model: ModelConfig
     try {
       usage = (JSON.parse(raw.toString('utf8')) as { usage?: AnthropicUsageLike }).usage ?? null;
     } catch {}
-    meter.settleTokens(answered.pricing, typeof usage?.input_tokens === 'number' && typeof usage.output_tokens === 'number' ? fromAnthropicUsage(usage) : estimatedUsage(bytes, raw.length));
+    meter.settleTokens(
+      answered.pricing,
+      typeof usage?.input_tokens === 'number' && typeof usage.output_tokens === 'number'
+        ? fromAnthropicUsage(usage)
+        : estimatedUsage(bytes, raw.length),
+    );
     setCostHeaders(ctx.res, meter);
     for (const [k, v] of Object.entries(res.headers)) ctx.set(k, v);
     ctx.status = res.status;
@@ -68,14 +89,23 @@ export async function nativeMessages(ctx: Ctx, deps: AppDeps, model: ModelConfig
   }
   const res = await routed((a, payload) => a.messages(payload, headers, { signal: sink.signal }));
   // A stream the upstream breaks off after its first byte is not retried, but cools its deployment.
-  if (await pipeNativeStream(deps, answered, meter, res.body, res.headers, bytes, sink) && answeredTry) deps.router.streamCut(answeredTry);
+  if ((await pipeNativeStream(deps, answered, meter, res.body, res.headers, bytes, sink)) && answeredTry)
+    deps.router.streamCut(answeredTry);
 }
 
 /**
  * Forwards the upstream's events as they complete, reading usage from them as they pass; true if the upstream cut
  * it. An error event reaches the client without catalog internals.
  */
-async function pipeNativeStream(deps: AppDeps, model: ModelConfig, meter: Meter, body: AsyncIterable<Uint8Array>, headers: Record<string, string>, bytes: number, sink: SseSink): Promise<boolean> {
+async function pipeNativeStream(
+  deps: AppDeps,
+  model: ModelConfig,
+  meter: Meter,
+  body: AsyncIterable<Uint8Array>,
+  headers: Record<string, string>,
+  bytes: number,
+  sink: SseSink,
+): Promise<boolean> {
   sink.open(headers);
   const regions = new SseRegions();
   const redact = redactorFor(deps.catalog);
@@ -98,7 +128,8 @@ async function pipeNativeStream(deps: AppDeps, model: ModelConfig, meter: Meter,
       const d = e.delta ?? {};
       delivered += (d.text?.length ?? 0) + (d.thinking?.length ?? 0) + (d.partial_json?.length ?? 0);
     } else if (e?.type === 'message_delta') {
-      for (const [k, v] of Object.entries(e.usage ?? {})) if (v !== null && v !== undefined) (usage ??= {})[k as keyof AnthropicUsageLike] = v as never;
+      for (const [k, v] of Object.entries(e.usage ?? {}))
+        if (v !== null && v !== undefined) (usage ??= {})[k as keyof AnthropicUsageLike] = v as never;
     } else if (e?.type === 'message_stop') stopped = true;
     else if (e?.type === 'error') {
       failed = true;
@@ -106,7 +137,8 @@ async function pipeNativeStream(deps: AppDeps, model: ModelConfig, meter: Meter,
     }
     return null;
   };
-  const forward = (region: SseRegion | null) => (region ? sink.write(rewriteRegion(region, (ev) => observe(ev.data))) : true);
+  const forward = (region: SseRegion | null) =>
+    region ? sink.write(rewriteRegion(region, (ev) => observe(ev.data))) : true;
   try {
     for await (const chunk of body) if (!(await forward(regions.push(chunk)))) break;
     await forward(regions.end()); // an unterminated last event still counts
@@ -114,7 +146,15 @@ async function pipeNativeStream(deps: AppDeps, model: ModelConfig, meter: Meter,
     if (!sink.clientGone) {
       failed = true;
       deps.logger.warn({ reqId: meter.id, err: (e as Error).message }, 'anthropic upstream stream failed');
-      await sink.write(formatSse({ event: 'error', data: { type: 'error', error: { type: 'api_error', message: 'The upstream provider stream was interrupted.' } } }));
+      await sink.write(
+        formatSse({
+          event: 'error',
+          data: {
+            type: 'error',
+            error: { type: 'api_error', message: 'The upstream provider stream was interrupted.' },
+          },
+        }),
+      );
     }
   }
   const complete = stopped && typeof usage?.input_tokens === 'number' && typeof usage.output_tokens === 'number';

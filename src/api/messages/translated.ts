@@ -24,8 +24,20 @@ import { relayTranslated, routedComplete } from '../translatedStream';
 const OPERATION = 'messages';
 
 /** Any chat model: messages -> chat -> upstream (chat completions, or /responses) -> messages, event by event. */
-export async function translatedMessages(ctx: Ctx, deps: AppDeps, model: ModelConfig, req: MessagesRequest, sink: SseSink): Promise<void> {
-  const { chat, tools } = translateInput(() => messagesToChat(req, { upstreamModel: model.upstreamModel, maxOutputTokens: model.maxOutputTokens, reasoning: model.reasoning }));
+export async function translatedMessages(
+  ctx: Ctx,
+  deps: AppDeps,
+  model: ModelConfig,
+  req: MessagesRequest,
+  sink: SseSink,
+): Promise<void> {
+  const { chat, tools } = translateInput(() =>
+    messagesToChat(req, {
+      upstreamModel: model.upstreamModel,
+      maxOutputTokens: model.maxOutputTokens,
+      reasoning: model.reasoning,
+    }),
+  );
   // Through the router: retries and fallbacks until an upstream answers (src/routing).
   const backend = new RoutedBackend(deps.providers, deps.catalog, deps.router, model, chat);
   const bytes = backend.payloadBytes;
@@ -34,7 +46,10 @@ export async function translatedMessages(ctx: Ctx, deps: AppDeps, model: ModelCo
   if (req.stream !== true) {
     const c = await routedComplete(backend, meter, sink.signal);
     const msg = chatToMessages(c, { model: req.model, tools });
-    meter.settleTokens(backend.answered.pricing, c.usage ? fromChatUsage(c.usage) : estimatedUsage(bytes, JSON.stringify(msg.content).length));
+    meter.settleTokens(
+      backend.answered.pricing,
+      c.usage ? fromChatUsage(c.usage) : estimatedUsage(bytes, JSON.stringify(msg.content).length),
+    );
     setCostHeaders(ctx.res, meter);
     ctx.body = msg;
     return;

@@ -14,12 +14,26 @@ export async function authenticate(ctx: Ctx, keys: AppDeps['keys']): Promise<voi
   }
   if (!key) key = ctx.get('x-api-key').trim();
   // The Gemini API's two ways: the x-goog-api-key header, or ?key= (its routes only, so no other URL carries keys).
-  if (!key && ctx.state.errorShape === 'gemini') key = ctx.get('x-goog-api-key').trim() || (typeof ctx.query.key === 'string' ? ctx.query.key : '');
-  if (!key) throw new ApiError(401, 'You did not provide an API key. Send it as Authorization: Bearer <key> (or x-api-key).', 'invalid_request_error', null, 'missing_api_key');
+  if (!key && ctx.state.errorShape === 'gemini')
+    key = ctx.get('x-goog-api-key').trim() || (typeof ctx.query.key === 'string' ? ctx.query.key : '');
+  if (!key)
+    throw new ApiError(
+      401,
+      'You did not provide an API key. Send it as Authorization: Bearer <key> (or x-api-key).',
+      'invalid_request_error',
+      null,
+      'missing_api_key',
+    );
   const p = await keys.resolve(key);
   if (!p) throw new ApiError(401, 'Incorrect API key provided.', 'invalid_request_error', null, 'invalid_api_key');
   if (p.expiresAt !== null && Date.now() >= p.expiresAt) {
-    throw new ApiError(401, `This API key expired at ${new Date(p.expiresAt).toISOString()}.`, 'invalid_request_error', null, 'expired_api_key');
+    throw new ApiError(
+      401,
+      `This API key expired at ${new Date(p.expiresAt).toISOString()}.`,
+      'invalid_request_error',
+      null,
+      'expired_api_key',
+    );
   }
   ctx.state.principal = p;
 }

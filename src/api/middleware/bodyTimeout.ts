@@ -13,7 +13,8 @@ import type { GatewayState } from './state';
 export function bodyTimeout(ms: number): Koa.Middleware<GatewayState> {
   return async (ctx, next) => {
     const req = ctx.req;
-    if (req.complete || (req.headers['content-length'] === undefined && req.headers['transfer-encoding'] === undefined)) return next();
+    if (req.complete || (req.headers['content-length'] === undefined && req.headers['transfer-encoding'] === undefined))
+      return next();
     let timedOut = false;
     const timer = setTimeout(() => {
       if (req.complete || req.socket.destroyed) return;
@@ -30,7 +31,14 @@ export function bodyTimeout(ms: number): Koa.Middleware<GatewayState> {
       // Once the answer is written the connection closes (Connection: close); a client that keeps it open anyway
       // is cut when the response has gone out.
       ctx.res.once('finish', () => req.socket.destroy());
-      throw new ApiError(408, `The request body did not arrive within ${ms / 1000} s.`, 'invalid_request_error', null, 'request_timeout', { connection: 'close' });
+      throw new ApiError(
+        408,
+        `The request body did not arrive within ${ms / 1000} s.`,
+        'invalid_request_error',
+        null,
+        'request_timeout',
+        { connection: 'close' },
+      );
     }
   };
 }

@@ -31,7 +31,13 @@ export async function readJson(req: IncomingMessage, limitBytes: number): Promis
   try {
     return JSON.parse(buf.toString('utf8'));
   } catch {
-    throw new ApiError(400, 'We could not parse the JSON body of your request. Send valid JSON with Content-Type: application/json.', 'invalid_request_error', null, 'invalid_json');
+    throw new ApiError(
+      400,
+      'We could not parse the JSON body of your request. Send valid JSON with Content-Type: application/json.',
+      'invalid_request_error',
+      null,
+      'invalid_json',
+    );
   }
 }
 
@@ -53,7 +59,11 @@ export function jsonBodyProblem(root: object, max: number): 'too_deep' | 'protot
     } else {
       for (const k in v as Record<string, unknown>) {
         const x = (v as Record<string, unknown>)[k];
-        if (k === '__proto__' || (k === 'constructor' && x !== null && typeof x === 'object' && Object.hasOwn(x, 'prototype'))) return 'prototype_key';
+        if (
+          k === '__proto__' ||
+          (k === 'constructor' && x !== null && typeof x === 'object' && Object.hasOwn(x, 'prototype'))
+        )
+          return 'prototype_key';
         if (x !== null && typeof x === 'object') stack.push([x, d + 1]);
       }
     }
@@ -66,15 +76,30 @@ export function jsonBodyProblem(root: object, max: number): 'too_deep' | 'protot
  * nested too deep or one carrying prototype keys. Plain bodies are read by readJson; compressed ones by koa-body.
  */
 export function jsonBodyReader(limitBytes: number): (ctx: Ctx) => Promise<void> {
-  const parseEncoded = lazyKoaBody({ json: true, jsonLimit: limitBytes, jsonStrict: true, urlencoded: false, text: false, multipart: false, includeUnparsed: false });
+  const parseEncoded = lazyKoaBody({
+    json: true,
+    jsonLimit: limitBytes,
+    jsonStrict: true,
+    urlencoded: false,
+    text: false,
+    multipart: false,
+    includeUnparsed: false,
+  });
   return async (ctx) => {
     const contentType = ctx.get('content-type');
     if (!isJsonType(contentType)) {
-      throw new ApiError(415, `Unsupported Content-Type ${clipJson(contentType)}; send application/json.`, 'invalid_request_error', null, 'unsupported_media_type');
+      throw new ApiError(
+        415,
+        `Unsupported Content-Type ${clipJson(contentType)}; send application/json.`,
+        'invalid_request_error',
+        null,
+        'unsupported_media_type',
+      );
     }
     const encoding = ctx.get('content-encoding');
     try {
-      if (encoding === '' || encoding.toLowerCase() === 'identity') (ctx.request as { body?: unknown }).body = await readJson(ctx.req, limitBytes);
+      if (encoding === '' || encoding.toLowerCase() === 'identity')
+        (ctx.request as { body?: unknown }).body = await readJson(ctx.req, limitBytes);
       else {
         // Content codings are case-insensitive (RFC 9110 8.4.1); koa-body's inflation matches lower case only.
         ctx.req.headers['content-encoding'] = encoding.toLowerCase();
@@ -85,15 +110,34 @@ export function jsonBodyReader(limitBytes: number): (ctx: Ctx) => Promise<void> 
       // A Content-Encoding the body does not match (e.g. gzip header, plain body) fails in zlib, without a status.
       // (koa-body re-wraps errors from another realm as Error('{"code":"Z_..."}'), so the message is checked too.)
       // zlib says Z_DATA_ERROR and the like; brotli ERR__ERROR_FORMAT_... (its code: ERR_BROTLI_...).
-      if (/\bZ_[A-Z_]+\b|ERR__ERROR_FORMAT|BROTLI/.test(`${e?.code ?? ''} ${e?.message ?? ''}`)) throw new ApiError(400, 'The request body could not be decoded with its Content-Encoding.', 'invalid_request_error', null, 'invalid_body_encoding');
+      if (/\bZ_[A-Z_]+\b|ERR__ERROR_FORMAT|BROTLI/.test(`${e?.code ?? ''} ${e?.message ?? ''}`))
+        throw new ApiError(
+          400,
+          'The request body could not be decoded with its Content-Encoding.',
+          'invalid_request_error',
+          null,
+          'invalid_body_encoding',
+        );
       // The client went away before its body was read (raw-body: "stream is not readable" / "request aborted"):
       // the client's doing, not a 500 with a stack trace in the logs.
       // co-body refuses prototype keys itself in compressed bodies: the same answer as for a plain body.
       if (/forbidden prototype property/.test(`${e?.message ?? ''}`)) {
-        throw new ApiError(400, 'The JSON body contains a forbidden key ("__proto__", or "constructor" with a "prototype").', 'invalid_request_error', null, 'invalid_json');
+        throw new ApiError(
+          400,
+          'The JSON body contains a forbidden key ("__proto__", or "constructor" with a "prototype").',
+          'invalid_request_error',
+          null,
+          'invalid_json',
+        );
       }
       if (/stream is not readable|request aborted/.test(`${e?.message ?? ''}`)) {
-        throw new ApiError(400, 'The request body could not be read: the client closed the connection.', 'invalid_request_error', null, 'request_aborted');
+        throw new ApiError(
+          400,
+          'The request body could not be read: the client closed the connection.',
+          'invalid_request_error',
+          null,
+          'request_aborted',
+        );
       }
       throw e;
     }
@@ -103,10 +147,22 @@ export function jsonBodyReader(limitBytes: number): (ctx: Ctx) => Promise<void> 
     }
     const problem = jsonBodyProblem(body, MAX_JSON_DEPTH);
     if (problem === 'too_deep') {
-      throw new ApiError(400, `The JSON body is nested more than ${MAX_JSON_DEPTH} levels deep.`, 'invalid_request_error', null, 'invalid_json');
+      throw new ApiError(
+        400,
+        `The JSON body is nested more than ${MAX_JSON_DEPTH} levels deep.`,
+        'invalid_request_error',
+        null,
+        'invalid_json',
+      );
     }
     if (problem === 'prototype_key') {
-      throw new ApiError(400, 'The JSON body contains a forbidden key ("__proto__", or "constructor" with a "prototype").', 'invalid_request_error', null, 'invalid_json');
+      throw new ApiError(
+        400,
+        'The JSON body contains a forbidden key ("__proto__", or "constructor" with a "prototype").',
+        'invalid_request_error',
+        null,
+        'invalid_json',
+      );
     }
   };
 }

@@ -14,7 +14,11 @@ const MULTIPART_LIMITS = { maxFiles: 4, maxFields: 50, maxFieldsSize: 1024 * 102
  * in the message.
  */
 const LIMIT_CODES: Record<number, 'maxFiles' | 'maxFields' | 'maxFieldsSize' | 'maxFileSize'> = {
-  1015: 'maxFiles', 1007: 'maxFields', 1006: 'maxFieldsSize', 1016: 'maxFileSize', 1009: 'maxFileSize',
+  1015: 'maxFiles',
+  1007: 'maxFields',
+  1006: 'maxFieldsSize',
+  1016: 'maxFileSize',
+  1009: 'maxFileSize',
 };
 function exceededLimit(e: unknown): 'maxFiles' | 'maxFields' | 'maxFieldsSize' | 'maxFileSize' | null {
   const err = e as { code?: unknown; message?: unknown } | null;
@@ -26,7 +30,11 @@ function exceededLimit(e: unknown): 'maxFiles' | 'maxFields' | 'maxFieldsSize' |
   }
   if (typeof code === 'number' && code in LIMIT_CODES) return LIMIT_CODES[code];
   const m = /options\.(maxFiles|maxFields|maxFieldsSize|maxFileSize|maxTotalFileSize) \(/.exec(String(err?.message));
-  return m ? (m[1] === 'maxTotalFileSize' ? 'maxFileSize' : (m[1] as 'maxFiles' | 'maxFields' | 'maxFieldsSize' | 'maxFileSize')) : null;
+  return m
+    ? m[1] === 'maxTotalFileSize'
+      ? 'maxFileSize'
+      : (m[1] as 'maxFiles' | 'maxFields' | 'maxFieldsSize' | 'maxFileSize')
+    : null;
 }
 
 /**
@@ -47,9 +55,13 @@ function refusedName(names: Iterable<string>): BodyShapeProblem | null {
  */
 export function multipartBody(maxFileBytes: number): Koa.Middleware<GatewayState> {
   const parse = lazyKoaBody({
-    multipart: true, json: false, urlencoded: false, text: false,
+    multipart: true,
+    json: false,
+    urlencoded: false,
+    text: false,
     formidable: {
-      maxFileSize: maxFileBytes, ...MULTIPART_LIMITS,
+      maxFileSize: maxFileBytes,
+      ...MULTIPART_LIMITS,
       onPart: (part, handle) => {
         const problem = formNameProblem(part.name ?? '');
         if (problem) part.name = REFUSED_NAME + problem;
@@ -59,17 +71,52 @@ export function multipartBody(maxFileBytes: number): Koa.Middleware<GatewayState
   });
   return async (ctx, next) => {
     if (!ctx.is('multipart/form-data')) {
-      throw new ApiError(415, `Unsupported Content-Type ${clipJson(ctx.get('content-type') || '')}; send multipart/form-data.`, 'invalid_request_error', null, 'unsupported_media_type');
+      throw new ApiError(
+        415,
+        `Unsupported Content-Type ${clipJson(ctx.get('content-type') || '')}; send multipart/form-data.`,
+        'invalid_request_error',
+        null,
+        'unsupported_media_type',
+      );
     }
     try {
       await parse(ctx, async () => undefined);
     } catch (e) {
       switch (exceededLimit(e)) {
-        case 'maxFileSize': throw new ApiError(413, `File too large (limit ${maxFileBytes} bytes).`, 'invalid_request_error', 'file', 'file_too_large');
-        case 'maxFiles': throw new ApiError(400, `Too many files in the form: at most ${MULTIPART_LIMITS.maxFiles}.`, 'invalid_request_error', null, 'too_many_files');
-        case 'maxFields': throw new ApiError(400, `Too many fields in the form: at most ${MULTIPART_LIMITS.maxFields}.`, 'invalid_request_error', null, 'too_many_fields');
-        case 'maxFieldsSize': throw new ApiError(413, `Form fields too large: at most ${MULTIPART_LIMITS.maxFieldsSize} bytes of field data in all.`, 'invalid_request_error', null, 'fields_too_large');
-        default: throw new ApiError(400, 'Malformed multipart body.', 'invalid_request_error', null, 'invalid_multipart');
+        case 'maxFileSize':
+          throw new ApiError(
+            413,
+            `File too large (limit ${maxFileBytes} bytes).`,
+            'invalid_request_error',
+            'file',
+            'file_too_large',
+          );
+        case 'maxFiles':
+          throw new ApiError(
+            400,
+            `Too many files in the form: at most ${MULTIPART_LIMITS.maxFiles}.`,
+            'invalid_request_error',
+            null,
+            'too_many_files',
+          );
+        case 'maxFields':
+          throw new ApiError(
+            400,
+            `Too many fields in the form: at most ${MULTIPART_LIMITS.maxFields}.`,
+            'invalid_request_error',
+            null,
+            'too_many_fields',
+          );
+        case 'maxFieldsSize':
+          throw new ApiError(
+            413,
+            `Form fields too large: at most ${MULTIPART_LIMITS.maxFieldsSize} bytes of field data in all.`,
+            'invalid_request_error',
+            null,
+            'fields_too_large',
+          );
+        default:
+          throw new ApiError(400, 'Malformed multipart body.', 'invalid_request_error', null, 'invalid_multipart');
       }
     }
     const files = (ctx.request as unknown as { files?: Record<string, unknown> }).files ?? {};

@@ -21,12 +21,35 @@ export function observe(deps: Pick<AppDeps, 'logger' | 'metrics'>): Koa.Middlewa
       const sec = Number(process.hrtime.bigint() - start) / 1e9;
       // A client that left before the response was complete is a 499 (as nginx logs it), not whatever status
       // Koa held at that moment (404 until a handler sets one); a stream the upstream cut short, as it ended.
-      const status = ctx.res.writableFinished ? ctx.state.endedWith ?? ctx.status : 499;
-      deps.metrics.observeRequest(routeLabel(ctx.state.route), methodLabel(ctx.method), status, ctx.state.model ?? '', sec);
-      const line = { reqId: ctx.state.requestId, method: ctx.method, path: ctx.path, status, ms: Math.round(sec * 1e6) / 1e3, account: ctx.state.principal?.accountId, model: ctx.state.model };
+      const status = ctx.res.writableFinished ? (ctx.state.endedWith ?? ctx.status) : 499;
+      deps.metrics.observeRequest(
+        routeLabel(ctx.state.route),
+        methodLabel(ctx.method),
+        status,
+        ctx.state.model ?? '',
+        sec,
+      );
+      const line = {
+        reqId: ctx.state.requestId,
+        method: ctx.method,
+        path: ctx.path,
+        status,
+        ms: Math.round(sec * 1e6) / 1e3,
+        account: ctx.state.principal?.accountId,
+        model: ctx.state.model,
+      };
       if (span && tracer) {
         const m = ctx.state.meter;
-        tracer.endServer(span, { method: ctx.method, route: ctx.state.route, status, accountId: ctx.state.principal?.accountId, keyId: ctx.state.principal?.keyId, model: m?.model ?? ctx.state.model, operation: m?.operation, body: (ctx.request as { body?: unknown }).body });
+        tracer.endServer(span, {
+          method: ctx.method,
+          route: ctx.state.route,
+          status,
+          accountId: ctx.state.principal?.accountId,
+          keyId: ctx.state.principal?.keyId,
+          model: m?.model ?? ctx.state.model,
+          operation: m?.operation,
+          body: (ctx.request as { body?: unknown }).body,
+        });
         deps.logger.info({ ...line, ...tracer.logFields(span) }, 'request');
       } else deps.logger.info(line, 'request');
     };

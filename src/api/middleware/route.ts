@@ -11,7 +11,11 @@ import type { GatewayState } from './state';
  * the body is read), JSON body. Same checks as route() + requireApiKey() + jsonBody(), two async hops fewer on
  * the busiest routes. The response carries the key's rate-limit headers whatever the outcome (api/rateLimit.ts).
  */
-export function jsonApi(deps: Pick<AppDeps, 'keys' | 'limiter'>, name: string, limitBytes: number): Koa.Middleware<GatewayState> {
+export function jsonApi(
+  deps: Pick<AppDeps, 'keys' | 'limiter'>,
+  name: string,
+  limitBytes: number,
+): Koa.Middleware<GatewayState> {
   const read = jsonBodyReader(limitBytes);
   declareRoute(name);
   return async (ctx, next) => {

@@ -18,11 +18,24 @@ import { clip } from '../../text/clip';
  * unknown id is a 404), then the native path (a model marked `api: "responses"` on an OpenAI provider) or the
  * translated one.
  */
-export async function createResponse(ctx: Ctx, deps: AppDeps, model: ModelConfig, req: ResponsesRequest): Promise<void> {
+export async function createResponse(
+  ctx: Ctx,
+  deps: AppDeps,
+  model: ModelConfig,
+  req: ResponsesRequest,
+): Promise<void> {
   const history = await historyOf(deps, ctx.state.principal!.accountId, req.previous_response_id);
-  const turn: Turn = { req, model, history, input: inputItems(req.input), store: req.store !== false, sink: new SseSink(ctx) };
+  const turn: Turn = {
+    req,
+    model,
+    history,
+    input: inputItems(req.input),
+    store: req.store !== false,
+    sink: new SseSink(ctx),
+  };
   try {
-    if (model.api === 'responses' && deps.catalog.provider(model).kind === 'openai') await nativeResponses(ctx, deps, turn);
+    if (model.api === 'responses' && deps.catalog.provider(model).kind === 'openai')
+      await nativeResponses(ctx, deps, turn);
     else await translatedResponses(ctx, deps, turn);
   } catch (e) {
     if (!(e instanceof UpstreamAborted)) throw e;
@@ -31,9 +44,18 @@ export async function createResponse(ctx: Ctx, deps: AppDeps, model: ModelConfig
 }
 
 /** The items of the conversation a request continues (none without previous_response_id). */
-async function historyOf(deps: Pick<AppDeps, 'db'>, accountId: string, previousId: string | null | undefined): Promise<ResponsesItem[]> {
+async function historyOf(
+  deps: Pick<AppDeps, 'db'>,
+  accountId: string,
+  previousId: string | null | undefined,
+): Promise<ResponsesItem[]> {
   if (!previousId) return [];
   const items = await conversationItems(deps.db, accountId, previousId);
-  if (!items) throw notFound(`Previous response with id '${clip(previousId)}' not found.`, 'previous_response_not_found', 'previous_response_id');
+  if (!items)
+    throw notFound(
+      `Previous response with id '${clip(previousId)}' not found.`,
+      'previous_response_not_found',
+      'previous_response_id',
+    );
   return items;
 }

@@ -32,21 +32,32 @@ const TERMINAL = new Set(['response.completed', 'response.incomplete', 'response
 export async function nativeResponses(ctx: Ctx, deps: AppDeps, t: Turn): Promise<void> {
   checkOutputCap(t.model, 'max_output_tokens', t.req.max_output_tokens);
   deps.providers.openai(t.model); // a misconfigured provider is refused before funds are reserved
-  const body: { model: string; [k: string]: unknown } = { ...t.req, model: t.model.upstreamModel, input: [...t.history, ...t.input] };
+  const body: { model: string; [k: string]: unknown } = {
+    ...t.req,
+    model: t.model.upstreamModel,
+    input: [...t.history, ...t.input],
+  };
   delete body.previous_response_id;
   const payloads = new RoutedPayload(body);
   const bytes = Buffer.byteLength(payloads.payload);
   const images = countImages(body.input);
   // Reserved once for the most expensive model and deployment that may answer (retries and fallbacks included).
-  const bound = boundOverCandidates(deps.catalog, deps.router, t.model, (m, extra) => nativeBound(m, bytes + extra, t.req.max_output_tokens ?? m.maxOutputTokens ?? DEFAULT_MAX_OUTPUT_TOKENS, images));
+  const bound = boundOverCandidates(deps.catalog, deps.router, t.model, (m, extra) =>
+    nativeBound(m, bytes + extra, t.req.max_output_tokens ?? m.maxOutputTokens ?? DEFAULT_MAX_OUTPUT_TOKENS, images),
+  );
   const meter = await reserve(ctx, deps, t.model.id, OPERATION, bound.maxCost, bound.maxTokens);
   let answered = t.model;
   let answeredTry: RouteTry | null = null;
-  const routed = <R>(call: (adapter: OpenAICompatibleAdapter, payload: string) => Promise<R>) => deps.router.run(t.model, (r) => {
-    answered = r.model;
-    answeredTry = r;
-    return call(deps.providers.openaiFor(r.deployment), payloads.for(r));
-  }, meter);
+  const routed = <R>(call: (adapter: OpenAICompatibleAdapter, payload: string) => Promise<R>) =>
+    deps.router.run(
+      t.model,
+      (r) => {
+        answered = r.model;
+        answeredTry = r;
+        return call(deps.providers.openaiFor(r.deployment), payloads.for(r));
+      },
+      meter,
+    );
   if (t.req.stream !== true) {
     let obj: ResponseObject;
     let raw: Buffer;
@@ -56,7 +67,14 @@ export async function nativeResponses(ctx: Ctx, deps: AppDeps, t: Turn): Promise
       if (obj === null || typeof obj !== 'object' || Array.isArray(obj)) throw new SyntaxError('not a response object');
     } catch (e) {
       meter.cancel({}, e instanceof SyntaxError ? 502 : failureStatus(e));
-      if (e instanceof SyntaxError) throw new ApiError(502, 'The upstream provider sent an invalid response.', 'upstream_error', null, 'upstream_error');
+      if (e instanceof SyntaxError)
+        throw new ApiError(
+          502,
+          'The upstream provider sent an invalid response.',
+          'upstream_error',
+          null,
+          'upstream_error',
+        );
       throw e;
     }
     meter.settleTokens(answered.pricing, usageOf(obj) ?? estimatedUsage(bytes, raw.length));
@@ -74,7 +92,8 @@ export async function nativeResponses(ctx: Ctx, deps: AppDeps, t: Turn): Promise
     throw e;
   }
   // A stream the upstream breaks off after its first byte is not retried, but cools its deployment.
-  if (await pipeNativeStream(ctx, deps, { ...t, model: answered }, meter, res.body, bytes) && answeredTry) deps.router.streamCut(answeredTry);
+  if ((await pipeNativeStream(ctx, deps, { ...t, model: answered }, meter, res.body, bytes)) && answeredTry)
+    deps.router.streamCut(answeredTry);
 }
 
 /**
@@ -83,7 +102,14 @@ export async function nativeResponses(ctx: Ctx, deps: AppDeps, t: Turn): Promise
  * (`store: false`, so no client is promised a response GET /v1/responses/{id} cannot find); error events, and the
  * error of a failed response, reach the client without catalog internals.
  */
-async function pipeNativeStream(ctx: Ctx, deps: AppDeps, t: Turn, meter: Meter, body: AsyncIterable<Uint8Array>, bytes: number): Promise<boolean> {
+async function pipeNativeStream(
+  ctx: Ctx,
+  deps: AppDeps,
+  t: Turn,
+  meter: Meter,
+  body: AsyncIterable<Uint8Array>,
+  bytes: number,
+): Promise<boolean> {
   const sink = t.sink;
   sink.open();
   const redact = redactorFor(deps.catalog);
@@ -140,13 +166,24 @@ async function pipeNativeStream(ctx: Ctx, deps: AppDeps, t: Turn, meter: Meter, 
     for await (const chunk of body) if (!(await forward(regions.push(chunk)))) break;
     if (!sink.clientGone) await forward(regions.end());
   } catch (e) {
-    if (!sink.clientGone) deps.logger.warn({ reqId: meter.id, err: (e as Error).message }, 'responses upstream stream failed');
+    if (!sink.clientGone)
+      deps.logger.warn({ reqId: meter.id, err: (e as Error).message }, 'responses upstream stream failed');
   }
   if (!final && !sink.clientGone) {
     // Clients (Codex) need a terminal event; the upstream stopped without one. Nothing was stored.
     failed = true;
-    const response = { ...(shell ?? { id: newId('resp'), object: 'response', model: t.req.model, output: [] }), status: 'failed', store: false, error: { code: 'server_error', message: 'The upstream provider stream was interrupted.' } };
-    await sink.write(formatSse({ event: 'response.failed', data: { type: 'response.failed', sequence_number: lastSeq + 1, response } }));
+    const response = {
+      ...(shell ?? { id: newId('resp'), object: 'response', model: t.req.model, output: [] }),
+      status: 'failed',
+      store: false,
+      error: { code: 'server_error', message: 'The upstream provider stream was interrupted.' },
+    };
+    await sink.write(
+      formatSse({
+        event: 'response.failed',
+        data: { type: 'response.failed', sequence_number: lastSeq + 1, response },
+      }),
+    );
   }
   settle(sink.clientGone ? 499 : failed ? 502 : 200); // a no-op when settled at the terminal event
   if (!sink.clientGone && !sink.ended) await sink.write(costComment(meter));

@@ -11,7 +11,17 @@ const MAX_CHAIN = 10_000;
 const ID = /^[A-Za-z0-9_.:-]{1,256}$/;
 export const isResponseId = (id: string): boolean => ID.test(id);
 
-export async function saveResponse(db: Db, accountId: string, r: { id: string; previousResponseId: string | null; model: string; input: ResponsesItem[]; response: ResponseObject | Record<string, unknown> }): Promise<void> {
+export async function saveResponse(
+  db: Db,
+  accountId: string,
+  r: {
+    id: string;
+    previousResponseId: string | null;
+    model: string;
+    input: ResponsesItem[];
+    response: ResponseObject | Record<string, unknown>;
+  },
+): Promise<void> {
   await db.query(
     `INSERT INTO stored_responses (account_id, id, previous_response_id, model, input, response)
      VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (account_id, id) DO NOTHING`,
@@ -21,7 +31,10 @@ export async function saveResponse(db: Db, accountId: string, r: { id: string; p
 
 export async function loadResponse(db: Db, accountId: string, id: string): Promise<Record<string, unknown> | null> {
   if (!isResponseId(id)) return null;
-  const { rows } = await db.query('SELECT response FROM stored_responses WHERE account_id = $1 AND id = $2', [accountId, id]);
+  const { rows } = await db.query('SELECT response FROM stored_responses WHERE account_id = $1 AND id = $2', [
+    accountId,
+    id,
+  ]);
   return rows.length ? (rows[0].response as Record<string, unknown>) : null;
 }
 

@@ -26,13 +26,28 @@ const OPERATION = 'responses';
 
 /** Any chat model: responses -> chat -> upstream -> chat -> responses (streamed event by event). */
 export async function translatedResponses(ctx: Ctx, deps: AppDeps, t: Turn): Promise<void> {
-  const { chat, tools } = translateInput(() => responsesToChat({ ...t.req, input: t.input }, { upstreamModel: t.model.upstreamModel, maxOutputTokens: t.model.maxOutputTokens, reasoning: t.model.reasoning, history: t.history }));
+  const { chat, tools } = translateInput(() =>
+    responsesToChat(
+      { ...t.req, input: t.input },
+      {
+        upstreamModel: t.model.upstreamModel,
+        maxOutputTokens: t.model.maxOutputTokens,
+        reasoning: t.model.reasoning,
+        history: t.history,
+      },
+    ),
+  );
   // Through the router: retries and fallbacks until an upstream answers (src/routing).
   const backend = new RoutedBackend(deps.providers, deps.catalog, deps.router, t.model, chat);
   const bytes = backend.payloadBytes;
   const meter = await reserve(ctx, deps, t.model.id, OPERATION, backend.maxCost, backend.maxTokens);
   backend.recorder = meter;
-  const shell: ResponseShell = { id: newId('resp'), model: t.req.model, createdAt: Math.floor(Date.now() / 1000), request: t.req };
+  const shell: ResponseShell = {
+    id: newId('resp'),
+    model: t.req.model,
+    createdAt: Math.floor(Date.now() / 1000),
+    request: t.req,
+  };
   if (t.req.stream !== true) {
     let c: ChatCompletion;
     try {
@@ -42,7 +57,10 @@ export async function translatedResponses(ctx: Ctx, deps: AppDeps, t: Turn): Pro
       throw e;
     }
     const obj = chatToResponses(c, { ...shell, tools });
-    meter.settleTokens(backend.answered.pricing, c.usage ? fromChatUsage(c.usage) : estimatedUsage(bytes, JSON.stringify(obj.output).length));
+    meter.settleTokens(
+      backend.answered.pricing,
+      c.usage ? fromChatUsage(c.usage) : estimatedUsage(bytes, JSON.stringify(obj.output).length),
+    );
     setCostHeaders(ctx.res, meter);
     ctx.body = (await storeTurn(ctx, deps, t, obj)) ? obj : { ...obj, store: false };
     return;
@@ -55,11 +73,27 @@ export async function translatedResponses(ctx: Ctx, deps: AppDeps, t: Turn): Pro
     throw e;
   }
   // Billed at the prices of the model that answered (a fallback's).
-  await streamResponse(ctx, deps, { ...t, model: backend.answered }, meter, batches, new ChatToResponsesStream(shell, tools, { inputTokensEstimate: tokensFromChars(bytes) }), bytes);
+  await streamResponse(
+    ctx,
+    deps,
+    { ...t, model: backend.answered },
+    meter,
+    batches,
+    new ChatToResponsesStream(shell, tools, { inputTokensEstimate: tokensFromChars(bytes) }),
+    bytes,
+  );
 }
 
 /** Translates the upstream's chat chunks into response events as they arrive; stores the turn; settles. */
-async function streamResponse(ctx: Ctx, deps: AppDeps, t: Turn, meter: Meter, batches: AsyncIterable<ChatChunk[]>, tr: ChatToResponsesStream, bytes: number): Promise<void> {
+async function streamResponse(
+  ctx: Ctx,
+  deps: AppDeps,
+  t: Turn,
+  meter: Meter,
+  batches: AsyncIterable<ChatChunk[]>,
+  tr: ChatToResponsesStream,
+  bytes: number,
+): Promise<void> {
   const sink = t.sink;
   sink.open();
   const usage = new StreamUsage(bytes);
@@ -69,9 +103,10 @@ async function streamResponse(ctx: Ctx, deps: AppDeps, t: Turn, meter: Meter, ba
     // Stored before the client sees the final event, so an immediate continuation finds it; a turn that could
     // not be stored says so in that event (it holds tr.final itself, serialised only after this).
     let storing: Promise<void> | null = null;
-    const storeFinal = () => (storing ??= (async () => {
-      if (tr.final && !(await storeTurn(ctx, deps, t, tr.final))) tr.final.store = false;
-    })());
+    const storeFinal = () =>
+      (storing ??= (async () => {
+        if (tr.final && !(await storeTurn(ctx, deps, t, tr.final))) tr.final.store = false;
+      })());
     for await (const batch of batches) {
       const events = [];
       for (const chunk of batch) {
@@ -92,7 +127,10 @@ async function streamResponse(ctx: Ctx, deps: AppDeps, t: Turn, meter: Meter, ba
     if (!sink.clientGone) {
       failed = true;
       deps.logger.warn({ reqId: meter.id, err: (e as Error).message }, 'translated upstream stream failed');
-      const message = e instanceof UpstreamStreamError ? redactorFor(deps.catalog)(e.message) : 'The upstream provider stream was interrupted.';
+      const message =
+        e instanceof UpstreamStreamError
+          ? redactorFor(deps.catalog)(e.message)
+          : 'The upstream provider stream was interrupted.';
       const events = tr.fail('server_error', message);
       if (tr.final?.status === 'failed') tr.final.store = false; // a failed turn is not stored (serialised only below)
       await sink.write(events.map(formatSse).join(''));

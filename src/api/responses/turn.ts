@@ -23,13 +23,24 @@ export interface Turn {
  * /v1/responses/{id} will not find it: the answer must then say `store: false`. That is a response without a
  * storable id, one neither completed nor incomplete (failed, cancelled: nothing to continue), or a failed insert.
  */
-export async function storeTurn(ctx: Ctx, deps: Pick<AppDeps, 'db' | 'logger'>, t: Turn, response: Record<string, unknown> | null): Promise<boolean> {
+export async function storeTurn(
+  ctx: Ctx,
+  deps: Pick<AppDeps, 'db' | 'logger'>,
+  t: Turn,
+  response: Record<string, unknown> | null,
+): Promise<boolean> {
   if (!t.store) return true;
   if (!response || typeof response.id !== 'string' || !isResponseId(response.id)) return false;
   if (response.status !== 'completed' && response.status !== 'incomplete') return false;
   const saved = { ...response, previous_response_id: t.req.previous_response_id ?? null, store: true };
   try {
-    await saveResponse(deps.db, ctx.state.principal!.accountId, { id: response.id, previousResponseId: t.req.previous_response_id ?? null, model: t.model.id, input: t.input, response: saved });
+    await saveResponse(deps.db, ctx.state.principal!.accountId, {
+      id: response.id,
+      previousResponseId: t.req.previous_response_id ?? null,
+      model: t.model.id,
+      input: t.input,
+      response: saved,
+    });
     return true;
   } catch (e) {
     // The answer is still good; only its continuation is lost. Never fail the request for it.

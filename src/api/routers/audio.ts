@@ -7,7 +7,8 @@ import { readHead, removeUploads, sniffAudio, uploadedFile } from '../uploads';
 import { synthesizeSpeech } from '../audio/speech';
 import { transcribe } from '../audio/transcribe';
 
-const AUDIO_FORMATS_MESSAGE = "Invalid file format. Supported formats: ['flac', 'm4a', 'mp3', 'mp4', 'mpeg', 'mpga', 'oga', 'ogg', 'wav', 'webm']";
+const AUDIO_FORMATS_MESSAGE =
+  "Invalid file format. Supported formats: ['flac', 'm4a', 'mp3', 'mp4', 'mpeg', 'mpga', 'oga', 'ogg', 'wav', 'webm']";
 
 /**
  * POST /v1/audio/speech (src/api/audio/speech.ts) and POST /v1/audio/transcriptions (multipart,
@@ -25,19 +26,26 @@ export function audioRouter(deps: AppDeps): Router<GatewayState> {
     await synthesizeSpeech(ctx, deps, model, body);
   });
 
-  r.post('/v1/audio/transcriptions', route('/v1/audio/transcriptions'), auth, multipartBody(deps.config.maxUploadBytes), async (ctx) => {
-    try {
-      const fields = (ctx.request.body ?? {}) as Record<string, unknown>;
-      validateTranscriptionFields(fields);
-      const file = uploadedFile(ctx, 'file');
-      if (!file) throw badRequest("Missing required parameter: 'file'.", 'file', 'missing_required_parameter');
-      const model = deps.catalog.require(fields.model, 'transcription');
-      ctx.state.model = model.id;
-      if (file.size === 0 || !sniffAudio(await readHead(file.filepath))) throw badRequest(AUDIO_FORMATS_MESSAGE, 'file', 'invalid_file_format');
-      await transcribe(ctx, deps, model, file, fields);
-    } finally {
-      await removeUploads(ctx);
-    }
-  });
+  r.post(
+    '/v1/audio/transcriptions',
+    route('/v1/audio/transcriptions'),
+    auth,
+    multipartBody(deps.config.maxUploadBytes),
+    async (ctx) => {
+      try {
+        const fields = (ctx.request.body ?? {}) as Record<string, unknown>;
+        validateTranscriptionFields(fields);
+        const file = uploadedFile(ctx, 'file');
+        if (!file) throw badRequest("Missing required parameter: 'file'.", 'file', 'missing_required_parameter');
+        const model = deps.catalog.require(fields.model, 'transcription');
+        ctx.state.model = model.id;
+        if (file.size === 0 || !sniffAudio(await readHead(file.filepath)))
+          throw badRequest(AUDIO_FORMATS_MESSAGE, 'file', 'invalid_file_format');
+        await transcribe(ctx, deps, model, file, fields);
+      } finally {
+        await removeUploads(ctx);
+      }
+    },
+  );
   return r;
 }

@@ -7,7 +7,10 @@ import { forwardCompletion, type CompletionBody } from '../chat/forward';
 import type { ModelConfig } from '../../catalog/catalog';
 import { checkOutputCap, fitOutputCap } from '../../catalog/outputCap';
 
-function checkMaxTokens(model: ModelConfig, body: { max_tokens?: number | null; max_completion_tokens?: number | null }): void {
+function checkMaxTokens(
+  model: ModelConfig,
+  body: { max_tokens?: number | null; max_completion_tokens?: number | null },
+): void {
   for (const param of ['max_completion_tokens', 'max_tokens'] as const) checkOutputCap(model, param, body[param]);
 }
 
@@ -27,7 +30,8 @@ export function chatRouter(deps: AppDeps): Router<GatewayState> {
     }
     checkMaxTokens(model, body);
     // Chat models on an Anthropic or a Responses-only upstream go through the bridges /v1/messages and /v1/responses use.
-    if (kind === 'chat' && (model.api === 'responses' || deps.providers.get(model.provider)?.kind !== 'openai')) return bridgedChat(ctx, deps, model, body as ChatCompletionBody);
+    if (kind === 'chat' && (model.api === 'responses' || deps.providers.get(model.provider)?.kind !== 'openai'))
+      return bridgedChat(ctx, deps, model, body as ChatCompletionBody);
     await forwardCompletion(ctx, deps, kind, model, body);
   }
 

@@ -3,7 +3,12 @@ import type { AppDeps } from '../deps';
 import { jsonBody, requireApiKey, route, type Ctx, type GatewayState } from '../middleware';
 import { ApiError, badRequest } from '../../errors';
 import { fitOutputCap } from '../../catalog/outputCap';
-import { validateBatchEmbed, validateEmbedContent, validateGeminiCountTokens, validateGenerateContent } from '../../schemas/gemini';
+import {
+  validateBatchEmbed,
+  validateEmbedContent,
+  validateGeminiCountTokens,
+  validateGenerateContent,
+} from '../../schemas/gemini';
 import { UpstreamAborted } from '../../providers/openai';
 import { SseSink } from '../../sse/clientSink';
 import { translatedGenerate } from '../gemini/translated';
@@ -27,7 +32,14 @@ import { geminiErrors, geminiModelGet, geminiModelList } from '../gemini/models'
 /** `gemini-2.5-flash:generateContent` -> its model name and method. */
 function splitSpec(ctx: Ctx, spec: string): { name: string; method: string } {
   const i = spec.lastIndexOf(':');
-  if (i <= 0) throw new ApiError(404, `Unknown request URL: POST ${ctx.path.slice(0, 120)}.`, 'invalid_request_error', null, 'unknown_url');
+  if (i <= 0)
+    throw new ApiError(
+      404,
+      `Unknown request URL: POST ${ctx.path.slice(0, 120)}.`,
+      'invalid_request_error',
+      null,
+      'unknown_url',
+    );
   return { name: spec.slice(0, i), method: spec.slice(i + 1) };
 }
 
@@ -40,7 +52,16 @@ function renderUpstreamError(ctx: Ctx, e: GeminiUpstreamError, redact: (s: strin
   ctx.status = e.status;
   for (const [k, v] of Object.entries(e.headers)) ctx.set(k, v);
   const err = body?.error;
-  ctx.body = err && typeof err.message === 'string' ? body : { error: { code: e.status, message: redact(e.body.slice(0, 500)) || `upstream answered HTTP ${e.status}`, status: geminiStatus(e.status) } };
+  ctx.body =
+    err && typeof err.message === 'string'
+      ? body
+      : {
+          error: {
+            code: e.status,
+            message: redact(e.body.slice(0, 500)) || `upstream answered HTTP ${e.status}`,
+            status: geminiStatus(e.status),
+          },
+        };
 }
 
 export function geminiRouter(deps: AppDeps): Router<GatewayState> {
@@ -54,7 +75,8 @@ export function geminiRouter(deps: AppDeps): Router<GatewayState> {
     const model = deps.catalog.require(name, 'chat');
     ctx.state.model = model.id;
     const g = req.generationConfig;
-    if (g && typeof g.maxOutputTokens === 'number') g.maxOutputTokens = fitOutputCap(ctx, model, name, g.maxOutputTokens);
+    if (g && typeof g.maxOutputTokens === 'number')
+      g.maxOutputTokens = fitOutputCap(ctx, model, name, g.maxOutputTokens);
     const wire = stream ? new GeminiStreamWire(ctx.query.alt === 'sse') : null;
     const call = { model, name, req, sink: new SseSink(ctx), wire };
     try {
@@ -89,9 +111,12 @@ export function geminiRouter(deps: AppDeps): Router<GatewayState> {
   const call = async (ctx: Ctx) => {
     const { name, method } = splitSpec(ctx, ctx.params.spec);
     switch (method) {
-      case 'generateContent': return generate(ctx, name, false);
-      case 'streamGenerateContent': return generate(ctx, name, true);
-      case 'countTokens': return countTokens(ctx, name);
+      case 'generateContent':
+        return generate(ctx, name, false);
+      case 'streamGenerateContent':
+        return generate(ctx, name, true);
+      case 'countTokens':
+        return countTokens(ctx, name);
       case 'embedContent': {
         const req = ctx.request.body as unknown;
         validateEmbedContent(req);
@@ -103,11 +128,16 @@ export function geminiRouter(deps: AppDeps): Router<GatewayState> {
         return embedContents(ctx, deps, name, req.requests, true);
       }
       default:
-        throw badRequest(`Method ${method.slice(0, 60)} is not supported on models (generateContent, streamGenerateContent, countTokens, embedContent, batchEmbedContents).`, null, 'unknown_method');
+        throw badRequest(
+          `Method ${method.slice(0, 60)} is not supported on models (generateContent, streamGenerateContent, countTokens, embedContent, batchEmbedContents).`,
+          null,
+          'unknown_method',
+        );
     }
   };
   // v1beta is the Gemini CLI's version; v1 the GenAI SDK's default (its GET /v1/models is in routers/models.ts).
-  for (const v of ['v1beta', 'v1']) r.post(`/${v}/models/:spec`, route(`/${v}/models/:spec`), geminiErrors, auth, body, call);
+  for (const v of ['v1beta', 'v1'])
+    r.post(`/${v}/models/:spec`, route(`/${v}/models/:spec`), geminiErrors, auth, body, call);
   r.get('/v1beta/models', route('/v1beta/models'), geminiErrors, auth, (ctx) => {
     ctx.body = geminiModelList(deps.catalog, ctx.query);
   });

@@ -14,7 +14,12 @@ export function healthRouter(deps: AppDeps): Router<GatewayState> {
     const withTimeout = async <T>(p: Promise<T>): Promise<T> => {
       let timer: NodeJS.Timeout | undefined;
       try {
-        return await Promise.race([p, new Promise<T>((_, rej) => { timer = setTimeout(() => rej(new Error('timeout after 2 s')), 2000); })]);
+        return await Promise.race([
+          p,
+          new Promise<T>((_, rej) => {
+            timer = setTimeout(() => rej(new Error('timeout after 2 s')), 2000);
+          }),
+        ]);
       } finally {
         clearTimeout(timer);
       }

@@ -17,13 +17,19 @@ export function imagesRouter(deps: AppDeps): Router<GatewayState> {
   const r = new Router<GatewayState>();
   const auth = requireApiKey(deps);
 
-  r.post('/v1/images/generations', route('/v1/images/generations'), auth, jsonBody(deps.config.maxJsonBytes), async (ctx) => {
-    const body = ctx.request.body;
-    validateImageGeneration(body);
-    const model = deps.catalog.require(body.model, 'image');
-    ctx.state.model = model.id;
-    await generateImages(ctx, deps, model, body);
-  });
+  r.post(
+    '/v1/images/generations',
+    route('/v1/images/generations'),
+    auth,
+    jsonBody(deps.config.maxJsonBytes),
+    async (ctx) => {
+      const body = ctx.request.body;
+      validateImageGeneration(body);
+      const model = deps.catalog.require(body.model, 'image');
+      ctx.state.model = model.id;
+      await generateImages(ctx, deps, model, body);
+    },
+  );
 
   r.post('/v1/images/edits', route('/v1/images/edits'), auth, multipartBody(MAX_IMAGE_BYTES), async (ctx) => {
     try {
@@ -33,9 +39,11 @@ export function imagesRouter(deps: AppDeps): Router<GatewayState> {
       if (!image) throw badRequest("Missing required parameter: 'image'.", 'image', 'missing_required_parameter');
       const model = deps.catalog.require(fields.model, 'image');
       ctx.state.model = model.id;
-      if (!isPngHead(await readHead(image.filepath))) throw badRequest('Invalid image: the image must be a PNG file.', 'image', 'invalid_image_format');
+      if (!isPngHead(await readHead(image.filepath)))
+        throw badRequest('Invalid image: the image must be a PNG file.', 'image', 'invalid_image_format');
       const mask = uploadedFile(ctx, 'mask');
-      if (mask && !isPngHead(await readHead(mask.filepath))) throw badRequest('Invalid mask: the mask must be a PNG file.', 'mask', 'invalid_image_format');
+      if (mask && !isPngHead(await readHead(mask.filepath)))
+        throw badRequest('Invalid mask: the mask must be a PNG file.', 'mask', 'invalid_image_format');
       await editImages(ctx, deps, model, fields, image, mask);
     } finally {
       await removeUploads(ctx);

@@ -33,8 +33,22 @@ const anthropicErrors: Koa.Middleware<GatewayState> = async (ctx, next) => {
 
 const requireVersion: Koa.Middleware<GatewayState> = async (ctx, next) => {
   const v = ctx.get('anthropic-version');
-  if (!v) throw new ApiError(400, 'anthropic-version: header is required (for example "anthropic-version: 2023-06-01").', 'invalid_request_error', 'anthropic-version', 'missing_required_header');
-  if (!/^\d{4}-\d{2}-\d{2}$/.test(v)) throw new ApiError(400, `anthropic-version: "${v.slice(0, 40)}" is not a version date (YYYY-MM-DD).`, 'invalid_request_error', 'anthropic-version', 'invalid_value');
+  if (!v)
+    throw new ApiError(
+      400,
+      'anthropic-version: header is required (for example "anthropic-version: 2023-06-01").',
+      'invalid_request_error',
+      'anthropic-version',
+      'missing_required_header',
+    );
+  if (!/^\d{4}-\d{2}-\d{2}$/.test(v))
+    throw new ApiError(
+      400,
+      `anthropic-version: "${v.slice(0, 40)}" is not a version date (YYYY-MM-DD).`,
+      'invalid_request_error',
+      'anthropic-version',
+      'invalid_value',
+    );
   await next();
 };
 
@@ -50,14 +64,21 @@ function renderUpstreamBody(ctx: Ctx, e: AnthropicUpstreamError): void {
   try {
     body = JSON.parse(e.body);
   } catch {}
-  const o = body as { type?: unknown; error?: { type?: unknown; message?: unknown } | string; message?: unknown } | null;
+  const o = body as {
+    type?: unknown;
+    error?: { type?: unknown; message?: unknown } | string;
+    message?: unknown;
+  } | null;
   ctx.status = e.status;
   for (const [k, v] of Object.entries(e.headers)) ctx.set(k, v);
   if (o && o.type === 'error' && o.error && typeof o.error === 'object') {
     ctx.body = { ...o, request_id: ctx.state.requestId };
     return;
   }
-  const msg = (o?.error && typeof o.error === 'object' && typeof o.error.message === 'string' ? o.error.message : null) ?? (typeof o?.message === 'string' ? o.message : null) ?? (e.body.trim().slice(0, 500) || `upstream answered HTTP ${e.status}`);
+  const msg =
+    (o?.error && typeof o.error === 'object' && typeof o.error.message === 'string' ? o.error.message : null) ??
+    (typeof o?.message === 'string' ? o.message : null) ??
+    (e.body.trim().slice(0, 500) || `upstream answered HTTP ${e.status}`);
   ctx.body = { type: 'error', error: { type: anthropicType(e.status), message: msg }, request_id: ctx.state.requestId };
 }
 
@@ -92,27 +113,38 @@ export function messagesRouter(deps: AppDeps): Router<GatewayState> {
     }
   });
 
-  router.post('/v1/messages/count_tokens', route('/v1/messages/count_tokens'), anthropicErrors, auth, requireVersion, body, async (ctx) => {
-    const req = ctx.request.body as unknown;
-    validateCountTokens(req);
-    const model = deps.catalog.require(req.model, 'chat');
-    ctx.state.model = model.id;
-    const native = nativeAdapter(model);
-    if (!native) {
-      // No upstream counter: the documented estimate (see tokenEstimate.ts).
-      ctx.body = { input_tokens: translateInput(() => estimateInputTokens(req)) };
-      return;
-    }
-    try {
-      const res = await native.countTokens(JSON.stringify({ ...req, model: model.upstreamModel }), anthropicHeaders(ctx));
-      ctx.status = res.status;
-      ctx.type = res.contentType || 'application/json';
-      ctx.body = Buffer.from(await res.body.arrayBuffer());
-    } catch (e) {
-      if (e instanceof AnthropicUpstreamError) return renderUpstreamError(ctx, e, redactorFor(deps.catalog));
-      throw e;
-    }
-  });
+  router.post(
+    '/v1/messages/count_tokens',
+    route('/v1/messages/count_tokens'),
+    anthropicErrors,
+    auth,
+    requireVersion,
+    body,
+    async (ctx) => {
+      const req = ctx.request.body as unknown;
+      validateCountTokens(req);
+      const model = deps.catalog.require(req.model, 'chat');
+      ctx.state.model = model.id;
+      const native = nativeAdapter(model);
+      if (!native) {
+        // No upstream counter: the documented estimate (see tokenEstimate.ts).
+        ctx.body = { input_tokens: translateInput(() => estimateInputTokens(req)) };
+        return;
+      }
+      try {
+        const res = await native.countTokens(
+          JSON.stringify({ ...req, model: model.upstreamModel }),
+          anthropicHeaders(ctx),
+        );
+        ctx.status = res.status;
+        ctx.type = res.contentType || 'application/json';
+        ctx.body = Buffer.from(await res.body.arrayBuffer());
+      } catch (e) {
+        if (e instanceof AnthropicUpstreamError) return renderUpstreamError(ctx, e, redactorFor(deps.catalog));
+        throw e;
+      }
+    },
+  );
 
   return router;
 }

@@ -10,7 +10,10 @@ export function modelsRouter(deps: AppDeps): Router<GatewayState> {
   const r = new Router<GatewayState>();
   const created = Math.floor(Date.now() / 1000);
   // The catalog is immutable for the process lifetime: render the lists once.
-  const list = { object: 'list', data: deps.catalog.models.map((m) => publicModel(m, created, deps.catalog.ownerOf(m), deps.catalog.patternsOf(m))) };
+  const list = {
+    object: 'list',
+    data: deps.catalog.models.map((m) => publicModel(m, created, deps.catalog.ownerOf(m), deps.catalog.patternsOf(m))),
+  };
   const byId = new Map(list.data.map((m) => [m.id, m] as const));
   r.get('/public/models', route('/public/models'), (ctx) => {
     ctx.set('cache-control', 'public, max-age=60');

@@ -37,7 +37,11 @@ const MAX_IDEMPOTENCY_KEY = 255;
 /** The job as the API shows it (spec 2.1): base fields, plus completed_at/result/usage or error by status. */
 export function jobView(job: VideoJob, baseUrl: string, redact: Redactor): Record<string, unknown> {
   const v: Record<string, unknown> = {
-    id: job.id, object: 'video.job', status: job.status, model: job.model, created_at: Math.floor(job.createdAt.getTime() / 1000),
+    id: job.id,
+    object: 'video.job',
+    status: job.status,
+    model: job.model,
+    created_at: Math.floor(job.createdAt.getTime() / 1000),
   };
   if (job.status === 'completed') {
     v.completed_at = job.completedAt ? Math.floor(job.completedAt.getTime() / 1000) : null;
@@ -46,7 +50,8 @@ export function jobView(job: VideoJob, baseUrl: string, redact: Redactor): Recor
     v.result = result;
     v.usage = { duration_seconds: job.resultDurationSeconds, cost_vnd: job.costVnd };
   }
-  if (job.status === 'failed') v.error = { message: redact(job.errorMessage ?? 'The job failed.'), code: job.errorCode ?? null };
+  if (job.status === 'failed')
+    v.error = { message: redact(job.errorMessage ?? 'The job failed.'), code: job.errorCode ?? null };
   return v;
 }
 
@@ -70,7 +75,8 @@ function createBody(deps: AppDeps) {
         });
       } finally {
         const raw = (ctx.request as unknown as { files?: Record<string, unknown> }).files ?? {};
-        for (const f of Object.values(raw).flat()) await fsp.rm((f as { filepath: string }).filepath, { force: true }).catch(() => undefined);
+        for (const f of Object.values(raw).flat())
+          await fsp.rm((f as { filepath: string }).filepath, { force: true }).catch(() => undefined);
       }
       return;
     }
@@ -89,10 +95,14 @@ async function requestHash(body: Record<string, unknown>): Promise<string> {
       fileHashes.set(f.path, h.digest('hex'));
     }
   }
-  return createHash('sha256').update(JSON.stringify(body, (_k, v) => {
-    const f = (v as { __file?: { path: string } } | null)?.__file;
-    return f ? { file: fileHashes.get(f.path) } : v;
-  })).digest('hex');
+  return createHash('sha256')
+    .update(
+      JSON.stringify(body, (_k, v) => {
+        const f = (v as { __file?: { path: string } } | null)?.__file;
+        return f ? { file: fileHashes.get(f.path) } : v;
+      }),
+    )
+    .digest('hex');
 }
 
 /** Requests whose body came from a multipart form (all values strings). */
@@ -117,16 +127,34 @@ export function videosRouter(deps: AppDeps): Router<GatewayState> {
     const principal = ctx.state.principal!;
     const body = ctx.request.body as Record<string, unknown>;
     const idempotencyKey = ctx.get('idempotency-key') || null;
-    if (idempotencyKey !== null && (idempotencyKey.length > MAX_IDEMPOTENCY_KEY || !/^[\x21-\x7e]+$/.test(idempotencyKey))) {
-      throw badRequest(`Invalid Idempotency-Key header: 1 to ${MAX_IDEMPOTENCY_KEY} visible ASCII characters.`, 'Idempotency-Key');
+    if (
+      idempotencyKey !== null &&
+      (idempotencyKey.length > MAX_IDEMPOTENCY_KEY || !/^[\x21-\x7e]+$/.test(idempotencyKey))
+    ) {
+      throw badRequest(
+        `Invalid Idempotency-Key header: 1 to ${MAX_IDEMPOTENCY_KEY} visible ASCII characters.`,
+        'Idempotency-Key',
+      );
     }
-    const { job, replayed } = await submitVideoJob(deps, {
-      accountId: principal.accountId, apiKeyId: principal.keyId, body, fromForm: formBodies.has(ctx), idempotencyKey,
-      requestHash: await requestHash(body),
-      onModel: (model) => { ctx.state.model = model; },
-      // Counts against the key's requests per minute (a video bills seconds, not tokens).
-      admit: async () => { await admitRequest(ctx, deps, 0); },
-    }, loadImage);
+    const { job, replayed } = await submitVideoJob(
+      deps,
+      {
+        accountId: principal.accountId,
+        apiKeyId: principal.keyId,
+        body,
+        fromForm: formBodies.has(ctx),
+        idempotencyKey,
+        requestHash: await requestHash(body),
+        onModel: (model) => {
+          ctx.state.model = model;
+        },
+        // Counts against the key's requests per minute (a video bills seconds, not tokens).
+        admit: async () => {
+          await admitRequest(ctx, deps, 0);
+        },
+      },
+      loadImage,
+    );
     ctx.status = 202;
     if (replayed) ctx.set('idempotent-replayed', 'true');
     ctx.body = view(ctx, job);
@@ -146,17 +174,31 @@ export function videosRouter(deps: AppDeps): Router<GatewayState> {
     const limitRaw = one('limit');
     let limit = 20;
     if (limitRaw !== undefined) {
-      if (!/^\d{1,6}$/.test(limitRaw) || Number(limitRaw) < 1 || Number(limitRaw) > 100) throw badRequest(`Invalid 'limit' ${clipJson(limitRaw)}: an integer from 1 to 100.`, 'limit');
+      if (!/^\d{1,6}$/.test(limitRaw) || Number(limitRaw) < 1 || Number(limitRaw) > 100)
+        throw badRequest(`Invalid 'limit' ${clipJson(limitRaw)}: an integer from 1 to 100.`, 'limit');
       limit = Number(limitRaw);
     }
     const order = one('order') ?? 'desc';
-    if (order !== 'asc' && order !== 'desc') throw badRequest(`Invalid 'order' ${clipJson(order)}: asc or desc.`, 'order');
+    if (order !== 'asc' && order !== 'desc')
+      throw badRequest(`Invalid 'order' ${clipJson(order)}: asc or desc.`, 'order');
     const after = one('after');
-    if (after !== undefined && !UUID.test(after)) throw badRequest(`Invalid 'after' ${clipJson(after)}: the id of a video job.`, 'after');
-    const { jobs: list, hasMore } = await jobs.listJobs(deps.db, ctx.state.principal!.accountId, { status: status as jobs.JobStatus | undefined, limit, after, order });
+    if (after !== undefined && !UUID.test(after))
+      throw badRequest(`Invalid 'after' ${clipJson(after)}: the id of a video job.`, 'after');
+    const { jobs: list, hasMore } = await jobs.listJobs(deps.db, ctx.state.principal!.accountId, {
+      status: status as jobs.JobStatus | undefined,
+      limit,
+      after,
+      order,
+    });
     const base = publicBaseUrl(ctx, deps.config);
     const data = list.map((j) => jobView(j, base, redact));
-    ctx.body = { object: 'list', data, first_id: list[0]?.id ?? null, last_id: list.at(-1)?.id ?? null, has_more: hasMore };
+    ctx.body = {
+      object: 'list',
+      data,
+      first_id: list[0]?.id ?? null,
+      last_id: list.at(-1)?.id ?? null,
+      has_more: hasMore,
+    };
   });
 
   r.get('/v1/videos/:id', route('/v1/videos/:id'), auth, async (ctx) => {
@@ -165,14 +207,32 @@ export function videosRouter(deps: AppDeps): Router<GatewayState> {
 
   r.get('/v1/videos/:id/content', route('/v1/videos/:id/content'), auth, async (ctx) => {
     const variant = ctx.query.variant ?? 'video';
-    if (variant !== 'video' && variant !== 'last_frame') throw badRequest(`Invalid 'variant' ${clipJson(variant)}: video or last_frame.`, 'variant');
+    if (variant !== 'video' && variant !== 'last_frame')
+      throw badRequest(`Invalid 'variant' ${clipJson(variant)}: video or last_frame.`, 'variant');
     const job = await ownJob(ctx);
-    if (job.status !== 'completed') throw conflict(`The video job is ${job.status}; its content is available once it is completed.`, 'video_not_ready');
-    const media = variant === 'video'
-      ? { key: job.videoKey, size: job.videoSize, etag: job.videoEtag, type: 'video/mp4', name: `${job.id}.mp4` }
-      : { key: job.lastFrameKey, size: job.lastFrameSize, etag: job.lastFrameEtag, type: job.lastFrameContentType ?? 'image/png', name: `${job.id}-last-frame.${imageExtension(job.lastFrameContentType ?? 'image/png')}` };
+    if (job.status !== 'completed')
+      throw conflict(
+        `The video job is ${job.status}; its content is available once it is completed.`,
+        'video_not_ready',
+      );
+    const media =
+      variant === 'video'
+        ? { key: job.videoKey, size: job.videoSize, etag: job.videoEtag, type: 'video/mp4', name: `${job.id}.mp4` }
+        : {
+            key: job.lastFrameKey,
+            size: job.lastFrameSize,
+            etag: job.lastFrameEtag,
+            type: job.lastFrameContentType ?? 'image/png',
+            name: `${job.id}-last-frame.${imageExtension(job.lastFrameContentType ?? 'image/png')}`,
+          };
     if (!media.key || media.size === null) {
-      throw notFound(variant === 'last_frame' ? 'This job has no last frame: ask for it with return_last_frame: true.' : 'This job has no stored video.', 'content_not_found', 'variant');
+      throw notFound(
+        variant === 'last_frame'
+          ? 'This job has no last frame: ask for it with return_last_frame: true.'
+          : 'This job has no stored video.',
+        'content_not_found',
+        'variant',
+      );
     }
     await sendStoredMedia(ctx, deps.storage, { ...media, key: media.key, size: media.size });
   });

@@ -36,8 +36,7 @@
           const i = decl.indexOf(':');
           if (i > 0) el.style.setProperty(decl.slice(0, i).trim(), decl.slice(i + 1).trim());
         }
-      }
-      else el.setAttribute(k, v === true ? '' : String(v));
+      } else el.setAttribute(k, v === true ? '' : String(v));
     }
   }
   function appendKids(el, kids) {
@@ -77,11 +76,23 @@
   }
   const short = (id) => String(id).slice(0, 8);
   const UNIT_LABELS = {
-    input_tokens: 'input tokens', output_tokens: 'output tokens', prompt_tokens: 'prompt tokens', completion_tokens: 'completion tokens',
-    total_tokens: 'tokens', characters: 'characters', chars: 'characters', seconds: 'seconds', audio_seconds: 'audio seconds',
-    minutes: 'minutes', images: 'images', duration_seconds: 'seconds',
-    input_uncached_tokens: 'uncached input tokens', cache_read_tokens: 'cache-read tokens', cache_write_5m_tokens: 'cache-write (5 min) tokens',
-    cache_write_1h_tokens: 'cache-write (1 h) tokens', reasoning_tokens: 'reasoning tokens',
+    input_tokens: 'input tokens',
+    output_tokens: 'output tokens',
+    prompt_tokens: 'prompt tokens',
+    completion_tokens: 'completion tokens',
+    total_tokens: 'tokens',
+    characters: 'characters',
+    chars: 'characters',
+    seconds: 'seconds',
+    audio_seconds: 'audio seconds',
+    minutes: 'minutes',
+    images: 'images',
+    duration_seconds: 'seconds',
+    input_uncached_tokens: 'uncached input tokens',
+    cache_read_tokens: 'cache-read tokens',
+    cache_write_5m_tokens: 'cache-write (5 min) tokens',
+    cache_write_1h_tokens: 'cache-write (1 h) tokens',
+    reasoning_tokens: 'reasoning tokens',
   };
   function unitsText(units) {
     const keys = Object.keys(units || {}).filter((k) => k !== 'total_tokens' || Object.keys(units).length === 1);
@@ -156,8 +167,20 @@
   window.addEventListener('popstate', render);
   document.addEventListener('click', (e) => {
     const a = e.target.closest && e.target.closest('a');
-    if (!a || a.target || a.hasAttribute('download') || e.defaultPrevented || e.button !== 0 || e.metaKey || e.ctrlKey || e.shiftKey || e.altKey) return;
-    if (a.origin !== location.origin || !a.pathname.startsWith(BASE + '/') || a.pathname.startsWith(BASE + '/media/')) return;
+    if (
+      !a ||
+      a.target ||
+      a.hasAttribute('download') ||
+      e.defaultPrevented ||
+      e.button !== 0 ||
+      e.metaKey ||
+      e.ctrlKey ||
+      e.shiftKey ||
+      e.altKey
+    )
+      return;
+    if (a.origin !== location.origin || !a.pathname.startsWith(BASE + '/') || a.pathname.startsWith(BASE + '/media/'))
+      return;
     e.preventDefault();
     go(a.pathname.slice(BASE.length) + a.search);
   });
@@ -172,7 +195,11 @@
       alive: () => seq === state.seq,
       later(ms, fn) {
         if (seq !== state.seq) return;
-        state.timers.push(setTimeout(() => { if (seq === state.seq) fn(); }, ms));
+        state.timers.push(
+          setTimeout(() => {
+            if (seq === state.seq) fn();
+          }, ms),
+        );
       },
     };
   }
@@ -195,11 +222,23 @@
       if (!scope.alive()) return;
     }
     if (!route) {
-      return layout(app, null, (main) => replace(main, emptyState('search', 'Page not found', 'There is no console page at this address.', link('/keys', 'Go to API keys', { class: 'button' }))));
+      return layout(app, null, (main) =>
+        replace(
+          main,
+          emptyState(
+            'search',
+            'Page not found',
+            'There is no console page at this address.',
+            link('/keys', 'Go to API keys', { class: 'button' }),
+          ),
+        ),
+      );
     }
     if (route.public) return route.page(app, params, query, scope);
     if (route.operator && state.me.user.role !== 'operator') {
-      return layout(app, route.nav, (main) => replace(main, errorState(new ApiError('This page is for operators only.', 403), null)));
+      return layout(app, route.nav, (main) =>
+        replace(main, errorState(new ApiError('This page is for operators only.', 403), null)),
+      );
     }
     layout(app, route.nav, (main) => route.page(main, params, query, scope));
   }
@@ -210,20 +249,45 @@
 
   function layout(app, active, fill) {
     const isOp = state.me && state.me.user.role === 'operator';
-    const item = (key, path, text) => h('a', { href: BASE + path, class: active === key ? 'active' : null, 'aria-current': active === key ? 'page' : null }, text);
+    const item = (key, path, text) =>
+      h(
+        'a',
+        { href: BASE + path, class: active === key ? 'active' : null, 'aria-current': active === key ? 'page' : null },
+        text,
+      );
     const main = h('main', { id: 'main' });
-    replace(app,
-      h('header', { class: 'topbar' },
-        h('a', { class: 'brand', href: BASE + '/keys' }, h('img', { src: BASE + '/static/favicon.svg', alt: '' }), 'Model Gateway'),
-        h('nav', { class: 'nav', 'aria-label': 'Console sections' },
-          item('keys', '/keys', 'API Keys'), item('balance', '/balance', 'Balance'), item('usage', '/usage', 'Usage'),
-          item('jobs', '/jobs', 'Video jobs'), item('webhooks', '/webhooks', 'Webhooks'), item('models', '/models', 'Models'),
-          isOp ? [h('span', { class: 'sep' }), item('accounts', '/admin/accounts', 'Accounts')] : null),
-        h('div', { class: 'who' },
+    replace(
+      app,
+      h(
+        'header',
+        { class: 'topbar' },
+        h(
+          'a',
+          { class: 'brand', href: BASE + '/keys' },
+          h('img', { src: BASE + '/static/favicon.svg', alt: '' }),
+          'Model Gateway',
+        ),
+        h(
+          'nav',
+          { class: 'nav', 'aria-label': 'Console sections' },
+          item('keys', '/keys', 'API Keys'),
+          item('balance', '/balance', 'Balance'),
+          item('usage', '/usage', 'Usage'),
+          item('jobs', '/jobs', 'Video jobs'),
+          item('webhooks', '/webhooks', 'Webhooks'),
+          item('models', '/models', 'Models'),
+          isOp ? [h('span', { class: 'sep' }), item('accounts', '/admin/accounts', 'Accounts')] : null,
+        ),
+        h(
+          'div',
+          { class: 'who' },
           h('span', { class: 'email', title: state.me.user.accountName }, state.me.user.email),
           isOp ? h('span', { class: 'badge info' }, 'operator') : null,
-          h('button', { class: 'secondary small', id: 'signout', onclick: signOut }, 'Sign out'))),
-      main);
+          h('button', { class: 'secondary small', id: 'signout', onclick: signOut }, 'Sign out'),
+        ),
+      ),
+      main,
+    );
     // On a phone the section strip scrolls sideways: keep the current section in view.
     const current = app.querySelector('.nav a.active');
     if (current && current.scrollIntoView) current.scrollIntoView({ block: 'nearest', inline: 'nearest' });
@@ -253,31 +317,76 @@
     film: 'M3 6h18v12H3z M7 6v12 M17 6v12 M3 10h4 M3 14h4 M17 10h4 M17 14h4',
     search: 'M11 4a7 7 0 1 1 0 14a7 7 0 0 1 0-14z M16 16l4 4',
     grid: 'M4 4h7v7H4z M13 4h7v7h-7z M4 13h7v7H4z M13 13h7v7h-7z',
-    users: 'M9 11a3.5 3.5 0 1 0 0-7a3.5 3.5 0 0 0 0 7z M3 20c0-3.3 2.7-6 6-6s6 2.7 6 6 M16 4.5a3.5 3.5 0 0 1 0 6.5 M18 14c2 .8 3 3 3 6',
+    users:
+      'M9 11a3.5 3.5 0 1 0 0-7a3.5 3.5 0 0 0 0 7z M3 20c0-3.3 2.7-6 6-6s6 2.7 6 6 M16 4.5a3.5 3.5 0 0 1 0 6.5 M18 14c2 .8 3 3 3 6',
     alert: 'M12 3l10 17H2z M12 10v4 M12 17v.5',
   };
   function icon(name) {
-    return s('svg', { class: 'icon', viewBox: '0 0 24 24', width: 40, height: 40, fill: 'none', stroke: 'currentColor', 'stroke-width': 1.6, 'stroke-linecap': 'round', 'stroke-linejoin': 'round', 'aria-hidden': 'true' },
-      s('path', { d: ICONS[name] || ICONS.grid }));
+    return s(
+      'svg',
+      {
+        class: 'icon',
+        viewBox: '0 0 24 24',
+        width: 40,
+        height: 40,
+        fill: 'none',
+        stroke: 'currentColor',
+        'stroke-width': 1.6,
+        'stroke-linecap': 'round',
+        'stroke-linejoin': 'round',
+        'aria-hidden': 'true',
+      },
+      s('path', { d: ICONS[name] || ICONS.grid }),
+    );
   }
   function emptyState(iconName, title, text, action) {
-    return h('div', { class: 'state empty' }, icon(iconName), h('h3', null, title), text ? h('p', null, text) : null, action || null);
+    return h(
+      'div',
+      { class: 'state empty' },
+      icon(iconName),
+      h('h3', null, title),
+      text ? h('p', null, text) : null,
+      action || null,
+    );
   }
   function errorState(err, retry) {
-    return h('div', { class: 'state error', role: 'alert' },
+    return h(
+      'div',
+      { class: 'state error', role: 'alert' },
       icon('alert'),
       h('h3', null, err && err.status === 403 ? 'Not allowed' : 'Something went wrong'),
       h('p', null, (err && err.message) || String(err)),
-      retry ? h('button', { class: 'secondary', onclick: retry }, 'Try again') : null);
+      retry ? h('button', { class: 'secondary', onclick: retry }, 'Try again') : null,
+    );
   }
   function pageHead(title, sub, right) {
-    return h('div', { class: 'page-head' }, h('div', null, h('h1', null, title), sub ? h('p', null, sub) : null), right || null);
+    return h(
+      'div',
+      { class: 'page-head' },
+      h('div', null, h('h1', null, title), sub ? h('p', null, sub) : null),
+      right || null,
+    );
   }
   function table(headers, rows, foot) {
-    return h('div', { class: 'table-wrap' }, h('table', null,
-      h('thead', null, h('tr', null, headers.map((c) => h('th', { class: c.cls || null }, c.label)))),
-      h('tbody', null, rows),
-      foot ? h('tfoot', null, foot) : null));
+    return h(
+      'div',
+      { class: 'table-wrap' },
+      h(
+        'table',
+        null,
+        h(
+          'thead',
+          null,
+          h(
+            'tr',
+            null,
+            headers.map((c) => h('th', { class: c.cls || null }, c.label)),
+          ),
+        ),
+        h('tbody', null, rows),
+        foot ? h('tfoot', null, foot) : null,
+      ),
+    );
   }
   /** Loads data into `el`: a loading state first, then render(data), or an error state with a retry. */
   async function load(el, scope, fetcher, renderData) {
@@ -300,12 +409,31 @@
         back.remove();
         resolve(v);
       };
-      const onKey = (e) => { if (e.key === 'Escape') close(false); };
+      const onKey = (e) => {
+        if (e.key === 'Escape') close(false);
+      };
       const ok = h('button', { class: 'danger', id: 'confirm-ok', onclick: () => close(true) }, confirmLabel);
-      const back = h('div', { class: 'modal-backdrop', onclick: (e) => { if (e.target === back) close(false); } },
-        h('div', { class: 'modal', role: 'dialog', 'aria-modal': 'true', 'aria-labelledby': 'modal-title' },
-          h('h2', { id: 'modal-title' }, title), h('p', null, text),
-          h('div', { class: 'actions' }, h('button', { class: 'secondary', id: 'confirm-cancel', onclick: () => close(false) }, 'Cancel'), ok)));
+      const back = h(
+        'div',
+        {
+          class: 'modal-backdrop',
+          onclick: (e) => {
+            if (e.target === back) close(false);
+          },
+        },
+        h(
+          'div',
+          { class: 'modal', role: 'dialog', 'aria-modal': 'true', 'aria-labelledby': 'modal-title' },
+          h('h2', { id: 'modal-title' }, title),
+          h('p', null, text),
+          h(
+            'div',
+            { class: 'actions' },
+            h('button', { class: 'secondary', id: 'confirm-cancel', onclick: () => close(false) }, 'Cancel'),
+            ok,
+          ),
+        ),
+      );
       document.addEventListener('keydown', onKey);
       document.body.appendChild(back);
       ok.focus();
@@ -334,18 +462,45 @@
   // ---------------------------------------------------------------- sign-in
   function pageLogin(app, _params, query) {
     const next = query.get('next');
-    const target = next && next.startsWith('/') && !next.startsWith('//') && !next.startsWith('/login') ? next : '/keys';
+    const target =
+      next && next.startsWith('/') && !next.startsWith('//') && !next.startsWith('/login') ? next : '/keys';
     if (state.me) return go(target, true);
     const err = h('div');
     const btn = h('button', { type: 'submit', id: 'login-submit' }, 'Sign in');
-    const form = h('form', { class: 'panel login', id: 'login-form', novalidate: true },
+    const form = h(
+      'form',
+      { class: 'panel login', id: 'login-form', novalidate: true },
       h('div', { class: 'brand' }, h('img', { src: BASE + '/static/favicon.svg', alt: '' }), 'Model Gateway'),
       h('h1', null, 'Sign in to the console'),
       h('p', { class: 'hint' }, 'Manage API keys, balance, usage and video jobs.'),
       err,
-      h('div', { class: 'field' }, h('label', { for: 'email' }, 'Email'), h('input', { id: 'email', name: 'email', type: 'email', autocomplete: 'username', required: true, autofocus: true })),
-      h('div', { class: 'field' }, h('label', { for: 'password' }, 'Password'), h('input', { id: 'password', name: 'password', type: 'password', autocomplete: 'current-password', required: true })),
-      btn);
+      h(
+        'div',
+        { class: 'field' },
+        h('label', { for: 'email' }, 'Email'),
+        h('input', {
+          id: 'email',
+          name: 'email',
+          type: 'email',
+          autocomplete: 'username',
+          required: true,
+          autofocus: true,
+        }),
+      ),
+      h(
+        'div',
+        { class: 'field' },
+        h('label', { for: 'password' }, 'Password'),
+        h('input', {
+          id: 'password',
+          name: 'password',
+          type: 'password',
+          autocomplete: 'current-password',
+          required: true,
+        }),
+      ),
+      btn,
+    );
     form.addEventListener('submit', async (e) => {
       e.preventDefault();
       formError(err, null);
@@ -380,7 +535,15 @@
    */
   function zoneWallClock(iso, zone) {
     if (!iso) return '';
-    const f = new Intl.DateTimeFormat('en-CA', { timeZone: zone, year: 'numeric', month: '2-digit', day: '2-digit', hour: '2-digit', minute: '2-digit', hourCycle: 'h23' });
+    const f = new Intl.DateTimeFormat('en-CA', {
+      timeZone: zone,
+      year: 'numeric',
+      month: '2-digit',
+      day: '2-digit',
+      hour: '2-digit',
+      minute: '2-digit',
+      hourCycle: 'h23',
+    });
     const p = Object.fromEntries(f.formatToParts(new Date(iso)).map((x) => [x.type, x.value]));
     return p.year + '-' + p.month + '-' + p.day + 'T' + p.hour + ':' + p.minute;
   }
@@ -395,28 +558,73 @@
   /** The limits that apply to a key, each marked when it comes from the account default. */
   function limitsCell(k, zone) {
     const parts = LIMIT_FIELDS.filter((f) => k.effective[f.name] !== null).map((f) =>
-      h('div', { class: 'nowrap' }, f.fmt(k.effective[f.name]), k.limits[f.name] === null ? h('span', { class: 'hint' }, ' (account default)') : null));
-    if (k.expiresAt) parts.push(h('div', { class: 'nowrap hint' }, 'expires ' + zoneWallClock(k.expiresAt, zone).replace('T', ' ') + ' (' + zone + ')'));
+      h(
+        'div',
+        { class: 'nowrap' },
+        f.fmt(k.effective[f.name]),
+        k.limits[f.name] === null ? h('span', { class: 'hint' }, ' (account default)') : null,
+      ),
+    );
+    if (k.expiresAt)
+      parts.push(
+        h(
+          'div',
+          { class: 'nowrap hint' },
+          'expires ' + zoneWallClock(k.expiresAt, zone).replace('T', ' ') + ' (' + zone + ')',
+        ),
+      );
     return parts.length ? parts : h('span', { class: 'hint' }, 'no limits');
   }
   /** Requests and tokens in the current rate-limit window, against the limits where set. */
   function usageCell(k, view) {
     const of = (used, limit) => num(used) + (limit !== null ? ' / ' + num(limit) : '');
-    return [h('div', { class: 'nowrap' }, of(k.usage.requests, k.effective.rpm) + ' req'), h('div', { class: 'nowrap' }, of(k.usage.tokens, k.effective.tpm) + ' tokens'),
-      h('div', { class: 'hint' }, 'last ' + view.windowSeconds + ' s')];
+    return [
+      h('div', { class: 'nowrap' }, of(k.usage.requests, k.effective.rpm) + ' req'),
+      h('div', { class: 'nowrap' }, of(k.usage.tokens, k.effective.tpm) + ' tokens'),
+      h('div', { class: 'hint' }, 'last ' + view.windowSeconds + ' s'),
+    ];
   }
   function spendCell(k) {
     const of = (spent, budget) => vnd(spent) + (budget !== null ? ' / ' + vnd(budget) : '');
-    return [h('div', { class: 'nowrap' }, 'today ' + of(k.spend.day, k.effective.budgetDayVnd)), h('div', { class: 'nowrap' }, 'month ' + of(k.spend.month, k.effective.budgetMonthVnd))];
+    return [
+      h('div', { class: 'nowrap' }, 'today ' + of(k.spend.day, k.effective.budgetDayVnd)),
+      h('div', { class: 'nowrap' }, 'month ' + of(k.spend.month, k.effective.budgetMonthVnd)),
+    ];
   }
   /** A form for limits (empty: none of its own); PATCHes `path` and calls onSaved. `expiryZone`: for keys, the budget zone their expiry is entered in (null: no expiry). */
   function limitsForm(idPrefix, current, path, expiryZone, onSaved) {
     const err = h('div');
     const btn = h('button', { type: 'submit', id: idPrefix + '-save' }, 'Save limits');
-    const inputs = LIMIT_FIELDS.map((f) => h('div', { class: 'field' }, h('label', { for: idPrefix + '-' + f.name }, f.label),
-      h('input', { id: idPrefix + '-' + f.name, name: f.name, type: 'number', min: f.name.startsWith('budget') ? 0 : 1, step: 1, inputmode: 'numeric', value: current[f.name] === null ? '' : String(current[f.name]), placeholder: expiryZone ? 'account default' : 'no limit' })));
-    const expiry = expiryZone ? h('div', { class: 'field' }, h('label', { for: idPrefix + '-expiresAt' }, 'Expires (' + expiryZone + ')'),
-      h('input', { id: idPrefix + '-expiresAt', name: 'expiresAt', type: 'datetime-local', value: zoneWallClock(current.expiresAt, expiryZone) })) : null;
+    const inputs = LIMIT_FIELDS.map((f) =>
+      h(
+        'div',
+        { class: 'field' },
+        h('label', { for: idPrefix + '-' + f.name }, f.label),
+        h('input', {
+          id: idPrefix + '-' + f.name,
+          name: f.name,
+          type: 'number',
+          min: f.name.startsWith('budget') ? 0 : 1,
+          step: 1,
+          inputmode: 'numeric',
+          value: current[f.name] === null ? '' : String(current[f.name]),
+          placeholder: expiryZone ? 'account default' : 'no limit',
+        }),
+      ),
+    );
+    const expiry = expiryZone
+      ? h(
+          'div',
+          { class: 'field' },
+          h('label', { for: idPrefix + '-expiresAt' }, 'Expires (' + expiryZone + ')'),
+          h('input', {
+            id: idPrefix + '-expiresAt',
+            name: 'expiresAt',
+            type: 'datetime-local',
+            value: zoneWallClock(current.expiresAt, expiryZone),
+          }),
+        )
+      : null;
     const form = h('form', { class: 'inline', id: idPrefix + '-form', novalidate: true }, inputs, expiry, btn, err);
     form.addEventListener('submit', async (e) => {
       e.preventDefault();
@@ -425,7 +633,8 @@
       for (const f of LIMIT_FIELDS) {
         const v = form[f.name].value.trim();
         body[f.name] = v === '' ? null : Number(v);
-        if (v !== '' && !Number.isInteger(body[f.name])) return formError(err, new Error(f.label + ': enter a whole number, or leave it empty.'));
+        if (v !== '' && !Number.isInteger(body[f.name]))
+          return formError(err, new Error(f.label + ': enter a whole number, or leave it empty.'));
       }
       if (expiryZone) body.expiresAt = form.expiresAt.value ? zoneInstant(form.expiresAt.value, expiryZone) : null;
       btn.disabled = true;
@@ -446,19 +655,57 @@
       const formRow = h('tr', { class: 'limits-row', hidden: true }, h('td', { colspan: 7 }));
       const toggle = () => {
         formRow.hidden = !formRow.hidden;
-        if (!formRow.hidden) replace(formRow.firstChild, limitsForm('limits-' + short(k.id), { ...k.limits, expiresAt: k.expiresAt }, pathOf(k), view.budgetTimeZone, refresh));
+        if (!formRow.hidden)
+          replace(
+            formRow.firstChild,
+            limitsForm(
+              'limits-' + short(k.id),
+              { ...k.limits, expiresAt: k.expiresAt },
+              pathOf(k),
+              view.budgetTimeZone,
+              refresh,
+            ),
+          );
       };
-      return [h('tr', { 'data-key-id': k.id, class: k.revokedAt ? 'revoked' : null },
-        h('td', null, k.name || h('span', { class: 'hint' }, '(unnamed)'), h('div', null, h('code', null, k.prefix + '…'))),
-        h('td', { class: 'nowrap hide-sm' }, when(k.createdAt), h('div', { class: 'hint' }, 'used ' + ago(k.lastUsedAt))),
-        h('td', null, limitsCell(k, view.budgetTimeZone)),
-        h('td', null, usageCell(k, view)),
-        h('td', null, spendCell(k)),
-        h('td', null, k.revokedAt ? null : h('button', { class: 'ghost small edit-limits', onclick: toggle }, 'Limits')),
-        h('td', { class: 'num' }, lastCell(k))), formRow];
+      return [
+        h(
+          'tr',
+          { 'data-key-id': k.id, class: k.revokedAt ? 'revoked' : null },
+          h(
+            'td',
+            null,
+            k.name || h('span', { class: 'hint' }, '(unnamed)'),
+            h('div', null, h('code', null, k.prefix + '…')),
+          ),
+          h(
+            'td',
+            { class: 'nowrap hide-sm' },
+            when(k.createdAt),
+            h('div', { class: 'hint' }, 'used ' + ago(k.lastUsedAt)),
+          ),
+          h('td', null, limitsCell(k, view.budgetTimeZone)),
+          h('td', null, usageCell(k, view)),
+          h('td', null, spendCell(k)),
+          h(
+            'td',
+            null,
+            k.revokedAt ? null : h('button', { class: 'ghost small edit-limits', onclick: toggle }, 'Limits'),
+          ),
+          h('td', { class: 'num' }, lastCell(k)),
+        ),
+        formRow,
+      ];
     });
   }
-  const KEY_HEAD = [{ label: 'Key' }, { label: 'Created', cls: 'hide-sm' }, { label: 'Limits' }, { label: 'This minute' }, { label: 'Spent' }, { label: '' }, { label: '' }];
+  const KEY_HEAD = [
+    { label: 'Key' },
+    { label: 'Created', cls: 'hide-sm' },
+    { label: 'Limits' },
+    { label: 'This minute' },
+    { label: 'Spent' },
+    { label: '' },
+    { label: '' },
+  ];
 
   // ---------------------------------------------------------------- API keys
   function pageKeys(main, _p, _q, scope) {
@@ -466,9 +713,23 @@
     const list = h('div');
     const err = h('div');
     const btn = h('button', { type: 'submit', id: 'create-key' }, 'Create key');
-    const form = h('form', { class: 'inline', id: 'key-form' },
-      h('div', { class: 'field' }, h('label', { for: 'key-name' }, 'Key name'), h('input', { id: 'key-name', name: 'name', maxlength: 100, placeholder: 'e.g. production server', required: true })),
-      btn);
+    const form = h(
+      'form',
+      { class: 'inline', id: 'key-form' },
+      h(
+        'div',
+        { class: 'field' },
+        h('label', { for: 'key-name' }, 'Key name'),
+        h('input', {
+          id: 'key-name',
+          name: 'name',
+          maxlength: 100,
+          placeholder: 'e.g. production server',
+          required: true,
+        }),
+      ),
+      btn,
+    );
     form.addEventListener('submit', async (e) => {
       e.preventDefault();
       formError(err, null);
@@ -487,26 +748,109 @@
       }
     });
     function showNewKey(key) {
-      const input = h('input', { id: 'new-key-value', readonly: true, value: key.key, 'aria-label': 'New API key', onfocus: (e) => e.target.select() });
+      const input = h('input', {
+        id: 'new-key-value',
+        readonly: true,
+        value: key.key,
+        'aria-label': 'New API key',
+        onfocus: (e) => e.target.select(),
+      });
       const copied = h('span', { class: 'hint', role: 'status' });
-      replace(newKey, h('div', { class: 'newkey' },
-        h('strong', null, 'Key “' + key.name + '” created.'),
-        h('p', null, 'Copy it now: this is the only time the full key is shown. Store it somewhere safe.'),
-        h('div', { class: 'row' }, input,
-          h('button', { type: 'button', id: 'copy-key', onclick: async () => { copied.textContent = (await copyText(key.key, input)) ? 'Copied to the clipboard.' : 'Copy failed: select the key and copy it by hand.'; } }, 'Copy')),
-        copied,
-        h('div', { class: 'media-actions' }, h('button', { type: 'button', class: 'secondary small', onclick: () => replace(newKey) }, 'I have saved it'))));
+      replace(
+        newKey,
+        h(
+          'div',
+          { class: 'newkey' },
+          h('strong', null, 'Key “' + key.name + '” created.'),
+          h('p', null, 'Copy it now: this is the only time the full key is shown. Store it somewhere safe.'),
+          h(
+            'div',
+            { class: 'row' },
+            input,
+            h(
+              'button',
+              {
+                type: 'button',
+                id: 'copy-key',
+                onclick: async () => {
+                  copied.textContent = (await copyText(key.key, input))
+                    ? 'Copied to the clipboard.'
+                    : 'Copy failed: select the key and copy it by hand.';
+                },
+              },
+              'Copy',
+            ),
+          ),
+          copied,
+          h(
+            'div',
+            { class: 'media-actions' },
+            h(
+              'button',
+              { type: 'button', class: 'secondary small', onclick: () => replace(newKey) },
+              'I have saved it',
+            ),
+          ),
+        ),
+      );
     }
-    const refresh = () => load(list, scope, () => api('GET', '/keys'), (view) => {
-      if (!view.data.length) return replace(list, emptyState('key', 'No API keys yet', 'Create a key above, then send it as “Authorization: Bearer <key>” to the /v1 API.'));
-      replace(list, table(KEY_HEAD, keyControlRows(view, (k) => '/keys/' + k.id + '/limits', refresh, (k) => k.revokedAt
-        ? h('span', { class: 'badge muted', title: 'Revoked ' + when(k.revokedAt) }, 'revoked')
-        : h('button', { class: 'ghost small revoke', onclick: () => revoke(k) }, 'Revoke'))),
-      h('p', { class: 'hint' }, 'Budgets count calendar days and months in ' + view.budgetTimeZone + '. Empty limits use the account defaults' +
-        (LIMIT_FIELDS.some((f) => view.defaults[f.name] !== null) ? ' (' + LIMIT_FIELDS.filter((f) => view.defaults[f.name] !== null).map((f) => f.fmt(view.defaults[f.name])).join(', ') + ')' : ', none set') + '.'));
-    });
+    const refresh = () =>
+      load(
+        list,
+        scope,
+        () => api('GET', '/keys'),
+        (view) => {
+          if (!view.data.length)
+            return replace(
+              list,
+              emptyState(
+                'key',
+                'No API keys yet',
+                'Create a key above, then send it as “Authorization: Bearer <key>” to the /v1 API.',
+              ),
+            );
+          replace(
+            list,
+            table(
+              KEY_HEAD,
+              keyControlRows(
+                view,
+                (k) => '/keys/' + k.id + '/limits',
+                refresh,
+                (k) =>
+                  k.revokedAt
+                    ? h('span', { class: 'badge muted', title: 'Revoked ' + when(k.revokedAt) }, 'revoked')
+                    : h('button', { class: 'ghost small revoke', onclick: () => revoke(k) }, 'Revoke'),
+              ),
+            ),
+            h(
+              'p',
+              { class: 'hint' },
+              'Budgets count calendar days and months in ' +
+                view.budgetTimeZone +
+                '. Empty limits use the account defaults' +
+                (LIMIT_FIELDS.some((f) => view.defaults[f.name] !== null)
+                  ? ' (' +
+                    LIMIT_FIELDS.filter((f) => view.defaults[f.name] !== null)
+                      .map((f) => f.fmt(view.defaults[f.name]))
+                      .join(', ') +
+                    ')'
+                  : ', none set') +
+                '.',
+            ),
+          );
+        },
+      );
     async function revoke(k) {
-      const yes = await confirmDialog('Revoke this key?', 'Requests using “' + (k.name || k.prefix) + '” (' + k.prefix + '…) will be refused within a few seconds. This cannot be undone.', 'Revoke key');
+      const yes = await confirmDialog(
+        'Revoke this key?',
+        'Requests using “' +
+          (k.name || k.prefix) +
+          '” (' +
+          k.prefix +
+          '…) will be refused within a few seconds. This cannot be undone.',
+        'Revoke key',
+      );
       if (!yes) return;
       try {
         await api('DELETE', '/keys/' + k.id);
@@ -515,11 +859,13 @@
       }
       refresh();
     }
-    replace(main,
+    replace(
+      main,
       pageHead('API Keys', 'Keys authenticate your requests to the /v1 API. Each key works for this account only.'),
       newKey,
       h('section', { class: 'panel' }, h('h2', null, 'Create a key'), form, err),
-      h('section', { class: 'panel' }, h('h2', null, 'Your keys'), list));
+      h('section', { class: 'panel' }, h('h2', null, 'Your keys'), list),
+    );
     refresh();
   }
 
@@ -533,73 +879,201 @@
   function ledgerRef(e) {
     if (!e.link) return '—';
     if (e.link.type === 'job') return link('/jobs/' + e.link.id, 'Video job ' + short(e.link.id), { class: 'ref-job' });
-    if (e.link.type === 'request') return link('/requests/' + e.link.id, 'Request ' + short(e.link.id), { class: 'ref-request' });
-    if (e.link.type === 'usage') return link('/usage', 'API requests', { class: 'ref-usage', title: 'The requests settled together in one billing write; each is listed with its cost under Usage.' });
-    return h('span', { class: 'hint', title: 'Funds set aside for API requests; each request\'s charge links to it.' }, 'API credit ' + short(e.link.id));
+    if (e.link.type === 'request')
+      return link('/requests/' + e.link.id, 'Request ' + short(e.link.id), { class: 'ref-request' });
+    if (e.link.type === 'usage')
+      return link('/usage', 'API requests', {
+        class: 'ref-usage',
+        title: 'The requests settled together in one billing write; each is listed with its cost under Usage.',
+      });
+    return h(
+      'span',
+      { class: 'hint', title: "Funds set aside for API requests; each request's charge links to it." },
+      'API credit ' + short(e.link.id),
+    );
   }
   function ledgerRows(entries) {
     return entries.map((e) => {
       const k = KIND[e.kind] || { label: e.kind, cls: '', sign: '' };
       const amountCls = e.kind === 'topped_up' ? 'amount-pos' : e.kind === 'charged' ? 'amount-neg' : 'amount-muted';
-      return h('tr', { 'data-kind': e.kind },
+      return h(
+        'tr',
+        { 'data-kind': e.kind },
         h('td', { class: 'time' }, when(e.createdAt)),
         h('td', null, h('span', { class: 'badge ' + k.cls }, k.label)),
         h('td', { class: 'num ' + amountCls }, k.sign + vnd(e.amount)),
         h('td', { class: 'nowrap' }, ledgerRef(e)),
-        h('td', { class: 'hide-sm truncate', title: e.memo || '' }, e.memo || ''));
+        h('td', { class: 'hide-sm truncate', title: e.memo || '' }, e.memo || ''),
+      );
     });
   }
-  const LEDGER_HEAD = [{ label: 'Time' }, { label: 'Type' }, { label: 'Amount', cls: 'num' }, { label: 'For' }, { label: 'Note', cls: 'hide-sm' }];
+  const LEDGER_HEAD = [
+    { label: 'Time' },
+    { label: 'Type' },
+    { label: 'Amount', cls: 'num' },
+    { label: 'For' },
+    { label: 'Note', cls: 'hide-sm' },
+  ];
   function balanceCards(b) {
-    return h('div', { class: 'cards' },
-      h('div', { class: 'card primary' }, h('div', { class: 'label' }, 'Available'), h('div', { class: 'value', id: 'bal-available' }, vnd(b.available))),
-      h('div', { class: 'card' }, h('div', { class: 'label' }, 'Held for running work'), h('div', { class: 'value', id: 'bal-held' }, vnd(b.held))),
-      h('div', { class: 'card' }, h('div', { class: 'label' }, 'Total balance'), h('div', { class: 'value', id: 'bal-total' }, vnd(b.balance))));
+    return h(
+      'div',
+      { class: 'cards' },
+      h(
+        'div',
+        { class: 'card primary' },
+        h('div', { class: 'label' }, 'Available'),
+        h('div', { class: 'value', id: 'bal-available' }, vnd(b.available)),
+      ),
+      h(
+        'div',
+        { class: 'card' },
+        h('div', { class: 'label' }, 'Held for running work'),
+        h('div', { class: 'value', id: 'bal-held' }, vnd(b.held)),
+      ),
+      h(
+        'div',
+        { class: 'card' },
+        h('div', { class: 'label' }, 'Total balance'),
+        h('div', { class: 'value', id: 'bal-total' }, vnd(b.balance)),
+      ),
+    );
   }
   function pageBalance(main, _p, _q, scope) {
     const body = h('div');
-    replace(main, pageHead('Balance', 'Prepaid balance in VND. Holds set funds aside while work runs; charges take the actual cost.'), body);
-    load(body, scope, () => api('GET', '/balance?limit=50'), (b) => {
-      const tbody = h('tbody');
-      const more = h('div', { class: 'media-actions' });
-      const addPage = (page) => {
-        appendKids(tbody, ledgerRows(page.ledger));
-        replace(more, page.nextBefore ? h('button', { class: 'secondary', onclick: async (e) => {
-          e.target.disabled = true;
-          try {
-            addPage(await api('GET', '/balance?limit=50&before=' + page.nextBefore));
-          } catch (ex) {
-            replace(more, errorState(ex, null));
-          }
-        } }, 'Load older entries') : null);
-      };
-      const ledger = b.ledger.length
-        ? [h('div', { class: 'table-wrap' }, h('table', { id: 'ledger' }, h('thead', null, h('tr', null, LEDGER_HEAD.map((c) => h('th', { class: c.cls || null }, c.label)))), tbody)), more]
-        : emptyState('ledger', 'No ledger entries yet', 'Top-ups, holds, releases and charges appear here as soon as they happen.');
-      replace(body, balanceCards(b), h('section', { class: 'panel' }, h('h2', null, 'Ledger'), ledger));
-      if (b.ledger.length) addPage(b);
-    });
+    replace(
+      main,
+      pageHead(
+        'Balance',
+        'Prepaid balance in VND. Holds set funds aside while work runs; charges take the actual cost.',
+      ),
+      body,
+    );
+    load(
+      body,
+      scope,
+      () => api('GET', '/balance?limit=50'),
+      (b) => {
+        const tbody = h('tbody');
+        const more = h('div', { class: 'media-actions' });
+        const addPage = (page) => {
+          appendKids(tbody, ledgerRows(page.ledger));
+          replace(
+            more,
+            page.nextBefore
+              ? h(
+                  'button',
+                  {
+                    class: 'secondary',
+                    onclick: async (e) => {
+                      e.target.disabled = true;
+                      try {
+                        addPage(await api('GET', '/balance?limit=50&before=' + page.nextBefore));
+                      } catch (ex) {
+                        replace(more, errorState(ex, null));
+                      }
+                    },
+                  },
+                  'Load older entries',
+                )
+              : null,
+          );
+        };
+        const ledger = b.ledger.length
+          ? [
+              h(
+                'div',
+                { class: 'table-wrap' },
+                h(
+                  'table',
+                  { id: 'ledger' },
+                  h(
+                    'thead',
+                    null,
+                    h(
+                      'tr',
+                      null,
+                      LEDGER_HEAD.map((c) => h('th', { class: c.cls || null }, c.label)),
+                    ),
+                  ),
+                  tbody,
+                ),
+              ),
+              more,
+            ]
+          : emptyState(
+              'ledger',
+              'No ledger entries yet',
+              'Top-ups, holds, releases and charges appear here as soon as they happen.',
+            );
+        replace(body, balanceCards(b), h('section', { class: 'panel' }, h('h2', null, 'Ledger'), ledger));
+        if (b.ledger.length) addPage(b);
+      },
+    );
   }
 
   function pageRequest(main, params, _q, scope) {
     const body = h('div');
-    replace(main, h('div', { class: 'crumbs' }, link('/balance', 'Balance'), ' / Request'), pageHead('Request ' + short(params[0])), body);
-    load(body, scope, () => api('GET', '/requests/' + params[0]), (u) => {
-      replace(body, h('section', { class: 'panel' }, h('dl', { class: 'props' },
-        h('dt', null, 'Request id'), h('dd', null, h('code', null, u.id)),
-        h('dt', null, 'Time'), h('dd', null, when(u.createdAt)),
-        h('dt', null, 'Operation'), h('dd', null, u.operation),
-        h('dt', null, 'Model'), h('dd', null, u.model),
-        h('dt', null, 'Units'), h('dd', null, unitsText(u.units)),
-        h('dt', null, 'Cost'), h('dd', { id: 'request-cost' }, vnd(u.costVnd)),
-        h('dt', null, 'HTTP status'), h('dd', null, String(u.status)),
-        h('dt', null, 'Latency'), h('dd', null, num(u.latencyMs) + ' ms'),
-        h('dt', null, 'API key'), h('dd', null, u.apiKey ? [u.apiKey.name || '(unnamed)', ' ', h('code', null, u.apiKey.prefix + '…')] : '—'))));
-    });
+    replace(
+      main,
+      h('div', { class: 'crumbs' }, link('/balance', 'Balance'), ' / Request'),
+      pageHead('Request ' + short(params[0])),
+      body,
+    );
+    load(
+      body,
+      scope,
+      () => api('GET', '/requests/' + params[0]),
+      (u) => {
+        replace(
+          body,
+          h(
+            'section',
+            { class: 'panel' },
+            h(
+              'dl',
+              { class: 'props' },
+              h('dt', null, 'Request id'),
+              h('dd', null, h('code', null, u.id)),
+              h('dt', null, 'Time'),
+              h('dd', null, when(u.createdAt)),
+              h('dt', null, 'Operation'),
+              h('dd', null, u.operation),
+              h('dt', null, 'Model'),
+              h('dd', null, u.model),
+              h('dt', null, 'Units'),
+              h('dd', null, unitsText(u.units)),
+              h('dt', null, 'Cost'),
+              h('dd', { id: 'request-cost' }, vnd(u.costVnd)),
+              h('dt', null, 'HTTP status'),
+              h('dd', null, String(u.status)),
+              h('dt', null, 'Latency'),
+              h('dd', null, num(u.latencyMs) + ' ms'),
+              h('dt', null, 'API key'),
+              h(
+                'dd',
+                null,
+                u.apiKey ? [u.apiKey.name || '(unnamed)', ' ', h('code', null, u.apiKey.prefix + '…')] : '—',
+              ),
+            ),
+          ),
+        );
+      },
+    );
   }
 
   // ---------------------------------------------------------------- usage
-  const PALETTE = ['#4f46e5', '#0ea5e9', '#10b981', '#f59e0b', '#ef4444', '#8b5cf6', '#14b8a6', '#ec4899', '#84cc16', '#64748b'];
+  const PALETTE = [
+    '#4f46e5',
+    '#0ea5e9',
+    '#10b981',
+    '#f59e0b',
+    '#ef4444',
+    '#8b5cf6',
+    '#14b8a6',
+    '#ec4899',
+    '#84cc16',
+    '#64748b',
+  ];
   function daysBetween(from, to) {
     const out = [];
     const d = new Date(from + 'T00:00:00Z');
@@ -640,7 +1114,13 @@
     const step = plotW / days.length;
     const bw = Math.max(2, Math.min(36, step * 0.7));
     const y = (v) => T + plotH - (v / max) * plotH;
-    const svg = s('svg', { class: 'chart', id: 'usage-chart', viewBox: '0 0 ' + W + ' ' + H, role: 'img', 'aria-label': (metric === 'cost' ? 'Cost' : 'Requests') + ' per day by model' });
+    const svg = s('svg', {
+      class: 'chart',
+      id: 'usage-chart',
+      viewBox: '0 0 ' + W + ' ' + H,
+      role: 'img',
+      'aria-label': (metric === 'cost' ? 'Cost' : 'Requests') + ' per day by model',
+    });
     for (const f of max % 2 === 0 ? [0, 0.5, 1] : [0, 1]) {
       const v = max * f;
       appendKids(svg, [
@@ -658,10 +1138,29 @@
         const y0 = y(acc);
         acc += v;
         const y1 = y(acc);
-        svg.appendChild(s('rect', { x: x.toFixed(1), y: y1.toFixed(1), width: bw.toFixed(1), height: Math.max(1, y0 - y1).toFixed(1), rx: 2, fill: colors.get(r.model) },
-          s('title', null, d + ' · ' + r.model + ': ' + (metric === 'cost' ? vnd(r.costVnd) : num(r.requests) + ' requests'))));
+        svg.appendChild(
+          s(
+            'rect',
+            {
+              x: x.toFixed(1),
+              y: y1.toFixed(1),
+              width: bw.toFixed(1),
+              height: Math.max(1, y0 - y1).toFixed(1),
+              rx: 2,
+              fill: colors.get(r.model),
+            },
+            s(
+              'title',
+              null,
+              d + ' · ' + r.model + ': ' + (metric === 'cost' ? vnd(r.costVnd) : num(r.requests) + ' requests'),
+            ),
+          ),
+        );
       }
-      if (i % every === 0) svg.appendChild(s('text', { x: (L + i * step + step / 2).toFixed(1), y: H - 8, 'text-anchor': 'middle' }, d.slice(5)));
+      if (i % every === 0)
+        svg.appendChild(
+          s('text', { x: (L + i * step + step / 2).toFixed(1), y: H - 8, 'text-anchor': 'middle' }, d.slice(5)),
+        );
     });
     return svg;
   }
@@ -676,73 +1175,264 @@
     const nav = (f, t, m) => go('/usage?' + new URLSearchParams({ from: f, to: t, metric: m }).toString());
     const fromIn = h('input', { type: 'date', id: 'usage-from', value: from, max: ymd(today) });
     const toIn = h('input', { type: 'date', id: 'usage-to', value: to, max: ymd(today) });
-    const quick = (n) => h('button', { type: 'button', class: 'secondary', onclick: () => { const d = new Date(); d.setDate(d.getDate() - (n - 1)); nav(ymd(d), ymd(new Date()), metric); } }, n + ' days');
-    const form = h('form', { class: 'toolbar', id: 'usage-form' },
+    const quick = (n) =>
+      h(
+        'button',
+        {
+          type: 'button',
+          class: 'secondary',
+          onclick: () => {
+            const d = new Date();
+            d.setDate(d.getDate() - (n - 1));
+            nav(ymd(d), ymd(new Date()), metric);
+          },
+        },
+        n + ' days',
+      );
+    const form = h(
+      'form',
+      { class: 'toolbar', id: 'usage-form' },
       h('div', { class: 'field' }, h('label', { for: 'usage-from' }, 'From'), fromIn),
       h('div', { class: 'field' }, h('label', { for: 'usage-to' }, 'To'), toIn),
-      h('button', { type: 'submit' }, 'Show'), quick(7), quick(30), quick(90));
+      h('button', { type: 'submit' }, 'Show'),
+      quick(7),
+      quick(30),
+      quick(90),
+    );
     form.addEventListener('submit', (e) => {
       e.preventDefault();
       if (fromIn.value && toIn.value) nav(fromIn.value, toIn.value, metric);
     });
     const body = h('div');
     replace(main, pageHead('Usage', 'API requests per day and model, with their cost.'), form, body);
-    load(body, scope, () => api('GET', '/usage?' + new URLSearchParams({ from, to, tz }).toString()), (u) => {
-      if (!u.rows.length) return replace(body, h('section', { class: 'panel' }, emptyState('chart', 'No usage in this period', 'Requests made with your API keys between ' + from + ' and ' + to + ' will show here.')));
-      const models = Array.from(new Set(u.rows.map((r) => r.model))).sort();
-      const colors = new Map(models.map((m, i) => [m, PALETTE[i % PALETTE.length]]));
-      const perModel = models.map((m) => {
-        const rs = u.rows.filter((r) => r.model === m);
-        const units = {};
-        for (const r of rs) for (const k in r.units) units[k] = (units[k] || 0) + r.units[k];
-        return { model: m, requests: rs.reduce((a, r) => a + r.requests, 0), costVnd: rs.reduce((a, r) => a + r.costVnd, 0), units };
-      });
-      const total = { requests: perModel.reduce((a, r) => a + r.requests, 0), costVnd: perModel.reduce((a, r) => a + r.costVnd, 0) };
-      const seg = h('div', { class: 'seg', role: 'group', 'aria-label': 'Chart metric' },
-        h('button', { type: 'button', class: metric === 'cost' ? 'active' : null, onclick: () => nav(from, to, 'cost') }, 'Cost'),
-        h('button', { type: 'button', class: metric === 'requests' ? 'active' : null, onclick: () => nav(from, to, 'requests') }, 'Requests'));
-      replace(body,
-        h('div', { class: 'cards' },
-          h('div', { class: 'card primary' }, h('div', { class: 'label' }, 'Cost'), h('div', { class: 'value', id: 'usage-total-cost' }, vnd(total.costVnd))),
-          h('div', { class: 'card' }, h('div', { class: 'label' }, 'Requests'), h('div', { class: 'value' }, num(total.requests))),
-          h('div', { class: 'card' }, h('div', { class: 'label' }, 'Models used'), h('div', { class: 'value' }, num(models.length)))),
-        h('section', { class: 'panel' },
-          h('div', { class: 'page-head' }, h('h2', null, metric === 'cost' ? 'Cost per day' : 'Requests per day'), seg),
-          usageChart(u.rows, from, to, metric, colors),
-          h('div', { class: 'legend' }, models.map((m) => h('span', { style: '--c:' + colors.get(m) }, m)))),
-        h('section', { class: 'panel' }, h('h2', null, 'By model'), table(
-          [{ label: 'Model' }, { label: 'Requests', cls: 'num' }, { label: 'Units', cls: 'hide-sm' }, { label: 'Cost', cls: 'num' }],
-          perModel.map((r) => h('tr', null, h('td', null, r.model), h('td', { class: 'num' }, num(r.requests)), h('td', { class: 'hide-sm' }, unitsText(r.units)), h('td', { class: 'num' }, vnd(r.costVnd)))),
-          h('tr', null, h('td', null, 'Total'), h('td', { class: 'num' }, num(total.requests)), h('td', { class: 'hide-sm' }), h('td', { class: 'num' }, vnd(total.costVnd))))),
-        h('section', { class: 'panel' }, h('h2', null, 'By day and model'), table(
-          [{ label: 'Day' }, { label: 'Model' }, { label: 'Requests', cls: 'num' }, { label: 'Units', cls: 'hide-sm' }, { label: 'Cost', cls: 'num' }],
-          u.rows.slice().reverse().map((r) => h('tr', { class: 'usage-row' }, h('td', { class: 'nowrap' }, r.day), h('td', null, r.model), h('td', { class: 'num' }, num(r.requests)), h('td', { class: 'hide-sm' }, unitsText(r.units)), h('td', { class: 'num' }, vnd(r.costVnd)))))));
-    });
+    load(
+      body,
+      scope,
+      () => api('GET', '/usage?' + new URLSearchParams({ from, to, tz }).toString()),
+      (u) => {
+        if (!u.rows.length)
+          return replace(
+            body,
+            h(
+              'section',
+              { class: 'panel' },
+              emptyState(
+                'chart',
+                'No usage in this period',
+                'Requests made with your API keys between ' + from + ' and ' + to + ' will show here.',
+              ),
+            ),
+          );
+        const models = Array.from(new Set(u.rows.map((r) => r.model))).sort();
+        const colors = new Map(models.map((m, i) => [m, PALETTE[i % PALETTE.length]]));
+        const perModel = models.map((m) => {
+          const rs = u.rows.filter((r) => r.model === m);
+          const units = {};
+          for (const r of rs) for (const k in r.units) units[k] = (units[k] || 0) + r.units[k];
+          return {
+            model: m,
+            requests: rs.reduce((a, r) => a + r.requests, 0),
+            costVnd: rs.reduce((a, r) => a + r.costVnd, 0),
+            units,
+          };
+        });
+        const total = {
+          requests: perModel.reduce((a, r) => a + r.requests, 0),
+          costVnd: perModel.reduce((a, r) => a + r.costVnd, 0),
+        };
+        const seg = h(
+          'div',
+          { class: 'seg', role: 'group', 'aria-label': 'Chart metric' },
+          h(
+            'button',
+            { type: 'button', class: metric === 'cost' ? 'active' : null, onclick: () => nav(from, to, 'cost') },
+            'Cost',
+          ),
+          h(
+            'button',
+            {
+              type: 'button',
+              class: metric === 'requests' ? 'active' : null,
+              onclick: () => nav(from, to, 'requests'),
+            },
+            'Requests',
+          ),
+        );
+        replace(
+          body,
+          h(
+            'div',
+            { class: 'cards' },
+            h(
+              'div',
+              { class: 'card primary' },
+              h('div', { class: 'label' }, 'Cost'),
+              h('div', { class: 'value', id: 'usage-total-cost' }, vnd(total.costVnd)),
+            ),
+            h(
+              'div',
+              { class: 'card' },
+              h('div', { class: 'label' }, 'Requests'),
+              h('div', { class: 'value' }, num(total.requests)),
+            ),
+            h(
+              'div',
+              { class: 'card' },
+              h('div', { class: 'label' }, 'Models used'),
+              h('div', { class: 'value' }, num(models.length)),
+            ),
+          ),
+          h(
+            'section',
+            { class: 'panel' },
+            h(
+              'div',
+              { class: 'page-head' },
+              h('h2', null, metric === 'cost' ? 'Cost per day' : 'Requests per day'),
+              seg,
+            ),
+            usageChart(u.rows, from, to, metric, colors),
+            h(
+              'div',
+              { class: 'legend' },
+              models.map((m) => h('span', { style: '--c:' + colors.get(m) }, m)),
+            ),
+          ),
+          h(
+            'section',
+            { class: 'panel' },
+            h('h2', null, 'By model'),
+            table(
+              [
+                { label: 'Model' },
+                { label: 'Requests', cls: 'num' },
+                { label: 'Units', cls: 'hide-sm' },
+                { label: 'Cost', cls: 'num' },
+              ],
+              perModel.map((r) =>
+                h(
+                  'tr',
+                  null,
+                  h('td', null, r.model),
+                  h('td', { class: 'num' }, num(r.requests)),
+                  h('td', { class: 'hide-sm' }, unitsText(r.units)),
+                  h('td', { class: 'num' }, vnd(r.costVnd)),
+                ),
+              ),
+              h(
+                'tr',
+                null,
+                h('td', null, 'Total'),
+                h('td', { class: 'num' }, num(total.requests)),
+                h('td', { class: 'hide-sm' }),
+                h('td', { class: 'num' }, vnd(total.costVnd)),
+              ),
+            ),
+          ),
+          h(
+            'section',
+            { class: 'panel' },
+            h('h2', null, 'By day and model'),
+            table(
+              [
+                { label: 'Day' },
+                { label: 'Model' },
+                { label: 'Requests', cls: 'num' },
+                { label: 'Units', cls: 'hide-sm' },
+                { label: 'Cost', cls: 'num' },
+              ],
+              u.rows
+                .slice()
+                .reverse()
+                .map((r) =>
+                  h(
+                    'tr',
+                    { class: 'usage-row' },
+                    h('td', { class: 'nowrap' }, r.day),
+                    h('td', null, r.model),
+                    h('td', { class: 'num' }, num(r.requests)),
+                    h('td', { class: 'hide-sm' }, unitsText(r.units)),
+                    h('td', { class: 'num' }, vnd(r.costVnd)),
+                  ),
+                ),
+            ),
+          ),
+        );
+      },
+    );
   }
 
   // ---------------------------------------------------------------- video jobs
   const STATUSES = ['submitted', 'processing', 'completed', 'failed', 'expired'];
   const running = (j) => j.status === 'submitted' || j.status === 'processing';
   function jobRows(jobs, opts) {
-    return jobs.map((j) => h('tr', { class: opts.clickable ? 'clickable' : null, 'data-job-id': j.id, 'data-status': j.status, onclick: opts.clickable ? (e) => { if (!e.target.closest('a')) go('/jobs/' + j.id); } : null },
-      h('td', { class: 'time' }, opts.clickable ? link('/jobs/' + j.id, when(j.createdAt)) : when(j.createdAt)),
-      h('td', null, statusBadge(j.status)),
-      h('td', { class: 'hide-sm' }, j.model),
-      h('td', { class: 'truncate', title: j.prompt }, j.prompt),
-      h('td', { class: 'num hide-sm' }, (j.durationSeconds || j.seconds) + ' s'),
-      h('td', { class: 'num' }, j.costVnd !== null ? vnd(j.costVnd) : h('span', { class: 'hint', title: 'Held until the job ends' }, '≤ ' + vnd(j.maxCostVnd))),
-      opts.temporal ? h('td', { class: 'nowrap' }, h('a', { href: j.temporalUrl, target: '_blank', rel: 'noopener', class: 'temporal-link' }, 'Workflow ↗')) : null));
+    return jobs.map((j) =>
+      h(
+        'tr',
+        {
+          class: opts.clickable ? 'clickable' : null,
+          'data-job-id': j.id,
+          'data-status': j.status,
+          onclick: opts.clickable
+            ? (e) => {
+                if (!e.target.closest('a')) go('/jobs/' + j.id);
+              }
+            : null,
+        },
+        h('td', { class: 'time' }, opts.clickable ? link('/jobs/' + j.id, when(j.createdAt)) : when(j.createdAt)),
+        h('td', null, statusBadge(j.status)),
+        h('td', { class: 'hide-sm' }, j.model),
+        h('td', { class: 'truncate', title: j.prompt }, j.prompt),
+        h('td', { class: 'num hide-sm' }, (j.durationSeconds || j.seconds) + ' s'),
+        h(
+          'td',
+          { class: 'num' },
+          j.costVnd !== null
+            ? vnd(j.costVnd)
+            : h('span', { class: 'hint', title: 'Held until the job ends' }, '≤ ' + vnd(j.maxCostVnd)),
+        ),
+        opts.temporal
+          ? h(
+              'td',
+              { class: 'nowrap' },
+              h('a', { href: j.temporalUrl, target: '_blank', rel: 'noopener', class: 'temporal-link' }, 'Workflow ↗'),
+            )
+          : null,
+      ),
+    );
   }
   function statusChips(basePath, current) {
-    const chip = (st, text) => h('a', { href: BASE + basePath + (st ? '?status=' + st : ''), class: current === st ? 'active' : null, 'data-status': st || 'all' }, text);
-    return h('div', { class: 'chips', role: 'navigation', 'aria-label': 'Filter by status' }, chip('', 'All'), STATUSES.map((st) => chip(st, st[0].toUpperCase() + st.slice(1))));
+    const chip = (st, text) =>
+      h(
+        'a',
+        {
+          href: BASE + basePath + (st ? '?status=' + st : ''),
+          class: current === st ? 'active' : null,
+          'data-status': st || 'all',
+        },
+        text,
+      );
+    return h(
+      'div',
+      { class: 'chips', role: 'navigation', 'aria-label': 'Filter by status' },
+      chip('', 'All'),
+      STATUSES.map((st) => chip(st, st[0].toUpperCase() + st.slice(1))),
+    );
   }
   function pageJobs(main, _p, query, scope) {
     const status = STATUSES.includes(query.get('status')) ? query.get('status') : '';
     const body = h('div');
     const live = h('span');
-    replace(main, pageHead('Video jobs', 'Videos generated through POST /v1/videos. Completed videos can be watched and downloaded here.', live),
-      statusChips('/jobs', status), h('section', { class: 'panel' }, body));
+    replace(
+      main,
+      pageHead(
+        'Video jobs',
+        'Videos generated through POST /v1/videos. Completed videos can be watched and downloaded here.',
+        live,
+      ),
+      statusChips('/jobs', status),
+      h('section', { class: 'panel' }, body),
+    );
     let first = true;
     const refresh = async () => {
       if (first) replace(body, loading());
@@ -750,15 +1440,38 @@
         const { data } = await api('GET', '/jobs?limit=100' + (status ? '&status=' + status : ''));
         if (!scope.alive()) return;
         first = false;
-        replace(body, data.length
-          ? table([{ label: 'Created' }, { label: 'Status' }, { label: 'Model', cls: 'hide-sm' }, { label: 'Prompt' }, { label: 'Length', cls: 'num hide-sm' }, { label: 'Cost', cls: 'num' }], jobRows(data, { clickable: true }))
-          : emptyState('film', status ? 'No ' + status + ' jobs' : 'No video jobs yet', 'Submit one with POST /v1/videos using one of your API keys; it appears here at once.'));
+        replace(
+          body,
+          data.length
+            ? table(
+                [
+                  { label: 'Created' },
+                  { label: 'Status' },
+                  { label: 'Model', cls: 'hide-sm' },
+                  { label: 'Prompt' },
+                  { label: 'Length', cls: 'num hide-sm' },
+                  { label: 'Cost', cls: 'num' },
+                ],
+                jobRows(data, { clickable: true }),
+              )
+            : emptyState(
+                'film',
+                status ? 'No ' + status + ' jobs' : 'No video jobs yet',
+                'Submit one with POST /v1/videos using one of your API keys; it appears here at once.',
+              ),
+        );
         const any = data.some(running);
         replace(live, any ? h('span', { class: 'live', id: 'live-refresh' }, 'Updating while jobs run') : null);
         if (any) scope.later(2000, refresh);
       } catch (e) {
         if (!scope.alive() || e.status === 401) return;
-        replace(body, errorState(e, () => { first = true; refresh(); }));
+        replace(
+          body,
+          errorState(e, () => {
+            first = true;
+            refresh();
+          }),
+        );
       }
     };
     refresh();
@@ -775,29 +1488,127 @@
         if (!scope.alive()) return;
         first = false;
         const media = BASE + '/media/jobs/' + j.id;
-        replace(body,
-          pageHead('Video job ' + short(j.id), null, h('span', { id: 'job-status' }, statusBadge(j.status), running(j) ? h('span', { class: 'live', style: 'margin-left:.5rem' }, 'Updating') : null)),
-          j.hasVideo ? h('section', { class: 'panel' },
-            h('video', { class: 'player', id: 'job-video', controls: true, preload: 'metadata', playsinline: true, src: media + '/video.mp4' }),
-            h('div', { class: 'media-actions' },
-              h('a', { class: 'button', id: 'job-download', href: media + '/video.mp4?download=1', download: 'video-' + j.id + '.mp4' }, 'Download MP4'),
-              j.hasLastFrame ? h('a', { class: 'button secondary', href: media + '/last-frame?download=1', download: 'last-frame-' + j.id }, 'Download last frame') : null)) : null,
-          j.error ? h('div', { class: 'form-error', role: 'alert', id: 'job-error' }, h('strong', null, 'Failed: '), j.error.message) : null,
-          j.status === 'expired' ? h('div', { class: 'form-error', role: 'alert' }, 'The job expired before the provider produced a result. Nothing was charged.') : null,
-          h('section', { class: 'panel' }, h('dl', { class: 'props' },
-            h('dt', null, 'Job id'), h('dd', null, h('code', null, j.id)),
-            h('dt', null, 'Model'), h('dd', null, j.model),
-            h('dt', null, 'Prompt'), h('dd', { class: 'prompt', id: 'job-prompt' }, j.prompt),
-            h('dt', null, 'Duration'), h('dd', null, j.durationSeconds !== null ? j.durationSeconds + ' s' : j.seconds + ' s requested'),
-            j.size ? [h('dt', null, 'Size'), h('dd', null, j.size)] : null,
-            h('dt', null, 'Cost'), h('dd', { id: 'job-cost' }, j.costVnd !== null ? vnd(j.costVnd) : running(j) ? 'up to ' + vnd(j.maxCostVnd) + ' (held)' : vnd(0)),
-            h('dt', null, 'Created'), h('dd', null, when(j.createdAt)),
-            h('dt', null, 'Completed'), h('dd', null, when(j.completedAt)),
-            j.hasLastFrame ? [h('dt', null, 'Last frame'), h('dd', null, h('img', { class: 'lastframe', src: media + '/last-frame', alt: 'Last frame of the video' }))] : null)));
+        replace(
+          body,
+          pageHead(
+            'Video job ' + short(j.id),
+            null,
+            h(
+              'span',
+              { id: 'job-status' },
+              statusBadge(j.status),
+              running(j) ? h('span', { class: 'live', style: 'margin-left:.5rem' }, 'Updating') : null,
+            ),
+          ),
+          j.hasVideo
+            ? h(
+                'section',
+                { class: 'panel' },
+                h('video', {
+                  class: 'player',
+                  id: 'job-video',
+                  controls: true,
+                  preload: 'metadata',
+                  playsinline: true,
+                  src: media + '/video.mp4',
+                }),
+                h(
+                  'div',
+                  { class: 'media-actions' },
+                  h(
+                    'a',
+                    {
+                      class: 'button',
+                      id: 'job-download',
+                      href: media + '/video.mp4?download=1',
+                      download: 'video-' + j.id + '.mp4',
+                    },
+                    'Download MP4',
+                  ),
+                  j.hasLastFrame
+                    ? h(
+                        'a',
+                        {
+                          class: 'button secondary',
+                          href: media + '/last-frame?download=1',
+                          download: 'last-frame-' + j.id,
+                        },
+                        'Download last frame',
+                      )
+                    : null,
+                ),
+              )
+            : null,
+          j.error
+            ? h(
+                'div',
+                { class: 'form-error', role: 'alert', id: 'job-error' },
+                h('strong', null, 'Failed: '),
+                j.error.message,
+              )
+            : null,
+          j.status === 'expired'
+            ? h(
+                'div',
+                { class: 'form-error', role: 'alert' },
+                'The job expired before the provider produced a result. Nothing was charged.',
+              )
+            : null,
+          h(
+            'section',
+            { class: 'panel' },
+            h(
+              'dl',
+              { class: 'props' },
+              h('dt', null, 'Job id'),
+              h('dd', null, h('code', null, j.id)),
+              h('dt', null, 'Model'),
+              h('dd', null, j.model),
+              h('dt', null, 'Prompt'),
+              h('dd', { class: 'prompt', id: 'job-prompt' }, j.prompt),
+              h('dt', null, 'Duration'),
+              h('dd', null, j.durationSeconds !== null ? j.durationSeconds + ' s' : j.seconds + ' s requested'),
+              j.size ? [h('dt', null, 'Size'), h('dd', null, j.size)] : null,
+              h('dt', null, 'Cost'),
+              h(
+                'dd',
+                { id: 'job-cost' },
+                j.costVnd !== null ? vnd(j.costVnd) : running(j) ? 'up to ' + vnd(j.maxCostVnd) + ' (held)' : vnd(0),
+              ),
+              h('dt', null, 'Created'),
+              h('dd', null, when(j.createdAt)),
+              h('dt', null, 'Completed'),
+              h('dd', null, when(j.completedAt)),
+              j.hasLastFrame
+                ? [
+                    h('dt', null, 'Last frame'),
+                    h(
+                      'dd',
+                      null,
+                      h('img', { class: 'lastframe', src: media + '/last-frame', alt: 'Last frame of the video' }),
+                    ),
+                  ]
+                : null,
+            ),
+          ),
+        );
         if (running(j)) scope.later(2000, refresh);
       } catch (e) {
         if (!scope.alive() || e.status === 401) return;
-        replace(body, e.status === 404 ? emptyState('search', 'Job not found', 'There is no video job with this id on your account.', link('/jobs', 'All video jobs', { class: 'button secondary' })) : errorState(e, () => { first = true; refresh(); }));
+        replace(
+          body,
+          e.status === 404
+            ? emptyState(
+                'search',
+                'Job not found',
+                'There is no video job with this id on your account.',
+                link('/jobs', 'All video jobs', { class: 'button secondary' }),
+              )
+            : errorState(e, () => {
+                first = true;
+                refresh();
+              }),
+        );
       }
     };
     refresh();
@@ -812,23 +1623,59 @@
     const list = h('div');
     const err = h('div');
     const btn = h('button', { type: 'submit', id: 'create-webhook' }, 'Add endpoint');
-    const boxes = EVENT_TYPES.map((t) => h('label', { class: 'nowrap' }, h('input', { type: 'checkbox', name: 'events', value: t, checked: true }), ' ' + t));
-    const form = h('form', { class: 'inline', id: 'webhook-form', novalidate: true },
-      h('div', { class: 'field' }, h('label', { for: 'webhook-url' }, 'Endpoint URL'), h('input', { id: 'webhook-url', name: 'url', type: 'url', maxlength: 2048, required: true, placeholder: 'https://example.com/webhooks' })),
-      h('div', { class: 'field' }, h('label', { for: 'webhook-description' }, 'Description'), h('input', { id: 'webhook-description', name: 'description', maxlength: 500, placeholder: 'optional' })),
+    const boxes = EVENT_TYPES.map((t) =>
+      h(
+        'label',
+        { class: 'nowrap' },
+        h('input', { type: 'checkbox', name: 'events', value: t, checked: true }),
+        ' ' + t,
+      ),
+    );
+    const form = h(
+      'form',
+      { class: 'inline', id: 'webhook-form', novalidate: true },
+      h(
+        'div',
+        { class: 'field' },
+        h('label', { for: 'webhook-url' }, 'Endpoint URL'),
+        h('input', {
+          id: 'webhook-url',
+          name: 'url',
+          type: 'url',
+          maxlength: 2048,
+          required: true,
+          placeholder: 'https://example.com/webhooks',
+        }),
+      ),
+      h(
+        'div',
+        { class: 'field' },
+        h('label', { for: 'webhook-description' }, 'Description'),
+        h('input', { id: 'webhook-description', name: 'description', maxlength: 500, placeholder: 'optional' }),
+      ),
       h('div', { class: 'field' }, h('span', { class: 'hint' }, 'Events'), h('div', null, boxes)),
-      btn);
+      btn,
+    );
     form.addEventListener('submit', async (e) => {
       e.preventDefault();
       formError(err, null);
-      const events = boxes.map((b) => b.firstChild).filter((c) => c.checked).map((c) => c.value);
+      const events = boxes
+        .map((b) => b.firstChild)
+        .filter((c) => c.checked)
+        .map((c) => c.value);
       if (!form.url.value.trim()) return formError(err, new Error('Enter the https URL that receives the events.'));
       if (!events.length) return formError(err, new Error('Choose at least one event type.'));
       btn.disabled = true;
       try {
-        const ep = await api('POST', '/webhooks', { url: form.url.value.trim(), description: form.description.value.trim(), events });
+        const ep = await api('POST', '/webhooks', {
+          url: form.url.value.trim(),
+          description: form.description.value.trim(),
+          events,
+        });
         form.reset();
-        boxes.forEach((b) => { b.firstChild.checked = true; });
+        boxes.forEach((b) => {
+          b.firstChild.checked = true;
+        });
         showSecret(ep, 'created');
         refresh();
       } catch (ex) {
@@ -838,106 +1685,318 @@
       }
     });
     function showSecret(ep, what) {
-      const input = h('input', { id: 'new-secret-value', readonly: true, value: ep.secret, 'aria-label': 'Signing secret', onfocus: (e) => e.target.select() });
+      const input = h('input', {
+        id: 'new-secret-value',
+        readonly: true,
+        value: ep.secret,
+        'aria-label': 'Signing secret',
+        onfocus: (e) => e.target.select(),
+      });
       const copied = h('span', { class: 'hint', role: 'status' });
-      replace(newSecret, h('div', { class: 'newkey' },
-        h('strong', null, 'Endpoint ' + ep.url + ' ' + what + '.'),
-        h('p', null, 'Copy the signing secret now: it is not shown again. Verify each delivery with it (see the README, “Webhooks”).'),
-        h('div', { class: 'row' }, input,
-          h('button', { type: 'button', onclick: async () => { copied.textContent = (await copyText(ep.secret, input)) ? 'Copied to the clipboard.' : 'Copy failed: select the secret and copy it by hand.'; } }, 'Copy')),
-        copied,
-        h('div', { class: 'media-actions' }, h('button', { type: 'button', class: 'secondary small', onclick: () => replace(newSecret) }, 'I have saved it'))));
+      replace(
+        newSecret,
+        h(
+          'div',
+          { class: 'newkey' },
+          h('strong', null, 'Endpoint ' + ep.url + ' ' + what + '.'),
+          h(
+            'p',
+            null,
+            'Copy the signing secret now: it is not shown again. Verify each delivery with it (see the README, “Webhooks”).',
+          ),
+          h(
+            'div',
+            { class: 'row' },
+            input,
+            h(
+              'button',
+              {
+                type: 'button',
+                onclick: async () => {
+                  copied.textContent = (await copyText(ep.secret, input))
+                    ? 'Copied to the clipboard.'
+                    : 'Copy failed: select the secret and copy it by hand.';
+                },
+              },
+              'Copy',
+            ),
+          ),
+          copied,
+          h(
+            'div',
+            { class: 'media-actions' },
+            h(
+              'button',
+              { type: 'button', class: 'secondary small', onclick: () => replace(newSecret) },
+              'I have saved it',
+            ),
+          ),
+        ),
+      );
     }
     function deliveriesTable(ep, el) {
-      load(el, scope, () => api('GET', '/webhooks/' + ep.id + '/deliveries?limit=20'), ({ data }) => {
-        if (!data.length) return replace(el, h('p', { class: 'hint' }, 'No deliveries yet: they appear here as your video jobs change.'));
-        replace(el, table([{ label: 'Event' }, { label: 'Status' }, { label: 'Tries', cls: 'num' }, { label: 'Last response' }, { label: 'Next try' }, { label: '' }],
-          data.map((d) => h('tr', { 'data-delivery-id': d.id },
-            h('td', null, h('code', null, d.event_type), d.subject_id ? h('div', null, link('/jobs/' + d.subject_id, 'Video job ' + short(d.subject_id))) : null, h('div', { class: 'hint' }, when(unix(d.created_at)))),
-            h('td', null, h('span', { class: 'badge ' + (DELIVERY_BADGE[d.status] || '') }, d.status)),
-            h('td', { class: 'num' }, String(d.attempts)),
-            h('td', { class: 'truncate', title: d.last_error || '' }, d.last_status_code !== null ? 'HTTP ' + d.last_status_code : d.last_error ? d.last_error : '—'),
-            h('td', { class: 'nowrap' }, d.next_attempt_at ? when(unix(d.next_attempt_at)) : '—'),
-            h('td', null, h('button', { class: 'ghost small resend', onclick: async (e) => {
-              e.target.disabled = true;
-              try {
-                await api('POST', '/webhooks/' + ep.id + '/deliveries/' + d.id + '/resend');
-              } catch (ex) {
-                formError(err, ex);
-              }
-              scope.later(1000, () => deliveriesTable(ep, el));
-            } }, 'Resend'))))));
-        if (data.some((d) => d.status === 'pending')) scope.later(3000, () => deliveriesTable(ep, el));
-      });
+      load(
+        el,
+        scope,
+        () => api('GET', '/webhooks/' + ep.id + '/deliveries?limit=20'),
+        ({ data }) => {
+          if (!data.length)
+            return replace(
+              el,
+              h('p', { class: 'hint' }, 'No deliveries yet: they appear here as your video jobs change.'),
+            );
+          replace(
+            el,
+            table(
+              [
+                { label: 'Event' },
+                { label: 'Status' },
+                { label: 'Tries', cls: 'num' },
+                { label: 'Last response' },
+                { label: 'Next try' },
+                { label: '' },
+              ],
+              data.map((d) =>
+                h(
+                  'tr',
+                  { 'data-delivery-id': d.id },
+                  h(
+                    'td',
+                    null,
+                    h('code', null, d.event_type),
+                    d.subject_id
+                      ? h('div', null, link('/jobs/' + d.subject_id, 'Video job ' + short(d.subject_id)))
+                      : null,
+                    h('div', { class: 'hint' }, when(unix(d.created_at))),
+                  ),
+                  h('td', null, h('span', { class: 'badge ' + (DELIVERY_BADGE[d.status] || '') }, d.status)),
+                  h('td', { class: 'num' }, String(d.attempts)),
+                  h(
+                    'td',
+                    { class: 'truncate', title: d.last_error || '' },
+                    d.last_status_code !== null ? 'HTTP ' + d.last_status_code : d.last_error ? d.last_error : '—',
+                  ),
+                  h('td', { class: 'nowrap' }, d.next_attempt_at ? when(unix(d.next_attempt_at)) : '—'),
+                  h(
+                    'td',
+                    null,
+                    h(
+                      'button',
+                      {
+                        class: 'ghost small resend',
+                        onclick: async (e) => {
+                          e.target.disabled = true;
+                          try {
+                            await api('POST', '/webhooks/' + ep.id + '/deliveries/' + d.id + '/resend');
+                          } catch (ex) {
+                            formError(err, ex);
+                          }
+                          scope.later(1000, () => deliveriesTable(ep, el));
+                        },
+                      },
+                      'Resend',
+                    ),
+                  ),
+                ),
+              ),
+            ),
+          );
+          if (data.some((d) => d.status === 'pending')) scope.later(3000, () => deliveriesTable(ep, el));
+        },
+      );
     }
-    const refresh = () => load(list, scope, () => api('GET', '/webhooks'), ({ data }) => {
-      if (!data.length) return replace(list, emptyState('grid', 'No endpoints yet', 'Add one above to be told when your video jobs change, instead of polling.'));
-      replace(list, data.map((ep) => {
-        const deliveries = h('div');
-        const section = h('div', { class: 'panel', 'data-endpoint-id': ep.id },
-          h('div', { class: 'page-head' },
-            h('div', null, h('h2', null, ep.url), h('p', { class: 'hint' }, (ep.description ? ep.description + ' · ' : '') + ep.events.join(', ') +
-              (ep.previous_secret_expires_at ? ' · previous secret valid until ' + when(unix(ep.previous_secret_expires_at)) : ''))),
-            h('div', null,
-              h('button', { class: 'secondary small rotate', onclick: async () => {
-                if (!(await confirmDialog('Rotate the signing secret?', 'A new secret signs every delivery from now on; the current one keeps signing beside it for a day, so you can switch without missing events.', 'Rotate secret'))) return;
-                try {
-                  showSecret(await api('POST', '/webhooks/' + ep.id + '/rotate'), 'has a new secret');
-                } catch (ex) {
-                  formError(err, ex);
-                }
-                refresh();
-              } }, 'Rotate secret'), ' ',
-              h('button', { class: 'ghost small delete', onclick: async () => {
-                if (!(await confirmDialog('Delete this endpoint?', 'Nothing more is delivered to ' + ep.url + ', retries included. This cannot be undone.', 'Delete endpoint'))) return;
-                try {
-                  await api('DELETE', '/webhooks/' + ep.id);
-                } catch (ex) {
-                  formError(err, ex);
-                }
-                refresh();
-              } }, 'Delete'))),
-          h('h3', null, 'Recent deliveries'), deliveries);
-        deliveriesTable(ep, deliveries);
-        return section;
-      }));
-    });
-    replace(main,
-      pageHead('Webhooks', 'Signed events (Standard Webhooks, the shape of OpenAI\u2019s) sent when your video jobs change. Failed deliveries are retried for a day.'),
+    const refresh = () =>
+      load(
+        list,
+        scope,
+        () => api('GET', '/webhooks'),
+        ({ data }) => {
+          if (!data.length)
+            return replace(
+              list,
+              emptyState(
+                'grid',
+                'No endpoints yet',
+                'Add one above to be told when your video jobs change, instead of polling.',
+              ),
+            );
+          replace(
+            list,
+            data.map((ep) => {
+              const deliveries = h('div');
+              const section = h(
+                'div',
+                { class: 'panel', 'data-endpoint-id': ep.id },
+                h(
+                  'div',
+                  { class: 'page-head' },
+                  h(
+                    'div',
+                    null,
+                    h('h2', null, ep.url),
+                    h(
+                      'p',
+                      { class: 'hint' },
+                      (ep.description ? ep.description + ' · ' : '') +
+                        ep.events.join(', ') +
+                        (ep.previous_secret_expires_at
+                          ? ' · previous secret valid until ' + when(unix(ep.previous_secret_expires_at))
+                          : ''),
+                    ),
+                  ),
+                  h(
+                    'div',
+                    null,
+                    h(
+                      'button',
+                      {
+                        class: 'secondary small rotate',
+                        onclick: async () => {
+                          if (
+                            !(await confirmDialog(
+                              'Rotate the signing secret?',
+                              'A new secret signs every delivery from now on; the current one keeps signing beside it for a day, so you can switch without missing events.',
+                              'Rotate secret',
+                            ))
+                          )
+                            return;
+                          try {
+                            showSecret(await api('POST', '/webhooks/' + ep.id + '/rotate'), 'has a new secret');
+                          } catch (ex) {
+                            formError(err, ex);
+                          }
+                          refresh();
+                        },
+                      },
+                      'Rotate secret',
+                    ),
+                    ' ',
+                    h(
+                      'button',
+                      {
+                        class: 'ghost small delete',
+                        onclick: async () => {
+                          if (
+                            !(await confirmDialog(
+                              'Delete this endpoint?',
+                              'Nothing more is delivered to ' + ep.url + ', retries included. This cannot be undone.',
+                              'Delete endpoint',
+                            ))
+                          )
+                            return;
+                          try {
+                            await api('DELETE', '/webhooks/' + ep.id);
+                          } catch (ex) {
+                            formError(err, ex);
+                          }
+                          refresh();
+                        },
+                      },
+                      'Delete',
+                    ),
+                  ),
+                ),
+                h('h3', null, 'Recent deliveries'),
+                deliveries,
+              );
+              deliveriesTable(ep, deliveries);
+              return section;
+            }),
+          );
+        },
+      );
+    replace(
+      main,
+      pageHead(
+        'Webhooks',
+        'Signed events (Standard Webhooks, the shape of OpenAI\u2019s) sent when your video jobs change. Failed deliveries are retried for a day.',
+      ),
       newSecret,
       h('section', { class: 'panel' }, h('h2', null, 'Add an endpoint'), form, err),
-      list);
+      list,
+    );
     refresh();
   }
 
   // ---------------------------------------------------------------- models
   const PRICE_LABELS = {
-    inputPer1MTokens: 'input / 1M tokens', outputPer1MTokens: 'output / 1M tokens', perImage: 'per image',
-    cachedInputPer1MTokens: 'cached input / 1M tokens', cacheWrite5mPer1MTokens: 'cache write (5 min) / 1M tokens',
+    inputPer1MTokens: 'input / 1M tokens',
+    outputPer1MTokens: 'output / 1M tokens',
+    perImage: 'per image',
+    cachedInputPer1MTokens: 'cached input / 1M tokens',
+    cacheWrite5mPer1MTokens: 'cache write (5 min) / 1M tokens',
     cacheWrite1hPer1MTokens: 'cache write (1 h) / 1M tokens',
-    per1KChars: 'per 1K characters', perAudioMinute: 'per audio minute', perVideoSecond: 'per video second',
+    per1KChars: 'per 1K characters',
+    perAudioMinute: 'per audio minute',
+    perVideoSecond: 'per video second',
   };
   function pageModels(main, _p, _q, scope) {
     const body = h('div');
     replace(main, pageHead('Models', 'The public price list (also at /public/models). Prices in VND.'), body);
-    load(body, scope, async () => {
-      const res = await fetch('/public/models', { headers: { accept: 'application/json' } });
-      if (!res.ok) throw new ApiError('Could not load the price list (HTTP ' + res.status + ').', res.status);
-      return res.json();
-    }, ({ data }) => {
-      if (!data.length) return replace(body, h('section', { class: 'panel' }, emptyState('grid', 'No models', 'The catalog lists no models yet.')));
-      const modes = Array.from(new Set(data.map((m) => m.mode)));
-      replace(body, modes.map((mode) => h('section', { class: 'panel' }, h('h2', null, mode[0].toUpperCase() + mode.slice(1) + ' models'), table(
-        [{ label: 'Model' }, { label: 'Price' }, { label: 'Details', cls: 'hide-sm' }],
-        data.filter((m) => m.mode === mode).map((m) => h('tr', { 'data-model': m.id },
-          h('td', null, h('code', null, m.id), m.description ? h('div', { class: 'hint' }, m.description) : null),
-          h('td', null, Object.keys(m.pricing).map((k) => h('div', { class: 'nowrap' }, vnd(m.pricing[k]) + ' ' + (PRICE_LABELS[k] || k)))),
-          h('td', { class: 'hide-sm hint' }, [
-            m.context_window ? 'context ' + num(m.context_window) + ' tokens' : null,
-            m.allowedDurations ? 'durations ' + m.allowedDurations.join(', ') + ' s (default ' + m.defaultDuration + ' s)' : null,
-            m.aliases ? 'aliases: ' + m.aliases.join(', ') : null,
-          ].filter(Boolean).join(' · ') || '—')))))));
-    });
+    load(
+      body,
+      scope,
+      async () => {
+        const res = await fetch('/public/models', { headers: { accept: 'application/json' } });
+        if (!res.ok) throw new ApiError('Could not load the price list (HTTP ' + res.status + ').', res.status);
+        return res.json();
+      },
+      ({ data }) => {
+        if (!data.length)
+          return replace(
+            body,
+            h('section', { class: 'panel' }, emptyState('grid', 'No models', 'The catalog lists no models yet.')),
+          );
+        const modes = Array.from(new Set(data.map((m) => m.mode)));
+        replace(
+          body,
+          modes.map((mode) =>
+            h(
+              'section',
+              { class: 'panel' },
+              h('h2', null, mode[0].toUpperCase() + mode.slice(1) + ' models'),
+              table(
+                [{ label: 'Model' }, { label: 'Price' }, { label: 'Details', cls: 'hide-sm' }],
+                data
+                  .filter((m) => m.mode === mode)
+                  .map((m) =>
+                    h(
+                      'tr',
+                      { 'data-model': m.id },
+                      h(
+                        'td',
+                        null,
+                        h('code', null, m.id),
+                        m.description ? h('div', { class: 'hint' }, m.description) : null,
+                      ),
+                      h(
+                        'td',
+                        null,
+                        Object.keys(m.pricing).map((k) =>
+                          h('div', { class: 'nowrap' }, vnd(m.pricing[k]) + ' ' + (PRICE_LABELS[k] || k)),
+                        ),
+                      ),
+                      h(
+                        'td',
+                        { class: 'hide-sm hint' },
+                        [
+                          m.context_window ? 'context ' + num(m.context_window) + ' tokens' : null,
+                          m.allowedDurations
+                            ? 'durations ' + m.allowedDurations.join(', ') + ' s (default ' + m.defaultDuration + ' s)'
+                            : null,
+                          m.aliases ? 'aliases: ' + m.aliases.join(', ') : null,
+                        ]
+                          .filter(Boolean)
+                          .join(' · ') || '—',
+                      ),
+                    ),
+                  ),
+              ),
+            ),
+          ),
+        );
+      },
+    );
   }
 
   // ---------------------------------------------------------------- operator: accounts
@@ -945,9 +2004,23 @@
     const list = h('div');
     const err = h('div');
     const btn = h('button', { type: 'submit', id: 'create-account' }, 'Create account');
-    const form = h('form', { class: 'inline', id: 'account-form' },
-      h('div', { class: 'field' }, h('label', { for: 'account-name' }, 'Account name'), h('input', { id: 'account-name', name: 'name', maxlength: 200, required: true, placeholder: 'Customer or company name' })),
-      btn);
+    const form = h(
+      'form',
+      { class: 'inline', id: 'account-form' },
+      h(
+        'div',
+        { class: 'field' },
+        h('label', { for: 'account-name' }, 'Account name'),
+        h('input', {
+          id: 'account-name',
+          name: 'name',
+          maxlength: 200,
+          required: true,
+          placeholder: 'Customer or company name',
+        }),
+      ),
+      btn,
+    );
     form.addEventListener('submit', async (e) => {
       e.preventDefault();
       formError(err, null);
@@ -962,31 +2035,104 @@
         btn.disabled = false;
       }
     });
-    const filter = h('input', { type: 'search', id: 'account-filter', placeholder: 'Filter by name or id', 'aria-label': 'Filter accounts' });
-    replace(main, pageHead('Accounts', 'Every customer account with its balance. Open one to top up, add logins or see its video jobs.'),
-      h('section', { class: 'panel' }, h('h2', null, 'New account'), form, err),
-      h('section', { class: 'panel' }, h('div', { class: 'page-head' }, h('h2', null, 'All accounts'), h('div', null, filter)), list));
-    load(list, scope, () => api('GET', '/admin/accounts'), ({ data }) => {
-      if (!data.length) return replace(list, emptyState('users', 'No accounts yet', 'Create the first account above.'));
-      const tbody = h('tbody');
-      const draw = () => {
-        const q = filter.value.trim().toLowerCase();
-        const rows = data.filter((a) => !q || a.name.toLowerCase().includes(q) || a.id.includes(q));
-        replace(tbody, rows.length ? rows.map((a) => h('tr', { class: 'clickable', 'data-account-id': a.id, onclick: (e) => { if (!e.target.closest('a')) go('/admin/accounts/' + a.id); } },
-          h('td', null, link('/admin/accounts/' + a.id, a.name), h('div', { class: 'hint mono' }, short(a.id))),
-          h('td', { class: 'num' }, vnd(a.available)),
-          h('td', { class: 'num hide-sm' }, vnd(a.held)),
-          h('td', { class: 'num' }, vnd(a.balance)),
-          h('td', { class: 'num hide-sm' }, String(a.logins)),
-          h('td', { class: 'num hide-sm' }, String(a.keys)),
-          h('td', { class: 'nowrap hide-sm' }, when(a.createdAt)))) : h('tr', null, h('td', { colspan: 7 }, emptyState('search', 'No match', 'No account matches “' + q + '”.'))));
-      };
-      filter.addEventListener('input', draw);
-      draw();
-      replace(list, h('div', { class: 'table-wrap' }, h('table', { id: 'accounts' },
-        h('thead', null, h('tr', null, [['Account'], ['Available', 'num'], ['Held', 'num hide-sm'], ['Total', 'num'], ['Logins', 'num hide-sm'], ['Keys', 'num hide-sm'], ['Created', 'hide-sm']].map((c) => h('th', { class: c[1] || null }, c[0])))),
-        tbody)));
+    const filter = h('input', {
+      type: 'search',
+      id: 'account-filter',
+      placeholder: 'Filter by name or id',
+      'aria-label': 'Filter accounts',
     });
+    replace(
+      main,
+      pageHead(
+        'Accounts',
+        'Every customer account with its balance. Open one to top up, add logins or see its video jobs.',
+      ),
+      h('section', { class: 'panel' }, h('h2', null, 'New account'), form, err),
+      h(
+        'section',
+        { class: 'panel' },
+        h('div', { class: 'page-head' }, h('h2', null, 'All accounts'), h('div', null, filter)),
+        list,
+      ),
+    );
+    load(
+      list,
+      scope,
+      () => api('GET', '/admin/accounts'),
+      ({ data }) => {
+        if (!data.length)
+          return replace(list, emptyState('users', 'No accounts yet', 'Create the first account above.'));
+        const tbody = h('tbody');
+        const draw = () => {
+          const q = filter.value.trim().toLowerCase();
+          const rows = data.filter((a) => !q || a.name.toLowerCase().includes(q) || a.id.includes(q));
+          replace(
+            tbody,
+            rows.length
+              ? rows.map((a) =>
+                  h(
+                    'tr',
+                    {
+                      class: 'clickable',
+                      'data-account-id': a.id,
+                      onclick: (e) => {
+                        if (!e.target.closest('a')) go('/admin/accounts/' + a.id);
+                      },
+                    },
+                    h(
+                      'td',
+                      null,
+                      link('/admin/accounts/' + a.id, a.name),
+                      h('div', { class: 'hint mono' }, short(a.id)),
+                    ),
+                    h('td', { class: 'num' }, vnd(a.available)),
+                    h('td', { class: 'num hide-sm' }, vnd(a.held)),
+                    h('td', { class: 'num' }, vnd(a.balance)),
+                    h('td', { class: 'num hide-sm' }, String(a.logins)),
+                    h('td', { class: 'num hide-sm' }, String(a.keys)),
+                    h('td', { class: 'nowrap hide-sm' }, when(a.createdAt)),
+                  ),
+                )
+              : h(
+                  'tr',
+                  null,
+                  h('td', { colspan: 7 }, emptyState('search', 'No match', 'No account matches “' + q + '”.')),
+                ),
+          );
+        };
+        filter.addEventListener('input', draw);
+        draw();
+        replace(
+          list,
+          h(
+            'div',
+            { class: 'table-wrap' },
+            h(
+              'table',
+              { id: 'accounts' },
+              h(
+                'thead',
+                null,
+                h(
+                  'tr',
+                  null,
+                  [
+                    ['Account'],
+                    ['Available', 'num'],
+                    ['Held', 'num hide-sm'],
+                    ['Total', 'num'],
+                    ['Logins', 'num hide-sm'],
+                    ['Keys', 'num hide-sm'],
+                    ['Created', 'hide-sm'],
+                  ].map((c) => h('th', { class: c[1] || null }, c[0])),
+                ),
+              ),
+              tbody,
+            ),
+          ),
+        );
+      },
+    );
   }
 
   function newIdempotencyKey() {
@@ -1002,33 +2148,122 @@
     const ledger = h('div');
     const keys = h('div');
     const defaults = h('div');
-    replace(main, h('div', { class: 'crumbs' }, link('/admin/accounts', 'Accounts'), ' / ' + short(id)), head, cards,
+    replace(
+      main,
+      h('div', { class: 'crumbs' }, link('/admin/accounts', 'Accounts'), ' / ' + short(id)),
+      head,
+      cards,
       h('div', { class: 'grid2' }, topUpPanel(), loginPanel()),
-      h('section', { class: 'panel' }, h('h2', null, 'API keys'), keys, h('h2', { style: 'margin-top:1rem' }, 'Defaults for keys without their own limits'), defaults),
+      h(
+        'section',
+        { class: 'panel' },
+        h('h2', null, 'API keys'),
+        keys,
+        h('h2', { style: 'margin-top:1rem' }, 'Defaults for keys without their own limits'),
+        defaults,
+      ),
       h('section', { class: 'panel' }, h('h2', null, 'Video jobs'), statusChips('/admin/accounts/' + id, status), jobs),
-      h('section', { class: 'panel' }, h('h2', null, 'Recent ledger'), ledger));
+      h('section', { class: 'panel' }, h('h2', null, 'Recent ledger'), ledger),
+    );
 
-    const refresh = () => load(cards, scope, () => api('GET', '/admin/accounts/' + id), (a) => {
-      replace(head, pageHead(a.name, 'Account ' + a.id + ' · created ' + when(a.createdAt)));
-      replace(cards, balanceCards(a));
-      replace(logins, a.logins.length ? table([{ label: 'Email' }, { label: 'Role' }, { label: 'Created', cls: 'hide-sm' }],
-        a.logins.map((u) => h('tr', null, h('td', null, u.email, u.disabledAt ? h('span', { class: 'badge muted' }, ' disabled') : null), h('td', null, u.role), h('td', { class: 'hide-sm nowrap' }, when(u.createdAt)))))
-        : emptyState('users', 'No logins', 'Add one below so the customer can sign in.'));
-      replace(ledger, a.ledger.length ? table(LEDGER_HEAD, ledgerRows(a.ledger).map((tr) => { tr.querySelectorAll('a').forEach((x) => x.replaceWith(x.textContent)); return tr; }))
-        : emptyState('ledger', 'No ledger entries yet', 'Top-ups and charges appear here.'));
-    });
-    const refreshKeys = () => load(keys, scope, () => api('GET', '/admin/accounts/' + id + '/keys'), (view) => {
-      replace(keys, view.data.length ? table(KEY_HEAD, keyControlRows(view, (k) => '/admin/accounts/' + id + '/keys/' + k.id + '/limits', refreshKeys,
-        (k) => (k.revokedAt ? h('span', { class: 'badge muted' }, 'revoked') : null)))
-        : emptyState('key', 'No API keys', 'The customer creates keys in the console, or an operator with the admin CLI.'));
-      replace(defaults, limitsForm('defaults', view.defaults, '/admin/accounts/' + id + '/limits', null, refreshKeys));
-    });
+    const refresh = () =>
+      load(
+        cards,
+        scope,
+        () => api('GET', '/admin/accounts/' + id),
+        (a) => {
+          replace(head, pageHead(a.name, 'Account ' + a.id + ' · created ' + when(a.createdAt)));
+          replace(cards, balanceCards(a));
+          replace(
+            logins,
+            a.logins.length
+              ? table(
+                  [{ label: 'Email' }, { label: 'Role' }, { label: 'Created', cls: 'hide-sm' }],
+                  a.logins.map((u) =>
+                    h(
+                      'tr',
+                      null,
+                      h('td', null, u.email, u.disabledAt ? h('span', { class: 'badge muted' }, ' disabled') : null),
+                      h('td', null, u.role),
+                      h('td', { class: 'hide-sm nowrap' }, when(u.createdAt)),
+                    ),
+                  ),
+                )
+              : emptyState('users', 'No logins', 'Add one below so the customer can sign in.'),
+          );
+          replace(
+            ledger,
+            a.ledger.length
+              ? table(
+                  LEDGER_HEAD,
+                  ledgerRows(a.ledger).map((tr) => {
+                    tr.querySelectorAll('a').forEach((x) => x.replaceWith(x.textContent));
+                    return tr;
+                  }),
+                )
+              : emptyState('ledger', 'No ledger entries yet', 'Top-ups and charges appear here.'),
+          );
+        },
+      );
+    const refreshKeys = () =>
+      load(
+        keys,
+        scope,
+        () => api('GET', '/admin/accounts/' + id + '/keys'),
+        (view) => {
+          replace(
+            keys,
+            view.data.length
+              ? table(
+                  KEY_HEAD,
+                  keyControlRows(
+                    view,
+                    (k) => '/admin/accounts/' + id + '/keys/' + k.id + '/limits',
+                    refreshKeys,
+                    (k) => (k.revokedAt ? h('span', { class: 'badge muted' }, 'revoked') : null),
+                  ),
+                )
+              : emptyState(
+                  'key',
+                  'No API keys',
+                  'The customer creates keys in the console, or an operator with the admin CLI.',
+                ),
+          );
+          replace(
+            defaults,
+            limitsForm('defaults', view.defaults, '/admin/accounts/' + id + '/limits', null, refreshKeys),
+          );
+        },
+      );
     refreshKeys();
-    load(jobs, scope, () => api('GET', '/admin/accounts/' + id + '/jobs?limit=100' + (status ? '&status=' + status : '')), ({ data }) => {
-      replace(jobs, data.length
-        ? table([{ label: 'Created' }, { label: 'Status' }, { label: 'Model', cls: 'hide-sm' }, { label: 'Prompt' }, { label: 'Length', cls: 'num hide-sm' }, { label: 'Cost', cls: 'num' }, { label: 'Temporal' }], jobRows(data, { temporal: true }))
-        : emptyState('film', status ? 'No ' + status + ' jobs' : 'No video jobs', 'This account has not submitted any video jobs' + (status ? ' with this status.' : ' yet.')));
-    });
+    load(
+      jobs,
+      scope,
+      () => api('GET', '/admin/accounts/' + id + '/jobs?limit=100' + (status ? '&status=' + status : '')),
+      ({ data }) => {
+        replace(
+          jobs,
+          data.length
+            ? table(
+                [
+                  { label: 'Created' },
+                  { label: 'Status' },
+                  { label: 'Model', cls: 'hide-sm' },
+                  { label: 'Prompt' },
+                  { label: 'Length', cls: 'num hide-sm' },
+                  { label: 'Cost', cls: 'num' },
+                  { label: 'Temporal' },
+                ],
+                jobRows(data, { temporal: true }),
+              )
+            : emptyState(
+                'film',
+                status ? 'No ' + status + ' jobs' : 'No video jobs',
+                'This account has not submitted any video jobs' + (status ? ' with this status.' : ' yet.'),
+              ),
+        );
+      },
+    );
     refresh();
 
     function topUpPanel() {
@@ -1036,22 +2271,62 @@
       const ok = h('div');
       let idem = newIdempotencyKey();
       const btn = h('button', { type: 'submit', id: 'topup-submit' }, 'Top up');
-      const form = h('form', { id: 'topup-form', novalidate: true },
-        h('div', { class: 'field' }, h('label', { for: 'topup-amount' }, 'Amount (VND)'), h('input', { id: 'topup-amount', name: 'amount', type: 'number', min: 1, step: 1, inputmode: 'numeric', required: true, placeholder: '1000000' })),
-        h('div', { class: 'field' }, h('label', { for: 'topup-reason' }, 'Reason'), h('input', { id: 'topup-reason', name: 'reason', maxlength: 500, required: true, placeholder: 'e.g. bank transfer #1234' })),
-        btn, err, ok);
+      const form = h(
+        'form',
+        { id: 'topup-form', novalidate: true },
+        h(
+          'div',
+          { class: 'field' },
+          h('label', { for: 'topup-amount' }, 'Amount (VND)'),
+          h('input', {
+            id: 'topup-amount',
+            name: 'amount',
+            type: 'number',
+            min: 1,
+            step: 1,
+            inputmode: 'numeric',
+            required: true,
+            placeholder: '1000000',
+          }),
+        ),
+        h(
+          'div',
+          { class: 'field' },
+          h('label', { for: 'topup-reason' }, 'Reason'),
+          h('input', {
+            id: 'topup-reason',
+            name: 'reason',
+            maxlength: 500,
+            required: true,
+            placeholder: 'e.g. bank transfer #1234',
+          }),
+        ),
+        btn,
+        err,
+        ok,
+      );
       form.addEventListener('submit', async (e) => {
         e.preventDefault();
         formError(err, null);
         replace(ok);
         const amount = Number(form.amount.value);
         const reason = form.reason.value.trim();
-        if (!Number.isInteger(amount) || amount < 1) return formError(err, new Error('Enter a whole number of VND greater than 0.'));
+        if (!Number.isInteger(amount) || amount < 1)
+          return formError(err, new Error('Enter a whole number of VND greater than 0.'));
         if (!reason) return formError(err, new Error('Give a reason; it is recorded in the ledger.'));
         btn.disabled = true;
         try {
           const r = await api('POST', '/admin/accounts/' + id + '/topups', { amount, reason, idempotencyKey: idem });
-          replace(ok, h('div', { class: 'form-ok', role: 'status' }, r.applied ? 'Topped up ' + vnd(amount) + '.' : 'This top-up was already recorded; nothing was added twice.'));
+          replace(
+            ok,
+            h(
+              'div',
+              { class: 'form-ok', role: 'status' },
+              r.applied
+                ? 'Topped up ' + vnd(amount) + '.'
+                : 'This top-up was already recorded; nothing was added twice.',
+            ),
+          );
           idem = newIdempotencyKey(); // the next top-up is a new one
           form.reset();
           refresh();
@@ -1067,19 +2342,63 @@
       const err = h('div');
       const ok = h('div');
       const btn = h('button', { type: 'submit', id: 'login-create' }, 'Create login');
-      const form = h('form', { id: 'newlogin-form', novalidate: true },
-        h('div', { class: 'field' }, h('label', { for: 'newlogin-email' }, 'Email'), h('input', { id: 'newlogin-email', name: 'email', type: 'email', autocomplete: 'off', required: true })),
-        h('div', { class: 'field' }, h('label', { for: 'newlogin-password' }, 'Initial password (10+ characters)'), h('input', { id: 'newlogin-password', name: 'password', type: 'password', autocomplete: 'new-password', minlength: 10, required: true })),
-        h('div', { class: 'field' }, h('label', { for: 'newlogin-role' }, 'Role'), h('select', { id: 'newlogin-role', name: 'role' }, h('option', { value: 'customer' }, 'Customer'), h('option', { value: 'operator' }, 'Operator'))),
-        btn, err, ok);
+      const form = h(
+        'form',
+        { id: 'newlogin-form', novalidate: true },
+        h(
+          'div',
+          { class: 'field' },
+          h('label', { for: 'newlogin-email' }, 'Email'),
+          h('input', { id: 'newlogin-email', name: 'email', type: 'email', autocomplete: 'off', required: true }),
+        ),
+        h(
+          'div',
+          { class: 'field' },
+          h('label', { for: 'newlogin-password' }, 'Initial password (10+ characters)'),
+          h('input', {
+            id: 'newlogin-password',
+            name: 'password',
+            type: 'password',
+            autocomplete: 'new-password',
+            minlength: 10,
+            required: true,
+          }),
+        ),
+        h(
+          'div',
+          { class: 'field' },
+          h('label', { for: 'newlogin-role' }, 'Role'),
+          h(
+            'select',
+            { id: 'newlogin-role', name: 'role' },
+            h('option', { value: 'customer' }, 'Customer'),
+            h('option', { value: 'operator' }, 'Operator'),
+          ),
+        ),
+        btn,
+        err,
+        ok,
+      );
       form.addEventListener('submit', async (e) => {
         e.preventDefault();
         formError(err, null);
         replace(ok);
         btn.disabled = true;
         try {
-          const u = await api('POST', '/admin/logins', { accountId: id, email: form.email.value.trim(), password: form.password.value, role: form.role.value });
-          replace(ok, h('div', { class: 'form-ok', role: 'status' }, 'Login ' + u.email + ' created. Share the password over a safe channel.'));
+          const u = await api('POST', '/admin/logins', {
+            accountId: id,
+            email: form.email.value.trim(),
+            password: form.password.value,
+            role: form.role.value,
+          });
+          replace(
+            ok,
+            h(
+              'div',
+              { class: 'form-ok', role: 'status' },
+              'Login ' + u.email + ' created. Share the password over a safe channel.',
+            ),
+          );
           form.reset();
           refresh();
         } catch (ex) {
@@ -1088,7 +2407,14 @@
           btn.disabled = false;
         }
       });
-      return h('section', { class: 'panel' }, h('h2', null, 'Logins'), logins, h('h2', { style: 'margin-top:1rem' }, 'Add a login'), form);
+      return h(
+        'section',
+        { class: 'panel' },
+        h('h2', null, 'Logins'),
+        logins,
+        h('h2', { style: 'margin-top:1rem' }, 'Add a login'),
+        form,
+      );
     }
   }
 

@@ -21,23 +21,52 @@ export class ProviderHttp {
   // Result URLs live on other hosts (signed object-storage URLs): one shared agent for those.
   private readonly agent: Agent;
 
-  constructor(baseUrl: string, private readonly timeoutMs: number, private readonly label: string) {
+  constructor(
+    baseUrl: string,
+    private readonly timeoutMs: number,
+    private readonly label: string,
+  ) {
     const u = new URL(baseUrl);
     this.origin = u.origin;
     this.basePath = u.pathname.replace(/\/+$/, '');
-    this.pool = new Pool(this.origin, { connections: 64, keepAliveTimeout: 30_000, connect: { timeout: 10_000 }, headersTimeout: timeoutMs, bodyTimeout: timeoutMs });
-    this.agent = new Agent({ connections: 16, keepAliveTimeout: 30_000, connect: { timeout: 10_000 }, headersTimeout: timeoutMs, bodyTimeout: timeoutMs });
+    this.pool = new Pool(this.origin, {
+      connections: 64,
+      keepAliveTimeout: 30_000,
+      connect: { timeout: 10_000 },
+      headersTimeout: timeoutMs,
+      bodyTimeout: timeoutMs,
+    });
+    this.agent = new Agent({
+      connections: 16,
+      keepAliveTimeout: 30_000,
+      connect: { timeout: 10_000 },
+      headersTimeout: timeoutMs,
+      bodyTimeout: timeoutMs,
+    });
   }
 
   /** Calls `{base}{path}` (or an absolute URL on the same origin) and parses the JSON answer. */
-  async json<T>(method: 'GET' | 'POST' | 'DELETE', path: string, headers: Record<string, string>, body?: unknown, signal?: AbortSignal): Promise<T> {
+  async json<T>(
+    method: 'GET' | 'POST' | 'DELETE',
+    path: string,
+    headers: Record<string, string>,
+    body?: unknown,
+    signal?: AbortSignal,
+  ): Promise<T> {
     let res: Dispatcher.ResponseData;
     try {
       res = await this.pool.request({
-        method, path: this.basePath + path, signal,
-        headers: withTrace({ accept: 'application/json', ...(body !== undefined ? { 'content-type': 'application/json' } : {}), ...headers }),
+        method,
+        path: this.basePath + path,
+        signal,
+        headers: withTrace({
+          accept: 'application/json',
+          ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
+          ...headers,
+        }),
         body: body === undefined ? undefined : JSON.stringify(body),
-        headersTimeout: this.timeoutMs, bodyTimeout: this.timeoutMs,
+        headersTimeout: this.timeoutMs,
+        bodyTimeout: this.timeoutMs,
       });
     } catch (e) {
       throw transportError(this.label, e);
@@ -53,7 +82,12 @@ export class ProviderHttp {
     try {
       return JSON.parse(text) as T;
     } catch {
-      throw new VideoProviderError(`${this.label} answered ${res.statusCode} with a body that is not JSON`, res.statusCode, true, 'invalid_response');
+      throw new VideoProviderError(
+        `${this.label} answered ${res.statusCode} with a body that is not JSON`,
+        res.statusCode,
+        true,
+        'invalid_response',
+      );
     }
   }
 
@@ -65,14 +99,23 @@ export class ProviderHttp {
     let current = new URL(url);
     for (let hop = 0; hop <= MAX_REDIRECTS; hop++) {
       if (current.protocol !== 'https:' && current.protocol !== 'http:') {
-        throw new VideoProviderError(`${this.label}: result URL has unsupported scheme ${current.protocol}`, null, false, 'invalid_result_url');
+        throw new VideoProviderError(
+          `${this.label}: result URL has unsupported scheme ${current.protocol}`,
+          null,
+          false,
+          'invalid_result_url',
+        );
       }
       const sameOrigin = current.origin === this.origin;
       let res: Dispatcher.ResponseData;
       try {
         res = await request(current, {
-          method: 'GET', signal, dispatcher: sameOrigin ? this.pool : this.agent,
-          headers: sameOrigin ? authHeaders : {}, headersTimeout: this.timeoutMs, bodyTimeout: this.timeoutMs,
+          method: 'GET',
+          signal,
+          dispatcher: sameOrigin ? this.pool : this.agent,
+          headers: sameOrigin ? authHeaders : {},
+          headersTimeout: this.timeoutMs,
+          bodyTimeout: this.timeoutMs,
         });
       } catch (e) {
         throw transportError(this.label, e);
@@ -89,9 +132,18 @@ export class ProviderHttp {
       const len = res.headers['content-length'];
       const n = len === undefined ? NaN : Number(len);
       const ct = res.headers['content-type'];
-      return { body: res.body, contentLength: Number.isSafeInteger(n) ? n : null, contentType: typeof ct === 'string' ? ct : null };
+      return {
+        body: res.body,
+        contentLength: Number.isSafeInteger(n) ? n : null,
+        contentType: typeof ct === 'string' ? ct : null,
+      };
     }
-    throw new VideoProviderError(`${this.label}: too many redirects downloading the result`, null, true, 'too_many_redirects');
+    throw new VideoProviderError(
+      `${this.label}: too many redirects downloading the result`,
+      null,
+      true,
+      'too_many_redirects',
+    );
   }
 
   async close(): Promise<void> {
@@ -118,7 +170,15 @@ function transportError(label: string, e: unknown): VideoProviderError {
   if (err?.name === 'AbortError') return new VideoProviderError(`${label}: request aborted`, null, true, 'aborted');
   const timeout = /Timeout/i.test(err?.code ?? '') || /timeout/i.test(err?.message ?? '');
   // Marked for the retry loop (src/routing): a submission may go on to another deployment.
-  return markFailure(new VideoProviderError(`${label} ${timeout ? 'timed out' : `unreachable (${err?.code ?? err?.message ?? 'error'})`}`, null, true, timeout ? 'timeout' : 'connection_error'), timeout ? 'timeout' : 'connect');
+  return markFailure(
+    new VideoProviderError(
+      `${label} ${timeout ? 'timed out' : `unreachable (${err?.code ?? err?.message ?? 'error'})`}`,
+      null,
+      true,
+      timeout ? 'timeout' : 'connection_error',
+    ),
+    timeout ? 'timeout' : 'connect',
+  );
 }
 
 /** Maps a non-2xx provider answer; the message is the provider's own when its body says one. */
@@ -126,7 +186,11 @@ export function statusError(label: string, status: number, text: string, retryAf
   let message = '';
   let code: string | null = null;
   try {
-    const b = JSON.parse(text) as { error?: { message?: unknown; code?: unknown; status?: unknown } | string; message?: unknown; code?: unknown };
+    const b = JSON.parse(text) as {
+      error?: { message?: unknown; code?: unknown; status?: unknown } | string;
+      message?: unknown;
+      code?: unknown;
+    };
     if (b && typeof b.error === 'object' && b.error) {
       if (typeof b.error.message === 'string') message = b.error.message;
       const c = b.error.status ?? b.error.code;
@@ -136,5 +200,9 @@ export function statusError(label: string, status: number, text: string, retryAf
     if (!code && (typeof b?.code === 'string' || typeof b?.code === 'number')) code = String(b.code);
   } catch {}
   if (!message) message = text.slice(0, 300) || `HTTP ${status}`;
-  return markFailure(new VideoProviderError(`${label} answered ${status}: ${message}`, status, isRetryableStatus(status), code), classOfStatus(status), retryAfter);
+  return markFailure(
+    new VideoProviderError(`${label} answered ${status}: ${message}`, status, isRetryableStatus(status), code),
+    classOfStatus(status),
+    retryAfter,
+  );
 }

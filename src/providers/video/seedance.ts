@@ -1,6 +1,14 @@
 import type { ProviderConfig } from '../../catalog/catalog';
 import { ProviderHttp } from './http';
-import { VideoProviderError, type Download, type VideoImage, type VideoProviderAdapter, type VideoSubmission, type VideoTaskState, type VideoTaskStatus } from './types';
+import {
+  VideoProviderError,
+  type Download,
+  type VideoImage,
+  type VideoProviderAdapter,
+  type VideoSubmission,
+  type VideoTaskState,
+  type VideoTaskStatus,
+} from './types';
 
 /**
  * BytePlus Seedance (ModelArk content generation tasks, reference §3):
@@ -20,7 +28,12 @@ interface Task {
 }
 
 const STATES: Record<string, VideoTaskState> = {
-  queued: 'queued', running: 'running', succeeded: 'succeeded', failed: 'failed', expired: 'expired', cancelled: 'cancelled',
+  queued: 'queued',
+  running: 'running',
+  succeeded: 'succeeded',
+  failed: 'failed',
+  expired: 'expired',
+  cancelled: 'cancelled',
 };
 
 const dataUri = (i: VideoImage) => `data:${i.mimeType};base64,${i.base64}`;
@@ -41,10 +54,18 @@ export class SeedanceAdapter implements VideoProviderAdapter {
   static body(s: VideoSubmission): Record<string, unknown> {
     const images = s.images ?? {};
     const content: Record<string, unknown>[] = [{ type: 'text', text: s.prompt }];
-    if (images.inputReference) content.push({ type: 'image_url', image_url: { url: dataUri(images.inputReference) }, role: 'first_frame' });
-    if (images.lastFrame) content.push({ type: 'image_url', image_url: { url: dataUri(images.lastFrame) }, role: 'last_frame' });
-    for (const r of images.referenceImages ?? []) content.push({ type: 'image_url', image_url: { url: dataUri(r) }, role: 'reference_image' });
-    const body: Record<string, unknown> = { ...(s.parameters ?? {}), model: s.upstreamModel, content, duration: s.seconds };
+    if (images.inputReference)
+      content.push({ type: 'image_url', image_url: { url: dataUri(images.inputReference) }, role: 'first_frame' });
+    if (images.lastFrame)
+      content.push({ type: 'image_url', image_url: { url: dataUri(images.lastFrame) }, role: 'last_frame' });
+    for (const r of images.referenceImages ?? [])
+      content.push({ type: 'image_url', image_url: { url: dataUri(r) }, role: 'reference_image' });
+    const body: Record<string, unknown> = {
+      ...(s.parameters ?? {}),
+      model: s.upstreamModel,
+      content,
+      duration: s.seconds,
+    };
     if (s.resolution) body.resolution = s.resolution;
     if (s.aspectRatio) body.ratio = s.aspectRatio;
     if (s.seed !== undefined) body.seed = s.seed;
@@ -55,24 +76,49 @@ export class SeedanceAdapter implements VideoProviderAdapter {
   }
 
   async submit(s: VideoSubmission, opts: { signal?: AbortSignal } = {}): Promise<{ taskId: string }> {
-    const t = await this.http.json<Task>('POST', '/contents/generations/tasks', this.auth, SeedanceAdapter.body(s), opts.signal);
-    if (typeof t.id !== 'string' || !t.id) throw new VideoProviderError('Seedance accepted the request but returned no task id', 200, true, 'invalid_response');
+    const t = await this.http.json<Task>(
+      'POST',
+      '/contents/generations/tasks',
+      this.auth,
+      SeedanceAdapter.body(s),
+      opts.signal,
+    );
+    if (typeof t.id !== 'string' || !t.id)
+      throw new VideoProviderError(
+        'Seedance accepted the request but returned no task id',
+        200,
+        true,
+        'invalid_response',
+      );
     return { taskId: t.id };
   }
 
   async poll(taskId: string, opts: { signal?: AbortSignal } = {}): Promise<VideoTaskStatus> {
-    const t = await this.http.json<Task>('GET', `/contents/generations/tasks/${encodeURIComponent(taskId)}`, this.auth, undefined, opts.signal);
+    const t = await this.http.json<Task>(
+      'GET',
+      `/contents/generations/tasks/${encodeURIComponent(taskId)}`,
+      this.auth,
+      undefined,
+      opts.signal,
+    );
     return SeedanceAdapter.status(t);
   }
 
   /** Maps a task to a status (reference §3 status table). */
   static status(t: Task): VideoTaskStatus {
     const state = STATES[t.status ?? ''];
-    if (!state) throw new VideoProviderError(`Seedance returned an unknown task status ${JSON.stringify(t.status)}`, 200, true, 'invalid_response');
+    if (!state)
+      throw new VideoProviderError(
+        `Seedance returned an unknown task status ${JSON.stringify(t.status)}`,
+        200,
+        true,
+        'invalid_response',
+      );
     const out: VideoTaskStatus = { state };
     if (typeof t.duration === 'number' && Number.isFinite(t.duration)) out.durationSeconds = t.duration;
     if (state === 'succeeded') {
-      if (!t.content?.video_url) throw new VideoProviderError('Seedance reported success without a video_url', 200, true, 'invalid_response');
+      if (!t.content?.video_url)
+        throw new VideoProviderError('Seedance reported success without a video_url', 200, true, 'invalid_response');
       out.videoUrl = t.content.video_url;
       if (t.content.last_frame_url) out.lastFrameUrl = t.content.last_frame_url;
     }

@@ -8,7 +8,10 @@ import type { VideoImages, VideoParams } from '../../video/params';
  */
 
 /** An input image, already validated (PNG/JPEG/WebP by magic bytes, <= 10 MB). */
-export interface VideoImage { base64: string; mimeType: string }
+export interface VideoImage {
+  base64: string;
+  mimeType: string;
+}
 
 /**
  * What the gateway asks a provider to generate: the request's own parameters (fields a provider cannot honour
@@ -39,7 +42,11 @@ export interface VideoTaskStatus {
   contentFiltered?: boolean;
 }
 
-export interface Download { body: Readable; contentLength: number | null; contentType: string | null }
+export interface Download {
+  body: Readable;
+  contentLength: number | null;
+  contentType: string | null;
+}
 
 export interface VideoProviderAdapter {
   readonly id: string;
@@ -59,7 +66,12 @@ export interface VideoProviderAdapter {
  * from rejections (other 4xx), which fail the job at once.
  */
 export class VideoProviderError extends Error {
-  constructor(message: string, readonly status: number | null, readonly retryable: boolean, readonly code: string | null = null) {
+  constructor(
+    message: string,
+    readonly status: number | null,
+    readonly retryable: boolean,
+    readonly code: string | null = null,
+  ) {
     super(message);
   }
 }

@@ -1,6 +1,13 @@
 import type { ProviderConfig } from '../../catalog/catalog';
 import { ProviderHttp } from './http';
-import { VideoProviderError, type Download, type VideoImage, type VideoProviderAdapter, type VideoSubmission, type VideoTaskStatus } from './types';
+import {
+  VideoProviderError,
+  type Download,
+  type VideoImage,
+  type VideoProviderAdapter,
+  type VideoSubmission,
+  type VideoTaskStatus,
+} from './types';
 
 /**
  * Google Veo through the Gemini API's long-running operations (reference §2a):
@@ -43,7 +50,8 @@ export class VeoAdapter implements VideoProviderAdapter {
     const instance: Record<string, unknown> = { prompt: s.prompt };
     if (images.inputReference) instance.image = image(images.inputReference);
     if (images.lastFrame) instance.lastFrame = image(images.lastFrame);
-    if (images.referenceImages?.length) instance.referenceImages = images.referenceImages.map((r) => ({ image: image(r), referenceType: 'asset' }));
+    if (images.referenceImages?.length)
+      instance.referenceImages = images.referenceImages.map((r) => ({ image: image(r), referenceType: 'asset' }));
     const parameters: Record<string, unknown> = { ...(s.parameters ?? {}), durationSeconds: s.seconds, sampleCount: 1 };
     if (s.aspectRatio) parameters.aspectRatio = s.aspectRatio;
     if (s.resolution) parameters.resolution = s.resolution;
@@ -51,8 +59,20 @@ export class VeoAdapter implements VideoProviderAdapter {
   }
 
   async submit(s: VideoSubmission, opts: { signal?: AbortSignal } = {}): Promise<{ taskId: string }> {
-    const op = await this.http.json<Operation>('POST', `/models/${encodeURIComponent(s.upstreamModel)}:predictLongRunning`, this.auth, VeoAdapter.body(s), opts.signal);
-    if (typeof op.name !== 'string' || !op.name) throw new VideoProviderError('Veo accepted the request but returned no operation name', 200, true, 'invalid_response');
+    const op = await this.http.json<Operation>(
+      'POST',
+      `/models/${encodeURIComponent(s.upstreamModel)}:predictLongRunning`,
+      this.auth,
+      VeoAdapter.body(s),
+      opts.signal,
+    );
+    if (typeof op.name !== 'string' || !op.name)
+      throw new VideoProviderError(
+        'Veo accepted the request but returned no operation name',
+        200,
+        true,
+        'invalid_response',
+      );
     return { taskId: op.name };
   }
 
@@ -66,16 +86,36 @@ export class VeoAdapter implements VideoProviderAdapter {
   /** Maps an Operation to a task status (reference §2a status mapping). */
   static status(op: Operation): VideoTaskStatus {
     if (!op.done) return { state: 'running' };
-    if (op.error) return { state: 'failed', error: { code: op.error.status ?? (op.error.code !== undefined ? String(op.error.code) : undefined), message: op.error.message || 'Veo reported an error' } };
+    if (op.error)
+      return {
+        state: 'failed',
+        error: {
+          code: op.error.status ?? (op.error.code !== undefined ? String(op.error.code) : undefined),
+          message: op.error.message || 'Veo reported an error',
+        },
+      };
     const r = op.response?.generateVideoResponse;
     const sample = r?.generatedSamples?.find((x) => x.video?.uri || x.video?.encodedVideo);
     if (sample?.video?.uri) return { state: 'succeeded', videoUrl: sample.video.uri };
     if (sample?.video?.encodedVideo) {
-      return { state: 'succeeded', inlineVideo: { base64: sample.video.encodedVideo, mimeType: sample.video.mimeType ?? sample.video.encoding ?? 'video/mp4' } };
+      return {
+        state: 'succeeded',
+        inlineVideo: {
+          base64: sample.video.encodedVideo,
+          mimeType: sample.video.mimeType ?? sample.video.encoding ?? 'video/mp4',
+        },
+      };
     }
     if ((r?.raiMediaFilteredCount ?? 0) > 0) {
       const reasons = r?.raiMediaFilteredReasons?.filter((x) => typeof x === 'string') ?? [];
-      return { state: 'failed', contentFiltered: true, error: { code: 'content_filter', message: `The video was blocked by the provider's safety filter${reasons.length ? `: ${reasons.join('; ')}` : '.'}` } };
+      return {
+        state: 'failed',
+        contentFiltered: true,
+        error: {
+          code: 'content_filter',
+          message: `The video was blocked by the provider's safety filter${reasons.length ? `: ${reasons.join('; ')}` : '.'}`,
+        },
+      };
     }
     return { state: 'failed', error: { code: 'no_result', message: 'Veo finished without returning a video' } };
   }
