@@ -1,5 +1,6 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { DAY_MS, type WebhookSettings } from '../../src/webhooks/settings';
 
 /**
  * A webhook receiver over real HTTP for tests: records every request (headers, raw body) and answers each with
@@ -75,5 +76,16 @@ export async function startReceiver(): Promise<Receiver> {
         server.closeAllConnections();
         server.close(() => r());
       }),
+  };
+}
+
+/** Webhook settings for tests: private receivers allowed, retries within a second, a two-minute window. */
+export function fastWebhookSettings(): WebhookSettings {
+  return {
+    allowPrivateUrls: true,
+    timeoutMs: 2_000,
+    retry: { initialMs: 200, maxMs: 1_000, windowMs: 120_000 },
+    maxEndpoints: 20,
+    rotationGraceMs: DAY_MS,
   };
 }
