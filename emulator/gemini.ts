@@ -1,6 +1,7 @@
 import type Koa from 'koa';
 import type { Mount } from './mount';
 import type { EmulatorControl } from './control';
+import { embed } from './openai';
 import {
   DROP_MIDSTREAM_MARKER,
   hash,
@@ -15,7 +16,7 @@ import {
 
 /**
  * Emulated Gemini API upstream under /gemini/v1beta: POST models/{model}:generateContent, :streamGenerateContent
- * (`?alt=sse`, else a JSON array) and :countTokens. Deterministic, like the Anthropic emulator: with function
+ * (`?alt=sse`, else a JSON array), :countTokens, :embedContent and :batchEmbedContents. Deterministic, like the Anthropic emulator: with function
  * declarations it calls the first one (or the one ANY mode allows) with arguments valid against its schema, unless
  * the turn answers a call; otherwise "You said: ..." ("The tool returned: ..." after a function response), as a
  * JSON object in JSON mode, cut at a stop sequence or at maxOutputTokens. includeThoughts adds a thought part.
@@ -151,6 +152,28 @@ function validate(ctx: Koa.Context, body: Json | null): body is Json {
   return true;
 }
 
+/** Vectors as Google's embed API gives them: a deterministic unit vector of the text, no usage reported. */
+function embedContent(ctx: Koa.Context, model: string, method: string, body: Json | null): void {
+  if (!body) return googleError(ctx, 400, 'Invalid JSON payload received.', 'INVALID_ARGUMENT');
+  const batch = method === 'batchEmbedContents';
+  const requests: Json[] = batch ? body.requests : [body];
+  if (!Array.isArray(requests) || requests.length === 0)
+    return googleError(ctx, 400, 'requests is not specified', 'INVALID_ARGUMENT');
+  const native = /gemini-embedding/.test(model) ? 3072 : 768;
+  const values: number[][] = [];
+  for (const [i, r] of requests.entries()) {
+    if (batch && r?.model !== `models/${model}`)
+      return googleError(ctx, 400, `requests[${i}].model must be models/${model}.`, 'INVALID_ARGUMENT');
+    const text = Array.isArray(r?.content?.parts) ? partsText(r.content.parts) : '';
+    if (!text) return googleError(ctx, 400, 'The content has no text to embed.', 'INVALID_ARGUMENT');
+    const dims = r.outputDimensionality ?? native;
+    if (!Number.isInteger(dims) || dims < 1 || dims > native)
+      return googleError(ctx, 400, `outputDimensionality must be between 1 and ${native}.`, 'INVALID_ARGUMENT');
+    values.push(Array.from(embed(text, dims)));
+  }
+  ctx.body = batch ? { embeddings: values.map((v) => ({ values: v })) } : { embedding: { values: values[0] } };
+}
+
 function handler(ctl: EmulatorControl) {
   return async (ctx: Koa.Context) => {
     const spec = String(ctx.params.spec);
@@ -165,6 +188,7 @@ function handler(ctl: EmulatorControl) {
       ctx.body = { totalTokens: tokens(promptText(req).length) };
       return;
     }
+    if (method === 'embedContent' || method === 'batchEmbedContents') return embedContent(ctx, model, method, body);
     if (method !== 'generateContent' && method !== 'streamGenerateContent')
       return googleError(ctx, 404, `Method ${method} not found.`, 'NOT_FOUND');
     if (!validate(ctx, body)) return;

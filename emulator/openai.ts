@@ -413,7 +413,7 @@ function completions(ctl: EmulatorControl) {
 }
 
 /** A deterministic unit vector for a text (xorshift32 seeded by FNV-1a), as float32. */
-function embed(text: string, dims: number): Float32Array {
+export function embed(text: string, dims: number): Float32Array {
   const v = new Float32Array(dims);
   let x = fnv1a(text) || 1;
   let norm = 0;

@@ -81,3 +81,8 @@ export const budgetExceeded = (needed: number, room: number, period: 'day' | 'mo
   );
 export const conflict = (message: string, code = 'invalid_state') =>
   new ApiError(409, message, 'invalid_request_error', null, code);
+
+/** An upstream's 2xx answer the gateway cannot read: the upstream's fault, a 502. */
+export function invalidUpstreamResponse(): ApiError {
+  return new ApiError(502, 'The upstream provider sent an invalid response.', 'upstream_error', null, 'upstream_error');
+}

@@ -1,4 +1,4 @@
-import { ApiError } from '../errors';
+import { ApiError, invalidUpstreamResponse } from '../errors';
 import { carryFailure } from '../routing/failure';
 import type { Deployment } from '../catalog/deployments';
 import type { ModelConfig } from '../catalog/catalog';
@@ -48,9 +48,7 @@ export class UpstreamStreamError extends Error {}
 
 const chatBound = (b: ChatCostBound) => ({ maxCost: b.maxCost, maxTokens: b.promptTokens + b.outputTokens });
 
-function invalid(): ApiError {
-  return new ApiError(502, 'The upstream provider sent an invalid response.', 'upstream_error', null, 'upstream_error');
-}
+const invalid = invalidUpstreamResponse;
 
 export function openaiBackend(adapter: OpenAICompatibleAdapter, model: ModelConfig, chat: ChatRequest): ChatBackend {
   const payload = JSON.stringify(chat);

@@ -1,6 +1,6 @@
 import { Pool } from 'undici';
 import type { Dispatcher } from 'undici';
-import { ApiError } from '../errors';
+import { ApiError, invalidUpstreamResponse } from '../errors';
 import { classOfStatus, markFailure } from '../routing/failure';
 import type { ProviderConfig } from '../catalog/catalog';
 import { mapTransportError, readLimited, UpstreamAborted } from './openai';
@@ -23,6 +23,14 @@ export class GeminiUpstreamError extends Error {
   ) {
     super(`Gemini upstream answered HTTP ${status}`);
   }
+}
+
+/** One embedContent request (https://ai.google.dev/api/embeddings#method:-models.embedcontent). */
+export interface GeminiEmbedRequest {
+  content: object;
+  taskType?: string;
+  title?: string;
+  outputDimensionality?: number;
 }
 
 export interface GeminiResponse {
@@ -109,6 +117,31 @@ export class GeminiAdapter implements ProviderAdapter {
     } catch (e) {
       throw this.transportError(e, opts);
     }
+  }
+
+  /**
+   * embedContent (`batch` false, one request) or batchEmbedContents: the vectors in request order. Google's embed
+   * API reports no usage, so only the vectors come back.
+   */
+  async embed(
+    model: string,
+    requests: GeminiEmbedRequest[],
+    batch: boolean,
+    opts: CallOptions = {},
+  ): Promise<number[][]> {
+    const payload = batch
+      ? JSON.stringify({ requests: requests.map((r) => ({ ...r, model: `models/${model}` })) })
+      : JSON.stringify(requests[0]);
+    const raw = await this.callWhole(model, batch ? 'batchEmbedContents' : 'embedContent', payload, opts);
+    try {
+      const b = JSON.parse(raw.toString('utf8')) as {
+        embedding?: { values: number[] };
+        embeddings?: { values: number[] }[];
+      };
+      const values = batch ? b.embeddings!.map((e) => e.values) : [b.embedding!.values];
+      if (values.length === requests.length && values.every((v) => Array.isArray(v))) return values;
+    } catch {}
+    throw invalidUpstreamResponse();
   }
 
   close(): Promise<void> {

@@ -18,7 +18,7 @@ import { bridgedBatches, type ChatBackend } from './chatBackends';
 /** A chat request on a model of a `gemini` provider: chat -> generateContent -> chat (src/translate/chatToGeminiUpstream.ts). */
 
 /** A Gemini upstream's error as an OpenAI-shaped one (what the chat-based paths render). */
-function fromGemini(e: unknown): unknown {
+export function fromGemini(e: unknown): unknown {
   if (!(e instanceof GeminiUpstreamError)) return e;
   let message = `upstream answered HTTP ${e.status}`;
   try {

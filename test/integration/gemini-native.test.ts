@@ -2,11 +2,13 @@ import { GoogleGenAI } from '@google/genai';
 import OpenAI from 'openai';
 import Anthropic from '@anthropic-ai/sdk';
 import { startGateway, type TestGateway } from '../support/gateway';
+import { tokensCost, tokensFromChars } from '../../src/billing/pricing';
 
 /**
  * A provider of kind `gemini`: the emulator's Gemini API checked against the official @google/genai SDK, then
  * gemini-2.5-flash served natively on the Gemini routes (body and answer passed through, billed on usageMetadata)
- * and translated on /v1/chat/completions, /v1/messages and /v1/responses.
+ * and translated on /v1/chat/completions, /v1/messages and /v1/responses; gemini-embedding-001 natively on
+ * embedContent / batchEmbedContents and translated on /v1/embeddings.
  */
 
 let gw: TestGateway;
@@ -19,6 +21,7 @@ afterAll(() => gw.close());
 afterEach(() => gw.emulator.control.reset());
 
 const MODEL = 'gemini-2.5-flash';
+const EMBED = 'gemini-embedding-001';
 const weather = {
   name: 'get_weather',
   description: 'Current weather',
@@ -55,6 +58,114 @@ describe('the emulator, as the official SDK sees it', () => {
     });
     expect(call.functionCalls).toEqual([expect.objectContaining({ name: 'get_weather', args: { city: 'example' } })]);
     expect((await sdk().models.countTokens({ model: MODEL, contents: 'count me' })).totalTokens).toBe(2);
+  });
+
+  test('embedContent (the SDK sends batchEmbedContents) and a single :embedContent', async () => {
+    const r = await sdk().models.embedContent({
+      model: EMBED,
+      contents: ['first text', 'second text'],
+      config: { outputDimensionality: 8, taskType: 'RETRIEVAL_DOCUMENT' },
+    });
+    const [a, b] = r.embeddings!.map((e) => e.values!);
+    expect([a.length, b.length]).toEqual([8, 8]);
+    expect(a).not.toEqual(b);
+    expect(Math.hypot(...a)).toBeCloseTo(1, 5);
+    expect((await sdk().models.embedContent({ model: EMBED, contents: 'x' })).embeddings![0].values).toHaveLength(3072);
+    const one = await fetch(`${gw.emulator.url}/gemini/v1beta/models/${EMBED}:embedContent`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-goog-api-key': 'emu' },
+      body: JSON.stringify({ content: { parts: [{ text: 'first text' }] }, outputDimensionality: 8 }),
+    });
+    expect(((await one.json()) as any).embedding.values).toEqual(a);
+    await expect(
+      sdk().models.embedContent({ model: EMBED, contents: 'x', config: { outputDimensionality: 4000 } }),
+    ).rejects.toMatchObject({ status: 400 });
+  });
+});
+
+describe('an embedding model of a gemini provider', () => {
+  const charges = async (accountId: string) => {
+    await gw.deps.credit.flush();
+    const q = 'SELECT cost_vnd FROM usage_records WHERE account_id = $1';
+    return (await gw.deps.db.query(q, [accountId])).rows.map((x) => Number(x.cost_vnd));
+  };
+  const costOf = (texts: string[]) =>
+    tokensCost(gw.deps.catalog.get(EMBED)!.pricing, tokensFromChars(Buffer.byteLength(texts.join(''))));
+
+  test('the Gemini routes forward embedContent and batchEmbedContents as sent, billed by input tokens', async () => {
+    const acct = await gw.account(1_000_000);
+    const ai = new GoogleGenAI({ apiKey: acct.key, httpOptions: { baseUrl: gw.url } });
+    const texts = ['first text', 'a second, longer text to embed'];
+    const r = await ai.models.embedContent({
+      model: EMBED,
+      contents: texts,
+      config: { outputDimensionality: 8, taskType: 'RETRIEVAL_DOCUMENT' },
+    });
+    expect(r.embeddings!.map((e) => e.values!.length)).toEqual([8, 8]);
+    const [call] = upstream();
+    expect(call.path).toBe(`/gemini/v1beta/models/${EMBED}:batchEmbedContents`);
+    expect(call.body.requests).toEqual(
+      texts.map((text) => ({
+        model: `models/${EMBED}`,
+        content: { parts: [{ text }], role: 'user' },
+        taskType: 'RETRIEVAL_DOCUMENT',
+        outputDimensionality: 8,
+      })),
+    );
+    expect(await charges(acct.accountId)).toEqual([costOf(texts)]);
+    expect(costOf(texts)).toBeGreaterThan(0);
+    expect(r.sdkHttpResponse!.headers!['x-gateway-cost-vnd']).toBe(String(costOf(texts)));
+
+    const one = await fetch(`${gw.url}/v1beta/models/${EMBED}:embedContent`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-goog-api-key': acct.key },
+      body: JSON.stringify({ content: { parts: [{ text: 'first text' }] }, outputDimensionality: 8 }),
+    });
+    expect(one.status).toBe(200);
+    expect(((await one.json()) as any).embedding.values).toEqual(r.embeddings![0].values);
+    expect(upstream()[1]).toEqual({
+      path: `/gemini/v1beta/models/${EMBED}:embedContent`,
+      body: { content: { parts: [{ text: 'first text' }] }, outputDimensionality: 8 },
+    });
+    expect(await charges(acct.accountId)).toHaveLength(2);
+
+    gw.emulator.control.addFault({ match: ':embedContent', status: 429, times: 1 });
+    const limited = await fetch(`${gw.url}/v1beta/models/${EMBED}:embedContent`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-goog-api-key': acct.key },
+      body: JSON.stringify({ content: { parts: [{ text: 'x' }] } }),
+    });
+    expect(limited.status).toBe(429);
+    expect(((await limited.json()) as any).error.message).toEqual(expect.any(String));
+    // The refused call is recorded at no cost.
+    expect((await charges(acct.accountId)).filter((c) => c > 0)).toHaveLength(2);
+  });
+
+  test('/v1/embeddings (OpenAI SDK) becomes batchEmbedContents; listed and priced', async () => {
+    const acct = await gw.account(1_000_000);
+    const o = new OpenAI({ apiKey: acct.key, baseURL: `${gw.url}/v1`, maxRetries: 0 });
+    const texts = ['first text', 'second text'];
+    const r = await o.embeddings.create({ model: EMBED, input: texts, dimensions: 8 });
+    expect(upstream()[0].path).toBe(`/gemini/v1beta/models/${EMBED}:batchEmbedContents`);
+    const direct = await new GoogleGenAI({
+      apiKey: 'emu',
+      httpOptions: { baseUrl: `${gw.emulator.url}/gemini`, apiVersion: 'v1beta' },
+    }).models.embedContent({ model: EMBED, contents: texts, config: { outputDimensionality: 8 } });
+    expect(r.data.map((d) => d.embedding)).toEqual(direct.embeddings!.map((e) => e.values));
+    expect(r.data.map((d) => d.index)).toEqual([0, 1]);
+    const tokens = tokensFromChars(Buffer.byteLength(texts.join('')));
+    expect(r.usage).toEqual({ prompt_tokens: tokens, total_tokens: tokens });
+    expect(await charges(acct.accountId)).toEqual([costOf(texts)]);
+    const floats = await o.embeddings.create({ model: EMBED, input: 'first text', encoding_format: 'float' });
+    expect(floats.data[0].embedding).toHaveLength(3072);
+    expect(upstream().at(-1)!.path).toBe(`/gemini/v1beta/models/${EMBED}:embedContent`);
+    await expect(o.embeddings.create({ model: EMBED, input: [[1, 2, 3]] })).rejects.toMatchObject({ status: 400 });
+    expect((await charges(acct.accountId)).filter((c) => c > 0)).toHaveLength(2);
+
+    const listed = (await o.models.list()).data.map((m) => m.id);
+    expect(listed).toContain(EMBED);
+    const pub = (await (await fetch(`${gw.url}/public/models`)).json()) as any;
+    expect(JSON.stringify(pub)).toContain(EMBED);
   });
 });
 

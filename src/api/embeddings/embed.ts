@@ -4,37 +4,54 @@ import type { ModelConfig } from '../../catalog/catalog';
 import type { EmbeddingBody } from '../../schemas/embeddings';
 import { embeddingTokensBound, tokensCost, tokensFromChars } from '../../billing/pricing';
 import { usageFromJson } from '../../providers/openai';
+import { GeminiAdapter } from '../../providers/gemini';
+import { fromGemini } from '../../providers/geminiBackend';
 import { boundOverCandidates } from '../../routing/bound';
 import { callRouted, clientAbortSignal, RoutedPayload, sendJsonBuffer } from '../upstream';
 import { reserve } from '../reserve';
 import { setCostHeaders } from '../costReport';
+import { geminiEmbedCall, openAIEmbeddingList, type GeminiEmbedCall } from './geminiUpstream';
+
+/** An upstream's embeddings: OpenAI's JSON as it came, or a Gemini upstream's vectors (which come without usage). */
+export type EmbedAnswer = Buffer | number[][];
 
 /**
  * POST /v1/embeddings (spec 4.11): the input's token bound reserved at the most expensive model that may answer,
  * the upstream's answer returned byte for byte (float or base64 vectors, as it produced them), its usage billed.
+ * A deployment of a `gemini` provider gets the input as embedContent / batchEmbedContents (`native`: the Gemini
+ * routes' own requests, forwarded as sent).
  */
 export async function embed(
   ctx: Ctx,
   deps: AppDeps,
   model: ModelConfig,
   body: EmbeddingBody,
-  render?: (raw: Buffer) => unknown,
+  render?: (answer: EmbedAnswer) => unknown,
   operation = 'embeddings',
+  native?: GeminiEmbedCall,
 ): Promise<void> {
   const bound = embeddingTokensBound(body.input);
   body.model = model.upstreamModel;
+  // Input a Gemini upstream cannot take is refused before anything is reserved.
+  let gemini = native ?? (deps.catalog.providers.get(model.provider)?.kind === 'gemini' ? geminiEmbedCall(body) : null);
   const payloads = new RoutedPayload(body);
   const maxCost = boundOverCandidates(deps.catalog, deps.router, model, (m) => ({
     maxCost: tokensCost(m.pricing, bound),
   })).maxCost;
   const meter = await reserve(ctx, deps, model.id, operation, maxCost, bound);
   const signal = clientAbortSignal(ctx.res);
-  const answer = await callRouted(ctx, deps.router, model, meter, {}, (t) =>
-    deps.providers.openaiFor(t.deployment).postJson('/embeddings', payloads.for(t), { signal }),
-  );
+  const answer = await callRouted(ctx, deps.router, model, meter, {}, async (t): Promise<EmbedAnswer> => {
+    const adapter = deps.providers.forDeployment(t.deployment);
+    if (!(adapter instanceof GeminiAdapter))
+      return (await deps.providers.openaiFor(t.deployment).postJson('/embeddings', payloads.for(t), { signal })).body;
+    gemini ??= geminiEmbedCall(body);
+    const call = adapter.embed(t.deployment.upstreamModel, gemini.requests, gemini.batch, { signal });
+    // The Gemini routes render a Gemini upstream's error as it came; /v1/embeddings in OpenAI's shape.
+    return native ? call : call.catch((e: unknown) => Promise.reject(fromGemini(e)));
+  });
   if (!answer) return;
   const res = answer.value;
-  const usage = usageFromJson(res.body);
+  const usage = Buffer.isBuffer(res) ? usageFromJson(res) : null;
   // An upstream that reports no usage is billed by the delivered-text rule over the input.
   const tokens = usage ? Math.max(0, Math.ceil(Number(usage.prompt_tokens) || 0)) : tokensFromChars(bound);
   meter.settle(
@@ -43,6 +60,7 @@ export async function embed(
   );
   setCostHeaders(ctx.res, meter);
   // Another interface's shape (Gemini's embedContent) is rendered from the upstream's answer.
-  if (render) ctx.body = render(res.body);
-  else sendJsonBuffer(ctx, res.body);
+  if (render) ctx.body = render(res);
+  else if (Buffer.isBuffer(res)) sendJsonBuffer(ctx, res);
+  else ctx.body = openAIEmbeddingList(res, answer.model.id, body.encoding_format === 'base64', tokens);
 }

@@ -1,12 +1,14 @@
 import type { AppDeps } from '../deps';
 import type { Ctx } from '../middleware';
-import { ApiError } from '../../errors';
+import { ApiError, invalidUpstreamResponse } from '../../errors';
 import type { EmbedContentBody } from '../../schemas/gemini';
-import { embed } from '../embeddings/embed';
+import { embed, type EmbedAnswer } from '../embeddings/embed';
+import { GeminiAdapter } from '../../providers/gemini';
 
 /**
- * embedContent and batchEmbedContents on an embedding model: the texts go to its upstream's /embeddings in one
- * request (billed as one), the vectors come back as Gemini's `embedding` / `embeddings` of `values`.
+ * embedContent and batchEmbedContents on an embedding model: on a `gemini` provider the requests go upstream as
+ * sent (the same method); elsewhere the texts go to its upstream's /embeddings in one request. Billed as one; the
+ * vectors come back as Gemini's `embedding` / `embeddings` of `values`.
  */
 export async function embedContents(
   ctx: Ctx,
@@ -30,28 +32,32 @@ export async function embedContents(
     );
   const dims = requests[0].outputDimensionality;
   const body = { model: model.upstreamModel, input, ...(dims ? { dimensions: dims } : {}) };
+  const native =
+    deps.providers.get(model.provider) instanceof GeminiAdapter
+      ? { requests: requests.map(({ model: _named, ...r }) => r), batch }
+      : undefined;
   await embed(
     ctx,
     deps,
     model,
     body,
-    (raw) => {
+    (answer: EmbedAnswer) => {
       let values: number[][];
       try {
-        const data = (JSON.parse(raw.toString('utf8')) as { data: { index: number; embedding: number[] }[] }).data;
+        if (!Buffer.isBuffer(answer)) return render(answer, batch);
+        const data = (JSON.parse(answer.toString('utf8')) as { data: { index: number; embedding: number[] }[] }).data;
         values = [...data].sort((a, b) => a.index - b.index).map((d) => d.embedding);
         if (values.length !== input.length || !values.every(Array.isArray)) throw new Error('count');
       } catch {
-        throw new ApiError(
-          502,
-          'The upstream provider sent an invalid response.',
-          'upstream_error',
-          null,
-          'upstream_error',
-        );
+        throw invalidUpstreamResponse();
       }
-      return batch ? { embeddings: values.map((v) => ({ values: v })) } : { embedding: { values: values[0] } };
+      return render(values, batch);
     },
     batch ? 'gemini.batchEmbedContents' : 'gemini.embedContent',
+    native,
   );
+}
+
+function render(values: number[][], batch: boolean): unknown {
+  return batch ? { embeddings: values.map((v) => ({ values: v })) } : { embedding: { values: values[0] } };
 }

@@ -6,6 +6,7 @@ import { fitOutputCap } from '../../catalog/outputCap';
 import {
   validateBatchEmbed,
   validateEmbedContent,
+  type EmbedContentBody,
   validateGeminiCountTokens,
   validateGenerateContent,
 } from '../../schemas/gemini';
@@ -108,6 +109,16 @@ export function geminiRouter(deps: AppDeps): Router<GatewayState> {
     }
   }
 
+  async function embedding(ctx: Ctx, name: string, requests: EmbedContentBody[], batch: boolean): Promise<void> {
+    try {
+      await embedContents(ctx, deps, name, requests, batch);
+    } catch (e) {
+      if (e instanceof GeminiUpstreamError) return renderUpstreamError(ctx, e, redactorFor(deps.catalog));
+      if (!(e instanceof UpstreamAborted)) throw e;
+      ctx.respond = false; // the client left; nothing to answer
+    }
+  }
+
   const call = async (ctx: Ctx) => {
     const { name, method } = splitSpec(ctx, ctx.params.spec);
     switch (method) {
@@ -120,12 +131,12 @@ export function geminiRouter(deps: AppDeps): Router<GatewayState> {
       case 'embedContent': {
         const req = ctx.request.body as unknown;
         validateEmbedContent(req);
-        return embedContents(ctx, deps, name, [req], false);
+        return embedding(ctx, name, [req], false);
       }
       case 'batchEmbedContents': {
         const req = ctx.request.body as unknown;
         validateBatchEmbed(req);
-        return embedContents(ctx, deps, name, req.requests, true);
+        return embedding(ctx, name, req.requests, true);
       }
       default:
         throw badRequest(
