@@ -1,22 +1,37 @@
+import OpenAI from 'openai';
+import { randomUUID } from 'node:crypto';
 import { getBalance, listLedger, verifyProjections } from '../../src/billing/ledger';
 import { getJob, listEvents } from '../../src/video/jobs';
 import { eventually, spawnWorker, startVideoHarness, type VideoHarness } from '../support/video';
+import { fastWebhookSettings, startReceiver, type Receiver } from '../support/webhookReceiver';
 
 /**
  * Durability against the real Temporal dev server and Postgres: a worker process SIGKILLed mid-job and a new one
  * started finishes the job with exactly one charge; 50 concurrent submissions against a balance that covers 10
- * accept exactly 10 and the ledger reconciles once all are final.
+ * accept exactly 10 and the ledger reconciles once all are final. A webhook endpoint of the account sees every
+ * transition's event despite the kill and a receiver that fails its first tries: one event id per transition, the
+ * same webhook-id on every repeat.
  */
 
 const VEO = 'veo-3.1-generate-preview';
 const PRICE = 10400;
 
+const openai = new OpenAI({ apiKey: 'unused' });
+
 let h: VideoHarness;
+let rx: Receiver;
 beforeAll(async () => {
-  h = await startVideoHarness({}, {}, { worker: false });
+  // Deadlines with room for a worker restart on a loaded machine: the jobs here end by completing.
+  h = await startVideoHarness(
+    { deadlineMs: 90_000, followWindowMs: 120_000 },
+    { webhooks: fastWebhookSettings() },
+    { worker: false },
+  );
+  rx = await startReceiver();
 });
 afterAll(async () => {
   await h?.close();
+  await rx?.close();
 });
 
 type Json = any;
@@ -26,6 +41,61 @@ const post = async (key: string, body: Record<string, unknown>) =>
     headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
     body: JSON.stringify(body),
   });
+/** Registers an endpoint of the account at a path of its own on the receiver. */
+async function endpoint(key: string): Promise<{ path: string; secret: string }> {
+  const path = `/hook-${randomUUID()}`;
+  const res = await fetch(`${h.url}/v1/webhooks`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ url: `${rx.url}${path}` }),
+  });
+  expect(res.status).toBeLessThan(300);
+  return { path, secret: ((await res.json()) as Json).secret };
+}
+
+/** Every request the receiver got at `path`, verified by the openai SDK, with its webhook-id. */
+const arrivals = (path: string, secret: string) =>
+  Promise.all(
+    rx.received
+      .filter((r) => r.path === path)
+      .map(async (r) => ({
+        msgId: r.headers['webhook-id'],
+        event: (await openai.webhooks.unwrap(r.body, r.headers, secret)) as Json,
+      })),
+  );
+
+/** Lets the receiver (answering 503) refuse `n` tries at `path`, then accept everything. */
+async function refuseFirst(path: string, n: number) {
+  await eventually(async () => rx.received.filter((r) => r.path === path).length >= n, 60_000, 100);
+  rx.always(200);
+}
+
+/**
+ * Waits until each job has each of `types` delivered, then checks every transition came under one event id and one
+ * webhook-id however often it arrived, and nothing else came.
+ */
+async function expectEachTransitionOnce(path: string, secret: string, jobIds: string[], types: string[]) {
+  const want = jobIds.flatMap((id) => types.map((t) => `${id} ${t}`)).sort();
+  const seen = async () => new Set((await arrivals(path, secret)).map((a) => `${a.event.data.id} ${a.event.type}`));
+  await eventually(
+    async () => {
+      const s = await seen();
+      return want.every((k) => s.has(k));
+    },
+    90_000,
+    200,
+  );
+  const all = await arrivals(path, secret);
+  expect([...new Set(all.map((a) => `${a.event.data.id} ${a.event.type}`))].sort()).toEqual(want);
+  for (const key of want) {
+    const of = all.filter((a) => `${a.event.data.id} ${a.event.type}` === key);
+    expect({ key, eventIds: [...new Set(of.map((a) => a.event.id))].length }).toEqual({ key, eventIds: 1 });
+    expect({ key, msgIds: [...new Set(of.map((a) => a.msgId))].length }).toEqual({ key, msgIds: 1 });
+  }
+  // Different transitions are different events.
+  expect(new Set(all.map((a) => a.event.id)).size).toBe(want.length);
+}
+
 const final = (key: string, id: string, ms = 30_000) =>
   eventually(async () => {
     const j: Json = await (
@@ -36,6 +106,9 @@ const final = (key: string, id: string, ms = 30_000) =>
 
 test('the worker process is SIGKILLed mid-job; a new worker finishes it with exactly one charge and one provider task', async () => {
   const acc = await h.account(1_000_000);
+  const hook = await endpoint(acc.key);
+  // The receiver is down for the first tries: deliveries are in their retries when the worker dies.
+  rx.always(503);
   const first = await spawnWorker(h);
   const job: Json = await (
     await post(acc.key, { model: VEO, prompt: 'survive the crash [polls=6]', seconds: 8 })
@@ -50,8 +123,10 @@ test('the worker process is SIGKILLed mid-job; a new worker finishes it with exa
 
   const second = await spawnWorker(h);
   try {
-    const done = await final(acc.key, job.id);
+    await refuseFirst(hook.path, 2);
+    const done = await final(acc.key, job.id, 90_000);
     expect(done).toMatchObject({ status: 'completed', usage: { duration_seconds: 8, cost_vnd: 8 * PRICE } });
+    await expectEachTransitionOnce(hook.path, hook.secret, [job.id], ['video.processing', 'video.completed']);
   } finally {
     await second.kill('SIGTERM');
   }
@@ -71,11 +146,13 @@ test('the worker process is SIGKILLed mid-job; a new worker finishes it with exa
   ).toHaveLength(1);
   const kinds = (await listEvents(h.deps.db, job.id)).map((e) => e.kind);
   expect(kinds.filter((k) => k === 'completed')).toHaveLength(1);
-}, 120_000);
+}, 180_000);
 
 test('50 concurrent submissions against a balance covering 10: exactly 10 accepted, the rest 402; the ledger reconciles', async () => {
   const perJob = 4 * PRICE;
   const acc = await h.account(10 * perJob);
+  const hook = await endpoint(acc.key);
+  rx.always(503);
   await h.startWorker();
   const results = await Promise.all(
     Array.from({ length: 50 }, (_, i) => post(acc.key, { model: VEO, prompt: `crowd ${i}`, seconds: 4 })),
@@ -88,6 +165,7 @@ test('50 concurrent submissions against a balance covering 10: exactly 10 accept
   expect(await getBalance(h.deps.db, acc.accountId)).toEqual({ balance: 10 * perJob, held: 10 * perJob, available: 0 });
 
   const accepted = bodies.filter((b) => b.status === 'submitted');
+  await refuseFirst(hook.path, accepted.length);
   const done = await Promise.all(accepted.map((b) => final(acc.key, b.id, 60_000)));
   expect(done.every((d) => d.status === 'completed')).toBe(true);
   expect(await getBalance(h.deps.db, acc.accountId)).toEqual({ balance: 0, held: 0, available: 0 });
@@ -95,4 +173,10 @@ test('50 concurrent submissions against a balance covering 10: exactly 10 accept
   const n = await h.deps.db.query('SELECT count(*)::int AS n FROM video_jobs WHERE account_id = $1', [acc.accountId]);
   expect(n.rows[0].n).toBe(10);
   expect(await verifyProjections(h.deps.db)).toEqual([]);
-}, 120_000);
+  await expectEachTransitionOnce(
+    hook.path,
+    hook.secret,
+    accepted.map((b) => b.id),
+    ['video.processing', 'video.completed'],
+  );
+}, 180_000);
