@@ -17,7 +17,8 @@ import {
   ResponsesStreamError,
   ResponsesStreamToChat,
 } from '../translate/chatToResponsesUpstream';
-import { GeminiAdapter } from './gemini';
+import type { GeminiAdapter } from './gemini';
+import { CHAT_PROTOCOL } from './kinds';
 import { geminiBackend } from './geminiBackend';
 import { AnthropicAdapter, AnthropicUpstreamError } from './anthropic';
 import { sseBatches } from '../sse/upstreamEvents';
@@ -173,8 +174,9 @@ export function backendFor(
   deployment?: Deployment,
 ): ChatBackend {
   const a = deployment ? providers.forDeployment(deployment) : providers.get(model.provider);
-  if (a instanceof AnthropicAdapter) return anthropicBackend(a, model, chat, deployment?.upstreamModel);
-  if (a instanceof GeminiAdapter) return geminiBackend(a, model, chat, deployment?.upstreamModel);
+  const protocol = a ? CHAT_PROTOCOL[a.kind] : null;
+  if (protocol === 'anthropic') return anthropicBackend(a as AnthropicAdapter, model, chat, deployment?.upstreamModel);
+  if (protocol === 'gemini') return geminiBackend(a as GeminiAdapter, model, chat, deployment?.upstreamModel);
   const openai = deployment ? providers.openaiFor(deployment) : providers.openai(model);
   const c = deployment && deployment.upstreamModel !== chat.model ? { ...chat, model: deployment.upstreamModel } : chat;
   return model.api === 'responses' ? responsesBackend(openai, model, c) : openaiBackend(openai, model, c);

@@ -3,6 +3,7 @@ import type { Catalog, ModelConfig, ProviderConfig, ProviderKind } from '../cata
 import { OpenAIAdapter, type OpenAIAdapterOptions } from './openai';
 import type { OpenAICompatibleAdapter, ProviderAdapter } from './types';
 import { adapterKey, type Deployment } from '../catalog/deployments';
+import { CHAT_PROTOCOL } from './kinds';
 
 export type AdapterFactory = (cfg: ProviderConfig) => ProviderAdapter;
 
@@ -45,7 +46,7 @@ export class ProviderRegistry {
   /** The OpenAI-compatible adapter serving a deployment (a catalog misconfiguration is a 500). */
   openaiFor(d: Deployment): OpenAICompatibleAdapter {
     const a = this.forDeployment(d);
-    if (!a || a.kind !== 'openai') {
+    if (!a || CHAT_PROTOCOL[a.kind] !== 'openai') {
       throw new ApiError(
         500,
         `Model '${d.modelId}' is not served by an OpenAI-compatible provider.`,
@@ -64,7 +65,7 @@ export class ProviderRegistry {
   /** The OpenAI-compatible adapter serving this model (a catalog misconfiguration is a 500, not the client's fault). */
   openai(model: ModelConfig): OpenAICompatibleAdapter {
     const a = this.adapters.get(model.provider);
-    if (!a || a.kind !== 'openai') {
+    if (!a || CHAT_PROTOCOL[a.kind] !== 'openai') {
       throw new ApiError(
         500,
         `Model '${model.id}' is not served by an OpenAI-compatible provider.`,

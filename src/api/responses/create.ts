@@ -11,6 +11,7 @@ import { nativeResponses } from './native';
 import { translatedResponses } from './translated';
 import type { Turn } from './turn';
 import { clip } from '../../text/clip';
+import { servedNatively } from '../../providers/kinds';
 
 /**
  * POST /v1/responses for a validated request on a chat model: `previous_response_id` expanded here into the stored
@@ -34,8 +35,7 @@ export async function createResponse(
     sink: new SseSink(ctx),
   };
   try {
-    if (model.api === 'responses' && deps.catalog.provider(model).kind === 'openai')
-      await nativeResponses(ctx, deps, turn);
+    if (servedNatively(deps.catalog.provider(model).kind, model, 'responses')) await nativeResponses(ctx, deps, turn);
     else await translatedResponses(ctx, deps, turn);
   } catch (e) {
     if (!(e instanceof UpstreamAborted)) throw e;

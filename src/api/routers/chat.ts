@@ -6,6 +6,7 @@ import { bridgedChat } from '../chat/bridged';
 import { forwardCompletion, type CompletionBody } from '../chat/forward';
 import type { ModelConfig } from '../../catalog/catalog';
 import { checkOutputCap, fitOutputCap } from '../../catalog/outputCap';
+import { servedNatively } from '../../providers/kinds';
 
 function checkMaxTokens(
   model: ModelConfig,
@@ -29,8 +30,8 @@ export function chatRouter(deps: AppDeps): Router<GatewayState> {
       if (typeof body[param] === 'number') body[param] = fitOutputCap(ctx, model, body.model, body[param]);
     }
     checkMaxTokens(model, body);
-    // Chat models on an Anthropic or a Responses-only upstream go through the bridges /v1/messages and /v1/responses use.
-    if (kind === 'chat' && (model.api === 'responses' || deps.providers.get(model.provider)?.kind !== 'openai'))
+    // Chat models on another protocol go through the bridges /v1/messages and /v1/responses use.
+    if (kind === 'chat' && !servedNatively(deps.catalog.provider(model).kind, model, 'chat'))
       return bridgedChat(ctx, deps, model, body as ChatCompletionBody);
     await forwardCompletion(ctx, deps, kind, model, body);
   }

@@ -15,6 +15,7 @@ import { SseSink } from '../../sse/clientSink';
 import { translatedGenerate } from '../gemini/translated';
 import { nativeGenerate } from '../gemini/native';
 import { GeminiAdapter, GeminiUpstreamError } from '../../providers/gemini';
+import { servedNatively } from '../../providers/kinds';
 import { redactorFor } from '../../catalog/redact';
 import { geminiStatus } from '../errors';
 import { GeminiStreamWire } from '../gemini/streamWire';
@@ -81,7 +82,7 @@ export function geminiRouter(deps: AppDeps): Router<GatewayState> {
     const wire = stream ? new GeminiStreamWire(ctx.query.alt === 'sse') : null;
     const call = { model, name, req, sink: new SseSink(ctx), wire };
     try {
-      if (deps.providers.get(model.provider) instanceof GeminiAdapter) await nativeGenerate(ctx, deps, call);
+      if (servedNatively(deps.catalog.provider(model).kind, model, 'gemini')) await nativeGenerate(ctx, deps, call);
       else await translatedGenerate(ctx, deps, call);
     } catch (e) {
       if (e instanceof GeminiUpstreamError) return renderUpstreamError(ctx, e, redactorFor(deps.catalog));
@@ -95,8 +96,10 @@ export function geminiRouter(deps: AppDeps): Router<GatewayState> {
     validateGeminiCountTokens(req);
     const model = deps.catalog.require(name, 'chat');
     ctx.state.model = model.id;
-    const native = deps.providers.get(model.provider);
-    if (!(native instanceof GeminiAdapter)) {
+    const native = servedNatively(deps.catalog.provider(model).kind, model, 'gemini')
+      ? (deps.providers.get(model.provider) as GeminiAdapter | undefined)
+      : undefined;
+    if (!native) {
       ctx.body = { totalTokens: countTokensEstimate(req) };
       return;
     }

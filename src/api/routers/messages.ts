@@ -15,6 +15,7 @@ import { estimateInputTokens } from '../../translate/tokenEstimate';
 import { SseSink } from '../../sse/clientSink';
 import { anthropicHeaders, nativeMessages } from '../messages/native';
 import { translatedMessages } from '../messages/translated';
+import { servedNatively } from '../../providers/kinds';
 
 /**
  * POST /v1/messages and POST /v1/messages/count_tokens: the Anthropic Messages interface (spec 4.12) for any chat
@@ -88,8 +89,8 @@ export function messagesRouter(deps: AppDeps): Router<GatewayState> {
   const body = jsonBody(deps.config.maxJsonBytes);
 
   function nativeAdapter(model: ModelConfig): AnthropicAdapter | null {
-    const a = deps.providers.get(model.provider);
-    return a instanceof AnthropicAdapter ? a : null;
+    if (!servedNatively(deps.catalog.provider(model).kind, model, 'messages')) return null;
+    return (deps.providers.get(model.provider) as AnthropicAdapter | undefined) ?? null;
   }
 
   router.post('/v1/messages', route('/v1/messages'), anthropicErrors, auth, requireVersion, body, async (ctx) => {
