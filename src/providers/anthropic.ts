@@ -1,9 +1,9 @@
 import { Pool } from 'undici';
 import type { Dispatcher } from 'undici';
 import { ApiError } from '../errors';
-import { classOfStatus, markFailure } from '../routing/failure';
 import type { ProviderConfig } from '../catalog/catalog';
-import { mapTransportError, readLimited, UpstreamAborted } from './openai';
+import { mapTransportError, UpstreamAborted } from './openai';
+import { readErrorBody, refusal } from './upstreamError';
 import type { CallOptions, ProviderAdapter } from './types';
 import { tracer } from '../observability/tracing';
 
@@ -13,26 +13,15 @@ import { tracer } from '../observability/tracing';
  * client sent them (only `model` is rewritten by the router). One keep-alive undici Pool per upstream origin.
  *
  * Upstream errors are returned unmodified (Claude Code's retry logic matches on their wording): an
- * AnthropicUpstreamError carries the upstream status, body and retry headers. Only 401/403/407 (the gateway's
+ * UpstreamHttpError (shape `anthropic`) carries the upstream status, body and retry headers. Only 401/403/407 (the gateway's
  * own upstream credentials) become a 502, so a client never thinks its own key was refused.
  */
 
 export const DEFAULT_ANTHROPIC_VERSION = '2023-06-01';
-const MAX_ERROR_BODY = 64 * 1024;
 
 export interface AnthropicHeaders {
   version?: string;
   beta?: string;
-}
-
-export class AnthropicUpstreamError extends Error {
-  constructor(
-    readonly status: number,
-    readonly body: string,
-    readonly headers: Record<string, string>,
-  ) {
-    super(`Anthropic upstream answered HTTP ${status}`);
-  }
 }
 
 export interface AnthropicResponse {
@@ -133,28 +122,12 @@ export class AnthropicAdapter implements ProviderAdapter {
     if (res.statusCode >= 200 && res.statusCode < 300) return out;
     let text = '';
     try {
-      text = await readLimited(res.body, MAX_ERROR_BODY);
+      text = await readErrorBody(res.body);
     } catch (e) {
       throw this.transportError(e, opts);
     }
     this.opts.onError?.(this.id, res.statusCode);
-    if (res.statusCode === 401 || res.statusCode === 403 || res.statusCode === 407) {
-      throw markFailure(
-        new ApiError(
-          502,
-          `The upstream provider refused the gateway's credentials (HTTP ${res.statusCode}).`,
-          'api_error',
-          null,
-          'upstream_error',
-        ),
-        'auth',
-      );
-    }
-    throw markFailure(
-      new AnthropicUpstreamError(res.statusCode, text, out.headers),
-      classOfStatus(res.statusCode),
-      out.headers['retry-after'],
-    );
+    throw refusal('anthropic', res.statusCode, text, out.headers);
   }
 
   private transportError(e: unknown, opts: CallOptions): Error {

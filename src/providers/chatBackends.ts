@@ -1,5 +1,4 @@
-import { ApiError, invalidUpstreamResponse } from '../errors';
-import { carryFailure } from '../routing/failure';
+import { invalidUpstreamResponse } from '../errors';
 import type { Deployment } from '../catalog/deployments';
 import type { ModelConfig } from '../catalog/catalog';
 import type { ChatChunk, ChatCompletion, ChatRequest } from '../translate/chatTypes';
@@ -20,13 +19,13 @@ import {
 import type { GeminiAdapter } from './gemini';
 import { CHAT_PROTOCOL } from './kinds';
 import { geminiBackend } from './geminiBackend';
-import { AnthropicAdapter, AnthropicUpstreamError } from './anthropic';
+import { AnthropicAdapter } from './anthropic';
+import { asOpenAIError } from './upstreamError';
 import { sseBatches } from '../sse/upstreamEvents';
 import type { OpenAICompatibleAdapter } from './types';
 import type { ProviderRegistry } from './registry';
 import { DEFAULT_MAX_OUTPUT_TOKENS, estimateChatMaxCost, type ChatCostBound } from '../billing/pricing';
 import { countImages, nativeBound } from '../billing/nativeBound';
-import { clip, MAX_UPSTREAM_ECHO } from '../text/clip';
 
 /**
  * Where a translated request (already in chat form) is sent: an OpenAI-compatible upstream's /chat/completions,
@@ -96,36 +95,6 @@ export function openaiBackend(adapter: OpenAICompatibleAdapter, model: ModelConf
   };
 }
 
-/** An Anthropic upstream's error as an OpenAI-shaped one (the Responses interface's error shape). */
-function fromAnthropic(e: unknown): unknown {
-  if (!(e instanceof AnthropicUpstreamError)) return e;
-  return carryFailure(e, anthropicAsOpenAI(e));
-}
-
-function anthropicAsOpenAI(e: AnthropicUpstreamError): ApiError {
-  let message = `upstream answered HTTP ${e.status}`;
-  try {
-    const b = JSON.parse(e.body) as { error?: { message?: string } };
-    if (typeof b.error?.message === 'string') message = clip(b.error.message, MAX_UPSTREAM_ECHO);
-  } catch {}
-  if (e.status >= 500)
-    return new ApiError(
-      502,
-      `The upstream provider failed (HTTP ${e.status}): ${message}`,
-      'upstream_error',
-      null,
-      'upstream_error',
-    );
-  return new ApiError(
-    e.status,
-    message,
-    e.status === 429 ? 'rate_limit_error' : 'invalid_request_error',
-    null,
-    null,
-    e.headers['retry-after'] ? { 'retry-after': e.headers['retry-after'] } : {},
-  );
-}
-
 export function anthropicBackend(
   adapter: AnthropicAdapter,
   model: ModelConfig,
@@ -146,7 +115,7 @@ export function anthropicBackend(
       try {
         raw = (await adapter.messagesWhole(payload, {}, { signal })).raw.toString('utf8');
       } catch (e) {
-        throw fromAnthropic(e);
+        throw asOpenAIError(e);
       }
       try {
         return anthropicToChatCompletion(JSON.parse(raw) as MessagesResponse);
@@ -159,7 +128,7 @@ export function anthropicBackend(
       try {
         res = await adapter.messages(payload, {}, { signal });
       } catch (e) {
-        throw fromAnthropic(e);
+        throw asOpenAIError(e);
       }
       return bridgedBatches(res.body, new AnthropicStreamToChat(), AnthropicStreamError);
     },

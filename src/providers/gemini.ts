@@ -1,29 +1,17 @@
 import { Pool } from 'undici';
 import type { Dispatcher } from 'undici';
 import { ApiError, invalidUpstreamResponse } from '../errors';
-import { classOfStatus, markFailure } from '../routing/failure';
 import type { ProviderConfig } from '../catalog/catalog';
-import { mapTransportError, readLimited, UpstreamAborted } from './openai';
+import { mapTransportError, UpstreamAborted } from './openai';
+import { readErrorBody, refusal } from './upstreamError';
 import type { CallOptions, ProviderAdapter } from './types';
 
 /**
  * Native Gemini API upstream (generativelanguage.googleapis.com/v1beta or any server speaking it): x-goog-api-key
  * auth, POST {base}/models/{model}:{method}. One keep-alive undici Pool per upstream origin. An upstream error
- * keeps its status and Google-shaped body (GeminiUpstreamError); only 401/403/407 (the gateway's own upstream
+ * keeps its status and Google-shaped body (UpstreamHttpError, shape `gemini`); only 401/403/407 (the gateway's own upstream
  * credentials) become a 502, so a client never thinks its own key was refused.
  */
-
-const MAX_ERROR_BODY = 64 * 1024;
-
-export class GeminiUpstreamError extends Error {
-  constructor(
-    readonly status: number,
-    readonly body: string,
-    readonly headers: Record<string, string>,
-  ) {
-    super(`Gemini upstream answered HTTP ${status}`);
-  }
-}
 
 /** One embedContent request (https://ai.google.dev/api/embeddings#method:-models.embedcontent). */
 export interface GeminiEmbedRequest {
@@ -83,30 +71,14 @@ export class GeminiAdapter implements ProviderAdapter {
     if (res.statusCode >= 200 && res.statusCode < 300) return { status: res.statusCode, body: res.body };
     let text = '';
     try {
-      text = await readLimited(res.body, MAX_ERROR_BODY);
+      text = await readErrorBody(res.body);
     } catch (e) {
       throw this.transportError(e, opts);
     }
     this.opts.onError?.(this.id, res.statusCode);
-    if (res.statusCode === 401 || res.statusCode === 403 || res.statusCode === 407) {
-      throw markFailure(
-        new ApiError(
-          502,
-          `The upstream provider refused the gateway's credentials (HTTP ${res.statusCode}).`,
-          'api_error',
-          null,
-          'upstream_error',
-        ),
-        'auth',
-      );
-    }
     const retryAfter = res.headers['retry-after'];
     const ra = Array.isArray(retryAfter) ? retryAfter[0] : retryAfter;
-    throw markFailure(
-      new GeminiUpstreamError(res.statusCode, text, ra ? { 'retry-after': ra } : {}),
-      classOfStatus(res.statusCode),
-      ra,
-    );
+    throw refusal('gemini', res.statusCode, text, ra ? { 'retry-after': ra } : {});
   }
 
   /** The same call with the whole body read (a reset after the headers fails the try, like one before them). */

@@ -10,44 +10,11 @@ import {
 } from '../translate/chatToGeminiUpstream';
 import { DEFAULT_MAX_OUTPUT_TOKENS } from '../billing/pricing';
 import { nativeBound } from '../billing/nativeBound';
-import { carryFailure } from '../routing/failure';
-import { clip, MAX_UPSTREAM_ECHO } from '../text/clip';
-import { GeminiAdapter, GeminiUpstreamError } from './gemini';
+import { GeminiAdapter } from './gemini';
+import { asOpenAIError } from './upstreamError';
 import { bridgedBatches, type ChatBackend } from './chatBackends';
 
 /** A chat request on a model of a `gemini` provider: chat -> generateContent -> chat (src/translate/chatToGeminiUpstream.ts). */
-
-/** A Gemini upstream's error as an OpenAI-shaped one (what the chat-based paths render). */
-export function fromGemini(e: unknown): unknown {
-  if (!(e instanceof GeminiUpstreamError)) return e;
-  let message = `upstream answered HTTP ${e.status}`;
-  try {
-    const b = JSON.parse(e.body) as { error?: { message?: string } };
-    if (typeof b.error?.message === 'string') message = clip(b.error.message, MAX_UPSTREAM_ECHO);
-  } catch {}
-  if (e.status >= 500)
-    return carryFailure(
-      e,
-      new ApiError(
-        502,
-        `The upstream provider failed (HTTP ${e.status}): ${message}`,
-        'upstream_error',
-        null,
-        'upstream_error',
-      ),
-    );
-  return carryFailure(
-    e,
-    new ApiError(
-      e.status,
-      message,
-      e.status === 429 ? 'rate_limit_error' : 'invalid_request_error',
-      null,
-      null,
-      e.headers,
-    ),
-  );
-}
 
 export function geminiBackend(
   adapter: GeminiAdapter,
@@ -72,7 +39,7 @@ export function geminiBackend(
       try {
         raw = await adapter.callWhole(upstreamModel, 'generateContent', payload, { signal });
       } catch (e) {
-        throw fromGemini(e);
+        throw asOpenAIError(e);
       }
       try {
         return geminiToChatCompletion(JSON.parse(raw.toString('utf8')) as GenerateContentResponse, upstreamModel);
@@ -91,7 +58,7 @@ export function geminiBackend(
       try {
         res = await adapter.call(upstreamModel, 'streamGenerateContent', payload, { signal, sse: true });
       } catch (e) {
-        throw fromGemini(e);
+        throw asOpenAIError(e);
       }
       const bridge = new GeminiStreamToChat(upstreamModel);
       return bridgedBatches(res.body, { push: (e) => bridge.push(e as GenerateContentResponse) }, GeminiStreamError);

@@ -16,6 +16,7 @@ import type {
 import type { StreamSink } from '../sse/streamSink';
 import { clip, MAX_UPSTREAM_ECHO } from '../text/clip';
 import { tracer } from '../observability/tracing';
+import { MAX_ERROR_BODY, readErrorBody } from './upstreamError';
 
 /**
  * Adapter for any OpenAI-compatible upstream (OpenAI, vLLM, Ollama, LiteLLM, the emulator): base URL + bearer
@@ -31,8 +32,6 @@ export interface OpenAIAdapterOptions {
   /** Called for every failed upstream call (metrics). */
   onError?: (providerId: string, status: number) => void;
 }
-
-const MAX_ERROR_BODY = 64 * 1024;
 
 export class OpenAIAdapter implements OpenAICompatibleAdapter {
   readonly kind = 'openai' as const;
@@ -170,7 +169,7 @@ export class OpenAIAdapter implements OpenAICompatibleAdapter {
     if (res.statusCode >= 200 && res.statusCode < 300) return res;
     let text = '';
     try {
-      text = await readLimited(res.body, MAX_ERROR_BODY);
+      text = await readErrorBody(res.body);
     } catch (e) {
       throw this.transportError(e, opts);
     }
@@ -205,18 +204,6 @@ export class UpstreamAborted extends Error {
 function header(h: Dispatcher.ResponseData['headers'], name: string): string {
   const v = h[name];
   return Array.isArray(v) ? (v[0] ?? '') : (v ?? '');
-}
-
-/** Reads an (error) body to the end, keeping at most `limit` bytes: the connection stays reusable. */
-export async function readLimited(body: Dispatcher.ResponseData['body'], limit: number): Promise<string> {
-  const chunks: Buffer[] = [];
-  let n = 0;
-  for await (const c of body) {
-    const b = c as Buffer;
-    if (n < limit) chunks.push(b);
-    n += b.length;
-  }
-  return Buffer.concat(chunks).subarray(0, limit).toString('utf8');
 }
 
 interface UpstreamErrorBody {

@@ -5,7 +5,7 @@ import type { EmbeddingBody } from '../../schemas/embeddings';
 import { embeddingTokensBound, tokensCost, tokensFromChars } from '../../billing/pricing';
 import { usageFromJson } from '../../providers/openai';
 import { GeminiAdapter } from '../../providers/gemini';
-import { fromGemini } from '../../providers/geminiBackend';
+import { asOpenAIError } from '../../providers/upstreamError';
 import { boundOverCandidates } from '../../routing/bound';
 import { callRouted, clientAbortSignal, RoutedPayload, sendJsonBuffer } from '../upstream';
 import { reserve } from '../reserve';
@@ -47,7 +47,7 @@ export async function embed(
     gemini ??= geminiEmbedCall(body);
     const call = adapter.embed(t.deployment.upstreamModel, gemini.requests, gemini.batch, { signal });
     // The Gemini routes render a Gemini upstream's error as it came; /v1/embeddings in OpenAI's shape.
-    return native ? call : call.catch((e: unknown) => Promise.reject(fromGemini(e)));
+    return native ? call : call.catch((e: unknown) => Promise.reject(asOpenAIError(e)));
   });
   if (!answer) return;
   const res = answer.value;

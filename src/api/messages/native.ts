@@ -7,7 +7,8 @@ import { formatSse } from '../../sse/translatedEvents';
 import { rewriteRegion, SseRegions, type SseRegion } from '../../sse/eventRegions';
 import { redactorFor } from '../../catalog/redact';
 import type { SseSink } from '../../sse/clientSink';
-import { AnthropicAdapter, AnthropicUpstreamError } from '../../providers/anthropic';
+import { AnthropicAdapter } from '../../providers/anthropic';
+import { isUpstreamError } from '../../providers/upstreamError';
 import { boundOverCandidates } from '../../routing/bound';
 import type { RouteTry } from '../../routing/modelRouter';
 import type { Meter } from '../../billing/meter';
@@ -63,7 +64,7 @@ export async function nativeMessages(
         meter,
       )
       .catch((e: unknown) => {
-        meter.cancel({}, e instanceof AnthropicUpstreamError ? e.status : failureStatus(e));
+        meter.cancel({}, isUpstreamError(e, 'anthropic') ? e.status : failureStatus(e));
         throw e;
       });
   if (req.stream !== true) {

@@ -11,10 +11,11 @@ import {
   validateGenerateContent,
 } from '../../schemas/gemini';
 import { UpstreamAborted } from '../../providers/openai';
+import { isUpstreamError, type UpstreamHttpError } from '../../providers/upstreamError';
 import { SseSink } from '../../sse/clientSink';
 import { translatedGenerate } from '../gemini/translated';
 import { nativeGenerate } from '../gemini/native';
-import { GeminiAdapter, GeminiUpstreamError } from '../../providers/gemini';
+import { GeminiAdapter } from '../../providers/gemini';
 import { servedNatively } from '../../providers/kinds';
 import { redactorFor } from '../../catalog/redact';
 import { geminiStatus } from '../errors';
@@ -46,7 +47,7 @@ function splitSpec(ctx: Ctx, spec: string): { name: string; method: string } {
 }
 
 /** A Gemini upstream's error, its status and Google-shaped body kept, less any upstream names. */
-function renderUpstreamError(ctx: Ctx, e: GeminiUpstreamError, redact: (s: string) => string): void {
+function renderUpstreamError(ctx: Ctx, e: UpstreamHttpError, redact: (s: string) => string): void {
   let body: { error?: { code?: unknown; message?: unknown; status?: unknown } } | null = null;
   try {
     body = JSON.parse(redact(e.body));
@@ -85,7 +86,7 @@ export function geminiRouter(deps: AppDeps): Router<GatewayState> {
       if (servedNatively(deps.catalog.provider(model).kind, model, 'gemini')) await nativeGenerate(ctx, deps, call);
       else await translatedGenerate(ctx, deps, call);
     } catch (e) {
-      if (e instanceof GeminiUpstreamError) return renderUpstreamError(ctx, e, redactorFor(deps.catalog));
+      if (isUpstreamError(e, 'gemini')) return renderUpstreamError(ctx, e, redactorFor(deps.catalog));
       if (!(e instanceof UpstreamAborted)) throw e;
       ctx.respond = false; // the client left; nothing to answer
     }
@@ -107,7 +108,7 @@ export function geminiRouter(deps: AppDeps): Router<GatewayState> {
       ctx.type = 'application/json';
       ctx.body = await native.callWhole(model.upstreamModel, 'countTokens', JSON.stringify(req));
     } catch (e) {
-      if (e instanceof GeminiUpstreamError) return renderUpstreamError(ctx, e, redactorFor(deps.catalog));
+      if (isUpstreamError(e, 'gemini')) return renderUpstreamError(ctx, e, redactorFor(deps.catalog));
       throw e;
     }
   }
@@ -116,7 +117,7 @@ export function geminiRouter(deps: AppDeps): Router<GatewayState> {
     try {
       await embedContents(ctx, deps, name, requests, batch);
     } catch (e) {
-      if (e instanceof GeminiUpstreamError) return renderUpstreamError(ctx, e, redactorFor(deps.catalog));
+      if (isUpstreamError(e, 'gemini')) return renderUpstreamError(ctx, e, redactorFor(deps.catalog));
       if (!(e instanceof UpstreamAborted)) throw e;
       ctx.respond = false; // the client left; nothing to answer
     }

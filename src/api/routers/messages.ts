@@ -8,7 +8,8 @@ import { anthropicType } from '../errors';
 import type { ModelConfig } from '../../catalog/catalog';
 import { fitOutputCap } from '../../catalog/outputCap';
 import { validateCountTokens, validateMessages, type CountTokensRequest } from '../../schemas/messages';
-import { AnthropicAdapter, AnthropicUpstreamError } from '../../providers/anthropic';
+import { AnthropicAdapter } from '../../providers/anthropic';
+import { isUpstreamError, type UpstreamHttpError } from '../../providers/upstreamError';
 import { UpstreamAborted } from '../../providers/openai';
 import { translateInput } from '../../translate/translateInput';
 import { estimateInputTokens } from '../../translate/tokenEstimate';
@@ -54,13 +55,13 @@ const requireVersion: Koa.Middleware<GatewayState> = async (ctx, next) => {
 };
 
 /** An Anthropic upstream's error, as it sent it (Claude Code matches on the wording), in the Anthropic shape. */
-function renderUpstreamError(ctx: Ctx, e: AnthropicUpstreamError, redact: Redactor): void {
+function renderUpstreamError(ctx: Ctx, e: UpstreamHttpError, redact: Redactor): void {
   renderUpstreamBody(ctx, e);
   // The upstream's wording is kept (Claude Code matches on it), less any upstream names (the log keeps those).
   ctx.body = JSON.parse(redact(JSON.stringify(ctx.body)));
 }
 
-function renderUpstreamBody(ctx: Ctx, e: AnthropicUpstreamError): void {
+function renderUpstreamBody(ctx: Ctx, e: UpstreamHttpError): void {
   let body: unknown = null;
   try {
     body = JSON.parse(e.body);
@@ -105,7 +106,7 @@ export function messagesRouter(deps: AppDeps): Router<GatewayState> {
       if (native) await nativeMessages(ctx, deps, model, native, req, sink);
       else await translatedMessages(ctx, deps, model, req, sink);
     } catch (e) {
-      if (e instanceof AnthropicUpstreamError) return renderUpstreamError(ctx, e, redactorFor(deps.catalog));
+      if (isUpstreamError(e, 'anthropic')) return renderUpstreamError(ctx, e, redactorFor(deps.catalog));
       if (e instanceof UpstreamAborted) {
         ctx.respond = false; // the client left; nothing to answer
         return;
@@ -141,7 +142,7 @@ export function messagesRouter(deps: AppDeps): Router<GatewayState> {
         ctx.type = res.contentType || 'application/json';
         ctx.body = Buffer.from(await res.body.arrayBuffer());
       } catch (e) {
-        if (e instanceof AnthropicUpstreamError) return renderUpstreamError(ctx, e, redactorFor(deps.catalog));
+        if (isUpstreamError(e, 'anthropic')) return renderUpstreamError(ctx, e, redactorFor(deps.catalog));
         throw e;
       }
     },
