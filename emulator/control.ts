@@ -39,6 +39,10 @@ export interface EmulatorSettings {
   videoPollsToComplete: number;
   /** Video: size of generated MP4 results in bytes (streamed, never held in memory). */
   videoBytes: number;
+  /** Native batches (OpenAI and Anthropic): how long a batch waits in the provider's queue before its items run. */
+  batchQueueMs: number;
+  /** Native batches: a batch not ended this long after creation expires, its unrun items with it (0: never). */
+  batchExpireAfterMs: number;
 }
 
 export const defaultSettings = (): EmulatorSettings => ({
@@ -46,6 +50,8 @@ export const defaultSettings = (): EmulatorSettings => ({
   chunkDelayMs: 0,
   videoPollsToComplete: 2,
   videoBytes: 64 * 1024,
+  batchQueueMs: 100,
+  batchExpireAfterMs: 0,
 });
 
 export class EmulatorControl {

@@ -73,7 +73,7 @@ async function readJson(ctx: Koa.Context): Promise<Json | null> {
   }
 }
 
-async function readForm(ctx: Koa.Context): Promise<FormData | null> {
+export async function readForm(ctx: Koa.Context): Promise<FormData | null> {
   try {
     return await new Response(Readable.toWeb(ctx.req) as ReadableStream, {
       headers: { 'content-type': ctx.get('content-type') },
