@@ -1,3 +1,3 @@
 // Activities are built from injected dependencies (see src/worker.ts).
-export { createVideoActivities, type VideoActivities, type VideoActivityDeps, type PollOutcome } from './video';
+export { createVideoActivities, type VideoActivityDeps } from './video';
 export { createWebhookActivities, type WebhookActivities, type WebhookActivityDeps } from './webhooks';

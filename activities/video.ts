@@ -15,6 +15,19 @@ import type { VideoImages } from '../src/video/params';
 import type { StoredImageRef } from '../src/video/jobs';
 import { deleteStoredImages } from '../src/video/images';
 import { detectImageType } from '../src/video/fetchImage';
+import type {
+  CompleteArgs,
+  CopyArgs,
+  CopyOutcome,
+  EndUnsuccessfulArgs,
+  JobArgs,
+  ObserveArgs,
+  PollOutcome,
+  SubmitArgs,
+  SubmitOutcome,
+  TaskArgs,
+  VideoActivities,
+} from '../src/video/workflowContract';
 
 /**
  * The video workflow's activities, built from injected dependencies. Each one is safe to run more than once:
@@ -31,32 +44,6 @@ export interface VideoActivityDeps {
   /** Deployment selection and cooldowns (default: one of its own, with the ROUTING_* settings). */
   router?: ModelRouter;
   logger?: Logger;
-}
-
-/** What a poll tells the workflow (small: inline video bytes are stored here, never returned). */
-export interface PollOutcome {
-  state: VideoTaskState;
-  videoUrl?: string;
-  /** The video arrived inline and is already in our storage. */
-  videoStored?: boolean;
-  lastFrameUrl?: string;
-  durationSeconds?: number;
-  errorMessage?: string;
-  errorCode?: string;
-  contentFiltered?: boolean;
-  /** DELETE /v1/videos/{id} was recorded (covers a cancel signal sent before the workflow existed). */
-  cancelRequested?: boolean;
-}
-
-/** What a submission tells the workflow. */
-export interface SubmitOutcome {
-  /** The provider task (null: none was created). */
-  taskId: string | null;
-  /** The job was final already (a task created meanwhile is still reported, to be cancelled). */
-  alreadyFinal?: boolean;
-  cancelRequested?: boolean;
-  /** The deadline passed before the job was submitted: nothing was sent to the provider. */
-  pastDeadline?: boolean;
 }
 
 export const videoKeyOf = (jobId: string) => `videos/${jobId}/video.mp4`;
@@ -137,7 +124,7 @@ class CopyMeter extends Transform {
   }
 }
 
-export function createVideoActivities(deps: VideoActivityDeps) {
+export function createVideoActivities(deps: VideoActivityDeps): VideoActivities {
   const { db, storage, catalog, providers } = deps;
 
   async function load(jobId: string): Promise<jobs.VideoJob> {
@@ -161,7 +148,7 @@ export function createVideoActivities(deps: VideoActivityDeps) {
      * Submits the job to its provider once: a job that already has a provider task id resumes with it. A job
      * whose deadline (`notAfter`, epoch ms) passed before it was submitted is not submitted at all.
      */
-    async submitVideo(a: { jobId: string; notAfter?: number }): Promise<SubmitOutcome> {
+    async submitVideo(a: SubmitArgs): Promise<SubmitOutcome> {
       const job = await load(a.jobId);
       if (jobs.isFinal(job.status)) return { taskId: job.providerTaskId, alreadyFinal: true };
       if (job.cancelRequestedAt) return { taskId: job.providerTaskId, cancelRequested: true };
@@ -233,7 +220,7 @@ export function createVideoActivities(deps: VideoActivityDeps) {
       };
     },
 
-    async pollVideo(a: { jobId: string; taskId: string }): Promise<PollOutcome> {
+    async pollVideo(a: TaskArgs): Promise<PollOutcome> {
       const job = await load(a.jobId);
       const { adapter } = adapterOf(job);
       let s;
@@ -271,7 +258,7 @@ export function createVideoActivities(deps: VideoActivityDeps) {
       return out;
     },
 
-    async markProcessing(a: { jobId: string }): Promise<void> {
+    async markProcessing(a: JobArgs): Promise<void> {
       await jobs.transition(db, a.jobId, 'processing', {}, { kind: 'processing' });
     },
 
@@ -279,11 +266,7 @@ export function createVideoActivities(deps: VideoActivityDeps) {
      * Streams a result from the provider into our storage (never buffered whole), heartbeating progress. The
      * stored object replaces any partial earlier attempt, so a retry simply starts over.
      */
-    async copyResult(a: {
-      jobId: string;
-      variant: 'video' | 'last_frame';
-      url: string;
-    }): Promise<{ key: string; size: number; etag: string }> {
+    async copyResult(a: CopyArgs): Promise<CopyOutcome> {
       const job = await load(a.jobId);
       if (jobs.isFinal(job.status))
         throw ApplicationFailure.nonRetryable(`video job ${a.jobId} is already ${job.status}`, 'JobFinal');
@@ -340,7 +323,7 @@ export function createVideoActivities(deps: VideoActivityDeps) {
     },
 
     /** Best effort: asks the provider to cancel (Seedance cancels queued tasks; Veo has no cancel). */
-    async cancelProviderTask(a: { jobId: string; taskId: string }): Promise<boolean> {
+    async cancelProviderTask(a: TaskArgs): Promise<boolean> {
       const job = await load(a.jobId);
       let cancelled: boolean;
       try {
@@ -356,11 +339,7 @@ export function createVideoActivities(deps: VideoActivityDeps) {
      * One look at a task that outlived its job (the provider could not cancel it). When it has ended, or on the
      * `last` look, records how (`provider_task_ended`: state and duration), so what it cost us is known.
      */
-    async observeProviderTask(a: {
-      jobId: string;
-      taskId: string;
-      last: boolean;
-    }): Promise<VideoTaskState | 'unknown'> {
+    async observeProviderTask(a: ObserveArgs): Promise<VideoTaskState | 'unknown'> {
       const job = await load(a.jobId);
       let state: VideoTaskState | 'unknown';
       let durationSeconds: number | null = null;
@@ -378,17 +357,11 @@ export function createVideoActivities(deps: VideoActivityDeps) {
       return state;
     },
 
-    async completeJob(a: { jobId: string; holdId: string; chargeVnd: number; durationSeconds: number }): Promise<void> {
-      await jobs.completeJob(db, a);
+    async completeJob(a: CompleteArgs): Promise<void> {
+      await jobs.endJob(db, a, { status: 'completed', chargeVnd: a.chargeVnd, durationSeconds: a.durationSeconds });
     },
 
-    async finishUnsuccessful(a: {
-      jobId: string;
-      holdId: string;
-      status: 'failed' | 'expired';
-      message: string;
-      code: string | null;
-    }): Promise<void> {
+    async finishUnsuccessful(a: EndUnsuccessfulArgs): Promise<void> {
       // The job's message is shown to the client: no provider ids or upstream names; the log keeps the original.
       const message = redactorFor(catalog)(a.message);
       if (message !== a.message)
@@ -396,11 +369,9 @@ export function createVideoActivities(deps: VideoActivityDeps) {
           { jobId: a.jobId, status: a.status, code: a.code, detail: a.message },
           'video job ended unsuccessfully',
         );
-      await jobs.finishUnsuccessful(db, { ...a, message });
+      await jobs.endJob(db, a, { status: a.status, message, code: a.code });
       // The input images were kept for the provider; a job that ended unsuccessfully never sends them again.
       await deleteStoredImages(storage, (await load(a.jobId)).request.images);
     },
   };
 }
-
-export type VideoActivities = ReturnType<typeof createVideoActivities>;

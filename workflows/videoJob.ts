@@ -1,13 +1,34 @@
-import { defineQuery, defineSignal, setHandler, sleep } from '@temporalio/workflow';
-import type { PollOutcome } from '../activities/video';
-import type { JobStatus } from '../src/video/jobs';
-import type { VideoJobInput, VideoJobResult } from '../src/video/start';
-import { failureCode, failureMessage, isNonRetryable, JobEnds, JobRun } from './videoJobRun';
+import {
+  ActivityCancellationType,
+  CancellationScope,
+  defineQuery,
+  defineSignal,
+  proxyActivities,
+  setHandler,
+  sleep,
+  type ActivityOptions,
+} from '@temporalio/workflow';
+import type { WebhookActivities } from '../activities/webhooks';
+import {
+  CANCEL_SIGNAL,
+  STAGE_QUERY,
+  type JobStatus,
+  type ObserveArgs,
+  type PollOutcome,
+  type TaskArgs,
+  type CopyArgs,
+  type JobArgs,
+  type VideoActivities,
+  type VideoJobInput,
+  type VideoJobResult,
+  type WorkflowTiming,
+} from '../src/video/workflowContract';
+import { failureCode, failureMessage, isNonRetryable, JobRun, UnsuccessfulEnd } from './videoJobRun';
 
 /**
  * One video job, from submission to a final state (../shared/design.md "Video job"; the spec's state table):
  *
- *   submitted   submitOrCancel      the provider accepts the task           -> poll
+ *   submitted   submit              the provider accepts the task           -> poll
  *   submitted   pollUntilTerminal   the provider starts it                  -> processing
  *   processing  pollUntilTerminal   the provider finishes it                -> copy
  *   processing  copyResults         the result is in our storage            -> settle
@@ -15,33 +36,95 @@ import { failureCode, failureMessage, isNonRetryable, JobEnds, JobRun } from './
  *   failed, expired    end          (any step, a cancel, or the deadline) the whole hold released; a provider
  *                                   task that may still run is cancelled, or else followed to its end
  *
- * Each transition, once committed, is announced to the account's webhooks (JobRun.announce: video.processing,
- * video.completed, video.failed, video.expired, video.cancelled). A cancel is handled in one place, JobRun.runSteps
+ * The contract (input, result, activities and their arguments) is src/video/workflowContract.ts. Each transition,
+ * once committed, is announced to the account's webhooks (JobRun.announce: video.processing, video.completed,
+ * video.failed, video.expired, video.cancelled). A cancel is handled in one place, JobRun.runSteps
  * (./videoJobRun.ts). Deterministic: all I/O happens in activities (activities/video.ts), waits are durable timers,
  * so another worker can resume the job at any point.
  * Money: the API held the maximum cost before starting this workflow; exactly one of completeJob (settle) or
  * finishUnsuccessful (end) closes the hold, both idempotent by keys derived from the job id.
  */
 
+/**
+ * Activity options: timeouts, retries, heartbeats. A job keeps the timing it started with (its input), so the
+ * options are made per job from it.
+ */
+function activityOptions(t: WorkflowTiming) {
+  const retry = {
+    initialInterval: t.activityRetryInitialMs,
+    backoffCoefficient: 2,
+    maximumInterval: t.activityRetryMaxMs,
+  };
+  return {
+    /** Database steps (status, settle, release, events) must eventually succeed: retried without limit. */
+    db: { startToCloseTimeout: t.activityTimeoutMs, retry },
+    /** Transient provider errors are retried for submitWindowMs; a provider 4xx is not retried. */
+    submit: { startToCloseTimeout: t.activityTimeoutMs, scheduleToCloseTimeout: t.submitWindowMs, retry },
+    /** A cancel stops the retries but waits for the attempt in flight: a task it creates is reported, never lost. */
+    submitToEnd: {
+      startToCloseTimeout: t.activityTimeoutMs,
+      scheduleToCloseTimeout: t.submitWindowMs,
+      retry,
+      cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
+    },
+    /** Best effort, a few tries: a provider that cannot cancel does not hold up the end of the job. */
+    cancel: { startToCloseTimeout: t.activityTimeoutMs, retry: { ...retry, maximumAttempts: 3 } },
+    /** Polls (and looks at a task that outlived its job) retry until the deadline given with each call. */
+    poll: {
+      startToCloseTimeout: t.activityTimeoutMs,
+      retry: { ...retry, maximumInterval: Math.min(t.activityRetryMaxMs, t.pollMaxMs) },
+    },
+    /** A copy streams for long; its heartbeats tell a dead worker within heartbeatMs. Retried until its deadline. */
+    copy: { startToCloseTimeout: t.copyAttemptTimeoutMs, heartbeatTimeout: t.heartbeatMs, retry },
+  } satisfies Record<string, ActivityOptions>;
+}
+
+/** Every activity the workflow calls, proxied with its options; calls with a deadline retry only until it. */
+export function activitiesFor(t: WorkflowTiming) {
+  const o = activityOptions(t);
+  const db = proxyActivities<VideoActivities>(o.db);
+  const events = proxyActivities<WebhookActivities>(o.db);
+  const until = (deadline: number, opts: ActivityOptions) =>
+    proxyActivities<VideoActivities>({ ...opts, scheduleToCloseTimeout: Math.max(1000, deadline - Date.now()) });
+  return {
+    submitVideo: proxyActivities<VideoActivities>(o.submit).submitVideo,
+    submitVideoToEnd: proxyActivities<VideoActivities>(o.submitToEnd).submitVideo,
+    pollVideo: (a: TaskArgs, deadline: number) => until(deadline, o.poll).pollVideo(a),
+    markProcessing: (a: JobArgs) => db.markProcessing(a),
+    copyResult: (a: CopyArgs, deadline: number) => until(deadline, o.copy).copyResult(a),
+    completeJob: db.completeJob,
+    finishUnsuccessful: db.finishUnsuccessful,
+    cancelProviderTask: (a: TaskArgs) =>
+      proxyActivities<VideoActivities>(o.cancel)
+        .cancelProviderTask(a)
+        .catch(() => false),
+    observeProviderTask: (a: ObserveArgs, deadline: number) => until(deadline, o.poll).observeProviderTask(a),
+    /** Never cut off by a cancel: a transition that committed is always told. */
+    emitWebhookEvent: (a: Parameters<WebhookActivities['emitWebhookEvent']>[0]) =>
+      CancellationScope.nonCancellable(() => events.emitWebhookEvent(a)),
+  };
+}
+export type JobActivities = ReturnType<typeof activitiesFor>;
+
 /** DELETE /v1/videos/{id}: cancel the job if it is not final. */
-export const cancelSignal = defineSignal<[]>('cancel');
+export const cancelSignal = defineSignal<[]>(CANCEL_SIGNAL);
 /** The job's status as this workflow sees it, for operators (temporal workflow query). */
-export const stageQuery = defineQuery<JobStatus>('stage');
+export const stageQuery = defineQuery<JobStatus>(STAGE_QUERY);
 
 export async function videoJobWorkflow(input: VideoJobInput): Promise<VideoJobResult> {
-  const job = new JobRun(input);
+  const job = new JobRun(input, activitiesFor(input.timing));
   setHandler(cancelSignal, () => job.requestCancel());
   setHandler(stageQuery, () => job.status);
   try {
     const outcome = await job.runSteps(async () => {
-      const taskId = await submitOrCancel(job);
+      const taskId = await submit(job);
       const polled = await pollUntilTerminal(job, taskId);
       await copyResults(job, polled);
       return polled;
     });
     return await settle(job, outcome);
   } catch (e) {
-    if (e instanceof JobEnds) return end(job, e);
+    if (e instanceof UnsuccessfulEnd) return end(job, e);
     throw e;
   }
 }
@@ -50,16 +133,18 @@ export async function videoJobWorkflow(input: VideoJobInput): Promise<VideoJobRe
  * Submit (transient errors retried for submitWindowMs; a provider 4xx fails the job at once). A cancel stops the
  * retries but lets an attempt in flight finish, so a task the provider created is known and cancelled by end().
  */
-async function submitOrCancel(job: JobRun): Promise<string> {
-  const submit = job.keepsTask ? job.acts.submitVideoToEnd : job.acts.submitVideo;
+async function submit(job: JobRun): Promise<string> {
+  const submitVideo = job.keepsTask ? job.acts.submitVideoToEnd : job.acts.submitVideo;
   const notAfter = job.deadline ?? undefined;
-  const s = await submit({ jobId: job.input.jobId, ...(notAfter !== undefined ? { notAfter } : {}) }).catch((e) => {
-    throw new JobEnds('failed', failureMessage(e, 'The provider did not accept the job'), failureCode(e));
-  });
-  if (s.pastDeadline) throw new JobEnds('expired', expiredMessage(job), 'deadline_exceeded');
+  const s = await submitVideo({ jobId: job.input.jobId, ...(notAfter !== undefined ? { notAfter } : {}) }).catch(
+    (e) => {
+      throw new UnsuccessfulEnd('failed', failureMessage(e, 'The provider did not accept the job'), failureCode(e));
+    },
+  );
+  if (s.pastDeadline) throw new UnsuccessfulEnd('expired', expiredMessage(job), 'deadline_exceeded');
   if (job.keepsTask) job.taskId = s.taskId; // a task created while the job was ended is still ours to cancel
   if (s.alreadyFinal)
-    throw new JobEnds('failed', 'The job was already final before it was submitted.', null, job.taskId, false);
+    throw new UnsuccessfulEnd('failed', 'The job was already final before it was submitted.', null, job.taskId, false);
   job.taskId = s.taskId;
   job.stopIfCancelRecorded(s.cancelRequested || !s.taskId); // the task id is missing only when a cancel stopped it
   return s.taskId!;
@@ -73,14 +158,14 @@ async function pollUntilTerminal(job: JobRun, taskId: string): Promise<PollOutco
   for (;;) {
     const wait = Math.min(delay, Math.max(0, deadline - Date.now()));
     if (wait > 0) await sleep(wait);
-    if (Date.now() >= deadline) throw new JobEnds('expired', expiredMessage(job), 'deadline_exceeded', taskId);
+    if (Date.now() >= deadline) throw new UnsuccessfulEnd('expired', expiredMessage(job), 'deadline_exceeded', taskId);
     delay = delay === 0 ? t.pollInitialMs : Math.min(Math.ceil(delay * t.pollBackoff), t.pollMaxMs);
     let p: PollOutcome;
     try {
       p = await job.acts.pollVideo({ jobId: job.input.jobId, taskId }, deadline);
     } catch (e) {
       if (isNonRetryable(e))
-        throw new JobEnds('failed', failureMessage(e, 'Polling the provider failed'), failureCode(e));
+        throw new UnsuccessfulEnd('failed', failureMessage(e, 'Polling the provider failed'), failureCode(e));
       continue; // transient failures past their retries: the deadline check above decides
     }
     job.stopIfCancelRecorded(p.cancelRequested);
@@ -92,7 +177,7 @@ async function pollUntilTerminal(job: JobRun, taskId: string): Promise<PollOutco
     if (p.state === 'queued' || p.state === 'running') continue;
     job.taskId = null; // terminal: nothing left to cancel at the provider
     if (p.state === 'expired')
-      throw new JobEnds(
+      throw new UnsuccessfulEnd(
         'expired',
         p.errorMessage ?? 'The provider task expired before it finished.',
         p.errorCode ?? 'provider_expired',
@@ -102,7 +187,11 @@ async function pollUntilTerminal(job: JobRun, taskId: string): Promise<PollOutco
         p.state === 'cancelled'
           ? 'The provider cancelled the task.'
           : (p.errorMessage ?? 'The provider reported a failure.');
-      throw new JobEnds('failed', message, p.contentFiltered ? 'content_filter' : (p.errorCode ?? 'provider_failed'));
+      throw new UnsuccessfulEnd(
+        'failed',
+        message,
+        p.contentFiltered ? 'content_filter' : (p.errorCode ?? 'provider_failed'),
+      );
     }
     return p;
   }
@@ -121,19 +210,24 @@ async function copyResults(job: JobRun, outcome: PollOutcome): Promise<void> {
   const until = Date.now() + timing.copyWindowMs;
   const copy = (variant: 'video' | 'last_frame', url: string) =>
     job.acts.copyResult({ jobId, variant, url }, until).catch((e) => {
-      throw new JobEnds(
+      throw new UnsuccessfulEnd(
         'failed',
         `The result could not be copied from the provider in time: ${failureMessage(e, 'copy failed')}`,
         'copy_failed',
       );
     });
   if (!outcome.videoStored) {
-    if (!outcome.videoUrl) throw new JobEnds('failed', 'The provider reported success without a video.', 'no_result');
+    if (!outcome.videoUrl)
+      throw new UnsuccessfulEnd('failed', 'The provider reported success without a video.', 'no_result');
     await copy('video', outcome.videoUrl);
   }
   if (returnLastFrame) {
     if (!outcome.lastFrameUrl)
-      throw new JobEnds('failed', 'The provider did not return the last frame that was asked for.', 'no_last_frame');
+      throw new UnsuccessfulEnd(
+        'failed',
+        'The provider did not return the last frame that was asked for.',
+        'no_last_frame',
+      );
     await copy('last_frame', outcome.lastFrameUrl);
   }
 }
@@ -154,7 +248,7 @@ async function settle(job: JobRun, outcome: PollOutcome): Promise<VideoJobResult
  * The one way a job ends early (failure, expiry, cancel): cancel the provider task if it may still run, release
  * the hold. A task the provider could not cancel is then followed to its end (the job stays as it ended).
  */
-async function end(job: JobRun, e: JobEnds): Promise<VideoJobResult> {
+async function end(job: JobRun, e: UnsuccessfulEnd): Promise<VideoJobResult> {
   const { jobId, holdId } = job.input;
   let cancelled = false;
   if (e.cancelTaskId && (e.record || job.keepsTask))

@@ -1,30 +1,27 @@
 import {
-  ActivityCancellationType,
   ActivityFailure,
   ApplicationFailure,
   CancellationScope,
   CancelledFailure,
   patched,
-  proxyActivities,
   upsertSearchAttributes,
-  type ActivityOptions,
 } from '@temporalio/workflow';
-import type { VideoActivities } from '../activities/video';
-import type { WebhookActivities } from '../activities/webhooks';
 import type { EventType } from '../src/webhooks/eventTypes';
-import type { JobStatus } from '../src/video/jobs';
-import type { VideoJobInput } from '../src/video/start';
-import type { WorkflowTiming } from '../src/video/settings';
+import type { JobStatus, VideoJobInput } from '../src/video/workflowContract';
+import type { JobActivities } from './videoJob';
 
 /**
- * What the steps of the video workflow (./videoJob.ts) share: the run's state, its activities (each with its
- * timeouts and retries), cancellation, the early end of a job, and how activity failures read.
+ * What the steps of the video workflow (./videoJob.ts) share: the run's state, its activities, cancellation, the
+ * early end of a job, and how activity failures read.
  */
 
 const CANCEL_MESSAGE = "The job was cancelled at the client's request (DELETE /v1/videos/{id}).";
 
-/** How a step ends the job early; `record` false: the job was already final, nothing to write. */
-export class JobEnds extends Error {
+/**
+ * Thrown by a step to end the job unsuccessfully (failed or expired) with its reason; end() releases the hold and
+ * cancels `cancelTaskId` at the provider. `record` false: the job was already final, nothing to write.
+ */
+export class UnsuccessfulEnd extends Error {
   constructor(
     readonly status: 'failed' | 'expired',
     message: string,
@@ -36,14 +33,14 @@ export class JobEnds extends Error {
   }
 }
 
-export const cancelled = (taskId: string | null) => new JobEnds('failed', CANCEL_MESSAGE, 'cancelled', taskId);
+export const cancelled = (taskId: string | null) => new UnsuccessfulEnd('failed', CANCEL_MESSAGE, 'cancelled', taskId);
 
 /**
  * One run's state: its input, its activities (each with its timeouts and retries), the status operators see, the
  * provider task, and the one place a cancel is handled (runSteps).
  */
 export class JobRun {
-  readonly acts: ReturnType<typeof activitiesFor>;
+  readonly acts: JobActivities;
   status: JobStatus = 'submitted';
   /** The provider's task while it may still run: a cancel cancels it too. */
   taskId: string | null = null;
@@ -62,10 +59,12 @@ export class JobRun {
   /** Each committed transition is announced to the account's webhooks (false for jobs started before webhooks). */
   private readonly announces = patched('video-webhooks');
 
-  constructor(readonly input: VideoJobInput) {
+  constructor(
+    readonly input: VideoJobInput,
+    acts: JobActivities,
+  ) {
     const fromCreation = patched('video-deadline-from-creation') && input.createdAtMs !== undefined;
     this.deadline = fromCreation ? input.createdAtMs! + input.timing.deadlineMs : null;
-    const acts = activitiesFor(input.timing);
     // Activities that write (a poll may store an inline video) are never cut off midway, and none starts after a cancel.
     this.acts = {
       ...acts,
@@ -124,62 +123,6 @@ export class JobRun {
         ? Promise.reject(new CancelledFailure(CANCEL_MESSAGE))
         : CancellationScope.nonCancellable(() => activity(...a));
   }
-}
-
-/** Every activity the workflow calls, with its timeouts and retries. */
-export function activitiesFor(t: WorkflowTiming) {
-  const retry = {
-    initialInterval: t.activityRetryInitialMs,
-    backoffCoefficient: 2,
-    maximumInterval: t.activityRetryMaxMs,
-  };
-  // Database steps (status, settle, release) must eventually succeed: retried without limit.
-  const db = proxyActivities<VideoActivities>({ startToCloseTimeout: t.activityTimeoutMs, retry });
-  const events = proxyActivities<WebhookActivities>({ startToCloseTimeout: t.activityTimeoutMs, retry });
-  const submitting = proxyActivities<VideoActivities>({
-    startToCloseTimeout: t.activityTimeoutMs,
-    scheduleToCloseTimeout: t.submitWindowMs,
-    retry,
-  });
-  // A cancel stops the retries but waits for the attempt in flight: a task it creates is reported, never lost.
-  const submittingToEnd = proxyActivities<VideoActivities>({
-    startToCloseTimeout: t.activityTimeoutMs,
-    scheduleToCloseTimeout: t.submitWindowMs,
-    retry,
-    cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
-  });
-  const cancelling = proxyActivities<VideoActivities>({
-    startToCloseTimeout: t.activityTimeoutMs,
-    retry: { ...retry, maximumAttempts: 3 },
-  });
-  // Polls and copies retry only until their deadline, so their options are made per call.
-  const until = (deadline: number, o: ActivityOptions) =>
-    proxyActivities<VideoActivities>({ ...o, scheduleToCloseTimeout: Math.max(1000, deadline - Date.now()) });
-  const polling: ActivityOptions = {
-    startToCloseTimeout: t.activityTimeoutMs,
-    retry: { ...retry, maximumInterval: Math.min(t.activityRetryMaxMs, t.pollMaxMs) },
-  };
-  const copying: ActivityOptions = {
-    startToCloseTimeout: t.copyAttemptTimeoutMs,
-    heartbeatTimeout: t.heartbeatMs,
-    retry,
-  };
-  return {
-    submitVideo: submitting.submitVideo,
-    submitVideoToEnd: submittingToEnd.submitVideo,
-    pollVideo: (a: { jobId: string; taskId: string }, deadline: number) => until(deadline, polling).pollVideo(a),
-    markProcessing: (a: { jobId: string }) => db.markProcessing(a),
-    copyResult: (a: { jobId: string; variant: 'video' | 'last_frame'; url: string }, deadline: number) =>
-      until(deadline, copying).copyResult(a),
-    completeJob: db.completeJob,
-    finishUnsuccessful: db.finishUnsuccessful,
-    /** Best effort: a provider that cannot cancel does not hold up the end of the job. */
-    cancelProviderTask: (a: { jobId: string; taskId: string }) => cancelling.cancelProviderTask(a).catch(() => false),
-    observeProviderTask: (a: { jobId: string; taskId: string; last: boolean }, deadline: number) =>
-      until(deadline, polling).observeProviderTask(a),
-    emitWebhookEvent: (a: Parameters<WebhookActivities['emitWebhookEvent']>[0]) =>
-      CancellationScope.nonCancellable(() => events.emitWebhookEvent(a)),
-  };
 }
 
 function rootFailure(e: unknown): unknown {

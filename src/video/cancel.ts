@@ -3,6 +3,7 @@ import * as jobs from './jobs';
 import type { VideoJob } from './jobs';
 import { temporalClient, type VideoServiceDeps } from './submit';
 import { isTemporalError } from './temporalErrors';
+import { CANCEL_SIGNAL } from './workflowContract';
 
 /**
  * Cancels a job that is not final (DELETE /v1/videos/{id}): records the request, signals the workflow, and waits
@@ -16,7 +17,7 @@ export async function cancelVideoJob(
     throw conflict(`The video job is already ${job.status} and cannot be cancelled.`, 'video_not_cancellable');
   await jobs.markCancelRequested(deps.db, job.id);
   try {
-    await temporalClient(deps).workflow.getHandle(job.workflowId).signal('cancel');
+    await temporalClient(deps).workflow.getHandle(job.workflowId).signal(CANCEL_SIGNAL);
   } catch (e) {
     // Not started yet: the reconciler starts it, and the workflow sees cancel_requested_at at its first step.
     if (!isTemporalError(e, 'WorkflowNotFoundError')) throw e;

@@ -372,59 +372,45 @@ export async function markCancelRequested(db: Db, jobId: string): Promise<void> 
   });
 }
 
+/** How a job ends: completed with its charge, or failed or expired with the reason (nothing charged). */
+export type JobEnd =
+  | { status: 'completed'; chargeVnd: number; durationSeconds: number }
+  | { status: 'failed' | 'expired'; message: string; code?: string | null };
+
 /**
- * Ends a job that is not final: settles its hold (charges `charge`, releases the rest; idempotent by the job's
- * settle key) and moves it to `to`, in ONE transaction, so no reader ever sees the money moved and the job still
- * open, or the reverse. The job row is locked first; a job already final changes nothing (false).
+ * Ends a job that is not final: settles its hold (charges the completed job's cost, releases the rest; idempotent
+ * by the job's settle key) and moves it to its final status, in ONE transaction, so no reader ever sees the money
+ * moved and the job still open, or the reverse. The job row is locked first; a job already final changes nothing
+ * (false).
  */
-async function settleAndEnd(
-  db: Db,
-  j: { jobId: string; holdId: string; charge: number; memo: string },
-  to: 'completed' | 'failed' | 'expired',
-  patch: JobPatch,
-  event: { kind: string; data: Record<string, unknown> },
-): Promise<boolean> {
+export async function endJob(db: Db, j: { jobId: string; holdId: string }, end: JobEnd): Promise<boolean> {
+  const { jobId } = j;
+  const charge = end.status === 'completed' ? end.chargeVnd : 0;
+  const [memo, patch, data]: [string, JobPatch, Record<string, unknown>] =
+    end.status === 'completed'
+      ? [
+          `video job ${jobId}: ${end.durationSeconds} s`,
+          { resultDurationSeconds: end.durationSeconds, costVnd: charge, completed: true },
+          { durationSeconds: end.durationSeconds, costVnd: charge },
+        ]
+      : [
+          `video job ${jobId} ${end.status}`,
+          { errorMessage: end.message, errorCode: end.code ?? null },
+          { message: end.message, code: end.code ?? null },
+        ];
   return tx(db, async (c) => {
-    const r = await c.query('SELECT status FROM video_jobs WHERE id = $1 FOR UPDATE', [j.jobId]);
+    const r = await c.query('SELECT status FROM video_jobs WHERE id = $1 FOR UPDATE', [jobId]);
     if (r.rowCount === 0 || isFinal(r.rows[0].status)) return false;
     await settleHoldIn(c, {
       holdId: j.holdId,
-      charge: j.charge,
-      idempotencyKey: settleKeyOf(j.jobId),
+      charge,
+      idempotencyKey: settleKeyOf(jobId),
       refType: LEDGER_REF_TYPE,
-      refId: j.jobId,
-      memo: j.memo,
+      refId: jobId,
+      memo,
     });
-    return transitionIn(c, j.jobId, to, patch, event);
+    return transitionIn(c, jobId, end.status, patch, { kind: end.status, data });
   });
-}
-
-/** Charges `chargeVnd` against the job's hold, releases the rest and marks the job completed, together. */
-export async function completeJob(
-  db: Db,
-  j: { jobId: string; holdId: string; chargeVnd: number; durationSeconds: number },
-): Promise<boolean> {
-  return settleAndEnd(
-    db,
-    { jobId: j.jobId, holdId: j.holdId, charge: j.chargeVnd, memo: `video job ${j.jobId}: ${j.durationSeconds} s` },
-    'completed',
-    { resultDurationSeconds: j.durationSeconds, costVnd: j.chargeVnd, completed: true },
-    { kind: 'completed', data: { durationSeconds: j.durationSeconds, costVnd: j.chargeVnd } },
-  );
-}
-
-/** Releases the whole hold (nothing charged) and marks the job failed or expired with the reason, together. */
-export async function finishUnsuccessful(
-  db: Db,
-  j: { jobId: string; holdId: string; status: 'failed' | 'expired'; message: string; code?: string | null },
-): Promise<boolean> {
-  return settleAndEnd(
-    db,
-    { jobId: j.jobId, holdId: j.holdId, charge: 0, memo: `video job ${j.jobId} ${j.status}` },
-    j.status,
-    { errorMessage: j.message, errorCode: j.code ?? null },
-    { kind: j.status, data: { message: j.message, code: j.code ?? null } },
-  );
 }
 
 export async function listEvents(

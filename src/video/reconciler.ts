@@ -67,13 +67,15 @@ export async function reconcileVideoJobs(
       // Closed but the job is not final: re-read (the workflow may have finished a moment ago).
       const again = await jobs.getJob(db, job.id);
       if (!again || jobs.isFinal(again.status)) continue;
-      await jobs.finishUnsuccessful(db, {
-        jobId: job.id,
-        holdId: job.holdId,
-        status: 'failed',
-        message: `The job's workflow ended (${d.status.name.toLowerCase()}) without a result.`,
-        code: 'workflow_ended',
-      });
+      await jobs.endJob(
+        db,
+        { jobId: job.id, holdId: job.holdId },
+        {
+          status: 'failed',
+          message: `The job's workflow ended (${d.status.name.toLowerCase()}) without a result.`,
+          code: 'workflow_ended',
+        },
+      );
       report.failed++;
     } catch (e) {
       if (isTemporalError(e, 'WorkflowNotFoundError')) {

@@ -1,35 +1,12 @@
+import type { WorkflowTiming } from './workflowContract';
+
 /**
  * Timing of video jobs. Production defaults are minutes and hours; tests and the bench shrink them. The API
- * copies the relevant part into each workflow's input (WorkflowTiming), so a running job keeps the timing it
- * started with even if the config changes.
+ * copies the workflow's part (WorkflowTiming, documented in the workflow's contract) into each workflow's input,
+ * so a running job keeps the timing it started with even if the config changes; the rest is read by the API and
+ * the worker.
  */
-export interface VideoSettings {
-  /** First wait between provider polls, ms; grows by pollBackoff up to pollMaxMs. */
-  pollInitialMs: number;
-  pollMaxMs: number;
-  pollBackoff: number;
-  /** A job with no provider result this long after submission ends `expired` (ms). */
-  deadlineMs: number;
-  /**
-   * How long a provider task that outlived its job (the provider could not cancel it) is followed, from the job's
-   * creation (ms): its end is recorded, so what it cost is known.
-   */
-  followWindowMs: number;
-  /** How long transient submit errors (5xx, timeouts) are retried before the job fails (ms). */
-  submitWindowMs: number;
-  /**
-   * How long copying the result to our storage is retried (ms). Must stay well inside the provider's retention
-   * (24 h for Seedance URLs, 2 days for Veo): a copy that has not succeeded by then fails the job, uncharged.
-   */
-  copyWindowMs: number;
-  /** First retry interval of every activity (ms), doubling up to activityRetryMaxMs. */
-  activityRetryInitialMs: number;
-  activityRetryMaxMs: number;
-  /** Per-attempt limit of provider calls (submit, poll, cancel) and of database activities (ms). */
-  activityTimeoutMs: number;
-  /** Per-attempt limit of one copy (ms); the copy heartbeats, so a dead worker is noticed after heartbeatMs. */
-  copyAttemptTimeoutMs: number;
-  heartbeatMs: number;
+export interface VideoSettings extends WorkflowTiming {
   /** Reconciler pass interval and the age a job must reach before the reconciler touches it (ms). */
   reconcileIntervalMs: number;
   reconcileGraceMs: number;
@@ -76,23 +53,6 @@ export function loadVideoSettings(env: NodeJS.ProcessEnv = process.env): VideoSe
     throw new Error('VIDEO_COPY_WINDOW_MS must be well under the 24 h provider retention');
   return s;
 }
-
-/** The part of the settings a workflow needs, fixed at start (durations in ms). */
-export type WorkflowTiming = Pick<
-  VideoSettings,
-  | 'pollInitialMs'
-  | 'pollMaxMs'
-  | 'pollBackoff'
-  | 'deadlineMs'
-  | 'followWindowMs'
-  | 'submitWindowMs'
-  | 'copyWindowMs'
-  | 'activityRetryInitialMs'
-  | 'activityRetryMaxMs'
-  | 'activityTimeoutMs'
-  | 'copyAttemptTimeoutMs'
-  | 'heartbeatMs'
->;
 
 export function workflowTiming(s: VideoSettings): WorkflowTiming {
   return {

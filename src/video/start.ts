@@ -2,13 +2,12 @@ import type { Client } from '@temporalio/client';
 import type { defineSearchAttributeKey } from '@temporalio/common';
 import type { Config } from '../config';
 import { SEARCH_ATTRIBUTES } from './searchAttributes';
-import { workflowTiming, type WorkflowTiming } from './settings';
+import { workflowTiming } from './settings';
+import { WORKFLOW_TYPE, type VideoJobInput } from './workflowContract';
 import type { VideoJob } from './jobs';
 import { isTemporalError } from './temporalErrors';
 
 /** Starting a job's workflow: used by POST /v1/videos and by the reconciler (same id, so at most one runs). */
-
-export const WORKFLOW_TYPE = 'videoJobWorkflow';
 
 type Keys = Record<'account' | 'model' | 'status', ReturnType<typeof defineSearchAttributeKey<'KEYWORD'>>>;
 let keys: Keys | null = null;
@@ -24,30 +23,6 @@ async function searchKeys(): Promise<Keys> {
   };
   return keys;
 }
-
-/** The video workflow's input (workflows/videoJob.ts), fixed when the job starts. */
-export interface VideoJobInput {
-  jobId: string;
-  holdId: string;
-  accountId: string;
-  model: string;
-  /** Requested seconds and price, fixed at submission (the hold is seconds x price). */
-  seconds: number;
-  pricePerSecond: number;
-  maxCostVnd: number;
-  returnLastFrame: boolean;
-  /** When the job was created (epoch ms): its windows are measured from here. Absent in jobs started before. */
-  createdAtMs?: number;
-  timing: WorkflowTiming;
-  /**
-   * The status search attribute (src/video/searchAttributes.ts, `GatewayJobStatus`), upserted on each change;
-   * null when the namespace lacks the gateway's attributes. Passed in so the workflow imports nothing but types.
-   */
-  statusSearchAttribute: string | null;
-}
-
-export type VideoJobResult =
-  { status: 'completed'; costVnd: number; durationSeconds: number } | { status: 'failed' | 'expired'; message: string };
 
 export function workflowInput(job: VideoJob, config: Config, searchAttributes: boolean): VideoJobInput {
   return {

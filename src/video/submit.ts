@@ -170,13 +170,15 @@ async function startOrCompensate(deps: VideoServiceDeps, client: Client, job: Vi
   } catch (e) {
     // A workflow that did start after all sees the final job and stops before submitting.
     deps.logger.error({ jobId, err: (e as Error).message }, 'could not start video workflow');
-    await jobs.finishUnsuccessful(deps.db, {
-      jobId,
-      holdId: job.holdId,
-      status: 'failed',
-      message: 'The job could not be scheduled; nothing was charged. Please retry.',
-      code: 'scheduling_failed',
-    });
+    await jobs.endJob(
+      deps.db,
+      { jobId, holdId: job.holdId },
+      {
+        status: 'failed',
+        message: 'The job could not be scheduled; nothing was charged. Please retry.',
+        code: 'scheduling_failed',
+      },
+    );
     await deleteStoredImages(deps.storage, job.request.images);
     throw new ApiError(
       503,

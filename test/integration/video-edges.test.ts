@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { getBalance, listLedger, verifyProjections } from '../../src/billing/ledger';
-import { completeJob, createJobWithHold, finishUnsuccessful, getJob, listEvents } from '../../src/video/jobs';
+import { createJobWithHold, endJob, getJob, listEvents } from '../../src/video/jobs';
 import { eventually, startVideoHarness, type VideoHarness } from '../support/video';
 
 /**
@@ -124,14 +124,22 @@ async function failStatusChange(jobId: string, kind: string): Promise<() => Prom
   };
 }
 
+/** The job's settlement as the workflow's activities do it: completed for 4 s, or failed. */
+const complete = (job: { id: string; holdId: string }) =>
+  endJob(
+    h.deps.db,
+    { jobId: job.id, holdId: job.holdId },
+    { status: 'completed', chargeVnd: 4 * 3600, durationSeconds: 4 },
+  );
+const fail = (job: { id: string; holdId: string }) =>
+  endJob(h.deps.db, { jobId: job.id, holdId: job.holdId }, { status: 'failed', message: 'no' });
+
 test('completion is one commit: a status change that fails leaves the money untouched; the retry charges once', async () => {
   const acc = await h.account(BALANCE);
   const job = await heldJob(acc.accountId);
   const restore = await failStatusChange(job.id, 'completed');
   try {
-    await expect(
-      completeJob(h.deps.db, { jobId: job.id, holdId: job.holdId, chargeVnd: 4 * 3600, durationSeconds: 4 }),
-    ).rejects.toThrow(/injected/);
+    await expect(complete(job)).rejects.toThrow(/injected/);
   } finally {
     await restore();
   }
@@ -143,12 +151,8 @@ test('completion is one commit: a status change that fails leaves the money unto
   });
   expect((await listLedger(h.deps.db, acc.accountId)).map((e) => e.kind)).toEqual(['hold_placed', 'topped_up']);
 
-  expect(
-    await completeJob(h.deps.db, { jobId: job.id, holdId: job.holdId, chargeVnd: 4 * 3600, durationSeconds: 4 }),
-  ).toBe(true);
-  expect(
-    await completeJob(h.deps.db, { jobId: job.id, holdId: job.holdId, chargeVnd: 4 * 3600, durationSeconds: 4 }),
-  ).toBe(false);
+  expect(await complete(job)).toBe(true);
+  expect(await complete(job)).toBe(false);
   expect((await getJob(h.deps.db, job.id))!).toMatchObject({ status: 'completed', costVnd: 4 * 3600 });
   expect(await getBalance(h.deps.db, acc.accountId)).toEqual({
     balance: BALANCE - 4 * 3600,
@@ -164,20 +168,14 @@ test('a failure is one commit too, and a job already final is never settled agai
   const job = await heldJob(acc.accountId);
   const restore = await failStatusChange(job.id, 'failed');
   try {
-    await expect(
-      finishUnsuccessful(h.deps.db, { jobId: job.id, holdId: job.holdId, status: 'failed', message: 'no' }),
-    ).rejects.toThrow(/injected/);
+    await expect(fail(job)).rejects.toThrow(/injected/);
   } finally {
     await restore();
   }
   expect((await getBalance(h.deps.db, acc.accountId))!.held).toBe(5 * 3600);
-  expect(
-    await finishUnsuccessful(h.deps.db, { jobId: job.id, holdId: job.holdId, status: 'failed', message: 'no' }),
-  ).toBe(true);
+  expect(await fail(job)).toBe(true);
   // A late completion of a failed job (a stale activity) charges nothing.
-  expect(
-    await completeJob(h.deps.db, { jobId: job.id, holdId: job.holdId, chargeVnd: 4 * 3600, durationSeconds: 4 }),
-  ).toBe(false);
+  expect(await complete(job)).toBe(false);
   expect(await getBalance(h.deps.db, acc.accountId)).toEqual({ balance: BALANCE, held: 0, available: BALANCE });
   expect((await getJob(h.deps.db, job.id))!.status).toBe('failed');
 });
