@@ -169,32 +169,37 @@ async function main(): Promise<void> {
       }
     }
     for (const s of sides) {
+      const cpuUs = ((1000 * s.cpu) / s.ok).toFixed(0);
+      const dbUs = ((1000 * s.db) / s.ok).toFixed(0);
+      const rps = Math.round(median(s.runs.map((r) => r.rps)));
+      const problems = s.runs.map((r) => r.problems).filter(Boolean);
       console.log(
-        `${workload} c=${connections} ${s.name.padEnd(10)}: ${((1000 * s.cpu) / s.ok).toFixed(0)} µs CPU/request, Postgres ${((1000 * s.db) / s.ok).toFixed(0)} µs/request, median ${Math.round(median(s.runs.map((r) => r.rps)))} req/s, peak RSS ${peakRssMb(s.target.pid).toFixed(0)} MB (${s.flags.join(' ') || 'no flags'})${
-          s.runs.some((r) => r.problems)
-            ? ` (${s.runs
-                .map((r) => r.problems)
-                .filter(Boolean)
-                .join(' ')})`
-            : ''
-        }`,
+        `${workload} c=${connections} ${s.name.padEnd(10)}: ${cpuUs} µs CPU/request, Postgres ${dbUs} µs/request, ` +
+          `median ${rps} req/s, peak RSS ${peakRssMb(s.target.pid).toFixed(0)} MB ` +
+          `(${s.flags.join(' ') || 'no flags'})${problems.length ? ` (${problems.join(' ')})` : ''}`,
       );
     }
     const [a, b] = sides;
     if (limits) {
       // At one connection the mean latency is 1 / throughput (autocannon's percentiles are whole milliseconds).
       const mean = (x: Side) => 1_000_000 / median(x.single.map((r) => r.rps));
+      const p99 = (x: Side) => median(x.single.map((r) => r.p99Ms));
       console.log(
-        `c=1 mean latency: ${a.name} ${mean(a).toFixed(0)} µs, ${b.name} ${mean(b).toFixed(0)} µs: +${(mean(b) - mean(a)).toFixed(0)} µs (${(mean(b) / mean(a)).toFixed(2)}x); p99 ${median(a.single.map((r) => r.p99Ms))} / ${median(b.single.map((r) => r.p99Ms))} ms`,
+        `c=1 mean latency: ${a.name} ${mean(a).toFixed(0)} µs, ${b.name} ${mean(b).toFixed(0)} µs: ` +
+          `+${(mean(b) - mean(a)).toFixed(0)} µs (${(mean(b) / mean(a)).toFixed(2)}x); p99 ${p99(a)} / ${p99(b)} ms`,
       );
     }
     // Each round's two cells ran back to back: the median of their ratios is the figure least moved by the machine.
     const ratios = a.cellCpu.map((x, i) => b.cellCpu[i] / x);
     console.log(
-      `CPU per request by round, ${b.name} / ${a.name}: ${ratios.map((x) => x.toFixed(2)).join(' ')}; median ${median(ratios).toFixed(2)}`,
+      `CPU per request by round, ${b.name} / ${a.name}: ${ratios.map((x) => x.toFixed(2)).join(' ')}; ` +
+        `median ${median(ratios).toFixed(2)}`,
     );
+    const throughput = median(b.runs.map((r) => r.rps)) / median(a.runs.map((r) => r.rps));
+    const withDb = (b.cpu + b.db) / b.ok / ((a.cpu + a.db) / a.ok);
     console.log(
-      `${b.name} / ${a.name}: throughput ${(median(b.runs.map((r) => r.rps)) / median(a.runs.map((r) => r.rps))).toFixed(2)}, CPU per request ${(b.cpu / b.ok / (a.cpu / a.ok)).toFixed(2)}, with Postgres ${((b.cpu + b.db) / b.ok / ((a.cpu + a.db) / a.ok)).toFixed(2)}`,
+      `${b.name} / ${a.name}: throughput ${throughput.toFixed(2)}, ` +
+        `CPU per request ${(b.cpu / b.ok / (a.cpu / a.ok)).toFixed(2)}, with Postgres ${withDb.toFixed(2)}`,
     );
     if (extra.sink)
       console.log(`OTLP exports received: ${extra.sink.requests} requests, ${(extra.sink.bytes / 1e6).toFixed(1)} MB`);

@@ -7,8 +7,8 @@ import { RedisRateLimiter } from '../src/limits/redisRateLimiter';
  * `concurrency` requests at a time each check a key (RPM and TPM far above the run), yield a turn of the event loop
  * (the request "runs") and settle their tokens; the same loop without a limiter is the baseline subtracted. Compared:
  * the in-process window and the Redis one (BENCH_REDIS_URL, default redis://127.0.0.1:6379) with its leased slices
- * (its client's CPU included, redis-server's not, as in ab.js). Unlike `ab.js --limits` it does not depend on what else the machine runs:
- * only this process's CPU time is counted. Five rounds each, the median printed.
+ * (its client's CPU included, redis-server's not, as in ab.js). Unlike `ab.js --limits` it does not depend on what
+ * else the machine runs: only this process's CPU time is counted. Five rounds each, the median printed.
  */
 
 const N = Number(process.argv[2] ?? 100_000);
@@ -51,7 +51,8 @@ async function main(): Promise<void> {
     red.push((await run(redis, randomUUID())) - base[round]);
   }
   console.log(
-    `${N} requests, ${C} at a time: limiter CPU per request (check + settle), median of 5: in-process ${median(mem).toFixed(2)} µs, ` +
+    `${N} requests, ${C} at a time: limiter CPU per request (check + settle), median of 5: ` +
+      `in-process ${median(mem).toFixed(2)} µs, ` +
       `Redis with leased slices ${median(red).toFixed(2)} µs; the loop alone ${median(base).toFixed(2)} µs`,
   );
   await redis.close();

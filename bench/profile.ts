@@ -89,7 +89,13 @@ export function summariseProfiles(dirOrFile: string, top = 30, requests = 0): st
       .slice(0, n)
       .map(([k, v]) => `${pct(v)}  ${k}`)
       .join('\n');
-  return `${files.length} profile(s), ${(total / 1e6).toFixed(1)} s busy${requests ? `, ${requests} requests: ${(total / requests).toFixed(1)} µs busy per request` : ''}\n\nby package / file (self time):\n${list(byPkg, 25)}\n\nby function (self time):\n${list(byFn, top)}\n\nour functions (inclusive time, with what they call):\n${list(inclusive, top)}`;
+  const perRequest = requests ? `, ${requests} requests: ${(total / requests).toFixed(1)} µs busy per request` : '';
+  return (
+    `${files.length} profile(s), ${(total / 1e6).toFixed(1)} s busy${perRequest}` +
+    `\n\nby package / file (self time):\n${list(byPkg, 25)}` +
+    `\n\nby function (self time):\n${list(byFn, top)}` +
+    `\n\nour functions (inclusive time, with what they call):\n${list(inclusive, top)}`
+  );
 }
 
 if (require.main === module) {

@@ -32,22 +32,31 @@ import type { BenchContext, BenchSection, SectionRunner } from './types';
  *
  * Every target and the upstream run in their own child processes, so CPU per request (utime+stime from
  * /proc/<pid>/stat) and peak RSS (VmHWM) are the target's own (its process tree's: a server's worker processes
- * count). The load generator (autocannon, and an undici
- * loop for concurrency 1) runs here. The gateway runs with auth, validation, routing, billing and request logs
- * on, against a fresh Postgres database; after the run the ledger must hold one charge per request served.
+ * count). The load generator (autocannon, and an undici loop for concurrency 1) runs here. The gateway runs with
+ * auth, validation, routing, billing and request logs on, against a fresh Postgres database; after the run the
+ * ledger must hold one charge per request served.
  *
- * Environment: BENCH_SECONDS (per measured cell, default 3), BENCH_ROUNDS (rounds through the targets, default
- * 5; each figure is the median round: on a shared 2-core machine single cells vary by 10-20 %), BENCH_WARMUP_SECONDS (2), BENCH_SEQ_N (sequential
- * requests per target and workload at c=1, default 2000), BENCH_CONNECTIONS (default "10,50"), BENCH_TARGETS
- * (default "direct,bare-proxy,gateway,portkey,litellm"; litellm is skipped with one line if it cannot be installed), BENCH_WORKLOADS (default "chat,chat-stream,embeddings"),
- * BENCH_PROFILE=1 or a list of targets such as "gateway,bare-proxy" (CPU-profile those during the measured cells
- * and print their hot spots; profiles in bench/results/profiles/<target>/; this slows them down, so the figures of a
- * profiled run are not the ones to publish), BENCH_DATABASE_ADMIN_URL (default TEST_DATABASE_ADMIN_URL or
- * postgres://postgres@127.0.0.1:5432/postgres), BENCH_KEEP_DB=1 (keep the bench database), BENCH_GATEWAY_NODE_ARGS
- * (Node flags for the gateway process instead of those of `npm run api`, e.g. "--max-semi-space-size=16", to try memory
- * settings), BENCH_VIDEO=0 (skip
- * the video section, for quick runs of the synchronous ones), BENCH_LITELLM_SPEC (the pip requirement to install,
- * default litellm[proxy] pinned), BENCH_LITELLM_VENV (default ~/.cache/model-gateway-bench/litellm-venv), BENCH_PYTHON (python3).
+ * Environment:
+ * - BENCH_SECONDS: per measured cell, default 3.
+ * - BENCH_ROUNDS: rounds through the targets, default 5; each figure is the median round, because single cells
+ *   vary a lot on a shared machine.
+ * - BENCH_WARMUP_SECONDS: default 2.
+ * - BENCH_SEQ_N: sequential requests per target and workload at c=1, default 2000.
+ * - BENCH_CONNECTIONS: default "10,50".
+ * - BENCH_TARGETS: default "direct,bare-proxy,gateway,portkey,litellm"; litellm is skipped with one line if it
+ *   cannot be installed.
+ * - BENCH_WORKLOADS: default "chat,chat-stream,embeddings".
+ * - BENCH_PROFILE: 1 or a list of targets such as "gateway,bare-proxy"; CPU-profiles those during the measured
+ *   cells and prints their hot spots (profiles in bench/results/profiles/<target>/). This slows them down, so the
+ *   figures of a profiled run are not the ones to publish.
+ * - BENCH_DATABASE_ADMIN_URL: default TEST_DATABASE_ADMIN_URL or postgres://postgres@127.0.0.1:5432/postgres.
+ * - BENCH_KEEP_DB=1: keeps the bench database.
+ * - BENCH_GATEWAY_NODE_ARGS: Node flags for the gateway process instead of those of `npm run api`, e.g.
+ *   "--max-semi-space-size=16", to try memory settings.
+ * - BENCH_VIDEO=0: skips the video section, for quick runs of the synchronous ones.
+ * - BENCH_LITELLM_SPEC: the pip requirement to install, default litellm[proxy] pinned.
+ * - BENCH_LITELLM_VENV: default ~/.cache/model-gateway-bench/litellm-venv.
+ * - BENCH_PYTHON: default python3.
  */
 
 const env = process.env;
@@ -314,8 +323,16 @@ async function startTargets(emulatorUrl: string, bdb: BenchDb | null, workloads:
         peerNotes.push(`LiteLLM: skipped, ${why}.`);
         continue;
       }
+      const python = sh(path.join(path.dirname(install.bin), 'python'), [
+        '-c',
+        'import platform; print(platform.python_version())',
+      ]);
+      const installed =
+        install.installedNowS !== null ? `; installed into its venv in this run, ${install.installedNowS} s` : '';
       peerNotes.push(
-        `LiteLLM: litellm ${install.version} (Python ${sh(path.join(path.dirname(install.bin), 'python'), ['-c', 'import platform; print(platform.python_version())'])}; litellm --config <models as openai/<model> at the emulator, master key> --num_workers 1, no database, LITELLM_LOCAL_MODEL_COST_MAP=True${install.installedNowS !== null ? `; installed into its venv in this run, ${install.installedNowS} s` : ''}).`,
+        `LiteLLM: litellm ${install.version} (Python ${python}; ` +
+          `litellm --config <models as openai/<model> at the emulator, master key> --num_workers 1, no database, ` +
+          `LITELLM_LOCAL_MODEL_COST_MAP=True${installed}).`,
       );
     } else {
       throw new Error(`unknown target ${name}`);
@@ -352,9 +369,8 @@ async function measureCell(t: BenchTarget, emulatorPid: number, w: Workload, n: 
   const list = acc.runs.get(n) ?? [];
   list.push(r);
   acc.runs.set(n, list);
-  log(
-    `${w.name} ${t.name} c=${n}: ${Math.round(r.rps)} req/s, p50 ${r.p50Ms} ms, p99 ${r.p99Ms} ms${r.problems ? `, ${r.problems}` : ''}`,
-  );
+  const problems = r.problems ? `, ${r.problems}` : '';
+  log(`${w.name} ${t.name} c=${n}: ${Math.round(r.rps)} req/s, p50 ${r.p50Ms} ms, p99 ${r.p99Ms} ms${problems}`);
 }
 
 const median = (xs: number[]) => {
@@ -429,7 +445,8 @@ function billingReport(
     ['other responses', other.toLocaleString('en-US')],
     [
       'usage_records',
-      `${b.usageRecords.toLocaleString('en-US')} (may exceed the 200s by up to ${slack.toLocaleString('en-US')} requests abandoned in flight at cell ends)`,
+      `${b.usageRecords.toLocaleString('en-US')} (may exceed the 200s by up to ` +
+        `${slack.toLocaleString('en-US')} requests abandoned in flight at cell ends)`,
     ],
     ['usage_records with cost > 0', b.usageRecordsCharged.toLocaleString('en-US')],
     ['usage_records with cost > 0 naming no charged event', b.usageRecordsUncharged.toLocaleString('en-US')],
@@ -482,7 +499,9 @@ async function main(): Promise<void> {
   }
   const t0 = Date.now();
   const loadStart = os.loadavg()[0].toFixed(2);
-  const machine = `${os.cpus().length} x ${os.cpus()[0]?.model ?? '?'}, ${Math.round(os.totalmem() / 2 ** 30)} GB, Linux ${os.release()}, Node ${process.version}`;
+  const memoryGb = Math.round(os.totalmem() / 2 ** 30);
+  const cpus = `${os.cpus().length} x ${os.cpus()[0]?.model ?? '?'}`;
+  const machine = `${cpus}, ${memoryGb} GB, Linux ${os.release()}, Node ${process.version}`;
   const portkeyVersion = sh(process.execPath, [
     '-p',
     `require(${JSON.stringify(path.join(projectRoot(), 'node_modules/@portkey-ai/gateway/package.json'))}).version`,
@@ -596,8 +615,12 @@ async function main(): Promise<void> {
           cell.addedP50Us = p.addedP50Us;
           cell.addedP99Us = p.addedP99Us;
         }
+        const added =
+          cell.addedP50Us !== undefined
+            ? `, added p50 ${Math.round(cell.addedP50Us)} µs, p99 ${Math.round(cell.addedP99Us!)} µs`
+            : '';
         log(
-          `${w.name} ${t.name} c=1: p50 ${Math.round(cell.seq.p50Us)} µs, p99 ${Math.round(cell.seq.p99Us)} µs${cell.addedP50Us !== undefined ? `, added p50 ${Math.round(cell.addedP50Us)} µs, p99 ${Math.round(cell.addedP99Us!)} µs` : ''}`,
+          `${w.name} ${t.name} c=1: p50 ${Math.round(cell.seq.p50Us)} µs, p99 ${Math.round(cell.seq.p99Us)} µs${added}`,
         );
       }
     }
@@ -618,7 +641,8 @@ async function main(): Promise<void> {
       gwMemory = st.memoryAtPeak;
       const ok200 = Object.values(served).reduce((s, byStatus) => s + (byStatus['200'] ?? 0), 0);
       log(
-        `gateway served ${ok200} x 200; billing backlog now ${st.backlog}, peak ${st.maxBacklog} usage rows in memory; waiting for the ledger`,
+        `gateway served ${ok200} x 200; billing backlog now ${st.backlog}, ` +
+          `peak ${st.maxBacklog} usage rows in memory; waiting for the ledger`,
       );
       const drain = await waitForUsage(bdb!, ok200, 120_000);
       // Stopping the gateway flushes whatever is left of its pending charges and usage records.
@@ -641,12 +665,24 @@ async function main(): Promise<void> {
   const checksAll: Check[] = [...tables.checks];
   const out: string[] = [];
   const md: string[] = [];
+  const flagsFrom = env.BENCH_GATEWAY_NODE_ARGS !== undefined ? ' (BENCH_GATEWAY_NODE_ARGS)' : ' (as npm run api)';
   const header = [
-    `Machine: ${machine}. Everything on loopback; the emulated upstream, each target and the load generator in separate processes.`,
-    `Load: autocannon (keep-alive, pipelining 1), ${ROUNDS} rounds of ${SECONDS} s cells through the targets in rotating order after a ${WARMUP} s warm-up; each figure is the median round. c=1: ${SEQ_N} sequential requests per target, each paired with a direct one (undici, hrtime).`,
-    `CPU ms/req: the target process's (and its children's) utime+stime over the c=${CONNECTIONS.join(' and c=')} cells / requests served (for direct: the upstream's own); Postgres CPU ms/req: every local postgres process over the gateway's cells (its billing writes share these cores). Peak RSS: VmHWM of the target process, reset after start-up. For a target with worker processes, CPU and RSS are its process tree's (RSS summed over its processes).`,
-    `Load average (1 min) at start / end: ${loadStart} / ${os.loadavg()[0].toFixed(2)} (other work shares this machine).`,
-    `Gateway: auth, validation, routing, billing (Postgres) and request logging on, TEMPORAL_ADDRESS=off (synchronous operations only); Node flags ${gatewayFlags.join(' ') || '(none)'}${env.BENCH_GATEWAY_NODE_ARGS !== undefined ? ' (BENCH_GATEWAY_NODE_ARGS)' : ' (as npm run api)'}. Portkey: @portkey-ai/gateway ${portkeyVersion} (node build/start-server.js --headless, @hono/node-server 1.13.8).`,
+    `Machine: ${machine}. Everything on loopback; ` +
+      `the emulated upstream, each target and the load generator in separate processes.`,
+    `Load: autocannon (keep-alive, pipelining 1), ${ROUNDS} rounds of ${SECONDS} s cells through the targets ` +
+      `in rotating order after a ${WARMUP} s warm-up; each figure is the median round. ` +
+      `c=1: ${SEQ_N} sequential requests per target, each paired with a direct one (undici, hrtime).`,
+    `CPU ms/req: the target process's (and its children's) utime+stime over the c=${CONNECTIONS.join(' and c=')} ` +
+      `cells / requests served (for direct: the upstream's own); Postgres CPU ms/req: every local postgres process ` +
+      `over the gateway's cells (its billing writes share these cores). Peak RSS: VmHWM of the target process, ` +
+      `reset after start-up. For a target with worker processes, CPU and RSS are its process tree's ` +
+      `(RSS summed over its processes).`,
+    `Load average (1 min) at start / end: ${loadStart} / ${os.loadavg()[0].toFixed(2)} ` +
+      `(other work shares this machine).`,
+    `Gateway: auth, validation, routing, billing (Postgres) and request logging on, TEMPORAL_ADDRESS=off ` +
+      `(synchronous operations only); Node flags ${gatewayFlags.join(' ') || '(none)'}${flagsFrom}. ` +
+      `Portkey: @portkey-ai/gateway ${portkeyVersion} ` +
+      `(node build/start-server.js --headless, @hono/node-server 1.13.8).`,
     ...peerNotes,
   ];
   out.push(header.join('\n'), tables.text);
@@ -661,7 +697,9 @@ async function main(): Promise<void> {
       .map(([k, v]) => `${k} ${Math.round(v)} MB`)
       .join(', ')}.` +
     (gwMemory
-      ? ` Gateway at its RSS peak: rss ${mb(gwMemory.rss)}, V8 heap ${mb(gwMemory.heapUsed)} used of ${mb(gwMemory.heapTotal)}, external ${mb(gwMemory.external)} (array buffers ${mb(gwMemory.arrayBuffers)}).`
+      ? ` Gateway at its RSS peak: rss ${mb(gwMemory.rss)}, ` +
+        `V8 heap ${mb(gwMemory.heapUsed)} used of ${mb(gwMemory.heapTotal)}, ` +
+        `external ${mb(gwMemory.external)} (array buffers ${mb(gwMemory.arrayBuffers)}).`
       : '');
   out.push('\n' + memLine);
   md.push('\n' + memLine + '\n');
@@ -701,7 +739,11 @@ async function main(): Promise<void> {
 
   const failed = checksAll.filter((c) => c.pass === false);
   const missing = checksAll.filter((c) => c.pass === null);
-  const summary = `\nOverall: ${failed.length ? `FAIL (${failed.length} of ${checksAll.length} checks failed: ${failed.map((c) => c.name).join('; ')})` : 'PASS'}${missing.length ? `; ${missing.length} checks could not be measured` : ''}. Took ${Math.round((Date.now() - t0) / 1000)} s.`;
+  const verdict = failed.length
+    ? `FAIL (${failed.length} of ${checksAll.length} checks failed: ${failed.map((c) => c.name).join('; ')})`
+    : 'PASS';
+  const unmeasured = missing.length ? `; ${missing.length} checks could not be measured` : '';
+  const summary = `\nOverall: ${verdict}${unmeasured}. Took ${Math.round((Date.now() - t0) / 1000)} s.`;
   out.push(summary);
   md.push('\n' + summary.trim());
   const text = out.join('\n');

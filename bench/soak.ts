@@ -195,7 +195,8 @@ async function main(): Promise<void> {
       await sleep(100);
     }
     console.log(
-      `soak: ${TOTAL} requests, ${CONNECTIONS} connections, node ${flags.join(' ')} dist/src/server.js (pid ${api.pid})`,
+      `soak: ${TOTAL} requests, ${CONNECTIONS} connections, ` +
+        `node ${flags.join(' ')} dist/src/server.js (pid ${api.pid})`,
     );
     let next = 0;
     const one = async (i: number) => {
@@ -233,7 +234,9 @@ async function main(): Promise<void> {
       };
       readings.push(reading);
       console.log(
-        `${String(next).padStart(8)} requests  ${reading.seconds.toFixed(0).padStart(5)} s  RSS ${reading.rssMb.toFixed(1)} MB  heap used ${reading.heapUsedMb.toFixed(1)} MB  external ${reading.externalMb.toFixed(1)} MB`,
+        `${String(next).padStart(8)} requests  ${reading.seconds.toFixed(0).padStart(5)} s  ` +
+          `RSS ${reading.rssMb.toFixed(1)} MB  heap used ${reading.heapUsedMb.toFixed(1)} MB  ` +
+          `external ${reading.externalMb.toFixed(1)} MB`,
       );
       if (SNAPSHOTS && (readings.length === 1 || next >= TOTAL)) {
         fs.mkdirSync(SNAPSHOTS, { recursive: true });
@@ -250,23 +253,26 @@ async function main(): Promise<void> {
     await db.drop();
   }
   console.log('\nby kind: requests, statuses (unexpected)');
-  for (const [kind, k] of byKind)
-    console.log(
-      `  ${kind.padEnd(28)} ${String(k.n).padStart(8)}  ${[...k.statuses].map(([s, n]) => `${s}:${n}`).join(' ')}${k.unexpected ? `  (${k.unexpected} unexpected)` : ''}`,
-    );
+  for (const [kind, k] of byKind) {
+    const statuses = [...k.statuses].map(([s, n]) => `${s}:${n}`).join(' ');
+    const note = k.unexpected ? `  (${k.unexpected} unexpected)` : '';
+    console.log(`  ${kind.padEnd(28)} ${String(k.n).padStart(8)}  ${statuses}${note}`);
+  }
   const first = readings.find((r) => r.requests >= BASELINE_AT) ?? readings[0];
   const last = readings.at(-1)!;
   const growth = last.rssMb - first.rssMb;
   const unexpected = [...byKind.values()].reduce((a, k) => a + k.unexpected, 0);
   console.log(
-    `\nRSS after GC: ${first.rssMb.toFixed(1)} MB after ${first.requests}, ${last.rssMb.toFixed(1)} MB after ${last.requests} (${growth >= 0 ? '+' : ''}${growth.toFixed(1)} MB; limit +${MAX_GROWTH_MB} MB); heap used ${first.heapUsedMb.toFixed(1)} -> ${last.heapUsedMb.toFixed(1)} MB; ${(last.requests / last.seconds || 0).toFixed(0)} requests/s`,
+    `\nRSS after GC: ${first.rssMb.toFixed(1)} MB after ${first.requests}, ` +
+      `${last.rssMb.toFixed(1)} MB after ${last.requests} ` +
+      `(${growth >= 0 ? '+' : ''}${growth.toFixed(1)} MB; limit +${MAX_GROWTH_MB} MB); ` +
+      `heap used ${first.heapUsedMb.toFixed(1)} -> ${last.heapUsedMb.toFixed(1)} MB; ` +
+      `${(last.requests / last.seconds || 0).toFixed(0)} requests/s`,
   );
   const ok = growth <= MAX_GROWTH_MB && unexpected === 0;
-  console.log(
-    ok
-      ? 'soak: OK'
-      : `soak: FAILED${unexpected ? ` (${unexpected} unexpected statuses)` : ''}${growth > MAX_GROWTH_MB ? ' (RSS grew too much)' : ''}`,
-  );
+  const statusNote = unexpected ? ` (${unexpected} unexpected statuses)` : '';
+  const rssNote = growth > MAX_GROWTH_MB ? ' (RSS grew too much)' : '';
+  console.log(ok ? 'soak: OK' : `soak: FAILED${statusNote}${rssNote}`);
   process.exitCode = ok ? 0 : 1;
 }
 

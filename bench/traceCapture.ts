@@ -65,9 +65,9 @@ export function renderTree(spans: ReceivedSpan[]): string {
         .map((k) => `${k}=${s.attributes[k]}`)
         .join(' ');
       const who = String(s.resource['service.name']);
-      lines.push(
-        `${`+${at.toFixed(0)} ms`.padStart(10)} ${`${ms.toFixed(1)} ms`.padStart(10)}  ${'  '.repeat(depth)}${s.name}  [${who}]${attrs ? `  ${attrs}` : ''}`,
-      );
+      const offset = `+${at.toFixed(0)} ms`.padStart(10);
+      const duration = `${ms.toFixed(1)} ms`.padStart(10);
+      lines.push(`${offset} ${duration}  ${'  '.repeat(depth)}${s.name}  [${who}]${attrs ? `  ${attrs}` : ''}`);
       walk(s.spanId, depth + 1);
     }
   };

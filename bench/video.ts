@@ -204,7 +204,9 @@ export async function runVideoBench(ctx: BenchContext): Promise<BenchSection> {
     );
     await drain(batch, 900_000);
     const span = await db.query(
-      `SELECT extract(epoch FROM max(completed_at))*1000 AS last, count(*) FILTER (WHERE status = 'completed')::int AS ok FROM video_jobs WHERE id = ANY($1)`,
+      `SELECT extract(epoch FROM max(completed_at))*1000 AS last,
+              count(*) FILTER (WHERE status = 'completed')::int AS ok
+       FROM video_jobs WHERE id = ANY($1)`,
       [batch],
     );
     const elapsedMs = Number(span.rows[0].last) - t0;
@@ -240,7 +242,8 @@ export async function runVideoBench(ctx: BenchContext): Promise<BenchSection> {
     const row = (await db.query('SELECT status, video_size, error_message FROM video_jobs WHERE id = $1', [big]))
       .rows[0];
     const ev = await db.query(
-      `SELECT kind, extract(epoch FROM created_at)*1000 AS t FROM video_job_events WHERE job_id = $1 AND kind IN ('processing','video_copied')`,
+      `SELECT kind, extract(epoch FROM created_at)*1000 AS t FROM video_job_events
+       WHERE job_id = $1 AND kind IN ('processing','video_copied')`,
       [big],
     );
     const tOf = (kind: string) => Number(ev.rows.find((x) => x.kind === kind)?.t);
@@ -282,7 +285,9 @@ export async function runVideoBench(ctx: BenchContext): Promise<BenchSection> {
       ['| Measure | Value | Detail | Notes |', '|---|---|---|---|', ...lines.map((l) => `| ${l.join(' | ')} |`)].join(
         '\n',
       ) +
-      `\n\nAPI and worker are separate processes (dist/src/server.js, dist/src/worker.js); Temporal dev server; Postgres; fs storage. RSS: VmRSS sampled every 50 ms${hwmReset ? ' and VmHWM after clear_refs' : ''}.`;
+      `\n\nAPI and worker are separate processes (dist/src/server.js, dist/src/worker.js); ` +
+      `Temporal dev server; Postgres; fs storage. ` +
+      `RSS: VmRSS sampled every 50 ms${hwmReset ? ' and VmHWM after clear_refs' : ''}.`;
     return { title: 'Video jobs', text, markdown, pass: rssPass };
   } finally {
     for (const c of cleanup) await c().catch((e) => ctx.log(`video cleanup: ${(e as Error).message}`));

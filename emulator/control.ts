@@ -14,14 +14,20 @@ export interface Fault {
   status?: number;
   /** ...with this Retry-After header (seconds or an HTTP date, as sent)... */
   retryAfter?: string;
-  /** ...or start a chat/completions stream normally and destroy the connection after this many events (speech: after half its audio). */
+  /**
+   * ...or start a chat/completions stream normally and destroy the connection after this many events (speech: after
+   * half its audio).
+   */
   cutAfter?: number;
   /**
    * ...or start a chat/completions stream normally and, after this many events, send an error event followed by
    * `data: [DONE]`, ending the response cleanly (what vLLM and SGLang send when generation fails mid-stream)...
    */
   errorAfter?: number;
-  /** ...or answer 200 with its headers and the first bytes of a body, then destroy the connection (a reset after the headers). */
+  /**
+   * ...or answer 200 with its headers and the first bytes of a body, then destroy the connection (a reset after the
+   * headers).
+   */
   resetAfterHeaders?: boolean;
   /** ...or hang this long before answering (a timeout seen by the client), or drop the connection. */
   delayMs?: number;

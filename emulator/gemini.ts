@@ -16,10 +16,11 @@ import {
 
 /**
  * Emulated Gemini API upstream under /gemini/v1beta: POST models/{model}:generateContent, :streamGenerateContent
- * (`?alt=sse`, else a JSON array), :countTokens, :embedContent and :batchEmbedContents. Deterministic, like the Anthropic emulator: with function
- * declarations it calls the first one (or the one ANY mode allows) with arguments valid against its schema, unless
- * the turn answers a call; otherwise "You said: ..." ("The tool returned: ..." after a function response), as a
- * JSON object in JSON mode, cut at a stop sequence or at maxOutputTokens. includeThoughts adds a thought part.
+ * (`?alt=sse`, else a JSON array), :countTokens, :embedContent and :batchEmbedContents. Deterministic, like the
+ * Anthropic emulator: with function declarations it calls the first one (or the one ANY mode allows) with arguments
+ * valid against its schema, unless the turn answers a call; otherwise "You said: ..." ("The tool returned: ..."
+ * after a function response), as a JSON object in JSON mode, cut at a stop sequence or at maxOutputTokens.
+ * includeThoughts adds a thought part.
  * Usage: ceil(chars/4) of the request's text, `[cache_read=N]` markers as cached tokens.
  */
 

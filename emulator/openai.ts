@@ -472,7 +472,8 @@ function embeddings(ctl: EmulatorControl) {
       items.push(`{"object":"embedding","index":${i},"embedding":${embeddingJson(texts[i], dims, base64)}}`);
     }
     ctx.type = 'application/json';
-    ctx.body = `{"object":"list","data":[${items.join(',')}],"model":${JSON.stringify(body.model)},"usage":{"prompt_tokens":${promptTokens},"total_tokens":${promptTokens}}}`;
+    const usage = `{"prompt_tokens":${promptTokens},"total_tokens":${promptTokens}}`;
+    ctx.body = `{"object":"list","data":[${items.join(',')}],"model":${JSON.stringify(body.model)},"usage":${usage}}`;
   };
 }
 
@@ -529,7 +530,12 @@ function speech(ctl: EmulatorControl) {
 function srtTime(sec: number, sep: string): string {
   const ms = Math.round(sec * 1000);
   const p = (n: number, w = 2) => String(n).padStart(w, '0');
-  return `${p(Math.floor(ms / 3_600_000))}:${p(Math.floor(ms / 60_000) % 60)}:${p(Math.floor(ms / 1000) % 60)}${sep}${p(ms % 1000, 3)}`;
+  const [hours, minutes, seconds] = [
+    Math.floor(ms / 3_600_000),
+    Math.floor(ms / 60_000) % 60,
+    Math.floor(ms / 1000) % 60,
+  ];
+  return `${p(hours)}:${p(minutes)}:${p(seconds)}${sep}${p(ms % 1000, 3)}`;
 }
 
 function transcriptions(ctl: EmulatorControl) {

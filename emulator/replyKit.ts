@@ -81,7 +81,10 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 /** A prompt containing this makes the emulated stream break off halfway (the connection is destroyed). */
 export const DROP_MIDSTREAM_MARKER = 'EMULATOR_DROP_MIDSTREAM';
 
-/** Takes over the response for an SSE stream; `closed()` turns true (and onAbort runs) if the client goes away first. */
+/**
+ * Takes over the response for an SSE stream; `closed()` turns true (and onAbort runs) if the client goes away
+ * first.
+ */
 export function openSse(ctx: Koa.Context, onAbort: () => void): { res: Koa.Context['res']; closed: () => boolean } {
   ctx.respond = false;
   const res = ctx.res;

@@ -149,7 +149,8 @@ export const mountSeedance: Mount = (router, ctl, baseUrl) => {
       output_format: 'mp4',
     };
     if (status === 'succeeded') {
-      const sig = `X-Tos-Algorithm=TOS4-HMAC-SHA256&X-Tos-Expires=86400&X-Tos-Signature=${randomBytes(8).toString('hex')}`;
+      const signature = randomBytes(8).toString('hex');
+      const sig = `X-Tos-Algorithm=TOS4-HMAC-SHA256&X-Tos-Expires=86400&X-Tos-Signature=${signature}`;
       const frameExt = lastFrameImage(t.markers.lastFrame).ext;
       out.content = {
         video_url: `${baseUrl()}/seedance/_tos/${t.id}.mp4?${sig}`,

@@ -2,8 +2,8 @@ import { clip } from './text/clip';
 
 /**
  * One error type for every client-facing failure, raised by any layer (catalog, billing, providers, video, console).
- * Only the API layer renders it: src/api/errors.ts writes the OpenAI shape `{"error":{"message","type","param","code"}}`,
- * or the Anthropic shape on /v1/messages routes.
+ * Only the API layer renders it: src/api/errors.ts writes the OpenAI shape
+ * `{"error":{"message","type","param","code"}}`, or the Anthropic shape on /v1/messages routes.
  */
 export class ApiError extends Error {
   /** The parameter at fault: often a name the client wrote (an unknown field), so clipped like any echo. */
@@ -74,7 +74,8 @@ export const insufficientFunds = (needed: number, available: number) =>
 export const budgetExceeded = (needed: number, room: number, period: 'day' | 'month') =>
   new ApiError(
     402,
-    `This API key's ${period === 'day' ? 'daily' : 'monthly'} budget is exhausted: this request needs up to ${needed} VND, ${room} VND of the budget is left this ${period}.`,
+    `This API key's ${period === 'day' ? 'daily' : 'monthly'} budget is exhausted: ` +
+      `this request needs up to ${needed} VND, ${room} VND of the budget is left this ${period}.`,
     'insufficient_quota',
     null,
     'budget_exceeded',

@@ -82,7 +82,9 @@ function banner(o: {
   chatModel?: string;
 }): string {
   const c = o.demo.console;
-  const consoleLine = `${o.apiUrl}/console   (customer ${c.email} / ${c.password}; operator ${c.operatorEmail} / ${c.operatorPassword})`;
+  const consoleLine =
+    `${o.apiUrl}/console   ` +
+    `(customer ${c.email} / ${c.password}; operator ${c.operatorEmail} / ${c.operatorPassword})`;
   const lines = [
     '',
     'Model gateway is running (embedded mode).',
@@ -100,7 +102,8 @@ function banner(o: {
     lines.push(
       'Try it:',
       `  curl ${o.apiUrl}/v1/chat/completions -H "Authorization: Bearer ${o.demo.apiKey}" \\`,
-      `    -H "Content-Type: application/json" -d '{"model":"${o.chatModel}","messages":[{"role":"user","content":"Hello"}]}'`,
+      `    -H "Content-Type: application/json" ` +
+        `-d '{"model":"${o.chatModel}","messages":[{"role":"user","content":"Hello"}]}'`,
       '',
     );
   }

@@ -91,10 +91,10 @@ export function installRuntime(level: string): void {
   try {
     const redirect = redirectedLines();
     const toRedirect = redirect
-      ? (e: LogEntry) =>
-          redirect(
-            `${new Date(Number(e.timestampNanos / 1_000_000n)).toISOString()} [${e.level}] ${e.message}${e.meta ? ` ${format(e.meta)}` : ''}\n`,
-          )
+      ? (e: LogEntry) => {
+          const at = new Date(Number(e.timestampNanos / 1_000_000n)).toISOString();
+          redirect(`${at} [${e.level}] ${e.message}${e.meta ? ` ${format(e.meta)}` : ''}\n`);
+        }
       : undefined;
     // Redirected, the native core's own lines are forwarded through the same logger instead of printed.
     Runtime.install({

@@ -83,7 +83,8 @@ export async function billingCheck(bdb: BenchDb): Promise<BillingCheck> {
       [bdb.accountId],
     );
     const charged = await db.query(
-      `SELECT count(*)::int AS n, COALESCE(sum(amount), 0)::bigint AS vnd FROM ledger_events WHERE account_id = $1 AND kind = 'charged'`,
+      `SELECT count(*)::int AS n, COALESCE(sum(amount), 0)::bigint AS vnd
+       FROM ledger_events WHERE account_id = $1 AND kind = 'charged'`,
       [bdb.accountId],
     );
     const paid = await db.query(`SELECT count(*)::int AS n FROM usage_records WHERE account_id = $1 AND cost_vnd > 0`, [
@@ -91,7 +92,8 @@ export async function billingCheck(bdb: BenchDb): Promise<BillingCheck> {
     ]);
     const uncharged = await db.query(
       `SELECT count(*)::int AS n FROM usage_records u WHERE u.account_id = $1 AND u.cost_vnd > 0 AND NOT EXISTS
-         (SELECT 1 FROM ledger_events e WHERE e.idempotency_key = u.charge_key AND e.kind = 'charged' AND e.account_id = u.account_id)`,
+         (SELECT 1 FROM ledger_events e
+          WHERE e.idempotency_key = u.charge_key AND e.kind = 'charged' AND e.account_id = u.account_id)`,
       [bdb.accountId],
     );
     const holds = await db.query(`SELECT count(*)::int AS n FROM holds WHERE account_id = $1 AND status = 'open'`, [

@@ -80,10 +80,10 @@ export async function ensureLitellm(
     if (!fs.existsSync(python)) {
       fs.mkdirSync(path.dirname(LITELLM_VENV), { recursive: true });
       const r = await run(process.env.BENCH_PYTHON ?? 'python3', ['-m', 'venv', LITELLM_VENV], logFile, 120_000);
-      if (r.code !== 0)
-        return {
-          skipped: `could not create the virtualenv (${r.error ?? `python3 -m venv exited with ${r.code}`}; log ${rel(logFile)})`,
-        };
+      if (r.code !== 0) {
+        const why = r.error ?? `python3 -m venv exited with ${r.code}`;
+        return { skipped: `could not create the virtualenv (${why}; log ${rel(logFile)})` };
+      }
     }
     const r = await run(
       python,
@@ -91,10 +91,10 @@ export async function ensureLitellm(
       logFile,
       INSTALL_TIMEOUT_MS,
     );
-    if (r.code !== 0)
-      return {
-        skipped: `pip install ${LITELLM_SPEC} failed (${r.error ?? `exit code ${r.code}`}; no network or PyPI? log ${rel(logFile)})`,
-      };
+    if (r.code !== 0) {
+      const why = r.error ?? `exit code ${r.code}`;
+      return { skipped: `pip install ${LITELLM_SPEC} failed (${why}; no network or PyPI? log ${rel(logFile)})` };
+    }
     fs.writeFileSync(marker, LITELLM_SPEC + '\n');
     installedNowS = Math.round((Date.now() - t0) / 1000);
     log(`litellm: installed in ${installedNowS} s`);

@@ -109,7 +109,10 @@ function sumOver(pids: number[], f: (pid: number) => number): number {
 }
 /** RSS of the process tree: the sum of its members' (pages they share are counted in each). */
 export const treeRssMb = (pid: number): number => sumOver(processTree(pid), rssMb);
-/** Peak RSS of the process tree: the sum of its members' VmHWM, an upper bound of the tree's peak (exact for one process). */
+/**
+ * Peak RSS of the process tree: the sum of its members' VmHWM, an upper bound of the tree's peak (exact for one
+ * process).
+ */
 export const treePeakRssMb = (pid: number): number => sumOver(processTree(pid), peakRssMb);
 
 /** Resets the process's peak RSS (VmHWM) to its current RSS, so the peak read later is the peak under load. */

@@ -39,9 +39,9 @@ serveTarget(async () => {
   let tick = 0;
   const sampler = setInterval(() => {
     maxBacklog = Math.max(maxBacklog, pendingUsage());
-    // Reading RSS here is the bench's work inside the measured process (profiled at ~5 µs per request when read
-    // every 100 ms): once a second finds where the memory is near its peak; the peak itself is the kernel's VmHWM,
-    // which the parent reads. memoryUsage() walks the heap spaces: only when RSS is a new peak.
+    // Reading RSS here is the bench's work inside the measured process (docs/benchmarks.md), so it is read once a
+    // second, often enough to find where the memory is near its peak; the peak itself is the kernel's VmHWM, which
+    // the parent reads. memoryUsage() walks the heap spaces: only when RSS is a new peak.
     if (++tick % 10 === 0 && (!atPeak || process.memoryUsage.rss() > atPeak.rss)) atPeak = process.memoryUsage();
   }, 100);
   sampler.unref();

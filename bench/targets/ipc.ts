@@ -46,7 +46,8 @@ export function serveTarget(start: () => Promise<Started>): void {
           post('Profiler.enable')
             .then(() => post('Profiler.setSamplingInterval', { interval: 200 }))
             .then(() => post('Profiler.start'))
-            // BENCH_HEAP_SAMPLING=1: also sample allocations, those the GC has collected included (where GC time comes from).
+            // BENCH_HEAP_SAMPLING=1: also sample allocations, those the GC has collected included (where GC time
+            // comes from).
             .then(() =>
               process.env.BENCH_HEAP_SAMPLING === '1'
                 ? post('HeapProfiler.startSampling', {

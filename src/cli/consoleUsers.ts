@@ -22,10 +22,12 @@ export const CONSOLE_USER_COMMANDS = [
 export type ConsoleUserCommand = (typeof CONSOLE_USER_COMMANDS)[number];
 
 export const CONSOLE_USERS_USAGE = [
-  'create-login <accountId> <email> [--operator] [--password <pw>]   console login for an account (prints the password if generated)',
+  'create-login <accountId> <email> [--operator] [--password <pw>]   ' +
+    'console login for an account (prints the password if generated)',
   "set-password <email> [--password <pw>]                            new password; ends the login's sessions",
   "list-logins [accountId]                                           console logins (all, or one account's)",
-  'disable-login <email> | enable-login <email>                      block or unblock a login (disabling ends its sessions)',
+  'disable-login <email> | enable-login <email>                      ' +
+    'block or unblock a login (disabling ends its sessions)',
 ].join('\n');
 
 export class UsageError extends Error {}

@@ -27,9 +27,9 @@ export interface ConsoleJob {
   completedAt: string | null;
 }
 
-const COLUMNS = `id, account_id, model, status, request->>'prompt' AS prompt, request->>'size' AS size, seconds, max_cost_vnd,
-  result_duration_seconds, cost_vnd, error_message, error_code, video_key, video_size, last_frame_key, workflow_id,
-  created_at, updated_at, completed_at`;
+const COLUMNS = `id, account_id, model, status, request->>'prompt' AS prompt, request->>'size' AS size, seconds,
+  max_cost_vnd, result_duration_seconds, cost_vnd, error_message, error_code, video_key, video_size, last_frame_key,
+  workflow_id, created_at, updated_at, completed_at`;
 
 const iso = (d: Date | null) => (d ? d.toISOString() : null);
 
@@ -79,7 +79,8 @@ export async function getJob(db: Db, redact: Redactor, accountId: string, id: st
 /** The stored media of a completed job of the account, or null. */
 export async function jobMedia(db: Db, accountId: string, id: string, which: 'video' | 'last_frame') {
   const r = await db.query(
-    `SELECT status, video_key, video_size, video_etag, last_frame_key, last_frame_size, last_frame_etag, last_frame_content_type
+    `SELECT status, video_key, video_size, video_etag,
+            last_frame_key, last_frame_size, last_frame_etag, last_frame_content_type
        FROM video_jobs WHERE id = $1 AND account_id = $2`,
     [id, accountId],
   );

@@ -17,7 +17,9 @@ const MAX_TOP_UP_VND = 1_000_000_000_000; // 1.000 tỷ ₫: a typo guard, far a
 
 /** The Temporal UI page of a job's workflow (workflowId = video-<jobId>). */
 export function temporalWorkflowUrl(config: AppDeps['config'], jobId: string): string {
-  return `${config.temporalUiUrl.replace(/\/+$/, '')}/namespaces/${encodeURIComponent(config.temporalNamespace)}/workflows/${encodeURIComponent(`video-${jobId}`)}`;
+  const ui = config.temporalUiUrl.replace(/\/+$/, '');
+  const namespace = encodeURIComponent(config.temporalNamespace);
+  return `${ui}/namespaces/${namespace}/workflows/${encodeURIComponent(`video-${jobId}`)}`;
 }
 
 /** Operator pages: accounts with balances, top-ups, logins, a customer's jobs. Operator sessions only. */

@@ -9,7 +9,10 @@ export interface LedgerLink {
 }
 export type LedgerRow = LedgerEntry & { link: LedgerLink | null };
 
-/** Where a ledger event points: a video job, an API request (usage record), a flush's requests, or a credit lease hold. */
+/**
+ * Where a ledger event points: a video job, an API request (usage record), a flush's requests, or a credit lease
+ * hold.
+ */
 export function ledgerLink(e: Pick<LedgerEntry, 'refType' | 'refId' | 'holdId'>): LedgerLink | null {
   if (e.refType === 'video_job' && e.refId) return { type: 'job', id: e.refId };
   if (e.refType === 'request' && e.refId) return { type: 'request', id: e.refId };
@@ -28,7 +31,8 @@ export async function balanceWithLedger(db: Db, accountId: string, limit: number
 
 export async function usageRecord(db: Db, accountId: string, id: string) {
   const r = await db.query(
-    `SELECT u.id, u.model, u.operation, u.units, u.cost_vnd, u.latency_ms, u.status, u.created_at, u.api_key_id, k.name AS key_name, k.prefix AS key_prefix
+    `SELECT u.id, u.model, u.operation, u.units, u.cost_vnd, u.latency_ms, u.status, u.created_at, u.api_key_id,
+            k.name AS key_name, k.prefix AS key_prefix
        FROM usage_records u LEFT JOIN api_keys k ON k.id = u.api_key_id
       WHERE u.id = $1 AND u.account_id = $2`,
     [id, accountId],
@@ -83,7 +87,8 @@ export async function usageByDayAndModel(
         WHERE jsonb_typeof(e.value) = 'number'
         GROUP BY day, model, e.key)
      SELECT t.day, t.model, t.requests, t.cost,
-            COALESCE((SELECT jsonb_object_agg(u.key, u.n) FROM units u WHERE u.day = t.day AND u.model = t.model), '{}'::jsonb) AS units
+            COALESCE((SELECT jsonb_object_agg(u.key, u.n) FROM units u WHERE u.day = t.day AND u.model = t.model),
+                     '{}'::jsonb) AS units
        FROM totals t ORDER BY t.day, t.model`,
     [accountId, from, to, tz],
   );

@@ -139,7 +139,8 @@ export async function upgradePasswordHash(
 /** Disables (or re-enables) a login; disabling ends its sessions at once. */
 export async function setLoginDisabled(db: Db, email: string, disabled: boolean): Promise<void> {
   const r = await db.query(
-    'UPDATE console_users SET disabled_at = CASE WHEN $2 THEN COALESCE(disabled_at, now()) ELSE NULL END WHERE lower(email) = lower($1) RETURNING id',
+    `UPDATE console_users SET disabled_at = CASE WHEN $2 THEN COALESCE(disabled_at, now()) ELSE NULL END
+      WHERE lower(email) = lower($1) RETURNING id`,
     [normalizeEmail(email), disabled],
   );
   if (r.rowCount === 0) throw new ConsoleUserError(`no login for ${email}`, 'email', 'not_found');

@@ -17,7 +17,8 @@ export async function migrate(databaseUrl: string): Promise<string[]> {
   try {
     await client.query('SELECT pg_advisory_lock(727274001)');
     await client.query(
-      'CREATE TABLE IF NOT EXISTS schema_migrations (version text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())',
+      `CREATE TABLE IF NOT EXISTS schema_migrations
+         (version text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())`,
     );
     const done = new Set(
       (await client.query('SELECT version FROM schema_migrations')).rows.map((r) => r.version as string),

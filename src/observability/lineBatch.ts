@@ -7,8 +7,8 @@ export interface BatchSink {
 /**
  * Collects log lines in memory and hands them to the destination as one string per `limit` characters (and on
  * flush). sonic-boom's own buffering (minLength) appends each line to the buffered string and measures that whole
- * string's byte length on every write: a copy of the buffer per line (~6 KB per request under load, A/B: ~10 % of the
- * CPU of a streamed request). Joining an array of lines once per batch costs one copy in all.
+ * string's byte length on every write: a copy of the buffer per line, a measurable share of a streamed request's CPU
+ * (docs/benchmarks.md). Joining an array of lines once per batch costs one copy in all.
  */
 export class LineBatch {
   private lines: string[] = [];

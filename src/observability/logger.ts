@@ -4,8 +4,8 @@ import { LineBatch } from './lineBatch';
 /**
  * Structured JSON logs (pino), `time` in epoch milliseconds (cheaper to format than an ISO string). Writes are
  * batched and asynchronous, since a synchronous write per request line is a tenth of the gateway's CPU under load
- * (docs/benchmarks.md): lines are collected in memory (LineBatch) and handed to sonic-boom 16 KB at a time, one write syscall per ~60 lines.
- * The batch is flushed every second and on exit, so lines are not lost on shutdown.
+ * (docs/benchmarks.md): lines are collected in memory (LineBatch) and handed to sonic-boom 16 KB at a time, one write
+ * syscall per ~60 lines. The batch is flushed every second and on exit, so lines are not lost on shutdown.
  */
 export type Logger = pino.Logger;
 

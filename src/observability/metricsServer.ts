@@ -35,7 +35,8 @@ export async function serveWorkerMetrics(source: RoutingSource, port: number, ho
     server.once('error', (e: NodeJS.ErrnoException) =>
       reject(
         new Error(
-          `worker metrics cannot listen on ${host}:${port} (${e.code ?? e.message}): set WORKER_METRICS_PORT to a free port, or off`,
+          `worker metrics cannot listen on ${host}:${port} (${e.code ?? e.message}): ` +
+            'set WORKER_METRICS_PORT to a free port, or off',
         ),
       ),
     );

@@ -49,7 +49,9 @@ export function registerRoutingMetrics(registry: client.Registry, source: Routin
   counter('gateway_deployment_cooldowns_total', 'Cooldowns started on each deployment', 'cooldowns');
   new client.Counter({
     name: 'gateway_deployment_failures_total',
-    help: 'Failed upstream tries by deployment and class (connect, timeout, rate_limit, server, conflict, auth, client, stream_cut)',
+    help:
+      'Failed upstream tries by deployment and class ' +
+      '(connect, timeout, rate_limit, server, conflict, auth, client, stream_cut)',
     labelNames: ['model', 'deployment', 'class'] as const,
     registers: [registry],
     collect() {

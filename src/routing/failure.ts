@@ -53,7 +53,11 @@ export function failureOf(err: unknown): Failure | null {
   return err && typeof err === 'object' ? (failures.get(err) ?? null) : null;
 }
 
-/** Whether another deployment may be tried: not for a 4xx other than 408, 409 and 429 (the rule: 401/403 included). */
+/**
+ * Whether another deployment may be tried: not for a 4xx other than 408, 409 and 429, 401/403 included
+ * (docs/routing.md: the client gets a 502 at once), nor for a stream cut after its first byte (the client already
+ * has part of it).
+ */
 export function isRetryable(cls: FailureClass): boolean {
   return cls !== 'client' && cls !== 'auth' && cls !== 'stream_cut';
 }

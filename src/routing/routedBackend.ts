@@ -61,7 +61,8 @@ export class RoutedBackend implements ChatBackend {
       this.recorder,
     );
     const router = this.router;
-    // A stream the upstream breaks off after its first byte is not retried (the client has it) but cools its deployment.
+    // A stream the upstream breaks off after its first byte is not retried (the client has it) but cools its
+    // deployment.
     return (async function* () {
       try {
         yield* batches;

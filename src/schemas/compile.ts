@@ -60,16 +60,18 @@ function toApiError(errors: ErrorObject[], data: unknown): ApiError {
     }
     case 'type': {
       const param = paramPath(e.instancePath);
+      const got = jsonType(valueAt(data, e.instancePath));
       return badRequest(
-        `Invalid type for '${param}': expected ${[].concat(p.type).join(' or ')}, but got ${jsonType(valueAt(data, e.instancePath))}.`,
+        `Invalid type for '${param}': expected ${[].concat(p.type).join(' or ')}, but got ${got}.`,
         param,
         'invalid_type',
       );
     }
     case 'enum': {
       const param = paramPath(e.instancePath);
+      const supported = (p.allowedValues as unknown[]).map((v) => show(v)).join(', ');
       return badRequest(
-        `Invalid value for '${param}': ${show(valueAt(data, e.instancePath))}. Supported values are: ${(p.allowedValues as unknown[]).map((v) => show(v)).join(', ')}.`,
+        `Invalid value for '${param}': ${show(valueAt(data, e.instancePath))}. Supported values are: ${supported}.`,
         param,
         'invalid_value',
       );

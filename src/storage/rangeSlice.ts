@@ -1,6 +1,9 @@
 import { Readable, Transform, type TransformCallback } from 'node:stream';
 
-/** One `bytes=` Range header (first-last, first-, -suffix) against a size; several ranges or a malformed header: null (serve the whole file). */
+/**
+ * One `bytes=` Range header (first-last, first-, -suffix) against a size; several ranges or a malformed header: null
+ * (serve the whole file).
+ */
 export function parseRange(header: string, size: number): { start: number; end: number } | 'unsatisfiable' | null {
   const m = /^bytes=\s*(\d*)\s*-\s*(\d*)\s*$/.exec(header.trim());
   if (!m || (m[1] === '' && m[2] === '')) return null;

@@ -57,7 +57,8 @@ function parts(content: unknown, param: string, textOnly: boolean): string | Cha
       out.push({ type: 'image_url', image_url: { url }, ...cacheOf(part) });
     } else
       throw badRequest(
-        `Content parts of type ${clipJson(part.type)} are not supported by this model${textOnly ? ' in this message' : ''}.`,
+        `Content parts of type ${clipJson(part.type)} are not supported by this model` +
+          `${textOnly ? ' in this message' : ''}.`,
         `${param}[${j}].type`,
         'unsupported_value',
       );

@@ -54,7 +54,10 @@ function jsonInstruction(rf: unknown): string | null {
   const f = rf as { type?: unknown; json_schema?: { schema?: unknown } } | null | undefined;
   if (f?.type === 'json_object') return 'Respond with a single valid JSON object and no other text.';
   if (f?.type === 'json_schema')
-    return `Respond with a single valid JSON object that matches this JSON schema, and no other text:\n${JSON.stringify(f.json_schema?.schema ?? {})}`;
+    return (
+      'Respond with a single valid JSON object that matches this JSON schema, and no other text:\n' +
+      JSON.stringify(f.json_schema?.schema ?? {})
+    );
   return null;
 }
 

@@ -4,7 +4,10 @@
  * with the provider layer's types.
  */
 
-/** cache_control: Anthropic's prompt-cache breakpoint, which chat clients may put on parts for Claude models (as OpenRouter takes it). */
+/**
+ * cache_control: Anthropic's prompt-cache breakpoint, which chat clients may put on parts for Claude models (as
+ * OpenRouter takes it).
+ */
 export interface ChatTextPart {
   type: 'text';
   text: string;

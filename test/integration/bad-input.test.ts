@@ -7,7 +7,7 @@ import { runAdmin } from '../../src/cli/admin';
 import { post as postTo } from '../support/http';
 
 /**
- * Inputs that used to reach Postgres or the cost arithmetic unchecked: each is a 400 in the interface's error shape
+ * Inputs that would otherwise reach Postgres or the cost arithmetic unchecked: each is a 400 in the interface's error shape
  * naming the parameter, and holds or charges nothing. Text Postgres cannot store (NUL, unpaired surrogates) is
  * refused where it must be real text, and stored as U+FFFD where it is content (stored responses).
  */

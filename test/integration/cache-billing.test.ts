@@ -170,7 +170,7 @@ describe('native Anthropic Messages', () => {
     });
     const f = fieldsOf(m.usage);
     const cost = expectedCost(model, f);
-    // Billing every prompt token at the input price (as before) would cost this much more.
+    // Billing every prompt token at the input price, cache ignored, would cost a different amount.
     expect(expectedCost(model, { ...f, input: f.input + 32000, cacheRead: 0, write5m: 0, write1h: 0 })).not.toBe(cost);
     const u = await expectBilled(
       a.key,

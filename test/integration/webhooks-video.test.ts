@@ -69,7 +69,7 @@ test('a completed job sends video.processing then video.completed, once each, af
   }, 45_000);
   const got: Json = await api(acc.key, 'GET', `/v1/videos/${job.id}`);
   expect(got.status).toBe('completed');
-  // The shape of GET /v1/videos/{id} is as before webhooks: nothing added.
+  // Webhooks add nothing to the shape of GET /v1/videos/{id}.
   expect(Object.keys(got).sort()).toEqual([
     'completed_at',
     'created_at',

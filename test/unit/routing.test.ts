@@ -284,7 +284,7 @@ test('no new try starts after maxTimeMs', async () => {
 test('all candidates cooling down: the one that recovers first is tried anyway; a model with fallbacks goes to a healthy fallback first', async () => {
   const { router, m } = setup();
   await request(router, m('single'), [fail('server')]);
-  expect((await request(router, m('single'))).tried).toEqual(['single']); // as before routing: still served
+  expect((await request(router, m('single'))).tried).toEqual(['single']); // a lone deployment is still served
   const s = setup();
   for (const id of ['three#1', 'three#2', 'three#3'])
     s.router.states.find((x) => x.deployment.id === id)!.until = now + 5000;

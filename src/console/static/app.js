@@ -3,7 +3,8 @@
  * Pages render from the JSON API at /console/api (session cookie + X-CSRF-Token on every change).
  * All text from the server is inserted as text nodes (never as HTML), so nothing it returns can inject markup.
  */
-/* global document, window, fetch, navigator, history, location, setTimeout, clearTimeout, crypto, URLSearchParams, Node */
+/* global document, window, fetch, navigator, history, location, setTimeout, clearTimeout, crypto,
+   URLSearchParams, Node */
 'use strict';
 (function () {
   const BASE = '/console';
@@ -318,7 +319,8 @@
     search: 'M11 4a7 7 0 1 1 0 14a7 7 0 0 1 0-14z M16 16l4 4',
     grid: 'M4 4h7v7H4z M13 4h7v7h-7z M4 13h7v7H4z M13 13h7v7h-7z',
     users:
-      'M9 11a3.5 3.5 0 1 0 0-7a3.5 3.5 0 0 0 0 7z M3 20c0-3.3 2.7-6 6-6s6 2.7 6 6 M16 4.5a3.5 3.5 0 0 1 0 6.5 M18 14c2 .8 3 3 3 6',
+      'M9 11a3.5 3.5 0 1 0 0-7a3.5 3.5 0 0 0 0 7z M3 20c0-3.3 2.7-6 6-6s6 2.7 6 6 ' +
+      'M16 4.5a3.5 3.5 0 0 1 0 6.5 M18 14c2 .8 3 3 3 6',
     alert: 'M12 3l10 17H2z M12 10v4 M12 17v.5',
   };
   function icon(name) {
@@ -591,7 +593,10 @@
       h('div', { class: 'nowrap' }, 'month ' + of(k.spend.month, k.effective.budgetMonthVnd)),
     ];
   }
-  /** A form for limits (empty: none of its own); PATCHes `path` and calls onSaved. `expiryZone`: for keys, the budget zone their expiry is entered in (null: no expiry). */
+  /**
+   * A form for limits (empty: none of its own); PATCHes `path` and calls onSaved. `expiryZone`: for keys, the budget
+   * zone their expiry is entered in (null: no expiry).
+   */
   function limitsForm(idPrefix, current, path, expiryZone, onSaved) {
     const err = h('div');
     const btn = h('button', { type: 'submit', id: idPrefix + '-save' }, 'Save limits');
@@ -1702,7 +1707,8 @@
           h(
             'p',
             null,
-            'Copy the signing secret now: it is not shown again. Verify each delivery with it (see the README, “Webhooks”).',
+            'Copy the signing secret now: it is not shown again. ' +
+              'Verify each delivery with it (see the README, “Webhooks”).',
           ),
           h(
             'div',
@@ -1855,7 +1861,8 @@
                           if (
                             !(await confirmDialog(
                               'Rotate the signing secret?',
-                              'A new secret signs every delivery from now on; the current one keeps signing beside it for a day, so you can switch without missing events.',
+                              'A new secret signs every delivery from now on; the current one keeps signing ' +
+                                'beside it for a day, so you can switch without missing events.',
                               'Rotate secret',
                             ))
                           )
@@ -1909,7 +1916,8 @@
       main,
       pageHead(
         'Webhooks',
-        'Signed events (Standard Webhooks, the shape of OpenAI\u2019s) sent when your video jobs change. Failed deliveries are retried for a day.',
+        'Signed events (Standard Webhooks, the shape of OpenAI\u2019s) sent when your video jobs change. ' +
+          'Failed deliveries are retried for a day.',
       ),
       newSecret,
       h('section', { class: 'panel' }, h('h2', null, 'Add an endpoint'), form, err),
