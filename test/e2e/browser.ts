@@ -23,7 +23,8 @@ export interface Browser {
 export async function launchBrowser(): Promise<Browser> {
   if (!fs.existsSync(CHROMIUM))
     throw new Error(
-      `${CHROMIUM} not found: install Debian's chromium (apt-get install -y chromium chromium-driver) or set CHROMIUM_PATH`,
+      `${CHROMIUM} not found: ` +
+        "install Debian's chromium (apt-get install -y chromium chromium-driver) or set CHROMIUM_PATH",
     );
   const userDataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'gw-chromium-'));
   const context = await chromium.launchPersistentContext(userDataDir, {

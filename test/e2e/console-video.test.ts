@@ -67,7 +67,7 @@ async function submitVideo(key: string, prompt: string): Promise<string> {
   return body.id;
 }
 
-test('a video submitted through the API completes on the jobs page, plays, downloads and is linked from the ledger', async () => {
+test('a video made via the API completes on the jobs page, plays, downloads, is linked from the ledger', async () => {
   const { page } = browser;
   await signIn(page, gw.url, customer.email, customer.password);
   await page.waitForSelector('#key-form');
@@ -114,7 +114,11 @@ test('a video submitted through the API completes on the jobs page, plays, downl
   expect(await page.textContent('main')).toContain('seedance-2-0');
   // The player's source is served to the session (200 or 206 with video/mp4).
   const media = await page.evaluate(
-    `fetch(document.querySelector('#job-video').currentSrc || document.querySelector('#job-video').src, { headers: { range: 'bytes=0-99' } }).then((r) => [r.status, r.headers.get('content-type'), r.headers.get('content-range')])`,
+    `(() => {
+      const video = document.querySelector('#job-video');
+      return fetch(video.currentSrc || video.src, { headers: { range: 'bytes=0-99' } })
+        .then((r) => [r.status, r.headers.get('content-type'), r.headers.get('content-range')]);
+    })()`,
   );
   expect(media).toEqual([206, 'video/mp4', `bytes 0-99/${job.video_size}`]);
   const canPlay = await page.evaluate(

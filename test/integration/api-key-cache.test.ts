@@ -15,7 +15,7 @@ beforeAll(() => {
 });
 afterAll(() => db.end());
 
-test('requests arriving while a key is looked up share one query, and revocation still lands after the TTL', async () => {
+test('requests arriving while a key is looked up share one query; revocation still lands after the TTL', async () => {
   const accountId = await createAccount(db, 'key-cache-test');
   const { key, id } = await createApiKey(db, accountId, 'k');
   const resolver = new KeyResolver(db, 300);
@@ -33,7 +33,7 @@ test('requests arriving while a key is looked up share one query, and revocation
   expect(queries).toBe(2);
 });
 
-test("a principal older than the TTL is stale; refreshing it reads the key's settings and budget fence again, or finds it revoked", async () => {
+test("a principal older than the TTL is stale; a refresh rereads the key's settings or finds it revoked", async () => {
   const { setKeyLimits } = await import('../../src/limits/keyLimits');
   const accountId = await createAccount(db, 'key-cache-test');
   const { key, id } = await createApiKey(db, accountId, 'k');
@@ -52,7 +52,7 @@ test("a principal older than the TTL is stale; refreshing it reads the key's set
   expect(await resolver.refresh(fresh)).toBeNull();
 });
 
-test('distinct unknown keys without end are cached only up to a bound, and never push out a key that exists', async () => {
+test('distinct unknown keys without end are cached up to a bound, never pushing out a key that exists', async () => {
   const accountId = await createAccount(db, 'key-cache-test');
   const { key } = await createApiKey(db, accountId, 'k');
   const resolver = new KeyResolver(db, 60_000);

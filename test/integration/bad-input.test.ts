@@ -7,8 +7,8 @@ import { runAdmin } from '../../src/cli/admin';
 import { post as postTo } from '../support/http';
 
 /**
- * Inputs that would otherwise reach Postgres or the cost arithmetic unchecked: each is a 400 in the interface's error shape
- * naming the parameter, and holds or charges nothing. Text Postgres cannot store (NUL, unpaired surrogates) is
+ * Inputs that would otherwise reach Postgres or the cost arithmetic unchecked: each is a 400 in the interface's error
+ * shape naming the parameter, and holds or charges nothing. Text Postgres cannot store (NUL, unpaired surrogates) is
  * refused where it must be real text, and stored as U+FFFD where it is content (stored responses).
  */
 
@@ -253,7 +253,8 @@ describe('multipart field names that would nest too deep or reach a prototype', 
     return { status: res.status, body: await jsonOf(res) };
   };
   afterEach(() => {
-    delete (Object.prototype as Record<string, unknown>).polluted; // should the test fail, the next ones still run clean
+    // Should the test fail, the next ones still run clean.
+    delete (Object.prototype as Record<string, unknown>).polluted;
   });
 
   test.each(Object.keys(forms))(
@@ -320,7 +321,7 @@ describe('console bodies: values are type-checked, never coerced', () => {
     expect((await c.request('POST', '/console/api/admin/logins', good)).status).toBe(201);
   });
 
-  test('an expiry outside the years 1970..9999 (UTC) is a 400 naming expiresAt, on the customer, operator and CLI paths', async () => {
+  test('an expiry outside 1970..9999 (UTC) is a 400 naming expiresAt, for customer, operator and CLI', async () => {
     const acc = await gw.account(0, 'expiry');
     const customer = new ConsoleClient(gw.url);
     const cl = await makeLogin(gw, acc.accountId);

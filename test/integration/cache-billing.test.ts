@@ -28,7 +28,9 @@ beforeAll(async () => {
 afterAll(() => gw.close());
 afterEach(() => gw.emulator.control.reset());
 
-/** Long enough that the request's bytes bound every prompt token the markers add (the funds check is an upper bound). */
+/**
+ * Long enough that the request's bytes bound every prompt token the markers add (the funds check is an upper bound).
+ */
 const PADDING = 'lorem ipsum dolor sit amet '.repeat(2500);
 const CLAUDE_MARKERS = '[cache_read=20000] [cache_write=8000] [cache_write_1h=4000]';
 
@@ -99,7 +101,10 @@ async function sse(res: Response): Promise<{ events: any[]; cost: number; usageI
   return { events, cost: Number(m[1]), usageId: m[2] };
 }
 
-/** A billed answer, streamed or not: the usage the client got (found by `pick` in a stream's events), the reported cost and usage id. */
+/**
+ * A billed answer, streamed or not: the usage the client got (found by `pick` in a stream's events), the reported cost
+ * and usage id.
+ */
 async function billedAnswer<U>(
   res: Response,
   stream: boolean,
@@ -435,7 +440,7 @@ describe('messages and responses on other upstreams', () => {
     expect(rec.units).toMatchObject({ cache_write_5m_tokens: 8000, cache_write_1h_tokens: 4000 });
   });
 
-  test('messages streamed on an OpenAI chat model (translated): cached tokens in message_start and message_delta', async () => {
+  test('messages streamed on an OpenAI chat model (translated): cached tokens in start and delta', async () => {
     const model = 'gpt-4o-mini';
     const a = await account();
     const { events, cost, usageId } = await sse(
@@ -457,7 +462,7 @@ describe('messages and responses on other upstreams', () => {
     );
   });
 
-  test('responses streamed on a Claude model (bridged): cache reads and writes in response.completed, 1-hour writes priced', async () => {
+  test('responses streamed on a Claude model (bridged): cache reads and writes, 1-hour writes priced', async () => {
     const model = 'claude-opus-4-6';
     const a = await account();
     const { events, cost, usageId } = await sse(

@@ -175,7 +175,7 @@ test('stop sequences streamed on a Claude upstream end the answer there', async 
   expect(r.finish).toBe('stop');
 });
 
-test('stop on a Responses-only model (no stop sequences upstream) is a 400 naming it, on chat and on messages; nothing sent, nothing held', async () => {
+test('stop on a Responses-only model is a 400 naming it, on chat and messages; nothing sent or held', async () => {
   const { key } = await gw.account(1_000_000);
   const c = new OpenAI({ apiKey: key, baseURL: `${gw.url}/v1`, maxRetries: 0 });
   const before = gw.emulator.control.requests.length;

@@ -50,9 +50,11 @@ async function insertJob(accountId: string, over: Record<string, unknown> = {}) 
     ...over,
   };
   await gw.deps.db.query(
-    `INSERT INTO video_jobs (id, account_id, model, provider, status, request, request_hash, seconds, price_per_second, max_cost_vnd, hold_id, workflow_id,
-       result_duration_seconds, cost_vnd, error_message, video_key, video_size, video_etag, completed_at)
-     VALUES ($1, $2, 'veo-3-fast', 'veo', $3, $4, 'h', $5, 10000, 80000, $6, $7, $8, $9, $10, $11, $12, $13, CASE WHEN $3 = 'completed' THEN now() END)`,
+    `INSERT INTO video_jobs (id, account_id, model, provider, status, request, request_hash, seconds, price_per_second,
+       max_cost_vnd, hold_id, workflow_id, result_duration_seconds, cost_vnd, error_message, video_key, video_size,
+       video_etag, completed_at)
+     VALUES ($1, $2, 'veo-3-fast', 'veo', $3, $4, 'h', $5, 10000, 80000, $6, $7, $8, $9, $10, $11, $12, $13,
+       CASE WHEN $3 = 'completed' THEN now() END)`,
     [
       id,
       accountId,
@@ -73,7 +75,7 @@ async function insertJob(accountId: string, over: Record<string, unknown> = {}) 
 }
 
 describe('sign-in and sessions', () => {
-  test('right password signs in with an HttpOnly SameSite cookie; wrong or unknown credentials get one generic 401', async () => {
+  test('the right password signs in with an HttpOnly SameSite cookie; wrong ones get one generic 401', async () => {
     const acc = await gw.account(0);
     const { email, password } = await makeLogin(gw, acc.accountId);
     const c = new ConsoleClient(gw.url);
@@ -236,7 +238,7 @@ describe('console and API authentication stay separate', () => {
 });
 
 describe('API keys', () => {
-  test('create shows the full key once; list shows name, prefix, created, last used; revoke stops the key on the API', async () => {
+  test('create shows the full key once; list shows name, prefix, created, last used; revoke stops it', async () => {
     const { c } = await customer();
     const { key } = await c.json('POST', '/console/api/keys', { name: 'ci runner' });
     expect(key.key).toMatch(/^sk-gw-/);
@@ -306,7 +308,8 @@ describe('balance, ledger and usage', () => {
       },
     ]);
     await db.query(
-      `INSERT INTO usage_records (id, account_id, model, operation, units, cost_vnd, latency_ms, status) VALUES ($1, $2, 'gpt-4o-mini', 'chat', '{"input_tokens": 10, "output_tokens": 20}', 1234, 42, 200)`,
+      `INSERT INTO usage_records (id, account_id, model, operation, units, cost_vnd, latency_ms, status)
+       VALUES ($1, $2, 'gpt-4o-mini', 'chat', '{"input_tokens": 10, "output_tokens": 20}', 1234, 42, 200)`,
       [reqId, accountId],
     );
     const hold = randomUUID();
@@ -377,7 +380,8 @@ describe('balance, ledger and usage', () => {
     const db = gw.deps.db;
     const ins = (at: string, model: string, units: object, cost: number) =>
       db.query(
-        `INSERT INTO usage_records (id, account_id, model, operation, units, cost_vnd, latency_ms, status, created_at) VALUES ($1, $2, $3, 'chat', $4, $5, 10, 200, $6)`,
+        `INSERT INTO usage_records (id, account_id, model, operation, units, cost_vnd, latency_ms, status, created_at)
+         VALUES ($1, $2, $3, 'chat', $4, $5, 10, 200, $6)`,
         [randomUUID(), accountId, model, JSON.stringify(units), cost, at],
       );
     // 2024-03-01 23:30 UTC is already 2024-03-02 in Ho Chi Minh City (UTC+7).
@@ -495,7 +499,7 @@ describe('operator pages', () => {
     expect(res.status).toBe(403);
   });
 
-  test('top-up with a reason is one ledger event per form submission (idempotency key), bad input changes nothing', async () => {
+  test('a top-up with a reason is one ledger event per form submission; bad input changes nothing', async () => {
     const op = await operator();
     const cust = await customer(0);
     const idem = randomUUID();
@@ -540,7 +544,7 @@ describe('operator pages', () => {
     });
   });
 
-  test('operator creates an account and a login; the customer signs in; duplicates and weak passwords are refused', async () => {
+  test('operator creates an account and a login; the customer signs in; duplicates, weak passwords fail', async () => {
     const op = await operator();
     const acc = await op.c.json('POST', '/console/api/admin/accounts', { name: 'Công ty ABC' });
     expect(acc).toMatchObject({ name: 'Công ty ABC', balance: 0 });
@@ -610,7 +614,7 @@ describe('CLI section', () => {
 });
 
 describe('static files', () => {
-  test('the app shell for every console page, assets with ETags, a strict CSP, and JSON 404s under /console/api', async () => {
+  test('the app shell for every page, assets with ETags, a strict CSP, and JSON 404s under /console/api', async () => {
     for (const path of ['/console/', '/console/keys', `/console/jobs/${randomUUID()}`]) {
       const res = await fetch(gw.url + path);
       expect(res.status).toBe(200);

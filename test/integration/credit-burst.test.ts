@@ -127,7 +127,7 @@ async function mismatches(keyId: string) {
 const sumOf = (costs: number[], n: number) =>
   Array.from({ length: n }, (_, i) => costs[i % costs.length]).reduce((a, b) => a + b, 0);
 
-test('300 concurrent requests over three processes on an account that covers them all at their maximum: no 402', async () => {
+test('300 concurrent requests over three processes, an account covering them all at most: no 402', async () => {
   const costs = await maxCosts();
   const { accountId, key, keyId } = await keyFor(sumOf(costs, 300));
   const { ok, errors } = await burst(key, 300);
@@ -137,7 +137,7 @@ test('300 concurrent requests over three processes on an account that covers the
   expect(await mismatches(keyId)).toEqual([]);
 }, 120_000);
 
-test('300 concurrent requests over three processes through a key whose daily budget covers them all: no 402', async () => {
+test('300 concurrent requests over three processes, a key whose daily budget covers them all: no 402', async () => {
   const costs = await maxCosts();
   const { key, keyId } = await keyFor(10_000_000, { budgetDayVnd: sumOf(costs, 300) });
   const { ok, errors } = await burst(key, 300);
@@ -152,7 +152,7 @@ test('300 concurrent requests over three processes through a key whose daily bud
   expect(await mismatches(keyId)).toEqual([]);
 }, 120_000);
 
-test('an account or a budget that covers only part of a burst: every refusal says less is left than the request needs', async () => {
+test('an account or budget covering part of a burst: each refusal says less is left than needed', async () => {
   const costs = await maxCosts();
   const poor = await keyFor(sumOf(costs, 30));
   const tight = await keyFor(10_000_000, { budgetDayVnd: sumOf(costs, 30) });

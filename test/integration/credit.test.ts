@@ -19,7 +19,8 @@ async function chargesOf(
   accountId: string,
 ): Promise<{ key: string; amount: number; ref_type: string; memo: string }[]> {
   const r = await db.query(
-    `SELECT idempotency_key AS key, amount, ref_type, memo FROM ledger_events WHERE account_id = $1 AND kind = 'charged' ORDER BY id`,
+    `SELECT idempotency_key AS key, amount, ref_type, memo FROM ledger_events
+     WHERE account_id = $1 AND kind = 'charged' ORDER BY id`,
     [accountId],
   );
   return r.rows;
@@ -52,7 +53,8 @@ test('concurrent reservations never exceed the balance, across lease extensions'
     { key: expect.stringMatching(/^usage:/), amount: 25_000, ref_type: 'usage_batch', memo: '10 requests: chat m ×10' },
   ]);
   const rows = await db.query(
-    'SELECT count(*)::int AS n, sum(cost_vnd)::int AS cost, min(charge_key) AS k1, max(charge_key) AS k2 FROM usage_records WHERE account_id = $1',
+    `SELECT count(*)::int AS n, sum(cost_vnd)::int AS cost, min(charge_key) AS k1, max(charge_key) AS k2
+     FROM usage_records WHERE account_id = $1`,
     [acc],
   );
   expect(rows.rows[0]).toEqual({ n: 10, cost: 25_000, k1: charges[0].key, k2: charges[0].key });
@@ -113,7 +115,7 @@ test('extensions, flushes and releases from two processes interleave without dea
   expect(await verifyProjections(db)).toEqual([]);
 });
 
-test('a flush charges each lease hold once for its requests; one request alone keeps its own key; a replayed batch charges nothing', async () => {
+test('a flush charges each lease hold once; a request alone keeps its own key; a replay charges nothing', async () => {
   const acc = await funded(100_000);
   const holdA = randomUUID();
   const holdB = randomUUID();
@@ -184,7 +186,7 @@ test('a flush charges each lease hold once for its requests; one request alone k
   await db.query('UPDATE usage_records SET cost_vnd = cost_vnd - 1 WHERE id = $1', [batch[0].usage.id]);
 });
 
-test('a charge the ledger refuses does not block the others: each request is written alone, the refused one without a charge', async () => {
+test('a charge the ledger refuses blocks no other: each request written alone, the refused one uncharged', async () => {
   const a = await funded(50_000);
   const b = await funded(50_000);
   const errors: unknown[] = [];
@@ -213,7 +215,7 @@ test('a charge the ledger refuses does not block the others: each request is wri
   expect(await verifyProjections(db)).toEqual([]);
 });
 
-test('COPY writes the same records and charges as the per-row path, odd characters intact; a batch already written fails whole (23505)', async () => {
+test('COPY writes what the per-row path does, odd characters intact; a batch already written fails whole', async () => {
   const acc = await funded(100_000);
   const hold = randomUUID();
   await placeHold(db, {
@@ -261,7 +263,7 @@ test('COPY writes the same records and charges as the per-row path, odd characte
   expect(await verifyProjections(db)).toEqual([]);
 });
 
-test('a flush whose requests are partly written already (an earlier commit not acknowledged) charges only the rest', async () => {
+test('a flush whose requests are partly written already (commit not acknowledged) charges only the rest', async () => {
   const acc = await funded(50_000);
   const credit = new CreditManager(db, { leaseVnd: 10_000, flushMs: 60_000 });
   const [r1, r2, r3] = await Promise.all([

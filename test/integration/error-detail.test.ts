@@ -30,11 +30,14 @@ test('the default catalog has internals worth hiding (this test can fail)', () =
 test('the redactor replaces provider ids, URLs, key variables and upstream model names, and nothing else', () => {
   const redact = redactorFor(h.deps.catalog);
   const seedance = h.deps.catalog.providers.get('emulator-seedance')!;
-  const text = `Seedance (emulator-seedance) answered 400 at ${seedance.baseUrl}/contents/generations/tasks: model dreamina-seedance-2-0-260128 is not enabled; check EMULATOR_API_KEY`;
+  const text =
+    `Seedance (emulator-seedance) answered 400 at ${seedance.baseUrl}/contents/generations/tasks: ` +
+    'model dreamina-seedance-2-0-260128 is not enabled; check EMULATOR_API_KEY';
   const out = redact(text);
   expect(out).not.toMatch(internals);
   expect(out).toBe(
-    'Seedance (upstream) answered 400 at the upstream/contents/generations/tasks: model seedance-2-0 is not enabled; check upstream key',
+    'Seedance (upstream) answered 400 at the upstream/contents/generations/tasks: ' +
+      'model seedance-2-0 is not enabled; check upstream key',
   );
   const plain = 'an openai-compatible upstream named emulator-seedance-2 or xemulator-veo; gpt-4o-mini is fine';
   expect(redact(plain)).toBe(plain);
@@ -66,8 +69,10 @@ test('a job that failed before redaction existed is shown redacted', async () =>
   const acc = await h.account(0);
   const id = randomUUID();
   await h.deps.db.query(
-    `INSERT INTO video_jobs (id, account_id, model, provider, status, request, request_hash, seconds, price_per_second, max_cost_vnd, hold_id, workflow_id, error_message, error_code)
-     VALUES ($1, $2, 'seedance-2-0', 'emulator-seedance', 'failed', '{"prompt":"x"}', 'h', 4, 1000, 4000, $3, $4, 'Seedance (emulator-seedance) answered 400: no', 'ProviderRejected')`,
+    `INSERT INTO video_jobs (id, account_id, model, provider, status, request, request_hash, seconds, price_per_second,
+       max_cost_vnd, hold_id, workflow_id, error_message, error_code)
+     VALUES ($1, $2, 'seedance-2-0', 'emulator-seedance', 'failed', '{"prompt":"x"}', 'h', 4, 1000, 4000, $3, $4,
+       'Seedance (emulator-seedance) answered 400: no', 'ProviderRejected')`,
     [id, acc.accountId, randomUUID(), `video-${id}`],
   );
   const j = (await (

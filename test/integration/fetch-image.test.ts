@@ -251,7 +251,7 @@ test('the connection goes to the vetted address: no second DNS lookup can redire
   expect(e.code).toBe('image_url_forbidden');
 });
 
-test('DNS rebinding: vetted as public, re-resolving to loopback would reach our server, pinning prevents it', async () => {
+test('DNS rebinding: vetted as public, re-resolving to loopback would reach our server; pinning stops it', async () => {
   // Vetting sees a public address for "localhost" (our injected answer); the system resolver would say 127.0.0.1,
   // where the test server listens. A client that resolved again when connecting would fetch the image; a pinned
   // one connects to the public address (nothing serves this port there, or no route) and fails.

@@ -227,7 +227,7 @@ test('streamGenerateContent without alt=sse streams a JSON array', async () => {
 });
 
 describe('billing', () => {
-  test("one charge at the upstream's usage, the cost header, and 402 without funds before any upstream call", async () => {
+  test("one charge at the upstream's usage, the cost header, 402 without funds before any upstream call", async () => {
     const acct = await gw.account(1_000_000);
     const { sdkHttpResponse, usageMetadata } = await ai(acct.key).models.generateContent({
       model: 'gpt-4o-mini',
@@ -286,7 +286,7 @@ test('maxOutputTokens above the cap: clamped under a pattern name, as sent under
   expect(upstream()[0].body.max_tokens).toBe(64000);
 });
 
-test('an upstream that breaks off mid-stream ends the stream with a Gemini error and is billed what was delivered', async () => {
+test('an upstream breaking off mid-stream ends the stream with a Gemini error, billed what was delivered', async () => {
   const acct = await gw.account(1_000_000);
   const res = await fetch(`${gw.url}/v1beta/models/claude-sonnet-4-6:streamGenerateContent?alt=sse`, {
     method: 'POST',

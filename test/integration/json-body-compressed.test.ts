@@ -57,7 +57,7 @@ test('the limit applies to the inflated body: a small gzip that inflates past ma
 const PROTO_TOP = '{"__proto__":{"isAdmin":true},"model":"gpt-4o-mini","messages":[{"role":"user","content":"hi"}]}';
 const PROTO_NESTED = '{"model":"gpt-4o-mini","messages":[{"role":"user","content":"hi","__proto__":{"x":1}}]}';
 
-test('refused bodies on both paths: prototype keys, malformed JSON, non-objects, mismatched encodings; none reaches the upstream or is charged', async () => {
+test('refused on both paths: prototype keys, bad JSON, non-objects, bad encodings; none sent or charged', async () => {
   const before = await usageRows();
   const upstreamBefore = gw.emulator.control.requests.length;
   const expectRefused = (

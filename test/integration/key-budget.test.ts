@@ -70,7 +70,7 @@ const hold = (accountId: string, keyId: string, amount: number) =>
     refType: 'video_job',
   });
 
-test('open holds and charges through a key count against its budget; the smaller of day and month applies', async () => {
+test('open holds and charges through a key count against its budget; the smaller of day and month rules', async () => {
   const { accountId, keyId } = await keyOf(10_000_000);
   await setKeyLimits(db, accountId, keyId, { budgetDayVnd: 100_000, budgetMonthVnd: 150_000 });
   const video = randomUUID();
@@ -161,7 +161,7 @@ test("spend through an account's shared lease counts towards the key's budget pe
   expect(await verifyProjections(db)).toEqual([]);
 });
 
-test('a budget set while shared leases are open counts them (they may carry requests of the key) until they are released', async () => {
+test("a budget set while shared leases are open counts them (they may carry the key's requests)", async () => {
   const { accountId, keyId } = await keyOf(1_000_000);
   const lease = (holdId: string, want: number) =>
     placeFlexibleHold(db, {
@@ -202,7 +202,7 @@ test('a budget set while shared leases are open counts them (they may carry requ
 describe('BUDGET_TIME_ZONE moves the period boundaries', () => {
   afterEach(() => setBudgetTimeZone(DEFAULT_BUDGET_TIME_ZONE));
 
-  test('23:30 UTC is still that day in UTC and already the next day (and month) in Asia/Ho_Chi_Minh (UTC+7)', async () => {
+  test('23:30 UTC is still that day in UTC and the next day (and month) in Asia/Ho_Chi_Minh (UTC+7)', async () => {
     const lateUtc = new Date('2025-01-31T23:30:00Z');
     setBudgetTimeZone('UTC');
     expect(await budgetPeriodsAt(db, lateUtc)).toEqual({ day: 'day:2025-01-31', month: 'month:2025-01' });

@@ -26,7 +26,7 @@ const chat = (key: string) =>
     max_tokens: 10,
   });
 
-test("a customer sets a key's limits in the console and sees its usage in the window and spend in the period", async () => {
+test("a customer sets a key's limits in the console, sees its usage in the window and period spend", async () => {
   const acc = await gw.account(1_000_000);
   const c = await signedIn(acc.accountId);
   const set = await c.json('PATCH', `/console/api/keys/${acc.keyId}/limits`, {
@@ -107,7 +107,7 @@ test("operators set account defaults and any key's limits; customers cannot use 
   expect((await cust.request('GET', `/console/api/admin/accounts/${acc.accountId}/keys`)).status).toBe(403);
 });
 
-test('the admin CLI sets and lists key limits, account defaults and expiry; bad values exit 2 and change nothing', async () => {
+test('the admin CLI sets and lists key limits, defaults and expiry; bad values exit 2, change nothing', async () => {
   const acc = await gw.account(1_000_000);
   const run = async (...argv: string[]) => {
     const out: string[] = [];

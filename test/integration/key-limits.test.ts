@@ -34,7 +34,7 @@ describe.each(modes)('rate limits (%s limiter)', (mode, redisUrl) => {
       .create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }], max_tokens: max })
       .withResponse();
 
-  test('requests per minute: exactly the limit is admitted, the rest get 429 rate_limit_exceeded with Retry-After, uncharged and never sent upstream', async () => {
+  test('RPM: exactly the limit admitted, the rest 429 rate_limit_exceeded with Retry-After, uncharged', async () => {
     expect(gw.deps.limiter.mode).toBe(mode);
     const { accountId, key, keyId } = await gw.account(1_000_000);
     await setKeyLimits(gw.deps.db, accountId, keyId, { rpm: 5 });
@@ -65,7 +65,7 @@ describe.each(modes)('rate limits (%s limiter)', (mode, redisUrl) => {
     expect(rows.rows[0].n).toBe(5);
   });
 
-  test('tokens per minute: counted from the reservation bound, corrected to the actual tokens at settlement', async () => {
+  test('tokens per minute: counted from the reservation bound, corrected to actual tokens when settled', async () => {
     const { accountId, key, keyId } = await gw.account(1_000_000);
     await setKeyLimits(gw.deps.db, accountId, keyId, { tpm: 2_000 });
     // The bound: prompt <= request bytes, output <= max_tokens (1000). Two such bounds do not fit in 2000 at once.
@@ -140,7 +140,7 @@ describe.each(modes)('rate limits (%s limiter)', (mode, redisUrl) => {
     expect(msg.response.headers.get('anthropic-ratelimit-requests-remaining')).toBe('97');
   });
 
-  test('every response after authentication carries the headers (GET routes, 400s, 404s) without counting the request', async () => {
+  test('every response after authentication carries the headers (GETs, 400s, 404s) without counting', async () => {
     const { accountId, key, keyId } = await gw.account(1_000_000);
     await setKeyLimits(gw.deps.db, accountId, keyId, { rpm: 5, tpm: 10_000 });
     const openai = new OpenAI({ apiKey: key, baseURL: `${gw.url}/v1`, maxRetries: 0 });
@@ -214,7 +214,7 @@ describe('budgets and expiry', () => {
   });
   afterAll(() => gw.close());
 
-  test('a concurrent burst against a daily budget never spends more than the budget; the rest get 402 budget_exceeded, uncharged', async () => {
+  test('a concurrent burst never spends past a daily budget; the rest get 402 budget_exceeded, uncharged', async () => {
     const { accountId, key, keyId } = await gw.account(1_000_000);
     const budget = 3_000;
     await setKeyLimits(gw.deps.db, accountId, keyId, { budgetDayVnd: budget });
@@ -254,7 +254,7 @@ describe('budgets and expiry', () => {
     expect(await verifyProjections(gw.deps.db)).toEqual([]);
   });
 
-  test('/v1/messages: an exhausted budget is a 402 billing_error that says so and carries code budget_exceeded, unlike an empty balance', async () => {
+  test('/v1/messages: an exhausted budget is a 402 billing_error, code budget_exceeded, unlike no funds', async () => {
     const { accountId, key, keyId } = await gw.account(1_000_000);
     await setKeyLimits(gw.deps.db, accountId, keyId, { budgetDayVnd: 0 });
     const upstreamBefore = gw.emulator.control.requests.length;

@@ -14,11 +14,8 @@ afterAll(() => gw.close());
 function form(parts: Array<{ name: string; filename?: string; data: string | Buffer }>): Buffer {
   const out: Buffer[] = [];
   for (const p of parts) {
-    out.push(
-      Buffer.from(
-        `--b0\r\nContent-Disposition: form-data; name="${p.name}"${p.filename ? `; filename="${p.filename}"\r\nContent-Type: application/octet-stream` : ''}\r\n\r\n`,
-      ),
-    );
+    const file = p.filename ? `; filename="${p.filename}"\r\nContent-Type: application/octet-stream` : '';
+    out.push(Buffer.from(`--b0\r\nContent-Disposition: form-data; name="${p.name}"${file}\r\n\r\n`));
     out.push(Buffer.isBuffer(p.data) ? p.data : Buffer.from(p.data), Buffer.from('\r\n'));
   }
   out.push(Buffer.from('--b0--\r\n'));

@@ -96,10 +96,8 @@ async function startUpstream(): Promise<void> {
           model: UPSTREAM_MODEL,
           choices: [{ index: 0, delta: { content: 'Hi' }, finish_reason: null }],
         };
-        return void writeInPieces(
-          res,
-          `data: ${JSON.stringify(chunk)}\n\ndata: ${JSON.stringify({ error: { message: leakyMessage(), type: 'server_error', param: null, code: null } })}\n\n`,
-        );
+        const error = { error: { message: leakyMessage(), type: 'server_error', param: null, code: null } };
+        return void writeInPieces(res, `data: ${JSON.stringify(chunk)}\n\ndata: ${JSON.stringify(error)}\n\n`);
       }
       if (req.url === '/v1/messages') {
         const start = {
@@ -202,7 +200,7 @@ async function streamResponses(script: string): Promise<{ events: any[]; raw: st
 const getStored = (id: string) =>
   fetch(`${gw.url}/v1/responses/${encodeURIComponent(id)}`, { headers: { authorization: `Bearer ${key}` } });
 
-test('a stream that needs no change reaches the client byte for byte (comments too), and its store: true holds', async () => {
+test('a stream that needs no change reaches the client byte for byte (comments too); store: true holds', async () => {
   const { events, raw } = await streamResponses('ok');
   expect(raw.replace(/: x-gateway-cost-vnd=.*\n\n$/, '')).toBe(lastWritten);
   const done = events[events.length - 1];
@@ -210,7 +208,7 @@ test('a stream that needs no change reaches the client byte for byte (comments t
   expect((await getStored(done.response.id)).status).toBe(200);
 });
 
-test("the official SDK sees store: false when the upstream's id cannot be stored (skipped store), and nothing else changed", async () => {
+test("the SDK sees store: false when the upstream's id cannot be stored, and nothing else changed", async () => {
   const stream = await client().responses.create({ model: 'codex-x', input: 'script:bad-id', stream: true });
   const events: any[] = [];
   for await (const e of stream) events.push(e);
@@ -235,7 +233,7 @@ test('a failed response says store: false and its error names no internals', asy
   expect((await getStored(failed.response.id)).status).toBe(404);
 });
 
-test('an upstream error event is redacted; the stream still ends with a failed response that promises nothing', async () => {
+test('an upstream error event is redacted; the stream ends with a failed response that promises nothing', async () => {
   const { events } = await streamResponses('error');
   const error = events.find((e) => e.type === 'error');
   expect(error.message).toMatch(/^upstream at the upstream failed/);

@@ -75,7 +75,7 @@ test('an upstream 4xx keeps its status, message, param and code', async () => {
   });
 });
 
-test('a large error answer is read to its end (the connection is reused) and only its head is kept; an emitter signal aborts', async () => {
+test('a large error answer is read to its end (connection reused), its head kept; an emitter aborts', async () => {
   const http = await import('node:http');
   const { EventEmitter } = await import('node:events');
   let connections = 0;

@@ -111,7 +111,7 @@ test('tools, stop, response_format, top_p, max_tokens and unknown fields pass th
   });
 });
 
-test('streaming chat: chunks then [DONE]; the usage chunk is stripped unless asked for, but always billed', async () => {
+test('streaming chat: chunks then [DONE]; the usage chunk is stripped unless asked for, always billed', async () => {
   const stream = await client.chat.completions.create({
     model: 'gpt-4o-mini',
     messages: [{ role: 'user', content: 'stream me please' }],
@@ -169,7 +169,7 @@ test('raw SSE: events arrive as data lines ending with data: [DONE]', async () =
   expect(events.slice(0, -2).every((e) => e.startsWith('data: {'))).toBe(true);
 });
 
-test('chunks are forwarded as they arrive: the first delta reaches the client before the upstream has finished', async () => {
+test('chunks are forwarded as they arrive: the first delta reaches the client before the upstream ends', async () => {
   gw.emulator.control.settings.chunkDelayMs = 80;
   const stats = openaiEmulatorStats(gw.emulator.control);
   const completedBefore = stats.streamsCompleted;
@@ -367,7 +367,7 @@ describe('bad input', () => {
   });
 });
 
-test('a client that disconnects mid-stream aborts the upstream request and is billed for what was delivered', async () => {
+test('a client disconnecting mid-stream aborts the upstream request and is billed for what was delivered', async () => {
   gw.emulator.control.settings.chunkDelayMs = 40;
   const stats = openaiEmulatorStats(gw.emulator.control);
   const before = { ...stats };
@@ -405,7 +405,7 @@ test('a client that disconnects mid-stream aborts the upstream request and is bi
   expect(received.length).toBeGreaterThan(0);
 });
 
-test('a stream cut by the upstream ends with an error for the client and is billed for what was delivered', async () => {
+test('a stream cut by the upstream ends with an error for the client, billed for what was delivered', async () => {
   const stream = await client.chat.completions.create({
     model: 'gpt-4o-mini',
     messages: [{ role: 'user', content: 'one two three four five six' }],

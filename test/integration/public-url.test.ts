@@ -23,9 +23,11 @@ afterAll(async () => {
 async function completedJob(gw: TestGateway, accountId: string): Promise<string> {
   const id = randomUUID();
   await gw.deps.db.query(
-    `INSERT INTO video_jobs (id, account_id, model, provider, status, request, request_hash, seconds, price_per_second, max_cost_vnd, hold_id, workflow_id,
-       result_duration_seconds, cost_vnd, last_frame_key, last_frame_size, completed_at)
-     VALUES ($1, $2, 'seedance-2-0', 'emulator-seedance', 'completed', '{"prompt":"x"}', 'h', 4, 1000, 4000, $3, $4, 4, 4000, $5, 10, now())`,
+    `INSERT INTO video_jobs (id, account_id, model, provider, status, request, request_hash, seconds, price_per_second,
+       max_cost_vnd, hold_id, workflow_id, result_duration_seconds, cost_vnd, last_frame_key, last_frame_size,
+       completed_at)
+     VALUES ($1, $2, 'seedance-2-0', 'emulator-seedance', 'completed', '{"prompt":"x"}', 'h', 4, 1000, 4000, $3, $4,
+       4, 4000, $5, 10, now())`,
     [id, accountId, randomUUID(), `video-${id}`, `videos/${id}/last-frame`],
   );
   return id;

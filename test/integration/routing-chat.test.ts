@@ -138,7 +138,7 @@ test.each([
   },
 );
 
-test('a deployment cooled by 429 + Retry-After is skipped for the Retry-After (not the shorter base backoff), then probed again', async () => {
+test('a deployment cooled by 429 + Retry-After is skipped for the Retry-After, not the base backoff', async () => {
   const { client } = await funded();
   // The rotation's first pick on a fresh model is its first deployment. Retry-After 2 s; the base backoff is 1 s.
   const start = Date.now();
@@ -191,7 +191,7 @@ test('a stream whose deployment fails before its first byte is retried; the clie
   expect(await chargedVnd(accountId)).toBe(rows[0].cost);
 });
 
-test('a stream cut after its first byte is not retried: the client gets what was sent, billed for it once', async () => {
+test('a stream cut after its first byte is not retried: the client gets what was sent, billed once', async () => {
   const { client, accountId } = await funded();
   fault({ deployment: 'pcut-a', cutAfter: 2, times: 1 });
   const stream = await client.chat.completions.create({
@@ -220,7 +220,7 @@ test('a stream cut after its first byte is not retried: the client gets what was
   expect(served()[1]).toBe('pcut-b');
 });
 
-test('an error event then [DONE] (vLLM, SGLang) is the upstream error it is: 502 recorded, delivered text billed, deployment cooled', async () => {
+test('an error event then [DONE] (vLLM, SGLang): 502 recorded, delivered text billed, deployment cooled', async () => {
   const { client, accountId } = await funded();
   fault({ deployment: 'perr-a', errorAfter: 2, times: 1 });
   const stream = await client.chat.completions.create({
@@ -269,7 +269,7 @@ test("a 400 from the upstream is the client's error: not retried, nothing charge
   expect(await chargedVnd(accountId)).toBe(0);
 });
 
-test('a deployment whose key the upstream refuses: that request is not retried (502, nothing charged), the deployment cools down', async () => {
+test('a deployment whose key the upstream refuses: no retry (502, nothing charged), the deployment cools', async () => {
   const { client, accountId } = await funded();
   fault({ deployment: 'pauth-a', status: 401, times: 1 });
   const e = await ask(client, 'pauth').then(
@@ -294,7 +294,7 @@ test('a refused connection moves on to the next deployment', async () => {
   expect((await usageRows(accountId))[0]).toMatchObject({ deployment: 'pdead-b', routing: 'retry', status: 200 });
 });
 
-test('when every deployment fails the client gets the last error, nothing charged, the reservation released', async () => {
+test('when every deployment fails the client gets the last error; nothing charged, reservation released', async () => {
   const { client, accountId } = await funded();
   fault({ deployment: 'p500-a', status: 500 });
   fault({ deployment: 'p500-b', status: 502 });

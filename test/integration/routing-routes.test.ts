@@ -210,7 +210,7 @@ test.each(calls)(
   },
 );
 
-test('/v1/messages falls back to another model when the first has no deployment left, billed at its price', async () => {
+test('/v1/messages falls back to another model when the first has no deployment left, at its price', async () => {
   const acc = await gw.account(1_000_000);
   const anthropic = new Anthropic({ apiKey: acc.key, baseURL: gw.url, maxRetries: 0 });
   gw.emulator.control.addFault({ deployment: 'r-claude-cheap-a', status: 529 });
@@ -233,7 +233,7 @@ test('/v1/messages falls back to another model when the first has no deployment 
   expect(await verifyProjections(gw.deps.db)).toEqual([]);
 });
 
-test('a translated stream the upstream cuts after its first byte ends for the client, is billed once, and cools its deployment', async () => {
+test('a translated stream cut after its first byte ends for the client, billed once, deployment cooled', async () => {
   const acc = await gw.account(1_000_000);
   const anthropic = new Anthropic({ apiKey: acc.key, baseURL: gw.url, maxRetries: 0 });
   gw.emulator.control.addFault({ deployment: 'r-cut-translated-a', cutAfter: 2, times: 1 });
@@ -347,7 +347,7 @@ test('speech broken off mid-audio charges nothing, is not retried, and cools its
 });
 
 test.each(resets)(
-  "%s %s: a connection reset after the answer's headers is retried on the other deployment, charged once, and cools the reset one",
+  "%s %s: a reset after the answer's headers is retried on the other deployment, charged once, and cools the reset one",
   async (model, operation, _spec, call) => {
     const acc = await gw.account(1_000_000);
     const clients = {

@@ -92,7 +92,7 @@ test('a submission refused by one deployment is accepted by the other, which the
   expect((await fetch(h.worker!.metricsUrl!.replace('/metrics', '/other'))).status).toBe(404);
 });
 
-test("a worker in the API's process (npm start) counts its submissions on the API's router: they show on the API's /metrics", async () => {
+test("a worker in the API's process (npm start) counts its submissions on the API's /metrics", async () => {
   await h.worker!.close();
   h.worker = await startWorker(h.config, { router: h.deps.router });
   expect(h.worker.metricsUrl).toBeNull(); // no port of its own

@@ -75,7 +75,7 @@ function split(s: string, size: number): Buffer[] {
   return out;
 }
 
-test('one chunk or any chunking: the same events reach the client, usage stripped unless asked for, billed from the usage', async () => {
+test('any chunking: the same events reach the client, usage stripped unless asked for, billed from it', async () => {
   const expected = tricky.map(content).join('') + 'data: [DONE]\n\n';
   for (const size of [wire.length, 1, 7, 13, 64, 200]) {
     const r = await relay({ chunks: split(wire, size), clientWantsUsage: false });
@@ -94,7 +94,7 @@ test('a congested client: one wait for drain at a time, however many chunks arri
   expect(r.maxListeners).toBeLessThanOrEqual(1);
 });
 
-test('a stream that ends without usage or [DONE] is billed by the delivered text, counted from the bytes forwarded undecoded', async () => {
+test('a stream ending without usage or [DONE] is billed by the delivered text, counted from raw bytes', async () => {
   const parts = ['Xin chào', ' 😀 thế giới', ' '.repeat(10) + 'end'];
   const body = parts.map(content).join('');
   const chars = parts.join('').length;
@@ -118,7 +118,7 @@ test('an upstream error event is forwarded and the stream is recorded as cut by 
   expect(r.tokens).toEqual({ prompt: 10, completion: 2, estimated: true });
 });
 
-test('an error event followed by [DONE] (vLLM, SGLang) is a stream cut by the upstream, whatever the chunking', async () => {
+test('an error event followed by [DONE] (vLLM, SGLang) is an upstream cut, whatever the chunking', async () => {
   const error = ev({
     error: { object: 'error', message: 'generation failed', type: 'InternalServerError', param: null, code: 500 },
   });
@@ -131,7 +131,7 @@ test('an error event followed by [DONE] (vLLM, SGLang) is a stream cut by the up
   }
 });
 
-test('events written another way (CRLF, comments, event names) go through the general decoder and come out as events', async () => {
+test('events written another way (CRLF, comments, names) go through the general decoder as events', async () => {
   const crlf = wire.replace(/\n/g, '\r\n');
   const r = await relay({ chunks: split(crlf, 50), clientWantsUsage: false });
   expect(r.text).toBe(tricky.map(content).join('') + 'data: [DONE]\n\n');

@@ -237,7 +237,8 @@ describe.each(drivers)('%s storage', (name, make) => {
     // (S3 upload: about partSize x (queueSize + 1); the server runs in its own process).
     if (process.env.LOG_LEVEL)
       console.log(
-        `${name}: live memory growth put ${(upProbe.growth / MiB).toFixed(1)} MiB, get ${(downProbe.growth / MiB).toFixed(1)} MiB`,
+        `${name}: live memory growth ` +
+          `put ${(upProbe.growth / MiB).toFixed(1)} MiB, get ${(downProbe.growth / MiB).toFixed(1)} MiB`,
       );
     expect(upProbe.growth).toBeLessThan(45 * MiB);
     expect(downProbe.growth).toBeLessThan(45 * MiB);

@@ -159,7 +159,7 @@ function injectBug(): () => void {
   return () => undo.forEach((u) => u());
 }
 
-test('a bug thrown by the provider layer on any route returns the reservation at once and charges nothing', async () => {
+test('a bug thrown by the provider layer on any route returns the reservation at once, charges nothing', async () => {
   const balance = 2_000_000;
   const { accountId, key } = await gw.account(balance);
   const restore = injectBug();
@@ -179,7 +179,7 @@ test('a bug thrown by the provider layer on any route returns the reservation at
   expect(ok.status).toBe(200);
 });
 
-test('an unreachable upstream, a provider without an adapter and an untranslatable request strand nothing', async () => {
+test('an unreachable upstream, a provider without adapter and an untranslatable request strand nothing', async () => {
   const balance = 2_000_000;
   const { accountId, key } = await gw.account(balance);
   const cases: [Call, number][] = [

@@ -46,7 +46,9 @@ test('30 sequential streams reuse the upstream connection, deliver everything an
   await gw.deps.credit.flush();
   const rows = (
     await gw.deps.db.query(
-      `SELECT u.status, u.cost_vnd, (SELECT count(*)::int FROM ledger_events e WHERE e.idempotency_key = u.charge_key AND e.kind = 'charged') AS charges
+      `SELECT u.status, u.cost_vnd,
+            (SELECT count(*)::int FROM ledger_events e
+             WHERE e.idempotency_key = u.charge_key AND e.kind = 'charged') AS charges
      FROM usage_records u WHERE u.account_id = $1`,
       [accountId],
     )

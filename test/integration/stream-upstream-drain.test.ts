@@ -94,7 +94,8 @@ let proxy: SplitProxy;
 let catalogFile = '';
 beforeAll(async () => {
   proxy = await startSplitProxy();
-  // The shipped catalog with the OpenAI-compatible provider pointed at the proxy (the emulator starts with the gateway).
+  // The shipped catalog with the OpenAI-compatible provider pointed at the proxy (the emulator starts with the
+  // gateway).
   const catalog = JSON.parse(fs.readFileSync(loadConfig().catalogPath, 'utf8'));
   catalog.providers['emulator-openai'].baseUrl = `${proxy.url}/openai/v1`;
   catalogFile = path.join(os.tmpdir(), `gw-drain-catalog-${process.pid}.json`);
@@ -108,7 +109,9 @@ afterAll(async () => {
   fs.rmSync(catalogFile, { force: true });
 });
 
-test(`${STREAMS} sequential streams: each client stream ends before the upstream body does, one upstream connection serves them all, each is delivered whole and billed once`, async () => {
+// Each client stream ends before the upstream body does, one upstream connection serves them all, each stream is
+// delivered whole and billed once.
+test(`${STREAMS} sequential streams: each ends early, one upstream connection, whole, billed once`, async () => {
   const START = 1_000_000;
   const { key, accountId } = await gw.account(START);
   const client = new OpenAI({ apiKey: key, baseURL: `${gw.url}/v1`, maxRetries: 0 });
@@ -154,7 +157,8 @@ test(`${STREAMS} sequential streams: each client stream ends before the upstream
   const rows = (
     await gw.deps.db.query(
       `SELECT u.status, u.cost_vnd::int AS cost, u.units,
-            (SELECT count(*)::int FROM ledger_events e WHERE e.idempotency_key = u.charge_key AND e.kind = 'charged') AS charges
+            (SELECT count(*)::int FROM ledger_events e
+             WHERE e.idempotency_key = u.charge_key AND e.kind = 'charged') AS charges
      FROM usage_records u WHERE u.account_id = $1`,
       [accountId],
     )

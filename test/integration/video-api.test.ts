@@ -46,7 +46,7 @@ const waitFinal = (key: string, id: string) =>
     return ['completed', 'failed', 'expired'].includes(j.status) ? j : null;
   });
 
-test('Veo through the official openai SDK: create (multipart, seconds as a string), retrieve, list, downloadContent; exact charge', async () => {
+test('Veo via the openai SDK: create (multipart, seconds as string), retrieve, list, download; charge', async () => {
   const acc = await h.account(1_000_000);
   const client = sdk(acc.key);
   const created = await client.videos.create({
@@ -144,7 +144,7 @@ test('Veo through the official openai SDK: create (multipart, seconds as a strin
   expect(events.filter((k) => k === 'workflow_started')).toHaveLength(1);
 });
 
-test('Seedance through the SDK with reference-family fields: last frame copied and downloadable, actual duration charged', async () => {
+test('Seedance via the SDK with reference fields: last frame copied and served, actual duration charged', async () => {
   const acc = await h.account(1_000_000);
   const client = sdk(acc.key);
   // The SDK passes fields it does not know straight through (multipart form fields).
@@ -202,7 +202,7 @@ test('Seedance through the SDK with reference-family fields: last frame copied a
   expect(Buffer.from(await video.arrayBuffer()).toString('latin1', 4, 8)).toBe('ftyp');
 });
 
-test('JSON body with {bytesBase64Encoded, mimeType}; generate_audio defaults to true for the reference family', async () => {
+test('JSON body with {bytesBase64Encoded, mimeType}; generate_audio defaults to true for references', async () => {
   const acc = await h.account(1_000_000);
   const res = await api(acc.key, '/v1/videos', {
     method: 'POST',
@@ -370,7 +370,7 @@ test('Idempotency-Key returns the same job (one hold); reused with another body 
   expect((await listLedger(h.deps.db, acc.accountId)).filter((e) => e.kind === 'charged')).toHaveLength(1);
 });
 
-test('DELETE cancels a job that is not final: provider task cancelled, hold released, failed with a message; 409 once final', async () => {
+test('DELETE cancels a job not final: task cancelled, hold released, failed with a message; 409 if final', async () => {
   const acc = await h.account(1_000_000);
   const job = await json(
     api(acc.key, '/v1/videos', {
@@ -407,7 +407,7 @@ const postVideo = (key: string, body: object) =>
     body: JSON.stringify(body),
   });
 
-test("a video hold counts against the key's daily budget: a job past it is 402 budget_exceeded with nothing held; the charge lands in the key's spend", async () => {
+test("a video hold counts against the key's daily budget: past it 402 budget_exceeded, charge in spend", async () => {
   const acc = await h.account(10_000_000);
   await setKeyLimits(h.deps.db, acc.accountId, acc.keyId, { budgetDayVnd: 10 * VEO_PRICE, rpm: 2 });
   await new Promise((r) => setTimeout(r, 600)); // the key cache

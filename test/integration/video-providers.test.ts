@@ -60,7 +60,7 @@ async function readAll(
 }
 
 describe('Veo (Gemini API long-running operations)', () => {
-  test('submits with the API key, inline image and durationSeconds; polls; downloads through the redirect', async () => {
+  test('submits with the API key, inline image and durationSeconds; polls; downloads via the redirect', async () => {
     emu.control.settings.videoPollsToComplete = 3;
     const { taskId } = await veo.submit({
       upstreamModel: 'veo-3.1-generate-preview',
@@ -148,7 +148,7 @@ describe('Veo (Gemini API long-running operations)', () => {
 });
 
 describe('Seedance (content generation tasks)', () => {
-  test('submits roles, resolution, ratio, duration, seed and flags; polls queued -> running -> succeeded; last frame', async () => {
+  test('submits roles, resolution, ratio, duration, seed, flags; polls until succeeded; last frame', async () => {
     emu.control.settings.videoPollsToComplete = 3;
     const { taskId } = await seed.submit({
       upstreamModel: 'dreamina-seedance-2-0-260128',
@@ -226,7 +226,7 @@ describe('Seedance (content generation tasks)', () => {
     expect(await seed.cancel(r.taskId)).toBe(false);
   });
 
-  test('the emulator takes what the official Ark SDK sends: null for every unset field, the default duration of 5 s', async () => {
+  test('the emulator takes what the Ark SDK sends: null for every unset field, a default duration of 5 s', async () => {
     // The body byteplus-python-sdk-v2's content_generation.tasks.create sends when given only model and content.
     const unset = Object.fromEntries(
       [

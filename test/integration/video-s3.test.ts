@@ -38,7 +38,7 @@ afterAll(async () => {
   fs.rmSync(tmp, { recursive: true, force: true });
 });
 
-test('Seedance job copied into S3 storage: video (6 MB, multipart upload) and last frame served, with Range', async () => {
+test('Seedance job copied into S3: video (6 MB, multipart upload) and last frame served, with Range', async () => {
   h.emulator.control.settings.videoBytes = 6 * 1024 * 1024 + 3;
   const acc = await h.account(1_000_000);
   const auth = { authorization: `Bearer ${acc.key}` };

@@ -169,7 +169,7 @@ test('unknown model is 404, wrong content type 415, malformed JSON 400, bad Idem
   expect(k.body.error.param).toBe('Idempotency-Key');
 });
 
-test('accepted edge values: 10,000-character prompt, seconds as a numeric string, W:H size, WebP/JPEG by magic bytes', async () => {
+test('accepted edges: 10,000-character prompt, seconds as a numeric string, W:H size, WebP/JPEG by bytes', async () => {
   const ok = await post(veo({ prompt: 'é'.repeat(10_000), seconds: '8', size: '9:16' }));
   expect(ok.status).toBe(202);
   expect(ok.body).toMatchObject({ object: 'video.job', status: 'submitted', model: VEO });
@@ -196,7 +196,7 @@ test('accepted edge values: 10,000-character prompt, seconds as a numeric string
   expect(row.rows[0].request).toMatchObject({ resolution: '720p', generateAudio: true, returnLastFrame: false });
 });
 
-test('multipart from the official SDK: an uploaded input_reference file is accepted; a non-image file is a 400', async () => {
+test('multipart from the SDK: an uploaded input_reference file is accepted; a non-image file is a 400', async () => {
   const client = new OpenAI({ apiKey: acc.key, baseURL: `${h.url}/v1`, maxRetries: 0 });
   const job = await client.videos.create({
     model: VEO as never,

@@ -67,7 +67,7 @@ const attempts = async (deliveryId: string) =>
     )
   ).rows;
 
-test("an event arrives in OpenAI's shape, signed so that the openai SDK's unwrap accepts it and rejects it tampered", async () => {
+test("an event arrives in OpenAI's shape, signed: the openai SDK's unwrap accepts it, rejects a forgery", async () => {
   const path = `/hook-${randomUUID()}`;
   const a = await endpoint(path);
   const jobId = randomUUID();
@@ -110,7 +110,7 @@ test("an event arrives in OpenAI's shape, signed so that the openai SDK's unwrap
   expect(d).toMatchObject({ attempts: 1, last_status_code: 200, next_attempt_at: null });
 });
 
-test('an emission retried or replayed (same key) is one event and one delivery; endpoints get only the types they chose', async () => {
+test('an emission retried or replayed is one event and one delivery; endpoints get only their types', async () => {
   const path = `/hook-${randomUUID()}`;
   const a = await endpoint(path, ['video.failed']);
   const jobId = randomUUID();
@@ -128,7 +128,7 @@ test('an emission retried or replayed (same key) is one event and one delivery; 
   expect(n.rows[0].n).toBe(2); // both events are recorded; only the subscribed one is delivered
 });
 
-test('timeouts, dropped connections, 429 and 5xx are retried with backoff and the same webhook-id; each try verifies', async () => {
+test('timeouts, dropped connections, 429 and 5xx retried with backoff, same webhook-id; each verifies', async () => {
   const path = `/hook-${randomUUID()}`;
   const a = await endpoint(path);
   rx.script(500, 'hang', 'drop', { status: 429, retryAfter: '0' }, 503, 200);
@@ -184,7 +184,7 @@ test('another 4xx or a redirect is final after one try (the redirect not followe
   }
 });
 
-test("the console's view: the deliveries list shows tries and next try; a resend sends the same event again", async () => {
+test("the console's view: deliveries list tries and next try; a resend sends the same event again", async () => {
   const path = `/hook-${randomUUID()}`;
   const a = await endpoint(path);
   rx.script(502);
@@ -223,7 +223,7 @@ test("the console's view: the deliveries list shows tries and next try; a resend
   ).toBe('webhook_not_found');
 });
 
-test('a delivery that keeps failing stops at the end of its retry window; deleting the endpoint stops its retries', async () => {
+test("a delivery failing on stops at its retry window's end; deleting the endpoint stops its retries", async () => {
   const path = `/hook-${randomUUID()}`;
   const a = await endpoint(path);
   rx.always(503);
@@ -302,7 +302,7 @@ describe('each try under the SSRF guard', () => {
   });
 });
 
-test('the receiver example of docs/webhooks.md, run as written, accepts a delivery and refuses a forged one', async () => {
+test('the receiver example of docs/webhooks.md, run as written, accepts a delivery, refuses a forged one', async () => {
   const doc = fs.readFileSync(path.join(projectRoot(), 'docs', 'webhooks.md'), 'utf8');
   const code = /<!-- receiver-example -->\n```js\n([\s\S]*?)```/.exec(doc)![1];
   expect(code.trim().split('\n').length).toBeLessThanOrEqual(11);

@@ -146,7 +146,7 @@ describe('admin CLI webhook commands', () => {
     return { code, out: out.join('\n'), err: err.join('\n') };
   }
 
-  test('create-webhook prints the secret once; list, rotate and delete; bad input exits 2 and stores nothing', async () => {
+  test('create-webhook prints the secret once; list, rotate, delete; bad input exits 2, stores nothing', async () => {
     const a = await gw.account(0);
     const made = await admin(
       {},

@@ -42,7 +42,8 @@ let workflowBundle: Awaited<ReturnType<typeof bundleWorkflowCode>>;
 let tracedBundle: Awaited<ReturnType<typeof bundleWorkflowCode>>;
 const otelInterceptors = require.resolve('@temporalio/interceptors-opentelemetry/lib/workflow-interceptors');
 beforeAll(async () => {
-  installRuntime(process.env.LOG_LEVEL ?? 'warn'); // the replay workers' lines go where the gateway's go (quiet unless a test fails)
+  // The replay workers' lines go where the gateway's go (quiet unless a test fails).
+  installRuntime(process.env.LOG_LEVEL ?? 'warn');
   const logger = { trace() {}, debug() {}, info() {}, warn() {}, error() {}, log() {} } as never;
   [workflowBundle, tracedBundle] = await Promise.all([
     bundleWorkflowCode({ workflowsPath: require.resolve('../../workflows'), logger }),

@@ -29,7 +29,7 @@ const texts = (batches: ChatChunk[][]) =>
     .map((c) => c.choices?.[0]?.delta?.content)
     .filter((t) => t);
 
-test('an upstream error event mid-stream: the chunks converted before it are delivered, then UpstreamStreamError', async () => {
+test('an upstream error event mid-stream: chunks before it are delivered, then UpstreamStreamError', async () => {
   const err = { type: 'error', error: { type: 'overloaded_error', message: 'Overloaded' } };
   // The error arrives in the same network chunk as text converted before it.
   const { batches, error } = await collect(

@@ -1,6 +1,8 @@
 import { Catalog, type CatalogFile } from '../../src/catalog/catalog';
 
-/** Model names: ids, aliases, then each provider's glob patterns in order; unknown names and unpriced models refused. */
+/**
+ * Model names: ids, aliases, then each provider's glob patterns in order; unknown names and unpriced models refused.
+ */
 
 const file = (over: Partial<CatalogFile> = {}): CatalogFile => ({
   providers: {

@@ -12,7 +12,7 @@ test('findUnstorableText names the first bad value or the object holding a bad k
   expect(findUnstorableText({ a: 1, b: [true, null, '😀'] }, 'parameters')).toBeNull();
 });
 
-test('jsonForPostgres replaces exactly the unstorable characters, in values and keys, and keeps escaped backslashes', () => {
+test('jsonForPostgres replaces just the unstorable characters, in values and keys; escaped backslashes stay', () => {
   const v = { ['k\ud800']: 'a\u0000b', lit: '\\u0000 and \\\\ud800', emoji: '😀', mixed: '\\\u0000' };
   const out = JSON.parse(jsonForPostgres(v));
   expect(out).toEqual({ 'k\ufffd': 'a\ufffdb', lit: '\\u0000 and \\\\ud800', emoji: '😀', mixed: '\\\ufffd' });

@@ -6,7 +6,10 @@ import { redactorFor } from '../../src/catalog/redact';
  * key variable, every provider's id, base URL, origin, host and hostname. Public model names are never rewritten.
  */
 
-/** A fresh copy each time (a Catalog fills in its models' first deployment). As written in JSON: models with deployments have no provider yet. */
+/**
+ * A fresh copy each time (a Catalog fills in its models' first deployment). As written in JSON: models with
+ * deployments have no provider yet.
+ */
 const file = (): CatalogFile =>
   ({
     providers: {
@@ -51,7 +54,7 @@ const file = (): CatalogFile =>
     ],
   }) as unknown as CatalogFile;
 
-test("every deployment's id, upstream model and key variable, and every provider's id, URL and host are replaced", () => {
+test("every deployment's id, upstream model and key variable, and every provider's id, URL, host are replaced", () => {
   const redact = redactorFor(new Catalog(file(), { EAST_KEY: 'a', WEST_SMART_KEY: 'b' }));
   expect(
     redact('smart-east (east-openai) at https://east.internal.example:8443/v1/chat: smart-2025-east refused EAST_KEY'),

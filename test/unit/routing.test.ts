@@ -72,7 +72,7 @@ async function request(
   return { tried, kinds, error };
 }
 
-test('the single-upstream form is one deployment named after the model; deployments default their upstream name and weight', () => {
+test('the single-upstream form is one deployment named after the model; upstream name and weight default', () => {
   const { catalog, m } = setup();
   expect(catalog.deployments(m('single'))).toEqual([
     { id: 'single', modelId: 'single', provider: 'p1', upstreamModel: 'u', weight: 1 },
@@ -86,7 +86,7 @@ test('the single-upstream form is one deployment named after the model; deployme
   expect(m('weighted')).toMatchObject({ provider: 'p1', upstreamModel: 'weighted' });
 });
 
-test('catalog refuses a model with both forms, unknown providers, mixed kinds, and fallbacks of another mode or kind', () => {
+test('catalog refuses both forms at once, unknown providers, mixed kinds, fallbacks of another mode or kind', () => {
   const bad = (edit: (f: CatalogFile) => void) => {
     const f = catalogFile();
     edit(f);
@@ -112,7 +112,7 @@ test('catalog refuses a model with both forms, unknown providers, mixed kinds, a
   expect(bad((f) => f.models[1].deployments!.push({ id: 'w3', provider: 'p2' }))).toThrow(/duplicate deployment ids/);
 });
 
-test("smooth weighted round-robin gives each deployment exactly its share over every window of the weights' sum", async () => {
+test("smooth weighted round-robin gives each deployment its share over every window of the weights' sum", async () => {
   const { router, m } = setup();
   const picks: string[] = [];
   for (let i = 0; i < 8; i++) picks.push((await request(router, m('weighted'))).tried[0]);
@@ -120,7 +120,7 @@ test("smooth weighted round-robin gives each deployment exactly its share over e
   for (let i = 0; i < 8; i += 4) expect(picks.slice(i, i + 4).filter((p) => p === 'w1')).toHaveLength(1);
 });
 
-test('a failed deployment cools down for Retry-After, else a doubling backoff bounded by the max; a half-open probe closes it', async () => {
+test('a failed deployment cools for Retry-After, else a doubling backoff up to a max; a probe closes it', async () => {
   const { router, m } = setup();
   const st = router.states.find((s) => s.deployment.id === 'single')!;
   await request(router, m('single'), [fail('rate_limit', '2')]);
@@ -184,7 +184,7 @@ function held(router: ModelRouter, m: ModelConfig) {
   return { ok: () => settle(null), ko: (e: Error) => settle(e), done };
 }
 
-test('concurrent failures cool a deployment once, for the base time: tries in flight when it began neither escalate nor extend it', async () => {
+test('concurrent failures cool a deployment once: tries in flight when it began do not extend it', async () => {
   const { router, m } = setup();
   const st = router.states.find((s) => s.deployment.id === 'single')!;
   const tries = Array.from({ length: 7 }, () => held(router, m('single')));
@@ -244,7 +244,7 @@ test("a success from a try started before the cooldown does not close it; the pr
   expect([st.failuresInRow, st.probing]).toEqual([0, false]);
 });
 
-test("tries stop at maxAttempts, then at the fallbacks' end; client errors and unmarked errors are never retried", async () => {
+test("tries stop at maxAttempts, then at the fallbacks' end; client and unmarked errors never retried", async () => {
   const { router, m } = setup({ maxAttempts: 2 });
   let r = await request(router, m('three'), [fail('server'), fail('server'), fail('server')]);
   expect(r.tried).toHaveLength(2);
@@ -259,7 +259,7 @@ test("tries stop at maxAttempts, then at the fallbacks' end; client errors and u
   expect((await request(c.router, c.m('three'), [new Error('a bug')])).tried).toHaveLength(1);
 });
 
-test("a model object from another catalog instance of the same file is routed as the router's own (first try, then retry)", async () => {
+test("a model object from another catalog instance of the same file is routed as the router's own", async () => {
   const { router } = setup();
   const other = new Catalog(catalogFile()).get('three')!;
   expect(await request(router, other, [fail('server')])).toMatchObject({
@@ -281,7 +281,7 @@ test('no new try starts after maxTimeMs', async () => {
   expect(tried).toHaveLength(1);
 });
 
-test('all candidates cooling down: the one that recovers first is tried anyway; a model with fallbacks goes to a healthy fallback first', async () => {
+test('all candidates cooling: the first to recover is tried anyway; with fallbacks, a healthy one first', async () => {
   const { router, m } = setup();
   await request(router, m('single'), [fail('server')]);
   expect((await request(router, m('single'))).tried).toEqual(['single']); // a lone deployment is still served

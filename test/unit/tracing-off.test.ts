@@ -33,7 +33,7 @@ test('no endpoint: no SDK, no interceptors loaded', () => {
   expect(loadedPackages({})).toEqual({ tracer: false, packages: ['@opentelemetry/api'] });
 });
 
-test('an endpoint (or OTEL_TRACES_EXPORTER=otlp) loads the SDK; OTEL_SDK_DISABLED or exporter none keeps it off', () => {
+test('an endpoint (or OTEL_TRACES_EXPORTER=otlp) loads the SDK; OTEL_SDK_DISABLED or exporter none: off', () => {
   const on = loadedPackages({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:9' });
   expect(on.tracer).toBe(true);
   expect(on.packages).toEqual(
