@@ -140,126 +140,102 @@ function reply(body: Json): Reply {
   };
 }
 
+/** An emulated Messages answer to a valid request: the whole message, and the same answer as stream events. */
+export function messageAnswer(body: Json, model: unknown): { message: Json; events: Json[] } {
+  const r = reply(body);
+  const id = `msg_emu${hash(JSON.stringify(body.messages).slice(0, 2000) + Date.now() + Math.random())}`;
+  const signature = r.thinking ? `emu-sig-${hash(r.thinking)}` : '';
+  // input_tokens excludes cache reads and writes (the prompt markers of replyKit ask for them).
+  const mk = usageMarkers(blockText(body.system) + JSON.stringify(body.messages));
+  const cache = {
+    cache_creation_input_tokens: mk.cacheWrite5m + mk.cacheWrite1h,
+    cache_read_input_tokens: mk.cacheRead,
+    cache_creation: { ephemeral_5m_input_tokens: mk.cacheWrite5m, ephemeral_1h_input_tokens: mk.cacheWrite1h },
+  };
+  const usage = { input_tokens: r.inputTokens, output_tokens: r.outputTokens, ...cache };
+  const content: Json[] = [];
+  if (r.thinking) content.push({ type: 'thinking', thinking: r.thinking, signature });
+  if (r.text) content.push({ type: 'text', text: r.text });
+  if (r.toolUse) content.push({ type: 'tool_use', ...r.toolUse });
+  const message = {
+    id,
+    type: 'message',
+    role: 'assistant',
+    model,
+    content,
+    stop_reason: r.stopReason,
+    stop_sequence: r.stopSequence,
+    usage,
+  };
+  const ev: Json[] = [];
+  ev.push({
+    type: 'message_start',
+    message: { ...message, content: [], stop_reason: null, stop_sequence: null, usage: { ...usage, output_tokens: 1 } },
+  });
+  ev.push({ type: 'ping' });
+  let index = 0;
+  if (r.thinking) {
+    ev.push({ type: 'content_block_start', index, content_block: { type: 'thinking', thinking: '', signature: '' } });
+    for (const p of pieces(r.thinking))
+      ev.push({ type: 'content_block_delta', index, delta: { type: 'thinking_delta', thinking: p } });
+    ev.push({ type: 'content_block_delta', index, delta: { type: 'signature_delta', signature } });
+    ev.push({ type: 'content_block_stop', index });
+    index++;
+  }
+  if (r.text) {
+    ev.push({ type: 'content_block_start', index, content_block: { type: 'text', text: '' } });
+    for (const p of pieces(r.text))
+      ev.push({ type: 'content_block_delta', index, delta: { type: 'text_delta', text: p } });
+    ev.push({ type: 'content_block_stop', index });
+    index++;
+  }
+  if (r.toolUse) {
+    const json = JSON.stringify(r.toolUse.input);
+    const half = Math.ceil(json.length / 2);
+    ev.push({
+      type: 'content_block_start',
+      index,
+      content_block: { type: 'tool_use', id: r.toolUse.id, name: r.toolUse.name, input: {} },
+    });
+    for (const part of ['', json.slice(0, half), json.slice(half)])
+      ev.push({ type: 'content_block_delta', index, delta: { type: 'input_json_delta', partial_json: part } });
+    ev.push({ type: 'content_block_stop', index });
+  }
+  ev.push({
+    type: 'message_delta',
+    delta: { stop_reason: r.stopReason, stop_sequence: r.stopSequence },
+    usage: { input_tokens: r.inputTokens, output_tokens: r.outputTokens, ...cache },
+  });
+  ev.push({ type: 'message_stop' });
+  return { message, events: ev };
+}
+
+/** Whether a Messages body (without its `model`, as cloud hosts take it) is one the emulator answers; else an error. */
+export function invalidMessagesBody(body: Json | null): string | null {
+  if (!body) return 'The request body is not valid JSON.';
+  if (!(Number.isInteger(body.max_tokens) && body.max_tokens > 0)) return 'max_tokens: Field required';
+  if (!Array.isArray(body.messages) || body.messages.length === 0) return 'messages: Field required';
+  return null;
+}
+
 function messages(ctl: EmulatorControl) {
   return async (ctx: Koa.Context) => {
     const body = await readJson(ctx);
     ctl.record('POST', ctx.path, ctx.headers, body);
     if (!validate(ctx, body, false)) return;
-    const r = reply(body);
-    const id = `msg_emu${hash(JSON.stringify(body.messages).slice(0, 2000) + Date.now() + Math.random())}`;
-    const signature = r.thinking ? `emu-sig-${hash(r.thinking)}` : '';
-    // input_tokens excludes cache reads and writes (the prompt markers of replyKit ask for them).
-    const mk = usageMarkers(blockText(body.system) + JSON.stringify(body.messages));
-    const cache = {
-      cache_creation_input_tokens: mk.cacheWrite5m + mk.cacheWrite1h,
-      cache_read_input_tokens: mk.cacheRead,
-      cache_creation: { ephemeral_5m_input_tokens: mk.cacheWrite5m, ephemeral_1h_input_tokens: mk.cacheWrite1h },
-    };
-    const usage = { input_tokens: r.inputTokens, output_tokens: r.outputTokens, ...cache };
+    const { message, events } = messageAnswer(body, body.model);
     if (body.stream !== true) {
-      const content: Json[] = [];
-      if (r.thinking) content.push({ type: 'thinking', thinking: r.thinking, signature });
-      if (r.text) content.push({ type: 'text', text: r.text });
-      if (r.toolUse) content.push({ type: 'tool_use', ...r.toolUse });
-      ctx.set('request-id', `req_${id}`);
-      ctx.body = {
-        id,
-        type: 'message',
-        role: 'assistant',
-        model: body.model,
-        content,
-        stop_reason: r.stopReason,
-        stop_sequence: r.stopSequence,
-        usage,
-      };
+      ctx.set('request-id', `req_${message.id}`);
+      ctx.body = message;
       return;
     }
-    const ev: string[] = [];
-    ev.push(
-      sse('message_start', {
-        type: 'message_start',
-        message: {
-          id,
-          type: 'message',
-          role: 'assistant',
-          model: body.model,
-          content: [],
-          stop_reason: null,
-          stop_sequence: null,
-          usage: { ...usage, output_tokens: 1 },
-        },
-      }),
+    await writeSse(
+      ctx,
+      ctl,
+      'anthropic',
+      events.map((e) => sse(e.type, e)),
+      { dropMidway: JSON.stringify(body.messages).includes(DROP_MIDSTREAM_MARKER) },
     );
-    ev.push(sse('ping', { type: 'ping' }));
-    let index = 0;
-    if (r.thinking) {
-      ev.push(
-        sse('content_block_start', {
-          type: 'content_block_start',
-          index,
-          content_block: { type: 'thinking', thinking: '', signature: '' },
-        }),
-      );
-      for (const p of pieces(r.thinking))
-        ev.push(
-          sse('content_block_delta', {
-            type: 'content_block_delta',
-            index,
-            delta: { type: 'thinking_delta', thinking: p },
-          }),
-        );
-      ev.push(
-        sse('content_block_delta', {
-          type: 'content_block_delta',
-          index,
-          delta: { type: 'signature_delta', signature },
-        }),
-      );
-      ev.push(sse('content_block_stop', { type: 'content_block_stop', index }));
-      index++;
-    }
-    if (r.text) {
-      ev.push(
-        sse('content_block_start', { type: 'content_block_start', index, content_block: { type: 'text', text: '' } }),
-      );
-      for (const p of pieces(r.text))
-        ev.push(
-          sse('content_block_delta', { type: 'content_block_delta', index, delta: { type: 'text_delta', text: p } }),
-        );
-      ev.push(sse('content_block_stop', { type: 'content_block_stop', index }));
-      index++;
-    }
-    if (r.toolUse) {
-      const json = JSON.stringify(r.toolUse.input);
-      const half = Math.ceil(json.length / 2);
-      ev.push(
-        sse('content_block_start', {
-          type: 'content_block_start',
-          index,
-          content_block: { type: 'tool_use', id: r.toolUse.id, name: r.toolUse.name, input: {} },
-        }),
-      );
-      for (const part of ['', json.slice(0, half), json.slice(half)])
-        ev.push(
-          sse('content_block_delta', {
-            type: 'content_block_delta',
-            index,
-            delta: { type: 'input_json_delta', partial_json: part },
-          }),
-        );
-      ev.push(sse('content_block_stop', { type: 'content_block_stop', index }));
-    }
-    ev.push(
-      sse('message_delta', {
-        type: 'message_delta',
-        delta: { stop_reason: r.stopReason, stop_sequence: r.stopSequence },
-        usage: { input_tokens: r.inputTokens, output_tokens: r.outputTokens, ...cache },
-      }),
-    );
-    ev.push(sse('message_stop', { type: 'message_stop' }));
-    await writeSse(ctx, ctl, 'anthropic', ev, {
-      dropMidway: JSON.stringify(body.messages).includes(DROP_MIDSTREAM_MARKER),
-    });
   };
 }
 

@@ -49,6 +49,9 @@ export interface EmulatorSettings {
   batchQueueMs: number;
   /** Native batches: a batch not ended this long after creation expires, its unrun items with it (0: never). */
   batchExpireAfterMs: number;
+  /** Bedrock: the region SigV4 signatures must be scoped to, and the access key ids accepted. */
+  awsRegion: string;
+  awsAccessKeys: string[];
 }
 
 export const defaultSettings = (): EmulatorSettings => ({
@@ -58,6 +61,8 @@ export const defaultSettings = (): EmulatorSettings => ({
   videoBytes: 64 * 1024,
   batchQueueMs: 100,
   batchExpireAfterMs: 0,
+  awsRegion: 'us-east-1',
+  awsAccessKeys: ['AKIAEMULATOR00000000'],
 });
 
 export class EmulatorControl {

@@ -7,6 +7,8 @@ import { mountSeedance } from './seedance';
 import { mountGemini } from './gemini';
 import { mountOpenAIBatches } from './openaiBatches';
 import { mountAnthropicBatches } from './anthropicBatches';
+import { bedrockFault, mountBedrock } from './bedrock';
+import type Koa from 'koa';
 
 /** Every protocol the emulator speaks, each adding its routes. */
 export const MOUNTS: Mount[] = [
@@ -18,4 +20,8 @@ export const MOUNTS: Mount[] = [
   mountGemini,
   mountOpenAIBatches,
   mountAnthropicBatches,
+  mountBedrock,
 ];
+
+/** Protocols whose injected faults answer in their own error shape (by path prefix); others get OpenAI's. */
+export const FAULT_SHAPES: [string, (ctx: Koa.Context, status: number) => void][] = [['/bedrock/', bedrockFault]];

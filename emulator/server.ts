@@ -4,7 +4,7 @@ import Koa from 'koa';
 import Router from '@koa/router';
 import { koaBody } from 'koa-body';
 import { EmulatorControl, type Fault } from './control';
-import { MOUNTS } from './protocols';
+import { FAULT_SHAPES, MOUNTS } from './protocols';
 
 /**
  * The provider emulator: one HTTP server speaking the upstreams' real wire protocols, mounted under
@@ -72,6 +72,8 @@ export async function startEmulator(opts: { port?: number; host?: string } = {})
     if (f?.status) {
       ctx.status = f.status;
       if (f.retryAfter !== undefined) ctx.set('retry-after', f.retryAfter);
+      const shaped = FAULT_SHAPES.find(([prefix]) => ctx.path.startsWith(prefix));
+      if (shaped) return shaped[1](ctx, f.status);
       ctx.body = {
         error: {
           message: `emulated failure ${f.status}`,

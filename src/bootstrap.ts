@@ -14,6 +14,7 @@ import { ProviderRegistry } from './providers/registry';
 import { ModelRouter } from './routing/modelRouter';
 import { AnthropicAdapter } from './providers/anthropic';
 import { GeminiAdapter } from './providers/gemini';
+import { BedrockAdapter } from './providers/bedrock';
 import { createRateLimiter } from './limits/createRateLimiter';
 
 /** Builds the API's dependencies from config: database (created and migrated), catalog, Temporal client. */
@@ -42,6 +43,7 @@ export async function buildDeps(
     factories: {
       anthropic: (cfg) => new AnthropicAdapter(cfg, { onError }),
       gemini: (cfg) => new GeminiAdapter(cfg, { onError }),
+      bedrock: (cfg) => new BedrockAdapter(cfg, { onError }),
     },
   });
   const router = new ModelRouter(catalog, config.routing);

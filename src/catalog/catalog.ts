@@ -8,7 +8,11 @@ import { clip } from '../text/clip';
 
 export type Mode = 'chat' | 'completion' | 'embedding' | 'speech' | 'transcription' | 'image' | 'video';
 export const MODES: Mode[] = ['chat', 'completion', 'embedding', 'speech', 'transcription', 'image', 'video'];
-export type ProviderKind = 'openai' | 'anthropic' | 'gemini' | 'veo' | 'seedance';
+export type ProviderKind = 'openai' | 'anthropic' | 'gemini' | 'veo' | 'seedance' | 'bedrock' | 'vertex';
+export const PROVIDER_KINDS: ProviderKind[] = ['openai', 'anthropic', 'gemini', 'veo', 'seedance', 'bedrock', 'vertex'];
+
+/** Kinds whose credentials come from the cloud's own chain (AWS, Google), never from an `apiKeyEnv`. */
+const CLOUD_KINDS: ProviderKind[] = ['bedrock', 'vertex'];
 
 export interface ProviderConfig {
   id: string;
@@ -27,6 +31,15 @@ export interface ProviderConfig {
   modelPatterns?: { match: string; model: string }[];
   /** What `owned_by` says of this provider's models (default: the vendor of its kind); never the provider id. */
   ownedBy?: string;
+  /** bedrock and vertex: the cloud region (bedrock: default AWS_REGION; vertex: default `global`). */
+  region?: string;
+  /** vertex: the Google Cloud project. */
+  project?: string;
+  /**
+   * vertex: the env var holding the path of a service-account key file for this provider (default: Google's
+   * application-default credentials, GOOGLE_APPLICATION_CREDENTIALS included). Never the key itself.
+   */
+  credentialsFileEnv?: string;
 }
 
 /** The public vendor behind each provider kind, as models' `owned_by` names it. */
@@ -36,7 +49,35 @@ const VENDOR_OF_KIND: Record<ProviderKind, string> = {
   gemini: 'google',
   veo: 'google',
   seedance: 'bytedance',
+  bedrock: 'anthropic',
+  vertex: 'google',
 };
+
+/** The default endpoint of a cloud kind's region, when the catalog gives no baseUrl. */
+function cloudBaseUrl(kind: ProviderKind, region: string): string {
+  if (kind === 'bedrock') return `https://bedrock-runtime.${region}.amazonaws.com`;
+  return region === 'global' ? 'https://aiplatform.googleapis.com' : `https://${region}-aiplatform.googleapis.com`;
+}
+
+/** Whether an upstream model name is a Claude model (Bedrock ids and inference profiles, Vertex names). */
+export function isClaudeModel(upstreamModel: string): boolean {
+  return /(^|[.:/])(anthropic\.)?claude-/.test(upstreamModel);
+}
+
+/**
+ * The wire protocol a deployment answers in: what decides which native path serves it. Claude on Bedrock and on
+ * Vertex speak Anthropic Messages, Gemini on Vertex the Gemini API, Veo on Vertex Veo's long-running operations;
+ * deployments of one model (and its fallbacks) may be of any kinds that speak the same one.
+ */
+export function wireOf(kind: ProviderKind, upstreamModel: string): string {
+  const claude = isClaudeModel(upstreamModel);
+  if (kind === 'bedrock') return claude ? 'anthropic' : 'converse';
+  if (kind === 'vertex') return claude ? 'anthropic' : /^veo-/.test(upstreamModel) ? 'veo' : 'gemini';
+  return kind;
+}
+
+/** An env var name (a key pasted into a `*Env` field is refused, never logged). */
+const ENV_NAME = { type: 'string', pattern: '^[A-Za-z_][A-Za-z0-9_]*$' };
 
 /** Integer VND prices. */
 export interface Pricing {
@@ -94,11 +135,14 @@ const schema = {
       type: 'object',
       additionalProperties: {
         type: 'object',
-        required: ['kind', 'baseUrl'],
+        required: ['kind'],
         properties: {
-          kind: { enum: ['openai', 'anthropic', 'gemini', 'veo', 'seedance'] },
+          kind: { enum: PROVIDER_KINDS },
           baseUrl: { type: 'string' },
-          apiKeyEnv: { type: 'string' },
+          apiKeyEnv: ENV_NAME,
+          region: { type: 'string', minLength: 1 },
+          project: { type: 'string', minLength: 1 },
+          credentialsFileEnv: ENV_NAME,
           timeoutMs: { type: 'integer', minimum: 1 },
           ownedBy: { type: 'string', minLength: 1 },
           modelPatterns: {
@@ -181,6 +225,41 @@ const REQUIRED_PRICES: Record<Mode, (keyof Pricing)[]> = {
   video: ['perVideoSecond'],
 };
 
+function wireOfDeployment(c: Catalog, d: Deployment): string {
+  return wireOf(c.providers.get(d.provider)!.kind, d.upstreamModel);
+}
+
+/** A provider as loaded: env expanded, its key read from its variable, a cloud kind's region and endpoint filled in. */
+function loadProvider(id: string, p: Omit<ProviderConfig, 'id'>, env: NodeJS.ProcessEnv): ProviderConfig {
+  const expand = (v: string | undefined) => (v === undefined ? undefined : expandEnv(v, env));
+  const cfg: ProviderConfig = {
+    ...p,
+    id,
+    baseUrl: expandEnv(p.baseUrl ?? '', env).replace(/\/+$/, ''),
+    apiKey: p.apiKeyEnv ? env[p.apiKeyEnv] : undefined,
+    ...(p.region !== undefined ? { region: expand(p.region) } : {}),
+    ...(p.project !== undefined ? { project: expand(p.project) } : {}),
+  };
+  if (/^[a-z][a-z0-9+.-]*:\/\/[^/]*@/i.test(cfg.baseUrl) || /[?&](key|api[-_]?key|token|sig)=/i.test(cfg.baseUrl))
+    throw new Error(`catalog: provider ${id} baseUrl carries credentials (give them through the environment)`);
+  if (CLOUD_KINDS.includes(p.kind)) {
+    if (p.apiKeyEnv)
+      throw new Error(
+        `catalog: provider ${id} (${p.kind}) cannot have apiKeyEnv: its credentials come from the cloud's chain`,
+      );
+    if (p.kind === 'bedrock') cfg.region ||= env.AWS_REGION || env.AWS_DEFAULT_REGION;
+    if (p.kind === 'vertex') cfg.region ||= 'global';
+    if (!cfg.region) throw new Error(`catalog: provider ${id} (${p.kind}) needs a region (or AWS_REGION)`);
+    if (p.kind === 'vertex' && !cfg.project) throw new Error(`catalog: provider ${id} (vertex) needs a project`);
+    if (!cfg.baseUrl) cfg.baseUrl = cloudBaseUrl(p.kind, cfg.region);
+  } else {
+    if (p.region || p.project || p.credentialsFileEnv)
+      throw new Error(`catalog: provider ${id} (${p.kind}) takes no region, project or credentialsFileEnv`);
+    if (!cfg.baseUrl) throw new Error(`catalog: provider ${id} needs a baseUrl`);
+  }
+  return cfg;
+}
+
 /** A glob (`*` = any characters, everything else literal) as an anchored regular expression. */
 function globRegExp(glob: string): RegExp {
   return new RegExp(
@@ -202,14 +281,7 @@ export class Catalog {
   constructor(file: CatalogFile, env: NodeJS.ProcessEnv = process.env) {
     const ajv = new Ajv({ allErrors: true });
     if (!ajv.validate(schema, file)) throw new Error('invalid catalog: ' + ajv.errorsText(ajv.errors));
-    for (const [id, p] of Object.entries(file.providers)) {
-      this.providers.set(id, {
-        ...p,
-        id,
-        baseUrl: expandEnv(p.baseUrl, env).replace(/\/+$/, ''),
-        apiKey: p.apiKeyEnv ? env[p.apiKeyEnv] : undefined,
-      });
-    }
+    for (const [id, p] of Object.entries(file.providers)) this.providers.set(id, loadProvider(id, p, env));
     this.models = file.models;
     for (const m of file.models) {
       const deployments = resolveDeployments(m, env);
@@ -219,8 +291,10 @@ export class Catalog {
       for (const d of deployments) {
         if (!this.providers.has(d.provider))
           throw new Error(`catalog: model ${m.id} names unknown provider ${d.provider}`);
-        if (this.providers.get(d.provider)!.kind !== this.providers.get(m.provider)!.kind)
-          throw new Error(`catalog: deployments of ${m.id} mix provider kinds`);
+        if (wireOfDeployment(this, d) !== wireOfDeployment(this, deployments[0]))
+          throw new Error(`catalog: deployments of ${m.id} answer in different protocols (${d.provider})`);
+        if (d.apiKeyEnv && CLOUD_KINDS.includes(this.providers.get(d.provider)!.kind))
+          throw new Error(`catalog: deployment of ${m.id} on ${d.provider} cannot have apiKeyEnv (cloud credentials)`);
       }
       if (new Set(deployments.map((d) => d.id)).size !== deployments.length)
         throw new Error(`catalog: model ${m.id} has duplicate deployment ids`);
@@ -246,9 +320,9 @@ export class Catalog {
         if (!target) throw new Error(`catalog: model ${m.id} falls back to unknown model ${f}`);
         if (target === m || target.mode !== m.mode)
           throw new Error(`catalog: model ${m.id} cannot fall back to ${f} (itself or another mode)`);
-        // A fallback answers on the same request path: same provider kind and interface.
+        // A fallback answers on the same request path: same wire protocol and interface.
         if (
-          this.providers.get(target.provider)!.kind !== this.providers.get(m.provider)!.kind ||
+          wireOfDeployment(this, this.deployments(target)[0]) !== wireOfDeployment(this, this.deployments(m)[0]) ||
           (target.api ?? 'chat') !== (m.api ?? 'chat')
         ) {
           throw new Error(`catalog: model ${m.id} cannot fall back to ${f} (another provider kind or api)`);

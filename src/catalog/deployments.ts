@@ -40,7 +40,7 @@ export const deploymentsSchema = {
       provider: { type: 'string', minLength: 1 },
       upstreamModel: { type: 'string', minLength: 1 },
       weight: { type: 'number', exclusiveMinimum: 0 },
-      apiKeyEnv: { type: 'string', minLength: 1 },
+      apiKeyEnv: { type: 'string', pattern: '^[A-Za-z_][A-Za-z0-9_]*$' },
     },
     additionalProperties: false,
   },

@@ -5,6 +5,7 @@ import type { ProviderConfig } from '../catalog/catalog';
 import { mapTransportError, UpstreamAborted } from './openai';
 import { readErrorBody, refusal } from './upstreamError';
 import type { CallOptions, ProviderAdapter } from './types';
+import type { MessagesUpstream } from './messagesUpstream';
 import { tracer } from '../observability/tracing';
 
 /**
@@ -31,7 +32,7 @@ export interface AnthropicResponse {
   body: Dispatcher.ResponseData['body'];
 }
 
-export class AnthropicAdapter implements ProviderAdapter {
+export class AnthropicAdapter implements ProviderAdapter, MessagesUpstream {
   readonly kind = 'anthropic' as const;
   readonly id: string;
   private readonly pool: Pool;
@@ -56,6 +57,10 @@ export class AnthropicAdapter implements ProviderAdapter {
       headersTimeout: timeout,
       bodyTimeout: timeout,
     });
+  }
+
+  messagesFor(): MessagesUpstream {
+    return this;
   }
 
   /** POST /v1/messages; resolves once a 2xx status arrived, with the body (JSON or SSE) still streaming. */

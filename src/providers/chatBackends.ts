@@ -17,10 +17,12 @@ import {
   ResponsesStreamToChat,
 } from '../translate/chatToResponsesUpstream';
 import type { GeminiAdapter } from './gemini';
-import { CHAT_PROTOCOL } from './kinds';
+import { chatProtocol } from './kinds';
 import { geminiBackend } from './geminiBackend';
-import { AnthropicAdapter } from './anthropic';
 import { asOpenAIError } from './upstreamError';
+import { BedrockAdapter } from './bedrock';
+import { converseBackend } from './converseBackend';
+import type { MessagesUpstream } from './messagesUpstream';
 import { sseBatches } from '../sse/upstreamEvents';
 import type { OpenAICompatibleAdapter } from './types';
 import type { ProviderRegistry } from './registry';
@@ -96,7 +98,7 @@ export function openaiBackend(adapter: OpenAICompatibleAdapter, model: ModelConf
 }
 
 export function anthropicBackend(
-  adapter: AnthropicAdapter,
+  adapter: MessagesUpstream,
   model: ModelConfig,
   chat: ChatRequest,
   upstreamModel = model.upstreamModel,
@@ -143,9 +145,12 @@ export function backendFor(
   deployment?: Deployment,
 ): ChatBackend {
   const a = deployment ? providers.forDeployment(deployment) : providers.get(model.provider);
-  const protocol = a ? CHAT_PROTOCOL[a.kind] : null;
-  if (protocol === 'anthropic') return anthropicBackend(a as AnthropicAdapter, model, chat, deployment?.upstreamModel);
+  const upstreamModel = deployment?.upstreamModel ?? model.upstreamModel;
+  const protocol = a ? chatProtocol(a.kind, upstreamModel) : null;
+  const messages = protocol === 'anthropic' ? a?.messagesFor?.(upstreamModel) : null;
+  if (messages) return anthropicBackend(messages, model, chat, upstreamModel);
   if (protocol === 'gemini') return geminiBackend(a as GeminiAdapter, model, chat, deployment?.upstreamModel);
+  if (a instanceof BedrockAdapter) return converseBackend(a, model, chat, upstreamModel);
   const openai = deployment ? providers.openaiFor(deployment) : providers.openai(model);
   const c = deployment && deployment.upstreamModel !== chat.model ? { ...chat, model: deployment.upstreamModel } : chat;
   return model.api === 'responses' ? responsesBackend(openai, model, c) : openaiBackend(openai, model, c);

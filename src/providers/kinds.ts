@@ -1,4 +1,4 @@
-import type { ModelConfig, ProviderKind } from '../catalog/catalog';
+import { wireOf, type ModelConfig, type ProviderKind } from '../catalog/catalog';
 
 /**
  * The one table of what each provider kind speaks, and so how a chat-family request reaches its models: natively
@@ -9,13 +9,25 @@ import type { ModelConfig, ProviderKind } from '../catalog/catalog';
 /** The wire protocol of a kind's chat models; null for kinds that serve no chat (video). */
 export type ChatProtocol = 'openai' | 'anthropic' | 'gemini' | null;
 
-export const CHAT_PROTOCOL: Record<ProviderKind, ChatProtocol> = {
+export const CHAT_PROTOCOL: Record<ProviderKind, ChatProtocol | 'by model'> = {
   openai: 'openai',
   anthropic: 'anthropic',
   gemini: 'gemini',
   veo: null,
   seedance: null,
+  // Cloud kinds host several vendors' models: Claude speaks Anthropic Messages, Gemini the Gemini API, anything
+  // else on Bedrock the Converse API (translated only). See wireOf in src/catalog/catalog.ts.
+  bedrock: 'by model',
+  vertex: 'by model',
 };
+
+/** The protocol a kind's upstream model speaks for chat (null: no native chat-family path). */
+export function chatProtocol(kind: ProviderKind, upstreamModel: string): ChatProtocol {
+  const p = CHAT_PROTOCOL[kind];
+  if (p !== 'by model') return p;
+  const wire = wireOf(kind, upstreamModel);
+  return wire === 'anthropic' || wire === 'gemini' ? wire : null;
+}
 
 /** The client-facing interfaces of the chat family. */
 export type ChatSurface = 'chat' | 'responses' | 'messages' | 'gemini';
@@ -25,8 +37,12 @@ export type ChatSurface = 'chat' | 'responses' | 'messages' | 'gemini';
  * Responses are native on an OpenAI-compatible upstream, chosen by the model's `api` (a Responses-only model takes
  * /v1/chat/completions through the chat <-> Responses bridge, and a chat model takes /v1/responses translated).
  */
-export function servedNatively(kind: ProviderKind, model: Pick<ModelConfig, 'api'>, surface: ChatSurface): boolean {
-  const protocol = CHAT_PROTOCOL[kind];
+export function servedNatively(
+  kind: ProviderKind,
+  model: Pick<ModelConfig, 'api' | 'upstreamModel'>,
+  surface: ChatSurface,
+): boolean {
+  const protocol = chatProtocol(kind, model.upstreamModel);
   switch (surface) {
     case 'chat':
       return protocol === 'openai' && model.api !== 'responses';

@@ -1,6 +1,7 @@
 import type { Readable } from 'node:stream';
 import type { ProviderKind } from '../catalog/catalog';
 import type { StreamSink } from '../sse/streamSink';
+import type { MessagesUpstream } from './messagesUpstream';
 
 /**
  * The provider adapter interface. An adapter owns the connection pool to one upstream (one catalog provider)
@@ -11,6 +12,8 @@ export interface ProviderAdapter {
   readonly kind: ProviderKind;
   /** Closes the adapter's connection pool (shutdown). */
   close(): Promise<void>;
+  /** Where this upstream serves the model natively over Anthropic Messages (Anthropic, Claude on Bedrock or Vertex). */
+  messagesFor?(upstreamModel: string): MessagesUpstream | null;
 }
 
 /**

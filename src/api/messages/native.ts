@@ -7,8 +7,8 @@ import { formatSse } from '../../sse/translatedEvents';
 import { rewriteRegion, SseRegions, type SseRegion } from '../../sse/eventRegions';
 import { redactorFor } from '../../catalog/redact';
 import type { SseSink } from '../../sse/clientSink';
-import { AnthropicAdapter } from '../../providers/anthropic';
 import { isUpstreamError } from '../../providers/upstreamError';
+import type { MessagesUpstream } from '../../providers/messagesUpstream';
 import { boundOverCandidates } from '../../routing/bound';
 import type { RouteTry } from '../../routing/modelRouter';
 import type { Meter } from '../../billing/meter';
@@ -19,7 +19,8 @@ import { reserve } from '../reserve';
 import { failureStatus, RoutedPayload } from '../upstream';
 
 /**
- * POST /v1/messages on a model of an `anthropic` provider: the body goes upstream as sent (model renamed), the
+ * POST /v1/messages on a model served over Anthropic Messages (an `anthropic` provider, Claude on `bedrock` or
+ * `vertex`; deployments may mix them): the body goes upstream as sent (model renamed), the
  * answer and its SSE come back as produced, usage read from the stream as it passes.
  */
 
@@ -35,7 +36,7 @@ export async function nativeMessages(
   ctx: Ctx,
   deps: AppDeps,
   model: ModelConfig,
-  adapter: AnthropicAdapter,
+  adapter: MessagesUpstream,
   req: MessagesRequest,
   sink: SseSink,
 ): Promise<void> {
@@ -51,15 +52,15 @@ export async function nativeMessages(
   const headers = anthropicHeaders(ctx);
   let answered = model;
   let answeredTry: RouteTry | null = null;
-  const routed = <R>(call: (a: AnthropicAdapter, payload: string) => Promise<R>): Promise<R> =>
+  const routed = <R>(call: (a: MessagesUpstream, payload: string) => Promise<R>): Promise<R> =>
     deps.router
       .run(
         model,
         (t) => {
           answered = t.model;
           answeredTry = t;
-          const a = deps.providers.forDeployment(t.deployment);
-          return call(a instanceof AnthropicAdapter ? a : adapter, payloads.for(t));
+          const a = deps.providers.forDeployment(t.deployment)?.messagesFor?.(t.deployment.upstreamModel);
+          return call(a ?? adapter, payloads.for(t));
         },
         meter,
       )

@@ -11,6 +11,7 @@ import { validateCountTokens, validateMessages, type CountTokensRequest } from '
 import { AnthropicAdapter } from '../../providers/anthropic';
 import { isUpstreamError, type UpstreamHttpError } from '../../providers/upstreamError';
 import { UpstreamAborted } from '../../providers/openai';
+import type { MessagesUpstream } from '../../providers/messagesUpstream';
 import { translateInput } from '../../translate/translateInput';
 import { estimateInputTokens } from '../../translate/tokenEstimate';
 import { SseSink } from '../../sse/clientSink';
@@ -89,9 +90,10 @@ export function messagesRouter(deps: AppDeps): Router<GatewayState> {
   const auth = requireApiKey(deps);
   const body = jsonBody(deps.config.maxJsonBytes);
 
-  function nativeAdapter(model: ModelConfig): AnthropicAdapter | null {
+  /** The upstream serving the model natively over Messages (Anthropic, Claude on Bedrock or Vertex), if any. */
+  function nativeAdapter(model: ModelConfig): MessagesUpstream | null {
     if (!servedNatively(deps.catalog.provider(model).kind, model, 'messages')) return null;
-    return (deps.providers.get(model.provider) as AnthropicAdapter | undefined) ?? null;
+    return deps.providers.get(model.provider)?.messagesFor?.(model.upstreamModel) ?? null;
   }
 
   router.post('/v1/messages', route('/v1/messages'), anthropicErrors, auth, requireVersion, body, async (ctx) => {
@@ -128,7 +130,7 @@ export function messagesRouter(deps: AppDeps): Router<GatewayState> {
       const model = deps.catalog.require(req.model, 'chat');
       ctx.state.model = model.id;
       const native = nativeAdapter(model);
-      if (!native) {
+      if (!(native instanceof AnthropicAdapter)) {
         // No upstream counter: the documented estimate (see tokenEstimate.ts).
         ctx.body = { input_tokens: translateInput(() => estimateInputTokens(req)) };
         return;

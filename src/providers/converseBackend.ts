@@ -1,0 +1,68 @@
+import type { ModelConfig } from '../catalog/catalog';
+import type { ChatChunk, ChatRequest } from '../translate/chatTypes';
+import {
+  AnthropicStreamError,
+  AnthropicStreamToChat,
+  anthropicToChatCompletion,
+  chatToAnthropicRequest,
+} from '../translate/chatToAnthropic';
+import { anthropicToConverse, converseToAnthropic, ConverseStreamToAnthropic } from '../translate/anthropicToConverse';
+import { DEFAULT_MAX_OUTPUT_TOKENS } from '../billing/pricing';
+import { countImages, nativeBound } from '../billing/nativeBound';
+import type { BedrockAdapter } from './bedrock';
+import { UpstreamStreamError, type ChatBackend } from './chatBackends';
+import { asOpenAIError } from './upstreamError';
+
+/**
+ * A chat request on a non-Claude Bedrock model: chat -> Messages (chatToAnthropic.ts) -> Converse, and back the
+ * same way (src/translate/anthropicToConverse.ts), billed on Converse's usage fields through the Messages bridge.
+ */
+export function converseBackend(
+  adapter: BedrockAdapter,
+  model: ModelConfig,
+  chat: ChatRequest,
+  upstreamModel = model.upstreamModel,
+): ChatBackend {
+  const req = chatToAnthropicRequest(
+    { ...chat, model: upstreamModel },
+    { defaultMaxTokens: model.maxOutputTokens ?? DEFAULT_MAX_OUTPUT_TOKENS },
+  );
+  const input = anthropicToConverse(req, upstreamModel);
+  const payloadBytes = Buffer.byteLength(JSON.stringify(req));
+  return {
+    payloadBytes,
+    ...nativeBound(model, payloadBytes, req.max_tokens, countImages(req.messages)),
+    async complete(signal) {
+      try {
+        return anthropicToChatCompletion(converseToAnthropic(await adapter.converse(input, { signal }), upstreamModel));
+      } catch (e) {
+        throw asOpenAIError(e);
+      }
+    },
+    async stream(signal) {
+      let events;
+      try {
+        events = await adapter.converseStream(input, { signal });
+      } catch (e) {
+        throw asOpenAIError(e);
+      }
+      const toMessages = new ConverseStreamToAnthropic(upstreamModel);
+      const toChat = new AnthropicStreamToChat();
+      return (async function* () {
+        for await (const e of events) {
+          const out: ChatChunk[] = [];
+          for (const ev of toMessages.push(e)) {
+            try {
+              out.push(...toChat.push(ev));
+            } catch (err) {
+              if (!(err instanceof AnthropicStreamError)) throw err;
+              if (out.length) yield out;
+              throw new UpstreamStreamError(err.message);
+            }
+          }
+          if (out.length) yield out;
+        }
+      })();
+    },
+  };
+}
