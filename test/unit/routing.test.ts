@@ -86,7 +86,7 @@ test('the single-upstream form is one deployment named after the model; upstream
   expect(m('weighted')).toMatchObject({ provider: 'p1', upstreamModel: 'weighted' });
 });
 
-test('catalog refuses both forms at once, unknown providers, mixed kinds, fallbacks of another mode or kind', () => {
+test('catalog refuses both forms at once, unknown providers, mixed protocols, fallbacks of another mode or kind', () => {
   const bad = (edit: (f: CatalogFile) => void) => {
     const f = catalogFile();
     edit(f);
@@ -94,7 +94,7 @@ test('catalog refuses both forms at once, unknown providers, mixed kinds, fallba
   };
   expect(bad((f) => Object.assign(f.models[1], { provider: 'p1', upstreamModel: 'x' }))).toThrow(/invalid catalog/);
   expect(bad((f) => f.models[1].deployments!.push({ provider: 'nope' }))).toThrow(/unknown provider nope/);
-  expect(bad((f) => f.models[1].deployments!.push({ provider: 'anth' }))).toThrow(/mix provider kinds/);
+  expect(bad((f) => f.models[1].deployments!.push({ provider: 'anth' }))).toThrow(/answer in different protocols/);
   expect(bad((f) => (f.models[0].fallbacks = ['missing']))).toThrow(/unknown model missing/);
   expect(bad((f) => (f.models[0].fallbacks = ['single']))).toThrow(/cannot fall back/);
   expect(
