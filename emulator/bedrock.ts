@@ -19,8 +19,10 @@ import { DROP_MIDSTREAM_MARKER, pieces, readJson, tokens, usageMarkers, type Jso
  */
 
 const codec = new EventStreamCodec(toUtf8, fromUtf8);
-const SIGV4 =
-  /^AWS4-HMAC-SHA256 Credential=([^/]+)\/(\d{8})\/([a-z0-9-]+)\/([a-z0-9-]+)\/aws4_request, ?SignedHeaders=([a-z0-9;-]+), ?Signature=[0-9a-f]{64}$/;
+const SIGV4 = new RegExp(
+  '^AWS4-HMAC-SHA256 Credential=([^/]+)/(\\d{8})/([a-z0-9-]+)/([a-z0-9-]+)/aws4_request, ?' +
+    'SignedHeaders=([a-z0-9;-]+), ?Signature=[0-9a-f]{64}$',
+);
 
 export function awsError(ctx: Koa.Context, status: number, type: string, message: string): void {
   ctx.status = status;

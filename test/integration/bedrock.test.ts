@@ -160,7 +160,8 @@ test('chat completions on Claude (translated) and on a Converse model, plain and
   expect(gw.emulator.control.requests.some((r) => r.path.endsWith('/converse-stream'))).toBe(true);
 });
 
-test("an upstream error reaches the client without the upstream's host, ARN or account; refused credentials are a 502", async () => {
+// Refused credentials are a 502 naming nothing of the upstream.
+test("an upstream error reaches the client without the upstream's host, ARN or account", async () => {
   const { client } = await anthropicClient();
   const { client: chat } = await fundedClient(gw);
   const host = new URL(gw.emulator.url).host;

@@ -86,7 +86,7 @@ test('the single-upstream form is one deployment named after the model; upstream
   expect(m('weighted')).toMatchObject({ provider: 'p1', upstreamModel: 'weighted' });
 });
 
-test('catalog refuses both forms at once, unknown providers, mixed protocols, fallbacks of another mode or kind', () => {
+test('catalog refuses both forms at once, unknown providers, mixed protocols, fallbacks of another kind', () => {
   const bad = (edit: (f: CatalogFile) => void) => {
     const f = catalogFile();
     edit(f);
