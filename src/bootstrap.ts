@@ -34,6 +34,7 @@ export async function buildDeps(
     flushMs: config.creditFlushMs,
     logger,
     onCharged: (operation, model, vnd) => metrics.observeCharge(operation, model, vnd),
+    onUncollected: (operation, model, vnd) => metrics.uncollectedVnd.inc({ operation, model }, vnd),
   });
   const limiter = createRateLimiter(config, logger, metrics);
   const onError = (provider: string, status: number) =>

@@ -37,6 +37,8 @@ export interface CreditOptions {
   waitMs?: number;
   logger?: Logger;
   onCharged?: (operation: string, model: string, vnd: number) => void;
+  /** VND of a request's bill its account could not cover, once its shortfall is committed. */
+  onUncollected?: (operation: string, model: string, vnd: number) => void;
 }
 
 export class CreditManager {
@@ -51,7 +53,15 @@ export class CreditManager {
   ) {
     this.flusher = new CreditFlush(
       db,
-      { beforeFlush: (now) => this.leases.retireIdle(now), afterCharges: () => this.leases.giveBackRecalled() },
+      {
+        beforeFlush: (now) => this.leases.retireIdle(now),
+        afterCharges: () => this.leases.giveBackRecalled(),
+        // Committed: what was collected beyond the leases is charged, the rest is counted as uncollected.
+        billed: (operation, model, collected, uncollected) => {
+          if (collected > 0) opts.onCharged?.(operation, model, collected);
+          if (uncollected > 0) opts.onUncollected?.(operation, model, uncollected);
+        },
+      },
       opts.logger,
     );
     const flushMs = opts.flushMs ?? 200;

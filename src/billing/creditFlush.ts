@@ -3,6 +3,19 @@ import { tx } from '../db/pool';
 import { PG_ERROR, pgErrorCode } from '../db/pgErrors';
 import { LedgerError, releaseHold } from './ledger';
 import { writeUsageBatch, type SettledUsage, type UsageInput } from './usageBatch';
+
+interface Over {
+  s: SettledUsage;
+  collected: number;
+  shortfall: number;
+}
+
+/** writeUsageBatch's `billed` callback: keeps in `over` each request whose bill went past what its lease covered. */
+function keepOver(over: Over[]) {
+  return (s: SettledUsage, cost: number, shortfall: number) => {
+    if (shortfall > 0 || cost !== s.cost) over.push({ s, collected: Math.max(0, cost - s.cost), shortfall });
+  };
+}
 import type { LeaseSink } from './creditLease';
 import type { Logger } from '../observability/logger';
 
@@ -21,8 +34,12 @@ class Settled implements SettledUsage {
     readonly accountId: string,
     readonly holdId: string,
     readonly cost: number,
+    readonly excess: number,
   ) {}
 }
+
+/** What a committed flush reports per request whose bill went past its lease: VND collected and left uncollected. */
+export type BilledHook = (operation: string, model: string, collected: number, uncollected: number) => void;
 
 export class CreditFlush implements LeaseSink {
   private pendingUsage: Settled[] = [];
@@ -36,12 +53,12 @@ export class CreditFlush implements LeaseSink {
    */
   constructor(
     private db: Db,
-    private hooks: { beforeFlush(now: number): void; afterCharges?(): Promise<void> },
+    private hooks: { beforeFlush(now: number): void; afterCharges?(): Promise<void>; billed?: BilledHook },
     private logger?: Logger,
   ) {}
 
-  charge(usage: UsageInput, accountId: string, holdId: string, cost: number): void {
-    this.pendingUsage.push(new Settled(usage, accountId, holdId, cost));
+  charge(usage: UsageInput, accountId: string, holdId: string, cost: number, excess: number): void {
+    this.pendingUsage.push(new Settled(usage, accountId, holdId, cost, excess));
   }
 
   release(holdId: string): void {
@@ -107,11 +124,26 @@ export class CreditFlush implements LeaseSink {
    * through the per-row gate, which skips it (and charges only the rows it inserts).
    */
   private async writeBatch(batch: Settled[]): Promise<void> {
+    let over: Over[] = [];
     try {
-      await tx(this.db, (c) => writeUsageBatch(c, batch, { copy: true }));
+      await tx(this.db, (c) => writeUsageBatch(c, batch, { copy: true, billed: keepOver(over) }));
     } catch (e) {
       if (pgErrorCode(e) !== PG_ERROR.uniqueViolation) throw e;
-      await tx(this.db, (c) => writeUsageBatch(c, batch));
+      over = [];
+      await tx(this.db, (c) => writeUsageBatch(c, batch, { billed: keepOver(over) }));
+    }
+    this.report(over);
+  }
+
+  /** After the commit: what was collected beyond the leases, and what was left uncollected (metrics, log). */
+  private report(over: Over[]): void {
+    for (const { s, collected, shortfall } of over) {
+      this.hooks.billed?.(s.usage.operation, s.usage.model, collected, shortfall);
+      if (shortfall > 0)
+        this.logger?.warn(
+          { requestId: s.usage.id, accountId: s.accountId, shortfall, collected },
+          'request bill not fully collected: shortfall recorded',
+        );
     }
   }
 
@@ -131,15 +163,19 @@ export class CreditFlush implements LeaseSink {
   /** One settled request in its own transaction; a charge the ledger refuses is logged and left out. */
   private async writeAlone(s: Settled): Promise<void> {
     try {
-      await tx(this.db, (c) => writeUsageBatch(c, [s]));
+      const over: Over[] = [];
+      await tx(this.db, (c) => writeUsageBatch(c, [s], { billed: keepOver(over) }));
+      this.report(over);
     } catch (e) {
       if (!(e instanceof LedgerError) || s.refused) throw e;
       this.logger?.error(
         { err: e.message, requestId: s.usage.id, holdId: s.holdId, cost: s.cost },
         'charge refused by ledger',
       );
-      s.refused = true; // recorded as a usage record without a charge
-      await tx(this.db, (c) => writeUsageBatch(c, [s]));
+      s.refused = true; // recorded as a usage record without a charge, its bill a shortfall
+      const over: Over[] = [];
+      await tx(this.db, (c) => writeUsageBatch(c, [s], { billed: keepOver(over) }));
+      this.report(over);
     }
   }
 }

@@ -15,7 +15,10 @@ import type { Logger } from '../observability/logger';
 export interface Reservation {
   readonly accountId: string;
   readonly reserved: number;
-  /** Charges `cost` VND (at most the reservation plus what the lease can still cover) and records usage. Once only. */
+  /**
+   * Bills `cost` VND in full and records usage; returns the bill. What the reservation and the lease cannot cover
+   * is collected from the account at the flush, or recorded there as a shortfall. Once only.
+   */
   settle(cost: number, usage: UsageInput): number;
   /** Charges nothing (a failed upstream call) and records the usage row with cost 0. Once only. */
   cancel(usage?: UsageInput): void;
@@ -23,7 +26,8 @@ export interface Reservation {
 
 /** Where settled requests and retired, emptied leases go: the flush (./creditFlush.ts). */
 export interface LeaseSink {
-  charge(usage: UsageInput, accountId: string, holdId: string, cost: number): void;
+  /** `cost`: VND covered by the lease; `excess`: VND of the bill beyond it, for the flush to collect or record. */
+  charge(usage: UsageInput, accountId: string, holdId: string, cost: number, excess: number): void;
   release(holdId: string): void;
   /** Writes what is queued now (charges first, then releases). */
   flush(): Promise<void>;
@@ -397,29 +401,25 @@ export class Leases {
       reserved,
       settle: (cost, usage) => {
         if (!finish()) return 0;
-        let charge = Math.max(0, Math.ceil(cost));
-        if (charge <= reserved) {
-          lease.remaining += reserved - charge;
-        } else {
-          // The estimate was short (it should not be: estimates are upper bounds); take what the lease still has.
-          const extra = Math.min(charge - reserved, lease.remaining);
+        const bill = Math.max(0, Math.ceil(cost));
+        let covered = bill;
+        if (bill <= reserved) lease.remaining += reserved - bill;
+        else {
+          // The usage came out above the reservation: the lease covers what it still has, and the flush collects
+          // the rest from the account (or records it as uncollected) in the transaction that writes the charge.
+          const extra = Math.min(bill - reserved, lease.remaining);
           lease.remaining -= extra;
-          if (reserved + extra < charge)
-            this.opts.logger?.warn(
-              { requestId: usage.id, cost: charge, collected: reserved + extra },
-              'cost exceeded reservation',
-            );
-          charge = reserved + extra;
+          covered = reserved + extra;
         }
-        if (charge > 0) this.opts.onCharged?.(usage.operation, usage.model, charge);
-        this.sink.charge(usage, lease.accountId, lease.holdId, charge);
+        if (covered > 0) this.opts.onCharged?.(usage.operation, usage.model, covered);
+        this.sink.charge(usage, lease.accountId, lease.holdId, covered, bill - covered);
         if (lease.closing && lease.inflight === 0) this.sink.release(lease.holdId);
-        return charge;
+        return bill;
       },
       cancel: (usage) => {
         if (!finish()) return;
         lease.remaining += reserved;
-        if (usage) this.sink.charge(usage, lease.accountId, lease.holdId, 0);
+        if (usage) this.sink.charge(usage, lease.accountId, lease.holdId, 0, 0);
         if (lease.closing && lease.inflight === 0) this.sink.release(lease.holdId);
       },
     };

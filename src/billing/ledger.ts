@@ -19,7 +19,8 @@ export class InsufficientFunds extends Error {
 }
 export class LedgerError extends Error {}
 
-export type EventKind = 'topped_up' | 'hold_placed' | 'hold_released' | 'charged';
+/** `uncollected`: VND of a request's bill the account could not cover (its usage record's shortfall); no balance change. */
+export type EventKind = 'topped_up' | 'hold_placed' | 'hold_released' | 'charged' | 'uncollected';
 export interface Ref {
   refType?: string;
   refId?: string;
@@ -280,6 +281,63 @@ export async function applyHoldCharges(c: DbClient, holds: LockedHolds, charges:
   );
   await addKeySpend(c, perKey);
   return applied;
+}
+
+/**
+ * Extends locked open holds by `amount` each (a credit lease whose requests' usage came out above their
+ * reservations: the account's free funds, already checked by the caller under the account lock, move into the
+ * hold so that its charge can take them). Replayed keys change nothing.
+ */
+export async function extendLockedHolds(
+  c: DbClient,
+  holds: LockedHolds,
+  ext: { holdId: string; amount: number; idempotencyKey: string }[],
+): Promise<void> {
+  for (const x of ext) {
+    assertVnd(x.amount, 'hold extension');
+    const h = holds.get(x.holdId);
+    if (!h || h.status !== 'open') throw new LedgerError(`hold ${x.holdId} is not open`);
+    const event = {
+      accountId: h.account_id,
+      kind: 'hold_placed' as const,
+      amount: x.amount,
+      holdId: x.holdId,
+      key: x.idempotencyKey,
+      refType: h.ref_type ?? undefined,
+      refId: h.ref_id ?? undefined,
+      memo: 'credit lease: usage above the reservation',
+    };
+    if (!(await insertEvent(c, event))) continue;
+    await c.query('UPDATE holds SET placed = placed + $2, remaining = remaining + $2 WHERE id = $1', [
+      x.holdId,
+      x.amount,
+    ]);
+    const upd = await c.query(
+      'UPDATE accounts SET held = held + $2 WHERE id = $1 AND balance - held >= $2 RETURNING id',
+      [h.account_id, x.amount],
+    );
+    if (upd.rowCount === 0) throw new LedgerError(`account ${h.account_id} cannot cover ${x.amount} VND`);
+    h.remaining = Number(h.remaining) + x.amount;
+  }
+}
+
+/**
+ * Records the part of requests' bills their accounts could not cover: one `uncollected` event per request (key
+ * `uncollected:<request id>`, ref 'request'), moving neither balance nor held. Replays insert nothing.
+ */
+export async function recordUncollected(
+  c: DbClient,
+  rows: { accountId: string; requestId: string; amount: number; memo: string }[],
+): Promise<void> {
+  if (rows.length === 0) return;
+  for (const r of rows) assertVnd(r.amount, 'uncollected amount');
+  await c.query(
+    `INSERT INTO ledger_events (account_id, kind, amount, idempotency_key, ref_type, ref_id, memo)
+     SELECT x.account_id, 'uncollected', x.amount, 'uncollected:' || x.request_id, 'request', x.request_id, x.memo
+     FROM unnest($1::uuid[], $2::bigint[], $3::text[], $4::text[]) AS x(account_id, amount, request_id, memo)
+     ON CONFLICT (idempotency_key) DO NOTHING`,
+    [rows.map((r) => r.accountId), rows.map((r) => r.amount), rows.map((r) => r.requestId), rows.map((r) => r.memo)],
+  );
 }
 
 /** Releases what remains of a hold and closes it. Replays (same key) and already-closed holds change nothing. */

@@ -71,12 +71,15 @@ export class Meter {
     return this.finished;
   }
 
-  /** Charges `costVnd` (integer, rounded up) once and records the usage row. Later calls are no-ops. */
-  settle(costVnd: number, units: Record<string, number>, status = 200): number {
+  /**
+   * Bills `costVnd` (integer, rounded up) once and records the usage row with the `pricing` it was computed at
+   * (`units` at `pricing` must come to `costVnd`: verify-ledger re-prices every record). Later calls are no-ops.
+   */
+  settle(costVnd: number, units: Record<string, number>, pricing: Pricing, status = 200): number {
     if (this.finished) return 0;
     this.finished = true;
     this.onFinish?.(units);
-    this.charged = this.reservation.settle(costVnd, this.usage(units, status));
+    this.charged = this.reservation.settle(costVnd, { ...this.usage(units, status), pricing });
     if (this.span)
       tracer?.settled(this.span, {
         operation: this.operation,
@@ -92,7 +95,7 @@ export class Meter {
   /** Settles a token-billed request: each usage field at its catalog price (tokenUsage.ts), rounded up once. */
   settleTokens(pricing: Pricing, t: TokenUsage, status = 200): number {
     if (this.span) this.tokens = t;
-    return this.settle(usageCost(pricing, t), usageUnits(t), status);
+    return this.settle(usageCost(pricing, t), usageUnits(t), pricing, status);
   }
 
   /** Charges nothing (failed upstream call) and records the usage row with cost 0. Later calls are no-ops. */

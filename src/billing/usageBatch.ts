@@ -3,8 +3,17 @@ import type { DbClient } from '../db/pool';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { from as copyFrom } from 'pg-copy-streams';
-import { applyHoldCharges, lockHolds, LedgerError, type HoldCharge, type LockedHolds } from './ledger';
-import { addKeySpend } from './budget';
+import {
+  applyHoldCharges,
+  extendLockedHolds,
+  lockHolds,
+  LedgerError,
+  recordUncollected,
+  type HoldCharge,
+  type LockedHolds,
+} from './ledger';
+import { addKeySpend, keyBudgetRoom } from './budget';
+import type { Pricing } from '../catalog/catalog';
 
 /**
  * Writes settled synchronous requests: their usage records and, per credit-lease hold, ONE `charged` ledger event
@@ -14,6 +23,12 @@ import { addKeySpend } from './budget';
  * Exactly once: the usage insert is the gate. A request id already written (a flush retried after its commit was
  * not acknowledged) inserts nothing and so adds nothing to the charge, and the charge is only the sum of the rows
  * this transaction inserted. A hold with a single request keeps the per-request form (`req:<id>`, ref 'request').
+ *
+ * The bill is the provider's bill: a request whose cost went past what its lease covered (`excess`) has the rest
+ * collected here, under the account lock, from what the account has free (balance - held) and its key's budget
+ * leaves: the lease hold is extended by that much and charged with the rest. What neither covers is the request's
+ * shortfall: its usage record carries it (shortfall_vnd) and an `uncollected` ledger event records it, so every
+ * usage record satisfies units x its prices = cost_vnd + shortfall_vnd, and the balance never goes below 0.
  */
 
 export interface UsageInput {
@@ -28,16 +43,28 @@ export interface UsageInput {
   /** The deployment that answered (or was tried last), and `retry` / `fallback` when it was not the first try. */
   deployment?: string | null;
   routing?: string | null;
+  /** The catalog prices the request is billed at; null or absent: billed nothing (a failed call). */
+  pricing?: Pricing | null;
 }
 
-/** A settled request: its usage, the lease hold it was reserved from, and the VND to charge (0: nothing). */
+/**
+ * A settled request: its usage, the lease hold it was reserved from, the VND its lease covers (0: nothing) and the
+ * VND of its bill beyond that (`excess`), collected from the account here when it can be.
+ */
 export interface SettledUsage {
   readonly usage: UsageInput;
   readonly accountId: string;
   readonly holdId: string;
   readonly cost: number;
-  /** The ledger refused its charge (logged by the caller): record the usage without a charge. */
+  readonly excess?: number;
+  /** The ledger refused its charge (logged by the caller): record the usage without a charge, all of it a shortfall. */
   refused?: boolean;
+}
+
+/** What a written request came to: VND charged and VND left uncollected (its shortfall). */
+interface Billed {
+  cost: number;
+  shortfall: number;
 }
 
 interface ChargeGroup {
@@ -70,18 +97,28 @@ function copyField(v: string | null): string {
     : v;
 }
 
+/** A catalog entry's prices as JSON, serialised once per catalog object (the same object serves every request). */
+const pricingJson = new WeakMap<Pricing, string>();
+function pricingText(p: Pricing | null | undefined): string | null {
+  if (!p) return null;
+  let j = pricingJson.get(p);
+  if (j === undefined) pricingJson.set(p, (j = JSON.stringify(p)));
+  return j;
+}
+
 /** The batch's usage records in COPY text format, one line each. */
-function copyText(batch: SettledUsage[], keyOf: Map<SettledUsage, string>): string {
+function copyText(batch: SettledUsage[], keyOf: Map<SettledUsage, string>, billed: Map<SettledUsage, Billed>): string {
   let out = '';
   for (const s of batch) {
     const u = s.usage;
-    out += `${u.id}\t${s.accountId}\t${u.apiKeyId ?? '\\N'}\t${copyField(u.model)}\t${copyField(u.operation)}\t${copyField(JSON.stringify(u.units))}\t${s.cost}\t${Math.round(u.latencyMs)}\t${u.status}\t${copyField(keyOf.get(s) ?? null)}\t${copyField(u.deployment ?? null)}\t${copyField(u.routing ?? null)}\n`;
+    const b = billed.get(s)!;
+    out += `${u.id}\t${s.accountId}\t${u.apiKeyId ?? '\\N'}\t${copyField(u.model)}\t${copyField(u.operation)}\t${copyField(JSON.stringify(u.units))}\t${b.cost}\t${b.shortfall}\t${copyField(pricingText(u.pricing))}\t${Math.round(u.latencyMs)}\t${u.status}\t${copyField(keyOf.get(s) ?? null)}\t${copyField(u.deployment ?? null)}\t${copyField(u.routing ?? null)}\n`;
   }
   return out;
 }
 
 const COPY_USAGE =
-  'COPY usage_records (id, account_id, api_key_id, model, operation, units, cost_vnd, latency_ms, status, charge_key, deployment, routing) FROM STDIN';
+  'COPY usage_records (id, account_id, api_key_id, model, operation, units, cost_vnd, shortfall_vnd, pricing, latency_ms, status, charge_key, deployment, routing) FROM STDIN';
 
 export interface WriteOptions {
   /**
@@ -90,14 +127,34 @@ export interface WriteOptions {
    * writes the batch again without this option, where the per-row gate skips it.
    */
   copy?: boolean;
+  /** Told, for each request written, what it was charged and what it left uncollected (metrics after the commit). */
+  billed?: (s: SettledUsage, cost: number, shortfall: number) => void;
 }
 
 /** Within the caller's transaction. Returns the VND charged. */
-export async function writeUsageBatch(c: DbClient, batch: SettledUsage[], opts: WriteOptions = {}): Promise<number> {
+export async function writeUsageBatch(c: DbClient, all: SettledUsage[], opts: WriteOptions = {}): Promise<number> {
+  // The per-row path writes only the requests not written yet (a retried flush): their collection and shortfall
+  // are decided once, by the transaction that wrote them.
+  const batch = opts.copy ? all : await unwritten(c, all);
   if (batch.length === 0) return 0;
+  const billed = new Map<SettledUsage, Billed>();
+  const over: SettledUsage[] = [];
+  const lockIds = new Set<string>();
+  for (const s of batch) {
+    const excess = s.excess ?? 0;
+    if (s.refused) billed.set(s, { cost: 0, shortfall: s.cost + excess });
+    else {
+      billed.set(s, { cost: s.cost, shortfall: excess });
+      if (excess > 0) over.push(s);
+      if (s.cost > 0 || excess > 0) lockIds.add(s.holdId);
+    }
+  }
+  // Lock order as everywhere in the ledger (accounts, then holds) before the usage rows' foreign-key checks.
+  const holds = lockIds.size ? await lockHolds(c, [...lockIds]) : null;
+  const extensions = holds && over.length ? await collectExcess(c, holds, over, billed) : null;
   const groups = new Map<string, ChargeGroup>();
   for (const s of batch) {
-    if (s.cost <= 0 || s.refused) continue;
+    if (billed.get(s)!.cost <= 0) continue;
     let g = groups.get(s.holdId);
     if (!g) groups.set(s.holdId, (g = { holdId: s.holdId, key: '', single: s, rows: [] }));
     else g.single = null;
@@ -108,32 +165,126 @@ export async function writeUsageBatch(c: DbClient, batch: SettledUsage[], opts: 
     g.key = g.single ? `req:${g.single.usage.id}` : `usage:${randomUUID()}`;
     for (const s of g.rows) keyOf.set(s, g.key);
   }
-  // Lock order as everywhere in the ledger (accounts, then holds) before the usage rows' foreign-key checks.
-  const holds = groups.size ? await lockHolds(c, [...groups.keys()]) : null;
-  if (opts.copy) {
-    // Every row is written or the statement fails: the charges are the groups' sums.
-    await pipeline(Readable.from([copyText(batch, keyOf)]), c.query(copyFrom(COPY_USAGE)));
-    if (!holds) return 0;
-    const sums = [...groups.values()].map((g) => ({
-      charge_key: g.key,
-      amount: g.rows.reduce((t, r) => t + r.cost, 0),
-      n: g.rows.length,
-    }));
-    const charged = await chargeGroups(c, holds, groups, sums);
-    await addSharedLeaseSpend(
+  if (holds && extensions?.size)
+    await extendLockedHolds(
       c,
       holds,
-      [...groups.values()].flatMap((g) =>
-        g.rows.map((r) => ({ hold_id: g.holdId, api_key_id: r.usage.apiKeyId, amount: r.cost })),
-      ),
+      [...extensions].map(([holdId, amount]) => ({
+        holdId,
+        amount,
+        idempotencyKey: `${groups.get(holdId)!.key}:over`,
+      })),
     );
-    return charged;
+  const charged = opts.copy
+    ? await copyAndCharge(c, batch, holds, groups, keyOf, billed)
+    : await insertAndCharge(c, batch, holds, groups, keyOf, billed);
+  const short = batch.filter((s) => billed.get(s)!.shortfall > 0);
+  if (short.length)
+    await recordUncollected(
+      c,
+      short.map((s) => ({
+        accountId: s.accountId,
+        requestId: s.usage.id,
+        amount: billed.get(s)!.shortfall,
+        memo: `${s.usage.operation} ${s.usage.model}: ${billed.get(s)!.cost + billed.get(s)!.shortfall} VND billed, ${billed.get(s)!.shortfall} VND uncollected`,
+      })),
+    );
+  if (opts.billed) for (const s of batch) opts.billed(s, billed.get(s)!.cost, billed.get(s)!.shortfall);
+  return charged;
+}
+
+/** The requests of `batch` with no usage record yet. */
+async function unwritten(c: DbClient, batch: SettledUsage[]): Promise<SettledUsage[]> {
+  const r = await c.query('SELECT id FROM usage_records WHERE id = ANY($1::uuid[])', [batch.map((s) => s.usage.id)]);
+  if (r.rowCount === 0) return batch;
+  const done = new Set(r.rows.map((x) => x.id as string));
+  return batch.filter((s) => !done.has(s.usage.id));
+}
+
+/**
+ * Collects the requests' excess (their bill beyond what their lease covered) from what each account has free and,
+ * for a key with a budget, what the budget leaves; updates `billed` (cost up, shortfall down by what is collected)
+ * and returns, per lease hold, the VND to extend it by so that it covers the charge. The accounts are locked.
+ */
+async function collectExcess(
+  c: DbClient,
+  holds: LockedHolds,
+  over: SettledUsage[],
+  billed: Map<SettledUsage, Billed>,
+): Promise<Map<string, number>> {
+  const accounts = [...new Set(over.map((s) => s.accountId))];
+  const free = new Map<string, number>(
+    (await c.query('SELECT id, balance - held AS free FROM accounts WHERE id = ANY($1::uuid[])', [accounts])).rows.map(
+      (r) => [r.id as string, Math.max(0, Number(r.free))],
+    ),
+  );
+  const room = new Map<string, number | null>();
+  const extend = new Map<string, number>();
+  for (const s of over) {
+    const h = holds.get(s.holdId);
+    if (!h || h.status !== 'open') continue;
+    let take = Math.min(s.excess ?? 0, free.get(h.account_id) ?? 0);
+    // A budgeted key's lease names the key; a shared lease's request still counts against its key's budget.
+    const keyId = h.api_key_id ?? s.usage.apiKeyId;
+    if (keyId && take > 0) {
+      if (!room.has(keyId)) room.set(keyId, (await keyBudgetRoom(c, keyId))?.room ?? null);
+      const left = room.get(keyId);
+      if (left != null) {
+        take = Math.min(take, left);
+        room.set(keyId, left - take);
+      }
+    }
+    if (take <= 0) continue;
+    free.set(h.account_id, free.get(h.account_id)! - take);
+    extend.set(s.holdId, (extend.get(s.holdId) ?? 0) + take);
+    const b = billed.get(s)!;
+    b.cost += take;
+    b.shortfall -= take;
   }
+  return extend;
+}
+
+/** COPY the usage records (every row is written or the statement fails) and charge the groups' sums. */
+async function copyAndCharge(
+  c: DbClient,
+  batch: SettledUsage[],
+  holds: LockedHolds | null,
+  groups: Map<string, ChargeGroup>,
+  keyOf: Map<SettledUsage, string>,
+  billed: Map<SettledUsage, Billed>,
+): Promise<number> {
+  await pipeline(Readable.from([copyText(batch, keyOf, billed)]), c.query(copyFrom(COPY_USAGE)));
+  if (!holds || groups.size === 0) return 0;
+  const sums = [...groups.values()].map((g) => ({
+    charge_key: g.key,
+    amount: g.rows.reduce((t, r) => t + billed.get(r)!.cost, 0),
+    n: g.rows.length,
+  }));
+  const charged = await chargeGroups(c, holds, groups, sums);
+  await addSharedLeaseSpend(
+    c,
+    holds,
+    [...groups.values()].flatMap((g) =>
+      g.rows.map((r) => ({ hold_id: g.holdId, api_key_id: r.usage.apiKeyId, amount: billed.get(r)!.cost })),
+    ),
+  );
+  return charged;
+}
+
+/** INSERT the usage records through the per-row gate and charge what the rows it inserted add up to. */
+async function insertAndCharge(
+  c: DbClient,
+  batch: SettledUsage[],
+  holds: LockedHolds | null,
+  groups: Map<string, ChargeGroup>,
+  keyOf: Map<SettledUsage, string>,
+  billed: Map<SettledUsage, Billed>,
+): Promise<number> {
   const ins = await c.query(
     `WITH ins AS (
-       INSERT INTO usage_records (id, account_id, api_key_id, model, operation, units, cost_vnd, latency_ms, status, charge_key, deployment, routing)
-       SELECT u.id, u.account_id, u.api_key_id, u.model, u.operation, u.units, u.cost_vnd, u.latency_ms, u.status, u.charge_key, u.deployment, u.routing
-       FROM json_to_recordset($1::json) AS u(id uuid, account_id uuid, api_key_id uuid, model text, operation text, units jsonb, cost_vnd bigint, latency_ms int, status int, charge_key text, deployment text, routing text)
+       INSERT INTO usage_records (id, account_id, api_key_id, model, operation, units, cost_vnd, shortfall_vnd, pricing, latency_ms, status, charge_key, deployment, routing)
+       SELECT u.id, u.account_id, u.api_key_id, u.model, u.operation, u.units, u.cost_vnd, u.shortfall_vnd, u.pricing, u.latency_ms, u.status, u.charge_key, u.deployment, u.routing
+       FROM json_to_recordset($1::json) AS u(id uuid, account_id uuid, api_key_id uuid, model text, operation text, units jsonb, cost_vnd bigint, shortfall_vnd bigint, pricing jsonb, latency_ms int, status int, charge_key text, deployment text, routing text)
        ON CONFLICT (id) DO NOTHING
        RETURNING charge_key, api_key_id, cost_vnd)
      SELECT charge_key, api_key_id, sum(cost_vnd)::bigint AS amount, count(*)::int AS n
@@ -142,6 +293,7 @@ export async function writeUsageBatch(c: DbClient, batch: SettledUsage[], opts: 
       JSON.stringify(
         batch.map((s) => {
           const u = s.usage;
+          const b = billed.get(s)!;
           return {
             id: u.id,
             account_id: s.accountId,
@@ -149,7 +301,9 @@ export async function writeUsageBatch(c: DbClient, batch: SettledUsage[], opts: 
             model: u.model,
             operation: u.operation,
             units: u.units,
-            cost_vnd: s.cost,
+            cost_vnd: b.cost,
+            shortfall_vnd: b.shortfall,
+            pricing: u.pricing ?? null,
             latency_ms: Math.round(u.latencyMs),
             status: u.status,
             charge_key: keyOf.get(s) ?? null,

@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { createPool, type Db } from '../db/pool';
 import { ensureDatabase, migrate } from '../db/migrate';
 import { createAccount, getBalance, listLedger, topUp, verifyProjections } from '../billing/ledger';
+import { verifyUsage } from '../billing/usageVerify';
 import { createApiKey, listApiKeys, revokeApiKey } from '../auth/apiKeys';
 import {
   DEFAULT_KEY_CACHE_MS,
@@ -51,8 +52,10 @@ Commands:
   balance <accountId>                          balance, held and available VND
   ledger <accountId> [--limit n]               recent ledger events (default 20, max 1000)
   list-accounts                                every account with its balance
-  verify-ledger                                rebuild balances from the ledger events and compare
-                                               (exit 1 on any mismatch)
+  verify-ledger [--since date]                 rebuild balances from the ledger events and compare; re-price
+                                               every usage record (since the date: ISO 8601) with the prices it
+                                               was billed at: units x prices = cost + shortfall (exit 1 on any
+                                               mismatch)
   help                                         this text
 
 Console logins:
@@ -190,6 +193,7 @@ const OPTIONS = {
   'budget-day': { type: 'string' },
   'budget-month': { type: 'string' },
   expires: { type: 'string' },
+  since: { type: 'string' },
   json: { type: 'boolean' },
   help: { type: 'boolean', short: 'h' },
 } as const;
@@ -206,7 +210,7 @@ const ALLOWED: Record<string, string[]> = {
   balance: [],
   ledger: ['limit'],
   'list-accounts': [],
-  'verify-ledger': [],
+  'verify-ledger': ['since'],
 };
 
 export async function runAdmin(
@@ -566,17 +570,33 @@ function listAccountsCommand(pos: string[], _values: Values): Runner {
   };
 }
 
-function verifyLedgerCommand(pos: string[], _values: Values): Runner {
+function verifyLedgerCommand(pos: string[], values: Values): Runner {
   expectPositionals(pos, 0, 'verify-ledger');
+  let since: Date | undefined;
+  if (values.since !== undefined) {
+    since = new Date(String(values.since));
+    if (Number.isNaN(since.getTime())) throw new UsageError('--since must be a date (ISO 8601, e.g. 2026-11-01)');
+  }
   return async (db, print, io) => {
     const mismatches = await verifyProjections(db);
+    const usage = await verifyUsage(db, { since });
     const accounts = Number((await db.query('SELECT count(*)::int AS n FROM accounts')).rows[0].n);
-    if (mismatches.length === 0) {
-      print(`ok: the balances and holds of ${accounts} accounts equal a rebuild from the ledger events`, {
-        ok: true,
-        accounts,
-        mismatches: [],
-      });
+    const summary = {
+      accounts,
+      usage_records_checked: usage.checked,
+      usage_records_unpriced: usage.unpriced,
+      usage_records_unpriced_billed: usage.unpricedBilled,
+    };
+    const priced = `${usage.checked - usage.unpriced} of ${usage.checked} usage records${since ? ` since ${since.toISOString()}` : ''} re-priced`;
+    if (mismatches.length === 0 && usage.mismatches.length === 0) {
+      print(
+        `ok: the balances and holds of ${accounts} accounts equal a rebuild from the ledger events; ` +
+          `${priced}: units x prices = cost + shortfall on each` +
+          (usage.unpriced
+            ? ` (${usage.unpriced} carry no prices: failed calls, or written before prices were recorded)`
+            : ''),
+        { ok: true, ...summary, mismatches: [], usage_mismatches: [] },
+      );
       return 0;
     }
     for (const m of mismatches) {
@@ -585,11 +605,18 @@ function verifyLedgerCommand(pos: string[], _values: Values): Runner {
           `held ${m.held} (rebuilt ${m.rebuiltHeld})`,
       );
     }
-    print(`FAILED: ${mismatches.length} projection(s) differ from the ledger events`, {
-      ok: false,
-      accounts,
-      mismatches,
-    });
+    for (const m of usage.mismatches)
+      io.err(
+        m.problem === 'price'
+          ? `MISMATCH usage ${m.id}: units x prices = ${m.expectedVnd ?? 'unpriceable units'}, ` +
+              `cost ${m.costVnd} + shortfall ${m.shortfallVnd}`
+          : `MISMATCH usage ${m.id}: shortfall ${m.shortfallVnd}, uncollected event ${m.expectedVnd ?? 'missing'}`,
+      );
+    print(
+      `FAILED: ${mismatches.length} projection(s) differ from the ledger events, ` +
+        `${usage.mismatches.length} usage record(s) do not add up`,
+      { ok: false, ...summary, mismatches, usage_mismatches: usage.mismatches },
+    );
     return 1;
   };
 }

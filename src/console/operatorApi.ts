@@ -4,7 +4,7 @@ import { jsonBody, route, type GatewayState } from '../api/middleware';
 import { ApiError, badRequest, notFound } from '../errors';
 import { createAccount, topUp } from '../billing/ledger';
 import { requireCsrf, requireOperator, requireSession, sameOrigin, sessionOf } from './auth';
-import { balanceWithLedger, getAccount, listAccounts } from './queries';
+import { accountShortfalls, balanceWithLedger, getAccount, listAccounts } from './queries';
 import { intParam, requiredString, stringField, uuidParam } from './params';
 import { listJobs } from './jobs';
 import { jobStatusParam } from './customerApi';
@@ -41,13 +41,14 @@ export function mountOperatorApi(r: Router<GatewayState>, deps: AppDeps): void {
   r.get('/console/api/admin/accounts/:id', route('/console/api/admin/accounts/:id'), ...auth, async (ctx) => {
     const id = uuidParam(ctx.params.id, 'id');
     await deps.credit.flush();
-    const [acc, ledger, logins] = await Promise.all([
+    const [acc, ledger, logins, uncollected] = await Promise.all([
       getAccount(deps.db, id),
       balanceWithLedger(deps.db, id, 20),
       listLogins(deps.db, id),
+      accountShortfalls(deps.db, id),
     ]);
     if (!acc || !ledger) throw notFound('No such account.');
-    ctx.body = { ...acc, ledger: ledger.ledger, logins };
+    ctx.body = { ...acc, ledger: ledger.ledger, logins, uncollected };
   });
 
   r.post(

@@ -31,8 +31,8 @@ export async function balanceWithLedger(db: Db, accountId: string, limit: number
 
 export async function usageRecord(db: Db, accountId: string, id: string) {
   const r = await db.query(
-    `SELECT u.id, u.model, u.operation, u.units, u.cost_vnd, u.latency_ms, u.status, u.created_at, u.api_key_id,
-            k.name AS key_name, k.prefix AS key_prefix
+    `SELECT u.id, u.model, u.operation, u.units, u.cost_vnd, u.shortfall_vnd, u.latency_ms, u.status, u.created_at,
+            u.api_key_id, k.name AS key_name, k.prefix AS key_prefix
        FROM usage_records u LEFT JOIN api_keys k ON k.id = u.api_key_id
       WHERE u.id = $1 AND u.account_id = $2`,
     [id, accountId],
@@ -45,6 +45,7 @@ export async function usageRecord(db: Db, accountId: string, id: string) {
     operation: u.operation,
     units: u.units as Record<string, number>,
     costVnd: u.cost_vnd as number,
+    shortfallVnd: Number(u.shortfall_vnd),
     latencyMs: u.latency_ms as number,
     status: u.status as number,
     createdAt: (u.created_at as Date).toISOString(),
@@ -113,6 +114,38 @@ export async function listAccounts(db: Db) {
     keys: a.keys as number,
     createdAt: (a.created_at as Date).toISOString(),
   }));
+}
+
+/**
+ * Operator view: what an account's requests were billed but not collected (its usage records with a shortfall):
+ * the total and the most recent rows.
+ */
+export async function accountShortfalls(db: Db, accountId: string, limit = 20) {
+  const [total, rows] = await Promise.all([
+    db.query(
+      `SELECT COALESCE(sum(shortfall_vnd), 0)::bigint AS vnd, count(*)::int AS n FROM usage_records
+        WHERE account_id = $1 AND shortfall_vnd > 0`,
+      [accountId],
+    ),
+    db.query(
+      `SELECT id, model, operation, units, cost_vnd, shortfall_vnd, created_at FROM usage_records
+        WHERE account_id = $1 AND shortfall_vnd > 0 ORDER BY created_at DESC LIMIT $2`,
+      [accountId, limit],
+    ),
+  ]);
+  return {
+    totalVnd: Number(total.rows[0].vnd),
+    requests: total.rows[0].n as number,
+    rows: rows.rows.map((u) => ({
+      id: u.id as string,
+      model: u.model as string,
+      operation: u.operation as string,
+      units: u.units as Record<string, number>,
+      costVnd: Number(u.cost_vnd),
+      shortfallVnd: Number(u.shortfall_vnd),
+      createdAt: (u.created_at as Date).toISOString(),
+    })),
+  };
 }
 
 export async function getAccount(db: Db, id: string) {

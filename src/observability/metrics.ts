@@ -25,6 +25,13 @@ export class Metrics {
     registers: [this.registry],
     collect: () => this.addPendingCharges(),
   });
+  /** VND of bills the accounts (or their keys' budgets) could not cover: counted once the shortfall is committed. */
+  readonly uncollectedVnd = new client.Counter({
+    name: 'gateway_uncollected_vnd_total',
+    help: 'VND billed by upstream usage but not collected (the account or key budget could not cover it)',
+    labelNames: ['operation', 'model'] as const,
+    registers: [this.registry],
+  });
   readonly upstreamErrors = new client.Counter({
     name: 'gateway_upstream_errors_total',
     help: 'Failed upstream calls by provider and status',

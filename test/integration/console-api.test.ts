@@ -643,3 +643,41 @@ describe('static files', () => {
     expect(root.headers.get('location')).toBe('/console/');
   });
 });
+
+test("operators see an account's uncollected bills: the total and each request's charged part and shortfall", async () => {
+  const op = await operator();
+  const cust = await gw.account(100);
+  const db = gw.deps.db;
+  const lease = randomUUID();
+  await placeHold(db, {
+    accountId: cust.accountId,
+    holdId: lease,
+    amount: 50,
+    idempotencyKey: `lease:${lease}:0`,
+    refType: 'lease',
+    refId: lease,
+  });
+  // Billed 550 VND by its usage, 50 covered by its lease: the account's other 50 are collected, 450 are not.
+  const id = randomUUID();
+  const usage = { id, apiKeyId: null, model: 'gpt-image-1', operation: 'images.generations', units: { images: 1 } };
+  await tx(db, (cl) =>
+    writeUsageBatch(cl, [
+      {
+        usage: { ...usage, latencyMs: 1, status: 200, pricing: { perImage: 550 } },
+        accountId: cust.accountId,
+        holdId: lease,
+        cost: 50,
+        excess: 500,
+      },
+    ]),
+  );
+  const detail = await op.c.json('GET', `/console/api/admin/accounts/${cust.accountId}`);
+  expect(detail.balance).toBe(0);
+  expect(detail.uncollected).toEqual({
+    totalVnd: 450,
+    requests: 1,
+    rows: [expect.objectContaining({ id, model: 'gpt-image-1', costVnd: 100, shortfallVnd: 450 })],
+  });
+  expect(detail.ledger.find((e: any) => e.kind === 'uncollected')).toMatchObject({ amount: 450, refId: id });
+  expect((await op.c.json('GET', `/console/api/admin/accounts/${op.accountId}`)).uncollected.requests).toBe(0);
+});

@@ -186,7 +186,7 @@ test('a flush charges each lease hold once; a request alone keeps its own key; a
   await db.query('UPDATE usage_records SET cost_vnd = cost_vnd - 1 WHERE id = $1', [batch[0].usage.id]);
 });
 
-test('a charge the ledger refuses blocks no other: each request written alone, the refused one uncharged', async () => {
+test('a charge the ledger refuses blocks no other: each request written alone, the refused one uncollected', async () => {
   const a = await funded(50_000);
   const b = await funded(50_000);
   const errors: unknown[] = [];
@@ -206,8 +206,13 @@ test('a charge the ledger refuses blocks no other: each request written alone, t
   await credit.flush();
   expect(await chargesOf(a)).toEqual([]);
   expect((await chargesOf(b)).map((c) => c.amount).sort()).toEqual([200, 300]);
-  const rowA = await db.query('SELECT cost_vnd, charge_key FROM usage_records WHERE id = $1', [ua.id]);
-  expect(rowA.rows).toEqual([{ cost_vnd: 600, charge_key: null }]);
+  // Recorded without a charge, its whole bill a shortfall with its uncollected event.
+  const rowA = await db.query('SELECT cost_vnd, shortfall_vnd, charge_key FROM usage_records WHERE id = $1', [ua.id]);
+  expect(rowA.rows).toEqual([{ cost_vnd: 0, shortfall_vnd: 600, charge_key: null }]);
+  const un = await db.query(`SELECT amount, hold_id FROM ledger_events WHERE idempotency_key = $1`, [
+    `uncollected:${ua.id}`,
+  ]);
+  expect(un.rows).toEqual([{ amount: 600, hold_id: null }]);
   expect(errors).toEqual(expect.arrayContaining([expect.objectContaining({ requestId: ua.id, cost: 600 })]));
   await credit.close();
   expect(await getBalance(db, a)).toEqual({ balance: 50_000, held: 0, available: 50_000 });

@@ -5,7 +5,8 @@ import {
   usageCost,
   usageUnits,
 } from '../../src/billing/tokenUsage';
-import { tokensBoundCost } from '../../src/billing/pricing';
+import { audioCost, charactersCost, imagesCost, tokensBoundCost, tokensCost } from '../../src/billing/pricing';
+import { unitsCost } from '../../src/billing/usageVerify';
 
 /** Each provider's usage fields, read into one breakdown and priced field by field, rounded up once. */
 
@@ -143,4 +144,26 @@ test('usage record units: prompt and completion totals, the cache fields present
     cache_write_5m_tokens: 10,
     cache_write_1h_tokens: 20,
   });
+});
+
+test('verify-ledger re-prices a record from its units alone to what the meter charged, for every billed shape', () => {
+  const p = { ...sonnet, perImage: 1_300, per1KChars: 390, perAudioMinute: 156 };
+  let seed = 7;
+  const rnd = (n: number) => (seed = (seed * 1103515245 + 12345) % 2 ** 31) % n;
+  for (let i = 0; i < 500; i++) {
+    const t = fromAnthropicUsage({
+      input_tokens: rnd(100_000),
+      cache_read_input_tokens: rnd(3) ? rnd(50_000) : 0,
+      cache_creation_input_tokens: rnd(2) ? rnd(20_000) : 0,
+      cache_creation: { ephemeral_5m_input_tokens: rnd(5_000), ephemeral_1h_input_tokens: rnd(5_000) },
+      output_tokens: rnd(30_000),
+    });
+    expect(unitsCost(p, usageUnits(t))).toBe(usageCost(p, t));
+  }
+  expect(unitsCost(p, { images: 3 })).toBe(imagesCost(p, 3));
+  expect(unitsCost(p, { characters: 1234 })).toBe(charactersCost(p, 1234));
+  const ms = 61_234;
+  expect(unitsCost(p, { audio_seconds: ms / 1000 })).toBe(audioCost(p, ms));
+  expect(unitsCost(p, { prompt_tokens: 1234, estimated: 1 })).toBe(tokensCost(p, 1234));
+  expect(unitsCost(p, { something: 1 })).toBeNull();
 });

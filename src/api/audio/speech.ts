@@ -52,8 +52,8 @@ export async function synthesizeSpeech(ctx: Ctx, deps: AppDeps, model: ModelConf
   // Charged once the audio has been delivered (or the client left after the upstream synthesised it); an
   // upstream that breaks off mid-audio is a failed call and charges nothing.
   finished(up.body, (err) => {
-    if (!err) meter.settle(cost, units);
-    else if (signal.aborted) meter.settle(cost, units, CLIENT_CLOSED);
+    if (!err) meter.settle(cost, units, answer.model.pricing);
+    else if (signal.aborted) meter.settle(cost, units, answer.model.pricing, CLIENT_CLOSED);
     else {
       meter.cancel(units, 502);
       deps.router.streamCut(answer.try); // broken off mid-audio: its deployment cools down

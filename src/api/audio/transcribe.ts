@@ -71,7 +71,7 @@ export async function transcribe(
   const seconds =
     typeof v.duration === 'number' && v.duration >= 0 ? v.duration : lastEnd > 0 ? lastEnd : (file.size * 8) / 32_000;
   const ms = Math.ceil(seconds * 1000);
-  meter.settle(audioCost(answer.model.pricing, ms), { audio_seconds: ms / 1000 });
+  meter.settle(audioCost(answer.model.pricing, ms), { audio_seconds: ms / 1000 }, answer.model.pricing);
   setCostHeaders(ctx.res, meter);
   ctx.status = 200;
   ctx.type = TRANSCRIPTION_CONTENT_TYPES[format];

@@ -57,6 +57,7 @@ export async function embed(
   meter.settle(
     tokensCost(answer.model.pricing, tokens),
     usage ? { prompt_tokens: tokens } : { prompt_tokens: tokens, estimated: 1 },
+    answer.model.pricing,
   );
   setCostHeaders(ctx.res, meter);
   // Another interface's shape (Gemini's embedContent) is rendered from the upstream's answer.

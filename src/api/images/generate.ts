@@ -83,7 +83,7 @@ function settleImages(ctx: Ctx, meter: Meter, answered: ModelConfig, res: Buffer
       'upstream_error',
     );
   }
-  meter.settle(imagesCost(answered.pricing, count), { images: count });
+  meter.settle(imagesCost(answered.pricing, count), { images: count }, answered.pricing);
   setCostHeaders(ctx.res, meter);
   sendJsonBuffer(ctx, res.body);
 }

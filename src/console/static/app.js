@@ -880,6 +880,7 @@
     hold_placed: { label: 'Hold', cls: 'warn', sign: '' },
     hold_released: { label: 'Release', cls: 'muted', sign: '' },
     charged: { label: 'Charge', cls: 'bad', sign: '−' },
+    uncollected: { label: 'Uncollected', cls: 'warn', sign: '' },
   };
   function ledgerRef(e) {
     if (!e.link) return '—';
@@ -2146,6 +2147,40 @@
   function newIdempotencyKey() {
     return crypto.randomUUID ? crypto.randomUUID() : Date.now().toString(36) + Math.random().toString(36).slice(2);
   }
+  /** Operator: the account's requests whose bill it could not cover in full (charged part, shortfall), and the total. */
+  function uncollectedView(u) {
+    if (!u || !u.requests)
+      return emptyState('ledger', 'Nothing uncollected', 'Every request was charged its full cost.');
+    return h(
+      'div',
+      null,
+      h(
+        'p',
+        { id: 'uncollected-total' },
+        vnd(u.totalVnd) + ' uncollected over ' + u.requests + (u.requests === 1 ? ' request' : ' requests'),
+      ),
+      table(
+        [
+          { label: 'When' },
+          { label: 'Model' },
+          { label: 'Charged', cls: 'num' },
+          { label: 'Shortfall', cls: 'num' },
+          { label: 'Request', cls: 'hide-sm' },
+        ],
+        u.rows.map((r) =>
+          h(
+            'tr',
+            { class: 'uncollected-row' },
+            h('td', { class: 'time' }, when(r.createdAt)),
+            h('td', null, r.model),
+            h('td', { class: 'num' }, vnd(r.costVnd)),
+            h('td', { class: 'num amount-neg' }, vnd(r.shortfallVnd)),
+            h('td', { class: 'hide-sm nowrap' }, short(r.id)),
+          ),
+        ),
+      ),
+    );
+  }
   function pageAccount(main, params, query, scope) {
     const id = params[0];
     const status = STATUSES.includes(query.get('status')) ? query.get('status') : '';
@@ -2154,6 +2189,7 @@
     const logins = h('div');
     const jobs = h('div');
     const ledger = h('div');
+    const uncollected = h('div');
     const keys = h('div');
     const defaults = h('div');
     replace(
@@ -2171,6 +2207,7 @@
         defaults,
       ),
       h('section', { class: 'panel' }, h('h2', null, 'Video jobs'), statusChips('/admin/accounts/' + id, status), jobs),
+      h('section', { class: 'panel' }, h('h2', null, 'Uncollected'), uncollected),
       h('section', { class: 'panel' }, h('h2', null, 'Recent ledger'), ledger),
     );
 
@@ -2182,6 +2219,7 @@
         (a) => {
           replace(head, pageHead(a.name, 'Account ' + a.id + ' · created ' + when(a.createdAt)));
           replace(cards, balanceCards(a));
+          replace(uncollected, uncollectedView(a.uncollected));
           replace(
             logins,
             a.logins.length
