@@ -19,7 +19,10 @@ export class InsufficientFunds extends Error {
 }
 export class LedgerError extends Error {}
 
-/** `uncollected`: VND of a request's bill the account could not cover (its usage record's shortfall); no balance change. */
+/**
+ * `uncollected`: VND of a request's bill its account could not cover (its usage record's shortfall); it moves
+ * neither balance nor held.
+ */
 export type EventKind = 'topped_up' | 'hold_placed' | 'hold_released' | 'charged' | 'uncollected';
 export interface Ref {
   refType?: string;

@@ -112,13 +112,18 @@ function copyText(batch: SettledUsage[], keyOf: Map<SettledUsage, string>, bille
   for (const s of batch) {
     const u = s.usage;
     const b = billed.get(s)!;
-    out += `${u.id}\t${s.accountId}\t${u.apiKeyId ?? '\\N'}\t${copyField(u.model)}\t${copyField(u.operation)}\t${copyField(JSON.stringify(u.units))}\t${b.cost}\t${b.shortfall}\t${copyField(pricingText(u.pricing))}\t${Math.round(u.latencyMs)}\t${u.status}\t${copyField(keyOf.get(s) ?? null)}\t${copyField(u.deployment ?? null)}\t${copyField(u.routing ?? null)}\n`;
+    out +=
+      `${u.id}\t${s.accountId}\t${u.apiKeyId ?? '\\N'}\t${copyField(u.model)}\t${copyField(u.operation)}\t` +
+      `${copyField(JSON.stringify(u.units))}\t${b.cost}\t${b.shortfall}\t${copyField(pricingText(u.pricing))}\t` +
+      `${Math.round(u.latencyMs)}\t${u.status}\t${copyField(keyOf.get(s) ?? null)}\t` +
+      `${copyField(u.deployment ?? null)}\t${copyField(u.routing ?? null)}\n`;
   }
   return out;
 }
 
 const COPY_USAGE =
-  'COPY usage_records (id, account_id, api_key_id, model, operation, units, cost_vnd, shortfall_vnd, pricing, latency_ms, status, charge_key, deployment, routing) FROM STDIN';
+  'COPY usage_records (id, account_id, api_key_id, model, operation, units, cost_vnd, shortfall_vnd, pricing, ' +
+  'latency_ms, status, charge_key, deployment, routing) FROM STDIN';
 
 export interface WriteOptions {
   /**
@@ -182,12 +187,12 @@ export async function writeUsageBatch(c: DbClient, all: SettledUsage[], opts: Wr
   if (short.length)
     await recordUncollected(
       c,
-      short.map((s) => ({
-        accountId: s.accountId,
-        requestId: s.usage.id,
-        amount: billed.get(s)!.shortfall,
-        memo: `${s.usage.operation} ${s.usage.model}: ${billed.get(s)!.cost + billed.get(s)!.shortfall} VND billed, ${billed.get(s)!.shortfall} VND uncollected`,
-      })),
+      short.map((s) => {
+        const b = billed.get(s)!;
+        const what = `${s.usage.operation} ${s.usage.model}`;
+        const memo = `${what}: ${b.cost + b.shortfall} VND billed, ${b.shortfall} uncollected`;
+        return { accountId: s.accountId, requestId: s.usage.id, amount: b.shortfall, memo };
+      }),
     );
   if (opts.billed) for (const s of batch) opts.billed(s, billed.get(s)!.cost, billed.get(s)!.shortfall);
   return charged;
@@ -282,9 +287,13 @@ async function insertAndCharge(
 ): Promise<number> {
   const ins = await c.query(
     `WITH ins AS (
-       INSERT INTO usage_records (id, account_id, api_key_id, model, operation, units, cost_vnd, shortfall_vnd, pricing, latency_ms, status, charge_key, deployment, routing)
-       SELECT u.id, u.account_id, u.api_key_id, u.model, u.operation, u.units, u.cost_vnd, u.shortfall_vnd, u.pricing, u.latency_ms, u.status, u.charge_key, u.deployment, u.routing
-       FROM json_to_recordset($1::json) AS u(id uuid, account_id uuid, api_key_id uuid, model text, operation text, units jsonb, cost_vnd bigint, shortfall_vnd bigint, pricing jsonb, latency_ms int, status int, charge_key text, deployment text, routing text)
+       INSERT INTO usage_records (id, account_id, api_key_id, model, operation, units, cost_vnd, shortfall_vnd, pricing,
+                                  latency_ms, status, charge_key, deployment, routing)
+       SELECT u.id, u.account_id, u.api_key_id, u.model, u.operation, u.units, u.cost_vnd, u.shortfall_vnd, u.pricing,
+              u.latency_ms, u.status, u.charge_key, u.deployment, u.routing
+       FROM json_to_recordset($1::json) AS u(id uuid, account_id uuid, api_key_id uuid, model text, operation text,
+            units jsonb, cost_vnd bigint, shortfall_vnd bigint, pricing jsonb, latency_ms int, status int,
+            charge_key text, deployment text, routing text)
        ON CONFLICT (id) DO NOTHING
        RETURNING charge_key, api_key_id, cost_vnd)
      SELECT charge_key, api_key_id, sum(cost_vnd)::bigint AS amount, count(*)::int AS n

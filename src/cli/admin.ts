@@ -587,7 +587,8 @@ function verifyLedgerCommand(pos: string[], values: Values): Runner {
       usage_records_unpriced: usage.unpriced,
       usage_records_unpriced_billed: usage.unpricedBilled,
     };
-    const priced = `${usage.checked - usage.unpriced} of ${usage.checked} usage records${since ? ` since ${since.toISOString()}` : ''} re-priced`;
+    const range = since ? ` since ${since.toISOString()}` : '';
+    const priced = `${usage.checked - usage.unpriced} of ${usage.checked} usage records${range} re-priced`;
     if (mismatches.length === 0 && usage.mismatches.length === 0) {
       print(
         `ok: the balances and holds of ${accounts} accounts equal a rebuild from the ledger events; ` +

@@ -644,7 +644,7 @@ describe('static files', () => {
   });
 });
 
-test("operators see an account's uncollected bills: the total and each request's charged part and shortfall", async () => {
+test("operators see an account's uncollected bills: the total, each request's charge and shortfall", async () => {
   const op = await operator();
   const cust = await gw.account(100);
   const db = gw.deps.db;

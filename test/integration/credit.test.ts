@@ -186,7 +186,8 @@ test('a flush charges each lease hold once; a request alone keeps its own key; a
   await db.query('UPDATE usage_records SET cost_vnd = cost_vnd - 1 WHERE id = $1', [batch[0].usage.id]);
 });
 
-test('a charge the ledger refuses blocks no other: each request written alone, the refused one uncollected', async () => {
+// The refused one is recorded as uncollected.
+test('a charge the ledger refuses blocks no other: each request is written alone', async () => {
   const a = await funded(50_000);
   const b = await funded(50_000);
   const errors: unknown[] = [];

@@ -173,7 +173,7 @@ test('a key budget with room collects the full cost and counts it all against th
   await expectConsistent(a.accountId);
 });
 
-test('verify-ledger re-prices each record since a date and reports one whose cost its units do not explain', async () => {
+test('verify-ledger re-prices each record since a date, reports one its units do not explain', async () => {
   const a = await gw.account(1_000);
   await overRequest('chat', false, a.key);
   const rec = await recordOf(a.accountId);

@@ -2147,7 +2147,7 @@
   function newIdempotencyKey() {
     return crypto.randomUUID ? crypto.randomUUID() : Date.now().toString(36) + Math.random().toString(36).slice(2);
   }
-  /** Operator: the account's requests whose bill it could not cover in full (charged part, shortfall), and the total. */
+  /** Operator: the account's requests whose bill it could not cover in full (charged, shortfall), and the total. */
   function uncollectedView(u) {
     if (!u || !u.requests)
       return emptyState('ledger', 'Nothing uncollected', 'Every request was charged its full cost.');
