@@ -687,15 +687,22 @@ function imageEdits(ctl: EmulatorControl, baseUrl: () => string) {
   };
 }
 
+/** The POST operations, by path under /openai/v1 (the Azure OpenAI emulation serves the same ones at its URLs). */
+export function openaiOperations(ctl: EmulatorControl, baseUrl: () => string): Record<string, Koa.Middleware> {
+  return {
+    '/chat/completions': chatCompletions(ctl),
+    '/completions': completions(ctl),
+    '/embeddings': embeddings(ctl),
+    '/audio/speech': speech(ctl),
+    '/audio/transcriptions': transcriptions(ctl),
+    '/images/generations': imageGenerations(ctl, baseUrl),
+    '/images/edits': imageEdits(ctl, baseUrl),
+  };
+}
+
 export const mountOpenAI: Mount = (router: Router, ctl: EmulatorControl, baseUrl: () => string) => {
   const p = '/openai/v1';
-  router.post(`${p}/chat/completions`, chatCompletions(ctl));
-  router.post(`${p}/completions`, completions(ctl));
-  router.post(`${p}/embeddings`, embeddings(ctl));
-  router.post(`${p}/audio/speech`, speech(ctl));
-  router.post(`${p}/audio/transcriptions`, transcriptions(ctl));
-  router.post(`${p}/images/generations`, imageGenerations(ctl, baseUrl));
-  router.post(`${p}/images/edits`, imageEdits(ctl, baseUrl));
+  for (const [op, handler] of Object.entries(openaiOperations(ctl, baseUrl))) router.post(p + op, handler);
   router.get(`${p}/_files/images/:name.png`, (ctx) => {
     const png = hosted.get(ctx.params.name);
     if (!png) return fail(ctx, 404, 'No such file.', null, 'not_found');

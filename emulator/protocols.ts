@@ -8,6 +8,7 @@ import { mountGemini } from './gemini';
 import { mountOpenAIBatches } from './openaiBatches';
 import { mountAnthropicBatches } from './anthropicBatches';
 import { bedrockFault, mountBedrock } from './bedrock';
+import { mountAzure } from './azure';
 import type Koa from 'koa';
 
 /** Every protocol the emulator speaks, each adding its routes. */
@@ -21,6 +22,7 @@ export const MOUNTS: Mount[] = [
   mountOpenAIBatches,
   mountAnthropicBatches,
   mountBedrock,
+  mountAzure,
 ];
 
 /** Protocols whose injected faults answer in their own error shape (by path prefix); others get OpenAI's. */

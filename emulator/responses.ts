@@ -51,7 +51,7 @@ function collectTools(list: unknown, out: Tool[], namespace?: string): void {
   }
 }
 
-function responses(ctl: EmulatorControl) {
+export function responses(ctl: EmulatorControl) {
   return async (ctx: Koa.Context) => {
     const body = await readJson(ctx);
     ctl.record('POST', ctx.path, ctx.headers, body);

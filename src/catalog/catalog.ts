@@ -8,8 +8,18 @@ import { clip } from '../text/clip';
 
 export type Mode = 'chat' | 'completion' | 'embedding' | 'speech' | 'transcription' | 'image' | 'video';
 export const MODES: Mode[] = ['chat', 'completion', 'embedding', 'speech', 'transcription', 'image', 'video'];
-export type ProviderKind = 'openai' | 'anthropic' | 'gemini' | 'veo' | 'seedance' | 'bedrock' | 'vertex';
-export const PROVIDER_KINDS: ProviderKind[] = ['openai', 'anthropic', 'gemini', 'veo', 'seedance', 'bedrock', 'vertex'];
+export type ProviderKind =
+  'openai' | 'anthropic' | 'gemini' | 'veo' | 'seedance' | 'bedrock' | 'vertex' | 'azure-openai';
+export const PROVIDER_KINDS: ProviderKind[] = [
+  'openai',
+  'anthropic',
+  'gemini',
+  'veo',
+  'seedance',
+  'bedrock',
+  'vertex',
+  'azure-openai',
+];
 
 /** Kinds whose credentials come from the cloud's own chain (AWS, Google), never from an `apiKeyEnv`. */
 const CLOUD_KINDS: ProviderKind[] = ['bedrock', 'vertex'];
@@ -40,6 +50,8 @@ export interface ProviderConfig {
    * application-default credentials, GOOGLE_APPLICATION_CREDENTIALS included). Never the key itself.
    */
   credentialsFileEnv?: string;
+  /** azure-openai: `v1` (default, the /openai/v1 URLs) or a dated api-version (the per-deployment URLs). */
+  apiVersion?: string;
 }
 
 /** The public vendor behind each provider kind, as models' `owned_by` names it. */
@@ -51,6 +63,7 @@ const VENDOR_OF_KIND: Record<ProviderKind, string> = {
   seedance: 'bytedance',
   bedrock: 'anthropic',
   vertex: 'google',
+  'azure-openai': 'openai',
 };
 
 /** The default endpoint of a cloud kind's region, when the catalog gives no baseUrl. */
@@ -73,6 +86,7 @@ export function wireOf(kind: ProviderKind, upstreamModel: string): string {
   const claude = isClaudeModel(upstreamModel);
   if (kind === 'bedrock') return claude ? 'anthropic' : 'converse';
   if (kind === 'vertex') return claude ? 'anthropic' : /^veo-/.test(upstreamModel) ? 'veo' : 'gemini';
+  if (kind === 'azure-openai') return 'openai'; // OpenAI's protocol at Azure's URLs
   return kind;
 }
 
@@ -145,6 +159,7 @@ const schema = {
           credentialsFileEnv: ENV_NAME,
           timeoutMs: { type: 'integer', minimum: 1 },
           ownedBy: { type: 'string', minLength: 1 },
+          apiVersion: { type: 'string', pattern: '^(v1|\\d{4}-\\d{2}-\\d{2}(-preview)?)$' },
           modelPatterns: {
             type: 'array',
             items: {
@@ -257,6 +272,8 @@ function loadProvider(id: string, p: Omit<ProviderConfig, 'id'>, env: NodeJS.Pro
       throw new Error(`catalog: provider ${id} (${p.kind}) takes no region, project or credentialsFileEnv`);
     if (!cfg.baseUrl) throw new Error(`catalog: provider ${id} needs a baseUrl`);
   }
+  if (p.apiVersion !== undefined && p.kind !== 'azure-openai')
+    throw new Error(`catalog: provider ${id} (${p.kind}) takes no apiVersion`);
   return cfg;
 }
 

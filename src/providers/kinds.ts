@@ -19,6 +19,7 @@ export const CHAT_PROTOCOL: Record<ProviderKind, ChatProtocol | 'by model'> = {
   // else on Bedrock the Converse API (translated only). See wireOf in src/catalog/catalog.ts.
   bedrock: 'by model',
   vertex: 'by model',
+  'azure-openai': 'openai',
 };
 
 /** The protocol a kind's upstream model speaks for chat (null: no native chat-family path). */

@@ -33,44 +33,64 @@ export interface OpenAIAdapterOptions {
   onError?: (providerId: string, status: number) => void;
 }
 
+/** How a variant of the protocol (Azure OpenAI) differs: its URLs, its credentials, its error shapes. */
+export interface OpenAIWiring {
+  /** A pool shared with the other adapters of the same upstream origin (its owner closes it). */
+  pool?: Pool;
+  /** The upstream path of an operation such as `/chat/completions` (default: the base URL's path, then it). */
+  pathOf?: (path: string) => string;
+  /** Auth headers fetched before each request (tokens that expire); default: the provider's key as a bearer token. */
+  credentials?: { headers(): Promise<Record<string, string>> };
+  /** A non-2xx answer as our error (default mapUpstreamError). */
+  mapError?: (status: number, text: string, retryAfter: string) => ApiError;
+}
+
 export class OpenAIAdapter implements OpenAICompatibleAdapter {
-  readonly kind = 'openai' as const;
+  readonly kind: 'openai' | 'azure-openai';
   readonly id: string;
   private readonly pool: Pool;
   private readonly basePath: string;
   private readonly timeoutMs: number;
-  // Built once: undici does not mutate request header objects.
-  private readonly jsonHeaders: Record<string, string>;
-  private readonly authHeaders: Record<string, string>;
+  // Built once (again only when a credential changes): undici does not mutate request header objects.
+  private jsonHeaders: Record<string, string>;
+  private authHeaders: Record<string, string>;
 
   constructor(
     cfg: ProviderConfig,
     private readonly opts: OpenAIAdapterOptions = {},
+    private readonly wiring: OpenAIWiring = {},
   ) {
     this.id = cfg.id;
+    this.kind = cfg.kind === 'azure-openai' ? 'azure-openai' : 'openai';
     const url = new URL(cfg.baseUrl);
     this.basePath = url.pathname.replace(/\/+$/, '');
     this.timeoutMs = cfg.timeoutMs ?? 120_000;
-    this.authHeaders = cfg.apiKey ? { authorization: `Bearer ${cfg.apiKey}` } : {};
-    this.jsonHeaders = { ...this.authHeaders, 'content-type': 'application/json', accept: 'application/json' };
-    this.pool = new Pool(url.origin, {
-      connections: opts.connections ?? 256,
-      pipelining: 1,
-      keepAliveTimeout: 30_000,
-      keepAliveMaxTimeout: 600_000,
-      connect: { timeout: opts.connectTimeoutMs ?? 10_000 },
-      headersTimeout: this.timeoutMs,
-      bodyTimeout: this.timeoutMs,
-    });
+    this.authHeaders = cfg.apiKey && !wiring.credentials ? { authorization: `Bearer ${cfg.apiKey}` } : {};
+    this.jsonHeaders = { ...this.authHeaders, ...JSON_HEADERS };
+    this.pool = wiring.pool ?? openaiPool(url.origin, this.timeoutMs, opts);
+  }
+
+  /** Fetches the credentials of the next request when they can change (a token that expires). */
+  private async authorize(): Promise<void> {
+    const h = await this.wiring.credentials!.headers();
+    if (h === this.authHeaders) return;
+    this.authHeaders = h;
+    this.jsonHeaders = { ...h, ...JSON_HEADERS };
+  }
+
+  private pathOf(path: string): string {
+    return this.wiring.pathOf ? this.wiring.pathOf(path) : this.basePath + path;
   }
 
   async postJson(path: string, payload: string, opts: CallOptions = {}): Promise<BufferedResponse> {
+    if (this.wiring.credentials) await this.authorize();
     const a = await this.dispatched(opts, () => postForWholeAnswer(this.pool, this.jsonPost(path, payload, opts)));
     if (a.status < 200 || a.status >= 300) throw this.refused(a);
     return { status: a.status, contentType: header(a.headers, 'content-type'), body: a.body };
   }
 
   async postStream(path: string, payload: string, opts: CallOptions = {}): Promise<StreamingResponse> {
+    if (this.wiring.credentials) await this.authorize();
     const res = await this.send(path, this.jsonHeaders, payload, opts);
     return { status: res.statusCode, contentType: header(res.headers, 'content-type'), body: res.body };
   }
@@ -80,13 +100,14 @@ export class OpenAIAdapter implements OpenAICompatibleAdapter {
    * sink has had its end or failure. A non-2xx answer or a failure before any answer throws, the sink untouched.
    */
   async streamTo(path: string, payload: string, sink: StreamSink, opts: CallOptions = {}): Promise<void> {
+    if (this.wiring.credentials) await this.authorize();
     const a = await this.dispatched(opts, () => postStreamingTo(this.pool, this.jsonPost(path, payload, opts), sink));
     if (a) throw this.refused(a);
   }
 
   private jsonPost(path: string, payload: string, opts: CallOptions): UpstreamPost {
     return {
-      path: this.basePath + path,
+      path: this.pathOf(path),
       headers: this.jsonHeaders,
       body: payload,
       signal: opts.signal,
@@ -106,7 +127,11 @@ export class OpenAIAdapter implements OpenAICompatibleAdapter {
   /** A non-2xx upstream answer as our error (counted for metrics). */
   private refused(a: WholeAnswer): ApiError {
     this.opts.onError?.(this.id, a.status);
-    return mapUpstreamError(a.status, a.body.toString('utf8'), header(a.headers, 'retry-after'));
+    return (this.wiring.mapError ?? mapUpstreamError)(
+      a.status,
+      a.body.toString('utf8'),
+      header(a.headers, 'retry-after'),
+    );
   }
 
   /** POST /chat/completions, whole JSON answer (for callers that translate other interfaces onto chat). */
@@ -124,6 +149,7 @@ export class OpenAIAdapter implements OpenAICompatibleAdapter {
     fields: Record<string, MultipartValue>,
     opts: CallOptions = {},
   ): Promise<BufferedResponse> {
+    if (this.wiring.credentials) await this.authorize();
     const form = new FormData();
     for (const [name, v] of Object.entries(fields)) {
       if (typeof v === 'string') form.append(name, v);
@@ -144,7 +170,7 @@ export class OpenAIAdapter implements OpenAICompatibleAdapter {
   }
 
   close(): Promise<void> {
-    return this.pool.close();
+    return this.wiring.pool ? Promise.resolve() : this.pool.close();
   }
 
   /** One upstream request; resolves with a 2xx response (body unread), throws a mapped ApiError otherwise. */
@@ -158,7 +184,7 @@ export class OpenAIAdapter implements OpenAICompatibleAdapter {
     try {
       res = await this.pool.request({
         method: 'POST',
-        path: this.basePath + path,
+        path: this.pathOf(path),
         headers: tracer ? tracer.inject(headers) : headers,
         body,
         signal: opts.signal,
@@ -174,7 +200,7 @@ export class OpenAIAdapter implements OpenAICompatibleAdapter {
       throw this.transportError(e, opts);
     }
     this.opts.onError?.(this.id, res.statusCode);
-    throw mapUpstreamError(res.statusCode, text, header(res.headers, 'retry-after'));
+    throw (this.wiring.mapError ?? mapUpstreamError)(res.statusCode, text, header(res.headers, 'retry-after'));
   }
 
   private async readBody(res: Dispatcher.ResponseData, opts: CallOptions): Promise<Buffer> {
@@ -192,6 +218,21 @@ export class OpenAIAdapter implements OpenAICompatibleAdapter {
     this.opts.onError?.(this.id, err.status);
     return err;
   }
+}
+
+const JSON_HEADERS = { 'content-type': 'application/json', accept: 'application/json' };
+
+/** The keep-alive pool to an OpenAI-compatible upstream origin. */
+export function openaiPool(origin: string, timeoutMs: number, opts: OpenAIAdapterOptions): Pool {
+  return new Pool(origin, {
+    connections: opts.connections ?? 256,
+    pipelining: 1,
+    keepAliveTimeout: 30_000,
+    keepAliveMaxTimeout: 600_000,
+    connect: { timeout: opts.connectTimeoutMs ?? 10_000 },
+    headersTimeout: timeoutMs,
+    bodyTimeout: timeoutMs,
+  });
 }
 
 /** The client went away and we aborted the upstream request: nothing to answer. */

@@ -1,7 +1,8 @@
 import { ApiError } from '../errors';
 import type { Catalog, ModelConfig, ProviderConfig, ProviderKind } from '../catalog/catalog';
 import { OpenAIAdapter, type OpenAIAdapterOptions } from './openai';
-import type { OpenAICompatibleAdapter, ProviderAdapter } from './types';
+import { AzureOpenAIAdapter } from './azureOpenai';
+import type { OpenAICompatibleAdapter, PerDeploymentAdapter, ProviderAdapter } from './types';
 import { adapterKey, type Deployment } from '../catalog/deployments';
 import { CHAT_PROTOCOL } from './kinds';
 
@@ -22,6 +23,7 @@ export class ProviderRegistry {
   constructor(catalog: Catalog, opts: RegistryOptions = {}) {
     const factories: Partial<Record<ProviderKind, AdapterFactory>> = {
       openai: (cfg) => new OpenAIAdapter(cfg, opts),
+      'azure-openai': (cfg) => new AzureOpenAIAdapter(cfg, opts),
       ...opts.factories,
     };
     for (const cfg of catalog.providers.values()) {
@@ -46,6 +48,7 @@ export class ProviderRegistry {
   /** The OpenAI-compatible adapter serving a deployment (a catalog misconfiguration is a 500). */
   openaiFor(d: Deployment): OpenAICompatibleAdapter {
     const a = this.forDeployment(d);
+    if (a && isPerDeployment(a)) return a.deployment(d.upstreamModel);
     if (!a || CHAT_PROTOCOL[a.kind] !== 'openai') {
       throw new ApiError(
         500,
@@ -65,6 +68,7 @@ export class ProviderRegistry {
   /** The OpenAI-compatible adapter serving this model (a catalog misconfiguration is a 500, not the client's fault). */
   openai(model: ModelConfig): OpenAICompatibleAdapter {
     const a = this.adapters.get(model.provider);
+    if (a && isPerDeployment(a)) return a.deployment(model.upstreamModel);
     if (!a || CHAT_PROTOCOL[a.kind] !== 'openai') {
       throw new ApiError(
         500,
@@ -81,3 +85,6 @@ export class ProviderRegistry {
     await Promise.all([...this.adapters.values()].map((a) => a.close().catch(() => undefined)));
   }
 }
+
+const isPerDeployment = (a: ProviderAdapter): a is PerDeploymentAdapter =>
+  typeof (a as Partial<PerDeploymentAdapter>).deployment === 'function';

@@ -53,11 +53,19 @@ export interface TokenUsage {
 }
 
 /**
+ * An adapter whose URLs name the upstream deployment (Azure OpenAI's deployments form): the OpenAI-compatible
+ * adapter of one deployment name, sharing the provider's pool and credentials.
+ */
+export interface PerDeploymentAdapter extends ProviderAdapter {
+  deployment(upstreamModel: string): OpenAICompatibleAdapter;
+}
+
+/**
  * An OpenAI-compatible upstream (OpenAI itself, vLLM, Ollama, LiteLLM, the emulator). Bodies are passed as
  * already-serialised JSON so callers can measure their size (funds bound) without serialising twice.
  */
 export interface OpenAICompatibleAdapter extends ProviderAdapter {
-  readonly kind: 'openai';
+  readonly kind: 'openai' | 'azure-openai';
   /** POST JSON, read the whole (JSON) answer. Non-2xx answers throw an ApiError (see mapUpstreamError). */
   postJson(path: string, payload: string, opts?: CallOptions): Promise<BufferedResponse>;
   /** POST JSON, return the answer's body as a stream once a 2xx status arrived (SSE, audio bytes). */

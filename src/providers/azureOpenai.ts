@@ -1,0 +1,129 @@
+import type { Pool } from 'undici';
+import { ApiError } from '../errors';
+import { carryFailure } from '../routing/failure';
+import type { ProviderConfig } from '../catalog/catalog';
+import { mapUpstreamError, OpenAIAdapter, openaiPool, type OpenAIAdapterOptions } from './openai';
+import { azureCredentials, type AzureCredentials } from './azureAuth';
+import type { OpenAICompatibleAdapter, PerDeploymentAdapter } from './types';
+
+/**
+ * Azure OpenAI (kind `azure-openai`): the OpenAI protocol at Azure's URLs, with Azure's credentials and error shapes.
+ * The provider's baseUrl is the resource endpoint (https://NAME.openai.azure.com); its `apiVersion` picks the URLs:
+ * - `v1` (the default): {endpoint}/openai/v1/{operation}, the model (deployment name) in the body;
+ * - a dated version (`2024-10-21`, `2025-04-01-preview`): {endpoint}/openai/deployments/{deployment}/{operation}
+ *   ?api-version={version}, the deployment being the catalog's upstreamModel; the Responses API, which Azure serves
+ *   per resource, at {endpoint}/openai/responses?api-version={version}.
+ * Credentials: src/providers/azureAuth.ts. A content-filter refusal (400, code `content_filter`, the categories in
+ * innererror.content_filter_result) becomes our 400 `content_filter` naming the categories, in our words; a
+ * filtered completion (finish_reason `content_filter`) passes as OpenAI's.
+ */
+
+export const AZURE_V1 = 'v1';
+
+export class AzureOpenAIAdapter implements PerDeploymentAdapter {
+  readonly kind = 'azure-openai' as const;
+  readonly id: string;
+  private readonly pool: Pool;
+  private readonly credentials: AzureCredentials;
+  private readonly base: string;
+  private readonly apiVersion: string;
+  private readonly views = new Map<string, OpenAICompatibleAdapter>();
+
+  constructor(
+    private readonly cfg: ProviderConfig,
+    private readonly opts: OpenAIAdapterOptions = {},
+    env: NodeJS.ProcessEnv = process.env,
+  ) {
+    this.id = cfg.id;
+    const url = new URL(cfg.baseUrl);
+    this.base = url.pathname.replace(/\/+$/, '') + '/openai';
+    this.apiVersion = cfg.apiVersion ?? AZURE_V1;
+    this.pool = openaiPool(url.origin, cfg.timeoutMs ?? 120_000, opts);
+    this.credentials = azureCredentials(cfg.apiKey, env);
+  }
+
+  /** The OpenAI-compatible adapter of one deployment (one per name, sharing this provider's pool and token). */
+  deployment(upstreamModel: string): OpenAICompatibleAdapter {
+    const key = this.apiVersion === AZURE_V1 ? '' : upstreamModel;
+    let a = this.views.get(key);
+    if (!a) {
+      a = new OpenAIAdapter(this.cfg, this.opts, {
+        pool: this.pool,
+        pathOf: (path) => this.pathOf(upstreamModel, path),
+        credentials: this.credentials,
+        mapError: mapAzureError,
+      });
+      this.views.set(key, a);
+    }
+    return a;
+  }
+
+  /** The upstream path of an OpenAI operation (`/chat/completions`) on this deployment. */
+  pathOf(deployment: string, path: string): string {
+    if (this.apiVersion === AZURE_V1) return `${this.base}/v1${path}`;
+    const q = `?api-version=${encodeURIComponent(this.apiVersion)}`;
+    if (path === '/responses') return `${this.base}/responses${q}`;
+    return `${this.base}/deployments/${encodeURIComponent(deployment)}${path}${q}`;
+  }
+
+  close(): Promise<void> {
+    return this.pool.close();
+  }
+}
+
+interface AzureInnerError {
+  code?: unknown;
+  content_filter_result?: Record<string, unknown>;
+  content_filter_results?: Record<string, unknown>;
+}
+
+interface AzureErrorBody {
+  error?: { code?: unknown; param?: unknown; innererror?: AzureInnerError; inner_error?: AzureInnerError };
+}
+
+/**
+ * Azure's error answers as ours: a content-filter refusal (chat and the rest: code `content_filter`, `innererror`
+ * with `content_filter_result`; images: code `content_policy_violation`, `inner_error` with `content_filter_results`)
+ * becomes our 400 `content_filter` naming the flagged categories; anything else is mapped as OpenAI's.
+ */
+export function mapAzureError(status: number, text: string, retryAfter: string): ApiError {
+  const mapped = mapUpstreamError(status, text, retryAfter);
+  if (status !== 400) return mapped;
+  let e: AzureErrorBody['error'];
+  try {
+    e = (JSON.parse(text) as AzureErrorBody).error;
+  } catch {
+    return mapped;
+  }
+  const inner = e?.innererror ?? e?.inner_error;
+  const filtered =
+    e?.code === 'content_filter' ||
+    e?.code === 'content_policy_violation' ||
+    inner?.code === 'ResponsibleAIPolicyViolation';
+  if (!filtered) return mapped;
+  const categories = filteredCategories(inner?.content_filter_result ?? inner?.content_filter_results);
+  return carryFailure(
+    mapped,
+    new ApiError(
+      400,
+      `The request was refused by the upstream provider's content filter${
+        categories.length ? ` (${categories.join(', ')})` : ''
+      }.`,
+      'invalid_request_error',
+      typeof e?.param === 'string' ? e.param : null,
+      'content_filter',
+    ),
+  );
+}
+
+/** `hate (high)`, `jailbreak` ...: the categories Azure marked filtered, with their severity when it gives one. */
+function filteredCategories(result: Record<string, unknown> | undefined): string[] {
+  const out: string[] = [];
+  for (const [name, v] of Object.entries(result ?? {})) {
+    const r = v as { filtered?: unknown; severity?: unknown } | null;
+    if (!r || r.filtered !== true || !/^[a-z_]{1,40}$/.test(name)) continue;
+    const sev = typeof r.severity === 'string' && /^[a-z]{1,10}$/.test(r.severity) ? ` (${r.severity})` : '';
+    out.push(name + sev);
+  }
+  return out;
+}
