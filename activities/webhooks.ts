@@ -66,19 +66,7 @@ export function createWebhookActivities(deps: WebhookActivityDeps) {
       if (!d || d.generation !== a.generation || d.status !== 'pending') return { outcome: 'superseded', waitMs: null };
       const startedAt = new Date();
       const endpoint = await endpointForDelivery(db, d.endpointId);
-      if (!endpoint) {
-        await recordAttempt(db, {
-          deliveryId: a.deliveryId,
-          generation: a.generation,
-          startedAt,
-          durationMs: 0,
-          statusCode: null,
-          error: 'the endpoint was deleted',
-          outcome: 'cancelled',
-          nextAttemptAt: null,
-        });
-        return { outcome: 'cancelled', waitMs: null };
-      }
+      if (!endpoint) return endpointDeleted(db, a, startedAt);
       const r = await sendWebhook({
         url: endpoint.url,
         msgId: d.eventId,
@@ -112,6 +100,21 @@ export function createWebhookActivities(deps: WebhookActivityDeps) {
       return { outcome: r.outcome === 'retry' && waitMs === null ? 'failed' : r.outcome, waitMs };
     },
   };
+}
+
+/** The delivery's endpoint is gone: the try is recorded as cancelled, and the delivery ends. */
+async function endpointDeleted(db: Db, a: AttemptInput, startedAt: Date): Promise<AttemptResult> {
+  await recordAttempt(db, {
+    deliveryId: a.deliveryId,
+    generation: a.generation,
+    startedAt,
+    durationMs: 0,
+    statusCode: null,
+    error: 'the endpoint was deleted',
+    outcome: 'cancelled',
+    nextAttemptAt: null,
+  });
+  return { outcome: 'cancelled', waitMs: null };
 }
 
 export type WebhookActivities = ReturnType<typeof createWebhookActivities>;

@@ -176,25 +176,28 @@ async function pollUntilTerminal(job: JobRun, taskId: string): Promise<PollOutco
     }
     if (p.state === 'queued' || p.state === 'running') continue;
     job.taskId = null; // terminal: nothing left to cancel at the provider
-    if (p.state === 'expired')
-      throw new UnsuccessfulEnd(
-        'expired',
-        p.errorMessage ?? 'The provider task expired before it finished.',
-        p.errorCode ?? 'provider_expired',
-      );
-    if (p.state !== 'succeeded') {
-      const message =
-        p.state === 'cancelled'
-          ? 'The provider cancelled the task.'
-          : (p.errorMessage ?? 'The provider reported a failure.');
-      throw new UnsuccessfulEnd(
-        'failed',
-        message,
-        p.contentFiltered ? 'content_filter' : (p.errorCode ?? 'provider_failed'),
-      );
-    }
-    return p;
+    return succeededOrEnd(p);
   }
+}
+
+/** A terminal poll: the outcome when the task succeeded, else how the job ends. */
+function succeededOrEnd(p: PollOutcome): PollOutcome {
+  if (p.state === 'succeeded') return p;
+  if (p.state === 'expired')
+    throw new UnsuccessfulEnd(
+      'expired',
+      p.errorMessage ?? 'The provider task expired before it finished.',
+      p.errorCode ?? 'provider_expired',
+    );
+  const message =
+    p.state === 'cancelled'
+      ? 'The provider cancelled the task.'
+      : (p.errorMessage ?? 'The provider reported a failure.');
+  throw new UnsuccessfulEnd(
+    'failed',
+    message,
+    p.contentFiltered ? 'content_filter' : (p.errorCode ?? 'provider_failed'),
+  );
 }
 
 const expiredMessage = (job: JobRun) =>

@@ -18,21 +18,6 @@ export const DEFAULT_RESOLUTION = '720p';
 /** The catalog family whose models accept last_frame, reference_images, resolution, watermark, return_last_frame. */
 export const REFERENCE_FAMILY = 'seedance';
 
-const FIELDS = new Set([
-  'model',
-  'prompt',
-  'seconds',
-  'size',
-  'input_reference',
-  'last_frame',
-  'reference_images',
-  'resolution',
-  'seed',
-  'generate_audio',
-  'watermark',
-  'return_last_frame',
-  'parameters',
-]);
 const REFERENCE_ONLY = ['last_frame', 'reference_images', 'resolution', 'watermark', 'return_last_frame'] as const;
 
 /** Aspect ratios each provider kind accepts. */
@@ -188,9 +173,62 @@ function imageSource(v: unknown, param: string): ImageSource {
   );
 }
 
+/** What the field validators see: the body and the model it names. */
+interface FieldContext {
+  body: Record<string, unknown>;
+  model: ModelConfig;
+  /** The provider kind (veo, seedance, ...) and the model's family (the kind unless the catalog says otherwise). */
+  kind: string;
+  family: string;
+  referenceFamily: boolean;
+  /** A multipart body: every value arrives as a string. */
+  fromForm: boolean;
+}
+
+/** The request as the validators fill it in. */
+type Draft = VideoRequest<ImageSource> & { impliedResolution?: string };
+
 /**
- * Checks a create request's fields against the model (no I/O). `fromForm` marks a multipart body, whose
- * values all arrive as strings.
+ * One entry of the validation table: the body fields it reads, and the check that refuses them (a 400 naming the
+ * parameter) or answers what they mean for the request (given what the entries before it answered).
+ */
+interface FieldValidator {
+  fields: readonly string[];
+  check(c: FieldContext, r: Readonly<Draft>): Partial<Draft> | void;
+}
+
+const given = (v: unknown) => v !== undefined && v !== null;
+const givenNonEmpty = (v: unknown) => given(v) && v !== '';
+
+/**
+ * The fields of POST /v1/videos, checked in this order (so a request with several bad fields is refused for the
+ * first of them). A field in no entry is refused as unknown.
+ */
+const VALIDATORS: readonly FieldValidator[] = [
+  { fields: ['model'], check: () => undefined }, // resolved first, by the catalog
+  { fields: ['prompt'], check: (c) => ({ prompt: checkPrompt(c.body.prompt) }) },
+  { fields: ['seconds'], check: checkSeconds },
+  { fields: REFERENCE_ONLY, check: refuseReferenceOnly },
+  { fields: ['seed'], check: checkSeed },
+  { fields: ['generate_audio'], check: checkGenerateAudio },
+  { fields: ['size'], check: checkSize },
+  { fields: ['resolution'], check: checkResolution },
+  { fields: ['watermark'], check: (c) => ({ watermark: optionalBoolean(c, 'watermark') }) },
+  {
+    fields: ['return_last_frame'],
+    check: (c) => ({ returnLastFrame: optionalBoolean(c, 'return_last_frame') ?? false }),
+  },
+  { fields: ['input_reference', 'last_frame', 'reference_images'], check: (c) => ({ images: imageSources(c.body) }) },
+  {
+    fields: ['parameters'],
+    check: (c) => ({ parameters: passThroughParameters(c.body.parameters, c.kind, c.fromForm) }),
+  },
+];
+const FIELDS = new Set(VALIDATORS.flatMap((v) => v.fields));
+
+/**
+ * Checks a create request's fields against the model (no I/O), entry by entry of VALIDATORS. `fromForm` marks a
+ * multipart body, whose values all arrive as strings.
  */
 export function validateVideoRequest(
   body: Record<string, unknown>,
@@ -198,145 +236,132 @@ export function validateVideoRequest(
   fromForm = false,
 ): ValidVideoRequest {
   const model = catalog.require(body.model, 'video');
-  const provider = catalog.provider(model);
-  const kind = provider.kind;
+  const kind = catalog.provider(model).kind;
   const family = model.family ?? kind;
-  const referenceFamily = family === REFERENCE_FAMILY;
-
+  const c: FieldContext = { body, model, kind, family, referenceFamily: family === REFERENCE_FAMILY, fromForm };
   for (const k of Object.keys(body)) {
     if (!FIELDS.has(k)) throw bad(k, `Unrecognized request argument supplied: ${clip(k)}`, 'unknown_parameter');
   }
-
-  const prompt = checkPrompt(body.prompt);
-
-  // seconds
-  const allowed = model.allowedDurations!;
-  let seconds = model.defaultDuration ?? allowed[0];
-  if (body.seconds !== undefined && body.seconds !== null && body.seconds !== '') {
-    seconds = integer(body.seconds, 'seconds', 'an integer number of seconds');
-    if (!allowed.includes(seconds))
-      throw bad(
-        'seconds',
-        `Invalid 'seconds' ${seconds}: the model '${model.id}' allows ${allowed.join(', ')} seconds.`,
-      );
-  }
-
-  // fields only the reference-capable family accepts
-  if (!referenceFamily) {
-    for (const f of REFERENCE_ONLY) {
-      if (body[f] !== undefined && body[f] !== null) {
-        throw bad(
-          f,
-          `'${f}' is only supported by the reference-capable (${REFERENCE_FAMILY}) video models; the model '${model.id}' does not support it.`,
-          'unsupported_parameter',
-        );
-      }
-    }
-  }
-
-  // seed and generate_audio: Veo on the Gemini API cannot honour them; say so rather than drop them silently.
-  let seed: number | undefined;
-  if (body.seed !== undefined && body.seed !== null) {
-    if (kind === 'veo')
-      throw bad(
-        'seed',
-        `The model '${model.id}' (Google Veo via the Gemini API) cannot honour 'seed'; remove it.`,
-        'unsupported_parameter',
-      );
-    seed = integer(body.seed, 'seed', 'an integer');
-    if (seed < -1 || seed > 2147483647) throw bad('seed', "Invalid 'seed': must be between -1 and 2147483647.");
-  }
-  let generateAudio: boolean | undefined;
-  if (body.generate_audio !== undefined && body.generate_audio !== null) {
-    generateAudio = boolean(body.generate_audio, 'generate_audio', fromForm);
-    if (kind === 'veo') {
-      if (!generateAudio)
-        throw bad(
-          'generate_audio',
-          `The model '${model.id}' (Google Veo) always generates audio; generate_audio=false cannot be honoured.`,
-          'unsupported_parameter',
-        );
-      generateAudio = undefined; // honoured by default; nothing to send
-    } else if (!referenceFamily) {
-      throw bad(
-        'generate_audio',
-        `The model '${model.id}' has no audio switch; 'generate_audio' cannot be honoured.`,
-        'unsupported_parameter',
-      );
-    }
-  } else if (referenceFamily) {
-    generateAudio = true;
-  }
-
-  // size and resolution
-  let aspectRatio: string | undefined;
-  let resolution: string | undefined;
-  let implied: string | undefined;
-  if (body.size !== undefined && body.size !== null && body.size !== '') {
-    const s = parseSize(body.size, kind, family);
-    aspectRatio = s.aspectRatio;
-    implied = s.impliedResolution;
-  }
-  if (referenceFamily) {
-    if (body.resolution !== undefined && body.resolution !== null) {
-      if (typeof body.resolution !== 'string' || !(RESOLUTIONS as readonly string[]).includes(body.resolution)) {
-        throw bad(
-          'resolution',
-          `Invalid 'resolution' ${clipJson(body.resolution)}: use one of ${RESOLUTIONS.join(', ')}.`,
-        );
-      }
-      resolution = body.resolution;
-      if (implied && implied !== resolution)
-        throw bad(
-          'size',
-          `The size ${clipJson(body.size)} implies ${implied} but 'resolution' is ${resolution}; give a matching size or a ratio such as "16:9".`,
-        );
-    } else {
-      resolution = implied ?? DEFAULT_RESOLUTION;
-    }
-  } else if (implied) {
-    resolution = implied;
-    // Veo 3.x renders 1080p and 4k only as 8-second clips.
-    if (kind === 'veo' && implied !== '720p' && seconds !== 8)
-      throw bad(
-        'seconds',
-        `Veo renders ${implied} (size ${clipJson(body.size)}) only as 8-second videos; set seconds to 8 or use a 720p size.`,
-      );
-  }
-
-  let watermark: boolean | undefined;
-  if (body.watermark !== undefined && body.watermark !== null)
-    watermark = boolean(body.watermark, 'watermark', fromForm);
-  let returnLastFrame = false;
-  if (body.return_last_frame !== undefined && body.return_last_frame !== null)
-    returnLastFrame = boolean(body.return_last_frame, 'return_last_frame', fromForm);
-
-  const images = imageSources(body);
-
-  const parameters = passThroughParameters(body.parameters, kind, fromForm);
-
-  const price = model.pricing.perVideoSecond!;
-  const maxCostVnd = seconds * price;
+  const r = {} as Draft;
+  for (const v of VALIDATORS) Object.assign(r, v.check(c, r));
+  const maxCostVnd = r.seconds * model.pricing.perVideoSecond!;
   if (!Number.isSafeInteger(maxCostVnd))
     throw new ApiError(500, 'The model price is misconfigured.', 'server_error', null, 'pricing_error');
-  const size = typeof body.size === 'string' && body.size !== '' ? body.size : undefined;
   return {
     model,
     maxCostVnd,
     request: {
-      prompt,
-      seconds,
-      size,
-      aspectRatio,
-      resolution,
-      seed,
-      generateAudio,
-      watermark,
-      returnLastFrame,
-      parameters,
-      images,
+      prompt: r.prompt,
+      seconds: r.seconds,
+      size: typeof body.size === 'string' && body.size !== '' ? body.size : undefined,
+      aspectRatio: r.aspectRatio,
+      resolution: r.resolution,
+      seed: r.seed,
+      generateAudio: r.generateAudio,
+      watermark: r.watermark,
+      returnLastFrame: r.returnLastFrame,
+      parameters: r.parameters,
+      images: r.images,
     },
   };
+}
+
+/** `seconds`: one of the model's durations (its default when absent). */
+function checkSeconds(c: FieldContext): Pick<Draft, 'seconds'> {
+  const allowed = c.model.allowedDurations!;
+  if (!givenNonEmpty(c.body.seconds)) return { seconds: c.model.defaultDuration ?? allowed[0] };
+  const seconds = integer(c.body.seconds, 'seconds', 'an integer number of seconds');
+  if (!allowed.includes(seconds))
+    throw bad(
+      'seconds',
+      `Invalid 'seconds' ${seconds}: the model '${c.model.id}' allows ${allowed.join(', ')} seconds.`,
+    );
+  return { seconds };
+}
+
+/** Fields only the reference-capable family accepts: refused, by name, for every other model. */
+function refuseReferenceOnly(c: FieldContext): void {
+  if (c.referenceFamily) return;
+  const f = REFERENCE_ONLY.find((k) => given(c.body[k]));
+  if (f)
+    throw bad(
+      f,
+      `'${f}' is only supported by the reference-capable (${REFERENCE_FAMILY}) video models; the model '${c.model.id}' does not support it.`,
+      'unsupported_parameter',
+    );
+}
+
+/** `seed`: Veo on the Gemini API cannot honour it; say so rather than drop it silently. */
+function checkSeed(c: FieldContext): Pick<Draft, 'seed'> | void {
+  if (!given(c.body.seed)) return;
+  if (c.kind === 'veo')
+    throw bad(
+      'seed',
+      `The model '${c.model.id}' (Google Veo via the Gemini API) cannot honour 'seed'; remove it.`,
+      'unsupported_parameter',
+    );
+  const seed = integer(c.body.seed, 'seed', 'an integer');
+  if (seed < -1 || seed > 2147483647) throw bad('seed', "Invalid 'seed': must be between -1 and 2147483647.");
+  return { seed };
+}
+
+/** `generate_audio`: Veo always generates audio, the reference family has a switch (on by default), others none. */
+function checkGenerateAudio(c: FieldContext): Pick<Draft, 'generateAudio'> | void {
+  if (!given(c.body.generate_audio)) return c.referenceFamily ? { generateAudio: true } : undefined;
+  const on = boolean(c.body.generate_audio, 'generate_audio', c.fromForm);
+  if (c.kind === 'veo') {
+    // Honoured by default: nothing to send.
+    if (!on)
+      throw bad(
+        'generate_audio',
+        `The model '${c.model.id}' (Google Veo) always generates audio; generate_audio=false cannot be honoured.`,
+        'unsupported_parameter',
+      );
+    return;
+  }
+  if (!c.referenceFamily)
+    throw bad(
+      'generate_audio',
+      `The model '${c.model.id}' has no audio switch; 'generate_audio' cannot be honoured.`,
+      'unsupported_parameter',
+    );
+  return { generateAudio: on };
+}
+
+/** `size`: the aspect ratio, and for `WxH` the resolution it implies. */
+function checkSize(c: FieldContext): Pick<Draft, 'aspectRatio' | 'impliedResolution'> | void {
+  if (givenNonEmpty(c.body.size)) return parseSize(c.body.size, c.kind, c.family);
+}
+
+/**
+ * `resolution` (the reference family only): given, or implied by the size, or the default; it must agree with
+ * the size. Other models take the size's resolution, and Veo renders 1080p and 4k only as 8-second clips.
+ */
+function checkResolution(c: FieldContext, r: Readonly<Draft>): Pick<Draft, 'resolution'> {
+  const { body } = c;
+  const implied = r.impliedResolution;
+  if (!c.referenceFamily) {
+    if (c.kind === 'veo' && implied && implied !== '720p' && r.seconds !== 8)
+      throw bad(
+        'seconds',
+        `Veo renders ${implied} (size ${clipJson(body.size)}) only as 8-second videos; set seconds to 8 or use a 720p size.`,
+      );
+    return { resolution: implied };
+  }
+  if (!given(body.resolution)) return { resolution: implied ?? DEFAULT_RESOLUTION };
+  if (typeof body.resolution !== 'string' || !(RESOLUTIONS as readonly string[]).includes(body.resolution))
+    throw bad('resolution', `Invalid 'resolution' ${clipJson(body.resolution)}: use one of ${RESOLUTIONS.join(', ')}.`);
+  if (implied && implied !== body.resolution)
+    throw bad(
+      'size',
+      `The size ${clipJson(body.size)} implies ${implied} but 'resolution' is ${body.resolution}; give a matching size or a ratio such as "16:9".`,
+    );
+  return { resolution: body.resolution };
+}
+
+/** An optional boolean field (absent or null: undefined). */
+function optionalBoolean(c: FieldContext, param: string): boolean | undefined {
+  return given(c.body[param]) ? boolean(c.body[param], param, c.fromForm) : undefined;
 }
 
 /** The prompt: a non-empty string of at most MAX_PROMPT_CHARS characters that Postgres can store. */

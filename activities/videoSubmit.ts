@@ -1,0 +1,120 @@
+import { Context } from '@temporalio/activity';
+import type { Storage } from '../src/storage/storage';
+import type { VideoImage } from '../src/providers/video/types';
+import * as jobs from '../src/video/jobs';
+import type { VideoImages, VideoParams } from '../src/video/params';
+import type { StoredImageRef } from '../src/video/jobs';
+import type { SubmitArgs, SubmitOutcome } from '../src/video/workflowContract';
+import { adapterOf, loadJob, toFailure, type VideoActivityContext } from './videoContext';
+
+/** Activity submitVideo: creating the job's provider task, once. */
+
+const MAX_IMAGE_BYTES = 10 * 1024 * 1024;
+
+interface AcceptedTask {
+  taskId: string;
+  provider: string;
+  /** The deployment that accepted it; null for a model no longer in the catalog. */
+  deployment: string | null;
+}
+
+/**
+ * Submits the job to its provider once: a job that already has a provider task id resumes with it. A job whose
+ * deadline (`notAfter`, epoch ms) passed before it was submitted is not submitted at all.
+ */
+export async function submitVideo(x: VideoActivityContext, a: SubmitArgs): Promise<SubmitOutcome> {
+  const job = await loadJob(x, a.jobId);
+  if (jobs.isFinal(job.status)) return { taskId: job.providerTaskId, alreadyFinal: true };
+  if (job.cancelRequestedAt) return { taskId: job.providerTaskId, cancelRequested: true };
+  if (job.providerTaskId) return { taskId: job.providerTaskId };
+  if (a.notAfter !== undefined && Date.now() >= a.notAfter) return { taskId: null, pastDeadline: true };
+  const { images: stored, ...params } = job.request;
+  let images: VideoImages<VideoImage>;
+  try {
+    images = await readImages(x.storage, stored);
+  } catch (e) {
+    throw toFailure(e, 'reading input images');
+  }
+  let accepted: AcceptedTask;
+  try {
+    accepted = await createTask(x, job, params, images);
+  } catch (e) {
+    throw toFailure(e, 'submitting to the provider');
+  }
+  return recordTask(x, job, accepted);
+}
+
+async function readImages(storage: Storage, stored: VideoImages<StoredImageRef>): Promise<VideoImages<VideoImage>> {
+  const images: VideoImages<VideoImage> = {};
+  if (stored.inputReference) images.inputReference = await readImage(storage, stored.inputReference);
+  if (stored.lastFrame) images.lastFrame = await readImage(storage, stored.lastFrame);
+  if (stored.referenceImages?.length)
+    images.referenceImages = await Promise.all(stored.referenceImages.map((x) => readImage(storage, x)));
+  return images;
+}
+
+async function readImage(storage: Storage, ref: StoredImageRef): Promise<VideoImage> {
+  const chunks: Buffer[] = [];
+  let n = 0;
+  for await (const c of await storage.get(ref.key)) {
+    n += (c as Buffer).length;
+    if (n > MAX_IMAGE_BYTES * 2) throw new Error(`stored image ${ref.key} is larger than expected`);
+    chunks.push(c as Buffer);
+  }
+  return { base64: Buffer.concat(chunks).toString('base64'), mimeType: ref.mimeType };
+}
+
+/**
+ * Creates the provider task. A transient failure moves on to another deployment of the same model (never another
+ * model); when none is left the activity fails retryably and Temporal tries again later. A model no longer in the
+ * catalog goes to its recorded provider.
+ */
+async function createTask(
+  x: VideoActivityContext,
+  job: jobs.VideoJob,
+  params: VideoParams,
+  images: VideoImages<VideoImage>,
+): Promise<AcceptedTask> {
+  const signal = Context.current().cancellationSignal;
+  const model = x.catalog.get(job.model);
+  if (!model) {
+    const { adapter, upstreamModel } = adapterOf(x, job);
+    const r = await adapter.submit({ ...params, upstreamModel, images }, { signal });
+    return { taskId: r.taskId, provider: adapter.id, deployment: null };
+  }
+  return x.router.run(
+    model,
+    async (t) => {
+      const adapter = x.providers.forDeployment(t.deployment);
+      const r = await adapter.submit({ ...params, upstreamModel: t.deployment.upstreamModel, images }, { signal });
+      return { taskId: r.taskId, provider: adapter.id, deployment: t.deployment.id };
+    },
+    null,
+    true,
+  );
+}
+
+/**
+ * Records the task, even if the job ended meanwhile (a cancel): the workflow then cancels or follows it. A second
+ * attempt that ran alongside the first (a timed-out attempt still running) created a twin: one task is the job's,
+ * the other is cancelled.
+ */
+async function recordTask(x: VideoActivityContext, job: jobs.VideoJob, t: AcceptedTask): Promise<SubmitOutcome> {
+  const { taskId } = t;
+  const rec = await jobs.recordProviderTask(x.db, job.id, taskId, t.deployment, {
+    provider: t.provider,
+    deployment: t.deployment,
+    taskId,
+  });
+  if (rec.taskId !== taskId) {
+    x.logger?.warn({ jobId: job.id, taskId, kept: rec.taskId }, 'a duplicate provider task was created; cancelling it');
+    await adapterOf(x, job)
+      .adapter.cancel(taskId)
+      .catch(() => false);
+  }
+  return {
+    taskId: rec.taskId,
+    alreadyFinal: jobs.isFinal(rec.status) || undefined,
+    cancelRequested: rec.cancelRequested || undefined,
+  };
+}
