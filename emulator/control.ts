@@ -52,6 +52,10 @@ export interface EmulatorSettings {
   /** Bedrock: the region SigV4 signatures must be scoped to, and the access key ids accepted. */
   awsRegion: string;
   awsAccessKeys: string[];
+  /** Vertex: the service accounts whose JWT assertions the token endpoint accepts (email -> public key PEM). */
+  googleServiceAccounts: Record<string, string>;
+  /** Vertex: lifetime of the access tokens it issues (seconds). */
+  googleTokenTtlS: number;
 }
 
 export const defaultSettings = (): EmulatorSettings => ({
@@ -63,6 +67,8 @@ export const defaultSettings = (): EmulatorSettings => ({
   batchExpireAfterMs: 0,
   awsRegion: 'us-east-1',
   awsAccessKeys: ['AKIAEMULATOR00000000'],
+  googleServiceAccounts: {},
+  googleTokenTtlS: 3600,
 });
 
 export class EmulatorControl {

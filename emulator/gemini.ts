@@ -175,7 +175,8 @@ function embedContent(ctx: Koa.Context, model: string, method: string, body: Jso
   ctx.body = batch ? { embeddings: values.map((v) => ({ values: v })) } : { embedding: { values: values[0] } };
 }
 
-function handler(ctl: EmulatorControl) {
+/** The models/{model}:{method} handler (`ctx.params.spec` is "{model}:{method}"), also Gemini on Vertex. */
+export function geminiHandler(ctl: EmulatorControl) {
   return async (ctx: Koa.Context) => {
     const spec = String(ctx.params.spec);
     const i = spec.lastIndexOf(':');
@@ -229,5 +230,5 @@ function handler(ctl: EmulatorControl) {
 }
 
 export const mountGemini: Mount = (router, ctl) => {
-  router.post(`${BASE}/models/:spec`, handler(ctl));
+  router.post(`${BASE}/models/:spec`, geminiHandler(ctl));
 };

@@ -9,6 +9,7 @@ import { mountOpenAIBatches } from './openaiBatches';
 import { mountAnthropicBatches } from './anthropicBatches';
 import { bedrockFault, mountBedrock } from './bedrock';
 import { mountAzure } from './azure';
+import { mountVertex, vertexFault } from './vertex';
 import type Koa from 'koa';
 
 /** Every protocol the emulator speaks, each adding its routes. */
@@ -23,7 +24,11 @@ export const MOUNTS: Mount[] = [
   mountAnthropicBatches,
   mountBedrock,
   mountAzure,
+  mountVertex,
 ];
 
 /** Protocols whose injected faults answer in their own error shape (by path prefix); others get OpenAI's. */
-export const FAULT_SHAPES: [string, (ctx: Koa.Context, status: number) => void][] = [['/bedrock/', bedrockFault]];
+export const FAULT_SHAPES: [string, (ctx: Koa.Context, status: number) => void][] = [
+  ['/bedrock/', bedrockFault],
+  ['/vertex/', vertexFault],
+];

@@ -15,6 +15,7 @@ import { ModelRouter } from './routing/modelRouter';
 import { AnthropicAdapter } from './providers/anthropic';
 import { GeminiAdapter } from './providers/gemini';
 import { BedrockAdapter } from './providers/bedrock';
+import { VertexAdapter } from './providers/vertex';
 import { createRateLimiter } from './limits/createRateLimiter';
 
 /** Builds the API's dependencies from config: database (created and migrated), catalog, Temporal client. */
@@ -45,6 +46,7 @@ export async function buildDeps(
       anthropic: (cfg) => new AnthropicAdapter(cfg, { onError }),
       gemini: (cfg) => new GeminiAdapter(cfg, { onError }),
       bedrock: (cfg) => new BedrockAdapter(cfg, { onError }),
+      vertex: (cfg) => new VertexAdapter(cfg, { onError }),
     },
   });
   const router = new ModelRouter(catalog, config.routing);

@@ -24,6 +24,8 @@ function build(catalog: Catalog): Redactor {
   for (const p of catalog.providers.values()) {
     replacements.set(p.id, 'upstream');
     if (p.apiKeyEnv) replacements.set(p.apiKeyEnv, 'upstream key');
+    if (p.credentialsFileEnv) replacements.set(p.credentialsFileEnv, 'upstream key');
+    if (p.project) replacements.set(p.project, 'the project');
     if (p.baseUrl) replacements.set(p.baseUrl, 'the upstream');
     try {
       const url = new URL(p.baseUrl);

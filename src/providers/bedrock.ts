@@ -182,7 +182,7 @@ export class BedrockAdapter implements ProviderAdapter, MessagesUpstream {
   }
 
   private claudeBody(payload: string, h: MessagesHeaders) {
-    const r = cloudMessagesBody(payload, BEDROCK_ANTHROPIC_VERSION);
+    const r = cloudMessagesBody(payload, BEDROCK_ANTHROPIC_VERSION, false);
     // Bedrock takes Anthropic's beta flags in the body.
     const betas = (h.beta ?? '')
       .split(',')

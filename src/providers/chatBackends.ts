@@ -16,7 +16,6 @@ import {
   ResponsesStreamError,
   ResponsesStreamToChat,
 } from '../translate/chatToResponsesUpstream';
-import type { GeminiAdapter } from './gemini';
 import { chatProtocol } from './kinds';
 import { geminiBackend } from './geminiBackend';
 import { asOpenAIError } from './upstreamError';
@@ -149,7 +148,8 @@ export function backendFor(
   const protocol = a ? chatProtocol(a.kind, upstreamModel) : null;
   const messages = protocol === 'anthropic' ? a?.messagesFor?.(upstreamModel) : null;
   if (messages) return anthropicBackend(messages, model, chat, upstreamModel);
-  if (protocol === 'gemini') return geminiBackend(a as GeminiAdapter, model, chat, deployment?.upstreamModel);
+  const gemini = protocol === 'gemini' ? a?.geminiFor?.(upstreamModel) : null;
+  if (gemini) return geminiBackend(gemini, model, chat, upstreamModel);
   if (a instanceof BedrockAdapter) return converseBackend(a, model, chat, upstreamModel);
   const openai = deployment ? providers.openaiFor(deployment) : providers.openai(model);
   const c = deployment && deployment.upstreamModel !== chat.model ? { ...chat, model: deployment.upstreamModel } : chat;

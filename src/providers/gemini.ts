@@ -26,7 +26,18 @@ export interface GeminiResponse {
   body: Dispatcher.ResponseData['body'];
 }
 
-export class GeminiAdapter implements ProviderAdapter {
+/**
+ * An upstream answering the Gemini API's generate methods natively: the Gemini API (GeminiAdapter) and Gemini on
+ * Vertex (VertexAdapter). Errors are UpstreamHttpError of shape `gemini`.
+ */
+export interface GeminiUpstream {
+  /** POST models/{model}:{method}; resolves once a 2xx status arrived, with the body still streaming. */
+  call(model: string, method: string, payload: string, opts?: CallOptions & { sse?: boolean }): Promise<GeminiResponse>;
+  /** The same call with the whole body read. */
+  callWhole(model: string, method: string, payload: string, opts?: CallOptions): Promise<Buffer>;
+}
+
+export class GeminiAdapter implements ProviderAdapter, GeminiUpstream {
   readonly kind = 'gemini' as const;
   readonly id: string;
   private readonly pool: Pool;
@@ -50,6 +61,10 @@ export class GeminiAdapter implements ProviderAdapter {
       headersTimeout: timeout,
       bodyTimeout: timeout,
     });
+  }
+
+  geminiFor(): GeminiUpstream {
+    return this;
   }
 
   /** POST models/{model}:{method}; resolves once a 2xx status arrived, with the body still streaming. */

@@ -10,14 +10,14 @@ import {
 } from '../translate/chatToGeminiUpstream';
 import { DEFAULT_MAX_OUTPUT_TOKENS } from '../billing/pricing';
 import { nativeBound } from '../billing/nativeBound';
-import { GeminiAdapter } from './gemini';
+import type { GeminiUpstream } from './gemini';
 import { asOpenAIError } from './upstreamError';
 import { bridgedBatches, type ChatBackend } from './chatBackends';
 
 /** A chat request on a model of a `gemini` provider: chat -> generateContent -> chat (src/translate/chatToGeminiUpstream.ts). */
 
 export function geminiBackend(
-  adapter: GeminiAdapter,
+  adapter: GeminiUpstream,
   model: ModelConfig,
   chat: ChatRequest,
   upstreamModel = model.upstreamModel,

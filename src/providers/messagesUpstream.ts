@@ -31,12 +31,14 @@ export interface MessagesUpstream {
 export function cloudMessagesBody(
   payload: string,
   version: string,
+  keepStream: boolean,
 ): { model: string; stream: boolean; body: Record<string, unknown> } {
   const body = JSON.parse(payload) as Record<string, unknown>;
   const model = String(body.model ?? '');
   const stream = body.stream === true;
   delete body.model;
-  delete body.stream;
+  // Bedrock picks streaming by operation and refuses the field; Vertex's streamRawPredict wants it in the body.
+  if (!keepStream || !stream) delete body.stream;
   body.anthropic_version = version;
   return { model, stream, body };
 }

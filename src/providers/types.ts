@@ -2,6 +2,7 @@ import type { Readable } from 'node:stream';
 import type { ProviderKind } from '../catalog/catalog';
 import type { StreamSink } from '../sse/streamSink';
 import type { MessagesUpstream } from './messagesUpstream';
+import type { GeminiUpstream } from './gemini';
 
 /**
  * The provider adapter interface. An adapter owns the connection pool to one upstream (one catalog provider)
@@ -14,6 +15,8 @@ export interface ProviderAdapter {
   close(): Promise<void>;
   /** Where this upstream serves the model natively over Anthropic Messages (Anthropic, Claude on Bedrock or Vertex). */
   messagesFor?(upstreamModel: string): MessagesUpstream | null;
+  /** Where this upstream serves the model natively over the Gemini API (the Gemini API, Gemini on Vertex). */
+  geminiFor?(upstreamModel: string): GeminiUpstream | null;
 }
 
 /**

@@ -5,7 +5,7 @@ import { redactorFor } from '../../catalog/redact';
 import { ApiError } from '../../errors';
 import type { GeminiUsageMetadata, GenerateContentResponse } from '../../translate/geminiTypes';
 import { sseBatches } from '../../sse/upstreamEvents';
-import { GeminiAdapter } from '../../providers/gemini';
+import type { GeminiUpstream } from '../../providers/gemini';
 import { boundOverCandidates } from '../../routing/bound';
 import type { RouteTry } from '../../routing/modelRouter';
 import { DEFAULT_MAX_OUTPUT_TOKENS } from '../../billing/pricing';
@@ -58,9 +58,9 @@ export async function nativeGenerate(ctx: Ctx, deps: AppDeps, c: GenerateCall): 
   const meter = await reserve(ctx, deps, model.id, GENERATE_OPERATION, bound.maxCost, bound.maxTokens);
   let answered: ModelConfig = model;
   let answeredTry: RouteTry | null = null;
-  const adapterFor = (t: RouteTry): GeminiAdapter => {
-    const a = deps.providers.forDeployment(t.deployment);
-    if (!(a instanceof GeminiAdapter))
+  const adapterFor = (t: RouteTry): GeminiUpstream => {
+    const a = deps.providers.forDeployment(t.deployment)?.geminiFor?.(t.deployment.upstreamModel);
+    if (!a)
       throw new ApiError(
         500,
         `Model '${t.model.id}' is not served by a Gemini provider.`,

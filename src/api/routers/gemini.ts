@@ -15,7 +15,6 @@ import { isUpstreamError, type UpstreamHttpError } from '../../providers/upstrea
 import { SseSink } from '../../sse/clientSink';
 import { translatedGenerate } from '../gemini/translated';
 import { nativeGenerate } from '../gemini/native';
-import { GeminiAdapter } from '../../providers/gemini';
 import { servedNatively } from '../../providers/kinds';
 import { redactorFor } from '../../catalog/redact';
 import { geminiStatus } from '../errors';
@@ -98,7 +97,7 @@ export function geminiRouter(deps: AppDeps): Router<GatewayState> {
     const model = deps.catalog.require(name, 'chat');
     ctx.state.model = model.id;
     const native = servedNatively(deps.catalog.provider(model).kind, model, 'gemini')
-      ? (deps.providers.get(model.provider) as GeminiAdapter | undefined)
+      ? deps.providers.get(model.provider)?.geminiFor?.(model.upstreamModel)
       : undefined;
     if (!native) {
       ctx.body = { totalTokens: countTokensEstimate(req) };
