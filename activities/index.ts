@@ -1,3 +1,4 @@
 // Activities are built from injected dependencies (see src/worker.ts).
 export { createVideoActivities, type VideoActivityDeps } from './video';
 export { createWebhookActivities, type WebhookActivities, type WebhookActivityDeps } from './webhooks';
+export { createBatchActivities, type BatchActivities, type BatchActivityDeps } from './batch';

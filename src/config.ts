@@ -3,6 +3,7 @@ import { projectRoot } from './projectRoot';
 import { loadVideoSettings, type VideoSettings } from './video/settings';
 import { loadRoutingSettings, type RoutingSettings } from './routing/settings';
 import { loadWebhookSettings, type WebhookSettings } from './webhooks/settings';
+import { loadBatchSettings, type BatchSettings } from './batches/settings';
 import { checkTimeZone, DEFAULT_BUDGET_TIME_ZONE, setBudgetTimeZone } from './billing/budget';
 
 function int(name: string, def: number): number {
@@ -77,6 +78,8 @@ export interface Config {
   routing: RoutingSettings;
   /** Endpoint checks, per-try timeout and retry schedule of webhooks (src/webhooks/settings.ts; WEBHOOK_* env vars). */
   webhooks: WebhookSettings;
+  /** Batch execution: concurrency, chunks, the key's share, timing (src/batches/settings.ts; BATCH_* env vars). */
+  batches: BatchSettings;
 }
 
 export function loadConfig(overrides: Partial<Config> = {}): Config {
@@ -122,6 +125,7 @@ export function loadConfig(overrides: Partial<Config> = {}): Config {
     video: loadVideoSettings(),
     routing: loadRoutingSettings(),
     webhooks: loadWebhookSettings(),
+    batches: loadBatchSettings(),
   };
   const out = { ...cfg, ...overrides };
   // A gateway served over https marks its console cookies Secure unless told otherwise.

@@ -22,7 +22,10 @@ import { createLogger, redirectedLines } from './observability/logger';
 import { releaseExpiredHolds } from './billing/ledger';
 import { VideoProviders } from './providers/video';
 import { reconcileVideoJobs } from './video/reconciler';
-import { createVideoActivities, createWebhookActivities } from '../activities';
+import { createBatchActivities, createVideoActivities, createWebhookActivities } from '../activities';
+import { ProviderRegistry } from './providers/registry';
+import { AnthropicAdapter } from './providers/anthropic';
+import { GeminiAdapter } from './providers/gemini';
 import { ModelRouter } from './routing/modelRouter';
 import { serveWorkerMetrics } from './observability/metricsServer';
 import { flushTracing, initTracing, tracer } from './observability/tracing';
@@ -138,7 +141,11 @@ export async function startWorker(config: Config = loadConfig(), opts: WorkerOpt
   const catalog = Catalog.load(config.catalogPath);
   const storage = createStorage(config);
   const providers = new VideoProviders(catalog);
-  const cleanup: (() => Promise<unknown>)[] = [() => providers.close(), () => db.end()];
+  // Batch items go through the same adapters as the API's synchronous routes.
+  const syncProviders = new ProviderRegistry(catalog, {
+    factories: { anthropic: (cfg) => new AnthropicAdapter(cfg), gemini: (cfg) => new GeminiAdapter(cfg) },
+  });
+  const cleanup: (() => Promise<unknown>)[] = [() => providers.close(), () => syncProviders.close(), () => db.end()];
   const router = opts.router ?? new ModelRouter(catalog, config.routing);
   try {
     const metrics =
@@ -168,6 +175,15 @@ export async function startWorker(config: Config = loadConfig(), opts: WorkerOpt
       workflowBundle: bundle,
       activities: {
         ...createVideoActivities({ db, storage, catalog, providers, router, logger }),
+        ...createBatchActivities({
+          db,
+          storage,
+          catalog,
+          providers: syncProviders,
+          router,
+          settings: config.batches,
+          logger,
+        }),
         ...createWebhookActivities({
           db,
           temporal,

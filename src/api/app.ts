@@ -14,6 +14,8 @@ import { responsesRouter } from './routers/responses';
 import { geminiRouter } from './routers/gemini';
 import { videosRouter } from './routers/videos';
 import { webhooksRouter } from './routers/webhooks';
+import { filesRouter } from './routers/files';
+import { batchesRouter } from './routers/batches';
 import { consoleRouter } from '../console/router';
 import { dispatchByPrefix } from './dispatch';
 
@@ -38,6 +40,8 @@ export function createApp(deps: AppDeps): Koa<GatewayState> {
     geminiRouter(deps),
     videosRouter(deps),
     webhooksRouter(deps),
+    filesRouter(deps),
+    batchesRouter(deps),
     consoleRouter(deps),
   ];
   app.use(dispatchByPrefix(routers));

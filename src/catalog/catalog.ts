@@ -120,6 +120,11 @@ export interface ModelConfig {
   fallbacks?: string[];
   description?: string;
   pricing: Pricing;
+  /**
+   * Prices of work submitted in a batch (POST /v1/batches), usually half of `pricing`; same fields. Absent: batch
+   * work is billed at `pricing`.
+   */
+  batchPricing?: Pricing;
   /** Chat/completion: output cap assumed for the funds check when a request sets no max_tokens. */
   maxOutputTokens?: number;
   contextWindow?: number;
@@ -140,6 +145,24 @@ export interface CatalogFile {
   providers: Record<string, Omit<ProviderConfig, 'id'>>;
   models: ModelConfig[];
 }
+
+const pricingSchema = {
+  type: 'object',
+  additionalProperties: false,
+  properties: Object.fromEntries(
+    [
+      'inputPer1MTokens',
+      'outputPer1MTokens',
+      'cachedInputPer1MTokens',
+      'cacheWrite5mPer1MTokens',
+      'cacheWrite1hPer1MTokens',
+      'perImage',
+      'per1KChars',
+      'perAudioMinute',
+      'perVideoSecond',
+    ].map((k) => [k, { type: 'integer', minimum: 0 }]),
+  ),
+};
 
 const schema = {
   type: 'object',
@@ -191,23 +214,8 @@ const schema = {
           description: { type: 'string' },
           deployments: deploymentsSchema,
           fallbacks: { type: 'array', items: { type: 'string', minLength: 1 } },
-          pricing: {
-            type: 'object',
-            additionalProperties: false,
-            properties: Object.fromEntries(
-              [
-                'inputPer1MTokens',
-                'outputPer1MTokens',
-                'cachedInputPer1MTokens',
-                'cacheWrite5mPer1MTokens',
-                'cacheWrite1hPer1MTokens',
-                'perImage',
-                'per1KChars',
-                'perAudioMinute',
-                'perVideoSecond',
-              ].map((k) => [k, { type: 'integer', minimum: 0 }]),
-            ),
-          },
+          pricing: pricingSchema,
+          batchPricing: pricingSchema,
           maxOutputTokens: { type: 'integer', minimum: 1 },
           contextWindow: { type: 'integer', minimum: 1 },
           aliases: { type: 'array', items: { type: 'string' } },
@@ -439,6 +447,11 @@ const INTERFACES: Record<Mode, string[]> = {
   video: ['videos'],
 };
 
+/** The prices batch work on `m` is billed at: its batch prices, else its normal ones. */
+export function batchPricingOf(m: ModelConfig): Pricing {
+  return m.batchPricing ?? m.pricing;
+}
+
 /** A model as listed by GET /v1/models and GET /public/models (OpenAI list item plus mode and VND prices). */
 export function publicModel(m: ModelConfig, created: number, ownedBy: string, aliasPatterns: string[] = []) {
   return {
@@ -451,6 +464,8 @@ export function publicModel(m: ModelConfig, created: number, ownedBy: string, al
     description: m.description ?? null,
     currency: 'VND',
     pricing: m.pricing,
+    /** What the same work costs in a batch (null: the normal prices). */
+    batch_pricing: m.batchPricing ?? null,
     ...(m.maxOutputTokens ? { max_output_tokens: m.maxOutputTokens } : {}),
     ...(m.contextWindow ? { context_window: m.contextWindow } : {}),
     ...(m.aliases?.length ? { aliases: m.aliases } : {}),

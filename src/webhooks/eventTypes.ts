@@ -1,6 +1,6 @@
 /**
  * The event types an endpoint can subscribe to, named as OpenAI names its webhook events (`<object>.<change>`).
- * A new family (batches) adds its types here and emits them through the same activity.
+ * Each family (video jobs, batches) emits its types through the same activity (activities/webhooks.ts).
  */
 export const EVENT_TYPES = [
   'video.processing',
@@ -8,5 +8,9 @@ export const EVENT_TYPES = [
   'video.failed',
   'video.expired',
   'video.cancelled',
+  'batch.completed',
+  'batch.failed',
+  'batch.expired',
+  'batch.cancelled',
 ] as const;
 export type EventType = (typeof EVENT_TYPES)[number];

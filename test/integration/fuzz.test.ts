@@ -914,6 +914,13 @@ function validBodies(accountId: string): Record<string, Record<string, unknown>>
       size: '16:9',
       parameters: { camera_fixed: true },
     },
+    'POST /v1/batches': {
+      input_file_id: 'file-000000000000000000000000',
+      endpoint: '/v1/chat/completions',
+      completion_window: '24h',
+      metadata: { a: 'b' },
+    },
+    'POST /v1/batches/:id/cancel': {},
     'POST /v1beta/models/:spec': gemini,
     'POST /v1/models/:spec': gemini,
     // An IP literal: the endpoint's host is vetted without a DNS lookup.
@@ -1028,6 +1035,17 @@ function validForms(): Record<
       { name: 'prompt', data: 'a hat' },
       { name: 'n', data: '1' },
       { name: 'image', filename: 'a.png', type: 'image/png', data: png },
+    ],
+    'POST /v1/files': [
+      { name: 'purpose', data: 'batch' },
+      {
+        name: 'file',
+        filename: 'a.jsonl',
+        type: 'application/jsonl',
+        data: Buffer.from(
+          JSON.stringify({ custom_id: 'a', method: 'POST', url: '/v1/embeddings', body: { model: 'm', input: 'x' } }),
+        ),
+      },
     ],
     'POST /v1/videos': [
       { name: 'model', data: 'seedance-2-0' },

@@ -1,3 +1,4 @@
+import type { Writable } from 'node:stream';
 import type Koa from 'koa';
 import { ApiError } from '../../errors';
 import { lazyKoaBody } from './lazyKoaBody';
@@ -49,11 +50,20 @@ function refusedName(names: Iterable<string>): BodyShapeProblem | null {
   return null;
 }
 
+export interface MultipartOptions {
+  maxFiles?: number;
+  /**
+   * Where each file part's bytes go instead of a temp file (formidable's fileWriteStreamHandler): the file upload
+   * API streams them through its validator into storage. Called with formidable's file object.
+   */
+  fileWriteStreamHandler?: (file: unknown) => Writable;
+}
+
 /**
  * Multipart body (transcriptions, image edits, videos): files go to temp files; counts and sizes are limited; field
  * names nested too deep or naming a prototype are a 400 (as in JSON bodies).
  */
-export function multipartBody(maxFileBytes: number): Koa.Middleware<GatewayState> {
+export function multipartBody(maxFileBytes: number, opts: MultipartOptions = {}): Koa.Middleware<GatewayState> {
   const parse = lazyKoaBody({
     multipart: true,
     json: false,
@@ -62,6 +72,8 @@ export function multipartBody(maxFileBytes: number): Koa.Middleware<GatewayState
     formidable: {
       maxFileSize: maxFileBytes,
       ...MULTIPART_LIMITS,
+      ...(opts.maxFiles ? { maxFiles: opts.maxFiles } : {}),
+      ...(opts.fileWriteStreamHandler ? { fileWriteStreamHandler: opts.fileWriteStreamHandler } : {}),
       onPart: (part, handle) => {
         const problem = formNameProblem(part.name ?? '');
         if (problem) part.name = REFUSED_NAME + problem;

@@ -1,0 +1,382 @@
+import { createHash, randomBytes } from 'node:crypto';
+import { Readable } from 'node:stream';
+import { ApplicationFailure, Context } from '@temporalio/activity';
+import type { Db } from '../src/db/pool';
+import type { Storage } from '../src/storage/storage';
+import type { Catalog } from '../src/catalog/catalog';
+import type { Logger } from '../src/observability/logger';
+import type { ProviderRegistry } from '../src/providers/registry';
+import type { ModelRouter } from '../src/routing/modelRouter';
+import * as batches from '../src/batches/repo';
+import * as files from '../src/files/repo';
+import { executeItem, type ItemOutcome } from '../src/batches/execute';
+import { OPERATION_OF } from '../src/batches/endpoints';
+import { KeyPacer } from '../src/batches/pacer';
+import type { BatchSettings } from '../src/batches/settings';
+import { isBlank, readLines, type Line } from '../src/files/lines';
+import { isProblem, parseRequestLine, type BatchEndpoint } from '../src/files/batchInput';
+
+/**
+ * The batch workflow's activities (workflows/batchJob.ts), built from injected dependencies. Each is safe to run
+ * again: a chunk is committed once (its row, its charges and its parts in one transaction; a rerun finds the row),
+ * usage records are keyed by (batch, custom_id), final files have ids and keys derived from the batch id, and the
+ * batch's final status and release commit together once.
+ */
+
+export interface BatchActivityDeps {
+  db: Db;
+  storage: Storage;
+  catalog: Catalog;
+  providers: ProviderRegistry;
+  router: ModelRouter;
+  settings: BatchSettings;
+  logger?: Logger;
+}
+
+/** Where the workflow resumes: the next chunk and the input position after the committed ones. */
+export interface BatchPosition {
+  chunk: number;
+  offset: number;
+  line: number;
+  /** Every line has run. */
+  done: boolean;
+}
+
+export interface StartOutcome extends BatchPosition {
+  final: boolean;
+  cancelRequested: boolean;
+  /** The input cannot be read: the batch fails with this message. */
+  failure?: string;
+}
+
+export interface ChunkOutcome extends BatchPosition {
+  completed: number;
+  failed: number;
+  cancelRequested: boolean;
+}
+
+/** The usage record id of an item: the same for every run of it, so it is charged once. */
+export function itemUsageId(batchId: string, customId: string): string {
+  const h = createHash('sha256').update(`batch:${batchId}\n${customId}`).digest('hex');
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-4${h.slice(13, 16)}-8${h.slice(17, 20)}-${h.slice(20, 32)}`;
+}
+
+const derivedFileId = (batchId: string, what: string) =>
+  `file-${createHash('sha256').update(`${batchId}:${what}`).digest('hex').slice(0, 24)}`;
+
+/** One output or error line in OpenAI's batch output format. */
+function outputLine(
+  usageId: string,
+  customId: string,
+  o: ItemOutcome | null,
+  error?: { code: string; message: string },
+) {
+  return (
+    JSON.stringify({
+      id: `batch_req_${usageId.replace(/-/g, '')}`,
+      custom_id: customId,
+      response: o
+        ? { status_code: o.statusCode, request_id: `req_${randomBytes(12).toString('hex')}`, body: o.body }
+        : null,
+      error: error ?? null,
+    }) + '\n'
+  );
+}
+
+const EXPIRED = {
+  code: 'batch_expired',
+  message: 'This request could not be executed before the completion window expired.',
+};
+
+export function createBatchActivities(deps: BatchActivityDeps) {
+  const { db, storage, catalog, settings } = deps;
+  const pacer = new KeyPacer(db, settings.keyLimitShare);
+
+  async function load(batchId: string) {
+    const b = await batches.getBatch(db, batchId);
+    if (!b) throw ApplicationFailure.nonRetryable(`batch ${batchId} not found`, 'BatchNotFound');
+    const r = await db.query('SELECT * FROM files WHERE id = $1', [b.inputFileId]);
+    return { b, input: r.rows[0] as { storage_key: string; bytes: string } | undefined };
+  }
+
+  async function position(batchId: string, inputBytes: number): Promise<BatchPosition> {
+    const chunks = await batches.listChunks(db, batchId);
+    const last = chunks.at(-1);
+    const offset = last?.nextOffset ?? 0;
+    const line = last ? last.firstLine + last.lines - 1 : 0;
+    return { chunk: chunks.length, offset, line, done: offset >= inputBytes };
+  }
+
+  return {
+    /** Moves the batch to in_progress (from validating) and tells the workflow where to resume. */
+    async startBatch(a: { batchId: string }): Promise<StartOutcome> {
+      const { b, input } = await load(a.batchId);
+      const pos = await position(a.batchId, Number(input?.bytes ?? 0));
+      if (batches.isFinal(b.status)) return { ...pos, final: true, cancelRequested: false };
+      if (!input || !(await storage.head(input.storage_key)))
+        return { ...pos, final: false, cancelRequested: false, failure: 'The input file is no longer available.' };
+      await batches.transition(db, a.batchId, ['validating'], 'in_progress');
+      return { ...pos, final: false, cancelRequested: b.status === 'cancelling' };
+    },
+
+    /**
+     * Runs the next chunk of lines (up to chunkLines requests from `offset`) at bounded concurrency, each through
+     * the routed path, paced to the key's share; writes the chunk's output and error parts; commits the chunk.
+     */
+    async runChunk(a: { batchId: string; chunk: number; offset: number; line: number }): Promise<ChunkOutcome> {
+      const ctx = Context.current();
+      const { b, input } = await load(a.batchId);
+      const bytes = Number(input?.bytes ?? 0);
+      const had = await batches.getChunk(db, a.batchId, a.chunk);
+      const cancelRequested = b.status === 'cancelling';
+      if (had)
+        return {
+          chunk: a.chunk + 1,
+          offset: had.nextOffset,
+          line: had.firstLine + had.lines - 1,
+          done: had.nextOffset >= bytes,
+          completed: had.completed,
+          failed: had.failed,
+          cancelRequested,
+        };
+      if (!input) throw ApplicationFailure.nonRetryable('The input file is no longer available.', 'InputMissing');
+      const model = catalog.get(b.model);
+      const endpoint = b.endpoint as BatchEndpoint;
+      const operation = OPERATION_OF[endpoint];
+      const stream =
+        a.offset < bytes ? await storage.get(input.storage_key, { start: a.offset, end: bytes - 1 }) : null;
+      const outputs: string[] = [];
+      const errors: string[] = [];
+      const usages: batches.ItemUsage[] = [];
+      let completed = 0;
+      let failed = 0;
+      let requests = 0;
+      let offset = a.offset;
+      let line = a.line;
+      let lastBeat = 0;
+      const inFlight = new Set<Promise<void>>();
+      const signal = ctx.cancellationSignal;
+
+      const runOne = async (l: Line) => {
+        const r = parseRequestLine(l);
+        if (isProblem(r)) {
+          // Checked at upload; a line that no longer parses fails alone.
+          failed++;
+          const id = itemUsageId(a.batchId, `line:${l.no}`);
+          errors.push(
+            outputLine(id, `line:${l.no}`, null, { code: 'invalid_request', message: r.message.slice(0, 500) }),
+          );
+          return;
+        }
+        const usageId = itemUsageId(a.batchId, r.custom_id);
+        const started = performance.now();
+        let o: ItemOutcome;
+        if (!model) {
+          o = {
+            statusCode: 404,
+            body: {
+              error: {
+                message: `The model '${b.model}' is no longer served.`,
+                type: 'invalid_request_error',
+                param: 'model',
+                code: 'model_not_found',
+              },
+            },
+            cost: 0,
+            units: {},
+            model: b.model,
+            deployment: null,
+            routing: null,
+          };
+        } else {
+          await pacer.acquire(b.apiKeyId, signal);
+          o = await executeItem(deps, model, endpoint, r.body, operation, signal);
+          pacer.spent(b.apiKeyId, (o.units.prompt_tokens ?? 0) + (o.units.completion_tokens ?? 0));
+        }
+        usages.push({
+          usage: {
+            id: usageId,
+            apiKeyId: b.apiKeyId,
+            model: o.model,
+            operation,
+            units: o.units,
+            latencyMs: performance.now() - started,
+            status: o.statusCode,
+            deployment: o.deployment,
+            routing: o.routing,
+          },
+          cost: o.statusCode === 200 ? o.cost : 0,
+        });
+        if (o.statusCode === 200) {
+          completed++;
+          outputs.push(outputLine(usageId, r.custom_id, o));
+        } else {
+          failed++;
+          errors.push(outputLine(usageId, r.custom_id, o));
+        }
+      };
+
+      if (stream) {
+        try {
+          for await (const l of readLines(stream, a.offset, a.line)) {
+            offset = l.end;
+            line = l.no;
+            if (isBlank(l.bytes)) continue;
+            requests++;
+            const p: Promise<void> = runOne(l).finally(() => inFlight.delete(p));
+            inFlight.add(p);
+            if (inFlight.size >= settings.concurrency) await Promise.race(inFlight);
+            const now = Date.now();
+            if (now - lastBeat >= 1000) {
+              lastBeat = now;
+              ctx.heartbeat({ chunk: a.chunk, offset, done: completed + failed });
+            }
+            if (requests >= settings.chunkLines) break;
+          }
+        } finally {
+          stream.destroy();
+        }
+        await Promise.all(inFlight);
+      }
+      if (requests === 0) return { chunk: a.chunk, offset, line, done: true, completed: 0, failed: 0, cancelRequested };
+      const part = async (lines: string[], kind: string) => {
+        if (!lines.length) return null;
+        const key = `batches/${a.batchId}/parts/${a.chunk}-${randomBytes(6).toString('hex')}.${kind}.jsonl`;
+        await storage.put(key, Readable.from([Buffer.from(lines.join(''))]), 'application/jsonl');
+        return key;
+      };
+      const outputKey = await part(outputs, 'output');
+      const errorKey = await part(errors, 'error');
+      const row: batches.ChunkRow = {
+        chunk: a.chunk,
+        firstLine: a.line + 1,
+        lines: line - a.line,
+        nextOffset: offset,
+        completed,
+        failed,
+        costVnd: 0,
+        outputKey,
+        errorKey,
+      };
+      const c = await batches.commitChunk(
+        db,
+        { batchId: a.batchId, accountId: b.accountId, holdId: b.holdId },
+        row,
+        usages,
+      );
+      if (!c.committed) {
+        // A twin attempt committed this chunk first: its parts count, ours are dropped.
+        for (const k of [outputKey, errorKey]) if (k) await storage.delete(k).catch(() => undefined);
+      }
+      const now = await batches.getBatch(db, a.batchId);
+      return {
+        chunk: a.chunk + 1,
+        offset: c.row.nextOffset,
+        line: c.row.firstLine + c.row.lines - 1,
+        done: c.row.nextOffset >= bytes,
+        completed: c.row.completed,
+        failed: c.row.failed,
+        cancelRequested: now?.status === 'cancelling',
+      };
+    },
+
+    /** in_progress -> finalizing (every line has run). */
+    async markFinalizing(a: { batchId: string }): Promise<void> {
+      await batches.transition(db, a.batchId, ['in_progress'], 'finalizing');
+    },
+
+    /**
+     * Joins the chunks' parts into the output and error files (and, for an expired batch, an error line
+     * `batch_expired` for each request that never ran), then ends the batch: the rest of the hold released, the
+     * status, the files and the counts, in one transaction.
+     */
+    async finalizeBatch(a: {
+      batchId: string;
+      status: batches.FinalStatus;
+      offset: number;
+      line: number;
+      failure?: string;
+    }): Promise<{ status: batches.FinalStatus | null }> {
+      const ctx = Context.current();
+      const { b, input } = await load(a.batchId);
+      if (batches.isFinal(b.status)) return { status: null };
+      const chunks = await batches.listChunks(db, a.batchId);
+      const bytes = Number(input?.bytes ?? 0);
+      let unfinished = 0;
+      async function* parts(kind: 'outputKey' | 'errorKey', tail: boolean) {
+        for (const c of chunks) {
+          const k = c[kind];
+          if (!k) continue;
+          for await (const piece of await storage.get(k)) yield piece as Buffer;
+          ctx.heartbeat({ chunk: c.chunk });
+        }
+        if (!tail || !input || a.offset >= bytes) return;
+        let batch = '';
+        for await (const l of readLines(
+          await storage.get(input.storage_key, { start: a.offset, end: bytes - 1 }),
+          a.offset,
+          a.line,
+        )) {
+          if (isBlank(l.bytes)) continue;
+          const r = parseRequestLine(l);
+          const customId = isProblem(r) ? `line:${l.no}` : r.custom_id;
+          unfinished++;
+          batch += outputLine(itemUsageId(a.batchId, customId), customId, null, EXPIRED);
+          if (batch.length > 65536) {
+            yield Buffer.from(batch);
+            batch = '';
+          }
+        }
+        if (batch) yield Buffer.from(batch);
+      }
+      const store = async (what: 'output' | 'error', tail: boolean, has: boolean): Promise<string | null> => {
+        if (!has) return null;
+        const key = `batches/${a.batchId}/${what}.jsonl`;
+        const s = await storage.put(
+          key,
+          Readable.from(parts(what === 'output' ? 'outputKey' : 'errorKey', tail)),
+          'application/jsonl',
+        );
+        if (s.size === 0) {
+          await storage.delete(key).catch(() => undefined);
+          return null;
+        }
+        const f = await files.insertFile(db, {
+          id: derivedFileId(a.batchId, what),
+          accountId: b.accountId,
+          purpose: 'batch_output',
+          filename: `${a.batchId}_${what}.jsonl`,
+          bytes: s.size,
+          storageKey: key,
+          lineCount: null,
+          model: null,
+          endpoint: null,
+        });
+        return f.id;
+      };
+      const expires = a.status === 'expired';
+      const outputFileId = await store(
+        'output',
+        false,
+        chunks.some((c) => c.outputKey),
+      );
+      const errorFileId = await store('error', expires, expires || chunks.some((c) => c.errorKey));
+      const errors = a.failure ? [{ code: 'batch_failed', message: a.failure, param: null, line: null }] : null;
+      await batches.finishBatch(db, {
+        batchId: a.batchId,
+        holdId: b.holdId,
+        status: a.status,
+        outputFileId,
+        errorFileId,
+        errors,
+        unfinished: expires ? unfinished : 0,
+      });
+      // The parts are joined into the files: drop them (best effort; a leftover part is never read again).
+      for (const c of chunks)
+        for (const k of [c.outputKey, c.errorKey]) if (k) await storage.delete(k).catch(() => undefined);
+      return { status: a.status };
+    },
+  };
+}
+
+export type BatchActivities = ReturnType<typeof createBatchActivities>;

@@ -1,0 +1,211 @@
+import { batchPricingOf, type Catalog, type ModelConfig } from '../catalog/catalog';
+import type { ProviderRegistry } from '../providers/registry';
+import type { ModelRouter, RouteRecorder, RouteTry } from '../routing/modelRouter';
+import { ApiError } from '../errors';
+import { openAIBody } from '../api/errors';
+import { RoutedPayload } from '../api/upstream';
+import { usageFromJson } from '../providers/openai';
+import { GeminiAdapter } from '../providers/gemini';
+import { fromGemini } from '../providers/geminiBackend';
+import { RoutedBackend } from '../routing/routedBackend';
+import { bridgeChatRequest } from '../translate/chatBridgeRequest';
+import { translateInput } from '../translate/translateInput';
+import { geminiEmbedCall, openAIEmbeddingList } from '../api/embeddings/geminiUpstream';
+import { estimatedUsage, fromChatUsage, fromResponsesUsage, usageCost, usageUnits } from '../billing/tokenUsage';
+import { tokensCost, tokensFromChars, embeddingTokensBound } from '../billing/pricing';
+import { validateChatCompletion, validateCompletion } from '../schemas/chat';
+import { validateEmbedding } from '../schemas/embeddings';
+import { checkOutputCap } from '../catalog/outputCap';
+import type { BatchEndpoint } from '../files/batchInput';
+
+/**
+ * One batch request through the gateway's routed path, without HTTP: the body validated by the synchronous
+ * route's schema, then the same upstream calls with the same router (deployments, retries, fallbacks, cooldowns)
+ * as POST /v1/chat/completions, /v1/completions, /v1/embeddings and /v1/responses. What differs is the money: the
+ * batch's hold already covers the request, so nothing is reserved; the outcome carries its cost at the answering
+ * model's batch prices, charged by the chunk that ran it (src/batches/repo.ts commitChunk).
+ */
+
+export interface ExecDeps {
+  catalog: Catalog;
+  providers: ProviderRegistry;
+  router: ModelRouter;
+}
+
+export interface ItemOutcome {
+  statusCode: number;
+  /** The response body (an error body for a failure). */
+  body: unknown;
+  /** VND at the answering model's batch prices (0 for a failure: nothing was delivered). */
+  cost: number;
+  units: Record<string, number>;
+  model: string;
+  deployment: string | null;
+  routing: 'retry' | 'fallback' | null;
+}
+
+/** Records the try that answered (the usage record's deployment and routing, the model billed). */
+class TryRecord implements RouteRecorder {
+  t: RouteTry | null = null;
+  constructor(readonly operation: string) {}
+  routed(t: RouteTry): void {
+    this.t = t;
+  }
+}
+
+const failure = (e: unknown, model: string, rec: TryRecord | null): ItemOutcome => {
+  const err =
+    e instanceof ApiError
+      ? e
+      : new ApiError(500, 'The request failed inside the gateway.', 'server_error', null, 'internal_error');
+  return {
+    statusCode: err.status,
+    body: openAIBody(err),
+    cost: 0,
+    units: {},
+    model: rec?.t?.model.id ?? model,
+    deployment: rec?.t?.deployment.id ?? null,
+    routing: rec?.t && rec.t.kind !== 'first' ? rec.t.kind : null,
+  };
+};
+
+function parseJson(b: Buffer): Record<string, unknown> {
+  try {
+    return JSON.parse(b.toString('utf8')) as Record<string, unknown>;
+  } catch {
+    throw new ApiError(
+      502,
+      'The upstream provider returned an invalid response.',
+      'upstream_error',
+      null,
+      'upstream_error',
+    );
+  }
+}
+
+export async function executeItem(
+  deps: ExecDeps,
+  model: ModelConfig,
+  endpoint: BatchEndpoint,
+  rawBody: Record<string, unknown>,
+  operation: string,
+  signal: AbortSignal,
+): Promise<ItemOutcome> {
+  const rec = new TryRecord(operation);
+  try {
+    const r = await run(deps, model, endpoint, rawBody, rec, signal);
+    const t = rec.t;
+    return {
+      statusCode: 200,
+      body: r.body,
+      cost: r.cost,
+      units: r.units,
+      model: t?.model.id ?? model.id,
+      deployment: t?.deployment.id ?? null,
+      routing: t && t.kind !== 'first' ? t.kind : null,
+    };
+  } catch (e) {
+    return failure(e, model.id, rec);
+  }
+}
+
+async function run(
+  deps: ExecDeps,
+  model: ModelConfig,
+  endpoint: BatchEndpoint,
+  body: Record<string, unknown>,
+  rec: TryRecord,
+  signal: AbortSignal,
+): Promise<{ body: unknown; cost: number; units: Record<string, number> }> {
+  const answered = () => rec.t?.model ?? model;
+  const kind = deps.catalog.providers.get(model.provider)?.kind;
+  if (endpoint === '/v1/embeddings') {
+    validateEmbedding(body);
+    const bound = embeddingTokensBound(body.input);
+    body.model = model.upstreamModel;
+    const payloads = new RoutedPayload(body as { model: string });
+    const res = await deps.router.run(
+      model,
+      async (t) => {
+        const adapter = deps.providers.forDeployment(t.deployment);
+        if (!(adapter instanceof GeminiAdapter))
+          return (await deps.providers.openaiFor(t.deployment).postJson('/embeddings', payloads.for(t), { signal }))
+            .body;
+        const g = geminiEmbedCall(body as Parameters<typeof geminiEmbedCall>[0]);
+        return adapter.embed(t.deployment.upstreamModel, g.requests, g.batch, { signal }).catch((e: unknown) => {
+          throw fromGemini(e);
+        });
+      },
+      rec,
+    );
+    const usage = Buffer.isBuffer(res) ? usageFromJson(res) : null;
+    const tokens = usage ? Math.max(0, Math.ceil(Number(usage.prompt_tokens) || 0)) : tokensFromChars(bound);
+    const out = Buffer.isBuffer(res)
+      ? parseJson(res)
+      : openAIEmbeddingList(
+          res,
+          answered().id,
+          (body as { encoding_format?: string }).encoding_format === 'base64',
+          tokens,
+        );
+    return {
+      body: out,
+      cost: tokensCost(batchPricingOf(answered()), tokens),
+      units: usage ? { prompt_tokens: tokens } : { prompt_tokens: tokens, estimated: 1 },
+    };
+  }
+  if (endpoint === '/v1/chat/completions' && (model.api === 'responses' || kind !== 'openai')) {
+    validateChatCompletion(body);
+    for (const p of ['max_completion_tokens', 'max_tokens'] as const) checkOutputCap(model, p, body[p]);
+    const chat = translateInput(() =>
+      bridgeChatRequest(body as Parameters<typeof bridgeChatRequest>[0], model.upstreamModel),
+    );
+    const backend = new RoutedBackend(deps.providers, deps.catalog, deps.router, model, chat);
+    backend.recorder = rec;
+    const c = await backend.complete(signal);
+    const usage = c.usage
+      ? fromChatUsage(c.usage)
+      : estimatedUsage(backend.payloadBytes, JSON.stringify(c.choices).length);
+    return { body: c, cost: usageCost(batchPricingOf(backend.answered), usage), units: usageUnits(usage) };
+  }
+  let path: string;
+  if (endpoint === '/v1/responses') {
+    if (kind !== 'openai')
+      throw new ApiError(
+        400,
+        `The model '${model.id}' does not serve /v1/responses in a batch; use /v1/chat/completions.`,
+        'invalid_request_error',
+        'model',
+        'model_not_supported',
+      );
+    path = '/responses';
+    // A batch's responses are not kept for previous_response_id (they are in the output file).
+    if (body.store === undefined) body.store = false;
+  } else if (endpoint === '/v1/completions') {
+    validateCompletion(body);
+    path = '/completions';
+  } else {
+    validateChatCompletion(body);
+    path = '/chat/completions';
+  }
+  for (const p of ['max_completion_tokens', 'max_tokens', 'max_output_tokens'] as const)
+    if (typeof body[p] === 'number') checkOutputCap(model, p, body[p] as number);
+  body.model = model.upstreamModel;
+  const payloads = new RoutedPayload(body as { model: string });
+  const res = await deps.router.run(
+    model,
+    (t) => deps.providers.openaiFor(t.deployment).postJson(path, payloads.for(t), { signal }),
+    rec,
+  );
+  const json = parseJson(res.body);
+  const u = json.usage as Record<string, unknown> | undefined;
+  const usage =
+    endpoint === '/v1/responses'
+      ? u
+        ? fromResponsesUsage(u)
+        : estimatedUsage(Buffer.byteLength(payloads.payload), JSON.stringify(json.output ?? '').length)
+      : u
+        ? fromChatUsage(u)
+        : estimatedUsage(Buffer.byteLength(payloads.payload), JSON.stringify(json.choices ?? '').length);
+  return { body: json, cost: usageCost(batchPricingOf(answered()), usage), units: usageUnits(usage) };
+}

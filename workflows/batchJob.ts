@@ -1,0 +1,118 @@
+import {
+  CancellationScope,
+  continueAsNew,
+  defineQuery,
+  defineSignal,
+  proxyActivities,
+  setHandler,
+  upsertSearchAttributes,
+  workflowInfo,
+} from '@temporalio/workflow';
+import type { BatchActivities, BatchPosition } from '../activities/batch';
+import type { WebhookActivities } from '../activities/webhooks';
+import type { BatchJobInput } from '../src/batches/start';
+import type { BatchStatus, FinalStatus } from '../src/batches/repo';
+import type { EventType } from '../src/webhooks/eventTypes';
+
+/**
+ * One batch (POST /v1/batches), from validating to a final status (docs/batches.md):
+ *
+ *   validating   startBatch      the input is there                          -> in_progress
+ *   in_progress  runChunk × n    each chunk of lines runs and is committed   (charges, output parts)
+ *   in_progress  markFinalizing  every line has run                          -> finalizing
+ *   finalizing   finalizeBatch   output and error files; rest of the hold released -> completed
+ *   expired      finalizeBatch   the window closed first: unrun lines listed as batch_expired, released
+ *   cancelled    finalizeBatch   POST .../cancel: the chunk in flight finishes (charged), the rest released
+ *   failed       finalizeBatch   the input could not be read, or a chunk kept failing: the rest released
+ *
+ * Each final status, once committed, is announced to the account's webhooks (batch.completed, batch.failed,
+ * batch.expired, batch.cancelled). Deterministic: all I/O happens in activities (activities/batch.ts); where the
+ * batch stands is in Postgres (its chunk rows), so another worker, or a continued run, resumes from there.
+ */
+
+/** POST /v1/batches/{id}/cancel. */
+export const batchCancelSignal = defineSignal<[]>('cancel');
+/** The batch's status as this workflow sees it (temporal workflow query). */
+export const batchStageQuery = defineQuery<BatchStatus>('stage');
+
+export async function batchJobWorkflow(input: BatchJobInput): Promise<{ status: FinalStatus | null }> {
+  const t = input.timing;
+  const retry = {
+    initialInterval: t.activityRetryInitialMs,
+    backoffCoefficient: 2,
+    maximumInterval: t.activityRetryMaxMs,
+  };
+  // Database and storage steps must eventually succeed: retried without limit.
+  const db = proxyActivities<BatchActivities>({ startToCloseTimeout: t.activityTimeoutMs, retry });
+  const finishing = proxyActivities<BatchActivities>({
+    startToCloseTimeout: t.chunkTimeoutMs,
+    heartbeatTimeout: t.heartbeatMs,
+    retry,
+  });
+  // A chunk heartbeats (a dead worker's chunk is retried elsewhere); one that keeps failing fails the batch.
+  const chunks = proxyActivities<BatchActivities>({
+    startToCloseTimeout: t.chunkTimeoutMs,
+    heartbeatTimeout: t.heartbeatMs,
+    retry: { ...retry, maximumAttempts: 20 },
+  });
+  const events = proxyActivities<WebhookActivities>({ startToCloseTimeout: t.activityTimeoutMs, retry });
+
+  let status: BatchStatus = 'validating';
+  let cancelRequested = false;
+  setHandler(batchCancelSignal, () => {
+    cancelRequested = true;
+  });
+  setHandler(batchStageQuery, () => status);
+  const enter = (s: BatchStatus) => {
+    status = s;
+    if (input.statusSearchAttribute) upsertSearchAttributes({ [input.statusSearchAttribute]: [s] });
+  };
+
+  const { batchId, accountId } = input;
+  const s = await db.startBatch({ batchId });
+  if (s.final) return { status: null };
+  let pos: BatchPosition = s;
+  cancelRequested ||= s.cancelRequested;
+  let end: FinalStatus = 'completed';
+  let failure = s.failure;
+  if (failure) end = 'failed';
+  else {
+    enter(cancelRequested ? 'cancelling' : 'in_progress');
+    while (!pos.done) {
+      if (cancelRequested) {
+        end = 'cancelled';
+        break;
+      }
+      if (Date.now() >= input.expiresAtMs) {
+        end = 'expired';
+        break;
+      }
+      // A long batch continues as a new run before its history grows large; the position is in Postgres.
+      if (workflowInfo().continueAsNewSuggested) await continueAsNew<typeof batchJobWorkflow>(input);
+      try {
+        const c = await chunks.runChunk({ batchId, chunk: pos.chunk, offset: pos.offset, line: pos.line });
+        cancelRequested ||= c.cancelRequested;
+        pos = c;
+      } catch (e) {
+        end = 'failed';
+        failure = `A part of the batch could not be run: ${(e as Error).message}`.slice(0, 1000);
+        break;
+      }
+      if (cancelRequested && !pos.done) enter('cancelling');
+    }
+    if (end === 'completed' && cancelRequested && !pos.done) end = 'cancelled';
+  }
+  if (end === 'completed') {
+    await db.markFinalizing({ batchId });
+    enter('finalizing');
+  }
+  const r = await CancellationScope.nonCancellable(() =>
+    finishing.finalizeBatch({ batchId, status: end, offset: pos.offset, line: pos.line, failure }),
+  );
+  if (r.status) {
+    enter(r.status);
+    const type = `batch.${r.status}` as EventType;
+    await events.emitWebhookEvent({ accountId, type, data: { id: batchId }, key: `batch:${batchId}:${type}` });
+  }
+  return r;
+}
