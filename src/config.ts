@@ -54,6 +54,8 @@ export interface Config {
   /** Max JSON body, bytes (messages/responses bodies from coding clients reach a few MB). */
   maxJsonBytes: number;
   maxUploadBytes: number;
+  /** Largest batch input file POST /v1/files takes (OpenAI's limit: 200 MB). */
+  maxBatchFileBytes: number;
   /** JSON body limit of POST /v1/videos (inline base64 images: up to 10 MB each, plus up to 9 reference images). */
   maxVideoJsonBytes: number;
   /** VND reserved per credit lease (see billing/credit.ts). */
@@ -108,6 +110,7 @@ export function loadConfig(overrides: Partial<Config> = {}): Config {
     bodyTimeoutMs: int('BODY_TIMEOUT_MS', 30_000),
     maxJsonBytes: int('MAX_JSON_BYTES', 8 * 1024 * 1024),
     maxUploadBytes: int('MAX_UPLOAD_BYTES', 25 * 1024 * 1024),
+    maxBatchFileBytes: int('MAX_BATCH_FILE_BYTES', 200 * 1024 * 1024),
     maxVideoJsonBytes: int('MAX_VIDEO_JSON_BYTES', 64 * 1024 * 1024),
     creditLeaseVnd: int('CREDIT_LEASE_VND', 20000),
     creditFlushMs: int('CREDIT_FLUSH_MS', 200),

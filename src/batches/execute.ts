@@ -6,7 +6,7 @@ import { openAIBody } from '../api/errors';
 import { RoutedPayload } from '../api/upstream';
 import { usageFromJson } from '../providers/openai';
 import { GeminiAdapter } from '../providers/gemini';
-import { fromGemini } from '../providers/geminiBackend';
+import { asOpenAIError } from '../providers/upstreamError';
 import { RoutedBackend } from '../routing/routedBackend';
 import { bridgeChatRequest } from '../translate/chatBridgeRequest';
 import { translateInput } from '../translate/translateInput';
@@ -133,7 +133,7 @@ async function run(
             .body;
         const g = geminiEmbedCall(body as Parameters<typeof geminiEmbedCall>[0]);
         return adapter.embed(t.deployment.upstreamModel, g.requests, g.batch, { signal }).catch((e: unknown) => {
-          throw fromGemini(e);
+          throw asOpenAIError(e);
         });
       },
       rec,

@@ -74,6 +74,8 @@ export class BatchInputValidator {
   private readonly ids = new Set<string>();
   private readonly onLine = (l: Line) => this.line(l);
 
+  constructor(private readonly maxBytes = MAX_FILE_BYTES) {}
+
   push(chunk: Buffer): void {
     this.bytes += chunk.length;
     if (this.problem) return;

@@ -10,14 +10,20 @@ import { newStorageKey } from './repo';
  * the caller refuses the upload and deletes what was stored.
  */
 export class BatchFileIngest extends Writable {
-  readonly validator = new BatchInputValidator();
+  readonly validator: BatchInputValidator;
   readonly key = newStorageKey();
   readonly stored: Promise<StoredObject>;
   private readonly body = new PassThrough();
 
-  constructor(private readonly storage: Storage) {
+  constructor(
+    private readonly storage: Storage,
+    maxBytes: number,
+  ) {
     // Not destroyed on finish: a destroy means the parser abandoned the upload (see _destroy).
     super({ autoDestroy: false });
+    this.validator = new BatchInputValidator(maxBytes);
+    // put() sees a destroyed body through its own pipeline; the stream's error event needs no other listener.
+    this.body.on('error', () => undefined);
     this.stored = storage.put(this.key, this.body, 'application/jsonl');
     // A storage failure ends the upload (the parser sees this stream's error) rather than leave a write waiting.
     this.stored.catch((e) => this.destroy(e as Error));

@@ -153,7 +153,7 @@ test('402 before anything runs when the account cannot cover the hold', async ()
 });
 
 test('/public/models shows the batch prices; a model without them is billed its normal prices in a batch', async () => {
-  const pub = await (await fetch(`${h.url}/public/models`)).json();
+  const pub = (await (await fetch(`${h.url}/public/models`)).json()) as { data: any[] };
   const byId = new Map(pub.data.map((m: any) => [m.id, m]));
   expect((byId.get('gpt-4o-mini') as any).batch_pricing).toEqual({
     inputPer1MTokens: 1950,

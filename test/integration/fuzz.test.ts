@@ -529,6 +529,7 @@ beforeAll(async () => {
     maxJsonBytes: JSON_LIMIT,
     maxVideoJsonBytes: JSON_LIMIT,
     maxUploadBytes: UPLOAD_LIMIT,
+    maxBatchFileBytes: UPLOAD_LIMIT,
   });
   // No balance: a fuzzed request that happens to be valid stops at 402 and never spends anything.
   apiKey = (await gw.account(0, 'fuzz')).key;

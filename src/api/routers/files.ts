@@ -3,7 +3,6 @@ import type { AppDeps } from '../deps';
 import { multipartBody, requireApiKey, route, type Ctx, type GatewayState } from '../middleware';
 import { ApiError, badRequest, notFound } from '../../errors';
 import { BatchFileIngest } from '../../files/ingest';
-import { MAX_FILE_BYTES } from '../../files/batchInput';
 import * as files from '../../files/repo';
 import { listQuery } from '../listQuery';
 import { clip, clipJson } from '../../text/clip';
@@ -20,6 +19,15 @@ import { clip, clipJson } from '../../text/clip';
  */
 
 const PURPOSES = ['batch', 'batch_output'];
+
+/** The client's file name as stored and echoed: printable, at most 255 characters (NUL and the like dropped). */
+function storableName(name: string | null | undefined): string {
+  const clean = (name ?? '')
+    // eslint-disable-next-line no-control-regex
+    .replace(/[\u0000-\u001f\u007f]|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g, '')
+    .slice(0, 255);
+  return clean || 'batch.jsonl';
+}
 /** formidable's file object, with the ingest its write-stream handler attached. */
 interface IngestedFile {
   originalFilename?: string | null;
@@ -29,9 +37,10 @@ interface IngestedFile {
 export function filesRouter(deps: AppDeps): Router<GatewayState> {
   const r = new Router<GatewayState>();
   const auth = requireApiKey(deps);
-  const upload = multipartBody(MAX_FILE_BYTES, {
+  const maxBytes = deps.config.maxBatchFileBytes;
+  const upload = multipartBody(maxBytes, {
     maxFiles: 1,
-    fileWriteStreamHandler: (file) => ((file as IngestedFile).ingest = new BatchFileIngest(deps.storage)),
+    fileWriteStreamHandler: (file) => ((file as IngestedFile).ingest = new BatchFileIngest(deps.storage, maxBytes)),
   });
 
   const ownFile = async (ctx: Ctx): Promise<files.StoredFile> => {
@@ -62,6 +71,11 @@ export function filesRouter(deps: AppDeps): Router<GatewayState> {
       if (others.length)
         throw badRequest(`Unexpected file field ${clipJson(others[0])}.`, others[0], 'unknown_parameter');
       if (!file?.ingest) throw badRequest("Missing required parameter: 'file'.", 'file', 'missing_required_parameter');
+      const v = file.ingest.validator;
+      if (v.problem) {
+        const tooLarge = v.problem.code === 'file_too_large' || v.problem.code === 'line_too_long';
+        throw new ApiError(tooLarge ? 413 : 400, v.problem.message, 'invalid_request_error', 'file', v.problem.code);
+      }
       const purpose = fields.purpose;
       if (typeof purpose !== 'string')
         throw badRequest("Missing required parameter: 'purpose'.", 'purpose', 'missing_required_parameter');
@@ -72,17 +86,12 @@ export function filesRouter(deps: AppDeps): Router<GatewayState> {
         );
       for (const k of Object.keys(fields))
         if (k !== 'purpose') throw badRequest(`Unknown parameter: '${clip(k)}'.`, k, 'unknown_parameter');
-      const v = file.ingest.validator;
-      if (v.problem) {
-        const status = v.problem.code === 'file_too_large' ? 413 : 400;
-        throw new ApiError(status, v.problem.message, 'invalid_request_error', 'file', v.problem.code);
-      }
       const stored = await file.ingest.stored;
       const row = await files.insertFile(deps.db, {
         id: files.newFileId(),
         accountId: ctx.state.principal!.accountId,
         purpose: 'batch',
-        filename: (file.originalFilename || 'batch.jsonl').slice(0, 255),
+        filename: storableName(file.originalFilename),
         bytes: stored.size,
         storageKey: file.ingest.key,
         lineCount: v.requests,
