@@ -238,7 +238,7 @@ export function expandEnv(s: string, env: NodeJS.ProcessEnv = process.env): stri
 }
 
 /** The prices a model of each mode is billed by: a model without them is refused at load, never served unpriced. */
-const REQUIRED_PRICES: Record<Mode, (keyof Pricing)[]> = {
+export const REQUIRED_PRICES: Record<Mode, (keyof Pricing)[]> = {
   chat: ['inputPer1MTokens', 'outputPer1MTokens'],
   completion: ['inputPer1MTokens', 'outputPer1MTokens'],
   embedding: ['inputPer1MTokens'],

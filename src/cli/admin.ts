@@ -24,6 +24,7 @@ import {
   UsageError as ConsoleUsageError,
 } from './consoleUsers';
 import { isWebhookCommand, planWebhookCommand, WEBHOOKS_USAGE, WebhookUsageError } from './webhooks';
+import { CATALOG_IMPORT_USAGE, CatalogImportUsageError, runCatalogImport } from './catalogImport';
 
 /**
  * Operator CLI: `npm run admin -- <command> ...` against DATABASE_URL (migrations are applied first).
@@ -65,6 +66,11 @@ ${CONSOLE_USERS_USAGE.split('\n')
 
 Webhooks:
 ${WEBHOOKS_USAGE.split('\n')
+  .map((l) => '  ' + l)
+  .join('\n')}
+
+Catalog (no database):
+${CATALOG_IMPORT_USAGE.split('\n')
   .map((l) => '  ' + l)
   .join('\n')}
 
@@ -219,6 +225,7 @@ export async function runAdmin(
 ): Promise<number> {
   if (argv[0] && isConsoleUserCommand(argv[0])) return runConsoleLogins(argv[0], argv.slice(1), io);
   if (argv[0] && isWebhookCommand(argv[0])) return runWebhooks(argv[0], argv.slice(1), io);
+  if (argv[0] && Object.hasOwn(FILE_COMMANDS, argv[0])) return runFileCommand(argv[0], argv.slice(1), io);
   // parseArgs would read "-3" as an unknown option; say what is really wrong.
   const negative = argv.find((a) => /^-\d/.test(a));
   if (negative !== undefined) {
@@ -636,6 +643,27 @@ const COMMANDS: Record<string, (pos: string[], values: Values) => Runner> = {
   'list-accounts': listAccountsCommand,
   'verify-ledger': verifyLedgerCommand,
 };
+
+/** Commands on files rather than the database (no migration, no connection): lines to print or data for --json. */
+const FILE_COMMANDS: Record<string, (args: string[], env: NodeJS.ProcessEnv) => { lines: string[]; data: unknown }> = {
+  'catalog-import': runCatalogImport,
+};
+
+function runFileCommand(cmd: string, args: string[], io: AdminIO): number {
+  try {
+    const { lines, data } = FILE_COMMANDS[cmd](args, io.env);
+    if (args.includes('--json')) io.out(JSON.stringify(data, null, 2));
+    else for (const l of lines) io.out(l);
+    return 0;
+  } catch (e) {
+    if (e instanceof CatalogImportUsageError) {
+      io.err(`error: ${e.message}\n\n${USAGE}`);
+      return 2;
+    }
+    io.err(`error: ${e instanceof Error ? e.message : String(e)}`);
+    return 1;
+  }
+}
 
 /** Parses and validates a command's arguments, returning the work to do against the database. */
 function plan(cmd: string, pos: string[], values: Values): Runner {
