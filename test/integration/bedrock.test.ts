@@ -3,7 +3,8 @@ import os from 'node:os';
 import path from 'node:path';
 import Anthropic from '@anthropic-ai/sdk';
 import { startGateway, type TestGateway } from '../support/gateway';
-import { chargedVnd as chargedOf, fundedClient, usageRows } from '../support/records';
+import { useAwsTestEnv } from '../support/cloudCredentials';
+import { anthropicUsageCost, chargedVnd as chargedOf, fundedClient, usageRows } from '../support/records';
 
 /**
  * The `bedrock` provider kind over real HTTP against the emulated Bedrock runtime: Claude natively on /v1/messages
@@ -21,14 +22,7 @@ const CLAUDE_PRICE = {
 };
 const NOVA_PRICE = { inputPer1MTokens: 20000, cachedInputPer1MTokens: 5000, outputPer1MTokens: 80000 };
 
-function cost(p: Record<string, number>, u: Record<string, number>): number {
-  const sum =
-    (u.input_tokens ?? 0) * p.inputPer1MTokens +
-    (u.cache_read_input_tokens ?? 0) * (p.cachedInputPer1MTokens ?? p.inputPer1MTokens) +
-    (u.cache_creation_input_tokens ?? 0) * (p.cacheWrite5mPer1MTokens ?? p.inputPer1MTokens) +
-    (u.output_tokens ?? 0) * p.outputPer1MTokens;
-  return Math.ceil(sum / 1_000_000);
-}
+const cost = anthropicUsageCost;
 
 let gw: TestGateway;
 /** What the account was charged, its pending usage flushed first. */
@@ -36,13 +30,9 @@ async function chargedVnd(_deps: unknown, accountId: string): Promise<number> {
   await usageRows(gw.deps, accountId, 'id');
   return chargedOf(gw.deps, accountId);
 }
-const saved = { ...process.env };
+let restoreAws: () => void;
 beforeAll(async () => {
-  Object.assign(process.env, {
-    AWS_ACCESS_KEY_ID: 'AKIAEMULATOR00000000',
-    AWS_SECRET_ACCESS_KEY: 'emulator-secret-key',
-    AWS_EC2_METADATA_DISABLED: 'true',
-  });
+  restoreAws = useAwsTestEnv();
   const catalog = {
     providers: {
       aws: { kind: 'bedrock', region: 'us-east-1', baseUrl: '${EMULATOR_URL}/bedrock', timeoutMs: 5000 },
@@ -72,8 +62,7 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await gw.close();
-  for (const k of ['AWS_ACCESS_KEY_ID', 'AWS_SECRET_ACCESS_KEY', 'AWS_EC2_METADATA_DISABLED'])
-    if (saved[k] === undefined) delete process.env[k];
+  restoreAws();
 });
 afterEach(() => gw.emulator.control.reset());
 

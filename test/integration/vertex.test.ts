@@ -5,7 +5,7 @@ import path from 'node:path';
 import Anthropic from '@anthropic-ai/sdk';
 import { GoogleGenAI } from '@google/genai';
 import { startGateway, type TestGateway } from '../support/gateway';
-import { chargedVnd as chargedOf, fundedClient, usageRows } from '../support/records';
+import { anthropicUsageCost, chargedVnd as chargedOf, fundedClient, usageRows } from '../support/records';
 import { serviceAccountClient, type ServiceAccountKey } from '../../src/providers/vertexAuth';
 
 /**
@@ -108,14 +108,7 @@ async function chargedVnd(accountId: string): Promise<number> {
   return chargedOf(gw.deps, accountId);
 }
 
-function cost(p: Record<string, number>, u: Record<string, number>): number {
-  const sum =
-    (u.input_tokens ?? 0) * p.inputPer1MTokens +
-    (u.cache_read_input_tokens ?? 0) * (p.cachedInputPer1MTokens ?? p.inputPer1MTokens) +
-    (u.cache_creation_input_tokens ?? 0) * (p.cacheWrite5mPer1MTokens ?? p.inputPer1MTokens) +
-    (u.output_tokens ?? 0) * p.outputPer1MTokens;
-  return Math.ceil(sum / 1_000_000);
-}
+const cost = anthropicUsageCost;
 
 const tokenRequests = () => gw.emulator.control.requests.filter((r) => r.path === '/vertex/oauth2/token');
 const PREFIX = `/vertex/v1/projects/${PROJECT}/locations/${REGION}/publishers`;

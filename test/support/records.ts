@@ -37,3 +37,13 @@ export async function fundedAccount(db: Db, amount: number, name = 'test'): Prom
   await topUp(db, { accountId: id, amount, idempotencyKey: `t:${randomUUID()}` });
   return id;
 }
+
+/** The cost of Anthropic-shaped usage at a model's prices: each field at its price, rounded up once (integer VND). */
+export function anthropicUsageCost(p: Record<string, number>, u: Record<string, number | null | undefined>): number {
+  const sum =
+    (u.input_tokens ?? 0) * p.inputPer1MTokens +
+    (u.cache_read_input_tokens ?? 0) * (p.cachedInputPer1MTokens ?? p.inputPer1MTokens) +
+    (u.cache_creation_input_tokens ?? 0) * (p.cacheWrite5mPer1MTokens ?? p.inputPer1MTokens) +
+    (u.output_tokens ?? 0) * p.outputPer1MTokens;
+  return Math.ceil(sum / 1_000_000);
+}
