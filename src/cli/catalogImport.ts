@@ -18,7 +18,7 @@ import { projectRoot } from '../projectRoot';
  * converted from USD per token (character, second, image) to integer VND per 1M tokens (1K characters, audio minute,
  * image) at the operator's rate, exactly (decimal arithmetic on the list's numbers, never floats) and rounded up to
  * the next whole VND, so an imported price never bills under the list. Cache reads and writes and batch prices come
- * along where the list has them; the context window and output cap too. An existing model (id or alias) is left
+ * along where the list has them (batch prices as `batchPricing`); the context window and output cap too. An existing model (id or alias) is left
  * alone unless --force; the result is checked as a whole catalog before the file is written.
  */
 
@@ -143,20 +143,6 @@ function batchListPricing(e: PriceEntry, mode: Mode, rate: Decimal): Pricing {
   return {};
 }
 
-/** Whether this gateway's catalog takes batch prices (`batchPricing`, billed by the batches API). */
-function catalogTakesBatchPrices(): boolean {
-  try {
-    const model = { id: 'm', mode: 'embedding', provider: 'p', upstreamModel: 'm', pricing: { inputPer1MTokens: 1 } };
-    new Catalog({
-      providers: { p: { kind: 'openai', baseUrl: 'http://127.0.0.1' } },
-      models: [{ ...model, batchPricing: { inputPer1MTokens: 1 } } as ModelConfig],
-    });
-    return true;
-  } catch {
-    return false;
-  }
-}
-
 export interface ImportOptions {
   file: string;
   providers: string[];
@@ -167,8 +153,6 @@ export interface ImportOptions {
 }
 
 export interface ImportResult {
-  /** False when this catalog has no batch prices yet: the list's batch prices are left out. */
-  batchPrices: boolean;
   added: { id: string; provider: string; mode: Mode; pricing: Pricing; batchPricing?: Pricing }[];
   replaced: string[];
   skipped: { name: string; provider: string; reason: string }[];
@@ -195,11 +179,9 @@ export function importPrices(o: ImportOptions, env: NodeJS.ProcessEnv = process.
         `no provider ${JSON.stringify(p)} in ${o.catalog} (it has: ${Object.keys(file.providers).join(', ')})`,
       );
   const wanted = o.models ? new Set(o.models) : null;
-  const result: ImportResult = { batchPrices: false, added: [], replaced: [], skipped: [] };
+  const result: ImportResult = { added: [], replaced: [], skipped: [] };
   const taken = (name: string) => file.models.findIndex((m) => m.id === name || (m.aliases ?? []).includes(name));
   const importedNow = new Set<string>();
-  const withBatch = catalogTakesBatchPrices();
-  result.batchPrices = withBatch;
   for (const provider of o.providers) {
     const serves = LITELLM_PROVIDERS[file.providers[provider].kind];
     for (const [key, e] of Object.entries(list)) {
@@ -232,7 +214,7 @@ export function importPrices(o: ImportOptions, env: NodeJS.ProcessEnv = process.
         skip('already in the catalog (--force replaces it)');
         continue;
       }
-      const batch = withBatch ? batchListPricing(e, mode, rate) : {};
+      const batch = batchListPricing(e, mode, rate);
       const entry: ModelConfig & { batchPricing?: Pricing } = {
         id: name,
         mode,
@@ -331,8 +313,7 @@ export function runCatalogImport(args: string[], env: NodeJS.ProcessEnv): { line
         (a.batchPricing ? `; batch: ${priceText(a.batchPricing)}` : ''),
     ),
     ...r.skipped.map((s) => `skipped ${s.name} (provider ${s.provider}): ${s.reason}`),
-    `${r.added.length} model(s) written to ${catalog}, ${r.skipped.length} skipped (VND, rounded up to whole VND)` +
-      (r.batchPrices ? '' : '; batch prices left out: this catalog has no batchPricing'),
+    `${r.added.length} model(s) written to ${catalog}, ${r.skipped.length} skipped (VND, rounded up to whole VND)`,
   ];
   return { lines, data: { catalog, ...r } };
 }
