@@ -1,4 +1,5 @@
 import type Koa from 'koa';
+import { anthropicInputTokens } from './providerTokens';
 import type Router from '@koa/router';
 import type { Mount } from './mount';
 import type { EmulatorControl } from './control';
@@ -141,8 +142,9 @@ function reply(body: Json): Reply {
 }
 
 /** An emulated Messages answer to a valid request: the whole message, and the same answer as stream events. */
-export function messageAnswer(body: Json, model: unknown): { message: Json; events: Json[] } {
+export function messageAnswer(body: Json, model: unknown, providerTokens = false): { message: Json; events: Json[] } {
   const r = reply(body);
+  if (providerTokens) r.inputTokens = anthropicInputTokens(body);
   const id = `msg_emu${hash(JSON.stringify(body.messages).slice(0, 2000) + Date.now() + Math.random())}`;
   const signature = r.thinking ? `emu-sig-${hash(r.thinking)}` : '';
   // input_tokens excludes cache reads and writes (the prompt markers of replyKit ask for them).
@@ -223,7 +225,7 @@ function messages(ctl: EmulatorControl) {
     const body = await readJson(ctx);
     ctl.record('POST', ctx.path, ctx.headers, body);
     if (!validate(ctx, body, false)) return;
-    const { message, events } = messageAnswer(body, body.model);
+    const { message, events } = messageAnswer(body, body.model, ctl.settings.providerTokens);
     if (body.stream !== true) {
       ctx.set('request-id', `req_${message.id}`);
       ctx.body = message;

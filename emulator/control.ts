@@ -56,6 +56,8 @@ export interface EmulatorSettings {
   googleServiceAccounts: Record<string, string>;
   /** Vertex: lifetime of the access tokens it issues (seconds). */
   googleTokenTtlS: number;
+  /** Count prompt tokens as the providers do (./providerTokens.ts) rather than characters / 4 of the text. */
+  providerTokens: boolean;
 }
 
 export const defaultSettings = (): EmulatorSettings => ({
@@ -69,6 +71,7 @@ export const defaultSettings = (): EmulatorSettings => ({
   awsAccessKeys: ['AKIAEMULATOR00000000'],
   googleServiceAccounts: {},
   googleTokenTtlS: 3600,
+  providerTokens: false,
 });
 
 export class EmulatorControl {

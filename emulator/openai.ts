@@ -1,4 +1,5 @@
 import { Readable } from 'node:stream';
+import { openaiPromptTokens } from './providerTokens';
 import type Koa from 'koa';
 import type Router from '@koa/router';
 import type { Mount } from './mount';
@@ -276,6 +277,7 @@ function chatCompletions(ctl: EmulatorControl) {
     if (!Array.isArray(body.messages) || body.messages.length === 0)
       return fail(ctx, 400, "Missing required parameter: 'messages'.", 'messages', 'missing_required_parameter');
     const r = chatReply(body);
+    if (ctl.settings.providerTokens) r.promptTokens = openaiPromptTokens(body);
     const n = Number.isInteger(body.n) && body.n > 0 ? Math.min(body.n, 16) : 1;
     const id = `chatcmpl-emu${++seq}`;
     const created = nowSec();

@@ -1,9 +1,10 @@
 import type { ModelConfig } from '../catalog/catalog';
-import { IMAGE_PART_TOKENS, promptTokensBound, tokensBoundCost } from './pricing';
+import { promptTokensBound, tokensBoundCost } from './pricing';
+import { mediaParts, mediaTokens, type MediaPart } from './imageTokens';
 
 /**
  * Billing rules shared by /v1/messages and /v1/responses, the same as chat: reserve an upper bound before the
- * upstream call (prompt tokens <= request bytes, plus a fixed allowance per image; output <= the max tokens
+ * upstream call (prompt tokens <= request bytes, plus each image at its provider's rule; output <= the max tokens
  * asked for), then settle the upstream's reported usage, or, for a stream cut short or without usage, an
  * estimate of what was delivered (ceil(chars / 4)), never zero for a stream the upstream accepted.
  */
@@ -16,18 +17,13 @@ export function nativeBound(
   model: ModelConfig,
   payloadBytes: number,
   maxOutput: number,
-  images: number,
+  images: readonly MediaPart[] | number,
 ): { maxCost: number; maxTokens: number } {
-  const input = promptTokensBound(model, payloadBytes, images * IMAGE_PART_TOKENS);
+  const input = promptTokensBound(model, payloadBytes, mediaTokens(model, images));
   return { maxCost: tokensBoundCost(model.pricing, input, maxOutput), maxTokens: input + maxOutput };
 }
 
-/** Counts image / document blocks anywhere in a JSON value (messages or input items). */
-export function countImages(v: unknown, depth = 0): number {
-  if (depth > 8 || v === null || typeof v !== 'object') return 0;
-  if (Array.isArray(v)) return v.reduce((n: number, x) => n + countImages(x, depth + 1), 0);
-  const o = v as Record<string, unknown>;
-  let n = o.type === 'image' || o.type === 'document' || o.type === 'input_image' || o.type === 'input_file' ? 1 : 0;
-  for (const k of ['content', 'output']) if (Array.isArray(o[k])) n += countImages(o[k], depth + 1);
-  return n;
+/** The image, audio, file and document parts anywhere in messages or input items (priced per model by nativeBound). */
+export function countImages(v: unknown): MediaPart[] {
+  return mediaParts(v);
 }

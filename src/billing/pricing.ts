@@ -1,4 +1,5 @@
 import type { ModelConfig, Pricing } from '../catalog/catalog';
+import { mediaParts, mediaTokens } from './imageTokens';
 
 /**
  * Costs in integer VND from catalog prices. Every cost is rounded UP to a whole VND, on exact integer
@@ -6,14 +7,13 @@ import type { ModelConfig, Pricing } from '../catalog/catalog';
  *
  * Funds bounds (what is reserved before an upstream call) are upper bounds of the actual cost:
  * - chat/completions prompt tokens <= UTF-8 bytes of the serialised request (a token is at least one byte, and the
- *   JSON keys and quotes cover per-message overhead), plus IMAGE_PART_TOKENS per image/audio/file part (a URL is
- *   a few bytes but costs many tokens), capped by the model's context window;
+ *   JSON keys and quotes cover per-message overhead, system prompts, tool definitions and tool calls), plus each
+ *   image at its provider's rule by detail and size, and a fixed allowance per audio or file part (a URL is a few
+ *   bytes but costs many tokens: ./imageTokens.ts), capped by the model's context window;
  * - output tokens <= max_completion_tokens / max_tokens, else the model's maxOutputTokens, times the choices (n).
  */
 
 export const DEFAULT_MAX_OUTPUT_TOKENS = 4096;
-/** Tokens assumed per non-text input part (image_url, input_audio, file) in the funds bound. */
-export const IMAGE_PART_TOKENS = 2000;
 /** The delivered-text rule for cut streams and missing usage: one token per 4 characters, rounded up. */
 export const CHARS_PER_TOKEN = 4;
 
@@ -111,21 +111,6 @@ export function outputTokensBound(model: ModelConfig, body: ChatBodyLike): numbe
   return perChoice * choices * prompts;
 }
 
-/** Counts message content parts that are not text (each may cost far more tokens than its bytes). */
-export function nonTextParts(messages: unknown): number {
-  if (!Array.isArray(messages)) return 0;
-  let n = 0;
-  for (const m of messages) {
-    const c = (m as { content?: unknown })?.content;
-    if (!Array.isArray(c)) continue;
-    for (const part of c) {
-      const t = (part as { type?: unknown })?.type;
-      if (t === 'image_url' || t === 'input_audio' || t === 'file' || t === 'image') n++;
-    }
-  }
-  return n;
-}
-
 /** Upper bound of prompt tokens for a serialised chat/completions request of `payloadBytes` UTF-8 bytes. */
 export function promptTokensBound(model: ModelConfig, payloadBytes: number, extraTokens = 0): number {
   const bound = payloadBytes + extraTokens;
@@ -144,7 +129,7 @@ export interface ChatCostBound {
  */
 export function estimateChatMaxCost(model: ModelConfig, body: ChatBodyLike, payloadBytes?: number): ChatCostBound {
   const bytes = payloadBytes ?? Buffer.byteLength(JSON.stringify(body));
-  const promptTokens = promptTokensBound(model, bytes, nonTextParts(body.messages) * IMAGE_PART_TOKENS);
+  const promptTokens = promptTokensBound(model, bytes, mediaTokens(model, mediaParts(body.messages)));
   const outputTokens = outputTokensBound(model, body);
   return { promptTokens, outputTokens, maxCost: tokensBoundCost(model.pricing, promptTokens, outputTokens) };
 }
