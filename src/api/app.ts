@@ -16,6 +16,7 @@ import { videosRouter } from './routers/videos';
 import { webhooksRouter } from './routers/webhooks';
 import { filesRouter } from './routers/files';
 import { batchesRouter } from './routers/batches';
+import { messageBatchesRouter } from './routers/messageBatches';
 import { consoleRouter } from '../console/router';
 import { dispatchByPrefix } from './dispatch';
 
@@ -42,6 +43,7 @@ export function createApp(deps: AppDeps): Koa<GatewayState> {
     webhooksRouter(deps),
     filesRouter(deps),
     batchesRouter(deps),
+    messageBatchesRouter(deps),
     consoleRouter(deps),
   ];
   app.use(dispatchByPrefix(routers));

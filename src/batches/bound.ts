@@ -31,7 +31,9 @@ export function itemBound(
   const shaped =
     endpoint === '/v1/responses'
       ? { max_tokens: body.max_output_tokens, messages: body.input, n: 1 }
-      : (body as Parameters<typeof estimateChatMaxCost>[1]);
+      : endpoint === '/v1/messages'
+        ? { max_tokens: body.max_tokens, messages: body.messages, n: 1 }
+        : (body as Parameters<typeof estimateChatMaxCost>[1]);
   return boundOverCandidates(catalog, router, model, (m, extra) =>
     estimateChatMaxCost(atBatchPrices(m), shaped, bodyBytes + extra),
   ).maxCost;

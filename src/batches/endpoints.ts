@@ -7,6 +7,7 @@ export const ENDPOINT_MODES: Record<BatchEndpoint, Mode[]> = {
   '/v1/completions': ['completion'],
   '/v1/embeddings': ['embedding'],
   '/v1/responses': ['chat'],
+  '/v1/messages': ['chat'],
 };
 
 export const OPERATION_OF: Record<BatchEndpoint, string> = {
@@ -14,4 +15,5 @@ export const OPERATION_OF: Record<BatchEndpoint, string> = {
   '/v1/completions': 'batch.completions',
   '/v1/embeddings': 'batch.embeddings',
   '/v1/responses': 'batch.responses',
+  '/v1/messages': 'batch.messages',
 };

@@ -17,6 +17,7 @@ import { validateChatCompletion, validateCompletion } from '../schemas/chat';
 import { validateEmbedding } from '../schemas/embeddings';
 import { checkOutputCap } from '../catalog/outputCap';
 import type { BatchEndpoint } from '../files/batchInput';
+import { runMessagesItem } from './messagesItem';
 
 /**
  * One batch request through the gateway's routed path, without HTTP: the body validated by the synchronous
@@ -118,6 +119,7 @@ async function run(
   signal: AbortSignal,
 ): Promise<{ body: unknown; cost: number; units: Record<string, number> }> {
   const answered = () => rec.t?.model ?? model;
+  if (endpoint === '/v1/messages') return runMessagesItem(deps, model, body, rec, signal);
   const kind = deps.catalog.providers.get(model.provider)?.kind;
   if (endpoint === '/v1/embeddings') {
     validateEmbedding(body);

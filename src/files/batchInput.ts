@@ -8,7 +8,9 @@ import { isBlank, LineSplitter, LineTooLong, MAX_LINE_BYTES, type Line } from '.
  */
 
 export const BATCH_ENDPOINTS = ['/v1/chat/completions', '/v1/embeddings', '/v1/completions', '/v1/responses'] as const;
-export type BatchEndpoint = (typeof BATCH_ENDPOINTS)[number];
+/** What a batch's lines may run on: OpenAI's endpoints, and /v1/messages for Anthropic's Message Batches. */
+export const RUN_ENDPOINTS = [...BATCH_ENDPOINTS, '/v1/messages'] as const;
+export type BatchEndpoint = (typeof RUN_ENDPOINTS)[number];
 export const MAX_REQUESTS = 50_000;
 export const MAX_FILE_BYTES = 200 * 1024 * 1024;
 export const MAX_CUSTOM_ID = 512;
@@ -48,7 +50,7 @@ export function parseRequestLine(l: Line): BatchRequestLine | InputProblem {
   if (o.custom_id.length > MAX_CUSTOM_ID)
     return bad(`Line ${l.no}: custom_id is longer than ${MAX_CUSTOM_ID} characters.`);
   if (o.method !== 'POST') return bad(`Line ${l.no}: method must be "POST".`, 'invalid_method');
-  if (typeof o.url !== 'string' || !(BATCH_ENDPOINTS as readonly string[]).includes(o.url))
+  if (typeof o.url !== 'string' || !(RUN_ENDPOINTS as readonly string[]).includes(o.url))
     return bad(`Line ${l.no}: url must be one of ${BATCH_ENDPOINTS.join(', ')}.`, 'invalid_url');
   const body = o.body;
   if (body === null || typeof body !== 'object' || Array.isArray(body))
@@ -110,6 +112,12 @@ export class BatchInputValidator {
   private line(l: Line): void {
     if (this.problem || isBlank(l.bytes)) return;
     const r = parseRequestLine(l);
+    if (!isProblem(r) && !(BATCH_ENDPOINTS as readonly string[]).includes(r.url)) {
+      // /v1/messages lines come from POST /v1/messages/batches, not from an uploaded file.
+      const message = `Line ${l.no}: url must be one of ${BATCH_ENDPOINTS.join(', ')}.`;
+      this.problem = { line: l.no, message, code: 'invalid_url' };
+      return;
+    }
     if (isProblem(r)) {
       this.problem = r;
       return;

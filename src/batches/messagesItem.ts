@@ -1,0 +1,100 @@
+import { batchPricingOf, type Catalog, type ModelConfig } from '../catalog/catalog';
+import type { ProviderRegistry } from '../providers/registry';
+import type { ModelRouter, RouteRecorder } from '../routing/modelRouter';
+import { ApiError } from '../errors';
+import { RoutedPayload } from '../api/upstream';
+import { AnthropicAdapter, DEFAULT_ANTHROPIC_VERSION } from '../providers/anthropic';
+import { servedNatively } from '../providers/kinds';
+import { asOpenAIError } from '../providers/upstreamError';
+import { RoutedBackend } from '../routing/routedBackend';
+import { validateMessages } from '../schemas/messages';
+import { checkOutputCap } from '../catalog/outputCap';
+import { messagesToChat } from '../translate/messagesToChat';
+import { chatToMessages } from '../translate/chatToMessages';
+import { translateInput } from '../translate/translateInput';
+import {
+  estimatedUsage,
+  fromAnthropicUsage,
+  fromChatUsage,
+  usageCost,
+  usageUnits,
+  type AnthropicUsageLike,
+} from '../billing/tokenUsage';
+
+/**
+ * One request of a message batch (POST /v1/messages/batches) through the gateway's /v1/messages paths, without
+ * HTTP: on a model of an `anthropic` provider the params go upstream as sent (model renamed), on any other chat
+ * model they are translated to chat and the answer back to a message, as src/api/messages/ does. Same router
+ * (deployments, retries, fallbacks); the cost is at the answering model's batch prices.
+ */
+
+export interface MessagesItemDeps {
+  catalog: Catalog;
+  providers: ProviderRegistry;
+  router: ModelRouter;
+}
+
+export async function runMessagesItem(
+  deps: MessagesItemDeps,
+  model: ModelConfig,
+  body: Record<string, unknown>,
+  rec: RouteRecorder & { t: { model: ModelConfig } | null },
+  signal: AbortSignal,
+): Promise<{ body: unknown; cost: number; units: Record<string, number> }> {
+  const req: unknown = body;
+  validateMessages(req);
+  checkOutputCap(model, 'max_tokens', req.max_tokens);
+  if (servedNatively(deps.catalog.provider(model).kind, model, 'messages')) {
+    const payloads = new RoutedPayload({ ...req, model: model.upstreamModel });
+    let res;
+    try {
+      res = await deps.router.run(
+        model,
+        (t) => {
+          const a = deps.providers.forDeployment(t.deployment);
+          if (!(a instanceof AnthropicAdapter)) throw new Error(`deployment ${t.deployment.id} is not Anthropic`);
+          return a.messagesWhole(payloads.for(t), { version: DEFAULT_ANTHROPIC_VERSION }, { signal });
+        },
+        rec,
+      );
+    } catch (e) {
+      throw asOpenAIError(e);
+    }
+    let message: { usage?: AnthropicUsageLike; content?: unknown };
+    try {
+      message = JSON.parse(res.raw.toString('utf8'));
+    } catch {
+      throw new ApiError(
+        502,
+        'The upstream provider returned an invalid response.',
+        'api_error',
+        null,
+        'upstream_error',
+      );
+    }
+    const u = message.usage;
+    const usage =
+      typeof u?.input_tokens === 'number' && typeof u.output_tokens === 'number'
+        ? fromAnthropicUsage(u)
+        : estimatedUsage(Buffer.byteLength(payloads.payload), res.raw.length);
+    const answered = rec.t?.model ?? model;
+    return { body: message, cost: usageCost(batchPricingOf(answered), usage), units: usageUnits(usage) };
+  }
+  const { chat, tools } = translateInput(() =>
+    messagesToChat(req, {
+      upstreamModel: model.upstreamModel,
+      maxOutputTokens: model.maxOutputTokens,
+      reasoning: model.reasoning,
+    }),
+  );
+  const backend = new RoutedBackend(deps.providers, deps.catalog, deps.router, model, chat);
+  backend.recorder = rec;
+  const c = await backend.complete(signal).catch((e: unknown) => {
+    throw asOpenAIError(e);
+  });
+  const msg = chatToMessages(c, { model: req.model, tools });
+  const usage = c.usage
+    ? fromChatUsage(c.usage)
+    : estimatedUsage(backend.payloadBytes, JSON.stringify(msg.content).length);
+  return { body: msg, cost: usageCost(batchPricingOf(backend.answered), usage), units: usageUnits(usage) };
+}
