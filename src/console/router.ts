@@ -8,6 +8,7 @@ import { mountCustomerApi } from './customerApi';
 import { mountOperatorApi } from './operatorApi';
 import { mountMedia } from './media';
 import { mountWebhooksApi } from './webhooks';
+import { mountBatchesApi } from './batches';
 
 /**
  * The web console, served by the gateway itself under /console: a small hand-written single-page app
@@ -35,6 +36,7 @@ export function consoleRouter(deps: AppDeps): Router<GatewayState> {
   mountOperatorApi(r, deps);
   mountMedia(r, deps);
   mountWebhooksApi(r, deps);
+  mountBatchesApi(r, deps);
 
   r.get('/console/static/:file', route('/console/static/:file'), (ctx) => {
     const a = assets.get(ctx.params.file);

@@ -154,6 +154,7 @@
     { re: /^\/jobs$/, page: pageJobs, nav: 'jobs' },
     { re: new RegExp('^/jobs/' + UUID + '$'), page: pageJob, nav: 'jobs' },
     { re: /^\/models$/, page: pageModels, nav: 'models' },
+    { re: /^\/batches$/, page: pageBatches, nav: 'batches' },
     { re: /^\/webhooks$/, page: pageWebhooks, nav: 'webhooks' },
     { re: /^\/admin\/accounts$/, page: pageAccounts, nav: 'accounts', operator: true },
     { re: new RegExp('^/admin/accounts/' + UUID + '$'), page: pageAccount, nav: 'accounts', operator: true },
@@ -275,6 +276,7 @@
           item('balance', '/balance', 'Balance'),
           item('usage', '/usage', 'Usage'),
           item('jobs', '/jobs', 'Video jobs'),
+          item('batches', '/batches', 'Batches'),
           item('webhooks', '/webhooks', 'Webhooks'),
           item('models', '/models', 'Models'),
           isOp ? [h('span', { class: 'sep' }), item('accounts', '/admin/accounts', 'Accounts')] : null,
@@ -458,7 +460,18 @@
       }
     }
   }
-  const STATUS_BADGE = { submitted: 'info', processing: 'warn', completed: 'ok', failed: 'bad', expired: 'muted' };
+  const STATUS_BADGE = {
+    submitted: 'info',
+    processing: 'warn',
+    completed: 'ok',
+    failed: 'bad',
+    expired: 'muted',
+    validating: 'info',
+    in_progress: 'warn',
+    finalizing: 'warn',
+    cancelling: 'warn',
+    cancelled: 'muted',
+  };
   const statusBadge = (st) => h('span', { class: 'badge ' + (STATUS_BADGE[st] || '') }, st);
 
   // ---------------------------------------------------------------- sign-in
@@ -1614,6 +1627,151 @@
                 first = true;
                 refresh();
               }),
+        );
+      }
+    };
+    refresh();
+  }
+
+  // ---------------------------------------------------------------- batches
+  const BATCH_STATUSES = [
+    'validating',
+    'in_progress',
+    'finalizing',
+    'cancelling',
+    'completed',
+    'failed',
+    'expired',
+    'cancelled',
+  ];
+  const BATCH_OPEN = ['validating', 'in_progress', 'finalizing', 'cancelling'];
+  const batchOpen = (b) => BATCH_OPEN.includes(b.status);
+  const batchLabel = (st) => (st[0].toUpperCase() + st.slice(1)).replace('_', ' ');
+  function batchFiles(b) {
+    const base = BASE + '/media/batches/' + b.id + '/';
+    const one = (which, text) =>
+      b.files[which]
+        ? h(
+            'a',
+            { href: base + which + '.jsonl', download: b.id + '_' + which + '.jsonl', class: 'file-' + which },
+            text,
+          )
+        : null;
+    const links = [one('input', 'Input'), one('output', 'Output'), one('error', 'Errors')].filter(Boolean);
+    return links.length ? links.flatMap((l, i) => (i ? [' · ', l] : [l])) : '—';
+  }
+  function batchRow(b, onCancel) {
+    const done = b.completed + b.failed;
+    return h(
+      'tr',
+      { 'data-batch-id': b.id, 'data-status': b.status },
+      h('td', { class: 'time' }, when(b.createdAt)),
+      h('td', { class: 'status' }, statusBadge(b.status)),
+      h(
+        'td',
+        { class: 'hide-sm' },
+        b.model,
+        h('div', { class: 'hint' }, b.endpoint === '/v1/messages' ? 'Message Batches' : b.endpoint),
+      ),
+      h(
+        'td',
+        { class: 'num counts', title: b.completed + ' succeeded, ' + b.failed + ' failed of ' + b.total },
+        num(done) + ' / ' + num(b.total),
+        b.failed ? h('div', { class: 'hint failed-count' }, num(b.failed) + ' failed') : null,
+      ),
+      h(
+        'td',
+        { class: 'num cost' },
+        vnd(b.costVnd),
+        batchOpen(b) ? h('div', { class: 'hint', title: 'Held until the batch ends' }, '≤ ' + vnd(b.maxCostVnd)) : null,
+      ),
+      h('td', { class: 'files nowrap' }, batchFiles(b)),
+      h(
+        'td',
+        { class: 'nowrap' },
+        b.status === 'validating' || b.status === 'in_progress'
+          ? h('button', { class: 'secondary small cancel', onclick: () => onCancel(b) }, 'Cancel')
+          : null,
+      ),
+    );
+  }
+  function pageBatches(main, _p, query, scope) {
+    const status = BATCH_STATUSES.includes(query.get('status')) ? query.get('status') : '';
+    const body = h('div');
+    const live = h('span');
+    const note = h('div');
+    const chip = (st, text) =>
+      h('a', { href: BASE + '/batches' + (st ? '?status=' + st : ''), class: status === st ? 'active' : null }, text);
+    replace(
+      main,
+      pageHead(
+        'Batches',
+        'Bulk requests submitted with POST /v1/batches or /v1/messages/batches, billed per request at batch prices.',
+        live,
+      ),
+      h(
+        'div',
+        { class: 'chips', role: 'navigation', 'aria-label': 'Filter by status' },
+        chip('', 'All'),
+        BATCH_STATUSES.map((st) => chip(st, batchLabel(st))),
+      ),
+      note,
+      h('section', { class: 'panel' }, body),
+    );
+    const cancel = async (b) => {
+      const ok = await confirmDialog(
+        'Cancel this batch?',
+        'Requests that have run are kept and charged; the rest are not run, and their funds are released.',
+        'Cancel batch',
+      );
+      if (!ok) return;
+      try {
+        await api('POST', '/batches/' + b.id + '/cancel');
+        formError(note, null);
+      } catch (e) {
+        formError(note, e);
+      }
+      refresh();
+    };
+    let first = true;
+    const refresh = async () => {
+      if (first) replace(body, loading());
+      try {
+        const { data } = await api('GET', '/batches?limit=100' + (status ? '&status=' + status : ''));
+        if (!scope.alive()) return;
+        first = false;
+        replace(
+          body,
+          data.length
+            ? table(
+                [
+                  { label: 'Created' },
+                  { label: 'Status' },
+                  { label: 'Model', cls: 'hide-sm' },
+                  { label: 'Requests', cls: 'num' },
+                  { label: 'Cost', cls: 'num' },
+                  { label: 'Files' },
+                  { label: '' },
+                ],
+                data.map((b) => batchRow(b, cancel)),
+              )
+            : emptyState(
+                'grid',
+                status ? 'No ' + batchLabel(status).toLowerCase() + ' batches' : 'No batches yet',
+                'Upload a JSONL file with POST /v1/files and start it with POST /v1/batches; it appears here at once.',
+              ),
+        );
+        const any = data.some(batchOpen);
+        replace(live, any ? h('span', { class: 'live', id: 'live-refresh' }, 'Updating while batches run') : null);
+        if (any) scope.later(2000, refresh);
+      } catch (e) {
+        if (!scope.alive() || e.status === 401) return;
+        replace(
+          body,
+          errorState(e, () => {
+            first = true;
+            refresh();
+          }),
         );
       }
     };
