@@ -58,6 +58,8 @@ export interface Config {
   maxBatchFileBytes: number;
   /** JSON body limit of POST /v1/videos (inline base64 images: up to 10 MB each, plus up to 9 reference images). */
   maxVideoJsonBytes: number;
+  /** JSON body limit of POST /v1/messages/batches (all of a message batch's requests in one body). */
+  maxMessageBatchJsonBytes: number;
   /** VND reserved per credit lease (see billing/credit.ts). */
   creditLeaseVnd: number;
   creditFlushMs: number;
@@ -112,6 +114,7 @@ export function loadConfig(overrides: Partial<Config> = {}): Config {
     maxUploadBytes: int('MAX_UPLOAD_BYTES', 25 * 1024 * 1024),
     maxBatchFileBytes: int('MAX_BATCH_FILE_BYTES', 200 * 1024 * 1024),
     maxVideoJsonBytes: int('MAX_VIDEO_JSON_BYTES', 64 * 1024 * 1024),
+    maxMessageBatchJsonBytes: int('MAX_MESSAGE_BATCH_JSON_BYTES', 32 * 1024 * 1024),
     creditLeaseVnd: int('CREDIT_LEASE_VND', 20000),
     creditFlushMs: int('CREDIT_FLUSH_MS', 200),
     keyCacheMs: int('KEY_CACHE_MS', 2000),

@@ -528,6 +528,7 @@ beforeAll(async () => {
     logLevel: 'silent',
     maxJsonBytes: JSON_LIMIT,
     maxVideoJsonBytes: JSON_LIMIT,
+    maxMessageBatchJsonBytes: JSON_LIMIT,
     maxUploadBytes: UPLOAD_LIMIT,
     maxBatchFileBytes: UPLOAD_LIMIT,
   });
@@ -896,6 +897,15 @@ function validBodies(accountId: string): Record<string, Record<string, unknown>>
       messages: [{ role: 'user', content: [{ type: 'text', text: 'hi' }] }],
       thinking: { type: 'enabled', budget_tokens: 1024 },
     },
+    'POST /v1/messages/batches': {
+      requests: [
+        {
+          custom_id: 'fuzz-1',
+          params: { model: 'claude-haiku-4-5', max_tokens: 16, messages: [{ role: 'user', content: 'hi' }] },
+        },
+      ],
+    },
+    'POST /v1/messages/batches/:id/cancel': {},
     'POST /v1/messages/count_tokens': {
       model: 'gpt-4o-mini',
       messages: [{ role: 'user', content: 'hi' }],
@@ -930,6 +940,7 @@ function validBodies(accountId: string): Record<string, Record<string, unknown>>
     'POST /v1/webhooks/:id/deliveries/:did/resend': {},
     'POST /console/api/webhooks': webhook,
     'POST /console/api/webhooks/:id/rotate': {},
+    'POST /console/api/batches/:id/cancel': {},
     'POST /console/api/webhooks/:id/deliveries/:did/resend': {},
     'POST /console/api/keys': { name: 'fuzz key' },
     'POST /console/api/session': { email: 'nobody@example.com', password: 'not-a-password-1' },
@@ -1253,9 +1264,10 @@ describe('fuzz: targeted values in every field, with a funded account', () => {
     expect(Number(charged.rows[0].n)).toBe(Number(used.rows[0].n));
     // Nothing is still reserved in the credit lease for a request that is over.
     expect(gw.deps.credit.leaseOf(funded.accountId)?.inflight ?? 0).toBe(0);
-    // Holds other than the lease and not-yet-finished video jobs: none.
+    // Holds other than the lease and not-yet-finished video jobs and batches (no worker runs here): none.
     const strayHolds = await db.query(
-      `SELECT h.id, h.ref_type FROM holds h WHERE h.account_id = $1 AND h.status = 'open' AND h.ref_type NOT IN ('lease', 'video_job')`,
+      `SELECT h.id, h.ref_type FROM holds h WHERE h.account_id = $1 AND h.status = 'open'
+         AND h.ref_type NOT IN ('lease', 'video_job', 'batch')`,
       [funded.accountId],
     );
     expect(strayHolds.rows).toEqual([]);

@@ -38,8 +38,6 @@ const anthropicErrors: Koa.Middleware<GatewayState> = async (ctx, next) => {
   await next();
 };
 
-/** Bodies of up to this size are read (Anthropic accepts 256 MB; a batch here is one JSON body in memory). */
-const MAX_CREATE_BYTES = 32 * 1024 * 1024;
 const DELETED_KEY = 'message_batch_deleted_at';
 
 export function messageBatchesRouter(deps: AppDeps): Router<GatewayState> {
@@ -61,16 +59,18 @@ export function messageBatchesRouter(deps: AppDeps): Router<GatewayState> {
     return b;
   };
 
-  r.post(base, route(base), anthropicErrors, auth, jsonBody(MAX_CREATE_BYTES), async (ctx) => {
+  r.post(base, route(base), anthropicErrors, auth, jsonBody(deps.config.maxMessageBatchJsonBytes), async (ctx) => {
     const p = ctx.state.principal!;
     const { model, lines } = messageBatchLines(ctx.request.body);
+    ctx.state.model = deps.catalog.require(model, ['chat']).id;
     const text = Buffer.from(lines.join('\n') + '\n');
     const key = files.newStorageKey();
     await deps.storage.put(key, Readable.from([text]), 'application/jsonl');
+    const fileId = files.newFileId();
     let b: repo.Batch;
     try {
       const f = await files.insertFile(deps.db, {
-        id: files.newFileId(),
+        id: fileId,
         accountId: p.accountId,
         purpose: 'batch',
         filename: 'message_batch_requests.jsonl',
@@ -90,8 +90,11 @@ export function messageBatchesRouter(deps: AppDeps): Router<GatewayState> {
         ctx.state.model = m;
       });
     } catch (e) {
-      // Nothing started: the stored requests are not kept (a batch that failed to schedule keeps its file).
-      if (!(e instanceof ApiError && e.status === 503)) await deps.storage.delete(key).catch(() => undefined);
+      // No batch (refused funds, say): its requests are not kept. A batch that failed to schedule keeps its file.
+      if (!(e instanceof ApiError && e.status === 503)) {
+        await files.markDeleted(deps.db, p.accountId, fileId).catch(() => undefined);
+        await deps.storage.delete(key).catch(() => undefined);
+      }
       throw e;
     }
     ctx.body = view(ctx, b);
