@@ -1,0 +1,158 @@
+import Anthropic from '@anthropic-ai/sdk';
+import OpenAI, { toFile } from 'openai';
+import { getBalance, listLedger, verifyProjections } from '../../src/billing/ledger';
+import { loadBatchSettings } from '../../src/batches/settings';
+import { eventually, spawnWorker, startVideoHarness, type VideoHarness } from '../support/video';
+
+/**
+ * Batches through worker kills, against the real Temporal dev server and Postgres: an OpenAI batch and an
+ * Anthropic message batch run on a worker process that is SIGKILLed mid-batch (a chunk in flight), twice; new
+ * workers finish both. Every request is in the output exactly once (none lost, none doubled), each is charged
+ * exactly once, each batch's hold is closed with charged + released = held, and the ledger reconciles.
+ */
+
+let h: VideoHarness;
+beforeAll(async () => {
+  h = await startVideoHarness(
+    {},
+    {
+      batches: {
+        ...loadBatchSettings(),
+        concurrency: 2,
+        chunkLines: 3,
+        // A dead worker's chunk is noticed within a couple of seconds and retried on another.
+        heartbeatMs: 1_500,
+        activityRetryInitialMs: 50,
+        activityRetryMaxMs: 400,
+        chunkTimeoutMs: 60_000,
+        activityTimeoutMs: 10_000,
+      },
+    },
+    { worker: false },
+  );
+});
+afterAll(async () => {
+  await h?.close();
+});
+
+const OPENAI_N = 30;
+const ANTHROPIC_N = 12;
+
+const sql = async (q: string, args: unknown[]) => (await h.deps.db.query(q, args)).rows;
+const progress = async (id: string) =>
+  Number((await sql('SELECT completed + failed AS n FROM batches WHERE id = $1', [id]))[0]?.n ?? 0);
+
+async function expectExactlyOnce(accountId: string, batchId: string, customIds: string[], outputText: string) {
+  const lines = outputText
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l) as { custom_id: string; response: { status_code: number } });
+  expect(lines.map((l) => l.custom_id).sort()).toEqual([...customIds].sort());
+  expect(lines.every((l) => l.response.status_code === 200)).toBe(true);
+  const b = (await sql('SELECT hold_id, max_cost_vnd, cost_vnd FROM batches WHERE id = $1', [batchId]))[0];
+  const hold = (await sql('SELECT placed, remaining, status FROM holds WHERE id = $1', [b.hold_id]))[0];
+  expect({ status: hold.status, remaining: Number(hold.remaining) }).toEqual({ status: 'closed', remaining: 0 });
+  const events = (await listLedger(h.deps.db, accountId, 10_000)).filter((e) => e.holdId === b.hold_id);
+  const sum = (k: string) => events.filter((e) => e.kind === k).reduce((s, e) => s + e.amount, 0);
+  expect(events.filter((e) => e.kind === 'hold_placed')).toHaveLength(1);
+  expect(events.filter((e) => e.kind === 'hold_released')).toHaveLength(1);
+  expect(sum('hold_placed')).toBe(Number(b.max_cost_vnd));
+  expect(sum('charged')).toBe(Number(b.cost_vnd));
+  expect(sum('charged') + sum('hold_released')).toBe(Number(b.max_cost_vnd));
+  return Number(b.cost_vnd);
+}
+
+test('worker SIGKILLed mid-batch, twice: no request lost or charged twice, every hold released', async () => {
+  const start = 5_000_000;
+  const acc = await h.account(start);
+  const openai = new OpenAI({ apiKey: acc.key, baseURL: `${h.url}/v1`, maxRetries: 0 });
+  const anthropic = new Anthropic({ apiKey: acc.key, baseURL: h.url, maxRetries: 0 });
+  // Slow upstream answers: a chunk is always in flight when the worker dies.
+  h.emulator.control.settings.latencyMs = 120;
+
+  const openaiIds = Array.from({ length: OPENAI_N }, (_, i) => `o-${i}`);
+  const input = openaiIds
+    .map((id) =>
+      JSON.stringify({
+        custom_id: id,
+        method: 'POST',
+        url: '/v1/chat/completions',
+        body: { model: 'gpt-4o-mini', messages: [{ role: 'user', content: `item ${id}` }], max_tokens: 20 },
+      }),
+    )
+    .join('\n');
+  const file = await openai.files.create({ file: await toFile(Buffer.from(input), 'in.jsonl'), purpose: 'batch' });
+  const ob = await openai.batches.create({
+    input_file_id: file.id,
+    endpoint: '/v1/chat/completions',
+    completion_window: '24h',
+  });
+  const anthropicIds = Array.from({ length: ANTHROPIC_N }, (_, i) => `a-${i}`);
+  const mb = await anthropic.messages.batches.create({
+    requests: anthropicIds.map((id) => ({
+      custom_id: id,
+      params: { model: 'claude-haiku-4-5', max_tokens: 20, messages: [{ role: 'user', content: `item ${id}` }] },
+    })),
+  });
+
+  let worker = await spawnWorker(h);
+  for (const after of [6, 18]) {
+    await eventually(async () => (await progress(ob.id)) >= after, 90_000, 20);
+    await worker.kill('SIGKILL');
+    expect(await progress(ob.id)).toBeLessThan(OPENAI_N); // killed mid-batch
+    worker = await spawnWorker(h);
+  }
+  try {
+    const done = await eventually(
+      async () => {
+        const [o, m] = await Promise.all([openai.batches.retrieve(ob.id), anthropic.messages.batches.retrieve(mb.id)]);
+        return o.status === 'completed' && m.processing_status === 'ended' ? { o, m } : null;
+      },
+      150_000,
+      200,
+    );
+    h.emulator.control.settings.latencyMs = 0;
+    expect(done.o.request_counts).toEqual({ total: OPENAI_N, completed: OPENAI_N, failed: 0 });
+    expect(done.m.request_counts).toEqual({
+      processing: 0,
+      succeeded: ANTHROPIC_N,
+      errored: 0,
+      canceled: 0,
+      expired: 0,
+    });
+
+    const spentOpenAI = await expectExactlyOnce(
+      acc.accountId,
+      ob.id,
+      openaiIds,
+      await (await openai.files.content(done.o.output_file_id!)).text(),
+    );
+    const results: string[] = [];
+    for await (const r of await anthropic.messages.batches.results(mb.id)) {
+      expect(r.result.type).toBe('succeeded');
+      results.push(JSON.stringify({ custom_id: r.custom_id, response: { status_code: 200 } }));
+    }
+    const mRow = (await sql('SELECT output_file_id FROM batches WHERE id = $1', [mb.id]))[0];
+    expect(mRow.output_file_id).not.toBeNull();
+    const spentAnthropic = await expectExactlyOnce(acc.accountId, mb.id, anthropicIds, results.join('\n'));
+
+    // One usage record (one charge) per request, whatever was rerun after the kills.
+    const usage = await sql(
+      `SELECT count(*)::int AS n, count(DISTINCT id)::int AS d, coalesce(sum(cost_vnd), 0)::bigint AS c
+         FROM usage_records WHERE account_id = $1`,
+      [acc.accountId],
+    );
+    expect(usage[0]).toMatchObject({ n: OPENAI_N + ANTHROPIC_N, d: OPENAI_N + ANTHROPIC_N });
+    expect(Number(usage[0].c)).toBe(spentOpenAI + spentAnthropic);
+    const spent = spentOpenAI + spentAnthropic;
+    expect(await getBalance(h.deps.db, acc.accountId)).toEqual({
+      balance: start - spent,
+      held: 0,
+      available: start - spent,
+    });
+    expect(await verifyProjections(h.deps.db)).toEqual([]);
+  } finally {
+    h.emulator.control.settings.latencyMs = 0;
+    await worker.kill('SIGTERM');
+  }
+});
