@@ -65,10 +65,10 @@ const derivedFileId = (batchId: string, what: string) =>
   `file-${createHash('sha256').update(`${batchId}:${what}`).digest('hex').slice(0, 24)}`;
 
 /** One output or error line in OpenAI's batch output format. */
-function outputLine(
+export function outputLine(
   usageId: string,
   customId: string,
-  o: ItemOutcome | null,
+  o: Pick<ItemOutcome, 'statusCode' | 'body'> | null,
   error?: { code: string; message: string },
 ) {
   return (

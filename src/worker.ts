@@ -22,7 +22,12 @@ import { createLogger, redirectedLines } from './observability/logger';
 import { releaseExpiredHolds } from './billing/ledger';
 import { VideoProviders } from './providers/video';
 import { reconcileVideoJobs } from './video/reconciler';
-import { createBatchActivities, createVideoActivities, createWebhookActivities } from '../activities';
+import {
+  createBatchActivities,
+  createBatchNativeActivities,
+  createVideoActivities,
+  createWebhookActivities,
+} from '../activities';
 import { ProviderRegistry } from './providers/registry';
 import { AnthropicAdapter } from './providers/anthropic';
 import { GeminiAdapter } from './providers/gemini';
@@ -168,6 +173,15 @@ export async function startWorker(config: Config = loadConfig(), opts: WorkerOpt
       namespace: config.temporalNamespace,
       ...(clientInterceptors ? { interceptors: clientInterceptors as ClientInterceptors } : {}),
     });
+    const batchDeps = {
+      db,
+      storage,
+      catalog,
+      providers: syncProviders,
+      router,
+      settings: config.batches,
+      logger,
+    };
     const worker = await Worker.create({
       connection: nativeConnection,
       namespace: config.temporalNamespace,
@@ -175,15 +189,8 @@ export async function startWorker(config: Config = loadConfig(), opts: WorkerOpt
       workflowBundle: bundle,
       activities: {
         ...createVideoActivities({ db, storage, catalog, providers, router, logger }),
-        ...createBatchActivities({
-          db,
-          storage,
-          catalog,
-          providers: syncProviders,
-          router,
-          settings: config.batches,
-          logger,
-        }),
+        ...createBatchActivities(batchDeps),
+        ...createBatchNativeActivities(batchDeps),
         ...createWebhookActivities({
           db,
           temporal,

@@ -1,5 +1,6 @@
 import {
   CancellationScope,
+  condition,
   continueAsNew,
   defineQuery,
   defineSignal,
@@ -9,6 +10,7 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import type { BatchActivities, BatchPosition } from '../activities/batch';
+import type { BatchNativeActivities } from '../activities/batchNative';
 import type { WebhookActivities } from '../activities/webhooks';
 import type { BatchJobInput } from '../src/batches/start';
 import type { BatchStatus, FinalStatus } from '../src/batches/repo';
@@ -44,7 +46,7 @@ export async function batchJobWorkflow(input: BatchJobInput): Promise<{ status: 
   };
   // Database and storage steps must eventually succeed: retried without limit.
   const db = proxyActivities<BatchActivities>({ startToCloseTimeout: t.activityTimeoutMs, retry });
-  const finishing = proxyActivities<BatchActivities>({
+  const finishing = proxyActivities<BatchActivities & BatchNativeActivities>({
     startToCloseTimeout: t.chunkTimeoutMs,
     heartbeatTimeout: t.heartbeatMs,
     retry,
@@ -56,6 +58,11 @@ export async function batchJobWorkflow(input: BatchJobInput): Promise<{ status: 
     retry: { ...retry, maximumAttempts: 20 },
   });
   const events = proxyActivities<WebhookActivities>({ startToCloseTimeout: t.activityTimeoutMs, retry });
+  // The native branch's calls to the provider: retried like chunks (a refusal that cannot change is not retried).
+  const native = proxyActivities<BatchNativeActivities>({
+    startToCloseTimeout: t.activityTimeoutMs,
+    retry: { ...retry, maximumAttempts: 20 },
+  });
 
   let status: BatchStatus = 'validating';
   let cancelRequested = false;
@@ -75,8 +82,39 @@ export async function batchJobWorkflow(input: BatchJobInput): Promise<{ status: 
   cancelRequested ||= s.cancelRequested;
   let end: FinalStatus = 'completed';
   let failure = s.failure;
+  const target = failure ? null : await native.nativeTarget({ batchId });
   if (failure) end = 'failed';
-  else {
+  else if (target) {
+    // The provider's own batch API runs it: submit, poll on a durable timer (a cancel wakes it), collect.
+    enter(cancelRequested ? 'cancelling' : 'in_progress');
+    let nativeId: string | null = null;
+    let cancelSent = false;
+    try {
+      if (!cancelRequested) nativeId = (await native.submitNative({ batchId, ...target })).nativeId;
+      while (nativeId) {
+        if ((cancelRequested || Date.now() >= input.expiresAtMs) && !cancelSent) {
+          if (cancelRequested) enter('cancelling');
+          await native.cancelNative({ ...target, nativeId });
+          cancelSent = true;
+        }
+        const st = await native.pollNative({ ...target, nativeId });
+        if (st.ended) {
+          end = st.end === 'failed' ? 'failed' : (st.end ?? 'completed');
+          failure = st.failure ?? undefined;
+          // A cancel we sent for the window's end reads as cancelled there: here it is the batch expiring.
+          if (end === 'cancelled' && !cancelRequested) end = 'expired';
+          break;
+        }
+        await condition(() => cancelRequested && !cancelSent, t.nativePollMs);
+      }
+      if (!nativeId) end = 'cancelled';
+      const c = await finishing.collectNative({ batchId, ...target, nativeId });
+      pos = { chunk: 0, offset: c.offset, line: c.line, done: true };
+    } catch (e) {
+      end = 'failed';
+      failure = `The provider's batch API refused the batch: ${(e as Error).message}`.slice(0, 1000);
+    }
+  } else {
     enter(cancelRequested ? 'cancelling' : 'in_progress');
     while (!pos.done) {
       if (cancelRequested) {

@@ -22,6 +22,8 @@ export interface BatchSettings {
   activityTimeoutMs: number;
   /** How long POST /v1/batches/{id}/cancel waits for the batch to reach cancelled (ms). */
   cancelWaitMs: number;
+  /** Between two status reads of a batch running on its provider's own batch API (ms). */
+  nativePollMs: number;
 }
 
 export const DAY_MS = 24 * 3600_000;
@@ -38,6 +40,7 @@ export function loadBatchSettings(env: NodeJS.ProcessEnv = process.env): BatchSe
     heartbeatMs: num(env, 'BATCH_HEARTBEAT_MS', 30_000),
     activityTimeoutMs: num(env, 'BATCH_ACTIVITY_TIMEOUT_MS', 10 * 60_000),
     cancelWaitMs: num(env, 'BATCH_CANCEL_WAIT_MS', 5_000),
+    nativePollMs: num(env, 'BATCH_NATIVE_POLL_MS', 30_000),
   };
   if (s.keyLimitShare > 1) throw new Error('BATCH_KEY_LIMIT_SHARE must be at most 1');
   return s;
@@ -46,7 +49,12 @@ export function loadBatchSettings(env: NodeJS.ProcessEnv = process.env): BatchSe
 /** What a batch workflow needs, fixed at its start. */
 export type BatchTiming = Pick<
   BatchSettings,
-  'activityRetryInitialMs' | 'activityRetryMaxMs' | 'chunkTimeoutMs' | 'heartbeatMs' | 'activityTimeoutMs'
+  | 'activityRetryInitialMs'
+  | 'activityRetryMaxMs'
+  | 'chunkTimeoutMs'
+  | 'heartbeatMs'
+  | 'activityTimeoutMs'
+  | 'nativePollMs'
 >;
 
 export function batchTiming(s: BatchSettings): BatchTiming {
@@ -56,5 +64,6 @@ export function batchTiming(s: BatchSettings): BatchTiming {
     chunkTimeoutMs: s.chunkTimeoutMs,
     heartbeatMs: s.heartbeatMs,
     activityTimeoutMs: s.activityTimeoutMs,
+    nativePollMs: s.nativePollMs,
   };
 }

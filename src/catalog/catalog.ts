@@ -52,6 +52,11 @@ export interface ProviderConfig {
   credentialsFileEnv?: string;
   /** azure-openai: `v1` (default, the /openai/v1 URLs) or a dated api-version (the per-deployment URLs). */
   apiVersion?: string;
+  /**
+   * The provider offers its own batch API (OpenAI's /v1/batches for the `openai` kind, Anthropic's
+   * /v1/messages/batches for `anthropic`): batches on its models are submitted there (src/batches/nativeApi.ts).
+   */
+  nativeBatches?: boolean;
 }
 
 /** The public vendor behind each provider kind, as models' `owned_by` names it. */
@@ -183,6 +188,7 @@ const schema = {
           timeoutMs: { type: 'integer', minimum: 1 },
           ownedBy: { type: 'string', minLength: 1 },
           apiVersion: { type: 'string', pattern: '^(v1|\\d{4}-\\d{2}-\\d{2}(-preview)?)$' },
+          nativeBatches: { type: 'boolean' },
           modelPatterns: {
             type: 'array',
             items: {

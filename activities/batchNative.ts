@@ -1,0 +1,253 @@
+import { Readable } from 'node:stream';
+import { randomBytes } from 'node:crypto';
+import { ApplicationFailure, Context } from '@temporalio/activity';
+import { batchPricingOf, type ModelConfig } from '../src/catalog/catalog';
+import { tokensCost } from '../src/billing/pricing';
+import {
+  estimatedUsage,
+  fromAnthropicUsage,
+  fromChatUsage,
+  fromResponsesUsage,
+  usageCost,
+  usageUnits,
+} from '../src/billing/tokenUsage';
+import * as batches from '../src/batches/repo';
+import { OPERATION_OF } from '../src/batches/endpoints';
+import {
+  nativeBatchApi,
+  nativeBatchesFor,
+  NativeApiError,
+  type NativeBatchApi,
+  type NativeResultLine,
+  type NativeStatus,
+} from '../src/batches/nativeApi';
+import { isBlank, readLines } from '../src/files/lines';
+import { isProblem, parseRequestLine, type BatchEndpoint } from '../src/files/batchInput';
+import type { BatchActivityDeps } from './batch';
+import { itemUsageId, outputLine } from './batch';
+
+/**
+ * The activities of a batch that runs on its provider's own batch API (workflows/batchJob.ts, native branch):
+ * submit the input there, read its status, cancel it, and collect its results: each result becomes an output or
+ * error line in OpenAI's format and each succeeded one is charged at the model's batch price from the usage the
+ * provider reported, chunk by chunk (batches.commitChunk: a chunk and its charges commit once, so a collection
+ * retried after a worker died charges nothing twice). A request the provider's results leave out is listed as an
+ * error, never lost.
+ */
+
+const UNRUN = ['batch_cancelled', 'batch_expired'];
+
+export type BatchNativeActivities = ReturnType<typeof createBatchNativeActivities>;
+
+export interface NativeTarget {
+  providerId: string;
+}
+
+export function createBatchNativeActivities(deps: BatchActivityDeps) {
+  const { db, storage, catalog, settings } = deps;
+
+  async function load(batchId: string) {
+    const b = await batches.getBatch(db, batchId);
+    if (!b) throw ApplicationFailure.nonRetryable(`batch ${batchId} not found`, 'BatchNotFound');
+    const model = catalog.get(b.model);
+    const r = await db.query('SELECT storage_key, bytes FROM files WHERE id = $1', [b.inputFileId]);
+    return { b, model, input: r.rows[0] as { storage_key: string; bytes: string } | undefined };
+  }
+
+  function apiOf(providerId: string): NativeBatchApi {
+    const p = catalog.providers.get(providerId);
+    if (!p) throw ApplicationFailure.nonRetryable(`provider ${providerId} is no longer in the catalog`, 'NoProvider');
+    return nativeBatchApi(p);
+  }
+
+  /** A provider's refusal that a retry cannot change fails the activity for good (the batch then fails). */
+  const permanent = (e: unknown) =>
+    e instanceof NativeApiError && e.permanent ? ApplicationFailure.nonRetryable(e.message, 'NativeRefused') : e;
+
+  return {
+    /** Where the batch runs: on its model's provider's batch API (its target), or null for the routed path. */
+    async nativeTarget(a: { batchId: string }): Promise<NativeTarget | null> {
+      const { b, model } = await load(a.batchId);
+      if (!model) return null;
+      const p = catalog.provider(model);
+      return nativeBatchesFor(p, b.endpoint) ? { providerId: p.id } : null;
+    },
+
+    /** Sends every request of the input file (model renamed to the upstream's) to the provider's batch API. */
+    async submitNative(a: { batchId: string; providerId: string }): Promise<{ nativeId: string }> {
+      const { b, model, input } = await load(a.batchId);
+      if (!model || !input) throw ApplicationFailure.nonRetryable('The batch input is no longer available.', 'Input');
+      const requests = [];
+      for await (const l of readLines(await storage.get(input.storage_key))) {
+        if (isBlank(l.bytes)) continue;
+        const r = parseRequestLine(l);
+        if (isProblem(r)) continue; // checked at upload; the collection lists it as an error
+        requests.push({ customId: r.custom_id, body: { ...r.body, model: model.upstreamModel } });
+      }
+      try {
+        return { nativeId: await apiOf(a.providerId).submit(b.id, b.endpoint, requests) };
+      } catch (e) {
+        throw permanent(e);
+      }
+    },
+
+    async pollNative(a: { providerId: string; nativeId: string }): Promise<NativeStatus> {
+      return apiOf(a.providerId)
+        .status(a.nativeId)
+        .catch((e: unknown) => {
+          throw permanent(e);
+        });
+    },
+
+    async cancelNative(a: { providerId: string; nativeId: string }): Promise<void> {
+      await apiOf(a.providerId).cancel(a.nativeId);
+    },
+
+    /**
+     * Turns the provider's results into output and error parts and charges, committed chunk by chunk; then lists the
+     * requests the results left out. Returns the input position the batch ends at (every line accounted for).
+     */
+    async collectNative(a: {
+      batchId: string;
+      providerId: string;
+      nativeId: string | null;
+    }): Promise<{ offset: number; line: number }> {
+      const ctx = Context.current();
+      const { b, model, input } = await load(a.batchId);
+      const bytes = Number(input?.bytes ?? 0);
+      const endpoint = b.endpoint as BatchEndpoint;
+      const operation = OPERATION_OF[endpoint];
+      const deployment = model ? (catalog.deployments(model)[0]?.id ?? null) : null;
+      const seen = new Set<string>();
+      let chunk = 0;
+      let line = 0;
+      let pending: NativeResultLine[] = [];
+
+      const commit = async (results: NativeResultLine[]) => {
+        const index = chunk++;
+        const firstLine = line + 1;
+        line += results.length;
+        if (await batches.getChunk(db, a.batchId, index)) return; // committed by an earlier try
+        const outputs: string[] = [];
+        const errors: string[] = [];
+        const usages: batches.ItemUsage[] = [];
+        let unrun = 0;
+        for (const r of results) {
+          const usageId = itemUsageId(a.batchId, r.custom_id);
+          const ok = r.response !== null && r.response.status_code >= 200 && r.response.status_code < 300;
+          // Never run (the batch was cancelled or expired first): listed, but neither completed nor failed.
+          if (!r.response && UNRUN.includes(r.error?.code ?? '')) unrun++;
+          if (!ok) {
+            errors.push(
+              r.response
+                ? outputLine(usageId, r.custom_id, { statusCode: r.response.status_code, body: r.response.body })
+                : outputLine(usageId, r.custom_id, null, r.error ?? undefined),
+            );
+            continue;
+          }
+          outputs.push(
+            outputLine(usageId, r.custom_id, { statusCode: r.response!.status_code, body: r.response!.body }),
+          );
+          const billed = billOf(model, endpoint, r.response!.body);
+          usages.push({
+            usage: {
+              id: usageId,
+              apiKeyId: b.apiKeyId,
+              model: b.model,
+              operation,
+              units: billed.units,
+              latencyMs: 0,
+              status: 200,
+              deployment,
+              routing: null,
+            },
+            cost: billed.cost,
+          });
+        }
+        const part = async (lines: string[], kind: string) => {
+          if (!lines.length) return null;
+          const key = `batches/${a.batchId}/parts/${index}-${randomBytes(6).toString('hex')}.${kind}.jsonl`;
+          await storage.put(key, Readable.from([Buffer.from(lines.join(''))]), 'application/jsonl');
+          return key;
+        };
+        const row: batches.ChunkRow = {
+          chunk: index,
+          firstLine,
+          lines: results.length,
+          nextOffset: bytes,
+          completed: outputs.length,
+          failed: errors.length - unrun,
+          costVnd: 0,
+          outputKey: await part(outputs, 'output'),
+          errorKey: await part(errors, 'error'),
+        };
+        const c = await batches.commitChunk(
+          db,
+          { batchId: a.batchId, accountId: b.accountId, holdId: b.holdId },
+          row,
+          usages,
+        );
+        if (!c.committed)
+          for (const k of [row.outputKey, row.errorKey]) if (k) await storage.delete(k).catch(() => undefined);
+        ctx.heartbeat({ chunk: index });
+      };
+
+      if (a.nativeId) {
+        for await (const r of apiOf(a.providerId).results(a.nativeId)) {
+          if (seen.has(r.custom_id)) continue;
+          seen.add(r.custom_id);
+          pending.push(r);
+          if (pending.length >= settings.chunkLines) {
+            await commit(pending);
+            pending = [];
+          }
+        }
+        if (pending.length) await commit(pending);
+      }
+      // Requests the provider's results do not name (or never submitted: a batch cancelled before it was sent).
+      pending = [];
+      if (input) {
+        for await (const l of readLines(await storage.get(input.storage_key))) {
+          if (isBlank(l.bytes)) continue;
+          const r = parseRequestLine(l);
+          const id = isProblem(r) ? `line:${l.no}` : r.custom_id;
+          if (seen.has(id)) continue;
+          seen.add(id);
+          const error = a.nativeId
+            ? { code: 'batch_result_missing', message: "The provider's batch results did not include this request." }
+            : { code: 'batch_cancelled', message: 'This request was not executed because the batch was cancelled.' };
+          pending.push({ custom_id: id, response: null, error });
+          if (pending.length >= settings.chunkLines) {
+            await commit(pending);
+            pending = [];
+          }
+        }
+      }
+      if (pending.length) await commit(pending);
+      return { offset: bytes, line };
+    },
+  };
+}
+
+/** The cost of one succeeded result at the model's batch prices, from the usage the provider reported. */
+function billOf(
+  model: ModelConfig | undefined,
+  endpoint: BatchEndpoint,
+  body: unknown,
+): { cost: number; units: Record<string, number> } {
+  if (!model) return { cost: 0, units: {} };
+  const prices = batchPricingOf(model);
+  const u = (body as { usage?: Record<string, any> } | null)?.usage;
+  if (endpoint === '/v1/embeddings') {
+    const tokens = Math.max(0, Math.ceil(Number(u?.prompt_tokens) || 0));
+    return { cost: tokensCost(prices, tokens), units: { prompt_tokens: tokens } };
+  }
+  const usage = !u
+    ? estimatedUsage(0, JSON.stringify(body ?? '').length)
+    : endpoint === '/v1/messages'
+      ? fromAnthropicUsage(u as Parameters<typeof fromAnthropicUsage>[0])
+      : endpoint === '/v1/responses'
+        ? fromResponsesUsage(u as Parameters<typeof fromResponsesUsage>[0])
+        : fromChatUsage(u as Parameters<typeof fromChatUsage>[0]);
+  return { cost: usageCost(prices, usage), units: usageUnits(usage) };
+}
