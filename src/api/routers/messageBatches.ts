@@ -1,6 +1,5 @@
 import { Readable } from 'node:stream';
 import Router from '@koa/router';
-import type Koa from 'koa';
 import type { AppDeps } from '../deps';
 import { jsonBody, requireApiKey, route, type Ctx, type GatewayState } from '../middleware';
 import { ApiError, notFound } from '../../errors';
@@ -30,13 +29,8 @@ import {
  *   GET    /v1/messages/batches/{id}/results  JSONL of {custom_id, result}, once ended
  *   DELETE /v1/messages/batches/{id}          once ended: its files go, the batch is no longer listed
  * On any chat model: each request runs through the /v1/messages paths (native on an Anthropic provider, translated
- * elsewhere; src/batches/messagesItem.ts). Errors in Anthropic's shape.
+ * elsewhere; src/batches/messagesItem.ts). Errors in Anthropic's shape (errorHandler gives it to every /v1/messages*).
  */
-
-const anthropicErrors: Koa.Middleware<GatewayState> = async (ctx, next) => {
-  ctx.state.errorShape = 'anthropic';
-  await next();
-};
 
 const DELETED_KEY = 'message_batch_deleted_at';
 
@@ -59,7 +53,7 @@ export function messageBatchesRouter(deps: AppDeps): Router<GatewayState> {
     return b;
   };
 
-  r.post(base, route(base), anthropicErrors, auth, jsonBody(deps.config.maxMessageBatchJsonBytes), async (ctx) => {
+  r.post(base, route(base), auth, jsonBody(deps.config.maxMessageBatchJsonBytes), async (ctx) => {
     const p = ctx.state.principal!;
     const { model, lines } = messageBatchLines(ctx.request.body);
     ctx.state.model = deps.catalog.require(model, ['chat']).id;
@@ -100,7 +94,7 @@ export function messageBatchesRouter(deps: AppDeps): Router<GatewayState> {
     ctx.body = view(ctx, b);
   });
 
-  r.get(base, route(base), anthropicErrors, auth, async (ctx) => {
+  r.get(base, route(base), auth, async (ctx) => {
     const limit = Number(ctx.query.limit ?? 20);
     if (!Number.isInteger(limit) || limit < 1 || limit > 1000)
       throw new ApiError(400, 'limit: an integer from 1 to 1000.', 'invalid_request_error', 'limit', 'invalid_value');
@@ -132,17 +126,17 @@ export function messageBatchesRouter(deps: AppDeps): Router<GatewayState> {
     };
   });
 
-  r.get(`${base}/:id`, route(`${base}/:id`), anthropicErrors, auth, async (ctx) => {
+  r.get(`${base}/:id`, route(`${base}/:id`), auth, async (ctx) => {
     ctx.body = view(ctx, await own(ctx));
   });
 
-  r.post(`${base}/:id/cancel`, route(`${base}/:id/cancel`), anthropicErrors, auth, async (ctx) => {
+  r.post(`${base}/:id/cancel`, route(`${base}/:id/cancel`), auth, async (ctx) => {
     const b = await own(ctx);
     // Anthropic answers a cancel of an ended batch with the batch as it is.
     ctx.body = view(ctx, isEnded(b) ? b : await cancelBatch(deps, b));
   });
 
-  r.get(`${base}/:id/results`, route(`${base}/:id/results`), anthropicErrors, auth, async (ctx) => {
+  r.get(`${base}/:id/results`, route(`${base}/:id/results`), auth, async (ctx) => {
     const b = await own(ctx);
     if (!isEnded(b))
       throw new ApiError(
@@ -193,7 +187,7 @@ export function messageBatchesRouter(deps: AppDeps): Router<GatewayState> {
     if (out) yield Buffer.from(out);
   }
 
-  r.delete(`${base}/:id`, route(`${base}/:id`), anthropicErrors, auth, async (ctx) => {
+  r.delete(`${base}/:id`, route(`${base}/:id`), auth, async (ctx) => {
     const b = await own(ctx);
     if (!isEnded(b))
       throw new ApiError(
