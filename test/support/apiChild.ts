@@ -1,12 +1,17 @@
 import type { AddressInfo } from 'node:net';
 import { startApi } from '../../src/server';
-import { loadConfig } from '../../src/config';
+import { loadConfig, type Config } from '../../src/config';
 
 /**
- * An API process of its own (src/server.ts startApi, configured from the environment like `npm run api`), for
- * tests that run several of them on one database and one Redis. Prints its port on stdout when listening.
+ * An API process of its own (src/server.ts startApi), for tests that run several of them on one database and one
+ * Redis, or kill one. Configured from the environment like `npm run api`, or by a test's config as JSON in
+ * API_CONFIG (test/support/video.ts spawnApi). Prints its port on stdout when listening.
  */
-startApi(loadConfig({ port: 0, host: '127.0.0.1' })).then(
+const local = { port: 0, host: '127.0.0.1' };
+const config = process.env.API_CONFIG
+  ? { ...(JSON.parse(process.env.API_CONFIG) as Config), ...local }
+  : loadConfig(local);
+startApi(config).then(
   (api) => {
     process.stdout.write(`${(api.server.address() as AddressInfo).port}\n`);
     process.once('SIGTERM', () => {

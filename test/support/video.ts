@@ -88,6 +88,18 @@ export async function spawnWorker(h: VideoHarness): Promise<ChildWorker> {
   return { pid: c.pid, kill: c.kill };
 }
 
+export interface ChildApi {
+  url: string;
+  pid: number;
+  kill(signal?: NodeJS.Signals): Promise<void>;
+}
+
+/** Starts an API process of its own (test/support/apiChild.ts) with the harness's config; resolves when listening. */
+export async function spawnApi(h: VideoHarness): Promise<ChildApi> {
+  const c = await spawnTsChild('apiChild.ts', { API_CONFIG: JSON.stringify(h.config) });
+  return { url: `http://127.0.0.1:${c.firstLine.trim()}`, pid: c.pid, kill: c.kill };
+}
+
 /** Polls `fn` until it returns a truthy value (or throws after `ms`). */
 export async function eventually<T>(
   fn: () => Promise<T | null | undefined | false>,
