@@ -104,8 +104,9 @@ function azureOperation(ctl: EmulatorControl, op: string, handler: Koa.Middlewar
         ctx,
         401,
         '401',
-        'Access denied due to invalid subscription key or wrong API endpoint. Make sure to provide a valid key for an ' +
-          'active subscription and use a correct regional API endpoint for your resource.',
+        'Access denied due to invalid subscription key or wrong API endpoint. ' +
+          'Make sure to provide a valid key for an active subscription ' +
+          'and use a correct regional API endpoint for your resource.',
       );
     }
     const version = ctx.query['api-version'];

@@ -62,7 +62,7 @@ test('deployment URLs with the api-key header: chat (with Azure filter annotatio
   expect(lastPath()).toBe('/azure/openai/deployments/dep-b/chat/completions');
 });
 
-test('every operation at its deployment URL: completions, embeddings, images, speech, transcription, responses', async () => {
+test('each operation at its deployment URL: completions, embeddings, images, audio, responses', async () => {
   const c = keyed();
   const done = await c.completions.create({ model: 'instruct', prompt: 'say hi' });
   expect(done.choices[0].text).toBeTruthy();
@@ -109,7 +109,7 @@ test('the v1 URLs: the plain OpenAI client with the key as its bearer token, the
   expect(dated.status).toBe(400);
 });
 
-test('Entra ID: a client-credentials token from the authority, then the bearer token through azureADTokenProvider', async () => {
+test('Entra ID: a client-credentials token from the authority, then the bearer via azureADTokenProvider', async () => {
   const bad = await entraToken('wrong');
   expect(bad.status).toBe(401);
   expect(await bad.json()).toMatchObject({ error: 'invalid_client' });
@@ -138,7 +138,7 @@ test('Entra ID: a client-credentials token from the authority, then the bearer t
   expect(e).toBeInstanceOf(OpenAI.AuthenticationError);
 });
 
-test("Azure's refusals: content filter (chat and images), filtered output, wrong key, unknown deployment, no api-version", async () => {
+test("Azure's refusals: content filter, filtered output, wrong key, no deployment, no api-version", async () => {
   const c = keyed();
   const chat = await c.chat.completions
     .create({ model: 'dep', messages: [{ role: 'user', content: `tell me ${CONTENT_FILTER_MARKER}` }] })
@@ -228,7 +228,7 @@ describe("the gateway's Entra ID credentials against the emulated authority", ()
     }
   });
 
-  test('a refused secret is a 502 naming no tenant, client, secret or host; the static token and api key as given', async () => {
+  test('a refused secret is a 502 naming no tenant, client, secret or host; token and key as given', async () => {
     const cred = new ClientSecretToken(authority(), c.tenant, c.clientId, 'not-the-secret');
     const e = await cred.headers().catch((x) => x);
     expect(e).toBeInstanceOf(ApiError);

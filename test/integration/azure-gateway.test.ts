@@ -176,7 +176,7 @@ test('the v1 URLs and Entra ID client credentials (one token for many requests)'
   ]);
 });
 
-test('every other operation: completions, embeddings, images (generation, edit), speech, transcription, responses', async () => {
+test('every other operation: completions, embeddings, images (generate, edit), audio, responses', async () => {
   await client.completions.create({ model: 'az-instruct', prompt: 'say hi' });
   expect(last().path).toBe('/azure/openai/deployments/instruct-east/completions');
   const emb = await client.embeddings.create({ model: 'az-embed', input: 'hello' });
@@ -210,7 +210,7 @@ test('every other operation: completions, embeddings, images (generation, edit),
   expect(ops).toHaveLength(7);
 });
 
-test('a content-filter refusal is our 400 content_filter, in our words, not charged; a filtered answer finishes so', async () => {
+test('a content-filter refusal is our 400 content_filter, uncharged; a filtered answer ends so', async () => {
   const e = await refused(
     client.chat.completions.create({ model: 'az-chat', messages: [{ role: 'user', content: CONTENT_FILTER_MARKER }] }),
   );
