@@ -1,5 +1,5 @@
 import { badRequest, ApiError } from '../errors';
-import type { Catalog, ModelConfig } from '../catalog/catalog';
+import { wireOf, type Catalog, type ModelConfig } from '../catalog/catalog';
 import { findUnstorableText, unstorableTextMessage } from '../text/pgText';
 import type { VideoImages, VideoRequest } from './params';
 import { formNameMessage, formNamePath, formNameProblem } from '../schemas/bodyShape';
@@ -236,7 +236,8 @@ export function validateVideoRequest(
   fromForm = false,
 ): ValidVideoRequest {
   const model = catalog.require(body.model, 'video');
-  const kind = catalog.provider(model).kind;
+  // What the provider speaks (Veo on Vertex is Veo): Veo's rules hold wherever Veo runs.
+  const kind = wireOf(catalog.provider(model).kind, model.upstreamModel);
   const family = model.family ?? kind;
   const c: FieldContext = { body, model, kind, family, referenceFamily: family === REFERENCE_FAMILY, fromForm };
   for (const k of Object.keys(body)) {

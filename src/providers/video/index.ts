@@ -3,6 +3,7 @@ import { SeedanceAdapter } from './seedance';
 import type { VideoProviderAdapter } from './types';
 import { adapterKey, type Deployment } from '../../catalog/deployments';
 import { VeoAdapter } from './veo';
+import { VertexVeoAdapter } from './vertexVeo';
 
 /** One adapter per video provider in the catalog, keyed by provider id. */
 export class VideoProviders {
@@ -12,6 +13,7 @@ export class VideoProviders {
     for (const p of catalog.providers.values()) {
       if (p.kind === 'veo') this.byId.set(p.id, new VeoAdapter(p));
       else if (p.kind === 'seedance') this.byId.set(p.id, new SeedanceAdapter(p));
+      else if (p.kind === 'vertex') this.byId.set(p.id, new VertexVeoAdapter(p));
     }
     // A deployment with a key of its own gets its own adapter.
     for (const d of catalog.allDeployments()) {

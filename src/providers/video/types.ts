@@ -50,7 +50,7 @@ export interface Download {
 
 export interface VideoProviderAdapter {
   readonly id: string;
-  readonly kind: 'veo' | 'seedance';
+  readonly kind: 'veo' | 'seedance' | 'vertex';
   /** Creates the provider task; returns the provider's task id (Veo operation name, Seedance task id). */
   submit(s: VideoSubmission, opts?: { signal?: AbortSignal }): Promise<{ taskId: string }>;
   poll(taskId: string, opts?: { signal?: AbortSignal }): Promise<VideoTaskStatus>;

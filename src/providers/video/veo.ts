@@ -66,9 +66,14 @@ export class VeoAdapter implements VideoProviderAdapter {
       VeoAdapter.body(s),
       opts.signal,
     );
+    return VeoAdapter.task(op, 'Veo');
+  }
+
+  /** The task of an accepted predictLongRunning: its operation's name (a retryable failure without one). */
+  static task(op: { name?: string }, label: string): { taskId: string } {
     if (typeof op.name !== 'string' || !op.name)
       throw new VideoProviderError(
-        'Veo accepted the request but returned no operation name',
+        `${label} accepted the request but returned no operation name`,
         200,
         true,
         'invalid_response',
@@ -85,15 +90,8 @@ export class VeoAdapter implements VideoProviderAdapter {
 
   /** Maps an Operation to a task status (reference §2a status mapping). */
   static status(op: Operation): VideoTaskStatus {
-    if (!op.done) return { state: 'running' };
-    if (op.error)
-      return {
-        state: 'failed',
-        error: {
-          code: op.error.status ?? (op.error.code !== undefined ? String(op.error.code) : undefined),
-          message: op.error.message || 'Veo reported an error',
-        },
-      };
+    const unfinished = VeoAdapter.unfinished(op);
+    if (unfinished) return unfinished;
     const r = op.response?.generateVideoResponse;
     const sample = r?.generatedSamples?.find((x) => x.video?.uri || x.video?.encodedVideo);
     if (sample?.video?.uri) return { state: 'succeeded', videoUrl: sample.video.uri };
@@ -106,15 +104,36 @@ export class VeoAdapter implements VideoProviderAdapter {
         },
       };
     }
+    return VeoAdapter.noVideo(r);
+  }
+
+  /** A long-running operation still running, or ended in an error (its message through `say`); else null. */
+  static unfinished(
+    op: { done?: boolean; error?: { code?: number; message?: string; status?: string } },
+    say: (message: string) => string = (m) => m,
+  ): VideoTaskStatus | null {
+    if (!op.done) return { state: 'running' };
+    if (!op.error) return null;
+    return {
+      state: 'failed',
+      error: {
+        code: op.error.status ?? (op.error.code !== undefined ? String(op.error.code) : undefined),
+        message: say(op.error.message || 'Veo reported an error'),
+      },
+    };
+  }
+
+  /** A finished operation without a video: blocked by the safety filter (with its reasons), else no result. */
+  static noVideo(
+    r: { raiMediaFilteredCount?: number; raiMediaFilteredReasons?: unknown[] } | undefined,
+  ): VideoTaskStatus {
     if ((r?.raiMediaFilteredCount ?? 0) > 0) {
       const reasons = r?.raiMediaFilteredReasons?.filter((x) => typeof x === 'string') ?? [];
+      const why = reasons.length ? `: ${reasons.join('; ')}` : '.';
       return {
         state: 'failed',
         contentFiltered: true,
-        error: {
-          code: 'content_filter',
-          message: `The video was blocked by the provider's safety filter${reasons.length ? `: ${reasons.join('; ')}` : '.'}`,
-        },
+        error: { code: 'content_filter', message: `The video was blocked by the provider's safety filter${why}` },
       };
     }
     return { state: 'failed', error: { code: 'no_result', message: 'Veo finished without returning a video' } };
