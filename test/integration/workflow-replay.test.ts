@@ -6,9 +6,11 @@ import { patchProtobufRoot } from '@temporalio/proto/lib/patch-protobuf-root';
 import { installRuntime } from '../../src/worker';
 
 /**
- * The video workflow replays the histories of jobs run by an earlier build (recorded from main at 8f48ea2, before the
- * workflow was restructured into steps under one cancellation scope): a completed Seedance job with its last frame,
- * a completed Veo job, a provider failure and a cancel while processing. A worker running this code must be able to
+ * The video workflow replays the histories of jobs run by earlier builds: from main at 8f48ea2 (before the workflow
+ * was restructured into steps under one cancellation scope, with no patch markers) a completed Seedance job with its
+ * last frame, a completed Veo job, a provider failure and a cancel while processing; from main at 1abc0f8 (`main-`
+ * files: every patch taken, webhook events emitted, the contract still spread over four files) the same four and a
+ * Veo job cancelled while processing whose task is followed to its end. A worker running this code must be able to
  * pick up jobs that the previous deployment started; a change to the workflow that would break them (another
  * activity order, a timer added or removed) fails here as a nondeterminism error. Record new histories with
  * `temporal workflow show --workflow-id video-<job> --output json` when the workflow changes on purpose (with
