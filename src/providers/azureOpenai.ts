@@ -1,3 +1,4 @@
+import type { IncomingHttpHeaders } from 'node:http';
 import type { Pool } from 'undici';
 import { ApiError } from '../errors';
 import { carryFailure } from '../routing/failure';
@@ -5,6 +6,7 @@ import type { ProviderConfig } from '../catalog/catalog';
 import { mapUpstreamError, OpenAIAdapter, openaiPool, type OpenAIAdapterOptions } from './openai';
 import { azureCredentials, type AzureCredentials } from './azureAuth';
 import type { OpenAICompatibleAdapter, PerDeploymentAdapter } from './types';
+import type { StreamSink } from '../sse/streamSink';
 
 /**
  * Azure OpenAI (kind `azure-openai`): the OpenAI protocol at Azure's URLs, with Azure's credentials and error shapes.
@@ -15,7 +17,8 @@ import type { OpenAICompatibleAdapter, PerDeploymentAdapter } from './types';
  *   per resource, at {endpoint}/openai/responses?api-version={version}.
  * Credentials: src/providers/azureAuth.ts. A content-filter refusal (400, code `content_filter`, the categories in
  * innererror.content_filter_result) becomes our 400 `content_filter` naming the categories, in our words; a
- * filtered completion (finish_reason `content_filter`) passes as OpenAI's.
+ * filtered completion (finish_reason `content_filter`) passes as OpenAI's; the event Azure opens a stream with (its
+ * prompt's filter results, no choices) is dropped from relayed streams (AzurePromptFilterDrop).
  */
 
 export const AZURE_V1 = 'v1';
@@ -52,6 +55,7 @@ export class AzureOpenAIAdapter implements PerDeploymentAdapter {
         pathOf: (path) => this.pathOf(upstreamModel, path),
         credentials: this.credentials,
         mapError: mapAzureError,
+        relaySink: (sink) => new AzurePromptFilterDrop(sink),
       });
       this.views.set(key, a);
     }
@@ -126,4 +130,64 @@ function filteredCategories(result: Record<string, unknown> | undefined): string
     out.push(name + sev);
   }
   return out;
+}
+
+/** Bytes of a stream's start searched for Azure's prompt-filter event (it is a few hundred bytes). */
+const FIRST_EVENT_LIMIT = 16 * 1024;
+
+/**
+ * A relayed chat stream as OpenAI sends it: Azure opens its streams with an event of its own (no choices, empty id
+ * and model, only `prompt_filter_results`), which an OpenAI client would take for the stream's first chunk. That
+ * event is dropped; everything after it passes through untouched, chunk by chunk.
+ */
+export class AzurePromptFilterDrop implements StreamSink {
+  private head: Buffer[] | null = [];
+  private headBytes = 0;
+
+  constructor(private readonly sink: StreamSink) {}
+
+  start(status: number, headers: IncomingHttpHeaders): void {
+    this.sink.start(status, headers);
+  }
+
+  data(chunk: Buffer, resume: () => void): boolean {
+    if (!this.head) return this.sink.data(chunk, resume);
+    this.head.push(chunk);
+    this.headBytes += chunk.length;
+    const buf = this.head.length === 1 ? chunk : Buffer.concat(this.head);
+    const end = eventEnd(buf);
+    if (end < 0 && this.headBytes < FIRST_EVENT_LIMIT) return true;
+    this.head = null;
+    const rest = end >= 0 && isPromptFilterEvent(buf.subarray(0, end)) ? buf.subarray(end) : buf;
+    return rest.length ? this.sink.data(rest, resume) : true;
+  }
+
+  end(): void {
+    if (this.head?.length) this.sink.data(Buffer.concat(this.head), () => undefined);
+    this.head = null;
+    this.sink.end();
+  }
+
+  fail(err: Error): void {
+    this.sink.fail(err);
+  }
+}
+
+/** The offset just past the first SSE event (its blank line), or -1. */
+function eventEnd(buf: Buffer): number {
+  const lf = buf.indexOf('\n\n');
+  const crlf = buf.indexOf('\r\n\r\n');
+  if (lf < 0) return crlf < 0 ? -1 : crlf + 4;
+  return crlf >= 0 && crlf < lf ? crlf + 4 : lf + 2;
+}
+
+function isPromptFilterEvent(event: Buffer): boolean {
+  const text = event.toString('utf8').trim();
+  if (!text.startsWith('data:')) return false;
+  try {
+    const o = JSON.parse(text.slice(5)) as { choices?: unknown; prompt_filter_results?: unknown; usage?: unknown };
+    return Array.isArray(o.choices) && o.choices.length === 0 && 'prompt_filter_results' in o && !o.usage;
+  } catch {
+    return false;
+  }
 }

@@ -43,6 +43,8 @@ export interface OpenAIWiring {
   credentials?: { headers(): Promise<Record<string, string>> };
   /** A non-2xx answer as our error (default mapUpstreamError). */
   mapError?: (status: number, text: string, retryAfter: string) => ApiError;
+  /** What a relayed stream passes through on its way to the client's sink (events the protocol variant adds). */
+  relaySink?: (sink: StreamSink) => StreamSink;
 }
 
 export class OpenAIAdapter implements OpenAICompatibleAdapter {
@@ -101,7 +103,8 @@ export class OpenAIAdapter implements OpenAICompatibleAdapter {
    */
   async streamTo(path: string, payload: string, sink: StreamSink, opts: CallOptions = {}): Promise<void> {
     if (this.wiring.credentials) await this.authorize();
-    const a = await this.dispatched(opts, () => postStreamingTo(this.pool, this.jsonPost(path, payload, opts), sink));
+    const to = this.wiring.relaySink ? this.wiring.relaySink(sink) : sink;
+    const a = await this.dispatched(opts, () => postStreamingTo(this.pool, this.jsonPost(path, payload, opts), to));
     if (a) throw this.refused(a);
   }
 

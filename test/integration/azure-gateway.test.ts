@@ -235,7 +235,12 @@ test('a content-filter refusal is our 400 content_filter, uncharged; a filtered 
     stream: true,
   });
   const finishes: unknown[] = [];
-  for await (const c of stream) if (c.choices[0]?.finish_reason) finishes.push(c.choices[0].finish_reason);
+  for await (const c of stream) {
+    // Azure's opening prompt-filter event (no choices, empty id) is not relayed: the stream is OpenAI's.
+    expect(c.id).toMatch(/^chatcmpl-/);
+    expect(c).not.toHaveProperty('prompt_filter_results');
+    if (c.choices[0]?.finish_reason) finishes.push(c.choices[0].finish_reason);
+  }
   expect(finishes).toEqual(['content_filter']);
   // The Anthropic interface, translated onto Azure's chat: a filtered answer is Anthropic's refusal.
   const anthropic = new Anthropic({ apiKey: key, baseURL: gw.url, maxRetries: 0 });
@@ -245,6 +250,14 @@ test('a content-filter refusal is our 400 content_filter, uncharged; a filtered 
     messages: [{ role: 'user', content: FILTER_OUTPUT_MARKER }],
   });
   expect(msg.stop_reason).toBe('refusal');
+  const events = await anthropic.messages
+    .stream({ model: 'az-chat', max_tokens: 100, messages: [{ role: 'user', content: FILTER_OUTPUT_MARKER }] })
+    .finalMessage();
+  expect(events.stop_reason).toBe('refusal');
+  const r = await client.responses.create({ model: 'az-chat', input: FILTER_OUTPUT_MARKER, stream: true });
+  let final: any = null;
+  for await (const ev of r) if (ev.type === 'response.incomplete' || ev.type === 'response.completed') final = ev;
+  expect(final.response).toMatchObject({ status: 'incomplete', incomplete_details: { reason: 'content_filter' } });
 });
 
 test('upstream errors carry no upstream host, deployment, key or variable', async () => {
