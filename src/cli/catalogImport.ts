@@ -17,9 +17,9 @@ import { projectRoot } from '../projectRoot';
  * format (a file the operator downloads), for the models of the catalog providers the operator names. Prices are
  * converted from USD per token (character, second, image) to integer VND per 1M tokens (1K characters, audio minute,
  * image) at the operator's rate, exactly (decimal arithmetic on the list's numbers, never floats) and rounded up to
- * the next whole VND, so an imported price never bills under the list. Cache reads and writes and batch prices come
- * along where the list has them (batch prices as `batchPricing`); the context window and output cap too. An existing model (id or alias) is left
- * alone unless --force; the result is checked as a whole catalog before the file is written.
+ * the next whole VND, so an imported price never bills under the list. Cache reads and writes and batch prices
+ * (`batchPricing`) come along where the list has them; the context window and output cap too. An existing model (id
+ * or alias) is left alone unless --force; the result is checked as a whole catalog before the file is written.
  */
 
 export const CATALOG_IMPORT_USAGE = [
@@ -261,7 +261,8 @@ export function formatCatalog(file: CatalogFile): string {
   const models = file.models.map((m) => `    ${JSON.stringify(m)}`);
   const { providers: _p, models: _m, ...rest } = file as CatalogFile & Record<string, unknown>;
   const extra = Object.entries(rest).map(([k, v]) => `  ${JSON.stringify(k)}: ${JSON.stringify(v)},\n`);
-  return `{\n${extra.join('')}  "providers": {\n${providers.join(',\n')}\n  },\n  "models": [\n${models.join(',\n')}\n  ]\n}\n`;
+  const body = `  "providers": {\n${providers.join(',\n')}\n  },\n  "models": [\n${models.join(',\n')}\n  ]\n`;
+  return `{\n${extra.join('')}${body}}\n`;
 }
 
 const list = (v: string | undefined) =>

@@ -14,8 +14,8 @@ import { tracer } from '../observability/tracing';
  * client sent them (only `model` is rewritten by the router). One keep-alive undici Pool per upstream origin.
  *
  * Upstream errors are returned unmodified (Claude Code's retry logic matches on their wording): an
- * UpstreamHttpError (shape `anthropic`) carries the upstream status, body and retry headers. Only 401/403/407 (the gateway's
- * own upstream credentials) become a 502, so a client never thinks its own key was refused.
+ * UpstreamHttpError (shape `anthropic`) carries the upstream status, body and retry headers. Only 401/403/407 (the
+ * gateway's own upstream credentials) become a 502, so a client never thinks its own key was refused.
  */
 
 export const DEFAULT_ANTHROPIC_VERSION = '2023-06-01';

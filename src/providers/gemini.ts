@@ -9,8 +9,8 @@ import type { CallOptions, ProviderAdapter } from './types';
 /**
  * Native Gemini API upstream (generativelanguage.googleapis.com/v1beta or any server speaking it): x-goog-api-key
  * auth, POST {base}/models/{model}:{method}. One keep-alive undici Pool per upstream origin. An upstream error
- * keeps its status and Google-shaped body (UpstreamHttpError, shape `gemini`); only 401/403/407 (the gateway's own upstream
- * credentials) become a 502, so a client never thinks its own key was refused.
+ * keeps its status and Google-shaped body (UpstreamHttpError, shape `gemini`); only 401/403/407 (the gateway's own
+ * upstream credentials) become a 502, so a client never thinks its own key was refused.
  */
 
 /** One embedContent request (https://ai.google.dev/api/embeddings#method:-models.embedcontent). */
