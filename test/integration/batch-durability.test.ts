@@ -1,21 +1,37 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI, { toFile } from 'openai';
 import { getBalance, listLedger, verifyProjections } from '../../src/billing/ledger';
 import { loadBatchSettings } from '../../src/batches/settings';
+import { projectRoot } from '../../src/projectRoot';
 import { eventually, spawnWorker, startVideoHarness, type VideoHarness } from '../support/video';
 
 /**
  * Batches through worker kills, against the real Temporal dev server and Postgres: an OpenAI batch and an
- * Anthropic message batch run on a worker process that is SIGKILLed mid-batch (a chunk in flight), twice; new
- * workers finish both. Every request is in the output exactly once (none lost, none doubled), each is charged
- * exactly once, each batch's hold is closed with charged + released = held, and the ledger reconciles.
+ * Anthropic message batch on the routed path, and an OpenAI batch on the provider's own batch API (a model whose
+ * provider is marked nativeBatches), run on a worker process that is SIGKILLed mid-batch (a chunk in flight, the
+ * native batch in the provider's queue), twice; new workers finish all three. Every request is in the output exactly
+ * once (none lost, none doubled), each is charged exactly once, the native batch was submitted upstream once, each
+ * batch's hold is closed with charged + released = held, and the ledger reconciles.
  */
 
 let h: VideoHarness;
+let catalogDir: string;
 beforeAll(async () => {
+  // The default catalog plus gpt-4o-mini-native: the same model on a provider that runs batches natively.
+  const catalog = JSON.parse(fs.readFileSync(path.join(projectRoot(), 'config', 'catalog.json'), 'utf8'));
+  catalog.providers['native-openai'] = { ...catalog.providers['emulator-openai'], nativeBatches: true };
+  delete catalog.providers['native-openai'].modelPatterns;
+  const mini = catalog.models.find((m: { id: string }) => m.id === 'gpt-4o-mini');
+  catalog.models.push({ ...mini, id: 'gpt-4o-mini-native', provider: 'native-openai', aliases: undefined });
+  catalogDir = fs.mkdtempSync(path.join(os.tmpdir(), 'gw-durability-catalog-'));
+  fs.writeFileSync(path.join(catalogDir, 'catalog.json'), JSON.stringify(catalog));
   h = await startVideoHarness(
     {},
     {
+      catalogPath: path.join(catalogDir, 'catalog.json'),
       batches: {
         ...loadBatchSettings(),
         concurrency: 2,
@@ -26,6 +42,7 @@ beforeAll(async () => {
         activityRetryMaxMs: 400,
         chunkTimeoutMs: 60_000,
         activityTimeoutMs: 10_000,
+        nativePollMs: 200,
       },
     },
     { worker: false },
@@ -33,10 +50,12 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await h?.close();
+  fs.rmSync(catalogDir, { recursive: true, force: true });
 });
 
 const OPENAI_N = 30;
 const ANTHROPIC_N = 12;
+const NATIVE_N = 8;
 
 const sql = async (q: string, args: unknown[]) => (await h.deps.db.query(q, args)).rows;
 const progress = async (id: string) =>
@@ -87,6 +106,28 @@ test('worker SIGKILLed mid-batch, twice: no request lost or charged twice, every
     endpoint: '/v1/chat/completions',
     completion_window: '24h',
   });
+  // The native batch waits in the provider's queue across both kills.
+  h.emulator.control.settings.batchQueueMs = 4_000;
+  const nativeIds = Array.from({ length: NATIVE_N }, (_, i) => `n-${i}`);
+  const nativeInput = nativeIds
+    .map((id) =>
+      JSON.stringify({
+        custom_id: id,
+        method: 'POST',
+        url: '/v1/chat/completions',
+        body: { model: 'gpt-4o-mini-native', messages: [{ role: 'user', content: `item ${id}` }], max_tokens: 20 },
+      }),
+    )
+    .join('\n');
+  const nativeFile = await openai.files.create({
+    file: await toFile(Buffer.from(nativeInput), 'native.jsonl'),
+    purpose: 'batch',
+  });
+  const nb = await openai.batches.create({
+    input_file_id: nativeFile.id,
+    endpoint: '/v1/chat/completions',
+    completion_window: '24h',
+  });
   const anthropicIds = Array.from({ length: ANTHROPIC_N }, (_, i) => `a-${i}`);
   const mb = await anthropic.messages.batches.create({
     requests: anthropicIds.map((id) => ({
@@ -105,8 +146,14 @@ test('worker SIGKILLed mid-batch, twice: no request lost or charged twice, every
   try {
     const done = await eventually(
       async () => {
-        const [o, m] = await Promise.all([openai.batches.retrieve(ob.id), anthropic.messages.batches.retrieve(mb.id)]);
-        return o.status === 'completed' && m.processing_status === 'ended' ? { o, m } : null;
+        const [o, m, n] = await Promise.all([
+          openai.batches.retrieve(ob.id),
+          anthropic.messages.batches.retrieve(mb.id),
+          openai.batches.retrieve(nb.id),
+        ]);
+        return o.status === 'completed' && m.processing_status === 'ended' && n.status === 'completed'
+          ? { o, m, n }
+          : null;
       },
       150_000,
       200,
@@ -136,15 +183,28 @@ test('worker SIGKILLed mid-batch, twice: no request lost or charged twice, every
     expect(mRow.output_file_id).not.toBeNull();
     const spentAnthropic = await expectExactlyOnce(acc.accountId, mb.id, anthropicIds, results.join('\n'));
 
+    expect(done.n.request_counts).toEqual({ total: NATIVE_N, completed: NATIVE_N, failed: 0 });
+    const spentNative = await expectExactlyOnce(
+      acc.accountId,
+      nb.id,
+      nativeIds,
+      await (await openai.files.content(done.n.output_file_id!)).text(),
+    );
+    const submitted = h.emulator.control.requests.filter((r) => r.method === 'POST' && r.path === '/openai/v1/batches');
+    expect(
+      submitted.map((r) => (r.body as { metadata?: { gateway_batch_id?: string } }).metadata?.gateway_batch_id),
+    ).toEqual([nb.id]);
+
     // One usage record (one charge) per request, whatever was rerun after the kills.
     const usage = await sql(
       `SELECT count(*)::int AS n, count(DISTINCT id)::int AS d, coalesce(sum(cost_vnd), 0)::bigint AS c
          FROM usage_records WHERE account_id = $1`,
       [acc.accountId],
     );
-    expect(usage[0]).toMatchObject({ n: OPENAI_N + ANTHROPIC_N, d: OPENAI_N + ANTHROPIC_N });
-    expect(Number(usage[0].c)).toBe(spentOpenAI + spentAnthropic);
-    const spent = spentOpenAI + spentAnthropic;
+    const all = OPENAI_N + ANTHROPIC_N + NATIVE_N;
+    expect(usage[0]).toMatchObject({ n: all, d: all });
+    const spent = spentOpenAI + spentAnthropic + spentNative;
+    expect(Number(usage[0].c)).toBe(spent);
     expect(await getBalance(h.deps.db, acc.accountId)).toEqual({
       balance: start - spent,
       held: 0,
@@ -153,6 +213,7 @@ test('worker SIGKILLed mid-batch, twice: no request lost or charged twice, every
     expect(await verifyProjections(h.deps.db)).toEqual([]);
   } finally {
     h.emulator.control.settings.latencyMs = 0;
+    h.emulator.control.settings.batchQueueMs = 100;
     await worker.kill('SIGTERM');
   }
 });
