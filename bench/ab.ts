@@ -39,6 +39,9 @@ import { setKeyLimits } from '../src/limits/keyLimits';
  * tracing's cost against the same build without them; `OTEL_EXPORTER_OTLP_ENDPOINT=sink` points it at an OTLP/HTTP
  * receiver in this process that reads and drops every export (the exports' bytes are counted and printed).
  *
+ * The rounds run in ABBA order, each round's c=1 cells (with --limits) right after its c=50 cells; the CPU ratio and
+ * the added c=1 latency are printed per round and as a median with a bootstrap 90 % interval, quartiles and range.
+ *
  * Environment: BENCH_AB_ROUNDS (6), BENCH_SECONDS (3), BENCH_WARMUP_SECONDS (2), BENCH_REDIS_URL, BENCH_LIMITS
  * (`all`, `rate`: RPM and TPM only, `budget`: the daily budget only), BENCH_AB_BASELINE_NODE_ARGS, BENCH_AB_NODE_ARGS.
  */
@@ -73,13 +76,41 @@ interface Side {
   single: LoadResult[];
   /** CPU per request of each of its cells, µs. */
   cellCpu: number[];
+  /** Mean latency of each of its c=1 cells, µs. */
+  cellLatency: number[];
 }
 
 /** A side's Node flags: given in the environment, else its checkout's `npm run api` flags. */
 const nodeFlags = (given: string | undefined, dist: string): string[] =>
   given !== undefined ? given.split(' ').filter(Boolean) : apiNodeFlags(path.resolve(dist, '..'));
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+const median = (xs: number[]) => quantile(xs, 0.5);
+/** The q-quantile of xs (nearest rank; the median of an even count is the mean of the middle two). */
+function quantile(xs: number[], q: number): number {
+  const a = [...xs].sort((x, y) => x - y);
+  if (q === 0.5 && a.length % 2 === 0) return (a[a.length / 2 - 1] + a[a.length / 2]) / 2;
+  return a[Math.min(a.length - 1, Math.max(0, Math.round(q * (a.length - 1))))];
+}
+
+/**
+ * A 90 % interval of the median of xs by bootstrap (2,000 resamples, a fixed seed): how far the machine's noise
+ * could move the figure. Reported with the quartiles, so a bound is judged on the spread, not one number.
+ */
+function bootstrapMedian(xs: number[]): [number, number] {
+  let seed = 12345;
+  const rnd = () => ((seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) >>> 8) / 2 ** 24;
+  const ms: number[] = [];
+  for (let i = 0; i < 2000; i++) ms.push(median(xs.map(() => xs[Math.floor(rnd() * xs.length)])));
+  return [quantile(ms, 0.05), quantile(ms, 0.95)];
+}
+
+function spread(xs: number[], fmt: (x: number) => string): string {
+  const [lo, hi] = bootstrapMedian(xs);
+  return (
+    `median ${fmt(median(xs))} (90% interval ${fmt(lo)}-${fmt(hi)}; quartiles ${fmt(quantile(xs, 0.25))}-` +
+    `${fmt(quantile(xs, 0.75))}; range ${fmt(Math.min(...xs))}-${fmt(Math.max(...xs))}; ${xs.length} rounds)`
+  );
+}
 
 async function main(): Promise<void> {
   const [baseline, workload = 'chat', conns = '50'] = process.argv.slice(2);
@@ -143,6 +174,7 @@ async function main(): Promise<void> {
         runs: [],
         single: [],
         cellCpu: [],
+        cellLatency: [],
       });
     }
     const spec = (s: Side) => ({
@@ -152,8 +184,12 @@ async function main(): Promise<void> {
     });
     for (const s of sides) await load(spec(s), connections, WARMUP);
     for (const s of sides) resetPeakRss(s.target.pid); // the peak under this load, not at start-up
+    // Rounds in ABBA order (A B, then B A, ...): each round's two cells run back to back, and whatever the machine
+    // is doing meanwhile (other processes' load drifts over seconds) falls on A first as often as on B first. The
+    // c=1 cells of a round follow its c=50 cells, in the same order.
     for (let round = 0; round < ROUNDS; round++) {
-      for (const s of round % 2 ? [...sides].reverse() : sides) {
+      const order = round % 2 ? [...sides].reverse() : sides;
+      for (const s of order) {
         await sleep(300);
         const c0 = cpuMs(s.target.pid);
         const d0 = postgresCpuMs();
@@ -165,8 +201,13 @@ async function main(): Promise<void> {
         s.db += postgresCpuMs() - d0;
         s.ok += r.ok;
         s.runs.push(r);
-        if (limits) s.single.push(await load(spec(s), 1, SECONDS));
       }
+      if (limits)
+        for (const s of order) {
+          const r = await load(spec(s), 1, SECONDS);
+          s.single.push(r);
+          s.cellLatency.push(1_000_000 / Math.max(1e-9, r.rps));
+        }
     }
     for (const s of sides) {
       const cpuUs = ((1000 * s.cpu) / s.ok).toFixed(0);
@@ -186,14 +227,18 @@ async function main(): Promise<void> {
       const p99 = (x: Side) => median(x.single.map((r) => r.p99Ms));
       console.log(
         `c=1 mean latency: ${a.name} ${mean(a).toFixed(0)} µs, ${b.name} ${mean(b).toFixed(0)} µs: ` +
-          `+${(mean(b) - mean(a)).toFixed(0)} µs (${(mean(b) / mean(a)).toFixed(2)}x); p99 ${p99(a)} / ${p99(b)} ms`,
+          `${mean(b) >= mean(a) ? '+' : ''}${(mean(b) - mean(a)).toFixed(0)} µs (${(mean(b) / mean(a)).toFixed(2)}x); ` +
+          `p99 ${p99(a)} / ${p99(b)} ms`,
       );
+      const added = a.cellLatency.map((x, i) => b.cellLatency[i] - x);
+      const us = (x: number) => `${x >= 0 ? '+' : ''}${x.toFixed(0)} µs`;
+      console.log(`c=1 added latency by round, ${b.name} - ${a.name}: ${spread(added, us)}`);
     }
     // Each round's two cells ran back to back: the median of their ratios is the figure least moved by the machine.
     const ratios = a.cellCpu.map((x, i) => b.cellCpu[i] / x);
     console.log(
       `CPU per request by round, ${b.name} / ${a.name}: ${ratios.map((x) => x.toFixed(2)).join(' ')}; ` +
-        `median ${median(ratios).toFixed(2)}`,
+        spread(ratios, (x) => x.toFixed(3)),
     );
     const throughput = median(b.runs.map((r) => r.rps)) / median(a.runs.map((r) => r.rps));
     const withDb = (b.cpu + b.db) / b.ok / ((a.cpu + a.db) / a.ok);

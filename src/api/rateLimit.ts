@@ -22,23 +22,49 @@ export function openAIDuration(ms: number): string {
   return m > 0 ? `${m}m${s}s` : `${s}s`;
 }
 
+const OPENAI_NAMES = {
+  requests: ['x-ratelimit-limit-requests', 'x-ratelimit-remaining-requests', 'x-ratelimit-reset-requests'],
+  tokens: ['x-ratelimit-limit-tokens', 'x-ratelimit-remaining-tokens', 'x-ratelimit-reset-tokens'],
+} as const;
+const ANTHROPIC_NAMES = {
+  requests: [
+    'anthropic-ratelimit-requests-limit',
+    'anthropic-ratelimit-requests-remaining',
+    'anthropic-ratelimit-requests-reset',
+  ],
+  tokens: [
+    'anthropic-ratelimit-tokens-limit',
+    'anthropic-ratelimit-tokens-remaining',
+    'anthropic-ratelimit-tokens-reset',
+  ],
+} as const;
+
+/**
+ * The last reset values rendered: an admitted request's reset is mostly the whole window, and an RFC 3339 time
+ * changes once a second, so most requests reuse the string (the headers are on every limited key's response).
+ */
+let lastDuration: [number, string] = [-1, ''];
+let lastInstant: [number, string] = [-1, ''];
+function durationText(ms: number): string {
+  if (lastDuration[0] !== ms) lastDuration = [ms, openAIDuration(ms)];
+  return lastDuration[1];
+}
+function instantText(resetMs: number): string {
+  const s = Math.ceil((Date.now() + resetMs) / 1000);
+  if (lastInstant[0] !== s) lastInstant = [s, new Date(s * 1000).toISOString().replace('.000Z', 'Z')];
+  return lastInstant[1];
+}
+
 function setHeaders(ctx: Ctx, a: WindowView): void {
   ctx.state.rateLimitHeaders = true;
   const anthropic = ctx.state.errorShape === 'anthropic';
+  const res = ctx.res;
   const put = (kind: 'requests' | 'tokens', w: WindowState | null) => {
     if (!w) return;
-    if (anthropic) {
-      ctx.set(`anthropic-ratelimit-${kind}-limit`, String(w.limit));
-      ctx.set(`anthropic-ratelimit-${kind}-remaining`, String(w.remaining));
-      ctx.set(
-        `anthropic-ratelimit-${kind}-reset`,
-        new Date(Math.ceil((Date.now() + w.resetMs) / 1000) * 1000).toISOString().replace('.000Z', 'Z'),
-      );
-    } else {
-      ctx.set(`x-ratelimit-limit-${kind}`, String(w.limit));
-      ctx.set(`x-ratelimit-remaining-${kind}`, String(w.remaining));
-      ctx.set(`x-ratelimit-reset-${kind}`, openAIDuration(w.resetMs));
-    }
+    const [limit, remaining, reset] = (anthropic ? ANTHROPIC_NAMES : OPENAI_NAMES)[kind];
+    res.setHeader(limit, String(w.limit));
+    res.setHeader(remaining, String(w.remaining));
+    res.setHeader(reset, anthropic ? instantText(w.resetMs) : durationText(w.resetMs));
   };
   put('requests', a.requests);
   put('tokens', a.tokens);
