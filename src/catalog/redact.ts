@@ -32,6 +32,10 @@ function build(catalog: Catalog): Redactor {
       replacements.set(url.origin, 'the upstream');
       replacements.set(url.host, 'the upstream');
       replacements.set(url.hostname, 'the upstream');
+      // An Azure resource's name (the first label of its endpoint), which Azure's own messages may name alone.
+      const azure = /^([a-z0-9-]+)\.(?:openai\.azure\.com|cognitiveservices\.azure\.com|services\.ai\.azure\.com)$/i;
+      const resource = azure.exec(url.hostname)?.[1];
+      if (resource) replacements.set(resource, 'the upstream');
     } catch {}
   }
   // Names clients use are never rewritten, even where an upstream model name happens to equal one.

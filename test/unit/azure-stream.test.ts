@@ -1,5 +1,9 @@
 import { AzurePromptFilterDrop, mapAzureError } from '../../src/providers/azureOpenai';
 import type { StreamSink } from '../../src/sse/streamSink';
+import { Catalog, type CatalogFile } from '../../src/catalog/catalog';
+import { redactorFor } from '../../src/catalog/redact';
+
+const chatPrice = { inputPer1MTokens: 1, outputPer1MTokens: 1 };
 
 const PROMPT_FILTER =
   'data: {"choices":[],"created":0,"id":"","model":"","object":"",' +
@@ -59,4 +63,29 @@ test('a content-filter refusal names the categories in our words; other errors m
     status: 400,
     code: 'BadRequest',
   });
+});
+
+test('Azure credentials never in the catalog: no key field, no key in the URL, apiKeyEnv a variable name', () => {
+  const load = (provider: Record<string, unknown>) => () =>
+    new Catalog({
+      providers: { az: { kind: 'azure-openai', baseUrl: 'https://contoso.openai.azure.com', ...provider } },
+      models: [{ id: 'm', mode: 'chat', provider: 'az', upstreamModel: 'dep', pricing: chatPrice }],
+    } as unknown as CatalogFile);
+  expect(load({ apiKeyEnv: 'AZURE_OPENAI_API_KEY', apiVersion: '2024-10-21' })).not.toThrow();
+  expect(load({ apiKey: 'abc123' })).toThrow(/invalid catalog/);
+  expect(load({ clientSecret: 'abc123' })).toThrow(/invalid catalog/);
+  expect(load({ apiKeyEnv: '0123456789abcdef0123456789abcdef' })).toThrow(/invalid catalog/);
+  expect(load({ baseUrl: 'https://contoso.openai.azure.com/?api-key=abc123' })).toThrow(/carries credentials/);
+  expect(load({ apiVersion: 'latest' })).toThrow(/invalid catalog/);
+});
+
+test("an Azure resource's name is redacted from upstream texts like its host", () => {
+  const catalog = new Catalog({
+    providers: { az: { kind: 'azure-openai', baseUrl: 'https://contoso-east.openai.azure.com', apiKeyEnv: 'AZ_KEY' } },
+    models: [{ id: 'gpt-4o', mode: 'chat', provider: 'az', upstreamModel: 'my-gpt4o-dep', pricing: chatPrice }],
+  } as unknown as CatalogFile);
+  const redact = redactorFor(catalog);
+  expect(redact('Resource contoso-east has no deployment my-gpt4o-dep (https://contoso-east.openai.azure.com).')).toBe(
+    'Resource the upstream has no deployment gpt-4o (the upstream).',
+  );
 });
