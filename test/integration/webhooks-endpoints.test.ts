@@ -64,6 +64,10 @@ describe('/v1/webhooks', () => {
       'video.failed',
       'video.expired',
       'video.cancelled',
+      'batch.completed',
+      'batch.failed',
+      'batch.expired',
+      'batch.cancelled',
     ]);
 
     const list = await call(a.key, 'GET', '/v1/webhooks');
