@@ -57,16 +57,19 @@ export function messageBatchLines(body: unknown): { model: string; lines: string
 const iso = (d: Date | null) => (d ? d.toISOString() : null);
 const OPEN = ['validating', 'in_progress', 'finalizing'];
 
-/** The batch as Anthropic's `message_batch` object. */
-export function messageBatchView(b: Batch, resultsUrl: string): Record<string, unknown> {
+/**
+ * The batch as Anthropic's `message_batch` object. `ranFailed`: the requests that ran and failed (the chunks' count),
+ * when the batch's own `failed` also counts requests an expired batch never ran.
+ */
+export function messageBatchView(b: Batch, resultsUrl: string, ranFailed = b.failed): Record<string, unknown> {
   const ended = !OPEN.includes(b.status) && b.status !== 'cancelling';
   const endedAt = b.completedAt ?? b.failedAt ?? b.expiredAt ?? b.cancelledAt;
-  const unrun = Math.max(0, b.total - b.completed - b.failed);
+  const unrun = Math.max(0, b.total - b.completed - ranFailed);
   // A failed batch ran none of what is left: Anthropic has no failed batch, so those requests are errored.
   const counts = {
     processing: ended ? 0 : unrun,
     succeeded: b.completed,
-    errored: b.failed + (b.status === 'failed' ? unrun : 0),
+    errored: ranFailed + (b.status === 'failed' ? unrun : 0),
     canceled: b.status === 'cancelled' ? unrun : 0,
     expired: b.status === 'expired' ? unrun : 0,
   };

@@ -199,3 +199,29 @@ test('402 in Anthropic shape when the hold cannot be covered; nothing stored', a
   expect((await c.messages.batches.list()).data).toEqual([]);
   expect(await getBalance(h.deps.db, a.accountId)).toEqual({ balance: 1, held: 0, available: 1 });
 });
+
+test('a message batch whose window closes: the requests it never ran are `expired`, released', async () => {
+  const a = await h.account(1_000_000);
+  const c = client(a.key);
+  const window = h.deps.config.batches.completionWindowMs;
+  h.deps.config.batches.completionWindowMs = 1_000;
+  h.emulator.control.settings.latencyMs = 600;
+  try {
+    const mb = await c.messages.batches.create({
+      requests: Array.from({ length: 8 }, (_, i) => ({ custom_id: `e-${i}`, params: params('gpt-4o-mini', `e ${i}`) })),
+    });
+    const b = await ended(c, mb.id);
+    const n = b.request_counts;
+    expect(n.expired).toBeGreaterThan(0);
+    expect(n).toMatchObject({ processing: 0, errored: 0, canceled: 0 });
+    expect(n.succeeded + n.expired).toBe(8);
+    const rs = await results(c, mb.id);
+    expect(rs).toHaveLength(8);
+    expect(rs.filter((r) => r.result.type === 'expired')).toHaveLength(n.expired);
+    expect(rs.filter((r) => r.result.type === 'succeeded')).toHaveLength(n.succeeded);
+  } finally {
+    h.deps.config.batches.completionWindowMs = window;
+    h.emulator.control.settings.latencyMs = 0;
+  }
+  expect(await getBalance(h.deps.db, a.accountId)).toMatchObject({ held: 0 });
+});

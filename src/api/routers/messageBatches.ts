@@ -41,7 +41,13 @@ export function messageBatchesRouter(deps: AppDeps): Router<GatewayState> {
 
   const resultsUrl = (ctx: Ctx, id: string) =>
     `${publicBaseUrl(ctx, deps.config)}${base}/${encodeURIComponent(id)}/results`;
-  const view = (ctx: Ctx, b: repo.Batch) => messageBatchView(b, resultsUrl(ctx, b.id));
+  const view = async (ctx: Ctx, b: repo.Batch) => {
+    if (b.status !== 'expired') return messageBatchView(b, resultsUrl(ctx, b.id));
+    // An expired batch counts its unrun requests as failed: the chunks tell those that ran and failed.
+    const chunks = await repo.listChunks(deps.db, b.id);
+    const ranFailed = chunks.reduce((n, c) => n + c.failed, 0);
+    return messageBatchView(b, resultsUrl(ctx, b.id), ranFailed);
+  };
 
   /** The caller's message batch (a batch of /v1/messages lines, not deleted), or a 404. */
   const own = async (ctx: Ctx): Promise<repo.Batch> => {
@@ -91,7 +97,7 @@ export function messageBatchesRouter(deps: AppDeps): Router<GatewayState> {
       }
       throw e;
     }
-    ctx.body = view(ctx, b);
+    ctx.body = await view(ctx, b);
   });
 
   r.get(base, route(base), auth, async (ctx) => {
@@ -117,7 +123,7 @@ export function messageBatchesRouter(deps: AppDeps): Router<GatewayState> {
       const b = await repo.getBatch(deps.db, id);
       if (b) list.push(b);
     }
-    const data = list.map((b) => view(ctx, b));
+    const data = await Promise.all(list.map((b) => view(ctx, b)));
     ctx.body = {
       data,
       has_more: rows.rows.length > limit,
@@ -127,13 +133,13 @@ export function messageBatchesRouter(deps: AppDeps): Router<GatewayState> {
   });
 
   r.get(`${base}/:id`, route(`${base}/:id`), auth, async (ctx) => {
-    ctx.body = view(ctx, await own(ctx));
+    ctx.body = await view(ctx, await own(ctx));
   });
 
   r.post(`${base}/:id/cancel`, route(`${base}/:id/cancel`), auth, async (ctx) => {
     const b = await own(ctx);
     // Anthropic answers a cancel of an ended batch with the batch as it is.
-    ctx.body = view(ctx, isEnded(b) ? b : await cancelBatch(deps, b));
+    ctx.body = await view(ctx, isEnded(b) ? b : await cancelBatch(deps, b));
   });
 
   r.get(`${base}/:id/results`, route(`${base}/:id/results`), auth, async (ctx) => {
