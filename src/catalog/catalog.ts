@@ -410,7 +410,12 @@ export class Catalog {
   /** The model's public owner (`owned_by`): its provider's `ownedBy`, else the vendor of its kind, else "system". */
   ownerOf(m: ModelConfig): string {
     const p = this.provider(m);
-    return p.ownedBy ?? VENDOR_OF_KIND[p.kind] ?? 'system';
+    if (p.ownedBy) return p.ownedBy;
+    // Cloud kinds resell several vendors: the model's own (a Bedrock id names it: `us.meta.llama...` -> meta).
+    if (p.kind === 'bedrock' && !isClaudeModel(m.upstreamModel))
+      return /^(?:[a-z]{2,4}\.)?([a-z0-9-]+)\./.exec(m.upstreamModel.replace(/^arn:.*\//, ''))?.[1] ?? 'amazon';
+    if (p.kind === 'vertex' && isClaudeModel(m.upstreamModel)) return 'anthropic';
+    return VENDOR_OF_KIND[p.kind] ?? 'system';
   }
 
   /** The model, or a 404 model_not_found; a model of another mode is a 400 naming `model`. */

@@ -16,7 +16,7 @@ import { anthropicType } from '../api/errors';
 import { classOfStatus, markFailure } from '../routing/failure';
 import { isClaudeModel, type ProviderConfig } from '../catalog/catalog';
 import { mapTransportError, UpstreamAborted } from './openai';
-import { credentialsRefused, UpstreamHttpError } from './upstreamError';
+import { credentialsRefused, noCredentials, UpstreamHttpError } from './upstreamError';
 import type { CallOptions, ProviderAdapter } from './types';
 import {
   abortSignalOf,
@@ -224,6 +224,11 @@ export class BedrockAdapter implements ProviderAdapter, MessagesUpstream {
     const err = e as AwsError;
     if (opts.signal?.aborted || err?.name === 'AbortError') return new UpstreamAborted();
     const status = err?.$metadata?.httpStatusCode;
+    if (err?.name === 'CredentialsProviderError') {
+      // No AWS credentials in the chain (or none that could be loaded): the gateway's own, never the client's.
+      this.opts.onError?.(this.id, 401);
+      return noCredentials();
+    }
     if (typeof status !== 'number') {
       const timedOut = err?.name === 'TimeoutError' || err?.code === 'ETIMEDOUT';
       const mapped = timedOut

@@ -86,6 +86,23 @@ export function credentialsRefused(status: number): ApiError {
 }
 
 /**
+ * The gateway could not obtain its own credentials (no AWS credentials in the chain, a Google token refused or
+ * unreachable): a 502 naming none of it, cooling the deployment like a refused key.
+ */
+export function noCredentials(): ApiError {
+  return markFailure(
+    new ApiError(
+      502,
+      'The gateway could not authenticate to the upstream provider.',
+      'api_error',
+      null,
+      'upstream_error',
+    ),
+    'auth',
+  );
+}
+
+/**
  * The error to throw for a non-2xx answer whose body the routes pass through: credentials refused (401/403/407)
  * become credentialsRefused; anything else an UpstreamHttpError marked for the retry loop (src/routing).
  */

@@ -3,9 +3,8 @@ import type { Dispatcher } from 'undici';
 import { ApiError } from '../errors';
 import { anthropicType } from '../api/errors';
 import { isClaudeModel, type ProviderConfig } from '../catalog/catalog';
-import { markFailure } from '../routing/failure';
 import { mapTransportError, UpstreamAborted } from './openai';
-import { readErrorBody, refusal } from './upstreamError';
+import { noCredentials, readErrorBody, refusal } from './upstreamError';
 import type { CallOptions, ProviderAdapter } from './types';
 import type { GeminiResponse, GeminiUpstream } from './gemini';
 import {
@@ -142,16 +141,7 @@ export class VertexAdapter implements ProviderAdapter, MessagesUpstream, GeminiU
       // No token (a missing or broken key file, the token endpoint refusing or unreachable): the gateway's own
       // credentials, never the client's; the log keeps the cause.
       this.opts.onError?.(this.id, 401);
-      throw markFailure(
-        new ApiError(
-          502,
-          'The gateway could not authenticate to the upstream provider.',
-          'api_error',
-          null,
-          'upstream_error',
-        ),
-        'auth',
-      );
+      throw noCredentials();
     }
     let res: Dispatcher.ResponseData;
     try {

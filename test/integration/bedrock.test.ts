@@ -196,3 +196,54 @@ test('a catalog entry carrying a key, or an apiKeyEnv on a cloud kind, is refuse
       } as never),
   ).toThrow(/invalid catalog/);
 });
+
+test('a Converse model calls tools, plain and streamed, and is listed under its own vendor', async () => {
+  const { client, key } = await fundedClient(gw, 5_000_000);
+  const tools = [
+    {
+      type: 'function' as const,
+      function: { name: 'get_weather', parameters: { type: 'object', properties: { city: { type: 'string' } } } },
+    },
+  ];
+  const messages = [{ role: 'user' as const, content: 'weather in Hanoi?' }];
+  const c = await client.chat.completions.create({ model: 'nova-pro', messages, tools });
+  expect(c.choices[0].finish_reason).toBe('tool_calls');
+  expect(c.choices[0].message.tool_calls![0]).toMatchObject({ function: { name: 'get_weather' } });
+  const seen = gw.emulator.control.requests.find((r) => r.path.endsWith('/converse'))!;
+  expect(seen.body).toMatchObject({ toolConfig: { tools: [{ toolSpec: { name: 'get_weather' } }] } });
+  const stream = await client.chat.completions.create({ model: 'nova-pro', messages, tools, stream: true });
+  let args = '';
+  let finish: string | null = null;
+  for await (const ch of stream) {
+    args += ch.choices[0]?.delta?.tool_calls?.[0]?.function?.arguments ?? '';
+    finish = ch.choices[0]?.finish_reason ?? finish;
+  }
+  expect(JSON.parse(args)).toEqual({ example: 'example' });
+  expect(finish).toBe('tool_calls');
+  const list = (await (await fetch(`${gw.url}/v1/models`, { headers: { authorization: `Bearer ${key}` } })).json()) as {
+    data: { id: string; owned_by: string }[];
+  };
+  expect(Object.fromEntries(list.data.map((m) => [m.id, m.owned_by]))).toMatchObject({
+    'nova-pro': 'amazon',
+    'claude-sonnet-4-6': 'anthropic',
+  });
+});
+
+test('no AWS credentials anywhere in the chain is a 502 naming none of it', async () => {
+  const { BedrockAdapter } = await import('../../src/providers/bedrock');
+  const keep = { ...process.env };
+  for (const k of ['AWS_ACCESS_KEY_ID', 'AWS_SECRET_ACCESS_KEY', 'AWS_PROFILE']) delete process.env[k];
+  Object.assign(process.env, { AWS_SHARED_CREDENTIALS_FILE: '/nonexistent/c', AWS_CONFIG_FILE: '/nonexistent/f' });
+  const a = new BedrockAdapter(gw.deps.catalog.providers.get('aws')!);
+  try {
+    const body = JSON.stringify({ model: 'anthropic.claude-sonnet-4-6-v1:0', max_tokens: 5, messages: [] });
+    await expect(a.messagesWhole(body, {})).rejects.toMatchObject({
+      status: 502,
+      message: 'The gateway could not authenticate to the upstream provider.',
+    });
+  } finally {
+    await a.close();
+    for (const k of ['AWS_SHARED_CREDENTIALS_FILE', 'AWS_CONFIG_FILE']) delete process.env[k];
+    Object.assign(process.env, keep);
+  }
+});

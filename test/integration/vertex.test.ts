@@ -236,6 +236,14 @@ test("upstream errors reach the client without the upstream's host or project", 
       expect(text).not.toContain(PROJECT);
     }
   }
+  // On the Gemini routes, natively: Google's shape, the same words.
+  gw.emulator.control.addFault({ match: '/vertex/v1/', status: 400, times: 1 });
+  const ai = new GoogleGenAI({ apiKey: acc.key, httpOptions: { baseUrl: gw.url } });
+  const e3 = await ai.models.generateContent({ model: 'gemini-2.5-flash', contents: 'x' }).catch((e) => e);
+  expect(e3.status).toBe(400);
+  expect(e3.message).toContain('emulated failure 400');
+  expect(e3.message).not.toContain(host);
+  expect(e3.message).not.toContain(PROJECT);
   gw.emulator.control.addFault({ match: '/vertex/v1/', status: 403, times: 1 });
   const denied = await client.chat.completions
     .create({ model: 'gemini-2.5-flash', messages: [{ role: 'user', content: 'x' }] })
