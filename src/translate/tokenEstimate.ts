@@ -1,11 +1,15 @@
 import type { AnthropicContentBlock, MessagesRequest } from './anthropicTypes';
 import { str } from './messagesToChat';
+import type { ModelConfig } from '../catalog/catalog';
+import { mediaParts, mediaTokens } from '../billing/imageTokens';
 
 /**
  * count_tokens for models without an upstream counter (every non-Anthropic model): an estimate, documented in
  * docs/coding-assistants.md. One token per 4 characters of the text a model reads (system prompt, message text,
  * tool calls and results, thinking, tool definitions as JSON), the same rule that bills a stream cut short, plus
- * IMAGE_TOKENS per image or document block and 3 tokens of framing per message.
+ * 3 tokens of framing per message, plus each image at the rule of the provider serving `model` (by size when the
+ * image is inline: billing/imageTokens.ts, the funds bound's rule), or IMAGE_TOKENS per image or document block
+ * without a model.
  */
 
 export const IMAGE_TOKENS = 1600;
@@ -36,7 +40,10 @@ function blockChars(b: AnthropicContentBlock | { type?: string } | null, images:
   }
 }
 
-export function estimateInputTokens(req: Pick<MessagesRequest, 'system' | 'messages' | 'tools'>): number {
+export function estimateInputTokens(
+  req: Pick<MessagesRequest, 'system' | 'messages' | 'tools'>,
+  model?: ModelConfig,
+): number {
   const images = { n: 0 };
   let chars = 0;
   if (typeof req.system === 'string') chars += req.system.length;
@@ -51,5 +58,6 @@ export function estimateInputTokens(req: Pick<MessagesRequest, 'system' | 'messa
   }
   for (const t of Array.isArray(req.tools) ? req.tools : [])
     chars += JSON.stringify({ name: t?.name, description: t?.description, input_schema: t?.input_schema }).length;
-  return Math.ceil(chars / 4) + images.n * IMAGE_TOKENS + (req.messages?.length ?? 0) * PER_MESSAGE;
+  const media = model ? mediaTokens(model, mediaParts([req.system, req.messages])) : images.n * IMAGE_TOKENS;
+  return Math.ceil(chars / 4) + media + (req.messages?.length ?? 0) * PER_MESSAGE;
 }

@@ -1,5 +1,6 @@
 import { imageSize, mediaParts, mediaTokens, partTokens, OTHER_PART_TOKENS } from '../../src/billing/imageTokens';
 import { estimateChatMaxCost } from '../../src/billing/pricing';
+import { estimateInputTokens } from '../../src/translate/tokenEstimate';
 import type { ModelConfig } from '../../src/catalog/catalog';
 import { pngHeader } from '../../bench/lib/imageHeaders';
 
@@ -92,4 +93,22 @@ test('the chat funds bound adds each image at its rule: gpt-4o-mini by URL far a
   };
   const bytes = Buffer.byteLength(JSON.stringify(body));
   expect(estimateChatMaxCost(model('gpt-4o-mini'), body).promptTokens).toBe(bytes + 2833 + 8 * 5667);
+});
+
+test("count_tokens' estimate counts each image at the rule of the model's provider", () => {
+  const req = {
+    messages: [
+      {
+        role: 'user' as const,
+        content: [
+          { type: 'text' as const, text: 'what is this' },
+          { type: 'image' as const, source: { type: 'url' as const, url: 'https://e/x.png' } },
+        ],
+      },
+    ],
+  } as unknown as Parameters<typeof estimateInputTokens>[0];
+  const text = Math.ceil('what is this'.length / 4) + 3;
+  expect(estimateInputTokens(req)).toBe(text + 1600);
+  expect(estimateInputTokens(req, model('gpt-4o-mini'))).toBe(text + 2833 + 8 * 5667);
+  expect(estimateInputTokens(req, model('gpt-4o'))).toBe(text + 85 + 8 * 170);
 });

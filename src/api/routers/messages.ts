@@ -132,7 +132,7 @@ export function messagesRouter(deps: AppDeps): Router<GatewayState> {
       const native = nativeAdapter(model);
       if (!(native instanceof AnthropicAdapter)) {
         // No upstream counter: the documented estimate (see tokenEstimate.ts).
-        ctx.body = { input_tokens: translateInput(() => estimateInputTokens(req)) };
+        ctx.body = { input_tokens: translateInput(() => estimateInputTokens(req, model)) };
         return;
       }
       try {
