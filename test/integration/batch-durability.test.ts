@@ -6,7 +6,7 @@ import OpenAI, { toFile } from 'openai';
 import { getBalance, listLedger, verifyProjections } from '../../src/billing/ledger';
 import { loadBatchSettings } from '../../src/batches/settings';
 import { projectRoot } from '../../src/projectRoot';
-import { eventually, spawnWorker, startVideoHarness, type VideoHarness } from '../support/video';
+import { eventually, spawnApi, spawnWorker, startVideoHarness, type VideoHarness } from '../support/video';
 
 /**
  * Batches through worker kills, against the real Temporal dev server and Postgres: an OpenAI batch and an
@@ -14,7 +14,8 @@ import { eventually, spawnWorker, startVideoHarness, type VideoHarness } from '.
  * provider is marked nativeBatches), run on a worker process that is SIGKILLed mid-batch (a chunk in flight, the
  * native batch in the provider's queue), twice; new workers finish all three. Every request is in the output exactly
  * once (none lost, none doubled), each is charged exactly once, the native batch was submitted upstream once, each
- * batch's hold is closed with charged + released = held, and the ledger reconciles.
+ * batch's hold is closed with charged + released = held, and the ledger reconciles. API processes SIGKILLed the
+ * moment they answered a create leave batches that finish all the same.
  */
 
 let h: VideoHarness;
@@ -215,5 +216,71 @@ test('worker SIGKILLed mid-batch, twice: no request lost or charged twice, every
     h.emulator.control.settings.latencyMs = 0;
     h.emulator.control.settings.batchQueueMs = 100;
     await worker.kill('SIGTERM');
+  }
+});
+
+test('API processes SIGKILLed right after answering a batch create: the batches finish, the money is exact', async () => {
+  const start = 1_000_000;
+  const acc = await h.account(start);
+  const [worker, first, second] = await Promise.all([spawnWorker(h), spawnApi(h), spawnApi(h)]);
+  try {
+    // An OpenAI batch through one API process, killed the moment its answer is read.
+    const via = (url: string) => new OpenAI({ apiKey: acc.key, baseURL: `${url}/v1`, maxRetries: 0 });
+    const lines = Array.from({ length: 5 }, (_, i) =>
+      JSON.stringify({
+        custom_id: `k-${i}`,
+        method: 'POST',
+        url: '/v1/chat/completions',
+        body: { model: 'gpt-4o-mini', messages: [{ role: 'user', content: `kill ${i}` }], max_tokens: 20 },
+      }),
+    ).join('\n');
+    const file = await via(first.url).files.create({
+      file: await toFile(Buffer.from(lines), 'k.jsonl'),
+      purpose: 'batch',
+    });
+    const ob = await via(first.url).batches.create({
+      input_file_id: file.id,
+      endpoint: '/v1/chat/completions',
+      completion_window: '24h',
+    });
+    await first.kill('SIGKILL');
+    // A message batch through another, killed the same way.
+    const anthropic = new Anthropic({ apiKey: acc.key, baseURL: second.url, maxRetries: 0 });
+    const mb = await anthropic.messages.batches.create({
+      requests: [0, 1, 2].map((i) => ({
+        custom_id: `m-${i}`,
+        params: { model: 'claude-haiku-4-5', max_tokens: 20, messages: [{ role: 'user' as const, content: `m ${i}` }] },
+      })),
+    });
+    await second.kill('SIGKILL');
+
+    // Read through the in-process API.
+    const openai = via(h.url);
+    const reader = new Anthropic({ apiKey: acc.key, baseURL: h.url, maxRetries: 0 });
+    const o = await eventually(async () => {
+      const x = await openai.batches.retrieve(ob.id);
+      return x.status === 'completed' ? x : null;
+    }, 90_000);
+    const m = await eventually(async () => {
+      const x = await reader.messages.batches.retrieve(mb.id);
+      return x.processing_status === 'ended' ? x : null;
+    }, 90_000);
+    expect(o.request_counts).toEqual({ total: 5, completed: 5, failed: 0 });
+    expect(m.request_counts).toMatchObject({ succeeded: 3, errored: 0 });
+    const spent =
+      (await expectExactlyOnce(
+        acc.accountId,
+        ob.id,
+        ['k-0', 'k-1', 'k-2', 'k-3', 'k-4'],
+        await (await openai.files.content(o.output_file_id!)).text(),
+      )) + Number((await sql('SELECT cost_vnd FROM batches WHERE id = $1', [mb.id]))[0].cost_vnd);
+    expect(await getBalance(h.deps.db, acc.accountId)).toEqual({
+      balance: start - spent,
+      held: 0,
+      available: start - spent,
+    });
+    expect(await verifyProjections(h.deps.db)).toEqual([]);
+  } finally {
+    await Promise.all([worker.kill('SIGTERM'), first.kill(), second.kill()]);
   }
 });
