@@ -115,14 +115,6 @@ async function expectEachTransitionOnce(path: string, secret: string, jobIds: st
   expect(new Set(all.map((a) => a.event.id)).size).toBe(want.length);
 }
 
-const final = (key: string, id: string, ms = 30_000) =>
-  eventually(async () => {
-    const j: Json = await (
-      await fetch(`${h.url}/v1/videos/${id}`, { headers: { authorization: `Bearer ${key}` } })
-    ).json();
-    return ['completed', 'failed', 'expired'].includes(j.status) ? j : null;
-  }, ms);
-
 test('the worker process is SIGKILLed mid-job; a new worker finishes it with exactly one charge and one provider task', async () => {
   const acc = await h.account(1_000_000);
   const hook = await endpoint(acc.key);
@@ -143,7 +135,7 @@ test('the worker process is SIGKILLed mid-job; a new worker finishes it with exa
   const second = await spawnWorker(h);
   try {
     await refuseFirst(hook.path, 2);
-    const done = await final(acc.key, job.id, 90_000);
+    const done = await h.final(acc.key, job.id, 90_000);
     expect(done).toMatchObject({ status: 'completed', usage: { duration_seconds: 8, cost_vnd: 8 * PRICE } });
     await expectEachTransitionOnce(hook.path, hook.secret, [job.id], ['video.processing', 'video.completed']);
   } finally {
@@ -185,7 +177,7 @@ test('50 concurrent submissions against a balance covering 10: exactly 10 accept
 
   const accepted = bodies.filter((b) => b.status === 'submitted');
   await refuseFirst(hook.path, accepted.length);
-  const done = await Promise.all(accepted.map((b) => final(acc.key, b.id, 60_000)));
+  const done = await Promise.all(accepted.map((b) => h.final(acc.key, b.id, 60_000)));
   expect(done.every((d) => d.status === 'completed')).toBe(true);
   expect(await getBalance(h.deps.db, acc.accountId)).toEqual({ balance: 0, held: 0, available: 0 });
   expect((await listLedger(h.deps.db, acc.accountId, 500)).filter((e) => e.kind === 'charged')).toHaveLength(10);
@@ -255,7 +247,7 @@ test('API processes SIGKILLed right after their 202 and mid-job: the jobs finish
 
     await refuseFirst(hook.path, 2);
     // Read through another API process (the in-process one).
-    for (const job of [a, b]) expect(await final(acc.key, job.id, 90_000)).toMatchObject({ status: 'completed' });
+    for (const job of [a, b]) expect(await h.final(acc.key, job.id, 90_000)).toMatchObject({ status: 'completed' });
     await expectEachTransitionOnce(hook.path, hook.secret, [a.id, b.id], ['video.processing', 'video.completed']);
     expect((await getJob(h.deps.db, a.id))!.workflowStartedAt).not.toBeNull();
   } finally {
@@ -286,7 +278,7 @@ test('the Temporal server stopped mid-job and restarted with its state: the job 
     temporal = await startTemporal();
 
     await refuseFirst(hook.path, 3);
-    expect(await final(acc.key, job.id, 90_000)).toMatchObject({ status: 'completed' });
+    expect(await h.final(acc.key, job.id, 90_000)).toMatchObject({ status: 'completed' });
     await expectEachTransitionOnce(hook.path, hook.secret, [job.id], ['video.processing', 'video.completed']);
     await expectMoneyExact(acc.accountId, start, [{ id: job.id, seconds: 8 }]);
   } finally {

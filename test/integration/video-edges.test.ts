@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { getBalance, listLedger, verifyProjections } from '../../src/billing/ledger';
 import { createJobWithHold, endJob, getJob, listEvents } from '../../src/video/jobs';
-import { eventually, startVideoHarness, type VideoHarness } from '../support/video';
+import { eventually, videoHarnessForFile, type VideoHarness } from '../support/video';
 
 /**
  * The edges of a video job where money or files could slip: a cancel at any moment leaves no provider task
@@ -15,40 +15,22 @@ const VEO = 'veo-3.1-generate-preview';
 const BALANCE = 10_000_000;
 
 let h: VideoHarness;
-beforeAll(async () => {
-  h = await startVideoHarness();
-});
-afterAll(async () => {
-  await h?.close();
-});
-afterEach(() => {
-  h.emulator.control.reset();
-});
+videoHarnessForFile((x) => (h = x));
 
 type Json = any;
-const api = (key: string, path: string, init: RequestInit = {}) =>
-  fetch(`${h.url}${path}`, {
-    ...init,
-    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', ...(init.headers ?? {}) },
-  });
-async function submit(key: string, body: Record<string, unknown>): Promise<Json> {
-  const r = await api(key, '/v1/videos', { method: 'POST', body: JSON.stringify(body) });
-  expect(r.status).toBe(202);
-  return r.json();
-}
 const eventKinds = async (jobId: string) => (await listEvents(h.deps.db, jobId)).map((e) => e.kind);
 
 /** DELETE while the provider holds the create-task request: returns once the job is final. */
 async function cancelDuringCreation(key: string, model: string, prompt: string, createPath: string): Promise<Json> {
   h.emulator.control.addFault({ match: `POST ${createPath}`, delayMs: 1500, times: 1 });
-  const job = await submit(key, { model, prompt, seconds: model === VEO ? 4 : 5 });
+  const job = await h.submit(key, { model, prompt, seconds: model === VEO ? 4 : 5 });
   // The create request is at the provider (the fault is delaying it), and no task id is known yet.
   await eventually(async () => h.emulator.control.faultsApplied === 1);
   expect((await getJob(h.deps.db, job.id))!.providerTaskId).toBeNull();
-  const del = await api(key, `/v1/videos/${job.id}`, { method: 'DELETE' });
+  const del = await h.api(key, `/v1/videos/${job.id}`, { method: 'DELETE' });
   expect([200, 202]).toContain(del.status);
   return eventually(async () => {
-    const j: Json = await (await api(key, `/v1/videos/${job.id}`)).json();
+    const j: Json = await (await h.api(key, `/v1/videos/${job.id}`)).json();
     return j.status === 'failed' ? j : null;
   });
 }
@@ -217,7 +199,7 @@ test("the deadline runs from the job's creation: a job started past it (by the r
 
 test("a workflow restarted after its history is lost keeps the job's deadline (it does not start a new one)", async () => {
   const acc = await h.account(BALANCE);
-  const job = await submit(acc.key, { model: VEO, prompt: 'lost and late [hang]', seconds: 4 });
+  const job = await h.submit(acc.key, { model: VEO, prompt: 'lost and late [hang]', seconds: 4 });
   await eventually(async () => (await getJob(h.deps.db, job.id))?.providerTaskId);
   // The job is now older than its deadline (20 s here); its running workflow computed its own deadline already.
   await h.deps.db.query(`UPDATE video_jobs SET created_at = now() - interval '1 hour' WHERE id = $1`, [job.id]);
@@ -243,7 +225,7 @@ test("a workflow restarted after its history is lost keeps the job's deadline (i
 test('input images stored for a job are removed when its submission fails (the provider rejects it)', async () => {
   const acc = await h.account(BALANCE);
   const png = fs.readFileSync(path.join(__dirname, '../../emulator/fixtures/last_frame.png'));
-  const job = await submit(acc.key, {
+  const job = await h.submit(acc.key, {
     model: SEEDANCE,
     prompt: 'refused [reject]',
     seconds: 5,
@@ -270,7 +252,7 @@ test('the last frame is stored and served with the type its bytes have: PNG, JPE
   const first = `data:image/png;base64,${fixture('last_frame.png').toString('base64')}`;
   const jobs = await Promise.all(
     cases.map((c) =>
-      submit(acc.key, {
+      h.submit(acc.key, {
         model: SEEDANCE,
         prompt: `a lighthouse ${c.marker}`,
         seconds: 5,
@@ -290,7 +272,7 @@ test('the last frame is stored and served with the type its bytes have: PNG, JPE
       db: c.type,
       storage: c.type,
     });
-    const r = await api(acc.key, `/v1/videos/${done.id}/content?variant=last_frame`);
+    const r = await h.api(acc.key, `/v1/videos/${done.id}/content?variant=last_frame`);
     expect({
       status: r.status,
       type: r.headers.get('content-type'),

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { getBalance, listLedger, placeHold, verifyProjections } from '../../src/billing/ledger';
 import { createJobWithHold, getJob, listEvents } from '../../src/video/jobs';
-import { eventually, startVideoHarness, type VideoHarness } from '../support/video';
+import { eventually, videoHarnessForFile, type VideoHarness } from '../support/video';
 import { charges as chargesOf } from '../support/records';
 
 /**
@@ -15,33 +15,8 @@ const SEEDANCE = 'seedance-2-0';
 const BALANCE = 10_000_000;
 
 let h: VideoHarness;
-beforeAll(async () => {
-  h = await startVideoHarness();
-});
-afterAll(async () => {
-  await h?.close();
-});
-afterEach(() => {
-  h.emulator.control.reset();
-});
+videoHarnessForFile((x) => (h = x));
 
-type Json = any;
-async function submit(key: string, body: Record<string, unknown>): Promise<Json> {
-  const r = await fetch(`${h.url}/v1/videos`, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
-    body: JSON.stringify(body),
-  });
-  expect(r.status).toBe(202);
-  return r.json();
-}
-const final = (key: string, id: string) =>
-  eventually(async () => {
-    const j: Json = await (
-      await fetch(`${h.url}/v1/videos/${id}`, { headers: { authorization: `Bearer ${key}` } })
-    ).json();
-    return ['completed', 'failed', 'expired'].includes(j.status) ? j : null;
-  });
 const charges = (accountId: string) => chargesOf(h.deps, accountId);
 
 async function expectReleased(accountId: string): Promise<void> {
@@ -62,8 +37,8 @@ test.each([
   '%s (%s, prompt marker %s): job ends %s, hold released, nothing charged',
   async (_name, model, marker, status, message) => {
     const acc = await h.account(BALANCE);
-    const job = await submit(acc.key, { model, prompt: `scene ${marker}`, seconds: 4 });
-    const done = await final(acc.key, job.id);
+    const job = await h.submit(acc.key, { model, prompt: `scene ${marker}`, seconds: 4 });
+    const done = await h.final(acc.key, job.id);
     expect(done.status).toBe(status);
     if (status === 'failed') expect(done.error.message).toMatch(message as RegExp);
     else expect(done.error).toBeUndefined();
@@ -86,8 +61,8 @@ test('no result before the deadline: expired (Veo never finishes), provider not 
   const saved = h.deps.config.video.deadlineMs;
   h.deps.config.video.deadlineMs = 1500;
   try {
-    const job = await submit(acc.key, { model: VEO, prompt: 'forever [hang]', seconds: 4 });
-    const done = await final(acc.key, job.id);
+    const job = await h.submit(acc.key, { model: VEO, prompt: 'forever [hang]', seconds: 4 });
+    const done = await h.final(acc.key, job.id);
     expect(done.status).toBe('expired');
     await expectReleased(acc.accountId);
     const row = await getJob(h.deps.db, job.id);
@@ -107,8 +82,8 @@ test('provider 500s, dropped connections and timeouts for a while: the job still
   // Longer than the activity's start-to-close timeout (3 s): the attempt times out and is retried.
   c.addFault({ match: '/operations/', delayMs: 3500, times: 1 });
   c.addFault({ match: 'GET /veo/_media/', status: 502, times: 1 });
-  const job = await submit(acc.key, { model: VEO, prompt: 'through the storm', seconds: 4 });
-  const done = await final(acc.key, job.id);
+  const job = await h.submit(acc.key, { model: VEO, prompt: 'through the storm', seconds: 4 });
+  const done = await h.final(acc.key, job.id);
   expect(done).toMatchObject({ status: 'completed', usage: { duration_seconds: 4, cost_vnd: 4 * 10400 } });
   expect(await charges(acc.accountId)).toHaveLength(1);
   expect(await getBalance(h.deps.db, acc.accountId)).toEqual({
@@ -130,8 +105,8 @@ test('a result that cannot be copied within the copy window fails the job and ch
   h.deps.config.video.copyWindowMs = 1500;
   h.emulator.control.addFault({ match: 'GET /seedance/_tos/', status: 500 });
   try {
-    const job = await submit(acc.key, { model: SEEDANCE, prompt: 'uncopyable', seconds: 5 });
-    const done = await final(acc.key, job.id);
+    const job = await h.submit(acc.key, { model: SEEDANCE, prompt: 'uncopyable', seconds: 5 });
+    const done = await h.final(acc.key, job.id);
     expect(done.status).toBe('failed');
     expect(done.error).toMatchObject({ code: 'copy_failed', message: expect.stringContaining('could not be copied') });
     await expectReleased(acc.accountId);
@@ -143,12 +118,12 @@ test('a result that cannot be copied within the copy window fails the job and ch
 test('a provider 404 on the result (gone) fails at once, not after the copy window', async () => {
   const acc = await h.account(BALANCE);
   const saved = h.deps.config.video.copyWindowMs;
-  // A window far longer than final() waits: only a non-retried 404 can end the job in time.
+  // A window far longer than h.final() waits: only a non-retried 404 can end the job in time.
   h.deps.config.video.copyWindowMs = 3_600_000;
   h.emulator.control.addFault({ match: 'GET /seedance/_tos/', status: 404 });
   try {
-    const job = await submit(acc.key, { model: SEEDANCE, prompt: 'gone', seconds: 5 });
-    const done = await final(acc.key, job.id);
+    const job = await h.submit(acc.key, { model: SEEDANCE, prompt: 'gone', seconds: 5 });
+    const done = await h.final(acc.key, job.id);
     expect(done.error.code).toBe('copy_failed');
     await expectReleased(acc.accountId);
   } finally {
@@ -175,7 +150,7 @@ test('reconciler: a job whose workflow never started (crash after the hold) is s
     holdId: randomUUID(),
   });
   expect((await getBalance(h.deps.db, acc.accountId))!.held).toBe(5 * 3600);
-  const done = await final(acc.key, id);
+  const done = await h.final(acc.key, id);
   expect(done).toMatchObject({ status: 'completed', usage: { cost_vnd: 5 * 3600 } });
   const kinds = (await listEvents(h.deps.db, id)).map((e) => [e.kind, e.data.by]);
   expect(kinds).toContainEqual(['workflow_started', 'reconciler']);
@@ -193,10 +168,10 @@ test('reconciler: an open video hold without a job is released; a job whose work
     refType: 'video_job',
     refId: randomUUID(),
   });
-  const job = await submit(acc.key, { model: VEO, prompt: 'terminated [polls=100000]', seconds: 4 });
+  const job = await h.submit(acc.key, { model: VEO, prompt: 'terminated [polls=100000]', seconds: 4 });
   await eventually(async () => (await getJob(h.deps.db, job.id))?.providerTaskId);
   await h.deps.temporal!.workflow.getHandle(`video-${job.id}`).terminate('operator test');
-  const done = await final(acc.key, job.id);
+  const done = await h.final(acc.key, job.id);
   expect(done).toMatchObject({
     status: 'failed',
     error: { code: 'workflow_ended', message: expect.stringContaining('terminated') },
@@ -208,7 +183,7 @@ test('reconciler: an open video hold without a job is released; a job whose work
 
 test('reconciler: a job whose workflow history is gone is started again and resumes the recorded provider task', async () => {
   const acc = await h.account(BALANCE);
-  const job = await submit(acc.key, { model: SEEDANCE, prompt: 'lost history [polls=5]', seconds: 5 });
+  const job = await h.submit(acc.key, { model: SEEDANCE, prompt: 'lost history [polls=5]', seconds: 5 });
   const taskId = await eventually(async () => (await getJob(h.deps.db, job.id))?.providerTaskId);
   const handle = h.deps.temporal!.workflow.getHandle(`video-${job.id}`);
   const firstRun = (await handle.describe()).runId;
@@ -216,7 +191,7 @@ test('reconciler: a job whose workflow history is gone is started again and resu
     namespace: h.config.temporalNamespace,
     workflowExecution: { workflowId: handle.workflowId },
   });
-  const done = await final(acc.key, job.id);
+  const done = await h.final(acc.key, job.id);
   expect(done).toMatchObject({ status: 'completed', usage: { cost_vnd: 5 * 3600 } });
   // One provider task for the job, polled by both workflow runs; one charge.
   expect(
@@ -234,7 +209,7 @@ test('reconciler: a job whose workflow history is gone is started again and resu
 test('DELETE while the provider is down (submission still being retried) cancels at once and releases the hold', async () => {
   const acc = await h.account(BALANCE);
   h.emulator.control.addFault({ match: 'POST /seedance/', status: 503 });
-  const job = await submit(acc.key, { model: SEEDANCE, prompt: 'never accepted', seconds: 5 });
+  const job = await h.submit(acc.key, { model: SEEDANCE, prompt: 'never accepted', seconds: 5 });
   const del = await fetch(`${h.url}/v1/videos/${job.id}`, {
     method: 'DELETE',
     headers: { authorization: `Bearer ${acc.key}` },

@@ -42,7 +42,15 @@ export interface VideoHarness extends TestGateway {
   config: Config;
   storageDir: string;
   startWorker(): Promise<WorkerHandle>;
+  /** A request to the gateway with `key` (JSON body). */
+  api(key: string, path: string, init?: RequestInit): Promise<Response>;
+  /** POST /v1/videos, which must answer 202: the job object. */
+  submit(key: string, body: Record<string, unknown>): Promise<any>;
+  /** GET /v1/videos/{id} until the job is final (completed, failed or expired): the job object. */
+  final(key: string, id: string, ms?: number): Promise<any>;
 }
+
+const FINAL = ['completed', 'failed', 'expired'];
 
 export async function startVideoHarness(
   video: Partial<VideoSettings> = {},
@@ -57,6 +65,11 @@ export async function startVideoHarness(
     logLevel: process.env.LOG_LEVEL ?? 'warn',
     ...overrides,
   });
+  const api = (key: string, p: string, init: RequestInit = {}) =>
+    fetch(`${gw.url}${p}`, {
+      ...init,
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', ...(init.headers ?? {}) },
+    });
   const h: VideoHarness = Object.assign(gw, {
     worker: null as WorkerHandle | null,
     config: gw.deps.config,
@@ -65,6 +78,17 @@ export async function startVideoHarness(
       h.worker = await startWorker(gw.deps.config);
       return h.worker;
     },
+    api,
+    async submit(key: string, body: Record<string, unknown>) {
+      const r = await api(key, '/v1/videos', { method: 'POST', body: JSON.stringify(body) });
+      if (r.status !== 202) throw new Error(`POST /v1/videos answered ${r.status}: ${await r.text()}`);
+      return r.json();
+    },
+    final: (key: string, id: string, ms?: number) =>
+      eventually(async () => {
+        const j = (await (await api(key, `/v1/videos/${id}`)).json()) as { status: string };
+        return FINAL.includes(j.status) ? j : null;
+      }, ms),
   });
   const close = gw.close.bind(gw);
   h.close = async () => {
@@ -74,6 +98,24 @@ export async function startVideoHarness(
   };
   if (opts.worker !== false) await h.startWorker();
   return h;
+}
+
+/**
+ * A harness for the test file: started before its tests (`set` receives it), closed after them; the emulator's
+ * faults and recorded requests are reset after each test.
+ */
+export function videoHarnessForFile(set: (h: VideoHarness) => void, ...args: Parameters<typeof startVideoHarness>) {
+  let h: VideoHarness | undefined;
+  beforeAll(async () => {
+    h = await startVideoHarness(...args);
+    set(h);
+  });
+  afterAll(async () => {
+    await h?.close();
+  });
+  afterEach(() => {
+    h?.emulator.control.reset();
+  });
 }
 
 export interface ChildWorker {
