@@ -111,6 +111,23 @@ async function writeFrames(ctx: Koa.Context, ctl: EmulatorControl, frames: Uint8
   ctx.res.end();
 }
 
+/** A prompt containing this gets a modelStreamErrorException frame halfway through its stream. */
+export const STREAM_EXCEPTION_MARKER = 'EMULATOR_STREAM_EXCEPTION';
+
+function exceptionFrame(modelId: string, region: string): Uint8Array {
+  return frame(
+    {
+      ':exception-type': { type: 'string', value: 'modelStreamErrorException' },
+      ':content-type': { type: 'string', value: 'application/json' },
+      ':message-type': { type: 'string', value: 'exception' },
+    },
+    {
+      message: `Model stream failed for arn:aws:bedrock:${region}:123456789012:foundation-model/${modelId}`,
+      originalStatusCode: 500,
+    },
+  );
+}
+
 const isClaude = (modelId: string) => /(^|[.:/])anthropic\.claude-/.test(modelId);
 
 function invoke(ctl: EmulatorControl, stream: boolean) {
@@ -159,6 +176,10 @@ function invoke(ctl: EmulatorControl, stream: boolean) {
     const frames = events.map((e) =>
       event('chunk', { bytes: Buffer.from(JSON.stringify(e)).toString('base64'), p: 'abcdefgh' }),
     );
+    if (JSON.stringify(body!.messages).includes(STREAM_EXCEPTION_MARKER)) {
+      // The model fails halfway: Bedrock's exception frame ends the stream.
+      frames.splice(Math.ceil(frames.length / 2), frames.length, exceptionFrame(modelId, ctl.settings.awsRegion));
+    }
     await writeFrames(ctx, ctl, frames, JSON.stringify(body!.messages).includes(DROP_MIDSTREAM_MARKER));
   };
 }

@@ -9,8 +9,10 @@ import { FAULT_SHAPES, MOUNTS } from './protocols';
 /**
  * The provider emulator: one HTTP server speaking the upstreams' real wire protocols, mounted under
  * /openai/v1 (OpenAI-compatible), /anthropic (Anthropic Messages), /veo/v1beta (Gemini API long-running
- * operations) and /seedance/api/v3 (BytePlus content generation tasks). Each protocol lives in its own module,
- * which exports its `Mount` (emulator/protocols.ts lists them).
+ * operations), /seedance/api/v3 (BytePlus content generation tasks), /bedrock (Amazon Bedrock's runtime, SigV4 and
+ * event-stream frames) and /vertex (Vertex AI with its OAuth token endpoint), among others. Each protocol lives in
+ * its own module, which exports its `Mount` (emulator/protocols.ts lists them); an injected fault answers in the
+ * error shape of its protocol where protocols.ts gives one.
  */
 export type { Mount } from './mount';
 

@@ -121,16 +121,23 @@ export class BedrockAdapter implements ProviderAdapter, MessagesUpstream {
       contentType: 'text/event-stream; charset=utf-8',
       headers: out.$metadata.requestId ? { 'upstream-request-id': out.$metadata.requestId } : {},
       body: (async function* () {
-        for await (const part of parts) {
-          if (part.chunk?.bytes) {
-            const json = Buffer.from(part.chunk.bytes).toString('utf8');
-            yield anthropicEvent(json);
-            continue;
+        try {
+          for await (const part of parts) {
+            if (part.chunk?.bytes) {
+              yield anthropicEvent(Buffer.from(part.chunk.bytes).toString('utf8'));
+              continue;
+            }
+            // An exception member of the stream (throttling, model stream error...): Anthropic's error event.
+            const [name, ex] = Object.entries(part).find(([, v]) => v !== undefined) ?? ['error', {}];
+            yield streamError(name, (ex as { message?: string })?.message);
+            return;
           }
-          // An exception member of the stream (throttling, model stream error...): Anthropic's error event.
-          const [name, ex] = Object.entries(part).find(([, v]) => v !== undefined) ?? ['error', {}];
-          yield streamError(name, (ex as { message?: string })?.message);
-          return;
+        } catch (e) {
+          // The SDK raises an exception frame as its modelled error (ModelStreamErrorException...); a broken
+          // connection stays an error for the relay to report.
+          const ex = e as AwsError;
+          if (!ex?.name?.endsWith('Exception')) throw e;
+          yield streamError(ex.name[0].toLowerCase() + ex.name.slice(1), ex.message);
         }
       })(),
     };

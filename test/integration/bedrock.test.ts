@@ -247,3 +247,15 @@ test('no AWS credentials anywhere in the chain is a 502 naming none of it', asyn
     Object.assign(process.env, keep);
   }
 });
+
+test('an exception frame mid-stream ends the stream with an error event naming no ARN or account', async () => {
+  const { client } = await anthropicClient();
+  const stream = client.messages.stream({
+    model: 'claude-sonnet-4-6',
+    max_tokens: 200,
+    messages: [{ role: 'user', content: 'fail halfway EMULATOR_STREAM_EXCEPTION please' }],
+  });
+  const err = await stream.finalMessage().catch((e) => e);
+  expect(String(err?.message)).toMatch(/Model stream failed/);
+  expect(String(err?.message)).not.toMatch(/arn:aws|123456789012/);
+});
