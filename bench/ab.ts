@@ -42,6 +42,8 @@ import { setKeyLimits } from '../src/limits/keyLimits';
  * The rounds run in ABBA order, each round's c=1 cells (with --limits) right after its c=50 cells; the CPU ratio and
  * the added c=1 latency are printed per round and as a median with a bootstrap 90 % interval, quartiles and range.
  *
+ * BENCH_AB_TOGETHER=1 loads both sides at the same time instead (togetherRound).
+ *
  * Environment: BENCH_AB_ROUNDS (6), BENCH_SECONDS (3), BENCH_WARMUP_SECONDS (2), BENCH_REDIS_URL, BENCH_LIMITS
  * (`all`, `rate`: RPM and TPM only, `budget`: the daily budget only), BENCH_AB_BASELINE_NODE_ARGS, BENCH_AB_NODE_ARGS.
  */
@@ -50,6 +52,7 @@ const env = process.env;
 const ROUNDS = Number(env.BENCH_AB_ROUNDS ?? 6);
 const SECONDS = Number(env.BENCH_SECONDS ?? 3);
 const WARMUP = Number(env.BENCH_WARMUP_SECONDS ?? 2);
+const TOGETHER = env.BENCH_AB_TOGETHER === '1';
 const messages = [
   { role: 'system', content: 'You are a helpful assistant.' },
   { role: 'user', content: 'Write one short sentence about the sea.' },
@@ -110,6 +113,42 @@ function spread(xs: number[], fmt: (x: number) => string): string {
     `median ${fmt(median(xs))} (90% interval ${fmt(lo)}-${fmt(hi)}; quartiles ${fmt(quantile(xs, 0.25))}-` +
     `${fmt(quantile(xs, 0.75))}; range ${fmt(Math.min(...xs))}-${fmt(Math.max(...xs))}; ${xs.length} rounds)`
   );
+}
+
+/** A c=50 cell's figures, added to its side. */
+function record(s: Side, r: LoadResult, cpu: number, db: number): void {
+  s.cpu += cpu;
+  s.cellCpu.push((1000 * cpu) / Math.max(1, r.ok));
+  s.db += db;
+  s.ok += r.ok;
+  s.runs.push(r);
+}
+
+/**
+ * BENCH_AB_TOGETHER: both sides loaded at the same time, each by its own connections, and each process's CPU read
+ * over the same seconds: whatever else runs on the machine hits both at every instant, not just on average. Local
+ * Postgres's CPU is shared and split by requests. The c=1 cells run together the same way.
+ */
+async function togetherRound(
+  sides: Side[],
+  spec: (s: Side) => { url: string; headers: Record<string, string>; body: string },
+  connections: number,
+  limits: boolean,
+): Promise<void> {
+  await sleep(300);
+  const c0 = sides.map((s) => cpuMs(s.target.pid));
+  const d0 = postgresCpuMs();
+  const rs = await Promise.all(sides.map((s) => load(spec(s), connections, SECONDS)));
+  await sleep(300);
+  const db = postgresCpuMs() - d0;
+  const total = rs.reduce((t, r) => t + r.ok, 0);
+  sides.forEach((s, i) => record(s, rs[i], cpuMs(s.target.pid) - c0[i], (db * rs[i].ok) / Math.max(1, total)));
+  if (!limits) return;
+  const singles = await Promise.all(sides.map((s) => load(spec(s), 1, SECONDS)));
+  sides.forEach((s, i) => {
+    s.single.push(singles[i]);
+    s.cellLatency.push(1_000_000 / Math.max(1e-9, singles[i].rps));
+  });
 }
 
 async function main(): Promise<void> {
@@ -189,20 +228,17 @@ async function main(): Promise<void> {
     // c=1 cells of a round follow its c=50 cells, in the same order.
     for (let round = 0; round < ROUNDS; round++) {
       const order = round % 2 ? [...sides].reverse() : sides;
-      for (const s of order) {
-        await sleep(300);
-        const c0 = cpuMs(s.target.pid);
-        const d0 = postgresCpuMs();
-        const r = await load(spec(s), connections, SECONDS);
-        await sleep(300); // the billing flush of these requests lands in this cell
-        const cpu = cpuMs(s.target.pid) - c0;
-        s.cpu += cpu;
-        s.cellCpu.push((1000 * cpu) / Math.max(1, r.ok));
-        s.db += postgresCpuMs() - d0;
-        s.ok += r.ok;
-        s.runs.push(r);
-      }
-      if (limits)
+      if (TOGETHER) await togetherRound(sides, spec, connections, limits);
+      else
+        for (const s of order) {
+          await sleep(300);
+          const c0 = cpuMs(s.target.pid);
+          const d0 = postgresCpuMs();
+          const r = await load(spec(s), connections, SECONDS);
+          await sleep(300); // the billing flush of these requests lands in this cell
+          record(s, r, cpuMs(s.target.pid) - c0, postgresCpuMs() - d0);
+        }
+      if (limits && !TOGETHER)
         for (const s of order) {
           const r = await load(spec(s), 1, SECONDS);
           s.single.push(r);
