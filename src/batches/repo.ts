@@ -183,7 +183,8 @@ export async function listBatches(
   const dir = o.order === 'desc' ? 'DESC' : 'ASC';
   const r = await db.query(
     `SELECT b.* FROM batches b WHERE b.account_id = $1
-       AND ($3::text IS NULL OR (b.created_at, b.id) ${cmp} (SELECT created_at, id FROM batches WHERE id = $3 AND account_id = $1))
+       AND ($3::text IS NULL
+            OR (b.created_at, b.id) ${cmp} (SELECT created_at, id FROM batches WHERE id = $3 AND account_id = $1))
      ORDER BY b.created_at ${dir}, b.id ${dir} LIMIT $2`,
     [accountId, o.limit + 1, o.after ?? null],
   );

@@ -9,7 +9,10 @@ export interface BatchSettings {
   concurrency: number;
   /** Lines per chunk: one activity runs a chunk, commits its charges and output part, then the next starts. */
   chunkLines: number;
-  /** The share (0-1] of its key's requests and tokens per minute a batch may take; interactive traffic keeps the rest. */
+  /**
+   * The share (0-1] of its key's requests and tokens per minute a batch may take; interactive traffic keeps the
+   * rest.
+   */
   keyLimitShare: number;
   /** How long after creation an unfinished batch expires (the API's completion_window is "24h"; tests shrink it). */
   completionWindowMs: number;

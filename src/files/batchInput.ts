@@ -125,7 +125,9 @@ export class BatchInputValidator {
     if (this.ids.has(r.custom_id)) {
       this.problem = {
         line: l.no,
-        message: `Line ${l.no}: custom_id ${JSON.stringify(r.custom_id.slice(0, 80))} is used by an earlier line; each request needs a unique custom_id.`,
+        message:
+          `Line ${l.no}: custom_id ${JSON.stringify(r.custom_id.slice(0, 80))} is used by an earlier line; ` +
+          'each request needs a unique custom_id.',
         code: 'duplicate_custom_id',
       };
       return;
@@ -141,7 +143,9 @@ export class BatchInputValidator {
     if (this.model !== null && r.body.model !== this.model) {
       this.problem = {
         line: l.no,
-        message: `Line ${l.no}: model ${JSON.stringify(r.body.model.slice(0, 80))} differs from ${JSON.stringify(this.model)}; a batch file has one model.`,
+        message:
+          `Line ${l.no}: model ${JSON.stringify(r.body.model.slice(0, 80))} ` +
+          `differs from ${JSON.stringify(this.model)}; a batch file has one model.`,
         code: 'mismatched_model',
       };
       return;

@@ -74,7 +74,8 @@ export async function listFiles(
   const r = await db.query(
     `SELECT f.* FROM files f
      WHERE f.account_id = $1 AND f.deleted_at IS NULL AND ($2::text IS NULL OR f.purpose = $2)
-       AND ($4::text IS NULL OR (f.created_at, f.id) ${cmp} (SELECT created_at, id FROM files WHERE id = $4 AND account_id = $1))
+       AND ($4::text IS NULL
+            OR (f.created_at, f.id) ${cmp} (SELECT created_at, id FROM files WHERE id = $4 AND account_id = $1))
      ORDER BY f.created_at ${dir}, f.id ${dir} LIMIT $3`,
     [accountId, o.purpose ?? null, o.limit + 1, o.after ?? null],
   );

@@ -49,7 +49,7 @@ async function moneyOf(accountId: string, batchId: string) {
   };
 }
 
-test('an OpenAI batch runs on the upstream /v1/batches; each succeeded line charged once at the batch price', async () => {
+test('an OpenAI batch runs on the upstream /v1/batches; each line that succeeds charged once', async () => {
   const start = 1_000_000;
   const a = await h.account(start);
   const c = new OpenAI({ apiKey: a.key, baseURL: `${h.url}/v1`, maxRetries: 0 });
@@ -118,7 +118,7 @@ test('an OpenAI batch runs on the upstream /v1/batches; each succeeded line char
   });
 });
 
-test('an Anthropic message batch runs on the upstream /v1/messages/batches; a cancel reaches the provider', async () => {
+test("an Anthropic message batch runs on the upstream's message batches; a cancel reaches it", async () => {
   const a = await h.account(1_000_000);
   const c = new Anthropic({ apiKey: a.key, baseURL: h.url, maxRetries: 0 });
   const params = (text: string) => ({

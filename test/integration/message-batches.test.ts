@@ -119,7 +119,7 @@ test('a Claude model: native items, results JSONL, each succeeded one charged on
   expect(await verifyProjections(h.deps.db)).toEqual([]);
 });
 
-test('an OpenAI model through the translated messages path; list pages; cancel; errors in Anthropic shape', async () => {
+test('an OpenAI model on the translated messages path; list pages; cancel; errors in Anthropic shape', async () => {
   const a = await h.account(1_000_000);
   const c = client(a.key);
   const one = await c.messages.batches.create({

@@ -120,7 +120,7 @@ test('equal weights spread requests over Anthropic, Bedrock and Vertex, each ans
   );
 });
 
-test('a failing deployment is retried on another kind and cooled down; the bill follows the answering usage', async () => {
+test("a failing deployment is retried on another kind and cooled; the bill follows the answer's usage", async () => {
   gw.emulator.control.addFault({ match: '/^POST \\/anthropic\\//', status: 500 });
   const { anthropic, accountId } = await client();
   const { client: chat } = await fundedClient(gw, 5_000_000);
