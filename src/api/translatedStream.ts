@@ -4,75 +4,84 @@ import type { ChatChunk, ChatCompletion } from '../translate/chatTypes';
 import type { SseSink } from '../sse/clientSink';
 import { UpstreamStreamError } from '../providers/chatBackends';
 import type { RoutedBackend } from '../routing/routedBackend';
-import { StreamUsage, type Meter } from '../billing/meter';
-import { costComment } from './costReport';
-import { failureStatus } from './upstream';
+import { StreamUsage } from '../billing/meter';
+import { CLIENT_CLOSED } from '../net/abort';
+import type { RoutedCall } from './routedCall';
+import type { HeldTry } from '../observability/tracing';
 
 /**
- * The translated paths' shared steps (messages, Gemini): the routed upstream call with the reservation cancelled
- * if no upstream answers, and a chat stream relayed through an interface's translator, settled on what it carried.
+ * The translated paths' shared steps (messages, responses, Gemini, bridged chat): the routed upstream call of a
+ * request in chat form, and a chat stream relayed through an interface's translator, settled once on what it carried.
  */
 
 /** Turns chat chunks into an interface's wire text. */
 export interface StreamTranslator {
+  /** The first words, once the upstream answered (before any chunk). */
+  start?(): string;
   push(chunk: ChatChunk): string;
+  /** After each upstream batch is translated, before it is written (the responses path stores its final turn). */
+  afterBatch?(): Promise<void>;
   /** The upstream ended normally: whatever is held. */
-  end(): string;
-  /** The upstream failed mid-stream: the interface's error. */
-  fail(message: string): string;
+  end(): string | Promise<string>;
+  /** The upstream failed mid-stream: the interface's error (`message` null for a transport failure). */
+  fail(message: string | null): string;
   /** The last words, given the cost comment. */
   close(costComment: string): string;
 }
 
-/** The routed call; no upstream answering cancels the reservation. */
-export async function routedCall<T>(meter: Meter, call: () => Promise<T>): Promise<T> {
-  try {
-    return await call();
-  } catch (e) {
-    meter.cancel({}, failureStatus(e));
-    throw e;
-  }
+/** What a translated chunk tells the try's span: its text, finish reason and model. */
+function traceChunk(held: HeldTry, chunk: ChatChunk): void {
+  const c = chunk.choices?.[0];
+  const text = c?.delta?.content;
+  held.chat(typeof text === 'string' ? text : '', c?.finish_reason, chunk.model);
 }
 
-export function routedComplete(backend: RoutedBackend, meter: Meter, signal: AbortSignal): Promise<ChatCompletion> {
-  return routedCall(meter, () => backend.complete(signal));
+/** The whole answer of the first deployment (or fallback) that gives one. */
+export function routedComplete(call: RoutedCall, backend: RoutedBackend): Promise<ChatCompletion> {
+  return call.run((t) => backend.forTry(t).complete(call.abort));
 }
 
 /** Streams the upstream's chunks through the translator as they arrive; settles at the answering model's prices. */
 export async function relayTranslated(
   deps: AppDeps,
+  call: RoutedCall,
   backend: RoutedBackend,
-  meter: Meter,
   sink: SseSink,
   tr: StreamTranslator,
   headers?: Record<string, string>,
 ): Promise<void> {
-  const batches = await routedCall<AsyncIterable<ChatChunk[]>>(meter, () => backend.stream(sink.signal));
+  // The try's span (while traced) lasts until the stream ends: the chunks below tell it what passed.
+  const batches = await call.runStream((t) => backend.forTry(t).stream(call.abort));
+  const held = call.held;
   sink.open(headers);
   const usage = new StreamUsage(backend.payloadBytes);
   let failed = false;
   try {
+    if (tr.start) await sink.write(tr.start());
     for await (const batch of batches) {
       let out = '';
       for (const chunk of batch) {
         usage.observeChat(chunk);
+        if (held) traceChunk(held, chunk);
         out += tr.push(chunk);
       }
+      if (tr.afterBatch) await tr.afterBatch();
       if (out && !(await sink.write(out))) break;
     }
-    if (!sink.clientGone) await sink.write(tr.end());
+    if (!sink.clientGone) {
+      const out = await tr.end();
+      if (out) await sink.write(out);
+    }
   } catch (e) {
     if (!sink.clientGone) {
       failed = true;
-      deps.logger.warn({ reqId: meter.id, err: (e as Error).message }, 'translated upstream stream failed');
-      const message =
-        e instanceof UpstreamStreamError
-          ? redactorFor(deps.catalog)(e.message)
-          : 'The upstream provider stream was interrupted.';
-      await sink.write(tr.fail(message));
+      deps.logger.warn({ reqId: call.meter.id, err: (e as Error).message }, 'translated upstream stream failed');
+      await sink.write(tr.fail(e instanceof UpstreamStreamError ? redactorFor(deps.catalog)(e.message) : null));
     }
   }
-  meter.settleTokens(backend.answered.pricing, usage.usageTokens(), sink.clientGone ? 499 : failed ? 502 : 200);
-  if (!sink.clientGone) await sink.write(tr.close(costComment(meter)));
+  // A stream the upstream breaks off after its first byte is not retried (the client has it) but cools its deployment.
+  if (failed) call.streamCut();
+  call.settle(usage.usageTokens(), sink.clientGone ? CLIENT_CLOSED : failed ? 502 : 200);
+  if (!sink.clientGone) await sink.write(tr.close(call.costComment()));
   sink.end();
 }

@@ -3,7 +3,9 @@ import type { ProviderRegistry } from '../providers/registry';
 import type { ModelRouter, RouteRecorder, RouteTry } from '../routing/modelRouter';
 import { ApiError } from '../errors';
 import { openAIBody } from '../api/errors';
-import { RoutedPayload } from '../api/upstream';
+import { RoutedPayload } from '../api/routedCall';
+import { abortFollowing } from '../net/abort';
+import { CHAT_PROTOCOL, servedNatively } from '../providers/kinds';
 import { usageFromJson } from '../providers/openai';
 import { GeminiAdapter } from '../providers/gemini';
 import { asOpenAIError } from '../providers/upstreamError';
@@ -120,7 +122,8 @@ async function run(
 ): Promise<{ body: unknown; cost: number; units: Record<string, number> }> {
   const answered = () => rec.t?.model ?? model;
   if (endpoint === '/v1/messages') return runMessagesItem(deps, model, body, rec, signal);
-  const kind = deps.catalog.providers.get(model.provider)?.kind;
+  const kind = deps.catalog.provider(model).kind;
+  const abort = abortFollowing(signal);
   if (endpoint === '/v1/embeddings') {
     validateEmbedding(body);
     const bound = embeddingTokensBound(body.input);
@@ -131,10 +134,10 @@ async function run(
       async (t) => {
         const adapter = deps.providers.forDeployment(t.deployment);
         if (!(adapter instanceof GeminiAdapter))
-          return (await deps.providers.openaiFor(t.deployment).postJson('/embeddings', payloads.for(t), { signal }))
+          return (await deps.providers.openaiFor(t.deployment).postJson('/embeddings', payloads.for(t), { abort }))
             .body;
         const g = geminiEmbedCall(body as Parameters<typeof geminiEmbedCall>[0]);
-        return adapter.embed(t.deployment.upstreamModel, g.requests, g.batch, { signal }).catch((e: unknown) => {
+        return adapter.embed(t.deployment.upstreamModel, g.requests, g.batch, { abort }).catch((e: unknown) => {
           throw asOpenAIError(e);
         });
       },
@@ -156,23 +159,22 @@ async function run(
       units: usage ? { prompt_tokens: tokens } : { prompt_tokens: tokens, estimated: 1 },
     };
   }
-  if (endpoint === '/v1/chat/completions' && (model.api === 'responses' || kind !== 'openai')) {
+  if (endpoint === '/v1/chat/completions' && !servedNatively(kind, model, 'chat')) {
     validateChatCompletion(body);
     for (const p of ['max_completion_tokens', 'max_tokens'] as const) checkOutputCap(model, p, body[p]);
     const chat = translateInput(() =>
       bridgeChatRequest(body as Parameters<typeof bridgeChatRequest>[0], model.upstreamModel),
     );
     const backend = new RoutedBackend(deps.providers, deps.catalog, deps.router, model, chat);
-    backend.recorder = rec;
-    const c = await backend.complete(signal);
+    const c = await deps.router.run(model, (t) => backend.forTry(t).complete(abort), rec);
     const usage = c.usage
       ? fromChatUsage(c.usage)
       : estimatedUsage(backend.payloadBytes, JSON.stringify(c.choices).length);
-    return { body: c, cost: usageCost(batchPricingOf(backend.answered), usage), units: usageUnits(usage) };
+    return { body: c, cost: usageCost(batchPricingOf(answered()), usage), units: usageUnits(usage) };
   }
   let path: string;
   if (endpoint === '/v1/responses') {
-    if (kind !== 'openai')
+    if (CHAT_PROTOCOL[kind] !== 'openai')
       throw new ApiError(
         400,
         `The model '${model.id}' does not serve /v1/responses in a batch; use /v1/chat/completions.`,
@@ -196,7 +198,7 @@ async function run(
   const payloads = new RoutedPayload(body as { model: string });
   const res = await deps.router.run(
     model,
-    (t) => deps.providers.openaiFor(t.deployment).postJson(path, payloads.for(t), { signal }),
+    (t) => deps.providers.openaiFor(t.deployment).postJson(path, payloads.for(t), { abort }),
     rec,
   );
   const json = parseJson(res.body);

@@ -2,7 +2,8 @@ import { batchPricingOf, type Catalog, type ModelConfig } from '../catalog/catal
 import type { ProviderRegistry } from '../providers/registry';
 import type { ModelRouter, RouteRecorder } from '../routing/modelRouter';
 import { ApiError } from '../errors';
-import { RoutedPayload } from '../api/upstream';
+import { RoutedPayload } from '../api/routedCall';
+import { abortFollowing } from '../net/abort';
 import { AnthropicAdapter, DEFAULT_ANTHROPIC_VERSION } from '../providers/anthropic';
 import { servedNatively } from '../providers/kinds';
 import { asOpenAIError } from '../providers/upstreamError';
@@ -44,6 +45,7 @@ export async function runMessagesItem(
   const req: unknown = body;
   validateMessages(req);
   checkOutputCap(model, 'max_tokens', req.max_tokens);
+  const abort = abortFollowing(signal);
   if (servedNatively(deps.catalog.provider(model).kind, model, 'messages')) {
     const payloads = new RoutedPayload({ ...req, model: model.upstreamModel });
     let res;
@@ -53,7 +55,7 @@ export async function runMessagesItem(
         (t) => {
           const a = deps.providers.forDeployment(t.deployment);
           if (!(a instanceof AnthropicAdapter)) throw new Error(`deployment ${t.deployment.id} is not Anthropic`);
-          return a.messagesWhole(payloads.for(t), { version: DEFAULT_ANTHROPIC_VERSION }, { signal });
+          return a.messagesWhole(payloads.for(t), { version: DEFAULT_ANTHROPIC_VERSION }, { abort });
         },
         rec,
       );
@@ -88,13 +90,14 @@ export async function runMessagesItem(
     }),
   );
   const backend = new RoutedBackend(deps.providers, deps.catalog, deps.router, model, chat);
-  backend.recorder = rec;
-  const c = await backend.complete(signal).catch((e: unknown) => {
-    throw asOpenAIError(e);
-  });
+  const c = await deps.router
+    .run(model, (t) => backend.forTry(t).complete(abort), rec)
+    .catch((e: unknown) => {
+      throw asOpenAIError(e);
+    });
   const msg = chatToMessages(c, { model: req.model, tools });
   const usage = c.usage
     ? fromChatUsage(c.usage)
     : estimatedUsage(backend.payloadBytes, JSON.stringify(msg.content).length);
-  return { body: msg, cost: usageCost(batchPricingOf(backend.answered), usage), units: usageUnits(usage) };
+  return { body: msg, cost: usageCost(batchPricingOf(rec.t?.model ?? model), usage), units: usageUnits(usage) };
 }

@@ -11,8 +11,6 @@ import type { TokenUsage as UpstreamUsage } from '../providers/types';
 import type { Pricing } from '../catalog/catalog';
 import { fromChatUsage, tokenUsage, usageCost, usageUnits, type TokenUsage } from './tokenUsage';
 import { PG_ERROR, pgErrorCode } from '../db/pgErrors';
-import { tracer } from '../observability/tracing';
-import type { Span } from '@opentelemetry/api';
 
 /**
  * The one metering path for synchronous operations: reserve the maximum cost -> call the upstream -> settle the
@@ -38,15 +36,10 @@ export class Meter {
   private finished = false;
   /** What settle charged (VND): reported to the client with the response. */
   charged = 0;
-  /** Called once with the usage units when the request settles or is cancelled (the rate limiter's correction). */
-  onFinish: ((units: Record<string, number>) => void) | null = null;
 
   /** The deployment of the current try, and `retry` / `fallback` when it is not the first (src/routing). */
   deployment: string | null = null;
   routing: 'retry' | 'fallback' | null = null;
-  /** The request's span while tracing is on: the settlement is recorded under it. */
-  private readonly span: Span | null = tracer ? tracer.active() : null;
-  private tokens: TokenUsage | null = null;
 
   /** `model`: the model billed; a fallback changes it to the model that answers. */
   constructor(
@@ -78,23 +71,12 @@ export class Meter {
   settle(costVnd: number, units: Record<string, number>, pricing: Pricing, status = 200): number {
     if (this.finished) return 0;
     this.finished = true;
-    this.onFinish?.(units);
     this.charged = this.reservation.settle(costVnd, { ...this.usage(units, status), pricing });
-    if (this.span)
-      tracer?.settled(this.span, {
-        operation: this.operation,
-        model: this.model,
-        costVnd: this.charged,
-        status,
-        deployment: this.deployment,
-        usage: this.tokens,
-      });
     return this.charged;
   }
 
   /** Settles a token-billed request: each usage field at its catalog price (tokenUsage.ts), rounded up once. */
   settleTokens(pricing: Pricing, t: TokenUsage, status = 200): number {
-    if (this.span) this.tokens = t;
     return this.settle(usageCost(pricing, t), usageUnits(t), pricing, status);
   }
 
@@ -102,7 +84,6 @@ export class Meter {
   cancel(units: Record<string, number>, status: number): void {
     if (this.finished) return;
     this.finished = true;
-    this.onFinish?.({});
     this.reservation.cancel(this.usage(units, status));
   }
 

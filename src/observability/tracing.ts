@@ -52,17 +52,34 @@ export interface UpstreamWatch {
   end(): void;
 }
 
+/**
+ * A try whose span outlives its call: a stream read by the relays (native and translated) rather than by the
+ * upstream dispatcher, so its span ends when the stream ends, with what the stream carried.
+ */
+export interface HeldTry {
+  /** Raw SSE bytes of a native stream as they pass: first token, finish reasons, the response model, content. */
+  data(chunk: Buffer): void;
+  /** One chat chunk of a translated stream: its text, finish reason and model, when it has them. */
+  chat(text: string, finishReason: string | null | undefined, model: string | undefined): void;
+  /** Ends the span: the usage, and an error for a stream cut short (502); nothing for a client gone (499). */
+  end(usage: UsageInfo | null, status: number): void;
+}
+
 export interface GatewayTracing {
   /** Starts the server span of a request, child of the client's `traceparent` if it sent one. */
   startServer(method: string, path: string, headers: IncomingHttpHeaders): Span;
   /** Runs `fn` with `span` as the active span (its children and the upstream `traceparent` follow it). */
   within<T>(span: Span, fn: () => Promise<T>): Promise<T>;
   endServer(span: Span, r: ServedRequest): void;
-  /** The active span, if any (a meter keeps its request's, to hang the settlement under it). */
+  /** The active span, if any (a routed call keeps its request's, to hang the settlement under it). */
   active(): Span | null;
+  /** Whether the active span records (is sampled): an unsampled request builds no span, attribute or event. */
+  recording(): boolean;
   startTry(t: TryInfo): Span;
-  /** Ends a try: `error` null when it answered 2xx (then `upstreamModel` is the response model). */
+  /** Ends a try: `error` null when it answered 2xx (`upstreamModel`: the response model unless the answer named one). */
   endTry(span: Span, upstreamModel: string, error: unknown, failureClass: string | null): void;
+  /** A try that answered a stream the relay reads: its span is ended by the HeldTry, when the stream ends. */
+  holdTry(span: Span, upstreamModel: string, startedAt?: number): HeldTry;
   /** `headers` with the active span's `traceparent` (a copy: adapters share their header objects). */
   inject(headers: Record<string, string>): Record<string, string>;
   /** A watcher for the upstream answer of the active try (null outside a try). */

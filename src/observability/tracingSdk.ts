@@ -13,7 +13,7 @@ import {
 } from '@opentelemetry/api';
 import { node, resources, tracing as sdk } from '@opentelemetry/sdk-node';
 import { projectRoot } from '../projectRoot';
-import type { GatewayTracing, ServedRequest, TryInfo, UpstreamWatch, UsageInfo } from './tracing';
+import type { GatewayTracing, HeldTry, ServedRequest, TryInfo, UpstreamWatch, UsageInfo } from './tracing';
 
 /**
  * The OpenTelemetry SDK behind src/observability/tracing.ts, loaded only when tracing is on. Spans are exported
@@ -74,18 +74,36 @@ function exporterFor(protocol: 'http/protobuf' | 'http/json'): sdk.SpanExporter 
 }
 
 const FINISH = /"(?:finish_reason|stop_reason)"\s*:\s*"([a-z_]{1,40})"/g;
+/** The first `"model": "..."` of an answer: the model the upstream says answered (a dated snapshot, say). */
+const MODEL = /"model"\s*:\s*"([^"\\]{1,200})"/;
 
+/** The GenAI usage attributes of a settled request. */
+function usageAttributes(u: UsageInfo): Attributes {
+  const a: Attributes = {
+    'gen_ai.usage.input_tokens': u.input + u.cacheRead + u.cacheWrite5m + u.cacheWrite1h,
+    'gen_ai.usage.output_tokens': u.output,
+    'gen_ai.usage.cache_read.input_tokens': u.cacheRead,
+    'gen_ai.usage.cache_creation.input_tokens': u.cacheWrite5m + u.cacheWrite1h,
+  };
+  if (u.reasoning) a['gen_ai.usage.reasoning.output_tokens'] = u.reasoning;
+  if (u.estimated) a['gateway.usage_estimated'] = true;
+  return a;
+}
+
+/** What a try's span learns from its answer as it passes: first token, finish reasons, the model, content. */
 class Watch implements UpstreamWatch {
-  private readonly started = performance.now();
-  private sse = false;
+  sse = false;
   private first = true;
   private readonly reasons = new Set<string>();
   private output = '';
+  private model: string | null = null;
 
   constructor(
     private readonly span: Span,
     private readonly capture: boolean,
     private readonly answered: WeakSet<Span>,
+    private readonly named: WeakSet<Span>,
+    private readonly started = performance.now(),
   ) {}
 
   start(status: number, headers: IncomingHttpHeaders): void {
@@ -95,22 +113,41 @@ class Watch implements UpstreamWatch {
   }
 
   data(chunk: Buffer): void {
-    if (this.first) {
-      this.first = false;
-      if (this.sse)
-        this.span.addEvent('gen_ai.first_token', {
-          'gen_ai.server.time_to_first_token': (performance.now() - this.started) / 1000,
-        });
-    }
+    this.firstToken();
     const text = chunk.toString('utf8');
+    if (this.model === null) this.model = MODEL.exec(text)?.[1] ?? null;
     for (const m of text.matchAll(FINISH)) this.reasons.add(m[1]);
-    if (this.capture && this.output.length < CONTENT_LIMIT)
-      this.output += text.slice(0, CONTENT_LIMIT - this.output.length);
+    this.captured(text);
+  }
+
+  chat(text: string, finishReason: string | null | undefined, model: string | undefined): void {
+    this.firstToken();
+    if (this.model === null && model) this.model = model;
+    if (finishReason) this.reasons.add(finishReason);
+    this.captured(text);
   }
 
   end(): void {
     if (this.reasons.size) this.span.setAttribute('gen_ai.response.finish_reasons', [...this.reasons]);
     if (this.capture) this.span.setAttribute('gen_ai.output.messages', this.output);
+    if (this.model !== null) {
+      this.span.setAttribute('gen_ai.response.model', this.model);
+      this.named.add(this.span);
+    }
+  }
+
+  private firstToken(): void {
+    if (!this.first) return;
+    this.first = false;
+    if (this.sse)
+      this.span.addEvent('gen_ai.first_token', {
+        'gen_ai.server.time_to_first_token': (performance.now() - this.started) / 1000,
+      });
+  }
+
+  private captured(text: string): void {
+    if (this.capture && this.output.length < CONTENT_LIMIT)
+      this.output += text.slice(0, CONTENT_LIMIT - this.output.length);
   }
 }
 
@@ -118,6 +155,8 @@ class SdkTracing implements GatewayTracing {
   private readonly tracer = trace.getTracer('model-gateway', VERSION);
   /** Tries whose upstream status was seen (the error a failed one throws carries the status sent to the client). */
   private readonly answered = new WeakSet<Span>();
+  /** Tries whose answer named its model (gen_ai.response.model set from the upstream's response). */
+  private readonly named = new WeakSet<Span>();
 
   constructor(
     private readonly provider: node.NodeTracerProvider,
@@ -140,6 +179,10 @@ class SdkTracing implements GatewayTracing {
   }
 
   endServer(span: Span, r: ServedRequest): void {
+    if (!span.isRecording()) {
+      span.end();
+      return;
+    }
     if (r.route !== undefined) {
       span.updateName(`${r.method} ${r.route}`);
       span.setAttribute('http.route', r.route);
@@ -170,6 +213,11 @@ class SdkTracing implements GatewayTracing {
     return trace.getSpan(context.active()) ?? null;
   }
 
+  recording(): boolean {
+    const s = trace.getSpan(context.active());
+    return s ? s.isRecording() : true; // no parent: the sampler decides at the span's start
+  }
+
   startTry(t: TryInfo): Span {
     const op = genAiOperation(t.operation);
     const a: Attributes = {
@@ -192,10 +240,25 @@ class SdkTracing implements GatewayTracing {
         span.setAttribute('http.response.status_code', status);
       span.setAttribute('error.type', failureClass ?? (error as Error).name ?? 'error');
       span.setStatus({ code: SpanStatusCode.ERROR, message: (error as Error).message });
-    } else {
+    } else if (!this.named.has(span)) {
       span.setAttribute('gen_ai.response.model', upstreamModel);
     }
     span.end();
+  }
+
+  holdTry(span: Span, upstreamModel: string, startedAt?: number): HeldTry {
+    const watch = new Watch(span, this.capture, this.answered, this.named, startedAt);
+    watch.sse = true;
+    return {
+      data: (chunk) => watch.data(chunk),
+      chat: (text, finishReason, model) => watch.chat(text, finishReason, model),
+      end: (usage, status) => {
+        watch.end();
+        if (usage) span.setAttributes(usageAttributes(usage));
+        const cut = status >= 500 ? Object.assign(new Error('The upstream ended the stream early.'), { status }) : null;
+        this.endTry(span, upstreamModel, cut, cut ? 'stream_cut' : null);
+      },
+    };
   }
 
   inject(headers: Record<string, string>): Record<string, string> {
@@ -208,7 +271,7 @@ class SdkTracing implements GatewayTracing {
     const span = trace.getSpan(context.active());
     if (!span || !span.isRecording()) return null;
     if (this.capture) span.setAttribute('gen_ai.input.messages', requestBody.slice(0, CONTENT_LIMIT));
-    return new Watch(span, this.capture, this.answered);
+    return new Watch(span, this.capture, this.answered, this.named);
   }
 
   settled(
@@ -222,18 +285,12 @@ class SdkTracing implements GatewayTracing {
       usage: UsageInfo | null;
     },
   ): void {
+    // The caller holds `parent` only while it is sampled; it may have ended (its client gone): the settlement is
+    // still its child.
     const a: Attributes = { 'gateway.cost_vnd': s.costVnd, 'gen_ai.response.model': s.model };
     const op = genAiOperation(s.operation);
     if (op) a['gen_ai.operation.name'] = op;
-    const u = s.usage;
-    if (u) {
-      a['gen_ai.usage.input_tokens'] = u.input + u.cacheRead + u.cacheWrite5m + u.cacheWrite1h;
-      a['gen_ai.usage.output_tokens'] = u.output;
-      a['gen_ai.usage.cache_read.input_tokens'] = u.cacheRead;
-      a['gen_ai.usage.cache_creation.input_tokens'] = u.cacheWrite5m + u.cacheWrite1h;
-      if (u.reasoning) a['gen_ai.usage.reasoning.output_tokens'] = u.reasoning;
-      if (u.estimated) a['gateway.usage_estimated'] = true;
-    }
+    if (s.usage) Object.assign(a, usageAttributes(s.usage));
     parent.setAttributes(a);
     const settle = this.tracer.startSpan(
       'gateway.settle',

@@ -2,7 +2,7 @@ import { Pool } from 'undici';
 import type { Dispatcher } from 'undici';
 import { ApiError } from '../errors';
 import type { ProviderConfig } from '../catalog/catalog';
-import { mapTransportError, UpstreamAborted } from './openai';
+import { mapTransportError } from './openai';
 import { readErrorBody, refusal } from './upstreamError';
 import type { CallOptions, ProviderAdapter } from './types';
 import type { MessagesUpstream } from './messagesUpstream';
@@ -113,7 +113,7 @@ export class AnthropicAdapter implements ProviderAdapter, MessagesUpstream {
         path: this.basePath + path,
         headers: tracer ? tracer.inject(headers) : headers,
         body: payload,
-        signal: opts.signal,
+        signal: opts.abort?.signal,
       });
     } catch (e) {
       throw this.transportError(e, opts);
@@ -137,7 +137,7 @@ export class AnthropicAdapter implements ProviderAdapter, MessagesUpstream {
 
   private transportError(e: unknown, opts: CallOptions): Error {
     if (e instanceof ApiError) return e;
-    if (opts.signal?.aborted) return new UpstreamAborted();
+    if (opts.abort?.reason) return opts.abort.reason;
     const err = mapTransportError(e);
     this.opts.onError?.(this.id, err.status);
     return err;

@@ -15,11 +15,11 @@ import { ApiError } from '../errors';
 import { anthropicType } from '../api/errors';
 import { classOfStatus, markFailure } from '../routing/failure';
 import { isClaudeModel, type ProviderConfig } from '../catalog/catalog';
-import { mapTransportError, UpstreamAborted } from './openai';
+import { mapTransportError } from './openai';
+import { ClientClosed } from '../net/abort';
 import { credentialsRefused, noCredentials, UpstreamHttpError } from './upstreamError';
 import type { CallOptions, ProviderAdapter } from './types';
 import {
-  abortSignalOf,
   cloudMessagesBody,
   sseEvent,
   type MessagesAnswer,
@@ -99,7 +99,7 @@ export class BedrockAdapter implements ProviderAdapter, MessagesUpstream {
         })(),
       };
     }
-    const abortSignal = abortSignalOf(opts.signal);
+    const abortSignal = opts.abort?.signal;
     let out;
     try {
       out = await this.client.send(
@@ -161,7 +161,7 @@ export class BedrockAdapter implements ProviderAdapter, MessagesUpstream {
   /** Converse (any Bedrock model with the Converse API). */
   async converse(input: ConverseCommandInput, opts: CallOptions = {}): Promise<ConverseCommandOutput> {
     try {
-      return await this.client.send(new ConverseCommand(input), { abortSignal: abortSignalOf(opts.signal) });
+      return await this.client.send(new ConverseCommand(input), { abortSignal: opts.abort?.signal });
     } catch (e) {
       throw this.failure(e, opts);
     }
@@ -174,7 +174,7 @@ export class BedrockAdapter implements ProviderAdapter, MessagesUpstream {
   ): Promise<AsyncIterable<ConverseStreamOutput>> {
     try {
       const out = await this.client.send(new ConverseStreamCommand(input), {
-        abortSignal: abortSignalOf(opts.signal),
+        abortSignal: opts.abort?.signal,
       });
       if (!out.stream) throw new Error('no stream');
       return out.stream;
@@ -212,7 +212,7 @@ export class BedrockAdapter implements ProviderAdapter, MessagesUpstream {
           contentType: 'application/json',
           accept: 'application/json',
         }),
-        { abortSignal: abortSignalOf(opts.signal) },
+        { abortSignal: opts.abort?.signal },
       );
       return {
         status: 200,
@@ -229,7 +229,8 @@ export class BedrockAdapter implements ProviderAdapter, MessagesUpstream {
   private failure(e: unknown, opts: CallOptions): Error {
     if (e instanceof ApiError) return e;
     const err = e as AwsError;
-    if (opts.signal?.aborted || err?.name === 'AbortError') return new UpstreamAborted();
+    if (opts.abort?.reason) return opts.abort.reason;
+    if (err?.name === 'AbortError') return new ClientClosed();
     const status = err?.$metadata?.httpStatusCode;
     if (err?.name === 'CredentialsProviderError') {
       // No AWS credentials in the chain (or none that could be loaded): the gateway's own, never the client's.

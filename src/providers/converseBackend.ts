@@ -32,17 +32,17 @@ export function converseBackend(
   return {
     payloadBytes,
     ...nativeBound(model, payloadBytes, req.max_tokens, countImages(req.messages)),
-    async complete(signal) {
+    async complete(abort) {
       try {
-        return anthropicToChatCompletion(converseToAnthropic(await adapter.converse(input, { signal }), upstreamModel));
+        return anthropicToChatCompletion(converseToAnthropic(await adapter.converse(input, { abort }), upstreamModel));
       } catch (e) {
         throw asOpenAIError(e);
       }
     },
-    async stream(signal) {
+    async stream(abort) {
       let events;
       try {
-        events = await adapter.converseStream(input, { signal });
+        events = await adapter.converseStream(input, { abort });
       } catch (e) {
         throw asOpenAIError(e);
       }

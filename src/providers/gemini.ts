@@ -2,7 +2,7 @@ import { Pool } from 'undici';
 import type { Dispatcher } from 'undici';
 import { ApiError, invalidUpstreamResponse } from '../errors';
 import type { ProviderConfig } from '../catalog/catalog';
-import { mapTransportError, UpstreamAborted } from './openai';
+import { mapTransportError } from './openai';
 import { readErrorBody, refusal } from './upstreamError';
 import type { CallOptions, ProviderAdapter } from './types';
 
@@ -79,7 +79,7 @@ export class GeminiAdapter implements ProviderAdapter, GeminiUpstream {
     const path = `${this.basePath}/models/${encodeURIComponent(model)}:${method}${opts.sse ? '?alt=sse' : ''}`;
     let res: Dispatcher.ResponseData;
     try {
-      res = await this.pool.request({ method: 'POST', path, headers, body: payload, signal: opts.signal });
+      res = await this.pool.request({ method: 'POST', path, headers, body: payload, signal: opts.abort?.signal });
     } catch (e) {
       throw this.transportError(e, opts);
     }
@@ -137,7 +137,7 @@ export class GeminiAdapter implements ProviderAdapter, GeminiUpstream {
 
   private transportError(e: unknown, opts: CallOptions): Error {
     if (e instanceof ApiError) return e;
-    if (opts.signal?.aborted) return new UpstreamAborted();
+    if (opts.abort?.reason) return opts.abort.reason;
     const err = mapTransportError(e);
     this.opts.onError?.(this.id, err.status);
     return err;

@@ -34,10 +34,10 @@ export function geminiBackend(
       req.generationConfig?.maxOutputTokens ?? model.maxOutputTokens ?? DEFAULT_MAX_OUTPUT_TOKENS,
       images,
     ),
-    async complete(signal) {
+    async complete(abort) {
       let raw: Buffer;
       try {
-        raw = await adapter.callWhole(upstreamModel, 'generateContent', payload, { signal });
+        raw = await adapter.callWhole(upstreamModel, 'generateContent', payload, { abort });
       } catch (e) {
         throw asOpenAIError(e);
       }
@@ -53,10 +53,10 @@ export function geminiBackend(
         );
       }
     },
-    async stream(signal) {
+    async stream(abort) {
       let res;
       try {
-        res = await adapter.call(upstreamModel, 'streamGenerateContent', payload, { signal, sse: true });
+        res = await adapter.call(upstreamModel, 'streamGenerateContent', payload, { abort, sse: true });
       } catch (e) {
         throw asOpenAIError(e);
       }

@@ -1,4 +1,4 @@
-import type { CallOptions, CancelSignal } from './types';
+import type { CallOptions } from './types';
 
 /**
  * An upstream answering Anthropic Messages requests natively: api.anthropic.com (AnthropicAdapter), Claude on
@@ -41,15 +41,6 @@ export function cloudMessagesBody(
   if (!keepStream || !stream) delete body.stream;
   body.anthropic_version = version;
   return { model, stream, body };
-}
-
-/** An AbortSignal for the SDKs, which take no EventEmitter (see CancelSignal). */
-export function abortSignalOf(signal: CancelSignal | undefined): AbortSignal | undefined {
-  if (!signal || signal instanceof AbortSignal) return signal;
-  const ac = new AbortController();
-  if (signal.aborted) ac.abort();
-  else signal.once('abort', () => ac.abort());
-  return ac.signal;
 }
 
 /** One Anthropic SSE event, as api.anthropic.com frames it. */

@@ -113,7 +113,7 @@ export class OpenAIAdapter implements OpenAICompatibleAdapter {
       path: this.pathOf(path),
       headers: this.jsonHeaders,
       body: payload,
-      signal: opts.signal,
+      abort: opts.abort,
       errorBodyLimit: MAX_ERROR_BODY,
     };
   }
@@ -190,7 +190,7 @@ export class OpenAIAdapter implements OpenAICompatibleAdapter {
         path: this.pathOf(path),
         headers: tracer ? tracer.inject(headers) : headers,
         body,
-        signal: opts.signal,
+        signal: opts.abort?.signal,
       });
     } catch (e) {
       throw this.transportError(e, opts);
@@ -216,7 +216,7 @@ export class OpenAIAdapter implements OpenAICompatibleAdapter {
 
   private transportError(e: unknown, opts: CallOptions): Error {
     if (e instanceof ApiError) return e;
-    if (opts.signal?.aborted) return new UpstreamAborted();
+    if (opts.abort?.reason) return opts.abort.reason;
     const err = mapTransportError(e);
     this.opts.onError?.(this.id, err.status);
     return err;
@@ -236,13 +236,6 @@ export function openaiPool(origin: string, timeoutMs: number, opts: OpenAIAdapte
     headersTimeout: timeoutMs,
     bodyTimeout: timeoutMs,
   });
-}
-
-/** The client went away and we aborted the upstream request: nothing to answer. */
-export class UpstreamAborted extends Error {
-  constructor() {
-    super('upstream request aborted: client disconnected');
-  }
 }
 
 function header(h: Dispatcher.ResponseData['headers'], name: string): string {

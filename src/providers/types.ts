@@ -3,6 +3,7 @@ import type { ProviderKind } from '../catalog/catalog';
 import type { StreamSink } from '../sse/streamSink';
 import type { MessagesUpstream } from './messagesUpstream';
 import type { GeminiUpstream } from './gemini';
+import type { RequestAbort } from '../net/abort';
 
 /**
  * The provider adapter interface. An adapter owns the connection pool to one upstream (one catalog provider)
@@ -19,15 +20,9 @@ export interface ProviderAdapter {
   geminiFor?(upstreamModel: string): GeminiUpstream | null;
 }
 
-/**
- * Cancels an upstream request: an AbortSignal, or an EventEmitter that emits 'abort' and says `aborted` (undici
- * takes either; the request path uses the emitter, see ClientGone).
- */
-export type CancelSignal = AbortSignal | (import('node:events').EventEmitter & { readonly aborted: boolean });
-
 export interface CallOptions {
-  /** Aborts the upstream request (client went away). */
-  signal?: CancelSignal;
+  /** Aborts the upstream request: the request's RequestAbort (src/net/abort.ts), whose reason says who aborted. */
+  abort?: RequestAbort;
 }
 
 /** A successful upstream answer whose body has been read in full (JSON operations). */

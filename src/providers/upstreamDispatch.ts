@@ -1,6 +1,6 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Dispatcher } from 'undici';
-import type { CancelSignal } from './types';
+import type { RequestAbort } from '../net/abort';
 import type { StreamSink } from '../sse/streamSink';
 import { tracer, type UpstreamWatch } from '../observability/tracing';
 
@@ -23,30 +23,9 @@ export interface UpstreamPost {
   path: string;
   headers: Record<string, string>;
   body: string;
-  signal?: CancelSignal;
+  abort?: RequestAbort;
   /** Bytes kept of a non-2xx answer's body (its message is all that is passed on). */
   errorBodyLimit: number;
-}
-
-/** Calls `fn` once when the signal fires (at once if it has); returns the unsubscribe function. */
-function onCancel(signal: CancelSignal, fn: () => void): () => void {
-  if (signal.aborted) {
-    fn();
-    return () => undefined;
-  }
-  if ('addEventListener' in signal) {
-    signal.addEventListener('abort', fn, { once: true });
-    return () => signal.removeEventListener('abort', fn);
-  }
-  signal.once('abort', fn);
-  return () => signal.removeListener('abort', fn);
-}
-
-class CancelledError extends Error {
-  constructor() {
-    super('upstream request cancelled');
-    this.name = 'AbortError';
-  }
 }
 
 const isOk = (status: number) => status >= 200 && status < 300;
@@ -61,7 +40,7 @@ abstract class PostHandler implements Dispatcher.DispatchHandler {
   protected controller: Dispatcher.DispatchController | null = null;
   private errorChunks: Buffer[] = [];
   private errorBytes = 0;
-  private cancelled = false;
+  private aborted: Error | null = null;
   private readonly unsubscribe: (() => void) | null = null;
   /** The try's span watching the answer (first chunk, finish reasons), while tracing is on. */
   private readonly watch: UpstreamWatch | null;
@@ -72,10 +51,11 @@ abstract class PostHandler implements Dispatcher.DispatchHandler {
     protected readonly reject: (e: unknown) => void,
   ) {
     this.watch = tracer ? tracer.watchUpstream(req.body) : null;
-    if (req.signal) {
-      this.unsubscribe = onCancel(req.signal, () => {
-        this.cancelled = true;
-        this.controller?.abort(new CancelledError());
+    const abort = req.abort;
+    if (abort) {
+      this.unsubscribe = abort.onAbort(() => {
+        this.aborted = abort.reason!;
+        this.controller?.abort(this.aborted);
       });
     }
   }
@@ -87,7 +67,7 @@ abstract class PostHandler implements Dispatcher.DispatchHandler {
 
   onRequestStart(controller: Dispatcher.DispatchController): void {
     this.controller = controller;
-    if (this.cancelled) controller.abort(new CancelledError());
+    if (this.aborted) controller.abort(this.aborted);
   }
 
   onResponseStart(_c: Dispatcher.DispatchController, statusCode: number, headers: IncomingHttpHeaders): void {

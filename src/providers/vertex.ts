@@ -3,7 +3,7 @@ import type { Dispatcher } from 'undici';
 import { ApiError } from '../errors';
 import { anthropicType } from '../api/errors';
 import { isClaudeModel, type ProviderConfig } from '../catalog/catalog';
-import { mapTransportError, UpstreamAborted } from './openai';
+import { mapTransportError } from './openai';
 import { noCredentials, readErrorBody, refusal } from './upstreamError';
 import type { CallOptions, ProviderAdapter } from './types';
 import type { GeminiResponse, GeminiUpstream } from './gemini';
@@ -150,7 +150,7 @@ export class VertexAdapter implements ProviderAdapter, MessagesUpstream, GeminiU
         path,
         headers: { 'content-type': 'application/json', authorization, ...extra },
         body: payload,
-        signal: opts.signal,
+        signal: opts.abort?.signal,
       });
     } catch (e) {
       throw this.transportError(e, opts);
@@ -170,7 +170,7 @@ export class VertexAdapter implements ProviderAdapter, MessagesUpstream, GeminiU
 
   private transportError(e: unknown, opts: CallOptions): Error {
     if (e instanceof ApiError) return e;
-    if (opts.signal?.aborted) return new UpstreamAborted();
+    if (opts.abort?.reason) return opts.abort.reason;
     const err = mapTransportError(e);
     this.opts.onError?.(this.id, err.status);
     return err;

@@ -3,6 +3,7 @@ import type { Deployment } from '../catalog/deployments';
 import { DeploymentState, pickHealthy } from './deploymentState';
 import { failureOf, isRetryable } from './failure';
 import type { RoutingSettings } from './settings';
+import type { Span } from '@opentelemetry/api';
 import { tracer, type TryInfo } from '../observability/tracing';
 
 /** How a try came about: the first one, another deployment of the same model, or a fallback model. */
@@ -23,6 +24,11 @@ export interface RouteTry {
 export interface RouteRecorder {
   routed(t: RouteTry): void;
   readonly operation?: string;
+  /**
+   * Takes the span of the try that answered, to end it itself (a stream read after the call returns): true when
+   * it did. Without it the try's span ends as its call returns.
+   */
+  holdTry?(span: Span, t: RouteTry): boolean;
 }
 
 interface Link {
@@ -100,11 +106,12 @@ export class ModelRouter {
       recorder?.routed(t);
       const probe = st.begin(this.now());
       const epoch = st.cooldowns;
-      const span = tracer ? tracer.startTry(this.tryInfo(t, recorder)) : null;
+      // An unsampled request builds no try span (nor its attributes).
+      const span = tracer && tracer.recording() ? tracer.startTry(this.tryInfo(t, recorder)) : null;
       try {
         const out = await (span && tracer ? tracer.within(span, () => call(t)) : call(t));
         st.succeeded(epoch, probe);
-        if (span) tracer?.endTry(span, t.deployment.upstreamModel, null, null);
+        if (span && !recorder?.holdTry?.(span, t)) tracer?.endTry(span, t.deployment.upstreamModel, null, null);
         return out;
       } catch (e) {
         const f = failureOf(e);

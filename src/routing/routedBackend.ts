@@ -1,35 +1,29 @@
 import type { Catalog, ModelConfig } from '../catalog/catalog';
-import type { ChatChunk, ChatCompletion, ChatRequest } from '../translate/chatTypes';
+import type { ChatRequest } from '../translate/chatTypes';
 import { backendFor, type ChatBackend } from '../providers/chatBackends';
 import type { ProviderRegistry } from '../providers/registry';
-import type { ModelRouter, RouteRecorder, RouteTry } from './modelRouter';
+import type { ModelRouter, RouteTry } from './modelRouter';
 
 /**
- * A chat backend (src/providers/chatBackends.ts) whose calls go through the router: each try is the backend of
- * its deployment (built on first use; the primary deployment's at once, since nearly every request ends there), so the
- * translated and bridged paths of /v1/messages, /v1/responses and chat on Claude retry and fall back like the
- * others. complete() and stream() resolve once an upstream answered 2xx: a stream's failure after that is the
- * caller's to end, never retried. Its bound covers every candidate; `answered` is the model whose prices bill it.
+ * The chat backends (src/providers/chatBackends.ts) of every deployment that may answer a translated request: the
+ * primary deployment's built at once (nearly every request ends there), the others on first use, so the translated
+ * and bridged paths of /v1/messages, /v1/responses, Gemini and chat on Claude retry and fall back like the others
+ * (the tries are the request's RoutedCall's, src/api/routedCall.ts). Its bound covers every candidate.
  */
-export class RoutedBackend implements ChatBackend {
+export class RoutedBackend {
   readonly payloadBytes: number;
   readonly maxCost: number;
   readonly maxTokens: number;
-  /** The model of the try that answered (a fallback's differs from the requested one). */
-  answered: ModelConfig;
-  /** Told of each try (the meter, once reserved). */
-  recorder: RouteRecorder | null = null;
   private readonly primary: ChatBackend;
   private readonly others = new Map<string, ChatBackend>();
 
   constructor(
     private readonly providers: ProviderRegistry,
     catalog: Catalog,
-    private readonly router: ModelRouter,
+    router: ModelRouter,
     private readonly model: ModelConfig,
     private readonly chat: ChatRequest,
   ) {
-    this.answered = model;
     this.primary = backendFor(providers, model, chat);
     let bound: ChatBackend = this.primary;
     const candidates = router.candidates(model);
@@ -46,35 +40,8 @@ export class RoutedBackend implements ChatBackend {
     this.maxTokens = bound.maxTokens;
   }
 
-  complete(signal: AbortSignal): Promise<ChatCompletion> {
-    return this.router.run(this.model, (t) => this.on(t).complete(signal), this.recorder);
-  }
-
-  async stream(signal: AbortSignal): Promise<AsyncIterable<ChatChunk[]>> {
-    let started!: RouteTry;
-    const batches = await this.router.run(
-      this.model,
-      (t) => {
-        started = t;
-        return this.on(t).stream(signal);
-      },
-      this.recorder,
-    );
-    const router = this.router;
-    // A stream the upstream breaks off after its first byte is not retried (the client has it) but cools its
-    // deployment.
-    return (async function* () {
-      try {
-        yield* batches;
-      } catch (e) {
-        if (!signal.aborted) router.streamCut(started);
-        throw e;
-      }
-    })();
-  }
-
-  private on(t: RouteTry): ChatBackend {
-    this.answered = t.model;
+  /** The backend of one try's deployment. */
+  forTry(t: RouteTry): ChatBackend {
     return this.backendOf(t.model, t.deployment);
   }
 

@@ -2,6 +2,7 @@ import type { ServerResponse } from 'node:http';
 import { SseDecoder } from './upstreamEvents';
 import { SSE_DONE, SSE_HEADERS, sseEvent } from './wire';
 import type { StreamSink } from './streamSink';
+import { CLIENT_CLOSED } from '../net/abort';
 
 /**
  * The SSE relay of streamed chat and legacy completions: the upstream's chunks are written to the client as they
@@ -11,9 +12,6 @@ import type { StreamSink } from './streamSink';
  * full. `status` says how the stream ended, for the usage record: 200 complete, 499 client gone, 502 cut by the
  * upstream (an error event it sent is forwarded; a transport failure gets one of ours).
  */
-
-/** Status recorded for a request whose client went away before the answer was complete (nginx's 499). */
-export const CLIENT_CLOSED = 499;
 
 /** The error event for a stream the upstream cut short, in the OpenAI error shape (src/api/errors.ts openAIBody). */
 const CUT_SHORT_EVENT = sseEvent(
@@ -44,10 +42,10 @@ export interface RelayOptions {
   /** Whether the client asked for the usage chunk (stream_options.include_usage); it is stripped otherwise. */
   clientWantsUsage: boolean;
   /**
-   * Called once as the gateway ends the client's stream, with the status it ended with (200 complete, 502 cut by the
-   * upstream); returns what to write last before the terminator (the request's cost, as an SSE comment).
+   * Called once as the stream ends, however it ends, with its status (200 complete, 502 cut by the upstream, 499 the
+   * client gone); returns what to write last before the terminator (the request's cost, as an SSE comment).
    */
-  beforeEnd?: (status: number) => string;
+  end: (status: number) => string;
   /** What an upstream error event's text becomes for the client (without catalog internals: src/catalog/redact.ts). */
   redact?: (text: string) => string;
 }
@@ -132,6 +130,8 @@ export class SseRelay implements StreamSink {
   private awaitingDrain = false;
   /** Whether the bytes so far ended exactly at an event boundary (so a chunk can be forwarded byte for byte). */
   private aligned = true;
+  /** The upstream's [DONE] was read. */
+  private sawDone = false;
 
   constructor(
     private readonly res: ServerResponse,
@@ -155,8 +155,6 @@ export class SseRelay implements StreamSink {
   data(buf: Buffer, resume: () => void): boolean {
     if (this.closed) return true;
     if (this.gone.aborted) return this.clientGone();
-    const res = this.res;
-    const acc = this.acc;
     const startsAligned = this.aligned;
     this.aligned = endsAtEventBoundary(buf);
     // Whole content events ahead of the first one that needs handling (usage object, error, [DONE]) go out as the
@@ -167,97 +165,106 @@ export class SseRelay implements StreamSink {
     if (startsAligned) {
       const at = firstMarker(buf);
       if (at < 0 && this.aligned) {
-        acc.deferBytes(buf);
-        return this.written(res.write(buf), resume);
+        this.acc.deferBytes(buf);
+        return this.written(this.res.write(buf), resume);
       }
-      if (at > 0) {
-        const boundary = buf.lastIndexOf(BLANK_LINE, at);
-        if (boundary >= 0) {
-          head = buf.subarray(0, boundary + 2);
-          rest = buf.subarray(boundary + 2);
-          acc.deferBytes(head);
-        }
+      const boundary = at > 0 ? buf.lastIndexOf(BLANK_LINE, at) : -1;
+      if (boundary >= 0) {
+        head = buf.subarray(0, boundary + 2);
+        rest = buf.subarray(boundary + 2);
+        this.acc.deferBytes(head);
       }
     }
     // A tail of whole events in the plain form skips the general decoder (whose state it leaves untouched: the
     // tail ends at an event boundary, as the chunk started at one).
     const events = (startsAligned && this.aligned && plainEvents(rest)) || (this.dec ??= new SseDecoder()).push(rest);
+    const out = this.rewrite(events);
+    if (this.sawDone) return this.answerDone(head, out);
+    return this.written(this.writeHeadAndTail(head, out), resume);
+  }
+
+  /** The events as the client gets them; stops at [DONE] (nothing follows it in this protocol). */
+  private rewrite(events: PlainEvent[]): string {
     let out = '';
-    let done = false;
     for (const ev of events) {
-      const data = ev.data;
-      if (data === '[DONE]') {
-        done = true;
-        break; // nothing follows [DONE] in this protocol
+      if (ev.data === '[DONE]') {
+        this.sawDone = true;
+        break;
       }
-      if (isPlainEvent(ev)) {
-        // A plain content chunk: forward it as is; its text is counted only if the estimate is ever needed.
-        acc.defer(data);
-        out += sseEvent(data, ev.event !== 'message' ? ev.event : undefined);
-        continue;
-      }
-      let parsed: any;
-      try {
-        parsed = JSON.parse(data);
-      } catch {
-        out += sseEvent(data); // not ours to judge: pass it on
-        continue;
-      }
-      if (parsed && parsed.error) {
-        this.upstreamError = parsed.error;
-        out += sseEvent(this.opts.redact ? this.opts.redact(data) : data);
-        continue;
-      }
-      const usageOnly = this.chat ? acc.observeChat(parsed) : acc.observeCompletion(parsed);
-      if (usageOnly && !this.opts.clientWantsUsage) continue;
-      out += sseEvent(data, ev.event !== 'message' ? ev.event : undefined);
+      out += this.rewriteEvent(ev);
     }
-    if (done) {
-      // The stream is over: answer the client now, in one write with the terminator; the upstream's remaining
-      // bytes are read and dropped (the connection is reused). An error event before the [DONE] (vLLM and SGLang
-      // send both) means the upstream cut the answer short: it ends as end() ends such a stream, without [DONE].
-      const status = this.upstreamError ? 502 : 200;
-      if (head) {
-        res.cork(); // end() uncorks: head, tail and terminator leave in one syscall
-        res.write(head);
-      }
-      res.end(out + this.trailer(status) + (status === 200 ? SSE_DONE : ''));
-      this.closed = true;
-      this.status = status;
-      return true;
+    return out;
+  }
+
+  /** One event as the client gets it: as sent, redacted (an error), or nothing (usage the client did not ask for). */
+  private rewriteEvent(ev: PlainEvent): string {
+    const data = ev.data;
+    const event = ev.event !== 'message' ? ev.event : undefined;
+    if (isPlainEvent(ev)) {
+      // A plain content chunk: forward it as is; its text is counted only if the estimate is ever needed.
+      this.acc.defer(data);
+      return sseEvent(data, event);
     }
-    let ok = true;
+    let parsed: any;
+    try {
+      parsed = JSON.parse(data);
+    } catch {
+      return sseEvent(data); // not ours to judge: pass it on
+    }
+    if (parsed && parsed.error) {
+      this.upstreamError = parsed.error;
+      return sseEvent(this.opts.redact ? this.opts.redact(data) : data);
+    }
+    const usageOnly = this.chat ? this.acc.observeChat(parsed) : this.acc.observeCompletion(parsed);
+    return usageOnly && !this.opts.clientWantsUsage ? '' : sseEvent(data, event);
+  }
+
+  /**
+   * [DONE] arrived: the client is answered now, in one write with the terminator; the upstream's remaining bytes
+   * are read and dropped (the connection is reused). An error event before the [DONE] (vLLM and SGLang send both)
+   * means the upstream cut the answer short: it ends as end() ends such a stream, without [DONE].
+   */
+  private answerDone(head: Buffer | null, out: string): boolean {
+    const res = this.res;
+    const status = this.upstreamError ? 502 : 200;
+    this.closed = true;
+    this.status = status;
     if (head) {
-      res.cork(); // one syscall for the raw head and the rewritten tail
-      ok = res.write(head);
-      if (out) ok = res.write(out);
-      res.uncork();
-    } else if (out) ok = res.write(out);
-    return this.written(ok, resume);
+      res.cork(); // end() uncorks: head, tail and terminator leave in one syscall
+      res.write(head);
+    }
+    res.end(out + this.trailer(status) + (status === 200 ? SSE_DONE : ''));
+    return true;
+  }
+
+  /** The raw head and the rewritten tail of a chunk, in one syscall; false when the client's socket is full. */
+  private writeHeadAndTail(head: Buffer | null, out: string): boolean {
+    const res = this.res;
+    if (!head) return out ? res.write(out) : true;
+    res.cork();
+    let ok = res.write(head);
+    if (out) ok = res.write(out);
+    res.uncork();
+    return ok;
   }
 
   end(): void {
     if (!this.finishing()) return;
     // An upstream error event was forwarded: the stream ends there, as cut by the upstream.
-    if (this.upstreamError) {
-      this.res.end(this.trailer(502));
-      this.status = 502;
-    } else {
-      this.res.end(this.trailer(200) + SSE_DONE);
-      this.status = 200;
-    }
+    this.status = this.upstreamError ? 502 : 200;
+    this.res.end(this.upstreamError ? this.trailer(502) : this.trailer(200) + SSE_DONE);
   }
 
   fail(): void {
     if (!this.finishing()) return;
     // A transport failure mid-stream: an error event (the OpenAI SDK raises it), then the end.
+    this.status = 502;
     this.res.write(CUT_SHORT_EVENT);
     this.res.end(this.trailer(502));
-    this.status = 502;
   }
 
   private trailer(status: number): string {
-    return this.opts.beforeEnd?.(status) ?? '';
+    return this.opts.end(status);
   }
 
   /** Whether the response is still ours to end (not answered at [DONE], and the client still there). */
@@ -271,9 +278,11 @@ export class SseRelay implements StreamSink {
     return true;
   }
 
+  /** The client left: the stream ends here, unanswered (its end hook still runs: the request is billed as it ended). */
   private clientGone(): boolean {
     this.closed = true;
     this.status = CLIENT_CLOSED;
+    this.opts.end(CLIENT_CLOSED);
     return true;
   }
 

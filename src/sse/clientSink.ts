@@ -10,32 +10,20 @@ export interface SseSinkContext {
 }
 
 /**
- * The client side of a streamed answer (messages, responses): writes go straight to the socket as they are
- * produced (no buffering, Koa's own response handling is bypassed), respect backpressure, and a client that goes
- * away aborts the upstream call through `signal`.
+ * The client side of a streamed answer (messages, responses, Gemini, bridged chat): writes go straight to the
+ * socket as they are produced (no buffering, Koa's own response handling is bypassed) and respect backpressure.
+ * `abort` is the request's (src/net/abort.ts): it aborts when the client goes away.
  */
 export class SseSink {
-  private readonly ac = new AbortController();
   private opened = false;
-  private gone = false;
 
-  constructor(private readonly ctx: SseSinkContext) {
-    // The request is done reading; a close before we finished writing is the client leaving.
-    ctx.res.once('close', () => {
-      if (!ctx.res.writableFinished) {
-        this.gone = true;
-        this.ac.abort();
-      }
-    });
-  }
-
-  /** Aborted when the client disconnects. */
-  get signal(): AbortSignal {
-    return this.ac.signal;
-  }
+  constructor(
+    private readonly ctx: SseSinkContext,
+    readonly abort: { readonly aborted: boolean },
+  ) {}
 
   get clientGone(): boolean {
-    return this.gone;
+    return this.abort.aborted;
   }
 
   get isOpen(): boolean {
@@ -60,7 +48,7 @@ export class SseSink {
 
   /** Writes now; waits while the socket is congested. False once the client is gone. */
   async write(data: string | Uint8Array): Promise<boolean> {
-    if (this.gone || this.ctx.res.destroyed) return false;
+    if (this.abort.aborted || this.ctx.res.destroyed) return false;
     const res = this.ctx.res;
     if (!res.write(data)) {
       // Both listeners go as soon as either fires: a long stream to a slow client congests many times, and a
@@ -75,7 +63,7 @@ export class SseSink {
         res.on('close', done);
       });
     }
-    return !this.gone && !res.destroyed;
+    return !this.abort.aborted && !res.destroyed;
   }
 
   get ended(): boolean {

@@ -1,6 +1,7 @@
 import { startEmulator, type Emulator } from '../../emulator/server';
-import { OpenAIAdapter, UpstreamAborted } from '../../src/providers/openai';
+import { OpenAIAdapter } from '../../src/providers/openai';
 import { ApiError } from '../../src/errors';
+import { ClientClosed, RequestAbort } from '../../src/net/abort';
 
 /** The OpenAI-compatible adapter against the emulator over real HTTP: timeouts, transport failures, aborts. */
 
@@ -52,15 +53,15 @@ test('an upstream that does not answer in time is a 504 upstream_timeout', async
   expect(e).toMatchObject({ status: 504, code: 'upstream_timeout' });
 });
 
-test('a refused connection is a 502 upstream_error; an aborted call is UpstreamAborted', async () => {
+test("a refused connection is a 502 upstream_error; an aborted call throws its signal's reason", async () => {
   const dead = new OpenAIAdapter({ id: 'dead', kind: 'openai', baseUrl: 'http://127.0.0.1:1/v1', timeoutMs: 300 });
   expect(await failure(dead.chat(chat))).toMatchObject({ status: 502, code: 'upstream_error' });
   await dead.close();
   emu.control.addFault({ match: '/chat/completions', delayMs: 200, times: 1 });
-  const ac = new AbortController();
-  const p = failure(adapter.chat(chat, { signal: ac.signal }));
-  setTimeout(() => ac.abort(), 20);
-  expect(await p).toBeInstanceOf(UpstreamAborted);
+  const ac = new RequestAbort();
+  const p = failure(adapter.chat(chat, { abort: ac }));
+  setTimeout(() => ac.abort(new ClientClosed()), 20);
+  expect(await p).toBeInstanceOf(ClientClosed);
 });
 
 test('an upstream 4xx keeps its status, message, param and code', async () => {
@@ -75,9 +76,8 @@ test('an upstream 4xx keeps its status, message, param and code', async () => {
   });
 });
 
-test('a large error answer is read to its end (connection reused), its head kept; an emitter aborts', async () => {
+test("a large error answer is read to its end (connection reused), its head kept; the request's abort aborts", async () => {
   const http = await import('node:http');
-  const { EventEmitter } = await import('node:events');
   let connections = 0;
   let n = 0;
   const server = http.createServer((req, res) => {
@@ -111,16 +111,13 @@ test('a large error answer is read to its end (connection reused), its head kept
     // Keep-alive across the error answers (undici may open a second connection while the first finishes).
     expect(n).toBe(8);
     expect(connections).toBeLessThanOrEqual(2);
-    // The request path's client-gone signal is an EventEmitter with `aborted`.
-    const gone = Object.assign(new EventEmitter(), { aborted: false });
-    const p = failure(a.postJson('/slow', '{}', { signal: gone }));
-    setTimeout(() => {
-      gone.aborted = true;
-      gone.emit('abort');
-    }, 50);
-    expect(await p).toBeInstanceOf(UpstreamAborted);
-    // A signal that fired before the call: nothing is answered, the call is UpstreamAborted.
-    expect(await failure(a.postJson('/x', '{}', { signal: gone }))).toBeInstanceOf(UpstreamAborted);
+    // The request's AbortSignal: an aborted call throws the signal's reason (ClientClosed: the client left).
+    const gone = new RequestAbort();
+    const p = failure(a.postJson('/slow', '{}', { abort: gone }));
+    setTimeout(() => gone.abort(new ClientClosed()), 50);
+    expect(await p).toBeInstanceOf(ClientClosed);
+    // A signal that fired before the call: nothing is answered, the call throws the same reason.
+    expect(await failure(a.postJson('/x', '{}', { abort: gone }))).toBeInstanceOf(ClientClosed);
   } finally {
     await a.close();
     await new Promise<void>((r) => {

@@ -30,7 +30,11 @@ beforeAll(async () => {
     const c = next;
     outcome = new Promise((done) => {
       const acc = new StreamUsage(40, 'chat');
-      const relay = new SseRelay(res, { aborted: false }, acc, { kind: 'chat', clientWantsUsage: c.clientWantsUsage });
+      const relay = new SseRelay(res, { aborted: false }, acc, {
+        kind: 'chat',
+        clientWantsUsage: c.clientWantsUsage,
+        end: () => '',
+      });
       relay.start();
       // Chunks keep coming after a write said the socket is full (as an upstream's buffered bytes do before it pauses).
       let maxListeners = 0;

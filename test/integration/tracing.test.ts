@@ -223,6 +223,107 @@ test('a stream: time to first token as an event; the try span ends with the stre
   }
 });
 
+/** A streamed POST read to its end; the text of the response. */
+async function readStream(res: Response): Promise<string> {
+  expect(res.status).toBe(200);
+  return await res.text();
+}
+
+test('translated streams (messages, responses, Gemini on a chat upstream; bridged chat): the try ends with the stream, with its first token, finish reasons, usage and model', async () => {
+  const acc = await h.account(1_000_000);
+  h.emulator.control.settings.chunkDelayMs = 20;
+  const cases: { path: string; body: object; headers?: Record<string, string>; model?: string }[] = [
+    {
+      path: '/v1/chat/completions',
+      body: {
+        model: 'claude-haiku-4-5',
+        max_tokens: 256,
+        stream: true,
+        messages: [{ role: 'user', content: 'Say something long' }],
+      },
+      model: 'claude-haiku-4-5',
+    },
+    {
+      path: '/v1/messages',
+      body: {
+        model: 'gpt-4o-mini',
+        max_tokens: 256,
+        stream: true,
+        messages: [{ role: 'user', content: 'Say something long' }],
+      },
+      headers: { 'anthropic-version': '2023-06-01' },
+    },
+    { path: '/v1/responses', body: { model: 'gpt-4o-mini', stream: true, input: 'Say something long' } },
+    {
+      path: '/v1beta/models/gpt-4o-mini:streamGenerateContent?alt=sse',
+      body: { contents: [{ role: 'user', parts: [{ text: 'Say something long' }] }] },
+    },
+  ];
+  try {
+    for (const c of cases) {
+      const p = clientParent();
+      const started = process.hrtime.bigint();
+      const text = await readStream(
+        await fetch(`${h.url}${c.path}`, {
+          method: 'POST',
+          headers: {
+            authorization: `Bearer ${acc.key}`,
+            'x-goog-api-key': acc.key,
+            'content-type': 'application/json',
+            traceparent: p.header,
+            ...c.headers,
+          },
+          body: JSON.stringify(c.body),
+        }),
+      );
+      const ended = process.hrtime.bigint();
+      expect(text.length).toBeGreaterThan(0);
+      const spans = await spansOf(
+        p.traceId,
+        (s) => s.some((x) => x.kind === CLIENT) && s.some((x) => x.name === 'gateway.settle'),
+      );
+      const tryer = one(spans, (s) => s.kind === CLIENT);
+      const settle = one(spans, (s) => s.name === 'gateway.settle');
+      expect(tryer.events.find((e) => e.name === 'gen_ai.first_token')).toBeDefined();
+      // The try lasts until the stream ends (chunks 20 ms apart), not just until the upstream's headers.
+      const tryMs = Number(tryer.endNs - tryer.startNs) / 1e6;
+      expect(tryMs).toBeGreaterThan(100);
+      expect(tryMs).toBeLessThanOrEqual(Number(ended - started) / 1e6 + 5);
+      // Ended with the settlement (span clocks are anchored per span: a few ms of skew between spans).
+      expect(Number(tryer.endNs - settle.endNs) / 1e6).toBeLessThan(5);
+      expect(tryer.attributes).toMatchObject({
+        'gen_ai.response.model': c.model ?? 'gpt-4o-mini',
+        'gen_ai.response.finish_reasons': ['stop'],
+        'gen_ai.usage.output_tokens': settle.attributes['gen_ai.usage.output_tokens'],
+      });
+      expect(tryer.attributes['gen_ai.usage.output_tokens']).toEqual(expect.any(Number));
+      expect(tryer.attributes).not.toHaveProperty('gen_ai.output.messages');
+    }
+  } finally {
+    h.emulator.control.settings.chunkDelayMs = 0;
+  }
+});
+
+test('a request whose client leaves before the answer still gets its settlement span (499, nothing charged)', async () => {
+  const acc = await h.account(1_000_000);
+  h.emulator.control.addFault({ match: '/chat/completions', delayMs: 1500, times: 1 });
+  const p = clientParent();
+  const ac = new AbortController();
+  const pending = fetch(`${h.url}/v1/chat/completions`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${acc.key}`, 'content-type': 'application/json', traceparent: p.header },
+    body: JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'never answered' }] }),
+    signal: ac.signal,
+  });
+  setTimeout(() => ac.abort(), 300);
+  await expect(pending).rejects.toThrow();
+  const spans = await spansOf(p.traceId, (s) => s.some((x) => x.name === 'gateway.settle'));
+  expect(one(spans, (s) => s.name === 'gateway.settle').attributes).toMatchObject({
+    'gateway.status': 499,
+    'gateway.cost_vnd': 0,
+  });
+});
+
 test('a failed try and its retry are two child spans: failure class, status, retry marked', async () => {
   const acc = await routed.account(1_000_000);
   routed.emulator.control.addFault({ match: 'POST', status: 503, times: 1 });
@@ -362,6 +463,15 @@ test('prompts and completions are recorded only with OTEL_CAPTURE_CONTENT=true',
     expect(String(tryer.attributes['gen_ai.output.messages'])).toContain(
       JSON.stringify(answer.choices[0].message.content).slice(1, -1),
     );
+    // A translated stream: the try's output is the text its chunks carried.
+    const q = clientParent();
+    const sse = await readStream(
+      await post(h, acc.key, '/v1/responses', q.header, { model: 'gpt-4o-mini', stream: true, input: 'opted in' }),
+    );
+    const done = sse.split('\n').find((l) => l.includes('"response.completed"'))!;
+    const outputText: string = JSON.parse(done.slice('data: '.length)).response.output[0].content[0].text;
+    const streamed = await spansOf(q.traceId, (s) => s.some((x) => x.kind === CLIENT && x.endNs > 0n));
+    expect(String(one(streamed, (s) => s.kind === CLIENT).attributes['gen_ai.output.messages'])).toBe(outputText);
   } finally {
     delete process.env.OTEL_CAPTURE_CONTENT;
   }

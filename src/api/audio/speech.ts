@@ -5,9 +5,8 @@ import type { ModelConfig } from '../../catalog/catalog';
 import type { SpeechBody, SpeechFormat } from '../../schemas/audio';
 import { charactersCost, countCharacters } from '../../billing/pricing';
 import { boundOverCandidates } from '../../routing/bound';
-import { callRouted, CLIENT_CLOSED, clientAbortSignal, RoutedPayload } from '../upstream';
-import { reserve } from '../reserve';
-import { setCostHeaders } from '../costReport';
+import { CLIENT_CLOSED } from '../../net/abort';
+import { openCall, RoutedPayload } from '../routedCall';
 
 /**
  * POST /v1/audio/speech (spec 4.5): billed per input character at the answering model's price, the upstream's
@@ -40,26 +39,24 @@ export async function synthesizeSpeech(ctx: Ctx, deps: AppDeps, model: ModelConf
   const maxCost = boundOverCandidates(deps.catalog, deps.router, model, (m) => ({
     maxCost: charactersCost(m.pricing, characters),
   })).maxCost;
-  const meter = await reserve(ctx, deps, model.id, 'audio.speech', maxCost);
-  const signal = clientAbortSignal(ctx.res);
+  const call = await openCall(ctx, deps, model, 'audio.speech', maxCost);
+  call.unitsIfUnanswered = units;
   // Retried only until the upstream's audio starts: a 2xx answer is handed to the client as it streams.
-  const answer = await callRouted(ctx, deps.router, model, meter, units, (t) =>
-    deps.providers.openaiFor(t.deployment).postStream('/audio/speech', payloads.for(t), { signal }),
+  const up = await call.run((t) =>
+    deps.providers.openaiFor(t.deployment).postStream('/audio/speech', payloads.for(t), { abort: call.abort }),
   );
-  if (!answer) return;
-  const up = answer.value;
-  const cost = charactersCost(answer.model.pricing, characters);
+  const cost = charactersCost(call.answered.pricing, characters);
   // Charged once the audio has been delivered (or the client left after the upstream synthesised it); an
   // upstream that breaks off mid-audio is a failed call and charges nothing.
   finished(up.body, (err) => {
-    if (!err) meter.settle(cost, units, answer.model.pricing);
-    else if (signal.aborted) meter.settle(cost, units, answer.model.pricing, CLIENT_CLOSED);
+    if (!err) call.settleCost(cost, units);
+    else if (call.clientGone) call.settleCost(cost, units, CLIENT_CLOSED);
     else {
-      meter.cancel(units, 502);
-      deps.router.streamCut(answer.try); // broken off mid-audio: its deployment cools down
+      call.cancel(502, units);
+      call.streamCut(); // broken off mid-audio: its deployment cools down
     }
   });
-  setCostHeaders(ctx.res, meter, cost);
+  call.setCostHeaders(cost);
   ctx.status = 200;
   ctx.type = SPEECH_CONTENT_TYPES[format];
   ctx.body = up.body;

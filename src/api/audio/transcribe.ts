@@ -6,10 +6,8 @@ import type { TranscriptionFields, TranscriptionFormat } from '../../schemas/aud
 import type { MultipartValue } from '../../providers/types';
 import { audioCost } from '../../billing/pricing';
 import { boundOverCandidates } from '../../routing/bound';
-import { callRouted, clientAbortSignal } from '../upstream';
+import { openCall } from '../routedCall';
 import type { UploadedFile } from '../uploads';
-import { reserve } from '../reserve';
-import { setCostHeaders } from '../costReport';
 import { renderTranscript, TRANSCRIPTION_CONTENT_TYPES, type VerboseTranscription } from './transcriptFormats';
 
 /**
@@ -29,7 +27,7 @@ export async function transcribe(
   const maxCost = boundOverCandidates(deps.catalog, deps.router, model, (m) => ({
     maxCost: audioCost(m.pricing, Math.max(file.size, 1000)),
   })).maxCost;
-  const meter = await reserve(ctx, deps, model.id, 'audio.transcriptions', maxCost);
+  const call = await openCall(ctx, deps, model, 'audio.transcriptions', maxCost);
   const upstreamFields: Record<string, MultipartValue> = {
     model: model.upstreamModel,
     file: {
@@ -42,19 +40,18 @@ export async function transcribe(
   if (fields.language !== undefined) upstreamFields.language = fields.language;
   if (fields.prompt !== undefined) upstreamFields.prompt = fields.prompt;
   if (fields.temperature !== undefined) upstreamFields.temperature = String(fields.temperature);
-  const signal = clientAbortSignal(ctx.res);
-  const answer = await callRouted(ctx, deps.router, model, meter, {}, (t) => {
+  const up = await call.run((t) => {
     upstreamFields.model = t.deployment.upstreamModel; // the file is read again from disk for each try
-    return deps.providers.openaiFor(t.deployment).postMultipart('/audio/transcriptions', upstreamFields, { signal });
+    return deps.providers
+      .openaiFor(t.deployment)
+      .postMultipart('/audio/transcriptions', upstreamFields, { abort: call.abort });
   });
-  if (!answer) return;
-  const up = answer.value;
   let v: VerboseTranscription;
   try {
     v = JSON.parse(up.body.toString('utf8')) as VerboseTranscription;
     if (!v || typeof v.text !== 'string') throw new Error('no text');
   } catch {
-    meter.cancel({}, 502);
+    call.cancel(502);
     throw new ApiError(
       502,
       'The upstream provider returned an invalid transcription.',
@@ -71,8 +68,8 @@ export async function transcribe(
   const seconds =
     typeof v.duration === 'number' && v.duration >= 0 ? v.duration : lastEnd > 0 ? lastEnd : (file.size * 8) / 32_000;
   const ms = Math.ceil(seconds * 1000);
-  meter.settle(audioCost(answer.model.pricing, ms), { audio_seconds: ms / 1000 }, answer.model.pricing);
-  setCostHeaders(ctx.res, meter);
+  call.settleCost(audioCost(call.answered.pricing, ms), { audio_seconds: ms / 1000 });
+  call.setCostHeaders();
   ctx.status = 200;
   ctx.type = TRANSCRIPTION_CONTENT_TYPES[format];
   ctx.body = renderTranscript(format, up.body, v, text, seconds);

@@ -1,17 +1,21 @@
 import type { AppDeps } from '../deps';
 import type { Ctx } from '../middleware';
+import { ApiError } from '../../errors';
 import { estimateChatMaxCost } from '../../billing/pricing';
+import { StreamUsage } from '../../billing/meter';
+import { estimatedUsage, fromChatUsage } from '../../billing/tokenUsage';
 import type { ModelConfig } from '../../catalog/catalog';
-import { forwardCompletionJson, forwardCompletionStream, RoutedPayload, type UpstreamTry } from '../upstream';
+import { redactorFor } from '../../catalog/redact';
+import { usageFromJson } from '../../providers/openai';
 import { boundOverCandidates } from '../../routing/bound';
 import type { RouteTry } from '../../routing/modelRouter';
-import { reserve } from '../reserve';
-import { redactorFor } from '../../catalog/redact';
+import { SseRelay } from '../../sse/clientRelay';
+import { openCall, RoutedPayload, sendJsonBuffer, type RoutedCall } from '../routedCall';
 
 /**
  * A chat or legacy completion on an OpenAI-compatible upstream: the body forwarded as sent (model renamed per
- * deployment), the upper-bound cost reserved once for every candidate that may answer, the answer relayed (JSON or
- * SSE) and settled on the upstream's usage (src/api/upstream.ts).
+ * deployment), the upper-bound cost reserved once for every candidate that may answer, the answer relayed (JSON as
+ * received, or SSE event by event) and settled at the answering model's prices on the upstream's usage.
  */
 
 export interface CompletionBody {
@@ -45,24 +49,76 @@ export async function forwardCompletion(
   const bound = boundOverCandidates(deps.catalog, deps.router, model, (m, extra) =>
     estimateChatMaxCost(m, body, payloadBytes + extra),
   );
-  const meter = await reserve(
-    ctx,
-    deps,
-    model.id,
-    kind === 'chat' ? 'chat.completions' : 'completions',
-    bound.maxCost,
-    bound.promptTokens + bound.outputTokens,
-  );
+  const operation = kind === 'chat' ? 'chat.completions' : 'completions';
+  const call = await openCall(ctx, deps, model, operation, bound.maxCost, bound.promptTokens + bound.outputTokens);
   const path = kind === 'chat' ? '/chat/completions' : '/completions';
-  const prepare = (t: RouteTry): UpstreamTry => ({
-    adapter: deps.providers.openaiFor(t.deployment),
-    payload: payloads.for(t),
+  const adapterOf = (t: RouteTry) => deps.providers.openaiFor(t.deployment);
+  if (!stream) {
+    const res = await call.run((t) => adapterOf(t).postJson(path, payloads.for(t), { abort: call.abort }));
+    settleJson(call, res.body, payloadBytes);
+    call.setCostHeaders();
+    sendJsonBuffer(ctx, res.body);
+    return;
+  }
+  // The gateway always asks the upstream for usage; the relay drops the usage-only chunk unless the client asked
+  // for it. Billing: the upstream's usage if it arrived, else the delivered-text rule of StreamUsage.
+  const usage = new StreamUsage(payloadBytes, kind);
+  const relay = new SseRelay(ctx.res, call.abort, usage, {
+    kind,
+    clientWantsUsage,
+    redact: redactorFor(deps.catalog),
+    // The relay ends the stream once, however it ends; the cost goes out as its last comment (before [DONE]).
+    end: (status) => {
+      if (status !== 200) ctx.state.endedWith = status; // for the request log and metrics
+      call.settle(usage.usageTokens(), status);
+      return call.costComment();
+    },
   });
-  if (stream)
-    await forwardCompletionStream(ctx, deps.router, model, path, prepare, payloadBytes, meter, {
-      kind,
-      clientWantsUsage,
-      redact: redactorFor(deps.catalog),
-    });
-  else await forwardCompletionJson(ctx, deps.router, model, path, prepare, payloadBytes, meter);
+  // Tries that fail before the stream starts are retried (the relay is untouched until an upstream answers 2xx).
+  await call.run((t) => adapterOf(t).streamTo(path, payloads.for(t), relay, { abort: call.abort }));
+  ctx.respond = false;
+  if (relay.status === 502) call.streamCut();
+}
+
+/**
+ * A whole answer billed on the upstream's usage or, if it omits it, ceil(bytes/4) prompt and ceil(chars/4)
+ * completion tokens over the returned text; an answer that is not JSON is the upstream's fault (502).
+ */
+function settleJson(call: RoutedCall, body: Buffer, payloadBytes: number): void {
+  const usage = usageFromJson(body);
+  if (usage) {
+    call.settle(fromChatUsage(usage));
+    return;
+  }
+  let json: { choices?: TextChoiceLike[] } | null;
+  try {
+    json = JSON.parse(body.toString('utf8'));
+  } catch {
+    call.cancel(502);
+    throw new ApiError(
+      502,
+      'The upstream provider returned an invalid response.',
+      'upstream_error',
+      null,
+      'upstream_error',
+    );
+  }
+  call.settle(estimatedUsage(payloadBytes, completionCharsOf(json)));
+}
+
+interface TextChoiceLike {
+  message?: { content?: unknown; tool_calls?: { function?: { arguments?: unknown } }[] };
+  text?: unknown;
+}
+
+/** Characters of the returned text (content, legacy text, tool-call arguments). */
+function completionCharsOf(json: { choices?: TextChoiceLike[] } | null): number {
+  let n = 0;
+  for (const c of json?.choices ?? []) {
+    if (typeof c.text === 'string') n += c.text.length;
+    if (typeof c.message?.content === 'string') n += c.message.content.length;
+    for (const t of c.message?.tool_calls ?? [])
+      if (typeof t.function?.arguments === 'string') n += t.function.arguments.length;
+  }
+  return n;
 }

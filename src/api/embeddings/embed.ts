@@ -7,9 +7,8 @@ import { usageFromJson } from '../../providers/openai';
 import { GeminiAdapter } from '../../providers/gemini';
 import { asOpenAIError } from '../../providers/upstreamError';
 import { boundOverCandidates } from '../../routing/bound';
-import { callRouted, clientAbortSignal, RoutedPayload, sendJsonBuffer } from '../upstream';
-import { reserve } from '../reserve';
-import { setCostHeaders } from '../costReport';
+import { servedNatively } from '../../providers/kinds';
+import { openCall, RoutedPayload, sendJsonBuffer } from '../routedCall';
 import { geminiEmbedCall, openAIEmbeddingList, type GeminiEmbedCall } from './geminiUpstream';
 
 /** An upstream's embeddings: OpenAI's JSON as it came, or a Gemini upstream's vectors (which come without usage). */
@@ -33,35 +32,34 @@ export async function embed(
   const bound = embeddingTokensBound(body.input);
   body.model = model.upstreamModel;
   // Input a Gemini upstream cannot take is refused before anything is reserved.
-  let gemini = native ?? (deps.catalog.providers.get(model.provider)?.kind === 'gemini' ? geminiEmbedCall(body) : null);
+  let gemini =
+    native ?? (servedNatively(deps.catalog.provider(model).kind, model, 'gemini') ? geminiEmbedCall(body) : null);
   const payloads = new RoutedPayload(body);
   const maxCost = boundOverCandidates(deps.catalog, deps.router, model, (m) => ({
     maxCost: tokensCost(m.pricing, bound),
   })).maxCost;
-  const meter = await reserve(ctx, deps, model.id, operation, maxCost, bound);
-  const signal = clientAbortSignal(ctx.res);
-  const answer = await callRouted(ctx, deps.router, model, meter, {}, async (t): Promise<EmbedAnswer> => {
+  const call = await openCall(ctx, deps, model, operation, maxCost, bound);
+  const res = await call.run(async (t): Promise<EmbedAnswer> => {
     const adapter = deps.providers.forDeployment(t.deployment);
     if (!(adapter instanceof GeminiAdapter))
-      return (await deps.providers.openaiFor(t.deployment).postJson('/embeddings', payloads.for(t), { signal })).body;
+      return (
+        await deps.providers.openaiFor(t.deployment).postJson('/embeddings', payloads.for(t), { abort: call.abort })
+      ).body;
     gemini ??= geminiEmbedCall(body);
-    const call = adapter.embed(t.deployment.upstreamModel, gemini.requests, gemini.batch, { signal });
+    const vectors = adapter.embed(t.deployment.upstreamModel, gemini.requests, gemini.batch, { abort: call.abort });
     // The Gemini routes render a Gemini upstream's error as it came; /v1/embeddings in OpenAI's shape.
-    return native ? call : call.catch((e: unknown) => Promise.reject(asOpenAIError(e)));
+    return native ? vectors : vectors.catch((e: unknown) => Promise.reject(asOpenAIError(e)));
   });
-  if (!answer) return;
-  const res = answer.value;
   const usage = Buffer.isBuffer(res) ? usageFromJson(res) : null;
   // An upstream that reports no usage is billed by the delivered-text rule over the input.
   const tokens = usage ? Math.max(0, Math.ceil(Number(usage.prompt_tokens) || 0)) : tokensFromChars(bound);
-  meter.settle(
-    tokensCost(answer.model.pricing, tokens),
+  call.settleCost(
+    tokensCost(call.answered.pricing, tokens),
     usage ? { prompt_tokens: tokens } : { prompt_tokens: tokens, estimated: 1 },
-    answer.model.pricing,
   );
-  setCostHeaders(ctx.res, meter);
+  call.setCostHeaders();
   // Another interface's shape (Gemini's embedContent) is rendered from the upstream's answer.
   if (render) ctx.body = render(res);
   else if (Buffer.isBuffer(res)) sendJsonBuffer(ctx, res);
-  else ctx.body = openAIEmbeddingList(res, answer.model.id, body.encoding_format === 'base64', tokens);
+  else ctx.body = openAIEmbeddingList(res, call.answered.id, body.encoding_format === 'base64', tokens);
 }

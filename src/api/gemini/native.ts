@@ -1,6 +1,5 @@
 import type { AppDeps } from '../deps';
 import type { Ctx } from '../middleware';
-import type { ModelConfig } from '../../catalog/catalog';
 import { redactorFor } from '../../catalog/redact';
 import { ApiError } from '../../errors';
 import type { GeminiUsageMetadata, GenerateContentResponse } from '../../translate/geminiTypes';
@@ -11,10 +10,9 @@ import type { RouteTry } from '../../routing/modelRouter';
 import { DEFAULT_MAX_OUTPUT_TOKENS } from '../../billing/pricing';
 import { nativeBound } from '../../billing/nativeBound';
 import { estimatedUsage, tokenUsage, type TokenUsage } from '../../billing/tokenUsage';
-import { setCostHeaders } from '../costReport';
 import { geminiStatus } from '../errors';
-import { reserve } from '../reserve';
-import { routedCall } from '../translatedStream';
+import { openCall } from '../routedCall';
+import { CLIENT_CLOSED } from '../../net/abort';
 import { GENERATE_OPERATION, type GenerateCall } from './translated';
 
 /**
@@ -55,9 +53,7 @@ export async function nativeGenerate(ctx: Ctx, deps: AppDeps, c: GenerateCall): 
   const bound = boundOverCandidates(deps.catalog, deps.router, model, (m, extra) =>
     nativeBound(m, bytes + extra, maxOut ?? m.maxOutputTokens ?? DEFAULT_MAX_OUTPUT_TOKENS, images),
   );
-  const meter = await reserve(ctx, deps, model.id, GENERATE_OPERATION, bound.maxCost, bound.maxTokens);
-  let answered: ModelConfig = model;
-  let answeredTry: RouteTry | null = null;
+  const call = await openCall(ctx, deps, model, GENERATE_OPERATION, bound.maxCost, bound.maxTokens);
   const adapterFor = (t: RouteTry): GeminiUpstream => {
     const a = deps.providers.forDeployment(t.deployment)?.geminiFor?.(t.deployment.upstreamModel);
     if (!a)
@@ -68,17 +64,11 @@ export async function nativeGenerate(ctx: Ctx, deps: AppDeps, c: GenerateCall): 
         null,
         'provider_misconfigured',
       );
-    answered = t.model;
-    answeredTry = t;
     return a;
   };
   if (!wire) {
-    const raw = await routedCall(meter, () =>
-      deps.router.run(
-        model,
-        (t) => adapterFor(t).callWhole(t.deployment.upstreamModel, 'generateContent', payload, { signal: sink.signal }),
-        meter,
-      ),
+    const raw = await call.run((t) =>
+      adapterFor(t).callWhole(t.deployment.upstreamModel, 'generateContent', payload, { abort: call.abort }),
     );
     let res: GenerateContentResponse;
     try {
@@ -86,27 +76,19 @@ export async function nativeGenerate(ctx: Ctx, deps: AppDeps, c: GenerateCall): 
     } catch {
       res = null as unknown as GenerateContentResponse;
     }
-    meter.settleTokens(
-      answered.pricing,
-      hasUsage(res?.usageMetadata) ? fromGeminiUsage(res.usageMetadata) : estimatedUsage(bytes, raw.length),
-    );
-    setCostHeaders(ctx.res, meter);
+    call.settle(hasUsage(res?.usageMetadata) ? fromGeminiUsage(res.usageMetadata) : estimatedUsage(bytes, raw.length));
+    call.setCostHeaders();
     ctx.type = 'application/json';
     ctx.body = raw;
     return;
   }
-  const up = await routedCall(meter, () =>
-    deps.router.run(
-      model,
-      (t) =>
-        adapterFor(t).call(t.deployment.upstreamModel, 'streamGenerateContent', payload, {
-          signal: sink.signal,
-          sse: true,
-        }),
-      meter,
-    ),
+  const up = await call.run((t) =>
+    adapterFor(t).call(t.deployment.upstreamModel, 'streamGenerateContent', payload, {
+      abort: call.abort,
+      sse: true,
+    }),
   );
-  sink.open(wire.headers(meter.id));
+  sink.open(wire.headers(call.meter.id));
   let usage: GeminiUsageMetadata | undefined;
   let delivered = 0;
   let failed = false;
@@ -130,7 +112,7 @@ export async function nativeGenerate(ctx: Ctx, deps: AppDeps, c: GenerateCall): 
   } catch (e) {
     if (!sink.clientGone) {
       failed = true;
-      deps.logger.warn({ reqId: meter.id, err: (e as Error).message }, 'gemini upstream stream failed');
+      deps.logger.warn({ reqId: call.meter.id, err: (e as Error).message }, 'gemini upstream stream failed');
       await sink.write(
         wire.item({
           error: { code: 502, message: 'The upstream provider stream was interrupted.', status: geminiStatus(502) },
@@ -148,8 +130,8 @@ export async function nativeGenerate(ctx: Ctx, deps: AppDeps, c: GenerateCall): 
           output: Math.max(fromGeminiUsage(usage).output, t.output),
           estimated: true,
         });
-  meter.settleTokens(answered.pricing, t, complete ? 200 : sink.clientGone ? 499 : failed ? 502 : 200);
-  if (failed && !sink.clientGone && answeredTry) deps.router.streamCut(answeredTry);
+  call.settle(t, complete ? 200 : sink.clientGone ? CLIENT_CLOSED : failed ? 502 : 200);
+  if (failed) call.streamCut();
   if (!sink.clientGone) await sink.write(wire.end());
   sink.end();
 }

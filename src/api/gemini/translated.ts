@@ -9,9 +9,8 @@ import type { SseSink } from '../../sse/clientSink';
 import { RoutedBackend } from '../../routing/routedBackend';
 import { tokensFromChars } from '../../billing/pricing';
 import { estimatedUsage, fromChatUsage } from '../../billing/tokenUsage';
-import { setCostHeaders } from '../costReport';
 import { geminiStatus } from '../errors';
-import { reserve } from '../reserve';
+import { openCall } from '../routedCall';
 import { relayTranslated, routedComplete } from '../translatedStream';
 import type { GeminiStreamWire } from './streamWire';
 
@@ -42,19 +41,17 @@ export async function translatedGenerate(ctx: Ctx, deps: AppDeps, c: GenerateCal
     }),
   );
   const backend = new RoutedBackend(deps.providers, deps.catalog, deps.router, model, t.chat);
-  const meter = await reserve(ctx, deps, model.id, GENERATE_OPERATION, backend.maxCost, backend.maxTokens);
-  backend.recorder = meter;
+  const call = await openCall(ctx, deps, model, GENERATE_OPERATION, backend.maxCost, backend.maxTokens);
   const out = { model: c.name, tools: t.tools, includeThoughts: t.includeThoughts };
   if (!wire) {
-    const completion = await routedComplete(backend, meter, sink.signal);
+    const completion = await routedComplete(call, backend);
     const res = chatToGemini(completion, out);
-    meter.settleTokens(
-      backend.answered.pricing,
+    call.settle(
       completion.usage
         ? fromChatUsage(completion.usage)
         : estimatedUsage(backend.payloadBytes, JSON.stringify(res.candidates[0].content.parts).length),
     );
-    setCostHeaders(ctx.res, meter);
+    call.setCostHeaders();
     ctx.body = res;
     return;
   }
@@ -62,15 +59,22 @@ export async function translatedGenerate(ctx: Ctx, deps: AppDeps, c: GenerateCal
   const items = (rs: unknown[]) => rs.map((r) => wire.item(r)).join('');
   await relayTranslated(
     deps,
+    call,
     backend,
-    meter,
     sink,
     {
       push: (chunk) => items(tr.push(chunk)),
       end: () => items(tr.end()),
-      fail: (message) => wire.item({ error: { code: 502, message, status: geminiStatus(502) } }),
+      fail: (message) =>
+        wire.item({
+          error: {
+            code: 502,
+            message: message ?? 'The upstream provider stream was interrupted.',
+            status: geminiStatus(502),
+          },
+        }),
       close: () => wire.end(),
     },
-    wire.headers(meter.id),
+    wire.headers(call.meter.id),
   );
 }

@@ -4,13 +4,10 @@ import { ApiError } from '../../errors';
 import type { ModelConfig } from '../../catalog/catalog';
 import type { ImageEditFields, ImageGenerationBody } from '../../schemas/images';
 import { imagesCost } from '../../billing/pricing';
-import type { Meter } from '../../billing/meter';
 import type { BufferedResponse, MultipartValue } from '../../providers/types';
 import { boundOverCandidates } from '../../routing/bound';
-import { callRouted, clientAbortSignal, RoutedPayload, sendJsonBuffer } from '../upstream';
+import { openCall, RoutedPayload, sendJsonBuffer, type RoutedCall } from '../routedCall';
 import type { UploadedFile } from '../uploads';
-import { reserve } from '../reserve';
-import { setCostHeaders } from '../costReport';
 
 /**
  * POST /v1/images/generations (JSON, spec 4.7) and POST /v1/images/edits (multipart, spec 4.8): n images reserved
@@ -31,12 +28,11 @@ export async function generateImages(
 ): Promise<void> {
   body.model = model.upstreamModel;
   const payloads = new RoutedPayload(body);
-  const meter = await reserve(ctx, deps, model.id, 'images.generations', imagesBound(deps, model, body.n ?? 1));
-  const signal = clientAbortSignal(ctx.res);
-  const answer = await callRouted(ctx, deps.router, model, meter, {}, (t) =>
-    deps.providers.openaiFor(t.deployment).postJson('/images/generations', payloads.for(t), { signal }),
+  const call = await openCall(ctx, deps, model, 'images.generations', imagesBound(deps, model, body.n ?? 1));
+  const res = await call.run((t) =>
+    deps.providers.openaiFor(t.deployment).postJson('/images/generations', payloads.for(t), { abort: call.abort }),
   );
-  if (answer) settleImages(ctx, meter, answer.model, answer.value);
+  settleImages(ctx, call, res);
 }
 
 /** `image` and `mask` are PNGs already checked by the router. */
@@ -57,24 +53,23 @@ export async function editImages(
   for (const k of ['n', 'size', 'quality', 'response_format', 'background', 'user'] as const) {
     if (fields[k] !== undefined) up[k] = String(fields[k]);
   }
-  const meter = await reserve(ctx, deps, model.id, 'images.edits', imagesBound(deps, model, fields.n ?? 1));
-  const signal = clientAbortSignal(ctx.res);
-  const answer = await callRouted(ctx, deps.router, model, meter, {}, (t) => {
+  const call = await openCall(ctx, deps, model, 'images.edits', imagesBound(deps, model, fields.n ?? 1));
+  const res = await call.run((t) => {
     up.model = t.deployment.upstreamModel; // the files are read again from disk for each try
-    return deps.providers.openaiFor(t.deployment).postMultipart('/images/edits', up, { signal });
+    return deps.providers.openaiFor(t.deployment).postMultipart('/images/edits', up, { abort: call.abort });
   });
-  if (answer) settleImages(ctx, meter, answer.model, answer.value);
+  settleImages(ctx, call, res);
 }
 
 /** Bills the images the upstream actually returned, at the answering model's price, and answers with its body as received. */
-function settleImages(ctx: Ctx, meter: Meter, answered: ModelConfig, res: BufferedResponse): void {
+function settleImages(ctx: Ctx, call: RoutedCall, res: BufferedResponse): void {
   let count: number;
   try {
     const parsed = JSON.parse(res.body.toString('utf8')) as { data?: unknown };
     if (!Array.isArray(parsed.data)) throw new Error('no data');
     count = parsed.data.length;
   } catch {
-    meter.cancel({}, 502);
+    call.cancel(502);
     throw new ApiError(
       502,
       'The upstream provider returned an invalid images response.',
@@ -83,7 +78,7 @@ function settleImages(ctx: Ctx, meter: Meter, answered: ModelConfig, res: Buffer
       'upstream_error',
     );
   }
-  meter.settle(imagesCost(answered.pricing, count), { images: count }, answered.pricing);
-  setCostHeaders(ctx.res, meter);
+  call.settleCost(imagesCost(call.answered.pricing, count), { images: count });
+  call.setCostHeaders();
   sendJsonBuffer(ctx, res.body);
 }

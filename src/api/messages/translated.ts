@@ -11,8 +11,7 @@ import type { SseSink } from '../../sse/clientSink';
 import { RoutedBackend } from '../../routing/routedBackend';
 import { tokensFromChars } from '../../billing/pricing';
 import { estimatedUsage, fromChatUsage } from '../../billing/tokenUsage';
-import { setCostHeaders } from '../costReport';
-import { reserve } from '../reserve';
+import { openCall } from '../routedCall';
 import { relayTranslated, routedComplete } from '../translatedStream';
 
 /**
@@ -38,28 +37,24 @@ export async function translatedMessages(
       reasoning: model.reasoning,
     }),
   );
-  // Through the router: retries and fallbacks until an upstream answers (src/routing).
+  // The backends of every deployment that may answer: retries and fallbacks until an upstream answers (src/routing).
   const backend = new RoutedBackend(deps.providers, deps.catalog, deps.router, model, chat);
   const bytes = backend.payloadBytes;
-  const meter = await reserve(ctx, deps, model.id, OPERATION, backend.maxCost, backend.maxTokens);
-  backend.recorder = meter;
+  const call = await openCall(ctx, deps, model, OPERATION, backend.maxCost, backend.maxTokens);
   if (req.stream !== true) {
-    const c = await routedComplete(backend, meter, sink.signal);
+    const c = await routedComplete(call, backend);
     const msg = chatToMessages(c, { model: req.model, tools });
-    meter.settleTokens(
-      backend.answered.pricing,
-      c.usage ? fromChatUsage(c.usage) : estimatedUsage(bytes, JSON.stringify(msg.content).length),
-    );
-    setCostHeaders(ctx.res, meter);
+    call.settle(c.usage ? fromChatUsage(c.usage) : estimatedUsage(bytes, JSON.stringify(msg.content).length));
+    call.setCostHeaders();
     ctx.body = msg;
     return;
   }
   const tr = new ChatToMessagesStream({ model: req.model, tools, inputTokensEstimate: tokensFromChars(bytes) });
   const sse = (events: SseEvent[]) => events.map(formatSse).join('');
-  await relayTranslated(deps, backend, meter, sink, {
+  await relayTranslated(deps, call, backend, sink, {
     push: (chunk) => sse(tr.push(chunk)),
     end: () => sse(tr.end()),
-    fail: (message) => sse(tr.fail('api_error', message)),
+    fail: (message) => sse(tr.fail('api_error', message ?? 'The upstream provider stream was interrupted.')),
     close: (comment) => comment,
   });
 }

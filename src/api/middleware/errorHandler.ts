@@ -1,6 +1,7 @@
 import http from 'node:http';
 import type Koa from 'koa';
 import { ApiError, InputError } from '../../errors';
+import { CLIENT_CLOSED, ClientClosed } from '../../net/abort';
 import { clip } from '../../text/clip';
 import { anthropicBody, geminiBody, openAIBody } from '../errors';
 import type { AppDeps } from '../deps';
@@ -36,9 +37,16 @@ export function errorHandler(deps: Pick<AppDeps, 'logger' | 'catalog'>): Koa.Mid
         throw new ApiError(ctx.status, http.STATUS_CODES[ctx.status] ?? 'Request failed.', undefined, null, null);
       }
     } catch (err) {
+      if (err instanceof ClientClosed) {
+        // The client left: what it reserved is returned, and nobody is left to answer.
+        ctx.state.call?.cancel(CLIENT_CLOSED);
+        ctx.status = CLIENT_CLOSED; // for logs and metrics
+        ctx.respond = false;
+        return;
+      }
       let e = toApiError(err);
       // Whatever failed, funds reserved for this request are returned now (a no-op once settled or cancelled).
-      ctx.state.meter?.cancel({}, e.status);
+      ctx.state.call?.cancel(e.status);
       if (e.status >= 500)
         deps.logger.error(
           {

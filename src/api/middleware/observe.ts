@@ -4,6 +4,7 @@ import type { AppDeps } from '../deps';
 import { methodLabel, routeLabel } from '../../observability/routeLabel';
 import type { GatewayState } from './state';
 import { tracer } from '../../observability/tracing';
+import { CLIENT_CLOSED } from '../../net/abort';
 
 /**
  * Request id (echoed as x-request-id), one JSON log line per request, Prometheus counters/latency, and, while
@@ -21,7 +22,7 @@ export function observe(deps: Pick<AppDeps, 'logger' | 'metrics'>): Koa.Middlewa
       const sec = Number(process.hrtime.bigint() - start) / 1e9;
       // A client that left before the response was complete is a 499 (as nginx logs it), not whatever status
       // Koa held at that moment (404 until a handler sets one); a stream the upstream cut short, as it ended.
-      const status = ctx.res.writableFinished ? (ctx.state.endedWith ?? ctx.status) : 499;
+      const status = ctx.res.writableFinished ? (ctx.state.endedWith ?? ctx.status) : CLIENT_CLOSED;
       deps.metrics.observeRequest(
         routeLabel(ctx.state.route),
         methodLabel(ctx.method),
@@ -39,7 +40,7 @@ export function observe(deps: Pick<AppDeps, 'logger' | 'metrics'>): Koa.Middlewa
         model: ctx.state.model,
       };
       if (span && tracer) {
-        const m = ctx.state.meter;
+        const m = ctx.state.call?.meter;
         tracer.endServer(span, {
           method: ctx.method,
           route: ctx.state.route,

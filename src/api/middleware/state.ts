@@ -1,6 +1,7 @@
 import type Koa from 'koa';
 import type { Principal } from '../../auth/apiKeys';
-import type { Meter } from '../../billing/meter';
+import type { RoutedCall } from '../routedCall';
+import type { RequestAbort } from '../../net/abort';
 
 /** What the middleware and the routers record about a request as it passes. */
 export interface GatewayState {
@@ -14,8 +15,10 @@ export interface GatewayState {
   errorShape?: 'openai' | 'anthropic' | 'gemini';
   /** The matched route pattern, set only by route() / jsonApi() (metrics label: see observability/routeLabel.ts). */
   route?: string;
-  /** The request's funds reservation (see reserve.ts): cancelled by errorHandler if still open when an error escapes. */
-  meter?: Meter;
+  /** The request's billed call (see routedCall.ts): cancelled by errorHandler if still open when an error escapes. */
+  call?: RoutedCall;
+  /** Aborted when the client goes away (routedCall.ts requestAbort), made on first need. */
+  abort?: RequestAbort;
   /** The key's rate-limit headers are set (by its admission; see api/rateLimit.ts). */
   rateLimitHeaders?: boolean;
 }

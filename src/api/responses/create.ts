@@ -4,7 +4,7 @@ import { notFound } from '../../errors';
 import type { ModelConfig } from '../../catalog/catalog';
 import type { ResponsesItem, ResponsesRequest } from '../../translate/responsesTypes';
 import { inputItems } from '../../translate/responsesToChat';
-import { UpstreamAborted } from '../../providers/openai';
+import { requestAbort } from '../routedCall';
 import { SseSink } from '../../sse/clientSink';
 import { conversationItems } from './storedResponses';
 import { nativeResponses } from './native';
@@ -32,15 +32,10 @@ export async function createResponse(
     history,
     input: inputItems(req.input),
     store: req.store !== false,
-    sink: new SseSink(ctx),
+    sink: new SseSink(ctx, requestAbort(ctx)),
   };
-  try {
-    if (servedNatively(deps.catalog.provider(model).kind, model, 'responses')) await nativeResponses(ctx, deps, turn);
-    else await translatedResponses(ctx, deps, turn);
-  } catch (e) {
-    if (!(e instanceof UpstreamAborted)) throw e;
-    ctx.respond = false; // the client left; nothing to answer
-  }
+  if (servedNatively(deps.catalog.provider(model).kind, model, 'responses')) await nativeResponses(ctx, deps, turn);
+  else await translatedResponses(ctx, deps, turn);
 }
 
 /** The items of the conversation a request continues (none without previous_response_id). */

@@ -1,20 +1,15 @@
-import { redactorFor } from '../../catalog/redact';
 import type { AppDeps } from '../deps';
 import type { Ctx } from '../middleware';
 import { responsesToChat } from '../../translate/responsesToChat';
 import { chatToResponses, newId, type ResponseShell } from '../../translate/chatToResponses';
 import { ChatToResponsesStream } from '../../translate/chatStreamToResponses';
-import type { ChatChunk, ChatCompletion } from '../../translate/chatTypes';
 import { translateInput } from '../../translate/translateInput';
-import { formatSse } from '../../sse/translatedEvents';
-import { UpstreamStreamError } from '../../providers/chatBackends';
+import { formatSse, type SseEvent } from '../../sse/translatedEvents';
 import { RoutedBackend } from '../../routing/routedBackend';
 import { tokensFromChars } from '../../billing/pricing';
-import { StreamUsage, type Meter } from '../../billing/meter';
 import { estimatedUsage, fromChatUsage } from '../../billing/tokenUsage';
-import { costComment, setCostHeaders } from '../costReport';
-import { reserve } from '../reserve';
-import { failureStatus } from '../upstream';
+import { openCall } from '../routedCall';
+import { relayTranslated, routedComplete } from '../translatedStream';
 import { storeTurn, type Turn } from './turn';
 
 /**
@@ -37,11 +32,10 @@ export async function translatedResponses(ctx: Ctx, deps: AppDeps, t: Turn): Pro
       },
     ),
   );
-  // Through the router: retries and fallbacks until an upstream answers (src/routing).
+  // The backends of every deployment that may answer: retries and fallbacks until an upstream answers (src/routing).
   const backend = new RoutedBackend(deps.providers, deps.catalog, deps.router, t.model, chat);
   const bytes = backend.payloadBytes;
-  const meter = await reserve(ctx, deps, t.model.id, OPERATION, backend.maxCost, backend.maxTokens);
-  backend.recorder = meter;
+  const call = await openCall(ctx, deps, t.model, OPERATION, backend.maxCost, backend.maxTokens);
   const shell: ResponseShell = {
     id: newId('resp'),
     model: t.req.model,
@@ -49,94 +43,38 @@ export async function translatedResponses(ctx: Ctx, deps: AppDeps, t: Turn): Pro
     request: t.req,
   };
   if (t.req.stream !== true) {
-    let c: ChatCompletion;
-    try {
-      c = await backend.complete(t.sink.signal);
-    } catch (e) {
-      meter.cancel({}, failureStatus(e));
-      throw e;
-    }
+    const c = await routedComplete(call, backend);
     const obj = chatToResponses(c, { ...shell, tools });
-    meter.settleTokens(
-      backend.answered.pricing,
-      c.usage ? fromChatUsage(c.usage) : estimatedUsage(bytes, JSON.stringify(obj.output).length),
-    );
-    setCostHeaders(ctx.res, meter);
+    call.settle(c.usage ? fromChatUsage(c.usage) : estimatedUsage(bytes, JSON.stringify(obj.output).length));
+    call.setCostHeaders();
     ctx.body = (await storeTurn(ctx, deps, t, obj)) ? obj : { ...obj, store: false };
     return;
   }
-  let batches: AsyncIterable<ChatChunk[]>;
-  try {
-    batches = await backend.stream(t.sink.signal);
-  } catch (e) {
-    meter.cancel({}, failureStatus(e));
-    throw e;
-  }
-  // Billed at the prices of the model that answered (a fallback's).
-  await streamResponse(
-    ctx,
-    deps,
-    { ...t, model: backend.answered },
-    meter,
-    batches,
-    new ChatToResponsesStream(shell, tools, { inputTokensEstimate: tokensFromChars(bytes) }),
-    bytes,
-  );
-}
-
-/** Translates the upstream's chat chunks into response events as they arrive; stores the turn; settles. */
-async function streamResponse(
-  ctx: Ctx,
-  deps: AppDeps,
-  t: Turn,
-  meter: Meter,
-  batches: AsyncIterable<ChatChunk[]>,
-  tr: ChatToResponsesStream,
-  bytes: number,
-): Promise<void> {
-  const sink = t.sink;
-  sink.open();
-  const usage = new StreamUsage(bytes);
-  let failed = false;
-  try {
-    await sink.write(tr.start().map(formatSse).join(''));
-    // Stored before the client sees the final event, so an immediate continuation finds it; a turn that could
-    // not be stored says so in that event (it holds tr.final itself, serialised only after this).
-    let storing: Promise<void> | null = null;
-    const storeFinal = () =>
-      (storing ??= (async () => {
-        if (tr.final && !(await storeTurn(ctx, deps, t, tr.final))) tr.final.store = false;
-      })());
-    for await (const batch of batches) {
-      const events = [];
-      for (const chunk of batch) {
-        usage.observeChat(chunk);
-        events.push(...tr.push(chunk));
-      }
+  const tr = new ChatToResponsesStream(shell, tools, { inputTokensEstimate: tokensFromChars(bytes) });
+  const sse = (events: SseEvent[]) => events.map(formatSse).join('');
+  // Stored before the client sees the final event, so an immediate continuation finds it; a turn that could not
+  // be stored says so in that event (it holds tr.final itself, serialised only after this).
+  let storing: Promise<void> | null = null;
+  const storeFinal = () =>
+    (storing ??= (async () => {
+      if (tr.final && !(await storeTurn(ctx, deps, t, tr.final))) tr.final.store = false;
+    })());
+  await relayTranslated(deps, call, backend, t.sink, {
+    start: () => sse(tr.start()),
+    push: (chunk) => sse(tr.push(chunk)),
+    afterBatch: async () => {
       if (tr.done) await storeFinal();
-      const out = events.map(formatSse).join('');
-      if (out && !(await sink.write(out))) break;
-    }
-    if (!sink.clientGone) {
+    },
+    end: async () => {
       const events = tr.end();
       await storeFinal();
-      const out = events.map(formatSse).join('');
-      if (out) await sink.write(out);
-    }
-  } catch (e) {
-    if (!sink.clientGone) {
-      failed = true;
-      deps.logger.warn({ reqId: meter.id, err: (e as Error).message }, 'translated upstream stream failed');
-      const message =
-        e instanceof UpstreamStreamError
-          ? redactorFor(deps.catalog)(e.message)
-          : 'The upstream provider stream was interrupted.';
-      const events = tr.fail('server_error', message);
+      return sse(events);
+    },
+    fail: (message) => {
+      const events = tr.fail('server_error', message ?? 'The upstream provider stream was interrupted.');
       if (tr.final?.status === 'failed') tr.final.store = false; // a failed turn is not stored (serialised only below)
-      await sink.write(events.map(formatSse).join(''));
-    }
-  }
-  meter.settleTokens(t.model.pricing, usage.usageTokens(), sink.clientGone ? 499 : failed ? 502 : 200);
-  if (!sink.clientGone) await sink.write(costComment(meter));
-  sink.end();
+      return sse(events);
+    },
+    close: (comment) => comment,
+  });
 }

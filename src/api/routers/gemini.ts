@@ -10,8 +10,8 @@ import {
   validateGeminiCountTokens,
   validateGenerateContent,
 } from '../../schemas/gemini';
-import { UpstreamAborted } from '../../providers/openai';
 import { isUpstreamError, type UpstreamHttpError } from '../../providers/upstreamError';
+import { requestAbort } from '../routedCall';
 import { SseSink } from '../../sse/clientSink';
 import { translatedGenerate } from '../gemini/translated';
 import { nativeGenerate } from '../gemini/native';
@@ -80,14 +80,13 @@ export function geminiRouter(deps: AppDeps): Router<GatewayState> {
     if (g && typeof g.maxOutputTokens === 'number')
       g.maxOutputTokens = fitOutputCap(ctx, model, name, g.maxOutputTokens);
     const wire = stream ? new GeminiStreamWire(ctx.query.alt === 'sse') : null;
-    const call = { model, name, req, sink: new SseSink(ctx), wire };
+    const call = { model, name, req, sink: new SseSink(ctx, requestAbort(ctx)), wire };
     try {
       if (servedNatively(deps.catalog.provider(model).kind, model, 'gemini')) await nativeGenerate(ctx, deps, call);
       else await translatedGenerate(ctx, deps, call);
     } catch (e) {
       if (isUpstreamError(e, 'gemini')) return renderUpstreamError(ctx, e, redactorFor(deps.catalog));
-      if (!(e instanceof UpstreamAborted)) throw e;
-      ctx.respond = false; // the client left; nothing to answer
+      throw e;
     }
   }
 
@@ -117,8 +116,7 @@ export function geminiRouter(deps: AppDeps): Router<GatewayState> {
       await embedContents(ctx, deps, name, requests, batch);
     } catch (e) {
       if (isUpstreamError(e, 'gemini')) return renderUpstreamError(ctx, e, redactorFor(deps.catalog));
-      if (!(e instanceof UpstreamAborted)) throw e;
-      ctx.respond = false; // the client left; nothing to answer
+      throw e;
     }
   }
 

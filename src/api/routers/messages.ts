@@ -10,10 +10,10 @@ import { fitOutputCap } from '../../catalog/outputCap';
 import { validateCountTokens, validateMessages, type CountTokensRequest } from '../../schemas/messages';
 import { AnthropicAdapter } from '../../providers/anthropic';
 import { isUpstreamError, type UpstreamHttpError } from '../../providers/upstreamError';
-import { UpstreamAborted } from '../../providers/openai';
 import type { MessagesUpstream } from '../../providers/messagesUpstream';
 import { translateInput } from '../../translate/translateInput';
 import { estimateInputTokens } from '../../translate/tokenEstimate';
+import { requestAbort } from '../routedCall';
 import { SseSink } from '../../sse/clientSink';
 import { anthropicHeaders, nativeMessages } from '../messages/native';
 import { translatedMessages } from '../messages/translated';
@@ -103,16 +103,12 @@ export function messagesRouter(deps: AppDeps): Router<GatewayState> {
     ctx.state.model = model.id;
     req.max_tokens = fitOutputCap(ctx, model, req.model, req.max_tokens);
     const native = nativeAdapter(model);
-    const sink = new SseSink(ctx);
+    const sink = new SseSink(ctx, requestAbort(ctx));
     try {
       if (native) await nativeMessages(ctx, deps, model, native, req, sink);
       else await translatedMessages(ctx, deps, model, req, sink);
     } catch (e) {
       if (isUpstreamError(e, 'anthropic')) return renderUpstreamError(ctx, e, redactorFor(deps.catalog));
-      if (e instanceof UpstreamAborted) {
-        ctx.respond = false; // the client left; nothing to answer
-        return;
-      }
       throw e;
     }
   });

@@ -1,0 +1,303 @@
+import type { ServerResponse } from 'node:http';
+import type { AppDeps } from './deps';
+import type { Ctx } from './middleware/state';
+import { ApiError } from '../errors';
+import { CLIENT_CLOSED, clientAbort, ClientClosed, type RequestAbort } from '../net/abort';
+import { openMeter, type Meter } from '../billing/meter';
+import { usageUnits, type TokenUsage } from '../billing/tokenUsage';
+import type { ModelConfig } from '../catalog/catalog';
+import type { Principal } from '../auth/apiKeys';
+import { hasBudget } from '../limits/keyLimits';
+import type { TokenTicket } from '../limits/rateLimiter';
+import type { ModelRouter, RouteRecorder, RouteTry } from '../routing/modelRouter';
+import type { Span } from '@opentelemetry/api';
+import { tracer, type HeldTry } from '../observability/tracing';
+import { sseComment } from '../sse/wire';
+import { admitRequest, unitTokens } from './rateLimit';
+
+/**
+ * One synchronous request's billed call upstream, the one path every API family takes:
+ *
+ *   const call = await openCall(ctx, deps, model, 'chat.completions', maxCost, maxTokens); // 429, 402 here
+ *   const answer = await call.run((t) => adapterOf(t).post(..., { abort: call.abort }));  // tries
+ *   call.settle(usage, status);                                                            // once
+ *
+ * openCall admits the request against the key's rate limits and reserves its maximum cost; `run` tries the model's
+ * deployments and fallbacks until one answers before its first byte (src/routing), remembering the answered model
+ * whose prices bill it; `settle` (or `cancel`, when nothing answered) charges the meter and corrects the key's
+ * token window, once: the rate limit is admitted and settled here and nowhere else. The request's RequestAbort
+ * (`abort`, src/net/abort.ts) aborts when the client goes away, its reason a ClientClosed; the upstream call then
+ * throws that reason, and the error handler ends the response quietly (nobody is left to answer).
+ */
+
+/**
+ * The request's RequestAbort, made on first need: aborted with a ClientClosed when the client disconnects before
+ * its response is complete. Every upstream call of the request and every client stream share it.
+ */
+export function requestAbort(ctx: { res: ServerResponse; state: { abort?: RequestAbort } }): RequestAbort {
+  return (ctx.state.abort ??= clientAbort(ctx.res));
+}
+
+/** Status to record for a failed upstream call (499 when the client left). */
+export function failureStatus(e: unknown): number {
+  if (e instanceof ClientClosed) return CLIENT_CLOSED;
+  const status = (e as { status?: unknown } | null)?.status;
+  return e instanceof ApiError || typeof status === 'number' ? (status as number) : 500;
+}
+
+export class RoutedCall implements RouteRecorder {
+  readonly abort: RequestAbort;
+  /** The usage units recorded when no upstream answers (speech records its characters). */
+  unitsIfUnanswered: Record<string, number> = {};
+  /**
+   * The answering try of a stream read by a relay, while tracing records the request: the relay feeds it what
+   * passes (first token, finish reasons, the model, content), and the settlement ends its span.
+   */
+  held: HeldTry | null = null;
+  private answeredTry: RouteTry | null = null;
+  /** The request's span while it is sampled: the settlement is recorded under it. */
+  private readonly span: Span | null = tracer && tracer.recording() ? tracer.active() : null;
+  private holding = false;
+  private tryStarted = 0;
+
+  constructor(
+    private readonly ctx: Ctx,
+    private readonly router: ModelRouter,
+    /** The requested model (its fallbacks may answer instead). */
+    readonly model: ModelConfig,
+    readonly meter: Meter,
+    private readonly ticket: TokenTicket | null,
+    private readonly limiter: Pick<AppDeps['limiter'], 'settle'>,
+  ) {
+    this.abort = requestAbort(ctx);
+  }
+
+  /** The model whose prices bill the answer: the answering try's (a fallback's differs), else the requested one. */
+  get answered(): ModelConfig {
+    return this.answeredTry?.model ?? this.model;
+  }
+
+  get clientGone(): boolean {
+    return this.abort.aborted;
+  }
+
+  /** The operation billed (names the tries' spans). */
+  get operation(): string {
+    return this.meter.operation;
+  }
+
+  /** Each try as the router makes it: the usage record names the deployment that answered or was tried last. */
+  routed(t: RouteTry): void {
+    this.meter.routed(t);
+    if (this.span) this.tryStarted = performance.now();
+  }
+
+  /** The router hands over the span of the try that answered a stream (see runStream). */
+  holdTry(span: Span, t: RouteTry): boolean {
+    if (!this.holding || !tracer) return false;
+    this.held = tracer.holdTry(span, t.deployment.upstreamModel, this.tryStarted);
+    return true;
+  }
+
+  /** As run, for a call that returns a stream the caller reads: the try's span lasts until the request settles. */
+  runStream<T>(attempt: (t: RouteTry) => Promise<T>): Promise<T> {
+    this.holding = true;
+    return this.run(attempt);
+  }
+
+  /**
+   * Tries `attempt` on the model's deployments and fallbacks until one answers (src/routing/modelRouter.ts): it
+   * must throw only before the client has received anything. When none answers, the reservation is cancelled and
+   * the last error thrown (a ClientClosed if the client left).
+   */
+  async run<T>(attempt: (t: RouteTry) => Promise<T>, sameModel = false): Promise<T> {
+    try {
+      return await this.router.run(
+        this.model,
+        (t) => {
+          this.answeredTry = t;
+          return attempt(t);
+        },
+        this,
+        sameModel,
+      );
+    } catch (e) {
+      this.cancel(failureStatus(e), this.unitsIfUnanswered);
+      throw e;
+    }
+  }
+
+  /** A stream the upstream broke off after its first byte: not retried (the client has it), its deployment cools. */
+  streamCut(): void {
+    if (this.answeredTry && !this.clientGone) this.router.streamCut(this.answeredTry);
+  }
+
+  /**
+   * The request's one settlement: the usage at the answering model's prices (or `cost` for operations priced
+   * otherwise), charged once; later calls are no-ops. `status` records how the answer ended: 200, 499 when the
+   * client left, 502 when the upstream cut it short. Returns the VND charged.
+   */
+  settle(usage: TokenUsage, status = 200): number {
+    if (this.meter.done) return 0;
+    if (this.ticket) this.finishLimits(usageUnits(usage));
+    const charged = this.meter.settleTokens(this.answered.pricing, usage, status);
+    if (this.span || this.held) this.traced(status, usage);
+    return charged;
+  }
+
+  /** Settles an operation not billed in tokens (images, audio): `costVnd` for `units`. */
+  settleCost(costVnd: number, units: Record<string, number>, status = 200): number {
+    if (this.meter.done) return 0;
+    this.finishLimits(units);
+    const charged = this.meter.settle(costVnd, units, this.answered.pricing, status);
+    if (this.span || this.held) this.traced(status, null);
+    return charged;
+  }
+
+  /** Charges nothing (no upstream answered, or the request failed before one could); later calls are no-ops. */
+  cancel(status: number, units: Record<string, number> = {}): void {
+    if (this.meter.done) return;
+    this.finishLimits({});
+    this.meter.cancel(units, status);
+    if (this.span || this.held) this.traced(status, null);
+  }
+
+  /** What the request cost, as the SSE comment that ends a stream (its headers left before the bill was known). */
+  costComment(): string {
+    return costComment(this.meter);
+  }
+
+  /** The cost headers of a response not yet sent. `vnd`: an amount announced before it is charged (speech). */
+  setCostHeaders(vnd = this.meter.charged): void {
+    setCostHeaders(this.ctx.res, this.meter, vnd);
+  }
+
+  /** The settlement under the request's span (a cancelled one too: cost 0), and the end of a held try's span. */
+  private traced(status: number, usage: TokenUsage | null): void {
+    this.held?.end(usage, status);
+    this.held = null;
+    if (!this.span || !tracer) return;
+    const m = this.meter;
+    tracer.settled(this.span, {
+      operation: m.operation,
+      model: m.model,
+      costVnd: m.charged,
+      status,
+      deployment: m.deployment,
+      usage,
+    });
+  }
+
+  /** The key's token window corrected to what the request used (tokens of `units`). */
+  private finishLimits(units: Record<string, number>): void {
+    if (this.ticket) this.limiter.settle(this.ticket, unitTokens(units));
+  }
+}
+
+/**
+ * Admits the request against its key's rate limits (429, nothing reserved), reserves its maximum cost (402 when
+ * the account, or the key's budget, cannot cover it) and registers the call on the request, so that errorHandler
+ * cancels it if anything throws before it settles. `maxTokens` is the request's input + output token bound (0 for
+ * operations not billed in tokens); the key's token window is corrected to the actual tokens at settlement.
+ */
+export async function openCall(
+  ctx: Ctx,
+  deps: Pick<AppDeps, 'credit' | 'limiter' | 'metrics' | 'keys' | 'router'>,
+  model: ModelConfig,
+  operation: string,
+  maxCostVnd: number,
+  maxTokens = 0,
+): Promise<RoutedCall> {
+  const p = await currentPrincipal(ctx, deps);
+  const ticket = await admitRequest(ctx, deps, maxTokens);
+  let meter: Meter;
+  try {
+    meter = await openMeter(
+      deps.credit,
+      {
+        accountId: p.accountId,
+        keyId: p.keyId,
+        budgetKeyId: hasBudget(p.limits) ? p.keyId : null,
+        budgetFenceAt: p.budgetFenceAt,
+      },
+      model.id,
+      operation,
+      maxCostVnd,
+    );
+  } catch (e) {
+    if (ticket) deps.limiter.settle(ticket, 0); // refused for money: no tokens used
+    if ((e as { code?: unknown } | null)?.code === 'budget_exceeded')
+      deps.metrics.limitRefusals.inc({ limit: 'budget' });
+    throw e;
+  }
+  const call = new RoutedCall(ctx, deps.router, model, meter, ticket, deps.limiter);
+  ctx.state.call = call;
+  return call;
+}
+
+/**
+ * The request's key settings, read again when older than KEY_CACHE_MS (a request that spent long before reserving,
+ * e.g. uploading): whether the key may reserve from its account's shared lease is decided on settings no older
+ * than that, which is what lets the ledger's budget fence (migration 074) count every such lease.
+ */
+async function currentPrincipal(ctx: Ctx, deps: Pick<AppDeps, 'keys'>): Promise<Principal> {
+  const p = ctx.state.principal!;
+  if (!deps.keys.isStale(p)) return p;
+  const fresh = await deps.keys.refresh(p);
+  if (!fresh) throw new ApiError(401, 'This API key was revoked.', 'invalid_request_error', null, 'invalid_api_key');
+  ctx.state.principal = fresh;
+  return fresh;
+}
+
+/*
+ * Every billed response says what it cost, so a client can reconcile request by request: the VND charged and the
+ * usage record's id (GET /v1/usage), as response headers, or for a stream (whose headers left before the bill was
+ * known) as an SSE comment just before its end. Comments are ignored by SSE clients, the official SDKs included.
+ */
+
+export const COST_HEADER = 'x-gateway-cost-vnd';
+export const USAGE_ID_HEADER = 'x-gateway-usage-id';
+
+function setCostHeaders(res: ServerResponse, meter: Meter, vnd: number): void {
+  if (res.headersSent) return;
+  res.setHeader(COST_HEADER, String(vnd));
+  res.setHeader(USAGE_ID_HEADER, meter.id);
+}
+
+/** `: x-gateway-cost-vnd=123 x-gateway-usage-id=<uuid>` and the blank line ending the comment. */
+function costComment(meter: Meter): string {
+  return sseComment(`${COST_HEADER}=${meter.charged} ${USAGE_ID_HEADER}=${meter.id}`);
+}
+
+/**
+ * A JSON request body whose `model` names the upstream model, serialised for each try: again only when the try's
+ * deployment has another upstream name than the last one sent (never on the healthy path).
+ */
+export class RoutedPayload<B extends { model: string }> {
+  payload: string;
+
+  constructor(private readonly body: B) {
+    this.payload = JSON.stringify(body);
+  }
+
+  for(t: RouteTry): string {
+    if (this.body.model !== t.deployment.upstreamModel) {
+      this.body.model = t.deployment.upstreamModel;
+      this.payload = JSON.stringify(this.body);
+    }
+    return this.payload;
+  }
+}
+
+/**
+ * Answers with an upstream JSON body as received (no re-serialisation), written here rather than by Koa's respond:
+ * the same status and headers Koa would send, without its type lookup, body setter and length bookkeeping.
+ */
+export function sendJsonBuffer(ctx: Ctx, body: Buffer): void {
+  ctx.status = 200; // for the request log and metrics
+  ctx.respond = false;
+  const res = ctx.res;
+  res.setHeader('content-type', 'application/json; charset=utf-8');
+  res.setHeader('content-length', body.length);
+  res.end(body);
+}
