@@ -13,6 +13,16 @@ import { executeItem, type ItemOutcome } from '../src/batches/execute';
 import { OPERATION_OF } from '../src/batches/endpoints';
 import { KeyPacer } from '../src/batches/pacer';
 import type { BatchSettings } from '../src/batches/settings';
+import type {
+  BatchActivities,
+  BatchArgs,
+  BatchJobResult,
+  BatchPosition,
+  ChunkArgs,
+  ChunkOutcome,
+  FinalizeArgs,
+  StartOutcome,
+} from '../src/batches/workflowContract';
 import { isBlank, readLines, type Line } from '../src/files/lines';
 import { isProblem, parseRequestLine, type BatchEndpoint } from '../src/files/batchInput';
 
@@ -31,28 +41,6 @@ export interface BatchActivityDeps {
   router: ModelRouter;
   settings: BatchSettings;
   logger?: Logger;
-}
-
-/** Where the workflow resumes: the next chunk and the input position after the committed ones. */
-export interface BatchPosition {
-  chunk: number;
-  offset: number;
-  line: number;
-  /** Every line has run. */
-  done: boolean;
-}
-
-export interface StartOutcome extends BatchPosition {
-  final: boolean;
-  cancelRequested: boolean;
-  /** The input cannot be read: the batch fails with this message. */
-  failure?: string;
-}
-
-export interface ChunkOutcome extends BatchPosition {
-  completed: number;
-  failed: number;
-  cancelRequested: boolean;
 }
 
 /** The usage record id of an item: the same for every run of it, so it is charged once. */
@@ -88,7 +76,7 @@ const EXPIRED = {
   message: 'This request could not be executed before the completion window expired.',
 };
 
-export function createBatchActivities(deps: BatchActivityDeps) {
+export function createBatchActivities(deps: BatchActivityDeps): BatchActivities {
   const { db, storage, catalog, settings } = deps;
   const pacer = new KeyPacer(db, settings.keyLimitShare);
 
@@ -109,7 +97,7 @@ export function createBatchActivities(deps: BatchActivityDeps) {
 
   return {
     /** Moves the batch to in_progress (from validating) and tells the workflow where to resume. */
-    async startBatch(a: { batchId: string }): Promise<StartOutcome> {
+    async startBatch(a: BatchArgs): Promise<StartOutcome> {
       const { b, input } = await load(a.batchId);
       const pos = await position(a.batchId, Number(input?.bytes ?? 0));
       if (batches.isFinal(b.status)) return { ...pos, final: true, cancelRequested: false };
@@ -123,7 +111,7 @@ export function createBatchActivities(deps: BatchActivityDeps) {
      * Runs the next chunk of lines (up to chunkLines requests from `offset`) at bounded concurrency, each through
      * the routed path, paced to the key's share; writes the chunk's output and error parts; commits the chunk.
      */
-    async runChunk(a: { batchId: string; chunk: number; offset: number; line: number }): Promise<ChunkOutcome> {
+    async runChunk(a: ChunkArgs): Promise<ChunkOutcome> {
       const ctx = Context.current();
       const { b, input } = await load(a.batchId);
       const bytes = Number(input?.bytes ?? 0);
@@ -281,7 +269,7 @@ export function createBatchActivities(deps: BatchActivityDeps) {
     },
 
     /** in_progress -> finalizing (every line has run). */
-    async markFinalizing(a: { batchId: string }): Promise<void> {
+    async markFinalizing(a: BatchArgs): Promise<void> {
       await batches.transition(db, a.batchId, ['in_progress'], 'finalizing');
     },
 
@@ -290,13 +278,7 @@ export function createBatchActivities(deps: BatchActivityDeps) {
      * `batch_expired` for each request that never ran), then ends the batch: the rest of the hold released, the
      * status, the files and the counts, in one transaction.
      */
-    async finalizeBatch(a: {
-      batchId: string;
-      status: batches.FinalStatus;
-      offset: number;
-      line: number;
-      failure?: string;
-    }): Promise<{ status: batches.FinalStatus | null }> {
+    async finalizeBatch(a: FinalizeArgs): Promise<BatchJobResult> {
       const ctx = Context.current();
       const { b, input } = await load(a.batchId);
       if (batches.isFinal(b.status)) return { status: null };
@@ -379,4 +361,4 @@ export function createBatchActivities(deps: BatchActivityDeps) {
   };
 }
 
-export type BatchActivities = ReturnType<typeof createBatchActivities>;
+export type { BatchActivities };

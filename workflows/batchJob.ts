@@ -9,11 +9,19 @@ import {
   upsertSearchAttributes,
   workflowInfo,
 } from '@temporalio/workflow';
-import type { BatchActivities, BatchPosition } from '../activities/batch';
 import type { BatchNativeActivities } from '../activities/batchNative';
 import type { WebhookActivities } from '../activities/webhooks';
-import type { BatchJobInput } from '../src/batches/start';
-import type { BatchStatus, FinalStatus } from '../src/batches/repo';
+import {
+  CANCEL_SIGNAL,
+  STAGE_QUERY,
+  type BatchActivities,
+  type BatchJobInput,
+  type BatchJobResult,
+  type BatchPosition,
+  type BatchStatus,
+  type BatchTiming,
+  type FinalStatus,
+} from '../src/batches/workflowContract';
 import type { EventType } from '../src/webhooks/eventTypes';
 
 /**
@@ -30,39 +38,45 @@ import type { EventType } from '../src/webhooks/eventTypes';
  * Each final status, once committed, is announced to the account's webhooks (batch.completed, batch.failed,
  * batch.expired, batch.cancelled). Deterministic: all I/O happens in activities (activities/batch.ts); where the
  * batch stands is in Postgres (its chunk rows), so another worker, or a continued run, resumes from there.
+ * The contract (input, result, activities and their arguments) is src/batches/workflowContract.ts.
  */
 
-/** POST /v1/batches/{id}/cancel. */
-export const batchCancelSignal = defineSignal<[]>('cancel');
-/** The batch's status as this workflow sees it (temporal workflow query). */
-export const batchStageQuery = defineQuery<BatchStatus>('stage');
-
-export async function batchJobWorkflow(input: BatchJobInput): Promise<{ status: FinalStatus | null }> {
-  const t = input.timing;
+/** Activity options: timeouts, retries, heartbeats, made per batch from the timing it started with. */
+function activityOptions(t: BatchTiming) {
   const retry = {
     initialInterval: t.activityRetryInitialMs,
     backoffCoefficient: 2,
     maximumInterval: t.activityRetryMaxMs,
   };
-  // Database and storage steps must eventually succeed: retried without limit.
-  const db = proxyActivities<BatchActivities>({ startToCloseTimeout: t.activityTimeoutMs, retry });
-  const finishing = proxyActivities<BatchActivities & BatchNativeActivities>({
-    startToCloseTimeout: t.chunkTimeoutMs,
-    heartbeatTimeout: t.heartbeatMs,
-    retry,
-  });
-  // A chunk heartbeats (a dead worker's chunk is retried elsewhere); one that keeps failing fails the batch.
-  const chunks = proxyActivities<BatchActivities>({
-    startToCloseTimeout: t.chunkTimeoutMs,
-    heartbeatTimeout: t.heartbeatMs,
-    retry: { ...retry, maximumAttempts: 20 },
-  });
-  const events = proxyActivities<WebhookActivities>({ startToCloseTimeout: t.activityTimeoutMs, retry });
-  // The native branch's calls to the provider: retried like chunks (a refusal that cannot change is not retried).
-  const native = proxyActivities<BatchNativeActivities>({
-    startToCloseTimeout: t.activityTimeoutMs,
-    retry: { ...retry, maximumAttempts: 20 },
-  });
+  return {
+    /** Database steps (status, events) must eventually succeed: retried without limit. */
+    db: { startToCloseTimeout: t.activityTimeoutMs, retry },
+    /** A chunk heartbeats (a dead worker's chunk is retried elsewhere); one that keeps failing fails the batch. */
+    chunk: {
+      startToCloseTimeout: t.chunkTimeoutMs,
+      heartbeatTimeout: t.heartbeatMs,
+      retry: { ...retry, maximumAttempts: 20 },
+    },
+    /** Finalizing and collecting stream parts into files, heartbeating; they must eventually succeed. */
+    finalize: { startToCloseTimeout: t.chunkTimeoutMs, heartbeatTimeout: t.heartbeatMs, retry },
+    /** Calls to a provider's batch API: retried like chunks (a refusal that cannot change is not retried). */
+    native: { startToCloseTimeout: t.activityTimeoutMs, retry: { ...retry, maximumAttempts: 20 } },
+  };
+}
+
+/** POST /v1/batches/{id}/cancel. */
+export const batchCancelSignal = defineSignal<[]>(CANCEL_SIGNAL);
+/** The batch's status as this workflow sees it (temporal workflow query). */
+export const batchStageQuery = defineQuery<BatchStatus>(STAGE_QUERY);
+
+export async function batchJobWorkflow(input: BatchJobInput): Promise<BatchJobResult> {
+  const t = input.timing;
+  const o = activityOptions(t);
+  const db = proxyActivities<BatchActivities>(o.db);
+  const chunks = proxyActivities<BatchActivities>(o.chunk);
+  const finishing = proxyActivities<BatchActivities & BatchNativeActivities>(o.finalize);
+  const native = proxyActivities<BatchNativeActivities>(o.native);
+  const events = proxyActivities<WebhookActivities>(o.db);
 
   let status: BatchStatus = 'validating';
   let cancelRequested = false;

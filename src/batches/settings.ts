@@ -1,4 +1,5 @@
 import { num } from '../video/settings';
+import type { BatchTiming } from './workflowContract';
 
 /**
  * Batch execution settings (BATCH_* env vars). The API copies the timing part into each workflow's input, so a
@@ -48,17 +49,6 @@ export function loadBatchSettings(env: NodeJS.ProcessEnv = process.env): BatchSe
   if (s.keyLimitShare > 1) throw new Error('BATCH_KEY_LIMIT_SHARE must be at most 1');
   return s;
 }
-
-/** What a batch workflow needs, fixed at its start. */
-export type BatchTiming = Pick<
-  BatchSettings,
-  | 'activityRetryInitialMs'
-  | 'activityRetryMaxMs'
-  | 'chunkTimeoutMs'
-  | 'heartbeatMs'
-  | 'activityTimeoutMs'
-  | 'nativePollMs'
->;
 
 export function batchTiming(s: BatchSettings): BatchTiming {
   return {

@@ -3,7 +3,8 @@ import type { defineSearchAttributeKey } from '@temporalio/common';
 import type { Config } from '../config';
 import { SEARCH_ATTRIBUTES } from '../video/searchAttributes';
 import { isTemporalError } from '../video/temporalErrors';
-import { batchTiming, type BatchTiming } from './settings';
+import { batchTiming } from './settings';
+import { BATCH_WORKFLOW_TYPE, type BatchJobInput } from './workflowContract';
 import type { Batch } from './repo';
 
 /**
@@ -11,19 +12,6 @@ import type { Batch } from './repo';
  * UI: the same ones as video jobs (GatewayAccountId, GatewayModel, GatewayJobStatus, the status kept current by
  * the workflow), told apart by the workflow type (`WorkflowType = 'batchJobWorkflow'`).
  */
-
-export const BATCH_WORKFLOW_TYPE = 'batchJobWorkflow';
-
-/** The batch workflow's input (workflows/batchJob.ts), fixed when the batch starts. */
-export interface BatchJobInput {
-  batchId: string;
-  accountId: string;
-  /** When the completion window closes (epoch ms): unfinished items then expire. */
-  expiresAtMs: number;
-  timing: BatchTiming;
-  /** The status search attribute, or null when the namespace lacks the gateway's attributes. */
-  statusSearchAttribute: string | null;
-}
 
 type Keys = Record<'account' | 'model' | 'status', ReturnType<typeof defineSearchAttributeKey<'KEYWORD'>>>;
 let keys: Keys | null = null;

@@ -3,6 +3,13 @@ import { eventually, startVideoHarness, type VideoHarness } from '../support/vid
 import { getBalance, listLedger, verifyProjections } from '../../src/billing/ledger';
 import { perMillionCost } from '../../src/billing/pricing';
 import { loadBatchSettings } from '../../src/batches/settings';
+import { randomUUID } from 'node:crypto';
+import { MockActivityEnvironment } from '@temporalio/testing';
+import { createBatchActivities } from '../../activities/batch';
+import { batchBound } from '../../src/batches/bound';
+import { createBatchWithHold, newBatchId } from '../../src/batches/repo';
+import { getFileForAccount } from '../../src/files/repo';
+import { fastWebhookSettings, startReceiver, type Receiver } from '../support/webhookReceiver';
 
 /**
  * The Batch API end to end: the official openai SDK against the gateway, a real worker and Temporal dev server,
@@ -11,12 +18,66 @@ import { loadBatchSettings } from '../../src/batches/settings';
  */
 
 let h: VideoHarness;
+let rx: Receiver;
 beforeAll(async () => {
-  h = await startVideoHarness({}, { batches: { ...loadBatchSettings(), concurrency: 4, chunkLines: 3 } });
+  h = await startVideoHarness(
+    {},
+    { batches: { ...loadBatchSettings(), concurrency: 4, chunkLines: 3 }, webhooks: fastWebhookSettings() },
+  );
+  rx = await startReceiver();
 });
 afterAll(async () => {
   await h?.close();
+  await rx?.close();
 });
+afterEach(() => {
+  h.emulator.control.reset();
+});
+
+/** Registers a webhook endpoint for every batch event; the events it receives, verified by the openai SDK. */
+async function hooked(key: string) {
+  const path = `/hook-${Math.random().toString(36).slice(2)}`;
+  const res = await fetch(`${h.url}/v1/webhooks`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+    body: JSON.stringify({
+      url: `${rx.url}${path}`,
+      events: ['batch.completed', 'batch.failed', 'batch.expired', 'batch.cancelled'],
+    }),
+  });
+  const ep = (await res.json()) as { secret: string };
+  expect(res.status).toBe(201);
+  const verifier = new OpenAI({ apiKey: 'unused' });
+  return () =>
+    Promise.all(
+      rx.received
+        .filter((r) => r.path === path)
+        .map((r) => verifier.webhooks.unwrap(r.body, r.headers, ep.secret) as Promise<any>),
+    );
+}
+
+/** The ledger of a batch's hold: placed, charged and released sums. */
+async function holdSums(accountId: string, batchId: string) {
+  const r = await h.deps.db.query('SELECT hold_id, max_cost_vnd, cost_vnd FROM batches WHERE id = $1', [batchId]);
+  const { hold_id: holdId } = r.rows[0];
+  const events = (await listLedger(h.deps.db, accountId, 1000)).filter((e) => e.holdId === holdId);
+  const sum = (k: string) => events.filter((e) => e.kind === k).reduce((t, e) => t + e.amount, 0);
+  return {
+    placed: sum('hold_placed'),
+    charged: sum('charged'),
+    released: sum('hold_released'),
+    max: Number(r.rows[0].max_cost_vnd),
+    cost: Number(r.rows[0].cost_vnd),
+  };
+}
+
+async function usageCost(accountId: string): Promise<number> {
+  const r = await h.deps.db.query(
+    'SELECT COALESCE(sum(cost_vnd), 0)::bigint AS v FROM usage_records WHERE account_id = $1',
+    [accountId],
+  );
+  return Number(r.rows[0].v);
+}
 
 const client = (key: string) => new OpenAI({ apiKey: key, baseURL: `${h.url}/v1`, maxRetries: 0 });
 
@@ -234,4 +295,176 @@ test('an embeddings batch; a request the route would refuse fails alone, in the 
   }
   expect(b).toMatchObject({ cost_vnd: expected });
   expect((await getBalance(h.deps.db, a.accountId))!.balance).toBe(1_000_000 - expected);
+});
+
+test('a batch past its window expires: the items run are charged, the rest released and listed as batch_expired', async () => {
+  const a = await h.account(1_000_000);
+  const c = client(a.key);
+  const events = await hooked(a.key);
+  h.emulator.control.settings.latencyMs = 250;
+  const window = h.deps.config.batches.completionWindowMs;
+  h.deps.config.batches.completionWindowMs = 600;
+  let created;
+  try {
+    const f = await c.files.create({ file: await toFile(Buffer.from(chatLines(15)), 'in.jsonl'), purpose: 'batch' });
+    created = await c.batches.create({
+      input_file_id: f.id,
+      endpoint: '/v1/chat/completions',
+      completion_window: '24h',
+    });
+  } finally {
+    h.deps.config.batches.completionWindowMs = window;
+  }
+  const b = await finished(c, created.id);
+  expect(b.status).toBe('expired');
+  expect(b.expired_at).not.toBeNull();
+  const { completed, failed, total } = b.request_counts!;
+  expect(total).toBe(15);
+  expect(completed).toBeGreaterThan(0);
+  expect(completed).toBeLessThan(15);
+  expect(completed + failed).toBe(15);
+  const out = (await (await c.files.content(b.output_file_id!)).text())
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l));
+  const err = (await (await c.files.content(b.error_file_id!)).text())
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l));
+  expect(out).toHaveLength(completed);
+  expect(err).toHaveLength(failed);
+  for (const e of err) expect(e).toMatchObject({ response: null, error: { code: 'batch_expired' } });
+  expect([...out, ...err].map((l) => l.custom_id).sort()).toEqual(
+    Array.from({ length: 15 }, (_, i) => `req-${i}`).sort(),
+  );
+  const m = await holdSums(a.accountId, b.id);
+  expect(m.charged).toBe(await usageCost(a.accountId));
+  expect(m.charged).toBe(m.cost);
+  expect(m.released).toBe(m.placed - m.charged);
+  expect(await getBalance(h.deps.db, a.accountId)).toMatchObject({ held: 0, balance: 1_000_000 - m.charged });
+  const got = await eventually(async () => {
+    const e = await events();
+    return e.length ? e : null;
+  });
+  expect(got.map((e) => [e.type, e.data.id])).toEqual([['batch.expired', b.id]]);
+}, 60_000);
+
+test('cancel: the chunk in flight finishes and is charged, the rest is released; batch.cancelled once', async () => {
+  const a = await h.account(1_000_000);
+  const c = client(a.key);
+  const events = await hooked(a.key);
+  h.emulator.control.settings.latencyMs = 300;
+  const f = await c.files.create({ file: await toFile(Buffer.from(chatLines(30)), 'in.jsonl'), purpose: 'batch' });
+  const created = await c.batches.create({
+    input_file_id: f.id,
+    endpoint: '/v1/chat/completions',
+    completion_window: '24h',
+  });
+  await eventually(async () => (await c.batches.retrieve(created.id)).status === 'in_progress');
+  const cancelling = await c.batches.cancel(created.id);
+  expect(['cancelling', 'cancelled']).toContain(cancelling.status);
+  const b = await finished(c, created.id);
+  expect(b.status).toBe('cancelled');
+  expect(b.cancelling_at).not.toBeNull();
+  expect(b.cancelled_at).not.toBeNull();
+  expect(b.request_counts!.completed).toBeLessThan(30);
+  await expect(c.batches.cancel(created.id)).rejects.toMatchObject({ status: 409 });
+  const m = await holdSums(a.accountId, b.id);
+  expect(m.charged).toBe(await usageCost(a.accountId));
+  expect(m.released).toBe(m.placed - m.charged);
+  expect(await getBalance(h.deps.db, a.accountId)).toMatchObject({ held: 0, balance: 1_000_000 - m.charged });
+  const got = await eventually(async () => {
+    const e = await events();
+    return e.length ? e : null;
+  });
+  await new Promise((r) => setTimeout(r, 500)); // no late duplicates
+  expect((await events()).map((e) => [e.type, e.data.id])).toEqual([['batch.cancelled', b.id]]);
+  void got;
+}, 60_000);
+
+test('operators find a batch in Temporal by account and status; batch.completed is announced once', async () => {
+  const a = await h.account(1_000_000);
+  const c = client(a.key);
+  const events = await hooked(a.key);
+  const f = await c.files.create({ file: await toFile(Buffer.from(chatLines(2)), 'in.jsonl'), purpose: 'batch' });
+  const b = await finished(
+    c,
+    (await c.batches.create({ input_file_id: f.id, endpoint: '/v1/chat/completions', completion_window: '24h' })).id,
+  );
+  expect(b.status).toBe('completed');
+  const found = await eventually(async () => {
+    const ids: string[] = [];
+    for await (const w of h.deps.temporal!.workflow.list({
+      query: `WorkflowType = "batchJobWorkflow" AND GatewayAccountId = "${a.accountId}" AND GatewayJobStatus = "completed"`,
+    }))
+      ids.push(w.workflowId);
+    return ids.length ? ids : null;
+  });
+  expect(found).toEqual([`batch-${b.id}`]);
+  await eventually(async () => (await events()).length > 0);
+  await new Promise((r) => setTimeout(r, 500));
+  expect((await events()).map((e) => [e.type, e.data.id])).toEqual([['batch.completed', b.id]]);
+}, 60_000);
+
+test('a chunk run again (a retry, or two attempts at once) is committed and charged once', async () => {
+  const a = await h.account(1_000_000);
+  const c = client(a.key);
+  const f = await c.files.create({ file: await toFile(Buffer.from(chatLines(5)), 'in.jsonl'), purpose: 'batch' });
+  const file = (await getFileForAccount(h.deps.db, a.accountId, f.id))!;
+  const model = h.deps.catalog.get('gpt-4o-mini')!;
+  const bound = await batchBound(
+    h.deps.catalog,
+    h.deps.router,
+    model,
+    '/v1/chat/completions',
+    await h.deps.storage.get(file.storageKey),
+  );
+  // A batch whose workflow is not started: its activities are driven by hand, as Temporal would retry them.
+  const id = newBatchId();
+  await createBatchWithHold(h.deps.db, {
+    id,
+    accountId: a.accountId,
+    apiKeyId: a.keyId,
+    endpoint: '/v1/chat/completions',
+    model: model.id,
+    inputFileId: f.id,
+    completionWindow: '24h',
+    metadata: null,
+    total: bound.requests,
+    maxCostVnd: bound.maxCost,
+    holdId: randomUUID(),
+    expiresAt: new Date(Date.now() + 60_000),
+  });
+  const acts = createBatchActivities({
+    db: h.deps.db,
+    storage: h.deps.storage,
+    catalog: h.deps.catalog,
+    providers: h.deps.providers,
+    router: h.deps.router,
+    settings: h.deps.config.batches,
+  });
+  const run = <A extends unknown[], R>(fn: (...x: A) => Promise<R>, ...x: A) =>
+    new MockActivityEnvironment().run(fn, ...x);
+  await run(acts.startBatch, { batchId: id });
+  const first = { batchId: id, chunk: 0, offset: 0, line: 0 };
+  const [x, y] = await Promise.all([run(acts.runChunk, first), run(acts.runChunk, first)]);
+  const again = await run(acts.runChunk, first);
+  expect(y).toEqual(x);
+  expect(again).toEqual(x);
+  expect(x).toMatchObject({ chunk: 1, line: 3, completed: 3, done: false });
+  const last = await run(acts.runChunk, { batchId: id, chunk: 1, offset: x.offset, line: x.line });
+  expect(last).toMatchObject({ completed: 2, done: true });
+  await run(acts.finalizeBatch, { batchId: id, status: 'completed', offset: last.offset, line: last.line });
+  const b = await c.batches.retrieve(id);
+  expect(b).toMatchObject({ status: 'completed', request_counts: { total: 5, completed: 5, failed: 0 } });
+  const out = (await (await c.files.content(b.output_file_id!)).text()).trim().split('\n');
+  expect(out).toHaveLength(5);
+  const usage = await h.deps.db.query('SELECT count(*)::int AS n FROM usage_records WHERE account_id = $1', [
+    a.accountId,
+  ]);
+  expect(usage.rows[0].n).toBe(5);
+  const m = await holdSums(a.accountId, id);
+  expect(m.charged).toBe(await usageCost(a.accountId));
+  expect(m.released).toBe(m.placed - m.charged);
+  expect(await verifyProjections(h.deps.db)).toEqual([]);
 });
