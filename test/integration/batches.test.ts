@@ -443,8 +443,8 @@ test('a chunk run again (a retry, or two attempts at once) is committed and char
     router: h.deps.router,
     settings: h.deps.config.batches,
   });
-  const run = <A extends unknown[], R>(fn: (...x: A) => Promise<R>, ...x: A) =>
-    new MockActivityEnvironment().run(fn, ...x);
+  const run = <A, R>(fn: (a: A) => Promise<R>, arg: A): Promise<R> =>
+    new MockActivityEnvironment().run(fn, arg) as Promise<R>;
   await run(acts.startBatch, { batchId: id });
   const first = { batchId: id, chunk: 0, offset: 0, line: 0 };
   const [x, y] = await Promise.all([run(acts.runChunk, first), run(acts.runChunk, first)]);
