@@ -73,7 +73,10 @@ export interface GatewayTracing {
   endServer(span: Span, r: ServedRequest): void;
   /** The active span, if any (a routed call keeps its request's, to hang the settlement under it). */
   active(): Span | null;
-  /** Whether the active span records (is sampled): an unsampled request builds no span, attribute or event. */
+  /**
+   * Whether the active span records (is sampled): an unsampled request (or work outside any span) builds no span,
+   * attribute or event.
+   */
   recording(): boolean;
   startTry(t: TryInfo): Span;
   /** Ends a try: `error` null when it answered 2xx (`upstreamModel`: the response model unless the answer named one). */

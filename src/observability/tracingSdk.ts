@@ -214,8 +214,7 @@ class SdkTracing implements GatewayTracing {
   }
 
   recording(): boolean {
-    const s = trace.getSpan(context.active());
-    return s ? s.isRecording() : true; // no parent: the sampler decides at the span's start
+    return trace.getSpan(context.active())?.isRecording() ?? false;
   }
 
   startTry(t: TryInfo): Span {

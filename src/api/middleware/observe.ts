@@ -56,7 +56,8 @@ export function observe(deps: Pick<AppDeps, 'logger' | 'metrics'>): Koa.Middlewa
     };
     // Log and measure when the response is fully sent (streams finish long after the middleware chain returns).
     ctx.res.once('close', done);
-    if (span && tracer) return tracer.within(span, next);
+    // An unsampled request runs outside the span's context: its hooks find no active span and build nothing.
+    if (span && tracer && span.isRecording()) return tracer.within(span, next);
     await next();
   };
 }
