@@ -57,7 +57,8 @@ export function parseLimitsPatch(input: unknown, opts: { expiry: boolean }): Par
     const f = FIELDS[k as keyof KeyLimits];
     if (!f || !Object.hasOwn(FIELDS, k))
       throw badRequest(
-        `unknown limit ${JSON.stringify(k).slice(0, 60)}; known: ${Object.keys(FIELDS).join(', ')}${opts.expiry ? ', expiresAt' : ''}`,
+        `unknown limit ${JSON.stringify(k).slice(0, 60)}; ` +
+          `known: ${Object.keys(FIELDS).join(', ')}${opts.expiry ? ', expiresAt' : ''}`,
         k.slice(0, 60),
       );
     const min = k === 'rpm' || k === 'tpm' ? 1 : 0;
@@ -123,7 +124,9 @@ export interface LimitsSaved {
 async function moveBudgetFence(c: DbClient, accountId: string, keyCacheMs: number): Promise<LimitsSaved> {
   const ms = keyCacheMs + BUDGET_FENCE_MARGIN_MS;
   await c.query(
-    `UPDATE accounts SET budget_fence_at = GREATEST(budget_fence_at, clock_timestamp() + $2::int * interval '1 millisecond') WHERE id = $1`,
+    `UPDATE accounts
+     SET budget_fence_at = GREATEST(budget_fence_at, clock_timestamp() + $2::int * interval '1 millisecond')
+     WHERE id = $1`,
     [accountId, ms],
   );
   return { bindsInMs: ms };
@@ -186,7 +189,8 @@ export async function setAccountLimits(
   const a = assignments(limits, 2, 'default_');
   return tx(db, async (c) => {
     const old = await c.query(
-      'SELECT default_budget_day_vnd AS budget_day_vnd, default_budget_month_vnd AS budget_month_vnd FROM accounts WHERE id = $1 FOR UPDATE',
+      `SELECT default_budget_day_vnd AS budget_day_vnd, default_budget_month_vnd AS budget_month_vnd
+       FROM accounts WHERE id = $1 FOR UPDATE`,
       [accountId],
     );
     if (old.rowCount === 0) return false;
@@ -198,7 +202,8 @@ export async function setAccountLimits(
 
 export async function getAccountLimits(db: Db, accountId: string): Promise<KeyLimits | null> {
   const r = await db.query(
-    'SELECT default_rpm_limit, default_tpm_limit, default_budget_day_vnd, default_budget_month_vnd FROM accounts WHERE id = $1',
+    `SELECT default_rpm_limit, default_tpm_limit, default_budget_day_vnd, default_budget_month_vnd
+     FROM accounts WHERE id = $1`,
     [accountId],
   );
   if (r.rowCount === 0) return null;
@@ -212,8 +217,10 @@ export async function getAccountLimits(db: Db, accountId: string): Promise<KeyLi
 }
 
 /** SQL select list of a key's effective limits (alias k for api_keys, a for accounts). */
-export const EFFECTIVE_LIMITS_SQL = `COALESCE(k.rpm_limit, a.default_rpm_limit) AS rpm, COALESCE(k.tpm_limit, a.default_tpm_limit) AS tpm,
-  COALESCE(k.budget_day_vnd, a.default_budget_day_vnd) AS budget_day, COALESCE(k.budget_month_vnd, a.default_budget_month_vnd) AS budget_month`;
+export const EFFECTIVE_LIMITS_SQL = `COALESCE(k.rpm_limit, a.default_rpm_limit) AS rpm,
+  COALESCE(k.tpm_limit, a.default_tpm_limit) AS tpm,
+  COALESCE(k.budget_day_vnd, a.default_budget_day_vnd) AS budget_day,
+  COALESCE(k.budget_month_vnd, a.default_budget_month_vnd) AS budget_month`;
 
 export function limitsFromRow(x: {
   rpm: number | null;
