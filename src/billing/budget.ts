@@ -73,9 +73,14 @@ export async function keyBudgetRoom(
        SELECT (SELECT COALESCE(sum(remaining), 0) FROM holds WHERE api_key_id = $1 AND status = 'open')
             + (SELECT COALESCE(sum(h.remaining), 0) FROM holds h, k
                WHERE h.account_id = k.account_id AND h.status = 'open' AND h.api_key_id IS NULL AND h.ref_type = 'lease'
-                 AND h.created_at < k.budget_fence_at AND (k.day_budget IS NOT NULL OR k.month_budget IS NOT NULL)) AS v)
-     SELECT k.day_budget - COALESCE((SELECT spent_vnd FROM api_key_spend WHERE api_key_id = $1 AND period = ${DAY('$2')}), 0) - held.v AS day_room,
-            k.month_budget - COALESCE((SELECT spent_vnd FROM api_key_spend WHERE api_key_id = $1 AND period = ${MONTH('$2')}), 0) - held.v AS month_room
+                 AND h.created_at < k.budget_fence_at
+                 AND (k.day_budget IS NOT NULL OR k.month_budget IS NOT NULL)) AS v)
+     SELECT k.day_budget - held.v
+              - COALESCE((SELECT spent_vnd FROM api_key_spend WHERE api_key_id = $1 AND period = ${DAY('$2')}), 0)
+              AS day_room,
+            k.month_budget - held.v
+              - COALESCE((SELECT spent_vnd FROM api_key_spend WHERE api_key_id = $1 AND period = ${MONTH('$2')}), 0)
+              AS month_room
      FROM k, held`,
     [keyId, timeZone],
   );

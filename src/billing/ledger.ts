@@ -133,7 +133,8 @@ export async function placeHoldIn(
   const ins = await c.query(
     `INSERT INTO holds (id, account_id, placed, remaining, ref_type, ref_id, expires_at, api_key_id)
      VALUES ($1, $2, $3, $3, $4, $5, $6, $7)
-     ON CONFLICT (id) DO UPDATE SET placed = holds.placed + EXCLUDED.placed, remaining = holds.remaining + EXCLUDED.remaining,
+     ON CONFLICT (id) DO UPDATE SET placed = holds.placed + EXCLUDED.placed,
+       remaining = holds.remaining + EXCLUDED.remaining,
        expires_at = COALESCE(EXCLUDED.expires_at, holds.expires_at)
      WHERE holds.status = 'open' AND holds.account_id = EXCLUDED.account_id
        AND holds.api_key_id IS NOT DISTINCT FROM EXCLUDED.api_key_id
@@ -208,11 +209,13 @@ export type LockedHolds = Map<
 
 export async function lockHolds(c: DbClient, holdIds: string[]): Promise<LockedHolds> {
   await c.query(
-    'SELECT id FROM accounts WHERE id IN (SELECT account_id FROM holds WHERE id = ANY($1::uuid[])) ORDER BY id FOR UPDATE',
+    `SELECT id FROM accounts WHERE id IN (SELECT account_id FROM holds WHERE id = ANY($1::uuid[]))
+     ORDER BY id FOR UPDATE`,
     [holdIds],
   );
   const r = await c.query(
-    'SELECT id, account_id, remaining, status, ref_type, ref_id, api_key_id FROM holds WHERE id = ANY($1::uuid[]) ORDER BY id FOR UPDATE',
+    `SELECT id, account_id, remaining, status, ref_type, ref_id, api_key_id FROM holds
+     WHERE id = ANY($1::uuid[]) ORDER BY id FOR UPDATE`,
     [holdIds],
   );
   return new Map(r.rows.map((h) => [h.id as string, h]));
@@ -251,7 +254,8 @@ export async function applyHoldCharges(c: DbClient, holds: LockedHolds, charges:
     `WITH ins AS (
        INSERT INTO ledger_events (account_id, kind, amount, hold_id, idempotency_key, ref_type, ref_id, memo)
        SELECT x.account_id, 'charged', x.amount, x.hold_id, x.idempotency_key, x.ref_type, x.ref_id, x.memo
-       FROM json_to_recordset($1::json) AS x(account_id uuid, amount bigint, hold_id uuid, idempotency_key text, ref_type text, ref_id text, memo text)
+       FROM json_to_recordset($1::json)
+         AS x(account_id uuid, amount bigint, hold_id uuid, idempotency_key text, ref_type text, ref_id text, memo text)
        ON CONFLICT (idempotency_key) DO NOTHING RETURNING hold_id, amount)
      SELECT hold_id, sum(amount)::bigint AS amount, count(*)::int AS n FROM ins GROUP BY hold_id`,
     [JSON.stringify(rows)],
@@ -422,7 +426,8 @@ export async function recallLeases(
        SELECT COALESCE(sum(remaining), 0) AS v FROM holds
         WHERE account_id = $1 AND status = 'open' AND ref_type = 'lease' AND id IS DISTINCT FROM $3::uuid
           AND ($2::uuid IS NULL OR api_key_id = $2::uuid))
-     UPDATE accounts SET lease_recall_at = clock_timestamp() WHERE id = $1 AND (SELECT v FROM others) >= $4 RETURNING id`,
+     UPDATE accounts SET lease_recall_at = clock_timestamp()
+      WHERE id = $1 AND (SELECT v FROM others) >= $4 RETURNING id`,
     [r.accountId, r.apiKeyId, r.ownHoldId, r.missing],
   );
   return q.rowCount === 1;
@@ -511,7 +516,9 @@ export async function listLedger(db: Db, accountId: string, limit = 50, beforeId
 /** Releases open holds past their expiry (e.g. a credit lease of a crashed API process). */
 export async function releaseExpiredHolds(db: Db, graceMs = 60_000): Promise<number> {
   const r = await db.query(
-    `SELECT id FROM holds WHERE status = 'open' AND expires_at IS NOT NULL AND expires_at < now() - ($1::int * interval '1 millisecond') LIMIT 500`,
+    `SELECT id FROM holds
+     WHERE status = 'open' AND expires_at IS NOT NULL AND expires_at < now() - ($1::int * interval '1 millisecond')
+     LIMIT 500`,
     [graceMs],
   );
   let n = 0;
@@ -556,10 +563,12 @@ export async function verifyProjections(db: Db | DbClient): Promise<ProjectionMi
   // Request charges are itemised by usage records (usage_records.charge_key): each such event's amount must be
   // the sum of the usage costs naming it, and every key named must be a charge.
   const charges = await db.query(`
-    WITH u AS (SELECT charge_key, sum(cost_vnd) AS vnd FROM usage_records WHERE charge_key IS NOT NULL GROUP BY charge_key),
+    WITH u AS (SELECT charge_key, sum(cost_vnd) AS vnd FROM usage_records
+               WHERE charge_key IS NOT NULL GROUP BY charge_key),
          e AS (SELECT idempotency_key, amount FROM ledger_events
                WHERE kind = 'charged' AND (ref_type = 'usage_batch' OR idempotency_key IN (SELECT charge_key FROM u)))
-    SELECT COALESCE(u.charge_key, e.idempotency_key) AS key, COALESCE(u.vnd, 0)::bigint AS usage_vnd, COALESCE(e.amount, 0)::bigint AS charged
+    SELECT COALESCE(u.charge_key, e.idempotency_key) AS key, COALESCE(u.vnd, 0)::bigint AS usage_vnd,
+           COALESCE(e.amount, 0)::bigint AS charged
     FROM u FULL JOIN e ON e.idempotency_key = u.charge_key
     WHERE u.vnd IS DISTINCT FROM e.amount`);
   // Each key's spend per budget period: the charges against holds naming the key, plus the usage records of the
