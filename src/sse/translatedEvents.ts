@@ -1,6 +1,9 @@
 import { sseEvent } from './wire';
 
-/** One server-sent event of a translated stream: `event: <type>` and its JSON `data` (whose `type` repeats the event name). */
+/**
+ * One server-sent event of a translated stream: `event: <type>` and its JSON `data` (whose `type` repeats the event
+ * name).
+ */
 export interface SseEvent {
   event: string;
   data: Record<string, unknown> & { type: string };
