@@ -44,7 +44,8 @@ function exactRoutes(routers: Router<GatewayState>[]): Map<string, Mw> {
   const found = new Map<string, Mw[] | null>();
   for (const r of routers) {
     const layers = r.stack as unknown as RouteLayer[];
-    if (layers.some((l) => l.methods.length === 0)) continue; // router.use() middleware: the router's own dispatch runs it
+    // router.use() middleware: the router's own dispatch runs it.
+    if (layers.some((l) => l.methods.length === 0)) continue;
     for (const l of layers) {
       if (typeof l.path !== 'string' || /[:(*?{]/.test(l.path)) continue;
       for (const m of l.methods) {

@@ -92,7 +92,8 @@ export async function admitRequest(
     // As OpenAI answers a request larger than the TPM itself: waiting does not help, so no Retry-After.
     throw new ApiError(
       429,
-      `Request too large: this request may use up to ${maxTokens} tokens (input + max output), over this API key's limit of ${tpm} tokens per minute. Send fewer input tokens or a lower max_tokens.`,
+      `Request too large: this request may use up to ${maxTokens} tokens (input + max output), ` +
+        `over this API key's limit of ${tpm} tokens per minute. Send fewer input tokens or a lower max_tokens.`,
       'tokens',
       null,
       'rate_limit_exceeded',
@@ -105,7 +106,9 @@ export async function admitRequest(
   const used = w ? w.limit - w.remaining : limit;
   throw new ApiError(
     429,
-    `Rate limit reached for ${what} on this API key: Limit ${limit}, Used ${used}, Requested ${a.refused === 'requests' ? 1 : maxTokens}. Please try again in ${openAIDuration(a.retryAfterMs)}.`,
+    `Rate limit reached for ${what} on this API key: ` +
+      `Limit ${limit}, Used ${used}, Requested ${a.refused === 'requests' ? 1 : maxTokens}. ` +
+      `Please try again in ${openAIDuration(a.retryAfterMs)}.`,
     a.refused === 'requests' ? 'requests' : 'tokens',
     null,
     'rate_limit_exceeded',

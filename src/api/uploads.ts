@@ -54,7 +54,8 @@ export function sniffAudio(b: Buffer): string | null {
   if (ascii(0, 4) === 'fLaC') return 'flac';
   if (ascii(0, 4) === 'OggS') return 'ogg';
   if (ascii(0, 3) === 'ID3') return 'mp3';
-  if (b[0] === 0xff && (b[1] & 0xe0) === 0xe0) return (b[1] & 0x06) === 0 ? 'aac' : 'mp3'; // MPEG audio / ADTS frame sync
+  const frameSync = b[0] === 0xff && (b[1] & 0xe0) === 0xe0; // MPEG audio / ADTS
+  if (frameSync) return (b[1] & 0x06) === 0 ? 'aac' : 'mp3';
   if (b.length >= 8 && ascii(4, 8) === 'ftyp') return 'mp4';
   if (b[0] === 0x1a && b[1] === 0x45 && b[2] === 0xdf && b[3] === 0xa3) return 'webm';
   return null;

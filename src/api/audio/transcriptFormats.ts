@@ -25,7 +25,10 @@ export interface VerboseTranscription {
 function timestamp(sec: number, sep: ',' | '.'): string {
   const ms = Math.max(0, Math.round(sec * 1000));
   const p = (n: number, w = 2) => String(n).padStart(w, '0');
-  return `${p(Math.floor(ms / 3_600_000))}:${p(Math.floor(ms / 60_000) % 60)}:${p(Math.floor(ms / 1000) % 60)}${sep}${p(ms % 1000, 3)}`;
+  const hours = Math.floor(ms / 3_600_000);
+  const minutes = Math.floor(ms / 60_000) % 60;
+  const seconds = Math.floor(ms / 1000) % 60;
+  return `${p(hours)}:${p(minutes)}:${p(seconds)}${sep}${p(ms % 1000, 3)}`;
 }
 
 /** Subtitle cues from the upstream's segments (one cue over the whole audio if it sent none). */

@@ -1,7 +1,7 @@
 /**
  * The API's middleware, one concern a file: request state (state.ts), request log and metrics (observe.ts), error
- * rendering (errorHandler.ts), the bound on a body's arrival (bodyTimeout.ts), JSON and multipart bodies (jsonBody.ts, multipartBody.ts), API keys (apiKey.ts),
- * route labels and the JSON-route preamble (route.ts).
+ * rendering (errorHandler.ts), the bound on a body's arrival (bodyTimeout.ts), JSON and multipart bodies (jsonBody.ts,
+ * multipartBody.ts), API keys (apiKey.ts), route labels and the JSON-route preamble (route.ts).
  */
 export type { Ctx, GatewayState } from './state';
 export { observe } from './observe';

@@ -6,7 +6,10 @@ import type { SseSink } from '../../sse/clientSink';
 import { fromResponsesUsage, type TokenUsage } from '../../billing/tokenUsage';
 import { isResponseId, saveResponse } from './storedResponses';
 
-/** One turn of POST /v1/responses, what both paths (native.ts, translated.ts) share: the request and how it is stored. */
+/**
+ * One turn of POST /v1/responses, what both paths (native.ts, translated.ts) share: the request and how it is
+ * stored.
+ */
 
 export interface Turn {
   req: ResponsesRequest;

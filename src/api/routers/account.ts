@@ -46,14 +46,16 @@ export function accountRouter(deps: AppDeps): Router<GatewayState> {
     const limit = limitParam(ctx.query.limit, 50, 1000);
     await deps.credit.flush();
     const rows = await deps.db.query(
-      `SELECT id, api_key_id, model, operation, units, cost_vnd, latency_ms, status, routing, created_at FROM usage_records
+      `SELECT id, api_key_id, model, operation, units, cost_vnd, latency_ms, status, routing, created_at
+       FROM usage_records
        WHERE account_id = $1 ORDER BY created_at DESC LIMIT $2`,
       [accountId, limit],
     );
     ctx.body = {
       object: 'list',
       data: rows.rows.map((u) => {
-        // Token operations also get their bill's breakdown: each field is priced on its own (docs/billing.md, cache pricing).
+        // Token operations also get their bill's breakdown: each field is priced on its own (docs/billing.md,
+        // cache pricing).
         const tokens = breakdownOfUnits(u.units);
         return {
           id: u.id,
