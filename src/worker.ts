@@ -22,6 +22,7 @@ import { createLogger, redirectedLines } from './observability/logger';
 import { releaseExpiredHolds } from './billing/ledger';
 import { VideoProviders } from './providers/video';
 import { reconcileVideoJobs } from './video/reconciler';
+import { reconcileBatches } from './batches/reconciler';
 import {
   createBatchActivities,
   createBatchNativeActivities,
@@ -220,6 +221,13 @@ export async function startWorker(config: Config = loadConfig(), opts: WorkerOpt
           config.video.reconcileIntervalMs,
           () => reconcileVideoJobs({ db, temporal, config, logger }),
           onError('video reconciler'),
+        ),
+      );
+      stops.push(
+        every(
+          config.video.reconcileIntervalMs,
+          () => reconcileBatches({ db, temporal, config, logger }),
+          onError('batch reconciler'),
         ),
       );
       stops.push(every(config.video.holdSweepIntervalMs, () => releaseExpiredHolds(db), onError('expired hold sweep')));

@@ -7,7 +7,7 @@ import { randomUUID } from 'node:crypto';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { createBatchActivities } from '../../activities/batch';
 import { batchBound } from '../../src/batches/bound';
-import { createBatchWithHold, newBatchId } from '../../src/batches/repo';
+import { createBatchWithHold, markWorkflowStarted, newBatchId } from '../../src/batches/repo';
 import { getFileForAccount } from '../../src/files/repo';
 import { fastWebhookSettings, startReceiver, type Receiver } from '../support/webhookReceiver';
 
@@ -435,6 +435,7 @@ test('a chunk run again (a retry, or two attempts at once) is committed and char
     holdId: randomUUID(),
     expiresAt: new Date(Date.now() + 60_000),
   });
+  await markWorkflowStarted(h.deps.db, id); // the worker's reconciler leaves it alone
   const acts = createBatchActivities({
     db: h.deps.db,
     storage: h.deps.storage,
@@ -467,4 +468,34 @@ test('a chunk run again (a retry, or two attempts at once) is committed and char
   expect(m.charged).toBe(await usageCost(a.accountId));
   expect(m.released).toBe(m.placed - m.charged);
   expect(await verifyProjections(h.deps.db)).toEqual([]);
+});
+
+test('a batch whose workflow start was lost (the API died after the hold) is started by the reconciler', async () => {
+  const a = await h.account(1_000_000);
+  const c = client(a.key);
+  const f = await c.files.create({ file: await toFile(Buffer.from(chatLines(4)), 'in.jsonl'), purpose: 'batch' });
+  const file = (await getFileForAccount(h.deps.db, a.accountId, f.id))!;
+  const model = h.deps.catalog.get('gpt-4o-mini')!;
+  const input = await h.deps.storage.get(file.storageKey);
+  const bound = await batchBound(h.deps.catalog, h.deps.router, model, '/v1/chat/completions', input);
+  const id = newBatchId();
+  await createBatchWithHold(h.deps.db, {
+    id,
+    accountId: a.accountId,
+    apiKeyId: a.keyId,
+    endpoint: '/v1/chat/completions',
+    model: model.id,
+    inputFileId: f.id,
+    completionWindow: '24h',
+    metadata: null,
+    total: bound.requests,
+    maxCostVnd: bound.maxCost,
+    holdId: randomUUID(),
+    expiresAt: new Date(Date.now() + 60_000),
+  });
+  const b = await finished(c, id);
+  expect(b).toMatchObject({ status: 'completed', request_counts: { total: 4, completed: 4, failed: 0 } });
+  const m = await holdSums(a.accountId, id);
+  expect(m.charged).toBe(await usageCost(a.accountId));
+  expect(m.released).toBe(m.placed - m.charged);
 });
