@@ -142,7 +142,8 @@ export async function resolveImage(input: unknown, param: string, opts: ResolveI
     if (/^data:/i.test(v)) return parseDataUri(v, param, maxBytes);
     if (/^https?:\/\//i.test(v)) return fetchImageUrl(v, param, opts);
     throw badRequest(
-      `Invalid '${param}': expected a data URI (data:<mime>;base64,...), an http(s) URL, or {bytesBase64Encoded, mimeType}.`,
+      `Invalid '${param}': expected a data URI (data:<mime>;base64,...), an http(s) URL, ` +
+        'or {bytesBase64Encoded, mimeType}.',
       param,
     );
   }
@@ -213,7 +214,8 @@ async function vetHost(
   } catch (e) {
     if (e instanceof NonPublicHost) {
       throw badRequest(
-        `Invalid '${param}': the URL's host ${clip(e.host)} is not a public address (${e.addressClass}); images are fetched only from public hosts.`,
+        `Invalid '${param}': the URL's host ${clip(e.host)} is not a public address (${e.addressClass}); ` +
+          'images are fetched only from public hosts.',
         param,
         'image_url_forbidden',
       );

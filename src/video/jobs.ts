@@ -233,7 +233,8 @@ export async function listJobs(
   const r = await db.query(
     `SELECT j.* FROM video_jobs j
      WHERE j.account_id = $1 AND ($2::text IS NULL OR j.status = $2)
-       AND ($4::uuid IS NULL OR (j.created_at, j.id) ${cmp} (SELECT created_at, id FROM video_jobs WHERE id = $4 AND account_id = $1))
+       AND ($4::uuid IS NULL
+            OR (j.created_at, j.id) ${cmp} (SELECT created_at, id FROM video_jobs WHERE id = $4 AND account_id = $1))
      ORDER BY j.created_at ${dir}, j.id ${dir} LIMIT $3`,
     [accountId, o.status ?? null, o.limit + 1, o.after ?? null],
   );

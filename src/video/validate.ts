@@ -126,7 +126,8 @@ function parseSize(size: unknown, kind: string, family: string): { aspectRatio: 
   if (!best || err > 0.02)
     throw bad(
       'size',
-      `The size ${clipJson(size)} (aspect ratio ${w / g}:${h / g}) is not supported by this model; supported aspect ratios: ${ratios.join(', ')}.`,
+      `The size ${clipJson(size)} (aspect ratio ${w / g}:${h / g}) is not supported by this model; ` +
+        `supported aspect ratios: ${ratios.join(', ')}.`,
     );
   if (m[2] === ':') return { aspectRatio: best };
   const short = Math.min(w, h);
@@ -287,7 +288,8 @@ function refuseReferenceOnly(c: FieldContext): void {
   if (f)
     throw bad(
       f,
-      `'${f}' is only supported by the reference-capable (${REFERENCE_FAMILY}) video models; the model '${c.model.id}' does not support it.`,
+      `'${f}' is only supported by the reference-capable (${REFERENCE_FAMILY}) video models; ` +
+        `the model '${c.model.id}' does not support it.`,
       'unsupported_parameter',
     );
 }
@@ -345,7 +347,8 @@ function checkResolution(c: FieldContext, r: Readonly<Draft>): Pick<Draft, 'reso
     if (c.kind === 'veo' && implied && implied !== '720p' && r.seconds !== 8)
       throw bad(
         'seconds',
-        `Veo renders ${implied} (size ${clipJson(body.size)}) only as 8-second videos; set seconds to 8 or use a 720p size.`,
+        `Veo renders ${implied} (size ${clipJson(body.size)}) only as 8-second videos; ` +
+          'set seconds to 8 or use a 720p size.',
       );
     return { resolution: implied };
   }
@@ -355,7 +358,8 @@ function checkResolution(c: FieldContext, r: Readonly<Draft>): Pick<Draft, 'reso
   if (implied && implied !== body.resolution)
     throw bad(
       'size',
-      `The size ${clipJson(body.size)} implies ${implied} but 'resolution' is ${body.resolution}; give a matching size or a ratio such as "16:9".`,
+      `The size ${clipJson(body.size)} implies ${implied} but 'resolution' is ${body.resolution}; ` +
+        'give a matching size or a ratio such as "16:9".',
     );
   return { resolution: body.resolution };
 }
@@ -383,7 +387,10 @@ function checkPrompt(prompt: unknown): string {
   return prompt;
 }
 
-/** The image inputs as given (decoded later by loadImages): a first frame, a last frame after it, or reference images. */
+/**
+ * The image inputs as given (decoded later by loadImages): a first frame, a last frame after it, or reference
+ * images.
+ */
 function imageSources(body: Record<string, unknown>): VideoImages<ImageSource> {
   const images: VideoImages<ImageSource> = {};
   const has = (k: string) => body[k] !== undefined && body[k] !== null && body[k] !== '';
@@ -446,10 +453,12 @@ function passThroughParameters(
   for (const k of Object.keys(parameters)) {
     if (k in reserved) {
       const field = reserved[k];
+      const unhonoured = kind === 'veo' && (k === 'seed' || k === 'generateAudio');
+      const note = unhonoured ? ' (which Veo on the Gemini API cannot honour)' : '';
       throw bad(
         `parameters.${k}`,
         field
-          ? `'parameters.${k}' cannot be passed through: set the gateway field '${field}' instead${kind === 'veo' && (k === 'seed' || k === 'generateAudio') ? ' (which Veo on the Gemini API cannot honour)' : ''}.`
+          ? `'parameters.${k}' cannot be passed through: set the gateway field '${field}' instead${note}.`
           : `'parameters.${k}' is controlled by the gateway and cannot be passed through.`,
         'unsupported_parameter',
       );
