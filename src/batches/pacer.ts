@@ -38,6 +38,8 @@ function refill(b: Bucket, now: number): void {
 
 export class KeyPacer {
   private readonly keys = new Map<string, KeyState>();
+  /** A read of a key's limits in flight: concurrent requests share it (and so share one bucket). */
+  private readonly reading = new Map<string, Promise<KeyState>>();
 
   constructor(
     private readonly db: Queryable,
@@ -46,14 +48,23 @@ export class KeyPacer {
   ) {}
 
   private async state(keyId: string): Promise<KeyState> {
-    const t = this.now();
     const s = this.keys.get(keyId);
-    if (s && t - s.readAt < LIMITS_TTL_MS) return s;
+    if (s && this.now() - s.readAt < LIMITS_TTL_MS) return s;
+    let p = this.reading.get(keyId);
+    if (!p) {
+      p = this.read(keyId, s).finally(() => this.reading.delete(keyId));
+      this.reading.set(keyId, p);
+    }
+    return p;
+  }
+
+  private async read(keyId: string, s: KeyState | undefined): Promise<KeyState> {
     const r = await this.db.query(
       `SELECT ${EFFECTIVE_LIMITS_SQL} FROM api_keys k JOIN accounts a ON a.id = k.account_id WHERE k.id = $1`,
       [keyId],
     );
     const row = r.rows[0] ?? { rpm: null, tpm: null };
+    const t = this.now();
     const fresh: KeyState = {
       requests: bucket(row.rpm, this.share, t),
       tokens: bucket(row.tpm, this.share, t),

@@ -499,3 +499,31 @@ test('a batch whose workflow start was lost (the API died after the hold) is sta
   expect(m.charged).toBe(await usageCost(a.accountId));
   expect(m.released).toBe(m.placed - m.charged);
 });
+
+test("a batch takes at most its share of the key's rate limit; interactive requests of the key still pass", async () => {
+  const a = await h.account(1_000_000);
+  // 120 requests per minute: the batch's share (0.5) is one request a second, a burst of one.
+  await h.deps.db.query('UPDATE api_keys SET rpm_limit = 120 WHERE id = $1', [a.keyId]);
+  const c = client(a.key);
+  const f = await c.files.create({ file: await toFile(Buffer.from(chatLines(4)), 'in.jsonl'), purpose: 'batch' });
+  const created = await c.batches.create({
+    input_file_id: f.id,
+    endpoint: '/v1/chat/completions',
+    completion_window: '24h',
+  });
+  const interactive = await Promise.all(
+    Array.from({ length: 5 }, () =>
+      c.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }], max_tokens: 8 }),
+    ),
+  );
+  expect(interactive.every((r) => r.object === 'chat.completion')).toBe(true);
+  const b = await finished(c, created.id);
+  expect(b.status).toBe('completed');
+  const sent = h.emulator.control.requests
+    .filter((r) => r.path.endsWith('/chat/completions') && /Say hello number/.test(JSON.stringify(r.body)))
+    .map((r) => r.at)
+    .sort((x, y) => x - y);
+  expect(sent).toHaveLength(4);
+  // Four requests at one a second (the first from the burst): at least about three seconds from first to last.
+  expect(sent[3] - sent[0]).toBeGreaterThanOrEqual(2_700);
+}, 60_000);
