@@ -65,7 +65,8 @@ export class JobRun {
   ) {
     const fromCreation = patched('video-deadline-from-creation') && input.createdAtMs !== undefined;
     this.deadline = fromCreation ? input.createdAtMs! + input.timing.deadlineMs : null;
-    // Activities that write (a poll may store an inline video) are never cut off midway, and none starts after a cancel.
+    // Activities that write (a poll may store an inline video) are never cut off midway, and none starts after a
+    // cancel.
     this.acts = {
       ...acts,
       pollVideo: this.whole(acts.pollVideo),
