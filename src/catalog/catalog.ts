@@ -434,7 +434,8 @@ export class Catalog {
     if (!allowed.includes(m.mode)) {
       throw new ApiError(
         400,
-        `The model '${clip(id)}' is a ${m.mode} model and cannot be used with this endpoint (needs ${allowed.join(' or ')}).`,
+        `The model '${clip(id)}' is a ${m.mode} model and cannot be used with this endpoint ` +
+          `(needs ${allowed.join(' or ')}).`,
         'invalid_request_error',
         'model',
         'model_not_supported',
