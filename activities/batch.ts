@@ -9,7 +9,7 @@ import type { ProviderRegistry } from '../src/providers/registry';
 import type { ModelRouter } from '../src/routing/modelRouter';
 import * as batches from '../src/batches/repo';
 import * as files from '../src/files/repo';
-import { executeItem, type ItemOutcome } from '../src/batches/execute';
+import { executeItem, waitForHealthy, type ItemOutcome } from '../src/batches/execute';
 import { OPERATION_OF } from '../src/batches/endpoints';
 import { KeyPacer } from '../src/batches/pacer';
 import type { BatchSettings } from '../src/batches/settings';
@@ -70,6 +70,10 @@ export function outputLine(
     }) + '\n'
   );
 }
+
+/** Statuses of an item worth trying again (the upstream's or the router's transient failures). */
+const TRANSIENT = new Set([408, 409, 429, 500, 502, 503, 504]);
+const ITEM_ATTEMPTS = 4;
 
 const EXPIRED = {
   code: 'batch_expired',
@@ -177,9 +181,16 @@ export function createBatchActivities(deps: BatchActivityDeps): BatchActivities 
             routing: null,
           };
         } else {
-          await pacer.acquire(b.apiKeyId, signal);
-          o = await executeItem(deps, model, endpoint, r.body, operation, signal);
-          pacer.spent(b.apiKeyId, (o.units.prompt_tokens ?? 0) + (o.units.completion_tokens ?? 0));
+          // A transient upstream failure (429, 5xx, timeout) left by the router's tries is tried again after the
+          // deployments' cooldown: batch work can wait, and a request is failed only when it keeps failing.
+          for (let attempt = 1; ; attempt++) {
+            await waitForHealthy(deps, model, signal);
+            await pacer.acquire(b.apiKeyId, signal);
+            o = await executeItem(deps, model, endpoint, structuredClone(r.body), operation, signal);
+            pacer.spent(b.apiKeyId, (o.units.prompt_tokens ?? 0) + (o.units.completion_tokens ?? 0));
+            if (!TRANSIENT.has(o.statusCode) || attempt >= ITEM_ATTEMPTS || signal.aborted) break;
+            await new Promise((res) => setTimeout(res, Math.min(8000, 250 * 2 ** attempt)));
+          }
         }
         usages.push({
           usage: {

@@ -527,3 +527,55 @@ test("a batch takes at most its share of the key's rate limit; interactive reque
   // Four requests at one a second (the first from the burst): at least about three seconds from first to last.
   expect(sent[3] - sent[0]).toBeGreaterThanOrEqual(2_700);
 }, 60_000);
+
+test('a /v1/responses batch on a model of an openai provider', async () => {
+  const a = await h.account(1_000_000);
+  const c = client(a.key);
+  const text =
+    ['x', 'y']
+      .map((id) =>
+        JSON.stringify({
+          custom_id: id,
+          method: 'POST',
+          url: '/v1/responses',
+          body: { model: 'gpt-4o-mini', input: `hello ${id}`, max_output_tokens: 16 },
+        }),
+      )
+      .join('\n') + '\n';
+  const f = await c.files.create({ file: await toFile(Buffer.from(text), 'r.jsonl'), purpose: 'batch' });
+  const b = await finished(
+    c,
+    (await c.batches.create({ input_file_id: f.id, endpoint: '/v1/responses', completion_window: '24h' })).id,
+  );
+  expect(b).toMatchObject({ status: 'completed', request_counts: { total: 2, completed: 2, failed: 0 } });
+  const out = (await (await c.files.content(b.output_file_id!)).text())
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l));
+  for (const l of out) expect(l.response.body.object).toBe('response');
+  const usage = (
+    await h.deps.db.query(`SELECT units, cost_vnd FROM usage_records WHERE account_id = $1`, [a.accountId])
+  ).rows;
+  for (const u of usage)
+    expect(Number(u.cost_vnd)).toBe(
+      perMillionCost([
+        [u.units.prompt_tokens, 1950],
+        [u.units.completion_tokens, 7800],
+      ]),
+    );
+});
+
+test('an upstream failing for a moment: requests wait out the cooldown and are retried, none lost', async () => {
+  const a = await h.account(1_000_000);
+  const c = client(a.key);
+  h.emulator.control.addFault({ match: '/chat/completions', status: 503, times: 2 });
+  const f = await c.files.create({ file: await toFile(Buffer.from(chatLines(6)), 'in.jsonl'), purpose: 'batch' });
+  const b = await finished(
+    c,
+    (await c.batches.create({ input_file_id: f.id, endpoint: '/v1/chat/completions', completion_window: '24h' })).id,
+  );
+  expect(b).toMatchObject({ status: 'completed', request_counts: { total: 6, completed: 6, failed: 0 } });
+  expect(h.emulator.control.faultsApplied).toBe(2);
+  const m = await holdSums(a.accountId, b.id);
+  expect(m.charged).toBe(await usageCost(a.accountId));
+}, 60_000);
