@@ -115,7 +115,7 @@ async function expectEachTransitionOnce(path: string, secret: string, jobIds: st
   expect(new Set(all.map((a) => a.event.id)).size).toBe(want.length);
 }
 
-test('the worker process is SIGKILLed mid-job; a new worker finishes it with exactly one charge and one provider task', async () => {
+test('the worker is SIGKILLed mid-job; a new worker finishes it with one charge and one provider task', async () => {
   const acc = await h.account(1_000_000);
   const hook = await endpoint(acc.key);
   // The receiver is down for the first tries: deliveries are in their retries when the worker dies.
@@ -159,7 +159,7 @@ test('the worker process is SIGKILLed mid-job; a new worker finishes it with exa
   expect(kinds.filter((k) => k === 'completed')).toHaveLength(1);
 }, 180_000);
 
-test('50 concurrent submissions against a balance covering 10: exactly 10 accepted, the rest 402; the ledger reconciles', async () => {
+test('50 concurrent submissions, a balance for 10: exactly 10 accepted, the rest 402; ledger reconciles', async () => {
   const perJob = 4 * PRICE;
   const acc = await h.account(10 * perJob);
   const hook = await endpoint(acc.key);
@@ -222,7 +222,7 @@ async function polledTimes(jobId: string, n: number) {
   );
 }
 
-test('API processes SIGKILLed right after their 202 and mid-job: the jobs finish, every event is delivered once, the money is exact', async () => {
+test('API processes SIGKILLed after their 202 and mid-job: jobs finish, events sent once, money exact', async () => {
   const start = 1_000_000;
   const acc = await h.account(start);
   const hook = await endpoint(acc.key);
@@ -259,7 +259,7 @@ test('API processes SIGKILLed right after their 202 and mid-job: the jobs finish
   ]);
 }, 180_000);
 
-test('the Temporal server stopped mid-job and restarted with its state: the job finishes, every event is delivered once, the money is exact', async () => {
+test('Temporal stopped mid-job, restarted with its state: the job ends, events sent once, money exact', async () => {
   const start = 1_000_000;
   const acc = await h.account(start);
   const hook = await endpoint(acc.key);

@@ -35,7 +35,7 @@ async function cancelDuringCreation(key: string, model: string, prompt: string, 
   });
 }
 
-test('DELETE while Seedance is creating the task: the task it created is recorded and cancelled at the provider', async () => {
+test('DELETE while Seedance creates the task: the task is recorded and cancelled at the provider', async () => {
   const acc = await h.account(BALANCE);
   const out = await cancelDuringCreation(
     acc.key,
@@ -57,7 +57,7 @@ test('DELETE while Seedance is creating the task: the task it created is recorde
   expect(await verifyProjections(h.deps.db)).toEqual([]);
 });
 
-test('DELETE while Veo is creating the operation (no cancel there): the job ends at once, the task is followed to its end', async () => {
+test('DELETE while Veo creates the operation (no cancel there): the job ends, the task is followed', async () => {
   const acc = await h.account(BALANCE);
   const out = await cancelDuringCreation(acc.key, VEO, 'cancel during creation [polls=4]', '/veo/v1beta/models/');
   expect(out.error).toMatchObject({ code: 'cancelled' });
@@ -98,7 +98,10 @@ async function heldJob(accountId: string): Promise<{ id: string; holdId: string 
 async function failStatusChange(jobId: string, kind: string): Promise<() => Promise<void>> {
   const fn = `fail_${jobId.replace(/-/g, '')}`;
   await h.deps.db.query(`CREATE FUNCTION ${fn}() RETURNS trigger LANGUAGE plpgsql AS $$
-    BEGIN IF NEW.job_id = '${jobId}' AND NEW.kind = '${kind}' THEN RAISE EXCEPTION 'injected failure'; END IF; RETURN NEW; END $$`);
+    BEGIN
+      IF NEW.job_id = '${jobId}' AND NEW.kind = '${kind}' THEN RAISE EXCEPTION 'injected failure'; END IF;
+      RETURN NEW;
+    END $$`);
   await h.deps.db.query(`CREATE TRIGGER ${fn} BEFORE INSERT ON video_job_events FOR EACH ROW EXECUTE FUNCTION ${fn}()`);
   return async () => {
     await h.deps.db.query(`DROP TRIGGER ${fn} ON video_job_events`);
@@ -116,7 +119,7 @@ const complete = (job: { id: string; holdId: string }) =>
 const fail = (job: { id: string; holdId: string }) =>
   endJob(h.deps.db, { jobId: job.id, holdId: job.holdId }, { status: 'failed', message: 'no' });
 
-test('completion is one commit: a status change that fails leaves the money untouched; the retry charges once', async () => {
+test('completion is one commit: a failed status change leaves money untouched; the retry charges once', async () => {
   const acc = await h.account(BALANCE);
   const job = await heldJob(acc.accountId);
   const restore = await failStatusChange(job.id, 'completed');
@@ -162,7 +165,7 @@ test('a failure is one commit too, and a job already final is never settled agai
   expect((await getJob(h.deps.db, job.id))!.status).toBe('failed');
 });
 
-test("the deadline runs from the job's creation: a job started past it (by the reconciler) expires, never submitted", async () => {
+test("the deadline runs from the job's creation: a job started past it expires, never submitted", async () => {
   const acc = await h.account(BALANCE);
   const id = randomUUID();
   // What POST /v1/videos commits before the workflow starts; the API then "crashes" and the job waits an hour.
@@ -197,7 +200,7 @@ test("the deadline runs from the job's creation: a job started past it (by the r
   expect(await getBalance(h.deps.db, acc.accountId)).toEqual({ balance: BALANCE, held: 0, available: BALANCE });
 });
 
-test("a workflow restarted after its history is lost keeps the job's deadline (it does not start a new one)", async () => {
+test("a workflow restarted after its history is lost keeps the job's deadline, not a new one", async () => {
   const acc = await h.account(BALANCE);
   const job = await h.submit(acc.key, { model: VEO, prompt: 'lost and late [hang]', seconds: 4 });
   await eventually(async () => (await getJob(h.deps.db, job.id))?.providerTaskId);

@@ -157,7 +157,7 @@ test('reconciler: a job whose workflow never started (crash after the hold) is s
   expect(await charges(acc.accountId)).toHaveLength(1);
 });
 
-test('reconciler: an open video hold without a job is released; a job whose workflow was terminated fails and releases', async () => {
+test('reconciler: a video hold without a job is released; a job whose workflow ended fails, releases', async () => {
   const acc = await h.account(BALANCE);
   const holdId = randomUUID();
   await placeHold(h.deps.db, {
@@ -181,7 +181,7 @@ test('reconciler: an open video hold without a job is released; a job whose work
   expect(await verifyProjections(h.deps.db)).toEqual([]);
 });
 
-test('reconciler: a job whose workflow history is gone is started again and resumes the recorded provider task', async () => {
+test('reconciler: a job whose workflow history is gone restarts and resumes the recorded provider task', async () => {
   const acc = await h.account(BALANCE);
   const job = await h.submit(acc.key, { model: SEEDANCE, prompt: 'lost history [polls=5]', seconds: 5 });
   const taskId = await eventually(async () => (await getJob(h.deps.db, job.id))?.providerTaskId);
@@ -206,7 +206,7 @@ test('reconciler: a job whose workflow history is gone is started again and resu
   expect(secondRun.runId).not.toBe(firstRun);
 });
 
-test('DELETE while the provider is down (submission still being retried) cancels at once and releases the hold', async () => {
+test('DELETE while the provider is down (submission being retried) cancels at once and releases the hold', async () => {
   const acc = await h.account(BALANCE);
   h.emulator.control.addFault({ match: 'POST /seedance/', status: 503 });
   const job = await h.submit(acc.key, { model: SEEDANCE, prompt: 'never accepted', seconds: 5 });
