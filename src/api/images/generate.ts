@@ -61,7 +61,10 @@ export async function editImages(
   settleImages(ctx, call, res);
 }
 
-/** Bills the images the upstream actually returned, at the answering model's price, and answers with its body as received. */
+/**
+ * Bills the images the upstream actually returned, at the answering model's price, and answers with its body as
+ * received.
+ */
 function settleImages(ctx: Ctx, call: RoutedCall, res: BufferedResponse): void {
   let count: number;
   try {

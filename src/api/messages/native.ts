@@ -49,7 +49,8 @@ export async function nativeMessages(
   const adapterOf = (t: RouteTry): MessagesUpstream =>
     deps.providers.forDeployment(t.deployment)?.messagesFor?.(t.deployment.upstreamModel) ?? adapter;
   if (req.stream !== true) {
-    // The body is read inside the try: a connection reset after the headers is retried elsewhere and cools its deployment.
+    // The body is read inside the try: a connection reset after the headers is retried elsewhere and cools its
+    // deployment.
     const res = await call.run((t) => adapterOf(t).messagesWhole(payloads.for(t), headers, { abort: call.abort }));
     const raw = res.raw;
     let usage: AnthropicUsageLike | null = null;

@@ -14,7 +14,8 @@ import { storeTurn, type Turn } from './turn';
 
 /**
  * POST /v1/responses on any other chat model: responses -> chat (src/translate), sent through the model's chat
- * backend (/chat/completions, or an Anthropic upstream's /v1/messages), and back to a response, streamed event by event.
+ * backend (/chat/completions, or an Anthropic upstream's /v1/messages), and back to a response, streamed event by
+ * event.
  */
 
 const OPERATION = 'responses';

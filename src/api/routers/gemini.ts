@@ -141,7 +141,8 @@ export function geminiRouter(deps: AppDeps): Router<GatewayState> {
       }
       default:
         throw badRequest(
-          `Method ${method.slice(0, 60)} is not supported on models (generateContent, streamGenerateContent, countTokens, embedContent, batchEmbedContents).`,
+          `Method ${method.slice(0, 60)} is not supported on models ` +
+            '(generateContent, streamGenerateContent, countTokens, embedContent, batchEmbedContents).',
           null,
           'unknown_method',
         );

@@ -22,8 +22,9 @@ import { servedNatively } from '../../providers/kinds';
 /**
  * POST /v1/messages and POST /v1/messages/count_tokens: the Anthropic Messages interface (spec 4.12) for any chat
  * model. A model served over Anthropic Messages (an `anthropic` provider, Claude on `bedrock` or `vertex`) is passed
- * through natively (body and SSE as produced, usage read from the stream as it passes); any other chat model is translated to chat and back (src/translate), its chat request
- * sent to /chat/completions or, for an `api: "responses"` model, bridged to /responses (src/providers/chatBackends.ts).
+ * through natively (body and SSE as produced, usage read from the stream as it passes); any other chat model is
+ * translated to chat and back (src/translate), its chat request sent to /chat/completions or, for an
+ * `api: "responses"` model, bridged to /responses (src/providers/chatBackends.ts).
  * The two paths are src/api/messages/native.ts and translated.ts.
  * Errors use the Anthropic shape; the path's query string (Claude Code sends ?beta=true) is ignored.
  */
