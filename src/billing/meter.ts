@@ -102,7 +102,10 @@ export class Meter {
   }
 }
 
-/** Reserves `maxCostVnd` for a request; an account that cannot cover it gets 402 insufficient_quota (no upstream call). */
+/**
+ * Reserves `maxCostVnd` for a request; an account that cannot cover it gets 402 insufficient_quota (no upstream
+ * call).
+ */
 export async function openMeter(
   credit: CreditManager,
   owner: MeterOwner,
@@ -114,7 +117,8 @@ export async function openMeter(
   if (maxCostVnd > Number.MAX_SAFE_INTEGER)
     throw new ApiError(
       402,
-      'Insufficient balance: this request could cost more than any balance can cover. Lower its token counts or number of choices.',
+      'Insufficient balance: this request could cost more than any balance can cover. ' +
+        'Lower its token counts or number of choices.',
       'insufficient_quota',
       null,
       'insufficient_balance',
