@@ -14,7 +14,10 @@ import type { GeminiUpstream } from './gemini';
 import { asOpenAIError } from './upstreamError';
 import { bridgedBatches, type ChatBackend } from './chatBackends';
 
-/** A chat request on a model of a `gemini` provider: chat -> generateContent -> chat (src/translate/chatToGeminiUpstream.ts). */
+/**
+ * A chat request on a model of a `gemini` provider: chat -> generateContent -> chat
+ * (src/translate/chatToGeminiUpstream.ts).
+ */
 
 export function geminiBackend(
   adapter: GeminiUpstream,
