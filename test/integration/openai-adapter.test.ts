@@ -76,7 +76,7 @@ test('an upstream 4xx keeps its status, message, param and code', async () => {
   });
 });
 
-test("a large error answer is read to its end (connection reused), its head kept; the request's abort aborts", async () => {
+test('a large error answer is read to its end (connection reused), its head kept; the abort aborts', async () => {
   const http = await import('node:http');
   let connections = 0;
   let n = 0;

@@ -101,7 +101,7 @@ const one = (spans: ReceivedSpan[], f: (s: ReceivedSpan) => boolean): ReceivedSp
 const SERVER = 2;
 const CLIENT = 3;
 
-test('a chat request joins the client trace: server span, upstream try, settlement; traceparent sent upstream; ids in the log', async () => {
+test('a chat request joins the client trace: spans, traceparent sent upstream, ids in the log', async () => {
   const acc = await h.account(1_000_000);
   const p = clientParent();
   const res = await post(h, acc.key, '/v1/chat/completions', p.header, {
@@ -229,7 +229,7 @@ async function readStream(res: Response): Promise<string> {
   return await res.text();
 }
 
-test('translated streams (messages, responses, Gemini on a chat upstream; bridged chat): the try ends with the stream, with its first token, finish reasons, usage and model', async () => {
+test('translated and bridged streams: the try ends with the stream, first token, finish, usage, model', async () => {
   const acc = await h.account(1_000_000);
   h.emulator.control.settings.chunkDelayMs = 20;
   const cases: { path: string; body: object; headers?: Record<string, string>; model?: string }[] = [
@@ -304,7 +304,7 @@ test('translated streams (messages, responses, Gemini on a chat upstream; bridge
   }
 });
 
-test('a request whose client leaves before the answer still gets its settlement span (499, nothing charged)', async () => {
+test('a client leaving before the answer still gets its settlement span (499, nothing charged)', async () => {
   const acc = await h.account(1_000_000);
   h.emulator.control.addFault({ match: '/chat/completions', delayMs: 1500, times: 1 });
   const p = clientParent();
@@ -477,7 +477,7 @@ test('prompts and completions are recorded only with OTEL_CAPTURE_CONTENT=true',
   }
 });
 
-test('the sampler comes from OTEL_TRACES_SAMPLER: a ratio of 0 exports nothing, the log line still names the trace', async () => {
+test('OTEL_TRACES_SAMPLER: a ratio of 0 exports nothing, the log line still names the trace', async () => {
   await shutdownTracing();
   Object.assign(process.env, { OTEL_TRACES_SAMPLER: 'traceidratio', OTEL_TRACES_SAMPLER_ARG: '0' });
   await initTracing('model-gateway');
