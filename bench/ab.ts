@@ -261,9 +261,10 @@ async function main(): Promise<void> {
       // At one connection the mean latency is 1 / throughput (autocannon's percentiles are whole milliseconds).
       const mean = (x: Side) => 1_000_000 / median(x.single.map((r) => r.rps));
       const p99 = (x: Side) => median(x.single.map((r) => r.p99Ms));
+      const delta = mean(b) - mean(a);
       console.log(
         `c=1 mean latency: ${a.name} ${mean(a).toFixed(0)} µs, ${b.name} ${mean(b).toFixed(0)} µs: ` +
-          `${mean(b) >= mean(a) ? '+' : ''}${(mean(b) - mean(a)).toFixed(0)} µs (${(mean(b) / mean(a)).toFixed(2)}x); ` +
+          `${delta >= 0 ? '+' : ''}${delta.toFixed(0)} µs (${(mean(b) / mean(a)).toFixed(2)}x); ` +
           `p99 ${p99(a)} / ${p99(b)} ms`,
       );
       const added = a.cellLatency.map((x, i) => b.cellLatency[i] - x);
