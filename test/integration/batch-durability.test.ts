@@ -234,7 +234,7 @@ test('worker SIGKILLed mid-batch, twice: no request lost or charged twice, every
   }
 });
 
-test('API processes SIGKILLed right after answering a batch create: the batches finish, the money is exact', async () => {
+test('API processes SIGKILLed right after answering a batch create: batches finish, money exact', async () => {
   const start = 1_000_000;
   const acc = await h.account(start);
   const [worker, first, second] = await Promise.all([spawnWorker(h), spawnApi(h), spawnApi(h)]);
@@ -300,7 +300,7 @@ test('API processes SIGKILLed right after answering a batch create: the batches 
   }
 });
 
-test('the Temporal server stopped mid-batch and restarted with its state: the batch finishes, each request charged once', async () => {
+test('Temporal stopped mid-batch and restarted with its state: the batch ends, each request charged once', async () => {
   const start = 1_000_000;
   const acc = await h.account(start);
   const openai = new OpenAI({ apiKey: acc.key, baseURL: `${h.url}/v1`, maxRetries: 0 });
