@@ -79,7 +79,9 @@ export interface GatewayTracing {
    */
   recording(): boolean;
   startTry(t: TryInfo): Span;
-  /** Ends a try: `error` null when it answered 2xx (`upstreamModel`: the response model unless the answer named one). */
+  /**
+   * Ends a try: `error` null when it answered 2xx (`upstreamModel`: the response model unless the answer named one).
+   */
   endTry(span: Span, upstreamModel: string, error: unknown, failureClass: string | null): void;
   /** A try that answered a stream the relay reads: its span is ended by the HeldTry, when the stream ends. */
   holdTry(span: Span, upstreamModel: string, startedAt?: number): HeldTry;
