@@ -161,7 +161,8 @@ async function main(): Promise<void> {
     const ok = last.status === 'completed' && last.request_counts.completed === items;
     const moneyOk = Number(m.usage) === Number(m.charged) && Number(m.held) === 0;
     const out = [
-      `items ${items}, status ${last.status}, completed ${last.request_counts.completed}, failed ${last.request_counts.failed}`,
+      `items ${items}, status ${last.status}, ` +
+        `completed ${last.request_counts.completed}, failed ${last.request_counts.failed}`,
       `items per second ${round(items / seconds)} (${round(seconds)} s from POST /v1/batches to completed)`,
       `worker RSS idle ${round(idle)} MB, peak ${round(peak)} MB (+${round(peak - idle)} MB)`,
       `upload ${round(file.length / 1048576)} MB in ${round(uploadS, 2)} s; API RSS idle ${round(apiIdle)} MB, ` +
