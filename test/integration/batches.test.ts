@@ -297,7 +297,7 @@ test('an embeddings batch; a request the route would refuse fails alone, in the 
   expect((await getBalance(h.deps.db, a.accountId))!.balance).toBe(1_000_000 - expected);
 });
 
-test('a batch past its window expires: the items run are charged, the rest released and listed as batch_expired', async () => {
+test('a batch past its window expires: items run are charged, the rest released, listed as batch_expired', async () => {
   const a = await h.account(1_000_000);
   const c = client(a.key);
   const events = await hooked(a.key);
@@ -395,7 +395,9 @@ test('operators find a batch in Temporal by account and status; batch.completed 
   const found = await eventually(async () => {
     const ids: string[] = [];
     for await (const w of h.deps.temporal!.workflow.list({
-      query: `WorkflowType = "batchJobWorkflow" AND GatewayAccountId = "${a.accountId}" AND GatewayJobStatus = "completed"`,
+      query:
+        `WorkflowType = "batchJobWorkflow" AND GatewayAccountId = "${a.accountId}" ` +
+        'AND GatewayJobStatus = "completed"',
     }))
       ids.push(w.workflowId);
     return ids.length ? ids : null;
@@ -500,7 +502,7 @@ test('a batch whose workflow start was lost (the API died after the hold) is sta
   expect(m.released).toBe(m.placed - m.charged);
 });
 
-test("a batch takes at most its share of the key's rate limit; interactive requests of the key still pass", async () => {
+test("a batch takes at most its share of the key's rate limit; the key's interactive requests still pass", async () => {
   const a = await h.account(1_000_000);
   // 120 requests per minute: the batch's share (0.5) is one request a second, a burst of one.
   await h.deps.db.query('UPDATE api_keys SET rpm_limit = 120 WHERE id = $1', [a.keyId]);
