@@ -19,8 +19,11 @@ export interface StreamTranslator {
   /** The first words, once the upstream answered (before any chunk). */
   start?(): string;
   push(chunk: ChatChunk): string;
-  /** After each upstream batch is translated, before it is written (the responses path stores its final turn). */
-  afterBatch?(): Promise<void>;
+  /**
+   * After each upstream batch is pushed: the text held back until then, written after the batch's own (the responses
+   * path holds its events until the final turn is stored, so the final event can say whether it was).
+   */
+  afterBatch?(): Promise<string>;
   /** The upstream ended normally: whatever is held. */
   end(): string | Promise<string>;
   /** The upstream failed mid-stream: the interface's error (`message` null for a transport failure). */
@@ -65,7 +68,7 @@ export async function relayTranslated(
         if (held) traceChunk(held, chunk);
         out += tr.push(chunk);
       }
-      if (tr.afterBatch) await tr.afterBatch();
+      if (tr.afterBatch) out += await tr.afterBatch();
       if (out && !(await sink.write(out))) break;
     }
     if (!sink.clientGone) {

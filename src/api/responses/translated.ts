@@ -60,11 +60,19 @@ export async function translatedResponses(ctx: Ctx, deps: AppDeps, t: Turn): Pro
     (storing ??= (async () => {
       if (tr.final && !(await storeTurn(ctx, deps, t, tr.final))) tr.final.store = false;
     })());
+  // A batch's events are serialised after storeFinal, which may still set the final event's `store: false`.
+  let held: SseEvent[] = [];
   await relayTranslated(deps, call, backend, t.sink, {
     start: () => sse(tr.start()),
-    push: (chunk) => sse(tr.push(chunk)),
+    push: (chunk) => {
+      held.push(...tr.push(chunk));
+      return '';
+    },
     afterBatch: async () => {
       if (tr.done) await storeFinal();
+      const out = sse(held);
+      held = [];
+      return out;
     },
     end: async () => {
       const events = tr.end();
