@@ -1,0 +1,75 @@
+import type { Client } from '@temporalio/client';
+import type { defineSearchAttributeKey } from '@temporalio/common';
+import { SEARCH_ATTRIBUTES } from './searchAttributes';
+import { isTemporalError } from './temporalErrors';
+
+/**
+ * Starting a job's workflow (a video job or a batch) with the search attributes operators find it by in the Temporal
+ * UI. The id reuse policy refuses a second workflow with the same id, so a job's money is never handled by two.
+ */
+
+type Keys = Record<'account' | 'model' | 'status', ReturnType<typeof defineSearchAttributeKey<'KEYWORD'>>>;
+let keys: Keys | null = null;
+
+/** The typed search-attribute keys, built on first use (the SDK's common module is loaded with the client). */
+async function searchKeys(): Promise<Keys> {
+  if (keys) return keys;
+  const { defineSearchAttributeKey, SearchAttributeType } = await import('@temporalio/common');
+  keys = {
+    account: defineSearchAttributeKey(SEARCH_ATTRIBUTES.account, SearchAttributeType.KEYWORD),
+    model: defineSearchAttributeKey(SEARCH_ATTRIBUTES.model, SearchAttributeType.KEYWORD),
+    status: defineSearchAttributeKey(SEARCH_ATTRIBUTES.status, SearchAttributeType.KEYWORD),
+  };
+  return keys;
+}
+
+/** The namespace lacks the gateway's search attributes (a Temporal server set up without them). */
+function isMissingSearchAttribute(e: unknown): boolean {
+  return (
+    /search attribute/i.test((e as Error)?.message ?? '') &&
+    /not defined|unknown|no mapping|invalid/i.test((e as Error)?.message ?? '')
+  );
+}
+
+let searchAttributesAvailable = true;
+
+export interface JobWorkflowStart {
+  workflowType: string;
+  taskQueue: string;
+  workflowId: string;
+  /** The workflow's input, given the status search attribute it keeps current (null: the namespace lacks it). */
+  input(statusAttribute: string | null): unknown;
+  accountId: string;
+  model: string;
+  status: string;
+}
+
+/** Starts the job's workflow: 'started', or 'exists' when a workflow with that id already ran. */
+export async function startJobWorkflow(client: Client, s: JobWorkflowStart): Promise<'started' | 'exists'> {
+  const k = await searchKeys();
+  const withAttributes = searchAttributesAvailable;
+  try {
+    await client.workflow.start(s.workflowType, {
+      taskQueue: s.taskQueue,
+      workflowId: s.workflowId,
+      args: [s.input(withAttributes ? SEARCH_ATTRIBUTES.status : null)],
+      workflowIdReusePolicy: 'REJECT_DUPLICATE',
+      ...(withAttributes
+        ? {
+            typedSearchAttributes: [
+              { key: k.account, value: s.accountId },
+              { key: k.model, value: s.model },
+              { key: k.status, value: s.status },
+            ],
+          }
+        : {}),
+    });
+    return 'started';
+  } catch (e) {
+    if (isTemporalError(e, 'WorkflowExecutionAlreadyStartedError')) return 'exists';
+    if (!withAttributes || !isMissingSearchAttribute(e)) throw e;
+    // Still start the job; operators lose the attribute search until the namespace registers them.
+    searchAttributesAvailable = false;
+    return startJobWorkflow(client, s);
+  }
+}
