@@ -136,7 +136,7 @@ function every(ms: number, fn: () => Promise<unknown>, onError: (e: unknown) => 
 export async function startWorker(config: Config = loadConfig(), opts: WorkerOptions = {}): Promise<WorkerHandle> {
   const logger = createLogger(config.logLevel, 'worker');
   installRuntime(config.logLevel);
-  await initTracing('model-gateway-worker');
+  await initTracing('model-gateway-worker', process.env, { asyncContext: true });
   // While tracing is on: the workflow and activity interceptors continue the trace of the request that started
   // the workflow, and the workflow's spans leave its sandbox through the exporter sink.
   const traced = tracer ? await tracer.temporalWorkerOptions() : null;

@@ -12,6 +12,7 @@ import type { TokenTicket } from '../limits/rateLimiter';
 import type { ModelRouter, RouteRecorder, RouteTry } from '../routing/modelRouter';
 import type { Span } from '@opentelemetry/api';
 import { tracer, type HeldTry } from '../observability/tracing';
+import type { CallOptions } from '../providers/types';
 import { sseComment } from '../sse/wire';
 import { admitRequest, unitTokens } from './rateLimit';
 
@@ -19,7 +20,7 @@ import { admitRequest, unitTokens } from './rateLimit';
  * One synchronous request's billed call upstream, the one path every API family takes:
  *
  *   const call = await openCall(ctx, deps, model, 'chat.completions', maxCost, maxTokens); // 429, 402 here
- *   const answer = await call.run((t) => adapterOf(t).post(..., { abort: call.abort }));  // tries
+ *   const answer = await call.run((t) => adapterOf(t).post(..., call.tryOptions));         // tries
  *   call.settle(usage, status);                                                            // once
  *
  * openCall admits the request against the key's rate limits and reserves its maximum cost; `run` tries the model's
@@ -55,8 +56,14 @@ export class RoutedCall implements RouteRecorder {
    */
   held: HeldTry | null = null;
   private answeredTry: RouteTry | null = null;
-  /** The request's span while it is sampled: the settlement is recorded under it. */
-  private readonly span: Span | null = tracer && tracer.recording() ? tracer.active() : null;
+  /** The request's span while it is sampled: the tries' spans and the settlement are recorded under it. */
+  readonly traceSpan: Span | null;
+  /**
+   * The span of the try in flight, for its upstream call (traceparent, the answer's watch). Unsampled, the request's
+   * own (not recording) when the client sent a trace: the upstream still gets it, marked not sampled, as W3C trace
+   * context asks; a trace the gateway began and does not record is not worth the upstream's time (nor ours).
+   */
+  private trySpan: Span | null = null;
   private holding = false;
   private tryStarted = 0;
 
@@ -70,6 +77,14 @@ export class RoutedCall implements RouteRecorder {
     private readonly limiter: Pick<AppDeps['limiter'], 'settle'>,
   ) {
     this.abort = requestAbort(ctx);
+    const span = ctx.state.span ?? null;
+    this.traceSpan = span && span.isRecording() ? span : null;
+    if (span && tracer?.propagates(span)) this.trySpan = span;
+  }
+
+  /** The options of the upstream call of the try in flight: the request's abort, the try's span. */
+  get tryOptions(): CallOptions {
+    return { abort: this.abort, trace: this.trySpan };
   }
 
   /** The model whose prices bill the answer: the answering try's (a fallback's differs), else the requested one. */
@@ -87,9 +102,12 @@ export class RoutedCall implements RouteRecorder {
   }
 
   /** Each try as the router makes it: the usage record names the deployment that answered or was tried last. */
-  routed(t: RouteTry): void {
+  routed(t: RouteTry, span: Span | null): void {
     this.meter.routed(t);
-    if (this.span) this.tryStarted = performance.now();
+    if (span) {
+      this.trySpan = span;
+      this.tryStarted = performance.now();
+    }
   }
 
   /** The router hands over the span of the try that answered a stream (see runStream). */
@@ -141,7 +159,7 @@ export class RoutedCall implements RouteRecorder {
     if (this.meter.done) return 0;
     if (this.ticket) this.finishLimits(usageUnits(usage));
     const charged = this.meter.settleTokens(this.answered.pricing, usage, status);
-    if (this.span || this.held) this.traced(status, usage);
+    if (this.traceSpan || this.held) this.traced(status, usage);
     return charged;
   }
 
@@ -150,7 +168,7 @@ export class RoutedCall implements RouteRecorder {
     if (this.meter.done) return 0;
     this.finishLimits(units);
     const charged = this.meter.settle(costVnd, units, this.answered.pricing, status);
-    if (this.span || this.held) this.traced(status, null);
+    if (this.traceSpan || this.held) this.traced(status, null);
     return charged;
   }
 
@@ -159,7 +177,7 @@ export class RoutedCall implements RouteRecorder {
     if (this.meter.done) return;
     this.finishLimits({});
     this.meter.cancel(units, status);
-    if (this.span || this.held) this.traced(status, null);
+    if (this.traceSpan || this.held) this.traced(status, null);
   }
 
   /** What the request cost, as the SSE comment that ends a stream (its headers left before the bill was known). */
@@ -176,9 +194,9 @@ export class RoutedCall implements RouteRecorder {
   private traced(status: number, usage: TokenUsage | null): void {
     this.held?.end(usage, status);
     this.held = null;
-    if (!this.span || !tracer) return;
+    if (!this.traceSpan || !tracer) return;
     const m = this.meter;
-    tracer.settled(this.span, {
+    tracer.settled(this.traceSpan, {
       operation: m.operation,
       model: m.model,
       costVnd: m.charged,

@@ -41,7 +41,7 @@ function traceChunk(held: HeldTry, chunk: ChatChunk): void {
 
 /** The whole answer of the first deployment (or fallback) that gives one. */
 export function routedComplete(call: RoutedCall, backend: RoutedBackend): Promise<ChatCompletion> {
-  return call.run((t) => backend.forTry(t).complete(call.abort));
+  return call.run((t) => backend.forTry(t).complete(call.tryOptions));
 }
 
 /** Streams the upstream's chunks through the translator as they arrive; settles at the answering model's prices. */
@@ -54,7 +54,7 @@ export async function relayTranslated(
   headers?: Record<string, string>,
 ): Promise<void> {
   // The try's span (while traced) lasts until the stream ends: the chunks below tell it what passed.
-  const batches = await call.runStream((t) => backend.forTry(t).stream(call.abort));
+  const batches = await call.runStream((t) => backend.forTry(t).stream(call.tryOptions));
   const held = call.held;
   sink.open(headers);
   const usage = new StreamUsage(backend.payloadBytes);

@@ -1,6 +1,7 @@
 import { batchPricingOf, type Catalog, type ModelConfig } from '../catalog/catalog';
 import type { ProviderRegistry } from '../providers/registry';
-import type { ModelRouter, RouteRecorder, RouteTry } from '../routing/modelRouter';
+import type { ModelRouter } from '../routing/modelRouter';
+import { TryRecord } from './tryRecord';
 import { ApiError } from '../errors';
 import { openAIBody } from '../api/errors';
 import { RoutedPayload } from '../api/routedCall';
@@ -45,15 +46,6 @@ export interface ItemOutcome {
   model: string;
   deployment: string | null;
   routing: 'retry' | 'fallback' | null;
-}
-
-/** Records the try that answered (the usage record's deployment and routing, the model billed). */
-class TryRecord implements RouteRecorder {
-  t: RouteTry | null = null;
-  constructor(readonly operation: string) {}
-  routed(t: RouteTry): void {
-    this.t = t;
-  }
 }
 
 const failure = (e: unknown, model: string, rec: TryRecord | null): ItemOutcome => {
@@ -134,12 +126,15 @@ async function run(
       async (t) => {
         const adapter = deps.providers.forDeployment(t.deployment);
         if (!(adapter instanceof GeminiAdapter))
-          return (await deps.providers.openaiFor(t.deployment).postJson('/embeddings', payloads.for(t), { abort }))
-            .body;
+          return (
+            await deps.providers.openaiFor(t.deployment).postJson('/embeddings', payloads.for(t), rec.tryOptions(abort))
+          ).body;
         const g = geminiEmbedCall(body as Parameters<typeof geminiEmbedCall>[0]);
-        return adapter.embed(t.deployment.upstreamModel, g.requests, g.batch, { abort }).catch((e: unknown) => {
-          throw asOpenAIError(e);
-        });
+        return adapter
+          .embed(t.deployment.upstreamModel, g.requests, g.batch, rec.tryOptions(abort))
+          .catch((e: unknown) => {
+            throw asOpenAIError(e);
+          });
       },
       rec,
     );
@@ -166,7 +161,7 @@ async function run(
       bridgeChatRequest(body as Parameters<typeof bridgeChatRequest>[0], model.upstreamModel),
     );
     const backend = new RoutedBackend(deps.providers, deps.catalog, deps.router, model, chat);
-    const c = await deps.router.run(model, (t) => backend.forTry(t).complete(abort), rec);
+    const c = await deps.router.run(model, (t) => backend.forTry(t).complete(rec.tryOptions(abort)), rec);
     const usage = c.usage
       ? fromChatUsage(c.usage)
       : estimatedUsage(backend.payloadBytes, JSON.stringify(c.choices).length);
@@ -198,7 +193,7 @@ async function run(
   const payloads = new RoutedPayload(body as { model: string });
   const res = await deps.router.run(
     model,
-    (t) => deps.providers.openaiFor(t.deployment).postJson(path, payloads.for(t), { abort }),
+    (t) => deps.providers.openaiFor(t.deployment).postJson(path, payloads.for(t), rec.tryOptions(abort)),
     rec,
   );
   const json = parseJson(res.body);

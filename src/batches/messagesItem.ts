@@ -1,6 +1,7 @@
 import { batchPricingOf, type Catalog, type ModelConfig } from '../catalog/catalog';
 import type { ProviderRegistry } from '../providers/registry';
-import type { ModelRouter, RouteRecorder } from '../routing/modelRouter';
+import type { ModelRouter } from '../routing/modelRouter';
+import type { TryRecord } from './tryRecord';
 import { ApiError } from '../errors';
 import { RoutedPayload } from '../api/routedCall';
 import { abortFollowing } from '../net/abort';
@@ -39,7 +40,7 @@ export async function runMessagesItem(
   deps: MessagesItemDeps,
   model: ModelConfig,
   body: Record<string, unknown>,
-  rec: RouteRecorder & { t: { model: ModelConfig } | null },
+  rec: TryRecord,
   signal: AbortSignal,
 ): Promise<{ body: unknown; cost: number; units: Record<string, number> }> {
   const req: unknown = body;
@@ -55,7 +56,7 @@ export async function runMessagesItem(
         (t) => {
           const a = deps.providers.forDeployment(t.deployment);
           if (!(a instanceof AnthropicAdapter)) throw new Error(`deployment ${t.deployment.id} is not Anthropic`);
-          return a.messagesWhole(payloads.for(t), { version: DEFAULT_ANTHROPIC_VERSION }, { abort });
+          return a.messagesWhole(payloads.for(t), { version: DEFAULT_ANTHROPIC_VERSION }, rec.tryOptions(abort));
         },
         rec,
       );
@@ -91,7 +92,7 @@ export async function runMessagesItem(
   );
   const backend = new RoutedBackend(deps.providers, deps.catalog, deps.router, model, chat);
   const c = await deps.router
-    .run(model, (t) => backend.forTry(t).complete(abort), rec)
+    .run(model, (t) => backend.forTry(t).complete(rec.tryOptions(abort)), rec)
     .catch((e: unknown) => {
       throw asOpenAIError(e);
     });

@@ -1,3 +1,4 @@
+import type { Span } from '@opentelemetry/api';
 import { randomUUID } from 'node:crypto';
 import type { Client } from '@temporalio/client';
 import type { AppDeps } from '../api/deps';
@@ -92,6 +93,8 @@ export async function createBatch(
   who: { accountId: string; apiKeyId: string | null },
   body: CreateBatchBody,
   onModel: (model: string) => void,
+  /** The request's span while tracing is on: the batch's workflow continues its trace. */
+  trace?: Span,
 ): Promise<repo.Batch> {
   const client = batchesClient(deps);
   const file = await getFileForAccount(deps.db, who.accountId, body.input_file_id);
@@ -139,7 +142,7 @@ export async function createBatch(
     throw e;
   }
   try {
-    await startBatchWorkflow(client, deps.config, batch);
+    await startBatchWorkflow(client, deps.config, batch, trace);
   } catch (e) {
     deps.logger.error({ batchId: id, err: (e as Error).message }, 'could not start batch workflow');
     await repo.finishBatch(deps.db, {

@@ -1,3 +1,4 @@
+import type { Span } from '@opentelemetry/api';
 import type { Client } from '@temporalio/client';
 import type { Config } from '../config';
 import { startJobWorkflow } from '../video/jobWorkflowStart';
@@ -12,8 +13,14 @@ import type { Batch } from './repo';
  */
 
 /** Starts `batch-<id>`; 'exists' when it already ran (the id reuse policy refuses a second one). */
-export function startBatchWorkflow(client: Client, config: Config, b: Batch): Promise<'started' | 'exists'> {
+export function startBatchWorkflow(
+  client: Client,
+  config: Config,
+  b: Batch,
+  trace?: Span | null,
+): Promise<'started' | 'exists'> {
   return startJobWorkflow(client, {
+    trace,
     workflowType: BATCH_WORKFLOW_TYPE,
     taskQueue: config.temporalTaskQueue,
     workflowId: b.workflowId,

@@ -65,30 +65,42 @@ export interface HeldTry {
   end(usage: UsageInfo | null, status: number): void;
 }
 
+/**
+ * The gateway's spans are handed along explicitly (a request's server span on its Koa state, a try's span in its
+ * CallOptions), not found in an async context: on Node 20 an AsyncLocalStorage context costs every promise of the
+ * process a hook once one sampled request has used it, so an API process would pay for tracing per request
+ * whatever the sampling ratio. The async context (AsyncLocalStorage) is registered only where the Temporal
+ * interceptors need it, in a process that runs a worker; an API process gets a context that lasts for the
+ * synchronous call of `within` (enough for the Temporal client interceptor, which reads it before its first await).
+ */
 export interface GatewayTracing {
   /** Starts the server span of a request, child of the client's `traceparent` if it sent one. */
   startServer(method: string, path: string, headers: IncomingHttpHeaders): Span;
-  /** Runs `fn` with `span` as the active span (its children and the upstream `traceparent` follow it). */
+  /**
+   * Runs `fn` with `span` as the active span: its whole run in a worker process (async context), its synchronous
+   * part in an API process (a Temporal workflow start reads it there).
+   */
   within<T>(span: Span, fn: () => Promise<T>): Promise<T>;
   endServer(span: Span, r: ServedRequest): void;
-  /** The active span, if any (a routed call keeps its request's, to hang the settlement under it). */
+  /** Whether a request's span goes on upstream (traceparent): it is sampled, or it continues a client's trace. */
+  propagates(span: Span): boolean;
+  /** The active span of the async context, if any (an activity's, in a worker), and only while it records. */
   active(): Span | null;
-  /**
-   * Whether the active span records (is sampled): an unsampled request (or work outside any span) builds no span,
-   * attribute or event.
-   */
-  recording(): boolean;
-  startTry(t: TryInfo): Span;
+  /** A try's span, child of its request's (`parent`, which records). */
+  startTry(t: TryInfo, parent: Span): Span;
   /**
    * Ends a try: `error` null when it answered 2xx (`upstreamModel`: the response model unless the answer named one).
    */
   endTry(span: Span, upstreamModel: string, error: unknown, failureClass: string | null): void;
   /** A try that answered a stream the relay reads: its span is ended by the HeldTry, when the stream ends. */
   holdTry(span: Span, upstreamModel: string, startedAt?: number): HeldTry;
-  /** `headers` with the active span's `traceparent` (a copy: adapters share their header objects). */
-  inject(headers: Record<string, string>): Record<string, string>;
-  /** A watcher for the upstream answer of the active try (null outside a try). */
-  watchUpstream(requestBody: string): UpstreamWatch | null;
+  /**
+   * `headers` with the `traceparent` of `span` (a try's), else of the active span (an activity's): a copy, as
+   * adapters share their header objects.
+   */
+  inject(headers: Record<string, string>, span?: Span | null): Record<string, string>;
+  /** A watcher for the upstream answer of a try (`span`, null when the request is not sampled). */
+  watchUpstream(requestBody: string, span: Span | null | undefined): UpstreamWatch | null;
   /** The settlement of a request: a child span of `parent` with the cost, and the usage and cost on `parent`. */
   settled(
     parent: Span,
@@ -112,6 +124,8 @@ export interface GatewayTracing {
   }>;
   /** The workflow interceptor module, for the workflow bundle. */
   workflowInterceptorModule(): string;
+  /** Keeps the active span in an async context (AsyncLocalStorage) from now on: a Temporal worker runs here. */
+  useAsyncContext(): void;
   flush(): Promise<void>;
   shutdown(): Promise<void>;
 }
@@ -134,18 +148,44 @@ export function tracingConfigured(env: NodeJS.ProcessEnv = process.env): boolean
 /**
  * Turns tracing on when the environment configures it (once per process; later calls return the same). The
  * default service name applies when neither OTEL_SERVICE_NAME nor OTEL_RESOURCE_ATTRIBUTES names one.
+ * `asyncContext`: the process runs a Temporal worker, whose interceptors keep an activity's span in the async
+ * context; a later call that asks for it (the worker of `npm start`, after its API) turns it on.
  */
-export function initTracing(
+export async function initTracing(
   defaultServiceName: string,
   env: NodeJS.ProcessEnv = process.env,
+  opts: { asyncContext?: boolean } = {},
 ): Promise<GatewayTracing | null> {
-  if (starting) return starting;
-  if (!tracingConfigured(env)) return Promise.resolve(null);
-  starting = import('./tracingSdk').then((m) => (tracer = m.startSdk(defaultServiceName, env)));
-  starting.catch(() => {
-    starting = null;
-  });
-  return starting;
+  if (!starting) {
+    if (!tracingConfigured(env)) return null;
+    starting = import('./tracingSdk').then((m) => (tracer = m.startSdk(defaultServiceName, env)));
+    starting.catch(() => {
+      starting = null;
+    });
+  }
+  const t = await starting;
+  if (t && opts.asyncContext) t.useAsyncContext();
+  return t;
+}
+
+/**
+ * `headers` with the traceparent of `span` (a try's; else the active span's) while tracing is on; the same object
+ * while it is off.
+ */
+export function withTraceparent(headers: Record<string, string>, span?: Span | null): Record<string, string> {
+  return tracer ? tracer.inject(headers, span) : headers;
+}
+
+/**
+ * A whole answer read by an adapter that does not go through the upstream dispatcher, shown to its try's span as
+ * the dispatcher shows one (status, finish reasons, the model that answered, content when captured), while sampled.
+ */
+export function watchWholeAnswer(requestBody: string, span: Span | null | undefined, status: number, body: Buffer) {
+  const w = tracer?.watchUpstream(requestBody, span);
+  if (!w) return;
+  w.start(status, {});
+  w.data(body);
+  w.end();
 }
 
 /** Exports the spans still buffered (a process about to stop, a test about to read them). */

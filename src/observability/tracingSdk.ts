@@ -9,8 +9,11 @@ import {
   SpanStatusCode,
   trace,
   type Attributes,
+  type Context,
+  type ContextManager,
   type Span,
 } from '@opentelemetry/api';
+import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { node, resources, tracing as sdk } from '@opentelemetry/sdk-node';
 import { projectRoot } from '../projectRoot';
 import type { GatewayTracing, HeldTry, ServedRequest, TryInfo, UpstreamWatch, UsageInfo } from './tracing';
@@ -73,9 +76,10 @@ function exporterFor(protocol: 'http/protobuf' | 'http/json'): sdk.SpanExporter 
   /* eslint-enable @typescript-eslint/no-require-imports */
 }
 
-const FINISH = /"(?:finish_reason|stop_reason)"\s*:\s*"([a-z_]{1,40})"/g;
-/** The first `"model": "..."` of an answer: the model the upstream says answered (a dated snapshot, say). */
-const MODEL = /"model"\s*:\s*"([^"\\]{1,200})"/;
+/** Finish reasons as OpenAI, Anthropic, Gemini (STOP, MAX_TOKENS) and Bedrock Converse name them. */
+const FINISH = /"(?:finish_reason|stop_reason|finishReason|stopReason)"\s*:\s*"([A-Za-z_]{1,40})"/g;
+/** The first model an answer names (Gemini's `modelVersion`): the one the upstream says answered (a snapshot). */
+const MODEL = /"(?:model|modelVersion)"\s*:\s*"([^"\\]{1,200})"/;
 
 /** The GenAI usage attributes of a settled request. */
 function usageAttributes(u: UsageInfo): Attributes {
@@ -116,7 +120,7 @@ class Watch implements UpstreamWatch {
     this.firstToken();
     const text = chunk.toString('utf8');
     if (this.model === null) this.model = MODEL.exec(text)?.[1] ?? null;
-    for (const m of text.matchAll(FINISH)) this.reasons.add(m[1]);
+    for (const m of text.matchAll(FINISH)) this.reasons.add(m[1].toLowerCase());
     this.captured(text);
   }
 
@@ -151,12 +155,60 @@ class Watch implements UpstreamWatch {
   }
 }
 
+/**
+ * The context of an API process: active for the synchronous run of `with` only, at no cost to any promise (see
+ * GatewayTracing). The gateway hands its spans along explicitly; the Temporal client interceptor reads the request's
+ * span synchronously when a workflow is started within it.
+ */
+class CallContextManager implements ContextManager {
+  private current: Context = ROOT_CONTEXT;
+
+  active(): Context {
+    return this.current;
+  }
+
+  with<A extends unknown[], F extends (...args: A) => ReturnType<F>>(
+    ctx: Context,
+    fn: F,
+    thisArg?: ThisParameterType<F>,
+    ...args: A
+  ): ReturnType<F> {
+    const before = this.current;
+    this.current = ctx;
+    try {
+      return fn.call(thisArg, ...args);
+    } finally {
+      this.current = before;
+    }
+  }
+
+  bind<T>(ctx: Context, target: T): T {
+    if (typeof target !== 'function') return target;
+    const f = target as unknown as (...a: unknown[]) => unknown;
+    const bound = (...a: unknown[]): unknown => this.with(ctx, f, undefined, ...a);
+    return bound as unknown as T;
+  }
+
+  enable(): this {
+    return this;
+  }
+
+  disable(): this {
+    this.current = ROOT_CONTEXT;
+    return this;
+  }
+}
+
 class SdkTracing implements GatewayTracing {
+  private asyncContext = false;
+
   private readonly tracer = trace.getTracer('model-gateway', VERSION);
   /** Tries whose upstream status was seen (the error a failed one throws carries the status sent to the client). */
   private readonly answered = new WeakSet<Span>();
   /** Tries whose answer named its model (gen_ai.response.model set from the upstream's response). */
   private readonly named = new WeakSet<Span>();
+  /** Unsampled server spans that continue a client's trace. */
+  private readonly joined = new WeakSet<Span>();
 
   constructor(
     private readonly provider: node.NodeTracerProvider,
@@ -167,11 +219,15 @@ class SdkTracing implements GatewayTracing {
 
   startServer(method: string, path: string, headers: IncomingHttpHeaders): Span {
     const parent = propagation.extract(ROOT_CONTEXT, headers);
-    return this.tracer.startSpan(
-      method,
-      { kind: SpanKind.SERVER, attributes: { 'http.request.method': method, 'url.path': path } },
-      parent,
-    );
+    const span = this.tracer.startSpan(method, { kind: SpanKind.SERVER }, parent);
+    // Set after the sampler's decision: an unsampled request builds no attribute.
+    if (span.isRecording()) span.setAttributes({ 'http.request.method': method, 'url.path': path });
+    else if (trace.getSpanContext(parent)) this.joined.add(span);
+    return span;
+  }
+
+  propagates(span: Span): boolean {
+    return span.isRecording() || this.joined.has(span);
   }
 
   within<T>(span: Span, fn: () => Promise<T>): Promise<T> {
@@ -210,14 +266,11 @@ class SdkTracing implements GatewayTracing {
   }
 
   active(): Span | null {
-    return trace.getSpan(context.active()) ?? null;
+    const span = trace.getSpan(context.active());
+    return span?.isRecording() ? span : null;
   }
 
-  recording(): boolean {
-    return trace.getSpan(context.active())?.isRecording() ?? false;
-  }
-
-  startTry(t: TryInfo): Span {
+  startTry(t: TryInfo, parent: Span): Span {
     const op = genAiOperation(t.operation);
     const a: Attributes = {
       'gen_ai.request.model': t.upstreamModel,
@@ -229,7 +282,11 @@ class SdkTracing implements GatewayTracing {
     if (op) a['gen_ai.operation.name'] = op;
     if (t.providerKind) a['gen_ai.provider.name'] = PROVIDERS[t.providerKind] ?? t.providerKind;
     if (t.kind !== 'first') a[`gateway.${t.kind}`] = true;
-    return this.tracer.startSpan(`${op ?? 'call'} ${t.upstreamModel}`, { kind: SpanKind.CLIENT, attributes: a });
+    return this.tracer.startSpan(
+      `${op ?? 'call'} ${t.upstreamModel}`,
+      { kind: SpanKind.CLIENT, attributes: a },
+      trace.setSpan(ROOT_CONTEXT, parent),
+    );
   }
 
   endTry(span: Span, upstreamModel: string, error: unknown, failureClass: string | null): void {
@@ -260,14 +317,13 @@ class SdkTracing implements GatewayTracing {
     };
   }
 
-  inject(headers: Record<string, string>): Record<string, string> {
+  inject(headers: Record<string, string>, span?: Span | null): Record<string, string> {
     const out = { ...headers };
-    propagation.inject(context.active(), out);
+    propagation.inject(span ? trace.setSpan(ROOT_CONTEXT, span) : context.active(), out);
     return out;
   }
 
-  watchUpstream(requestBody: string): UpstreamWatch | null {
-    const span = trace.getSpan(context.active());
+  watchUpstream(requestBody: string, span: Span | null | undefined): UpstreamWatch | null {
     if (!span || !span.isRecording()) return null;
     if (this.capture) span.setAttribute('gen_ai.input.messages', requestBody.slice(0, CONTENT_LIMIT));
     return new Watch(span, this.capture, this.answered, this.named);
@@ -340,6 +396,13 @@ class SdkTracing implements GatewayTracing {
     return require.resolve('@temporalio/interceptors-opentelemetry/lib/workflow-interceptors');
   }
 
+  useAsyncContext(): void {
+    if (this.asyncContext) return;
+    this.asyncContext = true;
+    context.disable();
+    context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
+  }
+
   flush(): Promise<void> {
     return this.provider.forceFlush();
   }
@@ -352,12 +415,15 @@ class SdkTracing implements GatewayTracing {
   }
 }
 
-/** Starts the SDK: the provider registered globally (async-hooks context, W3C propagation), OTLP export. */
+/**
+ * Starts the SDK: the provider registered globally (the call-scoped context until a worker asks for the async one,
+ * W3C propagation), OTLP export.
+ */
 export function startSdk(defaultServiceName: string, env: NodeJS.ProcessEnv): GatewayTracing {
   const resource = serviceResource(defaultServiceName);
   const processor = new sdk.BatchSpanProcessor(exporterFor(protocolOf(env)));
   const provider = new node.NodeTracerProvider({ resource, spanProcessors: [processor] });
-  provider.register();
+  provider.register({ contextManager: new CallContextManager() });
   return new SdkTracing(
     provider,
     processor,

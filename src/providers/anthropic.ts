@@ -6,7 +6,7 @@ import { mapTransportError } from './openai';
 import { readErrorBody, refusal } from './upstreamError';
 import type { CallOptions, ProviderAdapter } from './types';
 import type { MessagesUpstream } from './messagesUpstream';
-import { tracer } from '../observability/tracing';
+import { withTraceparent } from '../observability/tracing';
 
 /**
  * Native Anthropic Messages upstream (api.anthropic.com or any Anthropic-protocol server): x-api-key auth, the
@@ -111,7 +111,7 @@ export class AnthropicAdapter implements ProviderAdapter, MessagesUpstream {
       res = await this.pool.request({
         method: 'POST',
         path: this.basePath + path,
-        headers: tracer ? tracer.inject(headers) : headers,
+        headers: withTraceparent(headers, opts.trace),
         body: payload,
         signal: opts.abort?.signal,
       });

@@ -19,6 +19,8 @@ import { mapTransportError } from './openai';
 import { ClientClosed } from '../net/abort';
 import { credentialsRefused, noCredentials, UpstreamHttpError } from './upstreamError';
 import type { CallOptions, ProviderAdapter } from './types';
+import type { Span } from '@opentelemetry/api';
+import { tracer, watchWholeAnswer, withTraceparent } from '../observability/tracing';
 import {
   cloudMessagesBody,
   sseEvent,
@@ -103,12 +105,15 @@ export class BedrockAdapter implements ProviderAdapter, MessagesUpstream {
     let out;
     try {
       out = await this.client.send(
-        new InvokeModelWithResponseStreamCommand({
-          modelId: model,
-          body: JSON.stringify(body),
-          contentType: 'application/json',
-          accept: 'application/json',
-        }),
+        traced(
+          new InvokeModelWithResponseStreamCommand({
+            modelId: model,
+            body: JSON.stringify(body),
+            contentType: 'application/json',
+            accept: 'application/json',
+          }),
+          opts.trace,
+        ),
         { abortSignal },
       );
     } catch (e) {
@@ -161,7 +166,9 @@ export class BedrockAdapter implements ProviderAdapter, MessagesUpstream {
   /** Converse (any Bedrock model with the Converse API). */
   async converse(input: ConverseCommandInput, opts: CallOptions = {}): Promise<ConverseCommandOutput> {
     try {
-      return await this.client.send(new ConverseCommand(input), { abortSignal: opts.abort?.signal });
+      return await this.client.send(traced(new ConverseCommand(input), opts.trace), {
+        abortSignal: opts.abort?.signal,
+      });
     } catch (e) {
       throw this.failure(e, opts);
     }
@@ -173,7 +180,7 @@ export class BedrockAdapter implements ProviderAdapter, MessagesUpstream {
     opts: CallOptions = {},
   ): Promise<AsyncIterable<ConverseStreamOutput>> {
     try {
-      const out = await this.client.send(new ConverseStreamCommand(input), {
+      const out = await this.client.send(traced(new ConverseStreamCommand(input), opts.trace), {
         abortSignal: opts.abort?.signal,
       });
       if (!out.stream) throw new Error('no stream');
@@ -205,20 +212,26 @@ export class BedrockAdapter implements ProviderAdapter, MessagesUpstream {
     opts: CallOptions,
   ): Promise<Omit<MessagesAnswer, 'body'> & { raw: Buffer }> {
     try {
+      const payload = JSON.stringify(body);
       const out = await this.client.send(
-        new InvokeModelCommand({
-          modelId: model,
-          body: JSON.stringify(body),
-          contentType: 'application/json',
-          accept: 'application/json',
-        }),
+        traced(
+          new InvokeModelCommand({
+            modelId: model,
+            body: payload,
+            contentType: 'application/json',
+            accept: 'application/json',
+          }),
+          opts.trace,
+        ),
         { abortSignal: opts.abort?.signal },
       );
+      const raw = Buffer.from(out.body);
+      watchWholeAnswer(payload, opts.trace, 200, raw);
       return {
         status: 200,
         contentType: 'application/json',
         headers: out.$metadata.requestId ? { 'upstream-request-id': out.$metadata.requestId } : {},
-        raw: Buffer.from(out.body),
+        raw,
       };
     } catch (e) {
       throw this.failure(e, opts);
@@ -298,4 +311,28 @@ function streamError(name: string, message: string | undefined): Buffer {
     },
   };
   return sseEvent(JSON.stringify(data), 'error');
+}
+
+type BuildArgs = { request: unknown };
+type Next = (args: BuildArgs) => Promise<unknown>;
+/** A command's middleware stack, as far as adding a build-step middleware goes. */
+type Stack = { add(mw: (next: Next) => Next, o: { step: 'build'; name: string }): void };
+
+/**
+ * `cmd` with the try's traceparent among its request headers, added at the build step (before SigV4 signs them),
+ * while tracing is on.
+ */
+function traced<C>(cmd: C, span: Span | null | undefined): C {
+  if (!tracer) return cmd;
+  const add = withTraceparent({}, span);
+  if (!add.traceparent) return cmd;
+  (cmd as unknown as { middlewareStack: Stack }).middlewareStack.add(
+    (next) => (args) => {
+      const req = args.request as { headers?: Record<string, string> };
+      if (req.headers) Object.assign(req.headers, add);
+      return next(args);
+    },
+    { step: 'build', name: 'gatewayTraceparent' },
+  );
+  return cmd;
 }

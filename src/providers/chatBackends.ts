@@ -24,7 +24,7 @@ import { converseBackend } from './converseBackend';
 import type { MessagesUpstream } from './messagesUpstream';
 import { sseBatches } from '../sse/upstreamEvents';
 import type { OpenAICompatibleAdapter } from './types';
-import type { RequestAbort } from '../net/abort';
+import type { CallOptions } from './types';
 import type { ProviderRegistry } from './registry';
 import { DEFAULT_MAX_OUTPUT_TOKENS, estimateChatMaxCost, type ChatCostBound } from '../billing/pricing';
 import { countImages, nativeBound } from '../billing/nativeBound';
@@ -40,9 +40,9 @@ export interface ChatBackend {
   maxCost: number;
   /** Input + output tokens the request may use (the key's tokens-per-minute window). */
   maxTokens: number;
-  complete(abort: RequestAbort): Promise<ChatCompletion>;
+  complete(opts: CallOptions): Promise<ChatCompletion>;
   /** Batches of chunks as the upstream's network chunks complete them; throws UpstreamStreamError mid-stream. */
-  stream(abort: RequestAbort): Promise<AsyncIterable<ChatChunk[]>>;
+  stream(opts: CallOptions): Promise<AsyncIterable<ChatChunk[]>>;
 }
 
 /** The upstream reported an error inside a stream that had started. */
@@ -58,16 +58,16 @@ export function openaiBackend(adapter: OpenAICompatibleAdapter, model: ModelConf
   return {
     payloadBytes,
     ...chatBound(estimateChatMaxCost(model, chat, payloadBytes)),
-    async complete(abort) {
-      const res = await adapter.postJson('/chat/completions', payload, { abort });
+    async complete(opts) {
+      const res = await adapter.postJson('/chat/completions', payload, opts);
       try {
         return JSON.parse(res.body.toString('utf8')) as ChatCompletion;
       } catch {
         throw invalid();
       }
     },
-    async stream(abort) {
-      const res = await adapter.postStream('/chat/completions', payload, { abort });
+    async stream(opts) {
+      const res = await adapter.postStream('/chat/completions', payload, opts);
       return (async function* () {
         for await (const batch of sseBatches(res.body)) {
           const out: ChatChunk[] = [];
@@ -112,10 +112,10 @@ export function anthropicBackend(
   return {
     payloadBytes,
     ...nativeBound(model, payloadBytes, req.max_tokens, countImages(req.messages)),
-    async complete(abort) {
+    async complete(opts) {
       let raw: string;
       try {
-        raw = (await adapter.messagesWhole(payload, {}, { abort })).raw.toString('utf8');
+        raw = (await adapter.messagesWhole(payload, {}, opts)).raw.toString('utf8');
       } catch (e) {
         throw asOpenAIError(e);
       }
@@ -125,10 +125,10 @@ export function anthropicBackend(
         throw invalid();
       }
     },
-    async stream(abort) {
+    async stream(opts) {
       let res;
       try {
-        res = await adapter.messages(payload, {}, { abort });
+        res = await adapter.messages(payload, {}, opts);
       } catch (e) {
         throw asOpenAIError(e);
       }
@@ -165,16 +165,16 @@ export function responsesBackend(adapter: OpenAICompatibleAdapter, model: ModelC
   return {
     payloadBytes,
     ...nativeBound(model, payloadBytes, maxOut, countImages(req.input)),
-    async complete(abort) {
-      const res = await adapter.postJson('/responses', payload, { abort });
+    async complete(opts) {
+      const res = await adapter.postJson('/responses', payload, opts);
       try {
         return responsesToChatCompletion(JSON.parse(res.body.toString('utf8')) as ResponseObject);
       } catch {
         throw invalid();
       }
     },
-    async stream(abort) {
-      const res = await adapter.postStream('/responses', payload, { abort });
+    async stream(opts) {
+      const res = await adapter.postStream('/responses', payload, opts);
       return bridgedBatches(res.body, new ResponsesStreamToChat(), ResponsesStreamError);
     },
   };

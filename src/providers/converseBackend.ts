@@ -32,17 +32,17 @@ export function converseBackend(
   return {
     payloadBytes,
     ...nativeBound(model, payloadBytes, req.max_tokens, countImages(req.messages)),
-    async complete(abort) {
+    async complete(opts) {
       try {
-        return anthropicToChatCompletion(converseToAnthropic(await adapter.converse(input, { abort }), upstreamModel));
+        return anthropicToChatCompletion(converseToAnthropic(await adapter.converse(input, opts), upstreamModel));
       } catch (e) {
         throw asOpenAIError(e);
       }
     },
-    async stream(abort) {
+    async stream(opts) {
       let events;
       try {
-        events = await adapter.converseStream(input, { abort });
+        events = await adapter.converseStream(input, opts);
       } catch (e) {
         throw asOpenAIError(e);
       }

@@ -5,6 +5,7 @@ import type { ProviderConfig } from '../catalog/catalog';
 import { mapTransportError } from './openai';
 import { readErrorBody, refusal } from './upstreamError';
 import type { CallOptions, ProviderAdapter } from './types';
+import { watchWholeAnswer, withTraceparent } from '../observability/tracing';
 
 /**
  * Native Gemini API upstream (generativelanguage.googleapis.com/v1beta or any server speaking it): x-goog-api-key
@@ -79,7 +80,13 @@ export class GeminiAdapter implements ProviderAdapter, GeminiUpstream {
     const path = `${this.basePath}/models/${encodeURIComponent(model)}:${method}${opts.sse ? '?alt=sse' : ''}`;
     let res: Dispatcher.ResponseData;
     try {
-      res = await this.pool.request({ method: 'POST', path, headers, body: payload, signal: opts.abort?.signal });
+      res = await this.pool.request({
+        method: 'POST',
+        path,
+        headers: withTraceparent(headers, opts.trace),
+        body: payload,
+        signal: opts.abort?.signal,
+      });
     } catch (e) {
       throw this.transportError(e, opts);
     }
@@ -99,11 +106,14 @@ export class GeminiAdapter implements ProviderAdapter, GeminiUpstream {
   /** The same call with the whole body read (a reset after the headers fails the try, like one before them). */
   async callWhole(model: string, method: string, payload: string, opts: CallOptions = {}): Promise<Buffer> {
     const res = await this.call(model, method, payload, opts);
+    let body: Buffer;
     try {
-      return Buffer.from(await res.body.arrayBuffer());
+      body = Buffer.from(await res.body.arrayBuffer());
     } catch (e) {
       throw this.transportError(e, opts);
     }
+    watchWholeAnswer(payload, opts.trace, res.status, body);
+    return body;
   }
 
   /**

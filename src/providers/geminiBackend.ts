@@ -37,10 +37,10 @@ export function geminiBackend(
       req.generationConfig?.maxOutputTokens ?? model.maxOutputTokens ?? DEFAULT_MAX_OUTPUT_TOKENS,
       images,
     ),
-    async complete(abort) {
+    async complete(opts) {
       let raw: Buffer;
       try {
-        raw = await adapter.callWhole(upstreamModel, 'generateContent', payload, { abort });
+        raw = await adapter.callWhole(upstreamModel, 'generateContent', payload, opts);
       } catch (e) {
         throw asOpenAIError(e);
       }
@@ -56,10 +56,10 @@ export function geminiBackend(
         );
       }
     },
-    async stream(abort) {
+    async stream(opts) {
       let res;
       try {
-        res = await adapter.call(upstreamModel, 'streamGenerateContent', payload, { abort, sse: true });
+        res = await adapter.call(upstreamModel, 'streamGenerateContent', payload, { ...opts, sse: true });
       } catch (e) {
         throw asOpenAIError(e);
       }

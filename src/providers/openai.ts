@@ -15,7 +15,7 @@ import type {
 } from './types';
 import type { StreamSink } from '../sse/streamSink';
 import { clip, MAX_UPSTREAM_ECHO } from '../text/clip';
-import { tracer } from '../observability/tracing';
+import { withTraceparent } from '../observability/tracing';
 import { MAX_ERROR_BODY, readErrorBody } from './upstreamError';
 
 /**
@@ -114,6 +114,7 @@ export class OpenAIAdapter implements OpenAICompatibleAdapter {
       headers: this.jsonHeaders,
       body: payload,
       abort: opts.abort,
+      trace: opts.trace,
       errorBodyLimit: MAX_ERROR_BODY,
     };
   }
@@ -188,7 +189,7 @@ export class OpenAIAdapter implements OpenAICompatibleAdapter {
       res = await this.pool.request({
         method: 'POST',
         path: this.pathOf(path),
-        headers: tracer ? tracer.inject(headers) : headers,
+        headers: withTraceparent(headers, opts.trace),
         body,
         signal: opts.abort?.signal,
       });

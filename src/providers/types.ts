@@ -1,3 +1,4 @@
+import type { Span } from '@opentelemetry/api';
 import type { Readable } from 'node:stream';
 import type { ProviderKind } from '../catalog/catalog';
 import type { StreamSink } from '../sse/streamSink';
@@ -23,6 +24,8 @@ export interface ProviderAdapter {
 export interface CallOptions {
   /** Aborts the upstream request: the request's RequestAbort (src/net/abort.ts), whose reason says who aborted. */
   abort?: RequestAbort;
+  /** The span of the try this call makes, while the request is traced and sampled: its traceparent goes upstream. */
+  trace?: Span | null;
 }
 
 /** A successful upstream answer whose body has been read in full (JSON operations). */

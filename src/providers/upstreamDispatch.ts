@@ -2,7 +2,8 @@ import type { IncomingHttpHeaders } from 'node:http';
 import type { Dispatcher } from 'undici';
 import type { RequestAbort } from '../net/abort';
 import type { StreamSink } from '../sse/streamSink';
-import { tracer, type UpstreamWatch } from '../observability/tracing';
+import type { Span } from '@opentelemetry/api';
+import { tracer, withTraceparent, type UpstreamWatch } from '../observability/tracing';
 
 /**
  * Upstream requests through undici's dispatch handler interface, for the gateway's busiest paths: a JSON answer
@@ -24,6 +25,8 @@ export interface UpstreamPost {
   headers: Record<string, string>;
   body: string;
   abort?: RequestAbort;
+  /** The try's span (CallOptions.trace): its traceparent goes upstream, and it watches the answer when sampled. */
+  trace?: Span | null;
   /** Bytes kept of a non-2xx answer's body (its message is all that is passed on). */
   errorBodyLimit: number;
 }
@@ -50,7 +53,7 @@ abstract class PostHandler implements Dispatcher.DispatchHandler {
     protected readonly resolve: (a: WholeAnswer | null) => void,
     protected readonly reject: (e: unknown) => void,
   ) {
-    this.watch = tracer ? tracer.watchUpstream(req.body) : null;
+    this.watch = tracer ? tracer.watchUpstream(req.body, req.trace) : null;
     const abort = req.abort;
     if (abort) {
       this.unsubscribe = abort.onAbort(() => {
@@ -160,7 +163,7 @@ class StreamingHandler extends PostHandler {
 export function postForWholeAnswer(dispatcher: Dispatcher, req: UpstreamPost): Promise<WholeAnswer> {
   return new Promise((resolve, reject) => {
     dispatcher.dispatch(
-      { method: 'POST', path: req.path, headers: tracer ? tracer.inject(req.headers) : req.headers, body: req.body },
+      { method: 'POST', path: req.path, headers: withTraceparent(req.headers, req.trace), body: req.body },
       new WholeAnswerHandler(req, resolve as (a: WholeAnswer | null) => void, reject),
     );
   });
@@ -178,7 +181,7 @@ export function postStreamingTo(
 ): Promise<WholeAnswer | null> {
   return new Promise((resolve, reject) => {
     dispatcher.dispatch(
-      { method: 'POST', path: req.path, headers: tracer ? tracer.inject(req.headers) : req.headers, body: req.body },
+      { method: 'POST', path: req.path, headers: withTraceparent(req.headers, req.trace), body: req.body },
       new StreamingHandler(req, sink, resolve, reject),
     );
   });

@@ -6,6 +6,7 @@ import { isClaudeModel, type ProviderConfig } from '../catalog/catalog';
 import { mapTransportError } from './openai';
 import { noCredentials, readErrorBody, refusal } from './upstreamError';
 import type { CallOptions, ProviderAdapter } from './types';
+import { watchWholeAnswer, withTraceparent } from '../observability/tracing';
 import type { GeminiResponse, GeminiUpstream } from './gemini';
 import {
   cloudMessagesBody,
@@ -95,11 +96,14 @@ export class VertexAdapter implements ProviderAdapter, MessagesUpstream, GeminiU
     opts: CallOptions = {},
   ): Promise<MessagesAnswer & { raw: Buffer }> {
     const res = await this.messages(payload, h, opts);
+    let raw: Buffer;
     try {
-      return { ...res, raw: Buffer.from(await (res.body as Dispatcher.ResponseData['body']).arrayBuffer()) };
+      raw = Buffer.from(await (res.body as Dispatcher.ResponseData['body']).arrayBuffer());
     } catch (e) {
       throw this.transportError(e, opts);
     }
+    watchWholeAnswer(payload, opts.trace, res.status, raw);
+    return { ...res, raw };
   }
 
   /** A Gemini method on a Google model (generateContent, streamGenerateContent with `sse`, countTokens). */
@@ -116,11 +120,14 @@ export class VertexAdapter implements ProviderAdapter, MessagesUpstream, GeminiU
 
   async callWhole(model: string, method: string, payload: string, opts: CallOptions = {}): Promise<Buffer> {
     const res = await this.call(model, method, payload, opts);
+    let body: Buffer;
     try {
-      return Buffer.from(await res.body.arrayBuffer());
+      body = Buffer.from(await res.body.arrayBuffer());
     } catch (e) {
       throw this.transportError(e, opts);
     }
+    watchWholeAnswer(payload, opts.trace, res.status, body);
+    return body;
   }
 
   close(): Promise<void> {
@@ -148,7 +155,7 @@ export class VertexAdapter implements ProviderAdapter, MessagesUpstream, GeminiU
       res = await this.pool.request({
         method: 'POST',
         path,
-        headers: { 'content-type': 'application/json', authorization, ...extra },
+        headers: withTraceparent({ 'content-type': 'application/json', authorization, ...extra }, opts.trace),
         body: payload,
         signal: opts.abort?.signal,
       });

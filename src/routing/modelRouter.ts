@@ -22,8 +22,11 @@ export interface RouteTry {
  * its `operation` names the tries' spans while tracing is on.
  */
 export interface RouteRecorder {
-  routed(t: RouteTry): void;
+  /** Each try as the router makes it, with its span (null unless the request is traced and sampled). */
+  routed(t: RouteTry, span: Span | null): void;
   readonly operation?: string;
+  /** The request's span while it is sampled: each try's span is its child (none is made without it). */
+  readonly traceSpan?: Span | null;
   /**
    * Takes the span of the try that answered, to end it itself (a stream read after the call returns): true when
    * it did. Without it the try's span ends as its call returns.
@@ -98,18 +101,19 @@ export class ModelRouter {
     let tried: Set<DeploymentState> | null = null;
     let tries = 0;
     let t = this.choose(chain, null, start, primary, true)!;
+    const parent = tracer ? recorder?.traceSpan : null;
     for (;;) {
       const st = t.state;
       st.requests++;
       if (t.kind === 'retry') st.retries++;
       else if (t.kind === 'fallback') st.fallbacks++;
-      recorder?.routed(t);
+      // An unsampled request builds no try span (nor its attributes); the call gets the span from the recorder.
+      const span = parent && tracer ? tracer.startTry(this.tryInfo(t, recorder), parent) : null;
+      recorder?.routed(t, span);
       const probe = st.begin(this.now());
       const epoch = st.cooldowns;
-      // An unsampled request builds no try span (nor its attributes).
-      const span = tracer && tracer.recording() ? tracer.startTry(this.tryInfo(t, recorder)) : null;
       try {
-        const out = await (span && tracer ? tracer.within(span, () => call(t)) : call(t));
+        const out = await call(t);
         st.succeeded(epoch, probe);
         if (span && !recorder?.holdTry?.(span, t)) tracer?.endTry(span, t.deployment.upstreamModel, null, null);
         return out;

@@ -2,6 +2,8 @@ import type { Client } from '@temporalio/client';
 import type { defineSearchAttributeKey } from '@temporalio/common';
 import { SEARCH_ATTRIBUTES } from './searchAttributes';
 import { isTemporalError } from './temporalErrors';
+import type { Span } from '@opentelemetry/api';
+import { tracer } from '../observability/tracing';
 
 /**
  * Starting a job's workflow (a video job or a batch) with the search attributes operators find it by in the Temporal
@@ -42,6 +44,8 @@ export interface JobWorkflowStart {
   accountId: string;
   model: string;
   status: string;
+  /** The span of the request that made the job, while tracing is on: the workflow's spans continue its trace. */
+  trace?: Span | null;
 }
 
 /** Starts the job's workflow: 'started', or 'exists' when a workflow with that id already ran. */
@@ -49,21 +53,24 @@ export async function startJobWorkflow(client: Client, s: JobWorkflowStart): Pro
   const k = await searchKeys();
   const withAttributes = searchAttributesAvailable;
   try {
-    await client.workflow.start(s.workflowType, {
-      taskQueue: s.taskQueue,
-      workflowId: s.workflowId,
-      args: [s.input(withAttributes ? SEARCH_ATTRIBUTES.status : null)],
-      workflowIdReusePolicy: 'REJECT_DUPLICATE',
-      ...(withAttributes
-        ? {
-            typedSearchAttributes: [
-              { key: k.account, value: s.accountId },
-              { key: k.model, value: s.model },
-              { key: k.status, value: s.status },
-            ],
-          }
-        : {}),
-    });
+    const start = () =>
+      client.workflow.start(s.workflowType, {
+        taskQueue: s.taskQueue,
+        workflowId: s.workflowId,
+        args: [s.input(withAttributes ? SEARCH_ATTRIBUTES.status : null)],
+        workflowIdReusePolicy: 'REJECT_DUPLICATE',
+        ...(withAttributes
+          ? {
+              typedSearchAttributes: [
+                { key: k.account, value: s.accountId },
+                { key: k.model, value: s.model },
+                { key: k.status, value: s.status },
+              ],
+            }
+          : {}),
+      });
+    // The Temporal client interceptor reads the active span as the start is made (GatewayTracing.within).
+    await (s.trace && tracer ? tracer.within(s.trace, start) : start());
     return 'started';
   } catch (e) {
     if (isTemporalError(e, 'WorkflowExecutionAlreadyStartedError')) return 'exists';

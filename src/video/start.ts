@@ -1,3 +1,4 @@
+import type { Span } from '@opentelemetry/api';
 import type { Client } from '@temporalio/client';
 import type { Config } from '../config';
 import { SEARCH_ATTRIBUTES } from './searchAttributes';
@@ -25,8 +26,14 @@ export function workflowInput(job: VideoJob, config: Config, searchAttributes: b
 }
 
 /** Starts the workflow `video-<jobId>`: 'started', or 'exists' when a workflow with that id already ran. */
-export function startVideoWorkflow(client: Client, config: Config, job: VideoJob): Promise<'started' | 'exists'> {
+export function startVideoWorkflow(
+  client: Client,
+  config: Config,
+  job: VideoJob,
+  trace?: Span | null,
+): Promise<'started' | 'exists'> {
   return startJobWorkflow(client, {
+    trace,
     workflowType: WORKFLOW_TYPE,
     taskQueue: config.temporalTaskQueue,
     workflowId: job.workflowId,

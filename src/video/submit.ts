@@ -1,3 +1,4 @@
+import type { Span } from '@opentelemetry/api';
 import { randomUUID } from 'node:crypto';
 import { Readable } from 'node:stream';
 import type { Client } from '@temporalio/client';
@@ -48,6 +49,8 @@ export interface VideoJobRequest {
   onModel?: (modelId: string) => void;
   /** The key's rate limit, checked once the request is valid and before any money or image is touched. */
   admit?: () => Promise<void>;
+  /** The request's span while tracing is on: the job's workflow continues its trace. */
+  trace?: Span;
 }
 
 /** The job, and whether it is an earlier one returned again for the same Idempotency-Key. */
@@ -115,7 +118,7 @@ export async function submitVideoJob(
     if (e instanceof jobs.DuplicateIdempotencyKey) return replay(e.existing);
     throw e;
   }
-  await startOrCompensate(deps, client, job);
+  await startOrCompensate(deps, client, job, req.trace);
   return { job, replayed: false };
 }
 
@@ -163,10 +166,15 @@ async function storeInputImages(
 }
 
 /** Starts the job's workflow; if it cannot start, the hold is released and the job fails (503 to the caller). */
-async function startOrCompensate(deps: VideoServiceDeps, client: Client, job: VideoJob): Promise<void> {
+async function startOrCompensate(
+  deps: VideoServiceDeps,
+  client: Client,
+  job: VideoJob,
+  trace: Span | undefined,
+): Promise<void> {
   const jobId = job.id;
   try {
-    await startVideoWorkflow(client, deps.config, job);
+    await startVideoWorkflow(client, deps.config, job, trace);
   } catch (e) {
     // A workflow that did start after all sees the final job and stops before submitting.
     deps.logger.error({ jobId, err: (e as Error).message }, 'could not start video workflow');

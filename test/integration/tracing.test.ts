@@ -80,6 +80,13 @@ const post = (gw: TestGateway, key: string, path: string, traceparent: string, b
     body: JSON.stringify(body),
   });
 
+/** A video job POSTed with the client's traceparent: the job (202). */
+async function postVideo(gw: TestGateway, key: string, traceparent: string, prompt: string): Promise<any> {
+  const res = await post(gw, key, '/v1/videos', traceparent, { model: 'veo-3.1-generate-preview', prompt, seconds: 4 });
+  expect(res.status).toBe(202);
+  return res.json();
+}
+
 /** Flushes the exporter until `done` holds for the trace's spans. */
 async function spansOf(traceId: string, done: (s: ReceivedSpan[]) => boolean, ms = 20_000): Promise<ReceivedSpan[]> {
   return eventually(
@@ -229,7 +236,7 @@ async function readStream(res: Response): Promise<string> {
   return await res.text();
 }
 
-test('translated and bridged streams: the try ends with the stream, first token, finish, usage, model', async () => {
+test('every kind of stream: the try ends with the stream; first token, finish, usage, model', async () => {
   const acc = await h.account(1_000_000);
   h.emulator.control.settings.chunkDelayMs = 20;
   const cases: { path: string; body: object; headers?: Record<string, string>; model?: string }[] = [
@@ -257,6 +264,12 @@ test('translated and bridged streams: the try ends with the stream, first token,
     {
       path: '/v1beta/models/gpt-4o-mini:streamGenerateContent?alt=sse',
       body: { contents: [{ role: 'user', parts: [{ text: 'Say something long' }] }] },
+    },
+    // Native Gemini: its finish reason (STOP) as the conventions write it, the model from modelVersion.
+    {
+      path: '/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse',
+      body: { contents: [{ role: 'user', parts: [{ text: 'Say something long' }] }] },
+      model: 'gemini-2.5-flash',
     },
   ];
   try {
@@ -298,6 +311,9 @@ test('translated and bridged streams: the try ends with the stream, first token,
       });
       expect(tryer.attributes['gen_ai.usage.output_tokens']).toEqual(expect.any(Number));
       expect(tryer.attributes).not.toHaveProperty('gen_ai.output.messages');
+      // The upstream got a traceparent naming the try as its parent.
+      const up = h.emulator.control.requests.filter((r) => String(r.headers.traceparent).includes(p.traceId));
+      expect(up.map((r) => r.headers.traceparent)).toEqual([`00-${p.traceId}-${tryer.spanId}-01`]);
     }
   } finally {
     h.emulator.control.settings.chunkDelayMs = 0;
@@ -358,13 +374,7 @@ test('a failed try and its retry are two child spans: failure class, status, ret
 test('a video job: the POST, the workflow, each activity (submit, polls, copy, settlement) in one trace', async () => {
   const acc = await h.account(1_000_000);
   const p = clientParent();
-  const res = await post(h, acc.key, '/v1/videos', p.header, {
-    model: 'veo-3.1-generate-preview',
-    prompt: 'a lighthouse at dusk',
-    seconds: 4,
-  });
-  expect(res.status).toBe(202);
-  const job: any = await res.json();
+  const job = await postVideo(h, acc.key, p.header, 'a lighthouse at dusk');
   await eventually(async () => {
     const j: any = await (
       await fetch(`${h.url}/v1/videos/${job.id}`, { headers: { authorization: `Bearer ${acc.key}` } })
@@ -413,6 +423,39 @@ test('a video job: the POST, the workflow, each activity (submit, polls, copy, s
     (r) => r.path.includes(':predictLongRunning') && JSON.stringify(r.body).includes('a lighthouse at dusk'),
   )!;
   expect(String(submit.headers.traceparent)).toMatch(new RegExp(`^00-${p.traceId}-[0-9a-f]{16}-01$`));
+});
+
+test('an API process keeps no async context; a video POST still starts its workflow in its trace', async () => {
+  // As `npm run api` starts it: tracing without a worker in the process, then its Temporal client.
+  await shutdownTracing();
+  const t = (await initTracing('model-gateway'))!;
+  const probe = t.startServer('GET', '/probe', {});
+  // The active span lasts for the synchronous call only: no promise of the process is tracked.
+  const seen = await t.within(probe, async () => {
+    const before = t.active();
+    await new Promise((r) => setImmediate(r));
+    return [before === probe, t.active()];
+  });
+  expect(seen).toEqual([true, null]);
+  probe.end();
+  const emulatorUrl = process.env.EMULATOR_URL;
+  const api = await startGateway({ temporalTaskQueue: h.config.temporalTaskQueue, logLevel: 'warn' });
+  try {
+    const p = clientParent();
+    await postVideo(api, (await api.account(1_000_000)).key, p.header, 'a harbour in the rain');
+    // The client interceptor's span, whose context the workflow's headers carry, is the POST's child (the worker's
+    // side is the test above).
+    const spans = await spansOf(
+      p.traceId,
+      (s) => s.some((x) => x.kind === SERVER) && s.some((x) => x.name === 'StartWorkflow:videoJobWorkflow'),
+    );
+    const server = one(spans, (s) => s.kind === SERVER && s.name === 'POST /v1/videos');
+    const start = one(spans, (s) => s.name === 'StartWorkflow:videoJobWorkflow');
+    expect(start.parentSpanId).toBe(server.spanId);
+  } finally {
+    await api.close();
+    process.env.EMULATOR_URL = emulatorUrl;
+  }
 });
 
 test('http/json export: the same spans arrive as OTLP JSON', async () => {
@@ -477,7 +520,7 @@ test('prompts and completions are recorded only with OTEL_CAPTURE_CONTENT=true',
   }
 });
 
-test('OTEL_TRACES_SAMPLER: a ratio of 0 exports nothing, the log line still names the trace', async () => {
+test('OTEL_TRACES_SAMPLER: a ratio of 0 exports nothing; the log line and the upstream get the trace', async () => {
   await shutdownTracing();
   Object.assign(process.env, { OTEL_TRACES_SAMPLER: 'traceidratio', OTEL_TRACES_SAMPLER_ARG: '0' });
   await initTracing('model-gateway');
@@ -493,6 +536,9 @@ test('OTEL_TRACES_SAMPLER: a ratio of 0 exports nothing, the log line still name
     await new Promise((r) => setTimeout(r, 200));
     await flushTracing();
     expect(rx.trace(p.traceId)).toEqual([]);
+    // The trace still goes on upstream, marked not sampled.
+    const up = h.emulator.control.requests.filter((r) => String(r.headers.traceparent).includes(p.traceId));
+    expect(up.map((r) => r.headers.traceparent)).toEqual([expect.stringMatching(`^00-${p.traceId}-[0-9a-f]{16}-00$`)]);
   } finally {
     delete process.env.OTEL_TRACES_SAMPLER;
     delete process.env.OTEL_TRACES_SAMPLER_ARG;

@@ -43,7 +43,7 @@ export async function synthesizeSpeech(ctx: Ctx, deps: AppDeps, model: ModelConf
   call.unitsIfUnanswered = units;
   // Retried only until the upstream's audio starts: a 2xx answer is handed to the client as it streams.
   const up = await call.run((t) =>
-    deps.providers.openaiFor(t.deployment).postStream('/audio/speech', payloads.for(t), { abort: call.abort }),
+    deps.providers.openaiFor(t.deployment).postStream('/audio/speech', payloads.for(t), call.tryOptions),
   );
   const cost = charactersCost(call.answered.pricing, characters);
   // Charged once the audio has been delivered (or the client left after the upstream synthesised it); an

@@ -44,7 +44,7 @@ export async function transcribe(
     upstreamFields.model = t.deployment.upstreamModel; // the file is read again from disk for each try
     return deps.providers
       .openaiFor(t.deployment)
-      .postMultipart('/audio/transcriptions', upstreamFields, { abort: call.abort });
+      .postMultipart('/audio/transcriptions', upstreamFields, call.tryOptions);
   });
   let v: VerboseTranscription;
   try {

@@ -54,7 +54,7 @@ export async function forwardCompletion(
   const path = kind === 'chat' ? '/chat/completions' : '/completions';
   const adapterOf = (t: RouteTry) => deps.providers.openaiFor(t.deployment);
   if (!stream) {
-    const res = await call.run((t) => adapterOf(t).postJson(path, payloads.for(t), { abort: call.abort }));
+    const res = await call.run((t) => adapterOf(t).postJson(path, payloads.for(t), call.tryOptions));
     settleJson(call, res.body, payloadBytes);
     call.setCostHeaders();
     sendJsonBuffer(ctx, res.body);
@@ -75,7 +75,7 @@ export async function forwardCompletion(
     },
   });
   // Tries that fail before the stream starts are retried (the relay is untouched until an upstream answers 2xx).
-  await call.run((t) => adapterOf(t).streamTo(path, payloads.for(t), relay, { abort: call.abort }));
+  await call.run((t) => adapterOf(t).streamTo(path, payloads.for(t), relay, call.tryOptions));
   ctx.respond = false;
   if (relay.status === 502) call.streamCut();
 }

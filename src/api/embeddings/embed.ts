@@ -42,11 +42,10 @@ export async function embed(
   const res = await call.run(async (t): Promise<EmbedAnswer> => {
     const adapter = deps.providers.forDeployment(t.deployment);
     if (!(adapter instanceof GeminiAdapter))
-      return (
-        await deps.providers.openaiFor(t.deployment).postJson('/embeddings', payloads.for(t), { abort: call.abort })
-      ).body;
+      return (await deps.providers.openaiFor(t.deployment).postJson('/embeddings', payloads.for(t), call.tryOptions))
+        .body;
     gemini ??= geminiEmbedCall(body);
-    const vectors = adapter.embed(t.deployment.upstreamModel, gemini.requests, gemini.batch, { abort: call.abort });
+    const vectors = adapter.embed(t.deployment.upstreamModel, gemini.requests, gemini.batch, call.tryOptions);
     // The Gemini routes render a Gemini upstream's error as it came; /v1/embeddings in OpenAI's shape.
     return native ? vectors : vectors.catch((e: unknown) => Promise.reject(asOpenAIError(e)));
   });

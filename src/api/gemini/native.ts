@@ -12,6 +12,7 @@ import { nativeBound } from '../../billing/nativeBound';
 import { estimatedUsage, tokenUsage, type TokenUsage } from '../../billing/tokenUsage';
 import { geminiStatus } from '../errors';
 import { openCall } from '../routedCall';
+import type { HeldTry } from '../../observability/tracing';
 import { CLIENT_CLOSED } from '../../net/abort';
 import { GENERATE_OPERATION, type GenerateCall } from './translated';
 
@@ -44,6 +45,14 @@ function deliveredChars(r: GenerateContentResponse): number {
   return n;
 }
 
+/** The upstream's bytes as they pass, shown to the try's span (first token, finish reasons, the model). */
+async function* watched(body: AsyncIterable<Uint8Array>, held: HeldTry): AsyncIterable<Uint8Array> {
+  for await (const chunk of body) {
+    held.data(Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength));
+    yield chunk;
+  }
+}
+
 export async function nativeGenerate(ctx: Ctx, deps: AppDeps, c: GenerateCall): Promise<void> {
   const { model, req, sink, wire } = c;
   const payload = JSON.stringify(req);
@@ -68,7 +77,7 @@ export async function nativeGenerate(ctx: Ctx, deps: AppDeps, c: GenerateCall): 
   };
   if (!wire) {
     const raw = await call.run((t) =>
-      adapterFor(t).callWhole(t.deployment.upstreamModel, 'generateContent', payload, { abort: call.abort }),
+      adapterFor(t).callWhole(t.deployment.upstreamModel, 'generateContent', payload, call.tryOptions),
     );
     let res: GenerateContentResponse;
     try {
@@ -82,18 +91,16 @@ export async function nativeGenerate(ctx: Ctx, deps: AppDeps, c: GenerateCall): 
     ctx.body = raw;
     return;
   }
-  const up = await call.run((t) =>
-    adapterFor(t).call(t.deployment.upstreamModel, 'streamGenerateContent', payload, {
-      abort: call.abort,
-      sse: true,
-    }),
+  const up = await call.runStream((t) =>
+    adapterFor(t).call(t.deployment.upstreamModel, 'streamGenerateContent', payload, { ...call.tryOptions, sse: true }),
   );
+  const held = call.held; // the try's span while traced: it ends with the stream
   sink.open(wire.headers(call.meter.id));
   let usage: GeminiUsageMetadata | undefined;
   let delivered = 0;
   let failed = false;
   try {
-    for await (const batch of sseBatches(up.body)) {
+    for await (const batch of sseBatches(held ? watched(up.body, held) : up.body)) {
       let out = '';
       for (const ev of batch) {
         let r: GenerateContentResponse & { error?: unknown };

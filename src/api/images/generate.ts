@@ -30,7 +30,7 @@ export async function generateImages(
   const payloads = new RoutedPayload(body);
   const call = await openCall(ctx, deps, model, 'images.generations', imagesBound(deps, model, body.n ?? 1));
   const res = await call.run((t) =>
-    deps.providers.openaiFor(t.deployment).postJson('/images/generations', payloads.for(t), { abort: call.abort }),
+    deps.providers.openaiFor(t.deployment).postJson('/images/generations', payloads.for(t), call.tryOptions),
   );
   settleImages(ctx, call, res);
 }
@@ -56,7 +56,7 @@ export async function editImages(
   const call = await openCall(ctx, deps, model, 'images.edits', imagesBound(deps, model, fields.n ?? 1));
   const res = await call.run((t) => {
     up.model = t.deployment.upstreamModel; // the files are read again from disk for each try
-    return deps.providers.openaiFor(t.deployment).postMultipart('/images/edits', up, { abort: call.abort });
+    return deps.providers.openaiFor(t.deployment).postMultipart('/images/edits', up, call.tryOptions);
   });
   settleImages(ctx, call, res);
 }

@@ -51,7 +51,7 @@ export async function nativeMessages(
   if (req.stream !== true) {
     // The body is read inside the try: a connection reset after the headers is retried elsewhere and cools its
     // deployment.
-    const res = await call.run((t) => adapterOf(t).messagesWhole(payloads.for(t), headers, { abort: call.abort }));
+    const res = await call.run((t) => adapterOf(t).messagesWhole(payloads.for(t), headers, call.tryOptions));
     const raw = res.raw;
     let usage: AnthropicUsageLike | null = null;
     try {
@@ -69,7 +69,7 @@ export async function nativeMessages(
     ctx.body = raw;
     return;
   }
-  const res = await call.runStream((t) => adapterOf(t).messages(payloads.for(t), headers, { abort: call.abort }));
+  const res = await call.runStream((t) => adapterOf(t).messages(payloads.for(t), headers, call.tryOptions));
   await relayNative(
     { call, sink, logger: deps.logger, name: 'anthropic upstream', headers: res.headers },
     res.body,

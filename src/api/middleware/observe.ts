@@ -18,6 +18,7 @@ export function observe(deps: Pick<AppDeps, 'logger' | 'metrics'>): Koa.Middlewa
     ctx.set('x-request-id', ctx.state.requestId);
     ctx.set('request-id', ctx.state.requestId);
     const span = tracer ? tracer.startServer(ctx.method, ctx.path, ctx.req.headers) : null;
+    if (span) ctx.state.span = span;
     const done = () => {
       const sec = Number(process.hrtime.bigint() - start) / 1e9;
       // A client that left before the response was complete is a 499 (as nginx logs it), not whatever status
@@ -56,8 +57,6 @@ export function observe(deps: Pick<AppDeps, 'logger' | 'metrics'>): Koa.Middlewa
     };
     // Log and measure when the response is fully sent (streams finish long after the middleware chain returns).
     ctx.res.once('close', done);
-    // An unsampled request runs outside the span's context: its hooks find no active span and build nothing.
-    if (span && tracer && span.isRecording()) return tracer.within(span, next);
     await next();
   };
 }

@@ -2,6 +2,7 @@ import type Koa from 'koa';
 import type { Principal } from '../../auth/apiKeys';
 import type { RoutedCall } from '../routedCall';
 import type { RequestAbort } from '../../net/abort';
+import type { Span } from '@opentelemetry/api';
 
 /** What the middleware and the routers record about a request as it passes. */
 export interface GatewayState {
@@ -19,6 +20,8 @@ export interface GatewayState {
   call?: RoutedCall;
   /** Aborted when the client goes away (routedCall.ts requestAbort), made on first need. */
   abort?: RequestAbort;
+  /** The request's server span while tracing is on (sampled or not: a workflow started for it follows it). */
+  span?: Span;
   /** The key's rate-limit headers are set (by its admission; see api/rateLimit.ts). */
   rateLimitHeaders?: boolean;
 }

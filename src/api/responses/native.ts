@@ -44,8 +44,7 @@ export async function nativeResponses(ctx: Ctx, deps: AppDeps, t: Turn): Promise
   const call = await openCall(ctx, deps, t.model, OPERATION, bound.maxCost, bound.maxTokens);
   const adapterOf = (r: RouteTry) => deps.providers.openaiFor(r.deployment);
   if (t.req.stream !== true) {
-    const raw = (await call.run((r) => adapterOf(r).postJson('/responses', payloads.for(r), { abort: call.abort })))
-      .body;
+    const raw = (await call.run((r) => adapterOf(r).postJson('/responses', payloads.for(r), call.tryOptions))).body;
     let obj: ResponseObject | null = null;
     try {
       obj = JSON.parse(raw.toString('utf8')) as ResponseObject;
@@ -61,9 +60,7 @@ export async function nativeResponses(ctx: Ctx, deps: AppDeps, t: Turn): Promise
     ctx.body = (await storeTurn(ctx, deps, t, obj)) ? raw : { ...obj, store: false };
     return;
   }
-  const res = await call.runStream((r) =>
-    adapterOf(r).postStream('/responses', payloads.for(r), { abort: call.abort }),
-  );
+  const res = await call.runStream((r) => adapterOf(r).postStream('/responses', payloads.for(r), call.tryOptions));
   await relayNative(
     { call, sink: t.sink, logger: deps.logger, name: 'responses upstream' },
     res.body,

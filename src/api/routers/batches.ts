@@ -69,6 +69,7 @@ export function batchesRouter(deps: AppDeps): Router<GatewayState> {
       (m) => {
         ctx.state.model = m;
       },
+      ctx.state.span,
     );
     ctx.body = batchView(b);
   });

@@ -86,9 +86,15 @@ export function messageBatchesRouter(deps: AppDeps): Router<GatewayState> {
         completion_window: '24h',
         metadata: null,
       } as const;
-      b = await createBatch(deps, { accountId: p.accountId, apiKeyId: p.keyId }, body, (m) => {
-        ctx.state.model = m;
-      });
+      b = await createBatch(
+        deps,
+        { accountId: p.accountId, apiKeyId: p.keyId },
+        body,
+        (m) => {
+          ctx.state.model = m;
+        },
+        ctx.state.span,
+      );
     } catch (e) {
       // No batch (refused funds, say): its requests are not kept. A batch that failed to schedule keeps its file.
       if (!(e instanceof ApiError && e.status === 503)) {

@@ -148,6 +148,7 @@ export function videosRouter(deps: AppDeps): Router<GatewayState> {
         onModel: (model) => {
           ctx.state.model = model;
         },
+        trace: ctx.state.span,
         // Counts against the key's requests per minute (a video bills seconds, not tokens).
         admit: async () => {
           await admitRequest(ctx, deps, 0);

@@ -1,9 +1,10 @@
 import { Agent, Pool, request, type Dispatcher } from 'undici';
 import { isRetryableStatus, VideoProviderError, type Download } from './types';
 import { classOfStatus, markFailure } from '../../routing/failure';
-import { tracer } from '../../observability/tracing';
+import { withTraceparent } from '../../observability/tracing';
 
-const withTrace = (h: Record<string, string>) => (tracer ? tracer.inject(h) : h);
+/** Video calls run in activities: the traceparent is the activity's span, from the worker's async context. */
+const withTrace = (h: Record<string, string>) => withTraceparent(h);
 
 /**
  * HTTP plumbing shared by the video adapters: a keep-alive pool to the provider's API origin, JSON calls with
