@@ -25,12 +25,17 @@ async function searchKeys(): Promise<Keys> {
   return keys;
 }
 
-/** The namespace lacks the gateway's search attributes (a Temporal server set up without them). */
+/**
+ * The namespace lacks the gateway's search attributes (a Temporal server set up without them). The client says so
+ * in the cause of its "Failed to start Workflow" (INVALID_ARGUMENT: ... no mapping defined for search attribute ...).
+ */
 function isMissingSearchAttribute(e: unknown): boolean {
-  return (
-    /search attribute/i.test((e as Error)?.message ?? '') &&
-    /not defined|unknown|no mapping|invalid/i.test((e as Error)?.message ?? '')
-  );
+  let x = e as { message?: unknown; cause?: unknown } | null;
+  for (let depth = 0; x && depth < 4; depth++, x = x.cause as typeof x) {
+    const m = String(x.message ?? '');
+    if (/search attribute/i.test(m) && /not defined|unknown|no mapping|invalid/i.test(m)) return true;
+  }
+  return false;
 }
 
 let searchAttributesAvailable = true;
