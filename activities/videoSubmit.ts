@@ -6,6 +6,7 @@ import type { VideoImages, VideoParams } from '../src/video/params';
 import type { StoredImageRef } from '../src/video/jobs';
 import type { SubmitArgs, SubmitOutcome } from '../src/video/workflowContract';
 import { adapterOf, loadJob, toFailure, type VideoActivityContext } from './videoContext';
+import { TryRecord } from '../src/routing/tryRecord';
 
 /** Activity submitVideo: creating the job's provider task, once. */
 
@@ -82,14 +83,16 @@ async function createTask(
     const r = await adapter.submit({ ...params, upstreamModel, images }, { signal });
     return { taskId: r.taskId, provider: adapter.id, deployment: null };
   }
+  const rec = new TryRecord('videos');
   return x.router.run(
     model,
     async (t) => {
       const adapter = x.providers.forDeployment(t.deployment);
-      const r = await adapter.submit({ ...params, upstreamModel: t.deployment.upstreamModel, images }, { signal });
+      const s = { ...params, upstreamModel: t.deployment.upstreamModel, images };
+      const r = await rec.within(() => adapter.submit(s, { signal }));
       return { taskId: r.taskId, provider: adapter.id, deployment: t.deployment.id };
     },
-    null,
+    rec,
     true,
   );
 }

@@ -1,7 +1,7 @@
 import { batchPricingOf, type Catalog, type ModelConfig } from '../catalog/catalog';
 import type { ProviderRegistry } from '../providers/registry';
 import type { ModelRouter } from '../routing/modelRouter';
-import { TryRecord } from './tryRecord';
+import { TryRecord } from '../routing/tryRecord';
 import { ApiError } from '../errors';
 import { openAIBody } from '../api/errors';
 import { RoutedPayload } from '../api/routedCall';

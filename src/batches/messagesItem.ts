@@ -1,7 +1,7 @@
 import { batchPricingOf, type Catalog, type ModelConfig } from '../catalog/catalog';
 import type { ProviderRegistry } from '../providers/registry';
 import type { ModelRouter } from '../routing/modelRouter';
-import type { TryRecord } from './tryRecord';
+import type { TryRecord } from '../routing/tryRecord';
 import { ApiError } from '../errors';
 import { RoutedPayload } from '../api/routedCall';
 import { abortFollowing } from '../net/abort';

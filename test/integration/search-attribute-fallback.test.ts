@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { Client, Connection } from '@temporalio/client';
+import { msToTs } from '@temporalio/common/lib/time';
 import { startJobWorkflow, type JobWorkflowStart } from '../../src/video/jobWorkflowStart';
 
 /**
@@ -16,7 +17,7 @@ beforeAll(async () => {
   const namespace = `no-attributes-${randomUUID()}`;
   await connection.workflowService.registerNamespace({
     namespace,
-    workflowExecutionRetentionPeriod: { seconds: 86_400 },
+    workflowExecutionRetentionPeriod: msToTs('1 day'),
   });
   client = new Client({ connection, namespace });
 });

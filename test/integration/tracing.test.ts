@@ -418,11 +418,14 @@ test('a video job: the POST, the workflow, each activity (submit, polls, copy, s
     ]);
     expect(chain[1]).toBe(a.name.replace('RunActivity:', 'StartActivity:'));
   }
-  // The provider calls of the activities carry the trace on to the upstream.
+  // The submission is a routed try under its activity, and its provider call carries the try's span upstream.
+  const tryer = one(spans, (s) => s.kind === CLIENT && s.name === 'video_generation veo-3.1-generate-preview');
+  expect(byId.get(tryer.parentSpanId)?.name).toBe('RunActivity:submitVideo');
+  expect(tryer.attributes).toMatchObject({ 'gen_ai.operation.name': 'video_generation', 'gateway.try': 'first' });
   const submit = h.emulator.control.requests.find(
     (r) => r.path.includes(':predictLongRunning') && JSON.stringify(r.body).includes('a lighthouse at dusk'),
   )!;
-  expect(String(submit.headers.traceparent)).toMatch(new RegExp(`^00-${p.traceId}-[0-9a-f]{16}-01$`));
+  expect(submit.headers.traceparent).toBe(`00-${p.traceId}-${tryer.spanId}-01`);
 });
 
 test('an API process keeps no async context; a video POST still starts its workflow in its trace', async () => {
