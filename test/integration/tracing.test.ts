@@ -1,4 +1,7 @@
 import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import OpenAI from 'openai';
 import { startOtlpReceiver, type OtlpReceiver, type ReceivedSpan } from '../support/otlpReceiver';
 import { eventually, startVideoHarness, type VideoHarness } from '../support/video';
@@ -6,6 +9,7 @@ import { startGateway, type TestGateway } from '../support/gateway';
 import { writeRoutingCatalog } from '../support/routingCatalog';
 import { flushTracing, initTracing, shutdownTracing } from '../../src/observability/tracing';
 import { logTo } from '../../src/observability/logger';
+import { useAwsTestEnv } from '../support/cloudCredentials';
 
 /**
  * OpenTelemetry traces, received for real: the gateway exports OTLP over HTTP to a receiver in this test (protobuf,
@@ -317,6 +321,53 @@ test('every kind of stream: the try ends with the stream; first token, finish, u
     }
   } finally {
     h.emulator.control.settings.chunkDelayMs = 0;
+  }
+});
+
+test("Bedrock: the try's traceparent goes upstream among the headers SigV4 signs", async () => {
+  const restoreAws = useAwsTestEnv();
+  const catalogPath = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'gw-trace-bedrock-')), 'catalog.json');
+  fs.writeFileSync(
+    catalogPath,
+    JSON.stringify({
+      providers: { aws: { kind: 'bedrock', region: 'us-east-1', baseUrl: '${EMULATOR_URL}/bedrock' } },
+      models: [
+        {
+          id: 'claude-sonnet-4-6',
+          mode: 'chat',
+          provider: 'aws',
+          upstreamModel: 'us.anthropic.claude-sonnet-4-6-v1:0',
+          pricing: { inputPer1MTokens: 78000, outputPer1MTokens: 390000 },
+          maxOutputTokens: 1000,
+        },
+      ],
+    }),
+  );
+  const emulatorUrl = process.env.EMULATOR_URL;
+  const gw = await startGateway({ logLevel: 'warn', catalogPath }, { temporal: false });
+  try {
+    const acc = await gw.account(5_000_000);
+    const p = clientParent();
+    const res = await fetch(`${gw.url}/v1/messages`, {
+      method: 'POST',
+      headers: {
+        'x-api-key': acc.key,
+        'anthropic-version': '2023-06-01',
+        'content-type': 'application/json',
+        traceparent: p.header,
+      },
+      body: JSON.stringify({ model: 'claude-sonnet-4-6', max_tokens: 50, messages: [{ role: 'user', content: 'hi' }] }),
+    });
+    expect(res.status).toBe(200);
+    const spans = await spansOf(p.traceId, (s) => s.some((x) => x.kind === CLIENT));
+    const tryer = one(spans, (s) => s.kind === CLIENT);
+    const up = gw.emulator.control.requests.filter((r) => r.path.includes('/invoke'));
+    expect(up.map((r) => r.headers.traceparent)).toEqual([`00-${p.traceId}-${tryer.spanId}-01`]);
+    expect(String(up[0].headers.authorization)).toMatch(/SignedHeaders=[a-z0-9;-]*traceparent/);
+  } finally {
+    await gw.close();
+    process.env.EMULATOR_URL = emulatorUrl;
+    restoreAws();
   }
 });
 
