@@ -5,7 +5,8 @@ import type { ProviderConfig } from '../catalog/catalog';
 import { mapTransportError } from './openai';
 import { readErrorBody, refusal } from './upstreamError';
 import type { CallOptions, ProviderAdapter } from './types';
-import { watchWholeAnswer, withTraceparent } from '../observability/tracing';
+import { withTraceparent } from '../observability/tracing';
+import { readWholeAnswer } from './wholeAnswer';
 
 /**
  * Native Gemini API upstream (generativelanguage.googleapis.com/v1beta or any server speaking it): x-goog-api-key
@@ -106,14 +107,7 @@ export class GeminiAdapter implements ProviderAdapter, GeminiUpstream {
   /** The same call with the whole body read (a reset after the headers fails the try, like one before them). */
   async callWhole(model: string, method: string, payload: string, opts: CallOptions = {}): Promise<Buffer> {
     const res = await this.call(model, method, payload, opts);
-    let body: Buffer;
-    try {
-      body = Buffer.from(await res.body.arrayBuffer());
-    } catch (e) {
-      throw this.transportError(e, opts);
-    }
-    watchWholeAnswer(payload, opts.trace, res.status, body);
-    return body;
+    return readWholeAnswer(res, payload, opts, (e) => this.transportError(e, opts));
   }
 
   /**

@@ -6,7 +6,8 @@ import { isClaudeModel, type ProviderConfig } from '../catalog/catalog';
 import { mapTransportError } from './openai';
 import { noCredentials, readErrorBody, refusal } from './upstreamError';
 import type { CallOptions, ProviderAdapter } from './types';
-import { watchWholeAnswer, withTraceparent } from '../observability/tracing';
+import { withTraceparent } from '../observability/tracing';
+import { readWholeAnswer } from './wholeAnswer';
 import type { GeminiResponse, GeminiUpstream } from './gemini';
 import {
   cloudMessagesBody,
@@ -96,13 +97,8 @@ export class VertexAdapter implements ProviderAdapter, MessagesUpstream, GeminiU
     opts: CallOptions = {},
   ): Promise<MessagesAnswer & { raw: Buffer }> {
     const res = await this.messages(payload, h, opts);
-    let raw: Buffer;
-    try {
-      raw = Buffer.from(await (res.body as Dispatcher.ResponseData['body']).arrayBuffer());
-    } catch (e) {
-      throw this.transportError(e, opts);
-    }
-    watchWholeAnswer(payload, opts.trace, res.status, raw);
+    const body = res.body as Dispatcher.ResponseData['body'];
+    const raw = await readWholeAnswer({ status: res.status, body }, payload, opts, (e) => this.transportError(e, opts));
     return { ...res, raw };
   }
 
@@ -120,14 +116,7 @@ export class VertexAdapter implements ProviderAdapter, MessagesUpstream, GeminiU
 
   async callWhole(model: string, method: string, payload: string, opts: CallOptions = {}): Promise<Buffer> {
     const res = await this.call(model, method, payload, opts);
-    let body: Buffer;
-    try {
-      body = Buffer.from(await res.body.arrayBuffer());
-    } catch (e) {
-      throw this.transportError(e, opts);
-    }
-    watchWholeAnswer(payload, opts.trace, res.status, body);
-    return body;
+    return readWholeAnswer(res, payload, opts, (e) => this.transportError(e, opts));
   }
 
   close(): Promise<void> {
