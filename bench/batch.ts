@@ -8,7 +8,7 @@ import { createPool } from '../src/db/pool';
 import { startEmulator } from '../emulator/server';
 import { findTemporalCli, startTemporalDevServer } from '../src/runtime/temporalDevServer';
 import { createBenchDb } from './lib/db';
-import { freePort, peakRssMb, resetPeakRss, rssMb, RssSampler } from './lib/proc';
+import { freePort, peakRssMb, resetPeakRss, rssMb, RssSampler, stopChild } from './lib/proc';
 
 /**
  * Batch bench (`node dist/bench/batch.js`): the API and the worker as separate processes, a Temporal dev server
@@ -35,16 +35,8 @@ function startProc(
   fs.closeSync(fd);
   return {
     child,
-    stop: () =>
-      new Promise<void>((resolve) => {
-        if (child.exitCode !== null || child.signalCode !== null) return resolve();
-        const t = setTimeout(() => child.kill('SIGKILL'), 15_000);
-        child.once('exit', () => {
-          clearTimeout(t);
-          resolve();
-        });
-        child.kill('SIGTERM');
-      }),
+    // SIGTERM, then SIGKILL after 15 s: a process that had to be killed is gone all the same.
+    stop: () => stopChild(child, () => child.kill('SIGTERM')).catch(() => undefined),
   };
 }
 

@@ -9,7 +9,7 @@ import { createPool, type Db } from '../src/db/pool';
 import { startEmulator, type Emulator } from '../emulator/server';
 import { findTemporalCli, startTemporalDevServer, type DevServer } from '../src/runtime/temporalDevServer';
 import { createBenchDb, adminUrl, type BenchDb } from './lib/db';
-import { freePort, peakRssMb, resetPeakRss, rssMb, RssSampler } from './lib/proc';
+import { freePort, peakRssMb, resetPeakRss, rssMb, RssSampler, stopChild } from './lib/proc';
 import type { BenchContext, BenchSection } from './types';
 
 /**
@@ -48,16 +48,8 @@ function startProc(name: string, script: string, env: NodeJS.ProcessEnv, logFile
     name,
     pid: child.pid!,
     child,
-    stop: () =>
-      new Promise<void>((resolve) => {
-        if (child.exitCode !== null || child.signalCode !== null) return resolve();
-        const t = setTimeout(() => child.kill('SIGKILL'), 15_000);
-        child.once('exit', () => {
-          clearTimeout(t);
-          resolve();
-        });
-        child.kill('SIGTERM');
-      }),
+    // SIGTERM, then SIGKILL after 15 s: a process that had to be killed is gone all the same.
+    stop: () => stopChild(child, () => child.kill('SIGTERM')).catch(() => undefined),
   };
 }
 

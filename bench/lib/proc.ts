@@ -300,7 +300,7 @@ export async function spawnTarget(
 }
 
 /** Asks a child to stop, waits for it, and kills it if it does not exit in time. */
-async function stopChild(child: ChildProcess, ask: () => void, timeoutMs = 15_000): Promise<void> {
+export async function stopChild(child: ChildProcess, ask: () => void, timeoutMs = 15_000): Promise<void> {
   if (child.exitCode !== null || child.signalCode !== null) return;
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   try {
