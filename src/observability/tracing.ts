@@ -18,6 +18,8 @@ export interface ServedRequest {
   keyId: string | undefined;
   /** The gateway model that answered (the meter's), and the operation billed. */
   model: string | undefined;
+  /** The model the request asked for, as the route resolved it (Gemini's is in the URL, not the body). */
+  requestedModel: string | undefined;
   operation: string | undefined;
   /** The parsed JSON body, if any: the requested model and output cap are read from it. */
   body: unknown;

@@ -250,9 +250,11 @@ class SdkTracing implements GatewayTracing {
     if (op) a['gen_ai.operation.name'] = op;
     if (r.model) a['gen_ai.response.model'] = r.model;
     const body = r.body && typeof r.body === 'object' ? (r.body as Record<string, unknown>) : null;
+    if (typeof body?.model === 'string') a['gen_ai.request.model'] = body.model;
+    else if (r.requestedModel) a['gen_ai.request.model'] = r.requestedModel;
     if (body) {
-      if (typeof body.model === 'string') a['gen_ai.request.model'] = body.model;
-      const cap = body.max_completion_tokens ?? body.max_tokens ?? body.max_output_tokens;
+      const gemini = body.generationConfig as { maxOutputTokens?: unknown } | undefined;
+      const cap = body.max_completion_tokens ?? body.max_tokens ?? body.max_output_tokens ?? gemini?.maxOutputTokens;
       if (typeof cap === 'number') a['gen_ai.request.max_tokens'] = cap;
       if (this.capture)
         a['gen_ai.input.messages'] = JSON.stringify(body.messages ?? body.input ?? body.prompt ?? null).slice(

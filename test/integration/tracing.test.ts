@@ -243,39 +243,46 @@ async function readStream(res: Response): Promise<string> {
 test('every kind of stream: the try ends with the stream; first token, finish, usage, model', async () => {
   const acc = await h.account(1_000_000);
   h.emulator.control.settings.chunkDelayMs = 20;
-  const cases: { path: string; body: object; headers?: Record<string, string>; model?: string }[] = [
-    {
-      path: '/v1/chat/completions',
-      body: {
+  const cases: { path: string; body: object; headers?: Record<string, string>; model?: string; maxTokens?: number }[] =
+    [
+      {
+        path: '/v1/chat/completions',
+        body: {
+          model: 'claude-haiku-4-5',
+          max_tokens: 256,
+          stream: true,
+          messages: [{ role: 'user', content: 'Say something long' }],
+        },
         model: 'claude-haiku-4-5',
-        max_tokens: 256,
-        stream: true,
-        messages: [{ role: 'user', content: 'Say something long' }],
+        maxTokens: 256,
       },
-      model: 'claude-haiku-4-5',
-    },
-    {
-      path: '/v1/messages',
-      body: {
-        model: 'gpt-4o-mini',
-        max_tokens: 256,
-        stream: true,
-        messages: [{ role: 'user', content: 'Say something long' }],
+      {
+        path: '/v1/messages',
+        body: {
+          model: 'gpt-4o-mini',
+          max_tokens: 256,
+          stream: true,
+          messages: [{ role: 'user', content: 'Say something long' }],
+        },
+        headers: { 'anthropic-version': '2023-06-01' },
+        maxTokens: 256,
       },
-      headers: { 'anthropic-version': '2023-06-01' },
-    },
-    { path: '/v1/responses', body: { model: 'gpt-4o-mini', stream: true, input: 'Say something long' } },
-    {
-      path: '/v1beta/models/gpt-4o-mini:streamGenerateContent?alt=sse',
-      body: { contents: [{ role: 'user', parts: [{ text: 'Say something long' }] }] },
-    },
-    // Native Gemini: its finish reason (STOP) as the conventions write it, the model from modelVersion.
-    {
-      path: '/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse',
-      body: { contents: [{ role: 'user', parts: [{ text: 'Say something long' }] }] },
-      model: 'gemini-2.5-flash',
-    },
-  ];
+      { path: '/v1/responses', body: { model: 'gpt-4o-mini', stream: true, input: 'Say something long' } },
+      {
+        path: '/v1beta/models/gpt-4o-mini:streamGenerateContent?alt=sse',
+        body: { contents: [{ role: 'user', parts: [{ text: 'Say something long' }] }] },
+      },
+      // Native Gemini: its finish reason (STOP) as the conventions write it, the model from modelVersion.
+      {
+        path: '/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse',
+        body: {
+          contents: [{ role: 'user', parts: [{ text: 'Say something long' }] }],
+          generationConfig: { maxOutputTokens: 300 },
+        },
+        model: 'gemini-2.5-flash',
+        maxTokens: 300,
+      },
+    ];
   try {
     for (const c of cases) {
       const p = clientParent();
@@ -297,10 +304,14 @@ test('every kind of stream: the try ends with the stream; first token, finish, u
       expect(text.length).toBeGreaterThan(0);
       const spans = await spansOf(
         p.traceId,
-        (s) => s.some((x) => x.kind === CLIENT) && s.some((x) => x.name === 'gateway.settle'),
+        (s) => [CLIENT, SERVER].every((k) => s.some((x) => x.kind === k)) && s.some((x) => x.name === 'gateway.settle'),
       );
       const tryer = one(spans, (s) => s.kind === CLIENT);
       const settle = one(spans, (s) => s.name === 'gateway.settle');
+      // The requested model, from the body or (Gemini) the URL; the output cap, under any interface's name.
+      const server = one(spans, (s) => s.kind === SERVER);
+      expect(server.attributes['gen_ai.request.model']).toBe(c.model ?? 'gpt-4o-mini');
+      expect(server.attributes['gen_ai.request.max_tokens']).toBe(c.maxTokens);
       expect(tryer.events.find((e) => e.name === 'gen_ai.first_token')).toBeDefined();
       // The try lasts until the stream ends (chunks 20 ms apart), not just until the upstream's headers.
       const tryMs = Number(tryer.endNs - tryer.startNs) / 1e6;

@@ -49,6 +49,7 @@ export function observe(deps: Pick<AppDeps, 'logger' | 'metrics'>): Koa.Middlewa
           accountId: ctx.state.principal?.accountId,
           keyId: ctx.state.principal?.keyId,
           model: m?.model ?? ctx.state.model,
+          requestedModel: ctx.state.model,
           operation: m?.operation,
           body: (ctx.request as { body?: unknown }).body,
         });
