@@ -20,9 +20,7 @@ let prices: Map<string, Pricing>;
 beforeAll(async () => {
   gw = await startGateway({ logLevel: 'warn' }, { temporal: false });
   const { key } = await gw.account(0);
-  const list = (await (await fetch(`${gw.url}/v1/models`, { headers: { authorization: `Bearer ${key}` } })).json()) as {
-    data: { id: string; pricing: Pricing }[];
-  };
+  const list = (await getJson('/v1/models', key)) as { data: { id: string; pricing: Pricing }[] };
   prices = new Map(list.data.map((m) => [m.id, m.pricing]));
 });
 afterAll(() => gw.close());
@@ -42,6 +40,24 @@ interface Fields {
   output: number;
 }
 
+/** The fields of a prompt with CLAUDE_MARKERS: 32000 of its prompt tokens are cache reads and writes by TTL. */
+const claudeCacheFields = (promptTokens: number, output: number): Fields => ({
+  input: promptTokens - 32000,
+  cacheRead: 20000,
+  write5m: 8000,
+  write1h: 4000,
+  output,
+});
+
+/** The fields of a prompt that read `cacheRead` tokens from the cache and wrote none. */
+const cacheReadFields = (input: number, cacheRead: number, output: number): Fields => ({
+  input,
+  cacheRead,
+  write5m: 0,
+  write1h: 0,
+  output,
+});
+
 /** The provider's bill, computed here from the published prices: each field at its price, rounded up once. */
 function expectedCost(model: string, f: Fields): number {
   const p = prices.get(model)!;
@@ -56,29 +72,44 @@ function expectedCost(model: string, f: Fields): number {
   return Math.ceil(sum / 1_000_000);
 }
 
+/** A funded account with its auth headers and SDK clients that do not retry. */
 async function account() {
   const a = await gw.account(5_000_000);
-  return { ...a, headers: { authorization: `Bearer ${a.key}` } };
+  return {
+    ...a,
+    headers: { authorization: `Bearer ${a.key}` },
+    openai: new OpenAI({ apiKey: a.key, baseURL: `${gw.url}/v1`, maxRetries: 0 }),
+    anthropic: new Anthropic({ apiKey: a.key, baseURL: gw.url, maxRetries: 0 }),
+  };
+}
+
+async function getJson(path: string, key: string): Promise<any> {
+  return (await fetch(`${gw.url}${path}`, { headers: { authorization: `Bearer ${key}` } })).json();
 }
 
 async function lastUsage(key: string): Promise<any> {
-  const body = (await (await fetch(`${gw.url}/v1/usage`, { headers: { authorization: `Bearer ${key}` } })).json()) as {
-    data: any[];
-  };
+  const body = (await getJson('/v1/usage', key)) as { data: any[] };
   expect(body.data).toHaveLength(1);
   return body.data[0];
 }
 
 async function balance(key: string): Promise<number> {
-  return (
-    (await (await fetch(`${gw.url}/v1/account`, { headers: { authorization: `Bearer ${key}` } })).json()) as {
-      balance_vnd: number;
-    }
-  ).balance_vnd;
+  return ((await getJson('/v1/account', key)) as { balance_vnd: number }).balance_vnd;
 }
 
+/** What an answer reported: its cost and usage id (headers, or the closing comment of a stream). */
+interface Reported {
+  reported: number;
+  usageId: string;
+}
+
+const reportedBy = (res: Response): Reported => ({
+  reported: Number(res.headers.get('x-gateway-cost-vnd')),
+  usageId: res.headers.get('x-gateway-usage-id')!,
+});
+
 /** The usage record, the ledger and the reported cost all equal the expected cost. */
-async function expectBilled(key: string, reported: number, usageId: string, cost: number): Promise<any> {
+async function expectBilled(key: string, { reported, usageId }: Reported, cost: number): Promise<any> {
   expect(reported).toBe(cost);
   const u = await lastUsage(key);
   expect(u.id).toBe(usageId);
@@ -88,7 +119,7 @@ async function expectBilled(key: string, reported: number, usageId: string, cost
 }
 
 /** Raw SSE: the events (comment blocks apart) and the cost comment that ends the stream. */
-async function sse(res: Response): Promise<{ events: any[]; cost: number; usageId: string }> {
+async function sse(res: Response): Promise<Reported & { events: any[] }> {
   expect(res.status).toBe(200);
   const blocks = (await res.text()).split('\n\n').filter((b) => b.trim());
   const comment = blocks.filter((b) => b.startsWith(':'));
@@ -98,7 +129,7 @@ async function sse(res: Response): Promise<{ events: any[]; cost: number; usageI
   const events = blocks
     .filter((b) => !b.startsWith(':') && !b.endsWith('[DONE]'))
     .map((b) => JSON.parse(/^data: (.*)$/m.exec(b)![1]));
-  return { events, cost: Number(m[1]), usageId: m[2] };
+  return { events, reported: Number(m[1]), usageId: m[2] };
 }
 
 /**
@@ -110,16 +141,12 @@ async function billedAnswer<U>(
   stream: boolean,
   pick: (events: any[]) => U,
   plain: (body: any) => U,
-): Promise<{ usage: U; reported: number; usageId: string }> {
+): Promise<Reported & { usage: U }> {
   if (stream) {
     const s = await sse(res);
-    return { usage: pick(s.events), reported: s.cost, usageId: s.usageId };
+    return { usage: pick(s.events), reported: s.reported, usageId: s.usageId };
   }
-  return {
-    usage: plain(await res.json()),
-    reported: Number(res.headers.get('x-gateway-cost-vnd')),
-    usageId: res.headers.get('x-gateway-usage-id')!,
-  };
+  return { usage: plain(await res.json()), ...reportedBy(res) };
 }
 const lastChunkUsage = (events: any[]) => events[events.length - 1].usage as OpenAI.CompletionUsage;
 const completedUsage = (events: any[]) =>
@@ -131,6 +158,111 @@ const post = (path: string, headers: Record<string, string>, body: unknown) =>
     headers: { ...headers, 'content-type': 'application/json', 'anthropic-version': '2023-06-01' },
     body: JSON.stringify(body),
   });
+
+type Account = Awaited<ReturnType<typeof account>>;
+
+const chatBody = (model: string, markers: string) => ({
+  model,
+  messages: [
+    { role: 'system' as const, content: PADDING },
+    { role: 'user' as const, content: `hello ${markers}` },
+  ],
+});
+
+/** A chat completion, streamed with include_usage or not: the usage the client got and what was reported. */
+async function chatAnswer(a: Account, stream: boolean, body: object) {
+  const res = await post('/v1/chat/completions', a.headers, {
+    ...body,
+    ...(stream ? { stream: true, stream_options: { include_usage: true } } : {}),
+  });
+  return billedAnswer(res, stream, lastChunkUsage, (b: OpenAI.ChatCompletion) => b.usage!);
+}
+
+/** A response to `input` with PADDING as instructions, streamed or not: its usage and what was reported. */
+async function responsesAnswer(a: Account, stream: boolean, model: string, input: string) {
+  const res = await post('/v1/responses', a.headers, {
+    model,
+    instructions: PADDING,
+    input,
+    ...(stream ? { stream: true } : {}),
+  });
+  return billedAnswer(res, stream, completedUsage, (b: OpenAI.Responses.Response) => b.usage!);
+}
+
+/** The prompt markers for `cacheRead` cached tokens and, if given, `reasoning` reasoning tokens. */
+const cacheMarkers = (cacheRead: number, reasoning?: number) =>
+  `[cache_read=${cacheRead}]` + (reasoning === undefined ? '' : ` [reasoning=${reasoning}]`);
+
+/**
+ * A chat answer on `model` to a prompt that reads `cached` tokens from the cache: the client sees them as
+ * cached_tokens and the rest of the prompt is billed at the input price. The usage and the usage record.
+ */
+async function chatCacheRead(stream: boolean, model: string, cached: number, reasoning: number) {
+  const a = await account();
+  const { usage, ...reported } = await chatAnswer(a, stream, chatBody(model, cacheMarkers(cached, reasoning)));
+  expect(usage.prompt_tokens_details!.cached_tokens).toBe(cached);
+  const cost = expectedCost(model, cacheReadFields(usage.prompt_tokens - cached, cached, usage.completion_tokens));
+  return { usage, rec: await expectBilled(a.key, reported, cost) };
+}
+
+/** As chatCacheRead, for a response: cached tokens in input_tokens_details. The usage. */
+async function responsesCacheRead(stream: boolean, model: string, cached: number, reasoning?: number) {
+  const a = await account();
+  const { usage, ...reported } = await responsesAnswer(a, stream, model, `hi ${cacheMarkers(cached, reasoning)}`);
+  expect(usage.input_tokens_details.cached_tokens).toBe(cached);
+  await expectBilled(
+    a.key,
+    reported,
+    expectedCost(model, cacheReadFields(usage.input_tokens - cached, cached, usage.output_tokens)),
+  );
+  return usage;
+}
+
+/** Chat usage of a Claude prompt with CLAUDE_MARKERS: reads and both writes in prompt_tokens_details, priced by TTL. */
+async function expectClaudeChatBilled(key: string, model: string, usage: OpenAI.CompletionUsage, reported: Reported) {
+  expect(usage.prompt_tokens_details).toEqual({
+    cached_tokens: 20000,
+    cache_write_tokens: 12000,
+    cache_write_1h_tokens: 4000,
+  });
+  await expectBilled(
+    key,
+    reported,
+    expectedCost(model, claudeCacheFields(usage.prompt_tokens, usage.completion_tokens)),
+  );
+}
+
+/**
+ * Responses usage of a Claude prompt with CLAUDE_MARKERS: the 5-minute / 1-hour split is not in the Responses shape,
+ * but it is billed and recorded.
+ */
+async function expectClaudeResponsesBilled(
+  key: string,
+  model: string,
+  u: OpenAI.Responses.ResponseUsage,
+  reported: Reported,
+) {
+  expect(u.input_tokens_details).toEqual({ cached_tokens: 20000, cache_write_tokens: 12000 });
+  const rec = await expectBilled(
+    key,
+    reported,
+    expectedCost(model, claudeCacheFields(u.input_tokens, u.output_tokens)),
+  );
+  expect(rec.units).toMatchObject({ cache_write_5m_tokens: 8000, cache_write_1h_tokens: 4000 });
+}
+
+/** A streamed message answer (up to 1000 tokens): its events and what was reported. */
+const streamMessages = async (a: Account, body: object) =>
+  sse(await post('/v1/messages', a.headers, { max_tokens: 1000, stream: true, ...body }));
+
+/** Messages streamed on a translated model: message_delta carries 6000 cache reads, priced as such. */
+async function expectStreamedMessagesCacheRead(model: string, content: string) {
+  const a = await account();
+  const s = await streamMessages(a, { model, system: PADDING, messages: [{ role: 'user', content }] });
+  const u = s.events.find((e) => e.type === 'message_delta').usage;
+  expect(u.cache_read_input_tokens).toBe(6000);
+  await expectBilled(a.key, s, expectedCost(model, cacheReadFields(u.input_tokens, 6000, u.output_tokens)));
+}
 
 describe('native Anthropic Messages', () => {
   const model = 'claude-sonnet-4-6';
@@ -158,16 +290,19 @@ describe('native Anthropic Messages', () => {
     write1h: u.cache_creation!.ephemeral_1h_input_tokens,
     output: u.output_tokens,
   });
-
-  test('plain: cache_control passes through untouched, each usage field is priced on its own', async () => {
-    const a = await account();
-    const c = new Anthropic({ apiKey: a.key, baseURL: gw.url, maxRetries: 0 });
-    const { data: m, response } = await c.messages
-      .create({ model, max_tokens: 1000, system, tools, tool_choice: { type: 'none' }, messages })
-      .withResponse();
+  /** The upstream got system, tools and messages with their cache_control as the client sent them. */
+  const expectSentUntouched = () => {
     const sent = gw.emulator.control.requests.filter((r) => r.path === '/anthropic/v1/messages').pop()!
       .body as Anthropic.MessageCreateParams;
     expect({ system: sent.system, tools: sent.tools, messages: sent.messages }).toEqual({ system, tools, messages });
+  };
+
+  test('plain: cache_control passes through untouched, each usage field is priced on its own', async () => {
+    const a = await account();
+    const { data: m, response } = await a.anthropic.messages
+      .create({ model, max_tokens: 1000, system, tools, tool_choice: { type: 'none' }, messages })
+      .withResponse();
+    expectSentUntouched();
     expect(m.usage).toMatchObject({
       cache_read_input_tokens: 20000,
       cache_creation_input_tokens: 12000,
@@ -177,12 +312,7 @@ describe('native Anthropic Messages', () => {
     const cost = expectedCost(model, f);
     // Billing every prompt token at the input price, cache ignored, would cost a different amount.
     expect(expectedCost(model, { ...f, input: f.input + 32000, cacheRead: 0, write5m: 0, write1h: 0 })).not.toBe(cost);
-    const u = await expectBilled(
-      a.key,
-      Number(response.headers.get('x-gateway-cost-vnd')),
-      response.headers.get('x-gateway-usage-id')!,
-      cost,
-    );
+    const u = await expectBilled(a.key, reportedBy(response), cost);
     expect(u.units).toEqual({
       prompt_tokens: f.input + 32000,
       completion_tokens: f.output,
@@ -203,122 +333,38 @@ describe('native Anthropic Messages', () => {
 
   test('stream: usage from message_start and message_delta, the cost in the closing comment', async () => {
     const a = await account();
-    const { events, cost, usageId } = await sse(
-      await post('/v1/messages', a.headers, {
-        model,
-        max_tokens: 1000,
-        stream: true,
-        system,
-        tools,
-        tool_choice: { type: 'none' },
-        messages,
-      }),
-    );
-    const sent = gw.emulator.control.requests.filter((r) => r.path === '/anthropic/v1/messages').pop()!
-      .body as Anthropic.MessageCreateParams;
-    expect({ system: sent.system, tools: sent.tools, messages: sent.messages }).toEqual({ system, tools, messages });
-    const delta = events.find((e) => e.type === 'message_delta');
-    const start = events.find((e) => e.type === 'message_start');
+    const s = await streamMessages(a, { model, system, tools, tool_choice: { type: 'none' }, messages });
+    expectSentUntouched();
+    const delta = s.events.find((e) => e.type === 'message_delta');
+    const start = s.events.find((e) => e.type === 'message_start');
     expect(start.message.usage).toMatchObject({ cache_read_input_tokens: 20000, cache_creation_input_tokens: 12000 });
-    await expectBilled(a.key, cost, usageId, expectedCost(model, fieldsOf({ ...start.message.usage, ...delta.usage })));
+    await expectBilled(a.key, s, expectedCost(model, fieldsOf({ ...start.message.usage, ...delta.usage })));
   });
 });
 
 describe('chat completions', () => {
   const claude = 'claude-haiku-4-5';
-  const chatBody = (model: string, markers: string) => ({
-    model,
-    messages: [
-      { role: 'system' as const, content: PADDING },
-      { role: 'user' as const, content: `hello ${markers}` },
-    ],
-  });
 
   test('on a Claude model (bridged): cache reads and writes in prompt_tokens_details, priced by TTL', async () => {
     const a = await account();
-    const c = new OpenAI({ apiKey: a.key, baseURL: `${gw.url}/v1`, maxRetries: 0 });
-    const { data: r, response } = await c.chat.completions.create(chatBody(claude, CLAUDE_MARKERS)).withResponse();
-    const d = r.usage!.prompt_tokens_details as {
-      cached_tokens: number;
-      cache_write_tokens: number;
-      cache_write_1h_tokens: number;
-    };
-    expect(d).toEqual({ cached_tokens: 20000, cache_write_tokens: 12000, cache_write_1h_tokens: 4000 });
-    const f = {
-      input: r.usage!.prompt_tokens - 32000,
-      cacheRead: 20000,
-      write5m: 8000,
-      write1h: 4000,
-      output: r.usage!.completion_tokens,
-    };
-    await expectBilled(
-      a.key,
-      Number(response.headers.get('x-gateway-cost-vnd')),
-      response.headers.get('x-gateway-usage-id')!,
-      expectedCost(claude, f),
-    );
+    const { data: r, response } = await a.openai.chat.completions
+      .create(chatBody(claude, CLAUDE_MARKERS))
+      .withResponse();
+    await expectClaudeChatBilled(a.key, claude, r.usage!, reportedBy(response));
   });
 
   test('on a Claude model, streamed with include_usage', async () => {
     const a = await account();
-    const { events, cost, usageId } = await sse(
-      await post('/v1/chat/completions', a.headers, {
-        ...chatBody(claude, CLAUDE_MARKERS),
-        stream: true,
-        stream_options: { include_usage: true },
-      }),
-    );
-    const usage = events[events.length - 1].usage;
-    expect(usage.prompt_tokens_details).toEqual({
-      cached_tokens: 20000,
-      cache_write_tokens: 12000,
-      cache_write_1h_tokens: 4000,
-    });
-    await expectBilled(
-      a.key,
-      cost,
-      usageId,
-      expectedCost(claude, {
-        input: usage.prompt_tokens - 32000,
-        cacheRead: 20000,
-        write5m: 8000,
-        write1h: 4000,
-        output: usage.completion_tokens,
-      }),
-    );
+    const { usage, ...reported } = await chatAnswer(a, true, chatBody(claude, CLAUDE_MARKERS));
+    await expectClaudeChatBilled(a.key, claude, usage, reported);
   });
 
   test.each([false, true])(
     'on an OpenAI model (native, stream %s): cached_tokens at the cached-input price, reasoning in the output',
     async (stream) => {
-      const model = 'o4-mini';
-      const a = await account();
-      const body = {
-        ...chatBody(model, '[cache_read=9000] [reasoning=700]'),
-        ...(stream ? { stream: true, stream_options: { include_usage: true } } : {}),
-      };
-      const res = await post('/v1/chat/completions', a.headers, body);
-      const { usage, reported, usageId } = await billedAnswer(
-        res,
-        stream,
-        lastChunkUsage,
-        (b: OpenAI.ChatCompletion) => b.usage!,
-      );
-      expect(usage.prompt_tokens_details!.cached_tokens).toBe(9000);
+      const { usage, rec } = await chatCacheRead(stream, 'o4-mini', 9000, 700);
       expect(usage.completion_tokens_details!.reasoning_tokens).toBe(700);
-      const u = await expectBilled(
-        a.key,
-        reported,
-        usageId,
-        expectedCost(model, {
-          input: usage.prompt_tokens - 9000,
-          cacheRead: 9000,
-          write5m: 0,
-          write1h: 0,
-          output: usage.completion_tokens,
-        }),
-      );
-      expect(u.units).toMatchObject({
+      expect(rec.units).toMatchObject({
         cache_read_tokens: 9000,
         reasoning_tokens: 700,
         input_uncached_tokens: usage.prompt_tokens - 9000,
@@ -329,38 +375,9 @@ describe('chat completions', () => {
 
 describe('chat completions on a Responses-only model (bridged)', () => {
   test.each([false, true])('stream %s: cached input and reasoning from the Responses usage', async (stream) => {
-    const model = 'gpt-5-codex';
-    const a = await account();
-    const body = {
-      model,
-      messages: [
-        { role: 'system', content: PADDING },
-        { role: 'user', content: 'hello [cache_read=8000] [reasoning=400]' },
-      ],
-      ...(stream ? { stream: true, stream_options: { include_usage: true } } : {}),
-    };
-    const res = await post('/v1/chat/completions', a.headers, body);
-    const { usage, reported, usageId } = await billedAnswer(
-      res,
-      stream,
-      lastChunkUsage,
-      (b: OpenAI.ChatCompletion) => b.usage!,
-    );
-    expect(usage.prompt_tokens_details!.cached_tokens).toBe(8000);
+    const { usage, rec } = await chatCacheRead(stream, 'gpt-5-codex', 8000, 400);
     expect(usage.completion_tokens_details!.reasoning_tokens).toBeGreaterThanOrEqual(400);
-    const u = await expectBilled(
-      a.key,
-      reported,
-      usageId,
-      expectedCost(model, {
-        input: usage.prompt_tokens - 8000,
-        cacheRead: 8000,
-        write5m: 0,
-        write1h: 0,
-        output: usage.completion_tokens,
-      }),
-    );
-    expect(u.units).toMatchObject({ cache_read_tokens: 8000, input_uncached_tokens: usage.prompt_tokens - 8000 });
+    expect(rec.units).toMatchObject({ cache_read_tokens: 8000, input_uncached_tokens: usage.prompt_tokens - 8000 });
   });
 });
 
@@ -368,8 +385,7 @@ describe('messages and responses on other upstreams', () => {
   test('messages on an OpenAI model (translated): cached tokens become cache_read_input_tokens', async () => {
     const model = 'gpt-4o-mini';
     const a = await account();
-    const c = new Anthropic({ apiKey: a.key, baseURL: gw.url, maxRetries: 0 });
-    const { data: m, response } = await c.messages
+    const { data: m, response } = await a.anthropic.messages
       .create({
         model,
         max_tokens: 1000,
@@ -379,179 +395,46 @@ describe('messages and responses on other upstreams', () => {
       .withResponse();
     expect(m.usage.cache_read_input_tokens).toBe(6000);
     expect(m.usage.cache_creation_input_tokens).toBe(0);
-    await expectBilled(
-      a.key,
-      Number(response.headers.get('x-gateway-cost-vnd')),
-      response.headers.get('x-gateway-usage-id')!,
-      expectedCost(model, {
-        input: m.usage.input_tokens,
-        cacheRead: 6000,
-        write5m: 0,
-        write1h: 0,
-        output: m.usage.output_tokens,
-      }),
-    );
+    const cost = expectedCost(model, cacheReadFields(m.usage.input_tokens, 6000, m.usage.output_tokens));
+    await expectBilled(a.key, reportedBy(response), cost);
   });
 
   test('messages streamed on a Responses-only model (translated): cache reads and reasoning', async () => {
-    const model = 'gpt-5-codex';
-    const a = await account();
-    const { events, cost, usageId } = await sse(
-      await post('/v1/messages', a.headers, {
-        model,
-        max_tokens: 1000,
-        stream: true,
-        system: PADDING,
-        messages: [{ role: 'user', content: 'hi [cache_read=6000] [reasoning=50]' }],
-      }),
-    );
-    const u = events.find((e) => e.type === 'message_delta').usage;
-    expect(u.cache_read_input_tokens).toBe(6000);
-    await expectBilled(
-      a.key,
-      cost,
-      usageId,
-      expectedCost(model, { input: u.input_tokens, cacheRead: 6000, write5m: 0, write1h: 0, output: u.output_tokens }),
-    );
+    await expectStreamedMessagesCacheRead('gpt-5-codex', 'hi [cache_read=6000] [reasoning=50]');
   });
 
   test('responses on a Claude model (bridged): cache reads in input_tokens_details, writes priced', async () => {
     const model = 'claude-opus-4-6';
     const a = await account();
-    const c = new OpenAI({ apiKey: a.key, baseURL: `${gw.url}/v1`, maxRetries: 0 });
-    const { data: r, response } = await c.responses
+    const { data: r, response } = await a.openai.responses
       .create({ model, instructions: PADDING, input: `hi ${CLAUDE_MARKERS}` })
       .withResponse();
-    const u = r.usage!;
-    expect(u.input_tokens_details).toEqual({ cached_tokens: 20000, cache_write_tokens: 12000 });
-    // The 5-minute / 1-hour split is not in the Responses shape, but it is billed and recorded.
-    const rec = await expectBilled(
-      a.key,
-      Number(response.headers.get('x-gateway-cost-vnd')),
-      response.headers.get('x-gateway-usage-id')!,
-      expectedCost(model, {
-        input: u.input_tokens - 32000,
-        cacheRead: 20000,
-        write5m: 8000,
-        write1h: 4000,
-        output: u.output_tokens,
-      }),
-    );
-    expect(rec.units).toMatchObject({ cache_write_5m_tokens: 8000, cache_write_1h_tokens: 4000 });
+    await expectClaudeResponsesBilled(a.key, model, r.usage!, reportedBy(response));
   });
 
   test('messages streamed on an OpenAI chat model (translated): cached tokens in start and delta', async () => {
-    const model = 'gpt-4o-mini';
-    const a = await account();
-    const { events, cost, usageId } = await sse(
-      await post('/v1/messages', a.headers, {
-        model,
-        max_tokens: 1000,
-        stream: true,
-        system: PADDING,
-        messages: [{ role: 'user', content: 'hi [cache_read=6000]' }],
-      }),
-    );
-    const u = events.find((e) => e.type === 'message_delta').usage;
-    expect(u.cache_read_input_tokens).toBe(6000);
-    await expectBilled(
-      a.key,
-      cost,
-      usageId,
-      expectedCost(model, { input: u.input_tokens, cacheRead: 6000, write5m: 0, write1h: 0, output: u.output_tokens }),
-    );
+    await expectStreamedMessagesCacheRead('gpt-4o-mini', 'hi [cache_read=6000]');
   });
 
   test('responses streamed on a Claude model (bridged): cache reads and writes, 1-hour writes priced', async () => {
     const model = 'claude-opus-4-6';
     const a = await account();
-    const { events, cost, usageId } = await sse(
-      await post('/v1/responses', a.headers, {
-        model,
-        instructions: PADDING,
-        input: `hi ${CLAUDE_MARKERS}`,
-        stream: true,
-      }),
-    );
-    const u = events.find((e) => e.type === 'response.completed').response.usage;
-    expect(u.input_tokens_details).toEqual({ cached_tokens: 20000, cache_write_tokens: 12000 });
-    const rec = await expectBilled(
-      a.key,
-      cost,
-      usageId,
-      expectedCost(model, {
-        input: u.input_tokens - 32000,
-        cacheRead: 20000,
-        write5m: 8000,
-        write1h: 4000,
-        output: u.output_tokens,
-      }),
-    );
-    expect(rec.units).toMatchObject({ cache_write_5m_tokens: 8000, cache_write_1h_tokens: 4000 });
+    const { usage, ...reported } = await responsesAnswer(a, true, model, `hi ${CLAUDE_MARKERS}`);
+    await expectClaudeResponsesBilled(a.key, model, usage, reported);
   });
 
   test.each([false, true])(
     'responses on an OpenAI chat model (translated, stream %s): cached input at its price',
     async (stream) => {
-      const model = 'gpt-4o-mini';
-      const a = await account();
-      const res = await post('/v1/responses', a.headers, {
-        model,
-        instructions: PADDING,
-        input: 'hi [cache_read=5000]',
-        ...(stream ? { stream: true } : {}),
-      });
-      const {
-        usage: u,
-        reported,
-        usageId,
-      } = await billedAnswer(res, stream, completedUsage, (b: OpenAI.Responses.Response) => b.usage!);
-      expect(u.input_tokens_details.cached_tokens).toBe(5000);
-      await expectBilled(
-        a.key,
-        reported,
-        usageId,
-        expectedCost(model, {
-          input: u.input_tokens - 5000,
-          cacheRead: 5000,
-          write5m: 0,
-          write1h: 0,
-          output: u.output_tokens,
-        }),
-      );
+      await responsesCacheRead(stream, 'gpt-4o-mini', 5000);
     },
   );
 
   test.each([false, true])(
     'responses on a Responses model (native, stream %s): cached input and reasoning',
     async (stream) => {
-      const model = 'gpt-5-codex';
-      const a = await account();
-      const res = await post('/v1/responses', a.headers, {
-        model,
-        instructions: PADDING,
-        input: 'hi [cache_read=7000] [reasoning=300]',
-        ...(stream ? { stream: true } : {}),
-      });
-      const {
-        usage: u,
-        reported,
-        usageId,
-      } = await billedAnswer(res, stream, completedUsage, (b: OpenAI.Responses.Response) => b.usage!);
-      expect(u.input_tokens_details.cached_tokens).toBe(7000);
-      expect(u.output_tokens_details.reasoning_tokens).toBeGreaterThanOrEqual(300);
-      await expectBilled(
-        a.key,
-        reported,
-        usageId,
-        expectedCost(model, {
-          input: u.input_tokens - 7000,
-          cacheRead: 7000,
-          write5m: 0,
-          write1h: 0,
-          output: u.output_tokens,
-        }),
-      );
+      const usage = await responsesCacheRead(stream, 'gpt-5-codex', 7000, 300);
+      expect(usage.output_tokens_details.reasoning_tokens).toBeGreaterThanOrEqual(300);
     },
   );
 });
@@ -561,7 +444,7 @@ test('other billed operations report their cost in headers', async () => {
   const res = await post('/v1/embeddings', a.headers, { model: 'text-embedding-3-small', input: 'hello world' });
   expect(res.status).toBe(200);
   await res.arrayBuffer();
-  await expectBilled(a.key, Number(res.headers.get('x-gateway-cost-vnd')), res.headers.get('x-gateway-usage-id')!, 1);
+  await expectBilled(a.key, reportedBy(res), 1);
 });
 
 describe('every billed operation reports its cost in headers, equal to its usage record', () => {
@@ -606,8 +489,7 @@ describe('every billed operation reports its cost in headers, equal to its usage
   ];
   test.each(ops)('%s', async (_name, call) => {
     const a = await account();
-    const c = new OpenAI({ apiKey: a.key, baseURL: `${gw.url}/v1`, maxRetries: 0 });
-    const { response } = await call(c);
+    const { response } = await call(a.openai);
     const reported = Number(response.headers.get('x-gateway-cost-vnd'));
     expect(reported).toBeGreaterThan(0);
     const u = await lastUsage(a.key);
