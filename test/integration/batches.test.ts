@@ -81,15 +81,96 @@ async function usageCost(accountId: string): Promise<number> {
 
 const client = (key: string) => new OpenAI({ apiKey: key, baseURL: `${h.url}/v1`, maxRetries: 0 });
 
+/** Batch input lines, one POST to `url` for each [custom_id, body]. */
+const batchLines = (url: string, items: [string, unknown][]) =>
+  items.map(([id, body]) => JSON.stringify({ custom_id: id, method: 'POST', url, body })).join('\n');
+
 const chatLines = (n: number, model = 'gpt-4o-mini') =>
-  Array.from({ length: n }, (_, i) =>
-    JSON.stringify({
-      custom_id: `req-${i}`,
-      method: 'POST',
-      url: '/v1/chat/completions',
-      body: { model, messages: [{ role: 'user', content: `Say hello number ${i}` }], max_tokens: 50 },
-    }),
-  ).join('\n') + '\n';
+  batchLines(
+    '/v1/chat/completions',
+    Array.from({ length: n }, (_, i) => [
+      `req-${i}`,
+      { model, messages: [{ role: 'user', content: `Say hello number ${i}` }], max_tokens: 50 },
+    ]),
+  ) + '\n';
+
+/** Uploads `text` as a batch input file. */
+const upload = async (c: OpenAI, text: string, name = 'in.jsonl') =>
+  c.files.create({ file: await toFile(Buffer.from(text), name), purpose: 'batch' });
+
+type Endpoint = OpenAI.Batches.BatchCreateParams['endpoint'];
+
+/** Creates a batch of the uploaded file with a 24h window. */
+const createBatch = (c: OpenAI, fileId: string, endpoint: Endpoint, metadata?: Record<string, string>) =>
+  c.batches.create({ input_file_id: fileId, endpoint, completion_window: '24h', metadata });
+
+/** Creates a batch of the file for `endpoint` and waits until it has finished. */
+async function runBatch(c: OpenAI, fileId: string, endpoint: Endpoint) {
+  return finished(c, (await createBatch(c, fileId, endpoint)).id);
+}
+
+/** The lines of an output or error file, parsed. */
+async function jsonLines(c: OpenAI, fileId: string): Promise<any[]> {
+  return (await (await c.files.content(fileId)).text())
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l));
+}
+
+/** The account's usage records, each one's cost checked to be its tokens at these prices per 1M tokens. */
+async function pricedUsage(accountId: string, inputPrice: number, outputPrice: number) {
+  const usage = (await h.deps.db.query(`SELECT units, cost_vnd FROM usage_records WHERE account_id = $1`, [accountId]))
+    .rows;
+  for (const u of usage)
+    expect(Number(u.cost_vnd)).toBe(
+      perMillionCost([
+        [u.units.prompt_tokens, inputPrice],
+        [u.units.completion_tokens, outputPrice],
+      ]),
+    );
+  return usage;
+}
+
+/** The batch's hold charged what its usage records cost and released the rest; its ledger sums. */
+async function expectHoldSettled(accountId: string, batchId: string) {
+  const m = await holdSums(accountId, batchId);
+  expect(m.charged).toBe(await usageCost(accountId));
+  expect(m.released).toBe(m.placed - m.charged);
+  return m;
+}
+
+/** The webhook events, once the first has arrived. */
+const firstEvents = (events: () => Promise<any[]>) =>
+  eventually(async () => {
+    const e = await events();
+    return e.length ? e : null;
+  });
+
+/**
+ * A chat batch of the uploaded file with its hold placed, as the API creates it, but no workflow started; its id.
+ */
+async function batchWithHold(a: { accountId: string; keyId: string }, fileId: string) {
+  const file = (await getFileForAccount(h.deps.db, a.accountId, fileId))!;
+  const model = h.deps.catalog.get('gpt-4o-mini')!;
+  const input = await h.deps.storage.get(file.storageKey);
+  const bound = await batchBound(h.deps.catalog, h.deps.router, model, '/v1/chat/completions', input);
+  const id = newBatchId();
+  await createBatchWithHold(h.deps.db, {
+    id,
+    accountId: a.accountId,
+    apiKeyId: a.keyId,
+    endpoint: '/v1/chat/completions',
+    model: model.id,
+    inputFileId: fileId,
+    completionWindow: '24h',
+    metadata: null,
+    total: bound.requests,
+    maxCostVnd: bound.maxCost,
+    holdId: randomUUID(),
+    expiresAt: new Date(Date.now() + 60_000),
+  });
+  return id;
+}
 
 async function finished(c: OpenAI, id: string) {
   return eventually(
@@ -107,7 +188,7 @@ test('files: upload, list, get, content, delete, isolated per account', async ()
   const b = await h.account(1_000_000);
   const ca = client(a.key);
   const text = chatLines(4);
-  const f = await ca.files.create({ file: await toFile(Buffer.from(text), 'in.jsonl'), purpose: 'batch' });
+  const f = await upload(ca, text);
   expect(f).toMatchObject({ object: 'file', purpose: 'batch', bytes: Buffer.byteLength(text), filename: 'in.jsonl' });
   expect((await ca.files.retrieve(f.id)).id).toBe(f.id);
   const listed = [];
@@ -132,9 +213,7 @@ test.each([
   ],
 ])('an invalid batch file (%s) is refused naming the line', async (_what, text, line, code) => {
   const a = await h.account(1_000);
-  const e = await client(a.key)
-    .files.create({ file: await toFile(Buffer.from(text), 'bad.jsonl'), purpose: 'batch' })
-    .catch((x) => x);
+  const e = await upload(client(a.key), text, 'bad.jsonl').catch((x) => x);
   expect(e).toMatchObject({ status: 400, code });
   expect(e.message).toContain(`Line ${line}`);
   expect((await client(a.key).files.list()).data).toHaveLength(0);
@@ -144,22 +223,14 @@ test('a chat batch runs every item, charged once at the batch price; the rest of
   const start = 1_000_000;
   const a = await h.account(start);
   const c = client(a.key);
-  const f = await c.files.create({ file: await toFile(Buffer.from(chatLines(7)), 'in.jsonl'), purpose: 'batch' });
-  const created = await c.batches.create({
-    input_file_id: f.id,
-    endpoint: '/v1/chat/completions',
-    completion_window: '24h',
-    metadata: { run: 'one' },
-  });
+  const f = await upload(c, chatLines(7));
+  const created = await createBatch(c, f.id, '/v1/chat/completions', { run: 'one' });
   expect(created).toMatchObject({ object: 'batch', status: 'validating', metadata: { run: 'one' } });
   const b = await finished(c, created.id);
   expect(b.status).toBe('completed');
   expect(b.request_counts).toEqual({ total: 7, completed: 7, failed: 0 });
   expect(b.error_file_id).toBeNull();
-  const lines = (await (await c.files.content(b.output_file_id!)).text())
-    .trim()
-    .split('\n')
-    .map((l) => JSON.parse(l));
+  const lines = await jsonLines(c, b.output_file_id!);
   expect(lines.map((l) => l.custom_id).sort()).toEqual(Array.from({ length: 7 }, (_, i) => `req-${i}`).sort());
   for (const l of lines) {
     expect(l.response.status_code).toBe(200);
@@ -171,27 +242,14 @@ test('a chat batch runs every item, charged once at the batch price; the rest of
   expect(listed).toContain(b.id);
 
   // Money: one hold for the maximum, per-item charges at the batch price (1950 / 7800 VND per 1M), the rest released.
-  const usage = (
-    await h.deps.db.query(`SELECT units, cost_vnd, charge_key FROM usage_records WHERE account_id = $1`, [a.accountId])
-  ).rows;
+  const usage = await pricedUsage(a.accountId, 1950, 7800);
   expect(usage).toHaveLength(7);
-  let expected = 0;
-  for (const u of usage) {
-    const cost = perMillionCost([
-      [u.units.prompt_tokens, 1950],
-      [u.units.completion_tokens, 7800],
-    ]);
-    expect(Number(u.cost_vnd)).toBe(cost);
-    expected += cost;
-  }
-  const full = await h.deps.db.query(`SELECT max_cost_vnd, cost_vnd, hold_id FROM batches WHERE id = $1`, [b.id]);
-  const { max_cost_vnd: held, cost_vnd: cost, hold_id: holdId } = full.rows[0];
-  expect(Number(cost)).toBe(expected);
-  const events = (await listLedger(h.deps.db, a.accountId, 1000)).filter((e) => e.holdId === holdId);
-  const sum = (k: string) => events.filter((e) => e.kind === k).reduce((s, e) => s + e.amount, 0);
-  expect(sum('hold_placed')).toBe(Number(held));
-  expect(sum('charged')).toBe(expected);
-  expect(sum('hold_released')).toBe(Number(held) - expected);
+  const expected = usage.reduce((t, u) => t + Number(u.cost_vnd), 0);
+  const m = await holdSums(a.accountId, b.id);
+  expect(m.cost).toBe(expected);
+  expect(m.placed).toBe(m.max);
+  expect(m.charged).toBe(expected);
+  expect(m.released).toBe(m.max - expected);
   expect(await getBalance(h.deps.db, a.accountId)).toEqual({
     balance: start - expected,
     held: 0,
@@ -203,10 +261,8 @@ test('a chat batch runs every item, charged once at the batch price; the rest of
 test('402 before anything runs when the account cannot cover the hold', async () => {
   const a = await h.account(2); // each of the three items is bounded at 1 VND
   const c = client(a.key);
-  const f = await c.files.create({ file: await toFile(Buffer.from(chatLines(3)), 'in.jsonl'), purpose: 'batch' });
-  const e = await c.batches
-    .create({ input_file_id: f.id, endpoint: '/v1/chat/completions', completion_window: '24h' })
-    .catch((x) => x);
+  const f = await upload(c, chatLines(3));
+  const e = await createBatch(c, f.id, '/v1/chat/completions').catch((x) => x);
   expect(e).toMatchObject({ status: 402 });
   expect(e.error).toMatchObject({ type: 'insufficient_quota' });
   expect((await c.batches.list()).data).toHaveLength(0);
@@ -225,62 +281,33 @@ test('/public/models shows the batch prices; a model without them is billed its 
 
   const a = await h.account(1_000_000);
   const c = client(a.key);
-  const lines = ['one', 'two', 'three']
-    .map((p) =>
-      JSON.stringify({
-        custom_id: p,
-        method: 'POST',
-        url: '/v1/completions',
-        body: { model: 'gpt-3.5-turbo-instruct', prompt: `count ${p}`, max_tokens: 20 },
-      }),
-    )
-    .join('\n');
-  const f = await c.files.create({ file: await toFile(Buffer.from(lines), 'c.jsonl'), purpose: 'batch' });
-  const b = await finished(
-    c,
-    (await c.batches.create({ input_file_id: f.id, endpoint: '/v1/completions', completion_window: '24h' })).id,
+  const lines = batchLines(
+    '/v1/completions',
+    ['one', 'two', 'three'].map((p) => [p, { model: 'gpt-3.5-turbo-instruct', prompt: `count ${p}`, max_tokens: 20 }]),
   );
+  const f = await upload(c, lines, 'c.jsonl');
+  const b = await runBatch(c, f.id, '/v1/completions');
   expect(b).toMatchObject({ status: 'completed', request_counts: { total: 3, completed: 3, failed: 0 } });
-  const usage = (
-    await h.deps.db.query(`SELECT units, cost_vnd FROM usage_records WHERE account_id = $1`, [a.accountId])
-  ).rows;
-  expect(usage).toHaveLength(3);
-  for (const u of usage)
-    expect(Number(u.cost_vnd)).toBe(
-      perMillionCost([
-        [u.units.prompt_tokens, 39000],
-        [u.units.completion_tokens, 52000],
-      ]),
-    );
+  expect(await pricedUsage(a.accountId, 39000, 52000)).toHaveLength(3);
 });
 
 test('an embeddings batch; a request the route would refuse fails alone, in the error file, uncharged', async () => {
   const a = await h.account(1_000_000);
   const c = client(a.key);
-  const line = (id: string, input: unknown) =>
-    JSON.stringify({
-      custom_id: id,
-      method: 'POST',
-      url: '/v1/embeddings',
-      body: { model: 'text-embedding-3-small', input },
-    });
-  const text = [line('a', 'first text'), line('b', ['second', 'third']), line('bad', 42)].join('\n') + '\n';
-  const f = await c.files.create({ file: await toFile(Buffer.from(text), 'e.jsonl'), purpose: 'batch' });
-  const b = await finished(
-    c,
-    (await c.batches.create({ input_file_id: f.id, endpoint: '/v1/embeddings', completion_window: '24h' })).id,
-  );
+  const embed = (input: unknown) => ({ model: 'text-embedding-3-small', input });
+  const text =
+    batchLines('/v1/embeddings', [
+      ['a', embed('first text')],
+      ['b', embed(['second', 'third'])],
+      ['bad', embed(42)],
+    ]) + '\n';
+  const f = await upload(c, text, 'e.jsonl');
+  const b = await runBatch(c, f.id, '/v1/embeddings');
   expect(b).toMatchObject({ status: 'completed', request_counts: { total: 3, completed: 2, failed: 1 } });
-  const out = (await (await c.files.content(b.output_file_id!)).text())
-    .trim()
-    .split('\n')
-    .map((l) => JSON.parse(l));
+  const out = await jsonLines(c, b.output_file_id!);
   expect(out.map((l) => l.custom_id).sort()).toEqual(['a', 'b']);
   expect(out.find((l) => l.custom_id === 'b').response.body.data).toHaveLength(2);
-  const err = (await (await c.files.content(b.error_file_id!)).text())
-    .trim()
-    .split('\n')
-    .map((l) => JSON.parse(l));
+  const err = await jsonLines(c, b.error_file_id!);
   expect(err).toHaveLength(1);
   expect(err[0]).toMatchObject({ custom_id: 'bad', response: { status_code: 400 }, error: null });
   expect(err[0].response.body.error.param).toBe('input');
@@ -306,12 +333,8 @@ test('a batch past its window expires: items run are charged, the rest released,
   h.deps.config.batches.completionWindowMs = 600;
   let created;
   try {
-    const f = await c.files.create({ file: await toFile(Buffer.from(chatLines(15)), 'in.jsonl'), purpose: 'batch' });
-    created = await c.batches.create({
-      input_file_id: f.id,
-      endpoint: '/v1/chat/completions',
-      completion_window: '24h',
-    });
+    const f = await upload(c, chatLines(15));
+    created = await createBatch(c, f.id, '/v1/chat/completions');
   } finally {
     h.deps.config.batches.completionWindowMs = window;
   }
@@ -323,29 +346,18 @@ test('a batch past its window expires: items run are charged, the rest released,
   expect(completed).toBeGreaterThan(0);
   expect(completed).toBeLessThan(15);
   expect(completed + failed).toBe(15);
-  const out = (await (await c.files.content(b.output_file_id!)).text())
-    .trim()
-    .split('\n')
-    .map((l) => JSON.parse(l));
-  const err = (await (await c.files.content(b.error_file_id!)).text())
-    .trim()
-    .split('\n')
-    .map((l) => JSON.parse(l));
+  const out = await jsonLines(c, b.output_file_id!);
+  const err = await jsonLines(c, b.error_file_id!);
   expect(out).toHaveLength(completed);
   expect(err).toHaveLength(failed);
   for (const e of err) expect(e).toMatchObject({ response: null, error: { code: 'batch_expired' } });
   expect([...out, ...err].map((l) => l.custom_id).sort()).toEqual(
     Array.from({ length: 15 }, (_, i) => `req-${i}`).sort(),
   );
-  const m = await holdSums(a.accountId, b.id);
-  expect(m.charged).toBe(await usageCost(a.accountId));
+  const m = await expectHoldSettled(a.accountId, b.id);
   expect(m.charged).toBe(m.cost);
-  expect(m.released).toBe(m.placed - m.charged);
   expect(await getBalance(h.deps.db, a.accountId)).toMatchObject({ held: 0, balance: 1_000_000 - m.charged });
-  const got = await eventually(async () => {
-    const e = await events();
-    return e.length ? e : null;
-  });
+  const got = await firstEvents(events);
   expect(got.map((e) => [e.type, e.data.id])).toEqual([['batch.expired', b.id]]);
 }, 60_000);
 
@@ -354,12 +366,8 @@ test('cancel: the chunk in flight finishes and is charged, the rest is released;
   const c = client(a.key);
   const events = await hooked(a.key);
   h.emulator.control.settings.latencyMs = 300;
-  const f = await c.files.create({ file: await toFile(Buffer.from(chatLines(30)), 'in.jsonl'), purpose: 'batch' });
-  const created = await c.batches.create({
-    input_file_id: f.id,
-    endpoint: '/v1/chat/completions',
-    completion_window: '24h',
-  });
+  const f = await upload(c, chatLines(30));
+  const created = await createBatch(c, f.id, '/v1/chat/completions');
   await eventually(async () => (await c.batches.retrieve(created.id)).status === 'in_progress');
   const cancelling = await c.batches.cancel(created.id);
   expect(['cancelling', 'cancelled']).toContain(cancelling.status);
@@ -369,14 +377,9 @@ test('cancel: the chunk in flight finishes and is charged, the rest is released;
   expect(b.cancelled_at).not.toBeNull();
   expect(b.request_counts!.completed).toBeLessThan(30);
   await expect(c.batches.cancel(created.id)).rejects.toMatchObject({ status: 409 });
-  const m = await holdSums(a.accountId, b.id);
-  expect(m.charged).toBe(await usageCost(a.accountId));
-  expect(m.released).toBe(m.placed - m.charged);
+  const m = await expectHoldSettled(a.accountId, b.id);
   expect(await getBalance(h.deps.db, a.accountId)).toMatchObject({ held: 0, balance: 1_000_000 - m.charged });
-  const got = await eventually(async () => {
-    const e = await events();
-    return e.length ? e : null;
-  });
+  const got = await firstEvents(events);
   await new Promise((r) => setTimeout(r, 500)); // no late duplicates
   expect((await events()).map((e) => [e.type, e.data.id])).toEqual([['batch.cancelled', b.id]]);
   void got;
@@ -386,11 +389,8 @@ test('operators find a batch in Temporal by account and status; batch.completed 
   const a = await h.account(1_000_000);
   const c = client(a.key);
   const events = await hooked(a.key);
-  const f = await c.files.create({ file: await toFile(Buffer.from(chatLines(2)), 'in.jsonl'), purpose: 'batch' });
-  const b = await finished(
-    c,
-    (await c.batches.create({ input_file_id: f.id, endpoint: '/v1/chat/completions', completion_window: '24h' })).id,
-  );
+  const f = await upload(c, chatLines(2));
+  const b = await runBatch(c, f.id, '/v1/chat/completions');
   expect(b.status).toBe('completed');
   const found = await eventually(async () => {
     const ids: string[] = [];
@@ -411,32 +411,9 @@ test('operators find a batch in Temporal by account and status; batch.completed 
 test('a chunk run again (a retry, or two attempts at once) is committed and charged once', async () => {
   const a = await h.account(1_000_000);
   const c = client(a.key);
-  const f = await c.files.create({ file: await toFile(Buffer.from(chatLines(5)), 'in.jsonl'), purpose: 'batch' });
-  const file = (await getFileForAccount(h.deps.db, a.accountId, f.id))!;
-  const model = h.deps.catalog.get('gpt-4o-mini')!;
-  const bound = await batchBound(
-    h.deps.catalog,
-    h.deps.router,
-    model,
-    '/v1/chat/completions',
-    await h.deps.storage.get(file.storageKey),
-  );
+  const f = await upload(c, chatLines(5));
   // A batch whose workflow is not started: its activities are driven by hand, as Temporal would retry them.
-  const id = newBatchId();
-  await createBatchWithHold(h.deps.db, {
-    id,
-    accountId: a.accountId,
-    apiKeyId: a.keyId,
-    endpoint: '/v1/chat/completions',
-    model: model.id,
-    inputFileId: f.id,
-    completionWindow: '24h',
-    metadata: null,
-    total: bound.requests,
-    maxCostVnd: bound.maxCost,
-    holdId: randomUUID(),
-    expiresAt: new Date(Date.now() + 60_000),
-  });
+  const id = await batchWithHold(a, f.id);
   await markWorkflowStarted(h.deps.db, id); // the worker's reconciler leaves it alone
   const acts = createBatchActivities({
     db: h.deps.db,
@@ -466,40 +443,17 @@ test('a chunk run again (a retry, or two attempts at once) is committed and char
     a.accountId,
   ]);
   expect(usage.rows[0].n).toBe(5);
-  const m = await holdSums(a.accountId, id);
-  expect(m.charged).toBe(await usageCost(a.accountId));
-  expect(m.released).toBe(m.placed - m.charged);
+  await expectHoldSettled(a.accountId, id);
   expect(await verifyProjections(h.deps.db)).toEqual([]);
 });
 
 test('a batch whose workflow start was lost (the API died after the hold) is started by the reconciler', async () => {
   const a = await h.account(1_000_000);
   const c = client(a.key);
-  const f = await c.files.create({ file: await toFile(Buffer.from(chatLines(4)), 'in.jsonl'), purpose: 'batch' });
-  const file = (await getFileForAccount(h.deps.db, a.accountId, f.id))!;
-  const model = h.deps.catalog.get('gpt-4o-mini')!;
-  const input = await h.deps.storage.get(file.storageKey);
-  const bound = await batchBound(h.deps.catalog, h.deps.router, model, '/v1/chat/completions', input);
-  const id = newBatchId();
-  await createBatchWithHold(h.deps.db, {
-    id,
-    accountId: a.accountId,
-    apiKeyId: a.keyId,
-    endpoint: '/v1/chat/completions',
-    model: model.id,
-    inputFileId: f.id,
-    completionWindow: '24h',
-    metadata: null,
-    total: bound.requests,
-    maxCostVnd: bound.maxCost,
-    holdId: randomUUID(),
-    expiresAt: new Date(Date.now() + 60_000),
-  });
+  const id = await batchWithHold(a, (await upload(c, chatLines(4))).id);
   const b = await finished(c, id);
   expect(b).toMatchObject({ status: 'completed', request_counts: { total: 4, completed: 4, failed: 0 } });
-  const m = await holdSums(a.accountId, id);
-  expect(m.charged).toBe(await usageCost(a.accountId));
-  expect(m.released).toBe(m.placed - m.charged);
+  await expectHoldSettled(a.accountId, id);
 });
 
 test("a batch takes at most its share of the key's rate limit; the key's interactive requests still pass", async () => {
@@ -507,12 +461,8 @@ test("a batch takes at most its share of the key's rate limit; the key's interac
   // 120 requests per minute: the batch's share (0.5) is one request a second, a burst of one.
   await h.deps.db.query('UPDATE api_keys SET rpm_limit = 120 WHERE id = $1', [a.keyId]);
   const c = client(a.key);
-  const f = await c.files.create({ file: await toFile(Buffer.from(chatLines(4)), 'in.jsonl'), purpose: 'batch' });
-  const created = await c.batches.create({
-    input_file_id: f.id,
-    endpoint: '/v1/chat/completions',
-    completion_window: '24h',
-  });
+  const f = await upload(c, chatLines(4));
+  const created = await createBatch(c, f.id, '/v1/chat/completions');
   const interactive = await Promise.all(
     Array.from({ length: 5 }, () =>
       c.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }], max_tokens: 8 }),
@@ -534,48 +484,23 @@ test('a /v1/responses batch on a model of an openai provider', async () => {
   const a = await h.account(1_000_000);
   const c = client(a.key);
   const text =
-    ['x', 'y']
-      .map((id) =>
-        JSON.stringify({
-          custom_id: id,
-          method: 'POST',
-          url: '/v1/responses',
-          body: { model: 'gpt-4o-mini', input: `hello ${id}`, max_output_tokens: 16 },
-        }),
-      )
-      .join('\n') + '\n';
-  const f = await c.files.create({ file: await toFile(Buffer.from(text), 'r.jsonl'), purpose: 'batch' });
-  const b = await finished(
-    c,
-    (await c.batches.create({ input_file_id: f.id, endpoint: '/v1/responses', completion_window: '24h' })).id,
-  );
+    batchLines(
+      '/v1/responses',
+      ['x', 'y'].map((id) => [id, { model: 'gpt-4o-mini', input: `hello ${id}`, max_output_tokens: 16 }]),
+    ) + '\n';
+  const f = await upload(c, text, 'r.jsonl');
+  const b = await runBatch(c, f.id, '/v1/responses');
   expect(b).toMatchObject({ status: 'completed', request_counts: { total: 2, completed: 2, failed: 0 } });
-  const out = (await (await c.files.content(b.output_file_id!)).text())
-    .trim()
-    .split('\n')
-    .map((l) => JSON.parse(l));
-  for (const l of out) expect(l.response.body.object).toBe('response');
-  const usage = (
-    await h.deps.db.query(`SELECT units, cost_vnd FROM usage_records WHERE account_id = $1`, [a.accountId])
-  ).rows;
-  for (const u of usage)
-    expect(Number(u.cost_vnd)).toBe(
-      perMillionCost([
-        [u.units.prompt_tokens, 1950],
-        [u.units.completion_tokens, 7800],
-      ]),
-    );
+  for (const l of await jsonLines(c, b.output_file_id!)) expect(l.response.body.object).toBe('response');
+  await pricedUsage(a.accountId, 1950, 7800);
 });
 
 test('an upstream failing for a moment: requests wait out the cooldown and are retried, none lost', async () => {
   const a = await h.account(1_000_000);
   const c = client(a.key);
   h.emulator.control.addFault({ match: '/chat/completions', status: 503, times: 2 });
-  const f = await c.files.create({ file: await toFile(Buffer.from(chatLines(6)), 'in.jsonl'), purpose: 'batch' });
-  const b = await finished(
-    c,
-    (await c.batches.create({ input_file_id: f.id, endpoint: '/v1/chat/completions', completion_window: '24h' })).id,
-  );
+  const f = await upload(c, chatLines(6));
+  const b = await runBatch(c, f.id, '/v1/chat/completions');
   expect(b).toMatchObject({ status: 'completed', request_counts: { total: 6, completed: 6, failed: 0 } });
   expect(h.emulator.control.faultsApplied).toBe(2);
   const m = await holdSums(a.accountId, b.id);
