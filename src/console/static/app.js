@@ -446,6 +446,77 @@
   function formError(el, err) {
     replace(el, err ? h('div', { class: 'form-error', role: 'alert' }, err.message || String(err)) : null);
   }
+  /** A form field: the control under its label (which names the control by its id). */
+  function field(label, control) {
+    return h('div', { class: 'field' }, h('label', { for: control.id }, label), control);
+  }
+  /**
+   * Submitting a form: its last error cleared, then prepare() returns what to send, or an Error to show instead.
+   * The button is off while send(what) runs; an error it throws is shown in `err`.
+   */
+  function onSubmit(form, err, btn, prepare, send) {
+    form.addEventListener('submit', async (e) => {
+      e.preventDefault();
+      formError(err, null);
+      const what = prepare();
+      if (what instanceof Error) return formError(err, what);
+      btn.disabled = true;
+      try {
+        await send(what);
+      } catch (ex) {
+        formError(err, ex);
+      } finally {
+        btn.disabled = false;
+      }
+    });
+  }
+  /**
+   * A secret the server shows only once (a new API key, a webhook signing secret), in `el` with a Copy button,
+   * until the user says it is saved. `o`: title, text, value, inputId, label (of the input), copyId, noun.
+   */
+  function showOnce(el, o) {
+    const input = h('input', {
+      id: o.inputId,
+      readonly: true,
+      value: o.value,
+      'aria-label': o.label,
+      onfocus: (e) => e.target.select(),
+    });
+    const copied = h('span', { class: 'hint', role: 'status' });
+    replace(
+      el,
+      h(
+        'div',
+        { class: 'newkey' },
+        h('strong', null, o.title),
+        h('p', null, o.text),
+        h(
+          'div',
+          { class: 'row' },
+          input,
+          h(
+            'button',
+            {
+              type: 'button',
+              id: o.copyId,
+              onclick: async () => {
+                copied.textContent = (await copyText(o.value, input))
+                  ? 'Copied to the clipboard.'
+                  : 'Copy failed: select the ' + o.noun + ' and copy it by hand.';
+              },
+            },
+            'Copy',
+          ),
+        ),
+        copied,
+        h(
+          'div',
+          { class: 'media-actions' },
+          h('button', { type: 'button', class: 'secondary small', onclick: () => replace(el) }, 'I have saved it'),
+        ),
+      ),
+    );
+  }
   async function copyText(text, input) {
     try {
       await navigator.clipboard.writeText(text);
@@ -489,10 +560,8 @@
       h('h1', null, 'Sign in to the console'),
       h('p', { class: 'hint' }, 'Manage API keys, balance, usage and video jobs.'),
       err,
-      h(
-        'div',
-        { class: 'field' },
-        h('label', { for: 'email' }, 'Email'),
+      field(
+        'Email',
         h('input', {
           id: 'email',
           name: 'email',
@@ -502,10 +571,8 @@
           autofocus: true,
         }),
       ),
-      h(
-        'div',
-        { class: 'field' },
-        h('label', { for: 'password' }, 'Password'),
+      field(
+        'Password',
         h('input', {
           id: 'password',
           name: 'password',
@@ -614,10 +681,8 @@
     const err = h('div');
     const btn = h('button', { type: 'submit', id: idPrefix + '-save' }, 'Save limits');
     const inputs = LIMIT_FIELDS.map((f) =>
-      h(
-        'div',
-        { class: 'field' },
-        h('label', { for: idPrefix + '-' + f.name }, f.label),
+      field(
+        f.label,
         h('input', {
           id: idPrefix + '-' + f.name,
           name: f.name,
@@ -631,10 +696,8 @@
       ),
     );
     const expiry = expiryZone
-      ? h(
-          'div',
-          { class: 'field' },
-          h('label', { for: idPrefix + '-expiresAt' }, 'Expires (' + expiryZone + ')'),
+      ? field(
+          'Expires (' + expiryZone + ')',
           h('input', {
             id: idPrefix + '-expiresAt',
             name: 'expiresAt',
@@ -644,26 +707,20 @@
         )
       : null;
     const form = h('form', { class: 'inline', id: idPrefix + '-form', novalidate: true }, inputs, expiry, btn, err);
-    form.addEventListener('submit', async (e) => {
-      e.preventDefault();
-      formError(err, null);
+    const prepare = () => {
       const body = {};
       for (const f of LIMIT_FIELDS) {
         const v = form[f.name].value.trim();
         body[f.name] = v === '' ? null : Number(v);
         if (v !== '' && !Number.isInteger(body[f.name]))
-          return formError(err, new Error(f.label + ': enter a whole number, or leave it empty.'));
+          return new Error(f.label + ': enter a whole number, or leave it empty.');
       }
       if (expiryZone) body.expiresAt = form.expiresAt.value ? zoneInstant(form.expiresAt.value, expiryZone) : null;
-      btn.disabled = true;
-      try {
-        await api('PATCH', path, body);
-        onSaved();
-      } catch (ex) {
-        formError(err, ex);
-      } finally {
-        btn.disabled = false;
-      }
+      return body;
+    };
+    onSubmit(form, err, btn, prepare, async (body) => {
+      await api('PATCH', path, body);
+      onSaved();
     });
     return form;
   }
@@ -734,10 +791,8 @@
     const form = h(
       'form',
       { class: 'inline', id: 'key-form' },
-      h(
-        'div',
-        { class: 'field' },
-        h('label', { for: 'key-name' }, 'Key name'),
+      field(
+        'Key name',
         h('input', {
           id: 'key-name',
           name: 'name',
@@ -748,69 +803,23 @@
       ),
       btn,
     );
-    form.addEventListener('submit', async (e) => {
-      e.preventDefault();
-      formError(err, null);
-      const name = form.name.value.trim();
-      if (!name) return formError(err, new Error('Give the key a name so you can recognise it later.'));
-      btn.disabled = true;
-      try {
-        const { key } = await api('POST', '/keys', { name });
-        form.reset();
-        showNewKey(key);
-        refresh();
-      } catch (ex) {
-        formError(err, ex);
-      } finally {
-        btn.disabled = false;
-      }
+    const named = () => form.name.value.trim() || new Error('Give the key a name so you can recognise it later.');
+    onSubmit(form, err, btn, named, async (name) => {
+      const { key } = await api('POST', '/keys', { name });
+      form.reset();
+      showNewKey(key);
+      refresh();
     });
     function showNewKey(key) {
-      const input = h('input', {
-        id: 'new-key-value',
-        readonly: true,
+      showOnce(newKey, {
+        title: 'Key “' + key.name + '” created.',
+        text: 'Copy it now: this is the only time the full key is shown. Store it somewhere safe.',
         value: key.key,
-        'aria-label': 'New API key',
-        onfocus: (e) => e.target.select(),
+        inputId: 'new-key-value',
+        label: 'New API key',
+        copyId: 'copy-key',
+        noun: 'key',
       });
-      const copied = h('span', { class: 'hint', role: 'status' });
-      replace(
-        newKey,
-        h(
-          'div',
-          { class: 'newkey' },
-          h('strong', null, 'Key “' + key.name + '” created.'),
-          h('p', null, 'Copy it now: this is the only time the full key is shown. Store it somewhere safe.'),
-          h(
-            'div',
-            { class: 'row' },
-            input,
-            h(
-              'button',
-              {
-                type: 'button',
-                id: 'copy-key',
-                onclick: async () => {
-                  copied.textContent = (await copyText(key.key, input))
-                    ? 'Copied to the clipboard.'
-                    : 'Copy failed: select the key and copy it by hand.';
-                },
-              },
-              'Copy',
-            ),
-          ),
-          copied,
-          h(
-            'div',
-            { class: 'media-actions' },
-            h(
-              'button',
-              { type: 'button', class: 'secondary small', onclick: () => replace(newKey) },
-              'I have saved it',
-            ),
-          ),
-        ),
-      );
     }
     const refresh = () =>
       load(
@@ -1211,8 +1220,8 @@
     const form = h(
       'form',
       { class: 'toolbar', id: 'usage-form' },
-      h('div', { class: 'field' }, h('label', { for: 'usage-from' }, 'From'), fromIn),
-      h('div', { class: 'field' }, h('label', { for: 'usage-to' }, 'To'), toIn),
+      field('From', fromIn),
+      field('To', toIn),
       h('button', { type: 'submit' }, 'Show'),
       quick(7),
       quick(30),
@@ -1798,10 +1807,8 @@
     const form = h(
       'form',
       { class: 'inline', id: 'webhook-form', novalidate: true },
-      h(
-        'div',
-        { class: 'field' },
-        h('label', { for: 'webhook-url' }, 'Endpoint URL'),
+      field(
+        'Endpoint URL',
         h('input', {
           id: 'webhook-url',
           name: 'url',
@@ -1811,93 +1818,42 @@
           placeholder: 'https://example.com/webhooks',
         }),
       ),
-      h(
-        'div',
-        { class: 'field' },
-        h('label', { for: 'webhook-description' }, 'Description'),
+      field(
+        'Description',
         h('input', { id: 'webhook-description', name: 'description', maxlength: 500, placeholder: 'optional' }),
       ),
       h('div', { class: 'field' }, h('span', { class: 'hint' }, 'Events'), h('div', null, boxes)),
       btn,
     );
-    form.addEventListener('submit', async (e) => {
-      e.preventDefault();
-      formError(err, null);
+    const prepare = () => {
       const events = boxes
         .map((b) => b.firstChild)
         .filter((c) => c.checked)
         .map((c) => c.value);
-      if (!form.url.value.trim()) return formError(err, new Error('Enter the https URL that receives the events.'));
-      if (!events.length) return formError(err, new Error('Choose at least one event type.'));
-      btn.disabled = true;
-      try {
-        const ep = await api('POST', '/webhooks', {
-          url: form.url.value.trim(),
-          description: form.description.value.trim(),
-          events,
-        });
-        form.reset();
-        boxes.forEach((b) => {
-          b.firstChild.checked = true;
-        });
-        showSecret(ep, 'created');
-        refresh();
-      } catch (ex) {
-        formError(err, ex);
-      } finally {
-        btn.disabled = false;
-      }
+      if (!form.url.value.trim()) return new Error('Enter the https URL that receives the events.');
+      if (!events.length) return new Error('Choose at least one event type.');
+      return { url: form.url.value.trim(), description: form.description.value.trim(), events };
+    };
+    onSubmit(form, err, btn, prepare, async (body) => {
+      const ep = await api('POST', '/webhooks', body);
+      form.reset();
+      boxes.forEach((b) => {
+        b.firstChild.checked = true;
+      });
+      showSecret(ep, 'created');
+      refresh();
     });
     function showSecret(ep, what) {
-      const input = h('input', {
-        id: 'new-secret-value',
-        readonly: true,
+      showOnce(newSecret, {
+        title: 'Endpoint ' + ep.url + ' ' + what + '.',
+        text:
+          'Copy the signing secret now: it is not shown again. ' +
+          'Verify each delivery with it (see the README, “Webhooks”).',
         value: ep.secret,
-        'aria-label': 'Signing secret',
-        onfocus: (e) => e.target.select(),
+        inputId: 'new-secret-value',
+        label: 'Signing secret',
+        noun: 'secret',
       });
-      const copied = h('span', { class: 'hint', role: 'status' });
-      replace(
-        newSecret,
-        h(
-          'div',
-          { class: 'newkey' },
-          h('strong', null, 'Endpoint ' + ep.url + ' ' + what + '.'),
-          h(
-            'p',
-            null,
-            'Copy the signing secret now: it is not shown again. ' +
-              'Verify each delivery with it (see the README, “Webhooks”).',
-          ),
-          h(
-            'div',
-            { class: 'row' },
-            input,
-            h(
-              'button',
-              {
-                type: 'button',
-                onclick: async () => {
-                  copied.textContent = (await copyText(ep.secret, input))
-                    ? 'Copied to the clipboard.'
-                    : 'Copy failed: select the secret and copy it by hand.';
-                },
-              },
-              'Copy',
-            ),
-          ),
-          copied,
-          h(
-            'div',
-            { class: 'media-actions' },
-            h(
-              'button',
-              { type: 'button', class: 'secondary small', onclick: () => replace(newSecret) },
-              'I have saved it',
-            ),
-          ),
-        ),
-      );
     }
     function deliveriesTable(ep, el) {
       load(
@@ -2174,10 +2130,8 @@
     const form = h(
       'form',
       { class: 'inline', id: 'account-form' },
-      h(
-        'div',
-        { class: 'field' },
-        h('label', { for: 'account-name' }, 'Account name'),
+      field(
+        'Account name',
         h('input', {
           id: 'account-name',
           name: 'name',
@@ -2188,19 +2142,10 @@
       ),
       btn,
     );
-    form.addEventListener('submit', async (e) => {
-      e.preventDefault();
-      formError(err, null);
-      const name = form.name.value.trim();
-      if (!name) return formError(err, new Error('Enter a name for the account.'));
-      btn.disabled = true;
-      try {
-        const acc = await api('POST', '/admin/accounts', { name });
-        go('/admin/accounts/' + acc.id);
-      } catch (ex) {
-        formError(err, ex);
-        btn.disabled = false;
-      }
+    const named = () => form.name.value.trim() || new Error('Enter a name for the account.');
+    onSubmit(form, err, btn, named, async (name) => {
+      const acc = await api('POST', '/admin/accounts', { name });
+      go('/admin/accounts/' + acc.id);
     });
     const filter = h('input', {
       type: 'search',
@@ -2478,10 +2423,8 @@
       const form = h(
         'form',
         { id: 'topup-form', novalidate: true },
-        h(
-          'div',
-          { class: 'field' },
-          h('label', { for: 'topup-amount' }, 'Amount (VND)'),
+        field(
+          'Amount (VND)',
           h('input', {
             id: 'topup-amount',
             name: 'amount',
@@ -2493,10 +2436,8 @@
             placeholder: '1000000',
           }),
         ),
-        h(
-          'div',
-          { class: 'field' },
-          h('label', { for: 'topup-reason' }, 'Reason'),
+        field(
+          'Reason',
           h('input', {
             id: 'topup-reason',
             name: 'reason',
@@ -2509,36 +2450,30 @@
         err,
         ok,
       );
-      form.addEventListener('submit', async (e) => {
-        e.preventDefault();
-        formError(err, null);
+      const prepare = () => {
         replace(ok);
         const amount = Number(form.amount.value);
         const reason = form.reason.value.trim();
-        if (!Number.isInteger(amount) || amount < 1)
-          return formError(err, new Error('Enter a whole number of VND greater than 0.'));
-        if (!reason) return formError(err, new Error('Give a reason; it is recorded in the ledger.'));
-        btn.disabled = true;
-        try {
-          const r = await api('POST', '/admin/accounts/' + id + '/topups', { amount, reason, idempotencyKey: idem });
-          replace(
-            ok,
-            h(
-              'div',
-              { class: 'form-ok', role: 'status' },
-              r.applied
-                ? 'Topped up ' + vnd(amount) + '.'
-                : 'This top-up was already recorded; nothing was added twice.',
-            ),
-          );
-          idem = newIdempotencyKey(); // the next top-up is a new one
-          form.reset();
-          refresh();
-        } catch (ex) {
-          formError(err, ex); // same key kept: resubmitting after an error cannot add twice
-        } finally {
-          btn.disabled = false;
-        }
+        if (!Number.isInteger(amount) || amount < 1) return new Error('Enter a whole number of VND greater than 0.');
+        if (!reason) return new Error('Give a reason; it is recorded in the ledger.');
+        return { amount, reason, idempotencyKey: idem };
+      };
+      // After an error the same idempotency key is sent again, so resubmitting cannot add twice.
+      onSubmit(form, err, btn, prepare, async (body) => {
+        const r = await api('POST', '/admin/accounts/' + id + '/topups', body);
+        replace(
+          ok,
+          h(
+            'div',
+            { class: 'form-ok', role: 'status' },
+            r.applied
+              ? 'Topped up ' + vnd(body.amount) + '.'
+              : 'This top-up was already recorded; nothing was added twice.',
+          ),
+        );
+        idem = newIdempotencyKey(); // the next top-up is a new one
+        form.reset();
+        refresh();
       });
       return h('section', { class: 'panel' }, h('h2', null, 'Top up'), form);
     }
@@ -2549,16 +2484,12 @@
       const form = h(
         'form',
         { id: 'newlogin-form', novalidate: true },
-        h(
-          'div',
-          { class: 'field' },
-          h('label', { for: 'newlogin-email' }, 'Email'),
+        field(
+          'Email',
           h('input', { id: 'newlogin-email', name: 'email', type: 'email', autocomplete: 'off', required: true }),
         ),
-        h(
-          'div',
-          { class: 'field' },
-          h('label', { for: 'newlogin-password' }, 'Initial password (10+ characters)'),
+        field(
+          'Initial password (10+ characters)',
           h('input', {
             id: 'newlogin-password',
             name: 'password',
@@ -2568,10 +2499,8 @@
             required: true,
           }),
         ),
-        h(
-          'div',
-          { class: 'field' },
-          h('label', { for: 'newlogin-role' }, 'Role'),
+        field(
+          'Role',
           h(
             'select',
             { id: 'newlogin-role', name: 'role' },
@@ -2583,33 +2512,22 @@
         err,
         ok,
       );
-      form.addEventListener('submit', async (e) => {
-        e.preventDefault();
-        formError(err, null);
+      const prepare = () => {
         replace(ok);
-        btn.disabled = true;
-        try {
-          const u = await api('POST', '/admin/logins', {
-            accountId: id,
-            email: form.email.value.trim(),
-            password: form.password.value,
-            role: form.role.value,
-          });
-          replace(
-            ok,
-            h(
-              'div',
-              { class: 'form-ok', role: 'status' },
-              'Login ' + u.email + ' created. Share the password over a safe channel.',
-            ),
-          );
-          form.reset();
-          refresh();
-        } catch (ex) {
-          formError(err, ex);
-        } finally {
-          btn.disabled = false;
-        }
+        return { accountId: id, email: form.email.value.trim(), password: form.password.value, role: form.role.value };
+      };
+      onSubmit(form, err, btn, prepare, async (body) => {
+        const u = await api('POST', '/admin/logins', body);
+        replace(
+          ok,
+          h(
+            'div',
+            { class: 'form-ok', role: 'status' },
+            'Login ' + u.email + ' created. Share the password over a safe channel.',
+          ),
+        );
+        form.reset();
+        refresh();
       });
       return h(
         'section',
