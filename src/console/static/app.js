@@ -371,25 +371,108 @@
       right || null,
     );
   }
-  function table(headers, rows, foot) {
+  /**
+   * A table in its scrolling wrapper. `headers`: each [label, class of its column (optional)]. `tbody` comes from the
+   * caller, which may add rows to it later.
+   */
+  function tableOf(attrs, headers, tbody, foot) {
     return h(
       'div',
       { class: 'table-wrap' },
       h(
         'table',
-        null,
+        attrs,
         h(
           'thead',
           null,
           h(
             'tr',
             null,
-            headers.map((c) => h('th', { class: c.cls || null }, c.label)),
+            headers.map((c) => h('th', { class: c[1] || null }, c[0])),
           ),
         ),
-        h('tbody', null, rows),
+        tbody,
         foot ? h('tfoot', null, foot) : null,
       ),
+    );
+  }
+  function table(headers, rows, foot) {
+    return tableOf(null, headers, h('tbody', null, rows), foot);
+  }
+  /** A list's view: `empty` when it has no items, else what render(items) makes of them. */
+  function listOr(items, empty, render) {
+    return items.length ? render(items) : empty;
+  }
+  /** Loads a list (the `data` of what fetcher() returns) into `el`; render(items, view) draws a non-empty one. */
+  function loadList(el, scope, fetcher, empty, render) {
+    return load(el, scope, fetcher, (view) =>
+      replace(
+        el,
+        listOr(view.data, empty, (items) => render(items, view)),
+      ),
+    );
+  }
+  /**
+   * Loads the list at GET `path` into `el` (the loading state only the first time), then again every 2 s while
+   * any item isOpen, with `liveText` in `live` meanwhile.
+   */
+  function pollList(el, live, scope, path, isOpen, liveText, empty, render) {
+    let first = true;
+    const refresh = async () => {
+      if (first) replace(el, loading());
+      try {
+        const { data } = await api('GET', path);
+        if (!scope.alive()) return;
+        first = false;
+        replace(el, listOr(data, empty, render));
+        const any = data.some(isOpen);
+        replace(live, any ? h('span', { class: 'live', id: 'live-refresh' }, liveText) : null);
+        if (any) scope.later(2000, refresh);
+      } catch (e) {
+        if (!scope.alive() || e.status === 401) return;
+        replace(
+          el,
+          errorState(e, () => {
+            first = true;
+            refresh();
+          }),
+        );
+      }
+    };
+    refresh();
+    return refresh;
+  }
+  /** A row of figures, the first one stressed; each is [label, value, id of the value's element (optional)]. */
+  function cards(figures) {
+    return h(
+      'div',
+      { class: 'cards' },
+      figures.map(([label, value, id], i) =>
+        h(
+          'div',
+          { class: i ? 'card' : 'card primary' },
+          h('div', { class: 'label' }, label),
+          h('div', { class: 'value', id }, value),
+        ),
+      ),
+    );
+  }
+  /** Chips that filter a list by status: links to basePath?status=…, the current one marked. */
+  function statusChips(basePath, current, statuses, labelOf, chipAttrs) {
+    const chip = (st, text) =>
+      h(
+        'a',
+        Object.assign(
+          { href: BASE + basePath + (st ? '?status=' + st : ''), class: current === st ? 'active' : null },
+          chipAttrs ? chipAttrs(st) : null,
+        ),
+        text,
+      );
+    return h(
+      'div',
+      { class: 'chips', role: 'navigation', 'aria-label': 'Filter by status' },
+      chip('', 'All'),
+      statuses.map((st) => chip(st, labelOf(st))),
     );
   }
   /** Loads data into `el`: a loading state first, then render(data), or an error state with a retry. */
@@ -772,15 +855,7 @@
       ];
     });
   }
-  const KEY_HEAD = [
-    { label: 'Key' },
-    { label: 'Created', cls: 'hide-sm' },
-    { label: 'Limits' },
-    { label: 'This minute' },
-    { label: 'Spent' },
-    { label: '' },
-    { label: '' },
-  ];
+  const KEY_HEAD = [['Key'], ['Created', 'hide-sm'], ['Limits'], ['This minute'], ['Spent'], [''], ['']];
 
   // ---------------------------------------------------------------- API keys
   function pageKeys(main, _p, _q, scope) {
@@ -822,51 +897,44 @@
       });
     }
     const refresh = () =>
-      load(
+      loadList(
         list,
         scope,
         () => api('GET', '/keys'),
-        (view) => {
-          if (!view.data.length)
-            return replace(
-              list,
-              emptyState(
-                'key',
-                'No API keys yet',
-                'Create a key above, then send it as “Authorization: Bearer <key>” to the /v1 API.',
-              ),
-            );
-          replace(
-            list,
-            table(
-              KEY_HEAD,
-              keyControlRows(
-                view,
-                (k) => '/keys/' + k.id + '/limits',
-                refresh,
-                (k) =>
-                  k.revokedAt
-                    ? h('span', { class: 'badge muted', title: 'Revoked ' + when(k.revokedAt) }, 'revoked')
-                    : h('button', { class: 'ghost small revoke', onclick: () => revoke(k) }, 'Revoke'),
-              ),
+        emptyState(
+          'key',
+          'No API keys yet',
+          'Create a key above, then send it as “Authorization: Bearer <key>” to the /v1 API.',
+        ),
+        (_keys, view) => [
+          table(
+            KEY_HEAD,
+            keyControlRows(
+              view,
+              (k) => '/keys/' + k.id + '/limits',
+              refresh,
+              (k) =>
+                k.revokedAt
+                  ? h('span', { class: 'badge muted', title: 'Revoked ' + when(k.revokedAt) }, 'revoked')
+                  : h('button', { class: 'ghost small revoke', onclick: () => revoke(k) }, 'Revoke'),
             ),
-            h(
-              'p',
-              { class: 'hint' },
-              'Budgets count calendar days and months in ' +
-                view.budgetTimeZone +
-                '. Empty limits use the account defaults' +
-                (LIMIT_FIELDS.some((f) => view.defaults[f.name] !== null)
-                  ? ' (' +
-                    LIMIT_FIELDS.filter((f) => view.defaults[f.name] !== null)
-                      .map((f) => f.fmt(view.defaults[f.name]))
-                      .join(', ') +
-                    ')'
-                  : ', none set') +
-                '.',
-            ),
-          );
-        },
+          ),
+          h(
+            'p',
+            { class: 'hint' },
+            'Budgets count calendar days and months in ' +
+              view.budgetTimeZone +
+              '. Empty limits use the account defaults' +
+              (LIMIT_FIELDS.some((f) => view.defaults[f.name] !== null)
+                ? ' (' +
+                  LIMIT_FIELDS.filter((f) => view.defaults[f.name] !== null)
+                    .map((f) => f.fmt(view.defaults[f.name]))
+                    .join(', ') +
+                  ')'
+                : ', none set') +
+              '.',
+          ),
+        ],
       );
     async function revoke(k) {
       const yes = await confirmDialog(
@@ -935,36 +1003,13 @@
       );
     });
   }
-  const LEDGER_HEAD = [
-    { label: 'Time' },
-    { label: 'Type' },
-    { label: 'Amount', cls: 'num' },
-    { label: 'For' },
-    { label: 'Note', cls: 'hide-sm' },
-  ];
+  const LEDGER_HEAD = [['Time'], ['Type'], ['Amount', 'num'], ['For'], ['Note', 'hide-sm']];
   function balanceCards(b) {
-    return h(
-      'div',
-      { class: 'cards' },
-      h(
-        'div',
-        { class: 'card primary' },
-        h('div', { class: 'label' }, 'Available'),
-        h('div', { class: 'value', id: 'bal-available' }, vnd(b.available)),
-      ),
-      h(
-        'div',
-        { class: 'card' },
-        h('div', { class: 'label' }, 'Held for running work'),
-        h('div', { class: 'value', id: 'bal-held' }, vnd(b.held)),
-      ),
-      h(
-        'div',
-        { class: 'card' },
-        h('div', { class: 'label' }, 'Total balance'),
-        h('div', { class: 'value', id: 'bal-total' }, vnd(b.balance)),
-      ),
-    );
+    return cards([
+      ['Available', vnd(b.available), 'bal-available'],
+      ['Held for running work', vnd(b.held), 'bal-held'],
+      ['Total balance', vnd(b.balance), 'bal-total'],
+    ]);
   }
   function pageBalance(main, _p, _q, scope) {
     const body = h('div');
@@ -1007,27 +1052,7 @@
           );
         };
         const ledger = b.ledger.length
-          ? [
-              h(
-                'div',
-                { class: 'table-wrap' },
-                h(
-                  'table',
-                  { id: 'ledger' },
-                  h(
-                    'thead',
-                    null,
-                    h(
-                      'tr',
-                      null,
-                      LEDGER_HEAD.map((c) => h('th', { class: c.cls || null }, c.label)),
-                    ),
-                  ),
-                  tbody,
-                ),
-              ),
-              more,
-            ]
+          ? [tableOf({ id: 'ledger' }, LEDGER_HEAD, tbody), more]
           : emptyState(
               'ledger',
               'No ledger entries yet',
@@ -1192,6 +1217,17 @@
     });
     return svg;
   }
+  const USAGE_HEAD = [
+    ['Requests', 'num'],
+    ['Units', 'hide-sm'],
+    ['Cost', 'num'],
+  ];
+  /** A usage row's requests, units and cost; a total leaves the units (of unlike kinds) out. */
+  const usageCells = (r, isTotal) => [
+    h('td', { class: 'num' }, num(r.requests)),
+    h('td', { class: 'hide-sm' }, isTotal ? null : unitsText(r.units)),
+    h('td', { class: 'num' }, vnd(r.costVnd)),
+  ];
   function pageUsage(main, _p, query, scope) {
     const today = new Date();
     const start = new Date(today);
@@ -1288,28 +1324,11 @@
         );
         replace(
           body,
-          h(
-            'div',
-            { class: 'cards' },
-            h(
-              'div',
-              { class: 'card primary' },
-              h('div', { class: 'label' }, 'Cost'),
-              h('div', { class: 'value', id: 'usage-total-cost' }, vnd(total.costVnd)),
-            ),
-            h(
-              'div',
-              { class: 'card' },
-              h('div', { class: 'label' }, 'Requests'),
-              h('div', { class: 'value' }, num(total.requests)),
-            ),
-            h(
-              'div',
-              { class: 'card' },
-              h('div', { class: 'label' }, 'Models used'),
-              h('div', { class: 'value' }, num(models.length)),
-            ),
-          ),
+          cards([
+            ['Cost', vnd(total.costVnd), 'usage-total-cost'],
+            ['Requests', num(total.requests)],
+            ['Models used', num(models.length)],
+          ]),
           h(
             'section',
             { class: 'panel' },
@@ -1331,30 +1350,9 @@
             { class: 'panel' },
             h('h2', null, 'By model'),
             table(
-              [
-                { label: 'Model' },
-                { label: 'Requests', cls: 'num' },
-                { label: 'Units', cls: 'hide-sm' },
-                { label: 'Cost', cls: 'num' },
-              ],
-              perModel.map((r) =>
-                h(
-                  'tr',
-                  null,
-                  h('td', null, r.model),
-                  h('td', { class: 'num' }, num(r.requests)),
-                  h('td', { class: 'hide-sm' }, unitsText(r.units)),
-                  h('td', { class: 'num' }, vnd(r.costVnd)),
-                ),
-              ),
-              h(
-                'tr',
-                null,
-                h('td', null, 'Total'),
-                h('td', { class: 'num' }, num(total.requests)),
-                h('td', { class: 'hide-sm' }),
-                h('td', { class: 'num' }, vnd(total.costVnd)),
-              ),
+              [['Model']].concat(USAGE_HEAD),
+              perModel.map((r) => h('tr', null, h('td', null, r.model), usageCells(r))),
+              h('tr', null, h('td', null, 'Total'), usageCells(total, true)),
             ),
           ),
           h(
@@ -1362,13 +1360,7 @@
             { class: 'panel' },
             h('h2', null, 'By day and model'),
             table(
-              [
-                { label: 'Day' },
-                { label: 'Model' },
-                { label: 'Requests', cls: 'num' },
-                { label: 'Units', cls: 'hide-sm' },
-                { label: 'Cost', cls: 'num' },
-              ],
+              [['Day'], ['Model']].concat(USAGE_HEAD),
               u.rows
                 .slice()
                 .reverse()
@@ -1378,9 +1370,7 @@
                     { class: 'usage-row' },
                     h('td', { class: 'nowrap' }, r.day),
                     h('td', null, r.model),
-                    h('td', { class: 'num' }, num(r.requests)),
-                    h('td', { class: 'hide-sm' }, unitsText(r.units)),
-                    h('td', { class: 'num' }, vnd(r.costVnd)),
+                    usageCells(r),
                   ),
                 ),
             ),
@@ -1429,24 +1419,22 @@
       ),
     );
   }
-  function statusChips(basePath, current) {
-    const chip = (st, text) =>
-      h(
-        'a',
-        {
-          href: BASE + basePath + (st ? '?status=' + st : ''),
-          class: current === st ? 'active' : null,
-          'data-status': st || 'all',
-        },
-        text,
-      );
-    return h(
-      'div',
-      { class: 'chips', role: 'navigation', 'aria-label': 'Filter by status' },
-      chip('', 'All'),
-      STATUSES.map((st) => chip(st, st[0].toUpperCase() + st.slice(1))),
+  const JOB_HEAD = [
+    ['Created'],
+    ['Status'],
+    ['Model', 'hide-sm'],
+    ['Prompt'],
+    ['Length', 'num hide-sm'],
+    ['Cost', 'num'],
+  ];
+  const jobChips = (basePath, current) =>
+    statusChips(
+      basePath,
+      current,
+      STATUSES,
+      (st) => st[0].toUpperCase() + st.slice(1),
+      (st) => ({ 'data-status': st || 'all' }),
     );
-  }
   function pageJobs(main, _p, query, scope) {
     const status = STATUSES.includes(query.get('status')) ? query.get('status') : '';
     const body = h('div');
@@ -1458,51 +1446,23 @@
         'Videos generated through POST /v1/videos. Completed videos can be watched and downloaded here.',
         live,
       ),
-      statusChips('/jobs', status),
+      jobChips('/jobs', status),
       h('section', { class: 'panel' }, body),
     );
-    let first = true;
-    const refresh = async () => {
-      if (first) replace(body, loading());
-      try {
-        const { data } = await api('GET', '/jobs?limit=100' + (status ? '&status=' + status : ''));
-        if (!scope.alive()) return;
-        first = false;
-        replace(
-          body,
-          data.length
-            ? table(
-                [
-                  { label: 'Created' },
-                  { label: 'Status' },
-                  { label: 'Model', cls: 'hide-sm' },
-                  { label: 'Prompt' },
-                  { label: 'Length', cls: 'num hide-sm' },
-                  { label: 'Cost', cls: 'num' },
-                ],
-                jobRows(data, { clickable: true }),
-              )
-            : emptyState(
-                'film',
-                status ? 'No ' + status + ' jobs' : 'No video jobs yet',
-                'Submit one with POST /v1/videos using one of your API keys; it appears here at once.',
-              ),
-        );
-        const any = data.some(running);
-        replace(live, any ? h('span', { class: 'live', id: 'live-refresh' }, 'Updating while jobs run') : null);
-        if (any) scope.later(2000, refresh);
-      } catch (e) {
-        if (!scope.alive() || e.status === 401) return;
-        replace(
-          body,
-          errorState(e, () => {
-            first = true;
-            refresh();
-          }),
-        );
-      }
-    };
-    refresh();
+    pollList(
+      body,
+      live,
+      scope,
+      '/jobs?limit=100' + (status ? '&status=' + status : ''),
+      running,
+      'Updating while jobs run',
+      emptyState(
+        'film',
+        status ? 'No ' + status + ' jobs' : 'No video jobs yet',
+        'Submit one with POST /v1/videos using one of your API keys; it appears here at once.',
+      ),
+      (jobs) => table(JOB_HEAD, jobRows(jobs, { clickable: true })),
+    );
   }
   function pageJob(main, params, _q, scope) {
     const id = params[0];
@@ -1669,6 +1629,15 @@
     const links = [one('input', 'Input'), one('output', 'Output'), one('error', 'Errors')].filter(Boolean);
     return links.length ? links.flatMap((l, i) => (i ? [' · ', l] : [l])) : '—';
   }
+  const BATCH_HEAD = [
+    ['Created'],
+    ['Status'],
+    ['Model', 'hide-sm'],
+    ['Requests', 'num'],
+    ['Cost', 'num'],
+    ['Files'],
+    [''],
+  ];
   function batchRow(b, onCancel) {
     const done = b.completed + b.failed;
     return h(
@@ -1709,8 +1678,6 @@
     const body = h('div');
     const live = h('span');
     const note = h('div');
-    const chip = (st, text) =>
-      h('a', { href: BASE + '/batches' + (st ? '?status=' + st : ''), class: status === st ? 'active' : null }, text);
     replace(
       main,
       pageHead(
@@ -1718,12 +1685,7 @@
         'Bulk requests submitted with POST /v1/batches or /v1/messages/batches, billed per request at batch prices.',
         live,
       ),
-      h(
-        'div',
-        { class: 'chips', role: 'navigation', 'aria-label': 'Filter by status' },
-        chip('', 'All'),
-        BATCH_STATUSES.map((st) => chip(st, batchLabel(st))),
-      ),
+      statusChips('/batches', status, BATCH_STATUSES, batchLabel),
       note,
       h('section', { class: 'panel' }, body),
     );
@@ -1742,49 +1704,24 @@
       }
       refresh();
     };
-    let first = true;
-    const refresh = async () => {
-      if (first) replace(body, loading());
-      try {
-        const { data } = await api('GET', '/batches?limit=100' + (status ? '&status=' + status : ''));
-        if (!scope.alive()) return;
-        first = false;
-        replace(
-          body,
-          data.length
-            ? table(
-                [
-                  { label: 'Created' },
-                  { label: 'Status' },
-                  { label: 'Model', cls: 'hide-sm' },
-                  { label: 'Requests', cls: 'num' },
-                  { label: 'Cost', cls: 'num' },
-                  { label: 'Files' },
-                  { label: '' },
-                ],
-                data.map((b) => batchRow(b, cancel)),
-              )
-            : emptyState(
-                'grid',
-                status ? 'No ' + batchLabel(status).toLowerCase() + ' batches' : 'No batches yet',
-                'Upload a JSONL file with POST /v1/files and start it with POST /v1/batches; it appears here at once.',
-              ),
-        );
-        const any = data.some(batchOpen);
-        replace(live, any ? h('span', { class: 'live', id: 'live-refresh' }, 'Updating while batches run') : null);
-        if (any) scope.later(2000, refresh);
-      } catch (e) {
-        if (!scope.alive() || e.status === 401) return;
-        replace(
-          body,
-          errorState(e, () => {
-            first = true;
-            refresh();
-          }),
-        );
-      }
-    };
-    refresh();
+    const refresh = pollList(
+      body,
+      live,
+      scope,
+      '/batches?limit=100' + (status ? '&status=' + status : ''),
+      batchOpen,
+      'Updating while batches run',
+      emptyState(
+        'grid',
+        status ? 'No ' + batchLabel(status).toLowerCase() + ' batches' : 'No batches yet',
+        'Upload a JSONL file with POST /v1/files and start it with POST /v1/batches; it appears here at once.',
+      ),
+      (batches) =>
+        table(
+          BATCH_HEAD,
+          batches.map((b) => batchRow(b, cancel)),
+        ),
+    );
   }
 
   // ---------------------------------------------------------------- webhooks
@@ -1856,176 +1793,154 @@
       });
     }
     function deliveriesTable(ep, el) {
-      load(
+      loadList(
         el,
         scope,
         () => api('GET', '/webhooks/' + ep.id + '/deliveries?limit=20'),
-        ({ data }) => {
-          if (!data.length)
-            return replace(
-              el,
-              h('p', { class: 'hint' }, 'No deliveries yet: they appear here as your video jobs change.'),
-            );
-          replace(
-            el,
-            table(
-              [
-                { label: 'Event' },
-                { label: 'Status' },
-                { label: 'Tries', cls: 'num' },
-                { label: 'Last response' },
-                { label: 'Next try' },
-                { label: '' },
-              ],
-              data.map((d) =>
+        h('p', { class: 'hint' }, 'No deliveries yet: they appear here as your video jobs change.'),
+        (data) => {
+          if (data.some((d) => d.status === 'pending')) scope.later(3000, () => deliveriesTable(ep, el));
+          return table(
+            [['Event'], ['Status'], ['Tries', 'num'], ['Last response'], ['Next try'], ['']],
+            data.map((d) =>
+              h(
+                'tr',
+                { 'data-delivery-id': d.id },
                 h(
-                  'tr',
-                  { 'data-delivery-id': d.id },
+                  'td',
+                  null,
+                  h('code', null, d.event_type),
+                  d.subject_id
+                    ? h('div', null, link('/jobs/' + d.subject_id, 'Video job ' + short(d.subject_id)))
+                    : null,
+                  h('div', { class: 'hint' }, when(unix(d.created_at))),
+                ),
+                h('td', null, h('span', { class: 'badge ' + (DELIVERY_BADGE[d.status] || '') }, d.status)),
+                h('td', { class: 'num' }, String(d.attempts)),
+                h(
+                  'td',
+                  { class: 'truncate', title: d.last_error || '' },
+                  d.last_status_code !== null ? 'HTTP ' + d.last_status_code : d.last_error ? d.last_error : '—',
+                ),
+                h('td', { class: 'nowrap' }, d.next_attempt_at ? when(unix(d.next_attempt_at)) : '—'),
+                h(
+                  'td',
+                  null,
                   h(
-                    'td',
-                    null,
-                    h('code', null, d.event_type),
-                    d.subject_id
-                      ? h('div', null, link('/jobs/' + d.subject_id, 'Video job ' + short(d.subject_id)))
-                      : null,
-                    h('div', { class: 'hint' }, when(unix(d.created_at))),
-                  ),
-                  h('td', null, h('span', { class: 'badge ' + (DELIVERY_BADGE[d.status] || '') }, d.status)),
-                  h('td', { class: 'num' }, String(d.attempts)),
-                  h(
-                    'td',
-                    { class: 'truncate', title: d.last_error || '' },
-                    d.last_status_code !== null ? 'HTTP ' + d.last_status_code : d.last_error ? d.last_error : '—',
-                  ),
-                  h('td', { class: 'nowrap' }, d.next_attempt_at ? when(unix(d.next_attempt_at)) : '—'),
-                  h(
-                    'td',
-                    null,
-                    h(
-                      'button',
-                      {
-                        class: 'ghost small resend',
-                        onclick: async (e) => {
-                          e.target.disabled = true;
-                          try {
-                            await api('POST', '/webhooks/' + ep.id + '/deliveries/' + d.id + '/resend');
-                          } catch (ex) {
-                            formError(err, ex);
-                          }
-                          scope.later(1000, () => deliveriesTable(ep, el));
-                        },
+                    'button',
+                    {
+                      class: 'ghost small resend',
+                      onclick: async (e) => {
+                        e.target.disabled = true;
+                        try {
+                          await api('POST', '/webhooks/' + ep.id + '/deliveries/' + d.id + '/resend');
+                        } catch (ex) {
+                          formError(err, ex);
+                        }
+                        scope.later(1000, () => deliveriesTable(ep, el));
                       },
-                      'Resend',
-                    ),
+                    },
+                    'Resend',
                   ),
                 ),
               ),
             ),
           );
-          if (data.some((d) => d.status === 'pending')) scope.later(3000, () => deliveriesTable(ep, el));
         },
       );
     }
     const refresh = () =>
-      load(
+      loadList(
         list,
         scope,
         () => api('GET', '/webhooks'),
-        ({ data }) => {
-          if (!data.length)
-            return replace(
-              list,
-              emptyState(
-                'grid',
-                'No endpoints yet',
-                'Add one above to be told when your video jobs change, instead of polling.',
-              ),
-            );
-          replace(
-            list,
-            data.map((ep) => {
-              const deliveries = h('div');
-              const section = h(
+        emptyState(
+          'grid',
+          'No endpoints yet',
+          'Add one above to be told when your video jobs change, instead of polling.',
+        ),
+        (data) =>
+          data.map((ep) => {
+            const deliveries = h('div');
+            const section = h(
+              'div',
+              { class: 'panel', 'data-endpoint-id': ep.id },
+              h(
                 'div',
-                { class: 'panel', 'data-endpoint-id': ep.id },
+                { class: 'page-head' },
                 h(
                   'div',
-                  { class: 'page-head' },
+                  null,
+                  h('h2', null, ep.url),
                   h(
-                    'div',
-                    null,
-                    h('h2', null, ep.url),
-                    h(
-                      'p',
-                      { class: 'hint' },
-                      (ep.description ? ep.description + ' · ' : '') +
-                        ep.events.join(', ') +
-                        (ep.previous_secret_expires_at
-                          ? ' · previous secret valid until ' + when(unix(ep.previous_secret_expires_at))
-                          : ''),
-                    ),
-                  ),
-                  h(
-                    'div',
-                    null,
-                    h(
-                      'button',
-                      {
-                        class: 'secondary small rotate',
-                        onclick: async () => {
-                          if (
-                            !(await confirmDialog(
-                              'Rotate the signing secret?',
-                              'A new secret signs every delivery from now on; the current one keeps signing ' +
-                                'beside it for a day, so you can switch without missing events.',
-                              'Rotate secret',
-                            ))
-                          )
-                            return;
-                          try {
-                            showSecret(await api('POST', '/webhooks/' + ep.id + '/rotate'), 'has a new secret');
-                          } catch (ex) {
-                            formError(err, ex);
-                          }
-                          refresh();
-                        },
-                      },
-                      'Rotate secret',
-                    ),
-                    ' ',
-                    h(
-                      'button',
-                      {
-                        class: 'ghost small delete',
-                        onclick: async () => {
-                          if (
-                            !(await confirmDialog(
-                              'Delete this endpoint?',
-                              'Nothing more is delivered to ' + ep.url + ', retries included. This cannot be undone.',
-                              'Delete endpoint',
-                            ))
-                          )
-                            return;
-                          try {
-                            await api('DELETE', '/webhooks/' + ep.id);
-                          } catch (ex) {
-                            formError(err, ex);
-                          }
-                          refresh();
-                        },
-                      },
-                      'Delete',
-                    ),
+                    'p',
+                    { class: 'hint' },
+                    (ep.description ? ep.description + ' · ' : '') +
+                      ep.events.join(', ') +
+                      (ep.previous_secret_expires_at
+                        ? ' · previous secret valid until ' + when(unix(ep.previous_secret_expires_at))
+                        : ''),
                   ),
                 ),
-                h('h3', null, 'Recent deliveries'),
-                deliveries,
-              );
-              deliveriesTable(ep, deliveries);
-              return section;
-            }),
-          );
-        },
+                h(
+                  'div',
+                  null,
+                  h(
+                    'button',
+                    {
+                      class: 'secondary small rotate',
+                      onclick: async () => {
+                        if (
+                          !(await confirmDialog(
+                            'Rotate the signing secret?',
+                            'A new secret signs every delivery from now on; the current one keeps signing ' +
+                              'beside it for a day, so you can switch without missing events.',
+                            'Rotate secret',
+                          ))
+                        )
+                          return;
+                        try {
+                          showSecret(await api('POST', '/webhooks/' + ep.id + '/rotate'), 'has a new secret');
+                        } catch (ex) {
+                          formError(err, ex);
+                        }
+                        refresh();
+                      },
+                    },
+                    'Rotate secret',
+                  ),
+                  ' ',
+                  h(
+                    'button',
+                    {
+                      class: 'ghost small delete',
+                      onclick: async () => {
+                        if (
+                          !(await confirmDialog(
+                            'Delete this endpoint?',
+                            'Nothing more is delivered to ' + ep.url + ', retries included. This cannot be undone.',
+                            'Delete endpoint',
+                          ))
+                        )
+                          return;
+                        try {
+                          await api('DELETE', '/webhooks/' + ep.id);
+                        } catch (ex) {
+                          formError(err, ex);
+                        }
+                        refresh();
+                      },
+                    },
+                    'Delete',
+                  ),
+                ),
+              ),
+              h('h3', null, 'Recent deliveries'),
+              deliveries,
+            );
+            deliveriesTable(ep, deliveries);
+            return section;
+          }),
       );
     replace(
       main,
@@ -2056,7 +1971,7 @@
   function pageModels(main, _p, _q, scope) {
     const body = h('div');
     replace(main, pageHead('Models', 'The public price list (also at /public/models). Prices in VND.'), body);
-    load(
+    loadList(
       body,
       scope,
       async () => {
@@ -2064,65 +1979,65 @@
         if (!res.ok) throw new ApiError('Could not load the price list (HTTP ' + res.status + ').', res.status);
         return res.json();
       },
-      ({ data }) => {
-        if (!data.length)
-          return replace(
-            body,
-            h('section', { class: 'panel' }, emptyState('grid', 'No models', 'The catalog lists no models yet.')),
-          );
-        const modes = Array.from(new Set(data.map((m) => m.mode)));
-        replace(
-          body,
-          modes.map((mode) =>
-            h(
-              'section',
-              { class: 'panel' },
-              h('h2', null, mode[0].toUpperCase() + mode.slice(1) + ' models'),
-              table(
-                [{ label: 'Model' }, { label: 'Price' }, { label: 'Details', cls: 'hide-sm' }],
-                data
-                  .filter((m) => m.mode === mode)
-                  .map((m) =>
+      h('section', { class: 'panel' }, emptyState('grid', 'No models', 'The catalog lists no models yet.')),
+      (data) =>
+        Array.from(new Set(data.map((m) => m.mode))).map((mode) =>
+          h(
+            'section',
+            { class: 'panel' },
+            h('h2', null, mode[0].toUpperCase() + mode.slice(1) + ' models'),
+            table(
+              [['Model'], ['Price'], ['Details', 'hide-sm']],
+              data
+                .filter((m) => m.mode === mode)
+                .map((m) =>
+                  h(
+                    'tr',
+                    { 'data-model': m.id },
                     h(
-                      'tr',
-                      { 'data-model': m.id },
-                      h(
-                        'td',
-                        null,
-                        h('code', null, m.id),
-                        m.description ? h('div', { class: 'hint' }, m.description) : null,
-                      ),
-                      h(
-                        'td',
-                        null,
-                        Object.keys(m.pricing).map((k) =>
-                          h('div', { class: 'nowrap' }, vnd(m.pricing[k]) + ' ' + (PRICE_LABELS[k] || k)),
-                        ),
-                      ),
-                      h(
-                        'td',
-                        { class: 'hide-sm hint' },
-                        [
-                          m.context_window ? 'context ' + num(m.context_window) + ' tokens' : null,
-                          m.allowedDurations
-                            ? 'durations ' + m.allowedDurations.join(', ') + ' s (default ' + m.defaultDuration + ' s)'
-                            : null,
-                          m.aliases ? 'aliases: ' + m.aliases.join(', ') : null,
-                        ]
-                          .filter(Boolean)
-                          .join(' · ') || '—',
+                      'td',
+                      null,
+                      h('code', null, m.id),
+                      m.description ? h('div', { class: 'hint' }, m.description) : null,
+                    ),
+                    h(
+                      'td',
+                      null,
+                      Object.keys(m.pricing).map((k) =>
+                        h('div', { class: 'nowrap' }, vnd(m.pricing[k]) + ' ' + (PRICE_LABELS[k] || k)),
                       ),
                     ),
+                    h(
+                      'td',
+                      { class: 'hide-sm hint' },
+                      [
+                        m.context_window ? 'context ' + num(m.context_window) + ' tokens' : null,
+                        m.allowedDurations
+                          ? 'durations ' + m.allowedDurations.join(', ') + ' s (default ' + m.defaultDuration + ' s)'
+                          : null,
+                        m.aliases ? 'aliases: ' + m.aliases.join(', ') : null,
+                      ]
+                        .filter(Boolean)
+                        .join(' · ') || '—',
+                    ),
                   ),
-              ),
+                ),
             ),
           ),
-        );
-      },
+        ),
     );
   }
 
   // ---------------------------------------------------------------- operator: accounts
+  const ACCOUNT_HEAD = [
+    ['Account'],
+    ['Available', 'num'],
+    ['Held', 'num hide-sm'],
+    ['Total', 'num'],
+    ['Logins', 'num hide-sm'],
+    ['Keys', 'num hide-sm'],
+    ['Created', 'hide-sm'],
+  ];
   function pageAccounts(main, _p, _q, scope) {
     const list = h('div');
     const err = h('div');
@@ -2167,13 +2082,12 @@
         list,
       ),
     );
-    load(
+    loadList(
       list,
       scope,
       () => api('GET', '/admin/accounts'),
-      ({ data }) => {
-        if (!data.length)
-          return replace(list, emptyState('users', 'No accounts yet', 'Create the first account above.'));
+      emptyState('users', 'No accounts yet', 'Create the first account above.'),
+      (data) => {
         const tbody = h('tbody');
         const draw = () => {
           const q = filter.value.trim().toLowerCase();
@@ -2214,35 +2128,7 @@
         };
         filter.addEventListener('input', draw);
         draw();
-        replace(
-          list,
-          h(
-            'div',
-            { class: 'table-wrap' },
-            h(
-              'table',
-              { id: 'accounts' },
-              h(
-                'thead',
-                null,
-                h(
-                  'tr',
-                  null,
-                  [
-                    ['Account'],
-                    ['Available', 'num'],
-                    ['Held', 'num hide-sm'],
-                    ['Total', 'num'],
-                    ['Logins', 'num hide-sm'],
-                    ['Keys', 'num hide-sm'],
-                    ['Created', 'hide-sm'],
-                  ].map((c) => h('th', { class: c[1] || null }, c[0])),
-                ),
-              ),
-              tbody,
-            ),
-          ),
-        );
+        return tableOf({ id: 'accounts' }, ACCOUNT_HEAD, tbody);
       },
     );
   }
@@ -2263,13 +2149,7 @@
         vnd(u.totalVnd) + ' uncollected over ' + u.requests + (u.requests === 1 ? ' request' : ' requests'),
       ),
       table(
-        [
-          { label: 'When' },
-          { label: 'Model' },
-          { label: 'Charged', cls: 'num' },
-          { label: 'Shortfall', cls: 'num' },
-          { label: 'Request', cls: 'hide-sm' },
-        ],
+        [['When'], ['Model'], ['Charged', 'num'], ['Shortfall', 'num'], ['Request', 'hide-sm']],
         u.rows.map((r) =>
           h(
             'tr',
@@ -2309,7 +2189,7 @@
         h('h2', { style: 'margin-top:1rem' }, 'Defaults for keys without their own limits'),
         defaults,
       ),
-      h('section', { class: 'panel' }, h('h2', null, 'Video jobs'), statusChips('/admin/accounts/' + id, status), jobs),
+      h('section', { class: 'panel' }, h('h2', null, 'Video jobs'), jobChips('/admin/accounts/' + id, status), jobs),
       h('section', { class: 'panel' }, h('h2', null, 'Uncollected'), uncollected),
       h('section', { class: 'panel' }, h('h2', null, 'Recent ledger'), ledger),
     );
@@ -2327,7 +2207,7 @@
             logins,
             a.logins.length
               ? table(
-                  [{ label: 'Email' }, { label: 'Role' }, { label: 'Created', cls: 'hide-sm' }],
+                  [['Email'], ['Role'], ['Created', 'hide-sm']],
                   a.logins.map((u) =>
                     h(
                       'tr',
@@ -2385,33 +2265,16 @@
         },
       );
     refreshKeys();
-    load(
+    loadList(
       jobs,
       scope,
       () => api('GET', '/admin/accounts/' + id + '/jobs?limit=100' + (status ? '&status=' + status : '')),
-      ({ data }) => {
-        replace(
-          jobs,
-          data.length
-            ? table(
-                [
-                  { label: 'Created' },
-                  { label: 'Status' },
-                  { label: 'Model', cls: 'hide-sm' },
-                  { label: 'Prompt' },
-                  { label: 'Length', cls: 'num hide-sm' },
-                  { label: 'Cost', cls: 'num' },
-                  { label: 'Temporal' },
-                ],
-                jobRows(data, { temporal: true }),
-              )
-            : emptyState(
-                'film',
-                status ? 'No ' + status + ' jobs' : 'No video jobs',
-                'This account has not submitted any video jobs' + (status ? ' with this status.' : ' yet.'),
-              ),
-        );
-      },
+      emptyState(
+        'film',
+        status ? 'No ' + status + ' jobs' : 'No video jobs',
+        'This account has not submitted any video jobs' + (status ? ' with this status.' : ' yet.'),
+      ),
+      (data) => table(JOB_HEAD.concat([['Temporal']]), jobRows(data, { temporal: true })),
     );
     refresh();
 
