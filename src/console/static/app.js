@@ -442,6 +442,14 @@
     refresh();
     return refresh;
   }
+  /** Labelled values: each [term, value, attributes of the value's element (optional)]; null entries are left out. */
+  function props(entries) {
+    return h(
+      'dl',
+      { class: 'props' },
+      entries.filter(Boolean).map(([term, value, attrs]) => [h('dt', null, term), h('dd', attrs || null, value)]),
+    );
+  }
   /** A row of figures, the first one stressed; each is [label, value, id of the value's element (optional)]. */
   function cards(figures) {
     return h(
@@ -1082,32 +1090,17 @@
           h(
             'section',
             { class: 'panel' },
-            h(
-              'dl',
-              { class: 'props' },
-              h('dt', null, 'Request id'),
-              h('dd', null, h('code', null, u.id)),
-              h('dt', null, 'Time'),
-              h('dd', null, when(u.createdAt)),
-              h('dt', null, 'Operation'),
-              h('dd', null, u.operation),
-              h('dt', null, 'Model'),
-              h('dd', null, u.model),
-              h('dt', null, 'Units'),
-              h('dd', null, unitsText(u.units)),
-              h('dt', null, 'Cost'),
-              h('dd', { id: 'request-cost' }, vnd(u.costVnd)),
-              h('dt', null, 'HTTP status'),
-              h('dd', null, String(u.status)),
-              h('dt', null, 'Latency'),
-              h('dd', null, num(u.latencyMs) + ' ms'),
-              h('dt', null, 'API key'),
-              h(
-                'dd',
-                null,
-                u.apiKey ? [u.apiKey.name || '(unnamed)', ' ', h('code', null, u.apiKey.prefix + '…')] : '—',
-              ),
-            ),
+            props([
+              ['Request id', h('code', null, u.id)],
+              ['Time', when(u.createdAt)],
+              ['Operation', u.operation],
+              ['Model', u.model],
+              ['Units', unitsText(u.units)],
+              ['Cost', vnd(u.costVnd), { id: 'request-cost' }],
+              ['HTTP status', String(u.status)],
+              ['Latency', num(u.latencyMs) + ' ms'],
+              ['API key', u.apiKey ? [u.apiKey.name || '(unnamed)', ' ', h('code', null, u.apiKey.prefix + '…')] : '—'],
+            ]),
           ),
         );
       },
@@ -1545,39 +1538,26 @@
           h(
             'section',
             { class: 'panel' },
-            h(
-              'dl',
-              { class: 'props' },
-              h('dt', null, 'Job id'),
-              h('dd', null, h('code', null, j.id)),
-              h('dt', null, 'Model'),
-              h('dd', null, j.model),
-              h('dt', null, 'Prompt'),
-              h('dd', { class: 'prompt', id: 'job-prompt' }, j.prompt),
-              h('dt', null, 'Duration'),
-              h('dd', null, j.durationSeconds !== null ? j.durationSeconds + ' s' : j.seconds + ' s requested'),
-              j.size ? [h('dt', null, 'Size'), h('dd', null, j.size)] : null,
-              h('dt', null, 'Cost'),
-              h(
-                'dd',
-                { id: 'job-cost' },
+            props([
+              ['Job id', h('code', null, j.id)],
+              ['Model', j.model],
+              ['Prompt', j.prompt, { class: 'prompt', id: 'job-prompt' }],
+              ['Duration', j.durationSeconds !== null ? j.durationSeconds + ' s' : j.seconds + ' s requested'],
+              j.size ? ['Size', j.size] : null,
+              [
+                'Cost',
                 j.costVnd !== null ? vnd(j.costVnd) : running(j) ? 'up to ' + vnd(j.maxCostVnd) + ' (held)' : vnd(0),
-              ),
-              h('dt', null, 'Created'),
-              h('dd', null, when(j.createdAt)),
-              h('dt', null, 'Completed'),
-              h('dd', null, when(j.completedAt)),
+                { id: 'job-cost' },
+              ],
+              ['Created', when(j.createdAt)],
+              ['Completed', when(j.completedAt)],
               j.hasLastFrame
                 ? [
-                    h('dt', null, 'Last frame'),
-                    h(
-                      'dd',
-                      null,
-                      h('img', { class: 'lastframe', src: media + '/last-frame', alt: 'Last frame of the video' }),
-                    ),
+                    'Last frame',
+                    h('img', { class: 'lastframe', src: media + '/last-frame', alt: 'Last frame of the video' }),
                   ]
                 : null,
-            ),
+            ]),
           ),
         );
         if (running(j)) scope.later(2000, refresh);
