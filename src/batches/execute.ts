@@ -2,7 +2,7 @@ import { batchPricingOf, type Catalog, type ModelConfig } from '../catalog/catal
 import type { ProviderRegistry } from '../providers/registry';
 import type { ModelRouter } from '../routing/modelRouter';
 import { TryRecord } from '../routing/tryRecord';
-import { ApiError } from '../errors';
+import { ApiError, invalidUpstreamResponse } from '../errors';
 import { openAIBody } from '../api/errors';
 import { RoutedPayload } from '../api/routedCall';
 import { abortFollowing } from '../net/abort';
@@ -68,13 +68,7 @@ function parseJson(b: Buffer): Record<string, unknown> {
   try {
     return JSON.parse(b.toString('utf8')) as Record<string, unknown>;
   } catch {
-    throw new ApiError(
-      502,
-      'The upstream provider returned an invalid response.',
-      'upstream_error',
-      null,
-      'upstream_error',
-    );
+    throw invalidUpstreamResponse();
   }
 }
 

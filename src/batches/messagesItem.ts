@@ -84,11 +84,8 @@ export async function runMessagesItem(
     return { body: message, cost: usageCost(batchPricingOf(answered), usage), units: usageUnits(usage) };
   }
   const { chat, tools } = translateInput(() =>
-    messagesToChat(req, {
-      upstreamModel: model.upstreamModel,
-      maxOutputTokens: model.maxOutputTokens,
-      reasoning: model.reasoning,
-    }),
+    // A catalog model carries its translate options (upstream name, output cap, reasoning).
+    messagesToChat(req, model),
   );
   const backend = new RoutedBackend(deps.providers, deps.catalog, deps.router, model, chat);
   const c = await deps.router

@@ -77,6 +77,28 @@ const sql = async (q: string, args: unknown[]) => (await h.deps.db.query(q, args
 const progress = async (id: string) =>
   Number((await sql('SELECT completed + failed AS n FROM batches WHERE id = $1', [id]))[0]?.n ?? 0);
 
+/** An OpenAI chat batch of small requests, one per id (its prompt `prompt(id, i)`), uploaded as `fileName`. */
+async function chatBatch(
+  openai: OpenAI,
+  model: string,
+  ids: string[],
+  prompt: (id: string, i: number) => string,
+  fileName: string,
+) {
+  const input = ids
+    .map((id, i) =>
+      JSON.stringify({
+        custom_id: id,
+        method: 'POST',
+        url: '/v1/chat/completions',
+        body: { model, messages: [{ role: 'user', content: prompt(id, i) }], max_tokens: 20 },
+      }),
+    )
+    .join('\n');
+  const file = await openai.files.create({ file: await toFile(Buffer.from(input), fileName), purpose: 'batch' });
+  return openai.batches.create({ input_file_id: file.id, endpoint: '/v1/chat/completions', completion_window: '24h' });
+}
+
 async function expectExactlyOnce(accountId: string, batchId: string, customIds: string[], outputText: string) {
   const lines = outputText
     .trim()
@@ -106,44 +128,11 @@ test('worker SIGKILLed mid-batch, twice: no request lost or charged twice, every
   h.emulator.control.settings.latencyMs = 120;
 
   const openaiIds = Array.from({ length: OPENAI_N }, (_, i) => `o-${i}`);
-  const input = openaiIds
-    .map((id) =>
-      JSON.stringify({
-        custom_id: id,
-        method: 'POST',
-        url: '/v1/chat/completions',
-        body: { model: 'gpt-4o-mini', messages: [{ role: 'user', content: `item ${id}` }], max_tokens: 20 },
-      }),
-    )
-    .join('\n');
-  const file = await openai.files.create({ file: await toFile(Buffer.from(input), 'in.jsonl'), purpose: 'batch' });
-  const ob = await openai.batches.create({
-    input_file_id: file.id,
-    endpoint: '/v1/chat/completions',
-    completion_window: '24h',
-  });
+  const ob = await chatBatch(openai, 'gpt-4o-mini', openaiIds, (id) => `item ${id}`, 'in.jsonl');
   // The native batch waits in the provider's queue across both kills.
   h.emulator.control.settings.batchQueueMs = 4_000;
   const nativeIds = Array.from({ length: NATIVE_N }, (_, i) => `n-${i}`);
-  const nativeInput = nativeIds
-    .map((id) =>
-      JSON.stringify({
-        custom_id: id,
-        method: 'POST',
-        url: '/v1/chat/completions',
-        body: { model: 'gpt-4o-mini-native', messages: [{ role: 'user', content: `item ${id}` }], max_tokens: 20 },
-      }),
-    )
-    .join('\n');
-  const nativeFile = await openai.files.create({
-    file: await toFile(Buffer.from(nativeInput), 'native.jsonl'),
-    purpose: 'batch',
-  });
-  const nb = await openai.batches.create({
-    input_file_id: nativeFile.id,
-    endpoint: '/v1/chat/completions',
-    completion_window: '24h',
-  });
+  const nb = await chatBatch(openai, 'gpt-4o-mini-native', nativeIds, (id) => `item ${id}`, 'native.jsonl');
   const anthropicIds = Array.from({ length: ANTHROPIC_N }, (_, i) => `a-${i}`);
   const mb = await anthropic.messages.batches.create({
     requests: anthropicIds.map((id) => ({
@@ -241,23 +230,8 @@ test('API processes SIGKILLed right after answering a batch create: batches fini
   try {
     // An OpenAI batch through one API process, killed the moment its answer is read.
     const via = (url: string) => new OpenAI({ apiKey: acc.key, baseURL: `${url}/v1`, maxRetries: 0 });
-    const lines = Array.from({ length: 5 }, (_, i) =>
-      JSON.stringify({
-        custom_id: `k-${i}`,
-        method: 'POST',
-        url: '/v1/chat/completions',
-        body: { model: 'gpt-4o-mini', messages: [{ role: 'user', content: `kill ${i}` }], max_tokens: 20 },
-      }),
-    ).join('\n');
-    const file = await via(first.url).files.create({
-      file: await toFile(Buffer.from(lines), 'k.jsonl'),
-      purpose: 'batch',
-    });
-    const ob = await via(first.url).batches.create({
-      input_file_id: file.id,
-      endpoint: '/v1/chat/completions',
-      completion_window: '24h',
-    });
+    const killIds = Array.from({ length: 5 }, (_, i) => `k-${i}`);
+    const ob = await chatBatch(via(first.url), 'gpt-4o-mini', killIds, (_id, i) => `kill ${i}`, 'k.jsonl');
     await first.kill('SIGKILL');
     // A message batch through another, killed the same way.
     const anthropic = new Anthropic({ apiKey: acc.key, baseURL: second.url, maxRetries: 0 });
@@ -308,22 +282,7 @@ test('Temporal stopped mid-batch and restarted with its state: the batch ends, e
   h.emulator.control.settings.latencyMs = 120;
   try {
     const ids = Array.from({ length: 24 }, (_, i) => `t-${i}`);
-    const input = ids
-      .map((id) =>
-        JSON.stringify({
-          custom_id: id,
-          method: 'POST',
-          url: '/v1/chat/completions',
-          body: { model: 'gpt-4o-mini', messages: [{ role: 'user', content: `t ${id}` }], max_tokens: 20 },
-        }),
-      )
-      .join('\n');
-    const file = await openai.files.create({ file: await toFile(Buffer.from(input), 't.jsonl'), purpose: 'batch' });
-    const b = await openai.batches.create({
-      input_file_id: file.id,
-      endpoint: '/v1/chat/completions',
-      completion_window: '24h',
-    });
+    const b = await chatBatch(openai, 'gpt-4o-mini', ids, (id) => `t ${id}`, 't.jsonl');
     await eventually(async () => (await progress(b.id)) >= 6, 90_000, 20);
     await temporal.stop();
     expect(await progress(b.id)).toBeLessThan(ids.length);

@@ -1,6 +1,6 @@
 import type { AppDeps } from '../deps';
 import type { Ctx } from '../middleware';
-import { ApiError } from '../../errors';
+import { invalidUpstreamResponse } from '../../errors';
 import { estimateChatMaxCost } from '../../billing/pricing';
 import { StreamUsage } from '../../billing/meter';
 import { estimatedUsage, fromChatUsage } from '../../billing/tokenUsage';
@@ -95,13 +95,7 @@ function settleJson(call: RoutedCall, body: Buffer, payloadBytes: number): void 
     json = JSON.parse(body.toString('utf8'));
   } catch {
     call.cancel(502);
-    throw new ApiError(
-      502,
-      'The upstream provider returned an invalid response.',
-      'upstream_error',
-      null,
-      'upstream_error',
-    );
+    throw invalidUpstreamResponse();
   }
   call.settle(estimatedUsage(payloadBytes, completionCharsOf(json)));
 }

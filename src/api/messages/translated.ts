@@ -31,11 +31,8 @@ export async function translatedMessages(
   sink: SseSink,
 ): Promise<void> {
   const { chat, tools } = translateInput(() =>
-    messagesToChat(req, {
-      upstreamModel: model.upstreamModel,
-      maxOutputTokens: model.maxOutputTokens,
-      reasoning: model.reasoning,
-    }),
+    // A catalog model carries its translate options (upstream name, output cap, reasoning).
+    messagesToChat(req, model),
   );
   // The backends of every deployment that may answer: retries and fallbacks until an upstream answers (src/routing).
   const backend = new RoutedBackend(deps.providers, deps.catalog, deps.router, model, chat);
