@@ -26,7 +26,7 @@ import {
 import { failureCode, failureMessage, isNonRetryable, JobRun, UnsuccessfulEnd } from './videoJobRun';
 
 /**
- * One video job, from submission to a final state (../shared/design.md "Video job"; the spec's state table):
+ * One video job, from submission to a final state (docs/video-jobs.md, its state table):
  *
  *   submitted   submit              the provider accepts the task           -> poll
  *   submitted   pollUntilTerminal   the provider starts it                  -> processing

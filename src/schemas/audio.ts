@@ -1,6 +1,6 @@
 import { compileForm, compileJson, type Validator } from './compile';
 
-/** POST /v1/audio/speech (spec 4.5) and POST /v1/audio/transcriptions (spec 4.6). */
+/** POST /v1/audio/speech and POST /v1/audio/transcriptions. */
 
 export const SPEECH_VOICES = ['alloy', 'echo', 'fable', 'onyx', 'nova', 'shimmer'] as const;
 export const SPEECH_FORMATS = ['mp3', 'opus', 'aac', 'flac', 'wav', 'pcm'] as const;

@@ -1,6 +1,6 @@
 import { compileJson, type Validator } from './compile';
 
-/** POST /v1/embeddings (spec 4.11). Other fields pass through to the upstream. */
+/** POST /v1/embeddings. Other fields pass through to the upstream. */
 export interface EmbeddingBody {
   model: string;
   input: string | string[] | number[] | number[][];

@@ -1,7 +1,7 @@
 import { compileForm, compileJson, type Validator } from './compile';
 
 /**
- * POST /v1/images/generations (spec 4.7) and POST /v1/images/edits (spec 4.8). The spec leaves sizes and
+ * POST /v1/images/generations and POST /v1/images/edits. The spec leaves sizes and
  * qualities open: we accept the values the OpenAI images API documents across its models.
  */
 export const IMAGE_SIZES = [

@@ -3,7 +3,7 @@ import type { MessagesRequest } from '../translate/anthropicTypes';
 import { tokenCount } from './tokens';
 
 /**
- * POST /v1/messages and POST /v1/messages/count_tokens (spec 4.12, Anthropic Messages). Only what the gateway
+ * POST /v1/messages and POST /v1/messages/count_tokens (Anthropic Messages). Only what the gateway
  * relies on is checked; every other field (context_management, output_config, container, service_tier, block
  * cache_control, tool defer_loading, ...) is accepted and forwarded to an Anthropic upstream or stripped when
  * translating. Roles include `system`: Claude Code sends a trailing system entry for models it does not know.

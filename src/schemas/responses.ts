@@ -3,7 +3,7 @@ import type { ResponsesRequest } from '../translate/responsesTypes';
 import { nullableTokenCount } from './tokens';
 
 /**
- * POST /v1/responses (spec 4.13, OpenAI Responses). Only what the gateway relies on is checked; everything else
+ * POST /v1/responses (OpenAI Responses). Only what the gateway relies on is checked; everything else
  * Codex and the SDKs send (include, prompt_cache_key, client_metadata, reasoning, text, truncation, ...) is
  * accepted and forwarded to a Responses upstream, or mapped / stripped when translating to chat.
  */

@@ -19,7 +19,7 @@ import { startVideoWorkflow } from './start';
 import { loadImages, validateVideoRequest, type ImageLoader, type LoadedImage } from './validate';
 
 /**
- * Submitting a video job (POST /v1/videos; design.md "Video job"): validate, refuse early without funds, load
+ * Submitting a video job (POST /v1/videos; docs/video-jobs.md): validate, refuse early without funds, load
  * the images, store them, place the hold and create the job in one transaction, start the workflow. No job without
  * a hold, no hold without a job: a workflow that cannot be started releases the hold and fails the job; a crash in
  * between is repaired by the reconciler (./reconciler.ts).

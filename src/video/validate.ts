@@ -6,7 +6,7 @@ import { formNameMessage, formNamePath, formNameProblem } from '../schemas/bodyS
 import { clip, clipJson } from '../text/clip';
 
 /**
- * Validation of POST /v1/videos (spec 4.1 and 8). Every rejection is a 400 naming the parameter. The checks
+ * Validation of POST /v1/videos. Every rejection is a 400 naming the parameter. The checks
  * that need no I/O run first (validateVideoRequest); images are decoded/fetched afterwards (loadImages), so a
  * request with a bad `seconds` never costs a URL fetch.
  */

@@ -28,7 +28,7 @@ const lastUpstream = () => {
 
 const usageRows = () => usageRowsOf(gw.deps, accountId);
 
-test('chat completion (non-streaming): spec 2.3 shape, upstream model name, usage billed', async () => {
+test('chat completion (non-streaming): OpenAI shape, upstream model name, usage billed', async () => {
   const res = await client.chat.completions.create({
     model: 'gpt-4o-mini',
     messages: [{ role: 'user', content: 'Hello there' }],
@@ -216,7 +216,7 @@ test('streamed tool calls arrive as fragments keyed by index', async () => {
   expect(finish).toBe('tool_calls');
 });
 
-test('legacy completions: JSON (spec 2.4) and streaming', async () => {
+test('legacy completions: JSON and streaming', async () => {
   const res = await client.completions.create({
     model: 'gpt-3.5-turbo-instruct',
     prompt: 'Once upon a time',

@@ -41,7 +41,7 @@ async function apiError(p: Promise<unknown>): Promise<any> {
 const norm = (v: number[]) => Math.sqrt(v.reduce((s, x) => s + x * x, 0));
 
 describe('embeddings', () => {
-  test('string input with the SDK default (base64 on the wire, decoded by the SDK): spec 2.5 shape', async () => {
+  test('string input with the SDK default (base64 on the wire, decoded by the SDK): OpenAI shape', async () => {
     const res = await client.embeddings.create({ model: 'text-embedding-3-small', input: 'hello world' });
     expect(res).toMatchObject({
       object: 'list',

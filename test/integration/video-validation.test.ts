@@ -8,7 +8,7 @@ import { startVideoHarness, type VideoHarness } from '../support/video';
 import { post as postTo } from '../support/http';
 
 /**
- * Every rejection of POST /v1/videos (spec 4.1 and 8): a 400 naming the parameter, and nothing changes (no job,
+ * Every rejection of POST /v1/videos: a 400 naming the parameter, and nothing changes (no job,
  * no hold). No worker runs here: accepted jobs simply stay submitted.
  */
 

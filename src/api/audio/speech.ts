@@ -9,7 +9,7 @@ import { CLIENT_CLOSED } from '../../net/abort';
 import { openCall, RoutedPayload } from '../routedCall';
 
 /**
- * POST /v1/audio/speech (spec 4.5): billed per input character at the answering model's price, the upstream's
+ * POST /v1/audio/speech: billed per input character at the answering model's price, the upstream's
  * audio streamed through with the format's Content-Type.
  */
 

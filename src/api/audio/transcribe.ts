@@ -11,7 +11,7 @@ import type { UploadedFile } from '../uploads';
 import { renderTranscript, TRANSCRIPTION_CONTENT_TYPES, type VerboseTranscription } from './transcriptFormats';
 
 /**
- * POST /v1/audio/transcriptions (spec 4.6): billed per second of audio. The gateway always asks the upstream for
+ * POST /v1/audio/transcriptions: billed per second of audio. The gateway always asks the upstream for
  * verbose_json (the one format that carries the duration it bills) and renders the requested format itself.
  */
 

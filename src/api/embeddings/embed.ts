@@ -15,7 +15,7 @@ import { geminiEmbedCall, openAIEmbeddingList, type GeminiEmbedCall } from './ge
 export type EmbedAnswer = Buffer | number[][];
 
 /**
- * POST /v1/embeddings (spec 4.11): the input's token bound reserved at the most expensive model that may answer,
+ * POST /v1/embeddings: the input's token bound reserved at the most expensive model that may answer,
  * the upstream's answer returned byte for byte (float or base64 vectors, as it produced them), its usage billed.
  * A deployment of a `gemini` provider gets the input as embedContent / batchEmbedContents (`native`: the Gemini
  * routes' own requests, forwarded as sent).

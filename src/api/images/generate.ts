@@ -10,7 +10,7 @@ import { openCall, RoutedPayload, sendJsonBuffer, type RoutedCall } from '../rou
 import type { UploadedFile } from '../uploads';
 
 /**
- * POST /v1/images/generations (JSON, spec 4.7) and POST /v1/images/edits (multipart, spec 4.8): n images reserved
+ * POST /v1/images/generations (JSON) and POST /v1/images/edits (multipart): n images reserved
  * at the most expensive model that may answer, the images the upstream returned billed, its body answered as received
  * (the OpenAI shape {"created","data":[{"b64_json"|"url"}]}).
  */

@@ -6,7 +6,7 @@ import { validateImageEditFields, validateImageGeneration } from '../../schemas/
 import { isPngHead, readHead, removeUploads, uploadedFile } from '../uploads';
 import { editImages, generateImages } from '../images/generate';
 
-/** Input images: PNG only (spec 4.8), at most 10 MB each (design: input image limit). */
+/** Input images: PNG only, at most 10 MB each (docs/api.md, uploads). */
 const MAX_IMAGE_BYTES = 10 * 1024 * 1024;
 
 /**

@@ -20,7 +20,7 @@ import { translatedMessages } from '../messages/translated';
 import { servedNatively } from '../../providers/kinds';
 
 /**
- * POST /v1/messages and POST /v1/messages/count_tokens: the Anthropic Messages interface (spec 4.12) for any chat
+ * POST /v1/messages and POST /v1/messages/count_tokens: the Anthropic Messages interface for any chat
  * model. A model served over Anthropic Messages (an `anthropic` provider, Claude on `bedrock` or `vertex`) is passed
  * through natively (body and SSE as produced, usage read from the stream as it passes); any other chat model is
  * translated to chat and back (src/translate), its chat request sent to /chat/completions or, for an

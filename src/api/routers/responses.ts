@@ -9,7 +9,7 @@ import { createResponse } from '../responses/create';
 import { clip } from '../../text/clip';
 
 /**
- * POST /v1/responses and GET /v1/responses/{id}: the OpenAI Responses interface (spec 4.13) for any chat model.
+ * POST /v1/responses and GET /v1/responses/{id}: the OpenAI Responses interface for any chat model.
  * A model marked `api: "responses"` in the catalog is passed through to its upstream's /responses natively (SSE
  * forwarded as produced); any other chat model is translated to chat and back (src/translate), its chat request
  * sent to /chat/completions or, for a model of an Anthropic provider, bridged to /v1/messages

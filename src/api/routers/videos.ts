@@ -18,7 +18,7 @@ import { redactorFor, type Redactor } from '../../catalog/redact';
 import { clip, clipJson } from '../../text/clip';
 
 /**
- * The video API (spec 2.1, 2.2, 4.1-4.4; choices where the spec is silent: docs/video-jobs.md):
+ * The video API (docs/video-jobs.md):
  *   POST   /v1/videos               validate, hold the maximum cost, create the job, start its workflow -> 202
  *   GET    /v1/videos/{id}          the job (fields by status)
  *   GET    /v1/videos               the caller's jobs, newest first (status filter, limit 1-100, after cursor)
@@ -34,7 +34,7 @@ import { clip, clipJson } from '../../text/clip';
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const MAX_IDEMPOTENCY_KEY = 255;
 
-/** The job as the API shows it (spec 2.1): base fields, plus completed_at/result/usage or error by status. */
+/** The job as the API shows it: base fields, plus completed_at/result/usage or error by status. */
 export function jobView(job: VideoJob, baseUrl: string, redact: Redactor): Record<string, unknown> {
   const v: Record<string, unknown> = {
     id: job.id,

@@ -3,7 +3,7 @@ import type { VideoImages, VideoParams } from '../../video/params';
 
 /**
  * The video provider adapter interface: one adapter per catalog provider of kind `veo` or `seedance`, speaking
- * that provider's long-running task protocol (../shared/reference/video-providers.md). Adapters are used by the
+ * that provider's long-running task protocol (docs/providers.md). Adapters are used by the
  * worker's activities only; the API never calls a video provider.
  */
 
