@@ -39,4 +39,38 @@ export default tseslint.config(
     },
     rules: { '@typescript-eslint/no-require-imports': 'off' },
   },
+  {
+    // The console's front end: ES modules loaded by the browser (no build step).
+    files: ['src/console/static/**/*.js'],
+    languageOptions: {
+      sourceType: 'module',
+      globals: Object.fromEntries(
+        [
+          'document',
+          'window',
+          'fetch',
+          'navigator',
+          'history',
+          'location',
+          'setTimeout',
+          'clearTimeout',
+          'setInterval',
+          'clearInterval',
+          'crypto',
+          'URLSearchParams',
+          'URL',
+          'Node',
+          'Blob',
+          'FormData',
+          'requestAnimationFrame',
+          'getComputedStyle',
+          'alert',
+          'confirm',
+          'matchMedia',
+          'Event',
+          'KeyboardEvent',
+        ].map((name) => [name, 'readonly']),
+      ),
+    },
+  },
 );
