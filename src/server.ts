@@ -2,6 +2,7 @@ import http from 'node:http';
 import { buildDeps } from './bootstrap';
 import { createApp } from './api/app';
 import { loadConfig } from './config';
+import { apiProcessCount, runApiProcesses } from './runtime/apiProcesses';
 
 /**
  * Node's own bounds on a request, the backstop of the app's body timeout (src/api/middleware/bodyTimeout.ts): the
@@ -38,20 +39,18 @@ export async function startApi(config = loadConfig()) {
 }
 
 if (require.main === module) {
-  startApi().then(
-    (api) => {
-      const stop = () => {
-        api.close().then(
-          () => process.exit(0),
-          () => process.exit(1),
-        );
-      };
-      process.once('SIGINT', stop);
-      process.once('SIGTERM', stop);
-    },
-    (e) => {
-      console.error(`API failed to start: ${e instanceof Error ? e.message : String(e)}`);
-      process.exit(1);
-    },
-  );
+  // API_PROCESSES=auto runs one API process per core behind the one port (src/runtime/apiProcesses.ts).
+  const fail = (e: unknown) => {
+    console.error(`API failed to start: ${e instanceof Error ? e.message : String(e)}`);
+    process.exit(1);
+  };
+  try {
+    const config = loadConfig();
+    const count = apiProcessCount(process.env.API_PROCESSES);
+    if (count > 1 && !config.redisUrl)
+      throw new Error(`API_PROCESSES=${process.env.API_PROCESSES} needs REDIS_URL: rate limits must be shared`);
+    runApiProcesses({ count, start: () => startApi(config), log: (m) => console.log(m) }).catch(fail);
+  } catch (e) {
+    fail(e);
+  }
 }
