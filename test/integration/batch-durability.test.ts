@@ -1,10 +1,15 @@
+import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { Readable } from 'node:stream';
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI, { toFile } from 'openai';
 import { getBalance, listLedger, verifyProjections } from '../../src/billing/ledger';
 import { loadBatchSettings } from '../../src/batches/settings';
+import { createBatchWithHold, markWorkflowStarted, newBatchId } from '../../src/batches/repo';
+import { startBatchWorkflow } from '../../src/batches/start';
+import { insertFile } from '../../src/files/repo';
 import { projectRoot } from '../../src/projectRoot';
 import { findTemporalCli, freePort, startTemporalDevServer, type DevServer } from '../../src/runtime/temporalDevServer';
 import { eventually, spawnApi, spawnWorker, startVideoHarness, type VideoHarness } from '../support/video';
@@ -316,3 +321,150 @@ test('Temporal stopped mid-batch and restarted with its state: the batch ends, e
     h.worker = null;
   }
 }, 240_000);
+
+/** The chat requests the emulator received whose prompt contains `marker`. */
+const upstreamCalls = (marker: string) =>
+  h.emulator.control.requests.filter(
+    (r) => r.path.endsWith('/chat/completions') && JSON.stringify(r.body).includes(marker),
+  ).length;
+
+test('upstream slower than the heartbeat timeout: heartbeats throughout, each request sent once', async () => {
+  const start = 1_000_000;
+  const acc = await h.account(start);
+  const openai = new OpenAI({ apiKey: acc.key, baseURL: `${h.url}/v1`, maxRetries: 0 });
+  await h.startWorker();
+  // Each request takes twice the chunk's heartbeat timeout (1.5 s); 3 lines a chunk on 2 slots, so a chunk waits on
+  // busy slots and on its last requests with nothing to read.
+  h.emulator.control.addFault({ match: '/chat/completions', delayMs: 3_000 });
+  try {
+    const ids = Array.from({ length: 5 }, (_, i) => `slow-${i}`);
+    const b = await chatBatch(openai, 'gpt-4o-mini', ids, (id) => `slowpoke ${id}`, 'slow.jsonl');
+    const done = await eventually(
+      async () => {
+        const x = await openai.batches.retrieve(b.id);
+        return ['completed', 'failed', 'expired', 'cancelled'].includes(x.status) ? x : null;
+      },
+      150_000,
+      200,
+    );
+    expect(done.status).toBe('completed');
+    expect(done.request_counts).toEqual({ total: ids.length, completed: ids.length, failed: 0 });
+    expect(upstreamCalls('slowpoke')).toBe(ids.length);
+    const spent = await expectExactlyOnce(
+      acc.accountId,
+      b.id,
+      ids,
+      await (await openai.files.content(done.output_file_id!)).text(),
+    );
+    expect(await getBalance(h.deps.db, acc.accountId)).toEqual({
+      balance: start - spent,
+      held: 0,
+      available: start - spent,
+    });
+  } finally {
+    h.emulator.control.reset();
+    await h.worker?.close();
+    h.worker = null;
+  }
+}, 240_000);
+
+/** A chat batch started as the API starts one, from `text` put straight into storage (past the upload's checks). */
+async function storedBatch(acc: { accountId: string; keyId: string }, text: string, total: number) {
+  const key = `test/${randomUUID()}.jsonl`;
+  const put = await h.deps.storage.put(key, Readable.from([Buffer.from(text)]), 'application/jsonl');
+  const fileId = `file-${randomUUID().replace(/-/g, '').slice(0, 24)}`;
+  await insertFile(h.deps.db, {
+    id: fileId,
+    accountId: acc.accountId,
+    purpose: 'batch',
+    filename: 'stored.jsonl',
+    bytes: put.size,
+    storageKey: key,
+    lineCount: total,
+    model: 'gpt-4o-mini',
+    endpoint: '/v1/chat/completions',
+  });
+  const b = await createBatchWithHold(h.deps.db, {
+    id: newBatchId(),
+    accountId: acc.accountId,
+    apiKeyId: acc.keyId,
+    endpoint: '/v1/chat/completions',
+    model: 'gpt-4o-mini',
+    inputFileId: fileId,
+    completionWindow: '24h',
+    metadata: null,
+    total,
+    maxCostVnd: 100_000,
+    holdId: randomUUID(),
+    expiresAt: new Date(Date.now() + 3600_000),
+  });
+  await startBatchWorkflow(h.deps.temporal!, h.deps.config, b);
+  await markWorkflowStarted(h.deps.db, b.id);
+  return b.id;
+}
+
+test('a poison line (nested 6,000 deep) fails alone; its chunk is never rerun, no good line sent twice', async () => {
+  const start = 1_000_000;
+  const acc = await h.account(start);
+  const openai = new OpenAI({ apiKey: acc.key, baseURL: `${h.url}/v1`, maxRetries: 0 });
+  await h.startWorker();
+  const line = (id: string) =>
+    JSON.stringify({
+      custom_id: id,
+      method: 'POST',
+      url: '/v1/chat/completions',
+      body: { model: 'gpt-4o-mini', messages: [{ role: 'user', content: `poisoned ${id}` }], max_tokens: 20 },
+    });
+  // A poison line in each of the two chunks (3 lines a chunk): nested past the stack at any deep copy of its body
+  // (written as text: the test's own JSON.stringify would overflow on it too).
+  const poison = (id: string) => `${line(id).slice(0, -2)},"metadata":${'['.repeat(6_000)}${']'.repeat(6_000)}}}`;
+  const good = ['g-0', 'g-1', 'g-2', 'g-3'];
+  const text = [line('g-0'), poison('p-0'), line('g-1'), line('g-2'), poison('p-1'), line('g-3')].join('\n');
+  try {
+    const id = await storedBatch(acc, text + '\n', 6);
+    const done = await eventually(
+      async () => {
+        const x = await openai.batches.retrieve(id);
+        return ['completed', 'failed', 'expired', 'cancelled'].includes(x.status) ? x : null;
+      },
+      120_000,
+      200,
+    );
+    expect(done.status).toBe('completed');
+    expect(done.request_counts).toEqual({ total: 6, completed: 4, failed: 2 });
+    expect(upstreamCalls('poisoned')).toBe(good.length);
+    const out = await (await openai.files.content(done.output_file_id!)).text();
+    expect(
+      out
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l).custom_id)
+        .sort(),
+    ).toEqual(good);
+    const errs = (await (await openai.files.content(done.error_file_id!)).text())
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
+    expect(errs.map((e) => [e.custom_id, e.response.status_code]).sort()).toEqual([
+      ['p-0', 400],
+      ['p-1', 400],
+    ]);
+    // One charge per good line, none for the poison; the hold closed, the balance exact.
+    const usage = await sql(
+      'SELECT count(*)::int AS n, coalesce(sum(cost_vnd), 0)::bigint AS c FROM usage_records WHERE account_id = $1',
+      [acc.accountId],
+    );
+    expect(usage[0].n).toBe(good.length);
+    const spent = Number(usage[0].c);
+    expect(Number((await sql('SELECT cost_vnd FROM batches WHERE id = $1', [id]))[0].cost_vnd)).toBe(spent);
+    expect(await getBalance(h.deps.db, acc.accountId)).toEqual({
+      balance: start - spent,
+      held: 0,
+      available: start - spent,
+    });
+    expect(await verifyProjections(h.deps.db)).toEqual([]);
+  } finally {
+    await h.worker?.close();
+    h.worker = null;
+  }
+}, 180_000);
