@@ -475,13 +475,15 @@ test('an attempt cancelled mid-chunk (superseded) commits nothing; its twin send
   await eventually(async () => sent() >= 1, 30_000, 20);
   superseded.cancel();
   // Its twin starts at once, while the first attempt's requests are still in flight.
-  const x = await new MockActivityEnvironment().run(acts.runChunk, chunk0);
+  const x = (await new MockActivityEnvironment().run(acts.runChunk, chunk0)) as Awaited<
+    ReturnType<typeof acts.runChunk>
+  >;
   expect(await firstEnd).toBe('threw');
   expect(x).toMatchObject({ chunk: 1, line: 3, completed: 3, failed: 0, done: true });
   expect(sent()).toBe(3);
   await new MockActivityEnvironment().run(acts.finalizeBatch, {
     batchId: id,
-    status: 'completed',
+    status: 'completed' as const,
     offset: x.offset,
     line: x.line,
   });
