@@ -500,3 +500,68 @@ test('a poison line (nested 6,000 deep) fails alone; its chunk is never rerun, n
     h.worker = null;
   }
 }, 180_000);
+
+test('chaos: worker SIGKILLs in a routed batch slower than its heartbeat timeout, poison in each chunk', async () => {
+  const start = 1_000_000;
+  const acc = await h.account(start);
+  const openai = new OpenAI({ apiKey: acc.key, baseURL: `${h.url}/v1`, maxRetries: 0 });
+  // Each request outlasts the heartbeat timeout (1.5 s); each chunk of 3 holds two good lines and a poison line.
+  h.emulator.control.addFault({ match: '/chat/completions', delayMs: 2_500 });
+  const good = Array.from({ length: 8 }, (_, i) => `c-${i}`);
+  const line = (id: string, tail = '') =>
+    `{"custom_id":"${id}","method":"POST","url":"/v1/chat/completions","body":{"model":"gpt-4o-mini",` +
+    `"messages":[{"role":"user","content":"chaos ${id}"}],"max_tokens":20${tail}}}`;
+  const poison = (id: string) => line(id, `,"metadata":${'['.repeat(6_000)}${']'.repeat(6_000)}`);
+  const rows: string[] = [];
+  for (let i = 0; i < good.length; i += 2) rows.push(line(good[i]), line(good[i + 1]), poison(`p-${i / 2}`));
+  const id = await storedBatch(acc, rows.join('\n') + '\n', rows.length);
+  let worker = await spawnWorker(h);
+  try {
+    for (const after of [3, 6]) {
+      await eventually(async () => (await progress(id)) >= after, 120_000, 20);
+      await worker.kill('SIGKILL');
+      worker = await spawnWorker(h);
+    }
+    const done = await eventually(
+      async () => {
+        const x = await openai.batches.retrieve(id);
+        return ['completed', 'failed', 'expired', 'cancelled'].includes(x.status) ? x : null;
+      },
+      150_000,
+      200,
+    );
+    expect(done.status).toBe('completed');
+    const errs = (await (await openai.files.content(done.error_file_id!)).text())
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { custom_id: string; response: { body: { error: { code: string } } } });
+    // Every poison line failed alone and reached no provider; a good line in flight at a kill failed as
+    // request_interrupted; every other good line completed. No line reached the provider twice.
+    const poisoned = errs.filter((e) => e.custom_id.startsWith('p-'));
+    expect(poisoned.map((e) => e.response.body.error.code)).toEqual(Array(4).fill('invalid_request'));
+    const interrupted = errs.filter((e) => !e.custom_id.startsWith('p-'));
+    const answered = good.filter((g) => !interrupted.some((e) => e.custom_id === g));
+    expect(done.request_counts).toEqual({ total: 12, completed: answered.length, failed: 4 + interrupted.length });
+    for (const p of ['p-0', 'p-1', 'p-2', 'p-3']) expect(upstreamCalls(`chaos ${p}"`)).toBe(0);
+    for (const g of good) expect(upstreamCalls(`chaos ${g}"`)).toBeLessThanOrEqual(1);
+    for (const g of answered) expect(upstreamCalls(`chaos ${g}"`)).toBe(1);
+    const spent = await expectExactlyOnce(
+      acc.accountId,
+      id,
+      good,
+      await (await openai.files.content(done.output_file_id!)).text(),
+      interrupted.map((e) => JSON.stringify(e)).join('\n'),
+    );
+    const usage = await sql('SELECT count(*)::int AS n FROM usage_records WHERE account_id = $1', [acc.accountId]);
+    expect(usage[0].n).toBe(answered.length);
+    expect(await getBalance(h.deps.db, acc.accountId)).toEqual({
+      balance: start - spent,
+      held: 0,
+      available: start - spent,
+    });
+    expect(await verifyProjections(h.deps.db)).toEqual([]);
+  } finally {
+    h.emulator.control.reset();
+    await worker.kill('SIGTERM');
+  }
+}, 300_000);
