@@ -25,6 +25,10 @@ import type {
 } from '../src/batches/workflowContract';
 import { isBlank, readLines, type Line } from '../src/files/lines';
 import { isProblem, parseRequestLine, type BatchEndpoint } from '../src/files/batchInput';
+import * as progress from '../src/batches/lineProgress';
+import type { LineOutcome } from '../src/batches/lineProgress';
+import { ApiError } from '../src/errors';
+import { openAIBody } from '../src/api/errors';
 
 /**
  * The batch workflow's activities (workflows/batchJob.ts), built from injected dependencies. Each is safe to run
@@ -74,6 +78,27 @@ export function outputLine(
 /** Statuses of an item worth trying again (the upstream's or the router's transient failures). */
 const TRANSIENT = new Set([408, 409, 429, 500, 502, 503, 504]);
 const ITEM_ATTEMPTS = 4;
+
+/** A line whose body the gateway cannot even copy (nested beyond the stack): it fails alone, nothing sent. */
+const POISON = new ApiError(
+  400,
+  'The request could not be processed: its body is nested too deeply.',
+  'invalid_request_error',
+  'body',
+  'invalid_request',
+);
+
+/**
+ * A line whose request was in flight on a worker that died: it may have reached the provider, so it is not sent
+ * again (no request runs, or is paid for upstream, twice); it is uncharged.
+ */
+const INTERRUPTED = new ApiError(
+  500,
+  'The worker running this request stopped before its answer arrived; it was not sent again, and nothing was charged.',
+  'server_error',
+  null,
+  'request_interrupted',
+);
 
 const EXPIRED = {
   code: 'batch_expired',
@@ -145,22 +170,90 @@ export function createBatchActivities(deps: BatchActivityDeps): BatchActivities 
       let requests = 0;
       let offset = a.offset;
       let line = a.line;
-      let lastBeat = 0;
       const inFlight = new Set<Promise<void>>();
+      // Aborted when Temporal tells this attempt it is over (its heartbeat timed out and a twin runs the chunk, or
+      // the worker shuts down): it then sends nothing more and commits nothing.
       const signal = ctx.cancellationSignal;
+      // A request already sent is never cut short: it is answered and its outcome kept (batch_lines), so whichever
+      // attempt commits the chunk reuses it rather than sending the line again.
+      const uncut = new AbortController().signal;
+      const claimant = `${ctx.info.attempt}:${randomBytes(6).toString('hex')}`;
+      const staleMs = ctx.info.heartbeatTimeoutMs || settings.heartbeatMs;
+      let fault: unknown = null;
 
-      const runOne = async (l: Line) => {
+      // Heartbeats on a timer for the attempt's whole life (also while every slot is busy, while the pacer or a
+      // cooldown holds requests back, while the last requests run), and keeps this attempt's claims fresh.
+      let touching: Promise<void> | null = null;
+      const beat = () => {
+        ctx.heartbeat({ chunk: a.chunk, offset, done: completed + failed });
+        touching ??= progress
+          .touchLines(db, a.batchId, claimant)
+          .catch((e: unknown) => deps.logger?.warn({ err: (e as Error).message }, 'batch line claims not refreshed'))
+          .finally(() => {
+            touching = null;
+          });
+      };
+      const timer = setInterval(beat, Math.max(50, Math.min(1000, staleMs / 4)));
+
+      const count = (o: LineOutcome) => {
+        if (o.ok) {
+          completed++;
+          outputs.push(o.outLine);
+        } else {
+          failed++;
+          errors.push(o.outLine);
+        }
+        if (o.item) usages.push(o.item);
+      };
+      const refused = (usageId: string, customId: string, err: ApiError): LineOutcome => ({
+        ok: false,
+        outLine: outputLine(usageId, customId, { statusCode: err.status, body: openAIBody(err) }),
+        item: null,
+      });
+
+      /** The line's outcome when another attempt claimed it: its answer, once it has one, or lost with it. */
+      const settled = async (lineNo: number, usageId: string, customId: string): Promise<LineOutcome | null> => {
+        for (;;) {
+          const row = await progress.getLine(db, a.batchId, lineNo, staleMs);
+          if (!row) return null;
+          if (row.state === 'done') return row;
+          if (row.stale) {
+            const lost = refused(usageId, customId, INTERRUPTED);
+            if (await progress.settleStale(db, a.batchId, lineNo, staleMs, lost)) return lost;
+            continue;
+          }
+          if (signal.aborted) return null;
+          await new Promise((res) => setTimeout(res, 250));
+        }
+      };
+
+      /** Runs one line: its outcome, or null when this attempt ended before sending it (it is unrun). */
+      const runOne = async (l: Line): Promise<LineOutcome | null> => {
+        // The upload's own check, again: a line that does not pass fails alone, before anything is sent.
         const r = parseRequestLine(l);
         if (isProblem(r)) {
-          // Checked at upload; a line that no longer parses fails alone.
-          failed++;
           const id = itemUsageId(a.batchId, `line:${l.no}`);
-          errors.push(
-            outputLine(id, `line:${l.no}`, null, { code: 'invalid_request', message: r.message.slice(0, 500) }),
-          );
-          return;
+          const message = r.message.slice(0, 500);
+          return { ok: false, outLine: outputLine(id, `line:${l.no}`, null, { code: r.code, message }), item: null };
         }
         const usageId = itemUsageId(a.batchId, r.custom_id);
+        // Each try gets its own copy of the body (the paths rename its model); a body that cannot be copied (nested
+        // beyond the stack) is the line's fault and fails it alone.
+        const copy = (): Record<string, unknown> | ApiError => {
+          try {
+            return structuredClone(r.body);
+          } catch {
+            return POISON;
+          }
+        };
+        if (copy() === POISON) return refused(usageId, r.custom_id, POISON);
+        let claim = await progress.claimLine(db, a.batchId, l.no, claimant, staleMs);
+        while (claim !== true) {
+          const o = claim.state === 'done' ? claim : await settled(l.no, usageId, r.custom_id);
+          if (o) return o;
+          if (signal.aborted) return null;
+          claim = await progress.claimLine(db, a.batchId, l.no, claimant, staleMs);
+        }
         const started = performance.now();
         let o: ItemOutcome;
         if (!model) {
@@ -183,100 +276,135 @@ export function createBatchActivities(deps: BatchActivityDeps): BatchActivities 
         } else {
           // A transient upstream failure (429, 5xx, timeout) left by the router's tries is tried again after the
           // deployments' cooldown: batch work can wait, and a request is failed only when it keeps failing.
-          for (let attempt = 1; ; attempt++) {
+          for (let tryNo = 1; ; tryNo++) {
             await waitForHealthy(deps, model, signal);
-            await pacer.acquire(b.apiKeyId, signal);
-            o = await executeItem(deps, model, endpoint, structuredClone(r.body), operation, signal);
+            if (!signal.aborted) await pacer.acquire(b.apiKeyId, signal).catch(() => undefined);
+            if (signal.aborted) {
+              // Ended before this try was sent: the line is unrun (the next attempt runs it), never a failed line.
+              await progress.releaseLine(db, a.batchId, l.no, claimant);
+              return null;
+            }
+            const body = copy();
+            o = await executeItem(deps, model, endpoint, body as Record<string, unknown>, operation, uncut);
             pacer.spent(b.apiKeyId, (o.units.prompt_tokens ?? 0) + (o.units.completion_tokens ?? 0));
-            if (!TRANSIENT.has(o.statusCode) || attempt >= ITEM_ATTEMPTS || signal.aborted) break;
-            await new Promise((res) => setTimeout(res, Math.min(8000, 250 * 2 ** attempt)));
+            if (!TRANSIENT.has(o.statusCode) || o.internal || tryNo >= ITEM_ATTEMPTS) break;
+            await new Promise((res) => setTimeout(res, Math.min(8000, 250 * 2 ** tryNo)));
           }
         }
-        usages.push({
-          usage: {
-            id: usageId,
-            apiKeyId: b.apiKeyId,
-            model: o.model,
-            operation,
-            units: o.units,
-            latencyMs: performance.now() - started,
-            status: o.statusCode,
-            deployment: o.deployment,
-            routing: o.routing,
+        const outcome: LineOutcome = {
+          ok: o.statusCode === 200,
+          outLine: outputLine(usageId, r.custom_id, o),
+          item: {
+            usage: {
+              id: usageId,
+              apiKeyId: b.apiKeyId,
+              model: o.model,
+              operation,
+              units: o.units,
+              latencyMs: performance.now() - started,
+              status: o.statusCode,
+              deployment: o.deployment,
+              routing: o.routing,
+            },
+            cost: o.statusCode === 200 ? o.cost : 0,
           },
-          cost: o.statusCode === 200 ? o.cost : 0,
-        });
-        if (o.statusCode === 200) {
-          completed++;
-          outputs.push(outputLine(usageId, r.custom_id, o));
-        } else {
-          failed++;
-          errors.push(outputLine(usageId, r.custom_id, o));
-        }
+        };
+        if (await progress.finishLine(db, a.batchId, l.no, claimant, outcome)) return outcome;
+        // A successor took this line for lost meanwhile: its verdict is the one that counts.
+        return settled(l.no, usageId, r.custom_id);
       };
 
-      if (stream) {
+      const start = (l: Line) => {
+        const p: Promise<void> = runOne(l)
+          .then((o) => {
+            if (o) count(o);
+          })
+          .catch((e: unknown) => {
+            // The database or storage failed under this line: the attempt fails (after the lines in flight end)
+            // and is retried; what was answered is kept.
+            fault ??= e;
+          })
+          .finally(() => inFlight.delete(p));
+        inFlight.add(p);
+      };
+
+      try {
+        return await finish();
+      } finally {
+        clearInterval(timer);
+        await touching;
+      }
+
+      async function finish(): Promise<ChunkOutcome> {
         try {
-          for await (const l of readLines(stream, a.offset, a.line)) {
-            offset = l.end;
-            line = l.no;
-            if (isBlank(l.bytes)) continue;
-            requests++;
-            const p: Promise<void> = runOne(l).finally(() => inFlight.delete(p));
-            inFlight.add(p);
-            if (inFlight.size >= settings.concurrency) await Promise.race(inFlight);
-            const now = Date.now();
-            if (now - lastBeat >= 1000) {
-              lastBeat = now;
-              ctx.heartbeat({ chunk: a.chunk, offset, done: completed + failed });
+          beat();
+          if (stream) {
+            try {
+              for await (const l of readLines(stream, a.offset, a.line)) {
+                if (signal.aborted || fault) break;
+                offset = l.end;
+                line = l.no;
+                if (isBlank(l.bytes)) continue;
+                requests++;
+                start(l);
+                while (inFlight.size >= settings.concurrency) await Promise.race(inFlight);
+                if (requests >= settings.chunkLines) break;
+              }
+            } finally {
+              stream.destroy();
             }
-            if (requests >= settings.chunkLines) break;
           }
         } finally {
-          stream.destroy();
+          // Whatever ended the reading, the lines in flight end before the attempt does (their claims stay fresh).
+          await Promise.all(inFlight);
         }
-        await Promise.all(inFlight);
+        if (fault) throw fault;
+        // Superseded or shut down: throw the cancellation, commit nothing (a later attempt commits the chunk).
+        if (signal.aborted) await ctx.cancelled;
+        if (requests === 0)
+          return { chunk: a.chunk, offset, line, done: true, completed: 0, failed: 0, cancelRequested };
+        const part = async (lines: string[], kind: string) => {
+          if (!lines.length) return null;
+          const key = `batches/${a.batchId}/parts/${a.chunk}-${randomBytes(6).toString('hex')}.${kind}.jsonl`;
+          await storage.put(key, Readable.from([Buffer.from(lines.join(''))]), 'application/jsonl');
+          return key;
+        };
+        const outputKey = await part(outputs, 'output');
+        const errorKey = await part(errors, 'error');
+        const row: batches.ChunkRow = {
+          chunk: a.chunk,
+          firstLine: a.line + 1,
+          lines: line - a.line,
+          nextOffset: offset,
+          completed,
+          failed,
+          costVnd: 0,
+          outputKey,
+          errorKey,
+        };
+        const c = await batches.commitChunk(
+          db,
+          { batchId: a.batchId, accountId: b.accountId, holdId: b.holdId },
+          row,
+          usages,
+        );
+        // The chunk is committed (by this attempt or a twin): its lines' progress rows have served.
+        await progress.dropLines(db, a.batchId, c.row.firstLine, c.row.firstLine + c.row.lines - 1);
+        if (!c.committed) {
+          // A twin attempt committed this chunk first: its parts count, ours are dropped.
+          for (const k of [outputKey, errorKey]) if (k) await storage.delete(k).catch(() => undefined);
+        }
+        const now = await batches.getBatch(db, a.batchId);
+        return {
+          chunk: a.chunk + 1,
+          offset: c.row.nextOffset,
+          line: c.row.firstLine + c.row.lines - 1,
+          done: c.row.nextOffset >= bytes,
+          completed: c.row.completed,
+          failed: c.row.failed,
+          cancelRequested: now?.status === 'cancelling',
+        };
       }
-      if (requests === 0) return { chunk: a.chunk, offset, line, done: true, completed: 0, failed: 0, cancelRequested };
-      const part = async (lines: string[], kind: string) => {
-        if (!lines.length) return null;
-        const key = `batches/${a.batchId}/parts/${a.chunk}-${randomBytes(6).toString('hex')}.${kind}.jsonl`;
-        await storage.put(key, Readable.from([Buffer.from(lines.join(''))]), 'application/jsonl');
-        return key;
-      };
-      const outputKey = await part(outputs, 'output');
-      const errorKey = await part(errors, 'error');
-      const row: batches.ChunkRow = {
-        chunk: a.chunk,
-        firstLine: a.line + 1,
-        lines: line - a.line,
-        nextOffset: offset,
-        completed,
-        failed,
-        costVnd: 0,
-        outputKey,
-        errorKey,
-      };
-      const c = await batches.commitChunk(
-        db,
-        { batchId: a.batchId, accountId: b.accountId, holdId: b.holdId },
-        row,
-        usages,
-      );
-      if (!c.committed) {
-        // A twin attempt committed this chunk first: its parts count, ours are dropped.
-        for (const k of [outputKey, errorKey]) if (k) await storage.delete(k).catch(() => undefined);
-      }
-      const now = await batches.getBatch(db, a.batchId);
-      return {
-        chunk: a.chunk + 1,
-        offset: c.row.nextOffset,
-        line: c.row.firstLine + c.row.lines - 1,
-        done: c.row.nextOffset >= bytes,
-        completed: c.row.completed,
-        failed: c.row.failed,
-        cancelRequested: now?.status === 'cancelling',
-      };
     },
 
     /** in_progress -> finalizing (every line has run). */

@@ -46,14 +46,20 @@ export interface ItemOutcome {
   model: string;
   deployment: string | null;
   routing: 'retry' | 'fallback' | null;
+  /**
+   * A fault of the gateway's own (a thrown bug, an input that overflows a parser), not of the upstream: trying the
+   * request again would only repeat it (and any upstream call made before it), so it is never retried.
+   */
+  internal?: boolean;
 }
 
 const failure = (e: unknown, model: string, rec: TryRecord | null): ItemOutcome => {
-  const err =
-    e instanceof ApiError
-      ? e
-      : new ApiError(500, 'The request failed inside the gateway.', 'server_error', null, 'internal_error');
+  const internal = !(e instanceof ApiError);
+  const err = internal
+    ? new ApiError(500, 'The request failed inside the gateway.', 'server_error', null, 'internal_error')
+    : e;
   return {
+    ...(internal ? { internal } : {}),
     statusCode: err.status,
     body: openAIBody(err),
     cost: 0,
@@ -133,7 +139,13 @@ async function run(
       rec,
     );
     const usage = Buffer.isBuffer(res) ? usageFromJson(res) : null;
-    const tokens = usage ? Math.max(0, Math.ceil(Number(usage.prompt_tokens) || 0)) : tokensFromChars(bound);
+    // The provider's count when it is a finite number (a hostile 1e400 must not reach the cost's BigInt), else the
+    // estimate from the input.
+    const reported = Number(usage?.prompt_tokens);
+    const counted = usage !== null && Number.isFinite(reported);
+    const tokens = counted
+      ? Math.min(Number.MAX_SAFE_INTEGER, Math.max(0, Math.ceil(reported)))
+      : tokensFromChars(bound);
     const out = Buffer.isBuffer(res)
       ? parseJson(res)
       : openAIEmbeddingList(
@@ -145,7 +157,7 @@ async function run(
     return {
       body: out,
       cost: tokensCost(batchPricingOf(answered()), tokens),
-      units: usage ? { prompt_tokens: tokens } : { prompt_tokens: tokens, estimated: 1 },
+      units: counted ? { prompt_tokens: tokens } : { prompt_tokens: tokens, estimated: 1 },
     };
   }
   if (endpoint === '/v1/chat/completions' && !servedNatively(kind, model, 'chat')) {

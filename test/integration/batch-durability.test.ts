@@ -1,10 +1,15 @@
+import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { Readable } from 'node:stream';
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI, { toFile } from 'openai';
 import { getBalance, listLedger, verifyProjections } from '../../src/billing/ledger';
 import { loadBatchSettings } from '../../src/batches/settings';
+import { createBatchWithHold, markWorkflowStarted, newBatchId } from '../../src/batches/repo';
+import { startBatchWorkflow } from '../../src/batches/start';
+import { insertFile } from '../../src/files/repo';
 import { projectRoot } from '../../src/projectRoot';
 import { findTemporalCli, freePort, startTemporalDevServer, type DevServer } from '../../src/runtime/temporalDevServer';
 import { eventually, spawnApi, spawnWorker, startVideoHarness, type VideoHarness } from '../support/video';
@@ -74,6 +79,11 @@ const ANTHROPIC_N = 12;
 const NATIVE_N = 8;
 
 const sql = async (q: string, args: unknown[]) => (await h.deps.db.query(q, args)).rows;
+/** The chat and messages requests the emulator received whose body contains `marker`. */
+const upstreamCalls = (marker: string) =>
+  h.emulator.control.requests.filter(
+    (r) => /\/(chat\/completions|messages)$/.test(r.path) && JSON.stringify(r.body).includes(marker),
+  ).length;
 const progress = async (id: string) =>
   Number((await sql('SELECT completed + failed AS n FROM batches WHERE id = $1', [id]))[0]?.n ?? 0);
 
@@ -99,13 +109,34 @@ async function chatBatch(
   return openai.batches.create({ input_file_id: file.id, endpoint: '/v1/chat/completions', completion_window: '24h' });
 }
 
-async function expectExactlyOnce(accountId: string, batchId: string, customIds: string[], outputText: string) {
-  const lines = outputText
-    .trim()
-    .split('\n')
-    .map((l) => JSON.parse(l) as { custom_id: string; response: { status_code: number } });
-  expect(lines.map((l) => l.custom_id).sort()).toEqual([...customIds].sort());
+/**
+ * Each request is in the output exactly once, or (`errorText`) in the error file as `request_interrupted`: in flight
+ * on a worker that died, so not sent again. The hold closed: charged + released = held.
+ */
+async function expectExactlyOnce(
+  accountId: string,
+  batchId: string,
+  customIds: string[],
+  outputText: string,
+  errorText = '',
+) {
+  const parse = (text: string) =>
+    text
+      .trim()
+      .split('\n')
+      .filter(Boolean)
+      .map(
+        (l) =>
+          JSON.parse(l) as {
+            custom_id: string;
+            response: { status_code: number; body?: { error?: { code?: string } } };
+          },
+      );
+  const lines = parse(outputText);
+  const interrupted = parse(errorText);
+  expect([...lines, ...interrupted].map((l) => l.custom_id).sort()).toEqual([...customIds].sort());
   expect(lines.every((l) => l.response.status_code === 200)).toBe(true);
+  expect(interrupted.every((l) => l.response.body?.error?.code === 'request_interrupted')).toBe(true);
   const b = (await sql('SELECT hold_id, max_cost_vnd, cost_vnd FROM batches WHERE id = $1', [batchId]))[0];
   const hold = (await sql('SELECT placed, remaining, status FROM holds WHERE id = $1', [b.hold_id]))[0];
   expect({ status: hold.status, remaining: Number(hold.remaining) }).toEqual({ status: 'closed', remaining: 0 });
@@ -164,13 +195,16 @@ test('worker SIGKILLed mid-batch, twice: no request lost or charged twice, every
       200,
     );
     h.emulator.control.settings.latencyMs = 0;
-    expect(done.o.request_counts).toEqual({ total: OPENAI_N, completed: OPENAI_N, failed: 0 });
-    expect(done.m.request_counts).toEqual({
+    // A request in flight on the killed worker is not sent again: it fails alone (request_interrupted, uncharged).
+    expect(done.o.request_counts).toMatchObject({ total: OPENAI_N });
+    expect(done.o.request_counts!.completed + done.o.request_counts!.failed).toBe(OPENAI_N);
+    const m = done.m.request_counts;
+    expect({ ...m, ended: m.succeeded + m.errored }).toEqual({
+      ...m,
       processing: 0,
-      succeeded: ANTHROPIC_N,
-      errored: 0,
       canceled: 0,
       expired: 0,
+      ended: ANTHROPIC_N,
     });
 
     const spentOpenAI = await expectExactlyOnce(
@@ -178,15 +212,24 @@ test('worker SIGKILLed mid-batch, twice: no request lost or charged twice, every
       ob.id,
       openaiIds,
       await (await openai.files.content(done.o.output_file_id!)).text(),
+      done.o.error_file_id ? await (await openai.files.content(done.o.error_file_id)).text() : '',
     );
     const results: string[] = [];
     for await (const r of await anthropic.messages.batches.results(mb.id)) {
-      expect(r.result.type).toBe('succeeded');
-      results.push(JSON.stringify({ custom_id: r.custom_id, response: { status_code: 200 } }));
+      if (r.result.type === 'succeeded')
+        results.push(JSON.stringify({ custom_id: r.custom_id, response: { status_code: 200 } }));
+      else expect(JSON.stringify(r.result)).toContain('stopped before its answer arrived');
     }
     const mRow = (await sql('SELECT output_file_id FROM batches WHERE id = $1', [mb.id]))[0];
     expect(mRow.output_file_id).not.toBeNull();
-    const spentAnthropic = await expectExactlyOnce(acc.accountId, mb.id, anthropicIds, results.join('\n'));
+    const spentAnthropic = await expectExactlyOnce(
+      acc.accountId,
+      mb.id,
+      anthropicIds.filter((id) => results.some((r) => r.includes(`"${id}"`))),
+      results.join('\n'),
+    );
+    // The provider received each routed request at most once, across both kills.
+    expect(Math.max(...[...openaiIds, ...anthropicIds].map((id) => upstreamCalls(`item ${id}"`)))).toBe(1);
 
     expect(done.n.request_counts).toEqual({ total: NATIVE_N, completed: NATIVE_N, failed: 0 });
     const spentNative = await expectExactlyOnce(
@@ -200,13 +243,13 @@ test('worker SIGKILLed mid-batch, twice: no request lost or charged twice, every
       submitted.map((r) => (r.body as { metadata?: { gateway_batch_id?: string } }).metadata?.gateway_batch_id),
     ).toEqual([nb.id]);
 
-    // One usage record (one charge) per request, whatever was rerun after the kills.
+    // One usage record (one charge) per request answered, whatever was rerun after the kills.
     const usage = await sql(
       `SELECT count(*)::int AS n, count(DISTINCT id)::int AS d, coalesce(sum(cost_vnd), 0)::bigint AS c
          FROM usage_records WHERE account_id = $1`,
       [acc.accountId],
     );
-    const all = OPENAI_N + ANTHROPIC_N + NATIVE_N;
+    const all = done.o.request_counts!.completed + m.succeeded + NATIVE_N;
     expect(usage[0]).toMatchObject({ n: all, d: all });
     const spent = spentOpenAI + spentAnthropic + spentNative;
     expect(Number(usage[0].c)).toBe(spent);
@@ -316,3 +359,209 @@ test('Temporal stopped mid-batch and restarted with its state: the batch ends, e
     h.worker = null;
   }
 }, 240_000);
+
+test('upstream slower than the heartbeat timeout: heartbeats throughout, each request sent once', async () => {
+  const start = 1_000_000;
+  const acc = await h.account(start);
+  const openai = new OpenAI({ apiKey: acc.key, baseURL: `${h.url}/v1`, maxRetries: 0 });
+  await h.startWorker();
+  // Each request takes twice the chunk's heartbeat timeout (1.5 s); 3 lines a chunk on 2 slots, so a chunk waits on
+  // busy slots and on its last requests with nothing to read.
+  h.emulator.control.addFault({ match: '/chat/completions', delayMs: 3_000 });
+  try {
+    const ids = Array.from({ length: 5 }, (_, i) => `slow-${i}`);
+    const b = await chatBatch(openai, 'gpt-4o-mini', ids, (id) => `slowpoke ${id}`, 'slow.jsonl');
+    const done = await eventually(
+      async () => {
+        const x = await openai.batches.retrieve(b.id);
+        return ['completed', 'failed', 'expired', 'cancelled'].includes(x.status) ? x : null;
+      },
+      150_000,
+      200,
+    );
+    expect(done.status).toBe('completed');
+    expect(done.request_counts).toEqual({ total: ids.length, completed: ids.length, failed: 0 });
+    expect(upstreamCalls('slowpoke')).toBe(ids.length);
+    const spent = await expectExactlyOnce(
+      acc.accountId,
+      b.id,
+      ids,
+      await (await openai.files.content(done.output_file_id!)).text(),
+    );
+    expect(await getBalance(h.deps.db, acc.accountId)).toEqual({
+      balance: start - spent,
+      held: 0,
+      available: start - spent,
+    });
+  } finally {
+    h.emulator.control.reset();
+    await h.worker?.close();
+    h.worker = null;
+  }
+}, 240_000);
+
+/** A chat batch started as the API starts one, from `text` put straight into storage (past the upload's checks). */
+async function storedBatch(acc: { accountId: string; keyId: string }, text: string, total: number) {
+  const key = `test/${randomUUID()}.jsonl`;
+  const put = await h.deps.storage.put(key, Readable.from([Buffer.from(text)]), 'application/jsonl');
+  const fileId = `file-${randomUUID().replace(/-/g, '').slice(0, 24)}`;
+  await insertFile(h.deps.db, {
+    id: fileId,
+    accountId: acc.accountId,
+    purpose: 'batch',
+    filename: 'stored.jsonl',
+    bytes: put.size,
+    storageKey: key,
+    lineCount: total,
+    model: 'gpt-4o-mini',
+    endpoint: '/v1/chat/completions',
+  });
+  const b = await createBatchWithHold(h.deps.db, {
+    id: newBatchId(),
+    accountId: acc.accountId,
+    apiKeyId: acc.keyId,
+    endpoint: '/v1/chat/completions',
+    model: 'gpt-4o-mini',
+    inputFileId: fileId,
+    completionWindow: '24h',
+    metadata: null,
+    total,
+    maxCostVnd: 100_000,
+    holdId: randomUUID(),
+    expiresAt: new Date(Date.now() + 3600_000),
+  });
+  await startBatchWorkflow(h.deps.temporal!, h.deps.config, b);
+  await markWorkflowStarted(h.deps.db, b.id);
+  return b.id;
+}
+
+test('a poison line (nested 6,000 deep) fails alone; its chunk is never rerun, no good line sent twice', async () => {
+  const start = 1_000_000;
+  const acc = await h.account(start);
+  const openai = new OpenAI({ apiKey: acc.key, baseURL: `${h.url}/v1`, maxRetries: 0 });
+  await h.startWorker();
+  const line = (id: string) =>
+    JSON.stringify({
+      custom_id: id,
+      method: 'POST',
+      url: '/v1/chat/completions',
+      body: { model: 'gpt-4o-mini', messages: [{ role: 'user', content: `poisoned ${id}` }], max_tokens: 20 },
+    });
+  // A poison line in each of the two chunks (3 lines a chunk): nested past the stack at any deep copy of its body
+  // (written as text: the test's own JSON.stringify would overflow on it too).
+  const poison = (id: string) => `${line(id).slice(0, -2)},"metadata":${'['.repeat(6_000)}${']'.repeat(6_000)}}}`;
+  const good = ['g-0', 'g-1', 'g-2', 'g-3'];
+  const text = [line('g-0'), poison('p-0'), line('g-1'), line('g-2'), poison('p-1'), line('g-3')].join('\n');
+  try {
+    const id = await storedBatch(acc, text + '\n', 6);
+    const done = await eventually(
+      async () => {
+        const x = await openai.batches.retrieve(id);
+        return ['completed', 'failed', 'expired', 'cancelled'].includes(x.status) ? x : null;
+      },
+      120_000,
+      200,
+    );
+    expect(done.status).toBe('completed');
+    expect(done.request_counts).toEqual({ total: 6, completed: 4, failed: 2 });
+    expect(upstreamCalls('poisoned')).toBe(good.length);
+    const out = await (await openai.files.content(done.output_file_id!)).text();
+    expect(
+      out
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l).custom_id)
+        .sort(),
+    ).toEqual(good);
+    const errs = (await (await openai.files.content(done.error_file_id!)).text())
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
+    expect(errs.map((e) => [e.custom_id, e.response.status_code]).sort()).toEqual([
+      ['p-0', 400],
+      ['p-1', 400],
+    ]);
+    // One charge per good line, none for the poison; the hold closed, the balance exact.
+    const usage = await sql(
+      'SELECT count(*)::int AS n, coalesce(sum(cost_vnd), 0)::bigint AS c FROM usage_records WHERE account_id = $1',
+      [acc.accountId],
+    );
+    expect(usage[0].n).toBe(good.length);
+    const spent = Number(usage[0].c);
+    expect(Number((await sql('SELECT cost_vnd FROM batches WHERE id = $1', [id]))[0].cost_vnd)).toBe(spent);
+    expect(await getBalance(h.deps.db, acc.accountId)).toEqual({
+      balance: start - spent,
+      held: 0,
+      available: start - spent,
+    });
+    expect(await verifyProjections(h.deps.db)).toEqual([]);
+  } finally {
+    await h.worker?.close();
+    h.worker = null;
+  }
+}, 180_000);
+
+test('chaos: worker SIGKILLs in a routed batch slower than its heartbeat timeout, poison in each chunk', async () => {
+  const start = 1_000_000;
+  const acc = await h.account(start);
+  const openai = new OpenAI({ apiKey: acc.key, baseURL: `${h.url}/v1`, maxRetries: 0 });
+  // Each request outlasts the heartbeat timeout (1.5 s); each chunk of 3 holds two good lines and a poison line.
+  h.emulator.control.addFault({ match: '/chat/completions', delayMs: 2_500 });
+  const good = Array.from({ length: 8 }, (_, i) => `c-${i}`);
+  const line = (id: string, tail = '') =>
+    `{"custom_id":"${id}","method":"POST","url":"/v1/chat/completions","body":{"model":"gpt-4o-mini",` +
+    `"messages":[{"role":"user","content":"chaos ${id}"}],"max_tokens":20${tail}}}`;
+  const poison = (id: string) => line(id, `,"metadata":${'['.repeat(6_000)}${']'.repeat(6_000)}`);
+  const rows: string[] = [];
+  for (let i = 0; i < good.length; i += 2) rows.push(line(good[i]), line(good[i + 1]), poison(`p-${i / 2}`));
+  const id = await storedBatch(acc, rows.join('\n') + '\n', rows.length);
+  let worker = await spawnWorker(h);
+  try {
+    for (const after of [3, 6]) {
+      await eventually(async () => (await progress(id)) >= after, 120_000, 20);
+      await worker.kill('SIGKILL');
+      worker = await spawnWorker(h);
+    }
+    const done = await eventually(
+      async () => {
+        const x = await openai.batches.retrieve(id);
+        return ['completed', 'failed', 'expired', 'cancelled'].includes(x.status) ? x : null;
+      },
+      150_000,
+      200,
+    );
+    expect(done.status).toBe('completed');
+    const errs = (await (await openai.files.content(done.error_file_id!)).text())
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { custom_id: string; response: { body: { error: { code: string } } } });
+    // Every poison line failed alone and reached no provider; a good line in flight at a kill failed as
+    // request_interrupted; every other good line completed. No line reached the provider twice.
+    const poisoned = errs.filter((e) => e.custom_id.startsWith('p-'));
+    expect(poisoned.map((e) => e.response.body.error.code)).toEqual(Array(4).fill('invalid_request'));
+    const interrupted = errs.filter((e) => !e.custom_id.startsWith('p-'));
+    const answered = good.filter((g) => !interrupted.some((e) => e.custom_id === g));
+    expect(done.request_counts).toEqual({ total: 12, completed: answered.length, failed: 4 + interrupted.length });
+    for (const p of ['p-0', 'p-1', 'p-2', 'p-3']) expect(upstreamCalls(`chaos ${p}"`)).toBe(0);
+    for (const g of good) expect(upstreamCalls(`chaos ${g}"`)).toBeLessThanOrEqual(1);
+    for (const g of answered) expect(upstreamCalls(`chaos ${g}"`)).toBe(1);
+    const spent = await expectExactlyOnce(
+      acc.accountId,
+      id,
+      good,
+      await (await openai.files.content(done.output_file_id!)).text(),
+      interrupted.map((e) => JSON.stringify(e)).join('\n'),
+    );
+    const usage = await sql('SELECT count(*)::int AS n FROM usage_records WHERE account_id = $1', [acc.accountId]);
+    expect(usage[0].n).toBe(answered.length);
+    expect(await getBalance(h.deps.db, acc.accountId)).toEqual({
+      balance: start - spent,
+      held: 0,
+      available: start - spent,
+    });
+    expect(await verifyProjections(h.deps.db)).toEqual([]);
+  } finally {
+    h.emulator.control.reset();
+    await worker.kill('SIGTERM');
+  }
+}, 300_000);

@@ -447,6 +447,55 @@ test('a chunk run again (a retry, or two attempts at once) is committed and char
   expect(await verifyProjections(h.deps.db)).toEqual([]);
 });
 
+test('an attempt cancelled mid-chunk (superseded) commits nothing; its twin sends no line twice', async () => {
+  const a = await h.account(1_000_000);
+  const c = client(a.key);
+  const id = await batchWithHold(a, (await upload(c, chatLines(3))).id);
+  await markWorkflowStarted(h.deps.db, id); // driven by hand, as Temporal would: the reconciler leaves it alone
+  const acts = createBatchActivities({
+    db: h.deps.db,
+    storage: h.deps.storage,
+    catalog: h.deps.catalog,
+    providers: h.deps.providers,
+    router: h.deps.router,
+    settings: h.deps.config.batches,
+  });
+  await new MockActivityEnvironment().run(acts.startBatch, { batchId: id });
+  // The first request is answered at once, the others slowly: the attempt is cancelled with them in flight.
+  h.emulator.control.addFault({ match: '/chat/completions', times: 1 });
+  h.emulator.control.addFault({ match: '/chat/completions', delayMs: 1_500 });
+  const sent = () => h.emulator.control.requests.filter((r) => r.path.endsWith('/chat/completions')).length;
+  const chunk0 = { batchId: id, chunk: 0, offset: 0, line: 0 };
+  const superseded = new MockActivityEnvironment();
+  const first = superseded.run(acts.runChunk, chunk0);
+  const firstEnd = first.then(
+    () => 'committed',
+    () => 'threw',
+  );
+  await eventually(async () => sent() >= 1, 30_000, 20);
+  superseded.cancel();
+  // Its twin starts at once, while the first attempt's requests are still in flight.
+  const x = (await new MockActivityEnvironment().run(acts.runChunk, chunk0)) as Awaited<
+    ReturnType<typeof acts.runChunk>
+  >;
+  expect(await firstEnd).toBe('threw');
+  expect(x).toMatchObject({ chunk: 1, line: 3, completed: 3, failed: 0, done: true });
+  expect(sent()).toBe(3);
+  await new MockActivityEnvironment().run(acts.finalizeBatch, {
+    batchId: id,
+    status: 'completed' as const,
+    offset: x.offset,
+    line: x.line,
+  });
+  const b = await c.batches.retrieve(id);
+  expect(b).toMatchObject({ status: 'completed', request_counts: { total: 3, completed: 3, failed: 0 } });
+  const usage = await h.deps.db.query('SELECT count(*)::int AS n FROM usage_records WHERE account_id = $1', [
+    a.accountId,
+  ]);
+  expect(usage.rows[0].n).toBe(3);
+  await expectHoldSettled(a.accountId, id);
+});
+
 test('a batch whose workflow start was lost (the API died after the hold) is started by the reconciler', async () => {
   const a = await h.account(1_000_000);
   const c = client(a.key);

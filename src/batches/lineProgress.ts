@@ -1,0 +1,118 @@
+import type { Queryable } from '../db/pool';
+import type { ItemUsage } from './repo';
+
+/**
+ * Per-line progress of a routed chunk (table batch_lines): a request is claimed before it is sent and its outcome
+ * stored once answered, so no line of a batch reaches the provider twice, whatever happens to the attempt that sent
+ * it (a crash, a retry, a twin attempt after a heartbeat timeout). The chunk's charges still commit once, with the
+ * chunk (repo.commitChunk); these rows only say what was sent and what came back.
+ */
+
+export interface LineOutcome {
+  ok: boolean;
+  /** The output (ok) or error file line. */
+  outLine: string;
+  /** What the chunk charges for it (its usage record); null for a line that cost nothing upstream. */
+  item: ItemUsage | null;
+}
+
+export type LineRow = { state: 'sent'; attempt: string; stale: boolean } | ({ state: 'done' } & LineOutcome);
+
+function toRow(r: Record<string, any>): LineRow {
+  return r.state === 'done'
+    ? { state: 'done', ok: r.ok, outLine: r.out_line, item: r.item }
+    : { state: 'sent', attempt: r.attempt, stale: r.stale };
+}
+
+/** Claims a line for `attempt` (true), or returns the row another attempt left. */
+export async function claimLine(
+  db: Queryable,
+  batchId: string,
+  lineNo: number,
+  attempt: string,
+  staleMs: number,
+): Promise<true | LineRow> {
+  const r = await db.query(
+    `INSERT INTO batch_lines (batch_id, line_no, attempt, state) VALUES ($1, $2, $3, 'sent')
+     ON CONFLICT (batch_id, line_no) DO NOTHING RETURNING line_no`,
+    [batchId, lineNo, attempt],
+  );
+  if (r.rowCount) return true;
+  return (await getLine(db, batchId, lineNo, staleMs)) ?? claimLine(db, batchId, lineNo, attempt, staleMs);
+}
+
+export async function getLine(
+  db: Queryable,
+  batchId: string,
+  lineNo: number,
+  staleMs: number,
+): Promise<LineRow | null> {
+  const r = await db.query(
+    `SELECT state, attempt, ok, out_line, item, alive_at < now() - make_interval(secs => $3::float8 / 1000) AS stale
+       FROM batch_lines WHERE batch_id = $1 AND line_no = $2`,
+    [batchId, lineNo, staleMs],
+  );
+  return r.rowCount ? toRow(r.rows[0]) : null;
+}
+
+/** Stores the outcome of a line this attempt sent; false when a successor already settled it (it then counts). */
+export async function finishLine(
+  db: Queryable,
+  batchId: string,
+  lineNo: number,
+  attempt: string,
+  o: LineOutcome,
+): Promise<boolean> {
+  const r = await db.query(
+    `UPDATE batch_lines SET state = 'done', ok = $4, out_line = $5, item = $6
+      WHERE batch_id = $1 AND line_no = $2 AND attempt = $3 AND state = 'sent'`,
+    [batchId, lineNo, attempt, o.ok, o.outLine, o.item === null ? null : JSON.stringify(o.item)],
+  );
+  return r.rowCount === 1;
+}
+
+/** Gives back a claim whose request was never answered by this attempt (it was not sent, or it was cut short). */
+export async function releaseLine(db: Queryable, batchId: string, lineNo: number, attempt: string): Promise<void> {
+  await db.query(`DELETE FROM batch_lines WHERE batch_id = $1 AND line_no = $2 AND attempt = $3 AND state = 'sent'`, [
+    batchId,
+    lineNo,
+    attempt,
+  ]);
+}
+
+/**
+ * Settles a claim whose attempt went quiet (its worker died with the request in flight) as `o`: the request may
+ * have reached the provider, so it is not sent again. False when the claim is no longer stale.
+ */
+export async function settleStale(
+  db: Queryable,
+  batchId: string,
+  lineNo: number,
+  staleMs: number,
+  o: LineOutcome,
+): Promise<boolean> {
+  const r = await db.query(
+    `UPDATE batch_lines SET state = 'done', ok = $4, out_line = $5, item = NULL
+      WHERE batch_id = $1 AND line_no = $2 AND state = 'sent'
+        AND alive_at < now() - make_interval(secs => $3::float8 / 1000)`,
+    [batchId, lineNo, staleMs, o.ok, o.outLine],
+  );
+  return r.rowCount === 1;
+}
+
+/** The claiming attempt is alive: its open claims are fresh. */
+export async function touchLines(db: Queryable, batchId: string, attempt: string): Promise<void> {
+  await db.query(`UPDATE batch_lines SET alive_at = now() WHERE batch_id = $1 AND attempt = $2 AND state = 'sent'`, [
+    batchId,
+    attempt,
+  ]);
+}
+
+/** Drops the rows of a committed chunk's lines (its outcomes are in its parts and charges now). */
+export async function dropLines(db: Queryable, batchId: string, firstLine: number, lastLine: number): Promise<void> {
+  await db.query(`DELETE FROM batch_lines WHERE batch_id = $1 AND line_no BETWEEN $2 AND $3`, [
+    batchId,
+    firstLine,
+    lastLine,
+  ]);
+}
