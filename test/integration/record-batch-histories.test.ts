@@ -148,10 +148,33 @@ run(
     const a = await h.account(1_000_000);
     const c = new Anthropic({ apiKey: a.key, baseURL: h.url, maxRetries: 0 });
 
-    h.emulator.control.addFault({ match: '/GET \\/anthropic\\/v1\\/messages\\/batches\\/msgbatch/', status: 503 });
+    h.emulator.control.addFault({
+      match: '/GET \\/anthropic\\/v1\\/messages\\/batches\\/msgbatch/',
+      status: 503,
+      times: 25,
+    });
     const down = await c.messages.batches.create({ requests: [{ custom_id: 'd1', params: params('down') }] });
     await closed(down.id);
     save(down.id, 'batch-native-status-outage');
+    h.emulator.control.reset();
+  },
+  300_000,
+);
+
+run(
+  'native batch whose status read is refused for good',
+  async () => {
+    const a = await h.account(1_000_000);
+    const c = new Anthropic({ apiKey: a.key, baseURL: h.url, maxRetries: 0 });
+    h.emulator.control.settings.batchQueueMs = 60_000;
+    h.emulator.control.addFault({
+      match: '/GET \\/anthropic\\/v1\\/messages\\/batches\\/msgbatch/',
+      status: 403,
+      times: 1,
+    });
+    const refused = await c.messages.batches.create({ requests: [{ custom_id: 'r1', params: params('refused') }] });
+    await closed(refused.id);
+    save(refused.id, 'batch-native-status-refused');
     h.emulator.control.reset();
   },
   300_000,
