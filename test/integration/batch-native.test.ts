@@ -263,6 +263,9 @@ test('a provider status outage past 20 poll attempts: the batch waits it out, ev
     );
     expect(posted).toHaveLength(1);
     expect(await upstreamIdOf(b.id)).toMatch(/^batch_/);
+    // Each line reached the model once (the provider's batch ran it; nothing was resubmitted).
+    const ran = upstream('/openai/v1/chat/completions').map((r) => JSON.stringify(r.body));
+    for (const i of [0, 1, 2]) expect(ran.filter((x) => x.includes(`"o ${i}"`))).toHaveLength(1);
     const { ids, cost } = await outputCost(c, b.output_file_id!);
     expect(ids).toEqual(['o-0', 'o-1', 'o-2']);
     const m = await moneyOf(a.accountId, b.id);
