@@ -76,6 +76,8 @@ export function startRun(
       } catch {
         body = { error: { message: text.slice(0, 200), type: 'server_error', param: null, code: null } };
       }
+      if (ctl.settings.batchResultsWithoutUsage && body && typeof body === 'object')
+        delete (body as { usage?: unknown }).usage;
       return { status: res.status, body, requestId: `req_emub${i.toString(36)}${Date.now().toString(36)}` };
     } catch (e) {
       const message = `emulated upstream unreachable: ${(e as Error).message}`;

@@ -49,6 +49,8 @@ export interface EmulatorSettings {
   batchQueueMs: number;
   /** Native batches: a batch not ended this long after creation expires, its unrun items with it (0: never). */
   batchExpireAfterMs: number;
+  /** Native batches: result bodies without their `usage` (a provider that leaves it out). */
+  batchResultsWithoutUsage: boolean;
   /** Bedrock: the region SigV4 signatures must be scoped to, and the access key ids accepted. */
   awsRegion: string;
   awsAccessKeys: string[];
@@ -67,6 +69,7 @@ export const defaultSettings = (): EmulatorSettings => ({
   videoBytes: 64 * 1024,
   batchQueueMs: 100,
   batchExpireAfterMs: 0,
+  batchResultsWithoutUsage: false,
   awsRegion: 'us-east-1',
   awsAccessKeys: ['AKIAEMULATOR00000000'],
   googleServiceAccounts: {},

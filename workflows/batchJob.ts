@@ -4,12 +4,13 @@ import {
   continueAsNew,
   defineQuery,
   defineSignal,
+  patched,
   proxyActivities,
   setHandler,
   upsertSearchAttributes,
   workflowInfo,
 } from '@temporalio/workflow';
-import type { BatchNativeActivities } from '../activities/batchNative';
+import type { BatchNativeActivities, NativeTarget } from '../activities/batchNative';
 import type { WebhookActivities } from '../activities/webhooks';
 import {
   CANCEL_SIGNAL,
@@ -61,8 +62,22 @@ function activityOptions(t: BatchTiming) {
     finalize: { startToCloseTimeout: t.chunkTimeoutMs, heartbeatTimeout: t.heartbeatMs, retry },
     /** Calls to a provider's batch API: retried like chunks (a refusal that cannot change is not retried). */
     native: { startToCloseTimeout: t.activityTimeoutMs, retry: { ...retry, maximumAttempts: 20 } },
+    /**
+     * Following a batch the provider runs for us (status, cancel, finding it): retried without limit at a bounded
+     * interval, so no provider outage, however long, abandons it; a refusal that cannot change is not retried.
+     */
+    follow: { startToCloseTimeout: t.activityTimeoutMs, retry },
   };
 }
+
+/**
+ * patched(): the native branch follows the provider's batch it created to its end whatever happens (a status
+ * outage, a fault, a cancel before the submission answered), and then collects and bills what ran. Histories of
+ * batches started before it replay the earlier branch.
+ */
+export const NATIVE_FOLLOWS_PATCH = 'batch-native-follows-upstream';
+
+const messageOf = (e: unknown) => (e as Error).message;
 
 /** POST /v1/batches/{id}/cancel. */
 export const batchCancelSignal = defineSignal<[]>(CANCEL_SIGNAL);
@@ -76,6 +91,7 @@ export async function batchJobWorkflow(input: BatchJobInput): Promise<BatchJobRe
   const chunks = proxyActivities<BatchActivities>(o.chunk);
   const finishing = proxyActivities<BatchActivities & BatchNativeActivities>(o.finalize);
   const native = proxyActivities<BatchNativeActivities>(o.native);
+  const follow = proxyActivities<BatchNativeActivities>(o.follow);
   const events = proxyActivities<WebhookActivities>(o.db);
 
   let status: BatchStatus = 'validating';
@@ -98,7 +114,10 @@ export async function batchJobWorkflow(input: BatchJobInput): Promise<BatchJobRe
   let failure = s.failure;
   const target = failure ? null : await native.nativeTarget({ batchId });
   if (failure) end = 'failed';
-  else if (target) {
+  else if (target && patched(NATIVE_FOLLOWS_PATCH)) {
+    enter(cancelRequested ? 'cancelling' : 'in_progress');
+    await followNative(target);
+  } else if (target) {
     // The provider's own batch API runs it: submit, poll on a durable timer (a cancel wakes it), collect.
     enter(cancelRequested ? 'cancelling' : 'in_progress');
     let nativeId: string | null = null;
@@ -158,6 +177,67 @@ export async function batchJobWorkflow(input: BatchJobInput): Promise<BatchJobRe
     await db.markFinalizing({ batchId });
     enter('finalizing');
   }
+
+  /** The native branch: submit (once), follow the provider's batch to its end, collect and bill what it ran. */
+  async function followNative(target: NativeTarget): Promise<void> {
+    const { providerId } = target;
+    // Recorded on the row: a continued run (or a repaired one) resumes the batch its predecessor submitted.
+    let nativeId = target.nativeId ?? null;
+    let fault: string | undefined;
+    if (!nativeId) {
+      let refused: string | undefined;
+      if (!cancelRequested)
+        try {
+          nativeId = (await native.submitNative({ batchId, providerId })).nativeId;
+        } catch (e) {
+          refused = `The provider's batch API refused the batch: ${messageOf(e)}`;
+        }
+      // A submission that failed, or a cancel that came first: a try may still have created the batch there.
+      if (!nativeId) nativeId = (await follow.findNative({ batchId, providerId })).nativeId;
+      if (!nativeId) fault = refused;
+    }
+    let cancelSent = false;
+    while (nativeId) {
+      // A long wait continues as a new run before its history grows large; the provider's batch is on the row.
+      if (!fault && workflowInfo().continueAsNewSuggested) await continueAsNew<typeof batchJobWorkflow>(input);
+      // Any end but the provider's own (a cancel, the window's end, a fault) is sent there first.
+      if ((cancelRequested || fault !== undefined || Date.now() >= input.expiresAtMs) && !cancelSent) {
+        if (cancelRequested) enter('cancelling');
+        await follow.cancelNative({ providerId, nativeId });
+        cancelSent = true;
+      }
+      let st;
+      try {
+        st = await follow.pollNative({ providerId, nativeId });
+      } catch (e) {
+        // Its status refused for good: cancel it there, then collect whatever it ran.
+        fault ??= `The provider's batch API refused a status read: ${messageOf(e)}`.slice(0, 1000);
+        if (cancelSent) break;
+        continue;
+      }
+      if (st.ended) {
+        end = st.end === 'failed' ? 'failed' : (st.end ?? 'completed');
+        failure = st.failure ?? undefined;
+        // A cancel we sent for the window's end reads as cancelled there: here it is the batch expiring.
+        if (end === 'cancelled' && !cancelRequested) end = 'expired';
+        break;
+      }
+      await condition(() => cancelRequested && !cancelSent, t.nativePollMs);
+    }
+    if (!nativeId && !fault) end = 'cancelled';
+    if (nativeId || !fault)
+      try {
+        const c = await finishing.collectNative({ batchId, providerId, nativeId });
+        pos = { chunk: 0, offset: c.offset, line: c.line, done: true };
+      } catch (e) {
+        fault ??= `The provider's batch results could not be collected: ${messageOf(e)}`.slice(0, 1000);
+      }
+    if (fault) {
+      end = 'failed';
+      failure = fault.slice(0, 1000);
+    }
+  }
+
   const r = await CancellationScope.nonCancellable(() =>
     finishing.finalizeBatch({ batchId, status: end, offset: pos.offset, line: pos.line, failure }),
   );

@@ -29,8 +29,13 @@ export interface NativeResultLine {
 }
 
 export interface NativeBatchApi {
-  /** Creates the batch at the provider (finding one this batch already created there, where the API can tell). */
+  /** Creates the batch at the provider, marked as ours (`find` looks for the mark). */
   submit(batchId: string, endpoint: string, requests: NativeRequest[]): Promise<string>;
+  /**
+   * The batch an earlier submission of `batchId` created there, by the mark it carries, among every batch created
+   * since `since` (null: none, or the API keeps no mark).
+   */
+  find(batchId: string, since: Date): Promise<string | null>;
   status(nativeId: string): Promise<NativeStatus>;
   cancel(nativeId: string): Promise<void>;
   results(nativeId: string): AsyncIterable<NativeResultLine>;
@@ -61,6 +66,9 @@ export function nativeBatchApi(p: ProviderConfig): NativeBatchApi {
   if (p.kind === 'anthropic') return new AnthropicBatches(p);
   throw new Error(`provider ${p.id} (${p.kind}) has no native batch API`);
 }
+
+/** The metadata key that marks a provider's batch as the gateway's batch of that id. */
+export const MARK = 'gateway_batch_id';
 
 const base = (p: ProviderConfig) => p.baseUrl.replace(/\/+$/, '');
 
@@ -113,13 +121,23 @@ class OpenAIBatches implements NativeBatchApi {
     return (await (await call(this.url + path, { ...init, headers }, this.timeout)).json()) as Record<string, any>;
   }
 
+  async find(batchId: string, since: Date): Promise<string | null> {
+    // The list is newest first and cannot filter by metadata: page back to the batches created before ours (with an
+    // hour's slack for the two clocks), however many the key created since.
+    const oldest = Math.floor(since.getTime() / 1000) - 3600;
+    let after: string | null = null;
+    for (;;) {
+      const page = await this.json(`/batches?limit=100${after ? `&after=${encodeURIComponent(after)}` : ''}`);
+      const data = (page.data as Record<string, any>[] | undefined) ?? [];
+      const had = data.find((b) => b.metadata?.[MARK] === batchId);
+      if (had) return String(had.id);
+      const last = data[data.length - 1];
+      if (!page.has_more || !last || Number(last.created_at) < oldest) return null;
+      after = String(last.id);
+    }
+  }
+
   async submit(batchId: string, endpoint: string, requests: NativeRequest[]): Promise<string> {
-    // A retried submission finds the batch its first try created (the metadata names our batch).
-    const listed = await this.json('/batches?limit=100');
-    const had = (listed.data as Record<string, any>[] | undefined)?.find(
-      (b) => b.metadata?.gateway_batch_id === batchId,
-    );
-    if (had) return String(had.id);
     const text = requests.map((r) =>
       JSON.stringify({ custom_id: r.customId, method: 'POST', url: endpoint, body: r.body }),
     );
@@ -133,7 +151,7 @@ class OpenAIBatches implements NativeBatchApi {
         input_file_id: file.id,
         endpoint,
         completion_window: '24h',
-        metadata: { gateway_batch_id: batchId },
+        metadata: { [MARK]: batchId },
       }),
     });
     return String(created.id);
@@ -195,8 +213,12 @@ class AnthropicBatches implements NativeBatchApi {
     return (await (await call(this.url + path, { ...init, headers }, this.timeout)).json()) as Record<string, any>;
   }
 
-  // Message batches carry no metadata: a submission retried after its first try created one creates another (only
-  // the results collected are charged, once).
+  // Message batches carry no metadata: nothing marks one as ours, so a submission whose answer was lost after the
+  // provider created the batch cannot be found (the retry creates another; only the results collected are charged).
+  async find(): Promise<string | null> {
+    return null;
+  }
+
   async submit(_batchId: string, _endpoint: string, requests: NativeRequest[]): Promise<string> {
     const created = await this.json('/v1/messages/batches', {
       method: 'POST',

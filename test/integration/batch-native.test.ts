@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -6,6 +7,8 @@ import OpenAI, { toFile } from 'openai';
 import { getBalance, listLedger, verifyProjections } from '../../src/billing/ledger';
 import { perMillionCost } from '../../src/billing/pricing';
 import { loadBatchSettings } from '../../src/batches/settings';
+import { createBatchWithHold, newBatchId } from '../../src/batches/repo';
+import { startBatchWorkflow } from '../../src/batches/start';
 import { projectRoot } from '../../src/projectRoot';
 import { eventually, startVideoHarness, type VideoHarness } from '../support/video';
 
@@ -26,7 +29,18 @@ beforeAll(async () => {
   fs.writeFileSync(catalogPath, JSON.stringify(catalog));
   h = await startVideoHarness(
     {},
-    { catalogPath, batches: { ...loadBatchSettings(), nativePollMs: 100, chunkLines: 2, activityRetryInitialMs: 50 } },
+    {
+      catalogPath,
+      batches: {
+        ...loadBatchSettings(),
+        nativePollMs: 100,
+        chunkLines: 2,
+        activityRetryInitialMs: 50,
+        activityRetryMaxMs: 100,
+        // Short, so an activity that stops heartbeating is noticed (collecting must heartbeat for its whole life).
+        heartbeatMs: 1_000,
+      },
+    },
   );
 });
 afterAll(async () => {
@@ -176,4 +190,216 @@ test("an Anthropic message batch runs on the upstream's message batches; a cance
   }
   expect(await getBalance(h.deps.db, a.accountId)).toMatchObject({ held: 0 });
   expect(await verifyProjections(h.deps.db)).toEqual([]);
+});
+
+// ---- Issue 34: native batches never give up on the provider's batch they created ----
+
+const chatLines = (prefix: string, n: number) =>
+  Array.from({ length: n }, (_, i) =>
+    JSON.stringify({
+      custom_id: `${prefix}-${i}`,
+      method: 'POST',
+      url: '/v1/chat/completions',
+      body: { model: 'gpt-4o-mini', messages: [{ role: 'user', content: `${prefix} ${i}` }], max_tokens: 20 },
+    }),
+  );
+
+async function openaiBatch(key: string, lines: string[]) {
+  const c = new OpenAI({ apiKey: key, baseURL: `${h.url}/v1`, maxRetries: 0 });
+  const f = await c.files.create({ file: await toFile(Buffer.from(lines.join('\n')), 'in.jsonl'), purpose: 'batch' });
+  const created = await c.batches.create({
+    input_file_id: f.id,
+    endpoint: '/v1/chat/completions',
+    completion_window: '24h',
+  });
+  return { c, created, fileId: f.id };
+}
+
+async function finalOf(c: OpenAI, id: string) {
+  return eventually(
+    async () => {
+      const x = await c.batches.retrieve(id);
+      return ['completed', 'failed', 'cancelled', 'expired'].includes(x.status) ? x : null;
+    },
+    90_000,
+    100,
+  );
+}
+
+/** What each output line's upstream usage costs at gpt-4o-mini's batch prices (1950 / 7800 VND per 1M). */
+async function outputCost(c: OpenAI, fileId: string): Promise<{ ids: string[]; cost: number }> {
+  const out = (await (await c.files.content(fileId)).text())
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l));
+  let cost = 0;
+  for (const l of out)
+    cost += perMillionCost([
+      [l.response.body.usage.prompt_tokens, 1950],
+      [l.response.body.usage.completion_tokens, 7800],
+    ]);
+  return { ids: out.map((l) => l.custom_id).sort(), cost };
+}
+
+const upstreamIdOf = async (batchId: string) =>
+  (await h.deps.db.query('SELECT upstream_batch_id FROM batches WHERE id = $1', [batchId])).rows[0]
+    ?.upstream_batch_id as string | null;
+
+test('a provider status outage past 20 poll attempts: the batch waits it out, every line charged once', async () => {
+  const start = 1_000_000;
+  const a = await h.account(start);
+  // 22 status reads in a row answer 503 (main's cap was 20 attempts).
+  h.emulator.control.addFault({ match: '/^GET \\/openai\\/v1\\/batches\\/[^/]+$/', status: 503, times: 22 });
+  try {
+    const { c, created } = await openaiBatch(a.key, chatLines('o', 3));
+    const b = await finalOf(c, created.id);
+    expect(h.emulator.control.faultsApplied).toBe(22);
+    expect(b.status).toBe('completed');
+    expect(b.request_counts).toEqual({ total: 3, completed: 3, failed: 0 });
+    // One batch at the provider, and the row names it.
+    const posted = upstream('/openai/v1/batches').filter(
+      (r) =>
+        r.method === 'POST' && (r.body as { metadata?: Record<string, string> }).metadata?.gateway_batch_id === b.id,
+    );
+    expect(posted).toHaveLength(1);
+    expect(await upstreamIdOf(b.id)).toMatch(/^batch_/);
+    // Each line reached the model once (the provider's batch ran it; nothing was resubmitted).
+    const ran = upstream('/openai/v1/chat/completions').map((r) => JSON.stringify(r.body));
+    for (const i of [0, 1, 2]) expect(ran.filter((x) => x.includes(`"o ${i}"`))).toHaveLength(1);
+    const { ids, cost } = await outputCost(c, b.output_file_id!);
+    expect(ids).toEqual(['o-0', 'o-1', 'o-2']);
+    const m = await moneyOf(a.accountId, b.id);
+    expect(m).toMatchObject({ cost, charged: cost, released: m.held - cost });
+    expect(await getBalance(h.deps.db, a.accountId)).toEqual({
+      balance: start - cost,
+      held: 0,
+      available: start - cost,
+    });
+  } finally {
+    h.emulator.control.reset();
+  }
+});
+
+test("a status read refused for good: the provider's batch is cancelled there, what it ran is collected", async () => {
+  const start = 1_000_000;
+  const a = await h.account(start);
+  h.emulator.control.settings.batchQueueMs = 60_000;
+  h.emulator.control.addFault({ match: '/^GET \\/openai\\/v1\\/batches\\/[^/]+$/', status: 403, times: 1 });
+  try {
+    const { c, created } = await openaiBatch(a.key, chatLines('f', 2));
+    const b = await finalOf(c, created.id);
+    expect(b.status).toBe('failed');
+    const nativeId = await upstreamIdOf(b.id);
+    expect(upstream(`/openai/v1/batches/${nativeId}/cancel`).filter((r) => r.method === 'POST')).toHaveLength(1);
+    // Cancelled in the provider's queue: nothing ran, nothing charged, the hold released.
+    const m = await moneyOf(a.accountId, b.id);
+    expect(m).toMatchObject({ charged: 0, released: m.held });
+    expect(await getBalance(h.deps.db, a.accountId)).toEqual({ balance: start, held: 0, available: start });
+  } finally {
+    h.emulator.control.reset();
+  }
+});
+
+test("a resubmission finds the provider's batch an earlier try made by its mark, past the latest 100", async () => {
+  const start = 1_000_000;
+  const a = await h.account(start);
+  const lines = chatLines('r', 2);
+  // The gateway's input file, and its batch row (hold placed) as the API writes them, its workflow not yet started.
+  const c = new OpenAI({ apiKey: a.key, baseURL: `${h.url}/v1`, maxRetries: 0 });
+  const f = await c.files.create({ file: await toFile(Buffer.from(lines.join('\n')), 'in.jsonl'), purpose: 'batch' });
+  const batchId = newBatchId();
+  // An earlier try of this batch's submission created it at the provider (its answer lost), then 100 more came.
+  const up = new OpenAI({ apiKey: 'k', baseURL: `${h.emulator.url}/openai/v1`, maxRetries: 0 });
+  const upFile = await up.files.create({
+    file: await toFile(Buffer.from(lines.join('\n')), 'x.jsonl'),
+    purpose: 'batch',
+  });
+  const earlier = await up.batches.create({
+    input_file_id: upFile.id,
+    endpoint: '/v1/chat/completions',
+    completion_window: '24h',
+    metadata: { gateway_batch_id: batchId },
+  });
+  for (let i = 0; i < 100; i++)
+    await up.batches.create({ input_file_id: upFile.id, endpoint: '/v1/chat/completions', completion_window: '24h' });
+  const b = await createBatchWithHold(h.deps.db, {
+    id: batchId,
+    accountId: a.accountId,
+    apiKeyId: a.keyId,
+    endpoint: '/v1/chat/completions',
+    model: 'gpt-4o-mini',
+    inputFileId: f.id,
+    completionWindow: '24h',
+    metadata: null,
+    total: 2,
+    maxCostVnd: 10_000,
+    holdId: randomUUID(),
+    expiresAt: new Date(Date.now() + 3600_000),
+  });
+  await startBatchWorkflow(h.deps.temporal!, h.config, b);
+  const done = await finalOf(c, batchId);
+  expect(done.status).toBe('completed');
+  // Nothing submitted again: the batch followed is the earlier one.
+  const marked = [];
+  for await (const x of up.batches.list({ limit: 100 }))
+    if (x.metadata?.gateway_batch_id === batchId) marked.push(x.id);
+  expect(marked).toEqual([earlier.id]);
+  expect(await upstreamIdOf(batchId)).toBe(earlier.id);
+  const { ids, cost } = await outputCost(c, done.output_file_id!);
+  expect(ids).toEqual(['r-0', 'r-1']);
+  expect(await getBalance(h.deps.db, a.accountId)).toEqual({ balance: start - cost, held: 0, available: start - cost });
+});
+
+test('a result the provider reports no usage for is billed from an estimate marked estimated, never 0', async () => {
+  const start = 1_000_000;
+  const a = await h.account(start);
+  h.emulator.control.settings.batchResultsWithoutUsage = true;
+  try {
+    const { c, created } = await openaiBatch(a.key, chatLines('u', 1));
+    const b = await finalOf(c, created.id);
+    expect(b.status).toBe('completed');
+    const rows = (
+      await h.deps.db.query('SELECT units, cost_vnd::int AS cost FROM usage_records WHERE account_id = $1', [
+        a.accountId,
+      ])
+    ).rows;
+    expect(rows).toHaveLength(1);
+    const u = rows[0].units as Record<string, number>;
+    expect(u.estimated).toBe(1);
+    expect(u.prompt_tokens).toBeGreaterThan(0);
+    expect(u.completion_tokens).toBeGreaterThan(0);
+    expect(rows[0].cost).toBe(
+      perMillionCost([
+        [u.prompt_tokens, 1950],
+        [u.completion_tokens, 7800],
+      ]),
+    );
+    expect(await getBalance(h.deps.db, a.accountId)).toEqual({
+      balance: start - rows[0].cost,
+      held: 0,
+      available: start - rows[0].cost,
+    });
+  } finally {
+    h.emulator.control.reset();
+  }
+});
+
+test('collecting heartbeats for its whole life: provider reads slower than its heartbeat timeout finish', async () => {
+  const start = 1_000_000;
+  const a = await h.account(start);
+  // Every upstream answer takes 1.5 s, longer than the 1 s heartbeat timeout of the collecting activity.
+  h.emulator.control.settings.latencyMs = 1_500;
+  try {
+    const { c, created } = await openaiBatch(a.key, chatLines('s', 2));
+    const b = await finalOf(c, created.id);
+    expect(b.status).toBe('completed');
+    const { cost } = await outputCost(c, b.output_file_id!);
+    expect(await getBalance(h.deps.db, a.accountId)).toEqual({
+      balance: start - cost,
+      held: 0,
+      available: start - cost,
+    });
+  } finally {
+    h.emulator.control.reset();
+  }
 });

@@ -15,6 +15,12 @@ import { installRuntime } from '../../src/worker';
  * activity order, a timer added or removed) fails here as a nondeterminism error. Record new histories with
  * `temporal workflow show --workflow-id video-<job> --output json` when the workflow changes on purpose (with
  * `patched()` for the jobs still in flight).
+ *
+ * The batch workflow likewise (recorded by test/integration/record-batch-histories.test.ts): from main at a173d94
+ * (`main-a173d94-`, before `patched('batch-native-follows-upstream')`) a routed batch, a native batch completed, one
+ * cancelled while queued at its provider and one whose status reads kept failing (it failed there, the provider's
+ * batch left running: replaying it proves the new native branch is behind its patch); and with the patch taken
+ * (`issue34-`) the same four and a native batch whose status read was refused for good (cancelled there, collected).
  */
 
 const dir = path.join(__dirname, '../fixtures/workflow-histories');
