@@ -2,6 +2,7 @@ import http from 'node:http';
 import { buildDeps } from './bootstrap';
 import { createApp } from './api/app';
 import { loadConfig } from './config';
+import { exitOnStopSignals } from './runtime/stopSignals';
 
 /**
  * Node's own bounds on a request, the backstop of the app's body timeout (src/api/middleware/bodyTimeout.ts): the
@@ -40,14 +41,7 @@ export async function startApi(config = loadConfig()) {
 if (require.main === module) {
   startApi().then(
     (api) => {
-      const stop = () => {
-        api.close().then(
-          () => process.exit(0),
-          () => process.exit(1),
-        );
-      };
-      process.once('SIGINT', stop);
-      process.once('SIGTERM', stop);
+      exitOnStopSignals(() => api.close());
     },
     (e) => {
       console.error(`API failed to start: ${e instanceof Error ? e.message : String(e)}`);
