@@ -34,6 +34,7 @@ export async function buildDeps(
     leaseVnd: config.creditLeaseVnd,
     flushMs: config.creditFlushMs,
     livenessMs: config.creditLivenessMs,
+    leaseTtlMs: config.creditLeaseTtlMs,
     logger,
     onCharged: (operation, model, vnd) => metrics.observeCharge(operation, model, vnd),
     onUncollected: (operation, model, vnd) => metrics.uncollectedVnd.inc({ operation, model }, vnd),

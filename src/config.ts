@@ -63,6 +63,8 @@ export interface Config {
   /** VND reserved per credit lease (see billing/credit.ts). */
   creditLeaseVnd: number;
   creditFlushMs: number;
+  /** A credit lease stops taking new reservations after this long and is replaced (rotation). */
+  creditLeaseTtlMs: number;
   /**
    * Heartbeat period of a process holding credit leases; a process silent for three periods has its leases
    * recovered by the others (billing/creditHolders.ts).
@@ -123,6 +125,7 @@ export function loadConfig(overrides: Partial<Config> = {}): Config {
     creditLeaseVnd: int('CREDIT_LEASE_VND', 20000),
     creditFlushMs: int('CREDIT_FLUSH_MS', 200),
     creditLivenessMs: int('CREDIT_LIVENESS_MS', 10_000),
+    creditLeaseTtlMs: int('CREDIT_LEASE_TTL_MS', 5 * 60 * 1000),
     keyCacheMs: int('KEY_CACHE_MS', 2000),
     fetchAllowHosts: str('FETCH_ALLOW_HOSTS', '')
       .split(',')

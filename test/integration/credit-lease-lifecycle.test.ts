@@ -6,6 +6,7 @@ import { getBalance, verifyProjections } from '../../src/billing/ledger';
 import { createApiKey } from '../../src/auth/apiKeys';
 import { startEmulator, type Emulator } from '../../emulator/server';
 import { fundedAccount } from '../support/records';
+import { startGateway } from '../support/gateway';
 import { spawnTsChild, type TsChild } from '../support/tsChild';
 import { eventually } from '../support/video';
 import { freePort, sleep } from '../support/http';
@@ -88,6 +89,50 @@ describe('a lease retired while a request on it is open', () => {
     }
   });
 });
+
+test('a long stream open across a lease rotation holds only its reservation', async () => {
+  const TTL_MS = 500;
+  const gw = await startGateway(
+    { creditLeaseVnd: 20_000, creditLeaseTtlMs: TTL_MS, logLevel: 'silent' },
+    { temporal: false },
+  );
+  try {
+    const { accountId, key } = await gw.account(30_000);
+    const client = new OpenAI({ apiKey: key, baseURL: `${gw.url}/v1`, maxRetries: 0 });
+    // Slow chunks: the stream stays open past the rotation and past the wait of a refused request (2 s here).
+    gw.emulator.control.settings.chunkDelayMs = 1_500;
+    const stream = await client.chat.completions.create({
+      model: 'gpt-4o-mini',
+      max_tokens: 100,
+      stream: true,
+      stream_options: { include_usage: true },
+      messages: [{ role: 'user', content: 'hello' }],
+    });
+    const it = stream[Symbol.asyncIterator]();
+    await it.next(); // the stream is open, its reservation on the first lease (20,000 of the 30,000)
+    gw.emulator.control.settings.chunkDelayMs = 0;
+    await sleep(TTL_MS + 100); // the lease has aged: the next request rotates it
+    // About 15,000 VND reserved: more than the 10,000 the account has beside the first lease.
+    const big = await client.chat.completions.create({
+      model: 'claude-opus-4-6',
+      max_tokens: 23_000,
+      messages: [{ role: 'user', content: 'hello' }],
+    });
+    expect(big.choices[0].message.content).toBeTruthy();
+    while (!(await it.next()).done); // the stream ends normally
+    await gw.deps.credit.flush();
+    const charged = await gw.deps.db.query(
+      `SELECT count(*)::int AS n, COALESCE(sum(cost_vnd), 0)::int AS v FROM usage_records WHERE account_id = $1`,
+      [accountId],
+    );
+    expect(charged.rows[0].n).toBe(2);
+    const b = (await getBalance(gw.deps.db, accountId))!;
+    expect(b.balance).toBe(30_000 - charged.rows[0].v);
+  } finally {
+    await gw.close();
+  }
+  expect(await verifyProjections(db)).toEqual([]);
+}, 60_000);
 
 describe('an API process that stops', () => {
   // Above a lease (CREDIT_LEASE_VND, 20,000), so that the lease is granted whole and kept (a lease granted less
