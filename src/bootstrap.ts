@@ -33,6 +33,8 @@ export async function buildDeps(
   const credit = new CreditManager(db, {
     leaseVnd: config.creditLeaseVnd,
     flushMs: config.creditFlushMs,
+    livenessMs: config.creditLivenessMs,
+    leaseTtlMs: config.creditLeaseTtlMs,
     logger,
     onCharged: (operation, model, vnd) => metrics.observeCharge(operation, model, vnd),
     onUncollected: (operation, model, vnd) => metrics.uncollectedVnd.inc({ operation, model }, vnd),

@@ -63,6 +63,13 @@ export interface Config {
   /** VND reserved per credit lease (see billing/credit.ts). */
   creditLeaseVnd: number;
   creditFlushMs: number;
+  /** A credit lease stops taking new reservations after this long and is replaced (rotation). */
+  creditLeaseTtlMs: number;
+  /**
+   * Heartbeat period of a process holding credit leases; a process silent for three periods has its leases
+   * recovered by the others (billing/creditHolders.ts).
+   */
+  creditLivenessMs: number;
   keyCacheMs: number;
   /** Hosts URL inputs may be fetched from even though they resolve to private addresses (local development). */
   fetchAllowHosts: string[];
@@ -117,6 +124,8 @@ export function loadConfig(overrides: Partial<Config> = {}): Config {
     maxMessageBatchJsonBytes: int('MAX_MESSAGE_BATCH_JSON_BYTES', 32 * 1024 * 1024),
     creditLeaseVnd: int('CREDIT_LEASE_VND', 20000),
     creditFlushMs: int('CREDIT_FLUSH_MS', 200),
+    creditLivenessMs: int('CREDIT_LIVENESS_MS', 10_000),
+    creditLeaseTtlMs: int('CREDIT_LEASE_TTL_MS', 5 * 60 * 1000),
     keyCacheMs: int('KEY_CACHE_MS', 2000),
     fetchAllowHosts: str('FETCH_ALLOW_HOSTS', '')
       .split(',')

@@ -20,6 +20,8 @@ import { Catalog } from './catalog/catalog';
 import { createStorage } from './storage';
 import { createLogger, redirectedLines } from './observability/logger';
 import { releaseExpiredHolds } from './billing/ledger';
+import { recoverDeadLeases, staleAfter } from './billing/creditHolders';
+import { exitOnStopSignals } from './runtime/stopSignals';
 import { VideoProviders } from './providers/video';
 import { reconcileVideoJobs } from './video/reconciler';
 import { reconcileBatches } from './batches/reconciler';
@@ -39,8 +41,8 @@ import { flushTracing, initTracing, tracer } from './observability/tracing';
 /**
  * Production worker entry point (`npm run worker`; src/main.ts runs it in-process): the Temporal worker for the
  * video workflow and the webhook delivery workflow with their activities, plus two periodic repairs: the video
- * reconciler (no job without a hold, no hold without a job) and the release of expired holds (credit leases of API
- * processes that died). Its video
+ * reconciler (no job without a hold, no hold without a job), the release of expired holds, and the recovery of the
+ * credit leases of API processes that died (billing/creditHolders.ts). Its video
  * submissions are routed across deployments by a router of its own, whose counters it serves on GET /metrics
  * (WORKER_METRICS_PORT).
  */
@@ -231,6 +233,14 @@ export async function startWorker(config: Config = loadConfig(), opts: WorkerOpt
         ),
       );
       stops.push(every(config.video.holdSweepIntervalMs, () => releaseExpiredHolds(db), onError('expired hold sweep')));
+      // The credit leases of API processes that died, within a minute (the API processes recover them too).
+      stops.push(
+        every(
+          config.creditLivenessMs,
+          () => recoverDeadLeases(db, staleAfter(config.creditLivenessMs)),
+          onError('credit lease recovery'),
+        ),
+      );
     }
     logger.info(
       { taskQueue: config.temporalTaskQueue, temporal: config.temporalAddress, metrics: metrics?.url },
@@ -260,14 +270,7 @@ export async function startWorker(config: Config = loadConfig(), opts: WorkerOpt
 if (require.main === module) {
   startWorker().then(
     (w) => {
-      const stop = () => {
-        w.close().then(
-          () => process.exit(0),
-          () => process.exit(1),
-        );
-      };
-      process.once('SIGINT', stop);
-      process.once('SIGTERM', stop);
+      exitOnStopSignals(() => w.close());
     },
     (e) => {
       console.error(`worker failed to start: ${e instanceof Error ? e.message : String(e)}`);

@@ -2,6 +2,7 @@ import type { Db } from '../db/pool';
 import { releaseExpiredHolds } from './ledger';
 import { Leases, type Reservation } from './creditLease';
 import { CreditFlush } from './creditFlush';
+import { CreditHolder, recoverDeadLeases, staleAfter } from './creditHolders';
 import type { Logger } from '../observability/logger';
 
 /**
@@ -13,8 +14,10 @@ import type { Logger } from '../observability/logger';
  * `flushMs` (writeUsageBatch: one `charged` event per lease hold per flush, each request's usage record naming
  * it, the request id its idempotency gate). When a lease cannot
  * cover a request it is extended (one DB transaction); when the account cannot cover it, the request gets 402
- * before any upstream call. Idle or aged leases are released; a crashed process's lease hold carries an
- * expires_at and is released by the sweeper (releaseExpiredHolds), so held funds are never stranded.
+ * before any upstream call. Idle or aged leases are released, and a lease retired while requests are open on it
+ * gives back at once what they did not reserve. A process that stops cleanly returns its leases (close); one that
+ * dies stops heartbeating, and any other process recovers its leases within a few `livenessMs`
+ * (./creditHolders.ts). The hold's expires_at stays as the last backstop, so held funds are never stranded.
  *
  * A key with a spend budget gets leases of its own (the hold names the key): the ledger grants such a lease only
  * within what the key's budget leaves (billing/budget.ts), so in-memory reservations from it can never take the
@@ -35,6 +38,11 @@ export interface CreditOptions {
   idleReleaseMs?: number;
   /** How long a request the ledger refuses may wait for other leases of the account to give funds back. */
   waitMs?: number;
+  /**
+   * Heartbeat period of this process as a lease holder, and of its recovery of dead holders' leases: a holder
+   * silent for three periods is declared dead (./creditHolders.ts).
+   */
+  livenessMs?: number;
   logger?: Logger;
   onCharged?: (operation: string, model: string, vnd: number) => void;
   /** VND of a request's bill its account could not cover, once its shortfall is committed. */
@@ -44,8 +52,10 @@ export interface CreditOptions {
 export class CreditManager {
   private readonly leases: Leases;
   private readonly flusher: CreditFlush;
+  private readonly holder: CreditHolder;
   private timer: NodeJS.Timeout;
   private sweepTimer: NodeJS.Timeout;
+  private livenessTimer: NodeJS.Timeout;
 
   constructor(
     private db: Db,
@@ -65,7 +75,9 @@ export class CreditManager {
       opts.logger,
     );
     const flushMs = opts.flushMs ?? 200;
+    this.holder = new CreditHolder(db, () => this.leases.forgetAll(), opts.logger);
     this.leases = new Leases(db, this.flusher, {
+      holderId: () => this.holder.current(),
       leaseVnd: opts.leaseVnd ?? 20000,
       leaseTtlMs: opts.leaseTtlMs ?? 5 * 60 * 1000,
       idleReleaseMs: opts.idleReleaseMs ?? 10_000,
@@ -78,6 +90,18 @@ export class CreditManager {
     this.timer.unref();
     this.sweepTimer = setInterval(() => void releaseExpiredHolds(this.db, 0).catch(() => undefined), 60_000);
     this.sweepTimer.unref();
+    const livenessMs = opts.livenessMs ?? 10_000;
+    let beating = false; // one heartbeat at a time, however slow the database
+    this.livenessTimer = setInterval(() => {
+      if (beating) return;
+      beating = true;
+      void this.holder
+        .beat()
+        .then(() => recoverDeadLeases(this.db, staleAfter(livenessMs)))
+        .catch((e: Error) => opts.logger?.warn({ err: e.message }, 'credit holder heartbeat or recovery failed'))
+        .finally(() => (beating = false));
+    }, livenessMs);
+    this.livenessTimer.unref();
   }
 
   /**
@@ -107,11 +131,17 @@ export class CreditManager {
     return this.flusher.flush();
   }
 
-  /** Flushes everything and returns every lease (graceful shutdown). */
+  /**
+   * Flushes everything and returns every lease (graceful shutdown, once no request is open), then unregisters this
+   * process as a holder, so that a lease still open (a request that outlived the shutdown) is recovered at once.
+   */
   async close(): Promise<void> {
     clearInterval(this.timer);
     clearInterval(this.sweepTimer);
+    clearInterval(this.livenessTimer);
     this.leases.retireAll();
+    await this.leases.settled();
     await this.flush();
+    await this.holder.close();
   }
 }

@@ -8,8 +8,12 @@ import type { Logger } from '../observability/logger';
 /**
  * The lease side of credit (./credit.ts): reserve, settle, release, all in memory against a lease that a ledger
  * hold backs. A lease is extended or opened in one DB transaction when it cannot cover a request; it is retired
- * when it ages (rotateAt), idles, or the process closes, and handed to the flush (`LeaseSink.release`) once no
- * reservation is open against it. Settled requests go to the flush too (`LeaseSink.charge`).
+ * when it ages (rotateAt), idles, meets the budget fence, or the process closes, and handed to the flush
+ * (`LeaseSink.release`) once no reservation is open against it. A lease retired with reservations still open (a
+ * long stream) gives back what none of them reserved at once, and what their settlements leave at each flush, so
+ * that its funds serve the account's next requests while the stream runs. Settled requests go to the flush too
+ * (`LeaseSink.charge`). Every lease hold names this process's holder (./creditHolders.ts), so that the leases of a
+ * process that dies are recovered within a minute.
  */
 
 export interface Reservation {
@@ -43,6 +47,8 @@ export interface LeaseOptions {
    * back (each process reads recalls at its flush) before it is refused.
    */
   waitMs: number;
+  /** The id of this process as a lease holder (registered), placed on every lease hold. */
+  holderId?: () => Promise<string>;
   logger?: Logger;
   onCharged?: (operation: string, model: string, vnd: number) => void;
 }
@@ -62,6 +68,8 @@ interface Lease {
   closing: boolean;
   /** Partial returns so far (their idempotency keys). */
   returns: number;
+  /** The lease's last give-back, which its release waits for (a hold is closed only after its returns). */
+  givingBack: Promise<void> | null;
 }
 
 interface Waiter {
@@ -89,15 +97,48 @@ const WAIT_CAP = 6;
 /** Pause between two tries of a request waiting for other leases to give funds back. */
 const RETRY_MS = 50;
 
+/** How long a refused request waits for funds: since `start`, until `until`; `lastLeft` the ledger's last figure. */
+export interface WaitWindow {
+  start: number;
+  until: number;
+  lastLeft: number;
+}
+
+/**
+ * The wait of a request the ledger refused (`ledgerLeft` left) at `now`: `waitMs` from its first refusal, renewed
+ * while the ledger's figure moves (other leases serve and give back), never past WAIT_CAP x `waitMs` in all.
+ */
+export function waitWindow(w: WaitWindow | null, now: number, ledgerLeft: number, waitMs: number): WaitWindow {
+  if (!w) return { start: now, until: now + waitMs, lastLeft: ledgerLeft };
+  const until = ledgerLeft !== w.lastLeft ? Math.min(w.start + WAIT_CAP * waitMs, now + waitMs) : w.until;
+  return { start: w.start, until, lastLeft: ledgerLeft };
+}
+
+/**
+ * A reservation of `reserved` VND settled at `cost`, on a lease with `remaining` VND unreserved: the bill (whole
+ * VND), the part the lease covers and what the lease keeps. A bill above the reservation takes what the lease still
+ * has; the rest (bill - covered) is for the flush to collect from the account or record as uncollected.
+ */
+export function settlement(
+  cost: number,
+  reserved: number,
+  remaining: number,
+): { bill: number; covered: number; remaining: number } {
+  const bill = Math.max(0, Math.ceil(cost));
+  if (bill <= reserved) return { bill, covered: bill, remaining: remaining + reserved - bill };
+  const extra = Math.min(bill - reserved, remaining);
+  return { bill, covered: reserved + extra, remaining: remaining - extra };
+}
+
 /** What the ledger says is left when it refuses a lease (balance or budget), or null for any other error. */
-function leftOf(e: unknown): number | null {
+export function leftOf(e: unknown): number | null {
   if (e instanceof InsufficientFunds) return e.available;
   if (e instanceof BudgetExceeded) return e.room;
   return null;
 }
 
 /** The refusal a request gets: its own amount and what is left for it. */
-function refusal(e: InsufficientFunds | BudgetExceeded, needed: number, left: number): Error {
+export function refusal(e: InsufficientFunds | BudgetExceeded, needed: number, left: number): Error {
   return e instanceof InsufficientFunds
     ? new InsufficientFunds(needed, left)
     : new BudgetExceeded(needed, left, e.period);
@@ -109,6 +150,10 @@ export class Leases {
   private accounts = new Map<string, AccountState>();
   /** The last recall seen per account (its lease_recall_at), so that each recall makes the leases lean once. */
   private recallsSeen = new Map<string, number>();
+  /** Retired leases with reservations still open: what their settlements leave is given back at each flush. */
+  private draining = new Set<Lease>();
+  /** Give-backs under way (awaited by `settled`, so that a closing process flushes after them). */
+  private pending = new Set<Promise<void>>();
 
   constructor(
     private db: Db,
@@ -159,8 +204,9 @@ export class Leases {
   private passFence(accountId: string, fenceAt: number, budgeted: boolean): Promise<void> | null {
     const lease = this.accounts.get(accountId)?.lease;
     if (!lease || lease.placedAt >= fenceAt || Date.now() < fenceAt) return null;
-    this.retire(lease);
-    return budgeted && lease.inflight === 0 ? this.sink.flush() : null;
+    const givingBack = this.retire(lease);
+    if (givingBack) return givingBack;
+    return budgeted ? this.sink.flush() : null;
   }
 
   /** An account's open lease: its unspent VND and the reservations still open against it. */
@@ -183,6 +229,28 @@ export class Leases {
     for (const st of this.accounts.values()) if (st.lease) this.retire(st.lease);
   }
 
+  /** Resolves once the give-backs under way are done (or failed), so that a flush after it releases every lease. */
+  async settled(): Promise<void> {
+    while (this.pending.size) await Promise.all(this.pending);
+  }
+
+  /**
+   * Forgets every lease without releasing it: another process recovered them (this one missed its heartbeats).
+   * Requests still open against them are charged at the flush as usual, which the ledger refuses on the closed hold
+   * (the request is recorded, its bill a shortfall); new requests lease anew.
+   */
+  forgetAll(): void {
+    for (const st of this.accounts.values()) {
+      const l = st.lease;
+      if (!l) continue;
+      l.closing = true;
+      l.remaining = 0;
+      st.lease = null;
+    }
+    for (const l of this.draining) l.remaining = 0;
+    this.draining.clear();
+  }
+
   private tryTake(st: AccountState, amount: number): Reservation | null {
     const lease = st.lease;
     const now = Date.now();
@@ -202,9 +270,7 @@ export class Leases {
    */
   private async pump(st: AccountState): Promise<void> {
     st.pumping = true;
-    let waitStart = 0;
-    let waitUntil = 0;
-    let lastLeft = 0;
+    let wait: WaitWindow | null = null;
     try {
       while (st.waiters.length) {
         const w = st.waiters[0];
@@ -212,7 +278,7 @@ export class Leases {
         if (r) {
           st.waiters.shift();
           w.resolve(r);
-          waitStart = 0;
+          wait = null;
           continue;
         }
         try {
@@ -225,14 +291,10 @@ export class Leases {
             st.leanUntil = Date.now() + LEAN_MS;
             const left = ledgerLeft + this.usable(st);
             const now = Date.now();
-            // Waits `waitMs`, renewed while the ledger's figure moves (other leases serve and give back), up to a cap.
-            if (!waitStart) [waitStart, waitUntil] = [now, now + this.opts.waitMs];
-            else if (ledgerLeft !== lastLeft)
-              waitUntil = Math.min(waitStart + WAIT_CAP * this.opts.waitMs, now + this.opts.waitMs);
-            lastLeft = ledgerLeft;
+            wait = waitWindow(wait, now, ledgerLeft, this.opts.waitMs);
             // Funds came back to this lease while the ledger was asked (settled requests): try again at once.
             if (left >= w.amount) continue;
-            if (now < waitUntil) {
+            if (now < wait.until) {
               const asked = await this.recall(st, w.amount - left, e instanceof BudgetExceeded);
               // Funds this lease is giving back right now reach the ledger in a moment: wait for them too.
               if (asked || st.returning > 0) {
@@ -243,7 +305,7 @@ export class Leases {
             err = refusal(e as InsufficientFunds | BudgetExceeded, w.amount, left);
           }
           st.waiters.shift();
-          waitStart = 0;
+          wait = null;
           w.reject(err);
         }
       }
@@ -283,6 +345,7 @@ export class Leases {
    * requests need. A return that fails is not put back in memory: the hold keeps it until the lease is released.
    */
   async giveBackRecalled(): Promise<void> {
+    await this.giveBackDraining();
     const spare = [...this.accounts.values()].filter((st) => st.lease && !st.lease.closing && st.lease.remaining > 0);
     if (spare.length === 0) return;
     const now = Date.now();
@@ -296,22 +359,43 @@ export class Leases {
     for (const st of spare) {
       const lease = st.lease;
       if (st.leanUntil <= now || !lease || lease.closing || lease.remaining <= 0) continue;
-      const amount = lease.remaining;
-      lease.remaining = 0;
-      st.returning += amount;
-      try {
-        await releaseHoldPart(this.db, {
-          holdId: lease.holdId,
-          amount,
-          idempotencyKey: `lease-return:${lease.holdId}:${++lease.returns}`,
-          memo: 'credit lease: unused part returned',
-        });
-      } catch (e) {
-        this.opts.logger?.warn({ err: (e as Error).message, holdId: lease.holdId }, 'credit lease return failed');
-      } finally {
-        st.returning -= amount;
-      }
+      await this.giveBack(lease, 'credit lease: unused part returned');
     }
+  }
+
+  /** What settlements left on retired leases still draining (their open reservations) goes back to the account. */
+  private async giveBackDraining(): Promise<void> {
+    for (const lease of this.draining)
+      if (lease.remaining > 0) await this.giveBack(lease, 'credit lease retired: settled part returned');
+  }
+
+  /**
+   * Gives back what no request has reserved from a lease; the hold stays open for the reservations. A return that
+   * fails is not put back in memory: the hold keeps it until the lease is released.
+   */
+  private giveBack(lease: Lease, memo: string): Promise<void> {
+    const amount = lease.remaining;
+    if (amount <= 0) return Promise.resolve();
+    lease.remaining = 0;
+    const st = this.accounts.get(lease.apiKeyId ?? lease.accountId);
+    if (st) st.returning += amount;
+    const p = releaseHoldPart(this.db, {
+      holdId: lease.holdId,
+      amount,
+      idempotencyKey: `lease-return:${lease.holdId}:${++lease.returns}`,
+      memo,
+    })
+      .then(
+        () => undefined,
+        (e: Error) => this.opts.logger?.warn({ err: e.message, holdId: lease.holdId }, 'credit lease return failed'),
+      )
+      .finally(() => {
+        if (st) st.returning -= amount;
+        this.pending.delete(p);
+      });
+    this.pending.add(p);
+    lease.givingBack = p;
+    return p;
   }
 
   /** Extends the current lease, or opens a new one (rotating an aged lease out). */
@@ -340,10 +424,13 @@ export class Leases {
       this.leanIfShort(st, granted, want(min));
       return;
     }
-    if (lease) this.retire(lease);
+    // An aged lease with reservations open gives back its unreserved part before the new lease asks the ledger.
+    if (lease) await this.retire(lease);
+    const holderId = await this.opts.holderId?.();
     const holdId = randomUUID();
     const rotateAt = now + this.opts.leaseTtlMs;
     const granted = await placeFlexibleHold(this.db, {
+      holderId,
       accountId,
       apiKeyId,
       holdId,
@@ -367,6 +454,7 @@ export class Leases {
       lastUsed: now,
       closing: false,
       returns: 0,
+      givingBack: null,
     };
   }
 
@@ -379,12 +467,31 @@ export class Leases {
     if (granted < wanted && st.apiKeyId === null) st.leanUntil = Date.now() + LEAN_MS;
   }
 
-  private retire(lease: Lease): void {
-    if (lease.closing) return;
+  /**
+   * Takes the lease out of service. With nothing open against it, it goes to the flush for release; with
+   * reservations open, it gives back at once what they did not reserve (the returned promise) and drains.
+   */
+  private retire(lease: Lease): Promise<void> | null {
+    if (lease.closing) return lease.givingBack;
     lease.closing = true;
     const st = this.accounts.get(lease.apiKeyId ?? lease.accountId);
     if (st?.lease === lease) st.lease = null;
-    if (lease.inflight === 0) this.sink.release(lease.holdId);
+    if (lease.inflight === 0) {
+      this.sink.release(lease.holdId);
+      return null;
+    }
+    this.draining.add(lease);
+    return this.giveBack(lease, 'credit lease retired: unreserved part returned');
+  }
+
+  /** The last reservation of a retired lease is over: release it, after its give-back if one is under way. */
+  private released(lease: Lease): void {
+    this.draining.delete(lease);
+    if (lease.givingBack) {
+      const p = lease.givingBack.then(() => this.sink.release(lease.holdId));
+      const done = p.finally(() => this.pending.delete(done));
+      this.pending.add(done);
+    } else this.sink.release(lease.holdId);
   }
 
   private reservation(lease: Lease, reserved: number): Reservation {
@@ -401,26 +508,18 @@ export class Leases {
       reserved,
       settle: (cost, usage) => {
         if (!finish()) return 0;
-        const bill = Math.max(0, Math.ceil(cost));
-        let covered = bill;
-        if (bill <= reserved) lease.remaining += reserved - bill;
-        else {
-          // The usage came out above the reservation: the lease covers what it still has, and the flush collects
-          // the rest from the account (or records it as uncollected) in the transaction that writes the charge.
-          const extra = Math.min(bill - reserved, lease.remaining);
-          lease.remaining -= extra;
-          covered = reserved + extra;
-        }
+        const { bill, covered, remaining } = settlement(cost, reserved, lease.remaining);
+        lease.remaining = remaining;
         if (covered > 0) this.opts.onCharged?.(usage.operation, usage.model, covered);
         this.sink.charge(usage, lease.accountId, lease.holdId, covered, bill - covered);
-        if (lease.closing && lease.inflight === 0) this.sink.release(lease.holdId);
+        if (lease.closing && lease.inflight === 0) this.released(lease);
         return bill;
       },
       cancel: (usage) => {
         if (!finish()) return;
         lease.remaining += reserved;
         if (usage) this.sink.charge(usage, lease.accountId, lease.holdId, 0, 0);
-        if (lease.closing && lease.inflight === 0) this.sink.release(lease.holdId);
+        if (lease.closing && lease.inflight === 0) this.released(lease);
       },
     };
   }

@@ -109,6 +109,8 @@ export async function placeHoldIn(
     idempotencyKey: string;
     expiresAt?: Date;
     budgetChecked?: boolean;
+    /** The process holding a credit lease (billing/creditHolders.ts), so that its leases are recovered if it dies. */
+    holderId?: string;
   } & Ref &
     KeyRef,
 ): Promise<{ applied: boolean }> {
@@ -131,15 +133,24 @@ export async function placeHoldIn(
     throw new InsufficientFunds(h.amount, b.rows[0].available);
   }
   const ins = await c.query(
-    `INSERT INTO holds (id, account_id, placed, remaining, ref_type, ref_id, expires_at, api_key_id)
-     VALUES ($1, $2, $3, $3, $4, $5, $6, $7)
+    `INSERT INTO holds (id, account_id, placed, remaining, ref_type, ref_id, expires_at, api_key_id, holder_id)
+     VALUES ($1, $2, $3, $3, $4, $5, $6, $7, $8)
      ON CONFLICT (id) DO UPDATE SET placed = holds.placed + EXCLUDED.placed,
        remaining = holds.remaining + EXCLUDED.remaining,
        expires_at = COALESCE(EXCLUDED.expires_at, holds.expires_at)
      WHERE holds.status = 'open' AND holds.account_id = EXCLUDED.account_id
        AND holds.api_key_id IS NOT DISTINCT FROM EXCLUDED.api_key_id
      RETURNING id`,
-    [h.holdId, h.accountId, h.amount, h.refType ?? null, h.refId ?? null, h.expiresAt ?? null, h.apiKeyId ?? null],
+    [
+      h.holdId,
+      h.accountId,
+      h.amount,
+      h.refType ?? null,
+      h.refId ?? null,
+      h.expiresAt ?? null,
+      h.apiKeyId ?? null,
+      h.holderId ?? null,
+    ],
   );
   if (ins.rowCount === 0) throw new LedgerError(`hold ${h.holdId} is closed or belongs to another account`);
   return { applied: true };
@@ -153,7 +164,15 @@ export async function placeHoldIn(
  */
 export async function placeFlexibleHold(
   db: Db,
-  h: { accountId: string; holdId: string; min: number; want: number; idempotencyKey: string; expiresAt?: Date } & Ref &
+  h: {
+    accountId: string;
+    holdId: string;
+    min: number;
+    want: number;
+    idempotencyKey: string;
+    expiresAt?: Date;
+    holderId?: string;
+  } & Ref &
     KeyRef,
 ): Promise<number> {
   assertVnd(h.min, 'hold minimum', true);

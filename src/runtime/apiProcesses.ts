@@ -1,5 +1,6 @@
 import cluster, { type Worker } from 'node:cluster';
 import os from 'node:os';
+import { exitOnStopSignals } from './stopSignals';
 
 /**
  * `API_PROCESSES`: how many API processes share the port. Node 20 cannot share a port between unrelated processes
@@ -36,14 +37,7 @@ interface Options {
 /** One process: start it and stop it cleanly on SIGINT/SIGTERM (leases returned, logs flushed). */
 async function runSingle(start: () => Promise<Stoppable>): Promise<void> {
   const api = await start();
-  const stop = () => {
-    api.close().then(
-      () => process.exit(0),
-      () => process.exit(1),
-    );
-  };
-  process.once('SIGINT', stop);
-  process.once('SIGTERM', stop);
+  exitOnStopSignals(() => api.close());
 }
 
 /**
@@ -94,8 +88,9 @@ export async function runApiProcesses(opts: Options): Promise<void> {
   cluster.on('listening', (_w, address) => {
     if (++listening === opts.count) opts.onListening?.(address.port);
   });
-  process.once('SIGINT', () => stopAll(0));
-  process.once('SIGTERM', () => stopAll(0));
+  // `on`, not `once`: a Ctrl-C often arrives twice (terminal and npm); stopAll acts on the first only.
+  process.on('SIGINT', () => stopAll(0));
+  process.on('SIGTERM', () => stopAll(0));
   for (let i = 0; i < opts.count; i++) fork();
   opts.log(`API: ${opts.count} processes sharing one port (primary ${process.pid})`);
 }
