@@ -4,12 +4,14 @@ import {
   continueAsNew,
   defineQuery,
   defineSignal,
+  patched,
   proxyActivities,
   setHandler,
   upsertSearchAttributes,
   workflowInfo,
 } from '@temporalio/workflow';
 import type { BatchNativeActivities } from '../activities/batchNative';
+import type { BatchSlotActivities } from '../activities/batchSlots';
 import type { WebhookActivities } from '../activities/webhooks';
 import {
   CANCEL_SIGNAL,
@@ -77,6 +79,7 @@ export async function batchJobWorkflow(input: BatchJobInput): Promise<BatchJobRe
   const finishing = proxyActivities<BatchActivities & BatchNativeActivities>(o.finalize);
   const native = proxyActivities<BatchNativeActivities>(o.native);
   const events = proxyActivities<WebhookActivities>(o.db);
+  const slots = proxyActivities<BatchSlotActivities>(o.db);
 
   let status: BatchStatus = 'validating';
   let cancelRequested = false;
@@ -130,6 +133,10 @@ export async function batchJobWorkflow(input: BatchJobInput): Promise<BatchJobRe
     }
   } else {
     enter(cancelRequested ? 'cancelling' : 'in_progress');
+    // Each chunk takes one of its account's slots first (activities/batchSlots.ts); runs started before this
+    // existed replay without it.
+    const fair = patched('batch-account-slots');
+    let slotWaits = 0;
     while (!pos.done) {
       if (cancelRequested) {
         end = 'cancelled';
@@ -141,6 +148,14 @@ export async function batchJobWorkflow(input: BatchJobInput): Promise<BatchJobRe
       }
       // A long batch continues as a new run before its history grows large; the position is in Postgres.
       if (workflowInfo().continueAsNewSuggested) await continueAsNew<typeof batchJobWorkflow>(input);
+      if (fair) {
+        if (!(await slots.acquireBatchSlot({ batchId, accountId })).granted) {
+          // The account's chunks are at their cap: look again after a wait growing to 10 s (a cancel wakes it).
+          await condition(() => cancelRequested, Math.min(10_000, 200 * 2 ** Math.min(slotWaits++, 6)));
+          continue;
+        }
+        slotWaits = 0;
+      }
       try {
         const c = await chunks.runChunk({ batchId, chunk: pos.chunk, offset: pos.offset, line: pos.line });
         cancelRequested ||= c.cancelRequested;
@@ -149,6 +164,8 @@ export async function batchJobWorkflow(input: BatchJobInput): Promise<BatchJobRe
         end = 'failed';
         failure = `A part of the batch could not be run: ${(e as Error).message}`.slice(0, 1000);
         break;
+      } finally {
+        if (fair) await slots.releaseBatchSlot({ batchId, accountId });
       }
       if (cancelRequested && !pos.done) enter('cancelling');
     }
