@@ -6,8 +6,9 @@ import { deliveryToSend, recordAttempt, recordEvent, type AttemptOutcome } from 
 import { endpointForDelivery } from '../src/webhooks/endpoints';
 import { sendWebhook } from '../src/webhooks/send';
 import { startDelivery } from '../src/webhooks/start';
-import type { WebhookSettings } from '../src/webhooks/settings';
+import { deliveryLimits, type WebhookSettings } from '../src/webhooks/settings';
 import type { Lookup } from '../src/net/vettedHost';
+import { acquireSlots, jittered, releaseSlots, type SlotSpec } from '../src/limits/jobSlots';
 
 /**
  * The webhook activities, for any workflow that emits events (video jobs today, batches later) and for the
@@ -44,14 +45,38 @@ export interface AttemptInput {
   giveUpAt: number;
 }
 
-/** waitMs null: the delivery is over (succeeded, failed, cancelled or superseded by a resend). */
+/**
+ * waitMs null: the delivery is over (succeeded, failed, cancelled or superseded by a resend). 'busy': nothing was
+ * sent (no slot); try again after waitMs, which does not count as a try.
+ */
 export interface AttemptResult {
-  outcome: AttemptOutcome | 'superseded';
+  outcome: AttemptOutcome | 'superseded' | 'busy';
   waitMs: number | null;
 }
 
+/**
+ * The slots a try takes: the delivery's own (one try in flight, whatever its generation) and one of its account's
+ * (a fair share of the delivery workers; tenants with slow receivers wait for their own tries, not for others').
+ */
+function trySlots(s: WebhookSettings, deliveryId: string, accountId: string): SlotSpec[] {
+  return [
+    { scope: 'webhook-try', key: deliveryId, cap: 1 },
+    { scope: 'webhook-account', key: accountId, cap: deliveryLimits(s).accountConcurrency },
+  ];
+}
+
+type Sendable = NonNullable<Awaited<ReturnType<typeof deliveryToSend>>>;
+
 export function createWebhookActivities(deps: WebhookActivityDeps) {
   const { db, settings } = deps;
+  // How long an account's tries take (a moving average, this process's view): how long a queued try waits per
+  // round of the account's tries ahead of it. A receiver that never answers makes it the timeout.
+  const tryMs = new Map<string, number>();
+  const noteTry = (accountId: string, ms: number) => {
+    const was = tryMs.get(accountId);
+    if (tryMs.size > 10_000) tryMs.clear();
+    tryMs.set(accountId, was === undefined ? ms : 0.8 * was + 0.2 * ms);
+  };
   return {
     /** Records the event once and starts a delivery workflow per subscribed endpoint; returns the event id. */
     async emitWebhookEvent(e: EmitInput): Promise<string> {
@@ -64,42 +89,81 @@ export function createWebhookActivities(deps: WebhookActivityDeps) {
     async attemptWebhookDelivery(a: AttemptInput): Promise<AttemptResult> {
       const d = await deliveryToSend(db, a.deliveryId);
       if (!d || d.generation !== a.generation || d.status !== 'pending') return { outcome: 'superseded', waitMs: null };
-      const startedAt = new Date();
-      const endpoint = await endpointForDelivery(db, d.endpointId);
-      if (!endpoint) return endpointDeleted(db, a, startedAt);
-      const r = await sendWebhook({
-        url: endpoint.url,
-        msgId: d.eventId,
-        payload: d.payload,
-        secrets: endpoint.secrets,
-        timeoutMs: settings.timeoutMs,
-        allowPrivate: settings.allowPrivateUrls,
-        lookup: deps.lookup,
-      });
-      const now = Date.now();
-      let waitMs: number | null = null;
-      if (r.outcome === 'retry' && now < a.giveUpAt) {
-        // Never past the window's end, so the last try falls on it: retries span the whole window.
-        waitMs = Math.min(Math.max(a.backoffMs, Math.min(r.retryAfterMs ?? 0, a.maxWaitMs)), a.giveUpAt - now);
+      const slots = trySlots(settings, a.deliveryId, d.accountId);
+      const holder = `${a.deliveryId}:${a.generation}`;
+      // The lease outlives the activity's own limit (the POST's plus the writes), so only a dead holder loses it.
+      const leaseMs = settings.timeoutMs + 30_000;
+      const perRound = tryMs.get(d.accountId) ?? settings.timeoutMs;
+      // A queued try comes back when its turn should have come (its place is kept meanwhile, and a while after).
+      const g = await acquireSlots(db, slots, holder, leaseMs, 2 * a.maxWaitMs + 60_000);
+      if (!g.granted) {
+        if (Date.now() >= a.giveUpAt) return busyTooLong(db, a);
+        const waitMs = Math.min(Math.max(200, jittered((g.rounds ?? 1) * perRound)), a.maxWaitMs);
+        return { outcome: 'busy', waitMs };
       }
-      await recordAttempt(db, {
-        deliveryId: a.deliveryId,
-        generation: a.generation,
-        startedAt,
-        durationMs: now - startedAt.getTime(),
-        statusCode: r.statusCode,
-        error: r.error,
-        outcome: r.outcome,
-        nextAttemptAt: waitMs === null ? null : new Date(now + waitMs),
-      });
-      if (r.outcome !== 'succeeded')
-        deps.logger?.info(
-          { deliveryId: a.deliveryId, status: r.statusCode, error: r.error, retryInMs: waitMs },
-          'webhook try failed',
-        );
-      return { outcome: r.outcome === 'retry' && waitMs === null ? 'failed' : r.outcome, waitMs };
+      const t0 = Date.now();
+      try {
+        return await attempt(a, d);
+      } finally {
+        noteTry(d.accountId, Date.now() - t0);
+        await releaseSlots(db, slots, holder);
+      }
     },
   };
+
+  /** The try itself, its slots taken. */
+  async function attempt(a: AttemptInput, d: Sendable): Promise<AttemptResult> {
+    const startedAt = new Date();
+    const endpoint = await endpointForDelivery(db, d.endpointId);
+    if (!endpoint) return endpointDeleted(db, a, startedAt);
+    const r = await sendWebhook({
+      url: endpoint.url,
+      msgId: d.eventId,
+      payload: d.payload,
+      secrets: endpoint.secrets,
+      timeoutMs: settings.timeoutMs,
+      allowPrivate: settings.allowPrivateUrls,
+      lookup: deps.lookup,
+    });
+    const now = Date.now();
+    let waitMs: number | null = null;
+    if (r.outcome === 'retry' && now < a.giveUpAt) {
+      // Never past the window's end, so the last try falls on it: retries span the whole window.
+      waitMs = Math.min(Math.max(a.backoffMs, Math.min(r.retryAfterMs ?? 0, a.maxWaitMs)), a.giveUpAt - now);
+    }
+    await recordAttempt(db, {
+      deliveryId: a.deliveryId,
+      generation: a.generation,
+      startedAt,
+      durationMs: now - startedAt.getTime(),
+      statusCode: r.statusCode,
+      error: r.error,
+      outcome: r.outcome,
+      nextAttemptAt: waitMs === null ? null : new Date(now + waitMs),
+    });
+    if (r.outcome !== 'succeeded')
+      deps.logger?.info(
+        { deliveryId: a.deliveryId, status: r.statusCode, error: r.error, retryInMs: waitMs },
+        'webhook try failed',
+      );
+    const outcome: AttemptResult['outcome'] = r.outcome === 'retry' && waitMs === null ? 'failed' : r.outcome;
+    return { outcome, waitMs };
+  }
+}
+
+/** The retry window closed while the delivery waited for a slot: it fails without a try. */
+async function busyTooLong(db: Db, a: AttemptInput): Promise<AttemptResult> {
+  await recordAttempt(db, {
+    deliveryId: a.deliveryId,
+    generation: a.generation,
+    startedAt: new Date(),
+    durationMs: 0,
+    statusCode: null,
+    error: "the retry window closed while the account's tries in flight were at their limit",
+    outcome: 'retry',
+    nextAttemptAt: null,
+  });
+  return { outcome: 'failed', waitMs: null };
 }
 
 /** The delivery's endpoint is gone: the try is recorded as cancelled, and the delivery ends. */

@@ -28,6 +28,7 @@ import { reconcileBatches } from './batches/reconciler';
 import {
   createBatchActivities,
   createBatchNativeActivities,
+  createBatchSlotActivities,
   createVideoActivities,
   createWebhookActivities,
 } from '../activities';
@@ -37,6 +38,8 @@ import { GeminiAdapter } from './providers/gemini';
 import { ModelRouter } from './routing/modelRouter';
 import { serveWorkerMetrics } from './observability/metricsServer';
 import { flushTracing, initTracing, tracer } from './observability/tracing';
+import { createDeliveryWorker } from './webhooks/deliveryWorker';
+import { webhookTaskQueue } from './webhooks/settings';
 
 /**
  * Production worker entry point (`npm run worker`; src/main.ts runs it in-process): the Temporal worker for the
@@ -194,10 +197,13 @@ export async function startWorker(config: Config = loadConfig(), opts: WorkerOpt
         ...createVideoActivities({ db, storage, catalog, providers, router, logger }),
         ...createBatchActivities(batchDeps),
         ...createBatchNativeActivities(batchDeps),
+        ...createBatchSlotActivities(batchDeps),
+        // Emitting starts deliveries on their own queue (src/webhooks/deliveryWorker.ts); the try activity stays
+        // registered here for delivery workflows started on this queue before it had one.
         ...createWebhookActivities({
           db,
           temporal,
-          taskQueue: config.temporalTaskQueue,
+          taskQueue: webhookTaskQueue(config),
           settings: config.webhooks,
           logger,
         }),
@@ -214,6 +220,25 @@ export async function startWorker(config: Config = loadConfig(), opts: WorkerOpt
     });
     const running = worker.run();
     running.catch((e) => logger.error({ err: (e as Error).message }, 'video worker stopped'));
+
+    // ---- Webhook deliveries: a worker of their own (queue, slots, connections) in this process.
+    const deliveries = await createDeliveryWorker({
+      config,
+      connection: nativeConnection,
+      bundle,
+      temporal,
+      logger,
+      ...(traced
+        ? {
+            traced: {
+              interceptors: { activity: traced.interceptors.activity } as WorkerInterceptors,
+              sinks: traced.sinks as InjectedSinks<never>,
+            },
+          }
+        : {}),
+    });
+    cleanup.unshift(() => deliveries.close());
+    deliveries.run().catch((e) => logger.error({ err: (e as Error).message }, 'webhook delivery worker stopped'));
 
     const stops: (() => Promise<void>)[] = [];
     if (opts.reconciler !== false) {

@@ -11,6 +11,7 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import type { BatchNativeActivities, NativeTarget } from '../activities/batchNative';
+import type { BatchSlotActivities } from '../activities/batchSlots';
 import type { WebhookActivities } from '../activities/webhooks';
 import {
   CANCEL_SIGNAL,
@@ -93,6 +94,7 @@ export async function batchJobWorkflow(input: BatchJobInput): Promise<BatchJobRe
   const native = proxyActivities<BatchNativeActivities>(o.native);
   const follow = proxyActivities<BatchNativeActivities>(o.follow);
   const events = proxyActivities<WebhookActivities>(o.db);
+  const slots = proxyActivities<BatchSlotActivities>(o.db);
 
   let status: BatchStatus = 'validating';
   let cancelRequested = false;
@@ -149,6 +151,10 @@ export async function batchJobWorkflow(input: BatchJobInput): Promise<BatchJobRe
     }
   } else {
     enter(cancelRequested ? 'cancelling' : 'in_progress');
+    // Each chunk takes one of its account's slots first (activities/batchSlots.ts); runs started before this
+    // existed replay without it.
+    const fair = patched('batch-account-slots');
+    let slotWaits = 0;
     while (!pos.done) {
       if (cancelRequested) {
         end = 'cancelled';
@@ -160,6 +166,14 @@ export async function batchJobWorkflow(input: BatchJobInput): Promise<BatchJobRe
       }
       // A long batch continues as a new run before its history grows large; the position is in Postgres.
       if (workflowInfo().continueAsNewSuggested) await continueAsNew<typeof batchJobWorkflow>(input);
+      if (fair) {
+        if (!(await slots.acquireBatchSlot({ batchId, accountId })).granted) {
+          // The account's chunks are at their cap: look again after a wait growing to 10 s (a cancel wakes it).
+          await condition(() => cancelRequested, Math.min(10_000, 200 * 2 ** Math.min(slotWaits++, 6)));
+          continue;
+        }
+        slotWaits = 0;
+      }
       try {
         const c = await chunks.runChunk({ batchId, chunk: pos.chunk, offset: pos.offset, line: pos.line });
         cancelRequested ||= c.cancelRequested;
@@ -168,6 +182,8 @@ export async function batchJobWorkflow(input: BatchJobInput): Promise<BatchJobRe
         end = 'failed';
         failure = `A part of the batch could not be run: ${(e as Error).message}`.slice(0, 1000);
         break;
+      } finally {
+        if (fair) await slots.releaseBatchSlot({ batchId, accountId });
       }
       if (cancelRequested && !pos.done) enter('cancelling');
     }

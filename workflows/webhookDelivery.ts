@@ -23,6 +23,9 @@ export async function webhookDeliveryWorkflow(input: DeliveryInput): Promise<str
     retry: { initialInterval: 1_000, backoffCoefficient: 2, maximumInterval: 60_000 },
   });
   const giveUpAt = Date.now() + input.retry.windowMs;
+  // A try that found no slot ('busy': the account's tries at their cap, or an earlier try still in flight) sent
+  // nothing and is not counted: the next real try keeps its backoff. (Only the loop's counter changes, not the
+  // commands: histories from before replay alike.)
   for (let attempt = 1; ; attempt++) {
     const r = await acts.attemptWebhookDelivery({
       deliveryId: input.deliveryId,
@@ -32,6 +35,7 @@ export async function webhookDeliveryWorkflow(input: DeliveryInput): Promise<str
       giveUpAt,
     });
     if (r.waitMs === null) return r.outcome;
+    if (r.outcome === 'busy') attempt--;
     await sleep(r.waitMs);
   }
 }

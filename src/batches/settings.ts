@@ -8,6 +8,11 @@ import type { BatchTiming } from './workflowContract';
 export interface BatchSettings {
   /** Requests of one batch in flight at once (per worker running its chunk). */
   concurrency: number;
+  /**
+   * Chunks of one account's batches running at once, over all worker processes: an account with many or huge
+   * batches waits for its own chunks, never holding the worker from other accounts' batches.
+   */
+  accountChunks: number;
   /** Lines per chunk: one activity runs a chunk, commits its charges and output part, then the next starts. */
   chunkLines: number;
   /**
@@ -35,6 +40,7 @@ export const DAY_MS = 24 * 3600_000;
 export function loadBatchSettings(env: NodeJS.ProcessEnv = process.env): BatchSettings {
   const s: BatchSettings = {
     concurrency: Math.floor(num(env, 'BATCH_CONCURRENCY', 16)),
+    accountChunks: Math.floor(num(env, 'BATCH_ACCOUNT_CHUNKS', 4)),
     chunkLines: Math.floor(num(env, 'BATCH_CHUNK_LINES', 500)),
     keyLimitShare: num(env, 'BATCH_KEY_LIMIT_SHARE', 0.5),
     completionWindowMs: num(env, 'BATCH_COMPLETION_WINDOW_MS', DAY_MS),

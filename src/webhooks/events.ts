@@ -64,7 +64,7 @@ export async function recordEvent(
 /** What one try sends: the event's id and body, and the endpoint (null when deleted) and delivery state. */
 export async function deliveryToSend(db: Queryable, deliveryId: string) {
   const r = await db.query(
-    `SELECT d.status, d.generation, d.endpoint_id, e.id AS event_id, e.payload
+    `SELECT d.status, d.generation, d.endpoint_id, e.id AS event_id, e.account_id, e.payload
        FROM webhook_deliveries d JOIN webhook_events e ON e.id = d.event_id WHERE d.id = $1`,
     [deliveryId],
   );
@@ -75,6 +75,7 @@ export async function deliveryToSend(db: Queryable, deliveryId: string) {
     generation: x.generation as number,
     endpointId: x.endpoint_id as string,
     eventId: x.event_id as string,
+    accountId: x.account_id as string,
     payload: x.payload as string,
   };
 }

@@ -15,6 +15,7 @@ import {
 } from './endpoints';
 import { deliveryView, listDeliveries } from './events';
 import { resendDelivery } from './start';
+import { webhookTaskQueue } from './settings';
 
 /**
  * What an account can do with its webhooks, checked and answered in the API's shapes: one implementation behind
@@ -86,7 +87,7 @@ export function webhookService(deps: Pick<AppDeps, 'db' | 'config' | 'temporal'>
         has_more: hasMore,
       };
     },
-    /** Sends a delivery again now (with the same webhook-id). */
+    /** Sends a delivery again now (with the same webhook-id); 429 past the account's or the delivery's resend limit. */
     async resend(accountId: string, id: unknown, deliveryId: unknown) {
       const e = await own(accountId, id);
       if (!deps.temporal)
@@ -99,7 +100,7 @@ export function webhookService(deps: Pick<AppDeps, 'db' | 'config' | 'temporal'>
         );
       const ref =
         typeof deliveryId === 'string' && UUID.test(deliveryId)
-          ? await resendDelivery(deps.db, deps.temporal, deps.config.temporalTaskQueue, s, {
+          ? await resendDelivery(deps.db, deps.temporal, webhookTaskQueue(deps.config), s, {
               accountId,
               endpointId: e.id,
               deliveryId: deliveryId.toLowerCase(),

@@ -14,7 +14,39 @@ export interface WebhookSettings {
   maxEndpoints: number;
   /** How long the secret before a rotation still signs (a second v1 signature), ms. */
   rotationGraceMs: number;
+  /**
+   * Fair shares (deliveryLimits() fills what is left out): deliveries have a task queue and activity slots of their
+   * own, and each account a cap on its tries in flight; resends are limited per account and per delivery.
+   */
+  limits?: Partial<DeliveryLimits>;
 }
+
+export interface DeliveryLimits {
+  /** The deliveries' task queue (default: the worker's task queue + `-webhooks`). */
+  taskQueue: string | null;
+  /** Tries in flight at once per worker process (its delivery worker's activity slots). */
+  concurrency: number;
+  /** Tries in flight at once per account, over all worker processes. */
+  accountConcurrency: number;
+  /** Resends per account in any minute. */
+  resendsPerMinute: number;
+  /** Least time between two resends of one delivery, ms. */
+  resendIntervalMs: number;
+}
+
+export const DEFAULT_DELIVERY_LIMITS: DeliveryLimits = {
+  taskQueue: null,
+  concurrency: 100,
+  accountConcurrency: 10,
+  resendsPerMinute: 30,
+  resendIntervalMs: 30_000,
+};
+
+export const deliveryLimits = (s: WebhookSettings): DeliveryLimits => ({ ...DEFAULT_DELIVERY_LIMITS, ...s.limits });
+
+/** The task queue delivery workflows run on, beside the worker's own queue (`temporalTaskQueue`). */
+export const webhookTaskQueue = (c: { temporalTaskQueue: string; webhooks: WebhookSettings }): string =>
+  deliveryLimits(c.webhooks).taskQueue ?? `${c.temporalTaskQueue}-webhooks`;
 
 /** Exponential backoff from initialMs, doubling up to maxMs, until windowMs after the delivery started. */
 export interface RetrySchedule {
@@ -39,5 +71,14 @@ export function loadWebhookSettings(env: NodeJS.ProcessEnv = process.env): Webho
     },
     maxEndpoints: num(env, 'WEBHOOK_MAX_ENDPOINTS', 20),
     rotationGraceMs: num(env, 'WEBHOOK_ROTATION_GRACE_MS', DAY_MS),
+    limits: {
+      taskQueue: env.WEBHOOK_TASK_QUEUE?.trim() || null,
+      concurrency: Math.floor(num(env, 'WEBHOOK_CONCURRENCY', DEFAULT_DELIVERY_LIMITS.concurrency)),
+      accountConcurrency: Math.floor(
+        num(env, 'WEBHOOK_ACCOUNT_CONCURRENCY', DEFAULT_DELIVERY_LIMITS.accountConcurrency),
+      ),
+      resendsPerMinute: Math.floor(num(env, 'WEBHOOK_RESENDS_PER_MINUTE', DEFAULT_DELIVERY_LIMITS.resendsPerMinute)),
+      resendIntervalMs: num(env, 'WEBHOOK_RESEND_INTERVAL_MS', DEFAULT_DELIVERY_LIMITS.resendIntervalMs),
+    },
   };
 }

@@ -1,8 +1,9 @@
 import type { Client } from '@temporalio/client';
 import { isTemporalError } from '../video/temporalErrors';
 import type { Db } from '../db/pool';
-import { deliveryWorkflowIdOf, prepareResend, type DeliveryRef } from './events';
-import type { RetrySchedule, WebhookSettings } from './settings';
+import { deliveryWorkflowIdOf, type DeliveryRef } from './events';
+import { admitResend } from './resends';
+import { deliveryLimits, type RetrySchedule, type WebhookSettings } from './settings';
 
 /** Starting a delivery's workflow (workflows/webhookDelivery.ts): by the emitting activity and by a resend. */
 
@@ -41,7 +42,8 @@ export async function startDelivery(
 
 /**
  * Sends a delivery again at once (a new generation: a pending delivery's waiting workflow stands down at its next
- * try). Null when the delivery is not on this endpoint of the account, or the endpoint was deleted.
+ * try; a try of it still in flight ends first). Null when the delivery is not on this endpoint of the account, or
+ * the endpoint was deleted; a 429 (ApiError) past the resend limits.
  */
 export async function resendDelivery(
   db: Db,
@@ -50,7 +52,7 @@ export async function resendDelivery(
   s: WebhookSettings,
   a: { accountId: string; endpointId: string; deliveryId: string },
 ): Promise<DeliveryRef | null> {
-  const ref = await prepareResend(db, a.accountId, a.endpointId, a.deliveryId);
+  const ref = await admitResend(db, deliveryLimits(s), a);
   if (ref) await startDelivery(client, taskQueue, s, ref);
   return ref;
 }

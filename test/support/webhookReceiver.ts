@@ -1,4 +1,5 @@
 import http from 'node:http';
+import net from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { DAY_MS, type WebhookSettings } from '../../src/webhooks/settings';
 
@@ -87,5 +88,41 @@ export function fastWebhookSettings(): WebhookSettings {
     retry: { initialMs: 200, maxMs: 1_000, windowMs: 120_000 },
     maxEndpoints: 20,
     rotationGraceMs: DAY_MS,
+  };
+}
+
+export interface BlackHole {
+  url: string;
+  /** Connections open now, and the most open at once so far. */
+  open(): number;
+  maxOpen(): number;
+  /** Connections accepted so far. */
+  accepted(): number;
+  close(): Promise<void>;
+}
+
+/** A receiver that accepts each TCP connection and never answers (the sender's timeout ends each try). */
+export async function startBlackHole(): Promise<BlackHole> {
+  const sockets = new Set<net.Socket>();
+  let max = 0;
+  let accepted = 0;
+  const server = net.createServer((s) => {
+    accepted++;
+    sockets.add(s);
+    max = Math.max(max, sockets.size);
+    s.on('error', () => undefined);
+    s.on('close', () => sockets.delete(s));
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    open: () => sockets.size,
+    maxOpen: () => max,
+    accepted: () => accepted,
+    close: () =>
+      new Promise<void>((r) => {
+        for (const s of sockets) s.destroy();
+        server.close(() => r());
+      }),
   };
 }

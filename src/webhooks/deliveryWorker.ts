@@ -1,0 +1,68 @@
+import { NativeConnection, Worker, type WorkerOptions, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import type { Client } from '@temporalio/client';
+import type { Config } from '../config';
+import { createPool } from '../db/pool';
+import type { Logger } from '../observability/logger';
+import { createWebhookActivities } from '../../activities/webhooks';
+import { deliveryLimits, webhookTaskQueue } from './settings';
+
+/**
+ * The worker of webhook deliveries, beside the jobs' worker in the same process: a task queue of its own
+ * (webhookTaskQueue), its own activity slots (WEBHOOK_CONCURRENCY) and its own database connections, so receivers
+ * that never answer hold delivery slots only, never the slots, connections or queue of batches and video jobs.
+ * Within it each account has at most WEBHOOK_ACCOUNT_CONCURRENCY tries in flight (activities/webhooks.ts).
+ */
+
+export interface DeliveryWorker {
+  run(): Promise<void>;
+  close(): Promise<void>;
+}
+
+export async function createDeliveryWorker(o: {
+  config: Config;
+  connection: NativeConnection;
+  bundle: WorkflowBundleWithSourceMap;
+  temporal: Client;
+  logger: Logger;
+  /** The tracing interceptors and sinks of the jobs' worker, when tracing is on. */
+  traced?: Pick<WorkerOptions, 'interceptors' | 'sinks'>;
+}): Promise<DeliveryWorker> {
+  const { config } = o;
+  const limits = deliveryLimits(config.webhooks);
+  // A few connections suffice: a try holds one only for its short reads and writes, never during the POST.
+  const db = createPool(config.databaseUrl, 5);
+  try {
+    const { attemptWebhookDelivery } = createWebhookActivities({
+      db,
+      temporal: o.temporal,
+      taskQueue: webhookTaskQueue(config),
+      settings: config.webhooks,
+      logger: o.logger,
+    });
+    const worker = await Worker.create({
+      connection: o.connection,
+      namespace: config.temporalNamespace,
+      taskQueue: webhookTaskQueue(config),
+      workflowBundle: o.bundle,
+      activities: { attemptWebhookDelivery },
+      maxConcurrentActivityTaskExecutions: limits.concurrency,
+      stickyQueueScheduleToStartTimeout: config.video.stickyQueueTimeoutMs,
+      ...o.traced,
+    });
+    let running: Promise<void> | null = null;
+    return {
+      run() {
+        running ??= worker.run();
+        return running;
+      },
+      async close() {
+        if (worker.getState() === 'RUNNING') worker.shutdown();
+        await running?.catch(() => undefined);
+        await db.end().catch(() => undefined);
+      },
+    };
+  } catch (e) {
+    await db.end().catch(() => undefined);
+    throw e;
+  }
+}
