@@ -21,6 +21,8 @@ export function unitsCost(p: Pricing, units: Record<string, unknown>): number | 
       cacheWrite1h: tokens.cache_write_1h,
       output: tokens.output,
       reasoning: tokens.reasoning,
+      audioInput: tokens.audio_input,
+      audioOutput: tokens.audio_output,
       estimated: false,
     });
   if (typeof units.images === 'number') return imagesCost(p, units.images);
