@@ -3,6 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { getBalance, listLedger, verifyProjections } from '../../src/billing/ledger';
 import { createJobWithHold, endJob, getJob, listEvents } from '../../src/video/jobs';
+import { verifyUsage } from '../../src/billing/usageVerify';
 import { eventually, videoHarnessForFile, type VideoHarness } from '../support/video';
 
 /**
@@ -283,4 +284,21 @@ test('the last frame is stored and served with the type its bytes have: PNG, JPE
     }).toEqual({ status: 200, type: c.type, disposition: `inline; filename="${done.id}-last-frame.${c.ext}"` });
     expect(Buffer.from(await r.arrayBuffer()).equals(fixture(c.file))).toBe(true);
   }
+});
+
+test('a video longer than its hold: the rest from free funds, what they cannot cover a shortfall', async () => {
+  // 5 s held (18,000 VND); the provider reports 12 s (43,200 VND). 12,000 VND are free: 30,000 is charged and
+  // 13,200 recorded as uncollected, on the job and in the ledger, as a synchronous request's bill would be.
+  const acc = await h.account(30_000);
+  const job = await h.submit(acc.key, { model: SEEDANCE, prompt: 'a long boat [duration=12]', seconds: 5 });
+  const done: Json = await h.final(acc.key, job.id);
+  expect(done).toMatchObject({ status: 'completed', usage: { duration_seconds: 12, cost_vnd: 30_000 } });
+  expect(await getBalance(h.deps.db, acc.accountId)).toEqual({ balance: 0, held: 0, available: 0 });
+  const uncollected = (await listLedger(h.deps.db, acc.accountId, 100)).filter((e) => e.kind === 'uncollected');
+  expect(uncollected).toMatchObject([{ amount: 13_200, refType: 'video_job', refId: job.id }]);
+  const row = await h.deps.db.query('SELECT cost_vnd, shortfall_vnd FROM video_jobs WHERE id = $1', [job.id]);
+  expect(row.rows[0]).toEqual({ cost_vnd: 30_000, shortfall_vnd: 13_200 });
+  const verified = await verifyUsage(h.deps.db);
+  expect(verified.mismatches.filter((m) => m.id === job.id)).toEqual([]);
+  expect(await verifyProjections(h.deps.db)).toEqual([]);
 });
