@@ -4,6 +4,9 @@ import path from 'node:path';
 import { getBalance, listLedger, verifyProjections } from '../../src/billing/ledger';
 import { createJobWithHold, endJob, getJob, listEvents } from '../../src/video/jobs';
 import { verifyUsage } from '../../src/billing/usageVerify';
+import { MockActivityEnvironment } from '@temporalio/testing';
+import { createVideoActivities } from '../../activities/video';
+import { VideoProviders } from '../../src/providers/video';
 import { eventually, videoHarnessForFile, type VideoHarness } from '../support/video';
 
 /**
@@ -301,4 +304,37 @@ test('a video longer than its hold: the rest from free funds, what they cannot c
   const verified = await verifyUsage(h.deps.db);
   expect(verified.mismatches.filter((m) => m.id === job.id)).toEqual([]);
   expect(await verifyProjections(h.deps.db)).toEqual([]);
+});
+
+test('a submit attempt that lost the race to its retry: its task a job event, cancelled at the provider', async () => {
+  // Two attempts of submitVideo run at once, as when Temporal retries an attempt that timed out while its create
+  // request was still at the provider: the slow one's task comes second and is not the job's.
+  const acc = await h.account(BALANCE);
+  const job = await heldJob(acc.accountId);
+  const providers = new VideoProviders(h.deps.catalog);
+  try {
+    const acts = createVideoActivities({ db: h.deps.db, storage: h.deps.storage, catalog: h.deps.catalog, providers });
+    const create = 'POST /seedance/api/v3/contents/generations/tasks';
+    h.emulator.control.addFault({ match: create, delayMs: 1500, times: 1 });
+    const run = () => new MockActivityEnvironment().run(acts.submitVideo, { jobId: job.id });
+    const [a, b] = await Promise.all([run(), run()]);
+    const kept = (await getJob(h.deps.db, job.id))!.providerTaskId!;
+    expect([a.taskId, b.taskId]).toEqual([kept, kept]);
+    const created = h.emulator.control.requests.filter((r) => `${r.method} ${r.path}` === create);
+    expect(created).toHaveLength(2);
+    const events = await listEvents(h.deps.db, job.id);
+    const dup = events.find((e) => e.kind === 'provider_task_duplicate')!;
+    expect(dup.data).toMatchObject({ provider: 'emulator-seedance', kept });
+    const twin = dup.data.taskId as string;
+    expect(twin).not.toBe(kept);
+    expect(events.filter((e) => e.kind === 'provider_task_cancelled').map((e) => e.data)).toEqual([
+      { taskId: twin, duplicate: true },
+    ]);
+    const task = (await (
+      await fetch(`${h.emulator.url}/seedance/api/v3/contents/generations/tasks/${twin}`)
+    ).json()) as Json;
+    expect(task.status).toBe('cancelled');
+  } finally {
+    await providers.close();
+  }
 });
