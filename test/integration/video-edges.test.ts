@@ -316,7 +316,8 @@ test('a submit attempt that lost the race to its retry: its task a job event, ca
     const acts = createVideoActivities({ db: h.deps.db, storage: h.deps.storage, catalog: h.deps.catalog, providers });
     const create = 'POST /seedance/api/v3/contents/generations/tasks';
     h.emulator.control.addFault({ match: create, delayMs: 1500, times: 1 });
-    const run = () => new MockActivityEnvironment().run(acts.submitVideo, { jobId: job.id });
+    const run = () =>
+      new MockActivityEnvironment().run(acts.submitVideo, { jobId: job.id }) as ReturnType<typeof acts.submitVideo>;
     const [a, b] = await Promise.all([run(), run()]);
     const kept = (await getJob(h.deps.db, job.id))!.providerTaskId!;
     expect([a.taskId, b.taskId]).toEqual([kept, kept]);
