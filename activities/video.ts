@@ -137,9 +137,23 @@ async function observeProviderTask(x: VideoActivityContext, a: ObserveArgs): Pro
   return state;
 }
 
-/** Charges the actual cost, releases the rest of the hold and marks the job completed: one transaction. */
+/**
+ * Charges the actual cost, releases the rest of the hold and marks the job completed: one transaction. The workflow
+ * caps its charge at the hold; the whole bill (duration x the job's price) is taken here, its part above the hold
+ * collected from free funds or recorded as the job's shortfall.
+ */
 async function completeJob(x: VideoActivityContext, a: CompleteArgs): Promise<void> {
-  await jobs.endJob(x.db, a, { status: 'completed', chargeVnd: a.chargeVnd, durationSeconds: a.durationSeconds });
+  const job = await loadJob(x, a.jobId);
+  await jobs.endJob(
+    x.db,
+    { ...a, apiKeyId: job.apiKeyId },
+    {
+      status: 'completed',
+      chargeVnd: a.chargeVnd,
+      durationSeconds: a.durationSeconds,
+      billVnd: a.durationSeconds * job.pricePerSecond,
+    },
+  );
 }
 
 /**

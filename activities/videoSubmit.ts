@@ -99,8 +99,9 @@ async function createTask(
 
 /**
  * Records the task, even if the job ended meanwhile (a cancel): the workflow then cancels or follows it. A second
- * attempt that ran alongside the first (a timed-out attempt still running) created a twin: one task is the job's,
- * the other is cancelled.
+ * attempt that ran alongside the first (a timed-out attempt still running) created a twin: one task is the job's;
+ * the other is named in a `provider_task_duplicate` job event and cancelled at the provider that created it
+ * (`provider_task_cancelled`), or, where the provider cannot cancel (Veo), the event says so.
  */
 async function recordTask(x: VideoActivityContext, job: jobs.VideoJob, t: AcceptedTask): Promise<SubmitOutcome> {
   const { taskId } = t;
@@ -109,15 +110,39 @@ async function recordTask(x: VideoActivityContext, job: jobs.VideoJob, t: Accept
     deployment: t.deployment,
     taskId,
   });
-  if (rec.taskId !== taskId) {
-    x.logger?.warn({ jobId: job.id, taskId, kept: rec.taskId }, 'a duplicate provider task was created; cancelling it');
-    await adapterOf(x, job)
-      .adapter.cancel(taskId)
-      .catch(() => false);
-  }
+  if (rec.taskId !== taskId) await dropDuplicate(x, job, t, rec.taskId);
   return {
     taskId: rec.taskId,
     alreadyFinal: jobs.isFinal(rec.status) || undefined,
     cancelRequested: rec.cancelRequested || undefined,
   };
+}
+
+/** The adapter that created `t` (its deployment's, else its provider's). */
+function creatorOf(x: VideoActivityContext, job: jobs.VideoJob, t: AcceptedTask) {
+  const model = x.catalog.get(job.model);
+  const d = model && t.deployment ? x.router.deployment(model, t.deployment) : null;
+  return d ? x.providers.forDeployment(d) : x.providers.get(t.provider);
+}
+
+async function dropDuplicate(x: VideoActivityContext, job: jobs.VideoJob, t: AcceptedTask, kept: string) {
+  const { taskId } = t;
+  const at = { taskId, provider: t.provider, deployment: t.deployment, kept };
+  await jobs.appendEvent(x.db, job.id, 'provider_task_duplicate', null, at, `${job.id}:duplicate:${taskId}`);
+  let cancelled = false;
+  try {
+    cancelled = await creatorOf(x, job, t).cancel(taskId);
+  } catch (e) {
+    x.logger?.warn({ jobId: job.id, taskId, err: (e as Error).message }, 'cancelling a duplicate provider task failed');
+  }
+  if (cancelled)
+    await jobs.appendEvent(
+      x.db,
+      job.id,
+      'provider_task_cancelled',
+      null,
+      { taskId, duplicate: true },
+      `${job.id}:duplicate_cancelled:${taskId}`,
+    );
+  else x.logger?.warn(at, 'a duplicate provider task could not be cancelled: it runs on at our cost');
 }

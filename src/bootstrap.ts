@@ -10,12 +10,8 @@ import { CreditManager } from './billing/credit';
 import { createLogger } from './observability/logger';
 import { Metrics } from './observability/metrics';
 import { createStorage } from './storage';
-import { ProviderRegistry } from './providers/registry';
 import { ModelRouter } from './routing/modelRouter';
-import { AnthropicAdapter } from './providers/anthropic';
-import { GeminiAdapter } from './providers/gemini';
-import { BedrockAdapter } from './providers/bedrock';
-import { VertexAdapter } from './providers/vertex';
+import { buildProviderRegistry } from './providers/build';
 import { createRateLimiter } from './limits/createRateLimiter';
 
 /** Builds the API's dependencies from config: database (created and migrated), catalog, Temporal client. */
@@ -42,15 +38,7 @@ export async function buildDeps(
   const limiter = createRateLimiter(config, logger, metrics);
   const onError = (provider: string, status: number) =>
     metrics.upstreamErrors.inc({ provider, status: String(status) });
-  const providers = new ProviderRegistry(catalog, {
-    onError,
-    factories: {
-      anthropic: (cfg) => new AnthropicAdapter(cfg, { onError }),
-      gemini: (cfg) => new GeminiAdapter(cfg, { onError }),
-      bedrock: (cfg) => new BedrockAdapter(cfg, { onError }),
-      vertex: (cfg) => new VertexAdapter(cfg, { onError }),
-    },
-  });
+  const providers = buildProviderRegistry(catalog, { onError });
   const router = new ModelRouter(catalog, config.routing);
   metrics.observeRouting(router);
   let temporal: Client | null = null;

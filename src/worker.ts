@@ -32,9 +32,7 @@ import {
   createVideoActivities,
   createWebhookActivities,
 } from '../activities';
-import { ProviderRegistry } from './providers/registry';
-import { AnthropicAdapter } from './providers/anthropic';
-import { GeminiAdapter } from './providers/gemini';
+import { buildProviderRegistry } from './providers/build';
 import { ModelRouter } from './routing/modelRouter';
 import { serveWorkerMetrics } from './observability/metricsServer';
 import { flushTracing, initTracing, tracer } from './observability/tracing';
@@ -152,10 +150,8 @@ export async function startWorker(config: Config = loadConfig(), opts: WorkerOpt
   const catalog = Catalog.load(config.catalogPath);
   const storage = createStorage(config);
   const providers = new VideoProviders(catalog);
-  // Batch items go through the same adapters as the API's synchronous routes.
-  const syncProviders = new ProviderRegistry(catalog, {
-    factories: { anthropic: (cfg) => new AnthropicAdapter(cfg), gemini: (cfg) => new GeminiAdapter(cfg) },
-  });
+  // Batch items go through the same adapters as the API's synchronous routes (one list: providers/build.ts).
+  const syncProviders = buildProviderRegistry(catalog);
   const cleanup: (() => Promise<unknown>)[] = [() => providers.close(), () => syncProviders.close(), () => db.end()];
   const router = opts.router ?? new ModelRouter(catalog, config.routing);
   try {

@@ -317,7 +317,7 @@ export async function applyHoldCharges(c: DbClient, holds: LockedHolds, charges:
 export async function extendLockedHolds(
   c: DbClient,
   holds: LockedHolds,
-  ext: { holdId: string; amount: number; idempotencyKey: string }[],
+  ext: { holdId: string; amount: number; idempotencyKey: string; memo?: string }[],
 ): Promise<void> {
   for (const x of ext) {
     assertVnd(x.amount, 'hold extension');
@@ -331,7 +331,7 @@ export async function extendLockedHolds(
       key: x.idempotencyKey,
       refType: h.ref_type ?? undefined,
       refId: h.ref_id ?? undefined,
-      memo: 'credit lease: usage above the reservation',
+      memo: x.memo ?? 'credit lease: usage above the reservation',
     };
     if (!(await insertEvent(c, event))) continue;
     await c.query('UPDATE holds SET placed = placed + $2, remaining = remaining + $2 WHERE id = $1', [
@@ -349,20 +349,28 @@ export async function extendLockedHolds(
 
 /**
  * Records the part of requests' bills their accounts could not cover: one `uncollected` event per request (key
- * `uncollected:<request id>`, ref 'request'), moving neither balance nor held. Replays insert nothing.
+ * `uncollected:<request id>`, ref 'request', or the job's ref type for a job's bill), moving neither balance nor
+ * held. Replays insert nothing.
  */
 export async function recordUncollected(
   c: DbClient,
-  rows: { accountId: string; requestId: string; amount: number; memo: string }[],
+  rows: { accountId: string; requestId: string; amount: number; memo: string; refType?: string }[],
 ): Promise<void> {
   if (rows.length === 0) return;
   for (const r of rows) assertVnd(r.amount, 'uncollected amount');
   await c.query(
     `INSERT INTO ledger_events (account_id, kind, amount, idempotency_key, ref_type, ref_id, memo)
-     SELECT x.account_id, 'uncollected', x.amount, 'uncollected:' || x.request_id, 'request', x.request_id, x.memo
-     FROM unnest($1::uuid[], $2::bigint[], $3::text[], $4::text[]) AS x(account_id, amount, request_id, memo)
+     SELECT x.account_id, 'uncollected', x.amount, 'uncollected:' || x.request_id, x.ref_type, x.request_id, x.memo
+     FROM unnest($1::uuid[], $2::bigint[], $3::text[], $4::text[], $5::text[])
+       AS x(account_id, amount, request_id, memo, ref_type)
      ON CONFLICT (idempotency_key) DO NOTHING`,
-    [rows.map((r) => r.accountId), rows.map((r) => r.amount), rows.map((r) => r.requestId), rows.map((r) => r.memo)],
+    [
+      rows.map((r) => r.accountId),
+      rows.map((r) => r.amount),
+      rows.map((r) => r.requestId),
+      rows.map((r) => r.memo),
+      rows.map((r) => r.refType ?? 'request'),
+    ],
   );
 }
 

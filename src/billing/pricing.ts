@@ -56,21 +56,41 @@ export function tokensCost(p: Pricing, inputTokens: number, outputTokens = 0): n
   ]);
 }
 
-/** The highest price an input token can have: a funds bound must cover every prompt token being a cache write. */
+/** The base prices and, where the model has one, its long-context tier (a bound must cover either). */
+const tiers = (p: Pricing): Pricing[] => (p.above200kTokens ? [p, { ...p, ...p.above200kTokens }] : [p]);
+
+/**
+ * The highest price an input token can have: a funds bound must cover every prompt token being a cache write (or
+ * audio), at the long-context tier when the model has one.
+ */
 export function maxInputPrice(p: Pricing): number {
   return Math.max(
-    p.inputPer1MTokens ?? 0,
-    p.cachedInputPer1MTokens ?? 0,
-    p.cacheWrite5mPer1MTokens ?? 0,
-    p.cacheWrite1hPer1MTokens ?? 0,
+    ...tiers(p).map((t) =>
+      Math.max(
+        t.inputPer1MTokens ?? 0,
+        t.cachedInputPer1MTokens ?? 0,
+        t.cacheWrite5mPer1MTokens ?? 0,
+        t.cacheWrite1hPer1MTokens ?? 0,
+        t.audioInputPer1MTokens ?? 0,
+      ),
+    ),
   );
 }
 
-/** Upper bound of a token-billed request's cost: every prompt token at the highest input price. */
+/** The highest price an output token can have (reasoning and audio output included, either tier). */
+export function maxOutputPrice(p: Pricing): number {
+  return Math.max(
+    ...tiers(p).map((t) =>
+      Math.max(t.outputPer1MTokens ?? 0, t.reasoningPer1MTokens ?? 0, t.audioOutputPer1MTokens ?? 0),
+    ),
+  );
+}
+
+/** Upper bound of a token-billed request's cost: every prompt and output token at the highest price of its side. */
 export function tokensBoundCost(p: Pricing, promptTokens: number, outputTokens: number): number {
   return perMillionCost([
     [promptTokens, maxInputPrice(p)],
-    [outputTokens, p.outputPer1MTokens ?? 0],
+    [outputTokens, maxOutputPrice(p)],
   ]);
 }
 

@@ -4,7 +4,9 @@ import { perMillionCost, tokensFromChars } from './pricing';
 /**
  * What a token-billed request is charged for, read from each provider's own usage fields and priced field by field:
  * uncached input at inputPer1MTokens, cache reads at cachedInputPer1MTokens, cache writes at cacheWrite5mPer1MTokens
- * or cacheWrite1hPer1MTokens (Anthropic's cache creation, by TTL), output (reasoning included) at outputPer1MTokens.
+ * or cacheWrite1hPer1MTokens (Anthropic's cache creation, by TTL), output at outputPer1MTokens, except its reasoning
+ * part at reasoningPer1MTokens and audio at audioInput/audioOutputPer1MTokens where the catalog gives them. A request
+ * whose prompt exceeds 200,000 tokens is billed whole at the model's `above200kTokens` prices where it has them.
  * A cache price the catalog does not give is the input price (what the upstream bills without a discount).
  * The cost is the sum, rounded up to a whole VND once.
  *
@@ -26,8 +28,11 @@ export interface TokenUsage {
   cacheWrite1h: number;
   /** All output tokens, reasoning included. */
   output: number;
-  /** The reasoning part of `output` (shown, not priced separately). */
+  /** The reasoning part of `output` (priced apart only where the catalog has a reasoning price). */
   reasoning: number;
+  /** The audio part of `input` (uncached) and of `output`; absent when none. */
+  audioInput?: number;
+  audioOutput?: number;
   /** No upstream usage arrived: the delivered-text estimate. */
   estimated: boolean;
 }
@@ -35,13 +40,19 @@ export interface TokenUsage {
 const n = (v: unknown): number => (typeof v === 'number' && Number.isFinite(v) && v > 0 ? Math.ceil(v) : 0);
 
 export function tokenUsage(t: Partial<TokenUsage>): TokenUsage {
+  const input = n(t.input);
+  const output = n(t.output);
+  const audioInput = Math.min(input, n(t.audioInput));
+  const audioOutput = Math.min(output, n(t.audioOutput));
   return {
-    input: n(t.input),
+    input,
     cacheRead: n(t.cacheRead),
     cacheWrite5m: n(t.cacheWrite5m),
     cacheWrite1h: n(t.cacheWrite1h),
-    output: n(t.output),
+    output,
     reasoning: n(t.reasoning),
+    ...(audioInput ? { audioInput } : {}),
+    ...(audioOutput ? { audioOutput } : {}),
     estimated: t.estimated === true,
   };
 }
@@ -63,8 +74,9 @@ export interface ChatUsageLike {
     cached_tokens?: unknown;
     cache_write_tokens?: unknown;
     cache_write_1h_tokens?: unknown;
+    audio_tokens?: unknown;
   } | null;
-  completion_tokens_details?: { reasoning_tokens?: unknown } | null;
+  completion_tokens_details?: { reasoning_tokens?: unknown; audio_tokens?: unknown } | null;
 }
 
 /** OpenAI chat/completions usage (also legacy completions and embeddings, which have no details). */
@@ -81,6 +93,9 @@ export function fromChatUsage(u: ChatUsageLike): TokenUsage {
     cacheWrite1h: write1h,
     output: n(u.completion_tokens),
     reasoning: n(u.completion_tokens_details?.reasoning_tokens),
+    // OpenAI counts audio inside prompt_tokens; the cached part of a prompt is billed as a cache read whatever it is.
+    audioInput: Math.min(prompt - cacheRead - writes, n(d.audio_tokens)),
+    audioOutput: n(u.completion_tokens_details?.audio_tokens),
   });
 }
 
@@ -127,15 +142,32 @@ export function fromResponsesUsage(u: ResponsesUsageLike): TokenUsage {
   });
 }
 
+/** Prompts above this many tokens are billed at a model's `above200kTokens` prices. */
+export const LONG_CONTEXT_TOKENS = 200_000;
+
+/** The prices a request of `prompt` input tokens is billed at: the long-context tier over the base, where given. */
+export function tierPricing(p: Pricing, prompt: number): Pricing {
+  return prompt > LONG_CONTEXT_TOKENS && p.above200kTokens ? { ...p, ...p.above200kTokens } : p;
+}
+
 /** Each usage field at its own price, summed, rounded up once (exact integer arithmetic, see pricing.ts). */
-export function usageCost(p: Pricing, t: TokenUsage): number {
+export function usageCost(pricing: Pricing, t: TokenUsage): number {
+  const p = tierPricing(pricing, promptTokens(t));
   const input = p.inputPer1MTokens ?? 0;
+  const output = p.outputPer1MTokens ?? 0;
+  // Reasoning and audio are parts of output (audio never reasoning): each part once, the rest at the output price.
+  const audioOut = Math.min(t.output, t.audioOutput ?? 0);
+  const reasoning = Math.min(t.output - audioOut, t.reasoning);
+  const audioIn = Math.min(t.input, t.audioInput ?? 0);
   return perMillionCost([
-    [t.input, input],
+    [t.input - audioIn, input],
+    [audioIn, p.audioInputPer1MTokens ?? input],
     [t.cacheRead, p.cachedInputPer1MTokens ?? input],
     [t.cacheWrite5m, p.cacheWrite5mPer1MTokens ?? input],
     [t.cacheWrite1h, p.cacheWrite1hPer1MTokens ?? input],
-    [t.output, p.outputPer1MTokens ?? 0],
+    [t.output - audioOut - reasoning, output],
+    [reasoning, p.reasoningPer1MTokens ?? output],
+    [audioOut, p.audioOutputPer1MTokens ?? output],
   ]);
 }
 
@@ -151,6 +183,8 @@ export function usageUnits(t: TokenUsage): Record<string, number> {
   if (t.cacheWrite5m) u.cache_write_5m_tokens = t.cacheWrite5m;
   if (t.cacheWrite1h) u.cache_write_1h_tokens = t.cacheWrite1h;
   if (t.reasoning) u.reasoning_tokens = t.reasoning;
+  if (t.audioInput) u.audio_input_tokens = t.audioInput;
+  if (t.audioOutput) u.audio_output_tokens = t.audioOutput;
   if (t.estimated) u.estimated = 1;
   return u;
 }
@@ -163,6 +197,8 @@ export function breakdownOfUnits(units: Record<string, unknown>): {
   cache_write_1h: number;
   output: number;
   reasoning: number;
+  audio_input: number;
+  audio_output: number;
 } | null {
   if (typeof units.prompt_tokens !== 'number') return null;
   const cacheRead = n(units.cache_read_tokens);
@@ -178,5 +214,7 @@ export function breakdownOfUnits(units: Record<string, unknown>): {
     cache_write_1h: w1,
     output: n(units.completion_tokens),
     reasoning: n(units.reasoning_tokens),
+    audio_input: n(units.audio_input_tokens),
+    audio_output: n(units.audio_output_tokens),
   };
 }

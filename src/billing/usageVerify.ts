@@ -21,6 +21,8 @@ export function unitsCost(p: Pricing, units: Record<string, unknown>): number | 
       cacheWrite1h: tokens.cache_write_1h,
       output: tokens.output,
       reasoning: tokens.reasoning,
+      audioInput: tokens.audio_input,
+      audioOutput: tokens.audio_output,
       estimated: false,
     });
   if (typeof units.images === 'number') return imagesCost(p, units.images);
@@ -91,9 +93,13 @@ export async function verifyUsage(db: Db, opts: { since?: Date; limit?: number }
       if (page.rowCount! < PAGE) break;
     }
     await c.query('CLOSE usage_check');
-    // Each shortfall has its uncollected event of the same amount, and each such event its usage record.
+    // Each shortfall (of a usage record or a video job) has its uncollected event of the same amount, and each such
+    // event its record.
     const un = await c.query(
       `WITH u AS (SELECT id::text AS id, shortfall_vnd FROM usage_records
+                  WHERE shortfall_vnd > 0 AND ($1::timestamptz IS NULL OR created_at >= $1::timestamptz)
+                  UNION ALL
+                  SELECT id::text, shortfall_vnd FROM video_jobs
                   WHERE shortfall_vnd > 0 AND ($1::timestamptz IS NULL OR created_at >= $1::timestamptz)),
             e AS (SELECT ref_id AS id, amount FROM ledger_events
                   WHERE kind = 'uncollected' AND ($1::timestamptz IS NULL OR created_at >= $1::timestamptz))

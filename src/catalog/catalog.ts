@@ -107,6 +107,16 @@ export interface Pricing {
   /** Anthropic cache writes (cache creation) with a 5-minute / 1-hour TTL; absent: the input price. */
   cacheWrite5mPer1MTokens?: number;
   cacheWrite1hPer1MTokens?: number;
+  /** The reasoning part of output tokens (thinking); absent: the output price. */
+  reasoningPer1MTokens?: number;
+  /** Audio input / output tokens (the audio part of uncached input / of output); absent: the text price. */
+  audioInputPer1MTokens?: number;
+  audioOutputPer1MTokens?: number;
+  /**
+   * Token prices of a request whose input (all prompt tokens, cache included) exceeds 200,000 tokens, as Anthropic's
+   * long context and Gemini Pro bill them: the whole request at these prices, each absent one at the base price.
+   */
+  above200kTokens?: Pricing;
   perImage?: number;
   per1KChars?: number;
   perAudioMinute?: number;
@@ -151,22 +161,24 @@ export interface CatalogFile {
   models: ModelConfig[];
 }
 
+const TOKEN_PRICE_KEYS = [
+  'inputPer1MTokens',
+  'outputPer1MTokens',
+  'cachedInputPer1MTokens',
+  'cacheWrite5mPer1MTokens',
+  'cacheWrite1hPer1MTokens',
+  'reasoningPer1MTokens',
+  'audioInputPer1MTokens',
+  'audioOutputPer1MTokens',
+];
+const priceProps = (keys: string[]) => Object.fromEntries(keys.map((k) => [k, { type: 'integer', minimum: 0 }]));
 const pricingSchema = {
   type: 'object',
   additionalProperties: false,
-  properties: Object.fromEntries(
-    [
-      'inputPer1MTokens',
-      'outputPer1MTokens',
-      'cachedInputPer1MTokens',
-      'cacheWrite5mPer1MTokens',
-      'cacheWrite1hPer1MTokens',
-      'perImage',
-      'per1KChars',
-      'perAudioMinute',
-      'perVideoSecond',
-    ].map((k) => [k, { type: 'integer', minimum: 0 }]),
-  ),
+  properties: {
+    ...priceProps([...TOKEN_PRICE_KEYS, 'perImage', 'per1KChars', 'perAudioMinute', 'perVideoSecond']),
+    above200kTokens: { type: 'object', additionalProperties: false, properties: priceProps(TOKEN_PRICE_KEYS) },
+  },
 };
 
 const schema = {

@@ -17,8 +17,10 @@ import { projectRoot } from '../projectRoot';
  * format (a file the operator downloads), for the models of the catalog providers the operator names. Prices are
  * converted from USD per token (character, second, image) to integer VND per 1M tokens (1K characters, audio minute,
  * image) at the operator's rate, exactly (decimal arithmetic on the list's numbers, never floats) and rounded up to
- * the next whole VND, so an imported price never bills under the list. Cache reads and writes and batch prices
- * (`batchPricing`) come along where the list has them; the context window and output cap too. An existing model (id
+ * the next whole VND, so an imported price never bills under the list. Every token price the billing reads comes
+ * along where the list has it: cache reads and writes (1-hour writes at 2x input when the list has none), reasoning
+ * and audio tokens, the tier above 200k prompt tokens, and batch prices (`batchPricing`, every one of those at the
+ * list's batch ratio); the context window and output cap too. An existing model (id
  * or alias) is left alone unless --force; the result is checked as a whole catalog before the file is written.
  */
 
@@ -83,48 +85,133 @@ export function decimal(v: number | string): Decimal | null {
 
 /** ceil(usd x units x rate), in whole VND: `units` is how many of the list's unit one catalog price covers. */
 export function toVnd(usd: Decimal, units: bigint, rate: Decimal): number {
+  return ratioToVnd(ratioOf(usd), units, rate);
+}
+
+/** A non-negative exact fraction n / d (d > 0). */
+interface Ratio {
+  n: bigint;
+  d: bigint;
+}
+const ratioOf = (x: Decimal): Ratio => ({ n: x.n, d: 10n ** BigInt(x.scale) });
+const times = (a: Ratio, b: Ratio): Ratio => ({ n: a.n * b.n, d: a.d * b.d });
+
+/** ceil(usd x units x rate) in whole VND, from an exact fraction of USD. */
+function ratioToVnd(usd: Ratio, units: bigint, rate: Decimal): number {
   const num = usd.n * units * rate.n;
-  const den = 10n ** BigInt(usd.scale + rate.scale);
+  const den = usd.d * 10n ** BigInt(rate.scale);
   const v = (num + den - 1n) / den;
   if (v > BigInt(Number.MAX_SAFE_INTEGER)) throw new Error('price out of range');
   return Number(v);
 }
 
-/** The list's per-token price fields -> ours (per 1M tokens). */
-const TOKEN_PRICES: [string, keyof Pricing][] = [
-  ['input_cost_per_token', 'inputPer1MTokens'],
-  ['output_cost_per_token', 'outputPer1MTokens'],
-  ['cache_read_input_token_cost', 'cachedInputPer1MTokens'],
-  ['cache_creation_input_token_cost', 'cacheWrite5mPer1MTokens'],
-  ['cache_creation_input_token_cost_above_1hr', 'cacheWrite1hPer1MTokens'],
+/** A token price's side: a batch discount is the list's input or output batch ratio. */
+type Side = 'in' | 'out';
+type TokenKey = Exclude<
+  keyof Pricing,
+  'above200kTokens' | 'perImage' | 'per1KChars' | 'perAudioMinute' | 'perVideoSecond'
+>;
+
+/** The list's per-token price fields -> ours (per 1M tokens), and which side of a request each prices. */
+const TOKEN_PRICES: [string, TokenKey, Side][] = [
+  ['input_cost_per_token', 'inputPer1MTokens', 'in'],
+  ['output_cost_per_token', 'outputPer1MTokens', 'out'],
+  ['cache_read_input_token_cost', 'cachedInputPer1MTokens', 'in'],
+  ['cache_creation_input_token_cost', 'cacheWrite5mPer1MTokens', 'in'],
+  ['cache_creation_input_token_cost_above_1hr', 'cacheWrite1hPer1MTokens', 'in'],
+  ['output_cost_per_reasoning_token', 'reasoningPer1MTokens', 'out'],
+  ['input_cost_per_audio_token', 'audioInputPer1MTokens', 'in'],
+  ['output_cost_per_audio_token', 'audioOutputPer1MTokens', 'out'],
 ];
-const BATCH_PRICES: [string, keyof Pricing][] = [
-  ['input_cost_per_token_batches', 'inputPer1MTokens'],
-  ['output_cost_per_token_batches', 'outputPer1MTokens'],
-];
+const SIDE = new Map(TOKEN_PRICES.map(([, to, side]) => [to, side]));
+/** The suffix of the list's long-context fields (prompts above 200k tokens). */
+const ABOVE_200K = '_above_200k_tokens';
+
+/** The list's price `field` of entry `e` as an exact USD fraction, when it has one. */
+function usd(e: PriceEntry, field: string): Ratio | null {
+  const v = e[field];
+  const d = typeof v === 'number' && v >= 0 ? decimal(v) : null;
+  return d ? ratioOf(d) : null;
+}
+
+/**
+ * The token prices of one tier in USD per token (`suffix` '' for the base, ABOVE_200K for long context). A model
+ * that writes to a prompt cache (the list prices 5-minute writes) and has no 1-hour price gets 2x its input price,
+ * as Anthropic (and Claude on Bedrock and Vertex) bill 1-hour writes; billing them at the input price would be half.
+ */
+function tokenTier(e: PriceEntry, suffix: string, fields: [string, TokenKey, Side][]): Map<TokenKey, Ratio> {
+  const out = new Map<TokenKey, Ratio>();
+  for (const [from, to] of fields) {
+    const v = usd(e, from + suffix);
+    if (v) out.set(to, v);
+  }
+  const input = out.get('inputPer1MTokens');
+  if (fields.length > 1 && input && out.has('cacheWrite5mPer1MTokens') && !out.has('cacheWrite1hPer1MTokens'))
+    out.set('cacheWrite1hPer1MTokens', times(input, { n: 2n, d: 1n }));
+  return out;
+}
+
+/** The tier's prices in VND per 1M tokens. */
+function vndTier(t: Map<TokenKey, Ratio>, rate: Decimal): Pricing {
+  const out: Pricing = {};
+  for (const [k, v] of t) out[k] = ratioToVnd(v, 1_000_000n, rate);
+  return out;
+}
+
+/**
+ * The batch prices of a tier: the list's batch price where it has one (`<field><suffix>_batches`), else the
+ * price times the list's batch ratio of its side (batch input / input, batch output / output: providers discount
+ * cache reads and writes, reasoning and audio as they discount input and output), else the base price (never under).
+ */
+function batchTier(e: PriceEntry, suffix: string, base: Map<TokenKey, Ratio>, fields: [string, TokenKey, Side][]) {
+  const ratio = (side: Side): Ratio | null => {
+    const [full, batch] =
+      side === 'in'
+        ? [usd(e, 'input_cost_per_token'), usd(e, 'input_cost_per_token_batches')]
+        : [usd(e, 'output_cost_per_token'), usd(e, 'output_cost_per_token_batches')];
+    return full && batch && full.n > 0n ? { n: batch.n * full.d, d: batch.d * full.n } : null;
+  };
+  const out = new Map<TokenKey, Ratio>();
+  for (const [k, v] of base) {
+    const from = fields.find(([, to]) => to === k)?.[0];
+    const r = ratio(SIDE.get(k)!);
+    out.set(k, (from && usd(e, from + suffix + '_batches')) || (r ? times(v, r) : v));
+  }
+  return out;
+}
+
+/** Token prices: the base tier with the long-context one nested, at normal or batch prices. */
+function tokenPricing(e: PriceEntry, rate: Decimal, fields: [string, TokenKey, Side][], batch: boolean): Pricing {
+  const tier = (suffix: string) => {
+    const t = tokenTier(e, suffix, fields);
+    return batch ? batchTier(e, suffix, t, fields) : t;
+  };
+  const base = vndTier(tier(''), rate);
+  const long = vndTier(tier(ABOVE_200K), rate);
+  return Object.keys(long).length ? { ...base, above200kTokens: long } : base;
+}
+
+const hasBatchPrices = (e: PriceEntry) =>
+  usd(e, 'input_cost_per_token_batches') !== null || usd(e, 'output_cost_per_token_batches') !== null;
 
 /** The entry's prices in VND: `fields` maps its price fields to ours, each ours covering `units` of the list's. */
 function converted(e: PriceEntry, rate: Decimal, fields: [string, keyof Pricing, bigint][]): Pricing {
   const out: Pricing = {};
   for (const [from, to, units] of fields) {
-    const v = e[from];
-    const d = typeof v === 'number' && v >= 0 ? decimal(v) : null;
-    if (d) out[to] = toVnd(d, units, rate);
+    const v = usd(e, from);
+    if (v) (out as Record<string, number>)[to] = ratioToVnd(v, units, rate);
   }
   return out;
 }
-
-const perMillion = (fields: [string, keyof Pricing][]) =>
-  fields.map(([from, to]) => [from, to, 1_000_000n] as [string, keyof Pricing, bigint]);
 
 /** The list's prices for a model of `mode`, in ours. */
 function listPricing(e: PriceEntry, mode: Mode, rate: Decimal): Pricing {
   switch (mode) {
     case 'chat':
     case 'completion':
-      return converted(e, rate, perMillion(TOKEN_PRICES));
+      return tokenPricing(e, rate, TOKEN_PRICES, false);
     case 'embedding':
-      return converted(e, rate, perMillion(TOKEN_PRICES.slice(0, 1)));
+      return tokenPricing(e, rate, TOKEN_PRICES.slice(0, 1), false);
     case 'speech':
       return converted(e, rate, [['input_cost_per_character', 'per1KChars', 1000n]]);
     case 'transcription':
@@ -136,10 +223,11 @@ function listPricing(e: PriceEntry, mode: Mode, rate: Decimal): Pricing {
   }
 }
 
-/** Batch prices (token-priced modes only). */
+/** Batch prices (token-priced modes of a list entry with batch prices): every token price the model has. */
 function batchListPricing(e: PriceEntry, mode: Mode, rate: Decimal): Pricing {
-  if (mode === 'chat' || mode === 'completion') return converted(e, rate, perMillion(BATCH_PRICES));
-  if (mode === 'embedding') return converted(e, rate, perMillion(BATCH_PRICES.slice(0, 1)));
+  if (!hasBatchPrices(e)) return {};
+  if (mode === 'chat' || mode === 'completion') return tokenPricing(e, rate, TOKEN_PRICES, true);
+  if (mode === 'embedding') return tokenPricing(e, rate, TOKEN_PRICES.slice(0, 1), true);
   return {};
 }
 
@@ -302,9 +390,9 @@ export function runCatalogImport(args: string[], env: NodeJS.ProcessEnv): { line
     { file: positionals[0], providers, usdVnd: values['usd-vnd'], models, force: values.force === true, catalog },
     env,
   );
-  const priceText = (p: Pricing) =>
+  const priceText = (p: Pricing): string =>
     Object.entries(p)
-      .map(([k, v]) => `${k} ${v}`)
+      .map(([k, v]) => (typeof v === 'number' ? `${k} ${v}` : `${k} {${priceText(v as Pricing)}}`))
       .join(', ');
   const lines = [
     ...r.added.map(

@@ -1,10 +1,11 @@
 import type { ChatChunk, ChatCompletion, ChatFinishReason, ChatMessage, ChatRequest, ChatToolCall } from './chatTypes';
-import type {
-  GeminiContent,
-  GeminiPart,
-  GeminiUsageMetadata,
-  GenerateContentRequest,
-  GenerateContentResponse,
+import {
+  modalityTokens,
+  type GeminiContent,
+  type GeminiPart,
+  type GeminiUsageMetadata,
+  type GenerateContentRequest,
+  type GenerateContentResponse,
 } from './geminiTypes';
 
 /**
@@ -122,6 +123,8 @@ function finishOf(reason: string | undefined, calls: boolean): ChatFinishReason 
   return 'stop';
 }
 
+const audioField = (n: number) => (n ? { audio_tokens: n } : {});
+
 export function chatUsageOf(u: GeminiUsageMetadata | undefined): ChatCompletion['usage'] {
   if (!u || typeof u.promptTokenCount !== 'number') return null;
   const thoughts = u.thoughtsTokenCount ?? 0;
@@ -130,8 +133,14 @@ export function chatUsageOf(u: GeminiUsageMetadata | undefined): ChatCompletion[
     prompt_tokens: u.promptTokenCount,
     completion_tokens: completion,
     total_tokens: u.promptTokenCount + completion,
-    prompt_tokens_details: { cached_tokens: u.cachedContentTokenCount ?? 0 },
-    completion_tokens_details: { reasoning_tokens: thoughts },
+    prompt_tokens_details: {
+      cached_tokens: u.cachedContentTokenCount ?? 0,
+      ...audioField(modalityTokens(u.promptTokensDetails, 'AUDIO')),
+    },
+    completion_tokens_details: {
+      reasoning_tokens: thoughts,
+      ...audioField(modalityTokens(u.candidatesTokensDetails, 'AUDIO')),
+    },
   };
 }
 

@@ -71,8 +71,9 @@ export interface ChatUsage {
     cached_tokens?: number;
     cache_write_tokens?: number;
     cache_write_1h_tokens?: number;
+    audio_tokens?: number;
   } | null;
-  completion_tokens_details?: { reasoning_tokens?: number } | null;
+  completion_tokens_details?: { reasoning_tokens?: number; audio_tokens?: number } | null;
 }
 
 export type ChatFinishReason = 'stop' | 'length' | 'tool_calls' | 'content_filter' | 'function_call' | null;

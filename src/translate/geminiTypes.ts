@@ -70,6 +70,16 @@ export interface GeminiUsageMetadata {
   totalTokenCount: number;
   cachedContentTokenCount?: number;
   thoughtsTokenCount?: number;
+  /** Prompt tokens by modality (TEXT, IMAGE, AUDIO, VIDEO): audio may have its own price. */
+  promptTokensDetails?: { modality?: string; tokenCount?: number }[];
+  candidatesTokensDetails?: { modality?: string; tokenCount?: number }[];
+}
+
+/** The tokens of one modality in a Gemini usage breakdown. */
+export function modalityTokens(d: { modality?: string; tokenCount?: number }[] | undefined, modality: string): number {
+  let n = 0;
+  for (const x of Array.isArray(d) ? d : []) if (x?.modality === modality) n += x.tokenCount ?? 0;
+  return n;
 }
 
 export interface GenerateContentResponse {

@@ -1,6 +1,7 @@
 import type { Db, DbClient, Queryable } from '../db/pool';
 import { tx } from '../db/pool';
-import { placeHoldIn, settleHoldIn } from '../billing/ledger';
+import { lockHolds, placeHoldIn, recordUncollected, settleHoldIn } from '../billing/ledger';
+import { collectAboveHold } from '../billing/overHold';
 import type { VideoRequest } from './params';
 import { PG_ERROR, pgErrorCode } from '../db/pgErrors';
 
@@ -249,6 +250,7 @@ export interface JobPatch {
   deployment?: string;
   resultDurationSeconds?: number;
   costVnd?: number;
+  shortfallVnd?: number;
   errorMessage?: string;
   errorCode?: string | null;
   videoKey?: string;
@@ -266,6 +268,7 @@ const PATCH_COLUMNS: Record<Exclude<keyof JobPatch, 'completed'>, string> = {
   deployment: 'deployment',
   resultDurationSeconds: 'result_duration_seconds',
   costVnd: 'cost_vnd',
+  shortfallVnd: 'shortfall_vnd',
   errorMessage: 'error_message',
   errorCode: 'error_code',
   videoKey: 'video_key',
@@ -373,9 +376,12 @@ export async function markCancelRequested(db: Db, jobId: string): Promise<void> 
   });
 }
 
-/** How a job ends: completed with its charge, or failed or expired with the reason (nothing charged). */
+/**
+ * How a job ends: completed with its charge (and its whole bill, `billVnd`, when the provider's duration costs more
+ * than the hold covers), or failed or expired with the reason (nothing charged).
+ */
 export type JobEnd =
-  | { status: 'completed'; chargeVnd: number; durationSeconds: number }
+  | { status: 'completed'; chargeVnd: number; durationSeconds: number; billVnd?: number }
   | { status: 'failed' | 'expired'; message: string; code?: string | null };
 
 /**
@@ -384,24 +390,52 @@ export type JobEnd =
  * moved and the job still open, or the reverse. The job row is locked first; a job already final changes nothing
  * (false).
  */
-export async function endJob(db: Db, j: { jobId: string; holdId: string }, end: JobEnd): Promise<boolean> {
+export async function endJob(
+  db: Db,
+  j: { jobId: string; holdId: string; apiKeyId?: string | null },
+  end: JobEnd,
+): Promise<boolean> {
   const { jobId } = j;
-  const charge = end.status === 'completed' ? end.chargeVnd : 0;
-  const [memo, patch, data]: [string, JobPatch, Record<string, unknown>] =
-    end.status === 'completed'
-      ? [
-          `video job ${jobId}: ${end.durationSeconds} s`,
-          { resultDurationSeconds: end.durationSeconds, costVnd: charge, completed: true },
-          { durationSeconds: end.durationSeconds, costVnd: charge },
-        ]
-      : [
-          `video job ${jobId} ${end.status}`,
-          { errorMessage: end.message, errorCode: end.code ?? null },
-          { message: end.message, code: end.code ?? null },
-        ];
   return tx(db, async (c) => {
-    const r = await c.query('SELECT status FROM video_jobs WHERE id = $1 FOR UPDATE', [jobId]);
+    const r = await c.query('SELECT status, account_id FROM video_jobs WHERE id = $1 FOR UPDATE', [jobId]);
     if (r.rowCount === 0 || isFinal(r.rows[0].status)) return false;
+    let charge = end.status === 'completed' ? end.chargeVnd : 0;
+    let shortfall = 0;
+    const bill = end.status === 'completed' ? Math.max(end.billVnd ?? 0, charge) : 0;
+    if (bill > charge) {
+      // Above the hold: collected from free funds as a synchronous request's bill is, the rest a shortfall.
+      const holds = await lockHolds(c, [j.holdId]);
+      const memo = `video job ${jobId}: duration above the hold`;
+      const key = `${settleKeyOf(jobId)}:over`;
+      ({ charge, shortfall } = await collectAboveHold(c, holds, {
+        holdId: j.holdId,
+        bill,
+        apiKeyId: j.apiKeyId ?? null,
+        idempotencyKey: key,
+        memo,
+      }));
+    }
+    const [memo, patch, data]: [string, JobPatch, Record<string, unknown>] =
+      end.status === 'completed'
+        ? [
+            `video job ${jobId}: ${end.durationSeconds} s`,
+            {
+              resultDurationSeconds: end.durationSeconds,
+              costVnd: charge,
+              ...(shortfall ? { shortfallVnd: shortfall } : {}),
+              completed: true,
+            },
+            {
+              durationSeconds: end.durationSeconds,
+              costVnd: charge,
+              ...(shortfall ? { shortfallVnd: shortfall } : {}),
+            },
+          ]
+        : [
+            `video job ${jobId} ${end.status}`,
+            { errorMessage: end.message, errorCode: end.code ?? null },
+            { message: end.message, code: end.code ?? null },
+          ];
     await settleHoldIn(c, {
       holdId: j.holdId,
       charge,
@@ -410,6 +444,16 @@ export async function endJob(db: Db, j: { jobId: string; holdId: string }, end: 
       refId: jobId,
       memo,
     });
+    if (shortfall > 0)
+      await recordUncollected(c, [
+        {
+          accountId: r.rows[0].account_id,
+          requestId: jobId,
+          amount: shortfall,
+          memo: `video job ${jobId}: ${bill} VND billed, ${shortfall} uncollected`,
+          refType: LEDGER_REF_TYPE,
+        },
+      ]);
     return transitionIn(c, jobId, end.status, patch, { kind: end.status, data });
   });
 }

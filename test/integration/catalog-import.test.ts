@@ -3,6 +3,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { runAdmin, type AdminIO } from '../../src/cli/admin';
 import { decimal, toVnd } from '../../src/cli/catalogImport';
+import { batchPricingOf, Catalog } from '../../src/catalog/catalog';
+import { tokenUsage, usageCost, type TokenUsage } from '../../src/billing/tokenUsage';
 import { startGateway } from '../support/gateway';
 
 /**
@@ -31,6 +33,9 @@ function tempCatalog(): string {
         oai: { kind: 'openai', baseUrl: `${base}/openai/v1`, apiKeyEnv: 'EMULATOR_API_KEY' },
         claude: { kind: 'anthropic', baseUrl: `${base}/anthropic`, apiKeyEnv: 'EMULATOR_API_KEY' },
         az: { kind: 'azure-openai', baseUrl: `${base}/azure`, apiVersion: '2024-10-21', apiKeyEnv: 'AZ_KEY' },
+        gem: { kind: 'gemini', baseUrl: `${base}/gemini/v1beta`, apiKeyEnv: 'EMULATOR_API_KEY' },
+        aws: { kind: 'bedrock', region: 'us-east-1', baseUrl: `${base}/bedrock` },
+        gcp: { kind: 'vertex', project: 'p', region: 'us-east5', baseUrl: `${base}/vertex` },
       },
       models: [
         {
@@ -80,7 +85,12 @@ test('imports the named providers, keeps what exists, --force replaces; /public/
     maxOutputTokens: 16384,
     contextWindow: 128000,
   });
-  expect(m.get('gpt-4o-mini').batchPricing).toEqual({ inputPer1MTokens: 1950, outputPer1MTokens: 7800 });
+  // Batch cache reads at the list's batch ratio (half of 1950), not at the batch input price.
+  expect(m.get('gpt-4o-mini').batchPricing).toEqual({
+    inputPer1MTokens: 1950,
+    outputPer1MTokens: 7800,
+    cachedInputPer1MTokens: 975,
+  });
   expect(m.get('text-embedding-3-small').batchPricing).toEqual({ inputPer1MTokens: 260 });
   expect(m.get('o4-mini').batchPricing).toBeUndefined();
   expect(m.get('o4-mini')).toMatchObject({ reasoning: true, pricing: { inputPer1MTokens: 28600 } });
@@ -141,7 +151,7 @@ test('imports the named providers, keeps what exists, --force replaces; /public/
     const listed = new Map(((await res.json()) as { data: any[] }).data.map((x) => [x.id, x]));
     expect(listed.get('gpt-4o-mini')).toMatchObject({
       currency: 'VND',
-      batch_pricing: { inputPer1MTokens: 1950, outputPer1MTokens: 7800 },
+      batch_pricing: { inputPer1MTokens: 1950, outputPer1MTokens: 7800, cachedInputPer1MTokens: 975 },
       pricing: { inputPer1MTokens: 3900, outputPer1MTokens: 15600, cachedInputPer1MTokens: 1950 },
       context_window: 128000,
       max_output_tokens: 16384,
@@ -155,6 +165,102 @@ test('imports the named providers, keeps what exists, --force replaces; /public/
   } finally {
     await gw.close();
   }
+});
+
+test('every token price billed: batch cache prices, 1-hour writes, the 200k tier, reasoning, audio', async () => {
+  const file = tempCatalog();
+  const r = await admin(
+    'catalog-import',
+    LIST,
+    '--provider',
+    'gcp,aws,gem,oai',
+    '--usd-vnd',
+    '26000',
+    '--catalog',
+    file,
+  );
+  expect([r.code, r.err]).toEqual([0, '']);
+  const m = modelsOf(file);
+  // Claude on Vertex: no 1-hour price in the list, so 2x input (as Anthropic bills it); the long-context tier; batch
+  // prices for every field at the list's batch ratio (cache reads at half the cache-read price, not the batch input).
+  const vertex = m.get('claude-sonnet-4-5@20250929');
+  expect(vertex.pricing).toEqual({
+    inputPer1MTokens: 78000,
+    outputPer1MTokens: 390000,
+    cachedInputPer1MTokens: 7800,
+    cacheWrite5mPer1MTokens: 97500,
+    cacheWrite1hPer1MTokens: 156000,
+    above200kTokens: {
+      inputPer1MTokens: 156000,
+      outputPer1MTokens: 585000,
+      cachedInputPer1MTokens: 15600,
+      cacheWrite5mPer1MTokens: 195000,
+      cacheWrite1hPer1MTokens: 312000,
+    },
+  });
+  expect(vertex.batchPricing).toEqual({
+    inputPer1MTokens: 39000,
+    outputPer1MTokens: 195000,
+    cachedInputPer1MTokens: 3900,
+    cacheWrite5mPer1MTokens: 48750,
+    cacheWrite1hPer1MTokens: 78000,
+    above200kTokens: {
+      inputPer1MTokens: 78000,
+      outputPer1MTokens: 292500,
+      cachedInputPer1MTokens: 7800,
+      cacheWrite5mPer1MTokens: 97500,
+      cacheWrite1hPer1MTokens: 156000,
+    },
+  });
+  expect(m.get('us.anthropic.claude-sonnet-4-5-20250929-v1:0').pricing).toMatchObject({
+    inputPer1MTokens: 85800,
+    cacheWrite5mPer1MTokens: 107250,
+    cacheWrite1hPer1MTokens: 171600,
+  });
+  // No cache writes in the list (Gemini, OpenAI): no 1-hour price is made up.
+  expect(m.get('gemini-2.5-flash').pricing).toEqual({
+    inputPer1MTokens: 7800,
+    outputPer1MTokens: 65000,
+    cachedInputPer1MTokens: 780,
+    reasoningPer1MTokens: 65000,
+    audioInputPer1MTokens: 26000,
+  });
+  expect(m.get('gemini-2.5-pro').batchPricing).toEqual({
+    inputPer1MTokens: 16250,
+    outputPer1MTokens: 130000,
+    cachedInputPer1MTokens: 1625,
+    above200kTokens: { inputPer1MTokens: 32500, outputPer1MTokens: 195000, cachedInputPer1MTokens: 3250 },
+  });
+  expect(m.get('gpt-4o-audio-preview').pricing).toEqual({
+    inputPer1MTokens: 65000,
+    outputPer1MTokens: 260000,
+    audioInputPer1MTokens: 1040000,
+    audioOutputPer1MTokens: 2080000,
+  });
+
+  // What is imported is what the billing reads: a batch line's cache read and 1-hour write on Claude on Vertex, a
+  // 300k-token prompt at the long-context tier, audio and reasoning at their own prices.
+  const catalog = new Catalog(JSON.parse(fs.readFileSync(file, 'utf8')), process.env);
+  const price = (id: string) => catalog.get(id)!;
+  const usage = (t: Partial<TokenUsage>) => tokenUsage(t);
+  expect(
+    usageCost(
+      batchPricingOf(price('claude-sonnet-4-5@20250929')),
+      usage({ cacheRead: 100_000, cacheWrite1h: 100_000 }),
+    ),
+  ).toBe(390 + 7800);
+  expect(usageCost(price('gemini-2.5-pro').pricing, usage({ input: 300_000, output: 1000 }))).toBe(
+    Math.ceil((300_000 * 65000 + 1000 * 390000) / 1e6),
+  );
+  expect(usageCost(price('gemini-2.5-pro').pricing, usage({ input: 200_000, output: 1000 }))).toBe(
+    Math.ceil((200_000 * 32500 + 1000 * 260000) / 1e6),
+  );
+  expect(
+    usageCost(
+      price('gpt-4o-audio-preview').pricing,
+      usage({ input: 1000, audioInput: 600, output: 100, audioOutput: 40 }),
+    ),
+  ).toBe(Math.ceil((400 * 65000 + 600 * 1040000 + 60 * 260000 + 40 * 2080000) / 1e6));
 });
 
 test('bad usage changes nothing: exit 2, the catalog untouched', async () => {
@@ -173,7 +279,7 @@ test('bad usage changes nothing: exit 2, the catalog untouched', async () => {
   }
   expect(
     (await admin('catalog-import', LIST, '--provider', 'nope', '--usd-vnd', '1', '--catalog', file)).err,
-  ).toContain('it has: oai, claude, az');
+  ).toContain('it has: oai, claude, az, gem, aws, gcp');
   const missing = await admin(
     'catalog-import',
     '/nonexistent.json',

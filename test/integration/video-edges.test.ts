@@ -3,6 +3,10 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { getBalance, listLedger, verifyProjections } from '../../src/billing/ledger';
 import { createJobWithHold, endJob, getJob, listEvents } from '../../src/video/jobs';
+import { verifyUsage } from '../../src/billing/usageVerify';
+import { MockActivityEnvironment } from '@temporalio/testing';
+import { createVideoActivities } from '../../activities/video';
+import { VideoProviders } from '../../src/providers/video';
 import { eventually, videoHarnessForFile, type VideoHarness } from '../support/video';
 
 /**
@@ -282,5 +286,56 @@ test('the last frame is stored and served with the type its bytes have: PNG, JPE
       disposition: r.headers.get('content-disposition'),
     }).toEqual({ status: 200, type: c.type, disposition: `inline; filename="${done.id}-last-frame.${c.ext}"` });
     expect(Buffer.from(await r.arrayBuffer()).equals(fixture(c.file))).toBe(true);
+  }
+});
+
+test('a video longer than its hold: the rest from free funds, what they cannot cover a shortfall', async () => {
+  // 5 s held (18,000 VND); the provider reports 12 s (43,200 VND). 12,000 VND are free: 30,000 is charged and
+  // 13,200 recorded as uncollected, on the job and in the ledger, as a synchronous request's bill would be.
+  const acc = await h.account(30_000);
+  const job = await h.submit(acc.key, { model: SEEDANCE, prompt: 'a long boat [duration=12]', seconds: 5 });
+  const done: Json = await h.final(acc.key, job.id);
+  expect(done).toMatchObject({ status: 'completed', usage: { duration_seconds: 12, cost_vnd: 30_000 } });
+  expect(await getBalance(h.deps.db, acc.accountId)).toEqual({ balance: 0, held: 0, available: 0 });
+  const uncollected = (await listLedger(h.deps.db, acc.accountId, 100)).filter((e) => e.kind === 'uncollected');
+  expect(uncollected).toMatchObject([{ amount: 13_200, refType: 'video_job', refId: job.id }]);
+  const row = await h.deps.db.query('SELECT cost_vnd, shortfall_vnd FROM video_jobs WHERE id = $1', [job.id]);
+  expect(row.rows[0]).toEqual({ cost_vnd: 30_000, shortfall_vnd: 13_200 });
+  const verified = await verifyUsage(h.deps.db);
+  expect(verified.mismatches.filter((m) => m.id === job.id)).toEqual([]);
+  expect(await verifyProjections(h.deps.db)).toEqual([]);
+});
+
+test('a submit attempt that lost the race to its retry: its task a job event, cancelled at the provider', async () => {
+  // Two attempts of submitVideo run at once, as when Temporal retries an attempt that timed out while its create
+  // request was still at the provider: the slow one's task comes second and is not the job's.
+  const acc = await h.account(BALANCE);
+  const job = await heldJob(acc.accountId);
+  const providers = new VideoProviders(h.deps.catalog);
+  try {
+    const acts = createVideoActivities({ db: h.deps.db, storage: h.deps.storage, catalog: h.deps.catalog, providers });
+    const create = 'POST /seedance/api/v3/contents/generations/tasks';
+    h.emulator.control.addFault({ match: create, delayMs: 1500, times: 1 });
+    const run = () =>
+      new MockActivityEnvironment().run(acts.submitVideo, { jobId: job.id }) as ReturnType<typeof acts.submitVideo>;
+    const [a, b] = await Promise.all([run(), run()]);
+    const kept = (await getJob(h.deps.db, job.id))!.providerTaskId!;
+    expect([a.taskId, b.taskId]).toEqual([kept, kept]);
+    const created = h.emulator.control.requests.filter((r) => `${r.method} ${r.path}` === create);
+    expect(created).toHaveLength(2);
+    const events = await listEvents(h.deps.db, job.id);
+    const dup = events.find((e) => e.kind === 'provider_task_duplicate')!;
+    expect(dup.data).toMatchObject({ provider: 'emulator-seedance', kept });
+    const twin = dup.data.taskId as string;
+    expect(twin).not.toBe(kept);
+    expect(events.filter((e) => e.kind === 'provider_task_cancelled').map((e) => e.data)).toEqual([
+      { taskId: twin, duplicate: true },
+    ]);
+    const task = (await (
+      await fetch(`${h.emulator.url}/seedance/api/v3/contents/generations/tasks/${twin}`)
+    ).json()) as Json;
+    expect(task.status).toBe('cancelled');
+  } finally {
+    await providers.close();
   }
 });

@@ -167,3 +167,28 @@ test('verify-ledger re-prices a record from its units alone to what the meter ch
   expect(unitsCost(p, { prompt_tokens: 1234, estimated: 1 })).toBe(tokensCost(p, 1234));
   expect(unitsCost(p, { something: 1 })).toBeNull();
 });
+
+test('reasoning and audio at their own prices, the 200k tier, bounds at the highest price; verify re-prices', () => {
+  const p = {
+    inputPer1MTokens: 100,
+    outputPer1MTokens: 1000,
+    reasoningPer1MTokens: 2000,
+    audioInputPer1MTokens: 400,
+    audioOutputPer1MTokens: 8000,
+    above200kTokens: { inputPer1MTokens: 200, outputPer1MTokens: 1500 },
+  };
+  const t = fromChatUsage({
+    prompt_tokens: 1_000_000,
+    completion_tokens: 1_000_000,
+    prompt_tokens_details: { audio_tokens: 250_000 },
+    completion_tokens_details: { reasoning_tokens: 500_000, audio_tokens: 100_000 },
+  });
+  expect(t).toMatchObject({ input: 1_000_000, audioInput: 250_000, output: 1_000_000, audioOutput: 100_000 });
+  // Above 200k prompt tokens: input and text output at the tier's prices, the rest at the base's own.
+  expect(usageCost(p, t)).toBe(
+    Math.ceil((750_000 * 200 + 250_000 * 400 + 400_000 * 1500 + 500_000 * 2000 + 100_000 * 8000) / 1e6),
+  );
+  expect(usageCost(p, fromChatUsage({ prompt_tokens: 1000, completion_tokens: 0 }))).toBe(1);
+  expect(unitsCost(p, usageUnits(t))).toBe(usageCost(p, t));
+  expect(tokensBoundCost(p, 1_000_000, 1_000_000)).toBe(400 + 8000);
+});

@@ -2,7 +2,7 @@ import type { AppDeps } from '../deps';
 import type { Ctx } from '../middleware';
 import { redactorFor } from '../../catalog/redact';
 import { ApiError } from '../../errors';
-import type { GeminiUsageMetadata, GenerateContentResponse } from '../../translate/geminiTypes';
+import { modalityTokens, type GeminiUsageMetadata, type GenerateContentResponse } from '../../translate/geminiTypes';
 import { sseBatches } from '../../sse/upstreamEvents';
 import type { GeminiUpstream } from '../../providers/gemini';
 import { boundOverCandidates } from '../../routing/bound';
@@ -31,6 +31,8 @@ export function fromGeminiUsage(u: GeminiUsageMetadata): TokenUsage {
     cacheRead: cached,
     output: (u.candidatesTokenCount ?? 0) + thoughts,
     reasoning: thoughts,
+    audioInput: modalityTokens(u.promptTokensDetails, 'AUDIO'),
+    audioOutput: modalityTokens(u.candidatesTokensDetails, 'AUDIO'),
   });
 }
 
