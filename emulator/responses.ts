@@ -160,7 +160,7 @@ export function responses(ctl: EmulatorControl) {
     const outputTokens = tokens(outChars) + mk.reasoning;
     const usage = {
       input_tokens: inputTokens,
-      input_tokens_details: { cached_tokens: mk.cacheRead },
+      input_tokens_details: { cached_tokens: mk.cacheRead, cache_write_tokens: 0 },
       output_tokens: outputTokens,
       output_tokens_details: { reasoning_tokens: reasoningTokens },
       total_tokens: inputTokens + outputTokens,

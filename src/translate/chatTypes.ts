@@ -93,6 +93,7 @@ export interface ChatCompletion {
       refusal?: string | null;
     };
     finish_reason: ChatFinishReason;
+    logprobs?: unknown;
   }[];
   usage?: ChatUsage | null;
 }
