@@ -4,6 +4,7 @@ import path from 'node:path';
 import { getBalance, listLedger, verifyProjections } from '../../src/billing/ledger';
 import { createJobWithHold, endJob, getJob, listEvents } from '../../src/video/jobs';
 import { eventually, videoHarnessForFile, type VideoHarness } from '../support/video';
+import { WORKFLOW_TEST_MS } from '../support/budgets';
 
 /**
  * The edges of a video job where money or files could slip: a cancel at any moment leaves no provider task
@@ -35,43 +36,51 @@ async function cancelDuringCreation(key: string, model: string, prompt: string, 
   });
 }
 
-test('DELETE while Seedance creates the task: the task is recorded and cancelled at the provider', async () => {
-  const acc = await h.account(BALANCE);
-  const out = await cancelDuringCreation(
-    acc.key,
-    SEEDANCE,
-    'cancel during creation',
-    '/seedance/api/v3/contents/generations/tasks',
-  );
-  expect(out.error).toMatchObject({ code: 'cancelled' });
-  const taskId = await eventually(async () => (await getJob(h.deps.db, out.id))?.providerTaskId);
-  await eventually(async () => (await eventKinds(out.id)).includes('provider_task_cancelled'));
-  const c = h.emulator.control;
-  expect(c.requests.filter((r) => r.method === 'DELETE' && r.path.endsWith(`/tasks/${taskId}`))).toHaveLength(1);
-  // The provider shows the task cancelled: it will not run (nor cost).
-  const task = (await (
-    await fetch(`${h.emulator.url}/seedance/api/v3/contents/generations/tasks/${taskId}`)
-  ).json()) as Json;
-  expect(task.status).toBe('cancelled');
-  expect(await getBalance(h.deps.db, acc.accountId)).toEqual({ balance: BALANCE, held: 0, available: BALANCE });
-  expect(await verifyProjections(h.deps.db)).toEqual([]);
-});
+test(
+  'DELETE while Seedance creates the task: the task is recorded and cancelled at the provider',
+  async () => {
+    const acc = await h.account(BALANCE);
+    const out = await cancelDuringCreation(
+      acc.key,
+      SEEDANCE,
+      'cancel during creation',
+      '/seedance/api/v3/contents/generations/tasks',
+    );
+    expect(out.error).toMatchObject({ code: 'cancelled' });
+    const taskId = await eventually(async () => (await getJob(h.deps.db, out.id))?.providerTaskId);
+    await eventually(async () => (await eventKinds(out.id)).includes('provider_task_cancelled'));
+    const c = h.emulator.control;
+    expect(c.requests.filter((r) => r.method === 'DELETE' && r.path.endsWith(`/tasks/${taskId}`))).toHaveLength(1);
+    // The provider shows the task cancelled: it will not run (nor cost).
+    const task = (await (
+      await fetch(`${h.emulator.url}/seedance/api/v3/contents/generations/tasks/${taskId}`)
+    ).json()) as Json;
+    expect(task.status).toBe('cancelled');
+    expect(await getBalance(h.deps.db, acc.accountId)).toEqual({ balance: BALANCE, held: 0, available: BALANCE });
+    expect(await verifyProjections(h.deps.db)).toEqual([]);
+  },
+  WORKFLOW_TEST_MS,
+);
 
-test('DELETE while Veo creates the operation (no cancel there): the job ends, the task is followed', async () => {
-  const acc = await h.account(BALANCE);
-  const out = await cancelDuringCreation(acc.key, VEO, 'cancel during creation [polls=4]', '/veo/v1beta/models/');
-  expect(out.error).toMatchObject({ code: 'cancelled' });
-  const taskId = await eventually(async () => (await getJob(h.deps.db, out.id))?.providerTaskId);
-  const ended = await eventually(async () =>
-    (await listEvents(h.deps.db, out.id)).find((e) => e.kind === 'provider_task_ended'),
-  );
-  expect(ended.data).toMatchObject({ taskId, state: 'succeeded' });
-  // The job's terms: a cancelled job charges nothing, whatever the provider did with the task.
-  const job = (await getJob(h.deps.db, out.id))!;
-  expect(job).toMatchObject({ status: 'failed', errorCode: 'cancelled', costVnd: null, videoKey: null });
-  expect(await getBalance(h.deps.db, acc.accountId)).toEqual({ balance: BALANCE, held: 0, available: BALANCE });
-  expect((await listLedger(h.deps.db, acc.accountId)).filter((e) => e.kind === 'charged')).toEqual([]);
-});
+test(
+  'DELETE while Veo creates the operation (no cancel there): the job ends, the task is followed',
+  async () => {
+    const acc = await h.account(BALANCE);
+    const out = await cancelDuringCreation(acc.key, VEO, 'cancel during creation [polls=4]', '/veo/v1beta/models/');
+    expect(out.error).toMatchObject({ code: 'cancelled' });
+    const taskId = await eventually(async () => (await getJob(h.deps.db, out.id))?.providerTaskId);
+    const ended = await eventually(async () =>
+      (await listEvents(h.deps.db, out.id)).find((e) => e.kind === 'provider_task_ended'),
+    );
+    expect(ended.data).toMatchObject({ taskId, state: 'succeeded' });
+    // The job's terms: a cancelled job charges nothing, whatever the provider did with the task.
+    const job = (await getJob(h.deps.db, out.id))!;
+    expect(job).toMatchObject({ status: 'failed', errorCode: 'cancelled', costVnd: null, videoKey: null });
+    expect(await getBalance(h.deps.db, acc.accountId)).toEqual({ balance: BALANCE, held: 0, available: BALANCE });
+    expect((await listLedger(h.deps.db, acc.accountId)).filter((e) => e.kind === 'charged')).toEqual([]);
+  },
+  WORKFLOW_TEST_MS,
+);
 
 /** A job with its hold, as POST /v1/videos commits it (no workflow: the test drives the end itself). */
 async function heldJob(accountId: string): Promise<{ id: string; holdId: string }> {
@@ -165,122 +174,138 @@ test('a failure is one commit too, and a job already final is never settled agai
   expect((await getJob(h.deps.db, job.id))!.status).toBe('failed');
 });
 
-test("the deadline runs from the job's creation: a job started past it expires, never submitted", async () => {
-  const acc = await h.account(BALANCE);
-  const id = randomUUID();
-  // What POST /v1/videos commits before the workflow starts; the API then "crashes" and the job waits an hour.
-  await createJobWithHold(h.deps.db, {
-    id,
-    accountId: acc.accountId,
-    apiKeyId: null,
-    model: VEO,
-    provider: 'emulator-veo',
-    requestHash: 'x',
-    idempotencyKey: null,
-    request: { prompt: 'an hour late', seconds: 4, returnLastFrame: false, images: {} },
-    seconds: 4,
-    pricePerSecond: 10400,
-    maxCostVnd: 4 * 10400,
-    holdId: randomUUID(),
-  });
-  await h.deps.db.query(`UPDATE video_jobs SET created_at = now() - interval '1 hour' WHERE id = $1`, [id]);
-  // The reconciler starts the workflow: the 20 s deadline passed long ago.
-  const job = await eventually(async () => {
-    const j = await getJob(h.deps.db, id);
-    return j?.status === 'expired' ? j : null;
-  });
-  expect(job).toMatchObject({
-    errorCode: 'deadline_exceeded',
-    providerTaskId: null,
-    errorMessage: expect.stringContaining("of the job's creation"),
-  });
-  expect(
-    h.emulator.control.requests.filter((r) => r.method === 'POST' && JSON.stringify(r.body).includes('an hour late')),
-  ).toEqual([]);
-  expect(await getBalance(h.deps.db, acc.accountId)).toEqual({ balance: BALANCE, held: 0, available: BALANCE });
-});
+test(
+  "the deadline runs from the job's creation: a job started past it expires, never submitted",
+  async () => {
+    const acc = await h.account(BALANCE);
+    const id = randomUUID();
+    // What POST /v1/videos commits before the workflow starts; the API then "crashes" and the job waits an hour.
+    await createJobWithHold(h.deps.db, {
+      id,
+      accountId: acc.accountId,
+      apiKeyId: null,
+      model: VEO,
+      provider: 'emulator-veo',
+      requestHash: 'x',
+      idempotencyKey: null,
+      request: { prompt: 'an hour late', seconds: 4, returnLastFrame: false, images: {} },
+      seconds: 4,
+      pricePerSecond: 10400,
+      maxCostVnd: 4 * 10400,
+      holdId: randomUUID(),
+    });
+    await h.deps.db.query(`UPDATE video_jobs SET created_at = now() - interval '1 hour' WHERE id = $1`, [id]);
+    // The reconciler starts the workflow: the 20 s deadline passed long ago.
+    const job = await eventually(async () => {
+      const j = await getJob(h.deps.db, id);
+      return j?.status === 'expired' ? j : null;
+    });
+    expect(job).toMatchObject({
+      errorCode: 'deadline_exceeded',
+      providerTaskId: null,
+      errorMessage: expect.stringContaining("of the job's creation"),
+    });
+    expect(
+      h.emulator.control.requests.filter((r) => r.method === 'POST' && JSON.stringify(r.body).includes('an hour late')),
+    ).toEqual([]);
+    expect(await getBalance(h.deps.db, acc.accountId)).toEqual({ balance: BALANCE, held: 0, available: BALANCE });
+  },
+  WORKFLOW_TEST_MS,
+);
 
-test("a workflow restarted after its history is lost keeps the job's deadline, not a new one", async () => {
-  const acc = await h.account(BALANCE);
-  const job = await h.submit(acc.key, { model: VEO, prompt: 'lost and late [hang]', seconds: 4 });
-  await eventually(async () => (await getJob(h.deps.db, job.id))?.providerTaskId);
-  // The job is now older than its deadline (20 s here); its running workflow computed its own deadline already.
-  await h.deps.db.query(`UPDATE video_jobs SET created_at = now() - interval '1 hour' WHERE id = $1`, [job.id]);
-  const handle = h.deps.temporal!.workflow.getHandle(`video-${job.id}`);
-  await h.deps.temporal!.workflowService.deleteWorkflowExecution({
-    namespace: h.config.temporalNamespace,
-    workflowExecution: { workflowId: handle.workflowId },
-  });
-  // The reconciler starts it again (grace 1 s): it expires at its first look, well before a fresh 20 s deadline.
-  const done = await eventually(async () => {
-    const j = await getJob(h.deps.db, job.id);
-    return j?.status === 'expired' ? j : null;
-  }, 12_000);
-  expect(done.errorCode).toBe('deadline_exceeded');
-  // Veo cannot cancel; the follow window (from creation too) has closed: the task is recorded as still running.
-  const ended = await eventually(async () =>
-    (await listEvents(h.deps.db, job.id)).find((e) => e.kind === 'provider_task_ended'),
-  );
-  expect(ended.data).toMatchObject({ taskId: done.providerTaskId, state: 'running' });
-  expect(await getBalance(h.deps.db, acc.accountId)).toEqual({ balance: BALANCE, held: 0, available: BALANCE });
-});
-
-test('input images stored for a job are removed when its submission fails (the provider rejects it)', async () => {
-  const acc = await h.account(BALANCE);
-  const png = fs.readFileSync(path.join(__dirname, '../../emulator/fixtures/last_frame.png'));
-  const job = await h.submit(acc.key, {
-    model: SEEDANCE,
-    prompt: 'refused [reject]',
-    seconds: 5,
-    input_reference: `data:image/png;base64,${png.toString('base64')}`,
-  });
-  const key = (await getJob(h.deps.db, job.id))!.request.images.inputReference!.key;
-  const done = await eventually(async () => {
-    const j = await getJob(h.deps.db, job.id);
-    return j?.status === 'failed' ? j : null;
-  });
-  expect(done.errorCode).toBe('ProviderRejected');
-  await eventually(async () => (await h.deps.storage.head(key)) === null);
-  expect(await getBalance(h.deps.db, acc.accountId)).toEqual({ balance: BALANCE, held: 0, available: BALANCE });
-});
-
-test('the last frame is stored and served with the type its bytes have: PNG, JPEG or WebP', async () => {
-  const acc = await h.account(BALANCE);
-  const fixture = (file: string) => fs.readFileSync(path.join(__dirname, '../../emulator/fixtures', file));
-  const cases = [
-    { marker: '', file: 'last_frame.png', type: 'image/png', ext: 'png' },
-    { marker: '[last_frame=jpeg]', file: 'last_frame.jpg', type: 'image/jpeg', ext: 'jpg' },
-    { marker: '[last_frame=webp]', file: 'last_frame.webp', type: 'image/webp', ext: 'webp' },
-  ];
-  const first = `data:image/png;base64,${fixture('last_frame.png').toString('base64')}`;
-  const jobs = await Promise.all(
-    cases.map((c) =>
-      h.submit(acc.key, {
-        model: SEEDANCE,
-        prompt: `a lighthouse ${c.marker}`,
-        seconds: 5,
-        input_reference: first,
-        return_last_frame: true,
-      }),
-    ),
-  );
-  for (const [i, c] of cases.entries()) {
+test(
+  "a workflow restarted after its history is lost keeps the job's deadline, not a new one",
+  async () => {
+    const acc = await h.account(BALANCE);
+    const job = await h.submit(acc.key, { model: VEO, prompt: 'lost and late [hang]', seconds: 4 });
+    await eventually(async () => (await getJob(h.deps.db, job.id))?.providerTaskId);
+    // The job is now older than its deadline (20 s here); its running workflow computed its own deadline already.
+    await h.deps.db.query(`UPDATE video_jobs SET created_at = now() - interval '1 hour' WHERE id = $1`, [job.id]);
+    const handle = h.deps.temporal!.workflow.getHandle(`video-${job.id}`);
+    await h.deps.temporal!.workflowService.deleteWorkflowExecution({
+      namespace: h.config.temporalNamespace,
+      workflowExecution: { workflowId: handle.workflowId },
+    });
+    // The reconciler starts it again (grace 1 s): it expires at its first look, well before a fresh 20 s deadline.
     const done = await eventually(async () => {
-      const j = await getJob(h.deps.db, jobs[i].id);
-      return j?.status === 'completed' ? j : null;
+      const j = await getJob(h.deps.db, job.id);
+      return j?.status === 'expired' ? j : null;
+    }, 12_000);
+    expect(done.errorCode).toBe('deadline_exceeded');
+    // Veo cannot cancel; the follow window (from creation too) has closed: the task is recorded as still running.
+    const ended = await eventually(async () =>
+      (await listEvents(h.deps.db, job.id)).find((e) => e.kind === 'provider_task_ended'),
+    );
+    expect(ended.data).toMatchObject({ taskId: done.providerTaskId, state: 'running' });
+    expect(await getBalance(h.deps.db, acc.accountId)).toEqual({ balance: BALANCE, held: 0, available: BALANCE });
+  },
+  WORKFLOW_TEST_MS,
+);
+
+test(
+  'input images stored for a job are removed when its submission fails (the provider rejects it)',
+  async () => {
+    const acc = await h.account(BALANCE);
+    const png = fs.readFileSync(path.join(__dirname, '../../emulator/fixtures/last_frame.png'));
+    const job = await h.submit(acc.key, {
+      model: SEEDANCE,
+      prompt: 'refused [reject]',
+      seconds: 5,
+      input_reference: `data:image/png;base64,${png.toString('base64')}`,
     });
-    const stored = await h.deps.storage.head(done.lastFrameKey!);
-    expect({ type: c.type, db: done.lastFrameContentType, storage: stored?.contentType }).toEqual({
-      type: c.type,
-      db: c.type,
-      storage: c.type,
+    const key = (await getJob(h.deps.db, job.id))!.request.images.inputReference!.key;
+    const done = await eventually(async () => {
+      const j = await getJob(h.deps.db, job.id);
+      return j?.status === 'failed' ? j : null;
     });
-    const r = await h.api(acc.key, `/v1/videos/${done.id}/content?variant=last_frame`);
-    expect({
-      status: r.status,
-      type: r.headers.get('content-type'),
-      disposition: r.headers.get('content-disposition'),
-    }).toEqual({ status: 200, type: c.type, disposition: `inline; filename="${done.id}-last-frame.${c.ext}"` });
-    expect(Buffer.from(await r.arrayBuffer()).equals(fixture(c.file))).toBe(true);
-  }
-});
+    expect(done.errorCode).toBe('ProviderRejected');
+    await eventually(async () => (await h.deps.storage.head(key)) === null);
+    expect(await getBalance(h.deps.db, acc.accountId)).toEqual({ balance: BALANCE, held: 0, available: BALANCE });
+  },
+  WORKFLOW_TEST_MS,
+);
+
+test(
+  'the last frame is stored and served with the type its bytes have: PNG, JPEG or WebP',
+  async () => {
+    const acc = await h.account(BALANCE);
+    const fixture = (file: string) => fs.readFileSync(path.join(__dirname, '../../emulator/fixtures', file));
+    const cases = [
+      { marker: '', file: 'last_frame.png', type: 'image/png', ext: 'png' },
+      { marker: '[last_frame=jpeg]', file: 'last_frame.jpg', type: 'image/jpeg', ext: 'jpg' },
+      { marker: '[last_frame=webp]', file: 'last_frame.webp', type: 'image/webp', ext: 'webp' },
+    ];
+    const first = `data:image/png;base64,${fixture('last_frame.png').toString('base64')}`;
+    const jobs = await Promise.all(
+      cases.map((c) =>
+        h.submit(acc.key, {
+          model: SEEDANCE,
+          prompt: `a lighthouse ${c.marker}`,
+          seconds: 5,
+          input_reference: first,
+          return_last_frame: true,
+        }),
+      ),
+    );
+    for (const [i, c] of cases.entries()) {
+      const done = await eventually(async () => {
+        const j = await getJob(h.deps.db, jobs[i].id);
+        return j?.status === 'completed' ? j : null;
+      });
+      const stored = await h.deps.storage.head(done.lastFrameKey!);
+      expect({ type: c.type, db: done.lastFrameContentType, storage: stored?.contentType }).toEqual({
+        type: c.type,
+        db: c.type,
+        storage: c.type,
+      });
+      const r = await h.api(acc.key, `/v1/videos/${done.id}/content?variant=last_frame`);
+      expect({
+        status: r.status,
+        type: r.headers.get('content-type'),
+        disposition: r.headers.get('content-disposition'),
+      }).toEqual({ status: 200, type: c.type, disposition: `inline; filename="${done.id}-last-frame.${c.ext}"` });
+      expect(Buffer.from(await r.arrayBuffer()).equals(fixture(c.file))).toBe(true);
+    }
+  },
+  WORKFLOW_TEST_MS,
+);
