@@ -42,15 +42,16 @@ async function adminDatabase(state: Record<string, unknown>): Promise<string> {
   return url.toString();
 }
 
-function notices(): string[] {
+async function notices(): Promise<string[]> {
   const out: string[] = [];
   const chromium = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
   if (!fs.existsSync(chromium))
     out.push(`no Chromium at ${chromium}: the console's browser tests need \`apt-get install -y chromium\``);
-  const onPath = (bin: string) =>
-    (process.env.PATH ?? '').split(path.delimiter).some((d) => d && fs.existsSync(path.join(d, bin)));
-  if (!onPath('redis-server'))
-    out.push('no redis-server: the rate-limit tests need `apt-get install -y redis-server` (it starts on 6379)');
+  if (!(await answers(6379)))
+    out.push(
+      'nothing answers on 127.0.0.1:6379: the rate-limit tests need ' +
+        '`apt-get install -y redis-server && redis-server --daemonize yes`',
+    );
   return out;
 }
 
@@ -83,6 +84,6 @@ export default async function globalSetup(): Promise<void> {
     state.temporalPid = server.pid;
   }
   process.env.TEMPORAL_UI_URL = process.env.TEMPORAL_UI_URL ?? 'http://127.0.0.1:8233';
-  for (const n of notices()) process.stderr.write(`\nNote: ${n}\n`);
+  for (const n of await notices()) process.stderr.write(`\nNote: ${n}\n`);
   fs.writeFileSync(path.join(os.tmpdir(), `gw-jest-${process.pid}.json`), JSON.stringify(state));
 }
