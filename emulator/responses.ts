@@ -160,7 +160,7 @@ export function responses(ctl: EmulatorControl) {
     const outputTokens = tokens(outChars) + mk.reasoning;
     const usage = {
       input_tokens: inputTokens,
-      input_tokens_details: { cached_tokens: mk.cacheRead },
+      input_tokens_details: { cached_tokens: mk.cacheRead, cache_write_tokens: 0 },
       output_tokens: outputTokens,
       output_tokens_details: { reasoning_tokens: reasoningTokens },
       total_tokens: inputTokens + outputTokens,
@@ -182,7 +182,10 @@ export function responses(ctl: EmulatorControl) {
       temperature: body.temperature ?? 1,
       text: body.text ?? { format: { type: 'text' } },
       tool_choice: body.tool_choice ?? 'auto',
-      tools: body.tools ?? [],
+      // As OpenAI echoes them: a function tool always shows strict (true unless the request said otherwise).
+      tools: ((body.tools ?? []) as Record<string, unknown>[]).map((t) =>
+        t?.type === 'function' ? { parameters: null, ...t, strict: t.strict ?? true } : t,
+      ),
       top_p: body.top_p ?? 1,
       truncation: 'disabled',
       metadata: body.metadata ?? {},

@@ -169,6 +169,7 @@ async function main(life: Lifecycle): Promise<void> {
       uiPort: temporalUiPort,
       downloadDir: path.join(dataDir, 'temporal-cli'),
       log: childLog('temporal'),
+      say: (line) => console.log(line),
     });
     if (!(await life.started('Temporal dev server', t.stop))) throw new StartupError('stopped during start-up');
     return { address: t.address, uiUrl: t.uiUrl };

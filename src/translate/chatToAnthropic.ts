@@ -193,11 +193,13 @@ export function anthropicToChatCompletion(m: MessagesResponse): ChatCompletion {
         index: 0,
         message: {
           role: 'assistant',
+          refusal: null,
           content: text || null,
           ...(calls.length ? { tool_calls: calls } : {}),
           ...(reasoning ? { reasoning_content: reasoning } : {}),
         },
         finish_reason: finishOf(m.stop_reason),
+        logprobs: null,
       },
     ],
     usage: chatUsage(m.usage ?? { input_tokens: 0, output_tokens: 0 }),

@@ -182,11 +182,13 @@ export function geminiToChatCompletion(r: GenerateContentResponse, model: string
         index: 0,
         message: {
           role: 'assistant',
+          refusal: null,
           content: f.text || null,
           ...(f.calls.length ? { tool_calls: f.calls } : {}),
           ...(f.reasoning ? { reasoning_content: f.reasoning } : {}),
         },
         finish_reason: finishOf(cand?.finishReason, f.calls.length > 0),
+        logprobs: null,
       },
     ],
     usage: chatUsageOf(r.usageMetadata),

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { ChatCompletion, ChatFinishReason, ChatUsage } from './chatTypes';
-import type { ResponseObject, ResponsesItem, ResponsesRequest, ResponsesUsage } from './responsesTypes';
+import type { ResponseObject, ResponsesItem, ResponsesRequest, ResponsesTool, ResponsesUsage } from './responsesTypes';
 import type { ToolNameMap } from './toolNames';
 
 /** Chat Completions response -> OpenAI Responses object (reference 4.2), and the pieces the stream shares. */
@@ -15,11 +15,8 @@ export function responsesUsage(u: ChatUsage | null | undefined): ResponsesUsage 
   const written = u?.prompt_tokens_details?.cache_write_tokens ?? 0;
   return {
     input_tokens: input,
-    // Responses has no cache-write field; cache_write_tokens (as in chat) when a Claude upstream wrote to its cache.
-    input_tokens_details: {
-      cached_tokens: u?.prompt_tokens_details?.cached_tokens ?? 0,
-      ...(written ? { cache_write_tokens: written } : {}),
-    },
+    // OpenAI's schema requires both, 0 when nothing was read from or written to a prompt cache.
+    input_tokens_details: { cached_tokens: u?.prompt_tokens_details?.cached_tokens ?? 0, cache_write_tokens: written },
     output_tokens: output,
     output_tokens_details: { reasoning_tokens: u?.completion_tokens_details?.reasoning_tokens ?? 0 },
     total_tokens: u?.total_tokens ?? input + output,
@@ -115,7 +112,7 @@ export function responseObject(shell: ResponseShell, fields: Partial<ResponseObj
     temperature: r.temperature ?? 1,
     text: { format: r.text?.format ?? { type: 'text' }, ...(r.text?.verbosity ? { verbosity: r.text.verbosity } : {}) },
     tool_choice: r.tool_choice ?? 'auto',
-    tools: r.tools ?? [],
+    tools: (r.tools ?? []).map(echoedTool),
     top_p: r.top_p ?? 1,
     truncation: 'disabled',
     usage: null,
@@ -123,6 +120,15 @@ export function responseObject(shell: ResponseShell, fields: Partial<ResponseObj
     metadata: r.metadata ?? {},
     ...fields,
   };
+}
+
+/**
+ * A request's tool as the Response shows it: OpenAI's FunctionTool requires `strict` and `parameters`. Unset,
+ * strict is false here, which is what the chat upstream applies (responsesToChat forwards strict only when set).
+ */
+function echoedTool(t: ResponsesTool): ResponsesTool {
+  if (t.type !== 'function') return t;
+  return { ...t, parameters: t.parameters ?? null, strict: typeof t.strict === 'boolean' ? t.strict : false };
 }
 
 export function chatToResponses(c: ChatCompletion, opts: ResponseShell & { tools: ToolNameMap }): ResponseObject {

@@ -156,11 +156,13 @@ export function responsesToChatCompletion(r: ResponseObject): ChatCompletion {
         index: 0,
         message: {
           role: 'assistant',
+          refusal: null,
           content: content || null,
           ...(calls.length ? { tool_calls: calls } : {}),
           ...(reasoning ? { reasoning_content: reasoning } : {}),
         },
         finish_reason: finishOf(r, calls.length > 0),
+        logprobs: null,
       },
     ],
     usage: usageOf(r.usage),

@@ -94,6 +94,7 @@ export interface ChatCompletion {
       refusal?: string | null;
     };
     finish_reason: ChatFinishReason;
+    logprobs?: unknown;
   }[];
   usage?: ChatUsage | null;
 }

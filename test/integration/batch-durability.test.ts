@@ -13,6 +13,7 @@ import { insertFile } from '../../src/files/repo';
 import { projectRoot } from '../../src/projectRoot';
 import { findTemporalCli, freePort, startTemporalDevServer, type DevServer } from '../../src/runtime/temporalDevServer';
 import { eventually, spawnApi, spawnWorker, startVideoHarness, type VideoHarness } from '../support/video';
+import { WORKFLOW_TEST_MS } from '../support/budgets';
 
 /**
  * Batches through worker kills, against the real Temporal dev server and Postgres: an OpenAI batch and an
@@ -150,172 +151,186 @@ async function expectExactlyOnce(
   return Number(b.cost_vnd);
 }
 
-test('worker SIGKILLed mid-batch, twice: no request lost or charged twice, every hold released', async () => {
-  const start = 5_000_000;
-  const acc = await h.account(start);
-  const openai = new OpenAI({ apiKey: acc.key, baseURL: `${h.url}/v1`, maxRetries: 0 });
-  const anthropic = new Anthropic({ apiKey: acc.key, baseURL: h.url, maxRetries: 0 });
-  // Slow upstream answers: a chunk is always in flight when the worker dies.
-  h.emulator.control.settings.latencyMs = 120;
+test(
+  'worker SIGKILLed mid-batch, twice: no request lost or charged twice, every hold released',
+  async () => {
+    const start = 5_000_000;
+    const acc = await h.account(start);
+    const openai = new OpenAI({ apiKey: acc.key, baseURL: `${h.url}/v1`, maxRetries: 0 });
+    const anthropic = new Anthropic({ apiKey: acc.key, baseURL: h.url, maxRetries: 0 });
+    // Slow upstream answers: a chunk is always in flight when the worker dies.
+    h.emulator.control.settings.latencyMs = 120;
 
-  const openaiIds = Array.from({ length: OPENAI_N }, (_, i) => `o-${i}`);
-  const ob = await chatBatch(openai, 'gpt-4o-mini', openaiIds, (id) => `item ${id}`, 'in.jsonl');
-  // The native batch waits in the provider's queue across both kills.
-  h.emulator.control.settings.batchQueueMs = 4_000;
-  const nativeIds = Array.from({ length: NATIVE_N }, (_, i) => `n-${i}`);
-  const nb = await chatBatch(openai, 'gpt-4o-mini-native', nativeIds, (id) => `item ${id}`, 'native.jsonl');
-  const anthropicIds = Array.from({ length: ANTHROPIC_N }, (_, i) => `a-${i}`);
-  const mb = await anthropic.messages.batches.create({
-    requests: anthropicIds.map((id) => ({
-      custom_id: id,
-      params: { model: 'claude-haiku-4-5', max_tokens: 20, messages: [{ role: 'user', content: `item ${id}` }] },
-    })),
-  });
-
-  let worker = await spawnWorker(h);
-  for (const after of [6, 18]) {
-    await eventually(async () => (await progress(ob.id)) >= after, 90_000, 20);
-    await worker.kill('SIGKILL');
-    expect(await progress(ob.id)).toBeLessThan(OPENAI_N); // killed mid-batch
-    worker = await spawnWorker(h);
-  }
-  try {
-    const done = await eventually(
-      async () => {
-        const [o, m, n] = await Promise.all([
-          openai.batches.retrieve(ob.id),
-          anthropic.messages.batches.retrieve(mb.id),
-          openai.batches.retrieve(nb.id),
-        ]);
-        return o.status === 'completed' && m.processing_status === 'ended' && n.status === 'completed'
-          ? { o, m, n }
-          : null;
-      },
-      150_000,
-      200,
-    );
-    h.emulator.control.settings.latencyMs = 0;
-    // A request in flight on the killed worker is not sent again: it fails alone (request_interrupted, uncharged).
-    expect(done.o.request_counts).toMatchObject({ total: OPENAI_N });
-    expect(done.o.request_counts!.completed + done.o.request_counts!.failed).toBe(OPENAI_N);
-    const m = done.m.request_counts;
-    expect({ ...m, ended: m.succeeded + m.errored }).toEqual({
-      ...m,
-      processing: 0,
-      canceled: 0,
-      expired: 0,
-      ended: ANTHROPIC_N,
-    });
-
-    const spentOpenAI = await expectExactlyOnce(
-      acc.accountId,
-      ob.id,
-      openaiIds,
-      await (await openai.files.content(done.o.output_file_id!)).text(),
-      done.o.error_file_id ? await (await openai.files.content(done.o.error_file_id)).text() : '',
-    );
-    const results: string[] = [];
-    for await (const r of await anthropic.messages.batches.results(mb.id)) {
-      if (r.result.type === 'succeeded')
-        results.push(JSON.stringify({ custom_id: r.custom_id, response: { status_code: 200 } }));
-      else expect(JSON.stringify(r.result)).toContain('stopped before its answer arrived');
-    }
-    const mRow = (await sql('SELECT output_file_id FROM batches WHERE id = $1', [mb.id]))[0];
-    expect(mRow.output_file_id).not.toBeNull();
-    const spentAnthropic = await expectExactlyOnce(
-      acc.accountId,
-      mb.id,
-      anthropicIds.filter((id) => results.some((r) => r.includes(`"${id}"`))),
-      results.join('\n'),
-    );
-    // The provider received each routed request at most once, across both kills.
-    expect(Math.max(...[...openaiIds, ...anthropicIds].map((id) => upstreamCalls(`item ${id}"`)))).toBe(1);
-
-    expect(done.n.request_counts).toEqual({ total: NATIVE_N, completed: NATIVE_N, failed: 0 });
-    const spentNative = await expectExactlyOnce(
-      acc.accountId,
-      nb.id,
-      nativeIds,
-      await (await openai.files.content(done.n.output_file_id!)).text(),
-    );
-    const submitted = h.emulator.control.requests.filter((r) => r.method === 'POST' && r.path === '/openai/v1/batches');
-    expect(
-      submitted.map((r) => (r.body as { metadata?: { gateway_batch_id?: string } }).metadata?.gateway_batch_id),
-    ).toEqual([nb.id]);
-
-    // One usage record (one charge) per request answered, whatever was rerun after the kills.
-    const usage = await sql(
-      `SELECT count(*)::int AS n, count(DISTINCT id)::int AS d, coalesce(sum(cost_vnd), 0)::bigint AS c
-         FROM usage_records WHERE account_id = $1`,
-      [acc.accountId],
-    );
-    const all = done.o.request_counts!.completed + m.succeeded + NATIVE_N;
-    expect(usage[0]).toMatchObject({ n: all, d: all });
-    const spent = spentOpenAI + spentAnthropic + spentNative;
-    expect(Number(usage[0].c)).toBe(spent);
-    expect(await getBalance(h.deps.db, acc.accountId)).toEqual({
-      balance: start - spent,
-      held: 0,
-      available: start - spent,
-    });
-    expect(await verifyProjections(h.deps.db)).toEqual([]);
-  } finally {
-    h.emulator.control.settings.latencyMs = 0;
-    h.emulator.control.settings.batchQueueMs = 100;
-    await worker.kill('SIGTERM');
-  }
-});
-
-test('API processes SIGKILLed right after answering a batch create: batches finish, money exact', async () => {
-  const start = 1_000_000;
-  const acc = await h.account(start);
-  const [worker, first, second] = await Promise.all([spawnWorker(h), spawnApi(h), spawnApi(h)]);
-  try {
-    // An OpenAI batch through one API process, killed the moment its answer is read.
-    const via = (url: string) => new OpenAI({ apiKey: acc.key, baseURL: `${url}/v1`, maxRetries: 0 });
-    const killIds = Array.from({ length: 5 }, (_, i) => `k-${i}`);
-    const ob = await chatBatch(via(first.url), 'gpt-4o-mini', killIds, (_id, i) => `kill ${i}`, 'k.jsonl');
-    await first.kill('SIGKILL');
-    // A message batch through another, killed the same way.
-    const anthropic = new Anthropic({ apiKey: acc.key, baseURL: second.url, maxRetries: 0 });
+    const openaiIds = Array.from({ length: OPENAI_N }, (_, i) => `o-${i}`);
+    const ob = await chatBatch(openai, 'gpt-4o-mini', openaiIds, (id) => `item ${id}`, 'in.jsonl');
+    // The native batch waits in the provider's queue across both kills.
+    h.emulator.control.settings.batchQueueMs = 4_000;
+    const nativeIds = Array.from({ length: NATIVE_N }, (_, i) => `n-${i}`);
+    const nb = await chatBatch(openai, 'gpt-4o-mini-native', nativeIds, (id) => `item ${id}`, 'native.jsonl');
+    const anthropicIds = Array.from({ length: ANTHROPIC_N }, (_, i) => `a-${i}`);
     const mb = await anthropic.messages.batches.create({
-      requests: [0, 1, 2].map((i) => ({
-        custom_id: `m-${i}`,
-        params: { model: 'claude-haiku-4-5', max_tokens: 20, messages: [{ role: 'user' as const, content: `m ${i}` }] },
+      requests: anthropicIds.map((id) => ({
+        custom_id: id,
+        params: { model: 'claude-haiku-4-5', max_tokens: 20, messages: [{ role: 'user', content: `item ${id}` }] },
       })),
     });
-    await second.kill('SIGKILL');
 
-    // Read through the in-process API.
-    const openai = via(h.url);
-    const reader = new Anthropic({ apiKey: acc.key, baseURL: h.url, maxRetries: 0 });
-    const o = await eventually(async () => {
-      const x = await openai.batches.retrieve(ob.id);
-      return x.status === 'completed' ? x : null;
-    }, 90_000);
-    const m = await eventually(async () => {
-      const x = await reader.messages.batches.retrieve(mb.id);
-      return x.processing_status === 'ended' ? x : null;
-    }, 90_000);
-    expect(o.request_counts).toEqual({ total: 5, completed: 5, failed: 0 });
-    expect(m.request_counts).toMatchObject({ succeeded: 3, errored: 0 });
-    const spent =
-      (await expectExactlyOnce(
+    let worker = await spawnWorker(h);
+    for (const after of [6, 18]) {
+      await eventually(async () => (await progress(ob.id)) >= after, 90_000, 20);
+      await worker.kill('SIGKILL');
+      expect(await progress(ob.id)).toBeLessThan(OPENAI_N); // killed mid-batch
+      worker = await spawnWorker(h);
+    }
+    try {
+      const done = await eventually(
+        async () => {
+          const [o, m, n] = await Promise.all([
+            openai.batches.retrieve(ob.id),
+            anthropic.messages.batches.retrieve(mb.id),
+            openai.batches.retrieve(nb.id),
+          ]);
+          return o.status === 'completed' && m.processing_status === 'ended' && n.status === 'completed'
+            ? { o, m, n }
+            : null;
+        },
+        150_000,
+        200,
+      );
+      h.emulator.control.settings.latencyMs = 0;
+      // A request in flight on the killed worker is not sent again: it fails alone (request_interrupted, uncharged).
+      expect(done.o.request_counts).toMatchObject({ total: OPENAI_N });
+      expect(done.o.request_counts!.completed + done.o.request_counts!.failed).toBe(OPENAI_N);
+      const m = done.m.request_counts;
+      expect({ ...m, ended: m.succeeded + m.errored }).toEqual({
+        ...m,
+        processing: 0,
+        canceled: 0,
+        expired: 0,
+        ended: ANTHROPIC_N,
+      });
+
+      const spentOpenAI = await expectExactlyOnce(
         acc.accountId,
         ob.id,
-        ['k-0', 'k-1', 'k-2', 'k-3', 'k-4'],
-        await (await openai.files.content(o.output_file_id!)).text(),
-      )) + Number((await sql('SELECT cost_vnd FROM batches WHERE id = $1', [mb.id]))[0].cost_vnd);
-    expect(await getBalance(h.deps.db, acc.accountId)).toEqual({
-      balance: start - spent,
-      held: 0,
-      available: start - spent,
-    });
-    expect(await verifyProjections(h.deps.db)).toEqual([]);
-  } finally {
-    await Promise.all([worker.kill('SIGTERM'), first.kill(), second.kill()]);
-  }
-});
+        openaiIds,
+        await (await openai.files.content(done.o.output_file_id!)).text(),
+        done.o.error_file_id ? await (await openai.files.content(done.o.error_file_id)).text() : '',
+      );
+      const results: string[] = [];
+      for await (const r of await anthropic.messages.batches.results(mb.id)) {
+        if (r.result.type === 'succeeded')
+          results.push(JSON.stringify({ custom_id: r.custom_id, response: { status_code: 200 } }));
+        else expect(JSON.stringify(r.result)).toContain('stopped before its answer arrived');
+      }
+      const mRow = (await sql('SELECT output_file_id FROM batches WHERE id = $1', [mb.id]))[0];
+      expect(mRow.output_file_id).not.toBeNull();
+      const spentAnthropic = await expectExactlyOnce(
+        acc.accountId,
+        mb.id,
+        anthropicIds.filter((id) => results.some((r) => r.includes(`"${id}"`))),
+        results.join('\n'),
+      );
+      // The provider received each routed request at most once, across both kills.
+      expect(Math.max(...[...openaiIds, ...anthropicIds].map((id) => upstreamCalls(`item ${id}"`)))).toBe(1);
+
+      expect(done.n.request_counts).toEqual({ total: NATIVE_N, completed: NATIVE_N, failed: 0 });
+      const spentNative = await expectExactlyOnce(
+        acc.accountId,
+        nb.id,
+        nativeIds,
+        await (await openai.files.content(done.n.output_file_id!)).text(),
+      );
+      const submitted = h.emulator.control.requests.filter(
+        (r) => r.method === 'POST' && r.path === '/openai/v1/batches',
+      );
+      expect(
+        submitted.map((r) => (r.body as { metadata?: { gateway_batch_id?: string } }).metadata?.gateway_batch_id),
+      ).toEqual([nb.id]);
+
+      // One usage record (one charge) per request answered, whatever was rerun after the kills.
+      const usage = await sql(
+        `SELECT count(*)::int AS n, count(DISTINCT id)::int AS d, coalesce(sum(cost_vnd), 0)::bigint AS c
+         FROM usage_records WHERE account_id = $1`,
+        [acc.accountId],
+      );
+      const all = done.o.request_counts!.completed + m.succeeded + NATIVE_N;
+      expect(usage[0]).toMatchObject({ n: all, d: all });
+      const spent = spentOpenAI + spentAnthropic + spentNative;
+      expect(Number(usage[0].c)).toBe(spent);
+      expect(await getBalance(h.deps.db, acc.accountId)).toEqual({
+        balance: start - spent,
+        held: 0,
+        available: start - spent,
+      });
+      expect(await verifyProjections(h.deps.db)).toEqual([]);
+    } finally {
+      h.emulator.control.settings.latencyMs = 0;
+      h.emulator.control.settings.batchQueueMs = 100;
+      await worker.kill('SIGTERM');
+    }
+  },
+  WORKFLOW_TEST_MS,
+);
+
+test(
+  'API processes SIGKILLed right after answering a batch create: batches finish, money exact',
+  async () => {
+    const start = 1_000_000;
+    const acc = await h.account(start);
+    const [worker, first, second] = await Promise.all([spawnWorker(h), spawnApi(h), spawnApi(h)]);
+    try {
+      // An OpenAI batch through one API process, killed the moment its answer is read.
+      const via = (url: string) => new OpenAI({ apiKey: acc.key, baseURL: `${url}/v1`, maxRetries: 0 });
+      const killIds = Array.from({ length: 5 }, (_, i) => `k-${i}`);
+      const ob = await chatBatch(via(first.url), 'gpt-4o-mini', killIds, (_id, i) => `kill ${i}`, 'k.jsonl');
+      await first.kill('SIGKILL');
+      // A message batch through another, killed the same way.
+      const anthropic = new Anthropic({ apiKey: acc.key, baseURL: second.url, maxRetries: 0 });
+      const mb = await anthropic.messages.batches.create({
+        requests: [0, 1, 2].map((i) => ({
+          custom_id: `m-${i}`,
+          params: {
+            model: 'claude-haiku-4-5',
+            max_tokens: 20,
+            messages: [{ role: 'user' as const, content: `m ${i}` }],
+          },
+        })),
+      });
+      await second.kill('SIGKILL');
+
+      // Read through the in-process API.
+      const openai = via(h.url);
+      const reader = new Anthropic({ apiKey: acc.key, baseURL: h.url, maxRetries: 0 });
+      const o = await eventually(async () => {
+        const x = await openai.batches.retrieve(ob.id);
+        return x.status === 'completed' ? x : null;
+      }, 90_000);
+      const m = await eventually(async () => {
+        const x = await reader.messages.batches.retrieve(mb.id);
+        return x.processing_status === 'ended' ? x : null;
+      }, 90_000);
+      expect(o.request_counts).toEqual({ total: 5, completed: 5, failed: 0 });
+      expect(m.request_counts).toMatchObject({ succeeded: 3, errored: 0 });
+      const spent =
+        (await expectExactlyOnce(
+          acc.accountId,
+          ob.id,
+          ['k-0', 'k-1', 'k-2', 'k-3', 'k-4'],
+          await (await openai.files.content(o.output_file_id!)).text(),
+        )) + Number((await sql('SELECT cost_vnd FROM batches WHERE id = $1', [mb.id]))[0].cost_vnd);
+      expect(await getBalance(h.deps.db, acc.accountId)).toEqual({
+        balance: start - spent,
+        held: 0,
+        available: start - spent,
+      });
+      expect(await verifyProjections(h.deps.db)).toEqual([]);
+    } finally {
+      await Promise.all([worker.kill('SIGTERM'), first.kill(), second.kill()]);
+    }
+  },
+  WORKFLOW_TEST_MS,
+);
 
 test('Temporal stopped mid-batch and restarted with its state: the batch ends, each request charged once', async () => {
   const start = 1_000_000;

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { eventually, startVideoHarness, type VideoHarness } from '../support/video';
 import { redactorFor } from '../../src/catalog/redact';
 import { ConsoleClient, jsonOf, makeLogin } from '../e2e/consoleClient';
+import { WORKFLOW_TEST_MS } from '../support/budgets';
 
 /**
  * Error messages never name catalog internals to clients (provider ids, upstream base URLs, key variables,
@@ -43,27 +44,31 @@ test('the redactor replaces provider ids, URLs, key variables and upstream model
   expect(redact(plain)).toBe(plain);
 });
 
-test('a provider rejection fails the job with a message that names no provider id', async () => {
-  const acc = await h.account(1_000_000);
-  const r = await fetch(`${h.url}/v1/videos`, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${acc.key}`, 'content-type': 'application/json' },
-    body: JSON.stringify({ model: 'seedance-2-0', prompt: 'a scene [reject]', seconds: 4 }),
-  });
-  expect(r.status).toBe(202);
-  const { id } = (await r.json()) as { id: string };
-  const done = await eventually(async () => {
-    const j = (await (
-      await fetch(`${h.url}/v1/videos/${id}`, { headers: { authorization: `Bearer ${acc.key}` } })
-    ).json()) as { status: string; error?: { message: string } };
-    return j.status === 'failed' ? j : null;
-  });
-  expect(done.error!.message).toMatch(/rejected/);
-  expect(JSON.stringify(done)).not.toMatch(internals);
-  // Stored that way too, so the console's job pages show the same text.
-  const row = await h.deps.db.query('SELECT error_message FROM video_jobs WHERE id = $1', [id]);
-  expect(row.rows[0].error_message).not.toMatch(internals);
-});
+test(
+  'a provider rejection fails the job with a message that names no provider id',
+  async () => {
+    const acc = await h.account(1_000_000);
+    const r = await fetch(`${h.url}/v1/videos`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${acc.key}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'seedance-2-0', prompt: 'a scene [reject]', seconds: 4 }),
+    });
+    expect(r.status).toBe(202);
+    const { id } = (await r.json()) as { id: string };
+    const done = await eventually(async () => {
+      const j = (await (
+        await fetch(`${h.url}/v1/videos/${id}`, { headers: { authorization: `Bearer ${acc.key}` } })
+      ).json()) as { status: string; error?: { message: string } };
+      return j.status === 'failed' ? j : null;
+    });
+    expect(done.error!.message).toMatch(/rejected/);
+    expect(JSON.stringify(done)).not.toMatch(internals);
+    // Stored that way too, so the console's job pages show the same text.
+    const row = await h.deps.db.query('SELECT error_message FROM video_jobs WHERE id = $1', [id]);
+    expect(row.rows[0].error_message).not.toMatch(internals);
+  },
+  WORKFLOW_TEST_MS,
+);
 
 test('a job that failed before redaction existed is shown redacted', async () => {
   const acc = await h.account(0);

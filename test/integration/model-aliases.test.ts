@@ -4,8 +4,9 @@ import { startGateway, type TestGateway } from '../support/gateway';
 
 /**
  * The default catalog's model names as coding clients send them: Claude Code's built-in and dated Claude names reach
- * the Claude models through the Anthropic provider's patterns, Codex's gpt-5.x-codex names reach gpt-5-codex; the
- * usage record names the catalog model. Names no id, alias or pattern matches stay 404 model_not_found.
+ * the Claude models through the Anthropic provider's patterns, Codex's gpt-5.x-codex and default gpt-*-sol names
+ * reach gpt-5-codex; the usage record names the catalog model and its price. Names no id, alias or pattern matches
+ * stay 404 model_not_found.
  */
 
 let gw: TestGateway;
@@ -16,12 +17,14 @@ beforeAll(async () => {
 });
 afterAll(() => gw.close());
 
-async function lastUsageModel(): Promise<string> {
+async function lastUsage(): Promise<{ model: string; cost_vnd: number; tokens: unknown }> {
   const body = (await (
     await fetch(`${gw.url}/v1/usage?limit=1`, { headers: { authorization: `Bearer ${key}` } })
-  ).json()) as { data: { model: string }[] };
-  return body.data[0].model;
+  ).json()) as { data: { model: string; cost_vnd: number; tokens: unknown }[] };
+  const { model, cost_vnd, tokens } = body.data[0];
+  return { model, cost_vnd, tokens };
 }
+const lastUsageModel = async () => (await lastUsage()).model;
 
 test.each([
   ['claude-sonnet-4-6-20260101', 'claude-sonnet-4-6'],
@@ -48,6 +51,18 @@ test('Codex names (gpt-5.x-codex) run on gpt-5-codex over the Responses API', as
   }
 });
 
+test("Codex CLI's default names (gpt-6.2-sol, gpt-6.1-sol) run on gpt-5-codex, billed at its prices", async () => {
+  const c = new OpenAI({ apiKey: key, baseURL: `${gw.url}/v1`, maxRetries: 0 });
+  await c.responses.create({ model: 'gpt-5-codex', input: 'hi' });
+  const own = await lastUsage();
+  for (const name of ['gpt-6.2-sol', 'gpt-6.1-sol']) {
+    const r = await c.responses.create({ model: name, input: 'hi' });
+    expect(r.output_text).toBe('You said: hi');
+    expect(r.model).toBe('gpt-5-codex');
+    expect(await lastUsage()).toEqual(own);
+  }
+});
+
 test('names no id, alias or pattern matches are 404 model_not_found on every interface', async () => {
   const c = new OpenAI({ apiKey: key, baseURL: `${gw.url}/v1`, maxRetries: 0 });
   await expect(
@@ -69,7 +84,7 @@ test("GET /v1/models lists each model's patterns", async () => {
   };
   const byId = new Map(list.data.map((m) => [m.id, m.alias_patterns]));
   expect(byId.get('claude-sonnet-4-6')).toEqual(['claude-*']);
-  expect(byId.get('gpt-5-codex')).toEqual(['gpt-5*codex*', 'codex-*']);
+  expect(byId.get('gpt-5-codex')).toEqual(['gpt-5*codex*', 'codex-*', 'gpt-*-sol']);
   expect(byId.get('gpt-4o-mini')).toBeUndefined();
 });
 

@@ -10,6 +10,7 @@ import { writeRoutingCatalog } from '../support/routingCatalog';
 import { flushTracing, initTracing, shutdownTracing } from '../../src/observability/tracing';
 import { logTo } from '../../src/observability/logger';
 import { useAwsTestEnv } from '../support/cloudCredentials';
+import { WORKFLOW_TEST_MS } from '../support/budgets';
 
 /**
  * OpenTelemetry traces, received for real: the gateway exports OTLP over HTTP to a receiver in this test (protobuf,
@@ -433,62 +434,70 @@ test('a failed try and its retry are two child spans: failure class, status, ret
   expect(new Set(tries.map((t) => t.attributes['gateway.deployment']))).toEqual(new Set(['a', 'b']));
 });
 
-test('a video job: the POST, the workflow, each activity (submit, polls, copy, settlement) in one trace', async () => {
-  const acc = await h.account(1_000_000);
-  const p = clientParent();
-  const job = await postVideo(h, acc.key, p.header, 'a lighthouse at dusk');
-  await eventually(async () => {
-    const j: any = await (
-      await fetch(`${h.url}/v1/videos/${job.id}`, { headers: { authorization: `Bearer ${acc.key}` } })
-    ).json();
-    return j.status === 'completed' ? j : null;
-  });
-  const spans = await spansOf(
-    p.traceId,
-    (s) => s.some((x) => x.name.startsWith('RunWorkflow:')) && s.some((x) => x.name === 'RunActivity:completeJob'),
-  );
-  const byId = new Map(spans.map((s) => [s.spanId, s]));
-  const server = one(spans, (s) => s.kind === SERVER && s.name === 'POST /v1/videos');
-  expect(server.parentSpanId).toBe(p.spanId);
-  const start = one(spans, (s) => s.name === 'StartWorkflow:videoJobWorkflow');
-  const run = one(spans, (s) => s.name === 'RunWorkflow:videoJobWorkflow');
-  /** The chain of ancestors of a span up to the client's. */
-  const ancestry = (s: ReceivedSpan): string[] => {
-    const names: string[] = [];
-    for (let x: ReceivedSpan | undefined = s; x; x = byId.get(x.parentSpanId)) names.push(x.name);
-    return names;
-  };
-  expect(ancestry(run)).toEqual(['RunWorkflow:videoJobWorkflow', 'StartWorkflow:videoJobWorkflow', 'POST /v1/videos']);
-  expect(start.parentSpanId).toBe(server.spanId);
-  const activities = spans.filter((s) => s.name.startsWith('RunActivity:'));
-  const names = activities.map((s) => s.name);
-  expect(names).toEqual(
-    expect.arrayContaining([
-      'RunActivity:submitVideo',
-      'RunActivity:pollVideo',
-      'RunActivity:copyResult',
-      'RunActivity:completeJob',
-    ]),
-  );
-  expect(names.filter((n) => n === 'RunActivity:pollVideo').length).toBeGreaterThanOrEqual(2);
-  for (const a of activities) {
-    const chain = ancestry(a);
-    expect(chain.slice(-3)).toEqual([
+test(
+  'a video job: the POST, the workflow, each activity (submit, polls, copy, settlement) in one trace',
+  async () => {
+    const acc = await h.account(1_000_000);
+    const p = clientParent();
+    const job = await postVideo(h, acc.key, p.header, 'a lighthouse at dusk');
+    await eventually(async () => {
+      const j: any = await (
+        await fetch(`${h.url}/v1/videos/${job.id}`, { headers: { authorization: `Bearer ${acc.key}` } })
+      ).json();
+      return j.status === 'completed' ? j : null;
+    });
+    const spans = await spansOf(
+      p.traceId,
+      (s) => s.some((x) => x.name.startsWith('RunWorkflow:')) && s.some((x) => x.name === 'RunActivity:completeJob'),
+    );
+    const byId = new Map(spans.map((s) => [s.spanId, s]));
+    const server = one(spans, (s) => s.kind === SERVER && s.name === 'POST /v1/videos');
+    expect(server.parentSpanId).toBe(p.spanId);
+    const start = one(spans, (s) => s.name === 'StartWorkflow:videoJobWorkflow');
+    const run = one(spans, (s) => s.name === 'RunWorkflow:videoJobWorkflow');
+    /** The chain of ancestors of a span up to the client's. */
+    const ancestry = (s: ReceivedSpan): string[] => {
+      const names: string[] = [];
+      for (let x: ReceivedSpan | undefined = s; x; x = byId.get(x.parentSpanId)) names.push(x.name);
+      return names;
+    };
+    expect(ancestry(run)).toEqual([
       'RunWorkflow:videoJobWorkflow',
       'StartWorkflow:videoJobWorkflow',
       'POST /v1/videos',
     ]);
-    expect(chain[1]).toBe(a.name.replace('RunActivity:', 'StartActivity:'));
-  }
-  // The submission is a routed try under its activity, and its provider call carries the try's span upstream.
-  const tryer = one(spans, (s) => s.kind === CLIENT && s.name === 'video_generation veo-3.1-generate-preview');
-  expect(byId.get(tryer.parentSpanId)?.name).toBe('RunActivity:submitVideo');
-  expect(tryer.attributes).toMatchObject({ 'gen_ai.operation.name': 'video_generation', 'gateway.try': 'first' });
-  const submit = h.emulator.control.requests.find(
-    (r) => r.path.includes(':predictLongRunning') && JSON.stringify(r.body).includes('a lighthouse at dusk'),
-  )!;
-  expect(submit.headers.traceparent).toBe(`00-${p.traceId}-${tryer.spanId}-01`);
-});
+    expect(start.parentSpanId).toBe(server.spanId);
+    const activities = spans.filter((s) => s.name.startsWith('RunActivity:'));
+    const names = activities.map((s) => s.name);
+    expect(names).toEqual(
+      expect.arrayContaining([
+        'RunActivity:submitVideo',
+        'RunActivity:pollVideo',
+        'RunActivity:copyResult',
+        'RunActivity:completeJob',
+      ]),
+    );
+    expect(names.filter((n) => n === 'RunActivity:pollVideo').length).toBeGreaterThanOrEqual(2);
+    for (const a of activities) {
+      const chain = ancestry(a);
+      expect(chain.slice(-3)).toEqual([
+        'RunWorkflow:videoJobWorkflow',
+        'StartWorkflow:videoJobWorkflow',
+        'POST /v1/videos',
+      ]);
+      expect(chain[1]).toBe(a.name.replace('RunActivity:', 'StartActivity:'));
+    }
+    // The submission is a routed try under its activity, and its provider call carries the try's span upstream.
+    const tryer = one(spans, (s) => s.kind === CLIENT && s.name === 'video_generation veo-3.1-generate-preview');
+    expect(byId.get(tryer.parentSpanId)?.name).toBe('RunActivity:submitVideo');
+    expect(tryer.attributes).toMatchObject({ 'gen_ai.operation.name': 'video_generation', 'gateway.try': 'first' });
+    const submit = h.emulator.control.requests.find(
+      (r) => r.path.includes(':predictLongRunning') && JSON.stringify(r.body).includes('a lighthouse at dusk'),
+    )!;
+    expect(submit.headers.traceparent).toBe(`00-${p.traceId}-${tryer.spanId}-01`);
+  },
+  WORKFLOW_TEST_MS,
+);
 
 test('an API process keeps no async context; a video POST still starts its workflow in its trace', async () => {
   // As `npm run api` starts it: tracing without a worker in the process, then its Temporal client.

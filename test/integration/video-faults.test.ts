@@ -3,6 +3,7 @@ import { getBalance, listLedger, placeHold, verifyProjections } from '../../src/
 import { createJobWithHold, getJob, listEvents } from '../../src/video/jobs';
 import { eventually, videoHarnessForFile, type VideoHarness } from '../support/video';
 import { charges as chargesOf } from '../support/records';
+import { WORKFLOW_TEST_MS } from '../support/budgets';
 
 /**
  * Provider failures, content filters, expiry, transient outages, copy failures and crash repairs, each ending
@@ -157,54 +158,62 @@ test('reconciler: a job whose workflow never started (crash after the hold) is s
   expect(await charges(acc.accountId)).toHaveLength(1);
 });
 
-test('reconciler: a video hold without a job is released; a job whose workflow ended fails, releases', async () => {
-  const acc = await h.account(BALANCE);
-  const holdId = randomUUID();
-  await placeHold(h.deps.db, {
-    accountId: acc.accountId,
-    holdId,
-    amount: 12345,
-    idempotencyKey: `orphan-${holdId}`,
-    refType: 'video_job',
-    refId: randomUUID(),
-  });
-  const job = await h.submit(acc.key, { model: VEO, prompt: 'terminated [polls=100000]', seconds: 4 });
-  await eventually(async () => (await getJob(h.deps.db, job.id))?.providerTaskId);
-  await h.deps.temporal!.workflow.getHandle(`video-${job.id}`).terminate('operator test');
-  const done = await h.final(acc.key, job.id);
-  expect(done).toMatchObject({
-    status: 'failed',
-    error: { code: 'workflow_ended', message: expect.stringContaining('terminated') },
-  });
-  await eventually(async () => (await getBalance(h.deps.db, acc.accountId))!.held === 0);
-  await expectReleased(acc.accountId);
-  expect(await verifyProjections(h.deps.db)).toEqual([]);
-});
+test(
+  'reconciler: a video hold without a job is released; a job whose workflow ended fails, releases',
+  async () => {
+    const acc = await h.account(BALANCE);
+    const holdId = randomUUID();
+    await placeHold(h.deps.db, {
+      accountId: acc.accountId,
+      holdId,
+      amount: 12345,
+      idempotencyKey: `orphan-${holdId}`,
+      refType: 'video_job',
+      refId: randomUUID(),
+    });
+    const job = await h.submit(acc.key, { model: VEO, prompt: 'terminated [polls=100000]', seconds: 4 });
+    await eventually(async () => (await getJob(h.deps.db, job.id))?.providerTaskId);
+    await h.deps.temporal!.workflow.getHandle(`video-${job.id}`).terminate('operator test');
+    const done = await h.final(acc.key, job.id);
+    expect(done).toMatchObject({
+      status: 'failed',
+      error: { code: 'workflow_ended', message: expect.stringContaining('terminated') },
+    });
+    await eventually(async () => (await getBalance(h.deps.db, acc.accountId))!.held === 0);
+    await expectReleased(acc.accountId);
+    expect(await verifyProjections(h.deps.db)).toEqual([]);
+  },
+  WORKFLOW_TEST_MS,
+);
 
-test('reconciler: a job whose workflow history is gone restarts and resumes the recorded provider task', async () => {
-  const acc = await h.account(BALANCE);
-  const job = await h.submit(acc.key, { model: SEEDANCE, prompt: 'lost history [polls=5]', seconds: 5 });
-  const taskId = await eventually(async () => (await getJob(h.deps.db, job.id))?.providerTaskId);
-  const handle = h.deps.temporal!.workflow.getHandle(`video-${job.id}`);
-  const firstRun = (await handle.describe()).runId;
-  await h.deps.temporal!.workflowService.deleteWorkflowExecution({
-    namespace: h.config.temporalNamespace,
-    workflowExecution: { workflowId: handle.workflowId },
-  });
-  const done = await h.final(acc.key, job.id);
-  expect(done).toMatchObject({ status: 'completed', usage: { cost_vnd: 5 * 3600 } });
-  // One provider task for the job, polled by both workflow runs; one charge.
-  expect(
-    h.emulator.control.requests.filter((r) => r.method === 'POST' && JSON.stringify(r.body).includes('lost history')),
-  ).toHaveLength(1);
-  expect(h.emulator.control.requests.some((r) => r.method === 'GET' && r.path.endsWith(taskId))).toBe(true);
-  expect(await charges(acc.accountId)).toHaveLength(1);
-  const secondRun = await eventually(async () => {
-    const d = await handle.describe();
-    return d.status.name === 'COMPLETED' ? d : null;
-  });
-  expect(secondRun.runId).not.toBe(firstRun);
-});
+test(
+  'reconciler: a job whose workflow history is gone restarts and resumes the recorded provider task',
+  async () => {
+    const acc = await h.account(BALANCE);
+    const job = await h.submit(acc.key, { model: SEEDANCE, prompt: 'lost history [polls=5]', seconds: 5 });
+    const taskId = await eventually(async () => (await getJob(h.deps.db, job.id))?.providerTaskId);
+    const handle = h.deps.temporal!.workflow.getHandle(`video-${job.id}`);
+    const firstRun = (await handle.describe()).runId;
+    await h.deps.temporal!.workflowService.deleteWorkflowExecution({
+      namespace: h.config.temporalNamespace,
+      workflowExecution: { workflowId: handle.workflowId },
+    });
+    const done = await h.final(acc.key, job.id);
+    expect(done).toMatchObject({ status: 'completed', usage: { cost_vnd: 5 * 3600 } });
+    // One provider task for the job, polled by both workflow runs; one charge.
+    expect(
+      h.emulator.control.requests.filter((r) => r.method === 'POST' && JSON.stringify(r.body).includes('lost history')),
+    ).toHaveLength(1);
+    expect(h.emulator.control.requests.some((r) => r.method === 'GET' && r.path.endsWith(taskId))).toBe(true);
+    expect(await charges(acc.accountId)).toHaveLength(1);
+    const secondRun = await eventually(async () => {
+      const d = await handle.describe();
+      return d.status.name === 'COMPLETED' ? d : null;
+    });
+    expect(secondRun.runId).not.toBe(firstRun);
+  },
+  WORKFLOW_TEST_MS,
+);
 
 test('DELETE while the provider is down (submission being retried) cancels at once and releases the hold', async () => {
   const acc = await h.account(BALANCE);

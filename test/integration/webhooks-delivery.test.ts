@@ -10,6 +10,7 @@ import { sendWebhook } from '../../src/webhooks/send';
 import { DAY_MS } from '../../src/webhooks/settings';
 import { eventually, startVideoHarness, type VideoHarness } from '../support/video';
 import { startReceiver, type Receiver } from '../support/webhookReceiver';
+import { WORKFLOW_TEST_MS } from '../support/budgets';
 
 /**
  * Webhook delivery against the real Temporal dev server, Postgres and a receiver over real HTTP: every delivery is
@@ -67,66 +68,81 @@ const attempts = async (deliveryId: string) =>
     )
   ).rows;
 
-test("an event arrives in OpenAI's shape, signed: the openai SDK's unwrap accepts it, rejects a forgery", async () => {
-  const path = `/hook-${randomUUID()}`;
-  const a = await endpoint(path);
-  const jobId = randomUUID();
-  const eventId = await emit({
-    accountId: a.accountId,
-    type: 'video.completed',
-    data: { id: jobId },
-    key: `video:${jobId}:completed`,
-  });
-  const [got] = await eventually(async () => (at(path).length ? at(path) : null), 45_000);
-  const event: Json = await openai.webhooks.unwrap(got.body, got.headers, a.secret);
-  expect(event).toEqual({
-    id: eventId,
-    object: 'event',
-    type: 'video.completed',
-    created_at: expect.any(Number),
-    data: { id: jobId },
-  });
-  expect(eventId).toMatch(/^evt_[0-9a-f]{32}$/);
-  expect(Math.abs(event.created_at - Date.now() / 1000)).toBeLessThan(60);
-  expect(got.headers['webhook-id']).toBe(eventId);
-  expect(got.headers['webhook-signature']).toMatch(/^v1,[A-Za-z0-9+/]+=*$/);
-  expect(got.headers['content-type']).toBe('application/json');
+test(
+  "an event arrives in OpenAI's shape, signed: the openai SDK's unwrap accepts it, rejects a forgery",
+  async () => {
+    const path = `/hook-${randomUUID()}`;
+    const a = await endpoint(path);
+    const jobId = randomUUID();
+    const eventId = await emit({
+      accountId: a.accountId,
+      type: 'video.completed',
+      data: { id: jobId },
+      key: `video:${jobId}:completed`,
+    });
+    const [got] = await eventually(async () => (at(path).length ? at(path) : null), 45_000);
+    const event: Json = await openai.webhooks.unwrap(got.body, got.headers, a.secret);
+    expect(event).toEqual({
+      id: eventId,
+      object: 'event',
+      type: 'video.completed',
+      created_at: expect.any(Number),
+      data: { id: jobId },
+    });
+    expect(eventId).toMatch(/^evt_[0-9a-f]{32}$/);
+    expect(Math.abs(event.created_at - Date.now() / 1000)).toBeLessThan(60);
+    expect(got.headers['webhook-id']).toBe(eventId);
+    expect(got.headers['webhook-signature']).toMatch(/^v1,[A-Za-z0-9+/]+=*$/);
+    expect(got.headers['content-type']).toBe('application/json');
 
-  const tampered = got.body.replace(jobId, randomUUID());
-  await expect(openai.webhooks.unwrap(tampered, got.headers, a.secret)).rejects.toBeInstanceOf(
-    InvalidWebhookSignatureError,
-  );
-  await expect(
-    openai.webhooks.unwrap(got.body, { ...got.headers, 'webhook-id': 'evt_other' }, a.secret),
-  ).rejects.toBeInstanceOf(InvalidWebhookSignatureError);
-  const otherSecret = (await endpoint(`/unused-${randomUUID()}`)).secret;
-  await expect(openai.webhooks.unwrap(got.body, got.headers, otherSecret)).rejects.toBeInstanceOf(
-    InvalidWebhookSignatureError,
-  );
+    const tampered = got.body.replace(jobId, randomUUID());
+    await expect(openai.webhooks.unwrap(tampered, got.headers, a.secret)).rejects.toBeInstanceOf(
+      InvalidWebhookSignatureError,
+    );
+    await expect(
+      openai.webhooks.unwrap(got.body, { ...got.headers, 'webhook-id': 'evt_other' }, a.secret),
+    ).rejects.toBeInstanceOf(InvalidWebhookSignatureError);
+    const otherSecret = (await endpoint(`/unused-${randomUUID()}`)).secret;
+    await expect(openai.webhooks.unwrap(got.body, got.headers, otherSecret)).rejects.toBeInstanceOf(
+      InvalidWebhookSignatureError,
+    );
 
-  const [d] = await eventually(async () =>
-    (await delivery(a.endpointId))[0]?.status === 'succeeded' ? delivery(a.endpointId) : null,
-  );
-  expect(d).toMatchObject({ attempts: 1, last_status_code: 200, next_attempt_at: null });
-});
+    const [d] = await eventually(async () =>
+      (await delivery(a.endpointId))[0]?.status === 'succeeded' ? delivery(a.endpointId) : null,
+    );
+    expect(d).toMatchObject({ attempts: 1, last_status_code: 200, next_attempt_at: null });
+  },
+  WORKFLOW_TEST_MS,
+);
 
-test('an emission retried or replayed is one event and one delivery; endpoints get only their types', async () => {
-  const path = `/hook-${randomUUID()}`;
-  const a = await endpoint(path, ['video.failed']);
-  const jobId = randomUUID();
-  const key = `video:${jobId}:failed`;
-  const ids = await Promise.all(
-    [1, 2, 3].map(() => emit({ accountId: a.accountId, type: 'video.failed', data: { id: jobId }, key })),
-  );
-  expect(new Set(ids).size).toBe(1);
-  await emit({ accountId: a.accountId, type: 'video.completed', data: { id: jobId }, key: `video:${jobId}:completed` });
-  await eventually(async () => at(path).length >= 1);
-  await new Promise((r) => setTimeout(r, 1_000));
-  expect(at(path).map((r) => JSON.parse(r.body).type)).toEqual(['video.failed']);
-  expect(await delivery(a.endpointId)).toHaveLength(1);
-  const n = await h.deps.db.query('SELECT count(*)::int AS n FROM webhook_events WHERE account_id = $1', [a.accountId]);
-  expect(n.rows[0].n).toBe(2); // both events are recorded; only the subscribed one is delivered
-});
+test(
+  'an emission retried or replayed is one event and one delivery; endpoints get only their types',
+  async () => {
+    const path = `/hook-${randomUUID()}`;
+    const a = await endpoint(path, ['video.failed']);
+    const jobId = randomUUID();
+    const key = `video:${jobId}:failed`;
+    const ids = await Promise.all(
+      [1, 2, 3].map(() => emit({ accountId: a.accountId, type: 'video.failed', data: { id: jobId }, key })),
+    );
+    expect(new Set(ids).size).toBe(1);
+    await emit({
+      accountId: a.accountId,
+      type: 'video.completed',
+      data: { id: jobId },
+      key: `video:${jobId}:completed`,
+    });
+    await eventually(async () => at(path).length >= 1);
+    await new Promise((r) => setTimeout(r, 1_000));
+    expect(at(path).map((r) => JSON.parse(r.body).type)).toEqual(['video.failed']);
+    expect(await delivery(a.endpointId)).toHaveLength(1);
+    const n = await h.deps.db.query('SELECT count(*)::int AS n FROM webhook_events WHERE account_id = $1', [
+      a.accountId,
+    ]);
+    expect(n.rows[0].n).toBe(2); // both events are recorded; only the subscribed one is delivered
+  },
+  WORKFLOW_TEST_MS,
+);
 
 test('timeouts, dropped connections, 429 and 5xx retried with backoff, same webhook-id; each verifies', async () => {
   const path = `/hook-${randomUUID()}`;
@@ -166,62 +182,70 @@ test('timeouts, dropped connections, 429 and 5xx retried with backoff, same webh
   ]);
 }, 60_000);
 
-test('another 4xx or a redirect is final after one try (the redirect not followed)', async () => {
-  for (const reply of [400, 410, { redirect: '/elsewhere' }] as const) {
+test(
+  'another 4xx or a redirect is final after one try (the redirect not followed)',
+  async () => {
+    for (const reply of [400, 410, { redirect: '/elsewhere' }] as const) {
+      const path = `/hook-${randomUUID()}`;
+      const a = await endpoint(path);
+      rx.script(reply);
+      const jobId = randomUUID();
+      await emit({ accountId: a.accountId, type: 'video.failed', data: { id: jobId }, key: `video:${jobId}:failed` });
+      const [d] = await eventually(async () =>
+        (await delivery(a.endpointId))[0]?.status === 'failed' ? delivery(a.endpointId) : null,
+      );
+      await new Promise((r) => setTimeout(r, 600));
+      expect(at(path)).toHaveLength(1);
+      expect(rx.received.some((r) => r.path === '/elsewhere')).toBe(false);
+      expect(d).toMatchObject({ attempts: 1, next_attempt_at: null });
+      expect(d.last_error).toMatch(typeof reply === 'number' ? /^HTTP 4\d\d/ : /redirects are not followed/);
+    }
+  },
+  WORKFLOW_TEST_MS,
+);
+
+test(
+  "the console's view: deliveries list tries and next try; a resend sends the same event again",
+  async () => {
     const path = `/hook-${randomUUID()}`;
     const a = await endpoint(path);
-    rx.script(reply);
+    rx.script(502);
     const jobId = randomUUID();
-    await emit({ accountId: a.accountId, type: 'video.failed', data: { id: jobId }, key: `video:${jobId}:failed` });
-    const [d] = await eventually(async () =>
-      (await delivery(a.endpointId))[0]?.status === 'failed' ? delivery(a.endpointId) : null,
+    const eventId = await emit({
+      accountId: a.accountId,
+      type: 'video.expired',
+      data: { id: jobId },
+      key: `video:${jobId}:expired`,
+    });
+    const list = await eventually(async () => {
+      const l = await api(a.key, 'GET', `/v1/webhooks/${a.endpointId}/deliveries`);
+      return l.data[0]?.status === 'succeeded' ? l : null;
+    });
+    expect(list.data).toEqual([
+      expect.objectContaining({
+        object: 'webhook_delivery',
+        event_id: eventId,
+        event_type: 'video.expired',
+        subject_id: jobId,
+        status: 'succeeded',
+        attempts: 2,
+        last_status_code: 200,
+      }),
+    ]);
+    const resent = await api(a.key, 'POST', `/v1/webhooks/${a.endpointId}/deliveries/${list.data[0].id}/resend`);
+    expect(resent).toMatchObject({ id: list.data[0].id, status: 'pending' });
+    await eventually(async () => at(path).length === 3);
+    expect(at(path)[2].headers['webhook-id']).toBe(eventId);
+    await eventually(
+      async () => (await api(a.key, 'GET', `/v1/webhooks/${a.endpointId}/deliveries`)).data[0].attempts === 3,
     );
-    await new Promise((r) => setTimeout(r, 600));
-    expect(at(path)).toHaveLength(1);
-    expect(rx.received.some((r) => r.path === '/elsewhere')).toBe(false);
-    expect(d).toMatchObject({ attempts: 1, next_attempt_at: null });
-    expect(d.last_error).toMatch(typeof reply === 'number' ? /^HTTP 4\d\d/ : /redirects are not followed/);
-  }
-});
-
-test("the console's view: deliveries list tries and next try; a resend sends the same event again", async () => {
-  const path = `/hook-${randomUUID()}`;
-  const a = await endpoint(path);
-  rx.script(502);
-  const jobId = randomUUID();
-  const eventId = await emit({
-    accountId: a.accountId,
-    type: 'video.expired',
-    data: { id: jobId },
-    key: `video:${jobId}:expired`,
-  });
-  const list = await eventually(async () => {
-    const l = await api(a.key, 'GET', `/v1/webhooks/${a.endpointId}/deliveries`);
-    return l.data[0]?.status === 'succeeded' ? l : null;
-  });
-  expect(list.data).toEqual([
-    expect.objectContaining({
-      object: 'webhook_delivery',
-      event_id: eventId,
-      event_type: 'video.expired',
-      subject_id: jobId,
-      status: 'succeeded',
-      attempts: 2,
-      last_status_code: 200,
-    }),
-  ]);
-  const resent = await api(a.key, 'POST', `/v1/webhooks/${a.endpointId}/deliveries/${list.data[0].id}/resend`);
-  expect(resent).toMatchObject({ id: list.data[0].id, status: 'pending' });
-  await eventually(async () => at(path).length === 3);
-  expect(at(path)[2].headers['webhook-id']).toBe(eventId);
-  await eventually(
-    async () => (await api(a.key, 'GET', `/v1/webhooks/${a.endpointId}/deliveries`)).data[0].attempts === 3,
-  );
-  const other = await h.account(0);
-  expect(
-    (await api(other.key, 'POST', `/v1/webhooks/${a.endpointId}/deliveries/${list.data[0].id}/resend`)).error.code,
-  ).toBe('webhook_not_found');
-});
+    const other = await h.account(0);
+    expect(
+      (await api(other.key, 'POST', `/v1/webhooks/${a.endpointId}/deliveries/${list.data[0].id}/resend`)).error.code,
+    ).toBe('webhook_not_found');
+  },
+  WORKFLOW_TEST_MS,
+);
 
 test("a delivery failing on stops at its retry window's end; deleting the endpoint stops its retries", async () => {
   const path = `/hook-${randomUUID()}`;

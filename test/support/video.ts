@@ -145,7 +145,7 @@ export async function spawnApi(h: VideoHarness): Promise<ChildApi> {
 /** Polls `fn` until it returns a truthy value (or throws after `ms`). */
 export async function eventually<T>(
   fn: () => Promise<T | null | undefined | false>,
-  ms = 20_000,
+  ms = 60_000, // a condition, so only a failing wait takes this long; sized for a loaded machine
   every = 50,
 ): Promise<T> {
   const until = Date.now() + ms;

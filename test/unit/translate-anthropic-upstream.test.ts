@@ -98,8 +98,10 @@ describe('chat -> Anthropic Messages (Claude upstream for the Responses interfac
     expect(c.choices[0]).toEqual({
       index: 0,
       finish_reason: 'tool_calls',
+      logprobs: null, // null where OpenAI sends null
       message: {
         role: 'assistant',
+        refusal: null,
         content: 'Calling.',
         reasoning_content: 'hmm',
         tool_calls: [{ id: 'toolu_1', type: 'function', function: { name: 'shell', arguments: '{"a":1}' } }],

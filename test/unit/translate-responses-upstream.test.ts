@@ -83,7 +83,8 @@ describe('chat -> Responses (a Responses-only upstream for the Messages interfac
     expect(c.choices[0]).toEqual({
       index: 0,
       finish_reason: 'length',
-      message: { role: 'assistant', content: 'cut', reasoning_content: 'plan' },
+      logprobs: null,
+      message: { role: 'assistant', refusal: null, content: 'cut', reasoning_content: 'plan' },
     });
     expect(c.usage).toMatchObject({
       prompt_tokens: 10,
