@@ -176,6 +176,7 @@ export function createBatchActivities(deps: BatchActivityDeps): BatchActivities 
             },
             cost: 0,
             units: {},
+            pricing: null,
             model: b.model,
             deployment: null,
             routing: null,
@@ -203,6 +204,7 @@ export function createBatchActivities(deps: BatchActivityDeps): BatchActivities 
             status: o.statusCode,
             deployment: o.deployment,
             routing: o.routing,
+            pricing: o.statusCode === 200 ? o.pricing : null,
           },
           cost: o.statusCode === 200 ? o.cost : 0,
         });

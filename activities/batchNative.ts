@@ -1,7 +1,7 @@
 import { Readable } from 'node:stream';
 import { randomBytes } from 'node:crypto';
 import { ApplicationFailure, Context } from '@temporalio/activity';
-import { batchPricingOf, type ModelConfig } from '../src/catalog/catalog';
+import { batchPricingOf, type ModelConfig, type Pricing } from '../src/catalog/catalog';
 import { tokensCost } from '../src/billing/pricing';
 import {
   estimatedUsage,
@@ -160,6 +160,7 @@ export function createBatchNativeActivities(deps: BatchActivityDeps) {
               status: 200,
               deployment,
               routing: null,
+              pricing: billed.pricing,
             },
             cost: billed.cost,
           });
@@ -234,13 +235,13 @@ function billOf(
   model: ModelConfig | undefined,
   endpoint: BatchEndpoint,
   body: unknown,
-): { cost: number; units: Record<string, number> } {
-  if (!model) return { cost: 0, units: {} };
+): { cost: number; units: Record<string, number>; pricing: Pricing | null } {
+  if (!model) return { cost: 0, units: {}, pricing: null };
   const prices = batchPricingOf(model);
   const u = (body as { usage?: Record<string, any> } | null)?.usage;
   if (endpoint === '/v1/embeddings') {
     const tokens = Math.max(0, Math.ceil(Number(u?.prompt_tokens) || 0));
-    return { cost: tokensCost(prices, tokens), units: { prompt_tokens: tokens } };
+    return { cost: tokensCost(prices, tokens), units: { prompt_tokens: tokens }, pricing: prices };
   }
   const usage = !u
     ? estimatedUsage(0, JSON.stringify(body ?? '').length)
@@ -249,5 +250,5 @@ function billOf(
       : endpoint === '/v1/responses'
         ? fromResponsesUsage(u as Parameters<typeof fromResponsesUsage>[0])
         : fromChatUsage(u as Parameters<typeof fromChatUsage>[0]);
-  return { cost: usageCost(prices, usage), units: usageUnits(usage) };
+  return { cost: usageCost(prices, usage), units: usageUnits(usage), pricing: prices };
 }

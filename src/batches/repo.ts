@@ -2,7 +2,8 @@ import { randomBytes } from 'node:crypto';
 import type { Db, Queryable } from '../db/pool';
 import { tx } from '../db/pool';
 import { placeHoldIn, releaseHoldIn } from '../billing/ledger';
-import { writeUsageBatch, type SettledUsage } from '../billing/usageBatch';
+import { writeUsageBatch, type SettledUsage, type UsageInput } from '../billing/usageBatch';
+import type { Pricing } from '../catalog/catalog';
 import { PG_ERROR, pgErrorCode } from '../db/pgErrors';
 
 /**
@@ -10,7 +11,8 @@ import { PG_ERROR, pgErrorCode } from '../db/pgErrors';
  * moves it forward through its activities. Status only moves forward and a final status never changes, so a
  * retried activity is a no-op. Money: the hold is placed with the row (createBatchWithHold), each chunk's items
  * are charged with the chunk's row (commitChunk: usage records keyed by (batch, custom_id), so an item is charged
- * once whatever retries), and the rest of the hold is released with the final status (finishBatch).
+ * once whatever retries; usage above the hold collected as the synchronous path collects it), and the rest of the
+ * hold is released with the final status (finishBatch).
  */
 
 export const BATCH_STATUSES = [
@@ -255,9 +257,12 @@ export async function listChunks(db: Queryable, batchId: string): Promise<ChunkR
   return r.rows.map(toChunk);
 }
 
-/** One item's settled usage, charged against the batch's hold. */
+/**
+ * One item's settled usage, charged against the batch's hold: `cost` is its units at `usage.pricing` (null only for
+ * an item billed nothing), so verify-ledger re-prices every batch usage record.
+ */
 export interface ItemUsage {
-  usage: SettledUsage['usage'];
+  usage: UsageInput & { pricing: Pricing | null };
   cost: number;
 }
 
@@ -278,13 +283,15 @@ export async function commitChunk(
       if (lock.rowCount === 0) throw new Error(`batch ${b.batchId} not found`);
       const had = await getChunk(c, b.batchId, row.chunk);
       if (had) return { row: had, committed: false };
-      // A usage that outgrew its bound (the hold) is charged what the hold still covers: never past the hold.
+      // The bill is the provider's bill, as on the synchronous path: what the hold still covers is charged from it,
+      // the rest (`excess`: usage above the bound) is collected from the account's free funds and its key's budget
+      // room, and what neither covers is recorded as the item's shortfall (writeUsageBatch).
       const h = await c.query('SELECT remaining, status FROM holds WHERE id = $1', [b.holdId]);
       let room = h.rows[0]?.status === 'open' ? Number(h.rows[0].remaining) : 0;
       const settled: SettledUsage[] = items.map((i) => {
         const cost = Math.min(i.cost, room);
         room -= cost;
-        return { usage: i.usage, accountId: b.accountId, holdId: b.holdId, cost };
+        return { usage: i.usage, accountId: b.accountId, holdId: b.holdId, cost, excess: i.cost - cost };
       });
       const charged = await writeUsageBatch(c, settled);
       await c.query(

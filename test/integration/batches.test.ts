@@ -2,6 +2,7 @@ import OpenAI, { toFile } from 'openai';
 import { eventually, startVideoHarness, type VideoHarness } from '../support/video';
 import { getBalance, listLedger, verifyProjections } from '../../src/billing/ledger';
 import { perMillionCost } from '../../src/billing/pricing';
+import { unitsCost, verifyUsage } from '../../src/billing/usageVerify';
 import { loadBatchSettings } from '../../src/batches/settings';
 import { randomUUID } from 'node:crypto';
 import { MockActivityEnvironment } from '@temporalio/testing';
@@ -505,4 +506,62 @@ test('an upstream failing for a moment: requests wait out the cooldown and are r
   expect(h.emulator.control.faultsApplied).toBe(2);
   const m = await holdSums(a.accountId, b.id);
   expect(m.charged).toBe(await usageCost(a.accountId));
+}, 60_000);
+
+test('usage above the hold is billed as on the sync path: free funds, budget room, the rest a shortfall', async () => {
+  // One line whose upstream reports 200,000 cache-write tokens: the hold (bounded by the line's bytes) covers a few
+  // VND of a bill of thousands.
+  const text =
+    batchLines('/v1/chat/completions', [
+      [
+        'big',
+        {
+          model: 'claude-haiku-4-5',
+          messages: [{ role: 'user', content: 'remember this [cache_write=200000]' }],
+          max_tokens: 16,
+        },
+      ],
+    ]) + '\n';
+  const pricing = h.deps.catalog.get('claude-haiku-4-5')!.batchPricing!;
+  const since = new Date(Date.now() - 1000);
+  const run = async (balance: number, budgetDay: number | null) => {
+    const a = await h.account(balance);
+    if (budgetDay !== null)
+      await h.deps.db.query('UPDATE api_keys SET budget_day_vnd = $2 WHERE id = $1', [a.keyId, budgetDay]);
+    const c = client(a.key);
+    const b = await runBatch(c, (await upload(c, text)).id, '/v1/chat/completions');
+    expect(b).toMatchObject({ status: 'completed', request_counts: { total: 1, completed: 1, failed: 0 } });
+    const r = await h.deps.db.query(
+      'SELECT id, units, cost_vnd, shortfall_vnd, pricing FROM usage_records WHERE account_id = $1',
+      [a.accountId],
+    );
+    expect(r.rows).toHaveLength(1);
+    const u = r.rows[0];
+    expect(u.units.cache_write_5m_tokens).toBe(200_000);
+    expect(u.pricing).toEqual(pricing);
+    const bill = unitsCost(pricing, u.units)!;
+    expect(bill).toBeGreaterThan(3000);
+    const m = await holdSums(a.accountId, b.id);
+    expect(m.max).toBeLessThan(100);
+    expect(Number(u.cost_vnd) + Number(u.shortfall_vnd)).toBe(bill);
+    expect(m.charged).toBe(Number(u.cost_vnd));
+    expect(m.released).toBe(m.placed - m.charged);
+    const uncollected = (await listLedger(h.deps.db, a.accountId, 100)).filter((e) => e.kind === 'uncollected');
+    expect(uncollected.map((e) => e.amount)).toEqual(Number(u.shortfall_vnd) ? [Number(u.shortfall_vnd)] : []);
+    expect(await getBalance(h.deps.db, a.accountId)).toMatchObject({ held: 0, balance: balance - m.charged });
+    return { charged: m.charged, shortfall: Number(u.shortfall_vnd), bill };
+  };
+  // The money is there: the whole bill is charged.
+  const rich = await run(1_000_000, null);
+  expect(rich).toEqual({ charged: rich.bill, shortfall: 0, bill: rich.bill });
+  // 1,000 VND: all of it is charged, the rest recorded as a shortfall.
+  const poor = await run(1_000, null);
+  expect(poor).toEqual({ charged: 1_000, shortfall: poor.bill - 1_000, bill: poor.bill });
+  // The key's day budget of 1,500 VND caps what is collected, whatever the account holds.
+  const budgeted = await run(1_000_000, 1_500);
+  expect(budgeted).toEqual({ charged: 1_500, shortfall: budgeted.bill - 1_500, bill: budgeted.bill });
+  // verify-ledger re-prices every record: units x prices = cost + shortfall, each shortfall its uncollected event.
+  const v = await verifyUsage(h.deps.db, { since });
+  expect(v.mismatches).toEqual([]);
+  expect(await verifyProjections(h.deps.db)).toEqual([]);
 }, 60_000);
