@@ -294,7 +294,9 @@ export function createBatchActivities(deps: BatchActivityDeps): BatchActivities 
     async finalizeBatch(a: FinalizeArgs): Promise<BatchJobResult> {
       const ctx = Context.current();
       const { b, input } = await load(a.batchId);
-      if (batches.isFinal(b.status)) return { status: null };
+      // Final already (this step retried after its commit, or a reconciler ended it): the stored outcome, so the
+      // workflow still announces it (the event is recorded once, by the commit; its emission starts deliveries).
+      if (batches.isFinal(b.status)) return { status: b.status as batches.FinalStatus };
       const chunks = await batches.listChunks(db, a.batchId);
       const bytes = Number(input?.bytes ?? 0);
       let unfinished = 0;
@@ -357,7 +359,7 @@ export function createBatchActivities(deps: BatchActivityDeps): BatchActivities 
       );
       const errorFileId = await store('error', expires, expires || chunks.some((c) => c.errorKey));
       const errors = a.failure ? [{ code: 'batch_failed', message: a.failure, param: null, line: null }] : null;
-      await batches.finishBatch(db, {
+      const done = await batches.finishBatch(db, {
         batchId: a.batchId,
         holdId: b.holdId,
         status: a.status,
@@ -369,7 +371,7 @@ export function createBatchActivities(deps: BatchActivityDeps): BatchActivities 
       // The parts are joined into the files: drop them (best effort; a leftover part is never read again).
       for (const c of chunks)
         for (const k of [c.outputKey, c.errorKey]) if (k) await storage.delete(k).catch(() => undefined);
-      return { status: a.status };
+      return { status: done.status };
     },
   };
 }

@@ -5,6 +5,8 @@ import { placeHoldIn, releaseHoldIn } from '../billing/ledger';
 import { writeUsageBatch, type SettledUsage, type UsageInput } from '../billing/usageBatch';
 import type { Pricing } from '../catalog/catalog';
 import { PG_ERROR, pgErrorCode } from '../db/pgErrors';
+import { eventIdOf, recordEventIn, type DeliveryRef } from '../webhooks/events';
+import type { EventType } from '../webhooks/eventTypes';
 
 /**
  * The batch repository. The batches row is the projection clients read; the workflow (workflows/batchJob.ts)
@@ -327,9 +329,23 @@ export async function commitChunk(
   }
 }
 
+/** The key of a batch's final event (batch.completed, ...): the workflow's emission and finishBatch name it alike. */
+export const finalEventKeyOf = (batchId: string, status: FinalStatus) => `batch:${batchId}:batch.${status}`;
+
+export interface FinishOutcome {
+  /** The batch's final status: the one this call committed, or the one stored before it (a retry, a twin). */
+  status: FinalStatus;
+  /** This call made the transition. */
+  committed: boolean;
+  /** The final event's deliveries still pending, to be started (startDelivery; a started one is not started twice). */
+  deliveries: DeliveryRef[];
+}
+
 /**
- * Ends a batch: releases what is left of its hold and moves it to its final status with its files and errors, in
- * ONE transaction. A batch already final changes nothing (false).
+ * Ends a batch: releases what is left of its hold, moves it to its final status with its files and errors, and
+ * records its final event (batch.<status>, with its deliveries), in ONE transaction: the event exists exactly when
+ * the transition does, once. A batch already final changes nothing and answers its stored outcome, so a step
+ * retried after its commit (or a reconciler racing the workflow) reads what was committed.
  */
 export async function finishBatch(
   db: Db,
@@ -343,10 +359,30 @@ export async function finishBatch(
     /** Items never run (expired, cancelled, failed) counted as failed, as OpenAI counts them. */
     unfinished?: number;
   },
-): Promise<boolean> {
+): Promise<FinishOutcome> {
   return tx(db, async (c) => {
-    const r = await c.query('SELECT status FROM batches WHERE id = $1 FOR UPDATE', [f.batchId]);
-    if (r.rowCount === 0 || isFinal(r.rows[0].status)) return false;
+    const r = await c.query('SELECT status, account_id FROM batches WHERE id = $1 FOR UPDATE', [f.batchId]);
+    if (r.rowCount === 0) throw new Error(`batch ${f.batchId} not found`);
+    const accountId: string = r.rows[0].account_id;
+    const event = (status: FinalStatus) => ({
+      accountId,
+      type: `batch.${status}` as EventType,
+      data: { id: f.batchId },
+      key: finalEventKeyOf(f.batchId, status),
+    });
+    if (isFinal(r.rows[0].status)) {
+      const status = r.rows[0].status as FinalStatus;
+      const pending = await c.query(
+        `SELECT d.id, d.generation FROM webhook_deliveries d
+         WHERE d.event_id = $1 AND d.status = 'pending' ORDER BY d.id`,
+        [eventIdOf(event(status).key)],
+      );
+      return {
+        status,
+        committed: false,
+        deliveries: pending.rows.map((x) => ({ deliveryId: x.id, generation: x.generation })),
+      };
+    }
     await releaseHoldIn(c, { holdId: f.holdId, idempotencyKey: releaseKeyOf(f.batchId), memo: `batch ${f.status}` });
     const stamp = STAMP[f.status]!;
     await c.query(
@@ -363,6 +399,7 @@ export async function finishBatch(
         f.unfinished ?? 0,
       ],
     );
-    return true;
+    const { deliveries } = await recordEventIn(c, event(f.status));
+    return { status: f.status, committed: true, deliveries };
   });
 }

@@ -7,6 +7,7 @@ import { loadBatchSettings } from '../../src/batches/settings';
 import { randomUUID } from 'node:crypto';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { createBatchActivities } from '../../activities/batch';
+import { createWebhookActivities } from '../../activities/webhooks';
 import { batchBound } from '../../src/batches/bound';
 import { createBatchWithHold, markWorkflowStarted, newBatchId } from '../../src/batches/repo';
 import { getFileForAccount } from '../../src/files/repo';
@@ -446,6 +447,56 @@ test('a chunk run again (a retry, or two attempts at once) is committed and char
   expect(usage.rows[0].n).toBe(5);
   await expectHoldSettled(a.accountId, id);
   expect(await verifyProjections(h.deps.db)).toEqual([]);
+});
+
+test('a finalize retried after its commit answers the stored outcome; the final event is recorded once', async () => {
+  const a = await h.account(1_000_000);
+  const c = client(a.key);
+  const events = await hooked(a.key);
+  const id = await batchWithHold(a, (await upload(c, chatLines(2))).id);
+  await markWorkflowStarted(h.deps.db, id); // driven by hand below, as Temporal would retry its activities
+  const acts = createBatchActivities({
+    db: h.deps.db,
+    storage: h.deps.storage,
+    catalog: h.deps.catalog,
+    providers: h.deps.providers,
+    router: h.deps.router,
+    settings: h.deps.config.batches,
+  });
+  const run = <A, R>(fn: (a: A) => Promise<R>, arg: A): Promise<R> =>
+    new MockActivityEnvironment().run(fn, arg) as Promise<R>;
+  await run(acts.startBatch, { batchId: id });
+  const last = await run(acts.runChunk, { batchId: id, chunk: 0, offset: 0, line: 0 });
+  expect(last).toMatchObject({ completed: 2, done: true });
+  const args = { batchId: id, status: 'completed' as const, offset: last.offset, line: last.line };
+  expect(await run(acts.finalizeBatch, args)).toEqual({ status: 'completed' });
+  // The commit recorded the event, with a delivery to the endpoint, before anything emitted it.
+  const recorded = async () =>
+    (
+      await h.deps.db.query(
+        `SELECT e.type, count(d.id)::int AS deliveries FROM webhook_events e
+         LEFT JOIN webhook_deliveries d ON d.event_id = e.id WHERE e.account_id = $1 GROUP BY e.id, e.type`,
+        [a.accountId],
+      )
+    ).rows;
+  expect(await recorded()).toEqual([{ type: 'batch.completed', deliveries: 1 }]);
+  // The retry after the commit: the stored outcome, so the workflow goes on to announce it.
+  expect(await run(acts.finalizeBatch, args)).toEqual({ status: 'completed' });
+  // The workflow's emission names the same event: nothing recorded twice, the event delivered.
+  await createWebhookActivities({
+    db: h.deps.db,
+    temporal: h.deps.temporal!,
+    taskQueue: h.deps.config.temporalTaskQueue,
+    settings: h.deps.config.webhooks,
+  }).emitWebhookEvent({
+    accountId: a.accountId,
+    type: 'batch.completed',
+    data: { id },
+    key: `batch:${id}:batch.completed`,
+  });
+  expect(await recorded()).toEqual([{ type: 'batch.completed', deliveries: 1 }]);
+  expect((await firstEvents(events)).map((e) => [e.type, e.data.id])).toEqual([['batch.completed', id]]);
+  await expectHoldSettled(a.accountId, id);
 });
 
 test('a batch whose workflow start was lost (the API died after the hold) is started by the reconciler', async () => {
