@@ -226,7 +226,7 @@ export async function startWorker(config: Config = loadConfig(), opts: WorkerOpt
       stops.push(
         every(
           config.video.reconcileIntervalMs,
-          () => reconcileBatches({ db, temporal, config, logger }),
+          () => reconcileBatches({ db, temporal, config, storage, logger }),
           onError('batch reconciler'),
         ),
       );

@@ -11,6 +11,7 @@ import { createWebhookActivities } from '../../activities/webhooks';
 import { batchBound } from '../../src/batches/bound';
 import { createBatchWithHold, markWorkflowStarted, newBatchId } from '../../src/batches/repo';
 import { getFileForAccount } from '../../src/files/repo';
+import { reconcileBatches } from '../../src/batches/reconciler';
 import { fastWebhookSettings, startReceiver, type Receiver } from '../support/webhookReceiver';
 
 /**
@@ -614,5 +615,38 @@ test('usage above the hold is billed as on the sync path: free funds, budget roo
   // verify-ledger re-prices every record: units x prices = cost + shortfall, each shortfall its uncollected event.
   const v = await verifyUsage(h.deps.db, { since });
   expect(v.mismatches).toEqual([]);
+  expect(await verifyProjections(h.deps.db)).toEqual([]);
+}, 60_000);
+
+test('a batch whose workflow was terminated mid-batch is ended by the reconciler, its lines run kept', async () => {
+  const a = await h.account(1_000_000);
+  const c = client(a.key);
+  const events = await hooked(a.key);
+  h.emulator.control.settings.latencyMs = 300;
+  const created = await createBatch(c, (await upload(c, chatLines(12))).id, '/v1/chat/completions');
+  // A chunk committed (its lines charged), then the workflow is terminated, as by an operator.
+  await eventually(async () => (await c.batches.retrieve(created.id)).request_counts!.completed >= 3, 30_000);
+  await h.deps.temporal!.workflow.getHandle(`batch-${created.id}`).terminate('test: terminated mid-batch');
+  h.emulator.control.settings.latencyMs = 0;
+  const reconcile = () =>
+    reconcileBatches(
+      { db: h.deps.db, temporal: h.deps.temporal!, config: h.deps.config, storage: h.deps.storage },
+      { graceMs: 0 },
+    );
+  await reconcile();
+  const b = await finished(c, created.id);
+  expect(b.status).toBe('failed');
+  expect(b.errors!.data![0].message).toContain('terminated');
+  const { completed, failed } = b.request_counts!;
+  expect(completed).toBeGreaterThanOrEqual(3);
+  expect(completed).toBeLessThan(12);
+  // The lines that ran (and were charged) are in the output file; the hold's rest released, nothing left held.
+  expect(await jsonLines(c, b.output_file_id!)).toHaveLength(completed);
+  expect(failed).toBe(0);
+  const m = await expectHoldSettled(a.accountId, b.id);
+  expect(await getBalance(h.deps.db, a.accountId)).toMatchObject({ held: 0, balance: 1_000_000 - m.charged });
+  expect((await firstEvents(events)).map((e) => [e.type, e.data.id])).toEqual([['batch.failed', b.id]]);
+  // Again: nothing more to repair.
+  expect(await reconcile()).toEqual({ started: 0, restarted: 0, failed: 0 });
   expect(await verifyProjections(h.deps.db)).toEqual([]);
 }, 60_000);
