@@ -1,6 +1,7 @@
 import OpenAI, { toFile } from 'openai';
 import { eventually, startVideoHarness, type VideoHarness } from '../support/video';
-import { getBalance, listLedger, verifyProjections } from '../../src/billing/ledger';
+import { getBalance, listLedger, releaseHold, verifyProjections } from '../../src/billing/ledger';
+import { runAdmin } from '../../src/cli/admin';
 import { perMillionCost } from '../../src/billing/pricing';
 import { unitsCost, verifyUsage } from '../../src/billing/usageVerify';
 import { loadBatchSettings } from '../../src/batches/settings';
@@ -650,3 +651,28 @@ test('a batch whose workflow was terminated mid-batch is ended by the reconciler
   expect(await reconcile()).toEqual({ started: 0, restarted: 0, failed: 0 });
   expect(await verifyProjections(h.deps.db)).toEqual([]);
 }, 60_000);
+
+test('verify-ledger reports an open hold whose batch is final', async () => {
+  const a = await h.account(1_000_000);
+  const id = await batchWithHold(a, (await upload(client(a.key), chatLines(2))).id);
+  await markWorkflowStarted(h.deps.db, id); // nothing runs it: the anomaly below stays until repaired here
+  const verify = async () => {
+    const lines: string[] = [];
+    const code = await runAdmin(['verify-ledger'], {
+      out: (l) => lines.push(l),
+      err: (l) => lines.push(l),
+      env: { ...process.env, DATABASE_URL: h.deps.config.databaseUrl },
+    });
+    return { code, lines };
+  };
+  const { hold_id: holdId } = (await h.deps.db.query('SELECT hold_id FROM batches WHERE id = $1', [id])).rows[0];
+  // The batch ended without its hold's release (what a bug or a hand edit could leave).
+  await h.deps.db.query(`UPDATE batches SET status = 'failed', failed_at = now() WHERE id = $1`, [id]);
+  const bad = await verify();
+  expect(bad.code).toBe(1);
+  expect(bad.lines).toContainEqual(
+    expect.stringMatching(new RegExp(`^OPEN HOLD ${holdId} .* batch ${id}: the job is failed`)),
+  );
+  await releaseHold(h.deps.db, { holdId, idempotencyKey: `test:${id}:release` });
+  expect(await verify()).toEqual({ code: 0, lines: [expect.stringMatching(/^ok: /)] });
+});
