@@ -285,6 +285,9 @@ export async function commitChunk(
       if (lock.rowCount === 0) throw new Error(`batch ${b.batchId} not found`);
       const had = await getChunk(c, b.batchId, row.chunk);
       if (had) return { row: had, committed: false };
+      // The batch ended while this attempt ran (a reconciler ended it after its workflow closed): a superseded
+      // attempt commits nothing; its hold is closed and its files are written.
+      if (isFinal(lock.rows[0].status)) return { row: { ...row, costVnd: 0 }, committed: false };
       // The bill is the provider's bill, as on the synchronous path: what the hold still covers is charged from it,
       // the rest (`excess`: usage above the bound) is collected from the account's free funds and its key's budget
       // room, and what neither covers is recorded as the item's shortfall (writeUsageBatch).

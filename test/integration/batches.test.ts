@@ -643,7 +643,9 @@ test('a batch whose workflow was terminated mid-batch is ended by the reconciler
   expect(completed).toBeLessThan(12);
   // The lines that ran (and were charged) are in the output file; the hold's rest released, nothing left held.
   expect(await jsonLines(c, b.output_file_id!)).toHaveLength(completed);
-  expect(failed).toBe(0);
+  // (A chunk in flight at the termination may still commit its aborted requests as failed lines: issue 34 point 2.)
+  if (failed) expect(await jsonLines(c, b.error_file_id!)).toHaveLength(failed);
+  expect(completed + failed).toBeLessThan(12);
   const m = await expectHoldSettled(a.accountId, b.id);
   expect(await getBalance(h.deps.db, a.accountId)).toMatchObject({ held: 0, balance: 1_000_000 - m.charged });
   expect((await firstEvents(events)).map((e) => [e.type, e.data.id])).toEqual([['batch.failed', b.id]]);
