@@ -1,4 +1,4 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import type { Db } from '../src/db/pool';
@@ -8,10 +8,11 @@ import type { Logger } from '../src/observability/logger';
 import type { ProviderRegistry } from '../src/providers/registry';
 import type { ModelRouter } from '../src/routing/modelRouter';
 import * as batches from '../src/batches/repo';
-import * as files from '../src/files/repo';
 import { executeItem, waitForHealthy, type ItemOutcome } from '../src/batches/execute';
 import { OPERATION_OF } from '../src/batches/endpoints';
 import { KeyPacer } from '../src/batches/pacer';
+import { finalizeBatch } from '../src/batches/finalize';
+import { itemUsageId, outputLine } from '../src/batches/outputLines';
 import type { BatchSettings } from '../src/batches/settings';
 import type {
   BatchActivities,
@@ -47,33 +48,7 @@ export interface BatchActivityDeps {
   logger?: Logger;
 }
 
-/** The usage record id of an item: the same for every run of it, so it is charged once. */
-export function itemUsageId(batchId: string, customId: string): string {
-  const h = createHash('sha256').update(`batch:${batchId}\n${customId}`).digest('hex');
-  return `${h.slice(0, 8)}-${h.slice(8, 12)}-4${h.slice(13, 16)}-8${h.slice(17, 20)}-${h.slice(20, 32)}`;
-}
-
-const derivedFileId = (batchId: string, what: string) =>
-  `file-${createHash('sha256').update(`${batchId}:${what}`).digest('hex').slice(0, 24)}`;
-
-/** One output or error line in OpenAI's batch output format. */
-export function outputLine(
-  usageId: string,
-  customId: string,
-  o: Pick<ItemOutcome, 'statusCode' | 'body'> | null,
-  error?: { code: string; message: string },
-) {
-  return (
-    JSON.stringify({
-      id: `batch_req_${usageId.replace(/-/g, '')}`,
-      custom_id: customId,
-      response: o
-        ? { status_code: o.statusCode, request_id: `req_${randomBytes(12).toString('hex')}`, body: o.body }
-        : null,
-      error: error ?? null,
-    }) + '\n'
-  );
-}
+export { itemUsageId, outputLine } from '../src/batches/outputLines';
 
 /** Statuses of an item worth trying again (the upstream's or the router's transient failures). */
 const TRANSIENT = new Set([408, 409, 429, 500, 502, 503, 504]);
@@ -100,10 +75,6 @@ const INTERRUPTED = new ApiError(
   'request_interrupted',
 );
 
-const EXPIRED = {
-  code: 'batch_expired',
-  message: 'This request could not be executed before the completion window expired.',
-};
 
 export function createBatchActivities(deps: BatchActivityDeps): BatchActivities {
   const { db, storage, catalog, settings } = deps;
@@ -269,6 +240,7 @@ export function createBatchActivities(deps: BatchActivityDeps): BatchActivities 
             },
             cost: 0,
             units: {},
+            pricing: null,
             model: b.model,
             deployment: null,
             routing: null,
@@ -305,6 +277,7 @@ export function createBatchActivities(deps: BatchActivityDeps): BatchActivities 
               status: o.statusCode,
               deployment: o.deployment,
               routing: o.routing,
+              pricing: o.statusCode === 200 ? o.pricing : null,
             },
             cost: o.statusCode === 200 ? o.cost : 0,
           },
@@ -412,90 +385,11 @@ export function createBatchActivities(deps: BatchActivityDeps): BatchActivities 
       await batches.transition(db, a.batchId, ['in_progress'], 'finalizing');
     },
 
-    /**
-     * Joins the chunks' parts into the output and error files (and, for an expired batch, an error line
-     * `batch_expired` for each request that never ran), then ends the batch: the rest of the hold released, the
-     * status, the files and the counts, in one transaction.
-     */
+    /** The output and error files, then the batch's end (src/batches/finalize.ts); a retry answers what was stored. */
     async finalizeBatch(a: FinalizeArgs): Promise<BatchJobResult> {
       const ctx = Context.current();
-      const { b, input } = await load(a.batchId);
-      if (batches.isFinal(b.status)) return { status: null };
-      const chunks = await batches.listChunks(db, a.batchId);
-      const bytes = Number(input?.bytes ?? 0);
-      let unfinished = 0;
-      async function* parts(kind: 'outputKey' | 'errorKey', tail: boolean) {
-        for (const c of chunks) {
-          const k = c[kind];
-          if (!k) continue;
-          for await (const piece of await storage.get(k)) yield piece as Buffer;
-          ctx.heartbeat({ chunk: c.chunk });
-        }
-        if (!tail || !input || a.offset >= bytes) return;
-        let batch = '';
-        for await (const l of readLines(
-          await storage.get(input.storage_key, { start: a.offset, end: bytes - 1 }),
-          a.offset,
-          a.line,
-        )) {
-          if (isBlank(l.bytes)) continue;
-          const r = parseRequestLine(l);
-          const customId = isProblem(r) ? `line:${l.no}` : r.custom_id;
-          unfinished++;
-          batch += outputLine(itemUsageId(a.batchId, customId), customId, null, EXPIRED);
-          if (batch.length > 65536) {
-            yield Buffer.from(batch);
-            batch = '';
-          }
-        }
-        if (batch) yield Buffer.from(batch);
-      }
-      const store = async (what: 'output' | 'error', tail: boolean, has: boolean): Promise<string | null> => {
-        if (!has) return null;
-        const key = `batches/${a.batchId}/${what}.jsonl`;
-        const s = await storage.put(
-          key,
-          Readable.from(parts(what === 'output' ? 'outputKey' : 'errorKey', tail)),
-          'application/jsonl',
-        );
-        if (s.size === 0) {
-          await storage.delete(key).catch(() => undefined);
-          return null;
-        }
-        const f = await files.insertFile(db, {
-          id: derivedFileId(a.batchId, what),
-          accountId: b.accountId,
-          purpose: 'batch_output',
-          filename: `${a.batchId}_${what}.jsonl`,
-          bytes: s.size,
-          storageKey: key,
-          lineCount: null,
-          model: null,
-          endpoint: null,
-        });
-        return f.id;
-      };
-      const expires = a.status === 'expired';
-      const outputFileId = await store(
-        'output',
-        false,
-        chunks.some((c) => c.outputKey),
-      );
-      const errorFileId = await store('error', expires, expires || chunks.some((c) => c.errorKey));
-      const errors = a.failure ? [{ code: 'batch_failed', message: a.failure, param: null, line: null }] : null;
-      await batches.finishBatch(db, {
-        batchId: a.batchId,
-        holdId: b.holdId,
-        status: a.status,
-        outputFileId,
-        errorFileId,
-        errors,
-        unfinished: expires ? unfinished : 0,
-      });
-      // The parts are joined into the files: drop them (best effort; a leftover part is never read again).
-      for (const c of chunks)
-        for (const k of [c.outputKey, c.errorKey]) if (k) await storage.delete(k).catch(() => undefined);
-      return { status: a.status };
+      const done = await finalizeBatch({ db, storage }, a, (p) => ctx.heartbeat(p));
+      return { status: done.status };
     },
   };
 }

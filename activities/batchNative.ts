@@ -1,7 +1,7 @@
 import { Readable } from 'node:stream';
 import { randomBytes } from 'node:crypto';
 import { ApplicationFailure, Context } from '@temporalio/activity';
-import { batchPricingOf, type ModelConfig } from '../src/catalog/catalog';
+import { batchPricingOf, type ModelConfig, type Pricing } from '../src/catalog/catalog';
 import { tokensCost, tokensFromChars } from '../src/billing/pricing';
 import {
   estimatedUsage,
@@ -215,6 +215,7 @@ export function createBatchNativeActivities(deps: BatchActivityDeps) {
             status: 200,
             deployment,
             routing: null,
+            pricing: billed.pricing,
           },
           cost: billed.cost,
         });
@@ -296,18 +297,18 @@ function billOf(
   endpoint: BatchEndpoint,
   body: unknown,
   requestBytes: number,
-): { cost: number; units: Record<string, number> } {
-  if (!model) return { cost: 0, units: {} };
+): { cost: number; units: Record<string, number>; pricing: Pricing | null } {
+  if (!model) return { cost: 0, units: {}, pricing: null };
   const prices = batchPricingOf(model);
   const u = (body as { usage?: Record<string, any> } | null)?.usage;
   if (endpoint === '/v1/embeddings') {
     // No usage reported: estimated from the request's size, as the synchronous path does, and marked so.
     if (!u || typeof u.prompt_tokens !== 'number') {
       const tokens = tokensFromChars(requestBytes);
-      return { cost: tokensCost(prices, tokens), units: { prompt_tokens: tokens, estimated: 1 } };
+      return { cost: tokensCost(prices, tokens), units: { prompt_tokens: tokens, estimated: 1 }, pricing: prices };
     }
     const tokens = Math.max(0, Math.ceil(Number(u.prompt_tokens) || 0));
-    return { cost: tokensCost(prices, tokens), units: { prompt_tokens: tokens } };
+    return { cost: tokensCost(prices, tokens), units: { prompt_tokens: tokens }, pricing: prices };
   }
   // No usage reported: input estimated from the request's size, output from the text delivered (the synchronous
   // path's rule), marked `estimated`.
@@ -318,7 +319,7 @@ function billOf(
       : endpoint === '/v1/responses'
         ? fromResponsesUsage(u as Parameters<typeof fromResponsesUsage>[0])
         : fromChatUsage(u as Parameters<typeof fromChatUsage>[0]);
-  return { cost: usageCost(prices, usage), units: usageUnits(usage) };
+  return { cost: usageCost(prices, usage), units: usageUnits(usage), pricing: prices };
 }
 
 /** The characters of what a result delivered (its text, tool arguments and other content, as JSON). */

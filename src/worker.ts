@@ -25,6 +25,7 @@ import { exitOnStopSignals } from './runtime/stopSignals';
 import { VideoProviders } from './providers/video';
 import { reconcileVideoJobs } from './video/reconciler';
 import { reconcileBatches } from './batches/reconciler';
+import { reconcileDeliveries } from './webhooks/reconciler';
 import {
   createBatchActivities,
   createBatchNativeActivities,
@@ -249,8 +250,20 @@ export async function startWorker(config: Config = loadConfig(), opts: WorkerOpt
       stops.push(
         every(
           config.video.reconcileIntervalMs,
-          () => reconcileBatches({ db, temporal, config, logger }),
+          () => reconcileBatches({ db, temporal, config, storage, logger }),
           onError('batch reconciler'),
+        ),
+      );
+      stops.push(
+        every(
+          config.video.reconcileIntervalMs,
+          () =>
+            reconcileDeliveries(
+              { db, temporal, taskQueue: config.temporalTaskQueue, settings: config.webhooks, logger },
+              // Past a try's own limit, so a try in flight is never taken for a lost one.
+              { graceMs: Math.max(config.video.reconcileGraceMs, config.webhooks.timeoutMs + 20_000) },
+            ),
+          onError('delivery reconciler'),
         ),
       );
       stops.push(every(config.video.holdSweepIntervalMs, () => releaseExpiredHolds(db), onError('expired hold sweep')));

@@ -1,4 +1,4 @@
-import { batchPricingOf, type Catalog, type ModelConfig } from '../catalog/catalog';
+import { batchPricingOf, type Catalog, type ModelConfig, type Pricing } from '../catalog/catalog';
 import type { ProviderRegistry } from '../providers/registry';
 import type { ModelRouter } from '../routing/modelRouter';
 import { TryRecord } from '../routing/tryRecord';
@@ -14,7 +14,8 @@ import { RoutedBackend } from '../routing/routedBackend';
 import { bridgeChatRequest } from '../translate/chatBridgeRequest';
 import { translateInput } from '../translate/translateInput';
 import { geminiEmbedCall, openAIEmbeddingList } from '../api/embeddings/geminiUpstream';
-import { estimatedUsage, fromChatUsage, fromResponsesUsage, usageCost, usageUnits } from '../billing/tokenUsage';
+import { estimatedUsage, fromChatUsage, fromResponsesUsage } from '../billing/tokenUsage';
+import { billed, type ItemBill } from './itemBill';
 import { tokensCost, tokensFromChars, embeddingTokensBound } from '../billing/pricing';
 import { validateChatCompletion, validateCompletion } from '../schemas/chat';
 import { validateEmbedding } from '../schemas/embeddings';
@@ -43,6 +44,8 @@ export interface ItemOutcome {
   /** VND at the answering model's batch prices (0 for a failure: nothing was delivered). */
   cost: number;
   units: Record<string, number>;
+  /** The prices `cost` was computed at (the usage record keeps them for verify-ledger); null for a failure. */
+  pricing: Pricing | null;
   model: string;
   deployment: string | null;
   routing: 'retry' | 'fallback' | null;
@@ -64,6 +67,7 @@ const failure = (e: unknown, model: string, rec: TryRecord | null): ItemOutcome 
     body: openAIBody(err),
     cost: 0,
     units: {},
+    pricing: null,
     model: rec?.t?.model.id ?? model,
     deployment: rec?.t?.deployment.id ?? null,
     routing: rec?.t && rec.t.kind !== 'first' ? rec.t.kind : null,
@@ -95,6 +99,7 @@ export async function executeItem(
       body: r.body,
       cost: r.cost,
       units: r.units,
+      pricing: r.pricing,
       model: t?.model.id ?? model.id,
       deployment: t?.deployment.id ?? null,
       routing: t && t.kind !== 'first' ? t.kind : null,
@@ -111,7 +116,7 @@ async function run(
   body: Record<string, unknown>,
   rec: TryRecord,
   signal: AbortSignal,
-): Promise<{ body: unknown; cost: number; units: Record<string, number> }> {
+): Promise<ItemBill> {
   const answered = () => rec.t?.model ?? model;
   if (endpoint === '/v1/messages') return runMessagesItem(deps, model, body, rec, signal);
   const kind = deps.catalog.provider(model).kind;
@@ -154,10 +159,12 @@ async function run(
           (body as { encoding_format?: string }).encoding_format === 'base64',
           tokens,
         );
+    const pricing = batchPricingOf(answered());
     return {
       body: out,
-      cost: tokensCost(batchPricingOf(answered()), tokens),
+      cost: tokensCost(pricing, tokens),
       units: counted ? { prompt_tokens: tokens } : { prompt_tokens: tokens, estimated: 1 },
+      pricing,
     };
   }
   if (endpoint === '/v1/chat/completions' && !servedNatively(kind, model, 'chat')) {
@@ -171,7 +178,7 @@ async function run(
     const usage = c.usage
       ? fromChatUsage(c.usage)
       : estimatedUsage(backend.payloadBytes, JSON.stringify(c.choices).length);
-    return { body: c, cost: usageCost(batchPricingOf(answered()), usage), units: usageUnits(usage) };
+    return billed(c, batchPricingOf(answered()), usage);
   }
   let path: string;
   if (endpoint === '/v1/responses') {
@@ -212,7 +219,7 @@ async function run(
       : u
         ? fromChatUsage(u)
         : estimatedUsage(Buffer.byteLength(payloads.payload), JSON.stringify(json.choices ?? '').length);
-  return { body: json, cost: usageCost(batchPricingOf(answered()), usage), units: usageUnits(usage) };
+  return billed(json, batchPricingOf(answered()), usage);
 }
 
 /**

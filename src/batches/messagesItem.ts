@@ -14,14 +14,8 @@ import { checkOutputCap } from '../catalog/outputCap';
 import { messagesToChat } from '../translate/messagesToChat';
 import { chatToMessages } from '../translate/chatToMessages';
 import { translateInput } from '../translate/translateInput';
-import {
-  estimatedUsage,
-  fromAnthropicUsage,
-  fromChatUsage,
-  usageCost,
-  usageUnits,
-  type AnthropicUsageLike,
-} from '../billing/tokenUsage';
+import { estimatedUsage, fromAnthropicUsage, fromChatUsage, type AnthropicUsageLike } from '../billing/tokenUsage';
+import { billed, type ItemBill } from './itemBill';
 
 /**
  * One request of a message batch (POST /v1/messages/batches) through the gateway's /v1/messages paths, without
@@ -42,7 +36,7 @@ export async function runMessagesItem(
   body: Record<string, unknown>,
   rec: TryRecord,
   signal: AbortSignal,
-): Promise<{ body: unknown; cost: number; units: Record<string, number> }> {
+): Promise<ItemBill> {
   const req: unknown = body;
   validateMessages(req);
   checkOutputCap(model, 'max_tokens', req.max_tokens);
@@ -81,7 +75,7 @@ export async function runMessagesItem(
         ? fromAnthropicUsage(u)
         : estimatedUsage(Buffer.byteLength(payloads.payload), res.raw.length);
     const answered = rec.t?.model ?? model;
-    return { body: message, cost: usageCost(batchPricingOf(answered), usage), units: usageUnits(usage) };
+    return billed(message, batchPricingOf(answered), usage);
   }
   const { chat, tools } = translateInput(() =>
     // A catalog model carries its translate options (upstream name, output cap, reasoning).
@@ -97,5 +91,5 @@ export async function runMessagesItem(
   const usage = c.usage
     ? fromChatUsage(c.usage)
     : estimatedUsage(backend.payloadBytes, JSON.stringify(msg.content).length);
-  return { body: msg, cost: usageCost(batchPricingOf(rec.t?.model ?? model), usage), units: usageUnits(usage) };
+  return billed(msg, batchPricingOf(rec.t?.model ?? model), usage);
 }

@@ -2,15 +2,19 @@ import { randomBytes } from 'node:crypto';
 import type { Db, Queryable } from '../db/pool';
 import { tx } from '../db/pool';
 import { placeHoldIn, releaseHoldIn } from '../billing/ledger';
-import { writeUsageBatch, type SettledUsage } from '../billing/usageBatch';
+import { writeUsageBatch, type SettledUsage, type UsageInput } from '../billing/usageBatch';
+import type { Pricing } from '../catalog/catalog';
 import { PG_ERROR, pgErrorCode } from '../db/pgErrors';
+import { eventIdOf, recordEventIn, type DeliveryRef } from '../webhooks/events';
+import type { EventType } from '../webhooks/eventTypes';
 
 /**
  * The batch repository. The batches row is the projection clients read; the workflow (workflows/batchJob.ts)
  * moves it forward through its activities. Status only moves forward and a final status never changes, so a
  * retried activity is a no-op. Money: the hold is placed with the row (createBatchWithHold), each chunk's items
  * are charged with the chunk's row (commitChunk: usage records keyed by (batch, custom_id), so an item is charged
- * once whatever retries), and the rest of the hold is released with the final status (finishBatch).
+ * once whatever retries; usage above the hold collected as the synchronous path collects it), and the rest of the
+ * hold is released with the final status (finishBatch).
  */
 
 export const BATCH_STATUSES = [
@@ -255,9 +259,12 @@ export async function listChunks(db: Queryable, batchId: string): Promise<ChunkR
   return r.rows.map(toChunk);
 }
 
-/** One item's settled usage, charged against the batch's hold. */
+/**
+ * One item's settled usage, charged against the batch's hold: `cost` is its units at `usage.pricing` (null only for
+ * an item billed nothing), so verify-ledger re-prices every batch usage record.
+ */
 export interface ItemUsage {
-  usage: SettledUsage['usage'];
+  usage: UsageInput & { pricing: Pricing | null };
   cost: number;
 }
 
@@ -278,13 +285,18 @@ export async function commitChunk(
       if (lock.rowCount === 0) throw new Error(`batch ${b.batchId} not found`);
       const had = await getChunk(c, b.batchId, row.chunk);
       if (had) return { row: had, committed: false };
-      // A usage that outgrew its bound (the hold) is charged what the hold still covers: never past the hold.
+      // The batch ended while this attempt ran (a reconciler ended it after its workflow closed): a superseded
+      // attempt commits nothing; its hold is closed and its files are written.
+      if (isFinal(lock.rows[0].status)) return { row: { ...row, costVnd: 0 }, committed: false };
+      // The bill is the provider's bill, as on the synchronous path: what the hold still covers is charged from it,
+      // the rest (`excess`: usage above the bound) is collected from the account's free funds and its key's budget
+      // room, and what neither covers is recorded as the item's shortfall (writeUsageBatch).
       const h = await c.query('SELECT remaining, status FROM holds WHERE id = $1', [b.holdId]);
       let room = h.rows[0]?.status === 'open' ? Number(h.rows[0].remaining) : 0;
       const settled: SettledUsage[] = items.map((i) => {
         const cost = Math.min(i.cost, room);
         room -= cost;
-        return { usage: i.usage, accountId: b.accountId, holdId: b.holdId, cost };
+        return { usage: i.usage, accountId: b.accountId, holdId: b.holdId, cost, excess: i.cost - cost };
       });
       const charged = await writeUsageBatch(c, settled);
       await c.query(
@@ -320,9 +332,23 @@ export async function commitChunk(
   }
 }
 
+/** The key of a batch's final event (batch.completed, ...): the workflow's emission and finishBatch name it alike. */
+export const finalEventKeyOf = (batchId: string, status: FinalStatus) => `batch:${batchId}:batch.${status}`;
+
+export interface FinishOutcome {
+  /** The batch's final status: the one this call committed, or the one stored before it (a retry, a twin). */
+  status: FinalStatus;
+  /** This call made the transition. */
+  committed: boolean;
+  /** The final event's deliveries still pending, to be started (startDelivery; a started one is not started twice). */
+  deliveries: DeliveryRef[];
+}
+
 /**
- * Ends a batch: releases what is left of its hold and moves it to its final status with its files and errors, in
- * ONE transaction. A batch already final changes nothing (false).
+ * Ends a batch: releases what is left of its hold, moves it to its final status with its files and errors, and
+ * records its final event (batch.<status>, with its deliveries), in ONE transaction: the event exists exactly when
+ * the transition does, once. A batch already final changes nothing and answers its stored outcome, so a step
+ * retried after its commit (or a reconciler racing the workflow) reads what was committed.
  */
 export async function finishBatch(
   db: Db,
@@ -336,10 +362,30 @@ export async function finishBatch(
     /** Items never run (expired, cancelled, failed) counted as failed, as OpenAI counts them. */
     unfinished?: number;
   },
-): Promise<boolean> {
+): Promise<FinishOutcome> {
   return tx(db, async (c) => {
-    const r = await c.query('SELECT status FROM batches WHERE id = $1 FOR UPDATE', [f.batchId]);
-    if (r.rowCount === 0 || isFinal(r.rows[0].status)) return false;
+    const r = await c.query('SELECT status, account_id FROM batches WHERE id = $1 FOR UPDATE', [f.batchId]);
+    if (r.rowCount === 0) throw new Error(`batch ${f.batchId} not found`);
+    const accountId: string = r.rows[0].account_id;
+    const event = (status: FinalStatus) => ({
+      accountId,
+      type: `batch.${status}` as EventType,
+      data: { id: f.batchId },
+      key: finalEventKeyOf(f.batchId, status),
+    });
+    if (isFinal(r.rows[0].status)) {
+      const status = r.rows[0].status as FinalStatus;
+      const pending = await c.query(
+        `SELECT d.id, d.generation FROM webhook_deliveries d
+         WHERE d.event_id = $1 AND d.status = 'pending' ORDER BY d.id`,
+        [eventIdOf(event(status).key)],
+      );
+      return {
+        status,
+        committed: false,
+        deliveries: pending.rows.map((x) => ({ deliveryId: x.id, generation: x.generation })),
+      };
+    }
     await releaseHoldIn(c, { holdId: f.holdId, idempotencyKey: releaseKeyOf(f.batchId), memo: `batch ${f.status}` });
     const stamp = STAMP[f.status]!;
     await c.query(
@@ -356,6 +402,7 @@ export async function finishBatch(
         f.unfinished ?? 0,
       ],
     );
-    return true;
+    const { deliveries } = await recordEventIn(c, event(f.status));
+    return { status: f.status, committed: true, deliveries };
   });
 }

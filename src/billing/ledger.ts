@@ -331,7 +331,9 @@ export async function extendLockedHolds(
       key: x.idempotencyKey,
       refType: h.ref_type ?? undefined,
       refId: h.ref_id ?? undefined,
-      memo: x.memo ?? 'credit lease: usage above the reservation',
+      memo:
+        x.memo ??
+        (h.ref_type === 'lease' ? 'credit lease: usage above the reservation' : 'usage above the reservation'),
     };
     if (!(await insertEvent(c, event))) continue;
     await c.query('UPDATE holds SET placed = placed + $2, remaining = remaining + $2 WHERE id = $1', [

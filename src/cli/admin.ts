@@ -4,6 +4,7 @@ import { createPool, type Db } from '../db/pool';
 import { ensureDatabase, migrate } from '../db/migrate';
 import { createAccount, getBalance, listLedger, topUp, verifyProjections } from '../billing/ledger';
 import { verifyUsage } from '../billing/usageVerify';
+import { strandedJobHolds } from '../billing/holdVerify';
 import { createApiKey, listApiKeys, revokeApiKey } from '../auth/apiKeys';
 import {
   DEFAULT_KEY_CACHE_MS,
@@ -55,8 +56,8 @@ Commands:
   list-accounts                                every account with its balance
   verify-ledger [--since date]                 rebuild balances from the ledger events and compare; re-price
                                                every usage record (since the date: ISO 8601) with the prices it
-                                               was billed at: units x prices = cost + shortfall (exit 1 on any
-                                               mismatch)
+                                               was billed at: units x prices = cost + shortfall; report open
+                                               holds of final video jobs and batches (exit 1 on any mismatch)
   help                                         this text
 
 Console logins:
@@ -587,23 +588,26 @@ function verifyLedgerCommand(pos: string[], values: Values): Runner {
   return async (db, print, io) => {
     const mismatches = await verifyProjections(db);
     const usage = await verifyUsage(db, { since });
+    // No hold outlives its job: an open hold of a final (or missing) video job or batch is reported.
+    const stranded = await strandedJobHolds(db);
     const accounts = Number((await db.query('SELECT count(*)::int AS n FROM accounts')).rows[0].n);
     const summary = {
       accounts,
       usage_records_checked: usage.checked,
       usage_records_unpriced: usage.unpriced,
       usage_records_unpriced_billed: usage.unpricedBilled,
+      open_holds_of_final_jobs: stranded.length,
     };
     const range = since ? ` since ${since.toISOString()}` : '';
     const priced = `${usage.checked - usage.unpriced} of ${usage.checked} usage records${range} re-priced`;
-    if (mismatches.length === 0 && usage.mismatches.length === 0) {
+    if (mismatches.length === 0 && usage.mismatches.length === 0 && stranded.length === 0) {
       print(
         `ok: the balances and holds of ${accounts} accounts equal a rebuild from the ledger events; ` +
           `${priced}: units x prices = cost + shortfall on each` +
           (usage.unpriced
             ? ` (${usage.unpriced} carry no prices: failed calls, or written before prices were recorded)`
             : ''),
-        { ok: true, ...summary, mismatches: [], usage_mismatches: [] },
+        { ok: true, ...summary, mismatches: [], usage_mismatches: [], stranded_holds: [] },
       );
       return 0;
     }
@@ -620,10 +624,16 @@ function verifyLedgerCommand(pos: string[], values: Values): Runner {
               `cost ${m.costVnd} + shortfall ${m.shortfallVnd}`
           : `MISMATCH usage ${m.id}: shortfall ${m.shortfallVnd}, uncollected event ${m.expectedVnd ?? 'missing'}`,
       );
+    for (const x of stranded)
+      io.err(
+        `OPEN HOLD ${x.holdId} (${x.remaining} VND held) of ${x.refType} ${x.refId ?? '?'}: ` +
+          (x.jobStatus ? `the job is ${x.jobStatus}` : 'no such job'),
+      );
     print(
       `FAILED: ${mismatches.length} projection(s) differ from the ledger events, ` +
-        `${usage.mismatches.length} usage record(s) do not add up`,
-      { ok: false, ...summary, mismatches, usage_mismatches: usage.mismatches },
+        `${usage.mismatches.length} usage record(s) do not add up, ` +
+        `${stranded.length} open hold(s) of final jobs`,
+      { ok: false, ...summary, mismatches, usage_mismatches: usage.mismatches, stranded_holds: stranded },
     );
     return 1;
   };

@@ -33,32 +33,42 @@ export async function recordEvent(
   db: Db,
   e: { accountId: string; type: EventType; data: Record<string, unknown>; key: string },
 ): Promise<{ eventId: string; deliveries: DeliveryRef[] }> {
+  return tx(db, (c) => recordEventIn(c, e));
+}
+
+/**
+ * recordEvent in the caller's transaction: a job's final step records its event in the commit that makes the
+ * transition, so the event exists exactly when the transition does (its deliveries are started afterwards, by the
+ * workflow's emission or by the delivery reconciler).
+ */
+export async function recordEventIn(
+  c: Queryable,
+  e: { accountId: string; type: EventType; data: Record<string, unknown>; key: string },
+): Promise<{ eventId: string; deliveries: DeliveryRef[] }> {
   const eventId = eventIdOf(e.key);
-  return tx(db, async (c) => {
-    const inserted = await c.query(
-      'INSERT INTO webhook_events (id, account_id, type, payload) VALUES ($1, $2, $3, $4) ON CONFLICT (id) DO NOTHING',
-      [eventId, e.accountId, e.type, eventPayload(eventId, e.type, new Date(), e.data)],
-    );
-    if (inserted.rowCount === 1) {
-      const endpoints = await c.query(
-        `SELECT id FROM webhook_endpoints
+  const inserted = await c.query(
+    'INSERT INTO webhook_events (id, account_id, type, payload) VALUES ($1, $2, $3, $4) ON CONFLICT (id) DO NOTHING',
+    [eventId, e.accountId, e.type, eventPayload(eventId, e.type, new Date(), e.data)],
+  );
+  if (inserted.rowCount === 1) {
+    const endpoints = await c.query(
+      `SELECT id FROM webhook_endpoints
          WHERE account_id = $1 AND deleted_at IS NULL AND $2 = ANY(events) ORDER BY id`,
-        [e.accountId, e.type],
-      );
-      for (const ep of endpoints.rows) {
-        await c.query('INSERT INTO webhook_deliveries (id, event_id, endpoint_id) VALUES ($1, $2, $3)', [
-          randomUUID(),
-          eventId,
-          ep.id,
-        ]);
-      }
-    }
-    const d = await c.query(
-      "SELECT id, generation FROM webhook_deliveries WHERE event_id = $1 AND status = 'pending' ORDER BY id",
-      [eventId],
+      [e.accountId, e.type],
     );
-    return { eventId, deliveries: d.rows.map((x) => ({ deliveryId: x.id, generation: x.generation })) };
-  });
+    for (const ep of endpoints.rows) {
+      await c.query('INSERT INTO webhook_deliveries (id, event_id, endpoint_id) VALUES ($1, $2, $3)', [
+        randomUUID(),
+        eventId,
+        ep.id,
+      ]);
+    }
+  }
+  const d = await c.query(
+    "SELECT id, generation FROM webhook_deliveries WHERE event_id = $1 AND status = 'pending' ORDER BY id",
+    [eventId],
+  );
+  return { eventId, deliveries: d.rows.map((x) => ({ deliveryId: x.id, generation: x.generation })) };
 }
 
 /** What one try sends: the event's id and body, and the endpoint (null when deleted) and delivery state. */

@@ -6,6 +6,7 @@ import Anthropic from '@anthropic-ai/sdk';
 import OpenAI, { toFile } from 'openai';
 import { getBalance, listLedger, verifyProjections } from '../../src/billing/ledger';
 import { perMillionCost } from '../../src/billing/pricing';
+import { unitsCost } from '../../src/billing/usageVerify';
 import { loadBatchSettings } from '../../src/batches/settings';
 import { createBatchWithHold, newBatchId } from '../../src/batches/repo';
 import { startBatchWorkflow } from '../../src/batches/start';
@@ -129,10 +130,15 @@ test(
     expect(m.cost).toBe(expected);
     expect(m.charged).toBe(expected);
     expect(m.released).toBe(m.held - expected);
-    const usage = await h.deps.db.query('SELECT count(*)::int AS n FROM usage_records WHERE account_id = $1', [
+    const usage = await h.deps.db.query('SELECT units, cost_vnd, pricing FROM usage_records WHERE account_id = $1', [
       a.accountId,
     ]);
-    expect(usage.rows[0].n).toBe(3);
+    expect(usage.rows).toHaveLength(3);
+    // Each record keeps the prices it was billed at, so verify-ledger re-prices it.
+    for (const u of usage.rows) {
+      expect(u.pricing).toEqual(h.deps.catalog.get('gpt-4o-mini')!.batchPricing);
+      expect(unitsCost(u.pricing, u.units)).toBe(Number(u.cost_vnd));
+    }
     expect(await getBalance(h.deps.db, a.accountId)).toEqual({
       balance: start - expected,
       held: 0,

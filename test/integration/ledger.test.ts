@@ -119,3 +119,27 @@ test('a batch over several holds and accounts moves each projection by its new c
   expect(await getBalance(db, b)).toEqual({ balance: 9_500, held: 2_500, available: 7_000 });
   expect(await verifyProjections(db)).toEqual([]);
 });
+
+test('the database refuses to change or remove a ledger event (append-only)', async () => {
+  const acc = await funded(1_000);
+  const before = await listLedger(db, acc, 10);
+  expect(before).toHaveLength(1);
+  const id = before[0].id;
+  for (const sql of [
+    'UPDATE ledger_events SET amount = amount + 1 WHERE id = $1',
+    'UPDATE ledger_events SET memo = memo WHERE id = $1',
+    'DELETE FROM ledger_events WHERE id = $1',
+  ])
+    await expect(db.query(sql, [id])).rejects.toMatchObject({ code: '23001' });
+  // In a transaction rolled back whatever happens: a TRUNCATE let through must not empty the shared test database.
+  const c = await db.connect();
+  try {
+    await c.query('BEGIN');
+    await expect(c.query('TRUNCATE ledger_events')).rejects.toMatchObject({ code: '23001' });
+  } finally {
+    await c.query('ROLLBACK');
+    c.release();
+  }
+  expect(await listLedger(db, acc, 10)).toEqual(before);
+  expect(await verifyProjections(db)).toEqual([]);
+});

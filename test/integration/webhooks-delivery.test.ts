@@ -7,6 +7,8 @@ import path from 'node:path';
 import { projectRoot } from '../../src/projectRoot';
 import { createWebhookActivities } from '../../activities/webhooks';
 import { sendWebhook } from '../../src/webhooks/send';
+import { recordEvent } from '../../src/webhooks/events';
+import { reconcileDeliveries } from '../../src/webhooks/reconciler';
 import { DAY_MS } from '../../src/webhooks/settings';
 import { eventually, startVideoHarness, type VideoHarness } from '../support/video';
 import { startReceiver, type Receiver } from '../support/webhookReceiver';
@@ -379,3 +381,24 @@ test('the receiver example of docs/webhooks.md, run as written, accepts a delive
     fs.rmSync(file, { force: true });
   }
 }, 60_000);
+
+test('a delivery whose workflow never started (a lost start) is sent by the reconciler, once', async () => {
+  const e = await endpoint('/reconciled');
+  // Recorded with its delivery, as a job's final commit records it, but never started.
+  const { eventId, deliveries } = await recordEvent(h.deps.db, {
+    accountId: e.accountId,
+    type: 'video.completed',
+    data: { id: 'video_lost_start' },
+    key: `test:${randomUUID()}`,
+  });
+  expect(deliveries).toHaveLength(1);
+  const reconcile = () =>
+    reconcileDeliveries(
+      { db: h.deps.db, temporal: h.deps.temporal!, taskQueue: h.config.temporalTaskQueue, settings: h.config.webhooks },
+      { graceMs: 0 },
+    );
+  expect((await reconcile()).started).toBeGreaterThanOrEqual(1);
+  await eventually(async () => (await delivery(e.endpointId))[0]?.status === 'succeeded');
+  expect(at('/reconciled').map((r) => r.headers['webhook-id'])).toEqual([eventId]);
+  expect((await reconcile()).started).toBe(0);
+});

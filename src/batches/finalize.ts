@@ -1,0 +1,108 @@
+import { Readable } from 'node:stream';
+import type { Db } from '../db/pool';
+import type { Storage } from '../storage/storage';
+import * as files from '../files/repo';
+import { isBlank, readLines } from '../files/lines';
+import { isProblem, parseRequestLine } from '../files/batchInput';
+import * as batches from './repo';
+import { derivedFileId, EXPIRED, itemUsageId, outputLine } from './outputLines';
+import type { FinalizeArgs } from './workflowContract';
+
+/**
+ * A batch's final step, for its workflow (activities/batch.ts finalizeBatch) and for the reconciler that ends a
+ * batch whose workflow closed without doing so: joins the chunks' parts into the output and error files (and, for
+ * an expired batch, an error line `batch_expired` for each request that never ran), then ends the batch
+ * (batches.finishBatch: the rest of the hold released, the status, the files, the counts and the final event, in one
+ * transaction). Idempotent: file ids and keys derive from the batch id, and a batch already final answers its stored
+ * outcome. `beat` is called as each part is copied (an activity heartbeats there).
+ */
+export async function finalizeBatch(
+  deps: { db: Db; storage: Storage },
+  a: FinalizeArgs,
+  beat: (progress: { chunk: number }) => void = () => undefined,
+): Promise<batches.FinishOutcome> {
+  const { db, storage } = deps;
+  const b = await batches.getBatch(db, a.batchId);
+  if (!b) throw new Error(`batch ${a.batchId} not found`);
+  const input = (await db.query('SELECT storage_key, bytes FROM files WHERE id = $1', [b.inputFileId])).rows[0] as
+    { storage_key: string; bytes: string } | undefined;
+  // Final already (this step retried after its commit, or a reconciler ended it): the stored outcome, so the
+  // workflow still announces it (the event is recorded once, by the commit; its emission starts deliveries).
+  if (batches.isFinal(b.status))
+    return batches.finishBatch(db, { ...a, holdId: b.holdId, outputFileId: null, errorFileId: null });
+  const chunks = await batches.listChunks(db, a.batchId);
+  const bytes = Number(input?.bytes ?? 0);
+  let unfinished = 0;
+  async function* parts(kind: 'outputKey' | 'errorKey', tail: boolean) {
+    for (const c of chunks) {
+      const k = c[kind];
+      if (!k) continue;
+      for await (const piece of await storage.get(k)) yield piece as Buffer;
+      beat({ chunk: c.chunk });
+    }
+    if (!tail || !input || a.offset >= bytes) return;
+    let batch = '';
+    for await (const l of readLines(
+      await storage.get(input.storage_key, { start: a.offset, end: bytes - 1 }),
+      a.offset,
+      a.line,
+    )) {
+      if (isBlank(l.bytes)) continue;
+      const r = parseRequestLine(l);
+      const customId = isProblem(r) ? `line:${l.no}` : r.custom_id;
+      unfinished++;
+      batch += outputLine(itemUsageId(a.batchId, customId), customId, null, EXPIRED);
+      if (batch.length > 65536) {
+        yield Buffer.from(batch);
+        batch = '';
+      }
+    }
+    if (batch) yield Buffer.from(batch);
+  }
+  const store = async (what: 'output' | 'error', tail: boolean, has: boolean): Promise<string | null> => {
+    if (!has) return null;
+    const key = `batches/${a.batchId}/${what}.jsonl`;
+    const s = await storage.put(
+      key,
+      Readable.from(parts(what === 'output' ? 'outputKey' : 'errorKey', tail)),
+      'application/jsonl',
+    );
+    if (s.size === 0) {
+      await storage.delete(key).catch(() => undefined);
+      return null;
+    }
+    const f = await files.insertFile(db, {
+      id: derivedFileId(a.batchId, what),
+      accountId: b.accountId,
+      purpose: 'batch_output',
+      filename: `${a.batchId}_${what}.jsonl`,
+      bytes: s.size,
+      storageKey: key,
+      lineCount: null,
+      model: null,
+      endpoint: null,
+    });
+    return f.id;
+  };
+  const expires = a.status === 'expired';
+  const outputFileId = await store(
+    'output',
+    false,
+    chunks.some((c) => c.outputKey),
+  );
+  const errorFileId = await store('error', expires, expires || chunks.some((c) => c.errorKey));
+  const errors = a.failure ? [{ code: 'batch_failed', message: a.failure, param: null, line: null }] : null;
+  const done = await batches.finishBatch(db, {
+    batchId: a.batchId,
+    holdId: b.holdId,
+    status: a.status,
+    outputFileId,
+    errorFileId,
+    errors,
+    unfinished: expires ? unfinished : 0,
+  });
+  // The parts are joined into the files: drop them (best effort; a leftover part is never read again).
+  for (const c of chunks)
+    for (const k of [c.outputKey, c.errorKey]) if (k) await storage.delete(k).catch(() => undefined);
+  return done;
+}
