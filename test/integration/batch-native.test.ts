@@ -1,12 +1,14 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { Readable } from 'node:stream';
 import Anthropic from '@anthropic-ai/sdk';
-import OpenAI, { toFile } from 'openai';
+import OpenAI from 'openai';
 import { getBalance, listLedger, verifyProjections } from '../../src/billing/ledger';
 import { perMillionCost } from '../../src/billing/pricing';
 import { loadBatchSettings } from '../../src/batches/settings';
 import { projectRoot } from '../../src/projectRoot';
+import { insertFile, newFileId, newStorageKey } from '../../src/files/repo';
 import { eventually, startVideoHarness, type VideoHarness } from '../support/video';
 
 /**
@@ -61,11 +63,25 @@ test('an OpenAI batch runs on the upstream /v1/batches; each line that succeeds 
       body: { model: 'gpt-4o-mini', messages: [{ role: 'user', content: t }], max_tokens: 20 },
     }),
   );
-  // Refused by the upstream (no messages): an error line, not charged.
+  // Refused by the upstream (no messages): an error line, not charged. Upload refuses such a line now, so the file
+  // is stored as one from before that check.
   lines.push(
     JSON.stringify({ custom_id: 'c-bad', method: 'POST', url: '/v1/chat/completions', body: { model: 'gpt-4o-mini' } }),
   );
-  const f = await c.files.create({ file: await toFile(Buffer.from(lines.join('\n')), 'in.jsonl'), purpose: 'batch' });
+  const text = Buffer.from(lines.join('\n'));
+  const key = newStorageKey();
+  await h.deps.storage.put(key, Readable.from([text]), 'application/jsonl');
+  const f = await insertFile(h.deps.db, {
+    id: newFileId(),
+    accountId: a.accountId,
+    purpose: 'batch',
+    filename: 'in.jsonl',
+    bytes: text.length,
+    storageKey: key,
+    lineCount: lines.length,
+    model: 'gpt-4o-mini',
+    endpoint: '/v1/chat/completions',
+  });
   const created = await c.batches.create({
     input_file_id: f.id,
     endpoint: '/v1/chat/completions',
