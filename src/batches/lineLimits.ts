@@ -1,8 +1,7 @@
 import type { Catalog } from '../catalog/catalog';
 import { checkOutputCap } from '../catalog/outputCap';
 import { ApiError } from '../errors';
-import { jsonBodyProblem } from '../api/middleware/jsonBody';
-import { MAX_BODY_DEPTH } from '../schemas/bodyShape';
+import { jsonBodyProblem, MAX_BODY_DEPTH } from '../schemas/bodyShape';
 import { validateChatCompletion, validateCompletion } from '../schemas/chat';
 import { validateEmbedding } from '../schemas/embeddings';
 import { validateMessages } from '../schemas/messages';
