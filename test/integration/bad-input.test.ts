@@ -383,6 +383,27 @@ describe('the batch APIs: text Postgres cannot hold, and methods no route takes'
     return ((await res.json()) as { id: string }).id;
   }
 
+  test("two file parts in an upload: the 400 names the route's limit (1), not the default (4)", async () => {
+    const { key } = await gw.account(BALANCE);
+    const line = JSON.stringify({
+      custom_id: 'a',
+      method: 'POST',
+      url: '/v1/embeddings',
+      body: { model: 'm', input: 'x' },
+    });
+    const form = new FormData();
+    form.append('purpose', 'batch');
+    form.append('file', new Blob([line]), 'a.jsonl');
+    form.append('file', new Blob([line]), 'b.jsonl');
+    const res = await fetch(`${gw.url}/v1/files`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}` },
+      body: form,
+    });
+    expect(res.status).toBe(400);
+    expect(((await res.json()) as { error: { message: string } }).error.message).toMatch(/at most 1\b/);
+  });
+
   test.each([
     ['a metadata value with NUL', { a: NUL }, 'metadata.a'],
     ['a metadata value with a lone surrogate', { a: LONE }, 'metadata.a'],
