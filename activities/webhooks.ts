@@ -123,6 +123,7 @@ export function createWebhookActivities(deps: WebhookActivityDeps) {
       secrets: endpoint.secrets,
       timeoutMs: settings.timeoutMs,
       allowPrivate: settings.allowPrivateUrls,
+      allowedPorts: settings.allowedPorts,
       lookup: deps.lookup,
     });
     const now = Date.now();

@@ -4,7 +4,8 @@ import type { ModelRouter } from '../routing/modelRouter';
 import { boundOverCandidates } from '../routing/bound';
 import { embeddingTokensBound, estimateChatMaxCost, maxInputPrice, perMillionCost } from '../billing/pricing';
 import { isBlank, readLines } from '../files/lines';
-import { isProblem, parseRequestLine, type BatchEndpoint } from '../files/batchInput';
+import { isProblem, type BatchEndpoint } from '../files/batchInput';
+import { checkRequestLine } from './lineLimits';
 
 /**
  * The most a batch can cost: the sum over its lines of each request's funds bound (as the synchronous route bounds
@@ -39,7 +40,7 @@ export function itemBound(
   ).maxCost;
 }
 
-/** Sum of the items' bounds over a stored input file (lines already validated at upload). */
+/** Sum of the items' bounds over a stored input file, and its requests (every non-blank line). */
 export async function batchBound(
   catalog: Catalog,
   router: ModelRouter,
@@ -51,9 +52,10 @@ export async function batchBound(
   let requests = 0;
   for await (const l of readLines(input)) {
     if (isBlank(l.bytes)) continue;
-    const r = parseRequestLine(l);
-    if (isProblem(r)) continue; // validated at upload; a line that fails now fails alone when it runs
     requests++;
+    // Checked at upload; a line that fails now (the catalog changed) fails alone when it runs, and costs nothing.
+    const r = checkRequestLine(catalog, l);
+    if (isProblem(r)) continue;
     maxCost += itemBound(catalog, router, model, endpoint, r.body, l.bytes.length);
   }
   return { maxCost, requests };

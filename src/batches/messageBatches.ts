@@ -2,6 +2,8 @@ import { ApiError, badRequest } from '../errors';
 import { anthropicBody } from '../api/errors';
 import { clipJson } from '../text/clip';
 import type { Batch } from './repo';
+import type { Catalog } from '../catalog/catalog';
+import { lineLimitProblem } from './lineLimits';
 
 /**
  * Anthropic's Message Batches over the gateway's batches (docs/batches.md): a message batch IS a batch whose
@@ -10,12 +12,12 @@ import type { Batch } from './repo';
  * lines, a batch to a `message_batch` object, an output or error line to a result.
  */
 
-export const MESSAGES_ENDPOINT = '/v1/messages';
+export const MESSAGES_ENDPOINT = '/v1/messages' as const;
 export const MAX_MESSAGE_BATCH_REQUESTS = 100_000;
 const CUSTOM_ID = /^[a-zA-Z0-9_-]{1,64}$/;
 
 /** The JSONL lines of a create request's `requests`, and their one model. */
-export function messageBatchLines(body: unknown): { model: string; lines: string[] } {
+export function messageBatchLines(body: unknown, catalog: Catalog | null): { model: string; lines: string[] } {
   const reqs = (body as { requests?: unknown } | null)?.requests;
   if (!Array.isArray(reqs)) throw badRequest('requests: Field required', 'requests', 'missing_required_parameter');
   for (const k of Object.keys(body as object))
@@ -49,6 +51,17 @@ export function messageBatchLines(body: unknown): { model: string; lines: string
     model = m;
     if ((params as { stream?: unknown }).stream === true)
       throw badRequest(`${at}.params.stream: streaming is not supported in a message batch`, `${at}.params.stream`);
+    // Each request is held to POST /v1/messages's limits now, not found out when it runs.
+    const limit = lineLimitProblem(catalog, MESSAGES_ENDPOINT, id, params as Record<string, unknown>);
+    if (limit) {
+      const param =
+        limit.param === 'custom_id'
+          ? `${at}.custom_id`
+          : limit.param && limit.param !== 'body'
+            ? `${at}.params.${limit.param}`
+            : `${at}.params`;
+      throw badRequest(`${param}: ${limit.message}`, param, limit.code);
+    }
     lines.push(JSON.stringify({ custom_id: id, method: 'POST', url: MESSAGES_ENDPOINT, body: params }));
   });
   return { model: model!, lines };

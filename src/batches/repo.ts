@@ -174,8 +174,16 @@ export async function getBatch(db: Queryable, id: string): Promise<Batch | null>
 
 export async function getBatchForAccount(db: Queryable, accountId: string, id: string): Promise<Batch | null> {
   if (!BATCH_ID.test(id)) return null;
-  const r = await db.query('SELECT * FROM batches WHERE id = $1 AND account_id = $2', [id, accountId]);
+  const r = await db.query('SELECT * FROM batches WHERE id = $1 AND account_id = $2 AND deleted_at IS NULL', [
+    id,
+    accountId,
+  ]);
   return r.rowCount ? toBatch(r.rows[0]) : null;
+}
+
+/** Marks a batch deleted (a message batch, through the Anthropic API): no API shows it again; its row stays. */
+export async function markBatchDeleted(db: Queryable, id: string): Promise<void> {
+  await db.query('UPDATE batches SET deleted_at = now() WHERE id = $1 AND deleted_at IS NULL', [id]);
 }
 
 export async function listBatches(
@@ -186,7 +194,7 @@ export async function listBatches(
   const cmp = o.order === 'desc' ? '<' : '>';
   const dir = o.order === 'desc' ? 'DESC' : 'ASC';
   const r = await db.query(
-    `SELECT b.* FROM batches b WHERE b.account_id = $1
+    `SELECT b.* FROM batches b WHERE b.account_id = $1 AND b.deleted_at IS NULL
        AND ($3::text IS NULL
             OR (b.created_at, b.id) ${cmp} (SELECT created_at, id FROM batches WHERE id = $3 AND account_id = $1))
      ORDER BY b.created_at ${dir}, b.id ${dir} LIMIT $2`,

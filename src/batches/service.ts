@@ -9,6 +9,7 @@ import { BATCH_ENDPOINTS, type BatchEndpoint } from '../files/batchInput';
 import { getFileForAccount } from '../files/repo';
 import { isTemporalError } from '../video/temporalErrors';
 import { clip, clipJson } from '../text/clip';
+import { isUnstorableText, unstorableTextMessage } from '../text/pgText';
 import { batchBound } from './bound';
 import { ENDPOINT_MODES } from './endpoints';
 import * as repo from './repo';
@@ -66,6 +67,9 @@ export function parseCreateBody(body: unknown): CreateBatchBody {
         throw badRequest(`Invalid 'metadata': key ${clipJson(k)} is longer than 64 characters.`, 'metadata');
       if (typeof v !== 'string' || v.length > 512)
         throw badRequest(`Invalid 'metadata.${clip(k)}': a string of at most 512 characters.`, `metadata.${clip(k)}`);
+      // Stored as jsonb, which holds neither NUL nor an unpaired surrogate: the client's error, not a 500.
+      if (isUnstorableText(k)) throw badRequest(unstorableTextMessage('metadata'), 'metadata');
+      if (isUnstorableText(v)) throw badRequest(unstorableTextMessage(`metadata.${k}`), `metadata.${clip(k)}`);
     }
     metadata = Object.fromEntries(entries) as Record<string, string>;
   }

@@ -1,5 +1,6 @@
 import type { ModelConfig, Pricing } from '../catalog/catalog';
 import { mediaParts, mediaTokens } from './imageTokens';
+import { MAX_TOKEN_COUNT } from '../schemas/tokens';
 
 /**
  * Costs in integer VND from catalog prices. Every cost is rounded UP to a whole VND, on exact integer
@@ -23,6 +24,7 @@ export function tokensFromChars(chars: number): number {
 
 /** ceil(a / b) for non-negative integers a and positive integer b, exact at any size. */
 export function ceilDiv(a: number, b: number): number {
+  if (!Number.isFinite(a)) throw new RangeError(`ceilDiv of a non-finite count (${a})`);
   const x = Math.ceil(a);
   if (x <= 0) return 0;
   if (Number.isSafeInteger(x + b)) return Math.floor((x + b - 1) / b);
@@ -31,6 +33,7 @@ export function ceilDiv(a: number, b: number): number {
 }
 
 function mulAdd(terms: [number, number][]): number {
+  for (const [a] of terms) if (!Number.isFinite(a)) throw new RangeError(`cost of a non-finite count (${a})`);
   let safe = true;
   let sum = 0;
   for (const [a, b] of terms) {
@@ -117,8 +120,12 @@ interface ChatBodyLike {
   messages?: unknown;
 }
 
+/**
+ * A positive integer count, at most MAX_TOKEN_COUNT: the routes refuse more before anything runs, and the cap keeps
+ * every product below finite (1e308 times 2 is Infinity, which no integer arithmetic takes).
+ */
 const posInt = (v: unknown): number | undefined =>
-  typeof v === 'number' && Number.isInteger(v) && v > 0 ? v : undefined;
+  typeof v === 'number' && Number.isInteger(v) && v > 0 ? Math.min(v, MAX_TOKEN_COUNT) : undefined;
 
 /** Output-token cap of a chat or legacy completion request: its max tokens (or the model's) times its choices. */
 export function outputTokensBound(model: ModelConfig, body: ChatBodyLike): number {

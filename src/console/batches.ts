@@ -60,7 +60,7 @@ export async function listConsoleBatches(
   o: { status?: BatchStatus; limit: number },
 ): Promise<ConsoleBatch[]> {
   const r = await db.query(
-    `SELECT * FROM batches WHERE account_id = $1 AND ($2::text IS NULL OR status = $2)
+    `SELECT * FROM batches WHERE account_id = $1 AND deleted_at IS NULL AND ($2::text IS NULL OR status = $2)
      ORDER BY created_at DESC, id DESC LIMIT $3`,
     [accountId, o.status ?? null, o.limit],
   );

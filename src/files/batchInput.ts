@@ -29,10 +29,18 @@ export interface InputProblem {
   code: string;
 }
 
+const UTF8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
+
 /** Parses and checks one line (no cross-line rules); throws InputProblem-shaped errors through `fail`. */
 export function parseRequestLine(l: Line): BatchRequestLine | InputProblem {
   const bad = (message: string, code = 'invalid_request'): InputProblem => ({ line: l.no, message, code });
-  let text = l.bytes.toString('utf8');
+  let text: string;
+  try {
+    text = UTF8.decode(l.bytes);
+  } catch {
+    // Decoded leniently, invalid bytes would become U+FFFD: a custom_id that never comes back as sent.
+    return bad(`Line ${l.no} is not valid UTF-8.`, 'invalid_encoding');
+  }
   if (l.no === 1 && text.charCodeAt(0) === 0xfeff) text = text.slice(1);
   let v: unknown;
   try {
@@ -76,7 +84,11 @@ export class BatchInputValidator {
   private readonly ids = new Set<string>();
   private readonly onLine = (l: Line) => this.line(l);
 
-  constructor(private readonly maxBytes = MAX_FILE_BYTES) {}
+  constructor(
+    private readonly maxBytes = MAX_FILE_BYTES,
+    /** The per-line limits of the route each line names (src/batches/lineLimits.ts uploadLineCheck). */
+    private readonly check: (r: BatchRequestLine, no: number) => InputProblem | null = () => null,
+  ) {}
 
   push(chunk: Buffer): void {
     this.bytes += chunk.length;
@@ -120,6 +132,11 @@ export class BatchInputValidator {
     }
     if (isProblem(r)) {
       this.problem = r;
+      return;
+    }
+    const limit = this.check(r, l.no);
+    if (limit) {
+      this.problem = limit;
       return;
     }
     if (this.ids.has(r.custom_id)) {

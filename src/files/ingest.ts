@@ -1,6 +1,6 @@
 import { PassThrough, Writable } from 'node:stream';
 import type { Storage, StoredObject } from '../storage/storage';
-import { BatchInputValidator } from './batchInput';
+import { BatchInputValidator, type BatchRequestLine, type InputProblem } from './batchInput';
 import { newStorageKey } from './repo';
 
 /**
@@ -18,10 +18,11 @@ export class BatchFileIngest extends Writable {
   constructor(
     private readonly storage: Storage,
     maxBytes: number,
+    check?: (r: BatchRequestLine, no: number) => InputProblem | null,
   ) {
     // Not destroyed on finish: a destroy means the parser abandoned the upload (see _destroy).
     super({ autoDestroy: false });
-    this.validator = new BatchInputValidator(maxBytes);
+    this.validator = new BatchInputValidator(maxBytes, check);
     // put() sees a destroyed body through its own pipeline; the stream's error event needs no other listener.
     this.body.on('error', () => undefined);
     this.stored = storage.put(this.key, this.body, 'application/jsonl');

@@ -38,3 +38,30 @@ export function formNameMessage(problem: BodyShapeProblem): string {
     ? `The form has a field name nested more than ${MAX_BODY_DEPTH} levels deep.`
     : 'The form has a field name with a forbidden key ("__proto__", "constructor" or "prototype").';
 }
+
+/**
+ * What is wrong with a parsed JSON body, if anything: nested deeper than `max`, or a prototype-poisoning key
+ * (`__proto__`, or `constructor` holding a `prototype`) that a later merge of the object could act on.
+ * Iterative (a recursive walk would overflow on exactly the input it guards against); stops at the first finding.
+ */
+export function jsonBodyProblem(root: object, max: number): 'too_deep' | 'prototype_key' | null {
+  const stack: [unknown, number][] = [[root, 1]];
+  while (stack.length) {
+    const [v, d] = stack.pop()!;
+    if (d > max) return 'too_deep';
+    if (Array.isArray(v)) {
+      for (const x of v) if (x !== null && typeof x === 'object') stack.push([x, d + 1]);
+    } else {
+      for (const k in v as Record<string, unknown>) {
+        const x = (v as Record<string, unknown>)[k];
+        if (
+          k === '__proto__' ||
+          (k === 'constructor' && x !== null && typeof x === 'object' && Object.hasOwn(x, 'prototype'))
+        )
+          return 'prototype_key';
+        if (x !== null && typeof x === 'object') stack.push([x, d + 1]);
+      }
+    }
+  }
+  return null;
+}

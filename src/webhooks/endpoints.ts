@@ -5,7 +5,7 @@ import { ApiError, badRequest } from '../errors';
 import { isUnstorableText } from '../text/pgText';
 import { bareHost, NonPublicHost, UnresolvableHost, vetHost, type Lookup } from '../net/vettedHost';
 import { clip } from '../text/clip';
-import type { WebhookSettings } from './settings';
+import { portAllowed, portOf, type WebhookSettings } from './settings';
 import { EVENT_TYPES, type EventType } from './eventTypes';
 
 /**
@@ -90,6 +90,13 @@ export async function checkEndpointUrl(raw: unknown, s: WebhookSettings, lookup?
   }
   if (u.protocol !== 'https:' && !(s.allowPrivateUrls && u.protocol === 'http:'))
     throw badRequest("Invalid 'url': webhook endpoints must use https.", 'url');
+  if (!portAllowed(u, s))
+    throw badRequest(
+      `Invalid 'url': port ${portOf(u)} is not accepted; webhook endpoints listen on ` +
+        `${(s.allowedPorts ?? [443]).join(', ')}.`,
+      'url',
+      'url_forbidden',
+    );
   if (u.username || u.password) throw badRequest("Invalid 'url': URLs with credentials are not accepted.", 'url');
   if (u.hash) throw badRequest("Invalid 'url': a URL fragment (#...) is never sent; remove it.", 'url');
   try {

@@ -1,5 +1,6 @@
 import { request, errors as undiciErrors } from 'undici';
 import { Webhook } from 'standardwebhooks';
+import { portAllowed, portOf } from './settings';
 import { NonPublicHost, pinnedAgent, UnresolvableHost, vetHost, type Lookup } from '../net/vettedHost';
 
 /**
@@ -67,10 +68,14 @@ export async function sendWebhook(o: {
   secrets: string[];
   timeoutMs: number;
   allowPrivate: boolean;
+  /** The ports allowed (settings.allowedPorts): an endpoint registered before that rule is held to it too. */
+  allowedPorts?: number[];
   lookup?: Lookup;
 }): Promise<SendResult> {
   const signal = AbortSignal.timeout(o.timeoutMs);
   const u = new URL(o.url);
+  if (!portAllowed(u, { allowPrivateUrls: o.allowPrivate, allowedPorts: o.allowedPorts }))
+    return { outcome: 'failed', statusCode: null, error: `port ${portOf(u)} is not allowed`, retryAfterMs: null };
   let pinned;
   try {
     pinned = await vetHost(u, { allowPrivate: o.allowPrivate, lookup: o.lookup, signal });

@@ -1,3 +1,4 @@
+import http from 'node:http';
 import fs from 'node:fs';
 import path from 'node:path';
 import { startGateway, type TestGateway } from '../support/gateway';
@@ -362,5 +363,98 @@ describe('console bodies: values are type-checked, never coerced', () => {
     }
     const row = await gw.deps.db.query('SELECT expires_at FROM api_keys WHERE id = $1', [acc.keyId]);
     expect((row.rows[0].expires_at as Date).toISOString()).toBe('9999-12-31T23:59:59.000Z');
+  });
+});
+
+describe('the batch APIs: text Postgres cannot hold, and methods no route takes', () => {
+  /** Uploads a one-line chat batch file; its id. */
+  async function uploadChatFile(key: string): Promise<string> {
+    const body = { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] };
+    const line = { custom_id: 'a', method: 'POST', url: '/v1/chat/completions', body };
+    const form = new FormData();
+    form.append('purpose', 'batch');
+    form.append('file', new Blob([JSON.stringify(line) + '\n']), 'in.jsonl');
+    const res = await fetch(`${gw.url}/v1/files`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}` },
+      body: form,
+    });
+    expect(res.status).toBe(200);
+    return ((await res.json()) as { id: string }).id;
+  }
+
+  test("two file parts in an upload: the 400 names the route's limit (1), not the default (4)", async () => {
+    const { key } = await gw.account(BALANCE);
+    const line = JSON.stringify({
+      custom_id: 'a',
+      method: 'POST',
+      url: '/v1/embeddings',
+      body: { model: 'm', input: 'x' },
+    });
+    const form = new FormData();
+    form.append('purpose', 'batch');
+    form.append('file', new Blob([line]), 'a.jsonl');
+    form.append('file', new Blob([line]), 'b.jsonl');
+    const res = await fetch(`${gw.url}/v1/files`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}` },
+      body: form,
+    });
+    expect(res.status).toBe(400);
+    expect(((await res.json()) as { error: { message: string } }).error.message).toMatch(/at most 1\b/);
+  });
+
+  test.each([
+    ['a metadata value with NUL', { a: NUL }, 'metadata.a'],
+    ['a metadata value with a lone surrogate', { a: LONE }, 'metadata.a'],
+    ['a metadata key with NUL', { [NUL]: 'x' }, 'metadata'],
+    ['a metadata key with a lone surrogate', { [LONE]: 'x' }, 'metadata'],
+  ])('POST /v1/batches: %s is a 400 naming it', async (_name, metadata, param) => {
+    const { accountId, key } = await gw.account(BALANCE);
+    const file = await uploadChatFile(key);
+    const res = await post('/v1/batches', key, {
+      input_file_id: file,
+      endpoint: '/v1/chat/completions',
+      completion_window: '24h',
+      metadata,
+    });
+    expect(res.status).toBe(400);
+    expect(res.body.error).toMatchObject({ type: 'invalid_request_error', param });
+    await expectUntouched(accountId);
+  });
+
+  test('TRACE, PROPFIND and other methods no route takes: 405 method_not_allowed, never an error log', async () => {
+    const errors = jest.spyOn(gw.deps.logger, 'error');
+    const anthropicError = { type: 'error', error: { type: 'invalid_request_error' } };
+    const openaiError = { type: 'invalid_request_error', code: 'method_not_allowed' };
+    try {
+      const u = new URL(gw.url);
+      for (const method of ['TRACE', 'PROPFIND', 'MKCOL', 'LOCK', 'PURGE'])
+        for (const [p, shape] of [
+          ['/v1/batches', 'openai'],
+          ['/v1/chat/completions', 'openai'],
+          ['/v1/messages/batches', 'anthropic'],
+          ['/no/such/path', 'openai'],
+        ] as const) {
+          const res = await new Promise<{ status: number; body: string }>((resolve, reject) => {
+            const req = http.request({ host: u.hostname, port: u.port, method, path: p }, (r) => {
+              let body = '';
+              r.on('data', (c: Buffer) => (body += c.toString()));
+              r.on('end', () => resolve({ status: r.statusCode ?? 0, body }));
+            });
+            req.on('error', reject);
+            req.end();
+          });
+          const body = JSON.parse(res.body);
+          expect([method, p, res.status]).toEqual([method, p, p === '/no/such/path' ? expect.any(Number) : 405]);
+          expect(res.status).toBeLessThan(500);
+          // Each interface's error shape: Anthropic's on /v1/messages*, OpenAI's (with its code) elsewhere.
+          if (res.status === 405 && shape === 'anthropic') expect(body).toMatchObject(anthropicError);
+          if (res.status === 405 && shape === 'openai') expect(body.error).toMatchObject(openaiError);
+        }
+      expect(errors).not.toHaveBeenCalled();
+    } finally {
+      errors.mockRestore();
+    }
   });
 });

@@ -11,8 +11,9 @@ import { createBatchActivities } from '../../activities/batch';
 import { createWebhookActivities } from '../../activities/webhooks';
 import { batchBound } from '../../src/batches/bound';
 import { createBatchWithHold, markWorkflowStarted, newBatchId } from '../../src/batches/repo';
-import { getFileForAccount } from '../../src/files/repo';
+import { getFileForAccount, insertFile, newFileId, newStorageKey } from '../../src/files/repo';
 import { reconcileBatches } from '../../src/batches/reconciler';
+import { Readable } from 'node:stream';
 import { fastWebhookSettings, startReceiver, type Receiver } from '../support/webhookReceiver';
 
 /**
@@ -98,8 +99,34 @@ const chatLines = (n: number, model = 'gpt-4o-mini') =>
     ]),
   ) + '\n';
 
+/** One chat line of custom_id `id` (as JSON text: `\u` escapes pass as written), its body changed by `change`. */
+const chatLine = (change: Record<string, unknown>, id = 'req-x') =>
+  `{"custom_id":"${id}","method":"POST","url":"/v1/chat/completions","body":` +
+  JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }], max_tokens: 50, ...change }) +
+  '}\n';
+
+/** A chat line whose body holds arrays nested `n` deep (the body itself one level more). */
+const deepLine = (n: number) => chatLine({ deep: 0 }).replace('"deep":0', `"deep":${'['.repeat(n)}${']'.repeat(n)}`);
+
+/** Stores `text` as a batch input file of the account without upload's checks; the file row. */
+async function storeUnchecked(accountId: string, text: string, endpoint: string, model: string, lines: number) {
+  const key = newStorageKey();
+  await h.deps.storage.put(key, Readable.from([Buffer.from(text)]), 'application/jsonl');
+  return insertFile(h.deps.db, {
+    id: newFileId(),
+    accountId,
+    purpose: 'batch',
+    filename: 'unchecked.jsonl',
+    bytes: Buffer.byteLength(text),
+    storageKey: key,
+    lineCount: lines,
+    model,
+    endpoint,
+  });
+}
+
 /** Uploads `text` as a batch input file. */
-const upload = async (c: OpenAI, text: string, name = 'in.jsonl') =>
+const upload = async (c: OpenAI, text: string | Buffer, name = 'in.jsonl') =>
   c.files.create({ file: await toFile(Buffer.from(text), name), purpose: 'batch' });
 
 type Endpoint = OpenAI.Batches.BatchCreateParams['endpoint'];
@@ -215,6 +242,32 @@ test.each([
     1,
     'invalid_method',
   ],
+  // Held to the limits of the route each line names, as POST /v1/chat/completions would answer it.
+  ['a body nested 6,000 deep', deepLine(6000), 1, 'invalid_json'],
+  ['a body nested 65 deep', deepLine(64), 1, 'invalid_json'],
+  ['max_tokens 1e308', chatLine({ max_tokens: 1e308 }), 1, 'invalid_value'],
+  ['max_tokens 2^53+1', chatLine({ max_tokens: 2 ** 53 + 1 }), 1, 'invalid_value'],
+  ['max_tokens over the model cap', chatLine({ max_tokens: 16385 }), 1, 'invalid_value'],
+  ['a 2.5 temperature', chatLine({ temperature: 2.5 }), 1, 'invalid_value'],
+  ['no messages', chatLine({ messages: undefined }), 1, 'missing_required_parameter'],
+  ['a NUL in custom_id', chatLine({}, 'a\\u0000b'), 1, 'invalid_custom_id'],
+  ['a lone surrogate in custom_id', chatLine({}, 'a\\ud800'), 1, 'invalid_custom_id'],
+  [
+    'invalid UTF-8 in custom_id',
+    Buffer.concat([
+      Buffer.from(chatLines(1) + '{"custom_id":"x'),
+      Buffer.from([0xff]),
+      Buffer.from(chatLine({}).slice(14)),
+    ]),
+    2,
+    'invalid_encoding',
+  ],
+  [
+    'an embeddings input of the wrong type',
+    batchLines('/v1/embeddings', [['e', { model: 'm', input: 42 }]]),
+    1,
+    'invalid_type',
+  ],
 ])('an invalid batch file (%s) is refused naming the line', async (_what, text, line, code) => {
   const a = await h.account(1_000);
   const e = await upload(client(a.key), text, 'bad.jsonl').catch((x) => x);
@@ -305,7 +358,8 @@ test('an embeddings batch; a request the route would refuse fails alone, in the 
       ['b', embed(['second', 'third'])],
       ['bad', embed(42)],
     ]) + '\n';
-  const f = await upload(c, text, 'e.jsonl');
+  // Upload refuses the bad line now (see above): stored as a file from before that check was.
+  const f = await storeUnchecked(a.accountId, text, '/v1/embeddings', 'text-embedding-3-small', 3);
   const b = await runBatch(c, f.id, '/v1/embeddings');
   expect(b).toMatchObject({ status: 'completed', request_counts: { total: 3, completed: 2, failed: 1 } });
   const out = await jsonLines(c, b.output_file_id!);

@@ -1302,3 +1302,145 @@ describe('fuzz: targeted values in every field, with a funded account', () => {
     expect({ code, out }).toEqual({ code: 0, out: [expect.stringMatching(/^ok: /)] });
   });
 });
+
+/**
+ * The batch APIs and the batch upload validator get the JSON routes' mutations: each field of a batch input line
+ * (and of a message batch's params) set to every TARGETED value. A line the route it names would refuse is a 400
+ * naming the line at upload; what upload accepts, POST /v1/batches bounds and holds without a 5xx.
+ */
+describe('fuzz: the batch APIs and the batch upload validator', () => {
+  let funded: { accountId: string; key: string };
+  let routes: RouteInfo[];
+  beforeAll(async () => {
+    funded = await gw.account(50_000_000, 'fuzz-batches');
+    routes = enumerateRoutes();
+  });
+  afterEach(() => {
+    failures.splice(0);
+  });
+  const auth = () => ({ authorization: `Bearer ${funded.key}` });
+  const chatBody = { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }], max_tokens: 16 };
+  const goodLine = { custom_id: 'good', method: 'POST', url: '/v1/chat/completions', body: chatBody };
+  /** Values the synchronous route refuses wherever they stand (deeper than 64 levels, text that is not text). */
+  const alwaysRefused = (name: string, path: Path) =>
+    name === 'nested 70 deep' ||
+    (path[0] === 'custom_id' && /NUL|surrogate|reversed pair/.test(name) && !/key/.test(name)) ||
+    (path.join('.') === 'body.max_tokens' && ['1e20', '1e308', '2^53+1', '-1', '0', '1.5'].includes(name));
+
+  const upload = async (lines: Buffer) =>
+    send(
+      'POST',
+      '/v1/files',
+      { ...auth(), 'content-type': 'multipart/form-data; boundary=fuzzb' },
+      multipart('fuzzb', [
+        { name: 'purpose', data: 'batch' },
+        { name: 'file', filename: 'in.jsonl', type: 'application/jsonl', data: lines },
+      ]),
+    );
+
+  test('each field of a batch line as NUL, lone surrogates, huge numbers, deep nesting, wrong types', async () => {
+    const paths: Path[] = [
+      ['custom_id'],
+      ['method'],
+      ['url'],
+      ['body'],
+      ...fieldPaths(chatBody).map((p) => ['body', ...p]),
+    ];
+    const accepted: string[] = [];
+    for (const p of paths) {
+      for (const [name, value] of TARGETED) {
+        const line = withValue(goodLine, p, value);
+        const res = await upload(Buffer.from(`${JSON.stringify(goodLine)}\n${JSON.stringify(line)}\n`));
+        const what = `batch line ${p.join('.')} = ${name}`;
+        check(what, 'POST', '/v1/files', res, alwaysRefused(name, p) ? 400 : 'any');
+        const text = res.body.toString('utf8');
+        if (res.status === 400 && !/Line 2/.test(text))
+          failures.push({ case: what, method: 'POST', path: '/v1/files', status: 400, problem: 'no line', body: text });
+        if (res.status === 200) accepted.push(JSON.parse(res.body.toString('utf8')).id);
+      }
+    }
+    // Bytes that are not UTF-8 in a custom_id: never a U+FFFD that no longer matches.
+    for (const bad of [Buffer.from([0xff]), Buffer.from([0xed, 0xa0, 0x80]), Buffer.from([0xc0, 0xaf])]) {
+      const [head, tail] = JSON.stringify(goodLine).split('good');
+      const res = await upload(Buffer.concat([Buffer.from(head + 'x'), bad, Buffer.from(tail + '\n')]));
+      check('batch line custom_id with non-UTF-8 bytes', 'POST', '/v1/files', res, 400);
+    }
+    // What upload accepted is bounded and held without a 5xx (no worker runs here: the holds stay open).
+    for (const id of accepted) {
+      const body = { input_file_id: id, endpoint: '/v1/chat/completions', completion_window: '24h' };
+      const res = await send(
+        'POST',
+        '/v1/batches',
+        { ...auth(), 'content-type': 'application/json' },
+        JSON.stringify(body),
+      );
+      check('batch of an accepted file', 'POST', '/v1/batches', res, 'any');
+    }
+    expectNoFailures();
+  }, 600_000);
+
+  test('POST /v1/batches on a real file, and each message batch param, with the same values', async () => {
+    const up = await upload(Buffer.from(JSON.stringify(goodLine) + '\n'));
+    expect(up.status).toBe(200);
+    const file = JSON.parse(up.body.toString('utf8')).id as string;
+    const base = {
+      input_file_id: file,
+      endpoint: '/v1/chat/completions',
+      completion_window: '24h',
+      metadata: { a: 'b' },
+    };
+    for (const p of fieldPaths(base))
+      for (const [name, value] of TARGETED) {
+        const res = await send(
+          'POST',
+          '/v1/batches',
+          { ...auth(), 'content-type': 'application/json' },
+          JSON.stringify(withValue(base, p, value)),
+        );
+        const textual = typeof value === 'string' && /NUL|surrogate|reversed pair/.test(name);
+        check(
+          `batch ${p.join('.')} = ${name}`,
+          'POST',
+          '/v1/batches',
+          res,
+          textual && p[0] === 'metadata' ? 400 : 'any',
+        );
+      }
+    const params = { model: 'claude-haiku-4-5', max_tokens: 16, messages: [{ role: 'user', content: 'hi' }] };
+    for (const p of fieldPaths(params))
+      for (const [name, value] of TARGETED) {
+        const body = { requests: [{ custom_id: 'm', params: withValue(params, p, value) }] };
+        const res = await send(
+          'POST',
+          '/v1/messages/batches',
+          { ...auth(), 'content-type': 'application/json', 'anthropic-version': '2023-06-01' },
+          JSON.stringify(body),
+        );
+        check(`message batch params.${p.join('.')} = ${name}`, 'POST', '/v1/messages/batches', res, 'any');
+        if (p.join('.') === 'max_tokens' && typeof value === 'number' && !(value >= 1 && value <= 64_000))
+          check(`message batch params.max_tokens = ${name}`, 'POST', '/v1/messages/batches', res, 400);
+      }
+    expectNoFailures();
+  }, 600_000);
+
+  test('list cursors of the batch APIs with NUL and broken UTF-8; methods no route takes are a 405', async () => {
+    for (const p of ['/v1/messages/batches', '/v1/batches', '/v1/files'])
+      for (const q of ['after_id', 'before_id', 'after'])
+        for (const v of QUERY_VALUES) {
+          const headers = { ...auth(), ...(isMessagesRoute(p) ? { 'anthropic-version': '2023-06-01' } : {}) };
+          check(`query ${q}=${v.slice(0, 20)}`, 'GET', p, await send('GET', `${p}?${q}=${v}`, headers), 'any');
+        }
+    for (const r of routes.filter((x) => x.sample.startsWith('/v1/')))
+      for (const method of ['TRACE', 'PROPFIND'])
+        check(
+          `method ${method}`,
+          method,
+          r.sample,
+          await send(method, r.sample, auth()),
+          405,
+          // /v1/models/{id} is shared between OpenAI's model lookup and the Gemini SDK's calls.
+          /^\/v1\/models\//.test(r.sample) ? 'either' : shapeOf(r.sample),
+        );
+    expectNoFailures();
+  }, 600_000);
+});

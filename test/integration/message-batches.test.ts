@@ -1,4 +1,5 @@
 import Anthropic from '@anthropic-ai/sdk';
+import OpenAI from 'openai';
 import { eventually, startVideoHarness, type VideoHarness } from '../support/video';
 import { getBalance, listLedger, verifyProjections } from '../../src/billing/ledger';
 import { perMillionCost } from '../../src/billing/pricing';
@@ -52,8 +53,6 @@ test('a Claude model: native items, results JSONL, each succeeded one charged on
     requests: [
       { custom_id: 'a-1', params: params('claude-haiku-4-5', 'hello') },
       { custom_id: 'a-2', params: params('claude-haiku-4-5', 'there') },
-      // Invalid for /v1/messages (no messages): errored alone, not charged.
-      { custom_id: 'a-3', params: { model: 'claude-haiku-4-5', max_tokens: 10 } as never },
     ],
   });
   expect(created).toMatchObject({
@@ -64,18 +63,15 @@ test('a Claude model: native items, results JSONL, each succeeded one charged on
   });
   expect(created.request_counts.processing + created.request_counts.succeeded).toBeGreaterThan(0);
   const b = await ended(c, created.id);
-  expect(b.request_counts).toEqual({ processing: 0, succeeded: 2, errored: 1, canceled: 0, expired: 0 });
+  expect(b.request_counts).toEqual({ processing: 0, succeeded: 2, errored: 0, canceled: 0, expired: 0 });
   expect(b.results_url).toBe(`${h.url}/v1/messages/batches/${b.id}/results`);
   const rs = await results(c, b.id);
   expect(rs.map((r) => [r.custom_id, r.result.type])).toEqual([
     ['a-1', 'succeeded'],
     ['a-2', 'succeeded'],
-    ['a-3', 'errored'],
   ]);
   const m = (rs[0].result as Anthropic.Messages.MessageBatchSucceededResult).message;
   expect(m).toMatchObject({ type: 'message', role: 'assistant', content: [{ type: 'text', text: 'You said: hello' }] });
-  const err = (rs[2].result as Anthropic.Messages.MessageBatchErroredResult).error;
-  expect(err).toMatchObject({ type: 'error', error: { type: 'invalid_request_error' } });
   // The items went to the Anthropic upstream as Messages requests.
   const upstream = h.emulator.control.requests.filter((r) => r.path === '/anthropic/v1/messages');
   const said = upstream.map((r) => (r.body as { messages?: { content: string }[] }).messages?.[0]?.content);
@@ -116,7 +112,42 @@ test('a Claude model: native items, results JSONL, each succeeded one charged on
   expect(await c.messages.batches.delete(b.id)).toEqual({ id: b.id, type: 'message_batch_deleted' });
   await expect(c.messages.batches.retrieve(b.id)).rejects.toBeInstanceOf(Anthropic.NotFoundError);
   expect((await c.messages.batches.list()).data).toEqual([]);
+  // One batch, one truth: gone from the OpenAI Batch API too.
+  const openai = new OpenAI({ apiKey: a.key, baseURL: `${h.url}/v1`, maxRetries: 0 });
+  await expect(openai.batches.retrieve(b.id)).rejects.toBeInstanceOf(OpenAI.NotFoundError);
+  expect((await openai.batches.list()).data.map((x) => x.id)).not.toContain(b.id);
   expect(await verifyProjections(h.deps.db)).toEqual([]);
+});
+
+test('a request the /v1/messages route would refuse is a 400 at create naming it; nothing held or stored', async () => {
+  const a = await h.account(1_000_000);
+  const c = client(a.key);
+  const ok = { custom_id: 'ok', params: params('claude-haiku-4-5', 'hi') };
+  const cases: [Record<string, unknown>, string][] = [
+    [{ model: 'claude-haiku-4-5', max_tokens: 10 }, 'requests.1.params.messages'],
+    [params('claude-haiku-4-5', 'x', { max_tokens: 1e308 }), 'requests.1.params.max_tokens'],
+    [params('claude-haiku-4-5', 'x', { max_tokens: 2 ** 53 + 1 }), 'requests.1.params.max_tokens'],
+    [params('claude-haiku-4-5', 'x', { max_tokens: 64_001 }), 'requests.1.params.max_tokens'],
+    [params('claude-haiku-4-5', 'x', { temperature: 1.5 }), 'requests.1.params.temperature'],
+  ];
+  for (const [p, where] of cases) {
+    const e = await c.messages.batches
+      .create({ requests: [ok, { custom_id: 'bad', params: p as never }] })
+      .catch((x) => x);
+    expect([where, e?.status]).toEqual([where, 400]);
+    expect(e.error).toMatchObject({ type: 'error', error: { type: 'invalid_request_error' } });
+    expect(e.message).toContain(where);
+  }
+  // A list cursor that is no batch id (NUL, a lone surrogate's bytes) is a 400, not a query.
+  for (const cursor of ['%00', '%ED%A0%80', 'batch_x']) {
+    const res = await fetch(`${h.url}/v1/messages/batches?after_id=${cursor}`, {
+      headers: { 'x-api-key': a.key, 'anthropic-version': '2023-06-01' },
+    });
+    expect([cursor, res.status]).toEqual([cursor, 400]);
+    expect(await res.json()).toMatchObject({ type: 'error', error: { type: 'invalid_request_error' } });
+  }
+  expect((await c.messages.batches.list()).data).toEqual([]);
+  expect(await getBalance(h.deps.db, a.accountId)).toEqual({ balance: 1_000_000, held: 0, available: 1_000_000 });
 });
 
 test('an OpenAI model on the translated messages path; list pages; cancel; errors in Anthropic shape', async () => {

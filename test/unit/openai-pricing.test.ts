@@ -69,3 +69,12 @@ test('embedding bound and speech characters', () => {
   expect(countCharacters('Xin chào')).toBe(8);
   expect(countCharacters('a😀b')).toBe(3);
 });
+
+test('a token count beyond any route (1e308, 2^53+1) bounds as 10M tokens: finite, an exact VND amount', () => {
+  for (const max of [1e308, 2 ** 53 + 1, Number.MAX_VALUE]) {
+    const b = estimateChatMaxCost(chat, { max_tokens: max, n: 1e308, messages: [] }, 100);
+    expect(b.outputTokens).toBe(10_000_000 * 10_000_000);
+    expect(Number.isSafeInteger(b.maxCost)).toBe(true);
+  }
+  expect(() => ceilDiv(Infinity, 1_000_000)).toThrow(RangeError);
+});

@@ -1,5 +1,5 @@
 import { retryDelayMs } from '../../workflows/webhookDelivery';
-import { loadWebhookSettings } from '../../src/webhooks/settings';
+import { loadWebhookSettings, portAllowed } from '../../src/webhooks/settings';
 import { outcomeOf } from '../../src/webhooks/send';
 
 /** The default retry schedule of webhook deliveries and what each answer means. */
@@ -31,4 +31,17 @@ test('WEBHOOK_ALLOW_PRIVATE_URLS is off unless set to true; other values are ref
   expect(loadWebhookSettings({ WEBHOOK_ALLOW_PRIVATE_URLS: 'true' }).allowPrivateUrls).toBe(true);
   expect(() => loadWebhookSettings({ WEBHOOK_ALLOW_PRIVATE_URLS: 'yes' })).toThrow(/true or false/);
   expect(loadWebhookSettings({}).timeoutMs).toBe(10_000);
+});
+
+test('webhook ports: 443 unless WEBHOOK_ALLOWED_PORTS lists others; any where private URLs are allowed', () => {
+  const ok = (url: string, env: NodeJS.ProcessEnv = {}) => portAllowed(new URL(url), loadWebhookSettings(env));
+  expect(ok('https://93.184.215.14/hook')).toBe(true);
+  expect(ok('https://93.184.215.14:443/hook')).toBe(true);
+  expect(ok('https://93.184.215.14:8443/hook')).toBe(false);
+  expect(ok('https://93.184.215.14:0/hook')).toBe(false);
+  expect(ok('https://93.184.215.14:8443/hook', { WEBHOOK_ALLOWED_PORTS: '443, 8443' })).toBe(true);
+  expect(ok('https://93.184.215.14:9000/hook', { WEBHOOK_ALLOWED_PORTS: '443,8443' })).toBe(false);
+  expect(ok('http://127.0.0.1:51234/hook', { WEBHOOK_ALLOW_PRIVATE_URLS: 'true' })).toBe(true);
+  expect(ok('http://127.0.0.1:0/hook', { WEBHOOK_ALLOW_PRIVATE_URLS: 'true' })).toBe(false);
+  expect(() => loadWebhookSettings({ WEBHOOK_ALLOWED_PORTS: '443,0' })).toThrow(/WEBHOOK_ALLOWED_PORTS/);
 });

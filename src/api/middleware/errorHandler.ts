@@ -24,9 +24,11 @@ export function errorHandler(deps: Pick<AppDeps, 'logger' | 'catalog'>): Koa.Mid
         );
       }
       // Statuses set without a body (the routers' 405/501 for a known path with another method) get a JSON error too.
+      // The routers' 501 is a method they do not implement (TRACE, PROPFIND, ...): the client's error, a 405 as
+      // docs/api.md says, not a server error that pads the 5xx rate and the error log.
       if (ctx.status >= 400 && ctx.body == null) {
         const allow = ctx.response.get('allow');
-        if (ctx.status === 405)
+        if (ctx.status === 405 || ctx.status === 501)
           throw new InputError(
             405,
             `Method ${clip(ctx.method)} is not allowed on ${clip(ctx.path)}${allow ? `; allowed: ${allow}` : ''}.`,

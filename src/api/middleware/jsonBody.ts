@@ -3,7 +3,7 @@ import getRawBody from 'raw-body';
 import type Koa from 'koa';
 import { ApiError } from '../../errors';
 import { lazyKoaBody } from './lazyKoaBody';
-import { MAX_BODY_DEPTH } from '../../schemas/bodyShape';
+import { jsonBodyProblem, MAX_BODY_DEPTH } from '../../schemas/bodyShape';
 import type { Ctx, GatewayState } from './state';
 import { clipJson } from '../../text/clip';
 
@@ -44,32 +44,7 @@ export async function readJson(req: IncomingMessage, limitBytes: number): Promis
 /** No real request nests deeper; recursive code downstream (validation, hashing, translation) must never see more. */
 const MAX_JSON_DEPTH = MAX_BODY_DEPTH;
 
-/**
- * What is wrong with a parsed JSON body, if anything: nested deeper than `max`, or a prototype-poisoning key
- * (`__proto__`, or `constructor` holding a `prototype`) that a later merge of the object could act on.
- * Iterative (a recursive walk would overflow on exactly the input it guards against); stops at the first finding.
- */
-export function jsonBodyProblem(root: object, max: number): 'too_deep' | 'prototype_key' | null {
-  const stack: [unknown, number][] = [[root, 1]];
-  while (stack.length) {
-    const [v, d] = stack.pop()!;
-    if (d > max) return 'too_deep';
-    if (Array.isArray(v)) {
-      for (const x of v) if (x !== null && typeof x === 'object') stack.push([x, d + 1]);
-    } else {
-      for (const k in v as Record<string, unknown>) {
-        const x = (v as Record<string, unknown>)[k];
-        if (
-          k === '__proto__' ||
-          (k === 'constructor' && x !== null && typeof x === 'object' && Object.hasOwn(x, 'prototype'))
-        )
-          return 'prototype_key';
-        if (x !== null && typeof x === 'object') stack.push([x, d + 1]);
-      }
-    }
-  }
-  return null;
-}
+export { jsonBodyProblem };
 
 /**
  * JSON body: 415 unless Content-Type is JSON, 413 over the limit, 400 on malformed JSON, a non-object body, a body

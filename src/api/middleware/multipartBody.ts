@@ -64,6 +64,8 @@ export interface MultipartOptions {
  * names nested too deep or naming a prototype are a 400 (as in JSON bodies).
  */
 export function multipartBody(maxFileBytes: number, opts: MultipartOptions = {}): Koa.Middleware<GatewayState> {
+  // The limits this route applies, which its errors name (a route may allow fewer files than the default).
+  const maxFiles = opts.maxFiles ?? MULTIPART_LIMITS.maxFiles;
   const parse = lazyKoaBody({
     multipart: true,
     json: false,
@@ -106,7 +108,7 @@ export function multipartBody(maxFileBytes: number, opts: MultipartOptions = {})
         case 'maxFiles':
           throw new ApiError(
             400,
-            `Too many files in the form: at most ${MULTIPART_LIMITS.maxFiles}.`,
+            `Too many files in the form: at most ${maxFiles}.`,
             'invalid_request_error',
             null,
             'too_many_files',

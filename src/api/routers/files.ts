@@ -5,6 +5,7 @@ import { ApiError, badRequest, notFound } from '../../errors';
 import { BatchFileIngest } from '../../files/ingest';
 import * as files from '../../files/repo';
 import { listQuery } from '../listQuery';
+import { uploadLineCheck } from '../../batches/lineLimits';
 import { clip, clipJson } from '../../text/clip';
 
 /**
@@ -38,9 +39,11 @@ export function filesRouter(deps: AppDeps): Router<GatewayState> {
   const r = new Router<GatewayState>();
   const auth = requireApiKey(deps);
   const maxBytes = deps.config.maxBatchFileBytes;
+  const lineCheck = uploadLineCheck(deps.catalog);
   const upload = multipartBody(maxBytes, {
     maxFiles: 1,
-    fileWriteStreamHandler: (file) => ((file as IngestedFile).ingest = new BatchFileIngest(deps.storage, maxBytes)),
+    fileWriteStreamHandler: (file) =>
+      ((file as IngestedFile).ingest = new BatchFileIngest(deps.storage, maxBytes, lineCheck)),
   });
 
   const ownFile = async (ctx: Ctx): Promise<files.StoredFile> => {

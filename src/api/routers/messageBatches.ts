@@ -32,7 +32,14 @@ import {
  * elsewhere; src/batches/messagesItem.ts). Errors in Anthropic's shape (errorHandler gives it to every /v1/messages*).
  */
 
-const DELETED_KEY = 'message_batch_deleted_at';
+/** A list cursor: a message batch id, given at most once (anything else, NUL included, is a 400, not a query). */
+function cursorParam(ctx: Ctx, k: 'after_id' | 'before_id'): string | null {
+  const v = ctx.query[k];
+  if (v === undefined) return null;
+  if (typeof v !== 'string' || !repo.BATCH_ID.test(v))
+    throw new ApiError(400, `${k}: the id of a message batch.`, 'invalid_request_error', k, 'invalid_value');
+  return v;
+}
 
 export function messageBatchesRouter(deps: AppDeps): Router<GatewayState> {
   const r = new Router<GatewayState>();
@@ -53,7 +60,7 @@ export function messageBatchesRouter(deps: AppDeps): Router<GatewayState> {
   const own = async (ctx: Ctx): Promise<repo.Batch> => {
     const id = ctx.params.id;
     const b = await repo.getBatchForAccount(deps.db, ctx.state.principal!.accountId, id);
-    if (!b || b.endpoint !== MESSAGES_ENDPOINT || b.metadata?.[DELETED_KEY])
+    if (!b || b.endpoint !== MESSAGES_ENDPOINT)
       throw notFound(`No message batch found with id '${clip(id)}'.`, 'not_found', 'id');
     ctx.state.model = b.model;
     return b;
@@ -61,7 +68,7 @@ export function messageBatchesRouter(deps: AppDeps): Router<GatewayState> {
 
   r.post(base, route(base), auth, jsonBody(deps.config.maxMessageBatchJsonBytes), async (ctx) => {
     const p = ctx.state.principal!;
-    const { model, lines } = messageBatchLines(ctx.request.body);
+    const { model, lines } = messageBatchLines(ctx.request.body, deps.catalog);
     ctx.state.model = deps.catalog.require(model, ['chat']).id;
     const text = Buffer.from(lines.join('\n') + '\n');
     const key = files.newStorageKey();
@@ -110,17 +117,17 @@ export function messageBatchesRouter(deps: AppDeps): Router<GatewayState> {
     const limit = Number(ctx.query.limit ?? 20);
     if (!Number.isInteger(limit) || limit < 1 || limit > 1000)
       throw new ApiError(400, 'limit: an integer from 1 to 1000.', 'invalid_request_error', 'limit', 'invalid_value');
-    const after = typeof ctx.query.after_id === 'string' ? ctx.query.after_id : null;
-    const before = typeof ctx.query.before_id === 'string' ? ctx.query.before_id : null;
+    const after = cursorParam(ctx, 'after_id');
+    const before = cursorParam(ctx, 'before_id');
     // Newest first; after_id pages towards older batches, before_id towards newer ones.
     const older = before === null;
     const cursor = before ?? after;
     const rows = await deps.db.query(
-      `SELECT id FROM batches b WHERE account_id = $1 AND endpoint = $2 AND NOT COALESCE(metadata ? $5, false)
+      `SELECT id FROM batches b WHERE account_id = $1 AND endpoint = $2 AND deleted_at IS NULL
          AND ($3::text IS NULL OR (created_at, id) ${older ? '<' : '>'}
               (SELECT created_at, id FROM batches WHERE id = $3 AND account_id = $1))
        ORDER BY created_at ${older ? 'DESC' : 'ASC'}, id ${older ? 'DESC' : 'ASC'} LIMIT $4`,
-      [ctx.state.principal!.accountId, MESSAGES_ENDPOINT, cursor, limit + 1, DELETED_KEY],
+      [ctx.state.principal!.accountId, MESSAGES_ENDPOINT, cursor, limit + 1],
     );
     const ids = rows.rows.slice(0, limit).map((x) => x.id as string);
     if (!older) ids.reverse();
@@ -214,11 +221,8 @@ export function messageBatchesRouter(deps: AppDeps): Router<GatewayState> {
       const f = await files.markDeleted(deps.db, b.accountId, fileId);
       if (f) await deps.storage.delete(f.storageKey).catch(() => undefined);
     }
-    // Its money and usage stay on record: the batch row is kept, marked deleted (a message batch has no metadata).
-    await deps.db.query(`UPDATE batches SET metadata = jsonb_build_object($2::text, now()::text) WHERE id = $1`, [
-      b.id,
-      DELETED_KEY,
-    ]);
+    // Its money and usage stay on record: the batch row is kept, marked deleted for every API (OpenAI's too).
+    await repo.markBatchDeleted(deps.db, b.id);
     ctx.body = { id: b.id, type: 'message_batch_deleted' };
   });
 
