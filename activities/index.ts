@@ -3,3 +3,4 @@ export { createVideoActivities, type VideoActivityDeps } from './video';
 export { createWebhookActivities, type WebhookActivities, type WebhookActivityDeps } from './webhooks';
 export { createBatchActivities, type BatchActivities, type BatchActivityDeps } from './batch';
 export { createBatchNativeActivities, type BatchNativeActivities } from './batchNative';
+export { createBackgroundActivities, type BackgroundActivityDeps } from './backgroundResponse';

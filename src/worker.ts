@@ -23,7 +23,9 @@ import { releaseExpiredHolds } from './billing/ledger';
 import { VideoProviders } from './providers/video';
 import { reconcileVideoJobs } from './video/reconciler';
 import { reconcileBatches } from './batches/reconciler';
+import { reconcileBackgroundResponses } from './backgroundResponses/reconciler';
 import {
+  createBackgroundActivities,
   createBatchActivities,
   createBatchNativeActivities,
   createVideoActivities,
@@ -192,6 +194,7 @@ export async function startWorker(config: Config = loadConfig(), opts: WorkerOpt
         ...createVideoActivities({ db, storage, catalog, providers, router, logger }),
         ...createBatchActivities(batchDeps),
         ...createBatchNativeActivities(batchDeps),
+        ...createBackgroundActivities({ ...batchDeps, config }),
         ...createWebhookActivities({
           db,
           temporal,
@@ -228,6 +231,13 @@ export async function startWorker(config: Config = loadConfig(), opts: WorkerOpt
           config.video.reconcileIntervalMs,
           () => reconcileBatches({ db, temporal, config, logger }),
           onError('batch reconciler'),
+        ),
+      );
+      stops.push(
+        every(
+          config.video.reconcileIntervalMs,
+          () => reconcileBackgroundResponses({ db, temporal, config, logger }),
+          onError('background response reconciler'),
         ),
       );
       stops.push(every(config.video.holdSweepIntervalMs, () => releaseExpiredHolds(db), onError('expired hold sweep')));
