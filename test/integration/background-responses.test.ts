@@ -2,6 +2,7 @@ import OpenAI from 'openai';
 import { randomUUID } from 'node:crypto';
 import { getBalance, verifyProjections } from '../../src/billing/ledger';
 import { loadBackgroundResponseSettings } from '../../src/backgroundResponses/settings';
+import { setKeyLimits } from '../../src/limits/keyLimits';
 import { eventually, startVideoHarness, type VideoHarness } from '../support/video';
 import { fastWebhookSettings, startReceiver, type Receiver } from '../support/webhookReceiver';
 
@@ -175,6 +176,17 @@ test('a key has at most its limit of background responses in flight: one more is
   expect(b!.held).toBe(0);
   expect(b!.balance).toBeLessThanOrEqual(BAL);
   expect(await verifyProjections(h.deps.db)).toEqual([]);
+});
+
+test("a background response counts against its key's rate limit like any request", async () => {
+  const acc = await h.account(2_000_000);
+  await setKeyLimits(h.deps.db, acc.accountId, acc.keyId, { rpm: 1 });
+  const c = client(acc.key);
+  const r = await c.responses.create({ model: TRANSLATED, input: 'counted', background: true });
+  await expect(c.responses.create({ model: TRANSLATED, input: 'over', background: true })).rejects.toMatchObject({
+    status: 429,
+  });
+  await eventually(async () => (await c.responses.retrieve(r.id)).status === 'completed');
 });
 
 test('webhooks announce response.completed and response.cancelled, verified by the SDK', async () => {
