@@ -192,13 +192,13 @@ test("a background response counts against its key's rate limit like any request
 test('webhooks announce response.completed and response.cancelled, verified by the SDK', async () => {
   const acc = await h.account(2_000_000);
   const path = `/hook-${randomUUID()}`;
-  const ep = await (
+  const ep = (await (
     await fetch(`${h.url}/v1/webhooks`, {
       method: 'POST',
       headers: { authorization: `Bearer ${acc.key}`, 'content-type': 'application/json' },
       body: JSON.stringify({ url: `${rx.url}${path}` }),
     })
-  ).json();
+  ).json()) as { secret: string };
   const c = client(acc.key);
   const done = await c.responses.create({ model: NATIVE, input: 'announce me', background: true });
   h.emulator.control.settings.chunkDelayMs = 400;
