@@ -4,3 +4,4 @@ export { createWebhookActivities, type WebhookActivities, type WebhookActivityDe
 export { createBatchActivities, type BatchActivities, type BatchActivityDeps } from './batch';
 export { createBatchNativeActivities, type BatchNativeActivities } from './batchNative';
 export { createBatchSlotActivities, type BatchSlotActivities } from './batchSlots';
+export { createBackgroundActivities, type BackgroundActivityDeps } from './backgroundResponse';

@@ -4,6 +4,7 @@ import { loadVideoSettings, type VideoSettings } from './video/settings';
 import { loadRoutingSettings, type RoutingSettings } from './routing/settings';
 import { loadWebhookSettings, type WebhookSettings } from './webhooks/settings';
 import { loadBatchSettings, type BatchSettings } from './batches/settings';
+import { loadBackgroundResponseSettings, type BackgroundResponseSettings } from './backgroundResponses/settings';
 import { checkTimeZone, DEFAULT_BUDGET_TIME_ZONE, setBudgetTimeZone } from './billing/budget';
 
 function int(name: string, def: number): number {
@@ -91,6 +92,8 @@ export interface Config {
   webhooks: WebhookSettings;
   /** Batch execution: concurrency, chunks, the key's share, timing (src/batches/settings.ts; BATCH_* env vars). */
   batches: BatchSettings;
+  /** Background responses: in-flight limit, event retention, timing (src/backgroundResponses/settings.ts). */
+  backgroundResponses: BackgroundResponseSettings;
 }
 
 export function loadConfig(overrides: Partial<Config> = {}): Config {
@@ -141,6 +144,7 @@ export function loadConfig(overrides: Partial<Config> = {}): Config {
     routing: loadRoutingSettings(),
     webhooks: loadWebhookSettings(),
     batches: loadBatchSettings(),
+    backgroundResponses: loadBackgroundResponseSettings(),
   };
   const out = { ...cfg, ...overrides };
   // A gateway served over https marks its console cookies Secure unless told otherwise.

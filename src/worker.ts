@@ -26,7 +26,9 @@ import { VideoProviders } from './providers/video';
 import { reconcileVideoJobs } from './video/reconciler';
 import { reconcileBatches } from './batches/reconciler';
 import { reconcileDeliveries } from './webhooks/reconciler';
+import { reconcileBackgroundResponses } from './backgroundResponses/reconciler';
 import {
+  createBackgroundActivities,
   createBatchActivities,
   createBatchNativeActivities,
   createBatchSlotActivities,
@@ -194,6 +196,7 @@ export async function startWorker(config: Config = loadConfig(), opts: WorkerOpt
         ...createVideoActivities({ db, storage, catalog, providers, router, logger }),
         ...createBatchActivities(batchDeps),
         ...createBatchNativeActivities(batchDeps),
+        ...createBackgroundActivities({ ...batchDeps, config }),
         ...createBatchSlotActivities(batchDeps),
         // Emitting starts deliveries on their own queue (src/webhooks/deliveryWorker.ts); the try activity stays
         // registered here for delivery workflows started on this queue before it had one.
@@ -259,11 +262,18 @@ export async function startWorker(config: Config = loadConfig(), opts: WorkerOpt
           config.video.reconcileIntervalMs,
           () =>
             reconcileDeliveries(
-              { db, temporal, taskQueue: config.temporalTaskQueue, settings: config.webhooks, logger },
+              { db, temporal, taskQueue: webhookTaskQueue(config), settings: config.webhooks, logger },
               // Past a try's own limit, so a try in flight is never taken for a lost one.
               { graceMs: Math.max(config.video.reconcileGraceMs, config.webhooks.timeoutMs + 20_000) },
             ),
           onError('delivery reconciler'),
+        ),
+      );
+      stops.push(
+        every(
+          config.video.reconcileIntervalMs,
+          () => reconcileBackgroundResponses({ db, temporal, config, logger }),
+          onError('background response reconciler'),
         ),
       );
       stops.push(every(config.video.holdSweepIntervalMs, () => releaseExpiredHolds(db), onError('expired hold sweep')));

@@ -5,6 +5,7 @@ import type { Logger } from '../observability/logger';
 import type { Storage } from '../storage/storage';
 import { isTemporalError } from '../video/temporalErrors';
 import { startDelivery } from '../webhooks/start';
+import { webhookTaskQueue } from '../webhooks/settings';
 import { finalizeBatch } from './finalize';
 import * as repo from './repo';
 import { startBatchWorkflow } from './start';
@@ -95,7 +96,7 @@ export async function reconcileBatches(
       report.failed++;
       deps.logger?.warn({ batchId: b.id, workflow: closed }, 'ended a batch whose workflow closed without ending it');
     }
-    for (const d of done.deliveries) await startDelivery(temporal, config.temporalTaskQueue, config.webhooks, d);
+    for (const d of done.deliveries) await startDelivery(temporal, webhookTaskQueue(config), config.webhooks, d);
   }
   if (report.started || report.restarted || report.failed)
     deps.logger?.info({ ...report }, 'batch reconciler repaired batches');

@@ -12,5 +12,9 @@ export const EVENT_TYPES = [
   'batch.failed',
   'batch.expired',
   'batch.cancelled',
+  'response.completed',
+  'response.failed',
+  'response.cancelled',
+  'response.incomplete',
 ] as const;
 export type EventType = (typeof EVENT_TYPES)[number];

@@ -68,6 +68,10 @@ describe('/v1/webhooks', () => {
       'batch.failed',
       'batch.expired',
       'batch.cancelled',
+      'response.completed',
+      'response.failed',
+      'response.cancelled',
+      'response.incomplete',
     ]);
 
     const list = await call(a.key, 'GET', '/v1/webhooks');

@@ -24,6 +24,8 @@ export async function createResponse(
   deps: AppDeps,
   model: ModelConfig,
   req: ResponsesRequest,
+  /** `id`: the id to store the response under (a background response's; see Turn.id). */
+  opts: { id?: string } = {},
 ): Promise<void> {
   const history = await historyOf(deps, ctx.state.principal!.accountId, req.previous_response_id);
   const turn: Turn = {
@@ -33,6 +35,7 @@ export async function createResponse(
     input: inputItems(req.input),
     store: req.store !== false,
     sink: new SseSink(ctx, requestAbort(ctx)),
+    ...(opts.id ? { id: opts.id } : {}),
   };
   if (servedNatively(deps.catalog.provider(model).kind, model, 'responses')) await nativeResponses(ctx, deps, turn);
   else await translatedResponses(ctx, deps, turn);

@@ -38,6 +38,13 @@ export async function loadResponse(db: Db, accountId: string, id: string): Promi
   return rows.length ? (rows[0].response as Record<string, unknown>) : null;
 }
 
+/** DELETE /v1/responses/{id}: true when the account had it. */
+export async function deleteResponse(db: Db, accountId: string, id: string): Promise<boolean> {
+  if (!isResponseId(id)) return false;
+  const r = await db.query('DELETE FROM stored_responses WHERE account_id = $1 AND id = $2', [accountId, id]);
+  return (r.rowCount ?? 0) > 0;
+}
+
 /**
  * The items of the conversation ending with response `id`, oldest first: each turn's input items followed by
  * its output items. Null when the id is unknown to this account.

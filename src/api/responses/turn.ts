@@ -19,6 +19,8 @@ export interface Turn {
   input: ResponsesItem[];
   store: boolean;
   sink: SseSink;
+  /** The id the response is stored under when it is not the answer's own (a background response's, issued at POST). */
+  id?: string;
 }
 
 /**
@@ -35,10 +37,11 @@ export async function storeTurn(
   if (!t.store) return true;
   if (!response || typeof response.id !== 'string' || !isResponseId(response.id)) return false;
   if (response.status !== 'completed' && response.status !== 'incomplete') return false;
-  const saved = { ...response, previous_response_id: t.req.previous_response_id ?? null, store: true };
+  const id = t.id ?? response.id;
+  const saved = { ...response, id, previous_response_id: t.req.previous_response_id ?? null, store: true };
   try {
     await saveResponse(deps.db, ctx.state.principal!.accountId, {
-      id: response.id,
+      id,
       previousResponseId: t.req.previous_response_id ?? null,
       model: t.model.id,
       input: t.input,

@@ -1,12 +1,15 @@
 import Router from '@koa/router';
 import type { AppDeps } from '../deps';
-import { jsonBody, requireApiKey, route, type GatewayState } from '../middleware';
-import { notFound } from '../../errors';
+import { jsonBody, requireApiKey, route, type Ctx, type GatewayState } from '../middleware';
+import { badRequest, notFound } from '../../errors';
 import { fitOutputCap } from '../../catalog/outputCap';
 import { validateResponses } from '../../schemas/responses';
-import { loadResponse } from '../responses/storedResponses';
+import { deleteResponse, loadResponse } from '../responses/storedResponses';
 import { createResponse } from '../responses/create';
 import { clip } from '../../text/clip';
+import * as background from '../../backgroundResponses/repo';
+import { followEvents } from '../../backgroundResponses/follow';
+import { cancelBackgroundResponse, createBackgroundResponse, responseView } from '../../backgroundResponses/service';
 
 /**
  * POST /v1/responses and GET /v1/responses/{id}: the OpenAI Responses interface for any chat model.
@@ -18,6 +21,10 @@ import { clip } from '../../text/clip';
  *
  * State lives in the gateway for both paths: a response is stored unless `store: false`, and continued with
  * `previous_response_id` on any model.
+ *
+ * `background: true` makes it a job (src/backgroundResponses, docs/background-responses.md): answered at once
+ * `queued` (or, with stream: true, its events followed from the store), run by a workflow; GET reads it (and
+ * resumes its stream with ?stream=true&starting_after=N), POST .../cancel stops it, DELETE removes it.
  */
 
 export function responsesRouter(deps: AppDeps): Router<GatewayState> {
@@ -30,13 +37,57 @@ export function responsesRouter(deps: AppDeps): Router<GatewayState> {
     const model = deps.catalog.require(req.model, 'chat');
     ctx.state.model = model.id;
     req.max_output_tokens = fitOutputCap(ctx, model, req.model, req.max_output_tokens);
-    await createResponse(ctx, deps, model, req);
+    if (req.background !== true) return createResponse(ctx, deps, model, req);
+    const row = await createBackgroundResponse(ctx, deps, model, req);
+    if (req.stream === true) return followEvents(ctx, deps, row.id, -1);
+    ctx.body = responseView(row);
   });
 
+  const notFoundId = (id: string) => notFound(`Response with id '${clip(id)}' not found.`, 'not_found', 'id');
+  const backgroundOf = (ctx: Ctx) =>
+    background.isResponseIdLike(ctx.params.id)
+      ? background.getForAccount(deps.db, ctx.state.principal!.accountId, ctx.params.id)
+      : null;
+
   router.get('/v1/responses/:id', route('/v1/responses/:id'), auth, async (ctx) => {
+    const bg = await backgroundOf(ctx);
+    if (bg && ctx.query.stream === 'true') {
+      const after = ctx.query.starting_after === undefined ? -1 : Number(ctx.query.starting_after);
+      if (!Number.isInteger(after) || after < -1)
+        throw badRequest("Invalid 'starting_after': a sequence number.", 'starting_after');
+      if (bg.endedAt && Date.now() - bg.endedAt.getTime() > deps.config.backgroundResponses.eventsRetentionMs)
+        throw badRequest('The events of this response are no longer kept; GET it without stream.', 'stream');
+      return followEvents(ctx, deps, bg.id, after);
+    }
+    if (bg) {
+      ctx.body = responseView(bg);
+      return;
+    }
     const r = await loadResponse(deps.db, ctx.state.principal!.accountId, ctx.params.id);
-    if (!r) throw notFound(`Response with id '${clip(ctx.params.id)}' not found.`, 'not_found', 'id');
+    if (!r) throw notFoundId(ctx.params.id);
+    if (ctx.query.stream === 'true') throw badRequest('Only background responses can be streamed again.', 'stream');
     ctx.body = r;
+  });
+
+  router.post('/v1/responses/:id/cancel', route('/v1/responses/:id/cancel'), auth, async (ctx) => {
+    const bg = await backgroundOf(ctx);
+    if (!bg) {
+      if (await loadResponse(deps.db, ctx.state.principal!.accountId, ctx.params.id))
+        throw badRequest('Only background responses can be cancelled.', 'id');
+      throw notFoundId(ctx.params.id);
+    }
+    ctx.body = responseView(await cancelBackgroundResponse(deps, bg));
+  });
+
+  router.delete('/v1/responses/:id', route('/v1/responses/:id'), auth, async (ctx) => {
+    const accountId = ctx.state.principal!.accountId;
+    const bg = await backgroundOf(ctx);
+    // A response still running is cancelled first (its money ends with it); then it is gone for the client.
+    if (bg && !background.isFinal(bg.status)) await cancelBackgroundResponse(deps, bg, { wait: false });
+    if (bg) await background.markDeleted(deps.db, bg.id);
+    const stored = await deleteResponse(deps.db, accountId, ctx.params.id);
+    if (!bg && !stored) throw notFoundId(ctx.params.id);
+    ctx.body = { id: ctx.params.id, object: 'response', deleted: true };
   });
 
   return router;

@@ -1,0 +1,216 @@
+import { Context } from '@temporalio/activity';
+import type { AppDeps } from '../src/api/deps';
+import { ApiError } from '../src/errors';
+import { abortFollowing } from '../src/net/abort';
+import { createResponse } from '../src/api/responses/create';
+import { estimatedUsage, usageCost, usageUnits } from '../src/billing/tokenUsage';
+import type { ResponsesRequest } from '../src/translate/responsesTypes';
+import type { EventSourceMessage } from '../src/sse/upstreamEvents';
+import { EventCapture, HoldTab, headlessContext, headlessDeps } from '../src/backgroundResponses/headless';
+import * as repo from '../src/backgroundResponses/repo';
+import type {
+  BackgroundActivities,
+  BackgroundArgs,
+  BackgroundFinal,
+  BackgroundOutcome,
+} from '../src/backgroundResponses/workflowContract';
+import type { TokenUsage } from '../src/billing/tokenUsage';
+import { usageOf } from '../src/api/responses/turn';
+
+/**
+ * The background response activities (workflows/backgroundResponse.ts). The run is POST /v1/responses itself
+ * (src/backgroundResponses/headless.ts) with its events stored as they pass; each attempt (a dead worker's is
+ * retried) opens an attempt row, and the response ends once: usage, charge, release and status in one commit.
+ *
+ * An attempt after a lost one keeps what was stored: the new attempt's events up to the last stored sequence
+ * number are not stored again (clients have them), the rest continue after them. An attempt that finds the
+ * terminal event stored ends the response from it, without calling the upstream again.
+ */
+
+export type BackgroundActivityDeps = Pick<
+  AppDeps,
+  'config' | 'db' | 'catalog' | 'logger' | 'storage' | 'providers' | 'router'
+>;
+
+const TERMINAL = new Set(['response.completed', 'response.incomplete', 'response.failed']);
+
+export function createBackgroundActivities(deps: BackgroundActivityDeps): BackgroundActivities {
+  const { db } = deps;
+
+  async function load(id: string) {
+    const row = await repo.getResponse(db, id);
+    if (!row) throw new Error(`background response ${id} not found`);
+    return row;
+  }
+
+  /** What a lost attempt likely cost the gateway: the request's input and its stored deltas, estimated. */
+  const lostCost = (row: repo.BackgroundRow) => async (attempt: number) => {
+    const model = deps.catalog.get(row.model);
+    if (!model) return 0;
+    const chars = await repo.deliveredChars(db, row.id, attempt);
+    return usageCost(model.pricing, estimatedUsage(Buffer.byteLength(JSON.stringify(row.request)), chars));
+  };
+
+  return {
+    async markInProgress(a: BackgroundArgs) {
+      const status = await repo.markInProgress(db, a.responseId);
+      return { final: status === null || repo.isFinal(status) };
+    },
+
+    async runBackgroundResponse(a: BackgroundArgs): Promise<BackgroundOutcome> {
+      const ctx = Context.current();
+      const attempt = ctx.info.attempt;
+      const row = await load(a.responseId);
+      if (repo.isFinal(row.status)) return { status: null };
+      await repo.beginAttempt(db, row.id, attempt, lostCost(row));
+      const stored = await repo.storedProgress(db, row.id);
+      if (stored.terminal) return endFromTerminal(row, JSON.parse(stored.terminal), attempt);
+
+      // Heartbeats for the whole attempt (how Temporal tells a dead worker and delivers a cancel).
+      const beat = setInterval(() => ctx.heartbeat(), Math.max(100, deps.config.backgroundResponses.heartbeatMs / 3));
+      const abort = abortFollowing(ctx.cancellationSignal);
+      const tab = new HoldTab(row.accountId, row.maxCostVnd);
+      let index = 0;
+      let final: Record<string, unknown> | null = null;
+      let shell: Record<string, unknown> | null = null;
+      const capture = new EventCapture(async (events: EventSourceMessage[]) => {
+        const out: repo.StoredEvent[] = [];
+        for (const ev of events) {
+          const seq = index++;
+          const e = parse(ev.data);
+          if (!e) continue;
+          e.sequence_number = seq;
+          if (e.response && typeof e.response === 'object') {
+            // Every event names the response by the id the client was given at POST.
+            e.response.id = row.id;
+            e.response.background = true;
+            shell = e.response;
+            if (TERMINAL.has(e.type)) final = e.response;
+          }
+          if (seq <= stored.lastSeq) continue; // stored by an earlier attempt: the clients have it
+          out.push({ seq, event: ev.event || String(e.type), data: JSON.stringify(e) });
+        }
+        await repo.appendEvents(db, row.id, attempt, out);
+        ctx.heartbeat();
+      });
+      const req = { ...(row.request as ResponsesRequest), stream: true };
+      const principal = {
+        accountId: row.accountId,
+        keyId: row.apiKeyId ?? '',
+        limits: { rpm: null, tpm: null, budgetDay: null, budgetMonth: null },
+        expiresAt: null,
+        budgetFenceAt: null,
+        fetchedAt: Date.now(),
+      } as unknown as Parameters<typeof headlessContext>[0];
+      let error: { code: string; message: string } | null = null;
+      try {
+        const model = deps.catalog.require(row.model, 'chat');
+        await createResponse(
+          headlessContext(principal, `${row.id}:${attempt}`, capture, abort),
+          headlessDeps(deps, tab),
+          model,
+          req,
+          { id: row.id },
+        );
+      } catch (e) {
+        if (!abort.aborted) {
+          error =
+            e instanceof ApiError
+              ? { code: e.code ?? e.type, message: e.message }
+              : { code: 'server_error', message: 'The response failed inside the gateway.' };
+          if (!(e instanceof ApiError)) deps.logger.error({ id: row.id, err: (e as Error).message }, 'background run');
+        }
+      } finally {
+        clearInterval(beat);
+      }
+      await capture.settled(); // a storage failure fails the attempt (retried): nothing ends on a partial store
+      const f = final as Record<string, unknown> | null;
+      const status: BackgroundFinal = abort.aborted
+        ? 'cancelled'
+        : f && typeof f.status === 'string' && repo.isFinal(f.status)
+          ? f.status
+          : 'failed';
+      const response = f ?? (shell ? { ...(shell as Record<string, unknown>), status } : null);
+      if (status === 'failed' && !error) error = errorOf(response) ?? { code: 'server_error', message: 'failed' };
+      const bill = tab.bill;
+      await repo.endResponse(db, row.id, {
+        status,
+        response: response ? { ...response, status } : null,
+        error: status === 'failed' ? error : null,
+        usage: bill ? bill.usage : null,
+        cost: bill ? bill.cost : 0,
+        attempt,
+      });
+      return { status };
+    },
+
+    async endBackgroundResponse(a: BackgroundArgs & { message: string }): Promise<BackgroundOutcome> {
+      const row = await load(a.responseId);
+      if (!repo.isFinal(row.status)) {
+        const status: BackgroundFinal = row.cancelRequested ? 'cancelled' : 'failed';
+        await repo.endResponse(db, row.id, {
+          status,
+          response: null,
+          error: status === 'failed' ? { code: 'server_error', message: a.message } : null,
+          usage: null,
+          cost: 0,
+          attempt: null,
+        });
+      }
+      const now = await load(a.responseId);
+      return { status: repo.isFinal(now.status) ? now.status : null };
+    },
+  };
+
+  /** A lost attempt stored the whole answer: the response ends from its terminal event (usage included). */
+  async function endFromTerminal(
+    row: repo.BackgroundRow,
+    ev: { response?: Record<string, unknown> },
+    attempt: number,
+  ): Promise<BackgroundOutcome> {
+    const response = ev.response ?? null;
+    const status: BackgroundFinal =
+      typeof response?.status === 'string' && repo.isFinal(response.status) ? response.status : 'failed';
+    const model = deps.catalog.require(row.model, 'chat');
+    const usage: TokenUsage | null = response ? usageOf(response as never) : null;
+    const bill = usage
+      ? {
+          cost: usageCost(model.pricing, usage),
+          usage: {
+            id: '',
+            apiKeyId: row.apiKeyId,
+            model: model.id,
+            operation: 'responses',
+            units: usageUnits(usage),
+            latencyMs: Date.now() - row.createdAt.getTime(),
+            status: 200,
+            pricing: model.pricing,
+          },
+        }
+      : null;
+    await repo.endResponse(db, row.id, {
+      status,
+      response,
+      error: status === 'failed' ? errorOf(response) : null,
+      usage: bill?.usage ?? null,
+      cost: bill?.cost ?? 0,
+      attempt,
+    });
+    return { status };
+  }
+}
+
+function parse(data: string): any {
+  try {
+    const e = JSON.parse(data);
+    return e && typeof e === 'object' && !Array.isArray(e) ? e : null;
+  } catch {
+    return null;
+  }
+}
+
+function errorOf(r: Record<string, unknown> | null): { code: string; message: string } | null {
+  const e = r?.error as { code?: unknown; message?: unknown } | null | undefined;
+  if (!e || typeof e !== 'object') return null;
+  return { code: String(e.code ?? 'server_error'), message: String(e.message ?? '') };
+}

@@ -1,0 +1,120 @@
+import { EventEmitter } from 'node:events';
+import type { AppDeps } from '../api/deps';
+import type { Ctx } from '../api/middleware/state';
+import type { CreditManager, Reservation, UsageInput } from '../billing/credit';
+import type { RequestAbort } from '../net/abort';
+import type { Principal } from '../auth/apiKeys';
+import type { RateLimiter } from '../limits/rateLimiter';
+import { SseDecoder, type EventSourceMessage } from '../sse/upstreamEvents';
+
+/**
+ * POST /v1/responses run without HTTP, for a background response: the route's own operation (createResponse) given
+ * a context whose response is an event capture, and money taken from the response's hold instead of a credit
+ * lease. Nothing of the endpoint's rules is repeated here; only the two edges differ:
+ *  - the client: SSE the operation writes is decoded into events and handed on (stored by the caller) before the
+ *    operation may write more (backpressure, so events are stored in order and none is lost);
+ *  - the money: the hold was placed at POST, so the reservation only records the bill the operation settles; the
+ *    caller charges it from the hold with the response's end (repo.endResponse), once.
+ */
+
+/** The bill the operation settled: its cost and usage record, or null when it charged nothing. */
+export class HoldTab implements Reservation {
+  bill: { cost: number; usage: UsageInput } | null = null;
+  unanswered: UsageInput | null = null;
+
+  constructor(
+    readonly accountId: string,
+    readonly reserved: number,
+  ) {}
+
+  settle(cost: number, usage: UsageInput): number {
+    this.bill ??= { cost, usage };
+    return cost;
+  }
+
+  cancel(usage?: UsageInput): void {
+    this.unanswered ??= usage ?? null;
+  }
+}
+
+/** The parts of a ServerResponse the SSE sink writes through, capturing the events instead of sending them. */
+export class EventCapture extends EventEmitter {
+  headersSent = false;
+  writableEnded = false;
+  writableFinished = false;
+  destroyed = false;
+  failure: unknown = null;
+  private readonly decoder = new SseDecoder();
+  private chain: Promise<void> = Promise.resolve();
+
+  constructor(private readonly onEvents: (events: EventSourceMessage[]) => Promise<void>) {
+    super();
+  }
+
+  writeHead(): this {
+    this.headersSent = true;
+    return this;
+  }
+  flushHeaders(): void {}
+  setHeader(): this {
+    return this;
+  }
+
+  /** Always "congested" while events are being stored: the sink waits for 'drain' before writing more. */
+  write(data: string | Uint8Array): boolean {
+    if (this.destroyed) return false;
+    const events = this.decoder.push(data);
+    if (!events.length) return true;
+    this.chain = this.chain.then(() => this.onEvents(events));
+    this.chain.then(
+      () => this.emit('drain'),
+      (e: unknown) => {
+        // Storing failed (the database went away): the operation stops as if its client had left.
+        this.failure = e;
+        this.destroyed = true;
+        this.emit('close');
+      },
+    );
+    return false;
+  }
+
+  end(data?: string | Uint8Array): void {
+    if (data) this.write(data);
+    const rest = this.decoder.end();
+    if (rest.length) this.chain = this.chain.then(() => this.onEvents(rest));
+    this.writableEnded = this.writableFinished = true;
+  }
+
+  /** Every captured event handed on (throws what storing threw). */
+  async settled(): Promise<void> {
+    await this.chain;
+    if (this.failure) throw this.failure;
+  }
+}
+
+/** A request context for the operation: the principal it runs for, the capture as its response, `abort` its end. */
+export function headlessContext(principal: Principal, requestId: string, res: EventCapture, abort: RequestAbort): Ctx {
+  const ctx = { res, status: 404, respond: true, state: { requestId, principal, abort }, set() {}, get: () => '' };
+  return ctx as unknown as Ctx;
+}
+
+/**
+ * The operation's dependencies in the worker: rate limits were counted at POST (the principal carries none), and
+ * the credit is the response's hold (`tab`). Key settings are not re-read: the POST already checked the key.
+ */
+export function headlessDeps(
+  base: Pick<AppDeps, 'config' | 'db' | 'catalog' | 'logger' | 'storage' | 'providers' | 'router'>,
+  tab: HoldTab,
+): AppDeps {
+  const credit: Pick<CreditManager, 'reserve'> = { reserve: async () => tab };
+  const limiter: Pick<RateLimiter, 'settle'> = { settle: () => undefined };
+  const deps = {
+    ...base,
+    credit,
+    limiter,
+    keys: { isStale: () => false },
+    metrics: { limitRefusals: { inc: () => undefined } },
+    temporal: null,
+  };
+  return deps as unknown as AppDeps;
+}

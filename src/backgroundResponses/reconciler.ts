@@ -1,0 +1,68 @@
+import type { Client } from '@temporalio/client';
+import type { Config } from '../config';
+import type { Db } from '../db/pool';
+import type { Logger } from '../observability/logger';
+import { releaseHold } from '../billing/ledger';
+import { isTemporalError } from '../video/temporalErrors';
+import * as repo from './repo';
+import { startBackgroundWorkflow } from './start';
+
+/**
+ * The job engine's reconciler pattern for background responses (run periodically by the worker), so no hold
+ * outlives its response:
+ *  1. a response whose workflow was never started (the API died between its commit and the start): started now,
+ *     under the same id, so never twice;
+ *  2. a response not final whose workflow is closed (terminated by hand) or gone: ended `failed`, its hold
+ *     released, nothing charged (a missing workflow is started again instead: the run resumes from the store);
+ *  3. an open background-response hold whose response is final or missing: released.
+ * Also deletes the events of responses that ended longer ago than the retention.
+ */
+export async function reconcileBackgroundResponses(
+  deps: { db: Db; temporal: Client; config: Config; logger?: Logger },
+  opts: { graceMs?: number; limit?: number } = {},
+): Promise<{ started: number; failed: number; released: number; swept: number }> {
+  const { db, temporal, config } = deps;
+  const graceMs = opts.graceMs ?? config.video.reconcileGraceMs;
+  const limit = opts.limit ?? 100;
+  const report = { started: 0, failed: 0, released: 0, swept: 0 };
+  for (const id of await repo.unstarted(db, graceMs, limit)) {
+    const row = await repo.getResponse(db, id);
+    if (!row || repo.isFinal(row.status)) continue;
+    if ((await startBackgroundWorkflow(temporal, config, row)) === 'started') report.started++;
+    await repo.markWorkflowStarted(db, id);
+  }
+  for (const id of await repo.quiet(db, graceMs, limit)) {
+    const row = await repo.getResponse(db, id);
+    if (!row || repo.isFinal(row.status)) continue;
+    try {
+      const d = await temporal.workflow.getHandle(row.workflowId).describe();
+      if (d.status.name === 'RUNNING') continue;
+      const ended = await repo.endResponse(db, id, {
+        status: row.cancelRequested ? 'cancelled' : 'failed',
+        response: null,
+        error: row.cancelRequested
+          ? null
+          : { code: 'workflow_ended', message: `The response's workflow ended (${d.status.name.toLowerCase()}).` },
+        usage: null,
+        cost: 0,
+        attempt: null,
+      });
+      if (ended) report.failed++;
+    } catch (e) {
+      if (!isTemporalError(e, 'WorkflowNotFoundError')) throw e;
+      if ((await startBackgroundWorkflow(temporal, config, row)) === 'started') report.started++;
+    }
+  }
+  for (const holdId of await repo.strandedHolds(db, graceMs, limit)) {
+    const r = await releaseHold(db, {
+      holdId,
+      idempotencyKey: `bgresp:orphan-hold:${holdId}:release`,
+      memo: 'released by the background response reconciler',
+    });
+    if (r.applied) report.released++;
+  }
+  report.swept = await repo.sweepEvents(db, config.backgroundResponses.eventsRetentionMs);
+  if (report.started || report.failed || report.released)
+    deps.logger?.info({ ...report }, 'background response reconciler repaired responses');
+  return report;
+}

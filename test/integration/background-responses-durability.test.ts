@@ -1,0 +1,109 @@
+import OpenAI from 'openai';
+import { getBalance, verifyProjections } from '../../src/billing/ledger';
+import { loadBackgroundResponseSettings } from '../../src/backgroundResponses/settings';
+import { eventually, spawnApi, spawnWorker, startVideoHarness, type VideoHarness } from '../support/video';
+
+/**
+ * A background response outlives its client, its API process and its worker: POSTed with stream: true to an API
+ * process that is SIGKILLed as soon as the stream began, run by a worker process SIGKILLed mid-answer (events
+ * stored, the upstream still streaming). Another worker retries the run; the response completes; a client that
+ * comes back reads it and resumes its whole stream, in order, each sequence number once. Money: one usage record,
+ * charged once, the hold closed, projections true; the lost attempt is recorded as the gateway's cost.
+ */
+
+let h: VideoHarness;
+beforeAll(async () => {
+  h = await startVideoHarness(
+    {},
+    {
+      backgroundResponses: {
+        ...loadBackgroundResponseSettings(),
+        followPollMs: 20,
+        heartbeatMs: 1_000,
+        activityRetryInitialMs: 50,
+        activityRetryMaxMs: 400,
+        activityTimeoutMs: 10_000,
+      },
+    },
+    { worker: false },
+  );
+}, 120_000);
+afterAll(() => h?.close());
+
+const MODELS = ['gpt-5-codex', 'gpt-4o-mini'];
+
+test.each(MODELS)(
+  '%s: API and worker SIGKILLed mid-answer, the response completes and resumes whole',
+  async (model) => {
+    const BAL = 5_000_000;
+    const acc = await h.account(BAL);
+    h.emulator.control.settings.chunkDelayMs = 60;
+    const worker = await spawnWorker(h);
+    const api = await spawnApi(h);
+    let id: string;
+    try {
+      const viaChild = new OpenAI({ apiKey: acc.key, baseURL: `${api.url}/v1`, maxRetries: 0 });
+      const input = Array.from({ length: 40 }, (_, i) => `word${i}`).join(' ');
+      const stream = await viaChild.responses.create({ model, input, background: true, stream: true });
+      const first = await stream[Symbol.asyncIterator]().next();
+      id = (first.value as { response: { id: string } }).response.id;
+      stream.controller.abort(); // the client goes away...
+      await api.kill('SIGKILL'); // ...and so does its API process
+      // The worker dies mid-answer: some events stored, not the last.
+      await eventually(async () => {
+        const n = await h.deps.db.query(
+          'SELECT count(*)::int AS n FROM background_response_events WHERE response_id = $1',
+          [id],
+        );
+        return n.rows[0].n >= 5;
+      });
+      await worker.kill('SIGKILL');
+    } finally {
+      await api.kill('SIGKILL').catch(() => undefined);
+      await worker.kill('SIGKILL').catch(() => undefined);
+    }
+    const mid = await h.deps.db.query('SELECT status FROM background_responses WHERE id = $1', [id]);
+    expect(mid.rows[0].status).toBe('in_progress');
+    await h.startWorker();
+    try {
+      const c = new OpenAI({ apiKey: acc.key, baseURL: `${h.url}/v1`, maxRetries: 0 });
+      const done = await eventually(async () => {
+        const r = await c.responses.retrieve(id);
+        return r.status === 'completed' ? r : null;
+      }, 60_000);
+      const events: OpenAI.Responses.ResponseStreamEvent[] = [];
+      for await (const e of await c.responses.retrieve(id, { stream: true })) events.push(e);
+      expect(events.map((e) => e.sequence_number)).toEqual(events.map((_, i) => i));
+      expect(events[0].type).toBe('response.created');
+      expect(events.filter((e) => e.type === 'response.completed')).toHaveLength(1);
+      const text = events
+        .filter((e): e is OpenAI.Responses.ResponseTextDeltaEvent => e.type === 'response.output_text.delta')
+        .map((e) => e.delta)
+        .join('');
+      expect(text).toBe(done.output_text);
+
+      // Money: one usage record for the response, charged once; nothing held; the ledger reconciles.
+      const row = (await h.deps.db.query('SELECT * FROM background_responses WHERE id = $1', [id])).rows[0];
+      const usage = await h.deps.db.query('SELECT id, cost_vnd FROM usage_records WHERE account_id = $1', [
+        acc.accountId,
+      ]);
+      expect(usage.rows).toHaveLength(1);
+      expect(usage.rows[0]).toMatchObject({ id: row.usage_id, cost_vnd: row.cost_vnd });
+      expect(row.cost_vnd).toBeGreaterThan(0);
+      expect(await getBalance(h.deps.db, acc.accountId)).toMatchObject({ balance: BAL - row.cost_vnd, held: 0 });
+      expect(await verifyProjections(h.deps.db)).toEqual([]);
+      // The killed worker's attempt is the gateway's cost, never the customer's.
+      const attempts = await h.deps.db.query(
+        `SELECT attempt, outcome, gateway_cost_vnd FROM background_response_attempts
+       WHERE response_id = $1 ORDER BY attempt`,
+        [id],
+      );
+      expect(attempts.rows.map((a) => a.outcome)).toEqual(['lost', 'stored']);
+      expect(attempts.rows[0].gateway_cost_vnd).toBeGreaterThan(0);
+    } finally {
+      await h.worker?.close();
+      h.worker = null;
+      h.emulator.control.reset();
+    }
+  },
+);

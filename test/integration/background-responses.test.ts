@@ -1,0 +1,217 @@
+import OpenAI from 'openai';
+import { randomUUID } from 'node:crypto';
+import { getBalance, verifyProjections } from '../../src/billing/ledger';
+import { loadBackgroundResponseSettings } from '../../src/backgroundResponses/settings';
+import { setKeyLimits } from '../../src/limits/keyLimits';
+import { eventually, startVideoHarness, type VideoHarness } from '../support/video';
+import { fastWebhookSettings, startReceiver, type Receiver } from '../support/webhookReceiver';
+
+/**
+ * Background responses (POST /v1/responses with background: true) with the official openai SDK as the client,
+ * through the real gateway, worker, Temporal dev server and Postgres, on a native Responses upstream
+ * (gpt-5-codex) and a translated chat upstream (gpt-4o-mini): queued at once, run by a workflow, read and resumed
+ * from the store byte for byte, cancelled, deleted, announced by signed webhooks; the money exact.
+ */
+
+const NATIVE = 'gpt-5-codex';
+const TRANSLATED = 'gpt-4o-mini';
+const IN_FLIGHT = 3;
+
+let h: VideoHarness;
+let rx: Receiver;
+beforeAll(async () => {
+  h = await startVideoHarness(
+    {},
+    {
+      webhooks: fastWebhookSettings(),
+      backgroundResponses: {
+        ...loadBackgroundResponseSettings(),
+        maxInFlightPerKey: IN_FLIGHT,
+        followPollMs: 20,
+        heartbeatMs: 1_000,
+        activityRetryInitialMs: 50,
+        activityRetryMaxMs: 400,
+        activityTimeoutMs: 10_000,
+        cancelWaitMs: 10_000,
+      },
+    },
+  );
+  rx = await startReceiver();
+}, 120_000);
+afterAll(async () => {
+  await h?.close();
+  await rx?.close();
+});
+afterEach(() => h.emulator.control.reset());
+
+const client = (key: string) => new OpenAI({ apiKey: key, baseURL: `${h.url}/v1`, maxRetries: 0 });
+const row = async (id: string) =>
+  (await h.deps.db.query('SELECT * FROM background_responses WHERE id = $1', [id])).rows[0];
+
+/** The money of a finished response: charged its usage record's cost, nothing held, projections true. */
+async function expectSettled(accountId: string, start: number, id: string): Promise<number> {
+  const r = await row(id);
+  const usage = await h.deps.db.query('SELECT cost_vnd, shortfall_vnd FROM usage_records WHERE id = $1', [r.usage_id]);
+  const cost = usage.rows[0]?.cost_vnd ?? 0;
+  expect(r.cost_vnd).toBe(cost);
+  const b = await getBalance(h.deps.db, accountId);
+  expect(b).toMatchObject({ balance: start - cost, held: 0 });
+  const hold = await h.deps.db.query('SELECT status FROM holds WHERE id = $1', [r.hold_id]);
+  expect(hold.rows[0].status).toBe('closed');
+  expect(await verifyProjections(h.deps.db)).toEqual([]);
+  return cost;
+}
+
+/** Raw SSE text of a request. */
+async function sseText(key: string, path: string, init: RequestInit = {}): Promise<string> {
+  const res = await fetch(`${h.url}${path}`, {
+    ...init,
+    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+  });
+  expect(res.status).toBe(200);
+  return res.text();
+}
+
+describe.each([
+  ['native', NATIVE],
+  ['translated', TRANSLATED],
+])('%s upstream', (_name, model) => {
+  test('queued at once, completed by the workflow, charged once from its usage', async () => {
+    const BAL = 2_000_000;
+    const acc = await h.account(BAL);
+    const c = client(acc.key);
+    const r = await c.responses.create({ model, input: 'Say hello in background', background: true });
+    expect(r).toMatchObject({ object: 'response', status: 'queued', background: true, model });
+    const done = await eventually(async () => {
+      const x = await c.responses.retrieve(r.id);
+      return x.status === 'completed' ? x : null;
+    });
+    expect(done.id).toBe(r.id);
+    expect(done.output_text.length).toBeGreaterThan(0);
+    expect(done.usage?.output_tokens).toBeGreaterThan(0);
+    const cost = await expectSettled(acc.accountId, BAL, r.id);
+    expect(cost).toBeGreaterThan(0);
+    // The stored turn continues under the id the client was given.
+    const next = await c.responses.create({ model, input: 'and again', previous_response_id: r.id });
+    expect(next.status).toBe('completed');
+  });
+
+  test('stream: true follows the stored events live; a resumed stream is byte-identical after N', async () => {
+    const acc = await h.account(2_000_000);
+    const c = client(acc.key);
+    h.emulator.control.settings.chunkDelayMs = 5;
+    const stream = await c.responses.create({ model, input: 'Stream me a story', background: true, stream: true });
+    const live: OpenAI.Responses.ResponseStreamEvent[] = [];
+    for await (const e of stream) live.push(e);
+    const id = (live[0] as { response: { id: string } }).response.id;
+    expect(live.map((e) => e.sequence_number)).toEqual(live.map((_, i) => i));
+    expect(live.at(-1)!.type).toBe('response.completed');
+    const resumed: OpenAI.Responses.ResponseStreamEvent[] = [];
+    for await (const e of await c.responses.retrieve(id, { stream: true, starting_after: 2 })) resumed.push(e);
+    expect(resumed).toEqual(live.slice(3));
+    // Byte for byte: the whole stream, POSTed live and read again.
+    const posted = await sseText(acc.key, '/v1/responses', {
+      method: 'POST',
+      body: JSON.stringify({ model, input: 'Bytes', background: true, stream: true }),
+    });
+    const pid = /"id":"(resp_[0-9a-f]+)"/.exec(posted)![1];
+    expect(await sseText(acc.key, `/v1/responses/${pid}?stream=true`)).toBe(posted);
+    expect(await sseText(acc.key, `/v1/responses/${pid}?stream=true&starting_after=-1`)).toBe(posted);
+  });
+
+  test('cancel stops the upstream call: cancelled, what it delivered billed, the rest released', async () => {
+    const BAL = 2_000_000;
+    const acc = await h.account(BAL);
+    const c = client(acc.key);
+    h.emulator.control.settings.chunkDelayMs = 400; // slow enough to be cancelled mid-answer
+    const r = await c.responses.create({ model, input: 'A long answer please', background: true });
+    await eventually(async () => (await row(r.id)).status === 'in_progress');
+    const cancelled = await c.responses.cancel(r.id);
+    expect(cancelled.status).toBe('cancelled');
+    expect((await c.responses.retrieve(r.id)).status).toBe('cancelled');
+    await expectSettled(acc.accountId, BAL, r.id);
+  });
+});
+
+test('402 before anything starts when the bound is not covered; nothing held, no row', async () => {
+  const acc = await h.account(10);
+  const c = client(acc.key);
+  await expect(c.responses.create({ model: TRANSLATED, input: 'hi', background: true })).rejects.toMatchObject({
+    status: 402,
+  });
+  const n = await h.deps.db.query('SELECT count(*)::int AS n FROM background_responses WHERE account_id = $1', [
+    acc.accountId,
+  ]);
+  expect(n.rows[0].n).toBe(0);
+  expect(await getBalance(h.deps.db, acc.accountId)).toMatchObject({ balance: 10, held: 0 });
+});
+
+test("another account's id is 404 on GET, stream, cancel and DELETE; DELETE removes it", async () => {
+  const a = await h.account(2_000_000);
+  const b = await h.account(2_000_000);
+  const r = await client(a.key).responses.create({ model: TRANSLATED, input: 'mine', background: true });
+  const other = client(b.key);
+  await expect(other.responses.retrieve(r.id)).rejects.toMatchObject({ status: 404 });
+  await expect(other.responses.retrieve(r.id, { stream: true })).rejects.toMatchObject({ status: 404 });
+  await expect(other.responses.cancel(r.id)).rejects.toMatchObject({ status: 404 });
+  await expect(other.responses.delete(r.id)).rejects.toMatchObject({ status: 404 });
+  await eventually(async () => (await client(a.key).responses.retrieve(r.id)).status === 'completed');
+  await client(a.key).responses.delete(r.id);
+  await expect(client(a.key).responses.retrieve(r.id)).rejects.toMatchObject({ status: 404 });
+});
+
+test('a key has at most its limit of background responses in flight: one more is 429', async () => {
+  const acc = await h.account(5_000_000);
+  const c = client(acc.key);
+  h.emulator.control.settings.chunkDelayMs = 300;
+  const running = [];
+  for (let i = 0; i < IN_FLIGHT; i++)
+    running.push(await c.responses.create({ model: TRANSLATED, input: `slow ${i}`, background: true }));
+  await expect(
+    c.responses.create({ model: TRANSLATED, input: 'one too many', background: true }),
+  ).rejects.toMatchObject({ status: 429 });
+  for (const r of running) await c.responses.cancel(r.id);
+  const BAL = 5_000_000;
+  const b = await getBalance(h.deps.db, acc.accountId);
+  expect(b!.held).toBe(0);
+  expect(b!.balance).toBeLessThanOrEqual(BAL);
+  expect(await verifyProjections(h.deps.db)).toEqual([]);
+});
+
+test("a background response counts against its key's rate limit like any request", async () => {
+  const acc = await h.account(2_000_000);
+  await setKeyLimits(h.deps.db, acc.accountId, acc.keyId, { rpm: 1 });
+  const c = client(acc.key);
+  const r = await c.responses.create({ model: TRANSLATED, input: 'counted', background: true });
+  await expect(c.responses.create({ model: TRANSLATED, input: 'over', background: true })).rejects.toMatchObject({
+    status: 429,
+  });
+  await eventually(async () => (await c.responses.retrieve(r.id)).status === 'completed');
+});
+
+test('webhooks announce response.completed and response.cancelled, verified by the SDK', async () => {
+  const acc = await h.account(2_000_000);
+  const path = `/hook-${randomUUID()}`;
+  const ep = (await (
+    await fetch(`${h.url}/v1/webhooks`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${acc.key}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ url: `${rx.url}${path}` }),
+    })
+  ).json()) as { secret: string };
+  const c = client(acc.key);
+  const done = await c.responses.create({ model: NATIVE, input: 'announce me', background: true });
+  h.emulator.control.settings.chunkDelayMs = 400;
+  const stopped = await c.responses.create({ model: TRANSLATED, input: 'stop me please', background: true });
+  await eventually(async () => (await row(stopped.id)).status === 'in_progress');
+  await c.responses.cancel(stopped.id);
+  const openai = new OpenAI({ apiKey: 'unused' });
+  const events = await eventually(async () => {
+    const got = await Promise.all(
+      rx.received.filter((r) => r.path === path).map((r) => openai.webhooks.unwrap(r.body, r.headers, ep.secret)),
+    );
+    return got.length >= 2 ? got : null;
+  });
+  const byType = Object.fromEntries(events.map((e) => [e.type, (e.data as { id: string }).id]));
+  expect(byType).toEqual({ 'response.completed': done.id, 'response.cancelled': stopped.id });
+});

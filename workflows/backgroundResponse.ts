@@ -1,0 +1,93 @@
+import {
+  ActivityCancellationType,
+  CancellationScope,
+  condition,
+  defineSignal,
+  proxyActivities,
+  setHandler,
+  upsertSearchAttributes,
+} from '@temporalio/workflow';
+import type { WebhookActivities } from '../activities/webhooks';
+import {
+  BACKGROUND_CANCEL_SIGNAL,
+  type BackgroundActivities,
+  type BackgroundInput,
+  type BackgroundOutcome,
+  type BackgroundStatus,
+  type BackgroundTiming,
+} from '../src/backgroundResponses/workflowContract';
+import type { EventType } from '../src/webhooks/eventTypes';
+
+/**
+ * One background response (POST /v1/responses with background: true; docs/background-responses.md):
+ *
+ *   queued       markInProgress          the workflow runs                              -> in_progress
+ *   in_progress  runBackgroundResponse   the upstream call, its events stored as they pass;
+ *                                        charge, release, status in one commit -> completed, incomplete, failed
+ *   cancelled    (signal)                the run's activity is cancelled: the upstream call stops, what it delivered
+ *                                        is billed, the rest released
+ *   failed       endBackgroundResponse   the run's attempts ran out: released, nothing charged
+ *
+ * The final status, once committed, is announced to the account's webhooks (response.<status>). Deterministic:
+ * all I/O is in activities/backgroundResponse.ts; the contract is src/backgroundResponses/workflowContract.ts.
+ */
+
+function activityOptions(t: BackgroundTiming) {
+  const retry = {
+    initialInterval: t.activityRetryInitialMs,
+    backoffCoefficient: 2,
+    maximumInterval: t.activityRetryMaxMs,
+  };
+  return {
+    db: { startToCloseTimeout: t.activityTimeoutMs, retry },
+    /** The upstream call heartbeats: a dead worker's attempt is retried elsewhere; a cancel waits for its bill. */
+    run: {
+      startToCloseTimeout: t.runTimeoutMs,
+      heartbeatTimeout: t.heartbeatMs,
+      retry: { ...retry, maximumAttempts: t.runAttempts },
+      cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
+    },
+  };
+}
+
+export const backgroundCancelSignal = defineSignal<[]>(BACKGROUND_CANCEL_SIGNAL);
+
+export async function backgroundResponseWorkflow(input: BackgroundInput): Promise<BackgroundOutcome> {
+  const o = activityOptions(input.timing);
+  const db = proxyActivities<BackgroundActivities>(o.db);
+  const run = proxyActivities<BackgroundActivities>(o.run);
+  const events = proxyActivities<WebhookActivities>(o.db);
+  const { responseId, accountId } = input;
+
+  let cancelRequested = false;
+  setHandler(backgroundCancelSignal, () => {
+    cancelRequested = true;
+  });
+  const enter = (s: BackgroundStatus) => {
+    if (input.statusSearchAttribute) upsertSearchAttributes({ [input.statusSearchAttribute]: [s] });
+  };
+
+  const m = await db.markInProgress({ responseId });
+  let failure = 'The response could not be run.';
+  if (!m.final && !cancelRequested) {
+    enter('in_progress');
+    try {
+      await CancellationScope.cancellable(async () => {
+        const running = run.runBackgroundResponse({ responseId });
+        await Promise.race([running, condition(() => cancelRequested)]);
+        if (cancelRequested) CancellationScope.current().cancel();
+        await running;
+      });
+    } catch (e) {
+      failure = `The response could not be run: ${(e as Error).message}`.slice(0, 1000);
+    }
+  }
+  // Whatever happened above, the response ends here if it has not (idempotent; a final one stays as it is).
+  const r = await CancellationScope.nonCancellable(() => db.endBackgroundResponse({ responseId, message: failure }));
+  if (r.status) {
+    enter(r.status);
+    const type = `response.${r.status}` as EventType;
+    await events.emitWebhookEvent({ accountId, type, data: { id: responseId }, key: `bgresp:${responseId}:${type}` });
+  }
+  return r;
+}
