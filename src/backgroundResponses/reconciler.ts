@@ -3,7 +3,7 @@ import type { Config } from '../config';
 import type { Db } from '../db/pool';
 import type { Logger } from '../observability/logger';
 import { releaseHold } from '../billing/ledger';
-import { isTemporalError } from '../video/temporalErrors';
+import { isTemporalError } from '../jobs/temporalErrors';
 import * as repo from './repo';
 import { startBackgroundWorkflow } from './start';
 

@@ -8,7 +8,7 @@ import type { ModelConfig } from '../catalog/catalog';
 import type { ResponsesRequest } from '../translate/responsesTypes';
 import { createResponse } from '../api/responses/create';
 import { ApiError, badRequest, conflict } from '../errors';
-import { isTemporalError } from '../video/temporalErrors';
+import { isTemporalError } from '../jobs/temporalErrors';
 import * as repo from './repo';
 import { startBackgroundWorkflow } from './start';
 import { BACKGROUND_CANCEL_SIGNAL } from './workflowContract';

@@ -1,7 +1,7 @@
 import type { Span } from '@opentelemetry/api';
 import type { Client } from '@temporalio/client';
 import type { Config } from '../config';
-import { startJobWorkflow } from '../video/jobWorkflowStart';
+import { startJobWorkflow } from '../jobs/workflowStart';
 import { backgroundTiming } from './settings';
 import { BACKGROUND_WORKFLOW_TYPE, type BackgroundInput } from './workflowContract';
 import type { BackgroundRow } from './repo';

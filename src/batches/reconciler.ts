@@ -3,7 +3,7 @@ import type { Config } from '../config';
 import type { Db } from '../db/pool';
 import type { Logger } from '../observability/logger';
 import type { Storage } from '../storage/storage';
-import { isTemporalError } from '../video/temporalErrors';
+import { isTemporalError } from '../jobs/temporalErrors';
 import { startDelivery } from '../webhooks/start';
 import { webhookTaskQueue } from '../webhooks/settings';
 import { finalizeBatch } from './finalize';

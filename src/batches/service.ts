@@ -7,7 +7,7 @@ import { InsufficientFunds } from '../billing/ledger';
 import { BudgetExceeded } from '../billing/budget';
 import { BATCH_ENDPOINTS, type BatchEndpoint } from '../files/batchInput';
 import { getFileForAccount } from '../files/repo';
-import { isTemporalError } from '../video/temporalErrors';
+import { isTemporalError } from '../jobs/temporalErrors';
 import { clip, clipJson } from '../text/clip';
 import { isUnstorableText, unstorableTextMessage } from '../text/pgText';
 import { batchBound } from './bound';

@@ -1,4 +1,4 @@
-import { num } from '../video/settings';
+import { num } from '../jobs/settings';
 import type { BatchTiming } from './workflowContract';
 
 /**

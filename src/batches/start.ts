@@ -1,7 +1,7 @@
 import type { Span } from '@opentelemetry/api';
 import type { Client } from '@temporalio/client';
 import type { Config } from '../config';
-import { startJobWorkflow } from '../video/jobWorkflowStart';
+import { startJobWorkflow } from '../jobs/workflowStart';
 import { batchTiming } from './settings';
 import { BATCH_WORKFLOW_TYPE, type BatchJobInput } from './workflowContract';
 import type { Batch } from './repo';

@@ -2,7 +2,7 @@ import { conflict } from '../errors';
 import * as jobs from './jobs';
 import type { VideoJob } from './jobs';
 import { temporalClient, type VideoServiceDeps } from './submit';
-import { isTemporalError } from './temporalErrors';
+import { isTemporalError } from '../jobs/temporalErrors';
 import { CANCEL_SIGNAL } from './workflowContract';
 
 /**

@@ -1,5 +1,5 @@
 import type { Client } from '@temporalio/client';
-import { isTemporalError } from './temporalErrors';
+import { isTemporalError } from '../jobs/temporalErrors';
 import type { Config } from '../config';
 import type { Db } from '../db/pool';
 import type { Logger } from '../observability/logger';

@@ -1,3 +1,4 @@
+import { num } from '../jobs/settings';
 import type { WorkflowTiming } from './workflowContract';
 
 /**
@@ -19,15 +20,6 @@ export interface VideoSettings extends WorkflowTiming {
 }
 
 const RETENTION_MS = 24 * 3600_000;
-
-/** A positive number from the environment, or `def` when unset. */
-export function num(env: NodeJS.ProcessEnv, name: string, def: number): number {
-  const v = env[name];
-  if (v === undefined || v === '') return def;
-  const n = Number(v);
-  if (!Number.isFinite(n) || n <= 0) throw new Error(`${name} must be a positive number, got ${JSON.stringify(v)}`);
-  return n;
-}
 
 export function loadVideoSettings(env: NodeJS.ProcessEnv = process.env): VideoSettings {
   const s: VideoSettings = {

@@ -1,11 +1,11 @@
 import type { Span } from '@opentelemetry/api';
 import type { Client } from '@temporalio/client';
 import type { Config } from '../config';
-import { SEARCH_ATTRIBUTES } from './searchAttributes';
+import { SEARCH_ATTRIBUTES } from '../jobs/searchAttributes';
 import { workflowTiming } from './settings';
 import { WORKFLOW_TYPE, type VideoJobInput } from './workflowContract';
 import type { VideoJob } from './jobs';
-import { startJobWorkflow } from './jobWorkflowStart';
+import { startJobWorkflow } from '../jobs/workflowStart';
 
 /** Starting a job's workflow: used by POST /v1/videos and by the reconciler (same id, so at most one runs). */
 

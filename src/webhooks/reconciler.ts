@@ -1,7 +1,7 @@
 import type { Client } from '@temporalio/client';
 import type { Db } from '../db/pool';
 import type { Logger } from '../observability/logger';
-import { isTemporalError } from '../video/temporalErrors';
+import { isTemporalError } from '../jobs/temporalErrors';
 import { deliveryWorkflowIdOf } from './events';
 import type { WebhookSettings } from './settings';
 import { startDelivery } from './start';

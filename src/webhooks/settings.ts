@@ -1,4 +1,4 @@
-import { num } from '../video/settings';
+import { num } from '../jobs/settings';
 
 /**
  * Webhook settings (WEBHOOK_* env vars). Retry timing is copied into each delivery workflow's input, so a delivery

@@ -1,5 +1,5 @@
 import type { Client } from '@temporalio/client';
-import { isTemporalError } from '../video/temporalErrors';
+import { isTemporalError } from '../jobs/temporalErrors';
 import type { Db } from '../db/pool';
 import { deliveryWorkflowIdOf, type DeliveryRef } from './events';
 import { admitResend } from './resends';

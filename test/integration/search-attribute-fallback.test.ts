@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { Client, Connection } from '@temporalio/client';
 import { msToTs } from '@temporalio/common/lib/time';
-import { startJobWorkflow, type JobWorkflowStart } from '../../src/video/jobWorkflowStart';
+import { startJobWorkflow, type JobWorkflowStart } from '../../src/jobs/workflowStart';
 
 /**
  * A namespace set up without the gateway's search attributes (an operator's own Temporal) still runs jobs: the
