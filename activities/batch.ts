@@ -75,7 +75,6 @@ const INTERRUPTED = new ApiError(
   'request_interrupted',
 );
 
-
 export function createBatchActivities(deps: BatchActivityDeps): BatchActivities {
   const { db, storage, catalog, settings } = deps;
   const pacer = new KeyPacer(db, settings.keyLimitShare);
