@@ -7,25 +7,106 @@ import { ensureDatabase, migrate } from './db/migrate';
 import { Catalog } from './catalog/catalog';
 import { KeyResolver } from './auth/apiKeys';
 import { CreditManager } from './billing/credit';
-import { createLogger } from './observability/logger';
+import { createLogger, type Logger } from './observability/logger';
+import type { Db } from './db/pool';
+import type { Storage } from './storage/storage';
+import type { ProviderRegistry } from './providers/registry';
 import { Metrics } from './observability/metrics';
 import { createStorage } from './storage';
 import { ModelRouter } from './routing/modelRouter';
 import { buildProviderRegistry } from './providers/build';
 import { createRateLimiter } from './limits/createRateLimiter';
 
-/** Builds the API's dependencies from config: database (created and migrated), catalog, Temporal client. */
+/** What every process of the gateway (API, worker, `npm start`) is built on: one list, built here only. */
+export interface CoreDeps {
+  config: Config;
+  logger: Logger;
+  db: Db;
+  catalog: Catalog;
+  storage: Storage;
+  /** The synchronous upstream adapters (one list: providers/build.ts), used by the API and by batch items. */
+  providers: ProviderRegistry;
+  router: ModelRouter;
+  /** Null for an API process without Temporal (TEMPORAL_ADDRESS=off). */
+  temporal: Client | null;
+  close(): Promise<void>;
+}
+
+export interface CoreOptions {
+  role: 'api' | 'worker';
+  /** False: no Temporal client (an API process for the synchronous operations). */
+  temporal?: boolean;
+  /** A router to share (npm start: the worker's video submissions count on the API's router). */
+  router?: ModelRouter;
+  /** Upstream errors, counted on the process's metrics. */
+  onUpstreamError?: (provider: string, status: number) => void;
+}
+
+/**
+ * The composition root: database (created and migrated), catalog, storage, provider adapters, router and the
+ * Temporal client, for an API process and a worker alike. Tracing starts first, so the client's interceptors see it.
+ */
+export async function buildCore(config: Config, opts: CoreOptions): Promise<CoreDeps> {
+  const worker = opts.role === 'worker';
+  const logger = createLogger(config.logLevel, worker ? 'worker' : undefined);
+  // A worker's activity interceptors need the async context; an API process hands spans along instead.
+  if (worker) await initTracing('model-gateway-worker', process.env, { asyncContext: true });
+  else await initTracing('model-gateway');
+  await ensureDatabase(config.databaseUrl);
+  await migrate(config.databaseUrl);
+  const db = createPool(config.databaseUrl, worker ? 10 : 20);
+  const catalog = Catalog.load(config.catalogPath);
+  const providers = buildProviderRegistry(catalog, opts.onUpstreamError ? { onError: opts.onUpstreamError } : {});
+  const router = opts.router ?? new ModelRouter(catalog, config.routing);
+  let temporal: Client | null = null;
+  let connection: Connection | null = null;
+  try {
+    if (opts.temporal !== false && config.temporalAddress !== 'off') {
+      // Loaded here, not at the top: an API process without Temporal never loads its gRPC stack.
+      const { Client, Connection } = await import('@temporalio/client');
+      connection = await Connection.connect({ address: config.temporalAddress });
+      // While tracing is on, a workflow started here continues the caller's trace (src/observability/tracing.ts).
+      const interceptors = tracer ? await tracer.temporalClientInterceptors() : undefined;
+      temporal = new Client({
+        connection,
+        namespace: config.temporalNamespace,
+        ...(interceptors ? { interceptors: interceptors as ClientInterceptors } : {}),
+      });
+    }
+  } catch (e) {
+    await providers.close().catch(() => undefined);
+    await db.end().catch(() => undefined);
+    throw e;
+  }
+  return {
+    config,
+    logger,
+    db,
+    catalog,
+    storage: createStorage(config),
+    providers,
+    router,
+    temporal,
+    async close() {
+      await providers.close();
+      await connection?.close();
+      await db.end();
+    },
+  };
+}
+
+/** Builds an API process's dependencies: the core, plus credit, rate limits, key resolution and metrics. */
 export async function buildDeps(
   config: Config = loadConfig(),
   opts: { temporal?: boolean } = {},
 ): Promise<AppDeps & { close(): Promise<void> }> {
-  const logger = createLogger(config.logLevel);
-  await initTracing('model-gateway');
-  await ensureDatabase(config.databaseUrl);
-  await migrate(config.databaseUrl);
-  const db = createPool(config.databaseUrl, 20);
-  const catalog = Catalog.load(config.catalogPath);
   const metrics = new Metrics();
+  const core = await buildCore(config, {
+    role: 'api',
+    temporal: opts.temporal,
+    onUpstreamError: (provider, status) => metrics.upstreamErrors.inc({ provider, status: String(status) }),
+  });
+  const { db, logger, router } = core;
   const credit = new CreditManager(db, {
     leaseVnd: config.creditLeaseVnd,
     flushMs: config.creditFlushMs,
@@ -36,46 +117,18 @@ export async function buildDeps(
     onUncollected: (operation, model, vnd) => metrics.uncollectedVnd.inc({ operation, model }, vnd),
   });
   const limiter = createRateLimiter(config, logger, metrics);
-  const onError = (provider: string, status: number) =>
-    metrics.upstreamErrors.inc({ provider, status: String(status) });
-  const providers = buildProviderRegistry(catalog, { onError });
-  const router = new ModelRouter(catalog, config.routing);
   metrics.observeRouting(router);
-  let temporal: Client | null = null;
-  let connection: Connection | null = null;
-  // TEMPORAL_ADDRESS=off: an API process for the synchronous operations only (video routes answer 503).
-  if (opts.temporal !== false && config.temporalAddress !== 'off') {
-    // Loaded here, not at the top: an API process without Temporal never loads its gRPC stack.
-    const { Client, Connection } = await import('@temporalio/client');
-    connection = await Connection.connect({ address: config.temporalAddress });
-    // While tracing is on, a workflow started here continues the request's trace (src/observability/tracing.ts).
-    const interceptors = tracer ? await tracer.temporalClientInterceptors() : undefined;
-    temporal = new Client({
-      connection,
-      namespace: config.temporalNamespace,
-      ...(interceptors ? { interceptors: interceptors as ClientInterceptors } : {}),
-    });
-  }
   return {
-    config,
-    db,
-    catalog,
-    logger,
+    ...core,
     metrics,
     credit,
     limiter,
-    temporal,
-    providers,
-    router,
     keys: new KeyResolver(db, config.keyCacheMs),
-    storage: createStorage(config),
     async close() {
       await credit.close();
       await flushTracing();
       await limiter.close();
-      await providers.close();
-      await connection?.close();
-      await db.end();
+      await core.close();
     },
   };
 }

@@ -1,6 +1,5 @@
 import path from 'node:path';
 import { format } from 'node:util';
-import { Client, Connection, type ClientInterceptors } from '@temporalio/client';
 import {
   bundleWorkflowCode,
   DefaultLogger,
@@ -14,11 +13,9 @@ import {
   type WorkflowBundleWithSourceMap,
 } from '@temporalio/worker';
 import { loadConfig, type Config } from './config';
-import { createPool } from './db/pool';
-import { ensureDatabase, migrate } from './db/migrate';
-import { Catalog } from './catalog/catalog';
-import { createStorage } from './storage';
-import { createLogger, redirectedLines } from './observability/logger';
+import { redirectedLines } from './observability/logger';
+import { buildCore } from './bootstrap';
+import type { ModelRouter } from './routing/modelRouter';
 import { releaseExpiredHolds } from './billing/ledger';
 import { recoverDeadLeases, staleAfter } from './billing/creditHolders';
 import { exitOnStopSignals } from './runtime/stopSignals';
@@ -35,10 +32,8 @@ import {
   createVideoActivities,
   createWebhookActivities,
 } from '../activities';
-import { buildProviderRegistry } from './providers/build';
-import { ModelRouter } from './routing/modelRouter';
 import { serveWorkerMetrics } from './observability/metricsServer';
-import { flushTracing, initTracing, tracer } from './observability/tracing';
+import { flushTracing, tracer } from './observability/tracing';
 import { createDeliveryWorker } from './webhooks/deliveryWorker';
 import { webhookTaskQueue } from './webhooks/settings';
 
@@ -140,44 +135,30 @@ function every(ms: number, fn: () => Promise<unknown>, onError: (e: unknown) => 
 }
 
 export async function startWorker(config: Config = loadConfig(), opts: WorkerOptions = {}): Promise<WorkerHandle> {
-  const logger = createLogger(config.logLevel, 'worker');
   installRuntime(config.logLevel);
-  await initTracing('model-gateway-worker', process.env, { asyncContext: true });
-  // While tracing is on: the workflow and activity interceptors continue the trace of the request that started
-  // the workflow, and the workflow's spans leave its sandbox through the exporter sink.
-  const traced = tracer ? await tracer.temporalWorkerOptions() : null;
-  const clientInterceptors = tracer ? await tracer.temporalClientInterceptors() : null;
-  await ensureDatabase(config.databaseUrl);
-  await migrate(config.databaseUrl);
-  const db = createPool(config.databaseUrl, 10);
-  const catalog = Catalog.load(config.catalogPath);
-  const storage = createStorage(config);
+  // The same composition root as the API (src/bootstrap.ts): one list of adapters, storages and settings.
+  const core = await buildCore(config, { role: 'worker', ...(opts.router ? { router: opts.router } : {}) });
+  const { logger, db, catalog, storage, router } = core;
+  const temporal = core.temporal!;
+  // Batch items go through the same adapters as the API's synchronous routes.
+  const syncProviders = core.providers;
   const providers = new VideoProviders(catalog);
-  // Batch items go through the same adapters as the API's synchronous routes (one list: providers/build.ts).
-  const syncProviders = buildProviderRegistry(catalog);
-  const cleanup: (() => Promise<unknown>)[] = [() => providers.close(), () => syncProviders.close(), () => db.end()];
-  const router = opts.router ?? new ModelRouter(catalog, config.routing);
+  const cleanup: (() => Promise<unknown>)[] = [() => providers.close(), () => core.close()];
   try {
+    // While tracing is on: the workflow and activity interceptors continue the trace of the request that started
+    // the workflow, and the workflow's spans leave its sandbox through the exporter sink.
+    const traced = tracer ? await tracer.temporalWorkerOptions() : null;
     const metrics =
       opts.router || config.workerMetricsPort === null
         ? null
         : await serveWorkerMetrics(router, config.workerMetricsPort, config.host);
     if (metrics) cleanup.push(() => metrics.close());
     const workflowsPath = path.join(__dirname, '..', 'workflows', 'index' + path.extname(__filename));
-    const [bundle, nativeConnection, connection] = await Promise.all([
+    const [bundle, nativeConnection] = await Promise.all([
       workflowBundle(workflowsPath, traced?.interceptors.workflowModules ?? []),
       NativeConnection.connect({ address: config.temporalAddress }),
-      Connection.connect({ address: config.temporalAddress }),
     ]);
-    cleanup.unshift(
-      () => nativeConnection.close(),
-      () => connection.close(),
-    );
-    const temporal = new Client({
-      connection,
-      namespace: config.temporalNamespace,
-      ...(clientInterceptors ? { interceptors: clientInterceptors as ClientInterceptors } : {}),
-    });
+    cleanup.unshift(() => nativeConnection.close());
     const batchDeps = {
       db,
       storage,
