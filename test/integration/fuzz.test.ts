@@ -947,6 +947,7 @@ function validBodies(accountId: string): Record<string, Record<string, unknown>>
       metadata: { a: 'b' },
     },
     'POST /v1/batches/:id/cancel': {},
+    'POST /v1/responses/:id/cancel': {},
     'POST /v1beta/models/:spec': gemini,
     'POST /v1/models/:spec': gemini,
     // An IP literal: the endpoint's host is vetted without a DNS lookup.
