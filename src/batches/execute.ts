@@ -11,7 +11,7 @@ import { usageFromJson } from '../providers/openai';
 import { GeminiAdapter } from '../providers/gemini';
 import { asOpenAIError } from '../providers/upstreamError';
 import { RoutedBackend } from '../routing/routedBackend';
-import { bridgeChatRequest } from '../translate/chatBridgeRequest';
+import { bridgeChatRequest } from '../translate/upstream/chatBridgeRequest';
 import { translateInput } from '../translate/translateInput';
 import { geminiEmbedCall, openAIEmbeddingList } from '../api/embeddings/geminiUpstream';
 import { estimatedUsage, fromChatUsage, fromResponsesUsage } from '../billing/tokenUsage';

@@ -7,7 +7,7 @@ import {
   AnthropicStreamToChat,
   anthropicToChatCompletion,
   chatToAnthropicRequest,
-} from '../translate/chatToAnthropic';
+} from '../translate/upstream/chatToAnthropic';
 import type { MessagesResponse } from '../translate/anthropicTypes';
 import type { ResponseObject } from '../translate/responsesTypes';
 import {
@@ -15,7 +15,7 @@ import {
   responsesToChatCompletion,
   ResponsesStreamError,
   ResponsesStreamToChat,
-} from '../translate/chatToResponsesUpstream';
+} from '../translate/upstream/chatToResponses';
 import { chatProtocol } from './kinds';
 import { geminiBackend } from './geminiBackend';
 import { asOpenAIError } from './upstreamError';

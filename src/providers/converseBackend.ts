@@ -5,8 +5,12 @@ import {
   AnthropicStreamToChat,
   anthropicToChatCompletion,
   chatToAnthropicRequest,
-} from '../translate/chatToAnthropic';
-import { anthropicToConverse, converseToAnthropic, ConverseStreamToAnthropic } from '../translate/anthropicToConverse';
+} from '../translate/upstream/chatToAnthropic';
+import {
+  anthropicToConverse,
+  converseToAnthropic,
+  ConverseStreamToAnthropic,
+} from '../translate/upstream/anthropicToConverse';
 import { DEFAULT_MAX_OUTPUT_TOKENS } from '../billing/pricing';
 import { countImages, nativeBound } from '../billing/nativeBound';
 import type { BedrockAdapter } from './bedrock';
@@ -15,7 +19,7 @@ import { asOpenAIError } from './upstreamError';
 
 /**
  * A chat request on a non-Claude Bedrock model: chat -> Messages (chatToAnthropic.ts) -> Converse, and back the
- * same way (src/translate/anthropicToConverse.ts), billed on Converse's usage fields through the Messages bridge.
+ * same way (translate/upstream/anthropicToConverse.ts), billed on Converse's usage fields through the Messages bridge.
  */
 export function converseBackend(
   adapter: BedrockAdapter,

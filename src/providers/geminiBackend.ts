@@ -7,7 +7,7 @@ import {
   geminiToChatCompletion,
   GeminiStreamError,
   GeminiStreamToChat,
-} from '../translate/chatToGeminiUpstream';
+} from '../translate/upstream/chatToGemini';
 import { DEFAULT_MAX_OUTPUT_TOKENS } from '../billing/pricing';
 import { nativeBound } from '../billing/nativeBound';
 import type { GeminiUpstream } from './gemini';
@@ -16,7 +16,7 @@ import { bridgedBatches, type ChatBackend } from './chatBackends';
 
 /**
  * A chat request on a model of a `gemini` provider: chat -> generateContent -> chat
- * (src/translate/chatToGeminiUpstream.ts).
+ * (src/translate/upstream/chatToGemini.ts).
  */
 
 export function geminiBackend(

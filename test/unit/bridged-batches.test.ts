@@ -1,5 +1,5 @@
 import { bridgedBatches, UpstreamStreamError } from '../../src/providers/chatBackends';
-import { AnthropicStreamError, AnthropicStreamToChat } from '../../src/translate/chatToAnthropic';
+import { AnthropicStreamError, AnthropicStreamToChat } from '../../src/translate/upstream/chatToAnthropic';
 import type { ChatChunk } from '../../src/translate/chatTypes';
 
 /** An upstream body delivered in these network chunks. */

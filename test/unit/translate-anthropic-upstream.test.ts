@@ -3,7 +3,7 @@ import {
   AnthropicStreamToChat,
   anthropicToChatCompletion,
   chatToAnthropicRequest,
-} from '../../src/translate/chatToAnthropic';
+} from '../../src/translate/upstream/chatToAnthropic';
 
 describe('chat -> Anthropic Messages (Claude upstream for the Responses interface)', () => {
   test('system, tool turns, images and tool settings map to a Messages request', () => {

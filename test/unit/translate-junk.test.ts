@@ -1,5 +1,5 @@
-import { messagesToChat } from '../../src/translate/messagesToChat';
-import { responsesToChat } from '../../src/translate/responsesToChat';
+import { messagesToChat } from '../../src/translate/client/messagesToChat';
+import { responsesToChat } from '../../src/translate/client/responsesToChat';
 import { estimateInputTokens } from '../../src/translate/tokenEstimate';
 
 /**

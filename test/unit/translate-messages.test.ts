@@ -1,6 +1,6 @@
-import { messagesToChat } from '../../src/translate/messagesToChat';
-import { chatToMessages } from '../../src/translate/chatToMessages';
-import { ChatToMessagesStream } from '../../src/translate/chatStreamToMessages';
+import { messagesToChat } from '../../src/translate/client/messagesToChat';
+import { chatToMessages } from '../../src/translate/client/chatToMessages';
+import { ChatToMessagesStream } from '../../src/translate/client/chatStreamToMessages';
 import { shortenToolName, ToolNameMap } from '../../src/translate/toolNames';
 import type { ChatChunk, ChatCompletion } from '../../src/translate/chatTypes';
 import type { MessagesRequest } from '../../src/translate/anthropicTypes';

@@ -3,7 +3,7 @@ import {
   responsesToChatCompletion,
   ResponsesStreamError,
   ResponsesStreamToChat,
-} from '../../src/translate/chatToResponsesUpstream';
+} from '../../src/translate/upstream/chatToResponses';
 import type { ResponseObject } from '../../src/translate/responsesTypes';
 
 describe('chat -> Responses (a Responses-only upstream for the Messages interface)', () => {

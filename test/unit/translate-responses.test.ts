@@ -1,6 +1,6 @@
-import { responsesToChat, CUSTOM_TOOL_PARAMETERS } from '../../src/translate/responsesToChat';
-import { chatToResponses } from '../../src/translate/chatToResponses';
-import { ChatToResponsesStream } from '../../src/translate/chatStreamToResponses';
+import { responsesToChat, CUSTOM_TOOL_PARAMETERS } from '../../src/translate/client/responsesToChat';
+import { chatToResponses } from '../../src/translate/client/chatToResponses';
+import { ChatToResponsesStream } from '../../src/translate/client/chatStreamToResponses';
 import { ToolNameMap } from '../../src/translate/toolNames';
 import type { ChatChunk } from '../../src/translate/chatTypes';
 import type { ResponsesRequest } from '../../src/translate/responsesTypes';

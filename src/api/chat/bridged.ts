@@ -4,7 +4,7 @@ import { ApiError } from '../../errors';
 import { openAIBody } from '../errors';
 import type { ModelConfig } from '../../catalog/catalog';
 import type { ChatChunk } from '../../translate/chatTypes';
-import { bridgeChatRequest } from '../../translate/chatBridgeRequest';
+import { bridgeChatRequest } from '../../translate/upstream/chatBridgeRequest';
 import { RoutedBackend } from '../../routing/routedBackend';
 import { estimatedUsage, fromChatUsage } from '../../billing/tokenUsage';
 import { translateInput } from '../../translate/translateInput';

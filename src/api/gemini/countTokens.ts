@@ -1,5 +1,5 @@
 import type { CountTokensBody } from '../../schemas/gemini';
-import { geminiToChat } from '../../translate/geminiToChat';
+import { geminiToChat } from '../../translate/client/geminiToChat';
 import { IMAGE_TOKENS } from '../../translate/tokenEstimate';
 import { translateInput } from '../../translate/translateInput';
 

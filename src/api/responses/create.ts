@@ -3,7 +3,7 @@ import type { Ctx } from '../middleware';
 import { notFound } from '../../errors';
 import type { ModelConfig } from '../../catalog/catalog';
 import type { ResponsesItem, ResponsesRequest } from '../../translate/responsesTypes';
-import { inputItems } from '../../translate/responsesToChat';
+import { inputItems } from '../../translate/client/responsesToChat';
 import { requestAbort } from '../routedCall';
 import { SseSink } from '../../sse/clientSink';
 import { conversationItems } from './storedResponses';

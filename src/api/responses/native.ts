@@ -3,7 +3,7 @@ import type { Ctx } from '../middleware';
 import { invalidUpstreamResponse } from '../../errors';
 import { checkOutputCap } from '../../catalog/outputCap';
 import type { ResponseObject } from '../../translate/responsesTypes';
-import { newId } from '../../translate/chatToResponses';
+import { newId } from '../../translate/client/chatToResponses';
 import { formatSse } from '../../sse/translatedEvents';
 import type { EventSourceMessage } from '../../sse/upstreamEvents';
 import { redactorFor } from '../../catalog/redact';

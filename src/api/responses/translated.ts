@@ -1,8 +1,8 @@
 import type { AppDeps } from '../deps';
 import type { Ctx } from '../middleware';
-import { responsesToChat } from '../../translate/responsesToChat';
-import { chatToResponses, newId, type ResponseShell } from '../../translate/chatToResponses';
-import { ChatToResponsesStream } from '../../translate/chatStreamToResponses';
+import { responsesToChat } from '../../translate/client/responsesToChat';
+import { chatToResponses, newId, type ResponseShell } from '../../translate/client/chatToResponses';
+import { ChatToResponsesStream } from '../../translate/client/chatStreamToResponses';
 import { translateInput } from '../../translate/translateInput';
 import { formatSse, type SseEvent } from '../../sse/translatedEvents';
 import { RoutedBackend } from '../../routing/routedBackend';

@@ -1,4 +1,4 @@
-import { badRequest } from '../errors';
+import { badRequest } from '../../errors';
 import type {
   ChatContentPart,
   ChatFunctionTool,
@@ -7,11 +7,11 @@ import type {
   ChatTextPart,
   ChatToolCall,
   ChatToolChoice,
-} from './chatTypes';
-import { clipJson } from '../text/clip';
+} from '../chatTypes';
+import { clipJson } from '../../text/clip';
 
 /**
- * A client's /v1/chat/completions body -> the ChatRequest the bridges take (chatToAnthropic, chatToResponsesUpstream),
+ * A client's /v1/chat/completions body -> the ChatRequest the bridges take (chatToAnthropic, chatToResponses here),
  * for chat models whose upstream does not speak Chat Completions. The bridges only know text and image parts, function
  * tools and one choice; anything else a client sends that they cannot honour is a 400 naming the field, never a
  * silently different answer.

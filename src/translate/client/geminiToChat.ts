@@ -1,4 +1,4 @@
-import { badRequest } from '../errors';
+import { badRequest } from '../../errors';
 import type {
   ChatContentPart,
   ChatFunctionTool,
@@ -7,8 +7,8 @@ import type {
   ChatTextPart,
   ChatToolCall,
   ChatToolChoice,
-} from './chatTypes';
-import type { GeminiContent, GeminiPart, GenerateContentRequest } from './geminiTypes';
+} from '../chatTypes';
+import type { GeminiContent, GeminiPart, GenerateContentRequest } from '../geminiTypes';
 import {
   applyLimits,
   effortFromBudget,
@@ -16,7 +16,7 @@ import {
   type ChatTranslation,
   type TranslateOptions,
 } from './messagesToChat';
-import { ToolNameMap } from './toolNames';
+import { ToolNameMap } from '../toolNames';
 
 /**
  * Gemini generateContent request -> Chat Completions request. Function calls without an id (older clients) get

@@ -15,7 +15,7 @@ import type {
   AnthropicStopReason,
   MessagesRequest,
   MessagesResponse,
-} from './anthropicTypes';
+} from '../anthropicTypes';
 
 /**
  * Bedrock's Converse API <-> Anthropic Messages. Chat requests for a non-Claude Bedrock model go chat -> Messages

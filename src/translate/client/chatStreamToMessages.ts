@@ -1,7 +1,7 @@
-import type { ChatChunk, ChatFinishReason, ChatUsage } from './chatTypes';
-import type { AnthropicStopReason } from './anthropicTypes';
-import type { SseEvent } from '../sse/translatedEvents';
-import type { ToolNameMap } from './toolNames';
+import type { ChatChunk, ChatFinishReason, ChatUsage } from '../chatTypes';
+import type { AnthropicStopReason } from '../anthropicTypes';
+import type { SseEvent } from '../../sse/translatedEvents';
+import type { ToolNameMap } from '../toolNames';
 import { anthropicUsage, newMessageId, stopReasonOf, toolUseId } from './chatToMessages';
 
 /**

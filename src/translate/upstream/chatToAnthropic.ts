@@ -7,7 +7,7 @@ import type {
   ChatRequest,
   ChatToolCall,
   ChatUsage,
-} from './chatTypes';
+} from '../chatTypes';
 import type {
   AnthropicContentBlock,
   AnthropicImageBlock,
@@ -17,8 +17,8 @@ import type {
   AnthropicToolChoice,
   MessagesRequest,
   MessagesResponse,
-} from './anthropicTypes';
-import { parseToolInput } from './chatToMessages';
+} from '../anthropicTypes';
+import { parseToolInput } from '../client/chatToMessages';
 
 /**
  * Chat Completions <-> Anthropic Messages for an Anthropic-protocol upstream, so the Responses interface (which

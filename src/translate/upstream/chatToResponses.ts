@@ -7,9 +7,9 @@ import type {
   ChatRequest,
   ChatToolCall,
   ChatUsage,
-} from './chatTypes';
-import type { ResponseObject, ResponsesContentPart, ResponsesItem, ResponsesRequest } from './responsesTypes';
-import { ApiError } from '../errors';
+} from '../chatTypes';
+import type { ResponseObject, ResponsesContentPart, ResponsesItem, ResponsesRequest } from '../responsesTypes';
+import { ApiError } from '../../errors';
 
 /**
  * Chat Completions <-> OpenAI Responses for a Responses-only upstream (a model marked `api: "responses"`), so the

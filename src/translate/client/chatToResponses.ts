@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
-import type { ChatCompletion, ChatFinishReason, ChatUsage } from './chatTypes';
-import type { ResponseObject, ResponsesItem, ResponsesRequest, ResponsesTool, ResponsesUsage } from './responsesTypes';
-import type { ToolNameMap } from './toolNames';
+import type { ChatCompletion, ChatFinishReason, ChatUsage } from '../chatTypes';
+import type { ResponseObject, ResponsesItem, ResponsesRequest, ResponsesTool, ResponsesUsage } from '../responsesTypes';
+import type { ToolNameMap } from '../toolNames';
 
 /** Chat Completions response -> OpenAI Responses object (reference 4.2), and the pieces the stream shares. */
 

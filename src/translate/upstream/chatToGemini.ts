@@ -1,4 +1,4 @@
-import type { ChatChunk, ChatCompletion, ChatFinishReason, ChatMessage, ChatRequest, ChatToolCall } from './chatTypes';
+import type { ChatChunk, ChatCompletion, ChatFinishReason, ChatMessage, ChatRequest, ChatToolCall } from '../chatTypes';
 import {
   modalityTokens,
   type GeminiContent,
@@ -6,7 +6,7 @@ import {
   type GeminiUsageMetadata,
   type GenerateContentRequest,
   type GenerateContentResponse,
-} from './geminiTypes';
+} from '../geminiTypes';
 
 /**
  * Chat Completions request -> Gemini generateContent request, and Gemini responses (whole or streamed) -> chat

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
-import type { ChatChunk, ChatCompletion, ChatFinishReason, ChatUsage } from './chatTypes';
-import type { GeminiFinishReason, GeminiPart, GeminiUsageMetadata, GenerateContentResponse } from './geminiTypes';
-import type { ToolNameMap } from './toolNames';
+import type { ChatChunk, ChatCompletion, ChatFinishReason, ChatUsage } from '../chatTypes';
+import type { GeminiFinishReason, GeminiPart, GeminiUsageMetadata, GenerateContentResponse } from '../geminiTypes';
+import type { ToolNameMap } from '../toolNames';
 import { parseToolInput } from './chatToMessages';
 
 /**

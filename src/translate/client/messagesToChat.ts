@@ -6,14 +6,14 @@ import type {
   ChatTextPart,
   ChatToolCall,
   ChatToolChoice,
-} from './chatTypes';
+} from '../chatTypes';
 import type {
   AnthropicContentBlock,
   AnthropicImageBlock,
   AnthropicToolResultBlock,
   MessagesRequest,
-} from './anthropicTypes';
-import { ToolNameMap } from './toolNames';
+} from '../anthropicTypes';
+import { ToolNameMap } from '../toolNames';
 
 /**
  * Anthropic Messages request -> Chat Completions request (reference 4.1). Fields a chat upstream has no use for

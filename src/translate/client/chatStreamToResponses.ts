@@ -1,7 +1,7 @@
-import type { ChatChunk, ChatFinishReason, ChatToolCallDelta, ChatUsage } from './chatTypes';
-import type { SseEvent } from '../sse/translatedEvents';
-import type { ResponseObject, ResponsesItem } from './responsesTypes';
-import type { ToolNameMap } from './toolNames';
+import type { ChatChunk, ChatFinishReason, ChatToolCallDelta, ChatUsage } from '../chatTypes';
+import type { SseEvent } from '../../sse/translatedEvents';
+import type { ResponseObject, ResponsesItem } from '../responsesTypes';
+import type { ToolNameMap } from '../toolNames';
 import {
   messageItem,
   newId,

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
-import type { ChatCompletion, ChatFinishReason, ChatUsage } from './chatTypes';
-import type { AnthropicResponseBlock, AnthropicStopReason, AnthropicUsage, MessagesResponse } from './anthropicTypes';
-import type { ToolNameMap } from './toolNames';
+import type { ChatCompletion, ChatFinishReason, ChatUsage } from '../chatTypes';
+import type { AnthropicResponseBlock, AnthropicStopReason, AnthropicUsage, MessagesResponse } from '../anthropicTypes';
+import type { ToolNameMap } from '../toolNames';
 
 /** Chat Completions response -> Anthropic Messages response (reference 4.2). */
 

@@ -5,9 +5,9 @@ import type {
   ChatRequest,
   ChatTextPart,
   ChatToolChoice,
-} from './chatTypes';
-import type { ResponsesContentPart, ResponsesItem, ResponsesRequest, ResponsesTool } from './responsesTypes';
-import { ToolNameMap } from './toolNames';
+} from '../chatTypes';
+import type { ResponsesContentPart, ResponsesItem, ResponsesRequest, ResponsesTool } from '../responsesTypes';
+import { ToolNameMap } from '../toolNames';
 import { applyLimits, normalizeEffort, type ChatTranslation, type TranslateOptions } from './messagesToChat';
 
 /**
