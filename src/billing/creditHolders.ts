@@ -62,7 +62,12 @@ export class CreditHolder {
 
   /** The holder id to place lease holds under, registered (committed) before it is returned. */
   current(): Promise<string> {
-    if (this.closed) return Promise.reject(new Error('credit holder closed'));
+    if (this.closed) {
+      // Leasing again after a clean stop (a process that closes its credit and goes on, as tests do): a new holder.
+      this.closed = false;
+      this.id = randomUUID();
+      this.registered = null;
+    }
     this.registered ??= this.register(this.id);
     return this.registered;
   }

@@ -197,8 +197,9 @@ export function breakdownOfUnits(units: Record<string, unknown>): {
   cache_write_1h: number;
   output: number;
   reasoning: number;
-  audio_input: number;
-  audio_output: number;
+  /** Only where the model counted audio tokens. */
+  audio_input?: number;
+  audio_output?: number;
 } | null {
   if (typeof units.prompt_tokens !== 'number') return null;
   const cacheRead = n(units.cache_read_tokens);
@@ -214,7 +215,7 @@ export function breakdownOfUnits(units: Record<string, unknown>): {
     cache_write_1h: w1,
     output: n(units.completion_tokens),
     reasoning: n(units.reasoning_tokens),
-    audio_input: n(units.audio_input_tokens),
-    audio_output: n(units.audio_output_tokens),
+    ...(n(units.audio_input_tokens) ? { audio_input: n(units.audio_input_tokens) } : {}),
+    ...(n(units.audio_output_tokens) ? { audio_output: n(units.audio_output_tokens) } : {}),
   };
 }

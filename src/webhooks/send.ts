@@ -74,8 +74,6 @@ export async function sendWebhook(o: {
 }): Promise<SendResult> {
   const signal = AbortSignal.timeout(o.timeoutMs);
   const u = new URL(o.url);
-  if (!portAllowed(u, { allowPrivateUrls: o.allowPrivate, allowedPorts: o.allowedPorts }))
-    return { outcome: 'failed', statusCode: null, error: `port ${portOf(u)} is not allowed`, retryAfterMs: null };
   let pinned;
   try {
     pinned = await vetHost(u, { allowPrivate: o.allowPrivate, lookup: o.lookup, signal });
@@ -94,6 +92,9 @@ export async function sendWebhook(o: {
       retryAfterMs: null,
     };
   }
+  // After the address check, so a private address is named as such whatever its port.
+  if (!portAllowed(u, { allowPrivateUrls: o.allowPrivate, allowedPorts: o.allowedPorts }))
+    return { outcome: 'failed', statusCode: null, error: `port ${portOf(u)} is not allowed`, retryAfterMs: null };
   const agent = pinnedAgent(pinned, o.timeoutMs);
   try {
     const res = await request(u, {
