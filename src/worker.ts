@@ -24,6 +24,7 @@ import { recoverDeadLeases, staleAfter } from './billing/creditHolders';
 import { exitOnStopSignals } from './runtime/stopSignals';
 import { VideoProviders } from './providers/video';
 import { reconcileVideoJobs } from './video/reconciler';
+import { followTwins } from './video/twins';
 import { reconcileBatches } from './batches/reconciler';
 import { reconcileDeliveries } from './webhooks/reconciler';
 import { reconcileBackgroundResponses } from './backgroundResponses/reconciler';
@@ -277,6 +278,15 @@ export async function startWorker(config: Config = loadConfig(), opts: WorkerOpt
         ),
       );
       stops.push(every(config.video.holdSweepIntervalMs, () => releaseExpiredHolds(db), onError('expired hold sweep')));
+      // Duplicate video tasks that could not be cancelled, followed to their end (read from the database).
+      stops.push(
+        every(
+          config.video.twinSweepIntervalMs,
+          () =>
+            followTwins({ db, catalog, providers, router, logger }, { followWindowMs: config.video.followWindowMs }),
+          onError('duplicate video task sweep'),
+        ),
+      );
       // The credit leases of API processes that died, within a minute (the API processes recover them too).
       stops.push(
         every(

@@ -31,6 +31,7 @@ export function fastVideoSettings(o: Partial<VideoSettings> = {}): VideoSettings
     reconcileIntervalMs: 300,
     reconcileGraceMs: 1_000,
     holdSweepIntervalMs: 1_000,
+    twinSweepIntervalMs: 300,
     cancelWaitMs: 3_000,
     stickyQueueTimeoutMs: 1_000,
     ...o,
