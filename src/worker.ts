@@ -11,6 +11,7 @@ import {
   type LogEntry,
   type LogLevel,
   type WorkerInterceptors,
+  type WorkflowBundleOption,
   type WorkflowBundleWithSourceMap,
 } from '@temporalio/worker';
 import { loadConfig, type Config } from './config';
@@ -65,6 +66,8 @@ export interface WorkerOptions {
    * API's router, so they appear on the API's /metrics, and the worker serves no metrics of its own.
    */
   router?: ModelRouter;
+  /** A workflow bundle built beforehand (tests start many worker processes; bundling is most of a start). */
+  workflowCodePath?: string;
 }
 
 // Bundling the workflow code (webpack) takes seconds: do it once per process (and set of interceptor modules).
@@ -166,7 +169,9 @@ export async function startWorker(config: Config = loadConfig(), opts: WorkerOpt
     if (metrics) cleanup.push(() => metrics.close());
     const workflowsPath = path.join(__dirname, '..', 'workflows', 'index' + path.extname(__filename));
     const [bundle, nativeConnection, connection] = await Promise.all([
-      workflowBundle(workflowsPath, traced?.interceptors.workflowModules ?? []),
+      opts.workflowCodePath && !traced
+        ? Promise.resolve<WorkflowBundleOption>({ codePath: opts.workflowCodePath })
+        : workflowBundle(workflowsPath, traced?.interceptors.workflowModules ?? []),
       NativeConnection.connect({ address: config.temporalAddress }),
       Connection.connect({ address: config.temporalAddress }),
     ]);
