@@ -7,6 +7,7 @@ import type { StoredImageRef } from '../src/video/jobs';
 import type { SubmitArgs, SubmitOutcome } from '../src/video/workflowContract';
 import { adapterOf, loadJob, toFailure, type VideoActivityContext } from './videoContext';
 import { TryRecord } from '../src/routing/tryRecord';
+import { creatorAdapter, duplicateCancelledKey, duplicateKey } from '../src/video/twins';
 
 /** Activity submitVideo: creating the job's provider task, once. */
 
@@ -101,7 +102,8 @@ async function createTask(
  * Records the task, even if the job ended meanwhile (a cancel): the workflow then cancels or follows it. A second
  * attempt that ran alongside the first (a timed-out attempt still running) created a twin: one task is the job's;
  * the other is named in a `provider_task_duplicate` job event and cancelled at the provider that created it
- * (`provider_task_cancelled`), or, where the provider cannot cancel (Veo), the event says so.
+ * (`provider_task_cancelled`), or, where the provider cannot cancel (Veo), followed to its end by the worker's twin
+ * sweep (src/video/twins.ts: `provider_task_ended`).
  */
 async function recordTask(x: VideoActivityContext, job: jobs.VideoJob, t: AcceptedTask): Promise<SubmitOutcome> {
   const { taskId } = t;
@@ -118,20 +120,13 @@ async function recordTask(x: VideoActivityContext, job: jobs.VideoJob, t: Accept
   };
 }
 
-/** The adapter that created `t` (its deployment's, else its provider's). */
-function creatorOf(x: VideoActivityContext, job: jobs.VideoJob, t: AcceptedTask) {
-  const model = x.catalog.get(job.model);
-  const d = model && t.deployment ? x.router.deployment(model, t.deployment) : null;
-  return d ? x.providers.forDeployment(d) : x.providers.get(t.provider);
-}
-
 async function dropDuplicate(x: VideoActivityContext, job: jobs.VideoJob, t: AcceptedTask, kept: string) {
   const { taskId } = t;
   const at = { taskId, provider: t.provider, deployment: t.deployment, kept };
-  await jobs.appendEvent(x.db, job.id, 'provider_task_duplicate', null, at, `${job.id}:duplicate:${taskId}`);
+  await jobs.appendEvent(x.db, job.id, 'provider_task_duplicate', null, at, duplicateKey(job.id, taskId));
   let cancelled = false;
   try {
-    cancelled = await creatorOf(x, job, t).cancel(taskId);
+    cancelled = await creatorAdapter(x, job.model, t).cancel(taskId);
   } catch (e) {
     x.logger?.warn({ jobId: job.id, taskId, err: (e as Error).message }, 'cancelling a duplicate provider task failed');
   }
@@ -142,7 +137,8 @@ async function dropDuplicate(x: VideoActivityContext, job: jobs.VideoJob, t: Acc
       'provider_task_cancelled',
       null,
       { taskId, duplicate: true },
-      `${job.id}:duplicate_cancelled:${taskId}`,
+      duplicateCancelledKey(job.id, taskId),
     );
-  else x.logger?.warn(at, 'a duplicate provider task could not be cancelled: it runs on at our cost');
+  // Otherwise the worker's twin sweep (src/video/twins.ts) follows it to its end and records what it cost us.
+  else x.logger?.warn(at, 'a duplicate provider task could not be cancelled: it is followed to its end');
 }

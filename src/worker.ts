@@ -10,6 +10,7 @@ import {
   type LogEntry,
   type LogLevel,
   type WorkerInterceptors,
+  type WorkflowBundleOption,
   type WorkflowBundleWithSourceMap,
 } from '@temporalio/worker';
 import { loadConfig, type Config } from './config';
@@ -21,6 +22,7 @@ import { recoverDeadLeases, staleAfter } from './billing/creditHolders';
 import { exitOnStopSignals } from './runtime/stopSignals';
 import { VideoProviders } from './providers/video';
 import { reconcileVideoJobs } from './video/reconciler';
+import { followTwins } from './video/twins';
 import { reconcileBatches } from './batches/reconciler';
 import { reconcileDeliveries } from './webhooks/reconciler';
 import { reconcileBackgroundResponses } from './backgroundResponses/reconciler';
@@ -59,6 +61,8 @@ export interface WorkerOptions {
    * API's router, so they appear on the API's /metrics, and the worker serves no metrics of its own.
    */
   router?: ModelRouter;
+  /** A workflow bundle built beforehand (tests start many worker processes; bundling is most of a start). */
+  workflowCodePath?: string;
 }
 
 // Bundling the workflow code (webpack) takes seconds: do it once per process (and set of interceptor modules).
@@ -155,7 +159,9 @@ export async function startWorker(config: Config = loadConfig(), opts: WorkerOpt
     if (metrics) cleanup.push(() => metrics.close());
     const workflowsPath = path.join(__dirname, '..', 'workflows', 'index' + path.extname(__filename));
     const [bundle, nativeConnection] = await Promise.all([
-      workflowBundle(workflowsPath, traced?.interceptors.workflowModules ?? []),
+      opts.workflowCodePath && !traced
+        ? Promise.resolve<WorkflowBundleOption>({ codePath: opts.workflowCodePath })
+        : workflowBundle(workflowsPath, traced?.interceptors.workflowModules ?? []),
       NativeConnection.connect({ address: config.temporalAddress }),
     ]);
     cleanup.unshift(() => nativeConnection.close());
@@ -258,6 +264,15 @@ export async function startWorker(config: Config = loadConfig(), opts: WorkerOpt
         ),
       );
       stops.push(every(config.video.holdSweepIntervalMs, () => releaseExpiredHolds(db), onError('expired hold sweep')));
+      // Duplicate video tasks that could not be cancelled, followed to their end (read from the database).
+      stops.push(
+        every(
+          config.video.twinSweepIntervalMs,
+          () =>
+            followTwins({ db, catalog, providers, router, logger }, { followWindowMs: config.video.followWindowMs }),
+          onError('duplicate video task sweep'),
+        ),
+      );
       // The credit leases of API processes that died, within a minute (the API processes recover them too).
       stops.push(
         every(

@@ -13,6 +13,8 @@ export interface VideoSettings extends WorkflowTiming {
   reconcileGraceMs: number;
   /** How often the worker releases expired holds (ms). */
   holdSweepIntervalMs: number;
+  /** How often the worker looks at the duplicate provider tasks it follows to their end (src/video/twins.ts, ms). */
+  twinSweepIntervalMs: number;
   /** How long DELETE /v1/videos/{id} waits for the workflow to finish the cancellation (ms). */
   cancelWaitMs: number;
   /** How long a workflow task waits for the worker that cached the workflow before any worker takes it (ms). */
@@ -38,6 +40,7 @@ export function loadVideoSettings(env: NodeJS.ProcessEnv = process.env): VideoSe
     reconcileIntervalMs: num(env, 'VIDEO_RECONCILE_INTERVAL_MS', 30_000),
     reconcileGraceMs: num(env, 'VIDEO_RECONCILE_GRACE_MS', 60_000),
     holdSweepIntervalMs: num(env, 'VIDEO_HOLD_SWEEP_INTERVAL_MS', 60_000),
+    twinSweepIntervalMs: num(env, 'VIDEO_TWIN_SWEEP_INTERVAL_MS', 60_000),
     cancelWaitMs: num(env, 'VIDEO_CANCEL_WAIT_MS', 5_000),
     stickyQueueTimeoutMs: num(env, 'VIDEO_STICKY_QUEUE_TIMEOUT_MS', 10_000),
   };

@@ -1,4 +1,4 @@
-import { NativeConnection, Worker, type WorkerOptions, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import { NativeConnection, Worker, type WorkerOptions, type WorkflowBundleOption } from '@temporalio/worker';
 import type { Client } from '@temporalio/client';
 import type { Config } from '../config';
 import { createPool } from '../db/pool';
@@ -21,7 +21,7 @@ export interface DeliveryWorker {
 export async function createDeliveryWorker(o: {
   config: Config;
   connection: NativeConnection;
-  bundle: WorkflowBundleWithSourceMap;
+  bundle: WorkflowBundleOption;
   temporal: Client;
   logger: Logger;
   /** The tracing interceptors and sinks of the jobs' worker, when tracing is on. */

@@ -580,3 +580,68 @@ test('chaos: worker SIGKILLs in a routed batch slower than its heartbeat timeout
     await worker.kill('SIGTERM');
   }
 }, 300_000);
+
+test('chaos: native batch, status outage past 20 polls, worker SIGKILLed at submit and mid-outage', async () => {
+  const start = 1_000_000;
+  const acc = await h.account(start);
+  const openai = new OpenAI({ apiKey: acc.key, baseURL: `${h.url}/v1`, maxRetries: 0 });
+  const c = h.emulator.control;
+  // A killed worker's provider call is retried after its start-to-close timeout: shortened for this batch (the API
+  // copies the timing into the batch's workflow when it starts it).
+  const activityTimeoutMs = h.config.batches.activityTimeoutMs;
+  h.config.batches.activityTimeoutMs = 3_000;
+  // The submission's answer is held back, so the first kill lands while the provider's batch is being created.
+  c.addFault({ match: 'POST /openai/v1/batches', delayMs: 1_500, times: 1 });
+  const ids = Array.from({ length: 6 }, (_, i) => `nc-${i}`);
+  let worker = await spawnWorker(h);
+  try {
+    const nb = await chatBatch(openai, 'gpt-4o-mini-native', ids, (id) => `native chaos ${id}`, 'chaos.jsonl');
+    h.config.batches.activityTimeoutMs = activityTimeoutMs;
+    await eventually(async () => c.faultsApplied === 1, 60_000, 10);
+    await worker.kill('SIGKILL');
+    // Then 22 status reads in a row answer 503 (more than the 20 attempts main once gave up after).
+    c.addFault({ match: '/^GET \\/openai\\/v1\\/batches\\/[^/]+$/', status: 503, times: 22 });
+    worker = await spawnWorker(h);
+    await eventually(async () => c.faultsApplied >= 1 + 8, 60_000, 10);
+    await worker.kill('SIGKILL');
+    worker = await spawnWorker(h);
+    const done = await eventually(
+      async () => {
+        const x = await openai.batches.retrieve(nb.id);
+        return ['completed', 'failed', 'expired', 'cancelled'].includes(x.status) ? x : null;
+      },
+      120_000,
+      200,
+    );
+    expect(c.faultsApplied).toBe(1 + 22);
+    expect(done.status).toBe('completed');
+    expect(done.request_counts).toEqual({ total: ids.length, completed: ids.length, failed: 0 });
+    // One batch at the provider (the retried submission found the first by its mark), each line run there once.
+    const listed = (await (await fetch(`${h.emulator.url}/openai/v1/batches?limit=100`)).json()) as {
+      data: { metadata?: { gateway_batch_id?: string } }[];
+    };
+    expect(listed.data.filter((b) => b.metadata?.gateway_batch_id === nb.id)).toHaveLength(1);
+    for (const id of ids) expect(upstreamCalls(`native chaos ${id}"`)).toBe(1);
+    const spent = await expectExactlyOnce(
+      acc.accountId,
+      nb.id,
+      ids,
+      await (await openai.files.content(done.output_file_id!)).text(),
+    );
+    const usage = await sql(
+      'SELECT count(*)::int AS n, coalesce(sum(cost_vnd), 0)::bigint AS c FROM usage_records WHERE account_id = $1',
+      [acc.accountId],
+    );
+    expect({ n: usage[0].n, c: Number(usage[0].c) }).toEqual({ n: ids.length, c: spent });
+    expect(await getBalance(h.deps.db, acc.accountId)).toEqual({
+      balance: start - spent,
+      held: 0,
+      available: start - spent,
+    });
+    expect(await verifyProjections(h.deps.db)).toEqual([]);
+  } finally {
+    h.config.batches.activityTimeoutMs = activityTimeoutMs;
+    c.reset();
+    await worker.kill('SIGTERM');
+  }
+}, 120_000);

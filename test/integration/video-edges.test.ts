@@ -87,21 +87,30 @@ test(
 );
 
 /** A job with its hold, as POST /v1/videos commits it (no workflow: the test drives the end itself). */
-async function heldJob(accountId: string): Promise<{ id: string; holdId: string }> {
+async function heldJob(
+  accountId: string,
+  m: { model: string; provider: string; seconds: number; price: number; prompt: string } = {
+    model: SEEDANCE,
+    provider: 'emulator-seedance',
+    seconds: 5,
+    price: 3600,
+    prompt: 'edge',
+  },
+): Promise<{ id: string; holdId: string }> {
   const id = randomUUID();
   const holdId = randomUUID();
   await createJobWithHold(h.deps.db, {
     id,
     accountId,
     apiKeyId: null,
-    model: SEEDANCE,
-    provider: 'emulator-seedance',
+    model: m.model,
+    provider: m.provider,
     requestHash: 'x',
     idempotencyKey: null,
-    request: { prompt: 'edge', seconds: 5, returnLastFrame: false, images: {} },
-    seconds: 5,
-    pricePerSecond: 3600,
-    maxCostVnd: 5 * 3600,
+    request: { prompt: m.prompt, seconds: m.seconds, returnLastFrame: false, images: {} },
+    seconds: m.seconds,
+    pricePerSecond: m.price,
+    maxCostVnd: m.seconds * m.price,
     holdId,
   });
   return { id, holdId };
@@ -382,6 +391,71 @@ test(
     } finally {
       await providers.close();
     }
+  },
+  WORKFLOW_TEST_MS,
+);
+
+test(
+  "a Veo twin (no cancel there) is followed to its end: its cost is the gateway's, the customer is charged once",
+  async () => {
+    const acc = await h.account(BALANCE);
+    const price = 10_400;
+    const job = await heldJob(acc.accountId, {
+      model: VEO,
+      provider: 'emulator-veo',
+      seconds: 4,
+      price,
+      prompt: 'twin sunrise [polls=4]',
+    });
+    const providers = new VideoProviders(h.deps.catalog);
+    try {
+      const acts = createVideoActivities({
+        db: h.deps.db,
+        storage: h.deps.storage,
+        catalog: h.deps.catalog,
+        providers,
+      });
+      h.emulator.control.addFault({ match: 'POST /veo/v1beta/models/', delayMs: 1500, times: 1 });
+      const run = () =>
+        new MockActivityEnvironment().run(acts.submitVideo, { jobId: job.id }) as ReturnType<typeof acts.submitVideo>;
+      await Promise.all([run(), run()]);
+    } finally {
+      await providers.close();
+    }
+    const dup = (await listEvents(h.deps.db, job.id)).find((e) => e.kind === 'provider_task_duplicate')!;
+    const twin = dup.data.taskId as string;
+    // The worker's sweep follows the twin (Veo cannot cancel it) until the provider says it ended.
+    const ended = await eventually(async () =>
+      (await listEvents(h.deps.db, job.id)).find((e) => e.kind === 'provider_task_ended' && e.data.taskId === twin),
+    );
+    expect(ended.data).toEqual({
+      taskId: twin,
+      state: 'succeeded',
+      durationSeconds: null,
+      duplicate: true,
+      gatewayCostVnd: 4 * price,
+    });
+    expect((await eventKinds(job.id)).filter((k) => k === 'provider_task_cancelled')).toEqual([]);
+    // The job itself runs on its own task (the reconciler starts its workflow): one charge, for one video.
+    const done = await eventually(async () => {
+      const j = await getJob(h.deps.db, job.id);
+      return j?.status === 'completed' ? j : null;
+    });
+    expect(done.providerTaskId).not.toBe(twin);
+    expect(done.costVnd).toBe(4 * price);
+    const charged = (await listLedger(h.deps.db, acc.accountId, 100)).filter((e) => e.kind === 'charged');
+    expect(charged.map((e) => e.amount)).toEqual([4 * price]);
+    expect(await getBalance(h.deps.db, acc.accountId)).toEqual({
+      balance: BALANCE - 4 * price,
+      held: 0,
+      available: BALANCE - 4 * price,
+    });
+    // The twin's media is never fetched.
+    const twinOp = twin.split('/').pop()!;
+    expect(
+      h.emulator.control.requests.filter((r) => r.method === 'GET' && r.path.includes(`/files/${twinOp}`)),
+    ).toEqual([]);
+    expect(await verifyProjections(h.deps.db)).toEqual([]);
   },
   WORKFLOW_TEST_MS,
 );

@@ -31,6 +31,7 @@ export function fastVideoSettings(o: Partial<VideoSettings> = {}): VideoSettings
     reconcileIntervalMs: 300,
     reconcileGraceMs: 1_000,
     holdSweepIntervalMs: 1_000,
+    twinSweepIntervalMs: 300,
     cancelWaitMs: 3_000,
     stickyQueueTimeoutMs: 1_000,
     ...o,
@@ -123,9 +124,30 @@ export interface ChildWorker {
   kill(signal?: NodeJS.Signals): Promise<void>;
 }
 
+let sharedBundle: Promise<string> | null = null;
+/** The workflow code, bundled once per test file and shared by its child workers (bundling is most of a start). */
+function workflowCodePath(): Promise<string> {
+  sharedBundle ??= (async () => {
+    const { bundleWorkflowCode } = await import('@temporalio/worker');
+    const noop = () => undefined;
+    const { code } = await bundleWorkflowCode({
+      workflowsPath: path.join(__dirname, '..', '..', 'workflows', 'index.ts'),
+      logger: { trace: noop, debug: noop, info: noop, warn: noop, error: noop, log: noop },
+    });
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'gw-workflows-'));
+    process.once('exit', () => fs.rmSync(dir, { recursive: true, force: true }));
+    fs.writeFileSync(path.join(dir, 'workflows.js'), code);
+    return path.join(dir, 'workflows.js');
+  })();
+  return sharedBundle;
+}
+
 /** Starts a worker in a child process (TypeScript sources via swc) with the harness's config; resolves when ready. */
 export async function spawnWorker(h: VideoHarness): Promise<ChildWorker> {
-  const c = await spawnTsChild('videoWorkerChild.ts', { VIDEO_WORKER_CONFIG: JSON.stringify(h.config) });
+  const c = await spawnTsChild('videoWorkerChild.ts', {
+    VIDEO_WORKER_CONFIG: JSON.stringify(h.config),
+    WORKFLOW_CODE_PATH: await workflowCodePath(),
+  });
   if (!c.firstLine.includes('ready')) throw new Error(`child worker said ${JSON.stringify(c.firstLine)}`);
   return { pid: c.pid, kill: c.kill };
 }

@@ -6,7 +6,7 @@ import type { Config } from '../../src/config';
  * mid-job. The config arrives as JSON in VIDEO_WORKER_CONFIG; "ready" on stdout means it is polling.
  */
 const config = JSON.parse(process.env.VIDEO_WORKER_CONFIG ?? '{}') as Config;
-startWorker(config).then(
+startWorker(config, { workflowCodePath: process.env.WORKFLOW_CODE_PATH || undefined }).then(
   (w) => {
     process.stdout.write('ready\n');
     process.once('SIGTERM', () => {

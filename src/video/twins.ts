@@ -1,0 +1,142 @@
+import type { Catalog } from '../catalog/catalog';
+import type { Db } from '../db/pool';
+import type { Logger } from '../observability/logger';
+import type { VideoProviders } from '../providers/video';
+import { VideoProviderError, type VideoProviderAdapter, type VideoTaskState } from '../providers/video/types';
+import type { ModelRouter } from '../routing/modelRouter';
+import { appendEvent } from './jobs';
+
+/**
+ * Twins: provider tasks a timed-out submit attempt created after its retry had already recorded the job's own task
+ * (`provider_task_duplicate` events, activities/videoSubmit.ts). A twin that could not be cancelled there (Veo has
+ * no cancel, or the cancel failed) runs on at the gateway's cost, so the worker follows each one to its end: this
+ * sweep reads the open twins from the database (so a worker restart loses none), looks at each through the adapter
+ * that created it, and records its end as `provider_task_ended` (duplicate: true) with the provider's final state
+ * and what it costs the gateway at the job's catalog price. The customer is never charged for a twin, and a
+ * finished twin's media is never copied.
+ */
+
+export interface TwinDeps {
+  db: Db;
+  catalog: Catalog;
+  providers: VideoProviders;
+  router: ModelRouter;
+  logger?: Logger;
+}
+
+/** Where a twin was created: the deployment that accepted it, else its provider. */
+export interface TwinOrigin {
+  provider: string;
+  deployment: string | null;
+}
+
+export const duplicateKey = (jobId: string, taskId: string) => `${jobId}:duplicate:${taskId}`;
+export const duplicateCancelledKey = (jobId: string, taskId: string) => `${jobId}:duplicate_cancelled:${taskId}`;
+export const duplicateEndedKey = (jobId: string, taskId: string) => `${jobId}:duplicate_ended:${taskId}`;
+
+/** The adapter that created a task: its deployment's (own key, own endpoint), else its provider's. */
+export function creatorAdapter(
+  d: Pick<TwinDeps, 'catalog' | 'providers' | 'router'>,
+  model: string,
+  o: TwinOrigin,
+): VideoProviderAdapter {
+  const m = d.catalog.get(model);
+  const dep = m && o.deployment ? d.router.deployment(m, o.deployment) : null;
+  return dep ? d.providers.forDeployment(dep) : d.providers.get(o.provider);
+}
+
+/** What a twin that ended in `state` costs the gateway: a produced (or unknown) video at the job's price. */
+export function twinCostVnd(
+  state: VideoTaskState | 'unknown',
+  durationSeconds: number | null,
+  job: { seconds: number; pricePerSecond: number },
+): number {
+  if (state === 'failed' || state === 'cancelled' || state === 'expired') return 0;
+  // succeeded, or still running when we stopped following / unknown to the provider: assume it was billed.
+  return (durationSeconds ?? job.seconds) * job.pricePerSecond;
+}
+
+export interface TwinSweepReport {
+  ended: number;
+  cancelled: number;
+  pending: number;
+}
+
+/**
+ * One pass over the open twins. A twin still queued or running is asked to cancel again (a cancel that failed at
+ * submit time may succeed now; Veo answers no without a call) and looked at again on the next pass, until
+ * `followWindowMs` after it was recorded: then its end is recorded as `running` and costed as produced.
+ */
+export async function followTwins(
+  deps: TwinDeps,
+  opts: { followWindowMs: number; limit?: number },
+): Promise<TwinSweepReport> {
+  const { db } = deps;
+  const report: TwinSweepReport = { ended: 0, cancelled: 0, pending: 0 };
+  const open = await db.query(
+    `SELECT e.job_id, e.data, e.created_at, j.model, j.seconds, j.price_per_second
+       FROM video_job_events e JOIN video_jobs j ON j.id = e.job_id
+      WHERE e.kind = 'provider_task_duplicate'
+        AND NOT EXISTS (SELECT 1 FROM video_job_events x WHERE x.idempotency_key IN
+              (e.job_id::text || ':duplicate_cancelled:' || (e.data->>'taskId'),
+               e.job_id::text || ':duplicate_ended:' || (e.data->>'taskId')))
+      ORDER BY e.id LIMIT $1`,
+    [opts.limit ?? 100],
+  );
+  for (const row of open.rows) {
+    const jobId: string = row.job_id;
+    const taskId: string = row.data.taskId;
+    const job = { seconds: Number(row.seconds), pricePerSecond: Number(row.price_per_second) };
+    try {
+      const adapter = creatorAdapter(deps, row.model, {
+        provider: row.data.provider,
+        deployment: row.data.deployment ?? null,
+      });
+      let state: VideoTaskState | 'unknown';
+      let durationSeconds: number | null = null;
+      try {
+        const s = await adapter.poll(taskId);
+        state = s.state;
+        durationSeconds = s.durationSeconds ?? null;
+      } catch (e) {
+        if (!(e instanceof VideoProviderError) || e.retryable) throw e;
+        state = 'unknown'; // the provider no longer knows the task
+      }
+      if (state === 'queued' || state === 'running') {
+        if (await adapter.cancel(taskId).catch(() => false)) {
+          await appendEvent(
+            db,
+            jobId,
+            'provider_task_cancelled',
+            null,
+            { taskId, duplicate: true },
+            duplicateCancelledKey(jobId, taskId),
+          );
+          report.cancelled++;
+          continue;
+        }
+        if (Date.now() - new Date(row.created_at).getTime() < opts.followWindowMs) {
+          report.pending++;
+          continue;
+        }
+      }
+      const gatewayCostVnd = twinCostVnd(state, durationSeconds, job);
+      await appendEvent(
+        db,
+        jobId,
+        'provider_task_ended',
+        null,
+        { taskId, state, durationSeconds, duplicate: true, gatewayCostVnd },
+        duplicateEndedKey(jobId, taskId),
+      );
+      report.ended++;
+      if (gatewayCostVnd > 0)
+        deps.logger?.warn({ jobId, taskId, state, gatewayCostVnd }, 'a duplicate provider task ended at our cost');
+    } catch (e) {
+      // Transient (provider 5xx, network): the next pass looks again.
+      report.pending++;
+      deps.logger?.debug({ jobId, taskId, err: (e as Error).message }, 'could not look at a duplicate provider task');
+    }
+  }
+  return report;
+}
