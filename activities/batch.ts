@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import type { Db } from '../src/db/pool';
+import { gated } from '../src/db/gate';
 import type { Storage } from '../src/storage/storage';
 import type { Catalog } from '../src/catalog/catalog';
 import type { Logger } from '../src/observability/logger';
@@ -53,6 +54,8 @@ export { itemUsageId, outputLine } from '../src/batches/outputLines';
 /** Statuses of an item worth trying again (the upstream's or the router's transient failures). */
 const TRANSIENT = new Set([408, 409, 429, 500, 502, 503, 504]);
 const ITEM_ATTEMPTS = 4;
+/** Connections one chunk's line bookkeeping uses at once (each statement takes a millisecond or two). */
+const LINE_CONNECTIONS = 2;
 
 /** A line whose body the gateway cannot even copy (nested beyond the stack): it fails alone, nothing sent. */
 const POISON = new ApiError(
@@ -149,6 +152,9 @@ export function createBatchActivities(deps: BatchActivityDeps): BatchActivities 
       const uncut = new AbortController().signal;
       const claimant = `${ctx.info.attempt}:${randomBytes(6).toString('hex')}`;
       const staleMs = ctx.info.heartbeatTimeoutMs || settings.heartbeatMs;
+      // The lines' bookkeeping (a claim and an outcome per line) takes at most a few of the worker's connections,
+      // however fast the upstream answers: the other accounts' chunks and jobs sharing the pool find one free.
+      const lineDb = gated(db, LINE_CONNECTIONS);
       let fault: unknown = null;
 
       // Heartbeats on a timer for the attempt's whole life (also while every slot is busy, while the pacer or a
@@ -157,7 +163,7 @@ export function createBatchActivities(deps: BatchActivityDeps): BatchActivities 
       const beat = () => {
         ctx.heartbeat({ chunk: a.chunk, offset, done: completed + failed });
         touching ??= progress
-          .touchLines(db, a.batchId, claimant)
+          .touchLines(lineDb, a.batchId, claimant)
           .catch((e: unknown) => deps.logger?.warn({ err: (e as Error).message }, 'batch line claims not refreshed'))
           .finally(() => {
             touching = null;
@@ -184,12 +190,12 @@ export function createBatchActivities(deps: BatchActivityDeps): BatchActivities 
       /** The line's outcome when another attempt claimed it: its answer, once it has one, or lost with it. */
       const settled = async (lineNo: number, usageId: string, customId: string): Promise<LineOutcome | null> => {
         for (;;) {
-          const row = await progress.getLine(db, a.batchId, lineNo, staleMs);
+          const row = await progress.getLine(lineDb, a.batchId, lineNo, staleMs);
           if (!row) return null;
           if (row.state === 'done') return row;
           if (row.stale) {
             const lost = refused(usageId, customId, INTERRUPTED);
-            if (await progress.settleStale(db, a.batchId, lineNo, staleMs, lost)) return lost;
+            if (await progress.settleStale(lineDb, a.batchId, lineNo, staleMs, lost)) return lost;
             continue;
           }
           if (signal.aborted) return null;
@@ -217,12 +223,12 @@ export function createBatchActivities(deps: BatchActivityDeps): BatchActivities 
           }
         };
         if (copy() === POISON) return refused(usageId, r.custom_id, POISON);
-        let claim = await progress.claimLine(db, a.batchId, l.no, claimant, staleMs);
+        let claim = await progress.claimLine(lineDb, a.batchId, l.no, claimant, staleMs);
         while (claim !== true) {
           const o = claim.state === 'done' ? claim : await settled(l.no, usageId, r.custom_id);
           if (o) return o;
           if (signal.aborted) return null;
-          claim = await progress.claimLine(db, a.batchId, l.no, claimant, staleMs);
+          claim = await progress.claimLine(lineDb, a.batchId, l.no, claimant, staleMs);
         }
         const started = performance.now();
         let o: ItemOutcome;
@@ -252,7 +258,7 @@ export function createBatchActivities(deps: BatchActivityDeps): BatchActivities 
             if (!signal.aborted) await pacer.acquire(b.apiKeyId, signal).catch(() => undefined);
             if (signal.aborted) {
               // Ended before this try was sent: the line is unrun (the next attempt runs it), never a failed line.
-              await progress.releaseLine(db, a.batchId, l.no, claimant);
+              await progress.releaseLine(lineDb, a.batchId, l.no, claimant);
               return null;
             }
             const body = copy();
@@ -281,7 +287,7 @@ export function createBatchActivities(deps: BatchActivityDeps): BatchActivities 
             cost: o.statusCode === 200 ? o.cost : 0,
           },
         };
-        if (await progress.finishLine(db, a.batchId, l.no, claimant, outcome)) return outcome;
+        if (await progress.finishLine(lineDb, a.batchId, l.no, claimant, outcome)) return outcome;
         // A successor took this line for lost meanwhile: its verdict is the one that counts.
         return settled(l.no, usageId, r.custom_id);
       };
@@ -361,7 +367,7 @@ export function createBatchActivities(deps: BatchActivityDeps): BatchActivities 
           usages,
         );
         // The chunk is committed (by this attempt or a twin): its lines' progress rows have served.
-        await progress.dropLines(db, a.batchId, c.row.firstLine, c.row.firstLine + c.row.lines - 1);
+        await progress.dropLines(lineDb, a.batchId, c.row.firstLine, c.row.firstLine + c.row.lines - 1);
         if (!c.committed) {
           // A twin attempt committed this chunk first: its parts count, ours are dropped.
           for (const k of [outputKey, errorKey]) if (k) await storage.delete(k).catch(() => undefined);

@@ -88,16 +88,25 @@ export function createWebhookActivities(deps: WebhookActivityDeps) {
     /** One try: sign, POST, record the outcome and when the next try is due. */
     async attemptWebhookDelivery(a: AttemptInput): Promise<AttemptResult> {
       const d = await deliveryToSend(db, a.deliveryId);
-      if (!d || d.generation !== a.generation || d.status !== 'pending') return { outcome: 'superseded', waitMs: null };
+      if (!d) return { outcome: 'superseded', waitMs: null };
       const slots = trySlots(settings, a.deliveryId, d.accountId);
       const holder = `${a.deliveryId}:${a.generation}`;
+      if (d.generation !== a.generation || d.status !== 'pending') {
+        // Over (a resend took over, or it ended): a place it kept in a queue while it waited would hold the
+        // tries behind it up until the place expired.
+        await releaseSlots(db, slots, holder);
+        return { outcome: 'superseded', waitMs: null };
+      }
       // The lease outlives the activity's own limit (the POST's plus the writes), so only a dead holder loses it.
       const leaseMs = settings.timeoutMs + 30_000;
       const perRound = tryMs.get(d.accountId) ?? settings.timeoutMs;
       // A queued try comes back when its turn should have come (its place is kept meanwhile, and a while after).
       const g = await acquireSlots(db, slots, holder, leaseMs, 2 * a.maxWaitMs + 60_000);
       if (!g.granted) {
-        if (Date.now() >= a.giveUpAt) return busyTooLong(db, a);
+        if (Date.now() >= a.giveUpAt) {
+          await releaseSlots(db, slots, holder);
+          return busyTooLong(db, a);
+        }
         const waitMs = Math.min(Math.max(200, jittered((g.rounds ?? 1) * perRound)), a.maxWaitMs);
         return { outcome: 'busy', waitMs };
       }

@@ -1,4 +1,4 @@
-import type { Queryable } from '../db/pool';
+import type { Querier } from '../db/gate';
 import type { ItemUsage } from './repo';
 
 /**
@@ -26,7 +26,7 @@ function toRow(r: Record<string, any>): LineRow {
 
 /** Claims a line for `attempt` (true), or returns the row another attempt left. */
 export async function claimLine(
-  db: Queryable,
+  db: Querier,
   batchId: string,
   lineNo: number,
   attempt: string,
@@ -41,12 +41,7 @@ export async function claimLine(
   return (await getLine(db, batchId, lineNo, staleMs)) ?? claimLine(db, batchId, lineNo, attempt, staleMs);
 }
 
-export async function getLine(
-  db: Queryable,
-  batchId: string,
-  lineNo: number,
-  staleMs: number,
-): Promise<LineRow | null> {
+export async function getLine(db: Querier, batchId: string, lineNo: number, staleMs: number): Promise<LineRow | null> {
   const r = await db.query(
     `SELECT state, attempt, ok, out_line, item, alive_at < now() - make_interval(secs => $3::float8 / 1000) AS stale
        FROM batch_lines WHERE batch_id = $1 AND line_no = $2`,
@@ -57,7 +52,7 @@ export async function getLine(
 
 /** Stores the outcome of a line this attempt sent; false when a successor already settled it (it then counts). */
 export async function finishLine(
-  db: Queryable,
+  db: Querier,
   batchId: string,
   lineNo: number,
   attempt: string,
@@ -72,7 +67,7 @@ export async function finishLine(
 }
 
 /** Gives back a claim whose request was never answered by this attempt (it was not sent, or it was cut short). */
-export async function releaseLine(db: Queryable, batchId: string, lineNo: number, attempt: string): Promise<void> {
+export async function releaseLine(db: Querier, batchId: string, lineNo: number, attempt: string): Promise<void> {
   await db.query(`DELETE FROM batch_lines WHERE batch_id = $1 AND line_no = $2 AND attempt = $3 AND state = 'sent'`, [
     batchId,
     lineNo,
@@ -85,7 +80,7 @@ export async function releaseLine(db: Queryable, batchId: string, lineNo: number
  * have reached the provider, so it is not sent again. False when the claim is no longer stale.
  */
 export async function settleStale(
-  db: Queryable,
+  db: Querier,
   batchId: string,
   lineNo: number,
   staleMs: number,
@@ -101,7 +96,7 @@ export async function settleStale(
 }
 
 /** The claiming attempt is alive: its open claims are fresh. */
-export async function touchLines(db: Queryable, batchId: string, attempt: string): Promise<void> {
+export async function touchLines(db: Querier, batchId: string, attempt: string): Promise<void> {
   await db.query(`UPDATE batch_lines SET alive_at = now() WHERE batch_id = $1 AND attempt = $2 AND state = 'sent'`, [
     batchId,
     attempt,
@@ -109,7 +104,7 @@ export async function touchLines(db: Queryable, batchId: string, attempt: string
 }
 
 /** Drops the rows of a committed chunk's lines (its outcomes are in its parts and charges now). */
-export async function dropLines(db: Queryable, batchId: string, firstLine: number, lastLine: number): Promise<void> {
+export async function dropLines(db: Querier, batchId: string, firstLine: number, lastLine: number): Promise<void> {
   await db.query(`DELETE FROM batch_lines WHERE batch_id = $1 AND line_no BETWEEN $2 AND $3`, [
     batchId,
     firstLine,

@@ -32,21 +32,25 @@ export async function admitResend(
   return tx(db, async (c) => {
     // Resends of one account are counted one at a time.
     await c.query("SELECT pg_advisory_xact_lock(hashtext('webhook-resend'), hashtext($1))", [a.accountId]);
+    // The time is read after the lock (not the transaction's start, now()): a resend that began earlier but waited
+    // here must not find the one counted before it in its future.
+    const at = ((await c.query('SELECT clock_timestamp()::text AS t')).rows[0] as { t: string }).t;
     const keepMs = Math.max(MINUTE_MS, limits.resendIntervalMs);
     await c.query(
-      `DELETE FROM webhook_resends WHERE account_id = $1 AND at < now() - $2::float8 * interval '1 millisecond'`,
-      [a.accountId, keepMs],
+      `DELETE FROM webhook_resends
+        WHERE account_id = $1 AND at < $3::timestamptz - $2::float8 * interval '1 millisecond'`,
+      [a.accountId, keepMs, at],
     );
     const r = await c.query(
       `SELECT
-         count(*) FILTER (WHERE at > now() - interval '1 minute')::int AS n,
-         (SELECT extract(epoch FROM (x.at + interval '1 minute' - now())) * 1000 FROM webhook_resends x
-            WHERE x.account_id = $1 AND x.at > now() - interval '1 minute'
+         count(*) FILTER (WHERE at > $5::timestamptz - interval '1 minute')::int AS n,
+         (SELECT extract(epoch FROM (x.at + interval '1 minute' - $5::timestamptz)) * 1000 FROM webhook_resends x
+            WHERE x.account_id = $1 AND x.at > $5::timestamptz - interval '1 minute'
             ORDER BY x.at DESC OFFSET $4::int - 1 LIMIT 1) AS account_wait_ms,
-         extract(epoch FROM (max(at) FILTER (WHERE delivery_id = $2) + $3::float8 * interval '1 millisecond' - now()))
-           * 1000 AS delivery_wait_ms
+         extract(epoch FROM (max(at) FILTER (WHERE delivery_id = $2) + $3::float8 * interval '1 millisecond'
+           - $5::timestamptz)) * 1000 AS delivery_wait_ms
        FROM webhook_resends WHERE account_id = $1`,
-      [a.accountId, a.deliveryId, limits.resendIntervalMs, limits.resendsPerMinute],
+      [a.accountId, a.deliveryId, limits.resendIntervalMs, limits.resendsPerMinute, at],
     );
     const { n, account_wait_ms: accountWait, delivery_wait_ms: deliveryWait } = r.rows[0];
     if (deliveryWait !== null && Number(deliveryWait) > 0)
@@ -61,9 +65,10 @@ export async function admitResend(
       );
     const ref = await prepareResend(c, a.accountId, a.endpointId, a.deliveryId);
     if (ref)
-      await c.query('INSERT INTO webhook_resends (account_id, delivery_id) VALUES ($1, $2)', [
+      await c.query('INSERT INTO webhook_resends (account_id, delivery_id, at) VALUES ($1, $2, $3)', [
         a.accountId,
         a.deliveryId,
+        at,
       ]);
     return ref;
   });

@@ -14,6 +14,8 @@ import { startBlackHole, startReceiver, type BlackHole, type Receiver } from '..
  */
 
 const ACCOUNT_TRIES = 10;
+/** Rounds of the small jobs measured idle, and again loaded. */
+const RUNS = 3;
 let h: VideoHarness;
 let hole: BlackHole;
 let rx: Receiver;
@@ -106,12 +108,33 @@ async function smallJobs(b: { accountId: string; key: string }, path: string) {
   return { batch, video, delivery };
 }
 
+/** The account's deliveries waiting for one of its slots. */
+async function waiting(accountId: string): Promise<number> {
+  const q = await h.deps.db.query(
+    "SELECT count(*)::int AS n FROM job_slots WHERE scope = 'webhook-account' AND key = $1 AND NOT held",
+    [accountId],
+  );
+  return q.rows[0].n;
+}
+
+/** Each kind's median over `runs` rounds of the small jobs, one round after another. */
+async function medianSmallJobs(b: { accountId: string; key: string }, path: string, runs: number) {
+  const rounds: Awaited<ReturnType<typeof smallJobs>>[] = [];
+  for (let i = 0; i < runs; i++) rounds.push(await smallJobs(b, path));
+  const median = (k: keyof (typeof rounds)[number]) => rounds.map((r) => r[k]).sort((x, y) => x - y)[runs >> 1];
+  return { batch: median('batch'), video: median('video'), delivery: median('delivery') };
+}
+
 test("one account's 300 black-holed deliveries and 5,000-line batch leave another's small jobs within 2x", async () => {
+  // Upstream answers take a quarter second (real ones take seconds): the big batch then lasts through the measure,
+  // and its lines cost the shared 2-core test machine what a real batch costs a worker, not a busy loop's worth.
+  h.emulator.control.settings.latencyMs = 250;
   const b = await h.account(10_000_000);
   const path = `/b-${randomUUID()}`;
   await webhook(b.key, `${rx.url}${path}`);
   await smallJobs(b, path); // warm-up: first runs pay one-time costs (connections, caches)
-  const idle = await smallJobs(b, path);
+  // Medians of a few rounds, idle and loaded alike: the machine is shared, one slow round is noise, not a verdict.
+  const idle = await medianSmallJobs(b, path, RUNS);
 
   // The noisy account: 20 endpoints at a receiver that never answers, 15 events (300 deliveries), a big batch.
   const a = await h.account(1_000_000_000);
@@ -120,29 +143,26 @@ test("one account's 300 black-holed deliveries and 5,000-line batch leave anothe
     const jobId = randomUUID();
     await emit()({ accountId: a.accountId, type: 'video.failed', data: { id: jobId }, key: `video:${jobId}:failed` });
   }
-  const big = await startBatch(a.key, 5_000);
-  // Measured once the deliveries have all started and queued behind the account's cap (10 in flight, 290 waiting):
-  // the 300 workflow starts themselves are a burst on the Temporal server that every queue shares (see docs).
+  // Measured once the deliveries have all started and queued behind the account's cap (10 in flight, 290 waiting),
+  // and the big batch runs: the 300 workflow starts and the upload are bursts the test itself makes.
   await eventually(async () => hole.open() >= ACCOUNT_TRIES, 60_000);
-  await eventually(async () => {
-    const q = await h.deps.db.query(
-      "SELECT count(*)::int AS n FROM job_slots WHERE scope = 'webhook-account' AND key = $1 AND NOT held",
-      [a.accountId],
-    );
-    return q.rows[0].n >= 300 - ACCOUNT_TRIES;
-  }, 60_000);
+  await eventually(async () => (await waiting(a.accountId)) >= 300 - ACCOUNT_TRIES, 60_000);
+  const big = await startBatch(a.key, 5_000);
   await eventually(
     async () => ((await sdk(a.key).batches.retrieve(big.id)).request_counts?.completed ?? 0) > 0,
     60_000,
   );
 
-  const loaded = await smallJobs(b, path);
+  const loaded = await medianSmallJobs(b, path, RUNS);
+  // The load lasted through the measure: the big batch still ran, the deliveries still waited their turn.
+  const after = await sdk(a.key).batches.retrieve(big.id);
+  expect(after.status).toBe('in_progress');
+  expect(await waiting(a.accountId)).toBeGreaterThan(0);
+  // A delivery takes about 100 ms: below 250 ms a ratio measures the scheduler, not a queue.
   const ratio = (k: keyof typeof idle) => loaded[k] / Math.max(idle[k], 250);
-  // Generous: 2x of the idle time, each measured here (250 ms at least, so scheduling noise is not a ratio).
   const slow = (['batch', 'video', 'delivery'] as const).filter((k) => ratio(k) >= 2);
-  expect({ slow, idle, loaded }).toEqual({ slow: [], idle, loaded });
-  // The noisy account still had its deliveries going, never more of them at once than its cap.
-  expect((await sdk(a.key).batches.retrieve(big.id)).status).toBe('in_progress');
+  if (slow.length) throw new Error(`slow: ${slow.join(', ')} (ms, medians: ${JSON.stringify({ idle, loaded })})`);
+  // Never more of the noisy account's tries at once than its cap (every try ends its connection).
   expect(hole.maxOpen()).toBe(ACCOUNT_TRIES);
   await sdk(a.key).batches.cancel(big.id);
 }, 240_000);

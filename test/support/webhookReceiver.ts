@@ -112,6 +112,9 @@ export async function startBlackHole(): Promise<BlackHole> {
     max = Math.max(max, sockets.size);
     s.on('error', () => undefined);
     s.on('close', () => sockets.delete(s));
+    // Reads (and drops) what comes, so a sender closing its end is seen at once: a paused socket never reads the
+    // end, and would count as open forever.
+    s.resume();
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   return {
