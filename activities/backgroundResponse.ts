@@ -2,6 +2,7 @@ import { Context } from '@temporalio/activity';
 import type { AppDeps } from '../src/api/deps';
 import { ApiError } from '../src/errors';
 import { abortFollowing } from '../src/net/abort';
+import { tracer } from '../src/observability/tracing';
 import { createResponse } from '../src/api/responses/create';
 import { estimatedUsage, usageCost, usageUnits } from '../src/billing/tokenUsage';
 import type { ResponsesRequest } from '../src/translate/responsesTypes';
@@ -106,7 +107,7 @@ export function createBackgroundActivities(deps: BackgroundActivityDeps): Backgr
       try {
         const model = deps.catalog.require(row.model, 'chat');
         await createResponse(
-          headlessContext(principal, `${row.id}:${attempt}`, capture, abort),
+          headlessContext(principal, `${row.id}:${attempt}`, capture, abort, tracer?.active() ?? null),
           headlessDeps(deps, tab),
           model,
           req,

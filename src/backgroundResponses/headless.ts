@@ -1,4 +1,5 @@
 import { EventEmitter } from 'node:events';
+import type { Span } from '@opentelemetry/api';
 import type { AppDeps } from '../api/deps';
 import type { Ctx } from '../api/middleware/state';
 import type { CreditManager, Reservation, UsageInput } from '../billing/credit';
@@ -92,9 +93,19 @@ export class EventCapture extends EventEmitter {
   }
 }
 
-/** A request context for the operation: the principal it runs for, the capture as its response, `abort` its end. */
-export function headlessContext(principal: Principal, requestId: string, res: EventCapture, abort: RequestAbort): Ctx {
-  const ctx = { res, status: 404, respond: true, state: { requestId, principal, abort }, set() {}, get: () => '' };
+/**
+ * A request context for the operation: the principal it runs for, the capture as its response, `abort` its end, and
+ * the span its upstream tries hang under (the activity's, so the call stays in the trace of the POST).
+ */
+export function headlessContext(
+  principal: Principal,
+  requestId: string,
+  res: EventCapture,
+  abort: RequestAbort,
+  span: Span | null = null,
+): Ctx {
+  const state = { requestId, principal, abort, ...(span ? { span } : {}) };
+  const ctx = { res, status: 404, respond: true, state, set() {}, get: () => '' };
   return ctx as unknown as Ctx;
 }
 

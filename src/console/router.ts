@@ -9,6 +9,7 @@ import { mountOperatorApi } from './operatorApi';
 import { mountMedia } from './media';
 import { mountWebhooksApi } from './webhooks';
 import { mountBatchesApi } from './batches';
+import { mountResponsesApi } from './responses';
 
 /**
  * The web console, served by the gateway itself under /console: a small hand-written single-page app
@@ -37,6 +38,7 @@ export function consoleRouter(deps: AppDeps): Router<GatewayState> {
   mountMedia(r, deps);
   mountWebhooksApi(r, deps);
   mountBatchesApi(r, deps);
+  mountResponsesApi(r, deps);
 
   r.get('/console/static/:file', route('/console/static/:file'), (ctx) => {
     const a = assets.get(ctx.params.file);

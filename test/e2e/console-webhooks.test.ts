@@ -47,7 +47,16 @@ test('customer: add an endpoint, see the secret once, see a delivery, resend it,
   const path = `/hook-${randomUUID()}`;
   await page.fill('#webhook-url', `${rx.url}${path}`);
   await page.fill('#webhook-description', 'e2e receiver');
-  for (const t of ['video.processing', 'video.failed', 'video.expired', 'video.cancelled'])
+  for (const t of [
+    'video.processing',
+    'video.failed',
+    'video.expired',
+    'video.cancelled',
+    'response.completed',
+    'response.failed',
+    'response.cancelled',
+    'response.incomplete',
+  ])
     await page.uncheck(`input[name="events"][value="${t}"]`);
   await page.click('#create-webhook');
   await page.waitForSelector('#new-secret-value');

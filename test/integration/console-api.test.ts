@@ -1,6 +1,6 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { startGateway, type TestGateway } from '../support/gateway';
 import { createApp } from '../../src/api/app';
@@ -482,6 +482,77 @@ describe('video jobs and media', () => {
     expect((await other.c.request('GET', `/console/media/jobs/${done}/video.mp4`)).status).toBe(404);
     expect((await other.c.request('GET', `/console/api/jobs/${done}`)).status).toBe(404);
     expect((await other.c.json('GET', '/console/api/jobs')).data).toEqual([]);
+  });
+});
+
+describe('background responses', () => {
+  /** A row as POST /v1/responses with background: true leaves it (the workflow's end fills cost and response). */
+  async function insertResponse(accountId: string, over: Record<string, unknown> = {}) {
+    const id = `resp_${randomBytes(24).toString('hex')}`;
+    const r = {
+      status: 'completed',
+      cost: 1_234 as number | null,
+      usage: null as unknown,
+      error: null as unknown,
+      ...over,
+    };
+    await gw.deps.db.query(
+      `INSERT INTO background_responses (id, account_id, model, status, request, response, error, hold_id,
+         max_cost_vnd, cost_vnd, workflow_id, deleted_at, ended_at)
+       VALUES ($1, $2, 'gpt-4o-mini', $3, '{}', $4, $5, $6, 9000, $7, $8, $9,
+         CASE WHEN $3 NOT IN ('queued', 'in_progress') THEN now() END)`,
+      [
+        id,
+        accountId,
+        r.status,
+        r.usage ? JSON.stringify({ id, status: r.status, usage: r.usage }) : null,
+        r.error ? JSON.stringify(r.error) : null,
+        randomUUID(),
+        r.cost,
+        `bgresp-${id}`,
+        over.deleted ? new Date() : null,
+      ],
+    );
+    return id;
+  }
+
+  test("the account's own, newest first: status, model, cost (the bound while open), tokens, error", async () => {
+    const { c, accountId } = await customer();
+    const done = await insertResponse(accountId, { usage: { input_tokens: 12, output_tokens: 34, total_tokens: 46 } });
+    const failed = await insertResponse(accountId, {
+      status: 'failed',
+      cost: 0,
+      error: { code: 'server_error', message: 'emulator-openai answered 500' },
+    });
+    const running = await insertResponse(accountId, { status: 'in_progress', cost: null });
+    await insertResponse(accountId, { deleted: true }); // deleted: never listed
+    const other = await customer();
+    const foreign = await insertResponse(other.accountId);
+
+    const all = (await c.json('GET', '/console/api/responses')).data;
+    expect(all.map((r: any) => r.id)).toEqual([running, failed, done]);
+    expect(all[2]).toEqual({
+      id: done,
+      status: 'completed',
+      model: 'gpt-4o-mini',
+      costVnd: 1_234,
+      maxCostVnd: 9000,
+      inputTokens: 12,
+      outputTokens: 34,
+      error: null,
+      createdAt: expect.any(String),
+      endedAt: expect.any(String),
+    });
+    expect(all[0]).toMatchObject({ status: 'in_progress', costVnd: null, maxCostVnd: 9000, endedAt: null });
+    // The error without catalog internals (the provider's id).
+    expect(all[1].error).toEqual({ code: 'server_error', message: 'upstream answered 500' });
+    const onlyFailed = (await c.json('GET', '/console/api/responses?status=failed')).data;
+    expect(onlyFailed.map((r: any) => r.id)).toEqual([failed]);
+    expect((await jsonOf(await c.request('GET', '/console/api/responses?status=done'))).error.param).toBe('status');
+
+    // Another account sees only its own; no session, no list.
+    expect((await other.c.json('GET', '/console/api/responses')).data.map((r: any) => r.id)).toEqual([foreign]);
+    expect((await fetch(`${gw.url}/console/api/responses`)).status).toBe(401);
   });
 });
 

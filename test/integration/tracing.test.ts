@@ -499,6 +499,51 @@ test(
   WORKFLOW_TEST_MS,
 );
 
+test(
+  'a background response: the POST, the workflow, each activity and the upstream call in one trace',
+  async () => {
+    const acc = await h.account(1_000_000);
+    const p = clientParent();
+    const input = `trace me ${randomBytes(4).toString('hex')}`;
+    const res = await post(h, acc.key, '/v1/responses', p.header, { model: 'gpt-4o-mini', input, background: true });
+    expect(res.status).toBe(200);
+    const { id } = (await res.json()) as { id: string };
+    await eventually(async () => {
+      const r: any = await (
+        await fetch(`${h.url}/v1/responses/${id}`, { headers: { authorization: `Bearer ${acc.key}` } })
+      ).json();
+      return r.status === 'completed';
+    });
+    const spans = await spansOf(
+      p.traceId,
+      (s) =>
+        s.some((x) => x.name === 'RunWorkflow:backgroundResponseWorkflow') &&
+        s.some((x) => x.name === 'RunActivity:endBackgroundResponse') &&
+        s.some((x) => x.kind === CLIENT && x.name === 'chat gpt-4o-mini'),
+    );
+    const byId = new Map(spans.map((s) => [s.spanId, s]));
+    const ancestry = (s: ReceivedSpan): string[] => {
+      const names: string[] = [];
+      for (let x: ReceivedSpan | undefined = s; x; x = byId.get(x.parentSpanId)) names.push(x.name);
+      return names;
+    };
+    const server = one(spans, (s) => s.kind === SERVER && s.name === 'POST /v1/responses');
+    expect(server.parentSpanId).toBe(p.spanId);
+    const top = ['RunWorkflow:backgroundResponseWorkflow', 'StartWorkflow:backgroundResponseWorkflow', server.name];
+    expect(ancestry(one(spans, (s) => s.name === 'RunWorkflow:backgroundResponseWorkflow'))).toEqual(top);
+    for (const name of ['markInProgress', 'runBackgroundResponse', 'endBackgroundResponse']) {
+      const chain = ancestry(one(spans, (s) => s.name === `RunActivity:${name}`));
+      expect(chain.slice(1)).toEqual([`StartActivity:${name}`, ...top]);
+    }
+    // The upstream call is a try under the run's activity, and the upstream gets its span as traceparent.
+    const tryer = one(spans, (s) => s.kind === CLIENT && s.name === 'chat gpt-4o-mini');
+    expect(byId.get(tryer.parentSpanId)?.name).toBe('RunActivity:runBackgroundResponse');
+    const upstream = h.emulator.control.requests.find((r) => JSON.stringify(r.body).includes(input))!;
+    expect(upstream.headers.traceparent).toBe(`00-${p.traceId}-${tryer.spanId}-01`);
+  },
+  WORKFLOW_TEST_MS,
+);
+
 test('an API process keeps no async context; a video POST still starts its workflow in its trace', async () => {
   // As `npm run api` starts it: tracing without a worker in the process, then its Temporal client.
   await shutdownTracing();

@@ -13,6 +13,7 @@ import { pageJob, pageJobs } from './page-jobs.js';
 import { pageKeys } from './page-keys.js';
 import { pageLogin } from './page-login.js';
 import { pageModels } from './page-models.js';
+import { pageResponses } from './page-responses.js';
 import { pageUsage } from './page-usage.js';
 import { pageWebhooks } from './page-webhooks.js';
 import { emptyState, errorState } from './views.js';
@@ -29,6 +30,7 @@ export const routes = [
   { re: new RegExp('^/jobs/' + UUID + '$'), page: pageJob, nav: 'jobs' },
   { re: /^\/models$/, page: pageModels, nav: 'models' },
   { re: /^\/batches$/, page: pageBatches, nav: 'batches' },
+  { re: /^\/responses$/, page: pageResponses, nav: 'responses' },
   { re: /^\/webhooks$/, page: pageWebhooks, nav: 'webhooks' },
   { re: /^\/admin\/accounts$/, page: pageAccounts, nav: 'accounts', operator: true },
   { re: new RegExp('^/admin/accounts/' + UUID + '$'), page: pageAccount, nav: 'accounts', operator: true },
@@ -151,6 +153,7 @@ export function layout(app, active, fill) {
         item('usage', '/usage', 'Usage'),
         item('jobs', '/jobs', 'Video jobs'),
         item('batches', '/batches', 'Batches'),
+        item('responses', '/responses', 'Responses'),
         item('webhooks', '/webhooks', 'Webhooks'),
         item('models', '/models', 'Models'),
         isOp ? [h('span', { class: 'sep' }), item('accounts', '/admin/accounts', 'Accounts')] : null,

@@ -5,7 +5,17 @@ import { h, replace, short, when } from './core.js';
 import { confirmDialog, emptyState, field, formError, loadList, onSubmit, pageHead, showOnce, table } from './views.js';
 
 // ---------------------------------------------------------------- webhooks
-export const EVENT_TYPES = ['video.processing', 'video.completed', 'video.failed', 'video.expired', 'video.cancelled'];
+export const EVENT_TYPES = [
+  'video.processing',
+  'video.completed',
+  'video.failed',
+  'video.expired',
+  'video.cancelled',
+  'response.completed',
+  'response.failed',
+  'response.cancelled',
+  'response.incomplete',
+];
 export const DELIVERY_BADGE = { pending: 'warn', succeeded: 'ok', failed: 'bad', cancelled: 'muted' };
 export const unix = (t) => (t === null || t === undefined ? null : new Date(t * 1000).toISOString());
 export function pageWebhooks(main, _p, _q, scope) {

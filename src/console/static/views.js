@@ -327,5 +327,7 @@ export const STATUS_BADGE = {
   finalizing: 'warn',
   cancelling: 'warn',
   cancelled: 'muted',
+  queued: 'info',
+  incomplete: 'warn',
 };
 export const statusBadge = (st) => h('span', { class: 'badge ' + (STATUS_BADGE[st] || '') }, st);
