@@ -123,6 +123,7 @@ export function createBackgroundActivities(deps: BackgroundActivityDeps): Backgr
         }
       } finally {
         clearInterval(beat);
+        abort.unfollow();
       }
       await capture.settled(); // a storage failure fails the attempt (retried): nothing ends on a partial store
       const f = final as Record<string, unknown> | null;

@@ -5,7 +5,7 @@ import { TryRecord } from '../routing/tryRecord';
 import { ApiError, invalidUpstreamResponse } from '../errors';
 import { openAIBody } from '../api/errors';
 import { RoutedPayload } from '../api/routedCall';
-import { abortFollowing } from '../net/abort';
+import { abortFollowing, type RequestAbort } from '../net/abort';
 import { CHAT_PROTOCOL, servedNatively } from '../providers/kinds';
 import { usageFromJson } from '../providers/openai';
 import { GeminiAdapter } from '../providers/gemini';
@@ -109,6 +109,7 @@ export async function executeItem(
   }
 }
 
+/** One line's call, the abort that follows the attempt's signal let go when the call ends. */
 async function run(
   deps: ExecDeps,
   model: ModelConfig,
@@ -117,10 +118,25 @@ async function run(
   rec: TryRecord,
   signal: AbortSignal,
 ): Promise<ItemBill> {
-  const answered = () => rec.t?.model ?? model;
   if (endpoint === '/v1/messages') return runMessagesItem(deps, model, body, rec, signal);
-  const kind = deps.catalog.provider(model).kind;
   const abort = abortFollowing(signal);
+  try {
+    return await runWith(deps, model, endpoint, body, rec, abort);
+  } finally {
+    abort.unfollow();
+  }
+}
+
+async function runWith(
+  deps: ExecDeps,
+  model: ModelConfig,
+  endpoint: BatchEndpoint,
+  body: Record<string, unknown>,
+  rec: TryRecord,
+  abort: RequestAbort,
+): Promise<ItemBill> {
+  const answered = () => rec.t?.model ?? model;
+  const kind = deps.catalog.provider(model).kind;
   if (endpoint === '/v1/embeddings') {
     validateEmbedding(body);
     const bound = embeddingTokensBound(body.input);

@@ -4,7 +4,7 @@ import type { ModelRouter } from '../routing/modelRouter';
 import type { TryRecord } from '../routing/tryRecord';
 import { ApiError } from '../errors';
 import { RoutedPayload } from '../api/routedCall';
-import { abortFollowing } from '../net/abort';
+import { abortFollowing, type RequestAbort } from '../net/abort';
 import { AnthropicAdapter, DEFAULT_ANTHROPIC_VERSION } from '../providers/anthropic';
 import { servedNatively } from '../providers/kinds';
 import { asOpenAIError } from '../providers/upstreamError';
@@ -37,10 +37,24 @@ export async function runMessagesItem(
   rec: TryRecord,
   signal: AbortSignal,
 ): Promise<ItemBill> {
+  const abort = abortFollowing(signal);
+  try {
+    return await runWith(deps, model, body, rec, abort);
+  } finally {
+    abort.unfollow();
+  }
+}
+
+async function runWith(
+  deps: MessagesItemDeps,
+  model: ModelConfig,
+  body: Record<string, unknown>,
+  rec: TryRecord,
+  abort: RequestAbort,
+): Promise<ItemBill> {
   const req: unknown = body;
   validateMessages(req);
   checkOutputCap(model, 'max_tokens', req.max_tokens);
-  const abort = abortFollowing(signal);
   if (servedNatively(deps.catalog.provider(model).kind, model, 'messages')) {
     const payloads = new RoutedPayload({ ...req, model: model.upstreamModel });
     let res;

@@ -74,10 +74,12 @@ export function clientAbort(res: ServerResponse): RequestAbort {
 }
 
 /** A RequestAbort that follows `signal` (a job's cancellation, say): aborted with its reason when it aborts. */
-export function abortFollowing(signal: AbortSignal): RequestAbort {
-  const a = new RequestAbort();
+export function abortFollowing(signal: AbortSignal): RequestAbort & { unfollow(): void } {
+  const a = new RequestAbort() as RequestAbort & { unfollow(): void };
   const follow = () => a.abort(signal.reason instanceof Error ? signal.reason : new Error('aborted'));
   if (signal.aborted) follow();
   else signal.addEventListener('abort', follow, { once: true });
+  // A long-lived signal (an activity's, shared by thousands of batch lines) must not keep one listener per call.
+  a.unfollow = () => signal.removeEventListener('abort', follow);
   return a;
 }
