@@ -2,6 +2,7 @@ import type { Db, DbClient, Queryable } from '../db/pool';
 import { tx } from '../db/pool';
 import { placeHoldIn, settleHoldIn } from '../billing/ledger';
 import type { VideoRequest } from './params';
+import type { PriceSet } from '../catalog/catalog';
 import { PG_ERROR, pgErrorCode } from '../db/pgErrors';
 
 /**
@@ -36,8 +37,13 @@ export interface VideoJob {
   requestHash: string;
   idempotencyKey: string | null;
   seconds: number;
+  /** The hold's price per second (the highest of what was asked). */
   pricePerSecond: number;
   maxCostVnd: number;
+  /** The prices (and their version) the job is billed at; null for jobs of older builds (perVideoSecond then). */
+  pricing: PriceSet | null;
+  /** Once completed: what the charge was computed on. */
+  billed: VideoBilled | null;
   holdId: string;
   workflowId: string;
   workflowStartedAt: Date | null;
@@ -75,6 +81,8 @@ function toJob(r: Record<string, any>): VideoJob {
     seconds: r.seconds,
     pricePerSecond: r.price_per_second,
     maxCostVnd: r.max_cost_vnd,
+    pricing: r.pricing ?? null,
+    billed: r.billed ?? null,
     holdId: r.hold_id,
     workflowId: r.workflow_id,
     workflowStartedAt: r.workflow_started_at,
@@ -132,7 +140,20 @@ export interface NewJob {
   seconds: number;
   pricePerSecond: number;
   maxCostVnd: number;
+  /** Absent: the job is charged at pricePerSecond (as jobs of older builds). */
+  pricing?: PriceSet;
   holdId: string;
+}
+
+/** What a completed job was charged on: the delivered dimensions, the seconds, the price and its version. */
+export interface VideoBilled {
+  seconds: number;
+  resolution: string | null;
+  audio: boolean | null;
+  tier: string | null;
+  input: string | null;
+  pricePerSecond: number;
+  priceVersion: number | null;
 }
 
 export class DuplicateIdempotencyKey extends Error {
@@ -150,8 +171,8 @@ export async function createJobWithHold(db: Db, j: NewJob): Promise<VideoJob> {
     return await tx(db, async (c) => {
       const r = await c.query(
         `INSERT INTO video_jobs (id, account_id, api_key_id, model, provider, request, request_hash, idempotency_key,
-           seconds, price_per_second, max_cost_vnd, hold_id, workflow_id)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) RETURNING *`,
+           seconds, price_per_second, max_cost_vnd, hold_id, workflow_id, pricing)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) RETURNING *`,
         [
           j.id,
           j.accountId,
@@ -166,6 +187,7 @@ export async function createJobWithHold(db: Db, j: NewJob): Promise<VideoJob> {
           j.maxCostVnd,
           j.holdId,
           workflowIdOf(j.id),
+          j.pricing ? JSON.stringify(j.pricing) : null,
         ],
       );
       // The hold names the key: it counts against the key's budget (refused past it: BudgetExceeded, nothing written).
@@ -249,6 +271,7 @@ export interface JobPatch {
   deployment?: string;
   resultDurationSeconds?: number;
   costVnd?: number;
+  billed?: VideoBilled;
   errorMessage?: string;
   errorCode?: string | null;
   videoKey?: string;
@@ -266,6 +289,7 @@ const PATCH_COLUMNS: Record<Exclude<keyof JobPatch, 'completed'>, string> = {
   deployment: 'deployment',
   resultDurationSeconds: 'result_duration_seconds',
   costVnd: 'cost_vnd',
+  billed: 'billed',
   errorMessage: 'error_message',
   errorCode: 'error_code',
   videoKey: 'video_key',
@@ -282,7 +306,7 @@ function patchSql(p: JobPatch, firstParam: number): { sets: string[]; values: un
   const values: unknown[] = [];
   for (const [k, col] of Object.entries(PATCH_COLUMNS) as [keyof typeof PATCH_COLUMNS, string][]) {
     if (p[k] === undefined) continue;
-    values.push(p[k]);
+    values.push(k === 'billed' ? JSON.stringify(p[k]) : p[k]);
     sets.push(`${col} = $${firstParam + values.length - 1}`);
   }
   if (p.completed) sets.push('completed_at = now()');
@@ -375,7 +399,7 @@ export async function markCancelRequested(db: Db, jobId: string): Promise<void> 
 
 /** How a job ends: completed with its charge, or failed or expired with the reason (nothing charged). */
 export type JobEnd =
-  | { status: 'completed'; chargeVnd: number; durationSeconds: number }
+  | { status: 'completed'; chargeVnd: number; durationSeconds: number; billed?: VideoBilled }
   | { status: 'failed' | 'expired'; message: string; code?: string | null };
 
 /**
@@ -391,8 +415,8 @@ export async function endJob(db: Db, j: { jobId: string; holdId: string }, end: 
     end.status === 'completed'
       ? [
           `video job ${jobId}: ${end.durationSeconds} s`,
-          { resultDurationSeconds: end.durationSeconds, costVnd: charge, completed: true },
-          { durationSeconds: end.durationSeconds, costVnd: charge },
+          { resultDurationSeconds: end.durationSeconds, costVnd: charge, completed: true, billed: end.billed },
+          { durationSeconds: end.durationSeconds, costVnd: charge, ...(end.billed ? { billed: end.billed } : {}) },
         ]
       : [
           `video job ${jobId} ${end.status}`,
