@@ -5,6 +5,7 @@ import { loadConfig, type Config } from './config';
 import { createPool } from './db/pool';
 import { ensureDatabase, migrate } from './db/migrate';
 import { Catalog } from './catalog/catalog';
+import { PriceBook } from './billing/priceBook';
 import { KeyResolver } from './auth/apiKeys';
 import { CreditManager } from './billing/credit';
 import { createLogger } from './observability/logger';
@@ -29,6 +30,12 @@ export async function buildDeps(
   await migrate(config.databaseUrl);
   const db = createPool(config.databaseUrl, 20);
   const catalog = Catalog.load(config.catalogPath);
+  // Before anything prices a request: the versions in force on the catalog's models.
+  const prices = new PriceBook(db, catalog, {
+    refreshMs: config.priceRefreshMs,
+    onError: (e) => logger.warn({ err: (e as Error).message }, 'price book refresh failed'),
+  });
+  await prices.start();
   const metrics = new Metrics();
   const credit = new CreditManager(db, {
     leaseVnd: config.creditLeaseVnd,
@@ -70,6 +77,7 @@ export async function buildDeps(
     config,
     db,
     catalog,
+    prices,
     logger,
     metrics,
     credit,
@@ -80,6 +88,7 @@ export async function buildDeps(
     keys: new KeyResolver(db, config.keyCacheMs),
     storage: createStorage(config),
     async close() {
+      prices.stop();
       await credit.close();
       await flushTracing();
       await limiter.close();

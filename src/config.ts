@@ -63,6 +63,8 @@ export interface Config {
   /** VND reserved per credit lease (see billing/credit.ts). */
   creditLeaseVnd: number;
   creditFlushMs: number;
+  /** How often each process looks for price versions that took effect (src/billing/priceBook.ts). */
+  priceRefreshMs: number;
   keyCacheMs: number;
   /** Hosts URL inputs may be fetched from even though they resolve to private addresses (local development). */
   fetchAllowHosts: string[];
@@ -117,6 +119,7 @@ export function loadConfig(overrides: Partial<Config> = {}): Config {
     maxMessageBatchJsonBytes: int('MAX_MESSAGE_BATCH_JSON_BYTES', 32 * 1024 * 1024),
     creditLeaseVnd: int('CREDIT_LEASE_VND', 20000),
     creditFlushMs: int('CREDIT_FLUSH_MS', 200),
+    priceRefreshMs: int('PRICE_REFRESH_MS', 10_000),
     keyCacheMs: int('KEY_CACHE_MS', 2000),
     fetchAllowHosts: str('FETCH_ALLOW_HOSTS', '')
       .split(',')

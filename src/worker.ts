@@ -17,6 +17,7 @@ import { loadConfig, type Config } from './config';
 import { createPool } from './db/pool';
 import { ensureDatabase, migrate } from './db/migrate';
 import { Catalog } from './catalog/catalog';
+import { PriceBook } from './billing/priceBook';
 import { createStorage } from './storage';
 import { createLogger, redirectedLines } from './observability/logger';
 import { releaseExpiredHolds } from './billing/ledger';
@@ -145,13 +146,24 @@ export async function startWorker(config: Config = loadConfig(), opts: WorkerOpt
   await migrate(config.databaseUrl);
   const db = createPool(config.databaseUrl, 10);
   const catalog = Catalog.load(config.catalogPath);
+  // Batch work is billed at the versions in force, as the API's requests.
+  const prices = new PriceBook(db, catalog, {
+    refreshMs: config.priceRefreshMs,
+    onError: (e) => logger.warn({ err: (e as Error).message }, 'price book refresh failed'),
+  });
+  await prices.start();
   const storage = createStorage(config);
   const providers = new VideoProviders(catalog);
   // Batch items go through the same adapters as the API's synchronous routes.
   const syncProviders = new ProviderRegistry(catalog, {
     factories: { anthropic: (cfg) => new AnthropicAdapter(cfg), gemini: (cfg) => new GeminiAdapter(cfg) },
   });
-  const cleanup: (() => Promise<unknown>)[] = [() => providers.close(), () => syncProviders.close(), () => db.end()];
+  const cleanup: (() => Promise<unknown>)[] = [
+    () => providers.close(),
+    () => syncProviders.close(),
+    async () => prices.stop(),
+    () => db.end(),
+  ];
   const router = opts.router ?? new ModelRouter(catalog, config.routing);
   try {
     const metrics =

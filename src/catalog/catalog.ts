@@ -518,8 +518,26 @@ export function batchPricingOf(m: ModelConfig): PriceSet {
   return m.batchPricing ?? m.pricing;
 }
 
+/** Prices as listed: without the run-time version marks (the version is listed beside them). */
+function listedPrices(p: PriceSet): PriceSet {
+  const { priceVersion: _v, priceKind: _k, ...rest } = p;
+  return rest;
+}
+
+/** A model's price versions as listed: the one in force and the changes scheduled (src/billing/priceBook.ts). */
+export interface ListedVersions {
+  current: { id: number; effectiveAt: Date } | null;
+  scheduled: { id: number; effectiveAt: Date; pricing: PriceSet; batchPricing: PriceSet | null }[];
+}
+
 /** A model as listed by GET /v1/models and GET /public/models (OpenAI list item plus mode and VND prices). */
-export function publicModel(m: ModelConfig, created: number, ownedBy: string, aliasPatterns: string[] = []) {
+export function publicModel(
+  m: ModelConfig,
+  created: number,
+  ownedBy: string,
+  aliasPatterns: string[] = [],
+  versions?: ListedVersions,
+) {
   return {
     id: m.id,
     object: 'model' as const,
@@ -529,9 +547,23 @@ export function publicModel(m: ModelConfig, created: number, ownedBy: string, al
     interfaces: INTERFACES[m.mode],
     description: m.description ?? null,
     currency: 'VND',
-    pricing: m.pricing,
+    pricing: listedPrices(m.pricing),
     /** What the same work costs in a batch (null: the normal prices). */
-    batch_pricing: m.batchPricing ?? null,
+    batch_pricing: m.batchPricing ? listedPrices(m.batchPricing) : null,
+    ...(versions
+      ? {
+          price_version: versions.current
+            ? { id: versions.current.id, effective_at: versions.current.effectiveAt.toISOString() }
+            : null,
+          /** Price changes scheduled ahead: what takes effect when. */
+          scheduled_prices: versions.scheduled.map((v) => ({
+            price_version: v.id,
+            effective_at: v.effectiveAt.toISOString(),
+            pricing: listedPrices(v.pricing),
+            batch_pricing: v.batchPricing ? listedPrices(v.batchPricing) : null,
+          })),
+        }
+      : {}),
     ...(m.maxOutputTokens ? { max_output_tokens: m.maxOutputTokens } : {}),
     ...(m.contextWindow ? { context_window: m.contextWindow } : {}),
     ...(m.aliases?.length ? { aliases: m.aliases } : {}),

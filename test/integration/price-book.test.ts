@@ -1,20 +1,27 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import OpenAI from 'openai';
 import { getBalance, listLedger } from '../../src/billing/ledger';
+import { verifyUsage } from '../../src/billing/usageVerify';
+import { runAdmin } from '../../src/cli/admin';
 import type { CatalogFile, ModelConfig } from '../../src/catalog/catalog';
-import { startVideoHarness, type VideoHarness } from '../support/video';
+import { eventually, startVideoHarness, type VideoHarness } from '../support/video';
 
 /**
  * The price book: video priced per second by resolution and audio (held at the most what was asked can be
- * delivered at, charged at what the emulated provider reports it delivered).
+ * delivered at, charged at what the emulated provider reports it delivered); price versions (scheduled or now,
+ * recorded on every usage record and job, never re-pricing history, re-priced by verify-ledger at their own).
+ * The models are this file's own (pb-*): a price change here touches no other test's models.
  */
 
 const SEEDANCE = 'pb-seedance';
 const VEO = 'pb-veo';
+const CHAT = 'pb-chat';
 const base = JSON.parse(fs.readFileSync(path.join(__dirname, '../../config/catalog.json'), 'utf8')) as CatalogFile;
 const of = (id: string) => base.models.find((m) => m.id === id)!;
 const models: ModelConfig[] = [
+  { ...of('gpt-4o-mini'), id: CHAT, aliases: undefined },
   {
     ...of('seedance-2-0'),
     id: SEEDANCE,
@@ -44,11 +51,13 @@ const models: ModelConfig[] = [
 ];
 
 let h: VideoHarness;
+let catalogPath: string;
 beforeAll(async () => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'gw-prices-'));
-  const catalogPath = path.join(dir, 'catalog.json');
+  catalogPath = path.join(dir, 'catalog.json');
   fs.writeFileSync(catalogPath, JSON.stringify({ ...base, models: [...base.models, ...models] }));
-  h = await startVideoHarness({}, { catalogPath });
+  // Each process looks for versions that took effect every second (and on time for one scheduled sooner).
+  h = await startVideoHarness({}, { catalogPath, priceRefreshMs: 1000 });
 });
 afterAll(async () => {
   await h?.close();
@@ -129,5 +138,116 @@ test('Veo: held at the highest price of an open resolution, charged at the deliv
 test('/public/models lists the video price table', async () => {
   const list = (await (await fetch(`${h.url}/public/models`)).json()) as { data: any[] };
   const m = list.data.find((x) => x.id === SEEDANCE);
-  expect(m.pricing).toMatchObject({ perVideoSecond: 6000, videoPerSecond: models[0].pricing.videoPerSecond });
+  expect(m.pricing).toMatchObject({ perVideoSecond: 6000, videoPerSecond: models[1].pricing.videoPerSecond });
+});
+
+async function admin(...argv: string[]) {
+  const out: string[] = [];
+  const err: string[] = [];
+  const code = await runAdmin(argv, {
+    out: (l) => out.push(l),
+    err: (l) => err.push(l),
+    env: { ...process.env, CATALOG_PATH: catalogPath },
+  });
+  return { code, out: out.join('\n'), err: err.join('\n') };
+}
+
+const listed = async (id: string): Promise<any> =>
+  ((await (await fetch(`${h.url}/public/models`)).json()) as { data: any[] }).data.find((m) => m.id === id);
+
+/** One more chat call on CHAT by the account: its usage record (written by the credit flush). */
+async function chat(acc: { key: string; accountId: string }) {
+  const count = async () =>
+    (await h.deps.db.query('SELECT * FROM usage_records WHERE account_id = $1 ORDER BY created_at', [acc.accountId]))
+      .rows;
+  const n = (await count()).length;
+  const client = new OpenAI({ apiKey: acc.key, baseURL: `${h.url}/v1`, maxRetries: 0 });
+  await client.chat.completions.create({ model: CHAT, messages: [{ role: 'user', content: 'hello' }] });
+  return eventually(async () => {
+    const rows = await count();
+    return rows.length > n ? rows[rows.length - 1] : null;
+  });
+}
+
+test('price versions: scheduled ahead listed, a change bills new work, verify-ledger at each version', async () => {
+  const acc = await h.account(1_000_000);
+  const before = await listed(CHAT);
+  expect(before.price_version).toEqual({ id: expect.any(Number), effective_at: expect.any(String) });
+  expect(before.scheduled_prices).toEqual([]);
+  const v1 = before.price_version.id;
+
+  // A record and a video job name the version they were billed at.
+  const first = await chat(acc);
+  expect(Number(first.price_version)).toBe(v1);
+  expect(first.pricing).toMatchObject({ inputPer1MTokens: 3900, priceVersion: v1 });
+  const video = await h.final(
+    acc.key,
+    (await h.submit(acc.key, { model: SEEDANCE, prompt: 'v', seconds: 4, resolution: '480p', generate_audio: false }))
+      .id,
+  );
+  expect(video.usage.price_version).toBe((await listed(SEEDANCE)).price_version.id);
+
+  // Scheduled a day ahead: listed, not in force.
+  const tomorrow = new Date(Date.now() + 86_400_000).toISOString();
+  const ahead = await admin('price-set', CHAT, '--pricing', '{"outputPer1MTokens":99000}', '--effective-at', tomorrow);
+  expect(ahead).toMatchObject({ code: 0 });
+  await h.deps.prices!.refresh();
+  const scheduled = await listed(CHAT);
+  expect(scheduled.pricing.outputPer1MTokens).toBe(15600);
+  expect(scheduled.scheduled_prices).toEqual([
+    {
+      price_version: expect.any(Number),
+      effective_at: tomorrow,
+      pricing: { inputPer1MTokens: 3900, cachedInputPer1MTokens: 1950, outputPer1MTokens: 99000 },
+      batch_pricing: of('gpt-4o-mini').batchPricing,
+    },
+  ]);
+
+  // In force in a moment: every process takes it up on time, without a restart.
+  const soon = new Date(Date.now() + 1500).toISOString();
+  expect(
+    await admin('price-set', CHAT, '--pricing', '{"inputPer1MTokens":7800}', '--effective-at', soon),
+  ).toMatchObject({ code: 0 });
+  const now = await eventually(async () => {
+    const m = await listed(CHAT);
+    return m.pricing.inputPer1MTokens === 7800 ? m : null;
+  });
+  const v2 = now.price_version.id;
+  expect(v2).toBeGreaterThan(v1);
+  expect(now.price_version.effective_at).toBe(soon);
+  expect(now.scheduled_prices).toHaveLength(1);
+
+  // New work at v2; what was billed at v1 keeps its prices and version.
+  const second = await chat(acc);
+  expect(Number(second.price_version)).toBe(v2);
+  expect(second.pricing).toMatchObject({ inputPer1MTokens: 7800, priceVersion: v2 });
+  const again = (
+    await h.deps.db.query('SELECT price_version, pricing, cost_vnd FROM usage_records WHERE id = $1', [first.id])
+  ).rows[0];
+  expect(again).toMatchObject({ pricing: first.pricing, cost_vnd: first.cost_vnd });
+  expect(Number(again.price_version)).toBe(v1);
+
+  // verify-ledger re-prices each record at its own version: a snapshot rewritten to v2's prices (as a re-pricing
+  // would) does not fool it, since v1's prices are in the book.
+  const since = new Date(Date.now() - 600_000);
+  expect((await verifyUsage(h.deps.db, { since })).mismatches).toEqual([]);
+  await h.deps.db.query(`UPDATE usage_records SET pricing = pricing || '{"inputPer1MTokens": 1000000}' WHERE id = $1`, [
+    first.id,
+  ]);
+  try {
+    expect((await verifyUsage(h.deps.db, { since })).mismatches).toEqual([]);
+  } finally {
+    await h.deps.db.query('UPDATE usage_records SET pricing = $2 WHERE id = $1', [
+      first.id,
+      JSON.stringify(first.pricing),
+    ]);
+  }
+  const list = await admin('price-list', CHAT);
+  expect(list.out.split('\n').filter((l) => l.startsWith('*'))).toEqual([expect.stringContaining(`v${v2} `)]);
+});
+
+test('price-set refuses prices a model of its mode cannot be billed by', async () => {
+  const r = await admin('price-set', SEEDANCE, '--pricing', '{"videoPerSecond":[{"resolution":"480p"}]}');
+  expect(r.code).toBe(2);
+  expect(r.err).toMatch(/--pricing/);
 });
