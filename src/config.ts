@@ -65,6 +65,8 @@ export interface Config {
   creditFlushMs: number;
   /** How often each process looks for price versions that took effect (src/billing/priceBook.ts). */
   priceRefreshMs: number;
+  /** Workers create the daily reconciliation schedules (src/reconcile/schedule.ts). */
+  reconcileSchedule: boolean;
   keyCacheMs: number;
   /** Hosts URL inputs may be fetched from even though they resolve to private addresses (local development). */
   fetchAllowHosts: string[];
@@ -120,6 +122,7 @@ export function loadConfig(overrides: Partial<Config> = {}): Config {
     creditLeaseVnd: int('CREDIT_LEASE_VND', 20000),
     creditFlushMs: int('CREDIT_FLUSH_MS', 200),
     priceRefreshMs: int('PRICE_REFRESH_MS', 10_000),
+    reconcileSchedule: str('RECONCILE_SCHEDULE', 'true') === 'true',
     keyCacheMs: int('KEY_CACHE_MS', 2000),
     fetchAllowHosts: str('FETCH_ALLOW_HOSTS', '')
       .split(',')

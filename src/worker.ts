@@ -18,6 +18,8 @@ import { createPool } from './db/pool';
 import { ensureDatabase, migrate } from './db/migrate';
 import { Catalog } from './catalog/catalog';
 import { PriceBook } from './billing/priceBook';
+import { createReconcileActivities } from '../activities/reconcile';
+import { ensureReconcileSchedules } from './reconcile/schedule';
 import { createStorage } from './storage';
 import { createLogger, redirectedLines } from './observability/logger';
 import { releaseExpiredHolds } from './billing/ledger';
@@ -204,6 +206,7 @@ export async function startWorker(config: Config = loadConfig(), opts: WorkerOpt
         ...createVideoActivities({ db, storage, catalog, providers, router, logger }),
         ...createBatchActivities(batchDeps),
         ...createBatchNativeActivities(batchDeps),
+        ...createReconcileActivities({ db, catalog }),
         ...createWebhookActivities({
           db,
           temporal,
@@ -222,6 +225,11 @@ export async function startWorker(config: Config = loadConfig(), opts: WorkerOpt
           }
         : {}),
     });
+    // Daily reconciliation of each provider with a usage report (RECONCILE_SCHEDULE=false: none).
+    if (config.reconcileSchedule)
+      await ensureReconcileSchedules(temporal, catalog, config.temporalTaskQueue).catch((e) =>
+        logger.warn({ err: (e as Error).message }, 'could not create the reconciliation schedules'),
+      );
     const running = worker.run();
     running.catch((e) => logger.error({ err: (e as Error).message }, 'video worker stopped'));
 

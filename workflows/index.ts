@@ -2,3 +2,4 @@
 export { videoJobWorkflow, cancelSignal, stageQuery } from './videoJob';
 export { webhookDeliveryWorkflow } from './webhookDelivery';
 export { batchJobWorkflow, batchCancelSignal, batchStageQuery } from './batchJob';
+export { reconcileProviderDayWorkflow } from './reconcile';

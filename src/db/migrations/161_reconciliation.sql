@@ -1,0 +1,16 @@
+-- Daily reconciliation (docs/billing.md, "Reconciliation"): per provider, UTC day, upstream model and usage field,
+-- the units the provider's own usage report bills and the units the gateway recorded for calls it sent there.
+-- A run for a provider and day replaces that day's rows (the report may be revised; the latest run is the truth).
+CREATE TABLE reconciliation_drift (
+  provider      text NOT NULL,
+  day           date NOT NULL,
+  model         text NOT NULL,
+  field         text NOT NULL,
+  reported      bigint NOT NULL,
+  recorded      bigint NOT NULL,
+  drift         bigint NOT NULL,
+  -- What customers were charged for the calls of this provider, day and model (the same on each field's row).
+  charged_vnd   bigint NOT NULL DEFAULT 0,
+  run_at        timestamptz NOT NULL DEFAULT now(),
+  PRIMARY KEY (provider, day, model, field)
+);
