@@ -2,6 +2,9 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import OpenAI from 'openai';
+import Anthropic from '@anthropic-ai/sdk';
+import { ensureReconcileSchedules } from '../../src/reconcile/schedule';
+import { RECONCILE_WORKFLOW_TYPE } from '../../src/reconcile/workflowContract';
 import { getBalance, listLedger } from '../../src/billing/ledger';
 import { verifyUsage } from '../../src/billing/usageVerify';
 import { runAdmin } from '../../src/cli/admin';
@@ -55,7 +58,20 @@ let catalogPath: string;
 beforeAll(async () => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'gw-prices-'));
   catalogPath = path.join(dir, 'catalog.json');
-  fs.writeFileSync(catalogPath, JSON.stringify({ ...base, models: [...base.models, ...models] }));
+  // Providers of this file's own: reconciliation compares only the calls routed to them with this emulator's report.
+  const providers = {
+    ...base.providers,
+    'pb-openai': { ...base.providers['emulator-openai'], modelPatterns: undefined },
+    'pb-anthropic': { ...base.providers['emulator-anthropic'], modelPatterns: undefined },
+  };
+  const reconciled: ModelConfig[] = [
+    { ...of('gpt-4o-mini'), id: 'pb-gpt', provider: 'pb-openai', aliases: undefined },
+    { ...of('claude-haiku-4-5'), id: 'pb-claude', provider: 'pb-anthropic', aliases: undefined },
+  ];
+  fs.writeFileSync(
+    catalogPath,
+    JSON.stringify({ ...base, providers, models: [...base.models, ...models, ...reconciled] }),
+  );
   // Each process looks for versions that took effect every second (and on time for one scheduled sooner).
   h = await startVideoHarness({}, { catalogPath, priceRefreshMs: 1000 });
 });
@@ -250,4 +266,76 @@ test('price-set refuses prices a model of its mode cannot be billed by', async (
   const r = await admin('price-set', SEEDANCE, '--pricing', '{"videoPerSecond":[{"resolution":"480p"}]}');
   expect(r.code).toBe(2);
   expect(r.err).toMatch(/--pricing/);
+});
+
+test('reconciliation: a provider day against its usage report, drift stored; the daily schedule runs it', async () => {
+  const acc = await h.account(1_000_000);
+  const openai = new OpenAI({ apiKey: acc.key, baseURL: `${h.url}/v1`, maxRetries: 0 });
+  const anthropic = new Anthropic({ apiKey: acc.key, baseURL: h.url, maxRetries: 0 });
+  for (let i = 0; i < 2; i++) {
+    await openai.chat.completions.create({ model: 'pb-gpt', messages: [{ role: 'user', content: `count ${i}` }] });
+    await anthropic.messages.create({
+      model: 'pb-claude',
+      max_tokens: 50,
+      messages: [{ role: 'user', content: `count ${i}` }],
+    });
+  }
+  const day = new Date().toISOString().slice(0, 10);
+  const temporal = h.deps.temporal!;
+  const run = (provider: string, tag: string) =>
+    temporal.workflow.execute(RECONCILE_WORKFLOW_TYPE, {
+      taskQueue: h.config.temporalTaskQueue,
+      workflowId: `reconcile-${provider}-${day}-${tag}-${Date.now()}`,
+      args: [{ provider, day }],
+    });
+  const drift = async (provider: string) =>
+    (
+      await h.deps.db.query(
+        'SELECT model, field, reported::int, recorded::int, drift::int FROM reconciliation_drift ' +
+          'WHERE provider = $1 AND day = $2 ORDER BY model, field',
+        [provider, day],
+      )
+    ).rows;
+  // The usage records are written by the credit flush: wait for all four.
+  await eventually(async () => {
+    const n = await h.deps.db.query('SELECT count(*)::int AS n FROM usage_records WHERE account_id = $1', [
+      acc.accountId,
+    ]);
+    return n.rows[0].n === 4 ? true : null;
+  });
+
+  // Reported as served: no drift on any field.
+  expect(await run('pb-openai', 'exact')).toMatchObject({ provider: 'pb-openai', day, maxDriftRatio: 0 });
+  await run('pb-anthropic', 'exact');
+  for (const provider of ['pb-openai', 'pb-anthropic']) {
+    const rows = await drift(provider);
+    expect(rows.map((r) => r.field)).toEqual(expect.arrayContaining(['input', 'output']));
+    for (const r of rows) expect(r).toMatchObject({ drift: 0, reported: r.recorded });
+  }
+
+  // The provider over-reports by 10 %: the run stores the drift per field.
+  h.emulator.control.settings.usageReportFactor = 1.1;
+  const over = await run('pb-anthropic', 'over');
+  h.emulator.control.settings.usageReportFactor = 1;
+  expect(over.maxDriftRatio).toBeGreaterThan(0.05);
+  for (const r of (await drift('pb-anthropic')).filter((x) => x.recorded > 0))
+    expect(r.drift).toBe(Math.round(r.recorded * 1.1) - r.recorded);
+
+  // The schedule: one per reconciled provider; a run it starts reconciles the day before.
+  const prefix = `test-${Date.now()}-`;
+  const ids = await ensureReconcileSchedules(temporal, h.deps.catalog, h.config.temporalTaskQueue, prefix);
+  try {
+    expect(ids).toEqual(expect.arrayContaining([`${prefix}reconcile-pb-openai`, `${prefix}reconcile-pb-anthropic`]));
+    const handle = temporal.schedule.getHandle(`${prefix}reconcile-pb-openai`);
+    expect((await handle.describe()).action).toMatchObject({ workflowType: RECONCILE_WORKFLOW_TYPE });
+    await handle.trigger();
+    const started = await eventually(async () => (await handle.describe()).info.recentActions[0] ?? null);
+    const result = await temporal.workflow.getHandle(started.action.workflow.workflowId).result();
+    expect(result).toMatchObject({
+      provider: 'pb-openai',
+      day: new Date(Date.now() - 86_400_000).toISOString().slice(0, 10),
+    });
+  } finally {
+    for (const id of ids) await temporal.schedule.getHandle(id).delete();
+  }
 });
