@@ -6,6 +6,7 @@ import { createPool } from './db/pool';
 import { ensureDatabase, migrate } from './db/migrate';
 import { Catalog } from './catalog/catalog';
 import { PriceBook } from './billing/priceBook';
+import { registerReconcileMetrics } from './reconcile/metrics';
 import { KeyResolver } from './auth/apiKeys';
 import { CreditManager } from './billing/credit';
 import { createLogger } from './observability/logger';
@@ -37,6 +38,7 @@ export async function buildDeps(
   });
   await prices.start();
   const metrics = new Metrics();
+  registerReconcileMetrics(metrics.registry, db);
   const credit = new CreditManager(db, {
     leaseVnd: config.creditLeaseVnd,
     flushMs: config.creditFlushMs,

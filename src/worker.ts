@@ -206,7 +206,7 @@ export async function startWorker(config: Config = loadConfig(), opts: WorkerOpt
         ...createVideoActivities({ db, storage, catalog, providers, router, logger }),
         ...createBatchActivities(batchDeps),
         ...createBatchNativeActivities(batchDeps),
-        ...createReconcileActivities({ db, catalog }),
+        ...createReconcileActivities({ db, catalog, logger }),
         ...createWebhookActivities({
           db,
           temporal,

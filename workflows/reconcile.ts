@@ -1,4 +1,4 @@
-import { proxyActivities } from '@temporalio/workflow';
+import { proxyActivities, workflowInfo } from '@temporalio/workflow';
 import type { ReconcileActivities, ReconcileInput, ReconcileResult } from '../src/reconcile/workflowContract';
 
 const DAY_MS = 86_400_000;
@@ -16,5 +16,8 @@ const acts = proxyActivities<ReconcileActivities>({
 export async function reconcileProviderDayWorkflow(input: ReconcileInput): Promise<ReconcileResult> {
   // Workflow time is replay-safe: a scheduled run reconciles the day before it started.
   const day = input.day ?? new Date(Date.now() - DAY_MS).toISOString().slice(0, 10);
-  return acts.reconcileProviderDay({ provider: input.provider, day });
+  const result = await acts.reconcileProviderDay({ provider: input.provider, day });
+  // One event per run (its id stays the same across the delivery's retries).
+  if (result.overThreshold) await acts.notifyOperatorDrift({ eventId: `evt_${workflowInfo().runId}`, result });
+  return result;
 }

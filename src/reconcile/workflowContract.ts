@@ -20,8 +20,12 @@ export interface ReconcileResult {
   rows: number;
   /** The largest |reported - recorded| / reported over the rows (0 when none). */
   maxDriftRatio: number;
+  /** maxDriftRatio is past RECONCILE_DRIFT_THRESHOLD: the operator is told (notifyOperatorDrift). */
+  overThreshold: boolean;
 }
 
 export interface ReconcileActivities {
   reconcileProviderDay(a: { provider: string; day: string }): Promise<ReconcileResult>;
+  /** POSTs a signed `reconciliation.drift` event to OPERATOR_WEBHOOK_URL (none set: logged only). */
+  notifyOperatorDrift(a: { eventId: string; result: ReconcileResult }): Promise<void>;
 }

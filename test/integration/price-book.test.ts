@@ -2,6 +2,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import OpenAI from 'openai';
+import { Webhook } from 'standardwebhooks';
+import { startReceiver } from '../support/webhookReceiver';
 import Anthropic from '@anthropic-ai/sdk';
 import { ensureReconcileSchedules } from '../../src/reconcile/schedule';
 import { RECONCILE_WORKFLOW_TYPE } from '../../src/reconcile/workflowContract';
@@ -291,7 +293,9 @@ test('reconciliation: a provider day against its usage report, drift stored; the
   const drift = async (provider: string) =>
     (
       await h.deps.db.query(
-        'SELECT model, field, reported::int, recorded::int, drift::int FROM reconciliation_drift ' +
+        'SELECT model, field, reported::int, recorded::int, drift::int, ' +
+          'reported_cost_vnd::float8, charged_vnd::float8 ' +
+          'FROM reconciliation_drift ' +
           'WHERE provider = $1 AND day = $2 ORDER BY model, field',
         [provider, day],
       )
@@ -304,22 +308,49 @@ test('reconciliation: a provider day against its usage report, drift stored; the
     return n.rows[0].n === 4 ? true : null;
   });
 
-  // Reported as served: no drift on any field.
-  expect(await run('pb-openai', 'exact')).toMatchObject({ provider: 'pb-openai', day, maxDriftRatio: 0 });
-  await run('pb-anthropic', 'exact');
-  for (const provider of ['pb-openai', 'pb-anthropic']) {
-    const rows = await drift(provider);
-    expect(rows.map((r) => r.field)).toEqual(expect.arrayContaining(['input', 'output']));
-    for (const r of rows) expect(r).toMatchObject({ drift: 0, reported: r.recorded });
-  }
+  // Reported as served: no drift on any field, and what customers paid equals what the provider bills (the
+  // catalog resells at the list price x 26 000 VND/USD: no margin).
+  const receiver = await startReceiver();
+  const secret = `whsec_${Buffer.from('operator-secret-0123456789').toString('base64')}`;
+  Object.assign(process.env, { OPERATOR_WEBHOOK_URL: receiver.url, OPERATOR_WEBHOOK_SECRET: secret });
+  try {
+    expect(await run('pb-openai', 'exact')).toMatchObject({ provider: 'pb-openai', day, maxDriftRatio: 0 });
+    await run('pb-anthropic', 'exact');
+    for (const provider of ['pb-openai', 'pb-anthropic']) {
+      const rows = await drift(provider);
+      expect(rows.map((r) => r.field)).toEqual(expect.arrayContaining(['input', 'output']));
+      for (const r of rows) {
+        expect(r).toMatchObject({ drift: 0, reported: r.recorded });
+        expect(r.reported_cost_vnd).toBeCloseTo(r.charged_vnd, 3);
+      }
+    }
+    expect(receiver.received).toEqual([]);
 
-  // The provider over-reports by 10 %: the run stores the drift per field.
-  h.emulator.control.settings.usageReportFactor = 1.1;
-  const over = await run('pb-anthropic', 'over');
-  h.emulator.control.settings.usageReportFactor = 1;
-  expect(over.maxDriftRatio).toBeGreaterThan(0.05);
-  for (const r of (await drift('pb-anthropic')).filter((x) => x.recorded > 0))
-    expect(r.drift).toBe(Math.round(r.recorded * 1.1) - r.recorded);
+    // The provider over-reports by 10 %: the drift is stored per field, the margin turns negative, the gauge
+    // shows it and the operator's webhook is told (signed, Standard Webhooks).
+    h.emulator.control.settings.usageReportFactor = 1.1;
+    const over = await run('pb-anthropic', 'over');
+    h.emulator.control.settings.usageReportFactor = 1;
+    expect(over.maxDriftRatio).toBeGreaterThan(0.05);
+    const rows = (await drift('pb-anthropic')).filter((x) => x.recorded > 0);
+    for (const r of rows) {
+      expect(r.drift).toBe(Math.round(r.recorded * 1.1) - r.recorded);
+      if (r.drift > 0) expect(r.reported_cost_vnd).toBeGreaterThan(r.charged_vnd);
+    }
+    expect(rows.some((r) => r.drift > 0)).toBe(true);
+    const metrics = await (await fetch(`${h.url}/metrics`)).text();
+    const gauge = new RegExp(
+      `gateway_reconcile_drift_ratio\\{provider="pb-anthropic",model="claude-haiku-4-5",field="output"\\} (\\S+)`,
+    ).exec(metrics);
+    expect(Number(gauge?.[1])).toBeCloseTo(0.1, 1);
+    const [event] = await eventually(async () => (receiver.received.length ? receiver.received : null));
+    const verified = new Webhook(secret).verify(event.body, event.headers) as any;
+    expect(verified).toMatchObject({ type: 'reconciliation.drift', data: { provider: 'pb-anthropic', day } });
+  } finally {
+    delete process.env.OPERATOR_WEBHOOK_URL;
+    delete process.env.OPERATOR_WEBHOOK_SECRET;
+    await receiver.close();
+  }
 
   // The schedule: one per reconciled provider; a run it starts reconciles the day before.
   const prefix = `test-${Date.now()}-`;

@@ -9,8 +9,11 @@ CREATE TABLE reconciliation_drift (
   reported      bigint NOT NULL,
   recorded      bigint NOT NULL,
   drift         bigint NOT NULL,
-  -- What customers were charged for the calls of this provider, day and model (the same on each field's row).
-  charged_vnd   bigint NOT NULL DEFAULT 0,
+  -- What the provider billed for the field (its cost report, converted at RECONCILE_USD_VND) and what customers
+  -- were charged for it (the recorded units at the prices of each record's version, before the per-request
+  -- rounding up): margin = the difference. Fractional VND: a report, not money moved (the ledger is integer).
+  reported_cost_vnd numeric(24, 4) NOT NULL DEFAULT 0,
+  charged_vnd   numeric(24, 4) NOT NULL DEFAULT 0,
   run_at        timestamptz NOT NULL DEFAULT now(),
   PRIMARY KEY (provider, day, model, field)
 );
