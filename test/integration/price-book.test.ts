@@ -4,6 +4,7 @@ import path from 'node:path';
 import OpenAI from 'openai';
 import { Webhook } from 'standardwebhooks';
 import { startReceiver } from '../support/webhookReceiver';
+import { ConsoleClient, makeLogin } from '../e2e/consoleClient';
 import Anthropic from '@anthropic-ai/sdk';
 import { ensureReconcileSchedules } from '../../src/reconcile/schedule';
 import { RECONCILE_WORKFLOW_TYPE } from '../../src/reconcile/workflowContract';
@@ -346,6 +347,37 @@ test('reconciliation: a provider day against its usage report, drift stored; the
     const [event] = await eventually(async () => (receiver.received.length ? receiver.received : null));
     const verified = new Webhook(secret).verify(event.body, event.headers) as any;
     expect(verified).toMatchObject({ type: 'reconciliation.drift', data: { provider: 'pb-anthropic', day } });
+
+    // The operator console: per provider, day, model and field, reported vs recorded, drift and margin; the
+    // providers without a report the gateway reads are listed as not reconciled.
+    const op = await h.account(0, 'House');
+    const login = await makeLogin(h, op.accountId, 'operator');
+    const c = new ConsoleClient(h.url);
+    expect((await c.signIn(login.email, login.password)).status).toBe(200);
+    const view = await c.json('GET', '/console/api/admin/reconciliation?days=2');
+    const output = view.data.find(
+      (r: any) =>
+        r.provider === 'pb-anthropic' && r.day === day && r.model === 'claude-haiku-4-5' && r.field === 'output',
+    );
+    const stored = rows.find((r) => r.field === 'output')!;
+    expect(output).toMatchObject({
+      reported_units: stored.reported,
+      recorded_units: stored.recorded,
+      drift_units: stored.drift,
+      reported_cost_vnd: stored.reported_cost_vnd,
+      charged_vnd: stored.charged_vnd,
+    });
+    expect(output.margin_vnd).toBeCloseTo(stored.charged_vnd - stored.reported_cost_vnd, 3);
+    expect(view.providers).toEqual(
+      expect.arrayContaining([
+        { id: 'pb-anthropic', kind: 'anthropic', reconciled: true, report: null },
+        { id: 'emulator-seedance', kind: 'seedance', reconciled: false, report: expect.stringContaining('BytePlus') },
+      ]),
+    );
+    const customer = new ConsoleClient(h.url);
+    const cl = await makeLogin(h, acc.accountId);
+    await customer.signIn(cl.email, cl.password);
+    expect((await customer.request('GET', '/console/api/admin/reconciliation')).status).toBe(403);
   } finally {
     delete process.env.OPERATOR_WEBHOOK_URL;
     delete process.env.OPERATOR_WEBHOOK_SECRET;

@@ -13,6 +13,7 @@ import { pageJob, pageJobs } from './page-jobs.js';
 import { pageKeys } from './page-keys.js';
 import { pageLogin } from './page-login.js';
 import { pageModels } from './page-models.js';
+import { pageReconciliation } from './page-reconciliation.js';
 import { pageUsage } from './page-usage.js';
 import { pageWebhooks } from './page-webhooks.js';
 import { emptyState, errorState } from './views.js';
@@ -32,6 +33,7 @@ export const routes = [
   { re: /^\/webhooks$/, page: pageWebhooks, nav: 'webhooks' },
   { re: /^\/admin\/accounts$/, page: pageAccounts, nav: 'accounts', operator: true },
   { re: new RegExp('^/admin/accounts/' + UUID + '$'), page: pageAccount, nav: 'accounts', operator: true },
+  { re: /^\/admin\/reconciliation$/, page: pageReconciliation, nav: 'reconciliation', operator: true },
 ];
 export function currentPath() {
   return location.pathname.slice(BASE.length) + location.search;
@@ -153,7 +155,13 @@ export function layout(app, active, fill) {
         item('batches', '/batches', 'Batches'),
         item('webhooks', '/webhooks', 'Webhooks'),
         item('models', '/models', 'Models'),
-        isOp ? [h('span', { class: 'sep' }), item('accounts', '/admin/accounts', 'Accounts')] : null,
+        isOp
+          ? [
+              h('span', { class: 'sep' }),
+              item('accounts', '/admin/accounts', 'Accounts'),
+              item('reconciliation', '/admin/reconciliation', 'Reconciliation'),
+            ]
+          : null,
       ),
       h(
         'div',
