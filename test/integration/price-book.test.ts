@@ -336,10 +336,6 @@ test('reconciliation: a provider day against its usage report, drift stored; the
     const over = await run('pb-anthropic', 'over');
     h.emulator.control.settings.usageReportFactor = 1;
     expect(over.maxDriftRatio).toBeGreaterThan(0.05);
-    if (process.env.PB_PRINT)
-      process.stderr.write(
-        'PBROWS ' + JSON.stringify(await drift('pb-anthropic')) + ' ' + JSON.stringify(await drift('pb-openai')) + '\n',
-      );
     const rows = (await drift('pb-anthropic')).filter((x) => x.recorded > 0);
     for (const r of rows) {
       expect(r.drift).toBe(Math.round(r.recorded * 1.1) - r.recorded);
