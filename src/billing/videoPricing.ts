@@ -30,21 +30,25 @@ export function videoSecondPrice(p: PriceSet, d: VideoDims): number {
   return rowFor(p, d)?.perSecond ?? p.perVideoSecond ?? 0;
 }
 
+/** A value no row names: what a provider may deliver for an open dimension beyond the table's values. */
+const OTHER = '\u0000other';
+
 /**
- * The highest price per second a request asked as `asked` can be delivered at: the highest of the rows it could
- * match (a row naming a dimension the request left open could apply), and perVideoSecond when no row surely
- * applies (what was delivered may then match none).
+ * The highest price per second a request asked as `asked` can be delivered at: each dimension it leaves open may
+ * come back as any value (those the table names, any other, both audio states, every input mode), and each
+ * possible delivery is priced as a delivery is (first matching row, else perVideoSecond).
  */
 export function videoHoldPrice(p: PriceSet, asked: VideoDims): number {
-  let max = -1;
-  let covered = false;
-  for (const row of p.videoPerSecond ?? []) {
-    if (!DIMS.every((k) => row[k] === undefined || asked[k] === undefined || row[k] === asked[k])) continue;
-    max = Math.max(max, row.perSecond);
-    // A row whose every dimension is fixed by the request (or open in the row) is sure to price what was asked.
-    if (DIMS.every((k) => row[k] === undefined || asked[k] !== undefined)) covered = true;
-  }
-  return covered ? max : Math.max(max, p.perVideoSecond ?? 0);
+  const rows = p.videoPerSecond ?? [];
+  const options = (k: (typeof DIMS)[number]): unknown[] => {
+    if (asked[k] !== undefined) return [asked[k]];
+    if (k === 'audio') return [true, false];
+    if (k === 'input') return ['text', 'image', 'reference'];
+    return [...new Set(rows.map((r) => r[k]).filter((v) => v !== undefined)), OTHER];
+  };
+  let combos: VideoDims[] = [{}];
+  for (const k of DIMS) combos = combos.flatMap((c) => options(k).map((v) => ({ ...c, [k]: v })));
+  return Math.max(...combos.map((d) => videoSecondPrice(p, d)));
 }
 
 /** The dimensions of a job's request (resolution, audio switch, input mode, a `service_tier` pass-through). */
