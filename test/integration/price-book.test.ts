@@ -405,3 +405,44 @@ test('reconciliation: a provider day against its usage report, drift stored; the
     for (const id of ids) await temporal.schedule.getHandle(id).delete();
   }
 });
+
+test('catalog-import --effective-at records the imported prices as a new version from that time', async () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'gw-import-'));
+  const list = path.join(dir, 'prices.json');
+  const model = `pb-import-${Date.now()}`;
+  fs.writeFileSync(
+    list,
+    JSON.stringify({
+      [model]: {
+        litellm_provider: 'openai',
+        mode: 'chat',
+        input_cost_per_token: 0.000001,
+        output_cost_per_token: 0.000002,
+      },
+    }),
+  );
+  const copy = path.join(dir, 'catalog.json');
+  fs.copyFileSync(catalogPath, copy);
+  const at = new Date(Date.now() + 3_600_000).toISOString();
+  const r = await admin(
+    'catalog-import',
+    list,
+    '--provider',
+    'pb-openai',
+    '--usd-vnd',
+    '26000',
+    '--catalog',
+    copy,
+    '--effective-at',
+    at,
+  );
+  expect(r).toMatchObject({ code: 0, out: expect.stringMatching(new RegExp(`price version v\\d+ of ${model}`)) });
+  const rows = (await h.deps.db.query('SELECT * FROM price_versions WHERE model = $1', [model])).rows;
+  expect(rows).toEqual([
+    expect.objectContaining({
+      source: 'catalog-import',
+      pricing: { inputPer1MTokens: 26000, outputPer1MTokens: 52000 },
+      effective_at: new Date(at),
+    }),
+  ]);
+});
