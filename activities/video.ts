@@ -11,8 +11,10 @@ import { loadRoutingSettings } from '../src/routing/settings';
 import { VideoProviderError, type VideoTaskState } from '../src/providers/video/types';
 import * as jobs from '../src/video/jobs';
 import { deleteStoredImages } from '../src/video/images';
+import { askedDims, deliveredDims, videoSecondPrice } from '../src/billing/videoPricing';
 import type {
   CompleteArgs,
+  CompleteOutcome,
   EndUnsuccessfulArgs,
   JobArgs,
   ObserveArgs,
@@ -74,6 +76,9 @@ async function pollVideo(x: VideoActivityContext, a: TaskArgs): Promise<PollOutc
     videoUrl: s.videoUrl,
     lastFrameUrl: s.lastFrameUrl,
     durationSeconds: s.durationSeconds,
+    resolution: s.resolution,
+    generateAudio: s.generateAudio,
+    tier: s.tier,
     errorMessage: s.error?.message,
     errorCode: s.error?.code,
     contentFiltered: s.contentFiltered,
@@ -138,22 +143,42 @@ async function observeProviderTask(x: VideoActivityContext, a: ObserveArgs): Pro
 }
 
 /**
- * Charges the actual cost, releases the rest of the hold and marks the job completed: one transaction. The workflow
- * caps its charge at the hold; the whole bill (duration x the job's price) is taken here, its part above the hold
- * collected from free funds or recorded as the job's shortfall.
+ * Charges the actual cost, releases the rest of the hold and marks the job completed: one transaction. A job that
+ * kept its prices is billed the seconds delivered at the price of what was delivered (its price table, at the
+ * version it was held at); a job of an older build at its one price per second. What the hold covers is charged
+ * from it; the rest is collected from free funds or recorded as the job's shortfall (video/jobs.ts endJob).
  */
-async function completeJob(x: VideoActivityContext, a: CompleteArgs): Promise<void> {
+async function completeJob(x: VideoActivityContext, a: CompleteArgs): Promise<CompleteOutcome> {
   const job = await loadJob(x, a.jobId);
+  let chargeVnd = a.chargeVnd;
+  let billVnd = a.durationSeconds * job.pricePerSecond;
+  let billed: jobs.VideoBilled | undefined;
+  if (job.pricing) {
+    const d = a.delivered ?? {};
+    const dims = deliveredDims(askedDims(job.request), {
+      resolution: d.resolution,
+      audio: d.generateAudio,
+      tier: d.tier,
+    });
+    const pricePerSecond = videoSecondPrice(job.pricing, dims);
+    billVnd = pricePerSecond * a.durationSeconds;
+    chargeVnd = Math.min(billVnd, job.maxCostVnd);
+    billed = {
+      seconds: a.durationSeconds,
+      resolution: dims.resolution ?? null,
+      audio: dims.audio ?? null,
+      tier: dims.tier ?? null,
+      input: dims.input ?? null,
+      pricePerSecond,
+      priceVersion: job.pricing.priceVersion ?? null,
+    };
+  }
   await jobs.endJob(
     x.db,
     { ...a, apiKeyId: job.apiKeyId },
-    {
-      status: 'completed',
-      chargeVnd: a.chargeVnd,
-      durationSeconds: a.durationSeconds,
-      billVnd: a.durationSeconds * job.pricePerSecond,
-    },
+    { status: 'completed', chargeVnd, durationSeconds: a.durationSeconds, billVnd, billed },
   );
+  return { costVnd: chargeVnd };
 }
 
 /**

@@ -1,4 +1,5 @@
 import type Koa from 'koa';
+import { recordServed } from './usageReports';
 import { anthropicInputTokens } from './providerTokens';
 import type Router from '@koa/router';
 import type { Mount } from './mount';
@@ -226,6 +227,14 @@ function messages(ctl: EmulatorControl) {
     ctl.record('POST', ctx.path, ctx.headers, body);
     if (!validate(ctx, body, false)) return;
     const { message, events } = messageAnswer(body, body.model, ctl.settings.providerTokens);
+    const u = message.usage as Record<string, any>;
+    recordServed(ctl, 'anthropic', String(body.model), {
+      input: u.input_tokens,
+      cacheRead: u.cache_read_input_tokens,
+      cacheWrite5m: u.cache_creation.ephemeral_5m_input_tokens,
+      cacheWrite1h: u.cache_creation.ephemeral_1h_input_tokens,
+      output: u.output_tokens,
+    });
     if (body.stream !== true) {
       ctx.set('request-id', `req_${message.id}`);
       ctx.body = message;

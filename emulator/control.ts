@@ -60,6 +60,8 @@ export interface EmulatorSettings {
   googleTokenTtlS: number;
   /** Count prompt tokens as the providers do (./providerTokens.ts) rather than characters / 4 of the text. */
   providerTokens: boolean;
+  /** Usage reports (./usageReports.ts) report what was served times this (1.1: over-report by 10 %). */
+  usageReportFactor: number;
 }
 
 export const defaultSettings = (): EmulatorSettings => ({
@@ -75,11 +77,14 @@ export const defaultSettings = (): EmulatorSettings => ({
   googleServiceAccounts: {},
   googleTokenTtlS: 3600,
   providerTokens: false,
+  usageReportFactor: 1,
 });
 
 export class EmulatorControl {
   settings: EmulatorSettings = defaultSettings();
   private faults: Fault[] = [];
+  /** Usage served, by `provider\tUTC day\tmodel` (./usageReports.ts); kept across resets, as a provider's bill. */
+  readonly served = new Map<string, import('./usageReports').ServedUsage>();
   /** Requests a fault was applied to since the last reset (a test proves its fault was hit). */
   faultsApplied = 0;
   /** Every request seen, newest last (bounded): tests assert on what the gateway sent upstream. */

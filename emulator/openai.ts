@@ -1,3 +1,4 @@
+import { recordServed } from './usageReports';
 import { Readable } from 'node:stream';
 import { openaiPromptTokens } from './providerTokens';
 import type Koa from 'koa';
@@ -283,6 +284,13 @@ function chatCompletions(ctl: EmulatorControl) {
     const created = nowSec();
     const model = body.model;
     const usage = usageOf(r.promptTokens, r.completionTokens * n, r.markers);
+    recordServed(ctl, 'openai', String(model), {
+      input: r.promptTokens,
+      cacheRead: r.markers.cacheRead,
+      cacheWrite5m: 0,
+      cacheWrite1h: 0,
+      output: r.completionTokens * n + r.markers.reasoning,
+    });
     if (body.stream !== true) {
       const message: Json = { role: 'assistant', content: r.content, refusal: null };
       if (r.toolCall)

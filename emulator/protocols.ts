@@ -1,5 +1,6 @@
 import type { Mount } from './mount';
 import { mountOpenAI } from './openai';
+import { mountUsageReports } from './usageReports';
 import { mountAnthropic } from './anthropic';
 import { mountResponses } from './responses';
 import { mountVeo } from './veo';
@@ -14,6 +15,7 @@ import type Koa from 'koa';
 
 /** Every protocol the emulator speaks, each adding its routes. */
 export const MOUNTS: Mount[] = [
+  mountUsageReports,
   mountOpenAI,
   mountAnthropic,
   mountResponses,

@@ -28,6 +28,7 @@ interface Task {
   bytes: number;
   duration: number;
   resolution: string;
+  generateAudio: boolean;
   ratio: string;
   seed: number;
   returnLastFrame: boolean;
@@ -117,7 +118,8 @@ export const mountSeedance: Mount = (router, ctl, baseUrl) => {
       polls: 0,
       bytes: ctl.settings.videoBytes,
       duration: markers.duration ?? (duration as number),
-      resolution,
+      resolution: markers.resolution ?? resolution,
+      generateAudio: b.generate_audio !== false,
       ratio,
       seed: Number.isInteger(b.seed) && (b.seed as number) >= 0 ? (b.seed as number) : 17918,
       returnLastFrame: b.return_last_frame === true,
@@ -141,6 +143,7 @@ export const mountSeedance: Mount = (router, ctl, baseUrl) => {
       updated_at: Math.floor(Date.now() / 1000),
       seed: t.seed,
       resolution: t.resolution,
+      generate_audio: t.generateAudio,
       ratio: t.ratio,
       duration: t.duration,
       framespersecond: 24,

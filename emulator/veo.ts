@@ -32,6 +32,9 @@ interface Op {
   pollsNeeded: number;
   polls: number;
   bytes: number;
+  /** What the finished operation reports it delivered. */
+  durationSeconds: number;
+  resolution: string;
 }
 
 function googleError(ctx: Koa.Context, status: number, message: string, code = 'INVALID_ARGUMENT'): void {
@@ -84,6 +87,8 @@ export const mountVeo: Mount = (router, ctl, baseUrl) => {
       pollsNeeded: markers.polls ?? ctl.settings.videoPollsToComplete,
       polls: 0,
       bytes: ctl.settings.videoBytes,
+      durationSeconds: markers.duration ?? Number(p.durationSeconds),
+      resolution: markers.resolution ?? (typeof p.resolution === 'string' ? p.resolution : '720p'),
     });
     ctx.body = { name: `models/${model}/operations/${id}` };
   });
@@ -125,6 +130,13 @@ export const mountVeo: Mount = (router, ctl, baseUrl) => {
     ctx.body = {
       name,
       done: true,
+      // What was delivered (Veo 3 always renders audio): the gateway charges on it.
+      metadata: {
+        '@type': 'type.googleapis.com/google.ai.generativelanguage.v1beta.PredictLongRunningMetadata',
+        durationSeconds: op.durationSeconds,
+        resolution: op.resolution,
+        generateAudio: true,
+      },
       response: {
         '@type': type,
         generateVideoResponse: {

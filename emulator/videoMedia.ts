@@ -79,6 +79,8 @@ export interface VideoMarkers {
   polls?: number;
   /** `[duration=N]`: the duration the provider reports for its result. */
   duration?: number;
+  /** `[resolution=480p]`: the resolution the provider reports it delivered (default: what was asked). */
+  resolution?: string;
   /** `[last_frame=jpeg]`, `[last_frame=webp]`: the format of the returned last frame (default png). */
   lastFrame: LastFrameFormat;
 }
@@ -98,11 +100,13 @@ export function parseMarkers(prompt: string): VideoMarkers {
             : 'ok';
   const polls = /\[polls=(\d{1,6})\]/.exec(prompt);
   const duration = /\[duration=(\d{1,4})\]/.exec(prompt);
+  const resolution = /\[resolution=(480p|720p|1080p|4k)\]/.exec(prompt)?.[1];
   const lastFrame = /\[last_frame=(jpeg|webp)\]/.exec(prompt)?.[1] as LastFrameFormat | undefined;
   return {
     outcome,
     polls: polls ? Number(polls[1]) : undefined,
     duration: duration ? Number(duration[1]) : undefined,
+    resolution,
     lastFrame: lastFrame ?? 'png',
   };
 }

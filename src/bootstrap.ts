@@ -5,6 +5,8 @@ import { loadConfig, type Config } from './config';
 import { createPool } from './db/pool';
 import { ensureDatabase, migrate } from './db/migrate';
 import { Catalog } from './catalog/catalog';
+import { PriceBook } from './billing/priceBook';
+import { registerReconcileMetrics } from './reconcile/metrics';
 import { KeyResolver } from './auth/apiKeys';
 import { CreditManager } from './billing/credit';
 import { createLogger, type Logger } from './observability/logger';
@@ -27,6 +29,8 @@ export interface CoreDeps {
   /** The synchronous upstream adapters (one list: providers/build.ts), used by the API and by batch items. */
   providers: ProviderRegistry;
   router: ModelRouter;
+  /** The price versions in force and scheduled, put on the catalog's models (billing/priceBook.ts). */
+  prices: PriceBook;
   /** Null for an API process without Temporal (TEMPORAL_ADDRESS=off). */
   temporal: Client | null;
   close(): Promise<void>;
@@ -56,6 +60,12 @@ export async function buildCore(config: Config, opts: CoreOptions): Promise<Core
   await migrate(config.databaseUrl);
   const db = createPool(config.databaseUrl, worker ? 10 : 20);
   const catalog = Catalog.load(config.catalogPath);
+  // Before anything prices a request: the versions in force on the catalog's models.
+  const prices = new PriceBook(db, catalog, {
+    refreshMs: config.priceRefreshMs,
+    onError: (e) => logger.warn({ err: (e as Error).message }, 'price book refresh failed'),
+  });
+  await prices.start();
   const providers = buildProviderRegistry(catalog, opts.onUpstreamError ? { onError: opts.onUpstreamError } : {});
   const router = opts.router ?? new ModelRouter(catalog, config.routing);
   let temporal: Client | null = null;
@@ -74,6 +84,7 @@ export async function buildCore(config: Config, opts: CoreOptions): Promise<Core
       });
     }
   } catch (e) {
+    prices.stop();
     await providers.close().catch(() => undefined);
     await db.end().catch(() => undefined);
     throw e;
@@ -84,10 +95,12 @@ export async function buildCore(config: Config, opts: CoreOptions): Promise<Core
     db,
     catalog,
     storage: createStorage(config),
+    prices,
     providers,
     router,
     temporal,
     async close() {
+      prices.stop();
       await providers.close();
       await connection?.close();
       await db.end();
@@ -107,6 +120,7 @@ export async function buildDeps(
     onUpstreamError: (provider, status) => metrics.upstreamErrors.inc({ provider, status: String(status) }),
   });
   const { db, logger, router } = core;
+  registerReconcileMetrics(metrics.registry, db);
   const credit = new CreditManager(db, {
     leaseVnd: config.creditLeaseVnd,
     flushMs: config.creditFlushMs,

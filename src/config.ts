@@ -71,6 +71,10 @@ export interface Config {
    * recovered by the others (billing/creditHolders.ts).
    */
   creditLivenessMs: number;
+  /** How often each process looks for price versions that took effect (src/billing/priceBook.ts). */
+  priceRefreshMs: number;
+  /** Workers create the daily reconciliation schedules (src/reconcile/schedule.ts). */
+  reconcileSchedule: boolean;
   keyCacheMs: number;
   /** Hosts URL inputs may be fetched from even though they resolve to private addresses (local development). */
   fetchAllowHosts: string[];
@@ -129,6 +133,8 @@ export function loadConfig(overrides: Partial<Config> = {}): Config {
     creditFlushMs: int('CREDIT_FLUSH_MS', 200),
     creditLivenessMs: int('CREDIT_LIVENESS_MS', 10_000),
     creditLeaseTtlMs: int('CREDIT_LEASE_TTL_MS', 5 * 60 * 1000),
+    priceRefreshMs: int('PRICE_REFRESH_MS', 10_000),
+    reconcileSchedule: str('RECONCILE_SCHEDULE', 'true') === 'true',
     keyCacheMs: int('KEY_CACHE_MS', 2000),
     fetchAllowHosts: str('FETCH_ALLOW_HOSTS', '')
       .split(',')

@@ -17,6 +17,8 @@ import { loadConfig, type Config } from './config';
 import { redirectedLines } from './observability/logger';
 import { buildCore } from './bootstrap';
 import type { ModelRouter } from './routing/modelRouter';
+import { createReconcileActivities } from '../activities/reconcile';
+import { ensureReconcileSchedules } from './reconcile/schedule';
 import { releaseExpiredHolds } from './billing/ledger';
 import { recoverDeadLeases, staleAfter } from './billing/creditHolders';
 import { exitOnStopSignals } from './runtime/stopSignals';
@@ -187,6 +189,7 @@ export async function startWorker(config: Config = loadConfig(), opts: WorkerOpt
         ...createBatchSlotActivities(batchDeps),
         // Emitting starts deliveries on their own queue (src/webhooks/deliveryWorker.ts); the try activity stays
         // registered here for delivery workflows started on this queue before it had one.
+        ...createReconcileActivities({ db, catalog, logger }),
         ...createWebhookActivities({
           db,
           temporal,
@@ -205,6 +208,11 @@ export async function startWorker(config: Config = loadConfig(), opts: WorkerOpt
           }
         : {}),
     });
+    // Daily reconciliation of each provider with a usage report (RECONCILE_SCHEDULE=false: none).
+    if (config.reconcileSchedule)
+      await ensureReconcileSchedules(temporal, catalog, config.temporalTaskQueue).catch((e) =>
+        logger.warn({ err: (e as Error).message }, 'could not create the reconciliation schedules'),
+      );
     const running = worker.run();
     running.catch((e) => logger.error({ err: (e as Error).message }, 'video worker stopped'));
 

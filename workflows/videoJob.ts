@@ -235,13 +235,17 @@ async function copyResults(job: JobRun, outcome: PollOutcome): Promise<void> {
   }
 }
 
-/** Charge the actual duration x price (never more than the hold) and release the rest. */
+/** Charge the actual duration x the price of what was delivered (never more than the hold); release the rest. */
 async function settle(job: JobRun, outcome: PollOutcome): Promise<VideoJobResult> {
   const { jobId, holdId, seconds, pricePerSecond, maxCostVnd } = job.input;
   const durationSeconds =
     outcome.durationSeconds !== undefined && outcome.durationSeconds > 0 ? Math.ceil(outcome.durationSeconds) : seconds;
-  const costVnd = Math.min(durationSeconds * pricePerSecond, maxCostVnd);
-  await job.acts.completeJob({ jobId, holdId, chargeVnd: costVnd, durationSeconds });
+  const heldRate = Math.min(durationSeconds * pricePerSecond, maxCostVnd);
+  const delivered = { resolution: outcome.resolution, generateAudio: outcome.generateAudio, tier: outcome.tier };
+  // The activity prices what was delivered and says what it charged (histories of older builds answer nothing:
+  // their charge was the held rate). Same command as before: no patch needed.
+  const done = await job.acts.completeJob({ jobId, holdId, chargeVnd: heldRate, durationSeconds, delivered });
+  const costVnd = done ? done.costVnd : heldRate;
   await job.announce('video.completed');
   job.enter('completed');
   return { status: 'completed', costVnd, durationSeconds };

@@ -2,6 +2,7 @@ import type { Client as TemporalClient } from '@temporalio/client';
 import type { Config } from '../config';
 import type { Db } from '../db/pool';
 import type { Catalog } from '../catalog/catalog';
+import type { PriceBook } from '../billing/priceBook';
 import type { KeyResolver } from '../auth/apiKeys';
 import type { CreditManager } from '../billing/credit';
 import type { Logger } from '../observability/logger';
@@ -16,6 +17,8 @@ export interface AppDeps {
   config: Config;
   db: Db;
   catalog: Catalog;
+  /** The price versions in force and scheduled (absent: the catalog file's prices, unversioned). */
+  prices?: PriceBook;
   keys: KeyResolver;
   credit: CreditManager;
   /** Per-key requests and tokens per minute: in Redis with REDIS_URL, else in this process. */

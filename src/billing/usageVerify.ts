@@ -1,11 +1,14 @@
 import type { Db } from '../db/pool';
-import type { Pricing } from '../catalog/catalog';
+import type { PriceSet, Pricing } from '../catalog/catalog';
 import { audioCost, charactersCost, imagesCost } from './pricing';
 import { breakdownOfUnits, usageCost } from './tokenUsage';
+import { videoSecondPrice, type VideoDims } from './videoPricing';
+import type { VideoBilled } from '../video/jobs';
 
 /**
- * The invariant of every usage record: its units at the catalog prices it was billed at (usage_records.pricing)
- * come to cost_vnd + shortfall_vnd, and its shortfall is the amount of its `uncollected` ledger event. A record
+ * The invariant of every usage record: its units at the prices of the version it was billed at
+ * (usage_records.price_version; a record of no version, at its own usage_records.pricing) come to
+ * cost_vnd + shortfall_vnd, and its shortfall is the amount of its `uncollected` ledger event. A record
  * without prices (a failed call, billed nothing, or one written before prices were recorded) cannot be re-priced:
  * those are counted, and those of them that moved money counted apart.
  */
@@ -29,6 +32,19 @@ export function unitsCost(p: Pricing, units: Record<string, unknown>): number | 
   if (typeof units.characters === 'number') return charactersCost(p, units.characters);
   if (typeof units.audio_seconds === 'number') return audioCost(p, Math.round(units.audio_seconds * 1000));
   return null;
+}
+
+/**
+ * The prices a record is re-priced at: those of the price version it names (its batch prices for batch work), so
+ * a record is checked against the book, not only against itself; a record of no version, at its own snapshot.
+ */
+function pricesBilledAt(r: {
+  pricing: PriceSet;
+  v_pricing: PriceSet | null;
+  v_batch_pricing: PriceSet | null;
+}): Pricing {
+  if (!r.v_pricing) return r.pricing;
+  return r.pricing.priceKind === 'batch' ? (r.v_batch_pricing ?? r.v_pricing) : r.v_pricing;
 }
 
 export interface UsageMismatch {
@@ -64,8 +80,10 @@ export async function verifyUsage(db: Db, opts: { since?: Date; limit?: number }
     await c.query('BEGIN READ ONLY');
     await c.query(
       `DECLARE usage_check NO SCROLL CURSOR FOR
-       SELECT id, units, cost_vnd, shortfall_vnd, pricing FROM usage_records
-       WHERE $1::timestamptz IS NULL OR created_at >= $1::timestamptz`,
+       SELECT u.id, u.units, u.cost_vnd, u.shortfall_vnd, u.pricing, pv.pricing AS v_pricing,
+              pv.batch_pricing AS v_batch_pricing
+       FROM usage_records u LEFT JOIN price_versions pv ON pv.id = u.price_version
+       WHERE $1::timestamptz IS NULL OR u.created_at >= $1::timestamptz`,
       [since],
     );
     for (;;) {
@@ -79,7 +97,7 @@ export async function verifyUsage(db: Db, opts: { since?: Date; limit?: number }
           if (cost + shortfall > 0) out.unpricedBilled++;
           continue;
         }
-        const expected = unitsCost(r.pricing as Pricing, r.units ?? {});
+        const expected = unitsCost(pricesBilledAt(r), r.units ?? {});
         if (expected === cost + shortfall) continue;
         if (out.mismatches.length < limit)
           out.mismatches.push({
@@ -93,6 +111,35 @@ export async function verifyUsage(db: Db, opts: { since?: Date; limit?: number }
       if (page.rowCount! < PAGE) break;
     }
     await c.query('CLOSE usage_check');
+    // Completed video jobs: the seconds billed at the price of what was delivered, at the job's version.
+    const jobs = await c.query(
+      `SELECT j.id, j.cost_vnd, j.shortfall_vnd, j.billed, j.pricing, pv.pricing AS v_pricing
+       FROM video_jobs j LEFT JOIN price_versions pv ON pv.id = j.price_version
+       WHERE j.status = 'completed' AND j.billed IS NOT NULL
+         AND ($1::timestamptz IS NULL OR j.created_at >= $1::timestamptz)`,
+      [since],
+    );
+    for (const j of jobs.rows) {
+      out.checked++;
+      const b = j.billed as VideoBilled;
+      const dims = {
+        resolution: b.resolution ?? undefined,
+        audio: b.audio ?? undefined,
+        tier: b.tier ?? undefined,
+        input: (b.input ?? undefined) as VideoDims['input'],
+      };
+      // The whole bill: what was charged plus what could not be collected (the job's shortfall).
+      const expected = videoSecondPrice(j.v_pricing ?? j.pricing, dims) * b.seconds;
+      const billed = Number(j.cost_vnd) + Number(j.shortfall_vnd ?? 0);
+      if (expected !== billed && out.mismatches.length < limit)
+        out.mismatches.push({
+          id: j.id,
+          problem: 'price',
+          costVnd: Number(j.cost_vnd),
+          shortfallVnd: Number(j.shortfall_vnd ?? 0),
+          expectedVnd: expected,
+        });
+    }
     // Each shortfall (of a usage record or a video job) has its uncollected event of the same amount, and each such
     // event its record.
     const un = await c.query(

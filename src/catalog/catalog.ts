@@ -123,6 +123,32 @@ export interface Pricing {
   perVideoSecond?: number;
 }
 
+/** A model's prices as the catalog and the price book hold them: the unit prices plus the video table and marks. */
+export interface PriceSet extends Pricing {
+  /**
+   * Video: prices per second by the dimensions the provider prices (resolution, audio, tier, input mode). The first
+   * row whose every named dimension equals the job's wins; none: perVideoSecond (the fallback, and the whole price of
+   * catalogs without a table). See src/billing/videoPricing.ts.
+   */
+  videoPerSecond?: VideoSecondPrice[];
+  /** Set at run time by the price book (src/billing/priceBook.ts): the price version these prices are. */
+  priceVersion?: number;
+  /** Set at run time on batch prices, so a record names which prices of its version it was billed at. */
+  priceKind?: 'batch';
+}
+
+/** One row of a video price table; an absent dimension matches any value. */
+export interface VideoSecondPrice {
+  /** `480p` | `720p` | `1080p` | `4k`. */
+  resolution?: string;
+  audio?: boolean;
+  /** A provider's service tier (e.g. Seedance `default` / `flex`). */
+  tier?: string;
+  /** How the video is conditioned: `text`, `image` (first/last frame) or `reference` (reference images). */
+  input?: 'text' | 'image' | 'reference';
+  perSecond: number;
+}
+
 export interface ModelConfig {
   id: string;
   mode: Mode;
@@ -134,12 +160,12 @@ export interface ModelConfig {
   /** Other catalog models of the same mode, tried in order when every deployment of this one failed. */
   fallbacks?: string[];
   description?: string;
-  pricing: Pricing;
+  pricing: PriceSet;
   /**
    * Prices of work submitted in a batch (POST /v1/batches), usually half of `pricing`; same fields. Absent: batch
    * work is billed at `pricing`.
    */
-  batchPricing?: Pricing;
+  batchPricing?: PriceSet;
   /** Chat/completion: output cap assumed for the funds check when a request sets no max_tokens. */
   maxOutputTokens?: number;
   contextWindow?: number;
@@ -172,14 +198,40 @@ const TOKEN_PRICE_KEYS = [
   'audioOutputPer1MTokens',
 ];
 const priceProps = (keys: string[]) => Object.fromEntries(keys.map((k) => [k, { type: 'integer', minimum: 0 }]));
-const pricingSchema = {
+const videoSecondPriceSchema = {
+  type: 'object',
+  required: ['perSecond'],
+  additionalProperties: false,
+  properties: {
+    resolution: { type: 'string', minLength: 1 },
+    audio: { type: 'boolean' },
+    tier: { type: 'string', minLength: 1 },
+    input: { enum: ['text', 'image', 'reference'] },
+    perSecond: { type: 'integer', minimum: 0 },
+  },
+};
+
+export const pricingSchema = {
   type: 'object',
   additionalProperties: false,
   properties: {
+    videoPerSecond: { type: 'array', items: videoSecondPriceSchema },
     ...priceProps([...TOKEN_PRICE_KEYS, 'perImage', 'per1KChars', 'perAudioMinute', 'perVideoSecond']),
     above200kTokens: { type: 'object', additionalProperties: false, properties: priceProps(TOKEN_PRICE_KEYS) },
   },
 };
+
+/**
+ * Why `pricing` cannot price a model of `mode` (a price change is checked as the catalog is at load), or null.
+ * `priceVersion` / `priceKind` (run-time marks) are ignored.
+ */
+export function pricingProblem(mode: Mode, pricing: unknown): string | null {
+  const ajv = new Ajv({ allErrors: true });
+  const { priceVersion: _v, priceKind: _k, ...p } = (pricing ?? {}) as PriceSet;
+  if (!ajv.validate(pricingSchema, p)) return ajv.errorsText(ajv.errors);
+  const missing = REQUIRED_PRICES[mode].filter((k) => p[k] === undefined);
+  return missing.length ? `a ${mode} model needs ${missing.join(', ')}` : null;
+}
 
 const schema = {
   type: 'object',
@@ -472,12 +524,30 @@ const INTERFACES: Record<Mode, string[]> = {
 };
 
 /** The prices batch work on `m` is billed at: its batch prices, else its normal ones. */
-export function batchPricingOf(m: ModelConfig): Pricing {
+export function batchPricingOf(m: ModelConfig): PriceSet {
   return m.batchPricing ?? m.pricing;
 }
 
+/** Prices as listed: without the run-time version marks (the version is listed beside them). */
+function listedPrices(p: PriceSet): PriceSet {
+  const { priceVersion: _v, priceKind: _k, ...rest } = p;
+  return rest;
+}
+
+/** A model's price versions as listed: the one in force and the changes scheduled (src/billing/priceBook.ts). */
+export interface ListedVersions {
+  current: { id: number; effectiveAt: Date } | null;
+  scheduled: { id: number; effectiveAt: Date; pricing: PriceSet; batchPricing: PriceSet | null }[];
+}
+
 /** A model as listed by GET /v1/models and GET /public/models (OpenAI list item plus mode and VND prices). */
-export function publicModel(m: ModelConfig, created: number, ownedBy: string, aliasPatterns: string[] = []) {
+export function publicModel(
+  m: ModelConfig,
+  created: number,
+  ownedBy: string,
+  aliasPatterns: string[] = [],
+  versions?: ListedVersions,
+) {
   return {
     id: m.id,
     object: 'model' as const,
@@ -487,9 +557,23 @@ export function publicModel(m: ModelConfig, created: number, ownedBy: string, al
     interfaces: INTERFACES[m.mode],
     description: m.description ?? null,
     currency: 'VND',
-    pricing: m.pricing,
+    pricing: listedPrices(m.pricing),
     /** What the same work costs in a batch (null: the normal prices). */
-    batch_pricing: m.batchPricing ?? null,
+    batch_pricing: m.batchPricing ? listedPrices(m.batchPricing) : null,
+    ...(versions
+      ? {
+          price_version: versions.current
+            ? { id: versions.current.id, effective_at: versions.current.effectiveAt.toISOString() }
+            : null,
+          /** Price changes scheduled ahead: what takes effect when. */
+          scheduled_prices: versions.scheduled.map((v) => ({
+            price_version: v.id,
+            effective_at: v.effectiveAt.toISOString(),
+            pricing: listedPrices(v.pricing),
+            batch_pricing: v.batchPricing ? listedPrices(v.batchPricing) : null,
+          })),
+        }
+      : {}),
     ...(m.maxOutputTokens ? { max_output_tokens: m.maxOutputTokens } : {}),
     ...(m.contextWindow ? { context_window: m.contextWindow } : {}),
     ...(m.aliases?.length ? { aliases: m.aliases } : {}),

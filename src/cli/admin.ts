@@ -26,6 +26,14 @@ import {
 } from './consoleUsers';
 import { isWebhookCommand, planWebhookCommand, WEBHOOKS_USAGE, WebhookUsageError } from './webhooks';
 import { CATALOG_IMPORT_USAGE, CatalogImportUsageError, runCatalogImport } from './catalogImport';
+import {
+  isPriceCommand,
+  parseEffectiveAt,
+  planPriceCommand,
+  PRICES_USAGE,
+  PricesUsageError,
+  recordImportedVersions,
+} from './prices';
 
 /**
  * Operator CLI: `npm run admin -- <command> ...` against DATABASE_URL (migrations are applied first).
@@ -72,6 +80,12 @@ ${WEBHOOKS_USAGE.split('\n')
 
 Catalog (no database):
 ${CATALOG_IMPORT_USAGE.split('\n')
+  .map((l) => '  ' + l)
+  .join('\n')}
+  (with --effective-at <date>|now: the imported prices are also recorded as price versions from that time)
+
+Prices:
+${PRICES_USAGE.split('\n')
   .map((l) => '  ' + l)
   .join('\n')}
 
@@ -226,6 +240,8 @@ export async function runAdmin(
 ): Promise<number> {
   if (argv[0] && isConsoleUserCommand(argv[0])) return runConsoleLogins(argv[0], argv.slice(1), io);
   if (argv[0] && isWebhookCommand(argv[0])) return runWebhooks(argv[0], argv.slice(1), io);
+  if (argv[0] && isPriceCommand(argv[0])) return runPrices(argv[0], argv.slice(1), io);
+  if (argv[0] === 'catalog-import' && argv.includes('--effective-at')) return runScheduledImport(argv.slice(1), io);
   if (argv[0] && Object.hasOwn(FILE_COMMANDS, argv[0])) return runFileCommand(argv[0], argv.slice(1), io);
   // parseArgs would read "-3" as an unknown option; say what is really wrong.
   const negative = argv.find((a) => /^-\d/.test(a));
@@ -659,9 +675,10 @@ const FILE_COMMANDS: Record<string, (args: string[], env: NodeJS.ProcessEnv) => 
   'catalog-import': runCatalogImport,
 };
 
-function runFileCommand(cmd: string, args: string[], io: AdminIO): number {
+function runFileCommand(cmd: string, args: string[], io: AdminIO, onData?: (data: unknown) => void): number {
   try {
     const { lines, data } = FILE_COMMANDS[cmd](args, io.env);
+    onData?.(data);
     if (args.includes('--json')) io.out(JSON.stringify(data, null, 2));
     else for (const l of lines) io.out(l);
     return 0;
@@ -701,6 +718,60 @@ function runConsoleLogins(
 ): Promise<number> {
   return withDatabase(io, () => async (db) => {
     for (const line of await runConsoleUserCommand(db, cmd, args, io.env)) io.out(line);
+    return 0;
+  });
+}
+
+/** Price versions (src/cli/prices.ts): planned (arguments, catalog) before the database. */
+function runPrices(cmd: string, args: string[], io: AdminIO): Promise<number> | number {
+  let run: ReturnType<typeof planPriceCommand>;
+  try {
+    run = planPriceCommand(cmd, args, io.env);
+  } catch (e) {
+    io.err(
+      `error: ${e instanceof Error ? e.message : String(e)}${e instanceof PricesUsageError ? `\n\n${USAGE}` : ''}`,
+    );
+    return e instanceof PricesUsageError ? 2 : 1;
+  }
+  return withDatabase(
+    io,
+    () => (db) =>
+      run(db, io.out).catch((e) => {
+        if (e instanceof PricesUsageError) throw new UsageError(e.message);
+        throw e;
+      }),
+  );
+}
+
+/**
+ * `catalog-import ... --effective-at <date>|now`: the import as usual, then the prices of the models it wrote
+ * recorded as price versions in force from that time (a new version, never an overwrite of what was billed).
+ */
+async function runScheduledImport(args: string[], io: AdminIO): Promise<number> {
+  const i = args.indexOf('--effective-at');
+  let effectiveAt: Date | null;
+  try {
+    effectiveAt = parseEffectiveAt(args[i + 1]);
+  } catch (e) {
+    io.err(`error: ${(e as Error).message}\n\n${USAGE}`);
+    return 2;
+  }
+  const rest = [...args.slice(0, i), ...args.slice(i + 2)];
+  type Written = { catalog: string; added: { id: string }[] };
+  const box: { written?: Written } = {};
+  const code = runFileCommand('catalog-import', rest, io, (data) => (box.written = data as Written));
+  if (code !== 0 || !box.written) return code;
+  const { catalog, added } = box.written;
+  if (!added.length) return 0;
+  return withDatabase(io, () => async (db) => {
+    const ids = await recordImportedVersions(
+      db,
+      catalog,
+      added.map((a) => a.id),
+      effectiveAt,
+      io.env,
+    );
+    for (const [model, id] of ids) io.out(`price version v${id} of ${model}`);
     return 0;
   });
 }

@@ -6,6 +6,7 @@ import { CONSOLE_CSP, loadAssets } from './static';
 import { mountSessionApi } from './sessionApi';
 import { mountCustomerApi } from './customerApi';
 import { mountOperatorApi } from './operatorApi';
+import { mountReconciliationApi } from './reconciliation';
 import { mountMedia } from './media';
 import { mountWebhooksApi } from './webhooks';
 import { mountBatchesApi } from './batches';
@@ -35,6 +36,7 @@ export function consoleRouter(deps: AppDeps): Router<GatewayState> {
   mountSessionApi(r, deps);
   mountCustomerApi(r, deps);
   mountOperatorApi(r, deps);
+  mountReconciliationApi(r, deps);
   mountMedia(r, deps);
   mountWebhooksApi(r, deps);
   mountBatchesApi(r, deps);

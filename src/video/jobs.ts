@@ -3,6 +3,7 @@ import { tx } from '../db/pool';
 import { lockHolds, placeHoldIn, recordUncollected, settleHoldIn } from '../billing/ledger';
 import { collectAboveHold } from '../billing/overHold';
 import type { VideoRequest } from './params';
+import type { PriceSet } from '../catalog/catalog';
 import { PG_ERROR, pgErrorCode } from '../db/pgErrors';
 
 /**
@@ -37,8 +38,13 @@ export interface VideoJob {
   requestHash: string;
   idempotencyKey: string | null;
   seconds: number;
+  /** The hold's price per second (the highest of what was asked). */
   pricePerSecond: number;
   maxCostVnd: number;
+  /** The prices (and their version) the job is billed at; null for jobs of older builds (perVideoSecond then). */
+  pricing: PriceSet | null;
+  /** Once completed: what the charge was computed on. */
+  billed: VideoBilled | null;
   holdId: string;
   workflowId: string;
   workflowStartedAt: Date | null;
@@ -76,6 +82,8 @@ function toJob(r: Record<string, any>): VideoJob {
     seconds: r.seconds,
     pricePerSecond: r.price_per_second,
     maxCostVnd: r.max_cost_vnd,
+    pricing: r.pricing ?? null,
+    billed: r.billed ?? null,
     holdId: r.hold_id,
     workflowId: r.workflow_id,
     workflowStartedAt: r.workflow_started_at,
@@ -133,7 +141,20 @@ export interface NewJob {
   seconds: number;
   pricePerSecond: number;
   maxCostVnd: number;
+  /** Absent: the job is charged at pricePerSecond (as jobs of older builds). */
+  pricing?: PriceSet;
   holdId: string;
+}
+
+/** What a completed job was charged on: the delivered dimensions, the seconds, the price and its version. */
+export interface VideoBilled {
+  seconds: number;
+  resolution: string | null;
+  audio: boolean | null;
+  tier: string | null;
+  input: string | null;
+  pricePerSecond: number;
+  priceVersion: number | null;
 }
 
 export class DuplicateIdempotencyKey extends Error {
@@ -151,8 +172,8 @@ export async function createJobWithHold(db: Db, j: NewJob): Promise<VideoJob> {
     return await tx(db, async (c) => {
       const r = await c.query(
         `INSERT INTO video_jobs (id, account_id, api_key_id, model, provider, request, request_hash, idempotency_key,
-           seconds, price_per_second, max_cost_vnd, hold_id, workflow_id)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) RETURNING *`,
+           seconds, price_per_second, max_cost_vnd, hold_id, workflow_id, pricing)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) RETURNING *`,
         [
           j.id,
           j.accountId,
@@ -167,6 +188,7 @@ export async function createJobWithHold(db: Db, j: NewJob): Promise<VideoJob> {
           j.maxCostVnd,
           j.holdId,
           workflowIdOf(j.id),
+          j.pricing ? JSON.stringify(j.pricing) : null,
         ],
       );
       // The hold names the key: it counts against the key's budget (refused past it: BudgetExceeded, nothing written).
@@ -251,6 +273,7 @@ export interface JobPatch {
   resultDurationSeconds?: number;
   costVnd?: number;
   shortfallVnd?: number;
+  billed?: VideoBilled;
   errorMessage?: string;
   errorCode?: string | null;
   videoKey?: string;
@@ -269,6 +292,7 @@ const PATCH_COLUMNS: Record<Exclude<keyof JobPatch, 'completed'>, string> = {
   resultDurationSeconds: 'result_duration_seconds',
   costVnd: 'cost_vnd',
   shortfallVnd: 'shortfall_vnd',
+  billed: 'billed',
   errorMessage: 'error_message',
   errorCode: 'error_code',
   videoKey: 'video_key',
@@ -285,7 +309,7 @@ function patchSql(p: JobPatch, firstParam: number): { sets: string[]; values: un
   const values: unknown[] = [];
   for (const [k, col] of Object.entries(PATCH_COLUMNS) as [keyof typeof PATCH_COLUMNS, string][]) {
     if (p[k] === undefined) continue;
-    values.push(p[k]);
+    values.push(k === 'billed' ? JSON.stringify(p[k]) : p[k]);
     sets.push(`${col} = $${firstParam + values.length - 1}`);
   }
   if (p.completed) sets.push('completed_at = now()');
@@ -381,7 +405,7 @@ export async function markCancelRequested(db: Db, jobId: string): Promise<void> 
  * than the hold covers), or failed or expired with the reason (nothing charged).
  */
 export type JobEnd =
-  | { status: 'completed'; chargeVnd: number; durationSeconds: number; billVnd?: number }
+  | { status: 'completed'; chargeVnd: number; durationSeconds: number; billVnd?: number; billed?: VideoBilled }
   | { status: 'failed' | 'expired'; message: string; code?: string | null };
 
 /**
@@ -424,11 +448,13 @@ export async function endJob(
               costVnd: charge,
               ...(shortfall ? { shortfallVnd: shortfall } : {}),
               completed: true,
+              billed: end.billed,
             },
             {
               durationSeconds: end.durationSeconds,
               costVnd: charge,
               ...(shortfall ? { shortfallVnd: shortfall } : {}),
+              ...(end.billed ? { billed: end.billed } : {}),
             },
           ]
         : [

@@ -103,7 +103,9 @@ export async function submitVideoJob(
       requestHash: req.requestHash,
       idempotencyKey: req.idempotencyKey,
       seconds: params.seconds,
-      pricePerSecond: v.model.pricing.perVideoSecond!,
+      pricePerSecond: v.holdPricePerSecond,
+      // The prices in force now (their version included): the job is charged at them whenever it completes.
+      pricing: v.model.pricing,
       maxCostVnd: v.maxCostVnd,
       holdId: randomUUID(),
     });

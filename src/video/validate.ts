@@ -4,6 +4,7 @@ import { findUnstorableText, unstorableTextMessage } from '../text/pgText';
 import type { VideoImages, VideoRequest } from './params';
 import { formNameMessage, formNamePath, formNameProblem } from '../schemas/bodyShape';
 import { clip, clipJson } from '../text/clip';
+import { askedDims, videoHoldPrice } from '../billing/videoPricing';
 
 /**
  * Validation of POST /v1/videos. Every rejection is a 400 naming the parameter. The checks
@@ -67,8 +68,10 @@ export type ImageLoader = (src: ImageSource, param: string) => Promise<LoadedIma
 export interface ValidVideoRequest {
   model: ModelConfig;
   request: VideoRequest<ImageSource>;
-  /** seconds x the model's price per second: the hold placed at submission. */
+  /** seconds x the highest price per second what was asked can be delivered at: the hold placed at submission. */
   maxCostVnd: number;
+  /** That price per second (src/billing/videoPricing.ts). */
+  holdPricePerSecond: number;
 }
 
 const bad = (param: string, message: string, code = 'invalid_value') => badRequest(message, param, code);
@@ -246,12 +249,14 @@ export function validateVideoRequest(
   }
   const r = {} as Draft;
   for (const v of VALIDATORS) Object.assign(r, v.check(c, r));
-  const maxCostVnd = r.seconds * model.pricing.perVideoSecond!;
+  const holdPricePerSecond = videoHoldPrice(model.pricing, askedDims(r));
+  const maxCostVnd = r.seconds * holdPricePerSecond;
   if (!Number.isSafeInteger(maxCostVnd))
     throw new ApiError(500, 'The model price is misconfigured.', 'server_error', null, 'pricing_error');
   return {
     model,
     maxCostVnd,
+    holdPricePerSecond,
     request: {
       prompt: r.prompt,
       seconds: r.seconds,

@@ -107,8 +107,23 @@ export interface CopyArgs extends JobArgs {
 /** Charge `chargeVnd` against the hold, release the rest, mark the job completed: one transaction. */
 export interface CompleteArgs extends JobArgs {
   holdId: string;
+  /** seconds x the hold's price, capped by the hold: the charge of a job without a price table (older builds). */
   chargeVnd: number;
   durationSeconds: number;
+  /** What the provider reports it delivered (absent from histories of older builds): the charge is priced on it. */
+  delivered?: DeliveredDims;
+}
+
+/** The priced dimensions of a delivered video, as the provider reports them. */
+export interface DeliveredDims {
+  resolution?: string;
+  generateAudio?: boolean;
+  tier?: string;
+}
+
+/** What completeJob charged (absent from histories of older builds, whose workflow computed it). */
+export interface CompleteOutcome {
+  costVnd: number;
 }
 
 /** Release the whole hold and mark the job failed or expired with the reason: one transaction. */
@@ -141,6 +156,10 @@ export interface PollOutcome {
   videoStored?: boolean;
   lastFrameUrl?: string;
   durationSeconds?: number;
+  /** What the provider reports it delivered (the charge is priced on it). */
+  resolution?: string;
+  generateAudio?: boolean;
+  tier?: string;
   errorMessage?: string;
   errorCode?: string;
   contentFiltered?: boolean;
@@ -172,7 +191,7 @@ export interface VideoActivities {
   /** One look at a task that outlived its job; records how it ended. */
   observeProviderTask(a: ObserveArgs): Promise<VideoTaskState | 'unknown'>;
   /** Settles a completed job: charge the actual cost, release the rest, status completed. */
-  completeJob(a: CompleteArgs): Promise<void>;
+  completeJob(a: CompleteArgs): Promise<CompleteOutcome | void>;
   /** Settles a job that ended early: release the whole hold, status failed or expired, input images removed. */
   finishUnsuccessful(a: EndUnsuccessfulArgs): Promise<void>;
 }

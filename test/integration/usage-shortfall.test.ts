@@ -128,7 +128,8 @@ describe.each<[Kind, boolean]>([
     const before = await uncollectedMetric();
     const expected = await overRequest(kind, stream, a.key);
     const rec = await recordOf(a.accountId);
-    expect(rec.pricing).toEqual(prices.get(kind === 'chat' ? CHAT : CLAUDE));
+    // The prices it was billed at, with the price version they are (src/billing/priceBook.ts).
+    expect(rec.pricing).toEqual({ ...prices.get(kind === 'chat' ? CHAT : CLAUDE), priceVersion: expect.any(Number) });
     expect({ cost: rec.cost_vnd, shortfall: rec.shortfall_vnd }).toEqual({ cost: expected, shortfall: 0 });
     expect((await getBalance(gw.deps.db, a.accountId))!.balance).toBe(1_000_000 - expected);
     expect(await uncollectedEvents(a.accountId)).toEqual([]);

@@ -84,7 +84,16 @@ test(
       created_at: created.created_at,
       completed_at: expect.any(Number),
       result: { duration_seconds: 6 },
-      usage: { duration_seconds: 6, cost_vnd: 6 * VEO_PRICE },
+      // The dimensions it was billed on: what the provider reports it delivered (Veo always renders audio).
+      usage: {
+        duration_seconds: 6,
+        cost_vnd: 6 * VEO_PRICE,
+        resolution: '720p',
+        generate_audio: true,
+        input: 'text',
+        price_per_second_vnd: VEO_PRICE,
+        price_version: expect.any(Number),
+      },
     });
     expect(await getBalance(h.deps.db, acc.accountId)).toEqual({
       balance: 1_000_000 - 6 * VEO_PRICE,

@@ -41,6 +41,8 @@ export async function startGateway(
     keyCacheMs: 500,
     publicBaseUrl: url,
     workerMetricsPort: null,
+    // Schedules live in the shared Temporal namespace: a test creates its own (src/reconcile/schedule.ts prefix).
+    reconcileSchedule: false,
     ...overrides,
     ...logLevel,
   });

@@ -48,11 +48,25 @@ export function jobView(job: VideoJob, baseUrl: string, redact: Redactor): Recor
     const result: Record<string, unknown> = { duration_seconds: job.resultDurationSeconds };
     if (job.lastFrameKey) result.last_frame_url = `${baseUrl}/v1/videos/${job.id}/content?variant=last_frame`;
     v.result = result;
-    v.usage = { duration_seconds: job.resultDurationSeconds, cost_vnd: job.costVnd };
+    v.usage = { duration_seconds: job.resultDurationSeconds, cost_vnd: job.costVnd, ...billedView(job) };
   }
   if (job.status === 'failed')
     v.error = { message: redact(job.errorMessage ?? 'The job failed.'), code: job.errorCode ?? null };
   return v;
+}
+
+/** The dimensions a completed job was billed on (jobs of older builds have none). */
+function billedView(job: VideoJob): Record<string, unknown> {
+  const b = job.billed;
+  if (!b) return {};
+  return {
+    resolution: b.resolution,
+    generate_audio: b.audio,
+    ...(b.tier !== null ? { tier: b.tier } : {}),
+    input: b.input,
+    price_per_second_vnd: b.pricePerSecond,
+    price_version: b.priceVersion,
+  };
 }
 
 /** JSON bodies (the spec's form) and multipart forms (what the official openai SDK always sends). */

@@ -14,6 +14,7 @@ import { pageKeys } from './page-keys.js';
 import { pageLogin } from './page-login.js';
 import { pageModels } from './page-models.js';
 import { pageResponses } from './page-responses.js';
+import { pageReconciliation } from './page-reconciliation.js';
 import { pageUsage } from './page-usage.js';
 import { pageWebhooks } from './page-webhooks.js';
 import { emptyState, errorState } from './views.js';
@@ -34,6 +35,7 @@ export const routes = [
   { re: /^\/webhooks$/, page: pageWebhooks, nav: 'webhooks' },
   { re: /^\/admin\/accounts$/, page: pageAccounts, nav: 'accounts', operator: true },
   { re: new RegExp('^/admin/accounts/' + UUID + '$'), page: pageAccount, nav: 'accounts', operator: true },
+  { re: /^\/admin\/reconciliation$/, page: pageReconciliation, nav: 'reconciliation', operator: true },
 ];
 export function currentPath() {
   return location.pathname.slice(BASE.length) + location.search;
@@ -156,7 +158,13 @@ export function layout(app, active, fill) {
         item('responses', '/responses', 'Responses'),
         item('webhooks', '/webhooks', 'Webhooks'),
         item('models', '/models', 'Models'),
-        isOp ? [h('span', { class: 'sep' }), item('accounts', '/admin/accounts', 'Accounts')] : null,
+        isOp
+          ? [
+              h('span', { class: 'sep' }),
+              item('accounts', '/admin/accounts', 'Accounts'),
+              item('reconciliation', '/admin/reconciliation', 'Reconciliation'),
+            ]
+          : null,
       ),
       h(
         'div',

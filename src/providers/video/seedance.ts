@@ -25,6 +25,9 @@ interface Task {
   content?: { video_url?: string; last_frame_url?: string };
   error?: { code?: string; message?: string } | null;
   duration?: number;
+  resolution?: string;
+  generate_audio?: boolean;
+  service_tier?: string;
 }
 
 const STATES: Record<string, VideoTaskState> = {
@@ -116,6 +119,10 @@ export class SeedanceAdapter implements VideoProviderAdapter {
       );
     const out: VideoTaskStatus = { state };
     if (typeof t.duration === 'number' && Number.isFinite(t.duration)) out.durationSeconds = t.duration;
+    // What was delivered, as the task reports it: the job is charged on it.
+    if (typeof t.resolution === 'string' && t.resolution) out.resolution = t.resolution;
+    if (typeof t.generate_audio === 'boolean') out.generateAudio = t.generate_audio;
+    if (typeof t.service_tier === 'string' && t.service_tier) out.tier = t.service_tier;
     if (state === 'succeeded') {
       if (!t.content?.video_url)
         throw new VideoProviderError('Seedance reported success without a video_url', 200, true, 'invalid_response');

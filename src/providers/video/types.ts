@@ -36,6 +36,11 @@ export interface VideoTaskStatus {
   lastFrameUrl?: string;
   /** Duration of the produced video as the provider reports it. */
   durationSeconds?: number;
+  /** What the provider reports it delivered, where it does (the job is charged on these): `720p`, ... */
+  resolution?: string;
+  generateAudio?: boolean;
+  /** The provider's service tier the task ran on (Seedance `service_tier`). */
+  tier?: string;
   /** On failed/expired/cancelled: what the provider said. */
   error?: { code?: string; message: string };
   /** The provider refused to return the result (safety/content filter). */

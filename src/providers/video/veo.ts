@@ -21,6 +21,8 @@ interface Operation {
   name?: string;
   done?: boolean;
   error?: { code?: number; message?: string; status?: string };
+  /** Where present (the emulator reports them): what the finished operation delivered. */
+  metadata?: { durationSeconds?: unknown; resolution?: unknown; generateAudio?: unknown };
   response?: {
     generateVideoResponse?: {
       generatedSamples?: { video?: { uri?: string; encodedVideo?: string; mimeType?: string; encoding?: string } }[];
@@ -94,9 +96,17 @@ export class VeoAdapter implements VideoProviderAdapter {
     if (unfinished) return unfinished;
     const r = op.response?.generateVideoResponse;
     const sample = r?.generatedSamples?.find((x) => x.video?.uri || x.video?.encodedVideo);
-    if (sample?.video?.uri) return { state: 'succeeded', videoUrl: sample.video.uri };
+    const m = op.metadata ?? {};
+    // What was delivered, where the operation says (the job is charged on it; else on what was asked).
+    const delivered: Partial<VideoTaskStatus> = {
+      ...(typeof m.durationSeconds === 'number' && m.durationSeconds > 0 ? { durationSeconds: m.durationSeconds } : {}),
+      ...(typeof m.resolution === 'string' && m.resolution ? { resolution: m.resolution } : {}),
+      ...(typeof m.generateAudio === 'boolean' ? { generateAudio: m.generateAudio } : {}),
+    };
+    if (sample?.video?.uri) return { state: 'succeeded', videoUrl: sample.video.uri, ...delivered };
     if (sample?.video?.encodedVideo) {
       return {
+        ...delivered,
         state: 'succeeded',
         inlineVideo: {
           base64: sample.video.encodedVideo,

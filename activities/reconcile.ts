@@ -1,0 +1,51 @@
+import type { Catalog } from '../src/catalog/catalog';
+import type { Db } from '../src/db/pool';
+import type { Logger } from '../src/observability/logger';
+import { signedHeaders } from '../src/webhooks/send';
+import { reconcileProviderDay } from '../src/reconcile/reconcile';
+import type { ReconcileActivities } from '../src/reconcile/workflowContract';
+
+/** The reconciliation activity: reads the provider's report, compares, stores the drift (idempotent per day). */
+export function createReconcileActivities(deps: { db: Db; catalog: Catalog; logger?: Logger }): ReconcileActivities {
+  return {
+    async reconcileProviderDay({ provider, day }) {
+      const rows = await reconcileProviderDay(deps, provider, day);
+      const maxDriftRatio = rows.reduce(
+        (m, r) => Math.max(m, r.reported > 0 ? Math.abs(r.drift) / r.reported : r.recorded > 0 ? 1 : 0),
+        0,
+      );
+      const threshold = Number(process.env.RECONCILE_DRIFT_THRESHOLD ?? 0.02);
+      return { provider, day, rows: rows.length, maxDriftRatio, overThreshold: maxDriftRatio > threshold };
+    },
+    async notifyOperatorDrift({ eventId, result }) {
+      const url = process.env.OPERATOR_WEBHOOK_URL;
+      if (!url) {
+        deps.logger?.warn({ ...result }, 'reconciliation drift past the threshold (no OPERATOR_WEBHOOK_URL)');
+        return;
+      }
+      const payload = JSON.stringify({
+        id: eventId,
+        type: 'reconciliation.drift',
+        created_at: Math.floor(Date.now() / 1000),
+        data: {
+          provider: result.provider,
+          day: result.day,
+          max_drift_ratio: result.maxDriftRatio,
+          threshold: Number(process.env.RECONCILE_DRIFT_THRESHOLD ?? 0.02),
+        },
+      });
+      const secret = process.env.OPERATOR_WEBHOOK_SECRET;
+      const r = await fetch(url, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          ...(secret ? signedHeaders(eventId, payload, [secret], new Date()) : { 'webhook-id': eventId }),
+        },
+        body: payload,
+        signal: AbortSignal.timeout(15_000),
+      });
+      // Not delivered: the activity's retries try again (the same event id).
+      if (!r.ok) throw new Error(`operator webhook answered ${r.status}`);
+    },
+  };
+}

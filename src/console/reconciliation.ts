@@ -1,0 +1,48 @@
+import type Router from '@koa/router';
+import type { AppDeps } from '../api/deps';
+import { route, type GatewayState } from '../api/middleware';
+import { requireCsrf, requireOperator, requireSession, sameOrigin } from './auth';
+import { intParam } from './params';
+import { isReconciled, NOT_RECONCILED } from '../reconcile/reconcile';
+
+/**
+ * GET /console/api/admin/reconciliation?days=N (operators): per provider, day, upstream model and field, the units
+ * and cost as the provider reports them and as the gateway recorded them, the drift and the margin (what customers
+ * were charged minus what the provider billed); and every catalog provider, reconciled or not (with the report
+ * it would be reconciled from).
+ */
+export function mountReconciliationApi(r: Router<GatewayState>, deps: AppDeps): void {
+  const auth = [sameOrigin(deps), requireSession(deps), requireOperator(), requireCsrf()];
+  r.get('/console/api/admin/reconciliation', route('/console/api/admin/reconciliation'), ...auth, async (ctx) => {
+    const days = intParam(ctx.query.days, 'days', 7, 1, 92);
+    const rows = await deps.db.query(
+      `SELECT provider, to_char(day, 'YYYY-MM-DD') AS day, model, field, reported, recorded, drift,
+              reported_cost_vnd::float8 AS reported_cost_vnd, charged_vnd::float8 AS charged_vnd, run_at
+       FROM reconciliation_drift WHERE day > current_date - $1::int
+       ORDER BY day DESC, provider, model, field`,
+      [days],
+    );
+    ctx.body = {
+      providers: [...deps.catalog.providers.values()].map((p) => ({
+        id: p.id,
+        kind: p.kind,
+        reconciled: isReconciled(p),
+        report: isReconciled(p) ? null : (NOT_RECONCILED[p.kind] ?? null),
+      })),
+      data: rows.rows.map((x) => ({
+        provider: x.provider,
+        day: x.day,
+        model: x.model,
+        field: x.field,
+        reported_units: Number(x.reported),
+        recorded_units: Number(x.recorded),
+        drift_units: Number(x.drift),
+        drift_ratio: Number(x.recorded) > 0 ? Number(x.drift) / Number(x.recorded) : null,
+        reported_cost_vnd: x.reported_cost_vnd,
+        charged_vnd: x.charged_vnd,
+        margin_vnd: Math.round((x.charged_vnd - x.reported_cost_vnd) * 10_000) / 10_000,
+        run_at: (x.run_at as Date).toISOString(),
+      })),
+    };
+  });
+}

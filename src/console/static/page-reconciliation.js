@@ -1,0 +1,90 @@
+/* Console: operator page: the daily reconciliation of each provider's bill against the gateway's records. */
+import { api } from './api.js';
+import { h, replace } from './core.js';
+import { emptyState, load, pageHead, table } from './views.js';
+
+const HEAD = [
+  ['Day'],
+  ['Provider'],
+  ['Model'],
+  ['Field'],
+  ['Reported units', 'num'],
+  ['Recorded units', 'num'],
+  ['Drift', 'num'],
+  ['Provider cost ₫', 'num'],
+  ['Charged ₫', 'num'],
+  ['Margin ₫', 'num'],
+];
+
+const units = (n) => n.toLocaleString('en-US');
+const money = (n) => n.toLocaleString('vi-VN', { maximumFractionDigits: 2 });
+const pct = (r) => (r === null ? '—' : (r >= 0 ? '+' : '') + (r * 100).toFixed(2) + ' %');
+
+export function pageReconciliation(main, _p, _q, scope) {
+  const body = h('div');
+  replace(
+    main,
+    pageHead(
+      'Reconciliation',
+      "Each provider's own usage and cost report for a day against what the gateway recorded sending it, per " +
+        'model and field; drift is reported minus recorded, margin is what customers were charged minus what ' +
+        'the provider billed.',
+    ),
+    body,
+  );
+  load(
+    body,
+    scope,
+    () => api('GET', '/admin/reconciliation?days=14'),
+    (view) => {
+      const notReconciled = view.providers.filter((p) => !p.reconciled);
+      replace(
+        body,
+        h(
+          'section',
+          { class: 'panel' },
+          h('h2', null, 'Last 14 days'),
+          view.data.length
+            ? table(
+                HEAD,
+                view.data.map((r) =>
+                  h(
+                    'tr',
+                    { class: r.drift_units !== 0 ? 'warn' : null },
+                    h('td', null, r.day),
+                    h('td', null, r.provider),
+                    h('td', null, r.model),
+                    h('td', null, r.field),
+                    h('td', { class: 'num' }, units(r.reported_units)),
+                    h('td', { class: 'num' }, units(r.recorded_units)),
+                    h('td', { class: 'num' }, `${units(r.drift_units)} (${pct(r.drift_ratio)})`),
+                    h('td', { class: 'num' }, money(r.reported_cost_vnd)),
+                    h('td', { class: 'num' }, money(r.charged_vnd)),
+                    h('td', { class: 'num' }, money(r.margin_vnd)),
+                  ),
+                ),
+              )
+            : emptyState('chart', 'Nothing reconciled yet', 'Each provider is reconciled daily at 01:00 UTC.'),
+        ),
+        h(
+          'section',
+          { class: 'panel', id: 'not-reconciled' },
+          h('h2', null, 'Not reconciled'),
+          notReconciled.length
+            ? h(
+                'ul',
+                null,
+                notReconciled.map((p) =>
+                  h(
+                    'li',
+                    null,
+                    `${p.id} (${p.kind}): not reconciled — its bill would come from ${p.report ?? 'no report yet'}.`,
+                  ),
+                ),
+              )
+            : h('p', null, 'Every provider is reconciled.'),
+        ),
+      );
+    },
+  );
+}

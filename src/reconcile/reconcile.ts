@@ -1,0 +1,243 @@
+import type { Catalog, Pricing, ProviderConfig, ProviderKind } from '../catalog/catalog';
+import type { Db } from '../db/pool';
+import { tx } from '../db/pool';
+import { breakdownOfUnits } from '../billing/tokenUsage';
+
+/**
+ * Reconciliation of one provider's day (docs/billing.md, "Reconciliation"): the provider's own usage report
+ * (OpenAI's organization usage API, Anthropic's usage report) against the gateway's usage records of calls it sent
+ * to that provider, per upstream model and token field; the drift is stored (reconciliation_drift). Providers of
+ * other kinds have no such report the gateway reads yet: they are listed as not reconciled.
+ */
+
+export const FIELDS = ['input', 'cache_read', 'cache_write_5m', 'cache_write_1h', 'output'] as const;
+export type Field = (typeof FIELDS)[number];
+type Units = Record<Field, number>;
+
+/** Kinds whose provider report the gateway reads. */
+export const RECONCILED_KINDS: ProviderKind[] = ['openai', 'anthropic'];
+/** The report each other kind would be read from (named in docs/billing.md). */
+export const NOT_RECONCILED: Partial<Record<ProviderKind, string>> = {
+  'azure-openai': 'Azure Cost Management query API (per meter, per day)',
+  bedrock: 'AWS Cost and Usage Report / Cost Explorer (per usage type)',
+  vertex: 'Cloud Billing export to BigQuery (per SKU)',
+  gemini: 'Cloud Billing export to BigQuery (per SKU)',
+  veo: 'Cloud Billing export to BigQuery (per SKU)',
+  seedance: 'BytePlus billing bill details API (per instance, per day)',
+};
+
+export const isReconciled = (p: ProviderConfig) => RECONCILED_KINDS.includes(p.kind);
+
+const round4 = (x: number) => Math.round(x * 10_000) / 10_000;
+const zero = (): Units => ({ input: 0, cache_read: 0, cache_write_5m: 0, cache_write_1h: 0, output: 0 });
+const DAY_MS = 86_400_000;
+
+/** The UTC day as YYYY-MM-DD. */
+export const dayOf = (d: Date) => d.toISOString().slice(0, 10);
+
+/** The key a usage report is read with: `<apiKeyEnv>_ADMIN` (providers' usage APIs take an admin key), else its key. */
+function reportKey(p: ProviderConfig, env: NodeJS.ProcessEnv): string {
+  return (p.apiKeyEnv && env[`${p.apiKeyEnv}_ADMIN`]) || p.apiKey || '';
+}
+
+/** The provider's own report of the day: units by upstream model. */
+export async function providerReport(
+  p: ProviderConfig,
+  day: string,
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<Map<string, Units>> {
+  const start = Date.parse(`${day}T00:00:00Z`);
+  const out = new Map<string, Units>();
+  const add = (model: string, u: Partial<Units>) => {
+    const t = out.get(model) ?? zero();
+    for (const f of FIELDS) t[f] += u[f] ?? 0;
+    out.set(model, t);
+  };
+  const key = reportKey(p, env);
+  if (p.kind === 'openai') {
+    const q = `start_time=${start / 1000}&end_time=${(start + DAY_MS) / 1000}&bucket_width=1d&group_by=model&limit=31`;
+    const r = await getJson(`${p.baseUrl}/organization/usage/completions?${q}`, { authorization: `Bearer ${key}` });
+    for (const b of r.data ?? [])
+      for (const x of b.results ?? [])
+        add(String(x.model), {
+          input: (x.input_tokens ?? 0) - (x.input_cached_tokens ?? 0),
+          cache_read: x.input_cached_tokens ?? 0,
+          output: x.output_tokens ?? 0,
+        });
+  } else if (p.kind === 'anthropic') {
+    const from = new Date(start).toISOString();
+    const to = new Date(start + DAY_MS).toISOString();
+    const q = `starting_at=${from}&ending_at=${to}&bucket_width=1d&group_by[]=model&limit=31`;
+    const r = await getJson(`${p.baseUrl}/v1/organizations/usage_report/messages?${q}`, {
+      'x-api-key': key,
+      'anthropic-version': '2023-06-01',
+    });
+    for (const b of r.data ?? [])
+      for (const x of b.results ?? [])
+        add(String(x.model), {
+          input: x.uncached_input_tokens ?? 0,
+          cache_read: x.cache_read_input_tokens ?? 0,
+          cache_write_5m: x.cache_creation?.ephemeral_5m_input_tokens ?? 0,
+          cache_write_1h: x.cache_creation?.ephemeral_1h_input_tokens ?? 0,
+          output: x.output_tokens ?? 0,
+        });
+  } else throw new Error(`provider ${p.id} (${p.kind}) has no usage report the gateway reads`);
+  return out;
+}
+
+/** The provider's cost report of the day: USD by upstream model and field. */
+export async function providerCosts(
+  p: ProviderConfig,
+  day: string,
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<Map<string, Units>> {
+  const start = Date.parse(`${day}T00:00:00Z`);
+  const out = new Map<string, Units>();
+  const add = (model: string, field: Field | undefined, usd: number) => {
+    if (!field || !Number.isFinite(usd)) return;
+    const t = out.get(model) ?? zero();
+    t[field] += usd;
+    out.set(model, t);
+  };
+  const key = reportKey(p, env);
+  if (p.kind === 'openai') {
+    const q = `start_time=${start / 1000}&end_time=${(start + DAY_MS) / 1000}&bucket_width=1d&group_by=line_item`;
+    const r = await getJson(`${p.baseUrl}/organization/costs?${q}`, { authorization: `Bearer ${key}` });
+    const kinds: Record<string, Field> = { input: 'input', 'cached input': 'cache_read', output: 'output' };
+    for (const b of r.data ?? [])
+      for (const x of b.results ?? []) {
+        const m = /^(.*), ([a-z ]+)$/.exec(String(x.line_item ?? ''));
+        if (m) add(m[1], kinds[m[2]], Number(x.amount?.value));
+      }
+  } else if (p.kind === 'anthropic') {
+    const q =
+      `starting_at=${new Date(start).toISOString()}&ending_at=${new Date(start + DAY_MS).toISOString()}` +
+      '&bucket_width=1d&group_by[]=description';
+    const r = await getJson(`${p.baseUrl}/v1/organizations/cost_report?${q}`, {
+      'x-api-key': key,
+      'anthropic-version': '2023-06-01',
+    });
+    const kinds: Record<string, Field> = {
+      uncached_input_tokens: 'input',
+      cache_read_input_tokens: 'cache_read',
+      'cache_creation.ephemeral_5m_input_tokens': 'cache_write_5m',
+      'cache_creation.ephemeral_1h_input_tokens': 'cache_write_1h',
+      output_tokens: 'output',
+    };
+    // Amounts are cents of USD, as decimal strings.
+    for (const b of r.data ?? [])
+      for (const x of b.results ?? []) add(String(x.model), kinds[x.token_type], Number(x.amount) / 100);
+  }
+  return out;
+}
+
+async function getJson(url: string, headers: Record<string, string>): Promise<any> {
+  const r = await fetch(url, { headers, signal: AbortSignal.timeout(60_000) });
+  if (!r.ok) throw new Error(`usage report ${new URL(url).pathname} answered ${r.status}`);
+  return r.json();
+}
+
+/** The gateway's record of the day's upstream usage on provider `p`: units and VND charged by upstream model. */
+export async function recordedUsage(
+  db: Db,
+  catalog: Catalog,
+  providerId: string,
+  day: string,
+): Promise<Map<string, { units: Units; charged: Units }>> {
+  const r = await db.query(
+    `SELECT model, deployment, units, pricing FROM usage_records
+     WHERE created_at >= $1::date AND created_at < $1::date + 1 AND status < 400`,
+    [day],
+  );
+  const deployments = new Map(catalog.allDeployments().map((d) => [d.id, d] as const));
+  const out = new Map<string, { units: Units; charged: Units }>();
+  for (const row of r.rows) {
+    const m = catalog.get(row.model);
+    const d = (row.deployment && deployments.get(row.deployment)) || (m ? catalog.deployments(m)[0] : undefined);
+    if (!d || d.provider !== providerId) continue;
+    const t = breakdownOfUnits(row.units ?? {});
+    if (!t) continue;
+    const acc = out.get(d.upstreamModel) ?? { units: zero(), charged: zero() };
+    const units: Units = {
+      input: t.input_uncached,
+      cache_read: t.cache_read,
+      cache_write_5m: t.cache_write_5m,
+      cache_write_1h: t.cache_write_1h,
+      output: t.output,
+    };
+    // Each field at the price the record was billed at (its version's snapshot), in VND before rounding.
+    const p = (row.pricing ?? {}) as Pricing;
+    const price: Units = {
+      input: p.inputPer1MTokens ?? 0,
+      cache_read: p.cachedInputPer1MTokens ?? p.inputPer1MTokens ?? 0,
+      cache_write_5m: p.cacheWrite5mPer1MTokens ?? p.inputPer1MTokens ?? 0,
+      cache_write_1h: p.cacheWrite1hPer1MTokens ?? p.inputPer1MTokens ?? 0,
+      output: p.outputPer1MTokens ?? 0,
+    };
+    for (const f of FIELDS) {
+      acc.units[f] += units[f];
+      acc.charged[f] += (units[f] * price[f]) / 1_000_000;
+    }
+    out.set(d.upstreamModel, acc);
+  }
+  return out;
+}
+
+export interface DriftRow {
+  model: string;
+  field: Field;
+  reported: number;
+  recorded: number;
+  drift: number;
+  /** What the provider billed for the field, in VND; what customers were charged for it. */
+  reportedCostVnd: number;
+  chargedVnd: number;
+}
+
+/** VND per USD the provider's costs are converted at (RECONCILE_USD_VND, default 26 000). */
+export const usdVndOf = (env: NodeJS.ProcessEnv = process.env) => Number(env.RECONCILE_USD_VND ?? 26_000);
+
+/** Reconciles provider `providerId` for UTC `day` and stores the drift (replacing that day's rows). */
+export async function reconcileProviderDay(
+  deps: { db: Db; catalog: Catalog; env?: NodeJS.ProcessEnv },
+  providerId: string,
+  day: string,
+): Promise<DriftRow[]> {
+  const p = deps.catalog.providers.get(providerId);
+  if (!p) throw new Error(`unknown provider ${providerId}`);
+  const [reported, costs, recorded] = [
+    await providerReport(p, day, deps.env),
+    await providerCosts(p, day, deps.env),
+    await recordedUsage(deps.db, deps.catalog, providerId, day),
+  ];
+  const rate = usdVndOf(deps.env);
+  const rows: DriftRow[] = [];
+  for (const model of new Set([...reported.keys(), ...recorded.keys()])) {
+    const rep = reported.get(model) ?? zero();
+    const rec = recorded.get(model) ?? { units: zero(), charged: zero() };
+    const cost = costs.get(model) ?? zero();
+    for (const field of FIELDS) {
+      if (rep[field] === 0 && rec.units[field] === 0) continue;
+      rows.push({
+        model,
+        field,
+        reported: rep[field],
+        recorded: rec.units[field],
+        drift: rep[field] - rec.units[field],
+        reportedCostVnd: round4(cost[field] * rate),
+        chargedVnd: round4(rec.charged[field]),
+      });
+    }
+  }
+  await tx(deps.db, async (c) => {
+    await c.query('DELETE FROM reconciliation_drift WHERE provider = $1 AND day = $2', [providerId, day]);
+    for (const r of rows)
+      await c.query(
+        `INSERT INTO reconciliation_drift
+           (provider, day, model, field, reported, recorded, drift, reported_cost_vnd, charged_vnd)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+        [providerId, day, r.model, r.field, r.reported, r.recorded, r.drift, r.reportedCostVnd, r.chargedVnd],
+      );
+  });
+  return rows;
+}

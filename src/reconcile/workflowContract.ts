@@ -1,0 +1,31 @@
+/**
+ * The reconciliation workflow's contract (workflows/reconcile.ts runs it, activities/reconcile.ts implements its
+ * activity, src/reconcile/schedule.ts schedules it daily per provider). Types only: the workflow bundle imports
+ * nothing that does I/O. Registered names are recorded in histories: never renamed.
+ */
+
+export const RECONCILE_WORKFLOW_TYPE = 'reconcileProviderDayWorkflow';
+
+export interface ReconcileInput {
+  /** The catalog provider id. */
+  provider: string;
+  /** The UTC day (YYYY-MM-DD); absent (a scheduled run): the day before the run. */
+  day?: string;
+}
+
+export interface ReconcileResult {
+  provider: string;
+  day: string;
+  /** Rows stored (model x field). */
+  rows: number;
+  /** The largest |reported - recorded| / reported over the rows (0 when none). */
+  maxDriftRatio: number;
+  /** maxDriftRatio is past RECONCILE_DRIFT_THRESHOLD: the operator is told (notifyOperatorDrift). */
+  overThreshold: boolean;
+}
+
+export interface ReconcileActivities {
+  reconcileProviderDay(a: { provider: string; day: string }): Promise<ReconcileResult>;
+  /** POSTs a signed `reconciliation.drift` event to OPERATOR_WEBHOOK_URL (none set: logged only). */
+  notifyOperatorDrift(a: { eventId: string; result: ReconcileResult }): Promise<void>;
+}

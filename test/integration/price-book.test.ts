@@ -1,0 +1,448 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import OpenAI from 'openai';
+import { Webhook } from 'standardwebhooks';
+import { startReceiver } from '../support/webhookReceiver';
+import { ConsoleClient, makeLogin } from '../e2e/consoleClient';
+import Anthropic from '@anthropic-ai/sdk';
+import { ensureReconcileSchedules } from '../../src/reconcile/schedule';
+import { RECONCILE_WORKFLOW_TYPE } from '../../src/reconcile/workflowContract';
+import { getBalance, listLedger } from '../../src/billing/ledger';
+import { verifyUsage } from '../../src/billing/usageVerify';
+import { runAdmin } from '../../src/cli/admin';
+import type { CatalogFile, ModelConfig } from '../../src/catalog/catalog';
+import { eventually, startVideoHarness, type VideoHarness } from '../support/video';
+
+/**
+ * The price book: video priced per second by resolution and audio (held at the most what was asked can be
+ * delivered at, charged at what the emulated provider reports it delivered); price versions (scheduled or now,
+ * recorded on every usage record and job, never re-pricing history, re-priced by verify-ledger at their own).
+ * The models are this file's own (pb-*): a price change here touches no other test's models.
+ */
+
+const SEEDANCE = 'pb-seedance';
+const VEO = 'pb-veo';
+const CHAT = 'pb-chat';
+const base = JSON.parse(fs.readFileSync(path.join(__dirname, '../../config/catalog.json'), 'utf8')) as CatalogFile;
+const of = (id: string) => base.models.find((m) => m.id === id)!;
+const models: ModelConfig[] = [
+  // On the file's own OpenAI provider: the emulator's usage report covers every call it served (one organization).
+  { ...of('gpt-4o-mini'), id: CHAT, provider: 'pb-openai', aliases: undefined },
+  {
+    ...of('seedance-2-0'),
+    id: SEEDANCE,
+    pricing: {
+      perVideoSecond: 6000,
+      videoPerSecond: [
+        { resolution: '480p', audio: false, perSecond: 1000 },
+        { resolution: '480p', audio: true, perSecond: 1500 },
+        { resolution: '720p', perSecond: 2000 },
+        { resolution: '1080p', audio: false, perSecond: 4000 },
+        { resolution: '1080p', audio: true, perSecond: 5000 },
+      ],
+    },
+  },
+  {
+    ...of('veo-3.1-generate-preview'),
+    id: VEO,
+    pricing: {
+      perVideoSecond: 7000,
+      videoPerSecond: [
+        { resolution: '720p', perSecond: 3000 },
+        { resolution: '1080p', perSecond: 5000 },
+        { resolution: '4k', perSecond: 9000 },
+      ],
+    },
+  },
+];
+
+let h: VideoHarness;
+let catalogPath: string;
+beforeAll(async () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'gw-prices-'));
+  catalogPath = path.join(dir, 'catalog.json');
+  // Providers of this file's own: reconciliation compares only the calls routed to them with this emulator's report.
+  const providers = {
+    ...base.providers,
+    'pb-openai': { ...base.providers['emulator-openai'], modelPatterns: undefined },
+    'pb-anthropic': { ...base.providers['emulator-anthropic'], modelPatterns: undefined },
+  };
+  const reconciled: ModelConfig[] = [
+    { ...of('gpt-4o-mini'), id: 'pb-gpt', provider: 'pb-openai', aliases: undefined },
+    { ...of('claude-haiku-4-5'), id: 'pb-claude', provider: 'pb-anthropic', aliases: undefined },
+  ];
+  fs.writeFileSync(
+    catalogPath,
+    JSON.stringify({ ...base, providers, models: [...base.models, ...models, ...reconciled] }),
+  );
+  // Each process looks for versions that took effect every second (and on time for one scheduled sooner).
+  h = await startVideoHarness({}, { catalogPath, priceRefreshMs: 1000 });
+});
+afterAll(async () => {
+  await h?.close();
+});
+
+/** The job's hold and charge, from the ledger. */
+async function money(accountId: string, jobId: string) {
+  const events = (await listLedger(h.deps.db, accountId)).filter((e) => e.refId === jobId);
+  const amount = (kind: string) => events.filter((e) => e.kind === kind).reduce((s, e) => s + Number(e.amount), 0);
+  return { held: amount('hold_placed'), charged: amount('charged') };
+}
+
+test('Seedance 480p and 1080p pay their own prices; usage names what was billed', async () => {
+  const acc = await h.account(1_000_000);
+  const ask = (resolution: string) =>
+    h.submit(acc.key, {
+      model: SEEDANCE,
+      prompt: `a kite ${resolution}`,
+      seconds: 5,
+      resolution,
+      generate_audio: false,
+    });
+  const [low, high] = [await ask('480p'), await ask('1080p')];
+  const [lowDone, highDone] = [await h.final(acc.key, low.id), await h.final(acc.key, high.id)];
+  expect(lowDone).toMatchObject({
+    status: 'completed',
+    usage: {
+      duration_seconds: 5,
+      cost_vnd: 5 * 1000,
+      resolution: '480p',
+      generate_audio: false,
+      input: 'text',
+      price_per_second_vnd: 1000,
+    },
+  });
+  expect(highDone).toMatchObject({
+    status: 'completed',
+    usage: { duration_seconds: 5, cost_vnd: 5 * 4000, resolution: '1080p', price_per_second_vnd: 4000 },
+  });
+  expect(await money(acc.accountId, low.id)).toEqual({ held: 5000, charged: 5000 });
+  expect(await money(acc.accountId, high.id)).toEqual({ held: 20000, charged: 20000 });
+  expect((await getBalance(h.deps.db, acc.accountId))!.balance).toBe(1_000_000 - 25_000);
+});
+
+test('held at what was asked, charged at what was delivered (duration, resolution, audio)', async () => {
+  const acc = await h.account(1_000_000);
+  // Asked: 1080p with audio for 8 s; the emulated provider delivers 720p for 4 s.
+  const job = await h.submit(acc.key, {
+    model: SEEDANCE,
+    prompt: 'a lighthouse [resolution=720p] [duration=4]',
+    seconds: 8,
+    resolution: '1080p',
+  });
+  const done = await h.final(acc.key, job.id);
+  expect(done.usage).toMatchObject({
+    duration_seconds: 4,
+    cost_vnd: 4 * 2000,
+    resolution: '720p',
+    generate_audio: true,
+    price_per_second_vnd: 2000,
+  });
+  expect(await money(acc.accountId, job.id)).toEqual({ held: 8 * 5000, charged: 4 * 2000 });
+  expect(await getBalance(h.deps.db, acc.accountId)).toEqual({
+    balance: 1_000_000 - 8000,
+    held: 0,
+    available: 1_000_000 - 8000,
+  });
+});
+
+test('Veo: held at the highest price of an open resolution, charged at the delivered one', async () => {
+  const acc = await h.account(1_000_000);
+  const job = await h.submit(acc.key, { model: VEO, prompt: 'a glacier', seconds: 8 });
+  const done = await h.final(acc.key, job.id);
+  expect(done.usage).toMatchObject({ cost_vnd: 8 * 3000, resolution: '720p', generate_audio: true });
+  expect(await money(acc.accountId, job.id)).toEqual({ held: 8 * 9000, charged: 8 * 3000 });
+});
+
+test('/public/models lists the video price table', async () => {
+  const list = (await (await fetch(`${h.url}/public/models`)).json()) as { data: any[] };
+  const m = list.data.find((x) => x.id === SEEDANCE);
+  expect(m.pricing).toMatchObject({ perVideoSecond: 6000, videoPerSecond: models[1].pricing.videoPerSecond });
+});
+
+async function admin(...argv: string[]) {
+  const out: string[] = [];
+  const err: string[] = [];
+  const code = await runAdmin(argv, {
+    out: (l) => out.push(l),
+    err: (l) => err.push(l),
+    env: { ...process.env, CATALOG_PATH: catalogPath },
+  });
+  return { code, out: out.join('\n'), err: err.join('\n') };
+}
+
+const listed = async (id: string): Promise<any> =>
+  ((await (await fetch(`${h.url}/public/models`)).json()) as { data: any[] }).data.find((m) => m.id === id);
+
+/** One more chat call on CHAT by the account: its usage record (written by the credit flush). */
+async function chat(acc: { key: string; accountId: string }) {
+  const count = async () =>
+    (await h.deps.db.query('SELECT * FROM usage_records WHERE account_id = $1 ORDER BY created_at', [acc.accountId]))
+      .rows;
+  const n = (await count()).length;
+  const client = new OpenAI({ apiKey: acc.key, baseURL: `${h.url}/v1`, maxRetries: 0 });
+  await client.chat.completions.create({ model: CHAT, messages: [{ role: 'user', content: 'hello' }] });
+  return eventually(async () => {
+    const rows = await count();
+    return rows.length > n ? rows[rows.length - 1] : null;
+  });
+}
+
+test('price versions: scheduled ahead listed, a change bills new work, verify-ledger at each version', async () => {
+  const acc = await h.account(1_000_000);
+  const before = await listed(CHAT);
+  expect(before.price_version).toEqual({ id: expect.any(Number), effective_at: expect.any(String) });
+  expect(before.scheduled_prices).toEqual([]);
+  const v1 = before.price_version.id;
+
+  // A record and a video job name the version they were billed at.
+  const first = await chat(acc);
+  expect(Number(first.price_version)).toBe(v1);
+  expect(first.pricing).toMatchObject({ inputPer1MTokens: 3900, priceVersion: v1 });
+  const video = await h.final(
+    acc.key,
+    (await h.submit(acc.key, { model: SEEDANCE, prompt: 'v', seconds: 4, resolution: '480p', generate_audio: false }))
+      .id,
+  );
+  expect(video.usage.price_version).toBe((await listed(SEEDANCE)).price_version.id);
+
+  // Scheduled a day ahead: listed, not in force.
+  const tomorrow = new Date(Date.now() + 86_400_000).toISOString();
+  const ahead = await admin('price-set', CHAT, '--pricing', '{"outputPer1MTokens":99000}', '--effective-at', tomorrow);
+  expect(ahead).toMatchObject({ code: 0 });
+  await h.deps.prices!.refresh();
+  const scheduled = await listed(CHAT);
+  expect(scheduled.pricing.outputPer1MTokens).toBe(15600);
+  expect(scheduled.scheduled_prices).toEqual([
+    {
+      price_version: expect.any(Number),
+      effective_at: tomorrow,
+      pricing: { inputPer1MTokens: 3900, cachedInputPer1MTokens: 1950, outputPer1MTokens: 99000 },
+      batch_pricing: of('gpt-4o-mini').batchPricing,
+    },
+  ]);
+
+  // In force in a moment: every process takes it up on time, without a restart.
+  const soon = new Date(Date.now() + 1500).toISOString();
+  expect(
+    await admin('price-set', CHAT, '--pricing', '{"inputPer1MTokens":7800}', '--effective-at', soon),
+  ).toMatchObject({ code: 0 });
+  const now = await eventually(async () => {
+    const m = await listed(CHAT);
+    return m.pricing.inputPer1MTokens === 7800 ? m : null;
+  });
+  const v2 = now.price_version.id;
+  expect(v2).toBeGreaterThan(v1);
+  expect(now.price_version.effective_at).toBe(soon);
+  expect(now.scheduled_prices).toHaveLength(1);
+
+  // New work at v2; what was billed at v1 keeps its prices and version.
+  const second = await chat(acc);
+  expect(Number(second.price_version)).toBe(v2);
+  expect(second.pricing).toMatchObject({ inputPer1MTokens: 7800, priceVersion: v2 });
+  const again = (
+    await h.deps.db.query('SELECT price_version, pricing, cost_vnd FROM usage_records WHERE id = $1', [first.id])
+  ).rows[0];
+  expect(again).toMatchObject({ pricing: first.pricing, cost_vnd: first.cost_vnd });
+  expect(Number(again.price_version)).toBe(v1);
+
+  // verify-ledger re-prices each record at its own version: a snapshot rewritten to v2's prices (as a re-pricing
+  // would) does not fool it, since v1's prices are in the book.
+  const since = new Date(Date.now() - 600_000);
+  expect((await verifyUsage(h.deps.db, { since })).mismatches).toEqual([]);
+  await h.deps.db.query(`UPDATE usage_records SET pricing = pricing || '{"inputPer1MTokens": 1000000}' WHERE id = $1`, [
+    first.id,
+  ]);
+  try {
+    expect((await verifyUsage(h.deps.db, { since })).mismatches).toEqual([]);
+  } finally {
+    await h.deps.db.query('UPDATE usage_records SET pricing = $2 WHERE id = $1', [
+      first.id,
+      JSON.stringify(first.pricing),
+    ]);
+  }
+  const list = await admin('price-list', CHAT);
+  expect(list.out.split('\n').filter((l) => l.startsWith('*'))).toEqual([expect.stringContaining(`v${v2} `)]);
+});
+
+test('price-set refuses prices a model of its mode cannot be billed by', async () => {
+  const r = await admin('price-set', SEEDANCE, '--pricing', '{"videoPerSecond":[{"resolution":"480p"}]}');
+  expect(r.code).toBe(2);
+  expect(r.err).toMatch(/--pricing/);
+});
+
+test('reconciliation: a provider day against its usage report, drift stored; the daily schedule runs it', async () => {
+  const acc = await h.account(1_000_000);
+  const openai = new OpenAI({ apiKey: acc.key, baseURL: `${h.url}/v1`, maxRetries: 0 });
+  const anthropic = new Anthropic({ apiKey: acc.key, baseURL: h.url, maxRetries: 0 });
+  for (let i = 0; i < 2; i++) {
+    await openai.chat.completions.create({ model: 'pb-gpt', messages: [{ role: 'user', content: `count ${i}` }] });
+    await anthropic.messages.create({
+      model: 'pb-claude',
+      max_tokens: 50,
+      messages: [{ role: 'user', content: `count ${i}` }],
+    });
+  }
+  const day = new Date().toISOString().slice(0, 10);
+  const temporal = h.deps.temporal!;
+  const run = (provider: string, tag: string) =>
+    temporal.workflow.execute(RECONCILE_WORKFLOW_TYPE, {
+      taskQueue: h.config.temporalTaskQueue,
+      workflowId: `reconcile-${provider}-${day}-${tag}-${Date.now()}`,
+      args: [{ provider, day }],
+    });
+  const drift = async (provider: string) =>
+    (
+      await h.deps.db.query(
+        'SELECT model, field, reported::int, recorded::int, drift::int, ' +
+          'reported_cost_vnd::float8, charged_vnd::float8 ' +
+          'FROM reconciliation_drift ' +
+          'WHERE provider = $1 AND day = $2 ORDER BY model, field',
+        [provider, day],
+      )
+    ).rows;
+  // The usage records are written by the credit flush: wait for all four.
+  await eventually(async () => {
+    const n = await h.deps.db.query('SELECT count(*)::int AS n FROM usage_records WHERE account_id = $1', [
+      acc.accountId,
+    ]);
+    return n.rows[0].n === 4 ? true : null;
+  });
+
+  // Reported as served: no drift on any field; what customers paid against what the provider bills (the catalog
+  // resells at the list price x 26 000 VND/USD).
+  const receiver = await startReceiver();
+  const secret = `whsec_${Buffer.from('operator-secret-0123456789').toString('base64')}`;
+  Object.assign(process.env, { OPERATOR_WEBHOOK_URL: receiver.url, OPERATOR_WEBHOOK_SECRET: secret });
+  try {
+    expect(await run('pb-openai', 'exact')).toMatchObject({ provider: 'pb-openai', day, maxDriftRatio: 0 });
+    await run('pb-anthropic', 'exact');
+    for (const provider of ['pb-openai', 'pb-anthropic']) {
+      const rows = await drift(provider);
+      expect(rows.map((r) => r.field)).toEqual(expect.arrayContaining(['input', 'output']));
+      for (const r of rows) {
+        expect(r).toMatchObject({ drift: 0, reported: r.recorded });
+        // pb-anthropic resells at list price: no margin; pb-chat's input price was raised above it earlier.
+        if (provider === 'pb-anthropic') expect(r.reported_cost_vnd).toBeCloseTo(r.charged_vnd, 3);
+        else expect(r.charged_vnd).toBeGreaterThanOrEqual(r.reported_cost_vnd - 0.001);
+      }
+    }
+    expect(receiver.received).toEqual([]);
+
+    // The provider over-reports by 10 %: the drift is stored per field, the margin turns negative, the gauge
+    // shows it and the operator's webhook is told (signed, Standard Webhooks).
+    h.emulator.control.settings.usageReportFactor = 1.1;
+    const over = await run('pb-anthropic', 'over');
+    h.emulator.control.settings.usageReportFactor = 1;
+    expect(over.maxDriftRatio).toBeGreaterThan(0.05);
+    const rows = (await drift('pb-anthropic')).filter((x) => x.recorded > 0);
+    for (const r of rows) {
+      expect(r.drift).toBe(Math.round(r.recorded * 1.1) - r.recorded);
+      if (r.drift > 0) expect(r.reported_cost_vnd).toBeGreaterThan(r.charged_vnd);
+    }
+    expect(rows.some((r) => r.drift > 0)).toBe(true);
+    const metrics = await (await fetch(`${h.url}/metrics`)).text();
+    const gauge = new RegExp(
+      `gateway_reconcile_drift_ratio\\{provider="pb-anthropic",model="claude-haiku-4-5",field="output"\\} (\\S+)`,
+    ).exec(metrics);
+    expect(Number(gauge?.[1])).toBeCloseTo(0.1, 1);
+    const [event] = await eventually(async () => (receiver.received.length ? receiver.received : null));
+    const verified = new Webhook(secret).verify(event.body, event.headers) as any;
+    expect(verified).toMatchObject({ type: 'reconciliation.drift', data: { provider: 'pb-anthropic', day } });
+
+    // The operator console: per provider, day, model and field, reported vs recorded, drift and margin; the
+    // providers without a report the gateway reads are listed as not reconciled.
+    const op = await h.account(0, 'House');
+    const login = await makeLogin(h, op.accountId, 'operator');
+    const c = new ConsoleClient(h.url);
+    expect((await c.signIn(login.email, login.password)).status).toBe(200);
+    const view = await c.json('GET', '/console/api/admin/reconciliation?days=2');
+    const output = view.data.find(
+      (r: any) =>
+        r.provider === 'pb-anthropic' && r.day === day && r.model === 'claude-haiku-4-5' && r.field === 'output',
+    );
+    const stored = rows.find((r) => r.field === 'output')!;
+    expect(output).toMatchObject({
+      reported_units: stored.reported,
+      recorded_units: stored.recorded,
+      drift_units: stored.drift,
+      reported_cost_vnd: stored.reported_cost_vnd,
+      charged_vnd: stored.charged_vnd,
+    });
+    expect(output.margin_vnd).toBeCloseTo(stored.charged_vnd - stored.reported_cost_vnd, 3);
+    expect(view.providers).toEqual(
+      expect.arrayContaining([
+        { id: 'pb-anthropic', kind: 'anthropic', reconciled: true, report: null },
+        { id: 'emulator-seedance', kind: 'seedance', reconciled: false, report: expect.stringContaining('BytePlus') },
+      ]),
+    );
+    const customer = new ConsoleClient(h.url);
+    const cl = await makeLogin(h, acc.accountId);
+    await customer.signIn(cl.email, cl.password);
+    expect((await customer.request('GET', '/console/api/admin/reconciliation')).status).toBe(403);
+  } finally {
+    delete process.env.OPERATOR_WEBHOOK_URL;
+    delete process.env.OPERATOR_WEBHOOK_SECRET;
+    await receiver.close();
+  }
+
+  // The schedule: one per reconciled provider; a run it starts reconciles the day before.
+  const prefix = `test-${Date.now()}-`;
+  const ids = await ensureReconcileSchedules(temporal, h.deps.catalog, h.config.temporalTaskQueue, prefix);
+  try {
+    expect(ids).toEqual(expect.arrayContaining([`${prefix}reconcile-pb-openai`, `${prefix}reconcile-pb-anthropic`]));
+    const handle = temporal.schedule.getHandle(`${prefix}reconcile-pb-openai`);
+    expect((await handle.describe()).action).toMatchObject({ workflowType: RECONCILE_WORKFLOW_TYPE });
+    await handle.trigger();
+    const started = await eventually(async () => (await handle.describe()).info.recentActions[0] ?? null);
+    const result = await temporal.workflow.getHandle(started.action.workflow.workflowId).result();
+    expect(result).toMatchObject({
+      provider: 'pb-openai',
+      day: new Date(Date.now() - 86_400_000).toISOString().slice(0, 10),
+    });
+  } finally {
+    for (const id of ids) await temporal.schedule.getHandle(id).delete();
+  }
+});
+
+test('catalog-import --effective-at records the imported prices as a new version from that time', async () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'gw-import-'));
+  const list = path.join(dir, 'prices.json');
+  const model = `pb-import-${Date.now()}`;
+  fs.writeFileSync(
+    list,
+    JSON.stringify({
+      [model]: {
+        litellm_provider: 'openai',
+        mode: 'chat',
+        input_cost_per_token: 0.000001,
+        output_cost_per_token: 0.000002,
+      },
+    }),
+  );
+  const copy = path.join(dir, 'catalog.json');
+  fs.copyFileSync(catalogPath, copy);
+  const at = new Date(Date.now() + 3_600_000).toISOString();
+  const r = await admin(
+    'catalog-import',
+    list,
+    '--provider',
+    'pb-openai',
+    '--usd-vnd',
+    '26000',
+    '--catalog',
+    copy,
+    '--effective-at',
+    at,
+  );
+  expect(r).toMatchObject({ code: 0, out: expect.stringMatching(new RegExp(`price version v\\d+ of ${model}`)) });
+  const rows = (await h.deps.db.query('SELECT * FROM price_versions WHERE model = $1', [model])).rows;
+  expect(rows).toEqual([
+    expect.objectContaining({
+      source: 'catalog-import',
+      pricing: { inputPer1MTokens: 26000, outputPer1MTokens: 52000 },
+      effective_at: new Date(at),
+    }),
+  ]);
+});

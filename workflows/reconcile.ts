@@ -1,0 +1,23 @@
+import { proxyActivities, workflowInfo } from '@temporalio/workflow';
+import type { ReconcileActivities, ReconcileInput, ReconcileResult } from '../src/reconcile/workflowContract';
+
+const DAY_MS = 86_400_000;
+
+const acts = proxyActivities<ReconcileActivities>({
+  startToCloseTimeout: '5 minutes',
+  // A provider's report API down for a while: retried for hours (the next day's run does not wait on this one).
+  retry: { initialInterval: '10 seconds', backoffCoefficient: 2, maximumInterval: '30 minutes', maximumAttempts: 20 },
+});
+
+/**
+ * One provider's day reconciled (docs/billing.md, "Reconciliation"): one run per provider per day, started by the
+ * provider's Temporal schedule (`reconcile-<provider>`), so each day's run is visible in the Temporal UI.
+ */
+export async function reconcileProviderDayWorkflow(input: ReconcileInput): Promise<ReconcileResult> {
+  // Workflow time is replay-safe: a scheduled run reconciles the day before it started.
+  const day = input.day ?? new Date(Date.now() - DAY_MS).toISOString().slice(0, 10);
+  const result = await acts.reconcileProviderDay({ provider: input.provider, day });
+  // One event per run (its id stays the same across the delivery's retries).
+  if (result.overThreshold) await acts.notifyOperatorDrift({ eventId: `evt_${workflowInfo().runId}`, result });
+  return result;
+}
