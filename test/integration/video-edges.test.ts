@@ -431,7 +431,7 @@ test(
     expect(ended.data).toEqual({
       taskId: twin,
       state: 'succeeded',
-      durationSeconds: null,
+      durationSeconds: 4, // Veo reports what it delivered
       duplicate: true,
       gatewayCostVnd: 4 * price,
     });
