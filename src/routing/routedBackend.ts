@@ -1,6 +1,7 @@
 import type { Catalog, ModelConfig } from '../catalog/catalog';
 import type { ChatRequest } from '../translate/chatTypes';
-import { backendFor, type ChatBackend } from '../providers/chatBackends';
+import { backendFor } from '../providers/chatBackends';
+import type { ChatBackend } from '../providers/chatBackend';
 import type { ProviderRegistry } from '../providers/registry';
 import type { ModelRouter, RouteTry } from './modelRouter';
 
