@@ -1,5 +1,57 @@
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { URL } from 'node:url';
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
+
+/*
+ * The layers (layers.json, docs/architecture.md): a file may import from its own layer or below, never above.
+ * no-restricted-imports sees the import as written, so each layer forbids the relative paths that lead to a higher
+ * layer's folders and files; test/unit/layers.test.ts checks the same on the resolved files, and the cycles.
+ */
+const LAYERS = JSON.parse(readFileSync(new URL('./layers.json', import.meta.url), 'utf8'));
+const escape = (s) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+/** A relative specifier that reaches `item` (a folder or a .ts file of the repository) from any depth. */
+function reaching(item) {
+  const file = item.endsWith('.ts');
+  const name = escape(file ? item.slice(0, -3) : item).replace(/^src\//, '(?:src/)?');
+  return `(?:\\.\\.?/)+${name}${file ? '' : '(?:/.*)?'}`;
+}
+function layerRules() {
+  return LAYERS.layers.flatMap((layer, i) => {
+    const above = LAYERS.layers.slice(0, i);
+    if (!above.length) return [];
+    const items = above.flatMap((l) => [...l.files, ...l.folders]);
+    const own = [...layer.files, ...layer.folders.map((f) => `${f}/**/*.ts`)];
+    const rule = (allowed) => [
+      'error',
+      {
+        patterns: [
+          {
+            regex: `^${allowed}(?:${items.map(reaching).join('|')})$`,
+            caseSensitive: true,
+            message: `The ${layer.name} layer imports only from its own layer or below (docs/architecture.md).`,
+          },
+        ],
+      },
+    ];
+    const exceptions = LAYERS.exceptions.filter((e) => own.some((g) => g === e.from));
+    return [
+      {
+        files: own,
+        ignores: exceptions.map((e) => e.from),
+        rules: { 'no-restricted-imports': rule('') },
+      },
+      ...exceptions.map((e) => {
+        const specs = e.to.map((t) => {
+          const rel = path.posix.relative(path.posix.dirname(e.from), t.slice(0, -3));
+          return escape(rel.startsWith('.') ? rel : `./${rel}`);
+        });
+        return { files: [e.from], rules: { 'no-restricted-imports': rule(`(?!(?:${specs.join('|')})$)`) } };
+      }),
+    ];
+  });
+}
 
 export default tseslint.config(
   {
@@ -26,6 +78,7 @@ export default tseslint.config(
       'max-len': ['error', { code: 120, ignoreUrls: true }],
     },
   },
+  ...layerRules(),
   {
     files: ['**/*.js', '**/*.cjs'],
     languageOptions: {

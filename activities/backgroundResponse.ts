@@ -1,9 +1,9 @@
 import { Context } from '@temporalio/activity';
-import type { AppDeps } from '../src/api/deps';
+import type { AppDeps } from '../src/operations/deps';
 import { ApiError } from '../src/errors';
 import { abortFollowing } from '../src/net/abort';
 import { tracer } from '../src/observability/tracing';
-import { createResponse } from '../src/api/responses/create';
+import { createResponse } from '../src/operations/responses/create';
 import { estimatedUsage, usageCost, usageUnits } from '../src/billing/tokenUsage';
 import type { ResponsesRequest } from '../src/translate/responsesTypes';
 import type { EventSourceMessage } from '../src/sse/upstreamEvents';
@@ -16,7 +16,7 @@ import type {
   BackgroundOutcome,
 } from '../src/backgroundResponses/workflowContract';
 import type { TokenUsage } from '../src/billing/tokenUsage';
-import { usageOf } from '../src/api/responses/turn';
+import { usageOf } from '../src/operations/responses/turn';
 
 /**
  * The background response activities (workflows/backgroundResponse.ts). The run is POST /v1/responses itself

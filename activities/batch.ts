@@ -30,7 +30,7 @@ import { isProblem, parseRequestLine, type BatchEndpoint } from '../src/files/ba
 import * as progress from '../src/batches/lineProgress';
 import type { LineOutcome } from '../src/batches/lineProgress';
 import { ApiError } from '../src/errors';
-import { openAIBody } from '../src/api/errors';
+import { openAIBody } from '../src/errorBodies';
 
 /**
  * The batch workflow's activities (workflows/batchJob.ts), built from injected dependencies. Each is safe to run

@@ -1,6 +1,6 @@
 import type { Client, ClientInterceptors, Connection } from '@temporalio/client';
 import { flushTracing, initTracing, tracer } from './observability/tracing';
-import type { AppDeps } from './api/deps';
+import type { AppDeps } from './operations/deps';
 import { loadConfig, type Config } from './config';
 import { createPool } from './db/pool';
 import { ensureDatabase, migrate } from './db/migrate';

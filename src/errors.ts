@@ -2,8 +2,8 @@ import { clip } from './text/clip';
 
 /**
  * One error type for every client-facing failure, raised by any layer (catalog, billing, providers, video, console).
- * Only the API layer renders it: src/api/errors.ts writes the OpenAI shape
- * `{"error":{"message","type","param","code"}}`, or the Anthropic shape on /v1/messages routes.
+ * Its bodies in each interface's shape are src/errorBodies.ts (the OpenAI shape `{"error":{"message","type","param",
+ * "code"}}`, Anthropic's, Gemini's); the API's error handler (src/api/middleware/errorHandler.ts) renders them.
  */
 export class ApiError extends Error {
   /** The parameter at fault: often a name the client wrote (an unknown field), so clipped like any echo. */

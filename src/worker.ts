@@ -38,7 +38,7 @@ import {
 } from '../activities';
 import { serveWorkerMetrics } from './observability/metricsServer';
 import { flushTracing, tracer } from './observability/tracing';
-import { createDeliveryWorker } from './webhooks/deliveryWorker';
+import { createDeliveryWorker } from './runtime/webhookDeliveryWorker';
 import { webhookTaskQueue } from './webhooks/settings';
 
 /**
@@ -187,7 +187,7 @@ export async function startWorker(config: Config = loadConfig(), opts: WorkerOpt
         ...createBatchNativeActivities(batchDeps),
         ...createBackgroundActivities({ ...batchDeps, config }),
         ...createBatchSlotActivities(batchDeps),
-        // Emitting starts deliveries on their own queue (src/webhooks/deliveryWorker.ts); the try activity stays
+        // Emitting starts deliveries on their own queue (src/runtime/webhookDeliveryWorker.ts); the try activity stays
         // registered here for delivery workflows started on this queue before it had one.
         ...createReconcileActivities({ db, catalog, logger }),
         ...createWebhookActivities({

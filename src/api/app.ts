@@ -1,6 +1,6 @@
 import Koa from 'koa';
 import type Router from '@koa/router';
-import type { AppDeps } from './deps';
+import type { AppDeps } from '../operations/deps';
 import { bodyTimeout, errorHandler, observe, type GatewayState } from './middleware';
 import { healthRouter } from './routers/health';
 import { modelsRouter } from './routers/models';

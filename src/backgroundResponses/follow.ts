@@ -1,6 +1,6 @@
-import type { AppDeps } from '../api/deps';
-import type { Ctx } from '../api/middleware/state';
-import { requestAbort } from '../api/routedCall';
+import type { AppDeps } from '../operations/deps';
+import type { Ctx } from '../operations/requestState';
+import { requestAbort } from '../operations/routedCall';
 import { SseSink } from '../sse/clientSink';
 import * as repo from './repo';
 

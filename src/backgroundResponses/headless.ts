@@ -1,7 +1,7 @@
 import { EventEmitter } from 'node:events';
 import type { Span } from '@opentelemetry/api';
-import type { AppDeps } from '../api/deps';
-import type { Ctx } from '../api/middleware/state';
+import type { AppDeps } from '../operations/deps';
+import type { Ctx } from '../operations/requestState';
 import type { CreditManager, Reservation, UsageInput } from '../billing/credit';
 import type { RequestAbort } from '../net/abort';
 import type { Principal } from '../auth/apiKeys';

@@ -1,12 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import type { Client } from '@temporalio/client';
-import type { AppDeps } from '../api/deps';
-import type { Ctx } from '../api/middleware/state';
+import type { AppDeps } from '../operations/deps';
+import type { Ctx } from '../operations/requestState';
 import type { CreditManager } from '../billing/credit';
 import type { RateLimiter } from '../limits/rateLimiter';
 import type { ModelConfig } from '../catalog/catalog';
 import type { ResponsesRequest } from '../translate/responsesTypes';
-import { createResponse } from '../api/responses/create';
+import { createResponse } from '../operations/responses/create';
 import { ApiError, badRequest, conflict } from '../errors';
 import { isTemporalError } from '../jobs/temporalErrors';
 import * as repo from './repo';

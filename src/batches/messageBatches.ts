@@ -1,5 +1,5 @@
 import { ApiError, badRequest } from '../errors';
-import { anthropicBody } from '../api/errors';
+import { anthropicBody } from '../errorBodies';
 import { clipJson } from '../text/clip';
 import type { Batch } from './repo';
 import type { Catalog } from '../catalog/catalog';

@@ -3,7 +3,7 @@ import type { ProviderRegistry } from '../providers/registry';
 import type { ModelRouter } from '../routing/modelRouter';
 import type { TryRecord } from '../routing/tryRecord';
 import { ApiError } from '../errors';
-import { RoutedPayload } from '../api/routedCall';
+import { RoutedPayload } from '../operations/routedCall';
 import { abortFollowing, type RequestAbort } from '../net/abort';
 import { AnthropicAdapter, DEFAULT_ANTHROPIC_VERSION } from '../providers/anthropic';
 import { servedNatively } from '../providers/kinds';

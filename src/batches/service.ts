@@ -1,7 +1,7 @@
 import type { Span } from '@opentelemetry/api';
 import { randomUUID } from 'node:crypto';
 import type { Client } from '@temporalio/client';
-import type { AppDeps } from '../api/deps';
+import type { AppDeps } from '../operations/deps';
 import { ApiError, badRequest, budgetExceeded, conflict, insufficientFunds, notFound } from '../errors';
 import { InsufficientFunds } from '../billing/ledger';
 import { BudgetExceeded } from '../billing/budget';

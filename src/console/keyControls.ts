@@ -1,4 +1,4 @@
-import type { AppDeps } from '../api/deps';
+import type { AppDeps } from '../operations/deps';
 import { listApiKeys, type KeyInfo } from '../auth/apiKeys';
 import { budgetTimeZone, keySpend, type KeySpend } from '../billing/budget';
 import { getAccountLimits, type KeyLimits } from '../limits/keyLimits';

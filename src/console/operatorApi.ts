@@ -1,5 +1,5 @@
 import type Router from '@koa/router';
-import type { AppDeps } from '../api/deps';
+import type { AppDeps } from '../operations/deps';
 import { jsonBody, route, type GatewayState } from '../api/middleware';
 import { ApiError, badRequest, notFound } from '../errors';
 import { createAccount, topUp } from '../billing/ledger';

@@ -1,5 +1,5 @@
 import type Router from '@koa/router';
-import type { AppDeps } from '../api/deps';
+import type { AppDeps } from '../operations/deps';
 import { route, type GatewayState } from '../api/middleware';
 import { badRequest } from '../errors';
 import type { Db } from '../db/pool';

@@ -1,5 +1,5 @@
 import Router from '@koa/router';
-import type { AppDeps } from '../api/deps';
+import type { AppDeps } from '../operations/deps';
 import { route, type Ctx, type GatewayState } from '../api/middleware';
 import { notFound } from '../errors';
 import { CONSOLE_CSP, loadAssets } from './static';

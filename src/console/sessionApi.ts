@@ -1,5 +1,5 @@
 import type Router from '@koa/router';
-import type { AppDeps } from '../api/deps';
+import type { AppDeps } from '../operations/deps';
 import { jsonBody, route, type Ctx, type GatewayState } from '../api/middleware';
 import { ApiError, badRequest } from '../errors';
 import { createSession, deleteSession, csrfTokenFor, resolveSession } from './sessions';

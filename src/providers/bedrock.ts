@@ -12,7 +12,7 @@ import { NodeHttpHandler } from '@smithy/node-http-handler';
 import http from 'node:http';
 import https from 'node:https';
 import { ApiError } from '../errors';
-import { anthropicType } from '../api/errors';
+import { anthropicType } from '../errorBodies';
 import { classOfStatus, markFailure } from '../routing/failure';
 import { isClaudeModel, type ProviderConfig } from '../catalog/catalog';
 import { mapTransportError } from './openai';

@@ -14,7 +14,7 @@ import {
 import { DEFAULT_MAX_OUTPUT_TOKENS } from '../billing/pricing';
 import { countImages, nativeBound } from '../billing/nativeBound';
 import type { BedrockAdapter } from './bedrock';
-import { UpstreamStreamError, type ChatBackend } from './chatBackends';
+import { UpstreamStreamError, type ChatBackend } from './chatBackend';
 import { asOpenAIError } from './upstreamError';
 
 /**

@@ -12,7 +12,7 @@ import { DEFAULT_MAX_OUTPUT_TOKENS } from '../billing/pricing';
 import { nativeBound } from '../billing/nativeBound';
 import type { GeminiUpstream } from './gemini';
 import { asOpenAIError } from './upstreamError';
-import { bridgedBatches, type ChatBackend } from './chatBackends';
+import { bridgedBatches, type ChatBackend } from './chatBackend';
 
 /**
  * A chat request on a model of a `gemini` provider: chat -> generateContent -> chat

@@ -1,7 +1,7 @@
 import { Pool } from 'undici';
 import type { Dispatcher } from 'undici';
 import { ApiError } from '../errors';
-import { anthropicType } from '../api/errors';
+import { anthropicType } from '../errorBodies';
 import { isClaudeModel, type ProviderConfig } from '../catalog/catalog';
 import { mapTransportError } from './openai';
 import { noCredentials, readErrorBody, refusal } from './upstreamError';

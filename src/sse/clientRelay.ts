@@ -13,7 +13,7 @@ import { CLIENT_CLOSED } from '../net/abort';
  * upstream (an error event it sent is forwarded; a transport failure gets one of ours).
  */
 
-/** The error event for a stream the upstream cut short, in the OpenAI error shape (src/api/errors.ts openAIBody). */
+/** The error event for a stream the upstream cut short, in the OpenAI error shape (src/errorBodies.ts openAIBody). */
 const CUT_SHORT_EVENT = sseEvent(
   JSON.stringify({
     error: {

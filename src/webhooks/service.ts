@@ -1,4 +1,4 @@
-import type { AppDeps } from '../api/deps';
+import type { AppDeps } from '../operations/deps';
 import { ApiError, badRequest, notFound } from '../errors';
 import { clip } from '../text/clip';
 import {

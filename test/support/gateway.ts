@@ -7,7 +7,7 @@ import { loadConfig, type Config } from '../../src/config';
 import { createAccount, topUp } from '../../src/billing/ledger';
 import { createApiKey } from '../../src/auth/apiKeys';
 import { startEmulator, type Emulator } from '../../emulator/server';
-import type { AppDeps } from '../../src/api/deps';
+import type { AppDeps } from '../../src/operations/deps';
 
 /**
  * Starts the real gateway in-process on a free port, against the run's test database (globalSetup), the shared

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import OpenAI from 'openai';
-import type { AppDeps } from '../../src/api/deps';
+import type { AppDeps } from '../../src/operations/deps';
 import { createAccount, listLedger, topUp } from '../../src/billing/ledger';
 import type { Db } from '../../src/db/pool';
 import type { TestGateway } from './gateway';

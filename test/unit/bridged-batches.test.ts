@@ -1,4 +1,4 @@
-import { bridgedBatches, UpstreamStreamError } from '../../src/providers/chatBackends';
+import { bridgedBatches, UpstreamStreamError } from '../../src/providers/chatBackend';
 import { AnthropicStreamError, AnthropicStreamToChat } from '../../src/translate/upstream/chatToAnthropic';
 import type { ChatChunk } from '../../src/translate/chatTypes';
 

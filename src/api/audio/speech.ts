@@ -1,12 +1,12 @@
 import { finished } from 'node:stream';
-import type { AppDeps } from '../deps';
+import type { AppDeps } from '../../operations/deps';
 import type { Ctx } from '../middleware';
 import type { ModelConfig } from '../../catalog/catalog';
 import type { SpeechBody, SpeechFormat } from '../../schemas/audio';
 import { charactersCost, countCharacters } from '../../billing/pricing';
 import { boundOverCandidates } from '../../routing/bound';
 import { CLIENT_CLOSED } from '../../net/abort';
-import { openCall, RoutedPayload } from '../routedCall';
+import { openCall, RoutedPayload } from '../../operations/routedCall';
 
 /**
  * POST /v1/audio/speech: billed per input character at the answering model's price, the upstream's

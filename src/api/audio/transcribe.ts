@@ -1,4 +1,4 @@
-import type { AppDeps } from '../deps';
+import type { AppDeps } from '../../operations/deps';
 import type { Ctx } from '../middleware';
 import { ApiError } from '../../errors';
 import type { ModelConfig } from '../../catalog/catalog';
@@ -6,7 +6,7 @@ import type { TranscriptionFields, TranscriptionFormat } from '../../schemas/aud
 import type { MultipartValue } from '../../providers/types';
 import { audioCost } from '../../billing/pricing';
 import { boundOverCandidates } from '../../routing/bound';
-import { openCall } from '../routedCall';
+import { openCall } from '../../operations/routedCall';
 import type { UploadedFile } from '../uploads';
 import { renderTranscript, TRANSCRIPTION_CONTENT_TYPES, type VerboseTranscription } from './transcriptFormats';
 

@@ -1,15 +1,15 @@
-import type { AppDeps } from '../deps';
+import type { AppDeps } from '../../operations/deps';
 import type { Ctx } from '../middleware';
 import { ApiError } from '../../errors';
-import { openAIBody } from '../errors';
+import { openAIBody } from '../../errorBodies';
 import type { ModelConfig } from '../../catalog/catalog';
 import type { ChatChunk } from '../../translate/chatTypes';
 import { bridgeChatRequest } from '../../translate/upstream/chatBridgeRequest';
 import { RoutedBackend } from '../../routing/routedBackend';
 import { estimatedUsage, fromChatUsage } from '../../billing/tokenUsage';
 import { translateInput } from '../../translate/translateInput';
-import { openCall } from '../routedCall';
-import { relayTranslated, routedComplete } from '../translatedStream';
+import { openCall } from '../../operations/routedCall';
+import { relayTranslated, routedComplete } from '../../operations/translatedStream';
 import { SseSink } from '../../sse/clientSink';
 import { SSE_DONE, sseEvent } from '../../sse/wire';
 

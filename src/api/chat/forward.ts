@@ -1,4 +1,4 @@
-import type { AppDeps } from '../deps';
+import type { AppDeps } from '../../operations/deps';
 import type { Ctx } from '../middleware';
 import { invalidUpstreamResponse } from '../../errors';
 import { estimateChatMaxCost } from '../../billing/pricing';
@@ -10,7 +10,8 @@ import { usageFromJson } from '../../providers/openai';
 import { boundOverCandidates } from '../../routing/bound';
 import type { RouteTry } from '../../routing/modelRouter';
 import { SseRelay } from '../../sse/clientRelay';
-import { openCall, RoutedPayload, sendJsonBuffer, type RoutedCall } from '../routedCall';
+import { openCall, RoutedPayload, type RoutedCall } from '../../operations/routedCall';
+import { sendJsonBuffer } from '../jsonBuffer';
 
 /**
  * A chat or legacy completion on an OpenAI-compatible upstream: the body forwarded as sent (model renamed per

@@ -1,4 +1,4 @@
-import type { AppDeps } from '../deps';
+import type { AppDeps } from '../../operations/deps';
 import type { Ctx } from '../middleware';
 import type { ModelConfig } from '../../catalog/catalog';
 import type { EmbeddingBody } from '../../schemas/embeddings';
@@ -8,8 +8,9 @@ import { GeminiAdapter } from '../../providers/gemini';
 import { asOpenAIError } from '../../providers/upstreamError';
 import { boundOverCandidates } from '../../routing/bound';
 import { servedNatively } from '../../providers/kinds';
-import { openCall, RoutedPayload, sendJsonBuffer } from '../routedCall';
-import { geminiEmbedCall, openAIEmbeddingList, type GeminiEmbedCall } from './geminiUpstream';
+import { openCall, RoutedPayload } from '../../operations/routedCall';
+import { sendJsonBuffer } from '../jsonBuffer';
+import { geminiEmbedCall, openAIEmbeddingList, type GeminiEmbedCall } from '../../operations/embeddings/geminiUpstream';
 
 /** An upstream's embeddings: OpenAI's JSON as it came, or a Gemini upstream's vectors (which come without usage). */
 export type EmbedAnswer = Buffer | number[][];

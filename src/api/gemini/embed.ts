@@ -1,4 +1,4 @@
-import type { AppDeps } from '../deps';
+import type { AppDeps } from '../../operations/deps';
 import type { Ctx } from '../middleware';
 import { ApiError, invalidUpstreamResponse } from '../../errors';
 import type { EmbedContentBody } from '../../schemas/gemini';

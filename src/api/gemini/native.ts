@@ -1,4 +1,4 @@
-import type { AppDeps } from '../deps';
+import type { AppDeps } from '../../operations/deps';
 import type { Ctx } from '../middleware';
 import { redactorFor } from '../../catalog/redact';
 import { ApiError } from '../../errors';
@@ -10,8 +10,8 @@ import type { RouteTry } from '../../routing/modelRouter';
 import { DEFAULT_MAX_OUTPUT_TOKENS } from '../../billing/pricing';
 import { nativeBound } from '../../billing/nativeBound';
 import { estimatedUsage, tokenUsage, type TokenUsage } from '../../billing/tokenUsage';
-import { geminiStatus } from '../errors';
-import { openCall } from '../routedCall';
+import { geminiStatus } from '../../errorBodies';
+import { openCall } from '../../operations/routedCall';
 import type { HeldTry } from '../../observability/tracing';
 import { CLIENT_CLOSED } from '../../net/abort';
 import { GENERATE_OPERATION, type GenerateCall } from './translated';

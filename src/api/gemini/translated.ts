@@ -1,4 +1,4 @@
-import type { AppDeps } from '../deps';
+import type { AppDeps } from '../../operations/deps';
 import type { Ctx } from '../middleware';
 import type { ModelConfig } from '../../catalog/catalog';
 import type { GenerateContentRequest } from '../../translate/geminiTypes';
@@ -9,9 +9,9 @@ import type { SseSink } from '../../sse/clientSink';
 import { RoutedBackend } from '../../routing/routedBackend';
 import { tokensFromChars } from '../../billing/pricing';
 import { estimatedUsage, fromChatUsage } from '../../billing/tokenUsage';
-import { geminiStatus } from '../errors';
-import { openCall } from '../routedCall';
-import { relayTranslated, routedComplete } from '../translatedStream';
+import { geminiStatus } from '../../errorBodies';
+import { openCall } from '../../operations/routedCall';
+import { relayTranslated, routedComplete } from '../../operations/translatedStream';
 import type { GeminiStreamWire } from './streamWire';
 
 /**

@@ -1,4 +1,4 @@
-import type { AppDeps } from '../deps';
+import type { AppDeps } from '../../operations/deps';
 import type { Ctx } from '../middleware';
 import { ApiError } from '../../errors';
 import type { ModelConfig } from '../../catalog/catalog';
@@ -6,7 +6,8 @@ import type { ImageEditFields, ImageGenerationBody } from '../../schemas/images'
 import { imagesCost } from '../../billing/pricing';
 import type { BufferedResponse, MultipartValue } from '../../providers/types';
 import { boundOverCandidates } from '../../routing/bound';
-import { openCall, RoutedPayload, sendJsonBuffer, type RoutedCall } from '../routedCall';
+import { openCall, RoutedPayload, type RoutedCall } from '../../operations/routedCall';
+import { sendJsonBuffer } from '../jsonBuffer';
 import type { UploadedFile } from '../uploads';
 
 /**

@@ -1,4 +1,4 @@
-import type { AppDeps } from '../deps';
+import type { AppDeps } from '../../operations/deps';
 import type { Ctx } from '../middleware';
 import type { ModelConfig } from '../../catalog/catalog';
 import { checkOutputCap } from '../../catalog/outputCap';
@@ -11,8 +11,8 @@ import { boundOverCandidates } from '../../routing/bound';
 import type { RouteTry } from '../../routing/modelRouter';
 import { countImages, nativeBound } from '../../billing/nativeBound';
 import { estimatedUsage, fromAnthropicUsage, tokenUsage, type AnthropicUsageLike } from '../../billing/tokenUsage';
-import { openCall, RoutedPayload } from '../routedCall';
-import { relayNative, type NativeEvents } from '../nativeStream';
+import { openCall, RoutedPayload } from '../../operations/routedCall';
+import { relayNative, type NativeEvents } from '../../operations/nativeStream';
 
 /**
  * POST /v1/messages on a model served over Anthropic Messages (an `anthropic` provider, Claude on `bedrock` or

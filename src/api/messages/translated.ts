@@ -1,4 +1,4 @@
-import type { AppDeps } from '../deps';
+import type { AppDeps } from '../../operations/deps';
 import type { Ctx } from '../middleware';
 import type { ModelConfig } from '../../catalog/catalog';
 import type { MessagesRequest } from '../../translate/anthropicTypes';
@@ -11,8 +11,8 @@ import type { SseSink } from '../../sse/clientSink';
 import { RoutedBackend } from '../../routing/routedBackend';
 import { tokensFromChars } from '../../billing/pricing';
 import { estimatedUsage, fromChatUsage } from '../../billing/tokenUsage';
-import { openCall } from '../routedCall';
-import { relayTranslated, routedComplete } from '../translatedStream';
+import { openCall } from '../../operations/routedCall';
+import { relayTranslated, routedComplete } from '../../operations/translatedStream';
 
 /**
  * POST /v1/messages on any other chat model: messages -> chat (src/translate), sent to the model's upstream

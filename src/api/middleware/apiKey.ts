@@ -1,8 +1,8 @@
 import type Koa from 'koa';
 import { ApiError } from '../../errors';
-import type { AppDeps } from '../deps';
-import type { Ctx, GatewayState } from './state';
-import { addRateLimitHeaders } from '../rateLimit';
+import type { AppDeps } from '../../operations/deps';
+import type { Ctx, GatewayState } from '../../operations/requestState';
+import { addRateLimitHeaders } from '../../operations/rateLimit';
 
 /** Reads the API key from `Authorization: Bearer` or `x-api-key`; 401 in the route's error shape otherwise. */
 export async function authenticate(ctx: Ctx, keys: AppDeps['keys']): Promise<void> {
@@ -38,7 +38,7 @@ export async function authenticate(ctx: Ctx, keys: AppDeps['keys']): Promise<voi
   ctx.state.principal = p;
 }
 
-/** Authenticates, then runs the route; its response carries the key's rate-limit headers (api/rateLimit.ts). */
+/** Authenticates, then runs the route; its response carries the key's rate-limit headers (operations/rateLimit.ts). */
 export function requireApiKey(deps: Pick<AppDeps, 'keys' | 'limiter'>): Koa.Middleware<GatewayState> {
   return async (ctx, next) => {
     await authenticate(ctx, deps.keys);

@@ -3,10 +3,10 @@ import type Koa from 'koa';
 import { ApiError, InputError } from '../../errors';
 import { CLIENT_CLOSED, ClientClosed } from '../../net/abort';
 import { clip } from '../../text/clip';
-import { anthropicBody, geminiBody, openAIBody } from '../errors';
-import type { AppDeps } from '../deps';
+import { anthropicBody, geminiBody, openAIBody } from '../../errorBodies';
+import type { AppDeps } from '../../operations/deps';
 import { redactorFor } from '../../catalog/redact';
-import type { GatewayState } from './state';
+import type { GatewayState } from '../../operations/requestState';
 
 /** Maps every thrown error to the interface's error shape; never leaks a stack trace. */
 export function errorHandler(deps: Pick<AppDeps, 'logger' | 'catalog'>): Koa.Middleware<GatewayState> {

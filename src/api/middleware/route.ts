@@ -1,15 +1,16 @@
 import type Koa from 'koa';
-import type { AppDeps } from '../deps';
+import type { AppDeps } from '../../operations/deps';
 import { declareRoute } from '../../observability/routeLabel';
 import { authenticate } from './apiKey';
-import { addRateLimitHeaders } from '../rateLimit';
+import { addRateLimitHeaders } from '../../operations/rateLimit';
 import { jsonBodyReader } from './jsonBody';
-import type { GatewayState } from './state';
+import type { GatewayState } from '../../operations/requestState';
 
 /**
  * The preamble of an authenticated JSON route in one middleware: metrics route label, API key (401 first, before
  * the body is read), JSON body. Same checks as route() + requireApiKey() + jsonBody(), two async hops fewer on
- * the busiest routes. The response carries the key's rate-limit headers whatever the outcome (api/rateLimit.ts).
+ * the busiest routes. The response carries the key's rate-limit headers whatever the outcome
+ * (src/operations/rateLimit.ts).
  */
 export function jsonApi(
   deps: Pick<AppDeps, 'keys' | 'limiter'>,

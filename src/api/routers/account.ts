@@ -1,5 +1,5 @@
 import Router from '@koa/router';
-import type { AppDeps } from '../deps';
+import type { AppDeps } from '../../operations/deps';
 import { requireApiKey, route, type GatewayState } from '../middleware';
 import { badRequest, notFound } from '../../errors';
 import { getBalance, listLedger } from '../../billing/ledger';

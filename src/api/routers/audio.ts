@@ -1,5 +1,5 @@
 import Router from '@koa/router';
-import type { AppDeps } from '../deps';
+import type { AppDeps } from '../../operations/deps';
 import { jsonBody, multipartBody, requireApiKey, route, type GatewayState } from '../middleware';
 import { badRequest } from '../../errors';
 import { validateSpeech, validateTranscriptionFields } from '../../schemas/audio';

@@ -1,5 +1,5 @@
 import Router from '@koa/router';
-import type { AppDeps } from '../deps';
+import type { AppDeps } from '../../operations/deps';
 import { jsonApi, requireApiKey, route, type Ctx, type GatewayState } from '../middleware';
 import { notFound } from '../../errors';
 import { clip } from '../../text/clip';

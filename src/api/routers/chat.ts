@@ -1,5 +1,5 @@
 import Router from '@koa/router';
-import type { AppDeps } from '../deps';
+import type { AppDeps } from '../../operations/deps';
 import { jsonApi, type Ctx, type GatewayState } from '../middleware';
 import { validateChatCompletion, validateCompletion, type ChatCompletionBody } from '../../schemas/chat';
 import { bridgedChat } from '../chat/bridged';

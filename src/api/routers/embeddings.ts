@@ -1,5 +1,5 @@
 import Router from '@koa/router';
-import type { AppDeps } from '../deps';
+import type { AppDeps } from '../../operations/deps';
 import { jsonApi, type GatewayState } from '../middleware';
 import { validateEmbedding } from '../../schemas/embeddings';
 import { embed } from '../embeddings/embed';

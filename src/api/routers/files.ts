@@ -1,5 +1,5 @@
 import Router from '@koa/router';
-import type { AppDeps } from '../deps';
+import type { AppDeps } from '../../operations/deps';
 import { multipartBody, requireApiKey, route, type Ctx, type GatewayState } from '../middleware';
 import { ApiError, badRequest, notFound } from '../../errors';
 import { BatchFileIngest } from '../../files/ingest';

@@ -1,5 +1,5 @@
 import Router from '@koa/router';
-import type { AppDeps } from '../deps';
+import type { AppDeps } from '../../operations/deps';
 import { jsonBody, requireApiKey, route, type Ctx, type GatewayState } from '../middleware';
 import { ApiError, badRequest } from '../../errors';
 import { fitOutputCap } from '../../catalog/outputCap';
@@ -11,13 +11,13 @@ import {
   validateGenerateContent,
 } from '../../schemas/gemini';
 import { isUpstreamError, type UpstreamHttpError } from '../../providers/upstreamError';
-import { requestAbort } from '../routedCall';
+import { requestAbort } from '../../operations/routedCall';
 import { SseSink } from '../../sse/clientSink';
 import { translatedGenerate } from '../gemini/translated';
 import { nativeGenerate } from '../gemini/native';
 import { servedNatively } from '../../providers/kinds';
 import { redactorFor } from '../../catalog/redact';
-import { geminiStatus } from '../errors';
+import { geminiStatus } from '../../errorBodies';
 import { GeminiStreamWire } from '../gemini/streamWire';
 import { countTokensEstimate } from '../gemini/countTokens';
 import { embedContents } from '../gemini/embed';

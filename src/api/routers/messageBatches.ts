@@ -1,6 +1,6 @@
 import { Readable } from 'node:stream';
 import Router from '@koa/router';
-import type { AppDeps } from '../deps';
+import type { AppDeps } from '../../operations/deps';
 import { jsonBody, requireApiKey, route, type Ctx, type GatewayState } from '../middleware';
 import { ApiError, notFound } from '../../errors';
 import { clip } from '../../text/clip';

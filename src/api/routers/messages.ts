@@ -1,10 +1,10 @@
 import { redactorFor, type Redactor } from '../../catalog/redact';
 import Router from '@koa/router';
 import type Koa from 'koa';
-import type { AppDeps } from '../deps';
+import type { AppDeps } from '../../operations/deps';
 import { jsonBody, requireApiKey, route, type Ctx, type GatewayState } from '../middleware';
 import { ApiError } from '../../errors';
-import { anthropicType } from '../errors';
+import { anthropicType } from '../../errorBodies';
 import type { ModelConfig } from '../../catalog/catalog';
 import { fitOutputCap } from '../../catalog/outputCap';
 import { validateCountTokens, validateMessages, type CountTokensRequest } from '../../schemas/messages';
@@ -13,7 +13,7 @@ import { isUpstreamError, type UpstreamHttpError } from '../../providers/upstrea
 import type { MessagesUpstream } from '../../providers/messagesUpstream';
 import { translateInput } from '../../translate/translateInput';
 import { estimateInputTokens } from '../../translate/tokenEstimate';
-import { requestAbort } from '../routedCall';
+import { requestAbort } from '../../operations/routedCall';
 import { SseSink } from '../../sse/clientSink';
 import { anthropicHeaders, nativeMessages } from '../messages/native';
 import { translatedMessages } from '../messages/translated';

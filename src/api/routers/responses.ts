@@ -1,11 +1,11 @@
 import Router from '@koa/router';
-import type { AppDeps } from '../deps';
+import type { AppDeps } from '../../operations/deps';
 import { jsonBody, requireApiKey, route, type Ctx, type GatewayState } from '../middleware';
 import { badRequest, notFound } from '../../errors';
 import { fitOutputCap } from '../../catalog/outputCap';
 import { validateResponses } from '../../schemas/responses';
-import { deleteResponse, loadResponse } from '../responses/storedResponses';
-import { createResponse } from '../responses/create';
+import { deleteResponse, loadResponse } from '../../operations/responses/storedResponses';
+import { createResponse } from '../../operations/responses/create';
 import { clip } from '../../text/clip';
 import * as background from '../../backgroundResponses/repo';
 import { followEvents } from '../../backgroundResponses/follow';
@@ -16,7 +16,7 @@ import { cancelBackgroundResponse, createBackgroundResponse, responseView } from
  * A model marked `api: "responses"` in the catalog is passed through to its upstream's /responses natively (SSE
  * forwarded as produced); any other chat model is translated to chat and back (src/translate), its chat request
  * sent to /chat/completions or, for a model of an Anthropic provider, bridged to /v1/messages
- * (src/providers/chatBackends.ts). The request: src/api/responses/create.ts (continuations), native.ts and
+ * (src/providers/chatBackends.ts). The request: src/operations/responses/create.ts (continuations), native.ts and
  * translated.ts (the two paths), turn.ts (a turn and how it is stored).
  *
  * State lives in the gateway for both paths: a response is stored unless `store: false`, and continued with

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import Router from '@koa/router';
-import type { AppDeps } from '../deps';
+import type { AppDeps } from '../../operations/deps';
 import { jsonBody, multipartBody, requireApiKey, route, type Ctx, type GatewayState } from '../middleware';
 import { badRequest, conflict, notFound } from '../../errors';
 import * as jobs from '../../video/jobs';
@@ -13,7 +13,7 @@ import { submitVideoJob } from '../../video/submit';
 import { cancelVideoJob } from '../../video/cancel';
 import { publicBaseUrl } from '../publicUrl';
 import { sendStoredMedia } from '../storedMedia';
-import { admitRequest } from '../rateLimit';
+import { admitRequest } from '../../operations/rateLimit';
 import { redactorFor, type Redactor } from '../../catalog/redact';
 import { clip, clipJson } from '../../text/clip';
 

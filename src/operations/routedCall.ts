@@ -1,6 +1,6 @@
 import type { ServerResponse } from 'node:http';
 import type { AppDeps } from './deps';
-import type { Ctx } from './middleware/state';
+import type { Ctx } from './requestState';
 import { ApiError } from '../errors';
 import { CLIENT_CLOSED, clientAbort, ClientClosed, type RequestAbort } from '../net/abort';
 import { openMeter, type Meter } from '../billing/meter';
@@ -305,17 +305,4 @@ export class RoutedPayload<B extends { model: string }> {
     }
     return this.payload;
   }
-}
-
-/**
- * Answers with an upstream JSON body as received (no re-serialisation), written here rather than by Koa's respond:
- * the same status and headers Koa would send, without its type lookup, body setter and length bookkeeping.
- */
-export function sendJsonBuffer(ctx: Ctx, body: Buffer): void {
-  ctx.status = 200; // for the request log and metrics
-  ctx.respond = false;
-  const res = ctx.res;
-  res.setHeader('content-type', 'application/json; charset=utf-8');
-  res.setHeader('content-length', body.length);
-  res.end(body);
 }

@@ -1,5 +1,5 @@
 import type { AppDeps } from '../deps';
-import type { Ctx } from '../middleware';
+import type { Ctx } from '../requestState';
 import { notFound } from '../../errors';
 import type { ModelConfig } from '../../catalog/catalog';
 import type { ResponsesItem, ResponsesRequest } from '../../translate/responsesTypes';

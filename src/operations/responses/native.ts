@@ -1,5 +1,5 @@
 import type { AppDeps } from '../deps';
-import type { Ctx } from '../middleware';
+import type { Ctx } from '../requestState';
 import { invalidUpstreamResponse } from '../../errors';
 import { checkOutputCap } from '../../catalog/outputCap';
 import type { ResponseObject } from '../../translate/responsesTypes';

@@ -1,6 +1,10 @@
-import type { ApiError } from '../errors';
+import type { ApiError } from './errors';
 
-/** Rendering of ApiError in each interface's error shape; the type and its constructors live in src/errors.ts. */
+/**
+ * ApiError's body in each interface's error shape; the type and its constructors live in src/errors.ts. Below the
+ * HTTP layer because a batch's output lines and a provider's translated errors carry the same bodies; the API's
+ * error handler (src/api/middleware/errorHandler.ts) writes them to the response.
+ */
 
 export interface OpenAIErrorBody {
   error: { message: string; type: string; param: string | null; code: string | null };

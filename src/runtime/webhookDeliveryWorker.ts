@@ -4,7 +4,7 @@ import type { Config } from '../config';
 import { createPool } from '../db/pool';
 import type { Logger } from '../observability/logger';
 import { createWebhookActivities } from '../../activities/webhooks';
-import { deliveryLimits, webhookTaskQueue } from './settings';
+import { deliveryLimits, webhookTaskQueue } from '../webhooks/settings';
 
 /**
  * The worker of webhook deliveries, beside the jobs' worker in the same process: a task queue of its own

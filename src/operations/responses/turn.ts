@@ -1,5 +1,5 @@
 import type { AppDeps } from '../deps';
-import type { Ctx } from '../middleware';
+import type { Ctx } from '../requestState';
 import type { ModelConfig } from '../../catalog/catalog';
 import type { ResponseObject, ResponsesItem, ResponsesRequest } from '../../translate/responsesTypes';
 import type { SseSink } from '../../sse/clientSink';

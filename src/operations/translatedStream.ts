@@ -2,7 +2,7 @@ import { redactorFor } from '../catalog/redact';
 import type { AppDeps } from './deps';
 import type { ChatChunk, ChatCompletion } from '../translate/chatTypes';
 import type { SseSink } from '../sse/clientSink';
-import { UpstreamStreamError } from '../providers/chatBackends';
+import { UpstreamStreamError } from '../providers/chatBackend';
 import type { RoutedBackend } from '../routing/routedBackend';
 import { StreamUsage } from '../billing/meter';
 import { CLIENT_CLOSED } from '../net/abort';

@@ -1,10 +1,13 @@
 import type Koa from 'koa';
-import type { Principal } from '../../auth/apiKeys';
-import type { RoutedCall } from '../routedCall';
-import type { RequestAbort } from '../../net/abort';
+import type { Principal } from '../auth/apiKeys';
+import type { RoutedCall } from './routedCall';
+import type { RequestAbort } from '../net/abort';
 import type { Span } from '@opentelemetry/api';
 
-/** What the middleware and the routers record about a request as it passes. */
+/**
+ * What the middleware and the routers record about a request as it passes; an operation run without HTTP (a
+ * background response: src/backgroundResponses/headless.ts) is given one too.
+ */
 export interface GatewayState {
   requestId: string;
   principal?: Principal;
@@ -22,7 +25,7 @@ export interface GatewayState {
   abort?: RequestAbort;
   /** The request's server span while tracing is on (sampled or not: a workflow started for it follows it). */
   span?: Span;
-  /** The key's rate-limit headers are set (by its admission; see api/rateLimit.ts). */
+  /** The key's rate-limit headers are set (by its admission; see src/operations/rateLimit.ts). */
   rateLimitHeaders?: boolean;
 }
 export type Ctx = Koa.ParameterizedContext<GatewayState>;

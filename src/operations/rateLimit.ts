@@ -1,5 +1,5 @@
 import type { AppDeps } from './deps';
-import type { Ctx } from './middleware/state';
+import type { Ctx } from './requestState';
 import { ApiError } from '../errors';
 import type { TokenTicket, WindowState, WindowView } from '../limits/rateLimiter';
 

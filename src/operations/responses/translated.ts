@@ -1,5 +1,5 @@
 import type { AppDeps } from '../deps';
-import type { Ctx } from '../middleware';
+import type { Ctx } from '../requestState';
 import { responsesToChat } from '../../translate/client/responsesToChat';
 import { chatToResponses, newId, type ResponseShell } from '../../translate/client/chatToResponses';
 import { ChatToResponsesStream } from '../../translate/client/chatStreamToResponses';
