@@ -1,8 +1,10 @@
 import fs from 'node:fs';
+import { Readable } from 'node:stream';
 import OpenAI, { toFile } from 'openai';
 import { eventually, startVideoHarness, type VideoHarness } from '../support/video';
 import { getBalance } from '../../src/billing/ledger';
 import { loadBatchSettings } from '../../src/batches/settings';
+import { insertFile, newFileId, newStorageKey } from '../../src/files/repo';
 import { makeLogin } from './consoleClient';
 import { jsErrors, launchBrowser, plain, shot, signIn, vndText, type Browser } from './browser';
 
@@ -42,9 +44,22 @@ test('customer: a batch with counts, cost and its files; a running batch cancell
   await page.click('nav >> text=Batches');
   await page.waitForSelector('text=No batches yet');
 
-  // Three requests: two answered, one refused by the upstream (no message content), so all three files exist.
+  // Three requests: two answered, one refused by the upstream (no message content), so all three files exist. Upload
+  // refuses such a line now, so the file is stored as one uploaded before that check.
   const input = [line('ok-1', 'first'), line('ok-2', 'second'), line('bad-1', 42)].join('\n') + '\n';
-  const file = await openai.files.create({ file: await toFile(Buffer.from(input), 'in.jsonl'), purpose: 'batch' });
+  const storageKey = newStorageKey();
+  await h.deps.storage.put(storageKey, Readable.from([Buffer.from(input)]), 'application/jsonl');
+  const file = await insertFile(h.deps.db, {
+    id: newFileId(),
+    accountId: acc.accountId,
+    purpose: 'batch',
+    filename: 'in.jsonl',
+    bytes: Buffer.byteLength(input),
+    storageKey,
+    lineCount: 3,
+    model: 'gpt-4o-mini',
+    endpoint: '/v1/chat/completions',
+  });
   const done = await openai.batches.create({
     input_file_id: file.id,
     endpoint: '/v1/chat/completions',
