@@ -1,3 +1,4 @@
+import type Koa from 'koa';
 import type { Mount } from './mount';
 import type { EmulatorControl } from './control';
 
@@ -150,15 +151,9 @@ export const mountUsageReports: Mount = (router, ctl) => {
   // Anthropic costs: by model and token type, amounts in cents of USD as decimal strings.
   router.get('/anthropic/v1/organizations/cost_report', (ctx) => {
     ctl.record(ctx.method, ctx.path, ctx.headers, null);
-    const q = ctx.query as Record<string, string>;
-    const start = Math.floor(Date.parse(q.starting_at ?? '') / 1000);
-    if (!Number.isFinite(start)) {
-      ctx.status = 400;
-      ctx.body = { type: 'error', error: { type: 'invalid_request_error', message: 'starting_at is required' } };
-      return;
-    }
-    const endMs = Date.parse(q.ending_at ?? '');
-    const end = Number.isFinite(endMs) ? Math.floor(endMs / 1000) : start + DAY;
+    const w = anthropicWindow(ctx);
+    if (!w) return;
+    const { start, end } = w;
     ctx.body = {
       data: buckets(ctl, 'anthropic', start, end).map((b) => ({
         starting_at: iso(b.start),
@@ -193,15 +188,9 @@ export const mountUsageReports: Mount = (router, ctl) => {
   // Anthropic: starting_at / ending_at as RFC 3339, bucket_width=1d, group_by[]=model.
   router.get('/anthropic/v1/organizations/usage_report/messages', (ctx) => {
     ctl.record(ctx.method, ctx.path, ctx.headers, null);
-    const q = ctx.query as Record<string, string>;
-    const start = Math.floor(Date.parse(q.starting_at ?? '') / 1000);
-    if (!Number.isFinite(start)) {
-      ctx.status = 400;
-      ctx.body = { type: 'error', error: { type: 'invalid_request_error', message: 'starting_at is required' } };
-      return;
-    }
-    const endMs = Date.parse(q.ending_at ?? '');
-    const end = Number.isFinite(endMs) ? Math.floor(endMs / 1000) : start + DAY;
+    const w = anthropicWindow(ctx);
+    if (!w) return;
+    const { start, end } = w;
     ctx.body = {
       data: buckets(ctl, 'anthropic', start, end).map((b) => ({
         starting_at: iso(b.start),
@@ -224,3 +213,16 @@ export const mountUsageReports: Mount = (router, ctl) => {
     };
   });
 };
+
+/** An Anthropic report's window: starting_at / ending_at (RFC 3339, a day by default); a 400 answered when missing. */
+function anthropicWindow(ctx: Koa.Context): { start: number; end: number } | null {
+  const q = ctx.query as Record<string, string>;
+  const start = Math.floor(Date.parse(q.starting_at ?? '') / 1000);
+  if (!Number.isFinite(start)) {
+    ctx.status = 400;
+    ctx.body = { type: 'error', error: { type: 'invalid_request_error', message: 'starting_at is required' } };
+    return null;
+  }
+  const endMs = Date.parse(q.ending_at ?? '');
+  return { start, end: Number.isFinite(endMs) ? Math.floor(endMs / 1000) : start + DAY };
+}
