@@ -7,7 +7,7 @@ import tseslint from 'typescript-eslint';
 /*
  * The layers (layers.json, docs/architecture.md): a file may import from its own layer or below, never above.
  * no-restricted-imports sees the import as written, so each layer forbids the relative paths that lead to a higher
- * layer's folders and files; test/unit/layers.test.ts checks the same on the resolved files, and the cycles.
+ * layer's folders and files; test/unit/project/layers.test.ts checks the same on the resolved files, and the cycles.
  */
 const LAYERS = JSON.parse(readFileSync(new URL('./layers.json', import.meta.url), 'utf8'));
 const escape = (s) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
