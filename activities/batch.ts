@@ -33,7 +33,7 @@ import { ApiError } from '../src/errors';
 import { openAIBody } from '../src/errorBodies';
 
 /**
- * The batch workflow's activities (workflows/batchJob.ts), built from injected dependencies. Each is safe to run
+ * The batch workflow's activities (workflows/batch.ts), built from injected dependencies. Each is safe to run
  * again: a chunk is committed once (its row, its charges and its parts in one transaction; a rerun finds the row),
  * usage records are keyed by (batch, custom_id), final files have ids and keys derived from the batch id, and the
  * batch's final status and release commit together once.

@@ -28,7 +28,7 @@ import type { BatchActivityDeps } from './batch';
 import { itemUsageId, outputLine } from './batch';
 
 /**
- * The activities of a batch that runs on its provider's own batch API (workflows/batchJob.ts, native branch):
+ * The activities of a batch that runs on its provider's own batch API (workflows/batch.ts, native branch):
  * submit the input there, read its status, cancel it, and collect its results: each result becomes an output or
  * error line in OpenAI's format and each succeeded one is charged at the model's batch price from the usage the
  * provider reported, chunk by chunk (batches.commitChunk: a chunk and its charges commit once, so a collection

@@ -3,7 +3,7 @@ import type { BatchSettings } from '../src/batches/settings';
 import { acquireSlots, releaseSlots } from '../src/limits/jobSlots';
 
 /**
- * An account's fair share of batch capacity (workflows/batchJob.ts): before each chunk a batch takes one of its
+ * An account's fair share of batch capacity (workflows/batch.ts): before each chunk a batch takes one of its
  * account's BATCH_ACCOUNT_CHUNKS slots (src/limits/jobSlots.ts), and gives it back after the chunk, so the account's
  * other batches, and its other chunks, take turns. A batch that gets none waits on a workflow timer, holding no
  * activity slot of the worker.
@@ -27,7 +27,7 @@ export function createBatchSlotActivities(deps: { db: Db; settings: BatchSetting
     async acquireBatchSlot(a: BatchSlotArgs): Promise<{ granted: boolean }> {
       // The lease outlives a chunk's attempt (it is given back at the chunk's end): it only frees a dead batch's.
       const leaseMs = 2 * settings.chunkTimeoutMs;
-      // A waiting batch asks again within 10 s (workflows/batchJob.ts): its place in the queue outlasts that.
+      // A waiting batch asks again within 10 s (workflows/batch.ts): its place in the queue outlasts that.
       const g = await acquireSlots(db, [slot(settings, a.accountId)], a.batchId, leaseMs, 120_000);
       return { granted: g.granted };
     },

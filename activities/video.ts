@@ -9,7 +9,7 @@ import type { VideoProviders } from '../src/providers/video';
 import { ModelRouter } from '../src/routing/modelRouter';
 import { loadRoutingSettings } from '../src/routing/settings';
 import { VideoProviderError, type VideoTaskState } from '../src/providers/video/types';
-import * as jobs from '../src/video/jobs';
+import * as jobs from '../src/video/repo';
 import { deleteStoredImages } from '../src/video/images';
 import { askedDims, deliveredDims, videoSecondPrice } from '../src/billing/videoPricing';
 import type {
@@ -146,7 +146,7 @@ async function observeProviderTask(x: VideoActivityContext, a: ObserveArgs): Pro
  * Charges the actual cost, releases the rest of the hold and marks the job completed: one transaction. A job that
  * kept its prices is billed the seconds delivered at the price of what was delivered (its price table, at the
  * version it was held at); a job of an older build at its one price per second. What the hold covers is charged
- * from it; the rest is collected from free funds or recorded as the job's shortfall (video/jobs.ts endJob).
+ * from it; the rest is collected from free funds or recorded as the job's shortfall (video/repo.ts endJob).
  */
 async function completeJob(x: VideoActivityContext, a: CompleteArgs): Promise<CompleteOutcome> {
   const job = await loadJob(x, a.jobId);

@@ -6,7 +6,7 @@ import type { Logger } from '../src/observability/logger';
 import type { VideoProviders } from '../src/providers/video';
 import type { ModelRouter } from '../src/routing/modelRouter';
 import { VideoProviderError } from '../src/providers/video/types';
-import * as jobs from '../src/video/jobs';
+import * as jobs from '../src/video/repo';
 
 /** What every video activity works with (built once per worker by createVideoActivities). */
 export interface VideoActivityContext {

@@ -1,6 +1,6 @@
 import { Transform, type TransformCallback } from 'node:stream';
 import { ApplicationFailure, Context } from '@temporalio/activity';
-import * as jobs from '../src/video/jobs';
+import * as jobs from '../src/video/repo';
 import { detectImageType } from '../src/video/fetchImage';
 import type { CopyArgs, CopyOutcome } from '../src/video/workflowContract';
 import { adapterOf, lastFrameKeyOf, loadJob, toFailure, videoKeyOf, type VideoActivityContext } from './videoContext';

@@ -1,9 +1,9 @@
 import { Context } from '@temporalio/activity';
 import type { Storage } from '../src/storage/storage';
 import type { VideoImage } from '../src/providers/video/types';
-import * as jobs from '../src/video/jobs';
+import * as jobs from '../src/video/repo';
 import type { VideoImages, VideoParams } from '../src/video/params';
-import type { StoredImageRef } from '../src/video/jobs';
+import type { StoredImageRef } from '../src/video/repo';
 import type { SubmitArgs, SubmitOutcome } from '../src/video/workflowContract';
 import { adapterOf, loadJob, toFailure, type VideoActivityContext } from './videoContext';
 import { TryRecord } from '../src/routing/tryRecord';

@@ -7,7 +7,7 @@ import {
   setHandler,
   upsertSearchAttributes,
 } from '@temporalio/workflow';
-import type { WebhookActivities } from '../activities/webhooks';
+import type { WebhookActivities } from '../activities/webhookDelivery';
 import {
   BACKGROUND_CANCEL_SIGNAL,
   type BackgroundActivities,

@@ -1,6 +1,6 @@
 import { proxyActivities, sleep } from '@temporalio/workflow';
-import type { WebhookActivities } from '../activities/webhooks';
-import type { DeliveryInput } from '../src/webhooks/start';
+import type { WebhookActivities } from '../activities/webhookDelivery';
+import type { DeliveryInput } from '../src/webhooks/workflowContract';
 import type { RetrySchedule } from '../src/webhooks/settings';
 
 /**
@@ -9,7 +9,7 @@ import type { RetrySchedule } from '../src/webhooks/settings';
  * final (another 4xx, a forbidden address, the endpoint deleted), the delivery is resent (a newer generation takes
  * over), or the retry window (24 h by default) has passed since the delivery started. Every try sends the same
  * webhook-id and body; each is signed at its own time. Deterministic: the HTTP call and its record are one
- * activity (activities/webhooks.ts), retried by Temporal only when it could not run (database, worker death).
+ * activity (activities/webhookDelivery.ts), retried by Temporal only when it could not run (database, worker death).
  */
 
 /** The wait after failed try number `attempt` (1-based): initialMs x 2^(attempt-1), at most maxMs. */

@@ -5,11 +5,11 @@ import { placeHoldIn, releaseHoldIn } from '../billing/ledger';
 import { writeUsageBatch, type SettledUsage, type UsageInput } from '../billing/usageBatch';
 import type { Pricing } from '../catalog/catalog';
 import { PG_ERROR, pgErrorCode } from '../db/pgErrors';
-import { eventIdOf, recordEventIn, type DeliveryRef } from '../webhooks/events';
+import { eventIdOf, recordEventIn, type DeliveryRef } from '../webhooks/repo';
 import type { EventType } from '../webhooks/eventTypes';
 
 /**
- * The batch repository. The batches row is the projection clients read; the workflow (workflows/batchJob.ts)
+ * The batch repository. The batches row is the projection clients read; the workflow (workflows/batch.ts)
  * moves it forward through its activities. Status only moves forward and a final status never changes, so a
  * retried activity is a no-op. Money: the hold is placed with the row (createBatchWithHold), each chunk's items
  * are charged with the chunk's row (commitChunk: usage records keyed by (batch, custom_id), so an item is charged

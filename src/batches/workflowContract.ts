@@ -3,7 +3,7 @@ import type { BatchStatus, FinalStatus } from './repo';
 /**
  * The batch workflow's contract, in one place: how it is started (its type, input and result), how it is spoken
  * to (signal, query), and every activity it calls with its arguments and what it answers. The API starts it
- * (./start.ts), workflows/batchJob.ts runs it, activities/batch.ts implements the activities. Types only, so the
+ * (./start.ts), workflows/batch.ts runs it, activities/batch.ts implements the activities. Types only, so the
  * workflow bundle imports nothing that does I/O.
  *
  * Everything named here is recorded in the histories of batches in flight: keep the registered names, add fields

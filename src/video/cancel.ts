@@ -1,6 +1,6 @@
 import { conflict } from '../errors';
-import * as jobs from './jobs';
-import type { VideoJob } from './jobs';
+import * as jobs from './repo';
+import type { VideoJob } from './repo';
 import { temporalClient, type VideoServiceDeps } from './submit';
 import { isTemporalError } from '../jobs/temporalErrors';
 import { CANCEL_SIGNAL } from './workflowContract';

@@ -3,7 +3,7 @@ import { badRequest } from '../errors';
 import { MAX_IMAGE_BYTES, resolveImage, validateImageBytes, type ResolveImageOptions } from './fetchImage';
 import type { ImageLoader, ImageSource, LoadedImage } from './validate';
 import type { Storage } from '../storage/storage';
-import type { StoredImageRef } from './jobs';
+import type { StoredImageRef } from './repo';
 import type { VideoImages } from './params';
 
 /**

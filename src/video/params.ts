@@ -1,6 +1,6 @@
 /**
  * A video request's parameters: one type shared by validation (src/video/validate.ts), the job row
- * (src/video/jobs.ts), the workflow's activities and the provider adapters (src/providers/video/types.ts).
+ * (src/video/repo.ts), the workflow's activities and the provider adapters (src/providers/video/types.ts).
  * Only the images change form along the way, hence the type parameter: as given by the caller, as stored by us,
  * as sent to the provider.
  */

@@ -4,7 +4,7 @@ import type { Config } from '../config';
 import type { Db } from '../db/pool';
 import type { Logger } from '../observability/logger';
 import { releaseHold } from '../billing/ledger';
-import * as jobs from './jobs';
+import * as jobs from './repo';
 import { startVideoWorkflow } from './start';
 
 /**

@@ -4,7 +4,7 @@ import type { Config } from '../config';
 import { SEARCH_ATTRIBUTES } from '../jobs/searchAttributes';
 import { workflowTiming } from './settings';
 import { WORKFLOW_TYPE, type VideoJobInput } from './workflowContract';
-import type { VideoJob } from './jobs';
+import type { VideoJob } from './repo';
 import { startJobWorkflow } from '../jobs/workflowStart';
 
 /** Starting a job's workflow: used by POST /v1/videos and by the reconciler (same id, so at most one runs). */

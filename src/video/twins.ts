@@ -4,7 +4,7 @@ import type { Logger } from '../observability/logger';
 import type { VideoProviders } from '../providers/video';
 import { VideoProviderError, type VideoProviderAdapter, type VideoTaskState } from '../providers/video/types';
 import type { ModelRouter } from '../routing/modelRouter';
-import { appendEvent } from './jobs';
+import { appendEvent } from './repo';
 
 /**
  * Twins: provider tasks a timed-out submit attempt created after its retry had already recorded the job's own task

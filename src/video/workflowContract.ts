@@ -1,10 +1,10 @@
 import type { VideoTaskState } from '../providers/video/types';
-import type { JobStatus } from './jobs';
+import type { JobStatus } from './repo';
 
 /**
  * The video workflow's contract, in one place: how it is started (its type, input and result), how it is spoken
  * to (signal, query), and every activity it calls with its arguments and what it answers. The API starts it
- * (./start.ts), workflows/videoJob.ts runs it, activities/video.ts implements the activities. Types only, so the
+ * (./start.ts), workflows/video.ts runs it, activities/video.ts implements the activities. Types only, so the
  * workflow bundle imports nothing that does I/O.
  *
  * Everything named here is recorded in the histories of jobs in flight: the workflow type, the signal and query

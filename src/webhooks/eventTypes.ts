@@ -1,6 +1,6 @@
 /**
  * The event types an endpoint can subscribe to, named as OpenAI names its webhook events (`<object>.<change>`).
- * Each family (video jobs, batches) emits its types through the same activity (activities/webhooks.ts).
+ * Each family (video jobs, batches) emits its types through the same activity (activities/webhookDelivery.ts).
  */
 export const EVENT_TYPES = [
   'video.processing',

@@ -2,7 +2,7 @@ import type { Client } from '@temporalio/client';
 import type { Db } from '../db/pool';
 import type { Logger } from '../observability/logger';
 import { isTemporalError } from '../jobs/temporalErrors';
-import { deliveryWorkflowIdOf } from './events';
+import { deliveryWorkflowIdOf } from './repo';
 import type { WebhookSettings } from './settings';
 import { startDelivery } from './start';
 

@@ -1,7 +1,7 @@
 import type { Db } from '../db/pool';
 import { tx } from '../db/pool';
 import { ApiError } from '../errors';
-import { prepareResend, type DeliveryRef } from './events';
+import { prepareResend, type DeliveryRef } from './repo';
 import type { DeliveryLimits } from './settings';
 
 /**

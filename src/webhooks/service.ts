@@ -13,7 +13,7 @@ import {
   rotateSecret,
   type WebhookEndpoint,
 } from './endpoints';
-import { deliveryView, listDeliveries } from './events';
+import { deliveryView, listDeliveries } from './repo';
 import { resendDelivery } from './start';
 import { webhookTaskQueue } from './settings';
 

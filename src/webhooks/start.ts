@@ -1,22 +1,12 @@
 import type { Client } from '@temporalio/client';
 import { isTemporalError } from '../jobs/temporalErrors';
 import type { Db } from '../db/pool';
-import { deliveryWorkflowIdOf, type DeliveryRef } from './events';
+import { deliveryWorkflowIdOf, type DeliveryRef } from './repo';
 import { admitResend } from './resends';
-import { deliveryLimits, type RetrySchedule, type WebhookSettings } from './settings';
+import { deliveryLimits, type WebhookSettings } from './settings';
+import { DELIVERY_WORKFLOW_TYPE, type DeliveryInput } from './workflowContract';
 
 /** Starting a delivery's workflow (workflows/webhookDelivery.ts): by the emitting activity and by a resend. */
-
-export const DELIVERY_WORKFLOW_TYPE = 'webhookDeliveryWorkflow';
-
-/** The delivery workflow's input, fixed when it starts. */
-export interface DeliveryInput {
-  deliveryId: string;
-  generation: number;
-  retry: RetrySchedule;
-  /** Per-try limit of the activity: the POST's own limit plus the database writes around it. */
-  attemptTimeoutMs: number;
-}
 
 /** Starts the delivery's workflow; 'exists' when it already ran or runs (its id is never reused). */
 export async function startDelivery(

@@ -8,7 +8,7 @@ import { loadBatchSettings } from '../../src/batches/settings';
 import { randomUUID } from 'node:crypto';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { createBatchActivities } from '../../activities/batch';
-import { createWebhookActivities } from '../../activities/webhooks';
+import { createWebhookActivities } from '../../activities/webhookDelivery';
 import { batchBound } from '../../src/batches/bound';
 import { createBatchWithHold, markWorkflowStarted, newBatchId } from '../../src/batches/repo';
 import { getFileForAccount, insertFile, newFileId, newStorageKey } from '../../src/files/repo';

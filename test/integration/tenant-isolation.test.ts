@@ -1,6 +1,6 @@
 import OpenAI, { toFile } from 'openai';
 import { randomUUID } from 'node:crypto';
-import { createWebhookActivities } from '../../activities/webhooks';
+import { createWebhookActivities } from '../../activities/webhookDelivery';
 import { loadBatchSettings } from '../../src/batches/settings';
 import { DAY_MS, webhookTaskQueue } from '../../src/webhooks/settings';
 import { eventually, startVideoHarness, type VideoHarness } from '../support/video';

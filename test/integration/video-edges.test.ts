@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { getBalance, listLedger, verifyProjections } from '../../src/billing/ledger';
-import { createJobWithHold, endJob, getJob, listEvents } from '../../src/video/jobs';
+import { createJobWithHold, endJob, getJob, listEvents } from '../../src/video/repo';
 import { verifyUsage } from '../../src/billing/usageVerify';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { createVideoActivities } from '../../activities/video';

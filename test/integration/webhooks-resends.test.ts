@@ -1,7 +1,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { randomUUID } from 'node:crypto';
-import { createWebhookActivities } from '../../activities/webhooks';
+import { createWebhookActivities } from '../../activities/webhookDelivery';
 import { DAY_MS, webhookTaskQueue, type DeliveryLimits } from '../../src/webhooks/settings';
 import { eventually, startVideoHarness, type VideoHarness } from '../support/video';
 

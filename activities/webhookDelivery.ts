@@ -1,11 +1,11 @@
 import type { Client } from '@temporalio/client';
 import type { Db } from '../src/db/pool';
 import type { Logger } from '../src/observability/logger';
-import type { EventType } from '../src/webhooks/eventTypes';
-import { deliveryToSend, recordAttempt, recordEvent, type AttemptOutcome } from '../src/webhooks/events';
+import { deliveryToSend, recordAttempt, recordEvent } from '../src/webhooks/repo';
 import { endpointForDelivery } from '../src/webhooks/endpoints';
 import { sendWebhook } from '../src/webhooks/send';
 import { startDelivery } from '../src/webhooks/start';
+import type { AttemptInput, AttemptResult, EmitInput } from '../src/webhooks/workflowContract';
 import { deliveryLimits, type WebhookSettings } from '../src/webhooks/settings';
 import type { Lookup } from '../src/net/vettedHost';
 import { acquireSlots, jittered, releaseSlots, type SlotSpec } from '../src/limits/jobSlots';
@@ -16,6 +16,8 @@ import { acquireSlots, jittered, releaseSlots, type SlotSpec } from '../src/limi
  * and its delivery workflows have fixed ids; a try is recorded only for the delivery's current generation.
  */
 
+export type { AttemptInput, AttemptResult, EmitInput };
+
 export interface WebhookActivityDeps {
   db: Db;
   temporal: Client;
@@ -24,34 +26,6 @@ export interface WebhookActivityDeps {
   logger?: Logger;
   /** DNS resolution of endpoint hosts (tests point a name at a private address). */
   lookup?: Lookup;
-}
-
-export interface EmitInput {
-  accountId: string;
-  type: EventType;
-  /** The event's `data` (for a job: its id). */
-  data: Record<string, unknown>;
-  /** What makes the event unique, from the transition that caused it (e.g. `video:<jobId>:completed`). */
-  key: string;
-}
-
-export interface AttemptInput {
-  deliveryId: string;
-  generation: number;
-  /** The backoff after this try if it must be retried (an endpoint's Retry-After may lengthen it, up to maxWaitMs). */
-  backoffMs: number;
-  maxWaitMs: number;
-  /** Epoch ms after which a failed try is the last. */
-  giveUpAt: number;
-}
-
-/**
- * waitMs null: the delivery is over (succeeded, failed, cancelled or superseded by a resend). 'busy': nothing was
- * sent (no slot); try again after waitMs, which does not count as a try.
- */
-export interface AttemptResult {
-  outcome: AttemptOutcome | 'superseded' | 'busy';
-  waitMs: number | null;
 }
 
 /**

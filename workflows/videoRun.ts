@@ -8,10 +8,10 @@ import {
 } from '@temporalio/workflow';
 import type { EventType } from '../src/webhooks/eventTypes';
 import type { JobStatus, VideoJobInput } from '../src/video/workflowContract';
-import type { JobActivities } from './videoJob';
+import type { JobActivities } from './video';
 
 /**
- * What the steps of the video workflow (./videoJob.ts) share: the run's state, its activities, cancellation, the
+ * What the steps of the video workflow (./video.ts) share: the run's state, its activities, cancellation, the
  * early end of a job, and how activity failures read.
  */
 

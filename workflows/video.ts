@@ -8,7 +8,7 @@ import {
   sleep,
   type ActivityOptions,
 } from '@temporalio/workflow';
-import type { WebhookActivities } from '../activities/webhooks';
+import type { WebhookActivities } from '../activities/webhookDelivery';
 import {
   CANCEL_SIGNAL,
   STAGE_QUERY,
@@ -23,7 +23,7 @@ import {
   type VideoJobResult,
   type WorkflowTiming,
 } from '../src/video/workflowContract';
-import { failureCode, failureMessage, isNonRetryable, JobRun, UnsuccessfulEnd } from './videoJobRun';
+import { failureCode, failureMessage, isNonRetryable, JobRun, UnsuccessfulEnd } from './videoRun';
 
 /**
  * One video job, from submission to a final state (docs/video-jobs.md, its state table):
@@ -39,7 +39,7 @@ import { failureCode, failureMessage, isNonRetryable, JobRun, UnsuccessfulEnd } 
  * The contract (input, result, activities and their arguments) is src/video/workflowContract.ts. Each transition,
  * once committed, is announced to the account's webhooks (JobRun.announce: video.processing, video.completed,
  * video.failed, video.expired, video.cancelled). A cancel is handled in one place, JobRun.runSteps
- * (./videoJobRun.ts). Deterministic: all I/O happens in activities (activities/video.ts), waits are durable timers,
+ * (./videoRun.ts). Deterministic: all I/O happens in activities (activities/video.ts), waits are durable timers,
  * so another worker can resume the job at any point.
  * Money: the API held the maximum cost before starting this workflow; exactly one of completeJob (settle) or
  * finishUnsuccessful (end) closes the hold, both idempotent by keys derived from the job id.

@@ -12,7 +12,7 @@ import {
 } from '@temporalio/workflow';
 import type { BatchNativeActivities, NativeTarget } from '../activities/batchNative';
 import type { BatchSlotActivities } from '../activities/batchSlots';
-import type { WebhookActivities } from '../activities/webhooks';
+import type { WebhookActivities } from '../activities/webhookDelivery';
 import {
   CANCEL_SIGNAL,
   STAGE_QUERY,
