@@ -1,3 +1,4 @@
+import { runPeriodic, type PeriodicTask } from './jobs/periodic';
 import path from 'node:path';
 import { format } from 'node:util';
 import {
@@ -122,24 +123,6 @@ export function installRuntime(level: string): void {
   }
 }
 
-/** Runs `fn` every `ms`, never two at once; errors are logged, never thrown. */
-function every(ms: number, fn: () => Promise<unknown>, onError: (e: unknown) => void): () => Promise<void> {
-  let running: Promise<unknown> | null = null;
-  const timer = setInterval(() => {
-    if (running) return;
-    running = fn()
-      .catch(onError)
-      .finally(() => {
-        running = null;
-      });
-  }, ms);
-  timer.unref();
-  return async () => {
-    clearInterval(timer);
-    await running;
-  };
-}
-
 export async function startWorker(config: Config = loadConfig(), opts: WorkerOptions = {}): Promise<WorkerHandle> {
   installRuntime(config.logLevel);
   // The same composition root as the API (src/bootstrap.ts): one list of adapters, storages and settings.
@@ -237,58 +220,52 @@ export async function startWorker(config: Config = loadConfig(), opts: WorkerOpt
 
     const stops: (() => Promise<void>)[] = [];
     if (opts.reconciler !== false) {
-      const onError = (what: string) => (e: unknown) => logger.warn({ err: (e as Error)?.message }, `${what} failed`);
-      stops.push(
-        every(
-          config.video.reconcileIntervalMs,
-          () => reconcileVideoJobs({ db, temporal, config, logger }),
-          onError('video reconciler'),
-        ),
-      );
-      stops.push(
-        every(
-          config.video.reconcileIntervalMs,
-          () => reconcileBatches({ db, temporal, config, storage, logger }),
-          onError('batch reconciler'),
-        ),
-      );
-      stops.push(
-        every(
-          config.video.reconcileIntervalMs,
-          () =>
+      // The job engine's upkeep: one reconciler per job type (no hold outlives its job, no job without its
+      // workflow), then the sweeps.
+      const repairEvery = config.video.reconcileIntervalMs;
+      const upkeep: PeriodicTask[] = [
+        {
+          name: 'video reconciler',
+          everyMs: repairEvery,
+          run: () => reconcileVideoJobs({ db, temporal, config, logger }),
+        },
+        {
+          name: 'batch reconciler',
+          everyMs: repairEvery,
+          run: () => reconcileBatches({ db, temporal, config, storage, logger }),
+        },
+        {
+          name: 'delivery reconciler',
+          everyMs: repairEvery,
+          run: () =>
             reconcileDeliveries(
               { db, temporal, taskQueue: webhookTaskQueue(config), settings: config.webhooks, logger },
               // Past a try's own limit, so a try in flight is never taken for a lost one.
               { graceMs: Math.max(config.video.reconcileGraceMs, config.webhooks.timeoutMs + 20_000) },
             ),
-          onError('delivery reconciler'),
-        ),
-      );
-      stops.push(
-        every(
-          config.video.reconcileIntervalMs,
-          () => reconcileBackgroundResponses({ db, temporal, config, logger }),
-          onError('background response reconciler'),
-        ),
-      );
-      stops.push(every(config.video.holdSweepIntervalMs, () => releaseExpiredHolds(db), onError('expired hold sweep')));
-      // Duplicate video tasks that could not be cancelled, followed to their end (read from the database).
-      stops.push(
-        every(
-          config.video.twinSweepIntervalMs,
-          () =>
+        },
+        {
+          name: 'background response reconciler',
+          everyMs: repairEvery,
+          run: () => reconcileBackgroundResponses({ db, temporal, config, logger }),
+        },
+        { name: 'expired hold sweep', everyMs: config.video.holdSweepIntervalMs, run: () => releaseExpiredHolds(db) },
+        {
+          // Duplicate video tasks that could not be cancelled, followed to their end (read from the database).
+          name: 'duplicate video task sweep',
+          everyMs: config.video.twinSweepIntervalMs,
+          run: () =>
             followTwins({ db, catalog, providers, router, logger }, { followWindowMs: config.video.followWindowMs }),
-          onError('duplicate video task sweep'),
-        ),
-      );
-      // The credit leases of API processes that died, within a minute (the API processes recover them too).
-      stops.push(
-        every(
-          config.creditLivenessMs,
-          () => recoverDeadLeases(db, staleAfter(config.creditLivenessMs)),
-          onError('credit lease recovery'),
-        ),
-      );
+        },
+        {
+          // The credit leases of API processes that died, within a minute (the API processes recover them too).
+          name: 'credit lease recovery',
+          everyMs: config.creditLivenessMs,
+          run: () => recoverDeadLeases(db, staleAfter(config.creditLivenessMs)),
+        },
+      ];
+      const onError = (name: string, e: unknown) => logger.warn({ err: (e as Error)?.message }, `${name} failed`);
+      for (const task of upkeep) stops.push(runPeriodic(task, onError));
     }
     logger.info(
       { taskQueue: config.temporalTaskQueue, temporal: config.temporalAddress, metrics: metrics?.url },

@@ -3,7 +3,7 @@ import type { Config } from '../config';
 import type { Db } from '../db/pool';
 import type { Logger } from '../observability/logger';
 import { releaseHold } from '../billing/ledger';
-import { isTemporalError } from '../jobs/temporalErrors';
+import { workflowState } from '../jobs/workflowState';
 import * as repo from './repo';
 import { startBackgroundWorkflow } from './start';
 
@@ -34,24 +34,23 @@ export async function reconcileBackgroundResponses(
   for (const id of await repo.quiet(db, graceMs, limit)) {
     const row = await repo.getResponse(db, id);
     if (!row || repo.isFinal(row.status)) continue;
-    try {
-      const d = await temporal.workflow.getHandle(row.workflowId).describe();
-      if (d.status.name === 'RUNNING') continue;
-      const ended = await repo.endResponse(db, id, {
-        status: row.cancelRequested ? 'cancelled' : 'failed',
-        response: null,
-        error: row.cancelRequested
-          ? null
-          : { code: 'workflow_ended', message: `The response's workflow ended (${d.status.name.toLowerCase()}).` },
-        usage: null,
-        cost: 0,
-        attempt: null,
-      });
-      if (ended) report.failed++;
-    } catch (e) {
-      if (!isTemporalError(e, 'WorkflowNotFoundError')) throw e;
+    const w = await workflowState(temporal, row.workflowId);
+    if (w.state === 'running') continue;
+    if (w.state === 'missing') {
       if ((await startBackgroundWorkflow(temporal, config, row)) === 'started') report.started++;
+      continue;
     }
+    const ended = await repo.endResponse(db, id, {
+      status: row.cancelRequested ? 'cancelled' : 'failed',
+      response: null,
+      error: row.cancelRequested
+        ? null
+        : { code: 'workflow_ended', message: `The response's workflow ended (${w.how}).` },
+      usage: null,
+      cost: 0,
+      attempt: null,
+    });
+    if (ended) report.failed++;
   }
   for (const holdId of await repo.strandedHolds(db, graceMs, limit)) {
     const r = await releaseHold(db, {

@@ -3,7 +3,7 @@ import type { Config } from '../config';
 import type { Db } from '../db/pool';
 import type { Logger } from '../observability/logger';
 import type { Storage } from '../storage/storage';
-import { isTemporalError } from '../jobs/temporalErrors';
+import { workflowState } from '../jobs/workflowState';
 import { startDelivery } from '../webhooks/start';
 import { webhookTaskQueue } from '../webhooks/settings';
 import { finalizeBatch } from './finalize';
@@ -63,16 +63,15 @@ export async function reconcileBatches(
   for (const row of quiet.rows) {
     const b = await repo.getBatch(db, row.id);
     if (!b || repo.isFinal(b.status)) continue;
-    let closed: string;
+    let w;
     try {
-      const d = await temporal.workflow.getHandle(b.workflowId).describe();
-      if (d.status.name === 'RUNNING') continue;
-      closed = d.status.name.toLowerCase();
+      w = await workflowState(temporal, b.workflowId);
     } catch (e) {
-      if (!isTemporalError(e, 'WorkflowNotFoundError')) {
-        deps.logger?.warn({ batchId: b.id, err: (e as Error).message }, 'reconciler could not describe batch workflow');
-        continue;
-      }
+      deps.logger?.warn({ batchId: b.id, err: (e as Error).message }, 'reconciler could not describe batch workflow');
+      continue;
+    }
+    if (w.state === 'running') continue;
+    if (w.state === 'missing') {
       // The id is free (its history is gone): start afresh; the workflow resumes from the committed chunks.
       try {
         if ((await startBatchWorkflow(temporal, config, b)) === 'started') report.restarted++;
@@ -81,6 +80,7 @@ export async function reconcileBatches(
       }
       continue;
     }
+    const closed = w.how;
     // Closed, and the batch is not final: nothing will end it but this (finalizing re-reads it under its lock, so a
     // workflow that ended it a moment ago wins and this changes nothing).
     const chunks = await repo.listChunks(db, b.id);

@@ -1,5 +1,5 @@
 import type { Client } from '@temporalio/client';
-import { isTemporalError } from '../jobs/temporalErrors';
+import { workflowState } from '../jobs/workflowState';
 import type { Config } from '../config';
 import type { Db } from '../db/pool';
 import type { Logger } from '../observability/logger';
@@ -61,38 +61,37 @@ export async function reconcileVideoJobs(
   for (const row of quiet.rows) {
     const job = await jobs.getJob(db, row.id);
     if (!job || jobs.isFinal(job.status)) continue;
+    let w;
     try {
-      const d = await temporal.workflow.getHandle(job.workflowId).describe();
-      if (d.status.name === 'RUNNING') continue;
-      // Closed but the job is not final: re-read (the workflow may have finished a moment ago).
-      const again = await jobs.getJob(db, job.id);
-      if (!again || jobs.isFinal(again.status)) continue;
-      await jobs.endJob(
-        db,
-        { jobId: job.id, holdId: job.holdId },
-        {
-          status: 'failed',
-          message: `The job's workflow ended (${d.status.name.toLowerCase()}) without a result.`,
-          code: 'workflow_ended',
-        },
-      );
-      report.failed++;
+      w = await workflowState(temporal, job.workflowId);
     } catch (e) {
-      if (isTemporalError(e, 'WorkflowNotFoundError')) {
-        try {
-          // The id is free (the history is gone): start afresh; submitVideo reuses the recorded provider task.
-          const r = await startVideoWorkflow(temporal, config, job);
-          if (r === 'started') report.restarted++;
-        } catch (e2) {
-          deps.logger?.warn(
-            { jobId: job.id, err: (e2 as Error).message },
-            'reconciler could not restart video workflow',
-          );
-        }
-      } else {
-        deps.logger?.warn({ jobId: job.id, err: (e as Error).message }, 'reconciler could not describe video workflow');
-      }
+      deps.logger?.warn({ jobId: job.id, err: (e as Error).message }, 'reconciler could not describe video workflow');
+      continue;
     }
+    if (w.state === 'running') continue;
+    if (w.state === 'missing') {
+      try {
+        // The id is free (the history is gone): start afresh; submitVideo reuses the recorded provider task.
+        const r = await startVideoWorkflow(temporal, config, job);
+        if (r === 'started') report.restarted++;
+      } catch (e2) {
+        deps.logger?.warn({ jobId: job.id, err: (e2 as Error).message }, 'reconciler could not restart video workflow');
+      }
+      continue;
+    }
+    // Closed but the job is not final: re-read (the workflow may have finished a moment ago).
+    const again = await jobs.getJob(db, job.id);
+    if (!again || jobs.isFinal(again.status)) continue;
+    await jobs.endJob(
+      db,
+      { jobId: job.id, holdId: job.holdId },
+      {
+        status: 'failed',
+        message: `The job's workflow ended (${w.how}) without a result.`,
+        code: 'workflow_ended',
+      },
+    );
+    report.failed++;
   }
 
   // 3. open video holds with a final job or no job at all

@@ -1,7 +1,7 @@
 import type { Client } from '@temporalio/client';
 import type { Db } from '../db/pool';
 import type { Logger } from '../observability/logger';
-import { isTemporalError } from '../jobs/temporalErrors';
+import { workflowState } from '../jobs/workflowState';
 import { deliveryWorkflowIdOf } from './repo';
 import type { WebhookSettings } from './settings';
 import { startDelivery } from './start';
@@ -33,9 +33,20 @@ export async function reconcileDeliveries(
     [opts.graceMs, opts.limit ?? 100],
   );
   for (const d of quiet.rows as { id: string; generation: number }[]) {
+    let w;
     try {
-      const w = await temporal.workflow.getHandle(deliveryWorkflowIdOf(d.id, d.generation)).describe();
-      if (w.status.name === 'RUNNING') continue;
+      w = await workflowState(temporal, deliveryWorkflowIdOf(d.id, d.generation));
+    } catch (e) {
+      deps.logger?.warn({ deliveryId: d.id, err: (e as Error).message }, 'reconciler could not check a delivery');
+      continue;
+    }
+    if (w.state === 'running') continue;
+    try {
+      if (w.state === 'missing') {
+        const ref = { deliveryId: d.id, generation: d.generation };
+        if ((await startDelivery(temporal, deps.taskQueue, deps.settings, ref)) === 'started') report.started++;
+        continue;
+      }
       // Closed while the delivery is pending (a workflow that ends it records its outcome first): a new
       // generation, unless a try or a resend moved it meanwhile.
       const next = await db.query(
@@ -47,16 +58,7 @@ export async function reconcileDeliveries(
       const ref = { deliveryId: d.id, generation: next.rows[0].generation as number };
       if ((await startDelivery(temporal, deps.taskQueue, deps.settings, ref)) === 'started') report.restarted++;
     } catch (e) {
-      if (!isTemporalError(e, 'WorkflowNotFoundError')) {
-        deps.logger?.warn({ deliveryId: d.id, err: (e as Error).message }, 'reconciler could not check a delivery');
-        continue;
-      }
-      const ref = { deliveryId: d.id, generation: d.generation };
-      try {
-        if ((await startDelivery(temporal, deps.taskQueue, deps.settings, ref)) === 'started') report.started++;
-      } catch (e2) {
-        deps.logger?.warn({ deliveryId: d.id, err: (e2 as Error).message }, 'reconciler could not start a delivery');
-      }
+      deps.logger?.warn({ deliveryId: d.id, err: (e as Error).message }, 'reconciler could not start a delivery');
     }
   }
   if (report.started || report.restarted) deps.logger?.info({ ...report }, 'delivery reconciler repaired deliveries');
