@@ -57,6 +57,8 @@ export interface Config {
   maxUploadBytes: number;
   /** Largest batch input file POST /v1/files takes (OpenAI's limit: 200 MB). */
   maxBatchFileBytes: number;
+  /** How often the worker removes the stored bytes of deleted and expired files (src/files/sweep.ts). */
+  fileSweepIntervalMs: number;
   /** JSON body limit of POST /v1/videos (inline base64 images: up to 10 MB each, plus up to 9 reference images). */
   maxVideoJsonBytes: number;
   /** JSON body limit of POST /v1/messages/batches (all of a message batch's requests in one body). */
@@ -127,6 +129,7 @@ export function loadConfig(overrides: Partial<Config> = {}): Config {
     maxJsonBytes: int('MAX_JSON_BYTES', 8 * 1024 * 1024),
     maxUploadBytes: int('MAX_UPLOAD_BYTES', 25 * 1024 * 1024),
     maxBatchFileBytes: int('MAX_BATCH_FILE_BYTES', 200 * 1024 * 1024),
+    fileSweepIntervalMs: int('FILE_SWEEP_INTERVAL_MS', 600_000),
     maxVideoJsonBytes: int('MAX_VIDEO_JSON_BYTES', 64 * 1024 * 1024),
     maxMessageBatchJsonBytes: int('MAX_MESSAGE_BATCH_JSON_BYTES', 32 * 1024 * 1024),
     creditLeaseVnd: int('CREDIT_LEASE_VND', 20000),

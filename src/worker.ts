@@ -1,3 +1,4 @@
+import { sweepFileBytes } from './files/sweep';
 import { runPeriodic, type PeriodicTask } from './jobs/periodic';
 import path from 'node:path';
 import { format } from 'node:util';
@@ -250,6 +251,8 @@ export async function startWorker(config: Config = loadConfig(), opts: WorkerOpt
           run: () => reconcileBackgroundResponses({ db, temporal, config, logger }),
         },
         { name: 'expired hold sweep', everyMs: config.video.holdSweepIntervalMs, run: () => releaseExpiredHolds(db) },
+        // The bytes of deleted and expired files (their rows stay).
+        { name: 'file bytes sweep', everyMs: config.fileSweepIntervalMs, run: () => sweepFileBytes(db, storage) },
         {
           // Duplicate video tasks that could not be cancelled, followed to their end (read from the database).
           name: 'duplicate video task sweep',
