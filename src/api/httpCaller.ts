@@ -1,11 +1,19 @@
 import type { Principal } from '../auth/apiKeys';
 import { accountBilling, type AccountBilling, type Caller, type Output, type RelayTarget } from '../operations/caller';
-import { requestAbort, type RoutedCall } from '../operations/routedCall';
-import type { RequestAbort } from '../net/abort';
+import type { RoutedCall } from '../operations/routedCall';
+import { clientAbort, type RequestAbort } from '../net/abort';
 import { SseSink } from '../sse/clientSink';
 import type { Span } from '@opentelemetry/api';
 import type { Ctx } from './requestState';
 import { sendJsonBuffer } from './jsonBuffer';
+
+/**
+ * The request's RequestAbort, made on first need: aborted with a ClientClosed when the client disconnects before
+ * its response is complete. Every upstream call of the request and every client stream share it.
+ */
+export function requestAbort(ctx: Ctx): RequestAbort {
+  return (ctx.state.abort ??= clientAbort(ctx.res));
+}
 
 /**
  * An HTTP request as an operation's Caller (src/operations/caller.ts), and the Koa response as its Output: one

@@ -21,7 +21,7 @@ export interface GatewayState {
   route?: string;
   /** The request's billed call (see routedCall.ts): cancelled by errorHandler if still open when an error escapes. */
   call?: RoutedCall;
-  /** Aborted when the client goes away (routedCall.ts requestAbort), made on first need. */
+  /** Aborted when the client goes away (httpCaller.ts requestAbort), made on first need. */
   abort?: RequestAbort;
   /** The request's server span while tracing is on (sampled or not: a workflow started for it follows it). */
   span?: Span;

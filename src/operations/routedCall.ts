@@ -1,7 +1,6 @@
-import type { ServerResponse } from 'node:http';
 import type { AccountBilling, Billing, Caller, OperationDeps } from './caller';
 import { ApiError } from '../errors';
-import { CLIENT_CLOSED, clientAbort, ClientClosed, type RequestAbort } from '../net/abort';
+import { CLIENT_CLOSED, ClientClosed, type RequestAbort } from '../net/abort';
 import { Meter, openMeter } from '../billing/meter';
 import { usageUnits, type TokenUsage } from '../billing/tokenUsage';
 import type { ModelConfig, Pricing } from '../catalog/catalog';
@@ -19,24 +18,16 @@ import { admitRequest, unitTokens } from './rateLimit';
  * One synchronous request's billed call upstream, the one path every API family takes:
  *
  *   const call = await openCall(caller, deps, model, 'chat.completions', maxCost, maxTokens); // 429, 402 here
- *   const answer = await call.run((t) => adapterOf(t).post(..., call.tryOptions));         // tries
- *   call.settle(usage, status);                                                            // once
+ *   const answer = await call.run((t) => adapterOf(t).post(..., call.tryOptions));           // tries
+ *   call.settle(usage, status);                                                              // once
  *
  * openCall admits the request against the key's rate limits and reserves its maximum cost; `run` tries the model's
  * deployments and fallbacks until one answers before its first byte (src/routing), remembering the answered model
  * whose prices bill it; `settle` (or `cancel`, when nothing answered) charges the meter and corrects the key's
- * token window, once: the rate limit is admitted and settled here and nowhere else. The request's RequestAbort
+ * token window, once: the rate limit is admitted and settled here and nowhere else. The caller's RequestAbort
  * (`abort`, src/net/abort.ts) aborts when the client goes away, its reason a ClientClosed; the upstream call then
  * throws that reason, and the error handler ends the response quietly (nobody is left to answer).
  */
-
-/**
- * The request's RequestAbort, made on first need: aborted with a ClientClosed when the client disconnects before
- * its response is complete. Every upstream call of the request and every client stream share it.
- */
-export function requestAbort(ctx: { res: ServerResponse; state: { abort?: RequestAbort } }): RequestAbort {
-  return (ctx.state.abort ??= clientAbort(ctx.res));
-}
 
 /** Status to record for a failed upstream call (499 when the client left). */
 export function failureStatus(e: unknown): number {
