@@ -27,7 +27,12 @@ interface ChatBody {
   [k: string]: unknown;
 }
 
-export async function bridgedChat(caller: Caller, deps: OperationDeps, model: ModelConfig, body: ChatBody): Promise<void> {
+export async function bridgedChat(
+  caller: Caller,
+  deps: OperationDeps,
+  model: ModelConfig,
+  body: ChatBody,
+): Promise<void> {
   const chat = translateInput(() => bridgeChatRequest(body, model.upstreamModel));
   // The backends of every deployment that may answer: retries and fallbacks until an upstream answers (src/routing).
   const backend = new RoutedBackend(deps.providers, deps.catalog, deps.router, model, chat);
