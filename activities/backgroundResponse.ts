@@ -1,5 +1,7 @@
 import { Context } from '@temporalio/activity';
 import type { AppDeps } from '../src/operations/deps';
+import type { Principal } from '../src/auth/apiKeys';
+import { NO_LIMITS } from '../src/limits/keyLimits';
 import { ApiError } from '../src/errors';
 import { abortFollowing } from '../src/net/abort';
 import { tracer } from '../src/observability/tracing';
@@ -7,7 +9,7 @@ import { createResponse } from '../src/operations/responses/create';
 import { estimatedUsage, usageCost, usageUnits } from '../src/billing/tokenUsage';
 import type { ResponsesRequest } from '../src/translate/responsesTypes';
 import type { EventSourceMessage } from '../src/sse/upstreamEvents';
-import { EventCapture, HoldTab, headlessContext, headlessDeps } from '../src/backgroundResponses/headless';
+import { EventCapture, HoldTab, HeadlessCaller } from '../src/backgroundResponses/headless';
 import * as repo from '../src/backgroundResponses/repo';
 import type {
   BackgroundActivities,
@@ -95,20 +97,21 @@ export function createBackgroundActivities(deps: BackgroundActivityDeps): Backgr
         ctx.heartbeat();
       });
       const req = { ...(row.request as ResponsesRequest), stream: true };
-      const principal = {
+      // Its rate limits were counted at POST; the hold covers it (src/operations/caller.ts Billing).
+      const principal: Principal = {
         accountId: row.accountId,
         keyId: row.apiKeyId ?? '',
-        limits: { rpm: null, tpm: null, budgetDay: null, budgetMonth: null },
+        limits: NO_LIMITS,
         expiresAt: null,
         budgetFenceAt: null,
         fetchedAt: Date.now(),
-      } as unknown as Parameters<typeof headlessContext>[0];
+      };
       let error: { code: string; message: string } | null = null;
       try {
         const model = deps.catalog.require(row.model, 'chat');
         await createResponse(
-          headlessContext(principal, `${row.id}:${attempt}`, capture, abort, tracer?.active() ?? null),
-          headlessDeps(deps, tab),
+          new HeadlessCaller(principal, `${row.id}:${attempt}`, capture, abort, tab, tracer?.active() ?? null),
+          deps,
           model,
           req,
           { id: row.id },

@@ -262,7 +262,10 @@ export function createBatchActivities(deps: BatchActivityDeps): BatchActivities 
               return null;
             }
             const body = copy();
-            o = await executeItem(deps, model, endpoint, body as Record<string, unknown>, operation, uncut);
+            o = await executeItem(deps, model, endpoint, body as Record<string, unknown>, operation, uncut, {
+              accountId: b.accountId,
+              apiKeyId: b.apiKeyId,
+            });
             pacer.spent(b.apiKeyId, (o.units.prompt_tokens ?? 0) + (o.units.completion_tokens ?? 0));
             if (!TRANSIENT.has(o.statusCode) || o.internal || tryNo >= ITEM_ATTEMPTS) break;
             await new Promise((res) => setTimeout(res, Math.min(8000, 250 * 2 ** tryNo)));

@@ -1,4 +1,4 @@
-import type { Ctx } from '../operations/requestState';
+import type { Ctx } from './requestState';
 
 /**
  * Answers with an upstream JSON body as received (no re-serialisation), written here rather than by Koa's respond:

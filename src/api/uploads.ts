@@ -1,5 +1,5 @@
 import fs from 'node:fs';
-import type { Ctx } from '../operations/requestState';
+import type { Ctx } from './requestState';
 
 /** Files of a multipart request (parsed to temp files by multipartBody): lookup, magic-byte sniffing, cleanup. */
 

@@ -1,7 +1,5 @@
 import type { AppDeps } from '../operations/deps';
-import type { Ctx } from '../operations/requestState';
-import { requestAbort } from '../operations/routedCall';
-import { SseSink } from '../sse/clientSink';
+import type { Caller } from '../operations/caller';
 import * as repo from './repo';
 
 /**
@@ -11,13 +9,13 @@ import * as repo from './repo';
  * the one a client connected from the start saw.
  */
 export async function followEvents(
-  ctx: Ctx,
+  caller: Pick<Caller, 'abort' | 'out'>,
   deps: Pick<AppDeps, 'db' | 'config'>,
   id: string,
   after: number,
 ): Promise<void> {
-  const abort = requestAbort(ctx);
-  const sink = new SseSink(ctx, abort);
+  const abort = caller.abort;
+  const sink = caller.out.sink();
   sink.open();
   let last = after;
   let finalSeen = false;

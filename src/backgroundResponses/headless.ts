@@ -1,17 +1,18 @@
 import { EventEmitter } from 'node:events';
 import type { Span } from '@opentelemetry/api';
-import type { AppDeps } from '../operations/deps';
-import type { Ctx } from '../operations/requestState';
-import type { CreditManager, Reservation, UsageInput } from '../billing/credit';
+import type { ServerResponse } from 'node:http';
+import { holdBilling, type Caller, type HoldBilling, type Output, type RelayTarget } from '../operations/caller';
+import type { RoutedCall } from '../operations/routedCall';
+import type { Reservation, UsageInput } from '../billing/credit';
 import type { RequestAbort } from '../net/abort';
 import type { Principal } from '../auth/apiKeys';
-import type { RateLimiter } from '../limits/rateLimiter';
+import { SseSink } from '../sse/clientSink';
 import { SseDecoder, type EventSourceMessage } from '../sse/upstreamEvents';
 
 /**
  * POST /v1/responses run without HTTP, for a background response: the route's own operation (createResponse) given
- * a context whose response is an event capture, and money taken from the response's hold instead of a credit
- * lease. Nothing of the endpoint's rules is repeated here; only the two edges differ:
+ * a caller whose output is an event capture, and money taken from the response's hold instead of a credit
+ * lease (src/operations/caller.ts). Nothing of the endpoint's rules is repeated here; only the two edges differ:
  *  - the client: SSE the operation writes is decoded into events and handed on (stored by the caller) before the
  *    operation may write more (backpressure, so events are stored in order and none is lost);
  *  - the money: the hold was placed at POST, so the reservation only records the bill the operation settles; the
@@ -94,38 +95,45 @@ export class EventCapture extends EventEmitter {
 }
 
 /**
- * A request context for the operation: the principal it runs for, the capture as its response, `abort` its end, and
- * the span its upstream tries hang under (the activity's, so the call stays in the trace of the POST).
+ * The caller the operation runs for: the principal of the POST, `abort` its end, the capture as its output (its
+ * stream's events), the hold's tab as its money, and the span its upstream tries hang under (the activity's, so the
+ * call stays in the trace of the POST). Rate limits were counted at POST; key settings are not re-read (the POST
+ * already checked the key).
  */
-export function headlessContext(
-  principal: Principal,
-  requestId: string,
-  res: EventCapture,
-  abort: RequestAbort,
-  span: Span | null = null,
-): Ctx {
-  const state = { requestId, principal, abort, ...(span ? { span } : {}) };
-  const ctx = { res, status: 404, respond: true, state, set() {}, get: () => '' };
-  return ctx as unknown as Ctx;
-}
+export class HeadlessCaller implements Caller, Output {
+  readonly anthropicHeaders = false;
+  readonly billing: HoldBilling;
+  call?: RoutedCall;
+  rateLimitHeaders?: boolean;
 
-/**
- * The operation's dependencies in the worker: rate limits were counted at POST (the principal carries none), and
- * the credit is the response's hold (`tab`). Key settings are not re-read: the POST already checked the key.
- */
-export function headlessDeps(
-  base: Pick<AppDeps, 'config' | 'db' | 'catalog' | 'logger' | 'storage' | 'providers' | 'router'>,
-  tab: HoldTab,
-): AppDeps {
-  const credit: Pick<CreditManager, 'reserve'> = { reserve: async () => tab };
-  const limiter: Pick<RateLimiter, 'settle'> = { settle: () => undefined };
-  const deps = {
-    ...base,
-    credit,
-    limiter,
-    keys: { isStale: () => false },
-    metrics: { limitRefusals: { inc: () => undefined } },
-    temporal: null,
-  };
-  return deps as unknown as AppDeps;
+  constructor(
+    public principal: Principal,
+    readonly requestId: string,
+    private readonly capture: EventCapture,
+    readonly abort: RequestAbort,
+    tab: HoldTab,
+    readonly span: Span | null = null,
+  ) {
+    this.billing = holdBilling(tab);
+  }
+
+  get out(): Output {
+    return this;
+  }
+
+  setHeader(): void {}
+
+  // The operation runs with `stream: true`: a whole answer never comes.
+  json(): void {}
+  bytes(): void {}
+  raw(): void {}
+
+  sink(): SseSink {
+    const res = this.capture as unknown as ServerResponse;
+    return new SseSink({ res, status: 404, respond: true, state: { requestId: this.requestId } }, this.abort);
+  }
+
+  relay(): RelayTarget {
+    throw new Error('a background response is not relayed as chat completions');
+  }
 }

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Client } from '@temporalio/client';
 import type { AppDeps } from '../operations/deps';
-import type { Ctx } from '../operations/requestState';
+import type { AccountBilling, Caller } from '../operations/caller';
 import type { CreditManager } from '../billing/credit';
 import type { RateLimiter } from '../limits/rateLimiter';
 import type { ModelConfig } from '../catalog/catalog';
@@ -40,7 +40,7 @@ export function jobsClient(deps: Pick<AppDeps, 'temporal' | 'config'>): Client {
 }
 
 export async function createBackgroundResponse(
-  ctx: Ctx,
+  caller: Caller & { billing: AccountBilling },
   deps: AppDeps,
   model: ModelConfig,
   req: ResponsesRequest,
@@ -48,7 +48,7 @@ export async function createBackgroundResponse(
   const client = jobsClient(deps);
   if (req.store === false)
     throw badRequest('Background responses must be stored: remove store: false.', 'store', 'invalid_value');
-  const p = ctx.state.principal!;
+  const p = caller.principal;
   const request: Record<string, unknown> = { ...req };
   delete request.background;
   delete request.stream;
@@ -84,22 +84,30 @@ export async function createBackgroundResponse(
     },
   };
   // The admitted request's tokens stay counted at its bound: the worker that runs it cannot correct them.
-  const limiter: RateLimiter = Object.create(deps.limiter, { settle: { value: () => undefined } });
+  const limiter: RateLimiter = Object.create(caller.billing.limiter, { settle: { value: () => undefined } });
+  // The request's own caller (its principal, abort, output, trace), paying with the credit above.
+  const billing: AccountBilling = { ...caller.billing, credit: credit as CreditManager, limiter };
+  const reserving: Caller = Object.create(caller, { billing: { value: billing } });
   try {
-    await createResponse(ctx, { ...deps, credit: credit as CreditManager, limiter }, model, {
+    await createResponse(reserving, deps, model, {
       ...(request as ResponsesRequest),
       stream: false,
     });
   } catch (e) {
     if (!(e instanceof Reserved)) throw e;
-    return start(deps, client, ctx, e.row);
+    return start(deps, client, caller, e.row);
   }
   throw new Error('the responses operation returned without reserving');
 }
 
-async function start(deps: AppDeps, client: Client, ctx: Ctx, row: repo.BackgroundRow): Promise<repo.BackgroundRow> {
+async function start(
+  deps: AppDeps,
+  client: Client,
+  caller: Caller,
+  row: repo.BackgroundRow,
+): Promise<repo.BackgroundRow> {
   try {
-    await startBackgroundWorkflow(client, deps.config, row, ctx.state.span);
+    await startBackgroundWorkflow(client, deps.config, row, caller.span);
   } catch (e) {
     deps.logger.error({ id: row.id, err: (e as Error).message }, 'could not start background response workflow');
     await repo.endResponse(deps.db, row.id, {

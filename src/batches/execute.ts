@@ -1,40 +1,51 @@
 import { batchPricingOf, type Catalog, type ModelConfig, type Pricing } from '../catalog/catalog';
 import type { ProviderRegistry } from '../providers/registry';
 import type { ModelRouter } from '../routing/modelRouter';
-import { TryRecord } from '../routing/tryRecord';
+import type { Db } from '../db/pool';
 import { ApiError, invalidUpstreamResponse } from '../errors';
 import { openAIBody } from '../errorBodies';
-import { RoutedPayload } from '../operations/routedCall';
 import { abortFollowing, type RequestAbort } from '../net/abort';
-import { CHAT_PROTOCOL, servedNatively } from '../providers/kinds';
-import { usageFromJson } from '../providers/openai';
-import { GeminiAdapter } from '../providers/gemini';
+import { createLogger, type Logger } from '../observability/logger';
+import { tracer } from '../observability/tracing';
+import { NO_LIMITS } from '../limits/keyLimits';
+import type { Principal } from '../auth/apiKeys';
+import type { Reservation, UsageInput } from '../billing/credit';
+import { CHAT_PROTOCOL } from '../providers/kinds';
+import { DEFAULT_ANTHROPIC_VERSION } from '../providers/anthropic';
 import { asOpenAIError } from '../providers/upstreamError';
-import { RoutedBackend } from '../routing/routedBackend';
-import { bridgeChatRequest } from '../translate/upstream/chatBridgeRequest';
-import { translateInput } from '../translate/translateInput';
-import { geminiEmbedCall, openAIEmbeddingList } from '../operations/embeddings/geminiUpstream';
-import { estimatedUsage, fromChatUsage, fromResponsesUsage } from '../billing/tokenUsage';
-import { billed, type ItemBill } from './itemBill';
-import { tokensCost, tokensFromChars, embeddingTokensBound } from '../billing/pricing';
-import { validateChatCompletion, validateCompletion } from '../schemas/chat';
-import { validateEmbedding } from '../schemas/embeddings';
-import { checkOutputCap } from '../catalog/outputCap';
+import {
+  holdBilling,
+  type Caller,
+  type HoldBilling,
+  type OperationDeps,
+  type Output,
+  type RelayTarget,
+} from '../operations/caller';
+import type { RoutedCall } from '../operations/routedCall';
+import type { SseSink } from '../sse/clientSink';
+import { chatCompletions, completions, validateChatCompletion, validateCompletion } from '../operations/chat';
+import { embed, validateEmbedding } from '../operations/embeddings';
+import { createMessage, validateMessages } from '../operations/messages';
+import { createResponse } from '../operations/responses/create';
+import { validateResponses } from '../schemas/responses';
 import type { BatchEndpoint } from '../files/batchInput';
-import { runMessagesItem } from './messagesItem';
 
 /**
- * One batch request through the gateway's routed path, without HTTP: the body validated by the synchronous
- * route's schema, then the same upstream calls with the same router (deployments, retries, fallbacks, cooldowns)
- * as POST /v1/chat/completions, /v1/completions, /v1/embeddings and /v1/responses. What differs is the money: the
- * batch's hold already covers the request, so nothing is reserved; the outcome carries its cost at the answering
- * model's batch prices, charged by the chunk that ran it (src/batches/repo.ts commitChunk).
+ * One batch request through the gateway's own operations, without HTTP: the endpoint's operation
+ * (src/operations/<name>/), the one POST /v1/chat/completions, /v1/completions, /v1/embeddings, /v1/responses and
+ * /v1/messages run, validated by the route's schema, with the same router (deployments, retries, fallbacks,
+ * cooldowns). The executor is a table over them and holds no endpoint rule of its own. What differs is the caller:
+ * its money is the batch's hold (nothing admitted or reserved per request: src/operations/caller.ts Billing), the
+ * cost is at the answering model's batch prices, charged by the chunk that ran it (src/batches/repo.ts commitChunk),
+ * and the answer is captured as the output line's body.
  */
 
 export interface ExecDeps {
+  db: Db;
   catalog: Catalog;
   providers: ProviderRegistry;
   router: ModelRouter;
+  logger?: Logger;
 }
 
 export interface ItemOutcome {
@@ -56,11 +67,115 @@ export interface ItemOutcome {
   internal?: boolean;
 }
 
-const failure = (e: unknown, model: string, rec: TryRecord | null): ItemOutcome => {
+/** A batch endpoint: the route's schema and its operation. */
+interface BatchOperation {
+  validate(body: unknown): void;
+  run(caller: Caller, deps: OperationDeps, model: ModelConfig, body: any): Promise<void>;
+}
+
+/** The only thing a batch adds to an endpoint: what it serves in a batch and what it keeps (see below). */
+const OPERATIONS: Record<BatchEndpoint, BatchOperation> = {
+  '/v1/chat/completions': { validate: validateChatCompletion, run: chatCompletions },
+  '/v1/completions': { validate: validateCompletion, run: completions },
+  '/v1/embeddings': { validate: validateEmbedding, run: (c, d, m, b) => embed(c, d, m, b) },
+  '/v1/responses': {
+    validate: validateResponses,
+    run: (c, d, m, b) => {
+      // Only a Responses upstream runs /v1/responses in a batch; a batch's responses are not kept for
+      // previous_response_id (they are in the output file).
+      if (CHAT_PROTOCOL[d.catalog.provider(m).kind] !== 'openai')
+        throw new ApiError(
+          400,
+          `The model '${m.id}' does not serve /v1/responses in a batch; use /v1/chat/completions.`,
+          'invalid_request_error',
+          'model',
+          'model_not_supported',
+        );
+      if (b.store === undefined) b.store = false;
+      return createResponse(c, d, m, b);
+    },
+  },
+  // A message batch's params carry no headers: the API version the gateway speaks.
+  '/v1/messages': {
+    validate: validateMessages,
+    run: (c, d, m, b) => createMessage(c, d, m, b, { version: DEFAULT_ANTHROPIC_VERSION }),
+  },
+};
+
+/** The bill the operation settled into the batch's hold (which already covers it), or its cancellation. */
+class ItemTab implements Reservation {
+  readonly reserved = 0;
+  bill: { cost: number; usage: UsageInput } | null = null;
+
+  constructor(readonly accountId: string) {}
+
+  settle(cost: number, usage: UsageInput): number {
+    this.bill ??= { cost, usage };
+    return cost;
+  }
+
+  cancel(): void {}
+}
+
+/** A whole answer's bytes as the output line's body; not JSON is the upstream's fault (502). */
+function parseJson(b: Buffer): unknown {
+  try {
+    return JSON.parse(b.toString('utf8'));
+  } catch {
+    throw invalidUpstreamResponse();
+  }
+}
+
+/** A batch line as an operation's caller: the batch's key, the hold's tab, the answer captured. */
+class ItemCaller implements Caller, Output {
+  readonly anthropicHeaders = false;
+  readonly billing: HoldBilling;
+  readonly span = tracer ? tracer.active() : null;
+  /** The activity's span runs many lines: the tries hang under it, the settlements are not written on it. */
+  readonly sharedSpan = true;
+  call?: RoutedCall;
+  rateLimitHeaders?: boolean;
+  body: unknown = undefined;
+
+  constructor(
+    readonly principal: Principal,
+    readonly requestId: string,
+    readonly abort: RequestAbort,
+    readonly tab: ItemTab,
+    operation: string,
+  ) {
+    this.billing = holdBilling(tab, batchPricingOf, operation);
+  }
+
+  get out(): Output {
+    return this;
+  }
+  setHeader(): void {}
+  json(body: unknown): void {
+    this.body = body;
+  }
+  bytes(body: Buffer): void {
+    this.body = parseJson(body);
+  }
+  raw(body: Buffer): void {
+    this.body = parseJson(body);
+  }
+  sink(): SseSink {
+    throw new ApiError(400, 'stream is not supported in a batch.', 'invalid_request_error', 'stream');
+  }
+  relay(): RelayTarget {
+    return this.sink() as never;
+  }
+}
+
+let silent: Logger | null = null;
+
+const failure = (e: unknown, model: string, call: RoutedCall | undefined): ItemOutcome => {
   const internal = !(e instanceof ApiError);
   const err = internal
     ? new ApiError(500, 'The request failed inside the gateway.', 'server_error', null, 'internal_error')
     : e;
+  const m = call?.meter;
   return {
     ...(internal ? { internal } : {}),
     statusCode: err.status,
@@ -68,174 +183,61 @@ const failure = (e: unknown, model: string, rec: TryRecord | null): ItemOutcome 
     cost: 0,
     units: {},
     pricing: null,
-    model: rec?.t?.model.id ?? model,
-    deployment: rec?.t?.deployment.id ?? null,
-    routing: rec?.t && rec.t.kind !== 'first' ? rec.t.kind : null,
+    model: m?.model ?? model,
+    deployment: m?.deployment ?? null,
+    routing: m?.routing ?? null,
   };
 };
 
-function parseJson(b: Buffer): Record<string, unknown> {
-  try {
-    return JSON.parse(b.toString('utf8')) as Record<string, unknown>;
-  } catch {
-    throw invalidUpstreamResponse();
-  }
-}
-
+/**
+ * Runs one batch request for the batch's key (`owner`) on `model`; `operation` names its usage records
+ * (src/batches/endpoints.ts OPERATION_OF), `signal` ends it.
+ */
 export async function executeItem(
   deps: ExecDeps,
   model: ModelConfig,
   endpoint: BatchEndpoint,
-  rawBody: Record<string, unknown>,
+  body: Record<string, unknown>,
   operation: string,
   signal: AbortSignal,
+  owner: { accountId: string; apiKeyId: string | null },
 ): Promise<ItemOutcome> {
-  const rec = new TryRecord(operation);
+  const op = OPERATIONS[endpoint];
+  const opDeps: OperationDeps = deps.logger
+    ? (deps as OperationDeps)
+    : { ...deps, logger: (silent ??= createLogger('silent')) };
+  const principal: Principal = {
+    accountId: owner.accountId,
+    keyId: owner.apiKeyId as string,
+    limits: NO_LIMITS,
+    expiresAt: null,
+    budgetFenceAt: null,
+    fetchedAt: Date.now(),
+  };
+  const abort = abortFollowing(signal);
+  const tab = new ItemTab(owner.accountId);
+  const caller = new ItemCaller(principal, operation, abort, tab, operation);
   try {
-    const r = await run(deps, model, endpoint, rawBody, rec, signal);
-    const t = rec.t;
+    op.validate(body);
+    await op.run(caller, opDeps, model, body);
+    const bill = tab.bill;
+    if (!bill) throw new Error(`${endpoint} answered without settling`);
+    const u = bill.usage;
     return {
       statusCode: 200,
-      body: r.body,
-      cost: r.cost,
-      units: r.units,
-      pricing: r.pricing,
-      model: t?.model.id ?? model.id,
-      deployment: t?.deployment.id ?? null,
-      routing: t && t.kind !== 'first' ? t.kind : null,
+      body: caller.body,
+      cost: bill.cost,
+      units: u.units,
+      pricing: u.pricing ?? null,
+      model: u.model,
+      deployment: u.deployment ?? null,
+      routing: (u.routing ?? null) as ItemOutcome['routing'],
     };
   } catch (e) {
-    return failure(e, model.id, rec);
-  }
-}
-
-/** One line's call, the abort that follows the attempt's signal let go when the call ends. */
-async function run(
-  deps: ExecDeps,
-  model: ModelConfig,
-  endpoint: BatchEndpoint,
-  body: Record<string, unknown>,
-  rec: TryRecord,
-  signal: AbortSignal,
-): Promise<ItemBill> {
-  if (endpoint === '/v1/messages') return runMessagesItem(deps, model, body, rec, signal);
-  const abort = abortFollowing(signal);
-  try {
-    return await runWith(deps, model, endpoint, body, rec, abort);
+    return failure(asOpenAIError(e), model.id, caller.call);
   } finally {
     abort.unfollow();
   }
-}
-
-async function runWith(
-  deps: ExecDeps,
-  model: ModelConfig,
-  endpoint: BatchEndpoint,
-  body: Record<string, unknown>,
-  rec: TryRecord,
-  abort: RequestAbort,
-): Promise<ItemBill> {
-  const answered = () => rec.t?.model ?? model;
-  const kind = deps.catalog.provider(model).kind;
-  if (endpoint === '/v1/embeddings') {
-    validateEmbedding(body);
-    const bound = embeddingTokensBound(body.input);
-    body.model = model.upstreamModel;
-    const payloads = new RoutedPayload(body as { model: string });
-    const res = await deps.router.run(
-      model,
-      async (t) => {
-        const adapter = deps.providers.forDeployment(t.deployment);
-        if (!(adapter instanceof GeminiAdapter))
-          return (
-            await deps.providers.openaiFor(t.deployment).postJson('/embeddings', payloads.for(t), rec.tryOptions(abort))
-          ).body;
-        const g = geminiEmbedCall(body as Parameters<typeof geminiEmbedCall>[0]);
-        return adapter
-          .embed(t.deployment.upstreamModel, g.requests, g.batch, rec.tryOptions(abort))
-          .catch((e: unknown) => {
-            throw asOpenAIError(e);
-          });
-      },
-      rec,
-    );
-    const usage = Buffer.isBuffer(res) ? usageFromJson(res) : null;
-    // The provider's count when it is a finite number (a hostile 1e400 must not reach the cost's BigInt), else the
-    // estimate from the input.
-    const reported = Number(usage?.prompt_tokens);
-    const counted = usage !== null && Number.isFinite(reported);
-    const tokens = counted
-      ? Math.min(Number.MAX_SAFE_INTEGER, Math.max(0, Math.ceil(reported)))
-      : tokensFromChars(bound);
-    const out = Buffer.isBuffer(res)
-      ? parseJson(res)
-      : openAIEmbeddingList(
-          res,
-          answered().id,
-          (body as { encoding_format?: string }).encoding_format === 'base64',
-          tokens,
-        );
-    const pricing = batchPricingOf(answered());
-    return {
-      body: out,
-      cost: tokensCost(pricing, tokens),
-      units: counted ? { prompt_tokens: tokens } : { prompt_tokens: tokens, estimated: 1 },
-      pricing,
-    };
-  }
-  if (endpoint === '/v1/chat/completions' && !servedNatively(kind, model, 'chat')) {
-    validateChatCompletion(body);
-    for (const p of ['max_completion_tokens', 'max_tokens'] as const) checkOutputCap(model, p, body[p]);
-    const chat = translateInput(() =>
-      bridgeChatRequest(body as Parameters<typeof bridgeChatRequest>[0], model.upstreamModel),
-    );
-    const backend = new RoutedBackend(deps.providers, deps.catalog, deps.router, model, chat);
-    const c = await deps.router.run(model, (t) => backend.forTry(t).complete(rec.tryOptions(abort)), rec);
-    const usage = c.usage
-      ? fromChatUsage(c.usage)
-      : estimatedUsage(backend.payloadBytes, JSON.stringify(c.choices).length);
-    return billed(c, batchPricingOf(answered()), usage);
-  }
-  let path: string;
-  if (endpoint === '/v1/responses') {
-    if (CHAT_PROTOCOL[kind] !== 'openai')
-      throw new ApiError(
-        400,
-        `The model '${model.id}' does not serve /v1/responses in a batch; use /v1/chat/completions.`,
-        'invalid_request_error',
-        'model',
-        'model_not_supported',
-      );
-    path = '/responses';
-    // A batch's responses are not kept for previous_response_id (they are in the output file).
-    if (body.store === undefined) body.store = false;
-  } else if (endpoint === '/v1/completions') {
-    validateCompletion(body);
-    path = '/completions';
-  } else {
-    validateChatCompletion(body);
-    path = '/chat/completions';
-  }
-  for (const p of ['max_completion_tokens', 'max_tokens', 'max_output_tokens'] as const)
-    if (typeof body[p] === 'number') checkOutputCap(model, p, body[p] as number);
-  body.model = model.upstreamModel;
-  const payloads = new RoutedPayload(body as { model: string });
-  const res = await deps.router.run(
-    model,
-    (t) => deps.providers.openaiFor(t.deployment).postJson(path, payloads.for(t), rec.tryOptions(abort)),
-    rec,
-  );
-  const json = parseJson(res.body);
-  const u = json.usage as Record<string, unknown> | undefined;
-  const usage =
-    endpoint === '/v1/responses'
-      ? u
-        ? fromResponsesUsage(u)
-        : estimatedUsage(Buffer.byteLength(payloads.payload), JSON.stringify(json.output ?? '').length)
-      : u
-        ? fromChatUsage(u)
-        : estimatedUsage(Buffer.byteLength(payloads.payload), JSON.stringify(json.choices ?? '').length);
-  return billed(json, batchPricingOf(answered()), usage);
 }
 
 /**

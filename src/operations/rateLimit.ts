@@ -1,5 +1,4 @@
-import type { AppDeps } from './deps';
-import type { Ctx } from './requestState';
+import type { AccountBilling, Caller } from './caller';
 import { ApiError } from '../errors';
 import type { TokenTicket, WindowState, WindowView } from '../limits/rateLimiter';
 
@@ -10,7 +9,7 @@ import type { TokenTicket, WindowState, WindowView } from '../limits/rateLimiter
  * Anthropic's `anthropic-ratelimit-{requests,tokens}-{limit,remaining,reset}` (reset as an RFC 3339 time).
  * Every response to an authenticated request of a key with an RPM or TPM carries them: from its admission where it
  * had one, else (GET routes, a request refused before its check) from a read-only look at the window
- * (addRateLimitHeaders). A key without either limit gets none: there is no limit to describe.
+ * (src/api/middleware/rateLimitHeaders.ts). A key without either limit gets none: there is no limit to describe.
  */
 
 /** OpenAI's duration form: `20ms`, `1.5s`, `6m0s`. */
@@ -55,10 +54,13 @@ function instantText(resetMs: number): string {
   return lastInstant[1];
 }
 
-function setHeaders(ctx: Ctx, a: WindowView): void {
-  ctx.state.rateLimitHeaders = true;
-  const anthropic = ctx.state.errorShape === 'anthropic';
-  const res = ctx.res;
+/** Where the headers go: the response's (src/api) or a caller's output. */
+export interface HeaderTarget {
+  setHeader(name: string, value: string): unknown;
+}
+
+/** The key's rate-limit headers for window `a`, in OpenAI's names or (`anthropic`) Anthropic's. */
+export function setRateLimitHeaders(res: HeaderTarget, anthropic: boolean, a: WindowView): void {
   const put = (kind: 'requests' | 'tokens', w: WindowState | null) => {
     if (!w) return;
     const [limit, remaining, reset] = (anthropic ? ANTHROPIC_NAMES : OPENAI_NAMES)[kind];
@@ -75,15 +77,16 @@ function setHeaders(ctx: Ctx, a: WindowView): void {
  * (with Retry-After) when its window is full. Returns the ticket to correct the tokens at settlement, or null.
  */
 export async function admitRequest(
-  ctx: Ctx,
-  deps: Pick<AppDeps, 'limiter' | 'metrics'>,
+  caller: Caller,
+  deps: Pick<AccountBilling, 'limiter' | 'metrics'>,
   maxTokens: number,
 ): Promise<TokenTicket | null> {
-  const p = ctx.state.principal!;
+  const p = caller.principal;
   const { rpm, tpm } = p.limits;
   if (rpm === null && tpm === null) return null;
   const a = await deps.limiter.check(p.keyId, { rpm, tpm }, maxTokens);
-  setHeaders(ctx, a);
+  caller.rateLimitHeaders = true;
+  setRateLimitHeaders(caller.out, caller.anthropicHeaders, a);
   if (a.allowed) return a.ticket;
   deps.metrics.limitRefusals.inc({ limit: a.refused === 'requests' ? 'requests' : 'tokens' });
   const retrySeconds = Math.max(1, Math.ceil(a.retryAfterMs / 1000));
@@ -114,18 +117,6 @@ export async function admitRequest(
     'rate_limit_exceeded',
     headers,
   );
-}
-
-/**
- * After an authenticated request has run (a success or an error alike; errorHandler keeps the headers): gives its
- * response the key's rate-limit headers if its admission did not. The look at the window counts nothing; a request
- * that was admitted (every billed one) needs no second call to the limiter. Never throws.
- */
-export async function addRateLimitHeaders(ctx: Ctx, deps: Pick<AppDeps, 'limiter'>): Promise<void> {
-  const p = ctx.state.principal;
-  if (!p || ctx.state.rateLimitHeaders || ctx.res.headersSent || (p.limits.rpm === null && p.limits.tpm === null))
-    return;
-  setHeaders(ctx, await deps.limiter.peek(p.keyId, { rpm: p.limits.rpm, tpm: p.limits.tpm }));
 }
 
 /** Tokens a settled request used, from its usage units (prompt + completion); 0 for units without tokens. */

@@ -1,14 +1,12 @@
-import type { ServerResponse } from 'node:http';
-import type { AppDeps } from './deps';
-import type { Ctx } from './requestState';
+import type { AccountBilling, Billing, Caller, OperationDeps } from './caller';
 import { ApiError } from '../errors';
-import { CLIENT_CLOSED, clientAbort, ClientClosed, type RequestAbort } from '../net/abort';
-import { openMeter, type Meter } from '../billing/meter';
+import { CLIENT_CLOSED, ClientClosed, type RequestAbort } from '../net/abort';
+import { Meter, openMeter } from '../billing/meter';
 import { usageUnits, type TokenUsage } from '../billing/tokenUsage';
-import type { ModelConfig } from '../catalog/catalog';
+import type { ModelConfig, Pricing } from '../catalog/catalog';
 import type { Principal } from '../auth/apiKeys';
 import { hasBudget } from '../limits/keyLimits';
-import type { TokenTicket } from '../limits/rateLimiter';
+import type { RateLimiter, TokenTicket } from '../limits/rateLimiter';
 import type { ModelRouter, RouteRecorder, RouteTry } from '../routing/modelRouter';
 import type { Span } from '@opentelemetry/api';
 import { tracer, type HeldTry } from '../observability/tracing';
@@ -19,25 +17,17 @@ import { admitRequest, unitTokens } from './rateLimit';
 /**
  * One synchronous request's billed call upstream, the one path every API family takes:
  *
- *   const call = await openCall(ctx, deps, model, 'chat.completions', maxCost, maxTokens); // 429, 402 here
- *   const answer = await call.run((t) => adapterOf(t).post(..., call.tryOptions));         // tries
- *   call.settle(usage, status);                                                            // once
+ *   const call = await openCall(caller, deps, model, 'chat.completions', maxCost, maxTokens); // 429, 402 here
+ *   const answer = await call.run((t) => adapterOf(t).post(..., call.tryOptions));           // tries
+ *   call.settle(usage, status);                                                              // once
  *
  * openCall admits the request against the key's rate limits and reserves its maximum cost; `run` tries the model's
  * deployments and fallbacks until one answers before its first byte (src/routing), remembering the answered model
  * whose prices bill it; `settle` (or `cancel`, when nothing answered) charges the meter and corrects the key's
- * token window, once: the rate limit is admitted and settled here and nowhere else. The request's RequestAbort
+ * token window, once: the rate limit is admitted and settled here and nowhere else. The caller's RequestAbort
  * (`abort`, src/net/abort.ts) aborts when the client goes away, its reason a ClientClosed; the upstream call then
  * throws that reason, and the error handler ends the response quietly (nobody is left to answer).
  */
-
-/**
- * The request's RequestAbort, made on first need: aborted with a ClientClosed when the client disconnects before
- * its response is complete. Every upstream call of the request and every client stream share it.
- */
-export function requestAbort(ctx: { res: ServerResponse; state: { abort?: RequestAbort } }): RequestAbort {
-  return (ctx.state.abort ??= clientAbort(ctx.res));
-}
 
 /** Status to record for a failed upstream call (499 when the client left). */
 export function failureStatus(e: unknown): number {
@@ -68,16 +58,16 @@ export class RoutedCall implements RouteRecorder {
   private tryStarted = 0;
 
   constructor(
-    private readonly ctx: Ctx,
+    private readonly caller: Caller,
     private readonly router: ModelRouter,
     /** The requested model (its fallbacks may answer instead). */
     readonly model: ModelConfig,
     readonly meter: Meter,
     private readonly ticket: TokenTicket | null,
-    private readonly limiter: Pick<AppDeps['limiter'], 'settle'>,
+    private readonly limiter: Pick<RateLimiter, 'settle'> | null,
   ) {
-    this.abort = requestAbort(ctx);
-    const span = ctx.state.span ?? null;
+    this.abort = caller.abort;
+    const span = caller.span;
     this.traceSpan = span && span.isRecording() ? span : null;
     if (span && tracer?.propagates(span)) this.trySpan = span;
   }
@@ -90,6 +80,11 @@ export class RoutedCall implements RouteRecorder {
   /** The model whose prices bill the answer: the answering try's (a fallback's differs), else the requested one. */
   get answered(): ModelConfig {
     return this.answeredTry?.model ?? this.model;
+  }
+
+  /** The prices the answer is billed at: the answering model's, as the caller pays (list or batch prices). */
+  get pricing(): Pricing {
+    return this.caller.billing.pricing(this.answered);
   }
 
   get clientGone(): boolean {
@@ -158,7 +153,7 @@ export class RoutedCall implements RouteRecorder {
   settle(usage: TokenUsage, status = 200): number {
     if (this.meter.done) return 0;
     if (this.ticket) this.finishLimits(usageUnits(usage));
-    const charged = this.meter.settleTokens(this.answered.pricing, usage, status);
+    const charged = this.meter.settleTokens(this.pricing, usage, status);
     if (this.traceSpan || this.held) this.traced(status, usage);
     return charged;
   }
@@ -167,7 +162,7 @@ export class RoutedCall implements RouteRecorder {
   settleCost(costVnd: number, units: Record<string, number>, status = 200): number {
     if (this.meter.done) return 0;
     this.finishLimits(units);
-    const charged = this.meter.settle(costVnd, units, this.answered.pricing, status);
+    const charged = this.meter.settle(costVnd, units, this.pricing, status);
     if (this.traceSpan || this.held) this.traced(status, null);
     return charged;
   }
@@ -187,14 +182,16 @@ export class RoutedCall implements RouteRecorder {
 
   /** The cost headers of a response not yet sent. `vnd`: an amount announced before it is charged (speech). */
   setCostHeaders(vnd = this.meter.charged): void {
-    setCostHeaders(this.ctx.res, this.meter, vnd);
+    const out = this.caller.out;
+    out.setHeader(COST_HEADER, String(vnd));
+    out.setHeader(USAGE_ID_HEADER, this.meter.id);
   }
 
   /** The settlement under the request's span (a cancelled one too: cost 0), and the end of a held try's span. */
   private traced(status: number, usage: TokenUsage | null): void {
     this.held?.end(usage, status);
     this.held = null;
-    if (!this.traceSpan || !tracer) return;
+    if (!this.traceSpan || !tracer || this.caller.sharedSpan) return;
     const m = this.meter;
     tracer.settled(this.traceSpan, {
       operation: m.operation,
@@ -208,30 +205,39 @@ export class RoutedCall implements RouteRecorder {
 
   /** The key's token window corrected to what the request used (tokens of `units`). */
   private finishLimits(units: Record<string, number>): void {
-    if (this.ticket) this.limiter.settle(this.ticket, unitTokens(units));
+    if (this.ticket) this.limiter!.settle(this.ticket, unitTokens(units));
   }
 }
 
 /**
  * Admits the request against its key's rate limits (429, nothing reserved), reserves its maximum cost (402 when
- * the account, or the key's budget, cannot cover it) and registers the call on the request, so that errorHandler
- * cancels it if anything throws before it settles. `maxTokens` is the request's input + output token bound (0 for
- * operations not billed in tokens); the key's token window is corrected to the actual tokens at settlement.
+ * the account, or the key's budget, cannot cover it) and registers the call on the caller, so that whoever ends the
+ * request cancels it if anything throws before it settles. `maxTokens` is the request's input + output token bound
+ * (0 for operations not billed in tokens); the key's token window is corrected to the actual tokens at settlement.
+ * A caller whose hold covers the request (a batch's, a background response's) is neither admitted nor reserved for:
+ * the call settles into the hold (src/operations/caller.ts Billing).
  */
 export async function openCall(
-  ctx: Ctx,
-  deps: Pick<AppDeps, 'credit' | 'limiter' | 'metrics' | 'keys' | 'router'>,
+  caller: Caller,
+  deps: Pick<OperationDeps, 'router'>,
   model: ModelConfig,
   operation: string,
   maxCostVnd: number,
   maxTokens = 0,
 ): Promise<RoutedCall> {
-  const p = await currentPrincipal(ctx, deps);
-  const ticket = await admitRequest(ctx, deps, maxTokens);
+  const billing: Billing = caller.billing;
+  if (billing.kind === 'hold') {
+    const p = caller.principal;
+    const owner = { accountId: p.accountId, keyId: p.keyId };
+    const meter = new Meter(billing.hold, owner, model.id, billing.operation ?? operation);
+    return (caller.call = new RoutedCall(caller, deps.router, model, meter, null, null));
+  }
+  const p = await currentPrincipal(caller, billing);
+  const ticket = await admitRequest(caller, billing, maxTokens);
   let meter: Meter;
   try {
     meter = await openMeter(
-      deps.credit,
+      billing.credit,
       {
         accountId: p.accountId,
         keyId: p.keyId,
@@ -243,14 +249,12 @@ export async function openCall(
       maxCostVnd,
     );
   } catch (e) {
-    if (ticket) deps.limiter.settle(ticket, 0); // refused for money: no tokens used
+    if (ticket) billing.limiter.settle(ticket, 0); // refused for money: no tokens used
     if ((e as { code?: unknown } | null)?.code === 'budget_exceeded')
-      deps.metrics.limitRefusals.inc({ limit: 'budget' });
+      billing.metrics.limitRefusals.inc({ limit: 'budget' });
     throw e;
   }
-  const call = new RoutedCall(ctx, deps.router, model, meter, ticket, deps.limiter);
-  ctx.state.call = call;
-  return call;
+  return (caller.call = new RoutedCall(caller, deps.router, model, meter, ticket, billing.limiter));
 }
 
 /**
@@ -258,12 +262,12 @@ export async function openCall(
  * e.g. uploading): whether the key may reserve from its account's shared lease is decided on settings no older
  * than that, which is what lets the ledger's budget fence (migration 074) count every such lease.
  */
-async function currentPrincipal(ctx: Ctx, deps: Pick<AppDeps, 'keys'>): Promise<Principal> {
-  const p = ctx.state.principal!;
-  if (!deps.keys.isStale(p)) return p;
-  const fresh = await deps.keys.refresh(p);
+async function currentPrincipal(caller: Caller, billing: Pick<AccountBilling, 'keys'>): Promise<Principal> {
+  const p = caller.principal;
+  if (!billing.keys.isStale(p)) return p;
+  const fresh = await billing.keys.refresh(p);
   if (!fresh) throw new ApiError(401, 'This API key was revoked.', 'invalid_request_error', null, 'invalid_api_key');
-  ctx.state.principal = fresh;
+  caller.principal = fresh;
   return fresh;
 }
 
@@ -275,12 +279,6 @@ async function currentPrincipal(ctx: Ctx, deps: Pick<AppDeps, 'keys'>): Promise<
 
 export const COST_HEADER = 'x-gateway-cost-vnd';
 export const USAGE_ID_HEADER = 'x-gateway-usage-id';
-
-function setCostHeaders(res: ServerResponse, meter: Meter, vnd: number): void {
-  if (res.headersSent) return;
-  res.setHeader(COST_HEADER, String(vnd));
-  res.setHeader(USAGE_ID_HEADER, meter.id);
-}
 
 /** `: x-gateway-cost-vnd=123 x-gateway-usage-id=<uuid>` and the blank line ending the comment. */
 function costComment(meter: Meter): string {

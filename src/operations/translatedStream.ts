@@ -1,5 +1,5 @@
 import { redactorFor } from '../catalog/redact';
-import type { AppDeps } from './deps';
+import type { OperationDeps } from './caller';
 import type { ChatChunk, ChatCompletion } from '../translate/chatTypes';
 import type { SseSink } from '../sse/clientSink';
 import { UpstreamStreamError } from '../providers/chatBackend';
@@ -46,7 +46,7 @@ export function routedComplete(call: RoutedCall, backend: RoutedBackend): Promis
 
 /** Streams the upstream's chunks through the translator as they arrive; settles at the answering model's prices. */
 export async function relayTranslated(
-  deps: AppDeps,
+  deps: OperationDeps,
   call: RoutedCall,
   backend: RoutedBackend,
   sink: SseSink,

@@ -1,3 +1,4 @@
+import { callerOf } from '../httpCaller';
 import type { AppDeps } from '../../operations/deps';
 import type { Ctx } from '../middleware';
 import { ApiError } from '../../errors';
@@ -29,7 +30,13 @@ export async function generateImages(
 ): Promise<void> {
   body.model = model.upstreamModel;
   const payloads = new RoutedPayload(body);
-  const call = await openCall(ctx, deps, model, 'images.generations', imagesBound(deps, model, body.n ?? 1));
+  const call = await openCall(
+    callerOf(ctx, deps),
+    deps,
+    model,
+    'images.generations',
+    imagesBound(deps, model, body.n ?? 1),
+  );
   const res = await call.run((t) =>
     deps.providers.openaiFor(t.deployment).postJson('/images/generations', payloads.for(t), call.tryOptions),
   );
@@ -54,7 +61,13 @@ export async function editImages(
   for (const k of ['n', 'size', 'quality', 'response_format', 'background', 'user'] as const) {
     if (fields[k] !== undefined) up[k] = String(fields[k]);
   }
-  const call = await openCall(ctx, deps, model, 'images.edits', imagesBound(deps, model, fields.n ?? 1));
+  const call = await openCall(
+    callerOf(ctx, deps),
+    deps,
+    model,
+    'images.edits',
+    imagesBound(deps, model, fields.n ?? 1),
+  );
   const res = await call.run((t) => {
     up.model = t.deployment.upstreamModel; // the files are read again from disk for each try
     return deps.providers.openaiFor(t.deployment).postMultipart('/images/edits', up, call.tryOptions);

@@ -1,8 +1,8 @@
 import type Koa from 'koa';
 import { ApiError } from '../../errors';
 import type { AppDeps } from '../../operations/deps';
-import type { Ctx, GatewayState } from '../../operations/requestState';
-import { addRateLimitHeaders } from '../../operations/rateLimit';
+import type { Ctx, GatewayState } from '../requestState';
+import { addRateLimitHeaders } from './rateLimitHeaders';
 
 /** Reads the API key from `Authorization: Bearer` or `x-api-key`; 401 in the route's error shape otherwise. */
 export async function authenticate(ctx: Ctx, keys: AppDeps['keys']): Promise<void> {

@@ -1,6 +1,6 @@
 import type Koa from 'koa';
 import { ApiError } from '../../errors';
-import type { GatewayState } from '../../operations/requestState';
+import type { GatewayState } from '../requestState';
 
 /**
  * Bounds the arrival of a request body: `ms` after the request reaches the app, a body still incomplete fails

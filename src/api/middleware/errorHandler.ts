@@ -6,7 +6,7 @@ import { clip } from '../../text/clip';
 import { anthropicBody, geminiBody, openAIBody } from '../../errorBodies';
 import type { AppDeps } from '../../operations/deps';
 import { redactorFor } from '../../catalog/redact';
-import type { GatewayState } from '../../operations/requestState';
+import type { GatewayState } from '../requestState';
 
 /** Maps every thrown error to the interface's error shape; never leaks a stack trace. */
 export function errorHandler(deps: Pick<AppDeps, 'logger' | 'catalog'>): Koa.Middleware<GatewayState> {

@@ -3,7 +3,7 @@
  * rendering (errorHandler.ts), the bound on a body's arrival (bodyTimeout.ts), JSON and multipart bodies (jsonBody.ts,
  * multipartBody.ts), API keys (apiKey.ts), route labels and the JSON-route preamble (route.ts).
  */
-export type { Ctx, GatewayState } from '../../operations/requestState';
+export type { Ctx, GatewayState } from '../requestState';
 export { observe } from './observe';
 export { bodyTimeout } from './bodyTimeout';
 export { errorHandler, toApiError } from './errorHandler';

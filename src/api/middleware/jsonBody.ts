@@ -4,7 +4,7 @@ import type Koa from 'koa';
 import { ApiError } from '../../errors';
 import { lazyKoaBody } from './lazyKoaBody';
 import { jsonBodyProblem, MAX_BODY_DEPTH } from '../../schemas/bodyShape';
-import type { Ctx, GatewayState } from '../../operations/requestState';
+import type { Ctx, GatewayState } from '../requestState';
 import { clipJson } from '../../text/clip';
 
 /**

@@ -1,5 +1,5 @@
 import type { KoaBodyMiddlewareOptions } from 'koa-body';
-import type { Ctx } from '../../operations/requestState';
+import type { Ctx } from '../requestState';
 
 export type BodyParser = (ctx: Ctx, next: () => Promise<unknown>) => Promise<unknown>;
 

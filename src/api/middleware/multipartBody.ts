@@ -2,7 +2,7 @@ import type { Writable } from 'node:stream';
 import type Koa from 'koa';
 import { ApiError } from '../../errors';
 import { lazyKoaBody } from './lazyKoaBody';
-import type { GatewayState } from '../../operations/requestState';
+import type { GatewayState } from '../requestState';
 import { formNameMessage, formNameProblem, type BodyShapeProblem } from '../../schemas/bodyShape';
 import { removeUploads } from '../uploads';
 import { clipJson } from '../../text/clip';

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type Koa from 'koa';
 import type { AppDeps } from '../../operations/deps';
 import { methodLabel, routeLabel } from '../../observability/routeLabel';
-import type { GatewayState } from '../../operations/requestState';
+import type { GatewayState } from '../requestState';
 import { tracer } from '../../observability/tracing';
 import { CLIENT_CLOSED } from '../../net/abort';
 

@@ -2,9 +2,9 @@ import type Koa from 'koa';
 import type { AppDeps } from '../../operations/deps';
 import { declareRoute } from '../../observability/routeLabel';
 import { authenticate } from './apiKey';
-import { addRateLimitHeaders } from '../../operations/rateLimit';
+import { addRateLimitHeaders } from './rateLimitHeaders';
 import { jsonBodyReader } from './jsonBody';
-import type { GatewayState } from '../../operations/requestState';
+import type { GatewayState } from '../requestState';
 
 /**
  * The preamble of an authenticated JSON route in one middleware: metrics route label, API key (401 first, before

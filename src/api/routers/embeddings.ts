@@ -1,12 +1,12 @@
 import Router from '@koa/router';
 import type { AppDeps } from '../../operations/deps';
 import { jsonApi, type GatewayState } from '../middleware';
-import { validateEmbedding } from '../../schemas/embeddings';
-import { embed } from '../embeddings/embed';
+import { embed, validateEmbedding } from '../../operations/embeddings';
+import { callerOf } from '../httpCaller';
 
 /**
  * POST /v1/embeddings: string or array input, encoding_format float or base64, dimensions; validate, find the
- * model, then src/api/embeddings/embed.ts bills, calls and answers.
+ * model, then src/operations/embeddings/embed.ts bills, calls and answers.
  */
 export function embeddingsRouter(deps: AppDeps): Router<GatewayState> {
   const r = new Router<GatewayState>();
@@ -15,7 +15,7 @@ export function embeddingsRouter(deps: AppDeps): Router<GatewayState> {
     validateEmbedding(body);
     const model = deps.catalog.require(body.model, 'embedding');
     ctx.state.model = model.id;
-    await embed(ctx, deps, model, body);
+    await embed(callerOf(ctx, deps), deps, model, body);
   });
   return r;
 }

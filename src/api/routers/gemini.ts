@@ -3,24 +3,21 @@ import type { AppDeps } from '../../operations/deps';
 import { jsonBody, requireApiKey, route, type Ctx, type GatewayState } from '../middleware';
 import { ApiError, badRequest } from '../../errors';
 import { fitOutputCap } from '../../catalog/outputCap';
+import type { EmbedContentBody } from '../../schemas/gemini';
+import { isUpstreamError, type UpstreamHttpError } from '../../providers/upstreamError';
 import {
+  countGeminiTokens,
+  embedContents,
+  generateContent,
+  GeminiStreamWire,
   validateBatchEmbed,
   validateEmbedContent,
-  type EmbedContentBody,
   validateGeminiCountTokens,
   validateGenerateContent,
-} from '../../schemas/gemini';
-import { isUpstreamError, type UpstreamHttpError } from '../../providers/upstreamError';
-import { requestAbort } from '../../operations/routedCall';
-import { SseSink } from '../../sse/clientSink';
-import { translatedGenerate } from '../gemini/translated';
-import { nativeGenerate } from '../gemini/native';
-import { servedNatively } from '../../providers/kinds';
+} from '../../operations/gemini';
 import { redactorFor } from '../../catalog/redact';
 import { geminiStatus } from '../../errorBodies';
-import { GeminiStreamWire } from '../gemini/streamWire';
-import { countTokensEstimate } from '../gemini/countTokens';
-import { embedContents } from '../gemini/embed';
+import { callerOf } from '../httpCaller';
 import { geminiErrors, geminiModelGet, geminiModelList } from '../gemini/models';
 
 /**
@@ -28,7 +25,7 @@ import { geminiErrors, geminiModelGet, geminiModelList } from '../gemini/models'
  * /v1beta/models/{model}:generateContent, :streamGenerateContent (`?alt=sse`, else a streamed JSON array),
  * :countTokens, :embedContent and :batchEmbedContents; GET /v1beta/models and /v1beta/models/{model}. The key
  * comes as `x-goog-api-key`, `?key=` or the gateway's usual headers; errors use Google's shape
- * (`{"error": {"code", "message", "status"}}`). Chat models are translated to chat and back (src/api/gemini/).
+ * (`{"error": {"code", "message", "status"}}`). Chat models are translated to chat and back (src/operations/gemini/).
  */
 
 /** `gemini-2.5-flash:generateContent` -> its model name and method. */
@@ -80,10 +77,8 @@ export function geminiRouter(deps: AppDeps): Router<GatewayState> {
     if (g && typeof g.maxOutputTokens === 'number')
       g.maxOutputTokens = fitOutputCap(ctx, model, name, g.maxOutputTokens);
     const wire = stream ? new GeminiStreamWire(ctx.query.alt === 'sse') : null;
-    const call = { model, name, req, sink: new SseSink(ctx, requestAbort(ctx)), wire };
     try {
-      if (servedNatively(deps.catalog.provider(model).kind, model, 'gemini')) await nativeGenerate(ctx, deps, call);
-      else await translatedGenerate(ctx, deps, call);
+      await generateContent(callerOf(ctx, deps), deps, model, name, req, wire);
     } catch (e) {
       if (isUpstreamError(e, 'gemini')) return renderUpstreamError(ctx, e, redactorFor(deps.catalog));
       throw e;
@@ -95,16 +90,8 @@ export function geminiRouter(deps: AppDeps): Router<GatewayState> {
     validateGeminiCountTokens(req);
     const model = deps.catalog.require(name, 'chat');
     ctx.state.model = model.id;
-    const native = servedNatively(deps.catalog.provider(model).kind, model, 'gemini')
-      ? deps.providers.get(model.provider)?.geminiFor?.(model.upstreamModel)
-      : undefined;
-    if (!native) {
-      ctx.body = { totalTokens: countTokensEstimate(req) };
-      return;
-    }
     try {
-      ctx.type = 'application/json';
-      ctx.body = await native.callWhole(model.upstreamModel, 'countTokens', JSON.stringify(req));
+      await countGeminiTokens(callerOf(ctx, deps), deps, model, req);
     } catch (e) {
       if (isUpstreamError(e, 'gemini')) return renderUpstreamError(ctx, e, redactorFor(deps.catalog));
       throw e;
@@ -112,8 +99,10 @@ export function geminiRouter(deps: AppDeps): Router<GatewayState> {
   }
 
   async function embedding(ctx: Ctx, name: string, requests: EmbedContentBody[], batch: boolean): Promise<void> {
+    const model = deps.catalog.require(name, 'embedding');
+    ctx.state.model = model.id;
     try {
-      await embedContents(ctx, deps, name, requests, batch);
+      await embedContents(callerOf(ctx, deps), deps, model, requests, batch);
     } catch (e) {
       if (isUpstreamError(e, 'gemini')) return renderUpstreamError(ctx, e, redactorFor(deps.catalog));
       throw e;

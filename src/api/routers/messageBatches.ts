@@ -29,7 +29,8 @@ import {
  *   GET    /v1/messages/batches/{id}/results  JSONL of {custom_id, result}, once ended
  *   DELETE /v1/messages/batches/{id}          once ended: its files go, the batch is no longer listed
  * On any chat model: each request runs through the /v1/messages paths (native on an Anthropic provider, translated
- * elsewhere; src/batches/messagesItem.ts). Errors in Anthropic's shape (errorHandler gives it to every /v1/messages*).
+ * elsewhere; src/operations/messages/, run by src/batches/execute.ts). Errors in Anthropic's shape (errorHandler
+ * gives it to every /v1/messages*).
  */
 
 /** A list cursor: a message batch id, given at most once (anything else, NUL included, is a 400, not a query). */

@@ -5,19 +5,17 @@ import type { AppDeps } from '../../operations/deps';
 import { jsonBody, requireApiKey, route, type Ctx, type GatewayState } from '../middleware';
 import { ApiError } from '../../errors';
 import { anthropicType } from '../../errorBodies';
-import type { ModelConfig } from '../../catalog/catalog';
 import { fitOutputCap } from '../../catalog/outputCap';
-import { validateCountTokens, validateMessages, type CountTokensRequest } from '../../schemas/messages';
-import { AnthropicAdapter } from '../../providers/anthropic';
+import type { CountTokensRequest } from '../../schemas/messages';
 import { isUpstreamError, type UpstreamHttpError } from '../../providers/upstreamError';
-import type { MessagesUpstream } from '../../providers/messagesUpstream';
-import { translateInput } from '../../translate/translateInput';
-import { estimateInputTokens } from '../../translate/tokenEstimate';
-import { requestAbort } from '../../operations/routedCall';
-import { SseSink } from '../../sse/clientSink';
-import { anthropicHeaders, nativeMessages } from '../messages/native';
-import { translatedMessages } from '../messages/translated';
-import { servedNatively } from '../../providers/kinds';
+import {
+  countMessageTokens,
+  createMessage,
+  validateCountTokens,
+  validateMessages,
+  type AnthropicHeaders,
+} from '../../operations/messages';
+import { callerOf } from '../httpCaller';
 
 /**
  * POST /v1/messages and POST /v1/messages/count_tokens: the Anthropic Messages interface for any chat
@@ -25,7 +23,7 @@ import { servedNatively } from '../../providers/kinds';
  * through natively (body and SSE as produced, usage read from the stream as it passes); any other chat model is
  * translated to chat and back (src/translate), its chat request sent to /chat/completions or, for an
  * `api: "responses"` model, bridged to /responses (src/providers/chatBackends.ts).
- * The two paths are src/api/messages/native.ts and translated.ts.
+ * The operation and its two paths: src/operations/messages/ (index.ts, native.ts, translated.ts).
  * Errors use the Anthropic shape; the path's query string (Claude Code sends ?beta=true) is ignored.
  */
 
@@ -86,16 +84,15 @@ function renderUpstreamBody(ctx: Ctx, e: UpstreamHttpError): void {
   ctx.body = { type: 'error', error: { type: anthropicType(e.status), message: msg }, request_id: ctx.state.requestId };
 }
 
+/** The Anthropic request headers passed upstream. */
+function anthropicHeaders(ctx: Ctx): AnthropicHeaders {
+  return { version: ctx.get('anthropic-version'), beta: ctx.get('anthropic-beta') || undefined };
+}
+
 export function messagesRouter(deps: AppDeps): Router<GatewayState> {
   const router = new Router<GatewayState>();
   const auth = requireApiKey(deps);
   const body = jsonBody(deps.config.maxJsonBytes);
-
-  /** The upstream serving the model natively over Messages (Anthropic, Claude on Bedrock or Vertex), if any. */
-  function nativeAdapter(model: ModelConfig): MessagesUpstream | null {
-    if (!servedNatively(deps.catalog.provider(model).kind, model, 'messages')) return null;
-    return deps.providers.get(model.provider)?.messagesFor?.(model.upstreamModel) ?? null;
-  }
 
   router.post('/v1/messages', route('/v1/messages'), anthropicErrors, auth, requireVersion, body, async (ctx) => {
     const req = ctx.request.body as unknown;
@@ -103,11 +100,8 @@ export function messagesRouter(deps: AppDeps): Router<GatewayState> {
     const model = deps.catalog.require(req.model, 'chat');
     ctx.state.model = model.id;
     req.max_tokens = fitOutputCap(ctx, model, req.model, req.max_tokens);
-    const native = nativeAdapter(model);
-    const sink = new SseSink(ctx, requestAbort(ctx));
     try {
-      if (native) await nativeMessages(ctx, deps, model, native, req, sink);
-      else await translatedMessages(ctx, deps, model, req, sink);
+      await createMessage(callerOf(ctx, deps), deps, model, req, anthropicHeaders(ctx));
     } catch (e) {
       if (isUpstreamError(e, 'anthropic')) return renderUpstreamError(ctx, e, redactorFor(deps.catalog));
       throw e;
@@ -126,20 +120,8 @@ export function messagesRouter(deps: AppDeps): Router<GatewayState> {
       validateCountTokens(req);
       const model = deps.catalog.require(req.model, 'chat');
       ctx.state.model = model.id;
-      const native = nativeAdapter(model);
-      if (!(native instanceof AnthropicAdapter)) {
-        // No upstream counter: the documented estimate (see tokenEstimate.ts).
-        ctx.body = { input_tokens: translateInput(() => estimateInputTokens(req, model)) };
-        return;
-      }
       try {
-        const res = await native.countTokens(
-          JSON.stringify({ ...req, model: model.upstreamModel }),
-          anthropicHeaders(ctx),
-        );
-        ctx.status = res.status;
-        ctx.type = res.contentType || 'application/json';
-        ctx.body = Buffer.from(await res.body.arrayBuffer());
+        await countMessageTokens(callerOf(ctx, deps), deps, model, req, anthropicHeaders(ctx));
       } catch (e) {
         if (isUpstreamError(e, 'anthropic')) return renderUpstreamError(ctx, e, redactorFor(deps.catalog));
         throw e;

@@ -6,6 +6,7 @@ import { fitOutputCap } from '../../catalog/outputCap';
 import { validateResponses } from '../../schemas/responses';
 import { deleteResponse, loadResponse } from '../../operations/responses/storedResponses';
 import { createResponse } from '../../operations/responses/create';
+import { callerOf } from '../httpCaller';
 import { clip } from '../../text/clip';
 import * as background from '../../backgroundResponses/repo';
 import { followEvents } from '../../backgroundResponses/follow';
@@ -37,9 +38,9 @@ export function responsesRouter(deps: AppDeps): Router<GatewayState> {
     const model = deps.catalog.require(req.model, 'chat');
     ctx.state.model = model.id;
     req.max_output_tokens = fitOutputCap(ctx, model, req.model, req.max_output_tokens);
-    if (req.background !== true) return createResponse(ctx, deps, model, req);
-    const row = await createBackgroundResponse(ctx, deps, model, req);
-    if (req.stream === true) return followEvents(ctx, deps, row.id, -1);
+    if (req.background !== true) return createResponse(callerOf(ctx, deps), deps, model, req);
+    const row = await createBackgroundResponse(callerOf(ctx, deps), deps, model, req);
+    if (req.stream === true) return followEvents(callerOf(ctx, deps), deps, row.id, -1);
     ctx.body = responseView(row);
   });
 
@@ -57,7 +58,7 @@ export function responsesRouter(deps: AppDeps): Router<GatewayState> {
         throw badRequest("Invalid 'starting_after': a sequence number.", 'starting_after');
       if (bg.endedAt && Date.now() - bg.endedAt.getTime() > deps.config.backgroundResponses.eventsRetentionMs)
         throw badRequest('The events of this response are no longer kept; GET it without stream.', 'stream');
-      return followEvents(ctx, deps, bg.id, after);
+      return followEvents(callerOf(ctx, deps), deps, bg.id, after);
     }
     if (bg) {
       ctx.body = responseView(bg);

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';
+import { callerOf } from '../httpCaller';
 import Router from '@koa/router';
 import type { AppDeps } from '../../operations/deps';
 import { jsonBody, multipartBody, requireApiKey, route, type Ctx, type GatewayState } from '../middleware';
@@ -165,7 +166,8 @@ export function videosRouter(deps: AppDeps): Router<GatewayState> {
         trace: ctx.state.span,
         // Counts against the key's requests per minute (a video bills seconds, not tokens).
         admit: async () => {
-          await admitRequest(ctx, deps, 0);
+          const caller = callerOf(ctx, deps);
+          await admitRequest(caller, caller.billing, 0);
         },
       },
       loadImage,

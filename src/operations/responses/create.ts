@@ -1,11 +1,8 @@
-import type { AppDeps } from '../deps';
-import type { Ctx } from '../requestState';
+import type { Caller, OperationDeps } from '../caller';
 import { notFound } from '../../errors';
 import type { ModelConfig } from '../../catalog/catalog';
 import type { ResponsesItem, ResponsesRequest } from '../../translate/responsesTypes';
 import { inputItems } from '../../translate/client/responsesToChat';
-import { requestAbort } from '../routedCall';
-import { SseSink } from '../../sse/clientSink';
 import { conversationItems } from './storedResponses';
 import { nativeResponses } from './native';
 import { translatedResponses } from './translated';
@@ -20,30 +17,29 @@ import { servedNatively } from '../../providers/kinds';
  * translated one.
  */
 export async function createResponse(
-  ctx: Ctx,
-  deps: AppDeps,
+  caller: Caller,
+  deps: OperationDeps,
   model: ModelConfig,
   req: ResponsesRequest,
   /** `id`: the id to store the response under (a background response's; see Turn.id). */
   opts: { id?: string } = {},
 ): Promise<void> {
-  const history = await historyOf(deps, ctx.state.principal!.accountId, req.previous_response_id);
+  const history = await historyOf(deps, caller.principal.accountId, req.previous_response_id);
   const turn: Turn = {
     req,
     model,
     history,
     input: inputItems(req.input),
     store: req.store !== false,
-    sink: new SseSink(ctx, requestAbort(ctx)),
     ...(opts.id ? { id: opts.id } : {}),
   };
-  if (servedNatively(deps.catalog.provider(model).kind, model, 'responses')) await nativeResponses(ctx, deps, turn);
-  else await translatedResponses(ctx, deps, turn);
+  if (servedNatively(deps.catalog.provider(model).kind, model, 'responses')) await nativeResponses(caller, deps, turn);
+  else await translatedResponses(caller, deps, turn);
 }
 
 /** The items of the conversation a request continues (none without previous_response_id). */
 async function historyOf(
-  deps: Pick<AppDeps, 'db'>,
+  deps: Pick<OperationDeps, 'db'>,
   accountId: string,
   previousId: string | null | undefined,
 ): Promise<ResponsesItem[]> {

@@ -1,5 +1,4 @@
-import type { AppDeps } from '../deps';
-import type { Ctx } from '../requestState';
+import type { Caller, OperationDeps } from '../caller';
 import { invalidUpstreamResponse } from '../../errors';
 import { checkOutputCap } from '../../catalog/outputCap';
 import type { ResponseObject } from '../../translate/responsesTypes';
@@ -25,7 +24,7 @@ const OPERATION = 'responses';
 const TERMINAL = new Set(['response.completed', 'response.incomplete', 'response.failed']);
 
 /** Native pass-through to an upstream /responses. */
-export async function nativeResponses(ctx: Ctx, deps: AppDeps, t: Turn): Promise<void> {
+export async function nativeResponses(caller: Caller, deps: OperationDeps, t: Turn): Promise<void> {
   checkOutputCap(t.model, 'max_output_tokens', t.req.max_output_tokens);
   deps.providers.openai(t.model); // a misconfigured provider is refused before funds are reserved
   const body: { model: string; [k: string]: unknown } = {
@@ -41,7 +40,7 @@ export async function nativeResponses(ctx: Ctx, deps: AppDeps, t: Turn): Promise
   const bound = boundOverCandidates(deps.catalog, deps.router, t.model, (m, extra) =>
     nativeBound(m, bytes + extra, t.req.max_output_tokens ?? m.maxOutputTokens ?? DEFAULT_MAX_OUTPUT_TOKENS, images),
   );
-  const call = await openCall(ctx, deps, t.model, OPERATION, bound.maxCost, bound.maxTokens);
+  const call = await openCall(caller, deps, t.model, OPERATION, bound.maxCost, bound.maxTokens);
   const adapterOf = (r: RouteTry) => deps.providers.openaiFor(r.deployment);
   if (t.req.stream !== true) {
     const raw = (await call.run((r) => adapterOf(r).postJson('/responses', payloads.for(r), call.tryOptions))).body;
@@ -55,16 +54,16 @@ export async function nativeResponses(ctx: Ctx, deps: AppDeps, t: Turn): Promise
     }
     call.settle(usageOf(obj) ?? estimatedUsage(bytes, raw.length));
     call.setCostHeaders();
-    ctx.type = 'application/json';
     // Text Postgres cannot hold is stored as U+FFFD, so only an outage fails here: then say it was not stored.
-    ctx.body = (await storeTurn(ctx, deps, t, obj)) ? raw : { ...obj, store: false };
+    if (await storeTurn(caller, deps, t, obj)) caller.out.raw(raw);
+    else caller.out.json({ ...obj, store: false });
     return;
   }
   const res = await call.runStream((r) => adapterOf(r).postStream('/responses', payloads.for(r), call.tryOptions));
   await relayNative(
-    { call, sink: t.sink, logger: deps.logger, name: 'responses upstream' },
+    { call, sink: caller.out.sink(), logger: deps.logger, name: 'responses upstream' },
     res.body,
-    new ResponsesEvents(ctx, deps, t, bytes),
+    new ResponsesEvents(caller, deps, t, bytes),
   );
 }
 
@@ -82,8 +81,8 @@ class ResponsesEvents implements NativeEvents {
   private delivered = 0;
 
   constructor(
-    private readonly ctx: Ctx,
-    private readonly deps: AppDeps,
+    private readonly caller: Caller,
+    private readonly deps: OperationDeps,
     private readonly t: Turn,
     private readonly bytes: number,
   ) {
@@ -108,7 +107,7 @@ class ResponsesEvents implements NativeEvents {
     if (TERMINAL.has(e?.type) && !this.final && e.response && typeof e.response === 'object') {
       const final = (this.final = e.response as Record<string, unknown>);
       // Stored before the client sees the final event, so an immediate continuation finds it.
-      const stored = final.status !== 'failed' && (await storeTurn(this.ctx, this.deps, this.t, final));
+      const stored = final.status !== 'failed' && (await storeTurn(this.caller, this.deps, this.t, final));
       if (this.t.store && !stored && final.store !== false) {
         final.store = false;
         data = JSON.stringify(e);

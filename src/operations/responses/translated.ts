@@ -1,5 +1,4 @@
-import type { AppDeps } from '../deps';
-import type { Ctx } from '../requestState';
+import type { Caller, OperationDeps } from '../caller';
 import { responsesToChat } from '../../translate/client/responsesToChat';
 import { chatToResponses, newId, type ResponseShell } from '../../translate/client/chatToResponses';
 import { ChatToResponsesStream } from '../../translate/client/chatStreamToResponses';
@@ -21,7 +20,7 @@ import { storeTurn, type Turn } from './turn';
 const OPERATION = 'responses';
 
 /** Any chat model: responses -> chat -> upstream -> chat -> responses (streamed event by event). */
-export async function translatedResponses(ctx: Ctx, deps: AppDeps, t: Turn): Promise<void> {
+export async function translatedResponses(caller: Caller, deps: OperationDeps, t: Turn): Promise<void> {
   const { chat, tools } = translateInput(() =>
     responsesToChat(
       { ...t.req, input: t.input },
@@ -36,7 +35,7 @@ export async function translatedResponses(ctx: Ctx, deps: AppDeps, t: Turn): Pro
   // The backends of every deployment that may answer: retries and fallbacks until an upstream answers (src/routing).
   const backend = new RoutedBackend(deps.providers, deps.catalog, deps.router, t.model, chat);
   const bytes = backend.payloadBytes;
-  const call = await openCall(ctx, deps, t.model, OPERATION, backend.maxCost, backend.maxTokens);
+  const call = await openCall(caller, deps, t.model, OPERATION, backend.maxCost, backend.maxTokens);
   const shell: ResponseShell = {
     id: newId('resp'),
     model: t.req.model,
@@ -48,7 +47,7 @@ export async function translatedResponses(ctx: Ctx, deps: AppDeps, t: Turn): Pro
     const obj = chatToResponses(c, { ...shell, tools });
     call.settle(c.usage ? fromChatUsage(c.usage) : estimatedUsage(bytes, JSON.stringify(obj.output).length));
     call.setCostHeaders();
-    ctx.body = (await storeTurn(ctx, deps, t, obj)) ? obj : { ...obj, store: false };
+    caller.out.json((await storeTurn(caller, deps, t, obj)) ? obj : { ...obj, store: false });
     return;
   }
   const tr = new ChatToResponsesStream(shell, tools, { inputTokensEstimate: tokensFromChars(bytes) });
@@ -58,11 +57,11 @@ export async function translatedResponses(ctx: Ctx, deps: AppDeps, t: Turn): Pro
   let storing: Promise<void> | null = null;
   const storeFinal = () =>
     (storing ??= (async () => {
-      if (tr.final && !(await storeTurn(ctx, deps, t, tr.final))) tr.final.store = false;
+      if (tr.final && !(await storeTurn(caller, deps, t, tr.final))) tr.final.store = false;
     })());
   // A batch's events are serialised after storeFinal, which may still set the final event's `store: false`.
   let held: SseEvent[] = [];
-  await relayTranslated(deps, call, backend, t.sink, {
+  await relayTranslated(deps, call, backend, caller.out.sink(), {
     start: () => sse(tr.start()),
     push: (chunk) => {
       held.push(...tr.push(chunk));

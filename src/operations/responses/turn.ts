@@ -1,8 +1,6 @@
-import type { AppDeps } from '../deps';
-import type { Ctx } from '../requestState';
+import type { Caller, OperationDeps } from '../caller';
 import type { ModelConfig } from '../../catalog/catalog';
 import type { ResponseObject, ResponsesItem, ResponsesRequest } from '../../translate/responsesTypes';
-import type { SseSink } from '../../sse/clientSink';
 import { fromResponsesUsage, type TokenUsage } from '../../billing/tokenUsage';
 import { isResponseId, saveResponse } from './storedResponses';
 
@@ -18,7 +16,6 @@ export interface Turn {
   /** This turn's new input items (what is stored with the response). */
   input: ResponsesItem[];
   store: boolean;
-  sink: SseSink;
   /** The id the response is stored under when it is not the answer's own (a background response's, issued at POST). */
   id?: string;
 }
@@ -29,8 +26,8 @@ export interface Turn {
  * storable id, one neither completed nor incomplete (failed, cancelled: nothing to continue), or a failed insert.
  */
 export async function storeTurn(
-  ctx: Ctx,
-  deps: Pick<AppDeps, 'db' | 'logger'>,
+  caller: Caller,
+  deps: Pick<OperationDeps, 'db' | 'logger'>,
   t: Turn,
   response: Record<string, unknown> | null,
 ): Promise<boolean> {
@@ -40,7 +37,7 @@ export async function storeTurn(
   const id = t.id ?? response.id;
   const saved = { ...response, id, previous_response_id: t.req.previous_response_id ?? null, store: true };
   try {
-    await saveResponse(deps.db, ctx.state.principal!.accountId, {
+    await saveResponse(deps.db, caller.principal.accountId, {
       id,
       previousResponseId: t.req.previous_response_id ?? null,
       model: t.model.id,
@@ -50,7 +47,7 @@ export async function storeTurn(
     return true;
   } catch (e) {
     // The answer is still good; only its continuation is lost. Never fail the request for it.
-    deps.logger.error({ reqId: ctx.state.requestId, err: (e as Error).message }, 'storing response failed');
+    deps.logger.error({ reqId: caller.requestId, err: (e as Error).message }, 'storing response failed');
     return false;
   }
 }

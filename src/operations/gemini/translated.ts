@@ -1,17 +1,15 @@
-import type { AppDeps } from '../../operations/deps';
-import type { Ctx } from '../middleware';
+import type { Caller, OperationDeps } from '../caller';
 import type { ModelConfig } from '../../catalog/catalog';
 import type { GenerateContentRequest } from '../../translate/geminiTypes';
 import { geminiToChat } from '../../translate/client/geminiToChat';
 import { ChatToGeminiStream, chatToGemini } from '../../translate/client/chatToGemini';
 import { translateInput } from '../../translate/translateInput';
-import type { SseSink } from '../../sse/clientSink';
 import { RoutedBackend } from '../../routing/routedBackend';
 import { tokensFromChars } from '../../billing/pricing';
 import { estimatedUsage, fromChatUsage } from '../../billing/tokenUsage';
 import { geminiStatus } from '../../errorBodies';
-import { openCall } from '../../operations/routedCall';
-import { relayTranslated, routedComplete } from '../../operations/translatedStream';
+import { openCall } from '../routedCall';
+import { relayTranslated, routedComplete } from '../translatedStream';
 import type { GeminiStreamWire } from './streamWire';
 
 /**
@@ -26,12 +24,11 @@ export interface GenerateCall {
   model: ModelConfig;
   name: string;
   req: GenerateContentRequest;
-  sink: SseSink;
   wire: GeminiStreamWire | null;
 }
 
-export async function translatedGenerate(ctx: Ctx, deps: AppDeps, c: GenerateCall): Promise<void> {
-  const { model, req, sink, wire } = c;
+export async function translatedGenerate(caller: Caller, deps: OperationDeps, c: GenerateCall): Promise<void> {
+  const { model, req, wire } = c;
   const t = translateInput(() =>
     geminiToChat(req, {
       upstreamModel: model.upstreamModel,
@@ -41,7 +38,7 @@ export async function translatedGenerate(ctx: Ctx, deps: AppDeps, c: GenerateCal
     }),
   );
   const backend = new RoutedBackend(deps.providers, deps.catalog, deps.router, model, t.chat);
-  const call = await openCall(ctx, deps, model, GENERATE_OPERATION, backend.maxCost, backend.maxTokens);
+  const call = await openCall(caller, deps, model, GENERATE_OPERATION, backend.maxCost, backend.maxTokens);
   const out = { model: c.name, tools: t.tools, includeThoughts: t.includeThoughts };
   if (!wire) {
     const completion = await routedComplete(call, backend);
@@ -52,7 +49,7 @@ export async function translatedGenerate(ctx: Ctx, deps: AppDeps, c: GenerateCal
         : estimatedUsage(backend.payloadBytes, JSON.stringify(res.candidates[0].content.parts).length),
     );
     call.setCostHeaders();
-    ctx.body = res;
+    caller.out.json(res);
     return;
   }
   const tr = new ChatToGeminiStream({ ...out, promptTokensEstimate: tokensFromChars(backend.payloadBytes) });
@@ -61,7 +58,7 @@ export async function translatedGenerate(ctx: Ctx, deps: AppDeps, c: GenerateCal
     deps,
     call,
     backend,
-    sink,
+    caller.out.sink(),
     {
       push: (chunk) => items(tr.push(chunk)),
       end: () => items(tr.end()),

@@ -1,5 +1,4 @@
-import type { AppDeps } from '../../operations/deps';
-import type { Ctx } from '../middleware';
+import type { Caller, OperationDeps } from '../caller';
 import { ApiError } from '../../errors';
 import { openAIBody } from '../../errorBodies';
 import type { ModelConfig } from '../../catalog/catalog';
@@ -8,9 +7,8 @@ import { bridgeChatRequest } from '../../translate/upstream/chatBridgeRequest';
 import { RoutedBackend } from '../../routing/routedBackend';
 import { estimatedUsage, fromChatUsage } from '../../billing/tokenUsage';
 import { translateInput } from '../../translate/translateInput';
-import { openCall } from '../../operations/routedCall';
-import { relayTranslated, routedComplete } from '../../operations/translatedStream';
-import { SseSink } from '../../sse/clientSink';
+import { openCall } from '../routedCall';
+import { relayTranslated, routedComplete } from '../translatedStream';
 import { SSE_DONE, sseEvent } from '../../sse/wire';
 
 /**
@@ -29,24 +27,29 @@ interface ChatBody {
   [k: string]: unknown;
 }
 
-export async function bridgedChat(ctx: Ctx, deps: AppDeps, model: ModelConfig, body: ChatBody): Promise<void> {
+export async function bridgedChat(
+  caller: Caller,
+  deps: OperationDeps,
+  model: ModelConfig,
+  body: ChatBody,
+): Promise<void> {
   const chat = translateInput(() => bridgeChatRequest(body, model.upstreamModel));
   // The backends of every deployment that may answer: retries and fallbacks until an upstream answers (src/routing).
   const backend = new RoutedBackend(deps.providers, deps.catalog, deps.router, model, chat);
-  const call = await openCall(ctx, deps, model, OPERATION, backend.maxCost, backend.maxTokens);
+  const call = await openCall(caller, deps, model, OPERATION, backend.maxCost, backend.maxTokens);
   if (body.stream !== true) {
     const c = await routedComplete(call, backend);
     call.settle(
       c.usage ? fromChatUsage(c.usage) : estimatedUsage(backend.payloadBytes, JSON.stringify(c.choices).length),
     );
     call.setCostHeaders();
-    ctx.body = c;
+    caller.out.json(c);
     return;
   }
   const wantsUsage = body.stream_options?.include_usage === true;
   const created = Math.floor(Date.now() / 1000);
   let failed = false;
-  await relayTranslated(deps, call, backend, new SseSink(ctx, call.abort), {
+  await relayTranslated(deps, call, backend, caller.out.sink(), {
     push: (chunk) => {
       if (!wantsUsage && usageOnly(chunk)) return '';
       if (!chunk.created) chunk.created = created;

@@ -1,18 +1,16 @@
-import type { AppDeps } from '../../operations/deps';
-import type { Ctx } from '../middleware';
+import type { Caller, OperationDeps } from '../caller';
 import type { ModelConfig } from '../../catalog/catalog';
 import { checkOutputCap } from '../../catalog/outputCap';
 import type { MessagesRequest } from '../../translate/anthropicTypes';
 import { formatSse } from '../../sse/translatedEvents';
 import { redactorFor } from '../../catalog/redact';
-import type { SseSink } from '../../sse/clientSink';
 import type { MessagesUpstream } from '../../providers/messagesUpstream';
 import { boundOverCandidates } from '../../routing/bound';
 import type { RouteTry } from '../../routing/modelRouter';
 import { countImages, nativeBound } from '../../billing/nativeBound';
 import { estimatedUsage, fromAnthropicUsage, tokenUsage, type AnthropicUsageLike } from '../../billing/tokenUsage';
-import { openCall, RoutedPayload } from '../../operations/routedCall';
-import { relayNative, type NativeEvents } from '../../operations/nativeStream';
+import { openCall, RoutedPayload } from '../routedCall';
+import { relayNative, type NativeEvents } from '../nativeStream';
 
 /**
  * POST /v1/messages on a model served over Anthropic Messages (an `anthropic` provider, Claude on `bedrock` or
@@ -22,19 +20,20 @@ import { relayNative, type NativeEvents } from '../../operations/nativeStream';
 
 const OPERATION = 'messages';
 
-/** The Anthropic request headers passed upstream. */
-export function anthropicHeaders(ctx: Ctx) {
-  return { version: ctx.get('anthropic-version'), beta: ctx.get('anthropic-beta') || undefined };
+/** The Anthropic request headers passed upstream (the client's anthropic-version and anthropic-beta). */
+export interface AnthropicHeaders {
+  version: string;
+  beta?: string;
 }
 
 /** Native pass-through: the body goes upstream as sent (model renamed), the answer comes back as produced. */
 export async function nativeMessages(
-  ctx: Ctx,
-  deps: AppDeps,
+  caller: Caller,
+  deps: OperationDeps,
   model: ModelConfig,
   adapter: MessagesUpstream,
   req: MessagesRequest,
-  sink: SseSink,
+  headers: AnthropicHeaders,
 ): Promise<void> {
   checkOutputCap(model, 'max_tokens', req.max_tokens);
   const payloads = new RoutedPayload({ ...req, model: model.upstreamModel });
@@ -44,8 +43,7 @@ export async function nativeMessages(
   const bound = boundOverCandidates(deps.catalog, deps.router, model, (m, extra) =>
     nativeBound(m, bytes + extra, req.max_tokens, images),
   );
-  const call = await openCall(ctx, deps, model, OPERATION, bound.maxCost, bound.maxTokens);
-  const headers = anthropicHeaders(ctx);
+  const call = await openCall(caller, deps, model, OPERATION, bound.maxCost, bound.maxTokens);
   const adapterOf = (t: RouteTry): MessagesUpstream =>
     deps.providers.forDeployment(t.deployment)?.messagesFor?.(t.deployment.upstreamModel) ?? adapter;
   if (req.stream !== true) {
@@ -63,15 +61,12 @@ export async function nativeMessages(
         : estimatedUsage(bytes, raw.length),
     );
     call.setCostHeaders();
-    for (const [k, v] of Object.entries(res.headers)) ctx.set(k, v);
-    ctx.status = res.status;
-    ctx.type = res.contentType || 'application/json';
-    ctx.body = raw;
+    caller.out.raw(raw, { status: res.status, type: res.contentType, headers: res.headers });
     return;
   }
   const res = await call.runStream((t) => adapterOf(t).messages(payloads.for(t), headers, call.tryOptions));
   await relayNative(
-    { call, sink, logger: deps.logger, name: 'anthropic upstream', headers: res.headers },
+    { call, sink: caller.out.sink(), logger: deps.logger, name: 'anthropic upstream', headers: res.headers },
     res.body,
     new MessagesEvents(redactorFor(deps.catalog), bytes),
   );

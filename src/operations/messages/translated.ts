@@ -1,5 +1,4 @@
-import type { AppDeps } from '../../operations/deps';
-import type { Ctx } from '../middleware';
+import type { Caller, OperationDeps } from '../caller';
 import type { ModelConfig } from '../../catalog/catalog';
 import type { MessagesRequest } from '../../translate/anthropicTypes';
 import { messagesToChat } from '../../translate/client/messagesToChat';
@@ -7,12 +6,11 @@ import { chatToMessages } from '../../translate/client/chatToMessages';
 import { ChatToMessagesStream } from '../../translate/client/chatStreamToMessages';
 import { translateInput } from '../../translate/translateInput';
 import { formatSse, type SseEvent } from '../../sse/translatedEvents';
-import type { SseSink } from '../../sse/clientSink';
 import { RoutedBackend } from '../../routing/routedBackend';
 import { tokensFromChars } from '../../billing/pricing';
 import { estimatedUsage, fromChatUsage } from '../../billing/tokenUsage';
-import { openCall } from '../../operations/routedCall';
-import { relayTranslated, routedComplete } from '../../operations/translatedStream';
+import { openCall } from '../routedCall';
+import { relayTranslated, routedComplete } from '../translatedStream';
 
 /**
  * POST /v1/messages on any other chat model: messages -> chat (src/translate), sent to the model's upstream
@@ -24,11 +22,10 @@ const OPERATION = 'messages';
 
 /** Any chat model: messages -> chat -> upstream (chat completions, or /responses) -> messages, event by event. */
 export async function translatedMessages(
-  ctx: Ctx,
-  deps: AppDeps,
+  caller: Caller,
+  deps: OperationDeps,
   model: ModelConfig,
   req: MessagesRequest,
-  sink: SseSink,
 ): Promise<void> {
   const { chat, tools } = translateInput(() =>
     // A catalog model carries its translate options (upstream name, output cap, reasoning).
@@ -37,18 +34,18 @@ export async function translatedMessages(
   // The backends of every deployment that may answer: retries and fallbacks until an upstream answers (src/routing).
   const backend = new RoutedBackend(deps.providers, deps.catalog, deps.router, model, chat);
   const bytes = backend.payloadBytes;
-  const call = await openCall(ctx, deps, model, OPERATION, backend.maxCost, backend.maxTokens);
+  const call = await openCall(caller, deps, model, OPERATION, backend.maxCost, backend.maxTokens);
   if (req.stream !== true) {
     const c = await routedComplete(call, backend);
     const msg = chatToMessages(c, { model: req.model, tools });
     call.settle(c.usage ? fromChatUsage(c.usage) : estimatedUsage(bytes, JSON.stringify(msg.content).length));
     call.setCostHeaders();
-    ctx.body = msg;
+    caller.out.json(msg);
     return;
   }
   const tr = new ChatToMessagesStream({ model: req.model, tools, inputTokensEstimate: tokensFromChars(bytes) });
   const sse = (events: SseEvent[]) => events.map(formatSse).join('');
-  await relayTranslated(deps, call, backend, sink, {
+  await relayTranslated(deps, call, backend, caller.out.sink(), {
     push: (chunk) => sse(tr.push(chunk)),
     end: () => sse(tr.end()),
     fail: (message) => sse(tr.fail('api_error', message ?? 'The upstream provider stream was interrupted.')),

@@ -1,5 +1,4 @@
-import type { AppDeps } from '../../operations/deps';
-import type { Ctx } from '../middleware';
+import type { Caller, OperationDeps } from '../caller';
 import type { ModelConfig } from '../../catalog/catalog';
 import type { EmbeddingBody } from '../../schemas/embeddings';
 import { embeddingTokensBound, tokensCost, tokensFromChars } from '../../billing/pricing';
@@ -8,9 +7,8 @@ import { GeminiAdapter } from '../../providers/gemini';
 import { asOpenAIError } from '../../providers/upstreamError';
 import { boundOverCandidates } from '../../routing/bound';
 import { servedNatively } from '../../providers/kinds';
-import { openCall, RoutedPayload } from '../../operations/routedCall';
-import { sendJsonBuffer } from '../jsonBuffer';
-import { geminiEmbedCall, openAIEmbeddingList, type GeminiEmbedCall } from '../../operations/embeddings/geminiUpstream';
+import { openCall, RoutedPayload } from '../routedCall';
+import { geminiEmbedCall, openAIEmbeddingList, type GeminiEmbedCall } from '../embeddings/geminiUpstream';
 
 /** An upstream's embeddings: OpenAI's JSON as it came, or a Gemini upstream's vectors (which come without usage). */
 export type EmbedAnswer = Buffer | number[][];
@@ -22,8 +20,8 @@ export type EmbedAnswer = Buffer | number[][];
  * routes' own requests, forwarded as sent).
  */
 export async function embed(
-  ctx: Ctx,
-  deps: AppDeps,
+  caller: Caller,
+  deps: OperationDeps,
   model: ModelConfig,
   body: EmbeddingBody,
   render?: (answer: EmbedAnswer) => unknown,
@@ -39,7 +37,7 @@ export async function embed(
   const maxCost = boundOverCandidates(deps.catalog, deps.router, model, (m) => ({
     maxCost: tokensCost(m.pricing, bound),
   })).maxCost;
-  const call = await openCall(ctx, deps, model, operation, maxCost, bound);
+  const call = await openCall(caller, deps, model, operation, maxCost, bound);
   const res = await call.run(async (t): Promise<EmbedAnswer> => {
     const adapter = deps.providers.forDeployment(t.deployment);
     if (!(adapter instanceof GeminiAdapter))
@@ -51,15 +49,18 @@ export async function embed(
     return native ? vectors : vectors.catch((e: unknown) => Promise.reject(asOpenAIError(e)));
   });
   const usage = Buffer.isBuffer(res) ? usageFromJson(res) : null;
-  // An upstream that reports no usage is billed by the delivered-text rule over the input.
-  const tokens = usage ? Math.max(0, Math.ceil(Number(usage.prompt_tokens) || 0)) : tokensFromChars(bound);
+  // The upstream's count when it is a finite number (a hostile 1e400 must not reach the cost's BigInt); an upstream
+  // that reports none is billed by the delivered-text rule over the input.
+  const reported = Number(usage?.prompt_tokens);
+  const counted = usage !== null && Number.isFinite(reported);
+  const tokens = counted ? Math.min(Number.MAX_SAFE_INTEGER, Math.max(0, Math.ceil(reported))) : tokensFromChars(bound);
   call.settleCost(
-    tokensCost(call.answered.pricing, tokens),
-    usage ? { prompt_tokens: tokens } : { prompt_tokens: tokens, estimated: 1 },
+    tokensCost(call.pricing, tokens),
+    counted ? { prompt_tokens: tokens } : { prompt_tokens: tokens, estimated: 1 },
   );
   call.setCostHeaders();
   // Another interface's shape (Gemini's embedContent) is rendered from the upstream's answer.
-  if (render) ctx.body = render(res);
-  else if (Buffer.isBuffer(res)) sendJsonBuffer(ctx, res);
-  else ctx.body = openAIEmbeddingList(res, call.answered.id, body.encoding_format === 'base64', tokens);
+  if (render) caller.out.json(render(res));
+  else if (Buffer.isBuffer(res)) caller.out.bytes(res);
+  else caller.out.json(openAIEmbeddingList(res, call.answered.id, body.encoding_format === 'base64', tokens));
 }

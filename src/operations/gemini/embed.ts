@@ -1,9 +1,9 @@
-import type { AppDeps } from '../../operations/deps';
-import type { Ctx } from '../middleware';
+import type { Caller, OperationDeps } from '../caller';
 import { ApiError, invalidUpstreamResponse } from '../../errors';
 import type { EmbedContentBody } from '../../schemas/gemini';
 import { embed, type EmbedAnswer } from '../embeddings/embed';
 import { GeminiAdapter } from '../../providers/gemini';
+import type { ModelConfig } from '../../catalog/catalog';
 
 /**
  * embedContent and batchEmbedContents on an embedding model: on a `gemini` provider the requests go upstream as
@@ -11,14 +11,12 @@ import { GeminiAdapter } from '../../providers/gemini';
  * vectors come back as Gemini's `embedding` / `embeddings` of `values`.
  */
 export async function embedContents(
-  ctx: Ctx,
-  deps: AppDeps,
-  name: string,
+  caller: Caller,
+  deps: OperationDeps,
+  model: ModelConfig,
   requests: EmbedContentBody[],
   batch: boolean,
 ): Promise<void> {
-  const model = deps.catalog.require(name, 'embedding');
-  ctx.state.model = model.id;
   const input = requests.map((r) =>
     (r.content.parts ?? []).map((p) => (typeof p?.text === 'string' ? p.text : '')).join('\n'),
   );
@@ -37,7 +35,7 @@ export async function embedContents(
       ? { requests: requests.map(({ model: _named, ...r }) => r), batch }
       : undefined;
   await embed(
-    ctx,
+    caller,
     deps,
     model,
     body,

@@ -1,5 +1,4 @@
-import type { AppDeps } from '../../operations/deps';
-import type { Ctx } from '../middleware';
+import type { Caller, OperationDeps } from '../caller';
 import { invalidUpstreamResponse } from '../../errors';
 import { estimateChatMaxCost } from '../../billing/pricing';
 import { StreamUsage } from '../../billing/meter';
@@ -10,8 +9,7 @@ import { usageFromJson } from '../../providers/openai';
 import { boundOverCandidates } from '../../routing/bound';
 import type { RouteTry } from '../../routing/modelRouter';
 import { SseRelay } from '../../sse/clientRelay';
-import { openCall, RoutedPayload, type RoutedCall } from '../../operations/routedCall';
-import { sendJsonBuffer } from '../jsonBuffer';
+import { openCall, RoutedPayload, type RoutedCall } from '../routedCall';
 
 /**
  * A chat or legacy completion on an OpenAI-compatible upstream: the body forwarded as sent (model renamed per
@@ -28,8 +26,8 @@ export interface CompletionBody {
 }
 
 export async function forwardCompletion(
-  ctx: Ctx,
-  deps: AppDeps,
+  caller: Caller,
+  deps: OperationDeps,
   kind: 'chat' | 'completion',
   model: ModelConfig,
   body: CompletionBody,
@@ -51,33 +49,34 @@ export async function forwardCompletion(
     estimateChatMaxCost(m, body, payloadBytes + extra),
   );
   const operation = kind === 'chat' ? 'chat.completions' : 'completions';
-  const call = await openCall(ctx, deps, model, operation, bound.maxCost, bound.promptTokens + bound.outputTokens);
+  const call = await openCall(caller, deps, model, operation, bound.maxCost, bound.promptTokens + bound.outputTokens);
   const path = kind === 'chat' ? '/chat/completions' : '/completions';
   const adapterOf = (t: RouteTry) => deps.providers.openaiFor(t.deployment);
   if (!stream) {
     const res = await call.run((t) => adapterOf(t).postJson(path, payloads.for(t), call.tryOptions));
     settleJson(call, res.body, payloadBytes);
     call.setCostHeaders();
-    sendJsonBuffer(ctx, res.body);
+    caller.out.bytes(res.body);
     return;
   }
   // The gateway always asks the upstream for usage; the relay drops the usage-only chunk unless the client asked
   // for it. Billing: the upstream's usage if it arrived, else the delivered-text rule of StreamUsage.
   const usage = new StreamUsage(payloadBytes, kind);
-  const relay = new SseRelay(ctx.res, call.abort, usage, {
+  const target = caller.out.relay();
+  const relay = new SseRelay(target.res, call.abort, usage, {
     kind,
     clientWantsUsage,
     redact: redactorFor(deps.catalog),
     // The relay ends the stream once, however it ends; the cost goes out as its last comment (before [DONE]).
     end: (status) => {
-      if (status !== 200) ctx.state.endedWith = status; // for the request log and metrics
+      target.ended(status); // for the request log and metrics
       call.settle(usage.usageTokens(), status);
       return call.costComment();
     },
   });
   // Tries that fail before the stream starts are retried (the relay is untouched until an upstream answers 2xx).
   await call.run((t) => adapterOf(t).streamTo(path, payloads.for(t), relay, call.tryOptions));
-  ctx.respond = false;
+  target.streaming();
   if (relay.status === 502) call.streamCut();
 }
 

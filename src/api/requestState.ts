@@ -1,6 +1,6 @@
 import type Koa from 'koa';
 import type { Principal } from '../auth/apiKeys';
-import type { RoutedCall } from './routedCall';
+import type { RoutedCall } from '../operations/routedCall';
 import type { RequestAbort } from '../net/abort';
 import type { Span } from '@opentelemetry/api';
 
@@ -21,7 +21,7 @@ export interface GatewayState {
   route?: string;
   /** The request's billed call (see routedCall.ts): cancelled by errorHandler if still open when an error escapes. */
   call?: RoutedCall;
-  /** Aborted when the client goes away (routedCall.ts requestAbort), made on first need. */
+  /** Aborted when the client goes away (httpCaller.ts requestAbort), made on first need. */
   abort?: RequestAbort;
   /** The request's server span while tracing is on (sampled or not: a workflow started for it follows it). */
   span?: Span;

@@ -1,5 +1,4 @@
-import type { AppDeps } from '../../operations/deps';
-import type { Ctx } from '../middleware';
+import type { Caller, OperationDeps } from '../caller';
 import { redactorFor } from '../../catalog/redact';
 import { ApiError } from '../../errors';
 import { modalityTokens, type GeminiUsageMetadata, type GenerateContentResponse } from '../../translate/geminiTypes';
@@ -11,7 +10,7 @@ import { DEFAULT_MAX_OUTPUT_TOKENS } from '../../billing/pricing';
 import { nativeBound } from '../../billing/nativeBound';
 import { estimatedUsage, tokenUsage, type TokenUsage } from '../../billing/tokenUsage';
 import { geminiStatus } from '../../errorBodies';
-import { openCall } from '../../operations/routedCall';
+import { openCall } from '../routedCall';
 import type { HeldTry } from '../../observability/tracing';
 import { CLIENT_CLOSED } from '../../net/abort';
 import { GENERATE_OPERATION, type GenerateCall } from './translated';
@@ -55,8 +54,8 @@ async function* watched(body: AsyncIterable<Uint8Array>, held: HeldTry): AsyncIt
   }
 }
 
-export async function nativeGenerate(ctx: Ctx, deps: AppDeps, c: GenerateCall): Promise<void> {
-  const { model, req, sink, wire } = c;
+export async function nativeGenerate(caller: Caller, deps: OperationDeps, c: GenerateCall): Promise<void> {
+  const { model, req, wire } = c;
   const payload = JSON.stringify(req);
   const bytes = Buffer.byteLength(payload);
   const images = (payload.match(/"inlineData"|"fileData"/g) ?? []).length;
@@ -64,7 +63,7 @@ export async function nativeGenerate(ctx: Ctx, deps: AppDeps, c: GenerateCall): 
   const bound = boundOverCandidates(deps.catalog, deps.router, model, (m, extra) =>
     nativeBound(m, bytes + extra, maxOut ?? m.maxOutputTokens ?? DEFAULT_MAX_OUTPUT_TOKENS, images),
   );
-  const call = await openCall(ctx, deps, model, GENERATE_OPERATION, bound.maxCost, bound.maxTokens);
+  const call = await openCall(caller, deps, model, GENERATE_OPERATION, bound.maxCost, bound.maxTokens);
   const adapterFor = (t: RouteTry): GeminiUpstream => {
     const a = deps.providers.forDeployment(t.deployment)?.geminiFor?.(t.deployment.upstreamModel);
     if (!a)
@@ -89,14 +88,14 @@ export async function nativeGenerate(ctx: Ctx, deps: AppDeps, c: GenerateCall): 
     }
     call.settle(hasUsage(res?.usageMetadata) ? fromGeminiUsage(res.usageMetadata) : estimatedUsage(bytes, raw.length));
     call.setCostHeaders();
-    ctx.type = 'application/json';
-    ctx.body = raw;
+    caller.out.raw(raw);
     return;
   }
   const up = await call.runStream((t) =>
     adapterFor(t).call(t.deployment.upstreamModel, 'streamGenerateContent', payload, { ...call.tryOptions, sse: true }),
   );
   const held = call.held; // the try's span while traced: it ends with the stream
+  const sink = caller.out.sink();
   sink.open(wire.headers(call.meter.id));
   let usage: GeminiUsageMetadata | undefined;
   let delivered = 0;

@@ -1,0 +1,46 @@
+import type { Caller, OperationDeps } from '../caller';
+import type { ModelConfig } from '../../catalog/catalog';
+import { checkOutputCap } from '../../catalog/outputCap';
+import { servedNatively } from '../../providers/kinds';
+import type { ChatCompletionBody } from '../../schemas/chat';
+import { bridgedChat } from './bridged';
+import { forwardCompletion, type CompletionBody } from './forward';
+
+/**
+ * POST /v1/chat/completions and POST /v1/completions, without HTTP: the body (validated by the route's schema,
+ * re-exported here) forwarded to the model's OpenAI-compatible upstream (./forward.ts) or, for chat on another
+ * protocol, through a bridge (./bridged.ts). Unknown fields pass through to the upstream. The router and the batch
+ * executor both call these.
+ */
+
+export { validateChatCompletion, validateCompletion } from '../../schemas/chat';
+
+/** An output-token count above the model's cap is refused, as the upstream would (before anything is reserved). */
+function checkMaxTokens(
+  model: ModelConfig,
+  body: { max_tokens?: number | null; max_completion_tokens?: number | null },
+): void {
+  for (const param of ['max_completion_tokens', 'max_tokens'] as const) checkOutputCap(model, param, body[param]);
+}
+
+export async function chatCompletions(
+  caller: Caller,
+  deps: OperationDeps,
+  model: ModelConfig,
+  body: ChatCompletionBody,
+): Promise<void> {
+  checkMaxTokens(model, body);
+  // Chat models on another protocol go through the bridges /v1/messages and /v1/responses use.
+  if (!servedNatively(deps.catalog.provider(model).kind, model, 'chat')) return bridgedChat(caller, deps, model, body);
+  await forwardCompletion(caller, deps, 'chat', model, body);
+}
+
+export async function completions(
+  caller: Caller,
+  deps: OperationDeps,
+  model: ModelConfig,
+  body: CompletionBody,
+): Promise<void> {
+  checkMaxTokens(model, body);
+  await forwardCompletion(caller, deps, 'completion', model, body);
+}

@@ -1,0 +1,57 @@
+import type { Caller, OperationDeps } from '../caller';
+import type { ModelConfig } from '../../catalog/catalog';
+import type { MessagesRequest } from '../../translate/anthropicTypes';
+import type { CountTokensRequest } from '../../schemas/messages';
+import type { MessagesUpstream } from '../../providers/messagesUpstream';
+import { AnthropicAdapter } from '../../providers/anthropic';
+import { servedNatively } from '../../providers/kinds';
+import { translateInput } from '../../translate/translateInput';
+import { estimateInputTokens } from '../../translate/tokenEstimate';
+import { nativeMessages, type AnthropicHeaders } from './native';
+import { translatedMessages } from './translated';
+
+/**
+ * POST /v1/messages and /v1/messages/count_tokens, without HTTP: a model served over Anthropic Messages (an
+ * `anthropic` provider, Claude on `bedrock` or `vertex`) is passed through natively (./native.ts: body and SSE as
+ * produced, usage read as it passes); any other chat model is translated to chat and back (./translated.ts). The
+ * router and the batch executor (a message batch's requests) both call createMessage.
+ */
+
+export { validateMessages, validateCountTokens } from '../../schemas/messages';
+export type { AnthropicHeaders } from './native';
+
+/** The upstream serving the model natively over Messages (Anthropic, Claude on Bedrock or Vertex), if any. */
+function nativeAdapter(deps: OperationDeps, model: ModelConfig): MessagesUpstream | null {
+  if (!servedNatively(deps.catalog.provider(model).kind, model, 'messages')) return null;
+  return deps.providers.get(model.provider)?.messagesFor?.(model.upstreamModel) ?? null;
+}
+
+export async function createMessage(
+  caller: Caller,
+  deps: OperationDeps,
+  model: ModelConfig,
+  req: MessagesRequest,
+  headers: AnthropicHeaders,
+): Promise<void> {
+  const native = nativeAdapter(deps, model);
+  if (native) await nativeMessages(caller, deps, model, native, req, headers);
+  else await translatedMessages(caller, deps, model, req);
+}
+
+/** The upstream's count on an Anthropic provider; elsewhere the documented estimate (see tokenEstimate.ts). */
+export async function countMessageTokens(
+  caller: Caller,
+  deps: OperationDeps,
+  model: ModelConfig,
+  req: CountTokensRequest,
+  headers: AnthropicHeaders,
+): Promise<void> {
+  const native = nativeAdapter(deps, model);
+  if (!(native instanceof AnthropicAdapter)) {
+    caller.out.json({ input_tokens: translateInput(() => estimateInputTokens(req, model)) });
+    return;
+  }
+  const res = await native.countTokens(JSON.stringify({ ...req, model: model.upstreamModel }), headers);
+  const body = Buffer.from(await res.body.arrayBuffer());
+  caller.out.raw(body, { status: res.status, type: res.contentType });
+}
