@@ -20,7 +20,7 @@ import {
   type NativeBatchApi,
   type NativeResultLine,
   type NativeStatus,
-} from '../src/batches/nativeApi';
+} from '../src/providers/nativeBatches';
 import { recordUpstream, upstreamOf } from '../src/batches/upstream';
 import { isBlank, readLines } from '../src/files/lines';
 import { isProblem, parseRequestLine, type BatchEndpoint } from '../src/files/batchInput';

@@ -5,7 +5,7 @@ import type { TryRecord } from '../routing/tryRecord';
 import { ApiError } from '../errors';
 import { RoutedPayload } from '../operations/routedCall';
 import { abortFollowing, type RequestAbort } from '../net/abort';
-import { AnthropicAdapter, DEFAULT_ANTHROPIC_VERSION } from '../providers/anthropic';
+import { AnthropicAdapter, DEFAULT_ANTHROPIC_VERSION } from '../providers/anthropic/adapter';
 import { servedNatively } from '../providers/kinds';
 import { asOpenAIError } from '../providers/upstreamError';
 import { RoutedBackend } from '../routing/routedBackend';

@@ -1,9 +1,9 @@
 import type { Catalog } from '../catalog/catalog';
 import { ProviderRegistry } from './registry';
-import { AnthropicAdapter } from './anthropic';
-import { GeminiAdapter } from './gemini';
-import { BedrockAdapter } from './bedrock';
-import { VertexAdapter } from './vertex';
+import { AnthropicAdapter } from './anthropic/adapter';
+import { GeminiAdapter } from './gemini/adapter';
+import { BedrockAdapter } from './bedrock/adapter';
+import { VertexAdapter } from './vertex/adapter';
 
 /**
  * The synchronous provider adapters of every process (the API's routes and the worker's batch items), built from

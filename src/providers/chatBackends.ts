@@ -19,8 +19,8 @@ import {
 import { chatProtocol } from './kinds';
 import { geminiBackend } from './geminiBackend';
 import { asOpenAIError } from './upstreamError';
-import { BedrockAdapter } from './bedrock';
-import { converseBackend } from './converseBackend';
+import { BedrockAdapter } from './bedrock/adapter';
+import { converseBackend } from './bedrock/converseBackend';
 import { bridgedBatches, UpstreamStreamError, type ChatBackend } from './chatBackend';
 import { sseBatches } from '../sse/upstreamEvents';
 import type { MessagesUpstream } from './messagesUpstream';

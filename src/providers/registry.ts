@@ -1,7 +1,7 @@
 import { ApiError } from '../errors';
 import type { Catalog, ModelConfig, ProviderConfig, ProviderKind } from '../catalog/catalog';
-import { OpenAIAdapter, type OpenAIAdapterOptions } from './openai';
-import { AzureOpenAIAdapter } from './azureOpenai';
+import { OpenAIAdapter, type OpenAIAdapterOptions } from './openai/adapter';
+import { AzureOpenAIAdapter } from './azure-openai/adapter';
 import type { OpenAICompatibleAdapter, PerDeploymentAdapter, ProviderAdapter } from './types';
 import { adapterKey, type Deployment } from '../catalog/deployments';
 import { CHAT_PROTOCOL } from './kinds';

@@ -3,7 +3,7 @@ import type { Readable } from 'node:stream';
 import type { ProviderKind } from '../catalog/catalog';
 import type { StreamSink } from '../sse/streamSink';
 import type { MessagesUpstream } from './messagesUpstream';
-import type { GeminiUpstream } from './gemini';
+import type { GeminiUpstream } from './gemini/adapter';
 import type { RequestAbort } from '../net/abort';
 
 /**

@@ -3,7 +3,7 @@ import type { Ctx } from '../middleware';
 import { ApiError, invalidUpstreamResponse } from '../../errors';
 import type { EmbedContentBody } from '../../schemas/gemini';
 import { embed, type EmbedAnswer } from '../embeddings/embed';
-import { GeminiAdapter } from '../../providers/gemini';
+import { GeminiAdapter } from '../../providers/gemini/adapter';
 
 /**
  * embedContent and batchEmbedContents on an embedding model: on a `gemini` provider the requests go upstream as

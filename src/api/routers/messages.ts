@@ -8,7 +8,7 @@ import { anthropicType } from '../../errorBodies';
 import type { ModelConfig } from '../../catalog/catalog';
 import { fitOutputCap } from '../../catalog/outputCap';
 import { validateCountTokens, validateMessages, type CountTokensRequest } from '../../schemas/messages';
-import { AnthropicAdapter } from '../../providers/anthropic';
+import { AnthropicAdapter } from '../../providers/anthropic/adapter';
 import { isUpstreamError, type UpstreamHttpError } from '../../providers/upstreamError';
 import type { MessagesUpstream } from '../../providers/messagesUpstream';
 import { translateInput } from '../../translate/translateInput';

@@ -1,9 +1,9 @@
 import type { Catalog } from '../../catalog/catalog';
-import { SeedanceAdapter } from './seedance';
+import { SeedanceAdapter } from '../seedance/adapter';
 import type { VideoProviderAdapter } from './types';
 import { adapterKey, type Deployment } from '../../catalog/deployments';
-import { VeoAdapter } from './veo';
-import { VertexVeoAdapter } from './vertexVeo';
+import { VeoAdapter } from '../veo/adapter';
+import { VertexVeoAdapter } from '../vertex/veo';
 
 /** One adapter per video provider in the catalog, keyed by provider id. */
 export class VideoProviders {

@@ -1,15 +1,15 @@
 import type { ProviderConfig } from '../../catalog/catalog';
-import { ProviderHttp } from './http';
-import { VeoAdapter } from './veo';
-import { vertexKeyFile, vertexModelPath } from '../vertex';
-import { VertexAuth } from '../vertexAuth';
+import { ProviderHttp } from '../video/http';
+import { VeoAdapter } from '../veo/adapter';
+import { vertexKeyFile, vertexModelPath } from './adapter';
+import { VertexAuth } from './auth';
 import {
   VideoProviderError,
   type Download,
   type VideoProviderAdapter,
   type VideoSubmission,
   type VideoTaskStatus,
-} from './types';
+} from '../video/types';
 
 /**
  * Google Veo on Vertex AI, with the OAuth token of the provider's service account or application-default credentials

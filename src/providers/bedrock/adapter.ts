@@ -11,23 +11,23 @@ import {
 import { NodeHttpHandler } from '@smithy/node-http-handler';
 import http from 'node:http';
 import https from 'node:https';
-import { ApiError } from '../errors';
-import { anthropicType } from '../errorBodies';
-import { classOfStatus, markFailure } from '../routing/failure';
-import { isClaudeModel, type ProviderConfig } from '../catalog/catalog';
-import { mapTransportError } from './openai';
-import { ClientClosed } from '../net/abort';
-import { credentialsRefused, noCredentials, UpstreamHttpError } from './upstreamError';
-import type { CallOptions, ProviderAdapter } from './types';
+import { ApiError } from '../../errors';
+import { anthropicType } from '../../errorBodies';
+import { classOfStatus, markFailure } from '../../routing/failure';
+import { isClaudeModel, type ProviderConfig } from '../../catalog/catalog';
+import { mapTransportError } from '../openai/adapter';
+import { ClientClosed } from '../../net/abort';
+import { credentialsRefused, noCredentials, UpstreamHttpError } from '../upstreamError';
+import type { CallOptions, ProviderAdapter } from '../types';
 import type { Span } from '@opentelemetry/api';
-import { tracer, watchWholeAnswer, withTraceparent } from '../observability/tracing';
+import { tracer, watchWholeAnswer, withTraceparent } from '../../observability/tracing';
 import {
   cloudMessagesBody,
   sseEvent,
   type MessagesAnswer,
   type MessagesHeaders,
   type MessagesUpstream,
-} from './messagesUpstream';
+} from '../messagesUpstream';
 
 /**
  * Amazon Bedrock runtime through the AWS SDK (@aws-sdk/client-bedrock-runtime), which signs every request with

@@ -1,21 +1,21 @@
 import { Pool } from 'undici';
 import type { Dispatcher } from 'undici';
-import { ApiError } from '../errors';
-import { anthropicType } from '../errorBodies';
-import { isClaudeModel, type ProviderConfig } from '../catalog/catalog';
-import { mapTransportError } from './openai';
-import { noCredentials, readErrorBody, refusal } from './upstreamError';
-import type { CallOptions, ProviderAdapter } from './types';
-import { withTraceparent } from '../observability/tracing';
-import { readWholeAnswer } from './wholeAnswer';
-import type { GeminiResponse, GeminiUpstream } from './gemini';
+import { ApiError } from '../../errors';
+import { anthropicType } from '../../errorBodies';
+import { isClaudeModel, type ProviderConfig } from '../../catalog/catalog';
+import { mapTransportError } from '../openai/adapter';
+import { noCredentials, readErrorBody, refusal } from '../upstreamError';
+import type { CallOptions, ProviderAdapter } from '../types';
+import { withTraceparent } from '../../observability/tracing';
+import { readWholeAnswer } from '../wholeAnswer';
+import type { GeminiResponse, GeminiUpstream } from '../gemini/adapter';
 import {
   cloudMessagesBody,
   type MessagesAnswer,
   type MessagesHeaders,
   type MessagesUpstream,
-} from './messagesUpstream';
-import { VertexAuth } from './vertexAuth';
+} from '../messagesUpstream';
+import { VertexAuth } from './auth';
 
 /**
  * Google Vertex AI: `{base}/v1/projects/{project}/locations/{region}/publishers/{publisher}/models/{model}:{method}`

@@ -1,5 +1,5 @@
 import type { ProviderConfig } from '../catalog/catalog';
-import { DEFAULT_ANTHROPIC_VERSION } from '../providers/anthropic';
+import { DEFAULT_ANTHROPIC_VERSION } from './anthropic/adapter';
 
 /**
  * The providers' own batch APIs, for a batch whose model's provider offers one (`nativeBatches: true` in the

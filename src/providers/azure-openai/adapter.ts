@@ -1,12 +1,12 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Pool } from 'undici';
-import { ApiError } from '../errors';
-import { carryFailure } from '../routing/failure';
-import type { ProviderConfig } from '../catalog/catalog';
-import { mapUpstreamError, OpenAIAdapter, openaiPool, type OpenAIAdapterOptions } from './openai';
-import { azureCredentials, type AzureCredentials } from './azureAuth';
-import type { OpenAICompatibleAdapter, PerDeploymentAdapter } from './types';
-import type { StreamSink } from '../sse/streamSink';
+import { ApiError } from '../../errors';
+import { carryFailure } from '../../routing/failure';
+import type { ProviderConfig } from '../../catalog/catalog';
+import { mapUpstreamError, OpenAIAdapter, openaiPool, type OpenAIAdapterOptions } from '../openai/adapter';
+import { azureCredentials, type AzureCredentials } from './auth';
+import type { OpenAICompatibleAdapter, PerDeploymentAdapter } from '../types';
+import type { StreamSink } from '../../sse/streamSink';
 
 /**
  * Azure OpenAI (kind `azure-openai`): the OpenAI protocol at Azure's URLs, with Azure's credentials and error shapes.
