@@ -13,9 +13,8 @@ import {
 } from '../src/billing/tokenUsage';
 import * as batches from '../src/batches/repo';
 import { OPERATION_OF } from '../src/batches/endpoints';
+import { nativeBatchApi, nativeBatchesFor } from '../src/providers/kinds';
 import {
-  nativeBatchApi,
-  nativeBatchesFor,
   NativeApiError,
   type NativeBatchApi,
   type NativeResultLine,

@@ -6,9 +6,8 @@ import { ApiError, invalidUpstreamResponse } from '../errors';
 import { openAIBody } from '../errorBodies';
 import { RoutedPayload } from '../operations/routedCall';
 import { abortFollowing, type RequestAbort } from '../net/abort';
-import { CHAT_PROTOCOL, servedNatively } from '../providers/kinds';
+import { geminiEmbedder, KINDS, servedNatively } from '../providers/kinds';
 import { usageFromJson } from '../providers/openai/adapter';
-import { GeminiAdapter } from '../providers/gemini/adapter';
 import { asOpenAIError } from '../providers/upstreamError';
 import { RoutedBackend } from '../routing/routedBackend';
 import { bridgeChatRequest } from '../translate/upstream/chatBridgeRequest';
@@ -145,8 +144,8 @@ async function runWith(
     const res = await deps.router.run(
       model,
       async (t) => {
-        const adapter = deps.providers.forDeployment(t.deployment);
-        if (!(adapter instanceof GeminiAdapter))
+        const adapter = geminiEmbedder(deps.providers.forDeployment(t.deployment));
+        if (!adapter)
           return (
             await deps.providers.openaiFor(t.deployment).postJson('/embeddings', payloads.for(t), rec.tryOptions(abort))
           ).body;
@@ -198,7 +197,7 @@ async function runWith(
   }
   let path: string;
   if (endpoint === '/v1/responses') {
-    if (CHAT_PROTOCOL[kind] !== 'openai')
+    if (KINDS[kind].chat !== 'openai')
       throw new ApiError(
         400,
         `The model '${model.id}' does not serve /v1/responses in a batch; use /v1/chat/completions.`,

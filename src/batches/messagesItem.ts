@@ -5,7 +5,7 @@ import type { TryRecord } from '../routing/tryRecord';
 import { ApiError } from '../errors';
 import { RoutedPayload } from '../operations/routedCall';
 import { abortFollowing, type RequestAbort } from '../net/abort';
-import { AnthropicAdapter, DEFAULT_ANTHROPIC_VERSION } from '../providers/anthropic/adapter';
+import { DEFAULT_ANTHROPIC_VERSION } from '../providers/anthropic/adapter';
 import { servedNatively } from '../providers/kinds';
 import { asOpenAIError } from '../providers/upstreamError';
 import { RoutedBackend } from '../routing/routedBackend';
@@ -62,8 +62,8 @@ async function runWith(
       res = await deps.router.run(
         model,
         (t) => {
-          const a = deps.providers.forDeployment(t.deployment);
-          if (!(a instanceof AnthropicAdapter)) throw new Error(`deployment ${t.deployment.id} is not Anthropic`);
+          const a = deps.providers.forDeployment(t.deployment)?.messagesFor?.(t.deployment.upstreamModel);
+          if (!a) throw new Error(`deployment ${t.deployment.id} serves no Anthropic Messages`);
           return a.messagesWhole(payloads.for(t), { version: DEFAULT_ANTHROPIC_VERSION }, rec.tryOptions(abort));
         },
         rec,

@@ -3,7 +3,7 @@ import type { Ctx } from '../middleware';
 import { ApiError, invalidUpstreamResponse } from '../../errors';
 import type { EmbedContentBody } from '../../schemas/gemini';
 import { embed, type EmbedAnswer } from '../embeddings/embed';
-import { GeminiAdapter } from '../../providers/gemini/adapter';
+import { geminiEmbedder } from '../../providers/kinds';
 
 /**
  * embedContent and batchEmbedContents on an embedding model: on a `gemini` provider the requests go upstream as
@@ -32,10 +32,9 @@ export async function embedContents(
     );
   const dims = requests[0].outputDimensionality;
   const body = { model: model.upstreamModel, input, ...(dims ? { dimensions: dims } : {}) };
-  const native =
-    deps.providers.get(model.provider) instanceof GeminiAdapter
-      ? { requests: requests.map(({ model: _named, ...r }) => r), batch }
-      : undefined;
+  const native = geminiEmbedder(deps.providers.get(model.provider))
+    ? { requests: requests.map(({ model: _named, ...r }) => r), batch }
+    : undefined;
   await embed(
     ctx,
     deps,

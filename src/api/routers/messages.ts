@@ -8,7 +8,6 @@ import { anthropicType } from '../../errorBodies';
 import type { ModelConfig } from '../../catalog/catalog';
 import { fitOutputCap } from '../../catalog/outputCap';
 import { validateCountTokens, validateMessages, type CountTokensRequest } from '../../schemas/messages';
-import { AnthropicAdapter } from '../../providers/anthropic/adapter';
 import { isUpstreamError, type UpstreamHttpError } from '../../providers/upstreamError';
 import type { MessagesUpstream } from '../../providers/messagesUpstream';
 import { translateInput } from '../../translate/translateInput';
@@ -127,7 +126,7 @@ export function messagesRouter(deps: AppDeps): Router<GatewayState> {
       const model = deps.catalog.require(req.model, 'chat');
       ctx.state.model = model.id;
       const native = nativeAdapter(model);
-      if (!(native instanceof AnthropicAdapter)) {
+      if (!native?.countTokens) {
         // No upstream counter: the documented estimate (see tokenEstimate.ts).
         ctx.body = { input_tokens: translateInput(() => estimateInputTokens(req, model)) };
         return;

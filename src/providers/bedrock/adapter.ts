@@ -14,7 +14,12 @@ import https from 'node:https';
 import { ApiError } from '../../errors';
 import { anthropicType } from '../../errorBodies';
 import { classOfStatus, markFailure } from '../../routing/failure';
-import { isClaudeModel, type ProviderConfig } from '../../catalog/catalog';
+import type { ProviderConfig } from '../../catalog/catalog';
+import { isClaudeModel } from '../anthropic/models';
+import type { ModelConfig } from '../../catalog/catalog';
+import type { ChatRequest } from '../../translate/chatTypes';
+import type { ChatBackend } from '../chatBackend';
+import { converseBackend } from './converseBackend';
 import { mapTransportError } from '../openai/adapter';
 import { ClientClosed } from '../../net/abort';
 import { credentialsRefused, noCredentials, UpstreamHttpError } from '../upstreamError';
@@ -87,6 +92,11 @@ export class BedrockAdapter implements ProviderAdapter, MessagesUpstream {
 
   messagesFor(upstreamModel: string): MessagesUpstream | null {
     return isClaudeModel(upstreamModel) ? this : null;
+  }
+
+  /** A model other than Claude is reached through Converse, translated (converseBackend.ts). */
+  chatBackendFor(model: ModelConfig, chat: ChatRequest, upstreamModel: string): ChatBackend | null {
+    return isClaudeModel(upstreamModel) ? null : converseBackend(this, model, chat, upstreamModel);
   }
 
   /** Claude Messages; a `stream: true` body goes to InvokeModelWithResponseStream and comes back as Anthropic SSE. */
