@@ -2,6 +2,7 @@ import type { ModelConfig, ProviderConfig } from '../catalog/catalog';
 import type { ProviderAdapter } from './types';
 import type { VideoProviderAdapter } from './video/types';
 import type { NativeBatchApi } from './nativeBatches';
+import type { UsageReports } from './usageReports';
 import { openaiKind } from './openai';
 import { azureOpenaiKind } from './azure-openai';
 import { anthropicKind } from './anthropic';
@@ -65,6 +66,11 @@ export interface KindRow {
   video: { protocol: 'veo' | 'seedance'; adapter: (cfg: ProviderConfig) => VideoProviderAdapter } | null;
   /** The provider's own batch API (with `nativeBatches: true` in the catalog): which endpoints it takes. */
   nativeBatches: { endpoints: (endpoint: string) => boolean; api: (cfg: ProviderConfig) => NativeBatchApi } | null;
+  /**
+   * The provider's own usage and cost reports, read by reconciliation (src/reconcile/reconcile.ts); a string: the
+   * gateway reads none yet, and this names the report they would be read from (docs/billing.md).
+   */
+  reports: UsageReports | string;
   /** What its catalog entry needs. */
   credentials: Credentials;
   /** The public vendor of an upstream model (`owned_by`), when the catalog names none. */

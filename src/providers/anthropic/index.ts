@@ -1,6 +1,7 @@
 import type { KindRow } from '../kinds';
 import { AnthropicAdapter } from './adapter';
 import { AnthropicBatches } from './batches';
+import { anthropicReports } from './reports';
 
 /**
  * `anthropic`: api.anthropic.com's Messages API (adapter.ts: messages, count_tokens); chat, Responses and Gemini
@@ -13,6 +14,7 @@ export const anthropicKind: KindRow = {
   embeddings: null,
   video: null,
   nativeBatches: { endpoints: (endpoint) => endpoint === '/v1/messages', api: (cfg) => new AnthropicBatches(cfg) },
+  reports: anthropicReports,
   credentials: { source: 'key' },
   owner: () => 'anthropic',
 };

@@ -12,6 +12,7 @@ export const azureOpenaiKind: KindRow = {
   embeddings: 'openai',
   video: null,
   nativeBatches: null,
+  reports: 'Azure Cost Management query API (per meter, per day)',
   credentials: { source: 'key', apiVersion: true },
   owner: () => 'openai',
 };

@@ -14,6 +14,7 @@ export const bedrockKind: KindRow = {
   embeddings: null,
   video: null,
   nativeBatches: null,
+  reports: 'AWS Cost and Usage Report / Cost Explorer (per usage type)',
   credentials: {
     source: 'cloud',
     defaultRegion: (env) => env.AWS_REGION || env.AWS_DEFAULT_REGION,

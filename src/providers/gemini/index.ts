@@ -12,6 +12,7 @@ export const geminiKind: KindRow = {
   embeddings: 'gemini',
   video: null,
   nativeBatches: null,
+  reports: 'Cloud Billing export to BigQuery (per SKU)',
   credentials: { source: 'key' },
   owner: () => 'google',
 };

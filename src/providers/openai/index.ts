@@ -1,6 +1,7 @@
 import type { KindRow } from '../kinds';
 import { OpenAIAdapter } from './adapter';
 import { OpenAIBatches } from './batches';
+import { openaiReports } from './reports';
 
 /**
  * `openai`: OpenAI and every OpenAI-compatible upstream (vLLM, Ollama, LiteLLM, the emulator). Chat, completions,
@@ -14,6 +15,7 @@ export const openaiKind: KindRow = {
   embeddings: 'openai',
   video: null,
   nativeBatches: { endpoints: (endpoint) => endpoint !== '/v1/messages', api: (cfg) => new OpenAIBatches(cfg) },
+  reports: openaiReports,
   credentials: { source: 'key' },
   owner: () => 'openai',
 };

@@ -9,6 +9,7 @@ export const seedanceKind: KindRow = {
   embeddings: null,
   video: { protocol: 'seedance', adapter: (cfg) => new SeedanceAdapter(cfg) },
   nativeBatches: null,
+  reports: 'BytePlus billing bill details API (per instance, per day)',
   credentials: { source: 'key' },
   owner: () => 'bytedance',
 };

@@ -9,6 +9,7 @@ export const veoKind: KindRow = {
   embeddings: null,
   video: { protocol: 'veo', adapter: (cfg) => new VeoAdapter(cfg) },
   nativeBatches: null,
+  reports: 'Cloud Billing export to BigQuery (per SKU)',
   credentials: { source: 'key' },
   owner: () => 'google',
 };

@@ -17,6 +17,7 @@ export const vertexKind: KindRow = {
   embeddings: null,
   video: { protocol: 'veo', adapter: (cfg) => new VertexVeoAdapter(cfg) },
   nativeBatches: null,
+  reports: 'Cloud Billing export to BigQuery (per SKU)',
   credentials: {
     source: 'cloud',
     defaultRegion: () => 'global',
