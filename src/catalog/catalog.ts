@@ -41,7 +41,8 @@ export interface ProviderConfig {
   apiVersion?: string;
   /**
    * The provider offers its own batch API (OpenAI's /v1/batches for the `openai` kind, Anthropic's
-   * /v1/messages/batches for `anthropic`): batches on its models are submitted there (src/batches/nativeApi.ts).
+   * /v1/messages/batches for `anthropic`; its kind's row says which): batches on its models are submitted there
+   * (`nativeBatchesFor`, src/providers/kinds.ts).
    */
   nativeBatches?: boolean;
 }

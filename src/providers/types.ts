@@ -80,7 +80,7 @@ export interface PerDeploymentAdapter extends ProviderAdapter {
  * already-serialised JSON so callers can measure their size (funds bound) without serialising twice.
  */
 export interface OpenAICompatibleAdapter extends ProviderAdapter {
-  readonly kind: 'openai' | 'azure-openai';
+  readonly kind: ProviderKind;
   /** POST JSON, read the whole (JSON) answer. Non-2xx answers throw an ApiError (see mapUpstreamError). */
   postJson(path: string, payload: string, opts?: CallOptions): Promise<BufferedResponse>;
   /** POST JSON, return the answer's body as a stream once a 2xx status arrived (SSE, audio bytes). */

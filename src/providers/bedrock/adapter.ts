@@ -40,7 +40,8 @@ import {
  * EC2 instance role) and decodes the AWS event-stream framing. Claude models go through InvokeModel /
  * InvokeModelWithResponseStream with Anthropic's Messages body (`anthropic_version: bedrock-2023-05-31`, no
  * `model`), so their answers are Anthropic's JSON and stream events as they are; other models through Converse /
- * ConverseStream (src/providers/converseBackend.ts). The SDK's own retries are off: the gateway's router retries.
+ * ConverseStream (src/providers/bedrock/converseBackend.ts). The SDK's own retries are off: the gateway's router
+ * retries.
  * Errors: the upstream's status and message (ARNs and account ids removed) in Anthropic's shape; the gateway's own
  * refused credentials a 502; transport failures as on every other adapter.
  */

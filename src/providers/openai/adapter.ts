@@ -3,7 +3,7 @@ import { FormData, Pool } from 'undici';
 import type { Dispatcher } from 'undici';
 import { ApiError } from '../../errors';
 import { classOfStatus, markFailure } from '../../routing/failure';
-import type { ProviderConfig } from '../../catalog/catalog';
+import type { ProviderConfig, ProviderKind } from '../../catalog/catalog';
 import { postForWholeAnswer, postStreamingTo, type UpstreamPost, type WholeAnswer } from '../upstreamDispatch';
 import type {
   BufferedResponse,
@@ -48,7 +48,7 @@ export interface OpenAIWiring {
 }
 
 export class OpenAIAdapter implements OpenAICompatibleAdapter {
-  readonly kind: 'openai' | 'azure-openai';
+  readonly kind: ProviderKind;
   readonly id: string;
   private readonly pool: Pool;
   private readonly basePath: string;
@@ -63,7 +63,7 @@ export class OpenAIAdapter implements OpenAICompatibleAdapter {
     private readonly wiring: OpenAIWiring = {},
   ) {
     this.id = cfg.id;
-    this.kind = cfg.kind === 'azure-openai' ? 'azure-openai' : 'openai';
+    this.kind = cfg.kind;
     const url = new URL(cfg.baseUrl);
     this.basePath = url.pathname.replace(/\/+$/, '');
     this.timeoutMs = cfg.timeoutMs ?? 120_000;

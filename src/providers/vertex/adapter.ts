@@ -20,7 +20,7 @@ import { VertexAuth } from './auth';
 
 /**
  * Google Vertex AI: `{base}/v1/projects/{project}/locations/{region}/publishers/{publisher}/models/{model}:{method}`
- * with an OAuth bearer token (src/providers/vertexAuth.ts). Claude (publisher `anthropic`) through rawPredict /
+ * with an OAuth bearer token (src/providers/vertex/auth.ts). Claude (publisher `anthropic`) through rawPredict /
  * streamRawPredict with Anthropic's Messages body (`anthropic_version: vertex-2023-10-16`, no `model`), answering in
  * Anthropic's JSON and SSE; Gemini (publisher `google`) through generateContent / streamGenerateContent?alt=sse,
  * the Gemini API's own bodies. One keep-alive undici Pool per origin. Errors keep their status and the upstream's

@@ -13,7 +13,7 @@ import {
 
 /**
  * Google Veo on Vertex AI, with the OAuth token of the provider's service account or application-default credentials
- * (src/providers/vertexAuth.ts):
+ * (src/providers/vertex/auth.ts):
  *   POST {base}/v1/projects/{p}/locations/{l}/publishers/google/models/{model}:predictLongRunning
  *        -> {"name": "projects/.../publishers/google/models/{model}/operations/{id}"}
  *   POST .../models/{model}:fetchPredictOperation {"operationName": name} -> Operation {done, response | error}
