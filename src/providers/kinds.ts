@@ -73,6 +73,10 @@ export interface KindRow {
   reports: UsageReports | string;
   /** What its catalog entry needs. */
   credentials: Credentials;
+  /** Its `gen_ai.provider.name` on the spans of upstream tries (src/observability/tracingSdk.ts). */
+  telemetryName: string;
+  /** Whether a LiteLLM price list's `litellm_provider` names models it serves (src/cli/catalogImport.ts). */
+  litellm: (litellmProvider: string) => boolean;
   /** The public vendor of an upstream model (`owned_by`), when the catalog names none. */
   owner: (upstreamModel: string) => string;
 }

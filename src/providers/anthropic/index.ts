@@ -15,6 +15,8 @@ export const anthropicKind: KindRow = {
   video: null,
   nativeBatches: { endpoints: (endpoint) => endpoint === '/v1/messages', api: (cfg) => new AnthropicBatches(cfg) },
   reports: anthropicReports,
+  telemetryName: 'anthropic',
+  litellm: (p) => p === 'anthropic',
   credentials: { source: 'key' },
   owner: () => 'anthropic',
 };

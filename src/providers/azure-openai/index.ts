@@ -13,6 +13,8 @@ export const azureOpenaiKind: KindRow = {
   video: null,
   nativeBatches: null,
   reports: 'Azure Cost Management query API (per meter, per day)',
+  telemetryName: 'azure-openai',
+  litellm: (p) => p === 'azure' || p === 'azure_text',
   credentials: { source: 'key', apiVersion: true },
   owner: () => 'openai',
 };

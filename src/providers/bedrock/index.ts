@@ -15,6 +15,8 @@ export const bedrockKind: KindRow = {
   video: null,
   nativeBatches: null,
   reports: 'AWS Cost and Usage Report / Cost Explorer (per usage type)',
+  telemetryName: 'bedrock',
+  litellm: (p) => p === 'bedrock' || p === 'bedrock_converse',
   credentials: {
     source: 'cloud',
     defaultRegion: (env) => env.AWS_REGION || env.AWS_DEFAULT_REGION,

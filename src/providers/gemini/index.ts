@@ -13,6 +13,8 @@ export const geminiKind: KindRow = {
   video: null,
   nativeBatches: null,
   reports: 'Cloud Billing export to BigQuery (per SKU)',
+  telemetryName: 'gcp.gemini',
+  litellm: (p) => p === 'gemini',
   credentials: { source: 'key' },
   owner: () => 'google',
 };

@@ -16,6 +16,8 @@ export const openaiKind: KindRow = {
   video: null,
   nativeBatches: { endpoints: (endpoint) => endpoint !== '/v1/messages', api: (cfg) => new OpenAIBatches(cfg) },
   reports: openaiReports,
+  telemetryName: 'openai',
+  litellm: (p) => p === 'openai' || p === 'text-completion-openai',
   credentials: { source: 'key' },
   owner: () => 'openai',
 };

@@ -10,6 +10,8 @@ export const seedanceKind: KindRow = {
   video: { protocol: 'seedance', adapter: (cfg) => new SeedanceAdapter(cfg) },
   nativeBatches: null,
   reports: 'BytePlus billing bill details API (per instance, per day)',
+  telemetryName: 'byteplus',
+  litellm: () => false,
   credentials: { source: 'key' },
   owner: () => 'bytedance',
 };

@@ -10,6 +10,8 @@ export const veoKind: KindRow = {
   video: { protocol: 'veo', adapter: (cfg) => new VeoAdapter(cfg) },
   nativeBatches: null,
   reports: 'Cloud Billing export to BigQuery (per SKU)',
+  telemetryName: 'gcp.vertex_ai',
+  litellm: () => false,
   credentials: { source: 'key' },
   owner: () => 'google',
 };

@@ -18,6 +18,8 @@ export const vertexKind: KindRow = {
   video: { protocol: 'veo', adapter: (cfg) => new VertexVeoAdapter(cfg) },
   nativeBatches: null,
   reports: 'Cloud Billing export to BigQuery (per SKU)',
+  telemetryName: 'vertex',
+  litellm: (p) => p.startsWith('vertex_ai'),
   credentials: {
     source: 'cloud',
     defaultRegion: () => 'global',

@@ -26,6 +26,8 @@ const FIELDS: (keyof KindRow)[] = [
   'nativeBatches',
   'reports',
   'credentials',
+  'telemetryName',
+  'litellm',
   'owner',
 ];
 
