@@ -9,8 +9,8 @@ import { loadBatchSettings } from '../../src/batches/settings';
 
 /**
  * A batch line on a Bedrock or a Vertex chat model is answered and billed as the same synchronous request: the
- * worker builds its provider adapters from the API's list (src/providers/build.ts), so a cloud kind served on one
- * path is served on the other.
+ * worker builds its provider adapters as the API does (src/providers/build.ts, by the kinds table
+ * src/providers/kinds.ts), so a cloud kind served on one path is served on the other.
  */
 
 const PROJECT = 'emu-batch-project';
