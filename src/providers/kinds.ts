@@ -98,11 +98,6 @@ export type ProviderKind = keyof typeof KINDS;
 /** Every kind, in the table's order. */
 export const PROVIDER_KINDS = Object.keys(KINDS) as ProviderKind[];
 
-/** The kind's row. */
-export function kindOf(kind: ProviderKind): KindRow {
-  return KINDS[kind];
-}
-
 /**
  * The wire protocol a deployment answers in: Claude on Bedrock and on Vertex speak Anthropic Messages, Gemini on
  * Vertex the Gemini API, Veo on Vertex Veo's long-running operations; deployments of one model (and its fallbacks)
