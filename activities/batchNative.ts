@@ -13,14 +13,13 @@ import {
 } from '../src/billing/tokenUsage';
 import * as batches from '../src/batches/repo';
 import { OPERATION_OF } from '../src/batches/endpoints';
+import { nativeBatchApi, nativeBatchesFor } from '../src/providers/kinds';
 import {
-  nativeBatchApi,
-  nativeBatchesFor,
   NativeApiError,
   type NativeBatchApi,
   type NativeResultLine,
   type NativeStatus,
-} from '../src/batches/nativeApi';
+} from '../src/providers/nativeBatches';
 import { recordUpstream, upstreamOf } from '../src/batches/upstream';
 import { isBlank, readLines } from '../src/files/lines';
 import { isProblem, parseRequestLine, type BatchEndpoint } from '../src/files/batchInput';

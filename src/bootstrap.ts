@@ -26,7 +26,10 @@ export interface CoreDeps {
   db: Db;
   catalog: Catalog;
   storage: Storage;
-  /** The synchronous upstream adapters (one list: providers/build.ts), used by the API and by batch items. */
+  /**
+   * The synchronous upstream adapters (one per provider, by the kinds table: providers/kinds.ts), used by the API
+   * and by batch items.
+   */
   providers: ProviderRegistry;
   router: ModelRouter;
   /** The price versions in force and scheduled, put on the catalog's models (billing/priceBook.ts). */

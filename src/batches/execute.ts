@@ -10,8 +10,8 @@ import { tracer } from '../observability/tracing';
 import { NO_LIMITS } from '../limits/keyLimits';
 import type { Principal } from '../auth/apiKeys';
 import type { Reservation, UsageInput } from '../billing/credit';
-import { CHAT_PROTOCOL } from '../providers/kinds';
-import { DEFAULT_ANTHROPIC_VERSION } from '../providers/anthropic';
+import { KINDS } from '../providers/kinds';
+import { DEFAULT_ANTHROPIC_VERSION } from '../providers/anthropic/adapter';
 import { asOpenAIError } from '../providers/upstreamError';
 import {
   holdBilling,
@@ -83,7 +83,7 @@ const OPERATIONS: Record<BatchEndpoint, BatchOperation> = {
     run: (c, d, m, b) => {
       // Only a Responses upstream runs /v1/responses in a batch; a batch's responses are not kept for
       // previous_response_id (they are in the output file).
-      if (CHAT_PROTOCOL[d.catalog.provider(m).kind] !== 'openai')
+      if (KINDS[d.catalog.provider(m).kind].chat !== 'openai')
         throw new ApiError(
           400,
           `The model '${m.id}' does not serve /v1/responses in a batch; use /v1/chat/completions.`,

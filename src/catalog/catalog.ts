@@ -3,26 +3,13 @@ import Ajv from 'ajv';
 import { ApiError, modelNotFound } from '../errors';
 import { deploymentsSchema, resolveDeployments, type Deployment, type DeploymentConfig } from './deployments';
 import { clip } from '../text/clip';
+import { KINDS, PROVIDER_KINDS, wireOf, type KindRow, type ProviderKind } from '../providers/kinds';
 
 /** The model catalog: one JSON file (config/catalog.json by default) listing providers and priced models. */
 
 export type Mode = 'chat' | 'completion' | 'embedding' | 'speech' | 'transcription' | 'image' | 'video';
 export const MODES: Mode[] = ['chat', 'completion', 'embedding', 'speech', 'transcription', 'image', 'video'];
-export type ProviderKind =
-  'openai' | 'anthropic' | 'gemini' | 'veo' | 'seedance' | 'bedrock' | 'vertex' | 'azure-openai';
-export const PROVIDER_KINDS: ProviderKind[] = [
-  'openai',
-  'anthropic',
-  'gemini',
-  'veo',
-  'seedance',
-  'bedrock',
-  'vertex',
-  'azure-openai',
-];
-
-/** Kinds whose credentials come from the cloud's own chain (AWS, Google), never from an `apiKeyEnv`. */
-const CLOUD_KINDS: ProviderKind[] = ['bedrock', 'vertex'];
+export type { ProviderKind } from '../providers/kinds';
 
 export interface ProviderConfig {
   id: string;
@@ -54,45 +41,10 @@ export interface ProviderConfig {
   apiVersion?: string;
   /**
    * The provider offers its own batch API (OpenAI's /v1/batches for the `openai` kind, Anthropic's
-   * /v1/messages/batches for `anthropic`): batches on its models are submitted there (src/batches/nativeApi.ts).
+   * /v1/messages/batches for `anthropic`; its kind's row says which): batches on its models are submitted there
+   * (`nativeBatchesFor`, src/providers/kinds.ts).
    */
   nativeBatches?: boolean;
-}
-
-/** The public vendor behind each provider kind, as models' `owned_by` names it. */
-const VENDOR_OF_KIND: Record<ProviderKind, string> = {
-  openai: 'openai',
-  anthropic: 'anthropic',
-  gemini: 'google',
-  veo: 'google',
-  seedance: 'bytedance',
-  bedrock: 'anthropic',
-  vertex: 'google',
-  'azure-openai': 'openai',
-};
-
-/** The default endpoint of a cloud kind's region, when the catalog gives no baseUrl. */
-function cloudBaseUrl(kind: ProviderKind, region: string): string {
-  if (kind === 'bedrock') return `https://bedrock-runtime.${region}.amazonaws.com`;
-  return region === 'global' ? 'https://aiplatform.googleapis.com' : `https://${region}-aiplatform.googleapis.com`;
-}
-
-/** Whether an upstream model name is a Claude model (Bedrock ids and inference profiles, Vertex names). */
-export function isClaudeModel(upstreamModel: string): boolean {
-  return /(^|[.:/])(anthropic\.)?claude-/.test(upstreamModel);
-}
-
-/**
- * The wire protocol a deployment answers in: what decides which native path serves it. Claude on Bedrock and on
- * Vertex speak Anthropic Messages, Gemini on Vertex the Gemini API, Veo on Vertex Veo's long-running operations;
- * deployments of one model (and its fallbacks) may be of any kinds that speak the same one.
- */
-export function wireOf(kind: ProviderKind, upstreamModel: string): string {
-  const claude = isClaudeModel(upstreamModel);
-  if (kind === 'bedrock') return claude ? 'anthropic' : 'converse';
-  if (kind === 'vertex') return claude ? 'anthropic' : /^veo-/.test(upstreamModel) ? 'veo' : 'gemini';
-  if (kind === 'azure-openai') return 'openai'; // OpenAI's protocol at Azure's URLs
-  return kind;
 }
 
 /** An env var name (a key pasted into a `*Env` field is refused, never logged). */
@@ -335,22 +287,22 @@ function loadProvider(id: string, p: Omit<ProviderConfig, 'id'>, env: NodeJS.Pro
   };
   if (/^[a-z][a-z0-9+.-]*:\/\/[^/]*@/i.test(cfg.baseUrl) || /[?&](key|api[-_]?key|token|sig)=/i.test(cfg.baseUrl))
     throw new Error(`catalog: provider ${id} baseUrl carries credentials (give them through the environment)`);
-  if (CLOUD_KINDS.includes(p.kind)) {
+  const needs: KindRow['credentials'] = KINDS[p.kind].credentials;
+  if (needs.source === 'cloud') {
     if (p.apiKeyEnv)
       throw new Error(
         `catalog: provider ${id} (${p.kind}) cannot have apiKeyEnv: its credentials come from the cloud's chain`,
       );
-    if (p.kind === 'bedrock') cfg.region ||= env.AWS_REGION || env.AWS_DEFAULT_REGION;
-    if (p.kind === 'vertex') cfg.region ||= 'global';
+    if (needs.defaultRegion) cfg.region ||= needs.defaultRegion(env);
     if (!cfg.region) throw new Error(`catalog: provider ${id} (${p.kind}) needs a region (or AWS_REGION)`);
-    if (p.kind === 'vertex' && !cfg.project) throw new Error(`catalog: provider ${id} (vertex) needs a project`);
-    if (!cfg.baseUrl) cfg.baseUrl = cloudBaseUrl(p.kind, cfg.region);
+    if (needs.project && !cfg.project) throw new Error(`catalog: provider ${id} (${p.kind}) needs a project`);
+    if (!cfg.baseUrl && needs.defaultBaseUrl) cfg.baseUrl = needs.defaultBaseUrl(cfg.region);
   } else {
     if (p.region || p.project || p.credentialsFileEnv)
       throw new Error(`catalog: provider ${id} (${p.kind}) takes no region, project or credentialsFileEnv`);
     if (!cfg.baseUrl) throw new Error(`catalog: provider ${id} needs a baseUrl`);
   }
-  if (p.apiVersion !== undefined && p.kind !== 'azure-openai')
+  if (p.apiVersion !== undefined && !needs.apiVersion)
     throw new Error(`catalog: provider ${id} (${p.kind}) takes no apiVersion`);
   return cfg;
 }
@@ -388,7 +340,7 @@ export class Catalog {
           throw new Error(`catalog: model ${m.id} names unknown provider ${d.provider}`);
         if (wireOfDeployment(this, d) !== wireOfDeployment(this, deployments[0]))
           throw new Error(`catalog: deployments of ${m.id} answer in different protocols (${d.provider})`);
-        if (d.apiKeyEnv && CLOUD_KINDS.includes(this.providers.get(d.provider)!.kind))
+        if (d.apiKeyEnv && KINDS[this.providers.get(d.provider)!.kind].credentials.source === 'cloud')
           throw new Error(`catalog: deployment of ${m.id} on ${d.provider} cannot have apiKeyEnv (cloud credentials)`);
       }
       if (new Set(deployments.map((d) => d.id)).size !== deployments.length)
@@ -475,11 +427,8 @@ export class Catalog {
   ownerOf(m: ModelConfig): string {
     const p = this.provider(m);
     if (p.ownedBy) return p.ownedBy;
-    // Cloud kinds resell several vendors: the model's own (a Bedrock id names it: `us.meta.llama...` -> meta).
-    if (p.kind === 'bedrock' && !isClaudeModel(m.upstreamModel))
-      return /^(?:[a-z]{2,4}\.)?([a-z0-9-]+)\./.exec(m.upstreamModel.replace(/^arn:.*\//, ''))?.[1] ?? 'amazon';
-    if (p.kind === 'vertex' && isClaudeModel(m.upstreamModel)) return 'anthropic';
-    return VENDOR_OF_KIND[p.kind] ?? 'system';
+    // Cloud kinds resell several vendors: the row answers by the upstream model (src/providers/kinds.ts).
+    return KINDS[p.kind].owner(m.upstreamModel) || 'system';
   }
 
   /** The model, or a 404 model_not_found; a model of another mode is a 400 naming `model`. */

@@ -8,8 +8,8 @@ import {
   type Mode,
   type ModelConfig,
   type Pricing,
-  type ProviderKind,
 } from '../catalog/catalog';
+import { KINDS } from '../providers/kinds';
 import { projectRoot } from '../projectRoot';
 
 /**
@@ -31,18 +31,6 @@ export const CATALOG_IMPORT_USAGE = [
 ].join('\n');
 
 export class CatalogImportUsageError extends Error {}
-
-/** The LiteLLM `litellm_provider` values whose models each of our provider kinds serves. */
-const LITELLM_PROVIDERS: Record<ProviderKind, (p: string) => boolean> = {
-  openai: (p) => p === 'openai' || p === 'text-completion-openai',
-  'azure-openai': (p) => p === 'azure' || p === 'azure_text',
-  anthropic: (p) => p === 'anthropic',
-  gemini: (p) => p === 'gemini',
-  bedrock: (p) => p === 'bedrock' || p === 'bedrock_converse',
-  vertex: (p) => p.startsWith('vertex_ai'),
-  veo: () => false,
-  seedance: () => false,
-};
 
 const MODES: Record<string, Mode> = {
   chat: 'chat',
@@ -271,7 +259,7 @@ export function importPrices(o: ImportOptions, env: NodeJS.ProcessEnv = process.
   const taken = (name: string) => file.models.findIndex((m) => m.id === name || (m.aliases ?? []).includes(name));
   const importedNow = new Set<string>();
   for (const provider of o.providers) {
-    const serves = LITELLM_PROVIDERS[file.providers[provider].kind];
+    const serves = KINDS[file.providers[provider].kind].litellm;
     for (const [key, e] of Object.entries(list)) {
       if (key === 'sample_spec' || !e || typeof e !== 'object' || typeof e.litellm_provider !== 'string') continue;
       if (!serves(e.litellm_provider)) continue;

@@ -31,7 +31,8 @@ export interface TryInfo {
   model: string;
   deployment: string;
   provider: string;
-  providerKind: string | undefined;
+  /** The provider's `gen_ai.provider.name` (its kind's row says it). */
+  providerName: string | undefined;
   upstreamModel: string;
   kind: 'first' | 'retry' | 'fallback';
 }

@@ -47,15 +47,6 @@ const OPERATIONS: Record<string, string> = {
 const genAiOperation = (op: string | undefined): string | undefined =>
   op === undefined ? undefined : (OPERATIONS[op] ?? op);
 
-/** Provider kinds (src/catalog) as gen_ai.provider.name values. */
-const PROVIDERS: Record<string, string> = {
-  openai: 'openai',
-  anthropic: 'anthropic',
-  gemini: 'gcp.gemini',
-  veo: 'gcp.vertex_ai',
-  seedance: 'byteplus',
-};
-
 function protocolOf(env: NodeJS.ProcessEnv): 'http/protobuf' | 'http/json' {
   const p = (env.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL || env.OTEL_EXPORTER_OTLP_PROTOCOL || 'http/protobuf').trim();
   if (p === 'http/protobuf' || p === 'http/json') return p;
@@ -282,7 +273,7 @@ class SdkTracing implements GatewayTracing {
       'gateway.try': t.kind,
     };
     if (op) a['gen_ai.operation.name'] = op;
-    if (t.providerKind) a['gen_ai.provider.name'] = PROVIDERS[t.providerKind] ?? t.providerKind;
+    if (t.providerName) a['gen_ai.provider.name'] = t.providerName;
     if (t.kind !== 'first') a[`gateway.${t.kind}`] = true;
     return this.tracer.startSpan(
       `${op ?? 'call'} ${t.upstreamModel}`,

@@ -1,27 +1,14 @@
 import type { Catalog } from '../catalog/catalog';
 import { ProviderRegistry } from './registry';
-import { AnthropicAdapter } from './anthropic';
-import { GeminiAdapter } from './gemini';
-import { BedrockAdapter } from './bedrock';
-import { VertexAdapter } from './vertex';
 
 /**
- * The synchronous provider adapters of every process (the API's routes and the worker's batch items), built from
- * one list so a kind served on one path is served on the other. `openai` and `azure-openai` are built in to the
- * registry; video kinds have their own clients (providers/video).
+ * The synchronous provider adapters of every process (the API's routes and the worker's batch items): one per
+ * catalog provider whose kind has an adapter in the kinds table (src/providers/kinds.ts), so a kind served on one
+ * path is served on the other. Video kinds have their own clients (src/providers/video/index.ts).
  */
 export function buildProviderRegistry(
   catalog: Catalog,
   opts: { onError?: (provider: string, status: number) => void } = {},
 ): ProviderRegistry {
-  const { onError } = opts;
-  return new ProviderRegistry(catalog, {
-    onError,
-    factories: {
-      anthropic: (cfg) => new AnthropicAdapter(cfg, { onError }),
-      gemini: (cfg) => new GeminiAdapter(cfg, { onError }),
-      bedrock: (cfg) => new BedrockAdapter(cfg, { onError }),
-      vertex: (cfg) => new VertexAdapter(cfg, { onError }),
-    },
-  });
+  return new ProviderRegistry(catalog, { onError: opts.onError });
 }

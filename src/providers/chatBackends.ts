@@ -19,8 +19,6 @@ import {
 import { chatProtocol } from './kinds';
 import { geminiBackend } from './geminiBackend';
 import { asOpenAIError } from './upstreamError';
-import { BedrockAdapter } from './bedrock';
-import { converseBackend } from './converseBackend';
 import { bridgedBatches, UpstreamStreamError, type ChatBackend } from './chatBackend';
 import { sseBatches } from '../sse/upstreamEvents';
 import type { MessagesUpstream } from './messagesUpstream';
@@ -132,7 +130,8 @@ export function backendFor(
   if (messages) return anthropicBackend(messages, model, chat, upstreamModel);
   const gemini = protocol === 'gemini' ? a?.geminiFor?.(upstreamModel) : null;
   if (gemini) return geminiBackend(gemini, model, chat, upstreamModel);
-  if (a instanceof BedrockAdapter) return converseBackend(a, model, chat, upstreamModel);
+  const own = a?.chatBackendFor?.(model, chat, upstreamModel);
+  if (own) return own;
   const openai = deployment ? providers.openaiFor(deployment) : providers.openai(model);
   const c = deployment && deployment.upstreamModel !== chat.model ? { ...chat, model: deployment.upstreamModel } : chat;
   return model.api === 'responses' ? responsesBackend(openai, model, c) : openaiBackend(openai, model, c);

@@ -1,3 +1,4 @@
+import type { Dispatcher } from 'undici';
 import type { CallOptions } from './types';
 
 /**
@@ -25,6 +26,15 @@ export interface MessagesUpstream {
   messages(payload: string, h: MessagesHeaders, opts?: CallOptions): Promise<MessagesAnswer>;
   /** The same with the whole body read (a connection broken while reading fails the call, as one before). */
   messagesWhole(payload: string, h: MessagesHeaders, opts?: CallOptions): Promise<MessagesAnswer & { raw: Buffer }>;
+  /** The upstream's own token counter (/v1/messages/count_tokens), where it has one (api.anthropic.com). */
+  countTokens?(payload: string, h: MessagesHeaders, opts?: CallOptions): Promise<MessagesCount>;
+}
+
+/** The count_tokens answer, its body still to read. */
+export interface MessagesCount {
+  status: number;
+  contentType: string;
+  body: Dispatcher.ResponseData['body'];
 }
 
 /** The request body of a cloud-hosted Claude: no `model` (it is in the URL), the host's own anthropic_version. */

@@ -1,42 +1,29 @@
 import { ApiError } from '../errors';
-import type { Catalog, ModelConfig, ProviderConfig, ProviderKind } from '../catalog/catalog';
-import { OpenAIAdapter, type OpenAIAdapterOptions } from './openai';
-import { AzureOpenAIAdapter } from './azureOpenai';
+import type { Catalog, ModelConfig } from '../catalog/catalog';
 import type { OpenAICompatibleAdapter, PerDeploymentAdapter, ProviderAdapter } from './types';
 import { adapterKey, type Deployment } from '../catalog/deployments';
-import { CHAT_PROTOCOL } from './kinds';
-
-export type AdapterFactory = (cfg: ProviderConfig) => ProviderAdapter;
-
-export interface RegistryOptions extends OpenAIAdapterOptions {
-  /** Adapters for other provider kinds (anthropic, veo, seedance), by kind. `openai` is built in. */
-  factories?: Partial<Record<ProviderKind, AdapterFactory>>;
-}
+import { KINDS, type AdapterOptions } from './kinds';
 
 /**
  * One adapter (and so one connection pool) per catalog provider, built once at start-up and shared by every
- * request. Kinds without a factory are skipped (their owners build their own clients, e.g. the video worker).
+ * request, by its kind's row (src/providers/kinds.ts `adapter`). Kinds without one are skipped (video kinds: their
+ * adapters are src/providers/video/index.ts's).
  */
 export class ProviderRegistry {
   private readonly adapters = new Map<string, ProviderAdapter>();
 
-  constructor(catalog: Catalog, opts: RegistryOptions = {}) {
-    const factories: Partial<Record<ProviderKind, AdapterFactory>> = {
-      openai: (cfg) => new OpenAIAdapter(cfg, opts),
-      'azure-openai': (cfg) => new AzureOpenAIAdapter(cfg, opts),
-      ...opts.factories,
-    };
+  constructor(catalog: Catalog, opts: AdapterOptions = {}) {
     for (const cfg of catalog.providers.values()) {
-      const make = factories[cfg.kind];
-      if (make) this.adapters.set(cfg.id, make(cfg));
+      const make = KINDS[cfg.kind].adapter;
+      if (make) this.adapters.set(cfg.id, make(cfg, opts));
     }
     // A deployment with a key of its own gets its own adapter (headers and pool), one per provider and key.
     for (const d of catalog.allDeployments()) {
       const key = adapterKey(d);
       if (!d.apiKeyEnv || this.adapters.has(key)) continue;
       const cfg = catalog.providers.get(d.provider)!;
-      const make = factories[cfg.kind];
-      if (make) this.adapters.set(key, make({ ...cfg, apiKey: d.apiKey }));
+      const make = KINDS[cfg.kind].adapter;
+      if (make) this.adapters.set(key, make({ ...cfg, apiKey: d.apiKey }, opts));
     }
   }
 
@@ -49,7 +36,7 @@ export class ProviderRegistry {
   openaiFor(d: Deployment): OpenAICompatibleAdapter {
     const a = this.forDeployment(d);
     if (a && isPerDeployment(a)) return a.deployment(d.upstreamModel);
-    if (!a || CHAT_PROTOCOL[a.kind] !== 'openai') {
+    if (!a || KINDS[a.kind].chat !== 'openai') {
       throw new ApiError(
         500,
         `Model '${d.modelId}' is not served by an OpenAI-compatible provider.`,
@@ -69,7 +56,7 @@ export class ProviderRegistry {
   openai(model: ModelConfig): OpenAICompatibleAdapter {
     const a = this.adapters.get(model.provider);
     if (a && isPerDeployment(a)) return a.deployment(model.upstreamModel);
-    if (!a || CHAT_PROTOCOL[a.kind] !== 'openai') {
+    if (!a || KINDS[a.kind].chat !== 'openai') {
       throw new ApiError(
         500,
         `Model '${model.id}' is not served by an OpenAI-compatible provider.`,

@@ -1,9 +1,11 @@
 import type { Span } from '@opentelemetry/api';
 import type { Readable } from 'node:stream';
-import type { ProviderKind } from '../catalog/catalog';
+import type { ModelConfig, ProviderKind } from '../catalog/catalog';
+import type { ChatRequest } from '../translate/chatTypes';
+import type { ChatBackend } from './chatBackend';
 import type { StreamSink } from '../sse/streamSink';
 import type { MessagesUpstream } from './messagesUpstream';
-import type { GeminiUpstream } from './gemini';
+import type { GeminiEmbedRequest, GeminiUpstream } from './gemini/adapter';
 import type { RequestAbort } from '../net/abort';
 
 /**
@@ -19,6 +21,18 @@ export interface ProviderAdapter {
   messagesFor?(upstreamModel: string): MessagesUpstream | null;
   /** Where this upstream serves the model natively over the Gemini API (the Gemini API, Gemini on Vertex). */
   geminiFor?(upstreamModel: string): GeminiUpstream | null;
+  /**
+   * The kind's own translated chat backend, for a model that speaks none of the gateway's chat protocols (Converse
+   * on Bedrock); null: the model is reached through messagesFor, geminiFor or OpenAI's chat.
+   */
+  chatBackendFor?(model: ModelConfig, chat: ChatRequest, upstreamModel: string): ChatBackend | null;
+  /** Embeddings over the Gemini API (embedContent, batchEmbedContents): kinds whose row says embeddings 'gemini'. */
+  embed?(
+    upstreamModel: string,
+    requests: GeminiEmbedRequest[],
+    batch: boolean,
+    opts?: CallOptions,
+  ): Promise<number[][]>;
 }
 
 export interface CallOptions {
@@ -66,7 +80,7 @@ export interface PerDeploymentAdapter extends ProviderAdapter {
  * already-serialised JSON so callers can measure their size (funds bound) without serialising twice.
  */
 export interface OpenAICompatibleAdapter extends ProviderAdapter {
-  readonly kind: 'openai' | 'azure-openai';
+  readonly kind: ProviderKind;
   /** POST JSON, read the whole (JSON) answer. Non-2xx answers throw an ApiError (see mapUpstreamError). */
   postJson(path: string, payload: string, opts?: CallOptions): Promise<BufferedResponse>;
   /** POST JSON, return the answer's body as a stream once a 2xx status arrived (SSE, audio bytes). */

@@ -1,4 +1,6 @@
 import type { Catalog, Pricing, ProviderConfig, ProviderKind } from '../catalog/catalog';
+import { KINDS, PROVIDER_KINDS, type KindRow } from '../providers/kinds';
+import type { UsageReports } from '../providers/usageReports';
 import type { Db } from '../db/pool';
 import { tx } from '../db/pool';
 import { breakdownOfUnits } from '../billing/tokenUsage';
@@ -14,19 +16,21 @@ export const FIELDS = ['input', 'cache_read', 'cache_write_5m', 'cache_write_1h'
 export type Field = (typeof FIELDS)[number];
 type Units = Record<Field, number>;
 
-/** Kinds whose provider report the gateway reads. */
-export const RECONCILED_KINDS: ProviderKind[] = ['openai', 'anthropic'];
-/** The report each other kind would be read from (named in docs/billing.md). */
-export const NOT_RECONCILED: Partial<Record<ProviderKind, string>> = {
-  'azure-openai': 'Azure Cost Management query API (per meter, per day)',
-  bedrock: 'AWS Cost and Usage Report / Cost Explorer (per usage type)',
-  vertex: 'Cloud Billing export to BigQuery (per SKU)',
-  gemini: 'Cloud Billing export to BigQuery (per SKU)',
-  veo: 'Cloud Billing export to BigQuery (per SKU)',
-  seedance: 'BytePlus billing bill details API (per instance, per day)',
-};
+/** The report each kind the gateway reads none of would be read from (its row's `reports`; docs/billing.md). */
+export const NOT_RECONCILED: Partial<Record<ProviderKind, string>> = Object.fromEntries(
+  PROVIDER_KINDS.flatMap((k) => {
+    const reports: KindRow['reports'] = KINDS[k].reports;
+    return typeof reports === 'string' ? [[k, reports]] : [];
+  }),
+);
 
-export const isReconciled = (p: ProviderConfig) => RECONCILED_KINDS.includes(p.kind);
+/** The reader of the provider's own reports, if the gateway reads them. */
+function readerOf(p: ProviderConfig): UsageReports | null {
+  const reports: KindRow['reports'] = KINDS[p.kind].reports;
+  return typeof reports === 'string' ? null : reports;
+}
+
+export const isReconciled = (p: ProviderConfig) => readerOf(p) !== null;
 
 const round4 = (x: number) => Math.round(x * 10_000) / 10_000;
 const zero = (): Units => ({ input: 0, cache_read: 0, cache_write_5m: 0, cache_write_1h: 0, output: 0 });
@@ -53,35 +57,9 @@ export async function providerReport(
     for (const f of FIELDS) t[f] += u[f] ?? 0;
     out.set(model, t);
   };
-  const key = reportKey(p, env);
-  if (p.kind === 'openai') {
-    const q = `start_time=${start / 1000}&end_time=${(start + DAY_MS) / 1000}&bucket_width=1d&group_by=model&limit=31`;
-    const r = await getJson(`${p.baseUrl}/organization/usage/completions?${q}`, { authorization: `Bearer ${key}` });
-    for (const b of r.data ?? [])
-      for (const x of b.results ?? [])
-        add(String(x.model), {
-          input: (x.input_tokens ?? 0) - (x.input_cached_tokens ?? 0),
-          cache_read: x.input_cached_tokens ?? 0,
-          output: x.output_tokens ?? 0,
-        });
-  } else if (p.kind === 'anthropic') {
-    const from = new Date(start).toISOString();
-    const to = new Date(start + DAY_MS).toISOString();
-    const q = `starting_at=${from}&ending_at=${to}&bucket_width=1d&group_by[]=model&limit=31`;
-    const r = await getJson(`${p.baseUrl}/v1/organizations/usage_report/messages?${q}`, {
-      'x-api-key': key,
-      'anthropic-version': '2023-06-01',
-    });
-    for (const b of r.data ?? [])
-      for (const x of b.results ?? [])
-        add(String(x.model), {
-          input: x.uncached_input_tokens ?? 0,
-          cache_read: x.cache_read_input_tokens ?? 0,
-          cache_write_5m: x.cache_creation?.ephemeral_5m_input_tokens ?? 0,
-          cache_write_1h: x.cache_creation?.ephemeral_1h_input_tokens ?? 0,
-          output: x.output_tokens ?? 0,
-        });
-  } else throw new Error(`provider ${p.id} (${p.kind}) has no usage report the gateway reads`);
+  const reader = readerOf(p);
+  if (!reader) throw new Error(`provider ${p.id} (${p.kind}) has no usage report the gateway reads`);
+  await reader.usage(p.baseUrl, reportKey(p, env), { start, end: start + DAY_MS }, add);
   return out;
 }
 
@@ -99,42 +77,8 @@ export async function providerCosts(
     t[field] += usd;
     out.set(model, t);
   };
-  const key = reportKey(p, env);
-  if (p.kind === 'openai') {
-    const q = `start_time=${start / 1000}&end_time=${(start + DAY_MS) / 1000}&bucket_width=1d&group_by=line_item`;
-    const r = await getJson(`${p.baseUrl}/organization/costs?${q}`, { authorization: `Bearer ${key}` });
-    const kinds: Record<string, Field> = { input: 'input', 'cached input': 'cache_read', output: 'output' };
-    for (const b of r.data ?? [])
-      for (const x of b.results ?? []) {
-        const m = /^(.*), ([a-z ]+)$/.exec(String(x.line_item ?? ''));
-        if (m) add(m[1], kinds[m[2]], Number(x.amount?.value));
-      }
-  } else if (p.kind === 'anthropic') {
-    const q =
-      `starting_at=${new Date(start).toISOString()}&ending_at=${new Date(start + DAY_MS).toISOString()}` +
-      '&bucket_width=1d&group_by[]=description';
-    const r = await getJson(`${p.baseUrl}/v1/organizations/cost_report?${q}`, {
-      'x-api-key': key,
-      'anthropic-version': '2023-06-01',
-    });
-    const kinds: Record<string, Field> = {
-      uncached_input_tokens: 'input',
-      cache_read_input_tokens: 'cache_read',
-      'cache_creation.ephemeral_5m_input_tokens': 'cache_write_5m',
-      'cache_creation.ephemeral_1h_input_tokens': 'cache_write_1h',
-      output_tokens: 'output',
-    };
-    // Amounts are cents of USD, as decimal strings.
-    for (const b of r.data ?? [])
-      for (const x of b.results ?? []) add(String(x.model), kinds[x.token_type], Number(x.amount) / 100);
-  }
+  await readerOf(p)?.costs(p.baseUrl, reportKey(p, env), { start, end: start + DAY_MS }, add);
   return out;
-}
-
-async function getJson(url: string, headers: Record<string, string>): Promise<any> {
-  const r = await fetch(url, { headers, signal: AbortSignal.timeout(60_000) });
-  if (!r.ok) throw new Error(`usage report ${new URL(url).pathname} answered ${r.status}`);
-  return r.json();
 }
 
 /** The gateway's record of the day's upstream usage on provider `p`: units and VND charged by upstream model. */

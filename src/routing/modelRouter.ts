@@ -5,6 +5,7 @@ import { failureOf, isRetryable } from './failure';
 import type { RoutingSettings } from './settings';
 import type { Span } from '@opentelemetry/api';
 import { tracer, type TryInfo } from '../observability/tracing';
+import { KINDS } from '../providers/kinds';
 
 /** How a try came about: the first one, another deployment of the same model, or a fallback model. */
 export type TryKind = 'first' | 'retry' | 'fallback';
@@ -54,15 +55,15 @@ export class ModelRouter {
   /** Each deployment's first try of its own model, built once here: the healthy path allocates no try per request. */
   private readonly firstTries = new Map<DeploymentState, RouteTry>();
   readonly states: DeploymentState[] = [];
-  /** Provider id -> kind, for the tries' spans. */
-  private readonly kinds = new Map<string, string>();
+  /** Provider id -> its kind's name on the tries' spans (src/providers/kinds.ts `telemetryName`). */
+  private readonly providerNames = new Map<string, string>();
 
   constructor(
     catalog: Catalog,
     private readonly settings: RoutingSettings,
     private readonly now: () => number = Date.now,
   ) {
-    for (const [id, p] of catalog.providers) this.kinds.set(id, p.kind);
+    for (const [id, p] of catalog.providers) this.providerNames.set(id, KINDS[p.kind].telemetryName);
     const byModel = new Map<string, DeploymentState[]>();
     for (const m of catalog.models) {
       const states = catalog.deployments(m).map((d) => new DeploymentState(d));
@@ -144,7 +145,7 @@ export class ModelRouter {
       model: t.model.id,
       deployment: d.id,
       provider: d.provider,
-      providerKind: this.kinds.get(d.provider),
+      providerName: this.providerNames.get(d.provider),
       upstreamModel: d.upstreamModel,
       kind: t.kind,
     };

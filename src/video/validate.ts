@@ -1,5 +1,6 @@
 import { badRequest, ApiError } from '../errors';
-import { wireOf, type Catalog, type ModelConfig } from '../catalog/catalog';
+import type { Catalog, ModelConfig } from '../catalog/catalog';
+import { wireOf } from '../providers/kinds';
 import { findUnstorableText, unstorableTextMessage } from '../text/pgText';
 import type { VideoImages, VideoRequest } from './params';
 import { formNameMessage, formNamePath, formNameProblem } from '../schemas/bodyShape';
@@ -21,12 +22,12 @@ export const REFERENCE_FAMILY = 'seedance';
 
 const REFERENCE_ONLY = ['last_frame', 'reference_images', 'resolution', 'watermark', 'return_last_frame'] as const;
 
-/** Aspect ratios each provider kind accepts. */
+/** Aspect ratios each video protocol accepts. */
 const RATIOS: Record<string, string[]> = {
   veo: ['16:9', '9:16'],
   seedance: ['16:9', '4:3', '1:1', '3:4', '9:16', '21:9'],
 };
-/** Pass-through keys that would contradict a gateway field (or what we bill), per provider kind. */
+/** Pass-through keys that would contradict a gateway field (or what we bill), per video protocol. */
 const RESERVED_PARAMETERS: Record<string, Record<string, string>> = {
   veo: {
     durationSeconds: 'seconds',
@@ -103,7 +104,11 @@ function gcd(a: number, b: number): number {
 }
 
 /** `WxH` or `W:H` -> the provider's nearest supported ratio (within 2 %) and, for WxH, the implied resolution. */
-function parseSize(size: unknown, kind: string, family: string): { aspectRatio: string; impliedResolution?: string } {
+function parseSize(
+  size: unknown,
+  protocol: string,
+  family: string,
+): { aspectRatio: string; impliedResolution?: string } {
   if (typeof size !== 'string')
     throw bad('size', `Invalid 'size': expected a string such as "1280x720" or "16:9".`, 'invalid_type');
   const m = /^\s*(\d{1,5})\s*([xX×:])\s*(\d{1,5})\s*$/.exec(size);
@@ -114,7 +119,7 @@ function parseSize(size: unknown, kind: string, family: string): { aspectRatio: 
     );
   const w = Number(m[1]);
   const h = Number(m[3]);
-  const ratios = RATIOS[kind] ?? RATIOS.seedance;
+  const ratios = RATIOS[protocol] ?? RATIOS.seedance;
   let best: string | null = null;
   let err = Infinity;
   for (const r of ratios) {
@@ -181,8 +186,11 @@ function imageSource(v: unknown, param: string): ImageSource {
 interface FieldContext {
   body: Record<string, unknown>;
   model: ModelConfig;
-  /** The provider kind (veo, seedance, ...) and the model's family (the kind unless the catalog says otherwise). */
-  kind: string;
+  /**
+   * The video protocol its provider speaks (veo, seedance: src/providers/kinds.ts) and the model's family (the
+   * protocol unless the catalog says otherwise).
+   */
+  protocol: string;
   family: string;
   referenceFamily: boolean;
   /** A multipart body: every value arrives as a string. */
@@ -225,7 +233,7 @@ const VALIDATORS: readonly FieldValidator[] = [
   { fields: ['input_reference', 'last_frame', 'reference_images'], check: (c) => ({ images: imageSources(c.body) }) },
   {
     fields: ['parameters'],
-    check: (c) => ({ parameters: passThroughParameters(c.body.parameters, c.kind, c.fromForm) }),
+    check: (c) => ({ parameters: passThroughParameters(c.body.parameters, c.protocol, c.fromForm) }),
   },
 ];
 const FIELDS = new Set(VALIDATORS.flatMap((v) => v.fields));
@@ -241,9 +249,9 @@ export function validateVideoRequest(
 ): ValidVideoRequest {
   const model = catalog.require(body.model, 'video');
   // What the provider speaks (Veo on Vertex is Veo): Veo's rules hold wherever Veo runs.
-  const kind = wireOf(catalog.provider(model).kind, model.upstreamModel);
-  const family = model.family ?? kind;
-  const c: FieldContext = { body, model, kind, family, referenceFamily: family === REFERENCE_FAMILY, fromForm };
+  const protocol = wireOf(catalog.provider(model).kind, model.upstreamModel);
+  const family = model.family ?? protocol;
+  const c: FieldContext = { body, model, protocol, family, referenceFamily: family === REFERENCE_FAMILY, fromForm };
   for (const k of Object.keys(body)) {
     if (!FIELDS.has(k)) throw bad(k, `Unrecognized request argument supplied: ${clip(k)}`, 'unknown_parameter');
   }
@@ -302,7 +310,7 @@ function refuseReferenceOnly(c: FieldContext): void {
 /** `seed`: Veo on the Gemini API cannot honour it; say so rather than drop it silently. */
 function checkSeed(c: FieldContext): Pick<Draft, 'seed'> | void {
   if (!given(c.body.seed)) return;
-  if (c.kind === 'veo')
+  if (c.protocol === 'veo')
     throw bad(
       'seed',
       `The model '${c.model.id}' (Google Veo via the Gemini API) cannot honour 'seed'; remove it.`,
@@ -317,7 +325,7 @@ function checkSeed(c: FieldContext): Pick<Draft, 'seed'> | void {
 function checkGenerateAudio(c: FieldContext): Pick<Draft, 'generateAudio'> | void {
   if (!given(c.body.generate_audio)) return c.referenceFamily ? { generateAudio: true } : undefined;
   const on = boolean(c.body.generate_audio, 'generate_audio', c.fromForm);
-  if (c.kind === 'veo') {
+  if (c.protocol === 'veo') {
     // Honoured by default: nothing to send.
     if (!on)
       throw bad(
@@ -338,7 +346,7 @@ function checkGenerateAudio(c: FieldContext): Pick<Draft, 'generateAudio'> | voi
 
 /** `size`: the aspect ratio, and for `WxH` the resolution it implies. */
 function checkSize(c: FieldContext): Pick<Draft, 'aspectRatio' | 'impliedResolution'> | void {
-  if (givenNonEmpty(c.body.size)) return parseSize(c.body.size, c.kind, c.family);
+  if (givenNonEmpty(c.body.size)) return parseSize(c.body.size, c.protocol, c.family);
 }
 
 /**
@@ -349,7 +357,7 @@ function checkResolution(c: FieldContext, r: Readonly<Draft>): Pick<Draft, 'reso
   const { body } = c;
   const implied = r.impliedResolution;
   if (!c.referenceFamily) {
-    if (c.kind === 'veo' && implied && implied !== '720p' && r.seconds !== 8)
+    if (c.protocol === 'veo' && implied && implied !== '720p' && r.seconds !== 8)
       throw bad(
         'seconds',
         `Veo renders ${implied} (size ${clipJson(body.size)}) only as 8-second videos; ` +
@@ -447,18 +455,18 @@ function imageSources(body: Record<string, unknown>): VideoImages<ImageSource> {
 /** Pass-through parameters for the provider, except keys that would contradict a gateway field (or what we bill). */
 function passThroughParameters(
   parameters: unknown,
-  kind: string,
+  protocol: string,
   fromForm: boolean,
 ): Record<string, unknown> | undefined {
   if (parameters === undefined || parameters === null) return undefined;
   if (!isObject(parameters)) throw bad('parameters', "Invalid 'parameters': expected an object.", 'invalid_type');
   const unstorable = findUnstorableText(parameters, 'parameters');
   if (unstorable) throw bad(unstorable, unstorableTextMessage(unstorable));
-  const reserved = RESERVED_PARAMETERS[kind] ?? {};
+  const reserved = RESERVED_PARAMETERS[protocol] ?? {};
   for (const k of Object.keys(parameters)) {
     if (k in reserved) {
       const field = reserved[k];
-      const unhonoured = kind === 'veo' && (k === 'seed' || k === 'generateAudio');
+      const unhonoured = protocol === 'veo' && (k === 'seed' || k === 'generateAudio');
       const note = unhonoured ? ' (which Veo on the Gemini API cannot honour)' : '';
       throw bad(
         `parameters.${k}`,

@@ -10,7 +10,7 @@ import {
 } from '../../emulator/azure';
 import { seededPng } from '../../emulator/media';
 import { azureEmulatorState } from '../../emulator/azure';
-import { azureCredentials, ClientSecretToken } from '../../src/providers/azureAuth';
+import { azureCredentials, ClientSecretToken } from '../../src/providers/azure-openai/auth';
 import { ApiError } from '../../src/errors';
 
 /** The emulator plays Azure OpenAI as Microsoft documents it, checked with the official openai SDK's AzureOpenAI. */

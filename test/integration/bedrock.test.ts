@@ -230,7 +230,7 @@ test('a Converse model calls tools, plain and streamed, and is listed under its 
 });
 
 test('no AWS credentials anywhere in the chain is a 502 naming none of it', async () => {
-  const { BedrockAdapter } = await import('../../src/providers/bedrock');
+  const { BedrockAdapter } = await import('../../src/providers/bedrock/adapter');
   const keep = { ...process.env };
   for (const k of ['AWS_ACCESS_KEY_ID', 'AWS_SECRET_ACCESS_KEY', 'AWS_PROFILE']) delete process.env[k];
   Object.assign(process.env, { AWS_SHARED_CREDENTIALS_FILE: '/nonexistent/c', AWS_CONFIG_FILE: '/nonexistent/f' });

@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import Anthropic from '@anthropic-ai/sdk';
 import OpenAI, { toFile } from 'openai';
 import { eventually, startVideoHarness, type VideoHarness } from '../support/video';
 import { testServiceAccount, useAwsTestEnv } from '../support/cloudCredentials';
@@ -9,8 +10,8 @@ import { loadBatchSettings } from '../../src/batches/settings';
 
 /**
  * A batch line on a Bedrock or a Vertex chat model is answered and billed as the same synchronous request: the
- * worker builds its provider adapters from the API's list (src/providers/build.ts), so a cloud kind served on one
- * path is served on the other.
+ * worker builds its provider adapters as the API does (src/providers/build.ts, by the kinds table
+ * src/providers/kinds.ts), so a cloud kind served on one path is served on the other.
  */
 
 const PROJECT = 'emu-batch-project';
@@ -110,5 +111,37 @@ test('a batch line on Bedrock and Vertex chat models: the synchronous answer, bi
     const syncCost = await chargedVnd(h.deps, sync.accountId);
     expect([m, charged]).toEqual([m, syncCost]);
     expect(syncCost).toBeGreaterThan(0);
+  }
+});
+
+test('a Message Batch on Claude at Bedrock and Vertex: the native answer of the synchronous request', async () => {
+  const acc = await h.account(5_000_000);
+  const c = new Anthropic({ apiKey: acc.key, baseURL: h.url, maxRetries: 0 });
+  const params = (model: string) => ({
+    model,
+    max_tokens: 50,
+    messages: [{ role: 'user' as const, content: `hello ${model} from a message batch` }],
+  });
+  const claude = ['claude-bedrock', 'claude-vertex'];
+  // A message batch runs on one model: one batch each.
+  const results = new Map<string, Anthropic.Messages.MessageBatchResult>();
+  await Promise.all(
+    claude.map(async (m) => {
+      const mb = await c.messages.batches.create({ requests: [{ custom_id: m, params: params(m) }] });
+      await eventually(
+        async () => (await c.messages.batches.retrieve(mb.id)).processing_status === 'ended',
+        120_000,
+        200,
+      );
+      for await (const r of await c.messages.batches.results(mb.id)) results.set(r.custom_id, r.result);
+    }),
+  );
+  for (const m of claude) {
+    const answer = await c.messages.create(params(m));
+    const r = results.get(m);
+    expect([m, r?.type]).toEqual([m, 'succeeded']);
+    if (r?.type !== 'succeeded') continue;
+    expect(r.message.content).toEqual(answer.content);
+    expect(r.message.usage.output_tokens).toBe(answer.usage.output_tokens);
   }
 });

@@ -1,5 +1,5 @@
 import { startEmulator, type Emulator } from '../../emulator/server';
-import { OpenAIAdapter } from '../../src/providers/openai';
+import { OpenAIAdapter } from '../../src/providers/openai/adapter';
 import { ApiError } from '../../src/errors';
 import { ClientClosed, RequestAbort } from '../../src/net/abort';
 

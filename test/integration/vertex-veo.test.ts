@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { eventually, startVideoHarness, type VideoHarness } from '../support/video';
 import { testServiceAccount } from '../support/cloudCredentials';
-import { VertexVeoAdapter } from '../../src/providers/video/vertexVeo';
+import { VertexVeoAdapter } from '../../src/providers/vertex/veo';
 import { WORKFLOW_TEST_MS } from '../support/budgets';
 
 /**

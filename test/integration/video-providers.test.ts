@@ -2,8 +2,8 @@ import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { startEmulator, type Emulator } from '../../emulator/server';
-import { VeoAdapter } from '../../src/providers/video/veo';
-import { SeedanceAdapter } from '../../src/providers/video/seedance';
+import { VeoAdapter } from '../../src/providers/veo/adapter';
+import { SeedanceAdapter } from '../../src/providers/seedance/adapter';
 import { VideoProviderError, type VideoProviderAdapter, type VideoTaskStatus } from '../../src/providers/video/types';
 
 /** The video adapters against the emulator over real HTTP, each speaking its provider's protocol. */

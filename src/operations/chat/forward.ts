@@ -5,7 +5,7 @@ import { StreamUsage } from '../../billing/meter';
 import { estimatedUsage, fromChatUsage } from '../../billing/tokenUsage';
 import type { ModelConfig } from '../../catalog/catalog';
 import { redactorFor } from '../../catalog/redact';
-import { usageFromJson } from '../../providers/openai';
+import { usageFromJson } from '../../providers/openai/adapter';
 import { boundOverCandidates } from '../../routing/bound';
 import type { RouteTry } from '../../routing/modelRouter';
 import { SseRelay } from '../../sse/clientRelay';

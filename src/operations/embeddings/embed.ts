@@ -2,11 +2,10 @@ import type { Caller, OperationDeps } from '../caller';
 import type { ModelConfig } from '../../catalog/catalog';
 import type { EmbeddingBody } from '../../schemas/embeddings';
 import { embeddingTokensBound, tokensCost, tokensFromChars } from '../../billing/pricing';
-import { usageFromJson } from '../../providers/openai';
-import { GeminiAdapter } from '../../providers/gemini';
+import { usageFromJson } from '../../providers/openai/adapter';
 import { asOpenAIError } from '../../providers/upstreamError';
 import { boundOverCandidates } from '../../routing/bound';
-import { servedNatively } from '../../providers/kinds';
+import { geminiEmbedder, servedNatively } from '../../providers/kinds';
 import { openCall, RoutedPayload } from '../routedCall';
 import { geminiEmbedCall, openAIEmbeddingList, type GeminiEmbedCall } from '../embeddings/geminiUpstream';
 
@@ -39,8 +38,8 @@ export async function embed(
   })).maxCost;
   const call = await openCall(caller, deps, model, operation, maxCost, bound);
   const res = await call.run(async (t): Promise<EmbedAnswer> => {
-    const adapter = deps.providers.forDeployment(t.deployment);
-    if (!(adapter instanceof GeminiAdapter))
+    const adapter = geminiEmbedder(deps.providers.forDeployment(t.deployment));
+    if (!adapter)
       return (await deps.providers.openaiFor(t.deployment).postJson('/embeddings', payloads.for(t), call.tryOptions))
         .body;
     gemini ??= geminiEmbedCall(body);

@@ -2,7 +2,7 @@ import type { Caller, OperationDeps } from '../caller';
 import { ApiError, invalidUpstreamResponse } from '../../errors';
 import type { EmbedContentBody } from '../../schemas/gemini';
 import { embed, type EmbedAnswer } from '../embeddings/embed';
-import { GeminiAdapter } from '../../providers/gemini';
+import { geminiEmbedder } from '../../providers/kinds';
 import type { ModelConfig } from '../../catalog/catalog';
 
 /**
@@ -30,10 +30,9 @@ export async function embedContents(
     );
   const dims = requests[0].outputDimensionality;
   const body = { model: model.upstreamModel, input, ...(dims ? { dimensions: dims } : {}) };
-  const native =
-    deps.providers.get(model.provider) instanceof GeminiAdapter
-      ? { requests: requests.map(({ model: _named, ...r }) => r), batch }
-      : undefined;
+  const native = geminiEmbedder(deps.providers.get(model.provider))
+    ? { requests: requests.map(({ model: _named, ...r }) => r), batch }
+    : undefined;
   await embed(
     caller,
     deps,

@@ -3,7 +3,7 @@ import { redactorFor } from '../../catalog/redact';
 import { ApiError } from '../../errors';
 import { modalityTokens, type GeminiUsageMetadata, type GenerateContentResponse } from '../../translate/geminiTypes';
 import { sseBatches } from '../../sse/upstreamEvents';
-import type { GeminiUpstream } from '../../providers/gemini';
+import type { GeminiUpstream } from '../../providers/gemini/adapter';
 import { boundOverCandidates } from '../../routing/bound';
 import type { RouteTry } from '../../routing/modelRouter';
 import { DEFAULT_MAX_OUTPUT_TOKENS } from '../../billing/pricing';

@@ -3,7 +3,6 @@ import type { ModelConfig } from '../../catalog/catalog';
 import type { MessagesRequest } from '../../translate/anthropicTypes';
 import type { CountTokensRequest } from '../../schemas/messages';
 import type { MessagesUpstream } from '../../providers/messagesUpstream';
-import { AnthropicAdapter } from '../../providers/anthropic';
 import { servedNatively } from '../../providers/kinds';
 import { translateInput } from '../../translate/translateInput';
 import { estimateInputTokens } from '../../translate/tokenEstimate';
@@ -47,7 +46,7 @@ export async function countMessageTokens(
   headers: AnthropicHeaders,
 ): Promise<void> {
   const native = nativeAdapter(deps, model);
-  if (!(native instanceof AnthropicAdapter)) {
+  if (!native?.countTokens) {
     caller.out.json({ input_tokens: translateInput(() => estimateInputTokens(req, model)) });
     return;
   }

@@ -1,26 +1,23 @@
 import type { Catalog } from '../../catalog/catalog';
-import { SeedanceAdapter } from './seedance';
 import type { VideoProviderAdapter } from './types';
 import { adapterKey, type Deployment } from '../../catalog/deployments';
-import { VeoAdapter } from './veo';
-import { VertexVeoAdapter } from './vertexVeo';
+import { KINDS } from '../kinds';
 
-/** One adapter per video provider in the catalog, keyed by provider id. */
+/** One adapter per video provider in the catalog (its kind's row says which: `video`), keyed by provider id. */
 export class VideoProviders {
   private readonly byId = new Map<string, VideoProviderAdapter>();
 
   constructor(catalog: Catalog) {
     for (const p of catalog.providers.values()) {
-      if (p.kind === 'veo') this.byId.set(p.id, new VeoAdapter(p));
-      else if (p.kind === 'seedance') this.byId.set(p.id, new SeedanceAdapter(p));
-      else if (p.kind === 'vertex') this.byId.set(p.id, new VertexVeoAdapter(p));
+      const video = KINDS[p.kind].video;
+      if (video) this.byId.set(p.id, video.adapter(p));
     }
-    // A deployment with a key of its own gets its own adapter.
+    // A deployment with a key of its own gets its own adapter (cloud kinds take no key: the catalog refuses one).
     for (const d of catalog.allDeployments()) {
       const p = catalog.providers.get(d.provider)!;
       if (!d.apiKeyEnv || this.byId.has(adapterKey(d))) continue;
-      if (p.kind === 'veo') this.byId.set(adapterKey(d), new VeoAdapter({ ...p, apiKey: d.apiKey }));
-      else if (p.kind === 'seedance') this.byId.set(adapterKey(d), new SeedanceAdapter({ ...p, apiKey: d.apiKey }));
+      const video = KINDS[p.kind].video;
+      if (video) this.byId.set(adapterKey(d), video.adapter({ ...p, apiKey: d.apiKey }));
     }
   }
 

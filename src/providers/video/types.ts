@@ -1,5 +1,6 @@
 import type { Readable } from 'node:stream';
 import type { VideoImages, VideoParams } from '../../video/params';
+import type { ProviderKind } from '../../catalog/catalog';
 
 /**
  * The video provider adapter interface: one adapter per catalog provider of kind `veo` or `seedance`, speaking
@@ -55,7 +56,7 @@ export interface Download {
 
 export interface VideoProviderAdapter {
   readonly id: string;
-  readonly kind: 'veo' | 'seedance' | 'vertex';
+  readonly kind: ProviderKind;
   /** Creates the provider task; returns the provider's task id (Veo operation name, Seedance task id). */
   submit(s: VideoSubmission, opts?: { signal?: AbortSignal }): Promise<{ taskId: string }>;
   poll(taskId: string, opts?: { signal?: AbortSignal }): Promise<VideoTaskStatus>;

@@ -1,4 +1,4 @@
-import { AzurePromptFilterDrop, mapAzureError } from '../../../src/providers/azureOpenai';
+import { AzurePromptFilterDrop, mapAzureError } from '../../../src/providers/azure-openai/adapter';
 import type { StreamSink } from '../../../src/sse/streamSink';
 import { Catalog, type CatalogFile } from '../../../src/catalog/catalog';
 import { redactorFor } from '../../../src/catalog/redact';

@@ -1,6 +1,6 @@
 import { SseDecoder } from '../../../src/sse/upstreamEvents';
 import { StreamUsage } from '../../../src/billing/meter';
-import { mapUpstreamError, usageFromJson } from '../../../src/providers/openai';
+import { mapUpstreamError, usageFromJson } from '../../../src/providers/openai/adapter';
 import { paramPath } from '../../../src/schemas/compile';
 import { validateChatCompletion } from '../../../src/schemas/chat';
 import { validateSpeech } from '../../../src/schemas/audio';

@@ -11,23 +11,28 @@ import {
 import { NodeHttpHandler } from '@smithy/node-http-handler';
 import http from 'node:http';
 import https from 'node:https';
-import { ApiError } from '../errors';
-import { anthropicType } from '../errorBodies';
-import { classOfStatus, markFailure } from '../routing/failure';
-import { isClaudeModel, type ProviderConfig } from '../catalog/catalog';
-import { mapTransportError } from './openai';
-import { ClientClosed } from '../net/abort';
-import { credentialsRefused, noCredentials, UpstreamHttpError } from './upstreamError';
-import type { CallOptions, ProviderAdapter } from './types';
+import { ApiError } from '../../errors';
+import { anthropicType } from '../../errorBodies';
+import { classOfStatus, markFailure } from '../../routing/failure';
+import type { ProviderConfig } from '../../catalog/catalog';
+import { isClaudeModel } from '../anthropic/models';
+import type { ModelConfig } from '../../catalog/catalog';
+import type { ChatRequest } from '../../translate/chatTypes';
+import type { ChatBackend } from '../chatBackend';
+import { converseBackend } from './converseBackend';
+import { mapTransportError } from '../openai/adapter';
+import { ClientClosed } from '../../net/abort';
+import { credentialsRefused, noCredentials, UpstreamHttpError } from '../upstreamError';
+import type { CallOptions, ProviderAdapter } from '../types';
 import type { Span } from '@opentelemetry/api';
-import { tracer, watchWholeAnswer, withTraceparent } from '../observability/tracing';
+import { tracer, watchWholeAnswer, withTraceparent } from '../../observability/tracing';
 import {
   cloudMessagesBody,
   sseEvent,
   type MessagesAnswer,
   type MessagesHeaders,
   type MessagesUpstream,
-} from './messagesUpstream';
+} from '../messagesUpstream';
 
 /**
  * Amazon Bedrock runtime through the AWS SDK (@aws-sdk/client-bedrock-runtime), which signs every request with
@@ -35,7 +40,8 @@ import {
  * EC2 instance role) and decodes the AWS event-stream framing. Claude models go through InvokeModel /
  * InvokeModelWithResponseStream with Anthropic's Messages body (`anthropic_version: bedrock-2023-05-31`, no
  * `model`), so their answers are Anthropic's JSON and stream events as they are; other models through Converse /
- * ConverseStream (src/providers/converseBackend.ts). The SDK's own retries are off: the gateway's router retries.
+ * ConverseStream (src/providers/bedrock/converseBackend.ts). The SDK's own retries are off: the gateway's router
+ * retries.
  * Errors: the upstream's status and message (ARNs and account ids removed) in Anthropic's shape; the gateway's own
  * refused credentials a 502; transport failures as on every other adapter.
  */
@@ -87,6 +93,11 @@ export class BedrockAdapter implements ProviderAdapter, MessagesUpstream {
 
   messagesFor(upstreamModel: string): MessagesUpstream | null {
     return isClaudeModel(upstreamModel) ? this : null;
+  }
+
+  /** A model other than Claude is reached through Converse, translated (converseBackend.ts). */
+  chatBackendFor(model: ModelConfig, chat: ChatRequest, upstreamModel: string): ChatBackend | null {
+    return isClaudeModel(upstreamModel) ? null : converseBackend(this, model, chat, upstreamModel);
   }
 
   /** Claude Messages; a `stream: true` body goes to InvokeModelWithResponseStream and comes back as Anthropic SSE. */

@@ -1,12 +1,12 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Pool } from 'undici';
-import { ApiError } from '../errors';
-import { carryFailure } from '../routing/failure';
-import type { ProviderConfig } from '../catalog/catalog';
-import { mapUpstreamError, OpenAIAdapter, openaiPool, type OpenAIAdapterOptions } from './openai';
-import { azureCredentials, type AzureCredentials } from './azureAuth';
-import type { OpenAICompatibleAdapter, PerDeploymentAdapter } from './types';
-import type { StreamSink } from '../sse/streamSink';
+import { ApiError } from '../../errors';
+import { carryFailure } from '../../routing/failure';
+import type { ProviderConfig } from '../../catalog/catalog';
+import { mapUpstreamError, OpenAIAdapter, openaiPool, type OpenAIAdapterOptions } from '../openai/adapter';
+import { azureCredentials, type AzureCredentials } from './auth';
+import type { OpenAICompatibleAdapter, PerDeploymentAdapter } from '../types';
+import type { StreamSink } from '../../sse/streamSink';
 
 /**
  * Azure OpenAI (kind `azure-openai`): the OpenAI protocol at Azure's URLs, with Azure's credentials and error shapes.
@@ -15,10 +15,10 @@ import type { StreamSink } from '../sse/streamSink';
  * - a dated version (`2024-10-21`, `2025-04-01-preview`): {endpoint}/openai/deployments/{deployment}/{operation}
  *   ?api-version={version}, the deployment being the catalog's upstreamModel; the Responses API, which Azure serves
  *   per resource, at {endpoint}/openai/responses?api-version={version}.
- * Credentials: src/providers/azureAuth.ts. A content-filter refusal (400, code `content_filter`, the categories in
- * innererror.content_filter_result) becomes our 400 `content_filter` naming the categories, in our words; a
- * filtered completion (finish_reason `content_filter`) passes as OpenAI's; the event Azure opens a stream with (its
- * prompt's filter results, no choices) is dropped from relayed streams (AzurePromptFilterDrop).
+ * Credentials: src/providers/azure-openai/auth.ts. A content-filter refusal (400, code `content_filter`, the categories
+ * in innererror.content_filter_result) becomes our 400 `content_filter` naming the categories, in our words; a filtered
+ * completion (finish_reason `content_filter`) passes as OpenAI's; the event Azure opens a stream with (its prompt's
+ * filter results, no choices) is dropped from relayed streams (AzurePromptFilterDrop).
  */
 
 export const AZURE_V1 = 'v1';

@@ -1,19 +1,19 @@
 import type { ProviderConfig } from '../../catalog/catalog';
-import { ProviderHttp } from './http';
-import { VeoAdapter } from './veo';
-import { vertexKeyFile, vertexModelPath } from '../vertex';
-import { VertexAuth } from '../vertexAuth';
+import { ProviderHttp } from '../video/http';
+import { VeoAdapter } from '../veo/adapter';
+import { vertexKeyFile, vertexModelPath } from './adapter';
+import { VertexAuth } from './auth';
 import {
   VideoProviderError,
   type Download,
   type VideoProviderAdapter,
   type VideoSubmission,
   type VideoTaskStatus,
-} from './types';
+} from '../video/types';
 
 /**
  * Google Veo on Vertex AI, with the OAuth token of the provider's service account or application-default credentials
- * (src/providers/vertexAuth.ts):
+ * (src/providers/vertex/auth.ts):
  *   POST {base}/v1/projects/{p}/locations/{l}/publishers/google/models/{model}:predictLongRunning
  *        -> {"name": "projects/.../publishers/google/models/{model}/operations/{id}"}
  *   POST .../models/{model}:fetchPredictOperation {"operationName": name} -> Operation {done, response | error}

@@ -1,10 +1,10 @@
 import fs from 'node:fs';
 import { FormData, Pool } from 'undici';
 import type { Dispatcher } from 'undici';
-import { ApiError } from '../errors';
-import { classOfStatus, markFailure } from '../routing/failure';
-import type { ProviderConfig } from '../catalog/catalog';
-import { postForWholeAnswer, postStreamingTo, type UpstreamPost, type WholeAnswer } from './upstreamDispatch';
+import { ApiError } from '../../errors';
+import { classOfStatus, markFailure } from '../../routing/failure';
+import type { ProviderConfig, ProviderKind } from '../../catalog/catalog';
+import { postForWholeAnswer, postStreamingTo, type UpstreamPost, type WholeAnswer } from '../upstreamDispatch';
 import type {
   BufferedResponse,
   CallOptions,
@@ -12,11 +12,11 @@ import type {
   OpenAICompatibleAdapter,
   StreamingResponse,
   TokenUsage,
-} from './types';
-import type { StreamSink } from '../sse/streamSink';
-import { clip, MAX_UPSTREAM_ECHO } from '../text/clip';
-import { withTraceparent } from '../observability/tracing';
-import { MAX_ERROR_BODY, readErrorBody } from './upstreamError';
+} from '../types';
+import type { StreamSink } from '../../sse/streamSink';
+import { clip, MAX_UPSTREAM_ECHO } from '../../text/clip';
+import { withTraceparent } from '../../observability/tracing';
+import { MAX_ERROR_BODY, readErrorBody } from '../upstreamError';
 
 /**
  * Adapter for any OpenAI-compatible upstream (OpenAI, vLLM, Ollama, LiteLLM, the emulator): base URL + bearer
@@ -48,7 +48,7 @@ export interface OpenAIWiring {
 }
 
 export class OpenAIAdapter implements OpenAICompatibleAdapter {
-  readonly kind: 'openai' | 'azure-openai';
+  readonly kind: ProviderKind;
   readonly id: string;
   private readonly pool: Pool;
   private readonly basePath: string;
@@ -63,7 +63,7 @@ export class OpenAIAdapter implements OpenAICompatibleAdapter {
     private readonly wiring: OpenAIWiring = {},
   ) {
     this.id = cfg.id;
-    this.kind = cfg.kind === 'azure-openai' ? 'azure-openai' : 'openai';
+    this.kind = cfg.kind;
     const url = new URL(cfg.baseUrl);
     this.basePath = url.pathname.replace(/\/+$/, '');
     this.timeoutMs = cfg.timeoutMs ?? 120_000;

@@ -1,7 +1,7 @@
 import { request } from 'undici';
-import { ApiError } from '../errors';
-import { markFailure } from '../routing/failure';
-import { MAX_ERROR_BODY, readLimited } from './upstreamError';
+import { ApiError } from '../../errors';
+import { markFailure } from '../../routing/failure';
+import { MAX_ERROR_BODY, readLimited } from '../upstreamError';
 
 /**
  * Credentials of an `azure-openai` provider, found in this order (never in the catalog file):

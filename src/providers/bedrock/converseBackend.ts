@@ -1,21 +1,21 @@
-import type { ModelConfig } from '../catalog/catalog';
-import type { ChatChunk, ChatRequest } from '../translate/chatTypes';
+import type { ModelConfig } from '../../catalog/catalog';
+import type { ChatChunk, ChatRequest } from '../../translate/chatTypes';
 import {
   AnthropicStreamError,
   AnthropicStreamToChat,
   anthropicToChatCompletion,
   chatToAnthropicRequest,
-} from '../translate/upstream/chatToAnthropic';
+} from '../../translate/upstream/chatToAnthropic';
 import {
   anthropicToConverse,
   converseToAnthropic,
   ConverseStreamToAnthropic,
-} from '../translate/upstream/anthropicToConverse';
-import { DEFAULT_MAX_OUTPUT_TOKENS } from '../billing/pricing';
-import { countImages, nativeBound } from '../billing/nativeBound';
-import type { BedrockAdapter } from './bedrock';
-import { UpstreamStreamError, type ChatBackend } from './chatBackend';
-import { asOpenAIError } from './upstreamError';
+} from '../../translate/upstream/anthropicToConverse';
+import { DEFAULT_MAX_OUTPUT_TOKENS } from '../../billing/pricing';
+import { countImages, nativeBound } from '../../billing/nativeBound';
+import type { BedrockAdapter } from './adapter';
+import { UpstreamStreamError, type ChatBackend } from '../chatBackend';
+import { asOpenAIError } from '../upstreamError';
 
 /**
  * A chat request on a non-Claude Bedrock model: chat -> Messages (chatToAnthropic.ts) -> Converse, and back the

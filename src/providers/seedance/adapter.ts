@@ -1,5 +1,5 @@
 import type { ProviderConfig } from '../../catalog/catalog';
-import { ProviderHttp } from './http';
+import { ProviderHttp } from '../video/http';
 import {
   VideoProviderError,
   type Download,
@@ -8,7 +8,7 @@ import {
   type VideoSubmission,
   type VideoTaskState,
   type VideoTaskStatus,
-} from './types';
+} from '../video/types';
 
 /**
  * BytePlus Seedance (ModelArk content generation tasks, reference §3):

@@ -1,12 +1,12 @@
 import { Pool } from 'undici';
 import type { Dispatcher } from 'undici';
-import { ApiError } from '../errors';
-import type { ProviderConfig } from '../catalog/catalog';
-import { mapTransportError } from './openai';
-import { readErrorBody, refusal } from './upstreamError';
-import type { CallOptions, ProviderAdapter } from './types';
-import type { MessagesUpstream } from './messagesUpstream';
-import { withTraceparent } from '../observability/tracing';
+import { ApiError } from '../../errors';
+import type { ProviderConfig } from '../../catalog/catalog';
+import { mapTransportError } from '../openai/adapter';
+import { readErrorBody, refusal } from '../upstreamError';
+import type { CallOptions, ProviderAdapter } from '../types';
+import type { MessagesUpstream } from '../messagesUpstream';
+import { withTraceparent } from '../../observability/tracing';
 
 /**
  * Native Anthropic Messages upstream (api.anthropic.com or any Anthropic-protocol server): x-api-key auth, the

@@ -1,12 +1,12 @@
 import { Pool } from 'undici';
 import type { Dispatcher } from 'undici';
-import { ApiError, invalidUpstreamResponse } from '../errors';
-import type { ProviderConfig } from '../catalog/catalog';
-import { mapTransportError } from './openai';
-import { readErrorBody, refusal } from './upstreamError';
-import type { CallOptions, ProviderAdapter } from './types';
-import { withTraceparent } from '../observability/tracing';
-import { readWholeAnswer } from './wholeAnswer';
+import { ApiError, invalidUpstreamResponse } from '../../errors';
+import type { ProviderConfig } from '../../catalog/catalog';
+import { mapTransportError } from '../openai/adapter';
+import { readErrorBody, refusal } from '../upstreamError';
+import type { CallOptions, ProviderAdapter } from '../types';
+import { withTraceparent } from '../../observability/tracing';
+import { readWholeAnswer } from '../wholeAnswer';
 
 /**
  * Native Gemini API upstream (generativelanguage.googleapis.com/v1beta or any server speaking it): x-goog-api-key

@@ -1,5 +1,5 @@
 import type { ProviderConfig } from '../../catalog/catalog';
-import { ProviderHttp } from './http';
+import { ProviderHttp } from '../video/http';
 import {
   VideoProviderError,
   type Download,
@@ -7,7 +7,7 @@ import {
   type VideoProviderAdapter,
   type VideoSubmission,
   type VideoTaskStatus,
-} from './types';
+} from '../video/types';
 
 /**
  * Google Veo through the Gemini API's long-running operations (reference §2a):

@@ -1,25 +1,26 @@
 import { Pool } from 'undici';
 import type { Dispatcher } from 'undici';
-import { ApiError } from '../errors';
-import { anthropicType } from '../errorBodies';
-import { isClaudeModel, type ProviderConfig } from '../catalog/catalog';
-import { mapTransportError } from './openai';
-import { noCredentials, readErrorBody, refusal } from './upstreamError';
-import type { CallOptions, ProviderAdapter } from './types';
-import { withTraceparent } from '../observability/tracing';
-import { readWholeAnswer } from './wholeAnswer';
-import type { GeminiResponse, GeminiUpstream } from './gemini';
+import { ApiError } from '../../errors';
+import { anthropicType } from '../../errorBodies';
+import type { ProviderConfig } from '../../catalog/catalog';
+import { isClaudeModel } from '../anthropic/models';
+import { mapTransportError } from '../openai/adapter';
+import { noCredentials, readErrorBody, refusal } from '../upstreamError';
+import type { CallOptions, ProviderAdapter } from '../types';
+import { withTraceparent } from '../../observability/tracing';
+import { readWholeAnswer } from '../wholeAnswer';
+import type { GeminiResponse, GeminiUpstream } from '../gemini/adapter';
 import {
   cloudMessagesBody,
   type MessagesAnswer,
   type MessagesHeaders,
   type MessagesUpstream,
-} from './messagesUpstream';
-import { VertexAuth } from './vertexAuth';
+} from '../messagesUpstream';
+import { VertexAuth } from './auth';
 
 /**
  * Google Vertex AI: `{base}/v1/projects/{project}/locations/{region}/publishers/{publisher}/models/{model}:{method}`
- * with an OAuth bearer token (src/providers/vertexAuth.ts). Claude (publisher `anthropic`) through rawPredict /
+ * with an OAuth bearer token (src/providers/vertex/auth.ts). Claude (publisher `anthropic`) through rawPredict /
  * streamRawPredict with Anthropic's Messages body (`anthropic_version: vertex-2023-10-16`, no `model`), answering in
  * Anthropic's JSON and SSE; Gemini (publisher `google`) through generateContent / streamGenerateContent?alt=sse,
  * the Gemini API's own bodies. One keep-alive undici Pool per origin. Errors keep their status and the upstream's

@@ -1,0 +1,17 @@
+import type { KindRow } from '../kinds';
+import { SeedanceAdapter } from './adapter';
+
+/** `seedance`: BytePlus ModelArk's Seedance video tasks (adapter.ts). Video only. */
+export const seedanceKind: KindRow = {
+  adapter: null,
+  chat: null,
+  streaming: false,
+  embeddings: null,
+  video: { protocol: 'seedance', adapter: (cfg) => new SeedanceAdapter(cfg) },
+  nativeBatches: null,
+  reports: 'BytePlus billing bill details API (per instance, per day)',
+  telemetryName: 'byteplus',
+  litellm: () => false,
+  credentials: { source: 'key' },
+  owner: () => 'bytedance',
+};

@@ -1,0 +1,37 @@
+/**
+ * A provider's own report of a day's usage and cost, as reconciliation reads it (src/reconcile/reconcile.ts,
+ * docs/billing.md "Reconciliation"): a kind's row names its reader (src/providers/<kind>/reports.ts), or, where the
+ * gateway reads none yet, the report it would be read from.
+ */
+
+export type ReportField = 'input' | 'cache_read' | 'cache_write_5m' | 'cache_write_1h' | 'output';
+
+/** The UTC day asked for: [start, end) in epoch milliseconds. */
+export interface ReportDay {
+  start: number;
+  end: number;
+}
+
+export interface UsageReports {
+  /** The day's token units by upstream model: `add` once per row of the report. */
+  usage(
+    baseUrl: string,
+    key: string,
+    day: ReportDay,
+    add: (model: string, units: Partial<Record<ReportField, number>>) => void,
+  ): Promise<void>;
+  /** The day's USD by upstream model and field: `add` once per row (an unknown field is skipped). */
+  costs(
+    baseUrl: string,
+    key: string,
+    day: ReportDay,
+    add: (model: string, field: ReportField | undefined, usd: number) => void,
+  ): Promise<void>;
+}
+
+/** GET a report page as JSON (one minute at most). */
+export async function getJson(url: string, headers: Record<string, string>): Promise<any> {
+  const r = await fetch(url, { headers, signal: AbortSignal.timeout(60_000) });
+  if (!r.ok) throw new Error(`usage report ${new URL(url).pathname} answered ${r.status}`);
+  return r.json();
+}

@@ -1,0 +1,17 @@
+import type { KindRow } from '../kinds';
+import { VeoAdapter } from './adapter';
+
+/** `veo`: Google Veo through the Gemini API's long-running operations (adapter.ts). Video only. */
+export const veoKind: KindRow = {
+  adapter: null,
+  chat: null,
+  streaming: false,
+  embeddings: null,
+  video: { protocol: 'veo', adapter: (cfg) => new VeoAdapter(cfg) },
+  nativeBatches: null,
+  reports: 'Cloud Billing export to BigQuery (per SKU)',
+  telemetryName: 'gcp.vertex_ai',
+  litellm: () => false,
+  credentials: { source: 'key' },
+  owner: () => 'google',
+};
