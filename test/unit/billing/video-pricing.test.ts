@@ -47,7 +47,7 @@ test('asked and delivered dimensions', () => {
   expect(deliveredDims(asked, { resolution: '720p', audio: undefined })).toEqual({ ...asked, resolution: '720p' });
 });
 
-test("the default catalog's tables: Veo by resolution and audio, its fast tier cheaper, Seedance by resolution and tier", () => {
+test("the default catalog's tables: Veo by resolution and audio, a cheaper fast tier, Seedance by tier", () => {
   const veo = catalogPricing('veo-3.1-generate-preview');
   const fast = catalogPricing('veo-3.1-fast-generate-preview');
   const seedance = catalogPricing('seedance-2-0');
