@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import OpenAI from 'openai';
+import OpenAI, { toFile } from 'openai';
 import { Webhook } from 'standardwebhooks';
 import { startReceiver } from '../support/webhookReceiver';
 import { ConsoleClient, makeLogin } from '../e2e/consoleClient';
@@ -71,6 +71,10 @@ beforeAll(async () => {
   const reconciled: ModelConfig[] = [
     { ...of('gpt-4o-mini'), id: 'pb-gpt', provider: 'pb-openai', aliases: undefined },
     { ...of('claude-haiku-4-5'), id: 'pb-claude', provider: 'pb-anthropic', aliases: undefined },
+    // Images, speech and transcription: reconciled against OpenAI's images, audio_speeches and audio_transcriptions.
+    { ...of('gpt-image-1'), id: 'pb-image', provider: 'pb-openai' },
+    { ...of('tts-1'), id: 'pb-tts', provider: 'pb-openai' },
+    { ...of('whisper-1'), id: 'pb-whisper', provider: 'pb-openai' },
   ];
   fs.writeFileSync(
     catalogPath,
@@ -82,6 +86,25 @@ beforeAll(async () => {
 afterAll(async () => {
   await h?.close();
 });
+
+/** A silent WAV of `seconds` (8 kHz, 8-bit mono: 8,000 bytes a second). */
+function wav(seconds: number): Buffer {
+  const data = Buffer.alloc(8000 * seconds, 0x80);
+  const h = Buffer.alloc(44);
+  h.write('RIFF', 0, 'ascii');
+  h.writeUInt32LE(36 + data.length, 4);
+  h.write('WAVEfmt ', 8, 'ascii');
+  h.writeUInt32LE(16, 16);
+  h.writeUInt16LE(1, 20); // PCM
+  h.writeUInt16LE(1, 22); // mono
+  h.writeUInt32LE(8000, 24); // sample rate
+  h.writeUInt32LE(8000, 28); // byte rate
+  h.writeUInt16LE(1, 32); // block align
+  h.writeUInt16LE(8, 34); // bits per sample
+  h.write('data', 36, 'ascii');
+  h.writeUInt32LE(data.length, 40);
+  return Buffer.concat([h, data]);
+}
 
 /** The job's hold and charge, from the ledger. */
 async function money(accountId: string, jobId: string) {
@@ -284,6 +307,14 @@ test('reconciliation: a provider day against its usage report, drift stored; the
       messages: [{ role: 'user', content: `count ${i}` }],
     });
   }
+  // Two images, one speech of SPEECH's characters, one transcription of a 3-second WAV.
+  const SPEECH = 'Xin chào, thế giới!';
+  await openai.images.generate({ model: 'pb-image', prompt: 'a lantern', n: 2 });
+  await (await openai.audio.speech.create({ model: 'pb-tts', voice: 'alloy', input: SPEECH })).arrayBuffer();
+  await openai.audio.transcriptions.create({
+    model: 'pb-whisper',
+    file: await toFile(wav(3), 'three-seconds.wav', { type: 'audio/wav' }),
+  });
   const day = new Date().toISOString().slice(0, 10);
   const temporal = h.deps.temporal!;
   const run = (provider: string, tag: string) =>
@@ -302,12 +333,17 @@ test('reconciliation: a provider day against its usage report, drift stored; the
         [provider, day],
       )
     ).rows;
+  // The catalog resells these at the emulated provider's list price (x 26 000): cost and charge agree.
+  const listPrice = (vnd: number) => ({
+    reported_cost_vnd: expect.closeTo(vnd, 3),
+    charged_vnd: expect.closeTo(vnd, 3),
+  });
   // The usage records are written by the credit flush: wait for all four.
   await eventually(async () => {
     const n = await h.deps.db.query('SELECT count(*)::int AS n FROM usage_records WHERE account_id = $1', [
       acc.accountId,
     ]);
-    return n.rows[0].n === 4 ? true : null;
+    return n.rows[0].n === 7 ? true : null;
   });
 
   // Reported as served: no drift on any field; what customers paid against what the provider bills (the catalog
@@ -328,6 +364,20 @@ test('reconciliation: a provider day against its usage report, drift stored; the
         else expect(r.charged_vnd).toBeGreaterThanOrEqual(r.reported_cost_vnd - 0.001);
       }
     }
+    // Images, speech characters and transcribed seconds, each against its own report, priced at list price.
+    const units = (await drift('pb-openai')).filter((r) => ['images', 'characters', 'seconds'].includes(r.field));
+    expect(units).toEqual([
+      { model: 'gpt-image-1', field: 'images', reported: 2, recorded: 2, drift: 0, ...listPrice(2 * 1040) },
+      {
+        model: 'tts-1',
+        field: 'characters',
+        reported: [...SPEECH].length,
+        recorded: [...SPEECH].length,
+        drift: 0,
+        ...listPrice(([...SPEECH].length * 390) / 1000),
+      },
+      { model: 'whisper-1', field: 'seconds', reported: 3, recorded: 3, drift: 0, ...listPrice((3 * 156) / 60) },
+    ]);
     expect(receiver.received).toEqual([]);
 
     // The provider over-reports by 10 %: the drift is stored per field, the margin turns negative, the gauge
@@ -373,8 +423,35 @@ test('reconciliation: a provider day against its usage report, drift stored; the
     expect(output.margin_vnd).toBeCloseTo(stored.charged_vnd - stored.reported_cost_vnd, 3);
     expect(view.providers).toEqual(
       expect.arrayContaining([
-        { id: 'pb-anthropic', kind: 'anthropic', reconciled: true, report: null },
-        { id: 'emulator-seedance', kind: 'seedance', reconciled: false, report: expect.stringContaining('BytePlus') },
+        {
+          id: 'pb-anthropic',
+          kind: 'anthropic',
+          reconciled: true,
+          report: null,
+          fields: ['input', 'cache_read', 'cache_write_5m', 'cache_write_1h', 'output'],
+          not_reconciled_fields: ['images', 'characters', 'seconds'],
+        },
+        expect.objectContaining({
+          id: 'pb-openai',
+          fields: ['input', 'cache_read', 'output', 'images', 'characters', 'seconds'],
+        }),
+        {
+          id: 'emulator-seedance',
+          kind: 'seedance',
+          reconciled: false,
+          report: expect.stringContaining('BytePlus'),
+          fields: [],
+          not_reconciled_fields: [
+            'input',
+            'cache_read',
+            'cache_write_5m',
+            'cache_write_1h',
+            'output',
+            'images',
+            'characters',
+            'seconds',
+          ],
+        },
       ]),
     );
     const customer = new ConsoleClient(h.url);
