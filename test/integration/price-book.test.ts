@@ -13,6 +13,7 @@ import { verifyUsage } from '../../src/billing/usageVerify';
 import { runAdmin } from '../../src/cli/admin';
 import type { CatalogFile, ModelConfig } from '../../src/catalog/catalog';
 import { eventually, startVideoHarness, type VideoHarness } from '../support/video';
+import { catalogPricing, chargePerSecond, holdPerSecond } from '../support/videoPrices';
 
 /**
  * The price book: video priced per second by resolution and audio (held at the most what was asked can be
@@ -182,6 +183,43 @@ test('/public/models lists the video price table', async () => {
   const list = (await (await fetch(`${h.url}/public/models`)).json()) as { data: any[] };
   const m = list.data.find((x) => x.id === SEEDANCE);
   expect(m.pricing).toMatchObject({ perVideoSecond: 6000, videoPerSecond: models[1].pricing.videoPerSecond });
+});
+
+test("the default catalog's video tables: listed; Seedance's flex and Veo's fast tier billed at theirs", async () => {
+  const list = (await (await fetch(`${h.url}/public/models`)).json()) as { data: any[] };
+  for (const id of ['veo-3.1-generate-preview', 'veo-3.1-fast-generate-preview', 'seedance-2-0'])
+    expect(list.data.find((x) => x.id === id).pricing).toMatchObject(catalogPricing(id));
+
+  const acc = await h.account(1_000_000);
+  const SD = 'seedance-2-0';
+  const FAST = 'veo-3.1-fast-generate-preview';
+  // service_tier passes through to Seedance, which reports the tier it ran on: held and charged at flex.
+  const flex = await h.submit(acc.key, {
+    model: SD,
+    prompt: 'a heron',
+    seconds: 5,
+    resolution: '480p',
+    parameters: { service_tier: 'flex' },
+  });
+  const fast = await h.submit(acc.key, { model: FAST, prompt: 'a heron', seconds: 4, size: '1280x720' });
+  const [flexDone, fastDone] = [await h.final(acc.key, flex.id), await h.final(acc.key, fast.id)];
+  const flexPrice = chargePerSecond(SD, { resolution: '480p', audio: true, tier: 'flex', input: 'text' });
+  expect(flexPrice).toBeLessThan(chargePerSecond(SD, { resolution: '480p', audio: true, tier: 'default' }));
+  expect(flexDone.usage).toMatchObject({
+    duration_seconds: 5,
+    cost_vnd: 5 * flexPrice,
+    resolution: '480p',
+    tier: 'flex',
+    price_per_second_vnd: flexPrice,
+  });
+  expect(await money(acc.accountId, flex.id)).toEqual({
+    held: 5 * holdPerSecond(SD, { resolution: '480p', audio: true, tier: 'flex', input: 'text' }),
+    charged: 5 * flexPrice,
+  });
+  const fastPrice = chargePerSecond(FAST, { resolution: '720p', audio: true });
+  expect(fastPrice).toBeLessThan(chargePerSecond('veo-3.1-generate-preview', { resolution: '720p', audio: true }));
+  expect(fastDone.usage).toMatchObject({ cost_vnd: 4 * fastPrice, resolution: '720p', generate_audio: true });
+  expect(await money(acc.accountId, fast.id)).toEqual({ held: 4 * fastPrice, charged: 4 * fastPrice });
 });
 
 async function admin(...argv: string[]) {
