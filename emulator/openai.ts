@@ -390,6 +390,7 @@ function completions(ctl: EmulatorControl) {
       completion_tokens: completionTokens,
       total_tokens: promptTokens + completionTokens,
     };
+    recordServed(ctl, 'openai', String(model), { input: promptTokens, output: completionTokens });
     if (body.stream !== true) {
       ctx.body = { id, object: 'text_completion', created, model, system_fingerprint: 'fp_emulator', choices, usage };
       return;
@@ -481,6 +482,7 @@ function embeddings(ctl: EmulatorControl) {
       promptTokens += tokens(texts[i].length);
       items.push(`{"object":"embedding","index":${i},"embedding":${embeddingJson(texts[i], dims, base64)}}`);
     }
+    recordServed(ctl, 'openai', String(body.model), { embeddingInput: promptTokens });
     ctx.type = 'application/json';
     const usage = `{"prompt_tokens":${promptTokens},"total_tokens":${promptTokens}}`;
     ctx.body = `{"object":"list","data":[${items.join(',')}],"model":${JSON.stringify(body.model)},"usage":${usage}}`;

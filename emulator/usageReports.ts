@@ -4,8 +4,9 @@ import type { EmulatorControl } from './control';
 
 /**
  * The providers' own usage reports, played from what the emulator actually served (docs/billing.md,
- * "Reconciliation"): OpenAI's organization usage API (GET /openai/v1/organization/usage/completions, and /images,
- * /audio_speeches, /audio_transcriptions for images, speech characters and transcribed seconds) and Anthropic's
+ * "Reconciliation"): OpenAI's organization usage API (GET /openai/v1/organization/usage/completions, and /embeddings,
+ * /images, /audio_speeches, /audio_transcriptions for embedding tokens, images, speech characters and transcribed
+ * seconds) and Anthropic's
  * usage report (GET /anthropic/v1/organizations/usage_report/messages), daily buckets grouped by model,
  * and their cost reports (GET /openai/v1/organization/costs, GET /anthropic/v1/organizations/cost_report), priced at
  * USD_PRICES. `settings.usageReportFactor` scales what is reported (1.1: the provider over-reports by 10 %), so a
@@ -19,6 +20,10 @@ const USD_PRICES: Record<
 > = {
   'gpt-4o-mini': { input: 0.15, cacheRead: 0.075, cacheWrite5m: 0, cacheWrite1h: 0, output: 0.6 },
   'gpt-4o': { input: 2.5, cacheRead: 1.25, cacheWrite5m: 0, cacheWrite1h: 0, output: 10 },
+  'o4-mini': { input: 1.1, cacheRead: 0.275, cacheWrite5m: 0, cacheWrite1h: 0, output: 4.4 },
+  'gpt-5-codex': { input: 1.25, cacheRead: 0.125, cacheWrite5m: 0, cacheWrite1h: 0, output: 10 },
+  'gpt-3.5-turbo-instruct': { input: 1.5, cacheRead: 1.5, cacheWrite5m: 0, cacheWrite1h: 0, output: 2 },
+  'text-embedding-3-small': { input: 0.02, cacheRead: 0, cacheWrite5m: 0, cacheWrite1h: 0, output: 0 },
   'claude-haiku-4-5': { input: 1, cacheRead: 0.1, cacheWrite5m: 1.25, cacheWrite1h: 2, output: 5 },
   'claude-sonnet-4-6': { input: 3, cacheRead: 0.3, cacheWrite5m: 3.75, cacheWrite1h: 6, output: 15 },
 };
@@ -39,6 +44,8 @@ export interface ServedUsage {
   cacheWrite5m: number;
   cacheWrite1h: number;
   output: number;
+  /** Embedding input tokens (OpenAI reports them apart, on /usage/embeddings). */
+  embeddingInput: number;
   images: number;
   characters: number;
   seconds: number;
@@ -51,6 +58,7 @@ const UNIT_FIELDS = [
   'cacheWrite5m',
   'cacheWrite1h',
   'output',
+  'embeddingInput',
   'images',
   'characters',
   'seconds',
@@ -135,7 +143,12 @@ export const mountUsageReports: Mount = (router, ctl) => {
   });
 
   // OpenAI's images, speech and transcription usage: the same window and buckets, a result per model that served any.
-  const unitReport = (path: string, object: string, field: 'images' | 'characters' | 'seconds') =>
+  const unitReport = (
+    path: string,
+    object: string,
+    field: 'embeddingInput' | 'images' | 'characters' | 'seconds',
+    name: string = field,
+  ) =>
     router.get(`/openai/v1/organization/usage/${path}`, (ctx) => {
       ctl.record(ctx.method, ctx.path, ctx.headers, null);
       const q = ctx.query as Record<string, string>;
@@ -151,7 +164,7 @@ export const mountUsageReports: Mount = (router, ctl) => {
             .filter(({ u }) => u[field] > 0)
             .map(({ model, u }) => ({
               object: `organization.usage.${object}.result`,
-              [field]: u[field],
+              [name]: u[field],
               num_model_requests: u.requests,
               project_id: null,
               user_id: null,
@@ -164,6 +177,7 @@ export const mountUsageReports: Mount = (router, ctl) => {
         next_page: null,
       };
     });
+  unitReport('embeddings', 'embeddings', 'embeddingInput', 'input_tokens');
   unitReport('images', 'images', 'images');
   unitReport('audio_speeches', 'audio_speeches', 'characters');
   unitReport('audio_transcriptions', 'audio_transcriptions', 'seconds');
@@ -190,6 +204,7 @@ export const mountUsageReports: Mount = (router, ctl) => {
                     ['output', usd(model, 'output', u.output)],
                   ] as const)
                 : []),
+              ...(u.embeddingInput ? ([['input', usd(model, 'input', u.embeddingInput)]] as const) : []),
               // Images, speech and transcription: a line item each, named by this emulator (see docs/billing.md).
               ...(u.images ? ([['images', u.images * USD_UNIT.image]] as const) : []),
               ...(u.characters ? ([['characters', (u.characters * USD_UNIT.per1KChars) / 1000]] as const) : []),

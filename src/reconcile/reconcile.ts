@@ -85,7 +85,9 @@ export async function providerReport(
           cache_read: x.input_cached_tokens ?? 0,
           output: x.output_tokens ?? 0,
         });
-    // Images, speech and transcription have reports of their own (images, characters, seconds).
+    // Embeddings, images, speech and transcription have reports of their own (input; images, characters, seconds).
+    for (const b of await usage('embeddings'))
+      for (const x of b.results ?? []) add(String(x.model), { input: x.input_tokens ?? 0 });
     for (const b of await usage('images'))
       for (const x of b.results ?? []) add(String(x.model), { images: x.images ?? 0 });
     for (const b of await usage('audio_speeches'))

@@ -73,6 +73,7 @@ beforeAll(async () => {
     { ...of('gpt-4o-mini'), id: 'pb-gpt', provider: 'pb-openai', aliases: undefined },
     { ...of('claude-haiku-4-5'), id: 'pb-claude', provider: 'pb-anthropic', aliases: undefined },
     // Images, speech and transcription: reconciled against OpenAI's images, audio_speeches and audio_transcriptions.
+    { ...of('text-embedding-3-small'), id: 'pb-embed', provider: 'pb-openai' },
     { ...of('gpt-image-1'), id: 'pb-image', provider: 'pb-openai' },
     { ...of('tts-1'), id: 'pb-tts', provider: 'pb-openai' },
     { ...of('whisper-1'), id: 'pb-whisper', provider: 'pb-openai' },
@@ -347,6 +348,7 @@ test('reconciliation: a provider day against its usage report, drift stored; the
   }
   // Two images, one speech of SPEECH's characters, one transcription of a 3-second WAV.
   const SPEECH = 'Xin chào, thế giới!';
+  const embedded = await openai.embeddings.create({ model: 'pb-embed', input: 'a lantern on the river' });
   await openai.images.generate({ model: 'pb-image', prompt: 'a lantern', n: 2 });
   await (await openai.audio.speech.create({ model: 'pb-tts', voice: 'alloy', input: SPEECH })).arrayBuffer();
   await openai.audio.transcriptions.create({
@@ -381,7 +383,7 @@ test('reconciliation: a provider day against its usage report, drift stored; the
     const n = await h.deps.db.query('SELECT count(*)::int AS n FROM usage_records WHERE account_id = $1', [
       acc.accountId,
     ]);
-    return n.rows[0].n === 7 ? true : null;
+    return n.rows[0].n === 8 ? true : null;
   });
 
   // Reported as served: no drift on any field; what customers paid against what the provider bills (the catalog
@@ -404,6 +406,15 @@ test('reconciliation: a provider day against its usage report, drift stored; the
     }
     // Images, speech characters and transcribed seconds, each against its own report, priced at list price.
     const units = (await drift('pb-openai')).filter((r) => ['images', 'characters', 'seconds'].includes(r.field));
+    // Embedding tokens, from OpenAI's embeddings report, as the input of their model.
+    expect((await drift('pb-openai')).find((r) => r.model === 'text-embedding-3-small')).toEqual({
+      model: 'text-embedding-3-small',
+      field: 'input',
+      reported: embedded.usage.prompt_tokens,
+      recorded: embedded.usage.prompt_tokens,
+      drift: 0,
+      ...listPrice((embedded.usage.prompt_tokens * 520) / 1e6),
+    });
     expect(units).toEqual([
       { model: 'gpt-image-1', field: 'images', reported: 2, recorded: 2, drift: 0, ...listPrice(2 * 1040) },
       {
