@@ -5,7 +5,7 @@ import type { Logger } from '../observability/logger';
 import type { VideoProviders } from '../providers/video';
 import { VideoProviderError, type VideoProviderAdapter, type VideoTaskState } from '../providers/video/types';
 import type { ModelRouter } from '../routing/modelRouter';
-import { appendEvent, type StoredVideoRequest } from './jobs';
+import { appendEvent } from './jobs';
 
 /**
  * Twins: provider tasks a timed-out submit attempt created after its retry had already recorded the job's own task
@@ -61,7 +61,8 @@ export interface TwinJob {
   seconds: number;
   pricePerSecond: number;
   pricing?: PriceSet | null;
-  request?: StoredVideoRequest | null;
+  /** The job's stored request (the dimensions it asked: src/billing/videoPricing.ts askedDims). */
+  request?: Parameters<typeof askedDims>[0] | null;
 }
 
 /**
