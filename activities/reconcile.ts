@@ -1,3 +1,4 @@
+import { Context } from '@temporalio/activity';
 import type { Catalog } from '../src/catalog/catalog';
 import type { Db } from '../src/db/pool';
 import type { Logger } from '../src/observability/logger';
@@ -5,11 +6,16 @@ import { signedHeaders } from '../src/webhooks/send';
 import { reconcileProviderDay } from '../src/reconcile/reconcile';
 import type { ReconcileActivities } from '../src/reconcile/workflowContract';
 
-/** The reconciliation activity: reads the provider's report, compares, stores the drift (idempotent per day). */
+/**
+ * The reconciliation activity: reads the provider's report, compares, stores the drift (idempotent per day: a run
+ * replaces its day's rows, so a retried attempt after a lost worker redoes the same work). It heartbeats after each
+ * report call and each page of usage records, so a worker that died mid-run is noticed within the workflow's
+ * heartbeat timeout rather than its start-to-close timeout.
+ */
 export function createReconcileActivities(deps: { db: Db; catalog: Catalog; logger?: Logger }): ReconcileActivities {
   return {
     async reconcileProviderDay({ provider, day }) {
-      const rows = await reconcileProviderDay(deps, provider, day);
+      const rows = await reconcileProviderDay(deps, provider, day, () => Context.current().heartbeat());
       const maxDriftRatio = rows.reduce(
         (m, r) => Math.max(m, r.reported > 0 ? Math.abs(r.drift) / r.reported : r.recorded > 0 ? 1 : 0),
         0,

@@ -390,6 +390,7 @@ function completions(ctl: EmulatorControl) {
       completion_tokens: completionTokens,
       total_tokens: promptTokens + completionTokens,
     };
+    recordServed(ctl, 'openai', String(model), { input: promptTokens, output: completionTokens });
     if (body.stream !== true) {
       ctx.body = { id, object: 'text_completion', created, model, system_fingerprint: 'fp_emulator', choices, usage };
       return;
@@ -481,6 +482,7 @@ function embeddings(ctl: EmulatorControl) {
       promptTokens += tokens(texts[i].length);
       items.push(`{"object":"embedding","index":${i},"embedding":${embeddingJson(texts[i], dims, base64)}}`);
     }
+    recordServed(ctl, 'openai', String(body.model), { embeddingInput: promptTokens });
     ctx.type = 'application/json';
     const usage = `{"prompt_tokens":${promptTokens},"total_tokens":${promptTokens}}`;
     ctx.body = `{"object":"list","data":[${items.join(',')}],"model":${JSON.stringify(body.model)},"usage":${usage}}`;
@@ -532,7 +534,8 @@ function speech(ctl: EmulatorControl) {
       ctx.res.destroy();
       return;
     }
-    // Sent as a chunked stream, as the real endpoint does.
+    // Sent as a chunked stream, as the real endpoint does. Billed by input characters (its usage report).
+    recordServed(ctl, 'openai', String(body.model), { characters: [...body.input].length });
     ctx.body = Readable.from([audioFixture(fmt)]);
   };
 }
@@ -572,6 +575,9 @@ function transcriptions(ctl: EmulatorControl) {
       typeof form.get('language') === 'string' && form.get('language') ? String(form.get('language')) : 'en';
     const text = `This is a deterministic transcription of ${file.name || 'audio'}, ${duration} seconds long.`;
     const fmt = String(form.get('response_format') ?? 'json');
+    // Billed in whole seconds (its `usage.seconds`), on its usage report, when it answers.
+    if (['json', 'text', 'srt', 'vtt', 'verbose_json'].includes(fmt))
+      recordServed(ctl, 'openai', String(form.get('model') ?? ''), { seconds: Math.ceil(duration) });
     switch (fmt) {
       case 'json':
         ctx.body = { text, usage: { type: 'duration', seconds: Math.ceil(duration) } };
@@ -661,6 +667,7 @@ function imageGenerations(ctl: EmulatorControl, baseUrl: () => string) {
     const d = imageDefaults(body.model, body.n, body.size, body.response_format);
     if (!Number.isInteger(d.n) || d.n < 1 || d.n > 10)
       return fail(ctx, 400, "'n' must be from 1 to 10.", 'n', 'invalid_value');
+    recordServed(ctl, 'openai', String(body.model), { images: d.n });
     ctx.body = { created: nowSec(), data: imageData(body.prompt, d.n, d.size, d.format, baseUrl) };
   };
 }
@@ -693,6 +700,7 @@ function imageEdits(ctl: EmulatorControl, baseUrl: () => string) {
     const d = imageDefaults(form.get('model'), form.get('n'), form.get('size'), form.get('response_format'));
     if (!Number.isInteger(d.n) || d.n < 1 || d.n > 10)
       return fail(ctx, 400, "'n' must be from 1 to 10.", 'n', 'invalid_value');
+    recordServed(ctl, 'openai', String(form.get('model') ?? ''), { images: d.n });
     ctx.body = { created: nowSec(), data: imageData(prompt, d.n, d.size, d.format, baseUrl, `edit:${bytes.length}:`) };
   };
 }

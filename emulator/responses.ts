@@ -2,6 +2,7 @@ import type Koa from 'koa';
 import type Router from '@koa/router';
 import type { Mount } from './mount';
 import type { EmulatorControl } from './control';
+import { recordServed } from './usageReports';
 import {
   DROP_MIDSTREAM_MARKER,
   hash,
@@ -158,6 +159,11 @@ export function responses(ctl: EmulatorControl) {
     const reasoningTokens = (reasoningText ? tokens(reasoningText.length) : 0) + mk.reasoning;
     const inputTokens = tokens(promptChars) + mk.cacheRead;
     const outputTokens = tokens(outChars) + mk.reasoning;
+    recordServed(ctl, 'openai', String(body.model), {
+      input: inputTokens - mk.cacheRead,
+      cacheRead: mk.cacheRead,
+      output: outputTokens,
+    });
     const usage = {
       input_tokens: inputTokens,
       input_tokens_details: { cached_tokens: mk.cacheRead, cache_write_tokens: 0 },

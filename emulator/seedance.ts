@@ -29,6 +29,8 @@ interface Task {
   duration: number;
   resolution: string;
   generateAudio: boolean;
+  /** `default` or `flex` (BytePlus's offline tier, billed at about half): reported back as `service_tier`. */
+  serviceTier: string;
   ratio: string;
   seed: number;
   returnLastFrame: boolean;
@@ -96,6 +98,9 @@ export const mountSeedance: Mount = (router, ctl, baseUrl) => {
     if (!RESOLUTIONS.has(resolution)) return arkError(ctx, 400, 'InvalidParameter', `invalid resolution ${resolution}`);
     const ratio = b.ratio === undefined ? 'adaptive' : String(b.ratio);
     if (!RATIOS.has(ratio)) return arkError(ctx, 400, 'InvalidParameter', `invalid ratio ${ratio}`);
+    const serviceTier = b.service_tier === undefined ? 'default' : String(b.service_tier);
+    if (serviceTier !== 'default' && serviceTier !== 'flex')
+      return arkError(ctx, 400, 'InvalidParameter', `invalid service_tier ${serviceTier}`);
     if (b.seed !== undefined && !Number.isInteger(b.seed))
       return arkError(ctx, 400, 'InvalidParameter', 'seed must be an integer');
     for (const k of ['generate_audio', 'watermark', 'return_last_frame'])
@@ -120,6 +125,7 @@ export const mountSeedance: Mount = (router, ctl, baseUrl) => {
       duration: markers.duration ?? (duration as number),
       resolution: markers.resolution ?? resolution,
       generateAudio: b.generate_audio !== false,
+      serviceTier,
       ratio,
       seed: Number.isInteger(b.seed) && (b.seed as number) >= 0 ? (b.seed as number) : 17918,
       returnLastFrame: b.return_last_frame === true,
@@ -147,7 +153,7 @@ export const mountSeedance: Mount = (router, ctl, baseUrl) => {
       ratio: t.ratio,
       duration: t.duration,
       framespersecond: 24,
-      service_tier: 'default',
+      service_tier: t.serviceTier,
       execution_expires_after: 172800,
       output_format: 'mp4',
     };

@@ -4,8 +4,10 @@ import type { EmulatorControl } from './control';
 
 /**
  * The providers' own usage reports, played from what the emulator actually served (docs/billing.md,
- * "Reconciliation"): OpenAI's organization usage API (GET /openai/v1/organization/usage/completions) and
- * Anthropic's usage report (GET /anthropic/v1/organizations/usage_report/messages), daily buckets grouped by model.
+ * "Reconciliation"): OpenAI's organization usage API (GET /openai/v1/organization/usage/completions, and /embeddings,
+ * /images, /audio_speeches, /audio_transcriptions for embedding tokens, images, speech characters and transcribed
+ * seconds) and Anthropic's
+ * usage report (GET /anthropic/v1/organizations/usage_report/messages), daily buckets grouped by model,
  * and their cost reports (GET /openai/v1/organization/costs, GET /anthropic/v1/organizations/cost_report), priced at
  * USD_PRICES. `settings.usageReportFactor` scales what is reported (1.1: the provider over-reports by 10 %), so a
  * test can make the bill drift from what was served.
@@ -18,22 +20,49 @@ const USD_PRICES: Record<
 > = {
   'gpt-4o-mini': { input: 0.15, cacheRead: 0.075, cacheWrite5m: 0, cacheWrite1h: 0, output: 0.6 },
   'gpt-4o': { input: 2.5, cacheRead: 1.25, cacheWrite5m: 0, cacheWrite1h: 0, output: 10 },
+  'o4-mini': { input: 1.1, cacheRead: 0.275, cacheWrite5m: 0, cacheWrite1h: 0, output: 4.4 },
+  'gpt-5-codex': { input: 1.25, cacheRead: 0.125, cacheWrite5m: 0, cacheWrite1h: 0, output: 10 },
+  'gpt-3.5-turbo-instruct': { input: 1.5, cacheRead: 1.5, cacheWrite5m: 0, cacheWrite1h: 0, output: 2 },
+  'text-embedding-3-small': { input: 0.02, cacheRead: 0, cacheWrite5m: 0, cacheWrite1h: 0, output: 0 },
   'claude-haiku-4-5': { input: 1, cacheRead: 0.1, cacheWrite5m: 1.25, cacheWrite1h: 2, output: 5 },
   'claude-sonnet-4-6': { input: 3, cacheRead: 0.3, cacheWrite5m: 3.75, cacheWrite1h: 6, output: 15 },
 };
 const DEFAULT_USD = { input: 1, cacheRead: 0.1, cacheWrite5m: 1.25, cacheWrite1h: 2, output: 4 };
 const usd = (model: string, field: keyof typeof DEFAULT_USD, tokens: number) =>
   (tokens * (USD_PRICES[model] ?? DEFAULT_USD)[field]) / 1_000_000;
+/** USD per image, per 1,000 speech characters, per transcribed minute (gpt-image-1, tts-1, whisper-1 list prices). */
+const USD_UNIT = { image: 0.04, per1KChars: 0.015, perMinute: 0.006 };
 
-/** Token fields a provider bills, as served (OpenAI's input includes cached; Anthropic's excludes cache). */
+/**
+ * What a provider bills, as served: token fields (OpenAI's input includes cached; Anthropic's excludes cache),
+ * images, speech characters and transcribed seconds (whole seconds per request, as the transcription's
+ * `usage.seconds` says).
+ */
 export interface ServedUsage {
   input: number;
   cacheRead: number;
   cacheWrite5m: number;
   cacheWrite1h: number;
   output: number;
+  /** Embedding input tokens (OpenAI reports them apart, on /usage/embeddings). */
+  embeddingInput: number;
+  images: number;
+  characters: number;
+  seconds: number;
   requests: number;
 }
+
+const UNIT_FIELDS = [
+  'input',
+  'cacheRead',
+  'cacheWrite5m',
+  'cacheWrite1h',
+  'output',
+  'embeddingInput',
+  'images',
+  'characters',
+  'seconds',
+] as const;
 
 const DAY = 86_400;
 const dayStart = (sec: number) => Math.floor(sec / DAY) * DAY;
@@ -43,15 +72,14 @@ export function recordServed(
   ctl: EmulatorControl,
   provider: 'openai' | 'anthropic',
   model: string,
-  u: Omit<ServedUsage, 'requests'>,
+  u: Partial<Omit<ServedUsage, 'requests'>>,
 ): void {
   const key = `${provider}\t${dayStart(Math.floor(Date.now() / 1000))}\t${model}`;
-  const s = ctl.served.get(key) ?? { input: 0, cacheRead: 0, cacheWrite5m: 0, cacheWrite1h: 0, output: 0, requests: 0 };
-  s.input += u.input;
-  s.cacheRead += u.cacheRead;
-  s.cacheWrite5m += u.cacheWrite5m;
-  s.cacheWrite1h += u.cacheWrite1h;
-  s.output += u.output;
+  const s = ctl.served.get(key) ?? {
+    ...(Object.fromEntries(UNIT_FIELDS.map((f) => [f, 0])) as Omit<ServedUsage, 'requests'>),
+    requests: 0,
+  };
+  for (const f of UNIT_FIELDS) s[f] += u[f] ?? 0;
   s.requests += 1;
   ctl.served.set(key, s);
 }
@@ -64,21 +92,17 @@ function buckets(ctl: EmulatorControl, provider: string, start: number, end: num
   for (const [key, u] of ctl.served) {
     const [p, day, model] = key.split('\t');
     if (p !== provider || !days.has(Number(day))) continue;
-    const scale = (n: number) => Math.round(n * f);
-    days.get(Number(day))!.push({
-      model,
-      u: {
-        input: scale(u.input),
-        cacheRead: scale(u.cacheRead),
-        cacheWrite5m: scale(u.cacheWrite5m),
-        cacheWrite1h: scale(u.cacheWrite1h),
-        output: scale(u.output),
-        requests: u.requests,
-      },
-    });
+    const scaled = Object.fromEntries(UNIT_FIELDS.map((k) => [k, Math.round(u[k] * f)])) as Omit<
+      ServedUsage,
+      'requests'
+    >;
+    days.get(Number(day))!.push({ model, u: { ...scaled, requests: u.requests } });
   }
   return [...days].map(([d, results]) => ({ start: d, end: d + DAY, results }));
 }
+
+/** Whether the model served any tokens (it is on the completions report). */
+const tokensServed = (u: ServedUsage) => u.input + u.cacheRead + u.cacheWrite5m + u.cacheWrite1h + u.output > 0;
 
 const int = (v: unknown, def: number) => (typeof v === 'string' && /^\d+$/.test(v) ? Number(v) : def);
 const iso = (sec: number) => new Date(sec * 1000).toISOString().replace('.000Z', 'Z');
@@ -96,25 +120,67 @@ export const mountUsageReports: Mount = (router, ctl) => {
         object: 'bucket',
         start_time: b.start,
         end_time: b.end,
-        results: b.results.map(({ model, u }) => ({
-          object: 'organization.usage.completions.result',
-          input_tokens: u.input + u.cacheRead,
-          input_cached_tokens: u.cacheRead,
-          output_tokens: u.output,
-          input_audio_tokens: 0,
-          output_audio_tokens: 0,
-          num_model_requests: u.requests,
-          project_id: null,
-          user_id: null,
-          api_key_id: null,
-          model,
-          batch: null,
-        })),
+        results: b.results
+          .filter(({ u }) => tokensServed(u))
+          .map(({ model, u }) => ({
+            object: 'organization.usage.completions.result',
+            input_tokens: u.input + u.cacheRead,
+            input_cached_tokens: u.cacheRead,
+            output_tokens: u.output,
+            input_audio_tokens: 0,
+            output_audio_tokens: 0,
+            num_model_requests: u.requests,
+            project_id: null,
+            user_id: null,
+            api_key_id: null,
+            model,
+            batch: null,
+          })),
       })),
       has_more: false,
       next_page: null,
     };
   });
+
+  // OpenAI's images, speech and transcription usage: the same window and buckets, a result per model that served any.
+  const unitReport = (
+    path: string,
+    object: string,
+    field: 'embeddingInput' | 'images' | 'characters' | 'seconds',
+    name: string = field,
+  ) =>
+    router.get(`/openai/v1/organization/usage/${path}`, (ctx) => {
+      ctl.record(ctx.method, ctx.path, ctx.headers, null);
+      const q = ctx.query as Record<string, string>;
+      const start = int(q.start_time, 0);
+      const end = int(q.end_time, start + DAY);
+      ctx.body = {
+        object: 'page',
+        data: buckets(ctl, 'openai', start, end).map((b) => ({
+          object: 'bucket',
+          start_time: b.start,
+          end_time: b.end,
+          results: b.results
+            .filter(({ u }) => u[field] > 0)
+            .map(({ model, u }) => ({
+              object: `organization.usage.${object}.result`,
+              [name]: u[field],
+              num_model_requests: u.requests,
+              project_id: null,
+              user_id: null,
+              api_key_id: null,
+              model,
+              ...(field === 'images' ? { source: null, size: null } : {}),
+            })),
+        })),
+        has_more: false,
+        next_page: null,
+      };
+    });
+  unitReport('embeddings', 'embeddings', 'embeddingInput', 'input_tokens');
+  unitReport('images', 'images', 'images');
+  unitReport('audio_speeches', 'audio_speeches', 'characters');
+  unitReport('audio_transcriptions', 'audio_transcriptions', 'seconds');
 
   // OpenAI costs: one result per line item ("<model>, input" | ", cached input" | ", output"), amounts in USD.
   router.get('/openai/v1/organization/costs', (ctx) => {
@@ -131,9 +197,18 @@ export const mountUsageReports: Mount = (router, ctl) => {
         results: b.results.flatMap(({ model, u }) =>
           (
             [
-              ['input', usd(model, 'input', u.input)],
-              ['cached input', usd(model, 'cacheRead', u.cacheRead)],
-              ['output', usd(model, 'output', u.output)],
+              ...(tokensServed(u)
+                ? ([
+                    ['input', usd(model, 'input', u.input)],
+                    ['cached input', usd(model, 'cacheRead', u.cacheRead)],
+                    ['output', usd(model, 'output', u.output)],
+                  ] as const)
+                : []),
+              ...(u.embeddingInput ? ([['input', usd(model, 'input', u.embeddingInput)]] as const) : []),
+              // Images, speech and transcription: a line item each, named by this emulator (see docs/billing.md).
+              ...(u.images ? ([['images', u.images * USD_UNIT.image]] as const) : []),
+              ...(u.characters ? ([['characters', (u.characters * USD_UNIT.per1KChars) / 1000]] as const) : []),
+              ...(u.seconds ? ([['seconds', (u.seconds * USD_UNIT.perMinute) / 60]] as const) : []),
             ] as const
           ).map(([kind, value]) => ({
             object: 'organization.costs.result',

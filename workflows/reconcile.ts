@@ -4,7 +4,11 @@ import type { ReconcileActivities, ReconcileInput, ReconcileResult } from '../sr
 const DAY_MS = 86_400_000;
 
 const acts = proxyActivities<ReconcileActivities>({
-  startToCloseTimeout: '5 minutes',
+  // The activity heartbeats after each report call (30 s at most each) and each page of 5,000 usage records: a
+  // worker lost mid-run is noticed in 2 minutes; a day of many records may take longer than that as a whole.
+  // (Activity options are not part of the replayed command sequence: histories of earlier runs replay unchanged.)
+  startToCloseTimeout: '30 minutes',
+  heartbeatTimeout: '2 minutes',
   // A provider's report API down for a while: retried for hours (the next day's run does not wait on this one).
   retry: { initialInterval: '10 seconds', backoffCoefficient: 2, maximumInterval: '30 minutes', maximumAttempts: 20 },
 });

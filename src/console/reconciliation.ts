@@ -3,13 +3,13 @@ import type { AppDeps } from '../operations/deps';
 import { route, type GatewayState } from '../api/middleware';
 import { requireCsrf, requireOperator, requireSession, sameOrigin } from './auth';
 import { intParam } from './params';
-import { isReconciled, NOT_RECONCILED } from '../reconcile/reconcile';
+import { FIELDS, isReconciled, NOT_RECONCILED, reportedFields } from '../reconcile/reconcile';
 
 /**
  * GET /console/api/admin/reconciliation?days=N (operators): per provider, day, upstream model and field, the units
  * and cost as the provider reports them and as the gateway recorded them, the drift and the margin (what customers
  * were charged minus what the provider billed); and every catalog provider, reconciled or not (with the report
- * it would be reconciled from).
+ * it would be reconciled from), with the fields its report reconciles and those it does not.
  */
 export function mountReconciliationApi(r: Router<GatewayState>, deps: AppDeps): void {
   const auth = [sameOrigin(deps), requireSession(deps), requireOperator(), requireCsrf()];
@@ -23,12 +23,17 @@ export function mountReconciliationApi(r: Router<GatewayState>, deps: AppDeps): 
       [days],
     );
     ctx.body = {
-      providers: [...deps.catalog.providers.values()].map((p) => ({
-        id: p.id,
-        kind: p.kind,
-        reconciled: isReconciled(p),
-        report: isReconciled(p) ? null : (NOT_RECONCILED[p.kind] ?? null),
-      })),
+      providers: [...deps.catalog.providers.values()].map((p) => {
+        const fields = reportedFields(p);
+        return {
+          id: p.id,
+          kind: p.kind,
+          reconciled: isReconciled(p),
+          report: isReconciled(p) ? null : (NOT_RECONCILED[p.kind] ?? null),
+          fields,
+          not_reconciled_fields: FIELDS.filter((f) => !fields.includes(f)),
+        };
+      }),
       data: rows.rows.map((x) => ({
         provider: x.provider,
         day: x.day,

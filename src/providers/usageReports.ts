@@ -4,7 +4,18 @@
  * gateway reads none yet, the report it would be read from.
  */
 
-export type ReportField = 'input' | 'cache_read' | 'cache_write_5m' | 'cache_write_1h' | 'output';
+/** Every field reconciliation compares: tokens by kind, images, speech characters, transcription seconds. */
+export const REPORT_FIELDS = [
+  'input',
+  'cache_read',
+  'cache_write_5m',
+  'cache_write_1h',
+  'output',
+  'images',
+  'characters',
+  'seconds',
+] as const;
+export type ReportField = (typeof REPORT_FIELDS)[number];
 
 /** The UTC day asked for: [start, end) in epoch milliseconds. */
 export interface ReportDay {
@@ -13,6 +24,8 @@ export interface ReportDay {
 }
 
 export interface UsageReports {
+  /** The fields its reports carry; the others are not reconciled for its providers (the console page says so). */
+  fields: readonly ReportField[];
   /** The day's token units by upstream model: `add` once per row of the report. */
   usage(
     baseUrl: string,
@@ -29,9 +42,12 @@ export interface UsageReports {
   ): Promise<void>;
 }
 
-/** GET a report page as JSON (one minute at most). */
+/**
+ * GET a report page as JSON; 30 s at most (within the reconcile activity's heartbeat timeout: it heartbeats between
+ * calls).
+ */
 export async function getJson(url: string, headers: Record<string, string>): Promise<any> {
-  const r = await fetch(url, { headers, signal: AbortSignal.timeout(60_000) });
+  const r = await fetch(url, { headers, signal: AbortSignal.timeout(30_000) });
   if (!r.ok) throw new Error(`usage report ${new URL(url).pathname} answered ${r.status}`);
   return r.json();
 }

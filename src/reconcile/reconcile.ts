@@ -1,6 +1,6 @@
 import type { Catalog, Pricing, ProviderConfig, ProviderKind } from '../catalog/catalog';
 import { KINDS, PROVIDER_KINDS, type KindRow } from '../providers/kinds';
-import type { UsageReports } from '../providers/usageReports';
+import { REPORT_FIELDS, type ReportField, type UsageReports } from '../providers/usageReports';
 import type { Db } from '../db/pool';
 import { tx } from '../db/pool';
 import { breakdownOfUnits } from '../billing/tokenUsage';
@@ -8,12 +8,13 @@ import { breakdownOfUnits } from '../billing/tokenUsage';
 /**
  * Reconciliation of one provider's day (docs/billing.md, "Reconciliation"): the provider's own usage report
  * (OpenAI's organization usage API, Anthropic's usage report) against the gateway's usage records of calls it sent
- * to that provider, per upstream model and token field; the drift is stored (reconciliation_drift). Providers of
- * other kinds have no such report the gateway reads yet: they are listed as not reconciled.
+ * to that provider, per upstream model and field (tokens by kind; images; speech characters; transcription
+ * seconds); the drift is stored (reconciliation_drift). Providers of other kinds have no such report the gateway
+ * reads yet: they are listed as not reconciled.
  */
 
-export const FIELDS = ['input', 'cache_read', 'cache_write_5m', 'cache_write_1h', 'output'] as const;
-export type Field = (typeof FIELDS)[number];
+export const FIELDS = REPORT_FIELDS;
+export type Field = ReportField;
 type Units = Record<Field, number>;
 
 /** The report each kind the gateway reads none of would be read from (its row's `reports`; docs/billing.md). */
@@ -24,6 +25,11 @@ export const NOT_RECONCILED: Partial<Record<ProviderKind, string>> = Object.from
   }),
 );
 
+/** The fields the provider's reports carry (none when the gateway reads no report of its kind). */
+export function reportedFields(p: ProviderConfig): readonly Field[] {
+  return readerOf(p)?.fields ?? [];
+}
+
 /** The reader of the provider's own reports, if the gateway reads them. */
 function readerOf(p: ProviderConfig): UsageReports | null {
   const reports: KindRow['reports'] = KINDS[p.kind].reports;
@@ -33,7 +39,7 @@ function readerOf(p: ProviderConfig): UsageReports | null {
 export const isReconciled = (p: ProviderConfig) => readerOf(p) !== null;
 
 const round4 = (x: number) => Math.round(x * 10_000) / 10_000;
-const zero = (): Units => ({ input: 0, cache_read: 0, cache_write_5m: 0, cache_write_1h: 0, output: 0 });
+const zero = (): Units => Object.fromEntries(FIELDS.map((f) => [f, 0])) as Units;
 const DAY_MS = 86_400_000;
 
 /** The UTC day as YYYY-MM-DD. */
@@ -81,48 +87,90 @@ export async function providerCosts(
   return out;
 }
 
-/** The gateway's record of the day's upstream usage on provider `p`: units and VND charged by upstream model. */
-export async function recordedUsage(
-  db: Db,
-  catalog: Catalog,
-  providerId: string,
-  day: string,
-): Promise<Map<string, { units: Units; charged: Units }>> {
-  const r = await db.query(
-    `SELECT model, deployment, units, pricing FROM usage_records
-     WHERE created_at >= $1::date AND created_at < $1::date + 1 AND status < 400`,
-    [day],
-  );
-  const deployments = new Map(catalog.allDeployments().map((d) => [d.id, d] as const));
-  const out = new Map<string, { units: Units; charged: Units }>();
-  for (const row of r.rows) {
-    const m = catalog.get(row.model);
-    const d = (row.deployment && deployments.get(row.deployment)) || (m ? catalog.deployments(m)[0] : undefined);
-    if (!d || d.provider !== providerId) continue;
-    const t = breakdownOfUnits(row.units ?? {});
-    if (!t) continue;
-    const acc = out.get(d.upstreamModel) ?? { units: zero(), charged: zero() };
-    const units: Units = {
+/** Usage records read a page at a time (a day may hold millions); `progress` is called after each page. */
+const PAGE = 5000;
+
+/** A usage record's upstream units by field; null for units of no reconciled shape. */
+function unitsOf(u: Record<string, unknown>): { units: Partial<Units>; exact: Partial<Units> } | null {
+  const t = breakdownOfUnits(u);
+  if (t) {
+    const units = {
       input: t.input_uncached,
       cache_read: t.cache_read,
       cache_write_5m: t.cache_write_5m,
       cache_write_1h: t.cache_write_1h,
       output: t.output,
     };
-    // Each field at the price the record was billed at (its version's snapshot), in VND before rounding.
-    const p = (row.pricing ?? {}) as Pricing;
-    const price: Units = {
-      input: p.inputPer1MTokens ?? 0,
-      cache_read: p.cachedInputPer1MTokens ?? p.inputPer1MTokens ?? 0,
-      cache_write_5m: p.cacheWrite5mPer1MTokens ?? p.inputPer1MTokens ?? 0,
-      cache_write_1h: p.cacheWrite1hPer1MTokens ?? p.inputPer1MTokens ?? 0,
-      output: p.outputPer1MTokens ?? 0,
-    };
-    for (const f of FIELDS) {
-      acc.units[f] += units[f];
-      acc.charged[f] += (units[f] * price[f]) / 1_000_000;
+    return { units, exact: units };
+  }
+  if (typeof u.images === 'number') return { units: { images: u.images }, exact: { images: u.images } };
+  if (typeof u.characters === 'number')
+    return { units: { characters: u.characters }, exact: { characters: u.characters } };
+  // Transcription seconds: the provider bills each request in whole seconds (rounded up); charged at the exact ones.
+  if (typeof u.audio_seconds === 'number')
+    return { units: { seconds: Math.ceil(u.audio_seconds) }, exact: { seconds: u.audio_seconds } };
+  return null;
+}
+
+/** The price of one unit of each field at `p`, in VND. */
+function unitPrices(p: Pricing): Units {
+  return {
+    input: (p.inputPer1MTokens ?? 0) / 1_000_000,
+    cache_read: (p.cachedInputPer1MTokens ?? p.inputPer1MTokens ?? 0) / 1_000_000,
+    cache_write_5m: (p.cacheWrite5mPer1MTokens ?? p.inputPer1MTokens ?? 0) / 1_000_000,
+    cache_write_1h: (p.cacheWrite1hPer1MTokens ?? p.inputPer1MTokens ?? 0) / 1_000_000,
+    output: (p.outputPer1MTokens ?? 0) / 1_000_000,
+    images: p.perImage ?? 0,
+    characters: (p.per1KChars ?? 0) / 1000,
+    seconds: (p.perAudioMinute ?? 0) / 60,
+  };
+}
+
+/** The gateway's record of the day's upstream usage on provider `p`: units and VND charged by upstream model. */
+export async function recordedUsage(
+  db: Db,
+  catalog: Catalog,
+  providerId: string,
+  day: string,
+  progress: () => void = () => {},
+): Promise<Map<string, { units: Units; charged: Units }>> {
+  const deployments = new Map(catalog.allDeployments().map((d) => [d.id, d] as const));
+  const out = new Map<string, { units: Units; charged: Units }>();
+  const c = await db.connect();
+  try {
+    await c.query('BEGIN READ ONLY');
+    await c.query(
+      `DECLARE reconcile_day NO SCROLL CURSOR FOR
+       SELECT model, deployment, units, pricing FROM usage_records
+       WHERE created_at >= $1::date AND created_at < $1::date + 1 AND status < 400`,
+      [day],
+    );
+    for (;;) {
+      const page = await c.query(`FETCH ${PAGE} FROM reconcile_day`);
+      for (const row of page.rows) {
+        const m = catalog.get(row.model);
+        const d = (row.deployment && deployments.get(row.deployment)) || (m ? catalog.deployments(m)[0] : undefined);
+        if (!d || d.provider !== providerId) continue;
+        const u = unitsOf(row.units ?? {});
+        if (!u) continue;
+        const acc = out.get(d.upstreamModel) ?? { units: zero(), charged: zero() };
+        // Each field at the price the record was billed at (its version's snapshot), in VND before rounding.
+        const price = unitPrices((row.pricing ?? {}) as Pricing);
+        for (const f of FIELDS) {
+          acc.units[f] += u.units[f] ?? 0;
+          acc.charged[f] += (u.exact[f] ?? 0) * price[f];
+        }
+        out.set(d.upstreamModel, acc);
+      }
+      progress();
+      if (page.rowCount! < PAGE) break;
     }
-    out.set(d.upstreamModel, acc);
+    await c.query('COMMIT');
+  } catch (e) {
+    await c.query('ROLLBACK').catch(() => {});
+    throw e;
+  } finally {
+    c.release();
   }
   return out;
 }
@@ -146,14 +194,16 @@ export async function reconcileProviderDay(
   deps: { db: Db; catalog: Catalog; env?: NodeJS.ProcessEnv },
   providerId: string,
   day: string,
+  /** Called between steps and after each page of records (the activity heartbeats on it). */
+  progress: () => void = () => {},
 ): Promise<DriftRow[]> {
   const p = deps.catalog.providers.get(providerId);
   if (!p) throw new Error(`unknown provider ${providerId}`);
-  const [reported, costs, recorded] = [
-    await providerReport(p, day, deps.env),
-    await providerCosts(p, day, deps.env),
-    await recordedUsage(deps.db, deps.catalog, providerId, day),
-  ];
+  const reported = await providerReport(p, day, deps.env);
+  progress();
+  const costs = await providerCosts(p, day, deps.env);
+  progress();
+  const recorded = await recordedUsage(deps.db, deps.catalog, providerId, day, progress);
   const rate = usdVndOf(deps.env);
   const rows: DriftRow[] = [];
   for (const model of new Set([...reported.keys(), ...recorded.keys()])) {

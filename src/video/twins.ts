@@ -1,4 +1,5 @@
-import type { Catalog } from '../catalog/catalog';
+import type { Catalog, PriceSet } from '../catalog/catalog';
+import { askedDims, deliveredDims, videoSecondPrice } from '../billing/videoPricing';
 import type { Db } from '../db/pool';
 import type { Logger } from '../observability/logger';
 import type { VideoProviders } from '../providers/video';
@@ -12,8 +13,10 @@ import { appendEvent } from './repo';
  * no cancel, or the cancel failed) runs on at the gateway's cost, so the worker follows each one to its end: this
  * sweep reads the open twins from the database (so a worker restart loses none), looks at each through the adapter
  * that created it, and records its end as `provider_task_ended` (duplicate: true) with the provider's final state
- * and what it costs the gateway at the job's catalog price. The customer is never charged for a twin, and a
- * finished twin's media is never copied.
+ * and what it costs the gateway: its seconds at the price of what it delivered, by the job's price table (the
+ * version the job was held at) with the twin's own dimensions as the provider reports them (resolution, audio,
+ * tier; unreported: what the job asked). The customer is never charged for a twin, and a finished twin's media is
+ * never copied.
  */
 
 export interface TwinDeps {
@@ -45,15 +48,39 @@ export function creatorAdapter(
   return dep ? d.providers.forDeployment(dep) : d.providers.get(o.provider);
 }
 
-/** What a twin that ended in `state` costs the gateway: a produced (or unknown) video at the job's price. */
-export function twinCostVnd(
-  state: VideoTaskState | 'unknown',
-  durationSeconds: number | null,
-  job: { seconds: number; pricePerSecond: number },
-): number {
+/** What the provider reports a twin delivered (VideoTaskStatus), as far as it says. */
+export interface TwinDelivery {
+  durationSeconds?: number | null;
+  resolution?: string;
+  generateAudio?: boolean;
+  tier?: string;
+}
+
+/** The job a twin duplicates: its seconds, its single price (jobs of older builds) and its price table. */
+export interface TwinJob {
+  seconds: number;
+  pricePerSecond: number;
+  pricing?: PriceSet | null;
+  /** The job's stored request (the dimensions it asked: src/billing/videoPricing.ts askedDims). */
+  request?: Parameters<typeof askedDims>[0] | null;
+}
+
+/**
+ * What a twin that ended in `state` costs the gateway: a produced (or unknown) video, its seconds (else the job's)
+ * at the price of the dimensions it was delivered at (else those the job asked), from the job's price table; a
+ * job without one (an older build) at its single price per second.
+ */
+export function twinCostVnd(state: VideoTaskState | 'unknown', delivered: TwinDelivery, job: TwinJob): number {
   if (state === 'failed' || state === 'cancelled' || state === 'expired') return 0;
   // succeeded, or still running when we stopped following / unknown to the provider: assume it was billed.
-  return (durationSeconds ?? job.seconds) * job.pricePerSecond;
+  const seconds = Math.ceil(delivered.durationSeconds ?? job.seconds);
+  if (!job.pricing) return seconds * job.pricePerSecond;
+  const dims = deliveredDims(job.request ? askedDims(job.request) : {}, {
+    resolution: delivered.resolution,
+    audio: delivered.generateAudio,
+    tier: delivered.tier,
+  });
+  return seconds * videoSecondPrice(job.pricing, dims);
 }
 
 export interface TwinSweepReport {
@@ -74,7 +101,7 @@ export async function followTwins(
   const { db } = deps;
   const report: TwinSweepReport = { ended: 0, cancelled: 0, pending: 0 };
   const open = await db.query(
-    `SELECT e.job_id, e.data, e.created_at, j.model, j.seconds, j.price_per_second
+    `SELECT e.job_id, e.data, e.created_at, j.model, j.seconds, j.price_per_second, j.pricing, j.request
        FROM video_job_events e JOIN video_jobs j ON j.id = e.job_id
       WHERE e.kind = 'provider_task_duplicate'
         AND NOT EXISTS (SELECT 1 FROM video_job_events x WHERE x.idempotency_key IN
@@ -86,18 +113,28 @@ export async function followTwins(
   for (const row of open.rows) {
     const jobId: string = row.job_id;
     const taskId: string = row.data.taskId;
-    const job = { seconds: Number(row.seconds), pricePerSecond: Number(row.price_per_second) };
+    const job: TwinJob = {
+      seconds: Number(row.seconds),
+      pricePerSecond: Number(row.price_per_second),
+      pricing: row.pricing ?? null,
+      request: row.request ?? null,
+    };
     try {
       const adapter = creatorAdapter(deps, row.model, {
         provider: row.data.provider,
         deployment: row.data.deployment ?? null,
       });
       let state: VideoTaskState | 'unknown';
-      let durationSeconds: number | null = null;
+      let delivered: TwinDelivery = {};
       try {
         const s = await adapter.poll(taskId);
         state = s.state;
-        durationSeconds = s.durationSeconds ?? null;
+        delivered = {
+          durationSeconds: s.durationSeconds,
+          resolution: s.resolution,
+          generateAudio: s.generateAudio,
+          tier: s.tier,
+        };
       } catch (e) {
         if (!(e instanceof VideoProviderError) || e.retryable) throw e;
         state = 'unknown'; // the provider no longer knows the task
@@ -120,13 +157,20 @@ export async function followTwins(
           continue;
         }
       }
-      const gatewayCostVnd = twinCostVnd(state, durationSeconds, job);
+      const gatewayCostVnd = twinCostVnd(state, delivered, job);
+      const durationSeconds = delivered.durationSeconds ?? null;
+      // The dimensions the cost was priced at, when the provider reported them.
+      const dims = {
+        ...(delivered.resolution !== undefined ? { resolution: delivered.resolution } : {}),
+        ...(delivered.generateAudio !== undefined ? { generateAudio: delivered.generateAudio } : {}),
+        ...(delivered.tier !== undefined ? { tier: delivered.tier } : {}),
+      };
       await appendEvent(
         db,
         jobId,
         'provider_task_ended',
         null,
-        { taskId, state, durationSeconds, duplicate: true, gatewayCostVnd },
+        { taskId, state, durationSeconds, ...dims, duplicate: true, gatewayCostVnd },
         duplicateEndedKey(jobId, taskId),
       );
       report.ended++;

@@ -6,6 +6,7 @@ import { startGateway, type TestGateway } from '../support/gateway';
 import { loadVideoSettings } from '../../src/video/settings';
 import { startWorker, type WorkerHandle } from '../../src/worker';
 import { makeLogin } from './consoleClient';
+import { chargePerSecond } from '../support/videoPrices';
 import { PHONE, DESKTOP, jsErrors, launchBrowser, plain, shot, signIn, vndText, type Browser } from './browser';
 
 /**
@@ -23,7 +24,8 @@ let browser: Browser;
 let storageDir: string;
 let customer: { accountId: string; email: string; password: string };
 let op: { email: string; password: string };
-const PRICE_PER_SECOND = 3600; // seedance-2-0 in config/catalog.json
+// seedance-2-0 as the emulator delivers it by default (720p with audio, default tier), at config/catalog.json's table.
+const PRICE_PER_SECOND = chargePerSecond('seedance-2-0', { resolution: '720p', audio: true, tier: 'default' });
 
 beforeAll(async () => {
   storageDir = fs.mkdtempSync(path.join(os.tmpdir(), 'gw-console-video-'));

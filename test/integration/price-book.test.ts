@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import OpenAI from 'openai';
+import OpenAI, { toFile } from 'openai';
 import { Webhook } from 'standardwebhooks';
 import { startReceiver } from '../support/webhookReceiver';
 import { ConsoleClient, makeLogin } from '../e2e/consoleClient';
@@ -13,6 +13,7 @@ import { verifyUsage } from '../../src/billing/usageVerify';
 import { runAdmin } from '../../src/cli/admin';
 import type { CatalogFile, ModelConfig } from '../../src/catalog/catalog';
 import { eventually, startVideoHarness, type VideoHarness } from '../support/video';
+import { catalogPricing, chargePerSecond, holdPerSecond } from '../support/videoPrices';
 
 /**
  * The price book: video priced per second by resolution and audio (held at the most what was asked can be
@@ -71,6 +72,11 @@ beforeAll(async () => {
   const reconciled: ModelConfig[] = [
     { ...of('gpt-4o-mini'), id: 'pb-gpt', provider: 'pb-openai', aliases: undefined },
     { ...of('claude-haiku-4-5'), id: 'pb-claude', provider: 'pb-anthropic', aliases: undefined },
+    // Images, speech and transcription: reconciled against OpenAI's images, audio_speeches and audio_transcriptions.
+    { ...of('text-embedding-3-small'), id: 'pb-embed', provider: 'pb-openai' },
+    { ...of('gpt-image-1'), id: 'pb-image', provider: 'pb-openai' },
+    { ...of('tts-1'), id: 'pb-tts', provider: 'pb-openai' },
+    { ...of('whisper-1'), id: 'pb-whisper', provider: 'pb-openai' },
   ];
   fs.writeFileSync(
     catalogPath,
@@ -82,6 +88,25 @@ beforeAll(async () => {
 afterAll(async () => {
   await h?.close();
 });
+
+/** A silent WAV of `seconds` (8 kHz, 8-bit mono: 8,000 bytes a second). */
+function wav(seconds: number): Buffer {
+  const data = Buffer.alloc(8000 * seconds, 0x80);
+  const h = Buffer.alloc(44);
+  h.write('RIFF', 0, 'ascii');
+  h.writeUInt32LE(36 + data.length, 4);
+  h.write('WAVEfmt ', 8, 'ascii');
+  h.writeUInt32LE(16, 16);
+  h.writeUInt16LE(1, 20); // PCM
+  h.writeUInt16LE(1, 22); // mono
+  h.writeUInt32LE(8000, 24); // sample rate
+  h.writeUInt32LE(8000, 28); // byte rate
+  h.writeUInt16LE(1, 32); // block align
+  h.writeUInt16LE(8, 34); // bits per sample
+  h.write('data', 36, 'ascii');
+  h.writeUInt32LE(data.length, 40);
+  return Buffer.concat([h, data]);
+}
 
 /** The job's hold and charge, from the ledger. */
 async function money(accountId: string, jobId: string) {
@@ -159,6 +184,43 @@ test('/public/models lists the video price table', async () => {
   const list = (await (await fetch(`${h.url}/public/models`)).json()) as { data: any[] };
   const m = list.data.find((x) => x.id === SEEDANCE);
   expect(m.pricing).toMatchObject({ perVideoSecond: 6000, videoPerSecond: models[1].pricing.videoPerSecond });
+});
+
+test("the default catalog's video tables: listed; Seedance's flex and Veo's fast tier billed at theirs", async () => {
+  const list = (await (await fetch(`${h.url}/public/models`)).json()) as { data: any[] };
+  for (const id of ['veo-3.1-generate-preview', 'veo-3.1-fast-generate-preview', 'seedance-2-0'])
+    expect(list.data.find((x) => x.id === id).pricing).toMatchObject(catalogPricing(id));
+
+  const acc = await h.account(1_000_000);
+  const SD = 'seedance-2-0';
+  const FAST = 'veo-3.1-fast-generate-preview';
+  // service_tier passes through to Seedance, which reports the tier it ran on: held and charged at flex.
+  const flex = await h.submit(acc.key, {
+    model: SD,
+    prompt: 'a heron',
+    seconds: 5,
+    resolution: '480p',
+    parameters: { service_tier: 'flex' },
+  });
+  const fast = await h.submit(acc.key, { model: FAST, prompt: 'a heron', seconds: 4, size: '1280x720' });
+  const [flexDone, fastDone] = [await h.final(acc.key, flex.id), await h.final(acc.key, fast.id)];
+  const flexPrice = chargePerSecond(SD, { resolution: '480p', audio: true, tier: 'flex', input: 'text' });
+  expect(flexPrice).toBeLessThan(chargePerSecond(SD, { resolution: '480p', audio: true, tier: 'default' }));
+  expect(flexDone.usage).toMatchObject({
+    duration_seconds: 5,
+    cost_vnd: 5 * flexPrice,
+    resolution: '480p',
+    tier: 'flex',
+    price_per_second_vnd: flexPrice,
+  });
+  expect(await money(acc.accountId, flex.id)).toEqual({
+    held: 5 * holdPerSecond(SD, { resolution: '480p', audio: true, tier: 'flex', input: 'text' }),
+    charged: 5 * flexPrice,
+  });
+  const fastPrice = chargePerSecond(FAST, { resolution: '720p', audio: true });
+  expect(fastPrice).toBeLessThan(chargePerSecond('veo-3.1-generate-preview', { resolution: '720p', audio: true }));
+  expect(fastDone.usage).toMatchObject({ cost_vnd: 4 * fastPrice, resolution: '720p', generate_audio: true });
+  expect(await money(acc.accountId, fast.id)).toEqual({ held: 4 * fastPrice, charged: 4 * fastPrice });
 });
 
 async function admin(...argv: string[]) {
@@ -284,6 +346,15 @@ test('reconciliation: a provider day against its usage report, drift stored; the
       messages: [{ role: 'user', content: `count ${i}` }],
     });
   }
+  // Two images, one speech of SPEECH's characters, one transcription of a 3-second WAV.
+  const SPEECH = 'Xin chào, thế giới!';
+  const embedded = await openai.embeddings.create({ model: 'pb-embed', input: 'a lantern on the river' });
+  await openai.images.generate({ model: 'pb-image', prompt: 'a lantern', n: 2 });
+  await (await openai.audio.speech.create({ model: 'pb-tts', voice: 'alloy', input: SPEECH })).arrayBuffer();
+  await openai.audio.transcriptions.create({
+    model: 'pb-whisper',
+    file: await toFile(wav(3), 'three-seconds.wav', { type: 'audio/wav' }),
+  });
   const day = new Date().toISOString().slice(0, 10);
   const temporal = h.deps.temporal!;
   const run = (provider: string, tag: string) =>
@@ -302,12 +373,17 @@ test('reconciliation: a provider day against its usage report, drift stored; the
         [provider, day],
       )
     ).rows;
+  // The catalog resells these at the emulated provider's list price (x 26 000): cost and charge agree.
+  const listPrice = (vnd: number) => ({
+    reported_cost_vnd: expect.closeTo(vnd, 3),
+    charged_vnd: expect.closeTo(vnd, 3),
+  });
   // The usage records are written by the credit flush: wait for all four.
   await eventually(async () => {
     const n = await h.deps.db.query('SELECT count(*)::int AS n FROM usage_records WHERE account_id = $1', [
       acc.accountId,
     ]);
-    return n.rows[0].n === 4 ? true : null;
+    return n.rows[0].n === 8 ? true : null;
   });
 
   // Reported as served: no drift on any field; what customers paid against what the provider bills (the catalog
@@ -328,6 +404,29 @@ test('reconciliation: a provider day against its usage report, drift stored; the
         else expect(r.charged_vnd).toBeGreaterThanOrEqual(r.reported_cost_vnd - 0.001);
       }
     }
+    // Images, speech characters and transcribed seconds, each against its own report, priced at list price.
+    const units = (await drift('pb-openai')).filter((r) => ['images', 'characters', 'seconds'].includes(r.field));
+    // Embedding tokens, from OpenAI's embeddings report, as the input of their model.
+    expect((await drift('pb-openai')).find((r) => r.model === 'text-embedding-3-small')).toEqual({
+      model: 'text-embedding-3-small',
+      field: 'input',
+      reported: embedded.usage.prompt_tokens,
+      recorded: embedded.usage.prompt_tokens,
+      drift: 0,
+      ...listPrice((embedded.usage.prompt_tokens * 520) / 1e6),
+    });
+    expect(units).toEqual([
+      { model: 'gpt-image-1', field: 'images', reported: 2, recorded: 2, drift: 0, ...listPrice(2 * 1040) },
+      {
+        model: 'tts-1',
+        field: 'characters',
+        reported: [...SPEECH].length,
+        recorded: [...SPEECH].length,
+        drift: 0,
+        ...listPrice(([...SPEECH].length * 390) / 1000),
+      },
+      { model: 'whisper-1', field: 'seconds', reported: 3, recorded: 3, drift: 0, ...listPrice((3 * 156) / 60) },
+    ]);
     expect(receiver.received).toEqual([]);
 
     // The provider over-reports by 10 %: the drift is stored per field, the margin turns negative, the gauge
@@ -373,8 +472,35 @@ test('reconciliation: a provider day against its usage report, drift stored; the
     expect(output.margin_vnd).toBeCloseTo(stored.charged_vnd - stored.reported_cost_vnd, 3);
     expect(view.providers).toEqual(
       expect.arrayContaining([
-        { id: 'pb-anthropic', kind: 'anthropic', reconciled: true, report: null },
-        { id: 'emulator-seedance', kind: 'seedance', reconciled: false, report: expect.stringContaining('BytePlus') },
+        {
+          id: 'pb-anthropic',
+          kind: 'anthropic',
+          reconciled: true,
+          report: null,
+          fields: ['input', 'cache_read', 'cache_write_5m', 'cache_write_1h', 'output'],
+          not_reconciled_fields: ['images', 'characters', 'seconds'],
+        },
+        expect.objectContaining({
+          id: 'pb-openai',
+          fields: ['input', 'cache_read', 'output', 'images', 'characters', 'seconds'],
+        }),
+        {
+          id: 'emulator-seedance',
+          kind: 'seedance',
+          reconciled: false,
+          report: expect.stringContaining('BytePlus'),
+          fields: [],
+          not_reconciled_fields: [
+            'input',
+            'cache_read',
+            'cache_write_5m',
+            'cache_write_1h',
+            'output',
+            'images',
+            'characters',
+            'seconds',
+          ],
+        },
       ]),
     );
     const customer = new ConsoleClient(h.url);

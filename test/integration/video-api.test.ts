@@ -8,6 +8,7 @@ import { setKeyLimits } from '../../src/limits/keyLimits';
 import { getJob, listEvents } from '../../src/video/repo';
 import { eventually, startVideoHarness, type VideoHarness } from '../support/video';
 import { WORKFLOW_TEST_MS } from '../support/budgets';
+import { chargePerSecond, holdPerSecond } from '../support/videoPrices';
 
 /**
  * The video API end to end: official openai SDK -> gateway -> Temporal workflow (real dev server, real worker)
@@ -18,8 +19,10 @@ const PNG = fs.readFileSync(path.join(__dirname, '../../emulator/fixtures/last_f
 const PNG_URI = `data:image/png;base64,${PNG.toString('base64')}`;
 const VEO = 'veo-3.1-generate-preview';
 const SEEDANCE = 'seedance-2-0';
-const VEO_PRICE = 10400;
-const SEEDANCE_PRICE = 3600;
+// Per second, from the catalog's price table: a 720p Veo job (with audio, as Veo always renders it) is held and
+// charged at its 720p price; a Veo job without a size may come back at any resolution, so it is held at the highest.
+const VEO_720P = chargePerSecond(VEO, { resolution: '720p', audio: true });
+const VEO_OPEN_HOLD = holdPerSecond(VEO, { input: 'text' });
 
 let h: VideoHarness;
 beforeAll(async () => {
@@ -68,8 +71,8 @@ test(
     // The hold covers the maximum cost at once.
     expect(await getBalance(h.deps.db, acc.accountId)).toEqual({
       balance: 1_000_000,
-      held: 6 * VEO_PRICE,
-      available: 1_000_000 - 6 * VEO_PRICE,
+      held: 6 * holdPerSecond(VEO, { resolution: '720p', input: 'text' }),
+      available: 1_000_000 - 6 * holdPerSecond(VEO, { resolution: '720p', input: 'text' }),
     });
 
     const done = await eventually(async () => {
@@ -87,22 +90,22 @@ test(
       // The dimensions it was billed on: what the provider reports it delivered (Veo always renders audio).
       usage: {
         duration_seconds: 6,
-        cost_vnd: 6 * VEO_PRICE,
+        cost_vnd: 6 * VEO_720P,
         resolution: '720p',
         generate_audio: true,
         input: 'text',
-        price_per_second_vnd: VEO_PRICE,
+        price_per_second_vnd: VEO_720P,
         price_version: expect.any(Number),
       },
     });
     expect(await getBalance(h.deps.db, acc.accountId)).toEqual({
-      balance: 1_000_000 - 6 * VEO_PRICE,
+      balance: 1_000_000 - 6 * VEO_720P,
       held: 0,
-      available: 1_000_000 - 6 * VEO_PRICE,
+      available: 1_000_000 - 6 * VEO_720P,
     });
     const charges = (await listLedger(h.deps.db, acc.accountId)).filter((e) => e.kind === 'charged');
     expect(charges).toHaveLength(1);
-    expect(charges[0]).toMatchObject({ amount: 6 * VEO_PRICE, refType: 'video_job', refId: created.id });
+    expect(charges[0]).toMatchObject({ amount: 6 * VEO_720P, refType: 'video_job', refId: created.id });
 
     // The provider got the mapped request: durationSeconds 6, 16:9, the key in x-goog-api-key.
     const upstream = h.emulator.control.requests.find(
@@ -180,16 +183,18 @@ test(
     } as never);
     expect(created.status).toBe('submitted');
     const done = await waitFinal(acc.key, created.id);
-    // 8 s were held; the provider produced 4 s: 4 s are charged and the rest released.
+    // 8 s were held; the provider produced 4 s at 1080p without audio: 4 s are charged at that price, the rest
+    // released.
+    const price = chargePerSecond(SEEDANCE, { resolution: '1080p', audio: false, tier: 'default', input: 'image' });
     expect(done).toMatchObject({
       status: 'completed',
       result: { duration_seconds: 4, last_frame_url: `${h.url}/v1/videos/${created.id}/content?variant=last_frame` },
-      usage: { duration_seconds: 4, cost_vnd: 4 * SEEDANCE_PRICE },
+      usage: { duration_seconds: 4, cost_vnd: 4 * price, resolution: '1080p', generate_audio: false, input: 'image' },
     });
     expect(await getBalance(h.deps.db, acc.accountId)).toEqual({
-      balance: 1_000_000 - 4 * SEEDANCE_PRICE,
+      balance: 1_000_000 - 4 * price,
       held: 0,
-      available: 1_000_000 - 4 * SEEDANCE_PRICE,
+      available: 1_000_000 - 4 * price,
     });
 
     const upstream = h.emulator.control.requests.find(
@@ -394,7 +399,7 @@ test(
     expect(ja.id).toBe(jb.id);
     const c = await api(acc.key, '/v1/videos', { method: 'POST', body, headers });
     expect((await json(c)).id).toBe(ja.id);
-    expect((await getBalance(h.deps.db, acc.accountId))!.held).toBe(4 * VEO_PRICE);
+    expect((await getBalance(h.deps.db, acc.accountId))!.held).toBe(4 * VEO_OPEN_HOLD);
     const d = await api(acc.key, '/v1/videos', {
       method: 'POST',
       body: JSON.stringify({ model: VEO, prompt: 'different', seconds: 4 }),
@@ -453,7 +458,7 @@ test(
   "a video hold counts against the key's daily budget: past it 402 budget_exceeded, charge in spend",
   async () => {
     const acc = await h.account(10_000_000);
-    await setKeyLimits(h.deps.db, acc.accountId, acc.keyId, { budgetDayVnd: 10 * VEO_PRICE, rpm: 2 });
+    await setKeyLimits(h.deps.db, acc.accountId, acc.keyId, { budgetDayVnd: 10 * VEO_OPEN_HOLD, rpm: 2 });
     await new Promise((r) => setTimeout(r, 600)); // the key cache
     const first = await postVideo(acc.key, { model: VEO, prompt: 'a fox', seconds: 6 });
     expect(first.status).toBe(202);
@@ -465,7 +470,7 @@ test(
       type: 'insufficient_quota',
       code: 'budget_exceeded',
     });
-    expect((await getBalance(h.deps.db, acc.accountId))!.held).toBe(6 * VEO_PRICE);
+    expect((await getBalance(h.deps.db, acc.accountId))!.held).toBe(6 * VEO_OPEN_HOLD);
     // The RPM window counted both POSTs: a third is 429 before any validation of money.
     const third = await postVideo(acc.key, { model: VEO, prompt: 'a fox', seconds: 4 });
     expect(third.status).toBe(429);

@@ -8,6 +8,7 @@ import { getJob, listEvents } from '../../src/video/repo';
 import { findTemporalCli, freePort, startTemporalDevServer, type DevServer } from '../../src/runtime/temporalDevServer';
 import { eventually, spawnApi, spawnWorker, startVideoHarness, type VideoHarness } from '../support/video';
 import { fastWebhookSettings, startReceiver, type Receiver } from '../support/webhookReceiver';
+import { chargePerSecond, holdPerSecond } from '../support/videoPrices';
 
 /**
  * Durability against a real Temporal dev server and Postgres: a worker process SIGKILLed mid-job and a new one
@@ -21,7 +22,10 @@ import { fastWebhookSettings, startReceiver, type Receiver } from '../support/we
  */
 
 const VEO = 'veo-3.1-generate-preview';
-const PRICE = 10400;
+// Per second, from the catalog's price table: these jobs ask no size, so each is held at the highest price a Veo
+// delivery could have and charged at what the emulator delivers (720p, with audio).
+const HOLD = holdPerSecond(VEO, { input: 'text' });
+const PRICE = chargePerSecond(VEO, { resolution: '720p', audio: true });
 
 const openai = new OpenAI({ apiKey: 'unused' });
 
@@ -160,7 +164,7 @@ test('the worker is SIGKILLed mid-job; a new worker finishes it with one charge 
 }, 180_000);
 
 test('50 concurrent submissions, a balance for 10: exactly 10 accepted, the rest 402; ledger reconciles', async () => {
-  const perJob = 4 * PRICE;
+  const perJob = 4 * HOLD;
   const acc = await h.account(10 * perJob);
   const hook = await endpoint(acc.key);
   rx.always(503);
@@ -179,7 +183,8 @@ test('50 concurrent submissions, a balance for 10: exactly 10 accepted, the rest
   await refuseFirst(hook.path, accepted.length);
   const done = await Promise.all(accepted.map((b) => h.final(acc.key, b.id, 60_000)));
   expect(done.every((d) => d.status === 'completed')).toBe(true);
-  expect(await getBalance(h.deps.db, acc.accountId)).toEqual({ balance: 0, held: 0, available: 0 });
+  const left = 10 * perJob - 10 * 4 * PRICE;
+  expect(await getBalance(h.deps.db, acc.accountId)).toEqual({ balance: left, held: 0, available: left });
   expect((await listLedger(h.deps.db, acc.accountId, 500)).filter((e) => e.kind === 'charged')).toHaveLength(10);
   const n = await h.deps.db.query('SELECT count(*)::int AS n FROM video_jobs WHERE account_id = $1', [acc.accountId]);
   expect(n.rows[0].n).toBe(10);
@@ -193,7 +198,7 @@ test('50 concurrent submissions, a balance for 10: exactly 10 accepted, the rest
 }, 180_000);
 
 /**
- * Each job's money, exact: its hold placed once for seconds x price, then one charge of its cost and the rest
+ * Each job's money, exact: its hold placed once for seconds x hold price, then one charge of its cost and the rest
  * released (nothing charged twice); the account's balance down by exactly the costs, nothing left held.
  */
 async function expectMoneyExact(accountId: string, start: number, jobs: { id: string; seconds: number }[]) {
@@ -204,9 +209,9 @@ async function expectMoneyExact(accountId: string, start: number, jobs: { id: st
     expect({ job: j.id, charges: of.filter((e) => e.kind === 'charged').length }).toEqual({ job: j.id, charges: 1 });
     expect({ job: j.id, holds: of.filter((e) => e.kind === 'hold_placed').length }).toEqual({ job: j.id, holds: 1 });
     expect([sum('hold_placed'), sum('charged'), sum('charged') + sum('hold_released')]).toEqual([
+      j.seconds * HOLD,
       j.seconds * PRICE,
-      j.seconds * PRICE,
-      j.seconds * PRICE,
+      j.seconds * HOLD,
     ]);
   }
   const spent = jobs.reduce((n, j) => n + j.seconds * PRICE, 0);

@@ -9,6 +9,8 @@ import { createVideoActivities } from '../../activities/video';
 import { VideoProviders } from '../../src/providers/video';
 import { eventually, videoHarnessForFile, type VideoHarness } from '../support/video';
 import { WORKFLOW_TEST_MS } from '../support/budgets';
+import { catalogPricing, chargePerSecond, holdPerSecond } from '../support/videoPrices';
+import type { PriceSet } from '../../src/catalog/catalog';
 
 /**
  * The edges of a video job where money or files could slip: a cancel at any moment leaves no provider task
@@ -89,7 +91,7 @@ test(
 /** A job with its hold, as POST /v1/videos commits it (no workflow: the test drives the end itself). */
 async function heldJob(
   accountId: string,
-  m: { model: string; provider: string; seconds: number; price: number; prompt: string } = {
+  m: { model: string; provider: string; seconds: number; price: number; prompt: string; pricing?: PriceSet } = {
     model: SEEDANCE,
     provider: 'emulator-seedance',
     seconds: 5,
@@ -112,6 +114,7 @@ async function heldJob(
     pricePerSecond: m.price,
     maxCostVnd: m.seconds * m.price,
     holdId,
+    ...(m.pricing ? { pricing: m.pricing } : {}),
   });
   return { id, holdId };
 }
@@ -399,13 +402,18 @@ test(
   "a Veo twin (no cancel there) is followed to its end: its cost is the gateway's, the customer is charged once",
   async () => {
     const acc = await h.account(BALANCE);
-    const price = 10_400;
+    // Held as POST /v1/videos holds a Veo job without a size (at the highest price of its table), with the table:
+    // the twin and the job are each priced at what the provider delivered (720p, with audio), not at the hold price.
+    const held = holdPerSecond(VEO, { input: 'text' });
+    const price = chargePerSecond(VEO, { resolution: '720p', audio: true });
+    expect(price).toBeLessThan(held);
     const job = await heldJob(acc.accountId, {
       model: VEO,
       provider: 'emulator-veo',
       seconds: 4,
-      price,
+      price: held,
       prompt: 'twin sunrise [polls=4]',
+      pricing: catalogPricing(VEO),
     });
     const providers = new VideoProviders(h.deps.catalog);
     try {
@@ -431,7 +439,10 @@ test(
     expect(ended.data).toEqual({
       taskId: twin,
       state: 'succeeded',
-      durationSeconds: 4, // Veo reports what it delivered
+      // Veo reports what it delivered: the twin's cost is priced at it.
+      durationSeconds: 4,
+      resolution: '720p',
+      generateAudio: true,
       duplicate: true,
       gatewayCostVnd: 4 * price,
     });

@@ -4,6 +4,7 @@ import { createJobWithHold, getJob, listEvents } from '../../src/video/repo';
 import { eventually, videoHarnessForFile, type VideoHarness } from '../support/video';
 import { charges as chargesOf } from '../support/records';
 import { WORKFLOW_TEST_MS } from '../support/budgets';
+import { chargePerSecond } from '../support/videoPrices';
 
 /**
  * Provider failures, content filters, expiry, transient outages, copy failures and crash repairs, each ending
@@ -14,6 +15,10 @@ import { WORKFLOW_TEST_MS } from '../support/budgets';
 const VEO = 'veo-3.1-generate-preview';
 const SEEDANCE = 'seedance-2-0';
 const BALANCE = 10_000_000;
+// What the emulator delivers by default, at the catalog's price per second: Veo 720p with audio, Seedance 720p with
+// audio on the default tier.
+const VEO_720P = chargePerSecond(VEO, { resolution: '720p', audio: true });
+const SEEDANCE_720P = chargePerSecond(SEEDANCE, { resolution: '720p', audio: true, tier: 'default' });
 
 let h: VideoHarness;
 videoHarnessForFile((x) => (h = x));
@@ -85,12 +90,12 @@ test('provider 500s, dropped connections and timeouts for a while: the job still
   c.addFault({ match: 'GET /veo/_media/', status: 502, times: 1 });
   const job = await h.submit(acc.key, { model: VEO, prompt: 'through the storm', seconds: 4 });
   const done = await h.final(acc.key, job.id);
-  expect(done).toMatchObject({ status: 'completed', usage: { duration_seconds: 4, cost_vnd: 4 * 10400 } });
+  expect(done).toMatchObject({ status: 'completed', usage: { duration_seconds: 4, cost_vnd: 4 * VEO_720P } });
   expect(await charges(acc.accountId)).toHaveLength(1);
   expect(await getBalance(h.deps.db, acc.accountId)).toEqual({
-    balance: BALANCE - 4 * 10400,
+    balance: BALANCE - 4 * VEO_720P,
     held: 0,
-    available: BALANCE - 4 * 10400,
+    available: BALANCE - 4 * VEO_720P,
   });
   // Faults are answered before the emulator records a request: the one recorded POST is the accepted one.
   expect(
@@ -146,6 +151,7 @@ test('reconciler: a job whose workflow never started (crash after the hold) is s
     idempotencyKey: null,
     request: { prompt: 'orphaned job', seconds: 5, returnLastFrame: false, images: {} },
     seconds: 5,
+    // A job as an older build recorded it: one price per second, no price table (charged at that price).
     pricePerSecond: 3600,
     maxCostVnd: 5 * 3600,
     holdId: randomUUID(),
@@ -199,7 +205,7 @@ test(
       workflowExecution: { workflowId: handle.workflowId },
     });
     const done = await h.final(acc.key, job.id);
-    expect(done).toMatchObject({ status: 'completed', usage: { cost_vnd: 5 * 3600 } });
+    expect(done).toMatchObject({ status: 'completed', usage: { cost_vnd: 5 * SEEDANCE_720P } });
     // One provider task for the job, polled by both workflow runs; one charge.
     expect(
       h.emulator.control.requests.filter((r) => r.method === 'POST' && JSON.stringify(r.body).includes('lost history')),

@@ -4,6 +4,7 @@ import path from 'node:path';
 import S3rver from 's3rver';
 import { eventually, startVideoHarness, type VideoHarness } from '../support/video';
 import { WORKFLOW_TEST_MS } from '../support/budgets';
+import { chargePerSecond } from '../support/videoPrices';
 
 /**
  * A video job whose result (video and last frame) is copied into S3-compatible storage (s3rver, a real S3 API
@@ -56,7 +57,10 @@ test(
       const j = (await (await fetch(`${h.url}/v1/videos/${id}`, { headers: auth })).json()) as { status: string };
       return ['completed', 'failed', 'expired'].includes(j.status) ? j : null;
     });
-    expect(done).toMatchObject({ status: 'completed', usage: { cost_vnd: 5 * 3600 } });
+    expect(done).toMatchObject({
+      status: 'completed',
+      usage: { cost_vnd: 5 * chargePerSecond('seedance-2-0', { resolution: '720p', audio: true, tier: 'default' }) },
+    });
 
     const full = await fetch(`${h.url}/v1/videos/${id}/content`, { headers: auth });
     expect(full.headers.get('content-length')).toBe(String(6 * 1024 * 1024 + 3));

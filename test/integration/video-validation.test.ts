@@ -6,6 +6,7 @@ import OpenAI, { toFile } from 'openai';
 import { getBalance } from '../../src/billing/ledger';
 import { startVideoHarness, type VideoHarness } from '../support/video';
 import { post as postTo } from '../support/http';
+import { holdPerSecond } from '../support/videoPrices';
 
 /**
  * Every rejection of POST /v1/videos: a 400 naming the parameter, and nothing changes (no job,
@@ -274,7 +275,9 @@ test('image URLs: a private address is refused (SSRF) unless allowlisted; then f
 });
 
 test('402 when the account cannot cover seconds x price; nothing is held or created', async () => {
-  const poor = await h.account(8 * 10400 - 1);
+  // Without a size Veo may deliver any resolution: held at the highest price its table has (src/billing/videoPricing).
+  const perSecond = holdPerSecond(VEO, { input: 'text' });
+  const poor = await h.account(8 * perSecond - 1);
   const r = await fetch(`${h.url}/v1/videos`, {
     method: 'POST',
     headers: { authorization: `Bearer ${poor.key}`, 'content-type': 'application/json' },
@@ -283,9 +286,9 @@ test('402 when the account cannot cover seconds x price; nothing is held or crea
   expect(r.status).toBe(402);
   expect(((await r.json()) as { error: { type: string } }).error.type).toBe('insufficient_quota');
   expect(await getBalance(h.deps.db, poor.accountId)).toEqual({
-    balance: 8 * 10400 - 1,
+    balance: 8 * perSecond - 1,
     held: 0,
-    available: 8 * 10400 - 1,
+    available: 8 * perSecond - 1,
   });
   const n = await h.deps.db.query('SELECT count(*)::int AS n FROM video_jobs WHERE account_id = $1', [poor.accountId]);
   expect(n.rows[0].n).toBe(0);
@@ -302,5 +305,5 @@ test('402 when the account cannot cover seconds x price; nothing is held or crea
     body: JSON.stringify(veo({ seconds: 6 })),
   });
   expect(r3.status).toBe(202);
-  expect((await getBalance(h.deps.db, poor.accountId))!.held).toBe(6 * 10400);
+  expect((await getBalance(h.deps.db, poor.accountId))!.held).toBe(6 * perSecond);
 });

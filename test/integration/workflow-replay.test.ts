@@ -21,6 +21,10 @@ import { installRuntime } from '../../src/worker';
  * cancelled while queued at its provider and one whose status reads kept failing (it failed there, the provider's
  * batch left running: replaying it proves the new native branch is behind its patch); and with the patch taken
  * (`issue34-`) the same four and a native batch whose status read was refused for good (cancelled there, collected).
+ *
+ * The reconciliation workflow (recorded by test/integration/record-reconcile-histories.test.ts): from main at c44ead4
+ * (before its activity heartbeated, with other activity timeouts) a day within the drift threshold and one past it
+ * (the operator told).
  */
 
 const dir = path.join(__dirname, '../fixtures/workflow-histories');

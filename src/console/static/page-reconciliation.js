@@ -38,6 +38,8 @@ export function pageReconciliation(main, _p, _q, scope) {
     () => api('GET', '/admin/reconciliation?days=14'),
     (view) => {
       const notReconciled = view.providers.filter((p) => !p.reconciled);
+      // Reconciled providers whose report leaves some fields out (Anthropic bills no images, characters or seconds).
+      const partly = view.providers.filter((p) => p.reconciled && p.not_reconciled_fields.length);
       replace(
         body,
         h(
@@ -83,6 +85,25 @@ export function pageReconciliation(main, _p, _q, scope) {
                 ),
               )
             : h('p', null, 'Every provider is reconciled.'),
+          partly.length
+            ? h(
+                'ul',
+                { id: 'fields-not-reconciled' },
+                partly.map((p) =>
+                  h(
+                    'li',
+                    null,
+                    `${p.id} (${p.kind}): ${p.fields.join(', ')} reconciled; not reconciled: ` +
+                      `${p.not_reconciled_fields.join(', ')} (its report carries none).`,
+                  ),
+                ),
+              )
+            : null,
+          h(
+            'p',
+            { class: 'hint' },
+            'Video seconds are billed by Veo and Seedance, whose providers are not reconciled yet (above).',
+          ),
         ),
       );
     },

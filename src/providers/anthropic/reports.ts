@@ -5,6 +5,9 @@ const window = ({ start, end }: { start: number; end: number }) =>
 
 /** Anthropic's usage and cost reports (an admin key). */
 export const anthropicReports: UsageReports = {
+  // Anthropic bills tokens only.
+  fields: ['input', 'cache_read', 'cache_write_5m', 'cache_write_1h', 'output'],
+
   async usage(baseUrl, key, day, add) {
     const q = `${window(day)}&group_by[]=model&limit=31`;
     const r = await getJson(`${baseUrl}/v1/organizations/usage_report/messages?${q}`, {

@@ -1,5 +1,6 @@
 import type { PriceSet } from '../../../src/catalog/catalog';
 import { askedDims, deliveredDims, videoHoldPrice, videoSecondPrice } from '../../../src/billing/videoPricing';
+import { catalogPricing } from '../../support/videoPrices';
 
 /** Video prices by dimension: the first matching row prices what was delivered; the hold covers what could be. */
 
@@ -44,4 +45,36 @@ test('asked and delivered dimensions', () => {
   expect(asked).toEqual({ resolution: '1080p', audio: true, tier: 'flex', input: 'reference' });
   expect(askedDims({ images: { inputReference: {} } })).toEqual({ input: 'image' });
   expect(deliveredDims(asked, { resolution: '720p', audio: undefined })).toEqual({ ...asked, resolution: '720p' });
+});
+
+test("the default catalog's tables: Veo by resolution and audio, a cheaper fast tier, Seedance by tier", () => {
+  const veo = catalogPricing('veo-3.1-generate-preview');
+  const fast = catalogPricing('veo-3.1-fast-generate-preview');
+  const seedance = catalogPricing('seedance-2-0');
+  for (const m of [veo, fast]) {
+    // 720p and 1080p share a price; 4k costs more; without audio costs less.
+    expect(videoSecondPrice(m, { resolution: '720p', audio: true })).toBe(
+      videoSecondPrice(m, { resolution: '1080p', audio: true }),
+    );
+    expect(videoSecondPrice(m, { resolution: '4k', audio: true })).toBeGreaterThan(
+      videoSecondPrice(m, { resolution: '1080p', audio: true }),
+    );
+    expect(videoSecondPrice(m, { resolution: '720p', audio: false })).toBeLessThan(
+      videoSecondPrice(m, { resolution: '720p', audio: true }),
+    );
+    // A job without a size may come back at 4k: held at that price; a 720p one at its own.
+    expect(videoHoldPrice(m, { input: 'text' })).toBe(videoSecondPrice(m, { resolution: '4k', audio: true }));
+    expect(videoHoldPrice(m, { resolution: '720p', input: 'text' })).toBe(
+      videoSecondPrice(m, { resolution: '720p', audio: true }),
+    );
+  }
+  expect(videoSecondPrice(fast, { resolution: '720p', audio: true })).toBeLessThan(
+    videoSecondPrice(veo, { resolution: '720p', audio: true }),
+  );
+  const sd = (resolution: string, tier = 'default') => videoSecondPrice(seedance, { resolution, audio: true, tier });
+  expect(sd('480p')).toBeLessThan(sd('720p'));
+  expect(sd('720p')).toBeLessThan(sd('1080p'));
+  for (const r of ['480p', '720p', '1080p']) expect(sd(r, 'flex')).toBeLessThan(sd(r));
+  // The tier left open (no service_tier asked): held at the default tier's price, the dearer one.
+  expect(videoHoldPrice(seedance, { resolution: '720p', audio: true, input: 'text' })).toBe(sd('720p'));
 });
