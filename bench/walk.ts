@@ -1,0 +1,459 @@
+/**
+ * npm run walk -- <path>: which of the repository's files one request of a path runs, in the order it first enters
+ * them, measured rather than read. The gateway runs in this process as the integration tests run it (a test database,
+ * a Temporal dev server, the emulator over real HTTP, the official clients); V8's precise coverage (node:inspector,
+ * call counts) is taken once to forget the start-up and a warm-up request of the same path, then at every step
+ * while the measured request runs (each turn of the event loop and each promise continuation, i.e. each `await`
+ * resuming), so a file's first step orders it. Files first entered in the same step (synchronous calls between two
+ * awaits) are ordered by layer (layers.json, top first), then by name. The worker runs here too; its workflow code
+ * runs in a vm sandbox the coverage does not see, so a workflow's files are read from its bundle (workflowFiles).
+ *
+ * Each file is either the path's own (a reader follows it) or one that every request passes through (bench/walk.json,
+ * listed once in docs/architecture.md). docs/architecture.md explains the method and lists each path's files.
+ *
+ * Usage: npm run walk -- <path> [--all]   (--all also prints the files every request passes through)
+ *        npm run walk -- list
+ * Needs Postgres (TEST_DATABASE_ADMIN_URL or 127.0.0.1:5432) and, for job paths, TEMPORAL_ADDRESS or a temporal CLI.
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import inspector from 'node:inspector';
+import v8 from 'node:v8';
+import { randomUUID } from 'node:crypto';
+
+const root = path.join(__dirname, '..');
+const PATHS: Record<string, string> = {
+  'chat-stream': 'POST /v1/chat/completions, stream: true, OpenAI-compatible upstream (openai client)',
+  'messages-translated': 'POST /v1/messages, stream: true, on an OpenAI-compatible model (@anthropic-ai/sdk)',
+  'gemini-stream': 'POST /v1beta/models/{model}:streamGenerateContent on a Gemini model (@google/genai)',
+  'video-post': 'POST /v1/videos up to its 202 (openai client; no worker running)',
+  'video-workflow': 'the video job after its 202, until completed and settled (worker in this process)',
+  'batch-post': 'POST /v1/batches of an uploaded chat file up to its answer (openai client; no worker running)',
+  'batch-workflow': 'the batch after its answer: chunks, finalize, settlement, until completed',
+  'webhook-delivery': 'one event emitted (emitWebhookEvent), the delivery workflow, the signed POST, recorded',
+};
+
+// ---- Coverage: started before the gateway's modules load, so every function of theirs has a counter.
+const session = new inspector.Session();
+session.connect();
+function post<T = any>(method: string, params?: object): T {
+  let out: { e: Error | null; r: T } | null = null;
+  session.post(method, params ?? {}, (e, r) => (out = { e, r: r as T }));
+  if (!out) throw new Error(`${method} did not answer at once`);
+  const { e, r } = out as { e: Error | null; r: T };
+  if (e) throw e;
+  return r;
+}
+post('Profiler.enable');
+post('Profiler.startPreciseCoverage', { callCount: true, detailed: false });
+
+interface Layers {
+  layers: { name: string; files: string[]; folders: string[] }[];
+}
+const layers = (JSON.parse(fs.readFileSync(path.join(root, 'layers.json'), 'utf8')) as Layers).layers;
+const everyRequest: string[] = JSON.parse(fs.readFileSync(path.join(__dirname, 'walk.json'), 'utf8')).everyRequest;
+const inFolder = (file: string, folder: string) => file.startsWith(folder.endsWith('/') ? folder : folder + '/');
+function layerOf(file: string): number {
+  const i = layers.findIndex((l) => l.files.includes(file) || l.folders.some((f) => inFolder(file, f)));
+  return i < 0 ? layers.length : i;
+}
+const isEveryRequest = (file: string) => everyRequest.some((p) => (p.endsWith('/') ? inFolder(file, p) : file === p));
+const lineCount = (file: string) => fs.readFileSync(path.join(root, file), 'utf8').split('\n').length - 1;
+
+/** A repository file of src/, workflows/ or activities/ for a script URL, or null. */
+function repoFile(url: string): string | null {
+  const p = url.startsWith('file://') ? new URL(url).pathname : url;
+  if (!p.startsWith(root + '/')) return null;
+  const rel = path.relative(root, p);
+  return /^(src|workflows|activities)\//.test(rel) && /\.[cm]?[jt]s$/.test(rel) ? rel : null;
+}
+
+/**
+ * The workflow's files. V8's coverage does not report the workflow bundle (it runs in a vm context of the worker's
+ * workflow thread), so they are read from the bundle itself: the workflow's module and the repository modules it
+ * imports there, transitively (type-only imports are erased, so these are the ones it runs).
+ */
+function workflowFiles(code: string, workflow: string): string[] {
+  const modules = new Map<string, string>();
+  const marks = [...code.matchAll(/^\/\*\*\*\/ "([^"]+)":?$/gm)];
+  marks.forEach((m, i) => modules.set(m[1], code.slice(m.index!, marks[i + 1]?.index ?? code.length)));
+  const out: string[] = [];
+  const visit = (id: string) => {
+    const file = id.replace(/^\.\//, '');
+    if (out.includes(file) || !/^(src|workflows|activities)\//.test(file)) return;
+    out.push(file);
+    for (const r of (modules.get(id) ?? '').matchAll(/__webpack_require__\(\/\*![^*]*\*\/ "([^"]+)"\)/g)) visit(r[1]);
+  };
+  visit(`./${workflow}`);
+  return out;
+}
+const WORKFLOW: Record<string, string> = {
+  'video-workflow': 'workflows/videoJob.ts',
+  'batch-workflow': 'workflows/batchJob.ts',
+  'webhook-delivery': 'workflows/webhookDelivery.ts',
+};
+
+interface Seen {
+  first: number;
+  calls: number;
+}
+/** Per file: the first step it ran in (since the last reset) and its function calls. */
+let seen = new Map<string, Seen>();
+/** The same, counted from a boundary on (a job's answer reached the client), its steps numbered from there. */
+let after: Map<string, Seen> | null = null;
+let step = 0;
+let boundaryStep = 0;
+function count(m: Map<string, Seen>, f: string, first: number, calls: number) {
+  const s = m.get(f);
+  if (s) s.calls += calls;
+  else m.set(f, { first, calls });
+}
+function snap() {
+  const { result } = post<{
+    result: { url: string; functions: { ranges: { startOffset: number; count: number }[] }[] }[];
+  }>('Profiler.takePreciseCoverage');
+  step++;
+  for (const script of result) {
+    const file = repoFile(script.url);
+    if (!file) continue;
+    for (const fn of script.functions) {
+      const r = fn.ranges[0];
+      if (!r || r.count === 0) continue;
+      count(seen, file, step, r.count);
+      if (after) count(after, file, step - boundaryStep, r.count);
+    }
+  }
+}
+/** Forgets everything counted so far. */
+function reset() {
+  snap();
+  seen = new Map();
+  after = null;
+  step = 0;
+}
+/** From the next step on, also count into `after`: what follows the answer of a job's POST. */
+function boundary() {
+  snap();
+  boundaryStep = step;
+  after = new Map();
+}
+/**
+ * Counts until `stop()`: at every turn of the event loop and before every promise continuation runs (an `await`
+ * resuming), so the code between two awaits is one step; files first entered in the same step are ordered by layer.
+ */
+function everyStep() {
+  let on = true;
+  const loop = () => {
+    if (!on) return;
+    snap();
+    setImmediate(loop);
+  };
+  setImmediate(loop);
+  const unhook = v8.promiseHooks.onBefore(() => {
+    if (on) snap();
+  });
+  return () => {
+    on = false;
+    unhook();
+    snap();
+  };
+}
+
+/**
+ * What ran, in order of first entry (step), then layer, then name; the workflow's files (read from its bundle, see
+ * workflowFiles) first, as step "wf".
+ */
+function report(title: string, s: Map<string, Seen>, steps: number, all: boolean, workflow: string[]) {
+  for (const f of workflow) s.set(f, { first: 0, calls: s.get(f)?.calls ?? 0 });
+  const at = (n: number) => (n === 0 ? 'wf' : String(n)).padStart(4);
+  const rows = [...s.entries()]
+    .map(([file, v]) => ({ file, ...v, layer: layerOf(file), lines: lineCount(file), every: isEveryRequest(file) }))
+    .sort((a, b) => a.first - b.first || a.layer - b.layer || a.file.localeCompare(b.file));
+  const own = rows.filter((r) => !r.every);
+  const common = rows.filter((r) => r.every);
+  const sum = (rs: typeof rows) => rs.reduce((t, r) => t + r.lines, 0);
+  const out: string[] = [`\n${title}`, '', "  #  step  lines  file (the path's own files, in order of first entry)"];
+  own.forEach((r, i) =>
+    out.push(`${String(i + 1).padStart(3)}  ${at(r.first)}  ${String(r.lines).padStart(5)}  ${r.file}`),
+  );
+  if (all) {
+    out.push('', '       step  lines  file (every request passes through: bench/walk.json)');
+    for (const r of common) out.push(`       ${at(r.first)}  ${String(r.lines).padStart(5)}  ${r.file}`);
+  }
+  out.push(
+    '',
+    `path files: ${own.length} (${sum(own)} lines); every-request files: ${common.length} (${sum(common)} lines); ` +
+      `all: ${rows.length} (${sum(rows)} lines); ${steps} steps`,
+  );
+  console.log(out.join('\n'));
+}
+
+// ---- Set-up: a database of its own, a Temporal dev server unless TEMPORAL_ADDRESS names one.
+async function provision() {
+  const pg = (await import('pg')).default;
+  const { migrate } = await import('../src/db/migrate');
+  const admin = process.env.TEST_DATABASE_ADMIN_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+  const dbName = `gw_walk_${Date.now()}_${process.pid}`;
+  const c = new pg.Client({ connectionString: admin });
+  await c.connect();
+  await c.query(`CREATE DATABASE ${dbName}`);
+  await c.end();
+  const url = new URL(admin);
+  url.pathname = '/' + dbName;
+  process.env.DATABASE_URL = url.toString();
+  await migrate(process.env.DATABASE_URL);
+  const stops: (() => Promise<unknown>)[] = [
+    async () => {
+      const d = new pg.Client({ connectionString: admin });
+      await d.connect();
+      await d.query(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`);
+      await d.end();
+    },
+  ];
+  if (!process.env.TEMPORAL_ADDRESS) {
+    const { ensureTemporalCli } = await import('../src/runtime/temporalCli');
+    const { startTemporalDevServer } = await import('../src/runtime/temporalDevServer');
+    const server = await startTemporalDevServer({ cli: await ensureTemporalCli({}), headless: true });
+    process.env.TEMPORAL_ADDRESS = server.address;
+    stops.unshift(() => server.stop());
+  }
+  return async () => {
+    for (const s of stops) await s().catch((e) => console.error(`clean-up: ${(e as Error).message}`));
+  };
+}
+
+/** Polls `fn` (on a connection of the tool's own, so the gateway's files are not counted) until truthy. */
+async function until<T>(fn: () => Promise<T | null | undefined | false>, ms = 60_000): Promise<T> {
+  const end = Date.now() + ms;
+  for (;;) {
+    const v = await fn();
+    if (v) return v;
+    if (Date.now() > end) throw new Error(`not done within ${ms} ms`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+async function main() {
+  const [name, ...flags] = process.argv.slice(2);
+  if (!name || name === 'list' || !PATHS[name]) {
+    console.log(
+      Object.entries(PATHS)
+        .map(([k, v]) => `${k.padEnd(20)} ${v}`)
+        .join('\n'),
+    );
+    process.exit(name && name !== 'list' ? 1 : 0);
+  }
+  const all = flags.includes('--all');
+  const worker = name.endsWith('-workflow') || name === 'webhook-delivery';
+  process.env.LOG_LEVEL ??= 'warn';
+  const cleanup = await provision();
+  const pg = (await import('pg')).default;
+  const own = new pg.Client({ connectionString: process.env.DATABASE_URL });
+  await own.connect();
+  const { startVideoHarness } = await import('../test/support/video');
+  const { loadBatchSettings } = await import('../src/batches/settings');
+  // Timers off the path (the credit flush, lease liveness) wait longer than a walk; the worker's repairs are off.
+  // Polls fast, but no activity times out while every step is counted (slow).
+  const slow = { activityTimeoutMs: 120_000, heartbeatMs: 60_000, copyAttemptTimeoutMs: 120_000 };
+  const windows = { submitWindowMs: 300_000, copyWindowMs: 300_000, deadlineMs: 600_000, cancelWaitMs: 60_000 };
+  const h = await startVideoHarness(
+    { ...slow, ...windows },
+    {
+      creditFlushMs: 600_000,
+      creditLivenessMs: 600_000,
+      batches: { ...loadBatchSettings(), chunkLines: 2 },
+      webhooks: { ...(await import('../src/webhooks/settings')).loadWebhookSettings(), allowPrivateUrls: true },
+    } as never,
+    { worker: false },
+  );
+  const closers: (() => Promise<unknown>)[] = [() => h.close(), () => own.end(), cleanup];
+  let workflow: string[] = [];
+  try {
+    if (worker) {
+      const { bundleWorkflowCode } = await import('@temporalio/worker');
+      const noop = () => undefined;
+      const { code } = await bundleWorkflowCode({
+        workflowsPath: path.join(root, 'workflows', 'index.ts'),
+        logger: { trace: noop, debug: noop, info: noop, warn: noop, error: noop, log: noop },
+      });
+      const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'gw-walk-')), 'workflows.js');
+      fs.writeFileSync(file, code);
+      workflow = workflowFiles(code, WORKFLOW[name]);
+      const { startWorker } = await import('../src/worker');
+      h.worker = await startWorker(h.config, { reconciler: false, workflowCodePath: file });
+    }
+    const acc = await h.account(100_000_000);
+    const OpenAI = (await import('openai')).default;
+    const { toFile } = await import('openai');
+    const openai = new OpenAI({ apiKey: acc.key, baseURL: `${h.url}/v1`, maxRetries: 0 });
+    const drive = await driver(name, { h, acc, openai, toFile, own });
+    await drive.once(); // warm-up: lazy modules, caches, the worker's first tasks
+    await new Promise((r) => setTimeout(r, 500)); // its tail (log lines, a last workflow task) before the count
+    reset();
+    const stop = everyStep();
+    await drive.once();
+    stop();
+    if (after) {
+      report(`${name}: ${PATHS[name]}`, after, step - boundaryStep, all, workflow);
+      const before = [...seen.keys()].filter((f) => !after!.has(f) && /^(workflows|activities)\//.test(f));
+      if (before.length) console.log(`(ran before the answer reached the client, not after: ${before.join(', ')})`);
+    } else report(`${name}: ${PATHS[name]}`, seen, step, all, workflow);
+  } finally {
+    for (const c of closers) await c().catch((e) => console.error(`clean-up: ${(e as Error).message}`));
+  }
+}
+
+interface Ctx {
+  h: Awaited<ReturnType<typeof import('../test/support/video').startVideoHarness>>;
+  acc: { accountId: string; key: string };
+  openai: import('openai').default;
+  toFile: typeof import('openai').toFile;
+  own: import('pg').Client;
+}
+/** One request of the path; a job's workflow path calls boundary() when the POST has been answered. */
+async function driver(name: string, c: Ctx): Promise<{ once(): Promise<void> }> {
+  const { h, acc, openai, own } = c;
+  const final = (status: string | undefined) =>
+    status && ['completed', 'failed', 'expired', 'cancelled'].includes(status) ? status : null;
+  const ended = (what: string, status: string) => {
+    if (status !== 'completed') console.error(`warning: the ${what} ended ${status}, not completed`);
+  };
+  const jobStatus = async (table: string, id: string) =>
+    (await own.query(`SELECT status FROM ${table} WHERE id = $1`, [id])).rows[0]?.status as string | undefined;
+  switch (name) {
+    case 'chat-stream':
+      return {
+        async once() {
+          const s = await openai.chat.completions.create({
+            model: 'gpt-4o-mini',
+            messages: [{ role: 'user', content: 'one two three' }],
+            stream: true,
+          });
+          for await (const _ of s);
+        },
+      };
+    case 'messages-translated': {
+      const Anthropic = (await import('@anthropic-ai/sdk')).default;
+      const a = new Anthropic({ apiKey: acc.key, baseURL: h.url, maxRetries: 0 });
+      return {
+        async once() {
+          const s = await a.messages.create({
+            model: 'gpt-4o-mini',
+            max_tokens: 64,
+            messages: [{ role: 'user', content: 'one two three' }],
+            stream: true,
+          });
+          for await (const _ of s);
+        },
+      };
+    }
+    case 'gemini-stream': {
+      const { GoogleGenAI } = await import('@google/genai');
+      const ai = new GoogleGenAI({ apiKey: acc.key, httpOptions: { baseUrl: h.url } });
+      return {
+        async once() {
+          for await (const _ of await ai.models.generateContentStream({
+            model: 'gemini-2.5-flash',
+            contents: 'one two three',
+          }));
+        },
+      };
+    }
+    case 'video-post':
+    case 'video-workflow':
+      return {
+        async once() {
+          const v = await openai.videos.create({
+            model: 'seedance-2-0' as never,
+            prompt: 'a fox',
+            seconds: '4' as never,
+          });
+          if (name === 'video-post') return;
+          boundary();
+          ended('video job', await until(async () => final(await jobStatus('video_jobs', v.id))));
+        },
+      };
+    case 'batch-post':
+    case 'batch-workflow': {
+      const line = (i: number) =>
+        JSON.stringify({
+          custom_id: `r${i}`,
+          method: 'POST',
+          url: '/v1/chat/completions',
+          body: { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }], max_tokens: 20 },
+        }) + '\n';
+      return {
+        async once() {
+          const text = [0, 1, 2].map(line).join('');
+          const f = await openai.files.create({
+            file: await c.toFile(Buffer.from(text), 'in.jsonl'),
+            purpose: 'batch',
+          });
+          if (name === 'batch-post') {
+            // Only the POST is the path: the upload was before it.
+            reset();
+          }
+          const b = await openai.batches.create({
+            input_file_id: f.id,
+            endpoint: '/v1/chat/completions',
+            completion_window: '24h',
+          });
+          if (name === 'batch-post') return;
+          boundary();
+          ended('batch', await until(async () => final(await jobStatus('batches', b.id))));
+        },
+      };
+    }
+    case 'webhook-delivery': {
+      const { startReceiver } = await import('../test/support/webhookReceiver');
+      const rx = await startReceiver();
+      const res = await fetch(`${h.url}/v1/webhooks`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${acc.key}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ url: `${rx.url}/hook` }),
+      });
+      if (res.status !== 201) throw new Error(`POST /v1/webhooks answered ${res.status}`);
+      const { createWebhookActivities } = await import('../activities/webhooks');
+      const { webhookTaskQueue } = await import('../src/webhooks/settings');
+      const { emitWebhookEvent } = createWebhookActivities({
+        db: h.deps.db,
+        temporal: h.deps.temporal!,
+        taskQueue: webhookTaskQueue(h.config),
+        settings: h.config.webhooks,
+      });
+      return {
+        async once() {
+          const n = rx.received.length;
+          const id = randomUUID();
+          await emitWebhookEvent({
+            accountId: acc.accountId,
+            type: 'video.completed',
+            data: { id },
+            key: `video:${id}:completed`,
+          });
+          await until(async () => rx.received.length > n);
+          await until(
+            async () =>
+              (
+                await own.query(
+                  `SELECT 1 FROM webhook_deliveries d JOIN webhook_events e ON e.id = d.event_id
+                    WHERE e.payload LIKE $1 AND d.status = 'succeeded'`,
+                  [`%${id}%`],
+                )
+              ).rowCount,
+          );
+        },
+      };
+    }
+  }
+  throw new Error(`no driver for ${name}`);
+}
+
+main().then(
+  () => process.exit(0),
+  (e) => {
+    console.error(e instanceof Error ? e.stack : e);
+    process.exit(1);
+  },
+);
