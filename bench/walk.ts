@@ -5,15 +5,17 @@
  * call counts) is taken once to forget the start-up and a warm-up request of the same path, then at every step
  * while the measured request runs (each turn of the event loop and each promise continuation, i.e. each `await`
  * resuming), so a file's first step orders it. Files first entered in the same step (synchronous calls between two
- * awaits) are ordered by layer (layers.json, top first), then by name. The worker runs here too; its workflow code
- * runs in a vm sandbox the coverage does not see, so a workflow's files are read from its bundle (workflowFiles).
+ * awaits) are ordered by the CPU profiler's first sample of them (every 50 µs) where it caught them, then by layer
+ * (layers.json, top first), then by name. The worker runs here too; its workflow code runs in a vm sandbox the
+ * coverage does not see, so a workflow's files are read from its bundle (workflowFiles).
  *
  * Each file is either the path's own (a reader follows it) or one that every request passes through (bench/walk.json,
  * listed once in docs/architecture.md). docs/architecture.md explains the method and lists each path's files.
  *
  * Usage: npm run walk -- <path> [--all]   (--all also prints the files every request passes through)
  *        npm run walk -- list
- * Needs Postgres (TEST_DATABASE_ADMIN_URL or 127.0.0.1:5432) and, for job paths, TEMPORAL_ADDRESS or a temporal CLI.
+ * Needs Postgres (TEST_DATABASE_ADMIN_URL, else 127.0.0.1:5432; a database of its own is made and dropped) and
+ * Temporal (TEMPORAL_ADDRESS, else a dev server of the temporal CLI, found or installed as the tests do).
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -23,16 +25,6 @@ import v8 from 'node:v8';
 import { randomUUID } from 'node:crypto';
 
 const root = path.join(__dirname, '..');
-const PATHS: Record<string, string> = {
-  'chat-stream': 'POST /v1/chat/completions, stream: true, OpenAI-compatible upstream (openai client)',
-  'messages-translated': 'POST /v1/messages, stream: true, on an OpenAI-compatible model (@anthropic-ai/sdk)',
-  'gemini-stream': 'POST /v1beta/models/{model}:streamGenerateContent on a Gemini model (@google/genai)',
-  'video-post': 'POST /v1/videos up to its 202 (openai client; no worker running)',
-  'video-workflow': 'the video job after its 202, until completed and settled (worker in this process)',
-  'batch-post': 'POST /v1/batches of an uploaded chat file up to its answer (openai client; no worker running)',
-  'batch-workflow': 'the batch after its answer: chunks, finalize, settlement, until completed',
-  'webhook-delivery': 'one event emitted (emitWebhookEvent), the delivery workflow, the signed POST, recorded',
-};
 
 // ---- Coverage: started before the gateway's modules load, so every function of theirs has a counter.
 const session = new inspector.Session();
@@ -52,7 +44,11 @@ interface Layers {
   layers: { name: string; files: string[]; folders: string[] }[];
 }
 const layers = (JSON.parse(fs.readFileSync(path.join(root, 'layers.json'), 'utf8')) as Layers).layers;
-const everyRequest: string[] = JSON.parse(fs.readFileSync(path.join(__dirname, 'walk.json'), 'utf8')).everyRequest;
+const walkJson = JSON.parse(fs.readFileSync(path.join(__dirname, 'walk.json'), 'utf8')) as {
+  paths: Record<string, string>;
+  everyRequest: string[];
+};
+const { paths: PATHS, everyRequest } = walkJson;
 const inFolder = (file: string, folder: string) => file.startsWith(folder.endsWith('/') ? folder : folder + '/');
 function layerOf(file: string): number {
   const i = layers.findIndex((l) => l.files.includes(file) || l.folders.some((f) => inFolder(file, f)));
@@ -153,15 +149,50 @@ function everyStep() {
   const unhook = v8.promiseHooks.onBefore(() => {
     if (on) snap();
   });
+  // The CPU profiler's samples (every 50 µs) order the files of one step where it caught them running.
+  post('Profiler.setSamplingInterval', { interval: 50 });
+  post('Profiler.start');
   return () => {
     on = false;
     unhook();
     snap();
+    sampled = firstSamples(post('Profiler.stop').profile);
   };
 }
 
+/** Per file, the index of the first sample whose stack holds one of its functions. */
+let sampled = new Map<string, number>();
+interface Profile {
+  nodes: { id: number; callFrame: { url: string }; children?: number[] }[];
+  samples?: number[];
+}
+function firstSamples(p: Profile): Map<string, number> {
+  const parent = new Map<number, number>();
+  const file = new Map<number, string | null>();
+  for (const n of p.nodes) {
+    file.set(n.id, repoFile(n.callFrame.url));
+    for (const c of n.children ?? []) parent.set(c, n.id);
+  }
+  const out = new Map<string, number>();
+  (p.samples ?? []).forEach((id, i) => {
+    for (let n: number | undefined = id; n !== undefined; n = parent.get(n)) {
+      const f = file.get(n);
+      if (f && !out.has(f)) out.set(f, i);
+    }
+  });
+  return out;
+}
+
+/** Within a step: a file the profiler caught first comes first; one it never caught comes after those it did. */
+function bySample(a: string, b: string): number {
+  const x = sampled.get(a);
+  const y = sampled.get(b);
+  if (x === undefined || y === undefined) return x === y ? 0 : x === undefined ? 1 : -1;
+  return x - y;
+}
+
 /**
- * What ran, in order of first entry (step), then layer, then name; the workflow's files (read from its bundle, see
+ * What ran, in order of first entry (step), then of the profiler's first sample, then layer, then name; the workflow's files (read from its bundle, see
  * workflowFiles) first, as step "wf".
  */
 function report(title: string, s: Map<string, Seen>, steps: number, all: boolean, workflow: string[]) {
@@ -169,7 +200,7 @@ function report(title: string, s: Map<string, Seen>, steps: number, all: boolean
   const at = (n: number) => (n === 0 ? 'wf' : String(n)).padStart(4);
   const rows = [...s.entries()]
     .map(([file, v]) => ({ file, ...v, layer: layerOf(file), lines: lineCount(file), every: isEveryRequest(file) }))
-    .sort((a, b) => a.first - b.first || a.layer - b.layer || a.file.localeCompare(b.file));
+    .sort((a, b) => a.first - b.first || bySample(a.file, b.file) || a.layer - b.layer || a.file.localeCompare(b.file));
   const own = rows.filter((r) => !r.every);
   const common = rows.filter((r) => r.every);
   const sum = (rs: typeof rows) => rs.reduce((t, r) => t + r.lines, 0);
@@ -224,7 +255,7 @@ async function provision() {
 }
 
 /** Polls `fn` (on a connection of the tool's own, so the gateway's files are not counted) until truthy. */
-async function until<T>(fn: () => Promise<T | null | undefined | false>, ms = 60_000): Promise<T> {
+async function until<T>(fn: () => Promise<T | null | undefined | false>, ms = 180_000): Promise<T> {
   const end = Date.now() + ms;
   for (;;) {
     const v = await fn();
@@ -253,7 +284,8 @@ async function main() {
   await own.connect();
   const { startVideoHarness } = await import('../test/support/video');
   const { loadBatchSettings } = await import('../src/batches/settings');
-  // Timers off the path (the credit flush, lease liveness) wait longer than a walk; the worker's repairs are off.
+  // Timers off the path (credit flush, lease liveness, price refresh) wait longer than a walk; the worker's repairs are
+  // off; the key cache keeps its production default.
   // Polls fast, but no activity times out while every step is counted (slow).
   const slow = { activityTimeoutMs: 120_000, heartbeatMs: 60_000, copyAttemptTimeoutMs: 120_000 };
   const windows = { submitWindowMs: 300_000, copyWindowMs: 300_000, deadlineMs: 600_000, cancelWaitMs: 60_000 };
@@ -262,6 +294,8 @@ async function main() {
     {
       creditFlushMs: 600_000,
       creditLivenessMs: 600_000,
+      priceRefreshMs: 600_000,
+      keyCacheMs: 2_000,
       batches: { ...loadBatchSettings(), chunkLines: 2 },
       webhooks: { ...(await import('../src/webhooks/settings')).loadWebhookSettings(), allowPrivateUrls: true },
     } as never,
@@ -291,14 +325,24 @@ async function main() {
     await drive.once(); // warm-up: lazy modules, caches, the worker's first tasks
     await new Promise((r) => setTimeout(r, 500)); // its tail (log lines, a last workflow task) before the count
     reset();
+    const began = Date.now();
     const stop = everyStep();
     await drive.once();
     stop();
+    const measured = { seen, after, steps: step, boundaryStep, sampled };
+    // As long again (up to 3 s) with nothing asked: what runs then is background work, not the path's.
+    reset();
+    const stopIdle = everyStep();
+    await new Promise((r) => setTimeout(r, Math.min(3_000, Date.now() - began)));
+    stopIdle();
+    const idle = [...seen.keys()];
+    ({ seen, after, steps: step, boundaryStep, sampled } = measured);
     if (after) {
       report(`${name}: ${PATHS[name]}`, after, step - boundaryStep, all, workflow);
       const before = [...seen.keys()].filter((f) => !after!.has(f) && /^(workflows|activities)\//.test(f));
       if (before.length) console.log(`(ran before the answer reached the client, not after: ${before.join(', ')})`);
     } else report(`${name}: ${PATHS[name]}`, seen, step, all, workflow);
+    if (idle.length) console.log(`(ran in an idle window afterwards, background work: ${idle.join(', ')})`);
   } finally {
     for (const c of closers) await c().catch((e) => console.error(`clean-up: ${(e as Error).message}`));
   }
@@ -319,6 +363,10 @@ async function driver(name: string, c: Ctx): Promise<{ once(): Promise<void> }> 
   const ended = (what: string, status: string) => {
     if (status !== 'completed') console.error(`warning: the ${what} ended ${status}, not completed`);
   };
+  const workflowIdOf = async (table: string, id: string) =>
+    (await own.query(`SELECT workflow_id FROM ${table} WHERE id = $1`, [id])).rows[0].workflow_id as string;
+  /** Until the workflow has closed: what it does after the row's final status (its announcement) is the path's. */
+  const closed = (workflowId: string) => h.deps.temporal!.workflow.getHandle(workflowId).result();
   const jobStatus = async (table: string, id: string) =>
     (await own.query(`SELECT status FROM ${table} WHERE id = $1`, [id])).rows[0]?.status as string | undefined;
   switch (name) {
@@ -372,6 +420,7 @@ async function driver(name: string, c: Ctx): Promise<{ once(): Promise<void> }> 
           if (name === 'video-post') return;
           boundary();
           ended('video job', await until(async () => final(await jobStatus('video_jobs', v.id))));
+          await closed(await workflowIdOf('video_jobs', v.id));
         },
       };
     case 'batch-post':
@@ -402,6 +451,7 @@ async function driver(name: string, c: Ctx): Promise<{ once(): Promise<void> }> 
           if (name === 'batch-post') return;
           boundary();
           ended('batch', await until(async () => final(await jobStatus('batches', b.id))));
+          await closed(await workflowIdOf('batches', b.id));
         },
       };
     }
@@ -433,16 +483,17 @@ async function driver(name: string, c: Ctx): Promise<{ once(): Promise<void> }> 
             key: `video:${id}:completed`,
           });
           await until(async () => rx.received.length > n);
-          await until(
+          const d = await until(
             async () =>
               (
                 await own.query(
-                  `SELECT 1 FROM webhook_deliveries d JOIN webhook_events e ON e.id = d.event_id
+                  `SELECT d.id, d.generation FROM webhook_deliveries d JOIN webhook_events e ON e.id = d.event_id
                     WHERE e.payload LIKE $1 AND d.status = 'succeeded'`,
                   [`%${id}%`],
                 )
-              ).rowCount,
+              ).rows[0] as { id: string; generation: number } | undefined,
           );
+          await closed(`webhook-${d.id}-${d.generation}`);
         },
       };
     }
