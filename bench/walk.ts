@@ -5,9 +5,10 @@
  * call counts) is taken once to forget the start-up and a warm-up request of the same path, then at every step
  * while the measured request runs (each turn of the event loop and each promise continuation, i.e. each `await`
  * resuming), so a file's first step orders it. Files first entered in the same step (synchronous calls between two
- * awaits) are ordered by the CPU profiler's first sample of them (every 50 µs) where it caught them, then by layer
- * (layers.json, top first), then by name. The worker runs here too; its workflow code runs in a vm sandbox the
- * coverage does not see, so a workflow's files are read from its bundle (workflowFiles).
+ * awaits) are listed by layer (layers.json, top first), then by name: an order that is the same on every run (the
+ * CPU profiler's samples were tried and ordered them differently from one run to the next). The worker runs here
+ * too; its workflow code runs in a vm sandbox the coverage does not see, so a workflow's files are read from its
+ * bundle (workflowFiles).
  *
  * Each file is either the path's own (a reader follows it) or one that every request passes through (bench/walk.json,
  * listed once in docs/architecture.md). docs/architecture.md explains the method and lists each path's files.
@@ -149,50 +150,15 @@ function everyStep() {
   const unhook = v8.promiseHooks.onBefore(() => {
     if (on) snap();
   });
-  // The CPU profiler's samples (every 50 µs) order the files of one step where it caught them running.
-  post('Profiler.setSamplingInterval', { interval: 50 });
-  post('Profiler.start');
   return () => {
     on = false;
     unhook();
     snap();
-    sampled = firstSamples(post('Profiler.stop').profile);
   };
 }
 
-/** Per file, the index of the first sample whose stack holds one of its functions. */
-let sampled = new Map<string, number>();
-interface Profile {
-  nodes: { id: number; callFrame: { url: string }; children?: number[] }[];
-  samples?: number[];
-}
-function firstSamples(p: Profile): Map<string, number> {
-  const parent = new Map<number, number>();
-  const file = new Map<number, string | null>();
-  for (const n of p.nodes) {
-    file.set(n.id, repoFile(n.callFrame.url));
-    for (const c of n.children ?? []) parent.set(c, n.id);
-  }
-  const out = new Map<string, number>();
-  (p.samples ?? []).forEach((id, i) => {
-    for (let n: number | undefined = id; n !== undefined; n = parent.get(n)) {
-      const f = file.get(n);
-      if (f && !out.has(f)) out.set(f, i);
-    }
-  });
-  return out;
-}
-
-/** Within a step: a file the profiler caught first comes first; one it never caught comes after those it did. */
-function bySample(a: string, b: string): number {
-  const x = sampled.get(a);
-  const y = sampled.get(b);
-  if (x === undefined || y === undefined) return x === y ? 0 : x === undefined ? 1 : -1;
-  return x - y;
-}
-
 /**
- * What ran, in order of first entry (step), then of the profiler's first sample, then layer, then name; the workflow's files (read from its bundle, see
+ * What ran, in order of first entry (step), then layer, then name; the workflow's files (read from its bundle, see
  * workflowFiles) first, as step "wf".
  */
 function report(title: string, s: Map<string, Seen>, steps: number, all: boolean, workflow: string[]) {
@@ -200,7 +166,7 @@ function report(title: string, s: Map<string, Seen>, steps: number, all: boolean
   const at = (n: number) => (n === 0 ? 'wf' : String(n)).padStart(4);
   const rows = [...s.entries()]
     .map(([file, v]) => ({ file, ...v, layer: layerOf(file), lines: lineCount(file), every: isEveryRequest(file) }))
-    .sort((a, b) => a.first - b.first || bySample(a.file, b.file) || a.layer - b.layer || a.file.localeCompare(b.file));
+    .sort((a, b) => a.first - b.first || a.layer - b.layer || a.file.localeCompare(b.file));
   const own = rows.filter((r) => !r.every);
   const common = rows.filter((r) => r.every);
   const sum = (rs: typeof rows) => rs.reduce((t, r) => t + r.lines, 0);
@@ -329,14 +295,14 @@ async function main() {
     const stop = everyStep();
     await drive.once();
     stop();
-    const measured = { seen, after, steps: step, boundaryStep, sampled };
+    const measured = { seen, after, steps: step, boundaryStep };
     // As long again (up to 3 s) with nothing asked: what runs then is background work, not the path's.
     reset();
     const stopIdle = everyStep();
     await new Promise((r) => setTimeout(r, Math.min(3_000, Date.now() - began)));
     stopIdle();
     const idle = [...seen.keys()];
-    ({ seen, after, steps: step, boundaryStep, sampled } = measured);
+    ({ seen, after, steps: step, boundaryStep } = measured);
     if (after) {
       report(`${name}: ${PATHS[name]}`, after, step - boundaryStep, all, workflow);
       const before = [...seen.keys()].filter((f) => !after!.has(f) && /^(workflows|activities)\//.test(f));
