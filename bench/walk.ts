@@ -13,7 +13,8 @@
  * Each file is either the path's own (a reader follows it) or one that every request passes through (bench/walk.json,
  * listed once in docs/architecture.md). docs/architecture.md explains the method and lists each path's files.
  *
- * Usage: npm run walk -- <path> [--all]   (--all also prints the files every request passes through)
+ * Usage: npm run walk -- <path> [--all] [--md]   (--all: also the files every request passes through; --md: the
+ *        path's files as docs/architecture.md's table)
  *        npm run walk -- list
  * Needs Postgres (TEST_DATABASE_ADMIN_URL, else 127.0.0.1:5432; a database of its own is made and dropped) and
  * Temporal (TEMPORAL_ADDRESS, else a dev server of the temporal CLI, found or installed as the tests do).
@@ -161,7 +162,8 @@ function everyStep() {
  * What ran, in order of first entry (step), then layer, then name; the workflow's files (read from its bundle, see
  * workflowFiles) first, as step "wf".
  */
-function report(title: string, s: Map<string, Seen>, steps: number, all: boolean, workflow: string[]) {
+function report(title: string, s: Map<string, Seen>, steps: number, flags: string[], workflow: string[]) {
+  const all = flags.includes('--all');
   for (const f of workflow) s.set(f, { first: 0, calls: s.get(f)?.calls ?? 0 });
   const at = (n: number) => (n === 0 ? 'wf' : String(n)).padStart(4);
   const rows = [...s.entries()]
@@ -183,6 +185,11 @@ function report(title: string, s: Map<string, Seen>, steps: number, all: boolean
     `path files: ${own.length} (${sum(own)} lines); every-request files: ${common.length} (${sum(common)} lines); ` +
       `all: ${rows.length} (${sum(rows)} lines); ${steps} steps`,
   );
+  if (flags.includes('--md')) {
+    // The walk-through's table as docs/architecture.md has it.
+    out.push('', '| # | File | Lines |', '|---|---|---|');
+    own.forEach((r, i) => out.push(`| ${i + 1} | \`${r.file}\` | ${r.lines} |`));
+  }
   console.log(out.join('\n'));
 }
 
@@ -241,7 +248,6 @@ async function main() {
     );
     process.exit(name && name !== 'list' ? 1 : 0);
   }
-  const all = flags.includes('--all');
   const worker = name.endsWith('-workflow') || name === 'webhook-delivery';
   process.env.LOG_LEVEL ??= 'warn';
   const cleanup = await provision();
@@ -304,10 +310,10 @@ async function main() {
     const idle = [...seen.keys()];
     ({ seen, after, steps: step, boundaryStep } = measured);
     if (after) {
-      report(`${name}: ${PATHS[name]}`, after, step - boundaryStep, all, workflow);
+      report(`${name}: ${PATHS[name]}`, after, step - boundaryStep, flags, workflow);
       const before = [...seen.keys()].filter((f) => !after!.has(f) && /^(workflows|activities)\//.test(f));
       if (before.length) console.log(`(ran before the answer reached the client, not after: ${before.join(', ')})`);
-    } else report(`${name}: ${PATHS[name]}`, seen, step, all, workflow);
+    } else report(`${name}: ${PATHS[name]}`, seen, step, flags, workflow);
     if (idle.length) console.log(`(ran in an idle window afterwards, background work: ${idle.join(', ')})`);
   } finally {
     for (const c of closers) await c().catch((e) => console.error(`clean-up: ${(e as Error).message}`));
