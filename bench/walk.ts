@@ -92,6 +92,37 @@ const WORKFLOW: Record<string, string> = {
   'webhook-delivery': 'workflows/webhookDelivery.ts',
 };
 
+/**
+ * swc's CommonJS output (how the sources run here, as under jest) exports each binding through a getter
+ * (`get X () { return X; }`), so reading an imported constant, type guard's class or enum "runs" a function of its
+ * file. Those getters are not the file's code running: skipped, so a file that is only read from is not listed.
+ */
+const exportedNames = new Map<string, Set<string>>();
+function isExportGetter(file: string, functionName: string): boolean {
+  const m = /^get (\S+)$/.exec(functionName);
+  if (!m) return false;
+  let names = exportedNames.get(file);
+  if (!names) {
+    const src = fs.readFileSync(path.join(root, file), 'utf8');
+    names = new Set<string>();
+    for (const d of src.matchAll(
+      /export\s+(?:declare\s+)?(?:default\s+)?(?:async\s+)?(?:abstract\s+)?(?:function\*?|class|const|let|var|enum)\s+([\w$]+)/g,
+    ))
+      names.add(d[1]);
+    for (const l of src.matchAll(/export\s*\{([^}]*)\}/g))
+      for (const part of l[1].split(','))
+        names.add(
+          part
+            .trim()
+            .split(/\s+as\s+/)
+            .pop()!
+            .replace(/^type\s+/, ''),
+        );
+    exportedNames.set(file, names);
+  }
+  return names.has(m[1]);
+}
+
 interface Seen {
   first: number;
   calls: number;
@@ -109,7 +140,7 @@ function count(m: Map<string, Seen>, f: string, first: number, calls: number) {
 }
 function snap() {
   const { result } = post<{
-    result: { url: string; functions: { ranges: { startOffset: number; count: number }[] }[] }[];
+    result: { url: string; functions: { functionName: string; ranges: { startOffset: number; count: number }[] }[] }[];
   }>('Profiler.takePreciseCoverage');
   step++;
   for (const script of result) {
@@ -117,7 +148,7 @@ function snap() {
     if (!file) continue;
     for (const fn of script.functions) {
       const r = fn.ranges[0];
-      if (!r || r.count === 0) continue;
+      if (!r || r.count === 0 || isExportGetter(file, fn.functionName)) continue;
       count(seen, file, step, r.count);
       if (after) count(after, file, step - boundaryStep, r.count);
     }
