@@ -105,10 +105,9 @@ function isExportGetter(file: string, functionName: string): boolean {
   if (!names) {
     const src = fs.readFileSync(path.join(root, file), 'utf8');
     names = new Set<string>();
-    for (const d of src.matchAll(
-      /export\s+(?:declare\s+)?(?:default\s+)?(?:async\s+)?(?:abstract\s+)?(?:function\*?|class|const|let|var|enum)\s+([\w$]+)/g,
-    ))
-      names.add(d[1]);
+    const declared =
+      /export\s+(?:declare\s+|default\s+|async\s+|abstract\s+)*(?:function\*?|class|const|let|var|enum)\s+([\w$]+)/g;
+    for (const d of src.matchAll(declared)) names.add(d[1]);
     for (const l of src.matchAll(/export\s*\{([^}]*)\}/g))
       for (const part of l[1].split(','))
         names.add(
