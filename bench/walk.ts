@@ -324,6 +324,10 @@ async function main() {
     const { toFile } = await import('openai');
     const openai = new OpenAI({ apiKey: acc.key, baseURL: `${h.url}/v1`, maxRetries: 0 });
     const drive = await driver(name, { h, acc, openai, toFile, own });
+    // The API's minute sweeps (expired holds, idle rate-limit windows) are its background work, not a path's: a
+    // job's walk lasts past a minute, and they would be counted in it.
+    for (const t of [(h.deps.credit as unknown as Sweeps).sweepTimer, (h.deps.limiter as unknown as Sweeps).sweep])
+      if (t) clearInterval(t);
     await drive.once(); // warm-up: lazy modules, caches, the worker's first tasks
     await new Promise((r) => setTimeout(r, 500)); // its tail (log lines, a last workflow task) before the count
     reset();
@@ -348,6 +352,12 @@ async function main() {
   } finally {
     for (const c of closers) await c().catch((e) => console.error(`clean-up: ${(e as Error).message}`));
   }
+}
+
+/** The interval timers of the API's minute sweeps (src/billing/credit.ts, src/limits/rateLimiter.ts). */
+interface Sweeps {
+  sweepTimer?: NodeJS.Timeout;
+  sweep?: NodeJS.Timeout;
 }
 
 interface Ctx {
