@@ -217,8 +217,8 @@ function report(title: string, s: Map<string, Seen>, steps: number, flags: strin
   );
   if (flags.includes('--md')) {
     // The walk-through's table as docs/architecture.md has it.
-    out.push('', '| # | File | Lines |', '|---|---|---|');
-    own.forEach((r, i) => out.push(`| ${i + 1} | \`${r.file}\` | ${r.lines} |`));
+    out.push('', '| # | Step | File | Lines |', '|---|---|---|---|');
+    own.forEach((r, i) => out.push(`| ${i + 1} | ${at(r.first).trim()} | \`${r.file}\` | ${r.lines} |`));
   }
   console.log(out.join('\n'));
 }
