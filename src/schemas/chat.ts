@@ -3,8 +3,8 @@ import { nullableTokenCount } from './tokens';
 
 /**
  * POST /v1/chat/completions and POST /v1/completions. Only what the gateway relies on or the OpenAI API itself
- * bounds is checked (docs/api.md); every other field passes through to the upstream untouched (OpenAI-compatible
- * clients send many: seed, logit_bias, parallel_tool_calls, reasoning_effort, metadata, ...).
+ * bounds is checked; every other field passes through to the upstream untouched (OpenAI-compatible clients send
+ * many: seed, logit_bias, parallel_tool_calls, reasoning_effort, metadata, ...).
  */
 
 const stop = { type: ['string', 'array', 'null'], items: { type: 'string' }, maxItems: 4 };
