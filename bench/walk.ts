@@ -343,12 +343,13 @@ async function main() {
     stopIdle();
     const idle = [...seen.keys()];
     ({ seen, after, steps: step, boundaryStep } = measured);
+    // Notes first, so that --md's table ends the output.
+    if (idle.length) console.log(`(ran in an idle window afterwards, not counted: ${idle.join(', ')})`);
     if (after) {
-      report(`${name}: ${PATHS[name]}`, after, step - boundaryStep, flags, workflow);
       const before = [...seen.keys()].filter((f) => !after!.has(f) && /^(workflows|activities)\//.test(f));
       if (before.length) console.log(`(ran before the answer reached the client, not after: ${before.join(', ')})`);
+      report(`${name}: ${PATHS[name]}`, after, step - boundaryStep, flags, workflow);
     } else report(`${name}: ${PATHS[name]}`, seen, step, flags, workflow);
-    if (idle.length) console.log(`(ran in an idle window afterwards, background work: ${idle.join(', ')})`);
   } finally {
     for (const c of closers) await c().catch((e) => console.error(`clean-up: ${(e as Error).message}`));
   }
