@@ -281,9 +281,20 @@ async function main() {
   const worker = name.endsWith('-workflow') || name === 'webhook-delivery';
   process.env.LOG_LEVEL ??= 'warn';
   const cleanup = await provision();
+  // Undone in reverse order whatever fails: the harness, the tool's connection, the database and Temporal.
+  const closers: (() => Promise<unknown>)[] = [cleanup];
+  try {
+    await walk(name, flags, worker, closers);
+  } finally {
+    for (const c of closers.reverse()) await c().catch((e) => console.error(`clean-up: ${(e as Error).message}`));
+  }
+}
+
+async function walk(name: string, flags: string[], worker: boolean, closers: (() => Promise<unknown>)[]) {
   const pg = (await import('pg')).default;
   const own = new pg.Client({ connectionString: process.env.DATABASE_URL });
   await own.connect();
+  closers.push(() => own.end());
   const { startVideoHarness } = await import('../test/support/video');
   const { loadBatchSettings } = await import('../src/batches/settings');
   // Timers off the path (credit flush, lease liveness, price refresh) wait longer than a walk; the worker's repairs are
@@ -303,56 +314,54 @@ async function main() {
     } as never,
     { worker: false },
   );
-  const closers: (() => Promise<unknown>)[] = [() => h.close(), () => own.end(), cleanup];
+  closers.push(() => h.close());
   let workflow: string[] = [];
-  try {
-    if (worker) {
-      const { bundleWorkflowCode } = await import('@temporalio/worker');
-      const noop = () => undefined;
-      const { code } = await bundleWorkflowCode({
-        workflowsPath: path.join(root, 'workflows', 'index.ts'),
-        logger: { trace: noop, debug: noop, info: noop, warn: noop, error: noop, log: noop },
-      });
-      const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'gw-walk-')), 'workflows.js');
-      fs.writeFileSync(file, code);
-      workflow = workflowFiles(code, WORKFLOW[name]);
-      const { startWorker } = await import('../src/worker');
-      h.worker = await startWorker(h.config, { reconciler: false, workflowCodePath: file });
-    }
-    const acc = await h.account(100_000_000);
-    const OpenAI = (await import('openai')).default;
-    const { toFile } = await import('openai');
-    const openai = new OpenAI({ apiKey: acc.key, baseURL: `${h.url}/v1`, maxRetries: 0 });
-    const drive = await driver(name, { h, acc, openai, toFile, own });
-    // The API's minute sweeps (expired holds, idle rate-limit windows) are its background work, not a path's: a
-    // job's walk lasts past a minute, and they would be counted in it.
-    for (const t of [(h.deps.credit as unknown as Sweeps).sweepTimer, (h.deps.limiter as unknown as Sweeps).sweep])
-      if (t) clearInterval(t);
-    await drive.once(); // warm-up: lazy modules, caches, the worker's first tasks
-    await new Promise((r) => setTimeout(r, 500)); // its tail (log lines, a last workflow task) before the count
-    reset();
-    const began = Date.now();
-    const stop = everyStep();
-    await drive.once();
-    stop();
-    const measured = { seen, after, steps: step, boundaryStep };
-    // As long again (up to 3 s) with nothing asked: what runs then is background work, not the path's.
-    reset();
-    const stopIdle = everyStep();
-    await new Promise((r) => setTimeout(r, Math.min(3_000, Date.now() - began)));
-    stopIdle();
-    const idle = [...seen.keys()];
-    ({ seen, after, steps: step, boundaryStep } = measured);
-    // Notes first, so that --md's table ends the output.
-    if (idle.length) console.log(`(ran in an idle window afterwards, not counted: ${idle.join(', ')})`);
-    if (after) {
-      const before = [...seen.keys()].filter((f) => !after!.has(f) && /^(workflows|activities)\//.test(f));
-      if (before.length) console.log(`(ran before the answer reached the client, not after: ${before.join(', ')})`);
-      report(`${name}: ${PATHS[name]}`, after, step - boundaryStep, flags, workflow);
-    } else report(`${name}: ${PATHS[name]}`, seen, step, flags, workflow);
-  } finally {
-    for (const c of closers) await c().catch((e) => console.error(`clean-up: ${(e as Error).message}`));
+  if (worker) {
+    const { bundleWorkflowCode } = await import('@temporalio/worker');
+    const noop = () => undefined;
+    const { code } = await bundleWorkflowCode({
+      workflowsPath: path.join(root, 'workflows', 'index.ts'),
+      logger: { trace: noop, debug: noop, info: noop, warn: noop, error: noop, log: noop },
+    });
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'gw-walk-'));
+    closers.push(async () => fs.rmSync(dir, { recursive: true, force: true }));
+    const file = path.join(dir, 'workflows.js');
+    fs.writeFileSync(file, code);
+    workflow = workflowFiles(code, WORKFLOW[name]);
+    const { startWorker } = await import('../src/worker');
+    h.worker = await startWorker(h.config, { reconciler: false, workflowCodePath: file });
   }
+  const acc = await h.account(100_000_000);
+  const OpenAI = (await import('openai')).default;
+  const { toFile } = await import('openai');
+  const openai = new OpenAI({ apiKey: acc.key, baseURL: `${h.url}/v1`, maxRetries: 0 });
+  const drive = await driver(name, { h, acc, openai, toFile, own });
+  // The API's minute sweeps (expired holds, idle rate-limit windows) are its background work, not a path's: a
+  // job's walk lasts past a minute, and they would be counted in it.
+  for (const t of [(h.deps.credit as unknown as Sweeps).sweepTimer, (h.deps.limiter as unknown as Sweeps).sweep])
+    if (t) clearInterval(t);
+  await drive.once(); // warm-up: lazy modules, caches, the worker's first tasks
+  await new Promise((r) => setTimeout(r, 500)); // its tail (log lines, a last workflow task) before the count
+  reset();
+  const began = Date.now();
+  const stop = everyStep();
+  await drive.once();
+  stop();
+  const measured = { seen, after, steps: step, boundaryStep };
+  // As long again (up to 3 s) with nothing asked: what runs then is background work, not the path's.
+  reset();
+  const stopIdle = everyStep();
+  await new Promise((r) => setTimeout(r, Math.min(3_000, Date.now() - began)));
+  stopIdle();
+  const idle = [...seen.keys()];
+  ({ seen, after, steps: step, boundaryStep } = measured);
+  // Notes first, so that --md's table ends the output.
+  if (idle.length) console.log(`(ran in an idle window afterwards, not counted: ${idle.join(', ')})`);
+  if (after) {
+    const before = [...seen.keys()].filter((f) => !after!.has(f) && /^(workflows|activities)\//.test(f));
+    if (before.length) console.log(`(ran before the answer reached the client, not after: ${before.join(', ')})`);
+    report(`${name}: ${PATHS[name]}`, after, step - boundaryStep, flags, workflow);
+  } else report(`${name}: ${PATHS[name]}`, seen, step, flags, workflow);
 }
 
 /** The interval timers of the API's minute sweeps (src/billing/credit.ts, src/limits/rateLimiter.ts). */
