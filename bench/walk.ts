@@ -83,13 +83,16 @@ function workflowFiles(code: string, workflow: string): string[] {
     out.push(file);
     for (const r of (modules.get(id) ?? '').matchAll(/__webpack_require__\(\/\*![^*]*\*\/ "([^"]+)"\)/g)) visit(r[1]);
   };
-  visit(`./${workflow}`);
+  const home = [...modules.entries()].find(([, text]) => text.includes(`async function ${workflow}(`));
+  if (!home) throw new Error(`no module of the workflow bundle defines ${workflow}`);
+  visit(home[0]);
   return out;
 }
+/** Each job path's workflow, by its registered function name (its file is found in the bundle). */
 const WORKFLOW: Record<string, string> = {
-  'video-workflow': 'workflows/videoJob.ts',
-  'batch-workflow': 'workflows/batchJob.ts',
-  'webhook-delivery': 'workflows/webhookDelivery.ts',
+  'video-workflow': 'videoJobWorkflow',
+  'batch-workflow': 'batchJobWorkflow',
+  'webhook-delivery': 'webhookDeliveryWorkflow',
 };
 
 /**
@@ -486,7 +489,7 @@ async function driver(name: string, c: Ctx): Promise<{ once(): Promise<void> }> 
         body: JSON.stringify({ url: `${rx.url}/hook` }),
       });
       if (res.status !== 201) throw new Error(`POST /v1/webhooks answered ${res.status}`);
-      const { createWebhookActivities } = await import('../activities/webhooks');
+      const { createWebhookActivities } = await import('../activities');
       const { webhookTaskQueue } = await import('../src/webhooks/settings');
       const { emitWebhookEvent } = createWebhookActivities({
         db: h.deps.db,
