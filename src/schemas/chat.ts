@@ -2,9 +2,9 @@ import { compileJson, type Validator } from './compile';
 import { nullableTokenCount } from './tokens';
 
 /**
- * POST /v1/chat/completions and POST /v1/completions. Only what the gateway relies on or the
- * spec bounds is checked; every other field passes through to the upstream untouched (OpenAI-compatible clients
- * send many: seed, logit_bias, parallel_tool_calls, reasoning_effort, metadata, ...).
+ * POST /v1/chat/completions and POST /v1/completions. Only what the gateway relies on or the OpenAI API itself
+ * bounds is checked; every other field passes through to the upstream untouched (OpenAI-compatible clients send
+ * many: seed, logit_bias, parallel_tool_calls, reasoning_effort, metadata, ...).
  */
 
 const stop = { type: ['string', 'array', 'null'], items: { type: 'string' }, maxItems: 4 };

@@ -1,8 +1,8 @@
 import { compileForm, compileJson, type Validator } from './compile';
 
 /**
- * POST /v1/images/generations and POST /v1/images/edits. The spec leaves sizes and
- * qualities open: we accept the values the OpenAI images API documents across its models.
+ * POST /v1/images/generations and POST /v1/images/edits. Sizes and qualities are left open: we accept the values
+ * the OpenAI images API documents across its models.
  */
 export const IMAGE_SIZES = [
   'auto',

@@ -70,7 +70,7 @@ function billedView(job: VideoJob): Record<string, unknown> {
   };
 }
 
-/** JSON bodies (the spec's form) and multipart forms (what the official openai SDK always sends). */
+/** JSON bodies and multipart forms (what the official openai SDK always sends): docs/video-jobs.md. */
 function createBody(deps: AppDeps) {
   const json = jsonBody(deps.config.maxVideoJsonBytes);
   const multipart = multipartBody(deps.config.maxUploadBytes);

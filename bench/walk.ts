@@ -1,0 +1,535 @@
+/**
+ * npm run walk -- <path>: which of the repository's files one request of a path runs, in the order it first enters
+ * them, measured rather than read. The gateway runs in this process as the integration tests run it (a test database,
+ * a Temporal dev server, the emulator over real HTTP, the official clients); V8's precise coverage (node:inspector,
+ * call counts) is taken once to forget the start-up and a warm-up request of the same path, then at every step
+ * while the measured request runs (each turn of the event loop and each promise continuation, i.e. each `await`
+ * resuming), so a file's first step orders it. Files first entered in the same step (synchronous calls between two
+ * awaits) are listed by layer (layers.json, top first), then by name: an order that is the same on every run (the
+ * CPU profiler's samples were tried and ordered them differently from one run to the next). The worker runs here
+ * too; its workflow code runs in a vm sandbox the coverage does not see, so a workflow's files are read from its
+ * bundle (workflowFiles).
+ *
+ * Each file is either the path's own (a reader follows it) or one that every request passes through (bench/walk.json,
+ * listed once in docs/architecture.md). docs/architecture.md explains the method and lists each path's files.
+ *
+ * Usage: npm run walk -- <path> [--all] [--md]   (--all: also the files every request passes through; --md: the
+ *        path's files as docs/architecture.md's table)
+ *        npm run walk -- list
+ * Needs Postgres (TEST_DATABASE_ADMIN_URL, else 127.0.0.1:5432; a database of its own is made and dropped) and
+ * Temporal (TEMPORAL_ADDRESS, else a dev server of the temporal CLI, found or installed as the tests do).
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import inspector from 'node:inspector';
+import v8 from 'node:v8';
+import { randomUUID } from 'node:crypto';
+
+const root = path.join(__dirname, '..');
+
+// ---- Coverage: started before the gateway's modules load, so every function of theirs has a counter.
+const session = new inspector.Session();
+session.connect();
+function post<T = any>(method: string, params?: object): T {
+  let out: { e: Error | null; r: T } | null = null;
+  session.post(method, params ?? {}, (e, r) => (out = { e, r: r as T }));
+  if (!out) throw new Error(`${method} did not answer at once`);
+  const { e, r } = out as { e: Error | null; r: T };
+  if (e) throw e;
+  return r;
+}
+post('Profiler.enable');
+post('Profiler.startPreciseCoverage', { callCount: true, detailed: false });
+
+interface Layers {
+  layers: { name: string; files: string[]; folders: string[] }[];
+}
+const layers = (JSON.parse(fs.readFileSync(path.join(root, 'layers.json'), 'utf8')) as Layers).layers;
+const walkJson = JSON.parse(fs.readFileSync(path.join(__dirname, 'walk.json'), 'utf8')) as {
+  paths: Record<string, string>;
+  everyRequest: string[];
+};
+const { paths: PATHS, everyRequest } = walkJson;
+const inFolder = (file: string, folder: string) => file.startsWith(folder.endsWith('/') ? folder : folder + '/');
+function layerOf(file: string): number {
+  const i = layers.findIndex((l) => l.files.includes(file) || l.folders.some((f) => inFolder(file, f)));
+  return i < 0 ? layers.length : i;
+}
+const isEveryRequest = (file: string) => everyRequest.some((p) => (p.endsWith('/') ? inFolder(file, p) : file === p));
+const lineCount = (file: string) => fs.readFileSync(path.join(root, file), 'utf8').split('\n').length - 1;
+
+/** A repository file of src/, workflows/ or activities/ for a script URL, or null. */
+function repoFile(url: string): string | null {
+  const p = url.startsWith('file://') ? new URL(url).pathname : url;
+  if (!p.startsWith(root + '/')) return null;
+  const rel = path.relative(root, p);
+  return /^(src|workflows|activities)\//.test(rel) && /\.[cm]?[jt]s$/.test(rel) ? rel : null;
+}
+
+/**
+ * The workflow's files. V8's coverage does not report the workflow bundle (it runs in a vm context of the worker's
+ * workflow thread), so they are read from the bundle itself: the workflow's module and the repository modules it
+ * imports there, transitively (type-only imports are erased, so these are the ones it runs).
+ */
+function workflowFiles(code: string, workflow: string): string[] {
+  const modules = new Map<string, string>();
+  const marks = [...code.matchAll(/^\/\*\*\*\/ "([^"]+)":?$/gm)];
+  marks.forEach((m, i) => modules.set(m[1], code.slice(m.index!, marks[i + 1]?.index ?? code.length)));
+  const out: string[] = [];
+  const visit = (id: string) => {
+    const file = id.replace(/^\.\//, '');
+    if (out.includes(file) || !/^(src|workflows|activities)\//.test(file)) return;
+    out.push(file);
+    for (const r of (modules.get(id) ?? '').matchAll(/__webpack_require__\(\/\*![^*]*\*\/ "([^"]+)"\)/g)) visit(r[1]);
+  };
+  const home = [...modules.entries()].find(([, text]) => text.includes(`async function ${workflow}(`));
+  if (!home) throw new Error(`no module of the workflow bundle defines ${workflow}`);
+  visit(home[0]);
+  return out;
+}
+/** Each job path's workflow, by its registered function name (its file is found in the bundle). */
+const WORKFLOW: Record<string, string> = {
+  'video-workflow': 'videoJobWorkflow',
+  'batch-workflow': 'batchJobWorkflow',
+  'webhook-delivery': 'webhookDeliveryWorkflow',
+};
+
+/**
+ * swc's CommonJS output (how the sources run here, as under jest) exports each binding through a getter
+ * (`get X () { return X; }`), so reading an imported constant, type guard's class or enum "runs" a function of its
+ * file. Those getters are not the file's code running: skipped, so a file that is only read from is not listed.
+ */
+const exportedNames = new Map<string, Set<string>>();
+function isExportGetter(file: string, functionName: string): boolean {
+  const m = /^get (\S+)$/.exec(functionName);
+  if (!m) return false;
+  let names = exportedNames.get(file);
+  if (!names) {
+    const src = fs.readFileSync(path.join(root, file), 'utf8');
+    names = new Set<string>();
+    const declared =
+      /export\s+(?:declare\s+|default\s+|async\s+|abstract\s+)*(?:function\*?|class|const|let|var|enum)\s+([\w$]+)/g;
+    for (const d of src.matchAll(declared)) names.add(d[1]);
+    for (const l of src.matchAll(/export\s*\{([^}]*)\}/g))
+      for (const part of l[1].split(','))
+        names.add(
+          part
+            .trim()
+            .split(/\s+as\s+/)
+            .pop()!
+            .replace(/^type\s+/, ''),
+        );
+    exportedNames.set(file, names);
+  }
+  return names.has(m[1]);
+}
+
+interface Seen {
+  first: number;
+  calls: number;
+}
+/** Per file: the first step it ran in (since the last reset) and its function calls. */
+let seen = new Map<string, Seen>();
+/** The same, counted from a boundary on (a job's answer reached the client), its steps numbered from there. */
+let after: Map<string, Seen> | null = null;
+let step = 0;
+let boundaryStep = 0;
+function count(m: Map<string, Seen>, f: string, first: number, calls: number) {
+  const s = m.get(f);
+  if (s) s.calls += calls;
+  else m.set(f, { first, calls });
+}
+function snap() {
+  const { result } = post<{
+    result: { url: string; functions: { functionName: string; ranges: { startOffset: number; count: number }[] }[] }[];
+  }>('Profiler.takePreciseCoverage');
+  step++;
+  for (const script of result) {
+    const file = repoFile(script.url);
+    if (!file) continue;
+    for (const fn of script.functions) {
+      const r = fn.ranges[0];
+      if (!r || r.count === 0 || isExportGetter(file, fn.functionName)) continue;
+      count(seen, file, step, r.count);
+      if (after) count(after, file, step - boundaryStep, r.count);
+    }
+  }
+}
+/** Forgets everything counted so far. */
+function reset() {
+  snap();
+  seen = new Map();
+  after = null;
+  step = 0;
+}
+/** From the next step on, also count into `after`: what follows the answer of a job's POST. */
+function boundary() {
+  snap();
+  boundaryStep = step;
+  after = new Map();
+}
+/**
+ * Counts until `stop()`: at every turn of the event loop and before every promise continuation runs (an `await`
+ * resuming), so the code between two awaits is one step; files first entered in the same step are ordered by layer.
+ */
+function everyStep() {
+  let on = true;
+  const loop = () => {
+    if (!on) return;
+    snap();
+    setImmediate(loop);
+  };
+  setImmediate(loop);
+  const unhook = v8.promiseHooks.onBefore(() => {
+    if (on) snap();
+  });
+  return () => {
+    on = false;
+    unhook();
+    snap();
+  };
+}
+
+/**
+ * What ran, in order of first entry (step), then layer, then name; the workflow's files (read from its bundle, see
+ * workflowFiles) first, as step "wf".
+ */
+function report(title: string, s: Map<string, Seen>, steps: number, flags: string[], workflow: string[]) {
+  const all = flags.includes('--all');
+  for (const f of workflow) s.set(f, { first: 0, calls: s.get(f)?.calls ?? 0 });
+  const at = (n: number) => (n === 0 ? 'wf' : String(n)).padStart(4);
+  const rows = [...s.entries()]
+    .map(([file, v]) => ({ file, ...v, layer: layerOf(file), lines: lineCount(file), every: isEveryRequest(file) }))
+    .sort((a, b) => a.first - b.first || a.layer - b.layer || a.file.localeCompare(b.file));
+  const own = rows.filter((r) => !r.every);
+  const common = rows.filter((r) => r.every);
+  const sum = (rs: typeof rows) => rs.reduce((t, r) => t + r.lines, 0);
+  const out: string[] = [`\n${title}`, '', "  #  step  lines  file (the path's own files, in order of first entry)"];
+  own.forEach((r, i) =>
+    out.push(`${String(i + 1).padStart(3)}  ${at(r.first)}  ${String(r.lines).padStart(5)}  ${r.file}`),
+  );
+  if (all) {
+    out.push('', '       step  lines  file (every request passes through: bench/walk.json)');
+    for (const r of common) out.push(`       ${at(r.first)}  ${String(r.lines).padStart(5)}  ${r.file}`);
+  }
+  out.push(
+    '',
+    `path files: ${own.length} (${sum(own)} lines); every-request files: ${common.length} (${sum(common)} lines); ` +
+      `all: ${rows.length} (${sum(rows)} lines); ${steps} steps`,
+  );
+  if (flags.includes('--md')) {
+    // The walk-through's table as docs/architecture.md has it.
+    out.push('', '| # | Step | File | Lines |', '|---|---|---|---|');
+    own.forEach((r, i) => out.push(`| ${i + 1} | ${at(r.first).trim()} | \`${r.file}\` | ${r.lines} |`));
+  }
+  console.log(out.join('\n'));
+}
+
+// ---- Set-up: a database of its own, a Temporal dev server unless TEMPORAL_ADDRESS names one.
+async function provision() {
+  const pg = (await import('pg')).default;
+  const { migrate } = await import('../src/db/migrate');
+  const admin = process.env.TEST_DATABASE_ADMIN_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+  const dbName = `gw_walk_${Date.now()}_${process.pid}`;
+  const c = new pg.Client({ connectionString: admin });
+  await c.connect();
+  await c.query(`CREATE DATABASE ${dbName}`);
+  await c.end();
+  const url = new URL(admin);
+  url.pathname = '/' + dbName;
+  process.env.DATABASE_URL = url.toString();
+  await migrate(process.env.DATABASE_URL);
+  const stops: (() => Promise<unknown>)[] = [
+    async () => {
+      const d = new pg.Client({ connectionString: admin });
+      await d.connect();
+      await d.query(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`);
+      await d.end();
+    },
+  ];
+  if (!process.env.TEMPORAL_ADDRESS) {
+    const { ensureTemporalCli } = await import('../src/runtime/temporalCli');
+    const { startTemporalDevServer } = await import('../src/runtime/temporalDevServer');
+    const server = await startTemporalDevServer({ cli: await ensureTemporalCli({}), headless: true });
+    process.env.TEMPORAL_ADDRESS = server.address;
+    stops.unshift(() => server.stop());
+  }
+  return async () => {
+    for (const s of stops) await s().catch((e) => console.error(`clean-up: ${(e as Error).message}`));
+  };
+}
+
+/** Polls `fn` (on a connection of the tool's own, so the gateway's files are not counted) until truthy. */
+async function until<T>(fn: () => Promise<T | null | undefined | false>, ms = 180_000): Promise<T> {
+  const end = Date.now() + ms;
+  for (;;) {
+    const v = await fn();
+    if (v) return v;
+    if (Date.now() > end) throw new Error(`not done within ${ms} ms`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+async function main() {
+  const [name, ...flags] = process.argv.slice(2);
+  if (!name || name === 'list' || !PATHS[name]) {
+    console.log(
+      Object.entries(PATHS)
+        .map(([k, v]) => `${k.padEnd(20)} ${v}`)
+        .join('\n'),
+    );
+    process.exit(name && name !== 'list' ? 1 : 0);
+  }
+  const worker = name.endsWith('-workflow') || name === 'webhook-delivery';
+  process.env.LOG_LEVEL ??= 'warn';
+  const cleanup = await provision();
+  // Undone in reverse order whatever fails: the harness, the tool's connection, the database and Temporal.
+  const closers: (() => Promise<unknown>)[] = [cleanup];
+  try {
+    await walk(name, flags, worker, closers);
+  } finally {
+    for (const c of closers.reverse()) await c().catch((e) => console.error(`clean-up: ${(e as Error).message}`));
+  }
+}
+
+async function walk(name: string, flags: string[], worker: boolean, closers: (() => Promise<unknown>)[]) {
+  const pg = (await import('pg')).default;
+  const own = new pg.Client({ connectionString: process.env.DATABASE_URL });
+  await own.connect();
+  closers.push(() => own.end());
+  const { startVideoHarness } = await import('../test/support/video');
+  const { loadBatchSettings } = await import('../src/batches/settings');
+  // Timers off the path (credit flush, lease liveness, price refresh) wait longer than a walk; the worker's repairs are
+  // off; the key cache keeps its production default.
+  // Polls fast, but no activity times out while every step is counted (slow).
+  const slow = { activityTimeoutMs: 120_000, heartbeatMs: 60_000, copyAttemptTimeoutMs: 120_000 };
+  const windows = { submitWindowMs: 300_000, copyWindowMs: 300_000, deadlineMs: 600_000, cancelWaitMs: 60_000 };
+  const h = await startVideoHarness(
+    { ...slow, ...windows },
+    {
+      creditFlushMs: 600_000,
+      creditLivenessMs: 600_000,
+      priceRefreshMs: 600_000,
+      keyCacheMs: 2_000,
+      batches: { ...loadBatchSettings(), chunkLines: 2 },
+      webhooks: { ...(await import('../src/webhooks/settings')).loadWebhookSettings(), allowPrivateUrls: true },
+    } as never,
+    { worker: false },
+  );
+  closers.push(() => h.close());
+  let workflow: string[] = [];
+  if (worker) {
+    const { bundleWorkflowCode } = await import('@temporalio/worker');
+    const noop = () => undefined;
+    const { code } = await bundleWorkflowCode({
+      workflowsPath: path.join(root, 'workflows', 'index.ts'),
+      logger: { trace: noop, debug: noop, info: noop, warn: noop, error: noop, log: noop },
+    });
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'gw-walk-'));
+    closers.push(async () => fs.rmSync(dir, { recursive: true, force: true }));
+    const file = path.join(dir, 'workflows.js');
+    fs.writeFileSync(file, code);
+    workflow = workflowFiles(code, WORKFLOW[name]);
+    const { startWorker } = await import('../src/worker');
+    h.worker = await startWorker(h.config, { reconciler: false, workflowCodePath: file });
+  }
+  const acc = await h.account(100_000_000);
+  const OpenAI = (await import('openai')).default;
+  const { toFile } = await import('openai');
+  const openai = new OpenAI({ apiKey: acc.key, baseURL: `${h.url}/v1`, maxRetries: 0 });
+  const drive = await driver(name, { h, acc, openai, toFile, own });
+  // The API's minute sweeps (expired holds, idle rate-limit windows) are its background work, not a path's: a
+  // job's walk lasts past a minute, and they would be counted in it.
+  for (const t of [(h.deps.credit as unknown as Sweeps).sweepTimer, (h.deps.limiter as unknown as Sweeps).sweep])
+    if (t) clearInterval(t);
+  await drive.once(); // warm-up: lazy modules, caches, the worker's first tasks
+  await new Promise((r) => setTimeout(r, 500)); // its tail (log lines, a last workflow task) before the count
+  reset();
+  const began = Date.now();
+  const stop = everyStep();
+  await drive.once();
+  stop();
+  const measured = { seen, after, steps: step, boundaryStep };
+  // As long again (up to 3 s) with nothing asked: what runs then is background work, not the path's.
+  reset();
+  const stopIdle = everyStep();
+  await new Promise((r) => setTimeout(r, Math.min(3_000, Date.now() - began)));
+  stopIdle();
+  const idle = [...seen.keys()];
+  ({ seen, after, steps: step, boundaryStep } = measured);
+  // Notes first, so that --md's table ends the output.
+  if (idle.length) console.log(`(ran in an idle window afterwards, not counted: ${idle.join(', ')})`);
+  if (after) {
+    const before = [...seen.keys()].filter((f) => !after!.has(f) && /^(workflows|activities)\//.test(f));
+    if (before.length) console.log(`(ran before the answer reached the client, not after: ${before.join(', ')})`);
+    report(`${name}: ${PATHS[name]}`, after, step - boundaryStep, flags, workflow);
+  } else report(`${name}: ${PATHS[name]}`, seen, step, flags, workflow);
+}
+
+/** The interval timers of the API's minute sweeps (src/billing/credit.ts, src/limits/rateLimiter.ts). */
+interface Sweeps {
+  sweepTimer?: NodeJS.Timeout;
+  sweep?: NodeJS.Timeout;
+}
+
+interface Ctx {
+  h: Awaited<ReturnType<typeof import('../test/support/video').startVideoHarness>>;
+  acc: { accountId: string; key: string };
+  openai: import('openai').default;
+  toFile: typeof import('openai').toFile;
+  own: import('pg').Client;
+}
+/** One request of the path; a job's workflow path calls boundary() when the POST has been answered. */
+async function driver(name: string, c: Ctx): Promise<{ once(): Promise<void> }> {
+  const { h, acc, openai, own } = c;
+  const final = (status: string | undefined) =>
+    status && ['completed', 'failed', 'expired', 'cancelled'].includes(status) ? status : null;
+  const ended = (what: string, status: string) => {
+    if (status !== 'completed') console.error(`warning: the ${what} ended ${status}, not completed`);
+  };
+  const workflowIdOf = async (table: string, id: string) =>
+    (await own.query(`SELECT workflow_id FROM ${table} WHERE id = $1`, [id])).rows[0].workflow_id as string;
+  /** Until the workflow has closed: what it does after the row's final status (its announcement) is the path's. */
+  const closed = (workflowId: string) => h.deps.temporal!.workflow.getHandle(workflowId).result();
+  const jobStatus = async (table: string, id: string) =>
+    (await own.query(`SELECT status FROM ${table} WHERE id = $1`, [id])).rows[0]?.status as string | undefined;
+  switch (name) {
+    case 'chat-stream':
+      return {
+        async once() {
+          const s = await openai.chat.completions.create({
+            model: 'gpt-4o-mini',
+            messages: [{ role: 'user', content: 'one two three' }],
+            stream: true,
+          });
+          for await (const _ of s);
+        },
+      };
+    case 'messages-translated': {
+      const Anthropic = (await import('@anthropic-ai/sdk')).default;
+      const a = new Anthropic({ apiKey: acc.key, baseURL: h.url, maxRetries: 0 });
+      return {
+        async once() {
+          const s = await a.messages.create({
+            model: 'gpt-4o-mini',
+            max_tokens: 64,
+            messages: [{ role: 'user', content: 'one two three' }],
+            stream: true,
+          });
+          for await (const _ of s);
+        },
+      };
+    }
+    case 'gemini-stream': {
+      const { GoogleGenAI } = await import('@google/genai');
+      const ai = new GoogleGenAI({ apiKey: acc.key, httpOptions: { baseUrl: h.url } });
+      return {
+        async once() {
+          for await (const _ of await ai.models.generateContentStream({
+            model: 'gemini-2.5-flash',
+            contents: 'one two three',
+          }));
+        },
+      };
+    }
+    case 'video-post':
+    case 'video-workflow':
+      return {
+        async once() {
+          const v = await openai.videos.create({
+            model: 'seedance-2-0' as never,
+            prompt: 'a fox',
+            seconds: '4' as never,
+          });
+          if (name === 'video-post') return;
+          boundary();
+          ended('video job', await until(async () => final(await jobStatus('video_jobs', v.id))));
+          await closed(await workflowIdOf('video_jobs', v.id));
+        },
+      };
+    case 'batch-post':
+    case 'batch-workflow': {
+      const line = (i: number) =>
+        JSON.stringify({
+          custom_id: `r${i}`,
+          method: 'POST',
+          url: '/v1/chat/completions',
+          body: { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }], max_tokens: 20 },
+        }) + '\n';
+      return {
+        async once() {
+          const text = [0, 1, 2].map(line).join('');
+          const f = await openai.files.create({
+            file: await c.toFile(Buffer.from(text), 'in.jsonl'),
+            purpose: 'batch',
+          });
+          if (name === 'batch-post') {
+            // Only the POST is the path: the upload was before it.
+            reset();
+          }
+          const b = await openai.batches.create({
+            input_file_id: f.id,
+            endpoint: '/v1/chat/completions',
+            completion_window: '24h',
+          });
+          if (name === 'batch-post') return;
+          boundary();
+          ended('batch', await until(async () => final(await jobStatus('batches', b.id))));
+          await closed(await workflowIdOf('batches', b.id));
+        },
+      };
+    }
+    case 'webhook-delivery': {
+      const { startReceiver } = await import('../test/support/webhookReceiver');
+      const rx = await startReceiver();
+      const res = await fetch(`${h.url}/v1/webhooks`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${acc.key}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ url: `${rx.url}/hook` }),
+      });
+      if (res.status !== 201) throw new Error(`POST /v1/webhooks answered ${res.status}`);
+      const { createWebhookActivities } = await import('../activities');
+      const { webhookTaskQueue } = await import('../src/webhooks/settings');
+      const { emitWebhookEvent } = createWebhookActivities({
+        db: h.deps.db,
+        temporal: h.deps.temporal!,
+        taskQueue: webhookTaskQueue(h.config),
+        settings: h.config.webhooks,
+      });
+      return {
+        async once() {
+          const n = rx.received.length;
+          const id = randomUUID();
+          await emitWebhookEvent({
+            accountId: acc.accountId,
+            type: 'video.completed',
+            data: { id },
+            key: `video:${id}:completed`,
+          });
+          await until(async () => rx.received.length > n);
+          const d = await until(
+            async () =>
+              (
+                await own.query(
+                  `SELECT d.id, d.generation FROM webhook_deliveries d JOIN webhook_events e ON e.id = d.event_id
+                    WHERE e.payload LIKE $1 AND d.status = 'succeeded'`,
+                  [`%${id}%`],
+                )
+              ).rows[0] as { id: string; generation: number } | undefined,
+          );
+          await closed(`webhook-${d.id}-${d.generation}`);
+        },
+      };
+    }
+  }
+  throw new Error(`no driver for ${name}`);
+}
+
+main().then(
+  () => process.exit(0),
+  (e) => {
+    console.error(e instanceof Error ? e.stack : e);
+    process.exit(1);
+  },
+);
