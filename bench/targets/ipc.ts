@@ -1,5 +1,7 @@
 import fs from 'node:fs';
 import inspector from 'node:inspector';
+import v8 from 'node:v8';
+import vm from 'node:vm';
 
 /**
  * The IPC side of a bench target process: start, report {type:'ready', url}, answer {type:'stats'} with the
@@ -9,7 +11,24 @@ import inspector from 'node:inspector';
 export interface Started {
   url: string;
   stats?: () => unknown | Promise<unknown>;
+  /** Collects garbage in every process of the target (default: this one, with collectGarbage). */
+  gc?: () => Promise<void>;
   close(): Promise<void>;
+}
+
+let gcFn: (() => void) | null = null;
+/**
+ * A full garbage collection in this process, without starting it with --expose-gc (the bench measures the flags
+ * `npm run api` uses): the flag set at run time exposes `gc` in a new context. Twice: the second pass frees what
+ * the first one's finalizers released. For the bench's "recovered" RSS (after the load, after GC).
+ */
+export function collectGarbage(): void {
+  if (!gcFn) {
+    v8.setFlagsFromString('--expose_gc');
+    gcFn = vm.runInNewContext('gc') as () => void;
+  }
+  gcFn();
+  gcFn();
 }
 
 export function serveTarget(start: () => Promise<Started>): void {
@@ -38,6 +57,11 @@ export function serveTarget(start: () => Promise<Started>): void {
           Promise.resolve(t.stats?.()).then(
             (stats) => send({ type: 'stats', stats: stats ?? null }),
             (e) => send({ type: 'stats', stats: null, error: String(e) }),
+          );
+        } else if (m?.type === 'gc') {
+          Promise.resolve(t.gc ? t.gc() : collectGarbage()).then(
+            () => send({ type: 'gc' }),
+            (e) => send({ type: 'gc', error: String(e) }),
           );
         } else if (m?.type === 'shutdown') stop();
         else if (m?.type === 'profile-start') {
