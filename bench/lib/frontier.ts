@@ -67,7 +67,14 @@ export function renderFrontier(workload: string, sweeps: { target: string; sweep
 /** Everything the streams-sustained phase measured for one target. */
 export interface StreamTarget {
   target: string;
-  levels: (LevelResult & { cpuMs: number; upstreamCpuMs: number; rssBeforeMb: number; rssPeakMb: number })[];
+  levels: (LevelResult & {
+    cpuMs: number;
+    upstreamCpuMs: number;
+    rssBeforeMb: number;
+    rssPeakMb: number;
+    /** The whole machine's CPU busy over the level, % of all cores (other tenants included). */
+    machineBusyPct: number;
+  })[];
   idleRssMb: number;
   recoveredRssMb: number | null;
   /** Streams the gateway counted as served with 200 during the phase (gateway targets only). */
@@ -150,6 +157,8 @@ export function renderStreams(all: StreamTarget[], maxLevel: number): { rendered
         `from that level on the load generator and the upstream on the same cores are the limit, not the target ` +
         `("rig-limited").`
       : `Direct held every level run: the rig was not the limit up to ${maxLevel.toLocaleString('en-US')}.`,
+    `Machine busy % (every core, /proc/stat) near 100 with the target, upstream and load generator using ` +
+      `little of it means other work on the machine, not the rig or the target, decided the level.`,
     `Steady RSS and the per-1,000 figures are taken at each target's highest level held (CPU: the target's ` +
       `process tree over that level's wall time; MB: its RSS peak during the level over its RSS just before).`,
   ].join('\n');
@@ -162,6 +171,7 @@ export function renderStreams(all: StreamTarget[], maxLevel: number): { rendered
     'target CPU cores',
     'upstream CPU cores',
     'load generator CPU cores',
+    'machine busy %',
     'why not held',
   ];
   const levelRows: string[][] = [];
@@ -179,6 +189,7 @@ export function renderStreams(all: StreamTarget[], maxLevel: number): { rendered
         f2(l.cpuMs / l.wallMs),
         f2(l.upstreamCpuMs / l.wallMs),
         f2(l.clientCpuMs / l.wallMs),
+        f0(l.machineBusyPct),
         Object.entries(l.failures)
           .map(([k, v]) => `${v}x ${k}`)
           .join(', '),
