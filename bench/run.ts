@@ -786,6 +786,10 @@ async function main(): Promise<void> {
         streamTargets.push({ target: t.name, levels: [], idleRssMb: idleRss[t.name], recoveredRssMb: null });
         if (isGateway(t.name)) streamServed.set(t.name, await gatewayServed200(t));
       }
+      // Every stream holds a socket in the client, and two in a proxy (client side, upstream side).
+      const fdLimit = Number(/^Max open files\s+(\d+)/m.exec(fs.readFileSync('/proc/self/limits', 'utf8'))?.[1]);
+      if (fdLimit && fdLimit < STREAMS_MAX * 2 + 256)
+        log(`streams: open files limit ${fdLimit} is below ${STREAMS_MAX * 2 + 256}; high levels may fail on EMFILE`);
       await setEmulator({ chunkDelayMs: 20 });
       try {
         let alive = targets.slice();
