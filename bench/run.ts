@@ -804,9 +804,16 @@ async function main(): Promise<void> {
             sampler.start();
             const c0 = treeCpuMs(t.proc.pid);
             const u0 = treeCpuMs(emulator.pid);
+            const loop = (cmd: 'start' | 'stop') =>
+              t.proc
+                .ask<{ result: { p99Ms: number; maxMs: number } | null }>('loop', 10_000, { cmd })
+                .then((x) => x.result)
+                .catch(() => null);
+            await loop('start');
             const m0 = machineCpuTicks();
             const r = await streamLevel(t.spec(paced), n);
             const m1 = machineCpuTicks();
+            const loopDelay = await loop('stop');
             const machineBusyPct = (100 * (m1.busy - m0.busy)) / Math.max(1, m1.total - m0.total);
             const cpuMs = treeCpuMs(t.proc.pid) - c0;
             const upstreamCpuMs = t.name === 'direct' ? 0 : treeCpuMs(emulator.pid) - u0;
@@ -814,7 +821,7 @@ async function main(): Promise<void> {
             addCut(t.name, n - r.held);
             streamTargets
               .find((s) => s.target === t.name)!
-              .levels.push({ ...r, cpuMs, upstreamCpuMs, rssBeforeMb, rssPeakMb, machineBusyPct });
+              .levels.push({ ...r, cpuMs, upstreamCpuMs, rssBeforeMb, rssPeakMb, machineBusyPct, loopDelay });
             if (!levelHolds(r)) failed.add(t.name);
             const why = Object.entries(r.failures)
               .map(([k, v]) => `${v}x ${k}`)

@@ -74,6 +74,8 @@ export interface StreamTarget {
     rssPeakMb: number;
     /** The whole machine's CPU busy over the level, % of all cores (other tenants included). */
     machineBusyPct: number;
+    /** The target's event loop held up over the level (its worst process; null: not a bench IPC target). */
+    loopDelay: { p99Ms: number; maxMs: number } | null;
   })[];
   idleRssMb: number;
   recoveredRssMb: number | null;
@@ -159,6 +161,9 @@ export function renderStreams(all: StreamTarget[], maxLevel: number): { rendered
       : `Direct held every level run: the rig was not the limit up to ${maxLevel.toLocaleString('en-US')}.`,
     `Machine busy % (every core, /proc/stat) near 100 with the target, upstream and load generator using ` +
       `little of it means other work on the machine, not the rig or the target, decided the level.`,
+    `Event-loop delay: perf_hooks.monitorEventLoopDelay in the target's processes over the level (direct: the ` +
+      `emulator's): a max near 200 ms is a stall of the target (GC, a burst of stream start-up work) or, on a ` +
+      `busy machine, time its process waited for a core.`,
     `Steady RSS and the per-1,000 figures are taken at each target's highest level held (CPU: the target's ` +
       `process tree over that level's wall time; MB: its RSS peak during the level over its RSS just before).`,
   ].join('\n');
@@ -172,6 +177,7 @@ export function renderStreams(all: StreamTarget[], maxLevel: number): { rendered
     'upstream CPU cores',
     'load generator CPU cores',
     'machine busy %',
+    'target event-loop delay p99/max ms',
     'why not held',
   ];
   const levelRows: string[][] = [];
@@ -190,6 +196,7 @@ export function renderStreams(all: StreamTarget[], maxLevel: number): { rendered
         f2(l.upstreamCpuMs / l.wallMs),
         f2(l.clientCpuMs / l.wallMs),
         f0(l.machineBusyPct),
+        l.loopDelay ? `${f1(l.loopDelay.p99Ms)} / ${f1(l.loopDelay.maxMs)}` : '-',
         Object.entries(l.failures)
           .map(([k, v]) => `${v}x ${k}`)
           .join(', '),

@@ -5,7 +5,7 @@ import { buildDeps } from '../../src/bootstrap';
 import { createApp } from '../../src/api/app';
 import { loadConfig } from '../../src/config';
 import { apiProcessCount } from '../../src/runtime/apiProcesses';
-import { collectGarbage, serveTarget, type Started } from './ipc';
+import { collectGarbage, loopDelay, serveTarget, type LoopDelay, type Started } from './ipc';
 
 /**
  * The gateway as deployed: production config from the environment (DATABASE_URL to the bench's fresh database,
@@ -114,11 +114,13 @@ if (processes <= 1) {
           },
         );
       };
-      process.on('message', (m: { type?: string; id?: number }) => {
+      process.on('message', (m: { type?: string; id?: number; cmd?: 'start' | 'stop' }) => {
         if (m?.type === 'stats') void api.stats().then((stats) => process.send?.({ type: 'stats', id: m.id, stats }));
         else if (m?.type === 'gc') {
           collectGarbage();
           process.send?.({ type: 'gc', id: m.id });
+        } else if (m?.type === 'loop') {
+          process.send?.({ type: 'loop', id: m.id, result: loopDelay(m.cmd ?? 'stop') });
         } else if (m?.type === 'shutdown') stop();
       });
       process.on('disconnect', stop);
@@ -144,7 +146,7 @@ if (processes <= 1) {
     });
     cluster.removeAllListeners('exit');
     let nextId = 0;
-    const askAll = <T>(type: string): Promise<T[]> =>
+    const askAll = <T>(type: string, extra: object = {}): Promise<T[]> =>
       Promise.all(
         workers.map(
           (w) =>
@@ -156,7 +158,7 @@ if (processes <= 1) {
                 resolve(m);
               };
               w.on('message', onMsg);
-              w.send({ type, id });
+              w.send({ ...extra, type, id });
             }),
         ),
       );
@@ -183,6 +185,15 @@ if (processes <= 1) {
       async gc() {
         collectGarbage();
         await askAll('gc');
+      },
+      // The workers' (the primary only hands connections over): the worse of the two.
+      async loop(cmd) {
+        const all = (await askAll<{ result: LoopDelay | null }>('loop', { cmd })).map((r) => r.result);
+        if (cmd === 'start' || all.some((r) => !r)) return null;
+        return {
+          p99Ms: Math.max(...all.map((r) => r!.p99Ms)),
+          maxMs: Math.max(...all.map((r) => r!.maxMs)),
+        };
       },
       async close() {
         // Each worker flushes its pending charges and usage records, then exits.

@@ -1,5 +1,6 @@
 import fs from 'node:fs';
 import inspector from 'node:inspector';
+import { monitorEventLoopDelay, type IntervalHistogram } from 'node:perf_hooks';
 import v8 from 'node:v8';
 import vm from 'node:vm';
 
@@ -13,7 +14,31 @@ export interface Started {
   stats?: () => unknown | Promise<unknown>;
   /** Collects garbage in every process of the target (default: this one, with collectGarbage). */
   gc?: () => Promise<void>;
+  /** Event-loop delay over a window, in every process of the target (default: this one, with loopDelay). */
+  loop?: (cmd: 'start' | 'stop') => Promise<LoopDelay | null>;
   close(): Promise<void>;
+}
+
+export interface LoopDelay {
+  p99Ms: number;
+  maxMs: number;
+}
+let eld: IntervalHistogram | null = null;
+/**
+ * How long this process's event loop was held up over a window ('start' ... 'stop'): the bench's streams phase
+ * asks for it around each level, so a stream's gap can be told from the target's own stalls (GC, a burst of
+ * request start-up work, a flush). Off outside those windows; on, it is a libuv timer every 5 ms.
+ */
+export function loopDelay(cmd: 'start' | 'stop'): LoopDelay | null {
+  if (cmd === 'start') {
+    eld ??= monitorEventLoopDelay({ resolution: 5 });
+    eld.reset();
+    eld.enable();
+    return null;
+  }
+  if (!eld) return null;
+  eld.disable();
+  return { p99Ms: eld.percentile(99) / 1e6, maxMs: eld.max / 1e6 };
 }
 
 let gcFn: (() => void) | null = null;
@@ -62,6 +87,11 @@ export function serveTarget(start: () => Promise<Started>): void {
           Promise.resolve(t.gc ? t.gc() : collectGarbage()).then(
             () => send({ type: 'gc' }),
             (e) => send({ type: 'gc', error: String(e) }),
+          );
+        } else if (m?.type === 'loop') {
+          Promise.resolve(t.loop ? t.loop(m.cmd) : loopDelay(m.cmd)).then(
+            (result) => send({ type: 'loop', result }),
+            (e) => send({ type: 'loop', result: null, error: String(e) }),
           );
         } else if (m?.type === 'shutdown') stop();
         else if (m?.type === 'profile-start') {
