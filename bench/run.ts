@@ -29,12 +29,14 @@ import {
   renderFrontier,
   renderProcesses,
   renderStreams,
+  renderTail,
   type ProcCell,
   type StreamSummary,
   type StreamTarget,
 } from './lib/frontier';
 import { summariseProfiles } from './profile';
 import type { BenchContext, BenchSection, SectionRunner } from './types';
+import type { LoopDelay as LoopStats } from './targets/ipc';
 
 /**
  * `npm run bench`: the gateway beside the same emulated upstream called directly, a bare Koa + undici proxy
@@ -707,7 +709,14 @@ async function main(): Promise<void> {
         if (t.name === 'direct' || !direct || unavailable.has(`${w.name}/direct`)) {
           cell.seq = await sequential(t.spec(w), SEQ_N, w.stream);
         } else {
+          // The target's event-loop delay and garbage collections over its c=1 requests: where its tail comes from.
+          await t.proc.ask('loop', 10_000, { cmd: 'start' }).catch(() => null);
           const p = await pairedSequential(direct.spec(w), t.spec(w), SEQ_N, w.stream);
+          cell.seqLoop =
+            (await t.proc
+              .ask<{ result: LoopStats | null }>('loop', 10_000, { cmd: 'stop' })
+              .then((x) => x.result)
+              .catch(() => null)) ?? undefined;
           cell.seq = p.target;
           cell.addedP50Us = p.addedP50Us;
           cell.addedP99Us = p.addedP99Us;
@@ -952,6 +961,8 @@ async function main(): Promise<void> {
     out.push(r.text);
     md.push(r.markdown);
   };
+  const tail = renderTail(cells);
+  if (tail) add(tail);
   for (const [w, per] of sweeps) add(renderFrontier(w, per));
   let streamSummary: StreamSummary[] = [];
   if (streamTargets.length) {

@@ -1,7 +1,7 @@
 import type { LoadResult } from './load';
 import type { LevelResult } from './streams';
 import { levelHolds } from './streams';
-import { markdownTable, textTable } from './report';
+import { markdownTable, textTable, type Cell } from './report';
 
 /**
  * The bench's issue-40 tables: the throughput frontier from one concurrency sweep, streams sustained, and one
@@ -257,4 +257,41 @@ export function renderProcesses(
     `upstream rather than adding capacity; the cluster primary also forwards each new connection to a worker (keep-` +
     `alive connections then stay on it, so c=N spreads N connections round-robin).`;
   return both('one vs two API processes (API_PROCESSES=2, node:cluster)', header, out, note);
+}
+
+/**
+ * Where the c=1 tail comes from: beside each proxy's added p50/p99, its garbage collections and event-loop delay
+ * over the same sequential requests. A p99 near the longest GC pause or loop stall points at them; requests/GC
+ * says how often a request meets one.
+ */
+export function renderTail(cells: Cell[]): Rendered | null {
+  const rows = cells
+    .filter((c) => c.seqLoop && c.seq)
+    .map((c) => {
+      const l = c.seqLoop!;
+      const n = c.seq!.n;
+      return [
+        `${c.workload} ${c.target}`,
+        `${signed(c.addedP50Us)} / ${signed(c.addedP99Us)}`,
+        `${l.gcs} (${l.majorGcs} major)`,
+        l.gcs ? f0(n / l.gcs) : '-',
+        `${f1(l.gcTotalMs)} / ${f1(l.gcMaxMs)}`,
+        `${f1(l.p99Ms)} / ${f1(l.maxMs)}`,
+      ];
+    });
+  if (!rows.length) return null;
+  return both(
+    'c=1 tail: GC and event-loop stalls over the sequential requests',
+    [
+      'workload, target',
+      'added p50 / p99 µs',
+      'GCs',
+      'requests per GC',
+      'GC total / longest pause ms',
+      'event-loop delay p99 / max ms',
+    ],
+    rows,
+    "Over the target's c=1 requests (paired with direct ones, so the window is about twice their time). " +
+      'Event-loop delay has a 5 ms timer resolution: it shows stalls, not the µs of a single request.',
+  );
 }

@@ -190,9 +190,14 @@ if (processes <= 1) {
       async loop(cmd) {
         const all = (await askAll<{ result: LoopDelay | null }>('loop', { cmd })).map((r) => r.result);
         if (cmd === 'start' || all.some((r) => !r)) return null;
+        const sum = (k: 'gcs' | 'majorGcs' | 'gcTotalMs') => all.reduce((a, r) => a + r![k], 0);
         return {
           p99Ms: Math.max(...all.map((r) => r!.p99Ms)),
           maxMs: Math.max(...all.map((r) => r!.maxMs)),
+          gcs: sum('gcs'),
+          majorGcs: sum('majorGcs'),
+          gcTotalMs: sum('gcTotalMs'),
+          gcMaxMs: Math.max(...all.map((r) => r!.gcMaxMs)),
         };
       },
       async close() {

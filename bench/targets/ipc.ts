@@ -1,6 +1,11 @@
 import fs from 'node:fs';
 import inspector from 'node:inspector';
-import { monitorEventLoopDelay, type IntervalHistogram } from 'node:perf_hooks';
+import {
+  constants as perfConstants,
+  monitorEventLoopDelay,
+  PerformanceObserver,
+  type IntervalHistogram,
+} from 'node:perf_hooks';
 import v8 from 'node:v8';
 import vm from 'node:vm';
 
@@ -22,23 +27,45 @@ export interface Started {
 export interface LoopDelay {
   p99Ms: number;
   maxMs: number;
+  /** Garbage collections over the window: how many (of which major), their total and longest pause. */
+  gcs: number;
+  majorGcs: number;
+  gcTotalMs: number;
+  gcMaxMs: number;
 }
 let eld: IntervalHistogram | null = null;
+let gcObserver: PerformanceObserver | null = null;
+const gcSeen = { gcs: 0, majorGcs: 0, gcTotalMs: 0, gcMaxMs: 0 };
 /**
- * How long this process's event loop was held up over a window ('start' ... 'stop'): the bench's streams phase
- * asks for it around each level, so a stream's gap can be told from the target's own stalls (GC, a burst of
- * request start-up work, a flush). Off outside those windows; on, it is a libuv timer every 5 ms.
+ * How long this process's event loop was held up over a window ('start' ... 'stop'), and its garbage collections:
+ * the bench asks for it around each streams level and around the c=1 requests, so a lost stream or a slow request
+ * can be told from the target's own stalls (GC, a burst of request start-up work, a flush). Off outside those
+ * windows; on, it is a libuv timer every 5 ms and a GC observer.
  */
 export function loopDelay(cmd: 'start' | 'stop'): LoopDelay | null {
   if (cmd === 'start') {
     eld ??= monitorEventLoopDelay({ resolution: 5 });
     eld.reset();
     eld.enable();
+    Object.assign(gcSeen, { gcs: 0, majorGcs: 0, gcTotalMs: 0, gcMaxMs: 0 });
+    gcObserver?.disconnect();
+    gcObserver = new PerformanceObserver((list) => {
+      for (const e of list.getEntries()) {
+        gcSeen.gcs++;
+        if ((e as unknown as { detail?: { kind?: number } }).detail?.kind === perfConstants.NODE_PERFORMANCE_GC_MAJOR)
+          gcSeen.majorGcs++;
+        gcSeen.gcTotalMs += e.duration;
+        gcSeen.gcMaxMs = Math.max(gcSeen.gcMaxMs, e.duration);
+      }
+    });
+    gcObserver.observe({ entryTypes: ['gc'] });
     return null;
   }
   if (!eld) return null;
   eld.disable();
-  return { p99Ms: eld.percentile(99) / 1e6, maxMs: eld.max / 1e6 };
+  gcObserver?.disconnect();
+  gcObserver = null;
+  return { p99Ms: eld.percentile(99) / 1e6, maxMs: eld.max / 1e6, ...gcSeen };
 }
 
 let gcFn: (() => void) | null = null;
