@@ -75,7 +75,7 @@ export interface StreamTarget {
     /** The whole machine's CPU busy over the level, % of all cores (other tenants included). */
     machineBusyPct: number;
     /** The target's event loop held up over the level (its worst process; null: not a bench IPC target). */
-    loopDelay: { p99Ms: number; maxMs: number } | null;
+    loopDelay: { p99Ms: number; maxMs: number; gcs?: number; majorGcs?: number; gcMaxMs?: number } | null;
   })[];
   idleRssMb: number;
   recoveredRssMb: number | null;
@@ -178,6 +178,7 @@ export function renderStreams(all: StreamTarget[], maxLevel: number): { rendered
     'load generator CPU cores',
     'machine busy %',
     'target event-loop delay p99/max ms',
+    'target GCs (major), longest ms',
     'why not held',
   ];
   const levelRows: string[][] = [];
@@ -197,6 +198,9 @@ export function renderStreams(all: StreamTarget[], maxLevel: number): { rendered
         f2(l.clientCpuMs / l.wallMs),
         f0(l.machineBusyPct),
         l.loopDelay ? `${f1(l.loopDelay.p99Ms)} / ${f1(l.loopDelay.maxMs)}` : '-',
+        l.loopDelay?.gcs !== undefined
+          ? `${l.loopDelay.gcs} (${l.loopDelay.majorGcs}), ${f1(l.loopDelay.gcMaxMs)}`
+          : '-',
         Object.entries(l.failures)
           .map(([k, v]) => `${v}x ${k}`)
           .join(', '),
