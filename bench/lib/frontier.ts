@@ -1,6 +1,6 @@
 import type { LoadResult } from './load';
 import type { LevelResult } from './streams';
-import { levelHolds } from './streams';
+import { levelHolds, REQUIRE_CONCURRENT } from './streams';
 import { markdownTable, textTable, type Cell } from './report';
 
 /**
@@ -134,7 +134,8 @@ export function renderStreams(all: StreamTarget[], maxLevel: number): { rendered
     else if (sum.failedAt !== null) {
       const f = s.levels.find((l) => l.streams === sum.failedAt)!;
       const n = f.streams.toLocaleString('en-US');
-      figure += ` (${f.held.toLocaleString('en-US')} of ${n} held at ${n})`;
+      const once = f.peakConcurrent.toLocaleString('en-US');
+      figure += ` (at ${n}: ${f.held.toLocaleString('en-US')} held, ${once} at once)`;
     }
     if (sum.rigLimited && s.target !== 'direct') figure += '; rig-limited';
     const cores = top ? top.cpuMs / top.wallMs : NaN;
@@ -153,7 +154,11 @@ export function renderStreams(all: StreamTarget[], maxLevel: number): { rendered
     ];
   });
   const note = [
-    `A level holds when >= 99.9 % of its streams hold (200, every event, [DONE], no gap > 200 ms between events).`,
+    `A level holds when >= 99.9 % of its streams hold (200, every event, [DONE], no gap > 200 ms between events)` +
+      (REQUIRE_CONCURRENT
+        ? ` and at least as many were delivering at one moment ("peak concurrent"; a target that queues streams, ` +
+          `e.g. behind an upstream pool of 256 connections, has not sustained them).`
+        : ` (BENCH_STREAMS_REQUIRE_CONCURRENT=0: the gap rule alone; "peak concurrent" shows any queuing).`),
     directFail !== null
       ? `Rig limit: direct (the upstream alone, same client) did not hold at ${directFail.toLocaleString('en-US')}: ` +
         `from that level on the load generator and the upstream on the same cores are the limit, not the target ` +
@@ -171,6 +176,7 @@ export function renderStreams(all: StreamTarget[], maxLevel: number): { rendered
     'streams',
     'target',
     'held',
+    'peak concurrent',
     'TTFD p50/p99 ms',
     'inter-delta p50/p99/max ms',
     'target CPU cores',
@@ -191,6 +197,7 @@ export function renderStreams(all: StreamTarget[], maxLevel: number): { rendered
         n.toLocaleString('en-US'),
         s.target,
         `${l.held.toLocaleString('en-US')}${levelHolds(l) ? '' : ' (not held)'}`,
+        l.peakConcurrent.toLocaleString('en-US'),
         `${f1(l.ttfdP50Ms)} / ${f1(l.ttfdP99Ms)}`,
         `${f1(l.gapP50Ms)} / ${f1(l.gapP99Ms)} / ${f1(l.maxGapMs)}`,
         f2(l.cpuMs / l.wallMs),
@@ -201,9 +208,12 @@ export function renderStreams(all: StreamTarget[], maxLevel: number): { rendered
         l.loopDelay?.gcs !== undefined
           ? `${l.loopDelay.gcs} (${l.loopDelay.majorGcs}), ${f1(l.loopDelay.gcMaxMs)}`
           : '-',
-        Object.entries(l.failures)
-          .map(([k, v]) => `${v}x ${k}`)
-          .join(', '),
+        [
+          ...Object.entries(l.failures).map(([k, v]) => `${v}x ${k}`),
+          ...(REQUIRE_CONCURRENT && l.peakConcurrent < Math.ceil(l.streams * 0.999)
+            ? [`queued: ${l.peakConcurrent.toLocaleString('en-US')} at once`]
+            : []),
+        ].join(', '),
       ]);
     }
   const a = both('streams sustained (64 deltas 20 ms apart, opened at once)', header, rows, note);
