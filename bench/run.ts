@@ -63,6 +63,8 @@ import type { LoopDelay as LoopStats } from './targets/ipc';
  * - BENCH_SWEEP_SECONDS: per sweep level and target, default 2.
  * - BENCH_STREAMS_MIN / BENCH_STREAMS_MAX: the streams-sustained levels, doubling from MIN (default 64) to MAX
  *   (default 2048); a target stops at its first level that does not hold. BENCH_STREAMS_MAX=0 skips the phase.
+ *   BENCH_STREAMS_REQUIRE_CONCURRENT=0: a level holds on the gap rule alone (default: the streams must also have
+ *   been delivering at one moment, bench/lib/streams.ts).
  * - BENCH_REDIS_URL: Redis for gateway-2p, default REDIS_URL or redis://127.0.0.1:6379.
  * - BENCH_WORKLOADS: default "chat,chat-stream,embeddings".
  * - BENCH_PROFILE: 1 or a list of targets such as "gateway,bare-proxy"; CPU-profiles those during the measured
