@@ -264,7 +264,13 @@ export function renderProcesses(
       '',
       '',
     ]);
+  const busy = rows.map((r) => r.one?.machineBusyPct).filter((x): x is number => x !== undefined);
+  const measured = busy.length
+    ? `In this run the machine was ${f0(Math.min(...busy))}-${f0(Math.max(...busy))} % busy during the ` +
+      `one-process cells. `
+    : '';
   const note =
+    measured +
     `The gain is bounded by the machine: with ${cores} cores shared by the load generator (autocannon, this ` +
     `process), the upstream (emulator) and Postgres, a second API process only helps while cores are idle. Where ` +
     `the machine is near 100 % busy with one process, the second one takes CPU from the load generator and the ` +
