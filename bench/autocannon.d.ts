@@ -35,6 +35,14 @@ declare module 'autocannon' {
     latency: Histogram;
     requests: Histogram;
   }
-  function autocannon(opts: Options): Promise<Result>;
+  /** What autocannon(opts) returns without a callback: a promise of the result that also emits events. */
+  interface Instance extends PromiseLike<Result> {
+    /** 'response': every response, with its time in fractional milliseconds (process.hrtime). */
+    on(
+      event: 'response',
+      listener: (client: unknown, statusCode: number, resBytes: number, responseTimeMs: number) => void,
+    ): this;
+  }
+  function autocannon(opts: Options): Instance;
   export = autocannon;
 }

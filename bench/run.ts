@@ -10,6 +10,7 @@ import {
   postgresCpuMs,
   forkTarget,
   freePort,
+  machineCpuTicks,
   resetTreePeakRss,
   RssSampler,
   spawnTarget,
@@ -21,9 +22,21 @@ import {
 import { ensureLitellm, litellmCommand, LITELLM_MASTER_KEY, writeLitellmConfig } from './lib/litellm';
 import { load, pairedSequential, sequential, type LoadResult, type RequestSpec } from './lib/load';
 import { billingCheck, createBenchDb, adminUrl, waitForUsage, type BenchDb, type BillingCheck } from './lib/db';
-import { renderTables, textTable, markdownTable, type Cell, type Check } from './lib/report';
+import { renderTables, textTable, markdownTable, verdict as passText, type Cell, type Check } from './lib/report';
+import { levelHolds, pacedStreamBody, streamLevel } from './lib/streams';
+import {
+  frontier,
+  renderFrontier,
+  renderProcesses,
+  renderStreams,
+  renderTail,
+  type ProcCell,
+  type StreamSummary,
+  type StreamTarget,
+} from './lib/frontier';
 import { summariseProfiles } from './profile';
 import type { BenchContext, BenchSection, SectionRunner } from './types';
+import type { LoopDelay as LoopStats } from './targets/ipc';
 
 /**
  * `npm run bench`: the gateway beside the same emulated upstream called directly, a bare Koa + undici proxy
@@ -43,8 +56,16 @@ import type { BenchContext, BenchSection, SectionRunner } from './types';
  * - BENCH_WARMUP_SECONDS: default 2.
  * - BENCH_SEQ_N: sequential requests per target and workload at c=1, default 2000.
  * - BENCH_CONNECTIONS: default "10,50".
- * - BENCH_TARGETS: default "direct,bare-proxy,gateway,portkey,litellm"; litellm is skipped with one line if it
- *   cannot be installed.
+ * - BENCH_TARGETS: default "direct,bare-proxy,gateway,gateway-2p,portkey,litellm"; litellm is skipped with one line
+ *   if it cannot be installed. gateway-2p is the gateway as `API_PROCESSES=2 npm run api` runs it (two API processes
+ *   under node:cluster, REDIS_URL set), with a database of its own.
+ * - BENCH_SWEEP: the concurrency sweep of the throughput frontier, default "1,2,4,8,16,32,64,128"; "0" skips it.
+ * - BENCH_SWEEP_SECONDS: per sweep level and target, default 2.
+ * - BENCH_STREAMS_MIN / BENCH_STREAMS_MAX: the streams-sustained levels, doubling from MIN (default 64) to MAX
+ *   (default 2048); a target stops at its first level that does not hold. BENCH_STREAMS_MAX=0 skips the phase.
+ *   BENCH_STREAMS_REQUIRE_CONCURRENT=0: a level holds on the gap rule alone (default: the streams must also have
+ *   been delivering at one moment, bench/lib/streams.ts).
+ * - BENCH_REDIS_URL: Redis for gateway-2p, default REDIS_URL or redis://127.0.0.1:6379.
  * - BENCH_WORKLOADS: default "chat,chat-stream,embeddings".
  * - BENCH_PROFILE: 1 or a list of targets such as "gateway,bare-proxy"; CPU-profiles those during the measured
  *   cells and prints their hot spots (profiles in bench/results/profiles/<target>/). This slows them down, so the
@@ -66,7 +87,18 @@ const ROUNDS = num('BENCH_ROUNDS', 5);
 const WARMUP = num('BENCH_WARMUP_SECONDS', 2);
 const SEQ_N = num('BENCH_SEQ_N', 2000);
 const CONNECTIONS = (env.BENCH_CONNECTIONS ?? '10,50').split(',').map(Number);
-const TARGET_NAMES = (env.BENCH_TARGETS ?? 'direct,bare-proxy,gateway,portkey,litellm').split(',');
+const TARGET_NAMES = (env.BENCH_TARGETS ?? 'direct,bare-proxy,gateway,gateway-2p,portkey,litellm').split(',');
+const SWEEP = (env.BENCH_SWEEP ?? '1,2,4,8,16,32,64,128')
+  .split(',')
+  .map(Number)
+  .filter((n) => n > 0);
+const SWEEP_SECONDS = num('BENCH_SWEEP_SECONDS', 2);
+const STREAMS_MIN = num('BENCH_STREAMS_MIN', 64);
+const STREAMS_MAX = num('BENCH_STREAMS_MAX', 2048);
+const REDIS_URL = env.BENCH_REDIS_URL ?? env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+/** The gateway targets: each runs against a bench database of its own, and its billing is checked. */
+const GATEWAYS: Record<string, { processes: number }> = { gateway: { processes: 1 }, 'gateway-2p': { processes: 2 } };
+const isGateway = (name: string) => name in GATEWAYS;
 const WORKLOADS = (env.BENCH_WORKLOADS ?? 'chat,chat-stream,embeddings').split(',');
 const PROFILED = env.BENCH_PROFILE === '1' ? ['gateway'] : (env.BENCH_PROFILE ?? '').split(',').filter(Boolean);
 const PROFILE = PROFILED.length > 0;
@@ -145,10 +177,14 @@ interface BenchTarget {
 
 const started: Target[] = [];
 /**
- * Requests the load generator may have abandoned in flight against the gateway (at most one per connection at the
- * end of each cell): the gateway may still complete and bill those, though it never counts them as served.
+ * Requests the load generator may have abandoned in flight against each gateway target (at most one per connection
+ * at the end of each cell, and streams that did not hold): the gateway may still complete and bill those, though it
+ * never counts them as served.
  */
-let gatewayCutBound = 0;
+const cutBound = new Map<string, number>();
+const addCut = (target: string, n: number) => {
+  if (isGateway(target)) cutBound.set(target, (cutBound.get(target) ?? 0) + n);
+};
 async function stopAll(): Promise<void> {
   await Promise.all(started.splice(0).map((t) => t.stop().catch(() => undefined)));
 }
@@ -242,7 +278,11 @@ async function startPeer(
 /** What the report says about the peers: their versions, or why one was skipped. */
 const peerNotes: string[] = [];
 
-async function startTargets(emulatorUrl: string, bdb: BenchDb | null, workloads: Workload[]): Promise<BenchTarget[]> {
+async function startTargets(
+  emulatorUrl: string,
+  bdbs: Map<string, BenchDb>,
+  workloads: Workload[],
+): Promise<BenchTarget[]> {
   const upstream = `${emulatorUrl}/openai/v1`;
   const out: BenchTarget[] = [];
   for (const name of TARGET_NAMES) {
@@ -259,9 +299,11 @@ async function startTargets(emulatorUrl: string, bdb: BenchDb | null, workloads:
       });
       started.push(t);
       out.push({ name, proc: t, spec: specAt(`${t.url}/v1`, { authorization: 'Bearer bench' }) });
-    } else if (name === 'gateway') {
-      if (!bdb) throw new Error('gateway target needs the bench database');
+    } else if (isGateway(name)) {
+      const bdb = bdbs.get(name);
+      if (!bdb) throw new Error(`${name} target needs its bench database`);
       const execArgv = gatewayFlags;
+      const processes = GATEWAYS[name].processes;
       const t = await forkTarget(name, path.join(distDir(), 'targets', 'gateway.js'), {
         env: {
           DATABASE_URL: bdb.url,
@@ -269,6 +311,10 @@ async function startTargets(emulatorUrl: string, bdb: BenchDb | null, workloads:
           LOG_LEVEL: env.LOG_LEVEL ?? 'info',
           NODE_ENV: 'production',
           TEMPORAL_ADDRESS: 'off',
+          API_PROCESSES: String(processes),
+          // Two processes need Redis (rate limits shared), as `npm run api` requires; the bench key has no rate
+          // limits, so no request calls it.
+          ...(processes > 1 ? { REDIS_URL } : {}),
         },
         execArgv,
         logFile,
@@ -349,6 +395,11 @@ interface Acc {
   upstreamCpuMs: number;
   dbCpuMs: number;
   ok: number;
+  /** Per connection level, summed over the rounds: where the machine's CPU went (for the 1-vs-2-process table). */
+  where: Map<
+    number,
+    { cpuMs: number; upstreamMs: number; clientMs: number; wallMs: number; busy: number; total: number }
+  >;
 }
 
 /** One measured cell: autocannon at `n` connections, with the target's (and upstream's) CPU time over it. */
@@ -358,13 +409,29 @@ async function measureCell(t: BenchTarget, emulatorPid: number, w: Workload, n: 
   const c0 = treeCpuMs(t.proc.pid);
   const u0 = treeCpuMs(emulatorPid);
   const d0 = postgresCpuMs();
+  const m0 = machineCpuTicks();
+  const k0 = process.cpuUsage();
+  const w0 = Date.now();
   const r = await load(t.spec(w), n, SECONDS);
+  const wallMs = Date.now() - w0;
+  const k = process.cpuUsage(k0);
+  const m1 = machineCpuTicks();
+  const cl = treeCpuMs(t.proc.pid) - c0;
+  const ul = treeCpuMs(emulatorPid) - u0;
   // Let background work caused by these requests (billing batches, GC) land in this cell.
   await sleep(300);
-  if (t.name === 'gateway') gatewayCutBound += n;
+  addCut(t.name, n);
   acc.cpuMs += treeCpuMs(t.proc.pid) - c0;
   acc.upstreamCpuMs += treeCpuMs(emulatorPid) - u0;
   acc.dbCpuMs += postgresCpuMs() - d0;
+  const wh = acc.where.get(n) ?? { cpuMs: 0, upstreamMs: 0, clientMs: 0, wallMs: 0, busy: 0, total: 0 };
+  wh.cpuMs += cl;
+  wh.upstreamMs += ul;
+  wh.clientMs += (k.user + k.system) / 1000;
+  wh.wallMs += wallMs;
+  wh.busy += m1.busy - m0.busy;
+  wh.total += m1.total - m0.total;
+  acc.where.set(n, wh);
   acc.ok += r.ok;
   const list = acc.runs.get(n) ?? [];
   list.push(r);
@@ -387,6 +454,8 @@ function combine(runs: LoadResult[]): LoadResult {
     rps: m,
     p50Ms: median(runs.map((r) => r.p50Ms)),
     p99Ms: median(runs.map((r) => r.p99Ms)),
+    p50Us: median(runs.map((r) => r.p50Us)),
+    p99Us: median(runs.map((r) => r.p99Us)),
     ok: runs.reduce((s, r) => s + r.ok, 0),
     failed: runs.reduce((s, r) => s + r.failed, 0),
     problems: runs
@@ -418,9 +487,11 @@ async function runSection(ctx: BenchContext): Promise<BenchSection | null> {
 }
 
 function billingReport(
+  name: string,
   b: BillingCheck,
   served: Record<string, Record<string, number>>,
   lag: BillingLag | null,
+  streams: { opened: number; held: number; served200: number } | null,
 ): { text: string; markdown: string; check: Check } {
   let ok200 = 0;
   let other = 0;
@@ -432,7 +503,7 @@ function billingReport(
   }
   // Every 200 is billed. A request the load generator abandoned at the end of a cell may still be completed (and
   // billed, or recorded as 499) by the gateway without counting as served: at most one per connection per cell.
-  const slack = gatewayCutBound;
+  const slack = cutBound.get(name) ?? 0;
   const recordsOk = b.usageRecords >= ok200 && b.usageRecords <= ok200 + other + slack;
   // Charges are written per flush (one event per lease hold, itemised by the usage records naming it): every
   // usage record with a cost names an existing charge, the VND agree, and verifyProjections matches each charge
@@ -443,6 +514,15 @@ function billingReport(
   const rows = [
     ['responses served with 200 (counted in the gateway process)', ok200.toLocaleString('en-US')],
     ['other responses', other.toLocaleString('en-US')],
+    ...(streams
+      ? [
+          [
+            'of the 200s: paced streams of the streams-sustained phase (opened / held by the client)',
+            `${streams.served200.toLocaleString('en-US')} (${streams.opened.toLocaleString('en-US')} / ` +
+              `${streams.held.toLocaleString('en-US')})`,
+          ],
+        ]
+      : []),
     [
       'usage_records',
       `${b.usageRecords.toLocaleString('en-US')} (may exceed the 200s by up to ` +
@@ -479,11 +559,12 @@ function billingReport(
     ],
   ];
   return {
-    text: '\n== billing on during the bench (ledger after flush) ==\n' + textTable(['item', 'value'], rows),
+    text: `\n== billing on during the bench, ${name} (ledger after flush) ==\n` + textTable(['item', 'value'], rows),
     markdown:
-      '\n### Billing check (ledger after the gateway flushed and stopped)\n\n' + markdownTable(['item', 'value'], rows),
+      `\n### Billing check, ${name} (ledger after the gateway flushed and stopped)\n\n` +
+      markdownTable(['item', 'value'], rows),
     check: {
-      name: 'billing: every 200 has a usage record and is charged once',
+      name: `billing (${name}): every 200, streams included, has a usage record and is charged once`,
       value: `${b.usageRecordsCharged}/${ok200}`,
       target: 'all',
       pass,
@@ -513,16 +594,26 @@ async function main(): Promise<void> {
   });
   started.push(emulator);
   log(`emulator at ${emulator.url}`);
-  const bdb = TARGET_NAMES.includes('gateway') ? await createBenchDb(1_000_000_000_000) : null;
-  if (bdb) log(`database ${bdb.name}, account ${bdb.accountId}`);
+  const bdbs = new Map<string, BenchDb>();
+  for (const name of TARGET_NAMES.filter(isGateway)) {
+    const bdb = await createBenchDb(1_000_000_000_000);
+    bdbs.set(name, bdb);
+    log(`${name}: database ${bdb.name}, account ${bdb.accountId}`);
+  }
 
   const cells: Cell[] = [];
   const peakRss: Record<string, number> = {};
   const idleRss: Record<string, number> = {};
   let gwMemory: NodeJS.MemoryUsage | null = null;
-  let served: Record<string, Record<string, number>> = {};
-  let billing: BillingCheck | null = null;
-  let lag: BillingLag | null = null;
+  const billings: {
+    name: string;
+    served: Record<string, Record<string, number>>;
+    billing: BillingCheck;
+    lag: BillingLag;
+    streams: { opened: number; held: number; served200: number } | null;
+  }[] = [];
+  const sweeps = new Map<string, { target: string; sweep: LoadResult[] }[]>();
+  const streamTargets: StreamTarget[] = [];
   let section: BenchSection | null = null;
   try {
     const workloads = WORKLOADS.map((w) => {
@@ -530,7 +621,7 @@ async function main(): Promise<void> {
       if (!d) throw new Error(`unknown workload ${w}`);
       return d;
     });
-    const targets = await startTargets(emulator.url, bdb, workloads);
+    const targets = await startTargets(emulator.url, bdbs, workloads);
     const direct = targets.find((t) => t.name === 'direct');
 
     // Which workloads each target can serve (the gateway's routes may not all exist yet); a stream must deliver
@@ -564,11 +655,11 @@ async function main(): Promise<void> {
     for (const w of workloads) {
       const live = targets.filter((t) => !unavailable.has(`${w.name}/${t.name}`));
       const accs = new Map<string, Acc>(
-        live.map((t) => [t.name, { runs: new Map(), cpuMs: 0, upstreamCpuMs: 0, dbCpuMs: 0, ok: 0 }]),
+        live.map((t) => [t.name, { runs: new Map(), cpuMs: 0, upstreamCpuMs: 0, dbCpuMs: 0, ok: 0, where: new Map() }]),
       );
       for (const t of live) {
         await load(t.spec(w), CONNECTIONS[0], WARMUP);
-        if (t.name === 'gateway') gatewayCutBound += CONNECTIONS[0];
+        addCut(t.name, CONNECTIONS[0]);
       }
       const profiled = live.filter((t) => PROFILED.includes(t.name));
       for (const t of profiled) {
@@ -600,7 +691,17 @@ async function main(): Promise<void> {
         cell.cpuMsPerReq = acc.ok ? acc.cpuMs / acc.ok : NaN;
         cell.upstreamCpuMsPerReq = acc.ok ? acc.upstreamCpuMs / acc.ok : NaN;
         // Only the gateway uses the database; for the others this would be background noise.
-        if (t.name === 'gateway') cell.dbCpuMsPerReq = acc.ok ? acc.dbCpuMs / acc.ok : NaN;
+        if (isGateway(t.name)) cell.dbCpuMsPerReq = acc.ok ? acc.dbCpuMs / acc.ok : NaN;
+        cell.where = CONNECTIONS.map((n) => {
+          const wh = acc.where.get(n)!;
+          return {
+            connections: n,
+            cpuCores: wh.cpuMs / wh.wallMs,
+            upstreamCores: wh.upstreamMs / wh.wallMs,
+            clientCores: wh.clientMs / wh.wallMs,
+            machineBusyPct: (100 * wh.busy) / wh.total,
+          };
+        });
       }
       // Concurrency 1: each proxy paired with direct calls, request by request.
       for (const t of targets) {
@@ -610,7 +711,14 @@ async function main(): Promise<void> {
         if (t.name === 'direct' || !direct || unavailable.has(`${w.name}/direct`)) {
           cell.seq = await sequential(t.spec(w), SEQ_N, w.stream);
         } else {
+          // The target's event-loop delay and garbage collections over its c=1 requests: where its tail comes from.
+          await t.proc.ask('loop', 10_000, { cmd: 'start' }).catch(() => null);
           const p = await pairedSequential(direct.spec(w), t.spec(w), SEQ_N, w.stream);
+          cell.seqLoop =
+            (await t.proc
+              .ask<{ result: LoopStats | null }>('loop', 10_000, { cmd: 'stop' })
+              .then((x) => x.result)
+              .catch(() => null)) ?? undefined;
           cell.seq = p.target;
           cell.addedP50Us = p.addedP50Us;
           cell.addedP99Us = p.addedP99Us;
@@ -634,28 +742,156 @@ async function main(): Promise<void> {
       peakRss[t.name] = Math.max(hwm, sampled);
     }
 
-    const gw = targets.find((t) => t.name === 'gateway');
-    if (gw) {
+    // The throughput frontier: one sweep of concurrency levels per workload, the targets in rotating order at
+    // each level (after the peak RSS above was read, so the sweep's higher levels do not move that figure).
+    if (SWEEP.length) {
+      for (const w of workloads) {
+        const live = targets.filter((t) => !unavailable.has(`${w.name}/${t.name}`));
+        const per = live.map((t) => ({ target: t.name, sweep: [] as LoadResult[] }));
+        sweeps.set(w.name, per);
+        for (const [li, c] of SWEEP.entries()) {
+          for (let i = 0; i < live.length; i++) {
+            const k = (i + li) % live.length;
+            const t = live[k];
+            gc();
+            await sleep(100);
+            const r = await load(t.spec(w), c, SWEEP_SECONDS);
+            addCut(t.name, c);
+            per[k].sweep.push(r);
+            log(
+              `sweep ${w.name} ${t.name} c=${c}: ${Math.round(r.rps)} req/s, p99 ${Math.round(r.p99Us)} µs` +
+                (r.problems ? `, ${r.problems}` : ''),
+            );
+          }
+        }
+        for (const p of per) {
+          const cell = cells.find((x) => x.workload === w.name && x.target === p.target);
+          if (cell) cell.frontier = frontier(p.sweep);
+        }
+      }
+    }
+
+    // Streams sustained: the emulator paces its events 20 ms apart; levels double until a target no longer holds.
+    const streamServed = new Map<string, number>();
+    const gatewayServed200 = async (t: BenchTarget) =>
+      Object.values((await t.proc.ask<{ stats: GatewayStats }>('stats')).stats.served).reduce(
+        (s, byStatus) => s + (byStatus['200'] ?? 0),
+        0,
+      );
+    if (STREAMS_MAX >= STREAMS_MIN && STREAMS_MIN > 0) {
+      const setEmulator = async (settings: object) => {
+        const r = await fetch(`${emulator.url}/_emulator/config`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify(settings),
+        });
+        await r.arrayBuffer();
+      };
+      const paced: Workload = {
+        name: 'paced-stream',
+        path: '/chat/completions',
+        stream: true,
+        body: pacedStreamBody(),
+      };
+      for (const t of targets) {
+        streamTargets.push({ target: t.name, levels: [], idleRssMb: idleRss[t.name], recoveredRssMb: null });
+        if (isGateway(t.name)) streamServed.set(t.name, await gatewayServed200(t));
+      }
+      // Every stream holds a socket in the client, and two in a proxy (client side, upstream side).
+      const fdLimit = Number(/^Max open files\s+(\d+)/m.exec(fs.readFileSync('/proc/self/limits', 'utf8'))?.[1]);
+      if (fdLimit && fdLimit < STREAMS_MAX * 2 + 256)
+        log(`streams: open files limit ${fdLimit} is below ${STREAMS_MAX * 2 + 256}; high levels may fail on EMFILE`);
+      await setEmulator({ chunkDelayMs: 20 });
+      try {
+        let alive = targets.slice();
+        for (let n = STREAMS_MIN, li = 0; n <= STREAMS_MAX && alive.length; n *= 2, li++) {
+          const failed = new Set<string>();
+          for (let i = 0; i < alive.length; i++) {
+            const t = alive[(i + li) % alive.length];
+            gc();
+            await sleep(500);
+            const rssBeforeMb = treeRssMb(t.proc.pid);
+            const sampler = new RssSampler(t.proc.pid, 100, true);
+            sampler.start();
+            const c0 = treeCpuMs(t.proc.pid);
+            const u0 = treeCpuMs(emulator.pid);
+            const loop = (cmd: 'start' | 'stop') =>
+              t.proc
+                .ask<{ result: { p99Ms: number; maxMs: number } | null }>('loop', 10_000, { cmd })
+                .then((x) => x.result)
+                .catch(() => null);
+            await loop('start');
+            const m0 = machineCpuTicks();
+            const r = await streamLevel(t.spec(paced), n);
+            const m1 = machineCpuTicks();
+            const loopDelay = await loop('stop');
+            const machineBusyPct = (100 * (m1.busy - m0.busy)) / Math.max(1, m1.total - m0.total);
+            const cpuMs = treeCpuMs(t.proc.pid) - c0;
+            const upstreamCpuMs = t.name === 'direct' ? 0 : treeCpuMs(emulator.pid) - u0;
+            const rssPeakMb = sampler.stop();
+            addCut(t.name, n - r.held);
+            streamTargets
+              .find((s) => s.target === t.name)!
+              .levels.push({ ...r, cpuMs, upstreamCpuMs, rssBeforeMb, rssPeakMb, machineBusyPct, loopDelay });
+            if (!levelHolds(r)) failed.add(t.name);
+            const why = Object.entries(r.failures)
+              .map(([k, v]) => `${v}x ${k}`)
+              .join(', ');
+            log(
+              `streams ${t.name} ${n}: ${r.held} held${why ? ` (${why})` : ''}; ` +
+                `TTFD p99 ${r.ttfdP99Ms.toFixed(1)} ms, ` +
+                `inter-delta p99 ${r.gapP99Ms.toFixed(1)} ms, max ${r.maxGapMs.toFixed(1)} ms; ` +
+                `load generator ${(r.clientCpuMs / r.wallMs).toFixed(2)} cores`,
+            );
+          }
+          alive = alive.filter((t) => !failed.has(t.name));
+        }
+      } finally {
+        await setEmulator({ chunkDelayMs: 0 });
+      }
+      // Recovered: after the load, after a full GC where the target answers the bench's IPC (the Node ones).
+      await sleep(2000);
+      for (const t of targets) {
+        await t.proc.ask('gc', 30_000).catch(() => undefined);
+      }
+      await sleep(1000);
+      for (const s of streamTargets) s.recoveredRssMb = treeRssMb(targets.find((t) => t.name === s.target)!.proc.pid);
+      for (const t of targets.filter((x) => isGateway(x.name))) {
+        const st = streamTargets.find((s) => s.target === t.name)!;
+        st.served200 = (await gatewayServed200(t)) - (streamServed.get(t.name) ?? 0);
+      }
+    }
+
+    for (const gw of targets.filter((t) => isGateway(t.name))) {
+      const bdb = bdbs.get(gw.name)!;
       const st = (await gw.proc.ask<{ stats: GatewayStats }>('stats')).stats;
-      served = st.served;
-      gwMemory = st.memoryAtPeak;
+      const served = st.served;
+      if (gw.name === 'gateway') gwMemory = st.memoryAtPeak;
       const ok200 = Object.values(served).reduce((s, byStatus) => s + (byStatus['200'] ?? 0), 0);
       log(
-        `gateway served ${ok200} x 200; billing backlog now ${st.backlog}, ` +
+        `${gw.name} served ${ok200} x 200; billing backlog now ${st.backlog}, ` +
           `peak ${st.maxBacklog} usage rows in memory; waiting for the ledger`,
       );
-      const drain = await waitForUsage(bdb!, ok200, 120_000);
+      const drain = await waitForUsage(bdb, ok200, 120_000);
       // Stopping the gateway flushes whatever is left of its pending charges and usage records.
       const s0 = Date.now();
-      await gw.proc.stop(180_000).catch((e) => log(`gateway: ${e instanceof Error ? e.message : String(e)}`));
-      lag = {
+      await gw.proc.stop(180_000).catch((e) => log(`${gw.name}: ${e instanceof Error ? e.message : String(e)}`));
+      const lag = {
         drainMs: drain.ms,
         countAtTimeout: drain.count,
         stopMs: Date.now() - s0,
         maxBacklog: st.maxBacklog,
         backlogAtEnd: st.backlog,
       };
-      billing = await billingCheck(bdb!);
+      const sx = streamTargets.find((s) => s.target === gw.name);
+      const streams = sx
+        ? {
+            opened: sx.levels.reduce((a, l) => a + l.streams, 0),
+            held: sx.levels.reduce((a, l) => a + l.held, 0),
+            served200: sx.served200 ?? 0,
+          }
+        : null;
+      billings.push({ name: gw.name, served, billing: await billingCheck(bdb), lag, streams });
     }
   } finally {
     await stopAll();
@@ -683,6 +919,26 @@ async function main(): Promise<void> {
       `(synchronous operations only); Node flags ${gatewayFlags.join(' ') || '(none)'}${flagsFrom}. ` +
       `Portkey: @portkey-ai/gateway ${portkeyVersion} ` +
       `(node build/start-server.js --headless, @hono/node-server 1.13.8).`,
+    ...(TARGET_NAMES.includes('gateway-2p')
+      ? [
+          `gateway-2p: the same gateway with API_PROCESSES=2 (a node:cluster primary and two API processes sharing ` +
+            `its port, REDIS_URL set), against a database of its own; its CPU and RSS are its process tree's.`,
+        ]
+      : []),
+    ...(SWEEP.length
+      ? [
+          `Throughput frontier: one sweep at c=${SWEEP.join(',')}, ${SWEEP_SECONDS} s per level and target ` +
+            `(rotating order), p99 from each response's own time (µs); the frontier is the most req/s of a level ` +
+            `with p99 under the bound and no failed request.`,
+        ]
+      : []),
+    ...(STREAMS_MAX >= STREAMS_MIN && STREAMS_MIN > 0
+      ? [
+          `Streams sustained: the emulator paces 64 content deltas 20 ms apart (chunkDelayMs=20); ` +
+            `${STREAMS_MIN}..${STREAMS_MAX} streams opened at once per level, doubling, one raw TCP connection ` +
+            `each (bench/lib/streams.ts); a target stops at its first level that does not hold.`,
+        ]
+      : []),
     ...peerNotes,
   ];
   out.push(header.join('\n'), tables.text);
@@ -703,11 +959,83 @@ async function main(): Promise<void> {
       : '');
   out.push('\n' + memLine);
   md.push('\n' + memLine + '\n');
-  if (billing) {
-    const b = billingReport(billing, served, lag);
-    out.push(b.text);
-    md.push(b.markdown);
-    checksAll.push(b.check);
+  const add = (r: { text: string; markdown: string }) => {
+    out.push(r.text);
+    md.push(r.markdown);
+  };
+  const tail = renderTail(cells);
+  if (tail) add(tail);
+  for (const [w, per] of sweeps) add(renderFrontier(w, per));
+  let streamSummary: StreamSummary[] = [];
+  if (streamTargets.length) {
+    const r = renderStreams(streamTargets, STREAMS_MAX);
+    streamSummary = r.summary;
+    add(r.rendered);
+    const g = streamSummary.find((x) => x.target === 'gateway');
+    const b = streamSummary.find((x) => x.target === 'bare-proxy');
+    checksAll.push({
+      name: 'streams sustained: gateway / bare proxy (same run)',
+      value: g && b ? `${g.sustained} / ${b.sustained}` : '-',
+      target: '>= 1',
+      pass: g && b ? g.sustained >= b.sustained : null,
+    });
+  }
+  // Issue 40 points 3 and 4: the tail at c=1 against the bare Koa proxy's, as ratios.
+  for (const w of WORKLOADS) {
+    const g = cells.find((c) => c.workload === w && c.target === 'gateway' && !c.unavailable);
+    const b = cells.find((c) => c.workload === w && c.target === 'bare-proxy' && !c.unavailable);
+    if (!g || !b || g.addedP99Us === undefined || b.addedP99Us === undefined) continue;
+    const ratio = g.addedP99Us / Math.max(1, b.addedP99Us);
+    checksAll.push({
+      name: `${w}: gateway's added c=1 p99 / bare proxy's`,
+      value: ratio.toFixed(2),
+      target: '<= 1.2',
+      pass: ratio <= 1.2,
+    });
+    const over = g.addedP50Us! - b.addedP50Us!;
+    checksAll.push({
+      name: `${w}: gateway's added c=1 p50 - bare proxy's (µs)`,
+      value: (over >= 0 ? '+' : '') + Math.round(over),
+      target: '<= +100',
+      pass: over <= 100,
+    });
+  }
+  if (TARGET_NAMES.includes('gateway') && TARGET_NAMES.includes('gateway-2p')) {
+    const rows: { label: string; one: ProcCell | undefined; two: ProcCell | undefined }[] = [];
+    for (const w of WORKLOADS)
+      for (const n of CONNECTIONS) {
+        const of = (name: string): ProcCell | undefined => {
+          const c = cells.find((x) => x.workload === w && x.target === name && !x.unavailable);
+          const l = c?.load.find((x) => x.connections === n);
+          const wh = c?.where?.find((x) => x.connections === n);
+          return l && wh ? { rps: l.rps, ...wh } : undefined;
+        };
+        rows.push({ label: `${w} c=${n}`, one: of('gateway'), two: of('gateway-2p') });
+      }
+    add(
+      renderProcesses(
+        rows,
+        {
+          one: streamSummary.find((x) => x.target === 'gateway'),
+          two: streamSummary.find((x) => x.target === 'gateway-2p'),
+        },
+        os.cpus().length,
+      ),
+    );
+  }
+  const issue40 = checksAll.slice(tables.checks.length);
+  if (issue40.length) {
+    const ch = ['check', 'value', 'target', 'result'];
+    const rows = issue40.map((c) => [c.name, c.value, c.target, passText(c.pass)]);
+    add({
+      text: '\n== issue 40 targets (ratios to the bare proxy, same run) ==\n' + textTable(ch, rows),
+      markdown: '\n### Issue 40 targets (ratios to the bare proxy, same run)\n\n' + markdownTable(ch, rows),
+    });
+  }
+  for (const b of billings) {
+    const r = billingReport(b.name, b.billing, b.served, b.lag, b.streams);
+    add(r);
+    checksAll.push(r.check);
   }
   for (const name of PROFILED) {
     for (const w of WORKLOADS) {
@@ -760,8 +1088,10 @@ async function main(): Promise<void> {
         connections: CONNECTIONS,
         cells,
         peakRss,
-        billing,
-        served,
+        billing: billings,
+        sweeps: Object.fromEntries(sweeps),
+        streams: streamTargets,
+        streamSummary,
         checks: checksAll,
         section: section ? { title: section.title, pass: section.pass } : null,
       },
@@ -770,7 +1100,8 @@ async function main(): Promise<void> {
     ),
   );
   log(`markdown written to ${path.relative(projectRoot(), path.join(RESULTS, 'latest.md'))}`);
-  if (bdb && env.BENCH_KEEP_DB !== '1') await bdb.drop().catch((e) => log(`could not drop ${bdb.name}: ${e}`));
+  if (env.BENCH_KEEP_DB !== '1')
+    for (const bdb of bdbs.values()) await bdb.drop().catch((e) => log(`could not drop ${bdb.name}: ${e}`));
 }
 
 main().then(

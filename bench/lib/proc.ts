@@ -336,3 +336,13 @@ export function apiNodeFlags(root: string): string[] {
     )
     .filter((w) => w.startsWith('--') && w !== '--enable-source-maps');
 }
+
+/**
+ * The machine's CPU time so far, in clock ticks summed over every core (the first line of /proc/stat): `busy` is
+ * everything but idle and iowait (steal, time the hypervisor gave to other guests, included), `total` all of it.
+ */
+export function machineCpuTicks(): { busy: number; total: number } {
+  const f = fs.readFileSync('/proc/stat', 'utf8').split('\n', 1)[0].split(/\s+/).slice(1).map(Number);
+  const total = f.slice(0, 8).reduce((a, b) => a + b, 0);
+  return { busy: total - f[3] - f[4], total };
+}

@@ -14,6 +14,25 @@ export interface Cell {
   upstreamCpuMsPerReq?: number;
   /** Local Postgres CPU per request over the same cells (the gateway's billing writes). */
   dbCpuMsPerReq?: number;
+  /** The target's event loop and GC over its c=1 requests (Node targets answering the bench's IPC). */
+  seqLoop?: {
+    p99Ms: number;
+    maxMs: number;
+    gcs: number;
+    majorGcs: number;
+    gcTotalMs: number;
+    gcMaxMs: number;
+  };
+  /** The most req/s with p99 under 1, 5, 10 and 50 ms in the concurrency sweep (null: no level was). */
+  frontier?: ({ rps: number; connections: number } | null)[];
+  /** Per connection level: where the machine's CPU went during this target's cells (cores; machine busy %). */
+  where?: {
+    connections: number;
+    cpuCores: number;
+    upstreamCores: number;
+    clientCores: number;
+    machineBusyPct: number;
+  }[];
 }
 
 export interface Check {

@@ -1,5 +1,13 @@
 import fs from 'node:fs';
 import inspector from 'node:inspector';
+import {
+  constants as perfConstants,
+  monitorEventLoopDelay,
+  PerformanceObserver,
+  type IntervalHistogram,
+} from 'node:perf_hooks';
+import v8 from 'node:v8';
+import vm from 'node:vm';
 
 /**
  * The IPC side of a bench target process: start, report {type:'ready', url}, answer {type:'stats'} with the
@@ -9,7 +17,70 @@ import inspector from 'node:inspector';
 export interface Started {
   url: string;
   stats?: () => unknown | Promise<unknown>;
+  /** Collects garbage in every process of the target (default: this one, with collectGarbage). */
+  gc?: () => Promise<void>;
+  /** Event-loop delay over a window, in every process of the target (default: this one, with loopDelay). */
+  loop?: (cmd: 'start' | 'stop') => Promise<LoopDelay | null>;
   close(): Promise<void>;
+}
+
+export interface LoopDelay {
+  p99Ms: number;
+  maxMs: number;
+  /** Garbage collections over the window: how many (of which major), their total and longest pause. */
+  gcs: number;
+  majorGcs: number;
+  gcTotalMs: number;
+  gcMaxMs: number;
+}
+let eld: IntervalHistogram | null = null;
+let gcObserver: PerformanceObserver | null = null;
+const gcSeen = { gcs: 0, majorGcs: 0, gcTotalMs: 0, gcMaxMs: 0 };
+/**
+ * How long this process's event loop was held up over a window ('start' ... 'stop'), and its garbage collections:
+ * the bench asks for it around each streams level and around the c=1 requests, so a lost stream or a slow request
+ * can be told from the target's own stalls (GC, a burst of request start-up work, a flush). Off outside those
+ * windows; on, it is a libuv timer every 5 ms and a GC observer.
+ */
+export function loopDelay(cmd: 'start' | 'stop'): LoopDelay | null {
+  if (cmd === 'start') {
+    eld ??= monitorEventLoopDelay({ resolution: 5 });
+    eld.reset();
+    eld.enable();
+    Object.assign(gcSeen, { gcs: 0, majorGcs: 0, gcTotalMs: 0, gcMaxMs: 0 });
+    gcObserver?.disconnect();
+    gcObserver = new PerformanceObserver((list) => {
+      for (const e of list.getEntries()) {
+        gcSeen.gcs++;
+        if ((e as unknown as { detail?: { kind?: number } }).detail?.kind === perfConstants.NODE_PERFORMANCE_GC_MAJOR)
+          gcSeen.majorGcs++;
+        gcSeen.gcTotalMs += e.duration;
+        gcSeen.gcMaxMs = Math.max(gcSeen.gcMaxMs, e.duration);
+      }
+    });
+    gcObserver.observe({ entryTypes: ['gc'] });
+    return null;
+  }
+  if (!eld) return null;
+  eld.disable();
+  gcObserver?.disconnect();
+  gcObserver = null;
+  return { p99Ms: eld.percentile(99) / 1e6, maxMs: eld.max / 1e6, ...gcSeen };
+}
+
+let gcFn: (() => void) | null = null;
+/**
+ * A full garbage collection in this process, without starting it with --expose-gc (the bench measures the flags
+ * `npm run api` uses): the flag set at run time exposes `gc` in a new context. Twice: the second pass frees what
+ * the first one's finalizers released. For the bench's "recovered" RSS (after the load, after GC).
+ */
+export function collectGarbage(): void {
+  if (!gcFn) {
+    v8.setFlagsFromString('--expose_gc');
+    gcFn = vm.runInNewContext('gc') as () => void;
+  }
+  gcFn();
+  gcFn();
 }
 
 export function serveTarget(start: () => Promise<Started>): void {
@@ -38,6 +109,16 @@ export function serveTarget(start: () => Promise<Started>): void {
           Promise.resolve(t.stats?.()).then(
             (stats) => send({ type: 'stats', stats: stats ?? null }),
             (e) => send({ type: 'stats', stats: null, error: String(e) }),
+          );
+        } else if (m?.type === 'gc') {
+          Promise.resolve(t.gc ? t.gc() : collectGarbage()).then(
+            () => send({ type: 'gc' }),
+            (e) => send({ type: 'gc', error: String(e) }),
+          );
+        } else if (m?.type === 'loop') {
+          Promise.resolve(t.loop ? t.loop(m.cmd) : loopDelay(m.cmd)).then(
+            (result) => send({ type: 'loop', result }),
+            (e) => send({ type: 'loop', result: null, error: String(e) }),
           );
         } else if (m?.type === 'shutdown') stop();
         else if (m?.type === 'profile-start') {
