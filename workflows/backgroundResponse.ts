@@ -3,6 +3,7 @@ import {
   CancellationScope,
   condition,
   defineSignal,
+  patched,
   proxyActivities,
   setHandler,
   upsertSearchAttributes,
@@ -28,6 +29,10 @@ import type { EventType } from '../src/webhooks/eventTypes';
  *                                        is billed, the rest released
  *   failed       endBackgroundResponse   the run's attempts ran out: released, nothing charged
  *
+ * The run goes to the task queue of the background runs' worker (input.runTaskQueue: slots, upstream connections
+ * and database connections of its own, src/runtime/backgroundRunWorker.ts) behind patched(RUN_QUEUE_PATCH);
+ * responses started before it (no marker in their history) keep running it on the workflow's own queue.
+ *
  * The final status, once committed, is announced to the account's webhooks (response.<status>). Deterministic:
  * all I/O is in activities/backgroundResponse.ts; the contract is src/backgroundResponses/workflowContract.ts.
  */
@@ -50,12 +55,14 @@ function activityOptions(t: BackgroundTiming) {
   };
 }
 
+/** The run activity on the background runs' own task queue (responses started before it: the workflow's queue). */
+export const RUN_QUEUE_PATCH = 'background-run-own-queue';
+
 export const backgroundCancelSignal = defineSignal<[]>(BACKGROUND_CANCEL_SIGNAL);
 
 export async function backgroundResponseWorkflow(input: BackgroundInput): Promise<BackgroundOutcome> {
   const o = activityOptions(input.timing);
   const db = proxyActivities<BackgroundActivities>(o.db);
-  const run = proxyActivities<BackgroundActivities>(o.run);
   const events = proxyActivities<WebhookActivities>(o.db);
   const { responseId, accountId } = input;
 
@@ -72,6 +79,8 @@ export async function backgroundResponseWorkflow(input: BackgroundInput): Promis
   if (!m.final && !cancelRequested) {
     enter('in_progress');
     try {
+      const ownQueue = input.runTaskQueue && patched(RUN_QUEUE_PATCH) ? input.runTaskQueue : undefined;
+      const run = proxyActivities<BackgroundActivities>(ownQueue ? { ...o.run, taskQueue: ownQueue } : o.run);
       await CancellationScope.cancellable(async () => {
         const running = run.runBackgroundResponse({ responseId });
         await Promise.race([running, condition(() => cancelRequested)]);

@@ -34,6 +34,11 @@ export interface BackgroundInput {
   timing: BackgroundTiming;
   /** The status search attribute (`GatewayJobStatus`), or null when the namespace lacks the gateway's attributes. */
   statusSearchAttribute: string | null;
+  /**
+   * The task queue of the background runs' worker, where the run activity goes (its own slots and connections);
+   * absent in responses started before it had one (the run then goes to the workflow's own queue).
+   */
+  runTaskQueue?: string;
 }
 
 export interface BackgroundArgs {

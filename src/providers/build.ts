@@ -12,16 +12,21 @@ import { VertexAdapter } from './vertex';
  */
 export function buildProviderRegistry(
   catalog: Catalog,
-  opts: { onError?: (provider: string, status: number) => void } = {},
+  opts: {
+    onError?: (provider: string, status: number) => void;
+    /** Max sockets to each upstream origin (default 256): the background runs' worker holds one per open stream. */
+    connections?: number;
+  } = {},
 ): ProviderRegistry {
-  const { onError } = opts;
+  const { onError, connections } = opts;
+  const o = { onError, ...(connections ? { connections } : {}) };
   return new ProviderRegistry(catalog, {
-    onError,
+    ...o,
     factories: {
-      anthropic: (cfg) => new AnthropicAdapter(cfg, { onError }),
-      gemini: (cfg) => new GeminiAdapter(cfg, { onError }),
-      bedrock: (cfg) => new BedrockAdapter(cfg, { onError }),
-      vertex: (cfg) => new VertexAdapter(cfg, { onError }),
+      anthropic: (cfg) => new AnthropicAdapter(cfg, o),
+      gemini: (cfg) => new GeminiAdapter(cfg, o),
+      bedrock: (cfg) => new BedrockAdapter(cfg, o),
+      vertex: (cfg) => new VertexAdapter(cfg, o),
     },
   });
 }
