@@ -1,4 +1,4 @@
-import { Context } from '@temporalio/activity';
+import { CancelledFailure, Context } from '@temporalio/activity';
 import type { AppDeps } from '../src/operations/deps';
 import { ApiError } from '../src/errors';
 import { abortFollowing } from '../src/net/abort';
@@ -126,6 +126,12 @@ export function createBackgroundActivities(deps: BackgroundActivityDeps): Backgr
         abort.unfollow();
       }
       await capture.settled(); // a storage failure fails the attempt (retried): nothing ends on a partial store
+      // Only the workflow's cancel (POST .../cancel) ends the response `cancelled`. Temporal stopping the attempt
+      // otherwise (its heartbeat late: TIMED_OUT, NOT_FOUND; the worker shutting down for a deploy) fails it: the
+      // next attempt takes over and closes this one as lost, at the gateway's cost.
+      const why = ctx.cancellationSignal.reason as unknown;
+      if (abort.aborted && !(why instanceof CancelledFailure && why.message === 'CANCELLED'))
+        throw new Error(`the upstream call was stopped: ${why instanceof Error ? why.message : String(why)}`);
       const f = final as Record<string, unknown> | null;
       const status: BackgroundFinal = abort.aborted
         ? 'cancelled'
@@ -135,7 +141,7 @@ export function createBackgroundActivities(deps: BackgroundActivityDeps): Backgr
       const response = f ?? (shell ? { ...(shell as Record<string, unknown>), status } : null);
       if (status === 'failed' && !error) error = errorOf(response) ?? { code: 'server_error', message: 'failed' };
       const bill = tab.bill;
-      await repo.endResponse(db, row.id, {
+      const ended = await repo.endResponse(db, row.id, {
         status,
         response: response ? { ...response, status } : null,
         error: status === 'failed' ? error : null,
@@ -143,12 +149,16 @@ export function createBackgroundActivities(deps: BackgroundActivityDeps): Backgr
         cost: bill ? bill.cost : 0,
         attempt,
       });
+      // Ended meanwhile by another attempt (or superseded by one): this call cost the gateway, never the customer.
+      if (!ended) await repo.closeLostAttempts(db, row.id, lostCost(row), { only: attempt });
       return { status };
     },
 
     async endBackgroundResponse(a: BackgroundArgs & { message: string }): Promise<BackgroundOutcome> {
       const row = await load(a.responseId);
       if (!repo.isFinal(row.status)) {
+        // No run stored the answer: every attempt still open was lost (at the gateway's cost), before the end.
+        await repo.closeLostAttempts(db, row.id, lostCost(row));
         const status: BackgroundFinal = row.cancelRequested ? 'cancelled' : 'failed';
         await repo.endResponse(db, row.id, {
           status,
