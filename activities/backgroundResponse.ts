@@ -61,8 +61,14 @@ export function createBackgroundActivities(deps: BackgroundActivityDeps): Backgr
     async runBackgroundResponse(a: BackgroundArgs): Promise<BackgroundOutcome> {
       const ctx = Context.current();
       const attempt = ctx.info.attempt;
-      const row = await load(a.responseId);
+      let row = await load(a.responseId);
       if (repo.isFinal(row.status)) return { status: null };
+      if (row.status === 'queued') {
+        // Started by a slot of the runs' worker (RUN_QUEUE_PATCH): queued -> in_progress here.
+        const now = await repo.markInProgress(db, row.id);
+        if (now === null || repo.isFinal(now)) return { status: null };
+        row = { ...row, status: now };
+      }
       await repo.beginAttempt(db, row.id, attempt, lostCost(row));
       const stored = await repo.storedProgress(db, row.id);
       if (stored.terminal) return endFromTerminal(row, JSON.parse(stored.terminal), attempt);

@@ -21,6 +21,11 @@ import { installRuntime } from '../../src/worker';
  * cancelled while queued at its provider and one whose status reads kept failing (it failed there, the provider's
  * batch left running: replaying it proves the new native branch is behind its patch); and with the patch taken
  * (`issue34-`) the same four and a native batch whose status read was refused for good (cancelled there, collected).
+ *
+ * The background response workflow (recorded by test/integration/record-background-histories.test.ts): from main at
+ * e407a5d (`main-e407a5d-bgresp-`, before `patched('background-run-own-queue')`: markInProgress, then the run on the
+ * workflow's own queue) a completed response and one cancelled mid-answer; and with the patch taken
+ * (`issue38-run-queue-bgresp-`: the run on the background runs' queue, no markInProgress) the same two.
  */
 
 const dir = path.join(__dirname, '../fixtures/workflow-histories');
