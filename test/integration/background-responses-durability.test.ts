@@ -1,6 +1,7 @@
 import OpenAI from 'openai';
 import { getBalance, verifyProjections } from '../../src/billing/ledger';
 import { loadBackgroundResponseSettings } from '../../src/backgroundResponses/settings';
+import { runAdmin } from '../../src/cli/admin';
 import { eventually, spawnApi, spawnWorker, startVideoHarness, type VideoHarness } from '../support/video';
 
 /**
@@ -8,7 +9,9 @@ import { eventually, spawnApi, spawnWorker, startVideoHarness, type VideoHarness
  * process that is SIGKILLed as soon as the stream began, run by a worker process SIGKILLed mid-answer (events
  * stored, the upstream still streaming). Another worker retries the run; the response completes; a client that
  * comes back reads it and resumes its whole stream, in order, each sequence number once. Money: one usage record,
- * charged once, the hold closed, projections true; the lost attempt is recorded as the gateway's cost.
+ * charged once, the hold closed, projections true; the lost attempt is recorded as the gateway's cost, and
+ * `verify-ledger` says so (and reports a lost attempt left without its cost record, or a charge that is not the
+ * stored attempt's bill).
  */
 
 let h: VideoHarness;
@@ -37,6 +40,7 @@ test.each(MODELS)(
   async (model) => {
     const BAL = 5_000_000;
     const acc = await h.account(BAL);
+    const since = new Date(Date.now() - 1000).toISOString();
     h.emulator.control.settings.chunkDelayMs = 60;
     const worker = await spawnWorker(h);
     const api = await spawnApi(h);
@@ -100,10 +104,59 @@ test.each(MODELS)(
       );
       expect(attempts.rows.map((a) => a.outcome)).toEqual(['lost', 'stored']);
       expect(attempts.rows[0].gateway_cost_vnd).toBeGreaterThan(0);
+
+      // verify-ledger: the response charged once from its hold, its lost attempt the gateway's cost.
+      const verify = async () => {
+        const out: string[] = [];
+        const err: string[] = [];
+        const env = { ...process.env, DATABASE_URL: h.config.databaseUrl };
+        const code = await runAdmin(['verify-ledger', '--since', since, '--json'], {
+          out: (l) => out.push(l),
+          err: (l) => err.push(l),
+          env,
+        });
+        return { code, json: JSON.parse(out.join('\n')), err: err.join('\n') };
+      };
+      const ok = await verify();
+      expect(ok.err).toBe('');
+      expect(ok).toMatchObject({
+        code: 0,
+        json: {
+          ok: true,
+          background_responses_checked: 1,
+          background_attempts_lost: 1,
+          background_lost_gateway_cost_vnd: attempts.rows[0].gateway_cost_vnd,
+          background_charged_vnd: row.cost_vnd,
+        },
+      });
+      // A lost attempt without its cost record (left open), and a charge that is not the stored attempt's bill.
+      const lost = [id, attempts.rows[0].attempt];
+      await h.deps.db.query(
+        `UPDATE background_response_attempts SET ended_at = NULL, outcome = NULL
+         WHERE response_id = $1 AND attempt = $2`,
+        lost,
+      );
+      await h.deps.db.query('UPDATE background_responses SET cost_vnd = cost_vnd + 1 WHERE id = $1', [id]);
+      try {
+        const bad = await verify();
+        expect(bad.code).toBe(1);
+        expect(bad.err).toContain(`MISMATCH background response ${id} (attempt_open)`);
+        expect(bad.err).toContain(`MISMATCH background response ${id} (charge)`);
+      } finally {
+        await h.deps.db.query(
+          `UPDATE background_response_attempts SET ended_at = now(), outcome = 'lost'
+           WHERE response_id = $1 AND attempt = $2`,
+          lost,
+        );
+        await h.deps.db.query('UPDATE background_responses SET cost_vnd = cost_vnd - 1 WHERE id = $1', [id]);
+      }
+      expect((await verify()).code).toBe(0);
     } finally {
       await h.worker?.close();
       h.worker = null;
       h.emulator.control.reset();
     }
   },
+  // Two processes started and killed, a retried run and the checks, on a machine shared with other test runs.
+  180_000,
 );
