@@ -4,7 +4,7 @@ import { ApiError } from '../src/errors';
 import { abortFollowing } from '../src/net/abort';
 import { tracer } from '../src/observability/tracing';
 import { createResponse } from '../src/operations/responses/create';
-import { estimatedUsage, usageCost, usageUnits } from '../src/billing/tokenUsage';
+import { usageCost, usageUnits } from '../src/billing/tokenUsage';
 import type { ResponsesRequest } from '../src/translate/responsesTypes';
 import type { EventSourceMessage } from '../src/sse/upstreamEvents';
 import { EventCapture, HoldTab, headlessContext, headlessDeps } from '../src/backgroundResponses/headless';
@@ -44,13 +44,7 @@ export function createBackgroundActivities(deps: BackgroundActivityDeps): Backgr
     return row;
   }
 
-  /** What a lost attempt likely cost the gateway: the request's input and its stored deltas, estimated. */
-  const lostCost = (row: repo.BackgroundRow) => async (attempt: number) => {
-    const model = deps.catalog.get(row.model);
-    if (!model) return 0;
-    const chars = await repo.deliveredChars(db, row.id, attempt);
-    return usageCost(model.pricing, estimatedUsage(Buffer.byteLength(JSON.stringify(row.request)), chars));
-  };
+  const lostCost = (row: repo.BackgroundRow) => repo.lostAttemptCost(db, deps.catalog, row);
 
   return {
     async markInProgress(a: BackgroundArgs) {

@@ -284,7 +284,7 @@ export async function startWorker(config: Config = loadConfig(), opts: WorkerOpt
       stops.push(
         every(
           config.video.reconcileIntervalMs,
-          () => reconcileBackgroundResponses({ db, temporal, config, logger }),
+          () => reconcileBackgroundResponses({ db, temporal, config, catalog, logger }),
           onError('background response reconciler'),
         ),
       );

@@ -4,6 +4,8 @@ import { tx } from '../db/pool';
 import { placeHoldIn, releaseHoldIn } from '../billing/ledger';
 import { writeUsageBatch, type UsageInput } from '../billing/usageBatch';
 import { jsonForPostgres } from '../text/pgText';
+import { estimatedUsage, usageCost } from '../billing/tokenUsage';
+import type { Catalog } from '../catalog/catalog';
 import type { BackgroundFinal, BackgroundStatus } from './workflowContract';
 
 /**
@@ -282,6 +284,16 @@ export async function closeLostAttempts(
   }
   return lost;
 }
+
+/** What a lost attempt likely cost the gateway: the request's input and its stored deltas, estimated. */
+export const lostAttemptCost =
+  (db: Queryable, catalog: Pick<Catalog, 'get'>, row: BackgroundRow) =>
+  async (attempt: number): Promise<number> => {
+    const model = catalog.get(row.model);
+    if (!model) return 0;
+    const chars = await deliveredChars(db, row.id, attempt);
+    return usageCost(model.pricing, estimatedUsage(Buffer.byteLength(JSON.stringify(row.request)), chars));
+  };
 
 /** Characters of text deltas an attempt stored (what its lost answer delivered, for its estimated cost). */
 export async function deliveredChars(db: Queryable, id: string, attempt: number): Promise<number> {
