@@ -51,10 +51,13 @@ export interface BackgroundOutcome {
 }
 
 export interface BackgroundActivities {
-  /** queued -> in_progress. */
+  /**
+   * queued -> in_progress: a step of its own only in responses started before the runs had their own queue (the
+   * workflow's `background-run-own-queue` patch); since, the run marks it when a slot takes it.
+   */
   markInProgress(a: BackgroundArgs): Promise<{ final: boolean }>;
   /**
-   * Runs the upstream call as POST /v1/responses runs it, storing its events as they come, heartbeating; ends the
+   * Marks the response in_progress (if still queued), then runs the upstream call as POST /v1/responses runs it, storing its events as they come, heartbeating; ends the
    * response (charge, release, final status) in one commit. Cancelled (POST .../cancel): stops the upstream call,
    * bills what it delivered, ends `cancelled`.
    */
