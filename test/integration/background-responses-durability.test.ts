@@ -160,3 +160,49 @@ test.each(MODELS)(
   // Two processes started and killed, a retried run and the checks, on a machine shared with other test runs.
   180_000,
 );
+
+test('a worker stopped mid-answer (SIGTERM, a deploy) cancels nothing: another attempt completes it', async () => {
+  const BAL = 5_000_000;
+  const acc = await h.account(BAL);
+  h.emulator.control.settings.chunkDelayMs = 60;
+  const worker = await spawnWorker(h);
+  let id: string;
+  try {
+    const c = new OpenAI({ apiKey: acc.key, baseURL: `${h.url}/v1`, maxRetries: 0 });
+    const input = Array.from({ length: 40 }, (_, i) => `word${i}`).join(' ');
+    id = (await c.responses.create({ model: 'gpt-4o-mini', input, background: true })).id;
+    await eventually(async () => {
+      const n = await h.deps.db.query(
+        'SELECT count(*)::int AS n FROM background_response_events WHERE response_id = $1',
+        [id],
+      );
+      return n.rows[0].n >= 5;
+    });
+    await worker.kill('SIGTERM'); // a graceful stop: the run is told WORKER_SHUTDOWN
+  } finally {
+    await worker.kill('SIGKILL').catch(() => undefined);
+  }
+  expect((await h.deps.db.query('SELECT status FROM background_responses WHERE id = $1', [id])).rows[0].status).toBe(
+    'in_progress',
+  );
+  await h.startWorker();
+  try {
+    const c = new OpenAI({ apiKey: acc.key, baseURL: `${h.url}/v1`, maxRetries: 0 });
+    const done = await eventually(async () => {
+      const r = await c.responses.retrieve(id);
+      return ['completed', 'cancelled', 'failed'].includes(r.status!) ? r : null;
+    }, 60_000);
+    expect(done.status).toBe('completed');
+    const attempts = await h.deps.db.query(
+      'SELECT outcome FROM background_response_attempts WHERE response_id = $1 ORDER BY attempt',
+      [id],
+    );
+    expect(attempts.rows.map((a) => a.outcome)).toEqual(['lost', 'stored']);
+    const row = (await h.deps.db.query('SELECT cost_vnd FROM background_responses WHERE id = $1', [id])).rows[0];
+    expect(await getBalance(h.deps.db, acc.accountId)).toMatchObject({ balance: BAL - row.cost_vnd, held: 0 });
+  } finally {
+    await h.worker?.close();
+    h.worker = null;
+    h.emulator.control.reset();
+  }
+}, 180_000);
