@@ -57,9 +57,10 @@ export interface BackgroundActivities {
    */
   markInProgress(a: BackgroundArgs): Promise<{ final: boolean }>;
   /**
-   * Marks the response in_progress (if still queued), then runs the upstream call as POST /v1/responses runs it, storing its events as they come, heartbeating; ends the
-   * response (charge, release, final status) in one commit. Cancelled (POST .../cancel): stops the upstream call,
-   * bills what it delivered, ends `cancelled`.
+   * Marks the response in_progress (if still queued), then runs the upstream call as POST /v1/responses runs it,
+   * storing its events as they come, heartbeating; ends the response (charge, release, final status) in one commit.
+   * Cancelled (POST .../cancel): stops the upstream call, bills what it delivered, ends `cancelled`; stopped by
+   * Temporal otherwise (a late heartbeat, the worker shutting down): fails, to be retried.
    */
   runBackgroundResponse(a: BackgroundArgs): Promise<BackgroundOutcome>;
   /** Ends a response the run could not (its attempts ran out): `failed` (or `cancelled` if asked), hold released. */
