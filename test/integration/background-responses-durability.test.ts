@@ -2,6 +2,7 @@ import OpenAI from 'openai';
 import { getBalance, verifyProjections } from '../../src/billing/ledger';
 import { loadBackgroundResponseSettings } from '../../src/backgroundResponses/settings';
 import { runAdmin } from '../../src/cli/admin';
+import { startWorker } from '../../src/worker';
 import { eventually, spawnApi, spawnWorker, startVideoHarness, type VideoHarness } from '../support/video';
 
 /**
@@ -203,6 +204,46 @@ test('a worker stopped mid-answer (SIGTERM, a deploy) cancels nothing: another a
   } finally {
     await h.worker?.close();
     h.worker = null;
+    h.emulator.control.reset();
+  }
+}, 180_000);
+
+test('every run slot taken: a response waits queued; cancelled there, it never runs and pays nothing', async () => {
+  const BAL = 5_000_000;
+  const acc = await h.account(BAL);
+  h.emulator.control.settings.chunkDelayMs = 100;
+  const w = await startWorker({
+    ...h.config,
+    backgroundResponses: { ...h.config.backgroundResponses, concurrency: 1 },
+  });
+  try {
+    const c = new OpenAI({ apiKey: acc.key, baseURL: `${h.url}/v1`, maxRetries: 0 });
+    const input = Array.from({ length: 30 }, (_, i) => `word${i}`).join(' ');
+    const first = await c.responses.create({ model: 'gpt-4o-mini', input, background: true });
+    await eventually(async () => (await c.responses.retrieve(first.id)).status === 'in_progress');
+    const waiting = await c.responses.create({ model: 'gpt-4o-mini', input: 'wait for a slot', background: true });
+    await new Promise((r) => setTimeout(r, 1_000));
+    expect((await c.responses.retrieve(waiting.id)).status).toBe('queued');
+    expect((await c.responses.cancel(waiting.id)).status).toBe('cancelled');
+    const done = await eventually(async () => {
+      const r = await c.responses.retrieve(first.id);
+      return r.status === 'completed' ? r : null;
+    }, 60_000);
+    const rows = await h.deps.db.query(
+      `SELECT b.id, b.cost_vnd, (SELECT count(*)::int FROM background_response_attempts a WHERE a.response_id = b.id)
+         AS attempts FROM background_responses b WHERE b.id = ANY($1)`,
+      [[first.id, waiting.id]],
+    );
+    const by = Object.fromEntries(rows.rows.map((r) => [r.id, r]));
+    expect(by[waiting.id]).toMatchObject({ cost_vnd: 0, attempts: 0 });
+    expect(by[first.id].cost_vnd).toBeGreaterThan(0);
+    expect(done.status).toBe('completed');
+    expect(await getBalance(h.deps.db, acc.accountId)).toMatchObject({
+      balance: BAL - by[first.id].cost_vnd,
+      held: 0,
+    });
+  } finally {
+    await w.close();
     h.emulator.control.reset();
   }
 }, 180_000);
