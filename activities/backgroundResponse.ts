@@ -1,4 +1,4 @@
-import { Context } from '@temporalio/activity';
+import { CancelledFailure, Context } from '@temporalio/activity';
 import type { AppDeps } from '../src/operations/deps';
 import type { Principal } from '../src/auth/apiKeys';
 import { NO_LIMITS } from '../src/limits/keyLimits';
@@ -6,7 +6,7 @@ import { ApiError } from '../src/errors';
 import { abortFollowing } from '../src/net/abort';
 import { tracer } from '../src/observability/tracing';
 import { createResponse } from '../src/operations/responses/create';
-import { estimatedUsage, usageCost, usageUnits } from '../src/billing/tokenUsage';
+import { usageCost, usageUnits } from '../src/billing/tokenUsage';
 import type { ResponsesRequest } from '../src/translate/responsesTypes';
 import type { EventSourceMessage } from '../src/sse/upstreamEvents';
 import { EventCapture, HoldTab, HeadlessCaller } from '../src/backgroundResponses/headless';
@@ -46,13 +46,7 @@ export function createBackgroundActivities(deps: BackgroundActivityDeps): Backgr
     return row;
   }
 
-  /** What a lost attempt likely cost the gateway: the request's input and its stored deltas, estimated. */
-  const lostCost = (row: repo.BackgroundRow) => async (attempt: number) => {
-    const model = deps.catalog.get(row.model);
-    if (!model) return 0;
-    const chars = await repo.deliveredChars(db, row.id, attempt);
-    return usageCost(model.pricing, estimatedUsage(Buffer.byteLength(JSON.stringify(row.request)), chars));
-  };
+  const lostCost = (row: repo.BackgroundRow) => repo.lostAttemptCost(db, deps.catalog, row);
 
   return {
     async markInProgress(a: BackgroundArgs) {
@@ -63,8 +57,14 @@ export function createBackgroundActivities(deps: BackgroundActivityDeps): Backgr
     async runBackgroundResponse(a: BackgroundArgs): Promise<BackgroundOutcome> {
       const ctx = Context.current();
       const attempt = ctx.info.attempt;
-      const row = await load(a.responseId);
+      let row = await load(a.responseId);
       if (repo.isFinal(row.status)) return { status: null };
+      if (row.status === 'queued') {
+        // Started by a slot of the runs' worker (RUN_QUEUE_PATCH): queued -> in_progress here.
+        const now = await repo.markInProgress(db, row.id);
+        if (now === null || repo.isFinal(now)) return { status: null };
+        row = { ...row, status: now };
+      }
       await repo.beginAttempt(db, row.id, attempt, lostCost(row));
       const stored = await repo.storedProgress(db, row.id);
       if (stored.terminal) return endFromTerminal(row, JSON.parse(stored.terminal), attempt);
@@ -129,6 +129,12 @@ export function createBackgroundActivities(deps: BackgroundActivityDeps): Backgr
         abort.unfollow();
       }
       await capture.settled(); // a storage failure fails the attempt (retried): nothing ends on a partial store
+      // Only the workflow's cancel (POST .../cancel) ends the response `cancelled`. Temporal stopping the attempt
+      // otherwise (its heartbeat late: TIMED_OUT, NOT_FOUND; the worker shutting down for a deploy) fails it: the
+      // next attempt takes over and closes this one as lost, at the gateway's cost.
+      const why = ctx.cancellationSignal.reason as unknown;
+      if (abort.aborted && !(why instanceof CancelledFailure && why.message === 'CANCELLED'))
+        throw new Error(`the upstream call was stopped: ${why instanceof Error ? why.message : String(why)}`);
       const f = final as Record<string, unknown> | null;
       const status: BackgroundFinal = abort.aborted
         ? 'cancelled'
@@ -138,7 +144,7 @@ export function createBackgroundActivities(deps: BackgroundActivityDeps): Backgr
       const response = f ?? (shell ? { ...(shell as Record<string, unknown>), status } : null);
       if (status === 'failed' && !error) error = errorOf(response) ?? { code: 'server_error', message: 'failed' };
       const bill = tab.bill;
-      await repo.endResponse(db, row.id, {
+      const ended = await repo.endResponse(db, row.id, {
         status,
         response: response ? { ...response, status } : null,
         error: status === 'failed' ? error : null,
@@ -146,12 +152,16 @@ export function createBackgroundActivities(deps: BackgroundActivityDeps): Backgr
         cost: bill ? bill.cost : 0,
         attempt,
       });
+      // Ended meanwhile by another attempt (or superseded by one): this call cost the gateway, never the customer.
+      if (!ended) await repo.closeLostAttempts(db, row.id, lostCost(row), { only: attempt });
       return { status };
     },
 
     async endBackgroundResponse(a: BackgroundArgs & { message: string }): Promise<BackgroundOutcome> {
       const row = await load(a.responseId);
       if (!repo.isFinal(row.status)) {
+        // No run stored the answer: every attempt still open was lost (at the gateway's cost), before the end.
+        await repo.closeLostAttempts(db, row.id, lostCost(row));
         const status: BackgroundFinal = row.cancelRequested ? 'cancelled' : 'failed';
         await repo.endResponse(db, row.id, {
           status,

@@ -41,6 +41,7 @@ import {
 import { serveWorkerMetrics } from './observability/metricsServer';
 import { flushTracing, tracer } from './observability/tracing';
 import { createDeliveryWorker } from './runtime/webhookDeliveryWorker';
+import { createBackgroundRunWorker } from './runtime/backgroundRunWorker';
 import { webhookTaskQueue } from './webhooks/settings';
 
 /**
@@ -169,6 +170,7 @@ export async function startWorker(config: Config = loadConfig(), opts: WorkerOpt
         ...createVideoActivities({ db, storage, catalog, providers, router, logger }),
         ...createBatchActivities(batchDeps),
         ...createBatchNativeActivities(batchDeps),
+        // The runs of background responses started before they had a queue of their own (below) end here.
         ...createBackgroundActivities({ ...batchDeps, config }),
         ...createBatchSlotActivities(batchDeps),
         // Emitting starts deliveries on their own queue (src/runtime/webhookDeliveryWorker.ts); the try activity stays
@@ -219,6 +221,21 @@ export async function startWorker(config: Config = loadConfig(), opts: WorkerOpt
     cleanup.unshift(() => deliveries.close());
     deliveries.run().catch((e) => logger.error({ err: (e as Error).message }, 'webhook delivery worker stopped'));
 
+    // ---- Background responses' upstream calls: a worker of their own (queue, slots, sockets, connections).
+    const backgroundRuns = await createBackgroundRunWorker({
+      config,
+      connection: nativeConnection,
+      catalog,
+      storage,
+      router,
+      logger,
+      ...(traced ? { interceptors: { activity: traced.interceptors.activity } as WorkerInterceptors } : {}),
+    });
+    cleanup.unshift(() => backgroundRuns.close());
+    backgroundRuns
+      .run()
+      .catch((e) => logger.error({ err: (e as Error).message }, 'background response worker stopped'));
+
     const stops: (() => Promise<void>)[] = [];
     if (opts.reconciler !== false) {
       // The job engine's upkeep: one reconciler per job type (no hold outlives its job, no job without its
@@ -248,7 +265,7 @@ export async function startWorker(config: Config = loadConfig(), opts: WorkerOpt
         {
           name: 'background response reconciler',
           everyMs: repairEvery,
-          run: () => reconcileBackgroundResponses({ db, temporal, config, logger }),
+          run: () => reconcileBackgroundResponses({ db, temporal, config, catalog, logger }),
         },
         { name: 'expired hold sweep', everyMs: config.video.holdSweepIntervalMs, run: () => releaseExpiredHolds(db) },
         // The bytes of deleted and expired files (their rows stay).

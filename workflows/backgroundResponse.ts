@@ -3,6 +3,7 @@ import {
   CancellationScope,
   condition,
   defineSignal,
+  patched,
   proxyActivities,
   setHandler,
   upsertSearchAttributes,
@@ -21,12 +22,18 @@ import type { EventType } from '../src/webhooks/eventTypes';
 /**
  * One background response (POST /v1/responses with background: true; docs/background-responses.md):
  *
- *   queued       markInProgress          the workflow runs                              -> in_progress
+ *   queued       runBackgroundResponse   a slot of the runs' worker takes it (before RUN_QUEUE_PATCH:
+ *                (markInProgress)        an activity of its own, when the workflow runs)  -> in_progress
  *   in_progress  runBackgroundResponse   the upstream call, its events stored as they pass;
  *                                        charge, release, status in one commit -> completed, incomplete, failed
  *   cancelled    (signal)                the run's activity is cancelled: the upstream call stops, what it delivered
  *                                        is billed, the rest released
  *   failed       endBackgroundResponse   the run's attempts ran out: released, nothing charged
+ *
+ * Behind patched(RUN_QUEUE_PATCH) the run goes to the task queue of the background runs' worker
+ * (input.runTaskQueue: slots, upstream connections and database connections of its own,
+ * src/runtime/backgroundRunWorker.ts) and marks the response in_progress itself (no markInProgress step);
+ * responses started before it (no marker in their history) keep both steps as they were, on the workflow's queue.
  *
  * The final status, once committed, is announced to the account's webhooks (response.<status>). Deterministic:
  * all I/O is in activities/backgroundResponse.ts; the contract is src/backgroundResponses/workflowContract.ts.
@@ -50,12 +57,14 @@ function activityOptions(t: BackgroundTiming) {
   };
 }
 
+/** The run activity on the background runs' own task queue (responses started before it: the workflow's queue). */
+export const RUN_QUEUE_PATCH = 'background-run-own-queue';
+
 export const backgroundCancelSignal = defineSignal<[]>(BACKGROUND_CANCEL_SIGNAL);
 
 export async function backgroundResponseWorkflow(input: BackgroundInput): Promise<BackgroundOutcome> {
   const o = activityOptions(input.timing);
   const db = proxyActivities<BackgroundActivities>(o.db);
-  const run = proxyActivities<BackgroundActivities>(o.run);
   const events = proxyActivities<WebhookActivities>(o.db);
   const { responseId, accountId } = input;
 
@@ -67,9 +76,14 @@ export async function backgroundResponseWorkflow(input: BackgroundInput): Promis
     if (input.statusSearchAttribute) upsertSearchAttributes({ [input.statusSearchAttribute]: [s] });
   };
 
-  const m = await db.markInProgress({ responseId });
+  // Since RUN_QUEUE_PATCH the run goes to the background runs' own queue and marks the response in_progress
+  // itself when a slot takes it (one workflow task and one activity fewer per response on the jobs' worker);
+  // before it, an activity here marked it and the run went to this workflow's queue.
+  const ownQueue = input.runTaskQueue && patched(RUN_QUEUE_PATCH) ? input.runTaskQueue : undefined;
+  const run = proxyActivities<BackgroundActivities>(ownQueue ? { ...o.run, taskQueue: ownQueue } : o.run);
+  const final = ownQueue ? false : (await db.markInProgress({ responseId })).final;
   let failure = 'The response could not be run.';
-  if (!m.final && !cancelRequested) {
+  if (!final && !cancelRequested) {
     enter('in_progress');
     try {
       await CancellationScope.cancellable(async () => {

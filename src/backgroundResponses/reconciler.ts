@@ -2,6 +2,7 @@ import type { Client } from '@temporalio/client';
 import type { Config } from '../config';
 import type { Db } from '../db/pool';
 import type { Logger } from '../observability/logger';
+import type { Catalog } from '../catalog/catalog';
 import { releaseHold } from '../billing/ledger';
 import { workflowState } from '../jobs/workflowState';
 import * as repo from './repo';
@@ -18,7 +19,7 @@ import { startBackgroundWorkflow } from './start';
  * Also deletes the events of responses that ended longer ago than the retention.
  */
 export async function reconcileBackgroundResponses(
-  deps: { db: Db; temporal: Client; config: Config; logger?: Logger },
+  deps: { db: Db; temporal: Client; config: Config; catalog: Pick<Catalog, 'get'>; logger?: Logger },
   opts: { graceMs?: number; limit?: number } = {},
 ): Promise<{ started: number; failed: number; released: number; swept: number }> {
   const { db, temporal, config } = deps;
@@ -40,6 +41,8 @@ export async function reconcileBackgroundResponses(
       if ((await startBackgroundWorkflow(temporal, config, row)) === 'started') report.started++;
       continue;
     }
+    // Its attempts still open were lost with the workflow: the gateway's cost, recorded before the end.
+    await repo.closeLostAttempts(db, id, repo.lostAttemptCost(db, deps.catalog, row));
     const ended = await repo.endResponse(db, id, {
       status: row.cancelRequested ? 'cancelled' : 'failed',
       response: null,

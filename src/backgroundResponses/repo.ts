@@ -4,6 +4,8 @@ import { tx } from '../db/pool';
 import { placeHoldIn, releaseHoldIn } from '../billing/ledger';
 import { writeUsageBatch, type UsageInput } from '../billing/usageBatch';
 import { jsonForPostgres } from '../text/pgText';
+import { estimatedUsage, usageCost } from '../billing/tokenUsage';
+import type { Catalog } from '../catalog/catalog';
 import type { BackgroundFinal, BackgroundStatus } from './workflowContract';
 
 /**
@@ -177,12 +179,26 @@ export interface StoredEvent {
 /** Appends events (seq already assigned); a seq already stored (an earlier attempt's) is kept as it was. */
 export async function appendEvents(db: Queryable, id: string, attempt: number, events: StoredEvent[]): Promise<void> {
   if (!events.length) return;
-  await db.query(
+  // Fenced: an attempt Temporal gave up on (its heartbeat late) that still runs stores nothing once a newer
+  // attempt began, so the stored events stay one attempt's prefix followed by the next one's.
+  const r = await db.query(
     `INSERT INTO background_response_events (response_id, seq, event, data, attempt)
      SELECT $1, e.seq, e.event, e.data, $2 FROM unnest($3::int[], $4::text[], $5::text[]) AS e(seq, event, data)
+     WHERE NOT EXISTS (SELECT 1 FROM background_response_attempts WHERE response_id = $1 AND attempt > $2)
      ON CONFLICT DO NOTHING`,
     [id, attempt, events.map((e) => e.seq), events.map((e) => e.event), events.map((e) => e.data)],
   );
+  if (!r.rowCount && (await supersededAttempt(db, id, attempt)))
+    throw new Error(`attempt ${attempt} of ${id} was superseded by a newer one`);
+}
+
+/** A newer attempt of the response began (this one was given up on by Temporal). */
+async function supersededAttempt(db: Queryable, id: string, attempt: number): Promise<boolean> {
+  const r = await db.query(
+    'SELECT 1 FROM background_response_attempts WHERE response_id = $1 AND attempt > $2 LIMIT 1',
+    [id, attempt],
+  );
+  return (r.rowCount ?? 0) > 0;
 }
 
 export async function eventsAfter(db: Queryable, id: string, after: number, limit = 500): Promise<StoredEvent[]> {
@@ -230,9 +246,31 @@ export async function beginAttempt(
   attempt: number,
   lostCost: (attempt: number) => Promise<number>,
 ): Promise<number[]> {
-  const open = await db.query(
-    `SELECT attempt FROM background_response_attempts WHERE response_id = $1 AND ended_at IS NULL AND attempt <> $2`,
+  const lost = await closeLostAttempts(db, id, lostCost, { except: attempt });
+  await db.query(
+    'INSERT INTO background_response_attempts (response_id, attempt) VALUES ($1, $2) ON CONFLICT DO NOTHING',
     [id, attempt],
+  );
+  return lost;
+}
+
+/**
+ * Closes the response's attempts still open (but `except`; or only `only`) as `lost`, each with what it likely
+ * cost the gateway (`lostCost`): the provider billed it, the customer never pays it. Run when an attempt begins
+ * (the one before it died with its worker), when the response ends without a run that stored its answer (the
+ * attempts ran out), and by an attempt whose answer came too late to be the stored one.
+ */
+export async function closeLostAttempts(
+  db: Queryable,
+  id: string,
+  lostCost: (attempt: number) => Promise<number>,
+  which: { except?: number; only?: number } = {},
+): Promise<number[]> {
+  const open = await db.query(
+    `SELECT attempt FROM background_response_attempts
+     WHERE response_id = $1 AND ended_at IS NULL
+       AND ($2::int IS NULL OR attempt <> $2) AND ($3::int IS NULL OR attempt = $3)`,
+    [id, which.except ?? null, which.only ?? null],
   );
   const lost: number[] = [];
   for (const row of open.rows) {
@@ -244,12 +282,18 @@ export async function beginAttempt(
     );
     if (u.rowCount) lost.push(row.attempt);
   }
-  await db.query(
-    'INSERT INTO background_response_attempts (response_id, attempt) VALUES ($1, $2) ON CONFLICT DO NOTHING',
-    [id, attempt],
-  );
   return lost;
 }
+
+/** What a lost attempt likely cost the gateway: the request's input and its stored deltas, estimated. */
+export const lostAttemptCost =
+  (db: Queryable, catalog: Pick<Catalog, 'get'>, row: BackgroundRow) =>
+  async (attempt: number): Promise<number> => {
+    const model = catalog.get(row.model);
+    if (!model) return 0;
+    const chars = await deliveredChars(db, row.id, attempt);
+    return usageCost(model.pricing, estimatedUsage(Buffer.byteLength(JSON.stringify(row.request)), chars));
+  };
 
 /** Characters of text deltas an attempt stored (what its lost answer delivered, for its estimated cost). */
 export async function deliveredChars(db: Queryable, id: string, attempt: number): Promise<number> {
@@ -282,6 +326,8 @@ export async function endResponse(db: Db, id: string, end: End): Promise<boolean
   return tx(db, async (c) => {
     const r = await c.query('SELECT * FROM background_responses WHERE id = $1 FOR UPDATE', [id]);
     if (!r.rowCount || isFinal(r.rows[0].status)) return false;
+    // An attempt given up on ends nothing once a newer one began (that one bills what it stores).
+    if (end.attempt !== null && (await supersededAttempt(c, id, end.attempt))) return false;
     const row = rowOf(r.rows[0]);
     let charged = 0;
     const usageId = end.usage ? usageIdOf(id) : null;

@@ -14,6 +14,15 @@ export interface BackgroundResponseSettings extends BackgroundTiming {
   followPollMs: number;
   /** How long POST /v1/responses/{id}/cancel waits for the response to reach cancelled (ms). */
   cancelWaitMs: number;
+  /**
+   * Upstream calls of background responses the worker runs at once (BACKGROUND_CONCURRENCY): the activity slots of
+   * the background runs' worker, and its sockets to each upstream origin. More wait `in_progress` in its queue.
+   */
+  concurrency: number;
+  /** Database connections of the background runs' worker (BACKGROUND_DB_CONNECTIONS): held only while storing. */
+  dbConnections: number;
+  /** Its task queue (BACKGROUND_TASK_QUEUE; default `<TEMPORAL_TASK_QUEUE>-background`). */
+  taskQueue: string | null;
 }
 
 const DAY_MS = 24 * 3600_000;
@@ -24,6 +33,9 @@ export function loadBackgroundResponseSettings(env: NodeJS.ProcessEnv = process.
     eventsRetentionMs: num(env, 'BACKGROUND_EVENTS_RETENTION_MS', 30 * DAY_MS),
     followPollMs: num(env, 'BACKGROUND_FOLLOW_POLL_MS', 100),
     cancelWaitMs: num(env, 'BACKGROUND_CANCEL_WAIT_MS', 5_000),
+    concurrency: Math.max(1, Math.floor(num(env, 'BACKGROUND_CONCURRENCY', 1_000))),
+    dbConnections: Math.max(1, Math.floor(num(env, 'BACKGROUND_DB_CONNECTIONS', 10))),
+    taskQueue: env.BACKGROUND_TASK_QUEUE?.trim() || null,
     runTimeoutMs: num(env, 'BACKGROUND_RUN_TIMEOUT_MS', 2 * 3600_000),
     heartbeatMs: num(env, 'BACKGROUND_HEARTBEAT_MS', 30_000),
     runAttempts: Math.floor(num(env, 'BACKGROUND_RUN_ATTEMPTS', 3)),
@@ -43,3 +55,9 @@ export function backgroundTiming(s: BackgroundResponseSettings): BackgroundTimin
     activityTimeoutMs: s.activityTimeoutMs,
   };
 }
+
+/** The task queue of the background runs' worker (src/runtime/backgroundRunWorker.ts), beside the jobs' queue. */
+export const backgroundRunTaskQueue = (c: {
+  temporalTaskQueue: string;
+  backgroundResponses: Pick<BackgroundResponseSettings, 'taskQueue'>;
+}): string => c.backgroundResponses.taskQueue ?? `${c.temporalTaskQueue}-background`;

@@ -2,7 +2,7 @@ import type { Span } from '@opentelemetry/api';
 import type { Client } from '@temporalio/client';
 import type { Config } from '../config';
 import { startJobWorkflow } from '../jobs/workflowStart';
-import { backgroundTiming } from './settings';
+import { backgroundRunTaskQueue, backgroundTiming } from './settings';
 import { BACKGROUND_WORKFLOW_TYPE, type BackgroundInput } from './workflowContract';
 import type { BackgroundRow } from './repo';
 
@@ -27,6 +27,7 @@ export function startBackgroundWorkflow(
       accountId: r.accountId,
       timing: backgroundTiming(config.backgroundResponses),
       statusSearchAttribute: statusAttribute,
+      runTaskQueue: backgroundRunTaskQueue(config),
     }),
     accountId: r.accountId,
     model: r.model,

@@ -34,6 +34,11 @@ export interface BackgroundInput {
   timing: BackgroundTiming;
   /** The status search attribute (`GatewayJobStatus`), or null when the namespace lacks the gateway's attributes. */
   statusSearchAttribute: string | null;
+  /**
+   * The task queue of the background runs' worker, where the run activity goes (its own slots and connections);
+   * absent in responses started before it had one (the run then goes to the workflow's own queue).
+   */
+  runTaskQueue?: string;
 }
 
 export interface BackgroundArgs {
@@ -46,12 +51,16 @@ export interface BackgroundOutcome {
 }
 
 export interface BackgroundActivities {
-  /** queued -> in_progress. */
+  /**
+   * queued -> in_progress: a step of its own only in responses started before the runs had their own queue (the
+   * workflow's `background-run-own-queue` patch); since, the run marks it when a slot takes it.
+   */
   markInProgress(a: BackgroundArgs): Promise<{ final: boolean }>;
   /**
-   * Runs the upstream call as POST /v1/responses runs it, storing its events as they come, heartbeating; ends the
-   * response (charge, release, final status) in one commit. Cancelled (POST .../cancel): stops the upstream call,
-   * bills what it delivered, ends `cancelled`.
+   * Marks the response in_progress (if still queued), then runs the upstream call as POST /v1/responses runs it,
+   * storing its events as they come, heartbeating; ends the response (charge, release, final status) in one commit.
+   * Cancelled (POST .../cancel): stops the upstream call, bills what it delivered, ends `cancelled`; stopped by
+   * Temporal otherwise (a late heartbeat, the worker shutting down): fails, to be retried.
    */
   runBackgroundResponse(a: BackgroundArgs): Promise<BackgroundOutcome>;
   /** Ends a response the run could not (its attempts ran out): `failed` (or `cancelled` if asked), hold released. */

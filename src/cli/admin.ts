@@ -5,6 +5,7 @@ import { ensureDatabase, migrate } from '../db/migrate';
 import { createAccount, getBalance, listLedger, topUp, verifyProjections } from '../billing/ledger';
 import { verifyUsage } from '../billing/usageVerify';
 import { strandedJobHolds } from '../billing/holdVerify';
+import { verifyBackgroundResponses } from '../backgroundResponses/verify';
 import { createApiKey, listApiKeys, revokeApiKey } from '../auth/apiKeys';
 import {
   DEFAULT_KEY_CACHE_MS,
@@ -65,7 +66,10 @@ Commands:
   verify-ledger [--since date]                 rebuild balances from the ledger events and compare; re-price
                                                every usage record (since the date: ISO 8601) with the prices it
                                                was billed at: units x prices = cost + shortfall; report open
-                                               holds of final video jobs and batches (exit 1 on any mismatch)
+                                               holds of final video jobs and batches; check each final background
+                                               response: charged once (its one usage record, from its hold),
+                                               every lost attempt closed with its gateway cost, never charged
+                                               (exit 1 on any mismatch)
   help                                         this text
 
 Console logins:
@@ -606,6 +610,8 @@ function verifyLedgerCommand(pos: string[], values: Values): Runner {
     const usage = await verifyUsage(db, { since });
     // No hold outlives its job: an open hold of a final (or missing) video job or batch is reported.
     const stranded = await strandedJobHolds(db);
+    // Background responses: one charge each; their lost attempts at the gateway's cost, never the customer's.
+    const background = await verifyBackgroundResponses(db, { since });
     const accounts = Number((await db.query('SELECT count(*)::int AS n FROM accounts')).rows[0].n);
     const summary = {
       accounts,
@@ -613,17 +619,30 @@ function verifyLedgerCommand(pos: string[], values: Values): Runner {
       usage_records_unpriced: usage.unpriced,
       usage_records_unpriced_billed: usage.unpricedBilled,
       open_holds_of_final_jobs: stranded.length,
+      background_responses_checked: background.responses,
+      background_attempts_lost: background.attemptsLost,
+      background_lost_gateway_cost_vnd: background.lostGatewayCostVnd,
+      background_charged_vnd: background.chargedVnd,
     };
     const range = since ? ` since ${since.toISOString()}` : '';
     const priced = `${usage.checked - usage.unpriced} of ${usage.checked} usage records${range} re-priced`;
-    if (mismatches.length === 0 && usage.mismatches.length === 0 && stranded.length === 0) {
+    const bg =
+      `${background.responses} final background responses charged ${background.chargedVnd} VND once each; ` +
+      `${background.attemptsLost} lost attempts cost the gateway ${background.lostGatewayCostVnd} VND, not charged`;
+    if (
+      mismatches.length === 0 &&
+      usage.mismatches.length === 0 &&
+      stranded.length === 0 &&
+      background.mismatches.length === 0
+    ) {
       print(
         `ok: the balances and holds of ${accounts} accounts equal a rebuild from the ledger events; ` +
           `${priced}: units x prices = cost + shortfall on each` +
           (usage.unpriced
             ? ` (${usage.unpriced} carry no prices: failed calls, or written before prices were recorded)`
-            : ''),
-        { ok: true, ...summary, mismatches: [], usage_mismatches: [], stranded_holds: [] },
+            : '') +
+          `; ${bg}`,
+        { ok: true, ...summary, mismatches: [], usage_mismatches: [], stranded_holds: [], background_mismatches: [] },
       );
       return 0;
     }
@@ -645,11 +664,21 @@ function verifyLedgerCommand(pos: string[], values: Values): Runner {
         `OPEN HOLD ${x.holdId} (${x.remaining} VND held) of ${x.refType} ${x.refId ?? '?'}: ` +
           (x.jobStatus ? `the job is ${x.jobStatus}` : 'no such job'),
       );
+    for (const m of background.mismatches)
+      io.err(`MISMATCH background response ${m.responseId} (${m.problem}): ${m.detail}`);
     print(
       `FAILED: ${mismatches.length} projection(s) differ from the ledger events, ` +
         `${usage.mismatches.length} usage record(s) do not add up, ` +
-        `${stranded.length} open hold(s) of final jobs`,
-      { ok: false, ...summary, mismatches, usage_mismatches: usage.mismatches, stranded_holds: stranded },
+        `${stranded.length} open hold(s) of final jobs, ` +
+        `${background.mismatches.length} background response(s) not billed once`,
+      {
+        ok: false,
+        ...summary,
+        mismatches,
+        usage_mismatches: usage.mismatches,
+        stranded_holds: stranded,
+        background_mismatches: background.mismatches,
+      },
     );
     return 1;
   };

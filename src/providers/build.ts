@@ -8,7 +8,14 @@ import { ProviderRegistry } from './registry';
  */
 export function buildProviderRegistry(
   catalog: Catalog,
-  opts: { onError?: (provider: string, status: number) => void } = {},
+  opts: {
+    onError?: (provider: string, status: number) => void;
+    /** Max sockets to each upstream origin (default 256): the background runs' worker holds one per open stream. */
+    connections?: number;
+  } = {},
 ): ProviderRegistry {
-  return new ProviderRegistry(catalog, { onError: opts.onError });
+  return new ProviderRegistry(catalog, {
+    onError: opts.onError,
+    ...(opts.connections ? { connections: opts.connections } : {}),
+  });
 }

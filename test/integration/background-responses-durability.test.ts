@@ -1,6 +1,8 @@
 import OpenAI from 'openai';
 import { getBalance, verifyProjections } from '../../src/billing/ledger';
 import { loadBackgroundResponseSettings } from '../../src/backgroundResponses/settings';
+import { runAdmin } from '../../src/cli/admin';
+import { startWorker } from '../../src/worker';
 import { eventually, spawnApi, spawnWorker, startVideoHarness, type VideoHarness } from '../support/video';
 
 /**
@@ -8,7 +10,9 @@ import { eventually, spawnApi, spawnWorker, startVideoHarness, type VideoHarness
  * process that is SIGKILLed as soon as the stream began, run by a worker process SIGKILLed mid-answer (events
  * stored, the upstream still streaming). Another worker retries the run; the response completes; a client that
  * comes back reads it and resumes its whole stream, in order, each sequence number once. Money: one usage record,
- * charged once, the hold closed, projections true; the lost attempt is recorded as the gateway's cost.
+ * charged once, the hold closed, projections true; the lost attempt is recorded as the gateway's cost, and
+ * `verify-ledger` says so (and reports a lost attempt left without its cost record, or a charge that is not the
+ * stored attempt's bill).
  */
 
 let h: VideoHarness;
@@ -37,6 +41,7 @@ test.each(MODELS)(
   async (model) => {
     const BAL = 5_000_000;
     const acc = await h.account(BAL);
+    const since = new Date(Date.now() - 1000).toISOString();
     h.emulator.control.settings.chunkDelayMs = 60;
     const worker = await spawnWorker(h);
     const api = await spawnApi(h);
@@ -100,10 +105,145 @@ test.each(MODELS)(
       );
       expect(attempts.rows.map((a) => a.outcome)).toEqual(['lost', 'stored']);
       expect(attempts.rows[0].gateway_cost_vnd).toBeGreaterThan(0);
+
+      // verify-ledger: the response charged once from its hold, its lost attempt the gateway's cost.
+      const verify = async () => {
+        const out: string[] = [];
+        const err: string[] = [];
+        const env = { ...process.env, DATABASE_URL: h.config.databaseUrl };
+        const code = await runAdmin(['verify-ledger', '--since', since, '--json'], {
+          out: (l) => out.push(l),
+          err: (l) => err.push(l),
+          env,
+        });
+        return { code, json: JSON.parse(out.join('\n')), err: err.join('\n') };
+      };
+      const ok = await verify();
+      expect(ok.err).toBe('');
+      expect(ok).toMatchObject({
+        code: 0,
+        json: {
+          ok: true,
+          background_responses_checked: 1,
+          background_attempts_lost: 1,
+          background_lost_gateway_cost_vnd: attempts.rows[0].gateway_cost_vnd,
+          background_charged_vnd: row.cost_vnd,
+        },
+      });
+      // A lost attempt without its cost record (left open), and a charge that is not the stored attempt's bill.
+      const lost = [id, attempts.rows[0].attempt];
+      await h.deps.db.query(
+        `UPDATE background_response_attempts SET ended_at = NULL, outcome = NULL
+         WHERE response_id = $1 AND attempt = $2`,
+        lost,
+      );
+      await h.deps.db.query('UPDATE background_responses SET cost_vnd = cost_vnd + 1 WHERE id = $1', [id]);
+      try {
+        const bad = await verify();
+        expect(bad.code).toBe(1);
+        expect(bad.err).toContain(`MISMATCH background response ${id} (attempt_open)`);
+        expect(bad.err).toContain(`MISMATCH background response ${id} (charge)`);
+      } finally {
+        await h.deps.db.query(
+          `UPDATE background_response_attempts SET ended_at = now(), outcome = 'lost'
+           WHERE response_id = $1 AND attempt = $2`,
+          lost,
+        );
+        await h.deps.db.query('UPDATE background_responses SET cost_vnd = cost_vnd - 1 WHERE id = $1', [id]);
+      }
+      expect((await verify()).code).toBe(0);
     } finally {
       await h.worker?.close();
       h.worker = null;
       h.emulator.control.reset();
     }
   },
+  // Two processes started and killed, a retried run and the checks, on a machine shared with other test runs.
+  180_000,
 );
+
+test('a worker stopped mid-answer (SIGTERM, a deploy) cancels nothing: another attempt completes it', async () => {
+  const BAL = 5_000_000;
+  const acc = await h.account(BAL);
+  h.emulator.control.settings.chunkDelayMs = 60;
+  const worker = await spawnWorker(h);
+  let id: string;
+  try {
+    const c = new OpenAI({ apiKey: acc.key, baseURL: `${h.url}/v1`, maxRetries: 0 });
+    const input = Array.from({ length: 40 }, (_, i) => `word${i}`).join(' ');
+    id = (await c.responses.create({ model: 'gpt-4o-mini', input, background: true })).id;
+    await eventually(async () => {
+      const n = await h.deps.db.query(
+        'SELECT count(*)::int AS n FROM background_response_events WHERE response_id = $1',
+        [id],
+      );
+      return n.rows[0].n >= 5;
+    });
+    await worker.kill('SIGTERM'); // a graceful stop: the run is told WORKER_SHUTDOWN
+  } finally {
+    await worker.kill('SIGKILL').catch(() => undefined);
+  }
+  expect((await h.deps.db.query('SELECT status FROM background_responses WHERE id = $1', [id])).rows[0].status).toBe(
+    'in_progress',
+  );
+  await h.startWorker();
+  try {
+    const c = new OpenAI({ apiKey: acc.key, baseURL: `${h.url}/v1`, maxRetries: 0 });
+    const done = await eventually(async () => {
+      const r = await c.responses.retrieve(id);
+      return ['completed', 'cancelled', 'failed'].includes(r.status!) ? r : null;
+    }, 60_000);
+    expect(done.status).toBe('completed');
+    const attempts = await h.deps.db.query(
+      'SELECT outcome FROM background_response_attempts WHERE response_id = $1 ORDER BY attempt',
+      [id],
+    );
+    expect(attempts.rows.map((a) => a.outcome)).toEqual(['lost', 'stored']);
+    const row = (await h.deps.db.query('SELECT cost_vnd FROM background_responses WHERE id = $1', [id])).rows[0];
+    expect(await getBalance(h.deps.db, acc.accountId)).toMatchObject({ balance: BAL - row.cost_vnd, held: 0 });
+  } finally {
+    await h.worker?.close();
+    h.worker = null;
+    h.emulator.control.reset();
+  }
+}, 180_000);
+
+test('every run slot taken: a response waits queued; cancelled there, it never runs and pays nothing', async () => {
+  const BAL = 5_000_000;
+  const acc = await h.account(BAL);
+  h.emulator.control.settings.chunkDelayMs = 100;
+  const w = await startWorker({
+    ...h.config,
+    backgroundResponses: { ...h.config.backgroundResponses, concurrency: 1 },
+  });
+  try {
+    const c = new OpenAI({ apiKey: acc.key, baseURL: `${h.url}/v1`, maxRetries: 0 });
+    const input = Array.from({ length: 30 }, (_, i) => `word${i}`).join(' ');
+    const first = await c.responses.create({ model: 'gpt-4o-mini', input, background: true });
+    await eventually(async () => (await c.responses.retrieve(first.id)).status === 'in_progress');
+    const waiting = await c.responses.create({ model: 'gpt-4o-mini', input: 'wait for a slot', background: true });
+    await new Promise((r) => setTimeout(r, 1_000));
+    expect((await c.responses.retrieve(waiting.id)).status).toBe('queued');
+    expect((await c.responses.cancel(waiting.id)).status).toBe('cancelled');
+    const done = await eventually(async () => {
+      const r = await c.responses.retrieve(first.id);
+      return r.status === 'completed' ? r : null;
+    }, 60_000);
+    const rows = await h.deps.db.query(
+      `SELECT b.id, b.cost_vnd, (SELECT count(*)::int FROM background_response_attempts a WHERE a.response_id = b.id)
+         AS attempts FROM background_responses b WHERE b.id = ANY($1)`,
+      [[first.id, waiting.id]],
+    );
+    const by = Object.fromEntries(rows.rows.map((r) => [r.id, r]));
+    expect(by[waiting.id]).toMatchObject({ cost_vnd: 0, attempts: 0 });
+    expect(by[first.id].cost_vnd).toBeGreaterThan(0);
+    expect(done.status).toBe('completed');
+    expect(await getBalance(h.deps.db, acc.accountId)).toMatchObject({
+      balance: BAL - by[first.id].cost_vnd,
+      held: 0,
+    });
+  } finally {
+    await w.close();
+    h.emulator.control.reset();
+  }
+}, 180_000);

@@ -3,6 +3,8 @@ import { randomUUID } from 'node:crypto';
 import { getBalance, verifyProjections } from '../../src/billing/ledger';
 import { loadBackgroundResponseSettings } from '../../src/backgroundResponses/settings';
 import { setKeyLimits } from '../../src/limits/keyLimits';
+import { reconcileBackgroundResponses } from '../../src/backgroundResponses/reconciler';
+import { verifyBackgroundResponses } from '../../src/backgroundResponses/verify';
 import { eventually, startVideoHarness, type VideoHarness } from '../support/video';
 import { fastWebhookSettings, startReceiver, type Receiver } from '../support/webhookReceiver';
 
@@ -214,4 +216,40 @@ test('webhooks announce response.completed and response.cancelled, verified by t
   });
   const byType = Object.fromEntries(events.map((e) => [e.type, (e.data as { id: string }).id]));
   expect(byType).toEqual({ 'response.completed': done.id, 'response.cancelled': stopped.id });
+});
+
+test('a workflow terminated by hand: the reconciler fails the response, its attempt lost at our cost', async () => {
+  const BAL = 5_000_000;
+  const acc = await h.account(BAL);
+  const since = new Date();
+  const c = client(acc.key);
+  h.emulator.control.settings.chunkDelayMs = 400;
+  const r = await c.responses.create({ model: TRANSLATED, input: 'terminate my workflow please', background: true });
+  await eventually(async () => {
+    const n = await h.deps.db.query(
+      'SELECT count(*)::int AS n FROM background_response_events WHERE response_id = $1',
+      [r.id],
+    );
+    return n.rows[0].n >= 3;
+  });
+  await h.deps.temporal!.workflow.getHandle(`bgresp-${r.id}`).terminate('by hand');
+  await reconcileBackgroundResponses(
+    { db: h.deps.db, temporal: h.deps.temporal!, config: h.config, catalog: h.deps.catalog },
+    { graceMs: 0 },
+  );
+  const ended = await row(r.id);
+  expect([ended.status, ended.cost_vnd]).toEqual(['failed', 0]);
+  const attempts = await h.deps.db.query(
+    'SELECT outcome, gateway_cost_vnd FROM background_response_attempts WHERE response_id = $1',
+    [r.id],
+  );
+  expect(attempts.rows).toHaveLength(1);
+  expect(attempts.rows[0].outcome).toBe('lost');
+  expect(Number(attempts.rows[0].gateway_cost_vnd)).toBeGreaterThan(0);
+  expect(await getBalance(h.deps.db, acc.accountId)).toMatchObject({ balance: BAL, held: 0 });
+  // The terminated run's activity, told at its next heartbeat, stores and ends nothing more.
+  await new Promise((res) => setTimeout(res, 2_500));
+  expect((await row(r.id)).status).toBe('failed');
+  const v = await verifyBackgroundResponses(h.deps.db, { since });
+  expect(v).toMatchObject({ responses: 1, attemptsLost: 1, chargedVnd: 0, mismatches: [] });
 });

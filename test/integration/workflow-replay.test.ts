@@ -25,6 +25,11 @@ import { installRuntime } from '../../src/worker';
  * The reconciliation workflow (recorded by test/integration/record-reconcile-histories.test.ts): from main at c44ead4
  * (before its activity heartbeated, with other activity timeouts) a day within the drift threshold and one past it
  * (the operator told).
+ *
+ * The background response workflow (recorded by test/integration/record-background-histories.test.ts): from main at
+ * e407a5d (`main-e407a5d-bgresp-`, before `patched('background-run-own-queue')`: markInProgress, then the run on the
+ * workflow's own queue) a completed response and one cancelled mid-answer; and with the patch taken
+ * (`issue38-run-queue-bgresp-`: the run on the background runs' queue, no markInProgress) the same two.
  */
 
 const dir = path.join(__dirname, '../fixtures/workflow-histories');

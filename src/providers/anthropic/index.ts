@@ -8,7 +8,7 @@ import { anthropicReports } from './reports';
  * requests reach it translated. Message Batches for batches of /v1/messages (batches.ts). No embeddings.
  */
 export const anthropicKind: KindRow = {
-  adapter: (cfg, opts) => new AnthropicAdapter(cfg, { onError: opts.onError }),
+  adapter: (cfg, opts) => new AnthropicAdapter(cfg, opts),
   chat: 'anthropic',
   streaming: true,
   embeddings: null,

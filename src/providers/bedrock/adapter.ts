@@ -70,11 +70,11 @@ export class BedrockAdapter implements ProviderAdapter, MessagesUpstream {
 
   constructor(
     cfg: ProviderConfig,
-    private readonly opts: { onError?: (providerId: string, status: number) => void } = {},
+    private readonly opts: { connections?: number; onError?: (providerId: string, status: number) => void } = {},
   ) {
     this.id = cfg.id;
     const timeout = cfg.timeoutMs ?? 600_000;
-    const agent = { keepAlive: true, maxSockets: 256 };
+    const agent = { keepAlive: true, maxSockets: opts.connections ?? 256 };
     this.client = new BedrockRuntimeClient({
       region: cfg.region,
       // The region's own endpoint unless the catalog points elsewhere (a VPC endpoint, the emulator).

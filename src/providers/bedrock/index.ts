@@ -7,7 +7,7 @@ import { BedrockAdapter } from './adapter';
  * Anthropic Messages (InvokeModel); every other model is reached through Converse, translated (converseBackend.ts).
  */
 export const bedrockKind: KindRow = {
-  adapter: (cfg, opts) => new BedrockAdapter(cfg, { onError: opts.onError }),
+  adapter: (cfg, opts) => new BedrockAdapter(cfg, opts),
   chat: 'by model',
   wireOf: (upstreamModel) => (isClaudeModel(upstreamModel) ? 'anthropic' : 'converse'),
   streaming: true,

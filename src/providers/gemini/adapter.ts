@@ -48,7 +48,7 @@ export class GeminiAdapter implements ProviderAdapter, GeminiUpstream {
 
   constructor(
     cfg: ProviderConfig,
-    private readonly opts: { onError?: (providerId: string, status: number) => void } = {},
+    private readonly opts: { connections?: number; onError?: (providerId: string, status: number) => void } = {},
   ) {
     this.id = cfg.id;
     const url = new URL(cfg.baseUrl);
@@ -56,7 +56,7 @@ export class GeminiAdapter implements ProviderAdapter, GeminiUpstream {
     this.apiKey = cfg.apiKey;
     const timeout = cfg.timeoutMs ?? 600_000;
     this.pool = new Pool(url.origin, {
-      connections: 256,
+      connections: opts.connections ?? 256,
       pipelining: 1,
       keepAliveTimeout: 30_000,
       connect: { timeout: 10_000 },

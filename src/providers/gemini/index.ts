@@ -6,7 +6,7 @@ import { GeminiAdapter } from './adapter';
  * embeddings through embedContent / batchEmbedContents (adapter.ts `embed`). No native batches.
  */
 export const geminiKind: KindRow = {
-  adapter: (cfg, opts) => new GeminiAdapter(cfg, { onError: opts.onError }),
+  adapter: (cfg, opts) => new GeminiAdapter(cfg, opts),
   chat: 'gemini',
   streaming: true,
   embeddings: 'gemini',

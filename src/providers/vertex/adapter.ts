@@ -50,13 +50,13 @@ export class VertexAdapter implements ProviderAdapter, MessagesUpstream, GeminiU
 
   constructor(
     private readonly cfg: ProviderConfig,
-    private readonly opts: { onError?: (providerId: string, status: number) => void } = {},
+    private readonly opts: { connections?: number; onError?: (providerId: string, status: number) => void } = {},
   ) {
     this.id = cfg.id;
     this.auth = new VertexAuth(vertexKeyFile(cfg));
     const timeout = cfg.timeoutMs ?? 600_000;
     this.pool = new Pool(new URL(cfg.baseUrl).origin, {
-      connections: 256,
+      connections: opts.connections ?? 256,
       pipelining: 1,
       keepAliveTimeout: 30_000,
       connect: { timeout: 10_000 },

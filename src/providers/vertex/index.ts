@@ -9,7 +9,7 @@ import { VertexVeoAdapter } from './veo';
  * operations (veo.ts).
  */
 export const vertexKind: KindRow = {
-  adapter: (cfg, opts) => new VertexAdapter(cfg, { onError: opts.onError }),
+  adapter: (cfg, opts) => new VertexAdapter(cfg, opts),
   chat: 'by model',
   wireOf: (upstreamModel) =>
     isClaudeModel(upstreamModel) ? 'anthropic' : /^veo-/.test(upstreamModel) ? 'veo' : 'gemini',
