@@ -69,7 +69,10 @@ export async function buildCore(config: Config, opts: CoreOptions): Promise<Core
     onError: (e) => logger.warn({ err: (e as Error).message }, 'price book refresh failed'),
   });
   await prices.start();
-  const providers = buildProviderRegistry(catalog, opts.onUpstreamError ? { onError: opts.onUpstreamError } : {});
+  const providers = buildProviderRegistry(catalog, {
+    connections: config.upstreamConnections,
+    ...(opts.onUpstreamError ? { onError: opts.onUpstreamError } : {}),
+  });
   const router = opts.router ?? new ModelRouter(catalog, config.routing);
   let temporal: Client | null = null;
   let connection: Connection | null = null;

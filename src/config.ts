@@ -14,6 +14,11 @@ function int(name: string, def: number): number {
   if (!Number.isInteger(n)) throw new Error(`${name} must be an integer, got ${JSON.stringify(v)}`);
   return n;
 }
+/** A count that must be at least 1 (a pool of no sockets would hang every request). */
+function positive(name: string, n: number): number {
+  if (n < 1) throw new Error(`${name} must be at least 1, got ${n}`);
+  return n;
+}
 function str(name: string, def: string): string {
   const v = process.env[name];
   return v === undefined || v === '' ? def : v;
@@ -59,6 +64,11 @@ export interface Config {
   maxBatchFileBytes: number;
   /** How often the worker removes the stored bytes of deleted and expired files (src/files/sweep.ts). */
   fileSweepIntervalMs: number;
+  /**
+   * Max sockets from this process to each upstream origin (UPSTREAM_CONNECTIONS): a streamed answer holds one for its
+   * whole length, so it bounds the concurrent streams per provider; requests beyond it wait for a free socket.
+   */
+  upstreamConnections: number;
   /** JSON body limit of POST /v1/videos (inline base64 images: up to 10 MB each, plus up to 9 reference images). */
   maxVideoJsonBytes: number;
   /** JSON body limit of POST /v1/messages/batches (all of a message batch's requests in one body). */
@@ -130,6 +140,7 @@ export function loadConfig(overrides: Partial<Config> = {}): Config {
     maxUploadBytes: int('MAX_UPLOAD_BYTES', 25 * 1024 * 1024),
     maxBatchFileBytes: int('MAX_BATCH_FILE_BYTES', 200 * 1024 * 1024),
     fileSweepIntervalMs: int('FILE_SWEEP_INTERVAL_MS', 600_000),
+    upstreamConnections: positive('UPSTREAM_CONNECTIONS', int('UPSTREAM_CONNECTIONS', 256)),
     maxVideoJsonBytes: int('MAX_VIDEO_JSON_BYTES', 64 * 1024 * 1024),
     maxMessageBatchJsonBytes: int('MAX_MESSAGE_BATCH_JSON_BYTES', 32 * 1024 * 1024),
     creditLeaseVnd: int('CREDIT_LEASE_VND', 20000),

@@ -15,7 +15,8 @@ serveTarget(async () => {
   const upstream = new URL(process.env.UPSTREAM_URL ?? '');
   const basePath = upstream.pathname.replace(/\/+$/, '');
   const pool = new Pool(upstream.origin, {
-    connections: 256,
+    // The gateway's setting (UPSTREAM_CONNECTIONS, default 256), so both proxies open as many sockets upstream.
+    connections: Number(process.env.UPSTREAM_CONNECTIONS) || 256,
     pipelining: 1,
     keepAliveTimeout: 30_000,
     keepAliveMaxTimeout: 600_000,
