@@ -18,6 +18,7 @@ import {
   type BackgroundTiming,
 } from '../src/backgroundResponses/workflowContract';
 import type { EventType } from '../src/webhooks/eventTypes';
+import { dbStep, jobRetry } from './jobActivityOptions';
 
 /**
  * One background response (POST /v1/responses with background: true; docs/background-responses.md):
@@ -40,13 +41,9 @@ import type { EventType } from '../src/webhooks/eventTypes';
  */
 
 function activityOptions(t: BackgroundTiming) {
-  const retry = {
-    initialInterval: t.activityRetryInitialMs,
-    backoffCoefficient: 2,
-    maximumInterval: t.activityRetryMaxMs,
-  };
+  const retry = jobRetry(t);
   return {
-    db: { startToCloseTimeout: t.activityTimeoutMs, retry },
+    db: dbStep(t),
     /** The upstream call heartbeats: a dead worker's attempt is retried elsewhere; a cancel waits for its bill. */
     run: {
       startToCloseTimeout: t.runTimeoutMs,

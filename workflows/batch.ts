@@ -25,6 +25,7 @@ import {
   type FinalStatus,
 } from '../src/batches/workflowContract';
 import type { EventType } from '../src/webhooks/eventTypes';
+import { dbStep, jobRetry } from './jobActivityOptions';
 
 /**
  * One batch (POST /v1/batches), from validating to a final status (docs/batches.md):
@@ -45,14 +46,10 @@ import type { EventType } from '../src/webhooks/eventTypes';
 
 /** Activity options: timeouts, retries, heartbeats, made per batch from the timing it started with. */
 function activityOptions(t: BatchTiming) {
-  const retry = {
-    initialInterval: t.activityRetryInitialMs,
-    backoffCoefficient: 2,
-    maximumInterval: t.activityRetryMaxMs,
-  };
+  const retry = jobRetry(t);
   return {
     /** Database steps (status, events) must eventually succeed: retried without limit. */
-    db: { startToCloseTimeout: t.activityTimeoutMs, retry },
+    db: dbStep(t),
     /** A chunk heartbeats (a dead worker's chunk is retried elsewhere); one that keeps failing fails the batch. */
     chunk: {
       startToCloseTimeout: t.chunkTimeoutMs,

@@ -24,6 +24,7 @@ import {
   type WorkflowTiming,
 } from '../src/video/workflowContract';
 import { failureCode, failureMessage, isNonRetryable, JobRun, UnsuccessfulEnd } from './videoRun';
+import { dbStep, jobRetry } from './jobActivityOptions';
 
 /**
  * One video job, from submission to a final state (docs/video-jobs.md, its state table):
@@ -50,14 +51,10 @@ import { failureCode, failureMessage, isNonRetryable, JobRun, UnsuccessfulEnd } 
  * options are made per job from it.
  */
 function activityOptions(t: WorkflowTiming) {
-  const retry = {
-    initialInterval: t.activityRetryInitialMs,
-    backoffCoefficient: 2,
-    maximumInterval: t.activityRetryMaxMs,
-  };
+  const retry = jobRetry(t);
   return {
     /** Database steps (status, settle, release, events) must eventually succeed: retried without limit. */
-    db: { startToCloseTimeout: t.activityTimeoutMs, retry },
+    db: dbStep(t),
     /** Transient provider errors are retried for submitWindowMs; a provider 4xx is not retried. */
     submit: { startToCloseTimeout: t.activityTimeoutMs, scheduleToCloseTimeout: t.submitWindowMs, retry },
     /** A cancel stops the retries but waits for the attempt in flight: a task it creates is reported, never lost. */
