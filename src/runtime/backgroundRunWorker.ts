@@ -8,6 +8,7 @@ import type { Storage } from '../storage/storage';
 import { buildProviderRegistry } from '../providers/build';
 import { backgroundRunTaskQueue } from '../backgroundResponses/settings';
 import { createBackgroundActivities } from '../../activities/backgroundResponse';
+import { ownWorker, type OwnWorker } from './ownWorker';
 
 /**
  * The worker of background responses' upstream calls, beside the jobs' worker in the same process: a task queue of
@@ -18,10 +19,7 @@ import { createBackgroundActivities } from '../../activities/backgroundResponse'
  * batches and video jobs share, and be bounded by them. Activities only: the workflow stays on the jobs' queue.
  */
 
-export interface BackgroundRunWorker {
-  run(): Promise<void>;
-  close(): Promise<void>;
-}
+export type BackgroundRunWorker = OwnWorker;
 
 export async function createBackgroundRunWorker(o: {
   config: Config;
@@ -38,7 +36,7 @@ export async function createBackgroundRunWorker(o: {
   const db = createPool(config.databaseUrl, dbConnections);
   // A socket per open stream: as many to each upstream origin as runs at once.
   const providers = buildProviderRegistry(o.catalog, { connections: concurrency });
-  try {
+  return ownWorker(async () => {
     const { runBackgroundResponse } = createBackgroundActivities({
       config,
       db,
@@ -48,7 +46,7 @@ export async function createBackgroundRunWorker(o: {
       providers,
       logger: o.logger,
     });
-    const worker = await Worker.create({
+    return Worker.create({
       connection: o.connection,
       namespace: config.temporalNamespace,
       taskQueue: backgroundRunTaskQueue(config),
@@ -59,22 +57,5 @@ export async function createBackgroundRunWorker(o: {
       maxHeartbeatThrottleInterval: Math.max(1_000, Math.floor(config.backgroundResponses.heartbeatMs / 3)),
       ...(o.interceptors ? { interceptors: o.interceptors } : {}),
     });
-    let running: Promise<void> | null = null;
-    return {
-      run() {
-        running ??= worker.run();
-        return running;
-      },
-      async close() {
-        if (worker.getState() === 'RUNNING') worker.shutdown();
-        await running?.catch(() => undefined);
-        await providers.close().catch(() => undefined);
-        await db.end().catch(() => undefined);
-      },
-    };
-  } catch (e) {
-    await providers.close().catch(() => undefined);
-    await db.end().catch(() => undefined);
-    throw e;
-  }
+  }, [() => providers.close(), () => db.end()]);
 }

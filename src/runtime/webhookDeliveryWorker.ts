@@ -5,6 +5,7 @@ import { createPool } from '../db/pool';
 import type { Logger } from '../observability/logger';
 import { createWebhookActivities } from '../../activities/webhookDelivery';
 import { deliveryLimits, webhookTaskQueue } from '../webhooks/settings';
+import { ownWorker, type OwnWorker } from './ownWorker';
 
 /**
  * The worker of webhook deliveries, beside the jobs' worker in the same process: a task queue of its own
@@ -13,10 +14,7 @@ import { deliveryLimits, webhookTaskQueue } from '../webhooks/settings';
  * Within it each account has at most WEBHOOK_ACCOUNT_CONCURRENCY tries in flight (activities/webhookDelivery.ts).
  */
 
-export interface DeliveryWorker {
-  run(): Promise<void>;
-  close(): Promise<void>;
-}
+export type DeliveryWorker = OwnWorker;
 
 export async function createDeliveryWorker(o: {
   config: Config;
@@ -31,7 +29,7 @@ export async function createDeliveryWorker(o: {
   const limits = deliveryLimits(config.webhooks);
   // A few connections suffice: a try holds one only for its short reads and writes, never during the POST.
   const db = createPool(config.databaseUrl, 5);
-  try {
+  return ownWorker(async () => {
     const { attemptWebhookDelivery } = createWebhookActivities({
       db,
       temporal: o.temporal,
@@ -39,7 +37,7 @@ export async function createDeliveryWorker(o: {
       settings: config.webhooks,
       logger: o.logger,
     });
-    const worker = await Worker.create({
+    return Worker.create({
       connection: o.connection,
       namespace: config.temporalNamespace,
       taskQueue: webhookTaskQueue(config),
@@ -49,20 +47,5 @@ export async function createDeliveryWorker(o: {
       stickyQueueScheduleToStartTimeout: config.video.stickyQueueTimeoutMs,
       ...o.traced,
     });
-    let running: Promise<void> | null = null;
-    return {
-      run() {
-        running ??= worker.run();
-        return running;
-      },
-      async close() {
-        if (worker.getState() === 'RUNNING') worker.shutdown();
-        await running?.catch(() => undefined);
-        await db.end().catch(() => undefined);
-      },
-    };
-  } catch (e) {
-    await db.end().catch(() => undefined);
-    throw e;
-  }
+  }, [() => db.end()]);
 }

@@ -1,0 +1,37 @@
+import type { Worker } from '@temporalio/worker';
+
+/**
+ * A Temporal worker of its own (task queue, activity slots, database connections, sockets) beside the jobs' worker
+ * in the same process, as webhook deliveries and background runs have: run once; closed after the jobs' worker, it
+ * shuts down, waits for its activities to end, then frees what it was given. What it was given is freed as well when
+ * the worker cannot be created.
+ */
+export interface OwnWorker {
+  run(): Promise<void>;
+  close(): Promise<void>;
+}
+
+export async function ownWorker(create: () => Promise<Worker>, free: (() => Promise<unknown>)[]): Promise<OwnWorker> {
+  const freeAll = async () => {
+    for (const f of free) await f().catch(() => undefined);
+  };
+  let worker: Worker;
+  try {
+    worker = await create();
+  } catch (e) {
+    await freeAll();
+    throw e;
+  }
+  let running: Promise<void> | null = null;
+  return {
+    run() {
+      running ??= worker.run();
+      return running;
+    },
+    async close() {
+      if (worker.getState() === 'RUNNING') worker.shutdown();
+      await running?.catch(() => undefined);
+      await freeAll();
+    },
+  };
+}
