@@ -486,9 +486,18 @@ describe('video jobs and media', () => {
 });
 
 describe('background responses', () => {
+  // The rows below are written without their holds and charges (the page reads only the rows): they go when the
+  // block ends, so a later verify-ledger over the shared database (test/integration/admin-cli.test.ts) sees real
+  // responses only.
+  const inserted: string[] = [];
+  afterAll(async () => {
+    await gw.deps.db.query('DELETE FROM background_responses WHERE id = ANY($1)', [inserted]);
+  });
+
   /** A row as POST /v1/responses with background: true leaves it (the workflow's end fills cost and response). */
   async function insertResponse(accountId: string, over: Record<string, unknown> = {}) {
     const id = `resp_${randomBytes(24).toString('hex')}`;
+    inserted.push(id);
     const r = {
       status: 'completed',
       cost: 1_234 as number | null,
