@@ -30,6 +30,7 @@ import {
   renderProcesses,
   renderStreams,
   renderTail,
+  renderTailCauses,
   type ProcCell,
   type StreamSummary,
   type StreamTarget,
@@ -37,6 +38,7 @@ import {
 import { summariseProfiles } from './profile';
 import type { BenchContext, BenchSection, SectionRunner } from './types';
 import type { LoopDelay as LoopStats } from './targets/ipc';
+import { attributeTail } from './lib/tailCauses';
 
 /**
  * `npm run bench`: the gateway beside the same emulated upstream called directly, a bare Koa + undici proxy
@@ -713,12 +715,27 @@ async function main(): Promise<void> {
         } else {
           // The target's event-loop delay and garbage collections over its c=1 requests: where its tail comes from.
           await t.proc.ask('loop', 10_000, { cmd: 'start' }).catch(() => null);
+          // The upstream's own collections too: a pause there delays the target's request, not the target.
+          await direct.proc.ask('loop', 10_000, { cmd: 'start' }).catch(() => null);
           const p = await pairedSequential(direct.spec(w), t.spec(w), SEQ_N, w.stream);
-          cell.seqLoop =
+          const loopStats =
             (await t.proc
               .ask<{ result: LoopStats | null }>('loop', 10_000, { cmd: 'stop' })
               .then((x) => x.result)
               .catch(() => null)) ?? undefined;
+          const upstreamGcs = (
+            (
+              await direct.proc
+                .ask<{ result: LoopStats | null }>('loop', 10_000, { cmd: 'stop' })
+                .then((x) => x.result)
+                .catch(() => null)
+            )?.spans ?? []
+          ).map((g) => ({ ...g, name: `${g.name} in the upstream` }));
+          if (loopStats) {
+            const { spans, ...stats } = loopStats;
+            cell.seqLoop = stats;
+            cell.tailCauses = attributeTail(p.pairs, spans ?? [], [...p.clientGcs, ...upstreamGcs]) ?? undefined;
+          }
           cell.seq = p.target;
           cell.addedP50Us = p.addedP50Us;
           cell.addedP99Us = p.addedP99Us;
@@ -965,6 +982,8 @@ async function main(): Promise<void> {
   };
   const tail = renderTail(cells);
   if (tail) add(tail);
+  const causes = renderTailCauses(cells);
+  if (causes) add(causes);
   for (const [w, per] of sweeps) add(renderFrontier(w, per));
   let streamSummary: StreamSummary[] = [];
   if (streamTargets.length) {

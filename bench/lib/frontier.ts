@@ -315,3 +315,31 @@ export function renderTail(cells: Cell[]): Rendered | null {
       'Event-loop delay has a 5 ms timer resolution: it shows stalls, not the µs of a single request.',
   );
 }
+
+/**
+ * Where the c=1 tail comes from, cause by cause (bench/lib/tailCauses.ts): how many of the slowest 1 % of each
+ * proxy's c=1 requests overlapped each cause, against the share of all its requests that did.
+ */
+export function renderTailCauses(cells: Cell[]): Rendered | null {
+  const rows: string[][] = [];
+  for (const c of cells) {
+    const t = c.tailCauses;
+    if (!t) continue;
+    const pct = (k: number, n: number) => `${Math.round((100 * k) / n)} %`;
+    const head = `${c.workload} ${c.target}`;
+    rows.push([head, `tail: slowest ${t.tail} of ${f0(t.requests)} (from ${f0(t.tailFromUs)} µs)`, '', '']);
+    for (const k of t.causes)
+      if (k.tail > 0 || k.all > 0)
+        rows.push(['', k.cause, `${k.tail} (${pct(k.tail, t.tail)})`, pct(k.all, t.requests)]);
+    rows.push(['', 'none of these', `${t.unexplained} (${pct(t.unexplained, t.tail)})`, '']);
+  }
+  if (!rows.length) return null;
+  return both(
+    'c=1 tail: what the slowest 1 % of requests overlapped',
+    ['workload, target', 'cause', 'tail requests that met it', 'all requests that met it'],
+    rows,
+    "A request meets a cause if it ran while the cause did (the target's GC pauses and published off-path work, " +
+      "in epoch time; the load generator's GCs) or if the direct request paired with it was among the slowest " +
+      '2 % too. A cause the tail meets much more often than all requests do is where the tail comes from.',
+  );
+}

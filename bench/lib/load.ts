@@ -1,5 +1,7 @@
 import autocannon from 'autocannon';
+import { performance, PerformanceObserver } from 'node:perf_hooks';
 import { Client } from 'undici';
+import type { WorkSpan } from '../../src/observability/offPathWork';
 
 /** One request shape sent to a target: the path and headers differ per target, the JSON body per workload. */
 export interface RequestSpec {
@@ -69,7 +71,8 @@ async function timeOne(
   path: string,
   spec: RequestSpec,
   firstByte: boolean,
-): Promise<{ ns: number; status: number }> {
+): Promise<{ ns: number; status: number; startMs: number }> {
+  const startMs = performance.timeOrigin + performance.now();
   const t0 = process.hrtime.bigint();
   const res = await client.request({ method: 'POST', path, headers: spec.headers, body: spec.body });
   let first: bigint | null = null;
@@ -77,7 +80,7 @@ async function timeOne(
     if (first === null) first = process.hrtime.bigint();
   }
   const end = process.hrtime.bigint();
-  return { ns: Number((firstByte ? (first ?? end) : end) - t0), status: res.statusCode };
+  return { ns: Number((firstByte ? (first ?? end) : end) - t0), status: res.statusCode, startMs };
 }
 
 export interface SeqResult {
@@ -91,6 +94,15 @@ export interface PairedResult {
   target: SeqResult;
   addedP50Us: number;
   addedP99Us: number;
+  /** Each measured pair: the target request's start (epoch ms) and time, and its direct neighbour's time. */
+  pairs: SeqPair[];
+  /** The load generator's own garbage collections over the requests (they delay what it measures). */
+  clientGcs: WorkSpan[];
+}
+export interface SeqPair {
+  startMs: number;
+  us: number;
+  directUs: number;
 }
 
 export function percentileOf(sorted: ArrayLike<number>, p: number): number {
@@ -125,9 +137,18 @@ export async function pairedSequential(
   const tNs: number[] = [];
   let dErr = 0;
   let tErr = 0;
+  const pairs: SeqPair[] = [];
+  const clientGcs: WorkSpan[] = [];
+  const gcs = new PerformanceObserver((list) => {
+    for (const e of list.getEntries()) {
+      const startMs = performance.timeOrigin + e.startTime;
+      clientGcs.push({ name: 'GC in the load generator', startMs, endMs: startMs + e.duration });
+    }
+  });
   try {
     const warm = Math.min(200, Math.ceil(n / 5));
     for (let i = 0; i < warm + n; i++) {
+      if (i === warm) gcs.observe({ entryTypes: ['gc'] });
       const a = await timeOne(d.client, d.path, direct, firstByte);
       const b = await timeOne(t.client, t.path, target, firstByte);
       if (i < warm) continue;
@@ -135,13 +156,23 @@ export async function pairedSequential(
       else dErr++;
       if (b.status === 200) tNs.push(b.ns);
       else tErr++;
+      if (a.status === 200 && b.status === 200)
+        pairs.push({ startMs: b.startMs, us: b.ns / 1000, directUs: a.ns / 1000 });
     }
   } finally {
+    gcs.disconnect();
     await Promise.all([d.client.close(), t.client.close()]);
   }
   const ds = summarise(dNs, dErr);
   const ts = summarise(tNs, tErr);
-  return { direct: ds, target: ts, addedP50Us: ts.p50Us - ds.p50Us, addedP99Us: ts.p99Us - ds.p99Us };
+  return {
+    direct: ds,
+    target: ts,
+    addedP50Us: ts.p50Us - ds.p50Us,
+    addedP99Us: ts.p99Us - ds.p99Us,
+    pairs,
+    clientGcs,
+  };
 }
 
 /** Sequential latency of one target on its own (the direct row). */

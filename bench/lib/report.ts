@@ -1,4 +1,5 @@
 import type { LoadResult, SeqResult } from './load';
+import type { TailCauses } from './tailCauses';
 
 /** Everything measured for one target under one workload. */
 export interface Cell {
@@ -23,6 +24,8 @@ export interface Cell {
     gcTotalMs: number;
     gcMaxMs: number;
   };
+  /** What the slowest 1 % of its c=1 requests overlapped (bench/lib/tailCauses.ts). */
+  tailCauses?: TailCauses;
   /** The most req/s with p99 under 1, 5, 10 and 50 ms in the concurrency sweep (null: no level was). */
   frontier?: ({ rps: number; connections: number } | null)[];
   /** Per connection level: where the machine's CPU went during this target's cells (cores; machine busy %). */

@@ -198,6 +198,7 @@ if (processes <= 1) {
           majorGcs: sum('majorGcs'),
           gcTotalMs: sum('gcTotalMs'),
           gcMaxMs: Math.max(...all.map((r) => r!.gcMaxMs)),
+          spans: all.flatMap((r) => r!.spans ?? []),
         };
       },
       async close() {

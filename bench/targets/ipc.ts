@@ -1,13 +1,16 @@
+import diagnostics_channel from 'node:diagnostics_channel';
 import fs from 'node:fs';
 import inspector from 'node:inspector';
 import {
   constants as perfConstants,
   monitorEventLoopDelay,
+  performance,
   PerformanceObserver,
   type IntervalHistogram,
 } from 'node:perf_hooks';
 import v8 from 'node:v8';
 import vm from 'node:vm';
+import { OFF_PATH_WORK_CHANNEL, type WorkSpan } from '../../src/observability/offPathWork';
 
 /**
  * The IPC side of a bench target process: start, report {type:'ready', url}, answer {type:'stats'} with the
@@ -32,7 +35,18 @@ export interface LoopDelay {
   majorGcs: number;
   gcTotalMs: number;
   gcMaxMs: number;
+  /**
+   * What ran in the process over the window, in epoch ms: its garbage collections ('GC', 'GC (major)') and the
+   * off-path work the gateway publishes (src/observability/offPathWork.ts: credit flush, log flush, heartbeat).
+   */
+  spans?: WorkSpan[];
 }
+/** At most this many spans per window (a c=1 window has a few hundred). */
+const MAX_SPANS = 50_000;
+let spans: WorkSpan[] = [];
+const onWork = (m: unknown) => {
+  if (spans.length < MAX_SPANS) spans.push(m as WorkSpan);
+};
 let eld: IntervalHistogram | null = null;
 let gcObserver: PerformanceObserver | null = null;
 const gcSeen = { gcs: 0, majorGcs: 0, gcTotalMs: 0, gcMaxMs: 0 };
@@ -48,12 +62,17 @@ export function loopDelay(cmd: 'start' | 'stop'): LoopDelay | null {
     eld.reset();
     eld.enable();
     Object.assign(gcSeen, { gcs: 0, majorGcs: 0, gcTotalMs: 0, gcMaxMs: 0 });
+    spans = [];
+    diagnostics_channel.subscribe(OFF_PATH_WORK_CHANNEL, onWork);
     gcObserver?.disconnect();
     gcObserver = new PerformanceObserver((list) => {
       for (const e of list.getEntries()) {
         gcSeen.gcs++;
-        if ((e as unknown as { detail?: { kind?: number } }).detail?.kind === perfConstants.NODE_PERFORMANCE_GC_MAJOR)
-          gcSeen.majorGcs++;
+        const major =
+          (e as unknown as { detail?: { kind?: number } }).detail?.kind === perfConstants.NODE_PERFORMANCE_GC_MAJOR;
+        if (major) gcSeen.majorGcs++;
+        const startMs = performance.timeOrigin + e.startTime;
+        onWork({ name: major ? 'GC (major)' : 'GC', startMs, endMs: startMs + e.duration });
         gcSeen.gcTotalMs += e.duration;
         gcSeen.gcMaxMs = Math.max(gcSeen.gcMaxMs, e.duration);
       }
@@ -65,7 +84,10 @@ export function loopDelay(cmd: 'start' | 'stop'): LoopDelay | null {
   eld.disable();
   gcObserver?.disconnect();
   gcObserver = null;
-  return { p99Ms: eld.percentile(99) / 1e6, maxMs: eld.max / 1e6, ...gcSeen };
+  diagnostics_channel.unsubscribe(OFF_PATH_WORK_CHANNEL, onWork);
+  const seen = spans;
+  spans = [];
+  return { p99Ms: eld.percentile(99) / 1e6, maxMs: eld.max / 1e6, ...gcSeen, spans: seen };
 }
 
 let gcFn: (() => void) | null = null;

@@ -1,3 +1,4 @@
+import { offPath } from '../observability/offPathWork';
 import type { Db } from '../db/pool';
 import { releaseExpiredHolds } from './ledger';
 import { Leases, type Reservation } from './creditLease';
@@ -95,9 +96,9 @@ export class CreditManager {
     this.livenessTimer = setInterval(() => {
       if (beating) return;
       beating = true;
-      void this.holder
-        .beat()
-        .then(() => recoverDeadLeases(this.db, staleAfter(livenessMs)))
+      void offPath('credit heartbeat', () =>
+        this.holder.beat().then(() => recoverDeadLeases(this.db, staleAfter(livenessMs))),
+      )
         .catch((e: Error) => opts.logger?.warn({ err: e.message }, 'credit holder heartbeat or recovery failed'))
         .finally(() => (beating = false));
     }, livenessMs);

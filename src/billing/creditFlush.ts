@@ -18,6 +18,7 @@ function keepOver(over: Over[]) {
 }
 import type { LeaseSink } from './creditLease';
 import type { Logger } from '../observability/logger';
+import { offPath } from '../observability/offPathWork';
 
 /**
  * The flush side of credit (./credit.ts): settled requests and retired leases queue here, and every `flushMs` one
@@ -68,7 +69,7 @@ export class CreditFlush implements LeaseSink {
   /** Writes queued charges and usage records in one transaction, then releases retired leases. */
   flush(): Promise<void> {
     if (this.flushing) return this.flushing.then(() => this.flush());
-    this.flushing = this.doFlush().finally(() => {
+    this.flushing = offPath('credit flush', () => this.doFlush()).finally(() => {
       this.flushing = null;
     });
     return this.flushing;

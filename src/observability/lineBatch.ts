@@ -1,3 +1,5 @@
+import { offPathSync } from './offPathWork';
+
 /** Where a LineBatch hands its batches: sonic-boom (pino.destination), which owns the fd, partial writes and EAGAIN. */
 export interface BatchSink {
   write(text: string): boolean;
@@ -29,6 +31,10 @@ export class LineBatch {
   /** Hands the lines collected so far to the destination (written asynchronously). */
   flush(): void {
     if (this.lines.length === 0) return;
+    offPathSync('log flush', () => this.handOver());
+  }
+
+  private handOver(): void {
     const text = this.lines.length === 1 ? this.lines[0] : this.lines.join('');
     this.lines = [];
     this.chars = 0;
