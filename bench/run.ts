@@ -838,9 +838,19 @@ async function main(): Promise<void> {
                 .then((x) => x.result)
                 .catch(() => null);
             await loop('start');
+            // BENCH_PROFILE: each level of a profiled target is profiled too (per stream, in the report).
+            const profiling = PROFILED.includes(t.name);
+            if (profiling) {
+              fs.mkdirSync(path.join(PROFILES, t.name), { recursive: true });
+              await t.proc.ask('profile-start');
+            }
             const m0 = machineCpuTicks();
             const r = await streamLevel(t.spec(paced), n);
             const m1 = machineCpuTicks();
+            if (profiling)
+              await t.proc.ask('profile-stop', 60_000, {
+                file: path.join(PROFILES, t.name, `streams-${n}.cpuprofile`),
+              });
             const loopDelay = await loop('stop');
             const machineBusyPct = (100 * (m1.busy - m0.busy)) / Math.max(1, m1.total - m0.total);
             const cpuMs = treeCpuMs(t.proc.pid) - c0;
@@ -1062,6 +1072,11 @@ async function main(): Promise<void> {
       const served = cells.find((c) => c.workload === w && c.target === name)?.load.reduce((s, l) => s + l.ok, 0) ?? 0;
       if (fs.existsSync(file))
         out.push(`\n== ${name} CPU profile, ${w}, measured cells only ==\n` + summariseProfiles(file, 40, served));
+    }
+    for (let n = STREAMS_MIN; STREAMS_MAX > 0 && n <= STREAMS_MAX; n *= 2) {
+      const file = path.join(PROFILES, name, `streams-${n}.cpuprofile`);
+      if (fs.existsSync(file))
+        out.push(`\n== ${name} CPU profile, ${n} paced streams (per stream) ==\n` + summariseProfiles(file, 40, n));
     }
   }
 

@@ -5,6 +5,7 @@ import { buildDeps } from '../../src/bootstrap';
 import { createApp } from '../../src/api/app';
 import { loadConfig } from '../../src/config';
 import { apiProcessCount } from '../../src/runtime/apiProcesses';
+import { serverTimeouts } from '../../src/server';
 import { collectGarbage, loopDelay, serveTarget, type LoopDelay, type Started } from './ipc';
 
 /**
@@ -42,9 +43,9 @@ async function startApi(): Promise<Api> {
   const config = loadConfig({ host: '127.0.0.1', port: 0 });
   const deps = await buildDeps(config);
   const app = createApp(deps);
-  const server = http.createServer(app.callback());
+  // With the timeouts src/server.ts serves with.
+  const server = http.createServer(serverTimeouts(config.bodyTimeoutMs), app.callback());
   server.keepAliveTimeout = 65_000;
-  server.headersTimeout = 66_000;
   const served = async () => {
     const out: Record<string, Record<string, number>> = {};
     for (const v of (await deps.metrics.requests.get()).values) {
