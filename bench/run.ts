@@ -39,6 +39,7 @@ import { summariseProfiles } from './profile';
 import type { BenchContext, BenchSection, SectionRunner } from './types';
 import type { LoopDelay as LoopStats } from './targets/ipc';
 import { attributeTail } from './lib/tailCauses';
+import { sampleSched } from './lib/schedSpans';
 
 /**
  * `npm run bench`: the gateway beside the same emulated upstream called directly, a bare Koa + undici proxy
@@ -717,7 +718,9 @@ async function main(): Promise<void> {
           await t.proc.ask('loop', 10_000, { cmd: 'start' }).catch(() => null);
           // The upstream's own collections too: a pause there delays the target's request, not the target.
           await direct.proc.ask('loop', 10_000, { cmd: 'start' }).catch(() => null);
+          const sched = sampleSched(t.proc.pid, emulator.pid);
           const p = await pairedSequential(direct.spec(w), t.spec(w), SEQ_N, w.stream);
+          const schedSpans = sched.stop();
           const loopStats =
             (await t.proc
               .ask<{ result: LoopStats | null }>('loop', 10_000, { cmd: 'stop' })
@@ -734,7 +737,8 @@ async function main(): Promise<void> {
           if (loopStats) {
             const { spans, ...stats } = loopStats;
             cell.seqLoop = stats;
-            cell.tailCauses = attributeTail(p.pairs, spans ?? [], [...p.clientGcs, ...upstreamGcs]) ?? undefined;
+            cell.tailCauses =
+              attributeTail(p.pairs, spans ?? [], [...p.clientGcs, ...upstreamGcs, ...schedSpans]) ?? undefined;
           }
           cell.seq = p.target;
           cell.addedP50Us = p.addedP50Us;
