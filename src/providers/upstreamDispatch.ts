@@ -1,5 +1,5 @@
 import type { IncomingHttpHeaders } from 'node:http';
-import type { Dispatcher } from 'undici';
+import { Pool, type Dispatcher } from 'undici';
 import type { RequestAbort } from '../net/abort';
 import type { StreamSink } from '../sse/streamSink';
 import type { Span } from '@opentelemetry/api';
@@ -184,5 +184,26 @@ export function postStreamingTo(
       { method: 'POST', path: req.path, headers: withTraceparent(req.headers, req.trace), body: req.body },
       new StreamingHandler(req, sink, resolve, reject),
     );
+  });
+}
+
+/**
+ * The keep-alive pool to one upstream origin, the same for every provider kind: `connections` sockets (the
+ * UPSTREAM_CONNECTIONS setting), one request per socket at a time, idle sockets kept 30 s, and `timeoutMs` for the
+ * answer's headers and between its body's chunks (a stream may run longer in all).
+ */
+export function upstreamPool(
+  origin: string,
+  timeoutMs: number,
+  opts: { connections?: number; connectTimeoutMs?: number } = {},
+): Pool {
+  return new Pool(origin, {
+    connections: opts.connections ?? 256,
+    pipelining: 1,
+    keepAliveTimeout: 30_000,
+    keepAliveMaxTimeout: 600_000,
+    connect: { timeout: opts.connectTimeoutMs ?? 10_000 },
+    headersTimeout: timeoutMs,
+    bodyTimeout: timeoutMs,
   });
 }

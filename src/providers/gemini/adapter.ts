@@ -1,5 +1,6 @@
-import { Pool } from 'undici';
+import type { Pool } from 'undici';
 import type { Dispatcher } from 'undici';
+import { upstreamPool } from '../upstreamDispatch';
 import { ApiError, invalidUpstreamResponse } from '../../errors';
 import type { ProviderConfig } from '../../catalog/catalog';
 import { mapTransportError } from '../openai/adapter';
@@ -55,14 +56,7 @@ export class GeminiAdapter implements ProviderAdapter, GeminiUpstream {
     this.basePath = url.pathname.replace(/\/+$/, '');
     this.apiKey = cfg.apiKey;
     const timeout = cfg.timeoutMs ?? 600_000;
-    this.pool = new Pool(url.origin, {
-      connections: opts.connections ?? 256,
-      pipelining: 1,
-      keepAliveTimeout: 30_000,
-      connect: { timeout: 10_000 },
-      headersTimeout: timeout,
-      bodyTimeout: timeout,
-    });
+    this.pool = upstreamPool(url.origin, timeout, opts);
   }
 
   geminiFor(): GeminiUpstream {

@@ -4,7 +4,13 @@ import type { Dispatcher } from 'undici';
 import { ApiError } from '../../errors';
 import { classOfStatus, markFailure } from '../../routing/failure';
 import type { ProviderConfig, ProviderKind } from '../../catalog/catalog';
-import { postForWholeAnswer, postStreamingTo, type UpstreamPost, type WholeAnswer } from '../upstreamDispatch';
+import {
+  postForWholeAnswer,
+  postStreamingTo,
+  upstreamPool,
+  type UpstreamPost,
+  type WholeAnswer,
+} from '../upstreamDispatch';
 import type {
   BufferedResponse,
   CallOptions,
@@ -228,15 +234,7 @@ const JSON_HEADERS = { 'content-type': 'application/json', accept: 'application/
 
 /** The keep-alive pool to an OpenAI-compatible upstream origin. */
 export function openaiPool(origin: string, timeoutMs: number, opts: OpenAIAdapterOptions): Pool {
-  return new Pool(origin, {
-    connections: opts.connections ?? 256,
-    pipelining: 1,
-    keepAliveTimeout: 30_000,
-    keepAliveMaxTimeout: 600_000,
-    connect: { timeout: opts.connectTimeoutMs ?? 10_000 },
-    headersTimeout: timeoutMs,
-    bodyTimeout: timeoutMs,
-  });
+  return upstreamPool(origin, timeoutMs, opts);
 }
 
 function header(h: Dispatcher.ResponseData['headers'], name: string): string {

@@ -1,5 +1,6 @@
-import { Pool } from 'undici';
+import type { Pool } from 'undici';
 import type { Dispatcher } from 'undici';
+import { upstreamPool } from '../upstreamDispatch';
 import { ApiError } from '../../errors';
 import { anthropicType } from '../../errorBodies';
 import type { ProviderConfig } from '../../catalog/catalog';
@@ -55,14 +56,7 @@ export class VertexAdapter implements ProviderAdapter, MessagesUpstream, GeminiU
     this.id = cfg.id;
     this.auth = new VertexAuth(vertexKeyFile(cfg));
     const timeout = cfg.timeoutMs ?? 600_000;
-    this.pool = new Pool(new URL(cfg.baseUrl).origin, {
-      connections: opts.connections ?? 256,
-      pipelining: 1,
-      keepAliveTimeout: 30_000,
-      connect: { timeout: 10_000 },
-      headersTimeout: timeout,
-      bodyTimeout: timeout,
-    });
+    this.pool = upstreamPool(new URL(cfg.baseUrl).origin, timeout, opts);
   }
 
   messagesFor(upstreamModel: string): MessagesUpstream | null {
