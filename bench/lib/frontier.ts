@@ -327,16 +327,22 @@ export function renderTailCauses(cells: Cell[]): Rendered | null {
     if (!t) continue;
     const pct = (k: number, n: number) => `${Math.round((100 * k) / n)} %`;
     const head = `${c.workload} ${c.target}`;
-    rows.push([head, `tail: slowest ${t.tail} of ${f0(t.requests)} (from ${f0(t.tailFromUs)} µs)`, '', '']);
+    rows.push([head, `tail: slowest ${t.tail} of ${f0(t.requests)} (from ${f0(t.tailFromUs)} µs)`, '', '', '']);
     for (const k of t.causes)
       if (k.tail > 0 || k.all > 0)
-        rows.push(['', k.cause, `${k.tail} (${pct(k.tail, t.tail)})`, pct(k.all, t.requests)]);
-    rows.push(['', 'none of these', `${t.unexplained} (${pct(t.unexplained, t.tail)})`, '']);
+        rows.push([
+          '',
+          k.cause,
+          `${k.tail} (${pct(k.tail, t.tail)})`,
+          pct(k.all, t.requests),
+          k.spans ? `${f0(k.spans)} × ${k.meanMs.toFixed(2)} ms` : '-',
+        ]);
+    rows.push(['', 'none of these', `${t.unexplained} (${pct(t.unexplained, t.tail)})`, '', '']);
   }
   if (!rows.length) return null;
   return both(
     'c=1 tail: what the slowest 1 % of requests overlapped',
-    ['workload, target', 'cause', 'tail requests that met it', 'all requests that met it'],
+    ['workload, target', 'cause', 'tail requests that met it', 'all requests that met it', 'times × mean length'],
     rows,
     "A request meets a cause if it ran while the cause did (the target's GC pauses and published off-path work, " +
       "in epoch time; the load generator's GCs) or if the direct request paired with it was among the slowest " +

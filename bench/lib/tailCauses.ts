@@ -15,6 +15,9 @@ export interface TailCause {
   tail: number;
   /** All requests that overlapped it. */
   all: number;
+  /** How many times it ran over the requests, and for how long on average (ms). */
+  spans: number;
+  meanMs: number;
 }
 
 export interface TailCauses {
@@ -40,7 +43,17 @@ export function attributeTail(pairs: SeqPair[], spans: WorkSpan[], rigGcs: WorkS
   const directSlow = directs[Math.ceil((DIRECT_SLOW_PCT / 100) * directs.length) - 1];
   const all = [...spans, ...rigGcs];
   const names = [...new Set(all.map((s) => s.name))].sort();
-  const counts = new Map<string, TailCause>([...names, UPSTREAM_SLOW].map((n) => [n, { cause: n, tail: 0, all: 0 }]));
+  const counts = new Map<string, TailCause>(
+    [...names, UPSTREAM_SLOW].map((n) => [n, { cause: n, tail: 0, all: 0, spans: 0, meanMs: 0 }]),
+  );
+  const from = pairs[0].startMs;
+  const to = Math.max(...pairs.map((p) => p.startMs + p.us / 1000));
+  for (const sp of all) {
+    if (sp.endMs < from || sp.startMs > to) continue;
+    const c = counts.get(sp.name)!;
+    c.meanMs = (c.meanMs * c.spans + (sp.endMs - sp.startMs)) / (c.spans + 1);
+    c.spans++;
+  }
   // Spans by start, so each request looks only at those that began before it ended.
   const sorted = [...all].sort((a, b) => a.startMs - b.startMs);
   let unexplained = 0;
