@@ -28,39 +28,40 @@ function intEnv(name: string, def: number): number {
 /** A start-up failure the user can act on: printed as one message, without a stack trace. */
 class StartupError extends Error {}
 
+/** How long one component may take to stop before the next is stopped (the worker: beyond its shutdown grace). */
 const STOP_TIMEOUT_MS = 20_000;
 
 /** Things started so far, stopped in reverse order exactly once (on Ctrl-C, SIGTERM or a failed start). */
 class Lifecycle {
-  private stack: { name: string; stop: () => Promise<void> }[] = [];
+  private stack: { name: string; stop: () => Promise<void>; timeoutMs: number }[] = [];
   stopping = false;
 
   /** Registers a started component; if shutdown already began, stops it at once and reports false. */
-  async started(name: string, stop: () => Promise<void>): Promise<boolean> {
+  async started(name: string, stop: () => Promise<void>, timeoutMs = STOP_TIMEOUT_MS): Promise<boolean> {
     if (this.stopping) {
-      await stopOne(name, stop);
+      await stopOne(name, stop, timeoutMs);
       return false;
     }
-    this.stack.push({ name, stop });
+    this.stack.push({ name, stop, timeoutMs });
     return true;
   }
 
   async stopAll(): Promise<void> {
     this.stopping = true;
     while (this.stack.length) {
-      const { name, stop } = this.stack.pop()!;
-      await stopOne(name, stop);
+      const { name, stop, timeoutMs } = this.stack.pop()!;
+      await stopOne(name, stop, timeoutMs);
     }
   }
 }
 
-async function stopOne(name: string, stop: () => Promise<void>): Promise<void> {
+async function stopOne(name: string, stop: () => Promise<void>, timeoutMs: number): Promise<void> {
   let timer: NodeJS.Timeout | undefined;
   try {
     await Promise.race([
       stop(),
       new Promise<void>((_, rej) => {
-        timer = setTimeout(() => rej(new Error(`did not stop within ${STOP_TIMEOUT_MS / 1000} s`)), STOP_TIMEOUT_MS);
+        timer = setTimeout(() => rej(new Error(`did not stop within ${timeoutMs / 1000} s`)), timeoutMs);
       }),
     ]);
   } catch (e) {
@@ -196,7 +197,10 @@ async function main(life: Lifecycle): Promise<void> {
   if (!(await life.started('API', api.close))) return;
   // In the API's process: its video submissions count on the API's router, so they show on the API's /metrics.
   const worker = await startWorker(config, { router: api.deps.router });
-  if (!(await life.started('worker', worker.close))) return;
+  // Its stop waits for the background runs in flight (BACKGROUND_SHUTDOWN_GRACE_MS) while the API, the emulator,
+  // Temporal and Postgres they use still run: those stop after it, so its timeout is the grace and then some.
+  const workerStopMs = config.backgroundResponses.shutdownGraceMs + STOP_TIMEOUT_MS;
+  if (!(await life.started('worker', worker.close, workerStopMs))) return;
 
   const demo = await seedDemo(api.deps.db, {
     stateFile: path.join(dataDir, 'demo.json'),

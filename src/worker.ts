@@ -297,9 +297,15 @@ export async function startWorker(config: Config = loadConfig(), opts: WorkerOpt
       metricsUrl: metrics?.url ?? null,
       close() {
         closed ??= (async () => {
+          // The background runs' shutdown grace (BACKGROUND_SHUTDOWN_GRACE_MS) starts first, so the rest of the stop
+          // happens within it, not before it: the runs need nothing of the upkeep or the jobs' worker (their
+          // workflows go on on the next worker). What they use (the connection, the pools, the router) is freed
+          // after their end, in `cleanup`, where this close comes first.
+          const runsStopped = backgroundRuns.close();
           await Promise.all(stops.map((s) => s()));
           if (worker.getState() === 'RUNNING') worker.shutdown();
           await running.catch(() => undefined);
+          await runsStopped;
           for (const c of cleanup) await c().catch(() => undefined);
           await flushTracing();
         })();

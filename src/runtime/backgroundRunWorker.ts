@@ -55,6 +55,10 @@ export async function createBackgroundRunWorker(o: {
       // Heartbeats reach Temporal every third of the heartbeat timeout (the SDK's default, 80% of it, leaves a
       // loaded server or event loop a few seconds before it gives an attempt up as lost and starts another).
       maxHeartbeatThrottleInterval: Math.max(1_000, Math.floor(config.backgroundResponses.heartbeatMs / 3)),
+      // A deploy lets the runs in flight finish (billed once) rather than cut them short (retried elsewhere, the
+      // provider paid twice); those still going when the grace ends fail as lost and are retried. Heartbeats go on
+      // meanwhile; the worker takes no new run.
+      shutdownGraceTime: config.backgroundResponses.shutdownGraceMs,
       ...(o.interceptors ? { interceptors: o.interceptors } : {}),
     });
   }, [() => providers.close(), () => db.end()]);

@@ -2,9 +2,9 @@ import type { Worker } from '@temporalio/worker';
 
 /**
  * A Temporal worker of its own (task queue, activity slots, database connections, sockets) beside the jobs' worker
- * in the same process, as webhook deliveries and background runs have: run once; closed after the jobs' worker, it
- * shuts down, waits for its activities to end, then frees what it was given. What it was given is freed as well when
- * the worker cannot be created.
+ * in the same process, as webhook deliveries and background runs have: run once; closed (once), it shuts down, waits
+ * for its activities to end (the background runs': their shutdown grace), then frees what it was given. What it was
+ * given is freed as well when the worker cannot be created.
  */
 export interface OwnWorker {
   run(): Promise<void>;
@@ -23,15 +23,21 @@ export async function ownWorker(create: () => Promise<Worker>, free: (() => Prom
     throw e;
   }
   let running: Promise<void> | null = null;
+  let closed: Promise<void> | null = null;
   return {
     run() {
       running ??= worker.run();
       return running;
     },
-    async close() {
-      if (worker.getState() === 'RUNNING') worker.shutdown();
-      await running?.catch(() => undefined);
-      await freeAll();
+    // Once: a process may start the stop early (so a shutdown grace runs beside the rest of its stop) and call it
+    // again from its clean-up list; what it was given is freed once, after the worker stopped (its activities ended).
+    close() {
+      closed ??= (async () => {
+        if (worker.getState() === 'RUNNING') worker.shutdown();
+        await running?.catch(() => undefined);
+        await freeAll();
+      })();
+      return closed;
     },
   };
 }

@@ -166,7 +166,12 @@ test('a worker stopped mid-answer (SIGTERM, a deploy) cancels nothing: another a
   const BAL = 5_000_000;
   const acc = await h.account(BAL);
   h.emulator.control.settings.chunkDelayMs = 60;
-  const worker = await spawnWorker(h);
+  // No shutdown grace: the run is cut short at once, as one still going when the grace ends is (the grace itself:
+  // background-responses-shutdown.test.ts).
+  const worker = await spawnWorker(h, {
+    ...h.config,
+    backgroundResponses: { ...h.config.backgroundResponses, shutdownGraceMs: 0 },
+  });
   let id: string;
   try {
     const c = new OpenAI({ apiKey: acc.key, baseURL: `${h.url}/v1`, maxRetries: 0 });

@@ -142,10 +142,13 @@ function workflowCodePath(): Promise<string> {
   return sharedBundle;
 }
 
-/** Starts a worker in a child process (TypeScript sources via swc) with the harness's config; resolves when ready. */
-export async function spawnWorker(h: VideoHarness): Promise<ChildWorker> {
+/**
+ * Starts a worker in a child process (TypeScript sources via swc) with the harness's config (or `config`); resolves
+ * when ready. SIGTERM stops it as `npm run worker` stops (its close), then it exits.
+ */
+export async function spawnWorker(h: VideoHarness, config: Config = h.config): Promise<ChildWorker> {
   const c = await spawnTsChild('videoWorkerChild.ts', {
-    VIDEO_WORKER_CONFIG: JSON.stringify(h.config),
+    VIDEO_WORKER_CONFIG: JSON.stringify(config),
     WORKFLOW_CODE_PATH: await workflowCodePath(),
   });
   if (!c.firstLine.includes('ready')) throw new Error(`child worker said ${JSON.stringify(c.firstLine)}`);
