@@ -720,7 +720,7 @@ async function main(): Promise<void> {
           await direct.proc.ask('loop', 10_000, { cmd: 'start' }).catch(() => null);
           const sched = sampleSched(t.proc.pid, emulator.pid);
           const p = await pairedSequential(direct.spec(w), t.spec(w), SEQ_N, w.stream);
-          const schedSpans = sched.stop();
+          const schedSpans = await sched.stop();
           const loopStats =
             (await t.proc
               .ask<{ result: LoopStats | null }>('loop', 10_000, { cmd: 'stop' })

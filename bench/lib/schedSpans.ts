@@ -1,5 +1,6 @@
 import fs from 'node:fs';
 import { performance } from 'node:perf_hooks';
+import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
 import type { WorkSpan } from '../../src/observability/offPathWork';
 
 /**
@@ -7,10 +8,11 @@ import type { WorkSpan } from '../../src/observability/offPathWork';
  * /proc/<pid>/schedstat (nanoseconds on a CPU and waiting for one, per thread; exact, unlike /proc/<pid>/stat's
  * 10 ms ticks) of the target's main thread, the upstream's, and every local Postgres process. A window in which
  * the target or the upstream waited at least `waitMs` for a core, or Postgres ran at least `pgMs`, becomes a span:
- * "the machine" and "Postgres" as causes, measured rather than left over. About 10 small reads per tick.
+ * "the machine" and "Postgres" as causes, measured rather than left over. About 10 small reads per tick, in a
+ * worker thread.
  */
 export interface SchedSampler {
-  stop(): WorkSpan[];
+  stop(): Promise<WorkSpan[]>;
 }
 
 const readNs = (file: string): [number, number] | null => {
@@ -35,11 +37,37 @@ function postgresPids(): number[] {
   return out;
 }
 
-export function sampleSched(
+/**
+ * Samples in a worker thread of its own, so its reads never hold up the load generator's event loop (which times
+ * the requests); the spans come back when it stops.
+ */
+export function sampleSched(targetPid: number, upstreamPid: number, opts: SchedOptions = {}): SchedSampler {
+  const worker = new Worker(__filename, { workerData: { targetPid, upstreamPid, opts } });
+  worker.unref();
+  return {
+    stop: () =>
+      new Promise<WorkSpan[]>((resolve) => {
+        worker.once('message', (spans: WorkSpan[]) => {
+          void worker.terminate();
+          resolve(spans);
+        });
+        worker.once('error', () => resolve([]));
+        worker.postMessage('stop');
+      }),
+  };
+}
+
+interface SchedOptions {
+  everyMs?: number;
+  waitMs?: number;
+  pgMs?: number;
+}
+
+function sampleHere(
   targetPid: number,
   upstreamPid: number,
-  { everyMs = 5, waitMs = 0.5, pgMs = 1 } = {},
-): SchedSampler {
+  { everyMs = 5, waitMs = 0.5, pgMs = 1 }: SchedOptions,
+): () => WorkSpan[] {
   const spans: WorkSpan[] = [];
   const files = {
     target: `/proc/${targetPid}/task/${targetPid}/schedstat`,
@@ -62,10 +90,15 @@ export function sampleSched(
     if (now.pgRun - prev.pgRun >= pgMs * 1e6) span('Postgres on a core');
     prev = now;
   }, everyMs);
-  return {
-    stop() {
-      clearInterval(timer);
-      return spans;
-    },
+  return () => {
+    clearInterval(timer);
+    return spans;
   };
+}
+
+if (!isMainThread && parentPort && workerData?.targetPid) {
+  const port = parentPort;
+  const { targetPid, upstreamPid, opts } = workerData as { targetPid: number; upstreamPid: number; opts: SchedOptions };
+  const stop = sampleHere(targetPid, upstreamPid, opts);
+  port.once('message', () => port.postMessage(stop()));
 }
