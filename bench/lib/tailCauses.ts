@@ -5,9 +5,10 @@ import type { SeqPair } from './load';
  * Where the c=1 tail comes from (issue 40 point 3): the slowest 1 % of a target's sequential requests (those that
  * make its p99) set beside what ran while each was in flight: the target's garbage collections and the off-path
  * work it publishes (credit flush, log flush, heartbeat: src/observability/offPathWork.ts), the collections of
- * the load generator and of the upstream, and whether the direct request paired with it was slow too (the upstream or the machine, not
- * the target). Each cause is given for the tail and for all requests: a cause the tail meets far more often than
- * the average request is where the tail comes from; one it meets as often is a bystander.
+ * the load generator and of the upstream, the scheduler's windows (bench/lib/schedSpans.ts), and whether the
+ * direct request paired with it was slow too (the upstream or the machine, not the target). Each cause is given
+ * for the tail and for all requests: a cause the tail meets far more often than the average request is where the
+ * tail comes from; one it meets as often is a bystander.
  */
 export interface TailCause {
   cause: string;
