@@ -2,11 +2,11 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import OpenAI from 'openai';
-import { eventually, startVideoHarness, type VideoHarness } from '../support/video';
+import { eventually, fastBackgroundSettings, startVideoHarness, type VideoHarness } from '../support/video';
 import { testServiceAccount, useAwsTestEnv } from '../support/cloudCredentials';
 import { getBalance, verifyProjections } from '../../src/billing/ledger';
 import { unitsCost } from '../../src/billing/usageVerify';
-import { backgroundRunTaskQueue, loadBackgroundResponseSettings } from '../../src/backgroundResponses/settings';
+import { backgroundRunTaskQueue } from '../../src/backgroundResponses/settings';
 import { verifyBackgroundResponses } from '../../src/backgroundResponses/verify';
 
 /**
@@ -59,14 +59,7 @@ beforeAll(async () => {
     {},
     {
       catalogPath,
-      backgroundResponses: {
-        ...loadBackgroundResponseSettings(),
-        followPollMs: 20,
-        heartbeatMs: 2_000,
-        activityRetryInitialMs: 50,
-        activityRetryMaxMs: 400,
-        activityTimeoutMs: 10_000,
-      },
+      backgroundResponses: fastBackgroundSettings({ heartbeatMs: 2_000 }),
     },
   );
   sa.install(h.emulator);

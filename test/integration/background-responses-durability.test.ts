@@ -1,9 +1,15 @@
 import OpenAI from 'openai';
 import { getBalance, verifyProjections } from '../../src/billing/ledger';
-import { loadBackgroundResponseSettings } from '../../src/backgroundResponses/settings';
 import { runAdmin } from '../../src/cli/admin';
 import { startWorker } from '../../src/worker';
-import { eventually, spawnApi, spawnWorker, startVideoHarness, type VideoHarness } from '../support/video';
+import {
+  eventually,
+  fastBackgroundSettings,
+  spawnApi,
+  spawnWorker,
+  startVideoHarness,
+  type VideoHarness,
+} from '../support/video';
 
 /**
  * A background response outlives its client, its API process and its worker: POSTed with stream: true to an API
@@ -20,14 +26,7 @@ beforeAll(async () => {
   h = await startVideoHarness(
     {},
     {
-      backgroundResponses: {
-        ...loadBackgroundResponseSettings(),
-        followPollMs: 20,
-        heartbeatMs: 1_000,
-        activityRetryInitialMs: 50,
-        activityRetryMaxMs: 400,
-        activityTimeoutMs: 10_000,
-      },
+      backgroundResponses: fastBackgroundSettings(),
     },
     { worker: false },
   );

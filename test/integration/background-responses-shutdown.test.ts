@@ -1,10 +1,15 @@
 import OpenAI from 'openai';
 import { randomUUID } from 'node:crypto';
 import { getBalance, verifyProjections } from '../../src/billing/ledger';
-import { loadBackgroundResponseSettings } from '../../src/backgroundResponses/settings';
 import { verifyBackgroundResponses } from '../../src/backgroundResponses/verify';
 import { startWorker } from '../../src/worker';
-import { eventually, spawnWorker, startVideoHarness, type VideoHarness } from '../support/video';
+import {
+  eventually,
+  fastBackgroundSettings,
+  spawnWorker,
+  startVideoHarness,
+  type VideoHarness,
+} from '../support/video';
 
 /**
  * A deploy stops the worker (its close, as SIGTERM runs it) while a background response's upstream call is in
@@ -18,15 +23,8 @@ beforeAll(async () => {
   h = await startVideoHarness(
     {},
     {
-      backgroundResponses: {
-        ...loadBackgroundResponseSettings(),
-        followPollMs: 20,
-        // Short, so heartbeats that stopped during the grace would lose the run.
-        heartbeatMs: 1_000,
-        activityRetryInitialMs: 50,
-        activityRetryMaxMs: 400,
-        activityTimeoutMs: 10_000,
-      },
+      // Heartbeats every second: heartbeats that stopped during the grace would lose the run.
+      backgroundResponses: fastBackgroundSettings(),
     },
     { worker: false },
   );
@@ -88,12 +86,19 @@ async function expectChargedOnce(accountId: string, id: string, lost: number): P
   expect(verified).toMatchObject({ responses: 1, attemptsLost: lost, chargedVnd: row.cost_vnd, mismatches: [] });
 }
 
-/** The response's workflow has completed (on the harness's worker). */
-async function workflowCompleted(id: string): Promise<void> {
-  await eventually(async () => {
-    const d = await h.deps.temporal!.workflow.getHandle(`bgresp-${id}`).describe();
-    return d.status.name === 'COMPLETED';
-  });
+/** On a new harness worker (closed after): the response's workflow completes, then `check` runs. */
+async function completedOnNextWorker(id: string, check: () => Promise<void>): Promise<void> {
+  await h.startWorker();
+  try {
+    await eventually(async () => {
+      const d = await h.deps.temporal!.workflow.getHandle(`bgresp-${id}`).describe();
+      return d.status.name === 'COMPLETED';
+    });
+    await check();
+  } finally {
+    await h.worker?.close();
+    h.worker = null;
+  }
 }
 
 test('a run in flight when the worker stops ends in the grace: the upstream called once, charged once', async () => {
@@ -112,16 +117,11 @@ test('a run in flight when the worker stops ends in the grace: the upstream call
   expect((await responseRow(id)).status).toBe('completed');
   expect((await attempts(id)).map((a) => a.outcome)).toEqual(['stored']);
   // The workflow itself continues on the next worker, and runs nothing again.
-  await h.startWorker();
-  try {
-    await workflowCompleted(id);
+  await completedOnNextWorker(id, async () => {
     expect(upstreamCalls(tag)).toBe(1);
     expect((await attempts(id)).map((a) => a.outcome)).toEqual(['stored']);
     await expectChargedOnce(acc.accountId, id, 0);
-  } finally {
-    await h.worker?.close();
-    h.worker = null;
-  }
+  });
 }, 180_000);
 
 test('a worker process SIGTERMed mid-run (a deploy) exits once the run ended: one upstream call', async () => {
@@ -137,16 +137,11 @@ test('a worker process SIGTERMed mid-run (a deploy) exits once the run ended: on
     await worker.kill('SIGKILL').catch(() => undefined);
   }
   expect((await responseRow(id)).status).toBe('completed');
-  await h.startWorker();
-  try {
-    await workflowCompleted(id);
+  await completedOnNextWorker(id, async () => {
     expect((await attempts(id)).map((a) => a.outcome)).toEqual(['stored']);
     expect(upstreamCalls(tag)).toBe(1);
     await expectChargedOnce(acc.accountId, id, 0);
-  } finally {
-    await h.worker?.close();
-    h.worker = null;
-  }
+  });
 }, 180_000);
 
 test('a run longer than the grace is cut short at its end: that attempt lost, a new worker completes it', async () => {
@@ -162,16 +157,11 @@ test('a run longer than the grace is cut short at its end: that attempt lost, a 
   }
   expect((await responseRow(id)).status).toBe('in_progress');
   expect(upstreamCalls(tag)).toBe(1);
-  await h.startWorker();
-  try {
-    await workflowCompleted(id);
+  await completedOnNextWorker(id, async () => {
     const tries = await attempts(id);
     expect(tries.map((a) => a.outcome)).toEqual(['lost', 'stored']);
     expect(tries[0].gateway_cost_vnd).toBeGreaterThan(0); // the cut attempt: the gateway's cost, not the customer's
     expect(upstreamCalls(tag)).toBe(2);
     await expectChargedOnce(acc.accountId, id, 1);
-  } finally {
-    await h.worker?.close();
-    h.worker = null;
-  }
+  });
 }, 180_000);

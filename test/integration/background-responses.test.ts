@@ -1,11 +1,10 @@
 import OpenAI from 'openai';
 import { randomUUID } from 'node:crypto';
 import { getBalance, verifyProjections } from '../../src/billing/ledger';
-import { loadBackgroundResponseSettings } from '../../src/backgroundResponses/settings';
 import { setKeyLimits } from '../../src/limits/keyLimits';
 import { reconcileBackgroundResponses } from '../../src/backgroundResponses/reconciler';
 import { verifyBackgroundResponses } from '../../src/backgroundResponses/verify';
-import { eventually, startVideoHarness, type VideoHarness } from '../support/video';
+import { eventually, fastBackgroundSettings, startVideoHarness, type VideoHarness } from '../support/video';
 import { fastWebhookSettings, startReceiver, type Receiver } from '../support/webhookReceiver';
 
 /**
@@ -26,16 +25,7 @@ beforeAll(async () => {
     {},
     {
       webhooks: fastWebhookSettings(),
-      backgroundResponses: {
-        ...loadBackgroundResponseSettings(),
-        maxInFlightPerKey: IN_FLIGHT,
-        followPollMs: 20,
-        heartbeatMs: 1_000,
-        activityRetryInitialMs: 50,
-        activityRetryMaxMs: 400,
-        activityTimeoutMs: 10_000,
-        cancelWaitMs: 10_000,
-      },
+      backgroundResponses: fastBackgroundSettings({ maxInFlightPerKey: IN_FLIGHT, cancelWaitMs: 10_000 }),
     },
   );
   rx = await startReceiver();

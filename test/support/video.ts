@@ -5,6 +5,10 @@ import { randomUUID } from 'node:crypto';
 import { spawnTsChild } from './tsChild';
 import { startGateway, type TestGateway } from './gateway';
 import { loadVideoSettings, type VideoSettings } from '../../src/video/settings';
+import {
+  loadBackgroundResponseSettings,
+  type BackgroundResponseSettings,
+} from '../../src/backgroundResponses/settings';
 import { startWorker, type WorkerHandle } from '../../src/worker';
 import type { Config } from '../../src/config';
 
@@ -34,6 +38,19 @@ export function fastVideoSettings(o: Partial<VideoSettings> = {}): VideoSettings
     twinSweepIntervalMs: 300,
     cancelWaitMs: 3_000,
     stickyQueueTimeoutMs: 1_000,
+    ...o,
+  };
+}
+
+/** Background runs at test speed: fast follow polls, a short heartbeat, quick retries. */
+export function fastBackgroundSettings(o: Partial<BackgroundResponseSettings> = {}): BackgroundResponseSettings {
+  return {
+    ...loadBackgroundResponseSettings(),
+    followPollMs: 20,
+    heartbeatMs: 1_000,
+    activityRetryInitialMs: 50,
+    activityRetryMaxMs: 400,
+    activityTimeoutMs: 10_000,
     ...o,
   };
 }

@@ -3,7 +3,8 @@ import type { Pool } from 'undici';
 import { ApiError } from '../../errors';
 import { carryFailure } from '../../routing/failure';
 import type { ProviderConfig } from '../../catalog/catalog';
-import { mapUpstreamError, OpenAIAdapter, openaiPool, type OpenAIAdapterOptions } from '../openai/adapter';
+import { mapUpstreamError, OpenAIAdapter, type OpenAIAdapterOptions } from '../openai/adapter';
+import { upstreamPool } from '../upstreamDispatch';
 import { azureCredentials, type AzureCredentials } from './auth';
 import type { OpenAICompatibleAdapter, PerDeploymentAdapter } from '../types';
 import type { StreamSink } from '../../sse/streamSink';
@@ -41,7 +42,7 @@ export class AzureOpenAIAdapter implements PerDeploymentAdapter {
     const url = new URL(cfg.baseUrl);
     this.base = url.pathname.replace(/\/+$/, '') + '/openai';
     this.apiVersion = cfg.apiVersion ?? AZURE_V1;
-    this.pool = openaiPool(url.origin, cfg.timeoutMs ?? 120_000, opts);
+    this.pool = upstreamPool(url.origin, cfg.timeoutMs ?? 120_000, opts);
     this.credentials = azureCredentials(cfg.apiKey, env);
   }
 

@@ -75,7 +75,7 @@ export class OpenAIAdapter implements OpenAICompatibleAdapter {
     this.timeoutMs = cfg.timeoutMs ?? 120_000;
     this.authHeaders = cfg.apiKey && !wiring.credentials ? { authorization: `Bearer ${cfg.apiKey}` } : {};
     this.jsonHeaders = { ...this.authHeaders, ...JSON_HEADERS };
-    this.pool = wiring.pool ?? openaiPool(url.origin, this.timeoutMs, opts);
+    this.pool = wiring.pool ?? upstreamPool(url.origin, this.timeoutMs, opts);
   }
 
   /** Fetches the credentials of the next request when they can change (a token that expires). */
@@ -231,11 +231,6 @@ export class OpenAIAdapter implements OpenAICompatibleAdapter {
 }
 
 const JSON_HEADERS = { 'content-type': 'application/json', accept: 'application/json' };
-
-/** The keep-alive pool to an OpenAI-compatible upstream origin. */
-export function openaiPool(origin: string, timeoutMs: number, opts: OpenAIAdapterOptions): Pool {
-  return upstreamPool(origin, timeoutMs, opts);
-}
 
 function header(h: Dispatcher.ResponseData['headers'], name: string): string {
   const v = h[name];
