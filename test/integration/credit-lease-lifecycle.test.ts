@@ -56,7 +56,12 @@ describe('a lease retired while a request on it is open', () => {
       if (how === 'ttl') {
         await sleep(TTL_MS + 50); // the lease has aged: the next request rotates it
         next = await credit.reserve(acc, 15_000);
-      } else next = await credit.reserve(acc, 15_000, null, Date.now() - 1);
+      } else {
+        // A fence falls after the lease's placement only on a later millisecond: on a fast machine the stream's
+        // reservation and the balance read can take under one.
+        await sleep(5);
+        next = await credit.reserve(acc, 15_000, null, Date.now() - 1);
+      }
       // The retired lease keeps only the stream's 100 VND; the new one took a whole lease.
       expect(await getBalance(db, acc)).toEqual({ balance: 30_000, held: 100 + 20_000, available: 9_900 });
       next.settle(14_000, usage());
@@ -75,6 +80,7 @@ describe('a lease retired while a request on it is open', () => {
     try {
       const long = await credit.reserve(acc, 100);
       const short = await credit.reserve(acc, 5_000);
+      await sleep(5); // the fence below must fall after the lease's placement (a later millisecond)
       await credit.reserve(acc, 1_000, null, Date.now() - 1).then((r) => r.cancel()); // fence: the lease retires
       expect(await getBalance(db, acc)).toMatchObject({ held: 5_100 + 20_000 });
       short.settle(1_000, usage()); // 4,000 of its reservation are unused
