@@ -8,6 +8,7 @@ import { startWorker, type WorkerHandle } from '../../src/worker';
 import { makeLogin } from './consoleClient';
 import { chargePerSecond } from '../support/videoPrices';
 import { PHONE, DESKTOP, jsErrors, launchBrowser, plain, shot, signIn, vndText, type Browser } from './browser';
+import { workflowCodePath } from '../support/workflowCode';
 
 /**
  * Video jobs in the console, in real headless Chromium: a video submitted through the API with a key created in
@@ -43,7 +44,7 @@ beforeAll(async () => {
     },
   });
   gw.emulator.control.settings.videoPollsToComplete = 3;
-  worker = await startWorker(gw.deps.config);
+  worker = await startWorker(gw.deps.config, { workflowCodePath: await workflowCodePath() });
   const acc = await gw.account(500_000, 'Video Studio');
   customer = { accountId: acc.accountId, ...(await makeLogin(gw, acc.accountId)) };
   const house = await gw.account(0, 'Operations');

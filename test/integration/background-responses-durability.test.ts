@@ -10,6 +10,7 @@ import {
   startVideoHarness,
   type VideoHarness,
 } from '../support/video';
+import { workflowCodePath } from '../support/workflowCode';
 
 /**
  * A background response outlives its client, its API process and its worker: POSTed with stream: true to an API
@@ -216,10 +217,13 @@ test('every run slot taken: a response waits queued; cancelled there, it never r
   const BAL = 5_000_000;
   const acc = await h.account(BAL);
   h.emulator.control.settings.chunkDelayMs = 100;
-  const w = await startWorker({
-    ...h.config,
-    backgroundResponses: { ...h.config.backgroundResponses, concurrency: 1 },
-  });
+  const w = await startWorker(
+    {
+      ...h.config,
+      backgroundResponses: { ...h.config.backgroundResponses, concurrency: 1 },
+    },
+    { workflowCodePath: await workflowCodePath() },
+  );
   try {
     const c = new OpenAI({ apiKey: acc.key, baseURL: `${h.url}/v1`, maxRetries: 0 });
     const input = Array.from({ length: 30 }, (_, i) => `word${i}`).join(' ');

@@ -10,6 +10,7 @@ import {
   startVideoHarness,
   type VideoHarness,
 } from '../support/video';
+import { workflowCodePath } from '../support/workflowCode';
 
 /**
  * A deploy stops the worker (its close, as SIGTERM runs it) while a background response's upstream call is in
@@ -40,7 +41,8 @@ const withGrace = (shutdownGraceMs: number) => ({
   backgroundResponses: { ...h.config.backgroundResponses, shutdownGraceMs },
 });
 /** A worker with this shutdown grace, started in this process (its close is the one SIGTERM runs). */
-const workerWithGrace = (shutdownGraceMs: number) => startWorker(withGrace(shutdownGraceMs));
+const workerWithGrace = async (shutdownGraceMs: number) =>
+  startWorker(withGrace(shutdownGraceMs), { workflowCodePath: await workflowCodePath() });
 
 /** A background response of 40 words (one chunk each, paced by the emulator), once some of its events are stored. */
 async function startInFlight(key: string, tag: string): Promise<string> {

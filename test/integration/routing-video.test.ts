@@ -5,6 +5,7 @@ import { eventually, startVideoHarness, type VideoHarness } from '../support/vid
 import { startWorker } from '../../src/worker';
 import { freePort } from '../support/http';
 import { WORKFLOW_TEST_MS } from '../support/budgets';
+import { workflowCodePath } from '../support/workflowCode';
 
 /**
  * Video submission falls back to another deployment of the same model when the first refuses it transiently
@@ -99,7 +100,7 @@ test(
 
 test("a worker in the API's process (npm start) counts its submissions on the API's /metrics", async () => {
   await h.worker!.close();
-  h.worker = await startWorker(h.config, { router: h.deps.router });
+  h.worker = await startWorker(h.config, { router: h.deps.router, workflowCodePath: await workflowCodePath() });
   expect(h.worker.metricsUrl).toBeNull(); // no port of its own
   const acc = await h.account(1_000_000);
   h.emulator.control.reset();

@@ -7,6 +7,7 @@ import { migrate } from '../../src/db/migrate';
 import { ensureTemporalCli } from '../../src/runtime/temporalCli';
 import { freePort, startTemporalDevServer } from '../../src/runtime/temporalDevServer';
 import { startEmbeddedPostgres } from '../../src/runtime/embeddedPostgres';
+import { bundleForRun } from './workflowCode';
 
 /**
  * One database and one Temporal dev server per test run (shared by all test files, which run in band).
@@ -77,12 +78,15 @@ export default async function globalSetup(): Promise<void> {
   process.env.DATABASE_URL = url.toString();
   await migrate(process.env.DATABASE_URL);
 
+  const bundled = bundleForRun(); // beside the Temporal server's start
+  bundled.catch(() => undefined); // awaited below
   if (!process.env.TEMPORAL_ADDRESS) {
     const cli = await ensureTemporalCli({ say: (line) => process.stderr.write(`\n${line}\n`) });
     const server = await startTemporalDevServer({ cli, headless: true });
     process.env.TEMPORAL_ADDRESS = server.address;
     state.temporalPid = server.pid;
   }
+  await bundled;
   process.env.TEMPORAL_UI_URL = process.env.TEMPORAL_UI_URL ?? 'http://127.0.0.1:8233';
   for (const n of await notices()) process.stderr.write(`\nNote: ${n}\n`);
   fs.writeFileSync(path.join(os.tmpdir(), `gw-jest-${process.pid}.json`), JSON.stringify(state));

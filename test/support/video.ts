@@ -3,6 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { spawnTsChild } from './tsChild';
+import { workflowCodePath } from './workflowCode';
 import { startGateway, type TestGateway } from './gateway';
 import { loadVideoSettings, type VideoSettings } from '../../src/video/settings';
 import {
@@ -93,7 +94,7 @@ export async function startVideoHarness(
     config: gw.deps.config,
     storageDir,
     async startWorker() {
-      h.worker = await startWorker(gw.deps.config);
+      h.worker = await startWorker(gw.deps.config, { workflowCodePath: await workflowCodePath() });
       return h.worker;
     },
     api,
@@ -139,24 +140,6 @@ export function videoHarnessForFile(set: (h: VideoHarness) => void, ...args: Par
 export interface ChildWorker {
   pid: number;
   kill(signal?: NodeJS.Signals): Promise<void>;
-}
-
-let sharedBundle: Promise<string> | null = null;
-/** The workflow code, bundled once per test file and shared by its child workers (bundling is most of a start). */
-function workflowCodePath(): Promise<string> {
-  sharedBundle ??= (async () => {
-    const { bundleWorkflowCode } = await import('@temporalio/worker');
-    const noop = () => undefined;
-    const { code } = await bundleWorkflowCode({
-      workflowsPath: path.join(__dirname, '..', '..', 'workflows', 'index.ts'),
-      logger: { trace: noop, debug: noop, info: noop, warn: noop, error: noop, log: noop },
-    });
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'gw-workflows-'));
-    process.once('exit', () => fs.rmSync(dir, { recursive: true, force: true }));
-    fs.writeFileSync(path.join(dir, 'workflows.js'), code);
-    return path.join(dir, 'workflows.js');
-  })();
-  return sharedBundle;
 }
 
 /**
