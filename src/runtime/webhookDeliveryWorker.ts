@@ -45,6 +45,9 @@ export async function createDeliveryWorker(o: {
       activities: { attemptWebhookDelivery },
       maxConcurrentActivityTaskExecutions: limits.concurrency,
       stickyQueueScheduleToStartTimeout: config.video.stickyQueueTimeoutMs,
+      // A deploy lets the tries in flight end (a POST has WEBHOOK_TIMEOUT_MS, within the grace) and be recorded,
+      // rather than be sent again by another worker (JOBS_SHUTDOWN_GRACE_MS, as the jobs' worker).
+      shutdownGraceTime: config.jobs.shutdownGraceMs,
       ...o.traced,
     });
   }, [() => db.end()]);
