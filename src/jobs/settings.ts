@@ -36,9 +36,9 @@ export interface JobWorkerSettings {
   /**
    * How long the jobs' worker and the webhook delivery worker let their activities in flight finish when the
    * process stops (a deploy's SIGTERM), JOBS_SHUTDOWN_GRACE_MS: their Temporal workers' shutdownGraceTime. A video
-   * submit or a batch chunk cut short is tried again by another worker (a submit cut mid-request may be paid twice
-   * at the provider); a webhook try cut short is sent again. Keep it above WEBHOOK_TIMEOUT_MS, so a try in flight
-   * gets its answer or its timeout within it. When it ends, the activities still going are cancelled.
+   * submit cut short is submitted again by another worker (the provider paid twice), a batch chunk commits nothing
+   * and leaves its unsent lines to another. Keep it above WEBHOOK_TIMEOUT_MS, so a webhook try in flight gets its
+   * answer or its timeout within it. When it ends, the activities still going are cancelled.
    */
   shutdownGraceMs: number;
 }

@@ -45,8 +45,8 @@ export async function createDeliveryWorker(o: {
       activities: { attemptWebhookDelivery },
       maxConcurrentActivityTaskExecutions: limits.concurrency,
       stickyQueueScheduleToStartTimeout: config.video.stickyQueueTimeoutMs,
-      // A deploy lets the tries in flight end (a POST has WEBHOOK_TIMEOUT_MS, within the grace) and be recorded,
-      // rather than be sent again by another worker (JOBS_SHUTDOWN_GRACE_MS, as the jobs' worker).
+      // A deploy lets the tries in flight end and be recorded (a POST ends by WEBHOOK_TIMEOUT_MS, within the grace),
+      // in the same grace as the jobs' worker (JOBS_SHUTDOWN_GRACE_MS).
       shutdownGraceTime: config.jobs.shutdownGraceMs,
       ...o.traced,
     });
