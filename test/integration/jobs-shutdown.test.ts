@@ -7,6 +7,7 @@ import { getJob, listEvents } from '../../src/video/repo';
 import { startWorker } from '../../src/worker';
 import { eventually, startVideoHarness, type VideoHarness } from '../support/video';
 import { chargePerSecond } from '../support/videoPrices';
+import { workflowCodePath } from '../support/workflowCode';
 
 /**
  * A deploy stops the worker (its close, as SIGTERM runs it) while the jobs' activities are in flight. Within the
@@ -45,7 +46,8 @@ const LINES = 6;
 const VEO = 'veo-3.1-generate-preview';
 
 /** A worker with this grace for the jobs, started in this process (its close is the one SIGTERM runs). */
-const workerWithGrace = (shutdownGraceMs: number) => startWorker({ ...h.config, jobs: { shutdownGraceMs } });
+const workerWithGrace = async (shutdownGraceMs: number) =>
+  startWorker({ ...h.config, jobs: { shutdownGraceMs } }, { workflowCodePath: await workflowCodePath() });
 
 /** Runs `check` once a new harness worker (closed after) got `done` true. */
 async function onNextWorker(done: () => Promise<boolean>, check: () => Promise<void>): Promise<void> {
