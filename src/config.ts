@@ -5,6 +5,7 @@ import { loadRoutingSettings, type RoutingSettings } from './routing/settings';
 import { loadWebhookSettings, type WebhookSettings } from './webhooks/settings';
 import { loadBatchSettings, type BatchSettings } from './batches/settings';
 import { loadBackgroundResponseSettings, type BackgroundResponseSettings } from './backgroundResponses/settings';
+import { loadJobWorkerSettings, type JobWorkerSettings } from './jobs/settings';
 import { checkTimeZone, DEFAULT_BUDGET_TIME_ZONE, setBudgetTimeZone } from './billing/budget';
 
 function int(name: string, def: number): number {
@@ -110,6 +111,8 @@ export interface Config {
   batches: BatchSettings;
   /** Background responses: in-flight limit, event retention, timing (src/backgroundResponses/settings.ts). */
   backgroundResponses: BackgroundResponseSettings;
+  /** The jobs' worker and the webhook delivery worker: their shutdown grace (src/jobs/settings.ts; JOBS_* env vars). */
+  jobs: JobWorkerSettings;
 }
 
 export function loadConfig(overrides: Partial<Config> = {}): Config {
@@ -165,6 +168,7 @@ export function loadConfig(overrides: Partial<Config> = {}): Config {
     webhooks: loadWebhookSettings(),
     batches: loadBatchSettings(),
     backgroundResponses: loadBackgroundResponseSettings(),
+    jobs: loadJobWorkerSettings(),
   };
   const out = { ...cfg, ...overrides };
   // A gateway served over https marks its console cookies Secure unless told otherwise.

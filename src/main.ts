@@ -28,7 +28,7 @@ function intEnv(name: string, def: number): number {
 /** A start-up failure the user can act on: printed as one message, without a stack trace. */
 class StartupError extends Error {}
 
-/** How long one component may take to stop before the next is stopped (the worker: beyond its shutdown grace). */
+/** How long one component may take to stop before the next is stopped (the worker: beyond its longest grace). */
 const STOP_TIMEOUT_MS = 20_000;
 
 /** Things started so far, stopped in reverse order exactly once (on Ctrl-C, SIGTERM or a failed start). */
@@ -197,9 +197,11 @@ async function main(life: Lifecycle): Promise<void> {
   if (!(await life.started('API', api.close))) return;
   // In the API's process: its video submissions count on the API's router, so they show on the API's /metrics.
   const worker = await startWorker(config, { router: api.deps.router });
-  // Its stop waits for the background runs in flight (BACKGROUND_SHUTDOWN_GRACE_MS) while the API, the emulator,
-  // Temporal and Postgres they use still run: those stop after it, so its timeout is the grace and then some.
-  const workerStopMs = config.backgroundResponses.shutdownGraceMs + STOP_TIMEOUT_MS;
+  // Its stop waits for the activities in flight (the background runs: BACKGROUND_SHUTDOWN_GRACE_MS; the jobs and
+  // the webhook tries: JOBS_SHUTDOWN_GRACE_MS; the graces run at once) while the API, the emulator, Temporal and
+  // Postgres they use still run: those stop after it, so its timeout is the longest grace and then some.
+  const longestGrace = Math.max(config.backgroundResponses.shutdownGraceMs, config.jobs.shutdownGraceMs);
+  const workerStopMs = longestGrace + STOP_TIMEOUT_MS;
   if (!(await life.started('worker', worker.close, workerStopMs))) return;
 
   const demo = await seedDemo(api.deps.db, {

@@ -186,6 +186,11 @@ export async function startWorker(config: Config = loadConfig(), opts: WorkerOpt
       },
       stickyQueueScheduleToStartTimeout: config.video.stickyQueueTimeoutMs,
       maxConcurrentActivityTaskExecutions: 200,
+      // A deploy lets the activities in flight end (JOBS_SHUTDOWN_GRACE_MS) rather than cut them short: a video
+      // submit cut mid-request is submitted again by the next worker (the provider paid twice), a chunk cut short
+      // commits nothing. Heartbeats go on meanwhile; the worker takes no new task. Those still going when it ends
+      // are cancelled (a chunk's requests already sent still end and are kept: activities/batch.ts).
+      shutdownGraceTime: config.jobs.shutdownGraceMs,
       // (The workflow interceptors are in the bundle: a worker given a bundle takes them from there.)
       ...(traced
         ? {
@@ -297,15 +302,16 @@ export async function startWorker(config: Config = loadConfig(), opts: WorkerOpt
       metricsUrl: metrics?.url ?? null,
       close() {
         closed ??= (async () => {
-          // The background runs' shutdown grace (BACKGROUND_SHUTDOWN_GRACE_MS) starts first, so the rest of the stop
-          // happens within it, not before it: the runs need nothing of the upkeep or the jobs' worker (their
-          // workflows go on on the next worker). What they use (the connection, the pools, the router) is freed
-          // after their end, in `cleanup`, where this close comes first.
+          // The three workers' shutdown graces (BACKGROUND_SHUTDOWN_GRACE_MS for the background runs,
+          // JOBS_SHUTDOWN_GRACE_MS for the jobs and the webhook deliveries) start together, so the stop takes the
+          // longest of them, not their sum; the upkeep stops meanwhile. What their activities use (the connection,
+          // the pools, the router, the providers) is freed after all of them ended, in `cleanup`.
           const runsStopped = backgroundRuns.close();
-          await Promise.all(stops.map((s) => s()));
+          const deliveriesStopped = deliveries.close();
           if (worker.getState() === 'RUNNING') worker.shutdown();
+          await Promise.all(stops.map((s) => s()));
           await running.catch(() => undefined);
-          await runsStopped;
+          await Promise.all([runsStopped, deliveriesStopped]);
           for (const c of cleanup) await c().catch(() => undefined);
           await flushTracing();
         })();

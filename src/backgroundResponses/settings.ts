@@ -1,4 +1,4 @@
-import { num } from '../jobs/settings';
+import { ms, num, SHUTDOWN_GRACE_MS } from '../jobs/settings';
 import type { BackgroundTiming } from './workflowContract';
 
 /**
@@ -27,28 +27,12 @@ export interface BackgroundResponseSettings extends BackgroundTiming {
    * How long the background runs' worker lets its runs in flight finish when the process stops (a deploy's
    * SIGTERM), BACKGROUND_SHUTDOWN_GRACE_MS: the Temporal worker's shutdownGraceTime. A run cut short is retried by
    * another worker and its provider paid twice; the runs still going when it ends are cut short (lost, retried).
+   * Default 25 s (SHUTDOWN_GRACE_MS, src/jobs/settings.ts); 0: cut short at once.
    */
   shutdownGraceMs: number;
 }
 
 const DAY_MS = 24 * 3600_000;
-
-/**
- * 25 s: it must end before the process is killed. Kubernetes kills a pod 30 s after its SIGTERM (the default
- * terminationGracePeriodSeconds), which leaves the rest of the worker's stop 5 s; docker-compose.yml gives the
- * worker 40 s (stop_grace_period), and `npm start` gives the worker's stop STOP_TIMEOUT_MS beyond the grace
- * (src/main.ts). A longer grace needs a longer stop timeout of whatever stops the process.
- */
-const SHUTDOWN_GRACE_MS = 25_000;
-
-/** A duration that may be 0 (BACKGROUND_SHUTDOWN_GRACE_MS=0: runs are cut short at once). */
-function ms(env: NodeJS.ProcessEnv, name: string, def: number): number {
-  const v = env[name];
-  if (v === undefined || v === '') return def;
-  const n = Number(v);
-  if (!Number.isFinite(n) || n < 0) throw new Error(`${name} must be 0 or a positive number, got ${JSON.stringify(v)}`);
-  return n;
-}
 
 export function loadBackgroundResponseSettings(env: NodeJS.ProcessEnv = process.env): BackgroundResponseSettings {
   return {

@@ -1,6 +1,7 @@
 /**
  * Reading a job type's settings from the environment: every job type (video, batches, webhook deliveries,
- * background responses) keeps its timings in its own settings module and reads them through this.
+ * background responses) keeps its timings in its own settings module and reads them through this. The settings of
+ * the jobs' worker itself (not of one job type) are here too.
  */
 
 /** A positive number from the environment, or `def` when unset. */
@@ -10,4 +11,38 @@ export function num(env: NodeJS.ProcessEnv, name: string, def: number): number {
   const n = Number(v);
   if (!Number.isFinite(n) || n <= 0) throw new Error(`${name} must be a positive number, got ${JSON.stringify(v)}`);
   return n;
+}
+
+/** A duration that may be 0 (a shutdown grace of 0: activities are cut short at once), or `def` when unset. */
+export function ms(env: NodeJS.ProcessEnv, name: string, def: number): number {
+  const v = env[name];
+  if (v === undefined || v === '') return def;
+  const n = Number(v);
+  if (!Number.isFinite(n) || n < 0) throw new Error(`${name} must be 0 or a positive number, got ${JSON.stringify(v)}`);
+  return n;
+}
+
+/**
+ * The default shutdown grace of the worker's Temporal workers, 25 s: it must end before the process is killed.
+ * Kubernetes kills a pod 30 s after its SIGTERM (the default terminationGracePeriodSeconds), which leaves the rest
+ * of the worker's stop 5 s; docker-compose.yml gives the worker 40 s (stop_grace_period), and `npm start` gives the
+ * worker's stop STOP_TIMEOUT_MS beyond the longest grace (src/main.ts). A longer grace needs a longer stop timeout
+ * of whatever stops the process. The graces run at once (src/worker.ts), so the stop takes the longest of them.
+ */
+export const SHUTDOWN_GRACE_MS = 25_000;
+
+/** The jobs' worker (src/worker.ts) and the webhook delivery worker beside it. */
+export interface JobWorkerSettings {
+  /**
+   * How long the jobs' worker and the webhook delivery worker let their activities in flight finish when the
+   * process stops (a deploy's SIGTERM), JOBS_SHUTDOWN_GRACE_MS: their Temporal workers' shutdownGraceTime. A video
+   * submit cut short is submitted again by another worker (the provider paid twice), a batch chunk commits nothing
+   * and leaves its unsent lines to another. Keep it above WEBHOOK_TIMEOUT_MS, so a webhook try in flight gets its
+   * answer or its timeout within it. When it ends, the activities still going are cancelled.
+   */
+  shutdownGraceMs: number;
+}
+
+export function loadJobWorkerSettings(env: NodeJS.ProcessEnv = process.env): JobWorkerSettings {
+  return { shutdownGraceMs: ms(env, 'JOBS_SHUTDOWN_GRACE_MS', SHUTDOWN_GRACE_MS) };
 }

@@ -3,8 +3,8 @@ import type { Worker } from '@temporalio/worker';
 /**
  * A Temporal worker of its own (task queue, activity slots, database connections, sockets) beside the jobs' worker
  * in the same process, as webhook deliveries and background runs have: run once; closed (once), it shuts down, waits
- * for its activities to end (the background runs': their shutdown grace), then frees what it was given. What it was
- * given is freed as well when the worker cannot be created.
+ * for its activities to end (within its shutdown grace), then frees what it was given. What it was given is freed
+ * as well when the worker cannot be created.
  */
 export interface OwnWorker {
   run(): Promise<void>;
