@@ -1,7 +1,10 @@
+import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
 import { proxyActivities, workflowInfo } from '@temporalio/workflow';
 import type { ReconcileActivities, ReconcileInput, ReconcileResult } from '../src/reconcile/workflowContract';
 
 const DAY_MS = 86_400_000;
+/** The time a schedule's action was due, which Temporal sets on each run the schedule starts. */
+const SCHEDULED_AT = defineSearchAttributeKey('TemporalScheduledStartTime', SearchAttributeType.DATETIME);
 
 const acts = proxyActivities<ReconcileActivities>({
   // The activity heartbeats after each report call (30 s at most each) and each page of 5,000 usage records: a
@@ -18,8 +21,10 @@ const acts = proxyActivities<ReconcileActivities>({
  * provider's Temporal schedule (`reconcile-<provider>`), so each day's run is visible in the Temporal UI.
  */
 export async function reconcileProviderDayWorkflow(input: ReconcileInput): Promise<ReconcileResult> {
-  // Workflow time is replay-safe: a scheduled run reconciles the day before it started.
-  const day = input.day ?? new Date(Date.now() - DAY_MS).toISOString().slice(0, 10);
+  // A scheduled run reconciles the day before the time it was scheduled for (a backfill, or a catch-up after an
+  // outage, runs late); the schedule sets that time on the run, recorded in its history (replay-safe).
+  const at = workflowInfo().typedSearchAttributes.get(SCHEDULED_AT)?.getTime() ?? Date.now();
+  const day = input.day ?? new Date(at - DAY_MS).toISOString().slice(0, 10);
   const result = await acts.reconcileProviderDay({ provider: input.provider, day });
   // One event per run (its id stays the same across the delivery's retries).
   if (result.overThreshold) await acts.notifyOperatorDrift({ eventId: `evt_${workflowInfo().runId}`, result });

@@ -5,6 +5,7 @@ import * as files from '../files/repo';
 import { isBlank, readLines } from '../files/lines';
 import { isProblem, parseRequestLine } from '../files/batchInput';
 import * as batches from './repo';
+import * as progress from './lineProgress';
 import { derivedFileId, EXPIRED, itemUsageId, outputLine } from './outputLines';
 import type { FinalizeArgs } from './workflowContract';
 
@@ -32,6 +33,17 @@ export async function finalizeBatch(
     return batches.finishBatch(db, { ...a, holdId: b.holdId, outputFileId: null, errorFileId: null });
   const chunks = await batches.listChunks(db, a.batchId);
   const bytes = Number(input?.bytes ?? 0);
+  // Lines a chunk's attempt had answered but never committed (its workflow closed, or the chunk kept failing): the
+  // provider ran them, so they are charged and listed, as the batch's last chunk (committed once), not dropped.
+  const answered = await commitAnswered(deps, b, chunks, input?.storage_key ?? null, bytes);
+  if (answered) {
+    chunks.push(answered);
+    a = {
+      ...a,
+      offset: Math.max(a.offset, answered.nextOffset),
+      line: Math.max(a.line, answered.firstLine + answered.lines - 1),
+    };
+  }
   let unfinished = 0;
   async function* parts(kind: 'outputKey' | 'errorKey', tail: boolean) {
     for (const c of chunks) {
@@ -105,4 +117,58 @@ export async function finalizeBatch(
   for (const c of chunks)
     for (const k of [c.outputKey, c.errorKey]) if (k) await storage.delete(k).catch(() => undefined);
   return done;
+}
+
+/** Commits the answered lines after the last committed chunk as one more chunk: its row, or null when none. */
+async function commitAnswered(
+  deps: { db: Db; storage: Storage },
+  b: batches.Batch,
+  chunks: batches.ChunkRow[],
+  inputKey: string | null,
+  bytes: number,
+): Promise<batches.ChunkRow | null> {
+  const { db, storage } = deps;
+  const last = chunks.at(-1);
+  const after = last ? last.firstLine + last.lines - 1 : 0;
+  const lines = await progress.answeredAfter(db, b.id, after);
+  if (!lines.length) return null;
+  const lastLine = lines.at(-1)!.lineNo;
+  // Where the input goes on after the last answered line (what a chunk row records).
+  let nextOffset = last?.nextOffset ?? 0;
+  if (inputKey && nextOffset < bytes)
+    for await (const l of readLines(
+      await storage.get(inputKey, { start: nextOffset, end: bytes - 1 }),
+      nextOffset,
+      after,
+    )) {
+      nextOffset = l.end;
+      if (l.no >= lastLine) break;
+    }
+  const part = async (ls: typeof lines, kind: string) => {
+    if (!ls.length) return null;
+    const key = `batches/${b.id}/parts/${chunks.length}-answered.${kind}.jsonl`;
+    await storage.put(key, Readable.from([Buffer.from(ls.map((l) => l.outLine).join(''))]), 'application/jsonl');
+    return key;
+  };
+  const ok = lines.filter((l) => l.ok);
+  const failed = lines.filter((l) => !l.ok);
+  const row: batches.ChunkRow = {
+    chunk: chunks.length,
+    firstLine: after + 1,
+    lines: lastLine - after,
+    nextOffset,
+    completed: ok.length,
+    failed: failed.length,
+    costVnd: 0,
+    outputKey: await part(ok, 'output'),
+    errorKey: await part(failed, 'error'),
+  };
+  const items = lines.flatMap((l) => (l.item ? [l.item] : []));
+  const c = await batches.commitChunk(db, { batchId: b.id, accountId: b.accountId, holdId: b.holdId }, row, items);
+  await progress.dropLines(db, b.id, c.row.firstLine, c.row.firstLine + c.row.lines - 1);
+  // An attempt still running committed this chunk first: its parts count.
+  if (!c.committed)
+    for (const k of [row.outputKey, row.errorKey])
+      if (k && k !== c.row.outputKey && k !== c.row.errorKey) await storage.delete(k).catch(() => undefined);
+  return c.row;
 }

@@ -111,3 +111,20 @@ export async function dropLines(db: Querier, batchId: string, firstLine: number,
     lastLine,
   ]);
 }
+
+/**
+ * The answered lines after `afterLine`, in line order: a chunk's outcomes kept by an attempt that never committed
+ * them (its workflow closed, or the chunk kept failing), for the batch's end to charge and list.
+ */
+export async function answeredAfter(
+  db: Querier,
+  batchId: string,
+  afterLine: number,
+): Promise<({ lineNo: number } & LineOutcome)[]> {
+  const r = await db.query(
+    `SELECT line_no, ok, out_line, item FROM batch_lines
+      WHERE batch_id = $1 AND line_no > $2 AND state = 'done' ORDER BY line_no`,
+    [batchId, afterLine],
+  );
+  return r.rows.map((x) => ({ lineNo: x.line_no, ok: x.ok, outLine: x.out_line, item: x.item }));
+}

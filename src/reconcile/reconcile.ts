@@ -139,11 +139,13 @@ export async function recordedUsage(
   const c = await db.connect();
   try {
     await c.query('BEGIN READ ONLY');
+    // The UTC day as instants: `$1::date` compared with a timestamptz would be the session time zone's day.
+    const start = Date.parse(`${day}T00:00:00Z`);
     await c.query(
       `DECLARE reconcile_day NO SCROLL CURSOR FOR
        SELECT model, deployment, units, pricing FROM usage_records
-       WHERE created_at >= $1::date AND created_at < $1::date + 1 AND status < 400`,
-      [day],
+       WHERE created_at >= $1::timestamptz AND created_at < $2::timestamptz AND status < 400`,
+      [new Date(start).toISOString(), new Date(start + DAY_MS).toISOString()],
     );
     for (;;) {
       const page = await c.query(`FETCH ${PAGE} FROM reconcile_day`);

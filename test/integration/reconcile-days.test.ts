@@ -1,0 +1,86 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import OpenAI from 'openai';
+import pg from 'pg';
+import { ScheduleOverlapPolicy } from '@temporalio/client';
+import { ensureReconcileSchedules } from '../../src/reconcile/schedule';
+import { reconcileProviderDay } from '../../src/reconcile/reconcile';
+import type { CatalogFile, ModelConfig } from '../../src/catalog/catalog';
+import { eventually, startVideoHarness, type VideoHarness } from '../support/video';
+
+/**
+ * Which day a reconciliation compares: the provider's UTC day, whatever the database session's time zone, and for
+ * a run its schedule started, the day before the time it was scheduled for (a backfill or a catch-up after an
+ * outage starts runs late).
+ */
+
+const DAY_MS = 86_400_000;
+const PROVIDER = 'rd-openai';
+const base = JSON.parse(fs.readFileSync(path.join(__dirname, '../../config/catalog.json'), 'utf8')) as CatalogFile;
+const gpt = base.models.find((m) => m.id === 'gpt-4o-mini')!;
+
+let h: VideoHarness;
+beforeAll(async () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'gw-reconcile-days-'));
+  const catalogPath = path.join(dir, 'catalog.json');
+  // A provider of this file's own: the usage recorded for it is this file's calls only.
+  const providers = {
+    ...base.providers,
+    [PROVIDER]: { ...base.providers['emulator-openai'], modelPatterns: undefined },
+  };
+  const models: ModelConfig[] = [{ ...gpt, id: 'rd-gpt', provider: PROVIDER, aliases: undefined }];
+  fs.writeFileSync(catalogPath, JSON.stringify({ ...base, providers, models: [...base.models, ...models] }));
+  h = await startVideoHarness({}, { catalogPath });
+});
+afterAll(async () => {
+  await h?.close();
+});
+
+test("a database whose time zone is not UTC still reconciles the provider's UTC day", async () => {
+  const acc = await h.account(1_000_000);
+  const openai = new OpenAI({ apiKey: acc.key, baseURL: `${h.url}/v1`, maxRetries: 0 });
+  const r = await openai.chat.completions.create({ model: 'rd-gpt', messages: [{ role: 'user', content: 'hello' }] });
+  const rec = await eventually(async () => {
+    const q = await h.deps.db.query("SELECT created_at FROM usage_records WHERE account_id = $1 AND model = 'rd-gpt'", [
+      acc.accountId,
+    ]);
+    return q.rows[0] ?? null;
+  });
+  const at = rec.created_at as Date;
+  const day = at.toISOString().slice(0, 10);
+  // A zone whose local date at that moment is another day than UTC's (+13 after noon UTC, -12 before).
+  const zone = at.getUTCHours() >= 12 ? 'Etc/GMT-13' : 'Etc/GMT+12';
+  const db = new pg.Pool({ connectionString: process.env.DATABASE_URL, max: 2, options: `-c TimeZone=${zone}` });
+  try {
+    const rows = await reconcileProviderDay({ db, catalog: h.deps.catalog }, PROVIDER, day);
+    const output = rows.find((x) => x.model === 'gpt-4o-mini' && x.field === 'output');
+    expect(output?.recorded).toBe(r.usage!.completion_tokens);
+  } finally {
+    await db.end();
+  }
+});
+
+test('a run its schedule starts late (a backfill) reconciles the day before its scheduled time', async () => {
+  const temporal = h.deps.temporal!;
+  const prefix = `rd-${Date.now()}-`;
+  const ids = await ensureReconcileSchedules(temporal, h.deps.catalog, h.config.temporalTaskQueue, prefix);
+  try {
+    const handle = temporal.schedule.getHandle(`${prefix}reconcile-${PROVIDER}`);
+    // The firing of three days ago (01:00 UTC), run now.
+    const fired = new Date(Math.floor(Date.now() / DAY_MS) * DAY_MS - 3 * DAY_MS + 3_600_000);
+    await handle.backfill({
+      start: new Date(fired.getTime() - 60_000),
+      end: new Date(fired.getTime() + 60_000),
+      overlap: ScheduleOverlapPolicy.ALLOW_ALL,
+    });
+    const started = await eventually(async () => (await handle.describe()).info.recentActions[0] ?? null);
+    const result = await temporal.workflow.getHandle(started.action.workflow.workflowId).result();
+    expect(result).toMatchObject({
+      provider: PROVIDER,
+      day: new Date(fired.getTime() - DAY_MS).toISOString().slice(0, 10),
+    });
+  } finally {
+    for (const id of ids) await temporal.schedule.getHandle(id).delete();
+  }
+});
