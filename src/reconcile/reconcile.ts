@@ -139,12 +139,15 @@ export async function recordedUsage(
   const c = await db.connect();
   try {
     await c.query('BEGIN READ ONLY');
-    // The UTC day as instants: `$1::date` compared with a timestamptz would be the session time zone's day.
+    // The UTC day as instants: `$1::date` compared with a timestamptz would be the session time zone's day. Every
+    // call the upstream served counts, whatever the answer's status: a stream the client left (499) or the upstream
+    // cut (502) is billed (it has prices) and on the provider's bill too; a call billed nothing has none.
     const start = Date.parse(`${day}T00:00:00Z`);
     await c.query(
       `DECLARE reconcile_day NO SCROLL CURSOR FOR
        SELECT model, deployment, units, pricing FROM usage_records
-       WHERE created_at >= $1::timestamptz AND created_at < $2::timestamptz AND status < 400`,
+       WHERE created_at >= $1::timestamptz AND created_at < $2::timestamptz
+         AND (status < 400 OR pricing IS NOT NULL)`,
       [new Date(start).toISOString(), new Date(start + DAY_MS).toISOString()],
     );
     for (;;) {

@@ -10,7 +10,8 @@ import type { CatalogFile, ModelConfig } from '../../src/catalog/catalog';
 import { eventually, startVideoHarness, type VideoHarness } from '../support/video';
 
 /**
- * Which day a reconciliation compares: the provider's UTC day, whatever the database session's time zone, and for
+ * Which calls and which day a reconciliation compares: every call the upstream served and the gateway billed, however
+ * its answer ended; the provider's UTC day, whatever the database session's time zone, and for
  * a run its schedule started, the day before the time it was scheduled for (a backfill or a catch-up after an
  * outage starts runs late).
  */
@@ -83,4 +84,38 @@ test('a run its schedule starts late (a backfill) reconciles the day before its 
   } finally {
     for (const id of ids) await temporal.schedule.getHandle(id).delete();
   }
+});
+
+test("a stream its client left (499) is billed and on the provider's bill: the reconciliation counts it", async () => {
+  const acc = await h.account(1_000_000);
+  const openai = new OpenAI({ apiKey: acc.key, baseURL: `${h.url}/v1`, maxRetries: 0 });
+  h.emulator.control.settings.chunkDelayMs = 200; // the stream stays open while the client reads its first chunk
+  const stream = await openai.chat.completions.create({
+    model: 'rd-gpt',
+    stream: true,
+    messages: [{ role: 'user', content: 'one two three four five six seven eight nine ten' }],
+  });
+  for await (const chunk of stream) {
+    if (chunk.choices[0]?.delta?.content) break; // leaves the stream: the SDK aborts the request
+  }
+  const left = await eventually(async () => {
+    const q = await h.deps.db.query(
+      "SELECT status, units, pricing FROM usage_records WHERE account_id = $1 AND model = 'rd-gpt'",
+      [acc.accountId],
+    );
+    return q.rows[0] ?? null;
+  });
+  h.emulator.control.settings.chunkDelayMs = 0;
+  expect(left.status).toBe(499);
+  expect(left.pricing).not.toBeNull();
+  // What every billed record of the model says it produced today (this file's provider only), against the recount.
+  const day = new Date().toISOString().slice(0, 10);
+  const billed = await h.deps.db.query(
+    `SELECT coalesce(sum((units->>'completion_tokens')::int), 0)::int AS output, count(*)::int AS n
+       FROM usage_records WHERE model = 'rd-gpt' AND pricing IS NOT NULL AND created_at >= $1::timestamptz`,
+    [`${day}T00:00:00Z`],
+  );
+  expect(billed.rows[0].n).toBeGreaterThanOrEqual(1);
+  const rows = await reconcileProviderDay({ db: h.deps.db, catalog: h.deps.catalog }, PROVIDER, day);
+  expect(rows.find((x) => x.model === 'gpt-4o-mini' && x.field === 'output')?.recorded).toBe(billed.rows[0].output);
 });
