@@ -180,11 +180,13 @@ export interface StoredEvent {
 export async function appendEvents(db: Queryable, id: string, attempt: number, events: StoredEvent[]): Promise<void> {
   if (!events.length) return;
   // Fenced: an attempt Temporal gave up on (its heartbeat late) that still runs stores nothing once a newer
-  // attempt began, so the stored events stay one attempt's prefix followed by the next one's.
+  // attempt began, so the stored events stay one attempt's prefix followed by the next one's; nor once the
+  // response ended without it or was deleted (a cancel reaches a run only at its next heartbeat).
   const r = await db.query(
     `INSERT INTO background_response_events (response_id, seq, event, data, attempt)
      SELECT $1, e.seq, e.event, e.data, $2 FROM unnest($3::int[], $4::text[], $5::text[]) AS e(seq, event, data)
      WHERE NOT EXISTS (SELECT 1 FROM background_response_attempts WHERE response_id = $1 AND attempt > $2)
+       AND EXISTS (SELECT 1 FROM background_responses WHERE id = $1 AND status IN ${OPEN_SQL} AND deleted_at IS NULL)
      ON CONFLICT DO NOTHING`,
     [id, attempt, events.map((e) => e.seq), events.map((e) => e.event), events.map((e) => e.data)],
   );
@@ -355,6 +357,12 @@ export async function endResponse(db: Db, id: string, end: End): Promise<boolean
          WHERE response_id = $1 AND attempt = $2 AND ended_at IS NULL`,
         [id, end.attempt],
       );
+    // Deleted while it ran: what the run stored before its cancel reached it (its events, the turn it stored on
+    // completing) goes too, so nothing of it can be read or continued.
+    if (row.deleted) {
+      await c.query('DELETE FROM background_response_events WHERE response_id = $1', [id]);
+      await c.query('DELETE FROM stored_responses WHERE account_id = $1 AND id = $2', [row.accountId, id]);
+    }
     return true;
   });
 }
