@@ -6,7 +6,7 @@ import { ApiError } from '../src/errors';
 import { abortFollowing } from '../src/net/abort';
 import { tracer } from '../src/observability/tracing';
 import { createResponse } from '../src/operations/responses/create';
-import { usageCost, usageUnits } from '../src/billing/tokenUsage';
+import { estimatedUsage, usageCost, usageUnits } from '../src/billing/tokenUsage';
 import type { ResponsesRequest } from '../src/translate/responsesTypes';
 import type { EventSourceMessage } from '../src/sse/upstreamEvents';
 import { EventCapture, HoldTab, HeadlessCaller } from '../src/backgroundResponses/headless';
@@ -187,7 +187,12 @@ export function createBackgroundActivities(deps: BackgroundActivityDeps): Backgr
     const status: BackgroundFinal =
       typeof response?.status === 'string' && repo.isFinal(response.status) ? response.status : 'failed';
     const model = deps.catalog.require(row.model, 'chat');
-    const usage: TokenUsage | null = response ? usageOf(response as never) : null;
+    // The upstream's usage; without it (the gateway's own response.failed for a stream the upstream broke off),
+    // what the lost attempt would have settled: the request and the delivered text, estimated.
+    const usage: TokenUsage | null = response
+      ? (usageOf(response as never) ??
+        estimatedUsage(Buffer.byteLength(JSON.stringify(row.request)), await repo.deliveredChars(db, row.id, null)))
+      : null;
     const bill = usage
       ? {
           cost: usageCost(model.pricing, usage),

@@ -297,14 +297,17 @@ export const lostAttemptCost =
     return usageCost(model.pricing, estimatedUsage(Buffer.byteLength(JSON.stringify(row.request)), chars));
   };
 
-/** Characters of text deltas an attempt stored (what its lost answer delivered, for its estimated cost). */
-export async function deliveredChars(db: Queryable, id: string, attempt: number): Promise<number> {
+/**
+ * Characters of text deltas an attempt stored (what its lost answer delivered, for its estimated cost); every
+ * attempt's when `attempt` is null (what the response delivered).
+ */
+export async function deliveredChars(db: Queryable, id: string, attempt: number | null): Promise<number> {
   const r = await db.query(
     `SELECT COALESCE(sum(length(data::jsonb->>'delta')), 0)::bigint AS n FROM background_response_events
-     WHERE response_id = $1 AND attempt = $2`,
+     WHERE response_id = $1 AND ($2::int IS NULL OR attempt = $2)`,
     [id, attempt],
   );
-  return r.rows[0].n;
+  return Number(r.rows[0].n);
 }
 
 // ---- the end ----

@@ -11,6 +11,7 @@ import {
   type VideoHarness,
 } from '../support/video';
 import { workflowCodePath } from '../support/workflowCode';
+import { verifyBackgroundResponses } from '../../src/backgroundResponses/verify';
 
 /**
  * A background response outlives its client, its API process and its worker: POSTed with stream: true to an API
@@ -252,6 +253,64 @@ test('every run slot taken: a response waits queued; cancelled there, it never r
     });
   } finally {
     await w.close();
+    h.emulator.control.reset();
+  }
+}, 180_000);
+
+test('the attempt that stored the terminal event dies before its end: the retry bills it as it would', async () => {
+  const acc = await h.account(5_000_000);
+  const since = new Date();
+  const c = new OpenAI({ apiKey: acc.key, baseURL: `${h.url}/v1`, maxRetries: 0 });
+  const db = h.deps.db;
+  const q = async (sql: string, id: string) => (await db.query(sql, [id])).rows;
+  // A native stream the upstream breaks off after its headers: the gateway ends it with its own response.failed
+  // (no usage in it) and bills what the upstream was sent, estimated.
+  h.emulator.control.addFault({ match: '/openai/v1/responses', resetAfterHeaders: true });
+  h.emulator.control.settings.latencyMs = 500;
+  const input = Array.from({ length: 2000 }, (_, i) => `word${i}`).join(' ');
+  const worker = await spawnWorker(h);
+  let id: string;
+  const lock = await db.connect();
+  try {
+    const reference = await c.responses.create({ model: 'gpt-5-codex', input, background: true });
+    const ref = await eventually(async () => {
+      const [r] = await q('SELECT status, cost_vnd FROM background_responses WHERE id = $1', reference.id);
+      return r.status === 'failed' ? r : null;
+    });
+    expect(ref.cost_vnd).toBeGreaterThan(0);
+    id = (await c.responses.create({ model: 'gpt-5-codex', input, background: true })).id;
+    // Its end cannot commit (its hold is locked) once the terminal event is stored; then its worker dies.
+    await lock.query('BEGIN');
+    await lock.query(
+      'SELECT 1 FROM holds h JOIN background_responses b ON b.hold_id = h.id WHERE b.id = $1 FOR UPDATE OF h',
+      [id],
+    );
+    await eventually(async () => {
+      const [e] = await q(
+        `SELECT count(*)::int AS n FROM background_response_events WHERE response_id = $1
+        AND event = 'response.failed'`,
+        id,
+      );
+      return e.n === 1;
+    });
+    await new Promise((r) => setTimeout(r, 300));
+    await worker.kill('SIGKILL');
+    await lock.query('ROLLBACK');
+    expect((await q('SELECT status FROM background_responses WHERE id = $1', id))[0].status).toBe('in_progress');
+    await h.startWorker();
+    const [end] = await eventually(async () => {
+      const r = await q('SELECT status, cost_vnd FROM background_responses WHERE id = $1', id);
+      return r[0].status === 'failed' ? r : null;
+    });
+    // Estimated again from the stored request and events (the upstream body it was estimated from is not stored).
+    expect(end.cost_vnd).toBeGreaterThan(0);
+    expect(Math.abs(end.cost_vnd - ref.cost_vnd)).toBeLessThanOrEqual(ref.cost_vnd * 0.05);
+    expect((await verifyBackgroundResponses(db, { since })).mismatches).toEqual([]);
+  } finally {
+    lock.release();
+    await worker.kill('SIGKILL').catch(() => undefined);
+    await h.worker?.close();
+    h.worker = null;
     h.emulator.control.reset();
   }
 }, 180_000);
