@@ -208,7 +208,7 @@ export function createBackgroundActivities(deps: BackgroundActivityDeps): Backgr
           },
         }
       : null;
-    await repo.endResponse(db, row.id, {
+    const ended = await repo.endResponse(db, row.id, {
       status,
       response,
       error: status === 'failed' ? errorOf(response) : null,
@@ -216,6 +216,8 @@ export function createBackgroundActivities(deps: BackgroundActivityDeps): Backgr
       cost: bill?.cost ?? 0,
       attempt,
     });
+    // Ended meanwhile by the attempt that stored the event (its commit was slow): this one called no upstream.
+    if (!ended) await repo.closeLostAttempts(db, row.id, async () => 0, { only: attempt });
     return { status };
   }
 }

@@ -354,10 +354,12 @@ export async function endResponse(db: Db, id: string, end: End): Promise<boolean
         usageId,
       ],
     );
+    // The attempt whose end commits is the stored one, even if a newer one, begun while this commit waited (a
+    // heartbeat late meanwhile), closed it as lost: its bill is the one charged, it cost the gateway nothing more.
     if (end.attempt !== null)
       await c.query(
-        `UPDATE background_response_attempts SET ended_at = now(), outcome = 'stored'
-         WHERE response_id = $1 AND attempt = $2 AND ended_at IS NULL`,
+        `UPDATE background_response_attempts SET ended_at = COALESCE(ended_at, now()), outcome = 'stored',
+           gateway_cost_vnd = 0 WHERE response_id = $1 AND attempt = $2`,
         [id, end.attempt],
       );
     // Deleted while it ran: what the run stored before its cancel reached it (its events, the turn it stored on

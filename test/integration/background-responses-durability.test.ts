@@ -314,3 +314,51 @@ test('the attempt that stored the terminal event dies before its end: the retry 
     h.emulator.control.reset();
   }
 }, 180_000);
+
+test('an end slower than the heartbeat: the retry finds it ended, both attempts closed, charged once', async () => {
+  const BAL = 5_000_000;
+  const acc = await h.account(BAL);
+  const since = new Date();
+  const c = new OpenAI({ apiKey: acc.key, baseURL: `${h.url}/v1`, maxRetries: 0 });
+  const db = h.deps.db;
+  const q = async (sql: string, id: string) => (await db.query(sql, [id])).rows;
+  h.emulator.control.settings.latencyMs = 500;
+  await h.startWorker();
+  const lock = await db.connect();
+  try {
+    const { id } = await c.responses.create({ model: 'gpt-5-codex', input: 'end me slowly', background: true });
+    // Its end waits for the hold (locked here) past the heartbeat timeout: Temporal starts another attempt, which
+    // waits to begin until that end commits, then finds the terminal event stored and the response ended.
+    await lock.query('BEGIN');
+    await lock.query(
+      'SELECT 1 FROM holds h JOIN background_responses b ON b.hold_id = h.id WHERE b.id = $1 FOR UPDATE OF h',
+      [id],
+    );
+    await eventually(async () => {
+      const r = await db.query(
+        `SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock'
+           AND query LIKE 'INSERT INTO background_response_attempts%'`,
+      );
+      return (r.rowCount ?? 0) > 0;
+    });
+    await lock.query('ROLLBACK');
+    await h.deps.temporal!.workflow.getHandle(`bgresp-${id}`).result();
+    const [row] = await q('SELECT status, cost_vnd FROM background_responses WHERE id = $1', id);
+    expect(row.status).toBe('completed');
+    expect(row.cost_vnd).toBeGreaterThan(0);
+    const attempts = await q(
+      'SELECT outcome FROM background_response_attempts WHERE response_id = $1 ORDER BY attempt',
+      id,
+    );
+    // The first attempt's end committed (its bill charged): it is the stored one; the others ended nothing.
+    expect(attempts.length).toBeGreaterThan(1);
+    expect(attempts.map((a) => a.outcome)).toEqual(['stored', ...attempts.slice(1).map(() => 'lost')]);
+    expect(await getBalance(db, acc.accountId)).toMatchObject({ balance: BAL - row.cost_vnd, held: 0 });
+    expect((await verifyBackgroundResponses(db, { since })).mismatches).toEqual([]);
+  } finally {
+    lock.release();
+    await h.worker?.close();
+    h.worker = null;
+    h.emulator.control.reset();
+  }
+}, 180_000);
