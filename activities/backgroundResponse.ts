@@ -59,6 +59,20 @@ export function createBackgroundActivities(deps: BackgroundActivityDeps): Backgr
       const attempt = ctx.info.attempt;
       let row = await load(a.responseId);
       if (repo.isFinal(row.status)) return { status: null };
+      if (row.cancelRequested) {
+        // Cancelled before this attempt ran, its signal perhaps lost (sent while the workflow was gone, before the
+        // reconciler started it again): the upstream is not called; an earlier attempt is the gateway's cost.
+        await repo.closeLostAttempts(db, row.id, lostCost(row));
+        await repo.endResponse(db, row.id, {
+          status: 'cancelled',
+          response: null,
+          error: null,
+          usage: null,
+          cost: 0,
+          attempt: null,
+        });
+        return { status: 'cancelled' };
+      }
       if (row.status === 'queued') {
         // Started by a slot of the runs' worker (RUN_QUEUE_PATCH): queued -> in_progress here.
         const now = await repo.markInProgress(db, row.id);

@@ -12,6 +12,8 @@ import {
 } from '../support/video';
 import { workflowCodePath } from '../support/workflowCode';
 import { verifyBackgroundResponses } from '../../src/backgroundResponses/verify';
+import { reconcileBackgroundResponses } from '../../src/backgroundResponses/reconciler';
+import { workflowState } from '../../src/jobs/workflowState';
 
 /**
  * A background response outlives its client, its API process and its worker: POSTed with stream: true to an API
@@ -357,6 +359,43 @@ test('an end slower than the heartbeat: the retry finds it ended, both attempts 
     expect((await verifyBackgroundResponses(db, { since })).mismatches).toEqual([]);
   } finally {
     lock.release();
+    await h.worker?.close();
+    h.worker = null;
+    h.emulator.control.reset();
+  }
+}, 180_000);
+
+test('cancelled while its workflow was lost: the workflow the reconciler starts again runs nothing', async () => {
+  const BAL = 5_000_000;
+  const acc = await h.account(BAL);
+  const c = new OpenAI({ apiKey: acc.key, baseURL: `${h.url}/v1`, maxRetries: 0 });
+  // No worker yet: the response waits queued; then its workflow's history is lost (as video-edges.test.ts does).
+  const { id } = await c.responses.create({ model: 'gpt-4o-mini', input: 'cancel me while lost', background: true });
+  const workflowId = `bgresp-${id}`;
+  await h.deps.temporal!.workflowService.deleteWorkflowExecution({
+    namespace: h.config.temporalNamespace,
+    workflowExecution: { workflowId },
+  });
+  await eventually(async () => (await workflowState(h.deps.temporal!, workflowId)).state === 'missing');
+  // The cancel is recorded; its signal finds no workflow.
+  expect((await c.responses.cancel(id)).status).toBe('queued');
+  const rep = await reconcileBackgroundResponses(
+    { db: h.deps.db, temporal: h.deps.temporal!, config: h.config, catalog: h.deps.catalog },
+    { graceMs: 0 },
+  );
+  expect(rep.started).toBe(1);
+  await h.startWorker();
+  try {
+    const done = await eventually(async () => {
+      const r = await c.responses.retrieve(id);
+      return ['completed', 'cancelled', 'failed'].includes(r.status!) ? r : null;
+    });
+    expect(done.status).toBe('cancelled');
+    const upstream = h.emulator.control.requests.filter((r) => JSON.stringify(r.body).includes('cancel me while lost'));
+    expect(upstream).toHaveLength(0);
+    expect(await getBalance(h.deps.db, acc.accountId)).toMatchObject({ balance: BAL, held: 0 });
+    expect(await verifyProjections(h.deps.db)).toEqual([]);
+  } finally {
     await h.worker?.close();
     h.worker = null;
     h.emulator.control.reset();
