@@ -79,7 +79,7 @@ export function createBackgroundActivities(deps: BackgroundActivityDeps): Backgr
         if (now === null || repo.isFinal(now)) return { status: null };
         row = { ...row, status: now };
       }
-      await repo.beginAttempt(db, row.id, attempt, lostCost(row));
+      if (!(await repo.beginAttempt(db, row.id, attempt, lostCost(row)))) return { status: null }; // ended meanwhile
       const stored = await repo.storedProgress(db, row.id);
       if (stored.terminal) return endFromTerminal(row, JSON.parse(stored.terminal), attempt);
 

@@ -240,20 +240,26 @@ export async function sweepEvents(db: Queryable, retentionMs: number, limit = 10
 
 /**
  * Opens this attempt; closes earlier ones still open as lost, each with `lostCost(attempt)` as the gateway's cost
- * (what the provider billed for an answer nobody received). Returns the attempts closed as lost.
+ * (what the provider billed for an answer nobody received). Returns the attempts closed as lost; null, opening
+ * nothing, when the response is final. Under the response's row lock: an end committing meanwhile (an attempt
+ * given up on for a heartbeat late while its commit waited) is waited for, so its attempt stays the stored one.
  */
 export async function beginAttempt(
   db: Db,
   id: string,
   attempt: number,
   lostCost: (attempt: number) => Promise<number>,
-): Promise<number[]> {
-  const lost = await closeLostAttempts(db, id, lostCost, { except: attempt });
-  await db.query(
-    'INSERT INTO background_response_attempts (response_id, attempt) VALUES ($1, $2) ON CONFLICT DO NOTHING',
-    [id, attempt],
-  );
-  return lost;
+): Promise<number[] | null> {
+  return tx(db, async (c) => {
+    const r = await c.query('SELECT status FROM background_responses WHERE id = $1 FOR UPDATE', [id]);
+    if (!r.rowCount || isFinal(r.rows[0].status)) return null;
+    const lost = await closeLostAttempts(c, id, lostCost, { except: attempt });
+    await c.query(
+      'INSERT INTO background_response_attempts (response_id, attempt) VALUES ($1, $2) ON CONFLICT DO NOTHING',
+      [id, attempt],
+    );
+    return lost;
+  });
 }
 
 /**
@@ -354,12 +360,10 @@ export async function endResponse(db: Db, id: string, end: End): Promise<boolean
         usageId,
       ],
     );
-    // The attempt whose end commits is the stored one, even if a newer one, begun while this commit waited (a
-    // heartbeat late meanwhile), closed it as lost: its bill is the one charged, it cost the gateway nothing more.
     if (end.attempt !== null)
       await c.query(
-        `UPDATE background_response_attempts SET ended_at = COALESCE(ended_at, now()), outcome = 'stored',
-           gateway_cost_vnd = 0 WHERE response_id = $1 AND attempt = $2`,
+        `UPDATE background_response_attempts SET ended_at = now(), outcome = 'stored'
+         WHERE response_id = $1 AND attempt = $2 AND ended_at IS NULL`,
         [id, end.attempt],
       );
     // Deleted while it ran: what the run stored before its cancel reached it (its events, the turn it stored on
