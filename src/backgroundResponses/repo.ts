@@ -6,6 +6,8 @@ import { writeUsageBatch, type UsageInput } from '../billing/usageBatch';
 import { jsonForPostgres } from '../text/pgText';
 import { estimatedUsage, usageCost } from '../billing/tokenUsage';
 import type { Catalog } from '../catalog/catalog';
+import { recordEventIn, type DeliveryRef } from '../webhooks/repo';
+import type { EventType } from '../webhooks/eventTypes';
 import type { BackgroundFinal, BackgroundStatus } from './workflowContract';
 
 /**
@@ -326,7 +328,20 @@ export interface End {
   usage: UsageInput | null;
   cost: number;
   attempt: number | null;
+  /**
+   * Record its webhook event (response.<status>) in the same commit, its pending deliveries pushed here (an end
+   * with no workflow left to announce it: the reconciler's).
+   */
+  announce?: DeliveryRef[];
 }
+
+/** The webhook event of a response's end: its key is the one the workflow emits it under, so it is recorded once. */
+const endEvent = (accountId: string, id: string, status: BackgroundFinal) => ({
+  accountId,
+  type: `response.${status}` as EventType,
+  data: { id },
+  key: `bgresp:${id}:response.${status}`,
+});
 
 /**
  * Ends a response not yet final, in ONE transaction: its usage record and charge (from its hold; beyond the hold,
@@ -366,6 +381,8 @@ export async function endResponse(db: Db, id: string, end: End): Promise<boolean
          WHERE response_id = $1 AND attempt = $2 AND ended_at IS NULL`,
         [id, end.attempt],
       );
+    if (end.announce)
+      end.announce.push(...(await recordEventIn(c, endEvent(row.accountId, id, end.status))).deliveries);
     // Deleted while it ran: what the run stored before its cancel reached it (its events, the turn it stored on
     // completing) goes too, so nothing of it can be read or continued.
     if (row.deleted) {
