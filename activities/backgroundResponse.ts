@@ -6,7 +6,7 @@ import { ApiError } from '../src/errors';
 import { abortFollowing } from '../src/net/abort';
 import { tracer } from '../src/observability/tracing';
 import { createResponse } from '../src/operations/responses/create';
-import { usageCost, usageUnits } from '../src/billing/tokenUsage';
+import { estimatedUsage, usageCost, usageUnits } from '../src/billing/tokenUsage';
 import type { ResponsesRequest } from '../src/translate/responsesTypes';
 import type { EventSourceMessage } from '../src/sse/upstreamEvents';
 import { EventCapture, HoldTab, HeadlessCaller } from '../src/backgroundResponses/headless';
@@ -59,13 +59,27 @@ export function createBackgroundActivities(deps: BackgroundActivityDeps): Backgr
       const attempt = ctx.info.attempt;
       let row = await load(a.responseId);
       if (repo.isFinal(row.status)) return { status: null };
+      if (row.cancelRequested) {
+        // Cancelled before this attempt ran, its signal perhaps lost (sent while the workflow was gone, before the
+        // reconciler started it again): the upstream is not called; an earlier attempt is the gateway's cost.
+        await repo.closeLostAttempts(db, row.id, lostCost(row));
+        await repo.endResponse(db, row.id, {
+          status: 'cancelled',
+          response: null,
+          error: null,
+          usage: null,
+          cost: 0,
+          attempt: null,
+        });
+        return { status: 'cancelled' };
+      }
       if (row.status === 'queued') {
         // Started by a slot of the runs' worker (RUN_QUEUE_PATCH): queued -> in_progress here.
         const now = await repo.markInProgress(db, row.id);
         if (now === null || repo.isFinal(now)) return { status: null };
         row = { ...row, status: now };
       }
-      await repo.beginAttempt(db, row.id, attempt, lostCost(row));
+      if (!(await repo.beginAttempt(db, row.id, attempt, lostCost(row)))) return { status: null }; // ended meanwhile
       const stored = await repo.storedProgress(db, row.id);
       if (stored.terminal) return endFromTerminal(row, JSON.parse(stored.terminal), attempt);
 
@@ -187,7 +201,12 @@ export function createBackgroundActivities(deps: BackgroundActivityDeps): Backgr
     const status: BackgroundFinal =
       typeof response?.status === 'string' && repo.isFinal(response.status) ? response.status : 'failed';
     const model = deps.catalog.require(row.model, 'chat');
-    const usage: TokenUsage | null = response ? usageOf(response as never) : null;
+    // The upstream's usage; without it (the gateway's own response.failed for a stream the upstream broke off),
+    // what the lost attempt would have settled: the request and the delivered text, estimated.
+    const usage: TokenUsage | null = response
+      ? (usageOf(response as never) ??
+        estimatedUsage(Buffer.byteLength(JSON.stringify(row.request)), await repo.deliveredChars(db, row.id, null)))
+      : null;
     const bill = usage
       ? {
           cost: usageCost(model.pricing, usage),
@@ -203,7 +222,7 @@ export function createBackgroundActivities(deps: BackgroundActivityDeps): Backgr
           },
         }
       : null;
-    await repo.endResponse(db, row.id, {
+    const ended = await repo.endResponse(db, row.id, {
       status,
       response,
       error: status === 'failed' ? errorOf(response) : null,
@@ -211,6 +230,8 @@ export function createBackgroundActivities(deps: BackgroundActivityDeps): Backgr
       cost: bill?.cost ?? 0,
       attempt,
     });
+    // Ended meanwhile by the attempt that stored the event (its commit was slow): this one called no upstream.
+    if (!ended) await repo.closeLostAttempts(db, row.id, async () => 0, { only: attempt });
     return { status };
   }
 }

@@ -5,6 +5,9 @@ import type { Logger } from '../observability/logger';
 import type { Catalog } from '../catalog/catalog';
 import { releaseHold } from '../billing/ledger';
 import { workflowState } from '../jobs/workflowState';
+import type { DeliveryRef } from '../webhooks/repo';
+import { startDelivery } from '../webhooks/start';
+import { webhookTaskQueue } from '../webhooks/settings';
 import * as repo from './repo';
 import { startBackgroundWorkflow } from './start';
 
@@ -14,7 +17,8 @@ import { startBackgroundWorkflow } from './start';
  *  1. a response whose workflow was never started (the API died between its commit and the start): started now,
  *     under the same id, so never twice;
  *  2. a response not final whose workflow is closed (terminated by hand) or gone: ended `failed`, its hold
- *     released, nothing charged (a missing workflow is started again instead: the run resumes from the store);
+ *     released, nothing charged, its webhook event recorded with the end (a missing workflow is started again
+ *     instead: the run resumes from the store);
  *  3. an open background-response hold whose response is final or missing: released.
  * Also deletes the events of responses that ended longer ago than the retention.
  */
@@ -43,6 +47,9 @@ export async function reconcileBackgroundResponses(
     }
     // Its attempts still open were lost with the workflow: the gateway's cost, recorded before the end.
     await repo.closeLostAttempts(db, id, repo.lostAttemptCost(db, deps.catalog, row));
+    // No workflow is left to announce the end: its event is recorded with it (a delivery not started here is
+    // started by the deliveries' reconciler).
+    const deliveries: DeliveryRef[] = [];
     const ended = await repo.endResponse(db, id, {
       status: row.cancelRequested ? 'cancelled' : 'failed',
       response: null,
@@ -52,8 +59,10 @@ export async function reconcileBackgroundResponses(
       usage: null,
       cost: 0,
       attempt: null,
+      announce: deliveries,
     });
     if (ended) report.failed++;
+    for (const d of deliveries) await startDelivery(temporal, webhookTaskQueue(config), config.webhooks, d);
   }
   for (const holdId of await repo.strandedHolds(db, graceMs, limit)) {
     const r = await releaseHold(db, {

@@ -6,6 +6,8 @@ import { writeUsageBatch, type UsageInput } from '../billing/usageBatch';
 import { jsonForPostgres } from '../text/pgText';
 import { estimatedUsage, usageCost } from '../billing/tokenUsage';
 import type { Catalog } from '../catalog/catalog';
+import { recordEventIn, type DeliveryRef } from '../webhooks/repo';
+import type { EventType } from '../webhooks/eventTypes';
 import type { BackgroundFinal, BackgroundStatus } from './workflowContract';
 
 /**
@@ -180,11 +182,13 @@ export interface StoredEvent {
 export async function appendEvents(db: Queryable, id: string, attempt: number, events: StoredEvent[]): Promise<void> {
   if (!events.length) return;
   // Fenced: an attempt Temporal gave up on (its heartbeat late) that still runs stores nothing once a newer
-  // attempt began, so the stored events stay one attempt's prefix followed by the next one's.
+  // attempt began, so the stored events stay one attempt's prefix followed by the next one's; nor once the
+  // response ended without it or was deleted (a cancel reaches a run only at its next heartbeat).
   const r = await db.query(
     `INSERT INTO background_response_events (response_id, seq, event, data, attempt)
      SELECT $1, e.seq, e.event, e.data, $2 FROM unnest($3::int[], $4::text[], $5::text[]) AS e(seq, event, data)
      WHERE NOT EXISTS (SELECT 1 FROM background_response_attempts WHERE response_id = $1 AND attempt > $2)
+       AND EXISTS (SELECT 1 FROM background_responses WHERE id = $1 AND status IN ${OPEN_SQL} AND deleted_at IS NULL)
      ON CONFLICT DO NOTHING`,
     [id, attempt, events.map((e) => e.seq), events.map((e) => e.event), events.map((e) => e.data)],
   );
@@ -238,20 +242,26 @@ export async function sweepEvents(db: Queryable, retentionMs: number, limit = 10
 
 /**
  * Opens this attempt; closes earlier ones still open as lost, each with `lostCost(attempt)` as the gateway's cost
- * (what the provider billed for an answer nobody received). Returns the attempts closed as lost.
+ * (what the provider billed for an answer nobody received). Returns the attempts closed as lost; null, opening
+ * nothing, when the response is final. Under the response's row lock: an end committing meanwhile (an attempt
+ * given up on for a heartbeat late while its commit waited) is waited for, so its attempt stays the stored one.
  */
 export async function beginAttempt(
   db: Db,
   id: string,
   attempt: number,
   lostCost: (attempt: number) => Promise<number>,
-): Promise<number[]> {
-  const lost = await closeLostAttempts(db, id, lostCost, { except: attempt });
-  await db.query(
-    'INSERT INTO background_response_attempts (response_id, attempt) VALUES ($1, $2) ON CONFLICT DO NOTHING',
-    [id, attempt],
-  );
-  return lost;
+): Promise<number[] | null> {
+  return tx(db, async (c) => {
+    const r = await c.query('SELECT status FROM background_responses WHERE id = $1 FOR UPDATE', [id]);
+    if (!r.rowCount || isFinal(r.rows[0].status)) return null;
+    const lost = await closeLostAttempts(c, id, lostCost, { except: attempt });
+    await c.query(
+      'INSERT INTO background_response_attempts (response_id, attempt) VALUES ($1, $2) ON CONFLICT DO NOTHING',
+      [id, attempt],
+    );
+    return lost;
+  });
 }
 
 /**
@@ -295,14 +305,17 @@ export const lostAttemptCost =
     return usageCost(model.pricing, estimatedUsage(Buffer.byteLength(JSON.stringify(row.request)), chars));
   };
 
-/** Characters of text deltas an attempt stored (what its lost answer delivered, for its estimated cost). */
-export async function deliveredChars(db: Queryable, id: string, attempt: number): Promise<number> {
+/**
+ * Characters of text deltas an attempt stored (what its lost answer delivered, for its estimated cost); every
+ * attempt's when `attempt` is null (what the response delivered).
+ */
+export async function deliveredChars(db: Queryable, id: string, attempt: number | null): Promise<number> {
   const r = await db.query(
     `SELECT COALESCE(sum(length(data::jsonb->>'delta')), 0)::bigint AS n FROM background_response_events
-     WHERE response_id = $1 AND attempt = $2`,
+     WHERE response_id = $1 AND ($2::int IS NULL OR attempt = $2)`,
     [id, attempt],
   );
-  return r.rows[0].n;
+  return Number(r.rows[0].n);
 }
 
 // ---- the end ----
@@ -315,7 +328,20 @@ export interface End {
   usage: UsageInput | null;
   cost: number;
   attempt: number | null;
+  /**
+   * Record its webhook event (response.<status>) in the same commit, its pending deliveries pushed here (an end
+   * with no workflow left to announce it: the reconciler's).
+   */
+  announce?: DeliveryRef[];
 }
+
+/** The webhook event of a response's end: its key is the one the workflow emits it under, so it is recorded once. */
+const endEvent = (accountId: string, id: string, status: BackgroundFinal) => ({
+  accountId,
+  type: `response.${status}` as EventType,
+  data: { id },
+  key: `bgresp:${id}:response.${status}`,
+});
 
 /**
  * Ends a response not yet final, in ONE transaction: its usage record and charge (from its hold; beyond the hold,
@@ -355,6 +381,14 @@ export async function endResponse(db: Db, id: string, end: End): Promise<boolean
          WHERE response_id = $1 AND attempt = $2 AND ended_at IS NULL`,
         [id, end.attempt],
       );
+    if (end.announce)
+      end.announce.push(...(await recordEventIn(c, endEvent(row.accountId, id, end.status))).deliveries);
+    // Deleted while it ran: what the run stored before its cancel reached it (its events, the turn it stored on
+    // completing) goes too, so nothing of it can be read or continued.
+    if (row.deleted) {
+      await c.query('DELETE FROM background_response_events WHERE response_id = $1', [id]);
+      await c.query('DELETE FROM stored_responses WHERE account_id = $1 AND id = $2', [row.accountId, id]);
+    }
     return true;
   });
 }

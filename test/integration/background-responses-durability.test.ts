@@ -11,6 +11,9 @@ import {
   type VideoHarness,
 } from '../support/video';
 import { workflowCodePath } from '../support/workflowCode';
+import { verifyBackgroundResponses } from '../../src/backgroundResponses/verify';
+import { reconcileBackgroundResponses } from '../../src/backgroundResponses/reconciler';
+import { workflowState } from '../../src/jobs/workflowState';
 
 /**
  * A background response outlives its client, its API process and its worker: POSTed with stream: true to an API
@@ -252,6 +255,147 @@ test('every run slot taken: a response waits queued; cancelled there, it never r
     });
   } finally {
     await w.close();
+    h.emulator.control.reset();
+  }
+}, 180_000);
+
+test('the attempt that stored the terminal event dies before its end: the retry bills it as it would', async () => {
+  const acc = await h.account(5_000_000);
+  const since = new Date();
+  const c = new OpenAI({ apiKey: acc.key, baseURL: `${h.url}/v1`, maxRetries: 0 });
+  const db = h.deps.db;
+  const q = async (sql: string, id: string) => (await db.query(sql, [id])).rows;
+  // A native stream the upstream breaks off after its headers: the gateway ends it with its own response.failed
+  // (no usage in it) and bills what the upstream was sent, estimated.
+  h.emulator.control.addFault({ match: '/openai/v1/responses', resetAfterHeaders: true });
+  h.emulator.control.settings.latencyMs = 500;
+  const input = Array.from({ length: 2000 }, (_, i) => `word${i}`).join(' ');
+  const worker = await spawnWorker(h);
+  let id: string;
+  const lock = await db.connect();
+  try {
+    const reference = await c.responses.create({ model: 'gpt-5-codex', input, background: true });
+    const ref = await eventually(async () => {
+      const [r] = await q('SELECT status, cost_vnd FROM background_responses WHERE id = $1', reference.id);
+      return r.status === 'failed' ? r : null;
+    });
+    expect(ref.cost_vnd).toBeGreaterThan(0);
+    id = (await c.responses.create({ model: 'gpt-5-codex', input, background: true })).id;
+    // Its end cannot commit (its hold is locked) once the terminal event is stored; then its worker dies.
+    await lock.query('BEGIN');
+    await lock.query(
+      'SELECT 1 FROM holds h JOIN background_responses b ON b.hold_id = h.id WHERE b.id = $1 FOR UPDATE OF h',
+      [id],
+    );
+    await eventually(async () => {
+      const [e] = await q(
+        `SELECT count(*)::int AS n FROM background_response_events WHERE response_id = $1
+        AND event = 'response.failed'`,
+        id,
+      );
+      return e.n === 1;
+    });
+    await new Promise((r) => setTimeout(r, 300));
+    await worker.kill('SIGKILL');
+    await lock.query('ROLLBACK');
+    expect((await q('SELECT status FROM background_responses WHERE id = $1', id))[0].status).toBe('in_progress');
+    await h.startWorker();
+    const [end] = await eventually(async () => {
+      const r = await q('SELECT status, cost_vnd FROM background_responses WHERE id = $1', id);
+      return r[0].status === 'failed' ? r : null;
+    });
+    // Estimated again from the stored request and events (the upstream body it was estimated from is not stored).
+    expect(end.cost_vnd).toBeGreaterThan(0);
+    expect(Math.abs(end.cost_vnd - ref.cost_vnd)).toBeLessThanOrEqual(ref.cost_vnd * 0.05);
+    expect((await verifyBackgroundResponses(db, { since })).mismatches).toEqual([]);
+  } finally {
+    lock.release();
+    await worker.kill('SIGKILL').catch(() => undefined);
+    await h.worker?.close();
+    h.worker = null;
+    h.emulator.control.reset();
+  }
+}, 180_000);
+
+test('an end slower than the heartbeat: the retry waits for it; that attempt stays the stored one', async () => {
+  const BAL = 5_000_000;
+  const acc = await h.account(BAL);
+  const since = new Date();
+  const c = new OpenAI({ apiKey: acc.key, baseURL: `${h.url}/v1`, maxRetries: 0 });
+  const db = h.deps.db;
+  const q = async (sql: string, id: string) => (await db.query(sql, [id])).rows;
+  h.emulator.control.settings.latencyMs = 500;
+  await h.startWorker();
+  const lock = await db.connect();
+  try {
+    const { id } = await c.responses.create({ model: 'gpt-5-codex', input: 'end me slowly', background: true });
+    // Its end waits for the hold (locked here) past the heartbeat timeout: Temporal starts another attempt, which
+    // meets the end's lock on the response.
+    await lock.query('BEGIN');
+    await lock.query(
+      'SELECT 1 FROM holds h JOIN background_responses b ON b.hold_id = h.id WHERE b.id = $1 FOR UPDATE OF h',
+      [id],
+    );
+    await eventually(async () => {
+      const r = await db.query(
+        `SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%background_response%'`,
+      );
+      return (r.rowCount ?? 0) > 0;
+    });
+    await lock.query('ROLLBACK');
+    await h.deps.temporal!.workflow.getHandle(`bgresp-${id}`).result();
+    const [row] = await q('SELECT status, cost_vnd FROM background_responses WHERE id = $1', id);
+    expect(row.status).toBe('completed');
+    expect(row.cost_vnd).toBeGreaterThan(0);
+    const attempts = await q(
+      'SELECT outcome FROM background_response_attempts WHERE response_id = $1 ORDER BY attempt',
+      id,
+    );
+    // The first attempt's end committed (its bill charged): it is the stored one; any other ended nothing.
+    expect(attempts.map((a) => a.outcome)).toEqual(['stored', ...attempts.slice(1).map(() => 'lost')]);
+    expect(await getBalance(db, acc.accountId)).toMatchObject({ balance: BAL - row.cost_vnd, held: 0 });
+    expect((await verifyBackgroundResponses(db, { since })).mismatches).toEqual([]);
+  } finally {
+    lock.release();
+    await h.worker?.close();
+    h.worker = null;
+    h.emulator.control.reset();
+  }
+}, 180_000);
+
+test('cancelled while its workflow was lost: the workflow the reconciler starts again runs nothing', async () => {
+  const BAL = 5_000_000;
+  const acc = await h.account(BAL);
+  const c = new OpenAI({ apiKey: acc.key, baseURL: `${h.url}/v1`, maxRetries: 0 });
+  // No worker yet: the response waits queued; then its workflow's history is lost (as video-edges.test.ts does).
+  const { id } = await c.responses.create({ model: 'gpt-4o-mini', input: 'cancel me while lost', background: true });
+  const workflowId = `bgresp-${id}`;
+  await h.deps.temporal!.workflowService.deleteWorkflowExecution({
+    namespace: h.config.temporalNamespace,
+    workflowExecution: { workflowId },
+  });
+  await eventually(async () => (await workflowState(h.deps.temporal!, workflowId)).state === 'missing');
+  // The cancel is recorded; its signal finds no workflow.
+  expect((await c.responses.cancel(id)).status).toBe('queued');
+  const rep = await reconcileBackgroundResponses(
+    { db: h.deps.db, temporal: h.deps.temporal!, config: h.config, catalog: h.deps.catalog },
+    { graceMs: 0 },
+  );
+  expect(rep.started).toBe(1);
+  await h.startWorker();
+  try {
+    const done = await eventually(async () => {
+      const r = await c.responses.retrieve(id);
+      return ['completed', 'cancelled', 'failed'].includes(r.status!) ? r : null;
+    });
+    expect(done.status).toBe('cancelled');
+    const upstream = h.emulator.control.requests.filter((r) => JSON.stringify(r.body).includes('cancel me while lost'));
+    expect(upstream).toHaveLength(0);
+    expect(await getBalance(h.deps.db, acc.accountId)).toMatchObject({ balance: BAL, held: 0 });
+    expect(await verifyProjections(h.deps.db)).toEqual([]);
+  } finally {
+    await h.worker?.close();
+    h.worker = null;
     h.emulator.control.reset();
   }
 }, 180_000);

@@ -208,6 +208,34 @@ test('webhooks announce response.completed and response.cancelled, verified by t
   expect(byType).toEqual({ 'response.completed': done.id, 'response.cancelled': stopped.id });
 });
 
+test("the reconciler's end of a response whose workflow was terminated is announced (response.failed)", async () => {
+  const acc = await h.account(2_000_000);
+  const path = `/hook-${randomUUID()}`;
+  const ep = (await (
+    await fetch(`${h.url}/v1/webhooks`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${acc.key}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ url: `${rx.url}${path}` }),
+    })
+  ).json()) as { secret: string };
+  const c = client(acc.key);
+  h.emulator.control.settings.chunkDelayMs = 400;
+  const r = await c.responses.create({ model: TRANSLATED, input: 'terminate and tell me', background: true });
+  await eventually(async () => (await row(r.id)).status === 'in_progress');
+  await h.deps.temporal!.workflow.getHandle(`bgresp-${r.id}`).terminate('by hand');
+  await reconcileBackgroundResponses(
+    { db: h.deps.db, temporal: h.deps.temporal!, config: h.config, catalog: h.deps.catalog },
+    { graceMs: 0 },
+  );
+  expect((await row(r.id)).status).toBe('failed');
+  const openai = new OpenAI({ apiKey: 'unused' });
+  const event = await eventually(async () => {
+    const got = rx.received.filter((x) => x.path === path);
+    return got.length ? openai.webhooks.unwrap(got[0].body, got[0].headers, ep.secret) : null;
+  }, 15_000);
+  expect([event.type, (event.data as { id: string }).id]).toEqual(['response.failed', r.id]);
+});
+
 test('a workflow terminated by hand: the reconciler fails the response, its attempt lost at our cost', async () => {
   const BAL = 5_000_000;
   const acc = await h.account(BAL);
