@@ -181,16 +181,20 @@ test("a background response counts against its key's rate limit like any request
   await eventually(async () => (await c.responses.retrieve(r.id)).status === 'completed');
 });
 
+/** A webhook endpoint of the account at the receiver, on a path of its own: the path and its signing secret. */
+async function webhookEndpoint(key: string): Promise<{ path: string; secret: string }> {
+  const path = `/hook-${randomUUID()}`;
+  const r = await fetch(`${h.url}/v1/webhooks`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ url: `${rx.url}${path}` }),
+  });
+  return { path, secret: ((await r.json()) as { secret: string }).secret };
+}
+
 test('webhooks announce response.completed and response.cancelled, verified by the SDK', async () => {
   const acc = await h.account(2_000_000);
-  const path = `/hook-${randomUUID()}`;
-  const ep = (await (
-    await fetch(`${h.url}/v1/webhooks`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${acc.key}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ url: `${rx.url}${path}` }),
-    })
-  ).json()) as { secret: string };
+  const { path, secret } = await webhookEndpoint(acc.key);
   const c = client(acc.key);
   const done = await c.responses.create({ model: NATIVE, input: 'announce me', background: true });
   h.emulator.control.settings.chunkDelayMs = 400;
@@ -200,7 +204,7 @@ test('webhooks announce response.completed and response.cancelled, verified by t
   const openai = new OpenAI({ apiKey: 'unused' });
   const events = await eventually(async () => {
     const got = await Promise.all(
-      rx.received.filter((r) => r.path === path).map((r) => openai.webhooks.unwrap(r.body, r.headers, ep.secret)),
+      rx.received.filter((r) => r.path === path).map((r) => openai.webhooks.unwrap(r.body, r.headers, secret)),
     );
     return got.length >= 2 ? got : null;
   });
@@ -210,14 +214,7 @@ test('webhooks announce response.completed and response.cancelled, verified by t
 
 test("the reconciler's end of a response whose workflow was terminated is announced (response.failed)", async () => {
   const acc = await h.account(2_000_000);
-  const path = `/hook-${randomUUID()}`;
-  const ep = (await (
-    await fetch(`${h.url}/v1/webhooks`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${acc.key}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ url: `${rx.url}${path}` }),
-    })
-  ).json()) as { secret: string };
+  const { path, secret } = await webhookEndpoint(acc.key);
   const c = client(acc.key);
   h.emulator.control.settings.chunkDelayMs = 400;
   const r = await c.responses.create({ model: TRANSLATED, input: 'terminate and tell me', background: true });
@@ -231,7 +228,7 @@ test("the reconciler's end of a response whose workflow was terminated is announ
   const openai = new OpenAI({ apiKey: 'unused' });
   const event = await eventually(async () => {
     const got = rx.received.filter((x) => x.path === path);
-    return got.length ? openai.webhooks.unwrap(got[0].body, got[0].headers, ep.secret) : null;
+    return got.length ? openai.webhooks.unwrap(got[0].body, got[0].headers, secret) : null;
   }, 15_000);
   expect([event.type, (event.data as { id: string }).id]).toEqual(['response.failed', r.id]);
 });
