@@ -28,7 +28,7 @@ import { VideoProviders } from './providers/video';
 import { reconcileVideoJobs } from './video/reconciler';
 import { followTwins } from './video/twins';
 import { reconcileBatches } from './batches/reconciler';
-import { reconcileDeliveries } from './webhooks/reconciler';
+import { reconcileDeliveries, type DeliveryReconcileCursor } from './webhooks/reconciler';
 import { reconcileBackgroundResponses } from './backgroundResponses/reconciler';
 import {
   createBackgroundActivities,
@@ -246,6 +246,7 @@ export async function startWorker(config: Config = loadConfig(), opts: WorkerOpt
       // The job engine's upkeep: one reconciler per job type (no hold outlives its job, no job without its
       // workflow), then the sweeps.
       const repairEvery = config.video.reconcileIntervalMs;
+      const deliveryCursor: DeliveryReconcileCursor = {};
       const upkeep: PeriodicTask[] = [
         {
           name: 'video reconciler',
@@ -263,8 +264,12 @@ export async function startWorker(config: Config = loadConfig(), opts: WorkerOpt
           run: () =>
             reconcileDeliveries(
               { db, temporal, taskQueue: webhookTaskQueue(config), settings: config.webhooks, logger },
-              // Past a try's own limit, so a try in flight is never taken for a lost one.
-              { graceMs: Math.max(config.video.reconcileGraceMs, config.webhooks.timeoutMs + 20_000) },
+              // Past a try's own limit, so a try in flight is never taken for a lost one; each run goes on where
+              // the last one stopped.
+              {
+                graceMs: Math.max(config.video.reconcileGraceMs, config.webhooks.timeoutMs + 20_000),
+                cursor: deliveryCursor,
+              },
             ),
         },
         {

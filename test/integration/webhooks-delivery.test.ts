@@ -8,7 +8,7 @@ import { projectRoot } from '../../src/projectRoot';
 import { createWebhookActivities } from '../../activities/webhookDelivery';
 import { sendWebhook } from '../../src/webhooks/send';
 import { recordEvent } from '../../src/webhooks/repo';
-import { reconcileDeliveries } from '../../src/webhooks/reconciler';
+import { reconcileDeliveries, type DeliveryReconcileCursor } from '../../src/webhooks/reconciler';
 import { DAY_MS } from '../../src/webhooks/settings';
 import { eventually, startVideoHarness, type VideoHarness } from '../support/video';
 import { startReceiver, type Receiver } from '../support/webhookReceiver';
@@ -402,3 +402,42 @@ test('a delivery whose workflow never started (a lost start) is sent by the reco
   expect(at('/reconciled').map((r) => r.headers['webhook-id'])).toEqual([eventId]);
   expect((await reconcile()).started).toBe(0);
 });
+
+test(
+  'a backlog of deliveries waiting their turn does not hide lost ones: each run goes on where the last stopped',
+  async () => {
+    const e = await endpoint('/behind-backlog');
+    // Three lost starts; the runs below check one delivery each, so they are found only by runs that go on.
+    const lost: string[] = [];
+    for (let i = 0; i < 3; i++) {
+      const r = await recordEvent(h.deps.db, {
+        accountId: e.accountId,
+        type: 'video.completed',
+        data: { id: `video_behind_${i}` },
+        key: `test:${randomUUID()}`,
+      });
+      lost.push(r.eventId);
+    }
+    const cursor: DeliveryReconcileCursor = {};
+    const deps = {
+      db: h.deps.db,
+      temporal: h.deps.temporal!,
+      taskQueue: h.config.temporalTaskQueue,
+      settings: h.config.webhooks,
+    };
+    let started = 0;
+    // One full pass over every quiet pending delivery of the shared database, a delivery a run.
+    for (let run = 0; run < 10_000; run++) {
+      started += (await reconcileDeliveries(deps, { graceMs: 0, limit: 1, maxChecks: 1, cursor })).started;
+      if (run > 0 && cursor.after === undefined) break;
+    }
+    expect(started).toBeGreaterThanOrEqual(3);
+    await eventually(async () => at('/behind-backlog').length === 3);
+    expect(
+      at('/behind-backlog')
+        .map((r) => r.headers['webhook-id'])
+        .sort(),
+    ).toEqual([...lost].sort());
+  },
+  WORKFLOW_TEST_MS,
+);
