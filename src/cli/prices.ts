@@ -112,6 +112,7 @@ export function planPriceCommand(
           out(
             `${v.id === now?.id ? '*' : ' '} v${v.id} ${v.effectiveAt.toISOString()} ${v.source}: ` +
               `${JSON.stringify(v.pricing)}${v.batchPricing ? ` batch ${JSON.stringify(v.batchPricing)}` : ''}` +
+              (v.sets ? ` set ${JSON.stringify(v.sets)}` : '') +
               (v.note ? ` (${v.note})` : ''),
           );
       return 0;

@@ -450,6 +450,11 @@ test('price-set refuses bad prices, foreign fields and bad dates, naming the fie
   expect(last.pricing).not.toHaveProperty('reasoningPer1MTokens');
   expect(listedNow.versions.at(-2).pricing).toMatchObject({ reasoningPer1MTokens: 1e9, audioInputPer1MTokens: 8 });
   expect(last.sets.pricing).toEqual({ reasoningPer1MTokens: null, audioInputPer1MTokens: null });
+  // The listing shows what each change set beside the prices in force from it.
+  const text = (await admin('price-list', CHAT)).out.split('\n');
+  expect(text.find((l) => l.includes(` v${last.id} `))).toMatch(
+    /price-set: \{.*\} set \{"pricing":\{"reasoningPer1MTokens":null,"audioInputPer1MTokens":null\}/,
+  );
 });
 
 test('a list price change states the batch prices and asks for them; with them, both change together', async () => {
