@@ -387,6 +387,35 @@ test('price changes compose in effective order, whatever order they were schedul
   });
 });
 
+test('at the highest price a request is refused for its funds (402) or charged exactly, never a 500', async () => {
+  const max = JSON.stringify({ inputPer1MTokens: 1e9, cachedInputPer1MTokens: 1e9, outputPer1MTokens: 1e9 });
+  expect(await admin('price-set', COMPOSE, '--pricing', max, '--batch-pricing', max)).toMatchObject({ code: 0 });
+  await h.deps.prices!.refresh();
+  const acc = await h.account(1_000_000);
+  const hi = [{ role: 'user', content: 'hi' }];
+  const headers = {
+    authorization: `Bearer ${acc.key}`,
+    'anthropic-version': '2023-06-01',
+    'content-type': 'application/json',
+  };
+  for (const [path, body] of [
+    ['/v1/chat/completions', { model: COMPOSE, messages: hi }],
+    ['/v1/messages', { model: COMPOSE, max_tokens: 4096, messages: hi }],
+    ['/v1/responses', { model: COMPOSE, input: 'hi' }],
+  ] as const) {
+    const res = await fetch(`${h.url}${path}`, { method: 'POST', headers, body: JSON.stringify(body) });
+    expect({ path, status: res.status }).toEqual({ path, status: 402 });
+  }
+  expect((await getBalance(h.deps.db, acc.accountId))!).toMatchObject({ balance: 1_000_000, held: 0 });
+  // Funded: answered and charged an exact amount, which verify-ledger re-prices to the VND.
+  const since = new Date();
+  const rich = await h.account(100_000_000);
+  const record = await chat(rich, COMPOSE);
+  expect(Number(record.cost_vnd)).toBeGreaterThanOrEqual(1000);
+  expect(Number.isSafeInteger(Number(record.cost_vnd))).toBe(true);
+  expect((await verifyUsage(h.deps.db, { since })).mismatches).toEqual([]);
+});
+
 test('price-set refuses prices a model of its mode cannot be billed by', async () => {
   const r = await admin('price-set', SEEDANCE, '--pricing', '{"videoPerSecond":[{"resolution":"480p"}]}');
   expect(r.code).toBe(2);
