@@ -1,5 +1,5 @@
-import type { Catalog, ModelConfig, PriceSet } from '../catalog/catalog';
-import type { Db, Queryable } from '../db/pool';
+import { pricingProblem, type Catalog, type Mode, type ModelConfig, type PriceSet } from '../catalog/catalog';
+import type { Db, DbClient, Queryable } from '../db/pool';
 import { tx } from '../db/pool';
 
 /**
@@ -11,18 +11,38 @@ import { tx } from '../db/pool';
  * The prices in force are put on the catalog's model objects (pricing / batchPricing, marked with their version),
  * so every request path keeps pricing as before and every record it writes (its prices snapshot) names its
  * version. A change replaces the objects; it never touches what was billed, which keeps its own snapshot.
+ *
+ * Changes compose in effective order: a `price-set` version stores what it set (`sets`) and, as `pricing`, those
+ * fields over the prices in force just before it. A change scheduled before versions already scheduled rebuilds
+ * their prices (they are not in force: nothing was billed at them), under a lock every reader of the book takes
+ * too, so no process sees a version in force with the prices it had before the rebuild.
  */
 
 export type PriceSource = 'catalog' | 'catalog-import' | 'price-set';
 
-export interface PriceVersion {
-  id: number;
-  model: string;
+/** Per field, the price a change sets, or null: removed. */
+export type PriceChanges = Record<string, unknown>;
+
+/** What a price-set version set, of the prices and of the batch prices ({} where it set none). */
+export interface PriceSets {
+  pricing: PriceChanges;
+  batchPricing: PriceChanges;
+}
+
+/** A model's whole prices (batch null: batch work at `pricing`). */
+export interface Prices {
   pricing: PriceSet;
   batchPricing: PriceSet | null;
+}
+
+export interface PriceVersion extends Prices {
+  id: number;
+  model: string;
   effectiveAt: Date;
   source: PriceSource;
   note: string | null;
+  /** A price-set's changes; null: the version sets every price (catalog, import, a price-set before migration 180). */
+  sets: PriceSets | null;
 }
 
 const toVersion = (r: Record<string, any>): PriceVersion => ({
@@ -33,7 +53,43 @@ const toVersion = (r: Record<string, any>): PriceVersion => ({
   effectiveAt: r.effective_at,
   source: r.source,
   note: r.note ?? null,
+  sets: r.set_pricing ? { pricing: r.set_pricing, batchPricing: r.set_batch_pricing ?? {} } : null,
 });
+
+function applyChanges(base: PriceSet, changes: PriceChanges): PriceSet {
+  const out: Record<string, unknown> = { ...barePrices(base) };
+  for (const [k, v] of Object.entries(changes)) {
+    if (v === null) delete out[k];
+    else out[k] = v;
+  }
+  return out as PriceSet;
+}
+
+/** The prices in force from a version: its changes over `before`, or its own whole prices. */
+export function pricesFrom(before: Prices, v: Pick<PriceVersion, 'sets' | 'pricing' | 'batchPricing'>): Prices {
+  if (!v.sets) return { pricing: v.pricing, batchPricing: v.batchPricing };
+  let batch = before.batchPricing;
+  if (Object.keys(v.sets.batchPricing).length) {
+    batch = applyChanges(before.batchPricing ?? {}, v.sets.batchPricing);
+    // Every batch price removed: batch work at the list prices, never at none.
+    if (!Object.keys(batch).length) batch = null;
+  }
+  return { pricing: applyChanges(before.pricing, v.sets.pricing), batchPricing: batch };
+}
+
+/** Why `p` cannot price a model of `mode` (its list or its batch prices), or null. */
+function pricesProblem(mode: Mode, p: Prices): string | null {
+  const list = pricingProblem(mode, p.pricing);
+  if (list) return `--pricing: ${list}`;
+  const batch = p.batchPricing ? pricingProblem(mode, p.batchPricing) : null;
+  return batch ? `--batch-pricing: ${batch}` : null;
+}
+
+/** Every writer and reader of the book takes this lock (writers exclusive, the price book's refresh shared). */
+const LOCK = "hashtext('price_versions')";
+
+/** A price change the book refuses (a time passed, an ambiguous schedule, prices a model cannot be billed by). */
+export class PriceScheduleError extends Error {}
 
 /** The prices as stored in a version: without the run-time marks. */
 export function barePrices(p: PriceSet): PriceSet {
@@ -43,24 +99,126 @@ export function barePrices(p: PriceSet): PriceSet {
 
 const json = (p: PriceSet | null | undefined) => (p ? JSON.stringify(barePrices(p)) : null);
 
-/** Records a version; `effectiveAt` null: now (the database's clock, as every reader's). */
-export async function addPriceVersion(
-  db: Queryable,
-  v: {
-    model: string;
-    pricing: PriceSet;
-    batchPricing?: PriceSet | null;
-    effectiveAt?: Date | null;
-    source: PriceSource;
-    note?: string | null;
-  },
+/** Takes the book's lock; the database's clock (to the millisecond, as a JavaScript date holds it). */
+async function lockBook(c: DbClient): Promise<Date> {
+  await c.query(`SELECT pg_advisory_xact_lock(${LOCK})`);
+  return (await c.query("SELECT date_trunc('milliseconds', clock_timestamp()) AS now")).rows[0].now;
+}
+
+interface NewVersion {
+  model: string;
+  source: PriceSource;
+  note?: string | null;
+  /** A price-set's changes; absent: `pricing` / `batchPricing` are the whole prices. */
+  sets?: PriceSets;
+  pricing?: PriceSet;
+  batchPricing?: PriceSet | null;
+}
+
+const at = (d: Date) => d.toISOString();
+
+/** Why `v` at the instant of `x` would be ambiguous (both set one price then), or null. */
+function sameInstantProblem(v: NewVersion, x: PriceVersion): string | null {
+  const when = `v${x.id} (${x.source}) at ${at(x.effectiveAt)}`;
+  if (!v.sets || !x.sets) return `${when} sets every price at that same instant: which one wins is ambiguous`;
+  for (const [side, flag] of [
+    ['pricing', '--pricing'],
+    ['batchPricing', '--batch-pricing'],
+  ] as const) {
+    const both = Object.keys(v.sets[side]).filter((k) => k in x.sets![side]);
+    if (both.length)
+      return `${flag}.${both[0]}: ${when} already changes it at that same instant: which one wins is ambiguous`;
+  }
+  return null;
+}
+
+/**
+ * Records a version in force from `from` (the book locked): its whole prices over those in force just before it,
+ * then each price-set version scheduled after it rebuilt over it. `base`: the prices before any version (the
+ * catalog file's). `strict` (an operator's change): a same-instant clash, or a version left unable to price its
+ * model, refuses the change; otherwise (a process recording its catalog) such a version keeps its prices.
+ */
+async function insertVersion(
+  c: DbClient,
+  mode: Mode,
+  base: Prices,
+  from: Date,
+  v: NewVersion,
+  opts: { strict: boolean; vet?: (before: Prices) => string | null },
 ): Promise<PriceVersion> {
-  const r = await db.query(
-    `INSERT INTO price_versions (model, pricing, batch_pricing, effective_at, source, note)
-     VALUES ($1, $2, $3, COALESCE($4, now()), $5, $6) RETURNING *`,
-    [v.model, json(v.pricing), json(v.batchPricing), v.effectiveAt ?? null, v.source, v.note ?? null],
+  const all = await listPriceVersions(c, v.model);
+  const earlier = all.filter((x) => x.effectiveAt.getTime() <= from.getTime());
+  const later = all.filter((x) => x.effectiveAt.getTime() > from.getTime());
+  if (opts.strict)
+    for (const x of earlier.filter((x) => x.effectiveAt.getTime() === from.getTime())) {
+      const problem = sameInstantProblem(v, x);
+      if (problem) throw new PriceScheduleError(problem);
+    }
+  const before = earlier.reduce(pricesFrom, base);
+  const own = pricesFrom(before, { sets: v.sets ?? null, pricing: v.pricing!, batchPricing: v.batchPricing ?? null });
+  const problem = opts.strict ? (opts.vet?.(before) ?? pricesProblem(mode, own)) : null;
+  if (problem) throw new PriceScheduleError(problem);
+  const r = await c.query(
+    `INSERT INTO price_versions (model, pricing, batch_pricing, effective_at, source, note, set_pricing,
+       set_batch_pricing)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING *`,
+    [
+      v.model,
+      json(own.pricing),
+      json(own.batchPricing),
+      from,
+      v.source,
+      v.note ?? null,
+      v.sets ? JSON.stringify(v.sets.pricing) : null,
+      v.sets ? JSON.stringify(v.sets.batchPricing) : null,
+    ],
   );
+  let state = own;
+  for (const x of later) {
+    state = pricesFrom(state, x);
+    if (!x.sets) continue;
+    const left = pricesProblem(mode, state);
+    if (left && opts.strict)
+      throw new PriceScheduleError(`v${x.id}, scheduled from ${at(x.effectiveAt)}, would be left with ${left}`);
+    if (left) {
+      state = { pricing: x.pricing, batchPricing: x.batchPricing };
+      continue;
+    }
+    await c.query(
+      `UPDATE price_versions SET pricing = $2, batch_pricing = $3
+       WHERE id = $1 AND (pricing IS DISTINCT FROM $2::jsonb OR batch_pricing IS DISTINCT FROM $3::jsonb)`,
+      [x.id, json(state.pricing), json(state.batchPricing)],
+    );
+  }
   return toVersion(r.rows[0]);
+}
+
+/**
+ * Schedules an operator's change of a model's prices (`price-set`): `sets` from `effectiveAt` (null: now), which
+ * must not have passed. `vet` may refuse it given the prices in force just before it.
+ */
+export async function schedulePriceChange(
+  db: Db,
+  model: Pick<ModelConfig, 'id' | 'mode' | 'pricing' | 'batchPricing'>,
+  change: { sets: PriceSets; effectiveAt: Date | null; note: string | null },
+  vet?: (before: Prices) => string | null,
+): Promise<PriceVersion> {
+  return tx(db, async (c) => {
+    const now = await lockBook(c);
+    if (change.effectiveAt && change.effectiveAt.getTime() <= now.getTime())
+      throw new PriceScheduleError(
+        `--effective-at ${at(change.effectiveAt)} has passed (the database's clock reads ${at(now)})`,
+      );
+    const base = { pricing: model.pricing, batchPricing: model.batchPricing ?? null };
+    return insertVersion(
+      c,
+      model.mode,
+      base,
+      change.effectiveAt ?? now,
+      { model: model.id, source: 'price-set', note: change.note, sets: change.sets },
+      { strict: true, vet },
+    );
+  });
 }
 
 /** The model's versions, oldest first. */
@@ -94,7 +252,12 @@ export async function recordCatalogVersions(
   effectiveAt: Date | null = null,
 ): Promise<Map<string, number>> {
   return tx(db, async (c) => {
-    await c.query("SELECT pg_advisory_xact_lock(hashtext('price_versions'))");
+    const now = await lockBook(c);
+    // An import's time must be ahead: what was billed before it keeps its prices.
+    if (effectiveAt && effectiveAt.getTime() <= now.getTime())
+      throw new PriceScheduleError(
+        `--effective-at ${at(effectiveAt)} has passed (the database's clock reads ${at(now)})`,
+      );
     const ids = new Map<string, number>();
     for (const m of models) {
       const r = await c.query(
@@ -105,13 +268,15 @@ export async function recordCatalogVersions(
       );
       if (r.rowCount && r.rows[0].same) ids.set(m.id, Number(r.rows[0].id));
       else {
-        const v = await addPriceVersion(c, {
-          model: m.id,
-          pricing: m.pricing,
-          batchPricing: m.batchPricing ?? null,
-          effectiveAt,
-          source,
-        });
+        const whole = { pricing: m.pricing, batchPricing: m.batchPricing ?? null };
+        const v = await insertVersion(
+          c,
+          m.mode,
+          whole,
+          effectiveAt ?? now,
+          { model: m.id, source, ...whole },
+          { strict: source === 'catalog-import' },
+        );
         ids.set(m.id, v.id);
       }
     }
@@ -167,8 +332,16 @@ export class PriceBook {
 
   /** Reads the versions in force and scheduled, and puts the ones in force on the catalog's models. */
   async refresh(): Promise<void> {
+    // Under the book's lock (shared): a change being scheduled cannot rebuild a version this reads as in force.
+    await tx(this.db, async (c) => {
+      await c.query(`SELECT pg_advisory_xact_lock_shared(${LOCK})`);
+      await this.load(c);
+    });
+  }
+
+  private async load(c: DbClient): Promise<void> {
     const ids = this.catalog.models.map((m) => m.id);
-    const r = await this.db.query(
+    const r = await c.query(
       `SELECT *, effective_at <= now() AS in_force, now() AS db_now FROM price_versions
        WHERE model = ANY($1) AND (source <> 'catalog' OR id = ANY($2))
        ORDER BY model, effective_at, id`,
@@ -191,7 +364,7 @@ export class PriceBook {
     // A model whose own version is not in force yet (an import scheduled ahead): the version in force, any source.
     const waiting = ids.filter((id) => !byModel.get(id)?.current);
     if (waiting.length) {
-      const w = await this.db.query(
+      const w = await c.query(
         `SELECT DISTINCT ON (model) * FROM price_versions WHERE model = ANY($1) AND effective_at <= now()
          ORDER BY model, effective_at DESC, id DESC`,
         [waiting],

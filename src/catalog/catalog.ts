@@ -149,7 +149,14 @@ const TOKEN_PRICE_KEYS = [
   'audioInputPer1MTokens',
   'audioOutputPer1MTokens',
 ];
-const priceProps = (keys: string[]) => Object.fromEntries(keys.map((k) => [k, { type: 'integer', minimum: 0 }]));
+/**
+ * The highest price of one unit (1M tokens, an image, 1K characters, an audio minute, a video second): 10^9 VND,
+ * some sixty times the dearest list price known. The largest request (MAX_TOKEN_COUNT = 10^7 tokens) then costs at
+ * most 10^10 VND a price, so every cost and funds bound stays an exact integer far below 2^53.
+ */
+export const MAX_PRICE_VND = 1_000_000_000;
+const PRICE = { type: 'integer', minimum: 0, maximum: MAX_PRICE_VND };
+const priceProps = (keys: string[]) => Object.fromEntries(keys.map((k) => [k, PRICE]));
 const videoSecondPriceSchema = {
   type: 'object',
   required: ['perSecond'],
@@ -159,7 +166,7 @@ const videoSecondPriceSchema = {
     audio: { type: 'boolean' },
     tier: { type: 'string', minLength: 1 },
     input: { enum: ['text', 'image', 'reference'] },
-    perSecond: { type: 'integer', minimum: 0 },
+    perSecond: PRICE,
   },
 };
 
@@ -183,6 +190,51 @@ export function pricingProblem(mode: Mode, pricing: unknown): string | null {
   if (!ajv.validate(pricingSchema, p)) return ajv.errorsText(ajv.errors);
   const missing = REQUIRED_PRICES[mode].filter((k) => p[k] === undefined);
   return missing.length ? `a ${mode} model needs ${missing.join(', ')}` : null;
+}
+
+/** The prices a model of each mode is billed by: a price change may set only these (docs/billing.md). */
+export const MODE_PRICES: Record<Mode, string[]> = {
+  chat: [...TOKEN_PRICE_KEYS, 'above200kTokens'],
+  completion: [...TOKEN_PRICE_KEYS, 'above200kTokens'],
+  embedding: ['inputPer1MTokens'],
+  speech: ['per1KChars'],
+  transcription: ['perAudioMinute'],
+  image: ['perImage'],
+  video: ['perVideoSecond', 'videoPerSecond'],
+};
+
+const fieldAjv = new Ajv({ allErrors: false });
+const fieldCheck = new Map(
+  Object.entries(pricingSchema.properties).map(([k, s]) => [k, fieldAjv.compile(s as object)] as const),
+);
+
+/**
+ * Why the changes a price-set gives under `flag` cannot apply to a model of `mode`, naming the field, or null: each
+ * is a price of the mode (an integer VND from 0 to MAX_PRICE_VND, or its table), or null to remove it (a price the
+ * mode does not need, a foreign one set before included).
+ */
+export function priceChangeProblem(mode: Mode, changes: Record<string, unknown>, flag: string): string | null {
+  const own = MODE_PRICES[mode];
+  for (const [k, v] of Object.entries(changes)) {
+    const field = `${flag}.${k}`;
+    const check = fieldCheck.get(k);
+    if (!check) return `${field} is not a price (a ${mode} model's prices: ${own.join(', ')})`;
+    if (v === null) {
+      if ((REQUIRED_PRICES[mode] as string[]).includes(k))
+        return `${field} cannot be removed: a ${mode} model needs it`;
+      continue;
+    }
+    if (!own.includes(k)) return `${field} does not price a ${mode} model (its prices: ${own.join(', ')})`;
+    if (check(v)) continue;
+    const e = check.errors![0];
+    const got = typeof v === 'number' ? String(v) : JSON.stringify(v);
+    if (e.instancePath === '' && (pricingSchema.properties as Record<string, object>)[k] === PRICE)
+      return `${field} must be an integer VND from 0 to ${MAX_PRICE_VND}, got ${got}`;
+    const at = e.instancePath.replace(/\/(\d+)/g, '[$1]').replace(/\//g, '.');
+    const extra = 'additionalProperty' in e.params ? ` (${String(e.params.additionalProperty)})` : '';
+    return `${field}${at} ${e.message}${extra}`;
+  }
+  return null;
 }
 
 const schema = {

@@ -35,6 +35,7 @@ import {
   PricesUsageError,
   recordImportedVersions,
 } from './prices';
+import { PriceScheduleError } from '../billing/priceBook';
 
 /**
  * Operator CLI: `npm run admin -- <command> ...` against DATABASE_URL (migrations are applied first).
@@ -799,7 +800,10 @@ async function runScheduledImport(args: string[], io: AdminIO): Promise<number> 
       added.map((a) => a.id),
       effectiveAt,
       io.env,
-    );
+    ).catch((e) => {
+      // Its time passed meanwhile (the database's clock), or it clashes with a change at the same instant.
+      throw e instanceof PriceScheduleError ? new UsageError(e.message) : e;
+    });
     for (const [model, id] of ids) io.out(`price version v${id} of ${model}`);
     return 0;
   });

@@ -1,22 +1,36 @@
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { Catalog, pricingProblem, type PriceSet } from '../catalog/catalog';
+import Ajv from 'ajv';
+import addFormats from 'ajv-formats';
+import { Catalog, priceChangeProblem } from '../catalog/catalog';
 import type { Db } from '../db/pool';
 import { projectRoot } from '../projectRoot';
-import { addPriceVersion, listPriceVersions, priceVersionAt, recordCatalogVersions } from '../billing/priceBook';
+import {
+  listPriceVersions,
+  PriceScheduleError,
+  priceVersionAt,
+  recordCatalogVersions,
+  schedulePriceChange,
+  type PriceChanges,
+  type Prices,
+} from '../billing/priceBook';
 
 /**
  * Price versions from the operator CLI (docs/billing.md, "Price versions"):
  *   price-set <model> --pricing '<json>' [--batch-pricing '<json>'] [--effective-at <ISO date>|now] [--note text]
  *   price-list <model>
- * A change is a new version: the given prices over those in force at its effective time, checked as the catalog
- * checks a model of its mode. Every API process and worker takes it up when it takes effect.
+ * A change is a new version: the given prices over those in force at its effective time, composed in effective
+ * order whatever the order they were scheduled in, checked as the catalog checks a model of its mode. A list price
+ * the model also has a batch price of is changed with its batch price (--batch-pricing), which the refusal states
+ * at the discount in force. Every API process and worker takes it up when it takes effect.
  */
 
 export const PRICES_USAGE = [
   "price-set <model> --pricing '<json>' [--batch-pricing '<json>'] [--effective-at date|now] [--note text]",
   '                                            schedule a price change (a new price version; the JSON fields',
-  '                                            replace those of the prices in force then; default: now)',
+  '                                            replace those of the prices in force then, null removes one;',
+  '                                            a list price with a batch price needs its batch price too;',
+  '                                            --effective-at: ahead, RFC 3339 with its offset; default: now)',
   'price-list <model>                          the model price versions: in force, past and scheduled',
 ].join('\n');
 
@@ -24,11 +38,23 @@ export class PricesUsageError extends Error {}
 
 export const isPriceCommand = (cmd: string) => cmd === 'price-set' || cmd === 'price-list';
 
-/** An ISO 8601 date-time, or `now` (null: the database's now). */
+// RFC 3339 date-times (ajv-formats checks the calendar: no 2026-02-30, no hour 24) with their offset.
+const isDateTime = addFormats(new Ajv()).compile({ type: 'string', format: 'date-time' });
+
+/**
+ * An RFC 3339 date-time with its offset, ahead of now, or `now` (null: the database's now). The database checks
+ * "ahead" again on its own clock when the change is recorded.
+ */
 export function parseEffectiveAt(v: string | undefined): Date | null {
   if (v === undefined || v === 'now') return null;
   const d = new Date(v);
-  if (Number.isNaN(d.getTime())) throw new PricesUsageError('--effective-at must be an ISO 8601 date-time or "now"');
+  if (!isDateTime(v) || Number.isNaN(d.getTime()))
+    throw new PricesUsageError(
+      `--effective-at ${JSON.stringify(v)} is not a date-time: give a real one with its offset ` +
+        '(e.g. 2026-12-01T00:00:00+07:00) or "now"',
+    );
+  if (d.getTime() <= Date.now())
+    throw new PricesUsageError(`--effective-at ${v} has passed: a change takes effect now or later, never before`);
   return d;
 }
 
@@ -37,8 +63,8 @@ function jsonObject(v: string | undefined, flag: string): Record<string, unknown
   let o: unknown;
   try {
     o = JSON.parse(v);
-  } catch {
-    throw new PricesUsageError(`${flag} must be a JSON object`);
+  } catch (e) {
+    throw new PricesUsageError(`${flag} must be a JSON object (${(e as Error).message})`);
   }
   if (typeof o !== 'object' || o === null || Array.isArray(o))
     throw new PricesUsageError(`${flag} must be a JSON object`);
@@ -86,43 +112,73 @@ export function planPriceCommand(
           out(
             `${v.id === now?.id ? '*' : ' '} v${v.id} ${v.effectiveAt.toISOString()} ${v.source}: ` +
               `${JSON.stringify(v.pricing)}${v.batchPricing ? ` batch ${JSON.stringify(v.batchPricing)}` : ''}` +
+              (v.sets ? ` set ${JSON.stringify(v.sets)}` : '') +
               (v.note ? ` (${v.note})` : ''),
           );
       return 0;
     };
   }
 
-  const pricing = jsonObject(values.pricing, '--pricing');
-  const batch = jsonObject(values['batch-pricing'], '--batch-pricing');
-  if (!pricing && !batch) throw new PricesUsageError('price-set needs --pricing and/or --batch-pricing');
+  const pricing = jsonObject(values.pricing, '--pricing') ?? {};
+  const batch = jsonObject(values['batch-pricing'], '--batch-pricing') ?? {};
+  if (!Object.keys(pricing).length && !Object.keys(batch).length)
+    throw new PricesUsageError('price-set needs --pricing and/or --batch-pricing');
+  for (const [changes, flag] of [
+    [pricing, '--pricing'],
+    [batch, '--batch-pricing'],
+  ] as const) {
+    const problem = priceChangeProblem(model.mode, changes, flag);
+    if (problem) throw new PricesUsageError(problem);
+  }
   const effectiveAt = parseEffectiveAt(values['effective-at']);
   return async (db, out) => {
-    // The change applies over the prices in force at its time (the catalog file's before any version).
-    const base = (await priceVersionAt(db, model.id, effectiveAt)) ?? {
-      pricing: model.pricing,
-      batchPricing: model.batchPricing ?? null,
-    };
-    const next: PriceSet = { ...base.pricing, ...(pricing ?? {}) };
-    const nextBatch = batch ? { ...(base.batchPricing ?? {}), ...batch } : base.batchPricing;
-    for (const [p, flag] of [
-      [next, '--pricing'],
-      ...(nextBatch ? [[nextBatch, '--batch-pricing'] as const] : []),
-    ] as const) {
-      const problem = pricingProblem(model.mode, p);
-      if (problem) throw new PricesUsageError(`${flag}: ${problem}`);
+    let v;
+    try {
+      v = await schedulePriceChange(
+        db,
+        model,
+        { sets: { pricing, batchPricing: batch }, effectiveAt, note: values.note ?? null },
+        (before) => batchPricesMissing(model.id, before, pricing, batch),
+      );
+    } catch (e) {
+      if (e instanceof PriceScheduleError) throw new PricesUsageError(e.message);
+      throw e;
     }
-    const v = await addPriceVersion(db, {
-      model: model.id,
-      pricing: next,
-      batchPricing: nextBatch,
-      effectiveAt,
-      source: 'price-set',
-      note: values.note ?? null,
-    });
     if (asJson) out(JSON.stringify(v, null, 2));
     else out(`price version v${v.id} of ${model.id} in force from ${v.effectiveAt.toISOString()}`);
     return 0;
   };
+}
+
+/**
+ * Batch prices follow list prices (docs/billing.md): a list price the model also has a batch price of (at the
+ * change's time) changes only with its batch price. The refusal states them at the discount in force then (the
+ * batch price over the list price, rounded up to a whole VND), for the operator to give or amend.
+ */
+export function batchPricesMissing(
+  model: string,
+  before: Prices,
+  pricing: PriceChanges,
+  batch: PriceChanges,
+): string | null {
+  const list = before.pricing as Record<string, unknown>;
+  const had = (before.batchPricing ?? {}) as Record<string, unknown>;
+  const missing = Object.keys(pricing).filter((k) => k in had && !(k in batch));
+  if (!missing.length) return null;
+  const same = Object.fromEntries(
+    missing.map((k) => {
+      const [next, was, wasBatch] = [pricing[k], list[k], had[k]];
+      if (typeof next !== 'number' || typeof was !== 'number' || typeof wasBatch !== 'number' || was === 0)
+        return [k, next === null ? null : wasBatch];
+      return [k, Number((BigInt(next) * BigInt(wasBatch) + BigInt(was) - 1n) / BigInt(was))];
+    }),
+  );
+  return (
+    `--batch-pricing.${missing[0]} is needed: ${model} has batch prices (${missing
+      .map((k) => `${k} ${JSON.stringify(had[k])} for ${JSON.stringify(list[k])}`)
+      .join(', ')}), which change with the list prices. At the same discount they would be ` +
+    `--batch-pricing '${JSON.stringify(same)}': give them (or others) with --pricing`
+  );
 }
 
 /** After `catalog-import --effective-at`: the imported models' prices as versions (source `catalog-import`). */

@@ -9,7 +9,23 @@ import { tokenCount } from './tokens';
  * translating. Roles include `system`: Claude Code sends a trailing system entry for models it does not know.
  */
 
-const block = { type: 'object', required: ['type'], properties: { type: { type: 'string' } } };
+/** A block of `type` whose fields are checked by `then`. */
+const ofType = (type: string, then: object) => ({
+  if: { properties: { type: { const: type } }, required: ['type'] },
+  then,
+});
+// A text block's text is a string: anything else broke the token count (an object with its own toString was a
+// 500) or went upstream as sent.
+const textBlock = ofType('text', { required: ['text'], properties: { text: { type: 'string' } } });
+const leafBlock = { type: 'object', required: ['type'], properties: { type: { type: 'string' } }, allOf: [textBlock] };
+// A tool result's content: a string or blocks, its text blocks held to the same rule.
+const block = {
+  ...leafBlock,
+  allOf: [
+    textBlock,
+    ofType('tool_result', { properties: { content: { type: ['string', 'array'], items: leafBlock } } }),
+  ],
+};
 const message = {
   type: 'object',
   required: ['role', 'content'],

@@ -152,6 +152,30 @@ test("another account's id is 404 on GET, stream, cancel and DELETE; DELETE remo
   await expect(client(a.key).responses.retrieve(r.id)).rejects.toMatchObject({ status: 404 });
 });
 
+test('starting_after out of the sequence range, or not written as one, is a 400 naming it', async () => {
+  const acc = await h.account(2_000_000);
+  const r = await client(acc.key).responses.create({ model: TRANSLATED, input: 'count me', background: true });
+  await eventually(async () => (await client(acc.key).responses.retrieve(r.id)).status === 'completed');
+  const stream = (after: string) =>
+    fetch(`${h.url}/v1/responses/${r.id}?stream=true&starting_after=${encodeURIComponent(after)}`, {
+      headers: { authorization: `Bearer ${acc.key}` },
+    });
+  // 2^31 and beyond were a 200 with an empty stream (and a database error); 1e21 and 0x10 passed Number().
+  for (const after of ['2147483648', '9007199254740993', '1e21', '1e3', '0x10', ' 5', '-2', '1.5', '', 'x']) {
+    const res = await stream(after);
+    const body = (await res.json()) as { error?: { param?: string; type?: string } };
+    expect({ after, status: res.status, error: body.error }).toEqual({
+      after,
+      status: 400,
+      error: expect.objectContaining({ type: 'invalid_request_error', param: 'starting_after' }),
+    });
+  }
+  // The largest sequence number: nothing after it, an empty stream that ends.
+  const last = await stream('2147483647');
+  expect(last.status).toBe(200);
+  expect(await last.text()).not.toContain('"sequence_number"');
+});
+
 test('a key has at most its limit of background responses in flight: one more is 429', async () => {
   const acc = await h.account(5_000_000);
   const c = client(acc.key);

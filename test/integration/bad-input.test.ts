@@ -458,3 +458,61 @@ describe('the batch APIs: text Postgres cannot hold, and methods no route takes'
     }
   });
 });
+
+describe('Claude text blocks whose text is not a string', () => {
+  // An object with a toString of its own broke the token count (a 500); other values went upstream.
+  const texts: [string, unknown][] = [
+    ['an object with toString', { toString: 1 }],
+    ['an object', {}],
+    ['a number', 42],
+    ['an array', ['a']],
+    ['null', null],
+  ];
+  /** The request with `text` at one place a text block goes, and the parameter that names it. */
+  const places: [string, (text: unknown) => Record<string, unknown>, string][] = [
+    [
+      'a message',
+      (text) => ({ messages: [{ role: 'user', content: [{ type: 'text', text }] }] }),
+      'messages[0].content[0].text',
+    ],
+    [
+      'the system prompt',
+      (text) => ({ system: [{ type: 'text', text }], messages: [{ role: 'user', content: 'hi' }] }),
+      'system[0].text',
+    ],
+    [
+      'a tool result',
+      (text) => ({
+        messages: [
+          { role: 'user', content: [{ type: 'tool_result', tool_use_id: 't1', content: [{ type: 'text', text }] }] },
+        ],
+      }),
+      'messages[0].content[0].content[0].text',
+    ],
+  ];
+  test.each([
+    ['/v1/messages', 'claude-haiku-4-5'],
+    ['/v1/messages', 'gpt-4o-mini'],
+    ['/v1/messages/count_tokens', 'claude-haiku-4-5'],
+    ['/v1/messages/count_tokens', 'gpt-4o-mini'],
+  ])('%s on %s: a 400 in the Anthropic shape naming the field; nothing sent or charged', async (path, model) => {
+    const { accountId, key } = await gw.account(BALANCE);
+    const sent = gw.emulator.control.requests.length;
+    for (const [what, text] of texts)
+      for (const [where, body, param] of places) {
+        const res = await post(path, key, { model, max_tokens: 10, ...body(text) }, anthropic);
+        expect({ what, where, status: res.status, body: res.body }).toEqual({
+          what,
+          where,
+          status: 400,
+          body: {
+            type: 'error',
+            error: { type: 'invalid_request_error', message: expect.stringContaining(param) },
+            request_id: expect.any(String),
+          },
+        });
+      }
+    expect(gw.emulator.control.requests.length).toBe(sent);
+    await expectUntouched(accountId);
+  });
+});

@@ -3,7 +3,7 @@ import { startGateway, type TestGateway } from '../support/gateway';
 import { post as postTo } from '../support/http';
 import { usageRows as usageRowsOf } from '../support/records';
 
-// Compressed JSON bodies go through koa-body (loaded on first use), plain ones through raw-body + JSON.parse. What
+// Compressed JSON bodies are inflated by zlib before raw-body + JSON.parse, as plain ones are read. What
 // json-body.test.ts leaves out: deflate and br, the size limit applied to the inflated body (a small gzip that
 // inflates past maxJsonBytes), the prototype-key and JSON checks on the compressed path, and that none of these
 // refusals reaches the upstream or charges anything.
@@ -98,7 +98,7 @@ test('refused on both paths: prototype keys, bad JSON, non-objects, bad encoding
   expect(await usageRows()).toBe(before);
 });
 
-// The compressed path parses with co-body, whose own prototype check throws first: mapped to invalid_json.
+// The compressed path parses as the plain one: the same prototype check, the same invalid_json.
 test('a gzip body with a "__proto__" key is 400 invalid_json like a plain one', async () => {
   for (const text of [PROTO_TOP, PROTO_NESTED]) {
     const r = await post(gzipSync(text), { 'content-encoding': 'gzip' });
@@ -106,8 +106,7 @@ test('a gzip body with a "__proto__" key is 400 invalid_json like a plain one', 
   }
 });
 
-// Content codings are case-insensitive (RFC 9110 8.4.1); `inflation` (under koa-body) matches them exactly, so
-// the gateway lower-cases the header first.
+// Content codings are case-insensitive (RFC 9110 8.4.1).
 test('Content-Encoding is case-insensitive (GZIP, Gzip)', async () => {
   for (const encoding of ['GZIP', 'Gzip']) {
     const r = await post(gzipSync(chatJson('hi')), { 'content-encoding': encoding });

@@ -25,11 +25,14 @@ import { catalogPricing, chargePerSecond, holdPerSecond } from '../support/video
 const SEEDANCE = 'pb-seedance';
 const VEO = 'pb-veo';
 const CHAT = 'pb-chat';
+/** The price changes scheduled out of order (a model of its own: its book is that test's alone). */
+const COMPOSE = 'pb-compose';
 const base = JSON.parse(fs.readFileSync(path.join(__dirname, '../../config/catalog.json'), 'utf8')) as CatalogFile;
 const of = (id: string) => base.models.find((m) => m.id === id)!;
 const models: ModelConfig[] = [
   // On the file's own OpenAI provider: the emulator's usage report covers every call it served (one organization).
   { ...of('gpt-4o-mini'), id: CHAT, provider: 'pb-openai', aliases: undefined },
+  { ...of('gpt-4o-mini'), id: COMPOSE, provider: 'pb-openai', aliases: undefined },
   {
     ...of('seedance-2-0'),
     id: SEEDANCE,
@@ -183,7 +186,10 @@ test('Veo: held at the highest price of an open resolution, charged at the deliv
 test('/public/models lists the video price table', async () => {
   const list = (await (await fetch(`${h.url}/public/models`)).json()) as { data: any[] };
   const m = list.data.find((x) => x.id === SEEDANCE);
-  expect(m.pricing).toMatchObject({ perVideoSecond: 6000, videoPerSecond: models[1].pricing.videoPerSecond });
+  expect(m.pricing).toMatchObject({
+    perVideoSecond: 6000,
+    videoPerSecond: models.find((x) => x.id === SEEDANCE)!.pricing.videoPerSecond,
+  });
 });
 
 test("the default catalog's video tables: listed; Seedance's flex and Veo's fast tier billed at theirs", async () => {
@@ -237,14 +243,14 @@ async function admin(...argv: string[]) {
 const listed = async (id: string): Promise<any> =>
   ((await (await fetch(`${h.url}/public/models`)).json()) as { data: any[] }).data.find((m) => m.id === id);
 
-/** One more chat call on CHAT by the account: its usage record (written by the credit flush). */
-async function chat(acc: { key: string; accountId: string }) {
+/** One more chat call on `model` (CHAT) by the account: its usage record (written by the credit flush). */
+async function chat(acc: { key: string; accountId: string }, model = CHAT) {
   const count = async () =>
     (await h.deps.db.query('SELECT * FROM usage_records WHERE account_id = $1 ORDER BY created_at', [acc.accountId]))
       .rows;
   const n = (await count()).length;
   const client = new OpenAI({ apiKey: acc.key, baseURL: `${h.url}/v1`, maxRetries: 0 });
-  await client.chat.completions.create({ model: CHAT, messages: [{ role: 'user', content: 'hello' }] });
+  await client.chat.completions.create({ model, messages: [{ role: 'user', content: 'hello' }] });
   return eventually(async () => {
     const rows = await count();
     return rows.length > n ? rows[rows.length - 1] : null;
@@ -271,7 +277,16 @@ test('price versions: scheduled ahead listed, a change bills new work, verify-le
 
   // Scheduled a day ahead: listed, not in force.
   const tomorrow = new Date(Date.now() + 86_400_000).toISOString();
-  const ahead = await admin('price-set', CHAT, '--pricing', '{"outputPer1MTokens":99000}', '--effective-at', tomorrow);
+  const ahead = await admin(
+    'price-set',
+    CHAT,
+    '--pricing',
+    '{"outputPer1MTokens":99000}',
+    '--batch-pricing',
+    '{"outputPer1MTokens":49500}',
+    '--effective-at',
+    tomorrow,
+  );
   expect(ahead).toMatchObject({ code: 0 });
   await h.deps.prices!.refresh();
   const scheduled = await listed(CHAT);
@@ -281,14 +296,19 @@ test('price versions: scheduled ahead listed, a change bills new work, verify-le
       price_version: expect.any(Number),
       effective_at: tomorrow,
       pricing: { inputPer1MTokens: 3900, cachedInputPer1MTokens: 1950, outputPer1MTokens: 99000 },
-      batch_pricing: of('gpt-4o-mini').batchPricing,
+      batch_pricing: { ...of('gpt-4o-mini').batchPricing, outputPer1MTokens: 49500 },
     },
   ]);
 
   // In force in a moment: every process takes it up on time, without a restart.
   const soon = new Date(Date.now() + 1500).toISOString();
   expect(
-    await admin('price-set', CHAT, '--pricing', '{"inputPer1MTokens":7800}', '--effective-at', soon),
+    await admin(
+      'price-set',
+      CHAT,
+      ...['--pricing', '{"inputPer1MTokens":7800}', '--batch-pricing', '{"inputPer1MTokens":3900}'],
+      ...['--effective-at', soon],
+    ),
   ).toMatchObject({ code: 0 });
   const now = await eventually(async () => {
     const m = await listed(CHAT);
@@ -328,10 +348,165 @@ test('price versions: scheduled ahead listed, a change bills new work, verify-le
   expect(list.out.split('\n').filter((l) => l.startsWith('*'))).toEqual([expect.stringContaining(`v${v2} `)]);
 });
 
+test('price changes compose in effective order, whatever order they were scheduled in', async () => {
+  const acc = await h.account(1_000_000);
+  const t = Date.now();
+  const [sooner, later] = [new Date(t + 3000).toISOString(), new Date(t + 5000).toISOString()];
+  // Scheduled first: the output price from `later`. Then the input price from `sooner`, before it.
+  const output = ['--pricing', '{"outputPer1MTokens":31200}', '--batch-pricing', '{"outputPer1MTokens":15600}'];
+  expect(await admin('price-set', COMPOSE, ...output, '--effective-at', later)).toMatchObject({ code: 0 });
+  const input = ['--pricing', '{"inputPer1MTokens":7800}', '--batch-pricing', '{"inputPer1MTokens":3900}'];
+  expect(await admin('price-set', COMPOSE, ...input, '--effective-at', sooner)).toMatchObject({ code: 0 });
+  // From `later`, each field is what was set for it at or before then: input from `sooner`, output from `later`.
+  const expected = { inputPer1MTokens: 7800, cachedInputPer1MTokens: 1950, outputPer1MTokens: 31200 };
+  await h.deps.prices!.refresh();
+  expect((await listed(COMPOSE)).scheduled_prices).toEqual([
+    expect.objectContaining({ effective_at: sooner, pricing: { ...expected, outputPer1MTokens: 15600 } }),
+    expect.objectContaining({
+      effective_at: later,
+      pricing: expected,
+      batch_pricing: { inputPer1MTokens: 3900, cachedInputPer1MTokens: 975, outputPer1MTokens: 15600 },
+    }),
+  ]);
+  const inForce = await eventually(async () => {
+    const m = await listed(COMPOSE);
+    return m.price_version?.effective_at === later ? m : null;
+  });
+  expect(inForce.pricing).toEqual(expected);
+  // Billed so: the record's prices are the composed ones, and verify-ledger finds them in the book.
+  const billed = await chat(acc, COMPOSE);
+  expect(billed.pricing).toMatchObject(expected);
+  expect((await verifyUsage(h.deps.db, { since: new Date(t) })).mismatches).toEqual([]);
+  // A version in force is what was billed: the book refuses to rewrite it, or to lose any version.
+  const id = inForce.price_version.id;
+  await expect(
+    h.deps.db.query(`UPDATE price_versions SET pricing = pricing || '{"inputPer1MTokens":1}' WHERE id = $1`, [id]),
+  ).rejects.toMatchObject({ code: '23001' });
+  await expect(h.deps.db.query('DELETE FROM price_versions WHERE id = $1', [id])).rejects.toMatchObject({
+    code: '23001',
+  });
+});
+
+test('at the highest price a request is refused for its funds (402) or charged exactly, never a 500', async () => {
+  const max = JSON.stringify({ inputPer1MTokens: 1e9, cachedInputPer1MTokens: 1e9, outputPer1MTokens: 1e9 });
+  expect(await admin('price-set', COMPOSE, '--pricing', max, '--batch-pricing', max)).toMatchObject({ code: 0 });
+  await h.deps.prices!.refresh();
+  const acc = await h.account(1_000_000);
+  const hi = [{ role: 'user', content: 'hi' }];
+  const headers = {
+    authorization: `Bearer ${acc.key}`,
+    'anthropic-version': '2023-06-01',
+    'content-type': 'application/json',
+  };
+  for (const [path, body] of [
+    ['/v1/chat/completions', { model: COMPOSE, messages: hi }],
+    ['/v1/messages', { model: COMPOSE, max_tokens: 4096, messages: hi }],
+    ['/v1/responses', { model: COMPOSE, input: 'hi' }],
+  ] as const) {
+    const res = await fetch(`${h.url}${path}`, { method: 'POST', headers, body: JSON.stringify(body) });
+    expect({ path, status: res.status }).toEqual({ path, status: 402 });
+  }
+  expect((await getBalance(h.deps.db, acc.accountId))!).toMatchObject({ balance: 1_000_000, held: 0 });
+  // Funded: answered and charged an exact amount, which verify-ledger re-prices to the VND.
+  const since = new Date();
+  const rich = await h.account(100_000_000);
+  const record = await chat(rich, COMPOSE);
+  expect(Number(record.cost_vnd)).toBeGreaterThanOrEqual(1000);
+  expect(Number.isSafeInteger(Number(record.cost_vnd))).toBe(true);
+  expect((await verifyUsage(h.deps.db, { since })).mismatches).toEqual([]);
+});
+
 test('price-set refuses prices a model of its mode cannot be billed by', async () => {
   const r = await admin('price-set', SEEDANCE, '--pricing', '{"videoPerSecond":[{"resolution":"480p"}]}');
   expect(r.code).toBe(2);
   expect(r.err).toMatch(/--pricing/);
+});
+
+test('price-set refuses bad prices, foreign fields and bad dates, naming the field, and changes nothing', async () => {
+  const versions = async () =>
+    (await h.deps.db.query('SELECT count(*)::int AS n FROM price_versions WHERE model = $1', [CHAT])).rows[0].n;
+  const before = await versions();
+  const ahead = new Date(Date.now() + 86_400_000).toISOString();
+  const refused = async (args: string[], field: RegExp) => {
+    const r = await admin('price-set', CHAT, ...args);
+    expect({ args, code: r.code, named: field.test(r.err) }).toEqual({ args, code: 2, named: true });
+  };
+  const price = (json: string) => ['--pricing', json, '--batch-pricing', json, '--effective-at', ahead];
+  for (const bad of ['-1', '1.5', '1e308', '1e999', '"3900"', 'true'])
+    await refused(price(`{"inputPer1MTokens":${bad}}`), /--pricing\.inputPer1MTokens/);
+  await refused(['--pricing', '{"inputPer1MTokens":NaN}'], /--pricing/);
+  // A field of another model type (a chat model has no per-image price) and one that is no price at all.
+  await refused(price('{"perImage":1000}'), /--pricing\.perImage.*chat/);
+  await refused(price('{"inputPerToken":1}'), /--pricing\.inputPerToken/);
+  await refused(price('{"inputPer1MTokens":null}'), /--pricing\.inputPer1MTokens.*removed/);
+  await refused(
+    ['--pricing', '{"above200kTokens":{"inputPer1MTokens":-5}}', '--effective-at', ahead],
+    /--pricing\.above200kTokens\.inputPer1MTokens/,
+  );
+  for (const at of [
+    '0000-01-01T00:00:00Z',
+    '1970-01-01T00:00:00Z',
+    new Date(Date.now() - 60_000).toISOString(),
+    '2026-02-30T00:00:00Z',
+    '2099-02-30T00:00:00Z',
+    '2099-13-01T00:00:00Z',
+    '2099-01-01T24:30:00Z',
+    '2099-01-01',
+    'tomorrow',
+  ])
+    await refused(['--pricing', '{"outputPer1MTokens":1}', '--effective-at', at], /--effective-at/);
+  expect(await versions()).toBe(before);
+
+  // The upper bound is taken; cost arithmetic at it stays exact.
+  const max = await admin('price-set', CHAT, ...price('{"reasoningPer1MTokens":1000000000}'));
+  expect(max).toMatchObject({ code: 0 });
+  // Two changes of one price at the same instant are ambiguous; of different prices they compose.
+  const same = await admin('price-set', CHAT, ...price('{"reasoningPer1MTokens":7}'));
+  expect(same).toMatchObject({ code: 2, err: expect.stringMatching(/--pricing\.reasoningPer1MTokens.*same instant/) });
+  const other = await admin('price-set', CHAT, ...price('{"audioInputPer1MTokens":8}'));
+  expect(other).toMatchObject({ code: 0 });
+  // A price of the model's type set earlier can be removed (null); the later version was rebuilt with both.
+  const removed = await admin(
+    'price-set',
+    CHAT,
+    ...price('{"reasoningPer1MTokens":null,"audioInputPer1MTokens":null}').slice(0, 4),
+    '--effective-at',
+    new Date(Date.parse(ahead) + 1000).toISOString(),
+  );
+  expect(removed).toMatchObject({ code: 0 });
+  const listedNow = JSON.parse((await admin('price-list', CHAT, '--json')).out);
+  const last = listedNow.versions.at(-1);
+  expect(last.pricing).not.toHaveProperty('reasoningPer1MTokens');
+  expect(listedNow.versions.at(-2).pricing).toMatchObject({ reasoningPer1MTokens: 1e9, audioInputPer1MTokens: 8 });
+  expect(last.sets.pricing).toEqual({ reasoningPer1MTokens: null, audioInputPer1MTokens: null });
+  // The listing shows what each change set beside the prices in force from it.
+  const text = (await admin('price-list', CHAT)).out.split('\n');
+  expect(text.find((l) => l.includes(` v${last.id} `))).toMatch(
+    /price-set: \{.*\} set \{"pricing":\{"reasoningPer1MTokens":null,"audioInputPer1MTokens":null\}/,
+  );
+});
+
+test('a list price change states the batch prices and asks for them; with them, both change together', async () => {
+  const ahead = new Date(Date.now() + 2 * 86_400_000).toISOString();
+  const alone = await admin('price-set', CHAT, '--pricing', '{"outputPer1MTokens":31200}', '--effective-at', ahead);
+  // gpt-4o-mini's batch output is half its list price: the same discount at the new price is 15600.
+  expect(alone).toMatchObject({
+    code: 2,
+    err: expect.stringContaining(`--batch-pricing '{"outputPer1MTokens":15600}'`),
+  });
+  const both = await admin(
+    'price-set',
+    CHAT,
+    '--pricing',
+    '{"outputPer1MTokens":31200}',
+    '--batch-pricing',
+    '{"outputPer1MTokens":15000}',
+    '--effective-at',
+    ahead,
+  );
+  expect(both).toMatchObject({ code: 0 });
+  const v = JSON.parse((await admin('price-list', CHAT, '--json')).out).versions.at(-1);
+  expect(v).toMatchObject({ pricing: { outputPer1MTokens: 31200 }, batchPricing: { outputPer1MTokens: 15000 } });
 });
 
 test('reconciliation: a provider day against its usage report, drift stored; the daily schedule runs it', async () => {

@@ -1,18 +1,20 @@
 import type { IncomingMessage } from 'node:http';
+import { pipeline, type Readable } from 'node:stream';
+import zlib from 'node:zlib';
 import getRawBody from 'raw-body';
 import type Koa from 'koa';
 import { ApiError } from '../../errors';
-import { lazyKoaBody } from './lazyKoaBody';
 import { jsonBodyProblem, MAX_BODY_DEPTH } from '../../schemas/bodyShape';
 import type { Ctx, GatewayState } from '../requestState';
 import { clipJson } from '../../text/clip';
 
 /**
- * The JSON request body of the API routes, read with raw-body and parsed with JSON.parse.
+ * The JSON request body of the API routes, read with raw-body (inflated first per its Content-Encoding), decoded as
+ * strict UTF-8 and parsed with JSON.parse.
  *
- * Not koa-body (co-body underneath) for plain bodies: it adds three content-type checks, a decompression probe
- * and a second scan of the text for prototype keys on the gateway's hottest path. Bodies with
- * a Content-Encoding go through koa-body (jsonBodyReader below), which inflates them.
+ * Not koa-body (co-body underneath): it adds three content-type checks, a decompression probe and a second scan of
+ * the text for prototype keys on the gateway's hottest path, and it decodes invalid UTF-8 as U+FFFD, silently
+ * storing text the client never sent.
  */
 
 /** Whether a Content-Type is JSON (application/json or any +json type), parameters ignored. */
@@ -23,13 +25,57 @@ export function isJsonType(contentType: string): boolean {
   return type === 'application/json' || (type.startsWith('application/') && type.endsWith('+json'));
 }
 
-/** Reads and parses an uncompressed JSON body of at most `limitBytes` (413 beyond, 400 if malformed). */
-export async function readJson(req: IncomingMessage, limitBytes: number): Promise<unknown> {
+// JSON text is UTF-8 (RFC 8259 8.1): a byte sequence that is not is refused, never replaced. A BOM is kept, so it
+// fails JSON.parse as before.
+const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
+
+/** The body inflated per its Content-Encoding (`gzip`, `deflate`, `br`; codings are case-insensitive). */
+function inflated(req: IncomingMessage, encoding: string): Readable {
+  const coding = encoding.trim().toLowerCase();
+  const z =
+    coding === 'gzip' || coding === 'x-gzip' || coding === 'deflate'
+      ? zlib.createUnzip()
+      : coding === 'br'
+        ? zlib.createBrotliDecompress()
+        : null;
+  if (!z)
+    throw new ApiError(
+      415,
+      `Unsupported Content-Encoding ${clipJson(encoding)}; send gzip, deflate, br or none.`,
+      'invalid_request_error',
+      null,
+      'unsupported_content_encoding',
+    );
+  // pipeline: a request that ends early (the client gone) fails the inflater too, so the read below ends.
+  pipeline(req, z, () => undefined);
+  return z;
+}
+
+/**
+ * Reads and parses a JSON body of at most `limitBytes` once inflated (413 beyond, 400 if malformed or not UTF-8).
+ * `encoding`: its Content-Encoding (none: identity).
+ */
+export async function readJson(req: IncomingMessage, limitBytes: number, encoding = ''): Promise<unknown> {
   const len = req.headers['content-length'];
-  const buf = await getRawBody(req, { limit: limitBytes, length: len === undefined ? undefined : Number(len) });
+  const plain = encoding === '' || encoding.trim().toLowerCase() === 'identity';
+  const buf = plain
+    ? await getRawBody(req, { limit: limitBytes, length: len === undefined ? undefined : Number(len) })
+    : await getRawBody(inflated(req, encoding), { limit: limitBytes });
   if (buf.length === 0) return {}; // as co-body in strict mode: an empty body is an empty object
+  let text: string;
   try {
-    return JSON.parse(buf.toString('utf8'));
+    text = utf8.decode(buf);
+  } catch {
+    throw new ApiError(
+      400,
+      'The request body is not valid UTF-8. JSON must be sent as UTF-8; escape other text as \\uXXXX.',
+      'invalid_request_error',
+      null,
+      'invalid_encoding',
+    );
+  }
+  try {
+    return JSON.parse(text);
   } catch {
     throw new ApiError(
       400,
@@ -48,18 +94,9 @@ export { jsonBodyProblem };
 
 /**
  * JSON body: 415 unless Content-Type is JSON, 413 over the limit, 400 on malformed JSON, a non-object body, a body
- * nested too deep or one carrying prototype keys. Plain bodies are read by readJson; compressed ones by koa-body.
+ * nested too deep or one carrying prototype keys, or one that is not UTF-8. Read (inflated if compressed) by readJson.
  */
 export function jsonBodyReader(limitBytes: number): (ctx: Ctx) => Promise<void> {
-  const parseEncoded = lazyKoaBody({
-    json: true,
-    jsonLimit: limitBytes,
-    jsonStrict: true,
-    urlencoded: false,
-    text: false,
-    multipart: false,
-    includeUnparsed: false,
-  });
   return async (ctx) => {
     const contentType = ctx.get('content-type');
     if (!isJsonType(contentType)) {
@@ -71,19 +108,11 @@ export function jsonBodyReader(limitBytes: number): (ctx: Ctx) => Promise<void> 
         'unsupported_media_type',
       );
     }
-    const encoding = ctx.get('content-encoding');
     try {
-      if (encoding === '' || encoding.toLowerCase() === 'identity')
-        (ctx.request as { body?: unknown }).body = await readJson(ctx.req, limitBytes);
-      else {
-        // Content codings are case-insensitive (RFC 9110 8.4.1); koa-body's inflation matches lower case only.
-        ctx.req.headers['content-encoding'] = encoding.toLowerCase();
-        await parseEncoded(ctx, async () => undefined);
-      }
+      (ctx.request as { body?: unknown }).body = await readJson(ctx.req, limitBytes, ctx.get('content-encoding'));
     } catch (e: any) {
       if (e instanceof ApiError) throw e;
       // A Content-Encoding the body does not match (e.g. gzip header, plain body) fails in zlib, without a status.
-      // (koa-body re-wraps errors from another realm as Error('{"code":"Z_..."}'), so the message is checked too.)
       // zlib says Z_DATA_ERROR and the like; brotli ERR__ERROR_FORMAT_... (its code: ERR_BROTLI_...).
       if (/\bZ_[A-Z_]+\b|ERR__ERROR_FORMAT|BROTLI/.test(`${e?.code ?? ''} ${e?.message ?? ''}`))
         throw new ApiError(
@@ -93,19 +122,9 @@ export function jsonBodyReader(limitBytes: number): (ctx: Ctx) => Promise<void> 
           null,
           'invalid_body_encoding',
         );
-      // The client went away before its body was read (raw-body: "stream is not readable" / "request aborted"):
-      // the client's doing, not a 500 with a stack trace in the logs.
-      // co-body refuses prototype keys itself in compressed bodies: the same answer as for a plain body.
-      if (/forbidden prototype property/.test(`${e?.message ?? ''}`)) {
-        throw new ApiError(
-          400,
-          'The JSON body contains a forbidden key ("__proto__", or "constructor" with a "prototype").',
-          'invalid_request_error',
-          null,
-          'invalid_json',
-        );
-      }
-      if (/stream is not readable|request aborted/.test(`${e?.message ?? ''}`)) {
+      // The client went away before its body was read (raw-body: "stream is not readable" / "request aborted"; an
+      // inflated body: "Premature close"): the client's doing, not a 500 with a stack trace in the logs.
+      if (/stream is not readable|request aborted|Premature close/.test(`${e?.message ?? ''}`)) {
         throw new ApiError(
           400,
           'The request body could not be read: the client closed the connection.',

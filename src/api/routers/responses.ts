@@ -28,6 +28,24 @@ import { cancelBackgroundResponse, createBackgroundResponse, responseView } from
  * resumes its stream with ?stream=true&starting_after=N), POST .../cancel stops it, DELETE removes it.
  */
 
+/** The largest sequence number of a stored event (a Postgres integer). */
+const MAX_SEQUENCE = 2 ** 31 - 1;
+
+/**
+ * `starting_after` of a resumed stream: -1 (absent) or a sequence number written in decimal digits, up to
+ * MAX_SEQUENCE. Number() took 1e21 and 0x10, and a value past the column's range was a database error after the
+ * stream had begun (a 200 with nothing in it).
+ */
+function startingAfter(v: unknown): number {
+  if (v === undefined) return -1;
+  if (typeof v !== 'string' || !/^(-1|0|[1-9][0-9]{0,9})$/.test(v) || Number(v) > MAX_SEQUENCE)
+    throw badRequest(
+      `Invalid 'starting_after': a sequence number from -1 to ${MAX_SEQUENCE}, in decimal digits.`,
+      'starting_after',
+    );
+  return Number(v);
+}
+
 export function responsesRouter(deps: AppDeps): Router<GatewayState> {
   const router = new Router<GatewayState>();
   const auth = requireApiKey(deps);
@@ -53,9 +71,7 @@ export function responsesRouter(deps: AppDeps): Router<GatewayState> {
   router.get('/v1/responses/:id', route('/v1/responses/:id'), auth, async (ctx) => {
     const bg = await backgroundOf(ctx);
     if (bg && ctx.query.stream === 'true') {
-      const after = ctx.query.starting_after === undefined ? -1 : Number(ctx.query.starting_after);
-      if (!Number.isInteger(after) || after < -1)
-        throw badRequest("Invalid 'starting_after': a sequence number.", 'starting_after');
+      const after = startingAfter(ctx.query.starting_after);
       if (bg.endedAt && Date.now() - bg.endedAt.getTime() > deps.config.backgroundResponses.eventsRetentionMs)
         throw badRequest('The events of this response are no longer kept; GET it without stream.', 'stream');
       return followEvents(callerOf(ctx, deps), deps, bg.id, after);
