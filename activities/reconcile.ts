@@ -4,6 +4,7 @@ import type { Db } from '../src/db/pool';
 import type { Logger } from '../src/observability/logger';
 import { signedHeaders } from '../src/webhooks/send';
 import { reconcileProviderDay } from '../src/reconcile/reconcile';
+import { daysBefore, lookbackDaysOf, unreconciledDays } from '../src/reconcile/status';
 import type { ReconcileActivities } from '../src/reconcile/workflowContract';
 
 /**
@@ -22,6 +23,9 @@ export function createReconcileActivities(deps: { db: Db; catalog: Catalog; logg
       );
       const threshold = Number(process.env.RECONCILE_DRIFT_THRESHOLD ?? 0.02);
       return { provider, day, rows: rows.length, maxDriftRatio, overThreshold: maxDriftRatio > threshold };
+    },
+    async unreconciledDaysBefore({ provider, day }) {
+      return unreconciledDays(deps.db, provider, daysBefore(day, lookbackDaysOf()));
     },
     async notifyOperatorDrift({ eventId, result }) {
       const url = process.env.OPERATOR_WEBHOOK_URL;

@@ -5,34 +5,53 @@ import OpenAI from 'openai';
 import pg from 'pg';
 import { ScheduleOverlapPolicy } from '@temporalio/client';
 import { ensureReconcileSchedules } from '../../src/reconcile/schedule';
-import { reconcileProviderDay } from '../../src/reconcile/reconcile';
+import { reconcileDay, reconcileProviderDay } from '../../src/reconcile/reconcile';
+import { reconcileStatus } from '../../src/reconcile/status';
+import { RECONCILE_WORKFLOW_TYPE } from '../../src/reconcile/workflowContract';
 import type { CatalogFile, ModelConfig } from '../../src/catalog/catalog';
+import { ConsoleClient, makeLogin } from '../e2e/consoleClient';
+import { adminCli } from '../support/adminCli';
+import { chargedVnd, usageRows } from '../support/records';
 import { eventually, startVideoHarness, type VideoHarness } from '../support/video';
 
 /**
  * Which calls and which day a reconciliation compares: every call the upstream served and the gateway billed, however
  * its answer ended; the provider's UTC day, whatever the database session's time zone, and for
  * a run its schedule started, the day before the time it was scheduled for (a backfill or a catch-up after an
- * outage starts runs late).
+ * outage starts runs late). Every day is reconciled: missed firings each run for their own day, a day whose run
+ * failed is retried by the next run, and the days not reconciled are listed (a day without usage is reconciled,
+ * empty). The margin is what customers were actually charged (the ledger's whole VND) minus the provider's bill.
  */
 
 const DAY_MS = 86_400_000;
 const PROVIDER = 'rd-openai';
+/** Providers of this file's own for the margin and the status tests (their records are theirs alone). */
+const MARGIN = 'rd-margin';
+const STATUS = 'rd-status';
+const dayAgo = (n: number) =>
+  new Date(Math.floor(Date.now() / DAY_MS) * DAY_MS - n * DAY_MS).toISOString().slice(0, 10);
 const base = JSON.parse(fs.readFileSync(path.join(__dirname, '../../config/catalog.json'), 'utf8')) as CatalogFile;
 const gpt = base.models.find((m) => m.id === 'gpt-4o-mini')!;
 
 let h: VideoHarness;
+let catalogPath: string;
 beforeAll(async () => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'gw-reconcile-days-'));
-  const catalogPath = path.join(dir, 'catalog.json');
+  const catalogFile = path.join(dir, 'catalog.json');
   // A provider of this file's own: the usage recorded for it is this file's calls only.
   const providers = {
     ...base.providers,
     [PROVIDER]: { ...base.providers['emulator-openai'], modelPatterns: undefined },
+    [MARGIN]: { ...base.providers['emulator-openai'], modelPatterns: undefined },
+    [STATUS]: { ...base.providers['emulator-openai'], modelPatterns: undefined },
   };
-  const models: ModelConfig[] = [{ ...gpt, id: 'rd-gpt', provider: PROVIDER, aliases: undefined }];
-  fs.writeFileSync(catalogPath, JSON.stringify({ ...base, providers, models: [...base.models, ...models] }));
-  h = await startVideoHarness({}, { catalogPath });
+  const models: ModelConfig[] = [
+    { ...gpt, id: 'rd-gpt', provider: PROVIDER, aliases: undefined },
+    { ...gpt, id: 'rd-mini', provider: MARGIN, aliases: undefined },
+  ];
+  catalogPath = catalogFile;
+  fs.writeFileSync(catalogFile, JSON.stringify({ ...base, providers, models: [...base.models, ...models] }));
+  h = await startVideoHarness({}, { catalogPath: catalogFile });
 });
 afterAll(async () => {
   await h?.close();
@@ -118,4 +137,150 @@ test("a stream its client left (499) is billed and on the provider's bill: the r
   expect(billed.rows[0].n).toBeGreaterThanOrEqual(1);
   const rows = await reconcileProviderDay({ db: h.deps.db, catalog: h.deps.catalog }, PROVIDER, day);
   expect(rows.find((x) => x.model === 'gpt-4o-mini' && x.field === 'output')?.recorded).toBe(billed.rows[0].output);
+});
+
+const admin = (...argv: string[]) => adminCli(catalogPath, ...argv);
+
+test('margin: what customers were actually charged (whole VND, the ledger) minus the provider bill', async () => {
+  // 20 chat requests on gpt-4o-mini, each worth a fraction of a VND at list price and charged 1 VND.
+  const acc = await h.account(1_000_000);
+  const openai = new OpenAI({ apiKey: acc.key, baseURL: `${h.url}/v1`, maxRetries: 0 });
+  for (let i = 0; i < 20; i++)
+    await openai.chat.completions.create({ model: 'rd-mini', messages: [{ role: 'user', content: `count ${i}` }] });
+  const records = await usageRows(h.deps, acc.accountId, 'cost_vnd::int, shortfall_vnd::int');
+  expect(records).toEqual(Array.from({ length: 20 }, () => ({ cost_vnd: 1, shortfall_vnd: 0 })));
+  expect(await chargedVnd(h.deps, acc.accountId)).toBe(20);
+
+  const day = new Date().toISOString().slice(0, 10);
+  const { rows, charges } = await reconcileDay({ db: h.deps.db, catalog: h.deps.catalog }, MARGIN, day);
+  const mini = charges.find((c) => c.model === 'gpt-4o-mini')!;
+  expect(mini).toMatchObject({ calls: 20, chargedVnd: 20, shortfallVnd: 0 });
+  // The emulated provider bills the tokens it served at its list price (x 26 000): well under a VND a request.
+  expect(mini.reportedCostVnd).toBeGreaterThan(0);
+  expect(mini.reportedCostVnd).toBeLessThan(20);
+  // The fields share the calls' 20 VND by their value (input and output), so the fields' margins add up to it.
+  const fields = rows.filter((r) => r.model === 'gpt-4o-mini');
+  expect(fields.map((r) => r.field).sort()).toEqual(['input', 'output']);
+  expect(fields.reduce((t, r) => t + r.chargedVnd, 0)).toBeCloseTo(20, 3);
+  expect(fields.reduce((t, r) => t + r.reportedCostVnd, 0)).toBeCloseTo(mini.reportedCostVnd, 3);
+  for (const r of fields) expect(r.chargedVnd).toBeGreaterThan(r.reportedCostVnd);
+
+  // The operator console shows the same: charged 20 VND, a positive margin.
+  const op = await h.account(0, 'House');
+  const login = await makeLogin(h, op.accountId, 'operator');
+  const c = new ConsoleClient(h.url);
+  expect((await c.signIn(login.email, login.password)).status).toBe(200);
+  const view = await c.json('GET', '/console/api/admin/reconciliation?days=1');
+  expect(view.margins.find((m: any) => m.provider === MARGIN && m.day === day)).toEqual({
+    provider: MARGIN,
+    day,
+    model: 'gpt-4o-mini',
+    calls: 20,
+    charged_vnd: 20,
+    shortfall_vnd: 0,
+    reported_cost_vnd: mini.reportedCostVnd,
+    margin_vnd: expect.closeTo(20 - mini.reportedCostVnd, 3),
+  });
+  for (const r of view.data.filter((x: any) => x.provider === MARGIN))
+    expect(r.margin_vnd).toBeCloseTo(r.charged_vnd - r.reported_cost_vnd, 3);
+});
+
+test('catch-up: three missed firings run one after the other, each reconciling its own day', async () => {
+  const temporal = h.deps.temporal!;
+  const prefix = `rd3-${Date.now()}-`;
+  const scheduleId = `${prefix}reconcile-${PROVIDER}`;
+  // A schedule created before this change: Temporal's default overlap policy (skip).
+  await temporal.schedule.create({
+    scheduleId,
+    spec: { calendars: [{ hour: 1, minute: 0 }] },
+    action: {
+      type: 'startWorkflow',
+      workflowType: RECONCILE_WORKFLOW_TYPE,
+      args: [{ provider: PROVIDER }],
+      taskQueue: h.config.temporalTaskQueue,
+      workflowId: scheduleId,
+    },
+  });
+  const ids = await ensureReconcileSchedules(temporal, h.deps.catalog, h.config.temporalTaskQueue, prefix);
+  try {
+    const handle = temporal.schedule.getHandle(scheduleId);
+    // Updated on start-up: every firing is buffered.
+    expect((await handle.describe()).policies.overlap).toBe(ScheduleOverlapPolicy.BUFFER_ALL);
+    // The firings of 5, 4 and 3 days ago (01:00 UTC), as the catch-up after a three-day outage runs them: late and
+    // at once (the backfill takes the schedule's own overlap policy).
+    const firing = (n: number) => new Date(Math.floor(Date.now() / DAY_MS) * DAY_MS - n * DAY_MS + 3_600_000);
+    await handle.backfill({
+      start: new Date(firing(5).getTime() - 60_000),
+      end: new Date(firing(3).getTime() + 60_000),
+    });
+    const actions = await eventually(async () => {
+      const d = await handle.describe();
+      return d.info.recentActions.length === 3 && d.info.runningActions.length === 0 ? d.info.recentActions : null;
+    }, 90_000);
+    const results = await Promise.all(
+      actions.map((a) => temporal.workflow.getHandle(a.action.workflow.workflowId).result()),
+    );
+    expect(results.map((r) => r.day).sort()).toEqual([dayAgo(6), dayAgo(5), dayAgo(4)]);
+    expect((await handle.describe()).info.numActionsSkippedOverlap).toBe(0);
+    const runs = await h.deps.db.query(
+      `SELECT to_char(day, 'YYYY-MM-DD') AS day FROM reconciliation_runs WHERE provider = $1 AND day = ANY($2::date[])`,
+      [PROVIDER, [dayAgo(6), dayAgo(5), dayAgo(4)]],
+    );
+    expect(runs.rows.map((r) => r.day).sort()).toEqual([dayAgo(6), dayAgo(5), dayAgo(4)]);
+  } finally {
+    for (const id of ids) await temporal.schedule.getHandle(id).delete();
+  }
+});
+
+test('a failed day is listed, then reconciled by the next run; a day without usage: reconciled, empty', async () => {
+  // Before any run: the days are listed as not reconciled (exit 1).
+  const before = await admin('reconcile-status', '--provider', STATUS, '--days', '3');
+  expect(before.code).toBe(1);
+  expect(before.out).toContain(
+    `${STATUS} (openai): 3 of 3 days not reconciled: ${dayAgo(1)}, ${dayAgo(2)}, ${dayAgo(3)}`,
+  );
+
+  // The run of 2 days ago fails (the provider's report answers 500): that day stays not reconciled.
+  h.emulator.control.addFault({ match: '/organization/usage/completions', status: 500, times: 1 });
+  await expect(reconcileProviderDay({ db: h.deps.db, catalog: h.deps.catalog }, STATUS, dayAgo(2))).rejects.toThrow(
+    /answered 500/,
+  );
+  expect((await admin('reconcile-status', '--provider', STATUS, '--days', '3')).out).toContain(
+    `${dayAgo(2)}  NOT RECONCILED`,
+  );
+
+  // The next run (yesterday's) reconciles its day and the days of its look-back that no run reconciled.
+  const result = await h.deps.temporal!.workflow.execute(RECONCILE_WORKFLOW_TYPE, {
+    taskQueue: h.config.temporalTaskQueue,
+    workflowId: `rd-status-${Date.now()}`,
+    args: [{ provider: STATUS, day: dayAgo(1) }],
+  });
+  expect(result).toMatchObject({ provider: STATUS, day: dayAgo(1), rows: 0 });
+  const after = await admin('reconcile-status', '--provider', STATUS, '--days', '3');
+  expect(after.code).toBe(0);
+  expect(after.out).toContain(`${STATUS} (openai): the last 3 days reconciled`);
+  for (const d of [dayAgo(1), dayAgo(2), dayAgo(3)])
+    expect(after.out).toMatch(new RegExp(`${d}  reconciled, no usage`));
+  const json = JSON.parse((await admin('reconcile-status', '--provider', STATUS, '--days', '2', '--json')).out);
+  expect(json.providers[0].days.map((d: any) => d.status)).toEqual(['reconciled_empty', 'reconciled_empty']);
+  // A provider whose bill the gateway does not read is listed as such; bad input is refused before any work.
+  expect((await admin('reconcile-status', '--days', '1')).out).toMatch(
+    /emulator-gemini \(gemini\): not reconciled: no report read yet/,
+  );
+  const bad = await admin('reconcile-status', '--days', '0');
+  expect(bad.code).toBe(2);
+  expect(bad.err).toContain('--days');
+  expect((await admin('reconcile-status', '--provider', 'nope')).err).toContain('--provider');
+
+  // A day with usage reads as reconciled with its rows (today's, seen from tomorrow).
+  const acc = await h.account(1_000_000);
+  const openai = new OpenAI({ apiKey: acc.key, baseURL: `${h.url}/v1`, maxRetries: 0 });
+  await openai.chat.completions.create({ model: 'rd-gpt', messages: [{ role: 'user', content: 'hello' }] });
+  await usageRows(h.deps, acc.accountId);
+  await reconcileProviderDay({ db: h.deps.db, catalog: h.deps.catalog }, PROVIDER, dayAgo(0));
+  const [status] = (await reconcileStatus(h.deps.db, h.deps.catalog, { days: 1, today: dayAgo(-1) })).filter(
+    (p) => p.id === PROVIDER,
+  );
+  expect(status.days).toEqual([expect.objectContaining({ day: dayAgo(0), status: 'reconciled' })]);
+  expect(status.days[0].rows).toBeGreaterThan(0);
 });
