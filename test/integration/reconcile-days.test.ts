@@ -9,6 +9,7 @@ import { reconcileDay, reconcileProviderDay } from '../../src/reconcile/reconcil
 import { reconcileStatus } from '../../src/reconcile/status';
 import { RECONCILE_WORKFLOW_TYPE } from '../../src/reconcile/workflowContract';
 import type { CatalogFile, ModelConfig } from '../../src/catalog/catalog';
+import { BYTEPLUS_ACCESS_KEY } from '../../emulator/billingExports';
 import { ConsoleClient, makeLogin } from '../e2e/consoleClient';
 import { adminCli } from '../support/adminCli';
 import { chargedVnd, usageRows } from '../support/records';
@@ -283,4 +284,69 @@ test('a failed day is listed, then reconciled by the next run; a day without usa
   );
   expect(status.days).toEqual([expect.objectContaining({ day: dayAgo(0), status: 'reconciled' })]);
   expect(status.days[0].rows).toBeGreaterThan(0);
+});
+
+test("video providers: Seedance against BytePlus's bill details, Veo against the Cloud Billing export", async () => {
+  // The default catalog reads them with the emulator's credentials (billingReport.keyEnv).
+  process.env.EMULATOR_BYTEPLUS_KEY = `${BYTEPLUS_ACCESS_KEY}:emulator-secret`;
+  process.env.EMULATOR_BIGQUERY_TOKEN = 'emulator-token';
+  try {
+    const acc = await h.account(1_000_000);
+    const jobs = await Promise.all([
+      h.submit(acc.key, { model: 'seedance-2-0', prompt: 'a lantern on the river', seconds: 5, resolution: '720p' }),
+      h.submit(acc.key, { model: 'veo-3.1-fast-generate-preview', prompt: 'a lantern on the river', seconds: 4 }),
+    ]);
+    const [seedance, veo] = await Promise.all(jobs.map((j) => h.final(acc.key, j.id)));
+    expect([seedance.status, veo.status]).toEqual(['completed', 'completed']);
+    const day = new Date().toISOString().slice(0, 10);
+    const deps = { db: h.deps.db, catalog: h.deps.catalog };
+    for (const [provider, model, job] of [
+      ['emulator-seedance', 'dreamina-seedance-2-0-260128', seedance],
+      ['emulator-veo', 'veo-3.1-fast-generate-preview', veo],
+    ] as const) {
+      const { rows, charges } = await reconcileDay(deps, provider, day);
+      const seconds = job.usage.duration_seconds;
+      expect(rows).toEqual([
+        expect.objectContaining({ model, field: 'video_seconds', reported: seconds, recorded: seconds, drift: 0 }),
+      ]);
+      // Charged what the job cost (the ledger's charge), against what the emulated provider billed in USD x 26 000.
+      expect(charges).toEqual([
+        expect.objectContaining({ model, calls: 1, chargedVnd: job.usage.cost_vnd, shortfallVnd: 0 }),
+      ]);
+      expect(charges[0].reportedCostVnd).toBeGreaterThan(0);
+      expect(Math.abs(charges[0].reportedCostVnd - job.usage.cost_vnd)).toBeLessThan(0.01 * job.usage.cost_vnd);
+    }
+    // The provider over-reports by half: the drift shows on the video seconds.
+    h.emulator.control.settings.usageReportFactor = 1.5;
+    const over = await reconcileDay(deps, 'emulator-veo', day);
+    h.emulator.control.settings.usageReportFactor = 1;
+    expect(over.rows[0]).toMatchObject({ reported: 6, recorded: 4, drift: 2 });
+    // Listed as reconciled (their field), not as providers without a report.
+    const status = await reconcileStatus(h.deps.db, h.deps.catalog, { days: 1, today: dayAgo(-1) });
+    for (const id of ['emulator-seedance', 'emulator-veo'])
+      expect(status.find((p) => p.id === id)).toMatchObject({ reconciled: true, missing: [] });
+  } finally {
+    delete process.env.EMULATOR_BYTEPLUS_KEY;
+    delete process.env.EMULATOR_BIGQUERY_TOKEN;
+  }
+});
+
+test('the video bills refuse what their providers refuse: unsigned, unknown key, no token', async () => {
+  const p = (id: string) => h.deps.catalog.providers.get(id)!;
+  const day = new Date().toISOString().slice(0, 10);
+  const deps = { db: h.deps.db, catalog: h.deps.catalog };
+  process.env.EMULATOR_BYTEPLUS_KEY = 'AKLTSOMEONEELSE:secret';
+  try {
+    await expect(reconcileDay(deps, 'emulator-seedance', day)).rejects.toThrow(/401 InvalidAccessKey/);
+    process.env.EMULATOR_BYTEPLUS_KEY = 'no-secret';
+    await expect(reconcileDay(deps, 'emulator-seedance', day)).rejects.toThrow(/access key pair/);
+  } finally {
+    delete process.env.EMULATOR_BYTEPLUS_KEY;
+  }
+  expect(p('emulator-veo').billingReport?.table).toMatch(/gcp_billing_export_v1_/);
+  const r = await fetch(`${p('emulator-veo').billingReport!.url}/projects/emulator-project/queries`, {
+    method: 'POST',
+    body: JSON.stringify({ query: 'SELECT cost FROM `x.y.z`', useLegacySql: false }),
+  });
+  expect(r.status).toBe(401);
 });
