@@ -58,6 +58,12 @@ export interface UsageReports {
 }
 
 /**
+ * The provider's report cannot be read as configured (a credential or a setting missing): retrying does not help,
+ * so the reconciliation activity fails at once (the day stays listed as not reconciled until it is fixed).
+ */
+export class ReportConfigError extends Error {}
+
+/**
  * GET a report page as JSON; 30 s at most (within the reconcile activity's heartbeat timeout: it heartbeats between
  * calls).
  */

@@ -217,7 +217,7 @@ test('catch-up: three missed firings run one after the other, each reconciling i
     const actions = await eventually(async () => {
       const d = await handle.describe();
       return d.info.recentActions.length === 3 && d.info.runningActions.length === 0 ? d.info.recentActions : null;
-    }, 90_000);
+    }, 45_000);
     const results = await Promise.all(
       actions.map((a) => temporal.workflow.getHandle(a.action.workflow.workflowId).result()),
     );
@@ -331,7 +331,7 @@ test("video providers: Seedance against BytePlus's bill details, Veo against the
   }
 });
 
-test('the video bills refuse what their providers refuse: unsigned, unknown key, no token', async () => {
+test('video bills: an unknown key or no credential refused (the day left unreconciled), no token a 401', async () => {
   const p = (id: string) => h.deps.catalog.providers.get(id)!;
   const day = new Date().toISOString().slice(0, 10);
   const deps = { db: h.deps.db, catalog: h.deps.catalog };
@@ -343,6 +343,17 @@ test('the video bills refuse what their providers refuse: unsigned, unknown key,
   } finally {
     delete process.env.EMULATOR_BYTEPLUS_KEY;
   }
+  // Without its credential a run fails at once (no retry helps), and the day is listed as not reconciled.
+  const failed = h.deps.temporal!.workflow.execute(RECONCILE_WORKFLOW_TYPE, {
+    taskQueue: h.config.temporalTaskQueue,
+    workflowId: `rd-no-key-${Date.now()}`,
+    args: [{ provider: 'emulator-seedance', day: dayAgo(20) }],
+  });
+  await expect(failed).rejects.toMatchObject({ cause: { cause: { type: 'ReportConfigError' } } });
+  const [seedance] = (await reconcileStatus(h.deps.db, h.deps.catalog, { days: 1, today: dayAgo(19) })).filter(
+    (x) => x.id === 'emulator-seedance',
+  );
+  expect(seedance.missing).toEqual([dayAgo(20)]);
   expect(p('emulator-veo').billingReport?.table).toMatch(/gcp_billing_export_v1_/);
   const r = await fetch(`${p('emulator-veo').billingReport!.url}/projects/emulator-project/queries`, {
     method: 'POST',

@@ -1,5 +1,5 @@
 import { createHash, createHmac } from 'node:crypto';
-import type { ReportSource, UsageReports } from '../usageReports';
+import { ReportConfigError, type ReportSource, type UsageReports } from '../usageReports';
 
 /**
  * BytePlus's bill details (Billing `ListBillDetail`, version 2022-01-01): the day's pay-as-you-go lines of the
@@ -90,7 +90,7 @@ function splitKey(source: ReportSource): [string, string] {
   const key = (keyEnv ? source.env[keyEnv] : source.key) ?? '';
   const i = key.indexOf(':');
   if (i <= 0 || i === key.length - 1)
-    throw new Error(
+    throw new ReportConfigError(
       `provider ${source.config.id}: BytePlus's billing API takes an access key pair: set ` +
         `${keyEnv ?? `${source.config.apiKeyEnv ?? '<apiKeyEnv>'}_ADMIN`} to <AccessKeyId>:<SecretAccessKey>`,
     );

@@ -1,5 +1,5 @@
 import { VertexAuth } from '../vertex/auth';
-import type { ReportDay, ReportSource, UsageReports } from '../usageReports';
+import { ReportConfigError, type ReportDay, type ReportSource, type UsageReports } from '../usageReports';
 
 /**
  * Google's Cloud Billing export to BigQuery (the standard usage cost table, `gcp_billing_export_v1_<account>`), read
@@ -41,7 +41,8 @@ const recordOf = (v: unknown) => ((v as { f?: Cell[] } | null)?.f ?? []).map((c)
 
 async function exportLines(source: ReportSource, day: ReportDay): Promise<ExportLine[]> {
   const cfg = source.config.billingReport ?? {};
-  if (!cfg.table) throw new Error(`provider ${source.config.id}: billingReport.table (the billing export) is not set`);
+  if (!cfg.table)
+    throw new ReportConfigError(`provider ${source.config.id}: billingReport.table (the billing export) is not set`);
   const project = cfg.table.split('.').slice(0, -2).join('.');
   const base = `${cfg.url ?? DEFAULT_URL}/projects/${encodeURIComponent(project)}/queries`;
   const authorization = await authorizationOf(source);
