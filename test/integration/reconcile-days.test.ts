@@ -29,6 +29,7 @@ const PROVIDER = 'rd-openai';
 /** Providers of this file's own for the margin and the status tests (their records are theirs alone). */
 const MARGIN = 'rd-margin';
 const STATUS = 'rd-status';
+const SHORT = 'rd-short';
 const dayAgo = (n: number) =>
   new Date(Math.floor(Date.now() / DAY_MS) * DAY_MS - n * DAY_MS).toISOString().slice(0, 10);
 const base = JSON.parse(fs.readFileSync(path.join(__dirname, '../../config/catalog.json'), 'utf8')) as CatalogFile;
@@ -45,10 +46,12 @@ beforeAll(async () => {
     [PROVIDER]: { ...base.providers['emulator-openai'], modelPatterns: undefined },
     [MARGIN]: { ...base.providers['emulator-openai'], modelPatterns: undefined },
     [STATUS]: { ...base.providers['emulator-openai'], modelPatterns: undefined },
+    [SHORT]: { ...base.providers['emulator-openai'], modelPatterns: undefined },
   };
   const models: ModelConfig[] = [
     { ...gpt, id: 'rd-gpt', provider: PROVIDER, aliases: undefined },
     { ...gpt, id: 'rd-mini', provider: MARGIN, aliases: undefined },
+    { ...gpt, id: 'rd-short-mini', provider: SHORT, aliases: undefined },
   ];
   catalogPath = catalogFile;
   fs.writeFileSync(catalogFile, JSON.stringify({ ...base, providers, models: [...base.models, ...models] }));
@@ -184,6 +187,31 @@ test('margin: what customers were actually charged (whole VND, the ledger) minus
   });
   for (const r of view.data.filter((x: any) => x.provider === MARGIN))
     expect(r.margin_vnd).toBeCloseTo(r.charged_vnd - r.reported_cost_vnd, 3);
+});
+
+test('margin of a bill the account could not pay: what it was charged counts, the shortfall apart', async () => {
+  // The emulated provider reports far more output than the request's reservation ([reasoning=N]); the account
+  // has 50 VND: it is charged what it has, the rest of the bill is its shortfall (not charged, not margin).
+  const acc = await h.account(50);
+  const openai = new OpenAI({ apiKey: acc.key, baseURL: `${h.url}/v1`, maxRetries: 0 });
+  await openai.chat.completions.create({
+    model: 'rd-short-mini',
+    max_tokens: 5,
+    messages: [{ role: 'user', content: 'think hard [reasoning=100000]' }],
+  });
+  const [record] = await usageRows(h.deps, acc.accountId, 'cost_vnd::int, shortfall_vnd::int');
+  expect(record.shortfall_vnd).toBeGreaterThan(0);
+  const charged = await chargedVnd(h.deps, acc.accountId);
+  expect(record.cost_vnd).toBe(charged);
+  const day = new Date().toISOString().slice(0, 10);
+  const { rows, charges } = await reconcileDay({ db: h.deps.db, catalog: h.deps.catalog }, SHORT, day);
+  expect(charges.find((c) => c.model === 'gpt-4o-mini')).toMatchObject({
+    calls: 1,
+    chargedVnd: charged,
+    shortfallVnd: record.shortfall_vnd,
+  });
+  const fields = rows.filter((r) => r.model === 'gpt-4o-mini');
+  expect(fields.reduce((t, r) => t + r.chargedVnd, 0)).toBeCloseTo(charged, 3);
 });
 
 test('catch-up: three missed firings run one after the other, each reconciling its own day', async () => {
