@@ -238,15 +238,15 @@ export async function recordedUsage(
       if (page.rowCount! < PAGE) break;
     }
     await c.query('CLOSE reconcile_day');
-    // Video: the seconds each completed job was billed on (what the provider delivered), charged its cost_vnd.
+    // Video: the seconds each completed job was billed on (what the provider delivered), charged its cost_vnd; the
+    // provider is the accepting deployment's (a submission may have fallen back to another provider's).
     await c.query(
       `DECLARE reconcile_videos NO SCROLL CURSOR FOR
        SELECT model, deployment, coalesce((billed->>'seconds')::int, result_duration_seconds, 0) AS seconds,
               coalesce(cost_vnd, 0) AS cost_vnd, shortfall_vnd
        FROM video_jobs
-       WHERE status = 'completed' AND completed_at >= $1::timestamptz AND completed_at < $2::timestamptz
-         AND provider = $3`,
-      [...range, providerId],
+       WHERE status = 'completed' AND completed_at >= $1::timestamptz AND completed_at < $2::timestamptz`,
+      range,
     );
     for (;;) {
       const page = await c.query(`FETCH ${PAGE} FROM reconcile_videos`);

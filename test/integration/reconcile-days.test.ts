@@ -145,6 +145,15 @@ test("a stream its client left (499) is billed and on the provider's bill: the r
 
 const admin = (...argv: string[]) => adminCli(catalogPath, ...argv);
 
+/** An operator signed in to the console. */
+async function operatorConsole(): Promise<ConsoleClient> {
+  const op = await h.account(0, 'House');
+  const login = await makeLogin(h, op.accountId, 'operator');
+  const c = new ConsoleClient(h.url);
+  expect((await c.signIn(login.email, login.password)).status).toBe(200);
+  return c;
+}
+
 test('margin: what customers were actually charged (whole VND, the ledger) minus the provider bill', async () => {
   // 20 chat requests on gpt-4o-mini, each worth a fraction of a VND at list price and charged 1 VND.
   const acc = await h.account(1_000_000);
@@ -170,11 +179,7 @@ test('margin: what customers were actually charged (whole VND, the ledger) minus
   for (const r of fields) expect(r.chargedVnd).toBeGreaterThan(r.reportedCostVnd);
 
   // The operator console shows the same: charged 20 VND, a positive margin.
-  const op = await h.account(0, 'House');
-  const login = await makeLogin(h, op.accountId, 'operator');
-  const c = new ConsoleClient(h.url);
-  expect((await c.signIn(login.email, login.password)).status).toBe(200);
-  const view = await c.json('GET', '/console/api/admin/reconciliation?days=1');
+  const view = await (await operatorConsole()).json('GET', '/console/api/admin/reconciliation?days=1');
   expect(view.margins.find((m: any) => m.provider === MARGIN && m.day === day)).toEqual({
     provider: MARGIN,
     day,
@@ -277,6 +282,11 @@ test('a failed day is listed, then reconciled by the next run; a day without usa
   expect((await admin('reconcile-status', '--provider', STATUS, '--days', '3')).out).toContain(
     `${dayAgo(2)}  NOT RECONCILED`,
   );
+  // The console's reconciliation page lists the provider's days not reconciled.
+  const c = await operatorConsole();
+  const listed = async () =>
+    ((await c.json('GET', '/console/api/admin/reconciliation?days=3')).providers as any[]).find((p) => p.id === STATUS);
+  expect((await listed()).not_reconciled_days).toEqual([dayAgo(1), dayAgo(2), dayAgo(3)]);
 
   // The next run (yesterday's) reconciles its day and the days of its look-back that no run reconciled.
   const result = await h.deps.temporal!.workflow.execute(RECONCILE_WORKFLOW_TYPE, {
@@ -288,6 +298,10 @@ test('a failed day is listed, then reconciled by the next run; a day without usa
   const after = await admin('reconcile-status', '--provider', STATUS, '--days', '3');
   expect(after.code).toBe(0);
   expect(after.out).toContain(`${STATUS} (openai): the last 3 days reconciled`);
+  expect(await listed()).toMatchObject({
+    not_reconciled_days: [],
+    days: [1, 2, 3].map((n) => expect.objectContaining({ day: dayAgo(n), status: 'reconciled_empty', rows: 0 })),
+  });
   for (const d of [dayAgo(1), dayAgo(2), dayAgo(3)])
     expect(after.out).toMatch(new RegExp(`${d}  reconciled, no usage`));
   const json = JSON.parse((await admin('reconcile-status', '--provider', STATUS, '--days', '2', '--json')).out);
