@@ -1,9 +1,11 @@
-import { Context } from '@temporalio/activity';
+import { ApplicationFailure, Context } from '@temporalio/activity';
+import { ReportConfigError } from '../src/providers/usageReports';
 import type { Catalog } from '../src/catalog/catalog';
 import type { Db } from '../src/db/pool';
 import type { Logger } from '../src/observability/logger';
 import { signedHeaders } from '../src/webhooks/send';
 import { reconcileProviderDay } from '../src/reconcile/reconcile';
+import { daysBefore, lookbackDaysOf, unreconciledDays } from '../src/reconcile/status';
 import type { ReconcileActivities } from '../src/reconcile/workflowContract';
 
 /**
@@ -15,13 +17,20 @@ import type { ReconcileActivities } from '../src/reconcile/workflowContract';
 export function createReconcileActivities(deps: { db: Db; catalog: Catalog; logger?: Logger }): ReconcileActivities {
   return {
     async reconcileProviderDay({ provider, day }) {
-      const rows = await reconcileProviderDay(deps, provider, day, () => Context.current().heartbeat());
+      const rows = await reconcileProviderDay(deps, provider, day, () => Context.current().heartbeat()).catch((e) => {
+        // A credential or setting missing: no retry helps; the day stays listed as not reconciled.
+        if (e instanceof ReportConfigError) throw ApplicationFailure.nonRetryable(e.message, 'ReportConfigError');
+        throw e;
+      });
       const maxDriftRatio = rows.reduce(
         (m, r) => Math.max(m, r.reported > 0 ? Math.abs(r.drift) / r.reported : r.recorded > 0 ? 1 : 0),
         0,
       );
       const threshold = Number(process.env.RECONCILE_DRIFT_THRESHOLD ?? 0.02);
       return { provider, day, rows: rows.length, maxDriftRatio, overThreshold: maxDriftRatio > threshold };
+    },
+    async unreconciledDaysBefore({ provider, day }) {
+      return unreconciledDays(deps.db, provider, daysBefore(day, lookbackDaysOf()));
     },
     async notifyOperatorDrift({ eventId, result }) {
       const url = process.env.OPERATOR_WEBHOOK_URL;

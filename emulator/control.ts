@@ -85,6 +85,8 @@ export class EmulatorControl {
   private faults: Fault[] = [];
   /** Usage served, by `provider\tUTC day\tmodel` (./usageReports.ts); kept across resets, as a provider's bill. */
   readonly served = new Map<string, import('./usageReports').ServedUsage>();
+  /** Videos delivered (./billingExports.ts): the video providers' bills; kept across resets. */
+  readonly servedVideos: import('./billingExports').ServedVideo[] = [];
   /** Requests a fault was applied to since the last reset (a test proves its fault was hit). */
   faultsApplied = 0;
   /** Every request seen, newest last (bounded): tests assert on what the gateway sent upstream. */

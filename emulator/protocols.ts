@@ -1,6 +1,7 @@
 import type { Mount } from './mount';
 import { mountOpenAI } from './openai';
 import { mountUsageReports } from './usageReports';
+import { mountBillingExports } from './billingExports';
 import { mountAnthropic } from './anthropic';
 import { mountResponses } from './responses';
 import { mountVeo } from './veo';
@@ -16,6 +17,7 @@ import type Koa from 'koa';
 /** Every protocol the emulator speaks, each adding its routes. */
 export const MOUNTS: Mount[] = [
   mountUsageReports,
+  mountBillingExports,
   mountOpenAI,
   mountAnthropic,
   mountResponses,

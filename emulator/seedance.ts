@@ -3,6 +3,7 @@ import type Koa from 'koa';
 import { koaBody } from 'koa-body';
 import type { Mount } from './mount';
 import { lastFrameImage, mp4Stream, parseMarkers, type VideoMarkers } from './videoMedia';
+import { recordServedVideo } from './billingExports';
 
 /**
  * BytePlus Seedance content generation tasks (reference §3), mounted at /seedance/api/v3:
@@ -36,6 +37,8 @@ interface Task {
   returnLastFrame: boolean;
   createdAt: number;
   cancelled: boolean;
+  /** On the provider's bill (once, when it first answered succeeded). */
+  billed?: boolean;
 }
 
 function arkError(ctx: Koa.Context, status: number, code: string, message: string): void {
@@ -158,6 +161,17 @@ export const mountSeedance: Mount = (router, ctl, baseUrl) => {
       output_format: 'mp4',
     };
     if (status === 'succeeded') {
+      if (!t.billed) {
+        t.billed = true;
+        recordServedVideo(ctl, {
+          provider: 'seedance',
+          model: t.model,
+          seconds: t.duration,
+          resolution: t.resolution,
+          audio: t.generateAudio,
+          tier: t.serviceTier,
+        });
+      }
       const signature = randomBytes(8).toString('hex');
       const sig = `X-Tos-Algorithm=TOS4-HMAC-SHA256&X-Tos-Expires=86400&X-Tos-Signature=${signature}`;
       const frameExt = lastFrameImage(t.markers.lastFrame).ext;

@@ -3,6 +3,7 @@ import type Koa from 'koa';
 import { koaBody } from 'koa-body';
 import type { Mount } from './mount';
 import { mp4Stream, parseMarkers, type VideoMarkers } from './videoMedia';
+import { recordServedVideo } from './billingExports';
 
 /**
  * Google Veo over the Gemini API (reference §2a), mounted at /veo/v1beta:
@@ -35,6 +36,8 @@ interface Op {
   /** What the finished operation reports it delivered. */
   durationSeconds: number;
   resolution: string;
+  /** On the provider's bill (once, when it first answered done). */
+  billed?: boolean;
 }
 
 function googleError(ctx: Koa.Context, status: number, message: string, code = 'INVALID_ARGUMENT'): void {
@@ -126,6 +129,16 @@ export const mountVeo: Mount = (router, ctl, baseUrl) => {
         },
       };
       return;
+    }
+    if (!op.billed) {
+      op.billed = true;
+      recordServedVideo(ctl, {
+        provider: 'veo',
+        model: op.model,
+        seconds: op.durationSeconds,
+        resolution: op.resolution,
+        audio: true,
+      });
     }
     ctx.body = {
       name,

@@ -188,6 +188,9 @@ async function main(life: Lifecycle): Promise<void> {
 
   // The catalog resolves ${EMULATOR_URL} and loadConfig reads the rest from the environment.
   process.env.EMULATOR_URL = emulator.url;
+  // The default catalog reads the emulator's video bills with these (its access key; any token).
+  process.env.EMULATOR_BYTEPLUS_KEY ??= `${(await import('../emulator/billingExports')).BYTEPLUS_ACCESS_KEY}:emulator`;
+  process.env.EMULATOR_BIGQUERY_TOKEN ??= 'emulator';
   process.env.DATABASE_URL = db.url;
   process.env.TEMPORAL_ADDRESS = temporal.address;
   process.env.TEMPORAL_UI_URL = temporal.uiUrl;

@@ -1,5 +1,5 @@
 import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
-import { proxyActivities, workflowInfo } from '@temporalio/workflow';
+import { isCancellation, patched, proxyActivities, workflowInfo } from '@temporalio/workflow';
 import type { ReconcileActivities, ReconcileInput, ReconcileResult } from '../src/reconcile/workflowContract';
 
 const DAY_MS = 86_400_000;
@@ -16,9 +16,17 @@ const acts = proxyActivities<ReconcileActivities>({
   retry: { initialInterval: '10 seconds', backoffCoefficient: 2, maximumInterval: '30 minutes', maximumAttempts: 20 },
 });
 
+/** The days of the look-back, retried: a few attempts each (the next run tries again what still fails). */
+const lookback = proxyActivities<ReconcileActivities>({
+  startToCloseTimeout: '30 minutes',
+  heartbeatTimeout: '2 minutes',
+  retry: { initialInterval: '10 seconds', backoffCoefficient: 2, maximumInterval: '5 minutes', maximumAttempts: 3 },
+});
+
 /**
  * One provider's day reconciled (docs/billing.md, "Reconciliation"): one run per provider per day, started by the
- * provider's Temporal schedule (`reconcile-<provider>`), so each day's run is visible in the Temporal UI.
+ * provider's Temporal schedule (`reconcile-<provider>`), so each day's run is visible in the Temporal UI; each run
+ * also reconciles the days of its look-back that have no reconciliation yet.
  */
 export async function reconcileProviderDayWorkflow(input: ReconcileInput): Promise<ReconcileResult> {
   // A scheduled run reconciles the day before the time it was scheduled for (a backfill, or a catch-up after an
@@ -28,5 +36,19 @@ export async function reconcileProviderDayWorkflow(input: ReconcileInput): Promi
   const result = await acts.reconcileProviderDay({ provider: input.provider, day });
   // One event per run (its id stays the same across the delivery's retries).
   if (result.overThreshold) await acts.notifyOperatorDrift({ eventId: `evt_${workflowInfo().runId}`, result });
+  // Then the earlier days no run reconciled (one whose run failed its attempts, a firing that never ran). Histories
+  // recorded before this step replay without it.
+  if (patched('reconcile-lookback')) {
+    for (const day of await acts.unreconciledDaysBefore({ provider: input.provider, day: result.day })) {
+      try {
+        const r = await lookback.reconcileProviderDay({ provider: input.provider, day });
+        if (r.overThreshold)
+          await acts.notifyOperatorDrift({ eventId: `evt_${workflowInfo().runId}_${day}`, result: r });
+      } catch (e) {
+        if (isCancellation(e)) throw e;
+        // Still not reconciled: listed so (reconcile-status), and the next run's look-back tries it again.
+      }
+    }
+  }
   return result;
 }

@@ -45,6 +45,25 @@ export interface ProviderConfig {
    * (`nativeBatchesFor`, src/providers/kinds.ts).
    */
   nativeBatches?: boolean;
+  /** Where and how reconciliation reads the provider's bill, for kinds whose bill is not at `baseUrl`. */
+  billingReport?: BillingReportConfig;
+}
+
+/** seedance: BytePlus's bill details (ListBillDetail); veo: the Cloud Billing export, through BigQuery's REST API. */
+export interface BillingReportConfig {
+  /** The API's base URL (seedance: https://open.byteplusapi.com; veo: https://bigquery.googleapis.com/bigquery/v2). */
+  url?: string;
+  /**
+   * The env var holding the report's credential (default `<apiKeyEnv>_ADMIN`): seedance `<AccessKeyId>:<SecretKey>`;
+   * veo an OAuth access token (unset: Google's application-default credentials).
+   */
+  keyEnv?: string;
+  /** veo: the billing export table, `<project>.<dataset>.gcp_billing_export_v1_<billing account>`. */
+  table?: string;
+  /** veo: the upstream model each SKU id of the export bills (the export names SKUs, not models). */
+  skus?: Record<string, string>;
+  /** seedance: the bill's product code of ModelArk (default `ark`). */
+  product?: string;
 }
 
 /** An env var name (a key pasted into a `*Env` field is refused, never logged). */
@@ -257,6 +276,17 @@ const schema = {
           ownedBy: { type: 'string', minLength: 1 },
           apiVersion: { type: 'string', pattern: '^(v1|\\d{4}-\\d{2}-\\d{2}(-preview)?)$' },
           nativeBatches: { type: 'boolean' },
+          billingReport: {
+            type: 'object',
+            properties: {
+              url: { type: 'string', minLength: 1 },
+              keyEnv: ENV_NAME,
+              table: { type: 'string', pattern: '^[A-Za-z0-9_.:-]+\\.[A-Za-z0-9_]+\\.[A-Za-z0-9_$-]+$' },
+              skus: { type: 'object', additionalProperties: { type: 'string', minLength: 1 } },
+              product: { type: 'string', minLength: 1 },
+            },
+            additionalProperties: false,
+          },
           modelPatterns: {
             type: 'array',
             items: {
@@ -336,6 +366,9 @@ function loadProvider(id: string, p: Omit<ProviderConfig, 'id'>, env: NodeJS.Pro
     apiKey: p.apiKeyEnv ? env[p.apiKeyEnv] : undefined,
     ...(p.region !== undefined ? { region: expand(p.region) } : {}),
     ...(p.project !== undefined ? { project: expand(p.project) } : {}),
+    ...(p.billingReport?.url !== undefined
+      ? { billingReport: { ...p.billingReport, url: expand(p.billingReport.url)!.replace(/\/+$/, '') } }
+      : {}),
   };
   if (/^[a-z][a-z0-9+.-]*:\/\/[^/]*@/i.test(cfg.baseUrl) || /[?&](key|api[-_]?key|token|sig)=/i.test(cfg.baseUrl))
     throw new Error(`catalog: provider ${id} baseUrl carries credentials (give them through the environment)`);

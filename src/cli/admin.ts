@@ -36,6 +36,7 @@ import {
   recordImportedVersions,
 } from './prices';
 import { PriceScheduleError } from '../billing/priceBook';
+import { planReconcileStatus, RECONCILE_STATUS_USAGE, ReconcileStatusUsageError } from './reconcileStatus';
 
 /**
  * Operator CLI: `npm run admin -- <command> ...` against DATABASE_URL (migrations are applied first).
@@ -91,6 +92,11 @@ ${CATALOG_IMPORT_USAGE.split('\n')
 
 Prices:
 ${PRICES_USAGE.split('\n')
+  .map((l) => '  ' + l)
+  .join('\n')}
+
+Reconciliation:
+${RECONCILE_STATUS_USAGE.split('\n')
   .map((l) => '  ' + l)
   .join('\n')}
 
@@ -246,6 +252,7 @@ export async function runAdmin(
   if (argv[0] && isConsoleUserCommand(argv[0])) return runConsoleLogins(argv[0], argv.slice(1), io);
   if (argv[0] && isWebhookCommand(argv[0])) return runWebhooks(argv[0], argv.slice(1), io);
   if (argv[0] && isPriceCommand(argv[0])) return runPrices(argv[0], argv.slice(1), io);
+  if (argv[0] === 'reconcile-status') return runReconcileStatus(argv.slice(1), io);
   if (argv[0] === 'catalog-import' && argv.includes('--effective-at')) return runScheduledImport(argv.slice(1), io);
   if (argv[0] && Object.hasOwn(FILE_COMMANDS, argv[0])) return runFileCommand(argv[0], argv.slice(1), io);
   // parseArgs would read "-3" as an unknown option; say what is really wrong.
@@ -771,6 +778,19 @@ function runPrices(cmd: string, args: string[], io: AdminIO): Promise<number> | 
         throw e;
       }),
   );
+}
+
+/** `reconcile-status` (src/cli/reconcileStatus.ts): planned (arguments, catalog) before the database. */
+function runReconcileStatus(args: string[], io: AdminIO): Promise<number> | number {
+  let run: ReturnType<typeof planReconcileStatus>;
+  try {
+    run = planReconcileStatus(args, io.env);
+  } catch (e) {
+    const usage = e instanceof ReconcileStatusUsageError;
+    io.err(`error: ${e instanceof Error ? e.message : String(e)}${usage ? `\n\n${USAGE}` : ''}`);
+    return usage ? 2 : 1;
+  }
+  return withDatabase(io, () => (db) => run(db, io.out));
 }
 
 /**

@@ -4,12 +4,15 @@ import { route, type GatewayState } from '../api/middleware';
 import { requireCsrf, requireOperator, requireSession, sameOrigin } from './auth';
 import { intParam } from './params';
 import { FIELDS, isReconciled, NOT_RECONCILED, reportedFields } from '../reconcile/reconcile';
+import { reconcileStatus } from '../reconcile/status';
 
 /**
  * GET /console/api/admin/reconciliation?days=N (operators): per provider, day, upstream model and field, the units
  * and cost as the provider reports them and as the gateway recorded them, the drift and the margin (what customers
- * were charged minus what the provider billed); and every catalog provider, reconciled or not (with the report
- * it would be reconciled from), with the fields its report reconciles and those it does not.
+ * were actually charged minus what the provider billed); per provider, day and model the margin in the ledger's
+ * integer VND (`margins`); every catalog provider, reconciled or not (with the report it would be reconciled
+ * from), with the fields its report reconciles and those it does not, and each of the N days before today:
+ * reconciled, reconciled with no usage, or not reconciled (`days`, `not_reconciled_days`).
  */
 export function mountReconciliationApi(r: Router<GatewayState>, deps: AppDeps): void {
   const auth = [sameOrigin(deps), requireSession(deps), requireOperator(), requireCsrf()];
@@ -22,6 +25,14 @@ export function mountReconciliationApi(r: Router<GatewayState>, deps: AppDeps): 
        ORDER BY day DESC, provider, model, field`,
       [days],
     );
+    const margins = await deps.db.query(
+      `SELECT provider, to_char(day, 'YYYY-MM-DD') AS day, model, calls, charged_vnd, shortfall_vnd,
+              reported_cost_vnd::float8 AS reported_cost_vnd
+       FROM reconciliation_charges WHERE day > current_date - $1::int
+       ORDER BY day DESC, provider, model`,
+      [days],
+    );
+    const status = new Map((await reconcileStatus(deps.db, deps.catalog, { days })).map((s) => [s.id, s] as const));
     ctx.body = {
       providers: [...deps.catalog.providers.values()].map((p) => {
         const fields = reportedFields(p);
@@ -32,8 +43,20 @@ export function mountReconciliationApi(r: Router<GatewayState>, deps: AppDeps): 
           report: isReconciled(p) ? null : (NOT_RECONCILED[p.kind] ?? null),
           fields,
           not_reconciled_fields: FIELDS.filter((f) => !fields.includes(f)),
+          days: status.get(p.id)?.days ?? [],
+          not_reconciled_days: status.get(p.id)?.missing ?? [],
         };
       }),
+      margins: margins.rows.map((x) => ({
+        provider: x.provider,
+        day: x.day,
+        model: x.model,
+        calls: Number(x.calls),
+        charged_vnd: Number(x.charged_vnd),
+        shortfall_vnd: Number(x.shortfall_vnd),
+        reported_cost_vnd: x.reported_cost_vnd,
+        margin_vnd: Math.round((Number(x.charged_vnd) - x.reported_cost_vnd) * 10_000) / 10_000,
+      })),
       data: rows.rows.map((x) => ({
         provider: x.provider,
         day: x.day,

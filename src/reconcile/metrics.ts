@@ -5,7 +5,7 @@ import type { Db } from '../db/pool';
  * `gateway_reconcile_drift_ratio{provider,model,field}`: (reported - recorded) / recorded units of each provider's
  * latest reconciled day (positive: the provider bills more than the gateway recorded). Read from
  * reconciliation_drift at scrape time, so every API process shows the same, whichever worker ran the
- * reconciliation. Labels are bounded by the catalog's providers and models and the eight reconciled fields.
+ * reconciliation. Labels are bounded by the catalog's providers and models and the reconciled fields.
  */
 export function registerReconcileMetrics(registry: client.Registry, db: Db): void {
   new client.Gauge({

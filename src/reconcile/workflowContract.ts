@@ -26,6 +26,11 @@ export interface ReconcileResult {
 
 export interface ReconcileActivities {
   reconcileProviderDay(a: { provider: string; day: string }): Promise<ReconcileResult>;
+  /**
+   * The days of the look-back before `day` (RECONCILE_LOOKBACK_DAYS) the provider has no reconciliation of: a run
+   * that failed its attempts, or a firing that never ran. The run reconciles them after its own day.
+   */
+  unreconciledDaysBefore(a: { provider: string; day: string }): Promise<string[]>;
   /** POSTs a signed `reconciliation.drift` event to OPERATOR_WEBHOOK_URL (none set: logged only). */
   notifyOperatorDrift(a: { eventId: string; result: ReconcileResult }): Promise<void>;
 }

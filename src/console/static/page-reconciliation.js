@@ -12,7 +12,18 @@ const HEAD = [
   ['Recorded units', 'num'],
   ['Drift', 'num'],
   ['Provider cost ₫', 'num'],
-  ['Charged ₫', 'num'],
+  ['Charged ₫ (share)', 'num'],
+  ['Margin ₫', 'num'],
+];
+
+const MARGIN_HEAD = [
+  ['Day'],
+  ['Provider'],
+  ['Model'],
+  ['Calls', 'num'],
+  ['Charged ₫ (ledger)', 'num'],
+  ['Uncollected ₫', 'num'],
+  ['Provider cost ₫', 'num'],
   ['Margin ₫', 'num'],
 ];
 
@@ -40,8 +51,63 @@ export function pageReconciliation(main, _p, _q, scope) {
       const notReconciled = view.providers.filter((p) => !p.reconciled);
       // Reconciled providers whose report leaves some fields out (Anthropic bills no images, characters or seconds).
       const partly = view.providers.filter((p) => p.reconciled && p.not_reconciled_fields.length);
+      const behind = view.providers.filter((p) => p.reconciled && p.not_reconciled_days.length);
+      const empty = view.providers
+        .filter((p) => p.reconciled)
+        .map((p) => [p, p.days.filter((d) => d.status === 'reconciled_empty').map((d) => d.day)])
+        .filter(([, days]) => days.length);
       replace(
         body,
+        h(
+          'section',
+          { class: 'panel', id: 'days-not-reconciled' },
+          h('h2', null, 'Days not reconciled'),
+          behind.length
+            ? h(
+                'ul',
+                null,
+                behind.map((p) =>
+                  h(
+                    'li',
+                    { class: 'warn' },
+                    `${p.id} (${p.kind}): ${p.not_reconciled_days.join(', ')} not reconciled yet ` +
+                      '(the next run retries them).',
+                  ),
+                ),
+              )
+            : h('p', null, 'Every reconciled provider has each of the last 14 days reconciled.'),
+          empty.length
+            ? h(
+                'ul',
+                { id: 'days-empty' },
+                empty.map(([p, days]) => h('li', null, `${p.id}: ${days.join(', ')} reconciled, no usage.`)),
+              )
+            : null,
+        ),
+        h(
+          'section',
+          { class: 'panel', id: 'margins' },
+          h('h2', null, 'Margin by model'),
+          view.margins.length
+            ? table(
+                MARGIN_HEAD,
+                view.margins.map((m) =>
+                  h(
+                    'tr',
+                    { class: m.margin_vnd < 0 ? 'warn' : null },
+                    h('td', null, m.day),
+                    h('td', null, m.provider),
+                    h('td', null, m.model),
+                    h('td', { class: 'num' }, units(m.calls)),
+                    h('td', { class: 'num' }, money(m.charged_vnd)),
+                    h('td', { class: 'num' }, money(m.shortfall_vnd)),
+                    h('td', { class: 'num' }, money(m.reported_cost_vnd)),
+                    h('td', { class: 'num' }, money(m.margin_vnd)),
+                  ),
+                ),
+              )
+            : h('p', null, 'No margin yet.'),
+        ),
         h(
           'section',
           { class: 'panel' },
@@ -99,11 +165,6 @@ export function pageReconciliation(main, _p, _q, scope) {
                 ),
               )
             : null,
-          h(
-            'p',
-            { class: 'hint' },
-            'Video seconds are billed by Veo and Seedance, whose providers are not reconciled yet (above).',
-          ),
         ),
       );
     },

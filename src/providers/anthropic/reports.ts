@@ -8,7 +8,7 @@ export const anthropicReports: UsageReports = {
   // Anthropic bills tokens only.
   fields: ['input', 'cache_read', 'cache_write_5m', 'cache_write_1h', 'output'],
 
-  async usage(baseUrl, key, day, add) {
+  async usage({ baseUrl, key }, day, add) {
     const q = `${window(day)}&group_by[]=model&limit=31`;
     const r = await getJson(`${baseUrl}/v1/organizations/usage_report/messages?${q}`, {
       'x-api-key': key,
@@ -25,7 +25,7 @@ export const anthropicReports: UsageReports = {
         });
   },
 
-  async costs(baseUrl, key, day, add) {
+  async costs({ baseUrl, key }, day, add) {
     const q = `${window(day)}&group_by[]=description`;
     const r = await getJson(`${baseUrl}/v1/organizations/cost_report?${q}`, {
       'x-api-key': key,

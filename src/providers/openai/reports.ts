@@ -4,7 +4,7 @@ import { getJson, type ReportField, type UsageReports } from '../usageReports';
 export const openaiReports: UsageReports = {
   fields: ['input', 'cache_read', 'output', 'images', 'characters', 'seconds'],
 
-  async usage(baseUrl, key, { start, end }, add) {
+  async usage({ baseUrl, key }, { start, end }, add) {
     const q = `start_time=${start / 1000}&end_time=${end / 1000}&bucket_width=1d&group_by=model&limit=31`;
     const usage = async (what: string) =>
       (await getJson(`${baseUrl}/organization/usage/${what}?${q}`, { authorization: `Bearer ${key}` })).data ?? [];
@@ -26,7 +26,7 @@ export const openaiReports: UsageReports = {
       for (const x of b.results ?? []) add(String(x.model), { seconds: x.seconds ?? 0 });
   },
 
-  async costs(baseUrl, key, { start, end }, add) {
+  async costs({ baseUrl, key }, { start, end }, add) {
     const q = `start_time=${start / 1000}&end_time=${end / 1000}&bucket_width=1d&group_by=line_item`;
     const r = await getJson(`${baseUrl}/organization/costs?${q}`, { authorization: `Bearer ${key}` });
     const kinds: Record<string, ReportField> = {

@@ -1,4 +1,5 @@
 import type { KindRow } from '../kinds';
+import { seedanceReports } from './reports';
 import { SeedanceAdapter } from './adapter';
 
 /** `seedance`: BytePlus ModelArk's Seedance video tasks (adapter.ts). Video only. */
@@ -9,7 +10,7 @@ export const seedanceKind: KindRow = {
   embeddings: null,
   video: { protocol: 'seedance', adapter: (cfg) => new SeedanceAdapter(cfg) },
   nativeBatches: null,
-  reports: 'BytePlus billing bill details API (per instance, per day)',
+  reports: seedanceReports,
   telemetryName: 'byteplus',
   litellm: () => false,
   credentials: { source: 'key' },

@@ -1,4 +1,5 @@
 import type { KindRow } from '../kinds';
+import { veoReports } from './reports';
 import { VeoAdapter } from './adapter';
 
 /** `veo`: Google Veo through the Gemini API's long-running operations (adapter.ts). Video only. */
@@ -9,7 +10,7 @@ export const veoKind: KindRow = {
   embeddings: null,
   video: { protocol: 'veo', adapter: (cfg) => new VeoAdapter(cfg) },
   nativeBatches: null,
-  reports: 'Cloud Billing export to BigQuery (per SKU)',
+  reports: veoReports,
   telemetryName: 'gcp.vertex_ai',
   litellm: () => false,
   credentials: { source: 'key' },
