@@ -30,10 +30,15 @@ const PROVIDER = 'rd-openai';
 const MARGIN = 'rd-margin';
 const STATUS = 'rd-status';
 const SHORT = 'rd-short';
+/** Video providers of this file's own: other files' video jobs of the day share the database, not this emulator. */
+const SEEDANCE = 'rd-seedance';
+const VEO = 'rd-veo';
 const dayAgo = (n: number) =>
   new Date(Math.floor(Date.now() / DAY_MS) * DAY_MS - n * DAY_MS).toISOString().slice(0, 10);
 const base = JSON.parse(fs.readFileSync(path.join(__dirname, '../../config/catalog.json'), 'utf8')) as CatalogFile;
 const gpt = base.models.find((m) => m.id === 'gpt-4o-mini')!;
+const seedanceModel = base.models.find((m) => m.id === 'seedance-2-0')!;
+const veoModel = base.models.find((m) => m.id === 'veo-3.1-fast-generate-preview')!;
 
 let h: VideoHarness;
 let catalogPath: string;
@@ -47,11 +52,15 @@ beforeAll(async () => {
     [MARGIN]: { ...base.providers['emulator-openai'], modelPatterns: undefined },
     [STATUS]: { ...base.providers['emulator-openai'], modelPatterns: undefined },
     [SHORT]: { ...base.providers['emulator-openai'], modelPatterns: undefined },
+    [SEEDANCE]: { ...base.providers['emulator-seedance'], modelPatterns: undefined },
+    [VEO]: { ...base.providers['emulator-veo'], modelPatterns: undefined },
   };
   const models: ModelConfig[] = [
     { ...gpt, id: 'rd-gpt', provider: PROVIDER, aliases: undefined },
     { ...gpt, id: 'rd-mini', provider: MARGIN, aliases: undefined },
     { ...gpt, id: 'rd-short-mini', provider: SHORT, aliases: undefined },
+    { ...seedanceModel, id: 'rd-seedance-2-0', provider: SEEDANCE, aliases: undefined },
+    { ...veoModel, id: 'rd-veo-fast', provider: VEO, aliases: undefined },
   ];
   catalogPath = catalogFile;
   fs.writeFileSync(catalogFile, JSON.stringify({ ...base, providers, models: [...base.models, ...models] }));
@@ -335,16 +344,16 @@ test("video providers: Seedance against BytePlus's bill details, Veo against the
   try {
     const acc = await h.account(1_000_000);
     const jobs = await Promise.all([
-      h.submit(acc.key, { model: 'seedance-2-0', prompt: 'a lantern on the river', seconds: 5, resolution: '720p' }),
-      h.submit(acc.key, { model: 'veo-3.1-fast-generate-preview', prompt: 'a lantern on the river', seconds: 4 }),
+      h.submit(acc.key, { model: 'rd-seedance-2-0', prompt: 'a lantern on the river', seconds: 5, resolution: '720p' }),
+      h.submit(acc.key, { model: 'rd-veo-fast', prompt: 'a lantern on the river', seconds: 4 }),
     ]);
     const [seedance, veo] = await Promise.all(jobs.map((j) => h.final(acc.key, j.id)));
     expect([seedance.status, veo.status]).toEqual(['completed', 'completed']);
     const day = new Date().toISOString().slice(0, 10);
     const deps = { db: h.deps.db, catalog: h.deps.catalog };
     for (const [provider, model, job] of [
-      ['emulator-seedance', 'dreamina-seedance-2-0-260128', seedance],
-      ['emulator-veo', 'veo-3.1-fast-generate-preview', veo],
+      [SEEDANCE, 'dreamina-seedance-2-0-260128', seedance],
+      [VEO, 'veo-3.1-fast-generate-preview', veo],
     ] as const) {
       const { rows, charges } = await reconcileDay(deps, provider, day);
       const seconds = job.usage.duration_seconds;
@@ -360,12 +369,12 @@ test("video providers: Seedance against BytePlus's bill details, Veo against the
     }
     // The provider over-reports by half: the drift shows on the video seconds.
     h.emulator.control.settings.usageReportFactor = 1.5;
-    const over = await reconcileDay(deps, 'emulator-veo', day);
+    const over = await reconcileDay(deps, VEO, day);
     h.emulator.control.settings.usageReportFactor = 1;
     expect(over.rows[0]).toMatchObject({ reported: 6, recorded: 4, drift: 2 });
     // Listed as reconciled (their field), not as providers without a report.
     const status = await reconcileStatus(h.deps.db, h.deps.catalog, { days: 1, today: dayAgo(-1) });
-    for (const id of ['emulator-seedance', 'emulator-veo'])
+    for (const id of [SEEDANCE, VEO])
       expect(status.find((p) => p.id === id)).toMatchObject({ reconciled: true, missing: [] });
   } finally {
     delete process.env.EMULATOR_BYTEPLUS_KEY;
