@@ -37,11 +37,18 @@ export interface BatchSettings {
 
 export const DAY_MS = 24 * 3600_000;
 
+/** A count (rounded down) of at least 1: 0.5 would round to none, and a chunk with no slot or lane never runs. */
+function count(env: NodeJS.ProcessEnv, name: string, def: number): number {
+  const n = Math.floor(num(env, name, def));
+  if (n < 1) throw new Error(`${name} must be a whole number of at least 1, got ${JSON.stringify(env[name])}`);
+  return n;
+}
+
 export function loadBatchSettings(env: NodeJS.ProcessEnv = process.env): BatchSettings {
   const s: BatchSettings = {
-    concurrency: Math.floor(num(env, 'BATCH_CONCURRENCY', 16)),
-    accountChunks: Math.floor(num(env, 'BATCH_ACCOUNT_CHUNKS', 4)),
-    chunkLines: Math.floor(num(env, 'BATCH_CHUNK_LINES', 500)),
+    concurrency: count(env, 'BATCH_CONCURRENCY', 16),
+    accountChunks: count(env, 'BATCH_ACCOUNT_CHUNKS', 4),
+    chunkLines: count(env, 'BATCH_CHUNK_LINES', 500),
     keyLimitShare: num(env, 'BATCH_KEY_LIMIT_SHARE', 0.5),
     completionWindowMs: num(env, 'BATCH_COMPLETION_WINDOW_MS', DAY_MS),
     activityRetryInitialMs: num(env, 'BATCH_RETRY_INITIAL_MS', 1_000),
