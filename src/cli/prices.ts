@@ -27,7 +27,8 @@ export const isPriceCommand = (cmd: string) => cmd === 'price-set' || cmd === 'p
 /** An ISO 8601 date-time, or `now` (null: the database's now). */
 export function parseEffectiveAt(v: string | undefined): Date | null {
   if (v === undefined || v === 'now') return null;
-  const d = new Date(v);
+  // ISO only: the JS parser also takes '5' (1 May 2001, a price in force at once) and local dates like '12/31/2026'.
+  const d = new Date(/^\d{4}-\d{2}-\d{2}/.test(v) ? v : NaN);
   if (Number.isNaN(d.getTime())) throw new PricesUsageError('--effective-at must be an ISO 8601 date-time or "now"');
   return d;
 }
