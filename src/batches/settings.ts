@@ -1,4 +1,4 @@
-import { num } from '../jobs/settings';
+import { count, num } from '../jobs/settings';
 import type { BatchTiming } from './workflowContract';
 
 /**
@@ -36,13 +36,6 @@ export interface BatchSettings {
 }
 
 export const DAY_MS = 24 * 3600_000;
-
-/** A count (rounded down) of at least 1: 0.5 would round to none, and a chunk with no slot or lane never runs. */
-function count(env: NodeJS.ProcessEnv, name: string, def: number): number {
-  const n = Math.floor(num(env, name, def));
-  if (n < 1) throw new Error(`${name} must be a whole number of at least 1, got ${JSON.stringify(env[name])}`);
-  return n;
-}
 
 export function loadBatchSettings(env: NodeJS.ProcessEnv = process.env): BatchSettings {
   const s: BatchSettings = {
