@@ -93,6 +93,7 @@ const WORKFLOW: Record<string, string> = {
   'video-workflow': 'videoJobWorkflow',
   'batch-workflow': 'batchJobWorkflow',
   'webhook-delivery': 'webhookDeliveryWorkflow',
+  'background-workflow': 'backgroundResponseWorkflow',
 };
 
 /**
@@ -480,6 +481,22 @@ async function driver(name: string, c: Ctx): Promise<{ once(): Promise<void> }> 
         },
       };
     }
+    case 'background-post':
+    case 'background-workflow':
+      return {
+        async once() {
+          const r = await openai.responses.create({ model: 'gpt-4o-mini', input: 'one two three', background: true });
+          if (name === 'background-post') return;
+          boundary();
+          // A background response also ends `incomplete` (cut at its output cap): final too.
+          const status = await until(async () => {
+            const s = await jobStatus('background_responses', r.id);
+            return s === 'incomplete' ? s : final(s);
+          });
+          ended('background response', status);
+          await closed(await workflowIdOf('background_responses', r.id));
+        },
+      };
     case 'webhook-delivery': {
       const { startReceiver } = await import('../test/support/webhookReceiver');
       const rx = await startReceiver();

@@ -1,4 +1,4 @@
-import { ms, num, SHUTDOWN_GRACE_MS } from '../jobs/settings';
+import { count, ms, num, SHUTDOWN_GRACE_MS } from '../jobs/settings';
 import type { BackgroundTiming } from './workflowContract';
 
 /**
@@ -36,7 +36,7 @@ const DAY_MS = 24 * 3600_000;
 
 export function loadBackgroundResponseSettings(env: NodeJS.ProcessEnv = process.env): BackgroundResponseSettings {
   return {
-    maxInFlightPerKey: Math.floor(num(env, 'BACKGROUND_MAX_IN_FLIGHT_PER_KEY', 100)),
+    maxInFlightPerKey: count(env, 'BACKGROUND_MAX_IN_FLIGHT_PER_KEY', 100),
     eventsRetentionMs: num(env, 'BACKGROUND_EVENTS_RETENTION_MS', 30 * DAY_MS),
     followPollMs: num(env, 'BACKGROUND_FOLLOW_POLL_MS', 100),
     cancelWaitMs: num(env, 'BACKGROUND_CANCEL_WAIT_MS', 5_000),
@@ -46,7 +46,7 @@ export function loadBackgroundResponseSettings(env: NodeJS.ProcessEnv = process.
     shutdownGraceMs: ms(env, 'BACKGROUND_SHUTDOWN_GRACE_MS', SHUTDOWN_GRACE_MS),
     runTimeoutMs: num(env, 'BACKGROUND_RUN_TIMEOUT_MS', 2 * 3600_000),
     heartbeatMs: num(env, 'BACKGROUND_HEARTBEAT_MS', 30_000),
-    runAttempts: Math.floor(num(env, 'BACKGROUND_RUN_ATTEMPTS', 3)),
+    runAttempts: count(env, 'BACKGROUND_RUN_ATTEMPTS', 3),
     activityRetryInitialMs: num(env, 'BACKGROUND_RETRY_INITIAL_MS', 1_000),
     activityRetryMaxMs: num(env, 'BACKGROUND_RETRY_MAX_MS', 60_000),
     activityTimeoutMs: num(env, 'BACKGROUND_ACTIVITY_TIMEOUT_MS', 60_000),

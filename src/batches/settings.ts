@@ -1,4 +1,4 @@
-import { num } from '../jobs/settings';
+import { count, num } from '../jobs/settings';
 import type { BatchTiming } from './workflowContract';
 
 /**
@@ -39,9 +39,9 @@ export const DAY_MS = 24 * 3600_000;
 
 export function loadBatchSettings(env: NodeJS.ProcessEnv = process.env): BatchSettings {
   const s: BatchSettings = {
-    concurrency: Math.floor(num(env, 'BATCH_CONCURRENCY', 16)),
-    accountChunks: Math.floor(num(env, 'BATCH_ACCOUNT_CHUNKS', 4)),
-    chunkLines: Math.floor(num(env, 'BATCH_CHUNK_LINES', 500)),
+    concurrency: count(env, 'BATCH_CONCURRENCY', 16),
+    accountChunks: count(env, 'BATCH_ACCOUNT_CHUNKS', 4),
+    chunkLines: count(env, 'BATCH_CHUNK_LINES', 500),
     keyLimitShare: num(env, 'BATCH_KEY_LIMIT_SHARE', 0.5),
     completionWindowMs: num(env, 'BATCH_COMPLETION_WINDOW_MS', DAY_MS),
     activityRetryInitialMs: num(env, 'BATCH_RETRY_INITIAL_MS', 1_000),

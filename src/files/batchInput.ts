@@ -93,10 +93,10 @@ export class BatchInputValidator {
   push(chunk: Buffer): void {
     this.bytes += chunk.length;
     if (this.problem) return;
-    if (this.bytes > MAX_FILE_BYTES) {
+    if (this.bytes > this.maxBytes) {
       this.problem = {
         line: null,
-        message: `The file is larger than ${MAX_FILE_BYTES} bytes.`,
+        message: `The file is larger than ${this.maxBytes} bytes.`,
         code: 'file_too_large',
       };
       return;

@@ -13,6 +13,16 @@ export function num(env: NodeJS.ProcessEnv, name: string, def: number): number {
   return n;
 }
 
+/**
+ * A count from the environment (rounded down), at least 1, or `def` when unset: 0.5 passes `num` but rounds to none,
+ * and none runs nothing (a batch lane, an account's slots) or means no limit (Temporal's maximumAttempts 0).
+ */
+export function count(env: NodeJS.ProcessEnv, name: string, def: number): number {
+  const n = Math.floor(num(env, name, def));
+  if (n < 1) throw new Error(`${name} must be a whole number of at least 1, got ${JSON.stringify(env[name])}`);
+  return n;
+}
+
 /** A duration that may be 0 (a shutdown grace of 0: activities are cut short at once), or `def` when unset. */
 export function ms(env: NodeJS.ProcessEnv, name: string, def: number): number {
   const v = env[name];

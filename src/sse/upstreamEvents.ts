@@ -28,9 +28,11 @@ export class SseDecoder {
 
   /** At end of stream: an unterminated last event, if the upstream ended without the blank line. */
   end(): EventSourceMessage[] {
-    const rest = this.text.decode();
-    if (rest) this.parser.feed(rest);
-    this.parser.reset({ consume: true });
+    // The parser drops an event the stream did not end with its blank line (reset's `consume` parses the line, but
+    // dispatches nothing); the gateway counts it (it may carry the usage), so two line ends close it. After a
+    // stream that ended cleanly they are empty lines, which dispatch nothing.
+    this.parser.feed(`${this.text.decode()}\n\n`);
+    this.parser.reset();
     return this.take();
   }
 

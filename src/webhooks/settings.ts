@@ -1,4 +1,4 @@
-import { num } from '../jobs/settings';
+import { count, num } from '../jobs/settings';
 
 /**
  * Webhook settings (WEBHOOK_* env vars). Retry timing is copied into each delivery workflow's input, so a delivery
@@ -80,11 +80,9 @@ export function loadWebhookSettings(env: NodeJS.ProcessEnv = process.env): Webho
     rotationGraceMs: num(env, 'WEBHOOK_ROTATION_GRACE_MS', DAY_MS),
     limits: {
       taskQueue: env.WEBHOOK_TASK_QUEUE?.trim() || null,
-      concurrency: Math.floor(num(env, 'WEBHOOK_CONCURRENCY', DEFAULT_DELIVERY_LIMITS.concurrency)),
-      accountConcurrency: Math.floor(
-        num(env, 'WEBHOOK_ACCOUNT_CONCURRENCY', DEFAULT_DELIVERY_LIMITS.accountConcurrency),
-      ),
-      resendsPerMinute: Math.floor(num(env, 'WEBHOOK_RESENDS_PER_MINUTE', DEFAULT_DELIVERY_LIMITS.resendsPerMinute)),
+      concurrency: count(env, 'WEBHOOK_CONCURRENCY', DEFAULT_DELIVERY_LIMITS.concurrency),
+      accountConcurrency: count(env, 'WEBHOOK_ACCOUNT_CONCURRENCY', DEFAULT_DELIVERY_LIMITS.accountConcurrency),
+      resendsPerMinute: count(env, 'WEBHOOK_RESENDS_PER_MINUTE', DEFAULT_DELIVERY_LIMITS.resendsPerMinute),
       resendIntervalMs: num(env, 'WEBHOOK_RESEND_INTERVAL_MS', DEFAULT_DELIVERY_LIMITS.resendIntervalMs),
     },
   };

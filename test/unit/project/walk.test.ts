@@ -33,3 +33,31 @@ test("the files every request passes through are bench/walk.json's list", () => 
   );
   expect([...new Set(listed)].sort()).toEqual([...walk.everyRequest].sort());
 });
+
+/** The rows of a markdown table in `text` whose first cell is a number: its cells, trimmed. */
+const rows = (text: string) =>
+  text
+    .split('\n')
+    .filter((l) => /^\| \d+ \|/.test(l))
+    .map((l) =>
+      l
+        .split('|')
+        .slice(1, -1)
+        .map((c) => c.trim()),
+    );
+const num = (s: string) => Number(s.replace(/,/g, ''));
+
+test("the summary table has a row per path, each with its walk-through's count and lines", () => {
+  const summary = new Map(
+    [...doc.matchAll(/^\| [^|]+ \| `([\w-]+)` \| (\d+) \| ([\d,]+) \|/gm)].map((m) => [m[1], [num(m[2]), num(m[3])]]),
+  );
+  expect([...summary.keys()].sort()).toEqual(Object.keys(walk.paths).sort());
+  for (const p of Object.keys(walk.paths)) {
+    const heading = doc.slice(0, doc.indexOf(`npm run walk -- ${p}\``)).lastIndexOf('\n### ');
+    const text = section(doc.slice(heading + 5, doc.indexOf('\n', heading + 1)));
+    const files = rows(text);
+    const said = /Its own files, (\d+) \(([\d,]+) lines\)/.exec(text);
+    expect([p, files.length, files.reduce((t, r) => t + num(r[3]), 0)]).toEqual([p, ...summary.get(p)!]);
+    expect([p, num(said![1]), num(said![2])]).toEqual([p, ...summary.get(p)!]);
+  }
+});
