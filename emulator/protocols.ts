@@ -11,6 +11,7 @@ import { mountAnthropicBatches } from './anthropicBatches';
 import { bedrockFault, mountBedrock } from './bedrock';
 import { mountAzure } from './azure';
 import { mountVertex, vertexFault } from './vertex';
+import { mountBank } from './bank';
 import type Koa from 'koa';
 
 /** Every protocol the emulator speaks, each adding its routes. */
@@ -27,6 +28,7 @@ export const MOUNTS: Mount[] = [
   mountBedrock,
   mountAzure,
   mountVertex,
+  mountBank,
 ];
 
 /** Protocols whose injected faults answer in their own error shape (by path prefix); others get OpenAI's. */

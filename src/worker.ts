@@ -37,7 +37,9 @@ import {
   createBatchSlotActivities,
   createVideoActivities,
   createWebhookActivities,
+  createTopupActivities,
 } from '../activities';
+import { reconcileTopups } from './jobs/topups';
 import { serveWorkerMetrics } from './observability/metricsServer';
 import { flushTracing, tracer } from './observability/tracing';
 import { createDeliveryWorker } from './runtime/webhookDeliveryWorker';
@@ -176,6 +178,7 @@ export async function startWorker(config: Config = loadConfig(), opts: WorkerOpt
         // Emitting starts deliveries on their own queue (src/runtime/webhookDeliveryWorker.ts); the try activity stays
         // registered here for delivery workflows started on this queue before it had one.
         ...createReconcileActivities({ db, catalog, logger }),
+        ...createTopupActivities({ db }),
         ...createWebhookActivities({
           db,
           temporal,
@@ -276,6 +279,15 @@ export async function startWorker(config: Config = loadConfig(), opts: WorkerOpt
           name: 'background response reconciler',
           everyMs: repairEvery,
           run: () => reconcileBackgroundResponses({ db, temporal, config, catalog, logger }),
+        },
+        {
+          name: 'top-up reconciler',
+          everyMs: repairEvery,
+          run: () =>
+            reconcileTopups(
+              { db, temporal, taskQueue: config.temporalTaskQueue, logger },
+              { graceMs: config.video.reconcileGraceMs },
+            ),
         },
         { name: 'expired hold sweep', everyMs: config.video.holdSweepIntervalMs, run: () => releaseExpiredHolds(db) },
         // The bytes of deleted and expired files (their rows stay).
