@@ -2,6 +2,7 @@ import { runAdmin, type AdminIO } from '../../src/cli/admin';
 import { reconcileTopups, topupService, topupWorkflowIdOf } from '../../src/jobs/topups';
 import { getBalance } from '../../src/billing/ledger';
 import { eventually } from '../support/video';
+import { ConsoleClient, makeLogin } from '../e2e/consoleClient';
 import { FEED, startBankHarness, type BankHarness } from '../support/bank';
 
 /**
@@ -295,4 +296,44 @@ test("the reconciler starts a missing order's workflow", async () => {
   await eventually(async () => (await reconcileTopups(deps, { graceMs: 0 })).started >= 0 && handle.describe());
   expect((await handle.describe()).status.name).toBe('RUNNING');
   expect((await reconcileTopups(deps, { graceMs: 0 })).started).toBe(0);
+});
+
+test("the console: a customer's order and history; the operators' queue, assign and return with a reason", async () => {
+  const cust = await h.account(0);
+  const login = await makeLogin(h, cust.accountId);
+  const c = new ConsoleClient(h.url);
+  expect((await c.signIn(login.email, login.password)).status).toBe(200);
+  const o = await c.json('POST', '/console/api/topups', { amount: 75_000, method: 'vietqr' });
+  expect(o).toMatchObject({ object: 'topup', amount: 75_000, status: 'open' });
+  expect((await c.json('GET', '/console/api/topups')).data.map((x: Json) => x.id)).toEqual([o.id]);
+  const bad = await c.request('POST', '/console/api/topups', { amount: 1, method: 'vietqr' });
+  expect([bad.status, ((await bad.json()) as Json).error.param]).toEqual([400, 'amount']);
+  // Not an operator: the queue is refused.
+  expect((await c.request('GET', '/console/api/admin/topups/unmatched')).status).toBe(403);
+
+  const house = await h.account(0, 'House');
+  const opLogin = await makeLogin(h, house.accountId, 'operator');
+  const op = new ConsoleClient(h.url);
+  expect((await op.signIn(opLogin.email, opLogin.password)).status).toBe(200);
+  const t1 = await h.transfer({ amount: 33_000, content: 'tien nap cho tai khoan' });
+  const t2 = await h.transfer({ amount: 11_000, content: 'nham tai khoan' });
+  const queue = (await op.json('GET', '/console/api/admin/topups/unmatched')).data as Json[];
+  const q1 = queue.find((t) => t.transaction_id === String(t1.id));
+  const q2 = queue.find((t) => t.transaction_id === String(t2.id));
+  const noReason = await op.request('POST', `/console/api/admin/topups/transfers/${q1.id}/assign`, {
+    accountId: cust.accountId,
+  });
+  expect([noReason.status, ((await noReason.json()) as Json).error.param]).toEqual([400, 'reason']);
+  const assigned = await op.json('POST', `/console/api/admin/topups/transfers/${q1.id}/assign`, {
+    accountId: cust.accountId,
+    reason: 'memo left out; receipt checked',
+  });
+  expect(assigned).toMatchObject({ status: 'credited', resolved_by: `console:${opLogin.email}` });
+  const twice = await op.request('POST', `/console/api/admin/topups/transfers/${q1.id}/return`, { reason: 'x' });
+  expect(twice.status).toBe(409);
+  const returned = await op.json('POST', `/console/api/admin/topups/transfers/${q2.id}/return`, {
+    reason: 'refunded to sender',
+  });
+  expect(returned).toMatchObject({ status: 'returned', resolution: 'refunded to sender' });
+  expect(await balance(cust.accountId)).toBe(33_000);
 });
