@@ -12,6 +12,7 @@ import { bedrockFault, mountBedrock } from './bedrock';
 import { mountAzure } from './azure';
 import { mountVertex, vertexFault } from './vertex';
 import { mountBank } from './bank';
+import { mountVnpay } from './vnpay';
 import type Koa from 'koa';
 
 /** Every protocol the emulator speaks, each adding its routes. */
@@ -29,6 +30,7 @@ export const MOUNTS: Mount[] = [
   mountAzure,
   mountVertex,
   mountBank,
+  mountVnpay,
 ];
 
 /** Protocols whose injected faults answer in their own error shape (by path prefix); others get OpenAI's. */

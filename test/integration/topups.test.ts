@@ -1,9 +1,9 @@
 import { runAdmin, type AdminIO } from '../../src/cli/admin';
-import { reconcileTopups, topupService, topupWorkflowIdOf } from '../../src/jobs/topups';
+import { reconcileTopups, topupService, topupWorkflowIdOf, vnpayHash } from '../../src/jobs/topups';
 import { getBalance } from '../../src/billing/ledger';
 import { eventually } from '../support/video';
 import { ConsoleClient, makeLogin } from '../e2e/consoleClient';
-import { FEED, startBankHarness, type BankHarness } from '../support/bank';
+import { FEED, startBankHarness, VNPAY, type BankHarness } from '../support/bank';
 
 /**
  * Top-ups end to end, over real HTTP: orders through the API, transfers made on the emulator's bank whose feed
@@ -336,4 +336,65 @@ test("the console: a customer's order and history; the operators' queue, assign 
   });
   expect(returned).toMatchObject({ status: 'returned', resolution: 'refunded to sender' });
   expect(await balance(cust.accountId)).toBe(33_000);
+});
+
+test("VNPay: the signed payment URL, the emulator's page, its IPN credited once, the return to console", async () => {
+  const a = await h.account(0);
+  const o = await order(a.key, 250_000, 'vnpay');
+  expect(o).toMatchObject({ method: 'vnpay', status: 'open' });
+  const url = new URL(o.payment_url);
+  expect(url.origin + url.pathname).toBe(`${h.emulator.url}/vnpay/paymentv2/vpcpay.html`);
+  expect(url.searchParams.get('vnp_Amount')).toBe('25000000');
+  expect(url.searchParams.get('vnp_TxnRef')).toBe(o.id);
+  const page = await fetch(o.payment_url);
+  expect(page.status).toBe(200);
+  expect(await page.text()).toContain(o.id);
+  // A URL tampered with (the amount lowered) is refused by VNPay's page.
+  const cheap = new URL(o.payment_url);
+  cheap.searchParams.set('vnp_Amount', '100');
+  expect((await fetch(cheap)).status).toBe(400);
+
+  const ipns = async () =>
+    ((await (await fetch(`${h.emulator.url}/vnpay/_emulator/ipns`)).json()) as Json[]).filter((x) => x.txnRef === o.id);
+  // The customer cancels first: acknowledged (00), the order stays open, nothing credited.
+  const pay = (action: string, ipnCopies = 1) =>
+    fetch(`${h.emulator.url}/vnpay/paymentv2/pay`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({ q: url.search.slice(1), action, ipnCopies: String(ipnCopies) }),
+      redirect: 'manual',
+    });
+  await pay('cancel');
+  expect((await call(a.key, 'GET', `/v1/topups/${o.id}`)).j.status).toBe('open');
+  // Then pays; VNPay's IPN comes three times.
+  const paid = await pay('pay', 3);
+  expect(paid.status).toBe(302);
+  expect((await ipns()).map((x) => x.rspCode)).toEqual(['00', '00', '02', '02']);
+  expect(await balance(a.accountId)).toBe(250_000);
+  expect((await call(a.key, 'GET', `/v1/topups/${o.id}`)).j).toMatchObject({ status: 'paid', payment: 'exact' });
+  // The return URL takes the customer to the console's top-up page.
+  const ret = await fetch(paid.headers.get('location')!, { redirect: 'manual' });
+  expect(ret.status).toBe(302);
+  expect(ret.headers.get('location')).toBe(`/console/#/topup?id=${o.id}&vnpay=00`);
+
+  // Forged and wrong IPN calls: 97 bad signature, 01 unknown order, 04 another amount; nothing credited.
+  const ipn = async (p: Record<string, string>, secret = VNPAY.secret) => {
+    const q = new URLSearchParams({ ...p, vnp_SecureHash: vnpayHash(secret, p) });
+    return ((await (await fetch(`${h.url}/v1/payments/vnpay/ipn?${q}`)).json()) as Json).RspCode;
+  };
+  const o2 = await order(a.key, 40_000, 'vnpay');
+  const base = {
+    vnp_Amount: '4000000',
+    vnp_ResponseCode: '00',
+    vnp_TransactionStatus: '00',
+    vnp_TmnCode: VNPAY.tmnCode,
+    vnp_TransactionNo: '99000001',
+    vnp_TxnRef: o2.id,
+  };
+  expect(await ipn(base, 'not-the-secret')).toBe('97');
+  expect(await ipn({ ...base, vnp_TxnRef: 'topup_000000000000000000000000' })).toBe('01');
+  expect(await ipn({ ...base, vnp_Amount: '400000' })).toBe('04');
+  expect(await balance(a.accountId)).toBe(250_000);
+  expect(await ipn(base)).toBe('00');
+  expect(await balance(a.accountId)).toBe(290_000);
 });

@@ -47,6 +47,12 @@ export async function startBankHarness(opts: { worker?: boolean } = {}): Promise
     ],
     retryDelayMs: 100,
   });
+  // The merchant's IPN URL, as a merchant registers it at VNPay.
+  await fetch(`${h.emulator.url}/vnpay/_emulator/merchants`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ tmnCode: VNPAY.tmnCode, secret: VNPAY.secret, ipnUrl: `${h.url}/v1/payments/vnpay/ipn` }),
+  });
   return Object.assign(h, {
     bank,
     topups: h.deps.config.topups,
