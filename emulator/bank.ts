@@ -171,7 +171,7 @@ export async function makeTransfer(state: BankState, req: TransferRequest): Prom
     content: req.content,
     accountNumber: req.accountNumber ?? '0011000000000',
     transactionDate: vnTimeText(new Date()),
-    referenceCode: `FT${Date.now()}${Math.floor(Math.random() * 1000)}`,
+    referenceCode: `FT${String(Date.now()).slice(-6)}${(last?.id ?? 92_700) + 1}`,
     transferType: type,
     accumulated: (last?.accumulated ?? 0) + (type === 'in' ? req.amount : -req.amount),
   };

@@ -1,9 +1,13 @@
-import { condition, defineSignal, proxyActivities, setHandler } from '@temporalio/workflow';
+import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
+import { condition, defineSignal, proxyActivities, setHandler, workflowInfo } from '@temporalio/workflow';
 import {
   TOPUP_PAID_SIGNAL,
+  type StatementInput,
+  type StatementResult,
   type TopupActivities,
   type TopupEnd,
   type TopupInput,
+  type TopupStatementActivities,
 } from '../src/jobs/topups/workflowContract';
 
 /**
@@ -36,4 +40,24 @@ export async function topupOrderWorkflow(input: TopupInput): Promise<TopupEnd> {
     // Still open (the clock of the database behind the workflow's): wait a little more.
     if (await condition(() => paid, 1_000)) return 'paid';
   }
+}
+
+const DAY_MS = 86_400_000;
+const VN_OFFSET_MS = 7 * 3_600_000;
+/** The time a schedule's action was due, which Temporal sets on each run the schedule starts. */
+const SCHEDULED_AT = defineSearchAttributeKey('TemporalScheduledStartTime', SearchAttributeType.DATETIME);
+
+/**
+ * One day's bank statement (docs/payments.md): the transfers whose webhook never came are credited, once, and the
+ * day's report written. Started daily by the schedule `topup-statement`: it reads the Vietnam calendar day before
+ * the time the run was scheduled for (a catch-up after an outage reads the missed day, not yesterday).
+ */
+export async function topupStatementWorkflow(input: StatementInput): Promise<StatementResult> {
+  const acts = proxyActivities<TopupStatementActivities>({
+    startToCloseTimeout: '30 minutes',
+    retry: { initialInterval: '10 seconds', backoffCoefficient: 2, maximumInterval: '30 minutes', maximumAttempts: 20 },
+  });
+  const at = workflowInfo().typedSearchAttributes.get(SCHEDULED_AT)?.getTime() ?? Date.now();
+  const day = input.day ?? new Date(at + VN_OFFSET_MS - DAY_MS).toISOString().slice(0, 10);
+  return acts.pullTopupStatement(day);
 }

@@ -1,6 +1,14 @@
 import { runAdmin, type AdminIO } from '../../src/cli/admin';
-import { reconcileTopups, topupService, topupWorkflowIdOf, vnpayHash } from '../../src/jobs/topups';
-import { getBalance } from '../../src/billing/ledger';
+import {
+  reconcileTopups,
+  TOPUP_STATEMENT_WORKFLOW_TYPE,
+  topupService,
+  topupWorkflowIdOf,
+  vnpayHash,
+} from '../../src/jobs/topups';
+import { randomUUID } from 'node:crypto';
+import { getBalance, placeHold, settleHold } from '../../src/billing/ledger';
+import { startReceiver } from '../support/webhookReceiver';
 import { eventually } from '../support/video';
 import { ConsoleClient, makeLogin } from '../e2e/consoleClient';
 import { FEED, startBankHarness, VNPAY, type BankHarness } from '../support/bank';
@@ -397,4 +405,120 @@ test("VNPay: the signed payment URL, the emulator's page, its IPN credited once,
   expect(await balance(a.accountId)).toBe(250_000);
   expect(await ipn(base)).toBe('00');
   expect(await balance(a.accountId)).toBe(290_000);
+});
+
+test('the statement credits once what no webhook brought (dropped, duplicated, delayed, reordered)', async () => {
+  const a = await h.account(0);
+  const open = h.topups.maxOpen;
+  h.topups.maxOpen = 20;
+  const orders: Json[] = [];
+  try {
+    for (let i = 0; i < 6; i++) orders.push(await order(a.key, 10_000 * (i + 1)));
+  } finally {
+    h.topups.maxOpen = open;
+  }
+  const modes = [{ drop: true }, { copies: 3 }, { delayMs: 300 }, { hold: true }, {}];
+  await Promise.all(
+    orders.map((o, i) =>
+      h.transfer({
+        amount: o.amount,
+        content: `IBFT ${o.memo}`,
+        formats: [i % 2 ? 'casso' : 'sepay'],
+        ...modes[i % modes.length],
+      }),
+    ),
+  );
+  // A transfer with no memo whose webhook was dropped too: the statement finds it, and it waits for an operator.
+  const stray = await h.transfer({ amount: 7_000, content: 'ck khong noi dung', drop: true });
+  await h.flush();
+  const dropped = orders.filter((_, i) => i % modes.length === 0);
+  const webhookOnly = orders.reduce((n, o) => n + o.amount, 0) - dropped.reduce((n, o) => n + o.amount, 0);
+  expect(await balance(a.accountId)).toBe(webhookOnly);
+
+  // The statement reads SePay's transaction list: run it for each day the bank's transfers fell on.
+  const days = [
+    ...new Set(
+      (
+        (await (
+          await fetch(`${h.bank}/userapi/transactions/list`, {
+            headers: { authorization: 'Bearer emulator-bank-token' },
+          })
+        ).json()) as Json
+      ).transactions.map((t: Json) => t.transaction_date.slice(0, 10)),
+    ),
+  ] as string[];
+  const runStatement = async () => {
+    const reports: Json[] = [];
+    for (const day of days)
+      reports.push(
+        await h.deps.temporal!.workflow.execute(TOPUP_STATEMENT_WORKFLOW_TYPE, {
+          taskQueue: h.config.temporalTaskQueue,
+          workflowId: `statement-test-${randomUUID()}`,
+          args: [{ day }],
+        }),
+      );
+    return reports;
+  };
+  const first = await runStatement();
+  // Credited == received: every order exactly once, the stray kept unmatched.
+  expect(await balance(a.accountId)).toBe(orders.reduce((n, o) => n + o.amount, 0));
+  expect((await credits(a.accountId)).length).toBe(orders.length);
+  for (const o of orders)
+    expect((await call(a.key, 'GET', `/v1/topups/${o.id}`)).j).toMatchObject({ status: 'paid', payment: 'exact' });
+  const sum = (rs: Json[], k: string) => rs.reduce((n, r) => n + r[k], 0);
+  // Casso's webhooks and SePay's statement report one bank transaction under one bank reference: once.
+  expect(sum(first, 'recovered')).toBe(dropped.length + 1);
+  expect(sum(first, 'missing')).toBe(0);
+  expect(sum(first, 'transfers')).toBe(sum(first, 'credited') + sum(first, 'unmatched') + sum(first, 'returned'));
+  const queue = (await topupService(h.deps).unmatched(1000)).data;
+  expect(queue.some((t) => t.transaction_id === String(stray.id))).toBe(true);
+  // Run again: nothing more is credited.
+  const second = await runStatement();
+  expect(sum(second, 'recovered')).toBe(0);
+  expect(await balance(a.accountId)).toBe(orders.reduce((n, o) => n + o.amount, 0));
+  const stored = (await topupService(h.deps).statements()).data;
+  expect(stored.find((r: Json) => r.day === days[0])).toMatchObject({ transfers: second[0].transfers });
+}, 120_000);
+
+test('alerts: balance.low once per crossing of the threshold, topup.succeeded on each credit, signed', async () => {
+  const rx = await startReceiver();
+  try {
+    const a = await h.account(100_000);
+    const path = `/hook-${randomUUID()}`;
+    const ep = await call(a.key, 'POST', '/v1/webhooks', {
+      url: `${rx.url}${path}`,
+      events: ['balance.low', 'topup.succeeded'],
+    });
+    expect(ep.status).toBe(201);
+    const bad = await call(a.key, 'POST', '/v1/balance_alert', { low_balance_threshold: -1 });
+    expect([bad.status, bad.j.error.param]).toEqual([400, 'low_balance_threshold']);
+    const set = await call(a.key, 'POST', '/v1/balance_alert', { low_balance_threshold: 50_000 });
+    expect(set.j).toEqual({ object: 'balance_alert', low_balance_threshold: 50_000 });
+    const spend = async (amount: number) => {
+      const holdId = randomUUID();
+      await placeHold(h.deps.db, { accountId: a.accountId, holdId, amount, idempotencyKey: `t:${holdId}` });
+      await settleHold(h.deps.db, { holdId, charge: amount, idempotencyKey: `t:${holdId}:s` });
+    };
+    const events = (type: string) =>
+      rx.received
+        .filter((r) => r.path === path)
+        .map((r) => JSON.parse(r.body))
+        .filter((e) => e.type === type);
+    await spend(60_000);
+    await eventually(async () => events('balance.low').length === 1);
+    expect(events('balance.low')[0].data).toMatchObject({ balance: 40_000, threshold: 50_000 });
+    await spend(10_000); // still below: no second alert
+    const o = await order(a.key, 100_000);
+    await h.transfer({ amount: 100_000, content: o.memo });
+    await eventually(async () => events('topup.succeeded').length === 1);
+    expect(events('topup.succeeded')[0].data).toMatchObject({ id: o.id, amount: 100_000 });
+    expect(rx.received.find((r) => r.path === path)!.headers['webhook-signature']).toMatch(/^v1,/);
+    // Back above (130,000), then below again: a second crossing, a second alert.
+    await new Promise((r) => setTimeout(r, h.config.video.reconcileIntervalMs * 3));
+    await spend(100_000);
+    await eventually(async () => events('balance.low').length === 2);
+    expect(new Set(events('balance.low').map((e) => e.id)).size).toBe(2);
+  } finally {
+    await rx.close();
+  }
 });

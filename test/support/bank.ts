@@ -1,5 +1,6 @@
 import { loadTopupSettings, type TopupSettings } from '../../src/jobs/topups';
 import { startVideoHarness, type VideoHarness } from './video';
+import { fastWebhookSettings } from './webhookReceiver';
 
 /**
  * A gateway with top-ups configured against the emulator's bank (emulator/bank.ts): its feed posts SePay's and
@@ -26,7 +27,7 @@ export async function startBankHarness(opts: { worker?: boolean } = {}): Promise
     vnpayHashSecret: VNPAY.secret,
     statementSchedule: false,
   };
-  const h = await startVideoHarness({}, { topups }, opts);
+  const h = await startVideoHarness({}, { topups, webhooks: fastWebhookSettings() }, opts);
   const bank = `${h.emulator.url}/bank`;
   h.deps.config.topups.vnpayUrl = `${h.emulator.url}/vnpay/paymentv2/vpcpay.html`;
   h.deps.config.topups.sepayApiUrl = `${bank}/userapi`;

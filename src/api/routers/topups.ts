@@ -9,6 +9,7 @@ import { ORDER_ID, topupService } from '../../jobs/topups';
  *   POST /v1/topups                      {amount, method: vietqr|vnpay} -> 201, the order (QR, or VNPay's URL)
  *   GET  /v1/topups                      the account's orders, newest first (limit, after, order)
  *   GET  /v1/topups/{id}                 one order (another account's: 404)
+ *   GET  /v1/balance_alert, POST {low_balance_threshold}   the balance.low webhook's threshold (null: none)
  * The payment notifications, authenticated by their own key or signature (no API key):
  *   POST /v1/payments/sepay/webhook      SePay's bank feed (Authorization: Apikey <SEPAY_WEBHOOK_API_KEY>)
  *   POST /v1/payments/casso/webhook      Casso's bank feed v2 (X-Casso-Signature under CASSO_WEBHOOK_SECRET)
@@ -31,6 +32,13 @@ export function topupsRouter(deps: AppDeps): Router<GatewayState> {
   });
   r.get('/v1/topups/:id', route('/v1/topups/:id'), auth, async (ctx) => {
     ctx.body = await topups.get(account(ctx), ctx.params.id);
+  });
+
+  r.get('/v1/balance_alert', route('/v1/balance_alert'), auth, async (ctx) => {
+    ctx.body = await topups.alert(account(ctx));
+  });
+  r.post('/v1/balance_alert', route('/v1/balance_alert'), auth, jsonBody(4 * 1024), async (ctx) => {
+    ctx.body = await topups.setAlert(account(ctx), ctx.request.body);
   });
 
   r.post('/v1/payments/sepay/webhook', route('/v1/payments/sepay/webhook'), jsonBody(64 * 1024), async (ctx) => {

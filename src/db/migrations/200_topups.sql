@@ -49,6 +49,10 @@ CREATE TABLE topup_transfers (
   CONSTRAINT topup_transfers_once UNIQUE (provider, provider_txn_id),
   CHECK (status <> 'credited' OR account_id IS NOT NULL)
 );
+-- One bank transaction reported by two feeds watching the same account (SePay's webhook and Casso's, or a webhook
+-- and the statement of the other feed) carries the bank's own reference: recorded, and credited, once.
+CREATE UNIQUE INDEX topup_transfers_bank_ref ON topup_transfers(bank_account, reference)
+  WHERE bank_account IS NOT NULL AND reference IS NOT NULL;
 CREATE INDEX topup_transfers_order ON topup_transfers(order_id) WHERE order_id IS NOT NULL;
 CREATE INDEX topup_transfers_unmatched ON topup_transfers(received_at) WHERE status = 'unmatched';
 CREATE INDEX topup_transfers_day ON topup_transfers(transacted_at);

@@ -11,7 +11,13 @@ export {
   type TopupActivities,
   type TopupEnd,
   type TopupInput,
+  type StatementInput,
+  type StatementResult,
+  TOPUP_STATEMENT_WORKFLOW_TYPE,
 } from './workflowContract';
+export { ensureStatementSchedule } from './schedule';
+export { listStatements, type StatementReport } from './statement';
+export { lowBalanceThreshold, setLowBalanceThreshold, sweepLowBalances } from './alerts';
 export { createTopupActivities } from './topupActivities';
 export { startTopupWorkflow, signalPaid } from './start';
 export { reconcileTopups } from './reconciler';

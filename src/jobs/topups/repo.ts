@@ -7,7 +7,8 @@ import type { IncomingTransfer, Provider } from './feeds';
 
 /**
  * Top-up orders and received transfers (migration 200_topups.sql). A transfer is recorded once per provider
- * transaction id (the table's unique constraint: a duplicate, however concurrent, inserts nothing) and, when it
+ * transaction id, and once per bank reference on the receiving account when the feed gives it (the table's unique
+ * constraints: a duplicate, however concurrent, or another feed's report of it, inserts nothing) and, when it
  * matches an order, credited in the same transaction with the ledger event keyed on that id; its
  * `topup.succeeded` event is recorded in that commit too. What matches no order is kept, unmatched, for an
  * operator, who assigns it to an account (credited then) or returns it, with a reason.
@@ -241,7 +242,7 @@ export async function recordTransfer(
       `INSERT INTO topup_transfers (provider, provider_txn_id, amount, content, reference, bank_account,
          transacted_at, status, order_id, account_id, via)
        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
-       ON CONFLICT (provider, provider_txn_id) DO NOTHING RETURNING id`,
+       ON CONFLICT DO NOTHING RETURNING id`,
       [
         t.provider,
         t.txnId,
@@ -257,9 +258,11 @@ export async function recordTransfer(
       ],
     );
     if (ins.rowCount === 0) {
+      // Recorded already: under this provider's id, or (another feed's report of it) under the bank's reference.
       const was = await c.query(
-        'SELECT id, status, order_id FROM topup_transfers WHERE provider = $1 AND provider_txn_id = $2',
-        [t.provider, t.txnId],
+        `SELECT id, status, order_id FROM topup_transfers WHERE (provider = $1 AND provider_txn_id = $2)
+           OR (bank_account = $3 AND reference = $4) ORDER BY id LIMIT 1`,
+        [t.provider, t.txnId, t.accountNumber, t.reference],
       );
       const w = was.rows[0];
       return { outcome: 'duplicate', transferId: Number(w.id), status: w.status, orderId: w.order_id };

@@ -24,6 +24,8 @@ import {
   type Transfer,
 } from './repo';
 import { signalPaid, startTopupWorkflow } from './start';
+import { lowBalanceThreshold, setLowBalanceThreshold } from './alerts';
+import { listStatements } from './statement';
 import { vietQrImages, vietQrPayload } from './vietqr';
 import { vnpayPaymentUrl, vnpayVerified } from './vnpay';
 
@@ -256,6 +258,34 @@ export function topupService(deps: TopupDeps) {
       const id = ORDER_ID.test(p.vnp_TxnRef ?? '') ? p.vnp_TxnRef : '';
       const code = ok ? (p.vnp_ResponseCode ?? '') : 'invalid';
       return `/console/#/topup?id=${encodeURIComponent(id)}&vnpay=${encodeURIComponent(code)}`;
+    },
+
+    /** The account's low-balance alert: `balance.low` once each time the balance falls below the threshold. */
+    async alert(accountId: string) {
+      return { object: 'balance_alert', low_balance_threshold: await lowBalanceThreshold(deps.db, accountId) };
+    },
+    async setAlert(accountId: string, body: unknown) {
+      const o = (body && typeof body === 'object' && !Array.isArray(body) ? body : null) as Record<
+        string,
+        unknown
+      > | null;
+      if (!o) throw badRequest('The body must be a JSON object.');
+      const unknown = Object.keys(o).find((k) => k !== 'low_balance_threshold');
+      if (unknown !== undefined)
+        throw badRequest(`Unknown parameter '${clip(unknown)}'.`, clip(unknown), 'unknown_parameter');
+      const t = o.low_balance_threshold;
+      if (t !== null && (typeof t !== 'number' || !Number.isSafeInteger(t) || t < 0))
+        throw badRequest(
+          `Invalid 'low_balance_threshold' ${clipJson(t)}: a whole number of VND, or null for none.`,
+          'low_balance_threshold',
+        );
+      await setLowBalanceThreshold(deps.db, accountId, t);
+      return this.alert(accountId);
+    },
+
+    /** The daily statements' reports, newest first. */
+    async statements(limit = 60) {
+      return { object: 'list', data: await listStatements(deps.db, limit) };
     },
 
     async unmatched(limit = 100) {

@@ -27,3 +27,31 @@ export interface TopupActivities {
   /** Marks the order expired if it is still open past its expiry; answers its status after. */
   expireTopup(orderId: string): Promise<'open' | 'paid' | 'expired' | null>;
 }
+
+/** The daily statement: one run a day, started by the schedule `topup-statement`. */
+export const TOPUP_STATEMENT_WORKFLOW_TYPE = 'topupStatementWorkflow';
+export const TOPUP_STATEMENT_SCHEDULE_ID = 'topup-statement';
+
+export interface StatementInput {
+  /** The Vietnam calendar day (YYYY-MM-DD); absent: the day before the run's scheduled time. */
+  day?: string;
+}
+
+/** What one day's statement found (src/jobs/topups/statement.ts). */
+export interface StatementResult {
+  provider: string;
+  day: string;
+  transfers: number;
+  amount: number;
+  credited: number;
+  unmatched: number;
+  returned: number;
+  /** Transfers that only the statement brought (their webhook never came). */
+  recovered: number;
+  /** Incoming transfers on the statement that are not recorded after the run (0 unless a write failed). */
+  missing: number;
+}
+
+export interface TopupStatementActivities {
+  pullTopupStatement(day: string): Promise<StatementResult>;
+}
