@@ -1,4 +1,4 @@
-import { createHmac } from 'node:crypto';
+import { createHmac, randomBytes } from 'node:crypto';
 import type Router from '@koa/router';
 import { koaBody } from 'koa-body';
 import type { Mount } from './mount';
@@ -254,3 +254,46 @@ export function mountBankWith(state: BankState): Mount {
 
 /** The bank as the emulator mounts it: a fresh account per emulator. */
 export const mountBank: Mount = (router, ctl, baseUrl) => mountBankWith(newBankState())(router, ctl, baseUrl);
+
+/**
+ * `npm start` with no bank configured: the emulator's bank plays the receiving account, its feed posting SePay's
+ * webhooks to the gateway, and its VNPay the merchant's gateway. The settings it fills in (those not set already)
+ * are returned as environment variables; `connect` tells the emulator where the gateway listens.
+ */
+export function emulatedPaymentsEnv(emulatorUrl: string, env: NodeJS.ProcessEnv): Record<string, string> {
+  const out: Record<string, string> = {};
+  if (!env.SEPAY_WEBHOOK_API_KEY && !env.CASSO_WEBHOOK_SECRET) {
+    out.SEPAY_WEBHOOK_API_KEY = `emu-${randomBytes(12).toString('hex')}`;
+    out.SEPAY_API_URL = `${emulatorUrl}/bank/userapi`;
+    out.SEPAY_API_TOKEN = newBankState().apiToken;
+  }
+  if (!env.VNPAY_TMN_CODE) {
+    out.VNPAY_TMN_CODE = 'EMULATOR';
+    out.VNPAY_HASH_SECRET = randomBytes(16).toString('hex');
+    out.VNPAY_URL = `${emulatorUrl}/vnpay/paymentv2/vpcpay.html`;
+  }
+  return out;
+}
+
+export async function connectEmulatedPayments(
+  emulatorUrl: string,
+  gatewayUrl: string,
+  filled: Record<string, string>,
+): Promise<void> {
+  const post = (p: string, body: unknown) =>
+    fetch(`${emulatorUrl}${p}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
+  if (filled.SEPAY_WEBHOOK_API_KEY)
+    await post('/bank/_emulator/config', {
+      targets: [{ format: 'sepay', url: `${gatewayUrl}/v1/payments/sepay/webhook`, key: filled.SEPAY_WEBHOOK_API_KEY }],
+    });
+  if (filled.VNPAY_TMN_CODE)
+    await post('/vnpay/_emulator/merchants', {
+      tmnCode: filled.VNPAY_TMN_CODE,
+      secret: filled.VNPAY_HASH_SECRET,
+      ipnUrl: `${gatewayUrl}/v1/payments/vnpay/ipn`,
+    });
+}
