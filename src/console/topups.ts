@@ -32,6 +32,21 @@ export function mountTopupsApi(r: Router<GatewayState>, deps: AppDeps): void {
     ctx.body = await topups.get(sessionOf(ctx).accountId, ctx.params.id);
   });
 
+  r.get('/console/api/balance_alert', route('/console/api/balance_alert'), ...customer, async (ctx) => {
+    ctx.body = await topups.alert(sessionOf(ctx).accountId);
+  });
+  r.put('/console/api/balance_alert', route('/console/api/balance_alert'), ...customer, body, async (ctx) => {
+    ctx.body = await topups.setAlert(sessionOf(ctx).accountId, ctx.request.body);
+  });
+
+  r.get(
+    '/console/api/admin/topups/statements',
+    route('/console/api/admin/topups/statements'),
+    ...operator,
+    async (ctx) => {
+      ctx.body = await topups.statements(intParam(ctx.query.limit, 'limit', 60, 1, 366));
+    },
+  );
   r.get(
     '/console/api/admin/topups/unmatched',
     route('/console/api/admin/topups/unmatched'),

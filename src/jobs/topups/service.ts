@@ -257,7 +257,7 @@ export function topupService(deps: TopupDeps) {
       const ok = !!s.vnpayHashSecret && vnpayVerified(s.vnpayHashSecret, p);
       const id = ORDER_ID.test(p.vnp_TxnRef ?? '') ? p.vnp_TxnRef : '';
       const code = ok ? (p.vnp_ResponseCode ?? '') : 'invalid';
-      return `/console/#/topup?id=${encodeURIComponent(id)}&vnpay=${encodeURIComponent(code)}`;
+      return `/console/topup?id=${encodeURIComponent(id)}&vnpay=${encodeURIComponent(code)}`;
     },
 
     /** The account's low-balance alert: `balance.low` once each time the balance falls below the threshold. */
