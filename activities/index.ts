@@ -5,3 +5,4 @@ export { createBatchActivities, type BatchActivities, type BatchActivityDeps } f
 export { createBatchNativeActivities, type BatchNativeActivities } from './batchNative';
 export { createBatchSlotActivities, type BatchSlotActivities } from './batchSlots';
 export { createBackgroundActivities, type BackgroundActivityDeps } from './backgroundResponse';
+export { createTopupActivities, type TopupActivities } from './topup';

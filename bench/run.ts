@@ -1096,6 +1096,19 @@ async function main(): Promise<void> {
       pass: false,
     };
   }
+  // Top-ups: a burst of bank-feed webhooks (bench/topups.ts; BENCH_TOPUPS=0: skipped).
+  if (env.BENCH_TOPUPS !== '0') {
+    const { runTopupBench } = await import('./topups');
+    const t = await runTopupBench({ log }).catch((e): BenchSection => ({
+      title: 'Top-ups',
+      text: `failed: ${(e as Error).message}`,
+      markdown: 'failed',
+      pass: false,
+    }));
+    out.push(`\n== ${t.title} ==\n${t.text}`);
+    md.push(`\n### ${t.title}\n\n${t.markdown}`);
+    checksAll.push({ name: `${t.title}: credited once`, value: '', target: '', pass: t.pass ?? null });
+  }
   if (section) {
     out.push(`\n== ${section.title} ==\n${section.text}`);
     md.push(`\n### ${section.title}\n\n${section.markdown}`);

@@ -12,6 +12,8 @@ import { mountAnthropicBatches } from './anthropicBatches';
 import { bedrockFault, mountBedrock } from './bedrock';
 import { mountAzure } from './azure';
 import { mountVertex, vertexFault } from './vertex';
+import { mountBank } from './bank';
+import { mountVnpay } from './vnpay';
 import type Koa from 'koa';
 
 /** Every protocol the emulator speaks, each adding its routes. */
@@ -29,6 +31,8 @@ export const MOUNTS: Mount[] = [
   mountBedrock,
   mountAzure,
   mountVertex,
+  mountBank,
+  mountVnpay,
 ];
 
 /** Protocols whose injected faults answer in their own error shape (by path prefix); others get OpenAI's. */

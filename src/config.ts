@@ -6,6 +6,7 @@ import { loadWebhookSettings, type WebhookSettings } from './webhooks/settings';
 import { loadBatchSettings, type BatchSettings } from './batches/settings';
 import { loadBackgroundResponseSettings, type BackgroundResponseSettings } from './backgroundResponses/settings';
 import { loadJobWorkerSettings, type JobWorkerSettings } from './jobs/settings';
+import { loadTopupSettings, type TopupSettings } from './jobs/topups/settings';
 import { checkTimeZone, DEFAULT_BUDGET_TIME_ZONE, setBudgetTimeZone } from './billing/budget';
 
 function int(name: string, def: number): number {
@@ -113,6 +114,8 @@ export interface Config {
   backgroundResponses: BackgroundResponseSettings;
   /** The jobs' worker and the webhook delivery worker: their shutdown grace (src/jobs/settings.ts; JOBS_* env vars). */
   jobs: JobWorkerSettings;
+  /** Top-ups: order bounds, the receiving account, the feeds' and VNPay's credentials (src/jobs/topups/settings.ts). */
+  topups: TopupSettings;
 }
 
 export function loadConfig(overrides: Partial<Config> = {}): Config {
@@ -169,6 +172,7 @@ export function loadConfig(overrides: Partial<Config> = {}): Config {
     batches: loadBatchSettings(),
     backgroundResponses: loadBackgroundResponseSettings(),
     jobs: loadJobWorkerSettings(),
+    topups: loadTopupSettings(),
   };
   const out = { ...cfg, ...overrides };
   // A gateway served over https marks its console cookies Secure unless told otherwise.

@@ -81,6 +81,8 @@ function banner(o: {
   pgNote: string;
   emulatorUrl: string;
   chatModel?: string;
+  /** The emulator's bank and VNPay, when no real one is configured. */
+  bankUrl?: string;
 }): string {
   const c = o.demo.console;
   const consoleLine =
@@ -97,6 +99,7 @@ function banner(o: {
     `  Temporal UI        ${o.temporalUi}`,
     `  Postgres           ${o.databaseUrl}${o.pgNote}`,
     `  Provider emulator  ${o.emulatorUrl}`,
+    ...(o.bankUrl ? [`  Bank (emulated)    ${o.bankUrl}   (top-ups by VietQR and VNPay; docs/payments.md)`] : []),
     '',
   ];
   if (o.chatModel) {
@@ -194,6 +197,10 @@ async function main(life: Lifecycle): Promise<void> {
   process.env.DATABASE_URL = db.url;
   process.env.TEMPORAL_ADDRESS = temporal.address;
   process.env.TEMPORAL_UI_URL = temporal.uiUrl;
+  // Top-ups with no bank configured: the emulator's bank and VNPay (emulator/bank.ts).
+  const { connectEmulatedPayments, emulatedPaymentsEnv } = await import('../emulator/bank');
+  const payments = emulatedPaymentsEnv(emulator.url, process.env);
+  Object.assign(process.env, payments);
   const config = loadConfig();
 
   const api = await startApi(config); // creates the database if needed and applies migrations
@@ -212,6 +219,7 @@ async function main(life: Lifecycle): Promise<void> {
     balanceVnd: Number(process.env.DEMO_BALANCE_VND ?? 5_000_000),
   });
   const apiUrl = (process.env.PUBLIC_BASE_URL || `http://127.0.0.1:${port}`).replace(/\/$/, '');
+  await connectEmulatedPayments(emulator.url, apiUrl, payments);
   console.log(
     banner({
       apiUrl,
@@ -220,6 +228,7 @@ async function main(life: Lifecycle): Promise<void> {
       databaseUrl: db.url,
       pgNote: db.note,
       emulatorUrl: emulator.url,
+      ...(payments.SEPAY_WEBHOOK_API_KEY ? { bankUrl: `${emulator.url}/bank` } : {}),
       chatModel: api.deps.catalog.models.find((m) => m.mode === 'chat')?.id,
     }),
   );

@@ -37,7 +37,10 @@ import {
   createBatchSlotActivities,
   createVideoActivities,
   createWebhookActivities,
+  createTopupActivities,
 } from '../activities';
+import { ensureStatementSchedule, reconcileTopups, sweepLowBalances } from './jobs/topups';
+import { startDelivery } from './webhooks/start';
 import { serveWorkerMetrics } from './observability/metricsServer';
 import { flushTracing, tracer } from './observability/tracing';
 import { createDeliveryWorker } from './runtime/webhookDeliveryWorker';
@@ -176,6 +179,7 @@ export async function startWorker(config: Config = loadConfig(), opts: WorkerOpt
         // Emitting starts deliveries on their own queue (src/runtime/webhookDeliveryWorker.ts); the try activity stays
         // registered here for delivery workflows started on this queue before it had one.
         ...createReconcileActivities({ db, catalog, logger }),
+        ...createTopupActivities({ db, temporal, config, logger }),
         ...createWebhookActivities({
           db,
           temporal,
@@ -203,6 +207,11 @@ export async function startWorker(config: Config = loadConfig(), opts: WorkerOpt
     if (config.reconcileSchedule)
       await ensureReconcileSchedules(temporal, catalog, config.temporalTaskQueue).catch((e) =>
         logger.warn({ err: (e as Error).message }, 'could not create the reconciliation schedules'),
+      );
+    // The top-ups' daily statement, when a bank feed's transaction list is configured (TOPUP_STATEMENT_SCHEDULE).
+    if (config.topups.statementSchedule && config.topups.sepayApiUrl)
+      await ensureStatementSchedule(temporal, config.temporalTaskQueue).catch((e) =>
+        logger.warn({ err: (e as Error).message }, 'could not create the top-up statement schedule'),
       );
     const running = worker.run();
     running.catch((e) => logger.error({ err: (e as Error).message }, 'video worker stopped'));
@@ -276,6 +285,25 @@ export async function startWorker(config: Config = loadConfig(), opts: WorkerOpt
           name: 'background response reconciler',
           everyMs: repairEvery,
           run: () => reconcileBackgroundResponses({ db, temporal, config, catalog, logger }),
+        },
+        {
+          name: 'top-up reconciler',
+          everyMs: repairEvery,
+          run: () =>
+            reconcileTopups(
+              { db, temporal, taskQueue: config.temporalTaskQueue, logger },
+              { graceMs: config.video.reconcileGraceMs },
+            ),
+        },
+        {
+          // balance.low, once per crossing of an account's threshold (its deliveries started here, or else by the
+          // delivery reconciler).
+          name: 'low balance sweep',
+          everyMs: repairEvery,
+          run: async () => {
+            for (const d of await sweepLowBalances(db))
+              await startDelivery(temporal, webhookTaskQueue(config), config.webhooks, d);
+          },
         },
         { name: 'expired hold sweep', everyMs: config.video.holdSweepIntervalMs, run: () => releaseExpiredHolds(db) },
         // The bytes of deleted and expired files (their rows stay).

@@ -4,3 +4,4 @@ export { webhookDeliveryWorkflow } from './webhookDelivery';
 export { batchJobWorkflow, batchCancelSignal, batchStageQuery } from './batch';
 export { backgroundResponseWorkflow, backgroundCancelSignal } from './backgroundResponse';
 export { reconcileProviderDayWorkflow } from './reconcile';
+export { topupOrderWorkflow, topupPaidSignal, topupStatementWorkflow } from './topup';

@@ -17,6 +17,7 @@ import { webhooksRouter } from './routers/webhooks';
 import { filesRouter } from './routers/files';
 import { batchesRouter } from './routers/batches';
 import { messageBatchesRouter } from './routers/messageBatches';
+import { topupsRouter } from './routers/topups';
 import { consoleRouter } from '../console/router';
 import { dispatchByPrefix } from './dispatch';
 
@@ -44,6 +45,7 @@ export function createApp(deps: AppDeps): Koa<GatewayState> {
     filesRouter(deps),
     batchesRouter(deps),
     messageBatchesRouter(deps),
+    topupsRouter(deps),
     consoleRouter(deps),
   ];
   app.use(dispatchByPrefix(routers));

@@ -74,13 +74,20 @@ export async function topUp(
   a: { accountId: string; amount: number; idempotencyKey: string; memo?: string } & Ref,
 ): Promise<{ applied: boolean }> {
   assertVnd(a.amount, 'top-up amount');
-  return tx(db, async (c) => {
-    const acc = await c.query('SELECT 1 FROM accounts WHERE id = $1', [a.accountId]);
-    if (acc.rowCount === 0) throw new LedgerError(`account ${a.accountId} not found`);
-    if (!(await insertEvent(c, { ...a, kind: 'topped_up', key: a.idempotencyKey }))) return { applied: false };
-    await c.query('UPDATE accounts SET balance = balance + $2 WHERE id = $1', [a.accountId, a.amount]);
-    return { applied: true };
-  });
+  return tx(db, (c) => topUpIn(c, a));
+}
+
+/** topUp in the caller's transaction: a received payment is credited in the commit that records it. */
+export async function topUpIn(
+  c: DbClient,
+  a: { accountId: string; amount: number; idempotencyKey: string; memo?: string } & Ref,
+): Promise<{ applied: boolean }> {
+  assertVnd(a.amount, 'top-up amount');
+  const acc = await c.query('SELECT 1 FROM accounts WHERE id = $1', [a.accountId]);
+  if (acc.rowCount === 0) throw new LedgerError(`account ${a.accountId} not found`);
+  if (!(await insertEvent(c, { ...a, kind: 'topped_up', key: a.idempotencyKey }))) return { applied: false };
+  await c.query('UPDATE accounts SET balance = balance + $2 WHERE id = $1', [a.accountId, a.amount]);
+  return { applied: true };
 }
 
 /**

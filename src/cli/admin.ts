@@ -26,6 +26,7 @@ import {
   UsageError as ConsoleUsageError,
 } from './consoleUsers';
 import { isWebhookCommand, planWebhookCommand, WEBHOOKS_USAGE, WebhookUsageError } from './webhooks';
+import { isTopupCommand, planTopupCommand, TOPUPS_USAGE } from './topups';
 import { CATALOG_IMPORT_USAGE, CatalogImportUsageError, runCatalogImport } from './catalogImport';
 import {
   isPriceCommand,
@@ -81,6 +82,11 @@ ${CONSOLE_USERS_USAGE.split('\n')
 
 Webhooks:
 ${WEBHOOKS_USAGE.split('\n')
+  .map((l) => '  ' + l)
+  .join('\n')}
+
+Top-ups:
+${TOPUPS_USAGE.split('\n')
   .map((l) => '  ' + l)
   .join('\n')}
 
@@ -253,6 +259,7 @@ export async function runAdmin(
   if (argv[0] && isWebhookCommand(argv[0])) return runWebhooks(argv[0], argv.slice(1), io);
   if (argv[0] && isPriceCommand(argv[0])) return runPrices(argv[0], argv.slice(1), io);
   if (argv[0] === 'reconcile-status') return runReconcileStatus(argv.slice(1), io);
+  if (argv[0] && isTopupCommand(argv[0])) return runTopups(argv[0], argv.slice(1), io);
   if (argv[0] === 'catalog-import' && argv.includes('--effective-at')) return runScheduledImport(argv.slice(1), io);
   if (argv[0] && Object.hasOwn(FILE_COMMANDS, argv[0])) return runFileCommand(argv[0], argv.slice(1), io);
   // parseArgs would read "-3" as an unknown option; say what is really wrong.
@@ -827,6 +834,18 @@ async function runScheduledImport(args: string[], io: AdminIO): Promise<number> 
     for (const [model, id] of ids) io.out(`price version v${id} of ${model}`);
     return 0;
   });
+}
+
+/** Top-up commands (src/cli/topups.ts): the operators' queue of unmatched transfers. */
+async function runTopups(cmd: Parameters<typeof planTopupCommand>[0], args: string[], io: AdminIO): Promise<number> {
+  let run: ReturnType<typeof planTopupCommand>;
+  try {
+    run = planTopupCommand(cmd, args, io.env);
+  } catch (e) {
+    io.err(`error: ${e instanceof Error ? e.message : String(e)}\n\n${USAGE}`);
+    return 2;
+  }
+  return withDatabase(io, () => (db) => run(db, io.out));
 }
 
 /** Webhook commands (src/cli/webhooks.ts): their URL check resolves DNS, so they are planned before the database. */

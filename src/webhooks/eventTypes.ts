@@ -16,5 +16,7 @@ export const EVENT_TYPES = [
   'response.failed',
   'response.cancelled',
   'response.incomplete',
+  'topup.succeeded',
+  'balance.low',
 ] as const;
 export type EventType = (typeof EVENT_TYPES)[number];

@@ -56,6 +56,8 @@ test('customer: add an endpoint, see the secret once, see a delivery, resend it,
     'response.failed',
     'response.cancelled',
     'response.incomplete',
+    'topup.succeeded',
+    'balance.low',
   ])
     await page.uncheck(`input[name="events"][value="${t}"]`);
   await page.click('#create-webhook');

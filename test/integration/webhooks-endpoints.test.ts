@@ -72,6 +72,8 @@ describe('/v1/webhooks', () => {
       'response.failed',
       'response.cancelled',
       'response.incomplete',
+      'topup.succeeded',
+      'balance.low',
     ]);
 
     const list = await call(a.key, 'GET', '/v1/webhooks');

@@ -17,6 +17,7 @@ import { pageResponses } from './page-responses.js';
 import { pageReconciliation } from './page-reconciliation.js';
 import { pageUsage } from './page-usage.js';
 import { pageWebhooks } from './page-webhooks.js';
+import { pageTopup, pageTopupsAdmin } from './page-topups.js';
 import { emptyState, errorState } from './views.js';
 
 // ---------------------------------------------------------------- routing
@@ -33,6 +34,8 @@ export const routes = [
   { re: /^\/batches$/, page: pageBatches, nav: 'batches' },
   { re: /^\/responses$/, page: pageResponses, nav: 'responses' },
   { re: /^\/webhooks$/, page: pageWebhooks, nav: 'webhooks' },
+  { re: /^\/topup$/, page: pageTopup, nav: 'topup' },
+  { re: /^\/admin\/topups$/, page: pageTopupsAdmin, nav: 'topups', operator: true },
   { re: /^\/admin\/accounts$/, page: pageAccounts, nav: 'accounts', operator: true },
   { re: new RegExp('^/admin/accounts/' + UUID + '$'), page: pageAccount, nav: 'accounts', operator: true },
   { re: /^\/admin\/reconciliation$/, page: pageReconciliation, nav: 'reconciliation', operator: true },
@@ -152,6 +155,7 @@ export function layout(app, active, fill) {
         { class: 'nav', 'aria-label': 'Console sections' },
         item('keys', '/keys', 'API Keys'),
         item('balance', '/balance', 'Balance'),
+        item('topup', '/topup', 'Top up'),
         item('usage', '/usage', 'Usage'),
         item('jobs', '/jobs', 'Video jobs'),
         item('batches', '/batches', 'Batches'),
@@ -163,6 +167,7 @@ export function layout(app, active, fill) {
               h('span', { class: 'sep' }),
               item('accounts', '/admin/accounts', 'Accounts'),
               item('reconciliation', '/admin/reconciliation', 'Reconciliation'),
+              item('topups', '/admin/topups', 'Top-ups'),
             ]
           : null,
       ),

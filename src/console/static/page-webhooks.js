@@ -15,6 +15,8 @@ export const EVENT_TYPES = [
   'response.failed',
   'response.cancelled',
   'response.incomplete',
+  'topup.succeeded',
+  'balance.low',
 ];
 export const DELIVERY_BADGE = { pending: 'warn', succeeded: 'ok', failed: 'bad', cancelled: 'muted' };
 export const unix = (t) => (t === null || t === undefined ? null : new Date(t * 1000).toISOString());

@@ -1,0 +1,134 @@
+import { createHmac, timingSafeEqual } from 'node:crypto';
+
+/**
+ * The bank feeds' webhooks, read into one shape: SePay's (one transfer per call, `Authorization: Apikey <key>`) and
+ * Casso's v2 (`X-Casso-Signature: t=<ms>,v1=<hex>`, the HMAC-SHA512 under the webhook secret of
+ * "<t>.<the body, its object keys sorted at every level, as JSON>"). Nothing here trusts a body before its key or
+ * signature is checked, in constant time.
+ */
+
+export type Feed = 'sepay' | 'casso';
+export type Provider = Feed | 'vnpay';
+
+/** One transfer as a feed reports it. */
+export interface IncomingTransfer {
+  provider: Provider;
+  /** The provider's own id of the transaction: what a credit is keyed on. */
+  txnId: string;
+  direction: 'in' | 'out';
+  /** Whole VND received (always positive). */
+  amount: number;
+  /** The transfer's content as the bank passed it on (where the memo is looked for). */
+  content: string;
+  /** A payment code the provider found in the content itself (SePay's `code`), if any. */
+  code: string | null;
+  accountNumber: string | null;
+  reference: string | null;
+  transactedAt: Date | null;
+}
+
+export class FeedBodyError extends Error {}
+
+export function safeEqual(a: string, b: string): boolean {
+  const x = Buffer.from(a);
+  const y = Buffer.from(b);
+  return x.length === y.length && timingSafeEqual(x, y);
+}
+
+/** "2024-10-03 15:06:37" in Vietnam's time (the feeds' format); null when absent or unreadable. */
+export function vnTime(s: unknown): Date | null {
+  if (typeof s !== 'string') return null;
+  const m = /^(\d{4}-\d{2}-\d{2})[ T](\d{2}:\d{2}:\d{2})$/.exec(s.trim());
+  const d = m ? new Date(`${m[1]}T${m[2]}+07:00`) : new Date(s);
+  return Number.isNaN(d.getTime()) ? null : d;
+}
+
+const str = (v: unknown): string | null => (typeof v === 'string' ? v : typeof v === 'number' ? String(v) : null);
+
+function wholeVnd(v: unknown, field: string): number {
+  const n = typeof v === 'string' && /^-?\d+$/.test(v.trim()) ? Number(v) : v;
+  if (typeof n !== 'number' || !Number.isSafeInteger(n)) throw new FeedBodyError(`'${field}' must be whole VND`);
+  return n;
+}
+
+// ---- SePay
+
+/** `Authorization: Apikey <key>` with the configured key (none configured: refused). */
+export function sepayAuthorized(key: string | null, header: string | undefined): boolean {
+  if (!key || !header) return false;
+  const m = /^Apikey\s+(.+)$/i.exec(header.trim());
+  return !!m && safeEqual(m[1], key);
+}
+
+export function readSepay(body: unknown): IncomingTransfer {
+  if (!body || typeof body !== 'object' || Array.isArray(body)) throw new FeedBodyError('the body must be an object');
+  const b = body as Record<string, unknown>;
+  const id = str(b.id);
+  if (!id) throw new FeedBodyError("'id' is required");
+  if (b.transferType !== 'in' && b.transferType !== 'out') throw new FeedBodyError("'transferType' must be in or out");
+  const amount = wholeVnd(b.transferAmount, 'transferAmount');
+  if (amount <= 0) throw new FeedBodyError("'transferAmount' must be positive");
+  return {
+    provider: 'sepay',
+    txnId: id,
+    direction: b.transferType,
+    amount,
+    content: [str(b.content), str(b.description)].filter(Boolean).join(' '),
+    code: str(b.code),
+    accountNumber: str(b.accountNumber),
+    reference: str(b.referenceCode),
+    transactedAt: vnTime(b.transactionDate),
+  };
+}
+
+// ---- Casso (webhook v2)
+
+/** Objects' keys sorted at every level, as Casso signs them. */
+export function sortedKeys(v: unknown): unknown {
+  if (Array.isArray(v)) return v.map(sortedKeys);
+  if (v && typeof v === 'object')
+    return Object.fromEntries(
+      Object.keys(v as object)
+        .sort()
+        .map((k) => [k, sortedKeys((v as Record<string, unknown>)[k])]),
+    );
+  return v;
+}
+
+export function cassoSignature(secret: string, timestamp: string, body: unknown): string {
+  return createHmac('sha512', secret)
+    .update(`${timestamp}.${JSON.stringify(sortedKeys(body))}`, 'utf8')
+    .digest('hex');
+}
+
+export function cassoAuthorized(secret: string | null, header: string | undefined, body: unknown): boolean {
+  if (!secret || !header) return false;
+  const m = /^t=(\d+),v1=([0-9a-f]+)$/i.exec(header.trim());
+  return !!m && safeEqual(m[2].toLowerCase(), cassoSignature(secret, m[1], body));
+}
+
+/** Casso v2 posts one transaction as `data`; its amount is negative for money out. */
+export function readCasso(body: unknown): IncomingTransfer[] {
+  if (!body || typeof body !== 'object' || Array.isArray(body)) throw new FeedBodyError('the body must be an object');
+  const data = (body as Record<string, unknown>).data;
+  const items = Array.isArray(data) ? data : [data];
+  return items.map((d) => {
+    if (!d || typeof d !== 'object') throw new FeedBodyError("'data' must be a transaction object");
+    const t = d as Record<string, unknown>;
+    const id = str(t.id);
+    if (!id) throw new FeedBodyError("'data.id' is required");
+    const amount = wholeVnd(t.amount, 'data.amount');
+    if (amount === 0) throw new FeedBodyError("'data.amount' must not be 0");
+    return {
+      provider: 'casso' as const,
+      txnId: id,
+      direction: amount > 0 ? ('in' as const) : ('out' as const),
+      amount: Math.abs(amount),
+      content: str(t.description) ?? '',
+      code: null,
+      accountNumber: str(t.accountNumber),
+      reference: str(t.reference),
+      transactedAt: vnTime(t.transactionDateTime),
+    };
+  });
+}

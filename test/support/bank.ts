@@ -1,0 +1,65 @@
+import { loadTopupSettings, type TopupSettings } from '../../src/jobs/topups';
+import { startVideoHarness, type VideoHarness } from './video';
+import { fastWebhookSettings } from './webhookReceiver';
+
+/**
+ * A gateway with top-ups configured against the emulator's bank (emulator/bank.ts): its feed posts SePay's and
+ * Casso's webhooks to the gateway over real HTTP, and its VNPay plays the merchant's payment page.
+ */
+
+export const FEED = { sepayKey: 'sepay-test-key', cassoSecret: 'casso-test-secret' };
+export const VNPAY = { tmnCode: 'GWTEST01', secret: 'VNPAYTESTSECRET0123456789' };
+
+export interface BankHarness extends VideoHarness {
+  bank: string;
+  /** A customer's transfer on the emulated bank; the feed's webhooks are sent (or held) as `req` says. */
+  transfer(req: Record<string, unknown>): Promise<{ id: number; amount: number }>;
+  flush(): Promise<void>;
+  topups: TopupSettings;
+}
+
+export async function startBankHarness(opts: { worker?: boolean } = {}): Promise<BankHarness> {
+  const topups: TopupSettings = {
+    ...loadTopupSettings({}),
+    sepayApiKey: FEED.sepayKey,
+    cassoSecret: FEED.cassoSecret,
+    vnpayTmnCode: VNPAY.tmnCode,
+    vnpayHashSecret: VNPAY.secret,
+    statementSchedule: false,
+  };
+  const h = await startVideoHarness({}, { topups, webhooks: fastWebhookSettings() }, opts);
+  const bank = `${h.emulator.url}/bank`;
+  h.deps.config.topups.vnpayUrl = `${h.emulator.url}/vnpay/paymentv2/vpcpay.html`;
+  h.deps.config.topups.sepayApiUrl = `${bank}/userapi`;
+  h.deps.config.topups.sepayApiToken = 'emulator-bank-token';
+  const post = async (p: string, body?: unknown): Promise<any> => {
+    const r = await fetch(`${bank}${p}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(body ?? {}),
+    });
+    if (!r.ok) throw new Error(`bank ${p}: ${r.status}`);
+    return r.json();
+  };
+  await post('/_emulator/config', {
+    targets: [
+      { format: 'sepay', url: `${h.url}/v1/payments/sepay/webhook`, key: FEED.sepayKey },
+      { format: 'casso', url: `${h.url}/v1/payments/casso/webhook`, key: FEED.cassoSecret },
+    ],
+    retryDelayMs: 100,
+  });
+  // The merchant's IPN URL, as a merchant registers it at VNPay.
+  await fetch(`${h.emulator.url}/vnpay/_emulator/merchants`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ tmnCode: VNPAY.tmnCode, secret: VNPAY.secret, ipnUrl: `${h.url}/v1/payments/vnpay/ipn` }),
+  });
+  return Object.assign(h, {
+    bank,
+    topups: h.deps.config.topups,
+    transfer: (req: Record<string, unknown>) => post('/_emulator/transfers', { formats: ['sepay'], ...req }),
+    flush: async () => {
+      await post('/_emulator/flush');
+    },
+  });
+}
