@@ -1,5 +1,6 @@
 import type { Querier } from '../db/gate';
 import type { ItemUsage } from './repo';
+import { recordGatewayCostWith, type GatewayCost } from '../billing/gatewayCosts';
 
 /**
  * Per-line progress of a routed chunk (table batch_lines): a request is claimed before it is sent and its outcome
@@ -77,7 +78,9 @@ export async function releaseLine(db: Querier, batchId: string, lineNo: number, 
 
 /**
  * Settles a claim whose attempt went quiet (its worker died with the request in flight) as `o`: the request may
- * have reached the provider, so it is not sent again. False when the claim is no longer stale.
+ * have reached the provider, so it is not sent again, and what it likely cost (`cost`, estimated from the request)
+ * is recorded as the gateway's own cost in the same statement, with the attempt that sent it. False when the claim
+ * is no longer stale.
  */
 export async function settleStale(
   db: Querier,
@@ -85,13 +88,17 @@ export async function settleStale(
   lineNo: number,
   staleMs: number,
   o: LineOutcome,
+  cost: GatewayCost | null,
 ): Promise<boolean> {
-  const r = await db.query(
-    `UPDATE batch_lines SET state = 'done', ok = $4, out_line = $5, item = NULL
-      WHERE batch_id = $1 AND line_no = $2 AND state = 'sent'
-        AND alive_at < now() - make_interval(secs => $3::float8 / 1000)`,
-    [batchId, lineNo, staleMs, o.ok, o.outLine],
-  );
+  const settle = {
+    sql: `UPDATE batch_lines SET state = 'done', ok = $4, out_line = $5, item = NULL
+          WHERE batch_id = $1 AND line_no = $2 AND state = 'sent'
+            AND alive_at < now() - make_interval(secs => $3::float8 / 1000)
+          RETURNING attempt, NULL::text AS deployment`,
+    params: [batchId, lineNo, staleMs, o.ok, o.outLine],
+  };
+  if (cost) return recordGatewayCostWith(db, settle, cost);
+  const r = await db.query(settle.sql, settle.params);
   return r.rowCount === 1;
 }
 

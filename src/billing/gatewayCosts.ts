@@ -1,5 +1,6 @@
 import type { Pricing } from '../catalog/catalog';
 import type { Queryable } from '../db/pool';
+import type { Querier } from '../db/gate';
 
 /**
  * The gateway's own costs (migration 185, docs/billing.md "The gateway's own costs"): what a provider billed for a
@@ -69,7 +70,7 @@ const INSERT_SQL = `INSERT INTO gateway_costs (key, cause, ref_type, ref_id, usa
  * g's): both or neither, whatever the caller's transaction. True when the change applied.
  */
 export async function recordGatewayCostWith(
-  db: Queryable,
+  db: Querier,
   change: { sql: string; params: unknown[] },
   g: GatewayCost,
 ): Promise<boolean> {
@@ -90,7 +91,7 @@ export async function recordGatewayCostWith(
 }
 
 /** Records a gateway cost once: false when its key was recorded before (a retry). */
-export async function recordGatewayCost(db: Queryable, g: GatewayCost): Promise<boolean> {
+export async function recordGatewayCost(db: Querier, g: GatewayCost): Promise<boolean> {
   const r = await db.query(INSERT_SQL, gatewayCostParams(g));
   return r.rowCount === 1;
 }
