@@ -361,6 +361,14 @@ export function createBatchActivities(deps: BatchActivityDeps): BatchActivities 
           await Promise.all(inFlight);
         }
         if (fault) throw fault;
+        // Stopped after its batch was ended elsewhere (its workflow closed): the lines answered since are the
+        // gateway's cost (nothing will charge them); the batch still open, whoever commits the chunk charges them.
+        if (signal.aborted)
+          await batches.recordAnsweredAfterEnd(
+            db,
+            { batchId: a.batchId, accountId: b.accountId, attempt: claimant },
+            usages,
+          );
         // Superseded or shut down: throw the cancellation, commit nothing (a later attempt commits the chunk).
         if (signal.aborted) await ctx.cancelled;
         if (requests === 0)

@@ -300,13 +300,7 @@ export async function commitChunk(
       // attempt commits nothing; its hold is closed and its files are written. What the provider billed for the
       // lines it answered is the gateway's own cost (those the end charged already excepted).
       if (isFinal(lock.rows[0].status)) {
-        const billed = items.filter((i) => i.usage.pricing !== null);
-        const charged = await c.query('SELECT id FROM usage_records WHERE id = ANY($1::uuid[])', [
-          billed.map((i) => i.usage.id),
-        ]);
-        const had = new Set(charged.rows.map((x) => x.id as string));
-        for (const i of billed)
-          if (!had.has(i.usage.id)) await recordGatewayCost(c, afterEndLineCost(b, i, b.attempt ?? null));
+        await recordAfterEnd(c, b, items);
         return { row: { ...row, costVnd: 0 }, committed: false };
       }
       // The bill is the provider's bill, as on the synchronous path: what the hold still covers is charged from it,
@@ -351,6 +345,42 @@ export async function commitChunk(
     }
     throw e;
   }
+}
+
+/** What the provider billed for `items` answered after their batch ended (those its end charged excepted). */
+async function recordAfterEnd(
+  c: Queryable,
+  b: { batchId: string; accountId: string; attempt?: string },
+  items: ItemUsage[],
+): Promise<void> {
+  const billed = items.filter((i) => i.usage.pricing !== null);
+  if (!billed.length) return;
+  const charged = await c.query('SELECT id FROM usage_records WHERE id = ANY($1::uuid[])', [
+    billed.map((i) => i.usage.id),
+  ]);
+  const had = new Set(charged.rows.map((x) => x.id as string));
+  for (const i of billed)
+    if (!had.has(i.usage.id)) await recordGatewayCost(c, afterEndLineCost(b, i, b.attempt ?? null));
+}
+
+/**
+ * A chunk attempt stopped before committing (its workflow closed, or it was superseded) with `items` answered: if
+ * the batch has ended meanwhile, nothing will charge them (its end charged the lines answered before it), so what
+ * the provider billed is recorded as the gateway's own cost; a batch still open leaves them to whoever commits the
+ * chunk or ends the batch (true: the batch had ended).
+ */
+export async function recordAnsweredAfterEnd(
+  db: Db,
+  b: { batchId: string; accountId: string; attempt?: string },
+  items: ItemUsage[],
+): Promise<boolean> {
+  if (!items.length) return false;
+  return tx(db, async (c) => {
+    const lock = await c.query('SELECT status FROM batches WHERE id = $1 FOR UPDATE', [b.batchId]);
+    if (!lock.rowCount || !isFinal(lock.rows[0].status)) return false;
+    await recordAfterEnd(c, b, items);
+    return true;
+  });
 }
 
 /** The key of a batch's final event (batch.completed, ...): the workflow's emission and finishBatch name it alike. */

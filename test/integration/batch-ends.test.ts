@@ -3,11 +3,14 @@ import { eventually, startVideoHarness, type VideoHarness } from '../support/vid
 import { getBalance, listLedger, verifyProjections } from '../../src/billing/ledger';
 import { loadBatchSettings } from '../../src/batches/settings';
 import { reconcileBatches } from '../../src/batches/reconciler';
+import { itemUsageId } from '../../src/batches/outputLines';
+import { runAdmin } from '../../src/cli/admin';
 
 /**
  * A batch that ends without its chunk in flight committing (its workflow closed: the reconciler ends it failed):
  * the requests the provider answered for that chunk were paid upstream, so they are charged and in the output,
- * once, like the lines of a committed chunk.
+ * once, like the lines of a committed chunk. Those it answers after the batch ended are charged to nobody: each is
+ * recorded once as the gateway's own cost, and verify-ledger counts it.
  */
 
 let h: VideoHarness;
@@ -97,5 +100,79 @@ test('a batch ended failed with its chunk uncommitted charges and lists the requ
       { graceMs: 0 },
     ),
   ).toEqual({ started: 0, restarted: 0, failed: 0 });
+  expect(await verifyProjections(h.deps.db)).toEqual([]);
+}, 60_000);
+
+test('requests answered after their batch was ended elsewhere: each recorded once as the gateway cost', async () => {
+  const a = await h.account(1_000_000);
+  const c = new OpenAI({ apiKey: a.key, baseURL: `${h.url}/v1`, maxRetries: 0 });
+  const tag = `after-end-${Date.now()}`;
+  const since = new Date().toISOString();
+  const sent = () =>
+    h.emulator.control.requests.filter((r) => JSON.stringify(r.body ?? '').includes(tag) && r.method === 'POST');
+  h.emulator.control.settings.latencyMs = 2500;
+  const file = await c.files.create({
+    file: await toFile(Buffer.from(chatLines(tag, 6)), 'in.jsonl'),
+    purpose: 'batch',
+  });
+  const created = await c.batches.create({
+    input_file_id: file.id,
+    endpoint: '/v1/chat/completions',
+    completion_window: '24h',
+  });
+  // Requests at the provider; the workflow terminated and the batch ended by the reconciler while they are there.
+  await eventually(async () => (sent().length >= 2 ? true : null), 30_000, 20);
+  await h.deps.temporal!.workflow.getHandle(`batch-${created.id}`).terminate('test: terminated mid-chunk');
+  await reconcileBatches(
+    { db: h.deps.db, temporal: h.deps.temporal!, config: h.deps.config, storage: h.deps.storage },
+    { graceMs: 0 },
+  );
+  expect((await c.batches.retrieve(created.id)).status).toBe('failed');
+  const costs = async () =>
+    (
+      await h.deps.db.query(
+        `SELECT usage_id, cause, account_id, attempt, deployment, cost_vnd::int AS cost, units, estimated
+         FROM gateway_costs WHERE ref_type = 'batch' AND ref_id = $1`,
+        [created.id],
+      )
+    ).rows;
+  // The answers arrive after the end: nobody is charged for them; each is the gateway's cost, once.
+  const recorded = await eventually(async () => {
+    const r = await costs();
+    return r.length > 0 && r.length + (await charged()).length === sent().length ? r : null;
+  }, 30_000);
+  async function charged() {
+    return (await h.deps.db.query('SELECT id FROM usage_records WHERE account_id = $1', [a.accountId])).rows;
+  }
+  h.emulator.control.settings.latencyMs = 0;
+  const ids = sent().map((r) => {
+    const i = Number(/number (\d+)/.exec(JSON.stringify(r.body))![1]);
+    return itemUsageId(created.id, `req-${i}`);
+  });
+  // Every request the provider served: a customer charge or a gateway cost, never both.
+  expect([...recorded.map((g) => g.usage_id), ...(await charged()).map((u) => u.id)].sort()).toEqual(ids.sort());
+  for (const g of recorded)
+    expect(g).toMatchObject({
+      cause: 'batch_line_after_end',
+      account_id: a.accountId,
+      attempt: expect.any(String),
+      deployment: expect.any(String),
+      estimated: false,
+    });
+  expect(recorded.every((g) => g.cost > 0 && g.units.completion_tokens > 0)).toBe(true);
+  expect(await getBalance(h.deps.db, a.accountId)).toMatchObject({ held: 0 });
+  // verify-ledger totals them by cause; none of them was charged to the customer too.
+  const out: string[] = [];
+  const code = await runAdmin(['verify-ledger', '--since', since, '--json'], {
+    out: (l) => out.push(l),
+    err: () => undefined,
+    env: { ...process.env, DATABASE_URL: h.config.databaseUrl },
+  });
+  expect(code).toBe(0);
+  expect(JSON.parse(out.join('\n')).gateway_costs_by_cause.batch_line_after_end).toEqual({
+    count: recorded.length,
+    costVnd: recorded.reduce((s, g) => s + g.cost, 0),
+    estimated: 0,
+  });
   expect(await verifyProjections(h.deps.db)).toEqual([]);
 }, 60_000);
