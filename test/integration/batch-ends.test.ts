@@ -38,10 +38,14 @@ const chatLines = (tag: string, n: number) =>
     }),
   ).join('\n') + '\n';
 
-test('a batch ended failed with its chunk uncommitted charges and lists the requests that were answered', async () => {
+/**
+ * A batch of 6 slow requests (2.5 s each) whose workflow is terminated, as by an operator, once its one chunk's
+ * first requests are at the provider.
+ */
+async function slowBatchTerminated(prefix: string) {
   const a = await h.account(1_000_000);
   const c = new OpenAI({ apiKey: a.key, baseURL: `${h.url}/v1`, maxRetries: 0 });
-  const tag = `ends-${Date.now()}`;
+  const tag = `${prefix}-${Date.now()}`;
   const sent = () =>
     h.emulator.control.requests.filter((r) => JSON.stringify(r.body ?? '').includes(tag) && r.method === 'POST');
   h.emulator.control.settings.latencyMs = 2500;
@@ -54,9 +58,13 @@ test('a batch ended failed with its chunk uncommitted charges and lists the requ
     endpoint: '/v1/chat/completions',
     completion_window: '24h',
   });
-  // The one chunk's first requests are at the provider; the workflow is terminated, as by an operator.
   await eventually(async () => (sent().length >= 2 ? true : null), 30_000, 20);
   await h.deps.temporal!.workflow.getHandle(`batch-${created.id}`).terminate('test: terminated mid-chunk');
+  return { a, c, sent, created };
+}
+
+test('a batch ended failed with its chunk uncommitted charges and lists the requests that were answered', async () => {
+  const { a, c, sent, created } = await slowBatchTerminated('ends');
   // The attempt, told within a heartbeat, sends nothing more; the requests in flight are answered and kept.
   await eventually(async () => {
     const r = await h.deps.db.query(
@@ -104,25 +112,9 @@ test('a batch ended failed with its chunk uncommitted charges and lists the requ
 }, 60_000);
 
 test('requests answered after their batch was ended elsewhere: each recorded once as the gateway cost', async () => {
-  const a = await h.account(1_000_000);
-  const c = new OpenAI({ apiKey: a.key, baseURL: `${h.url}/v1`, maxRetries: 0 });
-  const tag = `after-end-${Date.now()}`;
   const since = new Date().toISOString();
-  const sent = () =>
-    h.emulator.control.requests.filter((r) => JSON.stringify(r.body ?? '').includes(tag) && r.method === 'POST');
-  h.emulator.control.settings.latencyMs = 2500;
-  const file = await c.files.create({
-    file: await toFile(Buffer.from(chatLines(tag, 6)), 'in.jsonl'),
-    purpose: 'batch',
-  });
-  const created = await c.batches.create({
-    input_file_id: file.id,
-    endpoint: '/v1/chat/completions',
-    completion_window: '24h',
-  });
   // Requests at the provider; the workflow terminated and the batch ended by the reconciler while they are there.
-  await eventually(async () => (sent().length >= 2 ? true : null), 30_000, 20);
-  await h.deps.temporal!.workflow.getHandle(`batch-${created.id}`).terminate('test: terminated mid-chunk');
+  const { a, c, sent, created } = await slowBatchTerminated('after-end');
   await reconcileBatches(
     { db: h.deps.db, temporal: h.deps.temporal!, config: h.deps.config, storage: h.deps.storage },
     { graceMs: 0 },
