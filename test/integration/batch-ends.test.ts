@@ -5,6 +5,7 @@ import { loadBatchSettings } from '../../src/batches/settings';
 import { reconcileBatches } from '../../src/batches/reconciler';
 import { itemUsageId } from '../../src/batches/outputLines';
 import { runAdmin } from '../../src/cli/admin';
+import { reconcileProviderDay } from '../../src/reconcile/reconcile';
 
 /**
  * A batch that ends without its chunk in flight committing (its workflow closed: the reconciler ends it failed):
@@ -153,7 +154,16 @@ test('requests answered after their batch was ended elsewhere: each recorded onc
     });
   expect(recorded.every((g) => g.cost > 0 && g.units.completion_tokens > 0)).toBe(true);
   expect(await getBalance(h.deps.db, a.accountId)).toMatchObject({ held: 0 });
-  // verify-ledger totals them by cause; none of them was charged to the customer too.
+  // Reconciled with the provider's report of the day: the drift (served, not in customers' usage records) is what
+  // the gateway's costs explain, to the token (their units are the upstream's own); none of it is unexplained.
+  const day = new Date().toISOString().slice(0, 10);
+  const rows = await reconcileProviderDay({ db: h.deps.db, catalog: h.deps.catalog }, 'emulator-openai', day);
+  const tokens = (k: string) => recorded.reduce((s, g) => s + g.units[k], 0);
+  expect(rows.filter((r) => r.model === 'gpt-4o-mini').map((r) => [r.field, r.drift, r.explained])).toEqual([
+    ['input', tokens('prompt_tokens'), tokens('prompt_tokens')],
+    ['output', tokens('completion_tokens'), tokens('completion_tokens')],
+  ]);
+  // verify-ledger totals them by cause, none of them charged to the customer too, and the drift they explain.
   const out: string[] = [];
   const code = await runAdmin(['verify-ledger', '--since', since, '--json'], {
     out: (l) => out.push(l),
@@ -165,6 +175,11 @@ test('requests answered after their batch was ended elsewhere: each recorded onc
     count: recorded.length,
     costVnd: recorded.reduce((s, g) => s + g.cost, 0),
     estimated: 0,
+  });
+  expect(JSON.parse(out.join('\n')).reconciled_drift.output).toEqual({
+    drift: tokens('completion_tokens'),
+    explained: tokens('completion_tokens'),
+    unexplained: 0,
   });
   expect(await verifyProjections(h.deps.db)).toEqual([]);
 }, 60_000);
