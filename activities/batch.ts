@@ -244,12 +244,12 @@ export function createBatchActivities(deps: BatchActivityDeps): BatchActivities 
               bodyBytes: l.bytes.length,
             })
           : null;
-        let claim = await progress.claimLine(lineDb, a.batchId, l.no, claimant, staleMs);
+        let claim = await progress.claimLine(lineDb, a.batchId, l.no, claimant, staleMs, lostCost);
         while (claim !== true) {
           const o = claim.state === 'done' ? claim : await settled(l.no, usageId, r.custom_id, lostCost);
           if (o) return o;
           if (signal.aborted) return null;
-          claim = await progress.claimLine(lineDb, a.batchId, l.no, claimant, staleMs);
+          claim = await progress.claimLine(lineDb, a.batchId, l.no, claimant, staleMs, lostCost);
         }
         const started = performance.now();
         let o: ItemOutcome;
@@ -425,7 +425,7 @@ export function createBatchActivities(deps: BatchActivityDeps): BatchActivities 
     /** The output and error files, then the batch's end (src/batches/finalize.ts); a retry answers what was stored. */
     async finalizeBatch(a: FinalizeArgs): Promise<BatchJobResult> {
       const ctx = Context.current();
-      const done = await finalizeBatch({ db, storage }, a, (p) => ctx.heartbeat(p));
+      const done = await finalizeBatch({ db, storage, staleMs: settings.heartbeatMs }, a, (p) => ctx.heartbeat(p));
       return { status: done.status };
     },
   };

@@ -1,5 +1,5 @@
 import OpenAI, { toFile } from 'openai';
-import { eventually, startVideoHarness, type VideoHarness } from '../support/video';
+import { eventually, spawnWorker, startVideoHarness, type VideoHarness } from '../support/video';
 import { getBalance, listLedger, verifyProjections } from '../../src/billing/ledger';
 import { loadBatchSettings } from '../../src/batches/settings';
 import { reconcileBatches } from '../../src/batches/reconciler';
@@ -183,3 +183,58 @@ test('requests answered after their batch was ended elsewhere: each recorded onc
   });
   expect(await verifyProjections(h.deps.db)).toEqual([]);
 }, 60_000);
+
+test('a batch ended while a dead worker had requests at the provider: each a gateway cost, estimated', async () => {
+  // The batch runs on a worker of its own process, killed with requests at the provider (served at once, answered
+  // 2.5 s later); its workflow is terminated and the reconciler ends the batch with those lines still claimed.
+  await h.worker?.close();
+  h.worker = null;
+  const child = await spawnWorker(h);
+  try {
+    const a = await h.account(1_000_000);
+    const c = new OpenAI({ apiKey: a.key, baseURL: `${h.url}/v1`, maxRetries: 0 });
+    const tag = `dead-${Date.now()}`;
+    h.emulator.control.addFault({ match: '/chat/completions', answerDelayMs: 2500 });
+    const file = await c.files.create({
+      file: await toFile(Buffer.from(chatLines(tag, 6)), 'in.jsonl'),
+      purpose: 'batch',
+    });
+    const b = await c.batches.create({
+      input_file_id: file.id,
+      endpoint: '/v1/chat/completions',
+      completion_window: '24h',
+    });
+    const served = () => h.emulator.control.requests.filter((r) => JSON.stringify(r.body ?? '').includes(tag));
+    await eventually(async () => (served().length >= 2 ? true : null), 30_000, 20);
+    await child.kill('SIGKILL');
+    await h.deps.temporal!.workflow.getHandle(`batch-${b.id}`).terminate('test: its worker died');
+    // Once the dead attempt's claims are stale (1 s heartbeat here), the reconciler ends the batch.
+    await new Promise((r) => setTimeout(r, 1500));
+    await reconcileBatches(
+      { db: h.deps.db, temporal: h.deps.temporal!, config: h.deps.config, storage: h.deps.storage },
+      { graceMs: 0 },
+    );
+    expect((await c.batches.retrieve(b.id)).status).toBe('failed');
+    const costs = (
+      await h.deps.db.query(
+        `SELECT usage_id, cause, attempt, estimated, cost_vnd::int AS cost, units FROM gateway_costs
+         WHERE ref_type = 'batch' AND ref_id = $1 ORDER BY usage_id`,
+        [b.id],
+      )
+    ).rows;
+    const ids = served()
+      .map((r) => itemUsageId(b.id, `req-${/number (\d+)/.exec(JSON.stringify(r.body))![1]}`))
+      .sort();
+    expect(costs.map((g) => g.usage_id)).toEqual(ids);
+    for (const g of costs)
+      expect(g).toMatchObject({ cause: 'batch_line_interrupted', attempt: expect.any(String), estimated: true });
+    // Estimated from the request: its bytes / 4 as input, its own max_tokens (50) as output.
+    expect(costs.every((g) => g.cost > 0 && g.units.completion_tokens === 50 && g.units.estimated === 1)).toBe(true);
+    const charged = await h.deps.db.query('SELECT 1 FROM usage_records WHERE account_id = $1', [a.accountId]);
+    expect(charged.rowCount).toBe(0);
+    expect(await getBalance(h.deps.db, a.accountId)).toEqual({ balance: 1_000_000, held: 0, available: 1_000_000 });
+  } finally {
+    await child.kill('SIGKILL');
+    await h.startWorker();
+  }
+}, 90_000);
