@@ -41,15 +41,17 @@ const chatLines = (tag: string, n: number) =>
 
 /**
  * A batch of 6 slow requests (2.5 s each) whose workflow is terminated, as by an operator, once its one chunk's
- * first requests are at the provider.
+ * first requests are at the provider (`served`: served there at once and answered 2.5 s later; else received
+ * 2.5 s late); `beforeEnd` runs just before.
  */
-async function slowBatchTerminated(prefix: string) {
+async function slowBatchTerminated(prefix: string, opts: { served?: boolean; beforeEnd?: () => Promise<void> } = {}) {
   const a = await h.account(1_000_000);
   const c = new OpenAI({ apiKey: a.key, baseURL: `${h.url}/v1`, maxRetries: 0 });
   const tag = `${prefix}-${Date.now()}`;
   const sent = () =>
     h.emulator.control.requests.filter((r) => JSON.stringify(r.body ?? '').includes(tag) && r.method === 'POST');
-  h.emulator.control.settings.latencyMs = 2500;
+  if (opts.served) h.emulator.control.addFault({ match: '/chat/completions', answerDelayMs: 2500 });
+  else h.emulator.control.settings.latencyMs = 2500;
   const file = await c.files.create({
     file: await toFile(Buffer.from(chatLines(tag, 6)), 'in.jsonl'),
     purpose: 'batch',
@@ -60,6 +62,7 @@ async function slowBatchTerminated(prefix: string) {
     completion_window: '24h',
   });
   await eventually(async () => (sent().length >= 2 ? true : null), 30_000, 20);
+  await opts.beforeEnd?.();
   await h.deps.temporal!.workflow.getHandle(`batch-${created.id}`).terminate('test: terminated mid-chunk');
   return { a, c, sent, created };
 }
@@ -191,23 +194,15 @@ test('a batch ended while a dead worker had requests at the provider: each a gat
   h.worker = null;
   const child = await spawnWorker(h);
   try {
-    const a = await h.account(1_000_000);
-    const c = new OpenAI({ apiKey: a.key, baseURL: `${h.url}/v1`, maxRetries: 0 });
-    const tag = `dead-${Date.now()}`;
-    h.emulator.control.addFault({ match: '/chat/completions', answerDelayMs: 2500 });
-    const file = await c.files.create({
-      file: await toFile(Buffer.from(chatLines(tag, 6)), 'in.jsonl'),
-      purpose: 'batch',
+    const {
+      a,
+      c,
+      sent: served,
+      created: b,
+    } = await slowBatchTerminated('dead', {
+      served: true,
+      beforeEnd: () => child.kill('SIGKILL'),
     });
-    const b = await c.batches.create({
-      input_file_id: file.id,
-      endpoint: '/v1/chat/completions',
-      completion_window: '24h',
-    });
-    const served = () => h.emulator.control.requests.filter((r) => JSON.stringify(r.body ?? '').includes(tag));
-    await eventually(async () => (served().length >= 2 ? true : null), 30_000, 20);
-    await child.kill('SIGKILL');
-    await h.deps.temporal!.workflow.getHandle(`batch-${b.id}`).terminate('test: its worker died');
     // Once the dead attempt's claims are stale (1 s heartbeat here), the reconciler ends the batch.
     await new Promise((r) => setTimeout(r, 1500));
     await reconcileBatches(
