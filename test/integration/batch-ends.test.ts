@@ -6,6 +6,7 @@ import { reconcileBatches } from '../../src/batches/reconciler';
 import { itemUsageId } from '../../src/batches/outputLines';
 import { runAdmin } from '../../src/cli/admin';
 import { reconcileProviderDay } from '../../src/reconcile/reconcile';
+import { ConsoleClient, makeLogin } from '../e2e/consoleClient';
 
 /**
  * A batch that ends without its chunk in flight committing (its workflow closed: the reconciler ends it failed):
@@ -166,6 +167,21 @@ test('requests answered after their batch was ended elsewhere: each recorded onc
     ['input', tokens('prompt_tokens'), tokens('prompt_tokens')],
     ['output', tokens('completion_tokens'), tokens('completion_tokens')],
   ]);
+  // The operators' reconciliation page shows it so: explained, none unexplained.
+  const op = await h.account(0, 'House');
+  const login = await makeLogin(h, op.accountId, 'operator');
+  const operator = new ConsoleClient(h.url);
+  expect((await operator.signIn(login.email, login.password)).status).toBe(200);
+  const view = await operator.json('GET', '/console/api/admin/reconciliation?days=1');
+  const output = view.data.find(
+    (r: { provider: string; day: string; model: string; field: string }) =>
+      r.provider === 'emulator-openai' && r.day === day && r.model === 'gpt-4o-mini' && r.field === 'output',
+  );
+  expect(output).toMatchObject({
+    drift_units: tokens('completion_tokens'),
+    explained_units: tokens('completion_tokens'),
+    unexplained_units: 0,
+  });
   // verify-ledger totals them by cause, none of them charged to the customer too, and the drift they explain.
   const out: string[] = [];
   const code = await runAdmin(['verify-ledger', '--since', since, '--json'], {
