@@ -96,6 +96,7 @@ export function createBackgroundActivities(deps: BackgroundActivityDeps): Backgr
       let index = 0;
       let final: Record<string, unknown> | null = null;
       let shell: Record<string, unknown> | null = null;
+      let keptDeployment: string | null = null;
       const capture = new EventCapture(async (events: EventSourceMessage[]) => {
         const out: repo.StoredEvent[] = [];
         for (const ev of events) {
@@ -113,7 +114,10 @@ export function createBackgroundActivities(deps: BackgroundActivityDeps): Backgr
           if (seq <= stored.lastSeq) continue; // stored by an earlier attempt: the clients have it
           out.push({ seq, event: ev.event || String(e.type), data: JSON.stringify(e) });
         }
-        await repo.appendEvents(db, row.id, attempt, out, caller.call?.meter.deployment ?? null);
+        // The deployment answering, kept on the attempt when it is first known (or changes: a fallback).
+        const deployment = caller.call?.meter.deployment ?? null;
+        await repo.appendEvents(db, row.id, attempt, out, deployment !== keptDeployment ? deployment : null);
+        if (out.length) keptDeployment = deployment ?? keptDeployment;
         ctx.heartbeat();
       });
       const req = { ...(row.request as ResponsesRequest), stream: true };

@@ -112,6 +112,9 @@ test.each(MODELS)(
       );
       expect(attempts.rows.map((a) => a.outcome)).toEqual(['lost', 'stored']);
       expect(attempts.rows[0].gateway_cost_vnd).toBeGreaterThan(0);
+      // Recorded once as the gateway's own cost, with its attempt and the deployment its events came from.
+      const { costs } = await attemptsAndCosts(id);
+      expect(costs).toEqual([{ attempt: String(attempts.rows[0].attempt), cause: 'background_attempt_lost' }]);
 
       // verify-ledger: the response charged once from its hold, its lost attempt the gateway's cost.
       const verify = async () => {
