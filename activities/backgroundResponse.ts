@@ -1,12 +1,12 @@
 import { CancelledFailure, Context } from '@temporalio/activity';
 import type { AppDeps } from '../src/operations/deps';
 import type { Principal } from '../src/auth/apiKeys';
+import type { UsageInput } from '../src/billing/usageBatch';
 import { NO_LIMITS } from '../src/limits/keyLimits';
 import { ApiError } from '../src/errors';
 import { abortFollowing } from '../src/net/abort';
 import { tracer } from '../src/observability/tracing';
 import { createResponse } from '../src/operations/responses/create';
-import { estimatedUsage, usageCost, usageUnits } from '../src/billing/tokenUsage';
 import type { ResponsesRequest } from '../src/translate/responsesTypes';
 import type { EventSourceMessage } from '../src/sse/upstreamEvents';
 import { EventCapture, HoldTab, HeadlessCaller } from '../src/backgroundResponses/headless';
@@ -17,8 +17,7 @@ import type {
   BackgroundFinal,
   BackgroundOutcome,
 } from '../src/backgroundResponses/workflowContract';
-import type { TokenUsage } from '../src/billing/tokenUsage';
-import { usageOf } from '../src/operations/responses/turn';
+import { endFromStoredAnswer, errorOf } from '../src/backgroundResponses/storedEnd';
 
 /**
  * The background response activities (workflows/backgroundResponse.ts). The run is POST /v1/responses itself
@@ -27,7 +26,9 @@ import { usageOf } from '../src/operations/responses/turn';
  *
  * An attempt after a lost one keeps what was stored: the new attempt's events up to the last stored sequence
  * number are not stored again (clients have them), the rest continue after them. An attempt that finds the
- * terminal event stored ends the response from it, without calling the upstream again.
+ * terminal event stored ends the response from it, without calling the upstream again
+ * (src/backgroundResponses/storedEnd.ts: charged once, at the prices in force when it was stored, to the
+ * deployment that answered; the attempt that stored it is not lost).
  */
 
 export type BackgroundActivityDeps = Pick<
@@ -81,7 +82,12 @@ export function createBackgroundActivities(deps: BackgroundActivityDeps): Backgr
       }
       if (!(await repo.beginAttempt(db, row.id, attempt, lostCost(row)))) return { status: null }; // ended meanwhile
       const stored = await repo.storedProgress(db, row.id);
-      if (stored.terminal) return endFromTerminal(row, JSON.parse(stored.terminal), attempt);
+      if (stored.terminal) {
+        // A lost attempt stored the whole answer: the response ends from it; this attempt called no upstream.
+        const end = await endFromStoredAnswer(deps, row, attempt);
+        if (end && !end.ended) await repo.closeReplayed(db, row.id, attempt);
+        if (end) return { status: end.status };
+      }
 
       // Heartbeats for the whole attempt (how Temporal tells a dead worker and delivers a cancel).
       const beat = setInterval(() => ctx.heartbeat(), Math.max(100, deps.config.backgroundResponses.heartbeatMs / 3));
@@ -90,6 +96,7 @@ export function createBackgroundActivities(deps: BackgroundActivityDeps): Backgr
       let index = 0;
       let final: Record<string, unknown> | null = null;
       let shell: Record<string, unknown> | null = null;
+      let keptDeployment: string | null = null;
       const capture = new EventCapture(async (events: EventSourceMessage[]) => {
         const out: repo.StoredEvent[] = [];
         for (const ev of events) {
@@ -107,7 +114,10 @@ export function createBackgroundActivities(deps: BackgroundActivityDeps): Backgr
           if (seq <= stored.lastSeq) continue; // stored by an earlier attempt: the clients have it
           out.push({ seq, event: ev.event || String(e.type), data: JSON.stringify(e) });
         }
-        await repo.appendEvents(db, row.id, attempt, out);
+        // The deployment answering, kept on the attempt when it is first known (or changes: a fallback).
+        const deployment = caller.call?.meter.deployment ?? null;
+        await repo.appendEvents(db, row.id, attempt, out, deployment !== keptDeployment ? deployment : null);
+        if (out.length) keptDeployment = deployment ?? keptDeployment;
         ctx.heartbeat();
       });
       const req = { ...(row.request as ResponsesRequest), stream: true };
@@ -121,15 +131,17 @@ export function createBackgroundActivities(deps: BackgroundActivityDeps): Backgr
         fetchedAt: Date.now(),
       };
       let error: { code: string; message: string } | null = null;
+      const caller = new HeadlessCaller(
+        principal,
+        `${row.id}:${attempt}`,
+        capture,
+        abort,
+        tab,
+        tracer?.active() ?? null,
+      );
       try {
         const model = deps.catalog.require(row.model, 'chat');
-        await createResponse(
-          new HeadlessCaller(principal, `${row.id}:${attempt}`, capture, abort, tab, tracer?.active() ?? null),
-          deps,
-          model,
-          req,
-          { id: row.id },
-        );
+        await createResponse(caller, deps, model, req, { id: row.id });
       } catch (e) {
         if (!abort.aborted) {
           error =
@@ -166,74 +178,47 @@ export function createBackgroundActivities(deps: BackgroundActivityDeps): Backgr
         cost: bill ? bill.cost : 0,
         attempt,
       });
-      // Ended meanwhile by another attempt (or superseded by one): this call cost the gateway, never the customer.
-      if (!ended) await repo.closeLostAttempts(db, row.id, lostCost(row), { only: attempt });
+      // Ended meanwhile by another attempt (or superseded by one): this call cost the gateway, never the customer
+      // (what the upstream billed for it, when its usage arrived; else estimated).
+      if (!ended) await repo.closeLostAttempts(db, row.id, bill ? billedCost(bill) : lostCost(row), { only: attempt });
       return { status };
     },
 
     async endBackgroundResponse(a: BackgroundArgs & { message: string }): Promise<BackgroundOutcome> {
       const row = await load(a.responseId);
       if (!repo.isFinal(row.status)) {
-        // No run stored the answer: every attempt still open was lost (at the gateway's cost), before the end.
-        await repo.closeLostAttempts(db, row.id, lostCost(row));
+        // No run ended it. An attempt that stored the whole answer (the attempts ran out before its end committed)
+        // is the response's answer: it ends from it, charged once. Every other attempt still open was lost (at the
+        // gateway's cost), recorded before the end.
+        const answered = row.cancelRequested ? null : await repo.storedTerminal(db, row.id);
+        await repo.closeLostAttempts(db, row.id, lostCost(row), { answered: answered?.attempt });
         const status: BackgroundFinal = row.cancelRequested ? 'cancelled' : 'failed';
-        await repo.endResponse(db, row.id, {
-          status,
-          response: null,
-          error: status === 'failed' ? { code: 'server_error', message: a.message } : null,
-          usage: null,
-          cost: 0,
-          attempt: null,
-        });
+        if (answered) await endFromStoredAnswer(deps, row, null);
+        else
+          await repo.endResponse(db, row.id, {
+            status,
+            response: null,
+            error: status === 'failed' ? { code: 'server_error', message: a.message } : null,
+            usage: null,
+            cost: 0,
+            attempt: null,
+          });
       }
       const now = await load(a.responseId);
       return { status: repo.isFinal(now.status) ? now.status : null };
     },
   };
+}
 
-  /** A lost attempt stored the whole answer: the response ends from its terminal event (usage included). */
-  async function endFromTerminal(
-    row: repo.BackgroundRow,
-    ev: { response?: Record<string, unknown> },
-    attempt: number,
-  ): Promise<BackgroundOutcome> {
-    const response = ev.response ?? null;
-    const status: BackgroundFinal =
-      typeof response?.status === 'string' && repo.isFinal(response.status) ? response.status : 'failed';
-    const model = deps.catalog.require(row.model, 'chat');
-    // The upstream's usage; without it (the gateway's own response.failed for a stream the upstream broke off),
-    // what the lost attempt would have settled: the request and the delivered text, estimated.
-    const usage: TokenUsage | null = response
-      ? (usageOf(response as never) ??
-        estimatedUsage(Buffer.byteLength(JSON.stringify(row.request)), await repo.deliveredChars(db, row.id, null)))
-      : null;
-    const bill = usage
-      ? {
-          cost: usageCost(model.pricing, usage),
-          usage: {
-            id: '',
-            apiKeyId: row.apiKeyId,
-            model: model.id,
-            operation: 'responses',
-            units: usageUnits(usage),
-            latencyMs: Date.now() - row.createdAt.getTime(),
-            status: 200,
-            pricing: model.pricing,
-          },
-        }
-      : null;
-    const ended = await repo.endResponse(db, row.id, {
-      status,
-      response,
-      error: status === 'failed' ? errorOf(response) : null,
-      usage: bill?.usage ?? null,
-      cost: bill?.cost ?? 0,
-      attempt,
-    });
-    // Ended meanwhile by the attempt that stored the event (its commit was slow): this one called no upstream.
-    if (!ended) await repo.closeLostAttempts(db, row.id, async () => 0, { only: attempt });
-    return { status };
-  }
+/** What an answer the upstream billed cost the gateway, when it was not the one charged: its own usage. */
+function billedCost(bill: { cost: number; usage: UsageInput }): repo.LostCost {
+  return async () => ({
+    model: bill.usage.model,
+    units: bill.usage.units,
+    costVnd: bill.cost,
+    pricing: bill.usage.pricing ?? null,
+    estimated: bill.usage.units.estimated === 1,
+  });
 }
 
 function parse(data: string): any {
@@ -243,10 +228,4 @@ function parse(data: string): any {
   } catch {
     return null;
   }
-}
-
-function errorOf(r: Record<string, unknown> | null): { code: string; message: string } | null {
-  const e = r?.error as { code?: unknown; message?: unknown } | null | undefined;
-  if (!e || typeof e !== 'object') return null;
-  return { code: String(e.code ?? 'server_error'), message: String(e.message ?? '') };
 }

@@ -28,6 +28,8 @@ import type {
 import { isBlank, readLines, type Line } from '../src/files/lines';
 import { isProblem, parseRequestLine, type BatchEndpoint } from '../src/files/batchInput';
 import * as progress from '../src/batches/lineProgress';
+import { interruptedLineCost } from '../src/batches/lineCosts';
+import type { GatewayCost } from '../src/billing/gatewayCosts';
 import type { LineOutcome } from '../src/batches/lineProgress';
 import { ApiError } from '../src/errors';
 import { openAIBody } from '../src/errorBodies';
@@ -187,15 +189,23 @@ export function createBatchActivities(deps: BatchActivityDeps): BatchActivities 
         item: null,
       });
 
-      /** The line's outcome when another attempt claimed it: its answer, once it has one, or lost with it. */
-      const settled = async (lineNo: number, usageId: string, customId: string): Promise<LineOutcome | null> => {
+      /**
+       * The line's outcome when another attempt claimed it: its answer, once it has one, or lost with it (then what
+       * it likely cost, `lostCost`, is the gateway's).
+       */
+      const settled = async (
+        lineNo: number,
+        usageId: string,
+        customId: string,
+        lostCost: GatewayCost | null,
+      ): Promise<LineOutcome | null> => {
         for (;;) {
           const row = await progress.getLine(lineDb, a.batchId, lineNo, staleMs);
           if (!row) return null;
           if (row.state === 'done') return row;
           if (row.stale) {
             const lost = refused(usageId, customId, INTERRUPTED);
-            if (await progress.settleStale(lineDb, a.batchId, lineNo, staleMs, lost)) return lost;
+            if (await progress.settleStale(lineDb, a.batchId, lineNo, staleMs, lost, lostCost)) return lost;
             continue;
           }
           if (signal.aborted) return null;
@@ -223,12 +233,23 @@ export function createBatchActivities(deps: BatchActivityDeps): BatchActivities 
           }
         };
         if (copy() === POISON) return refused(usageId, r.custom_id, POISON);
-        let claim = await progress.claimLine(lineDb, a.batchId, l.no, claimant, staleMs);
+        // Interrupted (in flight on a dead worker), the line is the gateway's cost, estimated from its request.
+        const lostCost = model
+          ? interruptedLineCost({
+              batchId: a.batchId,
+              accountId: b.accountId,
+              usageId,
+              model,
+              body: r.body,
+              bodyBytes: l.bytes.length,
+            })
+          : null;
+        let claim = await progress.claimLine(lineDb, a.batchId, l.no, claimant, staleMs, lostCost);
         while (claim !== true) {
-          const o = claim.state === 'done' ? claim : await settled(l.no, usageId, r.custom_id);
+          const o = claim.state === 'done' ? claim : await settled(l.no, usageId, r.custom_id, lostCost);
           if (o) return o;
           if (signal.aborted) return null;
-          claim = await progress.claimLine(lineDb, a.batchId, l.no, claimant, staleMs);
+          claim = await progress.claimLine(lineDb, a.batchId, l.no, claimant, staleMs, lostCost);
         }
         const started = performance.now();
         let o: ItemOutcome;
@@ -292,7 +313,7 @@ export function createBatchActivities(deps: BatchActivityDeps): BatchActivities 
         };
         if (await progress.finishLine(lineDb, a.batchId, l.no, claimant, outcome)) return outcome;
         // A successor took this line for lost meanwhile: its verdict is the one that counts.
-        return settled(l.no, usageId, r.custom_id);
+        return settled(l.no, usageId, r.custom_id, lostCost);
       };
 
       const start = (l: Line) => {
@@ -340,6 +361,14 @@ export function createBatchActivities(deps: BatchActivityDeps): BatchActivities 
           await Promise.all(inFlight);
         }
         if (fault) throw fault;
+        // Stopped after its batch was ended elsewhere (its workflow closed): the lines answered since are the
+        // gateway's cost (nothing will charge them); the batch still open, whoever commits the chunk charges them.
+        if (signal.aborted)
+          await batches.recordAnsweredAfterEnd(
+            db,
+            { batchId: a.batchId, accountId: b.accountId, attempt: claimant },
+            usages,
+          );
         // Superseded or shut down: throw the cancellation, commit nothing (a later attempt commits the chunk).
         if (signal.aborted) await ctx.cancelled;
         if (requests === 0)
@@ -365,7 +394,7 @@ export function createBatchActivities(deps: BatchActivityDeps): BatchActivities 
         };
         const c = await batches.commitChunk(
           db,
-          { batchId: a.batchId, accountId: b.accountId, holdId: b.holdId },
+          { batchId: a.batchId, accountId: b.accountId, holdId: b.holdId, attempt: claimant },
           row,
           usages,
         );
@@ -396,7 +425,7 @@ export function createBatchActivities(deps: BatchActivityDeps): BatchActivities 
     /** The output and error files, then the batch's end (src/batches/finalize.ts); a retry answers what was stored. */
     async finalizeBatch(a: FinalizeArgs): Promise<BatchJobResult> {
       const ctx = Context.current();
-      const done = await finalizeBatch({ db, storage }, a, (p) => ctx.heartbeat(p));
+      const done = await finalizeBatch({ db, storage, staleMs: settings.heartbeatMs }, a, (p) => ctx.heartbeat(p));
       return { status: done.status };
     },
   };

@@ -22,8 +22,9 @@ export function createReconcileActivities(deps: { db: Db; catalog: Catalog; logg
         if (e instanceof ReportConfigError) throw ApplicationFailure.nonRetryable(e.message, 'ReportConfigError');
         throw e;
       });
+      // The drift the gateway's own recorded costs do not explain is what the operator is told about.
       const maxDriftRatio = rows.reduce(
-        (m, r) => Math.max(m, r.reported > 0 ? Math.abs(r.drift) / r.reported : r.recorded > 0 ? 1 : 0),
+        (m, r) => Math.max(m, r.reported > 0 ? Math.abs(r.drift - r.explained) / r.reported : r.recorded > 0 ? 1 : 0),
         0,
       );
       const threshold = Number(process.env.RECONCILE_DRIFT_THRESHOLD ?? 0.02);

@@ -11,6 +11,7 @@ import { loadRoutingSettings } from '../src/routing/settings';
 import { VideoProviderError, type VideoTaskState } from '../src/providers/video/types';
 import * as jobs from '../src/video/repo';
 import { deleteStoredImages } from '../src/video/images';
+import { recordTaskEnd, taskGatewayCost, type TwinDelivery } from '../src/video/twins';
 import { askedDims, deliveredDims, videoSecondPrice } from '../src/billing/videoPricing';
 import type {
   CompleteArgs,
@@ -122,22 +123,49 @@ async function cancelProviderTask(x: VideoActivityContext, a: TaskArgs): Promise
 
 /**
  * One look at a task that outlived its job (the provider could not cancel it). When it has ended, or on the
- * `last` look, records how (`provider_task_ended`: state and duration), so what it cost us is known.
+ * `last` look, records how (`provider_task_ended`: state and duration) and what it cost the gateway (a gateway
+ * cost, src/billing/gatewayCosts.ts: priced as a twin is, from what the provider reports it delivered), in one
+ * commit: nobody is charged for it.
  */
 async function observeProviderTask(x: VideoActivityContext, a: ObserveArgs): Promise<VideoTaskState | 'unknown'> {
   const job = await loadJob(x, a.jobId);
   let state: VideoTaskState | 'unknown';
-  let durationSeconds: number | null = null;
+  let delivered: TwinDelivery = {};
   try {
     const s = await adapterOf(x, job).adapter.poll(a.taskId, { signal: Context.current().cancellationSignal });
     state = s.state;
-    durationSeconds = s.durationSeconds ?? null;
+    delivered = {
+      durationSeconds: s.durationSeconds,
+      resolution: s.resolution,
+      generateAudio: s.generateAudio,
+      tier: s.tier,
+    };
   } catch (e) {
     if (!(e instanceof VideoProviderError) || e.retryable) throw toFailure(e, 'polling the provider');
     state = 'unknown'; // the provider no longer knows the task
   }
   if (a.last || (state !== 'queued' && state !== 'running')) {
-    await jobs.appendEvent(x.db, a.jobId, 'provider_task_ended', null, { taskId: a.taskId, state, durationSeconds });
+    const cost = taskGatewayCost(
+      {
+        cause: 'video_task_uncancelled',
+        jobId: job.id,
+        accountId: job.accountId,
+        model: job.model,
+        deployment: job.deployment,
+        taskId: a.taskId,
+        state,
+      },
+      delivered,
+      job,
+    );
+    const durationSeconds = delivered.durationSeconds ?? null;
+    await recordTaskEnd(
+      x.db,
+      a.jobId,
+      { taskId: a.taskId, state, durationSeconds },
+      `${a.jobId}:provider_task_ended`,
+      cost,
+    );
   }
   return state;
 }

@@ -32,6 +32,11 @@ export interface Fault {
   /** ...or hang this long before answering (a timeout seen by the client), or drop the connection. */
   delayMs?: number;
   drop?: boolean;
+  /**
+   * ...or serve the request at once (recorded, and billed in the usage reports) and hold its answer this long: a
+   * provider that bills the work whatever became of the client that asked for it.
+   */
+  answerDelayMs?: number;
   /** How many matching requests it applies to; omitted = until reset. */
   times?: number;
 }

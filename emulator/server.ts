@@ -87,6 +87,7 @@ export async function startEmulator(opts: { port?: number; host?: string } = {})
       return;
     }
     await next();
+    if (f?.answerDelayMs) await new Promise((r) => setTimeout(r, f.answerDelayMs));
   });
   app.use(router.routes()).use(router.allowedMethods());
   const server = http.createServer(app.callback());

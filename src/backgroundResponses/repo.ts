@@ -4,8 +4,9 @@ import { tx } from '../db/pool';
 import { placeHoldIn, releaseHoldIn } from '../billing/ledger';
 import { writeUsageBatch, type UsageInput } from '../billing/usageBatch';
 import { jsonForPostgres } from '../text/pgText';
-import { estimatedUsage, usageCost } from '../billing/tokenUsage';
-import type { Catalog } from '../catalog/catalog';
+import { estimatedUsage, usageCost, usageUnits } from '../billing/tokenUsage';
+import { recordGatewayCostWith } from '../billing/gatewayCosts';
+import type { Catalog, Pricing } from '../catalog/catalog';
 import { recordEventIn, type DeliveryRef } from '../webhooks/repo';
 import type { EventType } from '../webhooks/eventTypes';
 import type { BackgroundFinal, BackgroundStatus } from './workflowContract';
@@ -178,9 +179,24 @@ export interface StoredEvent {
   data: string;
 }
 
-/** Appends events (seq already assigned); a seq already stored (an earlier attempt's) is kept as it was. */
-export async function appendEvents(db: Queryable, id: string, attempt: number, events: StoredEvent[]): Promise<void> {
+/**
+ * Appends events (seq already assigned); a seq already stored (an earlier attempt's) is kept as it was. `deployment`:
+ * the deployment the attempt's upstream call went to, kept on the attempt (an end from its stored answer names it).
+ */
+export async function appendEvents(
+  db: Queryable,
+  id: string,
+  attempt: number,
+  events: StoredEvent[],
+  deployment: string | null = null,
+): Promise<void> {
   if (!events.length) return;
+  if (deployment)
+    await db.query(
+      `UPDATE background_response_attempts SET deployment = $3
+       WHERE response_id = $1 AND attempt = $2 AND deployment IS DISTINCT FROM $3`,
+      [id, attempt, deployment],
+    );
   // Fenced: an attempt Temporal gave up on (its heartbeat late) that still runs stores nothing once a newer
   // attempt began, so the stored events stay one attempt's prefix followed by the next one's; nor once the
   // response ended without it or was deleted (a cancel reaches a run only at its next heartbeat).
@@ -214,16 +230,39 @@ export async function eventsAfter(db: Queryable, id: string, after: number, limi
   return r.rows;
 }
 
+const TERMINAL_SQL = `('response.completed', 'response.incomplete', 'response.failed')`;
+
 /** The last stored seq (-1: none) and the data of a terminal event, if one was stored. */
 export async function storedProgress(db: Queryable, id: string): Promise<{ lastSeq: number; terminal: string | null }> {
   const r = await db.query(
     `SELECT (SELECT COALESCE(max(seq), -1) FROM background_response_events WHERE response_id = $1) AS last,
        (SELECT data FROM background_response_events WHERE response_id = $1
-          AND event IN ('response.completed', 'response.incomplete', 'response.failed') ORDER BY seq DESC LIMIT 1)
+          AND event IN ${TERMINAL_SQL} ORDER BY seq DESC LIMIT 1)
          AS terminal`,
     [id],
   );
   return { lastSeq: r.rows[0].last, terminal: r.rows[0].terminal };
+}
+
+/** A stored terminal event: its data, the attempt that answered it, its deployment, and when it was stored. */
+export interface StoredTerminal {
+  data: string;
+  attempt: number;
+  deployment: string | null;
+  /** Null for events stored before migration 185. */
+  storedAt: Date | null;
+}
+
+export async function storedTerminal(db: Queryable, id: string): Promise<StoredTerminal | null> {
+  const r = await db.query(
+    `SELECT e.data, e.attempt, e.stored_at, a.deployment FROM background_response_events e
+       LEFT JOIN background_response_attempts a ON a.response_id = e.response_id AND a.attempt = e.attempt
+     WHERE e.response_id = $1 AND e.event IN ${TERMINAL_SQL} ORDER BY e.seq DESC LIMIT 1`,
+    [id],
+  );
+  if (!r.rowCount) return null;
+  const x = r.rows[0];
+  return { data: x.data, attempt: x.attempt, deployment: x.deployment ?? null, storedAt: x.stored_at ?? null };
 }
 
 /** Events of responses that ended more than `retentionMs` ago: deleted (the Response object stays). */
@@ -242,20 +281,18 @@ export async function sweepEvents(db: Queryable, retentionMs: number, limit = 10
 
 /**
  * Opens this attempt; closes earlier ones still open as lost, each with `lostCost(attempt)` as the gateway's cost
- * (what the provider billed for an answer nobody received). Returns the attempts closed as lost; null, opening
- * nothing, when the response is final. Under the response's row lock: an end committing meanwhile (an attempt
- * given up on for a heartbeat late while its commit waited) is waited for, so its attempt stays the stored one.
+ * (what the provider billed for an answer nobody received). An attempt that stored the terminal event is not lost:
+ * the response ends from its stored answer, charged to the customer, and that end closes it `stored`. Returns the
+ * attempts closed as lost; null, opening nothing, when the response is final. Under the response's row lock: an end
+ * committing meanwhile (an attempt given up on for a heartbeat late while its commit waited) is waited for, so its
+ * attempt stays the stored one.
  */
-export async function beginAttempt(
-  db: Db,
-  id: string,
-  attempt: number,
-  lostCost: (attempt: number) => Promise<number>,
-): Promise<number[] | null> {
+export async function beginAttempt(db: Db, id: string, attempt: number, lostCost: LostCost): Promise<number[] | null> {
   return tx(db, async (c) => {
     const r = await c.query('SELECT status FROM background_responses WHERE id = $1 FOR UPDATE', [id]);
     if (!r.rowCount || isFinal(r.rows[0].status)) return null;
-    const lost = await closeLostAttempts(c, id, lostCost, { except: attempt });
+    const answered = await storedTerminal(c, id);
+    const lost = await closeLostAttempts(c, id, lostCost, { except: attempt, answered: answered?.attempt });
     await c.query(
       'INSERT INTO background_response_attempts (response_id, attempt) VALUES ($1, $2) ON CONFLICT DO NOTHING',
       [id, attempt],
@@ -264,45 +301,90 @@ export async function beginAttempt(
   });
 }
 
+/** Closes an attempt that called no upstream (it found the answer stored by an earlier one) as `replayed`. */
+export async function closeReplayed(db: Queryable, id: string, attempt: number): Promise<void> {
+  await db.query(
+    `UPDATE background_response_attempts SET ended_at = now(), outcome = 'replayed'
+     WHERE response_id = $1 AND attempt = $2 AND ended_at IS NULL`,
+    [id, attempt],
+  );
+}
+
+/** What an attempt cost the gateway: its usage (estimated, or the upstream's own) at the model's prices. */
+export interface AttemptCost {
+  model: string;
+  units: Record<string, number>;
+  costVnd: number;
+  pricing: Pricing | null;
+  estimated: boolean;
+}
+export type LostCost = (attempt: number) => Promise<AttemptCost | null>;
+
 /**
- * Closes the response's attempts still open (but `except`; or only `only`) as `lost`, each with what it likely
- * cost the gateway (`lostCost`): the provider billed it, the customer never pays it. Run when an attempt begins
- * (the one before it died with its worker), when the response ends without a run that stored its answer (the
- * attempts ran out), and by an attempt whose answer came too late to be the stored one.
+ * Closes the response's attempts still open (but `except`, and `answered`: the attempt whose stored answer the
+ * response ends from; or only `only`) as `lost`, each with what it likely cost the gateway (`lostCost`), recorded
+ * once as a gateway cost in the same statement (src/billing/gatewayCosts.ts): the provider billed it, the customer
+ * never pays it. Run when an attempt begins (the one before it died with its worker), when the response ends
+ * without a run that stored its answer (the attempts ran out), and by an attempt whose answer came too late to be
+ * the stored one.
  */
 export async function closeLostAttempts(
   db: Queryable,
   id: string,
-  lostCost: (attempt: number) => Promise<number>,
-  which: { except?: number; only?: number } = {},
+  lostCost: LostCost,
+  which: { except?: number; only?: number; answered?: number } = {},
 ): Promise<number[]> {
   const open = await db.query(
-    `SELECT attempt FROM background_response_attempts
-     WHERE response_id = $1 AND ended_at IS NULL
-       AND ($2::int IS NULL OR attempt <> $2) AND ($3::int IS NULL OR attempt = $3)`,
-    [id, which.except ?? null, which.only ?? null],
+    `SELECT a.attempt, b.account_id FROM background_response_attempts a
+       JOIN background_responses b ON b.id = a.response_id
+     WHERE a.response_id = $1 AND a.ended_at IS NULL
+       AND ($2::int IS NULL OR a.attempt <> $2) AND ($3::int IS NULL OR a.attempt = $3)
+       AND ($4::int IS NULL OR a.attempt <> $4)`,
+    [id, which.except ?? null, which.only ?? null, which.answered ?? null],
   );
   const lost: number[] = [];
   for (const row of open.rows) {
     const cost = await lostCost(row.attempt);
-    const u = await db.query(
-      `UPDATE background_response_attempts SET ended_at = now(), outcome = 'lost', gateway_cost_vnd = $3
-       WHERE response_id = $1 AND attempt = $2 AND ended_at IS NULL`,
-      [id, row.attempt, cost],
-    );
-    if (u.rowCount) lost.push(row.attempt);
+    const close = {
+      sql: `UPDATE background_response_attempts SET ended_at = now(), outcome = 'lost', gateway_cost_vnd = $3
+            WHERE response_id = $1 AND attempt = $2 AND ended_at IS NULL RETURNING attempt, deployment`,
+      params: [id, row.attempt, cost?.costVnd ?? 0],
+    };
+    const closed = cost
+      ? await recordGatewayCostWith(db, close, {
+          key: `bgresp:${id}:attempt:${row.attempt}`,
+          cause: 'background_attempt_lost',
+          refType: 'background_response',
+          refId: id,
+          accountId: row.account_id,
+          attempt: row.attempt,
+          model: cost.model,
+          units: cost.units,
+          costVnd: cost.costVnd,
+          pricing: cost.pricing,
+          estimated: cost.estimated,
+        })
+      : ((await db.query(close.sql, close.params)).rowCount ?? 0) > 0;
+    if (closed) lost.push(row.attempt);
   }
   return lost;
 }
 
 /** What a lost attempt likely cost the gateway: the request's input and its stored deltas, estimated. */
 export const lostAttemptCost =
-  (db: Queryable, catalog: Pick<Catalog, 'get'>, row: BackgroundRow) =>
-  async (attempt: number): Promise<number> => {
+  (db: Queryable, catalog: Pick<Catalog, 'get'>, row: BackgroundRow): LostCost =>
+  async (attempt: number) => {
     const model = catalog.get(row.model);
-    if (!model) return 0;
+    if (!model) return null;
     const chars = await deliveredChars(db, row.id, attempt);
-    return usageCost(model.pricing, estimatedUsage(Buffer.byteLength(JSON.stringify(row.request)), chars));
+    const usage = estimatedUsage(Buffer.byteLength(JSON.stringify(row.request)), chars);
+    return {
+      model: model.id,
+      units: usageUnits(usage),
+      costVnd: usageCost(model.pricing, usage),
+      pricing: model.pricing,
+      estimated: true,
+    };
   };
 
 /**
@@ -328,6 +410,11 @@ export interface End {
   usage: UsageInput | null;
   cost: number;
   attempt: number | null;
+  /**
+   * The attempt whose stored answer this end bills (an earlier one than `attempt`, which then called no upstream:
+   * it is closed `replayed`). Absent: `attempt` answered.
+   */
+  answeredBy?: number;
   /**
    * Record its webhook event (response.<status>) in the same commit, its pending deliveries pushed here (an end
    * with no workflow left to announce it: the reconciler's).
@@ -375,9 +462,16 @@ export async function endResponse(db: Db, id: string, end: End): Promise<boolean
         usageId,
       ],
     );
-    if (end.attempt !== null)
+    const answeredBy = end.answeredBy ?? end.attempt;
+    if (answeredBy !== null)
       await c.query(
         `UPDATE background_response_attempts SET ended_at = now(), outcome = 'stored'
+         WHERE response_id = $1 AND attempt = $2 AND ended_at IS NULL`,
+        [id, answeredBy],
+      );
+    if (end.attempt !== null && answeredBy !== end.attempt)
+      await c.query(
+        `UPDATE background_response_attempts SET ended_at = now(), outcome = 'replayed'
          WHERE response_id = $1 AND attempt = $2 AND ended_at IS NULL`,
         [id, end.attempt],
       );

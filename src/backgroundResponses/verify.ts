@@ -6,7 +6,8 @@ import { usageIdOf } from './repo';
  * for the attempt whose output was stored; what the provider billed for lost attempts is the gateway's cost, never
  * the customer's. For each final response:
  *  - `attempt_open`: every attempt is closed, the stored one `stored`, the others `lost` with their gateway cost
- *    (an attempt left open is a lost attempt without its gateway-cost record);
+ *    (an attempt left open is a lost attempt without its gateway-cost record) or `replayed` (it called no upstream:
+ *    it ended the response from the stored one's answer);
  *  - `stored_twice`: at most one attempt stored the answer (one bill);
  *  - `charge`: what the ledger charged from the response's hold (plus what it left uncollected) equals the
  *    response's `cost_vnd` and the cost of its one usage record (id derived from the response's): no other charge,

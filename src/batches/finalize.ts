@@ -18,9 +18,20 @@ import type { FinalizeArgs } from './workflowContract';
  * outcome. `beat` is called as each part is copied (an activity heartbeats there).
  */
 export async function finalizeBatch(
-  deps: { db: Db; storage: Storage },
+  deps: { db: Db; storage: Storage; staleMs?: number },
   a: FinalizeArgs,
   beat: (progress: { chunk: number }) => void = () => undefined,
+): Promise<batches.FinishOutcome> {
+  const done = await finalizeAndEnd(deps, a, beat);
+  // Ended: a line still claimed by a dead worker's attempt is settled by nothing now; it is the gateway's cost.
+  await progress.recordInterruptedAtEnd(deps.db, a.batchId, deps.staleMs ?? 0);
+  return done;
+}
+
+async function finalizeAndEnd(
+  deps: { db: Db; storage: Storage },
+  a: FinalizeArgs,
+  beat: (progress: { chunk: number }) => void,
 ): Promise<batches.FinishOutcome> {
   const { db, storage } = deps;
   const b = await batches.getBatch(db, a.batchId);

@@ -1,5 +1,6 @@
 import type { Querier } from '../db/gate';
 import type { ItemUsage } from './repo';
+import { recordGatewayCost, recordGatewayCostWith, type GatewayCost } from '../billing/gatewayCosts';
 
 /**
  * Per-line progress of a routed chunk (table batch_lines): a request is claimed before it is sent and its outcome
@@ -24,21 +25,25 @@ function toRow(r: Record<string, any>): LineRow {
     : { state: 'sent', attempt: r.attempt, stale: r.stale };
 }
 
-/** Claims a line for `attempt` (true), or returns the row another attempt left. */
+/**
+ * Claims a line for `attempt` (true), or returns the row another attempt left. `lostCost`: what the line costs the
+ * gateway if it is lost in flight (kept with the claim for a batch that ends with it still claimed).
+ */
 export async function claimLine(
   db: Querier,
   batchId: string,
   lineNo: number,
   attempt: string,
   staleMs: number,
+  lostCost: GatewayCost | null = null,
 ): Promise<true | LineRow> {
   const r = await db.query(
-    `INSERT INTO batch_lines (batch_id, line_no, attempt, state) VALUES ($1, $2, $3, 'sent')
+    `INSERT INTO batch_lines (batch_id, line_no, attempt, state, lost_cost) VALUES ($1, $2, $3, 'sent', $4)
      ON CONFLICT (batch_id, line_no) DO NOTHING RETURNING line_no`,
-    [batchId, lineNo, attempt],
+    [batchId, lineNo, attempt, lostCost ? JSON.stringify(lostCost) : null],
   );
   if (r.rowCount) return true;
-  return (await getLine(db, batchId, lineNo, staleMs)) ?? claimLine(db, batchId, lineNo, attempt, staleMs);
+  return (await getLine(db, batchId, lineNo, staleMs)) ?? claimLine(db, batchId, lineNo, attempt, staleMs, lostCost);
 }
 
 export async function getLine(db: Querier, batchId: string, lineNo: number, staleMs: number): Promise<LineRow | null> {
@@ -77,7 +82,9 @@ export async function releaseLine(db: Querier, batchId: string, lineNo: number, 
 
 /**
  * Settles a claim whose attempt went quiet (its worker died with the request in flight) as `o`: the request may
- * have reached the provider, so it is not sent again. False when the claim is no longer stale.
+ * have reached the provider, so it is not sent again, and what it likely cost (`cost`, estimated from the request)
+ * is recorded as the gateway's own cost in the same statement, with the attempt that sent it. False when the claim
+ * is no longer stale.
  */
 export async function settleStale(
   db: Querier,
@@ -85,14 +92,37 @@ export async function settleStale(
   lineNo: number,
   staleMs: number,
   o: LineOutcome,
+  cost: GatewayCost | null,
 ): Promise<boolean> {
-  const r = await db.query(
-    `UPDATE batch_lines SET state = 'done', ok = $4, out_line = $5, item = NULL
-      WHERE batch_id = $1 AND line_no = $2 AND state = 'sent'
-        AND alive_at < now() - make_interval(secs => $3::float8 / 1000)`,
-    [batchId, lineNo, staleMs, o.ok, o.outLine],
-  );
+  const settle = {
+    sql: `UPDATE batch_lines SET state = 'done', ok = $4, out_line = $5, item = NULL
+          WHERE batch_id = $1 AND line_no = $2 AND state = 'sent'
+            AND alive_at < now() - make_interval(secs => $3::float8 / 1000)
+          RETURNING attempt, NULL::text AS deployment`,
+    params: [batchId, lineNo, staleMs, o.ok, o.outLine],
+  };
+  if (cost) return recordGatewayCostWith(db, settle, cost);
+  const r = await db.query(settle.sql, settle.params);
   return r.rowCount === 1;
+}
+
+/**
+ * After the batch ended: its lines still claimed by an attempt gone quiet (its worker died with the request in
+ * flight, and nothing will settle them now) are the gateway's own cost, recorded once with the estimate kept at
+ * their claim. A claim still alive is left to its attempt (a line it answers after the end is recorded then).
+ * Returns how many were recorded.
+ */
+export async function recordInterruptedAtEnd(db: Querier, batchId: string, staleMs: number): Promise<number> {
+  const r = await db.query(
+    `SELECT attempt, lost_cost FROM batch_lines
+      WHERE batch_id = $1 AND state = 'sent' AND lost_cost IS NOT NULL
+        AND alive_at < now() - make_interval(secs => $2::float8 / 1000)`,
+    [batchId, staleMs],
+  );
+  let n = 0;
+  for (const x of r.rows)
+    if (await recordGatewayCost(db, { ...(x.lost_cost as GatewayCost), attempt: x.attempt as string })) n++;
+  return n;
 }
 
 /** The claiming attempt is alive: its open claims are fresh. */

@@ -85,13 +85,16 @@ export async function reconcileBatches(
     // workflow that ended it a moment ago wins and this changes nothing).
     const chunks = await repo.listChunks(db, b.id);
     const last = chunks.at(-1);
-    const done = await finalizeBatch(deps, {
-      batchId: b.id,
-      status: 'failed',
-      offset: last?.nextOffset ?? 0,
-      line: last ? last.firstLine + last.lines - 1 : 0,
-      failure: `The batch's workflow ended (${closed}) without finishing it.`,
-    });
+    const done = await finalizeBatch(
+      { ...deps, staleMs: config.batches.heartbeatMs },
+      {
+        batchId: b.id,
+        status: 'failed',
+        offset: last?.nextOffset ?? 0,
+        line: last ? last.firstLine + last.lines - 1 : 0,
+        failure: `The batch's workflow ended (${closed}) without finishing it.`,
+      },
+    );
     if (done.committed) {
       report.failed++;
       deps.logger?.warn({ batchId: b.id, workflow: closed }, 'ended a batch whose workflow closed without ending it');

@@ -7,6 +7,8 @@ import type { Pricing } from '../catalog/catalog';
 import { PG_ERROR, pgErrorCode } from '../db/pgErrors';
 import { eventIdOf, recordEventIn, type DeliveryRef } from '../webhooks/repo';
 import type { EventType } from '../webhooks/eventTypes';
+import { recordGatewayCost } from '../billing/gatewayCosts';
+import { afterEndLineCost } from './lineCosts';
 
 /**
  * The batch repository. The batches row is the projection clients read; the workflow (workflows/batch.ts)
@@ -283,7 +285,8 @@ export interface ItemUsage {
  */
 export async function commitChunk(
   db: Db,
-  b: { batchId: string; accountId: string; holdId: string },
+  /** `attempt`: the chunk attempt committing it (named on the gateway costs of lines answered after the end). */
+  b: { batchId: string; accountId: string; holdId: string; attempt?: string },
   row: ChunkRow,
   items: ItemUsage[],
 ): Promise<{ row: ChunkRow; committed: boolean }> {
@@ -294,8 +297,12 @@ export async function commitChunk(
       const had = await getChunk(c, b.batchId, row.chunk);
       if (had) return { row: had, committed: false };
       // The batch ended while this attempt ran (a reconciler ended it after its workflow closed): a superseded
-      // attempt commits nothing; its hold is closed and its files are written.
-      if (isFinal(lock.rows[0].status)) return { row: { ...row, costVnd: 0 }, committed: false };
+      // attempt commits nothing; its hold is closed and its files are written. What the provider billed for the
+      // lines it answered is the gateway's own cost (those the end charged already excepted).
+      if (isFinal(lock.rows[0].status)) {
+        await recordAfterEnd(c, b, items);
+        return { row: { ...row, costVnd: 0 }, committed: false };
+      }
       // The bill is the provider's bill, as on the synchronous path: what the hold still covers is charged from it,
       // the rest (`excess`: usage above the bound) is collected from the account's free funds and its key's budget
       // room, and what neither covers is recorded as the item's shortfall (writeUsageBatch).
@@ -338,6 +345,42 @@ export async function commitChunk(
     }
     throw e;
   }
+}
+
+/** What the provider billed for `items` answered after their batch ended (those its end charged excepted). */
+async function recordAfterEnd(
+  c: Queryable,
+  b: { batchId: string; accountId: string; attempt?: string },
+  items: ItemUsage[],
+): Promise<void> {
+  const billed = items.filter((i) => i.usage.pricing !== null);
+  if (!billed.length) return;
+  const charged = await c.query('SELECT id FROM usage_records WHERE id = ANY($1::uuid[])', [
+    billed.map((i) => i.usage.id),
+  ]);
+  const had = new Set(charged.rows.map((x) => x.id as string));
+  for (const i of billed)
+    if (!had.has(i.usage.id)) await recordGatewayCost(c, afterEndLineCost(b, i, b.attempt ?? null));
+}
+
+/**
+ * A chunk attempt stopped before committing (its workflow closed, or it was superseded) with `items` answered: if
+ * the batch has ended meanwhile, nothing will charge them (its end charged the lines answered before it), so what
+ * the provider billed is recorded as the gateway's own cost; a batch still open leaves them to whoever commits the
+ * chunk or ends the batch (true: the batch had ended).
+ */
+export async function recordAnsweredAfterEnd(
+  db: Db,
+  b: { batchId: string; accountId: string; attempt?: string },
+  items: ItemUsage[],
+): Promise<boolean> {
+  if (!items.length) return false;
+  return tx(db, async (c) => {
+    const lock = await c.query('SELECT status FROM batches WHERE id = $1 FOR UPDATE', [b.batchId]);
+    if (!lock.rowCount || !isFinal(lock.rows[0].status)) return false;
+    await recordAfterEnd(c, b, items);
+    return true;
+  });
 }
 
 /** The key of a batch's final event (batch.completed, ...): the workflow's emission and finishBatch name it alike. */

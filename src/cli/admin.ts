@@ -6,6 +6,7 @@ import { createAccount, getBalance, listLedger, topUp, verifyProjections } from 
 import { verifyUsage } from '../billing/usageVerify';
 import { strandedJobHolds } from '../billing/holdVerify';
 import { verifyBackgroundResponses } from '../backgroundResponses/verify';
+import { gatewayCostTotals } from '../billing/gatewayCosts';
 import { createApiKey, listApiKeys, revokeApiKey } from '../auth/apiKeys';
 import {
   DEFAULT_KEY_CACHE_MS,
@@ -71,8 +72,10 @@ Commands:
                                                was billed at: units x prices = cost + shortfall; report open
                                                holds of final video jobs and batches; check each final background
                                                response: charged once (its one usage record, from its hold),
-                                               every lost attempt closed with its gateway cost, never charged
-                                               (exit 1 on any mismatch)
+                                               every lost attempt closed with its gateway cost, never charged;
+                                               total the gateway's own costs by cause (calls no customer pays:
+                                               one record each, never also charged) and the reconciled drift
+                                               they explain, apart from the unexplained (exit 1 on any mismatch)
   help                                         this text
 
 Console logins:
@@ -627,6 +630,9 @@ function verifyLedgerCommand(pos: string[], values: Values): Runner {
     const stranded = await strandedJobHolds(db);
     // Background responses: one charge each; their lost attempts at the gateway's cost, never the customer's.
     const background = await verifyBackgroundResponses(db, { since });
+    // The gateway's own costs (calls no customer is charged for): each recorded once, none also charged.
+    const own = await gatewayCostTotals(db, { since });
+    const drift = await reconciledDrift(db, since);
     const accounts = Number((await db.query('SELECT count(*)::int AS n FROM accounts')).rows[0].n);
     const summary = {
       accounts,
@@ -638,17 +644,31 @@ function verifyLedgerCommand(pos: string[], values: Values): Runner {
       background_attempts_lost: background.attemptsLost,
       background_lost_gateway_cost_vnd: background.lostGatewayCostVnd,
       background_charged_vnd: background.chargedVnd,
+      gateway_costs: own.count,
+      gateway_costs_vnd: own.costVnd,
+      gateway_costs_by_cause: own.byCause,
+      reconciled_drift: drift,
     };
     const range = since ? ` since ${since.toISOString()}` : '';
     const priced = `${usage.checked - usage.unpriced} of ${usage.checked} usage records${range} re-priced`;
     const bg =
       `${background.responses} final background responses charged ${background.chargedVnd} VND once each; ` +
       `${background.attemptsLost} lost attempts cost the gateway ${background.lostGatewayCostVnd} VND, not charged`;
+    const causes = Object.entries(own.byCause)
+      .map(([cause, x]) => `${cause} ${x.count} (${x.costVnd} VND${x.estimated ? `, ${x.estimated} estimated` : ''})`)
+      .join(', ');
+    const gw =
+      `${own.count} calls no customer pays cost the gateway ${own.costVnd} VND${causes ? `: ${causes}` : ''}; ` +
+      'reconciled drift ' +
+      (Object.entries(drift)
+        .map(([f, d]) => `${f} ${d.drift} units (${d.explained} explained by them, ${d.unexplained} unexplained)`)
+        .join(', ') || 'none');
     if (
       mismatches.length === 0 &&
       usage.mismatches.length === 0 &&
       stranded.length === 0 &&
-      background.mismatches.length === 0
+      background.mismatches.length === 0 &&
+      own.chargedToo.length === 0
     ) {
       print(
         `ok: the balances and holds of ${accounts} accounts equal a rebuild from the ledger events; ` +
@@ -656,8 +676,16 @@ function verifyLedgerCommand(pos: string[], values: Values): Runner {
           (usage.unpriced
             ? ` (${usage.unpriced} carry no prices: failed calls, or written before prices were recorded)`
             : '') +
-          `; ${bg}`,
-        { ok: true, ...summary, mismatches: [], usage_mismatches: [], stranded_holds: [], background_mismatches: [] },
+          `; ${bg}; ${gw}`,
+        {
+          ok: true,
+          ...summary,
+          mismatches: [],
+          usage_mismatches: [],
+          stranded_holds: [],
+          background_mismatches: [],
+          gateway_costs_charged_too: [],
+        },
       );
       return 0;
     }
@@ -681,11 +709,14 @@ function verifyLedgerCommand(pos: string[], values: Values): Runner {
       );
     for (const m of background.mismatches)
       io.err(`MISMATCH background response ${m.responseId} (${m.problem}): ${m.detail}`);
+    for (const g of own.chargedToo)
+      io.err(`MISMATCH gateway cost ${g.key} (${g.cause}): its call was charged to the customer too`);
     print(
       `FAILED: ${mismatches.length} projection(s) differ from the ledger events, ` +
         `${usage.mismatches.length} usage record(s) do not add up, ` +
         `${stranded.length} open hold(s) of final jobs, ` +
-        `${background.mismatches.length} background response(s) not billed once`,
+        `${background.mismatches.length} background response(s) not billed once, ` +
+        `${own.chargedToo.length} gateway cost(s) also charged`,
       {
         ok: false,
         ...summary,
@@ -693,10 +724,31 @@ function verifyLedgerCommand(pos: string[], values: Values): Runner {
         usage_mismatches: usage.mismatches,
         stranded_holds: stranded,
         background_mismatches: background.mismatches,
+        gateway_costs_charged_too: own.chargedToo,
       },
     );
     return 1;
   };
+}
+
+/** The reconciled days' drift by field (since `since`), and the part of it the gateway's own recorded costs explain. */
+async function reconciledDrift(
+  db: Db,
+  since: Date | undefined,
+): Promise<Record<string, { drift: number; explained: number; unexplained: number }>> {
+  const r = await db.query(
+    `SELECT field, sum(drift)::bigint AS drift, sum(explained)::bigint AS explained FROM reconciliation_drift
+     WHERE ($1::timestamptz IS NULL OR day >= ($1::timestamptz AT TIME ZONE 'UTC')::date)
+     GROUP BY field HAVING sum(drift) <> 0 OR sum(explained) <> 0 ORDER BY field`,
+    [since ?? null],
+  );
+  return Object.fromEntries(
+    r.rows.map((x) => {
+      const drift = Number(x.drift);
+      const explained = Number(x.explained);
+      return [x.field, { drift, explained, unexplained: drift - explained }];
+    }),
+  );
 }
 
 /** Each command: its arguments checked (a UsageError before any database work), then what it runs. */

@@ -269,12 +269,46 @@ export async function recordedUsage(
   return out;
 }
 
+/**
+ * The gateway's own costs of the day on provider `p` (src/billing/gatewayCosts.ts: calls no customer was charged for,
+ * each once): units by upstream model, the drift they explain. A cost is attributed to its deployment, else to its
+ * model's first (as a usage record without one).
+ */
+export async function gatewayCostUnits(
+  db: Db,
+  catalog: Catalog,
+  providerId: string,
+  day: string,
+): Promise<Map<string, Units>> {
+  const deployments = new Map(catalog.allDeployments().map((d) => [d.id, d] as const));
+  const start = Date.parse(`${day}T00:00:00Z`);
+  const r = await db.query(
+    `SELECT model, deployment, units FROM gateway_costs
+     WHERE created_at >= $1::timestamptz AND created_at < $2::timestamptz`,
+    [new Date(start).toISOString(), new Date(start + DAY_MS).toISOString()],
+  );
+  const out = new Map<string, Units>();
+  for (const row of r.rows) {
+    const m = catalog.get(row.model);
+    const d = (row.deployment && deployments.get(row.deployment)) || (m ? catalog.deployments(m)[0] : undefined);
+    if (!d || d.provider !== providerId) continue;
+    const u = unitsOf(row.units ?? {});
+    if (!u) continue;
+    const acc = out.get(d.upstreamModel) ?? zero();
+    for (const f of FIELDS) acc[f] += u.units[f] ?? 0;
+    out.set(d.upstreamModel, acc);
+  }
+  return out;
+}
+
 export interface DriftRow {
   model: string;
   field: Field;
   reported: number;
   recorded: number;
   drift: number;
+  /** The part of the drift the gateway's own recorded costs explain (their units); the rest is unexplained. */
+  explained: number;
   /** What the provider billed for the field, in VND; what customers were actually charged for it (apportioned). */
   reportedCostVnd: number;
   chargedVnd: number;
@@ -317,23 +351,26 @@ export async function reconcileDay(
   const costs = await providerCosts(p, day, deps.env);
   progress();
   const recorded = await recordedUsage(deps.db, deps.catalog, providerId, day, progress);
+  const own = await gatewayCostUnits(deps.db, deps.catalog, providerId, day);
   const rate = usdVndOf(deps.env);
   const rows: DriftRow[] = [];
   const charges: ChargeRow[] = [];
-  for (const model of new Set([...reported.keys(), ...recorded.keys(), ...costs.keys()])) {
+  for (const model of new Set([...reported.keys(), ...recorded.keys(), ...costs.keys(), ...own.keys()])) {
     const rep = reported.get(model) ?? zero();
     const rec = recorded.get(model) ?? emptyRecorded();
     const cost = costs.get(model) ?? zero();
+    const explained = own.get(model) ?? zero();
     let modelCost = 0;
     for (const field of FIELDS) {
       modelCost += cost[field] * rate;
-      if (rep[field] === 0 && rec.units[field] === 0) continue;
+      if (rep[field] === 0 && rec.units[field] === 0 && explained[field] === 0) continue;
       rows.push({
         model,
         field,
         reported: rep[field],
         recorded: rec.units[field],
         drift: rep[field] - rec.units[field],
+        explained: explained[field],
         reportedCostVnd: round4(cost[field] * rate),
         chargedVnd: round4(rec.charged[field]),
       });
@@ -353,9 +390,20 @@ export async function reconcileDay(
     for (const r of rows)
       await c.query(
         `INSERT INTO reconciliation_drift
-           (provider, day, model, field, reported, recorded, drift, reported_cost_vnd, charged_vnd)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
-        [providerId, day, r.model, r.field, r.reported, r.recorded, r.drift, r.reportedCostVnd, r.chargedVnd],
+           (provider, day, model, field, reported, recorded, drift, reported_cost_vnd, charged_vnd, explained)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+        [
+          providerId,
+          day,
+          r.model,
+          r.field,
+          r.reported,
+          r.recorded,
+          r.drift,
+          r.reportedCostVnd,
+          r.chargedVnd,
+          r.explained,
+        ],
       );
     for (const x of charges)
       await c.query(

@@ -1,6 +1,8 @@
 import type { Catalog, PriceSet } from '../catalog/catalog';
 import { askedDims, deliveredDims, videoSecondPrice } from '../billing/videoPricing';
 import type { Db } from '../db/pool';
+import { tx } from '../db/pool';
+import { recordGatewayCost, type GatewayCost } from '../billing/gatewayCosts';
 import type { Logger } from '../observability/logger';
 import type { VideoProviders } from '../providers/video';
 import { VideoProviderError, type VideoProviderAdapter, type VideoTaskState } from '../providers/video/types';
@@ -83,6 +85,56 @@ export function twinCostVnd(state: VideoTaskState | 'unknown', delivered: TwinDe
   return seconds * videoSecondPrice(job.pricing, dims);
 }
 
+/**
+ * The gateway's own cost (src/billing/gatewayCosts.ts) of a provider task no customer pays for, that ended in
+ * `state`: priced as twinCostVnd prices it (a job's price table at its version); null when the provider billed
+ * nothing (the task failed, was cancelled or expired).
+ */
+export function taskGatewayCost(
+  t: {
+    cause: 'video_task_uncancelled' | 'video_twin';
+    jobId: string;
+    accountId: string | null;
+    model: string;
+    deployment: string | null;
+    taskId: string;
+    state: VideoTaskState | 'unknown';
+  },
+  delivered: TwinDelivery,
+  job: TwinJob,
+): GatewayCost | null {
+  const costVnd = twinCostVnd(t.state, delivered, job);
+  if (costVnd <= 0) return null;
+  return {
+    key: `video:${t.jobId}:task:${t.taskId}`,
+    cause: t.cause,
+    refType: 'video_job',
+    refId: t.jobId,
+    accountId: t.accountId,
+    model: t.model,
+    deployment: t.deployment,
+    units: { video_seconds: Math.ceil(delivered.durationSeconds ?? job.seconds) },
+    costVnd,
+    pricing: job.pricing ?? null,
+    // Seconds the provider did not report are the job's asked seconds.
+    estimated: delivered.durationSeconds === undefined || delivered.durationSeconds === null,
+  };
+}
+
+/** A provider task's end (`provider_task_ended`, under `key`) and its gateway cost, if any: one commit, once. */
+export async function recordTaskEnd(
+  db: Db,
+  jobId: string,
+  data: Record<string, unknown>,
+  key: string,
+  cost: GatewayCost | null,
+): Promise<void> {
+  await tx(db, async (c) => {
+    await appendEvent(c, jobId, 'provider_task_ended', null, { ...data, gatewayCostVnd: cost?.costVnd ?? 0 }, key);
+    if (cost) await recordGatewayCost(c, cost);
+  });
+}
+
 export interface TwinSweepReport {
   ended: number;
   cancelled: number;
@@ -101,7 +153,8 @@ export async function followTwins(
   const { db } = deps;
   const report: TwinSweepReport = { ended: 0, cancelled: 0, pending: 0 };
   const open = await db.query(
-    `SELECT e.job_id, e.data, e.created_at, j.model, j.seconds, j.price_per_second, j.pricing, j.request
+    `SELECT e.job_id, e.data, e.created_at, j.model, j.seconds, j.price_per_second, j.pricing, j.request,
+            j.account_id
        FROM video_job_events e JOIN video_jobs j ON j.id = e.job_id
       WHERE e.kind = 'provider_task_duplicate'
         AND NOT EXISTS (SELECT 1 FROM video_job_events x WHERE x.idempotency_key IN
@@ -157,7 +210,20 @@ export async function followTwins(
           continue;
         }
       }
-      const gatewayCostVnd = twinCostVnd(state, delivered, job);
+      const cost = taskGatewayCost(
+        {
+          cause: 'video_twin',
+          jobId,
+          accountId: row.account_id,
+          model: row.model,
+          deployment: row.data.deployment ?? null,
+          taskId,
+          state,
+        },
+        delivered,
+        job,
+      );
+      const gatewayCostVnd = cost?.costVnd ?? 0;
       const durationSeconds = delivered.durationSeconds ?? null;
       // The dimensions the cost was priced at, when the provider reported them.
       const dims = {
@@ -165,13 +231,12 @@ export async function followTwins(
         ...(delivered.generateAudio !== undefined ? { generateAudio: delivered.generateAudio } : {}),
         ...(delivered.tier !== undefined ? { tier: delivered.tier } : {}),
       };
-      await appendEvent(
+      await recordTaskEnd(
         db,
         jobId,
-        'provider_task_ended',
-        null,
-        { taskId, state, durationSeconds, ...dims, duplicate: true, gatewayCostVnd },
+        { taskId, state, durationSeconds, ...dims, duplicate: true },
         duplicateEndedKey(jobId, taskId),
+        cost,
       );
       report.ended++;
       if (gatewayCostVnd > 0)

@@ -8,12 +8,16 @@ import {
   spawnApi,
   spawnWorker,
   startVideoHarness,
+  type ChildWorker,
   type VideoHarness,
 } from '../support/video';
 import { workflowCodePath } from '../support/workflowCode';
 import { verifyBackgroundResponses } from '../../src/backgroundResponses/verify';
 import { reconcileBackgroundResponses } from '../../src/backgroundResponses/reconciler';
 import { workflowState } from '../../src/jobs/workflowState';
+import { priceVersionAt, schedulePriceChange } from '../../src/billing/priceBook';
+import { usageCost } from '../../src/billing/tokenUsage';
+import { fromResponsesUsage } from '../../src/billing/tokenUsage';
 
 /**
  * A background response outlives its client, its API process and its worker: POSTed with stream: true to an API
@@ -108,6 +112,9 @@ test.each(MODELS)(
       );
       expect(attempts.rows.map((a) => a.outcome)).toEqual(['lost', 'stored']);
       expect(attempts.rows[0].gateway_cost_vnd).toBeGreaterThan(0);
+      // Recorded once as the gateway's own cost, with its attempt and the deployment its events came from.
+      const { costs } = await attemptsAndCosts(id);
+      expect(costs).toEqual([{ attempt: String(attempts.rows[0].attempt), cause: 'background_attempt_lost' }]);
 
       // verify-ledger: the response charged once from its hold, its lost attempt the gateway's cost.
       const verify = async () => {
@@ -259,6 +266,81 @@ test('every run slot taken: a response waits queued; cancelled there, it never r
   }
 }, 180_000);
 
+/** A price change in force from now: `model`'s input and output prices times 10 (undone by the function returned). */
+async function priceRise(model: string) {
+  const db = h.deps.db;
+  const before = (await priceVersionAt(db, model))!;
+  const config = h.deps.catalog.get(model)!;
+  const set = (f: (n: number | undefined) => number) => ({
+    pricing: {
+      inputPer1MTokens: f(before.pricing.inputPer1MTokens),
+      outputPer1MTokens: f(before.pricing.outputPer1MTokens),
+    },
+    batchPricing: {},
+  });
+  const change = (sets: ReturnType<typeof set>, note: string) =>
+    schedulePriceChange(db, config, { sets, effectiveAt: null, note });
+  await change(
+    set((n) => (n ?? 0) * 10),
+    'test: a rise',
+  );
+  return {
+    before,
+    undo: () =>
+      change(
+        set((n) => n ?? 0),
+        'test: undone',
+      ),
+  };
+}
+
+/** Locks response `id`'s hold in `lock`'s transaction (opened here): its end cannot commit until it ends. */
+async function lockHold(lock: { query(q: string, a?: unknown[]): Promise<unknown> }, id: string) {
+  await lock.query('BEGIN');
+  await lock.query(
+    'SELECT 1 FROM holds h JOIN background_responses b ON b.hold_id = h.id WHERE b.id = $1 FOR UPDATE OF h',
+    [id],
+  );
+}
+
+/**
+ * Holds response `id`'s end (its hold locked) until its terminal event `event` is stored, then kills `worker`: the
+ * answer is stored, its end never committed.
+ */
+async function storeAnswerThenKill(id: string, event: string, worker: ChildWorker) {
+  const db = h.deps.db;
+  const lock = await db.connect();
+  try {
+    await lockHold(lock, id);
+    await eventually(async () => {
+      const r = await db.query(
+        'SELECT count(*)::int AS n FROM background_response_events WHERE response_id = $1 AND event = $2',
+        [id, event],
+      );
+      return r.rows[0].n === 1;
+    });
+    await new Promise((r) => setTimeout(r, 300));
+    await worker.kill('SIGKILL');
+  } finally {
+    await lock.query('ROLLBACK');
+    lock.release();
+  }
+}
+
+/** The attempts of response `id`: outcome, deployment; and its gateway cost records. */
+async function attemptsAndCosts(id: string) {
+  const db = h.deps.db;
+  const attempts = (
+    await db.query(
+      'SELECT attempt, outcome, deployment FROM background_response_attempts WHERE response_id = $1 ORDER BY attempt',
+      [id],
+    )
+  ).rows;
+  const costs = (await db.query('SELECT attempt, cause FROM gateway_costs WHERE ref_id = $1 ORDER BY attempt', [id]))
+    .rows;
+  return { attempts, costs };
+}
+
 test('the attempt that stored the terminal event dies before its end: the retry bills it as it would', async () => {
   const acc = await h.account(5_000_000);
   const since = new Date();
@@ -272,7 +354,7 @@ test('the attempt that stored the terminal event dies before its end: the retry 
   const input = Array.from({ length: 2000 }, (_, i) => `word${i}`).join(' ');
   const worker = await spawnWorker(h);
   let id: string;
-  const lock = await db.connect();
+  let rise: Awaited<ReturnType<typeof priceRise>> | undefined;
   try {
     const reference = await c.responses.create({ model: 'gpt-5-codex', input, background: true });
     const ref = await eventually(async () => {
@@ -282,37 +364,82 @@ test('the attempt that stored the terminal event dies before its end: the retry 
     expect(ref.cost_vnd).toBeGreaterThan(0);
     id = (await c.responses.create({ model: 'gpt-5-codex', input, background: true })).id;
     // Its end cannot commit (its hold is locked) once the terminal event is stored; then its worker dies.
-    await lock.query('BEGIN');
-    await lock.query(
-      'SELECT 1 FROM holds h JOIN background_responses b ON b.hold_id = h.id WHERE b.id = $1 FOR UPDATE OF h',
-      [id],
-    );
-    await eventually(async () => {
-      const [e] = await q(
-        `SELECT count(*)::int AS n FROM background_response_events WHERE response_id = $1
-        AND event = 'response.failed'`,
-        id,
-      );
-      return e.n === 1;
-    });
-    await new Promise((r) => setTimeout(r, 300));
-    await worker.kill('SIGKILL');
-    await lock.query('ROLLBACK');
+    await storeAnswerThenKill(id, 'response.failed', worker);
     expect((await q('SELECT status FROM background_responses WHERE id = $1', id))[0].status).toBe('in_progress');
+    // The prices rise after the answer was stored: the retry bills it at the prices in force when it was stored.
+    rise = await priceRise('gpt-5-codex');
     await h.startWorker();
     const [end] = await eventually(async () => {
-      const r = await q('SELECT status, cost_vnd FROM background_responses WHERE id = $1', id);
+      const r = await q('SELECT status, cost_vnd, usage_id FROM background_responses WHERE id = $1', id);
       return r[0].status === 'failed' ? r : null;
     });
     // Estimated again from the stored request and events (the upstream body it was estimated from is not stored).
     expect(end.cost_vnd).toBeGreaterThan(0);
     expect(Math.abs(end.cost_vnd - ref.cost_vnd)).toBeLessThanOrEqual(ref.cost_vnd * 0.05);
+    const [usage] = await q('SELECT deployment, price_version FROM usage_records WHERE id = $1', end.usage_id);
+    expect(Number(usage.price_version)).toBe(rise.before.id);
+    // Attempt 1's answer is the one charged: it is the stored attempt, not a lost one at the gateway's cost too;
+    // the retry called no upstream. The usage record names the deployment that answered.
+    const { attempts, costs } = await attemptsAndCosts(id);
+    expect(attempts.map((a) => a.outcome)).toEqual(['stored', 'replayed']);
+    expect(attempts[0].deployment).toEqual(expect.any(String));
+    expect(usage.deployment).toBe(attempts[0].deployment);
+    expect(costs).toEqual([]);
     expect((await verifyBackgroundResponses(db, { since })).mismatches).toEqual([]);
+    expect((await verifyBackgroundResponses(db, { since })).attemptsLost).toBe(0);
   } finally {
-    lock.release();
+    await rise?.undo();
     await worker.kill('SIGKILL').catch(() => undefined);
     await h.worker?.close();
     h.worker = null;
+    h.emulator.control.reset();
+  }
+}, 180_000);
+
+test('workflow lost after its answer was stored: the reconciler ends it from that answer, charged once', async () => {
+  const BAL = 5_000_000;
+  const acc = await h.account(BAL);
+  const since = new Date();
+  const c = new OpenAI({ apiKey: acc.key, baseURL: `${h.url}/v1`, maxRetries: 0 });
+  const db = h.deps.db;
+  const q = async (sql: string, id: string) => (await db.query(sql, [id])).rows;
+  const worker = await spawnWorker(h);
+  let rise: Awaited<ReturnType<typeof priceRise>> | undefined;
+  try {
+    const input = 'answer, then be lost';
+    const { id } = await c.responses.create({ model: 'gpt-5-codex', input, background: true });
+    // Its end cannot commit once the answer is stored; its worker dies, then its workflow is ended.
+    await storeAnswerThenKill(id, 'response.completed', worker);
+    await h.deps.temporal!.workflow.getHandle(`bgresp-${id}`).terminate('test: the workflow is lost');
+    rise = await priceRise('gpt-5-codex');
+    const rep = await reconcileBackgroundResponses(
+      { db, temporal: h.deps.temporal!, config: h.config, catalog: h.deps.catalog },
+      { graceMs: 0 },
+    );
+    expect(rep).toMatchObject({ endedFromStored: 1, failed: 0 });
+    // Completed from its stored answer, charged once: its usage at the prices in force when it answered.
+    const done = await c.responses.retrieve(id);
+    expect(done.status).toBe('completed');
+    expect(done.output_text).toBeTruthy();
+    const [row] = await q('SELECT cost_vnd, usage_id FROM background_responses WHERE id = $1', id);
+    const expected = usageCost(rise.before.pricing, fromResponsesUsage(done.usage!));
+    expect(expected).toBeGreaterThan(0);
+    expect(Number(row.cost_vnd)).toBe(expected);
+    const [usage] = await q(
+      'SELECT deployment, price_version, cost_vnd FROM usage_records WHERE id = $1',
+      row.usage_id,
+    );
+    expect(Number(usage.price_version)).toBe(rise.before.id);
+    const { attempts, costs } = await attemptsAndCosts(id);
+    expect(attempts.map((a) => a.outcome)).toEqual(['stored']);
+    expect(usage.deployment).toBe(attempts[0].deployment);
+    expect(usage.deployment).toEqual(expect.any(String));
+    expect(costs).toEqual([]);
+    expect(await getBalance(db, acc.accountId)).toMatchObject({ balance: BAL - expected, held: 0 });
+    expect((await verifyBackgroundResponses(db, { since })).mismatches).toEqual([]);
+  } finally {
+    await rise?.undo();
+    await worker.kill('SIGKILL').catch(() => undefined);
     h.emulator.control.reset();
   }
 }, 180_000);
@@ -331,11 +458,7 @@ test('an end slower than the heartbeat: the retry waits for it; that attempt sta
     const { id } = await c.responses.create({ model: 'gpt-5-codex', input: 'end me slowly', background: true });
     // Its end waits for the hold (locked here) past the heartbeat timeout: Temporal starts another attempt, which
     // meets the end's lock on the response.
-    await lock.query('BEGIN');
-    await lock.query(
-      'SELECT 1 FROM holds h JOIN background_responses b ON b.hold_id = h.id WHERE b.id = $1 FOR UPDATE OF h',
-      [id],
-    );
+    await lockHold(lock, id);
     await eventually(async () => {
       const r = await db.query(
         `SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%background_response%'`,

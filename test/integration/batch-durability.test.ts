@@ -14,6 +14,7 @@ import { projectRoot } from '../../src/projectRoot';
 import { findTemporalCli, freePort, startTemporalDevServer, type DevServer } from '../../src/runtime/temporalDevServer';
 import { eventually, spawnApi, spawnWorker, startVideoHarness, type VideoHarness } from '../support/video';
 import { WORKFLOW_TEST_MS } from '../support/budgets';
+import { itemUsageId } from '../../src/batches/outputLines';
 
 /**
  * Batches through worker kills, against the real Temporal dev server and Postgres: an OpenAI batch and an
@@ -151,6 +152,37 @@ async function expectExactlyOnce(
   return Number(b.cost_vnd);
 }
 
+/**
+ * The invariant of the gateway's costs: every request of batch `batchId` the emulator served (`served(customId)`
+ * calls) is either charged to the customer (its usage record) or recorded as the gateway's own cost, never both; an
+ * interrupted line's cost is estimated from its request, with the attempt that sent it. Returns the costs.
+ */
+async function expectServedAccounted(batchId: string, customIds: string[], served: (customId: string) => number) {
+  const idOf = new Map(customIds.map((c) => [itemUsageId(batchId, c), c] as const));
+  const charged = new Set(
+    (await sql('SELECT id FROM usage_records WHERE id = ANY($1::uuid[])', [[...idOf.keys()]])).map((r) => r.id),
+  );
+  const costs = await sql(
+    `SELECT usage_id, cause, attempt, estimated, cost_vnd::int AS cost FROM gateway_costs
+     WHERE ref_type = 'batch' AND ref_id = $1`,
+    [batchId],
+  );
+  const own = new Set(costs.map((g) => g.usage_id as string));
+  const account = (c: string) => {
+    const id = itemUsageId(batchId, c);
+    return charged.has(id) && own.has(id) ? 'both' : charged.has(id) ? 'charged' : own.has(id) ? 'gateway' : 'none';
+  };
+  const servedIds = customIds.filter((c) => served(c) > 0);
+  expect(servedIds.filter((c) => !['charged', 'gateway'].includes(account(c)))).toEqual([]);
+  for (const g of costs) {
+    expect(idOf.has(g.usage_id)).toBe(true);
+    if (g.cause === 'batch_line_interrupted')
+      expect(g).toMatchObject({ estimated: true, attempt: expect.any(String), cost: expect.any(Number) });
+  }
+  expect(costs.every((g) => g.cost > 0)).toBe(true);
+  return costs;
+}
+
 test(
   'worker SIGKILLed mid-batch, twice: no request lost or charged twice, every hold released',
   async () => {
@@ -231,8 +263,11 @@ test(
         anthropicIds.filter((id) => results.some((r) => r.includes(`"${id}"`))),
         results.join('\n'),
       );
-      // The provider received each routed request at most once, across both kills.
+      // The provider received each routed request at most once, across both kills; each one it served is charged
+      // to the customer or recorded as the gateway's own cost (a request_interrupted line's, estimated).
       expect(Math.max(...[...openaiIds, ...anthropicIds].map((id) => upstreamCalls(`item ${id}"`)))).toBe(1);
+      await expectServedAccounted(ob.id, openaiIds, (id) => upstreamCalls(`item ${id}"`));
+      await expectServedAccounted(mb.id, anthropicIds, (id) => upstreamCalls(`item ${id}"`));
 
       expect(done.n.request_counts).toEqual({ total: NATIVE_N, completed: NATIVE_N, failed: 0 });
       const spentNative = await expectExactlyOnce(
@@ -520,8 +555,9 @@ test('chaos: worker SIGKILLs in a routed batch slower than its heartbeat timeout
   const start = 1_000_000;
   const acc = await h.account(start);
   const openai = new OpenAI({ apiKey: acc.key, baseURL: `${h.url}/v1`, maxRetries: 0 });
-  // Each request outlasts the heartbeat timeout (1.5 s); each chunk of 3 holds two good lines and a poison line.
-  h.emulator.control.addFault({ match: '/chat/completions', delayMs: 2_500 });
+  // Each request outlasts the heartbeat timeout (1.5 s): served (and billed) by the provider at once, answered
+  // 2.5 s later; each chunk of 3 holds two good lines and a poison line.
+  h.emulator.control.addFault({ match: '/chat/completions', answerDelayMs: 2_500 });
   const good = Array.from({ length: 8 }, (_, i) => `c-${i}`);
   const line = (id: string, tail = '') =>
     `{"custom_id":"${id}","method":"POST","url":"/v1/chat/completions","body":{"model":"gpt-4o-mini",` +
@@ -534,6 +570,13 @@ test('chaos: worker SIGKILLs in a routed batch slower than its heartbeat timeout
   try {
     for (const after of [3, 6]) {
       await eventually(async () => (await progress(id)) >= after, 120_000, 20);
+      // The next chunk's lines just claimed, their requests on the way to the provider (each answered 2.5 s after it
+      // arrives): the kill interrupts them.
+      await eventually(
+        async () => (await sql("SELECT 1 FROM batch_lines WHERE batch_id = $1 AND state = 'sent'", [id])).length > 0,
+        120_000,
+        20,
+      );
       await worker.kill('SIGKILL');
       worker = await spawnWorker(h);
     }
@@ -560,6 +603,13 @@ test('chaos: worker SIGKILLs in a routed batch slower than its heartbeat timeout
     for (const p of ['p-0', 'p-1', 'p-2', 'p-3']) expect(upstreamCalls(`chaos ${p}"`)).toBe(0);
     for (const g of good) expect(upstreamCalls(`chaos ${g}"`)).toBeLessThanOrEqual(1);
     for (const g of answered) expect(upstreamCalls(`chaos ${g}"`)).toBe(1);
+    // Every request the provider served: a customer charge or a recorded gateway cost (never both); a line in flight
+    // at a kill (request_interrupted, uncharged) is the gateway's cost, estimated from its request.
+    const costs = await expectServedAccounted(id, good, (g) => upstreamCalls(`chaos ${g}"`));
+    const servedInterrupted = interrupted.filter((e) => upstreamCalls(`chaos ${e.custom_id}"`) > 0);
+    expect(costs.filter((g) => g.cause === 'batch_line_interrupted').length).toBeGreaterThanOrEqual(
+      servedInterrupted.length,
+    );
     const spent = await expectExactlyOnce(
       acc.accountId,
       id,

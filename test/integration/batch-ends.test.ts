@@ -1,13 +1,18 @@
 import OpenAI, { toFile } from 'openai';
-import { eventually, startVideoHarness, type VideoHarness } from '../support/video';
+import { eventually, spawnWorker, startVideoHarness, type VideoHarness } from '../support/video';
 import { getBalance, listLedger, verifyProjections } from '../../src/billing/ledger';
 import { loadBatchSettings } from '../../src/batches/settings';
 import { reconcileBatches } from '../../src/batches/reconciler';
+import { itemUsageId } from '../../src/batches/outputLines';
+import { runAdmin } from '../../src/cli/admin';
+import { reconcileProviderDay } from '../../src/reconcile/reconcile';
+import { ConsoleClient, makeLogin } from '../e2e/consoleClient';
 
 /**
  * A batch that ends without its chunk in flight committing (its workflow closed: the reconciler ends it failed):
  * the requests the provider answered for that chunk were paid upstream, so they are charged and in the output,
- * once, like the lines of a committed chunk.
+ * once, like the lines of a committed chunk. Those it answers after the batch ended are charged to nobody: each is
+ * recorded once as the gateway's own cost, and verify-ledger counts it.
  */
 
 let h: VideoHarness;
@@ -35,13 +40,19 @@ const chatLines = (tag: string, n: number) =>
     }),
   ).join('\n') + '\n';
 
-test('a batch ended failed with its chunk uncommitted charges and lists the requests that were answered', async () => {
+/**
+ * A batch of 6 slow requests (2.5 s each) whose workflow is terminated, as by an operator, once its one chunk's
+ * first requests are at the provider (`served`: served there at once and answered 2.5 s later; else received
+ * 2.5 s late); `beforeEnd` runs just before.
+ */
+async function slowBatchTerminated(prefix: string, opts: { served?: boolean; beforeEnd?: () => Promise<void> } = {}) {
   const a = await h.account(1_000_000);
   const c = new OpenAI({ apiKey: a.key, baseURL: `${h.url}/v1`, maxRetries: 0 });
-  const tag = `ends-${Date.now()}`;
+  const tag = `${prefix}-${Date.now()}`;
   const sent = () =>
     h.emulator.control.requests.filter((r) => JSON.stringify(r.body ?? '').includes(tag) && r.method === 'POST');
-  h.emulator.control.settings.latencyMs = 2500;
+  if (opts.served) h.emulator.control.addFault({ match: '/chat/completions', answerDelayMs: 2500 });
+  else h.emulator.control.settings.latencyMs = 2500;
   const file = await c.files.create({
     file: await toFile(Buffer.from(chatLines(tag, 6)), 'in.jsonl'),
     purpose: 'batch',
@@ -51,9 +62,14 @@ test('a batch ended failed with its chunk uncommitted charges and lists the requ
     endpoint: '/v1/chat/completions',
     completion_window: '24h',
   });
-  // The one chunk's first requests are at the provider; the workflow is terminated, as by an operator.
   await eventually(async () => (sent().length >= 2 ? true : null), 30_000, 20);
+  await opts.beforeEnd?.();
   await h.deps.temporal!.workflow.getHandle(`batch-${created.id}`).terminate('test: terminated mid-chunk');
+  return { a, c, sent, created };
+}
+
+test('a batch ended failed with its chunk uncommitted charges and lists the requests that were answered', async () => {
+  const { a, c, sent, created } = await slowBatchTerminated('ends');
   // The attempt, told within a heartbeat, sends nothing more; the requests in flight are answered and kept.
   await eventually(async () => {
     const r = await h.deps.db.query(
@@ -99,3 +115,137 @@ test('a batch ended failed with its chunk uncommitted charges and lists the requ
   ).toEqual({ started: 0, restarted: 0, failed: 0 });
   expect(await verifyProjections(h.deps.db)).toEqual([]);
 }, 60_000);
+
+test('requests answered after their batch was ended elsewhere: each recorded once as the gateway cost', async () => {
+  const since = new Date().toISOString();
+  // Requests at the provider; the workflow terminated and the batch ended by the reconciler while they are there.
+  const { a, c, sent, created } = await slowBatchTerminated('after-end');
+  await reconcileBatches(
+    { db: h.deps.db, temporal: h.deps.temporal!, config: h.deps.config, storage: h.deps.storage },
+    { graceMs: 0 },
+  );
+  expect((await c.batches.retrieve(created.id)).status).toBe('failed');
+  const costs = async () =>
+    (
+      await h.deps.db.query(
+        `SELECT usage_id, cause, account_id, attempt, deployment, cost_vnd::int AS cost, units, estimated
+         FROM gateway_costs WHERE ref_type = 'batch' AND ref_id = $1`,
+        [created.id],
+      )
+    ).rows;
+  // The answers arrive after the end: nobody is charged for them; each is the gateway's cost, once.
+  const recorded = await eventually(async () => {
+    const r = await costs();
+    return r.length > 0 && r.length + (await charged()).length === sent().length ? r : null;
+  }, 30_000);
+  async function charged() {
+    return (await h.deps.db.query('SELECT id FROM usage_records WHERE account_id = $1', [a.accountId])).rows;
+  }
+  h.emulator.control.settings.latencyMs = 0;
+  const ids = sent().map((r) => {
+    const i = Number(/number (\d+)/.exec(JSON.stringify(r.body))![1]);
+    return itemUsageId(created.id, `req-${i}`);
+  });
+  // Every request the provider served: a customer charge or a gateway cost, never both.
+  expect([...recorded.map((g) => g.usage_id), ...(await charged()).map((u) => u.id)].sort()).toEqual(ids.sort());
+  for (const g of recorded)
+    expect(g).toMatchObject({
+      cause: 'batch_line_after_end',
+      account_id: a.accountId,
+      attempt: expect.any(String),
+      deployment: expect.any(String),
+      estimated: false,
+    });
+  expect(recorded.every((g) => g.cost > 0 && g.units.completion_tokens > 0)).toBe(true);
+  expect(await getBalance(h.deps.db, a.accountId)).toMatchObject({ held: 0 });
+  // Reconciled with the provider's report of the day: the drift (served, not in customers' usage records) is what
+  // the gateway's costs explain, to the token (their units are the upstream's own); none of it is unexplained.
+  const day = new Date().toISOString().slice(0, 10);
+  const rows = await reconcileProviderDay({ db: h.deps.db, catalog: h.deps.catalog }, 'emulator-openai', day);
+  const tokens = (k: string) => recorded.reduce((s, g) => s + g.units[k], 0);
+  expect(rows.filter((r) => r.model === 'gpt-4o-mini').map((r) => [r.field, r.drift, r.explained])).toEqual([
+    ['input', tokens('prompt_tokens'), tokens('prompt_tokens')],
+    ['output', tokens('completion_tokens'), tokens('completion_tokens')],
+  ]);
+  // The operators' reconciliation page shows it so: explained, none unexplained.
+  const op = await h.account(0, 'House');
+  const login = await makeLogin(h, op.accountId, 'operator');
+  const operator = new ConsoleClient(h.url);
+  expect((await operator.signIn(login.email, login.password)).status).toBe(200);
+  const view = await operator.json('GET', '/console/api/admin/reconciliation?days=1');
+  const output = view.data.find(
+    (r: { provider: string; day: string; model: string; field: string }) =>
+      r.provider === 'emulator-openai' && r.day === day && r.model === 'gpt-4o-mini' && r.field === 'output',
+  );
+  expect(output).toMatchObject({
+    drift_units: tokens('completion_tokens'),
+    explained_units: tokens('completion_tokens'),
+    unexplained_units: 0,
+  });
+  // verify-ledger totals them by cause, none of them charged to the customer too, and the drift they explain.
+  const out: string[] = [];
+  const code = await runAdmin(['verify-ledger', '--since', since, '--json'], {
+    out: (l) => out.push(l),
+    err: () => undefined,
+    env: { ...process.env, DATABASE_URL: h.config.databaseUrl },
+  });
+  expect(code).toBe(0);
+  expect(JSON.parse(out.join('\n')).gateway_costs_by_cause.batch_line_after_end).toEqual({
+    count: recorded.length,
+    costVnd: recorded.reduce((s, g) => s + g.cost, 0),
+    estimated: 0,
+  });
+  expect(JSON.parse(out.join('\n')).reconciled_drift.output).toEqual({
+    drift: tokens('completion_tokens'),
+    explained: tokens('completion_tokens'),
+    unexplained: 0,
+  });
+  expect(await verifyProjections(h.deps.db)).toEqual([]);
+}, 60_000);
+
+test('a batch ended while a dead worker had requests at the provider: each a gateway cost, estimated', async () => {
+  // The batch runs on a worker of its own process, killed with requests at the provider (served at once, answered
+  // 2.5 s later); its workflow is terminated and the reconciler ends the batch with those lines still claimed.
+  await h.worker?.close();
+  h.worker = null;
+  const child = await spawnWorker(h);
+  try {
+    const {
+      a,
+      c,
+      sent: served,
+      created: b,
+    } = await slowBatchTerminated('dead', {
+      served: true,
+      beforeEnd: () => child.kill('SIGKILL'),
+    });
+    // Once the dead attempt's claims are stale (1 s heartbeat here), the reconciler ends the batch.
+    await new Promise((r) => setTimeout(r, 1500));
+    await reconcileBatches(
+      { db: h.deps.db, temporal: h.deps.temporal!, config: h.deps.config, storage: h.deps.storage },
+      { graceMs: 0 },
+    );
+    expect((await c.batches.retrieve(b.id)).status).toBe('failed');
+    const costs = (
+      await h.deps.db.query(
+        `SELECT usage_id, cause, attempt, estimated, cost_vnd::int AS cost, units FROM gateway_costs
+         WHERE ref_type = 'batch' AND ref_id = $1 ORDER BY usage_id`,
+        [b.id],
+      )
+    ).rows;
+    const ids = served()
+      .map((r) => itemUsageId(b.id, `req-${/number (\d+)/.exec(JSON.stringify(r.body))![1]}`))
+      .sort();
+    expect(costs.map((g) => g.usage_id)).toEqual(ids);
+    for (const g of costs)
+      expect(g).toMatchObject({ cause: 'batch_line_interrupted', attempt: expect.any(String), estimated: true });
+    // Estimated from the request: its bytes / 4 as input, its own max_tokens (50) as output.
+    expect(costs.every((g) => g.cost > 0 && g.units.completion_tokens === 50 && g.units.estimated === 1)).toBe(true);
+    const charged = await h.deps.db.query('SELECT 1 FROM usage_records WHERE account_id = $1', [a.accountId]);
+    expect(charged.rowCount).toBe(0);
+    expect(await getBalance(h.deps.db, a.accountId)).toEqual({ balance: 1_000_000, held: 0, available: 1_000_000 });
+  } finally {
+    await child.kill('SIGKILL');
+    await h.startWorker();
+  }
+}, 90_000);

@@ -27,6 +27,16 @@ videoHarnessForFile((x) => (h = x));
 type Json = any;
 const eventKinds = async (jobId: string) => (await listEvents(h.deps.db, jobId)).map((e) => e.kind);
 
+/** The gateway's own costs recorded for video job `id` (src/billing/gatewayCosts.ts). */
+async function gatewayCostsOf(id: string) {
+  const r = await h.deps.db.query(
+    `SELECT cause, deployment, cost_vnd::int AS cost_vnd, units, account_id FROM gateway_costs
+     WHERE ref_type = 'video_job' AND ref_id = $1 ORDER BY id`,
+    [id],
+  );
+  return r.rows;
+}
+
 /** DELETE while the provider holds the create-task request: returns once the job is final. */
 async function cancelDuringCreation(key: string, model: string, prompt: string, createPath: string): Promise<Json> {
   h.emulator.control.addFault({ match: `POST ${createPath}`, delayMs: 1500, times: 1 });
@@ -81,6 +91,18 @@ test(
     expect(ended.data).toMatchObject({ taskId, state: 'succeeded' });
     // The job's terms: a cancelled job charges nothing, whatever the provider did with the task.
     const job = (await getJob(h.deps.db, out.id))!;
+    // What the provider billed for the task that could not be cancelled is the gateway's own cost, recorded once.
+    const costs = await gatewayCostsOf(out.id);
+    expect(costs).toEqual([
+      {
+        cause: 'video_task_uncancelled',
+        deployment: job.deployment,
+        cost_vnd: ended.data.gatewayCostVnd,
+        units: { video_seconds: 4 },
+        account_id: acc.accountId,
+      },
+    ]);
+    expect(ended.data.gatewayCostVnd).toBeGreaterThan(0);
     expect(job).toMatchObject({ status: 'failed', errorCode: 'cancelled', costVnd: null, videoKey: null });
     expect(await getBalance(h.deps.db, acc.accountId)).toEqual({ balance: BALANCE, held: 0, available: BALANCE });
     expect((await listLedger(h.deps.db, acc.accountId)).filter((e) => e.kind === 'charged')).toEqual([]);
@@ -447,6 +469,15 @@ test(
       gatewayCostVnd: 4 * price,
     });
     expect((await eventKinds(job.id)).filter((k) => k === 'provider_task_cancelled')).toEqual([]);
+    expect(await gatewayCostsOf(job.id)).toEqual([
+      {
+        cause: 'video_twin',
+        deployment: dup.data.deployment,
+        cost_vnd: 4 * price,
+        units: { video_seconds: 4 },
+        account_id: acc.accountId,
+      },
+    ]);
     // The job itself runs on its own task (the reconciler starts its workflow): one charge, for one video.
     const done = await eventually(async () => {
       const j = await getJob(h.deps.db, job.id);

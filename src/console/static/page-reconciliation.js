@@ -11,6 +11,8 @@ const HEAD = [
   ['Reported units', 'num'],
   ['Recorded units', 'num'],
   ['Drift', 'num'],
+  ['Explained (gateway costs)', 'num'],
+  ['Unexplained', 'num'],
   ['Provider cost ₫', 'num'],
   ['Charged ₫ (share)', 'num'],
   ['Margin ₫', 'num'],
@@ -39,7 +41,8 @@ export function pageReconciliation(main, _p, _q, scope) {
       'Reconciliation',
       "Each provider's own usage and cost report for a day against what the gateway recorded sending it, per " +
         'model and field; drift is reported minus recorded, margin is what customers were charged minus what ' +
-        'the provider billed.',
+        'the provider billed. Drift the gateway explains is the units of calls no customer was charged for ' +
+        '(interrupted batch lines, lost background attempts, ...), recorded as its own costs; the rest is unexplained.',
     ),
     body,
   );
@@ -118,7 +121,7 @@ export function pageReconciliation(main, _p, _q, scope) {
                 view.data.map((r) =>
                   h(
                     'tr',
-                    { class: r.drift_units !== 0 ? 'warn' : null },
+                    { class: r.unexplained_units !== 0 ? 'warn' : null },
                     h('td', null, r.day),
                     h('td', null, r.provider),
                     h('td', null, r.model),
@@ -126,6 +129,8 @@ export function pageReconciliation(main, _p, _q, scope) {
                     h('td', { class: 'num' }, units(r.reported_units)),
                     h('td', { class: 'num' }, units(r.recorded_units)),
                     h('td', { class: 'num' }, `${units(r.drift_units)} (${pct(r.drift_ratio)})`),
+                    h('td', { class: 'num' }, units(r.explained_units)),
+                    h('td', { class: 'num' }, units(r.unexplained_units)),
                     h('td', { class: 'num' }, money(r.reported_cost_vnd)),
                     h('td', { class: 'num' }, money(r.charged_vnd)),
                     h('td', { class: 'num' }, money(r.margin_vnd)),
