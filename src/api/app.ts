@@ -19,6 +19,7 @@ import { batchesRouter } from './routers/batches';
 import { messageBatchesRouter } from './routers/messageBatches';
 import { consoleRouter } from '../console/router';
 import { dispatchByPrefix } from './dispatch';
+import { organizationsRouter } from '../organizations';
 
 /** Builds the gateway's Koa app: one router per API family, all sharing the deps built at start-up. */
 export function createApp(deps: AppDeps): Koa<GatewayState> {
@@ -45,6 +46,7 @@ export function createApp(deps: AppDeps): Koa<GatewayState> {
     batchesRouter(deps),
     messageBatchesRouter(deps),
     consoleRouter(deps),
+    organizationsRouter(deps),
   ];
   app.use(dispatchByPrefix(routers));
   return app;
