@@ -26,6 +26,7 @@ import {
   UsageError as ConsoleUsageError,
 } from './consoleUsers';
 import { isWebhookCommand, planWebhookCommand, WEBHOOKS_USAGE, WebhookUsageError } from './webhooks';
+import { verifyAuditChain } from '../organizations';
 import { CATALOG_IMPORT_USAGE, CatalogImportUsageError, runCatalogImport } from './catalogImport';
 import {
   isPriceCommand,
@@ -70,6 +71,9 @@ Commands:
                                                response: charged once (its one usage record, from its hold),
                                                every lost attempt closed with its gateway cost, never charged
                                                (exit 1 on any mismatch)
+  verify-audit                                 recompute the audit log's hash chain from its first entry: each
+                                               entry's hash over its content and the hash before it (exit 1, with
+                                               the first broken entry, if any does not hold)
   help                                         this text
 
 Console logins:
@@ -236,6 +240,7 @@ const ALLOWED: Record<string, string[]> = {
   ledger: ['limit'],
   'list-accounts': [],
   'verify-ledger': ['since'],
+  'verify-audit': [],
 };
 
 export async function runAdmin(
@@ -684,6 +689,22 @@ function verifyLedgerCommand(pos: string[], values: Values): Runner {
   };
 }
 
+/** The audit log's chain (src/organizations/audit.ts), proved from its first entry. */
+function verifyAuditCommand(pos: string[], _values: Values): Runner {
+  expectPositionals(pos, 0, 'verify-audit');
+  return async (db, print) => {
+    const check = await verifyAuditChain(db);
+    const b = check.firstBroken;
+    print(
+      b
+        ? `BROKEN audit chain at entry ${b.seq} (${b.id}): ${b.reason}`
+        : `audit chain ok: ${check.entries} entries, each hash over its content and the one before`,
+      check,
+    );
+    return b ? 1 : 0;
+  };
+}
+
 /** Each command: its arguments checked (a UsageError before any database work), then what it runs. */
 const COMMANDS: Record<string, (pos: string[], values: Values) => Runner> = {
   'create-account': createAccountCommand,
@@ -697,6 +718,7 @@ const COMMANDS: Record<string, (pos: string[], values: Values) => Runner> = {
   ledger: ledgerCommand,
   'list-accounts': listAccountsCommand,
   'verify-ledger': verifyLedgerCommand,
+  'verify-audit': verifyAuditCommand,
 };
 
 /** Commands on files rather than the database (no migration, no connection): lines to print or data for --json. */

@@ -3,6 +3,7 @@ import { parseArgs } from 'node:util';
 import { Catalog, pricingProblem, type PriceSet } from '../catalog/catalog';
 import type { Db } from '../db/pool';
 import { projectRoot } from '../projectRoot';
+import { operatorActor, recordAudit } from '../organizations';
 import { addPriceVersion, listPriceVersions, priceVersionAt, recordCatalogVersions } from '../billing/priceBook';
 
 /**
@@ -119,6 +120,20 @@ export function planPriceCommand(
       source: 'price-set',
       note: values.note ?? null,
     });
+    await recordAudit(db, {
+      accountId: null,
+      type: 'price.updated',
+      actor: operatorActor(),
+      resourceId: model.id,
+      details: {
+        model: model.id,
+        version: v.id,
+        pricing: next,
+        batch_pricing: nextBatch,
+        effective_at: v.effectiveAt.toISOString(),
+        note: values.note ?? null,
+      },
+    });
     if (asJson) out(JSON.stringify(v, null, 2));
     else out(`price version v${v.id} of ${model.id} in force from ${v.effectiveAt.toISOString()}`);
     return 0;
@@ -135,5 +150,17 @@ export async function recordImportedVersions(
 ): Promise<Map<string, number>> {
   const catalog = Catalog.load(catalogPath, env);
   const models = modelIds.map((id) => catalog.get(id)).filter((m) => m !== undefined);
-  return recordCatalogVersions(db, models, 'catalog-import', effectiveAt);
+  const versions = await recordCatalogVersions(db, models, 'catalog-import', effectiveAt);
+  await recordAudit(db, {
+    accountId: null,
+    type: 'catalog.imported',
+    actor: operatorActor(),
+    resourceId: catalogPath,
+    details: {
+      catalog: catalogPath,
+      versions: Object.fromEntries(versions),
+      effective_at: effectiveAt?.toISOString() ?? null,
+    },
+  });
+  return versions;
 }

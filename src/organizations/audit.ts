@@ -1,4 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
+import os from 'node:os';
 import { tx, type Db, type Queryable } from '../db/pool';
 
 /**
@@ -8,9 +9,13 @@ import { tx, type Db, type Queryable } from '../db/pool';
  */
 const AUDIT_LOCK = 727274048;
 
-/** Who did it, in OpenAI's AuditLogActor shape (null: the system itself, e.g. an operator's CLI). */
+/**
+ * Who did it, in OpenAI's AuditLogActor shape (a session: a console login and its IP; an API key), or an operator at
+ * the CLI (entries of no organization, which the Admin API never shows). A failed login's user may be unknown (no id).
+ */
 export type AuditActor =
-  | { type: 'session'; session: { user: { id: string; email: string }; ip_address: string } }
+  | { type: 'session'; session: { user: { id?: string; email: string }; ip_address: string } }
+  | { type: 'operator'; operator: { user: string; host: string; via: 'cli' } }
   | {
       type: 'api_key';
       api_key: { id: string; type: 'user' | 'service_account'; user?: { id: string; email: string } };
@@ -68,7 +73,8 @@ export function entryHash(prev: Buffer | null, e: Hashed): Buffer {
 
 function actorIdentity(a: AuditActor): { id: string | null; email: string | null } {
   if (!a) return { id: null, email: null };
-  if (a.type === 'session') return { id: a.session.user.id, email: a.session.user.email };
+  if (a.type === 'session') return { id: a.session.user.id ?? null, email: a.session.user.email };
+  if (a.type === 'operator') return { id: `operator:${a.operator.user}@${a.operator.host}`, email: null };
   return { id: a.api_key.id, email: a.api_key.user?.email ?? null };
 }
 
@@ -158,3 +164,14 @@ export const adminKeyActor = (adminKeyId: string): AuditActor => ({
   type: 'api_key',
   api_key: { id: adminKeyId, type: 'user' },
 });
+
+/** The operator running the admin CLI, as the machine names them. */
+export function operatorActor(): AuditActor {
+  let user: string;
+  try {
+    user = os.userInfo().username;
+  } catch {
+    user = process.env.USER ?? 'unknown'; // no passwd entry for the uid (a container)
+  }
+  return { type: 'operator', operator: { user, host: os.hostname(), via: 'cli' } };
+}

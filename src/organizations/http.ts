@@ -9,6 +9,8 @@ export interface OrgDeps {
   db: Db;
   keys: KeyResolver;
   adminKeys: { resolve(key: string): Promise<AdminPrincipal | null> };
+  /** Writes this process's queued usage and charges (usage and costs read the database). */
+  credit: { flush(): Promise<unknown> };
 }
 
 /** The caller of an organization route: an admin key of one organization (or, later, a console session). */

@@ -5,5 +5,13 @@
 export { organizationsRouter } from './router';
 export type { OrgDeps } from './http';
 export { AdminKeyResolver, createAdminKey, isLiveAdminKey, type AdminPrincipal } from './adminKeys';
-export { appendAudit, recordAudit, verifyAuditChain, type AuditActor, type AuditEntry, type ChainCheck } from './audit';
+export {
+  appendAudit,
+  operatorActor,
+  recordAudit,
+  verifyAuditChain,
+  type AuditActor,
+  type AuditEntry,
+  type ChainCheck,
+} from './audit';
 export { defaultProject } from './projects';

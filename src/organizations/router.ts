@@ -4,6 +4,8 @@ import type { OrgDeps } from './http';
 import { routeTable } from './routes';
 import { projectRoutes } from './projectsRoutes';
 import { adminKeyRoutes } from './adminKeysRoutes';
+import { auditRoutes } from './auditRoutes';
+import { usageRoutes } from './usageRoutes';
 
 /**
  * OpenAI's Admin API (/v1/organization/*) for the gateway's organizations: one account is one organization. The
@@ -15,5 +17,7 @@ export function organizationsRouter(deps: OrgDeps): Router<GatewayState> {
   const t = routeTable(r, deps);
   projectRoutes(t, deps);
   adminKeyRoutes(t, deps);
+  auditRoutes(t, deps);
+  usageRoutes(t, deps);
   return r;
 }
