@@ -21,7 +21,11 @@ export interface AppDeps {
   prices?: PriceBook;
   keys: KeyResolver;
   /** The organizations' admin keys (src/organizations: /v1/organization/*; refused on model routes). */
-  adminKeys: { resolve(key: string): Promise<{ accountId: string; adminKeyId: string } | null> };
+  adminKeys: {
+    resolve(
+      key: string,
+    ): Promise<{ accountId: string; adminKeyId: string; role: 'owner' | 'reader'; ownerUserId: string | null } | null>;
+  };
   credit: CreditManager;
   /** Per-key requests and tokens per minute: in Redis with REDIS_URL, else in this process. */
   limiter: RateLimiter;

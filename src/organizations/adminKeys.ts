@@ -21,6 +21,9 @@ export interface AdminKeyRow {
 export interface AdminPrincipal {
   accountId: string;
   adminKeyId: string;
+  /** The key acts as its owner: with the owner's organization role (no owner: made by the operator, an owner). */
+  ownerUserId: string | null;
+  role: 'owner' | 'reader';
 }
 
 const COLUMNS = 'id, account_id, name, redacted_value, owner_user_id, created_at, last_used_at, expires_at';
@@ -105,12 +108,15 @@ export class AdminKeyResolver {
     let hit = this.cache.get(key);
     if (!hit || now - hit.at >= this.ttlMs) {
       const r = await this.db.query(
-        'SELECT id, account_id, expires_at FROM admin_api_keys WHERE key_hash = $1 AND deleted_at IS NULL',
+        // A removed owner's keys stop working with them.
+        `SELECT k.id, k.account_id, k.expires_at, k.owner_user_id, COALESCE(u.org_role, 'owner') AS role
+         FROM admin_api_keys k LEFT JOIN console_users u ON u.id = k.owner_user_id
+         WHERE k.key_hash = $1 AND k.deleted_at IS NULL AND u.removed_at IS NULL`,
         [hashKey(key)],
       );
       const x = r.rows[0];
       hit = {
-        p: x ? { accountId: x.account_id, adminKeyId: x.id } : null,
+        p: x ? { accountId: x.account_id, adminKeyId: x.id, ownerUserId: x.owner_user_id, role: x.role } : null,
         expiresAt: x?.expires_at ? x.expires_at.getTime() : null,
         at: now,
       };

@@ -44,7 +44,12 @@ export function adminKeyRoutes(t: RouteTable, deps: OrgDeps): void {
     const { row, value } = (await audited(
       deps,
       caller,
-      (c) => createAdminKey(c, caller.accountId, { name: b.name, expiresInSeconds: b.expires_in_seconds }),
+      (c) =>
+        createAdminKey(c, caller.accountId, {
+          name: b.name,
+          expiresInSeconds: b.expires_in_seconds,
+          ownerUserId: caller.userId,
+        }),
       (made) => [
         {
           type: 'api_key.created',

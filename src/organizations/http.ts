@@ -2,6 +2,7 @@ import type { Ctx } from '../api/middleware';
 import { ApiError } from '../errors';
 import type { KeyResolver } from '../auth/apiKeys';
 import type { Db } from '../db/pool';
+import type { Config } from '../config';
 import type { AdminPrincipal } from './adminKeys';
 import { adminKeyActor, type AuditActor } from './audit';
 
@@ -11,6 +12,7 @@ export interface OrgDeps {
   adminKeys: { resolve(key: string): Promise<AdminPrincipal | null> };
   /** Writes this process's queued usage and charges (usage and costs read the database). */
   credit: { flush(): Promise<unknown> };
+  config: Pick<Config, 'smtpUrl' | 'mailFrom' | 'publicBaseUrl' | 'inviteTtlMs'>;
 }
 
 /** The caller of an organization route: an admin key of one organization (or, later, a console session). */
@@ -18,6 +20,10 @@ export interface OrgCaller {
   accountId: string;
   actor: AuditActor;
   adminKeyId: string | null;
+  /** The organization role the caller acts with: a reader changes nothing (403). */
+  role: 'owner' | 'reader';
+  /** The member the caller acts for (an admin key's owner), if any. */
+  userId: string | null;
 }
 
 function bearer(ctx: Ctx): string {
@@ -41,7 +47,13 @@ export async function adminCaller(ctx: Ctx, deps: OrgDeps): Promise<OrgCaller> {
     );
   const admin: AdminPrincipal | null = await deps.adminKeys.resolve(key);
   if (admin)
-    return { accountId: admin.accountId, actor: adminKeyActor(admin.adminKeyId), adminKeyId: admin.adminKeyId };
+    return {
+      accountId: admin.accountId,
+      actor: adminKeyActor(admin.adminKeyId),
+      adminKeyId: admin.adminKeyId,
+      role: admin.role,
+      userId: admin.ownerUserId,
+    };
   if (await deps.keys.resolve(key))
     throw new ApiError(
       403,

@@ -6,6 +6,7 @@ import { projectRoutes } from './projectsRoutes';
 import { adminKeyRoutes } from './adminKeysRoutes';
 import { auditRoutes } from './auditRoutes';
 import { usageRoutes } from './usageRoutes';
+import { memberRoutes, mountInviteAcceptance } from './membersRoutes';
 
 /**
  * OpenAI's Admin API (/v1/organization/*) for the gateway's organizations: one account is one organization. The
@@ -19,5 +20,7 @@ export function organizationsRouter(deps: OrgDeps): Router<GatewayState> {
   adminKeyRoutes(t, deps);
   auditRoutes(t, deps);
   usageRoutes(t, deps);
+  memberRoutes(t, deps);
+  mountInviteAcceptance(r, deps);
   return r;
 }

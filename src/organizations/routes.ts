@@ -1,7 +1,7 @@
 import type Koa from 'koa';
 import type Router from '@koa/router';
 import { jsonBody, route, type Ctx, type GatewayState } from '../api/middleware';
-import { notFound } from '../errors';
+import { ApiError, notFound } from '../errors';
 import { tx, type DbClient } from '../db/pool';
 import { appendAudit, type AuditEntry } from './audit';
 import { adminCaller, type OrgCaller, type OrgDeps } from './http';
@@ -28,6 +28,18 @@ export function routeTable(r: Router<GatewayState>, deps: OrgDeps): RouteTable {
     callers.set(ctx, await adminCaller(ctx, deps));
     await next();
   };
+  // Every POST and DELETE changes something: an owner's, never a reader's.
+  const owner: Koa.Middleware<GatewayState> = async (ctx, next) => {
+    if (callers.get(ctx)!.role !== 'owner')
+      throw new ApiError(
+        403,
+        "Readers of the organization change nothing: this needs the organization's owner role.",
+        'invalid_request_error',
+        null,
+        'owner_role_required',
+      );
+    await next();
+  };
   const run =
     (fn: OrgHandler): Koa.Middleware<GatewayState> =>
     async (ctx) => {
@@ -35,9 +47,9 @@ export function routeTable(r: Router<GatewayState>, deps: OrgDeps): RouteTable {
     };
   return {
     get: (path, fn) => void r.get(path, route(path), auth, run(fn)),
-    delete: (path, fn) => void r.delete(path, route(path), auth, run(fn)),
-    post: (path, fn) => void r.post(path, route(path), auth, body, run(fn)),
-    action: (path, fn) => void r.post(path, route(path), auth, run(fn)),
+    delete: (path, fn) => void r.delete(path, route(path), auth, owner, run(fn)),
+    post: (path, fn) => void r.post(path, route(path), auth, owner, body, run(fn)),
+    action: (path, fn) => void r.post(path, route(path), auth, owner, run(fn)),
   };
 }
 
