@@ -101,6 +101,8 @@ export interface Principal {
   keyId: string;
   /** The key's project (migration 210; absent on principals made for a job's own calls). */
   projectId?: string;
+  /** Its project or organization has a spend limit (migration 214): its reservations come from a lease of its own. */
+  spendLimited?: boolean;
   /** Effective limits (the key's own, else the account's defaults), as of the cached lookup. */
   limits: KeyLimits;
   /** Epoch ms after which the key is refused; null: never. */
@@ -112,7 +114,8 @@ export interface Principal {
 }
 
 // A key of an archived project no longer works (the organization's Admin API archives projects).
-const PRINCIPAL_SQL = `SELECT k.id, k.account_id, k.project_id, k.expires_at, a.budget_fence_at, ${EFFECTIVE_LIMITS_SQL}
+const PRINCIPAL_SQL = `SELECT k.id, k.account_id, k.project_id, k.expires_at, a.budget_fence_at,
+    ${EFFECTIVE_LIMITS_SQL}, (pj.spend_limit_vnd IS NOT NULL OR a.spend_limit_vnd IS NOT NULL) AS spend_limited
   FROM api_keys k JOIN accounts a ON a.id = k.account_id
   JOIN projects pj ON pj.id = k.project_id AND pj.archived_at IS NULL`;
 
@@ -130,6 +133,7 @@ function principalOf(
     accountId: x.account_id as string,
     keyId: x.id as string,
     projectId: x.project_id as string,
+    spendLimited: x.spend_limited === true,
     limits: limitsFromRow(x),
     expiresAt: ms(x.expires_at),
     budgetFenceAt: ms(x.budget_fence_at),

@@ -12,7 +12,7 @@ export interface OrgDeps {
   adminKeys: { resolve(key: string): Promise<AdminPrincipal | null> };
   /** Writes this process's queued usage and charges (usage and costs read the database). */
   credit: { flush(): Promise<unknown> };
-  config: Pick<Config, 'smtpUrl' | 'mailFrom' | 'publicBaseUrl' | 'inviteTtlMs'>;
+  config: Pick<Config, 'smtpUrl' | 'mailFrom' | 'publicBaseUrl' | 'inviteTtlMs' | 'keyCacheMs'>;
 }
 
 /** The caller of an organization route: an admin key of one organization (or, later, a console session). */

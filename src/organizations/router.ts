@@ -7,6 +7,7 @@ import { adminKeyRoutes } from './adminKeysRoutes';
 import { auditRoutes } from './auditRoutes';
 import { usageRoutes } from './usageRoutes';
 import { memberRoutes, mountInviteAcceptance } from './membersRoutes';
+import { spendLimitRoutes } from './spendLimitRoutes';
 
 /**
  * OpenAI's Admin API (/v1/organization/*) for the gateway's organizations: one account is one organization. The
@@ -21,6 +22,7 @@ export function organizationsRouter(deps: OrgDeps): Router<GatewayState> {
   auditRoutes(t, deps);
   usageRoutes(t, deps);
   memberRoutes(t, deps);
+  spendLimitRoutes(t, deps);
   mountInviteAcceptance(r, deps);
   return r;
 }
