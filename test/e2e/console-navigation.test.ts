@@ -1,0 +1,58 @@
+import { startGateway, type TestGateway } from '../support/gateway';
+import { makeLogin } from './consoleClient';
+import { DESKTOP, PHONE, launchBrowser, shot, signIn, type Browser } from './browser';
+
+/**
+ * The operator's navigation (the longest: every customer section and the operator's) fits a 1280 px wide window and
+ * a phone: every link is inside the window, none cut off or scrolled out of sight (issue 48, point 7: at 1280 px
+ * the menu ran off the right edge, "Acco…"). Screenshots of both in test-artifacts/screenshots/.
+ */
+jest.setTimeout(120_000);
+
+let gw: TestGateway;
+let browser: Browser;
+let op: { email: string; password: string };
+
+beforeAll(async () => {
+  gw = await startGateway({}, { temporal: false });
+  const house = await gw.account(0, 'Operations');
+  op = await makeLogin(gw, house.accountId, 'operator');
+  browser = await launchBrowser();
+});
+afterAll(async () => {
+  await browser?.close();
+  await gw?.close();
+});
+
+for (const [name, size] of [
+  ['desktop 1280 px', DESKTOP],
+  ['phone', PHONE],
+] as const) {
+  test(`every navigation link is whole and in view: ${name}`, async () => {
+    const { page } = browser;
+    await page.setViewportSize(size);
+    await signIn(page, gw.url, op.email, op.password);
+    await page.goto(`${gw.url}/console/admin/accounts`);
+    await page.waitForSelector('nav.nav a.active');
+    // Each link inside the window and inside the menu's own visible box (a scrolled menu hides links in it).
+    const links = await page.$$eval('nav.nav a', (as) => {
+      const nav = as[0].parentElement!.getBoundingClientRect();
+      return as.map((a) => {
+        const r = a.getBoundingClientRect();
+        return {
+          text: a.textContent,
+          left: Math.min(r.left, r.left - nav.left),
+          right: Math.max(r.right, r.right - nav.right + document.documentElement.clientWidth),
+          clipped: a.scrollWidth > a.clientWidth + 1,
+        };
+      });
+    });
+    expect(links.map((l) => l.text)).toEqual(expect.arrayContaining(['Accounts']));
+    const width = await page.evaluate(() => document.documentElement.clientWidth);
+    const outside = links.filter((l) => l.left < 0 || l.right > width || l.clipped);
+    expect(outside).toEqual([]);
+    // Nothing of the page scrolls sideways either.
+    expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(width);
+    await shot(page, `nav-operator-${size.width}`);
+  });
+}
