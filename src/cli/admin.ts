@@ -1,6 +1,6 @@
 import { parseArgs } from 'node:util';
 import { randomUUID } from 'node:crypto';
-import { createPool, type Db } from '../db/pool';
+import { createPool, tx, type Db } from '../db/pool';
 import { ensureDatabase, migrate } from '../db/migrate';
 import { createAccount, getBalance, listLedger, topUp, verifyProjections } from '../billing/ledger';
 import { verifyUsage } from '../billing/usageVerify';
@@ -26,7 +26,7 @@ import {
   UsageError as ConsoleUsageError,
 } from './consoleUsers';
 import { isWebhookCommand, planWebhookCommand, WEBHOOKS_USAGE, WebhookUsageError } from './webhooks';
-import { verifyAuditChain } from '../organizations';
+import { appendAudit, createAdminKey, operatorActor, verifyAuditChain } from '../organizations';
 import { CATALOG_IMPORT_USAGE, CatalogImportUsageError, runCatalogImport } from './catalogImport';
 import {
   isPriceCommand,
@@ -55,6 +55,8 @@ Commands:
   top-up <accountId> <amount> [--reason text] [--idempotency-key k]
                                                add VND to an account (a repeated key changes nothing)
   create-key <accountId> [--name n]            create an API key (the key is shown once)
+  create-admin-key <accountId> [--name n]      create an admin key of the organization (/v1/organization/*; an
+                                               owner's; shown once; recorded in the audit log)
   revoke-key <accountId> <keyId>               revoke an API key (effective within a few seconds)
   list-keys <accountId>                        list an account's API keys with their limits and spend
   set-key-limits <accountId> <keyId> [--rpm n] [--tpm n] [--budget-day VND] [--budget-month VND] [--expires date]
@@ -232,6 +234,7 @@ const ALLOWED: Record<string, string[]> = {
   'create-account': ['balance'],
   'top-up': ['reason', 'idempotency-key'],
   'create-key': ['name'],
+  'create-admin-key': ['name'],
   'revoke-key': [],
   'list-keys': [],
   'set-key-limits': ['rpm', 'tpm', 'budget-day', 'budget-month', 'expires'],
@@ -420,6 +423,39 @@ function createKeyCommand(pos: string[], values: Values): Runner {
         'Store it now: it is not shown again.',
       ],
       { id: k.id, account_id: accountId, name, key: k.key, prefix: k.prefix },
+    );
+    return 0;
+  };
+}
+
+/** The first admin key of an organization comes from the operator (the Admin API needs one to make more). */
+function createAdminKeyCommand(pos: string[], values: Values): Runner {
+  expectPositionals(pos, 1, 'create-admin-key');
+  const accountId = uuidArg(pos[0], 'accountId');
+  const name = opt(values, 'name') ?? '';
+  if (name.length > 200) throw new UsageError('--name must be at most 200 characters');
+  return async (db, print) => {
+    await requireAccount(db, accountId);
+    const { row, value } = await tx(db, async (c) => {
+      const made = await createAdminKey(c, accountId, { name });
+      await appendAudit(c, {
+        accountId,
+        type: 'api_key.created',
+        actor: operatorActor(),
+        resourceId: made.row.id,
+        details: { id: made.row.id, data: { scopes: ['api.management.read', 'api.management.write'] } },
+      });
+      return made;
+    });
+    print(
+      [
+        `created admin key ${row.id}${name ? ` (${name})` : ''} for account ${accountId}`,
+        '',
+        `  ${value}`,
+        '',
+        'Store it now: it is not shown again.',
+      ],
+      { id: row.id, account_id: accountId, name, key: value },
     );
     return 0;
   };
@@ -710,6 +746,7 @@ const COMMANDS: Record<string, (pos: string[], values: Values) => Runner> = {
   'create-account': createAccountCommand,
   'top-up': topUpCommand,
   'create-key': createKeyCommand,
+  'create-admin-key': createAdminKeyCommand,
   'revoke-key': revokeKeyCommand,
   'list-keys': listKeysCommand,
   'set-key-limits': setKeyLimitsCommand,

@@ -35,24 +35,28 @@ for (const [name, size] of [
     await page.goto(`${gw.url}/console/admin/accounts`);
     await page.waitForSelector('nav.nav a.active');
     // Each link inside the window and inside the menu's own visible box (a scrolled menu hides links in it).
-    const links = await page.$$eval('nav.nav a', (as) => {
-      const nav = as[0].parentElement!.getBoundingClientRect();
-      return as.map((a) => {
-        const r = a.getBoundingClientRect();
-        return {
-          text: a.textContent,
-          left: Math.min(r.left, r.left - nav.left),
-          right: Math.max(r.right, r.right - nav.right + document.documentElement.clientWidth),
-          clipped: a.scrollWidth > a.clientWidth + 1,
-        };
-      });
-    });
+    const links: { text: string; left: number; right: number; clipped: boolean }[] = await page.evaluate(
+      `(() => {
+        const as = [...document.querySelectorAll('nav.nav a')];
+        const nav = as[0].parentElement.getBoundingClientRect();
+        const width = document.documentElement.clientWidth;
+        return as.map((a) => {
+          const r = a.getBoundingClientRect();
+          return {
+            text: a.textContent,
+            left: Math.min(r.left, r.left - nav.left),
+            right: Math.max(r.right, r.right - nav.right + width),
+            clipped: a.scrollWidth > a.clientWidth + 1,
+          };
+        });
+      })()`,
+    );
     expect(links.map((l) => l.text)).toEqual(expect.arrayContaining(['Accounts']));
-    const width = await page.evaluate(() => document.documentElement.clientWidth);
+    const width = (await page.evaluate('document.documentElement.clientWidth')) as number;
     const outside = links.filter((l) => l.left < 0 || l.right > width || l.clipped);
     expect(outside).toEqual([]);
     // Nothing of the page scrolls sideways either.
-    expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(width);
+    expect(await page.evaluate('document.documentElement.scrollWidth')).toBeLessThanOrEqual(width);
     await shot(page, `nav-operator-${size.width}`);
   });
 }

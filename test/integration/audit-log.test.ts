@@ -162,9 +162,14 @@ test('an operator price change is logged with its actor; verify-audit names the 
       for (let i = 0; i < 3; i++)
         await recordAudit(pool, { accountId: null, type: 'test', actor: null, details: { i } });
       await pool.end();
+      // The operator makes an organization's first admin key (recorded too), which the Admin API then takes.
+      const acc = (await db.query(`INSERT INTO accounts (name) VALUES ('cli') RETURNING id`)).rows[0].id;
+      const made = await admin(env, 'create-admin-key', acc, '--name', 'first', '--json');
+      expect(made.code).toBe(0);
+      expect(JSON.parse(made.out).key).toMatch(/^sk-admin-/);
       const ok = await admin(env, 'verify-audit');
       expect(ok).toMatchObject({ code: 0 });
-      expect(ok.out).toMatch(/audit chain ok: 4 entries/);
+      expect(ok.out).toMatch(/audit chain ok: 5 entries/);
 
       // Someone with the database's owner rights edits an entry behind the triggers' back: the chain shows where.
       await db.query('ALTER TABLE audit_logs DISABLE TRIGGER audit_logs_no_update_delete');
