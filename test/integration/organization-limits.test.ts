@@ -115,4 +115,11 @@ test('bad limits are 400s naming the field', async () => {
     expect([body, r.status, r.body.error.param]).toEqual([body, 400, param]);
   }
   expect((await call('GET', '/v1/organization/spend_limit')).status).toBe(404);
+  // Another organization's project is as unknown as a made-up one, and its limit unchanged.
+  const other = adminClient(gw.url, (await createAdminKey(gw.deps.db, (await gw.account(0)).accountId)).value);
+  const P = `/v1/organization/projects/${project}/spend_limit`;
+  const body = { threshold_amount: 1, currency: 'VND', interval: 'month' };
+  for (const [method, b] of [['GET'], ['POST', body], ['DELETE']] as [string, unknown?][])
+    expect([method, (await other(method, P, b)).status]).toEqual([method, 404]);
+  expect((await call('GET', P)).status).toBe(404);
 });
