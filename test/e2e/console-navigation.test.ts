@@ -1,4 +1,6 @@
+import { randomUUID } from 'node:crypto';
 import { startGateway, type TestGateway } from '../support/gateway';
+import { createAdminKey } from '../../src/organizations';
 import { makeLogin } from './consoleClient';
 import { DESKTOP, PHONE, launchBrowser, shot, signIn, type Browser } from './browser';
 
@@ -60,3 +62,29 @@ for (const [name, size] of [
     await shot(page, `nav-operator-${size.width}`);
   });
 }
+
+test("an organization's invitation is accepted on its console page; the new member then signs in", async () => {
+  const { page } = browser;
+  await page.setViewportSize(DESKTOP);
+  const acc = await gw.account(0, 'Invited');
+  const admin = (await createAdminKey(gw.deps.db, acc.accountId)).value;
+  const email = `joiner-${randomUUID()}@example.com`;
+  const res = await fetch(`${gw.url}/v1/organization/invites`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${admin}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ email, role: 'reader' }),
+  });
+  const invite: any = await res.json();
+  await page.context().clearCookies();
+  await page.goto(invite.accept_url);
+  await page.waitForSelector('#invite-form');
+  await shot(page, 'invite-accept');
+  await page.fill('#invite-password', 'short');
+  await page.click('#invite-submit');
+  await page.waitForSelector('.form-error');
+  await page.fill('#invite-password', 'a good long password');
+  await page.click('#invite-submit');
+  await page.waitForSelector('#login-form');
+  await signIn(page, gw.url, email, 'a good long password');
+  expect(await page.textContent('.who')).toContain(email);
+});
