@@ -8,6 +8,7 @@ import { Catalog } from './catalog/catalog';
 import { PriceBook } from './billing/priceBook';
 import { registerReconcileMetrics } from './reconcile/metrics';
 import { KeyResolver } from './auth/apiKeys';
+import { AdminKeyResolver } from './organizations';
 import { CreditManager } from './billing/credit';
 import { createLogger, type Logger } from './observability/logger';
 import type { Db } from './db/pool';
@@ -144,6 +145,7 @@ export async function buildDeps(
     credit,
     limiter,
     keys: new KeyResolver(db, config.keyCacheMs),
+    adminKeys: new AdminKeyResolver(db, config.keyCacheMs),
     async close() {
       await credit.close();
       await flushTracing();

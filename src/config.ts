@@ -93,6 +93,12 @@ export interface Config {
   /** Hosts URL inputs may be fetched from even though they resolve to private addresses (local development). */
   fetchAllowHosts: string[];
   consoleSecureCookies: boolean;
+  /** Organization invitations are mailed through this SMTP server (smtp[s]://...); null: shown as links. */
+  smtpUrl: string | null;
+  /** The From address of those mails. */
+  mailFrom: string;
+  /** How long an organization invitation can be accepted. */
+  inviteTtlMs: number;
   /** Redis for rate limits shared by all API processes; null: an in-process limiter (one API process). */
   redisUrl: string | null;
   redisKeyPrefix: string;
@@ -161,6 +167,9 @@ export function loadConfig(overrides: Partial<Config> = {}): Config {
       .map((s) => s.trim())
       .filter(Boolean),
     consoleSecureCookies: false, // below: its default follows the final public URL
+    smtpUrl: process.env.SMTP_URL || null,
+    mailFrom: str('MAIL_FROM', 'gateway@localhost'),
+    inviteTtlMs: int('INVITE_TTL_MS', 7 * 24 * 3600 * 1000),
     redisUrl: process.env.REDIS_URL || null,
     redisKeyPrefix: str('REDIS_KEY_PREFIX', 'gw:rl:'),
     rateLimitRedisTimeoutMs: int('RATE_LIMIT_REDIS_TIMEOUT_MS', 1000),

@@ -94,6 +94,7 @@ function banner(o: {
     '',
     `  API base URL       ${o.apiUrl}/v1`,
     `  API key            ${o.demo.apiKey}`,
+    `  Admin key          ${o.demo.adminKey}   (/v1/organization/*: projects, keys, usage, audit log)`,
     `  Demo account       ${o.demo.accountId}   available ${groupDigits(o.demo.balanceVnd)} ₫`,
     `  Console            ${consoleLine}`,
     `  Temporal UI        ${o.temporalUi}`,

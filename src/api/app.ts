@@ -20,6 +20,7 @@ import { messageBatchesRouter } from './routers/messageBatches';
 import { topupsRouter } from './routers/topups';
 import { consoleRouter } from '../console/router';
 import { dispatchByPrefix } from './dispatch';
+import { organizationsRouter } from '../organizations';
 
 /** Builds the gateway's Koa app: one router per API family, all sharing the deps built at start-up. */
 export function createApp(deps: AppDeps): Koa<GatewayState> {
@@ -47,6 +48,7 @@ export function createApp(deps: AppDeps): Koa<GatewayState> {
     messageBatchesRouter(deps),
     topupsRouter(deps),
     consoleRouter(deps),
+    organizationsRouter(deps),
   ];
   app.use(dispatchByPrefix(routers));
   return app;

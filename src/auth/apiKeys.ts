@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
-import type { Db } from '../db/pool';
+import type { Db, Queryable } from '../db/pool';
 import { EFFECTIVE_LIMITS_SQL, limitsFromRow, type KeyLimits, type KeySettings } from '../limits/keyLimits';
 
 /**
@@ -7,6 +7,8 @@ import { EFFECTIVE_LIMITS_SQL, limitsFromRow, type KeyLimits, type KeySettings }
  * display prefix. A fast hash is right here: the secret has full entropy, so there is nothing to brute-force.
  */
 export const KEY_PREFIX = 'sk-gw-';
+/** An organization's admin keys (src/organizations/adminKeys.ts): they manage, and never call models. */
+export const ADMIN_KEY_PREFIX = 'sk-admin-';
 
 export function hashKey(key: string): Buffer {
   return createHash('sha256').update(key).digest();
@@ -33,12 +35,33 @@ export interface KeyInfo {
   effective: KeyLimits;
 }
 
-export async function createApiKey(db: Db, accountId: string, name = ''): Promise<CreatedKey> {
+/** Where a key belongs (migration 210): a project of the account (default: its default project), and its owner. */
+export interface KeyOwner {
+  projectId?: string;
+  serviceAccountId?: string;
+  ownerUserId?: string;
+}
+
+export async function createApiKey(
+  db: Queryable,
+  accountId: string,
+  name = '',
+  owner: KeyOwner = {},
+): Promise<CreatedKey> {
   const key = KEY_PREFIX + randomBytes(24).toString('base64url');
   const prefix = key.slice(0, KEY_PREFIX.length + 6);
   const r = await db.query(
-    'INSERT INTO api_keys (account_id, name, prefix, key_hash) VALUES ($1, $2, $3, $4) RETURNING id, created_at',
-    [accountId, name, prefix, hashKey(key)],
+    `INSERT INTO api_keys (account_id, name, prefix, key_hash, project_id, service_account_id, owner_user_id)
+     VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id, created_at`,
+    [
+      accountId,
+      name,
+      prefix,
+      hashKey(key),
+      owner.projectId ?? null,
+      owner.serviceAccountId ?? null,
+      owner.ownerUserId ?? null,
+    ],
   );
   return { id: r.rows[0].id, key, prefix, name, createdAt: r.rows[0].created_at.toISOString() };
 }
@@ -76,6 +99,10 @@ export async function revokeApiKey(db: Db, accountId: string, keyId: string): Pr
 export interface Principal {
   accountId: string;
   keyId: string;
+  /** The key's project (migration 210; absent on principals made for a job's own calls). */
+  projectId?: string;
+  /** Its project or organization has a spend limit (migration 214): its reservations come from a lease of its own. */
+  spendLimited?: boolean;
   /** Effective limits (the key's own, else the account's defaults), as of the cached lookup. */
   limits: KeyLimits;
   /** Epoch ms after which the key is refused; null: never. */
@@ -86,8 +113,11 @@ export interface Principal {
   fetchedAt: number;
 }
 
-const PRINCIPAL_SQL = `SELECT k.id, k.account_id, k.expires_at, a.budget_fence_at, ${EFFECTIVE_LIMITS_SQL}
-  FROM api_keys k JOIN accounts a ON a.id = k.account_id`;
+// A key of an archived project no longer works (the organization's Admin API archives projects).
+const PRINCIPAL_SQL = `SELECT k.id, k.account_id, k.project_id, k.expires_at, a.budget_fence_at,
+    ${EFFECTIVE_LIMITS_SQL}, (pj.spend_limit_vnd IS NOT NULL OR a.spend_limit_vnd IS NOT NULL) AS spend_limited
+  FROM api_keys k JOIN accounts a ON a.id = k.account_id
+  JOIN projects pj ON pj.id = k.project_id AND pj.archived_at IS NULL`;
 
 function principalOf(
   x: Record<string, unknown> & {
@@ -102,6 +132,8 @@ function principalOf(
   return {
     accountId: x.account_id as string,
     keyId: x.id as string,
+    projectId: x.project_id as string,
+    spendLimited: x.spend_limited === true,
     limits: limitsFromRow(x),
     expiresAt: ms(x.expires_at),
     budgetFenceAt: ms(x.budget_fence_at),

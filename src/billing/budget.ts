@@ -66,27 +66,49 @@ export async function keyBudgetRoom(
 ): Promise<{ room: number; period: 'day' | 'month' } | null> {
   const r = await c.query(
     `WITH k AS (
-       SELECT k.id, k.account_id, a.budget_fence_at, COALESCE(k.budget_day_vnd, a.default_budget_day_vnd) AS day_budget,
-              COALESCE(k.budget_month_vnd, a.default_budget_month_vnd) AS month_budget
-       FROM api_keys k JOIN accounts a ON a.id = k.account_id WHERE k.id = $1),
+       SELECT k.id, k.account_id, k.project_id, a.budget_fence_at,
+              COALESCE(k.budget_day_vnd, a.default_budget_day_vnd) AS day_budget,
+              COALESCE(k.budget_month_vnd, a.default_budget_month_vnd) AS month_budget,
+              pj.spend_limit_vnd AS project_limit, a.spend_limit_vnd AS org_limit
+       FROM api_keys k JOIN accounts a ON a.id = k.account_id JOIN projects pj ON pj.id = k.project_id
+       WHERE k.id = $1),
+     fenced AS (
+       SELECT COALESCE(sum(h.remaining), 0) AS v FROM holds h, k
+       WHERE h.account_id = k.account_id AND h.status = 'open' AND h.api_key_id IS NULL AND h.ref_type = 'lease'
+         AND h.created_at < k.budget_fence_at),
      held AS (
        SELECT (SELECT COALESCE(sum(remaining), 0) FROM holds WHERE api_key_id = $1 AND status = 'open')
-            + (SELECT COALESCE(sum(h.remaining), 0) FROM holds h, k
-               WHERE h.account_id = k.account_id AND h.status = 'open' AND h.api_key_id IS NULL AND h.ref_type = 'lease'
-                 AND h.created_at < k.budget_fence_at
-                 AND (k.day_budget IS NOT NULL OR k.month_budget IS NOT NULL)) AS v)
+            + (SELECT CASE WHEN k.day_budget IS NOT NULL OR k.month_budget IS NOT NULL THEN fenced.v ELSE 0 END
+               FROM k, fenced) AS v),
+     -- A project's and an organization's month (migration 214): the spend and open holds of all their keys, and
+     -- the shared leases created before the budget fence (they may carry any key's requests).
+     scoped AS (
+       SELECT
+         (SELECT COALESCE(sum(s.spent_vnd), 0) FROM api_key_spend s JOIN api_keys x ON x.id = s.api_key_id, k
+          WHERE x.project_id = k.project_id AND s.period = ${MONTH('$2')})
+         + (SELECT COALESCE(sum(h.remaining), 0) FROM holds h JOIN api_keys x ON x.id = h.api_key_id, k
+            WHERE x.project_id = k.project_id AND h.status = 'open') AS project_used,
+         (SELECT COALESCE(sum(s.spent_vnd), 0) FROM api_key_spend s JOIN api_keys x ON x.id = s.api_key_id, k
+          WHERE x.account_id = k.account_id AND s.period = ${MONTH('$2')})
+         + (SELECT COALESCE(sum(h.remaining), 0) FROM holds h, k
+            WHERE h.account_id = k.account_id AND h.status = 'open' AND h.api_key_id IS NOT NULL) AS org_used
+       FROM k WHERE k.project_limit IS NOT NULL OR k.org_limit IS NOT NULL)
      SELECT k.day_budget - held.v
               - COALESCE((SELECT spent_vnd FROM api_key_spend WHERE api_key_id = $1 AND period = ${DAY('$2')}), 0)
               AS day_room,
             k.month_budget - held.v
               - COALESCE((SELECT spent_vnd FROM api_key_spend WHERE api_key_id = $1 AND period = ${MONTH('$2')}), 0)
-              AS month_room
-     FROM k, held`,
+              AS month_room,
+            k.project_limit - scoped.project_used - fenced.v AS project_room,
+            k.org_limit - scoped.org_used - fenced.v AS org_room
+     FROM k CROSS JOIN held CROSS JOIN fenced LEFT JOIN scoped ON true`,
     [keyId, timeZone],
   );
   if (r.rowCount === 0) return null;
-  const day = r.rows[0].day_room === null ? null : Number(r.rows[0].day_room);
-  const month = r.rows[0].month_room === null ? null : Number(r.rows[0].month_room);
+  const num = (v: unknown) => (v === null ? null : Number(v));
+  const day = num(r.rows[0].day_room);
+  const months = [r.rows[0].month_room, r.rows[0].project_room, r.rows[0].org_room].map(num).filter((v) => v !== null);
+  const month = months.length ? Math.min(...(months as number[])) : null;
   if (day === null && month === null) return null;
   if (month === null || (day !== null && day <= month)) return { room: Math.max(0, day!), period: 'day' };
   return { room: Math.max(0, month), period: 'month' };

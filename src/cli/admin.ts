@@ -1,6 +1,6 @@
 import { parseArgs } from 'node:util';
 import { randomUUID } from 'node:crypto';
-import { createPool, type Db } from '../db/pool';
+import { createPool, tx, type Db } from '../db/pool';
 import { ensureDatabase, migrate } from '../db/migrate';
 import { createAccount, getBalance, listLedger, topUp, verifyProjections } from '../billing/ledger';
 import { verifyUsage } from '../billing/usageVerify';
@@ -28,6 +28,7 @@ import {
 } from './consoleUsers';
 import { isWebhookCommand, planWebhookCommand, WEBHOOKS_USAGE, WebhookUsageError } from './webhooks';
 import { isTopupCommand, planTopupCommand, TOPUPS_USAGE } from './topups';
+import { appendAudit, createAdminKey, operatorActor, verifyAuditChain } from '../organizations';
 import { CATALOG_IMPORT_USAGE, CatalogImportUsageError, runCatalogImport } from './catalogImport';
 import {
   isPriceCommand,
@@ -58,6 +59,8 @@ Commands:
   top-up <accountId> <amount> [--reason text] [--idempotency-key k]
                                                add VND to an account (a repeated key changes nothing)
   create-key <accountId> [--name n]            create an API key (the key is shown once)
+  create-admin-key <accountId> [--name n]      create an admin key of the organization (/v1/organization/*; an
+                                               owner's; shown once; recorded in the audit log)
   revoke-key <accountId> <keyId>               revoke an API key (effective within a few seconds)
   list-keys <accountId>                        list an account's API keys with their limits and spend
   set-key-limits <accountId> <keyId> [--rpm n] [--tpm n] [--budget-day VND] [--budget-month VND] [--expires date]
@@ -76,6 +79,9 @@ Commands:
                                                total the gateway's own costs by cause (calls no customer pays:
                                                one record each, never also charged) and the reconciled drift
                                                they explain, apart from the unexplained (exit 1 on any mismatch)
+  verify-audit                                 recompute the audit log's hash chain from its first entry: each
+                                               entry's hash over its content and the hash before it (exit 1, with
+                                               the first broken entry, if any does not hold)
   help                                         this text
 
 Console logins:
@@ -244,6 +250,7 @@ const ALLOWED: Record<string, string[]> = {
   'create-account': ['balance'],
   'top-up': ['reason', 'idempotency-key'],
   'create-key': ['name'],
+  'create-admin-key': ['name'],
   'revoke-key': [],
   'list-keys': [],
   'set-key-limits': ['rpm', 'tpm', 'budget-day', 'budget-month', 'expires'],
@@ -252,6 +259,7 @@ const ALLOWED: Record<string, string[]> = {
   ledger: ['limit'],
   'list-accounts': [],
   'verify-ledger': ['since'],
+  'verify-audit': [],
 };
 
 export async function runAdmin(
@@ -433,6 +441,39 @@ function createKeyCommand(pos: string[], values: Values): Runner {
         'Store it now: it is not shown again.',
       ],
       { id: k.id, account_id: accountId, name, key: k.key, prefix: k.prefix },
+    );
+    return 0;
+  };
+}
+
+/** The first admin key of an organization comes from the operator (the Admin API needs one to make more). */
+function createAdminKeyCommand(pos: string[], values: Values): Runner {
+  expectPositionals(pos, 1, 'create-admin-key');
+  const accountId = uuidArg(pos[0], 'accountId');
+  const name = opt(values, 'name') ?? '';
+  if (name.length > 200) throw new UsageError('--name must be at most 200 characters');
+  return async (db, print) => {
+    await requireAccount(db, accountId);
+    const { row, value } = await tx(db, async (c) => {
+      const made = await createAdminKey(c, accountId, { name });
+      await appendAudit(c, {
+        accountId,
+        type: 'api_key.created',
+        actor: operatorActor(),
+        resourceId: made.row.id,
+        details: { id: made.row.id, data: { scopes: ['api.management.read', 'api.management.write'] } },
+      });
+      return made;
+    });
+    print(
+      [
+        `created admin key ${row.id}${name ? ` (${name})` : ''} for account ${accountId}`,
+        '',
+        `  ${value}`,
+        '',
+        'Store it now: it is not shown again.',
+      ],
+      { id: row.id, account_id: accountId, name, key: value },
     );
     return 0;
   };
@@ -751,11 +792,28 @@ async function reconciledDrift(
   );
 }
 
+/** The audit log's chain (src/organizations/audit.ts), proved from its first entry. */
+function verifyAuditCommand(pos: string[], _values: Values): Runner {
+  expectPositionals(pos, 0, 'verify-audit');
+  return async (db, print) => {
+    const check = await verifyAuditChain(db);
+    const b = check.firstBroken;
+    print(
+      b
+        ? `BROKEN audit chain at entry ${b.seq} (${b.id}): ${b.reason}`
+        : `audit chain ok: ${check.entries} entries, each hash over its content and the one before`,
+      check,
+    );
+    return b ? 1 : 0;
+  };
+}
+
 /** Each command: its arguments checked (a UsageError before any database work), then what it runs. */
 const COMMANDS: Record<string, (pos: string[], values: Values) => Runner> = {
   'create-account': createAccountCommand,
   'top-up': topUpCommand,
   'create-key': createKeyCommand,
+  'create-admin-key': createAdminKeyCommand,
   'revoke-key': revokeKeyCommand,
   'list-keys': listKeysCommand,
   'set-key-limits': setKeyLimitsCommand,
@@ -764,6 +822,7 @@ const COMMANDS: Record<string, (pos: string[], values: Values) => Runner> = {
   ledger: ledgerCommand,
   'list-accounts': listAccountsCommand,
   'verify-ledger': verifyLedgerCommand,
+  'verify-audit': verifyAuditCommand,
 };
 
 /** Commands on files rather than the database (no migration, no connection): lines to print or data for --json. */

@@ -14,6 +14,7 @@ import {
   type PriceChanges,
   type Prices,
 } from '../billing/priceBook';
+import { operatorActor, recordAudit } from '../organizations';
 
 /**
  * Price versions from the operator CLI (docs/billing.md, "Price versions"):
@@ -144,6 +145,22 @@ export function planPriceCommand(
       if (e instanceof PriceScheduleError) throw new PricesUsageError(e.message);
       throw e;
     }
+    await recordAudit(db, {
+      accountId: null,
+      type: 'price.updated',
+      actor: operatorActor(),
+      resourceId: model.id,
+      details: {
+        model: model.id,
+        version: v.id,
+        set_pricing: pricing,
+        set_batch_pricing: batch,
+        pricing: v.pricing,
+        batch_pricing: v.batchPricing,
+        effective_at: v.effectiveAt.toISOString(),
+        note: values.note ?? null,
+      },
+    });
     if (asJson) out(JSON.stringify(v, null, 2));
     else out(`price version v${v.id} of ${model.id} in force from ${v.effectiveAt.toISOString()}`);
     return 0;
@@ -191,5 +208,17 @@ export async function recordImportedVersions(
 ): Promise<Map<string, number>> {
   const catalog = Catalog.load(catalogPath, env);
   const models = modelIds.map((id) => catalog.get(id)).filter((m) => m !== undefined);
-  return recordCatalogVersions(db, models, 'catalog-import', effectiveAt);
+  const versions = await recordCatalogVersions(db, models, 'catalog-import', effectiveAt);
+  await recordAudit(db, {
+    accountId: null,
+    type: 'catalog.imported',
+    actor: operatorActor(),
+    resourceId: catalogPath,
+    details: {
+      catalog: catalogPath,
+      versions: Object.fromEntries(versions),
+      effective_at: effectiveAt?.toISOString() ?? null,
+    },
+  });
+  return versions;
 }

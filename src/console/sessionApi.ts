@@ -9,6 +9,7 @@ import { readSessionCookie, requireCsrf, requireSession, sameOrigin, sessionCook
 import { LoginRateLimiter } from './rateLimit';
 import { getAccount } from './queries';
 import { isUnstorableText } from '../text/pgText';
+import { recordAudit } from '../organizations';
 
 /** Sign-in, the current session, sign-out. */
 export function mountSessionApi(r: Router<GatewayState>, deps: AppDeps, limiter = new LoginRateLimiter()): void {
@@ -48,7 +49,19 @@ export function mountSessionApi(r: Router<GatewayState>, deps: AppDeps, limiter 
     const user = await findLoginByEmail(deps.db, email);
     // Unknown emails cost one scrypt too, so response time does not reveal which emails exist.
     const ok = await verifyPassword(password, user?.passwordHash ?? (await decoyHash()));
-    if (!user || !ok || user.disabledAt) throw wrongCredentials();
+    // Every sign-in and every refused one is in the audit log, with the address it came from.
+    const actor = { type: 'session' as const, session: { user: { id: user?.id, email }, ip_address: ctx.ip } };
+    if (!user || !ok || user.disabledAt) {
+      const error = wrongCredentials();
+      await recordAudit(deps.db, {
+        accountId: user?.accountId ?? null,
+        type: 'login.failed',
+        actor,
+        details: { error_code: error.code, error_message: error.message },
+      });
+      throw error;
+    }
+    await recordAudit(deps.db, { accountId: user.accountId, type: 'login.succeeded', actor, details: {} });
     limiter.succeeded(email, ctx.ip);
     await upgradePasswordHash(deps.db, user.id, user.passwordHash, password);
     const { token, expiresAt } = await createSession(deps.db, user.id, {

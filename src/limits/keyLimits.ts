@@ -121,7 +121,7 @@ export interface LimitsSaved {
  * account's shared lease until then, so the shared lease holds created before the fence count against the
  * account's budgeted keys (billing/budget.ts) until released.
  */
-async function moveBudgetFence(c: DbClient, accountId: string, keyCacheMs: number): Promise<LimitsSaved> {
+export async function moveBudgetFence(c: DbClient, accountId: string, keyCacheMs: number): Promise<LimitsSaved> {
   const ms = keyCacheMs + BUDGET_FENCE_MARGIN_MS;
   await c.query(
     `UPDATE accounts

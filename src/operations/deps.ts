@@ -20,6 +20,12 @@ export interface AppDeps {
   /** The price versions in force and scheduled (absent: the catalog file's prices, unversioned). */
   prices?: PriceBook;
   keys: KeyResolver;
+  /** The organizations' admin keys (src/organizations: /v1/organization/*; refused on model routes). */
+  adminKeys: {
+    resolve(
+      key: string,
+    ): Promise<{ accountId: string; adminKeyId: string; role: 'owner' | 'reader'; ownerUserId: string | null } | null>;
+  };
   credit: CreditManager;
   /** Per-key requests and tokens per minute: in Redis with REDIS_URL, else in this process. */
   limiter: RateLimiter;

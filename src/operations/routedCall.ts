@@ -241,7 +241,7 @@ export async function openCall(
       {
         accountId: p.accountId,
         keyId: p.keyId,
-        budgetKeyId: hasBudget(p.limits) ? p.keyId : null,
+        budgetKeyId: hasBudget(p.limits) || p.spendLimited ? p.keyId : null,
         budgetFenceAt: p.budgetFenceAt,
       },
       model.id,

@@ -7,6 +7,7 @@ import { createApiKey, hashKey } from '../auth/apiKeys';
 import { createLogin, findLoginByEmail, setPassword } from '../console/users';
 import { verifyPassword } from '../console/passwords';
 import { PG_ERROR, pgErrorCode } from '../db/pgErrors';
+import { createAdminKey, isLiveAdminKey } from '../organizations';
 
 /**
  * The demo account of `npm start`: seeded idempotently (fixed id, a one-time top-up keyed by that id) with a
@@ -20,12 +21,15 @@ export const OPERATOR_EMAIL = 'operator@example.com';
 interface DemoState {
   accountId?: string;
   apiKey?: string;
+  adminKey?: string;
   consolePassword?: string;
   operatorPassword?: string;
 }
 export interface DemoSeed {
   accountId: string;
   apiKey: string;
+  /** The demo organization's admin key (/v1/organization/*). */
+  adminKey: string;
   balanceVnd: number;
   /** Console logins: the demo customer and an operator (both on the demo account). */
   console: { email: string; password: string; operatorEmail: string; operatorPassword: string };
@@ -82,8 +86,12 @@ export async function seedDemo(db: Db, opts: { stateFile: string; balanceVnd: nu
     if (r.rowCount === 0) apiKey = undefined;
   }
   if (!apiKey) apiKey = (await createApiKey(db, accountId, 'demo')).key;
+  let adminKey = state.adminKey;
+  if (adminKey && !(await isLiveAdminKey(db, accountId, adminKey))) adminKey = undefined;
+  if (!adminKey) adminKey = (await createAdminKey(db, accountId, { name: 'demo admin' })).value;
   state.accountId = accountId;
   state.apiKey = apiKey;
+  state.adminKey = adminKey;
   state.consolePassword = await ensureLogin(db, accountId, DEMO_EMAIL, 'customer', state.consolePassword);
   state.operatorPassword = await ensureLogin(db, accountId, OPERATOR_EMAIL, 'operator', state.operatorPassword);
   const consoleLogin = {
@@ -95,5 +103,5 @@ export async function seedDemo(db: Db, opts: { stateFile: string; balanceVnd: nu
   fs.mkdirSync(path.dirname(opts.stateFile), { recursive: true });
   fs.writeFileSync(opts.stateFile, JSON.stringify(state, null, 2) + '\n', { mode: 0o600 });
   const bal = await getBalance(db, accountId);
-  return { accountId, apiKey, balanceVnd: bal?.available ?? 0, console: consoleLogin };
+  return { accountId, apiKey, adminKey, balanceVnd: bal?.available ?? 0, console: consoleLogin };
 }

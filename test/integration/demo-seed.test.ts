@@ -18,6 +18,8 @@ test('the npm start demo seed is idempotent: same key and logins, one opening to
   const a = await seedDemo(db, { stateFile, balanceVnd: 5_000_000 });
   const b = await seedDemo(db, { stateFile, balanceVnd: 5_000_000 });
   expect(b.apiKey).toBe(a.apiKey);
+  expect(b.adminKey).toBe(a.adminKey);
+  expect(a.adminKey).toMatch(/^sk-admin-/);
   expect(b.console).toEqual(a.console);
   expect((await getBalance(db, DEMO_ACCOUNT_ID))!.balance).toBe(5_000_000);
   const op = await findLoginByEmail(db, a.console.operatorEmail);

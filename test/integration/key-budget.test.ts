@@ -19,7 +19,7 @@ import {
 import { createApiKey } from '../../src/auth/apiKeys';
 import { BUDGET_FENCE_MARGIN_MS, setAccountLimits, setKeyLimits } from '../../src/limits/keyLimits';
 import { tx } from '../../src/db/pool';
-import pg from 'pg';
+import { withScratchDatabase } from '../support/scratchDatabase';
 import { migrate } from '../../src/db/migrate';
 
 /** Key budgets in the ledger: holds through a key (video jobs, budgeted keys' credit leases) against its budget. */
@@ -40,25 +40,16 @@ async function keyOf(balance: number, on: Db = db): Promise<{ accountId: string;
  * A database of its own for a test that charges under other budget zones: the run's shared database is checked
  * by verifyProjections in the configured zone, where those periods would read as mismatches.
  */
-async function withScratchDatabase(run: (scratch: Db) => Promise<void>): Promise<void> {
-  const url = new URL(process.env.DATABASE_URL!);
-  const name = `${url.pathname.slice(1)}_zones`;
-  const adminUrl = new URL(url);
-  adminUrl.pathname = '/postgres';
-  const admin = new pg.Client({ connectionString: adminUrl.toString() });
-  await admin.connect();
-  await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-  await admin.query(`CREATE DATABASE ${name}`);
-  url.pathname = '/' + name;
-  const scratch = createPool(url.toString(), 4);
-  try {
-    await migrate(url.toString());
-    await run(scratch);
-  } finally {
-    await scratch.end();
-    await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-    await admin.end();
-  }
+async function withZonesDatabase(run: (scratch: Db) => Promise<void>): Promise<void> {
+  await withScratchDatabase('zones', async (url) => {
+    const scratch = createPool(url, 4);
+    try {
+      await migrate(url);
+      await run(scratch);
+    } finally {
+      await scratch.end();
+    }
+  });
 }
 const hold = (accountId: string, keyId: string, amount: number) =>
   placeHold(db, {
@@ -230,7 +221,7 @@ describe('BUDGET_TIME_ZONE moves the period boundaries', () => {
   });
 
   test('the ledger writes a charge into the period of the configured zone', async () => {
-    await withScratchDatabase(async (zdb) => {
+    await withZonesDatabase(async (zdb) => {
       for (const zone of ['UTC', 'Asia/Ho_Chi_Minh', 'Pacific/Kiritimati']) {
         setBudgetTimeZone(zone);
         const { accountId, keyId } = await keyOf(10_000, zdb);

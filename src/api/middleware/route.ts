@@ -13,7 +13,7 @@ import type { GatewayState } from '../requestState';
  * (src/operations/rateLimit.ts).
  */
 export function jsonApi(
-  deps: Pick<AppDeps, 'keys' | 'limiter'>,
+  deps: Pick<AppDeps, 'keys' | 'limiter' | 'adminKeys'>,
   name: string,
   limitBytes: number,
 ): Koa.Middleware<GatewayState> {
@@ -21,7 +21,7 @@ export function jsonApi(
   declareRoute(name);
   return async (ctx, next) => {
     ctx.state.route = name;
-    await authenticate(ctx, deps.keys);
+    await authenticate(ctx, deps.keys, deps.adminKeys);
     try {
       await read(ctx);
       await next();

@@ -11,6 +11,7 @@ import { pageBalance, pageRequest } from './page-balance.js';
 import { pageBatches } from './page-batches.js';
 import { pageJob, pageJobs } from './page-jobs.js';
 import { pageKeys } from './page-keys.js';
+import { pageInvite } from './page-invite.js';
 import { pageLogin } from './page-login.js';
 import { pageModels } from './page-models.js';
 import { pageResponses } from './page-responses.js';
@@ -23,6 +24,7 @@ import { emptyState, errorState } from './views.js';
 // ---------------------------------------------------------------- routing
 export const routes = [
   { re: /^\/login$/, page: pageLogin, public: true },
+  { re: /^\/invite$/, page: pageInvite, public: true },
   { re: /^\/?$/, page: () => go('/keys', true) },
   { re: /^\/keys$/, page: pageKeys, nav: 'keys' },
   { re: /^\/balance$/, page: pageBalance, nav: 'balance' },

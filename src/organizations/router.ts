@@ -1,0 +1,28 @@
+import Router from '@koa/router';
+import type { GatewayState } from '../api/middleware';
+import type { OrgDeps } from './http';
+import { routeTable } from './routes';
+import { projectRoutes } from './projectsRoutes';
+import { adminKeyRoutes } from './adminKeysRoutes';
+import { auditRoutes } from './auditRoutes';
+import { usageRoutes } from './usageRoutes';
+import { memberRoutes, mountInviteAcceptance } from './membersRoutes';
+import { spendLimitRoutes } from './spendLimitRoutes';
+
+/**
+ * OpenAI's Admin API (/v1/organization/*) for the gateway's organizations: one account is one organization. The
+ * contract is OpenAI's published OpenAPI description (test/fixtures/openai-admin-openapi.json); every answer is an
+ * object of it, amounts excepted (VND).
+ */
+export function organizationsRouter(deps: OrgDeps): Router<GatewayState> {
+  const r = new Router<GatewayState>();
+  const t = routeTable(r, deps);
+  projectRoutes(t, deps);
+  adminKeyRoutes(t, deps);
+  auditRoutes(t, deps);
+  usageRoutes(t, deps);
+  memberRoutes(t, deps);
+  spendLimitRoutes(t, deps);
+  mountInviteAcceptance(r, deps);
+  return r;
+}
