@@ -20,6 +20,8 @@ interface Row {
   tpm: number | null;
   budget_day: number | null;
   budget_month: number | null;
+  project_id: string;
+  spend_limited: boolean;
 }
 
 /** The api_keys table as the resolver's queries see it: rows by key hash; every query logged. */
@@ -58,6 +60,8 @@ class KeysTable {
       tpm: null,
       budget_day: null,
       budget_month: null,
+      project_id: 'proj_1',
+      spend_limited: false,
       ...row,
     };
     this.byHash.set(hashKey(key).toString('hex'), r);
@@ -86,6 +90,8 @@ test('a key resolves to its account, its effective limits and dates', async () =
     expiresAt: T0 + 1000,
     budgetFenceAt: T0 - 1,
     fetchedAt: T0,
+    projectId: 'proj_1',
+    spendLimited: false,
   });
   table.add(`${KEY}b`, { id: 'key_2' });
   expect((await keys.resolve(`${KEY}b`))!.limits).toBe(NO_LIMITS);
