@@ -18,6 +18,7 @@ import { filesRouter } from './routers/files';
 import { batchesRouter } from './routers/batches';
 import { messageBatchesRouter } from './routers/messageBatches';
 import { consoleRouter } from '../console/router';
+import { cacheRouter } from './routers/cache';
 import { dispatchByPrefix } from './dispatch';
 
 /** Builds the gateway's Koa app: one router per API family, all sharing the deps built at start-up. */
@@ -45,6 +46,7 @@ export function createApp(deps: AppDeps): Koa<GatewayState> {
     batchesRouter(deps),
     messageBatchesRouter(deps),
     consoleRouter(deps),
+    cacheRouter(deps),
   ];
   app.use(dispatchByPrefix(routers));
   return app;

@@ -54,6 +54,9 @@ export class HttpCaller implements Caller, Output, RelayTarget {
   set call(c: RoutedCall | undefined) {
     this.ctx.state.call = c;
   }
+  get cacheDirective(): string | undefined {
+    return this.ctx.get('x-gateway-cache') || undefined;
+  }
   get rateLimitHeaders(): boolean {
     return this.ctx.state.rateLimitHeaders === true;
   }

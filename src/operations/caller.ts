@@ -14,6 +14,7 @@ import type { ProviderRegistry } from '../providers/registry';
 import type { ModelRouter } from '../routing/modelRouter';
 import type { SseSink } from '../sse/clientSink';
 import type { RoutedCall } from './routedCall';
+import type { ResponseCache } from '../cache';
 
 /**
  * Who an operation runs for and where its answer goes, without HTTP. Every synchronous operation (chat, completions,
@@ -30,6 +31,8 @@ export interface OperationDeps {
   providers: ProviderRegistry;
   router: ModelRouter;
   logger: Logger;
+  /** The exact response cache (src/cache/); absent or null: off. */
+  cache?: ResponseCache | null;
 }
 
 /**
@@ -135,4 +138,6 @@ export interface Caller {
   call?: RoutedCall;
   /** The key's rate-limit headers were set by its admission. */
   rateLimitHeaders?: boolean;
+  /** The request's `x-gateway-cache` header, if it sent one (src/cache/directive.ts). */
+  readonly cacheDirective?: string;
 }

@@ -158,11 +158,14 @@ export class RoutedCall implements RouteRecorder {
     return charged;
   }
 
-  /** Settles an operation not billed in tokens (images, audio): `costVnd` for `units`. */
-  settleCost(costVnd: number, units: Record<string, number>, status = 200): number {
+  /**
+   * Settles an operation not billed in tokens (images, audio): `costVnd` for `units`, recorded at `pricing` (the
+   * answering model's, or a response cache hit's own price: src/cache/).
+   */
+  settleCost(costVnd: number, units: Record<string, number>, status = 200, pricing: Pricing = this.pricing): number {
     if (this.meter.done) return 0;
     this.finishLimits(units);
-    const charged = this.meter.settle(costVnd, units, this.pricing, status);
+    const charged = this.meter.settle(costVnd, units, pricing, status);
     if (this.traceSpan || this.held) this.traced(status, null);
     return charged;
   }

@@ -147,7 +147,8 @@ export async function recordedUsage(
       `DECLARE reconcile_day NO SCROLL CURSOR FOR
        SELECT model, deployment, units, pricing FROM usage_records
        WHERE created_at >= $1::timestamptz AND created_at < $2::timestamptz
-         AND (status < 400 OR pricing IS NOT NULL)`,
+         AND (status < 400 OR pricing IS NOT NULL)
+         AND NOT (units ? 'cache_hit') -- a response cache hit called no provider: nothing on its bill`,
       [new Date(start).toISOString(), new Date(start + DAY_MS).toISOString()],
     );
     for (;;) {
