@@ -1,4 +1,5 @@
 import OpenAI from 'openai';
+import Anthropic from '@anthropic-ai/sdk';
 import { startGateway, type TestGateway } from '../support/gateway';
 import { post } from '../support/http';
 import { verifyUsage } from '../../src/billing/usageVerify';
@@ -59,13 +60,9 @@ test('a repeated chat completion is a hit: no upstream call, same answer, hit an
   const raw =
     `{ "max_tokens": 20,\n  "user": "someone", "messages": [{"content": ${JSON.stringify(content)}, ` +
     `"role": "user"}], "model": "gpt-4o-mini" }`;
-  let hit: Awaited<ReturnType<typeof post>>;
-  for (;;) {
-    // The entry is written just after the miss's answer: wait for it (not for a fixed time).
-    hit = await post(`${gw.url}/v1/chat/completions`, raw, { key: a.key });
-    if (hit.headers.get('x-gateway-cache') === 'hit') break;
-    await new Promise((r) => setTimeout(r, 20));
-  }
+  await stored(first.response.headers.get('x-gateway-cache-key'));
+  const hit = await post(`${gw.url}/v1/chat/completions`, raw, { key: a.key });
+  expect(hit.headers.get('x-gateway-cache')).toBe('hit');
   expect(hit.status).toBe(200);
   expect(hit.body).toEqual(first.data);
   expect(Number(hit.headers.get('age'))).toBeGreaterThanOrEqual(0);
@@ -124,12 +121,9 @@ test('a streamed hit replays a well-formed stream of the live shape: chunks, usa
   const liveChunks = await collect(live.data);
   expect(liveChunks.at(-1)!.usage).toBeTruthy();
   const calls = upstreamCalls();
-  let replayed: { res: Response; text: string };
-  for (;;) {
-    replayed = await rawStream(a.key, body, { 'x-gateway-cache': 'ttl=600' });
-    if (replayed.res.headers.get('x-gateway-cache') === 'hit') break;
-    await new Promise((r) => setTimeout(r, 20));
-  }
+  await stored(live.response.headers.get('x-gateway-cache-key'));
+  const replayed = await rawStream(a.key, body, { 'x-gateway-cache': 'ttl=600' });
+  expect(replayed.res.headers.get('x-gateway-cache')).toBe('hit');
   expect(replayed.res.headers.get('content-type')).toMatch(/^text\/event-stream/);
   expect(replayed.text).toMatch(/: x-gateway-cost-vnd=0 x-gateway-usage-id=[0-9a-f-]+\n\ndata: \[DONE\]\n\n$/);
   const hit = await c.chat.completions.create(body).withResponse();
@@ -167,11 +161,9 @@ test('a stream cut short is not stored; no-store bypasses; another account never
   const whole = { model: 'gpt-4o-mini', messages: [{ role: 'user', content: fresh('Shared question') }] };
   const first = await post(`${gw.url}/v1/chat/completions`, whole, { key: a.key });
   expect(first.headers.get('x-gateway-cache')).toBe('miss');
-  for (;;) {
-    const r = await post(`${gw.url}/v1/chat/completions`, whole, { key: a.key });
-    if (r.headers.get('x-gateway-cache') === 'hit') break;
-    await new Promise((res) => setTimeout(res, 20));
-  }
+  await stored(first.headers.get('x-gateway-cache-key'));
+  const again = await post(`${gw.url}/v1/chat/completions`, whole, { key: a.key });
+  expect(again.headers.get('x-gateway-cache')).toBe('hit');
   // Account b sends the very same request: its own miss, never a's entry.
   const other = await post(`${gw.url}/v1/chat/completions`, whole, { key: b.key });
   expect(other.headers.get('x-gateway-cache')).toBe('miss');
@@ -198,4 +190,102 @@ test('x-gateway-cache values out of range are 400s naming the header, with nothi
   }
   expect(upstreamCalls()).toBe(calls);
   expect(await usageRecords(a.accountId)).toEqual([]);
+});
+
+/** Resolves once the entry of a miss (its x-gateway-cache-key) is stored: it is written just after the answer. */
+async function stored(key: string | null): Promise<void> {
+  expect(key).toMatch(/^[0-9a-f]{64}$/);
+  while (!(await gw.deps.cache!.store.get(key!))) await new Promise((res) => setTimeout(res, 10));
+}
+
+/** Once the miss `first` has its entry stored, sends `send`, which must be a hit. */
+async function untilHit<T extends { response: Response }>(first: { response: Response }, send: () => Promise<T>) {
+  await stored(first.response.headers.get('x-gateway-cache-key'));
+  const r = await send();
+  expect(r.response.headers.get('x-gateway-cache')).toBe('hit');
+  return r;
+}
+
+describe('every cached interface: a miss then a hit of the same shape, with no upstream call', () => {
+  let key: string;
+  const anyCalls = () => gw.emulator.control.requests.length;
+  beforeAll(async () => {
+    const a = await gw.account();
+    key = a.key;
+    await enable(key);
+  });
+
+  test('embeddings and legacy completions (openai SDK)', async () => {
+    const c = client(key);
+    const e = { model: 'text-embedding-3-small', input: [fresh('embed me'), 'and me'] };
+    const first = await c.embeddings.create(e).withResponse();
+    expect(first.response.headers.get('x-gateway-cache')).toBe('miss');
+    const calls = anyCalls();
+    const hit = await untilHit(first, () => c.embeddings.create(e).withResponse());
+    expect(hit.data).toEqual(first.data);
+
+    const p = { model: 'gpt-3.5-turbo-instruct', prompt: fresh('Once upon a time'), max_tokens: 16 };
+    const live = await c.completions.create(p).withResponse();
+    expect(live.response.headers.get('x-gateway-cache')).toBe('miss');
+    const again = await untilHit(live, () => c.completions.create(p).withResponse());
+    expect(again.data).toEqual(live.data);
+    const s = { ...p, stream: true as const };
+    const streamed = await c.completions.create(s).withResponse();
+    const liveChunks: unknown[] = [];
+    for await (const ch of streamed.data) liveChunks.push(ch);
+    const replay = await untilHit(streamed, () => c.completions.create(s).withResponse());
+    const replayed: unknown[] = [];
+    for await (const ch of replay.data) replayed.push(ch);
+    expect(replayed).toEqual(liveChunks);
+    expect(anyCalls()).toBe(calls + 2); // the completion's and the stream's misses only
+  });
+
+  test.each([
+    ['native (Anthropic upstream)', 'claude-haiku-4-5'],
+    ['translated (OpenAI upstream)', 'gpt-4o-mini'],
+  ])('messages, %s (@anthropic-ai/sdk): whole and streamed', async (_, model) => {
+    const c = new Anthropic({ apiKey: key, baseURL: gw.url, maxRetries: 0 });
+    const req = { model, max_tokens: 40, messages: [{ role: 'user' as const, content: fresh('Hello Claude') }] };
+    const first = await c.messages.create(req).withResponse();
+    expect(first.response.headers.get('x-gateway-cache')).toBe('miss');
+    const calls = anyCalls();
+    const hit = await untilHit(first, () => c.messages.create(req).withResponse());
+    expect(hit.data).toEqual(first.data);
+    // A beta header changes what the upstream does: another entry.
+    const beta = await c.messages.create(req, { headers: { 'anthropic-beta': 'some-beta-2025' } }).withResponse();
+    expect(beta.response.headers.get('x-gateway-cache')).toBe('miss');
+
+    const live = await c.messages.create({ ...req, stream: true }).withResponse();
+    const liveEvents: unknown[] = [];
+    for await (const ev of live.data) liveEvents.push(ev);
+    const replay = await untilHit(live, () => c.messages.create({ ...req, stream: true }).withResponse());
+    const events: { type: string }[] = [];
+    for await (const ev of replay.data) events.push(ev);
+    expect(events).toEqual(liveEvents);
+    expect(events[0].type).toBe('message_start');
+    expect(events.at(-1)!.type).toBe('message_stop');
+    expect(anyCalls()).toBe(calls + 2); // the beta request's and the stream's misses only
+  });
+
+  test.each([
+    ['native (Responses upstream)', 'gpt-5-codex'],
+    ['translated (chat upstream)', 'gpt-4o-mini'],
+  ])('responses, %s (openai SDK): whole and streamed', async (_, model) => {
+    const c = client(key);
+    const req = { model, input: fresh('Write a haiku'), max_output_tokens: 40 };
+    const first = await c.responses.create(req).withResponse();
+    expect(first.response.headers.get('x-gateway-cache')).toBe('miss');
+    const calls = anyCalls();
+    const hit = await untilHit(first, () => c.responses.create(req).withResponse());
+    expect(hit.data).toEqual(first.data);
+    const live = await c.responses.create({ ...req, stream: true }).withResponse();
+    const liveEvents: { type: string }[] = [];
+    for await (const ev of live.data) liveEvents.push(ev);
+    const replay = await untilHit(live, () => c.responses.create({ ...req, stream: true }).withResponse());
+    const events: { type: string }[] = [];
+    for await (const ev of replay.data) events.push(ev);
+    expect(events).toEqual(liveEvents);
+    expect(events.at(-1)!.type).toBe('response.completed');
+    expect(anyCalls()).toBe(calls + 1); // the stream's miss only
+  });
 });
