@@ -9,3 +9,4 @@ export { requestKey, keyedBody, canonicalJson } from './requestKey';
 export { SCOPES, type CacheScope, type AccountCacheSettings } from './accountSettings';
 export type { CacheStatsReport } from './stats';
 export { settingsView, updateSettings, setKeyCache, purgeEntry, purgeModel, statsReport } from './manage';
+export { PgCacheStore } from './pgStore';

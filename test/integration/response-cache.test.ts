@@ -1,8 +1,10 @@
 import OpenAI from 'openai';
+import { randomUUID } from 'node:crypto';
 import Anthropic from '@anthropic-ai/sdk';
 import { startGateway, type TestGateway } from '../support/gateway';
 import { post } from '../support/http';
 import { verifyUsage } from '../../src/billing/usageVerify';
+import { PgCacheStore } from '../../src/cache';
 
 /**
  * The exact response cache on Postgres storage (src/cache/, docs/cache.md), through the official openai SDK: a
@@ -194,6 +196,7 @@ test('x-gateway-cache values out of range are 400s naming the header, with nothi
 
 /** Resolves once the entry of a miss (its x-gateway-cache-key) is stored: it is written just after the answer. */
 async function stored(key: string | null): Promise<void> {
+  // (the key of the miss, from its x-gateway-cache-key header)
   expect(key).toMatch(/^[0-9a-f]{64}$/);
   while (!(await gw.deps.cache!.store.get(key!))) await new Promise((res) => setTimeout(res, 10));
 }
@@ -288,4 +291,71 @@ describe('every cached interface: a miss then a hit of the same shape, with no u
     expect(events.at(-1)!.type).toBe('response.completed');
     expect(anyCalls()).toBe(calls + 1); // the stream's miss only
   });
+});
+
+test('purge on Postgres: one entry and all of a model, the account own only', async () => {
+  const a = await gw.account();
+  const b = await gw.account();
+  const ask = (content: string) =>
+    post(
+      `${gw.url}/v1/chat/completions`,
+      { model: 'gpt-4o-mini', messages: [{ role: 'user', content }] },
+      {
+        key: a.key,
+        headers: { 'x-gateway-cache': 'ttl=60' },
+      },
+    );
+  const first = await ask(fresh('purge pg'));
+  const second = await ask(fresh('purge pg too'));
+  const one = first.headers.get('x-gateway-cache-key')!;
+  await stored(one);
+  await stored(second.headers.get('x-gateway-cache-key'));
+  const del = (key: string, path: string) =>
+    fetch(`${gw.url}${path}`, { method: 'DELETE', headers: { authorization: `Bearer ${key}` } });
+  expect((await del(b.key, `/v1/cache/entries/${one}`)).status).toBe(404);
+  expect((await del(a.key, `/v1/cache/entries/${one}`)).status).toBe(200);
+  expect(await gw.deps.cache!.store.get(one)).toBeNull();
+  expect(await (await del(a.key, '/v1/cache/entries?model=gpt-4o-mini')).json()).toMatchObject({ deleted: 1 });
+});
+
+test('an answer over the entry size limit is not stored', async () => {
+  const a = await gw.account();
+  const config = gw.deps.cache!.config as { maxEntryBytes: number };
+  const before = config.maxEntryBytes;
+  config.maxEntryBytes = 200;
+  try {
+    const body = { model: 'gpt-4o-mini', messages: [{ role: 'user', content: fresh('a long answer please') }] };
+    const opts = { key: a.key, headers: { 'x-gateway-cache': 'ttl=60' } };
+    const tooLarge = () =>
+      gw.deps.metrics.cache.stores
+        .get()
+        .then((m) => m.values.find((v) => v.labels.outcome === 'too_large')?.value ?? 0);
+    const counted = await tooLarge();
+    const miss = await post(`${gw.url}/v1/chat/completions`, body, opts);
+    expect(miss.headers.get('x-gateway-cache')).toBe('miss');
+    // Decided before the answer was sent (its size is known then): nothing was written.
+    expect(await tooLarge()).toBe(counted + 1);
+    expect(await gw.deps.cache!.store.get(miss.headers.get('x-gateway-cache-key')!)).toBeNull();
+  } finally {
+    config.maxEntryBytes = before;
+  }
+});
+
+test('Postgres storage: expired entries are deleted and the total kept under the cap, the newest kept', async () => {
+  const db = gw.deps.db;
+  const store = new PgCacheStore(db, 3000, 0);
+  const owner = { accountId: randomUUID(), model: 'm' };
+  await db.query(
+    `INSERT INTO response_cache (key, account_id, model, body, size, expires_at)
+     VALUES ('expired-one', $1, 'm', '\\x00', 1, now() - interval '1 second')`,
+    [owner.accountId],
+  );
+  const keys: string[] = [];
+  for (let i = 0; i < 5; i++) {
+    keys.push(`cap-${i}-${randomUUID()}`);
+    await store.put(keys[i], owner, Buffer.alloc(1000, i), 60);
+  }
+  const left = await db.query('SELECT key, size FROM response_cache');
+  expect(left.rows.reduce((s, r) => s + r.size, 0)).toBeLessThanOrEqual(3000);
+  expect(left.rows.map((r) => r.key).sort()).toEqual(keys.slice(2).sort());
 });
