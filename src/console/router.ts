@@ -11,6 +11,7 @@ import { mountMedia } from './media';
 import { mountWebhooksApi } from './webhooks';
 import { mountBatchesApi } from './batches';
 import { mountResponsesApi } from './responses';
+import { mountCacheApi } from './cache';
 
 /**
  * The web console, served by the gateway itself under /console: a small hand-written single-page app
@@ -41,6 +42,7 @@ export function consoleRouter(deps: AppDeps): Router<GatewayState> {
   mountWebhooksApi(r, deps);
   mountBatchesApi(r, deps);
   mountResponsesApi(r, deps);
+  mountCacheApi(r, deps);
 
   r.get('/console/static/:file', route('/console/static/:file'), (ctx) => {
     const a = assets.get(ctx.params.file);

@@ -5,6 +5,7 @@ import { startGateway, type TestGateway } from '../support/gateway';
 import { post } from '../support/http';
 import { verifyUsage } from '../../src/billing/usageVerify';
 import { PgCacheStore } from '../../src/cache';
+import { ConsoleClient, jsonOf, makeLogin } from '../e2e/consoleClient';
 
 /**
  * The exact response cache on Postgres storage (src/cache/, docs/cache.md), through the official openai SDK: a
@@ -358,4 +359,47 @@ test('Postgres storage: expired entries are deleted and the total kept under the
   const left = await db.query('SELECT key, size FROM response_cache');
   expect(left.rows.reduce((s, r) => s + r.size, 0)).toBeLessThanOrEqual(3000);
   expect(left.rows.map((r) => r.key).sort()).toEqual(keys.slice(2).sort());
+});
+
+test('the console: settings, a key switched off, stats with the chart data, purge; metrics count hits', async () => {
+  const a = await gw.account();
+  const login = await makeLogin(gw, a.accountId, 'customer');
+  const con = new ConsoleClient(gw.url);
+  expect((await con.signIn(login.email, login.password)).status).toBe(200);
+  const view = await con.json('GET', '/console/api/cache');
+  expect(view.settings).toMatchObject({ enabled: false, scope: 'account', hit_price_vnd: 0, storage: 'postgres' });
+  expect(view.settings.keys).toEqual([{ id: a.keyId, name: 'test', enabled: null, effective: false }]);
+  const bad = await con.request('PATCH', '/console/api/cache/settings', { default_ttl_seconds: 0 });
+  expect(bad.status).toBe(400);
+  expect((await jsonOf(bad)).error.param).toBe('default_ttl_seconds');
+  const set = await con.json('PATCH', '/console/api/cache/settings', { enabled: true, default_ttl_seconds: 90 });
+  expect(set).toMatchObject({ enabled: true, default_ttl_seconds: 90 });
+
+  const body = { model: 'gpt-4o-mini', messages: [{ role: 'user', content: fresh('console question') }] };
+  const miss = await post(`${gw.url}/v1/chat/completions`, body, { key: a.key });
+  expect(miss.headers.get('x-gateway-cache')).toBe('miss');
+  await stored(miss.headers.get('x-gateway-cache-key'));
+  const hit = await post(`${gw.url}/v1/chat/completions`, body, { key: a.key });
+  expect(hit.headers.get('x-gateway-cache')).toBe('hit');
+  const metrics = await gw.deps.metrics.registry.metrics();
+  expect(metrics).toMatch(/gateway_cache_lookups_total\{operation="chat.completions",result="hit"\} [1-9]/);
+  expect(metrics).toMatch(/gateway_cache_saved_vnd_total\{operation="chat.completions"\} [1-9]/);
+
+  // The key switched off: not cached, whatever the account says (and even when the request asks).
+  const off = await con.json('PUT', `/console/api/cache/keys/${a.keyId}`, { enabled: false });
+  expect(off.keys[0]).toMatchObject({ enabled: false, effective: false });
+  const asked = await post(`${gw.url}/v1/chat/completions`, body, {
+    key: a.key,
+    headers: { 'x-gateway-cache': 'ttl=60' },
+  });
+  expect(asked.headers.get('x-gateway-cache')).toBeNull();
+  const other = await gw.account();
+  expect((await con.request('PUT', `/console/api/cache/keys/${other.keyId}`, { enabled: true })).status).toBe(404);
+
+  const { stats } = await con.json('GET', '/console/api/cache');
+  expect(stats).toMatchObject({ hits: 1, misses: 1, saved_vnd: Number(miss.headers.get('x-gateway-cost-vnd')) });
+  expect(stats.days).toHaveLength(1);
+  const purged = await con.json('DELETE', '/console/api/cache/entries?model=gpt-4o-mini');
+  expect(purged).toEqual({ object: 'cache.purge', model: 'gpt-4o-mini', deleted: 1 });
+  expect((await fetch(`${gw.url}/console/static/page-cache.js`)).status).toBe(200);
 });

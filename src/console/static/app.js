@@ -17,6 +17,7 @@ import { pageResponses } from './page-responses.js';
 import { pageReconciliation } from './page-reconciliation.js';
 import { pageUsage } from './page-usage.js';
 import { pageWebhooks } from './page-webhooks.js';
+import { pageCache } from './page-cache.js';
 import { emptyState, errorState } from './views.js';
 
 // ---------------------------------------------------------------- routing
@@ -33,6 +34,7 @@ export const routes = [
   { re: /^\/batches$/, page: pageBatches, nav: 'batches' },
   { re: /^\/responses$/, page: pageResponses, nav: 'responses' },
   { re: /^\/webhooks$/, page: pageWebhooks, nav: 'webhooks' },
+  { re: /^\/cache$/, page: pageCache, nav: 'cache' },
   { re: /^\/admin\/accounts$/, page: pageAccounts, nav: 'accounts', operator: true },
   { re: new RegExp('^/admin/accounts/' + UUID + '$'), page: pageAccount, nav: 'accounts', operator: true },
   { re: /^\/admin\/reconciliation$/, page: pageReconciliation, nav: 'reconciliation', operator: true },
@@ -157,6 +159,7 @@ export function layout(app, active, fill) {
         item('batches', '/batches', 'Batches'),
         item('responses', '/responses', 'Responses'),
         item('webhooks', '/webhooks', 'Webhooks'),
+        item('cache', '/cache', 'Cache'),
         item('models', '/models', 'Models'),
         isOp
           ? [
