@@ -31,6 +31,7 @@ export async function chatCompletions(
   body: ChatCompletionBody,
 ): Promise<void> {
   checkMaxTokens(model, body);
+  caller.promptCache = { cacheKey: body.prompt_cache_key, prompt: body.messages };
   await throughCache(caller, deps, { operation: 'chat.completions', model, body }, (c) => {
     // Chat models on another protocol go through the bridges /v1/messages and /v1/responses use.
     if (!servedNatively(deps.catalog.provider(model).kind, model, 'chat')) return bridgedChat(c, deps, model, body);
@@ -45,6 +46,7 @@ export async function completions(
   body: CompletionBody,
 ): Promise<void> {
   checkMaxTokens(model, body);
+  caller.promptCache = { prompt: [(body as { prompt?: unknown }).prompt] };
   await throughCache(
     caller,
     deps,

@@ -36,6 +36,7 @@ export async function createMessage(
   // The Anthropic version and beta change the answer: they are part of the cache key.
   const extra = { version: headers.version, beta: headers.beta ?? null };
   const body = req as unknown as Record<string, unknown>;
+  caller.promptCache = { anthropic: req };
   await throughCache(caller, deps, { operation: 'messages', model, body, extra }, async (c) => {
     const native = nativeAdapter(deps, model);
     if (native) await nativeMessages(c, deps, model, native, req, headers);

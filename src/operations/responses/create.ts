@@ -28,6 +28,7 @@ export async function createResponse(
   // A background response (its own id, its hold) is never cached; a request on the client's behalf may be.
   if (opts.id || (req as { background?: unknown }).background === true) return respond(caller, deps, model, req, opts);
   const body = req as unknown as Record<string, unknown>;
+  caller.promptCache = { cacheKey: body.prompt_cache_key, prompt: [body.instructions, body.input] };
   await throughCache(caller, deps, { operation: 'responses', model, body }, (c) => respond(c, deps, model, req, opts));
 }
 
