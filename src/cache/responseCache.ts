@@ -119,6 +119,9 @@ export function createResponseCache(d: CacheDeps): ResponseCache | null {
     // eslint-disable-next-line @typescript-eslint/no-require-imports
     const { RedisCacheStore } = require('./redisStore') as { RedisCacheStore: typeof RedisStore };
     store = new RedisCacheStore(d.redisUrl, d.config.redisPrefix, d.config.timeoutMs);
-  } else store = new PgCacheStore(d.db, d.config.maxTotalBytes);
+  } else
+    store = new PgCacheStore(d.db, d.config.maxTotalBytes, 1000, {
+      onError: (e) => d.logger?.warn({ err: e.message }, 'response cache write failed'),
+    });
   return new ResponseCache(d.db, store, d.config, d.metrics ?? null, d.logger ?? null);
 }

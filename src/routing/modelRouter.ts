@@ -176,7 +176,8 @@ export class ModelRouter {
   ): RouteTry | null {
     for (const link of chain) {
       // The handle is read only where there is a choice to make (a single deployment needs none).
-      const affinity = link.states.length > 1 ? (recorder?.affinity ?? null) : null;
+      const affinity =
+        link.states.length > 1 && this.settings.promptAffinity !== false ? (recorder?.affinity ?? null) : null;
       const s = affinity ? pickByAffinity(link.states, tried, now, affinity) : pickHealthy(link.states, tried, now);
       if (s) return (first && link.model === primary && this.firstTries.get(s)) || tryOf(link, s, primary, first);
     }

@@ -356,6 +356,7 @@ test('Postgres storage: expired entries are deleted and the total kept under the
     keys.push(`cap-${i}-${randomUUID()}`);
     await store.put(keys[i], owner, Buffer.alloc(1000, i), 60);
   }
+  await store.close(); // written in one batch, then swept
   const left = await db.query('SELECT key, size FROM response_cache');
   expect(left.rows.reduce((s, r) => s + r.size, 0)).toBeLessThanOrEqual(3000);
   expect(left.rows.map((r) => r.key).sort()).toEqual(keys.slice(2).sort());
