@@ -25,6 +25,8 @@ export class PgCacheStore implements CacheStore {
   private flushTimer: NodeJS.Timeout | null = null;
   private refreshTimer: NodeJS.Timeout | null = null;
   private lastSweep = 0;
+  /** The table's total size as of the last sweep plus what was written since (null: not known yet). */
+  private approxTotal: number | null = null;
   private seenUntil = new Date(0);
   private ready: Promise<void>;
 
@@ -136,6 +138,7 @@ export class PgCacheStore implements CacheStore {
     if (this.pending.size) {
       const rows = [...this.pending.entries()];
       this.pending = new Map();
+      if (this.approxTotal !== null) for (const [, r] of rows) this.approxTotal += r.buf.length;
       await this.db.query(
         `INSERT INTO response_cache (key, account_id, model, body, size, expires_at, created_at)
          SELECT k, a, m, b, octet_length(b), to_timestamp(e / 1000.0), to_timestamp(c / 1000.0)
@@ -158,17 +161,32 @@ export class PgCacheStore implements CacheStore {
     }
   }
 
-  /** Deletes the expired entries, then the oldest beyond the size cap (and forgets them here). */
+  /**
+   * Deletes the expired entries (by their index), then, when the total may be over the cap, the oldest beyond it
+   * (a scan of the table: only then), and forgets them here.
+   */
   private async sweep(): Promise<void> {
-    const gone = await this.db.query<{ key: string }>(
-      `DELETE FROM response_cache WHERE expires_at <= now() OR key IN (
+    const expired = await this.db.query<{ key: string }>(
+      'DELETE FROM response_cache WHERE expires_at <= now() RETURNING key',
+    );
+    for (const r of expired.rows) this.forget(r.key);
+    if (this.approxTotal === null || this.approxTotal > this.maxTotalBytes) {
+      const r = await this.db.query<{ total: string | null }>('SELECT sum(size) AS total FROM response_cache');
+      this.approxTotal = Number(r.rows[0].total ?? 0);
+    }
+    if (this.approxTotal <= this.maxTotalBytes) return;
+    const gone = await this.db.query<{ key: string; size: number }>(
+      `DELETE FROM response_cache WHERE key IN (
          SELECT key FROM (SELECT key, sum(size) OVER (ORDER BY created_at DESC, key) AS running
                           FROM response_cache) t
          WHERE running > $1)
-       RETURNING key`,
+       RETURNING key, size`,
       [this.maxTotalBytes],
     );
-    for (const r of gone.rows) this.forget(r.key);
+    for (const r of gone.rows) {
+      this.forget(r.key);
+      this.approxTotal -= r.size;
+    }
   }
 
   async delete(key: string, accountId: string): Promise<boolean> {
