@@ -34,8 +34,15 @@ export function makeEntry(e: Omit<CacheEntry, 'v' | 'digest'>): CacheEntry {
   return { v: 1, ...e, digest: digestOf(e.body) };
 }
 
+/**
+ * The entry's bytes in a buffer of its own: Buffer.from(string) hands small buffers out of a shared 8 KB slab, and an
+ * entry kept in memory (the Postgres store's recent entries) would keep its whole slab alive.
+ */
 export function encodeEntry(e: CacheEntry): Buffer {
-  return Buffer.from(JSON.stringify(e));
+  const s = JSON.stringify(e);
+  const b = Buffer.allocUnsafeSlow(Buffer.byteLength(s));
+  b.write(s);
+  return b;
 }
 
 /** The entry, or null when it is not one written under `key` (corrupt, truncated, poisoned). */

@@ -35,7 +35,8 @@ export class Recorder implements Output {
       this.parts = [];
       return;
     }
-    this.parts.push(typeof d === 'string' ? d : Buffer.from(d));
+    // Kept as written (the response's chunks are not reused), copied only when not a Buffer.
+    this.parts.push(typeof d === 'string' || Buffer.isBuffer(d) ? d : Buffer.from(d));
   }
 
   /** What was captured, a stream's own cost comment replaced by COST_SLOT (each replay writes its own). */
