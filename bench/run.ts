@@ -40,6 +40,7 @@ import type { BenchContext, BenchSection, SectionRunner } from './types';
 import type { LoopDelay as LoopStats } from './targets/ipc';
 import { attributeTail } from './lib/tailCauses';
 import { sampleSched } from './lib/schedSpans';
+import { runCacheBench } from './cache';
 
 /**
  * `npm run bench`: the gateway beside the same emulated upstream called directly, a bare Koa + undici proxy
@@ -78,6 +79,7 @@ import { sampleSched } from './lib/schedSpans';
  * - BENCH_GATEWAY_NODE_ARGS: Node flags for the gateway process instead of those of `npm run api`, e.g.
  *   "--max-semi-space-size=16", to try memory settings.
  * - BENCH_VIDEO=0: skips the video section, for quick runs of the synchronous ones.
+ * - BENCH_CACHE=0: skips the response cache section (bench/cache.ts).
  * - BENCH_LITELLM_SPEC: the pip requirement to install, default litellm[proxy] pinned.
  * - BENCH_LITELLM_VENV: default ~/.cache/model-gateway-bench/litellm-venv.
  * - BENCH_PYTHON: default python3.
@@ -1114,6 +1116,19 @@ async function main(): Promise<void> {
     md.push(`\n### ${section.title}\n\n${section.markdown}`);
     if (section.pass !== undefined)
       checksAll.push({ name: `${section.title}: section targets`, value: '', target: '', pass: section.pass });
+  }
+  // The response cache and prompt-cache routing (bench/cache.ts, issue 49); BENCH_CACHE=0 skips it.
+  if (env.BENCH_CACHE !== '0') {
+    const ctx: BenchContext = { adminDatabaseUrl: adminUrl(), resultsDir: RESULTS, seconds: SECONDS, log };
+    const cache = await runCacheBench(ctx).catch((e: Error) => ({
+      title: 'Response cache and prompt-cache routing',
+      text: `cache section failed: ${e.stack ?? e.message}`,
+      markdown: `Cache section failed: ${e.message}`,
+      pass: false,
+    }));
+    out.push(`\n== ${cache.title} ==\n${cache.text}`);
+    md.push(`\n### ${cache.title}\n\n${cache.markdown}`);
+    checksAll.push({ name: `${cache.title}: section targets`, value: '', target: '', pass: cache.pass ?? null });
   }
 
   const failed = checksAll.filter((c) => c.pass === false);

@@ -2,6 +2,8 @@
  * Fault and pacing control shared by every emulated upstream. Tests (and the bench) change it over HTTP
  * (`POST /_emulator/faults`, `POST /_emulator/config`, `POST /_emulator/reset`) or in-process.
  */
+import { PrefixCache } from './prefixCache';
+
 export interface Fault {
   /** Substring or /regex/ matched against "METHOD /path" (omitted: every request, of `deployment` if given). */
   match?: string;
@@ -67,6 +69,8 @@ export interface EmulatorSettings {
   providerTokens: boolean;
   /** Usage reports (./usageReports.ts) report what was served times this (1.1: over-report by 10 %). */
   usageReportFactor: number;
+  /** Chat completions read and fill a per-deployment prompt prefix cache (./prefixCache.ts), reported as cached. */
+  prefixCache: boolean;
 }
 
 export const defaultSettings = (): EmulatorSettings => ({
@@ -83,6 +87,7 @@ export const defaultSettings = (): EmulatorSettings => ({
   googleTokenTtlS: 3600,
   providerTokens: false,
   usageReportFactor: 1,
+  prefixCache: false,
 });
 
 export class EmulatorControl {
@@ -94,6 +99,8 @@ export class EmulatorControl {
   readonly servedVideos: import('./billingExports').ServedVideo[] = [];
   /** Requests a fault was applied to since the last reset (a test proves its fault was hit). */
   faultsApplied = 0;
+  /** The deployments' prompt prefix caches (settings.prefixCache); emptied by reset. */
+  readonly prefixes = new PrefixCache();
   /** Every request seen, newest last (bounded): tests assert on what the gateway sent upstream. */
   readonly requests: {
     method: string;
@@ -111,6 +118,7 @@ export class EmulatorControl {
     this.faultsApplied = 0;
     this.settings = defaultSettings();
     this.requests.length = 0;
+    this.prefixes.clear();
   }
   record(method: string, path: string, headers: Record<string, string | string[] | undefined>, body: unknown): void {
     this.requests.push({ method, path, headers, body, at: Date.now() });

@@ -193,6 +193,13 @@ function chatReply(body: Json): ChatReply {
   };
 }
 
+/** The prompt's tokens the deployment serving it (`/_d/<name>/`) had in its prefix cache (./prefixCache.ts). */
+function prefixCached(ctl: EmulatorControl, ctx: Koa.Context, body: Json, promptTokens: number): number {
+  const deployment = String(ctx.req.headers['x-emulator-deployment'] ?? '');
+  const text = (body.messages as Json[]).map((m) => `${m?.role}:${contentText(m?.content)}`).join('\n');
+  return Math.min(promptTokens, ctl.prefixes.read(deployment, text));
+}
+
 /** OpenAI counts cached tokens inside prompt_tokens and reasoning tokens inside completion_tokens. */
 function usageOf(prompt: number, completion: number, m: UsageMarkers = NO_MARKERS): Json {
   const p = prompt + m.cacheRead;
@@ -284,9 +291,12 @@ function chatCompletions(ctl: EmulatorControl) {
     const created = nowSec();
     const model = body.model;
     const usage = usageOf(r.promptTokens, r.completionTokens * n, r.markers);
+    // The deployment's prefix cache: its cached tokens are part of the prompt's, read at the cached price.
+    const cached = ctl.settings.prefixCache ? prefixCached(ctl, ctx, body, r.promptTokens) : 0;
+    usage.prompt_tokens_details.cached_tokens += cached;
     recordServed(ctl, 'openai', String(model), {
-      input: r.promptTokens,
-      cacheRead: r.markers.cacheRead,
+      input: r.promptTokens - cached,
+      cacheRead: r.markers.cacheRead + cached,
       cacheWrite5m: 0,
       cacheWrite1h: 0,
       output: r.completionTokens * n + r.markers.reasoning,

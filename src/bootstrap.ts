@@ -19,6 +19,7 @@ import { createStorage } from './storage';
 import { ModelRouter } from './routing/modelRouter';
 import { buildProviderRegistry } from './providers/build';
 import { createRateLimiter } from './limits/createRateLimiter';
+import { createResponseCache } from './cache';
 
 /** What every process of the gateway (API, worker, `npm start`) is built on: one list, built here only. */
 export interface CoreDeps {
@@ -139,14 +140,23 @@ export async function buildDeps(
   });
   const limiter = createRateLimiter(config, logger, metrics);
   metrics.observeRouting(router);
+  const cache = createResponseCache({
+    db,
+    config: config.cache,
+    redisUrl: config.redisUrl,
+    metrics: metrics.cache,
+    logger,
+  });
   return {
     ...core,
     metrics,
     credit,
     limiter,
+    cache,
     keys: new KeyResolver(db, config.keyCacheMs),
     adminKeys: new AdminKeyResolver(db, config.keyCacheMs),
     async close() {
+      await cache?.close();
       await credit.close();
       await flushTracing();
       await limiter.close();

@@ -122,6 +122,28 @@ export interface Config {
   jobs: JobWorkerSettings;
   /** Top-ups: order bounds, the receiving account, the feeds' and VNPay's credentials (src/jobs/topups/settings.ts). */
   topups: TopupSettings;
+  /** The exact response cache (src/cache/, docs/cache.md; CACHE_* env vars). */
+  cache: CacheSettings;
+}
+
+/** The response cache's operator settings (docs/cache.md). */
+export interface CacheSettings {
+  /** CACHE_ENABLED=false turns the cache off for every account and request. */
+  enabled: boolean;
+  /** VND charged per hit (CACHE_HIT_PRICE_VND, default 0: a hit costs nothing). */
+  hitPriceVnd: number;
+  /** Largest TTL an account or a request may set (CACHE_MAX_TTL_SECONDS, default 7 days). */
+  maxTtlSeconds: number;
+  /** Answers larger than this are not stored (CACHE_MAX_ENTRY_BYTES, default 1 MiB). */
+  maxEntryBytes: number;
+  /** Postgres storage: total size kept by evicting the oldest entries (CACHE_MAX_TOTAL_BYTES, default 256 MiB). */
+  maxTotalBytes: number;
+  /** How long a lookup or write may take before the request goes on as a miss (CACHE_TIMEOUT_MS). */
+  timeoutMs: number;
+  /** Key prefix in Redis (CACHE_REDIS_PREFIX). */
+  redisPrefix: string;
+  /** How long an account's cache settings are kept in memory (CACHE_SETTINGS_MS). */
+  settingsCacheMs: number;
 }
 
 export function loadConfig(overrides: Partial<Config> = {}): Config {
@@ -182,6 +204,16 @@ export function loadConfig(overrides: Partial<Config> = {}): Config {
     backgroundResponses: loadBackgroundResponseSettings(),
     jobs: loadJobWorkerSettings(),
     topups: loadTopupSettings(),
+    cache: {
+      enabled: str('CACHE_ENABLED', 'true') === 'true',
+      hitPriceVnd: int('CACHE_HIT_PRICE_VND', 0),
+      maxTtlSeconds: int('CACHE_MAX_TTL_SECONDS', 7 * 24 * 3600),
+      maxEntryBytes: int('CACHE_MAX_ENTRY_BYTES', 1024 * 1024),
+      maxTotalBytes: int('CACHE_MAX_TOTAL_BYTES', 256 * 1024 * 1024),
+      timeoutMs: int('CACHE_TIMEOUT_MS', 250),
+      redisPrefix: str('CACHE_REDIS_PREFIX', 'gw:cache:'),
+      settingsCacheMs: int('CACHE_SETTINGS_MS', 2000),
+    },
   };
   const out = { ...cfg, ...overrides };
   // A gateway served over https marks its console cookies Secure unless told otherwise.

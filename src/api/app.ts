@@ -19,6 +19,7 @@ import { batchesRouter } from './routers/batches';
 import { messageBatchesRouter } from './routers/messageBatches';
 import { topupsRouter } from './routers/topups';
 import { consoleRouter } from '../console/router';
+import { cacheRouter } from './routers/cache';
 import { dispatchByPrefix } from './dispatch';
 import { organizationsRouter } from '../organizations';
 
@@ -49,6 +50,7 @@ export function createApp(deps: AppDeps): Koa<GatewayState> {
     topupsRouter(deps),
     consoleRouter(deps),
     organizationsRouter(deps),
+    cacheRouter(deps),
   ];
   app.use(dispatchByPrefix(routers));
   return app;

@@ -4,6 +4,7 @@ import type { RoutedCall } from '../operations/routedCall';
 import { clientAbort, type RequestAbort } from '../net/abort';
 import { SseSink } from '../sse/clientSink';
 import type { Span } from '@opentelemetry/api';
+import type { AffinitySource } from '../routing/affinity';
 import type { Ctx } from './requestState';
 import { sendJsonBuffer } from './jsonBuffer';
 
@@ -21,6 +22,9 @@ export function requestAbort(ctx: Ctx): RequestAbort {
  * routers wrote themselves before the operations left src/api/.
  */
 export class HttpCaller implements Caller, Output, RelayTarget {
+  /** What routes the request by prompt cache (src/routing/affinity.ts), set by its operation. */
+  promptCache: AffinitySource | null = null;
+
   constructor(
     private readonly ctx: Ctx,
     readonly billing: AccountBilling,
@@ -53,6 +57,9 @@ export class HttpCaller implements Caller, Output, RelayTarget {
   /** errorHandler cancels it if an error escapes before it settles. */
   set call(c: RoutedCall | undefined) {
     this.ctx.state.call = c;
+  }
+  get cacheDirective(): string | undefined {
+    return this.ctx.get('x-gateway-cache') || undefined;
   }
   get rateLimitHeaders(): boolean {
     return this.ctx.state.rateLimitHeaders === true;

@@ -36,6 +36,8 @@ export class Meter {
   private finished = false;
   /** What settle charged (VND): reported to the client with the response. */
   charged = 0;
+  /** How the request ended (settle's or cancel's status), once it has: the response cache stores only 200s. */
+  status: number | null = null;
 
   /** The deployment of the current try, and `retry` / `fallback` when it is not the first (src/routing). */
   deployment: string | null = null;
@@ -71,6 +73,7 @@ export class Meter {
   settle(costVnd: number, units: Record<string, number>, pricing: Pricing, status = 200): number {
     if (this.finished) return 0;
     this.finished = true;
+    this.status = status;
     this.charged = this.reservation.settle(costVnd, { ...this.usage(units, status), pricing });
     return this.charged;
   }
@@ -84,6 +87,7 @@ export class Meter {
   cancel(units: Record<string, number>, status: number): void {
     if (this.finished) return;
     this.finished = true;
+    this.status = status;
     this.reservation.cancel(this.usage(units, status));
   }
 

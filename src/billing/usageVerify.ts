@@ -15,6 +15,8 @@ import type { VideoBilled } from '../video/repo';
 
 /** What `units` cost at `p`, by the rule each operation is billed with; null for units of no known shape. */
 export function unitsCost(p: Pricing, units: Record<string, unknown>): number | null {
+  // A response cache hit (src/cache/): the hit price per hit, recorded as its prices.
+  if (typeof units.cache_hit === 'number') return units.cache_hit * ((p as { cacheHitVnd?: number }).cacheHitVnd ?? 0);
   const tokens = breakdownOfUnits(units);
   if (tokens)
     return usageCost(p, {

@@ -12,6 +12,7 @@ import { mountWebhooksApi } from './webhooks';
 import { mountBatchesApi } from './batches';
 import { mountResponsesApi } from './responses';
 import { mountTopupsApi } from './topups';
+import { mountCacheApi } from './cache';
 
 /**
  * The web console, served by the gateway itself under /console: a small hand-written single-page app
@@ -43,6 +44,7 @@ export function consoleRouter(deps: AppDeps): Router<GatewayState> {
   mountBatchesApi(r, deps);
   mountResponsesApi(r, deps);
   mountTopupsApi(r, deps);
+  mountCacheApi(r, deps);
 
   r.get('/console/static/:file', route('/console/static/:file'), (ctx) => {
     const a = assets.get(ctx.params.file);

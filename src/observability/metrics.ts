@@ -1,9 +1,12 @@
 import client from 'prom-client';
 import { registerRoutingMetrics, type RoutingSource } from './routingMetrics';
+import { registerCacheMetrics } from './cacheMetrics';
 
 /** Prometheus metrics (prom-client). One registry per process; tests may create apps repeatedly. */
 export class Metrics {
   readonly registry = new client.Registry();
+  /** The response cache's (src/cache/). */
+  readonly cache = registerCacheMetrics(this.registry);
   readonly requests = new client.Counter({
     name: 'gateway_http_requests_total',
     help: 'HTTP requests by route, method, status and model',

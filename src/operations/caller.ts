@@ -14,6 +14,8 @@ import type { ProviderRegistry } from '../providers/registry';
 import type { ModelRouter } from '../routing/modelRouter';
 import type { SseSink } from '../sse/clientSink';
 import type { RoutedCall } from './routedCall';
+import type { ResponseCache } from '../cache';
+import type { AffinitySource } from '../routing/affinity';
 
 /**
  * Who an operation runs for and where its answer goes, without HTTP. Every synchronous operation (chat, completions,
@@ -30,6 +32,8 @@ export interface OperationDeps {
   providers: ProviderRegistry;
   router: ModelRouter;
   logger: Logger;
+  /** The exact response cache (src/cache/); absent or null: off. */
+  cache?: ResponseCache | null;
 }
 
 /**
@@ -135,4 +139,11 @@ export interface Caller {
   call?: RoutedCall;
   /** The key's rate-limit headers were set by its admission. */
   rateLimitHeaders?: boolean;
+  /**
+   * What says which prompt cache the request reads, set by its operation (src/routing/affinity.ts): requests
+   * sharing one go to the same healthy deployment, so the provider's prompt cache keeps hitting.
+   */
+  promptCache?: AffinitySource | null;
+  /** The request's `x-gateway-cache` header, if it sent one (src/cache/directive.ts). */
+  readonly cacheDirective?: string;
 }

@@ -11,6 +11,7 @@ import type { Storage } from '../storage/storage';
 import type { ProviderRegistry } from '../providers/registry';
 import type { ModelRouter } from '../routing/modelRouter';
 import type { RateLimiter } from '../limits/rateLimiter';
+import type { ResponseCache } from '../cache';
 
 /** Everything a router may need, built once at start-up (src/server.ts, src/main.ts, tests). */
 export interface AppDeps {
@@ -38,4 +39,6 @@ export interface AppDeps {
   router: ModelRouter;
   /** Null when the API runs without Temporal (video routes then answer 503). */
   temporal: TemporalClient | null;
+  /** The exact response cache (src/cache/): Redis with REDIS_URL, else Postgres; null or absent: off. */
+  cache?: ResponseCache | null;
 }

@@ -13,6 +13,7 @@ import { tracer, type HeldTry } from '../observability/tracing';
 import type { CallOptions } from '../providers/types';
 import { sseComment } from '../sse/wire';
 import { admitRequest, unitTokens } from './rateLimit';
+import { affinityOf } from '../routing/affinity';
 
 /**
  * One synchronous request's billed call upstream, the one path every API family takes:
@@ -70,6 +71,14 @@ export class RoutedCall implements RouteRecorder {
     const span = caller.span;
     this.traceSpan = span && span.isRecording() ? span : null;
     if (span && tracer?.propagates(span)) this.trySpan = span;
+  }
+
+  private handle: string | null | undefined;
+
+  /** The request's prompt-cache handle, which routes it (src/routing/affinity.ts); worked out on first need. */
+  get affinity(): string | null {
+    if (this.handle === undefined) this.handle = this.caller.promptCache ? affinityOf(this.caller.promptCache) : null;
+    return this.handle;
   }
 
   /** The options of the upstream call of the try in flight: the request's abort, the try's span. */
@@ -158,11 +167,14 @@ export class RoutedCall implements RouteRecorder {
     return charged;
   }
 
-  /** Settles an operation not billed in tokens (images, audio): `costVnd` for `units`. */
-  settleCost(costVnd: number, units: Record<string, number>, status = 200): number {
+  /**
+   * Settles an operation not billed in tokens (images, audio): `costVnd` for `units`, recorded at `pricing` (the
+   * answering model's, or a response cache hit's own price: src/cache/).
+   */
+  settleCost(costVnd: number, units: Record<string, number>, status = 200, pricing: Pricing = this.pricing): number {
     if (this.meter.done) return 0;
     this.finishLimits(units);
-    const charged = this.meter.settle(costVnd, units, this.pricing, status);
+    const charged = this.meter.settle(costVnd, units, pricing, status);
     if (this.traceSpan || this.held) this.traced(status, null);
     return charged;
   }

@@ -215,7 +215,8 @@ export async function recordedUsage(
       `DECLARE reconcile_day NO SCROLL CURSOR FOR
        SELECT model, deployment, units, pricing, cost_vnd, shortfall_vnd FROM usage_records
        WHERE created_at >= $1::timestamptz AND created_at < $2::timestamptz
-         AND (status < 400 OR pricing IS NOT NULL)`,
+         AND (status < 400 OR pricing IS NOT NULL)
+         AND NOT (units ? 'cache_hit') -- a response cache hit called no provider: nothing on its bill`,
       range,
     );
     for (;;) {

@@ -1,6 +1,7 @@
 import type { Catalog, ModelConfig } from '../catalog/catalog';
 import type { Deployment } from '../catalog/deployments';
 import { DeploymentState, pickHealthy } from './deploymentState';
+import { pickByAffinity } from './affinity';
 import { failureOf, isRetryable } from './failure';
 import type { RoutingSettings } from './settings';
 import type { Span } from '@opentelemetry/api';
@@ -33,6 +34,8 @@ export interface RouteRecorder {
    * it did. Without it the try's span ends as its call returns.
    */
   holdTry?(span: Span, t: RouteTry): boolean;
+  /** The request's prompt-cache handle (./affinity.ts): it goes to the same healthy deployment as its handle's. */
+  readonly affinity?: string | null;
 }
 
 interface Link {
@@ -101,7 +104,7 @@ export class ModelRouter {
     const start = this.now();
     let tried: Set<DeploymentState> | null = null;
     let tries = 0;
-    let t = this.choose(chain, null, start, primary, true)!;
+    let t = this.choose(chain, null, start, primary, true, recorder)!;
     const parent = tracer ? recorder?.traceSpan : null;
     for (;;) {
       const st = t.state;
@@ -131,7 +134,7 @@ export class ModelRouter {
         if (!isRetryable(f.cls) || tries >= this.settings.maxAttempts || now - start >= this.settings.maxTimeMs)
           throw e;
         (tried ??= new Set()).add(st);
-        const next = this.choose(chain, tried, now, primary, false);
+        const next = this.choose(chain, tried, now, primary, false, recorder);
         if (!next) throw e;
         t = next;
       }
@@ -169,9 +172,13 @@ export class ModelRouter {
     now: number,
     primary: ModelConfig,
     first: boolean,
+    recorder?: RouteRecorder | null,
   ): RouteTry | null {
     for (const link of chain) {
-      const s = pickHealthy(link.states, tried, now);
+      // The handle is read only where there is a choice to make (a single deployment needs none).
+      const affinity =
+        link.states.length > 1 && this.settings.promptAffinity !== false ? (recorder?.affinity ?? null) : null;
+      const s = affinity ? pickByAffinity(link.states, tried, now, affinity) : pickHealthy(link.states, tried, now);
       if (s) return (first && link.model === primary && this.firstTries.get(s)) || tryOf(link, s, primary, first);
     }
     // Every untried candidate is cooling down (or being probed): the one that recovers first.

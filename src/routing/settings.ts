@@ -8,6 +8,11 @@ export interface RoutingSettings {
   cooldownBaseMs: number;
   /** ...up to this. A Retry-After is honoured up to this bound too. */
   cooldownMaxMs: number;
+  /**
+   * Requests sharing a prompt cache go to one deployment (./affinity.ts); ROUTING_PROMPT_AFFINITY=false turns it
+   * off (the bench compares both). Absent: on.
+   */
+  promptAffinity?: boolean;
 }
 
 function int(env: NodeJS.ProcessEnv, name: string, def: number, min: number): number {
@@ -25,5 +30,6 @@ export function loadRoutingSettings(env: NodeJS.ProcessEnv = process.env): Routi
     maxTimeMs: int(env, 'ROUTING_MAX_TIME_MS', 30_000, 0),
     cooldownBaseMs: int(env, 'ROUTING_COOLDOWN_BASE_MS', 5_000, 1),
     cooldownMaxMs: int(env, 'ROUTING_COOLDOWN_MAX_MS', 300_000, 1),
+    promptAffinity: (env.ROUTING_PROMPT_AFFINITY ?? 'true') !== 'false',
   };
 }

@@ -16,6 +16,8 @@ export interface SseSinkContext {
  */
 export class SseSink {
   private opened = false;
+  /** Sees every write that reaches the client (the response cache's recorder, src/cache/recorder.ts). */
+  tap: ((data: string | Uint8Array) => void) | null = null;
 
   constructor(
     private readonly ctx: SseSinkContext,
@@ -50,6 +52,7 @@ export class SseSink {
   async write(data: string | Uint8Array): Promise<boolean> {
     if (this.abort.aborted || this.ctx.res.destroyed) return false;
     const res = this.ctx.res;
+    this.tap?.(data);
     if (!res.write(data)) {
       // Both listeners go as soon as either fires: a long stream to a slow client congests many times, and a
       // listener left behind per wait would pile up on the response until it closes.

@@ -19,6 +19,7 @@ import { pageReconciliation } from './page-reconciliation.js';
 import { pageUsage } from './page-usage.js';
 import { pageWebhooks } from './page-webhooks.js';
 import { pageTopup, pageTopupsAdmin } from './page-topups.js';
+import { pageCache } from './page-cache.js';
 import { emptyState, errorState } from './views.js';
 
 // ---------------------------------------------------------------- routing
@@ -38,6 +39,7 @@ export const routes = [
   { re: /^\/webhooks$/, page: pageWebhooks, nav: 'webhooks' },
   { re: /^\/topup$/, page: pageTopup, nav: 'topup' },
   { re: /^\/admin\/topups$/, page: pageTopupsAdmin, nav: 'topups', operator: true },
+  { re: /^\/cache$/, page: pageCache, nav: 'cache' },
   { re: /^\/admin\/accounts$/, page: pageAccounts, nav: 'accounts', operator: true },
   { re: new RegExp('^/admin/accounts/' + UUID + '$'), page: pageAccount, nav: 'accounts', operator: true },
   { re: /^\/admin\/reconciliation$/, page: pageReconciliation, nav: 'reconciliation', operator: true },
@@ -163,6 +165,7 @@ export function layout(app, active, fill) {
         item('batches', '/batches', 'Batches'),
         item('responses', '/responses', 'Responses'),
         item('webhooks', '/webhooks', 'Webhooks'),
+        item('cache', '/cache', 'Cache'),
         item('models', '/models', 'Models'),
         isOp
           ? [

@@ -5,6 +5,7 @@ import { servedNatively } from '../../providers/kinds';
 import type { ChatCompletionBody } from '../../schemas/chat';
 import { bridgedChat } from './bridged';
 import { forwardCompletion, type CompletionBody } from './forward';
+import { throughCache } from '../../cache';
 
 /**
  * POST /v1/chat/completions and POST /v1/completions, without HTTP: the body (validated by the route's schema,
@@ -30,9 +31,12 @@ export async function chatCompletions(
   body: ChatCompletionBody,
 ): Promise<void> {
   checkMaxTokens(model, body);
-  // Chat models on another protocol go through the bridges /v1/messages and /v1/responses use.
-  if (!servedNatively(deps.catalog.provider(model).kind, model, 'chat')) return bridgedChat(caller, deps, model, body);
-  await forwardCompletion(caller, deps, 'chat', model, body);
+  caller.promptCache = { cacheKey: body.prompt_cache_key, prompt: body.messages };
+  await throughCache(caller, deps, { operation: 'chat.completions', model, body }, (c) => {
+    // Chat models on another protocol go through the bridges /v1/messages and /v1/responses use.
+    if (!servedNatively(deps.catalog.provider(model).kind, model, 'chat')) return bridgedChat(c, deps, model, body);
+    return forwardCompletion(c, deps, 'chat', model, body);
+  });
 }
 
 export async function completions(
@@ -42,5 +46,11 @@ export async function completions(
   body: CompletionBody,
 ): Promise<void> {
   checkMaxTokens(model, body);
-  await forwardCompletion(caller, deps, 'completion', model, body);
+  caller.promptCache = { prompt: [(body as { prompt?: unknown }).prompt] };
+  await throughCache(
+    caller,
+    deps,
+    { operation: 'completions', model, body: body as unknown as Record<string, unknown> },
+    (c) => forwardCompletion(c, deps, 'completion', model, body),
+  );
 }

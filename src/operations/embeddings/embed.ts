@@ -8,6 +8,7 @@ import { boundOverCandidates } from '../../routing/bound';
 import { geminiEmbedder, servedNatively } from '../../providers/kinds';
 import { openCall, RoutedPayload } from '../routedCall';
 import { geminiEmbedCall, openAIEmbeddingList, type GeminiEmbedCall } from '../embeddings/geminiUpstream';
+import { throughCache } from '../../cache';
 
 /** An upstream's embeddings: OpenAI's JSON as it came, or a Gemini upstream's vectors (which come without usage). */
 export type EmbedAnswer = Buffer | number[][];
@@ -25,6 +26,22 @@ export async function embed(
   body: EmbeddingBody,
   render?: (answer: EmbedAnswer) => unknown,
   operation = 'embeddings',
+  native?: GeminiEmbedCall,
+): Promise<void> {
+  // POST /v1/embeddings goes through the response cache; the Gemini routes' embeddings (render, native) do not.
+  if (render || native) return embedNow(caller, deps, model, body, render, operation, native);
+  return throughCache(caller, deps, { operation, model, body: body as unknown as Record<string, unknown> }, (c) =>
+    embedNow(c, deps, model, body, undefined, operation),
+  );
+}
+
+async function embedNow(
+  caller: Caller,
+  deps: OperationDeps,
+  model: ModelConfig,
+  body: EmbeddingBody,
+  render: ((answer: EmbedAnswer) => unknown) | undefined,
+  operation: string,
   native?: GeminiEmbedCall,
 ): Promise<void> {
   const bound = embeddingTokensBound(body.input);

@@ -33,6 +33,8 @@ export async function generateContent(
   wire: GeminiStreamWire | null,
 ): Promise<void> {
   const call = { model, name, req, wire };
+  const r = req as { cachedContent?: unknown; systemInstruction?: unknown; contents?: unknown };
+  caller.promptCache = { cacheKey: r.cachedContent, prompt: [r.systemInstruction, r.contents] };
   if (servedNatively(deps.catalog.provider(model).kind, model, 'gemini')) await nativeGenerate(caller, deps, call);
   else await translatedGenerate(caller, deps, call);
 }

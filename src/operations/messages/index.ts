@@ -8,6 +8,7 @@ import { translateInput } from '../../translate/translateInput';
 import { estimateInputTokens } from '../../translate/tokenEstimate';
 import { nativeMessages, type AnthropicHeaders } from './native';
 import { translatedMessages } from './translated';
+import { throughCache } from '../../cache';
 
 /**
  * POST /v1/messages and /v1/messages/count_tokens, without HTTP: a model served over Anthropic Messages (an
@@ -32,9 +33,15 @@ export async function createMessage(
   req: MessagesRequest,
   headers: AnthropicHeaders,
 ): Promise<void> {
-  const native = nativeAdapter(deps, model);
-  if (native) await nativeMessages(caller, deps, model, native, req, headers);
-  else await translatedMessages(caller, deps, model, req);
+  // The Anthropic version and beta change the answer: they are part of the cache key.
+  const extra = { version: headers.version, beta: headers.beta ?? null };
+  const body = req as unknown as Record<string, unknown>;
+  caller.promptCache = { anthropic: req };
+  await throughCache(caller, deps, { operation: 'messages', model, body, extra }, async (c) => {
+    const native = nativeAdapter(deps, model);
+    if (native) await nativeMessages(c, deps, model, native, req, headers);
+    else await translatedMessages(c, deps, model, req);
+  });
 }
 
 /** The upstream's count on an Anthropic provider; elsewhere the documented estimate (see tokenEstimate.ts). */

@@ -9,6 +9,7 @@ import { translatedResponses } from './translated';
 import type { Turn } from './turn';
 import { clip } from '../../text/clip';
 import { servedNatively } from '../../providers/kinds';
+import { throughCache } from '../../cache';
 
 /**
  * POST /v1/responses for a validated request on a chat model: `previous_response_id` expanded here into the stored
@@ -23,6 +24,20 @@ export async function createResponse(
   req: ResponsesRequest,
   /** `id`: the id to store the response under (a background response's; see Turn.id). */
   opts: { id?: string } = {},
+): Promise<void> {
+  // A background response (its own id, its hold) is never cached; a request on the client's behalf may be.
+  if (opts.id || (req as { background?: unknown }).background === true) return respond(caller, deps, model, req, opts);
+  const body = req as unknown as Record<string, unknown>;
+  caller.promptCache = { cacheKey: body.prompt_cache_key, prompt: [body.instructions, body.input] };
+  await throughCache(caller, deps, { operation: 'responses', model, body }, (c) => respond(c, deps, model, req, opts));
+}
+
+async function respond(
+  caller: Caller,
+  deps: OperationDeps,
+  model: ModelConfig,
+  req: ResponsesRequest,
+  opts: { id?: string },
 ): Promise<void> {
   const history = await historyOf(deps, caller.principal.accountId, req.previous_response_id);
   const turn: Turn = {

@@ -1,0 +1,120 @@
+import type { Db } from '../db/pool';
+import { badRequest, notFound } from '../errors';
+
+/**
+ * An account's cache settings (table cache_settings) and its keys' own switches (cache_key_settings), as the
+ * request path reads them: from memory, read again when older than `cacheMs` (a change reaches every API process
+ * within that long; this process's own changes at once).
+ */
+
+export type CacheScope = 'account' | 'key';
+export const SCOPES: readonly CacheScope[] = ['account', 'key'];
+
+export interface AccountCacheSettings {
+  enabled: boolean;
+  defaultTtlSeconds: number;
+  /** Whose requests share entries: the account's (the organization's) or each key's alone. Per project: later. */
+  scope: CacheScope;
+  /** Keys switched on or off on their own (absent: the account's setting). */
+  keys: ReadonlyMap<string, boolean>;
+}
+
+const DEFAULTS = { enabled: false, defaultTtlSeconds: 3600, scope: 'account' as CacheScope };
+
+export interface SettingsPatch {
+  enabled?: unknown;
+  default_ttl_seconds?: unknown;
+  scope?: unknown;
+}
+
+export class CacheSettingsRepo {
+  private readonly cached = new Map<string, { at: number; s: Promise<AccountCacheSettings> }>();
+
+  constructor(
+    private readonly db: Db,
+    private readonly cacheMs: number,
+    private readonly maxTtlSeconds: number,
+  ) {}
+
+  /** The settings the request path uses (memory, refreshed after cacheMs). */
+  forAccount(accountId: string): Promise<AccountCacheSettings> {
+    const now = Date.now();
+    const c = this.cached.get(accountId);
+    if (c && now - c.at < this.cacheMs) return c.s;
+    const s = this.read(accountId);
+    this.cached.set(accountId, { at: now, s });
+    s.catch(() => this.cached.delete(accountId));
+    if (this.cached.size > 10_000) this.cached.delete(this.cached.keys().next().value!);
+    return s;
+  }
+
+  async read(accountId: string): Promise<AccountCacheSettings> {
+    const [a, k] = await Promise.all([
+      this.db.query('SELECT enabled, default_ttl_seconds, scope FROM cache_settings WHERE account_id = $1', [
+        accountId,
+      ]),
+      this.db.query('SELECT api_key_id, enabled FROM cache_key_settings WHERE account_id = $1', [accountId]),
+    ]);
+    const row = a.rows[0];
+    return {
+      enabled: row ? row.enabled : DEFAULTS.enabled,
+      defaultTtlSeconds: row ? row.default_ttl_seconds : DEFAULTS.defaultTtlSeconds,
+      scope: row ? row.scope : DEFAULTS.scope,
+      keys: new Map(k.rows.map((r) => [r.api_key_id as string, r.enabled as boolean])),
+    };
+  }
+
+  /** Validates every field before changing anything (400 naming the field). */
+  async update(accountId: string, patch: SettingsPatch): Promise<AccountCacheSettings> {
+    if (!patch || typeof patch !== 'object' || Array.isArray(patch)) throw badRequest('body must be a JSON object');
+    for (const k of Object.keys(patch))
+      if (!['enabled', 'default_ttl_seconds', 'scope'].includes(k)) throw badRequest(`unknown field "${k}"`, k);
+    const { enabled, default_ttl_seconds: ttl, scope } = patch;
+    if (enabled !== undefined && typeof enabled !== 'boolean') throw badRequest('enabled must be a boolean', 'enabled');
+    if (ttl !== undefined && (!Number.isInteger(ttl) || (ttl as number) < 1 || (ttl as number) > this.maxTtlSeconds))
+      throw badRequest(`default_ttl_seconds must be an integer from 1 to ${this.maxTtlSeconds}`, 'default_ttl_seconds');
+    if (scope !== undefined && !SCOPES.includes(scope as CacheScope))
+      throw badRequest(`scope must be one of ${SCOPES.join(', ')}`, 'scope');
+    await this.db.query(
+      `INSERT INTO cache_settings (account_id, enabled, default_ttl_seconds, scope)
+       VALUES ($1, COALESCE($2::boolean, $5), COALESCE($3::int, $6), COALESCE($4::text, $7))
+       ON CONFLICT (account_id) DO UPDATE SET
+         enabled = COALESCE($2::boolean, cache_settings.enabled),
+         default_ttl_seconds = COALESCE($3::int, cache_settings.default_ttl_seconds),
+         scope = COALESCE($4::text, cache_settings.scope), updated_at = now()`,
+      [
+        accountId,
+        enabled ?? null,
+        ttl ?? null,
+        scope ?? null,
+        DEFAULTS.enabled,
+        DEFAULTS.defaultTtlSeconds,
+        DEFAULTS.scope,
+      ],
+    );
+    this.cached.delete(accountId);
+    return this.read(accountId);
+  }
+
+  /** A key's own switch: true, false, or null (back to the account's). Another account's key is a 404. */
+  async setKey(accountId: string, keyId: string, enabled: unknown): Promise<void> {
+    if (enabled !== null && typeof enabled !== 'boolean')
+      throw badRequest('enabled must be true, false or null', 'enabled');
+    const owns = /^[0-9a-f-]{36}$/i.test(keyId)
+      ? await this.db.query('SELECT 1 FROM api_keys WHERE id = $1 AND account_id = $2', [keyId, accountId])
+      : { rowCount: 0 };
+    if (!owns.rowCount) throw notFound('API key not found');
+    if (enabled === null)
+      await this.db.query('DELETE FROM cache_key_settings WHERE api_key_id = $1 AND account_id = $2', [
+        keyId,
+        accountId,
+      ]);
+    else
+      await this.db.query(
+        `INSERT INTO cache_key_settings (api_key_id, account_id, enabled) VALUES ($1, $2, $3)
+         ON CONFLICT (api_key_id) DO UPDATE SET enabled = EXCLUDED.enabled, updated_at = now()`,
+        [keyId, accountId, enabled],
+      );
+    this.cached.delete(accountId);
+  }
+}

@@ -1,0 +1,12 @@
+/**
+ * The exact response cache, a room of its own: the rest of the gateway imports only this file.
+ * docs/cache.md tells what is cached, under which key, what a hit costs and how it is turned on.
+ */
+export { throughCache, ENTRY_KEY_HEADER, type Cacheable } from './serve';
+export { CACHE_HEADER, parseDirective, type CacheDirective } from './directive';
+export { ResponseCache, createResponseCache, type CacheDeps } from './responseCache';
+export { requestKey, keyedBody, canonicalJson } from './requestKey';
+export { SCOPES, type CacheScope, type AccountCacheSettings } from './accountSettings';
+export type { CacheStatsReport } from './stats';
+export { settingsView, updateSettings, setKeyCache, purgeEntry, purgeModel, statsReport } from './manage';
+export { PgCacheStore } from './pgStore';

@@ -1,0 +1,112 @@
+import type { Db } from '../db/pool';
+import { badRequest, notFound } from '../errors';
+import type { ResponseCache } from './responseCache';
+import type { CacheStatsReport } from './stats';
+import type { SettingsPatch } from './accountSettings';
+
+/**
+ * What an account manages of its cache, in one place for the API (/v1/cache/*) and the console: its settings and
+ * its keys' switches, purges of its own entries, its stats. Every call names the account and touches only its rows
+ * and entries: another account's key or entry is a 404.
+ */
+
+export interface CacheSettingsView {
+  object: 'cache.settings';
+  enabled: boolean;
+  default_ttl_seconds: number;
+  scope: string;
+  hit_price_vnd: number;
+  max_ttl_seconds: number;
+  storage: string;
+  keys: { id: string; name: string; enabled: boolean | null; effective: boolean }[];
+}
+
+type MaybeCache = ResponseCache | null | undefined;
+
+/** The cache, or a 400 when this gateway runs without one. */
+function on(cache: MaybeCache): ResponseCache {
+  if (!cache)
+    throw badRequest('the response cache is turned off on this gateway (CACHE_ENABLED=false)', null, 'cache_disabled');
+  return cache;
+}
+
+export async function settingsView(maybe: MaybeCache, db: Db, accountId: string): Promise<CacheSettingsView> {
+  const cache = on(maybe);
+  const [s, keys] = await Promise.all([
+    cache.settings.read(accountId),
+    db.query('SELECT id, name FROM api_keys WHERE account_id = $1 AND revoked_at IS NULL ORDER BY created_at', [
+      accountId,
+    ]),
+  ]);
+  return {
+    object: 'cache.settings',
+    enabled: s.enabled,
+    default_ttl_seconds: s.defaultTtlSeconds,
+    scope: s.scope,
+    hit_price_vnd: cache.hitPriceVnd,
+    max_ttl_seconds: cache.config.maxTtlSeconds,
+    storage: cache.store.name,
+    keys: keys.rows.map((k) => {
+      const own = s.keys.get(k.id);
+      return { id: k.id, name: k.name, enabled: own ?? null, effective: own ?? s.enabled };
+    }),
+  };
+}
+
+export async function updateSettings(
+  maybe: MaybeCache,
+  db: Db,
+  accountId: string,
+  patch: SettingsPatch,
+): Promise<CacheSettingsView> {
+  const cache = on(maybe);
+  await cache.settings.update(accountId, patch);
+  return settingsView(cache, db, accountId);
+}
+
+export async function setKeyCache(
+  maybe: MaybeCache,
+  accountId: string,
+  keyId: string,
+  body: { enabled?: unknown } | null,
+): Promise<void> {
+  const cache = on(maybe);
+  if (!body || typeof body !== 'object' || !('enabled' in body))
+    throw badRequest('enabled is required (true, false or null)', 'enabled');
+  await cache.settings.setKey(accountId, keyId, body.enabled);
+}
+
+/** Deletes one of the account's entries by its key (the x-gateway-cache-key header of the answer). */
+export async function purgeEntry(
+  maybe: MaybeCache,
+  accountId: string,
+  key: string,
+): Promise<{ object: 'cache.entry'; id: string; deleted: true }> {
+  const cache = on(maybe);
+  if (!/^[0-9a-f]{64}$/.test(key) || !(await cache.delete(key, accountId))) throw notFound('cache entry not found');
+  return { object: 'cache.entry', id: key, deleted: true };
+}
+
+/** Deletes all of the account's entries of one model. */
+export async function purgeModel(
+  maybe: MaybeCache,
+  accountId: string,
+  model: unknown,
+): Promise<{ object: 'cache.purge'; model: string; deleted: number }> {
+  const cache = on(maybe);
+  if (typeof model !== 'string' || !model || model.length > 200)
+    throw badRequest('model is required: the model whose entries to delete', 'model');
+  return { object: 'cache.purge', model, deleted: await cache.purgeModel(accountId, model) };
+}
+
+export async function statsReport(
+  maybe: MaybeCache,
+  accountId: string,
+  daysParam: unknown,
+): Promise<CacheStatsReport & { object: 'cache.stats' }> {
+  const cache = on(maybe);
+  const days = daysParam === undefined ? 30 : Number(daysParam);
+  if (!Number.isInteger(days) || days < 1 || days > 366)
+    throw badRequest('days must be an integer from 1 to 366', 'days');
+  return { object: 'cache.stats', ...(await cache.stats.report(accountId, days)) };
+}

@@ -1,0 +1,219 @@
+import { performance } from 'node:perf_hooks';
+import type { Db } from '../db/pool';
+import type { CacheStore, EntryOwner } from './store';
+
+/**
+ * Entries in Postgres (table response_cache, migration 220), for a gateway without Redis (REDIS_URL unset: one API
+ * process, as `npm start` runs it). A miss must cost next to nothing (a database round trip is 80 to 160 µs of this
+ * process's CPU, most of what a miss would add), so the store keeps in memory:
+ *   - the keys it knows are stored, with their expiry: a key not among them is a miss without a query (the index is
+ *     loaded at start and takes in other processes' new entries every `refreshMs`; a key it has not seen yet is a
+ *     miss that could have been a hit, never a wrong answer);
+ *   - the most recent entries themselves, up to `memoryBytes`: a hit on one makes no query either;
+ *   - the entries to write, written in one INSERT every `flushMs` (or sooner, 64 at a time), off the request path.
+ * The total size is kept under `maxTotalBytes` by evicting the oldest entries, and the expired ones deleted, after a
+ * write at most once per `sweepMs`. A purge made by another process reaches this one's memory within `refreshMs`
+ * only for new entries: docs/cache.md says to run Redis with more than one API process.
+ */
+export class PgCacheStore implements CacheStore {
+  readonly name = 'postgres' as const;
+  private readonly index = new Map<string, number>();
+  private readonly memory = new Map<string, { buf: Buffer; expiresAt: number }>();
+  private memoryUsed = 0;
+  private pending = new Map<string, { owner: EntryOwner; buf: Buffer; expiresAt: number; createdAt: number }>();
+  private flushing: Promise<void> = Promise.resolve();
+  private flushTimer: NodeJS.Timeout | null = null;
+  private refreshTimer: NodeJS.Timeout | null = null;
+  private lastSweep = 0;
+  /** The table's total size as of the last sweep plus what was written since (null: not known yet). */
+  private approxTotal: number | null = null;
+  private seenUntil = new Date(0);
+  private ready: Promise<void>;
+
+  constructor(
+    private readonly db: Db,
+    private readonly maxTotalBytes: number,
+    private readonly sweepMs = 1000,
+    private readonly opts: {
+      memoryBytes?: number;
+      flushMs?: number;
+      refreshMs?: number;
+      /** A write that failed (its entries are lost: the next requests are misses). */
+      onError?: (e: Error) => void;
+    } = {},
+  ) {
+    this.ready = this.refresh().catch(() => undefined);
+    const refreshMs = opts.refreshMs ?? 5000;
+    this.refreshTimer = setInterval(() => void this.refresh().catch(() => undefined), refreshMs);
+    this.refreshTimer.unref();
+  }
+
+  /** Takes in the entries written since the last look (all of them at start). */
+  private async refresh(): Promise<void> {
+    const r = await this.db.query<{ key: string; exp: string; created_at: Date }>(
+      `SELECT key, (extract(epoch FROM expires_at) * 1000)::bigint AS exp, created_at FROM response_cache
+       WHERE created_at >= $1 AND expires_at > now()`,
+      [this.seenUntil],
+    );
+    for (const row of r.rows) {
+      this.index.set(row.key, Number(row.exp));
+      if (row.created_at > this.seenUntil) this.seenUntil = row.created_at;
+    }
+  }
+
+  async get(key: string): Promise<Buffer | null> {
+    const now = Date.now();
+    const exp = this.index.get(key);
+    if (exp === undefined) return null;
+    if (exp <= now) {
+      this.forget(key);
+      return null;
+    }
+    const m = this.memory.get(key);
+    if (m) {
+      // Most recently used last: eviction takes the first.
+      this.memory.delete(key);
+      this.memory.set(key, m);
+      return m.buf;
+    }
+    const r = await this.db.query<{ body: Buffer }>(
+      'SELECT body FROM response_cache WHERE key = $1 AND expires_at > now()',
+      [key],
+    );
+    const buf = r.rows[0]?.body ?? null;
+    if (buf) this.remember(key, buf, exp);
+    else this.index.delete(key);
+    return buf;
+  }
+
+  private remember(key: string, buf: Buffer, expiresAt: number): void {
+    const max = this.opts.memoryBytes ?? 32 * 1024 * 1024;
+    if (buf.length > max / 8) return;
+    const old = this.memory.get(key);
+    if (old) this.memoryUsed -= old.buf.length;
+    this.memory.delete(key);
+    this.memory.set(key, { buf, expiresAt });
+    this.memoryUsed += buf.length;
+    for (const [k, v] of this.memory) {
+      if (this.memoryUsed <= max) break;
+      this.memory.delete(k);
+      this.memoryUsed -= v.buf.length;
+    }
+  }
+
+  private forget(key: string): void {
+    this.index.delete(key);
+    this.pending.delete(key);
+    const m = this.memory.get(key);
+    if (m) {
+      this.memory.delete(key);
+      this.memoryUsed -= m.buf.length;
+    }
+  }
+
+  async put(key: string, owner: EntryOwner, value: Buffer, ttlSeconds: number): Promise<void> {
+    // With its fraction of a millisecond: the size cap evicts by this order, and writes come faster than 1 ms apart.
+    const createdAt = performance.timeOrigin + performance.now();
+    const expiresAt = Date.now() + ttlSeconds * 1000;
+    this.index.set(key, expiresAt);
+    this.remember(key, value, expiresAt);
+    this.pending.set(key, { owner, buf: value, expiresAt, createdAt });
+    if (this.pending.size >= 64) void this.flush().catch((e: Error) => this.opts.onError?.(e));
+    else
+      this.flushTimer ??= setTimeout(
+        () => void this.flush().catch((e: Error) => this.opts.onError?.(e)),
+        this.opts.flushMs ?? 100,
+      );
+  }
+
+  /** Writes the entries waiting (one INSERT), then sweeps when one is due. */
+  flush(): Promise<void> {
+    if (this.flushTimer) clearTimeout(this.flushTimer);
+    this.flushTimer = null;
+    return (this.flushing = this.flushing.then(() => this.write()));
+  }
+
+  private async write(): Promise<void> {
+    await this.ready;
+    if (this.pending.size) {
+      const rows = [...this.pending.entries()];
+      this.pending = new Map();
+      if (this.approxTotal !== null) for (const [, r] of rows) this.approxTotal += r.buf.length;
+      await this.db.query(
+        `INSERT INTO response_cache (key, account_id, model, body, size, expires_at, created_at)
+         SELECT k, a, m, b, octet_length(b), to_timestamp(e / 1000.0), to_timestamp(c / 1000.0)
+         FROM unnest($1::text[], $2::uuid[], $3::text[], $4::bytea[], $5::float8[], $6::float8[]) AS t(k, a, m, b, e, c)
+         ON CONFLICT (key) DO UPDATE SET body = EXCLUDED.body, size = EXCLUDED.size, model = EXCLUDED.model,
+           expires_at = EXCLUDED.expires_at, created_at = EXCLUDED.created_at`,
+        [
+          rows.map(([k]) => k),
+          rows.map(([, r]) => r.owner.accountId),
+          rows.map(([, r]) => r.owner.model),
+          rows.map(([, r]) => r.buf),
+          rows.map(([, r]) => r.expiresAt),
+          rows.map(([, r]) => r.createdAt),
+        ],
+      );
+    }
+    if (Date.now() - this.lastSweep >= this.sweepMs) {
+      this.lastSweep = Date.now();
+      await this.sweep();
+    }
+  }
+
+  /**
+   * Deletes the expired entries (by their index), then, when the total may be over the cap, the oldest beyond it
+   * (a scan of the table: only then), and forgets them here.
+   */
+  private async sweep(): Promise<void> {
+    const expired = await this.db.query<{ key: string }>(
+      'DELETE FROM response_cache WHERE expires_at <= now() RETURNING key',
+    );
+    for (const r of expired.rows) this.forget(r.key);
+    if (this.approxTotal === null || this.approxTotal > this.maxTotalBytes) {
+      const r = await this.db.query<{ total: string | null }>('SELECT sum(size) AS total FROM response_cache');
+      this.approxTotal = Number(r.rows[0].total ?? 0);
+    }
+    if (this.approxTotal <= this.maxTotalBytes) return;
+    const gone = await this.db.query<{ key: string; size: number }>(
+      `DELETE FROM response_cache WHERE key IN (
+         SELECT key FROM (SELECT key, sum(size) OVER (ORDER BY created_at DESC, key) AS running
+                          FROM response_cache) t
+         WHERE running > $1)
+       RETURNING key, size`,
+      [this.maxTotalBytes],
+    );
+    for (const r of gone.rows) {
+      this.forget(r.key);
+      this.approxTotal -= r.size;
+    }
+  }
+
+  async delete(key: string, accountId: string): Promise<boolean> {
+    await this.flush();
+    const r = await this.db.query('DELETE FROM response_cache WHERE key = $1 AND account_id = $2', [key, accountId]);
+    const deleted = (r.rowCount ?? 0) > 0;
+    if (deleted) this.forget(key);
+    return deleted;
+  }
+
+  async drop(key: string): Promise<void> {
+    this.forget(key);
+    await this.db.query('DELETE FROM response_cache WHERE key = $1', [key]);
+  }
+
+  async purgeModel(accountId: string, model: string): Promise<number> {
+    await this.flush();
+    const r = await this.db.query<{ key: string }>(
+      'DELETE FROM response_cache WHERE account_id = $1 AND model = $2 RETURNING key',
+      [accountId, model],
+    );
+    for (const row of r.rows) this.forget(row.key);
+    return r.rowCount ?? 0;
+  }
+
+  async close(): Promise<void> {
+    if (this.refreshTimer) clearInterval(this.refreshTimer);
+    await this.flush().catch(() => undefined);
+  }
+}

@@ -1,0 +1,21 @@
+/**
+ * Where entries live: Redis when REDIS_URL is set (./redisStore.ts), else Postgres (./pgStore.ts). Every method
+ * may throw when the storage is down or slow: the cache (./responseCache.ts) turns that into a miss, never an error.
+ */
+export interface CacheStore {
+  readonly name: 'redis' | 'postgres';
+  get(key: string): Promise<Buffer | null>;
+  put(key: string, owner: EntryOwner, value: Buffer, ttlSeconds: number): Promise<void>;
+  /** Removes the entry if it is the account's; whether there was one. */
+  delete(key: string, accountId: string): Promise<boolean>;
+  /** Removes an entry found corrupt, whoever's it is. */
+  drop(key: string): Promise<void>;
+  /** Removes the account's entries of `model`; how many. */
+  purgeModel(accountId: string, model: string): Promise<number>;
+  close(): Promise<void>;
+}
+
+export interface EntryOwner {
+  accountId: string;
+  model: string;
+}

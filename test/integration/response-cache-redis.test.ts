@@ -1,0 +1,163 @@
+import { randomUUID } from 'node:crypto';
+import Redis from 'ioredis';
+import OpenAI from 'openai';
+import { startGateway, type TestGateway } from '../support/gateway';
+import { post } from '../support/http';
+import { loadConfig } from '../../src/config';
+import { verifyUsage } from '../../src/billing/usageVerify';
+
+/**
+ * The response cache on Redis (REDIS_URL, a real redis-server): entries there with their TTL; a hit charged the
+ * operator's hit price through the ledger (5 VND here) with its usage record re-priced by verify-ledger; a corrupt or
+ * poisoned entry dropped and answered as a miss; purges of one entry and of a model, an account's own only; and
+ * Redis down is a miss, never an error.
+ */
+
+const REDIS = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
+const prefix = `gw-test-cache:${randomUUID()}:`;
+const HIT_PRICE = 5;
+let gw: TestGateway;
+let redis: Redis;
+beforeAll(async () => {
+  const cache = { ...loadConfig().cache, redisPrefix: prefix, hitPriceVnd: HIT_PRICE, timeoutMs: 1000 };
+  gw = await startGateway(
+    { logLevel: 'silent', redisUrl: REDIS, redisKeyPrefix: `${prefix}rl:`, cache },
+    { temporal: false },
+  );
+  redis = new Redis(REDIS);
+});
+afterAll(async () => {
+  const keys = await redis.keys(`${prefix}*`);
+  if (keys.length) await redis.del(...keys);
+  redis.disconnect();
+  await gw.close();
+});
+
+let n = 0;
+const fresh = (what: string) => `${what} #${++n} ${Date.now()}`;
+const ask = (key: string, content: string, model = 'gpt-4o-mini') =>
+  post(
+    `${gw.url}/v1/chat/completions`,
+    { model, messages: [{ role: 'user', content }] },
+    {
+      key,
+      headers: { 'x-gateway-cache': 'ttl=120' },
+    },
+  );
+
+/** Resolves once the miss's entry is in Redis (it is written just after the answer). */
+async function stored(res: { headers: Headers }): Promise<string> {
+  const key = res.headers.get('x-gateway-cache-key')!;
+  expect(key).toMatch(/^[0-9a-f]{64}$/);
+  while (!(await redis.exists(`${prefix}e:${key}`))) await new Promise((r) => setTimeout(r, 10));
+  return key;
+}
+
+test('entries live in Redis with their TTL; a hit is charged the hit price through the ledger', async () => {
+  const a = await gw.account();
+  const content = fresh('Redis please');
+  const miss = await ask(a.key, content);
+  expect(miss.headers.get('x-gateway-cache')).toBe('miss');
+  const key = await stored(miss);
+  const ttl = await redis.ttl(`${prefix}e:${key}`);
+  expect(ttl).toBeGreaterThan(100);
+  expect(ttl).toBeLessThanOrEqual(120);
+  const hit = await ask(a.key, content);
+  expect(hit.headers.get('x-gateway-cache')).toBe('hit');
+  expect(hit.body).toEqual(miss.body);
+  expect(hit.headers.get('x-gateway-cost-vnd')).toBe(String(HIT_PRICE));
+  await gw.deps.credit.flush();
+  const rows = (
+    await gw.deps.db.query('SELECT id, units, cost_vnd FROM usage_records WHERE account_id = $1', [a.accountId])
+  ).rows;
+  const hitRow = rows.find((r) => r.units.cache_hit === 1)!;
+  expect(Number(hitRow.cost_vnd)).toBe(HIT_PRICE);
+  expect(hitRow.units.saved_vnd).toBe(Math.max(0, Number(miss.headers.get('x-gateway-cost-vnd')) - HIT_PRICE));
+  const v = await verifyUsage(gw.deps.db);
+  expect(v.mismatches.filter((m) => rows.some((r) => r.id === m.id))).toEqual([]);
+  // The ledger has the hit's charge: balance = top-up - miss - hit.
+  const bal: any = await (
+    await fetch(`${gw.url}/v1/account`, { headers: { authorization: `Bearer ${a.key}` } })
+  ).json();
+  expect(bal.balance_vnd).toBe(1_000_000 - Number(miss.headers.get('x-gateway-cost-vnd')) - HIT_PRICE);
+});
+
+test('a corrupt or poisoned entry is dropped and answered as a miss', async () => {
+  const a = await gw.account();
+  const content = fresh('Corrupt me');
+  const key = await stored(await ask(a.key, content));
+  await redis.set(`${prefix}e:${key}`, '{"v":1,"truncated');
+  const afterCorrupt = await ask(a.key, content);
+  expect(afterCorrupt.status).toBe(200);
+  expect(afterCorrupt.headers.get('x-gateway-cache')).toBe('miss');
+  // Another request's valid entry copied under this key (a poisoning): refused, its key does not match.
+  const other = await stored(await ask(a.key, fresh('Other question')));
+  await stored(afterCorrupt);
+  await redis.set(`${prefix}e:${key}`, (await redis.getBuffer(`${prefix}e:${other}`))!);
+  const afterPoison = await ask(a.key, content);
+  expect(afterPoison.headers.get('x-gateway-cache')).toBe('miss');
+  expect(afterPoison.body.choices[0].message.content).toContain('Corrupt me');
+  // An entry whose body was altered (its digest no longer matches): refused too.
+  await stored(afterPoison);
+  const entry = JSON.parse((await redis.get(`${prefix}e:${key}`))!);
+  entry.body = entry.body.replace('Corrupt me', 'Trust me');
+  await redis.set(`${prefix}e:${key}`, JSON.stringify(entry));
+  const afterTamper = await ask(a.key, content);
+  expect(afterTamper.headers.get('x-gateway-cache')).toBe('miss');
+  expect(afterTamper.body.choices[0].message.content).toContain('Corrupt me');
+});
+
+test('purge: one entry, or all of a model; another account cannot purge them', async () => {
+  const a = await gw.account();
+  const b = await gw.account();
+  const del = (key: string, path: string) =>
+    fetch(`${gw.url}${path}`, { method: 'DELETE', headers: { authorization: `Bearer ${key}` } });
+  const one = await stored(await ask(a.key, fresh('purge one')));
+  const two = await stored(await ask(a.key, fresh('purge two')));
+  const embeds = await post(
+    `${gw.url}/v1/embeddings`,
+    { model: 'text-embedding-3-small', input: fresh('keep me') },
+    { key: a.key, headers: { 'x-gateway-cache': 'ttl=120' } },
+  );
+  const kept = await stored(embeds);
+  expect((await del(b.key, `/v1/cache/entries/${one}`)).status).toBe(404);
+  expect((await del(b.key, '/v1/cache/entries?model=gpt-4o-mini')).status).toBe(200);
+  expect(await redis.exists(`${prefix}e:${one}`)).toBe(1);
+  const r1 = await del(a.key, `/v1/cache/entries/${one}`);
+  expect(r1.status).toBe(200);
+  expect(await redis.exists(`${prefix}e:${one}`)).toBe(0);
+  expect((await del(a.key, `/v1/cache/entries/${one}`)).status).toBe(404);
+  const r2 = await del(a.key, '/v1/cache/entries?model=gpt-4o-mini');
+  expect(await r2.json()).toEqual({ object: 'cache.purge', model: 'gpt-4o-mini', deleted: 1 });
+  expect(await redis.exists(`${prefix}e:${two}`)).toBe(0);
+  expect(await redis.exists(`${prefix}e:${kept}`)).toBe(1);
+  expect((await del(a.key, '/v1/cache/entries')).status).toBe(400);
+});
+
+test('Redis down: every request is a miss answered by the upstream, never an error', async () => {
+  const cache = { ...loadConfig().cache, redisPrefix: prefix, timeoutMs: 200 };
+  // A port nothing listens on: the cache's commands fail at once (no offline queue).
+  const down = await startGateway(
+    { logLevel: 'silent', redisUrl: 'redis://127.0.0.1:1', redisKeyPrefix: `${prefix}rl2:`, cache },
+    { temporal: false },
+  );
+  try {
+    const a = await down.account();
+    const c = new OpenAI({
+      apiKey: a.key,
+      baseURL: `${down.url}/v1`,
+      maxRetries: 0,
+      defaultHeaders: { 'x-gateway-cache': 'ttl=60' },
+    });
+    const content = fresh('Is anyone there?');
+    for (let i = 0; i < 2; i++) {
+      const r = await c.chat.completions
+        .create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content }] })
+        .withResponse();
+      expect(r.response.headers.get('x-gateway-cache')).toBe('miss');
+      expect(r.data.choices[0].message.content).toContain('Is anyone there?');
+    }
+  } finally {
+    await down.close();
+  }
+});
