@@ -52,7 +52,7 @@ test('a batch ended failed with its chunk uncommitted charges and lists the requ
     completion_window: '24h',
   });
   // The one chunk's first requests are at the provider; the workflow is terminated, as by an operator.
-  await eventually(async () => (sent().length >= 2 ? true : null), 30_000, 20);
+  await eventually(async () => (sent().length >= 2 ? true : null), { every: 20 });
   await h.deps.temporal!.workflow.getHandle(`batch-${created.id}`).terminate('test: terminated mid-chunk');
   // The attempt, told within a heartbeat, sends nothing more; the requests in flight are answered and kept.
   await eventually(async () => {
@@ -61,7 +61,7 @@ test('a batch ended failed with its chunk uncommitted charges and lists the requ
       [created.id],
     );
     return r.rows[0].n === 0 ? true : null;
-  }, 30_000);
+  });
   h.emulator.control.settings.latencyMs = 0;
   const chunks = await h.deps.db.query('SELECT count(*)::int AS n FROM batch_chunks WHERE batch_id = $1', [created.id]);
   expect(chunks.rows[0].n).toBe(0);

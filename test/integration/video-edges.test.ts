@@ -250,12 +250,14 @@ test(
       namespace: h.config.temporalNamespace,
       workflowExecution: { workflowId: handle.workflowId },
     });
-    // The reconciler starts it again (grace 1 s): it expires at its first look, well before a fresh 20 s deadline.
+    // The reconciler starts it again (grace 1 s): it expires at its first look, before a fresh 20 s deadline.
+    const lostAt = Date.now();
     const done = await eventually(async () => {
       const j = await getJob(h.deps.db, job.id);
       return j?.status === 'expired' ? j : null;
-    }, 12_000);
+    });
     expect(done.errorCode).toBe('deadline_exceeded');
+    expect(Date.now() - lostAt).toBeLessThan(h.config.video.deadlineMs);
     // Veo cannot cancel; the follow window (from creation too) has closed: the task is recorded as still running.
     const ended = await eventually(async () =>
       (await listEvents(h.deps.db, job.id)).find((e) => e.kind === 'provider_task_ended'),
