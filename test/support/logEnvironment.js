@@ -3,10 +3,15 @@ const { TestEnvironment } = require('jest-environment-node');
 /**
  * Node's test environment, plus: the gateway log lines a test produced (buffered by test/support/quietLogs.ts)
  * are printed to stderr when that test, or a hook before it, fails; otherwise they are dropped. And the running
- * test's or hook's deadline (its jest timeout), which test/support/eventually.ts waits within.
+ * test's or hook's deadline (its jest timeout), which test/support/eventually.ts waits within. And, for integration
+ * files, the jest worker's own database.
  */
 class LogEnvironment extends TestEnvironment {
   constructor(config, context) {
+    // The worker's own database (test/support/globalSetup.ts), set before the sandbox copies process.env and for
+    // the child processes that tests start.
+    const own = JSON.parse(process.env.GW_TEST_WORKER_DATABASES ?? '[]')[Number(process.env.JEST_WORKER_ID ?? 1) - 1];
+    if (own) process.env.DATABASE_URL = own;
     super(config, context);
     this.lines = [];
     this.global.__gatewayLogLines = this.lines;
