@@ -159,8 +159,9 @@ test(`${STREAMS} sequential streams: each ends early, one upstream connection, w
   // The proxy really split every response (a body framed by Content-Length would leave nothing to hold back).
   expect(proxy.held).toHaveLength(STREAMS);
   for (const h of proxy.held) expect(h.bytes).toBeGreaterThan(0);
-  // (1) Drained, not destroyed: the connection went back to the pool every time.
-  expect(proxy.connections).toBeLessThanOrEqual(2);
+  // (1) Drained, not destroyed: the connection went back to the pool (a destroyed body costs a connection per stream;
+  // on a loaded machine a request may now and then start before its predecessor's connection is back in the pool).
+  expect(proxy.connections).toBeLessThanOrEqual(STREAMS / 5);
   // (2) The client had its whole stream while the upstream's body was still unfinished.
   for (let i = 0; i < STREAMS; i++) expect(clientDoneAt[i]).toBeLessThan(proxy.held[i].releasedAt);
 
