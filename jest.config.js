@@ -1,7 +1,11 @@
 /**
  * Tests run from TypeScript sources through swc (transpile only; `npm run build` type-checks).
- * Two projects: `unit` needs nothing running; `integration` (test/integration, test/e2e) gets one database and one
- * Temporal dev server per run from its global set-up. `npm run test:unit` selects the first alone.
+ * Three projects: `unit` needs nothing running; `integration` (test/integration, test/e2e) gets one Temporal dev
+ * server per run and one database per jest worker from its global set-up, so its files run side by side (`npm test`
+ * runs them in 3 workers: most of their time is waiting on timers, retries and polls, not the CPU); `serial` holds
+ * the integration files that measure time against a baseline of their own run, which neighbours would skew, and runs
+ * them one at a time after the others (`npm test` runs it as a second jest command, with the same set-up).
+ * `npm run test:unit` selects the first alone; `npx jest <file>` runs a file of any of them.
  */
 const shared = {
   // Gateway logs are kept in memory and printed only for a failed test (or set LOG_LEVEL to see them all).
@@ -10,17 +14,25 @@ const shared = {
   transform: { '^.+\\.ts$': ['@swc/jest', { jsc: { target: 'es2022', parser: { syntax: 'typescript' } } }] },
 };
 
+/** Integration files that compare latencies measured in their own run (idle, then loaded): run alone. */
+const SERIAL = [
+  'test/integration/tenant-isolation.test.ts', // small jobs' times beside a noisy tenant, as ratios to idle
+  'test/integration/slow-body.test.ts', // request latencies while 500 bodies stall, against a baseline
+];
+
+const integration = {
+  ...shared,
+  roots: ['<rootDir>/test/integration', '<rootDir>/test/e2e'],
+  testMatch: ['**/*.test.ts'],
+  globalSetup: '<rootDir>/test/support/globalSetup.ts',
+  globalTeardown: '<rootDir>/test/support/globalTeardown.ts',
+};
+
 module.exports = {
   projects: [
     { ...shared, displayName: 'unit', roots: ['<rootDir>/test/unit'], testMatch: ['**/*.test.ts'] },
-    {
-      ...shared,
-      displayName: 'integration',
-      roots: ['<rootDir>/test/integration', '<rootDir>/test/e2e'],
-      testMatch: ['**/*.test.ts'],
-      globalSetup: '<rootDir>/test/support/globalSetup.ts',
-      globalTeardown: '<rootDir>/test/support/globalTeardown.ts',
-    },
+    { ...integration, displayName: 'integration', testPathIgnorePatterns: SERIAL.map((f) => `<rootDir>/${f}`) },
+    { ...integration, displayName: 'serial', testMatch: SERIAL.map((f) => `<rootDir>/${f}`) },
   ],
   testTimeout: 60000,
   forceExit: true,

@@ -92,7 +92,7 @@ test('customer: add an endpoint, see the secret once, see a delivery, resend it,
           event: (await openai.webhooks.unwrap(r.body, r.headers, secret)) as { type: string; data: { id: string } },
         })),
     );
-  await eventually(async () => (await arrivals()).length >= 2, 60_000, 200);
+  await eventually(async () => (await arrivals()).length >= 2, { every: 200 });
 
   // The page lists the delivery: event, succeeded on the second try, HTTP 200.
   const row = page.locator('tr[data-delivery-id]');
@@ -103,8 +103,7 @@ test('customer: add an endpoint, see the secret once, see a delivery, resend it,
       const text = (await row.count()) === 1 ? await row.textContent() : '';
       return /succeeded/.test(text ?? '') ? text : null;
     },
-    30_000,
-    500,
+    { every: 500 },
   );
   const cells = await row.locator('td').allTextContents();
   expect(cells[0]).toContain('video.completed');
@@ -115,12 +114,12 @@ test('customer: add an endpoint, see the secret once, see a delivery, resend it,
 
   // Resend: the receiver gets the same event again under the same webhook-id.
   await row.locator('button.resend').click();
-  await eventually(async () => (await arrivals()).length >= 3, 30_000, 200);
+  await eventually(async () => (await arrivals()).length >= 3, { every: 200 });
   const all = await arrivals();
   expect(all.map((a) => a.event.type)).toEqual(['video.completed', 'video.completed', 'video.completed']);
   expect(all.every((a) => a.event.data.id === job.id)).toBe(true);
   expect(new Set(all.map((a) => a.msgId)).size).toBe(1);
-  await eventually(async () => ((await row.locator('td').nth(2).textContent()) === '3' ? true : null), 30_000, 200);
+  await eventually(async () => ((await row.locator('td').nth(2).textContent()) === '3' ? true : null), { every: 200 });
 
   // Delete, confirmed: the endpoint is gone from the page and the API.
   await page.locator('[data-endpoint-id] button.delete').click();

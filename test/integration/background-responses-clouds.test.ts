@@ -91,8 +91,7 @@ test.each(MODELS)(
         const x = await c.responses.retrieve(r.id);
         return ['completed', 'failed', 'incomplete', 'cancelled'].includes(x.status!) ? x : null;
       },
-      120_000,
-      100,
+      { every: 100 },
     );
     expect([model, done.status, done.error ?? null]).toEqual([model, 'completed', null]);
     expect(done.id).toBe(r.id);

@@ -82,7 +82,7 @@ test.each(MODELS)(
       const done = await eventually(async () => {
         const r = await c.responses.retrieve(id);
         return r.status === 'completed' ? r : null;
-      }, 60_000);
+      });
       const events: OpenAI.Responses.ResponseStreamEvent[] = [];
       for await (const e of await c.responses.retrieve(id, { stream: true })) events.push(e);
       expect(events.map((e) => e.sequence_number)).toEqual(events.map((_, i) => i));
@@ -207,7 +207,7 @@ test('a worker stopped mid-answer (SIGTERM, a deploy) cancels nothing: another a
     const done = await eventually(async () => {
       const r = await c.responses.retrieve(id);
       return ['completed', 'cancelled', 'failed'].includes(r.status!) ? r : null;
-    }, 60_000);
+    });
     expect(done.status).toBe('completed');
     const attempts = await h.deps.db.query(
       'SELECT outcome FROM background_response_attempts WHERE response_id = $1 ORDER BY attempt',
@@ -246,7 +246,7 @@ test('every run slot taken: a response waits queued; cancelled there, it never r
     const done = await eventually(async () => {
       const r = await c.responses.retrieve(first.id);
       return r.status === 'completed' ? r : null;
-    }, 60_000);
+    });
     const rows = await h.deps.db.query(
       `SELECT b.id, b.cost_vnd, (SELECT count(*)::int FROM background_response_attempts a WHERE a.response_id = b.id)
          AS attempts FROM background_responses b WHERE b.id = ANY($1)`,

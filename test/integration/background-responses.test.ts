@@ -253,7 +253,7 @@ test("the reconciler's end of a response whose workflow was terminated is announ
   const event = await eventually(async () => {
     const got = rx.received.filter((x) => x.path === path);
     return got.length ? openai.webhooks.unwrap(got[0].body, got[0].headers, secret) : null;
-  }, 15_000);
+  });
   expect([event.type, (event.data as { id: string }).id]).toEqual(['response.failed', r.id]);
 });
 

@@ -209,7 +209,7 @@ test(
 
     let worker = await spawnWorker(h);
     for (const after of [6, 18]) {
-      await eventually(async () => (await progress(ob.id)) >= after, 90_000, 20);
+      await eventually(async () => (await progress(ob.id)) >= after, { every: 20 });
       await worker.kill('SIGKILL');
       expect(await progress(ob.id)).toBeLessThan(OPENAI_N); // killed mid-batch
       worker = await spawnWorker(h);
@@ -226,8 +226,7 @@ test(
             ? { o, m, n }
             : null;
         },
-        150_000,
-        200,
+        { every: 200 },
       );
       h.emulator.control.settings.latencyMs = 0;
       // A request in flight on the killed worker is not sent again: it fails alone (request_interrupted, uncharged).
@@ -340,11 +339,11 @@ test(
       const o = await eventually(async () => {
         const x = await openai.batches.retrieve(ob.id);
         return x.status === 'completed' ? x : null;
-      }, 90_000);
+      });
       const m = await eventually(async () => {
         const x = await reader.messages.batches.retrieve(mb.id);
         return x.processing_status === 'ended' ? x : null;
-      }, 90_000);
+      });
       expect(o.request_counts).toEqual({ total: 5, completed: 5, failed: 0 });
       expect(m.request_counts).toMatchObject({ succeeded: 3, errored: 0 });
       const spent =
@@ -376,7 +375,7 @@ test('Temporal stopped mid-batch and restarted with its state: the batch ends, e
   try {
     const ids = Array.from({ length: 24 }, (_, i) => `t-${i}`);
     const b = await chatBatch(openai, 'gpt-4o-mini', ids, (id) => `t ${id}`, 't.jsonl');
-    await eventually(async () => (await progress(b.id)) >= 6, 90_000, 20);
+    await eventually(async () => (await progress(b.id)) >= 6, { every: 20 });
     await temporal.stop();
     expect(await progress(b.id)).toBeLessThan(ids.length);
     await new Promise((r) => setTimeout(r, 1_000));
@@ -386,8 +385,7 @@ test('Temporal stopped mid-batch and restarted with its state: the batch ends, e
         const x = await openai.batches.retrieve(b.id);
         return x.status === 'completed' ? x : null;
       },
-      150_000,
-      200,
+      { every: 200 },
     );
     h.emulator.control.settings.latencyMs = 0;
     expect(done.request_counts).toEqual({ total: ids.length, completed: ids.length, failed: 0 });
@@ -426,8 +424,7 @@ test('upstream slower than the heartbeat timeout: heartbeats throughout, each re
         const x = await openai.batches.retrieve(b.id);
         return ['completed', 'failed', 'expired', 'cancelled'].includes(x.status) ? x : null;
       },
-      150_000,
-      200,
+      { every: 200 },
     );
     expect(done.status).toBe('completed');
     expect(done.request_counts).toEqual({ total: ids.length, completed: ids.length, failed: 0 });
@@ -509,8 +506,7 @@ test('a poison line (nested 6,000 deep) fails alone; its chunk is never rerun, n
         const x = await openai.batches.retrieve(id);
         return ['completed', 'failed', 'expired', 'cancelled'].includes(x.status) ? x : null;
       },
-      120_000,
-      200,
+      { every: 200 },
     );
     expect(done.status).toBe('completed');
     expect(done.request_counts).toEqual({ total: 6, completed: 4, failed: 2 });
@@ -569,13 +565,12 @@ test('chaos: worker SIGKILLs in a routed batch slower than its heartbeat timeout
   let worker = await spawnWorker(h);
   try {
     for (const after of [3, 6]) {
-      await eventually(async () => (await progress(id)) >= after, 120_000, 20);
+      await eventually(async () => (await progress(id)) >= after, { every: 20 });
       // The next chunk's lines just claimed, their requests on the way to the provider (each answered 2.5 s after it
       // arrives): the kill interrupts them.
       await eventually(
         async () => (await sql("SELECT 1 FROM batch_lines WHERE batch_id = $1 AND state = 'sent'", [id])).length > 0,
-        120_000,
-        20,
+        { every: 20 },
       );
       await worker.kill('SIGKILL');
       worker = await spawnWorker(h);
@@ -585,8 +580,7 @@ test('chaos: worker SIGKILLs in a routed batch slower than its heartbeat timeout
         const x = await openai.batches.retrieve(id);
         return ['completed', 'failed', 'expired', 'cancelled'].includes(x.status) ? x : null;
       },
-      150_000,
-      200,
+      { every: 200 },
     );
     expect(done.status).toBe('completed');
     const errs = (await (await openai.files.content(done.error_file_id!)).text())
@@ -647,12 +641,12 @@ test('chaos: native batch, status outage past 20 polls, worker SIGKILLed at subm
   try {
     const nb = await chatBatch(openai, 'gpt-4o-mini-native', ids, (id) => `native chaos ${id}`, 'chaos.jsonl');
     h.config.batches.activityTimeoutMs = activityTimeoutMs;
-    await eventually(async () => c.faultsApplied === 1, 60_000, 10);
+    await eventually(async () => c.faultsApplied === 1, { every: 10 });
     await worker.kill('SIGKILL');
     // Then 22 status reads in a row answer 503 (more than the 20 attempts main once gave up after).
     c.addFault({ match: '/^GET \\/openai\\/v1\\/batches\\/[^/]+$/', status: 503, times: 22 });
     worker = await spawnWorker(h);
-    await eventually(async () => c.faultsApplied >= 1 + 8, 60_000, 10);
+    await eventually(async () => c.faultsApplied >= 1 + 8, { every: 10 });
     await worker.kill('SIGKILL');
     worker = await spawnWorker(h);
     const done = await eventually(
@@ -660,8 +654,7 @@ test('chaos: native batch, status outage past 20 polls, worker SIGKILLed at subm
         const x = await openai.batches.retrieve(nb.id);
         return ['completed', 'failed', 'expired', 'cancelled'].includes(x.status) ? x : null;
       },
-      120_000,
-      200,
+      { every: 200 },
     );
     expect(c.faultsApplied).toBe(1 + 22);
     expect(done.status).toBe('completed');

@@ -62,7 +62,8 @@ async function slowBatchTerminated(prefix: string, opts: { served?: boolean; bef
     endpoint: '/v1/chat/completions',
     completion_window: '24h',
   });
-  await eventually(async () => (sent().length >= 2 ? true : null), 30_000, 20);
+  // The one chunk's first requests are at the provider; the workflow is terminated, as by an operator.
+  await eventually(async () => (sent().length >= 2 ? true : null), { every: 20 });
   await opts.beforeEnd?.();
   await h.deps.temporal!.workflow.getHandle(`batch-${created.id}`).terminate('test: terminated mid-chunk');
   return { a, c, sent, created };
@@ -77,7 +78,7 @@ test('a batch ended failed with its chunk uncommitted charges and lists the requ
       [created.id],
     );
     return r.rows[0].n === 0 ? true : null;
-  }, 30_000);
+  });
   h.emulator.control.settings.latencyMs = 0;
   const chunks = await h.deps.db.query('SELECT count(*)::int AS n FROM batch_chunks WHERE batch_id = $1', [created.id]);
   expect(chunks.rows[0].n).toBe(0);

@@ -114,7 +114,7 @@ test(
     const b = await eventually(async () => {
       const x = await c.batches.retrieve(created.id);
       return ['completed', 'failed', 'cancelled', 'expired'].includes(x.status) ? x : null;
-    }, 60_000);
+    });
     expect(b.status).toBe('completed');
     expect(b.request_counts).toEqual({ total: 4, completed: 3, failed: 1 });
 
@@ -184,7 +184,7 @@ test(
     const ended = await eventually(async () => {
       const x = await c.messages.batches.retrieve(mb.id);
       return x.processing_status === 'ended' ? x : null;
-    }, 60_000);
+    });
     expect(ended.request_counts).toMatchObject({ succeeded: 2, errored: 0 });
     const sent = upstream('/anthropic/v1/messages/batches').filter((r) => r.method === 'POST');
     expect(sent).toHaveLength(1);
@@ -205,12 +205,12 @@ test(
     h.emulator.control.settings.batchQueueMs = 60_000;
     try {
       const slow = await c.messages.batches.create({ requests: [{ custom_id: 'q1', params: params('queued') }] });
-      await eventually(async () => upstream('/anthropic/v1/messages/batches').length >= 2, 30_000);
+      await eventually(async () => upstream('/anthropic/v1/messages/batches').length >= 2);
       await c.messages.batches.cancel(slow.id);
       const done = await eventually(async () => {
         const x = await c.messages.batches.retrieve(slow.id);
         return x.processing_status === 'ended' ? x : null;
-      }, 60_000);
+      });
       expect(done.request_counts).toMatchObject({ canceled: 1, succeeded: 0 });
       expect(
         h.emulator.control.requests.some((r) => /\/anthropic\/v1\/messages\/batches\/.+\/cancel$/.test(r.path)),
@@ -258,8 +258,7 @@ async function finalOf(c: OpenAI, id: string) {
       const x = await c.batches.retrieve(id);
       return ['completed', 'failed', 'cancelled', 'expired'].includes(x.status) ? x : null;
     },
-    90_000,
-    100,
+    { every: 100 },
   );
 }
 

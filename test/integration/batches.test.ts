@@ -209,8 +209,7 @@ async function finished(c: OpenAI, id: string) {
       const b = await c.batches.retrieve(id);
       return ['completed', 'failed', 'expired', 'cancelled'].includes(b.status) ? b : null;
     },
-    60_000,
-    100,
+    { every: 100 },
   );
 }
 
@@ -530,7 +529,7 @@ test('an attempt cancelled mid-chunk (superseded) commits nothing; its twin send
     () => 'committed',
     () => 'threw',
   );
-  await eventually(async () => sent() >= 1, 30_000, 20);
+  await eventually(async () => sent() >= 1, { every: 20 });
   superseded.cancel();
   // Its twin starts at once, while the first attempt's requests are still in flight.
   const x = (await new MockActivityEnvironment().run(acts.runChunk, chunk0)) as Awaited<
@@ -729,7 +728,7 @@ test('a batch whose workflow was terminated mid-batch is ended by the reconciler
   h.emulator.control.settings.latencyMs = 300;
   const created = await createBatch(c, (await upload(c, chatLines(12))).id, '/v1/chat/completions');
   // A chunk committed (its lines charged), then the workflow is terminated, as by an operator.
-  await eventually(async () => (await c.batches.retrieve(created.id)).request_counts!.completed >= 3, 30_000);
+  await eventually(async () => (await c.batches.retrieve(created.id)).request_counts!.completed >= 3);
   await h.deps.temporal!.workflow.getHandle(`batch-${created.id}`).terminate('test: terminated mid-batch');
   h.emulator.control.settings.latencyMs = 0;
   const reconcile = () =>

@@ -83,8 +83,7 @@ async function oneLineBatch(model: string) {
       const x = await c.batches.retrieve(created.id);
       return ['completed', 'failed', 'expired', 'cancelled'].includes(x.status) ? x : null;
     },
-    120_000,
-    200,
+    { every: 200 },
   );
   expect([model, b.status, b.request_counts]).toEqual([model, 'completed', { total: 1, completed: 1, failed: 0 }]);
   const out = JSON.parse((await (await c.files.content(b.output_file_id!)).text()).trim()) as {
@@ -128,11 +127,9 @@ test('a Message Batch on Claude at Bedrock and Vertex: the native answer of the 
   await Promise.all(
     claude.map(async (m) => {
       const mb = await c.messages.batches.create({ requests: [{ custom_id: m, params: params(m) }] });
-      await eventually(
-        async () => (await c.messages.batches.retrieve(mb.id)).processing_status === 'ended',
-        120_000,
-        200,
-      );
+      await eventually(async () => (await c.messages.batches.retrieve(mb.id)).processing_status === 'ended', {
+        every: 200,
+      });
       for await (const r of await c.messages.batches.results(mb.id)) results.set(r.custom_id, r.result);
     }),
   );

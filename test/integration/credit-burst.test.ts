@@ -133,7 +133,7 @@ test('300 concurrent requests over three processes, an account covering them all
   const { ok, errors } = await burst(key, 300);
   expect(errors.map((e) => `${e.status} ${e.message}`)).toEqual([]);
   expect(ok).toBe(300);
-  await eventually(async () => (await getBalance(db, accountId))!.held === 0, 30_000);
+  await eventually(async () => (await getBalance(db, accountId))!.held === 0);
   expect(await mismatches(keyId)).toEqual([]);
 }, 120_000);
 
@@ -147,7 +147,6 @@ test('300 concurrent requests over three processes, a key whose daily budget cov
     async () =>
       (await db.query(`SELECT count(*)::int AS n FROM holds WHERE api_key_id = $1 AND status = 'open'`, [keyId]))
         .rows[0].n === 0,
-    30_000,
   );
   expect(await mismatches(keyId)).toEqual([]);
 }, 120_000);

@@ -214,7 +214,7 @@ describe('an API process that stops', () => {
     await victim.proc.kill('SIGKILL');
     const next = await startChild();
     // Recovered after three silent liveness periods (600 ms here), not at the hold's expiry an hour later.
-    await eventually(async () => (await held()) === 0, 30_000);
+    await eventually(async () => (await held()) === 0);
     await chat(next.url);
     await next.proc.kill('SIGTERM');
     const b = (await getBalance(db, accountId))!;

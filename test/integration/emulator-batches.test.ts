@@ -1,6 +1,7 @@
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI, { toFile } from 'openai';
 import { startEmulator, type Emulator } from '../../emulator/server';
+import { eventually } from '../support/eventually';
 
 /**
  * The emulator's native batch APIs (OpenAI Files + Batch, Anthropic Message Batches) speak the protocols the
@@ -18,14 +19,15 @@ beforeAll(async () => {
 beforeEach(() => emu.control.reset());
 afterAll(() => emu.close());
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-async function until<T>(read: () => Promise<T>, done: (v: T) => boolean, ms = 15_000): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = await read();
-    if (done(v) || Date.now() > end) return v;
-    await sleep(25);
-  }
+async function until<T>(read: () => Promise<T>, done: (v: T) => boolean): Promise<T> {
+  const got = await eventually(
+    async () => {
+      const v = await read();
+      return done(v) ? { v } : null;
+    },
+    { every: 25 },
+  );
+  return got.v;
 }
 
 const chatLine = (id: string, text: string, url = '/v1/chat/completions') =>

@@ -107,8 +107,7 @@ test('a batch chunk in flight when the worker stops sends its lines and commits:
         const r = await h.deps.db.query(`SELECT state FROM batch_lines WHERE batch_id = $1`, [batchId]);
         return r.rows.length > 0 && r.rows.every((x) => x.state === 'sent');
       },
-      30_000,
-      10,
+      { every: 10 },
     );
   } finally {
     const t0 = Date.now();
@@ -168,7 +167,7 @@ test('a video submit in flight when the worker stops records its task: submitted
   let jobId: string;
   try {
     jobId = (await h.submit(acc.key, { model: VEO, prompt: `${tag} [polls=2]`, seconds: 4 })).id;
-    await eventually(async () => h.emulator.control.faultsApplied > 0, 30_000, 10); // the submission is upstream
+    await eventually(async () => h.emulator.control.faultsApplied > 0, { every: 10 }); // the submission is upstream
     expect((await getJob(h.deps.db, jobId))!.providerTaskId).toBeNull();
   } finally {
     await w.close();

@@ -34,8 +34,7 @@ async function ended(c: Anthropic, id: string) {
       const b = await c.messages.batches.retrieve(id);
       return b.processing_status === 'ended' ? b : null;
     },
-    60_000,
-    100,
+    { every: 100 },
   );
 }
 

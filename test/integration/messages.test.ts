@@ -1,5 +1,6 @@
 import Anthropic from '@anthropic-ai/sdk';
 import { startGateway, type TestGateway } from '../support/gateway';
+import { eventually } from '../support/eventually';
 import { streamStats } from '../../emulator/replyKit';
 import { openaiEmulatorStats } from '../../emulator/openai';
 import { estimateInputTokens } from '../../src/translate/tokenEstimate';
@@ -435,14 +436,14 @@ describe('errors and headers', () => {
 
 const usageRows = (accountId: string) => usageRowsOf(gw.deps, accountId, 'operation, units, cost_vnd, status');
 
-async function waitFor(cond: () => Promise<boolean>, ms = 5000): Promise<void> {
-  const end = Date.now() + ms;
-  for (;;) {
-    await gw.deps.credit.flush();
-    if (await cond()) return;
-    if (Date.now() > end) throw new Error('condition not met');
-    await new Promise((r) => setTimeout(r, 25));
-  }
+async function waitFor(cond: () => Promise<boolean>): Promise<void> {
+  await eventually(
+    async () => {
+      await gw.deps.credit.flush();
+      return cond();
+    },
+    { every: 25 },
+  );
 }
 
 /** A request shaped as Claude Code 2.1.x sends it (reference section 5), padded to at least `size` bytes. */

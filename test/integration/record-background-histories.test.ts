@@ -40,7 +40,7 @@ async function save(id: string, name: string) {
   await eventually(async () => {
     const d = await h.deps.temporal!.workflow.getHandle(`bgresp-${id}`).describe();
     return d.status.name !== 'RUNNING';
-  }, 60_000);
+  });
   const cli = findTemporalCli();
   if (!cli) throw new Error('no temporal CLI');
   const json = execFileSync(

@@ -76,8 +76,7 @@ async function closed(batchId: string) {
       const d = await h.deps.temporal!.workflow.getHandle(`batch-${batchId}`).describe();
       return d.status.name !== 'RUNNING';
     },
-    120_000,
-    200,
+    { every: 200 },
   );
 }
 

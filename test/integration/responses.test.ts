@@ -1,5 +1,6 @@
 import OpenAI from 'openai';
 import { startGateway, type TestGateway } from '../support/gateway';
+import { eventually } from '../support/eventually';
 import { streamStats } from '../../emulator/replyKit';
 import { openaiEmulatorStats } from '../../emulator/openai';
 import { usageRows as usageRowsOf } from '../support/records';
@@ -278,8 +279,7 @@ describe.each(paths)('%s path', (_name, model) => {
     expect(final.output_text).toBe('You said: one two three four five six seven eight');
     expect(atFirstDelta).toBe(before);
     // The upstream completes its own stream afterwards (the client may see its final event first).
-    for (const end = Date.now() + 5000; finished() === before && Date.now() < end;)
-      await new Promise((r) => setTimeout(r, 10));
+    await eventually(async () => finished() !== before, { every: 10 });
     expect(finished()).toBe(before + 1);
   });
 
@@ -318,11 +318,13 @@ describe.each(paths)('%s path', (_name, model) => {
     );
     s.on('response.output_text.delta', () => ac.abort());
     await s.finalResponse().catch(() => undefined);
-    const end = Date.now() + 5000;
-    while ((rows = await usageRows(acct.accountId)).length < 2 && Date.now() < end) {
-      await gw.deps.credit.flush();
-      await new Promise((res) => setTimeout(res, 25));
-    }
+    await eventually(
+      async () => {
+        await gw.deps.credit.flush();
+        return (rows = await usageRows(acct.accountId)).length >= 2;
+      },
+      { every: 25 },
+    );
     expect(rows[1]).toMatchObject({ status: 499, units: { estimated: 1 } });
     expect(Number(rows[1].cost_vnd)).toBeGreaterThan(0);
   });
@@ -354,11 +356,11 @@ test.each([NATIVE, BRIDGED])(
       response: { status: 'failed', error: { code: 'server_error' } },
     });
     expect(events.map((e) => e.type)).not.toContain('response.completed');
-    let rows: any[] = [];
-    for (const end = Date.now() + 5000; rows.length < 1 && Date.now() < end;) {
+    const rows = await eventually(async () => {
       await gw.deps.credit.flush();
-      rows = await usageRows(acct.accountId);
-    }
+      const got = await usageRows(acct.accountId);
+      return got.length >= 1 ? got : null;
+    });
     expect(rows[0]).toMatchObject({ status: 502, units: { estimated: 1 } });
     expect(Number(rows[0].cost_vnd)).toBeGreaterThan(0);
   },

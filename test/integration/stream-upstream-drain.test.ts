@@ -9,17 +9,18 @@ import { loadConfig } from '../../src/config';
 import { getBalance } from '../../src/billing/ledger';
 import { tokensCost } from '../../src/billing/pricing';
 import { sleep } from '../support/http';
+import { testTimeLeft } from '../support/eventually';
 
 /**
  * At an upstream's `data: [DONE]` the gateway ends the client's response at once, then drains the upstream body so
  * its keep-alive connection goes back to the pool. The emulator sends [DONE] and the end of its chunked body in one
  * write, so a gateway that destroyed the body at [DONE] would still get its connection back; here a TCP proxy
- * between the gateway and the emulator holds back everything after [DONE] (the `0\r\n\r\n` terminator) for HOLD_MS.
+ * between the gateway and the emulator holds back everything after [DONE] (the `0\r\n\r\n` terminator) until the
+ * client's stream has ended (or, should it never end, until half the test's time is gone).
  * The gateway must then (1) still reuse one upstream connection for all 30 streams (destroying the body before its end
  * closes the socket: 30 connections), and (2) end every client stream before that terminator reaches it.
  */
 
-const HOLD_MS = 60;
 const STREAMS = 30;
 const DONE = Buffer.from('data: [DONE]\n\n');
 
@@ -29,6 +30,8 @@ interface SplitProxy {
   connections: number;
   /** Per upstream response: bytes held back after [DONE], and when they were let through (performance.now()). */
   held: { bytes: number; releasedAt: number }[];
+  /** Lets the bytes held back after the last [DONE] through. */
+  release(): void;
   setTarget(url: string): void;
   close(): Promise<void>;
 }
@@ -40,6 +43,7 @@ async function startSplitProxy(): Promise<SplitProxy> {
     url: '',
     connections: 0,
     held: [],
+    release: () => undefined,
     setTarget(url) {
       const u = new URL(url);
       target = { host: u.hostname, port: Number(u.port) };
@@ -77,11 +81,19 @@ async function startSplitProxy(): Promise<SplitProxy> {
       down.write(buf.subarray(0, cut));
       const tail = buf.subarray(cut);
       up.pause(); // whatever else the upstream sends waits too
-      setTimeout(() => {
+      // Held until the test has seen its client's stream end (a gateway that waited for the terminator would hold
+      // the client forever: then the fallback lets it through, and the order of the two times shows the fault).
+      let held = true;
+      const letGo = () => {
+        if (!held) return;
+        held = false;
+        clearTimeout(fallback);
         proxy.held.push({ bytes: tail.length, releasedAt: performance.now() });
         if (tail.length) down.write(tail);
         up.resume();
-      }, HOLD_MS);
+      };
+      const fallback = setTimeout(letGo, testTimeLeft() / 2);
+      proxy.release = letGo;
     });
   });
   await new Promise<void>((res) => server.listen(0, '127.0.0.1', res));
@@ -134,6 +146,7 @@ test(`${STREAMS} sequential streams: each ends early, one upstream connection, w
       if (chunk.usage) usage = chunk.usage;
     }
     clientDoneAt.push(performance.now());
+    proxy.release();
     expect(text).toBe(`You said: ${prompt}`); // the emulator's whole reply, every piece of it
     expect(finish).toBe('stop');
     expect(usage).not.toBeNull();
@@ -146,8 +159,9 @@ test(`${STREAMS} sequential streams: each ends early, one upstream connection, w
   // The proxy really split every response (a body framed by Content-Length would leave nothing to hold back).
   expect(proxy.held).toHaveLength(STREAMS);
   for (const h of proxy.held) expect(h.bytes).toBeGreaterThan(0);
-  // (1) Drained, not destroyed: the connection went back to the pool every time.
-  expect(proxy.connections).toBeLessThanOrEqual(2);
+  // (1) Drained, not destroyed: the connection went back to the pool (a destroyed body costs a connection per stream;
+  // on a loaded machine a request may now and then start before its predecessor's connection is back in the pool).
+  expect(proxy.connections).toBeLessThanOrEqual(STREAMS / 5);
   // (2) The client had its whole stream while the upstream's body was still unfinished.
   for (let i = 0; i < STREAMS; i++) expect(clientDoneAt[i]).toBeLessThan(proxy.held[i].releasedAt);
 

@@ -91,18 +91,18 @@ async function smallJobs(b: { accountId: string; key: string }, path: string) {
       const done = await eventually(async () => {
         const x = await c.batches.retrieve(id);
         return x.status === 'completed' ? x : null;
-      }, 120_000);
+      });
       expect(done.request_counts).toMatchObject({ completed: 1, failed: 0 });
     }),
     timed(async () => {
       const job = await h.submit(b.key, { model: 'veo-3.1-generate-preview', prompt: 'a calm sea', seconds: 4 });
-      expect(await h.final(b.key, job.id, 120_000)).toMatchObject({ status: 'completed' });
+      expect(await h.final(b.key, job.id)).toMatchObject({ status: 'completed' });
     }),
     timed(async () => {
       const before = rx.received.filter((r) => r.path === path).length;
       const jobId = randomUUID();
       await emit()({ accountId: b.accountId, type: 'video.completed', data: { id: jobId }, key: `video:${jobId}:x` });
-      await eventually(async () => rx.received.filter((r) => r.path === path).length > before, 120_000, 20);
+      await eventually(async () => rx.received.filter((r) => r.path === path).length > before, { every: 20 });
     }),
   ]);
   return { batch, video, delivery };
@@ -148,13 +148,13 @@ test("one account's 300 black-holed deliveries and 5,000-line batch leave anothe
   }
   // Measured once the deliveries have all started and queued behind the account's cap (10 in flight, 290 waiting),
   // and the big batch runs: the 300 workflow starts and the upload are bursts the test itself makes.
-  await eventually(async () => hole.open() >= ACCOUNT_TRIES, 60_000);
-  await eventually(async () => (await waiting(a.accountId)) >= 300 - ACCOUNT_TRIES, 60_000);
+  // How fast 300 workflows start is the machine's: the wait lasts while their count grows.
+  await eventually(async () => hole.open() >= ACCOUNT_TRIES);
+  await eventually(async () => (await waiting(a.accountId)) >= 300 - ACCOUNT_TRIES, {
+    progress: () => waiting(a.accountId),
+  });
   const big = await startBatch(a.key, 5_000);
-  await eventually(
-    async () => ((await sdk(a.key).batches.retrieve(big.id)).request_counts?.completed ?? 0) > 0,
-    60_000,
-  );
+  await eventually(async () => ((await sdk(a.key).batches.retrieve(big.id)).request_counts?.completed ?? 0) > 0);
 
   const loaded = await medianSmallJobs(b, path, RUNS);
   // The load lasted through the measure: the big batch still ran, the deliveries still waited their turn.
@@ -168,4 +168,4 @@ test("one account's 300 black-holed deliveries and 5,000-line batch leave anothe
   // Never more of the noisy account's tries at once than its cap (every try ends its connection).
   expect(hole.maxOpen()).toBe(ACCOUNT_TRIES);
   await sdk(a.key).batches.cancel(big.id);
-}, 240_000);
+}, 900_000); // a bound for a slow machine only: its waits fail when the work they wait for stops moving

@@ -93,15 +93,14 @@ async function postVideo(gw: TestGateway, key: string, traceparent: string, prom
 }
 
 /** Flushes the exporter until `done` holds for the trace's spans. */
-async function spansOf(traceId: string, done: (s: ReceivedSpan[]) => boolean, ms = 20_000): Promise<ReceivedSpan[]> {
+async function spansOf(traceId: string, done: (s: ReceivedSpan[]) => boolean): Promise<ReceivedSpan[]> {
   return eventually(
     async () => {
       await flushTracing();
       const s = rx.trace(traceId);
       return done(s) ? s : null;
     },
-    ms,
-    100,
+    { every: 100 },
   );
 }
 

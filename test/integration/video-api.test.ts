@@ -483,7 +483,6 @@ test(
             await fetch(`${h.url}/v1/videos/${id}`, { headers: { authorization: `Bearer ${acc.key}` } })
           ).json()) as { status: string }
         ).status === 'completed',
-      60_000,
     );
     const cost = (await getBalance(h.deps.db, acc.accountId))!;
     expect(cost.held).toBe(0);

@@ -89,7 +89,7 @@ const arrivals = (path: string, secret: string) =>
 
 /** Lets the receiver (answering 503) refuse `n` tries at `path`, then accept everything. */
 async function refuseFirst(path: string, n: number) {
-  await eventually(async () => rx.received.filter((r) => r.path === path).length >= n, 60_000, 100);
+  await eventually(async () => rx.received.filter((r) => r.path === path).length >= n, { every: 100 });
   rx.always(200);
 }
 
@@ -105,8 +105,7 @@ async function expectEachTransitionOnce(path: string, secret: string, jobIds: st
       const s = await seen();
       return want.every((k) => s.has(k));
     },
-    90_000,
-    200,
+    { every: 200 },
   );
   const all = await arrivals(path, secret);
   expect([...new Set(all.map((a) => `${a.event.data.id} ${a.event.type}`))].sort()).toEqual(want);
@@ -139,7 +138,7 @@ test('the worker is SIGKILLed mid-job; a new worker finishes it with one charge 
   const second = await spawnWorker(h);
   try {
     await refuseFirst(hook.path, 2);
-    const done = await h.final(acc.key, job.id, 90_000);
+    const done = await h.final(acc.key, job.id);
     expect(done).toMatchObject({ status: 'completed', usage: { duration_seconds: 8, cost_vnd: 8 * PRICE } });
     await expectEachTransitionOnce(hook.path, hook.secret, [job.id], ['video.processing', 'video.completed']);
   } finally {
@@ -181,7 +180,7 @@ test('50 concurrent submissions, a balance for 10: exactly 10 accepted, the rest
 
   const accepted = bodies.filter((b) => b.status === 'submitted');
   await refuseFirst(hook.path, accepted.length);
-  const done = await Promise.all(accepted.map((b) => h.final(acc.key, b.id, 60_000)));
+  const done = await Promise.all(accepted.map((b) => h.final(acc.key, b.id)));
   expect(done.every((d) => d.status === 'completed')).toBe(true);
   const left = 10 * perJob - 10 * 4 * PRICE;
   expect(await getBalance(h.deps.db, acc.accountId)).toEqual({ balance: left, held: 0, available: left });
@@ -252,7 +251,7 @@ test('API processes SIGKILLed after their 202 and mid-job: jobs finish, events s
 
     await refuseFirst(hook.path, 2);
     // Read through another API process (the in-process one).
-    for (const job of [a, b]) expect(await h.final(acc.key, job.id, 90_000)).toMatchObject({ status: 'completed' });
+    for (const job of [a, b]) expect(await h.final(acc.key, job.id)).toMatchObject({ status: 'completed' });
     await expectEachTransitionOnce(hook.path, hook.secret, [a.id, b.id], ['video.processing', 'video.completed']);
     expect((await getJob(h.deps.db, a.id))!.workflowStartedAt).not.toBeNull();
   } finally {
@@ -283,7 +282,7 @@ test('Temporal stopped mid-job, restarted with its state: the job ends, events s
     temporal = await startTemporal();
 
     await refuseFirst(hook.path, 3);
-    expect(await h.final(acc.key, job.id, 90_000)).toMatchObject({ status: 'completed' });
+    expect(await h.final(acc.key, job.id)).toMatchObject({ status: 'completed' });
     await expectEachTransitionOnce(hook.path, hook.secret, [job.id], ['video.processing', 'video.completed']);
     await expectMoneyExact(acc.accountId, start, [{ id: job.id, seconds: 8 }]);
   } finally {

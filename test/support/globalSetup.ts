@@ -10,7 +10,8 @@ import { startEmbeddedPostgres } from '../../src/runtime/embeddedPostgres';
 import { bundleForRun } from './workflowCode';
 
 /**
- * One database and one Temporal dev server per test run (shared by all test files, which run in band).
+ * One Temporal dev server per test run, shared by all test files, and one database per jest worker (the files a
+ * worker runs, one after another, share it).
  * The database: TEST_DATABASE_ADMIN_URL (a Postgres that lets us create a database), else the Postgres on
  * 127.0.0.1:5432, else, when nothing answers there, an embedded Postgres of this run's own (node_modules).
  * Temporal: TEMPORAL_ADDRESS if set, else a dev server of a `temporal` CLI found on the machine or installed into
@@ -56,11 +57,14 @@ async function notices(): Promise<string[]> {
   return out;
 }
 
-export default async function globalSetup(): Promise<void> {
+export default async function globalSetup(globalConfig: { maxWorkers: number }): Promise<void> {
+  if ((globalThis as any).__GW_STATE__) return; // set up already for another project of this run (integration, serial)
   const state: Record<string, unknown> = {};
   const adminUrl = await adminDatabase(state);
   const dbName = `gw_test_${Date.now()}_${process.pid}`;
-  Object.assign(state, { adminUrl, dbName });
+  const workers = Math.max(1, globalConfig.maxWorkers);
+  const workerDbs = Array.from({ length: workers }, (_, i) => `${dbName}_w${i + 1}`);
+  Object.assign(state, { adminUrl, dbName, workerDbs });
   (globalThis as any).__GW_STATE__ = state;
   const admin = new pg.Client({ connectionString: adminUrl });
   await admin.connect();
@@ -72,11 +76,16 @@ export default async function globalSetup(): Promise<void> {
     if (ts && Date.now() - ts > 3600_000)
       await admin.query(`DROP DATABASE IF EXISTS ${r.datname} WITH (FORCE)`).catch(() => undefined);
   }
-  await admin.end();
   const url = new URL(adminUrl);
   url.pathname = '/' + dbName;
-  process.env.DATABASE_URL = url.toString();
-  await migrate(process.env.DATABASE_URL);
+  await migrate(url.toString());
+  // One database per jest worker, copies of the migrated one: files running side by side share no rows, and no
+  // file's sweeps or reconcilers see another's jobs. test/support/logEnvironment.js points each worker at its own.
+  for (const name of workerDbs) await admin.query(`CREATE DATABASE ${name} TEMPLATE ${dbName}`);
+  await admin.end();
+  const workerUrls = workerDbs.map((name) => Object.assign(new URL(url), { pathname: '/' + name }).toString());
+  process.env.GW_TEST_WORKER_DATABASES = JSON.stringify(workerUrls); // worker N's at N - 1
+  process.env.DATABASE_URL = workerUrls[0];
 
   const bundled = bundleForRun(); // beside the Temporal server's start
   bundled.catch(() => undefined); // awaited below

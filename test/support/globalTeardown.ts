@@ -3,9 +3,10 @@ import pg from 'pg';
 
 export default async function globalTeardown(): Promise<void> {
   const state = (globalThis as any).__GW_STATE__ as
-    { adminUrl: string; dbName: string; temporalPid?: number } | undefined;
+    { adminUrl: string; dbName: string; workerDbs: string[]; temporalPid?: number } | undefined;
   const embeddedPg = (globalThis as any).__GW_EMBEDDED_PG__ as { stop(): Promise<void>; dir: string } | undefined;
   if (!state) return;
+  (globalThis as any).__GW_STATE__ = undefined; // torn down once, for whichever project of the run comes first
   if (state.temporalPid) {
     try {
       process.kill(state.temporalPid, 'SIGTERM');
@@ -20,6 +21,7 @@ export default async function globalTeardown(): Promise<void> {
   if (process.env.KEEP_TEST_DB === '1') return;
   const admin = new pg.Client({ connectionString: state.adminUrl });
   await admin.connect();
-  await admin.query(`DROP DATABASE IF EXISTS ${state.dbName} WITH (FORCE)`).catch(() => undefined);
+  for (const name of [...state.workerDbs, state.dbName])
+    await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`).catch(() => undefined);
   await admin.end();
 }

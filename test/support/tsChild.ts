@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
+import { testTimeLeft } from './eventually';
 
 export interface TsChild {
   child: ChildProcess;
@@ -10,7 +11,8 @@ export interface TsChild {
 
 /**
  * Runs a TypeScript file of test/support in its own node process (sources compiled by swc, as jest does) and
- * resolves with the first line it prints on stdout (its "ready" message); rejects if it exits first or after 60 s.
+ * resolves with the first line it prints on stdout (its "ready" message); rejects if it exits first or its test's
+ * time runs out.
  */
 export async function spawnTsChild(script: string, env: NodeJS.ProcessEnv): Promise<TsChild> {
   const child = spawn(process.execPath, ['-r', path.join(__dirname, 'swcRegister.js'), path.join(__dirname, script)], {
@@ -23,7 +25,8 @@ export async function spawnTsChild(script: string, env: NodeJS.ProcessEnv): Prom
   });
   const firstLine = await new Promise<string>((resolve, reject) => {
     let out = '';
-    const timer = setTimeout(() => reject(new Error(`${script} not ready in 60 s: ${err}`)), 60_000);
+    // Starting takes what the machine gives: the test's own time, not a fixed count of seconds.
+    const timer = setTimeout(() => reject(new Error(`${script} not ready in its test's time: ${err}`)), testTimeLeft());
     const onData = (d: Buffer) => {
       out += d.toString();
       const nl = out.indexOf('\n');
