@@ -577,7 +577,11 @@ test('alerts: balance.low once per crossing of the threshold, topup.succeeded on
     expect(events('topup.succeeded')[0].data).toMatchObject({ id: o.id, amount: 100_000 });
     expect(rx.received.find((r) => r.path === path)!.headers['webhook-signature']).toMatch(/^v1,/);
     // Back above (130,000), then below again: a second crossing, a second alert.
-    await new Promise((r) => setTimeout(r, h.config.video.reconcileIntervalMs * 3));
+    // The sweep re-arms the alert once it sees the balance back above the threshold.
+    await eventually(async () => {
+      const r = await h.deps.db.query('SELECT low_balance_alerted FROM accounts WHERE id = $1', [a.accountId]);
+      return r.rows[0].low_balance_alerted === false;
+    });
     await spend(100_000);
     await eventually(async () => events('balance.low').length === 2);
     expect(new Set(events('balance.low').map((e) => e.id)).size).toBe(2);
