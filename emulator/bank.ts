@@ -5,7 +5,8 @@ import type { Mount } from './mount';
 
 /**
  * The emulated bank behind the top-ups (docs/payments.md): a receiving account whose incoming transfers a bank feed
- * reports, in SePay's webhook format (`Authorization: Apikey <key>`) and Casso's v2 (`X-Casso-Signature`,
+ * reports, in SePay's webhook format (`Authorization: Apikey <key>`, or its HMAC-SHA256 `X-SePay-Signature`) and
+ * Casso's v2 (`X-Casso-Signature`,
  * HMAC-SHA512 of the timestamp and the key-sorted body), and lists (SePay's user API, for the daily statement). A
  * test makes a customer's transfer with POST /bank/_emulator/transfers, choosing what the feed does with its webhook:
  * drop it, send it twice or more, delay it, or hold it until POST /bank/_emulator/flush sends the held ones in
@@ -30,8 +31,10 @@ export interface BankTransfer {
 export interface FeedTarget {
   format: 'sepay' | 'casso';
   url: string;
-  /** SePay: the API key; Casso: the webhook secret. */
+  /** SePay: the API key (or, with `auth: 'hmac'`, the HMAC secret); Casso: the webhook secret. */
   key: string;
+  /** SePay's authentication: `Authorization: Apikey` (default) or its HMAC-SHA256 signature. */
+  auth?: 'apikey' | 'hmac';
 }
 
 interface Delivery {
@@ -65,7 +68,22 @@ function sortKeys(v: unknown): unknown {
   return v;
 }
 
-function webhookOf(target: FeedTarget, t: BankTransfer): { headers: Record<string, string>; body: unknown } {
+/** SePay's HMAC option as its docs describe it: hex HMAC-SHA256 of "<unix seconds>.<the body as sent>". */
+function sepayHmacHeaders(secret: string, text: string): Record<string, string> {
+  const ts = String(Math.floor(Date.now() / 1000));
+  const mac = createHmac('sha256', secret);
+  mac.update(ts + '.' + text);
+  return { 'x-sepay-timestamp': ts, 'x-sepay-signature': 'sha256=' + mac.digest('hex') };
+}
+
+function webhookOf(target: FeedTarget, t: BankTransfer): { headers: Record<string, string>; text: string } {
+  const { headers, body } = webhookBodyOf(target, t);
+  const text = JSON.stringify(body);
+  if (target.format === 'sepay' && target.auth === 'hmac') return { headers: sepayHmacHeaders(target.key, text), text };
+  return { headers, text };
+}
+
+function webhookBodyOf(target: FeedTarget, t: BankTransfer): { headers: Record<string, string>; body: unknown } {
   if (target.format === 'sepay') {
     return {
       headers: { authorization: `Apikey ${target.key}` },
@@ -115,13 +133,13 @@ function webhookOf(target: FeedTarget, t: BankTransfer): { headers: Record<strin
 /** One webhook, retried on a non-2xx or no answer (up to state.retries more times). */
 async function deliver(state: BankState, d: Delivery): Promise<void> {
   for (let attempt = 0; ; attempt++) {
-    const { headers, body } = webhookOf(d.target, d.transfer);
+    const { headers, text } = webhookOf(d.target, d.transfer);
     let status = 0;
     try {
       const r = await fetch(d.target.url, {
         method: 'POST',
         headers: { 'content-type': 'application/json', ...headers },
-        body: JSON.stringify(body),
+        body: text,
         signal: AbortSignal.timeout(30_000),
       });
       status = r.status;
@@ -262,7 +280,7 @@ export const mountBank: Mount = (router, ctl, baseUrl) => mountBankWith(newBankS
  */
 export function emulatedPaymentsEnv(emulatorUrl: string, env: NodeJS.ProcessEnv): Record<string, string> {
   const out: Record<string, string> = {};
-  if (!env.SEPAY_WEBHOOK_API_KEY && !env.CASSO_WEBHOOK_SECRET) {
+  if (!env.SEPAY_WEBHOOK_API_KEY && !env.SEPAY_WEBHOOK_SECRET && !env.CASSO_WEBHOOK_SECRET) {
     out.SEPAY_WEBHOOK_API_KEY = `emu-${randomBytes(12).toString('hex')}`;
     out.SEPAY_API_URL = `${emulatorUrl}/bank/userapi`;
     out.SEPAY_API_TOKEN = newBankState().apiToken;

@@ -6,7 +6,7 @@ import {
   topupWorkflowIdOf,
   vnpayHash,
 } from '../../src/jobs/topups';
-import { randomUUID } from 'node:crypto';
+import { createHmac, randomUUID } from 'node:crypto';
 import { getBalance, placeHold, settleHold } from '../../src/billing/ledger';
 import { startReceiver } from '../support/webhookReceiver';
 import { eventually } from '../support/video';
@@ -174,23 +174,26 @@ test('short and over payments are credited as received and marked; money out cha
   expect(await balance(a.accountId)).toBe(170_000);
 });
 
+/** A SePay webhook's body, as SePay posts one incoming transfer. */
+const sepayWebhookBody = (id: number, memo: string, amount: number) => ({
+  id,
+  gateway: 'Vietcombank',
+  transactionDate: '2026-01-01 10:00:00',
+  accountNumber: h.topups.accountNumber,
+  code: null,
+  content: memo,
+  transferType: 'in',
+  transferAmount: amount,
+  accumulated: amount,
+  subAccount: null,
+  referenceCode: `FT${id}`,
+  description: '',
+});
+
 test('a bad key or signature is 401 and changes nothing', async () => {
   const a = await h.account(0);
   const o = await order(a.key, 100_000);
-  const sepay = {
-    id: 990001,
-    gateway: 'Vietcombank',
-    transactionDate: '2026-01-01 10:00:00',
-    accountNumber: h.topups.accountNumber,
-    code: null,
-    content: o.memo,
-    transferType: 'in',
-    transferAmount: 100_000,
-    accumulated: 100_000,
-    subAccount: null,
-    referenceCode: 'FT1',
-    description: '',
-  };
+  const sepay = sepayWebhookBody(990001, o.memo, 100_000);
   const post = (path: string, headers: Record<string, string>, body: unknown) =>
     fetch(`${h.url}${path}`, {
       method: 'POST',
@@ -215,6 +218,66 @@ test('a bad key or signature is 401 and changes nothing', async () => {
   );
   expect(rows.rowCount).toBe(0);
   expect((await call(a.key, 'GET', `/v1/topups/${o.id}`)).j.status).toBe('open');
+});
+
+test("SePay's HMAC signature: the bank's signed webhook credits; a bad, stale or missing one is 401", async () => {
+  const a = await h.account(0);
+  const o = await order(a.key, 70_000);
+  const body = JSON.stringify(sepayWebhookBody(990101, o.memo, 70_000));
+  const now = String(Math.floor(Date.now() / 1000));
+  const mac = (secret: string, ts: string, text: string) =>
+    createHmac('sha256', secret).update(`${ts}.${text}`).digest('hex');
+  const forged: Record<string, string>[] = [
+    {}, // neither key nor signature
+    { 'x-sepay-timestamp': now, 'x-sepay-signature': `sha256=${mac('wrong-secret', now, body)}` },
+    // signed for another body (an amount changed on the way)
+    {
+      'x-sepay-timestamp': now,
+      'x-sepay-signature': `sha256=${mac(FEED.sepaySecret, now, body.replace('70000', '7000000'))}`,
+    },
+    { 'x-sepay-signature': `sha256=${mac(FEED.sepaySecret, now, body)}` }, // no timestamp
+    { 'x-sepay-timestamp': now }, // no signature
+    // well signed but an hour old: a replay
+    (() => {
+      const old = String(Number(now) - 3600);
+      return { 'x-sepay-timestamp': old, 'x-sepay-signature': `sha256=${mac(FEED.sepaySecret, old, body)}` };
+    })(),
+  ];
+  for (const headers of forged) {
+    const r = await fetch(`${h.url}/v1/payments/sepay/webhook`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...headers },
+      body,
+    });
+    expect([r.status, ((await r.json()) as Json).error?.code]).toEqual([401, 'invalid_signature']);
+  }
+  expect(await balance(a.accountId)).toBe(0);
+  const none = await h.deps.db.query("SELECT 1 FROM topup_transfers WHERE provider_txn_id = '990101'");
+  expect(none.rowCount).toBe(0);
+  expect((await call(a.key, 'GET', `/v1/topups/${o.id}`)).j.status).toBe('open');
+
+  // The emulator's bank signs with its own code (emulator/bank.ts): credited, once, though posted twice.
+  const config = (targets: unknown[]) =>
+    fetch(`${h.bank}/_emulator/config`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ targets }),
+    });
+  const url = `${h.url}/v1/payments/sepay/webhook`;
+  await config([{ format: 'sepay', url, key: FEED.sepaySecret, auth: 'hmac' }]);
+  try {
+    const t = await h.transfer({ amount: 70_000, content: `CT ${o.memo}`, copies: 2 });
+    const sent = ((await (await fetch(`${h.bank}/_emulator/sent`)).json()) as Json[]).filter((x) => x.id === t.id);
+    expect(sent.map((x) => x.status)).toEqual([200, 200]);
+  } finally {
+    await config([
+      { format: 'sepay', url, key: FEED.sepayKey },
+      { format: 'casso', url: `${h.url}/v1/payments/casso/webhook`, key: FEED.cassoSecret },
+    ]);
+  }
+  expect(await balance(a.accountId)).toBe(70_000);
+  expect(await credits(a.accountId)).toEqual([expect.objectContaining({ amount: 70_000, ref_id: o.id })]);
+  expect((await call(a.key, 'GET', `/v1/topups/${o.id}`)).j.status).toBe('paid');
 });
 
 test('a webhook the gateway could not record answers non-2xx; the feed retries and it is credited once', async () => {
@@ -514,7 +577,11 @@ test('alerts: balance.low once per crossing of the threshold, topup.succeeded on
     expect(events('topup.succeeded')[0].data).toMatchObject({ id: o.id, amount: 100_000 });
     expect(rx.received.find((r) => r.path === path)!.headers['webhook-signature']).toMatch(/^v1,/);
     // Back above (130,000), then below again: a second crossing, a second alert.
-    await new Promise((r) => setTimeout(r, h.config.video.reconcileIntervalMs * 3));
+    // The sweep re-arms the alert once it sees the balance back above the threshold.
+    await eventually(async () => {
+      const r = await h.deps.db.query('SELECT low_balance_alerted FROM accounts WHERE id = $1', [a.accountId]);
+      return r.rows[0].low_balance_alerted === false;
+    });
     await spend(100_000);
     await eventually(async () => events('balance.low').length === 2);
     expect(new Set(events('balance.low').map((e) => e.id)).size).toBe(2);

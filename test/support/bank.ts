@@ -7,7 +7,11 @@ import { fastWebhookSettings } from './webhookReceiver';
  * Casso's webhooks to the gateway over real HTTP, and its VNPay plays the merchant's payment page.
  */
 
-export const FEED = { sepayKey: 'sepay-test-key', cassoSecret: 'casso-test-secret' };
+export const FEED = {
+  sepayKey: 'sepay-test-key',
+  sepaySecret: 'sepay-test-hmac-secret',
+  cassoSecret: 'casso-test-secret',
+};
 export const VNPAY = { tmnCode: 'GWTEST01', secret: 'VNPAYTESTSECRET0123456789' };
 
 export interface BankHarness extends VideoHarness {
@@ -22,6 +26,7 @@ export async function startBankHarness(opts: { worker?: boolean } = {}): Promise
   const topups: TopupSettings = {
     ...loadTopupSettings({}),
     sepayApiKey: FEED.sepayKey,
+    sepayWebhookSecret: FEED.sepaySecret,
     cassoSecret: FEED.cassoSecret,
     vnpayTmnCode: VNPAY.tmnCode,
     vnpayHashSecret: VNPAY.secret,

@@ -7,7 +7,7 @@ export type { Ctx, GatewayState } from '../requestState';
 export { observe } from './observe';
 export { bodyTimeout } from './bodyTimeout';
 export { errorHandler, toApiError } from './errorHandler';
-export { jsonBody, jsonBodyProblem } from './jsonBody';
+export { jsonBody, jsonBodyProblem, receivedJsonText } from './jsonBody';
 export { multipartBody } from './multipartBody';
 export { requireApiKey } from './apiKey';
 export { jsonApi, route } from './route';

@@ -51,16 +51,28 @@ function inflated(req: IncomingMessage, encoding: string): Readable {
   return z;
 }
 
+// A webhook signed over its exact bytes (SePay's HMAC) needs the text as sent, not the parsed body re-serialized.
+const bodyTexts = new WeakMap<IncomingMessage, string>();
+
+/** The body's text as received (inflated), for a route whose jsonBody was asked to keep it. */
+export const receivedJsonText = (req: IncomingMessage): string | undefined => bodyTexts.get(req);
+
 /**
  * Reads and parses a JSON body of at most `limitBytes` once inflated (413 beyond, 400 if malformed or not UTF-8).
  * `encoding`: its Content-Encoding (none: identity).
  */
-export async function readJson(req: IncomingMessage, limitBytes: number, encoding = ''): Promise<unknown> {
+export async function readJson(
+  req: IncomingMessage,
+  limitBytes: number,
+  encoding = '',
+  keepText = false,
+): Promise<unknown> {
   const len = req.headers['content-length'];
   const plain = encoding === '' || encoding.trim().toLowerCase() === 'identity';
   const buf = plain
     ? await getRawBody(req, { limit: limitBytes, length: len === undefined ? undefined : Number(len) })
     : await getRawBody(inflated(req, encoding), { limit: limitBytes });
+  if (keepText) bodyTexts.set(req, '');
   if (buf.length === 0) return {}; // as co-body in strict mode: an empty body is an empty object
   let text: string;
   try {
@@ -74,6 +86,7 @@ export async function readJson(req: IncomingMessage, limitBytes: number, encodin
       'invalid_encoding',
     );
   }
+  if (keepText) bodyTexts.set(req, text);
   try {
     return JSON.parse(text);
   } catch {
@@ -96,7 +109,7 @@ export { jsonBodyProblem };
  * JSON body: 415 unless Content-Type is JSON, 413 over the limit, 400 on malformed JSON, a non-object body, a body
  * nested too deep or one carrying prototype keys, or one that is not UTF-8. Read (inflated if compressed) by readJson.
  */
-export function jsonBodyReader(limitBytes: number): (ctx: Ctx) => Promise<void> {
+export function jsonBodyReader(limitBytes: number, keepText = false): (ctx: Ctx) => Promise<void> {
   return async (ctx) => {
     const contentType = ctx.get('content-type');
     if (!isJsonType(contentType)) {
@@ -109,7 +122,12 @@ export function jsonBodyReader(limitBytes: number): (ctx: Ctx) => Promise<void> 
       );
     }
     try {
-      (ctx.request as { body?: unknown }).body = await readJson(ctx.req, limitBytes, ctx.get('content-encoding'));
+      (ctx.request as { body?: unknown }).body = await readJson(
+        ctx.req,
+        limitBytes,
+        ctx.get('content-encoding'),
+        keepText,
+      );
     } catch (e: any) {
       if (e instanceof ApiError) throw e;
       // A Content-Encoding the body does not match (e.g. gzip header, plain body) fails in zlib, without a status.
@@ -161,8 +179,9 @@ export function jsonBodyReader(limitBytes: number): (ctx: Ctx) => Promise<void> 
   };
 }
 
-export function jsonBody(limitBytes: number): Koa.Middleware<GatewayState> {
-  const read = jsonBodyReader(limitBytes);
+/** `keepText`: the text as received stays readable with receivedJsonText (for a signature over the bytes). */
+export function jsonBody(limitBytes: number, keepText = false): Koa.Middleware<GatewayState> {
+  const read = jsonBodyReader(limitBytes, keepText);
   return async (ctx, next) => {
     await read(ctx);
     await next();

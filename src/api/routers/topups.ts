@@ -1,6 +1,6 @@
 import Router from '@koa/router';
 import type { AppDeps } from '../../operations/deps';
-import { jsonBody, requireApiKey, route, type Ctx, type GatewayState } from '../middleware';
+import { jsonBody, receivedJsonText, requireApiKey, route, type Ctx, type GatewayState } from '../middleware';
 import { listQuery } from '../listQuery';
 import { ORDER_ID, topupService } from '../../jobs/topups';
 
@@ -11,7 +11,8 @@ import { ORDER_ID, topupService } from '../../jobs/topups';
  *   GET  /v1/topups/{id}                 one order (another account's: 404)
  *   GET  /v1/balance_alert, POST {low_balance_threshold}   the balance.low webhook's threshold (null: none)
  * The payment notifications, authenticated by their own key or signature (no API key):
- *   POST /v1/payments/sepay/webhook      SePay's bank feed (Authorization: Apikey <SEPAY_WEBHOOK_API_KEY>)
+ *   POST /v1/payments/sepay/webhook      SePay's bank feed (Authorization: Apikey <SEPAY_WEBHOOK_API_KEY>, or
+ *                                        X-SePay-Signature: HMAC-SHA256 under SEPAY_WEBHOOK_SECRET)
  *   POST /v1/payments/casso/webhook      Casso's bank feed v2 (X-Casso-Signature under CASSO_WEBHOOK_SECRET)
  *   GET  /v1/payments/vnpay/ipn          VNPay's IPN ({RspCode, Message})
  *   GET  /v1/payments/vnpay/return       the customer back from VNPay: to the console's top-up page
@@ -41,8 +42,12 @@ export function topupsRouter(deps: AppDeps): Router<GatewayState> {
     ctx.body = await topups.setAlert(account(ctx), ctx.request.body);
   });
 
-  r.post('/v1/payments/sepay/webhook', route('/v1/payments/sepay/webhook'), jsonBody(64 * 1024), async (ctx) => {
-    ctx.body = await topups.sepayWebhook(ctx.get('authorization') || undefined, ctx.request.body);
+  r.post('/v1/payments/sepay/webhook', route('/v1/payments/sepay/webhook'), jsonBody(64 * 1024, true), async (ctx) => {
+    ctx.body = await topups.sepayWebhook(ctx.get('authorization') || undefined, ctx.request.body, {
+      signature: ctx.get('x-sepay-signature') || undefined,
+      timestamp: ctx.get('x-sepay-timestamp') || undefined,
+      rawBody: receivedJsonText(ctx.req),
+    });
   });
   r.post('/v1/payments/casso/webhook', route('/v1/payments/casso/webhook'), jsonBody(256 * 1024), async (ctx) => {
     ctx.body = await topups.cassoWebhook(ctx.get('x-casso-signature') || undefined, ctx.request.body);

@@ -1,10 +1,10 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 
 /**
- * The bank feeds' webhooks, read into one shape: SePay's (one transfer per call, `Authorization: Apikey <key>`) and
- * Casso's v2 (`X-Casso-Signature: t=<ms>,v1=<hex>`, the HMAC-SHA512 under the webhook secret of
- * "<t>.<the body, its object keys sorted at every level, as JSON>"). Nothing here trusts a body before its key or
- * signature is checked, in constant time.
+ * The bank feeds' webhooks, read into one shape: SePay's (one transfer per call, `Authorization: Apikey <key>` or
+ * an HMAC-SHA256 signature) and Casso's v2 (`X-Casso-Signature: t=<ms>,v1=<hex>`, the HMAC-SHA512 under the webhook
+ * secret of "<t>.<the body, its object keys sorted at every level, as JSON>"). Nothing here trusts a body before its
+ * key or signature is checked, in constant time.
  */
 
 export type Feed = 'sepay' | 'casso';
@@ -58,6 +58,28 @@ export function sepayAuthorized(key: string | null, header: string | undefined):
   if (!key || !header) return false;
   const m = /^Apikey\s+(.+)$/i.exec(header.trim());
   return !!m && safeEqual(m[1], key);
+}
+
+/**
+ * SePay's HMAC-SHA256 option (developer.sepay.vn, "Xác thực" / "Bảo mật" pages): `X-SePay-Timestamp` carries the
+ * Unix seconds of the send, `X-SePay-Signature` is `sha256=<hex>` (the prefix optional here) of
+ * HMAC-SHA256(secret, "<timestamp>.<raw body>"); a timestamp more than `toleranceS` from now is refused (replay).
+ */
+export function sepaySignature(secret: string, timestamp: string, rawBody: string): string {
+  return createHmac('sha256', secret).update(`${timestamp}.${rawBody}`, 'utf8').digest('hex');
+}
+
+export function sepaySigned(
+  secret: string | null,
+  sig: { signature?: string; timestamp?: string; rawBody?: string },
+  nowMs: number,
+  toleranceS: number,
+): boolean {
+  if (!secret || !sig.signature || !sig.timestamp || sig.rawBody === undefined) return false;
+  if (!/^\d{1,12}$/.test(sig.timestamp.trim())) return false;
+  if (Math.abs(nowMs / 1000 - Number(sig.timestamp)) > toleranceS) return false;
+  const m = /^(?:sha256=)?([0-9a-f]{64})$/i.exec(sig.signature.trim());
+  return !!m && safeEqual(m[1].toLowerCase(), sepaySignature(secret, sig.timestamp.trim(), sig.rawBody));
 }
 
 export function readSepay(body: unknown): IncomingTransfer {

@@ -7,7 +7,15 @@ import { clip, clipJson } from '../../text/clip';
 import { startDelivery } from '../../webhooks/start';
 import { webhookTaskQueue } from '../../webhooks/settings';
 import type { DeliveryRef } from '../../webhooks/repo';
-import { cassoAuthorized, FeedBodyError, readCasso, readSepay, sepayAuthorized, type IncomingTransfer } from './feeds';
+import {
+  cassoAuthorized,
+  FeedBodyError,
+  readCasso,
+  readSepay,
+  sepayAuthorized,
+  sepaySigned,
+  type IncomingTransfer,
+} from './feeds';
 import {
   createOrder,
   getOrder,
@@ -199,8 +207,16 @@ export function topupService(deps: TopupDeps) {
     },
 
     /** SePay's webhook: 401 without the key; money out is acknowledged and ignored. */
-    async sepayWebhook(authorization: string | undefined, body: unknown) {
-      if (!sepayAuthorized(s.sepayApiKey, authorization)) throw unauthorized('SePay API key');
+    async sepayWebhook(
+      authorization: string | undefined,
+      body: unknown,
+      signed: { signature?: string; timestamp?: string; rawBody?: string } = {},
+    ) {
+      if (
+        !sepayAuthorized(s.sepayApiKey, authorization) &&
+        !sepaySigned(s.sepayWebhookSecret, signed, Date.now(), s.sepaySignatureToleranceS)
+      )
+        throw unauthorized('SePay API key or signature');
       const t = feedBody(() => readSepay(body));
       if (t.direction === 'in') await record(t, 'webhook');
       return { success: true };

@@ -19,6 +19,9 @@ export interface TopupSettings {
   accountName: string;
   /** SePay's webhook API key (`Authorization: Apikey <key>`), and its user API for the daily statement. */
   sepayApiKey: string | null;
+  /** SePay's webhook HMAC-SHA256 secret (X-SePay-Signature), and how far its X-SePay-Timestamp may be from now, s. */
+  sepayWebhookSecret: string | null;
+  sepaySignatureToleranceS: number;
   sepayApiUrl: string | null;
   sepayApiToken: string | null;
   /** Casso's webhook v2 secret (X-Casso-Signature: HMAC-SHA512). */
@@ -51,6 +54,8 @@ export function loadTopupSettings(env: NodeJS.ProcessEnv = process.env): TopupSe
     accountNumber,
     accountName: opt(env, 'TOPUP_ACCOUNT_NAME') ?? 'MODEL GATEWAY',
     sepayApiKey: opt(env, 'SEPAY_WEBHOOK_API_KEY'),
+    sepayWebhookSecret: opt(env, 'SEPAY_WEBHOOK_SECRET'),
+    sepaySignatureToleranceS: num(env, 'SEPAY_SIGNATURE_TOLERANCE', 300),
     sepayApiUrl: opt(env, 'SEPAY_API_URL'),
     sepayApiToken: opt(env, 'SEPAY_API_TOKEN'),
     cassoSecret: opt(env, 'CASSO_WEBHOOK_SECRET'),
