@@ -138,7 +138,7 @@ test('requests answered after their batch was ended elsewhere: each recorded onc
   const recorded = await eventually(async () => {
     const r = await costs();
     return r.length > 0 && r.length + (await charged()).length === sent().length ? r : null;
-  }, 30_000);
+  });
   async function charged() {
     return (await h.deps.db.query('SELECT id FROM usage_records WHERE account_id = $1', [a.accountId])).rows;
   }

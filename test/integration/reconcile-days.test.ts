@@ -259,7 +259,7 @@ test('catch-up: three missed firings run one after the other, each reconciling i
     const actions = await eventually(async () => {
       const d = await handle.describe();
       return d.info.recentActions.length === 3 && d.info.runningActions.length === 0 ? d.info.recentActions : null;
-    }, 45_000);
+    });
     const results = await Promise.all(
       actions.map((a) => temporal.workflow.getHandle(a.action.workflow.workflowId).result()),
     );
