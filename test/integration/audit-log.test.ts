@@ -142,7 +142,16 @@ test('an operator price change is logged with its actor; verify-audit names the 
   await withScratchDatabase('audit', async (url) => {
     await migrate(url);
     const env = { ...process.env, DATABASE_URL: url };
-    const set = await admin(env, 'price-set', 'gpt-4o-mini', '--pricing', '{"outputPer1MTokens":99000}');
+    // A list price with a batch price changes with it (docs/billing.md, "Price versions").
+    const set = await admin(
+      env,
+      'price-set',
+      'gpt-4o-mini',
+      '--pricing',
+      '{"outputPer1MTokens":99000}',
+      '--batch-pricing',
+      '{"outputPer1MTokens":49500}',
+    );
     expect(set.code).toBe(0);
     const db = new pg.Client({ connectionString: url });
     await db.connect();

@@ -135,7 +135,8 @@ test("a day's costs are exactly the ledger's charges that day, itemised by model
 });
 
 test('minute buckets page with next_page until the range ends', async () => {
-  const start = Math.floor(Date.now() / 1000) - 90 * 60;
+  // The range ends a minute from now: requests of this very second are inside it (its end is exclusive).
+  const start = Math.floor(Date.now() / 1000) - 89 * 60;
   const q = `start_time=${start}&end_time=${start + 90 * 60}&bucket_width=1m`;
   const first = (await call('GET', `/v1/organization/usage/completions?${q}`)).body;
   expect(first.data).toHaveLength(60);
