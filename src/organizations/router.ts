@@ -8,6 +8,7 @@ import { auditRoutes } from './auditRoutes';
 import { usageRoutes } from './usageRoutes';
 import { memberRoutes, mountInviteAcceptance } from './membersRoutes';
 import { spendLimitRoutes } from './spendLimitRoutes';
+import { rateLimitRoutes } from './rateLimitRoutes';
 
 /**
  * OpenAI's Admin API (/v1/organization/*) for the gateway's organizations: one account is one organization. The
@@ -23,6 +24,7 @@ export function organizationsRouter(deps: OrgDeps): Router<GatewayState> {
   usageRoutes(t, deps);
   memberRoutes(t, deps);
   spendLimitRoutes(t, deps);
+  rateLimitRoutes(t, deps);
   mountInviteAcceptance(r, deps);
   return r;
 }
