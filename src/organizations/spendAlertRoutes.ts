@@ -84,12 +84,18 @@ export function spendAlertRoutes(t: RouteTable, deps: OrgDeps): void {
       if (!r?.rows[0]) throw missing('spend alert', id.slice(0, 80));
       return { ...r.rows[0], project: s.project };
     };
-    const audit = (type: string, project: { id: string; name: string } | null, id: string, b?: AlertBody) => [
+    const audit = (
+      caller: OrgCaller,
+      type: string,
+      project: { id: string; name: string } | null,
+      id: string,
+      b?: AlertBody,
+    ) => [
       {
         type: `${inProject ? 'project' : 'organization'}.updated`,
         project,
         resourceId: id,
-        details: { id: project?.id ?? id, changes_requested: { spend_alert: { id, [type]: b ?? true } } },
+        details: { id: project?.id ?? caller.accountId, changes_requested: { spend_alert: { id, [type]: b ?? true } } },
       },
     ];
 
@@ -132,7 +138,7 @@ export function spendAlertRoutes(t: RouteTable, deps: OrgDeps): void {
               channel.subject_prefix ?? null,
             ])
           ).rows[0],
-        (r) => audit(change, project, r.id, b),
+        (r) => audit(caller, change, project, r.id, b),
       );
       return alertObject(row!);
     };
@@ -173,7 +179,7 @@ export function spendAlertRoutes(t: RouteTable, deps: OrgDeps): void {
         deps,
         caller,
         async (c) => (await c.query('DELETE FROM spend_alerts WHERE id = $1', [a.id])).rowCount || null,
-        () => audit('deleted', a.project, a.id),
+        () => audit(caller, 'deleted', a.project, a.id),
       );
       return { id: a.id, object: `${alertObject(a).object}.deleted`, deleted: true };
     });

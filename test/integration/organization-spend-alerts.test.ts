@@ -135,4 +135,13 @@ test('alerts list, retrieve and delete per level; other organizations see none; 
     deleted: true,
   });
   expect((await call('GET', '/v1/organization/spend_alerts')).body.data).toEqual([]);
+  // Each change is in the audit log (checked against OpenAI's AuditLog schema by the client).
+  const audit = await call('GET', '/v1/organization/audit_logs?event_types[]=organization.updated&limit=100');
+  expect(audit.body.data.map((e: any) => Object.keys(e['organization.updated'].changes_requested.spend_alert))).toEqual(
+    [
+      ['id', 'deleted'],
+      ['id', 'updated'],
+      ['id', 'created'],
+    ],
+  );
 });
