@@ -40,6 +40,7 @@ import {
   createTopupActivities,
 } from '../activities';
 import { ensureStatementSchedule, reconcileTopups, sweepLowBalances } from './jobs/topups';
+import { mailSpendAlerts, smtpMailer, sweepSpendAlerts } from './organizations';
 import { startDelivery } from './webhooks/start';
 import { serveWorkerMetrics } from './observability/metricsServer';
 import { flushTracing, tracer } from './observability/tracing';
@@ -303,6 +304,16 @@ export async function startWorker(config: Config = loadConfig(), opts: WorkerOpt
           run: async () => {
             for (const d of await sweepLowBalances(db))
               await startDelivery(temporal, webhookTaskQueue(config), config.webhooks, d);
+          },
+        },
+        {
+          // spend.alert, once per crossing of an organization's or project's monthly threshold, and its mail.
+          name: 'spend alert sweep',
+          everyMs: repairEvery,
+          run: async () => {
+            for (const d of await sweepSpendAlerts(db))
+              await startDelivery(temporal, webhookTaskQueue(config), config.webhooks, d);
+            if (config.smtpUrl) await mailSpendAlerts(db, smtpMailer(config.smtpUrl, config.mailFrom));
           },
         },
         { name: 'expired hold sweep', everyMs: config.video.holdSweepIntervalMs, run: () => releaseExpiredHolds(db) },

@@ -1,6 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { Db, Queryable } from '../db/pool';
 import { EFFECTIVE_LIMITS_SQL, limitsFromRow, type KeyLimits, type KeySettings } from '../limits/keyLimits';
+import type { RateLimits } from '../limits/rateLimiter';
 
 /**
  * API keys: `sk-gw-` + 32 base64url chars (192 random bits). Only the SHA-256 of the key is stored, with a
@@ -103,6 +104,8 @@ export interface Principal {
   projectId?: string;
   /** Its project or organization has a spend limit (migration 214): its reservations come from a lease of its own. */
   spendLimited?: boolean;
+  /** Its project's requests/tokens per minute per model (migration 215), shared by all the project's keys. */
+  modelLimits?: Record<string, RateLimits>;
   /** Effective limits (the key's own, else the account's defaults), as of the cached lookup. */
   limits: KeyLimits;
   /** Epoch ms after which the key is refused; null: never. */
@@ -115,7 +118,9 @@ export interface Principal {
 
 // A key of an archived project no longer works (the organization's Admin API archives projects).
 const PRINCIPAL_SQL = `SELECT k.id, k.account_id, k.project_id, k.expires_at, a.budget_fence_at,
-    ${EFFECTIVE_LIMITS_SQL}, (pj.spend_limit_vnd IS NOT NULL OR a.spend_limit_vnd IS NOT NULL) AS spend_limited
+    ${EFFECTIVE_LIMITS_SQL}, (pj.spend_limit_vnd IS NOT NULL OR a.spend_limit_vnd IS NOT NULL) AS spend_limited,
+    (SELECT jsonb_object_agg(l.model, jsonb_build_object('rpm', l.rpm, 'tpm', l.tpm))
+       FROM project_rate_limits l WHERE l.project_id = k.project_id) AS model_limits
   FROM api_keys k JOIN accounts a ON a.id = k.account_id
   JOIN projects pj ON pj.id = k.project_id AND pj.archived_at IS NULL`;
 
@@ -134,6 +139,7 @@ function principalOf(
     keyId: x.id as string,
     projectId: x.project_id as string,
     spendLimited: x.spend_limited === true,
+    ...(x.model_limits ? { modelLimits: x.model_limits as Record<string, RateLimits> } : {}),
     limits: limitsFromRow(x),
     expiresAt: ms(x.expires_at),
     budgetFenceAt: ms(x.budget_fence_at),

@@ -1,6 +1,6 @@
 import type { AccountBilling, Caller } from './caller';
 import { ApiError } from '../errors';
-import type { TokenTicket, WindowState, WindowView } from '../limits/rateLimiter';
+import type { Admission, RateLimits, TokenTicket, WindowState, WindowView } from '../limits/rateLimiter';
 
 /**
  * A key's requests/tokens per minute on the request path: the check (before any money is reserved or anything is
@@ -73,21 +73,50 @@ export function setRateLimitHeaders(res: HeaderTarget, anthropic: boolean, a: Wi
 }
 
 /**
- * Counts one request of up to `maxTokens` tokens against the caller's key; throws 429 `rate_limit_exceeded`
- * (with Retry-After) when its window is full. Returns the ticket to correct the tokens at settlement, or null.
+ * Counts one request of up to `maxTokens` tokens against the caller's key and, when its project limits `model`
+ * (OpenAI's project rate limits, migration 215), against the project's window for that model; throws 429
+ * `rate_limit_exceeded` (with Retry-After) when a window is full. Returns the key's ticket to correct the tokens at
+ * settlement, or null. A request refused by the project's window still counted in the key's (as a refused request
+ * counts at OpenAI); its tokens are given back.
  */
 export async function admitRequest(
   caller: Caller,
   deps: Pick<AccountBilling, 'limiter' | 'metrics'>,
   maxTokens: number,
+  model?: string,
 ): Promise<TokenTicket | null> {
   const p = caller.principal;
   const { rpm, tpm } = p.limits;
-  if (rpm === null && tpm === null) return null;
-  const a = await deps.limiter.check(p.keyId, { rpm, tpm }, maxTokens);
-  caller.rateLimitHeaders = true;
-  setRateLimitHeaders(caller.out, caller.anthropicHeaders, a);
-  if (a.allowed) return a.ticket;
+  let ticket: TokenTicket | null = null;
+  if (rpm !== null || tpm !== null) {
+    const a = await deps.limiter.check(p.keyId, { rpm, tpm }, maxTokens);
+    caller.rateLimitHeaders = true;
+    setRateLimitHeaders(caller.out, caller.anthropicHeaders, a);
+    if (!a.allowed) refuse(deps, a, { rpm, tpm }, maxTokens, 'this API key');
+    ticket = a.ticket;
+  }
+  const project = model !== undefined && p.projectId ? p.modelLimits?.[model] : undefined;
+  if (project && (project.rpm !== null || project.tpm !== null)) {
+    const a = await deps.limiter.check(projectWindowId(p.projectId!, model!), project, maxTokens);
+    if (!a.allowed) {
+      if (ticket) deps.limiter.settle(ticket, 0);
+      refuse(deps, a, project, maxTokens, `this project for model ${model}`);
+    }
+    // The project's window keeps the bound (no ticket to settle): a project limit errs on the safe side.
+  }
+  return ticket;
+}
+
+/** The limiter's window of a project's requests to one model (apart from every key's: keys are UUIDs). */
+export const projectWindowId = (projectId: string, model: string) => `project:${projectId}:${model}`;
+
+function refuse(
+  deps: Pick<AccountBilling, 'metrics'>,
+  a: Admission,
+  { rpm, tpm }: RateLimits,
+  maxTokens: number,
+  on: string,
+): never {
   deps.metrics.limitRefusals.inc({ limit: a.refused === 'requests' ? 'requests' : 'tokens' });
   const retrySeconds = Math.max(1, Math.ceil(a.retryAfterMs / 1000));
   const headers = { 'retry-after': String(retrySeconds), 'retry-after-ms': String(Math.ceil(a.retryAfterMs)) };
@@ -96,7 +125,7 @@ export async function admitRequest(
     throw new ApiError(
       429,
       `Request too large: this request may use up to ${maxTokens} tokens (input + max output), ` +
-        `over this API key's limit of ${tpm} tokens per minute. Send fewer input tokens or a lower max_tokens.`,
+        `over the limit of ${on} of ${tpm} tokens per minute. Send fewer input tokens or a lower max_tokens.`,
       'tokens',
       null,
       'rate_limit_exceeded',
@@ -109,7 +138,7 @@ export async function admitRequest(
   const used = w ? w.limit - w.remaining : limit;
   throw new ApiError(
     429,
-    `Rate limit reached for ${what} on this API key: ` +
+    `Rate limit reached for ${what} on ${on}: ` +
       `Limit ${limit}, Used ${used}, Requested ${a.refused === 'requests' ? 1 : maxTokens}. ` +
       `Please try again in ${openAIDuration(a.retryAfterMs)}.`,
     a.refused === 'requests' ? 'requests' : 'tokens',

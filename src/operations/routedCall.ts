@@ -245,7 +245,7 @@ export async function openCall(
     return (caller.call = new RoutedCall(caller, deps.router, model, meter, null, null));
   }
   const p = await currentPrincipal(caller, billing);
-  const ticket = await admitRequest(caller, billing, maxTokens);
+  const ticket = await admitRequest(caller, billing, maxTokens, model.id);
   let meter: Meter;
   try {
     meter = await openMeter(

@@ -15,3 +15,5 @@ export {
   type ChainCheck,
 } from './audit';
 export { defaultProject } from './projects';
+export { mailSpendAlerts, sweepSpendAlerts } from './spendAlerts';
+export { smtpMailer } from './mail';

@@ -26,13 +26,8 @@ import { smtpMailer, type Mailer } from './mail';
 import { getProject } from './projects';
 import { pathProject } from './projectsRoutes';
 import { audited, bodyOf, missing, type RouteTable } from './routes';
+import { EMAIL } from './names';
 
-// An address as mail servers take it: bounded, one @, no spaces or control characters.
-const EMAIL = {
-  type: 'string',
-  maxLength: 320,
-  pattern: '^[^\\s@\\u0000-\\u001f\\u007f]{1,64}@[^\\s@\\u0000-\\u001f\\u007f]{1,255}$',
-} as const;
 const checkInvite: Validator<{
   email: string;
   role: 'owner' | 'reader';

@@ -8,6 +8,8 @@ import { auditRoutes } from './auditRoutes';
 import { usageRoutes } from './usageRoutes';
 import { memberRoutes, mountInviteAcceptance } from './membersRoutes';
 import { spendLimitRoutes } from './spendLimitRoutes';
+import { rateLimitRoutes } from './rateLimitRoutes';
+import { spendAlertRoutes } from './spendAlertRoutes';
 
 /**
  * OpenAI's Admin API (/v1/organization/*) for the gateway's organizations: one account is one organization. The
@@ -23,6 +25,8 @@ export function organizationsRouter(deps: OrgDeps): Router<GatewayState> {
   usageRoutes(t, deps);
   memberRoutes(t, deps);
   spendLimitRoutes(t, deps);
+  rateLimitRoutes(t, deps);
+  spendAlertRoutes(t, deps);
   mountInviteAcceptance(r, deps);
   return r;
 }

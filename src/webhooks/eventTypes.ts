@@ -18,5 +18,6 @@ export const EVENT_TYPES = [
   'response.incomplete',
   'topup.succeeded',
   'balance.low',
+  'spend.alert',
 ] as const;
 export type EventType = (typeof EVENT_TYPES)[number];

@@ -1,7 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import { SMTPServer } from 'smtp-server';
-import type { AddressInfo } from 'node:net';
 import { startGateway, type TestGateway } from '../support/gateway';
+import { startSmtp } from '../support/smtp';
 import { adminClient } from '../support/openaiAdminSchemas';
 import { createAdminKey } from '../../src/organizations';
 import { createLogin } from '../../src/console/users';
@@ -110,22 +109,9 @@ test('the last owner can be neither demoted nor removed', async () => {
 });
 
 test('with SMTP_URL the invitation is mailed (a real SMTP server), not shown', async () => {
-  const mails: string[] = [];
-  const smtp = new SMTPServer({
-    authOptional: true,
-    disabledCommands: ['STARTTLS'],
-    onData(stream, _session, done) {
-      let text = '';
-      stream.on('data', (c) => (text += c.toString()));
-      stream.on('end', () => (mails.push(text), done()));
-    },
-  });
-  await new Promise<void>((res) => smtp.listen(0, '127.0.0.1', res));
-  const port = (smtp.server.address() as AddressInfo).port;
-  const mailing = await startGateway(
-    { smtpUrl: `smtp://127.0.0.1:${port}`, mailFrom: 'gw@example.com' },
-    { temporal: false },
-  );
+  const smtp = await startSmtp();
+  const mails = smtp.mails;
+  const mailing = await startGateway({ smtpUrl: smtp.url, mailFrom: 'gw@example.com' }, { temporal: false });
   try {
     const acc = (await mailing.account(0)).accountId;
     const mcall = adminClient(mailing.url, (await createAdminKey(mailing.deps.db, acc)).value);
@@ -139,7 +125,7 @@ test('with SMTP_URL the invitation is mailed (a real SMTP server), not shown', a
     expect((await accept(mailing.url, link![1])).status).toBe(200);
   } finally {
     await mailing.close();
-    await new Promise<void>((res) => smtp.close(() => res()));
+    await smtp.close();
   }
 });
 

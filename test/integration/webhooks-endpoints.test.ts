@@ -74,6 +74,7 @@ describe('/v1/webhooks', () => {
       'response.incomplete',
       'topup.succeeded',
       'balance.low',
+      'spend.alert',
     ]);
 
     const list = await call(a.key, 'GET', '/v1/webhooks');

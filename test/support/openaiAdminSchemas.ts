@@ -38,6 +38,16 @@ function validatorFor(ref: string): ValidateFunction {
   return v;
 }
 
+/**
+ * The answer with each `currency: "VND"` read as OpenAI's `USD`: the one deliberate difference (amounts are whole
+ * VND here, docs/organizations.md); some of OpenAI's schemas allow USD alone, and all else must match them.
+ */
+function inUsd(v: unknown): unknown {
+  if (Array.isArray(v)) return v.map(inUsd);
+  if (v === null || typeof v !== 'object') return v;
+  return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, k === 'currency' && x === 'VND' ? 'USD' : inUsd(x)]));
+}
+
 /** Throws, naming the schema and what failed, unless `body` is what OpenAI's description says `method path` answers. */
 export function checkAnswer(method: string, path: string, status: number, body: unknown): void {
   let ref: string;
@@ -52,7 +62,7 @@ export function checkAnswer(method: string, path: string, status: number, body: 
     ref = `openai#/${pointer(...at)}`;
   }
   const v = validatorFor(ref);
-  if (!v(body))
+  if (!v(inUsd(body)))
     throw new Error(
       `${method} ${path} ${status}: not OpenAI's schema (${ref}):\n` +
         `${JSON.stringify(v.errors, null, 1).slice(0, 2000)}\n${JSON.stringify(body).slice(0, 1000)}`,
