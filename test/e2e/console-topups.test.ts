@@ -3,6 +3,7 @@ import { getBalance } from '../../src/billing/ledger';
 import { startBankHarness, type BankHarness } from '../support/bank';
 import { makeLogin } from './consoleClient';
 import { CHROMIUM, jsErrors, launchBrowser, plain, shot, signIn, vndText, type Browser } from './browser';
+import { testTimeLeft } from '../support/eventually';
 
 /**
  * The console's top-up pages in real headless Chromium against the real gateway, worker, Temporal dev server and
@@ -52,9 +53,9 @@ maybe('customer: a preset, the QR and bank details, paid without a reload, the h
 
   // The customer pays from a banking app: the bank's feed posts SePay's webhook; the page turns paid by itself.
   await h.transfer({ amount: 200_000, content: `MBVCB.1234.${memo}.CT` });
-  await page.waitForSelector('#topup-status.ok >> text=paid', { timeout: 60_000 });
+  await page.waitForSelector('#topup-status.ok >> text=paid', { timeout: testTimeLeft() });
   expect((await getBalance(h.deps.db, acc.accountId))!.balance).toBe(200_000);
-  await page.waitForSelector('#topup-history .badge.ok', { timeout: 60_000 });
+  await page.waitForSelector('#topup-history .badge.ok', { timeout: testTimeLeft() });
   expect(plain(await page.textContent('#topup-history tbody tr'))).toContain(vndText(200_000));
   await shot(page, 'topup-paid');
   // The low-balance alert's threshold, saved and read back.
@@ -88,8 +89,8 @@ maybe('operator: the unmatched queue, a transfer assigned with a reason', async 
   await row.locator('.decision-reason').fill('receipt sent by the customer');
   await shot(page, 'topup-unmatched');
   await row.locator('button.assign').click();
-  await row.waitFor({ state: 'detached' });
-  await page.waitForSelector('text=No statement yet');
+  await row.waitFor({ state: 'detached', timeout: testTimeLeft() });
+  await page.waitForSelector('text=No statement yet', { timeout: testTimeLeft() });
   expect((await getBalance(h.deps.db, cust.accountId))!.balance).toBe(321_000);
   expect(jsErrors(page)).toEqual([]);
 });
