@@ -1,7 +1,15 @@
 import type Router from '@koa/router';
 import type { AppDeps } from '../operations/deps';
 import { jsonBody, route, type GatewayState } from '../api/middleware';
-import { purgeEntry, purgeModel, setKeyCache, settingsView, statsReport, updateSettings } from '../cache';
+import {
+  purgeEntry,
+  purgeModel,
+  setKeyCache,
+  setProjectCache,
+  settingsView,
+  statsReport,
+  updateSettings,
+} from '../cache';
 import { requireCsrf, requireSession, sameOrigin, sessionOf } from './auth';
 
 /**
@@ -25,6 +33,10 @@ export function mountCacheApi(r: Router<GatewayState>, deps: AppDeps): void {
   });
   r.put('/console/api/cache/keys/:id', route('/console/api/cache/keys/:id'), ...auth, body, async (ctx) => {
     await setKeyCache(deps.cache, account(ctx), ctx.params.id, ctx.request.body as { enabled?: unknown });
+    ctx.body = await settingsView(deps.cache, deps.db, account(ctx));
+  });
+  r.put('/console/api/cache/projects/:id', route('/console/api/cache/projects/:id'), ...auth, body, async (ctx) => {
+    await setProjectCache(deps.cache, account(ctx), ctx.params.id, ctx.request.body as { enabled?: unknown });
     ctx.body = await settingsView(deps.cache, deps.db, account(ctx));
   });
   r.delete('/console/api/cache/entries/:key', route('/console/api/cache/entries/:key'), ...auth, async (ctx) => {

@@ -6,6 +6,8 @@ import { post } from '../support/http';
 import { verifyUsage } from '../../src/billing/usageVerify';
 import { PgCacheStore } from '../../src/cache';
 import { ConsoleClient, jsonOf, makeLogin } from '../e2e/consoleClient';
+import { createApiKey } from '../../src/auth/apiKeys';
+import { createProject } from '../../src/organizations/projects';
 
 /**
  * The exact response cache on Postgres storage (src/cache/, docs/cache.md), through the official openai SDK: a
@@ -369,7 +371,9 @@ test('the console: settings, a key switched off, stats with the chart data, purg
   expect((await con.signIn(login.email, login.password)).status).toBe(200);
   const view = await con.json('GET', '/console/api/cache');
   expect(view.settings).toMatchObject({ enabled: false, scope: 'account', hit_price_vnd: 0, storage: 'postgres' });
-  expect(view.settings.keys).toEqual([{ id: a.keyId, name: 'test', enabled: null, effective: false }]);
+  expect(view.settings.keys).toEqual([
+    { id: a.keyId, name: 'test', project_id: expect.stringMatching(/^proj_/), enabled: null, effective: false },
+  ]);
   const bad = await con.request('PATCH', '/console/api/cache/settings', { default_ttl_seconds: 0 });
   expect(bad.status).toBe(400);
   expect((await jsonOf(bad)).error.param).toBe('default_ttl_seconds');
@@ -403,4 +407,52 @@ test('the console: settings, a key switched off, stats with the chart data, purg
   const purged = await con.json('DELETE', '/console/api/cache/entries?model=gpt-4o-mini');
   expect(purged).toEqual({ object: 'cache.purge', model: 'gpt-4o-mini', deleted: 1 });
   expect((await fetch(`${gw.url}/console/static/page-cache.js`)).status).toBe(200);
+});
+
+test("scope 'project': a project's keys share entries, two projects' keys do not; a project's own switch", async () => {
+  const a = await gw.account();
+  const [p, q] = await Promise.all(['one', 'two'].map((name) => createProject(gw.deps.db, a.accountId, { name })));
+  const key = async (projectId: string) => (await createApiKey(gw.deps.db, a.accountId, 'k', { projectId })).key;
+  const [p1, p2, q1] = [await key(p.id), await key(p.id), await key(q.id)];
+  const login = await makeLogin(gw, a.accountId, 'customer');
+  const con = new ConsoleClient(gw.url);
+  expect((await con.signIn(login.email, login.password)).status).toBe(200);
+  // The account's cache stays off; each project is switched on in the console, by the settings route's scope.
+  expect(await enable(a.key, { scope: 'project' })).toMatchObject({ enabled: false, scope: 'project' });
+  for (const id of [p.id, q.id]) await con.json('PUT', `/console/api/cache/projects/${id}`, { enabled: true });
+  const view = await con.json('GET', '/console/api/cache');
+  expect(view.settings.projects).toEqual(
+    expect.arrayContaining([{ id: p.id, name: 'one', enabled: true, effective: true }]),
+  );
+  expect(view.settings.keys.find((k: any) => k.id === a.keyId)).toMatchObject({ effective: false });
+
+  const body = { model: 'gpt-4o-mini', messages: [{ role: 'user', content: fresh('project scope') }] };
+  const ask = (k: string) =>
+    post(`${gw.url}/v1/chat/completions`, body, { key: k }).then((r) => {
+      expect(r.status).toBe(200);
+      return r;
+    });
+  const first = await ask(p1);
+  expect(first.headers.get('x-gateway-cache')).toBe('miss');
+  await stored(first.headers.get('x-gateway-cache-key'));
+  expect((await ask(p2)).headers.get('x-gateway-cache')).toBe('hit');
+  const other = await ask(q1);
+  expect(other.headers.get('x-gateway-cache')).toBe('miss');
+  expect(other.headers.get('x-gateway-cache-key')).not.toBe(first.headers.get('x-gateway-cache-key'));
+  expect(upstreamCalls()).toBe(2);
+
+  // Project two switched off through the API: its keys are not cached; bad values and others' projects refused.
+  const put = (path: string, b: unknown) =>
+    fetch(`${gw.url}${path}`, {
+      method: 'PUT',
+      headers: { authorization: `Bearer ${a.key}`, 'content-type': 'application/json' },
+      body: JSON.stringify(b),
+    });
+  expect((await put(`/v1/cache/projects/${q.id}`, { enabled: false })).status).toBe(200);
+  expect((await ask(q1)).headers.get('x-gateway-cache')).toBeNull();
+  const bad = await put(`/v1/cache/projects/${q.id}`, { enabled: 'yes' });
+  expect([bad.status, ((await bad.json()) as any).error.param]).toEqual([400, 'enabled']);
+  const stranger = await gw.account();
+  const theirs = await createProject(gw.deps.db, stranger.accountId, { name: 'theirs' });
+  expect((await put(`/v1/cache/projects/${theirs.id}`, { enabled: true })).status).toBe(404);
 });

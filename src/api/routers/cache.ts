@@ -1,7 +1,15 @@
 import Router from '@koa/router';
 import type { AppDeps } from '../../operations/deps';
 import { jsonBody, requireApiKey, route, type GatewayState } from '../middleware';
-import { purgeEntry, purgeModel, setKeyCache, settingsView, statsReport, updateSettings } from '../../cache';
+import {
+  purgeEntry,
+  purgeModel,
+  setKeyCache,
+  setProjectCache,
+  settingsView,
+  statsReport,
+  updateSettings,
+} from '../../cache';
 
 /**
  * The account's response cache (src/cache/, docs/cache.md), with any of its API keys: its settings and each key's
@@ -21,6 +29,10 @@ export function cacheRouter(deps: AppDeps): Router<GatewayState> {
   });
   r.put('/v1/cache/keys/:keyId', route('/v1/cache/keys/:keyId'), auth, body, async (ctx) => {
     await setKeyCache(deps.cache, account(ctx), ctx.params.keyId, ctx.request.body as { enabled?: unknown });
+    ctx.body = await settingsView(deps.cache, deps.db, account(ctx));
+  });
+  r.put('/v1/cache/projects/:projectId', route('/v1/cache/projects/:projectId'), auth, body, async (ctx) => {
+    await setProjectCache(deps.cache, account(ctx), ctx.params.projectId, ctx.request.body as { enabled?: unknown });
     ctx.body = await settingsView(deps.cache, deps.db, account(ctx));
   });
   r.delete('/v1/cache/entries/:key', route('/v1/cache/entries/:key'), auth, async (ctx) => {
