@@ -15,6 +15,7 @@ export {
   setProjectCache,
   purgeEntry,
   purgeModel,
+  purgeProject,
   statsReport,
 } from './manage';
 export { PgCacheStore } from './pgStore';

@@ -113,6 +113,21 @@ export async function purgeModel(
   return { object: 'cache.purge', model, deleted: await cache.purgeModel(accountId, model) };
 }
 
+/** Deletes all of the account's entries stored by keys of one of its projects (another's: a 404). */
+export async function purgeProject(
+  maybe: MaybeCache,
+  db: Db,
+  accountId: string,
+  projectId: unknown,
+): Promise<{ object: 'cache.purge'; project_id: string; deleted: number }> {
+  const cache = on(maybe);
+  if (typeof projectId !== 'string' || !/^proj_[0-9a-z]{1,64}$/i.test(projectId))
+    throw badRequest('project_id must be a project id (proj_...)', 'project_id');
+  const owns = await db.query('SELECT 1 FROM projects WHERE id = $1 AND account_id = $2', [projectId, accountId]);
+  if (!owns.rowCount) throw notFound('project not found');
+  return { object: 'cache.purge', project_id: projectId, deleted: await cache.purgeProject(accountId, projectId) };
+}
+
 export async function statsReport(
   maybe: MaybeCache,
   accountId: string,

@@ -86,7 +86,12 @@ export async function throughCache(
     createdAt: Date.now(),
   });
   // Off the response path: the answer has gone (or is going) to the client already.
-  void cache.save(key, { accountId: p.accountId, model: req.model.id }, entry, plan.ttlSeconds);
+  void cache.save(
+    key,
+    { accountId: p.accountId, model: req.model.id, projectId: p.projectId ?? null },
+    entry,
+    plan.ttlSeconds,
+  );
 }
 
 interface Plan {

@@ -4,6 +4,7 @@ import { jsonBody, route, type GatewayState } from '../api/middleware';
 import {
   purgeEntry,
   purgeModel,
+  purgeProject,
   setKeyCache,
   setProjectCache,
   settingsView,
@@ -43,6 +44,9 @@ export function mountCacheApi(r: Router<GatewayState>, deps: AppDeps): void {
     ctx.body = await purgeEntry(deps.cache, account(ctx), ctx.params.key);
   });
   r.delete('/console/api/cache/entries', route('/console/api/cache/entries'), ...auth, async (ctx) => {
-    ctx.body = await purgeModel(deps.cache, account(ctx), ctx.query.model);
+    ctx.body =
+      ctx.query.project_id !== undefined
+        ? await purgeProject(deps.cache, deps.db, account(ctx), ctx.query.project_id)
+        : await purgeModel(deps.cache, account(ctx), ctx.query.model);
   });
 }

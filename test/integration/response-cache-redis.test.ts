@@ -5,6 +5,7 @@ import { startGateway, type TestGateway } from '../support/gateway';
 import { post } from '../support/http';
 import { loadConfig } from '../../src/config';
 import { verifyUsage } from '../../src/billing/usageVerify';
+import { createAdminKey } from '../../src/organizations';
 
 /**
  * The response cache on Redis (REDIS_URL, a real redis-server): entries there with their TTL; a hit charged the
@@ -110,6 +111,8 @@ test('a corrupt or poisoned entry is dropped and answered as a miss', async () =
 test('purge: one entry, or all of a model; another account cannot purge them', async () => {
   const a = await gw.account();
   const b = await gw.account();
+  // Purges take the organization's admin key (docs/cache.md).
+  const [aa, ba] = await Promise.all([a, b].map(async (x) => (await createAdminKey(gw.deps.db, x.accountId)).value));
   const del = (key: string, path: string) =>
     fetch(`${gw.url}${path}`, { method: 'DELETE', headers: { authorization: `Bearer ${key}` } });
   const one = await stored(await ask(a.key, fresh('purge one')));
@@ -120,18 +123,18 @@ test('purge: one entry, or all of a model; another account cannot purge them', a
     { key: a.key, headers: { 'x-gateway-cache': 'ttl=120' } },
   );
   const kept = await stored(embeds);
-  expect((await del(b.key, `/v1/cache/entries/${one}`)).status).toBe(404);
-  expect((await del(b.key, '/v1/cache/entries?model=gpt-4o-mini')).status).toBe(200);
+  expect((await del(ba, `/v1/cache/entries/${one}`)).status).toBe(404);
+  expect((await del(ba, '/v1/cache/entries?model=gpt-4o-mini')).status).toBe(200);
   expect(await redis.exists(`${prefix}e:${one}`)).toBe(1);
-  const r1 = await del(a.key, `/v1/cache/entries/${one}`);
+  const r1 = await del(aa, `/v1/cache/entries/${one}`);
   expect(r1.status).toBe(200);
   expect(await redis.exists(`${prefix}e:${one}`)).toBe(0);
-  expect((await del(a.key, `/v1/cache/entries/${one}`)).status).toBe(404);
-  const r2 = await del(a.key, '/v1/cache/entries?model=gpt-4o-mini');
+  expect((await del(aa, `/v1/cache/entries/${one}`)).status).toBe(404);
+  const r2 = await del(aa, '/v1/cache/entries?model=gpt-4o-mini');
   expect(await r2.json()).toEqual({ object: 'cache.purge', model: 'gpt-4o-mini', deleted: 1 });
   expect(await redis.exists(`${prefix}e:${two}`)).toBe(0);
   expect(await redis.exists(`${prefix}e:${kept}`)).toBe(1);
-  expect((await del(a.key, '/v1/cache/entries')).status).toBe(400);
+  expect((await del(aa, '/v1/cache/entries')).status).toBe(400);
 });
 
 test('Redis down: every request is a miss answered by the upstream, never an error', async () => {

@@ -8,6 +8,7 @@ import { PgCacheStore } from '../../src/cache';
 import { ConsoleClient, jsonOf, makeLogin } from '../e2e/consoleClient';
 import { createApiKey } from '../../src/auth/apiKeys';
 import { createProject } from '../../src/organizations/projects';
+import { createAdminKey } from '../../src/organizations';
 
 /**
  * The exact response cache on Postgres storage (src/cache/, docs/cache.md), through the official openai SDK: a
@@ -315,10 +316,52 @@ test('purge on Postgres: one entry and all of a model, the account own only', as
   await stored(second.headers.get('x-gateway-cache-key'));
   const del = (key: string, path: string) =>
     fetch(`${gw.url}${path}`, { method: 'DELETE', headers: { authorization: `Bearer ${key}` } });
-  expect((await del(b.key, `/v1/cache/entries/${one}`)).status).toBe(404);
-  expect((await del(a.key, `/v1/cache/entries/${one}`)).status).toBe(200);
+  // Purges take the organization's admin key: a project key is a 403 in OpenAI's error shape, and deletes nothing.
+  const [aa, ba] = await Promise.all([a, b].map(async (x) => (await createAdminKey(gw.deps.db, x.accountId)).value));
+  for (const path of [`/v1/cache/entries/${one}`, '/v1/cache/entries?model=gpt-4o-mini']) {
+    const refused = await del(a.key, path);
+    expect(refused.status).toBe(403);
+    expect(await refused.json()).toEqual({
+      error: expect.objectContaining({ type: 'invalid_request_error', code: 'admin_key_required', param: null }),
+    });
+  }
+  expect((await del('sk-gw-made-up', `/v1/cache/entries/${one}`)).status).toBe(401);
+  expect(await gw.deps.cache!.store.get(one)).not.toBeNull();
+  // Reading stats stays open to project keys (docs/cache.md).
+  expect((await fetch(`${gw.url}/v1/cache/stats`, { headers: { authorization: `Bearer ${a.key}` } })).status).toBe(200);
+  expect((await del(ba, `/v1/cache/entries/${one}`)).status).toBe(404);
+  expect((await del(aa, `/v1/cache/entries/${one}`)).status).toBe(200);
   expect(await gw.deps.cache!.store.get(one)).toBeNull();
-  expect(await (await del(a.key, '/v1/cache/entries?model=gpt-4o-mini')).json()).toMatchObject({ deleted: 1 });
+  expect(await (await del(aa, '/v1/cache/entries?model=gpt-4o-mini')).json()).toMatchObject({ deleted: 1 });
+});
+
+test("purge a project's entries with the admin key: the other project's stay; another's project is 404", async () => {
+  const a = await gw.account();
+  const [p, q] = await Promise.all(['one', 'two'].map((name) => createProject(gw.deps.db, a.accountId, { name })));
+  const keyIn = async (projectId: string) => (await createApiKey(gw.deps.db, a.accountId, 'k', { projectId })).key;
+  const [pk, qk] = [await keyIn(p.id), await keyIn(q.id)];
+  const ask = (key: string) =>
+    post(
+      `${gw.url}/v1/chat/completions`,
+      { model: 'gpt-4o-mini', messages: [{ role: 'user', content: fresh('purge project') }] },
+      { key, headers: { 'x-gateway-cache': 'ttl=60' } },
+    ).then((r) => r.headers.get('x-gateway-cache-key')!);
+  const [p1, p2, q1] = [await ask(pk), await ask(pk), await ask(qk)];
+  for (const k of [p1, p2, q1]) await stored(k);
+  const admin = (await createAdminKey(gw.deps.db, a.accountId)).value;
+  const del = (key: string, path: string) =>
+    fetch(`${gw.url}${path}`, { method: 'DELETE', headers: { authorization: `Bearer ${key}` } });
+  expect((await del(pk, `/v1/cache/entries?project_id=${p.id}`)).status).toBe(403);
+  const purged = await del(admin, `/v1/cache/entries?project_id=${p.id}`);
+  expect(await purged.json()).toEqual({ object: 'cache.purge', project_id: p.id, deleted: 2 });
+  expect(await gw.deps.cache!.store.get(p1)).toBeNull();
+  expect(await gw.deps.cache!.store.get(p2)).toBeNull();
+  expect(await gw.deps.cache!.store.get(q1)).not.toBeNull();
+  const stranger = await gw.account();
+  const theirs = await createProject(gw.deps.db, stranger.accountId, { name: 'theirs' });
+  expect((await del(admin, `/v1/cache/entries?project_id=${theirs.id}`)).status).toBe(404);
+  const bad = await del(admin, '/v1/cache/entries?project_id=x%27');
+  expect([bad.status, ((await bad.json()) as any).error.param]).toEqual([400, 'project_id']);
 });
 
 test('an answer over the entry size limit is not stored', async () => {
@@ -347,7 +390,7 @@ test('an answer over the entry size limit is not stored', async () => {
 test('Postgres storage: expired entries are deleted and the total kept under the cap, the newest kept', async () => {
   const db = gw.deps.db;
   const store = new PgCacheStore(db, 3000, 0);
-  const owner = { accountId: randomUUID(), model: 'm' };
+  const owner = { accountId: randomUUID(), model: 'm', projectId: null };
   await db.query(
     `INSERT INTO response_cache (key, account_id, model, body, size, expires_at)
      VALUES ('expired-one', $1, 'm', '\\x00', 1, now() - interval '1 second')`,
