@@ -7,16 +7,18 @@ import { badRequest, notFound } from '../errors';
  * within that long; this process's own changes at once).
  */
 
-export type CacheScope = 'account' | 'key';
-export const SCOPES: readonly CacheScope[] = ['account', 'key'];
+export type CacheScope = 'account' | 'project' | 'key';
+export const SCOPES: readonly CacheScope[] = ['account', 'project', 'key'];
 
 export interface AccountCacheSettings {
   enabled: boolean;
   defaultTtlSeconds: number;
-  /** Whose requests share entries: the account's (the organization's) or each key's alone. Per project: later. */
+  /** Whose requests share entries: the account's (the organization's), each project's keys, or each key's alone. */
   scope: CacheScope;
-  /** Keys switched on or off on their own (absent: the account's setting). */
+  /** Keys switched on or off on their own (absent: their project's setting). */
   keys: ReadonlyMap<string, boolean>;
+  /** Projects switched on or off on their own (absent: the account's setting). */
+  projects: ReadonlyMap<string, boolean>;
 }
 
 const DEFAULTS = { enabled: false, defaultTtlSeconds: 3600, scope: 'account' as CacheScope };
@@ -49,11 +51,12 @@ export class CacheSettingsRepo {
   }
 
   async read(accountId: string): Promise<AccountCacheSettings> {
-    const [a, k] = await Promise.all([
+    const [a, k, p] = await Promise.all([
       this.db.query('SELECT enabled, default_ttl_seconds, scope FROM cache_settings WHERE account_id = $1', [
         accountId,
       ]),
       this.db.query('SELECT api_key_id, enabled FROM cache_key_settings WHERE account_id = $1', [accountId]),
+      this.db.query('SELECT project_id, enabled FROM cache_project_settings WHERE account_id = $1', [accountId]),
     ]);
     const row = a.rows[0];
     return {
@@ -61,6 +64,7 @@ export class CacheSettingsRepo {
       defaultTtlSeconds: row ? row.default_ttl_seconds : DEFAULTS.defaultTtlSeconds,
       scope: row ? row.scope : DEFAULTS.scope,
       keys: new Map(k.rows.map((r) => [r.api_key_id as string, r.enabled as boolean])),
+      projects: new Map(p.rows.map((r) => [r.project_id as string, r.enabled as boolean])),
     };
   }
 
@@ -96,25 +100,44 @@ export class CacheSettingsRepo {
     return this.read(accountId);
   }
 
-  /** A key's own switch: true, false, or null (back to the account's). Another account's key is a 404. */
-  async setKey(accountId: string, keyId: string, enabled: unknown): Promise<void> {
+  /** A key's own switch: true, false, or null (back to its project's). Another account's key is a 404. */
+  setKey(accountId: string, keyId: string, enabled: unknown): Promise<void> {
+    const id = /^[0-9a-f-]{36}$/i.test(keyId) ? keyId : null;
+    return this.setSwitch(SWITCHES.key, accountId, id, enabled);
+  }
+
+  /** A project's own switch: true, false, or null (back to the account's). Another account's project is a 404. */
+  setProject(accountId: string, projectId: string, enabled: unknown): Promise<void> {
+    const id = /^proj_[0-9a-z]{1,64}$/i.test(projectId) ? projectId : null;
+    return this.setSwitch(SWITCHES.project, accountId, id, enabled);
+  }
+
+  private async setSwitch(w: Switch, accountId: string, id: string | null, enabled: unknown): Promise<void> {
     if (enabled !== null && typeof enabled !== 'boolean')
       throw badRequest('enabled must be true, false or null', 'enabled');
-    const owns = /^[0-9a-f-]{36}$/i.test(keyId)
-      ? await this.db.query('SELECT 1 FROM api_keys WHERE id = $1 AND account_id = $2', [keyId, accountId])
+    const owns = id
+      ? await this.db.query(`SELECT 1 FROM ${w.owner} WHERE id = $1 AND account_id = $2`, [id, accountId])
       : { rowCount: 0 };
-    if (!owns.rowCount) throw notFound('API key not found');
+    if (!owns.rowCount) throw notFound(w.notFound);
     if (enabled === null)
-      await this.db.query('DELETE FROM cache_key_settings WHERE api_key_id = $1 AND account_id = $2', [
-        keyId,
-        accountId,
-      ]);
+      await this.db.query(`DELETE FROM ${w.table} WHERE ${w.column} = $1 AND account_id = $2`, [id, accountId]);
     else
       await this.db.query(
-        `INSERT INTO cache_key_settings (api_key_id, account_id, enabled) VALUES ($1, $2, $3)
-         ON CONFLICT (api_key_id) DO UPDATE SET enabled = EXCLUDED.enabled, updated_at = now()`,
-        [keyId, accountId, enabled],
+        `INSERT INTO ${w.table} (${w.column}, account_id, enabled) VALUES ($1, $2, $3)
+         ON CONFLICT (${w.column}) DO UPDATE SET enabled = EXCLUDED.enabled, updated_at = now()`,
+        [id, accountId, enabled],
       );
     this.cached.delete(accountId);
   }
 }
+
+interface Switch {
+  table: string;
+  column: string;
+  owner: string;
+  notFound: string;
+}
+const SWITCHES = {
+  key: { table: 'cache_key_settings', column: 'api_key_id', owner: 'api_keys', notFound: 'API key not found' },
+  project: { table: 'cache_project_settings', column: 'project_id', owner: 'projects', notFound: 'project not found' },
+} satisfies Record<string, Switch>;

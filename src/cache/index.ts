@@ -8,5 +8,14 @@ export { ResponseCache, createResponseCache, type CacheDeps } from './responseCa
 export { requestKey, keyedBody, canonicalJson } from './requestKey';
 export { SCOPES, type CacheScope, type AccountCacheSettings } from './accountSettings';
 export type { CacheStatsReport } from './stats';
-export { settingsView, updateSettings, setKeyCache, purgeEntry, purgeModel, statsReport } from './manage';
+export {
+  settingsView,
+  updateSettings,
+  setKeyCache,
+  setProjectCache,
+  purgeEntry,
+  purgeModel,
+  purgeProject,
+  statsReport,
+} from './manage';
 export { PgCacheStore } from './pgStore';

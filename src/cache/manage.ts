@@ -18,7 +18,8 @@ export interface CacheSettingsView {
   hit_price_vnd: number;
   max_ttl_seconds: number;
   storage: string;
-  keys: { id: string; name: string; enabled: boolean | null; effective: boolean }[];
+  keys: { id: string; name: string; project_id: string | null; enabled: boolean | null; effective: boolean }[];
+  projects: { id: string; name: string; enabled: boolean | null; effective: boolean }[];
 }
 
 type MaybeCache = ResponseCache | null | undefined;
@@ -32,12 +33,17 @@ function on(cache: MaybeCache): ResponseCache {
 
 export async function settingsView(maybe: MaybeCache, db: Db, accountId: string): Promise<CacheSettingsView> {
   const cache = on(maybe);
-  const [s, keys] = await Promise.all([
+  const [s, keys, projects] = await Promise.all([
     cache.settings.read(accountId),
-    db.query('SELECT id, name FROM api_keys WHERE account_id = $1 AND revoked_at IS NULL ORDER BY created_at', [
+    db.query(
+      'SELECT id, name, project_id FROM api_keys WHERE account_id = $1 AND revoked_at IS NULL ORDER BY created_at',
+      [accountId],
+    ),
+    db.query('SELECT id, name FROM projects WHERE account_id = $1 AND archived_at IS NULL ORDER BY created_at, id', [
       accountId,
     ]),
   ]);
+  const projectOn = (id: string | null) => (id === null ? undefined : s.projects.get(id));
   return {
     object: 'cache.settings',
     enabled: s.enabled,
@@ -48,7 +54,12 @@ export async function settingsView(maybe: MaybeCache, db: Db, accountId: string)
     storage: cache.store.name,
     keys: keys.rows.map((k) => {
       const own = s.keys.get(k.id);
-      return { id: k.id, name: k.name, enabled: own ?? null, effective: own ?? s.enabled };
+      const effective = own ?? projectOn(k.project_id) ?? s.enabled;
+      return { id: k.id, name: k.name, project_id: k.project_id, enabled: own ?? null, effective };
+    }),
+    projects: projects.rows.map((p) => {
+      const own = s.projects.get(p.id);
+      return { id: p.id, name: p.name, enabled: own ?? null, effective: own ?? s.enabled };
     }),
   };
 }
@@ -64,16 +75,19 @@ export async function updateSettings(
   return settingsView(cache, db, accountId);
 }
 
-export async function setKeyCache(
-  maybe: MaybeCache,
-  accountId: string,
-  keyId: string,
-  body: { enabled?: unknown } | null,
-): Promise<void> {
-  const cache = on(maybe);
+export function setKeyCache(maybe: MaybeCache, accountId: string, keyId: string, body: unknown): Promise<void> {
+  return on(maybe).settings.setKey(accountId, keyId, enabledOf(body));
+}
+
+/** A project's own switch (true, false, or null: the account's), over the account's and under its keys' own. */
+export function setProjectCache(maybe: MaybeCache, accountId: string, projectId: string, body: unknown) {
+  return on(maybe).settings.setProject(accountId, projectId, enabledOf(body));
+}
+
+function enabledOf(body: unknown): unknown {
   if (!body || typeof body !== 'object' || !('enabled' in body))
     throw badRequest('enabled is required (true, false or null)', 'enabled');
-  await cache.settings.setKey(accountId, keyId, body.enabled);
+  return body.enabled;
 }
 
 /** Deletes one of the account's entries by its key (the x-gateway-cache-key header of the answer). */
@@ -97,6 +111,21 @@ export async function purgeModel(
   if (typeof model !== 'string' || !model || model.length > 200)
     throw badRequest('model is required: the model whose entries to delete', 'model');
   return { object: 'cache.purge', model, deleted: await cache.purgeModel(accountId, model) };
+}
+
+/** Deletes all of the account's entries stored by keys of one of its projects (another's: a 404). */
+export async function purgeProject(
+  maybe: MaybeCache,
+  db: Db,
+  accountId: string,
+  projectId: unknown,
+): Promise<{ object: 'cache.purge'; project_id: string; deleted: number }> {
+  const cache = on(maybe);
+  if (typeof projectId !== 'string' || !/^proj_[0-9a-z]{1,64}$/i.test(projectId))
+    throw badRequest('project_id must be a project id (proj_...)', 'project_id');
+  const owns = await db.query('SELECT 1 FROM projects WHERE id = $1 AND account_id = $2', [projectId, accountId]);
+  if (!owns.rowCount) throw notFound('project not found');
+  return { object: 'cache.purge', project_id: projectId, deleted: await cache.purgeProject(accountId, projectId) };
 }
 
 export async function statsReport(

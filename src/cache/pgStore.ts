@@ -140,10 +140,12 @@ export class PgCacheStore implements CacheStore {
       this.pending = new Map();
       if (this.approxTotal !== null) for (const [, r] of rows) this.approxTotal += r.buf.length;
       await this.db.query(
-        `INSERT INTO response_cache (key, account_id, model, body, size, expires_at, created_at)
-         SELECT k, a, m, b, octet_length(b), to_timestamp(e / 1000.0), to_timestamp(c / 1000.0)
-         FROM unnest($1::text[], $2::uuid[], $3::text[], $4::bytea[], $5::float8[], $6::float8[]) AS t(k, a, m, b, e, c)
+        `INSERT INTO response_cache (key, account_id, model, body, size, expires_at, created_at, project_id)
+         SELECT k, a, m, b, octet_length(b), to_timestamp(e / 1000.0), to_timestamp(c / 1000.0), p
+         FROM unnest($1::text[], $2::uuid[], $3::text[], $4::bytea[], $5::float8[], $6::float8[], $7::text[])
+           AS t(k, a, m, b, e, c, p)
          ON CONFLICT (key) DO UPDATE SET body = EXCLUDED.body, size = EXCLUDED.size, model = EXCLUDED.model,
+           project_id = EXCLUDED.project_id,
            expires_at = EXCLUDED.expires_at, created_at = EXCLUDED.created_at`,
         [
           rows.map(([k]) => k),
@@ -152,6 +154,7 @@ export class PgCacheStore implements CacheStore {
           rows.map(([, r]) => r.buf),
           rows.map(([, r]) => r.expiresAt),
           rows.map(([, r]) => r.createdAt),
+          rows.map(([, r]) => r.owner.projectId),
         ],
       );
     }
@@ -202,11 +205,19 @@ export class PgCacheStore implements CacheStore {
     await this.db.query('DELETE FROM response_cache WHERE key = $1', [key]);
   }
 
-  async purgeModel(accountId: string, model: string): Promise<number> {
+  purgeModel(accountId: string, model: string): Promise<number> {
+    return this.purgeWhere('model', accountId, model);
+  }
+
+  purgeProject(accountId: string, projectId: string): Promise<number> {
+    return this.purgeWhere('project_id', accountId, projectId);
+  }
+
+  private async purgeWhere(column: 'model' | 'project_id', accountId: string, value: string): Promise<number> {
     await this.flush();
     const r = await this.db.query<{ key: string }>(
-      'DELETE FROM response_cache WHERE account_id = $1 AND model = $2 RETURNING key',
-      [accountId, model],
+      `DELETE FROM response_cache WHERE account_id = $1 AND ${column} = $2 RETURNING key`,
+      [accountId, value],
     );
     for (const row of r.rows) this.forget(row.key);
     return r.rowCount ?? 0;

@@ -33,6 +33,9 @@ export class RedisCacheStore implements CacheStore {
   private modelSet(accountId: string, model: string): string {
     return `${this.prefix}m:${accountId}:${model}`;
   }
+  private projectSet(accountId: string, projectId: string): string {
+    return `${this.prefix}p:${accountId}:${projectId}`;
+  }
   private ownerKey(key: string): string {
     return `${this.prefix}o:${key}`;
   }
@@ -42,16 +45,18 @@ export class RedisCacheStore implements CacheStore {
   }
 
   async put(key: string, owner: EntryOwner, value: Buffer, ttlSeconds: number): Promise<void> {
-    const set = this.modelSet(owner.accountId, owner.model);
-    await this.redis
+    const m = this.redis
       .multi()
       .set(this.entryKey(key), value, 'EX', ttlSeconds)
-      .set(this.ownerKey(key), `${owner.accountId}\n${owner.model}`, 'EX', ttlSeconds)
-      .sadd(set, key)
-      // The set outlives its longest entry a little; keys of expired entries in it are harmless (DEL of nothing).
-      .expire(set, ttlSeconds + 60, 'GT')
-      .expire(set, ttlSeconds + 60, 'NX')
-      .exec();
+      .set(this.ownerKey(key), `${owner.accountId}\n${owner.model}`, 'EX', ttlSeconds);
+    const sets = [this.modelSet(owner.accountId, owner.model)];
+    if (owner.projectId) sets.push(this.projectSet(owner.accountId, owner.projectId));
+    // Each set outlives its longest entry a little; keys of expired entries in it are harmless (DEL of nothing).
+    for (const set of sets)
+      m.sadd(set, key)
+        .expire(set, ttlSeconds + 60, 'GT')
+        .expire(set, ttlSeconds + 60, 'NX');
+    await m.exec();
   }
 
   async delete(key: string, accountId: string): Promise<boolean> {
@@ -71,8 +76,16 @@ export class RedisCacheStore implements CacheStore {
     await this.redis.del(this.entryKey(key), this.ownerKey(key));
   }
 
-  async purgeModel(accountId: string, model: string): Promise<number> {
-    const set = this.modelSet(accountId, model);
+  purgeModel(accountId: string, model: string): Promise<number> {
+    return this.purgeSet(this.modelSet(accountId, model));
+  }
+
+  /** A purged entry's key may stay in its other set (model or project) until that set expires: a DEL of nothing. */
+  purgeProject(accountId: string, projectId: string): Promise<number> {
+    return this.purgeSet(this.projectSet(accountId, projectId));
+  }
+
+  private async purgeSet(set: string): Promise<number> {
     const keys = await this.redis.smembers(set);
     if (!keys.length) {
       await this.redis.del(set);

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import stringify from 'safe-stable-stringify';
 
 /**
- * The cache key of a request: sha256 over its scope (the account, or the account and key), its operation, the
+ * The cache key of a request: sha256 over its scope (the account, its project, or its key), its operation, the
  * catalog model and its canonical body: keys sorted, no whitespace (safe-stable-stringify: deterministic and
  * fast, the serialiser pino uses), without the fields that do not change the answer: `model` (the catalog model
  * stands for it), `user` and the like (who the end user is), `stream_options` and `prompt_cache_key` (transport and
@@ -14,7 +14,7 @@ import stringify from 'safe-stable-stringify';
  */
 
 export interface KeyParts {
-  /** `a:<account>` or `k:<account>:<key>` (src/cache/settings.ts scopeOf). */
+  /** `a:<account>`, `p:<account>:<project>` or `k:<account>:<key>` (src/cache/serve.ts scopeKey). */
   scope: string;
   /** The operation billed: chat.completions, completions, embeddings, messages, responses. */
   operation: string;

@@ -85,6 +85,10 @@ export class ResponseCache {
     return this.store.purgeModel(accountId, model);
   }
 
+  purgeProject(accountId: string, projectId: string): Promise<number> {
+    return this.store.purgeProject(accountId, projectId);
+  }
+
   async close(): Promise<void> {
     clearInterval(this.timer);
     await this.stats.flush().catch(() => undefined);

@@ -7,6 +7,7 @@ import { Recorder } from './recorder';
 import { replay } from './replay';
 import { requestKey } from './requestKey';
 import type { ResponseCache } from './responseCache';
+import type { CacheScope } from './accountSettings';
 
 /**
  * An operation through the response cache. Only requests paid from the account are cached (a batch's or a
@@ -85,7 +86,12 @@ export async function throughCache(
     createdAt: Date.now(),
   });
   // Off the response path: the answer has gone (or is going) to the client already.
-  void cache.save(key, { accountId: p.accountId, model: req.model.id }, entry, plan.ttlSeconds);
+  void cache.save(
+    key,
+    { accountId: p.accountId, model: req.model.id, projectId: p.projectId ?? null },
+    entry,
+    plan.ttlSeconds,
+  );
 }
 
 interface Plan {
@@ -103,14 +109,20 @@ async function planFor(cache: ResponseCache, caller: Caller, req: Cacheable, d: 
   } catch {
     return null; // the settings cannot be read: no cache, never an error
   }
-  const keyOwn = s.keys.get(p.keyId);
+  const keyOwn = s.keys.get(p.keyId) ?? (p.projectId ? s.projects.get(p.projectId) : undefined);
   if (keyOwn === false) return null;
   if (!(keyOwn ?? s.enabled) && !d.asked) return null;
   if (hasTools(req.body) && !d.asked) return null;
   return {
-    scope: s.scope === 'key' ? `k:${p.accountId}:${p.keyId}` : `a:${p.accountId}`,
+    scope: scopeKey(s.scope, p),
     ttlSeconds: d.ttlSeconds ?? s.defaultTtlSeconds,
   };
+}
+
+/** Whose entries a request shares: the account's, its key's project's (a key of no project: its own), or its key's. */
+function scopeKey(scope: CacheScope, p: { accountId: string; keyId: string; projectId?: string }): string {
+  if (scope === 'project' && p.projectId) return `p:${p.accountId}:${p.projectId}`;
+  return scope === 'account' ? `a:${p.accountId}` : `k:${p.accountId}:${p.keyId}`;
 }
 
 function hasTools(body: Record<string, unknown>): boolean {

@@ -12,10 +12,14 @@ export interface CacheStore {
   drop(key: string): Promise<void>;
   /** Removes the account's entries of `model`; how many. */
   purgeModel(accountId: string, model: string): Promise<number>;
+  /** Removes the account's entries stored by keys of `projectId`; how many. */
+  purgeProject(accountId: string, projectId: string): Promise<number>;
   close(): Promise<void>;
 }
 
 export interface EntryOwner {
   accountId: string;
   model: string;
+  /** The project of the key that stored it (null: a key of no project). */
+  projectId: string | null;
 }

@@ -1,7 +1,16 @@
 import type Router from '@koa/router';
 import type { AppDeps } from '../operations/deps';
 import { jsonBody, route, type GatewayState } from '../api/middleware';
-import { purgeEntry, purgeModel, setKeyCache, settingsView, statsReport, updateSettings } from '../cache';
+import {
+  purgeEntry,
+  purgeModel,
+  purgeProject,
+  setKeyCache,
+  setProjectCache,
+  settingsView,
+  statsReport,
+  updateSettings,
+} from '../cache';
 import { requireCsrf, requireSession, sameOrigin, sessionOf } from './auth';
 
 /**
@@ -27,10 +36,17 @@ export function mountCacheApi(r: Router<GatewayState>, deps: AppDeps): void {
     await setKeyCache(deps.cache, account(ctx), ctx.params.id, ctx.request.body as { enabled?: unknown });
     ctx.body = await settingsView(deps.cache, deps.db, account(ctx));
   });
+  r.put('/console/api/cache/projects/:id', route('/console/api/cache/projects/:id'), ...auth, body, async (ctx) => {
+    await setProjectCache(deps.cache, account(ctx), ctx.params.id, ctx.request.body as { enabled?: unknown });
+    ctx.body = await settingsView(deps.cache, deps.db, account(ctx));
+  });
   r.delete('/console/api/cache/entries/:key', route('/console/api/cache/entries/:key'), ...auth, async (ctx) => {
     ctx.body = await purgeEntry(deps.cache, account(ctx), ctx.params.key);
   });
   r.delete('/console/api/cache/entries', route('/console/api/cache/entries'), ...auth, async (ctx) => {
-    ctx.body = await purgeModel(deps.cache, account(ctx), ctx.query.model);
+    ctx.body =
+      ctx.query.project_id !== undefined
+        ? await purgeProject(deps.cache, deps.db, account(ctx), ctx.query.project_id)
+        : await purgeModel(deps.cache, account(ctx), ctx.query.model);
   });
 }

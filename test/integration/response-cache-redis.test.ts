@@ -5,6 +5,9 @@ import { startGateway, type TestGateway } from '../support/gateway';
 import { post } from '../support/http';
 import { loadConfig } from '../../src/config';
 import { verifyUsage } from '../../src/billing/usageVerify';
+import { createAdminKey } from '../../src/organizations';
+import { createProject } from '../../src/organizations/projects';
+import { createApiKey } from '../../src/auth/apiKeys';
 
 /**
  * The response cache on Redis (REDIS_URL, a real redis-server): entries there with their TTL; a hit charged the
@@ -107,9 +110,11 @@ test('a corrupt or poisoned entry is dropped and answered as a miss', async () =
   expect(afterTamper.body.choices[0].message.content).toContain('Corrupt me');
 });
 
-test('purge: one entry, or all of a model; another account cannot purge them', async () => {
+test('purge: one entry, all of a model or of a project; another account cannot purge them', async () => {
   const a = await gw.account();
   const b = await gw.account();
+  // Purges take the organization's admin key (docs/cache.md).
+  const [aa, ba] = await Promise.all([a, b].map(async (x) => (await createAdminKey(gw.deps.db, x.accountId)).value));
   const del = (key: string, path: string) =>
     fetch(`${gw.url}${path}`, { method: 'DELETE', headers: { authorization: `Bearer ${key}` } });
   const one = await stored(await ask(a.key, fresh('purge one')));
@@ -120,18 +125,28 @@ test('purge: one entry, or all of a model; another account cannot purge them', a
     { key: a.key, headers: { 'x-gateway-cache': 'ttl=120' } },
   );
   const kept = await stored(embeds);
-  expect((await del(b.key, `/v1/cache/entries/${one}`)).status).toBe(404);
-  expect((await del(b.key, '/v1/cache/entries?model=gpt-4o-mini')).status).toBe(200);
+  expect((await del(ba, `/v1/cache/entries/${one}`)).status).toBe(404);
+  expect((await del(ba, '/v1/cache/entries?model=gpt-4o-mini')).status).toBe(200);
   expect(await redis.exists(`${prefix}e:${one}`)).toBe(1);
-  const r1 = await del(a.key, `/v1/cache/entries/${one}`);
+  const r1 = await del(aa, `/v1/cache/entries/${one}`);
   expect(r1.status).toBe(200);
   expect(await redis.exists(`${prefix}e:${one}`)).toBe(0);
-  expect((await del(a.key, `/v1/cache/entries/${one}`)).status).toBe(404);
-  const r2 = await del(a.key, '/v1/cache/entries?model=gpt-4o-mini');
+  expect((await del(aa, `/v1/cache/entries/${one}`)).status).toBe(404);
+  const r2 = await del(aa, '/v1/cache/entries?model=gpt-4o-mini');
   expect(await r2.json()).toEqual({ object: 'cache.purge', model: 'gpt-4o-mini', deleted: 1 });
   expect(await redis.exists(`${prefix}e:${two}`)).toBe(0);
   expect(await redis.exists(`${prefix}e:${kept}`)).toBe(1);
-  expect((await del(a.key, '/v1/cache/entries')).status).toBe(400);
+  expect((await del(aa, '/v1/cache/entries')).status).toBe(400);
+  // A project's entries, by its set: the project's own go, the account's other project's stay.
+  const p = await createProject(gw.deps.db, a.accountId, { name: 'purged' });
+  const pk = (await createApiKey(gw.deps.db, a.accountId, 'k', { projectId: p.id })).key;
+  const inProject = await stored(await ask(pk, fresh('purge project')));
+  const other = await stored(await ask(a.key, fresh('other project')));
+  expect((await del(pk, `/v1/cache/entries?project_id=${p.id}`)).status).toBe(403);
+  const r3 = await del(aa, `/v1/cache/entries?project_id=${p.id}`);
+  expect(await r3.json()).toEqual({ object: 'cache.purge', project_id: p.id, deleted: 1 });
+  expect(await redis.exists(`${prefix}e:${inProject}`)).toBe(0);
+  expect(await redis.exists(`${prefix}e:${other}`)).toBe(1);
 });
 
 test('Redis down: every request is a miss answered by the upstream, never an error', async () => {

@@ -6,6 +6,9 @@ import { post } from '../support/http';
 import { verifyUsage } from '../../src/billing/usageVerify';
 import { PgCacheStore } from '../../src/cache';
 import { ConsoleClient, jsonOf, makeLogin } from '../e2e/consoleClient';
+import { createApiKey } from '../../src/auth/apiKeys';
+import { createProject } from '../../src/organizations/projects';
+import { createAdminKey } from '../../src/organizations';
 
 /**
  * The exact response cache on Postgres storage (src/cache/, docs/cache.md), through the official openai SDK: a
@@ -313,10 +316,52 @@ test('purge on Postgres: one entry and all of a model, the account own only', as
   await stored(second.headers.get('x-gateway-cache-key'));
   const del = (key: string, path: string) =>
     fetch(`${gw.url}${path}`, { method: 'DELETE', headers: { authorization: `Bearer ${key}` } });
-  expect((await del(b.key, `/v1/cache/entries/${one}`)).status).toBe(404);
-  expect((await del(a.key, `/v1/cache/entries/${one}`)).status).toBe(200);
+  // Purges take the organization's admin key: a project key is a 403 in OpenAI's error shape, and deletes nothing.
+  const [aa, ba] = await Promise.all([a, b].map(async (x) => (await createAdminKey(gw.deps.db, x.accountId)).value));
+  for (const path of [`/v1/cache/entries/${one}`, '/v1/cache/entries?model=gpt-4o-mini']) {
+    const refused = await del(a.key, path);
+    expect(refused.status).toBe(403);
+    expect(await refused.json()).toEqual({
+      error: expect.objectContaining({ type: 'invalid_request_error', code: 'admin_key_required', param: null }),
+    });
+  }
+  expect((await del('sk-gw-made-up', `/v1/cache/entries/${one}`)).status).toBe(401);
+  expect(await gw.deps.cache!.store.get(one)).not.toBeNull();
+  // Reading stats stays open to project keys (docs/cache.md).
+  expect((await fetch(`${gw.url}/v1/cache/stats`, { headers: { authorization: `Bearer ${a.key}` } })).status).toBe(200);
+  expect((await del(ba, `/v1/cache/entries/${one}`)).status).toBe(404);
+  expect((await del(aa, `/v1/cache/entries/${one}`)).status).toBe(200);
   expect(await gw.deps.cache!.store.get(one)).toBeNull();
-  expect(await (await del(a.key, '/v1/cache/entries?model=gpt-4o-mini')).json()).toMatchObject({ deleted: 1 });
+  expect(await (await del(aa, '/v1/cache/entries?model=gpt-4o-mini')).json()).toMatchObject({ deleted: 1 });
+});
+
+test("purge a project's entries with the admin key: the other project's stay; another's project is 404", async () => {
+  const a = await gw.account();
+  const [p, q] = await Promise.all(['one', 'two'].map((name) => createProject(gw.deps.db, a.accountId, { name })));
+  const keyIn = async (projectId: string) => (await createApiKey(gw.deps.db, a.accountId, 'k', { projectId })).key;
+  const [pk, qk] = [await keyIn(p.id), await keyIn(q.id)];
+  const ask = (key: string) =>
+    post(
+      `${gw.url}/v1/chat/completions`,
+      { model: 'gpt-4o-mini', messages: [{ role: 'user', content: fresh('purge project') }] },
+      { key, headers: { 'x-gateway-cache': 'ttl=60' } },
+    ).then((r) => r.headers.get('x-gateway-cache-key')!);
+  const [p1, p2, q1] = [await ask(pk), await ask(pk), await ask(qk)];
+  for (const k of [p1, p2, q1]) await stored(k);
+  const admin = (await createAdminKey(gw.deps.db, a.accountId)).value;
+  const del = (key: string, path: string) =>
+    fetch(`${gw.url}${path}`, { method: 'DELETE', headers: { authorization: `Bearer ${key}` } });
+  expect((await del(pk, `/v1/cache/entries?project_id=${p.id}`)).status).toBe(403);
+  const purged = await del(admin, `/v1/cache/entries?project_id=${p.id}`);
+  expect(await purged.json()).toEqual({ object: 'cache.purge', project_id: p.id, deleted: 2 });
+  expect(await gw.deps.cache!.store.get(p1)).toBeNull();
+  expect(await gw.deps.cache!.store.get(p2)).toBeNull();
+  expect(await gw.deps.cache!.store.get(q1)).not.toBeNull();
+  const stranger = await gw.account();
+  const theirs = await createProject(gw.deps.db, stranger.accountId, { name: 'theirs' });
+  expect((await del(admin, `/v1/cache/entries?project_id=${theirs.id}`)).status).toBe(404);
+  const bad = await del(admin, '/v1/cache/entries?project_id=x%27');
+  expect([bad.status, ((await bad.json()) as any).error.param]).toEqual([400, 'project_id']);
 });
 
 test('an answer over the entry size limit is not stored', async () => {
@@ -345,7 +390,7 @@ test('an answer over the entry size limit is not stored', async () => {
 test('Postgres storage: expired entries are deleted and the total kept under the cap, the newest kept', async () => {
   const db = gw.deps.db;
   const store = new PgCacheStore(db, 3000, 0);
-  const owner = { accountId: randomUUID(), model: 'm' };
+  const owner = { accountId: randomUUID(), model: 'm', projectId: null };
   await db.query(
     `INSERT INTO response_cache (key, account_id, model, body, size, expires_at)
      VALUES ('expired-one', $1, 'm', '\\x00', 1, now() - interval '1 second')`,
@@ -369,7 +414,9 @@ test('the console: settings, a key switched off, stats with the chart data, purg
   expect((await con.signIn(login.email, login.password)).status).toBe(200);
   const view = await con.json('GET', '/console/api/cache');
   expect(view.settings).toMatchObject({ enabled: false, scope: 'account', hit_price_vnd: 0, storage: 'postgres' });
-  expect(view.settings.keys).toEqual([{ id: a.keyId, name: 'test', enabled: null, effective: false }]);
+  expect(view.settings.keys).toEqual([
+    { id: a.keyId, name: 'test', project_id: expect.stringMatching(/^proj_/), enabled: null, effective: false },
+  ]);
   const bad = await con.request('PATCH', '/console/api/cache/settings', { default_ttl_seconds: 0 });
   expect(bad.status).toBe(400);
   expect((await jsonOf(bad)).error.param).toBe('default_ttl_seconds');
@@ -403,4 +450,52 @@ test('the console: settings, a key switched off, stats with the chart data, purg
   const purged = await con.json('DELETE', '/console/api/cache/entries?model=gpt-4o-mini');
   expect(purged).toEqual({ object: 'cache.purge', model: 'gpt-4o-mini', deleted: 1 });
   expect((await fetch(`${gw.url}/console/static/page-cache.js`)).status).toBe(200);
+});
+
+test("scope 'project': a project's keys share entries, two projects' keys do not; a project's own switch", async () => {
+  const a = await gw.account();
+  const [p, q] = await Promise.all(['one', 'two'].map((name) => createProject(gw.deps.db, a.accountId, { name })));
+  const key = async (projectId: string) => (await createApiKey(gw.deps.db, a.accountId, 'k', { projectId })).key;
+  const [p1, p2, q1] = [await key(p.id), await key(p.id), await key(q.id)];
+  const login = await makeLogin(gw, a.accountId, 'customer');
+  const con = new ConsoleClient(gw.url);
+  expect((await con.signIn(login.email, login.password)).status).toBe(200);
+  // The account's cache stays off; each project is switched on in the console, by the settings route's scope.
+  expect(await enable(a.key, { scope: 'project' })).toMatchObject({ enabled: false, scope: 'project' });
+  for (const id of [p.id, q.id]) await con.json('PUT', `/console/api/cache/projects/${id}`, { enabled: true });
+  const view = await con.json('GET', '/console/api/cache');
+  expect(view.settings.projects).toEqual(
+    expect.arrayContaining([{ id: p.id, name: 'one', enabled: true, effective: true }]),
+  );
+  expect(view.settings.keys.find((k: any) => k.id === a.keyId)).toMatchObject({ effective: false });
+
+  const body = { model: 'gpt-4o-mini', messages: [{ role: 'user', content: fresh('project scope') }] };
+  const ask = (k: string) =>
+    post(`${gw.url}/v1/chat/completions`, body, { key: k }).then((r) => {
+      expect(r.status).toBe(200);
+      return r;
+    });
+  const first = await ask(p1);
+  expect(first.headers.get('x-gateway-cache')).toBe('miss');
+  await stored(first.headers.get('x-gateway-cache-key'));
+  expect((await ask(p2)).headers.get('x-gateway-cache')).toBe('hit');
+  const other = await ask(q1);
+  expect(other.headers.get('x-gateway-cache')).toBe('miss');
+  expect(other.headers.get('x-gateway-cache-key')).not.toBe(first.headers.get('x-gateway-cache-key'));
+  expect(upstreamCalls()).toBe(2);
+
+  // Project two switched off through the API: its keys are not cached; bad values and others' projects refused.
+  const put = (path: string, b: unknown) =>
+    fetch(`${gw.url}${path}`, {
+      method: 'PUT',
+      headers: { authorization: `Bearer ${a.key}`, 'content-type': 'application/json' },
+      body: JSON.stringify(b),
+    });
+  expect((await put(`/v1/cache/projects/${q.id}`, { enabled: false })).status).toBe(200);
+  expect((await ask(q1)).headers.get('x-gateway-cache')).toBeNull();
+  const bad = await put(`/v1/cache/projects/${q.id}`, { enabled: 'yes' });
+  expect([bad.status, ((await bad.json()) as any).error.param]).toEqual([400, 'enabled']);
+  const stranger = await gw.account();
+  const theirs = await createProject(gw.deps.db, stranger.accountId, { name: 'theirs' });
+  expect((await put(`/v1/cache/projects/${theirs.id}`, { enabled: true })).status).toBe(404);
 });

@@ -8,6 +8,7 @@ import {
 } from '../../src/jobs/topups';
 import { createHmac, randomUUID } from 'node:crypto';
 import { getBalance, placeHold, settleHold } from '../../src/billing/ledger';
+import { createAdminKey } from '../../src/organizations';
 import { startReceiver } from '../support/webhookReceiver';
 import { eventually } from '../support/video';
 import { ConsoleClient, makeLogin } from '../e2e/consoleClient';
@@ -588,4 +589,46 @@ test('alerts: balance.low once per crossing of the threshold, topup.succeeded on
   } finally {
     await rx.close();
   }
+});
+
+test('the audit log: a credit by its feed, an assignment and a return by their operator; the chain holds', async () => {
+  const a = await h.account(0);
+  const adminKey = (await createAdminKey(h.deps.db, a.accountId)).value;
+  const o = await order(a.key, 50_000);
+  await h.transfer({ amount: 50_000, content: `${o.memo} nap tien` });
+  const lost = await h.transfer({ amount: 21_000, content: 'khong ghi noi dung' });
+  const back = await h.transfer({ amount: 8_000, content: 'nham tai khoan', formats: ['casso'] });
+  await h.flush();
+  const queue = JSON.parse((await admin('topups-unmatched', '--json')).out) as Json[];
+  const [l, b] = [lost, back].map((t) => queue.find((q) => q.transaction_id === String(t.id)));
+  expect((await admin('topup-assign', l.id, a.accountId, '--reason', 'receipt checked')).code).toBe(0);
+  expect((await admin('topup-return', b.id, '--reason', 'sent back')).code).toBe(0);
+
+  // The organization's log shows its credit and its assignment (newest first); the gateway's own event types and
+  // the `system` actor are beside OpenAI's (docs/organizations.md).
+  const log = await call(
+    adminKey,
+    'GET',
+    '/v1/organization/audit_logs?event_types[]=topup.succeeded&event_types[]=topup.transfer_assigned',
+  );
+  expect(log.status).toBe(200);
+  expect(log.j.data).toEqual([
+    expect.objectContaining({
+      type: 'topup.transfer_assigned',
+      actor: { type: 'operator', operator: expect.objectContaining({ via: 'cli' }) },
+      'topup.transfer_assigned': expect.objectContaining({ id: l.id, amount: 21_000, reason: 'receipt checked' }),
+    }),
+    expect.objectContaining({
+      type: 'topup.succeeded',
+      actor: { type: 'system', system: { service: 'sepay' } },
+      'topup.succeeded': expect.objectContaining({ id: o.id, amount: 50_000, provider: 'sepay' }),
+    }),
+  ]);
+  // A returned transfer belongs to no organization: its entry is the operators' only.
+  const ret = await h.deps.db.query('SELECT account_id, type, actor FROM audit_logs WHERE resource_id = $1', [b.id]);
+  expect(ret.rows).toEqual([
+    { account_id: null, type: 'topup.transfer_returned', actor: expect.objectContaining({ type: 'operator' }) },
+  ]);
+  const verified = await admin('verify-audit');
+  expect([verified.code, verified.err]).toEqual([0, '']);
 });

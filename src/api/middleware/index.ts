@@ -9,5 +9,5 @@ export { bodyTimeout } from './bodyTimeout';
 export { errorHandler, toApiError } from './errorHandler';
 export { jsonBody, jsonBodyProblem, receivedJsonText } from './jsonBody';
 export { multipartBody } from './multipartBody';
-export { requireApiKey } from './apiKey';
+export { authenticate, requireApiKey } from './apiKey';
 export { jsonApi, route } from './route';

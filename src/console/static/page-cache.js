@@ -1,4 +1,4 @@
-/* Console: the response cache: settings, each key's switch, hits, misses and VND saved (chart), purges. */
+/* Console: the response cache: settings, each project's and key's switch, hits, misses, VND saved (chart), purges. */
 import { api } from './api.js';
 import { appendKids, h, num, replace, s, vnd } from './core.js';
 import { cards, field, formError, load, onSubmit, pageHead, table } from './views.js';
@@ -73,6 +73,7 @@ function settingsForm(v, reload) {
     'select',
     { id: 'cache-scope' },
     h('option', { value: 'account', selected: v.scope === 'account' || null }, 'The whole account shares entries'),
+    h('option', { value: 'project', selected: v.scope === 'project' || null }, "Each project's keys share entries"),
     h('option', { value: 'key', selected: v.scope === 'key' || null }, 'Each API key has its own entries'),
   );
   const err = h('div');
@@ -99,20 +100,25 @@ function settingsForm(v, reload) {
   return form;
 }
 
-function keyRows(v, reload) {
-  return v.keys.map((k) => {
+// A switch per key (under its project's) or per project (under the account's): on, off, or inherited.
+function switchRows(items, kind, reload) {
+  return items.map((k) => {
     const sel = h(
       'select',
       {
-        'aria-label': 'Cache for key ' + (k.name || k.id),
-        'data-key': k.id,
+        'aria-label': 'Cache for ' + kind + ' ' + (k.name || k.id),
+        ['data-' + kind]: k.id,
         onchange: async (e) => {
           const val = e.target.value;
-          await api('PUT', '/cache/keys/' + k.id, { enabled: val === 'inherit' ? null : val === 'on' });
+          await api('PUT', '/cache/' + kind + 's/' + k.id, { enabled: val === 'inherit' ? null : val === 'on' });
           reload();
         },
       },
-      h('option', { value: 'inherit', selected: k.enabled === null || null }, "The account's setting"),
+      h(
+        'option',
+        { value: 'inherit', selected: k.enabled === null || null },
+        kind === 'key' ? "The project's setting" : "The account's setting",
+      ),
       h('option', { value: 'on', selected: k.enabled === true || null }, 'On'),
       h('option', { value: 'off', selected: k.enabled === false || null }, 'Off'),
     );
@@ -194,8 +200,10 @@ export function pageCache(main, _p, _q, scope) {
         cacheChart(stats.days, from, to),
         h('h2', null, 'Settings'),
         settingsForm(settings, reload),
+        h('h2', null, 'Projects'),
+        table([['Project'], ['Id', 'hide-sm'], ['Cache'], ['Now']], switchRows(settings.projects, 'project', reload)),
         h('h2', null, 'API keys'),
-        table([['Key'], ['Id', 'hide-sm'], ['Cache'], ['Now']], keyRows(settings, reload)),
+        table([['Key'], ['Id', 'hide-sm'], ['Cache'], ['Now']], switchRows(settings.keys, 'key', reload)),
         h('h2', null, 'Purge'),
         purgeForm(),
       );

@@ -1,6 +1,8 @@
 import { randomBytes } from 'node:crypto';
+import os from 'node:os';
 import type { Db, DbClient, Queryable } from '../../db/pool';
 import { tx } from '../../db/pool';
+import { appendAudit, type AuditActor } from '../../db/auditLog';
 import { topUpIn } from '../../billing/ledger';
 import { recordEventIn, type DeliveryRef } from '../../webhooks/repo';
 import type { IncomingTransfer, Provider } from './feeds';
@@ -11,7 +13,8 @@ import type { IncomingTransfer, Provider } from './feeds';
  * constraints: a duplicate, however concurrent, or another feed's report of it, inserts nothing) and, when it
  * matches an order, credited in the same transaction with the ledger event keyed on that id; its
  * `topup.succeeded` event is recorded in that commit too. What matches no order is kept, unmatched, for an
- * operator, who assigns it to an account (credited then) or returns it, with a reason.
+ * operator, who assigns it to an account (credited then) or returns it, with a reason. Each credit, assignment and
+ * return appends its audit log entry in its own transaction (issue 48 point 4).
  */
 
 export type OrderStatus = 'open' | 'paid' | 'expired';
@@ -191,6 +194,15 @@ export type RecordOutcome =
 
 const paymentOf = (paid: number, asked: number) => (paid === asked ? 'exact' : paid < asked ? 'short' : 'over');
 
+/** The operator of a resolution, as the audit log names them: `cli:<user>` or `console:<email>`. */
+function operatorActor(actor: string): AuditActor {
+  const [via, ...rest] = actor.split(':');
+  return {
+    type: 'operator',
+    operator: { user: rest.join(':') || actor, host: os.hostname(), via: via === 'console' ? 'console' : 'cli' },
+  };
+}
+
 /** Credits `amount` to the account in `c`, keyed on the transfer, with its `topup.succeeded` event. */
 async function creditIn(
   c: DbClient,
@@ -276,6 +288,13 @@ export async function recordTransfer(
       [order.id, paid, paymentOf(paid, order.amount)],
     );
     const deliveries = await creditIn(c, t, order.account_id, { type: 'topup', id: order.id });
+    await appendAudit(c, {
+      accountId: order.account_id,
+      type: 'topup.succeeded',
+      actor: { type: 'system', system: { service: t.provider } },
+      resourceId: order.id,
+      details: { id: order.id, amount: t.amount, provider: t.provider, transaction_id: t.txnId, via },
+    });
     return { outcome: 'credited', transferId, orderId: order.id, accountId: order.account_id, deliveries };
   });
 }
@@ -330,6 +349,19 @@ export async function resolveTransfer(
         d.reason,
       ],
     );
+    await appendAudit(c, {
+      accountId: d.action === 'assign' ? d.accountId : null,
+      type: d.action === 'assign' ? 'topup.transfer_assigned' : 'topup.transfer_returned',
+      actor: operatorActor(d.actor),
+      resourceId: String(t.id),
+      details: {
+        id: String(t.id),
+        amount: t.amount,
+        provider: t.provider,
+        transaction_id: t.providerTxnId,
+        reason: d.reason,
+      },
+    });
     return { transfer: transferOf(u.rows[0]), deliveries };
   });
 }
