@@ -23,6 +23,8 @@ export interface AccountCacheSettings {
 
 const DEFAULTS = { enabled: false, defaultTtlSeconds: 3600, scope: 'account' as CacheScope };
 
+const SETTINGS_FIELDS = ['enabled', 'default_ttl_seconds', 'scope'];
+
 export interface SettingsPatch {
   enabled?: unknown;
   default_ttl_seconds?: unknown;
@@ -71,8 +73,9 @@ export class CacheSettingsRepo {
   /** Validates every field before changing anything (400 naming the field). */
   async update(accountId: string, patch: SettingsPatch): Promise<AccountCacheSettings> {
     if (!patch || typeof patch !== 'object' || Array.isArray(patch)) throw badRequest('body must be a JSON object');
-    for (const k of Object.keys(patch))
-      if (!['enabled', 'default_ttl_seconds', 'scope'].includes(k)) throw badRequest(`unknown field "${k}"`, k);
+    // An empty patch is a client's mistake (a lost body, a misspelt form), not a silent no-op: as the limits' PATCH.
+    if (Object.keys(patch).length === 0) throw badRequest(`give at least one of ${SETTINGS_FIELDS.join(', ')}`, null);
+    for (const k of Object.keys(patch)) if (!SETTINGS_FIELDS.includes(k)) throw badRequest(`unknown field "${k}"`, k);
     const { enabled, default_ttl_seconds: ttl, scope } = patch;
     if (enabled !== undefined && typeof enabled !== 'boolean') throw badRequest('enabled must be a boolean', 'enabled');
     if (ttl !== undefined && (!Number.isInteger(ttl) || (ttl as number) < 1 || (ttl as number) > this.maxTtlSeconds))

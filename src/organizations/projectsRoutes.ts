@@ -2,7 +2,7 @@ import { badRequest } from '../errors';
 import { compileJson, type Validator } from '../schemas/compile';
 import type { OrgCaller, OrgDeps } from './http';
 import { boolOf, cursorOf, isToken, isUuid, limitOf, listOf, unix } from './ids';
-import { NAME } from './names';
+import { LABEL, NAME } from './names';
 import {
   archiveProject,
   createProject,
@@ -22,7 +22,7 @@ import {
 } from './serviceAccounts';
 import { audited, bodyOf, missing, type RouteTable } from './routes';
 
-const EXTERNAL_KEY = { anyOf: [{ type: 'string', maxLength: 200 }, { type: 'null' }] };
+const EXTERNAL_KEY = { anyOf: [LABEL, { type: 'null' }] };
 const checkCreate: Validator<{ name: string; external_key_id?: string | null }> = compileJson({
   type: 'object',
   required: ['name'],

@@ -6,6 +6,9 @@ import { startGateway, type TestGateway } from '../support/gateway';
 import { createApp } from '../../src/api/app';
 import { verifyProjections } from '../../src/billing/ledger';
 import { runAdmin } from '../../src/cli/admin';
+import { loadTopupSettings } from '../../src/jobs/topups';
+import { cassoSignature } from '../../src/jobs/topups/feeds';
+import { createAdminKey } from '../../src/organizations/adminKeys';
 
 /**
  * Fuzz-style robustness test: malformed bodies, headers and paths thrown at every route of the real app.
@@ -23,6 +26,9 @@ const SEED = Number(process.env.FUZZ_SEED ?? 20240607);
 const JSON_LIMIT = 64 * 1024;
 const UPLOAD_LIMIT = 128 * 1024;
 const CONSOLE_JSON_LIMIT = 16 * 1024;
+/** The bank feeds' credentials: the targeted values reach their parsers behind a valid key or signature. */
+const SEPAY_KEY = 'fuzz-sepay-key-0123456789';
+const CASSO_SECRET = 'fuzz-casso-secret-0123456789';
 
 /** mulberry32: tiny, fast, good enough for test-case generation. */
 function prng(seed: number) {
@@ -177,6 +183,37 @@ const isPublicGet = (r: { method: string; pattern: string }) =>
     ((r.pattern === '/console' || r.pattern.includes('console')) &&
       !r.pattern.startsWith('/console/api/') &&
       !r.pattern.startsWith('/console/media/')));
+
+/**
+ * Routes public by design (no API key or session), each with what it answers to missing or bad credentials and the
+ * `{}` body those cases send. Asserted, not skipped: a change that lets them through is caught here.
+ */
+const errorParam = (res: Res) => JSON.parse(res.body.toString('utf8'))?.error?.param as unknown;
+const PUBLIC_BY_DESIGN: Record<string, { status: number; problem: (res: Res) => string | null }> = {
+  // VNPay reads its own codes, with HTTP 200 as it requires: 97 for a bad signature (none here).
+  'GET /v1/payments/vnpay/ipn': {
+    status: 200,
+    problem: (res) =>
+      res.body.toString('utf8') === JSON.stringify({ RspCode: '97', Message: 'Invalid signature' })
+        ? null
+        : 'not RspCode 97',
+  },
+  // The customer back from VNPay: to the console's top-up page, the unsigned result marked invalid.
+  'GET /v1/payments/vnpay/return': {
+    status: 302,
+    problem: (res) => (res.headers.location === '/console/topup?id=&vnpay=invalid' ? null : 'not to the top-up page'),
+  },
+  // A one-time token is the proof, not a login: without one, a 400 naming it.
+  'POST /console/api/invites/accept': {
+    status: 400,
+    problem: (res) => (errorParam(res) === 'token' ? null : 'does not name the token'),
+  },
+  // The bank feeds authenticate by their own key or signature.
+  'POST /v1/payments/sepay/webhook': { status: 401, problem: () => null },
+  'POST /v1/payments/casso/webhook': { status: 401, problem: () => null },
+};
+/** Routes whose input is in the query string: whatever body is sent is never read. */
+const TAKES_NO_BODY = new Set(['DELETE /v1/cache/entries', 'DELETE /console/api/cache/entries']);
 
 const STACK_RE = new RegExp(
   [
@@ -545,6 +582,7 @@ beforeAll(async () => {
     maxMessageBatchJsonBytes: JSON_LIMIT,
     maxUploadBytes: UPLOAD_LIMIT,
     maxBatchFileBytes: UPLOAD_LIMIT,
+    topups: { ...loadTopupSettings(), sepayApiKey: SEPAY_KEY, cassoSecret: CASSO_SECRET },
   });
   // No balance: a fuzzed request that happens to be valid stops at 402 and never spends anything.
   apiKey = (await gw.account(0, 'fuzz')).key;
@@ -665,7 +703,18 @@ describe('fuzz: every route survives malformed input', () => {
         // Public pages may answer; sign-in/sign-out are reachable without a session (then 400 for the empty body,
         // or 204).
         const open = isPublicGet(r) || r.pattern === '/console/api/session';
-        check(`auth: ${name}`, r.method, r.sample, res, open ? 'any' : 401);
+        const byDesign = PUBLIC_BY_DESIGN[`${r.method} ${r.pattern}`];
+        check(`auth: ${name}`, r.method, r.sample, res, open ? 'any' : (byDesign?.status ?? 401));
+        const problem = byDesign?.problem(res);
+        if (problem)
+          failures.push({
+            case: `auth: ${name}`,
+            method: r.method,
+            path: r.sample,
+            status: res.status,
+            problem,
+            body: res.body.toString('utf8').slice(0, 300),
+          });
       }
     }
     expectNoFailures();
@@ -674,6 +723,19 @@ describe('fuzz: every route survives malformed input', () => {
   test('malformed bodies: 4xx (400, 413, 415 where the contract says so) on every body route', async () => {
     for (const r of routes.filter((x) => x.method !== 'GET')) {
       const creds = await credentialsFor(r.sample);
+      if (TAKES_NO_BODY.has(`${r.method} ${r.pattern}`)) {
+        // Its input is in the query: any body gets the answer no body gets.
+        const none = await send(r.method, r.sample, creds);
+        for (const [name, body, type] of jsonBodyCases())
+          check(
+            `body (not read): ${name}`,
+            r.method,
+            r.sample,
+            await send(r.method, r.sample, { ...creds, 'content-type': type }, body),
+            none.status,
+          );
+        continue;
+      }
       // Which body does the route take? A tiny JSON object tells: 415 means multipart; 2xx means none at all.
       const probe = await send(
         r.method,
@@ -896,6 +958,8 @@ describe('fuzz: every route survives malformed input', () => {
  * answered requests.
  */
 const CONSOLE_TOPUP_KEY = 'fuzz-topup-0001';
+/** The funded account's organization: a project, one to archive, and a member of both (made in beforeAll). */
+const org = { adminKey: '', projectId: '', archiveProjectId: '', userId: '' };
 function validBodies(accountId: string): Record<string, Record<string, unknown>> {
   const chat = { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }], max_tokens: 16 };
   const gemini = { contents: [{ role: 'user', parts: [{ text: 'hi' }] }], generationConfig: { maxOutputTokens: 16 } };
@@ -971,12 +1035,72 @@ function validBodies(accountId: string): Record<string, Record<string, unknown>>
     'PATCH /console/api/keys/:id/limits': { ...limits, expiresAt: '2099-01-01T00:00:00Z' },
     'PATCH /console/api/admin/accounts/:id/limits': limits,
     'PATCH /console/api/admin/accounts/:id/keys/:keyId/limits': { ...limits, expiresAt: '2099-12-31T23:59:59+07:00' },
+    // Top-ups (docs/payments.md): orders, the balance alert, the bank feeds in their own formats (no order matches).
+    'POST /v1/topups': topup,
+    'POST /console/api/topups': topup,
+    'POST /v1/balance_alert': { low_balance_threshold: 100_000 },
+    'POST /v1/payments/sepay/webhook': {
+      id: 880001,
+      gateway: 'Vietcombank',
+      transactionDate: '2026-01-01 10:00:00',
+      accountNumber: '0011000000000',
+      code: null,
+      content: 'fuzz transfer',
+      transferType: 'in',
+      transferAmount: 50_000,
+      accumulated: 50_000,
+      subAccount: null,
+      referenceCode: 'FT880001',
+      description: 'fuzz',
+    },
+    'POST /v1/payments/casso/webhook': {
+      error: 0,
+      data: {
+        id: 880002,
+        reference: 'FT880002',
+        description: 'fuzz transfer',
+        amount: 50_000,
+        runningBalance: 50_000,
+        transactionDateTime: '2026-01-01 10:00:00',
+        accountNumber: '0011000000000',
+        bankName: 'VCB',
+      },
+    },
+    'POST /console/api/admin/topups/transfers/:id/assign': { accountId, reason: 'fuzz' },
+    'POST /console/api/admin/topups/transfers/:id/return': { reason: 'fuzz' },
+    // The response cache's settings (docs/cache.md).
+    'PATCH /v1/cache/settings': cache,
+    'PATCH /console/api/cache/settings': cache,
+    // Organizations (docs/organizations.md), behind an admin key, on a real project and member (bodyPath).
+    'POST /v1/organization/projects': { name: 'fuzz project', external_key_id: null },
+    'POST /v1/organization/projects/:project_id': { name: 'fuzz project renamed' },
+    'POST /v1/organization/projects/:project_id/archive': {},
+    'POST /v1/organization/projects/:project_id/service_accounts': { name: 'fuzz bot' },
+    'POST /v1/organization/projects/:project_id/users': { user_id: org.userId, role: 'member' },
+    'POST /v1/organization/projects/:project_id/users/:user_id': { role: 'owner' },
+    'POST /v1/organization/projects/:project_id/spend_limit': spend,
+    'POST /v1/organization/spend_limit': spend,
+    'POST /v1/organization/admin_api_keys': { name: 'fuzz admin key', expires_in_seconds: 3600 },
+    'POST /v1/organization/users/:user_id': { role: 'reader' },
+    'POST /v1/organization/invites': {
+      email: 'fuzz-invitee@example.com',
+      role: 'reader',
+      projects: [{ id: org.projectId, role: 'member' }],
+    },
+    'POST /console/api/invites/accept': { token: 'fuzz-not-a-token', password: 'fuzz-password-0123' },
   };
 }
+const topup = { amount: 100_000, method: 'vietqr' };
+const cache = { enabled: true, default_ttl_seconds: 600, scope: 'account' };
+const spend = { threshold_amount: 1_000_000_000, currency: 'VND', interval: 'month' };
 const limits = { rpm: 100_000, tpm: 10_000_000, budgetDayVnd: 1_000_000_000, budgetMonthVnd: 10_000_000_000 };
 
 /** Where a body route is fuzzed: its sample path, but the limits routes on the operator's real account and key. */
 function bodyPath(r: RouteInfo): string {
+  if (r.pattern.startsWith('/v1/organization/'))
+    return r.pattern
+      .replace(':project_id', r.pattern.endsWith('/archive') ? org.archiveProjectId : org.projectId)
+      .replace(':user_id', org.userId);
   if (!operatorAccount || !r.pattern.endsWith('/limits')) return r.sample;
   return r.pattern
     .replace(':keyId', operatorAccount.keyId)
@@ -1145,15 +1269,53 @@ describe('fuzz: targeted values in every field, with a funded account', () => {
   beforeAll(async () => {
     funded = await gw.account(BALANCE, 'fuzz-funded');
     routes = enumerateRoutes();
+    // The organization routes' owner: an admin key of the funded account, two projects and a member of one.
+    org.adminKey = (await createAdminKey(gw.deps.db, funded.accountId, { name: 'fuzz' })).value;
+    const users = (await import('../../src/console/users')) as {
+      createLogin: (db: unknown, a: { accountId: string; email: string; password: string }) => Promise<{ id: string }>;
+    };
+    org.userId = (
+      await users.createLogin(gw.deps.db, {
+        accountId: funded.accountId,
+        email: `fuzz-member-${Date.now()}@example.com`,
+        password: 'fuzz-password-0123456789',
+      })
+    ).id;
+    const orgCall = async (p: string, body: unknown) => {
+      const res = await send(
+        'POST',
+        p,
+        { authorization: `Bearer ${org.adminKey}`, 'content-type': 'application/json' },
+        JSON.stringify(body),
+      );
+      if (res.status !== 200) throw new Error(`POST ${p}: ${res.status} ${res.body.toString()}`);
+      return JSON.parse(res.body.toString('utf8')) as { id: string };
+    };
+    org.projectId = (await orgCall('/v1/organization/projects', { name: 'fuzz' })).id;
+    org.archiveProjectId = (await orgCall('/v1/organization/projects', { name: 'fuzz archive' })).id;
+    await orgCall(`/v1/organization/projects/${org.projectId}/users`, { user_id: org.userId, role: 'member' });
   });
   afterEach(() => {
     failures.splice(0);
   });
 
-  const credsFor = async (p: string) =>
+  const credsFor = async (p: string): Promise<Record<string, string>> =>
     isConsoleApi(p)
       ? credentialsFor(p)
-      : { authorization: `Bearer ${funded.key}`, ...(isMessagesRoute(p) ? { 'anthropic-version': '2023-06-01' } : {}) };
+      : p.startsWith('/v1/organization/')
+        ? { authorization: `Bearer ${org.adminKey}` }
+        : p === '/v1/payments/sepay/webhook'
+          ? { authorization: `Apikey ${SEPAY_KEY}` }
+          : {
+              authorization: `Bearer ${funded.key}`,
+              ...(isMessagesRoute(p) ? { 'anthropic-version': '2023-06-01' } : {}),
+            };
+  /** Casso signs each body (its keys sorted): every mutation is sent signed, so it reaches the parser. */
+  const signedFor = (p: string, body: unknown): Record<string, string> => {
+    if (p !== '/v1/payments/casso/webhook') return {};
+    const t = String(Date.now());
+    return { 'x-casso-signature': `t=${t},v1=${cassoSignature(CASSO_SECRET, t, body)}` };
+  };
 
   test('every body route has a valid body (or form) to mutate', () => {
     const bodies = validBodies(funded.accountId);
@@ -1173,7 +1335,7 @@ describe('fuzz: targeted values in every field, with a funded account', () => {
         const res = await send(
           r.method,
           target,
-          { ...creds, 'content-type': 'application/json' },
+          { ...creds, ...signedFor(target, body), 'content-type': 'application/json' },
           JSON.stringify(body),
         );
         check(`targeted: ${name}`, r.method, target, res, 'any');

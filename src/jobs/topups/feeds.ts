@@ -43,7 +43,11 @@ export function vnTime(s: unknown): Date | null {
   return Number.isNaN(d.getTime()) ? null : d;
 }
 
-const str = (v: unknown): string | null => (typeof v === 'string' ? v : typeof v === 'number' ? String(v) : null);
+/** A text field of a feed: a NUL (which Postgres's text refuses) makes the body malformed (400), never a 500. */
+const str = (v: unknown, field: string): string | null => {
+  if (typeof v === 'string' && v.includes('\u0000')) throw new FeedBodyError(`'${field}' must not contain NUL`);
+  return typeof v === 'string' ? v : typeof v === 'number' ? String(v) : null;
+};
 
 function wholeVnd(v: unknown, field: string): number {
   const n = typeof v === 'string' && /^-?\d+$/.test(v.trim()) ? Number(v) : v;
@@ -85,7 +89,7 @@ export function sepaySigned(
 export function readSepay(body: unknown): IncomingTransfer {
   if (!body || typeof body !== 'object' || Array.isArray(body)) throw new FeedBodyError('the body must be an object');
   const b = body as Record<string, unknown>;
-  const id = str(b.id);
+  const id = str(b.id, 'id');
   if (!id) throw new FeedBodyError("'id' is required");
   if (b.transferType !== 'in' && b.transferType !== 'out') throw new FeedBodyError("'transferType' must be in or out");
   const amount = wholeVnd(b.transferAmount, 'transferAmount');
@@ -95,10 +99,10 @@ export function readSepay(body: unknown): IncomingTransfer {
     txnId: id,
     direction: b.transferType,
     amount,
-    content: [str(b.content), str(b.description)].filter(Boolean).join(' '),
-    code: str(b.code),
-    accountNumber: str(b.accountNumber),
-    reference: str(b.referenceCode),
+    content: [str(b.content, 'content'), str(b.description, 'description')].filter(Boolean).join(' '),
+    code: str(b.code, 'code'),
+    accountNumber: str(b.accountNumber, 'accountNumber'),
+    reference: str(b.referenceCode, 'referenceCode'),
     transactedAt: vnTime(b.transactionDate),
   };
 }
@@ -137,7 +141,7 @@ export function readCasso(body: unknown): IncomingTransfer[] {
   return items.map((d) => {
     if (!d || typeof d !== 'object') throw new FeedBodyError("'data' must be a transaction object");
     const t = d as Record<string, unknown>;
-    const id = str(t.id);
+    const id = str(t.id, 'data.id');
     if (!id) throw new FeedBodyError("'data.id' is required");
     const amount = wholeVnd(t.amount, 'data.amount');
     if (amount === 0) throw new FeedBodyError("'data.amount' must not be 0");
@@ -146,10 +150,10 @@ export function readCasso(body: unknown): IncomingTransfer[] {
       txnId: id,
       direction: amount > 0 ? ('in' as const) : ('out' as const),
       amount: Math.abs(amount),
-      content: str(t.description) ?? '',
+      content: str(t.description, 'data.description') ?? '',
       code: null,
-      accountNumber: str(t.accountNumber),
-      reference: str(t.reference),
+      accountNumber: str(t.accountNumber, 'data.accountNumber'),
+      reference: str(t.reference, 'data.reference'),
       transactedAt: vnTime(t.transactionDateTime),
     };
   });
