@@ -246,6 +246,8 @@ export function createBatchActivities(deps: BatchActivityDeps): BatchActivities 
           : null;
         let claim = await progress.claimLine(lineDb, a.batchId, l.no, claimant, staleMs, lostCost);
         while (claim !== true) {
+          // Its chunk was committed by a twin meanwhile: its outcome is in that commit, which this attempt's finds.
+          if (claim === null) return null;
           const o = claim.state === 'done' ? claim : await settled(l.no, usageId, r.custom_id, lostCost);
           if (o) return o;
           if (signal.aborted) return null;

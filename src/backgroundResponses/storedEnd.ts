@@ -1,6 +1,6 @@
 import type { Catalog, PriceSet } from '../catalog/catalog';
 import type { Db, Queryable } from '../db/pool';
-import { priceVersionAt } from '../billing/priceBook';
+import { changeInForceAfter, priceVersionAt, type PriceVersion } from '../billing/priceBook';
 import { estimatedUsage, usageCost, usageUnits, type TokenUsage } from '../billing/tokenUsage';
 import { usageOf } from '../operations/responses/turn';
 import type { DeliveryRef } from '../webhooks/repo';
@@ -17,16 +17,26 @@ import * as repo from './repo';
 
 /**
  * The model's prices in force at `at`: those in force now, unless a version took effect after `at` (a price change
- * between the answer and this end), then the version in force at `at`.
+ * between the answer and this end), then the version in force at `at`; or unless this process's price book has not
+ * yet read a change that took effect by `at` (it refreshes on an interval), then that change.
  */
 async function pricesAt(db: Queryable, model: { id: string; pricing: PriceSet }, at: Date | null): Promise<PriceSet> {
   const now = model.pricing.priceVersion;
   if (!at || now === undefined) return model.pricing;
   const r = await db.query('SELECT effective_at FROM price_versions WHERE id = $1', [now]);
-  if (!r.rowCount || (r.rows[0].effective_at as Date) <= at) return model.pricing;
+  if (!r.rowCount) return model.pricing;
+  const since = r.rows[0].effective_at as Date;
+  if (since <= at) {
+    // A change that took effect by `at` but is newer than the book's version: the book lags (it refreshes on an
+    // interval), the answer does not.
+    const lagged = await changeInForceAfter(db, model.id, now, at);
+    return lagged ? withVersion(lagged) : model.pricing;
+  }
   const v = await priceVersionAt(db, model.id, at);
-  return v ? { ...v.pricing, priceVersion: v.id } : model.pricing;
+  return v ? withVersion(v) : model.pricing;
 }
+
+const withVersion = (v: PriceVersion): PriceSet => ({ ...v.pricing, priceVersion: v.id });
 
 /**
  * Ends the response from its stored terminal event, if one was stored: its status, or null when none was (nothing

@@ -26,8 +26,10 @@ function toRow(r: Record<string, any>): LineRow {
 }
 
 /**
- * Claims a line for `attempt` (true), or returns the row another attempt left. `lostCost`: what the line costs the
- * gateway if it is lost in flight (kept with the claim for a batch that ends with it still claimed).
+ * Claims a line for `attempt` (true), or returns the row another attempt left, or null when the line's chunk is
+ * committed (a twin committed it and dropped its rows after this attempt looked for the chunk: a claim then would
+ * send the line again). `lostCost`: what the line costs the gateway if it is lost in flight (kept with the claim
+ * for a batch that ends with it still claimed).
  */
 export async function claimLine(
   db: Querier,
@@ -36,14 +38,25 @@ export async function claimLine(
   attempt: string,
   staleMs: number,
   lostCost: GatewayCost | null = null,
-): Promise<true | LineRow> {
+): Promise<true | LineRow | null> {
+  // The chunk's commit is visible before its rows are dropped (dropLines runs after commitChunk's transaction), so
+  // a claim that finds no row also finds the commit.
   const r = await db.query(
-    `INSERT INTO batch_lines (batch_id, line_no, attempt, state, lost_cost) VALUES ($1, $2, $3, 'sent', $4)
+    `INSERT INTO batch_lines (batch_id, line_no, attempt, state, lost_cost)
+     SELECT $1, $2, $3, 'sent', $4
+      WHERE NOT EXISTS (SELECT 1 FROM batch_chunks c WHERE c.batch_id = $1
+                          AND $2 BETWEEN c.first_line AND c.first_line + c.lines - 1)
      ON CONFLICT (batch_id, line_no) DO NOTHING RETURNING line_no`,
     [batchId, lineNo, attempt, lostCost ? JSON.stringify(lostCost) : null],
   );
   if (r.rowCount) return true;
-  return (await getLine(db, batchId, lineNo, staleMs)) ?? claimLine(db, batchId, lineNo, attempt, staleMs, lostCost);
+  const row = await getLine(db, batchId, lineNo, staleMs);
+  if (row) return row;
+  const committed = await db.query(
+    `SELECT 1 FROM batch_chunks WHERE batch_id = $1 AND $2 BETWEEN first_line AND first_line + lines - 1`,
+    [batchId, lineNo],
+  );
+  return committed.rowCount ? null : claimLine(db, batchId, lineNo, attempt, staleMs, lostCost);
 }
 
 export async function getLine(db: Querier, batchId: string, lineNo: number, staleMs: number): Promise<LineRow | null> {

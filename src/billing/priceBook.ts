@@ -242,6 +242,26 @@ export async function priceVersionAt(
 }
 
 /**
+ * The newest change of `model` (an operator's or an import: never another process's catalog file) in force at `at`
+ * that is newer than version `than`, or null: what a process's book still on `than` has not read yet.
+ */
+export async function changeInForceAfter(
+  db: Queryable,
+  model: string,
+  than: number,
+  at: Date,
+): Promise<PriceVersion | null> {
+  const r = await db.query(
+    `SELECT v.* FROM price_versions v, price_versions t
+     WHERE t.id = $2 AND v.model = $1 AND v.source <> 'catalog' AND v.effective_at <= $3
+       AND (v.effective_at, v.id) > (t.effective_at, t.id)
+     ORDER BY v.effective_at DESC, v.id DESC LIMIT 1`,
+    [model, than, at],
+  );
+  return r.rowCount ? toVersion(r.rows[0]) : null;
+}
+
+/**
  * The catalog file's prices of each model as a version: the latest file version with the same prices, or a new
  * one in force now (the file changed). Serialised across processes starting together.
  */

@@ -1,4 +1,8 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import OpenAI, { toFile } from 'openai';
+import type { CatalogFile, ModelConfig } from '../../src/catalog/catalog';
 import { eventually, spawnWorker, startVideoHarness, type VideoHarness } from '../support/video';
 import { getBalance, listLedger, verifyProjections } from '../../src/billing/ledger';
 import { loadBatchSettings } from '../../src/batches/settings';
@@ -15,12 +19,25 @@ import { ConsoleClient, makeLogin } from '../e2e/consoleClient';
  * recorded once as the gateway's own cost, and verify-ledger counts it.
  */
 
+/** A provider and model of this file's own: their recorded usage is this file's alone (the database is shared). */
+const PROVIDER = 'be-openai';
+const MODEL = 'be-mini';
+
 let h: VideoHarness;
 beforeAll(async () => {
+  const base = JSON.parse(fs.readFileSync(path.join(__dirname, '../../config/catalog.json'), 'utf8')) as CatalogFile;
+  const gpt = base.models.find((m) => m.id === 'gpt-4o-mini')!;
+  const providers = {
+    ...base.providers,
+    [PROVIDER]: { ...base.providers['emulator-openai'], modelPatterns: undefined },
+  };
+  const models: ModelConfig[] = [...base.models, { ...gpt, id: MODEL, provider: PROVIDER, aliases: undefined }];
+  const catalogPath = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'gw-batch-ends-')), 'catalog.json');
+  fs.writeFileSync(catalogPath, JSON.stringify({ ...base, providers, models }));
   // The worker's own reconciler stays out of the way: the test runs the reconciler when the lines are answered.
   h = await startVideoHarness(
     { reconcileIntervalMs: 600_000 },
-    { batches: { ...loadBatchSettings(), concurrency: 2, chunkLines: 6, heartbeatMs: 1000 } },
+    { catalogPath, batches: { ...loadBatchSettings(), concurrency: 2, chunkLines: 6, heartbeatMs: 1000 } },
   );
 });
 afterAll(async () => {
@@ -36,7 +53,7 @@ const chatLines = (tag: string, n: number) =>
       custom_id: `req-${i}`,
       method: 'POST',
       url: '/v1/chat/completions',
-      body: { model: 'gpt-4o-mini', messages: [{ role: 'user', content: `${tag} number ${i}` }], max_tokens: 50 },
+      body: { model: MODEL, messages: [{ role: 'user', content: `${tag} number ${i}` }], max_tokens: 50 },
     }),
   ).join('\n') + '\n';
 
@@ -162,7 +179,7 @@ test('requests answered after their batch was ended elsewhere: each recorded onc
   // Reconciled with the provider's report of the day: the drift (served, not in customers' usage records) is what
   // the gateway's costs explain, to the token (their units are the upstream's own); none of it is unexplained.
   const day = new Date().toISOString().slice(0, 10);
-  const rows = await reconcileProviderDay({ db: h.deps.db, catalog: h.deps.catalog }, 'emulator-openai', day);
+  const rows = await reconcileProviderDay({ db: h.deps.db, catalog: h.deps.catalog }, PROVIDER, day);
   const tokens = (k: string) => recorded.reduce((s, g) => s + g.units[k], 0);
   expect(rows.filter((r) => r.model === 'gpt-4o-mini').map((r) => [r.field, r.drift, r.explained])).toEqual([
     ['input', tokens('prompt_tokens'), tokens('prompt_tokens')],
@@ -176,7 +193,7 @@ test('requests answered after their batch was ended elsewhere: each recorded onc
   const view = await operator.json('GET', '/console/api/admin/reconciliation?days=1');
   const output = view.data.find(
     (r: { provider: string; day: string; model: string; field: string }) =>
-      r.provider === 'emulator-openai' && r.day === day && r.model === 'gpt-4o-mini' && r.field === 'output',
+      r.provider === PROVIDER && r.day === day && r.model === 'gpt-4o-mini' && r.field === 'output',
   );
   expect(output).toMatchObject({
     drift_units: tokens('completion_tokens'),
