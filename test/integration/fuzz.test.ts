@@ -1080,6 +1080,15 @@ function validBodies(accountId: string): Record<string, Record<string, unknown>>
     'POST /v1/organization/projects/:project_id/users/:user_id': { role: 'owner' },
     'POST /v1/organization/projects/:project_id/spend_limit': spend,
     'POST /v1/organization/spend_limit': spend,
+    // Project rate limits per model, and spend alerts (an unknown alert id is a 404 before its body is read).
+    'POST /v1/organization/projects/:project_id/rate_limits/:rate_limit_id': {
+      max_requests_per_1_minute: 100_000,
+      max_tokens_per_1_minute: 10_000_000,
+    },
+    'POST /v1/organization/spend_alerts': alert,
+    'POST /v1/organization/spend_alerts/:alert_id': alert,
+    'POST /v1/organization/projects/:project_id/spend_alerts': alert,
+    'POST /v1/organization/projects/:project_id/spend_alerts/:alert_id': alert,
     'POST /v1/organization/admin_api_keys': { name: 'fuzz admin key', expires_in_seconds: 3600 },
     'POST /v1/organization/users/:user_id': { role: 'reader' },
     'POST /v1/organization/invites': {
@@ -1093,6 +1102,10 @@ function validBodies(accountId: string): Record<string, Record<string, unknown>>
 const topup = { amount: 100_000, method: 'vietqr' };
 const cache = { enabled: true, default_ttl_seconds: 600, scope: 'account' };
 const spend = { threshold_amount: 1_000_000_000, currency: 'VND', interval: 'month' };
+const alert = {
+  ...spend,
+  notification_channel: { type: 'email', recipients: ['fuzz-owner@example.com'], subject_prefix: 'fuzz' },
+};
 const limits = { rpm: 100_000, tpm: 10_000_000, budgetDayVnd: 1_000_000_000, budgetMonthVnd: 10_000_000_000 };
 
 /** Where a body route is fuzzed: its sample path, but the limits routes on the operator's real account and key. */
@@ -1100,7 +1113,8 @@ function bodyPath(r: RouteInfo): string {
   if (r.pattern.startsWith('/v1/organization/'))
     return r.pattern
       .replace(':project_id', r.pattern.endsWith('/archive') ? org.archiveProjectId : org.projectId)
-      .replace(':user_id', org.userId);
+      .replace(':user_id', org.userId)
+      .replace(':rate_limit_id', 'rl-gpt-4o-mini');
   if (!operatorAccount || !r.pattern.endsWith('/limits')) return r.sample;
   return r.pattern
     .replace(':keyId', operatorAccount.keyId)
