@@ -118,6 +118,9 @@ function unitsOf(u: Record<string, unknown>): { units: Partial<Units>; exact: Pa
   // Transcription seconds: the provider bills each request in whole seconds (rounded up); charged at the exact ones.
   if (typeof u.audio_seconds === 'number')
     return { units: { seconds: Math.ceil(u.audio_seconds) }, exact: { seconds: u.audio_seconds } };
+  // Video delivered (a gateway cost of a task that could not be cancelled): the provider bills the seconds made.
+  if (typeof u.video_seconds === 'number')
+    return { units: { video_seconds: u.video_seconds }, exact: { video_seconds: u.video_seconds } };
   return null;
 }
 
