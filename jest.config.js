@@ -14,7 +14,7 @@ const shared = {
   transform: { '^.+\\.ts$': ['@swc/jest', { jsc: { target: 'es2022', parser: { syntax: 'typescript' } } }] },
 };
 
-/** Integration files that compare latencies measured in their own run (idle, then loaded), or kill processes: run alone. */
+/** Integration files that compare latencies measured in their own run (idle, then loaded), or kill processes. */
 const SERIAL = [
   'test/integration/tenant-isolation.test.ts', // small jobs' times beside a noisy tenant, as ratios to idle
   'test/integration/slow-body.test.ts', // request latencies while 500 bodies stall, against a baseline
