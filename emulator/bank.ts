@@ -1,4 +1,4 @@
-import { createHmac, randomBytes } from 'node:crypto';
+import { createHmac, randomBytes, randomInt } from 'node:crypto';
 import type Router from '@koa/router';
 import { koaBody } from 'koa-body';
 import type { Mount } from './mount';
@@ -179,17 +179,23 @@ export interface TransferRequest {
   formats?: ('sepay' | 'casso')[];
 }
 
+/**
+ * Where this bank's transaction ids start: a bank never reuses one, and emulated banks of several test files share a
+ * gateway's database, so each starts at an id of its own.
+ */
+const FIRST_ID = 92_700 + randomInt(1, 1_000_000) * 100;
+
 /** Records a transfer on the account and sends (or holds) its webhooks; resolves once every send ended. */
 export async function makeTransfer(state: BankState, req: TransferRequest): Promise<BankTransfer> {
   const last = state.transfers.at(-1);
   const type = req.transferType ?? 'in';
   const t: BankTransfer = {
-    id: (last?.id ?? 92_700) + 1,
+    id: (last?.id ?? FIRST_ID) + 1,
     amount: req.amount,
     content: req.content,
     accountNumber: req.accountNumber ?? '0011000000000',
     transactionDate: vnTimeText(new Date()),
-    referenceCode: `FT${String(Date.now()).slice(-6)}${(last?.id ?? 92_700) + 1}`,
+    referenceCode: `FT${String(Date.now()).slice(-6)}${(last?.id ?? FIRST_ID) + 1}`,
     transferType: type,
     accumulated: (last?.accumulated ?? 0) + (type === 'in' ? req.amount : -req.amount),
   };
