@@ -22,14 +22,19 @@ const CROSSED_SQL = `
            AND (s.project_id IS NULL OR u.api_key_id IN (SELECT k.id FROM api_keys k WHERE k.project_id = s.project_id))
       )::bigint AS spent
     FROM spend_alerts s, m
-    WHERE s.alerted_month IS DISTINCT FROM m.month)
+    WHERE s.alerted_month IS DISTINCT FROM m.month AND ($2::uuid IS NULL OR s.account_id = $2))
   UPDATE spend_alerts s SET alerted_month = spend.month, mail_pending = true
   FROM spend WHERE spend.id = s.id AND spend.spent > 0 AND spend.spent >= s.threshold_vnd
   RETURNING s.id, s.account_id, s.project_id, s.threshold_vnd, spend.spent, spend.month`;
 
-export async function sweepSpendAlerts(db: Db): Promise<DeliveryRef[]> {
+/** Limits a sweep to one organization (an operator's check, a test's own account); by default, every one. */
+export interface SweepScope {
+  accountId?: string;
+}
+
+export async function sweepSpendAlerts(db: Db, scope: SweepScope = {}): Promise<DeliveryRef[]> {
   return tx(db, async (c) => {
-    const crossed = await c.query(CROSSED_SQL, [budgetTimeZone()]);
+    const crossed = await c.query(CROSSED_SQL, [budgetTimeZone(), scope.accountId ?? null]);
     const out: DeliveryRef[] = [];
     for (const a of crossed.rows) {
       const { deliveries } = await recordEventIn(c, {
@@ -53,13 +58,15 @@ export async function sweepSpendAlerts(db: Db): Promise<DeliveryRef[]> {
 }
 
 /** Mails the pending crossings (to the organization's owners and the alert's recipients); each cleared once sent. */
-export async function mailSpendAlerts(db: Db, mailer: Mailer): Promise<number> {
+export async function mailSpendAlerts(db: Db, mailer: Mailer, scope: SweepScope = {}): Promise<number> {
   const r = await db.query(
     `SELECT s.id, s.project_id, s.threshold_vnd, s.alerted_month, s.recipients, s.subject_prefix, p.name AS project,
        ARRAY(SELECT u.email FROM console_users u
              WHERE u.account_id = s.account_id AND u.org_role = 'owner' AND u.removed_at IS NULL ORDER BY u.email)
          AS owners
-     FROM spend_alerts s LEFT JOIN projects p ON p.id = s.project_id WHERE s.mail_pending`,
+     FROM spend_alerts s LEFT JOIN projects p ON p.id = s.project_id
+     WHERE s.mail_pending AND ($1::uuid IS NULL OR s.account_id = $1)`,
+    [scope.accountId ?? null],
   );
   let sent = 0;
   for (const a of r.rows) {
