@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Client } from '@temporalio/client';
 import type { AppDeps } from '../operations/deps';
 import type { AccountBilling, Caller } from '../operations/caller';
-import type { CreditManager } from '../billing/credit';
+import type { CreditManager } from '../modelCall/credit';
 import type { RateLimiter } from '../limits/rateLimiter';
 import type { ModelConfig } from '../catalog/catalog';
 import type { ResponsesRequest } from '../translate/responsesTypes';

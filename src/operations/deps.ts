@@ -4,12 +4,12 @@ import type { Db } from '../db/pool';
 import type { Catalog } from '../catalog/catalog';
 import type { PriceBook } from '../billing/priceBook';
 import type { KeyResolver } from '../auth/apiKeys';
-import type { CreditManager } from '../billing/credit';
+import type { CreditManager } from '../modelCall/credit';
 import type { Logger } from '../observability/logger';
 import type { Metrics } from '../observability/metrics';
 import type { Storage } from '../storage/storage';
 import type { ProviderRegistry } from '../providers/registry';
-import type { ModelRouter } from '../routing/modelRouter';
+import type { ModelRouter } from '../modelCall/modelRouter';
 import type { RateLimiter } from '../limits/rateLimiter';
 import type { ResponseCache } from '../cache';
 

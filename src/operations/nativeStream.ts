@@ -4,7 +4,7 @@ import { CLIENT_CLOSED } from '../net/abort';
 import type { SseSink } from '../sse/clientSink';
 import { rewriteRegion, SseRegions, type SseRegion } from '../sse/eventRegions';
 import type { EventSourceMessage } from '../sse/upstreamEvents';
-import type { RoutedCall } from './routedCall';
+import type { RoutedCall } from '../modelCall/routedCall';
 
 /**
  * The one relay of a native pass-through stream (/v1/messages on an Anthropic upstream, /v1/responses on a

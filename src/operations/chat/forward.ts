@@ -1,15 +1,15 @@
 import type { Caller, OperationDeps } from '../caller';
 import { invalidUpstreamResponse } from '../../errors';
 import { estimateChatMaxCost } from '../../billing/pricing';
-import { StreamUsage } from '../../billing/meter';
+import { StreamUsage } from '../../modelCall/meter';
 import { estimatedUsage, fromChatUsage } from '../../billing/tokenUsage';
 import type { ModelConfig } from '../../catalog/catalog';
 import { redactorFor } from '../../catalog/redact';
 import { usageFromJson } from '../../providers/openai/adapter';
-import { boundOverCandidates } from '../../routing/bound';
-import type { RouteTry } from '../../routing/modelRouter';
+import { boundOverCandidates } from '../../modelCall/bound';
+import type { RouteTry } from '../../modelCall/modelRouter';
 import { SseRelay } from '../../sse/clientRelay';
-import { openCall, RoutedPayload, type RoutedCall } from '../routedCall';
+import { openCall, RoutedPayload, type RoutedCall } from '../../modelCall/routedCall';
 
 /**
  * A chat or legacy completion on an OpenAI-compatible upstream: the body forwarded as sent (model renamed per

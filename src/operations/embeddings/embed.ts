@@ -4,9 +4,9 @@ import type { EmbeddingBody } from '../../schemas/embeddings';
 import { embeddingTokensBound, tokensCost, tokensFromChars } from '../../billing/pricing';
 import { usageFromJson } from '../../providers/openai/adapter';
 import { asOpenAIError } from '../../providers/upstreamError';
-import { boundOverCandidates } from '../../routing/bound';
+import { boundOverCandidates } from '../../modelCall/bound';
 import { geminiEmbedder, servedNatively } from '../../providers/kinds';
-import { openCall, RoutedPayload } from '../routedCall';
+import { openCall, RoutedPayload } from '../../modelCall/routedCall';
 import { geminiEmbedCall, openAIEmbeddingList, type GeminiEmbedCall } from '../embeddings/geminiUpstream';
 import { throughCache } from '../../cache';
 

@@ -4,11 +4,11 @@ import type { GenerateContentRequest } from '../../translate/geminiTypes';
 import { geminiToChat } from '../../translate/client/geminiToChat';
 import { ChatToGeminiStream, chatToGemini } from '../../translate/client/chatToGemini';
 import { translateInput } from '../../translate/translateInput';
-import { RoutedBackend } from '../../routing/routedBackend';
+import { RoutedBackend } from '../../modelCall/routedBackend';
 import { tokensFromChars } from '../../billing/pricing';
 import { estimatedUsage, fromChatUsage } from '../../billing/tokenUsage';
 import { geminiStatus } from '../../errorBodies';
-import { openCall } from '../routedCall';
+import { openCall } from '../../modelCall/routedCall';
 import { relayTranslated, routedComplete } from '../translatedStream';
 import type { GeminiStreamWire } from './streamWire';
 

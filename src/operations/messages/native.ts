@@ -5,11 +5,11 @@ import type { MessagesRequest } from '../../translate/anthropicTypes';
 import { formatSse } from '../../sse/translatedEvents';
 import { redactorFor } from '../../catalog/redact';
 import type { MessagesUpstream } from '../../providers/messagesUpstream';
-import { boundOverCandidates } from '../../routing/bound';
-import type { RouteTry } from '../../routing/modelRouter';
-import { countImages, nativeBound } from '../../billing/nativeBound';
+import { boundOverCandidates } from '../../modelCall/bound';
+import type { RouteTry } from '../../modelCall/modelRouter';
+import { countImages, nativeBound } from '../../modelCall/nativeBound';
 import { estimatedUsage, fromAnthropicUsage, tokenUsage, type AnthropicUsageLike } from '../../billing/tokenUsage';
-import { openCall, RoutedPayload } from '../routedCall';
+import { openCall, RoutedPayload } from '../../modelCall/routedCall';
 import { relayNative, type NativeEvents } from '../nativeStream';
 
 /**

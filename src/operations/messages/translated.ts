@@ -6,10 +6,10 @@ import { chatToMessages } from '../../translate/client/chatToMessages';
 import { ChatToMessagesStream } from '../../translate/client/chatStreamToMessages';
 import { translateInput } from '../../translate/translateInput';
 import { formatSse, type SseEvent } from '../../sse/translatedEvents';
-import { RoutedBackend } from '../../routing/routedBackend';
+import { RoutedBackend } from '../../modelCall/routedBackend';
 import { tokensFromChars } from '../../billing/pricing';
 import { estimatedUsage, fromChatUsage } from '../../billing/tokenUsage';
-import { openCall } from '../routedCall';
+import { openCall } from '../../modelCall/routedCall';
 import { relayTranslated, routedComplete } from '../translatedStream';
 
 /**
@@ -31,7 +31,7 @@ export async function translatedMessages(
     // A catalog model carries its translate options (upstream name, output cap, reasoning).
     messagesToChat(req, model),
   );
-  // The backends of every deployment that may answer: retries and fallbacks until an upstream answers (src/routing).
+  // The backends of every deployment that may answer: retries and fallbacks until an upstream answers (src/modelCall).
   const backend = new RoutedBackend(deps.providers, deps.catalog, deps.router, model, chat);
   const bytes = backend.payloadBytes;
   const call = await openCall(caller, deps, model, OPERATION, backend.maxCost, backend.maxTokens);

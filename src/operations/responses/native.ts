@@ -7,12 +7,12 @@ import { formatSse } from '../../sse/translatedEvents';
 import type { EventSourceMessage } from '../../sse/upstreamEvents';
 import { redactorFor } from '../../catalog/redact';
 import { DEFAULT_MAX_OUTPUT_TOKENS } from '../../billing/pricing';
-import { countImages, nativeBound } from '../../billing/nativeBound';
+import { countImages, nativeBound } from '../../modelCall/nativeBound';
 import { estimatedUsage } from '../../billing/tokenUsage';
-import { openCall, RoutedPayload } from '../routedCall';
+import { openCall, RoutedPayload } from '../../modelCall/routedCall';
 import { relayNative, type NativeEvents } from '../nativeStream';
-import { boundOverCandidates } from '../../routing/bound';
-import type { RouteTry } from '../../routing/modelRouter';
+import { boundOverCandidates } from '../../modelCall/bound';
+import type { RouteTry } from '../../modelCall/modelRouter';
 import { storeTurn, usageOf, type Turn } from './turn';
 
 /**

@@ -4,10 +4,10 @@ import { chatToResponses, newId, type ResponseShell } from '../../translate/clie
 import { ChatToResponsesStream } from '../../translate/client/chatStreamToResponses';
 import { translateInput } from '../../translate/translateInput';
 import { formatSse, type SseEvent } from '../../sse/translatedEvents';
-import { RoutedBackend } from '../../routing/routedBackend';
+import { RoutedBackend } from '../../modelCall/routedBackend';
 import { tokensFromChars } from '../../billing/pricing';
 import { estimatedUsage, fromChatUsage } from '../../billing/tokenUsage';
-import { openCall } from '../routedCall';
+import { openCall } from '../../modelCall/routedCall';
 import { relayTranslated, routedComplete } from '../translatedStream';
 import { storeTurn, type Turn } from './turn';
 
@@ -32,7 +32,7 @@ export async function translatedResponses(caller: Caller, deps: OperationDeps, t
       },
     ),
   );
-  // The backends of every deployment that may answer: retries and fallbacks until an upstream answers (src/routing).
+  // The backends of every deployment that may answer: retries and fallbacks until an upstream answers (src/modelCall).
   const backend = new RoutedBackend(deps.providers, deps.catalog, deps.router, t.model, chat);
   const bytes = backend.payloadBytes;
   const call = await openCall(caller, deps, t.model, OPERATION, backend.maxCost, backend.maxTokens);

@@ -1,5 +1,5 @@
 import { relayNative, type NativeEvents } from '../../../src/operations/nativeStream';
-import { openCall } from '../../../src/operations/routedCall';
+import { openCall } from '../../../src/modelCall/routedCall';
 import { Catalog, type CatalogFile, type ModelConfig } from '../../../src/catalog/catalog';
 import { tokenUsage } from '../../../src/billing/tokenUsage';
 import type { EventSourceMessage } from '../../../src/sse/upstreamEvents';

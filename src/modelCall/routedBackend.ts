@@ -9,7 +9,7 @@ import type { ModelRouter, RouteTry } from './modelRouter';
  * The chat backends (src/providers/chatBackends.ts) of every deployment that may answer a translated request: the
  * primary deployment's built at once (nearly every request ends there), the others on first use, so the translated
  * and bridged paths of /v1/messages, /v1/responses, Gemini and chat on Claude retry and fall back like the others
- * (the tries are the request's RoutedCall's, src/operations/routedCall.ts). Its bound covers every candidate.
+ * (the tries are the request's RoutedCall's, src/modelCall/routedCall.ts). Its bound covers every candidate.
  */
 export class RoutedBackend {
   readonly payloadBytes: number;

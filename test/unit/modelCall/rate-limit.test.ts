@@ -1,12 +1,12 @@
-import { admitRequest, openAIDuration, setRateLimitHeaders, unitTokens } from '../../../src/operations/rateLimit';
+import { admitRequest, openAIDuration, setRateLimitHeaders, unitTokens } from '../../../src/modelCall/rateLimit';
 import { accountBilling, holdBilling, type AccountBilling } from '../../../src/operations/caller';
-import { openCall } from '../../../src/operations/routedCall';
+import { openCall } from '../../../src/modelCall/routedCall';
 import { MemoryRateLimiter } from '../../../src/limits/rateLimiter';
 import { Metrics } from '../../../src/observability/metrics';
 import { Catalog, type CatalogFile, type ModelConfig } from '../../../src/catalog/catalog';
-import { ModelRouter } from '../../../src/routing/modelRouter';
+import { ModelRouter } from '../../../src/modelCall/modelRouter';
 import { InsufficientFunds } from '../../../src/billing/ledger';
-import type { CreditManager } from '../../../src/billing/credit';
+import type { CreditManager } from '../../../src/modelCall/credit';
 import type { KeyResolver } from '../../../src/auth/apiKeys';
 import { ApiError } from '../../../src/errors';
 import { principal, RecordingHold, RecordingOutput, testCaller } from '../../support/operationCaller';

@@ -1,19 +1,19 @@
-import type { AccountBilling, Billing, Caller, OperationDeps } from './caller';
+import type { AccountBilling, Billing, Caller, OperationDeps } from '../operations/caller';
 import { ApiError } from '../errors';
 import { CLIENT_CLOSED, ClientClosed, type RequestAbort } from '../net/abort';
-import { Meter, openMeter } from '../billing/meter';
+import { Meter, openMeter } from './meter';
 import { usageUnits, type TokenUsage } from '../billing/tokenUsage';
 import type { ModelConfig, Pricing } from '../catalog/catalog';
 import type { Principal } from '../auth/apiKeys';
 import { hasBudget } from '../limits/keyLimits';
 import type { RateLimiter, TokenTicket } from '../limits/rateLimiter';
-import type { ModelRouter, RouteRecorder, RouteTry } from '../routing/modelRouter';
+import type { ModelRouter, RouteRecorder, RouteTry } from './modelRouter';
 import type { Span } from '@opentelemetry/api';
 import { tracer, type HeldTry } from '../observability/tracing';
 import type { CallOptions } from '../providers/types';
 import { sseComment } from '../sse/wire';
 import { admitRequest, unitTokens } from './rateLimit';
-import { affinityOf } from '../routing/affinity';
+import { affinityOf } from './affinity';
 
 /**
  * One synchronous request's billed call upstream, the one path every API family takes:
@@ -23,7 +23,7 @@ import { affinityOf } from '../routing/affinity';
  *   call.settle(usage, status);                                                              // once
  *
  * openCall admits the request against the key's rate limits and reserves its maximum cost; `run` tries the model's
- * deployments and fallbacks until one answers before its first byte (src/routing), remembering the answered model
+ * deployments and fallbacks until one answers before its first byte (src/modelCall), remembering the answered model
  * whose prices bill it; `settle` (or `cancel`, when nothing answered) charges the meter and corrects the key's
  * token window, once: the rate limit is admitted and settled here and nowhere else. The caller's RequestAbort
  * (`abort`, src/net/abort.ts) aborts when the client goes away, its reason a ClientClosed; the upstream call then
@@ -75,7 +75,7 @@ export class RoutedCall implements RouteRecorder {
 
   private handle: string | null | undefined;
 
-  /** The request's prompt-cache handle, which routes it (src/routing/affinity.ts); worked out on first need. */
+  /** The request's prompt-cache handle, which routes it (src/modelCall/affinity.ts); worked out on first need. */
   get affinity(): string | null {
     if (this.handle === undefined) this.handle = this.caller.promptCache ? affinityOf(this.caller.promptCache) : null;
     return this.handle;
@@ -128,7 +128,7 @@ export class RoutedCall implements RouteRecorder {
   }
 
   /**
-   * Tries `attempt` on the model's deployments and fallbacks until one answers (src/routing/modelRouter.ts): it
+   * Tries `attempt` on the model's deployments and fallbacks until one answers (src/modelCall/modelRouter.ts): it
    * must throw only before the client has received anything. When none answers, the reservation is cancelled and
    * the last error thrown (a ClientClosed if the client left).
    */

@@ -1,15 +1,15 @@
 import { randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import type { CreditManager, Reservation } from './credit';
-import { InsufficientFunds } from './ledger';
+import { InsufficientFunds } from '../billing/ledger';
 import { ApiError, budgetExceeded, insufficientFunds } from '../errors';
-import { BudgetExceeded } from './budget';
-import { tokensFromChars } from './pricing';
+import { BudgetExceeded } from '../billing/budget';
+import { tokensFromChars } from '../billing/pricing';
 import { SseDecoder } from '../sse/upstreamEvents';
 import type { RelayUsage } from '../sse/clientRelay';
 import type { TokenUsage as UpstreamUsage } from '../providers/types';
 import type { Pricing } from '../catalog/catalog';
-import { fromChatUsage, tokenUsage, usageCost, usageUnits, type TokenUsage } from './tokenUsage';
+import { fromChatUsage, tokenUsage, usageCost, usageUnits, type TokenUsage } from '../billing/tokenUsage';
 import { PG_ERROR, pgErrorCode } from '../db/pgErrors';
 
 /**
@@ -39,7 +39,7 @@ export class Meter {
   /** How the request ended (settle's or cancel's status), once it has: the response cache stores only 200s. */
   status: number | null = null;
 
-  /** The deployment of the current try, and `retry` / `fallback` when it is not the first (src/routing). */
+  /** The deployment of the current try, and `retry` / `fallback` when it is not the first (src/modelCall). */
   deployment: string | null = null;
   routing: 'retry' | 'fallback' | null = null;
 
