@@ -3,10 +3,8 @@ import type { OperationDeps } from './caller';
 import type { ChatChunk, ChatCompletion } from '../translate/chatTypes';
 import type { SseSink } from '../sse/clientSink';
 import { UpstreamStreamError } from '../providers/chatBackend';
-import type { RoutedBackend } from '../modelCall/routedBackend';
-import { StreamUsage } from '../modelCall/meter';
 import { CLIENT_CLOSED } from '../net/abort';
-import type { RoutedCall } from '../modelCall/routedCall';
+import { StreamUsage, type RoutedBackend, type RoutedCall } from '../modelCall';
 import type { HeldTry } from '../observability/tracing';
 
 /**

@@ -40,7 +40,7 @@ export async function synthesizeSpeech(ctx: Ctx, deps: AppDeps, model: ModelConf
   const maxCost = boundOverCandidates(deps.catalog, deps.router, model, (m) => ({
     maxCost: charactersCost(m.pricing, characters),
   })).maxCost;
-  const call = await openCall(callerOf(ctx, deps), deps, model, 'audio.speech', maxCost);
+  const call = await openCall(callerOf(ctx, deps), deps, model, 'audio.speech', { maxCost });
   call.unitsIfUnanswered = units;
   // Retried only until the upstream's audio starts: a 2xx answer is handed to the client as it streams.
   const up = await call.run((t) =>

@@ -28,7 +28,7 @@ export async function transcribe(
   const maxCost = boundOverCandidates(deps.catalog, deps.router, model, (m) => ({
     maxCost: audioCost(m.pricing, Math.max(file.size, 1000)),
   })).maxCost;
-  const call = await openCall(callerOf(ctx, deps), deps, model, 'audio.transcriptions', maxCost);
+  const call = await openCall(callerOf(ctx, deps), deps, model, 'audio.transcriptions', { maxCost });
   const upstreamFields: Record<string, MultipartValue> = {
     model: model.upstreamModel,
     file: {

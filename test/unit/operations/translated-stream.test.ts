@@ -83,7 +83,7 @@ async function stream(
           })(),
       }),
     } as unknown as RoutedBackend;
-    const call = await openCall(caller, deps, catalog.get('m')!, 'messages', 1000);
+    const call = await openCall(caller, deps, catalog.get('m')!, 'messages', { maxCost: 1000 });
     usageId = call.meter.id;
     await relayTranslated(deps, call, backend, caller.out.sink(), o.translator ?? lines, { 'x-extra': 'yes' });
   });
