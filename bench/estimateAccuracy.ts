@@ -3,7 +3,7 @@ import { startEmulator } from '../emulator/server';
 import { projectRoot } from '../src/projectRoot';
 import { Catalog, type ModelConfig } from '../src/catalog/catalog';
 import { estimateChatMaxCost, outputTokensBound, promptTokensBound, tokensBoundCost } from '../src/billing/pricing';
-import { countImages, nativeBound } from '../src/modelCall/nativeBound';
+import { countImages, nativeBound } from '../src/billing/nativeBound';
 import { pngHeader } from './lib/imageHeaders';
 import { fromAnthropicUsage, fromChatUsage, usageCost } from '../src/billing/tokenUsage';
 

@@ -1,10 +1,9 @@
 import type { Principal } from '../auth/apiKeys';
 import { accountBilling, type AccountBilling, type Caller, type Output, type RelayTarget } from '../operations/caller';
-import type { RoutedCall } from '../modelCall/routedCall';
+import type { RoutedCall, AffinitySource } from '../modelCall';
 import { clientAbort, type RequestAbort } from '../net/abort';
 import { SseSink } from '../sse/clientSink';
 import type { Span } from '@opentelemetry/api';
-import type { AffinitySource } from '../modelCall/affinity';
 import type { Ctx } from './requestState';
 import { sendJsonBuffer } from './jsonBuffer';
 

@@ -1,6 +1,6 @@
 import type Koa from 'koa';
 import type { Principal } from '../auth/apiKeys';
-import type { RoutedCall } from '../modelCall/routedCall';
+import type { RoutedCall } from '../modelCall';
 import type { RequestAbort } from '../net/abort';
 import type { Span } from '@opentelemetry/api';
 

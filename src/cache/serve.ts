@@ -1,6 +1,6 @@
 import type { ModelConfig } from '../catalog/catalog';
 import type { Caller, OperationDeps } from '../operations/caller';
-import { openCall } from '../modelCall/routedCall';
+import { openCall } from '../modelCall';
 import { CACHE_HEADER, parseDirective, type CacheDirective } from './directive';
 import { makeEntry, type CacheEntry } from './entry';
 import { Recorder } from './recorder';

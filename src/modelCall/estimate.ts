@@ -2,7 +2,7 @@ import type { Catalog, ModelConfig } from '../catalog/catalog';
 import { DEFAULT_MAX_OUTPUT_TOKENS, embeddingTokensBound, estimateChatMaxCost, tokensCost } from '../billing/pricing';
 import type { MediaPart } from '../billing/imageTokens';
 import { boundOverCandidates } from './bound';
-import { nativeBound } from './nativeBound';
+import { nativeBound } from '../billing/nativeBound';
 import type { ModelRouter } from './modelRouter';
 
 /**

@@ -32,7 +32,7 @@ export {
   USAGE_ID_HEADER,
 } from './routedCall';
 export { estimateNative, estimateCompletion, estimateEmbeddings, type Estimate } from './estimate';
-export { countImages } from './nativeBound';
+export { countImages } from '../billing/nativeBound';
 export {
   openaiUpstream,
   messagesUpstream,
@@ -48,9 +48,19 @@ export { RoutedBackend } from './routedBackend';
 export { settleEmbeddings } from './embeddingBill';
 export { StreamUsage } from './meter';
 export type { RouteTry } from './modelRouter';
-export type { CreditManager, Reservation, UsageInput } from './credit';
+export type { Reservation, UsageInput } from './credit';
 export type { AffinitySource } from './affinity';
-export type { ModelRouter };
+
+// Built once at start-up (src/bootstrap.ts, src/worker.ts, the video activities) and handed to the operations.
+export { ModelRouter } from './modelRouter';
+export { CreditManager } from './credit';
+export { recoverDeadLeases, staleAfter } from './creditHolders';
+export { loadRoutingSettings } from './settings';
+export { TryRecord } from './tryRecord';
+// The spine's parts other callers of the model use: the HTTP routes billed otherwise (images, audio, videos),
+// the batches' bound, the rate-limit headers.
+export { boundOverCandidates } from './bound';
+export { admitRequest, setRateLimitHeaders } from './rateLimit';
 // The usage an operation reads off an upstream's answer, in the one shape settle prices.
 export {
   tokenUsage,

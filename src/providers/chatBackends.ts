@@ -25,7 +25,7 @@ import type { MessagesUpstream } from './messagesUpstream';
 import type { OpenAICompatibleAdapter } from './types';
 import type { ProviderRegistry } from './registry';
 import { DEFAULT_MAX_OUTPUT_TOKENS, estimateChatMaxCost, type ChatCostBound } from '../billing/pricing';
-import { countImages, nativeBound } from '../modelCall/nativeBound';
+import { countImages, nativeBound } from '../billing/nativeBound';
 
 const chatBound = (b: ChatCostBound) => ({ maxCost: b.maxCost, maxTokens: b.promptTokens + b.outputTokens });
 

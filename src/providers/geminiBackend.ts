@@ -9,7 +9,7 @@ import {
   GeminiStreamToChat,
 } from '../translate/upstream/chatToGemini';
 import { DEFAULT_MAX_OUTPUT_TOKENS } from '../billing/pricing';
-import { nativeBound } from '../modelCall/nativeBound';
+import { nativeBound } from '../billing/nativeBound';
 import type { GeminiUpstream } from './gemini/adapter';
 import { asOpenAIError } from './upstreamError';
 import { bridgedBatches, type ChatBackend } from './chatBackend';

@@ -1,6 +1,6 @@
 import type { Dispatcher } from 'undici';
 import { ApiError } from '../errors';
-import { carryFailure, classOfStatus, markFailure } from '../modelCall/failure';
+import { carryFailure, classOfStatus, markFailure } from './failure';
 import type { ProviderKind } from '../catalog/catalog';
 import { clip, MAX_UPSTREAM_ECHO } from '../text/clip';
 

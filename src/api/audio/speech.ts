@@ -5,9 +5,8 @@ import type { Ctx } from '../middleware';
 import type { ModelConfig } from '../../catalog/catalog';
 import type { SpeechBody, SpeechFormat } from '../../schemas/audio';
 import { charactersCost, countCharacters } from '../../billing/pricing';
-import { boundOverCandidates } from '../../modelCall/bound';
+import { boundOverCandidates, openCall, RoutedPayload } from '../../modelCall';
 import { CLIENT_CLOSED } from '../../net/abort';
-import { openCall, RoutedPayload } from '../../modelCall/routedCall';
 
 /**
  * POST /v1/audio/speech: billed per input character at the answering model's price, the upstream's

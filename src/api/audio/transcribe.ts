@@ -6,8 +6,7 @@ import type { ModelConfig } from '../../catalog/catalog';
 import type { TranscriptionFields, TranscriptionFormat } from '../../schemas/audio';
 import type { MultipartValue } from '../../providers/types';
 import { audioCost } from '../../billing/pricing';
-import { boundOverCandidates } from '../../modelCall/bound';
-import { openCall } from '../../modelCall/routedCall';
+import { boundOverCandidates, openCall } from '../../modelCall';
 import type { UploadedFile } from '../uploads';
 import { renderTranscript, TRANSCRIPTION_CONTENT_TYPES, type VerboseTranscription } from './transcriptFormats';
 

@@ -6,8 +6,7 @@ import type { ModelConfig } from '../../catalog/catalog';
 import type { ImageEditFields, ImageGenerationBody } from '../../schemas/images';
 import { imagesCost } from '../../billing/pricing';
 import type { BufferedResponse, MultipartValue } from '../../providers/types';
-import { boundOverCandidates } from '../../modelCall/bound';
-import { openCall, RoutedPayload, type RoutedCall } from '../../modelCall/routedCall';
+import { boundOverCandidates, openCall, RoutedPayload, type RoutedCall } from '../../modelCall';
 import { sendJsonBuffer } from '../jsonBuffer';
 import type { UploadedFile } from '../uploads';
 

@@ -1,6 +1,6 @@
 import type { AppDeps } from '../../operations/deps';
 import type { Ctx } from '../requestState';
-import { setRateLimitHeaders } from '../../modelCall/rateLimit';
+import { setRateLimitHeaders } from '../../modelCall';
 
 /**
  * After an authenticated request has run (a success or an error alike; errorHandler keeps the headers): gives its

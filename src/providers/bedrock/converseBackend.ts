@@ -12,7 +12,7 @@ import {
   ConverseStreamToAnthropic,
 } from '../../translate/upstream/anthropicToConverse';
 import { DEFAULT_MAX_OUTPUT_TOKENS } from '../../billing/pricing';
-import { countImages, nativeBound } from '../../modelCall/nativeBound';
+import { countImages, nativeBound } from '../../billing/nativeBound';
 import type { BedrockAdapter } from './adapter';
 import { UpstreamStreamError, type ChatBackend } from '../chatBackend';
 import { asOpenAIError } from '../upstreamError';

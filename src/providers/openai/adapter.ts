@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import { FormData, Pool } from 'undici';
 import type { Dispatcher } from 'undici';
 import { ApiError } from '../../errors';
-import { classOfStatus, markFailure } from '../../modelCall/failure';
+import { classOfStatus, markFailure } from '../failure';
 import type { ProviderConfig, ProviderKind } from '../../catalog/catalog';
 import {
   postForWholeAnswer,

@@ -1,6 +1,6 @@
 import { Agent, Pool, request, type Dispatcher } from 'undici';
 import { isRetryableStatus, VideoProviderError, type Download } from './types';
-import { classOfStatus, markFailure } from '../../modelCall/failure';
+import { classOfStatus, markFailure } from '../failure';
 import { withTraceparent } from '../../observability/tracing';
 
 /** Video calls run in activities: the traceparent is the activity's span, from the worker's async context. */

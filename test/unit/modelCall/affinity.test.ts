@@ -1,6 +1,6 @@
 import { Catalog, type CatalogFile, type ModelConfig } from '../../../src/catalog/catalog';
 import { ModelRouter, type RouteTry } from '../../../src/modelCall/modelRouter';
-import { markFailure } from '../../../src/modelCall/failure';
+import { markFailure } from '../../../src/providers/failure';
 import { affinityOf, anthropicCachedPrefix, PREFIX_CHARS } from '../../../src/modelCall/affinity';
 
 /**

@@ -1,6 +1,6 @@
 import { Catalog, type CatalogFile, type ModelConfig } from '../../../src/catalog/catalog';
 import { ModelRouter, type RouteTry } from '../../../src/modelCall/modelRouter';
-import { markFailure, parseRetryAfter } from '../../../src/modelCall/failure';
+import { markFailure, parseRetryAfter } from '../../../src/providers/failure';
 import type { RoutingSettings } from '../../../src/modelCall/settings';
 
 /**

@@ -1,6 +1,6 @@
 import type { ModelConfig } from '../catalog/catalog';
-import { promptTokensBound, tokensBoundCost } from '../billing/pricing';
-import { mediaParts, mediaTokens, type MediaPart } from '../billing/imageTokens';
+import { promptTokensBound, tokensBoundCost } from './pricing';
+import { mediaParts, mediaTokens, type MediaPart } from './imageTokens';
 
 /**
  * Billing rules shared by /v1/messages and /v1/responses, the same as chat: reserve an upper bound before the
