@@ -110,7 +110,7 @@ test('a call no upstream answers is cancelled: nothing charged, the last error t
   expect(hold.cancelled).toHaveLength(1);
 });
 
-test("embeddings: a Gemini deployment's embedder handed over; billed on the count reported, else the estimate", async () => {
+test("embeddings: a Gemini deployment's embedder handed over; billed on its count, else estimated", async () => {
   const estimate = estimateEmbeddings(deps, m('embed'), 'x'.repeat(40));
   const hold = new RecordingHold();
   const call = await openCall(testCaller(holdBilling(hold)), deps, m('embed'), 'embeddings', estimate);
