@@ -7,7 +7,7 @@ import type { Storage } from '../src/storage/storage';
 import type { Catalog } from '../src/catalog/catalog';
 import type { Logger } from '../src/observability/logger';
 import type { ProviderRegistry } from '../src/providers/registry';
-import type { ModelRouter } from '../src/routing/modelRouter';
+import type { ModelRouter } from '../src/modelCall';
 import * as batches from '../src/batches/repo';
 import { executeItem, waitForHealthy, type ItemOutcome } from '../src/batches/execute';
 import { OPERATION_OF } from '../src/batches/endpoints';

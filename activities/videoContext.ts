@@ -4,7 +4,7 @@ import type { Storage } from '../src/storage/storage';
 import type { Catalog } from '../src/catalog/catalog';
 import type { Logger } from '../src/observability/logger';
 import type { VideoProviders } from '../src/providers/video';
-import type { ModelRouter } from '../src/routing/modelRouter';
+import type { ModelRouter } from '../src/modelCall';
 import { VideoProviderError } from '../src/providers/video/types';
 import * as jobs from '../src/video/repo';
 

@@ -6,7 +6,7 @@ import type { VideoImages, VideoParams } from '../src/video/params';
 import type { StoredImageRef } from '../src/video/repo';
 import type { SubmitArgs, SubmitOutcome } from '../src/video/workflowContract';
 import { adapterOf, loadJob, toFailure, type VideoActivityContext } from './videoContext';
-import { TryRecord } from '../src/routing/tryRecord';
+import { TryRecord } from '../src/modelCall';
 import { creatorAdapter, duplicateCancelledKey, duplicateKey } from '../src/video/twins';
 
 /** Activity submitVideo: creating the job's provider task, once. */

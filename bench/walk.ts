@@ -368,7 +368,7 @@ async function walk(name: string, flags: string[], worker: boolean, closers: (()
   } else report(`${name}: ${PATHS[name]}`, seen, step, flags, workflow);
 }
 
-/** The interval timers of the API's minute sweeps (src/billing/credit.ts, src/limits/rateLimiter.ts). */
+/** The interval timers of the API's minute sweeps (src/modelCall/credit.ts, src/limits/rateLimiter.ts). */
 interface Sweeps {
   sweepTimer?: NodeJS.Timeout;
   sweep?: NodeJS.Timeout;

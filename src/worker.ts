@@ -18,11 +18,10 @@ import {
 import { loadConfig, type Config } from './config';
 import { redirectedLines } from './observability/logger';
 import { buildCore } from './bootstrap';
-import type { ModelRouter } from './routing/modelRouter';
+import { type ModelRouter, recoverDeadLeases, staleAfter } from './modelCall';
 import { createReconcileActivities } from '../activities/reconcile';
 import { ensureReconcileSchedules } from './reconcile/schedule';
 import { releaseExpiredHolds } from './billing/ledger';
-import { recoverDeadLeases, staleAfter } from './billing/creditHolders';
 import { exitOnStopSignals } from './runtime/stopSignals';
 import { VideoProviders } from './providers/video';
 import { reconcileVideoJobs } from './video/reconciler';

@@ -81,7 +81,7 @@ export class Recorder implements Output {
   }
 }
 
-/** The cost comment the routed call writes last in a stream (src/operations/routedCall.ts costComment). */
+/** The cost comment the routed call writes last in a stream (src/modelCall/routedCall.ts costComment). */
 const COST_COMMENT = /: x-gateway-cost-vnd=\d+ x-gateway-usage-id=[0-9a-f-]+\n\n/;
 
 /** The relay's response with its writes copied to `add` (everything else is the response's own). */

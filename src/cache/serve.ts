@@ -1,6 +1,6 @@
 import type { ModelConfig } from '../catalog/catalog';
 import type { Caller, OperationDeps } from '../operations/caller';
-import { openCall } from '../operations/routedCall';
+import { openCall } from '../modelCall';
 import { CACHE_HEADER, parseDirective, type CacheDirective } from './directive';
 import { makeEntry, type CacheEntry } from './entry';
 import { Recorder } from './recorder';
@@ -140,7 +140,7 @@ async function serveHit(
 ): Promise<void> {
   const price = cache.hitPriceVnd;
   // Admitted (a request for the key's rate limit; no tokens) and reserved like any request: 429 and 402 here.
-  const call = await openCall(caller, deps, req.model, req.operation, price, 0);
+  const call = await openCall(caller, deps, req.model, req.operation, { maxCost: price });
   const saved = Math.max(0, entry.costVnd - price);
   call.settleCost(price, { cache_hit: 1, saved_vnd: saved }, 200, cache.hitPricing);
   cache.stats.hit(caller.principal.accountId, saved);

@@ -126,7 +126,7 @@ export interface ModelConfig {
   /** The single-upstream form; with `deployments` given, filled in at load from the first deployment. */
   provider: string;
   upstreamModel: string;
-  /** Several upstreams serving this model (tried by weight, with retries and cooldowns: src/routing). */
+  /** Several upstreams serving this model (tried by weight, with retries and cooldowns: src/modelCall). */
   deployments?: DeploymentConfig[];
   /** Other catalog models of the same mode, tried in order when every deployment of this one failed. */
   fallbacks?: string[];

@@ -2,20 +2,15 @@ import type { ServerResponse } from 'node:http';
 import type { Span } from '@opentelemetry/api';
 import type { Principal } from '../auth/apiKeys';
 import type { KeyResolver } from '../auth/apiKeys';
-import type { CreditManager, Reservation } from '../billing/credit';
 import type { ModelConfig, Pricing } from '../catalog/catalog';
 import type { Db } from '../db/pool';
-import type { Catalog } from '../catalog/catalog';
 import type { RateLimiter } from '../limits/rateLimiter';
 import type { RequestAbort } from '../net/abort';
 import type { Logger } from '../observability/logger';
 import type { Metrics } from '../observability/metrics';
-import type { ProviderRegistry } from '../providers/registry';
-import type { ModelRouter } from '../routing/modelRouter';
 import type { SseSink } from '../sse/clientSink';
-import type { RoutedCall } from './routedCall';
 import type { ResponseCache } from '../cache';
-import type { AffinitySource } from '../routing/affinity';
+import type { AffinitySource, CreditManager, ModelCallDeps, Reservation, RoutedCall } from '../modelCall';
 
 /**
  * Who an operation runs for and where its answer goes, without HTTP. Every synchronous operation (chat, completions,
@@ -26,11 +21,8 @@ import type { AffinitySource } from '../routing/affinity';
  */
 
 /** What the operations read besides the caller: built once at start-up (AppDeps satisfies it). */
-export interface OperationDeps {
+export interface OperationDeps extends ModelCallDeps {
   db: Db;
-  catalog: Catalog;
-  providers: ProviderRegistry;
-  router: ModelRouter;
   logger: Logger;
   /** The exact response cache (src/cache/); absent or null: off. */
   cache?: ResponseCache | null;
@@ -140,7 +132,7 @@ export interface Caller {
   /** The key's rate-limit headers were set by its admission. */
   rateLimitHeaders?: boolean;
   /**
-   * What says which prompt cache the request reads, set by its operation (src/routing/affinity.ts): requests
+   * What says which prompt cache the request reads, set by its operation (src/modelCall/affinity.ts): requests
    * sharing one go to the same healthy deployment, so the provider's prompt cache keeps hitting.
    */
   promptCache?: AffinitySource | null;

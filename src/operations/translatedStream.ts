@@ -3,10 +3,8 @@ import type { OperationDeps } from './caller';
 import type { ChatChunk, ChatCompletion } from '../translate/chatTypes';
 import type { SseSink } from '../sse/clientSink';
 import { UpstreamStreamError } from '../providers/chatBackend';
-import type { RoutedBackend } from '../routing/routedBackend';
-import { StreamUsage } from '../billing/meter';
 import { CLIENT_CLOSED } from '../net/abort';
-import type { RoutedCall } from './routedCall';
+import { StreamUsage, type RoutedBackend, type RoutedCall } from '../modelCall';
 import type { HeldTry } from '../observability/tracing';
 
 /**

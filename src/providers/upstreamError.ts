@@ -1,6 +1,6 @@
 import type { Dispatcher } from 'undici';
 import { ApiError } from '../errors';
-import { carryFailure, classOfStatus, markFailure } from '../routing/failure';
+import { carryFailure, classOfStatus, markFailure } from './failure';
 import type { ProviderKind } from '../catalog/catalog';
 import { clip, MAX_UPSTREAM_ECHO } from '../text/clip';
 
@@ -104,7 +104,7 @@ export function noCredentials(): ApiError {
 
 /**
  * The error to throw for a non-2xx answer whose body the routes pass through: credentials refused (401/403/407)
- * become credentialsRefused; anything else an UpstreamHttpError marked for the retry loop (src/routing).
+ * become credentialsRefused; anything else an UpstreamHttpError marked for the retry loop (src/modelCall).
  */
 export function refusal(
   kind: ProviderKind,

@@ -3,7 +3,7 @@ import type { Config } from '../config';
 import type { Catalog } from '../catalog/catalog';
 import { createPool } from '../db/pool';
 import type { Logger } from '../observability/logger';
-import type { ModelRouter } from '../routing/modelRouter';
+import type { ModelRouter } from '../modelCall';
 import type { Storage } from '../storage/storage';
 import { buildProviderRegistry } from '../providers/build';
 import { backgroundRunTaskQueue } from '../backgroundResponses/settings';

@@ -6,7 +6,7 @@ import { recordGatewayCost, type GatewayCost } from '../billing/gatewayCosts';
 import type { Logger } from '../observability/logger';
 import type { VideoProviders } from '../providers/video';
 import { VideoProviderError, type VideoProviderAdapter, type VideoTaskState } from '../providers/video/types';
-import type { ModelRouter } from '../routing/modelRouter';
+import type { ModelRouter } from '../modelCall';
 import { appendEvent } from './repo';
 
 /**

@@ -1,4 +1,4 @@
-import type { Reservation, UsageInput } from '../../src/billing/credit';
+import type { Reservation, UsageInput } from '../../src/modelCall/credit';
 import {
   holdBilling,
   type Billing,
@@ -9,7 +9,7 @@ import {
 } from '../../src/operations/caller';
 import { SseSink } from '../../src/sse/clientSink';
 import type { Catalog } from '../../src/catalog/catalog';
-import { ModelRouter } from '../../src/routing/modelRouter';
+import { ModelRouter } from '../../src/modelCall/modelRouter';
 import { createLogger } from '../../src/observability/logger';
 import type { LocalServer } from './localServer';
 import type { Principal } from '../../src/auth/apiKeys';

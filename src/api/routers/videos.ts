@@ -14,7 +14,7 @@ import { submitVideoJob } from '../../video/submit';
 import { cancelVideoJob } from '../../video/cancel';
 import { publicBaseUrl } from '../publicUrl';
 import { sendStoredMedia } from '../storedMedia';
-import { admitRequest } from '../../operations/rateLimit';
+import { admitRequest } from '../../modelCall';
 import { redactorFor, type Redactor } from '../../catalog/redact';
 import { clip, clipJson } from '../../text/clip';
 

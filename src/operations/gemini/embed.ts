@@ -2,7 +2,7 @@ import type { Caller, OperationDeps } from '../caller';
 import { ApiError, invalidUpstreamResponse } from '../../errors';
 import type { EmbedContentBody } from '../../schemas/gemini';
 import { embed, type EmbedAnswer } from '../embeddings/embed';
-import { geminiEmbedder } from '../../providers/kinds';
+import { geminiEmbedderOf } from '../../modelCall';
 import type { ModelConfig } from '../../catalog/catalog';
 
 /**
@@ -30,7 +30,7 @@ export async function embedContents(
     );
   const dims = requests[0].outputDimensionality;
   const body = { model: model.upstreamModel, input, ...(dims ? { dimensions: dims } : {}) };
-  const native = geminiEmbedder(deps.providers.get(model.provider))
+  const native = geminiEmbedderOf(deps, model)
     ? { requests: requests.map(({ model: _named, ...r }) => r), batch }
     : undefined;
   await embed(

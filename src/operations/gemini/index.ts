@@ -7,6 +7,7 @@ import { countTokensEstimate } from './countTokens';
 import { nativeGenerate } from './native';
 import { translatedGenerate } from './translated';
 import type { GeminiStreamWire } from './streamWire';
+import { geminiUpstreamOf } from '../../modelCall';
 
 /**
  * The Gemini API's methods on a model, without HTTP: generateContent / streamGenerateContent (on a `gemini`
@@ -47,7 +48,7 @@ export async function countGeminiTokens(
   req: CountTokensBody,
 ): Promise<void> {
   const native = servedNatively(deps.catalog.provider(model).kind, model, 'gemini')
-    ? deps.providers.get(model.provider)?.geminiFor?.(model.upstreamModel)
+    ? geminiUpstreamOf(deps, model)
     : undefined;
   if (!native) {
     caller.out.json({ totalTokens: countTokensEstimate(req) });

@@ -4,11 +4,8 @@ import type { GenerateContentRequest } from '../../translate/geminiTypes';
 import { geminiToChat } from '../../translate/client/geminiToChat';
 import { ChatToGeminiStream, chatToGemini } from '../../translate/client/chatToGemini';
 import { translateInput } from '../../translate/translateInput';
-import { RoutedBackend } from '../../routing/routedBackend';
-import { tokensFromChars } from '../../billing/pricing';
-import { estimatedUsage, fromChatUsage } from '../../billing/tokenUsage';
 import { geminiStatus } from '../../errorBodies';
-import { openCall } from '../routedCall';
+import { estimatedUsage, fromChatUsage, openCall, RoutedBackend } from '../../modelCall';
 import { relayTranslated, routedComplete } from '../translatedStream';
 import type { GeminiStreamWire } from './streamWire';
 
@@ -37,8 +34,8 @@ export async function translatedGenerate(caller: Caller, deps: OperationDeps, c:
       stream: wire !== null,
     }),
   );
-  const backend = new RoutedBackend(deps.providers, deps.catalog, deps.router, model, t.chat);
-  const call = await openCall(caller, deps, model, GENERATE_OPERATION, backend.maxCost, backend.maxTokens);
+  const backend = new RoutedBackend(deps, model, t.chat);
+  const call = await openCall(caller, deps, model, GENERATE_OPERATION, backend.estimate);
   const out = { model: c.name, tools: t.tools, includeThoughts: t.includeThoughts };
   if (!wire) {
     const completion = await routedComplete(call, backend);
@@ -52,7 +49,7 @@ export async function translatedGenerate(caller: Caller, deps: OperationDeps, c:
     caller.out.json(res);
     return;
   }
-  const tr = new ChatToGeminiStream({ ...out, promptTokensEstimate: tokensFromChars(backend.payloadBytes) });
+  const tr = new ChatToGeminiStream({ ...out, promptTokensEstimate: backend.inputTokensEstimate });
   const items = (rs: unknown[]) => rs.map((r) => wire.item(r)).join('');
   await relayTranslated(
     deps,

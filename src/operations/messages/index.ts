@@ -9,6 +9,7 @@ import { estimateInputTokens } from '../../translate/tokenEstimate';
 import { nativeMessages, type AnthropicHeaders } from './native';
 import { translatedMessages } from './translated';
 import { throughCache } from '../../cache';
+import { messagesUpstreamOf } from '../../modelCall';
 
 /**
  * POST /v1/messages and /v1/messages/count_tokens, without HTTP: a model served over Anthropic Messages (an
@@ -23,7 +24,7 @@ export type { AnthropicHeaders } from './native';
 /** The upstream serving the model natively over Messages (Anthropic, Claude on Bedrock or Vertex), if any. */
 function nativeAdapter(deps: OperationDeps, model: ModelConfig): MessagesUpstream | null {
   if (!servedNatively(deps.catalog.provider(model).kind, model, 'messages')) return null;
-  return deps.providers.get(model.provider)?.messagesFor?.(model.upstreamModel) ?? null;
+  return messagesUpstreamOf(deps, model);
 }
 
 export async function createMessage(

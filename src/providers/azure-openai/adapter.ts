@@ -1,7 +1,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Pool } from 'undici';
 import { ApiError } from '../../errors';
-import { carryFailure } from '../../routing/failure';
+import { carryFailure } from '../failure';
 import type { ProviderConfig } from '../../catalog/catalog';
 import { mapUpstreamError, OpenAIAdapter, type OpenAIAdapterOptions } from '../openai/adapter';
 import { upstreamPool } from '../upstreamDispatch';

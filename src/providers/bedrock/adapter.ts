@@ -13,7 +13,7 @@ import http from 'node:http';
 import https from 'node:https';
 import { ApiError } from '../../errors';
 import { anthropicType } from '../../errorBodies';
-import { classOfStatus, markFailure } from '../../routing/failure';
+import { classOfStatus, markFailure } from '../failure';
 import type { ProviderConfig } from '../../catalog/catalog';
 import { isClaudeModel } from '../anthropic/models';
 import type { ModelConfig } from '../../catalog/catalog';

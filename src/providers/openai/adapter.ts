@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import { FormData, Pool } from 'undici';
 import type { Dispatcher } from 'undici';
 import { ApiError } from '../../errors';
-import { classOfStatus, markFailure } from '../../routing/failure';
+import { classOfStatus, markFailure } from '../failure';
 import type { ProviderConfig, ProviderKind } from '../../catalog/catalog';
 import {
   postForWholeAnswer,
@@ -249,7 +249,7 @@ interface UpstreamErrorBody {
  * would mislead the client: those become 502. 5xx: 502 `upstream_error` (504 for an upstream 504).
  */
 export function mapUpstreamError(status: number, text: string, retryAfter = ''): ApiError {
-  // Marked for the retry loop (src/routing): refused credentials (auth) are not retried but cool the deployment.
+  // Marked for the retry loop (src/modelCall): refused credentials (auth) are not retried but cool the deployment.
   return markFailure(upstreamError(status, text, retryAfter), classOfStatus(status), retryAfter);
 }
 

@@ -1,6 +1,6 @@
 import { Readable } from 'node:stream';
 import { Catalog, type CatalogFile, type ModelConfig } from '../../../src/catalog/catalog';
-import { ModelRouter } from '../../../src/routing/modelRouter';
+import { ModelRouter } from '../../../src/modelCall/modelRouter';
 import { batchBound, itemBound } from '../../../src/batches/bound';
 
 /**

@@ -1,6 +1,6 @@
 import { Catalog, type CatalogFile, type ModelConfig } from '../../../src/catalog/catalog';
-import { ModelRouter } from '../../../src/routing/modelRouter';
-import { markFailure } from '../../../src/routing/failure';
+import { ModelRouter } from '../../../src/modelCall/modelRouter';
+import { markFailure } from '../../../src/providers/failure';
 import { coolingUntil, type ExecDeps } from '../../../src/batches/execute';
 import { ProviderRegistry } from '../../../src/providers/registry';
 

@@ -1,5 +1,5 @@
 import { relayNative, type NativeEvents } from '../../../src/operations/nativeStream';
-import { openCall } from '../../../src/operations/routedCall';
+import { openCall } from '../../../src/modelCall/routedCall';
 import { Catalog, type CatalogFile, type ModelConfig } from '../../../src/catalog/catalog';
 import { tokenUsage } from '../../../src/billing/tokenUsage';
 import type { EventSourceMessage } from '../../../src/sse/upstreamEvents';
@@ -70,7 +70,7 @@ async function relay(chunks: (string | Error)[], o: { goneAfter?: number } = {})
         if (++n === o.goneAfter) abort.abort();
       }
     }
-    const call = await openCall(caller, deps, catalog.get('claude')!, 'messages', 1000);
+    const call = await openCall(caller, deps, catalog.get('claude')!, 'messages', { maxCost: 1000 });
     usageId = call.meter.id;
     await call.runStream(async () => undefined); // the try that answered
     await relayNative({ call, sink: caller.out.sink(), logger: deps.logger, name: 'test' }, body(), reader);

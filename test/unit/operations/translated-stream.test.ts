@@ -1,7 +1,7 @@
 import { relayTranslated, type StreamTranslator } from '../../../src/operations/translatedStream';
-import { openCall } from '../../../src/operations/routedCall';
+import { openCall } from '../../../src/modelCall/routedCall';
 import { Catalog, type CatalogFile, type ModelConfig } from '../../../src/catalog/catalog';
-import type { RoutedBackend } from '../../../src/routing/routedBackend';
+import type { RoutedBackend } from '../../../src/modelCall/routedBackend';
 import { UpstreamStreamError } from '../../../src/providers/chatBackend';
 import type { ChatChunk } from '../../../src/translate/chatTypes';
 import { localServer, type LocalServer } from '../../support/localServer';
@@ -83,7 +83,7 @@ async function stream(
           })(),
       }),
     } as unknown as RoutedBackend;
-    const call = await openCall(caller, deps, catalog.get('m')!, 'messages', 1000);
+    const call = await openCall(caller, deps, catalog.get('m')!, 'messages', { maxCost: 1000 });
     usageId = call.meter.id;
     await relayTranslated(deps, call, backend, caller.out.sink(), o.translator ?? lines, { 'x-extra': 'yes' });
   });

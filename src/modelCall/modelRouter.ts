@@ -2,7 +2,7 @@ import type { Catalog, ModelConfig } from '../catalog/catalog';
 import type { Deployment } from '../catalog/deployments';
 import { DeploymentState, pickHealthy } from './deploymentState';
 import { pickByAffinity } from './affinity';
-import { failureOf, isRetryable } from './failure';
+import { failureOf, isRetryable } from '../providers/failure';
 import type { RoutingSettings } from './settings';
 import type { Span } from '@opentelemetry/api';
 import { tracer, type TryInfo } from '../observability/tracing';

@@ -1,6 +1,6 @@
 import { offPath } from '../observability/offPathWork';
 import type { Db } from '../db/pool';
-import { releaseExpiredHolds } from './ledger';
+import { releaseExpiredHolds } from '../billing/ledger';
 import { Leases, type Reservation } from './creditLease';
 import { CreditFlush } from './creditFlush';
 import { CreditHolder, recoverDeadLeases, staleAfter } from './creditHolders';
@@ -28,7 +28,7 @@ import type { Logger } from '../observability/logger';
  * usage and charges batched into the ledger). This class wires them together and runs their timers.
  */
 
-export type { UsageInput } from './usageBatch';
+export type { UsageInput } from '../billing/usageBatch';
 export type { Reservation } from './creditLease';
 
 export interface CreditOptions {

@@ -1,8 +1,8 @@
 import type { Db } from '../db/pool';
 import { tx } from '../db/pool';
 import { PG_ERROR, pgErrorCode } from '../db/pgErrors';
-import { LedgerError, releaseHold } from './ledger';
-import { writeUsageBatch, type SettledUsage, type UsageInput } from './usageBatch';
+import { LedgerError, releaseHold } from '../billing/ledger';
+import { writeUsageBatch, type SettledUsage, type UsageInput } from '../billing/usageBatch';
 
 interface Over {
   s: SettledUsage;

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import os from 'node:os';
 import type { Db } from '../db/pool';
-import { releaseHold } from './ledger';
+import { releaseHold } from '../billing/ledger';
 import type { Logger } from '../observability/logger';
 
 /**

@@ -1,4 +1,4 @@
-import type { AccountBilling, Caller } from './caller';
+import type { AccountBilling, Caller } from '../operations/caller';
 import { ApiError } from '../errors';
 import type { Admission, RateLimits, TokenTicket, WindowState, WindowView } from '../limits/rateLimiter';
 

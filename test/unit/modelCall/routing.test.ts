@@ -1,7 +1,7 @@
 import { Catalog, type CatalogFile, type ModelConfig } from '../../../src/catalog/catalog';
-import { ModelRouter, type RouteTry } from '../../../src/routing/modelRouter';
-import { markFailure, parseRetryAfter } from '../../../src/routing/failure';
-import type { RoutingSettings } from '../../../src/routing/settings';
+import { ModelRouter, type RouteTry } from '../../../src/modelCall/modelRouter';
+import { markFailure, parseRetryAfter } from '../../../src/providers/failure';
+import type { RoutingSettings } from '../../../src/modelCall/settings';
 
 /**
  * The router's decisions without I/O: weighted rotation, cooldowns (Retry-After, bounded exponential backoff),

@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import type { Db } from '../db/pool';
-import { InsufficientFunds, leaseRecalls, placeFlexibleHold, recallLeases, releaseHoldPart } from './ledger';
-import { BudgetExceeded } from './budget';
-import type { UsageInput } from './usageBatch';
+import { InsufficientFunds, leaseRecalls, placeFlexibleHold, recallLeases, releaseHoldPart } from '../billing/ledger';
+import { BudgetExceeded } from '../billing/budget';
+import type { UsageInput } from '../billing/usageBatch';
 import type { Logger } from '../observability/logger';
 
 /**

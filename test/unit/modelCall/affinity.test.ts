@@ -1,7 +1,7 @@
 import { Catalog, type CatalogFile, type ModelConfig } from '../../../src/catalog/catalog';
-import { ModelRouter, type RouteTry } from '../../../src/routing/modelRouter';
-import { markFailure } from '../../../src/routing/failure';
-import { affinityOf, anthropicCachedPrefix, PREFIX_CHARS } from '../../../src/routing/affinity';
+import { ModelRouter, type RouteTry } from '../../../src/modelCall/modelRouter';
+import { markFailure } from '../../../src/providers/failure';
+import { affinityOf, anthropicCachedPrefix, PREFIX_CHARS } from '../../../src/modelCall/affinity';
 
 /**
  * Prompt-cache affinity without I/O: what a request's handle is (prompt_cache_key, Gemini cachedContent, the

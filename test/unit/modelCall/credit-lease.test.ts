@@ -1,9 +1,9 @@
 import { InsufficientFunds } from '../../../src/billing/ledger';
 import { BudgetExceeded } from '../../../src/billing/budget';
-import { leftOf, refusal, settlement, waitWindow } from '../../../src/billing/creditLease';
-import { staleAfter } from '../../../src/billing/creditHolders';
+import { leftOf, refusal, settlement, waitWindow } from '../../../src/modelCall/creditLease';
+import { staleAfter } from '../../../src/modelCall/creditHolders';
 
-/** The credit lease's own arithmetic (src/billing/creditLease.ts): settlement, the wait of a refused request. */
+/** The credit lease's own arithmetic (src/modelCall/creditLease.ts): settlement, the wait of a refused request. */
 
 describe('settlement', () => {
   test('a bill within the reservation gives the unused part back to the lease', () => {

@@ -1,29 +1,33 @@
-import type { AccountBilling, Billing, Caller, OperationDeps } from './caller';
+import type { AccountBilling, Billing, Caller, OperationDeps } from '../operations/caller';
 import { ApiError } from '../errors';
 import { CLIENT_CLOSED, ClientClosed, type RequestAbort } from '../net/abort';
-import { Meter, openMeter } from '../billing/meter';
+import { Meter, openMeter, reserveOrRefuse } from './meter';
 import { usageUnits, type TokenUsage } from '../billing/tokenUsage';
 import type { ModelConfig, Pricing } from '../catalog/catalog';
 import type { Principal } from '../auth/apiKeys';
 import { hasBudget } from '../limits/keyLimits';
 import type { RateLimiter, TokenTicket } from '../limits/rateLimiter';
-import type { ModelRouter, RouteRecorder, RouteTry } from '../routing/modelRouter';
+import type { ModelRouter, RouteRecorder, RouteTry } from './modelRouter';
 import type { Span } from '@opentelemetry/api';
 import { tracer, type HeldTry } from '../observability/tracing';
 import type { CallOptions } from '../providers/types';
+import type { ProviderRegistry } from '../providers/registry';
+import type { Estimate } from './estimate';
+import type { Upstream } from './upstreams';
 import { sseComment } from '../sse/wire';
 import { admitRequest, unitTokens } from './rateLimit';
-import { affinityOf } from '../routing/affinity';
+import { affinityOf } from './affinity';
 
 /**
  * One synchronous request's billed call upstream, the one path every API family takes:
  *
- *   const call = await openCall(caller, deps, model, 'chat.completions', maxCost, maxTokens); // 429, 402 here
- *   const answer = await call.run((t) => adapterOf(t).post(..., call.tryOptions));           // tries
- *   call.settle(usage, status);                                                              // once
+ *   const call = await openCall(caller, deps, model, 'chat.completions', estimate);   // 429, 402 here
+ *   const answer = await call.attempt(openaiUpstream, (a, t) => a.postJson(..., call.tryOptions)); // tries
+ *   call.settle(usage, status);                                                        // once
  *
- * openCall admits the request against the key's rate limits and reserves its maximum cost; `run` tries the model's
- * deployments and fallbacks until one answers before its first byte (src/routing), remembering the answered model
+ * openCall admits the request against the key's rate limits and reserves its estimate's maximum cost; `attempt`
+ * (or `run`, for a caller that picks its own backend: src/modelCall/routedBackend.ts) tries the model's
+ * deployments and fallbacks until one answers before its first byte (src/modelCall), remembering the answered model
  * whose prices bill it; `settle` (or `cancel`, when nothing answered) charges the meter and corrects the key's
  * token window, once: the rate limit is admitted and settled here and nowhere else. The caller's RequestAbort
  * (`abort`, src/net/abort.ts) aborts when the client goes away, its reason a ClientClosed; the upstream call then
@@ -61,6 +65,8 @@ export class RoutedCall implements RouteRecorder {
   constructor(
     private readonly caller: Caller,
     private readonly router: ModelRouter,
+    /** The upstream adapters `attempt` hands over (absent: only `run` is used, as in unit tests). */
+    private readonly providers: ProviderRegistry | undefined,
     /** The requested model (its fallbacks may answer instead). */
     readonly model: ModelConfig,
     readonly meter: Meter,
@@ -75,7 +81,7 @@ export class RoutedCall implements RouteRecorder {
 
   private handle: string | null | undefined;
 
-  /** The request's prompt-cache handle, which routes it (src/routing/affinity.ts); worked out on first need. */
+  /** The request's prompt-cache handle, which routes it (src/modelCall/affinity.ts); worked out on first need. */
   get affinity(): string | null {
     if (this.handle === undefined) this.handle = this.caller.promptCache ? affinityOf(this.caller.promptCache) : null;
     return this.handle;
@@ -128,7 +134,30 @@ export class RoutedCall implements RouteRecorder {
   }
 
   /**
-   * Tries `attempt` on the model's deployments and fallbacks until one answers (src/routing/modelRouter.ts): it
+   * As run, handing each try the adapter `upstream` picks for its deployment (src/modelCall/upstreams.ts): the
+   * operation never looks an adapter up itself.
+   */
+  attempt<A, T>(
+    upstream: Upstream<A>,
+    attempt: (adapter: A, t: RouteTry) => Promise<T>,
+    sameModel = false,
+  ): Promise<T> {
+    return this.run((t) => attempt(upstream(this.registry, t), t), sameModel);
+  }
+
+  /** As attempt, for a call that returns a stream the caller reads (see runStream). */
+  attemptStream<A, T>(upstream: Upstream<A>, attempt: (adapter: A, t: RouteTry) => Promise<T>): Promise<T> {
+    this.holding = true;
+    return this.attempt(upstream, attempt);
+  }
+
+  private get registry(): ProviderRegistry {
+    if (!this.providers) throw new Error('this call was opened without the provider registry');
+    return this.providers;
+  }
+
+  /**
+   * Tries `attempt` on the model's deployments and fallbacks until one answers (src/modelCall/modelRouter.ts): it
    * must throw only before the client has received anything. When none answers, the reservation is cancelled and
    * the last error thrown (a ClientClosed if the client left).
    */
@@ -224,25 +253,26 @@ export class RoutedCall implements RouteRecorder {
 /**
  * Admits the request against its key's rate limits (429, nothing reserved), reserves its maximum cost (402 when
  * the account, or the key's budget, cannot cover it) and registers the call on the caller, so that whoever ends the
- * request cancels it if anything throws before it settles. `maxTokens` is the request's input + output token bound
- * (0 for operations not billed in tokens); the key's token window is corrected to the actual tokens at settlement.
- * A caller whose hold covers the request (a batch's, a background response's) is neither admitted nor reserved for:
- * the call settles into the hold (src/operations/caller.ts Billing).
+ * request cancels it if anything throws before it settles. The estimate's `maxTokens` is the request's input +
+ * output token bound (absent for operations not billed in tokens); the key's token window is corrected to the
+ * actual tokens at settlement. A caller whose hold covers the request (a batch's, a background response's) is
+ * neither admitted nor reserved for: the call settles into the hold (src/operations/caller.ts Billing).
  */
 export async function openCall(
   caller: Caller,
-  deps: Pick<OperationDeps, 'router'>,
+  deps: Pick<OperationDeps, 'router'> & { providers?: ProviderRegistry },
   model: ModelConfig,
   operation: string,
-  maxCostVnd: number,
-  maxTokens = 0,
+  estimate: Estimate,
 ): Promise<RoutedCall> {
+  const maxCostVnd = estimate.maxCost;
+  const maxTokens = estimate.maxTokens ?? 0;
   const billing: Billing = caller.billing;
   if (billing.kind === 'hold') {
     const p = caller.principal;
     const owner = { accountId: p.accountId, keyId: p.keyId };
     const meter = new Meter(billing.hold, owner, model.id, billing.operation ?? operation);
-    return (caller.call = new RoutedCall(caller, deps.router, model, meter, null, null));
+    return (caller.call = new RoutedCall(caller, deps.router, deps.providers, model, meter, null, null));
   }
   const p = await currentPrincipal(caller, billing);
   const ticket = await admitRequest(caller, billing, maxTokens, model.id);
@@ -266,7 +296,31 @@ export async function openCall(
       billing.metrics.limitRefusals.inc({ limit: 'budget' });
     throw e;
   }
-  return (caller.call = new RoutedCall(caller, deps.router, model, meter, ticket, billing.limiter));
+  return (caller.call = new RoutedCall(caller, deps.router, deps.providers, model, meter, ticket, billing.limiter));
+}
+
+/**
+ * Admits and reserves for a request whose call runs later, elsewhere (a background response's: its workflow runs it
+ * on a hold): the key's settings read again when stale (401 when revoked), its rate limits counted at the
+ * estimate's tokens and left there (whoever runs it later cannot correct them: 429), then `place` reserves the
+ * estimate's cost its own way (the hold, with the response's row), refused in the API's shape (402).
+ */
+export async function reserveAhead<T>(
+  caller: Caller & { billing: AccountBilling },
+  model: ModelConfig,
+  estimate: Estimate,
+  place: (maxCostVnd: number) => Promise<T>,
+): Promise<T> {
+  const billing = caller.billing;
+  await currentPrincipal(caller, billing);
+  await admitRequest(caller, billing, estimate.maxTokens ?? 0, model.id);
+  try {
+    return await reserveOrRefuse(estimate.maxCost, () => place(estimate.maxCost));
+  } catch (e) {
+    if ((e as { code?: unknown } | null)?.code === 'budget_exceeded')
+      billing.metrics.limitRefusals.inc({ limit: 'budget' });
+    throw e;
+  }
 }
 
 /**

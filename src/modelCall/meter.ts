@@ -1,15 +1,15 @@
 import { randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import type { CreditManager, Reservation } from './credit';
-import { InsufficientFunds } from './ledger';
+import { InsufficientFunds } from '../billing/ledger';
 import { ApiError, budgetExceeded, insufficientFunds } from '../errors';
-import { BudgetExceeded } from './budget';
-import { tokensFromChars } from './pricing';
+import { BudgetExceeded } from '../billing/budget';
+import { tokensFromChars } from '../billing/pricing';
 import { SseDecoder } from '../sse/upstreamEvents';
 import type { RelayUsage } from '../sse/clientRelay';
 import type { TokenUsage as UpstreamUsage } from '../providers/types';
 import type { Pricing } from '../catalog/catalog';
-import { fromChatUsage, tokenUsage, usageCost, usageUnits, type TokenUsage } from './tokenUsage';
+import { fromChatUsage, tokenUsage, usageCost, usageUnits, type TokenUsage } from '../billing/tokenUsage';
 import { PG_ERROR, pgErrorCode } from '../db/pgErrors';
 
 /**
@@ -39,7 +39,7 @@ export class Meter {
   /** How the request ended (settle's or cancel's status), once it has: the response cache stores only 200s. */
   status: number | null = null;
 
-  /** The deployment of the current try, and `retry` / `fallback` when it is not the first (src/routing). */
+  /** The deployment of the current try, and `retry` / `fallback` when it is not the first (src/modelCall). */
   deployment: string | null = null;
   routing: 'retry' | 'fallback' | null = null;
 
@@ -110,14 +110,8 @@ export class Meter {
  * Reserves `maxCostVnd` for a request; an account that cannot cover it gets 402 insufficient_quota (no upstream
  * call).
  */
-export async function openMeter(
-  credit: CreditManager,
-  owner: MeterOwner,
-  model: string,
-  operation: string,
-  maxCostVnd: number,
-): Promise<Meter> {
-  // A bound past exact integer VND (absurd counts the schemas let through) is more than any balance holds.
+/** A bound past exact integer VND (absurd counts the schemas let through) is more than any balance holds: 402. */
+export function refuseBeyondAnyBalance(maxCostVnd: number): void {
   if (maxCostVnd > Number.MAX_SAFE_INTEGER)
     throw new ApiError(
       402,
@@ -127,14 +121,30 @@ export async function openMeter(
       null,
       'insufficient_balance',
     );
+}
+
+export async function openMeter(
+  credit: CreditManager,
+  owner: MeterOwner,
+  model: string,
+  operation: string,
+  maxCostVnd: number,
+): Promise<Meter> {
+  const reservation = await reserveOrRefuse(maxCostVnd, () =>
+    credit.reserve(owner.accountId, maxCostVnd, owner.budgetKeyId ?? null, owner.budgetFenceAt ?? null),
+  );
+  return new Meter(reservation, owner, model, operation);
+}
+
+/**
+ * Runs `reserve` for `maxCostVnd` (a lease's reservation, or a hold placed in the ledger) with the refusals in the
+ * API's shape: 402 when the account or the key's budget cannot cover it, or when no balance could.
+ */
+export async function reserveOrRefuse<T>(maxCostVnd: number, reserve: () => Promise<T>): Promise<T> {
+  refuseBeyondAnyBalance(maxCostVnd);
   for (let attempt = 0; ; attempt++) {
     try {
-      return new Meter(
-        await credit.reserve(owner.accountId, maxCostVnd, owner.budgetKeyId ?? null, owner.budgetFenceAt ?? null),
-        owner,
-        model,
-        operation,
-      );
+      return await reserve();
     } catch (e) {
       if (e instanceof InsufficientFunds) throw insufficientFunds(maxCostVnd, Math.max(0, e.available));
       if (e instanceof BudgetExceeded) throw budgetExceeded(maxCostVnd, Math.max(0, e.room), e.period);

@@ -1,12 +1,12 @@
-import { admitRequest, openAIDuration, setRateLimitHeaders, unitTokens } from '../../../src/operations/rateLimit';
+import { admitRequest, openAIDuration, setRateLimitHeaders, unitTokens } from '../../../src/modelCall/rateLimit';
 import { accountBilling, holdBilling, type AccountBilling } from '../../../src/operations/caller';
-import { openCall } from '../../../src/operations/routedCall';
+import { openCall } from '../../../src/modelCall/routedCall';
 import { MemoryRateLimiter } from '../../../src/limits/rateLimiter';
 import { Metrics } from '../../../src/observability/metrics';
 import { Catalog, type CatalogFile, type ModelConfig } from '../../../src/catalog/catalog';
-import { ModelRouter } from '../../../src/routing/modelRouter';
+import { ModelRouter } from '../../../src/modelCall/modelRouter';
 import { InsufficientFunds } from '../../../src/billing/ledger';
-import type { CreditManager } from '../../../src/billing/credit';
+import type { CreditManager } from '../../../src/modelCall/credit';
 import type { KeyResolver } from '../../../src/auth/apiKeys';
 import { ApiError } from '../../../src/errors';
 import { principal, RecordingHold, RecordingOutput, testCaller } from '../../support/operationCaller';
@@ -177,9 +177,11 @@ function account(reserve: () => Promise<RecordingHold>): AccountBilling & { rese
 test('refused by its rate limit, a request reserves nothing', async () => {
   const billing = account(async () => new RecordingHold());
   const caller = testCaller(billing, { principal: principal({ rpm: 1 }) });
-  await openCall(caller, { router }, catalog.get('m')!, 'chat.completions', 10, 5);
+  await openCall(caller, { router }, catalog.get('m')!, 'chat.completions', { maxCost: 10, maxTokens: 5 });
   expect(billing.reserves).toBe(1);
-  const e = await refusal(openCall(caller, { router }, catalog.get('m')!, 'chat.completions', 10, 5));
+  const e = await refusal(
+    openCall(caller, { router }, catalog.get('m')!, 'chat.completions', { maxCost: 10, maxTokens: 5 }),
+  );
   expect(e.status).toBe(429);
   expect(billing.reserves).toBe(1);
 });
@@ -189,7 +191,9 @@ test('refused for money after its admission, a request gives its tokens back to 
     throw new InsufficientFunds(500, 20);
   });
   const caller = testCaller(billing, { principal: principal({ tpm: 1000 }) });
-  const e = await refusal(openCall(caller, { router }, catalog.get('m')!, 'chat.completions', 500, 900));
+  const e = await refusal(
+    openCall(caller, { router }, catalog.get('m')!, 'chat.completions', { maxCost: 500, maxTokens: 900 }),
+  );
   expect(e).toMatchObject({ status: 402, code: 'insufficient_balance' });
   // The 900 tokens admitted are settled to 0: the whole window is free again.
   expect((await limiter.peek('key_1', { rpm: null, tpm: 1000 })).tokens?.remaining).toBe(1000);
@@ -202,7 +206,10 @@ test('a hold covers the call: no admission, no reservation; the call settles int
     principal: principal({ rpm: 1, tpm: 1 }), // limits a hold's calls are not held to
   });
   for (let i = 0; i < 3; i++) {
-    const call = await openCall(caller, { router }, catalog.get('m')!, 'chat.completions', 10, 1e6);
+    const call = await openCall(caller, { router }, catalog.get('m')!, 'chat.completions', {
+      maxCost: 10,
+      maxTokens: 1e6,
+    });
     expect(caller.call).toBe(call);
     expect(call.operation).toBe('batch.chat.completions');
   }

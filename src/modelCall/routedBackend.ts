@@ -4,12 +4,14 @@ import { backendFor } from '../providers/chatBackends';
 import type { ChatBackend } from '../providers/chatBackend';
 import type { ProviderRegistry } from '../providers/registry';
 import type { ModelRouter, RouteTry } from './modelRouter';
+import type { Estimate } from './estimate';
+import { tokensFromChars } from '../billing/pricing';
 
 /**
  * The chat backends (src/providers/chatBackends.ts) of every deployment that may answer a translated request: the
  * primary deployment's built at once (nearly every request ends there), the others on first use, so the translated
  * and bridged paths of /v1/messages, /v1/responses, Gemini and chat on Claude retry and fall back like the others
- * (the tries are the request's RoutedCall's, src/operations/routedCall.ts). Its bound covers every candidate.
+ * (the tries are the request's RoutedCall's, src/modelCall/routedCall.ts). Its bound covers every candidate.
  */
 export class RoutedBackend {
   readonly payloadBytes: number;
@@ -18,13 +20,15 @@ export class RoutedBackend {
   private readonly primary: ChatBackend;
   private readonly others = new Map<string, ChatBackend>();
 
+  private readonly providers: ProviderRegistry;
+
   constructor(
-    private readonly providers: ProviderRegistry,
-    catalog: Catalog,
-    router: ModelRouter,
+    deps: { providers: ProviderRegistry; catalog: Catalog; router: ModelRouter },
     private readonly model: ModelConfig,
     private readonly chat: ChatRequest,
   ) {
+    const { providers, catalog, router } = deps;
+    this.providers = providers;
     this.primary = backendFor(providers, model, chat);
     let bound: ChatBackend = this.primary;
     const candidates = router.candidates(model);
@@ -39,6 +43,16 @@ export class RoutedBackend {
     this.payloadBytes = this.primary.payloadBytes;
     this.maxCost = bound.maxCost;
     this.maxTokens = bound.maxTokens;
+  }
+
+  /** What the call may cost at most, over every candidate (the call opens with it: openCall). */
+  get estimate(): Required<Estimate> {
+    return { maxCost: this.maxCost, maxTokens: this.maxTokens };
+  }
+
+  /** The primary payload's input tokens by the delivered-text rule (what a translated stream reports at its start). */
+  get inputTokensEstimate(): number {
+    return tokensFromChars(this.payloadBytes);
   }
 
   /** The backend of one try's deployment. */

@@ -1,5 +1,5 @@
 import type { Deployment } from '../catalog/deployments';
-import { coolsDown, FAILURE_CLASSES, type FailureClass } from './failure';
+import { coolsDown, FAILURE_CLASSES, type FailureClass } from '../providers/failure';
 import type { RoutingSettings } from './settings';
 
 /**
