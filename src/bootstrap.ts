@@ -20,6 +20,7 @@ import { ModelRouter } from './routing/modelRouter';
 import { buildProviderRegistry } from './providers/build';
 import { createRateLimiter } from './limits/createRateLimiter';
 import { createResponseCache } from './cache';
+import { KINDS } from './providers/kinds';
 
 /** What every process of the gateway (API, worker, `npm start`) is built on: one list, built here only. */
 export interface CoreDeps {
@@ -64,7 +65,7 @@ export async function buildCore(config: Config, opts: CoreOptions): Promise<Core
   await ensureDatabase(config.databaseUrl);
   await migrate(config.databaseUrl);
   const db = createPool(config.databaseUrl, worker ? 10 : 20);
-  const catalog = Catalog.load(config.catalogPath);
+  const catalog = Catalog.load(config.catalogPath, KINDS);
   // Before anything prices a request: the versions in force on the catalog's models.
   const prices = new PriceBook(db, catalog, {
     refreshMs: config.priceRefreshMs,

@@ -7,6 +7,17 @@ import type { PriceSet, VideoSecondPrice } from '../catalog/catalog';
  * table prices every second at `perVideoSecond`.
  */
 
+/** What a completed job was charged on: the delivered dimensions, the seconds, the price and its version. */
+export interface VideoBilled {
+  seconds: number;
+  resolution: string | null;
+  audio: boolean | null;
+  tier: string | null;
+  input: string | null;
+  pricePerSecond: number;
+  priceVersion: number | null;
+}
+
 /** What a video job is (or may be) priced by; an undefined dimension is unknown (asked: left to the provider). */
 export interface VideoDims {
   resolution?: string;

@@ -4,7 +4,7 @@ import { createPool, tx, type Db } from '../db/pool';
 import { ensureDatabase, migrate } from '../db/migrate';
 import { createAccount, getBalance, listLedger, topUp, verifyProjections } from '../billing/ledger';
 import { verifyUsage } from '../billing/usageVerify';
-import { strandedJobHolds } from '../billing/holdVerify';
+import { strandedJobHolds } from './holdVerify';
 import { verifyBackgroundResponses } from '../backgroundResponses/verify';
 import { gatewayCostTotals } from '../billing/gatewayCosts';
 import { createApiKey, listApiKeys, revokeApiKey } from '../auth/apiKeys';

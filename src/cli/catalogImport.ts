@@ -317,7 +317,7 @@ export function importPrices(o: ImportOptions, env: NodeJS.ProcessEnv = process.
     }
   }
   try {
-    new Catalog(structuredClone(file), env);
+    new Catalog(structuredClone(file), KINDS, env);
   } catch (e) {
     throw new Error(`the imported catalog would not load, nothing written: ${(e as Error).message}`);
   }

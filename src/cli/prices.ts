@@ -15,6 +15,7 @@ import {
   type Prices,
 } from '../billing/priceBook';
 import { operatorActor, recordAudit } from '../organizations';
+import { KINDS } from '../providers/kinds';
 
 /**
  * Price versions from the operator CLI (docs/billing.md, "Price versions"):
@@ -99,7 +100,7 @@ export function planPriceCommand(
   const { values, positionals } = parsed;
   if (positionals.length !== 1) throw new PricesUsageError(`${cmd} takes one <model>`);
   const catalogPath = values.catalog ?? env.CATALOG_PATH ?? path.join(projectRoot(), 'config', 'catalog.json');
-  const model = Catalog.load(catalogPath, env).get(positionals[0]);
+  const model = Catalog.load(catalogPath, KINDS, env).get(positionals[0]);
   if (!model) throw new PricesUsageError(`no model ${JSON.stringify(positionals[0])} in ${catalogPath}`);
   const asJson = values.json === true;
 
@@ -206,7 +207,7 @@ export async function recordImportedVersions(
   effectiveAt: Date | null,
   env: NodeJS.ProcessEnv,
 ): Promise<Map<string, number>> {
-  const catalog = Catalog.load(catalogPath, env);
+  const catalog = Catalog.load(catalogPath, KINDS, env);
   const models = modelIds.map((id) => catalog.get(id)).filter((m) => m !== undefined);
   const versions = await recordCatalogVersions(db, models, 'catalog-import', effectiveAt);
   await recordAudit(db, {

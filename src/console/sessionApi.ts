@@ -4,7 +4,7 @@ import { jsonBody, route, type Ctx, type GatewayState } from '../api/middleware'
 import { ApiError, badRequest } from '../errors';
 import { createSession, deleteSession, csrfTokenFor, resolveSession } from './sessions';
 import { findLoginByEmail, upgradePasswordHash } from './users';
-import { decoyHash, verifyPassword, MAX_PASSWORD_LENGTH } from './passwords';
+import { decoyHash, verifyPassword, MAX_PASSWORD_LENGTH } from '../auth/passwords';
 import { readSessionCookie, requireCsrf, requireSession, sameOrigin, sessionCookie, sessionOf } from './auth';
 import { LoginRateLimiter } from './rateLimit';
 import { getAccount } from './queries';

@@ -1,5 +1,5 @@
 import type { Db } from '../db/pool';
-import { hashPassword, needsRehash, passwordProblem } from './passwords';
+import { hashPassword, needsRehash, passwordProblem } from '../auth/passwords';
 import { isUnstorableText } from '../text/pgText';
 import { PG_ERROR, pgErrorCode } from '../db/pgErrors';
 

@@ -3,7 +3,7 @@ import { ApiError, badRequest, conflict } from '../errors';
 import { tx } from '../db/pool';
 import { PG_ERROR, pgErrorCode } from '../db/pgErrors';
 import { jsonBody, route, type GatewayState } from '../api/middleware';
-import { hashPassword, passwordProblem } from '../console/passwords';
+import { hashPassword, passwordProblem } from '../auth/passwords';
 import { compileJson, type Validator } from '../schemas/compile';
 import { appendAudit } from './audit';
 import type { OrgDeps } from './http';

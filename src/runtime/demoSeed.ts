@@ -5,7 +5,7 @@ import type { Db } from '../db/pool';
 import { createAccount, getBalance, topUp } from '../billing/ledger';
 import { createApiKey, hashKey } from '../auth/apiKeys';
 import { createLogin, findLoginByEmail, setPassword } from '../console/users';
-import { verifyPassword } from '../console/passwords';
+import { verifyPassword } from '../auth/passwords';
 import { PG_ERROR, pgErrorCode } from '../db/pgErrors';
 import { createAdminKey, isLiveAdminKey } from '../organizations';
 

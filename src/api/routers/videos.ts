@@ -13,7 +13,7 @@ import { createImageLoader, imageExtension } from '../../video/images';
 import { submitVideoJob } from '../../video/submit';
 import { cancelVideoJob } from '../../video/cancel';
 import { publicBaseUrl } from '../publicUrl';
-import { sendStoredMedia } from '../storedMedia';
+import { sendStoredMedia } from '../middleware/storedMedia';
 import { admitRequest } from '../../operations/rateLimit';
 import { redactorFor, type Redactor } from '../../catalog/redact';
 import { clip, clipJson } from '../../text/clip';

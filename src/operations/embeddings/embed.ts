@@ -8,7 +8,7 @@ import { boundOverCandidates } from '../../routing/bound';
 import { geminiEmbedder, servedNatively } from '../../providers/kinds';
 import { openCall, RoutedPayload } from '../routedCall';
 import { geminiEmbedCall, openAIEmbeddingList, type GeminiEmbedCall } from '../embeddings/geminiUpstream';
-import { throughCache } from '../../cache';
+import { throughCache } from '../cache';
 
 /** An upstream's embeddings: OpenAI's JSON as it came, or a Gemini upstream's vectors (which come without usage). */
 export type EmbedAnswer = Buffer | number[][];

@@ -8,7 +8,7 @@ import { translateInput } from '../../translate/translateInput';
 import { estimateInputTokens } from '../../translate/tokenEstimate';
 import { nativeMessages, type AnthropicHeaders } from './native';
 import { translatedMessages } from './translated';
-import { throughCache } from '../../cache';
+import { throughCache } from '../cache';
 
 /**
  * POST /v1/messages and /v1/messages/count_tokens, without HTTP: a model served over Anthropic Messages (an

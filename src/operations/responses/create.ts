@@ -9,7 +9,7 @@ import { translatedResponses } from './translated';
 import type { Turn } from './turn';
 import { clip } from '../../text/clip';
 import { servedNatively } from '../../providers/kinds';
-import { throughCache } from '../../cache';
+import { throughCache } from '../cache';
 
 /**
  * POST /v1/responses for a validated request on a chat model: `previous_response_id` expanded here into the stored

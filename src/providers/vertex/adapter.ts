@@ -17,7 +17,7 @@ import {
   type MessagesHeaders,
   type MessagesUpstream,
 } from '../messagesUpstream';
-import { VertexAuth } from './auth';
+import { VertexAuth } from '../googleCloudAuth';
 
 /**
  * Google Vertex AI: `{base}/v1/projects/{project}/locations/{region}/publishers/{publisher}/models/{model}:{method}`

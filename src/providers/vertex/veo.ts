@@ -2,7 +2,7 @@ import type { ProviderConfig } from '../../catalog/catalog';
 import { ProviderHttp } from '../video/http';
 import { VeoAdapter } from '../veo/adapter';
 import { vertexKeyFile, vertexModelPath } from './adapter';
-import { VertexAuth } from './auth';
+import { VertexAuth } from '../googleCloudAuth';
 import {
   VideoProviderError,
   type Download,

@@ -2,6 +2,7 @@ import { Catalog, type CatalogFile, type ModelConfig } from '../../../src/catalo
 import { checkRequestLine, lineLimitProblem, lineProblem, uploadLineCheck } from '../../../src/batches/lineLimits';
 import { BatchInputValidator, type BatchRequestLine } from '../../../src/files/batchInput';
 import type { Line } from '../../../src/files/lines';
+import { KINDS } from '../../../src/providers/kinds';
 
 /**
  * A batch line held to the limits of the route it names (schema, depth, prototype keys, the model's output cap, a
@@ -20,7 +21,7 @@ const catalog = new Catalog({
       maxOutputTokens: 100,
     } as ModelConfig,
   ],
-} as CatalogFile);
+} as CatalogFile, KINDS);
 
 const chat = (extra: Record<string, unknown> = {}) => ({
   model: 'capped',

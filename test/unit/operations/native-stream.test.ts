@@ -5,6 +5,7 @@ import { tokenUsage } from '../../../src/billing/tokenUsage';
 import type { EventSourceMessage } from '../../../src/sse/upstreamEvents';
 import { localServer, type LocalServer } from '../../support/localServer';
 import { clearCooldowns, operationDeps, RecordingHold, streamedCall } from '../../support/operationCaller';
+import { KINDS } from '../../../src/providers/kinds';
 
 /**
  * The native pass-through relay (Anthropic and Responses upstreams) end to end without an upstream: the upstream's
@@ -29,7 +30,7 @@ const catalog = new Catalog({
       pricing: { inputPer1MTokens: 1_000_000, outputPer1MTokens: 2_000_000 },
     },
   ] as ModelConfig[],
-} as CatalogFile);
+} as CatalogFile, KINDS);
 const deps = operationDeps(catalog);
 
 /** A reader of a made-up protocol: `usage` events carry output tokens, `stop` ends the answer, `error` fails it. */

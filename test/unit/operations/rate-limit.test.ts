@@ -10,6 +10,7 @@ import type { CreditManager } from '../../../src/billing/credit';
 import type { KeyResolver } from '../../../src/auth/apiKeys';
 import { ApiError } from '../../../src/errors';
 import { principal, RecordingHold, RecordingOutput, testCaller } from '../../support/operationCaller';
+import { KINDS } from '../../../src/providers/kinds';
 
 /**
  * A key's rate limits on the request path, with the in-memory limiter: admitted or refused before any money is
@@ -158,7 +159,7 @@ const catalog = new Catalog({
       pricing: { inputPer1MTokens: 1, outputPer1MTokens: 1 },
     } as ModelConfig,
   ],
-} as CatalogFile);
+} as CatalogFile, KINDS);
 const router = new ModelRouter(catalog, { maxAttempts: 1, maxTimeMs: 1000, cooldownBaseMs: 1, cooldownMaxMs: 1 });
 const freshKeys = { isStale: () => false, refresh: async () => null } as unknown as KeyResolver;
 

@@ -1,13 +1,13 @@
-import type { ModelConfig } from '../catalog/catalog';
-import type { Caller, OperationDeps } from '../operations/caller';
-import { openCall } from '../operations/routedCall';
-import { CACHE_HEADER, parseDirective, type CacheDirective } from './directive';
-import { makeEntry, type CacheEntry } from './entry';
+import type { ModelConfig } from '../../catalog/catalog';
+import type { Caller, OperationDeps } from '../caller';
+import { openCall } from '../routedCall';
+import { CACHE_HEADER, parseDirective, type CacheDirective } from '../../cache/directive';
+import { makeEntry, type CacheEntry } from '../../cache/entry';
 import { Recorder } from './recorder';
 import { replay } from './replay';
-import { requestKey } from './requestKey';
-import type { ResponseCache } from './responseCache';
-import type { CacheScope } from './accountSettings';
+import { requestKey } from '../../cache/requestKey';
+import type { ResponseCache } from '../../cache/responseCache';
+import type { CacheScope } from '../../cache/accountSettings';
 
 /**
  * An operation through the response cache. Only requests paid from the account are cached (a batch's or a
