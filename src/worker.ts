@@ -1,5 +1,5 @@
-import { sweepFileBytes } from './files/sweep';
-import { runPeriodic, type PeriodicTask } from './jobs/periodic';
+import { sweepFileBytes } from './files';
+import { runPeriodic, type PeriodicTask } from './jobs';
 import path from 'node:path';
 import { format } from 'node:util';
 import {
@@ -16,15 +16,15 @@ import {
   type WorkflowBundleWithSourceMap,
 } from '@temporalio/worker';
 import { loadConfig, type Config } from './config';
-import { redirectedLines } from './observability/logger';
+import { redirectedLines } from './observability';
 import { buildCore } from './bootstrap';
 import type { ModelRouter } from './routing/modelRouter';
 import { createReconcileActivities } from '../activities/reconcile';
 import { ensureReconcileSchedules } from './reconcile/schedule';
-import { releaseExpiredHolds } from './billing/ledger';
+import { releaseExpiredHolds } from './billing';
 import { recoverDeadLeases, staleAfter } from './billing/creditHolders';
-import { exitOnStopSignals } from './runtime/stopSignals';
-import { VideoProviders } from './providers/video';
+import { exitOnStopSignals } from './runtime';
+import { VideoProviders } from './providers';
 import { reconcileVideoJobs } from './video/reconciler';
 import { followTwins } from './video/twins';
 import { reconcileBatches } from './batches/reconciler';
@@ -39,13 +39,13 @@ import {
   createWebhookActivities,
   createTopupActivities,
 } from '../activities';
-import { ensureStatementSchedule, reconcileTopups, sweepLowBalances } from './jobs/topups';
+import { ensureStatementSchedule, reconcileTopups, sweepLowBalances } from './jobs';
 import { mailSpendAlerts, smtpMailer, sweepSpendAlerts } from './organizations';
 import { startDelivery } from './webhooks/start';
-import { serveWorkerMetrics } from './observability/metricsServer';
-import { flushTracing, tracer } from './observability/tracing';
-import { createDeliveryWorker } from './runtime/webhookDeliveryWorker';
-import { createBackgroundRunWorker } from './runtime/backgroundRunWorker';
+import { serveWorkerMetrics } from './observability';
+import { flushTracing, tracer } from './observability';
+import { createDeliveryWorker } from './runtime';
+import { createBackgroundRunWorker } from './runtime';
 import { webhookTaskQueue } from './webhooks/settings';
 
 /**

@@ -1,4 +1,4 @@
-import type { ModelConfig, Pricing } from '../catalog/catalog';
+import type { ModelConfig, Pricing } from '../catalog';
 import { mediaParts, mediaTokens } from './imageTokens';
 
 /**

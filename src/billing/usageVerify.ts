@@ -1,5 +1,5 @@
-import type { Db } from '../db/pool';
-import type { PriceSet, Pricing } from '../catalog/catalog';
+import type { Db } from '../db';
+import type { PriceSet, Pricing } from '../catalog';
 import { audioCost, charactersCost, imagesCost } from './pricing';
 import { breakdownOfUnits, usageCost } from './tokenUsage';
 import { videoSecondPrice, type VideoBilled, type VideoDims } from './videoPricing';

@@ -1,4 +1,4 @@
-import type { PriceSet, VideoSecondPrice } from '../catalog/catalog';
+import type { PriceSet, VideoSecondPrice } from '../catalog';
 
 /**
  * Video prices per second by the dimensions providers price (resolution, audio, tier, input mode). The hold is

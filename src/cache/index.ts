@@ -19,3 +19,6 @@ export {
   statsReport,
 } from './manage';
 export { PgCacheStore } from './pgStore';
+
+export { COST_SLOT, makeEntry } from './entry';
+export type { CacheEntry, EntryKind } from './entry';

@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import Ajv from 'ajv';
 import { ApiError, modelNotFound } from '../errors';
 import { deploymentsSchema, resolveDeployments, type Deployment, type DeploymentConfig } from './deployments';
-import { clip } from '../text/clip';
+import { clip } from '../text';
 import { PROVIDER_KINDS, wireOf, type KindTable, type ProviderKind } from './kinds';
 
 /** The model catalog: one JSON file (config/catalog.json by default) listing providers and priced models. */

@@ -1,15 +1,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import {
-  Catalog,
-  REQUIRED_PRICES,
-  type CatalogFile,
-  type Mode,
-  type ModelConfig,
-  type Pricing,
-} from '../catalog/catalog';
-import { KINDS } from '../providers/kinds';
+import { Catalog, REQUIRED_PRICES, type CatalogFile, type Mode, type ModelConfig, type Pricing } from '../catalog';
+import { KINDS } from '../providers';
 import { projectRoot } from '../projectRoot';
 
 /**

@@ -2,8 +2,8 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import Ajv from 'ajv';
 import addFormats from 'ajv-formats';
-import { Catalog, priceChangeProblem } from '../catalog/catalog';
-import type { Db } from '../db/pool';
+import { Catalog, priceChangeProblem } from '../catalog';
+import type { Db } from '../db';
 import { projectRoot } from '../projectRoot';
 import {
   listPriceVersions,
@@ -13,9 +13,9 @@ import {
   schedulePriceChange,
   type PriceChanges,
   type Prices,
-} from '../billing/priceBook';
+} from '../billing';
 import { operatorActor, recordAudit } from '../organizations';
-import { KINDS } from '../providers/kinds';
+import { KINDS } from '../providers';
 
 /**
  * Price versions from the operator CLI (docs/billing.md, "Price versions"):

@@ -1,10 +1,10 @@
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { Catalog } from '../catalog/catalog';
-import type { Db } from '../db/pool';
+import { Catalog } from '../catalog';
+import type { Db } from '../db';
 import { projectRoot } from '../projectRoot';
 import { lookbackDaysOf, reconcileStatus } from '../reconcile/status';
-import { KINDS } from '../providers/kinds';
+import { KINDS } from '../providers';
 
 /**
  * `reconcile-status [--days n] [--provider id]` (docs/operations.md): each catalog provider's reconciliation of the

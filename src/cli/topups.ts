@@ -1,8 +1,8 @@
 import { parseArgs } from 'node:util';
-import type { Db } from '../db/pool';
+import type { Db } from '../db';
 import { ApiError } from '../errors';
 import { loadWebhookSettings } from '../webhooks/settings';
-import { loadTopupSettings, topupService } from '../jobs/topups';
+import { loadTopupSettings, topupService } from '../jobs';
 
 /**
  * The top-up section of the admin CLI (src/cli/admin.ts wires it in): the operators' queue of transfers that

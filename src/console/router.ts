@@ -1,6 +1,6 @@
 import Router from '@koa/router';
-import type { AppDeps } from '../operations/deps';
-import { route, type Ctx, type GatewayState } from '../api/middleware';
+import type { AppDeps } from '../operations';
+import { route, type Ctx, type GatewayState } from '../api';
 import { notFound } from '../errors';
 import { CONSOLE_CSP, loadAssets } from './static';
 import { mountSessionApi } from './sessionApi';

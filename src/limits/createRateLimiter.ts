@@ -1,6 +1,6 @@
 import type { Config } from '../config';
-import type { Logger } from '../observability/logger';
-import type { Metrics } from '../observability/metrics';
+import type { Logger } from '../observability';
+import type { Metrics } from '../observability';
 import { MemoryRateLimiter, type RateLimiter } from './rateLimiter';
 import type { RedisRateLimiter as RedisLimiter } from './redisRateLimiter';
 

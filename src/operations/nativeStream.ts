@@ -1,9 +1,9 @@
-import type { Logger } from '../observability/logger';
-import type { TokenUsage } from '../billing/tokenUsage';
-import { CLIENT_CLOSED } from '../net/abort';
-import type { SseSink } from '../sse/clientSink';
-import { rewriteRegion, SseRegions, type SseRegion } from '../sse/eventRegions';
-import type { EventSourceMessage } from '../sse/upstreamEvents';
+import type { Logger } from '../observability';
+import type { TokenUsage } from '../billing';
+import { CLIENT_CLOSED } from '../net';
+import type { SseSink } from '../sse';
+import { rewriteRegion, SseRegions, type SseRegion } from '../sse';
+import type { EventSourceMessage } from '../sse';
 import type { RoutedCall } from './routedCall';
 
 /**

@@ -1,16 +1,11 @@
 import { ApiError } from '../errors';
-import type { ModelConfig } from '../catalog/catalog';
-import type { ChatRequest } from '../translate/chatTypes';
-import type { GenerateContentResponse } from '../translate/geminiTypes';
-import {
-  chatToGeminiRequest,
-  geminiToChatCompletion,
-  GeminiStreamError,
-  GeminiStreamToChat,
-} from '../translate/upstream/chatToGemini';
-import { DEFAULT_MAX_OUTPUT_TOKENS } from '../billing/pricing';
+import type { ModelConfig } from '../catalog';
+import type { ChatRequest } from '../translate';
+import type { GenerateContentResponse } from '../translate';
+import { chatToGeminiRequest, geminiToChatCompletion, GeminiStreamError, GeminiStreamToChat } from '../translate';
+import { DEFAULT_MAX_OUTPUT_TOKENS } from '../billing';
 import { nativeBound } from '../billing/nativeBound';
-import type { GeminiUpstream } from './gemini/adapter';
+import type { GeminiUpstream } from './gemini';
 import { asOpenAIError } from './upstreamError';
 import { bridgedBatches, type ChatBackend } from './chatBackend';
 

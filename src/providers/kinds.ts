@@ -1,13 +1,7 @@
-import type { ModelConfig, ProviderConfig } from '../catalog/catalog';
-import {
-  wireOf as catalogWireOf,
-  type ChatProtocol,
-  type KindFacts,
-  type ProviderKind,
-  type Wire,
-} from '../catalog/kinds';
+import type { ModelConfig, ProviderConfig } from '../catalog';
+import { wireOf as catalogWireOf, type ChatProtocol, type KindFacts, type ProviderKind, type Wire } from '../catalog';
 import type { ProviderAdapter } from './types';
-import type { VideoProviderAdapter } from './video/types';
+import type { VideoProviderAdapter } from './video';
 import type { NativeBatchApi } from './nativeBatches';
 import type { UsageReports } from './usageReports';
 import { openaiKind } from './openai';
@@ -27,8 +21,8 @@ import { seedanceKind } from './seedance';
  * this table when built (`new Catalog(file, KINDS)`).
  */
 
-export type { ChatProtocol, Credentials, ProviderKind, Wire } from '../catalog/kinds';
-export { PROVIDER_KINDS } from '../catalog/kinds';
+export type { ChatProtocol, Credentials, ProviderKind, Wire } from '../catalog';
+export { PROVIDER_KINDS } from '../catalog';
 
 /** What every adapter factory is given by the process (the registry's options). */
 export interface AdapterOptions {

@@ -1,7 +1,7 @@
 import { ApiError } from '../errors';
-import type { Catalog, ModelConfig } from '../catalog/catalog';
+import type { Catalog, ModelConfig } from '../catalog';
 import type { OpenAICompatibleAdapter, PerDeploymentAdapter, ProviderAdapter } from './types';
-import { adapterKey, type Deployment } from '../catalog/deployments';
+import { adapterKey, type Deployment } from '../catalog';
 import { KINDS, type AdapterOptions } from './kinds';
 
 /**

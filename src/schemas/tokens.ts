@@ -1,4 +1,4 @@
-import { MAX_TOKEN_COUNT } from '../billing/pricing';
+import { MAX_TOKEN_COUNT } from '../billing';
 
 export { MAX_TOKEN_COUNT };
 

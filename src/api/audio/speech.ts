@@ -1,12 +1,12 @@
 import { callerOf } from '../httpCaller';
 import { finished } from 'node:stream';
-import type { AppDeps } from '../../operations/deps';
+import type { AppDeps } from '../../operations';
 import type { Ctx } from '../middleware';
-import type { ModelConfig } from '../../catalog/catalog';
-import type { SpeechBody, SpeechFormat } from '../../schemas/audio';
-import { charactersCost, countCharacters } from '../../billing/pricing';
+import type { ModelConfig } from '../../catalog';
+import type { SpeechBody, SpeechFormat } from '../../schemas';
+import { charactersCost, countCharacters } from '../../billing';
 import { boundOverCandidates } from '../../routing/bound';
-import { CLIENT_CLOSED } from '../../net/abort';
+import { CLIENT_CLOSED } from '../../net';
 import { openCall, RoutedPayload } from '../../operations/routedCall';
 
 /**

@@ -1,11 +1,11 @@
 import { callerOf } from '../httpCaller';
-import type { AppDeps } from '../../operations/deps';
+import type { AppDeps } from '../../operations';
 import type { Ctx } from '../middleware';
 import { ApiError } from '../../errors';
-import type { ModelConfig } from '../../catalog/catalog';
-import type { ImageEditFields, ImageGenerationBody } from '../../schemas/images';
-import { imagesCost } from '../../billing/pricing';
-import type { BufferedResponse, MultipartValue } from '../../providers/types';
+import type { ModelConfig } from '../../catalog';
+import type { ImageEditFields, ImageGenerationBody } from '../../schemas';
+import { imagesCost } from '../../billing';
+import type { BufferedResponse, MultipartValue } from '../../providers';
 import { boundOverCandidates } from '../../routing/bound';
 import { openCall, RoutedPayload, type RoutedCall } from '../../operations/routedCall';
 import { sendJsonBuffer } from '../jsonBuffer';

@@ -1,9 +1,9 @@
 import Router from '@koa/router';
-import type { AppDeps } from '../../operations/deps';
+import type { AppDeps } from '../../operations';
 import { jsonApi, type Ctx, type GatewayState } from '../middleware';
-import { fitOutputCap } from '../../catalog/outputCap';
-import type { ModelConfig } from '../../catalog/catalog';
-import { chatCompletions, completions, validateChatCompletion, validateCompletion } from '../../operations/chat';
+import { fitOutputCap } from '../../catalog';
+import type { ModelConfig } from '../../catalog';
+import { chatCompletions, completions, validateChatCompletion, validateCompletion } from '../../operations';
 import { callerOf } from '../httpCaller';
 
 /**

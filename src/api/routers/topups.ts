@@ -1,8 +1,8 @@
 import Router from '@koa/router';
-import type { AppDeps } from '../../operations/deps';
+import type { AppDeps } from '../../operations';
 import { jsonBody, receivedJsonText, requireApiKey, route, type Ctx, type GatewayState } from '../middleware';
 import { listQuery } from '../listQuery';
-import { ORDER_ID, topupService } from '../../jobs/topups';
+import { ORDER_ID, topupService } from '../../jobs';
 
 /**
  * Top-ups (docs/payments.md). The customer's orders, with the API-key auth of the rest of /v1:

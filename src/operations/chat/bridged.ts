@@ -1,15 +1,15 @@
 import type { Caller, OperationDeps } from '../caller';
 import { ApiError } from '../../errors';
 import { openAIBody } from '../../errorBodies';
-import type { ModelConfig } from '../../catalog/catalog';
-import type { ChatChunk } from '../../translate/chatTypes';
-import { bridgeChatRequest } from '../../translate/upstream/chatBridgeRequest';
+import type { ModelConfig } from '../../catalog';
+import type { ChatChunk } from '../../translate';
+import { bridgeChatRequest } from '../../translate';
 import { RoutedBackend } from '../../routing/routedBackend';
-import { estimatedUsage, fromChatUsage } from '../../billing/tokenUsage';
-import { translateInput } from '../../translate/translateInput';
+import { estimatedUsage, fromChatUsage } from '../../billing';
+import { translateInput } from '../../translate';
 import { openCall } from '../routedCall';
 import { relayTranslated, routedComplete } from '../translatedStream';
-import { SSE_DONE, sseEvent } from '../../sse/wire';
+import { SSE_DONE, sseEvent } from '../../sse';
 
 /**
  * POST /v1/chat/completions for a chat model whose upstream does not speak Chat Completions: an Anthropic

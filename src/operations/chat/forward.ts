@@ -1,14 +1,14 @@
 import type { Caller, OperationDeps } from '../caller';
 import { invalidUpstreamResponse } from '../../errors';
-import { estimateChatMaxCost } from '../../billing/pricing';
+import { estimateChatMaxCost } from '../../billing';
 import { StreamUsage } from '../../billing/meter';
-import { estimatedUsage, fromChatUsage } from '../../billing/tokenUsage';
-import type { ModelConfig } from '../../catalog/catalog';
-import { redactorFor } from '../../catalog/redact';
-import { usageFromJson } from '../../providers/openai/adapter';
+import { estimatedUsage, fromChatUsage } from '../../billing';
+import type { ModelConfig } from '../../catalog';
+import { redactorFor } from '../../catalog';
+import { usageFromJson } from '../../providers';
 import { boundOverCandidates } from '../../routing/bound';
 import type { RouteTry } from '../../routing/modelRouter';
-import { SseRelay } from '../../sse/clientRelay';
+import { SseRelay } from '../../sse';
 import { openCall, RoutedPayload, type RoutedCall } from '../routedCall';
 
 /**

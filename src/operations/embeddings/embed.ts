@@ -1,11 +1,11 @@
 import type { Caller, OperationDeps } from '../caller';
-import type { ModelConfig } from '../../catalog/catalog';
-import type { EmbeddingBody } from '../../schemas/embeddings';
-import { embeddingTokensBound, tokensCost, tokensFromChars } from '../../billing/pricing';
-import { usageFromJson } from '../../providers/openai/adapter';
-import { asOpenAIError } from '../../providers/upstreamError';
+import type { ModelConfig } from '../../catalog';
+import type { EmbeddingBody } from '../../schemas';
+import { embeddingTokensBound, tokensCost, tokensFromChars } from '../../billing';
+import { usageFromJson } from '../../providers';
+import { asOpenAIError } from '../../providers';
 import { boundOverCandidates } from '../../routing/bound';
-import { geminiEmbedder, servedNatively } from '../../providers/kinds';
+import { geminiEmbedder, servedNatively } from '../../providers';
 import { openCall, RoutedPayload } from '../routedCall';
 import { geminiEmbedCall, openAIEmbeddingList, type GeminiEmbedCall } from '../embeddings/geminiUpstream';
 import { throughCache } from '../cache';

@@ -1,18 +1,18 @@
 import type { Caller, OperationDeps } from '../caller';
-import { redactorFor } from '../../catalog/redact';
+import { redactorFor } from '../../catalog';
 import { ApiError } from '../../errors';
-import { modalityTokens, type GeminiUsageMetadata, type GenerateContentResponse } from '../../translate/geminiTypes';
-import { sseBatches } from '../../sse/upstreamEvents';
-import type { GeminiUpstream } from '../../providers/gemini/adapter';
+import { modalityTokens, type GeminiUsageMetadata, type GenerateContentResponse } from '../../translate';
+import { sseBatches } from '../../sse';
+import type { GeminiUpstream } from '../../providers';
 import { boundOverCandidates } from '../../routing/bound';
 import type { RouteTry } from '../../routing/modelRouter';
-import { DEFAULT_MAX_OUTPUT_TOKENS } from '../../billing/pricing';
+import { DEFAULT_MAX_OUTPUT_TOKENS } from '../../billing';
 import { nativeBound } from '../../billing/nativeBound';
-import { estimatedUsage, tokenUsage, type TokenUsage } from '../../billing/tokenUsage';
+import { estimatedUsage, tokenUsage, type TokenUsage } from '../../billing';
 import { geminiStatus } from '../../errorBodies';
 import { openCall } from '../routedCall';
-import type { HeldTry } from '../../observability/tracing';
-import { CLIENT_CLOSED } from '../../net/abort';
+import type { HeldTry } from '../../observability';
+import { CLIENT_CLOSED } from '../../net';
 import { GENERATE_OPERATION, type GenerateCall } from './translated';
 
 /**

@@ -1,14 +1,14 @@
 import type { Caller, OperationDeps } from '../caller';
-import type { ModelConfig } from '../../catalog/catalog';
-import { checkOutputCap } from '../../catalog/outputCap';
-import type { MessagesRequest } from '../../translate/anthropicTypes';
-import { formatSse } from '../../sse/translatedEvents';
-import { redactorFor } from '../../catalog/redact';
-import type { MessagesUpstream } from '../../providers/messagesUpstream';
+import type { ModelConfig } from '../../catalog';
+import { checkOutputCap } from '../../catalog';
+import type { MessagesRequest } from '../../translate';
+import { formatSse } from '../../sse';
+import { redactorFor } from '../../catalog';
+import type { MessagesUpstream } from '../../providers';
 import { boundOverCandidates } from '../../routing/bound';
 import type { RouteTry } from '../../routing/modelRouter';
 import { countImages, nativeBound } from '../../billing/nativeBound';
-import { estimatedUsage, fromAnthropicUsage, tokenUsage, type AnthropicUsageLike } from '../../billing/tokenUsage';
+import { estimatedUsage, fromAnthropicUsage, tokenUsage, type AnthropicUsageLike } from '../../billing';
 import { openCall, RoutedPayload } from '../routedCall';
 import { relayNative, type NativeEvents } from '../nativeStream';
 

@@ -1,14 +1,14 @@
 import type { Caller, OperationDeps } from '../caller';
-import type { ModelConfig } from '../../catalog/catalog';
-import type { MessagesRequest } from '../../translate/anthropicTypes';
-import { messagesToChat } from '../../translate/client/messagesToChat';
-import { chatToMessages } from '../../translate/client/chatToMessages';
-import { ChatToMessagesStream } from '../../translate/client/chatStreamToMessages';
-import { translateInput } from '../../translate/translateInput';
-import { formatSse, type SseEvent } from '../../sse/translatedEvents';
+import type { ModelConfig } from '../../catalog';
+import type { MessagesRequest } from '../../translate';
+import { messagesToChat } from '../../translate';
+import { chatToMessages } from '../../translate';
+import { ChatToMessagesStream } from '../../translate';
+import { translateInput } from '../../translate';
+import { formatSse, type SseEvent } from '../../sse';
 import { RoutedBackend } from '../../routing/routedBackend';
-import { tokensFromChars } from '../../billing/pricing';
-import { estimatedUsage, fromChatUsage } from '../../billing/tokenUsage';
+import { tokensFromChars } from '../../billing';
+import { estimatedUsage, fromChatUsage } from '../../billing';
 import { openCall } from '../routedCall';
 import { relayTranslated, routedComplete } from '../translatedStream';
 

@@ -1,14 +1,14 @@
 import type { Caller, OperationDeps } from '../caller';
 import { notFound } from '../../errors';
-import type { ModelConfig } from '../../catalog/catalog';
-import type { ResponsesItem, ResponsesRequest } from '../../translate/responsesTypes';
-import { inputItems } from '../../translate/client/responsesToChat';
+import type { ModelConfig } from '../../catalog';
+import type { ResponsesItem, ResponsesRequest } from '../../translate';
+import { inputItems } from '../../translate';
 import { conversationItems } from './storedResponses';
 import { nativeResponses } from './native';
 import { translatedResponses } from './translated';
 import type { Turn } from './turn';
-import { clip } from '../../text/clip';
-import { servedNatively } from '../../providers/kinds';
+import { clip } from '../../text';
+import { servedNatively } from '../../providers';
 import { throughCache } from '../cache';
 
 /**

@@ -1,7 +1,7 @@
 import type { Caller, OperationDeps } from '../caller';
-import type { ModelConfig } from '../../catalog/catalog';
-import type { ResponseObject, ResponsesItem, ResponsesRequest } from '../../translate/responsesTypes';
-import { fromResponsesUsage, type TokenUsage } from '../../billing/tokenUsage';
+import type { ModelConfig } from '../../catalog';
+import type { ResponseObject, ResponsesItem, ResponsesRequest } from '../../translate';
+import { fromResponsesUsage, type TokenUsage } from '../../billing';
 import { isResponseId, saveResponse } from './storedResponses';
 
 /**

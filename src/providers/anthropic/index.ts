@@ -20,3 +20,5 @@ export const anthropicKind: KindRow = {
   credentials: { source: 'key' },
   owner: () => 'anthropic',
 };
+
+export { isClaudeModel } from './models';

@@ -1,17 +1,13 @@
-import type { ModelConfig } from '../../catalog/catalog';
-import type { ChatChunk, ChatRequest } from '../../translate/chatTypes';
+import type { ModelConfig } from '../../catalog';
+import type { ChatChunk, ChatRequest } from '../../translate';
 import {
   AnthropicStreamError,
   AnthropicStreamToChat,
   anthropicToChatCompletion,
   chatToAnthropicRequest,
-} from '../../translate/upstream/chatToAnthropic';
-import {
-  anthropicToConverse,
-  converseToAnthropic,
-  ConverseStreamToAnthropic,
-} from '../../translate/upstream/anthropicToConverse';
-import { DEFAULT_MAX_OUTPUT_TOKENS } from '../../billing/pricing';
+} from '../../translate';
+import { anthropicToConverse, converseToAnthropic, ConverseStreamToAnthropic } from '../../translate';
+import { DEFAULT_MAX_OUTPUT_TOKENS } from '../../billing';
 import { countImages, nativeBound } from '../../billing/nativeBound';
 import type { BedrockAdapter } from './adapter';
 import { UpstreamStreamError, type ChatBackend } from '../chatBackend';

@@ -18,3 +18,5 @@ export const geminiKind: KindRow = {
   credentials: { source: 'key' },
   owner: () => 'google',
 };
+
+export type { GeminiEmbedRequest, GeminiResponse, GeminiUpstream } from './adapter';

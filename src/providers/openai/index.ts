@@ -21,3 +21,6 @@ export const openaiKind: KindRow = {
   credentials: { source: 'key' },
   owner: () => 'openai',
 };
+
+export { OpenAIAdapter, mapTransportError, mapUpstreamError, usageFromJson } from './adapter';
+export type { OpenAIAdapterOptions } from './adapter';

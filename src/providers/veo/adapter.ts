@@ -1,5 +1,5 @@
-import type { ProviderConfig } from '../../catalog/catalog';
-import { ProviderHttp } from '../video/http';
+import type { ProviderConfig } from '../../catalog';
+import { ProviderHttp } from '../video';
 import {
   VideoProviderError,
   type Download,
@@ -7,7 +7,7 @@ import {
   type VideoProviderAdapter,
   type VideoSubmission,
   type VideoTaskStatus,
-} from '../video/types';
+} from '../video';
 
 /**
  * Google Veo through the Gemini API's long-running operations (reference §2a):

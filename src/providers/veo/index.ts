@@ -16,3 +16,5 @@ export const veoKind: KindRow = {
   credentials: { source: 'key' },
   owner: () => 'google',
 };
+
+export { VeoAdapter } from './adapter';

@@ -1,6 +1,6 @@
-import type { ProviderConfig } from '../../catalog/catalog';
-import { ProviderHttp } from '../video/http';
-import { VeoAdapter } from '../veo/adapter';
+import type { ProviderConfig } from '../../catalog';
+import { ProviderHttp } from '../video';
+import { VeoAdapter } from '../veo';
 import { vertexKeyFile, vertexModelPath } from './adapter';
 import { VertexAuth } from '../googleCloudAuth';
 import {
@@ -9,7 +9,7 @@ import {
   type VideoProviderAdapter,
   type VideoSubmission,
   type VideoTaskStatus,
-} from '../video/types';
+} from '../video';
 
 /**
  * Google Veo on Vertex AI, with the OAuth token of the provider's service account or application-default credentials
