@@ -1,4 +1,4 @@
-import type { KindRow } from '../kinds';
+import type { KindRow } from '../kindRow';
 import { AnthropicAdapter } from './adapter';
 import { AnthropicBatches } from './batches';
 import { anthropicReports } from './reports';

@@ -1,4 +1,4 @@
-import type { KindRow } from '../kinds';
+import type { KindRow } from '../kindRow';
 import { OpenAIAdapter } from './adapter';
 import { OpenAIBatches } from './batches';
 import { openaiReports } from './reports';
