@@ -81,10 +81,9 @@ const roomsPlugin = {
           if (typeof spec !== 'string' || !spec.startsWith('.')) return;
           const to = resolved(from, spec);
           if (!to || isPending(to) || settingsRead(from, to)) return;
-          const room = ROOMS.folders
-            .filter((r) => inside(to, r) && !inside(from, r))
-            .sort((a, b) => a.length - b.length)[0];
-          if (room && to !== `${room}/index.ts`)
+          // The innermost room holding the file: a nested room's index.ts is a door of its own.
+          const room = ROOMS.folders.filter((r) => inside(to, r)).sort((a, b) => b.length - a.length)[0];
+          if (room && !inside(from, room) && to !== `${room}/index.ts`)
             context.report({
               node: node.source,
               message: `${room}/ is a room: import its index.ts, not ${to} (docs/architecture.md, Rooms).`,

@@ -6,7 +6,7 @@ import { NO_LIMITS } from '../src/limits';
 import { ApiError } from '../src/errors';
 import { abortFollowing } from '../src/net';
 import { tracer } from '../src/observability';
-import { createResponse } from '../src/operations';
+import { createResponse } from '../src/operations/responses';
 import type { ResponsesRequest } from '../src/translate';
 import type { EventSourceMessage } from '../src/sse';
 import { EventCapture, HoldTab, HeadlessCaller } from '../src/backgroundResponses/headless';

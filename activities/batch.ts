@@ -25,8 +25,7 @@ import type {
   FinalizeArgs,
   StartOutcome,
 } from '../src/batches/workflowContract';
-import { isBlank, readLines, type Line } from '../src/files';
-import { isProblem, parseRequestLine, type BatchEndpoint } from '../src/files';
+import { isBlank, readLines, type Line, isProblem, parseRequestLine, type BatchEndpoint } from '../src/files';
 import * as progress from '../src/batches/lineProgress';
 import { interruptedLineCost } from '../src/batches/lineCosts';
 import type { GatewayCost } from '../src/billing';

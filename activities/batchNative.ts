@@ -2,8 +2,9 @@ import { Readable } from 'node:stream';
 import { randomBytes } from 'node:crypto';
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import { batchPricingOf, type ModelConfig, type Pricing } from '../src/catalog';
-import { tokensCost, tokensFromChars } from '../src/billing';
 import {
+  tokensCost,
+  tokensFromChars,
   estimatedUsage,
   fromAnthropicUsage,
   fromChatUsage,
@@ -13,11 +14,16 @@ import {
 } from '../src/billing';
 import * as batches from '../src/batches/repo';
 import { OPERATION_OF } from '../src/batches/endpoints';
-import { nativeBatchApi, nativeBatchesFor } from '../src/providers';
-import { NativeApiError, type NativeBatchApi, type NativeResultLine, type NativeStatus } from '../src/providers';
+import {
+  nativeBatchApi,
+  nativeBatchesFor,
+  NativeApiError,
+  type NativeBatchApi,
+  type NativeResultLine,
+  type NativeStatus,
+} from '../src/providers';
 import { recordUpstream, upstreamOf } from '../src/batches/upstream';
-import { isBlank, readLines } from '../src/files';
-import { isProblem, parseRequestLine, type BatchEndpoint } from '../src/files';
+import { isBlank, readLines, isProblem, parseRequestLine, type BatchEndpoint } from '../src/files';
 import type { BatchActivityDeps } from './batch';
 import { itemUsageId, outputLine } from './batch';
 

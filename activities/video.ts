@@ -8,7 +8,7 @@ import type { Logger } from '../src/observability';
 import type { VideoProviders } from '../src/providers';
 import { ModelRouter } from '../src/routing/modelRouter';
 import { loadRoutingSettings } from '../src/routing/settings';
-import { VideoProviderError, type VideoTaskState } from '../src/providers';
+import { VideoProviderError, type VideoTaskState } from '../src/providers/video';
 import * as jobs from '../src/video/repo';
 import { deleteStoredImages } from '../src/video/images';
 import { recordTaskEnd, taskGatewayCost, type TwinDelivery } from '../src/video/twins';

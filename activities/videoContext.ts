@@ -5,7 +5,7 @@ import type { Catalog } from '../src/catalog';
 import type { Logger } from '../src/observability';
 import type { VideoProviders } from '../src/providers';
 import type { ModelRouter } from '../src/routing/modelRouter';
-import { VideoProviderError } from '../src/providers';
+import { VideoProviderError } from '../src/providers/video';
 import * as jobs from '../src/video/repo';
 
 /** What every video activity works with (built once per worker by createVideoActivities). */

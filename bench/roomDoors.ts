@@ -1,10 +1,11 @@
 /**
  * node -r ./test/support/swcRegister.js bench/roomDoors.ts [dry]: routes every import that enters a room from outside
- * (layers.json `rooms`; docs/architecture.md, Rooms) through the room's index.ts, and adds to each index.ts the
- * re-exports its users need (a nested room's through its own index.ts; a type as `export type`, found by the type
- * checker). Run after adding rooms or moving files, then `npx prettier --write` the files it changed. It leaves
- * workflows/, the pending paths, src/config.ts's settings readers and the workflow bundle's value imports as they
- * are, and reports the namespace imports (`import * as`) it cannot rewrite. `dry`: only counts the re-exports.
+ * (layers.json `rooms`; docs/architecture.md, Rooms) through the index.ts of the innermost room holding the file, and
+ * adds to each index.ts the re-exports its users need (a type as `export type`, found by the type checker); imports of
+ * one file through one door become one. Run after adding rooms or moving files, then `npx prettier --write` the files
+ * it changed. It leaves workflows/, the pending paths, src/config.ts's settings readers and the workflow bundle's value
+ * imports as they are, and reports the namespace imports (`import * as`) it cannot rewrite. `dry`: only counts the
+ * re-exports.
  */
 import ts from 'typescript';
 import fs from 'node:fs';
@@ -27,14 +28,13 @@ while (stack.length) {
   stack.push(...(valueNext.get(f) ?? []));
 }
 
-/** The door a file `from` must use to reach `to`: the outermost room holding `to` but not `from`. */
-const layerEx = (from: string, to: string) => L.exceptions.some((e: any) => e.from === from && e.to.includes(to));
+const layerEx = (from: string, to: string) =>
+  L.exceptions.some((e: { from: string; to: string[] }) => e.from === from && e.to.includes(to));
+/** The door a file `from` must use to reach `to`: the index.ts of the innermost room holding `to`, if not `from`. */
 function door(from: string, to: string): string | null {
   if (isPending(to) || layerEx(from, to)) return null;
-  const holding = rooms.filter((r) => inside(to, r) && !inside(from, r)).sort((a, b) => a.length - b.length);
-  if (!holding.length) return null;
-  const d = holding[0];
-  if (to === `${d}/index.ts`) return null;
+  const d = rooms.filter((r) => inside(to, r)).sort((a, b) => b.length - a.length)[0];
+  if (d === undefined || inside(from, d) || to === `${d}/index.ts`) return null;
   return d;
 }
 const program = ts.createProgram(
@@ -118,7 +118,17 @@ function want(d: string, file: string, name: string, value: boolean): string {
   }
   return exported;
 }
-const edits = new Map<string, { start: number; end: number; text: string }[]>();
+interface Edit {
+  start: number;
+  end: number;
+  head: string;
+  spec: string;
+  parts: string[];
+  text?: string;
+}
+const edits = new Map<string, Edit[]>();
+/** The end of a statement's line, its newline included (a statement merged into another leaves no blank line). */
+const text0 = (text: string, end: number) => (text[end] === '\n' ? end + 1 : end);
 const skipped: string[] = [];
 for (const f of files) {
   if (f.startsWith('workflows/') || isPending(f)) continue;
@@ -168,11 +178,19 @@ for (const f of files) {
       return `${e.isTypeOnly ? 'type ' : ''}${exported === local ? local : `${exported} as ${local}`}`;
     });
     const kw = ts.isImportDeclaration(st) ? 'import' : 'export';
-    const text = `${kw} ${stmtType ? 'type ' : ''}{ ${parts.join(', ')} } from '${newSpec}';`;
+    const head = `${kw} ${stmtType ? 'type ' : ''}`;
     if (!edits.has(f)) edits.set(f, []);
-    edits.get(f)!.push({ start: st.getStart(sf), end: st.getEnd(), text });
+    // Statements of one file through the same door become one.
+    const same = edits.get(f)!.find((e) => e.head === head && e.spec === newSpec);
+    if (same) {
+      for (const p of parts) if (!same.parts.includes(p)) same.parts.push(p);
+      const end = text0(sf.text, st.getEnd());
+      edits.get(f)!.push({ start: st.getStart(sf), end, head: '', spec: '', parts: [] });
+    } else edits.get(f)!.push({ start: st.getStart(sf), end: st.getEnd(), head, spec: newSpec, parts });
   }
 }
+for (const es of edits.values())
+  for (const e of es) e.text = e.head ? `${e.head}{ ${e.parts.join(', ')} } from '${e.spec}';` : '';
 console.error('skipped:\n' + skipped.join('\n'));
 if (process.argv[2] === 'dry') {
   for (const [r, m] of wants) console.log(r, m.size);
@@ -184,7 +202,7 @@ console.error(
 );
 for (const [f, es] of edits) {
   let text = fs.readFileSync(path.join(root, f), 'utf8');
-  for (const e of es.sort((a, b) => b.start - a.start)) text = text.slice(0, e.start) + e.text + text.slice(e.end);
+  for (const e of es.sort((a, b) => b.start - a.start)) text = text.slice(0, e.start) + e.text! + text.slice(e.end);
   fs.writeFileSync(path.join(root, f), text);
 }
 for (const [room, m] of wants) {

@@ -1,25 +1,27 @@
 import Koa from 'koa';
 import type Router from '@koa/router';
 import type { AppDeps } from './operations';
-import { bodyTimeout, errorHandler, observe, type GatewayState } from './api';
-import { healthRouter } from './api';
-import { modelsRouter } from './api';
-import { accountRouter } from './api';
-import { chatRouter } from './api';
-import { embeddingsRouter } from './api';
-import { audioRouter } from './api';
-import { imagesRouter } from './api';
-import { messagesRouter } from './api';
-import { responsesRouter } from './api';
-import { geminiRouter } from './api';
-import { videosRouter } from './api';
-import { webhooksRouter } from './api';
-import { filesRouter } from './api';
-import { batchesRouter } from './api';
-import { messageBatchesRouter } from './api';
-import { topupsRouter } from './api';
+import { bodyTimeout, errorHandler, observe, type GatewayState } from './api/middleware';
+import {
+  healthRouter,
+  modelsRouter,
+  accountRouter,
+  chatRouter,
+  embeddingsRouter,
+  audioRouter,
+  imagesRouter,
+  messagesRouter,
+  responsesRouter,
+  geminiRouter,
+  videosRouter,
+  webhooksRouter,
+  filesRouter,
+  batchesRouter,
+  messageBatchesRouter,
+  topupsRouter,
+  cacheRouter,
+} from './api/routers';
 import { consoleRouter } from './console';
-import { cacheRouter } from './api';
 import { dispatchByPrefix } from './api';
 import { organizationsRouter } from './organizations';
 

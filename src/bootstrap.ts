@@ -1,26 +1,22 @@
 import type { Client, ClientInterceptors, Connection } from '@temporalio/client';
-import { flushTracing, initTracing, tracer } from './observability';
+import { flushTracing, initTracing, tracer, createLogger, type Logger, Metrics } from './observability';
 import type { AppDeps } from './operations';
 import { loadConfig, type Config } from './config';
-import { createPool } from './db';
-import { ensureDatabase, migrate } from './db';
+import { createPool, ensureDatabase, migrate } from './db';
 import { Catalog } from './catalog';
 import { PriceBook } from './billing';
 import { registerReconcileMetrics } from './reconcile/metrics';
 import { KeyResolver } from './auth';
 import { AdminKeyResolver } from './organizations';
 import { CreditManager } from './billing/credit';
-import { createLogger, type Logger } from './observability';
 import type { Db } from './db';
 import type { Storage } from './storage';
 import type { ProviderRegistry } from './providers';
-import { Metrics } from './observability';
 import { createStorage } from './storage';
 import { ModelRouter } from './routing/modelRouter';
-import { buildProviderRegistry } from './providers';
+import { buildProviderRegistry, KINDS } from './providers';
 import { createRateLimiter } from './limits';
 import { createResponseCache } from './cache';
-import { KINDS } from './providers';
 
 /** What every process of the gateway (API, worker, `npm start`) is built on: one list, built here only. */
 export interface CoreDeps {

@@ -4,10 +4,10 @@ import { loadConfig } from './config';
 import { projectRoot } from './projectRoot';
 import { startApi } from './server';
 import { startWorker } from './worker';
-import { ensurePortFree, PortBusyError } from './runtime';
-import { startEmbeddedPostgres } from './runtime';
-import { startEmbeddedTemporal, TemporalUnavailable } from './runtime';
-import { seedDemo, type DemoSeed } from './runtime';
+import { ensurePortFree, PortBusyError } from './runtime/ports';
+import { startEmbeddedPostgres } from './runtime/embeddedPostgres';
+import { startEmbeddedTemporal, TemporalUnavailable } from './runtime/embeddedTemporal';
+import { seedDemo, type DemoSeed } from './runtime/demoSeed';
 
 /**
  * `npm start`: the whole gateway on one machine with no other set-up. Starts (or uses, when configured) Postgres

@@ -2,7 +2,7 @@ import http from 'node:http';
 import { buildDeps } from './bootstrap';
 import { createApp } from './app';
 import { loadConfig } from './config';
-import { apiProcessCount, runApiProcesses } from './runtime';
+import { apiProcessCount, runApiProcesses } from './runtime/apiProcesses';
 
 /**
  * Node's own bounds on a request, the backstop of the app's body timeout (src/api/middleware/bodyTimeout.ts): the

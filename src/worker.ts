@@ -16,14 +16,14 @@ import {
   type WorkflowBundleWithSourceMap,
 } from '@temporalio/worker';
 import { loadConfig, type Config } from './config';
-import { redirectedLines } from './observability';
+import { redirectedLines, serveWorkerMetrics, flushTracing, tracer } from './observability';
 import { buildCore } from './bootstrap';
 import type { ModelRouter } from './routing/modelRouter';
 import { createReconcileActivities } from '../activities/reconcile';
 import { ensureReconcileSchedules } from './reconcile/schedule';
 import { releaseExpiredHolds } from './billing';
 import { recoverDeadLeases, staleAfter } from './billing/creditHolders';
-import { exitOnStopSignals } from './runtime';
+import { exitOnStopSignals } from './runtime/stopSignals';
 import { VideoProviders } from './providers';
 import { reconcileVideoJobs } from './video/reconciler';
 import { followTwins } from './video/twins';
@@ -39,13 +39,11 @@ import {
   createWebhookActivities,
   createTopupActivities,
 } from '../activities';
-import { ensureStatementSchedule, reconcileTopups, sweepLowBalances } from './jobs';
+import { ensureStatementSchedule, reconcileTopups, sweepLowBalances } from './jobs/topups';
 import { mailSpendAlerts, smtpMailer, sweepSpendAlerts } from './organizations';
 import { startDelivery } from './webhooks/start';
-import { serveWorkerMetrics } from './observability';
-import { flushTracing, tracer } from './observability';
-import { createDeliveryWorker } from './runtime';
-import { createBackgroundRunWorker } from './runtime';
+import { createDeliveryWorker } from './runtime/webhookDeliveryWorker';
+import { createBackgroundRunWorker } from './runtime/backgroundRunWorker';
 import { webhookTaskQueue } from './webhooks/settings';
 
 /**

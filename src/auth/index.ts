@@ -1,4 +1,6 @@
-/** The auth room's door: what the rest of the gateway uses of it (docs/architecture.md, Rooms). */
+/**
+ * The auth room's door: what the rest of the gateway uses of it (docs/architecture.md, Rooms).
+ */
 export { ADMIN_KEY_PREFIX, KeyResolver, createApiKey, hashKey, listApiKeys, revokeApiKey } from './apiKeys';
 export type { KeyInfo, Principal } from './apiKeys';
 export {

@@ -1,4 +1,6 @@
-/** The billing room's door: what the rest of the gateway uses of it (docs/architecture.md, Rooms). */
+/**
+ * The billing room's door: what the rest of the gateway uses of it (docs/architecture.md, Rooms).
+ */
 export { DEFAULT_BUDGET_TIME_ZONE, budgetTimeZone, checkTimeZone, keySpend, setBudgetTimeZone } from './budget';
 export type { KeySpend } from './budget';
 export { gatewayCostTotals } from './gatewayCosts';

@@ -1,8 +1,7 @@
 import type { CacheSettings } from '../config';
 import type { Db } from '../db';
 import type { Pricing } from '../catalog';
-import type { Logger } from '../observability';
-import type { CacheMetrics } from '../observability';
+import type { Logger, CacheMetrics } from '../observability';
 import { CacheSettingsRepo } from './accountSettings';
 import { decodeEntry, encodeEntry, type CacheEntry } from './entry';
 import { PgCacheStore } from './pgStore';

@@ -1,4 +1,6 @@
-/** The catalog room's door: what the rest of the gateway uses of it (docs/architecture.md, Rooms). */
+/**
+ * The catalog room's door: what the rest of the gateway uses of it (docs/architecture.md, Rooms).
+ */
 export { Catalog, REQUIRED_PRICES, batchPricingOf, priceChangeProblem, pricingProblem, publicModel } from './catalog';
 export type { CatalogFile, Mode, ModelConfig, PriceSet, Pricing, ProviderConfig, VideoSecondPrice } from './catalog';
 export { adapterKey } from './deployments';

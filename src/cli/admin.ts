@@ -1,12 +1,22 @@
 import { parseArgs } from 'node:util';
 import { randomUUID } from 'node:crypto';
-import { createPool, tx, type Db } from '../db';
-import { ensureDatabase, migrate } from '../db';
-import { createAccount, getBalance, listLedger, topUp, verifyProjections } from '../billing';
-import { verifyUsage } from '../billing';
+import { createPool, tx, type Db, ensureDatabase, migrate } from '../db';
+import {
+  createAccount,
+  getBalance,
+  listLedger,
+  topUp,
+  verifyProjections,
+  verifyUsage,
+  gatewayCostTotals,
+  checkTimeZone,
+  DEFAULT_BUDGET_TIME_ZONE,
+  keySpend,
+  setBudgetTimeZone,
+  PriceScheduleError,
+} from '../billing';
 import { strandedJobHolds } from './holdVerify';
 import { verifyBackgroundResponses } from '../backgroundResponses/verify';
-import { gatewayCostTotals } from '../billing';
 import { createApiKey, listApiKeys, revokeApiKey } from '../auth';
 import {
   DEFAULT_KEY_CACHE_MS,
@@ -18,7 +28,6 @@ import {
   type KeyLimits,
   type KeySettings,
 } from '../limits';
-import { checkTimeZone, DEFAULT_BUDGET_TIME_ZONE, keySpend, setBudgetTimeZone } from '../billing';
 import { ApiError } from '../errors';
 import {
   CONSOLE_USERS_USAGE,
@@ -38,7 +47,6 @@ import {
   PricesUsageError,
   recordImportedVersions,
 } from './prices';
-import { PriceScheduleError } from '../billing';
 import { planReconcileStatus, RECONCILE_STATUS_USAGE, ReconcileStatusUsageError } from './reconcileStatus';
 
 /**

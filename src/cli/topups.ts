@@ -2,7 +2,7 @@ import { parseArgs } from 'node:util';
 import type { Db } from '../db';
 import { ApiError } from '../errors';
 import { loadWebhookSettings } from '../webhooks/settings';
-import { loadTopupSettings, topupService } from '../jobs';
+import { loadTopupSettings, topupService } from '../jobs/topups';
 
 /**
  * The top-up section of the admin CLI (src/cli/admin.ts wires it in): the operators' queue of transfers that

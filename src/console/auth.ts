@@ -1,6 +1,6 @@
 import type Koa from 'koa';
 import type { AppDeps } from '../operations';
-import type { GatewayState, Ctx } from '../api';
+import type { GatewayState, Ctx } from '../api/middleware';
 import { ApiError } from '../errors';
 import { csrfMatches, resolveSession, SESSION_COOKIE, type Session } from './sessions';
 

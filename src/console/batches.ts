@@ -1,6 +1,6 @@
 import type Router from '@koa/router';
 import type { AppDeps } from '../operations';
-import { route, type GatewayState } from '../api';
+import { route, type GatewayState } from '../api/middleware';
 import { badRequest, notFound } from '../errors';
 import type { Db } from '../db';
 import { requireCsrf, requireSession, sameOrigin, sessionOf } from './auth';

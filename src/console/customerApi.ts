@@ -1,6 +1,6 @@
 import type Router from '@koa/router';
 import type { AppDeps } from '../operations';
-import { jsonBody, route, type GatewayState } from '../api';
+import { jsonBody, route, type GatewayState } from '../api/middleware';
 import { badRequest, notFound } from '../errors';
 import { createApiKey, revokeApiKey } from '../auth';
 import { parseLimitsPatch, setKeyLimits, untilBudgetBinds } from '../limits';

@@ -1,8 +1,7 @@
 import type { AppDeps } from '../operations';
 import { listApiKeys, type KeyInfo } from '../auth';
 import { budgetTimeZone, keySpend, type KeySpend } from '../billing';
-import { getAccountLimits, type KeyLimits } from '../limits';
-import { WINDOW_MS, type WindowUsage } from '../limits';
+import { getAccountLimits, type KeyLimits, WINDOW_MS, type WindowUsage } from '../limits';
 
 /**
  * An account's keys as the console shows them (customer and operator pages): each key's own and effective limits,

@@ -1,6 +1,6 @@
 import type Router from '@koa/router';
 import type { AppDeps } from '../operations';
-import { jsonBody, route, type GatewayState } from '../api';
+import { jsonBody, route, type GatewayState } from '../api/middleware';
 import { ApiError, badRequest, notFound } from '../errors';
 import { createAccount, topUp } from '../billing';
 import { requireCsrf, requireOperator, requireSession, sameOrigin, sessionOf } from './auth';

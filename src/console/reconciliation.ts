@@ -1,6 +1,6 @@
 import type Router from '@koa/router';
 import type { AppDeps } from '../operations';
-import { route, type GatewayState } from '../api';
+import { route, type GatewayState } from '../api/middleware';
 import { requireCsrf, requireOperator, requireSession, sameOrigin } from './auth';
 import { intParam } from './params';
 import { FIELDS, isReconciled, NOT_RECONCILED, reportedFields } from '../reconcile/reconcile';

@@ -1,6 +1,6 @@
 import Router from '@koa/router';
 import type { AppDeps } from '../operations';
-import { route, type Ctx, type GatewayState } from '../api';
+import { route, type Ctx, type GatewayState } from '../api/middleware';
 import { notFound } from '../errors';
 import { CONSOLE_CSP, loadAssets } from './static';
 import { mountSessionApi } from './sessionApi';

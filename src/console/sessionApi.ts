@@ -1,6 +1,6 @@
 import type Router from '@koa/router';
 import type { AppDeps } from '../operations';
-import { jsonBody, route, type Ctx, type GatewayState } from '../api';
+import { jsonBody, route, type Ctx, type GatewayState } from '../api/middleware';
 import { ApiError, badRequest } from '../errors';
 import { createSession, deleteSession, csrfTokenFor, resolveSession } from './sessions';
 import { findLoginByEmail, upgradePasswordHash } from './users';

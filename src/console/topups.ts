@@ -1,8 +1,8 @@
 import type Router from '@koa/router';
 import type { AppDeps } from '../operations';
-import { jsonBody, route, type GatewayState } from '../api';
+import { jsonBody, route, type GatewayState } from '../api/middleware';
 import { badRequest } from '../errors';
-import { ORDER_ID, topupService } from '../jobs';
+import { ORDER_ID, topupService } from '../jobs/topups';
 import { requireCsrf, requireOperator, requireSession, sameOrigin, sessionOf } from './auth';
 import { intParam, stringField, uuidParam } from './params';
 

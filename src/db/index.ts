@@ -1,4 +1,6 @@
-/** The db room's door: what the rest of the gateway uses of it (docs/architecture.md, Rooms). */
+/**
+ * The db room's door: what the rest of the gateway uses of it (docs/architecture.md, Rooms).
+ */
 export { appendAudit, canonicalJson, entryHash } from './auditLog';
 export type { AuditActor, AuditEntry } from './auditLog';
 export { gated } from './gate';

@@ -1,4 +1,6 @@
-/** The files room's door: what the rest of the gateway uses of it (docs/architecture.md, Rooms). */
+/**
+ * The files room's door: what the rest of the gateway uses of it (docs/architecture.md, Rooms).
+ */
 export { isProblem, parseRequestLine } from './batchInput';
 export type { BatchEndpoint } from './batchInput';
 export { BatchFileIngest } from './ingest';

@@ -1,4 +1,6 @@
-/** The observability room's door: what the rest of the gateway uses of it (docs/architecture.md, Rooms). */
+/**
+ * The observability room's door: what the rest of the gateway uses of it (docs/architecture.md, Rooms).
+ */
 export type { CacheMetrics } from './cacheMetrics';
 export { createLogger, redirectedLines } from './logger';
 export type { Logger } from './logger';

@@ -1,15 +1,12 @@
 import type { ServerResponse } from 'node:http';
 import type { Span } from '@opentelemetry/api';
-import type { Principal } from '../auth';
-import type { KeyResolver } from '../auth';
+import type { Principal, KeyResolver } from '../auth';
 import type { CreditManager, Reservation } from '../billing/credit';
-import type { ModelConfig, Pricing } from '../catalog';
+import type { ModelConfig, Pricing, Catalog } from '../catalog';
 import type { Db } from '../db';
-import type { Catalog } from '../catalog';
 import type { RateLimiter } from '../limits';
 import type { RequestAbort } from '../net';
-import type { Logger } from '../observability';
-import type { Metrics } from '../observability';
+import type { Logger, Metrics } from '../observability';
 import type { ProviderRegistry } from '../providers';
 import type { ModelRouter } from '../routing/modelRouter';
 import type { SseSink } from '../sse';

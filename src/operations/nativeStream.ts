@@ -1,9 +1,8 @@
 import type { Logger } from '../observability';
 import type { TokenUsage } from '../billing';
 import { CLIENT_CLOSED } from '../net';
-import type { SseSink } from '../sse';
+import type { SseSink, EventSourceMessage } from '../sse';
 import { rewriteRegion, SseRegions, type SseRegion } from '../sse';
-import type { EventSourceMessage } from '../sse';
 import type { RoutedCall } from './routedCall';
 
 /**

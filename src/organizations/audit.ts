@@ -3,8 +3,7 @@
  * domain's own changes (top-ups) append to it in their transactions too.
  */
 import os from 'node:os';
-import { tx, type Db } from '../db';
-import { appendAudit, entryHash, type AuditActor, type AuditEntry } from '../db';
+import { tx, type Db, appendAudit, entryHash, type AuditActor, type AuditEntry } from '../db';
 
 export { appendAudit, canonicalJson, entryHash, type AuditActor, type AuditEntry } from '../db';
 

@@ -1,4 +1,4 @@
-import type { Ctx } from '../api';
+import type { Ctx } from '../api/middleware';
 import { ApiError } from '../errors';
 import type { KeyResolver } from '../auth';
 import type { Db } from '../db';

@@ -1,8 +1,7 @@
 import type Router from '@koa/router';
 import { ApiError, badRequest, conflict } from '../errors';
-import { tx } from '../db';
-import { PG_ERROR, pgErrorCode } from '../db';
-import { jsonBody, route, type GatewayState } from '../api';
+import { tx, PG_ERROR, pgErrorCode } from '../db';
+import { jsonBody, route, type GatewayState } from '../api/middleware';
 import { hashPassword, passwordProblem } from '../auth';
 import { compileJson, type Validator } from '../schemas';
 import { appendAudit } from './audit';

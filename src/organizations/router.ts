@@ -1,5 +1,5 @@
 import Router from '@koa/router';
-import type { GatewayState } from '../api';
+import type { GatewayState } from '../api/middleware';
 import type { OrgDeps } from './http';
 import { routeTable } from './routes';
 import { projectRoutes } from './projectsRoutes';

@@ -1,5 +1,5 @@
 import { badRequest } from '../errors';
-import type { Ctx } from '../api';
+import type { Ctx } from '../api/middleware';
 import { compileJson, type Validator } from '../schemas';
 import type { OrgCaller, OrgDeps } from './http';
 import { cursorOf, isToken, limitOf, listOf, one } from './ids';

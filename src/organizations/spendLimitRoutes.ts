@@ -1,5 +1,5 @@
 import { notFound } from '../errors';
-import type { Ctx } from '../api';
+import type { Ctx } from '../api/middleware';
 import { moveBudgetFence, untilBudgetBinds } from '../limits';
 import { compileJson, type Validator } from '../schemas';
 import type { OrgCaller, OrgDeps } from './http';

@@ -1,21 +1,16 @@
 import { invalidUpstreamResponse } from '../errors';
-import type { Deployment } from '../catalog';
-import type { ModelConfig } from '../catalog';
-import type { ChatChunk, ChatCompletion, ChatRequest } from '../translate';
+import type { Deployment, ModelConfig } from '../catalog';
+import type { ChatChunk, ChatCompletion, ChatRequest, MessagesResponse, ResponseObject } from '../translate';
 import {
   AnthropicStreamError,
   AnthropicStreamToChat,
   anthropicToChatCompletion,
   chatToAnthropicRequest,
-} from '../translate';
-import type { MessagesResponse } from '../translate';
-import type { ResponseObject } from '../translate';
-import {
   chatToResponsesRequest,
   responsesToChatCompletion,
   ResponsesStreamError,
   ResponsesStreamToChat,
-} from '../translate';
+} from '../translate/upstream';
 import { chatProtocol } from './kinds';
 import { geminiBackend } from './geminiBackend';
 import { asOpenAIError } from './upstreamError';

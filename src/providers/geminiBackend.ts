@@ -1,8 +1,12 @@
 import { ApiError } from '../errors';
 import type { ModelConfig } from '../catalog';
-import type { ChatRequest } from '../translate';
-import type { GenerateContentResponse } from '../translate';
-import { chatToGeminiRequest, geminiToChatCompletion, GeminiStreamError, GeminiStreamToChat } from '../translate';
+import type { ChatRequest, GenerateContentResponse } from '../translate';
+import {
+  chatToGeminiRequest,
+  geminiToChatCompletion,
+  GeminiStreamError,
+  GeminiStreamToChat,
+} from '../translate/upstream';
 import { DEFAULT_MAX_OUTPUT_TOKENS } from '../billing';
 import { nativeBound } from '../billing/nativeBound';
 import type { GeminiUpstream } from './gemini';

@@ -1,11 +1,11 @@
-import type { KindFacts, ProviderConfig } from '../catalog';
+import type { ProviderConfig, KindFacts } from '../catalog';
 import type { ProviderAdapter } from './types';
 import type { VideoProviderAdapter } from './video';
 import type { NativeBatchApi } from './nativeBatches';
 import type { UsageReports } from './usageReports';
 
 /*
- * The shape of a kind's row (src/providers/kinds.ts, \`KINDS\`), apart from the table: each kind's folder types its row
+ * The shape of a kind's row (src/providers/kinds.ts, `KINDS`), apart from the table: each kind's folder types its row
  * with it, and the table imports the folders.
  */
 

@@ -1,8 +1,8 @@
 import type { ModelConfig, ProviderConfig } from '../catalog';
 import type { KindRow } from './kindRow';
+import { wireOf as catalogWireOf, type ChatProtocol, type ProviderKind, type Wire } from '../catalog';
 import type { ProviderAdapter } from './types';
 import type { NativeBatchApi } from './nativeBatches';
-import { wireOf as catalogWireOf, type ChatProtocol, type ProviderKind, type Wire } from '../catalog';
 import { openaiKind } from './openai';
 import { azureOpenaiKind } from './azure-openai';
 import { anthropicKind } from './anthropic';

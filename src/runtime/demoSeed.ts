@@ -3,9 +3,8 @@ import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import type { Db } from '../db';
 import { createAccount, getBalance, topUp } from '../billing';
-import { createApiKey, hashKey } from '../auth';
+import { createApiKey, hashKey, verifyPassword } from '../auth';
 import { createLogin, findLoginByEmail, setPassword } from '../console';
-import { verifyPassword } from '../auth';
 import { PG_ERROR, pgErrorCode } from '../db';
 import { createAdminKey, isLiveAdminKey } from '../organizations';
 

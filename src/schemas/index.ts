@@ -1,4 +1,6 @@
-/** The schemas room's door: what the rest of the gateway uses of it (docs/architecture.md, Rooms). */
+/**
+ * The schemas room's door: what the rest of the gateway uses of it (docs/architecture.md, Rooms).
+ */
 export { validateSpeech, validateTranscriptionFields } from './audio';
 export type { SpeechBody, SpeechFormat, TranscriptionFields, TranscriptionFormat } from './audio';
 export { MAX_BODY_DEPTH, formNameMessage, formNameProblem, jsonBodyProblem } from './bodyShape';

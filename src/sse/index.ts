@@ -1,4 +1,6 @@
-/** The sse room's door: what the rest of the gateway uses of it (docs/architecture.md, Rooms). */
+/**
+ * The sse room's door: what the rest of the gateway uses of it (docs/architecture.md, Rooms).
+ */
 export { SseRelay } from './clientRelay';
 export { SseSink } from './clientSink';
 export { SseRegions, rewriteRegion } from './eventRegions';

@@ -1,20 +1,8 @@
-/** The translate room's door: what the rest of the gateway uses of it (docs/architecture.md, Rooms). */
+/**
+ * The translate room's door: what the rest of the gateway uses of it (docs/architecture.md, Rooms).
+ */
 export type { MessagesRequest, MessagesResponse } from './anthropicTypes';
 export type { ChatChunk, ChatCompletion, ChatRequest } from './chatTypes';
-export {
-  ChatToGeminiStream,
-  ChatToMessagesStream,
-  ChatToResponsesStream,
-  chatToGemini,
-  chatToMessages,
-  chatToResponses,
-  geminiToChat,
-  inputItems,
-  messagesToChat,
-  newId,
-  responsesToChat,
-} from './client';
-export type { ResponseShell } from './client';
 export { modalityTokens } from './geminiTypes';
 export type {
   GeminiContent,
@@ -25,21 +13,3 @@ export type {
 export type { ResponseObject, ResponsesItem, ResponsesRequest } from './responsesTypes';
 export { IMAGE_TOKENS, estimateInputTokens } from './tokenEstimate';
 export { translateInput } from './translateInput';
-export {
-  AnthropicStreamError,
-  AnthropicStreamToChat,
-  ConverseStreamToAnthropic,
-  GeminiStreamError,
-  GeminiStreamToChat,
-  ResponsesStreamError,
-  ResponsesStreamToChat,
-  anthropicToChatCompletion,
-  anthropicToConverse,
-  bridgeChatRequest,
-  chatToAnthropicRequest,
-  chatToGeminiRequest,
-  chatToResponsesRequest,
-  converseToAnthropic,
-  geminiToChatCompletion,
-  responsesToChatCompletion,
-} from './upstream';

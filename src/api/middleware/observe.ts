@@ -1,9 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import type Koa from 'koa';
 import type { AppDeps } from '../../operations';
-import { methodLabel, routeLabel } from '../../observability';
+import { methodLabel, routeLabel, tracer } from '../../observability';
 import type { GatewayState } from '../requestState';
-import { tracer } from '../../observability';
 import { CLIENT_CLOSED } from '../../net';
 
 /**

@@ -2,8 +2,7 @@ import Router from '@koa/router';
 import type { AppDeps } from '../../operations';
 import { requireApiKey, route, type GatewayState } from '../middleware';
 import { badRequest, notFound } from '../../errors';
-import { getBalance, listLedger } from '../../billing';
-import { breakdownOfUnits } from '../../billing';
+import { getBalance, listLedger, breakdownOfUnits } from '../../billing';
 
 function limitParam(v: unknown, def: number, max: number): number {
   if (v === undefined) return def;

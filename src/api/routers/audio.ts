@@ -4,8 +4,7 @@ import { jsonBody, multipartBody, requireApiKey, route, type GatewayState } from
 import { badRequest } from '../../errors';
 import { validateSpeech, validateTranscriptionFields } from '../../schemas';
 import { readHead, removeUploads, sniffAudio, uploadedFile } from '../uploads';
-import { synthesizeSpeech } from '../audio';
-import { transcribe } from '../audio';
+import { synthesizeSpeech, transcribe } from '../audio';
 
 const AUDIO_FORMATS_MESSAGE =
   "Invalid file format. Supported formats: ['flac', 'm4a', 'mp3', 'mp4', 'mpeg', 'mpga', 'oga', 'ogg', 'wav', 'webm']";

@@ -3,7 +3,7 @@ import type { AppDeps } from '../../operations';
 import { jsonApi, type Ctx, type GatewayState } from '../middleware';
 import { fitOutputCap } from '../../catalog';
 import type { ModelConfig } from '../../catalog';
-import { chatCompletions, completions, validateChatCompletion, validateCompletion } from '../../operations';
+import { chatCompletions, completions, validateChatCompletion, validateCompletion } from '../../operations/chat';
 import { callerOf } from '../httpCaller';
 
 /**

@@ -1,7 +1,7 @@
 import Router from '@koa/router';
 import type { AppDeps } from '../../operations';
 import { jsonApi, type GatewayState } from '../middleware';
-import { embed, validateEmbedding } from '../../operations';
+import { embed, validateEmbedding } from '../../operations/embeddings';
 import { callerOf } from '../httpCaller';
 
 /**

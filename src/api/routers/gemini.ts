@@ -2,7 +2,7 @@ import Router from '@koa/router';
 import type { AppDeps } from '../../operations';
 import { jsonBody, requireApiKey, route, type Ctx, type GatewayState } from '../middleware';
 import { ApiError, badRequest } from '../../errors';
-import { fitOutputCap } from '../../catalog';
+import { fitOutputCap, redactorFor } from '../../catalog';
 import type { EmbedContentBody } from '../../schemas';
 import { isUpstreamError, type UpstreamHttpError } from '../../providers';
 import {
@@ -14,8 +14,7 @@ import {
   validateEmbedContent,
   validateGeminiCountTokens,
   validateGenerateContent,
-} from '../../operations';
-import { redactorFor } from '../../catalog';
+} from '../../operations/gemini';
 import { geminiStatus } from '../../errorBodies';
 import { callerOf } from '../httpCaller';
 import { geminiErrors, geminiModelGet, geminiModelList } from '../gemini';

@@ -1,4 +1,6 @@
-/** The api/routers room's door: what the rest of the gateway uses of it (docs/architecture.md, Rooms). */
+/**
+ * The api/routers room's door: what the rest of the gateway uses of it (docs/architecture.md, Rooms).
+ */
 export { accountRouter } from './account';
 export { audioRouter } from './audio';
 export { batchesRouter } from './batches';

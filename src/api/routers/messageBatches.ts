@@ -8,8 +8,7 @@ import { publicBaseUrl } from '../publicUrl';
 import * as repo from '../../batches/repo';
 import { fileRepo as files } from '../../files';
 import { cancelBatch, createBatch } from '../../batches/service';
-import { isBlank, readLines } from '../../files';
-import { isProblem, parseRequestLine } from '../../files';
+import { isBlank, readLines, isProblem, parseRequestLine } from '../../files';
 import {
   isEnded,
   MESSAGES_ENDPOINT,

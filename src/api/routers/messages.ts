@@ -1,11 +1,10 @@
-import { redactorFor, type Redactor } from '../../catalog';
+import { redactorFor, type Redactor, fitOutputCap } from '../../catalog';
 import Router from '@koa/router';
 import type Koa from 'koa';
 import type { AppDeps } from '../../operations';
 import { jsonBody, requireApiKey, route, type Ctx, type GatewayState } from '../middleware';
 import { ApiError } from '../../errors';
 import { anthropicType } from '../../errorBodies';
-import { fitOutputCap } from '../../catalog';
 import type { CountTokensRequest } from '../../schemas';
 import { isUpstreamError, type UpstreamHttpError } from '../../providers';
 import {
@@ -14,7 +13,7 @@ import {
   validateCountTokens,
   validateMessages,
   type AnthropicHeaders,
-} from '../../operations';
+} from '../../operations/messages';
 import { callerOf } from '../httpCaller';
 
 /**

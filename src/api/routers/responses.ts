@@ -4,8 +4,7 @@ import { jsonBody, requireApiKey, route, type Ctx, type GatewayState } from '../
 import { badRequest, notFound } from '../../errors';
 import { fitOutputCap } from '../../catalog';
 import { validateResponses } from '../../schemas';
-import { deleteResponse, loadResponse } from '../../operations';
-import { createResponse } from '../../operations';
+import { deleteResponse, loadResponse, createResponse } from '../../operations/responses';
 import { callerOf } from '../httpCaller';
 import { clip } from '../../text';
 import * as background from '../../backgroundResponses/repo';

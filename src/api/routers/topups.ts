@@ -2,7 +2,7 @@ import Router from '@koa/router';
 import type { AppDeps } from '../../operations';
 import { jsonBody, receivedJsonText, requireApiKey, route, type Ctx, type GatewayState } from '../middleware';
 import { listQuery } from '../listQuery';
-import { ORDER_ID, topupService } from '../../jobs';
+import { ORDER_ID, topupService } from '../../jobs/topups';
 
 /**
  * Top-ups (docs/payments.md). The customer's orders, with the API-key auth of the rest of /v1:

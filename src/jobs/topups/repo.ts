@@ -1,8 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import os from 'node:os';
 import type { Db, DbClient, Queryable } from '../../db';
-import { tx } from '../../db';
-import { appendAudit, type AuditActor } from '../../db';
+import { tx, appendAudit, type AuditActor } from '../../db';
 import { topUpIn } from '../../billing';
 import { recordEventIn, type DeliveryRef } from '../../webhooks/repo';
 import type { IncomingTransfer, Provider } from './feeds';

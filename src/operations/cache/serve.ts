@@ -1,13 +1,10 @@
 import type { ModelConfig } from '../../catalog';
 import type { Caller, OperationDeps } from '../caller';
 import { openCall } from '../routedCall';
-import { CACHE_HEADER, parseDirective, type CacheDirective } from '../../cache';
-import { makeEntry, type CacheEntry } from '../../cache';
+import { CACHE_HEADER, parseDirective, type CacheDirective, makeEntry, type CacheEntry, requestKey } from '../../cache';
 import { Recorder } from './recorder';
 import { replay } from './replay';
-import { requestKey } from '../../cache';
-import type { ResponseCache } from '../../cache';
-import type { CacheScope } from '../../cache';
+import type { ResponseCache, CacheScope } from '../../cache';
 
 /**
  * An operation through the response cache. Only requests paid from the account are cached (a batch's or a

@@ -3,7 +3,7 @@ import { ApiError } from '../../errors';
 import { openAIBody } from '../../errorBodies';
 import type { ModelConfig } from '../../catalog';
 import type { ChatChunk } from '../../translate';
-import { bridgeChatRequest } from '../../translate';
+import { bridgeChatRequest } from '../../translate/upstream';
 import { RoutedBackend } from '../../routing/routedBackend';
 import { estimatedUsage, fromChatUsage } from '../../billing';
 import { translateInput } from '../../translate';

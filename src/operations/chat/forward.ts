@@ -1,11 +1,10 @@
 import type { Caller, OperationDeps } from '../caller';
 import { invalidUpstreamResponse } from '../../errors';
-import { estimateChatMaxCost } from '../../billing';
+import { estimateChatMaxCost, estimatedUsage, fromChatUsage } from '../../billing';
 import { StreamUsage } from '../../billing/meter';
-import { estimatedUsage, fromChatUsage } from '../../billing';
 import type { ModelConfig } from '../../catalog';
 import { redactorFor } from '../../catalog';
-import { usageFromJson } from '../../providers';
+import { usageFromJson } from '../../providers/openai';
 import { boundOverCandidates } from '../../routing/bound';
 import type { RouteTry } from '../../routing/modelRouter';
 import { SseRelay } from '../../sse';

@@ -1,7 +1,6 @@
 import type { CountTokensBody } from '../../schemas';
-import { geminiToChat } from '../../translate';
-import { IMAGE_TOKENS } from '../../translate';
-import { translateInput } from '../../translate';
+import { geminiToChat } from '../../translate/client';
+import { IMAGE_TOKENS, translateInput } from '../../translate';
 
 const PER_MESSAGE = 3;
 

@@ -1,12 +1,10 @@
 import type { Caller, OperationDeps } from '../caller';
 import type { ModelConfig } from '../../catalog';
 import type { GenerateContentRequest } from '../../translate';
-import { geminiToChat } from '../../translate';
-import { ChatToGeminiStream, chatToGemini } from '../../translate';
+import { geminiToChat, ChatToGeminiStream, chatToGemini } from '../../translate/client';
 import { translateInput } from '../../translate';
 import { RoutedBackend } from '../../routing/routedBackend';
-import { tokensFromChars } from '../../billing';
-import { estimatedUsage, fromChatUsage } from '../../billing';
+import { tokensFromChars, estimatedUsage, fromChatUsage } from '../../billing';
 import { geminiStatus } from '../../errorBodies';
 import { openCall } from '../routedCall';
 import { relayTranslated, routedComplete } from '../translatedStream';

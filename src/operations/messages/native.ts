@@ -1,9 +1,8 @@
 import type { Caller, OperationDeps } from '../caller';
 import type { ModelConfig } from '../../catalog';
-import { checkOutputCap } from '../../catalog';
+import { checkOutputCap, redactorFor } from '../../catalog';
 import type { MessagesRequest } from '../../translate';
 import { formatSse } from '../../sse';
-import { redactorFor } from '../../catalog';
 import type { MessagesUpstream } from '../../providers';
 import { boundOverCandidates } from '../../routing/bound';
 import type { RouteTry } from '../../routing/modelRouter';

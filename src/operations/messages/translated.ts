@@ -1,14 +1,11 @@
 import type { Caller, OperationDeps } from '../caller';
 import type { ModelConfig } from '../../catalog';
 import type { MessagesRequest } from '../../translate';
-import { messagesToChat } from '../../translate';
-import { chatToMessages } from '../../translate';
-import { ChatToMessagesStream } from '../../translate';
+import { messagesToChat, chatToMessages, ChatToMessagesStream } from '../../translate/client';
 import { translateInput } from '../../translate';
 import { formatSse, type SseEvent } from '../../sse';
 import { RoutedBackend } from '../../routing/routedBackend';
-import { tokensFromChars } from '../../billing';
-import { estimatedUsage, fromChatUsage } from '../../billing';
+import { tokensFromChars, estimatedUsage, fromChatUsage } from '../../billing';
 import { openCall } from '../routedCall';
 import { relayTranslated, routedComplete } from '../translatedStream';
 

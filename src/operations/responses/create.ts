@@ -2,7 +2,7 @@ import type { Caller, OperationDeps } from '../caller';
 import { notFound } from '../../errors';
 import type { ModelConfig } from '../../catalog';
 import type { ResponsesItem, ResponsesRequest } from '../../translate';
-import { inputItems } from '../../translate';
+import { inputItems } from '../../translate/client';
 import { conversationItems } from './storedResponses';
 import { nativeResponses } from './native';
 import { translatedResponses } from './translated';

@@ -1,14 +1,12 @@
 import type { Caller, OperationDeps } from '../caller';
 import { invalidUpstreamResponse } from '../../errors';
-import { checkOutputCap } from '../../catalog';
+import { checkOutputCap, redactorFor } from '../../catalog';
 import type { ResponseObject } from '../../translate';
-import { newId } from '../../translate';
+import { newId } from '../../translate/client';
 import { formatSse } from '../../sse';
 import type { EventSourceMessage } from '../../sse';
-import { redactorFor } from '../../catalog';
-import { DEFAULT_MAX_OUTPUT_TOKENS } from '../../billing';
+import { DEFAULT_MAX_OUTPUT_TOKENS, estimatedUsage } from '../../billing';
 import { countImages, nativeBound } from '../../billing/nativeBound';
-import { estimatedUsage } from '../../billing';
 import { openCall, RoutedPayload } from '../routedCall';
 import { relayNative, type NativeEvents } from '../nativeStream';
 import { boundOverCandidates } from '../../routing/bound';

@@ -1,12 +1,15 @@
 import type { Caller, OperationDeps } from '../caller';
-import { responsesToChat } from '../../translate';
-import { chatToResponses, newId, type ResponseShell } from '../../translate';
-import { ChatToResponsesStream } from '../../translate';
+import {
+  responsesToChat,
+  chatToResponses,
+  newId,
+  type ResponseShell,
+  ChatToResponsesStream,
+} from '../../translate/client';
 import { translateInput } from '../../translate';
 import { formatSse, type SseEvent } from '../../sse';
 import { RoutedBackend } from '../../routing/routedBackend';
-import { tokensFromChars } from '../../billing';
-import { estimatedUsage, fromChatUsage } from '../../billing';
+import { tokensFromChars, estimatedUsage, fromChatUsage } from '../../billing';
 import { openCall } from '../routedCall';
 import { relayTranslated, routedComplete } from '../translatedStream';
 import { storeTurn, type Turn } from './turn';

@@ -5,8 +5,10 @@ import {
   AnthropicStreamToChat,
   anthropicToChatCompletion,
   chatToAnthropicRequest,
-} from '../../translate';
-import { anthropicToConverse, converseToAnthropic, ConverseStreamToAnthropic } from '../../translate';
+  anthropicToConverse,
+  converseToAnthropic,
+  ConverseStreamToAnthropic,
+} from '../../translate/upstream';
 import { DEFAULT_MAX_OUTPUT_TOKENS } from '../../billing';
 import { countImages, nativeBound } from '../../billing/nativeBound';
 import type { BedrockAdapter } from './adapter';

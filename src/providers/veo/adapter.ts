@@ -1,6 +1,6 @@
 import type { ProviderConfig } from '../../catalog';
-import { ProviderHttp } from '../video';
 import {
+  ProviderHttp,
   VideoProviderError,
   type Download,
   type VideoImage,

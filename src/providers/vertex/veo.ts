@@ -1,15 +1,15 @@
 import type { ProviderConfig } from '../../catalog';
-import { ProviderHttp } from '../video';
-import { VeoAdapter } from '../veo';
-import { vertexKeyFile, vertexModelPath } from './adapter';
-import { VertexAuth } from '../googleCloudAuth';
 import {
+  ProviderHttp,
   VideoProviderError,
   type Download,
   type VideoProviderAdapter,
   type VideoSubmission,
   type VideoTaskStatus,
 } from '../video';
+import { VeoAdapter } from '../veo';
+import { vertexKeyFile, vertexModelPath } from './adapter';
+import { VertexAuth } from '../googleCloudAuth';
 
 /**
  * Google Veo on Vertex AI, with the OAuth token of the provider's service account or application-default credentials

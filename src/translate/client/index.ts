@@ -1,4 +1,6 @@
-/** The translate/client room's door: what the rest of the gateway uses of it (docs/architecture.md, Rooms). */
+/**
+ * The translate/client room's door: what the rest of the gateway uses of it (docs/architecture.md, Rooms).
+ */
 export { ChatToMessagesStream } from './chatStreamToMessages';
 export { ChatToResponsesStream } from './chatStreamToResponses';
 export { ChatToGeminiStream, chatToGemini } from './chatToGemini';

@@ -1,4 +1,6 @@
-/** The translate/upstream room's door: what the rest of the gateway uses of it (docs/architecture.md, Rooms). */
+/**
+ * The translate/upstream room's door: what the rest of the gateway uses of it (docs/architecture.md, Rooms).
+ */
 export { ConverseStreamToAnthropic, anthropicToConverse, converseToAnthropic } from './anthropicToConverse';
 export { bridgeChatRequest } from './chatBridgeRequest';
 export {
