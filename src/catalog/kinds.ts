@@ -5,7 +5,16 @@
  */
 
 /** Every provider kind, in the table's order: a catalog provider's `kind` is one of these. */
-export const PROVIDER_KINDS = ['openai', 'anthropic', 'gemini', 'veo', 'seedance', 'bedrock', 'vertex', 'azure-openai'] as const;
+export const PROVIDER_KINDS = [
+  'openai',
+  'anthropic',
+  'gemini',
+  'veo',
+  'seedance',
+  'bedrock',
+  'vertex',
+  'azure-openai',
+] as const;
 
 /** A provider kind: src/providers/kinds.ts has its row, src/providers/<kind>/ its folder. */
 export type ProviderKind = (typeof PROVIDER_KINDS)[number];

@@ -184,17 +184,24 @@ test('a catalog entry carrying a key, or an apiKeyEnv on a cloud kind, is refuse
   const { Catalog } = await import('../../src/catalog/catalog');
   const base = { models: [] };
   expect(
-    () => new Catalog({ ...base, providers: { a: { kind: 'bedrock', region: 'us-east-1', apiKeyEnv: 'X' } } } as never, KINDS),
+    () =>
+      new Catalog(
+        { ...base, providers: { a: { kind: 'bedrock', region: 'us-east-1', apiKeyEnv: 'X' } } } as never,
+        KINDS,
+      ),
   ).toThrow(/apiKeyEnv/);
   expect(
     () => new Catalog({ ...base, providers: { a: { kind: 'openai', baseUrl: 'https://u:p@h/v1' } } } as never, KINDS),
   ).toThrow(/credentials/);
   expect(
     () =>
-      new Catalog({
-        ...base,
-        providers: { a: { kind: 'openai', baseUrl: 'https://h/v1', apiKeyEnv: 'sk-live-123' } },
-      } as never, KINDS),
+      new Catalog(
+        {
+          ...base,
+          providers: { a: { kind: 'openai', baseUrl: 'https://h/v1', apiKeyEnv: 'sk-live-123' } },
+        } as never,
+        KINDS,
+      ),
   ).toThrow(/invalid catalog/);
 });
 

@@ -9,19 +9,22 @@ import { KINDS } from '../../../src/providers/kinds';
  * custom_id that is real text), at upload and again when it runs: each problem names its line and its field.
  */
 
-const catalog = new Catalog({
-  providers: { p: { kind: 'openai', baseUrl: 'http://a' } },
-  models: [
-    {
-      id: 'capped',
-      mode: 'chat',
-      provider: 'p',
-      upstreamModel: 'u',
-      pricing: { inputPer1MTokens: 1, outputPer1MTokens: 1 },
-      maxOutputTokens: 100,
-    } as ModelConfig,
-  ],
-} as CatalogFile, KINDS);
+const catalog = new Catalog(
+  {
+    providers: { p: { kind: 'openai', baseUrl: 'http://a' } },
+    models: [
+      {
+        id: 'capped',
+        mode: 'chat',
+        provider: 'p',
+        upstreamModel: 'u',
+        pricing: { inputPer1MTokens: 1, outputPer1MTokens: 1 },
+        maxOutputTokens: 100,
+      } as ModelConfig,
+    ],
+  } as CatalogFile,
+  KINDS,
+);
 
 const chat = (extra: Record<string, unknown> = {}) => ({
   model: 'capped',

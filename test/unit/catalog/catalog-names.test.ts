@@ -66,7 +66,8 @@ test('glob characters other than * are literal', () => {
         anth: { kind: 'anthropic', baseUrl: 'http://x', modelPatterns: [{ match: 'a.b+(c)*', model: 'sonnet' }] },
         oai: { kind: 'openai', baseUrl: 'http://y' },
       },
-    }), KINDS,
+    }),
+    KINDS,
   );
   expect(c.get('a.b+(c)-x')!.id).toBe('sonnet');
   expect(c.get('aXb+(c)-x')).toBeUndefined();
@@ -84,7 +85,8 @@ test('a catalog with an unpriced model, or a pattern to an unknown or foreign mo
             anth: { kind: 'anthropic', baseUrl: 'http://x', modelPatterns: [{ match: 'x*', model: 'nope' }] },
             oai: { kind: 'openai', baseUrl: 'http://y' },
           },
-        }), KINDS,
+        }),
+        KINDS,
       ),
   ).toThrow(/unknown model nope/);
   expect(
@@ -95,7 +97,8 @@ test('a catalog with an unpriced model, or a pattern to an unknown or foreign mo
             anth: { kind: 'anthropic', baseUrl: 'http://x', modelPatterns: [{ match: 'x*', model: 'claude-special' }] },
             oai: { kind: 'openai', baseUrl: 'http://y' },
           },
-        }), KINDS,
+        }),
+        KINDS,
       ),
   ).toThrow(/a model of provider oai/);
 });

@@ -19,18 +19,21 @@ beforeAll(async () => {
 });
 afterAll(() => srv.close());
 
-const catalog = new Catalog({
-  providers: { p: { kind: 'anthropic', baseUrl: 'http://a' } },
-  models: [
-    {
-      id: 'claude',
-      mode: 'chat',
-      provider: 'p',
-      upstreamModel: 'claude-up',
-      pricing: { inputPer1MTokens: 1_000_000, outputPer1MTokens: 2_000_000 },
-    },
-  ] as ModelConfig[],
-} as CatalogFile, KINDS);
+const catalog = new Catalog(
+  {
+    providers: { p: { kind: 'anthropic', baseUrl: 'http://a' } },
+    models: [
+      {
+        id: 'claude',
+        mode: 'chat',
+        provider: 'p',
+        upstreamModel: 'claude-up',
+        pricing: { inputPer1MTokens: 1_000_000, outputPer1MTokens: 2_000_000 },
+      },
+    ] as ModelConfig[],
+  } as CatalogFile,
+  KINDS,
+);
 const deps = operationDeps(catalog);
 
 /** A reader of a made-up protocol: `usage` events carry output tokens, `stop` ends the answer, `error` fails it. */

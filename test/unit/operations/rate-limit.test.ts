@@ -148,18 +148,21 @@ test("unit tokens: a settled request's prompt and completion tokens; none for ot
 
 // ---- openCall: the admission before the money ----
 
-const catalog = new Catalog({
-  providers: { p: { kind: 'openai', baseUrl: 'http://a' } },
-  models: [
-    {
-      id: 'm',
-      mode: 'chat',
-      provider: 'p',
-      upstreamModel: 'm',
-      pricing: { inputPer1MTokens: 1, outputPer1MTokens: 1 },
-    } as ModelConfig,
-  ],
-} as CatalogFile, KINDS);
+const catalog = new Catalog(
+  {
+    providers: { p: { kind: 'openai', baseUrl: 'http://a' } },
+    models: [
+      {
+        id: 'm',
+        mode: 'chat',
+        provider: 'p',
+        upstreamModel: 'm',
+        pricing: { inputPer1MTokens: 1, outputPer1MTokens: 1 },
+      } as ModelConfig,
+    ],
+  } as CatalogFile,
+  KINDS,
+);
 const router = new ModelRouter(catalog, { maxAttempts: 1, maxTimeMs: 1000, cooldownBaseMs: 1, cooldownMaxMs: 1 });
 const freshKeys = { isStale: () => false, refresh: async () => null } as unknown as KeyResolver;
 
