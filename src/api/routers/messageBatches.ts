@@ -6,9 +6,8 @@ import { ApiError, notFound } from '../../errors';
 import { clip } from '../../text';
 import { publicBaseUrl } from '../publicUrl';
 import * as repo from '../../batches/repo';
-import { fileRepo as files } from '../../files';
+import { fileRepo as files, isBlank, readLines, isProblem, parseRequestLine } from '../../files';
 import { cancelBatch, createBatch } from '../../batches/service';
-import { isBlank, readLines, isProblem, parseRequestLine } from '../../files';
 import {
   isEnded,
   MESSAGES_ENDPOINT,
