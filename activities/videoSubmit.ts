@@ -1,6 +1,6 @@
 import { Context } from '@temporalio/activity';
-import type { Storage } from '../src/storage/storage';
-import type { VideoImage } from '../src/providers/video/types';
+import type { Storage } from '../src/storage';
+import type { VideoImage } from '../src/providers/video';
 import * as jobs from '../src/video/repo';
 import type { VideoImages, VideoParams } from '../src/video/params';
 import type { StoredImageRef } from '../src/video/repo';

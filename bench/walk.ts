@@ -112,6 +112,7 @@ function isExportGetter(file: string, functionName: string): boolean {
     const declared =
       /export\s+(?:declare\s+|default\s+|async\s+|abstract\s+)*(?:function\*?|class|const|let|var|enum)\s+([\w$]+)/g;
     for (const d of src.matchAll(declared)) names.add(d[1]);
+    for (const n of src.matchAll(/export\s*\*\s*as\s+([\w$]+)/g)) names.add(n[1]);
     for (const l of src.matchAll(/export\s*\{([^}]*)\}/g))
       for (const part of l[1].split(','))
         names.add(

@@ -1,8 +1,8 @@
-import type { Principal } from '../auth/apiKeys';
-import { accountBilling, type AccountBilling, type Caller, type Output, type RelayTarget } from '../operations/caller';
+import type { Principal } from '../auth';
+import { accountBilling, type AccountBilling, type Caller, type Output, type RelayTarget } from '../operations';
 import type { RoutedCall, AffinitySource } from '../modelCall';
-import { clientAbort, type RequestAbort } from '../net/abort';
-import { SseSink } from '../sse/clientSink';
+import { clientAbort, type RequestAbort } from '../net';
+import { SseSink } from '../sse';
 import type { Span } from '@opentelemetry/api';
 import type { Ctx } from './requestState';
 import { sendJsonBuffer } from './jsonBuffer';

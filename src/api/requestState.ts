@@ -1,7 +1,7 @@
 import type Koa from 'koa';
-import type { Principal } from '../auth/apiKeys';
+import type { Principal } from '../auth';
 import type { RoutedCall } from '../modelCall';
-import type { RequestAbort } from '../net/abort';
+import type { RequestAbort } from '../net';
 import type { Span } from '@opentelemetry/api';
 
 /**

@@ -1,7 +1,7 @@
 import { EventEmitter } from 'node:events';
 import type { Span } from '@opentelemetry/api';
 import type { ServerResponse } from 'node:http';
-import { holdBilling, type Caller, type HoldBilling, type Output, type RelayTarget } from '../operations/caller';
+import { holdBilling, type Caller, type HoldBilling, type Output, type RelayTarget } from '../modelCall';
 import type { RoutedCall, Reservation, UsageInput } from '../modelCall';
 import type { RequestAbort } from '../net/abort';
 import type { Principal } from '../auth/apiKeys';

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Client } from '@temporalio/client';
 import type { AppDeps } from '../operations/deps';
-import type { AccountBilling, Caller } from '../operations/caller';
+import type { AccountBilling, Caller } from '../modelCall';
 import { reserveAhead } from '../modelCall';
 import type { ModelConfig } from '../catalog/catalog';
 import type { ResponsesRequest } from '../translate/responsesTypes';

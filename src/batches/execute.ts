@@ -19,7 +19,7 @@ import {
   type OperationDeps,
   type Output,
   type RelayTarget,
-} from '../operations/caller';
+} from '../modelCall';
 import type { SseSink } from '../sse/clientSink';
 import { chatCompletions, completions, validateChatCompletion, validateCompletion } from '../operations/chat';
 import { embed, validateEmbedding } from '../operations/embeddings';

@@ -1,5 +1,5 @@
 import { performance } from 'node:perf_hooks';
-import type { Db } from '../db/pool';
+import type { Db } from '../db';
 import type { CacheStore, EntryOwner } from './store';
 
 /**

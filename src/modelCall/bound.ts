@@ -1,4 +1,4 @@
-import type { Catalog, ModelConfig } from '../catalog/catalog';
+import type { Catalog, ModelConfig } from '../catalog';
 import type { ModelRouter } from './modelRouter';
 
 /**

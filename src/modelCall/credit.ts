@@ -1,10 +1,10 @@
-import { offPath } from '../observability/offPathWork';
-import type { Db } from '../db/pool';
-import { releaseExpiredHolds } from '../billing/ledger';
+import { offPath } from '../observability';
+import type { Db } from '../db';
+import { releaseExpiredHolds } from '../billing';
 import { Leases, type Reservation } from './creditLease';
 import { CreditFlush } from './creditFlush';
 import { CreditHolder, recoverDeadLeases, staleAfter } from './creditHolders';
-import type { Logger } from '../observability/logger';
+import type { Logger } from '../observability';
 
 /**
  * Funds for synchronous requests, without a database round trip on the request path.
@@ -28,7 +28,7 @@ import type { Logger } from '../observability/logger';
  * usage and charges batched into the ledger). This class wires them together and runs their timers.
  */
 
-export type { UsageInput } from '../billing/usageBatch';
+export type { UsageInput } from '../billing';
 export type { Reservation } from './creditLease';
 
 export interface CreditOptions {

@@ -1,8 +1,6 @@
-import type { Db } from '../db/pool';
-import { tx } from '../db/pool';
-import { PG_ERROR, pgErrorCode } from '../db/pgErrors';
-import { LedgerError, releaseHold } from '../billing/ledger';
-import { writeUsageBatch, type SettledUsage, type UsageInput } from '../billing/usageBatch';
+import type { Db } from '../db';
+import { tx, PG_ERROR, pgErrorCode } from '../db';
+import { LedgerError, releaseHold, writeUsageBatch, type SettledUsage, type UsageInput } from '../billing';
 
 interface Over {
   s: SettledUsage;
@@ -17,8 +15,8 @@ function keepOver(over: Over[]) {
   };
 }
 import type { LeaseSink } from './creditLease';
-import type { Logger } from '../observability/logger';
-import { offPath } from '../observability/offPathWork';
+import type { Logger } from '../observability';
+import { offPath } from '../observability';
 
 /**
  * The flush side of credit (./credit.ts): settled requests and retired leases queue here, and every `flushMs` one

@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import os from 'node:os';
-import type { Db } from '../db/pool';
-import { releaseHold } from '../billing/ledger';
-import type { Logger } from '../observability/logger';
+import type { Db } from '../db';
+import { releaseHold } from '../billing';
+import type { Logger } from '../observability';
 
 /**
  * Liveness of the processes that hold credit leases (./creditLease.ts). A process registers a row in

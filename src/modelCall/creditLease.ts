@@ -1,9 +1,15 @@
 import { randomUUID } from 'node:crypto';
-import type { Db } from '../db/pool';
-import { InsufficientFunds, leaseRecalls, placeFlexibleHold, recallLeases, releaseHoldPart } from '../billing/ledger';
-import { BudgetExceeded } from '../billing/budget';
-import type { UsageInput } from '../billing/usageBatch';
-import type { Logger } from '../observability/logger';
+import type { Db } from '../db';
+import {
+  InsufficientFunds,
+  leaseRecalls,
+  placeFlexibleHold,
+  recallLeases,
+  releaseHoldPart,
+  BudgetExceeded,
+} from '../billing';
+import type { UsageInput } from '../billing';
+import type { Logger } from '../observability';
 
 /**
  * The lease side of credit (./credit.ts): reserve, settle, release, all in memory against a lease that a ledger

@@ -1,5 +1,5 @@
-import type { Deployment } from '../catalog/deployments';
-import { coolsDown, FAILURE_CLASSES, type FailureClass } from '../providers/failure';
+import type { Deployment } from '../catalog';
+import { coolsDown, FAILURE_CLASSES, type FailureClass } from '../providers';
 import type { RoutingSettings } from './settings';
 
 /**

@@ -1,5 +1,5 @@
-import { tokensCost, tokensFromChars } from '../billing/pricing';
-import { usageFromJson } from '../providers/openai/adapter';
+import { tokensCost, tokensFromChars } from '../billing';
+import { usageFromJson } from '../providers/openai';
 import type { RoutedCall } from './routedCall';
 
 /**

@@ -1,8 +1,13 @@
-import type { Catalog, ModelConfig } from '../catalog/catalog';
-import { DEFAULT_MAX_OUTPUT_TOKENS, embeddingTokensBound, estimateChatMaxCost, tokensCost } from '../billing/pricing';
-import type { MediaPart } from '../billing/imageTokens';
+import type { Catalog, ModelConfig } from '../catalog';
+import {
+  DEFAULT_MAX_OUTPUT_TOKENS,
+  embeddingTokensBound,
+  estimateChatMaxCost,
+  tokensCost,
+  nativeBound,
+} from '../billing';
+import type { MediaPart } from '../billing';
 import { boundOverCandidates } from './bound';
-import { nativeBound } from '../billing/nativeBound';
 import type { ModelRouter } from './modelRouter';
 
 /**

@@ -11,8 +11,8 @@
  *    settleEmbeddings), or cancels (nothing charged). Reservation, leases, their flush, routing state and the cost
  *    bound live behind this file; money records (the ledger, the price book, usage verification) are src/billing's.
  */
-import type { Catalog } from '../catalog/catalog';
-import type { ProviderRegistry } from '../providers/registry';
+import type { Catalog } from '../catalog';
+import type { ProviderRegistry } from '../providers';
 import type { ModelRouter } from './modelRouter';
 
 /** What opening and running a call reads: the catalog, the router and the upstream adapters (built at start-up). */
@@ -32,7 +32,16 @@ export {
   USAGE_ID_HEADER,
 } from './routedCall';
 export { estimateNative, estimateCompletion, estimateEmbeddings, type Estimate } from './estimate';
-export { countImages } from '../billing/nativeBound';
+export {
+  countImages,
+  tokenUsage,
+  estimatedUsage,
+  fromChatUsage,
+  fromAnthropicUsage,
+  fromResponsesUsage,
+  type TokenUsage,
+  type AnthropicUsageLike,
+} from '../billing';
 export {
   openaiUpstream,
   messagesUpstream,
@@ -62,12 +71,5 @@ export { TryRecord } from './tryRecord';
 export { boundOverCandidates } from './bound';
 export { admitRequest, setRateLimitHeaders } from './rateLimit';
 // The usage an operation reads off an upstream's answer, in the one shape settle prices.
-export {
-  tokenUsage,
-  estimatedUsage,
-  fromChatUsage,
-  fromAnthropicUsage,
-  fromResponsesUsage,
-  type TokenUsage,
-  type AnthropicUsageLike,
-} from '../billing/tokenUsage';
+export { accountBilling, holdBilling } from './caller';
+export type { AccountBilling, Billing, Caller, HoldBilling, OperationDeps, Output, RelayTarget } from './caller';

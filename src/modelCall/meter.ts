@@ -1,16 +1,22 @@
 import { randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import type { CreditManager, Reservation } from './credit';
-import { InsufficientFunds } from '../billing/ledger';
+import {
+  InsufficientFunds,
+  BudgetExceeded,
+  tokensFromChars,
+  fromChatUsage,
+  tokenUsage,
+  usageCost,
+  usageUnits,
+  type TokenUsage,
+} from '../billing';
 import { ApiError, budgetExceeded, insufficientFunds } from '../errors';
-import { BudgetExceeded } from '../billing/budget';
-import { tokensFromChars } from '../billing/pricing';
-import { SseDecoder } from '../sse/upstreamEvents';
-import type { RelayUsage } from '../sse/clientRelay';
-import type { TokenUsage as UpstreamUsage } from '../providers/types';
-import type { Pricing } from '../catalog/catalog';
-import { fromChatUsage, tokenUsage, usageCost, usageUnits, type TokenUsage } from '../billing/tokenUsage';
-import { PG_ERROR, pgErrorCode } from '../db/pgErrors';
+import { SseDecoder } from '../sse';
+import type { RelayUsage } from '../sse';
+import type { TokenUsage as UpstreamUsage } from '../providers';
+import type { Pricing } from '../catalog';
+import { PG_ERROR, pgErrorCode } from '../db';
 
 /**
  * The one metering path for synchronous operations: reserve the maximum cost -> call the upstream -> settle the

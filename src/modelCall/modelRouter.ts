@@ -1,12 +1,10 @@
-import type { Catalog, ModelConfig } from '../catalog/catalog';
-import type { Deployment } from '../catalog/deployments';
+import type { Catalog, ModelConfig, Deployment } from '../catalog';
 import { DeploymentState, pickHealthy } from './deploymentState';
 import { pickByAffinity } from './affinity';
-import { failureOf, isRetryable } from '../providers/failure';
+import { failureOf, isRetryable, KINDS } from '../providers';
 import type { RoutingSettings } from './settings';
 import type { Span } from '@opentelemetry/api';
-import { tracer, type TryInfo } from '../observability/tracing';
-import { KINDS } from '../providers/kinds';
+import { tracer, type TryInfo } from '../observability';
 
 /** How a try came about: the first one, another deployment of the same model, or a fallback model. */
 export type TryKind = 'first' | 'retry' | 'fallback';

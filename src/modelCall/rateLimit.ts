@@ -1,6 +1,6 @@
-import type { AccountBilling, Caller } from '../operations/caller';
+import type { AccountBilling, Caller } from './caller';
 import { ApiError } from '../errors';
-import type { Admission, RateLimits, TokenTicket, WindowState, WindowView } from '../limits/rateLimiter';
+import type { Admission, RateLimits, TokenTicket, WindowState, WindowView } from '../limits';
 
 /**
  * A key's requests/tokens per minute on the request path: the check (before any money is reserved or anything is

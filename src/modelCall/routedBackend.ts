@@ -1,11 +1,10 @@
-import type { Catalog, ModelConfig } from '../catalog/catalog';
-import type { ChatRequest } from '../translate/chatTypes';
-import { backendFor } from '../providers/chatBackends';
-import type { ChatBackend } from '../providers/chatBackend';
-import type { ProviderRegistry } from '../providers/registry';
+import type { Catalog, ModelConfig } from '../catalog';
+import type { ChatRequest } from '../translate';
+import { backendFor } from '../providers';
+import type { ChatBackend, ProviderRegistry } from '../providers';
 import type { ModelRouter, RouteTry } from './modelRouter';
 import type { Estimate } from './estimate';
-import { tokensFromChars } from '../billing/pricing';
+import { tokensFromChars } from '../billing';
 
 /**
  * The chat backends (src/providers/chatBackends.ts) of every deployment that may answer a translated request: the

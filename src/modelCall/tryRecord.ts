@@ -1,8 +1,8 @@
 import type { Span } from '@opentelemetry/api';
 import type { RouteRecorder, RouteTry } from './modelRouter';
-import type { RequestAbort } from '../net/abort';
-import type { CallOptions } from '../providers/types';
-import { tracer } from '../observability/tracing';
+import type { RequestAbort } from '../net';
+import type { CallOptions } from '../providers';
+import { tracer } from '../observability';
 
 /**
  * Records the try that answered a routed call made outside an HTTP request (a batch item, a video submission): the

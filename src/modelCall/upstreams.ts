@@ -1,10 +1,8 @@
 import { ApiError } from '../errors';
-import type { ModelConfig } from '../catalog/catalog';
-import type { ProviderRegistry } from '../providers/registry';
-import type { OpenAICompatibleAdapter, ProviderAdapter } from '../providers/types';
-import type { MessagesUpstream } from '../providers/messagesUpstream';
-import type { GeminiUpstream } from '../providers/gemini/adapter';
-import { geminiEmbedder } from '../providers/kinds';
+import type { ModelConfig } from '../catalog';
+import type { ProviderRegistry, OpenAICompatibleAdapter, ProviderAdapter, MessagesUpstream } from '../providers';
+import type { GeminiUpstream } from '../providers/gemini';
+import { geminiEmbedder } from '../providers';
 import type { RouteTry } from './modelRouter';
 
 /**

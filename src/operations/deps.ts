@@ -1,14 +1,13 @@
 import type { Client as TemporalClient } from '@temporalio/client';
 import type { Config } from '../config';
-import type { Db } from '../db/pool';
-import type { Catalog } from '../catalog/catalog';
-import type { PriceBook } from '../billing/priceBook';
-import type { KeyResolver } from '../auth/apiKeys';
-import type { Logger } from '../observability/logger';
-import type { Metrics } from '../observability/metrics';
-import type { Storage } from '../storage/storage';
+import type { Db } from '../db';
+import type { Catalog } from '../catalog';
+import type { PriceBook } from '../billing';
+import type { KeyResolver } from '../auth';
+import type { Logger, Metrics } from '../observability';
+import type { Storage } from '../storage';
 import type { CreditManager, ModelCallDeps } from '../modelCall';
-import type { RateLimiter } from '../limits/rateLimiter';
+import type { RateLimiter } from '../limits';
 import type { ResponseCache } from '../cache';
 
 /** Everything a router may need, built once at start-up (src/server.ts, src/main.ts, tests). */

@@ -1,9 +1,8 @@
-import type { Logger } from '../observability/logger';
+import type { Logger } from '../observability';
 import type { TokenUsage } from '../modelCall';
-import { CLIENT_CLOSED } from '../net/abort';
-import type { SseSink } from '../sse/clientSink';
-import { rewriteRegion, SseRegions, type SseRegion } from '../sse/eventRegions';
-import type { EventSourceMessage } from '../sse/upstreamEvents';
+import { CLIENT_CLOSED } from '../net';
+import type { SseSink, EventSourceMessage } from '../sse';
+import { rewriteRegion, SseRegions, type SseRegion } from '../sse';
 import type { RoutedCall } from '../modelCall';
 
 /**

@@ -1,8 +1,8 @@
 import type { Dispatcher } from 'undici';
 import { ApiError } from '../errors';
 import { carryFailure, classOfStatus, markFailure } from './failure';
-import type { ProviderKind } from '../catalog/catalog';
-import { clip, MAX_UPSTREAM_ECHO } from '../text/clip';
+import type { ProviderKind } from '../catalog';
+import { clip, MAX_UPSTREAM_ECHO } from '../text';
 
 /**
  * An upstream's non-2xx HTTP answer, shared by every provider kind whose native routes pass the upstream's own

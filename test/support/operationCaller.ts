@@ -6,7 +6,7 @@ import {
   type OperationDeps,
   type Output,
   type RelayTarget,
-} from '../../src/operations/caller';
+} from '../../src/modelCall';
 import { SseSink } from '../../src/sse/clientSink';
 import type { Catalog } from '../../src/catalog/catalog';
 import { ModelRouter } from '../../src/modelCall/modelRouter';

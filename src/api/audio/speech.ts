@@ -1,12 +1,12 @@
 import { callerOf } from '../httpCaller';
 import { finished } from 'node:stream';
-import type { AppDeps } from '../../operations/deps';
+import type { AppDeps } from '../../operations';
 import type { Ctx } from '../middleware';
-import type { ModelConfig } from '../../catalog/catalog';
-import type { SpeechBody, SpeechFormat } from '../../schemas/audio';
-import { charactersCost, countCharacters } from '../../billing/pricing';
+import type { ModelConfig } from '../../catalog';
+import type { SpeechBody, SpeechFormat } from '../../schemas';
+import { charactersCost, countCharacters } from '../../billing';
 import { boundOverCandidates, openCall, RoutedPayload } from '../../modelCall';
-import { CLIENT_CLOSED } from '../../net/abort';
+import { CLIENT_CLOSED } from '../../net';
 
 /**
  * POST /v1/audio/speech: billed per input character at the answering model's price, the upstream's

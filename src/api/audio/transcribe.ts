@@ -1,11 +1,11 @@
 import { callerOf } from '../httpCaller';
-import type { AppDeps } from '../../operations/deps';
+import type { AppDeps } from '../../operations';
 import type { Ctx } from '../middleware';
 import { ApiError } from '../../errors';
-import type { ModelConfig } from '../../catalog/catalog';
-import type { TranscriptionFields, TranscriptionFormat } from '../../schemas/audio';
-import type { MultipartValue } from '../../providers/types';
-import { audioCost } from '../../billing/pricing';
+import type { ModelConfig } from '../../catalog';
+import type { TranscriptionFields, TranscriptionFormat } from '../../schemas';
+import type { MultipartValue } from '../../providers';
+import { audioCost } from '../../billing';
 import { boundOverCandidates, openCall } from '../../modelCall';
 import type { UploadedFile } from '../uploads';
 import { renderTranscript, TRANSCRIPTION_CONTENT_TYPES, type VerboseTranscription } from './transcriptFormats';

@@ -1,11 +1,11 @@
 import { callerOf } from '../httpCaller';
-import type { AppDeps } from '../../operations/deps';
+import type { AppDeps } from '../../operations';
 import type { Ctx } from '../middleware';
 import { ApiError } from '../../errors';
-import type { ModelConfig } from '../../catalog/catalog';
-import type { ImageEditFields, ImageGenerationBody } from '../../schemas/images';
-import { imagesCost } from '../../billing/pricing';
-import type { BufferedResponse, MultipartValue } from '../../providers/types';
+import type { ModelConfig } from '../../catalog';
+import type { ImageEditFields, ImageGenerationBody } from '../../schemas';
+import { imagesCost } from '../../billing';
+import type { BufferedResponse, MultipartValue } from '../../providers';
 import { boundOverCandidates, openCall, RoutedPayload, type RoutedCall } from '../../modelCall';
 import { sendJsonBuffer } from '../jsonBuffer';
 import type { UploadedFile } from '../uploads';

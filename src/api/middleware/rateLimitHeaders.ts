@@ -1,4 +1,4 @@
-import type { AppDeps } from '../../operations/deps';
+import type { AppDeps } from '../../operations';
 import type { Ctx } from '../requestState';
 import { setRateLimitHeaders } from '../../modelCall';
 

@@ -1,6 +1,6 @@
 import type Koa from 'koa';
-import type { AppDeps } from '../../operations/deps';
-import { declareRoute } from '../../observability/routeLabel';
+import type { AppDeps } from '../../operations';
+import { declareRoute } from '../../observability';
 import { authenticate } from './apiKey';
 import { addRateLimitHeaders } from './rateLimitHeaders';
 import { jsonBodyReader } from './jsonBody';

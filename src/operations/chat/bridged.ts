@@ -1,13 +1,13 @@
-import type { Caller, OperationDeps } from '../caller';
+import type { Caller, OperationDeps } from '../../modelCall';
 import { ApiError } from '../../errors';
 import { openAIBody } from '../../errorBodies';
-import type { ModelConfig } from '../../catalog/catalog';
-import type { ChatChunk } from '../../translate/chatTypes';
-import { bridgeChatRequest } from '../../translate/upstream/chatBridgeRequest';
-import { translateInput } from '../../translate/translateInput';
+import type { ModelConfig } from '../../catalog';
+import type { ChatChunk } from '../../translate';
+import { bridgeChatRequest } from '../../translate/upstream';
+import { translateInput } from '../../translate';
 import { estimatedUsage, fromChatUsage, openCall, RoutedBackend } from '../../modelCall';
 import { relayTranslated, routedComplete } from '../translatedStream';
-import { SSE_DONE, sseEvent } from '../../sse/wire';
+import { SSE_DONE, sseEvent } from '../../sse';
 
 /**
  * POST /v1/chat/completions for a chat model whose upstream does not speak Chat Completions: an Anthropic

@@ -1,9 +1,9 @@
-import type { Caller, OperationDeps } from '../caller';
+import type { Caller, OperationDeps } from '../../modelCall';
 import { invalidUpstreamResponse } from '../../errors';
-import type { ModelConfig } from '../../catalog/catalog';
-import { redactorFor } from '../../catalog/redact';
-import { usageFromJson } from '../../providers/openai/adapter';
-import { SseRelay } from '../../sse/clientRelay';
+import type { ModelConfig } from '../../catalog';
+import { redactorFor } from '../../catalog';
+import { usageFromJson } from '../../providers/openai';
+import { SseRelay } from '../../sse';
 import {
   estimateCompletion,
   estimatedUsage,

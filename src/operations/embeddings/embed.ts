@@ -1,11 +1,10 @@
-import type { Caller, OperationDeps } from '../caller';
-import type { ModelConfig } from '../../catalog/catalog';
-import type { EmbeddingBody } from '../../schemas/embeddings';
-import { asOpenAIError } from '../../providers/upstreamError';
-import { servedNatively } from '../../providers/kinds';
+import type { Caller, OperationDeps } from '../../modelCall';
+import type { ModelConfig } from '../../catalog';
+import type { EmbeddingBody } from '../../schemas';
+import { asOpenAIError, servedNatively } from '../../providers';
 import { embeddingsUpstream, estimateEmbeddings, openCall, RoutedPayload, settleEmbeddings } from '../../modelCall';
 import { geminiEmbedCall, openAIEmbeddingList, type GeminiEmbedCall } from '../embeddings/geminiUpstream';
-import { throughCache } from '../../cache';
+import { throughCache } from '../cache';
 
 /** An upstream's embeddings: OpenAI's JSON as it came, or a Gemini upstream's vectors (which come without usage). */
 export type EmbedAnswer = Buffer | number[][];

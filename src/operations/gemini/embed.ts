@@ -1,9 +1,9 @@
-import type { Caller, OperationDeps } from '../caller';
+import type { Caller, OperationDeps } from '../../modelCall';
 import { ApiError, invalidUpstreamResponse } from '../../errors';
-import type { EmbedContentBody } from '../../schemas/gemini';
-import { embed, type EmbedAnswer } from '../embeddings/embed';
+import type { EmbedContentBody } from '../../schemas';
+import { embed, type EmbedAnswer } from '../embeddings';
 import { geminiEmbedderOf } from '../../modelCall';
-import type { ModelConfig } from '../../catalog/catalog';
+import type { ModelConfig } from '../../catalog';
 
 /**
  * embedContent and batchEmbedContents on an embedding model: on a `gemini` provider the requests go upstream as

@@ -1,8 +1,8 @@
-import type { Caller, OperationDeps } from '../caller';
-import type { ModelConfig } from '../../catalog/catalog';
-import type { CountTokensBody } from '../../schemas/gemini';
-import type { GenerateContentRequest } from '../../translate/geminiTypes';
-import { servedNatively } from '../../providers/kinds';
+import type { Caller, OperationDeps } from '../../modelCall';
+import type { ModelConfig } from '../../catalog';
+import type { CountTokensBody } from '../../schemas';
+import type { GenerateContentRequest } from '../../translate';
+import { servedNatively } from '../../providers';
 import { countTokensEstimate } from './countTokens';
 import { nativeGenerate } from './native';
 import { translatedGenerate } from './translated';
@@ -20,7 +20,7 @@ export {
   validateEmbedContent,
   validateGeminiCountTokens,
   validateGenerateContent,
-} from '../../schemas/gemini';
+} from '../../schemas';
 export { embedContents } from './embed';
 export { GeminiStreamWire } from './streamWire';
 

@@ -1,11 +1,11 @@
-import type { Caller, OperationDeps } from '../caller';
-import { redactorFor } from '../../catalog/redact';
-import { modalityTokens, type GeminiUsageMetadata, type GenerateContentResponse } from '../../translate/geminiTypes';
-import { sseBatches } from '../../sse/upstreamEvents';
+import type { Caller, OperationDeps } from '../../modelCall';
+import { redactorFor } from '../../catalog';
+import { modalityTokens, type GeminiUsageMetadata, type GenerateContentResponse } from '../../translate';
+import { sseBatches } from '../../sse';
 import { geminiStatus } from '../../errorBodies';
 import { estimatedUsage, estimateNative, geminiUpstream, openCall, tokenUsage, type TokenUsage } from '../../modelCall';
-import type { HeldTry } from '../../observability/tracing';
-import { CLIENT_CLOSED } from '../../net/abort';
+import type { HeldTry } from '../../observability';
+import { CLIENT_CLOSED } from '../../net';
 import { GENERATE_OPERATION, type GenerateCall } from './translated';
 
 /**

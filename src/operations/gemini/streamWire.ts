@@ -1,4 +1,4 @@
-import { SSE_HEADERS, sseEvent } from '../../sse/wire';
+import { SSE_HEADERS, sseEvent } from '../../sse';
 import { USAGE_ID_HEADER } from '../../modelCall';
 
 /**

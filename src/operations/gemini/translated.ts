@@ -1,9 +1,8 @@
-import type { Caller, OperationDeps } from '../caller';
-import type { ModelConfig } from '../../catalog/catalog';
-import type { GenerateContentRequest } from '../../translate/geminiTypes';
-import { geminiToChat } from '../../translate/client/geminiToChat';
-import { ChatToGeminiStream, chatToGemini } from '../../translate/client/chatToGemini';
-import { translateInput } from '../../translate/translateInput';
+import type { Caller, OperationDeps } from '../../modelCall';
+import type { ModelConfig } from '../../catalog';
+import type { GenerateContentRequest } from '../../translate';
+import { geminiToChat, ChatToGeminiStream, chatToGemini } from '../../translate/client';
+import { translateInput } from '../../translate';
 import { geminiStatus } from '../../errorBodies';
 import { estimatedUsage, fromChatUsage, openCall, RoutedBackend } from '../../modelCall';
 import { relayTranslated, routedComplete } from '../translatedStream';

@@ -1,10 +1,9 @@
-import type { Caller, OperationDeps } from '../caller';
-import type { ModelConfig } from '../../catalog/catalog';
-import { checkOutputCap } from '../../catalog/outputCap';
-import type { MessagesRequest } from '../../translate/anthropicTypes';
-import { formatSse } from '../../sse/translatedEvents';
-import { redactorFor } from '../../catalog/redact';
-import type { MessagesUpstream } from '../../providers/messagesUpstream';
+import type { Caller, OperationDeps } from '../../modelCall';
+import type { ModelConfig } from '../../catalog';
+import { checkOutputCap, redactorFor } from '../../catalog';
+import type { MessagesRequest } from '../../translate';
+import { formatSse } from '../../sse';
+import type { MessagesUpstream } from '../../providers';
 import {
   countImages,
   estimatedUsage,

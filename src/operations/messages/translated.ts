@@ -1,11 +1,9 @@
-import type { Caller, OperationDeps } from '../caller';
-import type { ModelConfig } from '../../catalog/catalog';
-import type { MessagesRequest } from '../../translate/anthropicTypes';
-import { messagesToChat } from '../../translate/client/messagesToChat';
-import { chatToMessages } from '../../translate/client/chatToMessages';
-import { ChatToMessagesStream } from '../../translate/client/chatStreamToMessages';
-import { translateInput } from '../../translate/translateInput';
-import { formatSse, type SseEvent } from '../../sse/translatedEvents';
+import type { Caller, OperationDeps } from '../../modelCall';
+import type { ModelConfig } from '../../catalog';
+import type { MessagesRequest } from '../../translate';
+import { messagesToChat, chatToMessages, ChatToMessagesStream } from '../../translate/client';
+import { translateInput } from '../../translate';
+import { formatSse, type SseEvent } from '../../sse';
 import { estimatedUsage, fromChatUsage, openCall, RoutedBackend } from '../../modelCall';
 import { relayTranslated, routedComplete } from '../translatedStream';
 

@@ -1,15 +1,15 @@
-import type { Caller, OperationDeps } from '../caller';
+import type { Caller, OperationDeps } from '../../modelCall';
 import { notFound } from '../../errors';
-import type { ModelConfig } from '../../catalog/catalog';
-import type { ResponsesItem, ResponsesRequest } from '../../translate/responsesTypes';
-import { inputItems } from '../../translate/client/responsesToChat';
+import type { ModelConfig } from '../../catalog';
+import type { ResponsesItem, ResponsesRequest } from '../../translate';
+import { inputItems } from '../../translate/client';
 import { conversationItems } from './storedResponses';
 import { prepareNativeResponses } from './native';
 import { prepareTranslatedResponses } from './translated';
 import type { PreparedTurn, Turn } from './turn';
-import { clip } from '../../text/clip';
-import { servedNatively } from '../../providers/kinds';
-import { throughCache } from '../../cache';
+import { clip } from '../../text';
+import { servedNatively } from '../../providers';
+import { throughCache } from '../cache';
 
 /**
  * POST /v1/responses for a validated request on a chat model: `previous_response_id` expanded here into the stored

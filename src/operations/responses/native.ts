@@ -1,11 +1,10 @@
-import type { Caller, OperationDeps } from '../caller';
+import type { Caller, OperationDeps } from '../../modelCall';
 import { invalidUpstreamResponse } from '../../errors';
-import { checkOutputCap } from '../../catalog/outputCap';
-import type { ResponseObject } from '../../translate/responsesTypes';
-import { newId } from '../../translate/client/chatToResponses';
-import { formatSse } from '../../sse/translatedEvents';
-import type { EventSourceMessage } from '../../sse/upstreamEvents';
-import { redactorFor } from '../../catalog/redact';
+import { checkOutputCap, redactorFor } from '../../catalog';
+import type { ResponseObject } from '../../translate';
+import { newId } from '../../translate/client';
+import { formatSse } from '../../sse';
+import type { EventSourceMessage } from '../../sse';
 import {
   countImages,
   estimatedUsage,

@@ -1,10 +1,14 @@
-import type { Caller, OperationDeps } from '../caller';
-import { responsesToChat } from '../../translate/client/responsesToChat';
-import type { ChatTranslation } from '../../translate/client/messagesToChat';
-import { chatToResponses, newId, type ResponseShell } from '../../translate/client/chatToResponses';
-import { ChatToResponsesStream } from '../../translate/client/chatStreamToResponses';
-import { translateInput } from '../../translate/translateInput';
-import { formatSse, type SseEvent } from '../../sse/translatedEvents';
+import type { Caller, OperationDeps } from '../../modelCall';
+import {
+  responsesToChat,
+  chatToResponses,
+  newId,
+  type ResponseShell,
+  ChatToResponsesStream,
+} from '../../translate/client';
+import type { ChatTranslation } from '../../translate/client';
+import { translateInput } from '../../translate';
+import { formatSse, type SseEvent } from '../../sse';
 import { estimatedUsage, fromChatUsage, openCall, RoutedBackend } from '../../modelCall';
 import { relayTranslated, routedComplete } from '../translatedStream';
 import { storeTurn, type PreparedTurn, type Turn } from './turn';

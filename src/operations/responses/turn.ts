@@ -1,6 +1,6 @@
-import type { Caller, OperationDeps } from '../caller';
-import type { ModelConfig } from '../../catalog/catalog';
-import type { ResponseObject, ResponsesItem, ResponsesRequest } from '../../translate/responsesTypes';
+import type { Caller, OperationDeps } from '../../modelCall';
+import type { ModelConfig } from '../../catalog';
+import type { ResponseObject, ResponsesItem, ResponsesRequest } from '../../translate';
 import { fromResponsesUsage, type Estimate, type TokenUsage } from '../../modelCall';
 import { isResponseId, saveResponse } from './storedResponses';
 

@@ -3,7 +3,7 @@ import { FormData, Pool } from 'undici';
 import type { Dispatcher } from 'undici';
 import { ApiError } from '../../errors';
 import { classOfStatus, markFailure } from '../failure';
-import type { ProviderConfig, ProviderKind } from '../../catalog/catalog';
+import type { ProviderConfig, ProviderKind } from '../../catalog';
 import {
   postForWholeAnswer,
   postStreamingTo,
@@ -19,9 +19,9 @@ import type {
   StreamingResponse,
   TokenUsage,
 } from '../types';
-import type { StreamSink } from '../../sse/streamSink';
-import { clip, MAX_UPSTREAM_ECHO } from '../../text/clip';
-import { withTraceparent } from '../../observability/tracing';
+import type { StreamSink } from '../../sse';
+import { clip, MAX_UPSTREAM_ECHO } from '../../text';
+import { withTraceparent } from '../../observability';
 import { MAX_ERROR_BODY, readErrorBody } from '../upstreamError';
 
 /**

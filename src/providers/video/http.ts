@@ -1,7 +1,7 @@
 import { Agent, Pool, request, type Dispatcher } from 'undici';
 import { isRetryableStatus, VideoProviderError, type Download } from './types';
 import { classOfStatus, markFailure } from '../failure';
-import { withTraceparent } from '../../observability/tracing';
+import { withTraceparent } from '../../observability';
 
 /** Video calls run in activities: the traceparent is the activity's span, from the worker's async context. */
 const withTrace = (h: Record<string, string>) => withTraceparent(h);

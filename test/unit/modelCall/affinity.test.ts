@@ -2,6 +2,7 @@ import { Catalog, type CatalogFile, type ModelConfig } from '../../../src/catalo
 import { ModelRouter, type RouteTry } from '../../../src/modelCall/modelRouter';
 import { markFailure } from '../../../src/providers/failure';
 import { affinityOf, anthropicCachedPrefix, PREFIX_CHARS } from '../../../src/modelCall/affinity';
+import { KINDS } from '../../../src/providers/kinds';
 
 /**
  * Prompt-cache affinity without I/O: what a request's handle is (prompt_cache_key, Gemini cachedContent, the
@@ -26,7 +27,7 @@ const settings = { maxAttempts: 3, maxTimeMs: 30_000, cooldownBaseMs: 1000, cool
 
 function routerOf(weights: number[]) {
   let now = 1_000_000;
-  const catalog = new Catalog(file(weights));
+  const catalog = new Catalog(file(weights), KINDS);
   const router = new ModelRouter(catalog, settings, () => now);
   const m = catalog.get('m')!;
   const route = async (handle: string | null, fail?: string) =>

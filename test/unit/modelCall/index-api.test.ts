@@ -1,3 +1,4 @@
+import { KINDS } from '../../../src/providers/kinds';
 import {
   embeddingsUpstream,
   estimateEmbeddings,
@@ -11,7 +12,7 @@ import {
 import { nativeBound } from '../../../src/billing/nativeBound';
 import { Catalog, type CatalogFile, type ModelConfig } from '../../../src/catalog/catalog';
 import { ProviderRegistry } from '../../../src/providers/registry';
-import { holdBilling } from '../../../src/operations/caller';
+import { holdBilling } from '../../../src/modelCall';
 import { RecordingHold, testCaller } from '../../support/operationCaller';
 
 /**
@@ -67,7 +68,7 @@ const file: CatalogFile = {
     },
   ] as unknown as ModelConfig[],
 };
-const catalog = new Catalog(file);
+const catalog = new Catalog(file, KINDS);
 const router = new ModelRouter(catalog, { maxAttempts: 2, maxTimeMs: 10_000, cooldownBaseMs: 1, cooldownMaxMs: 1 });
 const providers = new ProviderRegistry(catalog);
 const deps = { catalog, router, providers };

@@ -1,5 +1,5 @@
 import { admitRequest, openAIDuration, setRateLimitHeaders, unitTokens } from '../../../src/modelCall/rateLimit';
-import { accountBilling, holdBilling, type AccountBilling } from '../../../src/operations/caller';
+import { accountBilling, holdBilling, type AccountBilling } from '../../../src/modelCall';
 import { openCall } from '../../../src/modelCall/routedCall';
 import { MemoryRateLimiter } from '../../../src/limits/rateLimiter';
 import { Metrics } from '../../../src/observability/metrics';
@@ -10,6 +10,7 @@ import type { CreditManager } from '../../../src/modelCall/credit';
 import type { KeyResolver } from '../../../src/auth/apiKeys';
 import { ApiError } from '../../../src/errors';
 import { principal, RecordingHold, RecordingOutput, testCaller } from '../../support/operationCaller';
+import { KINDS } from '../../../src/providers/kinds';
 
 /**
  * A key's rate limits on the request path, with the in-memory limiter: admitted or refused before any money is
@@ -147,18 +148,21 @@ test("unit tokens: a settled request's prompt and completion tokens; none for ot
 
 // ---- openCall: the admission before the money ----
 
-const catalog = new Catalog({
-  providers: { p: { kind: 'openai', baseUrl: 'http://a' } },
-  models: [
-    {
-      id: 'm',
-      mode: 'chat',
-      provider: 'p',
-      upstreamModel: 'm',
-      pricing: { inputPer1MTokens: 1, outputPer1MTokens: 1 },
-    } as ModelConfig,
-  ],
-} as CatalogFile);
+const catalog = new Catalog(
+  {
+    providers: { p: { kind: 'openai', baseUrl: 'http://a' } },
+    models: [
+      {
+        id: 'm',
+        mode: 'chat',
+        provider: 'p',
+        upstreamModel: 'm',
+        pricing: { inputPer1MTokens: 1, outputPer1MTokens: 1 },
+      } as ModelConfig,
+    ],
+  } as CatalogFile,
+  KINDS,
+);
 const router = new ModelRouter(catalog, { maxAttempts: 1, maxTimeMs: 1000, cooldownBaseMs: 1, cooldownMaxMs: 1 });
 const freshKeys = { isStale: () => false, refresh: async () => null } as unknown as KeyResolver;
 

@@ -1,4 +1,5 @@
 import { Catalog, type CatalogFile, type ModelConfig } from '../../../src/catalog/catalog';
+import { KINDS } from '../../../src/providers/kinds';
 import { ModelRouter, type RouteTry } from '../../../src/modelCall/modelRouter';
 import { markFailure, parseRetryAfter } from '../../../src/providers/failure';
 import type { RoutingSettings } from '../../../src/modelCall/settings';
@@ -40,7 +41,7 @@ const catalogFile = (): CatalogFile => ({
 const settings: RoutingSettings = { maxAttempts: 3, maxTimeMs: 10_000, cooldownBaseMs: 1000, cooldownMaxMs: 8000 };
 let now = 1_000_000;
 function setup(s: Partial<RoutingSettings> = {}) {
-  const catalog = new Catalog(catalogFile());
+  const catalog = new Catalog(catalogFile(), KINDS);
   return {
     catalog,
     router: new ModelRouter(catalog, { ...settings, ...s }, () => now),
@@ -90,7 +91,7 @@ test('catalog refuses both forms at once, unknown providers, mixed protocols, fa
   const bad = (edit: (f: CatalogFile) => void) => {
     const f = catalogFile();
     edit(f);
-    return () => new Catalog(f);
+    return () => new Catalog(f, KINDS);
   };
   expect(bad((f) => Object.assign(f.models[1], { provider: 'p1', upstreamModel: 'x' }))).toThrow(/invalid catalog/);
   expect(bad((f) => f.models[1].deployments!.push({ provider: 'nope' }))).toThrow(/unknown provider nope/);
@@ -261,7 +262,7 @@ test("tries stop at maxAttempts, then at the fallbacks' end; client and unmarked
 
 test("a model object from another catalog instance of the same file is routed as the router's own", async () => {
   const { router } = setup();
-  const other = new Catalog(catalogFile()).get('three')!;
+  const other = new Catalog(catalogFile(), KINDS).get('three')!;
   expect(await request(router, other, [fail('server')])).toMatchObject({
     tried: ['three#1', 'three#2'],
     kinds: ['first', 'retry'],

@@ -1,4 +1,4 @@
-import { accountBilling, holdBilling } from '../../../src/operations/caller';
+import { accountBilling, holdBilling } from '../../../src/modelCall';
 import { failureStatus, RoutedPayload } from '../../../src/modelCall/routedCall';
 import { GeminiStreamWire } from '../../../src/operations/gemini/streamWire';
 import { countTokensEstimate } from '../../../src/operations/gemini/countTokens';

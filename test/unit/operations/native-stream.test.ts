@@ -5,6 +5,7 @@ import { tokenUsage } from '../../../src/billing/tokenUsage';
 import type { EventSourceMessage } from '../../../src/sse/upstreamEvents';
 import { localServer, type LocalServer } from '../../support/localServer';
 import { clearCooldowns, operationDeps, RecordingHold, streamedCall } from '../../support/operationCaller';
+import { KINDS } from '../../../src/providers/kinds';
 
 /**
  * The native pass-through relay (Anthropic and Responses upstreams) end to end without an upstream: the upstream's
@@ -18,18 +19,21 @@ beforeAll(async () => {
 });
 afterAll(() => srv.close());
 
-const catalog = new Catalog({
-  providers: { p: { kind: 'anthropic', baseUrl: 'http://a' } },
-  models: [
-    {
-      id: 'claude',
-      mode: 'chat',
-      provider: 'p',
-      upstreamModel: 'claude-up',
-      pricing: { inputPer1MTokens: 1_000_000, outputPer1MTokens: 2_000_000 },
-    },
-  ] as ModelConfig[],
-} as CatalogFile);
+const catalog = new Catalog(
+  {
+    providers: { p: { kind: 'anthropic', baseUrl: 'http://a' } },
+    models: [
+      {
+        id: 'claude',
+        mode: 'chat',
+        provider: 'p',
+        upstreamModel: 'claude-up',
+        pricing: { inputPer1MTokens: 1_000_000, outputPer1MTokens: 2_000_000 },
+      },
+    ] as ModelConfig[],
+  } as CatalogFile,
+  KINDS,
+);
 const deps = operationDeps(catalog);
 
 /** A reader of a made-up protocol: `usage` events carry output tokens, `stop` ends the answer, `error` fails it. */

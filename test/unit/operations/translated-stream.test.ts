@@ -6,6 +6,7 @@ import { UpstreamStreamError } from '../../../src/providers/chatBackend';
 import type { ChatChunk } from '../../../src/translate/chatTypes';
 import { localServer, type LocalServer } from '../../support/localServer';
 import { clearCooldowns, operationDeps, RecordingHold, streamedCall } from '../../support/operationCaller';
+import { KINDS } from '../../../src/providers/kinds';
 
 /**
  * A translated stream assembled end to end without an upstream: the chat chunk batches a backend yields go through
@@ -32,7 +33,7 @@ const file: CatalogFile = {
     },
   ] as ModelConfig[],
 };
-const catalog = new Catalog(file);
+const catalog = new Catalog(file, KINDS);
 const deps = operationDeps(catalog);
 
 const chunk = (content: string | null, usage?: ChatChunk['usage']): ChatChunk => ({

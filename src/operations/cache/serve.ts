@@ -1,13 +1,10 @@
-import type { ModelConfig } from '../catalog/catalog';
-import type { Caller, OperationDeps } from '../operations/caller';
-import { openCall } from '../modelCall';
-import { CACHE_HEADER, parseDirective, type CacheDirective } from './directive';
-import { makeEntry, type CacheEntry } from './entry';
+import type { ModelConfig } from '../../catalog';
+import type { Caller, OperationDeps } from '../../modelCall';
+import { openCall } from '../../modelCall';
+import { CACHE_HEADER, parseDirective, type CacheDirective, makeEntry, type CacheEntry, requestKey } from '../../cache';
 import { Recorder } from './recorder';
 import { replay } from './replay';
-import { requestKey } from './requestKey';
-import type { ResponseCache } from './responseCache';
-import type { CacheScope } from './accountSettings';
+import type { ResponseCache, CacheScope } from '../../cache';
 
 /**
  * An operation through the response cache. Only requests paid from the account are cached (a batch's or a

@@ -1,4 +1,4 @@
-import type { Queryable } from '../db/pool';
+import type { Queryable } from '../db';
 import * as batches from '../batches/repo';
 import * as videoJobs from '../video/repo';
 

@@ -1,16 +1,18 @@
 import type { ServerResponse } from 'node:http';
 import type { Span } from '@opentelemetry/api';
-import type { Principal } from '../auth/apiKeys';
-import type { KeyResolver } from '../auth/apiKeys';
-import type { ModelConfig, Pricing } from '../catalog/catalog';
-import type { Db } from '../db/pool';
-import type { RateLimiter } from '../limits/rateLimiter';
-import type { RequestAbort } from '../net/abort';
-import type { Logger } from '../observability/logger';
-import type { Metrics } from '../observability/metrics';
-import type { SseSink } from '../sse/clientSink';
+import type { Principal, KeyResolver } from '../auth';
+import type { ModelConfig, Pricing } from '../catalog';
+import type { Db } from '../db';
+import type { RateLimiter } from '../limits';
+import type { RequestAbort } from '../net';
+import type { Logger, Metrics } from '../observability';
+import type { SseSink } from '../sse';
 import type { ResponseCache } from '../cache';
-import type { AffinitySource, CreditManager, ModelCallDeps, Reservation, RoutedCall } from '../modelCall';
+import type { ModelCallDeps } from './index';
+import type { AffinitySource } from './affinity';
+import type { CreditManager } from './credit';
+import type { Reservation } from './creditLease';
+import type { RoutedCall } from './routedCall';
 
 /**
  * Who an operation runs for and where its answer goes, without HTTP. Every synchronous operation (chat, completions,

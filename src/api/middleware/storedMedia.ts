@@ -1,8 +1,8 @@
-import type { Ctx } from './middleware';
-import { ApiError } from '../errors';
-import type { Storage } from '../storage/storage';
-import { parseRange } from '../storage/rangeSlice';
-import { clip } from '../text/clip';
+import type { Ctx } from '../requestState';
+import { ApiError } from '../../errors';
+import type { Storage } from '../../storage';
+import { parseRange } from '../../storage';
+import { clip } from '../../text';
 
 /**
  * A file from our storage as an HTTP answer (GET /v1/videos/{id}/content, the console's media): ETag and
