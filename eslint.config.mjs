@@ -15,7 +15,9 @@ const escape = (s) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 function reaching(item) {
   const file = item.endsWith('.ts');
   const name = escape(file ? item.slice(0, -3) : item).replace(/^src\//, '(?:src/)?');
-  return `(?:\\.\\.?/)+${name}${file ? '' : '(?:/.*)?'}`;
+  // A folder at the root (workflows/, activities/) is reached only by climbing (`./activities` is a sibling file).
+  const climb = item.startsWith('src/') ? '(?:\\.\\.?/)+' : '(?:\\.\\./)+';
+  return `${climb}${name}${file ? '' : '(?:/.*)?'}`;
 }
 function layerRules() {
   return LAYERS.layers.flatMap((layer, i) => {
@@ -36,10 +38,12 @@ function layerRules() {
       },
     ];
     const exceptions = LAYERS.exceptions.filter((e) => own.some((g) => g === e.from));
+    // A file another layer names (a kind's workflow in src/jobs/<kind>/) is that layer's, not its folder's.
+    const elsewhere = LAYERS.layers.flatMap((l) => (l === layer ? [] : l.files));
     return [
       {
         files: own,
-        ignores: exceptions.map((e) => e.from),
+        ignores: [...exceptions.map((e) => e.from), ...elsewhere],
         rules: { 'no-restricted-imports': rule('') },
       },
       ...exceptions.map((e) => {

@@ -19,17 +19,17 @@ import { loadConfig, type Config } from './config';
 import { redirectedLines } from './observability/logger';
 import { buildCore } from './bootstrap';
 import type { ModelRouter } from './routing/modelRouter';
-import { createReconcileActivities } from '../activities/reconcile';
-import { ensureReconcileSchedules } from './reconcile/schedule';
+import { createReconcileActivities } from './jobs/reconcile/activities';
+import { ensureReconcileSchedules } from './jobs/reconcile/schedule';
 import { releaseExpiredHolds } from './billing/ledger';
 import { recoverDeadLeases, staleAfter } from './billing/creditHolders';
 import { exitOnStopSignals } from './runtime/stopSignals';
 import { VideoProviders } from './providers/video';
-import { reconcileVideoJobs } from './video/reconciler';
-import { followTwins } from './video/twins';
-import { reconcileBatches } from './batches/reconciler';
-import { reconcileDeliveries, type DeliveryReconcileCursor } from './webhooks/reconciler';
-import { reconcileBackgroundResponses } from './backgroundResponses/reconciler';
+import { reconcileVideoJobs } from './jobs/video/reconciler';
+import { followTwins } from './jobs/video/twins';
+import { reconcileBatches } from './jobs/batches/reconciler';
+import { reconcileDeliveries, type DeliveryReconcileCursor } from './jobs/webhooks/reconciler';
+import { reconcileBackgroundResponses } from './jobs/backgroundResponses/reconciler';
 import {
   createBackgroundActivities,
   createBatchActivities,
@@ -41,12 +41,12 @@ import {
 } from '../activities';
 import { ensureStatementSchedule, reconcileTopups, sweepLowBalances } from './jobs/topups';
 import { mailSpendAlerts, smtpMailer, sweepSpendAlerts } from './organizations';
-import { startDelivery } from './webhooks/start';
+import { startDelivery } from './jobs/webhooks/start';
 import { serveWorkerMetrics } from './observability/metricsServer';
 import { flushTracing, tracer } from './observability/tracing';
 import { createDeliveryWorker } from './runtime/webhookDeliveryWorker';
 import { createBackgroundRunWorker } from './runtime/backgroundRunWorker';
-import { webhookTaskQueue } from './webhooks/settings';
+import { webhookTaskQueue } from './jobs/webhooks/settings';
 
 /**
  * Production worker entry point (`npm run worker`; src/main.ts runs it in-process): the Temporal worker for the
@@ -194,7 +194,7 @@ export async function startWorker(config: Config = loadConfig(), opts: WorkerOpt
       // A deploy lets the activities in flight end (JOBS_SHUTDOWN_GRACE_MS) rather than cut them short: a video
       // submit cut mid-request is submitted again by the next worker (the provider paid twice), a chunk cut short
       // commits nothing. Heartbeats go on meanwhile; the worker takes no new task. Those still going when it ends
-      // are cancelled (a chunk's requests already sent still end and are kept: activities/batch.ts).
+      // are cancelled (a chunk's requests already sent still end and are kept: src/jobs/batches/activities.ts).
       shutdownGraceTime: config.jobs.shutdownGraceMs,
       // (The workflow interceptors are in the bundle: a worker given a bundle takes them from there.)
       ...(traced

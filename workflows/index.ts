@@ -1,7 +1,7 @@
 // Workflow definitions (deterministic code only; bundled by the Temporal worker).
-export { videoJobWorkflow, cancelSignal, stageQuery } from './video';
-export { webhookDeliveryWorkflow } from './webhookDelivery';
-export { batchJobWorkflow, batchCancelSignal, batchStageQuery } from './batch';
-export { backgroundResponseWorkflow, backgroundCancelSignal } from './backgroundResponse';
-export { reconcileProviderDayWorkflow } from './reconcile';
-export { topupOrderWorkflow, topupPaidSignal, topupStatementWorkflow } from './topup';
+export { videoJobWorkflow, cancelSignal, stageQuery } from '../src/jobs/video/workflow';
+export { webhookDeliveryWorkflow } from '../src/jobs/webhooks/workflow';
+export { batchJobWorkflow, batchCancelSignal, batchStageQuery } from '../src/jobs/batches/workflow';
+export { backgroundResponseWorkflow, backgroundCancelSignal } from '../src/jobs/backgroundResponses/workflow';
+export { reconcileProviderDayWorkflow } from '../src/jobs/reconcile/workflow';
+export { topupOrderWorkflow, topupPaidSignal, topupStatementWorkflow } from '../src/jobs/topups/workflow';

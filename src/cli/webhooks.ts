@@ -1,7 +1,7 @@
 import { parseArgs } from 'node:util';
 import type { Db } from '../db/pool';
 import { ApiError } from '../errors';
-import { loadWebhookSettings } from '../webhooks/settings';
+import { loadWebhookSettings } from '../jobs/webhooks/settings';
 import {
   checkDescription,
   checkEndpointUrl,
@@ -11,7 +11,7 @@ import {
   listEndpoints,
   parseEventTypes,
   rotateSecret,
-} from '../webhooks/endpoints';
+} from '../jobs/webhooks/endpoints';
 
 /**
  * The webhook section of the admin CLI (src/cli/admin.ts wires these in):

@@ -3,8 +3,8 @@ import type { AppDeps } from '../operations/deps';
 import { route, type GatewayState } from '../api/middleware';
 import { requireCsrf, requireOperator, requireSession, sameOrigin } from './auth';
 import { intParam } from './params';
-import { FIELDS, isReconciled, NOT_RECONCILED, reportedFields } from '../reconcile/reconcile';
-import { reconcileStatus } from '../reconcile/status';
+import { FIELDS, isReconciled, NOT_RECONCILED, reportedFields } from '../jobs/reconcile/reconcile';
+import { reconcileStatus } from '../jobs/reconcile/status';
 
 /**
  * GET /console/api/admin/reconciliation?days=N (operators): per provider, day, upstream model and field, the units

@@ -3,8 +3,8 @@ import type { AppDeps } from '../../operations/deps';
 import { jsonApi, requireApiKey, route, type Ctx, type GatewayState } from '../middleware';
 import { notFound } from '../../errors';
 import { clip } from '../../text/clip';
-import * as repo from '../../batches/repo';
-import { cancelBatch, createBatch, parseCreateBody } from '../../batches/service';
+import * as repo from '../../jobs/batches/repo';
+import { cancelBatch, createBatch, parseCreateBody } from '../../jobs/batches/service';
 import { listQuery } from '../listQuery';
 
 /**

@@ -5,9 +5,9 @@ import { jsonBody, requireApiKey, route, type Ctx, type GatewayState } from '../
 import { ApiError, notFound } from '../../errors';
 import { clip } from '../../text/clip';
 import { publicBaseUrl } from '../publicUrl';
-import * as repo from '../../batches/repo';
+import * as repo from '../../jobs/batches/repo';
 import * as files from '../../files/repo';
-import { cancelBatch, createBatch } from '../../batches/service';
+import { cancelBatch, createBatch } from '../../jobs/batches/service';
 import { isBlank, readLines } from '../../files/lines';
 import { isProblem, parseRequestLine } from '../../files/batchInput';
 import {
@@ -17,7 +17,7 @@ import {
   messageBatchView,
   resultOf,
   unrunResult,
-} from '../../batches/messageBatches';
+} from '../../jobs/batches/messageBatches';
 
 /**
  * Anthropic's Message Batches (docs/batches.md), a router over the gateway's batches, not a second engine:
@@ -29,7 +29,7 @@ import {
  *   GET    /v1/messages/batches/{id}/results  JSONL of {custom_id, result}, once ended
  *   DELETE /v1/messages/batches/{id}          once ended: its files go, the batch is no longer listed
  * On any chat model: each request runs through the /v1/messages paths (native on an Anthropic provider, translated
- * elsewhere; src/operations/messages/, run by src/batches/execute.ts). Errors in Anthropic's shape (errorHandler
+ * elsewhere; src/operations/messages/, run by src/jobs/batches/execute.ts). Errors in Anthropic's shape (errorHandler
  * gives it to every /v1/messages*).
  */
 

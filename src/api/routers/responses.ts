@@ -8,9 +8,13 @@ import { deleteResponse, loadResponse } from '../../operations/responses/storedR
 import { createResponse } from '../../operations/responses/create';
 import { callerOf } from '../httpCaller';
 import { clip } from '../../text/clip';
-import * as background from '../../backgroundResponses/repo';
-import { followEvents } from '../../backgroundResponses/follow';
-import { cancelBackgroundResponse, createBackgroundResponse, responseView } from '../../backgroundResponses/service';
+import * as background from '../../jobs/backgroundResponses/repo';
+import { followEvents } from '../../jobs/backgroundResponses/follow';
+import {
+  cancelBackgroundResponse,
+  createBackgroundResponse,
+  responseView,
+} from '../../jobs/backgroundResponses/service';
 
 /**
  * POST /v1/responses and GET /v1/responses/{id}: the OpenAI Responses interface for any chat model.
@@ -23,7 +27,7 @@ import { cancelBackgroundResponse, createBackgroundResponse, responseView } from
  * State lives in the gateway for both paths: a response is stored unless `store: false`, and continued with
  * `previous_response_id` on any model.
  *
- * `background: true` makes it a job (src/backgroundResponses, docs/background-responses.md): answered at once
+ * `background: true` makes it a job (src/jobs/backgroundResponses, docs/background-responses.md): answered at once
  * `queued` (or, with stream: true, its events followed from the store), run by a workflow; GET reads it (and
  * resumes its stream with ?stream=true&starting_after=N), POST .../cancel stops it, DELETE removes it.
  */

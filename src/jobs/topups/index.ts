@@ -18,7 +18,7 @@ export {
 export { ensureStatementSchedule } from './schedule';
 export { listStatements, type StatementReport } from './statement';
 export { lowBalanceThreshold, setLowBalanceThreshold, sweepLowBalances } from './alerts';
-export { createTopupActivities } from './topupActivities';
+export { createTopupActivities } from './activities';
 export { startTopupWorkflow, signalPaid } from './start';
 export { reconcileTopups } from './reconciler';
 export { topupService, orderView, transferView, type TopupDeps, type TopupService } from './service';

@@ -7,7 +7,7 @@ import { asOpenAIError } from '../../providers/upstreamError';
 import { boundOverCandidates } from '../../routing/bound';
 import { geminiEmbedder, servedNatively } from '../../providers/kinds';
 import { openCall, RoutedPayload } from '../routedCall';
-import { geminiEmbedCall, openAIEmbeddingList, type GeminiEmbedCall } from '../embeddings/geminiUpstream';
+import { geminiEmbedCall, openAIEmbeddingList, type GeminiEmbedCall } from './geminiUpstream';
 import { throughCache } from '../../cache';
 
 /** An upstream's embeddings: OpenAI's JSON as it came, or a Gemini upstream's vectors (which come without usage). */
