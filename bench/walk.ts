@@ -300,7 +300,7 @@ async function walk(name: string, flags: string[], worker: boolean, closers: (()
   await own.connect();
   closers.push(() => own.end());
   const { startVideoHarness } = await import('../test/support/video');
-  const { loadBatchSettings } = await import('../src/jobs/batches/settings');
+  const { loadBatchSettings } = await import('../src/jobs/batches');
   // Timers off the path (credit flush, lease liveness, price refresh) wait longer than a walk; the worker's repairs are
   // off; the key cache keeps its production default.
   // Polls fast, but no activity times out while every step is counted (slow).
@@ -314,7 +314,7 @@ async function walk(name: string, flags: string[], worker: boolean, closers: (()
       priceRefreshMs: 600_000,
       keyCacheMs: 2_000,
       batches: { ...loadBatchSettings(), chunkLines: 2 },
-      webhooks: { ...(await import('../src/jobs/webhooks/settings')).loadWebhookSettings(), allowPrivateUrls: true },
+      webhooks: { ...(await import('../src/jobs/webhooks')).loadWebhookSettings(), allowPrivateUrls: true },
     } as never,
     { worker: false },
   );
@@ -507,7 +507,7 @@ async function driver(name: string, c: Ctx): Promise<{ once(): Promise<void> }> 
       });
       if (res.status !== 201) throw new Error(`POST /v1/webhooks answered ${res.status}`);
       const { createWebhookActivities } = await import('../activities');
-      const { webhookTaskQueue } = await import('../src/jobs/webhooks/settings');
+      const { webhookTaskQueue } = await import('../src/jobs/webhooks');
       const { emitWebhookEvent } = createWebhookActivities({
         db: h.deps.db,
         temporal: h.deps.temporal!,

@@ -6,7 +6,7 @@ import { createPool } from './db/pool';
 import { ensureDatabase, migrate } from './db/migrate';
 import { Catalog } from './catalog/catalog';
 import { PriceBook } from './billing/priceBook';
-import { registerReconcileMetrics } from './jobs/reconcile/metrics';
+import { registerReconcileMetrics } from './jobs/reconcile';
 import { KeyResolver } from './auth/apiKeys';
 import { AdminKeyResolver } from './organizations';
 import { CreditManager } from './billing/credit';

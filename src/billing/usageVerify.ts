@@ -3,7 +3,7 @@ import type { PriceSet, Pricing } from '../catalog/catalog';
 import { audioCost, charactersCost, imagesCost } from './pricing';
 import { breakdownOfUnits, usageCost } from './tokenUsage';
 import { videoSecondPrice, type VideoDims } from './videoPricing';
-import type { VideoBilled } from '../jobs/video/repo';
+import type { VideoBilled } from '../jobs/video';
 
 /**
  * The invariant of every usage record: its units at the prices of the version it was billed at

@@ -5,7 +5,7 @@ import { ensureDatabase, migrate } from '../db/migrate';
 import { createAccount, getBalance, listLedger, topUp, verifyProjections } from '../billing/ledger';
 import { verifyUsage } from '../billing/usageVerify';
 import { strandedJobHolds } from '../billing/holdVerify';
-import { verifyBackgroundResponses } from '../jobs/backgroundResponses/verify';
+import { verifyBackgroundResponses } from '../jobs/backgroundResponses';
 import { gatewayCostTotals } from '../billing/gatewayCosts';
 import { createApiKey, listApiKeys, revokeApiKey } from '../auth/apiKeys';
 import {

@@ -3,7 +3,7 @@ import { parseArgs } from 'node:util';
 import { Catalog } from '../catalog/catalog';
 import type { Db } from '../db/pool';
 import { projectRoot } from '../projectRoot';
-import { lookbackDaysOf, reconcileStatus } from '../jobs/reconcile/status';
+import { lookbackDaysOf, reconcileStatus } from '../jobs/reconcile';
 
 /**
  * `reconcile-status [--days n] [--provider id]` (docs/operations.md): each catalog provider's reconciliation of the

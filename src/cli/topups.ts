@@ -1,7 +1,7 @@
 import { parseArgs } from 'node:util';
 import type { Db } from '../db/pool';
 import { ApiError } from '../errors';
-import { loadWebhookSettings } from '../jobs/webhooks/settings';
+import { loadWebhookSettings } from '../jobs/webhooks';
 import { loadTopupSettings, topupService } from '../jobs/topups';
 
 /**

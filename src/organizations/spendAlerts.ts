@@ -1,6 +1,6 @@
 import { budgetTimeZone } from '../billing/budget';
 import { tx, type Db } from '../db/pool';
-import { recordEventIn, type DeliveryRef } from '../jobs/webhooks/repo';
+import { recordEventIn, type DeliveryRef } from '../jobs/webhooks';
 import type { Mailer } from './mail';
 
 /**

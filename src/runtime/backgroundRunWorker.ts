@@ -6,8 +6,8 @@ import type { Logger } from '../observability/logger';
 import type { ModelRouter } from '../routing/modelRouter';
 import type { Storage } from '../storage/storage';
 import { buildProviderRegistry } from '../providers/build';
-import { backgroundRunTaskQueue } from '../jobs/backgroundResponses/settings';
-import { createBackgroundActivities } from '../jobs/backgroundResponses/activities';
+import { backgroundRunTaskQueue } from '../jobs/backgroundResponses';
+import { createBackgroundActivities } from '../../activities';
 import { ownWorker, type OwnWorker } from './ownWorker';
 
 /**

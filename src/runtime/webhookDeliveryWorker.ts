@@ -3,8 +3,8 @@ import type { Client } from '@temporalio/client';
 import type { Config } from '../config';
 import { createPool } from '../db/pool';
 import type { Logger } from '../observability/logger';
-import { createWebhookActivities } from '../jobs/webhooks/activities';
-import { deliveryLimits, webhookTaskQueue } from '../jobs/webhooks/settings';
+import { createWebhookActivities } from '../../activities';
+import { deliveryLimits, webhookTaskQueue } from '../jobs/webhooks';
 import { ownWorker, type OwnWorker } from './ownWorker';
 
 /**

@@ -3,8 +3,7 @@ import type { AppDeps } from '../../operations/deps';
 import { jsonApi, requireApiKey, route, type Ctx, type GatewayState } from '../middleware';
 import { notFound } from '../../errors';
 import { clip } from '../../text/clip';
-import * as repo from '../../jobs/batches/repo';
-import { cancelBatch, createBatch, parseCreateBody } from '../../jobs/batches/service';
+import { batchRepo as repo, cancelBatch, createBatch, parseCreateBody } from '../../jobs/batches';
 import { listQuery } from '../listQuery';
 
 /**

@@ -5,7 +5,7 @@ import { ApiError, badRequest, notFound } from '../../errors';
 import { BatchFileIngest } from '../../files/ingest';
 import * as files from '../../files/repo';
 import { listQuery } from '../listQuery';
-import { uploadLineCheck } from '../../jobs/batches/lineLimits';
+import { uploadLineCheck } from '../../jobs/batches';
 import { clip, clipJson } from '../../text/clip';
 
 /**

@@ -5,19 +5,20 @@ import { jsonBody, requireApiKey, route, type Ctx, type GatewayState } from '../
 import { ApiError, notFound } from '../../errors';
 import { clip } from '../../text/clip';
 import { publicBaseUrl } from '../publicUrl';
-import * as repo from '../../jobs/batches/repo';
-import * as files from '../../files/repo';
-import { cancelBatch, createBatch } from '../../jobs/batches/service';
-import { isBlank, readLines } from '../../files/lines';
-import { isProblem, parseRequestLine } from '../../files/batchInput';
 import {
+  batchRepo as repo,
+  cancelBatch,
+  createBatch,
   isEnded,
   MESSAGES_ENDPOINT,
   messageBatchLines,
   messageBatchView,
   resultOf,
   unrunResult,
-} from '../../jobs/batches/messageBatches';
+} from '../../jobs/batches';
+import * as files from '../../files/repo';
+import { isBlank, readLines } from '../../files/lines';
+import { isProblem, parseRequestLine } from '../../files/batchInput';
 
 /**
  * Anthropic's Message Batches (docs/batches.md), a router over the gateway's batches, not a second engine:

@@ -8,13 +8,13 @@ import { deleteResponse, loadResponse } from '../../operations/responses/storedR
 import { createResponse } from '../../operations/responses/create';
 import { callerOf } from '../httpCaller';
 import { clip } from '../../text/clip';
-import * as background from '../../jobs/backgroundResponses/repo';
-import { followEvents } from '../../jobs/backgroundResponses/follow';
 import {
+  backgroundRepo as background,
+  followEvents,
   cancelBackgroundResponse,
   createBackgroundResponse,
   responseView,
-} from '../../jobs/backgroundResponses/service';
+} from '../../jobs/backgroundResponses';
 
 /**
  * POST /v1/responses and GET /v1/responses/{id}: the OpenAI Responses interface for any chat model.

@@ -6,12 +6,15 @@ import Router from '@koa/router';
 import type { AppDeps } from '../../operations/deps';
 import { jsonBody, multipartBody, requireApiKey, route, type Ctx, type GatewayState } from '../middleware';
 import { badRequest, conflict, notFound } from '../../errors';
-import * as jobs from '../../jobs/video/repo';
-import type { VideoJob } from '../../jobs/video/repo';
-import { formToBody } from '../../jobs/video/validate';
-import { createImageLoader, imageExtension } from '../../jobs/video/images';
-import { submitVideoJob } from '../../jobs/video/submit';
-import { cancelVideoJob } from '../../jobs/video/cancel';
+import {
+  videoRepo as jobs,
+  type VideoJob,
+  formToBody,
+  createImageLoader,
+  imageExtension,
+  submitVideoJob,
+  cancelVideoJob,
+} from '../../jobs/video';
 import { publicBaseUrl } from '../publicUrl';
 import { sendStoredMedia } from '../storedMedia';
 import { admitRequest } from '../../operations/rateLimit';

@@ -7,8 +7,7 @@ import { jsonForPostgres } from '../../text/pgText';
 import { estimatedUsage, usageCost, usageUnits } from '../../billing/tokenUsage';
 import { recordGatewayCostWith } from '../../billing/gatewayCosts';
 import type { Catalog, Pricing } from '../../catalog/catalog';
-import { recordEventIn, type DeliveryRef } from '../webhooks/repo';
-import type { EventType } from '../webhooks/eventTypes';
+import { recordEventIn, type DeliveryRef, type EventType } from '../webhooks';
 import type { BackgroundFinal, BackgroundStatus } from './workflowContract';
 
 /**

@@ -3,7 +3,7 @@ import type { Db, Queryable } from '../../db/pool';
 import { changeInForceAfter, priceVersionAt, type PriceVersion } from '../../billing/priceBook';
 import { estimatedUsage, usageCost, usageUnits, type TokenUsage } from '../../billing/tokenUsage';
 import { usageOf } from '../../operations/responses/turn';
-import type { DeliveryRef } from '../webhooks/repo';
+import type { DeliveryRef } from '../webhooks';
 import type { BackgroundFinal } from './workflowContract';
 import * as repo from './repo';
 

@@ -8,7 +8,7 @@ import {
   setHandler,
   upsertSearchAttributes,
 } from '@temporalio/workflow';
-import type { WebhookActivities } from '../webhooks/activities';
+import type { WebhookActivities, EventType } from '../webhooks';
 import {
   BACKGROUND_CANCEL_SIGNAL,
   type BackgroundActivities,
@@ -17,7 +17,6 @@ import {
   type BackgroundStatus,
   type BackgroundTiming,
 } from './workflowContract';
-import type { EventType } from '../webhooks/eventTypes';
 import { dbStep, jobRetry } from '../jobActivityOptions';
 
 /**

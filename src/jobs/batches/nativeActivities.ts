@@ -23,8 +23,7 @@ import {
 import { recordUpstream, upstreamOf } from './upstream';
 import { isBlank, readLines } from '../../files/lines';
 import { isProblem, parseRequestLine, type BatchEndpoint } from '../../files/batchInput';
-import type { BatchActivityDeps } from './activities';
-import { itemUsageId, outputLine } from './activities';
+import { type BatchActivityDeps, itemUsageId, outputLine } from './activities';
 
 /**
  * The activities of a batch that runs on its provider's own batch API (src/jobs/batches/workflow.ts, native branch):

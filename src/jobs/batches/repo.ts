@@ -5,8 +5,7 @@ import { placeHoldIn, releaseHoldIn } from '../../billing/ledger';
 import { writeUsageBatch, type SettledUsage, type UsageInput } from '../../billing/usageBatch';
 import type { Pricing } from '../../catalog/catalog';
 import { PG_ERROR, pgErrorCode } from '../../db/pgErrors';
-import { eventIdOf, recordEventIn, type DeliveryRef } from '../webhooks/repo';
-import type { EventType } from '../webhooks/eventTypes';
+import { eventIdOf, recordEventIn, type DeliveryRef, type EventType } from '../webhooks';
 import { recordGatewayCost } from '../../billing/gatewayCosts';
 import { afterEndLineCost } from './lineCosts';
 

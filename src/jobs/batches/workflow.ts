@@ -12,7 +12,7 @@ import {
 } from '@temporalio/workflow';
 import type { BatchNativeActivities, NativeTarget } from './nativeActivities';
 import type { BatchSlotActivities } from './slotActivities';
-import type { WebhookActivities } from '../webhooks/activities';
+import type { WebhookActivities, EventType } from '../webhooks';
 import {
   CANCEL_SIGNAL,
   STAGE_QUERY,
@@ -24,7 +24,6 @@ import {
   type BatchTiming,
   type FinalStatus,
 } from './workflowContract';
-import type { EventType } from '../webhooks/eventTypes';
 import { dbStep, jobRetry } from '../jobActivityOptions';
 
 /**

@@ -3,7 +3,7 @@ import { ReportConfigError } from '../../providers/usageReports';
 import type { Catalog } from '../../catalog/catalog';
 import type { Db } from '../../db/pool';
 import type { Logger } from '../../observability/logger';
-import { signedHeaders } from '../webhooks/send';
+import { signedHeaders } from '../webhooks';
 import { reconcileProviderDay } from './reconcile';
 import { daysBefore, lookbackDaysOf, unreconciledDays } from './status';
 import type { ReconcileActivities } from './workflowContract';

@@ -1,4 +1,4 @@
-import { ScheduleOverlapPolicy, type Client } from '@temporalio/client';
+import type { Client } from '@temporalio/client';
 import type { Catalog } from '../../catalog/catalog';
 import { isReconciled } from './reconcile';
 import { RECONCILE_WORKFLOW_TYPE, type ReconcileInput } from './workflowContract';
@@ -8,7 +8,8 @@ import { RECONCILE_WORKFLOW_TYPE, type ReconcileInput } from './workflowContract
  * and a backfill's are buffered and run one after the other, where Temporal's default (skip) would run one and
  * drop the others' days.
  */
-const OVERLAP = ScheduleOverlapPolicy.BUFFER_ALL;
+// (The policy's name, not @temporalio/client's constant: the API loads this room, and never that package.)
+const OVERLAP = 'BUFFER_ALL' as const;
 
 /**
  * One Temporal schedule per reconciled provider (`<prefix>reconcile-<provider>`): daily at 01:00 UTC, a run that

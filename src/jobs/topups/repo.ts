@@ -4,7 +4,7 @@ import type { Db, DbClient, Queryable } from '../../db/pool';
 import { tx } from '../../db/pool';
 import { appendAudit, type AuditActor } from '../../db/auditLog';
 import { topUpIn } from '../../billing/ledger';
-import { recordEventIn, type DeliveryRef } from '../webhooks/repo';
+import { recordEventIn, type DeliveryRef } from '../webhooks';
 import type { IncomingTransfer, Provider } from './feeds';
 
 /**

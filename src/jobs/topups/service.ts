@@ -4,9 +4,7 @@ import type { Db } from '../../db/pool';
 import type { Logger } from '../../observability/logger';
 import { ApiError, badRequest, notFound } from '../../errors';
 import { clip, clipJson } from '../../text/clip';
-import { startDelivery } from '../webhooks/start';
-import { webhookTaskQueue } from '../webhooks/settings';
-import type { DeliveryRef } from '../webhooks/repo';
+import { startDelivery, webhookTaskQueue, type DeliveryRef } from '../webhooks';
 import {
   cassoAuthorized,
   FeedBodyError,

@@ -8,7 +8,7 @@ import {
   sleep,
   type ActivityOptions,
 } from '@temporalio/workflow';
-import type { WebhookActivities } from '../webhooks/activities';
+import type { WebhookActivities } from '../webhooks';
 import {
   CANCEL_SIGNAL,
   STAGE_QUERY,

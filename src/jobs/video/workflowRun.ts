@@ -6,7 +6,7 @@ import {
   patched,
   upsertSearchAttributes,
 } from '@temporalio/workflow';
-import type { EventType } from '../webhooks/eventTypes';
+import type { EventType } from '../webhooks';
 import type { JobStatus, VideoJobInput } from './workflowContract';
 import type { JobActivities } from './workflow';
 

@@ -1,5 +1,5 @@
 import type { Readable } from 'node:stream';
-import type { VideoImages, VideoParams } from '../../jobs/video/params';
+import type { VideoImages, VideoParams } from '../../jobs/video';
 import type { ProviderKind } from '../../catalog/catalog';
 
 /**
