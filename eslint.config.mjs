@@ -11,10 +11,12 @@ import tseslint from 'typescript-eslint';
  */
 const LAYERS = JSON.parse(readFileSync(new URL('./layers.json', import.meta.url), 'utf8'));
 const escape = (s) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+/** A path of layers.json as a pattern: its `*` stands for any one path segment (src/jobs/<kind>/workflow.ts). */
+const pattern = (p) => escape(p).replace(/\\\*/g, '[^/]+');
 /** A relative specifier that reaches `item` (a folder or a .ts file of the repository) from any depth. */
 function reaching(item) {
   const file = item.endsWith('.ts');
-  const name = escape(file ? item.slice(0, -3) : item).replace(/^src\//, '(?:src/)?');
+  const name = pattern(file ? item.slice(0, -3) : item).replace(/^src\//, '(?:src/)?');
   // A folder at the root (workflows/, activities/) is reached only by climbing (`./activities` is a sibling file).
   const climb = item.startsWith('src/') ? '(?:\\.\\.?/)+' : '(?:\\.\\./)+';
   return `${climb}${name}${file ? '' : '(?:/.*)?'}`;
@@ -49,7 +51,7 @@ function layerRules() {
       ...exceptions.map((e) => {
         const specs = e.to.map((t) => {
           const rel = path.posix.relative(path.posix.dirname(e.from), t.slice(0, -3));
-          return escape(rel.startsWith('.') ? rel : `./${rel}`);
+          return pattern(rel.startsWith('.') ? rel : `./${rel}`);
         });
         return { files: [e.from], rules: { 'no-restricted-imports': rule(`(?!(?:${specs.join('|')})$)`) } };
       }),
