@@ -101,3 +101,28 @@ test("docs/architecture.md's job-kind table has a column per kind, naming its fo
   expect(listed.length).toBeGreaterThan(0);
   expect(listed.length).toBeLessThanOrEqual(8);
 });
+
+test('each kind is a room: the rest enters it through its index.ts, but the entry points and config.ts', () => {
+  const tsFiles = (dir: string): string[] =>
+    fs.readdirSync(path.join(root, dir), { withFileTypes: true }).flatMap((e) => {
+      const rel = `${dir}/${e.name}`;
+      if (e.isDirectory()) return rel === 'src/console/static' ? [] : tsFiles(rel);
+      return e.name.endsWith('.ts') ? [rel] : [];
+    });
+  const IMPORT = /(?:from\s+|import\(\s*)['"](\.{1,2}\/[^'"]+)['"]/g;
+  // The worker's two entry points reach each kind's workflow and activities; src/config.ts reads each one's settings.
+  const allowed = (from: string, to: string) =>
+    (from === 'workflows/index.ts' && /\/workflow\.ts$/.test(to)) ||
+    (from === 'activities/index.ts' && /[aA]ctivities\.ts$/.test(to)) ||
+    (from === 'src/config.ts' && /\/settings\.ts$/.test(to));
+  const breaches: string[] = [];
+  for (const from of ['src', 'workflows', 'activities', 'bench', 'emulator'].flatMap(tsFiles))
+    for (const m of read(from).matchAll(IMPORT)) {
+      const target = path.posix.normalize(path.posix.join(path.posix.dirname(from), m[1]));
+      const to = [`${target}.ts`, `${target}/index.ts`].find(exists);
+      const kind = to && JOB_KINDS.find((k) => to.startsWith(`src/jobs/${k.name}/`));
+      if (!to || !kind || from.startsWith(`src/jobs/${kind.name}/`) || to.endsWith('/index.ts')) continue;
+      if (!allowed(from, to)) breaches.push(`${from} -> ${to}`);
+    }
+  expect(breaches).toEqual([]);
+});
