@@ -1,3 +1,4 @@
+import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { JOB_KINDS, type KindDeps } from '../../../src/jobs/kinds';
@@ -125,4 +126,20 @@ test('each kind is a room: the rest enters it through its index.ts, but the entr
       if (!allowed(from, to)) breaches.push(`${from} -> ${to}`);
     }
   expect(breaches).toEqual([]);
+});
+
+test("the API process loads no Temporal package, though it enters every kind's door", () => {
+  // @temporalio/client alone is about 25 MB of gRPC and protobuf code (src/jobs/temporalErrors.ts).
+  const doors = JOB_KINDS.map((k) => `require('./src/jobs/${k.name}');`).join(' ');
+  const script = `require('./src/server'); ${doors}
+    const pkgs = new Set(Object.keys(require.cache).filter((k) => k.includes('@temporalio'))
+      .map((k) => k.split('node_modules/').pop().split('/').slice(0, 2).join('/')));
+    process.stdout.write(JSON.stringify([...pkgs]));`;
+  const r = spawnSync(process.execPath, ['-r', './test/support/swcRegister.js', '-e', script], {
+    cwd: root,
+    encoding: 'utf8',
+    timeout: 60_000,
+  });
+  if (r.status !== 0) throw new Error(r.stderr);
+  expect(JSON.parse(r.stdout)).toEqual([]);
 });
