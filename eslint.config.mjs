@@ -11,11 +11,15 @@ import tseslint from 'typescript-eslint';
  */
 const LAYERS = JSON.parse(readFileSync(new URL('./layers.json', import.meta.url), 'utf8'));
 const escape = (s) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+/** A path of layers.json as a pattern: its `*` stands for any one path segment (src/jobs/<kind>/workflow.ts). */
+const pattern = (p) => escape(p).replace(/\\\*/g, '[^/]+');
 /** A relative specifier that reaches `item` (a folder or a .ts file of the repository) from any depth. */
 function reaching(item) {
   const file = item.endsWith('.ts');
-  const name = escape(file ? item.slice(0, -3) : item).replace(/^src\//, '(?:src/)?');
-  return `(?:\\.\\.?/)+${name}${file ? '' : '(?:/.*)?'}`;
+  const name = pattern(file ? item.slice(0, -3) : item).replace(/^src\//, '(?:src/)?');
+  // A folder at the root (workflows/, activities/) is reached only by climbing (`./activities` is a sibling file).
+  const climb = item.startsWith('src/') ? '(?:\\.\\.?/)+' : '(?:\\.\\./)+';
+  return `${climb}${name}${file ? '' : '(?:/.*)?'}`;
 }
 function layerRules() {
   return LAYERS.layers.flatMap((layer, i) => {
@@ -36,16 +40,18 @@ function layerRules() {
       },
     ];
     const exceptions = LAYERS.exceptions.filter((e) => own.some((g) => g === e.from));
+    // A file another layer names (a kind's workflow in src/jobs/<kind>/) is that layer's, not its folder's.
+    const elsewhere = LAYERS.layers.flatMap((l) => (l === layer ? [] : l.files));
     return [
       {
         files: own,
-        ignores: exceptions.map((e) => e.from),
+        ignores: [...exceptions.map((e) => e.from), ...elsewhere],
         rules: { 'no-restricted-imports': rule('') },
       },
       ...exceptions.map((e) => {
         const specs = e.to.map((t) => {
           const rel = path.posix.relative(path.posix.dirname(e.from), t.slice(0, -3));
-          return escape(rel.startsWith('.') ? rel : `./${rel}`);
+          return pattern(rel.startsWith('.') ? rel : `./${rel}`);
         });
         return { files: [e.from], rules: { 'no-restricted-imports': rule(`(?!(?:${specs.join('|')})$)`) } };
       }),
@@ -64,7 +70,11 @@ const ROOMS = LAYERS.rooms;
 const PENDING = ROOMS.pending.flatMap((p) => p.paths);
 const inside = (file, folder) => file.startsWith(`${folder}/`);
 const isPending = (file) => PENDING.some((p) => file === p || inside(file, p));
-const settingsRead = (from, to) => LAYERS.exceptions.some((e) => e.from === from && e.to.includes(to));
+const named = (file, name) =>
+  new RegExp(`^${name.replace(/[.+?^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '[^/]+')}$`).test(file);
+// src/config.ts reading the settings files (the layers' exception) and the rooms' own exceptions that name their files.
+const settingsRead = (from, to) =>
+  [...LAYERS.exceptions, ...ROOMS.exceptions].some((e) => e.from === from && (e.to ?? []).some((n) => named(to, n)));
 function resolved(from, spec) {
   const target = path.posix.normalize(path.posix.join(path.posix.dirname(from), spec));
   return [`${target}.ts`, `${target}/index.ts`].find((c) => existsSync(path.join(ROOT, c))) ?? null;

@@ -28,8 +28,12 @@ while (stack.length) {
   stack.push(...(valueNext.get(f) ?? []));
 }
 
+const named = (file: string, name: string) =>
+  new RegExp(`^${name.replace(/[.+?^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '[^/]+')}$`).test(file);
 const layerEx = (from: string, to: string) =>
-  L.exceptions.some((e: { from: string; to: string[] }) => e.from === from && e.to.includes(to));
+  [...L.exceptions, ...R.exceptions].some(
+    (e: { from: string; to?: string[] }) => e.from === from && (e.to ?? []).some((n) => named(to, n)),
+  );
 /** The door a file `from` must use to reach `to`: the index.ts of the innermost room holding `to`, if not `from`. */
 function door(from: string, to: string): string | null {
   if (isPending(to) || layerEx(from, to)) return null;

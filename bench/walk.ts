@@ -52,8 +52,12 @@ const walkJson = JSON.parse(fs.readFileSync(path.join(__dirname, 'walk.json'), '
 };
 const { paths: PATHS, everyRequest } = walkJson;
 const inFolder = (file: string, folder: string) => file.startsWith(folder.endsWith('/') ? folder : folder + '/');
+/** Whether layers.json's `name` is `file` (a `*` stands for any one path segment). */
+const named = (file: string, name: string) =>
+  new RegExp(`^${name.replace(/[.+?^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '[^/]+')}$`).test(file);
 function layerOf(file: string): number {
-  const i = layers.findIndex((l) => l.files.includes(file) || l.folders.some((f) => inFolder(file, f)));
+  const byName = layers.findIndex((l) => l.files.some((n) => named(file, n)));
+  const i = byName >= 0 ? byName : layers.findIndex((l) => l.folders.some((f) => inFolder(file, f)));
   return i < 0 ? layers.length : i;
 }
 const isEveryRequest = (file: string) => everyRequest.some((p) => (p.endsWith('/') ? inFolder(file, p) : file === p));
@@ -301,7 +305,7 @@ async function walk(name: string, flags: string[], worker: boolean, closers: (()
   await own.connect();
   closers.push(() => own.end());
   const { startVideoHarness } = await import('../test/support/video');
-  const { loadBatchSettings } = await import('../src/batches/settings');
+  const { loadBatchSettings } = await import('../src/jobs/batches');
   // Timers off the path (credit flush, lease liveness, price refresh) wait longer than a walk; the worker's repairs are
   // off; the key cache keeps its production default.
   // Polls fast, but no activity times out while every step is counted (slow).
@@ -315,7 +319,7 @@ async function walk(name: string, flags: string[], worker: boolean, closers: (()
       priceRefreshMs: 600_000,
       keyCacheMs: 2_000,
       batches: { ...loadBatchSettings(), chunkLines: 2 },
-      webhooks: { ...(await import('../src/webhooks/settings')).loadWebhookSettings(), allowPrivateUrls: true },
+      webhooks: { ...(await import('../src/jobs/webhooks')).loadWebhookSettings(), allowPrivateUrls: true },
     } as never,
     { worker: false },
   );
@@ -363,7 +367,9 @@ async function walk(name: string, flags: string[], worker: boolean, closers: (()
   // Notes first, so that --md's table ends the output.
   if (idle.length) console.log(`(ran in an idle window afterwards, not counted: ${idle.join(', ')})`);
   if (after) {
-    const before = [...seen.keys()].filter((f) => !after!.has(f) && /^(workflows|activities)\//.test(f));
+    // The worker's files: its entry points and each kind's workflow and activities (src/jobs/<kind>/).
+    const worker = /^(workflows|activities)\/|^src\/jobs\/[^/]+\/(workflow(Run)?\.ts|\w*[aA]ctivit)/;
+    const before = [...seen.keys()].filter((f) => !after!.has(f) && worker.test(f));
     if (before.length) console.log(`(ran before the answer reached the client, not after: ${before.join(', ')})`);
     report(`${name}: ${PATHS[name]}`, after, step - boundaryStep, flags, workflow);
   } else report(`${name}: ${PATHS[name]}`, seen, step, flags, workflow);
@@ -508,7 +514,7 @@ async function driver(name: string, c: Ctx): Promise<{ once(): Promise<void> }> 
       });
       if (res.status !== 201) throw new Error(`POST /v1/webhooks answered ${res.status}`);
       const { createWebhookActivities } = await import('../activities');
-      const { webhookTaskQueue } = await import('../src/webhooks/settings');
+      const { webhookTaskQueue } = await import('../src/jobs/webhooks');
       const { emitWebhookEvent } = createWebhookActivities({
         db: h.deps.db,
         temporal: h.deps.temporal!,

@@ -5,7 +5,7 @@ import { loadConfig, type Config } from './config';
 import { createPool, ensureDatabase, migrate } from './db';
 import { Catalog } from './catalog';
 import { PriceBook } from './billing';
-import { registerReconcileMetrics } from './reconcile/metrics';
+import { registerReconcileMetrics } from './jobs/reconcile';
 import { KeyResolver } from './auth';
 import { AdminKeyResolver } from './organizations';
 import { CreditManager, ModelRouter } from './modelCall';

@@ -1,10 +1,10 @@
 import path from 'node:path';
 import { projectRoot } from './projectRoot';
-import { loadVideoSettings, type VideoSettings } from './video/settings';
+import { loadVideoSettings, type VideoSettings } from './jobs/video/settings';
 import { loadRoutingSettings, type RoutingSettings } from './modelCall/settings';
-import { loadWebhookSettings, type WebhookSettings } from './webhooks/settings';
-import { loadBatchSettings, type BatchSettings } from './batches/settings';
-import { loadBackgroundResponseSettings, type BackgroundResponseSettings } from './backgroundResponses/settings';
+import { loadWebhookSettings, type WebhookSettings } from './jobs/webhooks/settings';
+import { loadBatchSettings, type BatchSettings } from './jobs/batches/settings';
+import { loadBackgroundResponseSettings, type BackgroundResponseSettings } from './jobs/backgroundResponses/settings';
 import { loadJobWorkerSettings, type JobWorkerSettings } from './jobs/settings';
 import { loadTopupSettings, type TopupSettings } from './jobs/topups/settings';
 import { checkTimeZone, DEFAULT_BUDGET_TIME_ZONE, setBudgetTimeZone } from './billing/budget';
@@ -87,7 +87,7 @@ export interface Config {
   creditLivenessMs: number;
   /** How often each process looks for price versions that took effect (src/billing/priceBook.ts). */
   priceRefreshMs: number;
-  /** Workers create the daily reconciliation schedules (src/reconcile/schedule.ts). */
+  /** Workers create the daily reconciliation schedules (src/jobs/reconcile/schedule.ts). */
   reconcileSchedule: boolean;
   keyCacheMs: number;
   /** Hosts URL inputs may be fetched from even though they resolve to private addresses (local development). */
@@ -108,15 +108,15 @@ export interface Config {
   budgetTimeZone: string;
   /** Port of the worker's own GET /metrics (`npm run worker`); null: none (WORKER_METRICS_PORT `0` or `off`). */
   workerMetricsPort: number | null;
-  /** Video job timing (src/video/settings.ts; VIDEO_* env vars). */
+  /** Video job timing (src/jobs/video/settings.ts; VIDEO_* env vars). */
   video: VideoSettings;
   /** Retries, fallbacks and cooldowns across deployments (src/modelCall/settings.ts; ROUTING_* env vars). */
   routing: RoutingSettings;
-  /** Endpoint checks, per-try timeout and retry schedule of webhooks (src/webhooks/settings.ts; WEBHOOK_* env vars). */
+  /** Endpoint checks, per-try timeout and retry schedule of webhooks (src/jobs/webhooks/settings.ts; WEBHOOK_*). */
   webhooks: WebhookSettings;
-  /** Batch execution: concurrency, chunks, the key's share, timing (src/batches/settings.ts; BATCH_* env vars). */
+  /** Batch execution: concurrency, chunks, the key's share, timing (src/jobs/batches/settings.ts; BATCH_* env vars). */
   batches: BatchSettings;
-  /** Background responses: in-flight limit, event retention, timing (src/backgroundResponses/settings.ts). */
+  /** Background responses: in-flight limit, event retention, timing (src/jobs/backgroundResponses/settings.ts). */
   backgroundResponses: BackgroundResponseSettings;
   /** The jobs' worker and the webhook delivery worker: their shutdown grace (src/jobs/settings.ts; JOBS_* env vars). */
   jobs: JobWorkerSettings;

@@ -19,39 +19,22 @@ import { loadConfig, type Config } from './config';
 import { redirectedLines, serveWorkerMetrics, flushTracing, tracer } from './observability';
 import { buildCore } from './bootstrap';
 import { type ModelRouter, recoverDeadLeases, staleAfter } from './modelCall';
-import { createReconcileActivities } from '../activities/reconcile';
-import { ensureReconcileSchedules } from './reconcile/schedule';
 import { releaseExpiredHolds } from './billing';
 import { exitOnStopSignals } from './runtime/stopSignals';
 import { VideoProviders } from './providers';
-import { reconcileVideoJobs } from './video/reconciler';
-import { followTwins } from './video/twins';
-import { reconcileBatches } from './batches/reconciler';
-import { reconcileDeliveries, type DeliveryReconcileCursor } from './webhooks/reconciler';
-import { reconcileBackgroundResponses } from './backgroundResponses/reconciler';
-import {
-  createBackgroundActivities,
-  createBatchActivities,
-  createBatchNativeActivities,
-  createBatchSlotActivities,
-  createVideoActivities,
-  createWebhookActivities,
-  createTopupActivities,
-} from '../activities';
-import { ensureStatementSchedule, reconcileTopups, sweepLowBalances } from './jobs/topups';
+import { JOB_KINDS, type KindDeps } from './jobs/kinds';
+import { startDelivery, webhookTaskQueue } from './jobs/webhooks';
 import { mailSpendAlerts, smtpMailer, sweepSpendAlerts } from './organizations';
-import { startDelivery } from './webhooks/start';
 import { createDeliveryWorker } from './runtime/webhookDeliveryWorker';
 import { createBackgroundRunWorker } from './runtime/backgroundRunWorker';
-import { webhookTaskQueue } from './webhooks/settings';
 
 /**
- * Production worker entry point (`npm run worker`; src/main.ts runs it in-process): the Temporal worker for the
- * video workflow and the webhook delivery workflow with their activities, plus two periodic repairs: the video
- * reconciler (no job without a hold, no hold without a job), the release of expired holds, and the recovery of the
- * credit leases of API processes that died (billing/creditHolders.ts). Its video
- * submissions are routed across deployments by a router of its own, whose counters it serves on GET /metrics
- * (WORKER_METRICS_PORT).
+ * Production worker entry point (`npm run worker`; src/main.ts runs it in-process): the Temporal worker of the job
+ * kinds (src/jobs/kinds.ts, one row each: their activities on the jobs' task queue, their reconcilers and sweeps, their
+ * schedules), the workers of the kinds' own queues (webhook deliveries, background responses' upstream calls), and
+ * the upkeep that is no kind's: the release of expired holds, the bytes of deleted files, spend alerts and the
+ * recovery of the credit leases of API processes that died (billing/creditHolders.ts). Its video submissions are
+ * routed across deployments by a router of its own, whose counters it serves on GET /metrics (WORKER_METRICS_PORT).
  */
 
 export interface WorkerHandle {
@@ -153,45 +136,38 @@ export async function startWorker(config: Config = loadConfig(), opts: WorkerOpt
       NativeConnection.connect({ address: config.temporalAddress }),
     ]);
     cleanup.unshift(() => nativeConnection.close());
-    const batchDeps = {
+    const kindDeps: KindDeps = {
+      config,
       db,
       storage,
       catalog,
       providers: syncProviders,
+      videoProviders: providers,
       router,
-      settings: config.batches,
+      temporal,
       logger,
     };
+    // Every kind's workflows run on the jobs' queue or on a queue of its own that a worker below serves.
+    const served = new Set([
+      config.temporalTaskQueue,
+      ...JOB_KINDS.flatMap((k) => (k.ownQueue ? [k.ownQueue(config)] : [])),
+    ]);
+    for (const k of JOB_KINDS)
+      if (!served.has(k.taskQueue(config))) throw new Error(`no worker serves the ${k.name} task queue`);
     const worker = await Worker.create({
       connection: nativeConnection,
       namespace: config.temporalNamespace,
       taskQueue: config.temporalTaskQueue,
       workflowBundle: bundle,
-      activities: {
-        ...createVideoActivities({ db, storage, catalog, providers, router, logger }),
-        ...createBatchActivities(batchDeps),
-        ...createBatchNativeActivities(batchDeps),
-        // The runs of background responses started before they had a queue of their own (below) end here.
-        ...createBackgroundActivities({ ...batchDeps, config }),
-        ...createBatchSlotActivities(batchDeps),
-        // Emitting starts deliveries on their own queue (src/runtime/webhookDeliveryWorker.ts); the try activity stays
-        // registered here for delivery workflows started on this queue before it had one.
-        ...createReconcileActivities({ db, catalog, logger }),
-        ...createTopupActivities({ db, temporal, config, logger }),
-        ...createWebhookActivities({
-          db,
-          temporal,
-          taskQueue: webhookTaskQueue(config),
-          settings: config.webhooks,
-          logger,
-        }),
-      },
+      // Every kind's activities, on the jobs' queue (a kind with a queue of its own keeps them registered here for
+      // the workflows started before it had one).
+      activities: Object.assign({}, ...JOB_KINDS.map((k) => k.activities(kindDeps))),
       stickyQueueScheduleToStartTimeout: config.video.stickyQueueTimeoutMs,
       maxConcurrentActivityTaskExecutions: 200,
       // A deploy lets the activities in flight end (JOBS_SHUTDOWN_GRACE_MS) rather than cut them short: a video
       // submit cut mid-request is submitted again by the next worker (the provider paid twice), a chunk cut short
       // commits nothing. Heartbeats go on meanwhile; the worker takes no new task. Those still going when it ends
-      // are cancelled (a chunk's requests already sent still end and are kept: activities/batch.ts).
+      // are cancelled (a chunk's requests already sent still end and are kept: src/jobs/batches/activities.ts).
       shutdownGraceTime: config.jobs.shutdownGraceMs,
       // (The workflow interceptors are in the bundle: a worker given a bundle takes them from there.)
       ...(traced
@@ -201,16 +177,11 @@ export async function startWorker(config: Config = loadConfig(), opts: WorkerOpt
           }
         : {}),
     });
-    // Daily reconciliation of each provider with a usage report (RECONCILE_SCHEDULE=false: none).
-    if (config.reconcileSchedule)
-      await ensureReconcileSchedules(temporal, catalog, config.temporalTaskQueue).catch((e) =>
-        logger.warn({ err: (e as Error).message }, 'could not create the reconciliation schedules'),
-      );
-    // The top-ups' daily statement, when a bank feed's transaction list is configured (TOPUP_STATEMENT_SCHEDULE).
-    if (config.topups.statementSchedule && config.topups.sepayApiUrl)
-      await ensureStatementSchedule(temporal, config.temporalTaskQueue).catch((e) =>
-        logger.warn({ err: (e as Error).message }, 'could not create the top-up statement schedule'),
-      );
+    // The kinds' Temporal schedules (reconciliation per provider, the top-ups' statement).
+    for (const k of JOB_KINDS)
+      await k
+        .schedules?.(kindDeps)
+        .catch((e) => logger.warn({ err: (e as Error).message }, `could not create the ${k.name} schedules`));
     const running = worker.run();
     running.catch((e) => logger.error({ err: (e as Error).message }, 'video worker stopped'));
 
@@ -250,59 +221,11 @@ export async function startWorker(config: Config = loadConfig(), opts: WorkerOpt
 
     const stops: (() => Promise<void>)[] = [];
     if (opts.reconciler !== false) {
-      // The job engine's upkeep: one reconciler per job type (no hold outlives its job, no job without its
-      // workflow), then the sweeps.
+      // The job engine's upkeep: each kind's reconciler (no hold outlives its job, no job without its workflow) and
+      // sweeps, then the upkeep that is no kind's.
       const repairEvery = config.video.reconcileIntervalMs;
-      const deliveryCursor: DeliveryReconcileCursor = {};
       const upkeep: PeriodicTask[] = [
-        {
-          name: 'video reconciler',
-          everyMs: repairEvery,
-          run: () => reconcileVideoJobs({ db, temporal, config, logger }),
-        },
-        {
-          name: 'batch reconciler',
-          everyMs: repairEvery,
-          run: () => reconcileBatches({ db, temporal, config, storage, logger }),
-        },
-        {
-          name: 'delivery reconciler',
-          everyMs: repairEvery,
-          run: () =>
-            reconcileDeliveries(
-              { db, temporal, taskQueue: webhookTaskQueue(config), settings: config.webhooks, logger },
-              // Past a try's own limit, so a try in flight is never taken for a lost one; each run goes on where
-              // the last one stopped.
-              {
-                graceMs: Math.max(config.video.reconcileGraceMs, config.webhooks.timeoutMs + 20_000),
-                cursor: deliveryCursor,
-              },
-            ),
-        },
-        {
-          name: 'background response reconciler',
-          everyMs: repairEvery,
-          run: () => reconcileBackgroundResponses({ db, temporal, config, catalog, logger }),
-        },
-        {
-          name: 'top-up reconciler',
-          everyMs: repairEvery,
-          run: () =>
-            reconcileTopups(
-              { db, temporal, taskQueue: config.temporalTaskQueue, logger },
-              { graceMs: config.video.reconcileGraceMs },
-            ),
-        },
-        {
-          // balance.low, once per crossing of an account's threshold (its deliveries started here, or else by the
-          // delivery reconciler).
-          name: 'low balance sweep',
-          everyMs: repairEvery,
-          run: async () => {
-            for (const d of await sweepLowBalances(db))
-              await startDelivery(temporal, webhookTaskQueue(config), config.webhooks, d);
-          },
-        },
+        ...JOB_KINDS.flatMap((k) => k.upkeep(kindDeps)),
         {
           // spend.alert, once per crossing of an organization's or project's monthly threshold, and its mail.
           name: 'spend alert sweep',
@@ -316,13 +239,6 @@ export async function startWorker(config: Config = loadConfig(), opts: WorkerOpt
         { name: 'expired hold sweep', everyMs: config.video.holdSweepIntervalMs, run: () => releaseExpiredHolds(db) },
         // The bytes of deleted and expired files (their rows stay).
         { name: 'file bytes sweep', everyMs: config.fileSweepIntervalMs, run: () => sweepFileBytes(db, storage) },
-        {
-          // Duplicate video tasks that could not be cancelled, followed to their end (read from the database).
-          name: 'duplicate video task sweep',
-          everyMs: config.video.twinSweepIntervalMs,
-          run: () =>
-            followTwins({ db, catalog, providers, router, logger }, { followWindowMs: config.video.followWindowMs }),
-        },
         {
           // The credit leases of API processes that died, within a minute (the API processes recover them too).
           name: 'credit lease recovery',

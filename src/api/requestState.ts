@@ -6,7 +6,7 @@ import type { Span } from '@opentelemetry/api';
 
 /**
  * What the middleware and the routers record about a request as it passes; an operation run without HTTP (a
- * background response: src/backgroundResponses/headless.ts) is given one too.
+ * background response: src/jobs/backgroundResponses/headless.ts) is given one too.
  */
 export interface GatewayState {
   requestId: string;

@@ -17,7 +17,7 @@ export const GATEWAY_COST_CAUSES = [
   'background_attempt_lost',
   /** A video task that outlived its job (the provider could not cancel it), followed to its end. */
   'video_task_uncancelled',
-  /** A duplicate video task a timed-out submit created (src/video/twins.ts). */
+  /** A duplicate video task a timed-out submit created (src/jobs/video/twins.ts). */
   'video_twin',
 ] as const;
 export type GatewayCostCause = (typeof GATEWAY_COST_CAUSES)[number];

@@ -67,3 +67,12 @@ export {
 export { countImages, nativeBound } from './nativeBound';
 export { writeUsageBatch } from './usageBatch';
 export type { SettledUsage } from './usageBatch';
+
+export { recordGatewayCost, recordGatewayCostWith } from './gatewayCosts';
+export { lockHolds, placeHoldIn, recordUncollected, releaseHoldIn, settleHoldIn } from './ledger';
+export { collectAboveHold } from './overHold';
+export { changeInForceAfter } from './priceBook';
+export type { PriceVersion } from './priceBook';
+export { maxInputPrice, perMillionCost } from './pricing';
+export { videoHoldPrice } from './videoPricing';
+export type { VideoBilled } from './videoPricing';

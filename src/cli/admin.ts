@@ -16,7 +16,7 @@ import {
   PriceScheduleError,
 } from '../billing';
 import { strandedJobHolds } from './holdVerify';
-import { verifyBackgroundResponses } from '../backgroundResponses/verify';
+import { verifyBackgroundResponses } from '../jobs/backgroundResponses';
 import { createApiKey, listApiKeys, revokeApiKey } from '../auth';
 import {
   DEFAULT_KEY_CACHE_MS,

@@ -1,6 +1,6 @@
 import type { Queryable } from '../db';
-import * as batches from '../batches/repo';
-import * as videoJobs from '../video/repo';
+import { batchRepo as batches } from '../jobs/batches';
+import { videoRepo as videoJobs } from '../jobs/video';
 
 /**
  * No hold outlives its job: an open hold whose job (video job, batch) is final, or whose job does not exist, holds

@@ -3,7 +3,7 @@ import { parseArgs } from 'node:util';
 import { Catalog } from '../catalog';
 import type { Db } from '../db';
 import { projectRoot } from '../projectRoot';
-import { lookbackDaysOf, reconcileStatus } from '../reconcile/status';
+import { lookbackDaysOf, reconcileStatus } from '../jobs/reconcile';
 import { KINDS } from '../providers';
 
 /**

@@ -1,7 +1,7 @@
 import { parseArgs } from 'node:util';
 import type { Db } from '../db';
 import { ApiError } from '../errors';
-import { loadWebhookSettings } from '../webhooks/settings';
+import { loadWebhookSettings } from '../jobs/webhooks';
 import { loadTopupSettings, topupService } from '../jobs/topups';
 
 /**

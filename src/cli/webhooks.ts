@@ -1,8 +1,8 @@
 import { parseArgs } from 'node:util';
 import type { Db } from '../db';
 import { ApiError } from '../errors';
-import { loadWebhookSettings } from '../webhooks/settings';
 import {
+  loadWebhookSettings,
   checkDescription,
   checkEndpointUrl,
   createEndpoint,
@@ -11,7 +11,7 @@ import {
   listEndpoints,
   parseEventTypes,
   rotateSecret,
-} from '../webhooks/endpoints';
+} from '../jobs/webhooks';
 
 /**
  * The webhook section of the admin CLI (src/cli/admin.ts wires these in):

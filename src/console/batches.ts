@@ -5,8 +5,7 @@ import { badRequest, notFound } from '../errors';
 import type { Db } from '../db';
 import { requireCsrf, requireSession, sameOrigin, sessionOf } from './auth';
 import { intParam } from './params';
-import { BATCH_STATUSES, getBatchForAccount, type BatchStatus } from '../batches/repo';
-import { cancelBatch } from '../batches/service';
+import { BATCH_STATUSES, getBatchForAccount, type BatchStatus, cancelBatch } from '../jobs/batches';
 
 /**
  * The signed-in account's batches (POST /v1/batches and /v1/messages/batches), read from the batches projection:

@@ -3,8 +3,7 @@ import type { AppDeps } from '../operations';
 import { route, type GatewayState } from '../api/middleware';
 import { requireCsrf, requireOperator, requireSession, sameOrigin } from './auth';
 import { intParam } from './params';
-import { FIELDS, isReconciled, NOT_RECONCILED, reportedFields } from '../reconcile/reconcile';
-import { reconcileStatus } from '../reconcile/status';
+import { FIELDS, isReconciled, NOT_RECONCILED, reportedFields, reconcileStatus } from '../jobs/reconcile';
 
 /**
  * GET /console/api/admin/reconciliation?days=N (operators): per provider, day, upstream model and field, the units

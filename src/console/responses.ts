@@ -7,7 +7,7 @@ import type { Redactor } from '../catalog';
 import { redactorFor } from '../catalog';
 import { requireCsrf, requireSession, sameOrigin, sessionOf } from './auth';
 import { intParam } from './params';
-import type { BackgroundStatus } from '../backgroundResponses/workflowContract';
+import type { BackgroundStatus } from '../jobs/backgroundResponses';
 
 /**
  * The signed-in account's background responses (POST /v1/responses with background: true), read from their

@@ -2,7 +2,7 @@ import type Router from '@koa/router';
 import type { AppDeps } from '../operations';
 import { jsonBody, route, type GatewayState } from '../api/middleware';
 import { requireCsrf, requireSession, sameOrigin, sessionOf } from './auth';
-import { webhookService } from '../webhooks/service';
+import { webhookService } from '../jobs/webhooks';
 
 /** The signed-in account's webhook endpoints and their recent deliveries, as /v1/webhooks shows them. */
 export function mountWebhooksApi(r: Router<GatewayState>, deps: AppDeps): void {

@@ -86,7 +86,7 @@ export class BatchInputValidator {
 
   constructor(
     private readonly maxBytes = MAX_FILE_BYTES,
-    /** The per-line limits of the route each line names (src/batches/lineLimits.ts uploadLineCheck). */
+    /** The per-line limits of the route each line names (src/jobs/batches/lineLimits.ts uploadLineCheck). */
     private readonly check: (r: BatchRequestLine, no: number) => InputProblem | null = () => null,
   ) {}
 

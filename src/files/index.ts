@@ -10,3 +10,7 @@ export { sweepFileBytes } from './sweep';
 
 /** The file records' repository, whole: the files and batches routers use most of it. */
 export * as fileRepo from './repo';
+
+export { BATCH_ENDPOINTS } from './batchInput';
+export type { BatchRequestLine, InputProblem } from './batchInput';
+export { getFileForAccount } from './repo';

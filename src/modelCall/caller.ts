@@ -18,8 +18,9 @@ import type { RoutedCall } from './routedCall';
  * Who an operation runs for and where its answer goes, without HTTP. Every synchronous operation (chat, completions,
  * embeddings, messages, responses, the Gemini methods: src/operations/<name>/) is a function of (caller, deps,
  * model, body). The HTTP layer builds a Caller from the Koa context (src/api/httpCaller.ts); the batch executor
- * (src/batches/execute.ts) and background responses (src/backgroundResponses/headless.ts) build their own. What
- * differs between them is only here: the principal, the abort, the money (`billing`) and the answer's sink (`out`).
+ * (src/jobs/batches/execute.ts) and background responses (src/jobs/backgroundResponses/headless.ts)
+ * build their own. What differs between them is only here: the principal, the abort, the money (`billing`) and the
+ * answer's sink (`out`).
  */
 
 /** What the operations read besides the caller: built once at start-up (AppDeps satisfies it). */

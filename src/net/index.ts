@@ -4,3 +4,5 @@
 export { CLIENT_CLOSED, ClientClosed, abortFollowing, clientAbort } from './abort';
 export type { RequestAbort } from './abort';
 export type { Lookup } from './vettedHost';
+
+export { NonPublicHost, UnresolvableHost, bareHost, pinnedAgent, vetHost } from './vettedHost';

@@ -1,6 +1,6 @@
 import { budgetTimeZone } from '../billing';
 import { tx, type Db } from '../db';
-import { recordEventIn, type DeliveryRef } from '../webhooks/repo';
+import { recordEventIn, type DeliveryRef } from '../jobs/webhooks';
 import type { Mailer } from './mail';
 
 /**

@@ -13,9 +13,15 @@ export { asOpenAIError, isUpstreamError } from './upstreamError';
 export type { UpstreamHttpError } from './upstreamError';
 export { ReportConfigError } from './usageReports';
 export { VideoProviders } from './videoProviders';
+export type { VideoImages, VideoParams, VideoRequest } from './video';
 
 export type { ChatBackend } from './chatBackend';
 export { backendFor } from './chatBackends';
 export { FAILURE_CLASSES, coolsDown, failureOf, isRetryable } from './failure';
 export type { FailureClass } from './failure';
 export type { CallOptions, OpenAICompatibleAdapter, ProviderAdapter, TokenUsage } from './types';
+
+export { PROVIDER_KINDS, wireOf } from './kinds';
+export type { KindRow } from './kinds';
+export { REPORT_FIELDS } from './usageReports';
+export type { ReportField, ReportSource, UsageReports } from './usageReports';

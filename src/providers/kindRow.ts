@@ -31,7 +31,7 @@ export interface KindRow extends KindFacts {
   /** The provider's own batch API (with `nativeBatches: true` in the catalog): which endpoints it takes. */
   nativeBatches: { endpoints: (endpoint: string) => boolean; api: (cfg: ProviderConfig) => NativeBatchApi } | null;
   /**
-   * The provider's own usage and cost reports, read by reconciliation (src/reconcile/reconcile.ts); a string: the
+   * The provider's own usage and cost reports, read by reconciliation (src/jobs/reconcile/reconcile.ts); a string: the
    * gateway reads none yet, and this names the report they would be read from (docs/billing.md).
    */
   reports: UsageReports | string;

@@ -1,7 +1,7 @@
 import type { ProviderConfig } from '../catalog';
 
 /**
- * A provider's own report of a day's usage and cost, as reconciliation reads it (src/reconcile/reconcile.ts,
+ * A provider's own report of a day's usage and cost, as reconciliation reads it (src/jobs/reconcile/reconcile.ts,
  * docs/billing.md "Reconciliation"): a kind's row names its reader (src/providers/<kind>/reports.ts), or, where the
  * gateway reads none yet, the report it would be read from.
  */

@@ -6,8 +6,8 @@ import type { Logger } from '../observability';
 import type { ModelRouter } from '../modelCall';
 import type { Storage } from '../storage';
 import { buildProviderRegistry } from '../providers';
-import { backgroundRunTaskQueue } from '../backgroundResponses/settings';
-import { createBackgroundActivities } from '../../activities/backgroundResponse';
+import { backgroundRunTaskQueue } from '../jobs/backgroundResponses';
+import { createBackgroundActivities } from '../../activities';
 import { ownWorker, type OwnWorker } from './ownWorker';
 
 /**

@@ -3,15 +3,15 @@ import type { Client } from '@temporalio/client';
 import type { Config } from '../config';
 import { createPool } from '../db';
 import type { Logger } from '../observability';
-import { createWebhookActivities } from '../../activities/webhookDelivery';
-import { deliveryLimits, webhookTaskQueue } from '../webhooks/settings';
+import { deliveryLimits, webhookTaskQueue } from '../jobs/webhooks';
+import { createWebhookActivities } from '../../activities';
 import { ownWorker, type OwnWorker } from './ownWorker';
 
 /**
  * The worker of webhook deliveries, beside the jobs' worker in the same process: a task queue of its own
  * (webhookTaskQueue), its own activity slots (WEBHOOK_CONCURRENCY) and its own database connections, so receivers
  * that never answer hold delivery slots only, never the slots, connections or queue of batches and video jobs.
- * Within it each account has at most WEBHOOK_ACCOUNT_CONCURRENCY tries in flight (activities/webhookDelivery.ts).
+ * Within it each account has at most WEBHOOK_ACCOUNT_CONCURRENCY tries in flight (src/jobs/webhooks/activities.ts).
  */
 
 export type DeliveryWorker = OwnWorker;

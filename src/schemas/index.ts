@@ -18,3 +18,5 @@ export type { ImageEditFields, ImageGenerationBody } from './images';
 export { validateCountTokens, validateMessages } from './messages';
 export type { CountTokensRequest } from './messages';
 export { validateResponses } from './responses';
+
+export { formNamePath } from './bodyShape';

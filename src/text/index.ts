@@ -3,3 +3,5 @@
  */
 export { MAX_UPSTREAM_ECHO, clip, clipJson } from './clip';
 export { isUnstorableText, jsonForPostgres, unstorableTextMessage } from './pgText';
+
+export { findUnstorableText } from './pgText';

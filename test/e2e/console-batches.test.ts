@@ -3,7 +3,7 @@ import { Readable } from 'node:stream';
 import OpenAI, { toFile } from 'openai';
 import { eventually, startVideoHarness, type VideoHarness } from '../support/video';
 import { getBalance } from '../../src/billing/ledger';
-import { loadBatchSettings } from '../../src/batches/settings';
+import { loadBatchSettings } from '../../src/jobs/batches/settings';
 import { insertFile, newFileId, newStorageKey } from '../../src/files/repo';
 import { makeLogin } from './consoleClient';
 import { jsErrors, launchBrowser, plain, shot, signIn, vndText, type Browser } from './browser';

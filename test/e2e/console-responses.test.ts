@@ -1,5 +1,5 @@
 import OpenAI from 'openai';
-import { loadBackgroundResponseSettings } from '../../src/backgroundResponses/settings';
+import { loadBackgroundResponseSettings } from '../../src/jobs/backgroundResponses/settings';
 import { eventually, startVideoHarness, type VideoHarness } from '../support/video';
 import { makeLogin } from './consoleClient';
 import { PHONE, DESKTOP, jsErrors, launchBrowser, plain, shot, signIn, vndText, type Browser } from './browser';

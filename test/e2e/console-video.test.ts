@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { startGateway, type TestGateway } from '../support/gateway';
-import { loadVideoSettings } from '../../src/video/settings';
+import { loadVideoSettings } from '../../src/jobs/video/settings';
 import { startWorker, type WorkerHandle } from '../../src/worker';
 import { makeLogin } from './consoleClient';
 import { chargePerSecond } from '../support/videoPrices';

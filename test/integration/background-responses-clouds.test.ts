@@ -6,8 +6,8 @@ import { eventually, fastBackgroundSettings, startVideoHarness, type VideoHarnes
 import { testServiceAccount, useAwsTestEnv } from '../support/cloudCredentials';
 import { getBalance, verifyProjections } from '../../src/billing/ledger';
 import { unitsCost } from '../../src/billing/usageVerify';
-import { backgroundRunTaskQueue } from '../../src/backgroundResponses/settings';
-import { verifyBackgroundResponses } from '../../src/backgroundResponses/verify';
+import { backgroundRunTaskQueue } from '../../src/jobs/backgroundResponses/settings';
+import { verifyBackgroundResponses } from '../../src/jobs/backgroundResponses/verify';
 
 /**
  * Background responses on the cloud chat kinds (issue 38 point 1), with the official openai SDK as the client:

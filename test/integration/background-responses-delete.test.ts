@@ -1,7 +1,7 @@
 import OpenAI from 'openai';
 import { getBalance, verifyProjections } from '../../src/billing/ledger';
-import { verifyBackgroundResponses } from '../../src/backgroundResponses/verify';
-import { reconcileBackgroundResponses } from '../../src/backgroundResponses/reconciler';
+import { verifyBackgroundResponses } from '../../src/jobs/backgroundResponses/verify';
+import { reconcileBackgroundResponses } from '../../src/jobs/backgroundResponses/reconciler';
 import { eventually, fastBackgroundSettings, startVideoHarness, type VideoHarness } from '../support/video';
 
 /**

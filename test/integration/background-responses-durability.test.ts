@@ -12,8 +12,8 @@ import {
   type VideoHarness,
 } from '../support/video';
 import { workflowCodePath } from '../support/workflowCode';
-import { verifyBackgroundResponses } from '../../src/backgroundResponses/verify';
-import { reconcileBackgroundResponses } from '../../src/backgroundResponses/reconciler';
+import { verifyBackgroundResponses } from '../../src/jobs/backgroundResponses/verify';
+import { reconcileBackgroundResponses } from '../../src/jobs/backgroundResponses/reconciler';
 import { workflowState } from '../../src/jobs/workflowState';
 import { priceVersionAt, schedulePriceChange } from '../../src/billing/priceBook';
 import { usageCost } from '../../src/billing/tokenUsage';

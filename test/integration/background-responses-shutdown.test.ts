@@ -1,7 +1,7 @@
 import OpenAI from 'openai';
 import { randomUUID } from 'node:crypto';
 import { getBalance, verifyProjections } from '../../src/billing/ledger';
-import { verifyBackgroundResponses } from '../../src/backgroundResponses/verify';
+import { verifyBackgroundResponses } from '../../src/jobs/backgroundResponses/verify';
 import { startWorker } from '../../src/worker';
 import {
   eventually,

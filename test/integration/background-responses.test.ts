@@ -2,8 +2,8 @@ import OpenAI from 'openai';
 import { randomUUID } from 'node:crypto';
 import { getBalance, verifyProjections } from '../../src/billing/ledger';
 import { setKeyLimits } from '../../src/limits/keyLimits';
-import { reconcileBackgroundResponses } from '../../src/backgroundResponses/reconciler';
-import { verifyBackgroundResponses } from '../../src/backgroundResponses/verify';
+import { reconcileBackgroundResponses } from '../../src/jobs/backgroundResponses/reconciler';
+import { verifyBackgroundResponses } from '../../src/jobs/backgroundResponses/verify';
 import { eventually, fastBackgroundSettings, startVideoHarness, type VideoHarness } from '../support/video';
 import { fastWebhookSettings, startReceiver, type Receiver } from '../support/webhookReceiver';
 

@@ -6,15 +6,15 @@ import { Readable } from 'node:stream';
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI, { toFile } from 'openai';
 import { getBalance, listLedger, verifyProjections } from '../../src/billing/ledger';
-import { loadBatchSettings } from '../../src/batches/settings';
-import { createBatchWithHold, markWorkflowStarted, newBatchId } from '../../src/batches/repo';
-import { startBatchWorkflow } from '../../src/batches/start';
+import { loadBatchSettings } from '../../src/jobs/batches/settings';
+import { createBatchWithHold, markWorkflowStarted, newBatchId } from '../../src/jobs/batches/repo';
+import { startBatchWorkflow } from '../../src/jobs/batches/start';
 import { insertFile } from '../../src/files/repo';
 import { projectRoot } from '../../src/projectRoot';
 import { findTemporalCli, freePort, startTemporalDevServer, type DevServer } from '../../src/runtime/temporalDevServer';
 import { eventually, spawnApi, spawnWorker, startVideoHarness, type VideoHarness } from '../support/video';
 import { WORKFLOW_TEST_MS } from '../support/budgets';
-import { itemUsageId } from '../../src/batches/outputLines';
+import { itemUsageId } from '../../src/jobs/batches/outputLines';
 
 /**
  * Batches through worker kills, against the real Temporal dev server and Postgres: an OpenAI batch and an

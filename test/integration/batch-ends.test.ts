@@ -5,11 +5,11 @@ import OpenAI, { toFile } from 'openai';
 import type { CatalogFile, ModelConfig } from '../../src/catalog/catalog';
 import { eventually, spawnWorker, startVideoHarness, type VideoHarness } from '../support/video';
 import { getBalance, listLedger, verifyProjections } from '../../src/billing/ledger';
-import { loadBatchSettings } from '../../src/batches/settings';
-import { reconcileBatches } from '../../src/batches/reconciler';
-import { itemUsageId } from '../../src/batches/outputLines';
+import { loadBatchSettings } from '../../src/jobs/batches/settings';
+import { reconcileBatches } from '../../src/jobs/batches/reconciler';
+import { itemUsageId } from '../../src/jobs/batches/outputLines';
 import { runAdmin } from '../../src/cli/admin';
-import { reconcileProviderDay } from '../../src/reconcile/reconcile';
+import { reconcileProviderDay } from '../../src/jobs/reconcile/reconcile';
 import { ConsoleClient, makeLogin } from '../e2e/consoleClient';
 
 /**

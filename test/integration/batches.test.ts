@@ -4,15 +4,15 @@ import { getBalance, listLedger, releaseHold, verifyProjections } from '../../sr
 import { runAdmin } from '../../src/cli/admin';
 import { perMillionCost } from '../../src/billing/pricing';
 import { unitsCost, verifyUsage } from '../../src/billing/usageVerify';
-import { loadBatchSettings } from '../../src/batches/settings';
+import { loadBatchSettings } from '../../src/jobs/batches/settings';
 import { randomUUID } from 'node:crypto';
 import { MockActivityEnvironment } from '@temporalio/testing';
-import { createBatchActivities } from '../../activities/batch';
-import { createWebhookActivities } from '../../activities/webhookDelivery';
-import { batchBound } from '../../src/batches/bound';
-import { createBatchWithHold, markWorkflowStarted, newBatchId } from '../../src/batches/repo';
+import { createBatchActivities } from '../../src/jobs/batches/activities';
+import { createWebhookActivities } from '../../src/jobs/webhooks/activities';
+import { batchBound } from '../../src/jobs/batches/bound';
+import { createBatchWithHold, markWorkflowStarted, newBatchId } from '../../src/jobs/batches/repo';
 import { getFileForAccount, insertFile, newFileId, newStorageKey } from '../../src/files/repo';
-import { reconcileBatches } from '../../src/batches/reconciler';
+import { reconcileBatches } from '../../src/jobs/batches/reconciler';
 import { Readable } from 'node:stream';
 import { fastWebhookSettings, startReceiver, type Receiver } from '../support/webhookReceiver';
 

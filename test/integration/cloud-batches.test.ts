@@ -6,7 +6,7 @@ import OpenAI, { toFile } from 'openai';
 import { eventually, startVideoHarness, type VideoHarness } from '../support/video';
 import { testServiceAccount, useAwsTestEnv } from '../support/cloudCredentials';
 import { chargedVnd, usageRows } from '../support/records';
-import { loadBatchSettings } from '../../src/batches/settings';
+import { loadBatchSettings } from '../../src/jobs/batches/settings';
 
 /**
  * A batch line on a Bedrock or a Vertex chat model is answered and billed as the same synchronous request: the

@@ -1,7 +1,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { ApiError } from '../../src/errors';
-import { MAX_IMAGE_BYTES, resolveImage, type ResolveImageOptions } from '../../src/video/fetchImage';
+import { MAX_IMAGE_BYTES, resolveImage, type ResolveImageOptions } from '../../src/jobs/video/fetchImage';
 
 /**
  * URL inputs against a real HTTP server on loopback: loopback is refused unless allowlisted, redirects are

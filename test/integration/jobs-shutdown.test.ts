@@ -1,9 +1,9 @@
 import OpenAI, { toFile } from 'openai';
 import { randomUUID } from 'node:crypto';
 import { getBalance, listLedger, verifyProjections } from '../../src/billing/ledger';
-import { loadBatchSettings } from '../../src/batches/settings';
-import { workflowIdOf } from '../../src/batches/repo';
-import { getJob, listEvents } from '../../src/video/repo';
+import { loadBatchSettings } from '../../src/jobs/batches/settings';
+import { workflowIdOf } from '../../src/jobs/batches/repo';
+import { getJob, listEvents } from '../../src/jobs/video/repo';
 import { startWorker } from '../../src/worker';
 import { eventually, startVideoHarness, type VideoHarness } from '../support/video';
 import { chargePerSecond } from '../support/videoPrices';

@@ -3,7 +3,7 @@ import OpenAI from 'openai';
 import { eventually, startVideoHarness, type VideoHarness } from '../support/video';
 import { getBalance, listLedger, verifyProjections } from '../../src/billing/ledger';
 import { perMillionCost } from '../../src/billing/pricing';
-import { loadBatchSettings } from '../../src/batches/settings';
+import { loadBatchSettings } from '../../src/jobs/batches/settings';
 
 /**
  * Anthropic's Message Batches on the gateway, with the official @anthropic-ai/sdk unchanged: on a Claude model (the

@@ -2,13 +2,13 @@ import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import OpenAI from 'openai';
-import { loadBackgroundResponseSettings } from '../../src/backgroundResponses/settings';
+import { loadBackgroundResponseSettings } from '../../src/jobs/backgroundResponses/settings';
 import { findTemporalCli } from '../../src/runtime/temporalCli';
 import { eventually, startVideoHarness, type VideoHarness } from '../support/video';
 
 /**
  * Records background response workflow histories for test/integration/workflow-replay.test.ts (run with
- * RECORD_BACKGROUND_HISTORIES set to a label, e.g. the commit whose workflows/backgroundResponse.ts is being
+ * RECORD_BACKGROUND_HISTORIES set to a label, e.g. the commit whose src/jobs/backgroundResponses/workflow.ts is being
  * recorded; the files land in test/fixtures/workflow-histories/). Skipped otherwise. Recorded: a completed
  * response and one cancelled mid-answer.
  */

@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI, { toFile } from 'openai';
-import { loadBatchSettings } from '../../src/batches/settings';
+import { loadBatchSettings } from '../../src/jobs/batches/settings';
 import { projectRoot } from '../../src/projectRoot';
 import { eventually, startVideoHarness, type VideoHarness } from '../support/video';
 

@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import OpenAI from 'openai';
 import { findTemporalCli } from '../../src/runtime/temporalDevServer';
-import { RECONCILE_WORKFLOW_TYPE } from '../../src/reconcile/workflowContract';
+import { RECONCILE_WORKFLOW_TYPE } from '../../src/jobs/reconcile/workflowContract';
 import { eventually, startVideoHarness, type VideoHarness } from '../support/video';
 
 /**

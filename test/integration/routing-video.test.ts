@@ -1,5 +1,5 @@
 import { listLedger } from '../../src/billing/ledger';
-import { getJob, listEvents } from '../../src/video/repo';
+import { getJob, listEvents } from '../../src/jobs/video/repo';
 import { writeRoutingCatalog } from '../support/routingCatalog';
 import { eventually, startVideoHarness, type VideoHarness } from '../support/video';
 import { startWorker } from '../../src/worker';

@@ -1,8 +1,8 @@
 import OpenAI, { toFile } from 'openai';
 import { randomUUID } from 'node:crypto';
-import { createWebhookActivities } from '../../activities/webhookDelivery';
-import { loadBatchSettings } from '../../src/batches/settings';
-import { DAY_MS, webhookTaskQueue } from '../../src/webhooks/settings';
+import { createWebhookActivities } from '../../src/jobs/webhooks/activities';
+import { loadBatchSettings } from '../../src/jobs/batches/settings';
+import { DAY_MS, webhookTaskQueue } from '../../src/jobs/webhooks/settings';
 import { eventually, startVideoHarness, type VideoHarness } from '../support/video';
 import { startBlackHole, startReceiver, type BlackHole, type Receiver } from '../support/webhookReceiver';
 

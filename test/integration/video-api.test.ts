@@ -5,7 +5,7 @@ import OpenAI from 'openai';
 import { getBalance, listLedger, verifyProjections } from '../../src/billing/ledger';
 import { keySpend } from '../../src/billing/budget';
 import { setKeyLimits } from '../../src/limits/keyLimits';
-import { getJob, listEvents } from '../../src/video/repo';
+import { getJob, listEvents } from '../../src/jobs/video/repo';
 import { eventually, startVideoHarness, type VideoHarness } from '../support/video';
 import { WORKFLOW_TEST_MS } from '../support/budgets';
 import { chargePerSecond, holdPerSecond } from '../support/videoPrices';

@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { getBalance, listLedger, verifyProjections } from '../../src/billing/ledger';
-import { getJob, listEvents } from '../../src/video/repo';
+import { getJob, listEvents } from '../../src/jobs/video/repo';
 import { findTemporalCli, freePort, startTemporalDevServer, type DevServer } from '../../src/runtime/temporalDevServer';
 import { eventually, spawnApi, spawnWorker, startVideoHarness, type VideoHarness } from '../support/video';
 import { fastWebhookSettings, startReceiver, type Receiver } from '../support/webhookReceiver';

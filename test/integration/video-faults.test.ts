@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { getBalance, listLedger, placeHold, verifyProjections } from '../../src/billing/ledger';
-import { createJobWithHold, getJob, listEvents } from '../../src/video/repo';
+import { createJobWithHold, getJob, listEvents } from '../../src/jobs/video/repo';
 import { eventually, videoHarnessForFile, type VideoHarness } from '../support/video';
 import { charges as chargesOf } from '../support/records';
 import { WORKFLOW_TEST_MS } from '../support/budgets';

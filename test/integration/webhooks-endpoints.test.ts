@@ -1,6 +1,6 @@
 import { runAdmin, type AdminIO } from '../../src/cli/admin';
 import { startGateway, type TestGateway } from '../support/gateway';
-import { loadWebhookSettings } from '../../src/webhooks/settings';
+import { loadWebhookSettings } from '../../src/jobs/webhooks/settings';
 
 /**
  * Registering webhook endpoints: /v1/webhooks with API keys (the real gateway over HTTP) and the admin CLI

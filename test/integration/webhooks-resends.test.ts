@@ -1,8 +1,8 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { randomUUID } from 'node:crypto';
-import { createWebhookActivities } from '../../activities/webhookDelivery';
-import { DAY_MS, webhookTaskQueue, type DeliveryLimits } from '../../src/webhooks/settings';
+import { createWebhookActivities } from '../../src/jobs/webhooks/activities';
+import { DAY_MS, webhookTaskQueue, type DeliveryLimits } from '../../src/jobs/webhooks/settings';
 import { eventually, startVideoHarness, type VideoHarness } from '../support/video';
 
 /**

@@ -1,6 +1,6 @@
 import OpenAI from 'openai';
 import { randomUUID } from 'node:crypto';
-import { DAY_MS } from '../../src/webhooks/settings';
+import { DAY_MS } from '../../src/jobs/webhooks/settings';
 import { eventually, startVideoHarness, type VideoHarness } from '../support/video';
 import { startReceiver, type Receiver } from '../support/webhookReceiver';
 

@@ -41,7 +41,7 @@ export async function startGateway(
     keyCacheMs: 500,
     publicBaseUrl: url,
     workerMetricsPort: null,
-    // Schedules live in the shared Temporal namespace: a test creates its own (src/reconcile/schedule.ts prefix).
+    // Schedules live in the shared Temporal namespace: a test creates its own (src/jobs/reconcile/schedule.ts prefix).
     reconcileSchedule: false,
     // A test's worker closes with whatever its test left in flight (a cancelled batch's chunks): cut at once, as
     // before the grace existed. The grace itself is tested with its own value (jobs-shutdown.test.ts).

@@ -6,11 +6,11 @@ import { spawnTsChild } from './tsChild';
 import { workflowCodePath } from './workflowCode';
 import { eventually } from './eventually';
 import { startGateway, type TestGateway } from './gateway';
-import { loadVideoSettings, type VideoSettings } from '../../src/video/settings';
+import { loadVideoSettings, type VideoSettings } from '../../src/jobs/video/settings';
 import {
   loadBackgroundResponseSettings,
   type BackgroundResponseSettings,
-} from '../../src/backgroundResponses/settings';
+} from '../../src/jobs/backgroundResponses/settings';
 import { startWorker, type WorkerHandle } from '../../src/worker';
 import type { Config } from '../../src/config';
 

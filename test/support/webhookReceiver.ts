@@ -1,7 +1,7 @@
 import http from 'node:http';
 import net from 'node:net';
 import type { AddressInfo } from 'node:net';
-import { DAY_MS, type WebhookSettings } from '../../src/webhooks/settings';
+import { DAY_MS, type WebhookSettings } from '../../src/jobs/webhooks/settings';
 
 /**
  * A webhook receiver over real HTTP for tests: records every request (headers, raw body) and answers each with

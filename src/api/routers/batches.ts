@@ -3,8 +3,8 @@ import type { AppDeps } from '../../operations';
 import { jsonApi, requireApiKey, route, type Ctx, type GatewayState } from '../middleware';
 import { notFound } from '../../errors';
 import { clip } from '../../text';
-import * as repo from '../../batches/repo';
-import { cancelBatch, createBatch, parseCreateBody } from '../../batches/service';
+import { batchRepo as repo } from '../../jobs/batches';
+import { cancelBatch, createBatch, parseCreateBody } from '../../jobs/batches';
 import { listQuery } from '../listQuery';
 
 /**

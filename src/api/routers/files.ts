@@ -4,7 +4,7 @@ import { multipartBody, requireApiKey, route, type Ctx, type GatewayState } from
 import { ApiError, badRequest, notFound } from '../../errors';
 import { BatchFileIngest, fileRepo as files } from '../../files';
 import { listQuery } from '../listQuery';
-import { uploadLineCheck } from '../../batches/lineLimits';
+import { uploadLineCheck } from '../../jobs/batches';
 import { clip, clipJson } from '../../text';
 
 /**

@@ -5,17 +5,18 @@ import { jsonBody, requireApiKey, route, type Ctx, type GatewayState } from '../
 import { ApiError, notFound } from '../../errors';
 import { clip } from '../../text';
 import { publicBaseUrl } from '../publicUrl';
-import * as repo from '../../batches/repo';
 import { fileRepo as files, isBlank, readLines, isProblem, parseRequestLine } from '../../files';
-import { cancelBatch, createBatch } from '../../batches/service';
 import {
+  batchRepo as repo,
+  cancelBatch,
+  createBatch,
   isEnded,
   MESSAGES_ENDPOINT,
   messageBatchLines,
   messageBatchView,
   resultOf,
   unrunResult,
-} from '../../batches/messageBatches';
+} from '../../jobs/batches';
 
 /**
  * Anthropic's Message Batches (docs/batches.md), a router over the gateway's batches, not a second engine:
@@ -27,7 +28,7 @@ import {
  *   GET    /v1/messages/batches/{id}/results  JSONL of {custom_id, result}, once ended
  *   DELETE /v1/messages/batches/{id}          once ended: its files go, the batch is no longer listed
  * On any chat model: each request runs through the /v1/messages paths (native on an Anthropic provider, translated
- * elsewhere; src/operations/messages/, run by src/batches/execute.ts). Errors in Anthropic's shape (errorHandler
+ * elsewhere; src/operations/messages/, run by src/jobs/batches/execute.ts). Errors in Anthropic's shape (errorHandler
  * gives it to every /v1/messages*).
  */
 

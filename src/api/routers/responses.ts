@@ -7,9 +7,13 @@ import { validateResponses } from '../../schemas';
 import { deleteResponse, loadResponse, createResponse } from '../../operations/responses';
 import { callerOf } from '../httpCaller';
 import { clip } from '../../text';
-import * as background from '../../backgroundResponses/repo';
-import { followEvents } from '../../backgroundResponses/follow';
-import { cancelBackgroundResponse, createBackgroundResponse, responseView } from '../../backgroundResponses/service';
+import { backgroundRepo as background } from '../../jobs/backgroundResponses';
+import {
+  followEvents,
+  cancelBackgroundResponse,
+  createBackgroundResponse,
+  responseView,
+} from '../../jobs/backgroundResponses';
 
 /**
  * POST /v1/responses and GET /v1/responses/{id}: the OpenAI Responses interface for any chat model.
@@ -22,7 +26,7 @@ import { cancelBackgroundResponse, createBackgroundResponse, responseView } from
  * State lives in the gateway for both paths: a response is stored unless `store: false`, and continued with
  * `previous_response_id` on any model.
  *
- * `background: true` makes it a job (src/backgroundResponses, docs/background-responses.md): answered at once
+ * `background: true` makes it a job (src/jobs/backgroundResponses, docs/background-responses.md): answered at once
  * `queued` (or, with stream: true, its events followed from the store), run by a workflow; GET reads it (and
  * resumes its stream with ?stream=true&starting_after=N), POST .../cancel stops it, DELETE removes it.
  */

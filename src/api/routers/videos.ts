@@ -6,12 +6,15 @@ import Router from '@koa/router';
 import type { AppDeps } from '../../operations';
 import { jsonBody, multipartBody, requireApiKey, route, type Ctx, type GatewayState } from '../middleware';
 import { badRequest, conflict, notFound } from '../../errors';
-import * as jobs from '../../video/repo';
-import type { VideoJob } from '../../video/repo';
-import { formToBody } from '../../video/validate';
-import { createImageLoader, imageExtension } from '../../video/images';
-import { submitVideoJob } from '../../video/submit';
-import { cancelVideoJob } from '../../video/cancel';
+import {
+  videoRepo as jobs,
+  type VideoJob,
+  formToBody,
+  createImageLoader,
+  imageExtension,
+  submitVideoJob,
+  cancelVideoJob,
+} from '../../jobs/video';
 import { publicBaseUrl } from '../publicUrl';
 import { sendStoredMedia } from '../middleware';
 import { admitRequest } from '../../modelCall';

@@ -1,7 +1,7 @@
 import Router from '@koa/router';
 import type { AppDeps } from '../../operations';
 import { jsonBody, requireApiKey, route, type Ctx, type GatewayState } from '../middleware';
-import { webhookService } from '../../webhooks/service';
+import { webhookService } from '../../jobs/webhooks';
 
 /**
  * The caller's webhook endpoints (README "Webhooks"), with the same API-key auth as the rest of /v1:

@@ -1,6 +1,6 @@
 import type { Db, Queryable } from '../../db';
 import { tx } from '../../db';
-import { recordEventIn, type DeliveryRef } from '../../webhooks/repo';
+import { recordEventIn, type DeliveryRef } from '../webhooks';
 
 /**
  * Low-balance alerts: an account sets a threshold (VND); when its balance falls below it, the signed webhook event

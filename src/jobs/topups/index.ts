@@ -1,7 +1,8 @@
 /**
  * Top-ups, a job kind (docs/payments.md): customers fund their own balance by VietQR bank transfer (SePay's or
  * Casso's bank-feed webhooks) or VNPay. The room's one entrance: code outside src/jobs/topups/ imports only this
- * file (the workflow bundle imports ./workflowContract.ts, which loads nothing).
+ * file, but workflows/index.ts (the workflow, ./workflow.ts) and activities/index.ts (./activities.ts), the
+ * worker's entry points.
  */
 export { loadTopupSettings, type TopupSettings } from './settings';
 export {
@@ -18,7 +19,6 @@ export {
 export { ensureStatementSchedule } from './schedule';
 export { listStatements, type StatementReport } from './statement';
 export { lowBalanceThreshold, setLowBalanceThreshold, sweepLowBalances } from './alerts';
-export { createTopupActivities } from './topupActivities';
 export { startTopupWorkflow, signalPaid } from './start';
 export { reconcileTopups } from './reconciler';
 export { topupService, orderView, transferView, type TopupDeps, type TopupService } from './service';

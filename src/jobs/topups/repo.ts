@@ -3,7 +3,7 @@ import os from 'node:os';
 import type { Db, DbClient, Queryable } from '../../db';
 import { tx, appendAudit, type AuditActor } from '../../db';
 import { topUpIn } from '../../billing';
-import { recordEventIn, type DeliveryRef } from '../../webhooks/repo';
+import { recordEventIn, type DeliveryRef } from '../webhooks';
 import type { IncomingTransfer, Provider } from './feeds';
 
 /**

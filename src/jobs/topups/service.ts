@@ -4,9 +4,8 @@ import type { Db } from '../../db';
 import type { Logger } from '../../observability';
 import { ApiError, badRequest, notFound } from '../../errors';
 import { clip, clipJson } from '../../text';
-import { startDelivery } from '../../webhooks/start';
-import { webhookTaskQueue } from '../../webhooks/settings';
-import type { DeliveryRef } from '../../webhooks/repo';
+import { startDelivery, webhookTaskQueue } from '../webhooks';
+import type { DeliveryRef } from '../webhooks';
 import {
   cassoAuthorized,
   FeedBodyError,

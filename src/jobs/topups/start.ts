@@ -4,7 +4,7 @@ import { isTemporalError } from '../temporalErrors';
 import type { Order } from './repo';
 import { TOPUP_PAID_SIGNAL, TOPUP_WORKFLOW_TYPE, topupWorkflowIdOf, type TopupInput } from './workflowContract';
 
-/** Starting an order's workflow (workflows/topup.ts) through the job engine, and telling it the order was paid. */
+/** Starting an order's workflow (./workflow.ts) through the job engine, and telling it the order was paid. */
 
 export async function startTopupWorkflow(
   client: Client,

@@ -1,5 +1,5 @@
 /**
- * The top-up order workflow's contract (workflows/topup.ts runs it, ./topupActivities.ts implements its activities,
+ * The top-up order workflow's contract (./workflow.ts runs it, ./activities.ts implements its activities,
  * ./start.ts starts and signals it). Types and registered names only, so the workflow bundle loads no I/O: the
  * workflow imports this file directly, the one file of the room it may (the room's index loads the database).
  *

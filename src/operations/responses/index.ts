@@ -5,3 +5,5 @@ export { createResponse } from './create';
 export { deleteResponse, loadResponse } from './storedResponses';
 
 export { prepareResponse } from './create';
+
+export { usageOf } from './turn';

@@ -22,3 +22,5 @@ export const anthropicKind: KindRow = {
 };
 
 export { isClaudeModel } from './models';
+
+export { DEFAULT_ANTHROPIC_VERSION } from './adapter';

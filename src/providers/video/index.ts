@@ -13,3 +13,4 @@ export type {
   VideoTaskState,
   VideoTaskStatus,
 } from './types';
+export type { VideoImages, VideoParams, VideoRequest } from './params';

@@ -1,5 +1,5 @@
 import type { Readable } from 'node:stream';
-import type { VideoImages, VideoParams } from '../../video/params';
+import type { VideoImages, VideoParams } from './params';
 import type { ProviderKind } from '../../catalog';
 
 /**

@@ -1,7 +1,7 @@
 import { count } from '../../../src/jobs/settings';
-import { loadBackgroundResponseSettings } from '../../../src/backgroundResponses/settings';
-import { loadWebhookSettings } from '../../../src/webhooks/settings';
-import { loadBatchSettings } from '../../../src/batches/settings';
+import { loadBackgroundResponseSettings } from '../../../src/jobs/backgroundResponses/settings';
+import { loadWebhookSettings } from '../../../src/jobs/webhooks/settings';
+import { loadBatchSettings } from '../../../src/jobs/batches/settings';
 
 /**
  * Counts the job kinds read from the environment (lanes, slots, attempts, in-flight caps): whole numbers of at

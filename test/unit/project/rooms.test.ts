@@ -12,7 +12,7 @@ import { cycles, edges, files, root, type Edge } from '../../support/importGraph
 interface Rooms {
   folders: string[];
   entryPoints: { folders: string[]; why: string };
-  exceptions: { from: string; why: string }[];
+  exceptions: { from: string; to?: string[]; why: string }[];
   pending: { paths: string[]; why: string }[];
 }
 const LAYERS = JSON.parse(readFileSync(path.join(root, 'layers.json'), 'utf8')) as {
@@ -25,9 +25,13 @@ const inside = (file: string, folder: string) => file.startsWith(`${folder}/`);
 const pending = ROOMS.pending.flatMap((p) => p.paths);
 const isPending = (file: string) => pending.some((p) => file === p || inside(file, p));
 /** src/config.ts reading the settings files: the layers' exception, and the rooms' (layers.json says why). */
+/** Whether `file` is the file a path of layers.json names (a `*` stands for any one path segment). */
+const named = (file: string, name: string) =>
+  new RegExp(`^${name.replace(/[.+?^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '[^/]+')}$`).test(file);
 const settingsRead = (e: Edge) =>
-  ROOMS.exceptions.some((x) => x.from === e.from) &&
-  LAYERS.exceptions.some((x) => x.from === e.from && x.to.includes(e.to));
+  (ROOMS.exceptions.some((x) => x.from === e.from && !x.to) &&
+    LAYERS.exceptions.some((x) => x.from === e.from && x.to.some((n) => named(e.to, n)))) ||
+  ROOMS.exceptions.some((x) => x.from === e.from && (x.to ?? []).some((n) => named(e.to, n)));
 
 /** The workflow bundle: workflows/ and every file it imports at run time, transitively (type imports are erased). */
 function workflowBundle(): Set<string> {
