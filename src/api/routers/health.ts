@@ -2,9 +2,9 @@ import type Router from '@koa/router';
 import type { AppDeps } from '../../operations/deps';
 import type { GatewayState } from '../middleware';
 import { apiRoutes } from '../route';
-import { pingDb } from '../../db/ping';
+import { readiness } from '../../operations/readiness';
 
-/** Liveness, readiness (Postgres and Temporal reachable) and Prometheus metrics. */
+/** Liveness, readiness (Postgres and Temporal reachable: src/operations/readiness.ts) and Prometheus metrics. */
 export function healthRouter(deps: AppDeps): Router<GatewayState> {
   // Probes and the scraper: no API key, no body.
   const api = apiRoutes(deps, { auth: 'none' });
@@ -19,42 +19,7 @@ export function healthRouter(deps: AppDeps): Router<GatewayState> {
     method: 'GET',
     path: '/readyz',
     handler: async (ctx) => {
-      const checks: Record<string, string> = {};
-      // Each check gets 2 s, so a hung dependency makes the probe fail rather than hang (timers are cleared).
-      const withTimeout = async <T>(p: Promise<T>): Promise<T> => {
-        let timer: NodeJS.Timeout | undefined;
-        try {
-          return await Promise.race([
-            p,
-            new Promise<T>((_, rej) => {
-              timer = setTimeout(() => rej(new Error('timeout after 2 s')), 2000);
-            }),
-          ]);
-        } finally {
-          clearTimeout(timer);
-        }
-      };
-      try {
-        await withTimeout(pingDb(deps.db));
-        checks.postgres = 'ok';
-      } catch (e) {
-        checks.postgres = `error: ${(e as Error).message}`;
-      }
-      if (deps.temporal) {
-        try {
-          await withTimeout(deps.temporal.workflowService.getSystemInfo({}));
-          checks.temporal = 'ok';
-        } catch (e) {
-          checks.temporal = `error: ${(e as Error).message}`;
-        }
-      } else if (deps.config.temporalAddress === 'off') {
-        checks.temporal = 'off'; // a synchronous-only API process, by configuration: not a failure
-      } else {
-        checks.temporal = 'error: not configured';
-      }
-      const ok = Object.values(checks).every((v) => v === 'ok' || v === 'off');
-      // Informational, never a failure: without Redis the gateway keeps serving and limits per process.
-      checks.ratelimit = deps.limiter.mode;
+      const { ok, checks } = await readiness(deps);
       ctx.status = ok ? 200 : 503;
       ctx.body = { status: ok ? 'ready' : 'not_ready', checks };
     },
