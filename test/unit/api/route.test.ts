@@ -119,7 +119,7 @@ const json = (body: unknown, headers: Record<string, string> = {}): RequestInit 
   body: typeof body === 'string' ? body : JSON.stringify(body),
 });
 
-test('a JSON route: key, then body, then schema, then the handler with the typed body and its route label', async () => {
+test('a JSON route: key, then body, then schema, then the handler with the typed body, the route label', async () => {
   // The key is checked before the body is read: a malformed body without a key is a 401.
   const noKey = await call('/v1/things', json('{not json'));
   expect(noKey.status).toBe(401);
