@@ -17,7 +17,7 @@ export interface GatewayState {
   endedWith?: number;
   /** Set by routers whose errors use the Anthropic or the Gemini shape. */
   errorShape?: 'openai' | 'anthropic' | 'gemini';
-  /** The matched route pattern, set only by route() / jsonApi() (metrics label: see observability/routeLabel.ts). */
+  /** The matched route pattern, set only by the route builder (src/api/route.ts) or route() (metrics label). */
   route?: string;
   /** The request's billed call (see routedCall.ts): cancelled by errorHandler if still open when an error escapes. */
   call?: RoutedCall;

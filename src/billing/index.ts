@@ -76,3 +76,5 @@ export type { PriceVersion } from './priceBook';
 export { maxInputPrice, perMillionCost } from './pricing';
 export { videoHoldPrice } from './videoPricing';
 export type { VideoBilled } from './videoPricing';
+
+export { listUsageRecords } from './usageRecords';

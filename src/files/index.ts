@@ -14,3 +14,5 @@ export * as fileRepo from './repo';
 export { BATCH_ENDPOINTS } from './batchInput';
 export type { BatchRequestLine, InputProblem } from './batchInput';
 export { getFileForAccount } from './repo';
+
+export { deleteFile, fileContent, recordBatchFile } from './service';

@@ -6,3 +6,5 @@ export type { AccountBilling, Caller, Output, RelayTarget } from '../modelCall';
 export type { AppDeps } from './deps';
 
 export type { Billing, OperationDeps } from '../modelCall';
+
+export { readiness } from './readiness';

@@ -1,7 +1,6 @@
-import type Koa from 'koa';
 import type { Catalog, ModelConfig } from '../../catalog';
 import { modelNotFound } from '../../errors';
-import type { GatewayState } from '../middleware';
+import type { Ctx } from '../middleware';
 
 /** A catalog model as the Gemini API's Model resource (GET /v1beta/models): chat and embedding models only. */
 
@@ -45,17 +44,8 @@ export function geminiModelGet(catalog: Catalog, name: string) {
   return geminiModel(m);
 }
 
-/** Gemini-shaped errors (and the x-goog-api-key / ?key= credentials) from here on. */
-export const geminiErrors: Koa.Middleware<GatewayState> = async (ctx, next) => {
-  ctx.state.errorShape = 'gemini';
-  await next();
-};
-
 /**
  * GET /v1/models is both OpenAI's list and, for the Google GenAI SDK (whose default API version is v1), Gemini's:
  * a request carrying x-goog-api-key is a Gemini client and gets Gemini's shapes.
  */
-export const geminiClientErrors: Koa.Middleware<GatewayState> = async (ctx, next) => {
-  if (ctx.get('x-goog-api-key')) ctx.state.errorShape = 'gemini';
-  await next();
-};
+export const geminiOrOpenAI = (ctx: Ctx): 'gemini' | 'openai' => (ctx.get('x-goog-api-key') ? 'gemini' : 'openai');

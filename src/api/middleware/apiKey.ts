@@ -1,9 +1,7 @@
-import type Koa from 'koa';
 import { ApiError } from '../../errors';
 import type { AppDeps } from '../../operations';
 import { ADMIN_KEY_PREFIX } from '../../auth';
-import type { Ctx, GatewayState } from '../requestState';
-import { addRateLimitHeaders } from './rateLimitHeaders';
+import type { Ctx } from '../requestState';
 
 /** Reads the API key from `Authorization: Bearer` or `x-api-key`; 401 in the route's error shape otherwise. */
 export async function authenticate(ctx: Ctx, keys: AppDeps['keys'], adminKeys?: AppDeps['adminKeys']): Promise<void> {
@@ -46,16 +44,4 @@ export async function authenticate(ctx: Ctx, keys: AppDeps['keys'], adminKeys?: 
     );
   }
   ctx.state.principal = p;
-}
-
-/** Authenticates, then runs the route; its response carries the key's rate-limit headers (operations/rateLimit.ts). */
-export function requireApiKey(deps: Pick<AppDeps, 'keys' | 'limiter' | 'adminKeys'>): Koa.Middleware<GatewayState> {
-  return async (ctx, next) => {
-    await authenticate(ctx, deps.keys, deps.adminKeys);
-    try {
-      await next();
-    } finally {
-      await addRateLimitHeaders(ctx, deps);
-    }
-  };
 }

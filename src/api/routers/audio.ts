@@ -1,9 +1,10 @@
-import Router from '@koa/router';
+import type Router from '@koa/router';
 import type { AppDeps } from '../../operations';
-import { jsonBody, multipartBody, requireApiKey, route, type GatewayState } from '../middleware';
+import type { GatewayState } from '../middleware';
+import { apiRoutes } from '../route';
 import { badRequest } from '../../errors';
 import { validateSpeech, validateTranscriptionFields } from '../../schemas';
-import { readHead, removeUploads, sniffAudio, uploadedFile } from '../uploads';
+import { readHead, sniffAudio, uploadedFile } from '../uploads';
 import { synthesizeSpeech, transcribe } from '../audio';
 
 const AUDIO_FORMATS_MESSAGE =
@@ -14,37 +15,34 @@ const AUDIO_FORMATS_MESSAGE =
  * src/api/audio/transcribe.ts): validate, find the model, then the service bills, calls and answers.
  */
 export function audioRouter(deps: AppDeps): Router<GatewayState> {
-  const r = new Router<GatewayState>();
-  const auth = requireApiKey(deps);
+  const api = apiRoutes(deps, { shape: 'openai' });
 
-  r.post('/v1/audio/speech', route('/v1/audio/speech'), auth, jsonBody(deps.config.maxJsonBytes), async (ctx) => {
-    const body = ctx.request.body;
-    validateSpeech(body);
-    const model = deps.catalog.require(body.model, 'speech');
-    ctx.state.model = model.id;
-    await synthesizeSpeech(ctx, deps, model, body);
+  api.add({
+    method: 'POST',
+    path: '/v1/audio/speech',
+    body: { json: deps.config.maxJsonBytes },
+    validate: validateSpeech,
+    handler: async (ctx, body) => {
+      const model = deps.catalog.require(body.model, 'speech');
+      ctx.state.model = model.id;
+      await synthesizeSpeech(ctx, deps, model, body);
+    },
   });
 
-  r.post(
-    '/v1/audio/transcriptions',
-    route('/v1/audio/transcriptions'),
-    auth,
-    multipartBody(deps.config.maxUploadBytes),
-    async (ctx) => {
-      try {
-        const fields = (ctx.request.body ?? {}) as Record<string, unknown>;
-        validateTranscriptionFields(fields);
-        const file = uploadedFile(ctx, 'file');
-        if (!file) throw badRequest("Missing required parameter: 'file'.", 'file', 'missing_required_parameter');
-        const model = deps.catalog.require(fields.model, 'transcription');
-        ctx.state.model = model.id;
-        if (file.size === 0 || !sniffAudio(await readHead(file.filepath)))
-          throw badRequest(AUDIO_FORMATS_MESSAGE, 'file', 'invalid_file_format');
-        await transcribe(ctx, deps, model, file, fields);
-      } finally {
-        await removeUploads(ctx);
-      }
+  api.add({
+    method: 'POST',
+    path: '/v1/audio/transcriptions',
+    body: { multipart: deps.config.maxUploadBytes },
+    validate: validateTranscriptionFields,
+    handler: async (ctx, fields) => {
+      const file = uploadedFile(ctx, 'file');
+      if (!file) throw badRequest("Missing required parameter: 'file'.", 'file', 'missing_required_parameter');
+      const model = deps.catalog.require(fields.model, 'transcription');
+      ctx.state.model = model.id;
+      if (file.size === 0 || !sniffAudio(await readHead(file.filepath)))
+        throw badRequest(AUDIO_FORMATS_MESSAGE, 'file', 'invalid_file_format');
+      await transcribe(ctx, deps, model, file, fields);
     },
-  );
-  return r;
+  });
+  return api.router;
 }

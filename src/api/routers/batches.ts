@@ -1,6 +1,7 @@
-import Router from '@koa/router';
+import type Router from '@koa/router';
 import type { AppDeps } from '../../operations';
-import { jsonApi, requireApiKey, route, type Ctx, type GatewayState } from '../middleware';
+import type { Ctx, GatewayState } from '../middleware';
+import { apiRoutes } from '../route';
 import { notFound } from '../../errors';
 import { clip } from '../../text';
 import { batchRepo as repo } from '../../jobs/batches';
@@ -49,8 +50,7 @@ export function batchView(b: repo.Batch): Record<string, unknown> {
 }
 
 export function batchesRouter(deps: AppDeps): Router<GatewayState> {
-  const r = new Router<GatewayState>();
-  const auth = requireApiKey(deps);
+  const api = apiRoutes(deps, { shape: 'openai' });
 
   const ownBatch = async (ctx: Ctx): Promise<repo.Batch> => {
     const id = ctx.params.id;
@@ -60,39 +60,56 @@ export function batchesRouter(deps: AppDeps): Router<GatewayState> {
     return b;
   };
 
-  r.post('/v1/batches', jsonApi(deps, '/v1/batches', 64 * 1024), async (ctx) => {
-    const p = ctx.state.principal!;
-    const b = await createBatch(
-      deps,
-      { accountId: p.accountId, apiKeyId: p.keyId },
-      parseCreateBody(ctx.request.body),
-      (m) => {
-        ctx.state.model = m;
-      },
-      ctx.state.span,
-    );
-    ctx.body = batchView(b);
+  api.add({
+    method: 'POST',
+    path: '/v1/batches',
+    body: { json: 64 * 1024 },
+    handler: async (ctx, body) => {
+      const p = ctx.state.principal!;
+      const b = await createBatch(
+        deps,
+        { accountId: p.accountId, apiKeyId: p.keyId },
+        parseCreateBody(body),
+        (m) => {
+          ctx.state.model = m;
+        },
+        ctx.state.span,
+      );
+      ctx.body = batchView(b);
+    },
   });
 
-  r.get('/v1/batches', route('/v1/batches'), auth, async (ctx) => {
-    const q = listQuery(ctx, { maxLimit: 100, defaultLimit: 20, idPattern: repo.BATCH_ID, what: 'a batch' });
-    const { batches, hasMore } = await repo.listBatches(deps.db, ctx.state.principal!.accountId, q);
-    ctx.body = {
-      object: 'list',
-      data: batches.map(batchView),
-      first_id: batches[0]?.id ?? null,
-      last_id: batches.at(-1)?.id ?? null,
-      has_more: hasMore,
-    };
+  api.add({
+    method: 'GET',
+    path: '/v1/batches',
+    handler: async (ctx) => {
+      const q = listQuery(ctx, { maxLimit: 100, defaultLimit: 20, idPattern: repo.BATCH_ID, what: 'a batch' });
+      const { batches, hasMore } = await repo.listBatches(deps.db, ctx.state.principal!.accountId, q);
+      ctx.body = {
+        object: 'list',
+        data: batches.map(batchView),
+        first_id: batches[0]?.id ?? null,
+        last_id: batches.at(-1)?.id ?? null,
+        has_more: hasMore,
+      };
+    },
   });
 
-  r.get('/v1/batches/:id', route('/v1/batches/:id'), auth, async (ctx) => {
-    ctx.body = batchView(await ownBatch(ctx));
+  api.add({
+    method: 'GET',
+    path: '/v1/batches/:id',
+    handler: async (ctx) => {
+      ctx.body = batchView(await ownBatch(ctx));
+    },
   });
 
-  r.post('/v1/batches/:id/cancel', route('/v1/batches/:id/cancel'), auth, async (ctx) => {
-    ctx.body = batchView(await cancelBatch(deps, await ownBatch(ctx)));
+  api.add({
+    method: 'POST',
+    path: '/v1/batches/:id/cancel',
+    handler: async (ctx) => {
+      ctx.body = batchView(await cancelBatch(deps, await ownBatch(ctx)));
+    },
   });
 
-  return r;
+  return api.router;
 }

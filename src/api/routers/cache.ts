@@ -1,7 +1,7 @@
-import Router from '@koa/router';
+import type Router from '@koa/router';
 import type { AppDeps } from '../../operations';
-import { authenticate, jsonBody, requireApiKey, route, type GatewayState } from '../middleware';
-import type { Ctx } from '../requestState';
+import { authenticate, type Ctx, type GatewayState } from '../middleware';
+import { apiRoutes } from '../route';
 import { ApiError } from '../../errors';
 import { ADMIN_KEY_PREFIX } from '../../auth';
 import {
@@ -21,24 +21,42 @@ import {
  * admin key (an owner's): a project key is a 403 (issue 49 point 4; the console purges too).
  */
 export function cacheRouter(deps: AppDeps): Router<GatewayState> {
-  const r = new Router<GatewayState>();
-  const auth = requireApiKey(deps);
-  const body = jsonBody(deps.config.maxJsonBytes);
+  const api = apiRoutes(deps, { shape: 'openai' });
+  const body = { json: deps.config.maxJsonBytes };
   const account = (ctx: { state: GatewayState }) => ctx.state.principal!.accountId;
 
-  r.get('/v1/cache/settings', route('/v1/cache/settings'), auth, async (ctx) => {
-    ctx.body = await settingsView(deps.cache, deps.db, account(ctx));
+  api.add({
+    method: 'GET',
+    path: '/v1/cache/settings',
+    handler: async (ctx) => {
+      ctx.body = await settingsView(deps.cache, deps.db, account(ctx));
+    },
   });
-  r.patch('/v1/cache/settings', route('/v1/cache/settings'), auth, body, async (ctx) => {
-    ctx.body = await updateSettings(deps.cache, deps.db, account(ctx), ctx.request.body as object);
+  api.add({
+    method: 'PATCH',
+    path: '/v1/cache/settings',
+    body,
+    handler: async (ctx, patch) => {
+      ctx.body = await updateSettings(deps.cache, deps.db, account(ctx), patch as object);
+    },
   });
-  r.put('/v1/cache/keys/:keyId', route('/v1/cache/keys/:keyId'), auth, body, async (ctx) => {
-    await setKeyCache(deps.cache, account(ctx), ctx.params.keyId, ctx.request.body as { enabled?: unknown });
-    ctx.body = await settingsView(deps.cache, deps.db, account(ctx));
+  api.add({
+    method: 'PUT',
+    path: '/v1/cache/keys/:keyId',
+    body,
+    handler: async (ctx, b) => {
+      await setKeyCache(deps.cache, account(ctx), ctx.params.keyId, b as { enabled?: unknown });
+      ctx.body = await settingsView(deps.cache, deps.db, account(ctx));
+    },
   });
-  r.put('/v1/cache/projects/:projectId', route('/v1/cache/projects/:projectId'), auth, body, async (ctx) => {
-    await setProjectCache(deps.cache, account(ctx), ctx.params.projectId, ctx.request.body as { enabled?: unknown });
-    ctx.body = await settingsView(deps.cache, deps.db, account(ctx));
+  api.add({
+    method: 'PUT',
+    path: '/v1/cache/projects/:projectId',
+    body,
+    handler: async (ctx, b) => {
+      await setProjectCache(deps.cache, account(ctx), ctx.params.projectId, b as { enabled?: unknown });
+      ctx.body = await settingsView(deps.cache, deps.db, account(ctx));
+    },
   });
   /** The organization of the admin key that asks to purge; 401 without a valid key, 403 for any other. */
   async function purger(ctx: Ctx): Promise<string> {
@@ -56,18 +74,33 @@ export function cacheRouter(deps: AppDeps): Router<GatewayState> {
       'admin_key_required',
     );
   }
-  r.delete('/v1/cache/entries/:key', route('/v1/cache/entries/:key'), async (ctx) => {
-    ctx.body = await purgeEntry(deps.cache, await purger(ctx), ctx.params.key);
+  // Purges: the owner's admin key, checked by purger (a project key is a 403).
+  api.add({
+    method: 'DELETE',
+    path: '/v1/cache/entries/:key',
+    auth: 'none',
+    handler: async (ctx) => {
+      ctx.body = await purgeEntry(deps.cache, await purger(ctx), ctx.params.key);
+    },
   });
-  r.delete('/v1/cache/entries', route('/v1/cache/entries'), async (ctx) => {
-    const accountId = await purger(ctx);
-    ctx.body =
-      ctx.query.project_id !== undefined
-        ? await purgeProject(deps.cache, deps.db, accountId, ctx.query.project_id)
-        : await purgeModel(deps.cache, accountId, ctx.query.model);
+  api.add({
+    method: 'DELETE',
+    path: '/v1/cache/entries',
+    auth: 'none',
+    handler: async (ctx) => {
+      const accountId = await purger(ctx);
+      ctx.body =
+        ctx.query.project_id !== undefined
+          ? await purgeProject(deps.cache, deps.db, accountId, ctx.query.project_id)
+          : await purgeModel(deps.cache, accountId, ctx.query.model);
+    },
   });
-  r.get('/v1/cache/stats', route('/v1/cache/stats'), auth, async (ctx) => {
-    ctx.body = await statsReport(deps.cache, account(ctx), ctx.query.days);
+  api.add({
+    method: 'GET',
+    path: '/v1/cache/stats',
+    handler: async (ctx) => {
+      ctx.body = await statsReport(deps.cache, account(ctx), ctx.query.days);
+    },
   });
-  return r;
+  return api.router;
 }

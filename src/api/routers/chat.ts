@@ -1,6 +1,7 @@
-import Router from '@koa/router';
+import type Router from '@koa/router';
 import type { AppDeps } from '../../operations';
-import { jsonApi, type Ctx, type GatewayState } from '../middleware';
+import type { Ctx, GatewayState } from '../middleware';
+import { apiRoutes } from '../route';
 import { fitOutputCap } from '../../catalog';
 import type { ModelConfig } from '../../catalog';
 import { chatCompletions, completions, validateChatCompletion, validateCompletion } from '../../operations/chat';
@@ -11,7 +12,7 @@ import { callerOf } from '../httpCaller';
  * cap, then the operation (src/operations/chat/) answers.
  */
 export function chatRouter(deps: AppDeps): Router<GatewayState> {
-  const r = new Router<GatewayState>();
+  const api = apiRoutes(deps, { shape: 'openai' });
 
   function modelOf(
     ctx: Ctx,
@@ -26,18 +27,26 @@ export function chatRouter(deps: AppDeps): Router<GatewayState> {
     return model;
   }
 
-  r.post('/v1/chat/completions', jsonApi(deps, '/v1/chat/completions', deps.config.maxJsonBytes), async (ctx) => {
-    const body = ctx.request.body;
-    validateChatCompletion(body);
-    const model = modelOf(ctx, 'chat', body);
-    await chatCompletions(callerOf(ctx, deps), deps, model, body);
+  api.add({
+    method: 'POST',
+    path: '/v1/chat/completions',
+    body: { json: deps.config.maxJsonBytes },
+    validate: validateChatCompletion,
+    handler: async (ctx, body) => {
+      const model = modelOf(ctx, 'chat', body);
+      await chatCompletions(callerOf(ctx, deps), deps, model, body);
+    },
   });
 
-  r.post('/v1/completions', jsonApi(deps, '/v1/completions', deps.config.maxJsonBytes), async (ctx) => {
-    const body = ctx.request.body;
-    validateCompletion(body);
-    const model = modelOf(ctx, 'completion', body);
-    await completions(callerOf(ctx, deps), deps, model, body);
+  api.add({
+    method: 'POST',
+    path: '/v1/completions',
+    body: { json: deps.config.maxJsonBytes },
+    validate: validateCompletion,
+    handler: async (ctx, body) => {
+      const model = modelOf(ctx, 'completion', body);
+      await completions(callerOf(ctx, deps), deps, model, body);
+    },
   });
-  return r;
+  return api.router;
 }

@@ -1,6 +1,7 @@
-import Router from '@koa/router';
+import type Router from '@koa/router';
 import type { AppDeps } from '../../operations';
-import { jsonApi, type GatewayState } from '../middleware';
+import type { GatewayState } from '../middleware';
+import { apiRoutes } from '../route';
 import { embed, validateEmbedding } from '../../operations/embeddings';
 import { callerOf } from '../httpCaller';
 
@@ -9,13 +10,15 @@ import { callerOf } from '../httpCaller';
  * model, then src/operations/embeddings/embed.ts bills, calls and answers.
  */
 export function embeddingsRouter(deps: AppDeps): Router<GatewayState> {
-  const r = new Router<GatewayState>();
-  r.post('/v1/embeddings', jsonApi(deps, '/v1/embeddings', deps.config.maxJsonBytes), async (ctx) => {
-    const body = ctx.request.body;
-    validateEmbedding(body);
-    const model = deps.catalog.require(body.model, 'embedding');
-    ctx.state.model = model.id;
-    await embed(callerOf(ctx, deps), deps, model, body);
-  });
-  return r;
+  return apiRoutes(deps, { shape: 'openai' }).add({
+    method: 'POST',
+    path: '/v1/embeddings',
+    body: { json: deps.config.maxJsonBytes },
+    validate: validateEmbedding,
+    handler: async (ctx, body) => {
+      const model = deps.catalog.require(body.model, 'embedding');
+      ctx.state.model = model.id;
+      await embed(callerOf(ctx, deps), deps, model, body);
+    },
+  }).router;
 }

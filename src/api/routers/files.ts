@@ -1,8 +1,10 @@
-import Router from '@koa/router';
+import type Router from '@koa/router';
 import type { AppDeps } from '../../operations';
-import { multipartBody, requireApiKey, route, type Ctx, type GatewayState } from '../middleware';
+import type { Ctx, GatewayState } from '../middleware';
+import { apiRoutes } from '../route';
 import { ApiError, badRequest, notFound } from '../../errors';
-import { BatchFileIngest, fileRepo as files } from '../../files';
+import { BatchFileIngest, deleteFile, fileContent, recordBatchFile } from '../../files';
+import { fileRepo as files } from '../../files';
 import { listQuery } from '../listQuery';
 import { uploadLineCheck } from '../../jobs/batches';
 import { clip, clipJson } from '../../text';
@@ -34,16 +36,12 @@ interface IngestedFile {
   ingest?: BatchFileIngest;
 }
 
+const filesOf = (ctx: Ctx) => (ctx.request as unknown as { files?: Record<string, unknown> }).files ?? {};
+
 export function filesRouter(deps: AppDeps): Router<GatewayState> {
-  const r = new Router<GatewayState>();
-  const auth = requireApiKey(deps);
+  const api = apiRoutes(deps, { shape: 'openai' });
   const maxBytes = deps.config.maxBatchFileBytes;
   const lineCheck = uploadLineCheck(deps.catalog);
-  const upload = multipartBody(maxBytes, {
-    maxFiles: 1,
-    fileWriteStreamHandler: (file) =>
-      ((file as IngestedFile).ingest = new BatchFileIngest(deps.storage, maxBytes, lineCheck)),
-  });
 
   const ownFile = async (ctx: Ctx): Promise<files.StoredFile> => {
     const id = ctx.params.id;
@@ -52,24 +50,27 @@ export function filesRouter(deps: AppDeps): Router<GatewayState> {
     return f;
   };
 
-  r.post('/v1/files', route('/v1/files'), auth, async (ctx) => {
-    const filesOf = () => (ctx.request as unknown as { files?: Record<string, unknown> }).files ?? {};
-    const drop = async () => {
-      for (const f of Object.values(filesOf()).flat()) await (f as IngestedFile).ingest?.discard(deps.storage);
-    };
-    try {
-      // A form the parser refuses midway destroys the file streams it opened: each ingest deletes what it stored.
-      await upload(ctx, async () => undefined);
-    } catch (e) {
-      await drop(); // refused after parsing (a field name): the files it listed
-      throw e;
-    }
-    const raw = filesOf();
-    const part = raw.file;
-    const file = (Array.isArray(part) ? part[0] : part) as IngestedFile | undefined;
-    const fields = (ctx.request.body ?? {}) as Record<string, unknown>;
-    const others = Object.keys(raw).filter((k) => k !== 'file');
-    try {
+  api.add({
+    method: 'POST',
+    path: '/v1/files',
+    body: {
+      multipart: maxBytes,
+      maxFiles: 1,
+      // Each file part streams through the batch-file validator into storage (no temp file).
+      fileWriteStreamHandler: (file) =>
+        ((file as IngestedFile).ingest = new BatchFileIngest(deps.storage, maxBytes, lineCheck)),
+      // A form refused midway destroys the file streams it opened (each ingest deletes what it stored); a form
+      // refused after parsing (a field name) or an upload refused here: the files it listed are discarded.
+      onFailure: async (ctx) => {
+        for (const f of Object.values(filesOf(ctx)).flat()) await (f as IngestedFile).ingest?.discard(deps.storage);
+      },
+    },
+    handler: async (ctx, body) => {
+      const raw = filesOf(ctx);
+      const part = raw.file;
+      const file = (Array.isArray(part) ? part[0] : part) as IngestedFile | undefined;
+      const fields = (body ?? {}) as Record<string, unknown>;
+      const others = Object.keys(raw).filter((k) => k !== 'file');
       if (others.length)
         throw badRequest(`Unexpected file field ${clipJson(others[0])}.`, others[0], 'unknown_parameter');
       if (!file?.ingest) throw badRequest("Missing required parameter: 'file'.", 'file', 'missing_required_parameter');
@@ -88,65 +89,69 @@ export function filesRouter(deps: AppDeps): Router<GatewayState> {
         );
       for (const k of Object.keys(fields))
         if (k !== 'purpose') throw badRequest(`Unknown parameter: '${clip(k)}'.`, k, 'unknown_parameter');
-      const stored = await file.ingest.stored;
-      const row = await files.insertFile(deps.db, {
-        id: files.newFileId(),
-        accountId: ctx.state.principal!.accountId,
-        purpose: 'batch',
-        filename: storableName(file.originalFilename),
-        bytes: stored.size,
-        storageKey: file.ingest.key,
-        lineCount: v.requests,
-        model: v.model,
-        endpoint: v.endpoint,
-      });
+      const row = await recordBatchFile(
+        deps.db,
+        ctx.state.principal!.accountId,
+        file.ingest,
+        storableName(file.originalFilename),
+      );
       ctx.body = files.fileView(row);
-    } catch (e) {
-      await drop();
-      throw e;
-    }
+    },
   });
 
-  r.get('/v1/files', route('/v1/files'), auth, async (ctx) => {
-    const q = listQuery(ctx, { maxLimit: 10_000, defaultLimit: 10_000, idPattern: files.FILE_ID, what: 'a file' });
-    const purpose = q.one('purpose');
-    if (purpose !== undefined && !PURPOSES.includes(purpose))
-      throw badRequest(`Invalid 'purpose' ${clipJson(purpose)}: use one of ${PURPOSES.join(', ')}.`, 'purpose');
-    const { files: list, hasMore } = await files.listFiles(deps.db, ctx.state.principal!.accountId, {
-      purpose,
-      limit: q.limit,
-      after: q.after,
-      order: q.order,
-    });
-    ctx.body = {
-      object: 'list',
-      data: list.map(files.fileView),
-      first_id: list[0]?.id ?? null,
-      last_id: list.at(-1)?.id ?? null,
-      has_more: hasMore,
-    };
+  api.add({
+    method: 'GET',
+    path: '/v1/files',
+    handler: async (ctx) => {
+      const q = listQuery(ctx, { maxLimit: 10_000, defaultLimit: 10_000, idPattern: files.FILE_ID, what: 'a file' });
+      const purpose = q.one('purpose');
+      if (purpose !== undefined && !PURPOSES.includes(purpose))
+        throw badRequest(`Invalid 'purpose' ${clipJson(purpose)}: use one of ${PURPOSES.join(', ')}.`, 'purpose');
+      const { files: list, hasMore } = await files.listFiles(deps.db, ctx.state.principal!.accountId, {
+        purpose,
+        limit: q.limit,
+        after: q.after,
+        order: q.order,
+      });
+      ctx.body = {
+        object: 'list',
+        data: list.map(files.fileView),
+        first_id: list[0]?.id ?? null,
+        last_id: list.at(-1)?.id ?? null,
+        has_more: hasMore,
+      };
+    },
   });
 
-  r.get('/v1/files/:id', route('/v1/files/:id'), auth, async (ctx) => {
-    ctx.body = files.fileView(await ownFile(ctx));
+  api.add({
+    method: 'GET',
+    path: '/v1/files/:id',
+    handler: async (ctx) => {
+      ctx.body = files.fileView(await ownFile(ctx));
+    },
   });
 
-  r.get('/v1/files/:id/content', route('/v1/files/:id/content'), auth, async (ctx) => {
-    const f = await ownFile(ctx);
-    ctx.set('content-disposition', `attachment; filename="${f.filename.replace(/[^\x20-\x7e]|"/g, '_')}"`);
-    ctx.type = 'application/jsonl';
-    ctx.length = f.bytes;
-    ctx.body = await deps.storage.get(f.storageKey);
+  api.add({
+    method: 'GET',
+    path: '/v1/files/:id/content',
+    handler: async (ctx) => {
+      const f = await ownFile(ctx);
+      ctx.set('content-disposition', `attachment; filename="${f.filename.replace(/[^\x20-\x7e]|"/g, '_')}"`);
+      ctx.type = 'application/jsonl';
+      ctx.length = f.bytes;
+      ctx.body = await fileContent(deps.storage, f);
+    },
   });
 
-  r.delete('/v1/files/:id', route('/v1/files/:id'), auth, async (ctx) => {
-    const f = await ownFile(ctx);
-    const gone = await files.markDeleted(deps.db, f.accountId, f.id);
-    if (!gone) throw notFound(`No such File object: ${clip(f.id)}`, 'file_not_found', 'id');
-    // An input file a batch still reads keeps its bytes until the batch has ended.
-    if (!(await files.inUseByOpenBatch(deps.db, f.id))) await deps.storage.delete(f.storageKey).catch(() => undefined);
-    ctx.body = { id: f.id, object: 'file', deleted: true };
+  api.add({
+    method: 'DELETE',
+    path: '/v1/files/:id',
+    handler: async (ctx) => {
+      const f = await ownFile(ctx);
+      if (!(await deleteFile(deps, f))) throw notFound(`No such File object: ${clip(f.id)}`, 'file_not_found', 'id');
+      ctx.body = { id: f.id, object: 'file', deleted: true };
+    },
   });
 
-  return r;
+  return api.router;
 }

@@ -1,6 +1,7 @@
-import Router from '@koa/router';
+import type Router from '@koa/router';
 import type { AppDeps } from '../../operations';
-import { jsonBody, requireApiKey, route, type Ctx, type GatewayState } from '../middleware';
+import type { Ctx, GatewayState } from '../middleware';
+import { apiRoutes } from '../route';
 import { ApiError, badRequest } from '../../errors';
 import { fitOutputCap, redactorFor } from '../../catalog';
 import type { EmbedContentBody } from '../../schemas';
@@ -17,7 +18,7 @@ import {
 } from '../../operations/gemini';
 import { geminiStatus } from '../../errorBodies';
 import { callerOf } from '../httpCaller';
-import { geminiErrors, geminiModelGet, geminiModelList } from '../gemini';
+import { geminiModelGet, geminiModelList } from '../gemini';
 
 /**
  * The Gemini API (https://ai.google.dev/api) for any chat or embedding model: POST
@@ -63,9 +64,8 @@ function renderUpstreamError(ctx: Ctx, e: UpstreamHttpError, redact: (s: string)
 }
 
 export function geminiRouter(deps: AppDeps): Router<GatewayState> {
-  const r = new Router<GatewayState>();
-  const auth = requireApiKey(deps);
-  const body = jsonBody(deps.config.maxJsonBytes);
+  // Gemini's shape: its errors and its credentials (x-goog-api-key, ?key=) on every route.
+  const api = apiRoutes(deps, { shape: 'gemini' });
 
   async function generate(ctx: Ctx, name: string, stream: boolean): Promise<void> {
     const req = ctx.request.body as unknown;
@@ -138,12 +138,20 @@ export function geminiRouter(deps: AppDeps): Router<GatewayState> {
   };
   // v1beta is the Gemini CLI's version; v1 the GenAI SDK's default (its GET /v1/models is in routers/models.ts).
   for (const v of ['v1beta', 'v1'])
-    r.post(`/${v}/models/:spec`, route(`/${v}/models/:spec`), geminiErrors, auth, body, call);
-  r.get('/v1beta/models', route('/v1beta/models'), geminiErrors, auth, (ctx) => {
-    ctx.body = geminiModelList(deps.catalog, ctx.query);
+    api.add({ method: 'POST', path: `/${v}/models/:spec`, body: { json: deps.config.maxJsonBytes }, handler: call });
+  api.add({
+    method: 'GET',
+    path: '/v1beta/models',
+    handler: (ctx) => {
+      ctx.body = geminiModelList(deps.catalog, ctx.query);
+    },
   });
-  r.get('/v1beta/models/:model', route('/v1beta/models/:model'), geminiErrors, auth, (ctx) => {
-    ctx.body = geminiModelGet(deps.catalog, ctx.params.model);
+  api.add({
+    method: 'GET',
+    path: '/v1beta/models/:model',
+    handler: (ctx) => {
+      ctx.body = geminiModelGet(deps.catalog, ctx.params.model);
+    },
   });
-  return r;
+  return api.router;
 }

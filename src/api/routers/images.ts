@@ -1,9 +1,10 @@
-import Router from '@koa/router';
+import type Router from '@koa/router';
 import type { AppDeps } from '../../operations';
-import { jsonBody, multipartBody, requireApiKey, route, type GatewayState } from '../middleware';
+import type { GatewayState } from '../middleware';
+import { apiRoutes } from '../route';
 import { badRequest } from '../../errors';
 import { validateImageEditFields, validateImageGeneration } from '../../schemas';
-import { isPngHead, readHead, removeUploads, uploadedFile } from '../uploads';
+import { isPngHead, readHead, uploadedFile } from '../uploads';
 import { editImages, generateImages } from '../images';
 
 /** Input images: PNG only, at most 10 MB each (docs/api.md, uploads). */
@@ -14,27 +15,26 @@ const MAX_IMAGE_BYTES = 10 * 1024 * 1024;
  * checked by magic bytes): validate, find the model, then src/api/images/generate.ts bills, calls and answers.
  */
 export function imagesRouter(deps: AppDeps): Router<GatewayState> {
-  const r = new Router<GatewayState>();
-  const auth = requireApiKey(deps);
+  const api = apiRoutes(deps, { shape: 'openai' });
 
-  r.post(
-    '/v1/images/generations',
-    route('/v1/images/generations'),
-    auth,
-    jsonBody(deps.config.maxJsonBytes),
-    async (ctx) => {
-      const body = ctx.request.body;
-      validateImageGeneration(body);
+  api.add({
+    method: 'POST',
+    path: '/v1/images/generations',
+    body: { json: deps.config.maxJsonBytes },
+    validate: validateImageGeneration,
+    handler: async (ctx, body) => {
       const model = deps.catalog.require(body.model, 'image');
       ctx.state.model = model.id;
       await generateImages(ctx, deps, model, body);
     },
-  );
+  });
 
-  r.post('/v1/images/edits', route('/v1/images/edits'), auth, multipartBody(MAX_IMAGE_BYTES), async (ctx) => {
-    try {
-      const fields = (ctx.request.body ?? {}) as Record<string, unknown>;
-      validateImageEditFields(fields);
+  api.add({
+    method: 'POST',
+    path: '/v1/images/edits',
+    body: { multipart: MAX_IMAGE_BYTES },
+    validate: validateImageEditFields,
+    handler: async (ctx, fields) => {
       const image = uploadedFile(ctx, 'image', 'image[]');
       if (!image) throw badRequest("Missing required parameter: 'image'.", 'image', 'missing_required_parameter');
       const model = deps.catalog.require(fields.model, 'image');
@@ -45,9 +45,7 @@ export function imagesRouter(deps: AppDeps): Router<GatewayState> {
       if (mask && !isPngHead(await readHead(mask.filepath)))
         throw badRequest('Invalid mask: the mask must be a PNG file.', 'mask', 'invalid_image_format');
       await editImages(ctx, deps, model, fields, image, mask);
-    } finally {
-      await removeUploads(ctx);
-    }
+    },
   });
-  return r;
+  return api.router;
 }

@@ -1,10 +1,10 @@
-import { redactorFor, type Redactor, fitOutputCap } from '../../catalog';
-import Router from '@koa/router';
-import type Koa from 'koa';
+import { redactorFor, type Redactor } from '../../catalog';
+import type Router from '@koa/router';
 import type { AppDeps } from '../../operations';
-import { jsonBody, requireApiKey, route, type Ctx, type GatewayState } from '../middleware';
-import { ApiError } from '../../errors';
+import type { Ctx, GatewayState } from '../middleware';
+import { apiRoutes } from '../route';
 import { anthropicType } from '../../errorBodies';
+import { fitOutputCap } from '../../catalog';
 import type { CountTokensRequest } from '../../schemas';
 import { isUpstreamError, type UpstreamHttpError } from '../../providers';
 import {
@@ -25,33 +25,6 @@ import { callerOf } from '../httpCaller';
  * The operation and its two paths: src/operations/messages/ (index.ts, native.ts, translated.ts).
  * Errors use the Anthropic shape; the path's query string (Claude Code sends ?beta=true) is ignored.
  */
-
-/** Anthropic-shaped errors from here on, including the 401s of requireApiKey. */
-const anthropicErrors: Koa.Middleware<GatewayState> = async (ctx, next) => {
-  ctx.state.errorShape = 'anthropic';
-  await next();
-};
-
-const requireVersion: Koa.Middleware<GatewayState> = async (ctx, next) => {
-  const v = ctx.get('anthropic-version');
-  if (!v)
-    throw new ApiError(
-      400,
-      'anthropic-version: header is required (for example "anthropic-version: 2023-06-01").',
-      'invalid_request_error',
-      'anthropic-version',
-      'missing_required_header',
-    );
-  if (!/^\d{4}-\d{2}-\d{2}$/.test(v))
-    throw new ApiError(
-      400,
-      `anthropic-version: "${v.slice(0, 40)}" is not a version date (YYYY-MM-DD).`,
-      'invalid_request_error',
-      'anthropic-version',
-      'invalid_value',
-    );
-  await next();
-};
 
 /** An Anthropic upstream's error, as it sent it (Claude Code matches on the wording), in the Anthropic shape. */
 function renderUpstreamError(ctx: Ctx, e: UpstreamHttpError, redact: Redactor): void {
@@ -89,34 +62,33 @@ function anthropicHeaders(ctx: Ctx): AnthropicHeaders {
 }
 
 export function messagesRouter(deps: AppDeps): Router<GatewayState> {
-  const router = new Router<GatewayState>();
-  const auth = requireApiKey(deps);
-  const body = jsonBody(deps.config.maxJsonBytes);
+  // Anthropic's shape: its errors (the key's 401 too), its rate-limit headers, its required anthropic-version.
+  const api = apiRoutes(deps, { shape: 'anthropic' });
 
-  router.post('/v1/messages', route('/v1/messages'), anthropicErrors, auth, requireVersion, body, async (ctx) => {
-    const req = ctx.request.body as unknown;
-    validateMessages(req);
-    const model = deps.catalog.require(req.model, 'chat');
-    ctx.state.model = model.id;
-    req.max_tokens = fitOutputCap(ctx, model, req.model, req.max_tokens);
-    try {
-      await createMessage(callerOf(ctx, deps), deps, model, req, anthropicHeaders(ctx));
-    } catch (e) {
-      if (isUpstreamError(e, 'anthropic')) return renderUpstreamError(ctx, e, redactorFor(deps.catalog));
-      throw e;
-    }
+  api.add({
+    method: 'POST',
+    path: '/v1/messages',
+    body: { json: deps.config.maxJsonBytes },
+    validate: validateMessages,
+    handler: async (ctx, req) => {
+      const model = deps.catalog.require(req.model, 'chat');
+      ctx.state.model = model.id;
+      req.max_tokens = fitOutputCap(ctx, model, req.model, req.max_tokens);
+      try {
+        await createMessage(callerOf(ctx, deps), deps, model, req, anthropicHeaders(ctx));
+      } catch (e) {
+        if (isUpstreamError(e, 'anthropic')) return renderUpstreamError(ctx, e, redactorFor(deps.catalog));
+        throw e;
+      }
+    },
   });
 
-  router.post(
-    '/v1/messages/count_tokens',
-    route('/v1/messages/count_tokens'),
-    anthropicErrors,
-    auth,
-    requireVersion,
-    body,
-    async (ctx) => {
-      const req = ctx.request.body as unknown;
-      validateCountTokens(req);
+  api.add({
+    method: 'POST',
+    path: '/v1/messages/count_tokens',
+    body: { json: deps.config.maxJsonBytes },
+    validate: validateCountTokens,
+    handler: async (ctx, req) => {
       const model = deps.catalog.require(req.model, 'chat');
       ctx.state.model = model.id;
       try {
@@ -126,9 +98,9 @@ export function messagesRouter(deps: AppDeps): Router<GatewayState> {
         throw e;
       }
     },
-  );
+  });
 
-  return router;
+  return api.router;
 }
 
 export type { CountTokensRequest };

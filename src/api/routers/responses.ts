@@ -1,6 +1,7 @@
-import Router from '@koa/router';
+import type Router from '@koa/router';
 import type { AppDeps } from '../../operations';
-import { jsonBody, requireApiKey, route, type Ctx, type GatewayState } from '../middleware';
+import type { Ctx, GatewayState } from '../middleware';
+import { apiRoutes } from '../route';
 import { badRequest, notFound } from '../../errors';
 import { fitOutputCap } from '../../catalog';
 import { validateResponses } from '../../schemas';
@@ -50,19 +51,22 @@ function startingAfter(v: unknown): number {
 }
 
 export function responsesRouter(deps: AppDeps): Router<GatewayState> {
-  const router = new Router<GatewayState>();
-  const auth = requireApiKey(deps);
+  const api = apiRoutes(deps, { shape: 'openai' });
 
-  router.post('/v1/responses', route('/v1/responses'), auth, jsonBody(deps.config.maxJsonBytes), async (ctx) => {
-    const req = ctx.request.body as unknown;
-    validateResponses(req);
-    const model = deps.catalog.require(req.model, 'chat');
-    ctx.state.model = model.id;
-    req.max_output_tokens = fitOutputCap(ctx, model, req.model, req.max_output_tokens);
-    if (req.background !== true) return createResponse(callerOf(ctx, deps), deps, model, req);
-    const row = await createBackgroundResponse(callerOf(ctx, deps), deps, model, req);
-    if (req.stream === true) return followEvents(callerOf(ctx, deps), deps, row.id, -1);
-    ctx.body = responseView(row);
+  api.add({
+    method: 'POST',
+    path: '/v1/responses',
+    body: { json: deps.config.maxJsonBytes },
+    validate: validateResponses,
+    handler: async (ctx, req) => {
+      const model = deps.catalog.require(req.model, 'chat');
+      ctx.state.model = model.id;
+      req.max_output_tokens = fitOutputCap(ctx, model, req.model, req.max_output_tokens);
+      if (req.background !== true) return createResponse(callerOf(ctx, deps), deps, model, req);
+      const row = await createBackgroundResponse(callerOf(ctx, deps), deps, model, req);
+      if (req.stream === true) return followEvents(callerOf(ctx, deps), deps, row.id, -1);
+      ctx.body = responseView(row);
+    },
   });
 
   const notFoundId = (id: string) => notFound(`Response with id '${clip(id)}' not found.`, 'not_found', 'id');
@@ -71,44 +75,56 @@ export function responsesRouter(deps: AppDeps): Router<GatewayState> {
       ? background.getForAccount(deps.db, ctx.state.principal!.accountId, ctx.params.id)
       : null;
 
-  router.get('/v1/responses/:id', route('/v1/responses/:id'), auth, async (ctx) => {
-    const bg = await backgroundOf(ctx);
-    if (bg && ctx.query.stream === 'true') {
-      const after = startingAfter(ctx.query.starting_after);
-      if (bg.endedAt && Date.now() - bg.endedAt.getTime() > deps.config.backgroundResponses.eventsRetentionMs)
-        throw badRequest('The events of this response are no longer kept; GET it without stream.', 'stream');
-      return followEvents(callerOf(ctx, deps), deps, bg.id, after);
-    }
-    if (bg) {
-      ctx.body = responseView(bg);
-      return;
-    }
-    const r = await loadResponse(deps.db, ctx.state.principal!.accountId, ctx.params.id);
-    if (!r) throw notFoundId(ctx.params.id);
-    if (ctx.query.stream === 'true') throw badRequest('Only background responses can be streamed again.', 'stream');
-    ctx.body = r;
+  api.add({
+    method: 'GET',
+    path: '/v1/responses/:id',
+    handler: async (ctx) => {
+      const bg = await backgroundOf(ctx);
+      if (bg && ctx.query.stream === 'true') {
+        const after = startingAfter(ctx.query.starting_after);
+        if (bg.endedAt && Date.now() - bg.endedAt.getTime() > deps.config.backgroundResponses.eventsRetentionMs)
+          throw badRequest('The events of this response are no longer kept; GET it without stream.', 'stream');
+        return followEvents(callerOf(ctx, deps), deps, bg.id, after);
+      }
+      if (bg) {
+        ctx.body = responseView(bg);
+        return;
+      }
+      const r = await loadResponse(deps.db, ctx.state.principal!.accountId, ctx.params.id);
+      if (!r) throw notFoundId(ctx.params.id);
+      if (ctx.query.stream === 'true') throw badRequest('Only background responses can be streamed again.', 'stream');
+      ctx.body = r;
+    },
   });
 
-  router.post('/v1/responses/:id/cancel', route('/v1/responses/:id/cancel'), auth, async (ctx) => {
-    const bg = await backgroundOf(ctx);
-    if (!bg) {
-      if (await loadResponse(deps.db, ctx.state.principal!.accountId, ctx.params.id))
-        throw badRequest('Only background responses can be cancelled.', 'id');
-      throw notFoundId(ctx.params.id);
-    }
-    ctx.body = responseView(await cancelBackgroundResponse(deps, bg));
+  api.add({
+    method: 'POST',
+    path: '/v1/responses/:id/cancel',
+    handler: async (ctx) => {
+      const bg = await backgroundOf(ctx);
+      if (!bg) {
+        if (await loadResponse(deps.db, ctx.state.principal!.accountId, ctx.params.id))
+          throw badRequest('Only background responses can be cancelled.', 'id');
+        throw notFoundId(ctx.params.id);
+      }
+      ctx.body = responseView(await cancelBackgroundResponse(deps, bg));
+    },
   });
 
-  router.delete('/v1/responses/:id', route('/v1/responses/:id'), auth, async (ctx) => {
-    const accountId = ctx.state.principal!.accountId;
-    const bg = await backgroundOf(ctx);
-    // A response still running is cancelled first (its money ends with it); then it is gone for the client.
-    if (bg && !background.isFinal(bg.status)) await cancelBackgroundResponse(deps, bg, { wait: false });
-    if (bg) await background.markDeleted(deps.db, bg.id);
-    const stored = await deleteResponse(deps.db, accountId, ctx.params.id);
-    if (!bg && !stored) throw notFoundId(ctx.params.id);
-    ctx.body = { id: ctx.params.id, object: 'response', deleted: true };
+  api.add({
+    method: 'DELETE',
+    path: '/v1/responses/:id',
+    handler: async (ctx) => {
+      const accountId = ctx.state.principal!.accountId;
+      const bg = await backgroundOf(ctx);
+      // A response still running is cancelled first (its money ends with it); then it is gone for the client.
+      if (bg && !background.isFinal(bg.status)) await cancelBackgroundResponse(deps, bg, { wait: false });
+      if (bg) await background.markDeleted(deps.db, bg.id);
+      const stored = await deleteResponse(deps.db, accountId, ctx.params.id);
+      if (!bg && !stored) throw notFoundId(ctx.params.id);
+      ctx.body = { id: ctx.params.id, object: 'response', deleted: true };
+    },
   });
 
-  return router;
+  return api.router;
 }

@@ -1,6 +1,7 @@
-import Router from '@koa/router';
+import type Router from '@koa/router';
 import type { AppDeps } from '../../operations';
-import { jsonBody, receivedJsonText, requireApiKey, route, type Ctx, type GatewayState } from '../middleware';
+import { receivedJsonText, type Ctx, type GatewayState } from '../middleware';
+import { apiRoutes } from '../route';
 import { listQuery } from '../listQuery';
 import { ORDER_ID, topupService } from '../../jobs/topups';
 
@@ -18,50 +19,94 @@ import { ORDER_ID, topupService } from '../../jobs/topups';
  *   GET  /v1/payments/vnpay/return       the customer back from VNPay: to the console's top-up page
  */
 export function topupsRouter(deps: AppDeps): Router<GatewayState> {
-  const r = new Router<GatewayState>();
-  const auth = requireApiKey(deps);
+  const api = apiRoutes(deps, { shape: 'openai' });
   const topups = topupService(deps);
   const account = (ctx: Ctx) => ctx.state.principal!.accountId;
 
-  r.post('/v1/topups', route('/v1/topups'), auth, jsonBody(16 * 1024), async (ctx) => {
-    ctx.body = await topups.create(account(ctx), ctx.request.body, ctx.ip);
-    ctx.status = 201;
+  api.add({
+    method: 'POST',
+    path: '/v1/topups',
+    body: { json: 16 * 1024 },
+    handler: async (ctx, body) => {
+      ctx.body = await topups.create(account(ctx), body, ctx.ip);
+      ctx.status = 201;
+    },
   });
-  r.get('/v1/topups', route('/v1/topups'), auth, async (ctx) => {
-    const q = listQuery(ctx, { maxLimit: 100, defaultLimit: 20, idPattern: ORDER_ID, what: 'a top-up' });
-    ctx.body = await topups.list(account(ctx), q);
+  api.add({
+    method: 'GET',
+    path: '/v1/topups',
+    handler: async (ctx) => {
+      const q = listQuery(ctx, { maxLimit: 100, defaultLimit: 20, idPattern: ORDER_ID, what: 'a top-up' });
+      ctx.body = await topups.list(account(ctx), q);
+    },
   });
-  r.get('/v1/topups/:id', route('/v1/topups/:id'), auth, async (ctx) => {
-    ctx.body = await topups.get(account(ctx), ctx.params.id);
+  api.add({
+    method: 'GET',
+    path: '/v1/topups/:id',
+    handler: async (ctx) => {
+      ctx.body = await topups.get(account(ctx), ctx.params.id);
+    },
   });
 
-  r.get('/v1/balance_alert', route('/v1/balance_alert'), auth, async (ctx) => {
-    ctx.body = await topups.alert(account(ctx));
+  api.add({
+    method: 'GET',
+    path: '/v1/balance_alert',
+    handler: async (ctx) => {
+      ctx.body = await topups.alert(account(ctx));
+    },
   });
-  r.post('/v1/balance_alert', route('/v1/balance_alert'), auth, jsonBody(4 * 1024), async (ctx) => {
-    ctx.body = await topups.setAlert(account(ctx), ctx.request.body);
+  api.add({
+    method: 'POST',
+    path: '/v1/balance_alert',
+    body: { json: 4 * 1024 },
+    handler: async (ctx, body) => {
+      ctx.body = await topups.setAlert(account(ctx), body);
+    },
   });
 
-  r.post('/v1/payments/sepay/webhook', route('/v1/payments/sepay/webhook'), jsonBody(64 * 1024, true), async (ctx) => {
-    ctx.body = await topups.sepayWebhook(ctx.get('authorization') || undefined, ctx.request.body, {
-      signature: ctx.get('x-sepay-signature') || undefined,
-      timestamp: ctx.get('x-sepay-timestamp') || undefined,
-      rawBody: receivedJsonText(ctx.req),
-    });
+  // The payment notifications: no API key, each authenticated by its provider's key or signature.
+  api.add({
+    method: 'POST',
+    path: '/v1/payments/sepay/webhook',
+    auth: 'none',
+    body: { json: 64 * 1024, keepText: true },
+    handler: async (ctx, body) => {
+      ctx.body = await topups.sepayWebhook(ctx.get('authorization') || undefined, body, {
+        signature: ctx.get('x-sepay-signature') || undefined,
+        timestamp: ctx.get('x-sepay-timestamp') || undefined,
+        rawBody: receivedJsonText(ctx.req),
+      });
+    },
   });
-  r.post('/v1/payments/casso/webhook', route('/v1/payments/casso/webhook'), jsonBody(256 * 1024), async (ctx) => {
-    ctx.body = await topups.cassoWebhook(ctx.get('x-casso-signature') || undefined, ctx.request.body);
+  api.add({
+    method: 'POST',
+    path: '/v1/payments/casso/webhook',
+    auth: 'none',
+    body: { json: 256 * 1024 },
+    handler: async (ctx, body) => {
+      ctx.body = await topups.cassoWebhook(ctx.get('x-casso-signature') || undefined, body);
+    },
   });
-  r.get('/v1/payments/vnpay/ipn', route('/v1/payments/vnpay/ipn'), async (ctx) => {
-    try {
-      ctx.body = await topups.vnpayIpn(ctx.query);
-    } catch (e) {
-      deps.logger.error({ err: (e as Error).message }, 'VNPay IPN not recorded');
-      ctx.body = { RspCode: '99', Message: 'Unknown error' };
-    }
+  api.add({
+    method: 'GET',
+    path: '/v1/payments/vnpay/ipn',
+    auth: 'none',
+    handler: async (ctx) => {
+      try {
+        ctx.body = await topups.vnpayIpn(ctx.query);
+      } catch (e) {
+        deps.logger.error({ err: (e as Error).message }, 'VNPay IPN not recorded');
+        ctx.body = { RspCode: '99', Message: 'Unknown error' };
+      }
+    },
   });
-  r.get('/v1/payments/vnpay/return', route('/v1/payments/vnpay/return'), async (ctx) => {
-    ctx.redirect(topups.vnpayReturn(ctx.query));
+  api.add({
+    method: 'GET',
+    path: '/v1/payments/vnpay/return',
+    auth: 'none',
+    handler: (ctx) => {
+      ctx.redirect(topups.vnpayReturn(ctx.query));
+    },
   });
-  return r;
+  return api.router;
 }

@@ -1,10 +1,10 @@
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
-import fsp from 'node:fs/promises';
 import { callerOf } from '../httpCaller';
-import Router from '@koa/router';
+import type Router from '@koa/router';
 import type { AppDeps } from '../../operations';
-import { jsonBody, multipartBody, requireApiKey, route, type Ctx, type GatewayState } from '../middleware';
+import type { Ctx, GatewayState } from '../middleware';
+import { apiRoutes } from '../route';
 import { badRequest, conflict, notFound } from '../../errors';
 import {
   videoRepo as jobs,
@@ -73,33 +73,18 @@ function billedView(job: VideoJob): Record<string, unknown> {
   };
 }
 
-/** JSON bodies and multipart forms (what the official openai SDK always sends): docs/video-jobs.md. */
-function createBody(deps: AppDeps) {
-  const json = jsonBody(deps.config.maxVideoJsonBytes);
-  const multipart = multipartBody(deps.config.maxUploadBytes);
-  return async (ctx: Ctx, next: () => Promise<unknown>) => {
-    if (ctx.is('multipart/form-data')) {
-      try {
-        await multipart(ctx, async () => {
-          const files: Record<string, { path: string; size: number; mimeType: string | null }> = {};
-          const raw = (ctx.request as unknown as { files?: Record<string, unknown> }).files ?? {};
-          for (const [k, f] of Object.entries(raw)) {
-            const one = (Array.isArray(f) ? f[0] : f) as { filepath: string; size: number; mimetype?: string | null };
-            files[k] = { path: one.filepath, size: one.size, mimeType: one.mimetype ?? null };
-          }
-          formBodies.add(ctx);
-          (ctx.request as { body?: unknown }).body = formToBody(ctx.request.body as Record<string, unknown>, files);
-          await next();
-        });
-      } finally {
-        const raw = (ctx.request as unknown as { files?: Record<string, unknown> }).files ?? {};
-        for (const f of Object.values(raw).flat())
-          await fsp.rm((f as { filepath: string }).filepath, { force: true }).catch(() => undefined);
-      }
-      return;
-    }
-    await json(ctx, next);
-  };
+/**
+ * A multipart form's fields and files (what the official openai SDK always sends) as the create body, its files as
+ * `{__file}` references to their temp files (docs/video-jobs.md).
+ */
+function formBody(ctx: Ctx): Record<string, unknown> {
+  const files: Record<string, { path: string; size: number; mimeType: string | null }> = {};
+  const raw = (ctx.request as unknown as { files?: Record<string, unknown> }).files ?? {};
+  for (const [k, f] of Object.entries(raw)) {
+    const one = (Array.isArray(f) ? f[0] : f) as { filepath: string; size: number; mimetype?: string | null };
+    files[k] = { path: one.filepath, size: one.size, mimeType: one.mimetype ?? null };
+  }
+  return formToBody(ctx.request.body as Record<string, unknown>, files);
 }
 
 /** SHA-256 of the request; uploaded files count by their content, so a retried upload matches. */
@@ -123,12 +108,8 @@ async function requestHash(body: Record<string, unknown>): Promise<string> {
     .digest('hex');
 }
 
-/** Requests whose body came from a multipart form (all values strings). */
-const formBodies = new WeakSet<object>();
-
 export function videosRouter(deps: AppDeps): Router<GatewayState> {
-  const r = new Router<GatewayState>();
-  const auth = requireApiKey(deps);
+  const api = apiRoutes(deps, { shape: 'openai' });
   const redact = redactorFor(deps.catalog);
   const view = (ctx: Ctx, job: VideoJob) => jobView(job, publicBaseUrl(ctx, deps.config), redact);
   const loadImage = createImageLoader(() => ({ allowHosts: deps.config.fetchAllowHosts }));
@@ -141,127 +122,152 @@ export function videosRouter(deps: AppDeps): Router<GatewayState> {
     return job;
   };
 
-  r.post('/v1/videos', route('/v1/videos'), auth, createBody(deps), async (ctx) => {
-    const principal = ctx.state.principal!;
-    const body = ctx.request.body as Record<string, unknown>;
-    const idempotencyKey = ctx.get('idempotency-key') || null;
-    if (
-      idempotencyKey !== null &&
-      (idempotencyKey.length > MAX_IDEMPOTENCY_KEY || !/^[\x21-\x7e]+$/.test(idempotencyKey))
-    ) {
-      throw badRequest(
-        `Invalid Idempotency-Key header: 1 to ${MAX_IDEMPOTENCY_KEY} visible ASCII characters.`,
-        'Idempotency-Key',
-      );
-    }
-    const { job, replayed } = await submitVideoJob(
-      deps,
-      {
-        accountId: principal.accountId,
-        apiKeyId: principal.keyId,
-        body,
-        fromForm: formBodies.has(ctx),
-        idempotencyKey,
-        requestHash: await requestHash(body),
-        onModel: (model) => {
-          ctx.state.model = model;
+  api.add({
+    method: 'POST',
+    path: '/v1/videos',
+    // JSON bodies or multipart forms; a create body carries its images as base64 or, in a form, as files.
+    body: { json: deps.config.maxVideoJsonBytes, multipart: deps.config.maxUploadBytes },
+    handler: async (ctx) => {
+      const principal = ctx.state.principal!;
+      // A form's values are all strings: the job's validation knows (fromForm).
+      const fromForm = Boolean(ctx.is('multipart/form-data'));
+      if (fromForm) (ctx.request as { body?: unknown }).body = formBody(ctx);
+      const body = ctx.request.body as Record<string, unknown>;
+      const idempotencyKey = ctx.get('idempotency-key') || null;
+      if (
+        idempotencyKey !== null &&
+        (idempotencyKey.length > MAX_IDEMPOTENCY_KEY || !/^[\x21-\x7e]+$/.test(idempotencyKey))
+      ) {
+        throw badRequest(
+          `Invalid Idempotency-Key header: 1 to ${MAX_IDEMPOTENCY_KEY} visible ASCII characters.`,
+          'Idempotency-Key',
+        );
+      }
+      const { job, replayed } = await submitVideoJob(
+        deps,
+        {
+          accountId: principal.accountId,
+          apiKeyId: principal.keyId,
+          body,
+          fromForm,
+          idempotencyKey,
+          requestHash: await requestHash(body),
+          onModel: (model) => {
+            ctx.state.model = model;
+          },
+          trace: ctx.state.span,
+          // Counts against the key's requests per minute (a video bills seconds, not tokens).
+          admit: async () => {
+            const caller = callerOf(ctx, deps);
+            await admitRequest(caller, caller.billing, 0);
+          },
         },
-        trace: ctx.state.span,
-        // Counts against the key's requests per minute (a video bills seconds, not tokens).
-        admit: async () => {
-          const caller = callerOf(ctx, deps);
-          await admitRequest(caller, caller.billing, 0);
-        },
-      },
-      loadImage,
-    );
-    ctx.status = 202;
-    if (replayed) ctx.set('idempotent-replayed', 'true');
-    ctx.body = view(ctx, job);
-  });
-
-  r.get('/v1/videos', route('/v1/videos'), auth, async (ctx) => {
-    const q = ctx.query;
-    const one = (k: string): string | undefined => {
-      const v = q[k];
-      if (Array.isArray(v)) throw badRequest(`Invalid '${clip(k)}': give it once.`, k);
-      return v;
-    };
-    const status = one('status');
-    if (status !== undefined && !jobs.JOB_STATUSES.includes(status as jobs.JobStatus)) {
-      throw badRequest(`Invalid 'status' ${clipJson(status)}: use one of ${jobs.JOB_STATUSES.join(', ')}.`, 'status');
-    }
-    const limitRaw = one('limit');
-    let limit = 20;
-    if (limitRaw !== undefined) {
-      if (!/^\d{1,6}$/.test(limitRaw) || Number(limitRaw) < 1 || Number(limitRaw) > 100)
-        throw badRequest(`Invalid 'limit' ${clipJson(limitRaw)}: an integer from 1 to 100.`, 'limit');
-      limit = Number(limitRaw);
-    }
-    const order = one('order') ?? 'desc';
-    if (order !== 'asc' && order !== 'desc')
-      throw badRequest(`Invalid 'order' ${clipJson(order)}: asc or desc.`, 'order');
-    const after = one('after');
-    if (after !== undefined && !UUID.test(after))
-      throw badRequest(`Invalid 'after' ${clipJson(after)}: the id of a video job.`, 'after');
-    const { jobs: list, hasMore } = await jobs.listJobs(deps.db, ctx.state.principal!.accountId, {
-      status: status as jobs.JobStatus | undefined,
-      limit,
-      after,
-      order,
-    });
-    const base = publicBaseUrl(ctx, deps.config);
-    const data = list.map((j) => jobView(j, base, redact));
-    ctx.body = {
-      object: 'list',
-      data,
-      first_id: list[0]?.id ?? null,
-      last_id: list.at(-1)?.id ?? null,
-      has_more: hasMore,
-    };
-  });
-
-  r.get('/v1/videos/:id', route('/v1/videos/:id'), auth, async (ctx) => {
-    ctx.body = view(ctx, await ownJob(ctx));
-  });
-
-  r.get('/v1/videos/:id/content', route('/v1/videos/:id/content'), auth, async (ctx) => {
-    const variant = ctx.query.variant ?? 'video';
-    if (variant !== 'video' && variant !== 'last_frame')
-      throw badRequest(`Invalid 'variant' ${clipJson(variant)}: video or last_frame.`, 'variant');
-    const job = await ownJob(ctx);
-    if (job.status !== 'completed')
-      throw conflict(
-        `The video job is ${job.status}; its content is available once it is completed.`,
-        'video_not_ready',
+        loadImage,
       );
-    const media =
-      variant === 'video'
-        ? { key: job.videoKey, size: job.videoSize, etag: job.videoEtag, type: 'video/mp4', name: `${job.id}.mp4` }
-        : {
-            key: job.lastFrameKey,
-            size: job.lastFrameSize,
-            etag: job.lastFrameEtag,
-            type: job.lastFrameContentType ?? 'image/png',
-            name: `${job.id}-last-frame.${imageExtension(job.lastFrameContentType ?? 'image/png')}`,
-          };
-    if (!media.key || media.size === null) {
-      throw notFound(
-        variant === 'last_frame'
-          ? 'This job has no last frame: ask for it with return_last_frame: true.'
-          : 'This job has no stored video.',
-        'content_not_found',
-        'variant',
-      );
-    }
-    await sendStoredMedia(ctx, deps.storage, { ...media, key: media.key, size: media.size });
+      ctx.status = 202;
+      if (replayed) ctx.set('idempotent-replayed', 'true');
+      ctx.body = view(ctx, job);
+    },
   });
 
-  r.delete('/v1/videos/:id', route('/v1/videos/:id'), auth, async (ctx) => {
-    const job = await cancelVideoJob(deps, await ownJob(ctx));
-    ctx.status = jobs.isFinal(job.status) ? 200 : 202;
-    ctx.body = view(ctx, job);
+  api.add({
+    method: 'GET',
+    path: '/v1/videos',
+    handler: async (ctx) => {
+      const q = ctx.query;
+      const one = (k: string): string | undefined => {
+        const v = q[k];
+        if (Array.isArray(v)) throw badRequest(`Invalid '${clip(k)}': give it once.`, k);
+        return v;
+      };
+      const status = one('status');
+      if (status !== undefined && !jobs.JOB_STATUSES.includes(status as jobs.JobStatus)) {
+        throw badRequest(`Invalid 'status' ${clipJson(status)}: use one of ${jobs.JOB_STATUSES.join(', ')}.`, 'status');
+      }
+      const limitRaw = one('limit');
+      let limit = 20;
+      if (limitRaw !== undefined) {
+        if (!/^\d{1,6}$/.test(limitRaw) || Number(limitRaw) < 1 || Number(limitRaw) > 100)
+          throw badRequest(`Invalid 'limit' ${clipJson(limitRaw)}: an integer from 1 to 100.`, 'limit');
+        limit = Number(limitRaw);
+      }
+      const order = one('order') ?? 'desc';
+      if (order !== 'asc' && order !== 'desc')
+        throw badRequest(`Invalid 'order' ${clipJson(order)}: asc or desc.`, 'order');
+      const after = one('after');
+      if (after !== undefined && !UUID.test(after))
+        throw badRequest(`Invalid 'after' ${clipJson(after)}: the id of a video job.`, 'after');
+      const { jobs: list, hasMore } = await jobs.listJobs(deps.db, ctx.state.principal!.accountId, {
+        status: status as jobs.JobStatus | undefined,
+        limit,
+        after,
+        order,
+      });
+      const base = publicBaseUrl(ctx, deps.config);
+      const data = list.map((j) => jobView(j, base, redact));
+      ctx.body = {
+        object: 'list',
+        data,
+        first_id: list[0]?.id ?? null,
+        last_id: list.at(-1)?.id ?? null,
+        has_more: hasMore,
+      };
+    },
   });
 
-  return r;
+  api.add({
+    method: 'GET',
+    path: '/v1/videos/:id',
+    handler: async (ctx) => {
+      ctx.body = view(ctx, await ownJob(ctx));
+    },
+  });
+
+  api.add({
+    method: 'GET',
+    path: '/v1/videos/:id/content',
+    handler: async (ctx) => {
+      const variant = ctx.query.variant ?? 'video';
+      if (variant !== 'video' && variant !== 'last_frame')
+        throw badRequest(`Invalid 'variant' ${clipJson(variant)}: video or last_frame.`, 'variant');
+      const job = await ownJob(ctx);
+      if (job.status !== 'completed')
+        throw conflict(
+          `The video job is ${job.status}; its content is available once it is completed.`,
+          'video_not_ready',
+        );
+      const media =
+        variant === 'video'
+          ? { key: job.videoKey, size: job.videoSize, etag: job.videoEtag, type: 'video/mp4', name: `${job.id}.mp4` }
+          : {
+              key: job.lastFrameKey,
+              size: job.lastFrameSize,
+              etag: job.lastFrameEtag,
+              type: job.lastFrameContentType ?? 'image/png',
+              name: `${job.id}-last-frame.${imageExtension(job.lastFrameContentType ?? 'image/png')}`,
+            };
+      if (!media.key || media.size === null) {
+        throw notFound(
+          variant === 'last_frame'
+            ? 'This job has no last frame: ask for it with return_last_frame: true.'
+            : 'This job has no stored video.',
+          'content_not_found',
+          'variant',
+        );
+      }
+      await sendStoredMedia(ctx, deps.storage, { ...media, key: media.key, size: media.size });
+    },
+  });
+
+  api.add({
+    method: 'DELETE',
+    path: '/v1/videos/:id',
+    handler: async (ctx) => {
+      const job = await cancelVideoJob(deps, await ownJob(ctx));
+      ctx.status = jobs.isFinal(job.status) ? 200 : 202;
+      ctx.body = view(ctx, job);
+    },
+  });
+
+  return api.router;
 }

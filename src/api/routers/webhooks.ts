@@ -1,6 +1,7 @@
-import Router from '@koa/router';
+import type Router from '@koa/router';
 import type { AppDeps } from '../../operations';
-import { jsonBody, requireApiKey, route, type Ctx, type GatewayState } from '../middleware';
+import type { Ctx, GatewayState } from '../middleware';
+import { apiRoutes } from '../route';
 import { webhookService } from '../../jobs/webhooks';
 
 /**
@@ -15,38 +16,61 @@ import { webhookService } from '../../jobs/webhooks';
  * Another account's endpoint is a 404.
  */
 export function webhooksRouter(deps: AppDeps): Router<GatewayState> {
-  const r = new Router<GatewayState>();
-  const auth = requireApiKey(deps);
+  const api = apiRoutes(deps, { shape: 'openai' });
   const hooks = webhookService(deps);
   const account = (ctx: Ctx) => ctx.state.principal!.accountId;
 
-  r.post('/v1/webhooks', route('/v1/webhooks'), auth, jsonBody(16 * 1024), async (ctx) => {
-    ctx.body = await hooks.create(account(ctx), ctx.request.body);
-    ctx.status = 201;
+  api.add({
+    method: 'POST',
+    path: '/v1/webhooks',
+    body: { json: 16 * 1024 },
+    handler: async (ctx, body) => {
+      ctx.body = await hooks.create(account(ctx), body);
+      ctx.status = 201;
+    },
   });
-  r.get('/v1/webhooks', route('/v1/webhooks'), auth, async (ctx) => {
-    ctx.body = await hooks.list(account(ctx));
+  api.add({
+    method: 'GET',
+    path: '/v1/webhooks',
+    handler: async (ctx) => {
+      ctx.body = await hooks.list(account(ctx));
+    },
   });
-  r.get('/v1/webhooks/:id', route('/v1/webhooks/:id'), auth, async (ctx) => {
-    ctx.body = await hooks.get(account(ctx), ctx.params.id);
+  api.add({
+    method: 'GET',
+    path: '/v1/webhooks/:id',
+    handler: async (ctx) => {
+      ctx.body = await hooks.get(account(ctx), ctx.params.id);
+    },
   });
-  r.delete('/v1/webhooks/:id', route('/v1/webhooks/:id'), auth, async (ctx) => {
-    ctx.body = await hooks.remove(account(ctx), ctx.params.id);
+  api.add({
+    method: 'DELETE',
+    path: '/v1/webhooks/:id',
+    handler: async (ctx) => {
+      ctx.body = await hooks.remove(account(ctx), ctx.params.id);
+    },
   });
-  r.post('/v1/webhooks/:id/rotate_secret', route('/v1/webhooks/:id/rotate_secret'), auth, async (ctx) => {
-    ctx.body = await hooks.rotate(account(ctx), ctx.params.id);
+  api.add({
+    method: 'POST',
+    path: '/v1/webhooks/:id/rotate_secret',
+    handler: async (ctx) => {
+      ctx.body = await hooks.rotate(account(ctx), ctx.params.id);
+    },
   });
-  r.get('/v1/webhooks/:id/deliveries', route('/v1/webhooks/:id/deliveries'), auth, async (ctx) => {
-    ctx.body = await hooks.deliveries(account(ctx), ctx.params.id, ctx.query);
+  api.add({
+    method: 'GET',
+    path: '/v1/webhooks/:id/deliveries',
+    handler: async (ctx) => {
+      ctx.body = await hooks.deliveries(account(ctx), ctx.params.id, ctx.query);
+    },
   });
-  r.post(
-    '/v1/webhooks/:id/deliveries/:did/resend',
-    route('/v1/webhooks/:id/deliveries/:did/resend'),
-    auth,
-    async (ctx) => {
+  api.add({
+    method: 'POST',
+    path: '/v1/webhooks/:id/deliveries/:did/resend',
+    handler: async (ctx) => {
       ctx.body = await hooks.resend(account(ctx), ctx.params.id, ctx.params.did);
       ctx.status = 202;
     },
-  );
-  return r;
+  });
+  return api.router;
 }

@@ -19,3 +19,11 @@ export {
   unrunResult,
 } from './messageBatches';
 export { reconcileBatches } from './reconciler';
+
+export {
+  createMessageBatch,
+  deleteMessageBatch,
+  listMessageBatches,
+  messageBatchResults,
+  ranFailed,
+} from './messageBatchStore';
