@@ -52,7 +52,7 @@ async function ensureLogin(
   remembered: string | undefined,
 ): Promise<string> {
   const existing = await findLoginByEmail(db, email);
-  if (existing && remembered && (await verifyPassword(remembered, existing.passwordHash))) return remembered;
+  if (existing?.passwordHash && remembered && (await verifyPassword(remembered, existing.passwordHash))) return remembered;
   const password = randomBytes(12).toString('base64url');
   if (existing) await setPassword(db, email, password);
   else await createLogin(db, { accountId, email, password, role });
