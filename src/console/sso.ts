@@ -145,7 +145,10 @@ async function loginFor(db: Db, s: SsoSettings, id: ProviderIdentity, ip: string
       ]);
     } catch (e) {
       if (pgErrorCode(e) !== PG_ERROR.uniqueViolation) throw e;
-      throw refuse('sso_identity_mismatch', `The console login ${email} is linked to another identity at this provider.`);
+      throw refuse(
+        'sso_identity_mismatch',
+        `The console login ${email} is linked to another identity at this provider.`,
+      );
     }
     return { id: userId, email };
   });
@@ -155,51 +158,68 @@ export function mountSso(r: Router<GatewayState>, deps: AppDeps, rp: OidcRelying
   const redirectUri = `${deps.config.publicBaseUrl}${CALLBACK}`;
   const secure = deps.config.consoleSecureCookies;
 
-  r.post('/console/api/sso/start', route('/console/api/sso/start'), sameOrigin(deps), jsonBody(16 * 1024), async (ctx) => {
-    const b = (ctx.request.body ?? {}) as Record<string, unknown>;
-    let s: SsoSettings | null;
-    let hint: string | null = null;
-    if (typeof b.email === 'string' && b.email.trim()) {
-      let email: string;
-      try {
-        email = normalizeEmail(b.email);
-      } catch {
-        throw badRequest('email must be an email address', 'email');
+  r.post(
+    '/console/api/sso/start',
+    route('/console/api/sso/start'),
+    sameOrigin(deps),
+    jsonBody(16 * 1024),
+    async (ctx) => {
+      const b = (ctx.request.body ?? {}) as Record<string, unknown>;
+      let s: SsoSettings | null;
+      let hint: string | null = null;
+      if (typeof b.email === 'string' && b.email.trim()) {
+        let email: string;
+        try {
+          email = normalizeEmail(b.email);
+        } catch {
+          throw badRequest('email must be an email address', 'email');
+        }
+        s = await ssoForEmail(deps.db, email);
+        if (!s)
+          throw notFound(
+            `No single sign-on is set up for ${emailDomain(email) ?? email}.`,
+            'sso_not_configured',
+            'email',
+          );
+        hint = email;
+      } else if (typeof b.organization === 'string') {
+        s = isUuid(b.organization) ? await getSsoSettings(deps.db, b.organization) : null;
+        if (!s) throw notFound('This organization has no single sign-on.', 'sso_not_configured', 'organization');
+      } else {
+        throw badRequest('email is required', 'email', 'missing_required_parameter');
       }
-      s = await ssoForEmail(deps.db, email);
-      if (!s)
-        throw notFound(`No single sign-on is set up for ${emailDomain(email) ?? email}.`, 'sso_not_configured', 'email');
-      hint = email;
-    } else if (typeof b.organization === 'string') {
-      s = isUuid(b.organization) ? await getSsoSettings(deps.db, b.organization) : null;
-      if (!s) throw notFound('This organization has no single sign-on.', 'sso_not_configured', 'organization');
-    } else {
-      throw badRequest('email is required', 'email', 'missing_required_parameter');
-    }
-    let start;
-    try {
-      start = await rp.start(s, redirectUri, hint);
-    } catch (e) {
-      deps.logger.warn({ err: e, issuer: s.issuer }, 'console sso: the provider could not be reached');
-      throw new ApiError(
-        502,
-        "The organization's identity provider could not be reached. Try again, or sign in with a password.",
-        'server_error',
-        null,
-        'sso_provider_unreachable',
-      );
-    }
-    const token = randomBytes(32).toString('base64url');
-    await deps.db.query(
-      `INSERT INTO console_sso_sign_ins (token_hash, account_id, state, nonce, code_verifier, expires_at)
+      let start;
+      try {
+        start = await rp.start(s, redirectUri, hint);
+      } catch (e) {
+        deps.logger.warn({ err: e, issuer: s.issuer }, 'console sso: the provider could not be reached');
+        throw new ApiError(
+          502,
+          "The organization's identity provider could not be reached. Try again, or sign in with a password.",
+          'server_error',
+          null,
+          'sso_provider_unreachable',
+        );
+      }
+      const token = randomBytes(32).toString('base64url');
+      await deps.db.query(
+        `INSERT INTO console_sso_sign_ins (token_hash, account_id, state, nonce, code_verifier, expires_at)
        VALUES ($1, $2, $3, $4, $5, $6)`,
-      [hashOf(token), s.accountId, start.state, start.nonce, start.codeVerifier, new Date(Date.now() + SIGN_IN_TTL_MS)],
-    );
-    deps.db.query('DELETE FROM console_sso_sign_ins WHERE expires_at < now()').catch(() => undefined);
-    ctx.set('set-cookie', ssoCookie(token, secure));
-    ctx.set('cache-control', 'no-store');
-    ctx.body = { url: start.url.href };
-  });
+        [
+          hashOf(token),
+          s.accountId,
+          start.state,
+          start.nonce,
+          start.codeVerifier,
+          new Date(Date.now() + SIGN_IN_TTL_MS),
+        ],
+      );
+      deps.db.query('DELETE FROM console_sso_sign_ins WHERE expires_at < now()').catch(() => undefined);
+      ctx.set('set-cookie', ssoCookie(token, secure));
+      ctx.set('cache-control', 'no-store');
+      ctx.body = { url: start.url.href };
+    },
+  );
 
   // A browser navigation, not an API call: it ends in a redirect, to the console or back to sign-in with a code.
   r.get(CALLBACK, route(CALLBACK), async (ctx) => {

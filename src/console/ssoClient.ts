@@ -49,7 +49,11 @@ function guardedFetch(allowHosts: readonly string[]): oidc.CustomFetch {
       const body = await res.arrayBuffer();
       if (body.byteLength > MAX_BODY_BYTES) throw new Error(`the provider's answer from ${u.host} is too large`);
       const empty = res.status === 204 || res.status === 304;
-      return new Response(empty ? null : body, { status: res.status, statusText: res.statusText, headers: res.headers });
+      return new Response(empty ? null : body, {
+        status: res.status,
+        statusText: res.statusText,
+        headers: res.headers,
+      });
     } finally {
       agent.close().catch(() => undefined);
     }

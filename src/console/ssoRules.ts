@@ -36,8 +36,7 @@ export function issuerProblem(input: string, httpHosts: readonly string[]): stri
   } catch {
     return 'issuer must be an absolute URL';
   }
-  if (u.search || u.hash || u.username || u.password)
-    return 'issuer must have no query, fragment or credentials';
+  if (u.search || u.hash || u.username || u.password) return 'issuer must have no query, fragment or credentials';
   if (u.protocol === 'https:') return null;
   if (u.protocol === 'http:' && httpHosts.includes(u.hostname.replace(/^\[|\]$/g, '').toLowerCase())) return null;
   return 'issuer must be an https URL';
@@ -54,8 +53,7 @@ export function firstSignInRefusal(
   trustedDomains: readonly string[],
 ): Refusal | null {
   const email = typeof claims.email === 'string' ? claims.email.trim().toLowerCase() : '';
-  if (!email)
-    return { code: 'sso_email_missing', message: 'The identity provider did not give an email address.' };
+  if (!email) return { code: 'sso_email_missing', message: 'The identity provider did not give an email address.' };
   const domain = emailDomain(email);
   if (!domain || !trustedDomains.includes(domain))
     return {

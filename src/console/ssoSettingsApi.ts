@@ -97,7 +97,8 @@ export function mountSsoSettingsApi(r: Router<GatewayState>, deps: AppDeps, rp: 
       const domains: string[] = [];
       for (const d of b.trusted_domains) {
         const n = normalizeDomain(d);
-        if (!n) throw badRequest(`trusted_domains: ${JSON.stringify(d).slice(0, 80)} is not a domain`, 'trusted_domains');
+        if (!n)
+          throw badRequest(`trusted_domains: ${JSON.stringify(d).slice(0, 80)} is not a domain`, 'trusted_domains');
         if (!domains.includes(n)) domains.push(n);
       }
       const current = await getSsoSettings(deps.db, accountId);
