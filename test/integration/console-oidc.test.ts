@@ -215,7 +215,7 @@ test('a callback whose state is not the one sent is refused, and the sign-in can
   expect((await auditOf('login.failed', '')).map((e) => e.details.error_code)).toEqual(['sso_failed']);
 });
 
-test('password sign-in: stays for organizations without SSO and for owners; a reader of a trusted domain is sent to SSO', async () => {
+test('password sign-in stays without SSO and for owners; a reader of a trusted domain is sent to SSO', async () => {
   // An organization without single sign-on.
   const plain = await gw.account(0, 'no sso');
   const p = await makeLogin(gw, plain.accountId);
