@@ -67,11 +67,18 @@ export class CookieJar {
   }
 }
 
-export async function startIdentityProvider(redirectUri: string): Promise<TestIdentityProvider> {
+/**
+ * hostName: how the issuer names 127.0.0.1 (`localhost` puts the provider on another site than a gateway on
+ * 127.0.0.1, so a browser's return to the gateway is a cross-site navigation, as in production).
+ */
+export async function startIdentityProvider(
+  redirectUri: string,
+  hostName = '127.0.0.1',
+): Promise<TestIdentityProvider> {
   const Provider = loadProvider();
   const server = http.createServer();
   await new Promise<void>((res) => server.listen(0, '127.0.0.1', res));
-  const issuer = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const issuer = `http://${hostName}:${(server.address() as AddressInfo).port}`;
   const clientId = `gateway-${randomBytes(4).toString('hex')}`;
   const clientSecret = randomBytes(24).toString('base64url');
   const users = new Map<string, { email: string; email_verified: boolean }>();
