@@ -1,13 +1,13 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type Router from '@koa/router';
 import type { AppDeps } from '../operations/deps';
-import { jsonBody, route, type Ctx, type GatewayState } from '../api/middleware';
+import { jsonBody, route, type GatewayState } from '../api/middleware';
 import { ApiError, badRequest, notFound } from '../errors';
 import { tx, type Db } from '../db/pool';
 import { PG_ERROR, pgErrorCode } from '../db/pgErrors';
 import { appendAudit, recordAudit, type AuditActor } from '../organizations';
 import { createSession } from './sessions';
-import { sameOrigin, sessionCookie } from './auth';
+import { readCookie, sameOrigin, sessionCookie } from './auth';
 import { ConsoleUserError, isUuid, normalizeEmail } from './users';
 import { firstSignInRefusal, emailDomain, type Refusal } from './ssoRules';
 import { getSsoSettings, ssoForEmail, type SsoSettings } from './ssoSettings';
@@ -44,14 +44,6 @@ function ssoCookie(value: string, secure: boolean): string {
   parts.push(value ? `Max-Age=${SIGN_IN_TTL_MS / 1000}` : 'Max-Age=0');
   if (secure) parts.push('Secure');
   return parts.join('; ');
-}
-
-function readCookie(ctx: Ctx, name: string): string {
-  for (const part of ctx.get('cookie').split(';')) {
-    const i = part.indexOf('=');
-    if (i > 0 && part.slice(0, i).trim() === name) return part.slice(i + 1).trim();
-  }
-  return '';
 }
 
 interface Pending {

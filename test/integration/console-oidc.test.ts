@@ -3,6 +3,8 @@ import { startGateway, type TestGateway } from '../support/gateway';
 import { CookieJar, startIdentityProvider, type TestIdentityProvider } from '../support/oidcProvider';
 import { ConsoleClient, jsonOf, makeLogin } from '../e2e/consoleClient';
 import { createLogin } from '../../src/console/users';
+import { createAdminKey } from '../../src/organizations';
+import { adminClient } from '../support/openaiAdminSchemas';
 
 /**
  * Console sign-in through an organization's OpenID Connect provider: a real oidc-provider in this process, the
@@ -287,4 +289,16 @@ test('settings: readers cannot change them, bad values are refused, a domain bel
   readerSession.csrf = me.csrfToken;
   expect((await readerSession.request('GET', '/console/api/sso/settings')).status).toBe(403);
   expect((await readerSession.request('DELETE', '/console/api/sso/settings')).status).toBe(403);
+});
+
+test("the organization's Admin API lists these entries in OpenAI's audit log shape", async () => {
+  const admin = adminClient(gw.url, (await createAdminKey(gw.deps.db, org.accountId)).value);
+  const types = ['organization.updated', 'user.added', 'login.succeeded', 'login.failed'];
+  const q = types.map((t) => `event_types[]=${t}`).join('&');
+  const { status, body } = await admin('GET', `/v1/organization/audit_logs?limit=100&${q}`); // checked by schema
+  expect(status).toBe(200);
+  const seen = new Set(body.data.map((e: { type: string }) => e.type));
+  expect([...seen].sort()).toEqual([...types].sort());
+  const update = body.data.find((e: { type: string }) => e.type === 'organization.updated');
+  expect(update['organization.updated'].changes_requested.sso.trusted_domains).toEqual([domain]);
 });
