@@ -7,11 +7,19 @@
  * them one at a time after the others (`npm test` runs it as a second jest command, with the same set-up).
  * `npm run test:unit` selects the first alone; `npx jest <file>` runs a file of any of them.
  */
+const ESM_ONLY = '(openid-client|oauth4webapi|jose|oidc-provider)';
+
 const shared = {
   // Gateway logs are kept in memory and printed only for a failed test (or set LOG_LEVEL to see them all).
   testEnvironment: '<rootDir>/test/support/logEnvironment.js',
   setupFiles: ['<rootDir>/test/support/quietLogs.ts'],
-  transform: { '^.+\\.ts$': ['@swc/jest', { jsc: { target: 'es2022', parser: { syntax: 'typescript' } } }] },
+  transform: {
+    '^.+\\.ts$': ['@swc/jest', { jsc: { target: 'es2022', parser: { syntax: 'typescript' } } }],
+    // The OpenID Connect client (and, in tests, the provider) ship as ES modules only: Node 20 require()s them, but
+    // jest's own module loader does not, so jest compiles them to CommonJS like the sources.
+    [`/node_modules/${ESM_ONLY}/.+\\.js$`]: ['@swc/jest', { jsc: { target: 'es2022' }, module: { type: 'commonjs' } }],
+  },
+  transformIgnorePatterns: [`/node_modules/(?!${ESM_ONLY}/)`],
 };
 
 /** Integration files that compare latencies measured in their own run (idle, then loaded), or kill processes. */

@@ -21,10 +21,13 @@ export const unauthenticated = () =>
   new ApiError(401, 'Sign in to the console first.', 'authentication_error', null, 'not_signed_in');
 
 export function readSessionCookie(ctx: Ctx): string {
-  const header = ctx.get('cookie');
-  for (const part of header.split(';')) {
+  return readCookie(ctx, SESSION_COOKIE);
+}
+
+export function readCookie(ctx: Ctx, name: string): string {
+  for (const part of ctx.get('cookie').split(';')) {
     const i = part.indexOf('=');
-    if (i > 0 && part.slice(0, i).trim() === SESSION_COOKIE) return part.slice(i + 1).trim();
+    if (i > 0 && part.slice(0, i).trim() === name) return part.slice(i + 1).trim();
   }
   return '';
 }

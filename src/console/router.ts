@@ -13,6 +13,9 @@ import { mountBatchesApi } from './batches';
 import { mountResponsesApi } from './responses';
 import { mountTopupsApi } from './topups';
 import { mountCacheApi } from './cache';
+import { mountSso } from './sso';
+import { mountSsoSettingsApi } from './ssoSettingsApi';
+import { OidcRelyingParty } from './ssoClient';
 
 /**
  * The web console, served by the gateway itself under /console: a small hand-written single-page app
@@ -45,6 +48,9 @@ export function consoleRouter(deps: AppDeps): Router<GatewayState> {
   mountResponsesApi(r, deps);
   mountTopupsApi(r, deps);
   mountCacheApi(r, deps);
+  const sso = new OidcRelyingParty(deps.config.fetchAllowHosts);
+  mountSso(r, deps, sso);
+  mountSsoSettingsApi(r, deps, sso);
 
   r.get('/console/static/:file', route('/console/static/:file'), (ctx) => {
     const a = assets.get(ctx.params.file);

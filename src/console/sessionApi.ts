@@ -10,6 +10,7 @@ import { LoginRateLimiter } from './rateLimit';
 import { getAccount } from './queries';
 import { isUnstorableText } from '../text';
 import { recordAudit } from '../organizations';
+import { passwordRefused } from './ssoSettings';
 
 /** Sign-in, the current session, sign-out. */
 export function mountSessionApi(r: Router<GatewayState>, deps: AppDeps, limiter = new LoginRateLimiter()): void {
@@ -51,8 +52,11 @@ export function mountSessionApi(r: Router<GatewayState>, deps: AppDeps, limiter 
     const ok = await verifyPassword(password, user?.passwordHash ?? (await decoyHash()));
     // Every sign-in and every refused one is in the audit log, with the address it came from.
     const actor = { type: 'session' as const, session: { user: { id: user?.id, email }, ip_address: ctx.ip } };
-    if (!user || !ok || user.disabledAt) {
-      const error = wrongCredentials();
+    // A reader whose organization signs its domain in through its provider (src/console/ssoSettings.ts) is told so,
+    // only once the password is right (the answer reveals nothing to whoever does not know it).
+    const refused = ok && user && !user.disabledAt && (await passwordRefused(deps.db, user.id));
+    if (!user || !ok || user.disabledAt || refused) {
+      const error = refused ? ssoRequired() : wrongCredentials();
       await recordAudit(deps.db, {
         accountId: user?.accountId ?? null,
         type: 'login.failed',
@@ -63,7 +67,7 @@ export function mountSessionApi(r: Router<GatewayState>, deps: AppDeps, limiter 
     }
     await recordAudit(deps.db, { accountId: user.accountId, type: 'login.succeeded', actor, details: {} });
     limiter.succeeded(email, ctx.ip);
-    await upgradePasswordHash(deps.db, user.id, user.passwordHash, password);
+    await upgradePasswordHash(deps.db, user.id, user.passwordHash!, password);
     const { token, expiresAt } = await createSession(deps.db, user.id, {
       ip: ctx.ip,
       userAgent: ctx.get('user-agent'),
@@ -100,6 +104,15 @@ export function mountSessionApi(r: Router<GatewayState>, deps: AppDeps, limiter 
     },
   );
 }
+
+const ssoRequired = () =>
+  new ApiError(
+    403,
+    'Your organization signs you in through its identity provider: use "Sign in with single sign-on".',
+    'permission_error',
+    null,
+    'sso_required',
+  );
 
 const wrongCredentials = () =>
   new ApiError(401, 'Wrong email or password.', 'authentication_error', null, 'invalid_credentials');

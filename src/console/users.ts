@@ -89,7 +89,7 @@ export async function getLogin(db: Db, id: string): Promise<ConsoleUser | null> 
 export async function findLoginByEmail(
   db: Db,
   email: string,
-): Promise<(ConsoleUser & { passwordHash: string }) | null> {
+): Promise<(ConsoleUser & { passwordHash: string | null }) | null> {
   const r = await db.query(
     `${SELECT.replace('u.disabled_at', 'u.disabled_at, u.password_hash')} WHERE lower(u.email) = lower($1)`,
     [email],

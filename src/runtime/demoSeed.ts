@@ -51,7 +51,8 @@ async function ensureLogin(
   remembered: string | undefined,
 ): Promise<string> {
   const existing = await findLoginByEmail(db, email);
-  if (existing && remembered && (await verifyPassword(remembered, existing.passwordHash))) return remembered;
+  const hash = existing?.passwordHash; // none for a login made by single sign-on
+  if (hash && remembered && (await verifyPassword(remembered, hash))) return remembered;
   const password = randomBytes(12).toString('base64url');
   if (existing) await setPassword(db, email, password);
   else await createLogin(db, { accountId, email, password, role });

@@ -43,7 +43,7 @@ test('a login with a legacy hash signs in and is rehashed; a wrong password chan
   expect((await new ConsoleClient(gw.url).signIn(email, password)).status).toBe(200);
   const upgraded = (await findLoginByEmail(gw.deps.db, email))!.passwordHash;
   expect(upgraded).toMatch(/^scrypt\$131072\$8\$1\$/);
-  expect(await verifyPassword(password, upgraded)).toBe(true);
+  expect(await verifyPassword(password, upgraded!)).toBe(true);
   expect((await new ConsoleClient(gw.url).signIn(email, password)).status).toBe(200);
   expect((await findLoginByEmail(gw.deps.db, email))!.passwordHash).toBe(upgraded); // rehashed once only
 });

@@ -24,7 +24,7 @@ test('the npm start demo seed is idempotent: same key and logins, one opening to
   expect((await getBalance(db, DEMO_ACCOUNT_ID))!.balance).toBe(5_000_000);
   const op = await findLoginByEmail(db, a.console.operatorEmail);
   expect(op!.role).toBe('operator');
-  expect(await verifyPassword(a.console.operatorPassword, op!.passwordHash)).toBe(true);
+  expect(await verifyPassword(a.console.operatorPassword, op!.passwordHash!)).toBe(true);
   const cust = await findLoginByEmail(db, a.console.email);
-  expect(await verifyPassword(a.console.password, cust!.passwordHash)).toBe(true);
+  expect(await verifyPassword(a.console.password, cust!.passwordHash!)).toBe(true);
 });

@@ -20,6 +20,7 @@ import { pageUsage } from './page-usage.js';
 import { pageWebhooks } from './page-webhooks.js';
 import { pageTopup, pageTopupsAdmin } from './page-topups.js';
 import { pageCache } from './page-cache.js';
+import { pageSso } from './page-sso.js';
 import { emptyState, errorState } from './views.js';
 
 // ---------------------------------------------------------------- routing
@@ -40,6 +41,7 @@ export const routes = [
   { re: /^\/topup$/, page: pageTopup, nav: 'topup' },
   { re: /^\/admin\/topups$/, page: pageTopupsAdmin, nav: 'topups', operator: true },
   { re: /^\/cache$/, page: pageCache, nav: 'cache' },
+  { re: /^\/sso$/, page: pageSso, nav: 'sso' },
   { re: /^\/admin\/accounts$/, page: pageAccounts, nav: 'accounts', operator: true },
   { re: new RegExp('^/admin/accounts/' + UUID + '$'), page: pageAccount, nav: 'accounts', operator: true },
   { re: /^\/admin\/reconciliation$/, page: pageReconciliation, nav: 'reconciliation', operator: true },
@@ -167,6 +169,7 @@ export function layout(app, active, fill) {
         item('webhooks', '/webhooks', 'Webhooks'),
         item('cache', '/cache', 'Cache'),
         item('models', '/models', 'Models'),
+        item('sso', '/sso', 'Single sign-on'),
         isOp
           ? [
               h('span', { class: 'sep' }),

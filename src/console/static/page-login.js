@@ -11,6 +11,7 @@ export function pageLogin(app, _params, query) {
   if (state.me) return go(target, true);
   const err = h('div');
   const btn = h('button', { type: 'submit', id: 'login-submit' }, 'Sign in');
+  const sso = ssoButton(err, () => form.email.value.trim());
   const form = h(
     'form',
     { class: 'panel login', id: 'login-form', novalidate: true },
@@ -40,7 +41,10 @@ export function pageLogin(app, _params, query) {
       }),
     ),
     btn,
+    sso,
   );
+  const refused = query.get('sso_error');
+  if (refused) formError(err, new Error(SSO_ERRORS[refused] || 'Single sign-on failed (' + refused + ').'));
   form.addEventListener('submit', async (e) => {
     e.preventDefault();
     formError(err, null);
@@ -60,4 +64,33 @@ export function pageLogin(app, _params, query) {
     }
   });
   replace(app, h('div', { class: 'login-wrap' }, form));
+}
+
+// Why a single sign-on came back refused (the callback's ?sso_error=), in the user's terms.
+const SSO_ERRORS = {
+  sso_email_untrusted: 'Your organization does not let this email domain join through single sign-on.',
+  sso_email_unverified: 'Your identity provider has not verified your email address.',
+  sso_email_missing: 'Your identity provider did not share your email address.',
+  sso_email_taken: 'This email already signs in to another organization.',
+  sso_login_disabled: 'This console login is disabled or was removed from the organization.',
+  sso_expired: 'The sign-in took too long or was used already. Try again.',
+  sso_failed: "Your identity provider's answer could not be verified. Try again.",
+};
+
+/** Single sign-on: the email's domain names the organization, whose provider the browser goes to. */
+function ssoButton(err, emailOf) {
+  const b = h('button', { type: 'button', class: 'secondary', id: 'login-sso' }, 'Sign in with single sign-on');
+  b.addEventListener('click', async () => {
+    formError(err, null);
+    const email = emailOf();
+    if (!email) return formError(err, new Error('Enter your email first.'));
+    b.disabled = true;
+    try {
+      location.href = (await api('POST', '/sso/start', { email })).url;
+    } catch (ex) {
+      formError(err, ex);
+      b.disabled = false;
+    }
+  });
+  return b;
 }
