@@ -13,6 +13,7 @@ import { mountBatchesApi } from './batches';
 import { mountResponsesApi } from './responses';
 import { mountTopupsApi } from './topups';
 import { mountCacheApi } from './cache';
+import { mountOrganizationsApi } from './organizations';
 
 /**
  * The web console, served by the gateway itself under /console: a small hand-written single-page app
@@ -45,6 +46,7 @@ export function consoleRouter(deps: AppDeps): Router<GatewayState> {
   mountResponsesApi(r, deps);
   mountTopupsApi(r, deps);
   mountCacheApi(r, deps);
+  mountOrganizationsApi(r, deps);
 
   r.get('/console/static/:file', route('/console/static/:file'), (ctx) => {
     const a = assets.get(ctx.params.file);

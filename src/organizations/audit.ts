@@ -4,9 +4,17 @@
  */
 import os from 'node:os';
 import { tx, type Db } from '../db/pool';
-import { appendAudit, entryHash, type AuditActor, type AuditEntry } from '../db/auditLog';
+import { appendAudit, cliActor, entryHash, type AuditActor, type AuditEntry } from '../db/auditLog';
 
-export { appendAudit, canonicalJson, entryHash, type AuditActor, type AuditEntry } from '../db/auditLog';
+export {
+  appendAudit,
+  canonicalJson,
+  cliActor,
+  entryHash,
+  systemActor,
+  type AuditActor,
+  type AuditEntry,
+} from '../db/auditLog';
 
 /** Appends an entry in a transaction of its own (a change that is not itself a database write: a login). */
 export function recordAudit(db: Db, e: AuditEntry): Promise<string> {
@@ -62,5 +70,5 @@ export function operatorActor(): AuditActor {
   } catch {
     user = process.env.USER ?? 'unknown'; // no passwd entry for the uid (a container)
   }
-  return { type: 'operator', operator: { user, host: os.hostname(), via: 'cli' } };
+  return cliActor(user, os.hostname());
 }

@@ -4,6 +4,7 @@ import { authenticate, jsonBody, requireApiKey, route, type GatewayState } from 
 import type { Ctx } from '../requestState';
 import { ApiError } from '../../errors';
 import { ADMIN_KEY_PREFIX } from '../../auth/apiKeys';
+import type { AuditActor } from '../../db/auditLog';
 import {
   purgeEntry,
   purgeModel,
@@ -25,19 +26,25 @@ export function cacheRouter(deps: AppDeps): Router<GatewayState> {
   const auth = requireApiKey(deps);
   const body = jsonBody(deps.config.maxJsonBytes);
   const account = (ctx: { state: GatewayState }) => ctx.state.principal!.accountId;
+  // The audit log names the key that changed a setting (OpenAI's api_key actor).
+  const actor = (ctx: { state: GatewayState }): AuditActor => ({
+    type: 'api_key',
+    api_key: { id: ctx.state.principal!.keyId, type: 'user' },
+  });
+  const audited = (ctx: { state: GatewayState }) => ({ db: deps.db, actor: actor(ctx) });
 
   r.get('/v1/cache/settings', route('/v1/cache/settings'), auth, async (ctx) => {
     ctx.body = await settingsView(deps.cache, deps.db, account(ctx));
   });
   r.patch('/v1/cache/settings', route('/v1/cache/settings'), auth, body, async (ctx) => {
-    ctx.body = await updateSettings(deps.cache, deps.db, account(ctx), ctx.request.body as object);
+    ctx.body = await updateSettings(deps.cache, deps.db, account(ctx), ctx.request.body as object, actor(ctx));
   });
   r.put('/v1/cache/keys/:keyId', route('/v1/cache/keys/:keyId'), auth, body, async (ctx) => {
-    await setKeyCache(deps.cache, account(ctx), ctx.params.keyId, ctx.request.body as { enabled?: unknown });
+    await setKeyCache(deps.cache, account(ctx), ctx.params.keyId, ctx.request.body, audited(ctx));
     ctx.body = await settingsView(deps.cache, deps.db, account(ctx));
   });
   r.put('/v1/cache/projects/:projectId', route('/v1/cache/projects/:projectId'), auth, body, async (ctx) => {
-    await setProjectCache(deps.cache, account(ctx), ctx.params.projectId, ctx.request.body as { enabled?: unknown });
+    await setProjectCache(deps.cache, account(ctx), ctx.params.projectId, ctx.request.body, audited(ctx));
     ctx.body = await settingsView(deps.cache, deps.db, account(ctx));
   });
   /** The organization of the admin key that asks to purge; 401 without a valid key, 403 for any other. */

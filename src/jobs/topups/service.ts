@@ -7,6 +7,7 @@ import { clip, clipJson } from '../../text/clip';
 import { startDelivery } from '../../webhooks/start';
 import { webhookTaskQueue } from '../../webhooks/settings';
 import type { DeliveryRef } from '../../webhooks/repo';
+import type { AuditActor } from '../../db/auditLog';
 import {
   cassoAuthorized,
   FeedBodyError,
@@ -312,8 +313,8 @@ export function topupService(deps: TopupDeps) {
     async resolve(
       transferId: unknown,
       d:
-        | { action: 'assign'; accountId: string; actor: string; reason: string }
-        | { action: 'return'; actor: string; reason: string },
+        | { action: 'assign'; accountId: string; actor: string; reason: string; auditActor?: AuditActor }
+        | { action: 'return'; actor: string; reason: string; auditActor?: AuditActor },
     ) {
       const id = typeof transferId === 'string' && /^\d{1,15}$/.test(transferId) ? Number(transferId) : null;
       if (!d.reason.trim()) throw badRequest("Invalid 'reason': say why.", 'reason');
