@@ -20,6 +20,7 @@ import { pageUsage } from './page-usage.js';
 import { pageWebhooks } from './page-webhooks.js';
 import { pageTopup, pageTopupsAdmin } from './page-topups.js';
 import { pageCache } from './page-cache.js';
+import { pageOrgAdminKeys, pageOrgAudit, pageOrgMembers, pageOrgProject, pageOrgProjects } from './page-org.js';
 import { emptyState, errorState } from './views.js';
 
 // ---------------------------------------------------------------- routing
@@ -40,6 +41,11 @@ export const routes = [
   { re: /^\/topup$/, page: pageTopup, nav: 'topup' },
   { re: /^\/admin\/topups$/, page: pageTopupsAdmin, nav: 'topups', operator: true },
   { re: /^\/cache$/, page: pageCache, nav: 'cache' },
+  { re: /^\/org$/, page: pageOrgProjects, nav: 'org' },
+  { re: /^\/org\/projects\/([\w-]{1,80})$/, page: pageOrgProject, nav: 'org' },
+  { re: /^\/org\/members$/, page: pageOrgMembers, nav: 'org' },
+  { re: /^\/org\/audit$/, page: pageOrgAudit, nav: 'org' },
+  { re: /^\/org\/admin-keys$/, page: pageOrgAdminKeys, nav: 'org' },
   { re: /^\/admin\/accounts$/, page: pageAccounts, nav: 'accounts', operator: true },
   { re: new RegExp('^/admin/accounts/' + UUID + '$'), page: pageAccount, nav: 'accounts', operator: true },
   { re: /^\/admin\/reconciliation$/, page: pageReconciliation, nav: 'reconciliation', operator: true },
@@ -167,6 +173,7 @@ export function layout(app, active, fill) {
         item('webhooks', '/webhooks', 'Webhooks'),
         item('cache', '/cache', 'Cache'),
         item('models', '/models', 'Models'),
+        item('org', '/org', 'Organization'),
         isOp
           ? [
               h('span', { class: 'sep' }),
