@@ -300,7 +300,11 @@ function projectKeys(el, scope, P, live) {
                     h(
                       'td',
                       null,
-                      k.owner.type === 'service_account' ? 'service account' : k.owner.user ? k.owner.user.email : '—',
+                      k.owner.type === 'service_account'
+                        ? 'service account “' + k.owner.service_account.name + '”'
+                        : k.owner.user
+                          ? k.owner.user.email
+                          : '—',
                     ),
                     h('td', null, dateOf(k.created_at)),
                     h(
