@@ -14,6 +14,7 @@ import {
   field,
   formError,
   load,
+  loadList,
   loading,
   onSubmit,
   pageHead,
@@ -34,6 +35,38 @@ const orgOf = (query) => query.get('org') || state.me.user.accountId;
 const qs = (org) => (org === state.me.user.accountId ? '' : '?org=' + encodeURIComponent(org));
 const at = (org, path) => '/organizations/' + encodeURIComponent(org) + path;
 const dateOf = (unix) => (unix ? new Date(unix * 1000).toLocaleString('en-GB', { hour12: false }) : '—');
+/** The list at GET `path` into `el` as a table of `headers`, a row(item) each; `empty` when there is none. */
+const listTable = (el, scope, path, headers, row, empty) =>
+  loadList(
+    el,
+    scope,
+    () => api('GET', path),
+    empty,
+    (items) => table(headers, items.map(row)),
+  );
+/** A table row of `values` (text or elements), then its action cell (right-aligned; null: none). */
+const cells = (attrs, values, action) =>
+  h(
+    'tr',
+    attrs,
+    values.map((v) => h('td', null, v)),
+    h('td', { class: 'num' }, action || null),
+  );
+/** fn(), its error shown in `err`; then refresh() either way. */
+async function attempt(err, fn, refresh) {
+  formError(err, null);
+  try {
+    await fn();
+  } catch (ex) {
+    formError(err, ex);
+  }
+  refresh();
+}
+/** Asks first, then attempt(). */
+async function confirmThen(title, text, label, err, fn, refresh) {
+  if (await confirmDialog(title, text, label)) await attempt(err, fn, refresh);
+}
+const button = (cls, text, onclick) => h('button', { class: 'ghost small ' + cls, onclick }, text);
 const readerNote = () =>
   h('p', { class: 'hint', id: 'reader-note' }, 'You are a reader of this organization: you can look, not change.');
 
@@ -106,48 +139,32 @@ export function pageOrgProjects(main, _p, query, scope) {
       },
     );
     const refresh = () =>
-      load(
+      listTable(
         list,
         scope,
-        () => api('GET', at(o.id, '/projects?include_archived=true&limit=100')),
-        (v) =>
-          replace(
-            list,
-            table(
-              [['Project'], ['Status'], ['Created'], ['', 'num']],
-              v.data.map((p) =>
-                h(
-                  'tr',
-                  { 'data-project': p.id },
-                  h('td', null, h('a', { href: BASE + '/org/projects/' + p.id + qs(o.id) }, p.name)),
-                  h('td', null, h('span', { class: 'badge ' + (p.archived_at ? 'muted' : 'ok') }, p.status)),
-                  h('td', null, dateOf(p.created_at)),
-                  h(
-                    'td',
-                    { class: 'num' },
-                    o.role === 'owner' && !p.archived_at
-                      ? h('button', { class: 'ghost small archive', onclick: () => archive(p) }, 'Archive')
-                      : null,
-                  ),
-                ),
-              ),
-            ),
+        at(o.id, '/projects?include_archived=true&limit=100'),
+        [['Project'], ['Status'], ['Created'], ['', 'num']],
+        (p) =>
+          cells(
+            { 'data-project': p.id },
+            [
+              h('a', { href: BASE + '/org/projects/' + p.id + qs(o.id) }, p.name),
+              h('span', { class: 'badge ' + (p.archived_at ? 'muted' : 'ok') }, p.status),
+              dateOf(p.created_at),
+            ],
+            o.role === 'owner' && !p.archived_at ? button('archive', 'Archive', () => archive(p)) : null,
           ),
+        emptyState('grid', 'No projects', 'Create one above.'),
       );
-    async function archive(p) {
-      const yes = await confirmDialog(
+    const archive = (p) =>
+      confirmThen(
         'Archive “' + p.name + '”?',
         "The project's keys stop working within seconds. An archived project cannot be changed again.",
         'Archive project',
+        err,
+        () => api('POST', at(o.id, '/projects/' + p.id + '/archive')),
+        refresh,
       );
-      if (!yes) return;
-      try {
-        await api('POST', at(o.id, '/projects/' + p.id + '/archive'));
-      } catch (ex) {
-        formError(err, ex);
-      }
-      refresh();
-    }
     replace(
       body,
       o.role === 'owner'
@@ -281,53 +298,39 @@ function projectKeys(el, scope, P, live) {
     },
   );
   const refresh = () =>
-    load(
+    listTable(
       list,
       scope,
-      () => api('GET', P('/api_keys?limit=100')),
-      (v) =>
-        replace(
-          list,
-          v.data.length
-            ? table(
-                [['Name'], ['Key'], ['Owner'], ['Created'], ['', 'num']],
-                v.data.map((k) =>
-                  h(
-                    'tr',
-                    null,
-                    h('td', null, k.name || '—'),
-                    h('td', null, h('code', null, k.redacted_value)),
-                    h(
-                      'td',
-                      null,
-                      k.owner.type === 'service_account'
-                        ? 'service account “' + k.owner.service_account.name + '”'
-                        : k.owner.user
-                          ? k.owner.user.email
-                          : '—',
-                    ),
-                    h('td', null, dateOf(k.created_at)),
-                    h(
-                      'td',
-                      { class: 'num' },
-                      live ? h('button', { class: 'ghost small revoke', onclick: () => revoke(k) }, 'Delete') : null,
-                    ),
-                  ),
+      P('/api_keys?limit=100'),
+      [['Name'], ['Key'], ['Owner'], ['Created'], ['', 'num']],
+      (k) =>
+        cells(
+          null,
+          [
+            k.name || '—',
+            h('code', null, k.redacted_value),
+            k.owner.type === 'service_account'
+              ? 'service account “' + k.owner.service_account.name + '”'
+              : k.owner.user
+                ? k.owner.user.email
+                : '—',
+            dateOf(k.created_at),
+          ],
+          live
+            ? button('revoke', 'Delete', () =>
+                confirmThen(
+                  'Delete this key?',
+                  'Requests using it are refused within seconds.',
+                  'Delete key',
+                  err,
+                  () => api('DELETE', P('/api_keys/' + k.id)),
+                  refresh,
                 ),
               )
-            : emptyState('key', 'No keys in this project', 'Create one above; it calls models as this project.'),
+            : null,
         ),
+      emptyState('key', 'No keys in this project', 'Create one above; it calls models as this project.'),
     );
-  async function revoke(k) {
-    if (!(await confirmDialog('Delete this key?', 'Requests using it are refused within seconds.', 'Delete key')))
-      return;
-    try {
-      await api('DELETE', P('/api_keys/' + k.id));
-    } catch (ex) {
-      formError(err, ex);
-    }
-    refresh();
-  }
   replace(el, shown, live ? [form, err] : err, list);
   refresh();
 }
@@ -367,60 +370,41 @@ function projectMembers(el, scope, o, P, live) {
         u.data.map((x) => h('option', { value: x.id }, x.email)),
       ),
     );
-  const setRole = async (m, r) => {
-    try {
-      await api('POST', P('/users/' + m.id), { role: r });
-    } catch (ex) {
-      formError(err, ex);
-    }
-    refresh();
-  };
-  const remove = async (m) => {
-    if (
-      !(await confirmDialog('Remove ' + m.email + ' from the project?', 'They keep their organization role.', 'Remove'))
-    )
-      return;
-    try {
-      await api('DELETE', P('/users/' + m.id));
-    } catch (ex) {
-      formError(err, ex);
-    }
-    refresh();
-  };
   const refresh = () =>
-    load(
+    listTable(
       list,
       scope,
-      () => api('GET', P('/users?limit=100')),
-      (v) =>
-        replace(
-          list,
-          v.data.length
-            ? table(
-                [['Member'], ['Role'], ['Added'], ['', 'num']],
-                v.data.map((m) =>
-                  h(
-                    'tr',
-                    null,
-                    h('td', null, m.email),
-                    h(
-                      'td',
-                      null,
-                      live
-                        ? roleSelect(['member', 'owner'], m.role, (r) => setRole(m, r), 'Role of ' + m.email)
-                        : m.role,
-                    ),
-                    h('td', null, dateOf(m.added_at)),
-                    h(
-                      'td',
-                      { class: 'num' },
-                      live ? h('button', { class: 'ghost small', onclick: () => remove(m) }, 'Remove') : null,
-                    ),
-                  ),
+      P('/users?limit=100'),
+      [['Member'], ['Role'], ['Added'], ['', 'num']],
+      (m) =>
+        cells(
+          null,
+          [
+            m.email,
+            live
+              ? roleSelect(
+                  ['member', 'owner'],
+                  m.role,
+                  (r) => attempt(err, () => api('POST', P('/users/' + m.id), { role: r }), refresh),
+                  'Role of ' + m.email,
+                )
+              : m.role,
+            dateOf(m.added_at),
+          ],
+          live
+            ? button('remove', 'Remove', () =>
+                confirmThen(
+                  'Remove ' + m.email + ' from the project?',
+                  'They keep their organization role.',
+                  'Remove',
+                  err,
+                  () => api('DELETE', P('/users/' + m.id)),
+                  refresh,
                 ),
               )
-            : emptyState('users', 'No project members', 'Organization owners manage every project.'),
+            : null,
         ),
+      emptyState('users', 'No project members', 'Organization owners manage every project.'),
     );
   replace(el, live ? [form, err] : err, list);
   refresh();
@@ -492,44 +476,38 @@ function projectLimits(el, scope, P, live) {
       replace(
         spend,
         h('p', { id: 'spend-limit-value' }, 'Spend limit: ', h('strong', null, vnd(l.threshold_amount)), ' a month '),
-        live ? h('button', { class: 'ghost small', id: 'clear-spend-limit', onclick: clearSpend }, 'Remove') : null,
+        live
+          ? h(
+              'button',
+              {
+                class: 'ghost small',
+                id: 'clear-spend-limit',
+                onclick: () => attempt(err, () => api('DELETE', P('/spend_limit')), refreshSpend),
+              },
+              'Remove',
+            )
+          : null,
       );
     } catch (ex) {
       if (ex.status === 404) replace(spend, h('p', { id: 'spend-limit-value' }, 'No spend limit.'));
       else formError(spend, ex);
     }
   };
-  async function clearSpend() {
-    try {
-      await api('DELETE', P('/spend_limit'));
-    } catch (ex) {
-      formError(err, ex);
-    }
-    refreshSpend();
-  }
   const refreshRates = () =>
-    load(
+    listTable(
       rates,
       scope,
-      () => api('GET', P('/rate_limits')),
-      (v) =>
-        replace(
-          rates,
-          v.data.length
-            ? table(
-                [['Model'], ['Requests / min', 'num'], ['Tokens / min', 'num']],
-                v.data.map((r) =>
-                  h(
-                    'tr',
-                    null,
-                    h('td', null, r.model),
-                    h('td', { class: 'num' }, r.max_requests_per_1_minute ? num(r.max_requests_per_1_minute) : '—'),
-                    h('td', { class: 'num' }, r.max_tokens_per_1_minute ? num(r.max_tokens_per_1_minute) : '—'),
-                  ),
-                ),
-              )
-            : h('p', { class: 'hint' }, 'No rate limits: each key keeps its own.'),
+      P('/rate_limits'),
+      [['Model'], ['Requests / min', 'num'], ['Tokens / min', 'num']],
+      (r) =>
+        h(
+          'tr',
+          null,
+          h('td', null, r.model),
+          h('td', { class: 'num' }, r.max_requests_per_1_minute ? num(r.max_requests_per_1_minute) : '—'),
+          h('td', { class: 'num' }, r.max_tokens_per_1_minute ? num(r.max_tokens_per_1_minute) : '—'),
         ),
+      h('p', { class: 'hint' }, 'No rate limits: each key keeps its own.'),
     );
   replace(el, spend, live ? sform : null, h('h3', null, 'Rate limits per model'), rates, live ? rform : null, err);
   refreshSpend();
@@ -575,112 +553,68 @@ export function pageOrgMembers(main, _p, query, scope) {
         refreshInvites();
       },
     );
-    const act = async (fn) => {
-      formError(err, null);
-      try {
-        await fn();
-      } catch (ex) {
-        formError(err, ex);
-      }
+    const refresh = () => {
       refreshUsers();
       refreshInvites();
     };
     const refreshUsers = () =>
-      load(
+      listTable(
         users,
         scope,
-        () => api('GET', at(o.id, '/users?limit=100')),
-        (v) =>
-          replace(
-            users,
-            table(
-              [['Member'], ['Role'], ['Added'], ['', 'num']],
-              v.data.map((u) =>
-                h(
-                  'tr',
-                  { 'data-user': u.email },
-                  h('td', null, u.email),
-                  h(
-                    'td',
-                    null,
-                    owner
-                      ? roleSelect(
-                          ['owner', 'reader'],
-                          u.role,
-                          (r) => act(() => api('POST', at(o.id, '/users/' + u.id), { role: r })),
-                          'Role of ' + u.email,
-                        )
-                      : u.role,
-                  ),
-                  h('td', null, dateOf(u.added_at)),
-                  h(
-                    'td',
-                    { class: 'num' },
-                    owner
-                      ? h(
-                          'button',
-                          {
-                            class: 'ghost small remove-member',
-                            onclick: async () => {
-                              const yes = await confirmDialog(
-                                'Remove ' + u.email + '?',
-                                'Their sign-in and their sessions end now; their keys and log entries stay.',
-                                'Remove member',
-                              );
-                              if (yes) act(() => api('DELETE', at(o.id, '/users/' + u.id)));
-                            },
-                          },
-                          'Remove',
-                        )
-                      : null,
-                  ),
-                ),
-              ),
-            ),
-          ),
-      );
-    const refreshInvites = () =>
-      load(
-        invites,
-        scope,
-        () => api('GET', at(o.id, '/invites?limit=100')),
-        (v) =>
-          replace(
-            invites,
-            v.data.length
-              ? table(
-                  [['Email'], ['Role'], ['Status'], ['Expires'], ['', 'num']],
-                  v.data.map((i) =>
-                    h(
-                      'tr',
-                      null,
-                      h('td', null, i.email),
-                      h('td', null, i.role),
-                      h(
-                        'td',
-                        null,
-                        h('span', { class: 'badge ' + (i.status === 'pending' ? 'info' : 'muted') }, i.status),
-                      ),
-                      h('td', null, dateOf(i.expires_at)),
-                      h(
-                        'td',
-                        { class: 'num' },
-                        owner && i.status !== 'accepted'
-                          ? h(
-                              'button',
-                              {
-                                class: 'ghost small',
-                                onclick: () => act(() => api('DELETE', at(o.id, '/invites/' + i.id))),
-                              },
-                              'Delete',
-                            )
-                          : null,
-                      ),
-                    ),
+        at(o.id, '/users?limit=100'),
+        [['Member'], ['Role'], ['Added'], ['', 'num']],
+        (u) =>
+          cells(
+            { 'data-user': u.email },
+            [
+              u.email,
+              owner
+                ? roleSelect(
+                    ['owner', 'reader'],
+                    u.role,
+                    (r) => attempt(err, () => api('POST', at(o.id, '/users/' + u.id), { role: r }), refresh),
+                    'Role of ' + u.email,
+                  )
+                : u.role,
+              dateOf(u.added_at),
+            ],
+            owner
+              ? button('remove-member', 'Remove', () =>
+                  confirmThen(
+                    'Remove ' + u.email + '?',
+                    'Their sign-in and their sessions end now; their keys and log entries stay.',
+                    'Remove member',
+                    err,
+                    () => api('DELETE', at(o.id, '/users/' + u.id)),
+                    refresh,
                   ),
                 )
-              : h('p', { class: 'hint' }, 'No invitations.'),
+              : null,
           ),
+        null,
+      );
+    const refreshInvites = () =>
+      listTable(
+        invites,
+        scope,
+        at(o.id, '/invites?limit=100'),
+        [['Email'], ['Role'], ['Status'], ['Expires'], ['', 'num']],
+        (i) =>
+          cells(
+            null,
+            [
+              i.email,
+              i.role,
+              h('span', { class: 'badge ' + (i.status === 'pending' ? 'info' : 'muted') }, i.status),
+              dateOf(i.expires_at),
+            ],
+            owner && i.status !== 'accepted'
+              ? button('delete-invite', 'Delete', () =>
+                  attempt(err, () => api('DELETE', at(o.id, '/invites/' + i.id)), refresh),
+                )
+              : null,
+          ),
+        h('p', { class: 'hint' }, 'No invitations.'),
       );
     replace(
       body,
@@ -871,56 +805,29 @@ export function pageOrgAdminKeys(main, _p, query, scope) {
       },
     );
     const refresh = () =>
-      load(
+      listTable(
         list,
         scope,
-        () => api('GET', at(o.id, '/admin_api_keys?limit=100')),
-        (v) =>
-          replace(
-            list,
-            v.data.length
-              ? table(
-                  [['Name'], ['Key'], ['Created'], ['Last used'], ['', 'num']],
-                  v.data.map((k) =>
-                    h(
-                      'tr',
-                      { 'data-admin-key': k.id },
-                      h('td', null, k.name || '—'),
-                      h('td', null, h('code', null, k.redacted_value)),
-                      h('td', null, dateOf(k.created_at)),
-                      h('td', null, dateOf(k.last_used_at)),
-                      h(
-                        'td',
-                        { class: 'num' },
-                        owner
-                          ? h(
-                              'button',
-                              {
-                                class: 'ghost small delete-admin-key',
-                                onclick: async () => {
-                                  const yes = await confirmDialog(
-                                    'Delete “' + (k.name || k.redacted_value) + '”?',
-                                    'Calls with it are refused within seconds.',
-                                    'Delete key',
-                                  );
-                                  if (!yes) return;
-                                  try {
-                                    await api('DELETE', at(o.id, '/admin_api_keys/' + k.id));
-                                  } catch (ex) {
-                                    formError(err, ex);
-                                  }
-                                  refresh();
-                                },
-                              },
-                              'Delete',
-                            )
-                          : null,
-                      ),
-                    ),
+        at(o.id, '/admin_api_keys?limit=100'),
+        [['Name'], ['Key'], ['Created'], ['Last used'], ['', 'num']],
+        (k) =>
+          cells(
+            { 'data-admin-key': k.id },
+            [k.name || '—', h('code', null, k.redacted_value), dateOf(k.created_at), dateOf(k.last_used_at)],
+            owner
+              ? button('delete-admin-key', 'Delete', () =>
+                  confirmThen(
+                    'Delete “' + (k.name || k.redacted_value) + '”?',
+                    'Calls with it are refused within seconds.',
+                    'Delete key',
+                    err,
+                    () => api('DELETE', at(o.id, '/admin_api_keys/' + k.id)),
+                    refresh,
                   ),
                 )
-              : emptyState('key', 'No admin keys', 'An admin key calls the Admin API (/v1/organization/*).'),
+              : null,
           ),
+        emptyState('key', 'No admin keys', 'An admin key calls the Admin API (/v1/organization/*).'),
       );
     replace(
       body,
