@@ -66,6 +66,26 @@ async function attempt(err, fn, refresh) {
 async function confirmThen(title, text, label, err, fn, refresh) {
   if (await confirmDialog(title, text, label)) await attempt(err, fn, refresh);
 }
+/**
+ * A form of one field, a name (ids: `<prefix>-form`, `<prefix>-name`, `create-<prefix>`): send(name) on submit,
+ * its error in `err`; the form is cleared after.
+ */
+function nameForm(prefix, label, buttonText, err, send) {
+  const btn = h('button', { type: 'submit', id: 'create-' + prefix }, buttonText);
+  const input = h('input', { id: prefix + '-name', maxlength: 200, required: true });
+  const form = h('form', { class: 'inline', id: prefix + '-form' }, field(label, input), btn);
+  onSubmit(
+    form,
+    err,
+    btn,
+    () => input.value.trim() || new Error('Give it a name.'),
+    async (name) => {
+      await send(name);
+      form.reset();
+    },
+  );
+  return form;
+}
 const button = (cls, text, onclick) => h('button', { class: 'ghost small ' + cls, onclick }, text);
 const readerNote = () =>
   h('p', { class: 'hint', id: 'reader-note' }, 'You are a reader of this organization: you can look, not change.');
@@ -120,24 +140,10 @@ export function pageOrgProjects(main, _p, query, scope) {
   orgFrame(main, query, scope, 'projects', (body, o) => {
     const list = h('div', { id: 'projects' });
     const err = h('div');
-    const btn = h('button', { type: 'submit', id: 'create-project' }, 'Create project');
-    const form = h(
-      'form',
-      { class: 'inline', id: 'project-form' },
-      field('Project name', h('input', { id: 'project-name', maxlength: 200, required: true })),
-      btn,
-    );
-    onSubmit(
-      form,
-      err,
-      btn,
-      () => form['project-name'].value.trim() || new Error('Give the project a name.'),
-      async (name) => {
-        await api('POST', at(o.id, '/projects'), { name });
-        form.reset();
-        refresh();
-      },
-    );
+    const form = nameForm('project', 'Project name', 'Create project', err, async (name) => {
+      await api('POST', at(o.id, '/projects'), { name });
+      refresh();
+    });
     const refresh = () =>
       listTable(
         list,
@@ -270,33 +276,19 @@ function projectKeys(el, scope, P, live) {
   const list = h('div');
   const shown = h('div', { id: 'new-project-key' });
   const err = h('div');
-  const btn = h('button', { type: 'submit', id: 'create-project-key' }, 'Create key');
-  const form = h(
-    'form',
-    { class: 'inline', id: 'project-key-form' },
-    field('Key name (a service account)', h('input', { id: 'project-key-name', maxlength: 200, required: true })),
-    btn,
-  );
-  onSubmit(
-    form,
-    err,
-    btn,
-    () => form['project-key-name'].value.trim() || new Error('Give the key a name.'),
-    async (name) => {
-      const sa = await api('POST', P('/service_accounts'), { name });
-      form.reset();
-      showOnce(shown, {
-        title: 'Key “' + sa.api_key.name + '” created.',
-        text: 'Copy it now: this is the only time the full key is shown.',
-        value: sa.api_key.value,
-        inputId: 'new-project-key-value',
-        label: 'New API key',
-        copyId: 'copy-project-key',
-        noun: 'key',
-      });
-      refresh();
-    },
-  );
+  const form = nameForm('project-key', 'Key name (a service account)', 'Create key', err, async (name) => {
+    const sa = await api('POST', P('/service_accounts'), { name });
+    showOnce(shown, {
+      title: 'Key “' + sa.api_key.name + '” created.',
+      text: 'Copy it now: this is the only time the full key is shown.',
+      value: sa.api_key.value,
+      inputId: 'new-project-key-value',
+      label: 'New API key',
+      copyId: 'copy-project-key',
+      noun: 'key',
+    });
+    refresh();
+  });
   const refresh = () =>
     listTable(
       list,
@@ -775,35 +767,21 @@ export function pageOrgAdminKeys(main, _p, query, scope) {
     const list = h('div', { id: 'admin-keys' });
     const shown = h('div', { id: 'new-admin-key' });
     const err = h('div');
-    const btn = h('button', { type: 'submit', id: 'create-admin-key' }, 'Create admin key');
-    const form = h(
-      'form',
-      { class: 'inline', id: 'admin-key-form' },
-      field('Key name', h('input', { id: 'admin-key-name', maxlength: 200, required: true })),
-      btn,
-    );
-    onSubmit(
-      form,
-      err,
-      btn,
-      () => form['admin-key-name'].value.trim() || new Error('Give the key a name.'),
-      async (name) => {
-        const k = await api('POST', at(o.id, '/admin_api_keys'), { name });
-        form.reset();
-        showOnce(shown, {
-          title: 'Admin key “' + k.name + '” created.',
-          text:
-            'Copy it now: this is the only time the full key is shown. ' +
-            'It manages the organization (/v1/organization).',
-          value: k.value,
-          inputId: 'new-admin-key-value',
-          label: 'New admin key',
-          copyId: 'copy-admin-key',
-          noun: 'key',
-        });
-        refresh();
-      },
-    );
+    const form = nameForm('admin-key', 'Key name', 'Create admin key', err, async (name) => {
+      const k = await api('POST', at(o.id, '/admin_api_keys'), { name });
+      showOnce(shown, {
+        title: 'Admin key “' + k.name + '” created.',
+        text:
+          'Copy it now: this is the only time the full key is shown. ' +
+          'It manages the organization (/v1/organization).',
+        value: k.value,
+        inputId: 'new-admin-key-value',
+        label: 'New admin key',
+        copyId: 'copy-admin-key',
+        noun: 'key',
+      });
+      refresh();
+    });
     const refresh = () =>
       listTable(
         list,
