@@ -46,7 +46,9 @@ test("entries written before read as OpenAI's: topup.*, price.updated, catalog.i
     'organization.updated': { id: 'acc', changes_requested: { topup: { event: 'succeeded', id: 'ord', amount: 5 } } },
   });
   expect(old[1].actor).toEqual({ type: 'session', session: { user: { id: 'operator:u@h' } } });
-  expect(old[2]['organization.updated']).toEqual({ changes_requested: { price: { model: 'm' } } });
+  expect((old[2] as Record<string, unknown>)['organization.updated']).toEqual({
+    changes_requested: { price: { model: 'm' } },
+  });
   // A type of OpenAI's own is as written.
   const same = auditLogObject(row('project.created', null, { id: 'p' }));
   expect(same).toMatchObject({ type: 'project.created', 'project.created': { id: 'p' } });
