@@ -22,3 +22,5 @@ export { PgCacheStore } from './pgStore';
 
 export { COST_SLOT, makeEntry } from './entry';
 export type { CacheEntry, EntryKind } from './entry';
+/** Who changed the cache's settings (the audit log's actor). */
+export type { AuditActor as CacheAuditActor } from '../db';

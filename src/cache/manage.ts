@@ -1,4 +1,4 @@
-import type { Db } from '../db';
+import { tx, appendAudit, type AuditActor, type AuditEntry, type Db } from '../db';
 import { badRequest, notFound } from '../errors';
 import type { ResponseCache } from './responseCache';
 import type { CacheStatsReport } from './stats';
@@ -64,24 +64,70 @@ export async function settingsView(maybe: MaybeCache, db: Db, accountId: string)
   };
 }
 
+/**
+ * Records a settings change in the audit log, in OpenAI's shape (`organization.updated`, `api_key.updated`,
+ * `project.updated` with the change under `changes_requested.cache`), once the change is made. Its own transaction:
+ * the settings store writes through its own pool queries.
+ */
+async function audit(db: Db, actor: AuditActor | undefined, e: Omit<AuditEntry, 'actor'>): Promise<void> {
+  if (actor === undefined) return;
+  await tx(db, (c) => appendAudit(c, { ...e, actor }));
+}
+
 export async function updateSettings(
   maybe: MaybeCache,
   db: Db,
   accountId: string,
   patch: SettingsPatch,
+  actor?: AuditActor,
 ): Promise<CacheSettingsView> {
   const cache = on(maybe);
   await cache.settings.update(accountId, patch);
+  await audit(db, actor, {
+    accountId,
+    type: 'organization.updated',
+    details: { id: accountId, changes_requested: { cache: patch } },
+  });
   return settingsView(cache, db, accountId);
 }
 
-export function setKeyCache(maybe: MaybeCache, accountId: string, keyId: string, body: unknown): Promise<void> {
-  return on(maybe).settings.setKey(accountId, keyId, enabledOf(body));
+export async function setKeyCache(
+  maybe: MaybeCache,
+  accountId: string,
+  keyId: string,
+  body: unknown,
+  audited?: { db: Db; actor: AuditActor },
+): Promise<void> {
+  const enabled = enabledOf(body);
+  await on(maybe).settings.setKey(accountId, keyId, enabled);
+  if (audited)
+    await audit(audited.db, audited.actor, {
+      accountId,
+      type: 'api_key.updated',
+      resourceId: keyId,
+      details: { id: keyId, changes_requested: { cache: { enabled } } },
+    });
 }
 
 /** A project's own switch (true, false, or null: the account's), over the account's and under its keys' own. */
-export function setProjectCache(maybe: MaybeCache, accountId: string, projectId: string, body: unknown) {
-  return on(maybe).settings.setProject(accountId, projectId, enabledOf(body));
+export async function setProjectCache(
+  maybe: MaybeCache,
+  accountId: string,
+  projectId: string,
+  body: unknown,
+  audited?: { db: Db; actor: AuditActor },
+): Promise<void> {
+  const enabled = enabledOf(body);
+  await on(maybe).settings.setProject(accountId, projectId, enabled);
+  if (!audited) return;
+  const p = await audited.db.query('SELECT name FROM projects WHERE id = $1', [projectId]);
+  await audit(audited.db, audited.actor, {
+    accountId,
+    type: 'project.updated',
+    project: { id: projectId, name: p.rows[0]?.name ?? '' },
+    resourceId: projectId,
+    details: { id: projectId, changes_requested: { cache: { enabled } } },
+  });
 }
 
 function enabledOf(body: unknown): unknown {

@@ -146,20 +146,25 @@ export function planPriceCommand(
       if (e instanceof PriceScheduleError) throw new PricesUsageError(e.message);
       throw e;
     }
+    // OpenAI's shape (docs/organizations.md): the change is `changes_requested.price` of a gateway-wide entry.
     await recordAudit(db, {
       accountId: null,
-      type: 'price.updated',
+      type: 'organization.updated',
       actor: operatorActor(),
       resourceId: model.id,
       details: {
-        model: model.id,
-        version: v.id,
-        set_pricing: pricing,
-        set_batch_pricing: batch,
-        pricing: v.pricing,
-        batch_pricing: v.batchPricing,
-        effective_at: v.effectiveAt.toISOString(),
-        note: values.note ?? null,
+        changes_requested: {
+          price: {
+            model: model.id,
+            version: v.id,
+            set_pricing: pricing,
+            set_batch_pricing: batch,
+            pricing: v.pricing,
+            batch_pricing: v.batchPricing,
+            effective_at: v.effectiveAt.toISOString(),
+            note: values.note ?? null,
+          },
+        },
       },
     });
     if (asJson) out(JSON.stringify(v, null, 2));
@@ -212,13 +217,17 @@ export async function recordImportedVersions(
   const versions = await recordCatalogVersions(db, models, 'catalog-import', effectiveAt);
   await recordAudit(db, {
     accountId: null,
-    type: 'catalog.imported',
+    type: 'organization.updated',
     actor: operatorActor(),
     resourceId: catalogPath,
     details: {
-      catalog: catalogPath,
-      versions: Object.fromEntries(versions),
-      effective_at: effectiveAt?.toISOString() ?? null,
+      changes_requested: {
+        catalog: {
+          catalog: catalogPath,
+          versions: Object.fromEntries(versions),
+          effective_at: effectiveAt?.toISOString() ?? null,
+        },
+      },
     },
   });
   return versions;

@@ -11,6 +11,7 @@ import {
   statsReport,
   updateSettings,
 } from '../cache';
+import { sessionActor } from '../organizations';
 import { requireCsrf, requireSession, sameOrigin, sessionOf } from './auth';
 
 /**
@@ -21,6 +22,8 @@ export function mountCacheApi(r: Router<GatewayState>, deps: AppDeps): void {
   const auth = [sameOrigin(deps), requireSession(deps), requireCsrf()];
   const body = jsonBody(16 * 1024);
   const account = (ctx: Parameters<typeof sessionOf>[0]) => sessionOf(ctx).accountId;
+  const actor = (ctx: Parameters<typeof sessionOf>[0]) => sessionActor(sessionOf(ctx), ctx.ip);
+  const audited = (ctx: Parameters<typeof sessionOf>[0]) => ({ db: deps.db, actor: actor(ctx) });
 
   r.get('/console/api/cache', route('/console/api/cache'), ...auth, async (ctx) => {
     const [settings, stats] = await Promise.all([
@@ -30,14 +33,14 @@ export function mountCacheApi(r: Router<GatewayState>, deps: AppDeps): void {
     ctx.body = { settings, stats };
   });
   r.patch('/console/api/cache/settings', route('/console/api/cache/settings'), ...auth, body, async (ctx) => {
-    ctx.body = await updateSettings(deps.cache, deps.db, account(ctx), ctx.request.body as object);
+    ctx.body = await updateSettings(deps.cache, deps.db, account(ctx), ctx.request.body as object, actor(ctx));
   });
   r.put('/console/api/cache/keys/:id', route('/console/api/cache/keys/:id'), ...auth, body, async (ctx) => {
-    await setKeyCache(deps.cache, account(ctx), ctx.params.id, ctx.request.body as { enabled?: unknown });
+    await setKeyCache(deps.cache, account(ctx), ctx.params.id, ctx.request.body, audited(ctx));
     ctx.body = await settingsView(deps.cache, deps.db, account(ctx));
   });
   r.put('/console/api/cache/projects/:id', route('/console/api/cache/projects/:id'), ...auth, body, async (ctx) => {
-    await setProjectCache(deps.cache, account(ctx), ctx.params.id, ctx.request.body as { enabled?: unknown });
+    await setProjectCache(deps.cache, account(ctx), ctx.params.id, ctx.request.body, audited(ctx));
     ctx.body = await settingsView(deps.cache, deps.db, account(ctx));
   });
   r.delete('/console/api/cache/entries/:key', route('/console/api/cache/entries/:key'), ...auth, async (ctx) => {

@@ -16,6 +16,7 @@ import { mountCacheApi } from './cache';
 import { mountSso } from './sso';
 import { mountSsoSettingsApi } from './ssoSettingsApi';
 import { OidcRelyingParty } from './ssoClient';
+import { mountOrganizationsApi } from './organizations';
 
 /**
  * The web console, served by the gateway itself under /console: a small hand-written single-page app
@@ -51,6 +52,7 @@ export function consoleRouter(deps: AppDeps): Router<GatewayState> {
   const sso = new OidcRelyingParty(deps.config.fetchAllowHosts);
   mountSso(r, deps, sso);
   mountSsoSettingsApi(r, deps, sso);
+  mountOrganizationsApi(r, deps);
 
   r.get('/console/static/:file', route('/console/static/:file'), (ctx) => {
     const a = assets.get(ctx.params.file);

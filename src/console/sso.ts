@@ -1,10 +1,9 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type Router from '@koa/router';
-import type { AppDeps } from '../operations/deps';
+import type { AppDeps } from '../operations';
 import { jsonBody, route, type GatewayState } from '../api/middleware';
 import { ApiError, badRequest, notFound } from '../errors';
-import { tx, type Db } from '../db/pool';
-import { PG_ERROR, pgErrorCode } from '../db/pgErrors';
+import { tx, type Db, PG_ERROR, pgErrorCode } from '../db';
 import { appendAudit, recordAudit, type AuditActor } from '../organizations';
 import { createSession } from './sessions';
 import { readCookie, sameOrigin, sessionCookie } from './auth';

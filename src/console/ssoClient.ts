@@ -1,6 +1,6 @@
 import * as oidc from 'openid-client';
 import { fetch as undiciFetch } from 'undici';
-import { bareHost, pinnedAgent, vetHost } from '../net/vettedHost';
+import { bareHost, pinnedAgent, vetHost } from '../net';
 import type { SsoSettings } from './ssoSettings';
 
 /**

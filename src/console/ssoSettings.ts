@@ -1,5 +1,5 @@
-import type { Queryable } from '../db/pool';
-import { PG_ERROR, pgErrorCode } from '../db/pgErrors';
+import type { Queryable } from '../db';
+import { PG_ERROR, pgErrorCode } from '../db';
 import { conflict } from '../errors';
 import { emailDomain } from './ssoRules';
 

@@ -1,10 +1,10 @@
 import type Koa from 'koa';
 import type Router from '@koa/router';
-import type { AppDeps } from '../operations/deps';
+import type { AppDeps } from '../operations';
 import { jsonBody, route, type GatewayState } from '../api/middleware';
 import { ApiError, badRequest } from '../errors';
-import { tx } from '../db/pool';
-import { compileJson, type Validator } from '../schemas/compile';
+import { tx } from '../db';
+import { compileJson, type Validator } from '../schemas';
 import { appendAudit } from '../organizations';
 import { requireCsrf, requireSession, sameOrigin, sessionOf } from './auth';
 import { issuerProblem, normalizeDomain } from './ssoRules';

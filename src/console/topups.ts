@@ -3,6 +3,7 @@ import type { AppDeps } from '../operations';
 import { jsonBody, route, type GatewayState } from '../api/middleware';
 import { badRequest } from '../errors';
 import { ORDER_ID, topupService } from '../jobs/topups';
+import { sessionActor } from '../organizations';
 import { requireCsrf, requireOperator, requireSession, sameOrigin, sessionOf } from './auth';
 import { intParam, stringField, uuidParam } from './params';
 
@@ -68,6 +69,7 @@ export function mountTopupsApi(r: Router<GatewayState>, deps: AppDeps): void {
         action: 'assign',
         accountId,
         actor: `console:${sessionOf(ctx).email}`,
+        auditActor: sessionActor(sessionOf(ctx), ctx.ip),
         reason,
       });
     },
@@ -82,6 +84,7 @@ export function mountTopupsApi(r: Router<GatewayState>, deps: AppDeps): void {
       ctx.body = await topups.resolve(ctx.params.id, {
         action: 'return',
         actor: `console:${sessionOf(ctx).email}`,
+        auditActor: sessionActor(sessionOf(ctx), ctx.ip),
         reason,
       });
     },

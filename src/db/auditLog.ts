@@ -9,19 +9,39 @@ import type { Queryable } from './pool';
 const AUDIT_LOCK = 727274048;
 
 /**
- * Who did it, in OpenAI's AuditLogActor shape (a session: a console login and its IP; an API key), or an operator at
- * the CLI (entries of no organization, which the Admin API never shows). A failed login's user may be unknown (no id).
+ * Who did it, always in OpenAI's AuditLogActor shape (its enum has `session` and `api_key` only), so every entry the
+ * Admin API shows validates against OpenAI's AuditLog:
+ * - a console login: `session` with its user and IP (an operator at the console too);
+ * - an operator at the CLI: `session` whose user id is `operator:<user>@<host>` (no email, no IP);
+ * - a key: `api_key` (an admin key or a project key);
+ * - the gateway acting on a provider's signed word (a bank feed's or VNPay's notification of a payment): `api_key`
+ *   of type `service_account` with id `system:<provider>` (the provider's webhook credential is that key).
+ * A failed login's user may be unknown (no id).
  */
 export type AuditActor =
-  | { type: 'session'; session: { user: { id?: string; email: string }; ip_address: string } }
-  | { type: 'operator'; operator: { user: string; host: string; via: 'cli' | 'console' } }
-  /** The gateway itself acting on a provider's word: a bank feed's or VNPay's notification of a payment. */
-  | { type: 'system'; system: { service: string } }
+  | { type: 'session'; session: { user: { id?: string; email?: string }; ip_address?: string } }
   | {
       type: 'api_key';
-      api_key: { id: string; type: 'user' | 'service_account'; user?: { id: string; email: string } };
+      api_key: {
+        id: string;
+        type: 'user' | 'service_account';
+        user?: { id: string; email: string };
+        service_account?: { id: string };
+      };
     }
   | null;
+
+/** The gateway acting on a payment provider's notification (see AuditActor). */
+export const systemActor = (service: string): AuditActor => ({
+  type: 'api_key',
+  api_key: { id: `system:${service}`, type: 'service_account', service_account: { id: `system:${service}` } },
+});
+
+/** An operator at the CLI, as the machine names them (see AuditActor). */
+export const cliActor = (user: string, host: string): AuditActor => ({
+  type: 'session',
+  session: { user: { id: `operator:${user}@${host}` } },
+});
 
 export interface AuditEntry {
   accountId: string | null;
@@ -74,9 +94,7 @@ export function entryHash(prev: Buffer | null, e: Hashed): Buffer {
 
 function actorIdentity(a: AuditActor): { id: string | null; email: string | null } {
   if (!a) return { id: null, email: null };
-  if (a.type === 'session') return { id: a.session.user.id ?? null, email: a.session.user.email };
-  if (a.type === 'operator') return { id: `operator:${a.operator.user}@${a.operator.host}`, email: null };
-  if (a.type === 'system') return { id: `system:${a.system.service}`, email: null };
+  if (a.type === 'session') return { id: a.session.user.id ?? null, email: a.session.user.email ?? null };
   return { id: a.api_key.id, email: a.api_key.user?.email ?? null };
 }
 

@@ -1,7 +1,7 @@
 /**
  * The db room's door: what the rest of the gateway uses of it (docs/architecture.md, Rooms).
  */
-export { appendAudit, canonicalJson, entryHash } from './auditLog';
+export { appendAudit, canonicalJson, cliActor, entryHash, systemActor } from './auditLog';
 export type { AuditActor, AuditEntry } from './auditLog';
 export { gated } from './gate';
 export type { Querier } from './gate';

@@ -3,9 +3,9 @@
  * domain's own changes (top-ups) append to it in their transactions too.
  */
 import os from 'node:os';
-import { tx, type Db, appendAudit, entryHash, type AuditActor, type AuditEntry } from '../db';
+import { tx, type Db, appendAudit, cliActor, entryHash, type AuditActor, type AuditEntry } from '../db';
 
-export { appendAudit, canonicalJson, entryHash, type AuditActor, type AuditEntry } from '../db';
+export { appendAudit, canonicalJson, cliActor, entryHash, systemActor, type AuditActor, type AuditEntry } from '../db';
 
 /** Appends an entry in a transaction of its own (a change that is not itself a database write: a login). */
 export function recordAudit(db: Db, e: AuditEntry): Promise<string> {
@@ -61,5 +61,5 @@ export function operatorActor(): AuditActor {
   } catch {
     user = process.env.USER ?? 'unknown'; // no passwd entry for the uid (a container)
   }
-  return { type: 'operator', operator: { user, host: os.hostname(), via: 'cli' } };
+  return cliActor(user, os.hostname());
 }

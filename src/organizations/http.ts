@@ -15,7 +15,7 @@ export interface OrgDeps {
   config: Pick<Config, 'smtpUrl' | 'mailFrom' | 'publicBaseUrl' | 'inviteTtlMs' | 'keyCacheMs'>;
 }
 
-/** The caller of an organization route: an admin key of one organization (or, later, a console session). */
+/** The caller of an organization route: an admin key of one organization, or a console session (sessionCaller.ts). */
 export interface OrgCaller {
   accountId: string;
   actor: AuditActor;

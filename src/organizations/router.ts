@@ -1,7 +1,7 @@
 import Router from '@koa/router';
 import type { GatewayState } from '../api/middleware';
 import type { OrgDeps } from './http';
-import { routeTable } from './routes';
+import { routeTable, type Mount } from './routes';
 import { projectRoutes } from './projectsRoutes';
 import { adminKeyRoutes } from './adminKeysRoutes';
 import { auditRoutes } from './auditRoutes';
@@ -18,7 +18,14 @@ import { spendAlertRoutes } from './spendAlertRoutes';
  */
 export function organizationsRouter(deps: OrgDeps): Router<GatewayState> {
   const r = new Router<GatewayState>();
-  const t = routeTable(r, deps);
+  mountOrganizationRoutes(r, deps);
+  mountInviteAcceptance(r, deps);
+  return r;
+}
+
+/** Every Admin API route on `r`, at the mount's prefix and with its caller (default: /v1/organization, admin keys). */
+export function mountOrganizationRoutes(r: Router<GatewayState>, deps: OrgDeps, mount?: Mount): void {
+  const t = routeTable(r, deps, mount);
   projectRoutes(t, deps);
   adminKeyRoutes(t, deps);
   auditRoutes(t, deps);
@@ -27,6 +34,4 @@ export function organizationsRouter(deps: OrgDeps): Router<GatewayState> {
   spendLimitRoutes(t, deps);
   rateLimitRoutes(t, deps);
   spendAlertRoutes(t, deps);
-  mountInviteAcceptance(r, deps);
-  return r;
 }

@@ -21,12 +21,36 @@ export interface RouteTable {
   delete(path: string, fn: OrgHandler): void;
 }
 
-export function routeTable(r: Router<GatewayState>, deps: OrgDeps): RouteTable {
+/**
+ * Where the routes are mounted and who calls them: the Admin API (an admin key, at /v1/organization), or the console
+ * (a session, at /console/api/organizations/:organization_id, with its own checks first). The handlers and the role
+ * rules are the same for both.
+ */
+export interface Mount {
+  /** Replaces `/v1/organization` in every path. */
+  prefix: string;
+  /** Middleware run before the caller is resolved (the console's origin, session and CSRF checks). */
+  guards: Koa.Middleware<GatewayState>[];
+  caller(ctx: Ctx): Promise<OrgCaller>;
+}
+
+export const adminApiMount = (deps: OrgDeps): Mount => ({
+  prefix: '/v1/organization',
+  guards: [],
+  caller: (ctx) => adminCaller(ctx, deps),
+});
+
+export function routeTable(r: Router<GatewayState>, deps: OrgDeps, mount: Mount = adminApiMount(deps)): RouteTable {
   const body = jsonBody(64 * 1024);
   const callers = new WeakMap<object, OrgCaller>();
   const auth: Koa.Middleware<GatewayState> = async (ctx, next) => {
-    callers.set(ctx, await adminCaller(ctx, deps));
+    callers.set(ctx, await mount.caller(ctx));
     await next();
+  };
+  const at = (path: string) => mount.prefix + path.slice('/v1/organization'.length);
+  const add = (method: 'get' | 'post' | 'delete', path: string, ...mw: Koa.Middleware<GatewayState>[]): void => {
+    const p = at(path);
+    r[method](p, route(p), ...mount.guards, auth, ...mw);
   };
   // Every POST and DELETE changes something: an owner's, never a reader's.
   const owner: Koa.Middleware<GatewayState> = async (ctx, next) => {
@@ -46,10 +70,10 @@ export function routeTable(r: Router<GatewayState>, deps: OrgDeps): RouteTable {
       ctx.body = await fn(ctx, callers.get(ctx)!);
     };
   return {
-    get: (path, fn) => void r.get(path, route(path), auth, run(fn)),
-    delete: (path, fn) => void r.delete(path, route(path), auth, owner, run(fn)),
-    post: (path, fn) => void r.post(path, route(path), auth, owner, body, run(fn)),
-    action: (path, fn) => void r.post(path, route(path), auth, owner, run(fn)),
+    get: (path, fn) => add('get', path, run(fn)),
+    delete: (path, fn) => add('delete', path, owner, run(fn)),
+    post: (path, fn) => add('post', path, owner, body, run(fn)),
+    action: (path, fn) => add('post', path, owner, run(fn)),
   };
 }
 

@@ -156,15 +156,20 @@ test('an operator price change is logged with its actor; verify-audit names the 
     const db = new pg.Client({ connectionString: url });
     await db.connect();
     try {
-      const e = (await db.query(`SELECT account_id, actor, details FROM audit_logs WHERE type = 'price.updated'`)).rows;
+      const e = (await db.query(`SELECT account_id, type, actor, details FROM audit_logs`)).rows;
       expect(e).toEqual([
         {
           account_id: null,
-          actor: { type: 'operator', operator: { user: expect.any(String), host: expect.any(String), via: 'cli' } },
-          details: expect.objectContaining({
-            model: 'gpt-4o-mini',
-            pricing: expect.objectContaining({ outputPer1MTokens: 99000 }),
-          }),
+          type: 'organization.updated',
+          actor: { type: 'session', session: { user: { id: expect.stringMatching(/^operator:.+@.+/) } } },
+          details: {
+            changes_requested: {
+              price: expect.objectContaining({
+                model: 'gpt-4o-mini',
+                pricing: expect.objectContaining({ outputPer1MTokens: 99000 }),
+              }),
+            },
+          },
         },
       ]);
       const pool = createPool(url, 2);

@@ -975,8 +975,16 @@ describe('fuzz: every route survives malformed input', () => {
  */
 const CONSOLE_TOPUP_KEY = 'fuzz-topup-0001';
 /** The funded account's organization: a project, one to archive, and a member of both (made in beforeAll). */
-const org = { adminKey: '', projectId: '', archiveProjectId: '', userId: '' };
+const org = { adminKey: '', accountId: '', projectId: '', archiveProjectId: '', userId: '' };
 function validBodies(accountId: string): Record<string, Record<string, unknown>> {
+  const bodies = ownBodies(accountId);
+  // The console's organization pages call the same routes at /console/api/organizations/:organization_id/...
+  for (const [k, v] of Object.entries(bodies))
+    if (k.startsWith('POST /v1/organization/'))
+      bodies[k.replace('/v1/organization', '/console/api/organizations/:organization_id')] = v;
+  return bodies;
+}
+function ownBodies(accountId: string): Record<string, Record<string, unknown>> {
   const chat = { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }], max_tokens: 16 };
   const gemini = { contents: [{ role: 'user', parts: [{ text: 'hi' }] }], generationConfig: { maxOutputTokens: 16 } };
   const webhook = { url: 'https://93.184.216.34/hook', events: ['video.completed'], description: 'fuzz' };
@@ -1127,8 +1135,9 @@ const limits = { rpm: 100_000, tpm: 10_000_000, budgetDayVnd: 1_000_000_000, bud
 
 /** Where a body route is fuzzed: its sample path, but the limits routes on the operator's real account and key. */
 function bodyPath(r: RouteInfo): string {
-  if (r.pattern.startsWith('/v1/organization/'))
+  if (r.pattern.startsWith('/v1/organization/') || r.pattern.startsWith('/console/api/organizations/'))
     return r.pattern
+      .replace(':organization_id', org.accountId)
       .replace(':project_id', r.pattern.endsWith('/archive') ? org.archiveProjectId : org.projectId)
       .replace(':user_id', org.userId)
       .replace(':rate_limit_id', 'rl-gpt-4o-mini');
@@ -1302,6 +1311,7 @@ describe('fuzz: targeted values in every field, with a funded account', () => {
     routes = enumerateRoutes();
     // The organization routes' owner: an admin key of the funded account, two projects and a member of one.
     org.adminKey = (await createAdminKey(gw.deps.db, funded.accountId, { name: 'fuzz' })).value;
+    org.accountId = funded.accountId;
     const users = (await import('../../src/console/users')) as {
       createLogin: (db: unknown, a: { accountId: string; email: string; password: string }) => Promise<{ id: string }>;
     };

@@ -13,6 +13,7 @@ import { startReceiver } from '../support/webhookReceiver';
 import { eventually } from '../support/video';
 import { ConsoleClient, makeLogin } from '../e2e/consoleClient';
 import { FEED, startBankHarness, VNPAY, type BankHarness } from '../support/bank';
+import { checkAnswer } from '../support/openaiAdminSchemas';
 
 /**
  * Top-ups end to end, over real HTTP: orders through the API, transfers made on the emulator's bank whose feed
@@ -605,30 +606,50 @@ test('the audit log: a credit by its feed, an assignment and a return by their o
   expect((await admin('topup-assign', l.id, a.accountId, '--reason', 'receipt checked')).code).toBe(0);
   expect((await admin('topup-return', b.id, '--reason', 'sent back')).code).toBe(0);
 
-  // The organization's log shows its credit and its assignment (newest first); the gateway's own event types and
-  // the `system` actor are beside OpenAI's (docs/organizations.md).
-  const log = await call(
-    adminKey,
-    'GET',
-    '/v1/organization/audit_logs?event_types[]=topup.succeeded&event_types[]=topup.transfer_assigned',
-  );
+  // The organization's log shows its credit and its assignment (newest first), in OpenAI's shape: each an
+  // `organization.updated` whose `changes_requested.topup` says what happened; the feed acts as a service-account key
+  // `system:sepay`, the CLI's operator as a session (docs/organizations.md).
+  const log = await call(adminKey, 'GET', `/v1/organization/audit_logs?resource_ids[]=${l.id}&resource_ids[]=${o.id}`);
   expect(log.status).toBe(200);
+  checkAnswer('GET', '/v1/organization/audit_logs', 200, log.j);
   expect(log.j.data).toEqual([
     expect.objectContaining({
-      type: 'topup.transfer_assigned',
-      actor: { type: 'operator', operator: expect.objectContaining({ via: 'cli' }) },
-      'topup.transfer_assigned': expect.objectContaining({ id: l.id, amount: 21_000, reason: 'receipt checked' }),
+      type: 'organization.updated',
+      actor: { type: 'session', session: { user: { id: expect.stringMatching(/^operator:/) } } },
+      'organization.updated': {
+        id: a.accountId,
+        changes_requested: {
+          topup: expect.objectContaining({
+            event: 'transfer_assigned',
+            transfer_id: l.id,
+            amount: 21_000,
+            reason: 'receipt checked',
+          }),
+        },
+      },
     }),
     expect.objectContaining({
-      type: 'topup.succeeded',
-      actor: { type: 'system', system: { service: 'sepay' } },
-      'topup.succeeded': expect.objectContaining({ id: o.id, amount: 50_000, provider: 'sepay' }),
+      type: 'organization.updated',
+      actor: {
+        type: 'api_key',
+        api_key: { id: 'system:sepay', type: 'service_account', service_account: { id: 'system:sepay' } },
+      },
+      'organization.updated': {
+        id: a.accountId,
+        changes_requested: {
+          topup: expect.objectContaining({ event: 'succeeded', order_id: o.id, amount: 50_000, provider: 'sepay' }),
+        },
+      },
     }),
   ]);
   // A returned transfer belongs to no organization: its entry is the operators' only.
-  const ret = await h.deps.db.query('SELECT account_id, type, actor FROM audit_logs WHERE resource_id = $1', [b.id]);
+  const ret = await h.deps.db.query('SELECT account_id, type, details FROM audit_logs WHERE resource_id = $1', [b.id]);
   expect(ret.rows).toEqual([
-    { account_id: null, type: 'topup.transfer_returned', actor: expect.objectContaining({ type: 'operator' }) },
+    {
+      account_id: null,
+      type: 'organization.updated',
+      details: { changes_requested: { topup: expect.objectContaining({ event: 'transfer_returned' }) } },
+    },
   ]);
   const verified = await admin('verify-audit');
   expect([verified.code, verified.err]).toEqual([0, '']);

@@ -4,6 +4,7 @@ import { authenticate, type Ctx, type GatewayState } from '../middleware';
 import { apiRoutes } from '../route';
 import { ApiError } from '../../errors';
 import { ADMIN_KEY_PREFIX } from '../../auth';
+import type { CacheAuditActor as AuditActor } from '../../cache';
 import {
   purgeEntry,
   purgeModel,
@@ -24,6 +25,12 @@ export function cacheRouter(deps: AppDeps): Router<GatewayState> {
   const api = apiRoutes(deps, { shape: 'openai' });
   const body = { json: deps.config.maxJsonBytes };
   const account = (ctx: { state: GatewayState }) => ctx.state.principal!.accountId;
+  // The audit log names the key that changed a setting (OpenAI's api_key actor).
+  const actor = (ctx: { state: GatewayState }): AuditActor => ({
+    type: 'api_key',
+    api_key: { id: ctx.state.principal!.keyId, type: 'user' },
+  });
+  const audited = (ctx: { state: GatewayState }) => ({ db: deps.db, actor: actor(ctx) });
 
   api.add({
     method: 'GET',
@@ -37,7 +44,7 @@ export function cacheRouter(deps: AppDeps): Router<GatewayState> {
     path: '/v1/cache/settings',
     body,
     handler: async (ctx, patch) => {
-      ctx.body = await updateSettings(deps.cache, deps.db, account(ctx), patch as object);
+      ctx.body = await updateSettings(deps.cache, deps.db, account(ctx), patch as object, actor(ctx));
     },
   });
   api.add({
@@ -45,7 +52,7 @@ export function cacheRouter(deps: AppDeps): Router<GatewayState> {
     path: '/v1/cache/keys/:keyId',
     body,
     handler: async (ctx, b) => {
-      await setKeyCache(deps.cache, account(ctx), ctx.params.keyId, b as { enabled?: unknown });
+      await setKeyCache(deps.cache, account(ctx), ctx.params.keyId, b as { enabled?: unknown }, audited(ctx));
       ctx.body = await settingsView(deps.cache, deps.db, account(ctx));
     },
   });
@@ -54,7 +61,7 @@ export function cacheRouter(deps: AppDeps): Router<GatewayState> {
     path: '/v1/cache/projects/:projectId',
     body,
     handler: async (ctx, b) => {
-      await setProjectCache(deps.cache, account(ctx), ctx.params.projectId, b as { enabled?: unknown });
+      await setProjectCache(deps.cache, account(ctx), ctx.params.projectId, b as { enabled?: unknown }, audited(ctx));
       ctx.body = await settingsView(deps.cache, deps.db, account(ctx));
     },
   });

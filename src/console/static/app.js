@@ -21,6 +21,7 @@ import { pageWebhooks } from './page-webhooks.js';
 import { pageTopup, pageTopupsAdmin } from './page-topups.js';
 import { pageCache } from './page-cache.js';
 import { pageSso } from './page-sso.js';
+import { pageOrgAdminKeys, pageOrgAudit, pageOrgMembers, pageOrgProject, pageOrgProjects } from './page-org.js';
 import { emptyState, errorState } from './views.js';
 
 // ---------------------------------------------------------------- routing
@@ -42,6 +43,11 @@ export const routes = [
   { re: /^\/admin\/topups$/, page: pageTopupsAdmin, nav: 'topups', operator: true },
   { re: /^\/cache$/, page: pageCache, nav: 'cache' },
   { re: /^\/sso$/, page: pageSso, nav: 'sso' },
+  { re: /^\/org$/, page: pageOrgProjects, nav: 'org' },
+  { re: /^\/org\/projects\/([\w-]{1,80})$/, page: pageOrgProject, nav: 'org' },
+  { re: /^\/org\/members$/, page: pageOrgMembers, nav: 'org' },
+  { re: /^\/org\/audit$/, page: pageOrgAudit, nav: 'org' },
+  { re: /^\/org\/admin-keys$/, page: pageOrgAdminKeys, nav: 'org' },
   { re: /^\/admin\/accounts$/, page: pageAccounts, nav: 'accounts', operator: true },
   { re: new RegExp('^/admin/accounts/' + UUID + '$'), page: pageAccount, nav: 'accounts', operator: true },
   { re: /^\/admin\/reconciliation$/, page: pageReconciliation, nav: 'reconciliation', operator: true },
@@ -170,6 +176,7 @@ export function layout(app, active, fill) {
         item('cache', '/cache', 'Cache'),
         item('models', '/models', 'Models'),
         item('sso', '/sso', 'Single sign-on'),
+        item('org', '/org', 'Organization'),
         isOp
           ? [
               h('span', { class: 'sep' }),

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import os from 'node:os';
 import type { Db, DbClient, Queryable } from '../../db';
-import { tx, appendAudit, type AuditActor } from '../../db';
+import { tx, appendAudit, cliActor, systemActor, type AuditActor } from '../../db';
 import { topUpIn } from '../../billing';
 import { recordEventIn, type DeliveryRef } from '../webhooks';
 import type { IncomingTransfer, Provider } from './feeds';
@@ -193,14 +193,25 @@ export type RecordOutcome =
 
 const paymentOf = (paid: number, asked: number) => (paid === asked ? 'exact' : paid < asked ? 'short' : 'over');
 
-/** The operator of a resolution, as the audit log names them: `cli:<user>` or `console:<email>`. */
-function operatorActor(actor: string): AuditActor {
+/**
+ * The operator of a resolution, as the audit log names them: the console's session (its user and IP) when given,
+ * else from `cli:<user>` or `console:<email>`.
+ */
+function operatorActor(actor: string, session?: AuditActor): AuditActor {
+  if (session) return session;
   const [via, ...rest] = actor.split(':');
-  return {
-    type: 'operator',
-    operator: { user: rest.join(':') || actor, host: os.hostname(), via: via === 'console' ? 'console' : 'cli' },
-  };
+  const who = rest.join(':') || actor;
+  return via === 'console' ? { type: 'session', session: { user: { email: who } } } : cliActor(who, os.hostname());
 }
+
+/**
+ * A top-up's audit entry in OpenAI's shape: `organization.updated` whose `changes_requested.topup` says what
+ * happened (`event`: succeeded, transfer_assigned, transfer_returned) and its amount in VND (docs/organizations.md).
+ */
+const topupAudit = (accountId: string | null, event: string, details: Record<string, unknown>) => ({
+  type: 'organization.updated',
+  details: { ...(accountId ? { id: accountId } : {}), changes_requested: { topup: { event, ...details } } },
+});
 
 /** Credits `amount` to the account in `c`, keyed on the transfer, with its `topup.succeeded` event. */
 async function creditIn(
@@ -289,10 +300,16 @@ export async function recordTransfer(
     const deliveries = await creditIn(c, t, order.account_id, { type: 'topup', id: order.id });
     await appendAudit(c, {
       accountId: order.account_id,
-      type: 'topup.succeeded',
-      actor: { type: 'system', system: { service: t.provider } },
+      actor: systemActor(t.provider),
       resourceId: order.id,
-      details: { id: order.id, amount: t.amount, provider: t.provider, transaction_id: t.txnId, via },
+      ...topupAudit(order.account_id, 'succeeded', {
+        order_id: order.id,
+        amount: t.amount,
+        currency: 'VND',
+        provider: t.provider,
+        transaction_id: t.txnId,
+        via,
+      }),
     });
     return { outcome: 'credited', transferId, orderId: order.id, accountId: order.account_id, deliveries };
   });
@@ -323,8 +340,8 @@ export async function resolveTransfer(
   db: Db,
   id: number,
   d:
-    | { action: 'assign'; accountId: string; actor: string; reason: string }
-    | { action: 'return'; actor: string; reason: string },
+    | { action: 'assign'; accountId: string; actor: string; reason: string; auditActor?: AuditActor }
+    | { action: 'return'; actor: string; reason: string; auditActor?: AuditActor },
 ): Promise<{ transfer: Transfer; deliveries: DeliveryRef[] }> {
   return tx(db, async (c) => {
     const r = await c.query(`SELECT ${TRANSFER_COLS} FROM topup_transfers WHERE id = $1 FOR UPDATE`, [id]);
@@ -348,18 +365,19 @@ export async function resolveTransfer(
         d.reason,
       ],
     );
+    const accountId = d.action === 'assign' ? d.accountId : null;
     await appendAudit(c, {
-      accountId: d.action === 'assign' ? d.accountId : null,
-      type: d.action === 'assign' ? 'topup.transfer_assigned' : 'topup.transfer_returned',
-      actor: operatorActor(d.actor),
+      accountId,
+      actor: operatorActor(d.actor, d.auditActor),
       resourceId: String(t.id),
-      details: {
-        id: String(t.id),
+      ...topupAudit(accountId, d.action === 'assign' ? 'transfer_assigned' : 'transfer_returned', {
+        transfer_id: String(t.id),
         amount: t.amount,
+        currency: 'VND',
         provider: t.provider,
         transaction_id: t.providerTxnId,
         reason: d.reason,
-      },
+      }),
     });
     return { transfer: transferOf(u.rows[0]), deliveries };
   });

@@ -6,6 +6,7 @@ import { ApiError, badRequest, notFound } from '../../errors';
 import { clip, clipJson } from '../../text';
 import { startDelivery, webhookTaskQueue } from '../webhooks';
 import type { DeliveryRef } from '../webhooks';
+import type { AuditActor } from '../../db';
 import {
   cassoAuthorized,
   FeedBodyError,
@@ -311,8 +312,8 @@ export function topupService(deps: TopupDeps) {
     async resolve(
       transferId: unknown,
       d:
-        | { action: 'assign'; accountId: string; actor: string; reason: string }
-        | { action: 'return'; actor: string; reason: string },
+        | { action: 'assign'; accountId: string; actor: string; reason: string; auditActor?: AuditActor }
+        | { action: 'return'; actor: string; reason: string; auditActor?: AuditActor },
     ) {
       const id = typeof transferId === 'string' && /^\d{1,15}$/.test(transferId) ? Number(transferId) : null;
       if (!d.reason.trim()) throw badRequest("Invalid 'reason': say why.", 'reason');
