@@ -17,12 +17,21 @@ import type { CacheStore, EntryOwner } from './store';
  * write at most once per `sweepMs`. A purge made by another process reaches this one's memory within `refreshMs`
  * only for new entries: docs/cache.md says to run Redis with more than one API process.
  */
+interface Pending {
+  owner: EntryOwner;
+  buf: Buffer;
+  expiresAt: number;
+  createdAt: number;
+}
+
 export class PgCacheStore implements CacheStore {
   readonly name = 'postgres' as const;
   private readonly index = new Map<string, number>();
   private readonly memory = new Map<string, { buf: Buffer; expiresAt: number }>();
   private memoryUsed = 0;
-  private pending = new Map<string, { owner: EntryOwner; buf: Buffer; expiresAt: number; createdAt: number }>();
+  private pending = new Map<string, Pending>();
+  /** The batch being written (one at a time). */
+  private writing = new Map<string, Pending>();
   private flushing: Promise<void> = Promise.resolve();
   private flushTimer: NodeJS.Timeout | null = null;
   private refreshTimer: NodeJS.Timeout | null = null;
@@ -90,7 +99,7 @@ export class PgCacheStore implements CacheStore {
       this.memory.set(key, m);
       return m.buf;
     }
-    const waiting = this.pending.get(key);
+    const waiting = this.pending.get(key) ?? this.writing.get(key);
     if (waiting) return waiting.buf;
     return this.read(key, exp);
   }
@@ -102,7 +111,12 @@ export class PgCacheStore implements CacheStore {
     );
     const buf = r.rows[0]?.body ?? null;
     if (buf) this.remember(key, buf, exp);
-    else this.index.delete(key);
+    else {
+      // Put again while the query ran: not gone.
+      const waiting = this.pending.get(key) ?? this.writing.get(key);
+      if (waiting) return waiting.buf;
+      this.index.delete(key);
+    }
     return buf;
   }
 
@@ -127,6 +141,7 @@ export class PgCacheStore implements CacheStore {
   private forget(key: string): void {
     this.index.delete(key);
     this.pending.delete(key);
+    this.writing.delete(key);
     this.forgetMemory(key);
   }
 
@@ -166,34 +181,40 @@ export class PgCacheStore implements CacheStore {
   private async write(): Promise<void> {
     await this.ready;
     if (this.pending.size) {
+      // Still found by get() until the INSERT has committed (a read of the table before then finds nothing).
+      this.writing = this.pending;
       const rows = [...this.pending.entries()];
       this.pending = new Map();
       if (this.approxTotal !== null) for (const [, r] of rows) this.approxTotal += r.buf.length;
       // The bodies go as one bytea parameter, sent in binary, cut apart by their sizes in the database: a bytea[]
       // parameter is sent as text, every body hex-encoded here and decoded there.
-      const sizes = rows.map(([, r]) => r.buf.length);
-      await this.db.query(
-        `INSERT INTO response_cache (key, account_id, model, body, size, expires_at, created_at, project_id, writer)
-         SELECT k, a, m, substring($4::bytea FROM (sum(n) OVER w - n + 1)::int FOR n), n,
-           to_timestamp(e / 1000.0), to_timestamp(c / 1000.0), p, $8::uuid
-         FROM unnest($1::text[], $2::uuid[], $3::text[], $5::int[], $6::float8[], $7::float8[], $9::text[])
-           WITH ORDINALITY AS t(k, a, m, n, e, c, p, i)
-         WINDOW w AS (ORDER BY i)
-         ON CONFLICT (key) DO UPDATE SET body = EXCLUDED.body, size = EXCLUDED.size, model = EXCLUDED.model,
-           project_id = EXCLUDED.project_id, writer = EXCLUDED.writer,
-           expires_at = EXCLUDED.expires_at, created_at = EXCLUDED.created_at`,
-        [
-          rows.map(([k]) => k),
-          rows.map(([, r]) => r.owner.accountId),
-          rows.map(([, r]) => r.owner.model),
-          Buffer.concat(rows.map(([, r]) => r.buf)),
-          sizes,
-          rows.map(([, r]) => r.expiresAt),
-          rows.map(([, r]) => r.createdAt),
-          this.writer,
-          rows.map(([, r]) => r.owner.projectId),
-        ],
-      );
+      try {
+        const sizes = rows.map(([, r]) => r.buf.length);
+        await this.db.query(
+          `INSERT INTO response_cache (key, account_id, model, body, size, expires_at, created_at, project_id, writer)
+           SELECT k, a, m, substring($4::bytea FROM (sum(n) OVER w - n + 1)::int FOR n), n,
+             to_timestamp(e / 1000.0), to_timestamp(c / 1000.0), p, $8::uuid
+           FROM unnest($1::text[], $2::uuid[], $3::text[], $5::int[], $6::float8[], $7::float8[], $9::text[])
+             WITH ORDINALITY AS t(k, a, m, n, e, c, p, i)
+           WINDOW w AS (ORDER BY i)
+           ON CONFLICT (key) DO UPDATE SET body = EXCLUDED.body, size = EXCLUDED.size, model = EXCLUDED.model,
+             project_id = EXCLUDED.project_id, writer = EXCLUDED.writer,
+             expires_at = EXCLUDED.expires_at, created_at = EXCLUDED.created_at`,
+          [
+            rows.map(([k]) => k),
+            rows.map(([, r]) => r.owner.accountId),
+            rows.map(([, r]) => r.owner.model),
+            Buffer.concat(rows.map(([, r]) => r.buf)),
+            sizes,
+            rows.map(([, r]) => r.expiresAt),
+            rows.map(([, r]) => r.createdAt),
+            this.writer,
+            rows.map(([, r]) => r.owner.projectId),
+          ],
+        );
+      } finally {
+        this.writing = new Map();
+      }
       let newest = 0;
       for (const [, r] of rows) if (r.createdAt > newest) newest = r.createdAt;
       if (newest - 1000 > this.writtenUntil) this.writtenUntil = newest - 1000;
