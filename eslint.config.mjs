@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { URL } from 'node:url';
 import js from '@eslint/js';
@@ -53,6 +53,48 @@ function layerRules() {
   });
 }
 
+/*
+ * The rooms (layers.json `rooms`, docs/architecture.md): a file outside a room imports only the room's index.ts. The
+ * rule resolves each relative import to its file, so it sees the same graph as test/unit/project/rooms.test.ts, which
+ * also checks the cycles between rooms. The folders `pending` names are skipped; workflows/ too (its bundle imports
+ * inner files: an index.ts would bring the room's I/O into the sandbox).
+ */
+const ROOT = path.dirname(new URL(import.meta.url).pathname);
+const ROOMS = LAYERS.rooms;
+const PENDING = ROOMS.pending.flatMap((p) => p.paths);
+const inside = (file, folder) => file.startsWith(`${folder}/`);
+const isPending = (file) => PENDING.some((p) => file === p || inside(file, p));
+const settingsRead = (from, to) => LAYERS.exceptions.some((e) => e.from === from && e.to.includes(to));
+function resolved(from, spec) {
+  const target = path.posix.normalize(path.posix.join(path.posix.dirname(from), spec));
+  return [`${target}.ts`, `${target}/index.ts`].find((c) => existsSync(path.join(ROOT, c))) ?? null;
+}
+const roomsPlugin = {
+  rules: {
+    door: {
+      meta: { type: 'problem', schema: [] },
+      create(context) {
+        const from = path.relative(ROOT, context.filename).split(path.sep).join('/');
+        if (isPending(from)) return {};
+        const check = (node) => {
+          const spec = node.source?.value;
+          if (typeof spec !== 'string' || !spec.startsWith('.')) return;
+          const to = resolved(from, spec);
+          if (!to || isPending(to) || settingsRead(from, to)) return;
+          // The innermost room holding the file: a nested room's index.ts is a door of its own.
+          const room = ROOMS.folders.filter((r) => inside(to, r)).sort((a, b) => b.length - a.length)[0];
+          if (room && !inside(from, room) && to !== `${room}/index.ts`)
+            context.report({
+              node: node.source,
+              message: `${room}/ is a room: import its index.ts, not ${to} (docs/architecture.md, Rooms).`,
+            });
+        };
+        return { ImportDeclaration: check, ExportNamedDeclaration: check, ExportAllDeclaration: check };
+      },
+    },
+  },
+};
+
 export default tseslint.config(
   {
     ignores: [
@@ -79,6 +121,11 @@ export default tseslint.config(
     },
   },
   ...layerRules(),
+  {
+    files: ['src/**/*.ts', 'activities/**/*.ts'],
+    plugins: { rooms: roomsPlugin },
+    rules: { 'rooms/door': 'error' },
+  },
   {
     files: ['**/*.js', '**/*.cjs'],
     languageOptions: {

@@ -1,14 +1,14 @@
 import { CancelledFailure, Context } from '@temporalio/activity';
-import type { AppDeps } from '../src/operations/deps';
-import type { Principal } from '../src/auth/apiKeys';
-import type { UsageInput } from '../src/billing/usageBatch';
-import { NO_LIMITS } from '../src/limits/keyLimits';
+import type { AppDeps } from '../src/operations';
+import type { Principal } from '../src/auth';
+import type { UsageInput } from '../src/billing';
+import { NO_LIMITS } from '../src/limits';
 import { ApiError } from '../src/errors';
-import { abortFollowing } from '../src/net/abort';
-import { tracer } from '../src/observability/tracing';
-import { createResponse } from '../src/operations/responses/create';
-import type { ResponsesRequest } from '../src/translate/responsesTypes';
-import type { EventSourceMessage } from '../src/sse/upstreamEvents';
+import { abortFollowing } from '../src/net';
+import { tracer } from '../src/observability';
+import { prepareResponse } from '../src/operations/responses';
+import type { ResponsesRequest } from '../src/translate';
+import type { EventSourceMessage } from '../src/sse';
 import { EventCapture, HoldTab, HeadlessCaller } from '../src/backgroundResponses/headless';
 import * as repo from '../src/backgroundResponses/repo';
 import type {
@@ -141,7 +141,10 @@ export function createBackgroundActivities(deps: BackgroundActivityDeps): Backgr
       );
       try {
         const model = deps.catalog.require(row.model, 'chat');
-        await createResponse(caller, deps, model, req, { id: row.id });
+        // The POST ran the prepare step alone (src/backgroundResponses/service.ts); here it runs again on the stored
+        // request (the turn is rebuilt: its conversation, its path), then the execute step on the hold.
+        const prepared = await prepareResponse(caller, deps, model, req, { id: row.id });
+        await prepared.execute(caller);
       } catch (e) {
         if (!abort.aborted) {
           error =

@@ -1,13 +1,13 @@
 import { randomBytes } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { ApplicationFailure, Context } from '@temporalio/activity';
-import type { Db } from '../src/db/pool';
-import { gated } from '../src/db/gate';
-import type { Storage } from '../src/storage/storage';
-import type { Catalog } from '../src/catalog/catalog';
-import type { Logger } from '../src/observability/logger';
-import type { ProviderRegistry } from '../src/providers/registry';
-import type { ModelRouter } from '../src/routing/modelRouter';
+import type { Db } from '../src/db';
+import { gated } from '../src/db';
+import type { Storage } from '../src/storage';
+import type { Catalog } from '../src/catalog';
+import type { Logger } from '../src/observability';
+import type { ProviderRegistry } from '../src/providers';
+import type { ModelRouter } from '../src/modelCall';
 import * as batches from '../src/batches/repo';
 import { executeItem, waitForHealthy, type ItemOutcome } from '../src/batches/execute';
 import { OPERATION_OF } from '../src/batches/endpoints';
@@ -25,11 +25,10 @@ import type {
   FinalizeArgs,
   StartOutcome,
 } from '../src/batches/workflowContract';
-import { isBlank, readLines, type Line } from '../src/files/lines';
-import { isProblem, parseRequestLine, type BatchEndpoint } from '../src/files/batchInput';
+import { isBlank, readLines, type Line, isProblem, parseRequestLine, type BatchEndpoint } from '../src/files';
 import * as progress from '../src/batches/lineProgress';
 import { interruptedLineCost } from '../src/batches/lineCosts';
-import type { GatewayCost } from '../src/billing/gatewayCosts';
+import type { GatewayCost } from '../src/billing';
 import type { LineOutcome } from '../src/batches/lineProgress';
 import { ApiError } from '../src/errors';
 import { openAIBody } from '../src/errorBodies';

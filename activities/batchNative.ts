@@ -1,28 +1,29 @@
 import { Readable } from 'node:stream';
 import { randomBytes } from 'node:crypto';
 import { ApplicationFailure, Context } from '@temporalio/activity';
-import { batchPricingOf, type ModelConfig, type Pricing } from '../src/catalog/catalog';
-import { tokensCost, tokensFromChars } from '../src/billing/pricing';
+import { batchPricingOf, type ModelConfig, type Pricing } from '../src/catalog';
 import {
+  tokensCost,
+  tokensFromChars,
   estimatedUsage,
   fromAnthropicUsage,
   fromChatUsage,
   fromResponsesUsage,
   usageCost,
   usageUnits,
-} from '../src/billing/tokenUsage';
+} from '../src/billing';
 import * as batches from '../src/batches/repo';
 import { OPERATION_OF } from '../src/batches/endpoints';
-import { nativeBatchApi, nativeBatchesFor } from '../src/providers/kinds';
 import {
+  nativeBatchApi,
+  nativeBatchesFor,
   NativeApiError,
   type NativeBatchApi,
   type NativeResultLine,
   type NativeStatus,
-} from '../src/providers/nativeBatches';
+} from '../src/providers';
 import { recordUpstream, upstreamOf } from '../src/batches/upstream';
-import { isBlank, readLines } from '../src/files/lines';
-import { isProblem, parseRequestLine, type BatchEndpoint } from '../src/files/batchInput';
+import { isBlank, readLines, isProblem, parseRequestLine, type BatchEndpoint } from '../src/files';
 import type { BatchActivityDeps } from './batch';
 import { itemUsageId, outputLine } from './batch';
 

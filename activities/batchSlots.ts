@@ -1,6 +1,6 @@
-import type { Db } from '../src/db/pool';
+import type { Db } from '../src/db';
 import type { BatchSettings } from '../src/batches/settings';
-import { acquireSlots, releaseSlots } from '../src/limits/jobSlots';
+import { acquireSlots, releaseSlots } from '../src/limits';
 
 /**
  * An account's fair share of batch capacity (workflows/batch.ts): before each chunk a batch takes one of its

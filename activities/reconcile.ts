@@ -1,8 +1,8 @@
 import { ApplicationFailure, Context } from '@temporalio/activity';
-import { ReportConfigError } from '../src/providers/usageReports';
-import type { Catalog } from '../src/catalog/catalog';
-import type { Db } from '../src/db/pool';
-import type { Logger } from '../src/observability/logger';
+import { ReportConfigError } from '../src/providers';
+import type { Catalog } from '../src/catalog';
+import type { Db } from '../src/db';
+import type { Logger } from '../src/observability';
 import { signedHeaders } from '../src/webhooks/send';
 import { reconcileProviderDay } from '../src/reconcile/reconcile';
 import { daysBefore, lookbackDaysOf, unreconciledDays } from '../src/reconcile/status';

@@ -1,18 +1,17 @@
 import { Readable } from 'node:stream';
 import { Context } from '@temporalio/activity';
-import type { Db } from '../src/db/pool';
-import type { Storage } from '../src/storage/storage';
-import type { Catalog } from '../src/catalog/catalog';
-import { redactorFor } from '../src/catalog/redact';
-import type { Logger } from '../src/observability/logger';
-import type { VideoProviders } from '../src/providers/video';
-import { ModelRouter } from '../src/routing/modelRouter';
-import { loadRoutingSettings } from '../src/routing/settings';
-import { VideoProviderError, type VideoTaskState } from '../src/providers/video/types';
+import type { Db } from '../src/db';
+import type { Storage } from '../src/storage';
+import type { Catalog } from '../src/catalog';
+import { redactorFor } from '../src/catalog';
+import type { Logger } from '../src/observability';
+import type { VideoProviders } from '../src/providers';
+import { ModelRouter, loadRoutingSettings } from '../src/modelCall';
+import { VideoProviderError, type VideoTaskState } from '../src/providers/video';
 import * as jobs from '../src/video/repo';
 import { deleteStoredImages } from '../src/video/images';
 import { recordTaskEnd, taskGatewayCost, type TwinDelivery } from '../src/video/twins';
-import { askedDims, deliveredDims, videoSecondPrice } from '../src/billing/videoPricing';
+import { askedDims, deliveredDims, videoSecondPrice } from '../src/billing';
 import type {
   CompleteArgs,
   CompleteOutcome,

@@ -1,11 +1,11 @@
 import { ApplicationFailure } from '@temporalio/activity';
-import type { Db } from '../src/db/pool';
-import type { Storage } from '../src/storage/storage';
-import type { Catalog } from '../src/catalog/catalog';
-import type { Logger } from '../src/observability/logger';
-import type { VideoProviders } from '../src/providers/video';
-import type { ModelRouter } from '../src/routing/modelRouter';
-import { VideoProviderError } from '../src/providers/video/types';
+import type { Db } from '../src/db';
+import type { Storage } from '../src/storage';
+import type { Catalog } from '../src/catalog';
+import type { Logger } from '../src/observability';
+import type { VideoProviders } from '../src/providers';
+import type { ModelRouter } from '../src/modelCall';
+import { VideoProviderError } from '../src/providers/video';
 import * as jobs from '../src/video/repo';
 
 /** What every video activity works with (built once per worker by createVideoActivities). */

@@ -1,12 +1,12 @@
 import { Context } from '@temporalio/activity';
-import type { Storage } from '../src/storage/storage';
-import type { VideoImage } from '../src/providers/video/types';
+import type { Storage } from '../src/storage';
+import type { VideoImage } from '../src/providers/video';
 import * as jobs from '../src/video/repo';
 import type { VideoImages, VideoParams } from '../src/video/params';
 import type { StoredImageRef } from '../src/video/repo';
 import type { SubmitArgs, SubmitOutcome } from '../src/video/workflowContract';
 import { adapterOf, loadJob, toFailure, type VideoActivityContext } from './videoContext';
-import { TryRecord } from '../src/routing/tryRecord';
+import { TryRecord } from '../src/modelCall';
 import { creatorAdapter, duplicateCancelledKey, duplicateKey } from '../src/video/twins';
 
 /** Activity submitVideo: creating the job's provider task, once. */

@@ -1,14 +1,14 @@
 import type { Client } from '@temporalio/client';
-import type { Db } from '../src/db/pool';
-import type { Logger } from '../src/observability/logger';
+import type { Db } from '../src/db';
+import type { Logger } from '../src/observability';
 import { deliveryToSend, recordAttempt, recordEvent } from '../src/webhooks/repo';
 import { endpointForDelivery } from '../src/webhooks/endpoints';
 import { sendWebhook } from '../src/webhooks/send';
 import { startDelivery } from '../src/webhooks/start';
 import type { AttemptInput, AttemptResult, EmitInput } from '../src/webhooks/workflowContract';
 import { deliveryLimits, type WebhookSettings } from '../src/webhooks/settings';
-import type { Lookup } from '../src/net/vettedHost';
-import { acquireSlots, jittered, releaseSlots, type SlotSpec } from '../src/limits/jobSlots';
+import type { Lookup } from '../src/net';
+import { acquireSlots, jittered, releaseSlots, type SlotSpec } from '../src/limits';
 
 /**
  * The webhook activities, for any workflow that emits events (video jobs today, batches later) and for the

@@ -6,6 +6,7 @@ import { estimateChatMaxCost, outputTokensBound, promptTokensBound, tokensBoundC
 import { countImages, nativeBound } from '../src/billing/nativeBound';
 import { pngHeader } from './lib/imageHeaders';
 import { fromAnthropicUsage, fromChatUsage, usageCost } from '../src/billing/tokenUsage';
+import { KINDS } from '../src/providers/kinds';
 
 /**
  * How often, and by how much, the funds reserved before an upstream call fall short of the provider's bill.
@@ -240,7 +241,7 @@ async function main(): Promise<void> {
   const emulator = await startEmulator();
   emulator.control.settings.providerTokens = true;
   process.env.EMULATOR_URL = emulator.url;
-  const catalog = Catalog.load(path.join(projectRoot(), 'config', 'catalog.json'));
+  const catalog = Catalog.load(path.join(projectRoot(), 'config', 'catalog.json'), KINDS);
   const chatModels = ['gpt-4o', 'gpt-4o-mini', 'o4-mini'];
   const claudeModels = ['claude-sonnet-4-6', 'claude-haiku-4-5'];
   const lines: string[] = [];

@@ -2,7 +2,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { loadConfig } from '../src/config';
 import { buildDeps } from '../src/bootstrap';
-import { createApp } from '../src/api/app';
+import { createApp } from '../src/app';
 import { getBalance } from '../src/billing/ledger';
 import { cassoSignature, loadTopupSettings, topupService } from '../src/jobs/topups';
 import { createBenchDb } from './lib/db';

@@ -112,6 +112,7 @@ function isExportGetter(file: string, functionName: string): boolean {
     const declared =
       /export\s+(?:declare\s+|default\s+|async\s+|abstract\s+)*(?:function\*?|class|const|let|var|enum)\s+([\w$]+)/g;
     for (const d of src.matchAll(declared)) names.add(d[1]);
+    for (const n of src.matchAll(/export\s*\*\s*as\s+([\w$]+)/g)) names.add(n[1]);
     for (const l of src.matchAll(/export\s*\{([^}]*)\}/g))
       for (const part of l[1].split(','))
         names.add(
@@ -368,7 +369,7 @@ async function walk(name: string, flags: string[], worker: boolean, closers: (()
   } else report(`${name}: ${PATHS[name]}`, seen, step, flags, workflow);
 }
 
-/** The interval timers of the API's minute sweeps (src/billing/credit.ts, src/limits/rateLimiter.ts). */
+/** The interval timers of the API's minute sweeps (src/modelCall/credit.ts, src/limits/rateLimiter.ts). */
 interface Sweeps {
   sweepTimer?: NodeJS.Timeout;
   sweep?: NodeJS.Timeout;

@@ -101,6 +101,10 @@ export class EmulatorControl {
   faultsApplied = 0;
   /** The deployments' prompt prefix caches (settings.prefixCache); emptied by reset. */
   readonly prefixes = new PrefixCache();
+  /** While set (`hold`), every request waits here before it is served: a test sees all of a burst arrive first. */
+  private gate: Promise<void> | null = null;
+  /** Requests waiting at the gate now. */
+  held = 0;
   /** Every request seen, newest last (bounded): tests assert on what the gateway sent upstream. */
   readonly requests: {
     method: string;
@@ -112,6 +116,28 @@ export class EmulatorControl {
 
   addFault(f: Fault): void {
     this.faults.push({ ...f });
+  }
+  /**
+   * Holds every request from now on until the returned release is called: a test of concurrent admission waits for
+   * the burst to be decided (held here or refused by the gateway) however slow the machine, rather than on a latency.
+   */
+  hold(): () => void {
+    let release!: () => void;
+    this.gate = new Promise<void>((r) => (release = r));
+    return () => {
+      this.gate = null;
+      release();
+    };
+  }
+  /** Waits at the gate, if one is set. */
+  async passGate(): Promise<void> {
+    if (!this.gate) return;
+    this.held++;
+    try {
+      await this.gate;
+    } finally {
+      this.held--;
+    }
   }
   reset(): void {
     this.faults = [];

@@ -55,6 +55,7 @@ export async function startEmulator(opts: { port?: number; host?: string } = {})
       ctx.path = ctx.path.slice(d[0].length);
       ctx.req.headers['x-emulator-deployment'] = d[1]; // so recorded requests say which deployment they hit
     }
+    await control.passGate();
     if (control.settings.latencyMs > 0) await new Promise((r) => setTimeout(r, control.settings.latencyMs));
     const f = control.take(ctx.method, ctx.path, d ? d[1] : null);
     if (f?.delayMs) await new Promise((r) => setTimeout(r, f.delayMs));

@@ -1,24 +1,20 @@
 import type { Client, ClientInterceptors, Connection } from '@temporalio/client';
-import { flushTracing, initTracing, tracer } from './observability/tracing';
-import type { AppDeps } from './operations/deps';
+import { flushTracing, initTracing, tracer, createLogger, type Logger, Metrics } from './observability';
+import type { AppDeps } from './operations';
 import { loadConfig, type Config } from './config';
-import { createPool } from './db/pool';
-import { ensureDatabase, migrate } from './db/migrate';
-import { Catalog } from './catalog/catalog';
-import { PriceBook } from './billing/priceBook';
+import { createPool, ensureDatabase, migrate } from './db';
+import { Catalog } from './catalog';
+import { PriceBook } from './billing';
 import { registerReconcileMetrics } from './reconcile/metrics';
-import { KeyResolver } from './auth/apiKeys';
+import { KeyResolver } from './auth';
 import { AdminKeyResolver } from './organizations';
-import { CreditManager } from './billing/credit';
-import { createLogger, type Logger } from './observability/logger';
-import type { Db } from './db/pool';
-import type { Storage } from './storage/storage';
-import type { ProviderRegistry } from './providers/registry';
-import { Metrics } from './observability/metrics';
+import { CreditManager, ModelRouter } from './modelCall';
+import type { Db } from './db';
+import type { Storage } from './storage';
+import type { ProviderRegistry } from './providers';
 import { createStorage } from './storage';
-import { ModelRouter } from './routing/modelRouter';
-import { buildProviderRegistry } from './providers/build';
-import { createRateLimiter } from './limits/createRateLimiter';
+import { buildProviderRegistry, KINDS } from './providers';
+import { createRateLimiter } from './limits';
 import { createResponseCache } from './cache';
 
 /** What every process of the gateway (API, worker, `npm start`) is built on: one list, built here only. */
@@ -64,7 +60,7 @@ export async function buildCore(config: Config, opts: CoreOptions): Promise<Core
   await ensureDatabase(config.databaseUrl);
   await migrate(config.databaseUrl);
   const db = createPool(config.databaseUrl, worker ? 10 : 20);
-  const catalog = Catalog.load(config.catalogPath);
+  const catalog = Catalog.load(config.catalogPath, KINDS);
   // Before anything prices a request: the versions in force on the catalog's models.
   const prices = new PriceBook(db, catalog, {
     refreshMs: config.priceRefreshMs,

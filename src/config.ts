@@ -1,7 +1,7 @@
 import path from 'node:path';
 import { projectRoot } from './projectRoot';
 import { loadVideoSettings, type VideoSettings } from './video/settings';
-import { loadRoutingSettings, type RoutingSettings } from './routing/settings';
+import { loadRoutingSettings, type RoutingSettings } from './modelCall/settings';
 import { loadWebhookSettings, type WebhookSettings } from './webhooks/settings';
 import { loadBatchSettings, type BatchSettings } from './batches/settings';
 import { loadBackgroundResponseSettings, type BackgroundResponseSettings } from './backgroundResponses/settings';
@@ -110,7 +110,7 @@ export interface Config {
   workerMetricsPort: number | null;
   /** Video job timing (src/video/settings.ts; VIDEO_* env vars). */
   video: VideoSettings;
-  /** Retries, fallbacks and cooldowns across deployments (src/routing/settings.ts; ROUTING_* env vars). */
+  /** Retries, fallbacks and cooldowns across deployments (src/modelCall/settings.ts; ROUTING_* env vars). */
   routing: RoutingSettings;
   /** Endpoint checks, per-try timeout and retry schedule of webhooks (src/webhooks/settings.ts; WEBHOOK_* env vars). */
   webhooks: WebhookSettings;
@@ -144,7 +144,7 @@ export interface CacheSettings {
   redisPrefix: string;
   /** How long an account's cache settings are kept in memory (CACHE_SETTINGS_MS). */
   settingsCacheMs: number;
-  /** Projects with a Prometheus series of their own, per API process; the rest: `other` (CACHE_METRICS_MAX_PROJECTS). */
+  /** Projects with Prometheus series of their own, per API process; the rest: `other` (CACHE_METRICS_MAX_PROJECTS). */
   metricsMaxProjects?: number;
 }
 

@@ -1,4 +1,4 @@
-import { clip } from './text/clip';
+import { clip } from './text';
 
 /**
  * One error type for every client-facing failure, raised by any layer (catalog, billing, providers, video, console).

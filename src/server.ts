@@ -1,6 +1,6 @@
 import http from 'node:http';
 import { buildDeps } from './bootstrap';
-import { createApp } from './api/app';
+import { createApp } from './app';
 import { loadConfig } from './config';
 import { apiProcessCount, runApiProcesses } from './runtime/apiProcesses';
 

@@ -1,5 +1,5 @@
-import { sweepFileBytes } from './files/sweep';
-import { runPeriodic, type PeriodicTask } from './jobs/periodic';
+import { sweepFileBytes } from './files';
+import { runPeriodic, type PeriodicTask } from './jobs';
 import path from 'node:path';
 import { format } from 'node:util';
 import {
@@ -16,15 +16,14 @@ import {
   type WorkflowBundleWithSourceMap,
 } from '@temporalio/worker';
 import { loadConfig, type Config } from './config';
-import { redirectedLines } from './observability/logger';
+import { redirectedLines, serveWorkerMetrics, flushTracing, tracer } from './observability';
 import { buildCore } from './bootstrap';
-import type { ModelRouter } from './routing/modelRouter';
+import { type ModelRouter, recoverDeadLeases, staleAfter } from './modelCall';
 import { createReconcileActivities } from '../activities/reconcile';
 import { ensureReconcileSchedules } from './reconcile/schedule';
-import { releaseExpiredHolds } from './billing/ledger';
-import { recoverDeadLeases, staleAfter } from './billing/creditHolders';
+import { releaseExpiredHolds } from './billing';
 import { exitOnStopSignals } from './runtime/stopSignals';
-import { VideoProviders } from './providers/video';
+import { VideoProviders } from './providers';
 import { reconcileVideoJobs } from './video/reconciler';
 import { followTwins } from './video/twins';
 import { reconcileBatches } from './batches/reconciler';
@@ -42,8 +41,6 @@ import {
 import { ensureStatementSchedule, reconcileTopups, sweepLowBalances } from './jobs/topups';
 import { mailSpendAlerts, smtpMailer, sweepSpendAlerts } from './organizations';
 import { startDelivery } from './webhooks/start';
-import { serveWorkerMetrics } from './observability/metricsServer';
-import { flushTracing, tracer } from './observability/tracing';
 import { createDeliveryWorker } from './runtime/webhookDeliveryWorker';
 import { createBackgroundRunWorker } from './runtime/backgroundRunWorker';
 import { webhookTaskQueue } from './webhooks/settings';

@@ -2,7 +2,7 @@ import cluster, { type Worker } from 'node:cluster';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { buildDeps } from '../../src/bootstrap';
-import { createApp } from '../../src/api/app';
+import { createApp } from '../../src/app';
 import { loadConfig } from '../../src/config';
 import { apiProcessCount } from '../../src/runtime/apiProcesses';
 import { serverTimeouts } from '../../src/server';

@@ -1,10 +1,9 @@
-import type { Principal } from '../auth/apiKeys';
-import { accountBilling, type AccountBilling, type Caller, type Output, type RelayTarget } from '../operations/caller';
-import type { RoutedCall } from '../operations/routedCall';
-import { clientAbort, type RequestAbort } from '../net/abort';
-import { SseSink } from '../sse/clientSink';
+import type { Principal } from '../auth';
+import { accountBilling, type AccountBilling, type Caller, type Output, type RelayTarget } from '../operations';
+import type { RoutedCall, AffinitySource } from '../modelCall';
+import { clientAbort, type RequestAbort } from '../net';
+import { SseSink } from '../sse';
 import type { Span } from '@opentelemetry/api';
-import type { AffinitySource } from '../routing/affinity';
 import type { Ctx } from './requestState';
 import { sendJsonBuffer } from './jsonBuffer';
 
@@ -22,7 +21,7 @@ export function requestAbort(ctx: Ctx): RequestAbort {
  * routers wrote themselves before the operations left src/api/.
  */
 export class HttpCaller implements Caller, Output, RelayTarget {
-  /** What routes the request by prompt cache (src/routing/affinity.ts), set by its operation. */
+  /** What routes the request by prompt cache (src/modelCall/affinity.ts), set by its operation. */
   promptCache: AffinitySource | null = null;
 
   constructor(

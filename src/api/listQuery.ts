@@ -1,6 +1,6 @@
 import type { Ctx } from './middleware';
 import { badRequest } from '../errors';
-import { clip, clipJson } from '../text/clip';
+import { clip, clipJson } from '../text';
 
 /** OpenAI's cursor pagination query (`limit`, `after`, `order`) of a list route, each given at most once. */
 export interface ListQuery {

@@ -1,7 +1,7 @@
 import type Koa from 'koa';
-import type { Principal } from '../auth/apiKeys';
-import type { RoutedCall } from '../operations/routedCall';
-import type { RequestAbort } from '../net/abort';
+import type { Principal } from '../auth';
+import type { RoutedCall } from '../modelCall';
+import type { RequestAbort } from '../net';
 import type { Span } from '@opentelemetry/api';
 
 /**
@@ -25,7 +25,7 @@ export interface GatewayState {
   abort?: RequestAbort;
   /** The request's server span while tracing is on (sampled or not: a workflow started for it follows it). */
   span?: Span;
-  /** The key's rate-limit headers are set (by its admission; see src/operations/rateLimit.ts). */
+  /** The key's rate-limit headers are set (by its admission; see src/modelCall/rateLimit.ts). */
   rateLimitHeaders?: boolean;
 }
 export type Ctx = Koa.ParameterizedContext<GatewayState>;

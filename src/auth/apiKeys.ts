@@ -1,7 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
-import type { Db, Queryable } from '../db/pool';
-import { EFFECTIVE_LIMITS_SQL, limitsFromRow, type KeyLimits, type KeySettings } from '../limits/keyLimits';
-import type { RateLimits } from '../limits/rateLimiter';
+import type { Db, Queryable } from '../db';
+import { EFFECTIVE_LIMITS_SQL, limitsFromRow, type KeyLimits, type KeySettings } from '../limits';
+import type { RateLimits } from '../limits';
 
 /**
  * API keys: `sk-gw-` + 32 base64url chars (192 random bits). Only the SHA-256 of the key is stored, with a

@@ -1,5 +1,5 @@
 import type { AppDeps } from '../operations/deps';
-import type { Caller } from '../operations/caller';
+import type { Caller } from '../modelCall';
 import * as repo from './repo';
 
 /**

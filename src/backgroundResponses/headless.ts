@@ -1,9 +1,8 @@
 import { EventEmitter } from 'node:events';
 import type { Span } from '@opentelemetry/api';
 import type { ServerResponse } from 'node:http';
-import { holdBilling, type Caller, type HoldBilling, type Output, type RelayTarget } from '../operations/caller';
-import type { RoutedCall } from '../operations/routedCall';
-import type { Reservation, UsageInput } from '../billing/credit';
+import { holdBilling, type Caller, type HoldBilling, type Output, type RelayTarget } from '../modelCall';
+import type { RoutedCall, Reservation, UsageInput } from '../modelCall';
 import type { RequestAbort } from '../net/abort';
 import type { Principal } from '../auth/apiKeys';
 import { SseSink } from '../sse/clientSink';

@@ -1,12 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import type { Client } from '@temporalio/client';
 import type { AppDeps } from '../operations/deps';
-import type { AccountBilling, Caller } from '../operations/caller';
-import type { CreditManager } from '../billing/credit';
-import type { RateLimiter } from '../limits/rateLimiter';
+import type { AccountBilling, Caller } from '../modelCall';
+import { reserveAhead } from '../modelCall';
 import type { ModelConfig } from '../catalog/catalog';
 import type { ResponsesRequest } from '../translate/responsesTypes';
-import { createResponse } from '../operations/responses/create';
+import { prepareResponse } from '../operations/responses/create';
 import { ApiError, badRequest, conflict } from '../errors';
 import { isTemporalError } from '../jobs/temporalErrors';
 import * as repo from './repo';
@@ -14,19 +13,12 @@ import { startBackgroundWorkflow } from './start';
 import { BACKGROUND_CANCEL_SIGNAL } from './workflowContract';
 
 /**
- * POST /v1/responses with `background: true`, and cancelling one. The POST runs the route's own operation up to
- * its reservation (createResponse with a credit that holds instead of reserving): every rule the synchronous
- * route checks before spending (validation, output caps, the continued conversation, the key's rate limits, the
- * bound over every deployment that may answer) is the route's, not a copy. The reservation places the response's
- * hold with its row (402 and 429 there, nothing started), then stops the operation; the workflow runs it.
+ * POST /v1/responses with `background: true`, and cancelling one. The POST runs the responses operation's prepare
+ * step (prepareResponse: every rule the synchronous route checks before spending is the route's, not a copy), admits
+ * the request against the key's rate limits, and places the response's hold with its row at the estimate (402 and
+ * 429 there, nothing started); the workflow runs the execute step. The POST calls no upstream and reserves nothing
+ * from the credit lease.
  */
-
-/** Stops the operation at its reservation once the hold and the row are committed. */
-class Reserved extends Error {
-  constructor(readonly row: repo.BackgroundRow) {
-    super('reserved');
-  }
-}
 
 export function jobsClient(deps: Pick<AppDeps, 'temporal' | 'config'>): Client {
   if (!deps.temporal) {
@@ -48,56 +40,44 @@ export async function createBackgroundResponse(
   const client = jobsClient(deps);
   if (req.store === false)
     throw badRequest('Background responses must be stored: remove store: false.', 'store', 'invalid_value');
-  const p = caller.principal;
   const request: Record<string, unknown> = { ...req };
   delete request.background;
   delete request.stream;
+  // The route's own steps before spending (validation, output caps, the continued conversation, the estimate over
+  // every deployment that may answer), then the key's rate limits: nothing is called upstream, nothing reserved.
+  const prepared = await prepareResponse(caller, deps, model, { ...(request as ResponsesRequest), stream: false });
+  // Admitted against the key's rate limits (its tokens stay counted at the estimate: the worker that runs it cannot
+  // correct them), then the response's hold placed with its row at the estimate (402 and 429 there).
   const id = repo.newResponseId();
-  const credit: Pick<CreditManager, 'reserve'> = {
-    reserve: async (_account, maxCostVnd) => {
-      try {
-        throw new Reserved(
-          await repo.createWithHold(deps.db, {
-            id,
-            accountId: p.accountId,
-            apiKeyId: p.keyId,
-            model: model.id,
-            request,
-            holdId: randomUUID(),
-            maxCostVnd,
-            maxInFlight: deps.config.backgroundResponses.maxInFlightPerKey,
-          }),
+  const row = await reserveAhead(caller, model, prepared.estimate, async (maxCostVnd) => {
+    const p = caller.principal;
+    try {
+      return await repo.createWithHold(deps.db, {
+        id,
+        accountId: p.accountId,
+        apiKeyId: p.keyId,
+        model: model.id,
+        request,
+        holdId: randomUUID(),
+        maxCostVnd,
+        maxInFlight: deps.config.backgroundResponses.maxInFlightPerKey,
+      });
+    } catch (e) {
+      if (e instanceof repo.TooManyInFlight) {
+        deps.metrics.limitRefusals.inc({ limit: 'background' });
+        throw new ApiError(
+          429,
+          `This API key has ${e.limit} background responses in flight, its limit: wait for one to end.`,
+          'requests',
+          null,
+          'rate_limit_exceeded',
         );
-      } catch (e) {
-        if (e instanceof repo.TooManyInFlight) {
-          deps.metrics.limitRefusals.inc({ limit: 'background' });
-          throw new ApiError(
-            429,
-            `This API key has ${e.limit} background responses in flight, its limit: wait for one to end.`,
-            'requests',
-            null,
-            'rate_limit_exceeded',
-          );
-        }
-        throw e;
       }
-    },
-  };
-  // The admitted request's tokens stay counted at its bound: the worker that runs it cannot correct them.
-  const limiter: RateLimiter = Object.create(caller.billing.limiter, { settle: { value: () => undefined } });
-  // The request's own caller (its principal, abort, output, trace), paying with the credit above.
-  const billing: AccountBilling = { ...caller.billing, credit: credit as CreditManager, limiter };
-  const reserving: Caller = Object.create(caller, { billing: { value: billing } });
-  try {
-    await createResponse(reserving, deps, model, {
-      ...(request as ResponsesRequest),
-      stream: false,
-    });
-  } catch (e) {
-    if (!(e instanceof Reserved)) throw e;
-    return start(deps, client, caller, e.row);
-  }
-  throw new Error('the responses operation returned without reserving');
+      throw e;
+    }
+  });
+  // The workflow runs the response (prepared again from the stored request, then executed on the hold).
+  return start(deps, client, caller, row);
 }
 
 async function start(

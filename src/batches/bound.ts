@@ -1,7 +1,6 @@
 import type { Readable } from 'node:stream';
 import { batchPricingOf, type Catalog, type ModelConfig } from '../catalog/catalog';
-import type { ModelRouter } from '../routing/modelRouter';
-import { boundOverCandidates } from '../routing/bound';
+import { type ModelRouter, boundOverCandidates } from '../modelCall';
 import { embeddingTokensBound, estimateChatMaxCost, maxInputPrice, perMillionCost } from '../billing/pricing';
 import { isBlank, readLines } from '../files/lines';
 import { isProblem, type BatchEndpoint } from '../files/batchInput';

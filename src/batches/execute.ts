@@ -1,6 +1,6 @@
 import { batchPricingOf, type Catalog, type ModelConfig, type Pricing } from '../catalog/catalog';
 import type { ProviderRegistry } from '../providers/registry';
-import type { ModelRouter } from '../routing/modelRouter';
+import type { ModelRouter, Reservation, UsageInput, RoutedCall } from '../modelCall';
 import type { Db } from '../db/pool';
 import { ApiError, invalidUpstreamResponse } from '../errors';
 import { openAIBody } from '../errorBodies';
@@ -9,7 +9,6 @@ import { createLogger, type Logger } from '../observability/logger';
 import { tracer } from '../observability/tracing';
 import { NO_LIMITS } from '../limits/keyLimits';
 import type { Principal } from '../auth/apiKeys';
-import type { Reservation, UsageInput } from '../billing/credit';
 import { KINDS } from '../providers/kinds';
 import { DEFAULT_ANTHROPIC_VERSION } from '../providers/anthropic/adapter';
 import { asOpenAIError } from '../providers/upstreamError';
@@ -20,8 +19,7 @@ import {
   type OperationDeps,
   type Output,
   type RelayTarget,
-} from '../operations/caller';
-import type { RoutedCall } from '../operations/routedCall';
+} from '../modelCall';
 import type { SseSink } from '../sse/clientSink';
 import { chatCompletions, completions, validateChatCompletion, validateCompletion } from '../operations/chat';
 import { embed, validateEmbedding } from '../operations/embeddings';

@@ -1,4 +1,4 @@
-import type { DbClient } from '../db/pool';
+import type { DbClient } from '../db';
 
 /**
  * Per-key spend budgets (VND per calendar day and/or month), enforced by the ledger itself: a key's spend in the

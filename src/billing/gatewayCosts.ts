@@ -1,6 +1,5 @@
-import type { Pricing } from '../catalog/catalog';
-import type { Queryable } from '../db/pool';
-import type { Querier } from '../db/gate';
+import type { Pricing } from '../catalog';
+import type { Queryable, Querier } from '../db';
 
 /**
  * The gateway's own costs (migration 185, docs/billing.md "The gateway's own costs"): what a provider billed for a

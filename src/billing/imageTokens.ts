@@ -1,4 +1,4 @@
-import type { ModelConfig } from '../catalog/catalog';
+import type { ModelConfig } from '../catalog';
 
 /**
  * Prompt tokens an image costs, by the rule of the provider family that serves the model, for the funds bound:

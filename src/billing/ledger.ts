@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import type { Db, DbClient } from '../db/pool';
-import { tx } from '../db/pool';
+import type { Db, DbClient } from '../db';
+import { tx } from '../db';
 import { addKeySpend, BudgetExceeded, budgetTimeZone, keyBudgetRoom } from './budget';
 
 /**

@@ -1,4 +1,4 @@
-import type { ModelConfig } from '../catalog/catalog';
+import type { ModelConfig } from '../catalog';
 import { promptTokensBound, tokensBoundCost } from './pricing';
 import { mediaParts, mediaTokens, type MediaPart } from './imageTokens';
 

@@ -1,4 +1,4 @@
-import type { DbClient } from '../db/pool';
+import type { DbClient } from '../db';
 import { extendLockedHolds, type LockedHolds } from './ledger';
 import { keyBudgetRoom } from './budget';
 

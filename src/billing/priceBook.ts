@@ -1,6 +1,6 @@
-import { pricingProblem, type Catalog, type Mode, type ModelConfig, type PriceSet } from '../catalog/catalog';
-import type { Db, DbClient, Queryable } from '../db/pool';
-import { tx } from '../db/pool';
+import { pricingProblem, type Catalog, type Mode, type ModelConfig, type PriceSet } from '../catalog';
+import type { Db, DbClient, Queryable } from '../db';
+import { tx } from '../db';
 
 /**
  * The price book (docs/billing.md, "Price versions"): every model's prices are a version in `price_versions`, in

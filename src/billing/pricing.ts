@@ -1,6 +1,5 @@
-import type { ModelConfig, Pricing } from '../catalog/catalog';
+import type { ModelConfig, Pricing } from '../catalog';
 import { mediaParts, mediaTokens } from './imageTokens';
-import { MAX_TOKEN_COUNT } from '../schemas/tokens';
 
 /**
  * Costs in integer VND from catalog prices. Every cost is rounded UP to a whole VND, on exact integer
@@ -13,6 +12,14 @@ import { MAX_TOKEN_COUNT } from '../schemas/tokens';
  *   bytes but costs many tokens: ./imageTokens.ts), capped by the model's context window;
  * - output tokens <= max_completion_tokens / max_tokens, else the model's maxOutputTokens, times the choices (n).
  */
+
+/**
+ * The largest token count a request may name (max_tokens, max_completion_tokens, max_output_tokens,
+ * budget_tokens). Above every model's context window, so no real request meets it; bounded so the cost bound
+ * computed from it stays an exact VND amount (1e7 tokens at 1.000.000 ₫ per 1M is 1e7 ₫). Each model's own
+ * output cap is checked by the router (src/catalog/outputCap.ts) or applied by the translation.
+ */
+export const MAX_TOKEN_COUNT = 10_000_000;
 
 export const DEFAULT_MAX_OUTPUT_TOKENS = 4096;
 /** The delivered-text rule for cut streams and missing usage: one token per 4 characters, rounded up. */

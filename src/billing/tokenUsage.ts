@@ -1,4 +1,4 @@
-import type { Pricing } from '../catalog/catalog';
+import type { Pricing } from '../catalog';
 import { perMillionCost, tokensFromChars } from './pricing';
 
 /**

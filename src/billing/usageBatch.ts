@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { DbClient } from '../db/pool';
+import type { DbClient } from '../db';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { from as copyFrom } from 'pg-copy-streams';
@@ -13,8 +13,8 @@ import {
   type LockedHolds,
 } from './ledger';
 import { addKeySpend, keyBudgetRoom } from './budget';
-import type { Pricing } from '../catalog/catalog';
-import { offPathSync } from '../observability/offPathWork';
+import type { Pricing } from '../catalog';
+import { offPathSync } from '../observability';
 
 /**
  * Writes settled synchronous requests: their usage records and, per credit-lease hold, ONE `charged` ledger event

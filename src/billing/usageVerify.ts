@@ -1,9 +1,8 @@
-import type { Db } from '../db/pool';
-import type { PriceSet, Pricing } from '../catalog/catalog';
+import type { Db } from '../db';
+import type { PriceSet, Pricing } from '../catalog';
 import { audioCost, charactersCost, imagesCost } from './pricing';
 import { breakdownOfUnits, usageCost } from './tokenUsage';
-import { videoSecondPrice, type VideoDims } from './videoPricing';
-import type { VideoBilled } from '../video/repo';
+import { videoSecondPrice, type VideoBilled, type VideoDims } from './videoPricing';
 
 /**
  * The invariant of every usage record: its units at the prices of the version it was billed at

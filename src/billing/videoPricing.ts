@@ -1,4 +1,4 @@
-import type { PriceSet, VideoSecondPrice } from '../catalog/catalog';
+import type { PriceSet, VideoSecondPrice } from '../catalog';
 
 /**
  * Video prices per second by the dimensions providers price (resolution, audio, tier, input mode). The hold is
@@ -6,6 +6,17 @@ import type { PriceSet, VideoSecondPrice } from '../catalog/catalog';
  * back as any value); the charge at the price of what the provider reports it delivered. A catalog without a
  * table prices every second at `perVideoSecond`.
  */
+
+/** What a completed job was charged on: the delivered dimensions, the seconds, the price and its version. */
+export interface VideoBilled {
+  seconds: number;
+  resolution: string | null;
+  audio: boolean | null;
+  tier: string | null;
+  input: string | null;
+  pricePerSecond: number;
+  priceVersion: number | null;
+}
 
 /** What a video job is (or may be) priced by; an undefined dimension is unknown (asked: left to the provider). */
 export interface VideoDims {

@@ -1,4 +1,4 @@
-import type { Db } from '../db/pool';
+import type { Db } from '../db';
 import { badRequest, notFound } from '../errors';
 
 /**

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
-import type { Db } from '../db/pool';
+import type { Db } from '../db';
 import type { CacheStore, EntryOwner } from './store';
 
 /**

@@ -1,8 +1,7 @@
 import type { CacheSettings } from '../config';
-import type { Db } from '../db/pool';
-import type { Pricing } from '../catalog/catalog';
-import type { Logger } from '../observability/logger';
-import type { CacheMetrics } from '../observability/cacheMetrics';
+import type { Db } from '../db';
+import type { Pricing } from '../catalog';
+import type { Logger, CacheMetrics } from '../observability';
 import { CacheSettingsRepo } from './accountSettings';
 import { decodeEntry, encodeEntry, type CacheEntry } from './entry';
 import { PgCacheStore } from './pgStore';

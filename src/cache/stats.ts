@@ -1,4 +1,4 @@
-import type { Db } from '../db/pool';
+import type { Db } from '../db';
 
 /**
  * Hits, misses and VND saved per account, project and day (table cache_stats): added up in memory on the request

@@ -2,14 +2,14 @@ import fs from 'node:fs';
 import Ajv from 'ajv';
 import { ApiError, modelNotFound } from '../errors';
 import { deploymentsSchema, resolveDeployments, type Deployment, type DeploymentConfig } from './deployments';
-import { clip } from '../text/clip';
-import { KINDS, PROVIDER_KINDS, wireOf, type KindRow, type ProviderKind } from '../providers/kinds';
+import { clip } from '../text';
+import { PROVIDER_KINDS, wireOf, type KindTable, type ProviderKind } from './kinds';
 
 /** The model catalog: one JSON file (config/catalog.json by default) listing providers and priced models. */
 
 export type Mode = 'chat' | 'completion' | 'embedding' | 'speech' | 'transcription' | 'image' | 'video';
 export const MODES: Mode[] = ['chat', 'completion', 'embedding', 'speech', 'transcription', 'image', 'video'];
-export type { ProviderKind } from '../providers/kinds';
+export type { ProviderKind } from './kinds';
 
 export interface ProviderConfig {
   id: string;
@@ -126,7 +126,7 @@ export interface ModelConfig {
   /** The single-upstream form; with `deployments` given, filled in at load from the first deployment. */
   provider: string;
   upstreamModel: string;
-  /** Several upstreams serving this model (tried by weight, with retries and cooldowns: src/routing). */
+  /** Several upstreams serving this model (tried by weight, with retries and cooldowns: src/modelCall). */
   deployments?: DeploymentConfig[];
   /** Other catalog models of the same mode, tried in order when every deployment of this one failed. */
   fallbacks?: string[];
@@ -266,7 +266,7 @@ const schema = {
         type: 'object',
         required: ['kind'],
         properties: {
-          kind: { enum: PROVIDER_KINDS },
+          kind: { enum: [...PROVIDER_KINDS] },
           baseUrl: { type: 'string' },
           apiKeyEnv: ENV_NAME,
           region: { type: 'string', minLength: 1 },
@@ -353,11 +353,16 @@ export const REQUIRED_PRICES: Record<Mode, (keyof Pricing)[]> = {
 };
 
 function wireOfDeployment(c: Catalog, d: Deployment): string {
-  return wireOf(c.providers.get(d.provider)!.kind, d.upstreamModel);
+  return wireOf(c.kinds, c.providers.get(d.provider)!.kind, d.upstreamModel);
 }
 
 /** A provider as loaded: env expanded, its key read from its variable, a cloud kind's region and endpoint filled in. */
-function loadProvider(id: string, p: Omit<ProviderConfig, 'id'>, env: NodeJS.ProcessEnv): ProviderConfig {
+function loadProvider(
+  id: string,
+  p: Omit<ProviderConfig, 'id'>,
+  kinds: KindTable,
+  env: NodeJS.ProcessEnv,
+): ProviderConfig {
   const expand = (v: string | undefined) => (v === undefined ? undefined : expandEnv(v, env));
   const cfg: ProviderConfig = {
     ...p,
@@ -372,7 +377,7 @@ function loadProvider(id: string, p: Omit<ProviderConfig, 'id'>, env: NodeJS.Pro
   };
   if (/^[a-z][a-z0-9+.-]*:\/\/[^/]*@/i.test(cfg.baseUrl) || /[?&](key|api[-_]?key|token|sig)=/i.test(cfg.baseUrl))
     throw new Error(`catalog: provider ${id} baseUrl carries credentials (give them through the environment)`);
-  const needs: KindRow['credentials'] = KINDS[p.kind].credentials;
+  const needs = kinds[p.kind].credentials;
   if (needs.source === 'cloud') {
     if (p.apiKeyEnv)
       throw new Error(
@@ -410,10 +415,18 @@ export class Catalog {
   /** Providers' modelPatterns, compiled once, in catalog order (only tried for names that are no id or alias). */
   private readonly patterns: { re: RegExp; glob: string; model: ModelConfig }[] = [];
 
-  constructor(file: CatalogFile, env: NodeJS.ProcessEnv = process.env) {
+  /**
+   * `kinds`: the provider kinds' table (src/providers/kinds.ts `KINDS`), given by whoever builds the catalog, so the
+   * catalog stands below the providers (docs/architecture.md, Rooms).
+   */
+  constructor(
+    file: CatalogFile,
+    readonly kinds: KindTable,
+    env: NodeJS.ProcessEnv = process.env,
+  ) {
     const ajv = new Ajv({ allErrors: true });
     if (!ajv.validate(schema, file)) throw new Error('invalid catalog: ' + ajv.errorsText(ajv.errors));
-    for (const [id, p] of Object.entries(file.providers)) this.providers.set(id, loadProvider(id, p, env));
+    for (const [id, p] of Object.entries(file.providers)) this.providers.set(id, loadProvider(id, p, kinds, env));
     this.models = file.models;
     for (const m of file.models) {
       const deployments = resolveDeployments(m, env);
@@ -425,7 +438,7 @@ export class Catalog {
           throw new Error(`catalog: model ${m.id} names unknown provider ${d.provider}`);
         if (wireOfDeployment(this, d) !== wireOfDeployment(this, deployments[0]))
           throw new Error(`catalog: deployments of ${m.id} answer in different protocols (${d.provider})`);
-        if (d.apiKeyEnv && KINDS[this.providers.get(d.provider)!.kind].credentials.source === 'cloud')
+        if (d.apiKeyEnv && kinds[this.providers.get(d.provider)!.kind].credentials.source === 'cloud')
           throw new Error(`catalog: deployment of ${m.id} on ${d.provider} cannot have apiKeyEnv (cloud credentials)`);
       }
       if (new Set(deployments.map((d) => d.id)).size !== deployments.length)
@@ -485,8 +498,8 @@ export class Catalog {
     return this.patterns.filter((p) => p.model === m).map((p) => p.glob);
   }
 
-  static load(path: string, env: NodeJS.ProcessEnv = process.env): Catalog {
-    return new Catalog(JSON.parse(fs.readFileSync(path, 'utf8')) as CatalogFile, env);
+  static load(path: string, kinds: KindTable, env: NodeJS.ProcessEnv = process.env): Catalog {
+    return new Catalog(JSON.parse(fs.readFileSync(path, 'utf8')) as CatalogFile, kinds, env);
   }
 
   /** The model by id or alias, else by the providers' patterns. */
@@ -513,7 +526,7 @@ export class Catalog {
     const p = this.provider(m);
     if (p.ownedBy) return p.ownedBy;
     // Cloud kinds resell several vendors: the row answers by the upstream model (src/providers/kinds.ts).
-    return KINDS[p.kind].owner(m.upstreamModel) || 'system';
+    return this.kinds[p.kind].owner(m.upstreamModel) || 'system';
   }
 
   /** The model, or a 404 model_not_found; a model of another mode is a 400 naming `model`. */

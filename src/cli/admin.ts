@@ -1,13 +1,23 @@
 import { parseArgs } from 'node:util';
 import { randomUUID } from 'node:crypto';
-import { createPool, tx, type Db } from '../db/pool';
-import { ensureDatabase, migrate } from '../db/migrate';
-import { createAccount, getBalance, listLedger, topUp, verifyProjections } from '../billing/ledger';
-import { verifyUsage } from '../billing/usageVerify';
-import { strandedJobHolds } from '../billing/holdVerify';
+import { createPool, tx, type Db, ensureDatabase, migrate } from '../db';
+import {
+  createAccount,
+  getBalance,
+  listLedger,
+  topUp,
+  verifyProjections,
+  verifyUsage,
+  gatewayCostTotals,
+  checkTimeZone,
+  DEFAULT_BUDGET_TIME_ZONE,
+  keySpend,
+  setBudgetTimeZone,
+  PriceScheduleError,
+} from '../billing';
+import { strandedJobHolds } from './holdVerify';
 import { verifyBackgroundResponses } from '../backgroundResponses/verify';
-import { gatewayCostTotals } from '../billing/gatewayCosts';
-import { createApiKey, listApiKeys, revokeApiKey } from '../auth/apiKeys';
+import { createApiKey, listApiKeys, revokeApiKey } from '../auth';
 import {
   DEFAULT_KEY_CACHE_MS,
   getAccountLimits,
@@ -17,8 +27,7 @@ import {
   untilBudgetBinds,
   type KeyLimits,
   type KeySettings,
-} from '../limits/keyLimits';
-import { checkTimeZone, DEFAULT_BUDGET_TIME_ZONE, keySpend, setBudgetTimeZone } from '../billing/budget';
+} from '../limits';
 import { ApiError } from '../errors';
 import {
   CONSOLE_USERS_USAGE,
@@ -38,7 +47,6 @@ import {
   PricesUsageError,
   recordImportedVersions,
 } from './prices';
-import { PriceScheduleError } from '../billing/priceBook';
 import { planReconcileStatus, RECONCILE_STATUS_USAGE, ReconcileStatusUsageError } from './reconcileStatus';
 
 /**

@@ -1,15 +1,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import {
-  Catalog,
-  REQUIRED_PRICES,
-  type CatalogFile,
-  type Mode,
-  type ModelConfig,
-  type Pricing,
-} from '../catalog/catalog';
-import { KINDS } from '../providers/kinds';
+import { Catalog, REQUIRED_PRICES, type CatalogFile, type Mode, type ModelConfig, type Pricing } from '../catalog';
+import { KINDS } from '../providers';
 import { projectRoot } from '../projectRoot';
 
 /**
@@ -317,7 +310,7 @@ export function importPrices(o: ImportOptions, env: NodeJS.ProcessEnv = process.
     }
   }
   try {
-    new Catalog(structuredClone(file), env);
+    new Catalog(structuredClone(file), KINDS, env);
   } catch (e) {
     throw new Error(`the imported catalog would not load, nothing written: ${(e as Error).message}`);
   }

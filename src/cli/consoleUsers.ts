@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import type { Db } from '../db/pool';
-import { createLogin, listLogins, setLoginDisabled, setPassword, type Role } from '../console/users';
+import type { Db } from '../db';
+import { createLogin, listLogins, setLoginDisabled, setPassword, type Role } from '../console';
 
 /**
  * The console-login section of the admin CLI (src/cli/admin.ts wires these in):

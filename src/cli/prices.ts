@@ -2,8 +2,8 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import Ajv from 'ajv';
 import addFormats from 'ajv-formats';
-import { Catalog, priceChangeProblem } from '../catalog/catalog';
-import type { Db } from '../db/pool';
+import { Catalog, priceChangeProblem } from '../catalog';
+import type { Db } from '../db';
 import { projectRoot } from '../projectRoot';
 import {
   listPriceVersions,
@@ -13,8 +13,9 @@ import {
   schedulePriceChange,
   type PriceChanges,
   type Prices,
-} from '../billing/priceBook';
+} from '../billing';
 import { operatorActor, recordAudit } from '../organizations';
+import { KINDS } from '../providers';
 
 /**
  * Price versions from the operator CLI (docs/billing.md, "Price versions"):
@@ -99,7 +100,7 @@ export function planPriceCommand(
   const { values, positionals } = parsed;
   if (positionals.length !== 1) throw new PricesUsageError(`${cmd} takes one <model>`);
   const catalogPath = values.catalog ?? env.CATALOG_PATH ?? path.join(projectRoot(), 'config', 'catalog.json');
-  const model = Catalog.load(catalogPath, env).get(positionals[0]);
+  const model = Catalog.load(catalogPath, KINDS, env).get(positionals[0]);
   if (!model) throw new PricesUsageError(`no model ${JSON.stringify(positionals[0])} in ${catalogPath}`);
   const asJson = values.json === true;
 
@@ -206,7 +207,7 @@ export async function recordImportedVersions(
   effectiveAt: Date | null,
   env: NodeJS.ProcessEnv,
 ): Promise<Map<string, number>> {
-  const catalog = Catalog.load(catalogPath, env);
+  const catalog = Catalog.load(catalogPath, KINDS, env);
   const models = modelIds.map((id) => catalog.get(id)).filter((m) => m !== undefined);
   const versions = await recordCatalogVersions(db, models, 'catalog-import', effectiveAt);
   await recordAudit(db, {

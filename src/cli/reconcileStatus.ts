@@ -1,9 +1,10 @@
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { Catalog } from '../catalog/catalog';
-import type { Db } from '../db/pool';
+import { Catalog } from '../catalog';
+import type { Db } from '../db';
 import { projectRoot } from '../projectRoot';
 import { lookbackDaysOf, reconcileStatus } from '../reconcile/status';
+import { KINDS } from '../providers';
 
 /**
  * `reconcile-status [--days n] [--provider id]` (docs/operations.md): each catalog provider's reconciliation of the
@@ -44,7 +45,7 @@ export function planReconcileStatus(
   if ((values.days !== undefined && !/^\d+$/.test(values.days)) || days < 1 || days > 92)
     throw new ReconcileStatusUsageError('--days must be a whole number of days from 1 to 92');
   const catalogPath = values.catalog ?? env.CATALOG_PATH ?? path.join(projectRoot(), 'config', 'catalog.json');
-  const catalog = Catalog.load(catalogPath, env);
+  const catalog = Catalog.load(catalogPath, KINDS, env);
   if (values.provider !== undefined && !catalog.providers.has(values.provider))
     throw new ReconcileStatusUsageError(`--provider: no provider ${JSON.stringify(values.provider)} in ${catalogPath}`);
 

@@ -1,5 +1,5 @@
 import { parseArgs } from 'node:util';
-import type { Db } from '../db/pool';
+import type { Db } from '../db';
 import { ApiError } from '../errors';
 import { loadWebhookSettings } from '../webhooks/settings';
 import {

@@ -1,5 +1,5 @@
 import type Koa from 'koa';
-import type { AppDeps } from '../operations/deps';
+import type { AppDeps } from '../operations';
 import type { GatewayState, Ctx } from '../api/middleware';
 import { ApiError } from '../errors';
 import { csrfMatches, resolveSession, SESSION_COOKIE, type Session } from './sessions';

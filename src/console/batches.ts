@@ -1,8 +1,8 @@
 import type Router from '@koa/router';
-import type { AppDeps } from '../operations/deps';
+import type { AppDeps } from '../operations';
 import { route, type GatewayState } from '../api/middleware';
 import { badRequest, notFound } from '../errors';
-import type { Db } from '../db/pool';
+import type { Db } from '../db';
 import { requireCsrf, requireSession, sameOrigin, sessionOf } from './auth';
 import { intParam } from './params';
 import { BATCH_STATUSES, getBatchForAccount, type BatchStatus } from '../batches/repo';

@@ -1,17 +1,17 @@
 import type Router from '@koa/router';
-import type { AppDeps } from '../operations/deps';
+import type { AppDeps } from '../operations';
 import { jsonBody, route, type GatewayState } from '../api/middleware';
 import { badRequest, notFound } from '../errors';
-import { createApiKey, revokeApiKey } from '../auth/apiKeys';
-import { parseLimitsPatch, setKeyLimits, untilBudgetBinds } from '../limits/keyLimits';
+import { createApiKey, revokeApiKey } from '../auth';
+import { parseLimitsPatch, setKeyLimits, untilBudgetBinds } from '../limits';
 import { keysWithControls } from './keyControls';
 import { requireCsrf, requireSession, sameOrigin, sessionOf } from './auth';
 import { balanceWithLedger, usageByDayAndModel, usageRecord } from './queries';
 import { dateParam, intParam, optionalIntParam, stringField, timeZoneParam, uuidParam } from './params';
 import { getJob, JOB_STATUSES, listJobs, type JobStatus } from './jobs';
-import { PG_ERROR, pgErrorCode } from '../db/pgErrors';
-import { redactorFor } from '../catalog/redact';
-import { clipJson } from '../text/clip';
+import { PG_ERROR, pgErrorCode } from '../db';
+import { redactorFor } from '../catalog';
+import { clipJson } from '../text';
 
 const MAX_USAGE_DAYS = 366;
 

@@ -1,5 +1,5 @@
-import type { Db } from '../db/pool';
-import type { Redactor } from '../catalog/redact';
+import type { Db } from '../db';
+import type { Redactor } from '../catalog';
 
 /** Video jobs as the console shows them, read from the video_jobs projection (migration 010). */
 

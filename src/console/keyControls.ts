@@ -1,8 +1,7 @@
-import type { AppDeps } from '../operations/deps';
-import { listApiKeys, type KeyInfo } from '../auth/apiKeys';
-import { budgetTimeZone, keySpend, type KeySpend } from '../billing/budget';
-import { getAccountLimits, type KeyLimits } from '../limits/keyLimits';
-import { WINDOW_MS, type WindowUsage } from '../limits/rateLimiter';
+import type { AppDeps } from '../operations';
+import { listApiKeys, type KeyInfo } from '../auth';
+import { budgetTimeZone, keySpend, type KeySpend } from '../billing';
+import { getAccountLimits, type KeyLimits, WINDOW_MS, type WindowUsage } from '../limits';
 
 /**
  * An account's keys as the console shows them (customer and operator pages): each key's own and effective limits,

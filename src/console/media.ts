@@ -1,7 +1,7 @@
 import type Router from '@koa/router';
-import type { AppDeps } from '../operations/deps';
+import type { AppDeps } from '../operations';
 import { route, type GatewayState } from '../api/middleware';
-import { sendStoredMedia } from '../api/storedMedia';
+import { sendStoredMedia } from '../api/middleware';
 import { conflict, notFound } from '../errors';
 import { requireSession, sessionOf } from './auth';
 import { jobMedia } from './jobs';

@@ -1,17 +1,17 @@
 import type Router from '@koa/router';
-import type { AppDeps } from '../operations/deps';
+import type { AppDeps } from '../operations';
 import { jsonBody, route, type GatewayState } from '../api/middleware';
 import { ApiError, badRequest, notFound } from '../errors';
-import { createAccount, topUp } from '../billing/ledger';
+import { createAccount, topUp } from '../billing';
 import { requireCsrf, requireOperator, requireSession, sameOrigin, sessionOf } from './auth';
 import { accountShortfalls, balanceWithLedger, getAccount, listAccounts } from './queries';
 import { intParam, requiredString, stringField, uuidParam } from './params';
 import { listJobs } from './jobs';
 import { jobStatusParam } from './customerApi';
 import { ConsoleUserError, createLogin, listLogins } from './users';
-import { parseLimitsPatch, setAccountLimits, setKeyLimits, untilBudgetBinds } from '../limits/keyLimits';
+import { parseLimitsPatch, setAccountLimits, setKeyLimits, untilBudgetBinds } from '../limits';
 import { keysWithControls } from './keyControls';
-import { redactorFor } from '../catalog/redact';
+import { redactorFor } from '../catalog';
 
 const MAX_TOP_UP_VND = 1_000_000_000_000; // 1.000 tỷ ₫: a typo guard, far above any real top-up
 

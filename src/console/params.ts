@@ -1,7 +1,6 @@
 import { badRequest } from '../errors';
 import { isUuid } from './users';
-import { isUnstorableText, unstorableTextMessage } from '../text/pgText';
-import { clipJson } from '../text/clip';
+import { isUnstorableText, unstorableTextMessage, clipJson } from '../text';
 
 /** Query/body parameter checks for the console API: each failure is a 400 naming the parameter. */
 

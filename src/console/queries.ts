@@ -1,5 +1,5 @@
-import type { Db } from '../db/pool';
-import { getBalance, listLedger, type LedgerEntry } from '../billing/ledger';
+import type { Db } from '../db';
+import { getBalance, listLedger, type LedgerEntry } from '../billing';
 
 /** Read models for the console pages. Everything comes from the same tables the API writes (no second copy). */
 

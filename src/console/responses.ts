@@ -1,10 +1,10 @@
 import type Router from '@koa/router';
-import type { AppDeps } from '../operations/deps';
+import type { AppDeps } from '../operations';
 import { route, type GatewayState } from '../api/middleware';
 import { badRequest } from '../errors';
-import type { Db } from '../db/pool';
-import type { Redactor } from '../catalog/redact';
-import { redactorFor } from '../catalog/redact';
+import type { Db } from '../db';
+import type { Redactor } from '../catalog';
+import { redactorFor } from '../catalog';
 import { requireCsrf, requireSession, sameOrigin, sessionOf } from './auth';
 import { intParam } from './params';
 import type { BackgroundStatus } from '../backgroundResponses/workflowContract';

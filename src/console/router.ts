@@ -1,5 +1,5 @@
 import Router from '@koa/router';
-import type { AppDeps } from '../operations/deps';
+import type { AppDeps } from '../operations';
 import { route, type Ctx, type GatewayState } from '../api/middleware';
 import { notFound } from '../errors';
 import { CONSOLE_CSP, loadAssets } from './static';

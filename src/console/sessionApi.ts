@@ -1,14 +1,14 @@
 import type Router from '@koa/router';
-import type { AppDeps } from '../operations/deps';
+import type { AppDeps } from '../operations';
 import { jsonBody, route, type Ctx, type GatewayState } from '../api/middleware';
 import { ApiError, badRequest } from '../errors';
 import { createSession, deleteSession, csrfTokenFor, resolveSession } from './sessions';
 import { findLoginByEmail, upgradePasswordHash } from './users';
-import { decoyHash, verifyPassword, MAX_PASSWORD_LENGTH } from './passwords';
+import { decoyHash, verifyPassword, MAX_PASSWORD_LENGTH } from '../auth';
 import { readSessionCookie, requireCsrf, requireSession, sameOrigin, sessionCookie, sessionOf } from './auth';
 import { LoginRateLimiter } from './rateLimit';
 import { getAccount } from './queries';
-import { isUnstorableText } from '../text/pgText';
+import { isUnstorableText } from '../text';
 import { recordAudit } from '../organizations';
 
 /** Sign-in, the current session, sign-out. */

@@ -1,5 +1,5 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
-import type { Db } from '../db/pool';
+import type { Db } from '../db';
 import type { Role } from './users';
 
 /**

@@ -1,7 +1,7 @@
-import type { Db } from '../db/pool';
-import { hashPassword, needsRehash, passwordProblem } from './passwords';
-import { isUnstorableText } from '../text/pgText';
-import { PG_ERROR, pgErrorCode } from '../db/pgErrors';
+import type { Db } from '../db';
+import { hashPassword, needsRehash, passwordProblem } from '../auth';
+import { isUnstorableText } from '../text';
+import { PG_ERROR, pgErrorCode } from '../db';
 
 /** Console logins (console_users): one per email, linked to an account, role customer or operator. */
 

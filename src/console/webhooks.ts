@@ -1,5 +1,5 @@
 import type Router from '@koa/router';
-import type { AppDeps } from '../operations/deps';
+import type { AppDeps } from '../operations';
 import { jsonBody, route, type GatewayState } from '../api/middleware';
 import { requireCsrf, requireSession, sameOrigin, sessionOf } from './auth';
 import { webhookService } from '../webhooks/service';

@@ -1,5 +1,5 @@
 import { PassThrough, Writable } from 'node:stream';
-import type { Storage, StoredObject } from '../storage/storage';
+import type { Storage, StoredObject } from '../storage';
 import { BatchInputValidator, type BatchRequestLine, type InputProblem } from './batchInput';
 import { newStorageKey } from './repo';
 

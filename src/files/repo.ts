@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import type { Queryable } from '../db/pool';
+import type { Queryable } from '../db';
 
 /** The files repository: metadata rows of what is in blob storage, per account (another account's id is absent). */
 

@@ -1,5 +1,5 @@
-import type { Db } from '../db/pool';
-import type { Storage } from '../storage/storage';
+import type { Db } from '../db';
+import type { Storage } from '../storage';
 
 /**
  * Removes from blob storage the bytes of files that are gone for their account (deleted, or past `expires_at`),

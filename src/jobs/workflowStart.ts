@@ -3,7 +3,7 @@ import type { defineSearchAttributeKey } from '@temporalio/common';
 import { SEARCH_ATTRIBUTES } from './searchAttributes';
 import { isTemporalError } from './temporalErrors';
 import type { Span } from '@opentelemetry/api';
-import { tracer } from '../observability/tracing';
+import { tracer } from '../observability';
 
 /**
  * Starting a job's workflow (a video job or a batch) with the search attributes operators find it by in the Temporal

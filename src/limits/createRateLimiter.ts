@@ -1,6 +1,5 @@
 import type { Config } from '../config';
-import type { Logger } from '../observability/logger';
-import type { Metrics } from '../observability/metrics';
+import type { Logger, Metrics } from '../observability';
 import { MemoryRateLimiter, type RateLimiter } from './rateLimiter';
 import type { RedisRateLimiter as RedisLimiter } from './redisRateLimiter';
 

@@ -1,5 +1,5 @@
-import type { Db } from '../db/pool';
-import { tx } from '../db/pool';
+import type { Db } from '../db';
+import { tx } from '../db';
 
 /**
  * Counting semaphores in Postgres, shared by every worker process: a slot is a lease of `holder` under

@@ -1,4 +1,4 @@
-import { tx, type Db, type DbClient } from '../db/pool';
+import { tx, type Db, type DbClient } from '../db';
 import { badRequest } from '../errors';
 
 /**

@@ -1,6 +1,6 @@
 import { performance } from 'node:perf_hooks';
 import Redis from 'ioredis';
-import type { Logger } from '../observability/logger';
+import type { Logger } from '../observability';
 import {
   admissionId,
   MemoryRateLimiter,

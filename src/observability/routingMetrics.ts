@@ -1,6 +1,6 @@
 import client from 'prom-client';
 
-/** What the routing metrics read: each deployment's counters (src/routing/deploymentState.ts). */
+/** What the routing metrics read: each deployment's counters (src/modelCall/deploymentState.ts). */
 export interface RoutingSource {
   states: readonly {
     deployment: { id: string; modelId: string };

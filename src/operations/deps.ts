@@ -1,16 +1,13 @@
 import type { Client as TemporalClient } from '@temporalio/client';
 import type { Config } from '../config';
-import type { Db } from '../db/pool';
-import type { Catalog } from '../catalog/catalog';
-import type { PriceBook } from '../billing/priceBook';
-import type { KeyResolver } from '../auth/apiKeys';
-import type { CreditManager } from '../billing/credit';
-import type { Logger } from '../observability/logger';
-import type { Metrics } from '../observability/metrics';
-import type { Storage } from '../storage/storage';
-import type { ProviderRegistry } from '../providers/registry';
-import type { ModelRouter } from '../routing/modelRouter';
-import type { RateLimiter } from '../limits/rateLimiter';
+import type { Db } from '../db';
+import type { Catalog } from '../catalog';
+import type { PriceBook } from '../billing';
+import type { KeyResolver } from '../auth';
+import type { Logger, Metrics } from '../observability';
+import type { Storage } from '../storage';
+import type { CreditManager, ModelCallDeps } from '../modelCall';
+import type { RateLimiter } from '../limits';
 import type { ResponseCache } from '../cache';
 
 /** Everything a router may need, built once at start-up (src/server.ts, src/main.ts, tests). */
@@ -34,9 +31,9 @@ export interface AppDeps {
   metrics: Metrics;
   storage: Storage;
   /** Upstream adapters, one pooled client per catalog provider. */
-  providers: ProviderRegistry;
+  providers: ModelCallDeps['providers'];
   /** Deployment selection, retries, fallbacks and cooldowns, with the in-process health of every deployment. */
-  router: ModelRouter;
+  router: ModelCallDeps['router'];
   /** Null when the API runs without Temporal (video routes then answer 503). */
   temporal: TemporalClient | null;
   /** The exact response cache (src/cache/): Redis with REDIS_URL, else Postgres; null or absent: off. */

@@ -1,10 +1,9 @@
-import type { Logger } from '../observability/logger';
-import type { TokenUsage } from '../billing/tokenUsage';
-import { CLIENT_CLOSED } from '../net/abort';
-import type { SseSink } from '../sse/clientSink';
-import { rewriteRegion, SseRegions, type SseRegion } from '../sse/eventRegions';
-import type { EventSourceMessage } from '../sse/upstreamEvents';
-import type { RoutedCall } from './routedCall';
+import type { Logger } from '../observability';
+import type { TokenUsage } from '../modelCall';
+import { CLIENT_CLOSED } from '../net';
+import type { SseSink, EventSourceMessage } from '../sse';
+import { rewriteRegion, SseRegions, type SseRegion } from '../sse';
+import type { RoutedCall } from '../modelCall';
 
 /**
  * The one relay of a native pass-through stream (/v1/messages on an Anthropic upstream, /v1/responses on a

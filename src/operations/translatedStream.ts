@@ -1,13 +1,11 @@
-import { redactorFor } from '../catalog/redact';
-import type { OperationDeps } from './caller';
-import type { ChatChunk, ChatCompletion } from '../translate/chatTypes';
-import type { SseSink } from '../sse/clientSink';
-import { UpstreamStreamError } from '../providers/chatBackend';
-import type { RoutedBackend } from '../routing/routedBackend';
-import { StreamUsage } from '../billing/meter';
-import { CLIENT_CLOSED } from '../net/abort';
-import type { RoutedCall } from './routedCall';
-import type { HeldTry } from '../observability/tracing';
+import { redactorFor } from '../catalog';
+import type { OperationDeps } from '../modelCall';
+import type { ChatChunk, ChatCompletion } from '../translate';
+import type { SseSink } from '../sse';
+import { UpstreamStreamError } from '../providers';
+import { CLIENT_CLOSED } from '../net';
+import { StreamUsage, type RoutedBackend, type RoutedCall } from '../modelCall';
+import type { HeldTry } from '../observability';
 
 /**
  * The translated paths' shared steps (messages, responses, Gemini, bridged chat): the routed upstream call of a

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import type { Db, Queryable } from '../db/pool';
-import { ADMIN_KEY_PREFIX, hashKey } from '../auth/apiKeys';
+import type { Db, Queryable } from '../db';
+import { ADMIN_KEY_PREFIX, hashKey } from '../auth';
 
 /**
  * Admin API keys: `sk-admin-` + 32 base64url chars (192 random bits), of one organization. They call

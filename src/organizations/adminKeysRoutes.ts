@@ -1,5 +1,5 @@
 import { badRequest } from '../errors';
-import { compileJson, type Validator } from '../schemas/compile';
+import { compileJson, type Validator } from '../schemas';
 import type { OrgDeps } from './http';
 import { cursorOf, isToken, limitOf, listOf, one, unix } from './ids';
 import { NAME } from './names';

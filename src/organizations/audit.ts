@@ -3,10 +3,9 @@
  * domain's own changes (top-ups) append to it in their transactions too.
  */
 import os from 'node:os';
-import { tx, type Db } from '../db/pool';
-import { appendAudit, entryHash, type AuditActor, type AuditEntry } from '../db/auditLog';
+import { tx, type Db, appendAudit, entryHash, type AuditActor, type AuditEntry } from '../db';
 
-export { appendAudit, canonicalJson, entryHash, type AuditActor, type AuditEntry } from '../db/auditLog';
+export { appendAudit, canonicalJson, entryHash, type AuditActor, type AuditEntry } from '../db';
 
 /** Appends an entry in a transaction of its own (a change that is not itself a database write: a login). */
 export function recordAudit(db: Db, e: AuditEntry): Promise<string> {

@@ -1,7 +1,7 @@
 import type { Ctx } from '../api/middleware';
 import { ApiError } from '../errors';
-import type { KeyResolver } from '../auth/apiKeys';
-import type { Db } from '../db/pool';
+import type { KeyResolver } from '../auth';
+import type { Db } from '../db';
 import type { Config } from '../config';
 import type { AdminPrincipal } from './adminKeys';
 import { adminKeyActor, type AuditActor } from './audit';

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import type { Queryable } from '../db/pool';
-import { hashKey } from '../auth/apiKeys';
+import type { Queryable } from '../db';
+import { hashKey } from '../auth';
 import { unix } from './ids';
 
 export interface InviteRow {

@@ -1,4 +1,4 @@
-import type { Queryable } from '../db/pool';
+import type { Queryable } from '../db';
 import { conflict } from '../errors';
 import { unix } from './ids';
 

@@ -1,10 +1,9 @@
 import type Router from '@koa/router';
 import { ApiError, badRequest, conflict } from '../errors';
-import { tx } from '../db/pool';
-import { PG_ERROR, pgErrorCode } from '../db/pgErrors';
+import { tx, PG_ERROR, pgErrorCode } from '../db';
 import { jsonBody, route, type GatewayState } from '../api/middleware';
-import { hashPassword, passwordProblem } from '../console/passwords';
-import { compileJson, type Validator } from '../schemas/compile';
+import { hashPassword, passwordProblem } from '../auth';
+import { compileJson, type Validator } from '../schemas';
 import { appendAudit } from './audit';
 import type { OrgDeps } from './http';
 import { cursorOf, isToken, isUuid, limitOf, listOf } from './ids';

@@ -1,4 +1,4 @@
-import type { Queryable } from '../db/pool';
+import type { Queryable } from '../db';
 import { unix } from './ids';
 
 /** A project's API keys (the model-calling keys of src/auth/apiKeys.ts), as OpenAI's Admin API shows them. */

@@ -1,5 +1,5 @@
 import { badRequest } from '../errors';
-import { compileJson, type Validator } from '../schemas/compile';
+import { compileJson, type Validator } from '../schemas';
 import type { OrgCaller, OrgDeps } from './http';
 import { boolOf, cursorOf, isToken, isUuid, limitOf, listOf, unix } from './ids';
 import { LABEL, NAME } from './names';

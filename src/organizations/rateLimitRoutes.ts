@@ -1,5 +1,5 @@
 import { badRequest } from '../errors';
-import { compileJson, type Validator } from '../schemas/compile';
+import { compileJson, type Validator } from '../schemas';
 import type { OrgDeps } from './http';
 import { cursorOf, limitOf, listOf } from './ids';
 import { pathProject } from './projectsRoutes';
@@ -33,7 +33,7 @@ const limitObject = (r: Row) => ({
 
 /**
  * /v1/organization/projects/{id}/rate_limits: requests and tokens per minute per model over all the project's keys
- * (admitRequest, src/operations/rateLimit.ts). A model has a limit once one is set (POST .../rate_limits/rl-<model>);
+ * (admitRequest, src/modelCall/rateLimit.ts). A model has a limit once one is set (POST .../rate_limits/rl-<model>);
  * 0 means "not limited" (OpenAI always has a number). Changes bind within KEY_CACHE_MS (the key cache).
  */
 export function rateLimitRoutes(t: RouteTable, deps: OrgDeps): void {

@@ -2,7 +2,7 @@ import type Koa from 'koa';
 import type Router from '@koa/router';
 import { jsonBody, route, type Ctx, type GatewayState } from '../api/middleware';
 import { ApiError, notFound } from '../errors';
-import { tx, type DbClient } from '../db/pool';
+import { tx, type DbClient } from '../db';
 import { appendAudit, type AuditEntry } from './audit';
 import { adminCaller, type OrgCaller, type OrgDeps } from './http';
 

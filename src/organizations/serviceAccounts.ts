@@ -1,5 +1,5 @@
-import type { Queryable } from '../db/pool';
-import { createApiKey } from '../auth/apiKeys';
+import type { Queryable } from '../db';
+import { createApiKey } from '../auth';
 import { unix } from './ids';
 
 export interface ServiceAccountRow {

@@ -1,6 +1,6 @@
 import { badRequest } from '../errors';
 import type { Ctx } from '../api/middleware';
-import { compileJson, type Validator } from '../schemas/compile';
+import { compileJson, type Validator } from '../schemas';
 import type { OrgCaller, OrgDeps } from './http';
 import { cursorOf, isToken, limitOf, listOf, one } from './ids';
 import { EMAIL, NAME } from './names';

@@ -1,5 +1,5 @@
-import { budgetTimeZone } from '../billing/budget';
-import { tx, type Db } from '../db/pool';
+import { budgetTimeZone } from '../billing';
+import { tx, type Db } from '../db';
 import { recordEventIn, type DeliveryRef } from '../webhooks/repo';
 import type { Mailer } from './mail';
 

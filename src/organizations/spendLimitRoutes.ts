@@ -1,7 +1,7 @@
 import { notFound } from '../errors';
 import type { Ctx } from '../api/middleware';
-import { moveBudgetFence, untilBudgetBinds } from '../limits/keyLimits';
-import { compileJson, type Validator } from '../schemas/compile';
+import { moveBudgetFence, untilBudgetBinds } from '../limits';
+import { compileJson, type Validator } from '../schemas';
 import type { OrgCaller, OrgDeps } from './http';
 import { pathProject } from './projectsRoutes';
 import { audited, bodyOf, type RouteTable } from './routes';

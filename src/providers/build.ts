@@ -1,4 +1,4 @@
-import type { Catalog } from '../catalog/catalog';
+import type { Catalog } from '../catalog';
 import { ProviderRegistry } from './registry';
 
 /**

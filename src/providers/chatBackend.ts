@@ -1,5 +1,5 @@
-import type { ChatChunk, ChatCompletion } from '../translate/chatTypes';
-import { sseBatches } from '../sse/upstreamEvents';
+import type { ChatChunk, ChatCompletion } from '../translate';
+import { sseBatches } from '../sse';
 import type { CallOptions } from './types';
 
 /*

@@ -1,31 +1,26 @@
 import { invalidUpstreamResponse } from '../errors';
-import type { Deployment } from '../catalog/deployments';
-import type { ModelConfig } from '../catalog/catalog';
-import type { ChatChunk, ChatCompletion, ChatRequest } from '../translate/chatTypes';
+import type { Deployment, ModelConfig } from '../catalog';
+import type { ChatChunk, ChatCompletion, ChatRequest, MessagesResponse, ResponseObject } from '../translate';
 import {
   AnthropicStreamError,
   AnthropicStreamToChat,
   anthropicToChatCompletion,
   chatToAnthropicRequest,
-} from '../translate/upstream/chatToAnthropic';
-import type { MessagesResponse } from '../translate/anthropicTypes';
-import type { ResponseObject } from '../translate/responsesTypes';
-import {
   chatToResponsesRequest,
   responsesToChatCompletion,
   ResponsesStreamError,
   ResponsesStreamToChat,
-} from '../translate/upstream/chatToResponses';
+} from '../translate/upstream';
 import { chatProtocol } from './kinds';
 import { geminiBackend } from './geminiBackend';
 import { asOpenAIError } from './upstreamError';
 import { bridgedBatches, UpstreamStreamError, type ChatBackend } from './chatBackend';
-import { sseBatches } from '../sse/upstreamEvents';
+import { sseBatches } from '../sse';
 import type { MessagesUpstream } from './messagesUpstream';
 import type { OpenAICompatibleAdapter } from './types';
 import type { ProviderRegistry } from './registry';
-import { DEFAULT_MAX_OUTPUT_TOKENS, estimateChatMaxCost, type ChatCostBound } from '../billing/pricing';
-import { countImages, nativeBound } from '../billing/nativeBound';
+import { DEFAULT_MAX_OUTPUT_TOKENS, estimateChatMaxCost, type ChatCostBound } from '../billing';
+import { countImages, nativeBound } from '../billing';
 
 const chatBound = (b: ChatCostBound) => ({ maxCost: b.maxCost, maxTokens: b.promptTokens + b.outputTokens });
 

@@ -1,16 +1,15 @@
 import { ApiError } from '../errors';
-import type { ModelConfig } from '../catalog/catalog';
-import type { ChatRequest } from '../translate/chatTypes';
-import type { GenerateContentResponse } from '../translate/geminiTypes';
+import type { ModelConfig } from '../catalog';
+import type { ChatRequest, GenerateContentResponse } from '../translate';
 import {
   chatToGeminiRequest,
   geminiToChatCompletion,
   GeminiStreamError,
   GeminiStreamToChat,
-} from '../translate/upstream/chatToGemini';
-import { DEFAULT_MAX_OUTPUT_TOKENS } from '../billing/pricing';
-import { nativeBound } from '../billing/nativeBound';
-import type { GeminiUpstream } from './gemini/adapter';
+} from '../translate/upstream';
+import { DEFAULT_MAX_OUTPUT_TOKENS } from '../billing';
+import { nativeBound } from '../billing';
+import type { GeminiUpstream } from './gemini';
 import { asOpenAIError } from './upstreamError';
 import { bridgedBatches, type ChatBackend } from './chatBackend';
 

@@ -1,4 +1,4 @@
-import type { ProviderConfig } from '../catalog/catalog';
+import type { ProviderConfig } from '../catalog';
 
 /**
  * The providers' own batch APIs, for a batch whose model's provider offers one (`nativeBatches: true` in the

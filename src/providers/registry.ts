@@ -1,8 +1,9 @@
 import { ApiError } from '../errors';
-import type { Catalog, ModelConfig } from '../catalog/catalog';
+import type { Catalog, ModelConfig } from '../catalog';
 import type { OpenAICompatibleAdapter, PerDeploymentAdapter, ProviderAdapter } from './types';
-import { adapterKey, type Deployment } from '../catalog/deployments';
-import { KINDS, type AdapterOptions } from './kinds';
+import { adapterKey, type Deployment } from '../catalog';
+import { KINDS } from './kinds';
+import type { AdapterOptions } from './kindRow';
 
 /**
  * One adapter (and so one connection pool) per catalog provider, built once at start-up and shared by every

@@ -1,12 +1,12 @@
 import type { Span } from '@opentelemetry/api';
 import type { Readable } from 'node:stream';
-import type { ModelConfig, ProviderKind } from '../catalog/catalog';
-import type { ChatRequest } from '../translate/chatTypes';
+import type { ModelConfig, ProviderKind } from '../catalog';
+import type { ChatRequest } from '../translate';
 import type { ChatBackend } from './chatBackend';
-import type { StreamSink } from '../sse/streamSink';
+import type { StreamSink } from '../sse';
 import type { MessagesUpstream } from './messagesUpstream';
-import type { GeminiEmbedRequest, GeminiUpstream } from './gemini/adapter';
-import type { RequestAbort } from '../net/abort';
+import type { GeminiEmbedRequest, GeminiUpstream } from './gemini';
+import type { RequestAbort } from '../net';
 
 /**
  * The provider adapter interface. An adapter owns the connection pool to one upstream (one catalog provider)

@@ -1,9 +1,9 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { Pool, type Dispatcher } from 'undici';
-import type { RequestAbort } from '../net/abort';
-import type { StreamSink } from '../sse/streamSink';
+import type { RequestAbort } from '../net';
+import type { StreamSink } from '../sse';
 import type { Span } from '@opentelemetry/api';
-import { tracer, withTraceparent, type UpstreamWatch } from '../observability/tracing';
+import { tracer, withTraceparent, type UpstreamWatch } from '../observability';
 
 /**
  * Upstream requests through undici's dispatch handler interface, for the gateway's busiest paths: a JSON answer

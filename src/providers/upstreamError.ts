@@ -1,8 +1,8 @@
 import type { Dispatcher } from 'undici';
 import { ApiError } from '../errors';
-import { carryFailure, classOfStatus, markFailure } from '../routing/failure';
-import type { ProviderKind } from '../catalog/catalog';
-import { clip, MAX_UPSTREAM_ECHO } from '../text/clip';
+import { carryFailure, classOfStatus, markFailure } from './failure';
+import type { ProviderKind } from '../catalog';
+import { clip, MAX_UPSTREAM_ECHO } from '../text';
 
 /**
  * An upstream's non-2xx HTTP answer, shared by every provider kind whose native routes pass the upstream's own
@@ -104,7 +104,7 @@ export function noCredentials(): ApiError {
 
 /**
  * The error to throw for a non-2xx answer whose body the routes pass through: credentials refused (401/403/407)
- * become credentialsRefused; anything else an UpstreamHttpError marked for the retry loop (src/routing).
+ * become credentialsRefused; anything else an UpstreamHttpError marked for the retry loop (src/modelCall).
  */
 export function refusal(
   kind: ProviderKind,

@@ -1,4 +1,4 @@
-import type { ProviderConfig } from '../catalog/catalog';
+import type { ProviderConfig } from '../catalog';
 
 /**
  * A provider's own report of a day's usage and cost, as reconciliation reads it (src/reconcile/reconcile.ts,

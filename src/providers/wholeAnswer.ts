@@ -1,4 +1,4 @@
-import { watchWholeAnswer } from '../observability/tracing';
+import { watchWholeAnswer } from '../observability';
 import type { CallOptions } from './types';
 
 /**

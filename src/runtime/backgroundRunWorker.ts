@@ -1,11 +1,11 @@
 import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
 import type { Config } from '../config';
-import type { Catalog } from '../catalog/catalog';
-import { createPool } from '../db/pool';
-import type { Logger } from '../observability/logger';
-import type { ModelRouter } from '../routing/modelRouter';
-import type { Storage } from '../storage/storage';
-import { buildProviderRegistry } from '../providers/build';
+import type { Catalog } from '../catalog';
+import { createPool } from '../db';
+import type { Logger } from '../observability';
+import type { ModelRouter } from '../modelCall';
+import type { Storage } from '../storage';
+import { buildProviderRegistry } from '../providers';
 import { backgroundRunTaskQueue } from '../backgroundResponses/settings';
 import { createBackgroundActivities } from '../../activities/backgroundResponse';
 import { ownWorker, type OwnWorker } from './ownWorker';

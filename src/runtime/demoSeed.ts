@@ -1,12 +1,11 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
-import type { Db } from '../db/pool';
-import { createAccount, getBalance, topUp } from '../billing/ledger';
-import { createApiKey, hashKey } from '../auth/apiKeys';
-import { createLogin, findLoginByEmail, setPassword } from '../console/users';
-import { verifyPassword } from '../console/passwords';
-import { PG_ERROR, pgErrorCode } from '../db/pgErrors';
+import type { Db } from '../db';
+import { createAccount, getBalance, topUp } from '../billing';
+import { createApiKey, hashKey, verifyPassword } from '../auth';
+import { createLogin, findLoginByEmail, setPassword } from '../console';
+import { PG_ERROR, pgErrorCode } from '../db';
 import { createAdminKey, isLiveAdminKey } from '../organizations';
 
 /**

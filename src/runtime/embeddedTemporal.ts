@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { findTemporalCli, installTemporalCli, projectTemporalCliDir } from './temporalCli';
 import { startTemporalDevServer } from './temporalDevServer';
-import { SEARCH_ATTRIBUTES } from '../jobs/searchAttributes';
+import { SEARCH_ATTRIBUTES } from '../jobs';
 
 /**
  * The Temporal dev server for `npm start`, persisted to a SQLite file, with the gateway's search attributes.

@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { Connection } from '@temporalio/client';
-import { SEARCH_ATTRIBUTES, SEARCH_ATTRIBUTE_TYPE } from '../jobs/searchAttributes';
+import { SEARCH_ATTRIBUTES, SEARCH_ATTRIBUTE_TYPE } from '../jobs';
 
 // Kept here too: tests and benches import it from this module.
 export { findTemporalCli } from './temporalCli';

@@ -1,8 +1,8 @@
 import { NativeConnection, Worker, type WorkerOptions, type WorkflowBundleOption } from '@temporalio/worker';
 import type { Client } from '@temporalio/client';
 import type { Config } from '../config';
-import { createPool } from '../db/pool';
-import type { Logger } from '../observability/logger';
+import { createPool } from '../db';
+import type { Logger } from '../observability';
 import { createWebhookActivities } from '../../activities/webhookDelivery';
 import { deliveryLimits, webhookTaskQueue } from '../webhooks/settings';
 import { ownWorker, type OwnWorker } from './ownWorker';

@@ -1,6 +1,6 @@
 import Ajv, { type ErrorObject, type Schema } from 'ajv';
 import { ApiError, badRequest } from '../errors';
-import { clip } from '../text/clip';
+import { clip } from '../text';
 
 /**
  * Body validation with ajv: schemas are compiled once, when their module loads (start-up), and a failure becomes

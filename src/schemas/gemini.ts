@@ -1,6 +1,6 @@
 import { compileJson, type Validator } from './compile';
 import { tokenCount } from './tokens';
-import type { GeminiContent, GenerateContentRequest } from '../translate/geminiTypes';
+import type { GeminiContent, GenerateContentRequest } from '../translate';
 
 /**
  * The Gemini API's request bodies (https://ai.google.dev/api): generateContent / streamGenerateContent,

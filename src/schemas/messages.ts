@@ -1,5 +1,5 @@
 import { compileJson, type Validator } from './compile';
-import type { MessagesRequest } from '../translate/anthropicTypes';
+import type { MessagesRequest } from '../translate';
 import { tokenCount } from './tokens';
 
 /**

@@ -1,5 +1,5 @@
 import { compileJson, type Validator } from './compile';
-import type { ResponsesRequest } from '../translate/responsesTypes';
+import type { ResponsesRequest } from '../translate';
 import { nullableTokenCount } from './tokens';
 
 /**

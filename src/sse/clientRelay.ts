@@ -2,7 +2,7 @@ import type { ServerResponse } from 'node:http';
 import { SseDecoder } from './upstreamEvents';
 import { SSE_DONE, SSE_HEADERS, sseEvent } from './wire';
 import type { StreamSink } from './streamSink';
-import { CLIENT_CLOSED } from '../net/abort';
+import { CLIENT_CLOSED } from '../net';
 
 /**
  * The SSE relay of streamed chat and legacy completions: the upstream's chunks are written to the client as they

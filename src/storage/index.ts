@@ -12,3 +12,6 @@ export function createStorage(config: Config): Storage {
   }
   return new FsStorage(config.storageDir);
 }
+
+export { parseRange } from './rangeSlice';
+export type { Storage, StoredObject } from './storage';

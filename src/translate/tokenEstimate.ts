@@ -1,7 +1,7 @@
 import type { AnthropicContentBlock, MessagesRequest } from './anthropicTypes';
-import { str } from './client/messagesToChat';
-import type { ModelConfig } from '../catalog/catalog';
-import { mediaParts, mediaTokens } from '../billing/imageTokens';
+import { str } from './client';
+import type { ModelConfig } from '../catalog';
+import { mediaParts, mediaTokens } from '../billing';
 
 /**
  * count_tokens for models without an upstream counter (every non-Anthropic model): an estimate, documented in

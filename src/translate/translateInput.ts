@@ -1,5 +1,5 @@
 import { ApiError, badRequest } from '../errors';
-import { clip } from '../text/clip';
+import { clip } from '../text';
 
 /**
  * Runs a request translation. The schemas check the shapes the gateway relies on; anything deeper that still

@@ -5,6 +5,9 @@ import { collectAboveHold } from '../billing/overHold';
 import type { VideoRequest } from './params';
 import type { PriceSet } from '../catalog/catalog';
 import { PG_ERROR, pgErrorCode } from '../db/pgErrors';
+import type { VideoBilled } from '../billing/videoPricing';
+
+export type { VideoBilled };
 
 /**
  * The video job repository. The video_jobs row is a projection; every change to it appends a video_job_events
@@ -144,17 +147,6 @@ export interface NewJob {
   /** Absent: the job is charged at pricePerSecond (as jobs of older builds). */
   pricing?: PriceSet;
   holdId: string;
-}
-
-/** What a completed job was charged on: the delivered dimensions, the seconds, the price and its version. */
-export interface VideoBilled {
-  seconds: number;
-  resolution: string | null;
-  audio: boolean | null;
-  tier: string | null;
-  input: string | null;
-  pricePerSecond: number;
-  priceVersion: number | null;
 }
 
 export class DuplicateIdempotencyKey extends Error {

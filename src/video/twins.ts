@@ -4,9 +4,9 @@ import type { Db } from '../db/pool';
 import { tx } from '../db/pool';
 import { recordGatewayCost, type GatewayCost } from '../billing/gatewayCosts';
 import type { Logger } from '../observability/logger';
-import type { VideoProviders } from '../providers/video';
+import type { VideoProviders } from '../providers/videoProviders';
 import { VideoProviderError, type VideoProviderAdapter, type VideoTaskState } from '../providers/video/types';
-import type { ModelRouter } from '../routing/modelRouter';
+import type { ModelRouter } from '../modelCall';
 import { appendEvent } from './repo';
 
 /**

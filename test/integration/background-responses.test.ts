@@ -125,6 +125,36 @@ describe.each([
   });
 });
 
+test('the POST only prepares: no upstream call, no reservation from the credit lease; the hold is placed', async () => {
+  // The run goes to a task queue no worker polls: whatever reaches the upstream could only be the POST's own.
+  const settings = h.deps.config.backgroundResponses;
+  const taskQueue = settings.taskQueue;
+  settings.taskQueue = `unpolled-${randomUUID()}`;
+  const BAL = 2_000_000;
+  const acc = await h.account(BAL);
+  const c = client(acc.key);
+  const marker = `prepared only ${randomUUID()}`;
+  try {
+    for (const model of [NATIVE, TRANSLATED])
+      expect((await c.responses.create({ model, input: marker, background: true })).status).toBe('queued');
+  } finally {
+    settings.taskQueue = taskQueue;
+  }
+  const sent = h.emulator.control.requests.filter((q) => JSON.stringify(q.body ?? '').includes(marker));
+  expect(sent).toEqual([]);
+  expect(h.deps.credit.leaseOf(acc.accountId)).toBeNull();
+  // Both holds were placed at POST, at the estimates the rows keep.
+  const rows = await h.deps.db.query('SELECT id, max_cost_vnd FROM background_responses WHERE account_id = $1', [
+    acc.accountId,
+  ]);
+  const held = rows.rows.reduce((n: number, x: { max_cost_vnd: number }) => n + Number(x.max_cost_vnd), 0);
+  expect(held).toBeGreaterThan(0);
+  expect(await getBalance(h.deps.db, acc.accountId)).toMatchObject({ balance: BAL, held });
+  // Cancelled before any run: nothing charged, the holds released.
+  for (const x of rows.rows) expect((await c.responses.cancel(x.id)).status).toBe('cancelled');
+  expect(await getBalance(h.deps.db, acc.accountId)).toMatchObject({ balance: BAL, held: 0 });
+});
+
 test('402 before anything starts when the bound is not covered; nothing held, no row', async () => {
   const acc = await h.account(10);
   const c = client(acc.key);

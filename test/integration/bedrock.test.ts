@@ -5,6 +5,7 @@ import Anthropic from '@anthropic-ai/sdk';
 import { startGateway, type TestGateway } from '../support/gateway';
 import { useAwsTestEnv } from '../support/cloudCredentials';
 import { anthropicUsageCost, chargedVnd as chargedOf, fundedClient, usageRows } from '../support/records';
+import { KINDS } from '../../src/providers/kinds';
 
 /**
  * The `bedrock` provider kind over real HTTP against the emulated Bedrock runtime: Claude natively on /v1/messages
@@ -183,17 +184,24 @@ test('a catalog entry carrying a key, or an apiKeyEnv on a cloud kind, is refuse
   const { Catalog } = await import('../../src/catalog/catalog');
   const base = { models: [] };
   expect(
-    () => new Catalog({ ...base, providers: { a: { kind: 'bedrock', region: 'us-east-1', apiKeyEnv: 'X' } } } as never),
+    () =>
+      new Catalog(
+        { ...base, providers: { a: { kind: 'bedrock', region: 'us-east-1', apiKeyEnv: 'X' } } } as never,
+        KINDS,
+      ),
   ).toThrow(/apiKeyEnv/);
   expect(
-    () => new Catalog({ ...base, providers: { a: { kind: 'openai', baseUrl: 'https://u:p@h/v1' } } } as never),
+    () => new Catalog({ ...base, providers: { a: { kind: 'openai', baseUrl: 'https://u:p@h/v1' } } } as never, KINDS),
   ).toThrow(/credentials/);
   expect(
     () =>
-      new Catalog({
-        ...base,
-        providers: { a: { kind: 'openai', baseUrl: 'https://h/v1', apiKeyEnv: 'sk-live-123' } },
-      } as never),
+      new Catalog(
+        {
+          ...base,
+          providers: { a: { kind: 'openai', baseUrl: 'https://h/v1', apiKeyEnv: 'sk-live-123' } },
+        } as never,
+        KINDS,
+      ),
   ).toThrow(/invalid catalog/);
 });
 

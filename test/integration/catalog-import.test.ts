@@ -6,6 +6,7 @@ import { decimal, toVnd } from '../../src/cli/catalogImport';
 import { batchPricingOf, Catalog } from '../../src/catalog/catalog';
 import { tokenUsage, usageCost, type TokenUsage } from '../../src/billing/tokenUsage';
 import { startGateway } from '../support/gateway';
+import { KINDS } from '../../src/providers/kinds';
 
 /**
  * `npm run admin -- catalog-import`: a LiteLLM price list (a realistic excerpt in test/fixtures) into a catalog,
@@ -240,7 +241,7 @@ test('every token price billed: batch cache prices, 1-hour writes, the 200k tier
 
   // What is imported is what the billing reads: a batch line's cache read and 1-hour write on Claude on Vertex, a
   // 300k-token prompt at the long-context tier, audio and reasoning at their own prices.
-  const catalog = new Catalog(JSON.parse(fs.readFileSync(file, 'utf8')), process.env);
+  const catalog = new Catalog(JSON.parse(fs.readFileSync(file, 'utf8')), KINDS, process.env);
   const price = (id: string) => catalog.get(id)!;
   const usage = (t: Partial<TokenUsage>) => tokenUsage(t);
   expect(

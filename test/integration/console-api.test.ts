@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { startGateway, type TestGateway } from '../support/gateway';
-import { createApp } from '../../src/api/app';
+import { createApp } from '../../src/app';
 import { chargeHolds, placeHold, releaseHold } from '../../src/billing/ledger';
 import { writeUsageBatch } from '../../src/billing/usageBatch';
 import { tx } from '../../src/db/pool';

@@ -1,7 +1,7 @@
 import { randomBytes, scryptSync } from 'node:crypto';
 import { startGateway, type TestGateway } from '../support/gateway';
 import { loadConfig } from '../../src/config';
-import { hashPassword, needsRehash, verifyPassword } from '../../src/console/passwords';
+import { hashPassword, needsRehash, verifyPassword } from '../../src/auth/passwords';
 import { createLogin, findLoginByEmail } from '../../src/console/users';
 import { ConsoleClient } from '../e2e/consoleClient';
 

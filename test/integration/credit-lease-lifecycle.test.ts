@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import OpenAI from 'openai';
 import { createPool, type Db } from '../../src/db/pool';
-import { CreditManager, type UsageInput } from '../../src/billing/credit';
+import { CreditManager, type UsageInput } from '../../src/modelCall/credit';
 import { getBalance, verifyProjections } from '../../src/billing/ledger';
 import { createApiKey } from '../../src/auth/apiKeys';
 import { startEmulator, type Emulator } from '../../emulator/server';

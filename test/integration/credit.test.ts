@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { createPool, type Db } from '../../src/db/pool';
-import { CreditManager, type UsageInput } from '../../src/billing/credit';
+import { CreditManager, type UsageInput } from '../../src/modelCall/credit';
 import { getBalance, InsufficientFunds, placeHold, releaseHold, verifyProjections } from '../../src/billing/ledger';
 import { writeUsageBatch, type SettledUsage } from '../../src/billing/usageBatch';
 import { tx } from '../../src/db/pool';

@@ -5,7 +5,7 @@ import { createPool, type Db } from '../../src/db/pool';
 import { seedDemo, DEMO_ACCOUNT_ID } from '../../src/runtime/demoSeed';
 import { getBalance } from '../../src/billing/ledger';
 import { findLoginByEmail } from '../../src/console/users';
-import { verifyPassword } from '../../src/console/passwords';
+import { verifyPassword } from '../../src/auth/passwords';
 
 let db: Db;
 beforeAll(() => {

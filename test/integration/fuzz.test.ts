@@ -3,7 +3,7 @@ import path from 'node:path';
 import fs from 'node:fs';
 import type Router from '@koa/router';
 import { startGateway, type TestGateway } from '../support/gateway';
-import { createApp } from '../../src/api/app';
+import { createApp } from '../../src/app';
 import { verifyProjections } from '../../src/billing/ledger';
 import { runAdmin } from '../../src/cli/admin';
 import { loadTopupSettings } from '../../src/jobs/topups';

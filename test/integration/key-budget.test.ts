@@ -142,7 +142,7 @@ test('verifyProjections finds a key spend that does not match the charges', asyn
 });
 
 test("spend through an account's shared lease counts towards the key's budget periods too", async () => {
-  const { CreditManager } = await import('../../src/billing/credit');
+  const { CreditManager } = await import('../../src/modelCall/credit');
   const { accountId, keyId } = await keyOf(100_000);
   const credit = new CreditManager(db, { leaseVnd: 20_000, flushMs: 60_000 });
   const usage = () => ({

@@ -52,16 +52,29 @@ test('N concurrent requests against a balance covering k: exactly k reach the up
   // Each request's reservation is dominated by max_tokens: 10,000 output tokens of gpt-4o = 2,600 VND, plus a
   // prompt bound of ~100 bytes (< 10 VND). A balance of 7,830 VND covers 3 reservations and not 4.
   const { client, accountId } = await funded(7_830);
-  gw.emulator.control.settings.latencyMs = 400; // keep the admitted requests in flight while the others arrive
-  const results = await Promise.allSettled(
-    Array.from({ length: 10 }, (_, i) =>
-      client.chat.completions.create({
+  // The admitted requests wait at the emulator until every one of the ten is decided (held there or refused), so
+  // they are all in flight together however slow the machine.
+  const release = gw.emulator.control.hold();
+  let refusedSoFar = 0;
+  const pending = Array.from({ length: 10 }, (_, i) =>
+    client.chat.completions
+      .create({
         model: 'gpt-4o',
         messages: [{ role: 'user', content: `request ${i}` }],
         max_tokens: 10_000,
+      })
+      .catch((e) => {
+        refusedSoFar++;
+        throw e;
       }),
-    ),
   );
+  const settled = Promise.allSettled(pending); // handled from the start
+  try {
+    await eventually(async () => refusedSoFar + gw.emulator.control.held === 10 || null);
+  } finally {
+    release();
+  }
+  const results = await settled;
   const ok = results.filter((r) => r.status === 'fulfilled');
   const refused = results.filter((r) => r.status === 'rejected' && (r.reason as { status?: number }).status === 402);
   expect(ok).toHaveLength(3);

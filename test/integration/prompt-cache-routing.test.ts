@@ -3,7 +3,7 @@ import { startGateway, type TestGateway } from '../support/gateway';
 import { writeRoutingCatalog } from '../support/routingCatalog';
 
 /**
- * Prompt-cache-aware routing over real HTTP (src/routing/affinity.ts): a model with three deployments, each the
+ * Prompt-cache-aware routing over real HTTP (src/modelCall/affinity.ts): a model with three deployments, each the
  * emulator with its own prefix cache (emulator/prefixCache.ts). The turns of one conversation (a long system
  * prompt) and the requests of one prompt_cache_key each stay on one deployment, so from the second turn on the
  * provider reports cached tokens and the bill prices them as cache reads; other conversations spread.

@@ -1,7 +1,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { SseRelay } from '../../src/sse/clientRelay';
-import { StreamUsage, type BilledTokens } from '../../src/billing/meter';
+import { StreamUsage, type BilledTokens } from '../../src/modelCall/meter';
 
 /**
  * SseRelay over a real HTTP response: whatever the chunking of the upstream's bytes, the client gets the same

@@ -6,7 +6,7 @@ import Anthropic from '@anthropic-ai/sdk';
 import { GoogleGenAI } from '@google/genai';
 import { startGateway, type TestGateway } from '../support/gateway';
 import { anthropicUsageCost, chargedVnd as chargedOf, fundedClient, usageRows } from '../support/records';
-import { serviceAccountClient, type ServiceAccountKey } from '../../src/providers/vertex/auth';
+import { serviceAccountClient, type ServiceAccountKey } from '../../src/providers/googleCloudAuth';
 
 /**
  * The `vertex` provider kind over real HTTP against the emulated Vertex AI: a service account with a generated RSA

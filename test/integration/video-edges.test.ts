@@ -6,7 +6,7 @@ import { createJobWithHold, endJob, getJob, listEvents } from '../../src/video/r
 import { verifyUsage } from '../../src/billing/usageVerify';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { createVideoActivities } from '../../activities/video';
-import { VideoProviders } from '../../src/providers/video';
+import { VideoProviders } from '../../src/providers/videoProviders';
 import { eventually, videoHarnessForFile, type VideoHarness } from '../support/video';
 import { WORKFLOW_TEST_MS } from '../support/budgets';
 import { catalogPricing, chargePerSecond, holdPerSecond } from '../support/videoPrices';

@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { Emulator } from '../../emulator/server';
-import type { ServiceAccountKey } from '../../src/providers/vertex/auth';
+import type { ServiceAccountKey } from '../../src/providers/googleCloudAuth';
 
 /**
  * Cloud credentials for tests against the emulator, found the way production finds them: AWS keys in the

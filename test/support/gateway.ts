@@ -2,7 +2,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { randomUUID } from 'node:crypto';
 import { buildDeps } from '../../src/bootstrap';
-import { createApp } from '../../src/api/app';
+import { createApp } from '../../src/app';
 import { loadConfig, type Config } from '../../src/config';
 import { createAccount, topUp } from '../../src/billing/ledger';
 import { createApiKey } from '../../src/auth/apiKeys';

@@ -1,4 +1,4 @@
-import type { Reservation, UsageInput } from '../../src/billing/credit';
+import type { Reservation, UsageInput } from '../../src/modelCall/credit';
 import {
   holdBilling,
   type Billing,
@@ -6,10 +6,10 @@ import {
   type OperationDeps,
   type Output,
   type RelayTarget,
-} from '../../src/operations/caller';
+} from '../../src/modelCall';
 import { SseSink } from '../../src/sse/clientSink';
 import type { Catalog } from '../../src/catalog/catalog';
-import { ModelRouter } from '../../src/routing/modelRouter';
+import { ModelRouter } from '../../src/modelCall/modelRouter';
 import { createLogger } from '../../src/observability/logger';
 import type { LocalServer } from './localServer';
 import type { Principal } from '../../src/auth/apiKeys';

@@ -1,13 +1,12 @@
 import { callerOf } from '../httpCaller';
 import { finished } from 'node:stream';
-import type { AppDeps } from '../../operations/deps';
+import type { AppDeps } from '../../operations';
 import type { Ctx } from '../middleware';
-import type { ModelConfig } from '../../catalog/catalog';
-import type { SpeechBody, SpeechFormat } from '../../schemas/audio';
-import { charactersCost, countCharacters } from '../../billing/pricing';
-import { boundOverCandidates } from '../../routing/bound';
-import { CLIENT_CLOSED } from '../../net/abort';
-import { openCall, RoutedPayload } from '../../operations/routedCall';
+import type { ModelConfig } from '../../catalog';
+import type { SpeechBody, SpeechFormat } from '../../schemas';
+import { charactersCost, countCharacters } from '../../billing';
+import { boundOverCandidates, openCall, RoutedPayload } from '../../modelCall';
+import { CLIENT_CLOSED } from '../../net';
 
 /**
  * POST /v1/audio/speech: billed per input character at the answering model's price, the upstream's
@@ -40,7 +39,7 @@ export async function synthesizeSpeech(ctx: Ctx, deps: AppDeps, model: ModelConf
   const maxCost = boundOverCandidates(deps.catalog, deps.router, model, (m) => ({
     maxCost: charactersCost(m.pricing, characters),
   })).maxCost;
-  const call = await openCall(callerOf(ctx, deps), deps, model, 'audio.speech', maxCost);
+  const call = await openCall(callerOf(ctx, deps), deps, model, 'audio.speech', { maxCost });
   call.unitsIfUnanswered = units;
   // Retried only until the upstream's audio starts: a 2xx answer is handed to the client as it streams.
   const up = await call.run((t) =>

@@ -1,13 +1,12 @@
 import { callerOf } from '../httpCaller';
-import type { AppDeps } from '../../operations/deps';
+import type { AppDeps } from '../../operations';
 import type { Ctx } from '../middleware';
 import { ApiError } from '../../errors';
-import type { ModelConfig } from '../../catalog/catalog';
-import type { TranscriptionFields, TranscriptionFormat } from '../../schemas/audio';
-import type { MultipartValue } from '../../providers/types';
-import { audioCost } from '../../billing/pricing';
-import { boundOverCandidates } from '../../routing/bound';
-import { openCall } from '../../operations/routedCall';
+import type { ModelConfig } from '../../catalog';
+import type { TranscriptionFields, TranscriptionFormat } from '../../schemas';
+import type { MultipartValue } from '../../providers';
+import { audioCost } from '../../billing';
+import { boundOverCandidates, openCall } from '../../modelCall';
 import type { UploadedFile } from '../uploads';
 import { renderTranscript, TRANSCRIPTION_CONTENT_TYPES, type VerboseTranscription } from './transcriptFormats';
 
@@ -28,7 +27,7 @@ export async function transcribe(
   const maxCost = boundOverCandidates(deps.catalog, deps.router, model, (m) => ({
     maxCost: audioCost(m.pricing, Math.max(file.size, 1000)),
   })).maxCost;
-  const call = await openCall(callerOf(ctx, deps), deps, model, 'audio.transcriptions', maxCost);
+  const call = await openCall(callerOf(ctx, deps), deps, model, 'audio.transcriptions', { maxCost });
   const upstreamFields: Record<string, MultipartValue> = {
     model: model.upstreamModel,
     file: {

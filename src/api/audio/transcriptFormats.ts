@@ -1,4 +1,4 @@
-import type { TranscriptionFormat } from '../../schemas/audio';
+import type { TranscriptionFormat } from '../../schemas';
 
 /** The response_format renderings of a transcription, from the upstream's verbose_json: json, text, srt, vtt. */
 

@@ -1,5 +1,5 @@
 import type Koa from 'koa';
-import type { Catalog, ModelConfig } from '../../catalog/catalog';
+import type { Catalog, ModelConfig } from '../../catalog';
 import { modelNotFound } from '../../errors';
 import type { GatewayState } from '../middleware';
 

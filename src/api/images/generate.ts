@@ -1,13 +1,12 @@
 import { callerOf } from '../httpCaller';
-import type { AppDeps } from '../../operations/deps';
+import type { AppDeps } from '../../operations';
 import type { Ctx } from '../middleware';
 import { ApiError } from '../../errors';
-import type { ModelConfig } from '../../catalog/catalog';
-import type { ImageEditFields, ImageGenerationBody } from '../../schemas/images';
-import { imagesCost } from '../../billing/pricing';
-import type { BufferedResponse, MultipartValue } from '../../providers/types';
-import { boundOverCandidates } from '../../routing/bound';
-import { openCall, RoutedPayload, type RoutedCall } from '../../operations/routedCall';
+import type { ModelConfig } from '../../catalog';
+import type { ImageEditFields, ImageGenerationBody } from '../../schemas';
+import { imagesCost } from '../../billing';
+import type { BufferedResponse, MultipartValue } from '../../providers';
+import { boundOverCandidates, openCall, RoutedPayload, type RoutedCall } from '../../modelCall';
 import { sendJsonBuffer } from '../jsonBuffer';
 import type { UploadedFile } from '../uploads';
 
@@ -30,13 +29,9 @@ export async function generateImages(
 ): Promise<void> {
   body.model = model.upstreamModel;
   const payloads = new RoutedPayload(body);
-  const call = await openCall(
-    callerOf(ctx, deps),
-    deps,
-    model,
-    'images.generations',
-    imagesBound(deps, model, body.n ?? 1),
-  );
+  const call = await openCall(callerOf(ctx, deps), deps, model, 'images.generations', {
+    maxCost: imagesBound(deps, model, body.n ?? 1),
+  });
   const res = await call.run((t) =>
     deps.providers.openaiFor(t.deployment).postJson('/images/generations', payloads.for(t), call.tryOptions),
   );
@@ -61,13 +56,9 @@ export async function editImages(
   for (const k of ['n', 'size', 'quality', 'response_format', 'background', 'user'] as const) {
     if (fields[k] !== undefined) up[k] = String(fields[k]);
   }
-  const call = await openCall(
-    callerOf(ctx, deps),
-    deps,
-    model,
-    'images.edits',
-    imagesBound(deps, model, fields.n ?? 1),
-  );
+  const call = await openCall(callerOf(ctx, deps), deps, model, 'images.edits', {
+    maxCost: imagesBound(deps, model, fields.n ?? 1),
+  });
   const res = await call.run((t) => {
     up.model = t.deployment.upstreamModel; // the files are read again from disk for each try
     return deps.providers.openaiFor(t.deployment).postMultipart('/images/edits', up, call.tryOptions);

@@ -1,7 +1,7 @@
 import type Koa from 'koa';
 import { ApiError } from '../../errors';
-import type { AppDeps } from '../../operations/deps';
-import { ADMIN_KEY_PREFIX } from '../../auth/apiKeys';
+import type { AppDeps } from '../../operations';
+import { ADMIN_KEY_PREFIX } from '../../auth';
 import type { Ctx, GatewayState } from '../requestState';
 import { addRateLimitHeaders } from './rateLimitHeaders';
 

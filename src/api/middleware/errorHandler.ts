@@ -1,11 +1,11 @@
 import http from 'node:http';
 import type Koa from 'koa';
 import { ApiError, InputError } from '../../errors';
-import { CLIENT_CLOSED, ClientClosed } from '../../net/abort';
-import { clip } from '../../text/clip';
+import { CLIENT_CLOSED, ClientClosed } from '../../net';
+import { clip } from '../../text';
 import { anthropicBody, geminiBody, openAIBody } from '../../errorBodies';
-import type { AppDeps } from '../../operations/deps';
-import { redactorFor } from '../../catalog/redact';
+import type { AppDeps } from '../../operations';
+import { redactorFor } from '../../catalog';
 import type { GatewayState } from '../requestState';
 
 /** Maps every thrown error to the interface's error shape; never leaks a stack trace. */

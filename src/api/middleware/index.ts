@@ -11,3 +11,5 @@ export { jsonBody, jsonBodyProblem, receivedJsonText } from './jsonBody';
 export { multipartBody } from './multipartBody';
 export { authenticate, requireApiKey } from './apiKey';
 export { jsonApi, route } from './route';
+
+export { sendStoredMedia } from './storedMedia';

@@ -4,9 +4,9 @@ import zlib from 'node:zlib';
 import getRawBody from 'raw-body';
 import type Koa from 'koa';
 import { ApiError } from '../../errors';
-import { jsonBodyProblem, MAX_BODY_DEPTH } from '../../schemas/bodyShape';
+import { jsonBodyProblem, MAX_BODY_DEPTH } from '../../schemas';
 import type { Ctx, GatewayState } from '../requestState';
-import { clipJson } from '../../text/clip';
+import { clipJson } from '../../text';
 
 /**
  * The JSON request body of the API routes, read with raw-body (inflated first per its Content-Encoding), decoded as

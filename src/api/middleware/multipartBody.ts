@@ -3,9 +3,9 @@ import type Koa from 'koa';
 import { ApiError } from '../../errors';
 import { lazyKoaBody } from './lazyKoaBody';
 import type { GatewayState } from '../requestState';
-import { formNameMessage, formNameProblem, type BodyShapeProblem } from '../../schemas/bodyShape';
+import { formNameMessage, formNameProblem, type BodyShapeProblem } from '../../schemas';
 import { removeUploads } from '../uploads';
-import { clipJson } from '../../text/clip';
+import { clipJson } from '../../text';
 
 const MULTIPART_LIMITS = { maxFiles: 4, maxFields: 50, maxFieldsSize: 1024 * 1024 };
 

@@ -1,10 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import type Koa from 'koa';
-import type { AppDeps } from '../../operations/deps';
-import { methodLabel, routeLabel } from '../../observability/routeLabel';
+import type { AppDeps } from '../../operations';
+import { methodLabel, routeLabel, tracer } from '../../observability';
 import type { GatewayState } from '../requestState';
-import { tracer } from '../../observability/tracing';
-import { CLIENT_CLOSED } from '../../net/abort';
+import { CLIENT_CLOSED } from '../../net';
 
 /**
  * Request id (echoed as x-request-id), one JSON log line per request, Prometheus counters/latency, and, while

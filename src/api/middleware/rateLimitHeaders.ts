@@ -1,10 +1,10 @@
-import type { AppDeps } from '../../operations/deps';
+import type { AppDeps } from '../../operations';
 import type { Ctx } from '../requestState';
-import { setRateLimitHeaders } from '../../operations/rateLimit';
+import { setRateLimitHeaders } from '../../modelCall';
 
 /**
  * After an authenticated request has run (a success or an error alike; errorHandler keeps the headers): gives its
- * response the key's rate-limit headers if its admission did not (src/operations/rateLimit.ts). The look at the
+ * response the key's rate-limit headers if its admission did not (src/modelCall/rateLimit.ts). The look at the
  * window counts nothing; a request that was admitted (every billed one) needs no second call to the limiter.
  * Never throws.
  */

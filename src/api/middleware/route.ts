@@ -1,6 +1,6 @@
 import type Koa from 'koa';
-import type { AppDeps } from '../../operations/deps';
-import { declareRoute } from '../../observability/routeLabel';
+import type { AppDeps } from '../../operations';
+import { declareRoute } from '../../observability';
 import { authenticate } from './apiKey';
 import { addRateLimitHeaders } from './rateLimitHeaders';
 import { jsonBodyReader } from './jsonBody';
@@ -10,7 +10,7 @@ import type { GatewayState } from '../requestState';
  * The preamble of an authenticated JSON route in one middleware: metrics route label, API key (401 first, before
  * the body is read), JSON body. Same checks as route() + requireApiKey() + jsonBody(), two async hops fewer on
  * the busiest routes. The response carries the key's rate-limit headers whatever the outcome
- * (src/operations/rateLimit.ts).
+ * (src/modelCall/rateLimit.ts).
  */
 export function jsonApi(
   deps: Pick<AppDeps, 'keys' | 'limiter' | 'adminKeys'>,

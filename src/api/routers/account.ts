@@ -1,9 +1,8 @@
 import Router from '@koa/router';
-import type { AppDeps } from '../../operations/deps';
+import type { AppDeps } from '../../operations';
 import { requireApiKey, route, type GatewayState } from '../middleware';
 import { badRequest, notFound } from '../../errors';
-import { getBalance, listLedger } from '../../billing/ledger';
-import { breakdownOfUnits } from '../../billing/tokenUsage';
+import { getBalance, listLedger, breakdownOfUnits } from '../../billing';
 
 function limitParam(v: unknown, def: number, max: number): number {
   if (v === undefined) return def;

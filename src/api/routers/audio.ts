@@ -1,11 +1,10 @@
 import Router from '@koa/router';
-import type { AppDeps } from '../../operations/deps';
+import type { AppDeps } from '../../operations';
 import { jsonBody, multipartBody, requireApiKey, route, type GatewayState } from '../middleware';
 import { badRequest } from '../../errors';
-import { validateSpeech, validateTranscriptionFields } from '../../schemas/audio';
+import { validateSpeech, validateTranscriptionFields } from '../../schemas';
 import { readHead, removeUploads, sniffAudio, uploadedFile } from '../uploads';
-import { synthesizeSpeech } from '../audio/speech';
-import { transcribe } from '../audio/transcribe';
+import { synthesizeSpeech, transcribe } from '../audio';
 
 const AUDIO_FORMATS_MESSAGE =
   "Invalid file format. Supported formats: ['flac', 'm4a', 'mp3', 'mp4', 'mpeg', 'mpga', 'oga', 'ogg', 'wav', 'webm']";

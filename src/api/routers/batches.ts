@@ -1,8 +1,8 @@
 import Router from '@koa/router';
-import type { AppDeps } from '../../operations/deps';
+import type { AppDeps } from '../../operations';
 import { jsonApi, requireApiKey, route, type Ctx, type GatewayState } from '../middleware';
 import { notFound } from '../../errors';
-import { clip } from '../../text/clip';
+import { clip } from '../../text';
 import * as repo from '../../batches/repo';
 import { cancelBatch, createBatch, parseCreateBody } from '../../batches/service';
 import { listQuery } from '../listQuery';

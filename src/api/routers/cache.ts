@@ -1,9 +1,9 @@
 import Router from '@koa/router';
-import type { AppDeps } from '../../operations/deps';
+import type { AppDeps } from '../../operations';
 import { authenticate, jsonBody, requireApiKey, route, type GatewayState } from '../middleware';
 import type { Ctx } from '../requestState';
 import { ApiError } from '../../errors';
-import { ADMIN_KEY_PREFIX } from '../../auth/apiKeys';
+import { ADMIN_KEY_PREFIX } from '../../auth';
 import {
   purgeEntry,
   purgeModel,

@@ -1,8 +1,8 @@
 import Router from '@koa/router';
-import type { AppDeps } from '../../operations/deps';
+import type { AppDeps } from '../../operations';
 import { jsonApi, type Ctx, type GatewayState } from '../middleware';
-import { fitOutputCap } from '../../catalog/outputCap';
-import type { ModelConfig } from '../../catalog/catalog';
+import { fitOutputCap } from '../../catalog';
+import type { ModelConfig } from '../../catalog';
 import { chatCompletions, completions, validateChatCompletion, validateCompletion } from '../../operations/chat';
 import { callerOf } from '../httpCaller';
 

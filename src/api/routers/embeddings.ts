@@ -1,5 +1,5 @@
 import Router from '@koa/router';
-import type { AppDeps } from '../../operations/deps';
+import type { AppDeps } from '../../operations';
 import { jsonApi, type GatewayState } from '../middleware';
 import { embed, validateEmbedding } from '../../operations/embeddings';
 import { callerOf } from '../httpCaller';

@@ -1,12 +1,11 @@
 import Router from '@koa/router';
-import type { AppDeps } from '../../operations/deps';
+import type { AppDeps } from '../../operations';
 import { multipartBody, requireApiKey, route, type Ctx, type GatewayState } from '../middleware';
 import { ApiError, badRequest, notFound } from '../../errors';
-import { BatchFileIngest } from '../../files/ingest';
-import * as files from '../../files/repo';
+import { BatchFileIngest, fileRepo as files } from '../../files';
 import { listQuery } from '../listQuery';
 import { uploadLineCheck } from '../../batches/lineLimits';
-import { clip, clipJson } from '../../text/clip';
+import { clip, clipJson } from '../../text';
 
 /**
  * The Files API, for batches (docs/batches.md):

@@ -1,10 +1,10 @@
 import Router from '@koa/router';
-import type { AppDeps } from '../../operations/deps';
+import type { AppDeps } from '../../operations';
 import { jsonBody, requireApiKey, route, type Ctx, type GatewayState } from '../middleware';
 import { ApiError, badRequest } from '../../errors';
-import { fitOutputCap } from '../../catalog/outputCap';
-import type { EmbedContentBody } from '../../schemas/gemini';
-import { isUpstreamError, type UpstreamHttpError } from '../../providers/upstreamError';
+import { fitOutputCap, redactorFor } from '../../catalog';
+import type { EmbedContentBody } from '../../schemas';
+import { isUpstreamError, type UpstreamHttpError } from '../../providers';
 import {
   countGeminiTokens,
   embedContents,
@@ -15,10 +15,9 @@ import {
   validateGeminiCountTokens,
   validateGenerateContent,
 } from '../../operations/gemini';
-import { redactorFor } from '../../catalog/redact';
 import { geminiStatus } from '../../errorBodies';
 import { callerOf } from '../httpCaller';
-import { geminiErrors, geminiModelGet, geminiModelList } from '../gemini/models';
+import { geminiErrors, geminiModelGet, geminiModelList } from '../gemini';
 
 /**
  * The Gemini API (https://ai.google.dev/api) for any chat or embedding model: POST

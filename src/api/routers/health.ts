@@ -1,5 +1,5 @@
 import Router from '@koa/router';
-import type { AppDeps } from '../../operations/deps';
+import type { AppDeps } from '../../operations';
 import { route, type GatewayState } from '../middleware';
 
 /** Liveness, readiness (Postgres and Temporal reachable) and Prometheus metrics. */

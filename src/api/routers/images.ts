@@ -1,10 +1,10 @@
 import Router from '@koa/router';
-import type { AppDeps } from '../../operations/deps';
+import type { AppDeps } from '../../operations';
 import { jsonBody, multipartBody, requireApiKey, route, type GatewayState } from '../middleware';
 import { badRequest } from '../../errors';
-import { validateImageEditFields, validateImageGeneration } from '../../schemas/images';
+import { validateImageEditFields, validateImageGeneration } from '../../schemas';
 import { isPngHead, readHead, removeUploads, uploadedFile } from '../uploads';
-import { editImages, generateImages } from '../images/generate';
+import { editImages, generateImages } from '../images';
 
 /** Input images: PNG only, at most 10 MB each (docs/api.md, uploads). */
 const MAX_IMAGE_BYTES = 10 * 1024 * 1024;

@@ -1,15 +1,13 @@
 import { Readable } from 'node:stream';
 import Router from '@koa/router';
-import type { AppDeps } from '../../operations/deps';
+import type { AppDeps } from '../../operations';
 import { jsonBody, requireApiKey, route, type Ctx, type GatewayState } from '../middleware';
 import { ApiError, notFound } from '../../errors';
-import { clip } from '../../text/clip';
+import { clip } from '../../text';
 import { publicBaseUrl } from '../publicUrl';
 import * as repo from '../../batches/repo';
-import * as files from '../../files/repo';
+import { fileRepo as files, isBlank, readLines, isProblem, parseRequestLine } from '../../files';
 import { cancelBatch, createBatch } from '../../batches/service';
-import { isBlank, readLines } from '../../files/lines';
-import { isProblem, parseRequestLine } from '../../files/batchInput';
 import {
   isEnded,
   MESSAGES_ENDPOINT,

@@ -1,13 +1,12 @@
-import { redactorFor, type Redactor } from '../../catalog/redact';
+import { redactorFor, type Redactor, fitOutputCap } from '../../catalog';
 import Router from '@koa/router';
 import type Koa from 'koa';
-import type { AppDeps } from '../../operations/deps';
+import type { AppDeps } from '../../operations';
 import { jsonBody, requireApiKey, route, type Ctx, type GatewayState } from '../middleware';
 import { ApiError } from '../../errors';
 import { anthropicType } from '../../errorBodies';
-import { fitOutputCap } from '../../catalog/outputCap';
-import type { CountTokensRequest } from '../../schemas/messages';
-import { isUpstreamError, type UpstreamHttpError } from '../../providers/upstreamError';
+import type { CountTokensRequest } from '../../schemas';
+import { isUpstreamError, type UpstreamHttpError } from '../../providers';
 import {
   countMessageTokens,
   createMessage,

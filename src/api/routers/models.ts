@@ -1,9 +1,9 @@
 import Router from '@koa/router';
-import type { AppDeps } from '../../operations/deps';
+import type { AppDeps } from '../../operations';
 import { requireApiKey, route, type GatewayState } from '../middleware';
 import { modelNotFound } from '../../errors';
-import { publicModel, type ModelConfig } from '../../catalog/catalog';
-import { geminiClientErrors, geminiModelGet, geminiModelList } from '../gemini/models';
+import { publicModel, type ModelConfig } from '../../catalog';
+import { geminiClientErrors, geminiModelGet, geminiModelList } from '../gemini';
 
 /** GET /v1/models (auth, OpenAI list shape plus mode and VND pricing) and GET /public/models (no auth). */
 export function modelsRouter(deps: AppDeps): Router<GatewayState> {

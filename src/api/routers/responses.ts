@@ -1,13 +1,12 @@
 import Router from '@koa/router';
-import type { AppDeps } from '../../operations/deps';
+import type { AppDeps } from '../../operations';
 import { jsonBody, requireApiKey, route, type Ctx, type GatewayState } from '../middleware';
 import { badRequest, notFound } from '../../errors';
-import { fitOutputCap } from '../../catalog/outputCap';
-import { validateResponses } from '../../schemas/responses';
-import { deleteResponse, loadResponse } from '../../operations/responses/storedResponses';
-import { createResponse } from '../../operations/responses/create';
+import { fitOutputCap } from '../../catalog';
+import { validateResponses } from '../../schemas';
+import { deleteResponse, loadResponse, createResponse } from '../../operations/responses';
 import { callerOf } from '../httpCaller';
-import { clip } from '../../text/clip';
+import { clip } from '../../text';
 import * as background from '../../backgroundResponses/repo';
 import { followEvents } from '../../backgroundResponses/follow';
 import { cancelBackgroundResponse, createBackgroundResponse, responseView } from '../../backgroundResponses/service';

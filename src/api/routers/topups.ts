@@ -1,5 +1,5 @@
 import Router from '@koa/router';
-import type { AppDeps } from '../../operations/deps';
+import type { AppDeps } from '../../operations';
 import { jsonBody, receivedJsonText, requireApiKey, route, type Ctx, type GatewayState } from '../middleware';
 import { listQuery } from '../listQuery';
 import { ORDER_ID, topupService } from '../../jobs/topups';

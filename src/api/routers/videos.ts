@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import { callerOf } from '../httpCaller';
 import Router from '@koa/router';
-import type { AppDeps } from '../../operations/deps';
+import type { AppDeps } from '../../operations';
 import { jsonBody, multipartBody, requireApiKey, route, type Ctx, type GatewayState } from '../middleware';
 import { badRequest, conflict, notFound } from '../../errors';
 import * as jobs from '../../video/repo';
@@ -13,10 +13,10 @@ import { createImageLoader, imageExtension } from '../../video/images';
 import { submitVideoJob } from '../../video/submit';
 import { cancelVideoJob } from '../../video/cancel';
 import { publicBaseUrl } from '../publicUrl';
-import { sendStoredMedia } from '../storedMedia';
-import { admitRequest } from '../../operations/rateLimit';
-import { redactorFor, type Redactor } from '../../catalog/redact';
-import { clip, clipJson } from '../../text/clip';
+import { sendStoredMedia } from '../middleware';
+import { admitRequest } from '../../modelCall';
+import { redactorFor, type Redactor } from '../../catalog';
+import { clip, clipJson } from '../../text';
 
 /**
  * The video API (docs/video-jobs.md):

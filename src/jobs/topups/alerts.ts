@@ -1,5 +1,5 @@
-import type { Db, Queryable } from '../../db/pool';
-import { tx } from '../../db/pool';
+import type { Db, Queryable } from '../../db';
+import { tx } from '../../db';
 import { recordEventIn, type DeliveryRef } from '../../webhooks/repo';
 
 /**

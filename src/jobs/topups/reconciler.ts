@@ -1,6 +1,6 @@
 import type { Client } from '@temporalio/client';
-import type { Db } from '../../db/pool';
-import type { Logger } from '../../observability/logger';
+import type { Db } from '../../db';
+import type { Logger } from '../../observability';
 import { workflowState } from '../workflowState';
 import { expireOrder, quietOpenOrders } from './repo';
 import { startTopupWorkflow } from './start';

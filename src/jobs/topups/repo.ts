@@ -1,9 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import os from 'node:os';
-import type { Db, DbClient, Queryable } from '../../db/pool';
-import { tx } from '../../db/pool';
-import { appendAudit, type AuditActor } from '../../db/auditLog';
-import { topUpIn } from '../../billing/ledger';
+import type { Db, DbClient, Queryable } from '../../db';
+import { tx, appendAudit, type AuditActor } from '../../db';
+import { topUpIn } from '../../billing';
 import { recordEventIn, type DeliveryRef } from '../../webhooks/repo';
 import type { IncomingTransfer, Provider } from './feeds';
 

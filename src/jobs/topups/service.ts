@@ -1,9 +1,9 @@
 import type { Client } from '@temporalio/client';
 import type { Config } from '../../config';
-import type { Db } from '../../db/pool';
-import type { Logger } from '../../observability/logger';
+import type { Db } from '../../db';
+import type { Logger } from '../../observability';
 import { ApiError, badRequest, notFound } from '../../errors';
-import { clip, clipJson } from '../../text/clip';
+import { clip, clipJson } from '../../text';
 import { startDelivery } from '../../webhooks/start';
 import { webhookTaskQueue } from '../../webhooks/settings';
 import type { DeliveryRef } from '../../webhooks/repo';

@@ -1,4 +1,4 @@
-import type { Db } from '../../db/pool';
+import type { Db } from '../../db';
 import { vnTime, type IncomingTransfer } from './feeds';
 import type { RecordOutcome, Transfer } from './repo';
 import type { StatementResult } from './workflowContract';

@@ -1,6 +1,6 @@
 import type { Client } from '@temporalio/client';
-import type { Db } from '../../db/pool';
-import type { Logger } from '../../observability/logger';
+import type { Db } from '../../db';
+import type { Logger } from '../../observability';
 import { expireOrder, orderById } from './repo';
 import { topupService, type TopupDeps } from './service';
 import { readSepayStatement, runStatement } from './statement';

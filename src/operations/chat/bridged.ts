@@ -1,15 +1,13 @@
-import type { Caller, OperationDeps } from '../caller';
+import type { Caller, OperationDeps } from '../../modelCall';
 import { ApiError } from '../../errors';
 import { openAIBody } from '../../errorBodies';
-import type { ModelConfig } from '../../catalog/catalog';
-import type { ChatChunk } from '../../translate/chatTypes';
-import { bridgeChatRequest } from '../../translate/upstream/chatBridgeRequest';
-import { RoutedBackend } from '../../routing/routedBackend';
-import { estimatedUsage, fromChatUsage } from '../../billing/tokenUsage';
-import { translateInput } from '../../translate/translateInput';
-import { openCall } from '../routedCall';
+import type { ModelConfig } from '../../catalog';
+import type { ChatChunk } from '../../translate';
+import { bridgeChatRequest } from '../../translate/upstream';
+import { translateInput } from '../../translate';
+import { estimatedUsage, fromChatUsage, openCall, RoutedBackend } from '../../modelCall';
 import { relayTranslated, routedComplete } from '../translatedStream';
-import { SSE_DONE, sseEvent } from '../../sse/wire';
+import { SSE_DONE, sseEvent } from '../../sse';
 
 /**
  * POST /v1/chat/completions for a chat model whose upstream does not speak Chat Completions: an Anthropic
@@ -34,9 +32,9 @@ export async function bridgedChat(
   body: ChatBody,
 ): Promise<void> {
   const chat = translateInput(() => bridgeChatRequest(body, model.upstreamModel));
-  // The backends of every deployment that may answer: retries and fallbacks until an upstream answers (src/routing).
-  const backend = new RoutedBackend(deps.providers, deps.catalog, deps.router, model, chat);
-  const call = await openCall(caller, deps, model, OPERATION, backend.maxCost, backend.maxTokens);
+  // The backends of every deployment that may answer: retries and fallbacks until an upstream answers (src/modelCall).
+  const backend = new RoutedBackend(deps, model, chat);
+  const call = await openCall(caller, deps, model, OPERATION, backend.estimate);
   if (body.stream !== true) {
     const c = await routedComplete(call, backend);
     call.settle(

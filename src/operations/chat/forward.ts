@@ -1,15 +1,20 @@
-import type { Caller, OperationDeps } from '../caller';
+import type { Caller, OperationDeps } from '../../modelCall';
 import { invalidUpstreamResponse } from '../../errors';
-import { estimateChatMaxCost } from '../../billing/pricing';
-import { StreamUsage } from '../../billing/meter';
-import { estimatedUsage, fromChatUsage } from '../../billing/tokenUsage';
-import type { ModelConfig } from '../../catalog/catalog';
-import { redactorFor } from '../../catalog/redact';
-import { usageFromJson } from '../../providers/openai/adapter';
-import { boundOverCandidates } from '../../routing/bound';
-import type { RouteTry } from '../../routing/modelRouter';
-import { SseRelay } from '../../sse/clientRelay';
-import { openCall, RoutedPayload, type RoutedCall } from '../routedCall';
+import type { ModelConfig } from '../../catalog';
+import { redactorFor } from '../../catalog';
+import { usageFromJson } from '../../providers/openai';
+import { SseRelay } from '../../sse';
+import {
+  estimateCompletion,
+  estimatedUsage,
+  fromChatUsage,
+  openaiUpstream,
+  openCall,
+  requireOpenAIProvider,
+  RoutedPayload,
+  StreamUsage,
+  type RoutedCall,
+} from '../../modelCall';
 
 /**
  * A chat or legacy completion on an OpenAI-compatible upstream: the body forwarded as sent (model renamed per
@@ -33,7 +38,7 @@ export async function forwardCompletion(
   body: CompletionBody,
 ): Promise<void> {
   // Resolved before funds are reserved: a misconfigured provider is refused with nothing held.
-  deps.providers.openai(model);
+  requireOpenAIProvider(deps, model);
   const stream = body.stream === true;
   const clientWantsUsage = stream && body.stream_options?.include_usage === true;
   // The body is ours (parsed per request): rewrite it in place rather than copy it.
@@ -45,15 +50,12 @@ export async function forwardCompletion(
   const payloads = new RoutedPayload(body);
   const payloadBytes = Buffer.byteLength(payloads.payload);
   // Reserved once, for the most expensive model and deployment that may answer (retries and fallbacks included).
-  const bound = boundOverCandidates(deps.catalog, deps.router, model, (m, extra) =>
-    estimateChatMaxCost(m, body, payloadBytes + extra),
-  );
+  const estimate = estimateCompletion(deps, model, body, payloadBytes);
   const operation = kind === 'chat' ? 'chat.completions' : 'completions';
-  const call = await openCall(caller, deps, model, operation, bound.maxCost, bound.promptTokens + bound.outputTokens);
+  const call = await openCall(caller, deps, model, operation, estimate);
   const path = kind === 'chat' ? '/chat/completions' : '/completions';
-  const adapterOf = (t: RouteTry) => deps.providers.openaiFor(t.deployment);
   if (!stream) {
-    const res = await call.run((t) => adapterOf(t).postJson(path, payloads.for(t), call.tryOptions));
+    const res = await call.attempt(openaiUpstream, (a, t) => a.postJson(path, payloads.for(t), call.tryOptions));
     settleJson(call, res.body, payloadBytes);
     call.setCostHeaders();
     caller.out.bytes(res.body);
@@ -75,7 +77,7 @@ export async function forwardCompletion(
     },
   });
   // Tries that fail before the stream starts are retried (the relay is untouched until an upstream answers 2xx).
-  await call.run((t) => adapterOf(t).streamTo(path, payloads.for(t), relay, call.tryOptions));
+  await call.attempt(openaiUpstream, (a, t) => a.streamTo(path, payloads.for(t), relay, call.tryOptions));
   target.streaming();
   if (relay.status === 502) call.streamCut();
 }

@@ -1,11 +1,11 @@
-import type { Caller, OperationDeps } from '../caller';
-import type { ModelConfig } from '../../catalog/catalog';
-import { checkOutputCap } from '../../catalog/outputCap';
-import { servedNatively } from '../../providers/kinds';
-import type { ChatCompletionBody } from '../../schemas/chat';
+import type { Caller, OperationDeps } from '../../modelCall';
+import type { ModelConfig } from '../../catalog';
+import { checkOutputCap } from '../../catalog';
+import { servedNatively } from '../../providers';
+import type { ChatCompletionBody } from '../../schemas';
 import { bridgedChat } from './bridged';
 import { forwardCompletion, type CompletionBody } from './forward';
-import { throughCache } from '../../cache';
+import { throughCache } from '../cache';
 
 /**
  * POST /v1/chat/completions and POST /v1/completions, without HTTP: the body (validated by the route's schema,
@@ -14,7 +14,7 @@ import { throughCache } from '../../cache';
  * executor both call these.
  */
 
-export { validateChatCompletion, validateCompletion } from '../../schemas/chat';
+export { validateChatCompletion, validateCompletion } from '../../schemas';
 
 /** An output-token count above the model's cap is refused, as the upstream would (before anything is reserved). */
 function checkMaxTokens(

@@ -1,14 +1,10 @@
-import type { Caller, OperationDeps } from '../caller';
-import type { ModelConfig } from '../../catalog/catalog';
-import type { EmbeddingBody } from '../../schemas/embeddings';
-import { embeddingTokensBound, tokensCost, tokensFromChars } from '../../billing/pricing';
-import { usageFromJson } from '../../providers/openai/adapter';
-import { asOpenAIError } from '../../providers/upstreamError';
-import { boundOverCandidates } from '../../routing/bound';
-import { geminiEmbedder, servedNatively } from '../../providers/kinds';
-import { openCall, RoutedPayload } from '../routedCall';
+import type { Caller, OperationDeps } from '../../modelCall';
+import type { ModelConfig } from '../../catalog';
+import type { EmbeddingBody } from '../../schemas';
+import { asOpenAIError, servedNatively } from '../../providers';
+import { embeddingsUpstream, estimateEmbeddings, openCall, RoutedPayload, settleEmbeddings } from '../../modelCall';
 import { geminiEmbedCall, openAIEmbeddingList, type GeminiEmbedCall } from '../embeddings/geminiUpstream';
-import { throughCache } from '../../cache';
+import { throughCache } from '../cache';
 
 /** An upstream's embeddings: OpenAI's JSON as it came, or a Gemini upstream's vectors (which come without usage). */
 export type EmbedAnswer = Buffer | number[][];
@@ -44,36 +40,22 @@ async function embedNow(
   operation: string,
   native?: GeminiEmbedCall,
 ): Promise<void> {
-  const bound = embeddingTokensBound(body.input);
+  const estimate = estimateEmbeddings(deps, model, body.input);
   body.model = model.upstreamModel;
   // Input a Gemini upstream cannot take is refused before anything is reserved.
   let gemini =
     native ?? (servedNatively(deps.catalog.provider(model).kind, model, 'gemini') ? geminiEmbedCall(body) : null);
   const payloads = new RoutedPayload(body);
-  const maxCost = boundOverCandidates(deps.catalog, deps.router, model, (m) => ({
-    maxCost: tokensCost(m.pricing, bound),
-  })).maxCost;
-  const call = await openCall(caller, deps, model, operation, maxCost, bound);
-  const res = await call.run(async (t): Promise<EmbedAnswer> => {
-    const adapter = geminiEmbedder(deps.providers.forDeployment(t.deployment));
-    if (!adapter)
-      return (await deps.providers.openaiFor(t.deployment).postJson('/embeddings', payloads.for(t), call.tryOptions))
-        .body;
+  const call = await openCall(caller, deps, model, operation, estimate);
+  const res = await call.attempt(embeddingsUpstream, async (a, t): Promise<EmbedAnswer> => {
+    if (!a.gemini) return (await a.openai.postJson('/embeddings', payloads.for(t), call.tryOptions)).body;
     gemini ??= geminiEmbedCall(body);
-    const vectors = adapter.embed(t.deployment.upstreamModel, gemini.requests, gemini.batch, call.tryOptions);
+    const vectors = a.gemini.embed(t.deployment.upstreamModel, gemini.requests, gemini.batch, call.tryOptions);
     // The Gemini routes render a Gemini upstream's error as it came; /v1/embeddings in OpenAI's shape.
     return native ? vectors : vectors.catch((e: unknown) => Promise.reject(asOpenAIError(e)));
   });
-  const usage = Buffer.isBuffer(res) ? usageFromJson(res) : null;
-  // The upstream's count when it is a finite number (a hostile 1e400 must not reach the cost's BigInt); an upstream
-  // that reports none is billed by the delivered-text rule over the input.
-  const reported = Number(usage?.prompt_tokens);
-  const counted = usage !== null && Number.isFinite(reported);
-  const tokens = counted ? Math.min(Number.MAX_SAFE_INTEGER, Math.max(0, Math.ceil(reported))) : tokensFromChars(bound);
-  call.settleCost(
-    tokensCost(call.pricing, tokens),
-    counted ? { prompt_tokens: tokens } : { prompt_tokens: tokens, estimated: 1 },
-  );
+  // The upstream's count, or the delivered-text rule over the input when it reports none.
+  const tokens = settleEmbeddings(call, res, estimate.maxTokens);
   call.setCostHeaders();
   // Another interface's shape (Gemini's embedContent) is rendered from the upstream's answer.
   if (render) caller.out.json(render(res));

@@ -1,7 +1,6 @@
-import type { CountTokensBody } from '../../schemas/gemini';
-import { geminiToChat } from '../../translate/client/geminiToChat';
-import { IMAGE_TOKENS } from '../../translate/tokenEstimate';
-import { translateInput } from '../../translate/translateInput';
+import type { CountTokensBody } from '../../schemas';
+import { geminiToChat } from '../../translate/client';
+import { IMAGE_TOKENS, translateInput } from '../../translate';
 
 const PER_MESSAGE = 3;
 

@@ -1,9 +1,9 @@
-import type { Caller, OperationDeps } from '../caller';
+import type { Caller, OperationDeps } from '../../modelCall';
 import { ApiError, invalidUpstreamResponse } from '../../errors';
-import type { EmbedContentBody } from '../../schemas/gemini';
-import { embed, type EmbedAnswer } from '../embeddings/embed';
-import { geminiEmbedder } from '../../providers/kinds';
-import type { ModelConfig } from '../../catalog/catalog';
+import type { EmbedContentBody } from '../../schemas';
+import { embed, type EmbedAnswer } from '../embeddings';
+import { geminiEmbedderOf } from '../../modelCall';
+import type { ModelConfig } from '../../catalog';
 
 /**
  * embedContent and batchEmbedContents on an embedding model: on a `gemini` provider the requests go upstream as
@@ -30,7 +30,7 @@ export async function embedContents(
     );
   const dims = requests[0].outputDimensionality;
   const body = { model: model.upstreamModel, input, ...(dims ? { dimensions: dims } : {}) };
-  const native = geminiEmbedder(deps.providers.get(model.provider))
+  const native = geminiEmbedderOf(deps, model)
     ? { requests: requests.map(({ model: _named, ...r }) => r), batch }
     : undefined;
   await embed(

@@ -1,12 +1,13 @@
-import type { Caller, OperationDeps } from '../caller';
-import type { ModelConfig } from '../../catalog/catalog';
-import type { CountTokensBody } from '../../schemas/gemini';
-import type { GenerateContentRequest } from '../../translate/geminiTypes';
-import { servedNatively } from '../../providers/kinds';
+import type { Caller, OperationDeps } from '../../modelCall';
+import type { ModelConfig } from '../../catalog';
+import type { CountTokensBody } from '../../schemas';
+import type { GenerateContentRequest } from '../../translate';
+import { servedNatively } from '../../providers';
 import { countTokensEstimate } from './countTokens';
 import { nativeGenerate } from './native';
 import { translatedGenerate } from './translated';
 import type { GeminiStreamWire } from './streamWire';
+import { geminiUpstreamOf } from '../../modelCall';
 
 /**
  * The Gemini API's methods on a model, without HTTP: generateContent / streamGenerateContent (on a `gemini`
@@ -19,7 +20,7 @@ export {
   validateEmbedContent,
   validateGeminiCountTokens,
   validateGenerateContent,
-} from '../../schemas/gemini';
+} from '../../schemas';
 export { embedContents } from './embed';
 export { GeminiStreamWire } from './streamWire';
 
@@ -47,7 +48,7 @@ export async function countGeminiTokens(
   req: CountTokensBody,
 ): Promise<void> {
   const native = servedNatively(deps.catalog.provider(model).kind, model, 'gemini')
-    ? deps.providers.get(model.provider)?.geminiFor?.(model.upstreamModel)
+    ? geminiUpstreamOf(deps, model)
     : undefined;
   if (!native) {
     caller.out.json({ totalTokens: countTokensEstimate(req) });

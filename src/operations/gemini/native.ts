@@ -1,18 +1,11 @@
-import type { Caller, OperationDeps } from '../caller';
-import { redactorFor } from '../../catalog/redact';
-import { ApiError } from '../../errors';
-import { modalityTokens, type GeminiUsageMetadata, type GenerateContentResponse } from '../../translate/geminiTypes';
-import { sseBatches } from '../../sse/upstreamEvents';
-import type { GeminiUpstream } from '../../providers/gemini/adapter';
-import { boundOverCandidates } from '../../routing/bound';
-import type { RouteTry } from '../../routing/modelRouter';
-import { DEFAULT_MAX_OUTPUT_TOKENS } from '../../billing/pricing';
-import { nativeBound } from '../../billing/nativeBound';
-import { estimatedUsage, tokenUsage, type TokenUsage } from '../../billing/tokenUsage';
+import type { Caller, OperationDeps } from '../../modelCall';
+import { redactorFor } from '../../catalog';
+import { modalityTokens, type GeminiUsageMetadata, type GenerateContentResponse } from '../../translate';
+import { sseBatches } from '../../sse';
 import { geminiStatus } from '../../errorBodies';
-import { openCall } from '../routedCall';
-import type { HeldTry } from '../../observability/tracing';
-import { CLIENT_CLOSED } from '../../net/abort';
+import { estimatedUsage, estimateNative, geminiUpstream, openCall, tokenUsage, type TokenUsage } from '../../modelCall';
+import type { HeldTry } from '../../observability';
+import { CLIENT_CLOSED } from '../../net';
 import { GENERATE_OPERATION, type GenerateCall } from './translated';
 
 /**
@@ -60,25 +53,11 @@ export async function nativeGenerate(caller: Caller, deps: OperationDeps, c: Gen
   const bytes = Buffer.byteLength(payload);
   const images = (payload.match(/"inlineData"|"fileData"/g) ?? []).length;
   const maxOut = req.generationConfig?.maxOutputTokens;
-  const bound = boundOverCandidates(deps.catalog, deps.router, model, (m, extra) =>
-    nativeBound(m, bytes + extra, maxOut ?? m.maxOutputTokens ?? DEFAULT_MAX_OUTPUT_TOKENS, images),
-  );
-  const call = await openCall(caller, deps, model, GENERATE_OPERATION, bound.maxCost, bound.maxTokens);
-  const adapterFor = (t: RouteTry): GeminiUpstream => {
-    const a = deps.providers.forDeployment(t.deployment)?.geminiFor?.(t.deployment.upstreamModel);
-    if (!a)
-      throw new ApiError(
-        500,
-        `Model '${t.model.id}' is not served by a Gemini provider.`,
-        'server_error',
-        null,
-        'provider_misconfigured',
-      );
-    return a;
-  };
+  const estimate = estimateNative(deps, model, { bytes, maxOutput: maxOut, media: images });
+  const call = await openCall(caller, deps, model, GENERATE_OPERATION, estimate);
   if (!wire) {
-    const raw = await call.run((t) =>
-      adapterFor(t).callWhole(t.deployment.upstreamModel, 'generateContent', payload, call.tryOptions),
+    const raw = await call.attempt(geminiUpstream, (a, t) =>
+      a.callWhole(t.deployment.upstreamModel, 'generateContent', payload, call.tryOptions),
     );
     let res: GenerateContentResponse;
     try {
@@ -91,8 +70,8 @@ export async function nativeGenerate(caller: Caller, deps: OperationDeps, c: Gen
     caller.out.raw(raw);
     return;
   }
-  const up = await call.runStream((t) =>
-    adapterFor(t).call(t.deployment.upstreamModel, 'streamGenerateContent', payload, { ...call.tryOptions, sse: true }),
+  const up = await call.attemptStream(geminiUpstream, (a, t) =>
+    a.call(t.deployment.upstreamModel, 'streamGenerateContent', payload, { ...call.tryOptions, sse: true }),
   );
   const held = call.held; // the try's span while traced: it ends with the stream
   const sink = caller.out.sink();

@@ -1,5 +1,5 @@
-import { SSE_HEADERS, sseEvent } from '../../sse/wire';
-import { USAGE_ID_HEADER } from '../routedCall';
+import { SSE_HEADERS, sseEvent } from '../../sse';
+import { USAGE_ID_HEADER } from '../../modelCall';
 
 /**
  * How streamGenerateContent frames its responses: with `?alt=sse`, one `data:` event each (what the SDKs ask for);

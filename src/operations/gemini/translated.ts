@@ -1,14 +1,10 @@
-import type { Caller, OperationDeps } from '../caller';
-import type { ModelConfig } from '../../catalog/catalog';
-import type { GenerateContentRequest } from '../../translate/geminiTypes';
-import { geminiToChat } from '../../translate/client/geminiToChat';
-import { ChatToGeminiStream, chatToGemini } from '../../translate/client/chatToGemini';
-import { translateInput } from '../../translate/translateInput';
-import { RoutedBackend } from '../../routing/routedBackend';
-import { tokensFromChars } from '../../billing/pricing';
-import { estimatedUsage, fromChatUsage } from '../../billing/tokenUsage';
+import type { Caller, OperationDeps } from '../../modelCall';
+import type { ModelConfig } from '../../catalog';
+import type { GenerateContentRequest } from '../../translate';
+import { geminiToChat, ChatToGeminiStream, chatToGemini } from '../../translate/client';
+import { translateInput } from '../../translate';
 import { geminiStatus } from '../../errorBodies';
-import { openCall } from '../routedCall';
+import { estimatedUsage, fromChatUsage, openCall, RoutedBackend } from '../../modelCall';
 import { relayTranslated, routedComplete } from '../translatedStream';
 import type { GeminiStreamWire } from './streamWire';
 
@@ -37,8 +33,8 @@ export async function translatedGenerate(caller: Caller, deps: OperationDeps, c:
       stream: wire !== null,
     }),
   );
-  const backend = new RoutedBackend(deps.providers, deps.catalog, deps.router, model, t.chat);
-  const call = await openCall(caller, deps, model, GENERATE_OPERATION, backend.maxCost, backend.maxTokens);
+  const backend = new RoutedBackend(deps, model, t.chat);
+  const call = await openCall(caller, deps, model, GENERATE_OPERATION, backend.estimate);
   const out = { model: c.name, tools: t.tools, includeThoughts: t.includeThoughts };
   if (!wire) {
     const completion = await routedComplete(call, backend);
@@ -52,7 +48,7 @@ export async function translatedGenerate(caller: Caller, deps: OperationDeps, c:
     caller.out.json(res);
     return;
   }
-  const tr = new ChatToGeminiStream({ ...out, promptTokensEstimate: tokensFromChars(backend.payloadBytes) });
+  const tr = new ChatToGeminiStream({ ...out, promptTokensEstimate: backend.inputTokensEstimate });
   const items = (rs: unknown[]) => rs.map((r) => wire.item(r)).join('');
   await relayTranslated(
     deps,

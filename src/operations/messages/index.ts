@@ -1,14 +1,14 @@
-import type { Caller, OperationDeps } from '../caller';
-import type { ModelConfig } from '../../catalog/catalog';
-import type { MessagesRequest } from '../../translate/anthropicTypes';
-import type { CountTokensRequest } from '../../schemas/messages';
-import type { MessagesUpstream } from '../../providers/messagesUpstream';
-import { servedNatively } from '../../providers/kinds';
-import { translateInput } from '../../translate/translateInput';
-import { estimateInputTokens } from '../../translate/tokenEstimate';
+import type { Caller, OperationDeps } from '../../modelCall';
+import type { ModelConfig } from '../../catalog';
+import type { MessagesRequest } from '../../translate';
+import type { CountTokensRequest } from '../../schemas';
+import type { MessagesUpstream } from '../../providers';
+import { servedNatively } from '../../providers';
+import { translateInput, estimateInputTokens } from '../../translate';
 import { nativeMessages, type AnthropicHeaders } from './native';
 import { translatedMessages } from './translated';
-import { throughCache } from '../../cache';
+import { throughCache } from '../cache';
+import { messagesUpstreamOf } from '../../modelCall';
 
 /**
  * POST /v1/messages and /v1/messages/count_tokens, without HTTP: a model served over Anthropic Messages (an
@@ -17,13 +17,13 @@ import { throughCache } from '../../cache';
  * router and the batch executor (a message batch's requests) both call createMessage.
  */
 
-export { validateMessages, validateCountTokens } from '../../schemas/messages';
+export { validateMessages, validateCountTokens } from '../../schemas';
 export type { AnthropicHeaders } from './native';
 
 /** The upstream serving the model natively over Messages (Anthropic, Claude on Bedrock or Vertex), if any. */
 function nativeAdapter(deps: OperationDeps, model: ModelConfig): MessagesUpstream | null {
   if (!servedNatively(deps.catalog.provider(model).kind, model, 'messages')) return null;
-  return deps.providers.get(model.provider)?.messagesFor?.(model.upstreamModel) ?? null;
+  return messagesUpstreamOf(deps, model);
 }
 
 export async function createMessage(

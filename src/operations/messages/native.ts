@@ -1,15 +1,20 @@
-import type { Caller, OperationDeps } from '../caller';
-import type { ModelConfig } from '../../catalog/catalog';
-import { checkOutputCap } from '../../catalog/outputCap';
-import type { MessagesRequest } from '../../translate/anthropicTypes';
-import { formatSse } from '../../sse/translatedEvents';
-import { redactorFor } from '../../catalog/redact';
-import type { MessagesUpstream } from '../../providers/messagesUpstream';
-import { boundOverCandidates } from '../../routing/bound';
-import type { RouteTry } from '../../routing/modelRouter';
-import { countImages, nativeBound } from '../../billing/nativeBound';
-import { estimatedUsage, fromAnthropicUsage, tokenUsage, type AnthropicUsageLike } from '../../billing/tokenUsage';
-import { openCall, RoutedPayload } from '../routedCall';
+import type { Caller, OperationDeps } from '../../modelCall';
+import type { ModelConfig } from '../../catalog';
+import { checkOutputCap, redactorFor } from '../../catalog';
+import type { MessagesRequest } from '../../translate';
+import { formatSse } from '../../sse';
+import type { MessagesUpstream } from '../../providers';
+import {
+  countImages,
+  estimatedUsage,
+  estimateNative,
+  fromAnthropicUsage,
+  messagesUpstream,
+  openCall,
+  RoutedPayload,
+  tokenUsage,
+  type AnthropicUsageLike,
+} from '../../modelCall';
 import { relayNative, type NativeEvents } from '../nativeStream';
 
 /**
@@ -38,18 +43,14 @@ export async function nativeMessages(
   checkOutputCap(model, 'max_tokens', req.max_tokens);
   const payloads = new RoutedPayload({ ...req, model: model.upstreamModel });
   const bytes = Buffer.byteLength(payloads.payload);
-  const images = countImages(req.messages);
   // Reserved once for the most expensive model and deployment that may answer (retries and fallbacks included).
-  const bound = boundOverCandidates(deps.catalog, deps.router, model, (m, extra) =>
-    nativeBound(m, bytes + extra, req.max_tokens, images),
-  );
-  const call = await openCall(caller, deps, model, OPERATION, bound.maxCost, bound.maxTokens);
-  const adapterOf = (t: RouteTry): MessagesUpstream =>
-    deps.providers.forDeployment(t.deployment)?.messagesFor?.(t.deployment.upstreamModel) ?? adapter;
+  const estimate = estimateNative(deps, model, { bytes, maxOutput: req.max_tokens, media: countImages(req.messages) });
+  const call = await openCall(caller, deps, model, OPERATION, estimate);
+  const upstream = messagesUpstream(adapter);
   if (req.stream !== true) {
     // The body is read inside the try: a connection reset after the headers is retried elsewhere and cools its
     // deployment.
-    const res = await call.run((t) => adapterOf(t).messagesWhole(payloads.for(t), headers, call.tryOptions));
+    const res = await call.attempt(upstream, (a, t) => a.messagesWhole(payloads.for(t), headers, call.tryOptions));
     const raw = res.raw;
     let usage: AnthropicUsageLike | null = null;
     try {
@@ -64,7 +65,7 @@ export async function nativeMessages(
     caller.out.raw(raw, { status: res.status, type: res.contentType, headers: res.headers });
     return;
   }
-  const res = await call.runStream((t) => adapterOf(t).messages(payloads.for(t), headers, call.tryOptions));
+  const res = await call.attemptStream(upstream, (a, t) => a.messages(payloads.for(t), headers, call.tryOptions));
   await relayNative(
     { call, sink: caller.out.sink(), logger: deps.logger, name: 'anthropic upstream', headers: res.headers },
     res.body,

@@ -1,15 +1,10 @@
-import type { Caller, OperationDeps } from '../caller';
-import type { ModelConfig } from '../../catalog/catalog';
-import type { MessagesRequest } from '../../translate/anthropicTypes';
-import { messagesToChat } from '../../translate/client/messagesToChat';
-import { chatToMessages } from '../../translate/client/chatToMessages';
-import { ChatToMessagesStream } from '../../translate/client/chatStreamToMessages';
-import { translateInput } from '../../translate/translateInput';
-import { formatSse, type SseEvent } from '../../sse/translatedEvents';
-import { RoutedBackend } from '../../routing/routedBackend';
-import { tokensFromChars } from '../../billing/pricing';
-import { estimatedUsage, fromChatUsage } from '../../billing/tokenUsage';
-import { openCall } from '../routedCall';
+import type { Caller, OperationDeps } from '../../modelCall';
+import type { ModelConfig } from '../../catalog';
+import type { MessagesRequest } from '../../translate';
+import { messagesToChat, chatToMessages, ChatToMessagesStream } from '../../translate/client';
+import { translateInput } from '../../translate';
+import { formatSse, type SseEvent } from '../../sse';
+import { estimatedUsage, fromChatUsage, openCall, RoutedBackend } from '../../modelCall';
 import { relayTranslated, routedComplete } from '../translatedStream';
 
 /**
@@ -31,10 +26,10 @@ export async function translatedMessages(
     // A catalog model carries its translate options (upstream name, output cap, reasoning).
     messagesToChat(req, model),
   );
-  // The backends of every deployment that may answer: retries and fallbacks until an upstream answers (src/routing).
-  const backend = new RoutedBackend(deps.providers, deps.catalog, deps.router, model, chat);
+  // The backends of every deployment that may answer: retries and fallbacks until an upstream answers (src/modelCall).
+  const backend = new RoutedBackend(deps, model, chat);
   const bytes = backend.payloadBytes;
-  const call = await openCall(caller, deps, model, OPERATION, backend.maxCost, backend.maxTokens);
+  const call = await openCall(caller, deps, model, OPERATION, backend.estimate);
   if (req.stream !== true) {
     const c = await routedComplete(call, backend);
     const msg = chatToMessages(c, { model: req.model, tools });
@@ -43,7 +38,7 @@ export async function translatedMessages(
     caller.out.json(msg);
     return;
   }
-  const tr = new ChatToMessagesStream({ model: req.model, tools, inputTokensEstimate: tokensFromChars(bytes) });
+  const tr = new ChatToMessagesStream({ model: req.model, tools, inputTokensEstimate: backend.inputTokensEstimate });
   const sse = (events: SseEvent[]) => events.map(formatSse).join('');
   await relayTranslated(deps, call, backend, caller.out.sink(), {
     push: (chunk) => sse(tr.push(chunk)),

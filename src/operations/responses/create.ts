@@ -1,15 +1,15 @@
-import type { Caller, OperationDeps } from '../caller';
+import type { Caller, OperationDeps } from '../../modelCall';
 import { notFound } from '../../errors';
-import type { ModelConfig } from '../../catalog/catalog';
-import type { ResponsesItem, ResponsesRequest } from '../../translate/responsesTypes';
-import { inputItems } from '../../translate/client/responsesToChat';
+import type { ModelConfig } from '../../catalog';
+import type { ResponsesItem, ResponsesRequest } from '../../translate';
+import { inputItems } from '../../translate/client';
 import { conversationItems } from './storedResponses';
-import { nativeResponses } from './native';
-import { translatedResponses } from './translated';
-import type { Turn } from './turn';
-import { clip } from '../../text/clip';
-import { servedNatively } from '../../providers/kinds';
-import { throughCache } from '../../cache';
+import { prepareNativeResponses } from './native';
+import { prepareTranslatedResponses } from './translated';
+import type { PreparedTurn, Turn } from './turn';
+import { clip } from '../../text';
+import { servedNatively } from '../../providers';
+import { throughCache } from '../cache';
 
 /**
  * POST /v1/responses for a validated request on a chat model: `previous_response_id` expanded here into the stored
@@ -39,6 +39,24 @@ async function respond(
   req: ResponsesRequest,
   opts: { id?: string },
 ): Promise<void> {
+  const prepared = await prepareResponse(caller, deps, model, req, opts);
+  await prepared.execute(caller);
+}
+
+/**
+ * The steps of POST /v1/responses before anything is spent, without I/O upstream: the request validated (output
+ * caps, the provider, what cannot be translated), `previous_response_id` expanded (404), the path chosen (native
+ * or translated) and the most it may cost estimated. A background response's POST runs this alone (its hold is
+ * placed with the estimate: src/backgroundResponses/service.ts); its workflow runs `execute`.
+ */
+export async function prepareResponse(
+  caller: Pick<Caller, 'principal'>,
+  deps: OperationDeps,
+  model: ModelConfig,
+  req: ResponsesRequest,
+  /** `id`: the id to store the response under (a background response's; see Turn.id). */
+  opts: { id?: string } = {},
+): Promise<PreparedTurn> {
   const history = await historyOf(deps, caller.principal.accountId, req.previous_response_id);
   const turn: Turn = {
     req,
@@ -48,8 +66,9 @@ async function respond(
     store: req.store !== false,
     ...(opts.id ? { id: opts.id } : {}),
   };
-  if (servedNatively(deps.catalog.provider(model).kind, model, 'responses')) await nativeResponses(caller, deps, turn);
-  else await translatedResponses(caller, deps, turn);
+  return servedNatively(deps.catalog.provider(model).kind, model, 'responses')
+    ? prepareNativeResponses(deps, turn)
+    : prepareTranslatedResponses(deps, turn);
 }
 
 /** The items of the conversation a request continues (none without previous_response_id). */

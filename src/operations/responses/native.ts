@@ -1,19 +1,22 @@
-import type { Caller, OperationDeps } from '../caller';
+import type { Caller, OperationDeps } from '../../modelCall';
 import { invalidUpstreamResponse } from '../../errors';
-import { checkOutputCap } from '../../catalog/outputCap';
-import type { ResponseObject } from '../../translate/responsesTypes';
-import { newId } from '../../translate/client/chatToResponses';
-import { formatSse } from '../../sse/translatedEvents';
-import type { EventSourceMessage } from '../../sse/upstreamEvents';
-import { redactorFor } from '../../catalog/redact';
-import { DEFAULT_MAX_OUTPUT_TOKENS } from '../../billing/pricing';
-import { countImages, nativeBound } from '../../billing/nativeBound';
-import { estimatedUsage } from '../../billing/tokenUsage';
-import { openCall, RoutedPayload } from '../routedCall';
+import { checkOutputCap, redactorFor } from '../../catalog';
+import type { ResponseObject } from '../../translate';
+import { newId } from '../../translate/client';
+import { formatSse } from '../../sse';
+import type { EventSourceMessage } from '../../sse';
+import {
+  countImages,
+  estimatedUsage,
+  estimateNative,
+  openaiUpstream,
+  openCall,
+  requireOpenAIProvider,
+  RoutedPayload,
+  type Estimate,
+} from '../../modelCall';
 import { relayNative, type NativeEvents } from '../nativeStream';
-import { boundOverCandidates } from '../../routing/bound';
-import type { RouteTry } from '../../routing/modelRouter';
-import { storeTurn, usageOf, type Turn } from './turn';
+import { storeTurn, usageOf, type PreparedTurn, type Turn } from './turn';
 
 /**
  * POST /v1/responses on a model marked `api: "responses"`: passed through to its upstream's /responses (the
@@ -23,10 +26,10 @@ import { storeTurn, usageOf, type Turn } from './turn';
 const OPERATION = 'responses';
 const TERMINAL = new Set(['response.completed', 'response.incomplete', 'response.failed']);
 
-/** Native pass-through to an upstream /responses. */
-export async function nativeResponses(caller: Caller, deps: OperationDeps, t: Turn): Promise<void> {
+/** Native pass-through to an upstream /responses: checked and estimated here, run by `execute`. */
+export function prepareNativeResponses(deps: OperationDeps, t: Turn): PreparedTurn {
   checkOutputCap(t.model, 'max_output_tokens', t.req.max_output_tokens);
-  deps.providers.openai(t.model); // a misconfigured provider is refused before funds are reserved
+  requireOpenAIProvider(deps, t.model); // a misconfigured provider is refused before funds are reserved
   const body: { model: string; [k: string]: unknown } = {
     ...t.req,
     model: t.model.upstreamModel,
@@ -35,15 +38,28 @@ export async function nativeResponses(caller: Caller, deps: OperationDeps, t: Tu
   delete body.previous_response_id;
   const payloads = new RoutedPayload(body);
   const bytes = Buffer.byteLength(payloads.payload);
-  const images = countImages(body.input);
   // Reserved once for the most expensive model and deployment that may answer (retries and fallbacks included).
-  const bound = boundOverCandidates(deps.catalog, deps.router, t.model, (m, extra) =>
-    nativeBound(m, bytes + extra, t.req.max_output_tokens ?? m.maxOutputTokens ?? DEFAULT_MAX_OUTPUT_TOKENS, images),
-  );
-  const call = await openCall(caller, deps, t.model, OPERATION, bound.maxCost, bound.maxTokens);
-  const adapterOf = (r: RouteTry) => deps.providers.openaiFor(r.deployment);
+  const estimate = estimateNative(deps, t.model, {
+    bytes,
+    maxOutput: t.req.max_output_tokens,
+    media: countImages(body.input),
+  });
+  return { estimate, execute: (caller) => runNative(caller, deps, t, payloads, bytes, estimate) };
+}
+
+async function runNative(
+  caller: Caller,
+  deps: OperationDeps,
+  t: Turn,
+  payloads: RoutedPayload<{ model: string }>,
+  bytes: number,
+  estimate: Estimate,
+): Promise<void> {
+  const call = await openCall(caller, deps, t.model, OPERATION, estimate);
   if (t.req.stream !== true) {
-    const raw = (await call.run((r) => adapterOf(r).postJson('/responses', payloads.for(r), call.tryOptions))).body;
+    const raw = (
+      await call.attempt(openaiUpstream, (a, r) => a.postJson('/responses', payloads.for(r), call.tryOptions))
+    ).body;
     let obj: ResponseObject | null = null;
     try {
       obj = JSON.parse(raw.toString('utf8')) as ResponseObject;
@@ -59,7 +75,9 @@ export async function nativeResponses(caller: Caller, deps: OperationDeps, t: Tu
     else caller.out.json({ ...obj, store: false });
     return;
   }
-  const res = await call.runStream((r) => adapterOf(r).postStream('/responses', payloads.for(r), call.tryOptions));
+  const res = await call.attemptStream(openaiUpstream, (a, r) =>
+    a.postStream('/responses', payloads.for(r), call.tryOptions),
+  );
   await relayNative(
     { call, sink: caller.out.sink(), logger: deps.logger, name: 'responses upstream' },
     res.body,

@@ -1,6 +1,6 @@
-import type { Db } from '../../db/pool';
-import type { ResponseObject, ResponsesItem } from '../../translate/responsesTypes';
-import { jsonForPostgres } from '../../text/pgText';
+import type { Db } from '../../db';
+import type { ResponseObject, ResponsesItem } from '../../translate';
+import { jsonForPostgres } from '../../text';
 
 /** Stored responses (migration 030): save one turn, load one response, rebuild a conversation's items. */
 

@@ -1,15 +1,17 @@
-import type { Caller, OperationDeps } from '../caller';
-import { responsesToChat } from '../../translate/client/responsesToChat';
-import { chatToResponses, newId, type ResponseShell } from '../../translate/client/chatToResponses';
-import { ChatToResponsesStream } from '../../translate/client/chatStreamToResponses';
-import { translateInput } from '../../translate/translateInput';
-import { formatSse, type SseEvent } from '../../sse/translatedEvents';
-import { RoutedBackend } from '../../routing/routedBackend';
-import { tokensFromChars } from '../../billing/pricing';
-import { estimatedUsage, fromChatUsage } from '../../billing/tokenUsage';
-import { openCall } from '../routedCall';
+import type { Caller, OperationDeps } from '../../modelCall';
+import {
+  responsesToChat,
+  chatToResponses,
+  newId,
+  type ResponseShell,
+  ChatToResponsesStream,
+} from '../../translate/client';
+import type { ChatTranslation } from '../../translate/client';
+import { translateInput } from '../../translate';
+import { formatSse, type SseEvent } from '../../sse';
+import { estimatedUsage, fromChatUsage, openCall, RoutedBackend } from '../../modelCall';
 import { relayTranslated, routedComplete } from '../translatedStream';
-import { storeTurn, type Turn } from './turn';
+import { storeTurn, type PreparedTurn, type Turn } from './turn';
 
 /**
  * POST /v1/responses on any other chat model: responses -> chat (src/translate), sent through the model's chat
@@ -19,8 +21,11 @@ import { storeTurn, type Turn } from './turn';
 
 const OPERATION = 'responses';
 
-/** Any chat model: responses -> chat -> upstream -> chat -> responses (streamed event by event). */
-export async function translatedResponses(caller: Caller, deps: OperationDeps, t: Turn): Promise<void> {
+/**
+ * Any chat model: responses -> chat -> upstream -> chat -> responses (streamed event by event). The request is
+ * translated (400 on what cannot be) and estimated here; `execute` runs it.
+ */
+export function prepareTranslatedResponses(deps: OperationDeps, t: Turn): PreparedTurn {
   const { chat, tools } = translateInput(() =>
     responsesToChat(
       { ...t.req, input: t.input },
@@ -32,10 +37,20 @@ export async function translatedResponses(caller: Caller, deps: OperationDeps, t
       },
     ),
   );
-  // The backends of every deployment that may answer: retries and fallbacks until an upstream answers (src/routing).
-  const backend = new RoutedBackend(deps.providers, deps.catalog, deps.router, t.model, chat);
+  // The backends of every deployment that may answer: retries and fallbacks until an upstream answers (src/modelCall).
+  const backend = new RoutedBackend(deps, t.model, chat);
+  return { estimate: backend.estimate, execute: (caller) => runTranslated(caller, deps, t, backend, tools) };
+}
+
+async function runTranslated(
+  caller: Caller,
+  deps: OperationDeps,
+  t: Turn,
+  backend: RoutedBackend,
+  tools: ChatTranslation['tools'],
+): Promise<void> {
   const bytes = backend.payloadBytes;
-  const call = await openCall(caller, deps, t.model, OPERATION, backend.maxCost, backend.maxTokens);
+  const call = await openCall(caller, deps, t.model, OPERATION, backend.estimate);
   const shell: ResponseShell = {
     id: newId('resp'),
     model: t.req.model,
@@ -50,7 +65,7 @@ export async function translatedResponses(caller: Caller, deps: OperationDeps, t
     caller.out.json((await storeTurn(caller, deps, t, obj)) ? obj : { ...obj, store: false });
     return;
   }
-  const tr = new ChatToResponsesStream(shell, tools, { inputTokensEstimate: tokensFromChars(bytes) });
+  const tr = new ChatToResponsesStream(shell, tools, { inputTokensEstimate: backend.inputTokensEstimate });
   const sse = (events: SseEvent[]) => events.map(formatSse).join('');
   // Stored before the client sees the final event, so an immediate continuation finds it; a turn that could not
   // be stored says so in that event (it holds tr.final itself, serialised only after this).

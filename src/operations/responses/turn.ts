@@ -1,7 +1,7 @@
-import type { Caller, OperationDeps } from '../caller';
-import type { ModelConfig } from '../../catalog/catalog';
-import type { ResponseObject, ResponsesItem, ResponsesRequest } from '../../translate/responsesTypes';
-import { fromResponsesUsage, type TokenUsage } from '../../billing/tokenUsage';
+import type { Caller, OperationDeps } from '../../modelCall';
+import type { ModelConfig } from '../../catalog';
+import type { ResponseObject, ResponsesItem, ResponsesRequest } from '../../translate';
+import { fromResponsesUsage, type Estimate, type TokenUsage } from '../../modelCall';
 import { isResponseId, saveResponse } from './storedResponses';
 
 /**
@@ -18,6 +18,16 @@ export interface Turn {
   store: boolean;
   /** The id the response is stored under when it is not the answer's own (a background response's, issued at POST). */
   id?: string;
+}
+
+/**
+ * A turn checked, routed (native or translated) and estimated, not yet run: `estimate` is what its call may cost
+ * at most; `execute` opens the call with it and runs it for `caller` (the client's, or a background response's
+ * workflow's: src/backgroundResponses/headless.ts).
+ */
+export interface PreparedTurn {
+  readonly estimate: Estimate;
+  execute(caller: Caller): Promise<void>;
 }
 
 /**

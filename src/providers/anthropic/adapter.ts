@@ -2,12 +2,12 @@ import type { Pool } from 'undici';
 import type { Dispatcher } from 'undici';
 import { upstreamPool } from '../upstreamDispatch';
 import { ApiError } from '../../errors';
-import type { ProviderConfig } from '../../catalog/catalog';
-import { mapTransportError } from '../openai/adapter';
+import type { ProviderConfig } from '../../catalog';
+import { mapTransportError } from '../openai';
 import { readErrorBody, refusal } from '../upstreamError';
 import type { CallOptions, ProviderAdapter } from '../types';
 import type { MessagesUpstream } from '../messagesUpstream';
-import { withTraceparent } from '../../observability/tracing';
+import { withTraceparent } from '../../observability';
 
 /**
  * Native Anthropic Messages upstream (api.anthropic.com or any Anthropic-protocol server): x-api-key auth, the

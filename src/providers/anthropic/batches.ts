@@ -1,4 +1,4 @@
-import type { ProviderConfig } from '../../catalog/catalog';
+import type { ProviderConfig } from '../../catalog';
 import {
   base,
   call,

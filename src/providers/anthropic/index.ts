@@ -1,4 +1,4 @@
-import type { KindRow } from '../kinds';
+import type { KindRow } from '../kindRow';
 import { AnthropicAdapter } from './adapter';
 import { AnthropicBatches } from './batches';
 import { anthropicReports } from './reports';
@@ -20,3 +20,5 @@ export const anthropicKind: KindRow = {
   credentials: { source: 'key' },
   owner: () => 'anthropic',
 };
+
+export { isClaudeModel } from './models';

@@ -1,13 +1,13 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Pool } from 'undici';
 import { ApiError } from '../../errors';
-import { carryFailure } from '../../routing/failure';
-import type { ProviderConfig } from '../../catalog/catalog';
-import { mapUpstreamError, OpenAIAdapter, type OpenAIAdapterOptions } from '../openai/adapter';
+import { carryFailure } from '../failure';
+import type { ProviderConfig } from '../../catalog';
+import { mapUpstreamError, OpenAIAdapter, type OpenAIAdapterOptions } from '../openai';
 import { upstreamPool } from '../upstreamDispatch';
 import { azureCredentials, type AzureCredentials } from './auth';
 import type { OpenAICompatibleAdapter, PerDeploymentAdapter } from '../types';
-import type { StreamSink } from '../../sse/streamSink';
+import type { StreamSink } from '../../sse';
 
 /**
  * Azure OpenAI (kind `azure-openai`): the OpenAI protocol at Azure's URLs, with Azure's credentials and error shapes.

@@ -1,6 +1,6 @@
 import { request } from 'undici';
 import { ApiError } from '../../errors';
-import { markFailure } from '../../routing/failure';
+import { markFailure } from '../failure';
 import { MAX_ERROR_BODY, readLimited } from '../upstreamError';
 
 /**

@@ -1,4 +1,4 @@
-import type { KindRow } from '../kinds';
+import type { KindRow } from '../kindRow';
 import { AzureOpenAIAdapter } from './adapter';
 
 /**

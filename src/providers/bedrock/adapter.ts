@@ -13,19 +13,18 @@ import http from 'node:http';
 import https from 'node:https';
 import { ApiError } from '../../errors';
 import { anthropicType } from '../../errorBodies';
-import { classOfStatus, markFailure } from '../../routing/failure';
-import type { ProviderConfig } from '../../catalog/catalog';
-import { isClaudeModel } from '../anthropic/models';
-import type { ModelConfig } from '../../catalog/catalog';
-import type { ChatRequest } from '../../translate/chatTypes';
+import { classOfStatus, markFailure } from '../failure';
+import type { ProviderConfig, ModelConfig } from '../../catalog';
+import { isClaudeModel } from '../anthropic';
+import type { ChatRequest } from '../../translate';
 import type { ChatBackend } from '../chatBackend';
 import { converseBackend } from './converseBackend';
-import { mapTransportError } from '../openai/adapter';
-import { ClientClosed } from '../../net/abort';
+import { mapTransportError } from '../openai';
+import { ClientClosed } from '../../net';
 import { credentialsRefused, noCredentials, UpstreamHttpError } from '../upstreamError';
 import type { CallOptions, ProviderAdapter } from '../types';
 import type { Span } from '@opentelemetry/api';
-import { tracer, watchWholeAnswer, withTraceparent } from '../../observability/tracing';
+import { tracer, watchWholeAnswer, withTraceparent } from '../../observability';
 import {
   cloudMessagesBody,
   sseEvent,

@@ -1,18 +1,16 @@
-import type { ModelConfig } from '../../catalog/catalog';
-import type { ChatChunk, ChatRequest } from '../../translate/chatTypes';
+import type { ModelConfig } from '../../catalog';
+import type { ChatChunk, ChatRequest } from '../../translate';
 import {
   AnthropicStreamError,
   AnthropicStreamToChat,
   anthropicToChatCompletion,
   chatToAnthropicRequest,
-} from '../../translate/upstream/chatToAnthropic';
-import {
   anthropicToConverse,
   converseToAnthropic,
   ConverseStreamToAnthropic,
-} from '../../translate/upstream/anthropicToConverse';
-import { DEFAULT_MAX_OUTPUT_TOKENS } from '../../billing/pricing';
-import { countImages, nativeBound } from '../../billing/nativeBound';
+} from '../../translate/upstream';
+import { DEFAULT_MAX_OUTPUT_TOKENS } from '../../billing';
+import { countImages, nativeBound } from '../../billing';
 import type { BedrockAdapter } from './adapter';
 import { UpstreamStreamError, type ChatBackend } from '../chatBackend';
 import { asOpenAIError } from '../upstreamError';

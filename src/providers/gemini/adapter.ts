@@ -2,11 +2,11 @@ import type { Pool } from 'undici';
 import type { Dispatcher } from 'undici';
 import { upstreamPool } from '../upstreamDispatch';
 import { ApiError, invalidUpstreamResponse } from '../../errors';
-import type { ProviderConfig } from '../../catalog/catalog';
-import { mapTransportError } from '../openai/adapter';
+import type { ProviderConfig } from '../../catalog';
+import { mapTransportError } from '../openai';
 import { readErrorBody, refusal } from '../upstreamError';
 import type { CallOptions, ProviderAdapter } from '../types';
-import { withTraceparent } from '../../observability/tracing';
+import { withTraceparent } from '../../observability';
 import { readWholeAnswer } from '../wholeAnswer';
 
 /**

@@ -1,4 +1,4 @@
-import type { KindRow } from '../kinds';
+import type { KindRow } from '../kindRow';
 import { GeminiAdapter } from './adapter';
 
 /**
@@ -18,3 +18,5 @@ export const geminiKind: KindRow = {
   credentials: { source: 'key' },
   owner: () => 'google',
 };
+
+export type { GeminiEmbedRequest, GeminiResponse, GeminiUpstream } from './adapter';

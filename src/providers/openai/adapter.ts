@@ -2,8 +2,8 @@ import fs from 'node:fs';
 import { FormData, Pool } from 'undici';
 import type { Dispatcher } from 'undici';
 import { ApiError } from '../../errors';
-import { classOfStatus, markFailure } from '../../routing/failure';
-import type { ProviderConfig, ProviderKind } from '../../catalog/catalog';
+import { classOfStatus, markFailure } from '../failure';
+import type { ProviderConfig, ProviderKind } from '../../catalog';
 import {
   postForWholeAnswer,
   postStreamingTo,
@@ -19,9 +19,9 @@ import type {
   StreamingResponse,
   TokenUsage,
 } from '../types';
-import type { StreamSink } from '../../sse/streamSink';
-import { clip, MAX_UPSTREAM_ECHO } from '../../text/clip';
-import { withTraceparent } from '../../observability/tracing';
+import type { StreamSink } from '../../sse';
+import { clip, MAX_UPSTREAM_ECHO } from '../../text';
+import { withTraceparent } from '../../observability';
 import { MAX_ERROR_BODY, readErrorBody } from '../upstreamError';
 
 /**
@@ -249,7 +249,7 @@ interface UpstreamErrorBody {
  * would mislead the client: those become 502. 5xx: 502 `upstream_error` (504 for an upstream 504).
  */
 export function mapUpstreamError(status: number, text: string, retryAfter = ''): ApiError {
-  // Marked for the retry loop (src/routing): refused credentials (auth) are not retried but cool the deployment.
+  // Marked for the retry loop (src/modelCall): refused credentials (auth) are not retried but cool the deployment.
   return markFailure(upstreamError(status, text, retryAfter), classOfStatus(status), retryAfter);
 }
 

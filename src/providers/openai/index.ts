@@ -1,4 +1,4 @@
-import type { KindRow } from '../kinds';
+import type { KindRow } from '../kindRow';
 import { OpenAIAdapter } from './adapter';
 import { OpenAIBatches } from './batches';
 import { openaiReports } from './reports';
@@ -21,3 +21,6 @@ export const openaiKind: KindRow = {
   credentials: { source: 'key' },
   owner: () => 'openai',
 };
+
+export { OpenAIAdapter, mapTransportError, mapUpstreamError, usageFromJson } from './adapter';
+export type { OpenAIAdapterOptions } from './adapter';

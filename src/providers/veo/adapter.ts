@@ -1,13 +1,13 @@
-import type { ProviderConfig } from '../../catalog/catalog';
-import { ProviderHttp } from '../video/http';
+import type { ProviderConfig } from '../../catalog';
 import {
+  ProviderHttp,
   VideoProviderError,
   type Download,
   type VideoImage,
   type VideoProviderAdapter,
   type VideoSubmission,
   type VideoTaskStatus,
-} from '../video/types';
+} from '../video';
 
 /**
  * Google Veo through the Gemini API's long-running operations (reference §2a):

@@ -1,4 +1,4 @@
-import type { KindRow } from '../kinds';
+import type { KindRow } from '../kindRow';
 import { veoReports } from './reports';
 import { VeoAdapter } from './adapter';
 
@@ -16,3 +16,5 @@ export const veoKind: KindRow = {
   credentials: { source: 'key' },
   owner: () => 'google',
 };
+
+export { VeoAdapter } from './adapter';

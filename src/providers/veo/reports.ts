@@ -1,4 +1,4 @@
-import { VertexAuth } from '../vertex/auth';
+import { VertexAuth } from '../googleCloudAuth';
 import { ReportConfigError, type ReportDay, type ReportSource, type UsageReports } from '../usageReports';
 
 /**

@@ -3,21 +3,21 @@ import type { Dispatcher } from 'undici';
 import { upstreamPool } from '../upstreamDispatch';
 import { ApiError } from '../../errors';
 import { anthropicType } from '../../errorBodies';
-import type { ProviderConfig } from '../../catalog/catalog';
-import { isClaudeModel } from '../anthropic/models';
-import { mapTransportError } from '../openai/adapter';
+import type { ProviderConfig } from '../../catalog';
+import { isClaudeModel } from '../anthropic';
+import { mapTransportError } from '../openai';
 import { noCredentials, readErrorBody, refusal } from '../upstreamError';
 import type { CallOptions, ProviderAdapter } from '../types';
-import { withTraceparent } from '../../observability/tracing';
+import { withTraceparent } from '../../observability';
 import { readWholeAnswer } from '../wholeAnswer';
-import type { GeminiResponse, GeminiUpstream } from '../gemini/adapter';
+import type { GeminiResponse, GeminiUpstream } from '../gemini';
 import {
   cloudMessagesBody,
   type MessagesAnswer,
   type MessagesHeaders,
   type MessagesUpstream,
 } from '../messagesUpstream';
-import { VertexAuth } from './auth';
+import { VertexAuth } from '../googleCloudAuth';
 
 /**
  * Google Vertex AI: `{base}/v1/projects/{project}/locations/{region}/publishers/{publisher}/models/{model}:{method}`

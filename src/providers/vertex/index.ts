@@ -1,5 +1,5 @@
-import type { KindRow } from '../kinds';
-import { isClaudeModel } from '../anthropic/models';
+import type { KindRow } from '../kindRow';
+import { isClaudeModel } from '../anthropic';
 import { VertexAdapter } from './adapter';
 import { VertexVeoAdapter } from './veo';
 

@@ -1,15 +1,15 @@
-import type { ProviderConfig } from '../../catalog/catalog';
-import { ProviderHttp } from '../video/http';
-import { VeoAdapter } from '../veo/adapter';
-import { vertexKeyFile, vertexModelPath } from './adapter';
-import { VertexAuth } from './auth';
+import type { ProviderConfig } from '../../catalog';
 import {
+  ProviderHttp,
   VideoProviderError,
   type Download,
   type VideoProviderAdapter,
   type VideoSubmission,
   type VideoTaskStatus,
-} from '../video/types';
+} from '../video';
+import { VeoAdapter } from '../veo';
+import { vertexKeyFile, vertexModelPath } from './adapter';
+import { VertexAuth } from '../googleCloudAuth';
 
 /**
  * Google Veo on Vertex AI, with the OAuth token of the provider's service account or application-default credentials

@@ -1,7 +1,7 @@
 import { Agent, Pool, request, type Dispatcher } from 'undici';
 import { isRetryableStatus, VideoProviderError, type Download } from './types';
-import { classOfStatus, markFailure } from '../../routing/failure';
-import { withTraceparent } from '../../observability/tracing';
+import { classOfStatus, markFailure } from '../failure';
+import { withTraceparent } from '../../observability';
 
 /** Video calls run in activities: the traceparent is the activity's span, from the worker's async context. */
 const withTrace = (h: Record<string, string>) => withTraceparent(h);
@@ -170,7 +170,7 @@ function transportError(label: string, e: unknown): VideoProviderError {
   const err = e as { name?: string; code?: string; message?: string };
   if (err?.name === 'AbortError') return new VideoProviderError(`${label}: request aborted`, null, true, 'aborted');
   const timeout = /Timeout/i.test(err?.code ?? '') || /timeout/i.test(err?.message ?? '');
-  // Marked for the retry loop (src/routing): a submission may go on to another deployment.
+  // Marked for the retry loop (src/modelCall): a submission may go on to another deployment.
   return markFailure(
     new VideoProviderError(
       `${label} ${timeout ? 'timed out' : `unreachable (${err?.code ?? err?.message ?? 'error'})`}`,

@@ -1,6 +1,6 @@
 import type { Readable } from 'node:stream';
 import type { VideoImages, VideoParams } from '../../video/params';
-import type { ProviderKind } from '../../catalog/catalog';
+import type { ProviderKind } from '../../catalog';
 
 /**
  * The video provider adapter interface: one adapter per catalog provider of kind `veo` or `seedance`, speaking

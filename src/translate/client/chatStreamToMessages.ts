@@ -1,6 +1,6 @@
 import type { ChatChunk, ChatFinishReason, ChatUsage } from '../chatTypes';
 import type { AnthropicStopReason } from '../anthropicTypes';
-import type { SseEvent } from '../../sse/translatedEvents';
+import type { SseEvent } from '../../sse';
 import type { ToolNameMap } from '../toolNames';
 import { anthropicUsage, newMessageId, stopReasonOf, toolUseId } from './chatToMessages';
 

@@ -1,5 +1,5 @@
 import type { ChatChunk, ChatFinishReason, ChatToolCallDelta, ChatUsage } from '../chatTypes';
-import type { SseEvent } from '../../sse/translatedEvents';
+import type { SseEvent } from '../../sse';
 import type { ResponseObject, ResponsesItem } from '../responsesTypes';
 import type { ToolNameMap } from '../toolNames';
 import {

@@ -8,7 +8,7 @@ import type {
   ChatToolCall,
   ChatToolChoice,
 } from '../chatTypes';
-import { clipJson } from '../../text/clip';
+import { clipJson } from '../../text';
 
 /**
  * A client's /v1/chat/completions body -> the ChatRequest the bridges take (chatToAnthropic, chatToResponses here),

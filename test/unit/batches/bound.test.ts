@@ -1,7 +1,8 @@
 import { Readable } from 'node:stream';
 import { Catalog, type CatalogFile, type ModelConfig } from '../../../src/catalog/catalog';
-import { ModelRouter } from '../../../src/routing/modelRouter';
+import { ModelRouter } from '../../../src/modelCall/modelRouter';
 import { batchBound, itemBound } from '../../../src/batches/bound';
+import { KINDS } from '../../../src/providers/kinds';
 
 /**
  * The most a batch can cost, line by line: every prompt byte a token and the output cap, at the answering model's
@@ -55,7 +56,7 @@ const file = (): CatalogFile => ({
   ] as ModelConfig[],
 });
 
-const catalog = new Catalog(file());
+const catalog = new Catalog(file(), KINDS);
 const router = new ModelRouter(catalog, {
   maxAttempts: 3,
   maxTimeMs: 10_000,

@@ -1,8 +1,9 @@
 import { Catalog, type CatalogFile, type ModelConfig } from '../../../src/catalog/catalog';
-import { ModelRouter } from '../../../src/routing/modelRouter';
-import { markFailure } from '../../../src/routing/failure';
+import { ModelRouter } from '../../../src/modelCall/modelRouter';
+import { markFailure } from '../../../src/providers/failure';
 import { coolingUntil, type ExecDeps } from '../../../src/batches/execute';
 import { ProviderRegistry } from '../../../src/providers/registry';
+import { KINDS } from '../../../src/providers/kinds';
 
 /**
  * A batch waits while every deployment that could answer its model (its own and its fallbacks') cools down, until
@@ -26,7 +27,7 @@ const file: CatalogFile = {
 };
 
 let now = 1_000_000;
-const catalog = new Catalog(file);
+const catalog = new Catalog(file, KINDS);
 const router = new ModelRouter(
   catalog,
   { maxAttempts: 1, maxTimeMs: 10_000, cooldownBaseMs: 1000, cooldownMaxMs: 60_000 },

@@ -2,25 +2,29 @@ import { Catalog, type CatalogFile, type ModelConfig } from '../../../src/catalo
 import { checkRequestLine, lineLimitProblem, lineProblem, uploadLineCheck } from '../../../src/batches/lineLimits';
 import { BatchInputValidator, type BatchRequestLine } from '../../../src/files/batchInput';
 import type { Line } from '../../../src/files/lines';
+import { KINDS } from '../../../src/providers/kinds';
 
 /**
  * A batch line held to the limits of the route it names (schema, depth, prototype keys, the model's output cap, a
  * custom_id that is real text), at upload and again when it runs: each problem names its line and its field.
  */
 
-const catalog = new Catalog({
-  providers: { p: { kind: 'openai', baseUrl: 'http://a' } },
-  models: [
-    {
-      id: 'capped',
-      mode: 'chat',
-      provider: 'p',
-      upstreamModel: 'u',
-      pricing: { inputPer1MTokens: 1, outputPer1MTokens: 1 },
-      maxOutputTokens: 100,
-    } as ModelConfig,
-  ],
-} as CatalogFile);
+const catalog = new Catalog(
+  {
+    providers: { p: { kind: 'openai', baseUrl: 'http://a' } },
+    models: [
+      {
+        id: 'capped',
+        mode: 'chat',
+        provider: 'p',
+        upstreamModel: 'u',
+        pricing: { inputPer1MTokens: 1, outputPer1MTokens: 1 },
+        maxOutputTokens: 100,
+      } as ModelConfig,
+    ],
+  } as CatalogFile,
+  KINDS,
+);
 
 const chat = (extra: Record<string, unknown> = {}) => ({
   model: 'capped',

@@ -1,4 +1,5 @@
 import { Catalog, type CatalogFile } from '../../../src/catalog/catalog';
+import { KINDS } from '../../../src/providers/kinds';
 
 /**
  * Model names: ids, aliases, then each provider's glob patterns in order; unknown names and unpriced models refused.
@@ -44,7 +45,7 @@ const file = (over: Partial<CatalogFile> = {}): CatalogFile => ({
 });
 
 test('ids and aliases first, then patterns in order; anything else is model_not_found', () => {
-  const c = new Catalog(file());
+  const c = new Catalog(file(), KINDS);
   expect(c.get('sonnet')!.id).toBe('sonnet');
   expect(c.get('claude-sonnet-4-6-20260101')!.id).toBe('sonnet');
   expect(c.get('claude-special')!.id).toBe('claude-special'); // an exact id is never shadowed by a pattern
@@ -66,6 +67,7 @@ test('glob characters other than * are literal', () => {
         oai: { kind: 'openai', baseUrl: 'http://y' },
       },
     }),
+    KINDS,
   );
   expect(c.get('a.b+(c)-x')!.id).toBe('sonnet');
   expect(c.get('aXb+(c)-x')).toBeUndefined();
@@ -74,7 +76,7 @@ test('glob characters other than * are literal', () => {
 test('a catalog with an unpriced model, or a pattern to an unknown or foreign model, does not load', () => {
   const f = file();
   f.models[0] = { ...f.models[0], pricing: { inputPer1MTokens: 1 } };
-  expect(() => new Catalog(f)).toThrow(/no pricing.outputPer1MTokens/);
+  expect(() => new Catalog(f, KINDS)).toThrow(/no pricing.outputPer1MTokens/);
   expect(
     () =>
       new Catalog(
@@ -84,6 +86,7 @@ test('a catalog with an unpriced model, or a pattern to an unknown or foreign mo
             oai: { kind: 'openai', baseUrl: 'http://y' },
           },
         }),
+        KINDS,
       ),
   ).toThrow(/unknown model nope/);
   expect(
@@ -95,6 +98,7 @@ test('a catalog with an unpriced model, or a pattern to an unknown or foreign mo
             oai: { kind: 'openai', baseUrl: 'http://y' },
           },
         }),
+        KINDS,
       ),
   ).toThrow(/a model of provider oai/);
 });

@@ -1,5 +1,6 @@
 import { Catalog, publicModel, type CatalogFile } from '../../../src/catalog/catalog';
 import { redactorFor } from '../../../src/catalog/redact';
+import { KINDS } from '../../../src/providers/kinds';
 
 /**
  * The redactor covers every deployment, not only a model's first: each deployment's id, upstream model name and
@@ -55,7 +56,7 @@ const file = (): CatalogFile =>
   }) as unknown as CatalogFile;
 
 test("every deployment's id, upstream model and key variable, and every provider's id, URL, host are replaced", () => {
-  const redact = redactorFor(new Catalog(file(), { EAST_KEY: 'a', WEST_SMART_KEY: 'b' }));
+  const redact = redactorFor(new Catalog(file(), KINDS, { EAST_KEY: 'a', WEST_SMART_KEY: 'b' }));
   expect(
     redact('smart-east (east-openai) at https://east.internal.example:8443/v1/chat: smart-2025-east refused EAST_KEY'),
   ).toBe('smart (upstream) at the upstream/chat: smart refused upstream key');
@@ -76,7 +77,7 @@ test("every deployment's id, upstream model and key variable, and every provider
 });
 
 test("owned_by is the vendor of the provider's kind, or its ownedBy; never a provider id", () => {
-  const c = new Catalog(file(), {});
+  const c = new Catalog(file(), KINDS, {});
   const owners = Object.fromEntries(c.models.map((m) => [m.id, publicModel(m, 0, c.ownerOf(m)).owned_by]));
   expect(owners).toEqual({ smart: 'openai', 'smart-mini': 'openai', claude: 'Anthropic PBC', sd: 'bytedance' });
 });

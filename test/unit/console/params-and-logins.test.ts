@@ -9,7 +9,7 @@ import {
   uuidParam,
 } from '../../../src/console/params';
 import { LoginRateLimiter } from '../../../src/console/rateLimit';
-import { needsRehash, passwordProblem, verifyPassword } from '../../../src/console/passwords';
+import { needsRehash, passwordProblem, verifyPassword } from '../../../src/auth/passwords';
 import { sessionCookie } from '../../../src/console/auth';
 import { ApiError } from '../../../src/errors';
 

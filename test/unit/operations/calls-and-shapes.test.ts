@@ -1,5 +1,5 @@
-import { accountBilling, holdBilling } from '../../../src/operations/caller';
-import { failureStatus, RoutedPayload } from '../../../src/operations/routedCall';
+import { accountBilling, holdBilling } from '../../../src/modelCall';
+import { failureStatus, RoutedPayload } from '../../../src/modelCall/routedCall';
 import { GeminiStreamWire } from '../../../src/operations/gemini/streamWire';
 import { countTokensEstimate } from '../../../src/operations/gemini/countTokens';
 import { fromGeminiUsage } from '../../../src/operations/gemini/native';
@@ -8,7 +8,7 @@ import { usageOf } from '../../../src/operations/responses/turn';
 import { ClientClosed } from '../../../src/net/abort';
 import { ApiError } from '../../../src/errors';
 import type { ModelConfig } from '../../../src/catalog/catalog';
-import type { RouteTry } from '../../../src/routing/modelRouter';
+import type { RouteTry } from '../../../src/modelCall/modelRouter';
 import type { ResponseObject } from '../../../src/translate/responsesTypes';
 import { RecordingHold } from '../../support/operationCaller';
 

@@ -1,10 +1,11 @@
 import { relayNative, type NativeEvents } from '../../../src/operations/nativeStream';
-import { openCall } from '../../../src/operations/routedCall';
+import { openCall } from '../../../src/modelCall/routedCall';
 import { Catalog, type CatalogFile, type ModelConfig } from '../../../src/catalog/catalog';
 import { tokenUsage } from '../../../src/billing/tokenUsage';
 import type { EventSourceMessage } from '../../../src/sse/upstreamEvents';
 import { localServer, type LocalServer } from '../../support/localServer';
 import { clearCooldowns, operationDeps, RecordingHold, streamedCall } from '../../support/operationCaller';
+import { KINDS } from '../../../src/providers/kinds';
 
 /**
  * The native pass-through relay (Anthropic and Responses upstreams) end to end without an upstream: the upstream's
@@ -18,18 +19,21 @@ beforeAll(async () => {
 });
 afterAll(() => srv.close());
 
-const catalog = new Catalog({
-  providers: { p: { kind: 'anthropic', baseUrl: 'http://a' } },
-  models: [
-    {
-      id: 'claude',
-      mode: 'chat',
-      provider: 'p',
-      upstreamModel: 'claude-up',
-      pricing: { inputPer1MTokens: 1_000_000, outputPer1MTokens: 2_000_000 },
-    },
-  ] as ModelConfig[],
-} as CatalogFile);
+const catalog = new Catalog(
+  {
+    providers: { p: { kind: 'anthropic', baseUrl: 'http://a' } },
+    models: [
+      {
+        id: 'claude',
+        mode: 'chat',
+        provider: 'p',
+        upstreamModel: 'claude-up',
+        pricing: { inputPer1MTokens: 1_000_000, outputPer1MTokens: 2_000_000 },
+      },
+    ] as ModelConfig[],
+  } as CatalogFile,
+  KINDS,
+);
 const deps = operationDeps(catalog);
 
 /** A reader of a made-up protocol: `usage` events carry output tokens, `stop` ends the answer, `error` fails it. */
@@ -70,7 +74,7 @@ async function relay(chunks: (string | Error)[], o: { goneAfter?: number } = {})
         if (++n === o.goneAfter) abort.abort();
       }
     }
-    const call = await openCall(caller, deps, catalog.get('claude')!, 'messages', 1000);
+    const call = await openCall(caller, deps, catalog.get('claude')!, 'messages', { maxCost: 1000 });
     usageId = call.meter.id;
     await call.runStream(async () => undefined); // the try that answered
     await relayNative({ call, sink: caller.out.sink(), logger: deps.logger, name: 'test' }, body(), reader);

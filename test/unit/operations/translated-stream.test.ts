@@ -1,11 +1,12 @@
 import { relayTranslated, type StreamTranslator } from '../../../src/operations/translatedStream';
-import { openCall } from '../../../src/operations/routedCall';
+import { openCall } from '../../../src/modelCall/routedCall';
 import { Catalog, type CatalogFile, type ModelConfig } from '../../../src/catalog/catalog';
-import type { RoutedBackend } from '../../../src/routing/routedBackend';
+import type { RoutedBackend } from '../../../src/modelCall/routedBackend';
 import { UpstreamStreamError } from '../../../src/providers/chatBackend';
 import type { ChatChunk } from '../../../src/translate/chatTypes';
 import { localServer, type LocalServer } from '../../support/localServer';
 import { clearCooldowns, operationDeps, RecordingHold, streamedCall } from '../../support/operationCaller';
+import { KINDS } from '../../../src/providers/kinds';
 
 /**
  * A translated stream assembled end to end without an upstream: the chat chunk batches a backend yields go through
@@ -32,7 +33,7 @@ const file: CatalogFile = {
     },
   ] as ModelConfig[],
 };
-const catalog = new Catalog(file);
+const catalog = new Catalog(file, KINDS);
 const deps = operationDeps(catalog);
 
 const chunk = (content: string | null, usage?: ChatChunk['usage']): ChatChunk => ({
@@ -83,7 +84,7 @@ async function stream(
           })(),
       }),
     } as unknown as RoutedBackend;
-    const call = await openCall(caller, deps, catalog.get('m')!, 'messages', 1000);
+    const call = await openCall(caller, deps, catalog.get('m')!, 'messages', { maxCost: 1000 });
     usageId = call.meter.id;
     await relayTranslated(deps, call, backend, caller.out.sink(), o.translator ?? lines, { 'x-extra': 'yes' });
   });

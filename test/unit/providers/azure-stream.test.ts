@@ -2,6 +2,7 @@ import { AzurePromptFilterDrop, mapAzureError } from '../../../src/providers/azu
 import type { StreamSink } from '../../../src/sse/streamSink';
 import { Catalog, type CatalogFile } from '../../../src/catalog/catalog';
 import { redactorFor } from '../../../src/catalog/redact';
+import { KINDS } from '../../../src/providers/kinds';
 
 const chatPrice = { inputPer1MTokens: 1, outputPer1MTokens: 1 };
 
@@ -67,10 +68,13 @@ test('a content-filter refusal names the categories in our words; other errors m
 
 test('Azure credentials never in the catalog: no key field, no key in the URL, apiKeyEnv a variable name', () => {
   const load = (provider: Record<string, unknown>) => () =>
-    new Catalog({
-      providers: { az: { kind: 'azure-openai', baseUrl: 'https://contoso.openai.azure.com', ...provider } },
-      models: [{ id: 'm', mode: 'chat', provider: 'az', upstreamModel: 'dep', pricing: chatPrice }],
-    } as unknown as CatalogFile);
+    new Catalog(
+      {
+        providers: { az: { kind: 'azure-openai', baseUrl: 'https://contoso.openai.azure.com', ...provider } },
+        models: [{ id: 'm', mode: 'chat', provider: 'az', upstreamModel: 'dep', pricing: chatPrice }],
+      } as unknown as CatalogFile,
+      KINDS,
+    );
   expect(load({ apiKeyEnv: 'AZURE_OPENAI_API_KEY', apiVersion: '2024-10-21' })).not.toThrow();
   expect(load({ apiKey: 'abc123' })).toThrow(/invalid catalog/);
   expect(load({ clientSecret: 'abc123' })).toThrow(/invalid catalog/);
@@ -80,10 +84,15 @@ test('Azure credentials never in the catalog: no key field, no key in the URL, a
 });
 
 test("an Azure resource's name is redacted from upstream texts like its host", () => {
-  const catalog = new Catalog({
-    providers: { az: { kind: 'azure-openai', baseUrl: 'https://contoso-east.openai.azure.com', apiKeyEnv: 'AZ_KEY' } },
-    models: [{ id: 'gpt-4o', mode: 'chat', provider: 'az', upstreamModel: 'my-gpt4o-dep', pricing: chatPrice }],
-  } as unknown as CatalogFile);
+  const catalog = new Catalog(
+    {
+      providers: {
+        az: { kind: 'azure-openai', baseUrl: 'https://contoso-east.openai.azure.com', apiKeyEnv: 'AZ_KEY' },
+      },
+      models: [{ id: 'gpt-4o', mode: 'chat', provider: 'az', upstreamModel: 'my-gpt4o-dep', pricing: chatPrice }],
+    } as unknown as CatalogFile,
+    KINDS,
+  );
   const redact = redactorFor(catalog);
   expect(redact('Resource contoso-east has no deployment my-gpt4o-dep (https://contoso-east.openai.azure.com).')).toBe(
     'Resource the upstream has no deployment gpt-4o (the upstream).',

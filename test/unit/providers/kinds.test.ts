@@ -44,7 +44,7 @@ function providerOf(kind: ProviderKind): ProviderConfig {
     },
     models: [],
   };
-  return new Catalog(file as never, { K: 'key' }).providers.get('p')!;
+  return new Catalog(file as never, KINDS, { K: 'key' }).providers.get('p')!;
 }
 
 describe.each(PROVIDER_KINDS)('kind %s', (kind) => {

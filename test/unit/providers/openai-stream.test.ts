@@ -1,5 +1,5 @@
 import { SseDecoder } from '../../../src/sse/upstreamEvents';
-import { StreamUsage } from '../../../src/billing/meter';
+import { StreamUsage } from '../../../src/modelCall/meter';
 import { mapUpstreamError, usageFromJson } from '../../../src/providers/openai/adapter';
 import { paramPath } from '../../../src/schemas/compile';
 import { validateChatCompletion } from '../../../src/schemas/chat';

@@ -1,5 +1,5 @@
 import { ApiError } from '../../../src/errors';
-import { failureOf } from '../../../src/routing/failure';
+import { failureOf } from '../../../src/providers/failure';
 import { asOpenAIError, isUpstreamError, refusal, UpstreamHttpError } from '../../../src/providers/upstreamError';
 
 test("a refused credential is the gateway's 502, never the upstream's 401", () => {

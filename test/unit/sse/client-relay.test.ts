@@ -1,5 +1,5 @@
 import { SseRelay, type RelayOptions } from '../../../src/sse/clientRelay';
-import { StreamUsage } from '../../../src/billing/meter';
+import { StreamUsage } from '../../../src/modelCall/meter';
 import { localServer, type LocalServer } from '../../support/localServer';
 
 /**

@@ -1,0 +1,160 @@
+import type { ServerResponse } from 'node:http';
+import type { Caller, Output, RelayTarget } from '../../modelCall';
+import type { SseSink } from '../../sse';
+import { COST_SLOT, type EntryKind } from '../../cache';
+
+/**
+ * The answer of a miss as the client got it, captured on its way out: the Output the operation writes to passes
+ * everything on and keeps a copy (the whole JSON, or every byte of the stream), up to the entry size limit.
+ */
+export class Recorder implements Output {
+  kind: EntryKind | null = null;
+  type: string | undefined;
+  private parts: (string | Buffer)[] = [];
+  private size = 0;
+  /** Past the entry size limit: nothing is kept. */
+  tooLarge = false;
+
+  constructor(
+    private readonly inner: Output,
+    private readonly maxBytes: number,
+  ) {}
+
+  /** `caller`, with this recorder as its output (everything else read from it). */
+  callerOf(caller: Caller): Caller {
+    return new RecordingCaller(caller, this);
+  }
+
+  private add(d: string | Uint8Array): void {
+    if (this.tooLarge) return;
+    this.size += typeof d === 'string' ? Buffer.byteLength(d) : d.length;
+    if (this.size > this.maxBytes) {
+      this.tooLarge = true;
+      this.parts = [];
+      return;
+    }
+    // Kept as written (the response's chunks are not reused), copied only when not a Buffer.
+    this.parts.push(typeof d === 'string' || Buffer.isBuffer(d) ? d : Buffer.from(d));
+  }
+
+  /** What was captured, a stream's own cost comment replaced by COST_SLOT (each replay writes its own). */
+  body(): string {
+    const text = this.parts.map((p) => (typeof p === 'string' ? p : p.toString('utf8'))).join('');
+    return this.kind === 'sse' ? text.replace(COST_COMMENT, COST_SLOT) : text;
+  }
+
+  setHeader(name: string, value: string): void {
+    this.inner.setHeader(name, value);
+  }
+  json(body: unknown): void {
+    this.kind = 'json';
+    this.add(JSON.stringify(body));
+    this.inner.json(body);
+  }
+  bytes(body: Buffer): void {
+    this.kind = 'json';
+    this.add(body);
+    this.inner.bytes(body);
+  }
+  raw(body: Buffer, how?: { status?: number; type?: string; headers?: Record<string, string> }): void {
+    // Only a 200 is an answer worth keeping (the Anthropic pass-through relays other statuses as they came).
+    if ((how?.status ?? 200) === 200) {
+      this.kind = 'raw';
+      this.type = how?.type;
+      this.add(body);
+    }
+    this.inner.raw(body, how);
+  }
+  sink(): SseSink {
+    const s = this.inner.sink();
+    this.kind = 'sse';
+    s.tap = (d) => this.add(d);
+    return s;
+  }
+  relay(): RelayTarget {
+    const t = this.inner.relay();
+    this.kind = 'sse';
+    const res = tee(t.res, (d) => this.add(d));
+    return { res, streaming: () => t.streaming(), ended: (status) => t.ended(status) };
+  }
+}
+
+/**
+ * A caller whose output is the recorder, every other field its own caller's (read and written through). A class
+ * rather than Object.create(caller) with `out` redefined: that made an object in dictionary mode on every miss, and
+ * every field the operation read from it a slow lookup.
+ */
+class RecordingCaller implements Caller {
+  constructor(
+    private readonly inner: Caller,
+    readonly out: Output,
+  ) {}
+  get requestId() {
+    return this.inner.requestId;
+  }
+  get principal() {
+    return this.inner.principal;
+  }
+  set principal(p) {
+    this.inner.principal = p;
+  }
+  get abort() {
+    return this.inner.abort;
+  }
+  get span() {
+    return this.inner.span;
+  }
+  get sharedSpan() {
+    return this.inner.sharedSpan;
+  }
+  get anthropicHeaders() {
+    return this.inner.anthropicHeaders;
+  }
+  get billing() {
+    return this.inner.billing;
+  }
+  get call() {
+    return this.inner.call;
+  }
+  set call(c) {
+    this.inner.call = c;
+  }
+  get rateLimitHeaders() {
+    return this.inner.rateLimitHeaders;
+  }
+  set rateLimitHeaders(v) {
+    this.inner.rateLimitHeaders = v;
+  }
+  get promptCache() {
+    return this.inner.promptCache;
+  }
+  set promptCache(v) {
+    this.inner.promptCache = v;
+  }
+  get cacheDirective() {
+    return this.inner.cacheDirective;
+  }
+}
+
+/** The cost comment the routed call writes last in a stream (src/modelCall/routedCall.ts costComment). */
+const COST_COMMENT = /: x-gateway-cost-vnd=\d+ x-gateway-usage-id=[0-9a-f-]+\n\n/;
+
+/** The relay's response with its writes copied to `add` (everything else is the response's own). */
+function tee(res: ServerResponse, add: (d: string | Uint8Array) => void): ServerResponse {
+  return new Proxy(res, {
+    get(target, prop) {
+      if (prop === 'write')
+        return (chunk: string | Uint8Array, ...rest: unknown[]) => {
+          add(chunk);
+          return (target.write as (...a: unknown[]) => boolean)(chunk, ...rest);
+        };
+      if (prop === 'end')
+        return (chunk?: unknown, ...rest: unknown[]) => {
+          if (typeof chunk === 'string' || chunk instanceof Uint8Array) add(chunk);
+          return (target.end as (...a: unknown[]) => ServerResponse)(chunk, ...rest);
+        };
+      const v = Reflect.get(target, prop, target);
+      return typeof v === 'function' ? v.bind(target) : v;
+    },
+  });
+}

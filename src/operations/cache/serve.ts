@@ -1,0 +1,154 @@
+import type { ModelConfig } from '../../catalog';
+import type { Caller, OperationDeps } from '../../modelCall';
+import { openCall } from '../../modelCall';
+import { CACHE_HEADER, parseDirective, type CacheDirective, makeEntry, type CacheEntry, requestKey } from '../../cache';
+import { Recorder } from './recorder';
+import { replay } from './replay';
+import type { ResponseCache, CacheScope } from '../../cache';
+
+/**
+ * An operation through the response cache. Only requests paid from the account are cached (a batch's or a
+ * background response's never: their caller holds funds of its own). The cache is used when the key (else its
+ * account) has it on, or the request asks with `x-gateway-cache: ttl=N`; a key switched off is off whatever the
+ * request says; `no-store` bypasses it; a request with tools is cached only when it asks.
+ *
+ * A hit answers with no upstream call: it is admitted by the key's rate limits as a request, charged the hit price
+ * through the ledger like any request (so budgets count it), and its usage record says `cache_hit` and the VND it
+ * saved. A miss runs the operation with its answer recorded on the way out, and stores it once the request has
+ * settled complete (status 200: a stream cut short or left by its client is never stored).
+ */
+
+export interface Cacheable {
+  /** The operation billed (chat.completions, completions, embeddings, messages, responses). */
+  operation: string;
+  model: ModelConfig;
+  body: Record<string, unknown>;
+  /** What besides the body changes the answer (the Anthropic version and beta). */
+  extra?: Record<string, unknown>;
+}
+
+export const ENTRY_KEY_HEADER = 'x-gateway-cache-key';
+
+export async function throughCache(
+  caller: Caller,
+  deps: OperationDeps,
+  req: Cacheable,
+  run: (caller: Caller) => Promise<void>,
+): Promise<void> {
+  const cache = deps.cache;
+  if (!cache || caller.billing.kind !== 'account') return run(caller);
+  const directive = parseDirective(caller.cacheDirective, cache.config.maxTtlSeconds);
+  const plan = await planFor(cache, caller, req, directive);
+  if (!plan) {
+    if (directive.noStore) caller.out.setHeader(CACHE_HEADER, 'bypass');
+    return run(caller);
+  }
+  const p = caller.principal;
+  const key = requestKey({
+    scope: plan.scope,
+    operation: req.operation,
+    model: req.model.id,
+    body: req.body,
+    extra: req.extra,
+  });
+  const metrics = cache.metrics;
+  if (!directive.refresh) {
+    const entry = await cache.lookup(key);
+    if (entry && entry !== 'error') return serveHit(cache, caller, deps, req, key, entry);
+    if (entry === 'error') metrics?.lookups.inc({ operation: req.operation, result: 'error' });
+  }
+  metrics?.lookups.inc({ operation: req.operation, result: 'miss' });
+  cache.countProject(p.projectId, 'miss', 0);
+  cache.stats.miss(p.accountId, p.projectId);
+  caller.out.setHeader(CACHE_HEADER, 'miss');
+  caller.out.setHeader(ENTRY_KEY_HEADER, key);
+  const rec = new Recorder(caller.out, cache.config.maxEntryBytes);
+  const recording = rec.callerOf(caller);
+  await run(recording);
+  const meter = recording.call?.meter;
+  if (!meter || meter.status !== 200 || !rec.kind || caller.abort.aborted) {
+    metrics?.stores.inc({ outcome: 'incomplete' });
+    return;
+  }
+  if (rec.tooLarge) {
+    metrics?.stores.inc({ outcome: 'too_large' });
+    return;
+  }
+  const entry = makeEntry({
+    key,
+    kind: rec.kind,
+    ...(rec.type ? { type: rec.type } : {}),
+    body: rec.body(),
+    model: meter.model,
+    costVnd: meter.charged,
+    createdAt: Date.now(),
+  });
+  // Off the response path: the answer has gone (or is going) to the client already.
+  cache.save(
+    key,
+    { accountId: p.accountId, model: req.model.id, projectId: p.projectId ?? null },
+    entry,
+    plan.ttlSeconds,
+  );
+}
+
+interface Plan {
+  scope: string;
+  ttlSeconds: number;
+}
+
+/** Whether and how this request uses the cache; null: not at all. */
+async function planFor(cache: ResponseCache, caller: Caller, req: Cacheable, d: CacheDirective): Promise<Plan | null> {
+  if (d.noStore) return null;
+  const p = caller.principal;
+  let s;
+  try {
+    s = await cache.settings.forAccount(p.accountId);
+  } catch {
+    return null; // the settings cannot be read: no cache, never an error
+  }
+  const keyOwn = s.keys.get(p.keyId) ?? (p.projectId ? s.projects.get(p.projectId) : undefined);
+  if (keyOwn === false) return null;
+  if (!(keyOwn ?? s.enabled) && !d.asked) return null;
+  if (hasTools(req.body) && !d.asked) return null;
+  return {
+    scope: scopeKey(s.scope, p),
+    ttlSeconds: d.ttlSeconds ?? s.defaultTtlSeconds,
+  };
+}
+
+/** Whose entries a request shares: the account's, its key's project's (a key of no project: its own), or its key's. */
+function scopeKey(scope: CacheScope, p: { accountId: string; keyId: string; projectId?: string }): string {
+  if (scope === 'project' && p.projectId) return `p:${p.accountId}:${p.projectId}`;
+  return scope === 'account' ? `a:${p.accountId}` : `k:${p.accountId}:${p.keyId}`;
+}
+
+function hasTools(body: Record<string, unknown>): boolean {
+  const t = body.tools ?? body.functions;
+  return Array.isArray(t) && t.length > 0;
+}
+
+async function serveHit(
+  cache: ResponseCache,
+  caller: Caller,
+  deps: OperationDeps,
+  req: Cacheable,
+  key: string,
+  entry: CacheEntry,
+): Promise<void> {
+  const price = cache.hitPriceVnd;
+  // Admitted (a request for the key's rate limit; no tokens) and reserved like any request: 429 and 402 here.
+  const call = await openCall(caller, deps, req.model, req.operation, { maxCost: price });
+  const saved = Math.max(0, entry.costVnd - price);
+  call.settleCost(price, { cache_hit: 1, saved_vnd: saved }, 200, cache.hitPricing);
+  cache.stats.hit(caller.principal.accountId, caller.principal.projectId, saved);
+  cache.countProject(caller.principal.projectId, 'hit', saved);
+  cache.metrics?.lookups.inc({ operation: req.operation, result: 'hit' });
+  cache.metrics?.savedVnd.inc({ operation: req.operation }, saved);
+  const out = caller.out;
+  out.setHeader(CACHE_HEADER, 'hit');
+  out.setHeader('age', String(Math.max(0, Math.floor((Date.now() - entry.createdAt) / 1000))));
+  out.setHeader(ENTRY_KEY_HEADER, key);
+  call.setCostHeaders();
+  await replay(entry, out, call.costComment());
+}
