@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import type { Db } from '../db';
 import type { CacheStore, EntryOwner } from './store';
@@ -9,25 +10,40 @@ import type { CacheStore, EntryOwner } from './store';
  *   - the keys it knows are stored, with their expiry: a key not among them is a miss without a query (the index is
  *     loaded at start and takes in other processes' new entries every `refreshMs`; a key it has not seen yet is a
  *     miss that could have been a hit, never a wrong answer);
- *   - the most recent entries themselves, up to `memoryBytes`: a hit on one makes no query either;
- *   - the entries to write, written in one INSERT every `flushMs` (or sooner, 64 at a time), off the request path.
+ *   - the entries recently hit, up to `memoryBytes`: a hit on one makes no query either (an entry is kept from its
+ *     first hit, not from its write: most stored answers are never asked for again);
+ *   - the entries to write, written in one INSERT every `flushMs` (or sooner, 256 at a time), off the request path.
  * The total size is kept under `maxTotalBytes` by evicting the oldest entries, and the expired ones deleted, after a
  * write at most once per `sweepMs`. A purge made by another process reaches this one's memory within `refreshMs`
  * only for new entries: docs/cache.md says to run Redis with more than one API process.
  */
+interface Pending {
+  owner: EntryOwner;
+  buf: Buffer;
+  expiresAt: number;
+  createdAt: number;
+}
+
 export class PgCacheStore implements CacheStore {
   readonly name = 'postgres' as const;
   private readonly index = new Map<string, number>();
   private readonly memory = new Map<string, { buf: Buffer; expiresAt: number }>();
   private memoryUsed = 0;
-  private pending = new Map<string, { owner: EntryOwner; buf: Buffer; expiresAt: number; createdAt: number }>();
+  private pending = new Map<string, Pending>();
+  /** The batch being written (one at a time). */
+  private writing = new Map<string, Pending>();
   private flushing: Promise<void> = Promise.resolve();
   private flushTimer: NodeJS.Timeout | null = null;
   private refreshTimer: NodeJS.Timeout | null = null;
   private lastSweep = 0;
   /** The table's total size as of the last sweep plus what was written since (null: not known yet). */
   private approxTotal: number | null = null;
-  private seenUntil = new Date(0);
+  /** Epoch ms: entries created since are read again by the next refresh. */
+  private seenUntil = 0;
+  /** The newest entry this process has written (epoch ms), less a second for clocks and commits in flight. */
+  private writtenUntil = 0;
+  /** This process's entries say so (column writer): its refreshes skip them. */
+  private readonly writer = randomUUID();
   private ready: Promise<void>;
 
   constructor(
@@ -50,18 +66,25 @@ export class PgCacheStore implements CacheStore {
 
   /** Takes in the entries written since the last look (all of them at start). */
   private async refresh(): Promise<void> {
-    const r = await this.db.query<{ key: string; exp: string; created_at: Date }>(
-      `SELECT key, (extract(epoch FROM expires_at) * 1000)::bigint AS exp, created_at FROM response_cache
-       WHERE created_at >= $1 AND expires_at > now()`,
-      [this.seenUntil],
+    // Not this process's own entries (it knows them): reading them back cost a few µs of CPU per miss. Times as
+    // epoch milliseconds (float8): parsing a timestamptz into a Date per row costs more.
+    const r = await this.db.query<{ key: string; exp: number; created: number }>(
+      `SELECT key, extract(epoch FROM expires_at)::float8 * 1000 AS exp,
+         extract(epoch FROM created_at)::float8 * 1000 AS created
+       FROM response_cache
+       WHERE created_at >= to_timestamp($1 / 1000.0) AND expires_at > now() AND writer IS DISTINCT FROM $2::uuid`,
+      [this.seenUntil, this.writer],
     );
     for (const row of r.rows) {
-      this.index.set(row.key, Number(row.exp));
-      if (row.created_at > this.seenUntil) this.seenUntil = row.created_at;
+      this.index.set(row.key, row.exp);
+      if (row.created > this.seenUntil) this.seenUntil = row.created;
     }
+    // Own writes move the mark on too, so that the scan stays short however long no other process writes.
+    if (this.writtenUntil > this.seenUntil) this.seenUntil = this.writtenUntil;
   }
 
-  async get(key: string): Promise<Buffer | null> {
+  /** From memory at once (no promise) when it can: a key it does not know, a recent entry, one not yet written. */
+  get(key: string): Buffer | null | Promise<Buffer | null> {
     const now = Date.now();
     const exp = this.index.get(key);
     if (exp === undefined) return null;
@@ -76,19 +99,33 @@ export class PgCacheStore implements CacheStore {
       this.memory.set(key, m);
       return m.buf;
     }
+    const waiting = this.pending.get(key) ?? this.writing.get(key);
+    if (waiting) return waiting.buf;
+    return this.read(key, exp);
+  }
+
+  private async read(key: string, exp: number): Promise<Buffer | null> {
     const r = await this.db.query<{ body: Buffer }>(
       'SELECT body FROM response_cache WHERE key = $1 AND expires_at > now()',
       [key],
     );
     const buf = r.rows[0]?.body ?? null;
     if (buf) this.remember(key, buf, exp);
-    else this.index.delete(key);
+    else {
+      // Put again while the query ran: not gone.
+      const waiting = this.pending.get(key) ?? this.writing.get(key);
+      if (waiting) return waiting.buf;
+      this.index.delete(key);
+    }
     return buf;
   }
 
-  private remember(key: string, buf: Buffer, expiresAt: number): void {
+  private remember(key: string, read: Buffer, expiresAt: number): void {
     const max = this.opts.memoryBytes ?? 32 * 1024 * 1024;
-    if (buf.length > max / 8) return;
+    if (read.length > max / 8) return;
+    // In a buffer of its own: a small one is a slice of a shared 8 KB slab, which it would keep alive.
+    let buf = read;
+    if (read.byteLength !== read.buffer.byteLength) read.copy((buf = Buffer.allocUnsafeSlow(read.length)));
     const old = this.memory.get(key);
     if (old) this.memoryUsed -= old.buf.length;
     this.memory.delete(key);
@@ -104,6 +141,11 @@ export class PgCacheStore implements CacheStore {
   private forget(key: string): void {
     this.index.delete(key);
     this.pending.delete(key);
+    this.writing.delete(key);
+    this.forgetMemory(key);
+  }
+
+  private forgetMemory(key: string): void {
     const m = this.memory.get(key);
     if (m) {
       this.memory.delete(key);
@@ -111,14 +153,17 @@ export class PgCacheStore implements CacheStore {
     }
   }
 
-  async put(key: string, owner: EntryOwner, value: Buffer, ttlSeconds: number): Promise<void> {
+  put(key: string, owner: EntryOwner, value: Buffer, ttlSeconds: number): void {
     // With its fraction of a millisecond: the size cap evicts by this order, and writes come faster than 1 ms apart.
     const createdAt = performance.timeOrigin + performance.now();
     const expiresAt = Date.now() + ttlSeconds * 1000;
     this.index.set(key, expiresAt);
-    this.remember(key, value, expiresAt);
+    // Not kept among the recent entries: most answers stored are never asked for again, and holding every new one
+    // (up to memoryBytes) showed as garbage collection in a miss's CPU. A hit reads it from pending until it is
+    // written, then once from the table, and keeps it from there.
+    this.forgetMemory(key);
     this.pending.set(key, { owner, buf: value, expiresAt, createdAt });
-    if (this.pending.size >= 64) void this.flush().catch((e: Error) => this.opts.onError?.(e));
+    if (this.pending.size >= 256) void this.flush().catch((e: Error) => this.opts.onError?.(e));
     else
       this.flushTimer ??= setTimeout(
         () => void this.flush().catch((e: Error) => this.opts.onError?.(e)),
@@ -136,27 +181,43 @@ export class PgCacheStore implements CacheStore {
   private async write(): Promise<void> {
     await this.ready;
     if (this.pending.size) {
+      // Still found by get() until the INSERT has committed (a read of the table before then finds nothing).
+      this.writing = this.pending;
       const rows = [...this.pending.entries()];
       this.pending = new Map();
       if (this.approxTotal !== null) for (const [, r] of rows) this.approxTotal += r.buf.length;
-      await this.db.query(
-        `INSERT INTO response_cache (key, account_id, model, body, size, expires_at, created_at, project_id)
-         SELECT k, a, m, b, octet_length(b), to_timestamp(e / 1000.0), to_timestamp(c / 1000.0), p
-         FROM unnest($1::text[], $2::uuid[], $3::text[], $4::bytea[], $5::float8[], $6::float8[], $7::text[])
-           AS t(k, a, m, b, e, c, p)
-         ON CONFLICT (key) DO UPDATE SET body = EXCLUDED.body, size = EXCLUDED.size, model = EXCLUDED.model,
-           project_id = EXCLUDED.project_id,
-           expires_at = EXCLUDED.expires_at, created_at = EXCLUDED.created_at`,
-        [
-          rows.map(([k]) => k),
-          rows.map(([, r]) => r.owner.accountId),
-          rows.map(([, r]) => r.owner.model),
-          rows.map(([, r]) => r.buf),
-          rows.map(([, r]) => r.expiresAt),
-          rows.map(([, r]) => r.createdAt),
-          rows.map(([, r]) => r.owner.projectId),
-        ],
-      );
+      // The bodies go as one bytea parameter, sent in binary, cut apart by their sizes in the database: a bytea[]
+      // parameter is sent as text, every body hex-encoded here and decoded there.
+      try {
+        const sizes = rows.map(([, r]) => r.buf.length);
+        await this.db.query(
+          `INSERT INTO response_cache (key, account_id, model, body, size, expires_at, created_at, project_id, writer)
+           SELECT k, a, m, substring($4::bytea FROM (sum(n) OVER w - n + 1)::int FOR n), n,
+             to_timestamp(e / 1000.0), to_timestamp(c / 1000.0), p, $8::uuid
+           FROM unnest($1::text[], $2::uuid[], $3::text[], $5::int[], $6::float8[], $7::float8[], $9::text[])
+             WITH ORDINALITY AS t(k, a, m, n, e, c, p, i)
+           WINDOW w AS (ORDER BY i)
+           ON CONFLICT (key) DO UPDATE SET body = EXCLUDED.body, size = EXCLUDED.size, model = EXCLUDED.model,
+             project_id = EXCLUDED.project_id, writer = EXCLUDED.writer,
+             expires_at = EXCLUDED.expires_at, created_at = EXCLUDED.created_at`,
+          [
+            rows.map(([k]) => k),
+            rows.map(([, r]) => r.owner.accountId),
+            rows.map(([, r]) => r.owner.model),
+            Buffer.concat(rows.map(([, r]) => r.buf)),
+            sizes,
+            rows.map(([, r]) => r.expiresAt),
+            rows.map(([, r]) => r.createdAt),
+            this.writer,
+            rows.map(([, r]) => r.owner.projectId),
+          ],
+        );
+      } finally {
+        this.writing = new Map();
+      }
+      let newest = 0;
+      for (const [, r] of rows) if (r.createdAt > newest) newest = r.createdAt;
+      if (newest - 1000 > this.writtenUntil) this.writtenUntil = newest - 1000;
     }
     if (Date.now() - this.lastSweep >= this.sweepMs) {
       this.lastSweep = Date.now();

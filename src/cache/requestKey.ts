@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import stringify from 'safe-stable-stringify';
 
 /**
@@ -52,9 +52,9 @@ export function canonicalJson(v: unknown): string {
 }
 
 export function requestKey(p: KeyParts): string {
-  return createHash('sha256')
-    .update(`v1\n${p.scope}\n${p.operation}\n${p.model}\n`)
-    .update(canonicalJson(keyedBody(p.operation, p.body)))
-    .update(p.extra ? `\n${canonicalJson(p.extra)}` : '')
-    .digest('hex');
+  // One string, one one-shot hash (a Hash object per request costs more than hashing a chat request's body).
+  const text =
+    `v1\n${p.scope}\n${p.operation}\n${p.model}\n${canonicalJson(keyedBody(p.operation, p.body))}` +
+    (p.extra ? `\n${canonicalJson(p.extra)}` : '');
+  return hash('sha256', text, 'hex');
 }

@@ -5,6 +5,7 @@ import type { Logger, CacheMetrics } from '../observability';
 import { CacheSettingsRepo } from './accountSettings';
 import { decodeEntry, encodeEntry, type CacheEntry } from './entry';
 import { PgCacheStore } from './pgStore';
+import { ProjectLabels } from './projectLabels';
 import { CacheStats } from './stats';
 import type { CacheStore, EntryOwner } from './store';
 import type { RedisCacheStore as RedisStore } from './redisStore';
@@ -20,6 +21,8 @@ export class ResponseCache {
   /** The usage record's prices of a hit: the hit price per hit (re-priced by verify-ledger: billing/usageVerify.ts). */
   readonly hitPricing: Pricing;
   private readonly timer: NodeJS.Timeout;
+  private readonly projectLabels: ProjectLabels;
+  private readonly projectCounters = new Map<string, Record<'hit' | 'miss' | 'saved', { inc(n?: number): void }>>();
 
   constructor(
     db: Db,
@@ -33,9 +36,30 @@ export class ResponseCache {
       throw new Error(`CACHE_HIT_PRICE_VND must be a whole number of VND, 0 or more, got ${config.hitPriceVnd}`);
     this.settings = new CacheSettingsRepo(db, config.settingsCacheMs, config.maxTtlSeconds);
     this.stats = new CacheStats(db);
+    this.projectLabels = new ProjectLabels(config.metricsMaxProjects ?? 100);
     this.hitPricing = { cacheHitVnd: config.hitPriceVnd } as unknown as Pricing;
     this.timer = setInterval(() => void this.stats.flush().catch(() => undefined), statsFlushMs);
     this.timer.unref();
+  }
+
+  /** The per-project metrics of a hit or a miss (label values bounded: ./projectLabels.ts). */
+  countProject(projectId: string | null | undefined, result: 'hit' | 'miss', savedVnd: number): void {
+    const m = this.metrics;
+    if (!m) return;
+    const project = this.projectLabels.of(projectId);
+    // The label set's counters, looked up once per project (prom-client hashes the labels on every inc otherwise).
+    let c = this.projectCounters.get(project);
+    if (!c)
+      this.projectCounters.set(
+        project,
+        (c = {
+          hit: m.projectLookups.labels(project, 'hit'),
+          miss: m.projectLookups.labels(project, 'miss'),
+          saved: m.projectSavedVnd.labels(project),
+        }),
+      );
+    c[result].inc();
+    if (savedVnd > 0) c.saved.inc(savedVnd);
   }
 
   get hitPriceVnd(): number {
@@ -46,7 +70,9 @@ export class ResponseCache {
   async lookup(key: string): Promise<CacheEntry | null | 'error'> {
     let buf: Buffer | null;
     try {
-      buf = await within(this.store.get(key), this.config.timeoutMs);
+      const got = this.store.get(key);
+      // A store that answered from memory needs no timeout (a timer and a race per miss were measurable).
+      buf = got instanceof Promise ? await within(got, this.config.timeoutMs) : got;
     } catch (e) {
       this.logger?.warn({ err: (e as Error).message, store: this.store.name }, 'response cache lookup failed');
       return 'error';
@@ -61,18 +87,26 @@ export class ResponseCache {
   }
 
   /** Stores an entry (off the response path); too large or failing: not stored. */
-  async save(key: string, owner: EntryOwner, entry: CacheEntry, ttlSeconds: number): Promise<void> {
+  save(key: string, owner: EntryOwner, entry: CacheEntry, ttlSeconds: number): void {
     const buf = encodeEntry(entry);
     if (buf.length > this.config.maxEntryBytes) {
       this.metrics?.stores.inc({ outcome: 'too_large' });
       return;
     }
-    try {
-      await within(this.store.put(key, owner, buf, ttlSeconds), Math.max(this.config.timeoutMs, 2000));
-      this.metrics?.stores.inc({ outcome: 'stored' });
-    } catch (e) {
+    const failed = (e: Error) => {
       this.metrics?.stores.inc({ outcome: 'error' });
-      this.logger?.warn({ err: (e as Error).message, store: this.store.name }, 'response cache write failed');
+      this.logger?.warn({ err: e.message, store: this.store.name }, 'response cache write failed');
+    };
+    try {
+      const put = this.store.put(key, owner, buf, ttlSeconds);
+      if (put instanceof Promise)
+        within(put, Math.max(this.config.timeoutMs, 2000)).then(
+          () => this.metrics?.stores.inc({ outcome: 'stored' }),
+          failed,
+        );
+      else this.metrics?.stores.inc({ outcome: 'stored' });
+    } catch (e) {
+      failed(e as Error);
     }
   }
 

@@ -4,8 +4,10 @@
  */
 export interface CacheStore {
   readonly name: 'redis' | 'postgres';
-  get(key: string): Promise<Buffer | null>;
-  put(key: string, owner: EntryOwner, value: Buffer, ttlSeconds: number): Promise<void>;
+  /** The entry's bytes; a store that answers from memory may answer at once (no promise, no timeout to set). */
+  get(key: string): Buffer | null | Promise<Buffer | null>;
+  /** Stores the entry; a store that only queues the write in memory returns nothing. */
+  put(key: string, owner: EntryOwner, value: Buffer, ttlSeconds: number): void | Promise<void>;
   /** Removes the entry if it is the account's; whether there was one. */
   delete(key: string, accountId: string): Promise<boolean>;
   /** Removes an entry found corrupt, whoever's it is. */

@@ -102,9 +102,10 @@ test('a corrupt or poisoned entry is dropped and answered as a miss', async () =
   expect(afterPoison.body.choices[0].message.content).toContain('Corrupt me');
   // An entry whose body was altered (its digest no longer matches): refused too.
   await stored(afterPoison);
-  const entry = JSON.parse((await redis.get(`${prefix}e:${key}`))!);
-  entry.body = entry.body.replace('Corrupt me', 'Trust me');
-  await redis.set(`${prefix}e:${key}`, JSON.stringify(entry));
+  // (an entry is a JSON line of its key, digest and the like, then the body as it is: src/cache/entry.ts)
+  const entry = (await redis.get(`${prefix}e:${key}`))!;
+  expect(entry).toContain('Corrupt me');
+  await redis.set(`${prefix}e:${key}`, entry.replace('Corrupt me', 'Trust me'));
   const afterTamper = await ask(a.key, content);
   expect(afterTamper.headers.get('x-gateway-cache')).toBe('miss');
   expect(afterTamper.body.choices[0].message.content).toContain('Corrupt me');

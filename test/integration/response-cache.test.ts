@@ -181,6 +181,33 @@ test('a stream cut short is not stored; no-store bypasses; another account never
   expect(Number(bypass.headers.get('x-gateway-cost-vnd'))).toBeGreaterThan(0);
 });
 
+test('refresh skips the lookup, calls the upstream and stores its fresh answer, which later hits replay', async () => {
+  const a = await gw.account();
+  await enable(a.key);
+  const body = { model: 'gpt-4o-mini', messages: [{ role: 'user', content: fresh('Refresh me') }] };
+  const first = await post(`${gw.url}/v1/chat/completions`, body, { key: a.key });
+  const key = first.headers.get('x-gateway-cache-key');
+  await stored(key);
+  const firstId = first.body.id;
+  const before = upstreamCalls();
+  const refreshed = await post(`${gw.url}/v1/chat/completions`, body, {
+    key: a.key,
+    headers: { 'x-gateway-cache': 'refresh' },
+  });
+  expect([refreshed.status, refreshed.headers.get('x-gateway-cache')]).toEqual([200, 'miss']);
+  expect(refreshed.headers.get('x-gateway-cache-key')).toBe(key);
+  expect(upstreamCalls()).toBe(before + 1);
+  const freshId = refreshed.body.id;
+  expect(freshId).not.toBe(firstId);
+  // Once the fresh answer is stored, a plain request replays it, not the first.
+  while (!(await gw.deps.cache!.store.get(key!))?.toString().includes(freshId))
+    await new Promise((res) => setTimeout(res, 10));
+  const hit = await post(`${gw.url}/v1/chat/completions`, body, { key: a.key });
+  expect(hit.headers.get('x-gateway-cache')).toBe('hit');
+  expect(hit.body.id).toBe(freshId);
+  expect(upstreamCalls()).toBe(before + 1);
+});
+
 test('x-gateway-cache values out of range are 400s naming the header, with nothing called or charged', async () => {
   const a = await gw.account();
   const calls = upstreamCalls();
@@ -498,4 +525,70 @@ test("scope 'project': a project's keys share entries, two projects' keys do not
   const stranger = await gw.account();
   const theirs = await createProject(gw.deps.db, stranger.accountId, { name: 'theirs' });
   expect((await put(`/v1/cache/projects/${theirs.id}`, { enabled: true })).status).toBe(404);
+});
+
+test('stats per project: hits, misses, VND saved of two projects, in the API, the console and metrics', async () => {
+  const a = await gw.account();
+  const [p, q] = await Promise.all(['alpha', 'beta'].map((name) => createProject(gw.deps.db, a.accountId, { name })));
+  const key = async (projectId: string) => (await createApiKey(gw.deps.db, a.accountId, 'k', { projectId })).key;
+  const [p1, p2, q1] = [await key(p.id), await key(p.id), await key(q.id)];
+  expect(await enable(a.key, { enabled: true, scope: 'project' })).toMatchObject({ scope: 'project' });
+
+  // Project alpha: one miss, then two hits (one per key); project beta: two misses (two questions), one hit.
+  const ask = async (k: string, what: string) => {
+    const body = { model: 'gpt-4o-mini', messages: [{ role: 'user', content: what }] };
+    const r = await post(`${gw.url}/v1/chat/completions`, body, { key: k });
+    expect(r.status).toBe(200);
+    return r;
+  };
+  const [qa, qb, qc] = [fresh('alpha asks'), fresh('beta asks'), fresh('beta asks again')];
+  const pMiss = await ask(p1, qa);
+  await stored(pMiss.headers.get('x-gateway-cache-key'));
+  for (const k of [p1, p2]) expect((await ask(k, qa)).headers.get('x-gateway-cache')).toBe('hit');
+  const qMiss = await ask(q1, qb);
+  expect((await ask(q1, qc)).headers.get('x-gateway-cache')).toBe('miss');
+  await stored(qMiss.headers.get('x-gateway-cache-key'));
+  expect((await ask(q1, qb)).headers.get('x-gateway-cache')).toBe('hit');
+  const pCost = Number(pMiss.headers.get('x-gateway-cost-vnd'));
+  const qCost = Number(qMiss.headers.get('x-gateway-cost-vnd'));
+  expect(pCost).toBeGreaterThan(0);
+
+  const today = new Date().toISOString().slice(0, 10);
+  const stats: any = await (
+    await fetch(`${gw.url}/v1/cache/stats?days=7`, { headers: { authorization: `Bearer ${a.key}` } })
+  ).json();
+  expect(stats).toMatchObject({ object: 'cache.stats', hits: 3, misses: 3, saved_vnd: 2 * pCost + qCost });
+  // (both have three lookups: the busiest-first order does not tell them apart, so by name here)
+  const byName = (xs: any[]) => [...xs].sort((x, y) => x.name.localeCompare(y.name));
+  expect(byName(stats.projects)).toEqual([
+    {
+      project_id: p.id,
+      name: 'alpha',
+      hits: 2,
+      misses: 1,
+      saved_vnd: 2 * pCost,
+      days: [{ day: today, hits: 2, misses: 1, saved_vnd: 2 * pCost }],
+    },
+    {
+      project_id: q.id,
+      name: 'beta',
+      hits: 1,
+      misses: 2,
+      saved_vnd: qCost,
+      days: [{ day: today, hits: 1, misses: 2, saved_vnd: qCost }],
+    },
+  ]);
+
+  // The console's cache page reads the same figures (its per-project table and chart).
+  const login = await makeLogin(gw, a.accountId, 'customer');
+  const con = new ConsoleClient(gw.url);
+  expect((await con.signIn(login.email, login.password)).status).toBe(200);
+  const view = await con.json('GET', '/console/api/cache?days=7');
+  expect(view.stats.projects).toEqual(stats.projects);
+
+  // Prometheus: per project (label values bounded by CACHE_METRICS_MAX_PROJECTS).
+  const metrics = await gw.deps.metrics.registry.metrics();
+  expect(metrics).toContain(`gateway_cache_project_lookups_total{project="${p.id}",result="hit"} 2`);
+  expect(metrics).toContain(`gateway_cache_project_lookups_total{project="${q.id}",result="miss"} 2`);
+  expect(metrics).toContain(`gateway_cache_project_saved_vnd_total{project="${p.id}"} ${2 * pCost}`);
 });

@@ -5,7 +5,7 @@ import { cards, field, formError, load, onSubmit, pageHead, table } from './view
 import { compact, daysBetween, niceCeil } from './page-usage.js';
 
 /** Hits and misses per day as paired bars (hand-written SVG, as the usage chart). */
-export function cacheChart(days, from, to) {
+export function cacheChart(days, from, to, label) {
   const all = daysBetween(from, to);
   const by = new Map(days.map((d) => [d.day, d]));
   const max = niceCeil(Math.max(1, ...days.map((d) => Math.max(d.hits, d.misses))));
@@ -23,7 +23,7 @@ export function cacheChart(days, from, to) {
     id: 'cache-chart',
     viewBox: '0 0 ' + W + ' ' + H,
     role: 'img',
-    'aria-label': 'Cache hits and misses per day',
+    'aria-label': 'Cache hits and misses per day' + (label ? ' of ' + label : ''),
   });
   for (const v of [0, max]) {
     appendKids(svg, [
@@ -58,6 +58,48 @@ export function cacheChart(days, from, to) {
       svg.appendChild(s('text', { x: x.toFixed(1), y: H - 8, 'text-anchor': 'middle' }, day.slice(5)));
   });
   return svg;
+}
+
+const projectName = (p) => (p.project_id === null ? 'Keys of no project' : p.name || p.project_id);
+
+/**
+ * Each project's hits, misses and VND saved, and the chart of the one picked (the whole account first): the figures
+ * GET /v1/cache/stats gives per project.
+ */
+function projectStats(stats, from, to) {
+  const chart = h('div', { id: 'cache-chart-box' }, cacheChart(stats.days, from, to));
+  const pick = h(
+    'select',
+    {
+      id: 'cache-chart-project',
+      'aria-label': 'Chart of',
+      onchange: (e) => {
+        const p = stats.projects.find((x) => String(x.project_id) === e.target.value);
+        replace(chart, p ? cacheChart(p.days, from, to, projectName(p)) : cacheChart(stats.days, from, to));
+      },
+    },
+    h('option', { value: '' }, 'The whole account'),
+    ...stats.projects.map((p) => h('option', { value: String(p.project_id) }, projectName(p))),
+  );
+  const rows = stats.projects.map((p) =>
+    h(
+      'tr',
+      { 'data-project': String(p.project_id) },
+      h('td', null, projectName(p)),
+      h('td', { class: 'mono hide-sm' }, p.project_id || '—'),
+      h('td', { class: 'num' }, num(p.hits)),
+      h('td', { class: 'num' }, num(p.misses)),
+      h('td', { class: 'num' }, vnd(p.saved_vnd)),
+    ),
+  );
+  return [
+    field('Chart of', pick),
+    chart,
+    h('h2', null, 'By project'),
+    stats.projects.length
+      ? table([['Project'], ['Id', 'hide-sm'], ['Hits', 'num'], ['Misses', 'num'], ['VND saved', 'num']], rows)
+      : h('p', { class: 'hint', id: 'cache-projects-empty' }, 'No hits or misses in these 30 days.'),
+  ];
 }
 
 function settingsForm(v, reload) {
@@ -197,7 +239,7 @@ export function pageCache(main, _p, _q, scope) {
           ['Misses', num(stats.misses), 'cache-misses'],
           ['Price of a hit', vnd(settings.hit_price_vnd), 'cache-hit-price'],
         ]),
-        cacheChart(stats.days, from, to),
+        ...projectStats(stats, from, to),
         h('h2', null, 'Settings'),
         settingsForm(settings, reload),
         h('h2', null, 'Projects'),

@@ -22,9 +22,7 @@ export class Recorder implements Output {
 
   /** `caller`, with this recorder as its output (everything else read from it). */
   callerOf(caller: Caller): Caller {
-    const c = Object.create(caller) as Caller;
-    Object.defineProperty(c, 'out', { value: this });
-    return c;
+    return new RecordingCaller(caller, this);
   }
 
   private add(d: string | Uint8Array): void {
@@ -78,6 +76,63 @@ export class Recorder implements Output {
     this.kind = 'sse';
     const res = tee(t.res, (d) => this.add(d));
     return { res, streaming: () => t.streaming(), ended: (status) => t.ended(status) };
+  }
+}
+
+/**
+ * A caller whose output is the recorder, every other field its own caller's (read and written through). A class
+ * rather than Object.create(caller) with `out` redefined: that made an object in dictionary mode on every miss, and
+ * every field the operation read from it a slow lookup.
+ */
+class RecordingCaller implements Caller {
+  constructor(
+    private readonly inner: Caller,
+    readonly out: Output,
+  ) {}
+  get requestId() {
+    return this.inner.requestId;
+  }
+  get principal() {
+    return this.inner.principal;
+  }
+  set principal(p) {
+    this.inner.principal = p;
+  }
+  get abort() {
+    return this.inner.abort;
+  }
+  get span() {
+    return this.inner.span;
+  }
+  get sharedSpan() {
+    return this.inner.sharedSpan;
+  }
+  get anthropicHeaders() {
+    return this.inner.anthropicHeaders;
+  }
+  get billing() {
+    return this.inner.billing;
+  }
+  get call() {
+    return this.inner.call;
+  }
+  set call(c) {
+    this.inner.call = c;
+  }
+  get rateLimitHeaders() {
+    return this.inner.rateLimitHeaders;
+  }
+  set rateLimitHeaders(v) {
+    this.inner.rateLimitHeaders = v;
+  }
+  get promptCache() {
+    return this.inner.promptCache;
+  }
+  set promptCache(v) {
+    this.inner.promptCache = v;
+  }
+  get cacheDirective() {
+    return this.inner.cacheDirective;
   }
 }
 

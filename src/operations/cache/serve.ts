@@ -58,7 +58,8 @@ export async function throughCache(
     if (entry === 'error') metrics?.lookups.inc({ operation: req.operation, result: 'error' });
   }
   metrics?.lookups.inc({ operation: req.operation, result: 'miss' });
-  cache.stats.miss(p.accountId);
+  cache.countProject(p.projectId, 'miss', 0);
+  cache.stats.miss(p.accountId, p.projectId);
   caller.out.setHeader(CACHE_HEADER, 'miss');
   caller.out.setHeader(ENTRY_KEY_HEADER, key);
   const rec = new Recorder(caller.out, cache.config.maxEntryBytes);
@@ -83,7 +84,7 @@ export async function throughCache(
     createdAt: Date.now(),
   });
   // Off the response path: the answer has gone (or is going) to the client already.
-  void cache.save(
+  cache.save(
     key,
     { accountId: p.accountId, model: req.model.id, projectId: p.projectId ?? null },
     entry,
@@ -140,7 +141,8 @@ async function serveHit(
   const call = await openCall(caller, deps, req.model, req.operation, { maxCost: price });
   const saved = Math.max(0, entry.costVnd - price);
   call.settleCost(price, { cache_hit: 1, saved_vnd: saved }, 200, cache.hitPricing);
-  cache.stats.hit(caller.principal.accountId, saved);
+  cache.stats.hit(caller.principal.accountId, caller.principal.projectId, saved);
+  cache.countProject(caller.principal.projectId, 'hit', saved);
   cache.metrics?.lookups.inc({ operation: req.operation, result: 'hit' });
   cache.metrics?.savedVnd.inc({ operation: req.operation }, saved);
   const out = caller.out;

@@ -74,10 +74,16 @@ test('entries: read back as written; another key, a torn body or a bad cost is r
   expect(decodeEntry(buf, 'k1')).toEqual(e);
   expect(decodeEntry(buf, 'k2')).toBeNull(); // poisoned: written under another key
   expect(decodeEntry(buf.subarray(0, buf.length - 3), 'k1')).toBeNull(); // truncated
-  const tampered = Buffer.from(buf.toString('utf8').replace('\\"x\\"', '\\"y\\"'));
+  const tampered = Buffer.from(buf.toString('utf8').replace('"x"', '"y"'));
   expect(tampered.equals(buf)).toBe(false);
   expect(decodeEntry(tampered, 'k1')).toBeNull(); // body no longer matches its digest
   for (const costVnd of [-1, 1.5, Number.MAX_SAFE_INTEGER + 2])
     expect(decodeEntry(encodeEntry({ ...e, costVnd }), 'k1')).toBeNull();
   expect(decodeEntry(Buffer.from('not json'), 'k1')).toBeNull();
+  expect(decodeEntry(Buffer.from('{"v":1}\nnot a header'), 'k1')).toBeNull();
+  // An entry of the older form (the whole entry one JSON object, its body a JSON string) still reads back.
+  expect(decodeEntry(Buffer.from(JSON.stringify(e)), 'k1')).toEqual(e);
+  // A body with newlines of its own: only the first one ends the header.
+  const sse = makeEntry({ ...e, kind: 'sse', body: 'data: {"a":1}\n\ndata: [DONE]\n\n' });
+  expect(decodeEntry(encodeEntry(sse), 'k1')).toEqual(sse);
 });
