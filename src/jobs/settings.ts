@@ -51,8 +51,17 @@ export interface JobWorkerSettings {
    * answer or its timeout within it. When it ends, the activities still going are cancelled.
    */
   shutdownGraceMs: number;
+  /**
+   * Activities the jobs' worker runs at once (JOBS_CONCURRENCY, default 200): its activity slots, shared by every
+   * kind's steps on the jobs' queue; tasks beyond them wait in the queue, dispatched in turns between accounts
+   * (src/jobs/fairShare.ts).
+   */
+  concurrency: number;
 }
 
 export function loadJobWorkerSettings(env: NodeJS.ProcessEnv = process.env): JobWorkerSettings {
-  return { shutdownGraceMs: ms(env, 'JOBS_SHUTDOWN_GRACE_MS', SHUTDOWN_GRACE_MS) };
+  return {
+    shutdownGraceMs: ms(env, 'JOBS_SHUTDOWN_GRACE_MS', SHUTDOWN_GRACE_MS),
+    concurrency: count(env, 'JOBS_CONCURRENCY', 200),
+  };
 }
