@@ -191,6 +191,7 @@ export async function startWorker(config: Config = loadConfig(), opts: WorkerOpt
       },
       stickyQueueScheduleToStartTimeout: config.video.stickyQueueTimeoutMs,
       maxConcurrentActivityTaskExecutions: config.jobs.concurrency,
+      maxConcurrentWorkflowTaskExecutions: config.jobs.workflowConcurrency,
       // A deploy lets the activities in flight end (JOBS_SHUTDOWN_GRACE_MS) rather than cut them short: a video
       // submit cut mid-request is submitted again by the next worker (the provider paid twice), a chunk cut short
       // commits nothing. Heartbeats go on meanwhile; the worker takes no new task. Those still going when it ends

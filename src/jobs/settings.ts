@@ -57,11 +57,19 @@ export interface JobWorkerSettings {
    * (src/jobs/fairShare.ts).
    */
   concurrency: number;
+  /**
+   * Workflow tasks the jobs' worker and the webhook delivery worker each take at once (JOBS_WORKFLOW_CONCURRENCY,
+   * default 40, Temporal's). A worker runs them one after another on one thread, first come, first served, so the
+   * fewer it takes, the more of a burst waits in the server's queue, where accounts take turns
+   * (src/jobs/fairShare.ts).
+   */
+  workflowConcurrency: number;
 }
 
 export function loadJobWorkerSettings(env: NodeJS.ProcessEnv = process.env): JobWorkerSettings {
   return {
     shutdownGraceMs: ms(env, 'JOBS_SHUTDOWN_GRACE_MS', SHUTDOWN_GRACE_MS),
     concurrency: count(env, 'JOBS_CONCURRENCY', 200),
+    workflowConcurrency: Math.max(2, count(env, 'JOBS_WORKFLOW_CONCURRENCY', 40)),
   };
 }
