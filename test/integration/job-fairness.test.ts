@@ -24,9 +24,9 @@ import {
  * response, webhook delivery and top-up order each end within 2x of their time on the idle engine, measured in the
  * same run (a ratio, not a time budget: how fast jobs go is the machine's).
  *
- * NOT YET HELD, so it runs only with JOB_FAIRNESS=1: on the shared 2-core machine (load 6 to 25) the last run gave,
- * idle -> beside the burst (ms): video 3,902 -> 33,096; batch 2,554 -> 29,227; background 3,466 -> 16,831;
- * delivery 1,655 -> 7,287; top-up 1,821 -> 10,151 (before fairness keys: the batch 870 -> 216,394). Fair turns
+ * NOT YET HELD, so it runs only with JOB_FAIRNESS=1. Its last run (the shared 2-core machine at load 2 to 5), idle
+ * -> beside the burst (ms): delivery 875 -> 1,723 and top-up 1,231 -> 2,228 (within 2x); background 2,604 -> 8,512,
+ * batch 2,211 -> 14,631, video 3,332 -> 19,590 (not). Before the fairness keys: the batch 870 -> 216,394. Fair turns
  * put the other account first in each queue, but each of its steps still waits for a slot to free, and the burst
  * holds every slot (docs/architecture.md, "Fairness": a per-account share of the slots is what is left to do).
  */
