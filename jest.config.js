@@ -25,6 +25,7 @@ const shared = {
 /** Integration files that compare latencies measured in their own run (idle, then loaded), or kill processes. */
 const SERIAL = [
   'test/integration/tenant-isolation.test.ts', // small jobs' times beside a noisy tenant, as ratios to idle
+  'test/integration/job-fairness.test.ts', // every kind's time beside another account's burst, as ratios to idle
   'test/integration/slow-body.test.ts', // request latencies while 500 bodies stall, against a baseline
   // Kills and restarts API and worker processes mid-burst while the bank's feed retries: beside two other workers
   // a replacement's start-up outlasted the feed's retries once (credited 278,000 of 440,000 before the statement).

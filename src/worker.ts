@@ -163,7 +163,8 @@ export async function startWorker(config: Config = loadConfig(), opts: WorkerOpt
       // the workflows started before it had one).
       activities: Object.assign({}, ...JOB_KINDS.map((k) => k.activities(kindDeps))),
       stickyQueueScheduleToStartTimeout: config.video.stickyQueueTimeoutMs,
-      maxConcurrentActivityTaskExecutions: 200,
+      maxConcurrentActivityTaskExecutions: config.jobs.concurrency,
+      maxConcurrentWorkflowTaskExecutions: config.jobs.workflowConcurrency,
       // A deploy lets the activities in flight end (JOBS_SHUTDOWN_GRACE_MS) rather than cut them short: a video
       // submit cut mid-request is submitted again by the next worker (the provider paid twice), a chunk cut short
       // commits nothing. Heartbeats go on meanwhile; the worker takes no new task. Those still going when it ends

@@ -4,3 +4,4 @@
 export { runPeriodic } from './periodic';
 export type { PeriodicTask } from './periodic';
 export { SEARCH_ATTRIBUTES, SEARCH_ATTRIBUTE_TYPE } from './searchAttributes';
+export { fairShare, FAIRNESS_DYNAMIC_CONFIG } from './fairShare';

@@ -51,8 +51,25 @@ export interface JobWorkerSettings {
    * answer or its timeout within it. When it ends, the activities still going are cancelled.
    */
   shutdownGraceMs: number;
+  /**
+   * Activities the jobs' worker runs at once (JOBS_CONCURRENCY, default 200): its activity slots, shared by every
+   * kind's steps on the jobs' queue; tasks beyond them wait in the queue, dispatched in turns between accounts
+   * (src/jobs/fairShare.ts).
+   */
+  concurrency: number;
+  /**
+   * Workflow tasks the jobs' worker and the webhook delivery worker each take at once (JOBS_WORKFLOW_CONCURRENCY,
+   * default 40, Temporal's). A worker runs them one after another on one thread, first come, first served, so the
+   * fewer it takes, the more of a burst waits in the server's queue, where accounts take turns
+   * (src/jobs/fairShare.ts).
+   */
+  workflowConcurrency: number;
 }
 
 export function loadJobWorkerSettings(env: NodeJS.ProcessEnv = process.env): JobWorkerSettings {
-  return { shutdownGraceMs: ms(env, 'JOBS_SHUTDOWN_GRACE_MS', SHUTDOWN_GRACE_MS) };
+  return {
+    shutdownGraceMs: ms(env, 'JOBS_SHUTDOWN_GRACE_MS', SHUTDOWN_GRACE_MS),
+    concurrency: count(env, 'JOBS_CONCURRENCY', 200),
+    workflowConcurrency: Math.max(2, count(env, 'JOBS_WORKFLOW_CONCURRENCY', 40)),
+  };
 }

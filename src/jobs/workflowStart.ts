@@ -4,6 +4,7 @@ import { SEARCH_ATTRIBUTES } from './searchAttributes';
 import { isTemporalError } from './temporalErrors';
 import type { Span } from '@opentelemetry/api';
 import { tracer } from '../observability';
+import { fairShare } from './fairShare';
 
 /**
  * Starting a job's workflow (a video job or a batch) with the search attributes operators find it by in the Temporal
@@ -64,6 +65,8 @@ export async function startJobWorkflow(client: Client, s: JobWorkflowStart): Pro
         workflowId: s.workflowId,
         args: [s.input(withAttributes ? SEARCH_ATTRIBUTES.status : null)],
         workflowIdReusePolicy: 'REJECT_DUPLICATE',
+        // Its account's fair share of the queues its tasks wait in (src/jobs/fairShare.ts).
+        ...fairShare(s.accountId),
         ...(withAttributes
           ? {
               typedSearchAttributes: [

@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { Connection } from '@temporalio/client';
-import { SEARCH_ATTRIBUTES, SEARCH_ATTRIBUTE_TYPE } from '../jobs';
+import { SEARCH_ATTRIBUTES, SEARCH_ATTRIBUTE_TYPE, FAIRNESS_DYNAMIC_CONFIG } from '../jobs';
 
 // Kept here too: tests and benches import it from this module.
 export { findTemporalCli } from './temporalCli';
@@ -59,6 +59,8 @@ export async function startTemporalDevServer(opts: {
   }
   for (const name of Object.values(SEARCH_ATTRIBUTES))
     args.push('--search-attribute', `${name}=${SEARCH_ATTRIBUTE_TYPE}`);
+  // Tenants' tasks dispatched in turns (src/jobs/fairShare.ts).
+  for (const [k, v] of Object.entries(FAIRNESS_DYNAMIC_CONFIG)) args.push('--dynamic-config-value', `${k}=${v}`);
   const child: ChildProcess = spawn(opts.cli, args, { stdio: ['ignore', 'pipe', 'pipe'], detached: false });
   let output = '';
   const onData = (d: Buffer) => {

@@ -44,6 +44,7 @@ export async function createDeliveryWorker(o: {
       workflowBundle: o.bundle,
       activities: { attemptWebhookDelivery },
       maxConcurrentActivityTaskExecutions: limits.concurrency,
+      maxConcurrentWorkflowTaskExecutions: config.jobs.workflowConcurrency,
       stickyQueueScheduleToStartTimeout: config.video.stickyQueueTimeoutMs,
       // A deploy lets the tries in flight end and be recorded (a POST ends by WEBHOOK_TIMEOUT_MS, within the grace),
       // in the same grace as the jobs' worker (JOBS_SHUTDOWN_GRACE_MS).

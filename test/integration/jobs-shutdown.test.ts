@@ -47,7 +47,10 @@ const VEO = 'veo-3.1-generate-preview';
 
 /** A worker with this grace for the jobs, started in this process (its close is the one SIGTERM runs). */
 const workerWithGrace = async (shutdownGraceMs: number) =>
-  startWorker({ ...h.config, jobs: { shutdownGraceMs } }, { workflowCodePath: await workflowCodePath() });
+  startWorker(
+    { ...h.config, jobs: { ...h.config.jobs, shutdownGraceMs } },
+    { workflowCodePath: await workflowCodePath() },
+  );
 
 /** Runs `check` once a new harness worker (closed after) got `done` true. */
 async function onNextWorker(done: () => Promise<boolean>, check: () => Promise<void>): Promise<void> {

@@ -1,9 +1,10 @@
-import OpenAI, { toFile } from 'openai';
+import OpenAI from 'openai';
 import { randomUUID } from 'node:crypto';
 import { createWebhookActivities } from '../../src/jobs/webhooks/activities';
 import { loadBatchSettings } from '../../src/jobs/batches/settings';
 import { DAY_MS, webhookTaskQueue } from '../../src/jobs/webhooks/settings';
 import { eventually, startVideoHarness, type VideoHarness } from '../support/video';
+import { startChatBatch } from '../support/chatBatch';
 import { startBlackHole, startReceiver, type BlackHole, type Receiver } from '../support/webhookReceiver';
 
 /**
@@ -44,21 +45,7 @@ afterAll(async () => {
 });
 
 const sdk = (key: string) => new OpenAI({ apiKey: key, baseURL: `${h.url}/v1`, maxRetries: 0 });
-const lines = (n: number) =>
-  Array.from({ length: n }, (_, i) =>
-    JSON.stringify({
-      custom_id: `r-${i}`,
-      method: 'POST',
-      url: '/v1/chat/completions',
-      body: { model: 'gpt-4o-mini', messages: [{ role: 'user', content: `hello ${i}` }], max_tokens: 20 },
-    }),
-  ).join('\n') + '\n';
-
-async function startBatch(key: string, n: number) {
-  const c = sdk(key);
-  const f = await c.files.create({ file: await toFile(Buffer.from(lines(n)), 'in.jsonl'), purpose: 'batch' });
-  return c.batches.create({ input_file_id: f.id, endpoint: '/v1/chat/completions', completion_window: '24h' });
-}
+const startBatch = (key: string, n: number) => startChatBatch(sdk(key), n);
 
 async function webhook(key: string, url: string) {
   const r = await fetch(`${h.url}/v1/webhooks`, {

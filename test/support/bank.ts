@@ -1,6 +1,7 @@
 import { loadTopupSettings, type TopupSettings } from '../../src/jobs/topups';
 import { startVideoHarness, type VideoHarness } from './video';
 import { fastWebhookSettings } from './webhookReceiver';
+import type { Config } from '../../src/config';
 
 /**
  * A gateway with top-ups configured against the emulator's bank (emulator/bank.ts): its feed posts SePay's and
@@ -22,7 +23,9 @@ export interface BankHarness extends VideoHarness {
   topups: TopupSettings;
 }
 
-export async function startBankHarness(opts: { worker?: boolean } = {}): Promise<BankHarness> {
+export async function startBankHarness(
+  opts: { worker?: boolean; overrides?: Partial<Config> } = {},
+): Promise<BankHarness> {
   const topups: TopupSettings = {
     ...loadTopupSettings({}),
     sepayApiKey: FEED.sepayKey,
@@ -32,7 +35,7 @@ export async function startBankHarness(opts: { worker?: boolean } = {}): Promise
     vnpayHashSecret: VNPAY.secret,
     statementSchedule: false,
   };
-  const h = await startVideoHarness({}, { topups, webhooks: fastWebhookSettings() }, opts);
+  const h = await startVideoHarness({}, { topups, webhooks: fastWebhookSettings(), ...opts.overrides }, opts);
   const bank = `${h.emulator.url}/bank`;
   h.deps.config.topups.vnpayUrl = `${h.emulator.url}/vnpay/paymentv2/vpcpay.html`;
   h.deps.config.topups.sepayApiUrl = `${bank}/userapi`;

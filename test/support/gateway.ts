@@ -6,6 +6,7 @@ import { createApp } from '../../src/app';
 import { loadConfig, type Config } from '../../src/config';
 import { createAccount, topUp } from '../../src/billing/ledger';
 import { createApiKey } from '../../src/auth/apiKeys';
+import { loadJobWorkerSettings } from '../../src/jobs/settings';
 import { startEmulator, type Emulator } from '../../emulator/server';
 import type { AppDeps } from '../../src/operations/deps';
 
@@ -45,7 +46,7 @@ export async function startGateway(
     reconcileSchedule: false,
     // A test's worker closes with whatever its test left in flight (a cancelled batch's chunks): cut at once, as
     // before the grace existed. The grace itself is tested with its own value (jobs-shutdown.test.ts).
-    jobs: { shutdownGraceMs: 0 },
+    jobs: { ...loadJobWorkerSettings(), shutdownGraceMs: 0 },
     ...overrides,
     ...logLevel,
   });

@@ -42,7 +42,7 @@ export function createBackgroundActivities(deps: BackgroundActivityDeps): Backgr
     return row;
   }
 
-  const lostCost = (row: repo.BackgroundRow) => repo.lostAttemptCost(db, deps.catalog, row);
+  const lostCost = (row: repo.BackgroundRow) => repo.lostAttemptCost(deps.catalog, row);
 
   return {
     async markInProgress(a: BackgroundArgs) {

@@ -52,7 +52,7 @@ export async function reconcileBackgroundResponses(
     // ends from it, charged once, as the workflow would have ended it. Its other attempts still open were lost with
     // the workflow: the gateway's cost, recorded before the end.
     const answered = row.cancelRequested ? null : await repo.storedTerminal(db, id);
-    await repo.closeLostAttempts(db, id, repo.lostAttemptCost(db, deps.catalog, row), { answered: answered?.attempt });
+    await repo.closeLostAttempts(db, id, repo.lostAttemptCost(deps.catalog, row), { answered: answered?.attempt });
     if (answered) {
       const end = await endFromStoredAnswer(deps, row, null, deliveries);
       if (end?.ended) report.endedFromStored++;

@@ -323,7 +323,13 @@ export interface AttemptCost {
   pricing: Pricing | null;
   estimated: boolean;
 }
-export type LostCost = (attempt: number) => Promise<AttemptCost | null>;
+/**
+ * `q`: the connection closing the attempt, so a cost read inside its transaction (which holds the response's row
+ * lock) takes no second connection from the pool: with the pool's connections all waiting for such locks, it would
+ * wait for ever (300 attempts beginning at once wedged the background runs' pool and, through the row locks, the
+ * jobs' worker: issue 46).
+ */
+export type LostCost = (attempt: number, q: Queryable) => Promise<AttemptCost | null>;
 
 /**
  * Closes the response's attempts still open (but `except`, and `answered`: the attempt whose stored answer the
@@ -349,7 +355,7 @@ export async function closeLostAttempts(
   );
   const lost: number[] = [];
   for (const row of open.rows) {
-    const cost = await lostCost(row.attempt);
+    const cost = await lostCost(row.attempt, db);
     const close = {
       sql: `UPDATE background_response_attempts SET ended_at = now(), outcome = 'lost', gateway_cost_vnd = $3
             WHERE response_id = $1 AND attempt = $2 AND ended_at IS NULL RETURNING attempt, deployment`,
@@ -377,11 +383,11 @@ export async function closeLostAttempts(
 
 /** What a lost attempt likely cost the gateway: the request's input and its stored deltas, estimated. */
 export const lostAttemptCost =
-  (db: Queryable, catalog: Pick<Catalog, 'get'>, row: BackgroundRow): LostCost =>
-  async (attempt: number) => {
+  (catalog: Pick<Catalog, 'get'>, row: BackgroundRow): LostCost =>
+  async (attempt: number, q: Queryable) => {
     const model = catalog.get(row.model);
     if (!model) return null;
-    const chars = await deliveredChars(db, row.id, attempt);
+    const chars = await deliveredChars(q, row.id, attempt);
     const usage = estimatedUsage(Buffer.byteLength(JSON.stringify(row.request)), chars);
     return {
       model: model.id,

@@ -55,7 +55,7 @@ export function createWebhookActivities(deps: WebhookActivityDeps) {
     /** Records the event once and starts a delivery workflow per subscribed endpoint; returns the event id. */
     async emitWebhookEvent(e: EmitInput): Promise<string> {
       const { eventId, deliveries } = await recordEvent(db, e);
-      for (const d of deliveries) await startDelivery(deps.temporal, deps.taskQueue, settings, d);
+      for (const d of deliveries) await startDelivery(deps.temporal, deps.taskQueue, settings, d, e.accountId);
       return eventId;
     },
 

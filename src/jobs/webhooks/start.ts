@@ -1,5 +1,6 @@
 import type { Client } from '@temporalio/client';
 import { isTemporalError } from '../temporalErrors';
+import { fairShare } from '../fairShare';
 import type { Db } from '../../db';
 import { deliveryWorkflowIdOf, type DeliveryRef } from './repo';
 import { admitResend } from './resends';
@@ -14,6 +15,8 @@ export async function startDelivery(
   taskQueue: string,
   s: WebhookSettings,
   ref: DeliveryRef,
+  /** The event's account, when the caller has it: its fair share of the deliveries' queue (src/jobs/fairShare.ts). */
+  accountId?: string,
 ): Promise<'started' | 'exists'> {
   const input: DeliveryInput = { ...ref, retry: s.retry, attemptTimeoutMs: s.timeoutMs + 20_000 };
   try {
@@ -22,6 +25,7 @@ export async function startDelivery(
       workflowId: deliveryWorkflowIdOf(ref.deliveryId, ref.generation),
       args: [input],
       workflowIdReusePolicy: 'REJECT_DUPLICATE',
+      ...(accountId ? fairShare(accountId) : {}),
     });
     return 'started';
   } catch (e) {
@@ -43,6 +47,6 @@ export async function resendDelivery(
   a: { accountId: string; endpointId: string; deliveryId: string },
 ): Promise<DeliveryRef | null> {
   const ref = await admitResend(db, deliveryLimits(s), a);
-  if (ref) await startDelivery(client, taskQueue, s, ref);
+  if (ref) await startDelivery(client, taskQueue, s, ref, a.accountId);
   return ref;
 }

@@ -1,0 +1,209 @@
+import OpenAI from 'openai';
+import { randomUUID } from 'node:crypto';
+import fs from 'node:fs';
+import { createApiKey } from '../../src/auth/apiKeys';
+import { loadJobWorkerSettings } from '../../src/jobs/settings';
+import { createWebhookActivities } from '../../activities';
+import { topupWorkflowIdOf } from '../../src/jobs/topups';
+import { webhookTaskQueue } from '../../src/jobs/webhooks/settings';
+import { startBankHarness, type BankHarness } from '../support/bank';
+import { startChatBatch } from '../support/chatBatch';
+import { eventually, fastBackgroundSettings } from '../support/video';
+import {
+  fastWebhookSettings,
+  startBlackHole,
+  startReceiver,
+  type BlackHole,
+  type Receiver,
+} from '../support/webhookReceiver';
+
+/**
+ * Fairness is the engine's, for every kind of job (issue 46; src/jobs/fairShare.ts): beside one account's burst of
+ * every kind at once (3 keys x 100 background responses, 20 video jobs, a 300-line batch, 100 deliveries to a
+ * receiver that never answers, 5 paid top-up orders), another account's video job, one-line batch, background
+ * response, webhook delivery and top-up order each end within 2x of their time on the idle engine, measured in the
+ * same run (a ratio, not a time budget: how fast jobs go is the machine's).
+ *
+ * NOT YET HELD, so it runs only with JOB_FAIRNESS=1. Its last run (the shared 2-core machine at load 2 to 5), idle
+ * -> beside the burst (ms): delivery 875 -> 1,723 and top-up 1,231 -> 2,228 (within 2x); background 2,604 -> 8,512,
+ * batch 2,211 -> 14,631, video 3,332 -> 19,590 (not). Before the fairness keys: the batch 870 -> 216,394. Fair turns
+ * put the other account first in each queue, but each of its steps still waits for a slot to free, and the burst
+ * holds every slot (docs/architecture.md, "Fairness": a per-account share of the slots is what is left to do).
+ */
+/** Idle times below this are compared as this (ms): a ratio of tiny times measures the scheduler, not a queue. */
+const FLOOR_MS = 500;
+const RUNS = 3;
+
+let h: BankHarness;
+let hole: BlackHole;
+let rx: Receiver;
+beforeAll(async () => {
+  h = await startBankHarness({
+    overrides: {
+      // The engine's slots scaled to what two shared cores sustain (production: 200 and 1,000): the burst waits in
+      // the queues, where waiting costs this process nothing, rather than running all at once on its one event loop
+      // (then every job of either account waits for the CPU, and the measure is of the machine: issue 46's first
+      // try of this test, all 300 running at once, slowed even the idle engine's workflow tasks past 5 s); the
+      // workers take two workflow tasks at a time, so a burst's wait in the server's queue, where accounts take turns.
+      jobs: { ...loadJobWorkerSettings(), shutdownGraceMs: 0, concurrency: 10, workflowConcurrency: 2 },
+      // A heartbeat roomy enough for a burst on two shared cores: runs are not given up as lost and run again.
+      backgroundResponses: fastBackgroundSettings({ maxInFlightPerKey: 100, heartbeatMs: 10_000, concurrency: 10 }),
+      webhooks: {
+        ...fastWebhookSettings(),
+        timeoutMs: 2_000,
+        retry: { initialMs: 500, maxMs: 5_000, windowMs: 600_000 },
+      },
+    },
+  });
+  hole = await startBlackHole();
+  rx = await startReceiver();
+}, 120_000);
+afterAll(async () => {
+  await h?.close();
+  await hole?.close();
+  await rx?.close();
+});
+
+type Acc = { accountId: string; key: string };
+const sdk = (key: string) => new OpenAI({ apiKey: key, baseURL: `${h.url}/v1`, maxRetries: 0 });
+const startBatch = (key: string, n: number) => startChatBatch(sdk(key), n);
+
+async function webhook(key: string, url: string) {
+  const r = await h.api(key, '/v1/webhooks', { method: 'POST', body: JSON.stringify({ url }) });
+  if (r.status !== 201) throw new Error(`POST /v1/webhooks answered ${r.status}`);
+}
+
+const emit = (accountId: string, type: 'video.completed' | 'video.failed') => {
+  const jobId = randomUUID();
+  return createWebhookActivities({
+    db: h.deps.db,
+    temporal: h.deps.temporal!,
+    taskQueue: webhookTaskQueue(h.config),
+    settings: h.config.webhooks,
+  }).emitWebhookEvent({ accountId, type, data: { id: jobId }, key: `video:${jobId}:${type}` });
+};
+
+async function topupOrder(key: string, amount: number): Promise<{ id: string; memo: string }> {
+  const r = await h.api(key, '/v1/topups', { method: 'POST', body: JSON.stringify({ amount, method: 'vietqr' }) });
+  if (r.status !== 201) throw new Error(`POST /v1/topups answered ${r.status}: ${await r.text()}`);
+  return (await r.json()) as { id: string; memo: string };
+}
+
+/** An order paid by a transfer: its workflow (the engine's part) ended `paid`. */
+async function paidTopup(key: string, amount: number): Promise<void> {
+  const o = await topupOrder(key, amount);
+  await h.transfer({ amount, content: o.memo });
+  expect(await h.deps.temporal!.workflow.getHandle(topupWorkflowIdOf(o.id)).result()).toBe('paid');
+}
+
+const KINDS = ['video', 'batch', 'background', 'delivery', 'topup'] as const;
+type Times = Record<(typeof KINDS)[number], number>;
+
+/** Account B's jobs of every kind at once, each timed from its start to its end. */
+async function smallJobs(b: Acc, path: string): Promise<Times> {
+  const timed = async (fn: () => Promise<unknown>) => {
+    const t0 = performance.now();
+    await fn();
+    return performance.now() - t0;
+  };
+  const c = sdk(b.key);
+  const [video, batch, background, delivery, topup] = await Promise.all([
+    timed(async () => {
+      const job = await h.submit(b.key, { model: 'veo-3.1-generate-preview', prompt: 'a calm sea', seconds: 4 });
+      expect(await h.final(b.key, job.id)).toMatchObject({ status: 'completed' });
+    }),
+    timed(async () => {
+      const { id } = await startBatch(b.key, 1);
+      const done = await eventually(async () => {
+        const x = await c.batches.retrieve(id);
+        return x.status === 'completed' ? x : null;
+      });
+      expect(done.request_counts).toMatchObject({ completed: 1, failed: 0 });
+    }),
+    timed(async () => {
+      const r = await c.responses.create({ model: 'gpt-4o-mini', input: 'Say hello', background: true });
+      await eventually(async () => (await c.responses.retrieve(r.id)).status === 'completed');
+    }),
+    timed(async () => {
+      const before = rx.received.filter((r) => r.path === path).length;
+      await emit(b.accountId, 'video.completed');
+      await eventually(async () => rx.received.filter((r) => r.path === path).length > before, { every: 20 });
+    }),
+    timed(() => paidTopup(b.key, 10_000)),
+  ]);
+  return { video, batch, background, delivery, topup };
+}
+
+/** Each kind's median over `RUNS` rounds, one round after another (one slow round on a shared machine is noise). */
+async function medianSmallJobs(b: Acc, path: string): Promise<Times> {
+  const rounds: Times[] = [];
+  for (let i = 0; i < RUNS; i++) rounds.push(await smallJobs(b, path));
+  const median = (k: keyof Times) => rounds.map((r) => r[k]).sort((x, y) => x - y)[RUNS >> 1];
+  return Object.fromEntries(KINDS.map((k) => [k, median(k)])) as Times;
+}
+
+/** Account A's background responses not yet ended. */
+async function openResponses(accountId: string): Promise<number> {
+  const q = await h.deps.db.query(
+    `SELECT count(*)::int AS n FROM background_responses
+      WHERE account_id = $1 AND status NOT IN ('completed', 'failed', 'incomplete', 'cancelled')`,
+    [accountId],
+  );
+  return q.rows[0].n;
+}
+
+const held = process.env.JOB_FAIRNESS === '1' ? test : test.skip;
+
+held(
+  "one account's burst of every kind leaves another's job of each kind within 2x of its idle time",
+  async () => {
+    // Upstream answers take a tenth of a second and stream a chunk every 200 ms: a background response lasts seconds,
+    // so the burst's 300 go on through the measure, at a cost to the two shared cores that is the queues'.
+    h.emulator.control.settings.latencyMs = 100;
+    h.emulator.control.settings.chunkDelayMs = 200;
+    const b = await h.account(10_000_000);
+    const path = `/b-${randomUUID()}`;
+    await webhook(b.key, `${rx.url}${path}`);
+    await smallJobs(b, path); // warm-up: first runs pay one-time costs (connections, caches, bundles)
+    const idle = await medianSmallJobs(b, path);
+
+    // The noisy account: three keys, each with 100 background responses in flight (its limit), and every other kind.
+    const a = await h.account(1_000_000_000);
+    const keys = [a.key];
+    for (const name of ['k2', 'k3']) keys.push((await createApiKey(h.deps.db, a.accountId, name)).key);
+    for (let i = 0; i < 10; i++) await webhook(a.key, `${hole.url}/a-${i}`);
+    const responses = Promise.all(
+      keys.map(async (k) => {
+        // Ten at a time per key: the API's answers are the test's own burst, not what is measured.
+        for (let i = 0; i < 100; i += 10)
+          await Promise.all(
+            Array.from({ length: 10 }, (_, j) =>
+              sdk(k).responses.create({ model: 'gpt-4o-mini', input: `burst ${i + j}`, background: true }),
+            ),
+          );
+      }),
+    );
+    const others = Promise.all([
+      ...Array.from({ length: 20 }, () =>
+        h.submit(a.key, { model: 'veo-3.1-generate-preview', prompt: 'a storm', seconds: 4 }),
+      ),
+      startBatch(a.key, 300),
+      ...Array.from({ length: 10 }, () => emit(a.accountId, 'video.failed')),
+      ...Array.from({ length: h.topups.maxOpen }, () => paidTopup(a.key, 20_000)),
+    ]);
+    await responses;
+    // Measured once the burst's 300 responses were all accepted (the API's part), while they run.
+    const loaded = await smallJobs(b, path);
+    // The burst lasted through the measure: the noisy account's responses had not all ended.
+    const stillOpen = await openResponses(a.accountId);
+    await others;
+
+    const ratio = (k: keyof Times) => loaded[k] / Math.max(idle[k], FLOOR_MS);
+    const slow = KINDS.filter((k) => ratio(k) >= 2);
+    const report = JSON.stringify({ idle, loaded, stillOpen });
+    if (process.env.FAIRNESS_REPORT) fs.writeFileSync(process.env.FAIRNESS_REPORT, report);
+    expect(stillOpen).toBeGreaterThan(0);
+    if (slow.length) throw new Error(`slow beside the burst: ${slow.join(', ')} (ms: ${report})`);
+  },
+  900_000,
+); // a bound for a slow machine only: its waits fail when the work they wait for stops moving
