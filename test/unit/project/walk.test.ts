@@ -1,18 +1,28 @@
 import fs from 'node:fs';
 import path from 'node:path';
+import {
+  appendixMarkdown,
+  pathRooms,
+  readJson,
+  regionOf,
+  withinLimits,
+  LIMITS,
+  type Measured,
+  type WalkJson,
+} from '../../../bench/walkRooms';
 
 /**
- * docs/architecture.md's walk-throughs are the output of `npm run walk -- <path>` (bench/walk.ts): it has one for
- * every path the tool walks, each naming the command that recounts it, and it lists the files every request passes
- * through exactly as bench/walk.json does (the tool counts them apart). That each file named exists is
- * docs-paths.test.ts's check.
+ * docs/architecture.md's walk tables are what `npm run walk -- all --write-docs` (bench/walk.ts) measured: the files
+ * each path ran (bench/walk-measured.json) in rooms, their lines counted from the files as they are now
+ * (bench/walkRooms.ts), so a file edited, moved or given a door after the walk fails here until the walk runs again.
+ * Each path stays within 12 rooms and 2,500 lines of its own code, but for bench/walk.json's `overLimits`. That each
+ * file named exists is docs-paths.test.ts's check.
  */
 const root = path.join(__dirname, '..', '..', '..');
 const doc = fs.readFileSync(path.join(root, 'docs', 'architecture.md'), 'utf8');
-const walk = JSON.parse(fs.readFileSync(path.join(root, 'bench', 'walk.json'), 'utf8')) as {
-  paths: Record<string, string>;
-  everyRequest: string[];
-};
+const walk = readJson<WalkJson>(root, 'bench/walk.json');
+const measured = readJson<Measured>(root, 'bench/walk-measured.json');
+const names = Object.keys(walk.paths);
 
 /** The text of the `###` section whose heading starts with `title`, up to the next heading. */
 function section(title: string): string {
@@ -22,9 +32,27 @@ function section(title: string): string {
   return next < 0 ? doc.slice(at) : doc.slice(at, at + 4 + next);
 }
 
-test('every path npm run walk knows has its walk-through, with the command that recounts it', () => {
-  const missing = Object.keys(walk.paths).filter((p) => !doc.includes(`npm run walk -- ${p}\``));
+test('every path npm run walk knows was measured, has its home rooms and its walk-through', () => {
+  expect(Object.keys(measured.paths).sort()).toEqual([...names].sort());
+  expect(Object.keys(walk.home).sort()).toEqual([...names].sort());
+  const missing = names.filter((p) => !doc.includes(`npm run walk -- ${p}\``));
   expect(missing).toEqual([]);
+});
+
+test("each path's home names folders or files that exist", () => {
+  const files = (dir: string): string[] =>
+    fs
+      .readdirSync(path.join(root, dir), { withFileTypes: true })
+      .flatMap((e) => (e.isDirectory() ? files(`${dir}/${e.name}`) : [`${dir}/${e.name}`]));
+  const all = ['src', 'workflows', 'activities'].flatMap(files);
+  const gone = Object.entries(walk.home).flatMap(([p, home]) =>
+    home
+      .filter((h) =>
+        h.endsWith('*') ? !all.some((f) => f.startsWith(h.slice(0, -1))) : !fs.existsSync(path.join(root, h)),
+      )
+      .map((h) => `${p}: ${h}`),
+  );
+  expect(gone).toEqual([]);
 });
 
 test("the files every request passes through are bench/walk.json's list", () => {
@@ -34,30 +62,11 @@ test("the files every request passes through are bench/walk.json's list", () => 
   expect([...new Set(listed)].sort()).toEqual([...walk.everyRequest].sort());
 });
 
-/** The rows of a markdown table in `text` whose first cell is a number: its cells, trimmed. */
-const rows = (text: string) =>
-  text
-    .split('\n')
-    .filter((l) => /^\| \d+ \|/.test(l))
-    .map((l) =>
-      l
-        .split('|')
-        .slice(1, -1)
-        .map((c) => c.trim()),
-    );
-const num = (s: string) => Number(s.replace(/,/g, ''));
+test("the appendix's walk tables are the walk's rooms and lines, counted from the files as they are now", () => {
+  expect(regionOf(doc)).toBe(appendixMarkdown(root, walk, measured).trim());
+});
 
-test("the summary table has a row per path, each with its walk-through's count and lines", () => {
-  const summary = new Map(
-    [...doc.matchAll(/^\| [^|]+ \| `([\w-]+)` \| (\d+) \| ([\d,]+) \|/gm)].map((m) => [m[1], [num(m[2]), num(m[3])]]),
-  );
-  expect([...summary.keys()].sort()).toEqual(Object.keys(walk.paths).sort());
-  for (const p of Object.keys(walk.paths)) {
-    const heading = doc.slice(0, doc.indexOf(`npm run walk -- ${p}\``)).lastIndexOf('\n### ');
-    const text = section(doc.slice(heading + 5, doc.indexOf('\n', heading + 1)));
-    const files = rows(text);
-    const said = /Its own files, (\d+) \(([\d,]+) lines\)/.exec(text);
-    expect([p, files.length, files.reduce((t, r) => t + num(r[3]), 0)]).toEqual([p, ...summary.get(p)!]);
-    expect([p, num(said![1]), num(said![2])]).toEqual([p, ...summary.get(p)!]);
-  }
+test(`each path enters at most ${LIMITS.rooms} rooms and ${LIMITS.ownLines} own lines, but those listed over`, () => {
+  const over = names.filter((p) => !withinLimits(pathRooms(root, measured.paths[p], walk.home[p], walk.everyRequest)));
+  expect(over.sort()).toEqual(Object.keys(walk.overLimits).sort());
 });
