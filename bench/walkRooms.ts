@@ -145,11 +145,10 @@ export function pathMarkdown(name: string, walk: WalkJson, r: PathRooms): string
         `| ${n(row.linesRun)} | ${row.counted} | ${n(row.own)} |`,
     ),
     '',
-    `Rooms entered: ${r.rooms}; own lines: ${n(r.ownLines)}; ` +
-      `${withinLimits(r) ? 'within' : '**over**'} ${LIMITS.rooms} rooms and ${n(LIMITS.ownLines)} lines. ` +
+    `Rooms entered: ${r.rooms} (at most ${LIMITS.rooms}); own lines: ${n(r.ownLines)} (at most ${n(LIMITS.ownLines)})` +
+      `${withinLimits(r) ? '' : ': **over**, `overLimits` in bench/walk.json says why'}. ` +
       `Every-request files run besides: ${r.everyRequestFiles} (${n(r.everyRequestLines)} lines).`,
   ];
-  if (walk.overLimits[name]) out.push('', `Over: ${walk.overLimits[name]}`);
   return out.join('\n');
 }
 
