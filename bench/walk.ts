@@ -285,16 +285,20 @@ async function provision() {
       await d.end();
     },
   ];
-  if (!process.env.TEMPORAL_ADDRESS) {
-    const { ensureTemporalCli } = await import('../src/runtime/temporalCli');
-    const { startTemporalDevServer } = await import('../src/runtime/temporalDevServer');
-    const server = await startTemporalDevServer({ cli: await ensureTemporalCli({}), headless: true });
-    process.env.TEMPORAL_ADDRESS = server.address;
-    stops.unshift(() => server.stop());
-  }
+  await temporal(stops);
   return async () => {
     for (const s of stops) await s().catch((e) => console.error(`clean-up: ${(e as Error).message}`));
   };
+}
+
+/** A Temporal dev server unless TEMPORAL_ADDRESS names one (its stop first in `stops`). */
+async function temporal(stops: (() => Promise<unknown>)[]) {
+  if (process.env.TEMPORAL_ADDRESS) return;
+  const { ensureTemporalCli } = await import('../src/runtime/temporalCli');
+  const { startTemporalDevServer } = await import('../src/runtime/temporalDevServer');
+  const server = await startTemporalDevServer({ cli: await ensureTemporalCli({}), headless: true });
+  process.env.TEMPORAL_ADDRESS = server.address;
+  stops.unshift(() => server.stop());
 }
 
 /** Polls `fn` (on a connection of the tool's own, so the gateway's files are not counted) until truthy. */
@@ -347,13 +351,7 @@ async function walkAll(flags: string[]) {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'gw-walk-all-'));
   stops.push(async () => fs.rmSync(dir, { recursive: true, force: true }));
   try {
-    if (!process.env.TEMPORAL_ADDRESS) {
-      const { ensureTemporalCli } = await import('../src/runtime/temporalCli');
-      const { startTemporalDevServer } = await import('../src/runtime/temporalDevServer');
-      const server = await startTemporalDevServer({ cli: await ensureTemporalCli({}), headless: true });
-      process.env.TEMPORAL_ADDRESS = server.address;
-      stops.unshift(() => server.stop());
-    }
+    await temporal(stops);
     process.env.WALK_WORKFLOW_CODE = path.join(dir, 'workflows.js');
     fs.writeFileSync(process.env.WALK_WORKFLOW_CODE, await workflowBundle());
     // --only a,b: walk those paths and keep the other paths' last measurement (bench/walk-measured.json).
