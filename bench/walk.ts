@@ -10,11 +10,14 @@
  * too; its workflow code runs in a vm sandbox the coverage does not see, so a workflow's files are read from its
  * bundle (workflowFiles).
  *
- * Each file is either the path's own (a reader follows it) or one that every request passes through (bench/walk.json,
- * listed once in docs/architecture.md). docs/architecture.md explains the method and lists each path's files.
+ * Each file is either the path's own or one that every request passes through (bench/walk.json, listed once in
+ * docs/architecture.md). The path's files make its rooms and own lines (bench/walkRooms.ts), which
+ * docs/architecture.md's appendix lists and test/unit/project/walk.test.ts checks.
  *
  * Usage: npm run walk -- <path> [--all] [--md]   (--all: also the files every request passes through; --md: the
- *        path's files as docs/architecture.md's table)
+ *        path's table as docs/architecture.md has it)
+ *        npm run walk -- all [--md] [--write-docs]   (every path, each in a process of its own: --md prints the
+ *        appendix's tables; --write-docs writes bench/walk-measured.json and the appendix of docs/architecture.md)
  *        npm run walk -- list
  * Needs Postgres (TEST_DATABASE_ADMIN_URL, else 127.0.0.1:5432; a database of its own is made and dropped) and
  * Temporal (TEMPORAL_ADDRESS, else a dev server of the temporal CLI, found or installed as the tests do).
@@ -25,6 +28,21 @@ import path from 'node:path';
 import inspector from 'node:inspector';
 import v8 from 'node:v8';
 import { randomUUID } from 'node:crypto';
+import { spawn } from 'node:child_process';
+import {
+  appendixMarkdown,
+  isEveryRequest,
+  LIMITS,
+  lineCount,
+  pathMarkdown,
+  pathRooms,
+  readJson,
+  replaceRegion,
+  withinLimits,
+  type Measured,
+  type MeasuredPath,
+  type WalkJson,
+} from './walkRooms';
 
 const root = path.join(__dirname, '..');
 
@@ -46,10 +64,7 @@ interface Layers {
   layers: { name: string; files: string[]; folders: string[] }[];
 }
 const layers = (JSON.parse(fs.readFileSync(path.join(root, 'layers.json'), 'utf8')) as Layers).layers;
-const walkJson = JSON.parse(fs.readFileSync(path.join(__dirname, 'walk.json'), 'utf8')) as {
-  paths: Record<string, string>;
-  everyRequest: string[];
-};
+const walkJson = readJson<WalkJson>(root, 'bench/walk.json');
 const { paths: PATHS, everyRequest } = walkJson;
 const inFolder = (file: string, folder: string) => file.startsWith(folder.endsWith('/') ? folder : folder + '/');
 /** Whether layers.json's `name` is `file` (a `*` stands for any one path segment). */
@@ -60,8 +75,6 @@ function layerOf(file: string): number {
   const i = byName >= 0 ? byName : layers.findIndex((l) => l.folders.some((f) => inFolder(file, f)));
   return i < 0 ? layers.length : i;
 }
-const isEveryRequest = (file: string) => everyRequest.some((p) => (p.endsWith('/') ? inFolder(file, p) : file === p));
-const lineCount = (file: string) => fs.readFileSync(path.join(root, file), 'utf8').split('\n').length - 1;
 
 /** A repository file of src/, workflows/ or activities/ for a script URL, or null. */
 function repoFile(url: string): string | null {
@@ -98,6 +111,7 @@ const WORKFLOW: Record<string, string> = {
   'batch-workflow': 'batchJobWorkflow',
   'webhook-delivery': 'webhookDeliveryWorkflow',
   'background-workflow': 'backgroundResponseWorkflow',
+  'topup-order': 'topupOrderWorkflow',
 };
 
 /**
@@ -199,36 +213,57 @@ function everyStep() {
 
 /**
  * What ran, in order of first entry (step), then layer, then name; the workflow's files (read from its bundle, see
- * workflowFiles) first, as step "wf".
+ * workflowFiles) first, as step "wf" (0).
  */
-function report(title: string, s: Map<string, Seen>, steps: number, flags: string[], workflow: string[]) {
-  const all = flags.includes('--all');
+function measuredOf(s: Map<string, Seen>, steps: number, workflow: string[]): MeasuredPath {
   for (const f of workflow) s.set(f, { first: 0, calls: s.get(f)?.calls ?? 0 });
+  const files = [...s.entries()]
+    .map(([file, v]) => ({ file, step: v.first, layer: layerOf(file) }))
+    .sort((a, b) => a.step - b.step || a.layer - b.layer || a.file.localeCompare(b.file))
+    .map(({ file, step }) => ({ file, step }));
+  return { steps, files };
+}
+
+/** The path's files, its rooms and its own lines; --all adds the every-request files, --md the docs' table. */
+function report(name: string, m: MeasuredPath, flags: string[]) {
   const at = (n: number) => (n === 0 ? 'wf' : String(n)).padStart(4);
-  const rows = [...s.entries()]
-    .map(([file, v]) => ({ file, ...v, layer: layerOf(file), lines: lineCount(file), every: isEveryRequest(file) }))
-    .sort((a, b) => a.first - b.first || a.layer - b.layer || a.file.localeCompare(b.file));
+  const rows = m.files.map((f) => ({
+    ...f,
+    lines: lineCount(root, f.file),
+    every: isEveryRequest(f.file, everyRequest),
+  }));
   const own = rows.filter((r) => !r.every);
   const common = rows.filter((r) => r.every);
   const sum = (rs: typeof rows) => rs.reduce((t, r) => t + r.lines, 0);
-  const out: string[] = [`\n${title}`, '', "  #  step  lines  file (the path's own files, in order of first entry)"];
+  const out: string[] = [
+    `\n${name}: ${PATHS[name]}`,
+    '',
+    "  #  step  lines  file (the path's own files, in order of first entry)",
+  ];
   own.forEach((r, i) =>
-    out.push(`${String(i + 1).padStart(3)}  ${at(r.first)}  ${String(r.lines).padStart(5)}  ${r.file}`),
+    out.push(`${String(i + 1).padStart(3)}  ${at(r.step)}  ${String(r.lines).padStart(5)}  ${r.file}`),
   );
-  if (all) {
+  if (flags.includes('--all')) {
     out.push('', '       step  lines  file (every request passes through: bench/walk.json)');
-    for (const r of common) out.push(`       ${at(r.first)}  ${String(r.lines).padStart(5)}  ${r.file}`);
+    for (const r of common) out.push(`       ${at(r.step)}  ${String(r.lines).padStart(5)}  ${r.file}`);
   }
+  const rooms = pathRooms(root, m, walkJson.home[name] ?? [], everyRequest);
+  out.push('', '  #  files  lines run  own lines  room (counted as)');
+  rooms.rows.forEach((r, i) =>
+    out.push(
+      `${String(i + 1).padStart(3)}  ${String(r.files.length).padStart(5)}  ${String(r.linesRun).padStart(9)}  ` +
+        `${String(r.own).padStart(9)}  ${r.room} (${r.counted})`,
+    ),
+  );
   out.push(
     '',
     `path files: ${own.length} (${sum(own)} lines); every-request files: ${common.length} (${sum(common)} lines); ` +
-      `all: ${rows.length} (${sum(rows)} lines); ${steps} steps`,
+      `all: ${rows.length} (${sum(rows)} lines); ${m.steps} steps`,
+    `rooms entered: ${rooms.rooms} (at most ${LIMITS.rooms}); own lines: ${rooms.ownLines} (at most ` +
+      `${LIMITS.ownLines}): ${withinLimits(rooms) ? 'within' : 'OVER'}`,
   );
-  if (flags.includes('--md')) {
-    // The walk-through's table as docs/architecture.md has it.
-    out.push('', '| # | Step | File | Lines |', '|---|---|---|---|');
-    own.forEach((r, i) => out.push(`| ${i + 1} | ${at(r.first).trim()} | \`${r.file}\` | ${r.lines} |`));
-  }
+  // The walk-through's table as docs/architecture.md has it.
+  if (flags.includes('--md')) out.push('', pathMarkdown(name, walkJson, rooms));
   console.log(out.join('\n'));
 }
 
@@ -254,16 +289,20 @@ async function provision() {
       await d.end();
     },
   ];
-  if (!process.env.TEMPORAL_ADDRESS) {
-    const { ensureTemporalCli } = await import('../src/runtime/temporalCli');
-    const { startTemporalDevServer } = await import('../src/runtime/temporalDevServer');
-    const server = await startTemporalDevServer({ cli: await ensureTemporalCli({}), headless: true });
-    process.env.TEMPORAL_ADDRESS = server.address;
-    stops.unshift(() => server.stop());
-  }
+  await temporal(stops);
   return async () => {
     for (const s of stops) await s().catch((e) => console.error(`clean-up: ${(e as Error).message}`));
   };
+}
+
+/** A Temporal dev server unless TEMPORAL_ADDRESS names one (its stop first in `stops`). */
+async function temporal(stops: (() => Promise<unknown>)[]) {
+  if (process.env.TEMPORAL_ADDRESS) return;
+  const { ensureTemporalCli } = await import('../src/runtime/temporalCli');
+  const { startTemporalDevServer } = await import('../src/runtime/temporalDevServer');
+  const server = await startTemporalDevServer({ cli: await ensureTemporalCli({}), headless: true });
+  process.env.TEMPORAL_ADDRESS = server.address;
+  stops.unshift(() => server.stop());
 }
 
 /** Polls `fn` (on a connection of the tool's own, so the gateway's files are not counted) until truthy. */
@@ -277,8 +316,12 @@ async function until<T>(fn: () => Promise<T | null | undefined | false>, ms = 18
   }
 }
 
+/** The paths whose worker runs in the walk's process (their workflow's files are read from its bundle). */
+const onWorker = (name: string) => name in WORKFLOW;
+
 async function main() {
   const [name, ...flags] = process.argv.slice(2);
+  if (name === 'all') return walkAll(flags);
   if (!name || name === 'list' || !PATHS[name]) {
     console.log(
       Object.entries(PATHS)
@@ -287,16 +330,117 @@ async function main() {
     );
     process.exit(name && name !== 'list' ? 1 : 0);
   }
-  const worker = name.endsWith('-workflow') || name === 'webhook-delivery';
   process.env.LOG_LEVEL ??= 'warn';
   const cleanup = await provision();
   // Undone in reverse order whatever fails: the harness, the tool's connection, the database and Temporal.
   const closers: (() => Promise<unknown>)[] = [cleanup];
   try {
-    await walk(name, flags, worker, closers);
+    await walk(name, flags, onWorker(name), closers);
   } finally {
     for (const c of closers.reverse()) await c().catch((e) => console.error(`clean-up: ${(e as Error).message}`));
   }
+}
+
+/**
+ * npm run walk -- all [--md] [--write-docs] [--only a,b]: every path, one after the other, each in a process of its
+ * own (the coverage counts one process), on one Temporal dev server and one workflow bundle; a path that fails is
+ * tried up to twice more (on a loaded machine one failed once). --md prints docs/architecture.md's appendix;
+ * --write-docs writes the measured files to bench/walk-measured.json and the appendix into docs/architecture.md
+ * (nothing is written unless every path ran); --only walks those paths and keeps the others' last measurement.
+ */
+async function walkAll(flags: string[]) {
+  const began = Date.now();
+  process.env.LOG_LEVEL ??= 'warn';
+  const stops: (() => Promise<unknown>)[] = [];
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'gw-walk-all-'));
+  stops.push(async () => fs.rmSync(dir, { recursive: true, force: true }));
+  try {
+    await temporal(stops);
+    process.env.WALK_WORKFLOW_CODE = path.join(dir, 'workflows.js');
+    fs.writeFileSync(process.env.WALK_WORKFLOW_CODE, await workflowBundle());
+    // --only a,b: walk those paths and keep the other paths' last measurement (bench/walk-measured.json).
+    const only = flags.includes('--only') ? flags[flags.indexOf('--only') + 1].split(',') : null;
+    const unknown = (only ?? []).filter((p) => !PATHS[p]);
+    if (unknown.length) throw new Error(`no such path: ${unknown.join(', ')}`);
+    const measuredFile = path.join(root, 'bench', 'walk-measured.json');
+    const measured: Measured = { paths: {} };
+    if (only && fs.existsSync(measuredFile)) {
+      const last = readJson<Measured>(root, 'bench/walk-measured.json');
+      for (const p of Object.keys(PATHS)) if (last.paths[p]) measured.paths[p] = last.paths[p];
+    }
+    const names = only ?? Object.keys(PATHS);
+    for (const [i, name] of names.entries()) {
+      const out = path.join(dir, `${name}.json`);
+      for (let attempt = 1; !fs.existsSync(out); attempt++) {
+        const t = Date.now();
+        console.error(`walk ${i + 1}/${names.length}: ${name}${attempt > 1 ? ' (again)' : ''}`);
+        const code = await new Promise<number | null>((resolve) => {
+          const child = spawn(
+            process.execPath,
+            ['-r', './test/support/swcRegister.js', 'bench/walk.ts', name, '--json', out],
+            { cwd: root, stdio: ['ignore', 'inherit', 'inherit'] },
+          );
+          child.on('exit', resolve);
+        });
+        console.error(`walk ${name}: exit ${code}, ${Math.round((Date.now() - t) / 1000)} s`);
+        if (!fs.existsSync(out) && attempt >= 3) throw new Error(`walk ${name} failed 3 times: nothing written`);
+      }
+      measured.paths[name] = JSON.parse(fs.readFileSync(out, 'utf8')) as MeasuredPath;
+    }
+    if (!flags.includes('--md') && !flags.includes('--write-docs')) return;
+    const appendix = appendixMarkdown(root, walkJson, measured);
+    if (flags.includes('--md')) console.log('\n' + appendix);
+    if (flags.includes('--write-docs')) {
+      const note =
+        'Written by npm run walk -- all --write-docs: per path, the repository files its request ran, in order of ' +
+        'first entry (step 0: the workflow files, read from its bundle). bench/walkRooms.ts makes the rooms and ' +
+        "lines of docs/architecture.md's appendix from it; test/unit/project/walk.test.ts checks them.";
+      fs.writeFileSync(measuredFile, formatMeasured(note, measured));
+      const docs = path.join(root, 'docs', 'architecture.md');
+      fs.writeFileSync(docs, replaceRegion(fs.readFileSync(docs, 'utf8'), appendix));
+      console.error('wrote bench/walk-measured.json and docs/architecture.md');
+      // bench/walk.json's overLimits must name exactly the paths over the limits, each with why (a person's words).
+      const over = Object.keys(PATHS).filter(
+        (p) => !withinLimits(pathRooms(root, measured.paths[p], walkJson.home[p] ?? [], everyRequest)),
+      );
+      const add = over.filter((p) => !walkJson.overLimits[p]);
+      const drop = Object.keys(walkJson.overLimits).filter((p) => !over.includes(p));
+      if (add.length)
+        console.error(`over the limits, to add to bench/walk.json's overLimits with why: ${add.join(', ')}`);
+      if (drop.length)
+        console.error(`within the limits now, to drop from bench/walk.json's overLimits: ${drop.join(', ')}`);
+    }
+    console.error(`walked ${names.length} paths in ${Math.round((Date.now() - began) / 1000)} s`);
+  } finally {
+    for (const s of stops) await s().catch((e) => console.error(`clean-up: ${(e as Error).message}`));
+  }
+}
+
+/** The measured files as JSON, one file to a line (a re-walk's diff shows the files that changed). */
+function formatMeasured(note: string, m: Measured): string {
+  const paths = Object.keys(PATHS)
+    .filter((name) => m.paths[name])
+    .map((name) => [name, m.paths[name]] as const)
+    .map(
+      ([name, p]) =>
+        `    ${JSON.stringify(name)}: {\n      "steps": ${p.steps},\n      "files": [\n` +
+        p.files.map((f) => `        ${JSON.stringify(f)}`).join(',\n') +
+        '\n      ]\n    }',
+    );
+  return `{\n  "_": ${JSON.stringify(note)},\n  "paths": {\n${paths.join(',\n')}\n  }\n}\n`;
+}
+
+/** The workflows' bundle, as the worker would build it (or the one `all` built once for every path). */
+async function workflowBundle(): Promise<string> {
+  if (process.env.WALK_WORKFLOW_CODE && fs.existsSync(process.env.WALK_WORKFLOW_CODE))
+    return fs.readFileSync(process.env.WALK_WORKFLOW_CODE, 'utf8');
+  const { bundleWorkflowCode } = await import('@temporalio/worker');
+  const noop = () => undefined;
+  const { code } = await bundleWorkflowCode({
+    workflowsPath: path.join(root, 'workflows', 'index.ts'),
+    logger: { trace: noop, debug: noop, info: noop, warn: noop, error: noop, log: noop },
+  });
+  return code;
 }
 
 async function walk(name: string, flags: string[], worker: boolean, closers: (() => Promise<unknown>)[]) {
@@ -320,18 +464,14 @@ async function walk(name: string, flags: string[], worker: boolean, closers: (()
       keyCacheMs: 2_000,
       batches: { ...loadBatchSettings(), chunkLines: 2 },
       webhooks: { ...(await import('../src/jobs/webhooks')).loadWebhookSettings(), allowPrivateUrls: true },
+      ...(name === 'topup-order' ? { topups: (await import('../test/support/bank')).bankTopupSettings() } : {}),
     } as never,
     { worker: false },
   );
   closers.push(() => h.close());
   let workflow: string[] = [];
   if (worker) {
-    const { bundleWorkflowCode } = await import('@temporalio/worker');
-    const noop = () => undefined;
-    const { code } = await bundleWorkflowCode({
-      workflowsPath: path.join(root, 'workflows', 'index.ts'),
-      logger: { trace: noop, debug: noop, info: noop, warn: noop, error: noop, log: noop },
-    });
+    const code = await workflowBundle();
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'gw-walk-'));
     closers.push(async () => fs.rmSync(dir, { recursive: true, force: true }));
     const file = path.join(dir, 'workflows.js');
@@ -345,10 +485,16 @@ async function walk(name: string, flags: string[], worker: boolean, closers: (()
   const { toFile } = await import('openai');
   const openai = new OpenAI({ apiKey: acc.key, baseURL: `${h.url}/v1`, maxRetries: 0 });
   const drive = await driver(name, { h, acc, openai, toFile, own });
-  // The API's minute sweeps (expired holds, idle rate-limit windows) are its background work, not a path's: a
-  // job's walk lasts past a minute, and they would be counted in it.
-  for (const t of [(h.deps.credit as unknown as Sweeps).sweepTimer, (h.deps.limiter as unknown as Sweeps).sweep])
-    if (t) clearInterval(t);
+  // The API's sweeps (expired holds, idle rate-limit windows) and the response cache's timers (its stats' flush, the
+  // Postgres store's refresh) are its background work, not a path's: they would be counted in a walk they fall in.
+  const cache = h.deps.cache as unknown as (Sweeps & { store?: Sweeps }) | undefined;
+  const sweeps = [
+    (h.deps.credit as unknown as Sweeps).sweepTimer,
+    (h.deps.limiter as unknown as Sweeps).sweep,
+    cache?.timer,
+    cache?.store?.refreshTimer,
+  ];
+  for (const t of sweeps) if (t) clearInterval(t);
   await drive.once(); // warm-up: lazy modules, caches, the worker's first tasks
   await new Promise((r) => setTimeout(r, 500)); // its tail (log lines, a last workflow task) before the count
   reset();
@@ -366,19 +512,28 @@ async function walk(name: string, flags: string[], worker: boolean, closers: (()
   ({ seen, after, steps: step, boundaryStep } = measured);
   // Notes first, so that --md's table ends the output.
   if (idle.length) console.log(`(ran in an idle window afterwards, not counted: ${idle.join(', ')})`);
+  let m: MeasuredPath;
   if (after) {
     // The worker's files: its entry points and each kind's workflow and activities (src/jobs/<kind>/).
     const worker = /^(workflows|activities)\/|^src\/jobs\/[^/]+\/(workflow(Run)?\.ts|\w*[aA]ctivit)/;
     const before = [...seen.keys()].filter((f) => !after!.has(f) && worker.test(f));
     if (before.length) console.log(`(ran before the answer reached the client, not after: ${before.join(', ')})`);
-    report(`${name}: ${PATHS[name]}`, after, step - boundaryStep, flags, workflow);
-  } else report(`${name}: ${PATHS[name]}`, seen, step, flags, workflow);
+    m = measuredOf(after, step - boundaryStep, workflow);
+  } else m = measuredOf(seen, step, workflow);
+  report(name, m, flags);
+  const json = flags.indexOf('--json');
+  if (json >= 0) fs.writeFileSync(flags[json + 1], JSON.stringify(m));
 }
 
-/** The interval timers of the API's minute sweeps (src/modelCall/credit.ts, src/limits/rateLimiter.ts). */
+/**
+ * The interval timers of the API's sweeps (src/modelCall/credit.ts, src/limits/rateLimiter.ts) and of the response
+ * cache (src/cache/responseCache.ts, pgStore.ts).
+ */
 interface Sweeps {
   sweepTimer?: NodeJS.Timeout;
   sweep?: NodeJS.Timeout;
+  timer?: NodeJS.Timeout;
+  refreshTimer?: NodeJS.Timeout;
 }
 
 interface Ctx {
@@ -543,6 +698,30 @@ async function driver(name: string, c: Ctx): Promise<{ once(): Promise<void> }> 
               ).rows[0] as { id: string; generation: number } | undefined,
           );
           await closed(`webhook-${d.id}-${d.generation}`);
+        },
+      };
+    }
+    case 'topup-order': {
+      const bank = await (await import('../test/support/bank')).connectBank(h);
+      const { topupWorkflowIdOf } = await import('../src/jobs/topups');
+      return {
+        async once() {
+          const res = await fetch(`${h.url}/v1/topups`, {
+            method: 'POST',
+            headers: { authorization: `Bearer ${acc.key}`, 'content-type': 'application/json' },
+            body: JSON.stringify({ amount: 100_000, method: 'vietqr' }),
+          });
+          if (res.status !== 201) throw new Error(`POST /v1/topups answered ${res.status}`);
+          const o = (await res.json()) as { id: string; memo: string };
+          // The customer's transfer: the emulated bank's feed posts SePay's webhook, which credits the order.
+          await bank.transfer({ amount: 100_000, content: `MBVCB.12345.${o.memo}.CT chuyen tien` });
+          const status = await until(
+            async () =>
+              (await own.query("SELECT status FROM topup_orders WHERE id = $1 AND status <> 'open'", [o.id])).rows[0]
+                ?.status as string | undefined,
+          );
+          if (status !== 'paid') console.error(`warning: the top-up order ended ${status}, not paid`);
+          await closed(topupWorkflowIdOf(o.id));
         },
       };
     }

@@ -26,7 +26,17 @@ export interface BankHarness extends VideoHarness {
 export async function startBankHarness(
   opts: { worker?: boolean; overrides?: Partial<Config> } = {},
 ): Promise<BankHarness> {
-  const topups: TopupSettings = {
+  const h = await startVideoHarness(
+    {},
+    { topups: bankTopupSettings(), webhooks: fastWebhookSettings(), ...opts.overrides },
+    opts,
+  );
+  return Object.assign(h, await connectBank(h));
+}
+
+/** Top-up settings for the emulator's bank feeds and VNPay, without the daily statement's schedule. */
+export function bankTopupSettings(): TopupSettings {
+  return {
     ...loadTopupSettings({}),
     sepayApiKey: FEED.sepayKey,
     sepayWebhookSecret: FEED.sepaySecret,
@@ -35,7 +45,10 @@ export async function startBankHarness(
     vnpayHashSecret: VNPAY.secret,
     statementSchedule: false,
   };
-  const h = await startVideoHarness({}, { topups, webhooks: fastWebhookSettings(), ...opts.overrides }, opts);
+}
+
+/** Points the emulator's bank feed and VNPay at the gateway `h` (started with bankTopupSettings()). */
+export async function connectBank(h: VideoHarness): Promise<Omit<BankHarness, keyof VideoHarness>> {
   const bank = `${h.emulator.url}/bank`;
   h.deps.config.topups.vnpayUrl = `${h.emulator.url}/vnpay/paymentv2/vpcpay.html`;
   h.deps.config.topups.sepayApiUrl = `${bank}/userapi`;
@@ -62,12 +75,12 @@ export async function startBankHarness(
     headers: { 'content-type': 'application/json' },
     body: JSON.stringify({ tmnCode: VNPAY.tmnCode, secret: VNPAY.secret, ipnUrl: `${h.url}/v1/payments/vnpay/ipn` }),
   });
-  return Object.assign(h, {
+  return {
     bank,
     topups: h.deps.config.topups,
     transfer: (req: Record<string, unknown>) => post('/_emulator/transfers', { formats: ['sepay'], ...req }),
     flush: async () => {
       await post('/_emulator/flush');
     },
-  });
+  };
 }

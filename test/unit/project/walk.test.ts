@@ -1,18 +1,30 @@
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
+import {
+  appendixMarkdown,
+  pathRooms,
+  readJson,
+  regionOf,
+  roomOf,
+  withinLimits,
+  LIMITS,
+  type Measured,
+  type WalkJson,
+} from '../../../bench/walkRooms';
 
 /**
- * docs/architecture.md's walk-throughs are the output of `npm run walk -- <path>` (bench/walk.ts): it has one for
- * every path the tool walks, each naming the command that recounts it, and it lists the files every request passes
- * through exactly as bench/walk.json does (the tool counts them apart). That each file named exists is
- * docs-paths.test.ts's check.
+ * docs/architecture.md's walk tables are what `npm run walk -- all --write-docs` (bench/walk.ts) measured: the files
+ * each path ran (bench/walk-measured.json) in rooms, their lines counted from the files as they are now
+ * (bench/walkRooms.ts), so a file edited, moved or given a door after the walk fails here until the walk runs again.
+ * Each path stays within 12 rooms and 2,500 lines of its own code, but for bench/walk.json's `overLimits`. That each
+ * file named exists is docs-paths.test.ts's check.
  */
 const root = path.join(__dirname, '..', '..', '..');
 const doc = fs.readFileSync(path.join(root, 'docs', 'architecture.md'), 'utf8');
-const walk = JSON.parse(fs.readFileSync(path.join(root, 'bench', 'walk.json'), 'utf8')) as {
-  paths: Record<string, string>;
-  everyRequest: string[];
-};
+const walk = readJson<WalkJson>(root, 'bench/walk.json');
+const measured = readJson<Measured>(root, 'bench/walk-measured.json');
+const names = Object.keys(walk.paths);
 
 /** The text of the `###` section whose heading starts with `title`, up to the next heading. */
 function section(title: string): string {
@@ -22,9 +34,27 @@ function section(title: string): string {
   return next < 0 ? doc.slice(at) : doc.slice(at, at + 4 + next);
 }
 
-test('every path npm run walk knows has its walk-through, with the command that recounts it', () => {
-  const missing = Object.keys(walk.paths).filter((p) => !doc.includes(`npm run walk -- ${p}\``));
+test('every path npm run walk knows was measured, has its home rooms and its walk-through', () => {
+  expect(Object.keys(measured.paths).sort()).toEqual([...names].sort());
+  expect(Object.keys(walk.home).sort()).toEqual([...names].sort());
+  const missing = names.filter((p) => !doc.includes(`npm run walk -- ${p}\``));
   expect(missing).toEqual([]);
+});
+
+test("each path's home names folders or files that exist", () => {
+  const files = (dir: string): string[] =>
+    fs
+      .readdirSync(path.join(root, dir), { withFileTypes: true })
+      .flatMap((e) => (e.isDirectory() ? files(`${dir}/${e.name}`) : [`${dir}/${e.name}`]));
+  const all = ['src', 'workflows', 'activities'].flatMap(files);
+  const gone = Object.entries(walk.home).flatMap(([p, home]) =>
+    home
+      .filter((h) =>
+        h.endsWith('*') ? !all.some((f) => f.startsWith(h.slice(0, -1))) : !fs.existsSync(path.join(root, h)),
+      )
+      .map((h) => `${p}: ${h}`),
+  );
+  expect(gone).toEqual([]);
 });
 
 test("the files every request passes through are bench/walk.json's list", () => {
@@ -34,30 +64,70 @@ test("the files every request passes through are bench/walk.json's list", () => 
   expect([...new Set(listed)].sort()).toEqual([...walk.everyRequest].sort());
 });
 
-/** The rows of a markdown table in `text` whose first cell is a number: its cells, trimmed. */
-const rows = (text: string) =>
-  text
-    .split('\n')
-    .filter((l) => /^\| \d+ \|/.test(l))
-    .map((l) =>
-      l
-        .split('|')
-        .slice(1, -1)
-        .map((c) => c.trim()),
-    );
-const num = (s: string) => Number(s.replace(/,/g, ''));
+test("the appendix's walk tables are the walk's rooms and lines, counted from the files as they are now", () => {
+  expect(regionOf(doc)).toBe(appendixMarkdown(root, walk, measured).trim());
+});
 
-test("the summary table has a row per path, each with its walk-through's count and lines", () => {
-  const summary = new Map(
-    [...doc.matchAll(/^\| [^|]+ \| `([\w-]+)` \| (\d+) \| ([\d,]+) \|/gm)].map((m) => [m[1], [num(m[2]), num(m[3])]]),
-  );
-  expect([...summary.keys()].sort()).toEqual(Object.keys(walk.paths).sort());
-  for (const p of Object.keys(walk.paths)) {
-    const heading = doc.slice(0, doc.indexOf(`npm run walk -- ${p}\``)).lastIndexOf('\n### ');
-    const text = section(doc.slice(heading + 5, doc.indexOf('\n', heading + 1)));
-    const files = rows(text);
-    const said = /Its own files, (\d+) \(([\d,]+) lines\)/.exec(text);
-    expect([p, files.length, files.reduce((t, r) => t + num(r[3]), 0)]).toEqual([p, ...summary.get(p)!]);
-    expect([p, num(said![1]), num(said![2])]).toEqual([p, ...summary.get(p)!]);
-  }
+test(`each path enters at most ${LIMITS.rooms} rooms and ${LIMITS.ownLines} own lines, but those listed over`, () => {
+  const over = names.filter((p) => !withinLimits(pathRooms(root, measured.paths[p], walk.home[p], walk.everyRequest)));
+  expect(over.sort()).toEqual(Object.keys(walk.overLimits).sort());
+});
+
+describe('rooms and own lines (bench/walkRooms.ts), on a tree of its own', () => {
+  const tree = fs.mkdtempSync(path.join(os.tmpdir(), 'walk-rooms-'));
+  afterAll(() => fs.rmSync(tree, { recursive: true, force: true }));
+  /** A file of `lines` lines. */
+  const file = (f: string, lines: number) => {
+    fs.mkdirSync(path.dirname(path.join(tree, f)), { recursive: true });
+    fs.writeFileSync(path.join(tree, f), 'x\n'.repeat(lines));
+  };
+  file('src/home/a.ts', 10);
+  file('src/home/b.ts', 20);
+  file('src/door/index.ts', 3);
+  file('src/door/inner.ts', 100);
+  file('src/door/nested/index.ts', 4);
+  file('src/door/nested/deep.ts', 50);
+  file('src/loose/one.ts', 7);
+  file('src/loose/sub/two.ts', 8);
+  file('src/top.ts', 5);
+  file('src/every/x.ts', 1_000);
+  file('workflows/index.ts', 2);
+  file('workflows/job.ts', 30);
+  const run = (files: string[]) =>
+    pathRooms(
+      tree,
+      { steps: 1, files: files.map((f, i) => ({ file: f, step: i })) },
+      ['src/home', 'workflows/job.ts'],
+      ['src/every/'],
+    );
+
+  test("a file's room is its nearest folder with an index.ts, else its top-level folder", () => {
+    expect(
+      ['src/door/inner.ts', 'src/door/nested/deep.ts', 'src/loose/sub/two.ts', 'src/top.ts', 'workflows/job.ts'].map(
+        (f) => roomOf(tree, f),
+      ),
+    ).toEqual(['src/door', 'src/door/nested', 'src/loose', 'src', 'workflows']);
+  });
+
+  test('home rooms count every file run, other rooms their door, rooms without a door every file run', () => {
+    const r = run([
+      'workflows/job.ts',
+      'src/home/a.ts',
+      'src/every/x.ts',
+      'src/door/inner.ts',
+      'src/door/nested/deep.ts',
+      'src/loose/one.ts',
+      'src/loose/sub/two.ts',
+      'src/top.ts',
+    ]);
+    expect(r.rows.map((row) => [row.room, row.files.length, row.linesRun, row.counted, row.own])).toEqual([
+      ['workflows', 1, 30, 'home', 30],
+      ['src/home', 1, 10, 'home', 10],
+      ['src/door', 1, 100, 'door', 3],
+      ['src/door/nested', 1, 50, 'door', 4],
+      ['src/loose', 2, 15, 'no door', 15],
+      ['src', 1, 5, 'no door', 5],
+    ]);
+    expect([r.rooms, r.ownLines, r.everyRequestFiles, r.everyRequestLines]).toEqual([6, 67, 1, 1_000]);
+  });
 });
