@@ -1,12 +1,13 @@
 import { ApiError } from '../errors';
 import type { ModelConfig } from '../catalog';
-import type { ChatRequest, GenerateContentResponse } from '../translate';
 import {
+  type ChatRequest,
+  type GenerateContentResponse,
   chatToGeminiRequest,
   geminiToChatCompletion,
   GeminiStreamError,
   GeminiStreamToChat,
-} from '../translate/upstream';
+} from '../translate';
 import { DEFAULT_MAX_OUTPUT_TOKENS } from '../billing';
 import { nativeBound } from '../billing';
 import type { GeminiUpstream } from './gemini';

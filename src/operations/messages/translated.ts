@@ -1,8 +1,12 @@
 import type { Caller, OperationDeps } from '../../modelCall';
 import type { ModelConfig } from '../../catalog';
-import type { MessagesRequest } from '../../translate';
-import { messagesToChat, chatToMessages, ChatToMessagesStream } from '../../translate/client';
-import { translateInput } from '../../translate';
+import {
+  type MessagesRequest,
+  messagesToChat,
+  chatToMessages,
+  ChatToMessagesStream,
+  translateInput,
+} from '../../translate';
 import { formatSse, type SseEvent } from '../../sse';
 import { estimatedUsage, fromChatUsage, openCall, RoutedBackend } from '../../modelCall';
 import { relayTranslated, routedComplete } from '../translatedStream';

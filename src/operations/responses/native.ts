@@ -1,8 +1,7 @@
 import type { Caller, OperationDeps } from '../../modelCall';
 import { invalidUpstreamResponse } from '../../errors';
 import { checkOutputCap, redactorFor } from '../../catalog';
-import type { ResponseObject } from '../../translate';
-import { newId } from '../../translate/client';
+import { type ResponseObject, newId } from '../../translate';
 import { formatSse } from '../../sse';
 import type { EventSourceMessage } from '../../sse';
 import {

@@ -5,9 +5,9 @@ import {
   newId,
   type ResponseShell,
   ChatToResponsesStream,
-} from '../../translate/client';
-import type { ChatTranslation } from '../../translate/client';
-import { translateInput } from '../../translate';
+  type ChatTranslation,
+  translateInput,
+} from '../../translate';
 import { formatSse, type SseEvent } from '../../sse';
 import { estimatedUsage, fromChatUsage, openCall, RoutedBackend } from '../../modelCall';
 import { relayTranslated, routedComplete } from '../translatedStream';
