@@ -1,4 +1,13 @@
-import type { Caller, OperationDeps } from '../../modelCall';
+import {
+  type Caller,
+  type OperationDeps,
+  estimatedUsage,
+  fromChatUsage,
+  openCall,
+  RoutedBackend,
+  relayTranslated,
+  routedComplete,
+} from '../../modelCall';
 import type { ModelConfig } from '../../catalog';
 import {
   type GenerateContentRequest,
@@ -8,8 +17,6 @@ import {
   translateInput,
 } from '../../translate';
 import { geminiStatus } from '../../errorBodies';
-import { estimatedUsage, fromChatUsage, openCall, RoutedBackend } from '../../modelCall';
-import { relayTranslated, routedComplete } from '../translatedStream';
 import type { GeminiStreamWire } from './streamWire';
 
 /**

@@ -1,4 +1,13 @@
-import type { Caller, OperationDeps } from '../../modelCall';
+import {
+  type Caller,
+  type OperationDeps,
+  estimatedUsage,
+  fromChatUsage,
+  openCall,
+  RoutedBackend,
+  relayTranslated,
+  routedComplete,
+} from '../../modelCall';
 import type { ModelConfig } from '../../catalog';
 import {
   type MessagesRequest,
@@ -8,8 +17,6 @@ import {
   translateInput,
 } from '../../translate';
 import { formatSse, type SseEvent } from '../../sse';
-import { estimatedUsage, fromChatUsage, openCall, RoutedBackend } from '../../modelCall';
-import { relayTranslated, routedComplete } from '../translatedStream';
 
 /**
  * POST /v1/messages on any other chat model: messages -> chat (src/translate), sent to the model's upstream

@@ -1,4 +1,13 @@
-import type { Caller, OperationDeps } from '../../modelCall';
+import {
+  type Caller,
+  type OperationDeps,
+  estimatedUsage,
+  fromChatUsage,
+  openCall,
+  RoutedBackend,
+  relayTranslated,
+  routedComplete,
+} from '../../modelCall';
 import {
   responsesToChat,
   chatToResponses,
@@ -9,8 +18,6 @@ import {
   translateInput,
 } from '../../translate';
 import { formatSse, type SseEvent } from '../../sse';
-import { estimatedUsage, fromChatUsage, openCall, RoutedBackend } from '../../modelCall';
-import { relayTranslated, routedComplete } from '../translatedStream';
 import { storeTurn, type PreparedTurn, type Turn } from './turn';
 
 /**
