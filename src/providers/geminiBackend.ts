@@ -10,7 +10,7 @@ import {
 } from '../translate';
 import { DEFAULT_MAX_OUTPUT_TOKENS } from '../billing';
 import { nativeBound } from '../billing';
-import type { GeminiUpstream } from './gemini';
+import type { GeminiUpstream } from './gemini/adapter';
 import { asOpenAIError } from './upstreamError';
 import { bridgedBatches, type ChatBackend } from './chatBackend';
 

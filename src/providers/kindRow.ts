@@ -1,6 +1,6 @@
 import type { ProviderConfig, KindFacts } from '../catalog';
 import type { ProviderAdapter } from './types';
-import type { VideoProviderAdapter } from './video';
+import type { VideoProviderAdapter } from './video/types';
 import type { NativeBatchApi } from './nativeBatches';
 import type { UsageReports } from './usageReports';
 

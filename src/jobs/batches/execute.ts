@@ -1,5 +1,5 @@
 import { batchPricingOf, type Catalog, type ModelConfig, type Pricing } from '../../catalog';
-import type { ProviderRegistry } from '../../providers';
+import { type ProviderRegistry, KINDS, asOpenAIError, DEFAULT_ANTHROPIC_VERSION } from '../../providers';
 import type { ModelRouter, Reservation, UsageInput, RoutedCall } from '../../modelCall';
 import type { Db } from '../../db';
 import { ApiError, invalidUpstreamResponse } from '../../errors';
@@ -8,8 +8,6 @@ import { abortFollowing, type RequestAbort } from '../../net';
 import { createLogger, type Logger, tracer } from '../../observability';
 import { NO_LIMITS } from '../../limits';
 import type { Principal } from '../../auth';
-import { KINDS, asOpenAIError } from '../../providers';
-import { DEFAULT_ANTHROPIC_VERSION } from '../../providers/anthropic';
 import {
   holdBilling,
   type Caller,
