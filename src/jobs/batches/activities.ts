@@ -11,7 +11,7 @@ import type { ModelRouter } from '../../modelCall';
 import * as batches from './repo';
 import { executeItem, waitForHealthy, type ItemOutcome } from './execute';
 import { OPERATION_OF } from './endpoints';
-import { KeyPacer } from './pacer';
+import { KeyPacer } from '../keyPacer';
 import { finalizeBatch } from './finalize';
 import { itemUsageId, outputLine } from './outputLines';
 import type { BatchSettings } from './settings';
