@@ -69,8 +69,9 @@ export { recoverDeadLeases, staleAfter } from './creditHolders';
 export { loadRoutingSettings } from './settings';
 export { TryRecord } from './tryRecord';
 // The spine's parts other callers of the model use: the HTTP routes billed otherwise (images, audio, videos),
-// the batches' bound, the rate-limit headers.
+// the batches' bound, the rate-limit headers, a model's health for work that can wait (a batch's lines).
 export { boundOverCandidates } from './bound';
+export { waitForHealthy } from './cooling';
 export { admitRequest, setRateLimitHeaders } from './rateLimit';
 // The usage an operation reads off an upstream's answer, in the one shape settle prices.
 export { accountBilling, holdBilling } from './caller';
