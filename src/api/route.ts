@@ -3,7 +3,8 @@ import type Koa from 'koa';
 import type { AppDeps } from '../operations';
 import { ApiError } from '../errors';
 import { declareRoute } from '../observability';
-import { authenticate, addRateLimitHeaders, jsonBodyReader, multipartBody, type MultipartOptions } from './middleware';
+import { setRateLimitHeaders } from '../modelCall';
+import { authenticate, jsonBodyReader, multipartBody, type MultipartOptions } from './middleware';
 import { removeUploads } from './uploads';
 import type { Ctx, GatewayState } from './requestState';
 
@@ -14,7 +15,7 @@ import type { Ctx, GatewayState } from './requestState';
  *   route label -> error shape -> API key (401 before the body is read) -> the shape's own headers
  *   (anthropic-version) -> body (JSON, multipart, or either by Content-Type) -> schema -> handler,
  * and an authenticated response carries the key's rate-limit headers whatever the outcome
- * (src/operations/rateLimit.ts). A multipart route's temp files are removed once its handler has run.
+ * (addRateLimitHeaders below). A multipart route's temp files are removed once its handler has run.
  */
 
 /** The interface whose errors (and credentials, rate-limit headers) a route speaks. */
@@ -113,6 +114,21 @@ function bodyReader(spec: BodySpec, then: Run): Run {
     }
   };
   return json ? (ctx) => (ctx.is('multipart/form-data') ? afterForm(ctx) : afterJson(ctx)) : afterForm;
+}
+
+/**
+ * After an authenticated request has run (a success or an error alike; errorHandler keeps the headers): gives its
+ * response the key's rate-limit headers if its admission did not (src/modelCall/rateLimit.ts). The look at the
+ * window counts nothing; a request that was admitted (every billed one) needs no second call to the limiter.
+ * Never throws.
+ */
+async function addRateLimitHeaders(ctx: Ctx, deps: Pick<AppDeps, 'limiter'>): Promise<void> {
+  const p = ctx.state.principal;
+  if (!p || ctx.state.rateLimitHeaders || ctx.res.headersSent || (p.limits.rpm === null && p.limits.tpm === null))
+    return;
+  const view = await deps.limiter.peek(p.keyId, { rpm: p.limits.rpm, tpm: p.limits.tpm });
+  ctx.state.rateLimitHeaders = true;
+  setRateLimitHeaders(ctx.res, ctx.state.errorShape === 'anthropic', view);
 }
 
 /** The route's one middleware. */

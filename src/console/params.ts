@@ -1,6 +1,7 @@
 import { badRequest } from '../errors';
 import { isUuid } from './users';
-import { isUnstorableText, unstorableTextMessage, clipJson } from '../text';
+import { clipJson } from '../text';
+import { isUnstorableText, unstorableTextMessage } from '../db';
 
 /** Query/body parameter checks for the console API: each failure is a 400 naming the parameter. */
 

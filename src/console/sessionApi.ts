@@ -8,7 +8,7 @@ import { decoyHash, verifyPassword, MAX_PASSWORD_LENGTH } from '../auth';
 import { readSessionCookie, requireCsrf, requireSession, sameOrigin, sessionCookie, sessionOf } from './auth';
 import { LoginRateLimiter } from './rateLimit';
 import { getAccount } from './queries';
-import { isUnstorableText } from '../text';
+import { isUnstorableText } from '../db';
 import { recordAudit } from '../organizations';
 import { passwordRefused } from './ssoSettings';
 

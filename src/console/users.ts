@@ -1,7 +1,5 @@
-import type { Db } from '../db';
+import { type Db, isUnstorableText, PG_ERROR, pgErrorCode } from '../db';
 import { hashPassword, needsRehash, passwordProblem } from '../auth';
-import { isUnstorableText } from '../text';
-import { PG_ERROR, pgErrorCode } from '../db';
 
 /** Console logins (console_users): one per email, linked to an account, role customer or operator. */
 

@@ -9,3 +9,5 @@ export { ensureDatabase, migrate } from './migrate';
 export { PG_ERROR, pgErrorCode } from './pgErrors';
 export { createPool, tx } from './pool';
 export type { Db, DbClient, Queryable } from './pool';
+// Text Postgres cannot store (NUL, lone surrogates): refused or made safe before it reaches a query.
+export { findUnstorableText, isUnstorableText, jsonForPostgres, unstorableTextMessage } from './pgText';

@@ -12,7 +12,7 @@ import type { Priority } from '@temporalio/common';
  * `FAIRNESS_DYNAMIC_CONFIG`: the dev servers the gateway starts set them, and config/temporal-dynamicconfig.yaml
  * docker-compose's server). A server without them ignores the keys and dispatches first come, first served.
  *
- * What a slot holds for long is shared by caps of its own (src/limits/jobSlots.ts): a batch's chunks and a
+ * What a slot holds for long is shared by caps of its own (src/jobs/jobSlots.ts): a batch's chunks and a
  * webhook's tries take one of their account's slots.
  */
 

@@ -2,8 +2,6 @@
  * The limits room's door: what the rest of the gateway uses of it (docs/architecture.md, Rooms).
  */
 export { createRateLimiter } from './createRateLimiter';
-export { acquireSlots, jittered, releaseSlots } from './jobSlots';
-export type { SlotSpec } from './jobSlots';
 export {
   DEFAULT_KEY_CACHE_MS,
   EFFECTIVE_LIMITS_SQL,

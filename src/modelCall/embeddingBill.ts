@@ -1,5 +1,5 @@
 import { tokensCost, tokensFromChars } from '../billing';
-import { usageFromJson } from '../providers/openai';
+import { usageFromJson } from '../providers';
 import type { RoutedCall } from './routedCall';
 
 /**

@@ -8,8 +8,10 @@
  *    Upstream: openaiUpstream, messagesUpstream, geminiUpstream, embeddingsUpstream; RoutedCall.run for a
  *    RoutedBackend's chat backends), retried and falling back inside (the router and its deployments' health);
  *  - settles once (RoutedCall.settle: the usage priced at the answering model's prices; settleCost,
- *    settleEmbeddings), or cancels (nothing charged). Reservation, leases, their flush, routing state and the cost
- *    bound live behind this file; money records (the ledger, the price book, usage verification) are src/billing's.
+ *    settleEmbeddings), or cancels (nothing charged); a stream is relayed and settled once by its relay
+ *    (relayNative: an upstream's own events; relayTranslated: chat chunks through an interface's translator).
+ *    Reservation, leases, their flush, routing state and the cost bound live behind this file; money records (the
+ *    ledger, the price book, usage verification) are src/billing's.
  */
 import type { Catalog } from '../catalog';
 import type { ProviderRegistry } from '../providers';
@@ -67,9 +69,13 @@ export { recoverDeadLeases, staleAfter } from './creditHolders';
 export { loadRoutingSettings } from './settings';
 export { TryRecord } from './tryRecord';
 // The spine's parts other callers of the model use: the HTTP routes billed otherwise (images, audio, videos),
-// the batches' bound, the rate-limit headers.
+// the batches' bound, the rate-limit headers, a model's health for work that can wait (a batch's lines).
 export { boundOverCandidates } from './bound';
+export { waitForHealthy } from './cooling';
 export { admitRequest, setRateLimitHeaders } from './rateLimit';
 // The usage an operation reads off an upstream's answer, in the one shape settle prices.
 export { accountBilling, holdBilling } from './caller';
 export type { AccountBilling, Billing, Caller, HoldBilling, OperationDeps, Output, RelayTarget } from './caller';
+// The relays: a stream sent on to the client as it comes, settled once however it ends.
+export { relayNative, type NativeEvents } from './nativeStream';
+export { relayTranslated, routedComplete } from './translatedStream';

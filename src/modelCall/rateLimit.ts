@@ -9,7 +9,7 @@ import type { Admission, RateLimits, TokenTicket, WindowState, WindowView } from
  * Anthropic's `anthropic-ratelimit-{requests,tokens}-{limit,remaining,reset}` (reset as an RFC 3339 time).
  * Every response to an authenticated request of a key with an RPM or TPM carries them: from its admission where it
  * had one, else (GET routes, a request refused before its check) from a read-only look at the window
- * (src/api/middleware/rateLimitHeaders.ts). A key without either limit gets none: there is no limit to describe.
+ * (addRateLimitHeaders in src/api/route.ts). A key without either limit gets none: there is no limit to describe.
  */
 
 /** OpenAI's duration form: `20ms`, `1.5s`, `6m0s`. */

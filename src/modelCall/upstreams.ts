@@ -1,8 +1,13 @@
 import { ApiError } from '../errors';
 import type { ModelConfig } from '../catalog';
-import type { ProviderRegistry, OpenAICompatibleAdapter, ProviderAdapter, MessagesUpstream } from '../providers';
-import type { GeminiUpstream } from '../providers/gemini';
-import { geminiEmbedder } from '../providers';
+import {
+  type ProviderRegistry,
+  type OpenAICompatibleAdapter,
+  type ProviderAdapter,
+  type MessagesUpstream,
+  type GeminiUpstream,
+  geminiEmbedder,
+} from '../providers';
 import type { RouteTry } from './modelRouter';
 
 /**

@@ -4,7 +4,7 @@ import { ProviderRegistry } from './registry';
 /**
  * The synchronous provider adapters of every process (the API's routes and the worker's batch items): one per
  * catalog provider whose kind has an adapter in the kinds table (src/providers/kinds.ts), so a kind served on one
- * path is served on the other. Video kinds have their own clients (src/providers/video/index.ts).
+ * path is served on the other. Video kinds have their own clients (src/providers/videoProviders.ts).
  */
 export function buildProviderRegistry(
   catalog: Catalog,

@@ -1,7 +1,11 @@
 import { invalidUpstreamResponse } from '../errors';
 import type { Deployment, ModelConfig } from '../catalog';
-import type { ChatChunk, ChatCompletion, ChatRequest, MessagesResponse, ResponseObject } from '../translate';
 import {
+  type ChatChunk,
+  type ChatCompletion,
+  type ChatRequest,
+  type MessagesResponse,
+  type ResponseObject,
   AnthropicStreamError,
   AnthropicStreamToChat,
   anthropicToChatCompletion,
@@ -10,7 +14,7 @@ import {
   responsesToChatCompletion,
   ResponsesStreamError,
   ResponsesStreamToChat,
-} from '../translate/upstream';
+} from '../translate';
 import { chatProtocol } from './kinds';
 import { geminiBackend } from './geminiBackend';
 import { asOpenAIError } from './upstreamError';

@@ -1,15 +1,16 @@
 import { ApiError } from '../errors';
 import type { ModelConfig } from '../catalog';
-import type { ChatRequest, GenerateContentResponse } from '../translate';
 import {
+  type ChatRequest,
+  type GenerateContentResponse,
   chatToGeminiRequest,
   geminiToChatCompletion,
   GeminiStreamError,
   GeminiStreamToChat,
-} from '../translate/upstream';
+} from '../translate';
 import { DEFAULT_MAX_OUTPUT_TOKENS } from '../billing';
 import { nativeBound } from '../billing';
-import type { GeminiUpstream } from './gemini';
+import type { GeminiUpstream } from './gemini/adapter';
 import { asOpenAIError } from './upstreamError';
 import { bridgedBatches, type ChatBackend } from './chatBackend';
 

@@ -13,7 +13,7 @@ export { asOpenAIError, isUpstreamError } from './upstreamError';
 export type { UpstreamHttpError } from './upstreamError';
 export { ReportConfigError } from './usageReports';
 export { VideoProviders } from './videoProviders';
-export type { VideoImages, VideoParams, VideoRequest } from './video';
+export type { VideoImages, VideoParams, VideoRequest } from './video/params';
 
 export type { ChatBackend } from './chatBackend';
 export { backendFor } from './chatBackends';
@@ -25,3 +25,9 @@ export { PROVIDER_KINDS, wireOf } from './kinds';
 export type { KindRow } from './kinds';
 export { REPORT_FIELDS } from './usageReports';
 export type { ReportField, ReportSource, UsageReports } from './usageReports';
+
+export { DEFAULT_ANTHROPIC_VERSION } from './anthropic/adapter';
+export type { GeminiEmbedRequest, GeminiUpstream } from './gemini/adapter';
+export { usageFromJson } from './openai/adapter';
+export { VideoProviderError } from './video/types';
+export type { VideoImage, VideoProviderAdapter, VideoTaskState } from './video/types';

@@ -1,6 +1,6 @@
 import type { ProviderConfig, KindFacts } from '../catalog';
 import type { ProviderAdapter } from './types';
-import type { VideoProviderAdapter } from './video';
+import type { VideoProviderAdapter } from './video/types';
 import type { NativeBatchApi } from './nativeBatches';
 import type { UsageReports } from './usageReports';
 
@@ -26,7 +26,7 @@ export interface KindRow extends KindFacts {
   streaming: boolean;
   /** How its embedding models are called: OpenAI's /embeddings, Gemini's embedContent (the adapter's `embed`). */
   embeddings: 'openai' | 'gemini' | null;
-  /** Its video protocol and the video adapter (src/providers/video/index.ts builds one per provider). */
+  /** Its video protocol and the video adapter (src/providers/videoProviders.ts builds one per provider). */
   video: { protocol: 'veo' | 'seedance'; adapter: (cfg: ProviderConfig) => VideoProviderAdapter } | null;
   /** The provider's own batch API (with `nativeBatches: true` in the catalog): which endpoints it takes. */
   nativeBatches: { endpoints: (endpoint: string) => boolean; api: (cfg: ProviderConfig) => NativeBatchApi } | null;

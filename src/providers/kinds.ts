@@ -3,21 +3,21 @@ import type { KindRow } from './kindRow';
 import { wireOf as catalogWireOf, type ChatProtocol, type ProviderKind, type Wire } from '../catalog';
 import type { ProviderAdapter } from './types';
 import type { NativeBatchApi } from './nativeBatches';
-import { openaiKind } from './openai';
-import { azureOpenaiKind } from './azure-openai';
-import { anthropicKind } from './anthropic';
-import { geminiKind } from './gemini';
-import { bedrockKind } from './bedrock';
-import { vertexKind } from './vertex';
-import { veoKind } from './veo';
-import { seedanceKind } from './seedance';
+import { openaiKind } from './openai/kind';
+import { azureOpenaiKind } from './azure-openai/kind';
+import { anthropicKind } from './anthropic/kind';
+import { geminiKind } from './gemini/kind';
+import { bedrockKind } from './bedrock/kind';
+import { vertexKind } from './vertex/kind';
+import { veoKind } from './veo/kind';
+import { seedanceKind } from './seedance/kind';
 
 /**
  * The one table of provider kinds: what each kind supports, and so how the gateway reaches it. Each row is the
- * `index.ts` of the kind's own folder (src/providers/<kind>/), which answers "what does it support"; everything
- * outside src/providers/ asks this table (or the adapter it built) and never names a kind. A new kind is its name in
- * src/catalog/kinds.ts, one row here and its folder: docs/architecture.md ("Provider kinds"). The catalog is handed
- * this table when built (`new Catalog(file, KINDS)`).
+ * `kind.ts` of the kind's own folder (src/providers/<kind>/, an inner folder of this room), which answers "what does
+ * it support"; everything outside src/providers/ asks this table (or the adapter it built) and never names a kind.
+ * A new kind is its name in src/catalog/kinds.ts, one row here and its folder: docs/architecture.md ("Provider
+ * kinds"). The catalog is handed this table when built (`new Catalog(file, KINDS)`).
  */
 
 export type { ChatProtocol, Credentials, ProviderKind, Wire } from '../catalog';

@@ -8,7 +8,7 @@ import type { AdapterOptions } from './kindRow';
 /**
  * One adapter (and so one connection pool) per catalog provider, built once at start-up and shared by every
  * request, by its kind's row (src/providers/kinds.ts `adapter`). Kinds without one are skipped (video kinds: their
- * adapters are src/providers/video/index.ts's).
+ * adapters are src/providers/videoProviders.ts's).
  */
 export class ProviderRegistry {
   private readonly adapters = new Map<string, ProviderAdapter>();

@@ -5,7 +5,7 @@ import type { ChatRequest } from '../translate';
 import type { ChatBackend } from './chatBackend';
 import type { StreamSink } from '../sse';
 import type { MessagesUpstream } from './messagesUpstream';
-import type { GeminiEmbedRequest, GeminiUpstream } from './gemini';
+import type { GeminiEmbedRequest, GeminiUpstream } from './gemini/adapter';
 import type { RequestAbort } from '../net';
 
 /**

@@ -1,7 +1,7 @@
 import type { Catalog } from '../catalog';
 import { adapterKey, type Deployment } from '../catalog';
 import { KINDS } from './kinds';
-import type { VideoProviderAdapter } from './video';
+import type { VideoProviderAdapter } from './video/types';
 
 /** One adapter per video provider in the catalog (its kind's row says which: `video`), keyed by provider id. */
 export class VideoProviders {

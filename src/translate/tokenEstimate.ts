@@ -1,5 +1,5 @@
 import type { AnthropicContentBlock, MessagesRequest } from './anthropicTypes';
-import { str } from './client';
+import { str } from './client/messagesToChat';
 import type { ModelConfig } from '../catalog';
 import { mediaParts, mediaTokens } from '../billing';
 

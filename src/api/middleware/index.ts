@@ -16,4 +16,3 @@ export { sendStoredMedia } from './storedMedia';
 
 export { jsonBodyReader } from './jsonBody';
 export type { MultipartOptions } from './multipartBody';
-export { addRateLimitHeaders } from './rateLimitHeaders';

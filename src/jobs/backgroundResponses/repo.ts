@@ -1,6 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
-import type { Db, DbClient, Queryable } from '../../db';
-import { tx } from '../../db';
+import { type Db, type DbClient, type Queryable, tx, jsonForPostgres } from '../../db';
 import {
   placeHoldIn,
   releaseHoldIn,
@@ -11,7 +10,6 @@ import {
   usageUnits,
   recordGatewayCostWith,
 } from '../../billing';
-import { jsonForPostgres } from '../../text';
 import type { Catalog, Pricing } from '../../catalog';
 import { recordEventIn, type DeliveryRef, type EventType } from '../webhooks';
 import type { BackgroundFinal, BackgroundStatus } from './workflowContract';

@@ -1,16 +1,10 @@
 import { batchPricingOf, type Catalog, type ModelConfig, type Pricing } from '../../catalog';
-import type { ProviderRegistry } from '../../providers';
-import type { ModelRouter, Reservation, UsageInput, RoutedCall } from '../../modelCall';
-import type { Db } from '../../db';
-import { ApiError, invalidUpstreamResponse } from '../../errors';
-import { openAIBody } from '../../errorBodies';
-import { abortFollowing, type RequestAbort } from '../../net';
-import { createLogger, type Logger, tracer } from '../../observability';
-import { NO_LIMITS } from '../../limits';
-import type { Principal } from '../../auth';
-import { KINDS, asOpenAIError } from '../../providers';
-import { DEFAULT_ANTHROPIC_VERSION } from '../../providers/anthropic';
+import { type ProviderRegistry, KINDS, asOpenAIError, DEFAULT_ANTHROPIC_VERSION } from '../../providers';
 import {
+  type ModelRouter,
+  type Reservation,
+  type UsageInput,
+  type RoutedCall,
   holdBilling,
   type Caller,
   type HoldBilling,
@@ -18,6 +12,13 @@ import {
   type Output,
   type RelayTarget,
 } from '../../modelCall';
+import type { Db } from '../../db';
+import { ApiError, invalidUpstreamResponse } from '../../errors';
+import { openAIBody } from '../../errorBodies';
+import { abortFollowing, type RequestAbort } from '../../net';
+import { createLogger, type Logger, tracer } from '../../observability';
+import { NO_LIMITS } from '../../limits';
+import type { Principal } from '../../auth';
 import type { SseSink } from '../../sse';
 import { chatCompletions, completions, validateChatCompletion, validateCompletion } from '../../operations/chat';
 import { embed, validateEmbedding } from '../../operations/embeddings';
@@ -233,36 +234,5 @@ export async function executeItem(
     return failure(asOpenAIError(e), model.id, caller.call);
   } finally {
     abort.unfollow();
-  }
-}
-
-/**
- * When every deployment that could answer requests on `model` (its own and its fallbacks') is cooling down, the
- * epoch ms the first one comes back; 0 when one is available. A batch waits this out instead of sending its
- * requests into the router's last-resort tries: interactive traffic gets those, batch work is not in a hurry.
- */
-export function coolingUntil(deps: ExecDeps, model: ModelConfig, now = Date.now()): number {
-  const keys = new Set<string>();
-  for (const m of deps.router.candidates(model))
-    for (const d of deps.catalog.deployments(m)) keys.add(`${d.id}\n${d.provider}\n${d.upstreamModel}`);
-  let first = Infinity;
-  let seen = 0;
-  for (const s of deps.router.states) {
-    const d = s.deployment;
-    if (!keys.has(`${d.id}\n${d.provider}\n${d.upstreamModel}`)) continue;
-    seen++;
-    if (!s.coolingDown(now)) return 0;
-    first = Math.min(first, s.until);
-  }
-  return seen ? first : 0;
-}
-
-/** Waits while every deployment of the model cools down (in steps of at most a second; `signal` ends it). */
-export async function waitForHealthy(deps: ExecDeps, model: ModelConfig, signal: AbortSignal): Promise<void> {
-  for (;;) {
-    const until = coolingUntil(deps, model);
-    const now = Date.now();
-    if (until <= now || signal.aborted) return;
-    await new Promise((r) => setTimeout(r, Math.min(1000, until - now)));
   }
 }

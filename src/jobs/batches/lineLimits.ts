@@ -10,7 +10,7 @@ import {
   validateMessages,
   validateResponses,
 } from '../../schemas';
-import { isUnstorableText } from '../../text';
+import { isUnstorableText } from '../../db';
 import { isProblem, parseRequestLine, type BatchEndpoint, type BatchRequestLine, type InputProblem } from '../../files';
 import type { Line } from '../../files';
 

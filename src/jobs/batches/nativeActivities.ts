@@ -16,13 +16,13 @@ import * as batches from './repo';
 import { OPERATION_OF } from './endpoints';
 import {
   nativeBatchApi,
-  nativeBatchesFor,
   NativeApiError,
   type NativeBatchApi,
   type NativeResultLine,
   type NativeStatus,
 } from '../../providers';
 import { recordUpstream, upstreamOf } from './upstream';
+import { createBatchTargetActivities } from './target';
 import { isBlank, readLines, isProblem, parseRequestLine, type BatchEndpoint } from '../../files';
 import type { BatchActivityDeps } from './activities';
 import { itemUsageId, outputLine } from './activities';
@@ -40,11 +40,7 @@ const UNRUN = ['batch_cancelled', 'batch_expired'];
 
 export type BatchNativeActivities = ReturnType<typeof createBatchNativeActivities>;
 
-export interface NativeTarget {
-  providerId: string;
-  /** The provider's batch, when one was recorded for this batch (a continued or repaired run resumes it). */
-  nativeId?: string;
-}
+export type { NativeTarget } from './target';
 
 export function createBatchNativeActivities(deps: BatchActivityDeps) {
   const { db, storage, catalog, settings } = deps;
@@ -68,15 +64,8 @@ export function createBatchNativeActivities(deps: BatchActivityDeps) {
     e instanceof NativeApiError && e.permanent ? ApplicationFailure.nonRetryable(e.message, 'NativeRefused') : e;
 
   return {
-    /** Where the batch runs: on its model's provider's batch API (its target), or null for the routed path. */
-    async nativeTarget(a: { batchId: string }): Promise<NativeTarget | null> {
-      const { b, model } = await load(a.batchId);
-      if (!model) return null;
-      const had = await upstreamOf(db, a.batchId);
-      if (had) return had;
-      const p = catalog.provider(model);
-      return nativeBatchesFor(p, b.endpoint) ? { providerId: p.id } : null;
-    },
+    // Where the batch runs (./target.ts), asked first by the workflow of every batch, native or routed.
+    ...createBatchTargetActivities(deps),
 
     /**
      * The provider's batch this batch created: recorded on its row, else found there by the gateway's mark (a

@@ -6,7 +6,8 @@ import { ApiError, badRequest, budgetExceeded, conflict, insufficientFunds, notF
 import { InsufficientFunds, BudgetExceeded } from '../../billing';
 import { BATCH_ENDPOINTS, type BatchEndpoint, getFileForAccount } from '../../files';
 import { isTemporalError } from '../temporalErrors';
-import { clip, clipJson, isUnstorableText, unstorableTextMessage } from '../../text';
+import { clip, clipJson } from '../../text';
+import { isUnstorableText, unstorableTextMessage } from '../../db';
 import { batchBound } from './bound';
 import { ENDPOINT_MODES } from './endpoints';
 import * as repo from './repo';

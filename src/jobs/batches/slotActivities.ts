@@ -1,10 +1,10 @@
 import type { Db } from '../../db';
 import type { BatchSettings } from './settings';
-import { acquireSlots, releaseSlots } from '../../limits';
+import { acquireSlots, releaseSlots } from '../jobSlots';
 
 /**
  * An account's fair share of batch capacity (src/jobs/batches/workflow.ts): before each chunk a batch takes one of its
- * account's BATCH_ACCOUNT_CHUNKS slots (src/limits/jobSlots.ts), and gives it back after the chunk, so the account's
+ * account's BATCH_ACCOUNT_CHUNKS slots (src/jobs/jobSlots.ts), and gives it back after the chunk, so the account's
  * other batches, and its other chunks, take turns. A batch that gets none waits on a workflow timer, holding no
  * activity slot of the worker.
  */

@@ -3,9 +3,8 @@ import type { Db } from '../../db';
 import type { Storage } from '../../storage';
 import type { Catalog } from '../../catalog';
 import type { Logger } from '../../observability';
-import type { VideoProviders } from '../../providers';
+import { type VideoProviders, VideoProviderError } from '../../providers';
 import type { ModelRouter } from '../../modelCall';
-import { VideoProviderError } from '../../providers/video';
 import * as jobs from './repo';
 
 /** What every video activity works with (built once per worker by createVideoActivities). */

@@ -1,8 +1,7 @@
 import { Context } from '@temporalio/activity';
 import type { Storage } from '../../storage';
-import type { VideoImage } from '../../providers/video';
+import { type VideoImage, type VideoImages, type VideoParams } from '../../providers';
 import * as jobs from './repo';
-import type { VideoImages, VideoParams } from '../../providers';
 import type { StoredImageRef } from './repo';
 import type { SubmitArgs, SubmitOutcome } from './workflowContract';
 import { adapterOf, loadJob, toFailure, type VideoActivityContext } from './activityContext';

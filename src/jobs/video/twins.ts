@@ -3,8 +3,12 @@ import { askedDims, deliveredDims, videoSecondPrice, recordGatewayCost, type Gat
 import type { Db } from '../../db';
 import { tx } from '../../db';
 import type { Logger } from '../../observability';
-import type { VideoProviders } from '../../providers';
-import { VideoProviderError, type VideoProviderAdapter, type VideoTaskState } from '../../providers/video';
+import {
+  type VideoProviders,
+  VideoProviderError,
+  type VideoProviderAdapter,
+  type VideoTaskState,
+} from '../../providers';
 import type { ModelRouter } from '../../modelCall';
 import { appendEvent } from './repo';
 

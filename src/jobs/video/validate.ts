@@ -1,7 +1,8 @@
 import { badRequest, ApiError } from '../../errors';
 import type { Catalog, ModelConfig } from '../../catalog';
 import { wireOf } from '../../providers';
-import { findUnstorableText, unstorableTextMessage, clip, clipJson } from '../../text';
+import { clip, clipJson } from '../../text';
+import { findUnstorableText, unstorableTextMessage } from '../../db';
 import type { VideoImages, VideoRequest } from '../../providers';
 import { formNameMessage, formNamePath, formNameProblem } from '../../schemas';
 import { askedDims, videoHoldPrice } from '../../billing';

@@ -1,4 +1,4 @@
-import type { VideoTaskState } from '../../providers/video';
+import type { VideoTaskState } from '../../providers';
 import type { JobStatus } from './repo';
 
 /**

@@ -8,7 +8,7 @@ import { startDelivery } from './start';
 import type { AttemptInput, AttemptResult, EmitInput } from './workflowContract';
 import { deliveryLimits, type WebhookSettings } from './settings';
 import type { Lookup } from '../../net';
-import { acquireSlots, jittered, releaseSlots, type SlotSpec } from '../../limits';
+import { acquireSlots, jittered, releaseSlots, type SlotSpec } from '../jobSlots';
 
 /**
  * The webhook activities, for any workflow that emits events (video jobs today, batches later) and for the

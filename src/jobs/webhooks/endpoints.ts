@@ -1,8 +1,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
-import type { Db, Queryable } from '../../db';
-import { tx } from '../../db';
+import { type Db, type Queryable, tx, isUnstorableText } from '../../db';
 import { ApiError, badRequest } from '../../errors';
-import { isUnstorableText, clip } from '../../text';
+import { clip } from '../../text';
 import { bareHost, NonPublicHost, UnresolvableHost, vetHost, type Lookup } from '../../net';
 import { portAllowed, portOf, type WebhookSettings } from './settings';
 import { EVENT_TYPES, type EventType } from './eventTypes';

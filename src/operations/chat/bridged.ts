@@ -1,12 +1,17 @@
-import type { Caller, OperationDeps } from '../../modelCall';
+import {
+  type Caller,
+  type OperationDeps,
+  estimatedUsage,
+  fromChatUsage,
+  openCall,
+  RoutedBackend,
+  relayTranslated,
+  routedComplete,
+} from '../../modelCall';
 import { ApiError } from '../../errors';
 import { openAIBody } from '../../errorBodies';
 import type { ModelConfig } from '../../catalog';
-import type { ChatChunk } from '../../translate';
-import { bridgeChatRequest } from '../../translate/upstream';
-import { translateInput } from '../../translate';
-import { estimatedUsage, fromChatUsage, openCall, RoutedBackend } from '../../modelCall';
-import { relayTranslated, routedComplete } from '../translatedStream';
+import { type ChatChunk, bridgeChatRequest, translateInput } from '../../translate';
 import { SSE_DONE, sseEvent } from '../../sse';
 
 /**

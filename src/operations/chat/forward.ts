@@ -2,7 +2,7 @@ import type { Caller, OperationDeps } from '../../modelCall';
 import { invalidUpstreamResponse } from '../../errors';
 import type { ModelConfig } from '../../catalog';
 import { redactorFor } from '../../catalog';
-import { usageFromJson } from '../../providers/openai';
+import { usageFromJson } from '../../providers';
 import { SseRelay } from '../../sse';
 import {
   estimateCompletion,

@@ -1,6 +1,6 @@
 import { ApiError } from '../../errors';
 import type { EmbeddingBody } from '../../schemas';
-import type { GeminiEmbedRequest } from '../../providers/gemini';
+import type { GeminiEmbedRequest } from '../../providers';
 
 /**
  * /v1/embeddings on a model of a `gemini` provider: the input as Gemini embed requests (one string is an

@@ -1,6 +1,5 @@
 import type { CountTokensBody } from '../../schemas';
-import { geminiToChat } from '../../translate/client';
-import { IMAGE_TOKENS, translateInput } from '../../translate';
+import { geminiToChat, IMAGE_TOKENS, translateInput } from '../../translate';
 
 const PER_MESSAGE = 3;
 

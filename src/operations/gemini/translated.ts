@@ -1,11 +1,22 @@
-import type { Caller, OperationDeps } from '../../modelCall';
+import {
+  type Caller,
+  type OperationDeps,
+  estimatedUsage,
+  fromChatUsage,
+  openCall,
+  RoutedBackend,
+  relayTranslated,
+  routedComplete,
+} from '../../modelCall';
 import type { ModelConfig } from '../../catalog';
-import type { GenerateContentRequest } from '../../translate';
-import { geminiToChat, ChatToGeminiStream, chatToGemini } from '../../translate/client';
-import { translateInput } from '../../translate';
+import {
+  type GenerateContentRequest,
+  geminiToChat,
+  ChatToGeminiStream,
+  chatToGemini,
+  translateInput,
+} from '../../translate';
 import { geminiStatus } from '../../errorBodies';
-import { estimatedUsage, fromChatUsage, openCall, RoutedBackend } from '../../modelCall';
-import { relayTranslated, routedComplete } from '../translatedStream';
 import type { GeminiStreamWire } from './streamWire';
 
 /**

@@ -1,10 +1,9 @@
 import type { Caller, OperationDeps } from '../../modelCall';
 import type { ModelConfig } from '../../catalog';
-import type { MessagesRequest } from '../../translate';
+import { type MessagesRequest, translateInput, estimateInputTokens } from '../../translate';
 import type { CountTokensRequest } from '../../schemas';
 import type { MessagesUpstream } from '../../providers';
 import { servedNatively } from '../../providers';
-import { translateInput, estimateInputTokens } from '../../translate';
 import { nativeMessages, type AnthropicHeaders } from './native';
 import { translatedMessages } from './translated';
 import { throughCache } from '../cache';

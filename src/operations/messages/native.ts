@@ -1,10 +1,6 @@
-import type { Caller, OperationDeps } from '../../modelCall';
-import type { ModelConfig } from '../../catalog';
-import { checkOutputCap, redactorFor } from '../../catalog';
-import type { MessagesRequest } from '../../translate';
-import { formatSse } from '../../sse';
-import type { MessagesUpstream } from '../../providers';
 import {
+  type Caller,
+  type OperationDeps,
   countImages,
   estimatedUsage,
   estimateNative,
@@ -14,8 +10,14 @@ import {
   RoutedPayload,
   tokenUsage,
   type AnthropicUsageLike,
+  relayNative,
+  type NativeEvents,
 } from '../../modelCall';
-import { relayNative, type NativeEvents } from '../nativeStream';
+import type { ModelConfig } from '../../catalog';
+import { checkOutputCap, redactorFor } from '../../catalog';
+import type { MessagesRequest } from '../../translate';
+import { formatSse } from '../../sse';
+import type { MessagesUpstream } from '../../providers';
 
 /**
  * POST /v1/messages on a model served over Anthropic Messages (an `anthropic` provider, Claude on `bedrock` or

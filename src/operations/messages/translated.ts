@@ -1,11 +1,22 @@
-import type { Caller, OperationDeps } from '../../modelCall';
+import {
+  type Caller,
+  type OperationDeps,
+  estimatedUsage,
+  fromChatUsage,
+  openCall,
+  RoutedBackend,
+  relayTranslated,
+  routedComplete,
+} from '../../modelCall';
 import type { ModelConfig } from '../../catalog';
-import type { MessagesRequest } from '../../translate';
-import { messagesToChat, chatToMessages, ChatToMessagesStream } from '../../translate/client';
-import { translateInput } from '../../translate';
+import {
+  type MessagesRequest,
+  messagesToChat,
+  chatToMessages,
+  ChatToMessagesStream,
+  translateInput,
+} from '../../translate';
 import { formatSse, type SseEvent } from '../../sse';
-import { estimatedUsage, fromChatUsage, openCall, RoutedBackend } from '../../modelCall';
-import { relayTranslated, routedComplete } from '../translatedStream';
 
 /**
  * POST /v1/messages on any other chat model: messages -> chat (src/translate), sent to the model's upstream

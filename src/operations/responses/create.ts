@@ -1,8 +1,7 @@
 import type { Caller, OperationDeps } from '../../modelCall';
 import { notFound } from '../../errors';
 import type { ModelConfig } from '../../catalog';
-import type { ResponsesItem, ResponsesRequest } from '../../translate';
-import { inputItems } from '../../translate/client';
+import { type ResponsesItem, type ResponsesRequest, inputItems } from '../../translate';
 import { conversationItems } from './storedResponses';
 import { prepareNativeResponses } from './native';
 import { prepareTranslatedResponses } from './translated';

@@ -1,11 +1,6 @@
-import type { Caller, OperationDeps } from '../../modelCall';
-import { invalidUpstreamResponse } from '../../errors';
-import { checkOutputCap, redactorFor } from '../../catalog';
-import type { ResponseObject } from '../../translate';
-import { newId } from '../../translate/client';
-import { formatSse } from '../../sse';
-import type { EventSourceMessage } from '../../sse';
 import {
+  type Caller,
+  type OperationDeps,
   countImages,
   estimatedUsage,
   estimateNative,
@@ -14,8 +9,14 @@ import {
   requireOpenAIProvider,
   RoutedPayload,
   type Estimate,
+  relayNative,
+  type NativeEvents,
 } from '../../modelCall';
-import { relayNative, type NativeEvents } from '../nativeStream';
+import { invalidUpstreamResponse } from '../../errors';
+import { checkOutputCap, redactorFor } from '../../catalog';
+import { type ResponseObject, newId } from '../../translate';
+import { formatSse } from '../../sse';
+import type { EventSourceMessage } from '../../sse';
 import { storeTurn, usageOf, type PreparedTurn, type Turn } from './turn';
 
 /**

@@ -1,6 +1,5 @@
-import type { Db } from '../../db';
+import { type Db, jsonForPostgres } from '../../db';
 import type { ResponseObject, ResponsesItem } from '../../translate';
-import { jsonForPostgres } from '../../text';
 
 /** Stored responses (migration 030): save one turn, load one response, rebuild a conversation's items. */
 

@@ -1,16 +1,23 @@
-import type { Caller, OperationDeps } from '../../modelCall';
+import {
+  type Caller,
+  type OperationDeps,
+  estimatedUsage,
+  fromChatUsage,
+  openCall,
+  RoutedBackend,
+  relayTranslated,
+  routedComplete,
+} from '../../modelCall';
 import {
   responsesToChat,
   chatToResponses,
   newId,
   type ResponseShell,
   ChatToResponsesStream,
-} from '../../translate/client';
-import type { ChatTranslation } from '../../translate/client';
-import { translateInput } from '../../translate';
+  type ChatTranslation,
+  translateInput,
+} from '../../translate';
 import { formatSse, type SseEvent } from '../../sse';
-import { estimatedUsage, fromChatUsage, openCall, RoutedBackend } from '../../modelCall';
-import { relayTranslated, routedComplete } from '../translatedStream';
 import { storeTurn, type PreparedTurn, type Turn } from './turn';
 
 /**

@@ -3,7 +3,7 @@ import type { Dispatcher } from 'undici';
 import { upstreamPool } from '../upstreamDispatch';
 import { ApiError } from '../../errors';
 import type { ProviderConfig } from '../../catalog';
-import { mapTransportError } from '../openai';
+import { mapTransportError } from '../openai/adapter';
 import { readErrorBody, refusal } from '../upstreamError';
 import type { CallOptions, ProviderAdapter } from '../types';
 import type { MessagesUpstream } from '../messagesUpstream';

@@ -3,7 +3,7 @@ import type { Pool } from 'undici';
 import { ApiError } from '../../errors';
 import { carryFailure } from '../failure';
 import type { ProviderConfig } from '../../catalog';
-import { mapUpstreamError, OpenAIAdapter, type OpenAIAdapterOptions } from '../openai';
+import { mapUpstreamError, OpenAIAdapter, type OpenAIAdapterOptions } from '../openai/adapter';
 import { upstreamPool } from '../upstreamDispatch';
 import { azureCredentials, type AzureCredentials } from './auth';
 import type { OpenAICompatibleAdapter, PerDeploymentAdapter } from '../types';

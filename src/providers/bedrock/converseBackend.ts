@@ -1,6 +1,7 @@
 import type { ModelConfig } from '../../catalog';
-import type { ChatChunk, ChatRequest } from '../../translate';
 import {
+  type ChatChunk,
+  type ChatRequest,
   AnthropicStreamError,
   AnthropicStreamToChat,
   anthropicToChatCompletion,
@@ -8,7 +9,7 @@ import {
   anthropicToConverse,
   converseToAnthropic,
   ConverseStreamToAnthropic,
-} from '../../translate/upstream';
+} from '../../translate';
 import { DEFAULT_MAX_OUTPUT_TOKENS } from '../../billing';
 import { countImages, nativeBound } from '../../billing';
 import type { BedrockAdapter } from './adapter';

@@ -1,6 +1,6 @@
 import type { ProviderConfig } from '../../catalog';
+import { ProviderHttp } from '../video/http';
 import {
-  ProviderHttp,
   VideoProviderError,
   type Download,
   type VideoImage,
@@ -8,7 +8,7 @@ import {
   type VideoSubmission,
   type VideoTaskState,
   type VideoTaskStatus,
-} from '../video';
+} from '../video/types';
 
 /**
  * BytePlus Seedance (ModelArk content generation tasks, reference §3):

@@ -1,13 +1,13 @@
 import type { ProviderConfig } from '../../catalog';
+import { ProviderHttp } from '../video/http';
 import {
-  ProviderHttp,
   VideoProviderError,
   type Download,
   type VideoImage,
   type VideoProviderAdapter,
   type VideoSubmission,
   type VideoTaskStatus,
-} from '../video';
+} from '../video/types';
 
 /**
  * Google Veo through the Gemini API's long-running operations (reference §2a):

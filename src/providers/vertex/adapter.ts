@@ -4,13 +4,13 @@ import { upstreamPool } from '../upstreamDispatch';
 import { ApiError } from '../../errors';
 import { anthropicType } from '../../errorBodies';
 import type { ProviderConfig } from '../../catalog';
-import { isClaudeModel } from '../anthropic';
-import { mapTransportError } from '../openai';
+import { isClaudeModel } from '../anthropic/models';
+import { mapTransportError } from '../openai/adapter';
 import { noCredentials, readErrorBody, refusal } from '../upstreamError';
 import type { CallOptions, ProviderAdapter } from '../types';
 import { withTraceparent } from '../../observability';
 import { readWholeAnswer } from '../wholeAnswer';
-import type { GeminiResponse, GeminiUpstream } from '../gemini';
+import type { GeminiResponse, GeminiUpstream } from '../gemini/adapter';
 import {
   cloudMessagesBody,
   type MessagesAnswer,

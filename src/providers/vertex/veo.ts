@@ -1,13 +1,13 @@
 import type { ProviderConfig } from '../../catalog';
+import { ProviderHttp } from '../video/http';
 import {
-  ProviderHttp,
   VideoProviderError,
   type Download,
   type VideoProviderAdapter,
   type VideoSubmission,
   type VideoTaskStatus,
-} from '../video';
-import { VeoAdapter } from '../veo';
+} from '../video/types';
+import { VeoAdapter } from '../veo/adapter';
 import { vertexKeyFile, vertexModelPath } from './adapter';
 import { VertexAuth } from '../googleCloudAuth';
 

@@ -18,7 +18,7 @@ import type {
   MessagesRequest,
   MessagesResponse,
 } from '../anthropicTypes';
-import { parseToolInput } from '../client';
+import { parseToolInput } from '../client/chatToMessages';
 
 /**
  * Chat Completions <-> Anthropic Messages for an Anthropic-protocol upstream, so the Responses interface (which

@@ -1,5 +1,4 @@
 import { hasBudget, limitsFromRow, NO_LIMITS, parseLimitsPatch } from '../../../src/limits/keyLimits';
-import { jittered } from '../../../src/limits/jobSlots';
 import { ApiError } from '../../../src/errors';
 
 /** A key's limits as the console, operator routes and CLI give them: what is taken, and what is refused and why. */
@@ -72,13 +71,4 @@ test('a row of effective limits: all null is the shared NO_LIMITS; a budget is a
   expect(hasBudget(l)).toBe(true); // a zero budget is a budget (it stops every paid request)
   expect(hasBudget({ ...NO_LIMITS, rpm: 1 })).toBe(false);
   expect(Object.isFrozen(NO_LIMITS)).toBe(true);
-});
-
-test('a job slot wait is jittered by up to a quarter, never less than asked', () => {
-  const waits = Array.from({ length: 2000 }, () => jittered(1000));
-  expect(Math.min(...waits)).toBeGreaterThanOrEqual(1000);
-  expect(Math.max(...waits)).toBeLessThanOrEqual(1250);
-  expect(new Set(waits).size).toBeGreaterThan(50); // spread, not one value
-  for (const w of waits) expect(Number.isInteger(w)).toBe(true);
-  expect(jittered(0)).toBe(0);
 });

@@ -11,6 +11,8 @@ import { cycles, edges, files, root, type Edge } from '../../support/importGraph
 
 interface Rooms {
   folders: string[];
+  /** A room's inner folders: files of the innermost room holding them, with no door of their own. */
+  inner: { folders: string[]; why: string };
   entryPoints: { folders: string[]; why: string };
   exceptions: { from: string; to?: string[]; why: string }[];
   pending: { paths: string[]; why: string }[];
@@ -60,15 +62,23 @@ function door(from: string, to: string): string | null {
 
 const checked = edges.flat().filter((e) => !isPending(e.from) && !isPending(e.to) && !settingsRead(e));
 
-test("every folder of src/ holding .ts files is a room, an entry point's folder, or pending", () => {
+test("every folder of src/ with .ts files is a room, a room's inner folder, an entry point's folder or pending", () => {
   const folders = (dir: string): string[] =>
     readdirSync(path.join(root, dir), { withFileTypes: true })
       .filter((e) => e.isDirectory())
       .flatMap((e) => [`${dir}/${e.name}`, ...folders(`${dir}/${e.name}`)]);
   const holding = folders('src').filter((d) => files.some((f) => path.posix.dirname(f) === d));
-  const known = [...ROOMS.folders, ...ROOMS.entryPoints.folders];
+  const known = [...ROOMS.folders, ...ROOMS.inner.folders, ...ROOMS.entryPoints.folders];
   expect(holding.filter((d) => !known.includes(d) && !isPending(d))).toEqual([]);
   expect(known.filter((d) => !existsSync(path.join(root, d)))).toEqual([]);
+});
+
+test("a room's inner folder lies in a room and has no door of its own", () => {
+  expect(
+    ROOMS.inner.folders.filter(
+      (d) => !ROOMS.folders.some((r) => inside(d, r)) || existsSync(path.join(root, d, 'index.ts')),
+    ),
+  ).toEqual([]);
 });
 
 test("a file outside a room imports only the room's index.ts, but in the workflow bundle", () => {

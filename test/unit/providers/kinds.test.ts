@@ -50,11 +50,11 @@ function providerOf(kind: ProviderKind): ProviderConfig {
 describe.each(PROVIDER_KINDS)('kind %s', (kind) => {
   const row: KindRow = KINDS[kind];
 
-  test('has a complete row and a folder whose index.ts is the row', async () => {
+  test('has a complete row and a folder whose kind.ts is the row', async () => {
     for (const f of FIELDS) expect(row[f]).not.toBeUndefined();
     expect(row.chat === 'by model').toBe(row.wireOf !== undefined);
     expect(row.chat !== null || row.video !== null).toBe(true);
-    const folder = (await import(path.join(root, 'src/providers', kind, 'index.ts'))) as Record<string, unknown>;
+    const folder = (await import(path.join(root, 'src/providers', kind, 'kind.ts'))) as Record<string, unknown>;
     expect(Object.values(folder)).toContain(row);
     expect(row.streaming).toBe(row.chat !== null);
     if (row.credentials.source === 'cloud') expect(row.credentials.defaultBaseUrl).toBeDefined();

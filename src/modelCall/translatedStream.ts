@@ -1,10 +1,12 @@
 import { redactorFor } from '../catalog';
-import type { OperationDeps } from '../modelCall';
+import type { OperationDeps } from './caller';
 import type { ChatChunk, ChatCompletion } from '../translate';
 import type { SseSink } from '../sse';
 import { UpstreamStreamError } from '../providers';
 import { CLIENT_CLOSED } from '../net';
-import { StreamUsage, type RoutedBackend, type RoutedCall } from '../modelCall';
+import { StreamUsage } from './meter';
+import type { RoutedBackend } from './routedBackend';
+import type { RoutedCall } from './routedCall';
 import type { HeldTry } from '../observability';
 
 /**

@@ -1,4 +1,4 @@
-import { findUnstorableText, isUnstorableText, jsonForPostgres } from '../../../src/text/pgText';
+import { findUnstorableText, isUnstorableText, jsonForPostgres } from '../../../src/db/pgText';
 
 test('NUL and unpaired surrogates are unstorable; paired surrogates and other text are fine', () => {
   for (const s of ['a\u0000', '\ud800', 'x\udfff', '\udc00\ud800', 'ok\ud83d']) expect(isUnstorableText(s)).toBe(true);

@@ -1,5 +1,5 @@
-import { KeyPacer } from '../../../../src/jobs/batches/pacer';
-import type { Queryable } from '../../../../src/db/pool';
+import { KeyPacer } from '../../../src/jobs/keyPacer';
+import type { Queryable } from '../../../src/db/pool';
 
 /**
  * A key's batch requests paced to a share of its RPM and TPM, on a fake clock: the one-second burst, the refill

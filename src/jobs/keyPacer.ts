@@ -1,11 +1,12 @@
-import type { Queryable } from '../../db';
-import { EFFECTIVE_LIMITS_SQL } from '../../limits';
+import type { Queryable } from '../db';
+import { EFFECTIVE_LIMITS_SQL } from '../limits';
 
 /**
- * Paces a key's batch requests to a share of its limits: at most `share` x its requests per minute and tokens per
- * minute, so interactive traffic of the same key keeps the rest. One bucket per key per worker process, refilled
+ * The job engine's pacing of the model calls a job makes on a key's behalf (a batch's lines:
+ * src/jobs/batches/activities.ts, BATCH_KEY_LIMIT_SHARE): at most `share` x the key's requests per minute and tokens
+ * per minute, so interactive traffic of the same key keeps the rest. One bucket per key per worker process, refilled
  * continuously; tokens are counted after each request (the bucket may go into debt, and the next request waits it
- * out). A key without limits is not paced (the batch's concurrency bounds it).
+ * out). A key without limits is not paced (the job's own concurrency bounds it).
  */
 
 interface Bucket {
@@ -77,7 +78,7 @@ export class KeyPacer {
     return fresh;
   }
 
-  /** Waits until the key may send one more batch request, and takes it. */
+  /** Waits until the key may send one more request, and takes it. */
   async acquire(keyId: string | null, signal?: AbortSignal): Promise<void> {
     if (!keyId) return;
     for (;;) {

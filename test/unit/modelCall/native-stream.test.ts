@@ -1,4 +1,4 @@
-import { relayNative, type NativeEvents } from '../../../src/operations/nativeStream';
+import { relayNative, type NativeEvents } from '../../../src/modelCall/nativeStream';
 import { openCall } from '../../../src/modelCall/routedCall';
 import { Catalog, type CatalogFile, type ModelConfig } from '../../../src/catalog/catalog';
 import { tokenUsage } from '../../../src/billing/tokenUsage';

@@ -1,4 +1,4 @@
-import { clip } from './clip';
+import { clip } from '../text';
 
 /**
  * Text Postgres cannot store. JSON and JS strings may hold NUL (U+0000) and unpaired UTF-16 surrogates ("\ud800");

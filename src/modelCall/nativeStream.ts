@@ -1,9 +1,9 @@
 import type { Logger } from '../observability';
-import type { TokenUsage } from '../modelCall';
+import type { TokenUsage } from '../billing';
 import { CLIENT_CLOSED } from '../net';
 import type { SseSink, EventSourceMessage } from '../sse';
 import { rewriteRegion, SseRegions, type SseRegion } from '../sse';
-import type { RoutedCall } from '../modelCall';
+import type { RoutedCall } from './routedCall';
 
 /**
  * The one relay of a native pass-through stream (/v1/messages on an Anthropic upstream, /v1/responses on a

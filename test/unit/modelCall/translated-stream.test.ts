@@ -1,4 +1,4 @@
-import { relayTranslated, type StreamTranslator } from '../../../src/operations/translatedStream';
+import { relayTranslated, type StreamTranslator } from '../../../src/modelCall/translatedStream';
 import { openCall } from '../../../src/modelCall/routedCall';
 import { Catalog, type CatalogFile, type ModelConfig } from '../../../src/catalog/catalog';
 import type { RoutedBackend } from '../../../src/modelCall/routedBackend';

@@ -1,5 +1,5 @@
 import type { KindRow } from '../kindRow';
-import { isClaudeModel } from '../anthropic';
+import { isClaudeModel } from '../anthropic/models';
 import { VertexAdapter } from './adapter';
 import { VertexVeoAdapter } from './veo';
 

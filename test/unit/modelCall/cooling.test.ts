@@ -1,9 +1,8 @@
-import { Catalog, type CatalogFile, type ModelConfig } from '../../../../src/catalog/catalog';
-import { ModelRouter } from '../../../../src/modelCall/modelRouter';
-import { markFailure } from '../../../../src/providers/failure';
-import { coolingUntil, type ExecDeps } from '../../../../src/jobs/batches/execute';
-import { ProviderRegistry } from '../../../../src/providers/registry';
-import { KINDS } from '../../../../src/providers/kinds';
+import { Catalog, type CatalogFile, type ModelConfig } from '../../../src/catalog/catalog';
+import { ModelRouter } from '../../../src/modelCall/modelRouter';
+import { markFailure } from '../../../src/providers/failure';
+import { coolingUntil, type CoolingDeps } from '../../../src/modelCall/cooling';
+import { KINDS } from '../../../src/providers/kinds';
 
 /**
  * A batch waits while every deployment that could answer its model (its own and its fallbacks') cools down, until
@@ -33,7 +32,7 @@ const router = new ModelRouter(
   { maxAttempts: 1, maxTimeMs: 10_000, cooldownBaseMs: 1000, cooldownMaxMs: 60_000 },
   () => now,
 );
-const deps: ExecDeps = { db: null as never, catalog, providers: new ProviderRegistry(catalog), router };
+const deps: CoolingDeps = { catalog, router };
 
 /** One request to `model` whose try is refused with 429 and `retryAfter` seconds: that deployment cools down. */
 async function refuse(model: string, retryAfter: string): Promise<void> {
