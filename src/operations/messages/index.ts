@@ -7,7 +7,7 @@ import { servedNatively } from '../../providers';
 import { translateInput, estimateInputTokens } from '../../translate';
 import { nativeMessages, type AnthropicHeaders } from './native';
 import { translatedMessages } from './translated';
-import { throughCache } from '../cache';
+import { throughCache } from '../../cache';
 import { messagesUpstreamOf } from '../../modelCall';
 
 /**

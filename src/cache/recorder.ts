@@ -1,7 +1,7 @@
 import type { ServerResponse } from 'node:http';
-import type { Caller, Output, RelayTarget } from '../../modelCall';
-import type { SseSink } from '../../sse';
-import { COST_SLOT, type EntryKind } from '../../cache';
+import type { Caller, Output, RelayTarget } from '../modelCall';
+import type { SseSink } from '../sse';
+import { COST_SLOT, type EntryKind } from './entry';
 
 /**
  * The answer of a miss as the client got it, captured on its way out: the Output the operation writes to passes

@@ -1,5 +1,5 @@
-import type { Output } from '../../modelCall';
-import { COST_SLOT, type CacheEntry } from '../../cache';
+import type { Output } from '../modelCall';
+import { COST_SLOT, type CacheEntry } from './entry';
 
 /**
  * A hit's answer, as the miss that stored it was answered: the same JSON, or the same stream events (its usage

@@ -1,10 +1,13 @@
-import type { ModelConfig } from '../../catalog';
-import type { Caller, OperationDeps } from '../../modelCall';
-import { openCall } from '../../modelCall';
-import { CACHE_HEADER, parseDirective, type CacheDirective, makeEntry, type CacheEntry, requestKey } from '../../cache';
+import type { ModelConfig } from '../catalog';
+import type { Caller, OperationDeps } from '../modelCall';
+import { openCall } from '../modelCall';
+import { CACHE_HEADER, parseDirective, type CacheDirective } from './directive';
+import { makeEntry, type CacheEntry } from './entry';
+import { requestKey } from './requestKey';
 import { Recorder } from './recorder';
 import { replay } from './replay';
-import type { ResponseCache, CacheScope } from '../../cache';
+import type { ResponseCache } from './responseCache';
+import type { CacheScope } from './accountSettings';
 
 /**
  * An operation through the response cache. Only requests paid from the account are cached (a batch's or a
@@ -29,9 +32,15 @@ export interface Cacheable {
 
 export const ENTRY_KEY_HEADER = 'x-gateway-cache-key';
 
+/**
+ * The operations' deps as the cache reads them: AppDeps has `cache` (src/operations/deps.ts); absent or null: off.
+ * The model call's OperationDeps does not name it, so the model call, below the cache, does not import it.
+ */
+export type CachingDeps = OperationDeps & { cache?: ResponseCache | null };
+
 export async function throughCache(
   caller: Caller,
-  deps: OperationDeps,
+  deps: CachingDeps,
   req: Cacheable,
   run: (caller: Caller) => Promise<void>,
 ): Promise<void> {
