@@ -3,6 +3,7 @@ import { performance } from 'node:perf_hooks';
 import type { Db } from '../db';
 import type { CacheStore, EntryOwner } from './store';
 import { EntryBatch } from './batch';
+import { KeyIndex } from './keyIndex';
 
 /**
  * Entries in Postgres (table response_cache, migration 220), for a gateway without Redis (REDIS_URL unset: one API
@@ -20,7 +21,8 @@ import { EntryBatch } from './batch';
  */
 export class PgCacheStore implements CacheStore {
   readonly name = 'postgres' as const;
-  private readonly index = new Map<string, number>();
+  /** The keys stored and their expiry (./keyIndex.ts: small integers, no object per key). */
+  private readonly index = new KeyIndex();
   private readonly memory = new Map<string, { buf: Buffer; expiresAt: number }>();
   private memoryUsed = 0;
   /** The entries to write (./batch.ts: their bytes copied, so that no entry's own Buffer outlives its request). */

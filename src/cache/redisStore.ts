@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import Redis from 'ioredis';
 import type { CacheStore, EntryOwner } from './store';
 import { EntryBatch } from './batch';
+import { KeyIndex } from './keyIndex';
 
 /**
  * Entries in Redis (REDIS_URL): one string per entry with its TTL, its owner (account and model) beside it, and per
@@ -68,7 +69,8 @@ type Scripted = Redis & {
 export class RedisCacheStore implements CacheStore {
   readonly name = 'redis' as const;
   private readonly redis: Scripted;
-  private readonly index = new Map<string, number>();
+  /** The keys stored and their expiry (./keyIndex.ts: small integers, no object per key). */
+  private readonly index = new KeyIndex();
   /** The index holds every key Redis had when this process started (the SCAN has ended). */
   private complete = false;
   private scanning: Promise<void> | null = null;
@@ -146,7 +148,7 @@ export class RedisCacheStore implements CacheStore {
       const b = m.lastIndexOf('|');
       this.index.set(m.slice(a + 1, b), Number(m.slice(b + 1)));
     }
-    this.prune(1000);
+    this.index.prune(1000);
   }
 
   /** Every entry Redis has (keys only: each is given the longest TTL, and forgotten once a GET finds it gone). */
@@ -163,17 +165,6 @@ export class RedisCacheStore implements CacheStore {
       cursor = next;
     } while (cursor !== '0');
     this.complete = true;
-  }
-
-  /** Forgets up to `n` expired keys, oldest first, moving the live ones it looked at to the end. */
-  private prune(n: number): void {
-    const now = Date.now();
-    let seen = 0;
-    for (const [k, exp] of this.index) {
-      if (++seen > n) break;
-      this.index.delete(k);
-      if (exp > now) this.index.set(k, exp);
-    }
   }
 
   /** From memory at once (no promise) when it can: a key it does not know is a miss, one not yet written a hit. */
