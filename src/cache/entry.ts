@@ -14,8 +14,8 @@ export interface CacheEntry {
   /** json: a whole JSON answer; raw: the upstream's bytes with their content type; sse: a stream's events. */
   kind: EntryKind;
   type?: string;
-  /** The answer (UTF-8); a stream's with COST_SLOT where its cost comment was. */
-  body: string;
+  /** The answer's bytes as the client got them; a stream's with COST_SLOT where its cost comment was. */
+  body: Buffer;
   /** The model that answered (a fallback's id when one did). */
   model: string;
   /** What the answer cost when it was called: what each hit saves. */
@@ -27,40 +27,56 @@ export interface CacheEntry {
 
 /** Where a replayed stream's own cost comment goes. */
 export const COST_SLOT = '\u0000cost\u0000';
+export const COST_SLOT_BYTES = Buffer.from(COST_SLOT);
 
-// One-shot hash: createHash() builds a Hash object per call, several µs of a miss's CPU each.
-const digestOf = (body: string): string => hash('sha256', body, 'base64url');
+// One-shot hash: createHash() builds a Hash object per call, several µs of a miss's CPU each. Over the body's bytes:
+// the same digest as over its text (which is hashed as UTF-8), so entries written with a text body still check.
+const digestOf = (body: Buffer): string => hash('sha256', body, 'base64url');
 
-export function makeEntry(e: Omit<CacheEntry, 'v' | 'digest'>): CacheEntry {
-  return { v: 1, ...e, digest: digestOf(e.body) };
+/** An entry of the answer `body` (its bytes, or its text). */
+export function makeEntry(e: Omit<CacheEntry, 'v' | 'digest' | 'body'> & { body: Buffer | string }): CacheEntry {
+  const body = typeof e.body === 'string' ? Buffer.from(e.body) : e.body;
+  return { v: 1, ...e, body, digest: digestOf(body) };
 }
 
 /**
- * The stored form: a JSON line of everything but the body, then the body as it is. The body is not a JSON string
- * inside the entry: escaping it on every write and parsing it back on every hit cost more than the rest of the
- * entry's handling together. (Entries of the older form, the whole entry as one JSON object, still decode.)
+ * The stored form: a JSON line of everything but the body, then the body's bytes as they are. The body is neither a
+ * JSON string inside the entry (escaping it on every write and parsing it back on every hit cost more than the rest
+ * of the entry's handling together) nor text (the answer's bytes would be decoded and encoded again on each miss and
+ * each hit). Entries of the older form, the whole entry as one JSON object, still decode.
  */
 export function encodeEntry(e: CacheEntry): Buffer {
-  const { body, ...head } = e;
-  return Buffer.from(`${JSON.stringify(head)}\n${body}`);
+  const head = {
+    v: e.v,
+    key: e.key,
+    kind: e.kind,
+    type: e.type,
+    model: e.model,
+    costVnd: e.costVnd,
+    createdAt: e.createdAt,
+    digest: e.digest,
+  };
+  return Buffer.concat([Buffer.from(`${JSON.stringify(head)}\n`), e.body]);
 }
 
 /** The entry, or null when it is not one written under `key` (corrupt, truncated, poisoned). */
 export function decodeEntry(buf: Buffer, key: string): CacheEntry | null {
-  let e: Partial<CacheEntry>;
+  let e: Partial<Omit<CacheEntry, 'body'>> & { body?: unknown };
   try {
     const nl = buf.indexOf(10);
-    if (nl < 0) e = JSON.parse(buf.toString('utf8'));
-    else {
+    if (nl < 0) {
+      e = JSON.parse(buf.toString('utf8'));
+      if (e && typeof e === 'object' && typeof e.body === 'string') e.body = Buffer.from(e.body);
+    } else {
       e = JSON.parse(buf.toString('utf8', 0, nl));
-      if (e && typeof e === 'object') e.body = buf.toString('utf8', nl + 1);
+      if (e && typeof e === 'object') e.body = buf.subarray(nl + 1);
     }
   } catch {
     return null;
   }
   if (!e || typeof e !== 'object' || e.v !== 1 || e.key !== key) return null;
   if (e.kind !== 'json' && e.kind !== 'raw' && e.kind !== 'sse') return null;
-  if (typeof e.body !== 'string' || typeof e.model !== 'string' || typeof e.digest !== 'string') return null;
+  if (!Buffer.isBuffer(e.body) || typeof e.model !== 'string' || typeof e.digest !== 'string') return null;
   if (!Number.isSafeInteger(e.costVnd) || e.costVnd! < 0 || !Number.isFinite(e.createdAt)) return null;
   if (e.type !== undefined && typeof e.type !== 'string') return null;
   if (digestOf(e.body) !== e.digest) return null;

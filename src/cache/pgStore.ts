@@ -2,6 +2,8 @@ import { randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import type { Db } from '../db';
 import type { CacheStore, EntryOwner } from './store';
+import { EntryBatch } from './batch';
+import { KeyIndex } from './keyIndex';
 
 /**
  * Entries in Postgres (table response_cache, migration 220), for a gateway without Redis (REDIS_URL unset: one API
@@ -17,21 +19,17 @@ import type { CacheStore, EntryOwner } from './store';
  * write at most once per `sweepMs`. A purge made by another process reaches this one's memory within `refreshMs`
  * only for new entries: docs/cache.md says to run Redis with more than one API process.
  */
-interface Pending {
-  owner: EntryOwner;
-  buf: Buffer;
-  expiresAt: number;
-  createdAt: number;
-}
-
 export class PgCacheStore implements CacheStore {
   readonly name = 'postgres' as const;
-  private readonly index = new Map<string, number>();
+  /** The keys stored and their expiry (./keyIndex.ts: small integers, no object per key). */
+  private readonly index = new KeyIndex();
   private readonly memory = new Map<string, { buf: Buffer; expiresAt: number }>();
   private memoryUsed = 0;
-  private pending = new Map<string, Pending>();
+  /** The entries to write (./batch.ts: their bytes copied, so that no entry's own Buffer outlives its request). */
+  private pending = new EntryBatch();
   /** The batch being written (one at a time). */
-  private writing = new Map<string, Pending>();
+  private writing: EntryBatch | null = null;
+  private spare: EntryBatch | null = null;
   private flushing: Promise<void> = Promise.resolve();
   private flushTimer: NodeJS.Timeout | null = null;
   private refreshTimer: NodeJS.Timeout | null = null;
@@ -99,8 +97,8 @@ export class PgCacheStore implements CacheStore {
       this.memory.set(key, m);
       return m.buf;
     }
-    const waiting = this.pending.get(key) ?? this.writing.get(key);
-    if (waiting) return waiting.buf;
+    const waiting = this.pending.get(key) ?? this.writing?.get(key);
+    if (waiting) return waiting;
     return this.read(key, exp);
   }
 
@@ -113,8 +111,8 @@ export class PgCacheStore implements CacheStore {
     if (buf) this.remember(key, buf, exp);
     else {
       // Put again while the query ran: not gone.
-      const waiting = this.pending.get(key) ?? this.writing.get(key);
-      if (waiting) return waiting.buf;
+      const waiting = this.pending.get(key) ?? this.writing?.get(key);
+      if (waiting) return waiting;
       this.index.delete(key);
     }
     return buf;
@@ -141,7 +139,7 @@ export class PgCacheStore implements CacheStore {
   private forget(key: string): void {
     this.index.delete(key);
     this.pending.delete(key);
-    this.writing.delete(key);
+    this.writing?.delete(key);
     this.forgetMemory(key);
   }
 
@@ -162,8 +160,9 @@ export class PgCacheStore implements CacheStore {
     // (up to memoryBytes) showed as garbage collection in a miss's CPU. A hit reads it from pending until it is
     // written, then once from the table, and keeps it from there.
     this.forgetMemory(key);
-    this.pending.set(key, { owner, buf: value, expiresAt, createdAt });
-    if (this.pending.size >= 256) void this.flush().catch((e: Error) => this.opts.onError?.(e));
+    this.pending.add(key, owner, value, ttlSeconds, expiresAt, createdAt);
+    if (this.pending.size >= 256 || this.pending.used >= 2 * 1024 * 1024)
+      void this.flush().catch((e: Error) => this.opts.onError?.(e));
     else
       this.flushTimer ??= setTimeout(
         () => void this.flush().catch((e: Error) => this.opts.onError?.(e)),
@@ -175,48 +174,40 @@ export class PgCacheStore implements CacheStore {
   flush(): Promise<void> {
     if (this.flushTimer) clearTimeout(this.flushTimer);
     this.flushTimer = null;
-    return (this.flushing = this.flushing.then(() => this.write()));
+    // After the last write, whether it failed or not (a failed write would otherwise stop every later one).
+    return (this.flushing = this.flushing.catch(() => undefined).then(() => this.write()));
   }
 
   private async write(): Promise<void> {
     await this.ready;
     if (this.pending.size) {
       // Still found by get() until the INSERT has committed (a read of the table before then finds nothing).
-      this.writing = this.pending;
-      const rows = [...this.pending.entries()];
-      this.pending = new Map();
-      if (this.approxTotal !== null) for (const [, r] of rows) this.approxTotal += r.buf.length;
-      // The bodies go as one bytea parameter, sent in binary, cut apart by their sizes in the database: a bytea[]
-      // parameter is sent as text, every body hex-encoded here and decoded there.
+      const batch = (this.writing = this.pending);
+      this.pending = this.spare ?? new EntryBatch();
+      this.spare = null;
+      // The bodies go as one bytea parameter, sent in binary, cut apart by their offsets in the database (a bytea[]
+      // parameter is sent as text, every body hex-encoded here and decoded there); the rest as one JSON text of
+      // the rows (JSON.stringify is native: the pg client escapes each element of an array parameter in JS).
+      let newest = 0;
       try {
-        const sizes = rows.map(([, r]) => r.buf.length);
+        const packed = batch.packed();
+        newest = packed.newest;
+        if (this.approxTotal !== null) this.approxTotal += packed.bytes.length;
         await this.db.query(
           `INSERT INTO response_cache (key, account_id, model, body, size, expires_at, created_at, project_id, writer)
-           SELECT k, a, m, substring($4::bytea FROM (sum(n) OVER w - n + 1)::int FOR n), n,
-             to_timestamp(e / 1000.0), to_timestamp(c / 1000.0), p, $8::uuid
-           FROM unnest($1::text[], $2::uuid[], $3::text[], $5::int[], $6::float8[], $7::float8[], $9::text[])
-             WITH ORDINALITY AS t(k, a, m, n, e, c, p, i)
-           WINDOW w AS (ORDER BY i)
+           SELECT k, a, m, substring($2::bytea FROM o FOR n), n, to_timestamp(e / 1000.0), to_timestamp(c / 1000.0),
+             p, $3::uuid
+           FROM json_to_recordset($1::json) AS t(k text, a uuid, m text, o int, n int, e float8, c float8, p text)
            ON CONFLICT (key) DO UPDATE SET body = EXCLUDED.body, size = EXCLUDED.size, model = EXCLUDED.model,
              project_id = EXCLUDED.project_id, writer = EXCLUDED.writer,
              expires_at = EXCLUDED.expires_at, created_at = EXCLUDED.created_at`,
-          [
-            rows.map(([k]) => k),
-            rows.map(([, r]) => r.owner.accountId),
-            rows.map(([, r]) => r.owner.model),
-            Buffer.concat(rows.map(([, r]) => r.buf)),
-            sizes,
-            rows.map(([, r]) => r.expiresAt),
-            rows.map(([, r]) => r.createdAt),
-            this.writer,
-            rows.map(([, r]) => r.owner.projectId),
-          ],
+          [packed.json, packed.bytes, this.writer],
         );
       } finally {
-        this.writing = new Map();
+        this.writing = null;
+        batch.clear();
+        this.spare = batch;
       }
-      let newest = 0;
-      for (const [, r] of rows) if (r.createdAt > newest) newest = r.createdAt;
       if (newest - 1000 > this.writtenUntil) this.writtenUntil = newest - 1000;
     }
     if (Date.now() - this.lastSweep >= this.sweepMs) {

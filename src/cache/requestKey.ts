@@ -14,7 +14,7 @@ import stringify from 'safe-stable-stringify';
  */
 
 export interface KeyParts {
-  /** `a:<account>`, `p:<account>:<project>` or `k:<account>:<key>` (src/operations/cache/serve.ts scopeKey). */
+  /** `a:<account>`, `p:<account>:<project>` or `k:<account>:<key>` (src/cache/serve.ts scopeKey). */
   scope: string;
   /** The operation billed: chat.completions, completions, embeddings, messages, responses. */
   operation: string;

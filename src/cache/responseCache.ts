@@ -10,6 +10,11 @@ import { CacheStats } from './stats';
 import type { CacheStore, EntryOwner } from './store';
 import type { RedisCacheStore as RedisStore } from './redisStore';
 
+interface Inc {
+  inc(n?: number): void;
+}
+type OperationCounters = Record<'hit' | 'miss' | 'error' | 'saved', Inc>;
+
 /**
  * The exact response cache: its storage, the accounts' settings, the stats and the hit price. Storage never fails
  * a request: a lookup that throws or takes longer than `timeoutMs` is a miss, a corrupt entry is dropped and is a
@@ -22,7 +27,9 @@ export class ResponseCache {
   readonly hitPricing: Pricing;
   private readonly timer: NodeJS.Timeout;
   private readonly projectLabels: ProjectLabels;
-  private readonly projectCounters = new Map<string, Record<'hit' | 'miss' | 'saved', { inc(n?: number): void }>>();
+  private readonly projectCounters = new Map<string, Record<'hit' | 'miss' | 'saved', Inc>>();
+  private readonly operationCounters = new Map<string, OperationCounters>();
+  private readonly storeCounters = new Map<string, Inc>();
 
   constructor(
     db: Db,
@@ -42,12 +49,62 @@ export class ResponseCache {
     this.timer.unref();
   }
 
+  /** The per-operation counters, looked up once per operation (prom-client hashes the labels on every inc else). */
+  private ofOperation(operation: string): OperationCounters | null {
+    const m = this.metrics;
+    if (!m) return null;
+    let c = this.operationCounters.get(operation);
+    if (!c)
+      this.operationCounters.set(
+        operation,
+        (c = {
+          hit: m.lookups.labels(operation, 'hit'),
+          miss: m.lookups.labels(operation, 'miss'),
+          error: m.lookups.labels(operation, 'error'),
+          saved: m.savedVnd.labels(operation),
+        }),
+      );
+    return c;
+  }
+
+  /** A lookup that failed (storage down or slow): a miss too. */
+  countError(operation: string): void {
+    this.ofOperation(operation)?.error.inc();
+  }
+
+  /** A miss: the metrics (per operation, per project) and the account's stats. */
+  countMiss(operation: string, accountId: string, projectId: string | null | undefined): void {
+    this.ofOperation(operation)?.miss.inc();
+    this.countProject(projectId, 'miss', 0);
+    this.stats.miss(accountId, projectId);
+  }
+
+  /** A hit, and the VND it saved. */
+  countHit(operation: string, accountId: string, projectId: string | null | undefined, savedVnd: number): void {
+    const c = this.ofOperation(operation);
+    if (c) {
+      c.hit.inc();
+      c.saved.inc(savedVnd);
+    }
+    this.countProject(projectId, 'hit', savedVnd);
+    this.stats.hit(accountId, projectId, savedVnd);
+  }
+
+  /** An answer offered to the cache: stored, or why not. */
+  countStore(outcome: 'stored' | 'too_large' | 'incomplete' | 'error'): void {
+    const m = this.metrics;
+    if (!m) return;
+    let c = this.storeCounters.get(outcome);
+    if (!c) this.storeCounters.set(outcome, (c = m.stores.labels(outcome)));
+    c.inc();
+  }
+
   /** The per-project metrics of a hit or a miss (label values bounded: ./projectLabels.ts). */
-  countProject(projectId: string | null | undefined, result: 'hit' | 'miss', savedVnd: number): void {
+  private countProject(projectId: string | null | undefined, result: 'hit' | 'miss', savedVnd: number): void {
     const m = this.metrics;
     if (!m) return;
     const project = this.projectLabels.of(projectId);
-    // The label set's counters, looked up once per project (prom-client hashes the labels on every inc otherwise).
+    // The label set's counters, looked up once per project.
     let c = this.projectCounters.get(project);
     if (!c)
       this.projectCounters.set(
@@ -66,17 +123,33 @@ export class ResponseCache {
     return this.config.hitPriceVnd;
   }
 
-  /** The entry stored under `key`, or null: none, expired, corrupt (then dropped), or the storage down or slow. */
-  async lookup(key: string): Promise<CacheEntry | null | 'error'> {
-    let buf: Buffer | null;
+  /**
+   * The entry stored under `key`, or null: none, expired, corrupt (then dropped), or the storage down or slow
+   * ('error'). At once (no promise) when the store answered from memory, as the Postgres store does for a key it
+   * does not hold: a promise and its turn of the microtask queue were part of what a miss cost.
+   */
+  lookup(key: string): CacheEntry | null | 'error' | Promise<CacheEntry | null | 'error'> {
+    let got: Buffer | null | Promise<Buffer | null>;
     try {
-      const got = this.store.get(key);
-      // A store that answered from memory needs no timeout (a timer and a race per miss were measurable).
-      buf = got instanceof Promise ? await within(got, this.config.timeoutMs) : got;
+      got = this.store.get(key);
     } catch (e) {
-      this.logger?.warn({ err: (e as Error).message, store: this.store.name }, 'response cache lookup failed');
-      return 'error';
+      return this.failed(e as Error);
     }
+    if (got instanceof Promise)
+      // A store that answered from memory needs no timeout (a timer and a race per miss were measurable).
+      return within(got, this.config.timeoutMs).then(
+        (buf) => this.decoded(key, buf),
+        (e: Error) => this.failed(e),
+      );
+    return this.decoded(key, got);
+  }
+
+  private failed(e: Error): 'error' {
+    this.logger?.warn({ err: e.message, store: this.store.name }, 'response cache lookup failed');
+    return 'error';
+  }
+
+  private decoded(key: string, buf: Buffer | null): CacheEntry | null {
     if (!buf) return null;
     const entry = decodeEntry(buf, key);
     if (!entry) {
@@ -90,21 +163,18 @@ export class ResponseCache {
   save(key: string, owner: EntryOwner, entry: CacheEntry, ttlSeconds: number): void {
     const buf = encodeEntry(entry);
     if (buf.length > this.config.maxEntryBytes) {
-      this.metrics?.stores.inc({ outcome: 'too_large' });
+      this.countStore('too_large');
       return;
     }
     const failed = (e: Error) => {
-      this.metrics?.stores.inc({ outcome: 'error' });
+      this.countStore('error');
       this.logger?.warn({ err: e.message, store: this.store.name }, 'response cache write failed');
     };
     try {
       const put = this.store.put(key, owner, buf, ttlSeconds);
       if (put instanceof Promise)
-        within(put, Math.max(this.config.timeoutMs, 2000)).then(
-          () => this.metrics?.stores.inc({ outcome: 'stored' }),
-          failed,
-        );
-      else this.metrics?.stores.inc({ outcome: 'stored' });
+        within(put, Math.max(this.config.timeoutMs, 2000)).then(() => this.countStore('stored'), failed);
+      else this.countStore('stored');
     } catch (e) {
       failed(e as Error);
     }
@@ -155,7 +225,10 @@ export function createResponseCache(d: CacheDeps): ResponseCache | null {
     // Loaded only when configured (ioredis adds resident memory a process without Redis never uses).
     // eslint-disable-next-line @typescript-eslint/no-require-imports
     const { RedisCacheStore } = require('./redisStore') as { RedisCacheStore: typeof RedisStore };
-    store = new RedisCacheStore(d.redisUrl, d.config.redisPrefix, d.config.timeoutMs);
+    store = new RedisCacheStore(d.redisUrl, d.config.redisPrefix, d.config.timeoutMs, {
+      maxTtlSeconds: d.config.maxTtlSeconds,
+      onError: (e) => d.logger?.warn({ err: e.message }, 'response cache write failed'),
+    });
   } else
     store = new PgCacheStore(d.db, d.config.maxTotalBytes, 1000, {
       onError: (e) => d.logger?.warn({ err: e.message }, 'response cache write failed'),

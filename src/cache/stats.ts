@@ -42,6 +42,8 @@ export interface CacheStatsReport extends CacheStatsTotals {
 
 export class CacheStats {
   private pending = new Map<string, Pending>();
+  /** The Pending last counted into (of the map above). */
+  private last: Pending | null = null;
   private flushing: Promise<void> = Promise.resolve();
   private day = '';
   private dayEnds = 0;
@@ -60,10 +62,13 @@ export class CacheStats {
 
   private of(accountId: string, projectId: string | null | undefined, day = this.today()): Pending {
     const project = projectId ?? '';
+    // The same account, project and day as the last request's, most often: no key to build and look up.
+    const last = this.last;
+    if (last && last.accountId === accountId && last.projectId === project && last.day === day) return last;
     const k = `${accountId}|${project}|${day}`;
     let p = this.pending.get(k);
     if (!p) this.pending.set(k, (p = { accountId, projectId: project, day, hits: 0, misses: 0, saved: 0 }));
-    return p;
+    return (this.last = p);
   }
 
   hit(accountId: string, projectId: string | null | undefined, savedVnd: number): void {
@@ -78,13 +83,15 @@ export class CacheStats {
 
   /** Writes what was counted since the last flush (one at a time; a failed write is counted again next time). */
   flush(): Promise<void> {
-    return (this.flushing = this.flushing.then(() => this.write()));
+    // After the last write, whether it failed or not (a failed write would otherwise stop every later one).
+    return (this.flushing = this.flushing.catch(() => undefined).then(() => this.write()));
   }
 
   private async write(): Promise<void> {
     if (!this.pending.size) return;
     const rows = [...this.pending.values()];
     this.pending = new Map();
+    this.last = null;
     try {
       await this.db.query(
         `INSERT INTO cache_stats (account_id, project_id, day, hits, misses, saved_vnd)

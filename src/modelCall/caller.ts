@@ -7,7 +7,6 @@ import type { RateLimiter } from '../limits';
 import type { RequestAbort } from '../net';
 import type { Logger, Metrics } from '../observability';
 import type { SseSink } from '../sse';
-import type { ResponseCache } from '../cache';
 import type { ModelCallDeps } from './index';
 import type { AffinitySource } from './affinity';
 import type { CreditManager } from './credit';
@@ -23,12 +22,14 @@ import type { RoutedCall } from './routedCall';
  * answer's sink (`out`).
  */
 
-/** What the operations read besides the caller: built once at start-up (AppDeps satisfies it). */
+/**
+ * What the operations read besides the caller: built once at start-up (AppDeps satisfies it). The response cache,
+ * above the model call, reads its own field of the same deps (`CachingDeps`, src/cache/serve.ts): the model call
+ * does not know the cache.
+ */
 export interface OperationDeps extends ModelCallDeps {
   db: Db;
   logger: Logger;
-  /** The exact response cache (src/cache/); absent or null: off. */
-  cache?: ResponseCache | null;
 }
 
 /**

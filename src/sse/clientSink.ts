@@ -16,7 +16,7 @@ export interface SseSinkContext {
  */
 export class SseSink {
   private opened = false;
-  /** Sees every write that reaches the client (the response cache's recorder, src/operations/cache/recorder.ts). */
+  /** Sees every write that reaches the client (the response cache's recorder, src/cache/recorder.ts). */
   tap: ((data: string | Uint8Array) => void) | null = null;
 
   constructor(

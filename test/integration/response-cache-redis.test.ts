@@ -150,6 +150,58 @@ test('purge: one entry, all of a model or of a project; another account cannot p
   expect(await redis.exists(`${prefix}e:${other}`)).toBe(1);
 });
 
+test('another API process finds an entry: one started later at once, one running within its poll', async () => {
+  const cache = { ...loadConfig().cache, redisPrefix: prefix, hitPriceVnd: HIT_PRICE, timeoutMs: 1000 };
+  const start = (rl: string) =>
+    startGateway(
+      { logLevel: 'silent', redisUrl: REDIS, redisKeyPrefix: `${prefix}${rl}:`, cache },
+      { temporal: false },
+    );
+  const running = await start('rl3');
+  let late: TestGateway | null = null;
+  try {
+    const a = await gw.account();
+    const content = fresh('Seen elsewhere');
+    const key = await stored(await ask(a.key, content));
+    // The running process does not ask (a miss would store the answer itself): it looks until its index has the
+    // key, which its poll (every second) takes in from the other process's write.
+    const deadline = Date.now() + 15_000;
+    for (;;) {
+      const e = await running.deps.cache!.lookup(key);
+      if (e && e !== 'error') break;
+      if (Date.now() > deadline) throw new Error('the running process never found the entry the other wrote');
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    const there = await post(
+      `${running.url}/v1/chat/completions`,
+      { model: 'gpt-4o-mini', messages: [{ role: 'user', content }] },
+      { key: a.key, headers: { 'x-gateway-cache': 'ttl=120' } },
+    );
+    expect(there.headers.get('x-gateway-cache')).toBe('hit');
+    expect(there.body).toEqual((await ask(a.key, content)).body);
+    // A process started after the write finds it on its first request (its SCAN of the entries, or a lookup
+    // until the SCAN has ended).
+    late = await start('rl4');
+    const first = await post(
+      `${late.url}/v1/chat/completions`,
+      { model: 'gpt-4o-mini', messages: [{ role: 'user', content }] },
+      { key: a.key, headers: { 'x-gateway-cache': 'ttl=120' } },
+    );
+    expect(first.headers.get('x-gateway-cache')).toBe('hit');
+    // Another account's same request is never theirs.
+    const b = await gw.account();
+    const theirs = await post(
+      `${late.url}/v1/chat/completions`,
+      { model: 'gpt-4o-mini', messages: [{ role: 'user', content }] },
+      { key: b.key, headers: { 'x-gateway-cache': 'ttl=120' } },
+    );
+    expect(theirs.headers.get('x-gateway-cache')).toBe('miss');
+  } finally {
+    await running.close();
+    await late?.close();
+  }
+});
+
 test('Redis down: every request is a miss answered by the upstream, never an error', async () => {
   const cache = { ...loadConfig().cache, redisPrefix: prefix, timeoutMs: 200 };
   // A port nothing listens on: the cache's commands fail at once (no offline queue).

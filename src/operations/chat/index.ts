@@ -5,7 +5,7 @@ import { servedNatively } from '../../providers';
 import type { ChatCompletionBody } from '../../schemas';
 import { bridgedChat } from './bridged';
 import { forwardCompletion, type CompletionBody } from './forward';
-import { throughCache } from '../cache';
+import { throughCache } from '../../cache';
 
 /**
  * POST /v1/chat/completions and POST /v1/completions, without HTTP: the body (validated by the route's schema,

@@ -4,7 +4,7 @@ import type { EmbeddingBody } from '../../schemas';
 import { asOpenAIError, servedNatively } from '../../providers';
 import { embeddingsUpstream, estimateEmbeddings, openCall, RoutedPayload, settleEmbeddings } from '../../modelCall';
 import { geminiEmbedCall, openAIEmbeddingList, type GeminiEmbedCall } from './geminiUpstream';
-import { throughCache } from '../cache';
+import { throughCache } from '../../cache';
 
 /** An upstream's embeddings: OpenAI's JSON as it came, or a Gemini upstream's vectors (which come without usage). */
 export type EmbedAnswer = Buffer | number[][];

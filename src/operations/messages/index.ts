@@ -6,7 +6,7 @@ import type { MessagesUpstream } from '../../providers';
 import { servedNatively } from '../../providers';
 import { nativeMessages, type AnthropicHeaders } from './native';
 import { translatedMessages } from './translated';
-import { throughCache } from '../cache';
+import { throughCache } from '../../cache';
 import { messagesUpstreamOf } from '../../modelCall';
 
 /**

@@ -8,7 +8,7 @@ import { prepareTranslatedResponses } from './translated';
 import type { PreparedTurn, Turn } from './turn';
 import { clip } from '../../text';
 import { servedNatively } from '../../providers';
-import { throughCache } from '../cache';
+import { throughCache } from '../../cache';
 
 /**
  * POST /v1/responses for a validated request on a chat model: `previous_response_id` expanded here into the stored

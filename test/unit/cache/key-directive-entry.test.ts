@@ -82,8 +82,24 @@ test('entries: read back as written; another key, a torn body or a bad cost is r
   expect(decodeEntry(Buffer.from('not json'), 'k1')).toBeNull();
   expect(decodeEntry(Buffer.from('{"v":1}\nnot a header'), 'k1')).toBeNull();
   // An entry of the older form (the whole entry one JSON object, its body a JSON string) still reads back.
-  expect(decodeEntry(Buffer.from(JSON.stringify(e)), 'k1')).toEqual(e);
+  expect(decodeEntry(Buffer.from(JSON.stringify({ ...e, body: e.body.toString() })), 'k1')).toEqual(e);
   // A body with newlines of its own: only the first one ends the header.
   const sse = makeEntry({ ...e, kind: 'sse', body: 'data: {"a":1}\n\ndata: [DONE]\n\n' });
   expect(decodeEntry(encodeEntry(sse), 'k1')).toEqual(sse);
+});
+
+test('an entry keeps its body as bytes: a binary answer reads back as it was', () => {
+  const body = Buffer.from([0xff, 0xfe, 0x00, 0x80, 0x0a, 0xc3]); // not UTF-8, a newline inside
+  const e = makeEntry({
+    key: 'k1',
+    kind: 'raw',
+    type: 'application/octet-stream',
+    body,
+    model: 'm',
+    costVnd: 1,
+    createdAt: 1,
+  });
+  const back = decodeEntry(encodeEntry(e), 'k1')!;
+  expect(back.body.equals(body)).toBe(true);
+  expect(back.type).toBe('application/octet-stream');
 });

@@ -1,10 +1,13 @@
-import type { ModelConfig } from '../../catalog';
-import type { Caller, OperationDeps } from '../../modelCall';
-import { openCall } from '../../modelCall';
-import { CACHE_HEADER, parseDirective, type CacheDirective, makeEntry, type CacheEntry, requestKey } from '../../cache';
+import type { ModelConfig } from '../catalog';
+import type { Caller, OperationDeps } from '../modelCall';
+import { openCall } from '../modelCall';
+import { CACHE_HEADER, parseDirective, type CacheDirective } from './directive';
+import { makeEntry, type CacheEntry } from './entry';
+import { requestKey } from './requestKey';
 import { Recorder } from './recorder';
 import { replay } from './replay';
-import type { ResponseCache, CacheScope } from '../../cache';
+import type { ResponseCache } from './responseCache';
+import type { CacheScope } from './accountSettings';
 
 /**
  * An operation through the response cache. Only requests paid from the account are cached (a batch's or a
@@ -29,9 +32,15 @@ export interface Cacheable {
 
 export const ENTRY_KEY_HEADER = 'x-gateway-cache-key';
 
+/**
+ * The operations' deps as the cache reads them: AppDeps has `cache` (src/operations/deps.ts); absent or null: off.
+ * The model call's OperationDeps does not name it, so the model call, below the cache, does not import it.
+ */
+export type CachingDeps = OperationDeps & { cache?: ResponseCache | null };
+
 export async function throughCache(
   caller: Caller,
-  deps: OperationDeps,
+  deps: CachingDeps,
   req: Cacheable,
   run: (caller: Caller) => Promise<void>,
 ): Promise<void> {
@@ -51,15 +60,14 @@ export async function throughCache(
     body: req.body,
     extra: req.extra,
   });
-  const metrics = cache.metrics;
   if (!directive.refresh) {
-    const entry = await cache.lookup(key);
+    const got = cache.lookup(key);
+    // Awaited only when the store had to ask its storage (a miss on a key it does not know is answered at once).
+    const entry = got instanceof Promise ? await got : got;
     if (entry && entry !== 'error') return serveHit(cache, caller, deps, req, key, entry);
-    if (entry === 'error') metrics?.lookups.inc({ operation: req.operation, result: 'error' });
+    if (entry === 'error') cache.countError(req.operation);
   }
-  metrics?.lookups.inc({ operation: req.operation, result: 'miss' });
-  cache.countProject(p.projectId, 'miss', 0);
-  cache.stats.miss(p.accountId, p.projectId);
+  cache.countMiss(req.operation, p.accountId, p.projectId);
   caller.out.setHeader(CACHE_HEADER, 'miss');
   caller.out.setHeader(ENTRY_KEY_HEADER, key);
   const rec = new Recorder(caller.out, cache.config.maxEntryBytes);
@@ -67,11 +75,11 @@ export async function throughCache(
   await run(recording);
   const meter = recording.call?.meter;
   if (!meter || meter.status !== 200 || !rec.kind || caller.abort.aborted) {
-    metrics?.stores.inc({ outcome: 'incomplete' });
+    cache.countStore('incomplete');
     return;
   }
   if (rec.tooLarge) {
-    metrics?.stores.inc({ outcome: 'too_large' });
+    cache.countStore('too_large');
     return;
   }
   const entry = makeEntry({
@@ -141,10 +149,7 @@ async function serveHit(
   const call = await openCall(caller, deps, req.model, req.operation, { maxCost: price });
   const saved = Math.max(0, entry.costVnd - price);
   call.settleCost(price, { cache_hit: 1, saved_vnd: saved }, 200, cache.hitPricing);
-  cache.stats.hit(caller.principal.accountId, caller.principal.projectId, saved);
-  cache.countProject(caller.principal.projectId, 'hit', saved);
-  cache.metrics?.lookups.inc({ operation: req.operation, result: 'hit' });
-  cache.metrics?.savedVnd.inc({ operation: req.operation }, saved);
+  cache.countHit(req.operation, caller.principal.accountId, caller.principal.projectId, saved);
   const out = caller.out;
   out.setHeader(CACHE_HEADER, 'hit');
   out.setHeader('age', String(Math.max(0, Math.floor((Date.now() - entry.createdAt) / 1000))));

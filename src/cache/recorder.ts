@@ -1,7 +1,7 @@
 import type { ServerResponse } from 'node:http';
-import type { Caller, Output, RelayTarget } from '../../modelCall';
-import type { SseSink } from '../../sse';
-import { COST_SLOT, type EntryKind } from '../../cache';
+import type { Caller, Output, RelayTarget } from '../modelCall';
+import type { SseSink } from '../sse';
+import { COST_SLOT_BYTES, type EntryKind } from './entry';
 
 /**
  * The answer of a miss as the client got it, captured on its way out: the Output the operation writes to passes
@@ -37,10 +37,21 @@ export class Recorder implements Output {
     this.parts.push(typeof d === 'string' || Buffer.isBuffer(d) ? d : Buffer.from(d));
   }
 
-  /** What was captured, a stream's own cost comment replaced by COST_SLOT (each replay writes its own). */
-  body(): string {
-    const text = this.parts.map((p) => (typeof p === 'string' ? p : p.toString('utf8'))).join('');
-    return this.kind === 'sse' ? text.replace(COST_COMMENT, COST_SLOT) : text;
+  /**
+   * What was captured, as bytes (an answer relayed as it came is not decoded), a stream's own cost comment replaced
+   * by COST_SLOT (each replay writes its own).
+   */
+  body(): Buffer {
+    const parts = this.parts;
+    const all =
+      parts.length === 1 && typeof parts[0] !== 'string'
+        ? parts[0]
+        : Buffer.concat(parts.map((p) => (typeof p === 'string' ? Buffer.from(p) : p)));
+    if (this.kind !== 'sse') return all;
+    const at = all.lastIndexOf(COST_COMMENT_START);
+    const end = at < 0 ? -1 : all.indexOf('\n\n', at);
+    if (end < 0 || !COST_COMMENT.test(all.toString('latin1', at, end + 2))) return all;
+    return Buffer.concat([all.subarray(0, at), COST_SLOT_BYTES, all.subarray(end + 2)]);
   }
 
   setHeader(name: string, value: string): void {
@@ -137,7 +148,8 @@ class RecordingCaller implements Caller {
 }
 
 /** The cost comment the routed call writes last in a stream (src/modelCall/routedCall.ts costComment). */
-const COST_COMMENT = /: x-gateway-cost-vnd=\d+ x-gateway-usage-id=[0-9a-f-]+\n\n/;
+const COST_COMMENT = /^: x-gateway-cost-vnd=\d+ x-gateway-usage-id=[0-9a-f-]+\n\n$/;
+const COST_COMMENT_START = ': x-gateway-cost-vnd=';
 
 /** The relay's response with its writes copied to `add` (everything else is the response's own). */
 function tee(res: ServerResponse, add: (d: string | Uint8Array) => void): ServerResponse {
