@@ -1,4 +1,5 @@
 import type { EntryOwner } from './store';
+import type { EncodedEntry } from './entry';
 
 /**
  * Entries waiting to be written together (./pgStore.ts, ./redisStore.ts), their bytes copied into one buffer of the
@@ -29,13 +30,22 @@ export class EntryBatch {
     return this.keys.length;
   }
 
-  add(key: string, owner: EntryOwner, value: Buffer, ttlSeconds: number, expiresAt: number, createdAt: number): void {
-    if (this.used + value.length > this.buf.length) {
-      const bigger = Buffer.allocUnsafeSlow(Math.max(this.buf.length * 2, this.used + value.length));
+  add(
+    key: string,
+    owner: EntryOwner,
+    value: Buffer | EncodedEntry,
+    ttlSeconds: number,
+    expiresAt: number,
+    createdAt: number,
+  ): void {
+    const size = Buffer.isBuffer(value) ? value.length : value.size;
+    if (this.used + size > this.buf.length) {
+      const bigger = Buffer.allocUnsafeSlow(Math.max(this.buf.length * 2, this.used + size));
       this.buf.copy(bigger, 0, 0, this.used);
       this.buf = bigger;
     }
-    value.copy(this.buf, this.used);
+    if (Buffer.isBuffer(value)) value.copy(this.buf, this.used);
+    else value.body.copy(this.buf, this.used + this.buf.write(value.head, this.used));
     const i = this.keys.length;
     const was = this.at.get(key);
     // Put again while waiting: the earlier one is not written (one row per key in a statement).
@@ -46,11 +56,11 @@ export class EntryBatch {
     this.models.push(owner.model);
     this.projects.push(owner.projectId);
     this.offsets.push(this.used);
-    this.sizes.push(value.length);
+    this.sizes.push(size);
     this.expires.push(expiresAt);
     this.created.push(createdAt);
     this.ttls.push(ttlSeconds);
-    this.used += value.length;
+    this.used += size;
   }
 
   has(key: string): boolean {

@@ -46,17 +46,26 @@ export function makeEntry(e: Omit<CacheEntry, 'v' | 'digest' | 'body'> & { body:
  * each hit). Entries of the older form, the whole entry as one JSON object, still decode.
  */
 export function encodeEntry(e: CacheEntry): Buffer {
-  const head = {
-    v: e.v,
-    key: e.key,
-    kind: e.kind,
-    type: e.type,
-    model: e.model,
-    costVnd: e.costVnd,
-    createdAt: e.createdAt,
-    digest: e.digest,
-  };
-  return Buffer.concat([Buffer.from(`${JSON.stringify(head)}\n`), e.body]);
+  const parts = encodeEntryParts(e);
+  return Buffer.concat([Buffer.from(parts.head), parts.body]);
+}
+
+/** The stored form in its two parts, as a store copies them into its batch (no Buffer of the whole made per entry). */
+export interface EncodedEntry {
+  /** The header line, its newline included. */
+  head: string;
+  body: Buffer;
+  /** Bytes in all. */
+  size: number;
+}
+
+export function encodeEntryParts(e: CacheEntry): EncodedEntry {
+  // Written out rather than JSON.stringify of a head object: the key, kind, numbers and digest need no escaping.
+  const type = e.type === undefined ? '' : `"type":${JSON.stringify(e.type)},`;
+  const head =
+    `{"v":1,"key":${JSON.stringify(e.key)},"kind":"${e.kind}",${type}"model":${JSON.stringify(e.model)},` +
+    `"costVnd":${e.costVnd},"createdAt":${e.createdAt},"digest":"${e.digest}"}\n`;
+  return { head, body: e.body, size: Buffer.byteLength(head) + e.body.length };
 }
 
 /** The entry, or null when it is not one written under `key` (corrupt, truncated, poisoned). */

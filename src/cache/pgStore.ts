@@ -3,6 +3,7 @@ import { performance } from 'node:perf_hooks';
 import type { Db } from '../db';
 import type { CacheStore, EntryOwner } from './store';
 import { EntryBatch } from './batch';
+import type { EncodedEntry } from './entry';
 import { KeyIndex } from './keyIndex';
 
 /**
@@ -151,7 +152,7 @@ export class PgCacheStore implements CacheStore {
     }
   }
 
-  put(key: string, owner: EntryOwner, value: Buffer, ttlSeconds: number): void {
+  put(key: string, owner: EntryOwner, value: Buffer | EncodedEntry, ttlSeconds: number): void {
     // With its fraction of a millisecond: the size cap evicts by this order, and writes come faster than 1 ms apart.
     const createdAt = performance.timeOrigin + performance.now();
     const expiresAt = Date.now() + ttlSeconds * 1000;

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import Redis from 'ioredis';
 import type { CacheStore, EntryOwner } from './store';
 import { EntryBatch } from './batch';
+import type { EncodedEntry } from './entry';
 import { KeyIndex } from './keyIndex';
 
 /**
@@ -193,7 +194,7 @@ export class RedisCacheStore implements CacheStore {
     this.writing?.delete(key);
   }
 
-  put(key: string, owner: EntryOwner, value: Buffer, ttlSeconds: number): void {
+  put(key: string, owner: EntryOwner, value: Buffer | EncodedEntry, ttlSeconds: number): void {
     // Not queued while Redis is down: the write would fail, and the entry waiting would answer hits meanwhile.
     if (this.redis.status !== 'ready') throw new Error(`Redis is ${this.redis.status}`);
     const now = Date.now();

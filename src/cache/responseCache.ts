@@ -3,7 +3,7 @@ import type { Db } from '../db';
 import type { Pricing } from '../catalog';
 import type { Logger, CacheMetrics } from '../observability';
 import { CacheSettingsRepo } from './accountSettings';
-import { decodeEntry, encodeEntry, type CacheEntry } from './entry';
+import { decodeEntry, encodeEntryParts, type CacheEntry } from './entry';
 import { PgCacheStore } from './pgStore';
 import { ProjectLabels } from './projectLabels';
 import { CacheStats } from './stats';
@@ -161,8 +161,8 @@ export class ResponseCache {
 
   /** Stores an entry (off the response path); too large or failing: not stored. */
   save(key: string, owner: EntryOwner, entry: CacheEntry, ttlSeconds: number): void {
-    const buf = encodeEntry(entry);
-    if (buf.length > this.config.maxEntryBytes) {
+    const encoded = encodeEntryParts(entry);
+    if (encoded.size > this.config.maxEntryBytes) {
       this.countStore('too_large');
       return;
     }
@@ -171,7 +171,7 @@ export class ResponseCache {
       this.logger?.warn({ err: e.message, store: this.store.name }, 'response cache write failed');
     };
     try {
-      const put = this.store.put(key, owner, buf, ttlSeconds);
+      const put = this.store.put(key, owner, encoded, ttlSeconds);
       if (put instanceof Promise)
         within(put, Math.max(this.config.timeoutMs, 2000)).then(() => this.countStore('stored'), failed);
       else this.countStore('stored');

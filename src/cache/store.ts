@@ -1,3 +1,5 @@
+import type { EncodedEntry } from './entry';
+
 /**
  * Where entries live: Redis when REDIS_URL is set (./redisStore.ts), else Postgres (./pgStore.ts). Every method
  * may throw when the storage is down or slow: the cache (./responseCache.ts) turns that into a miss, never an error.
@@ -6,8 +8,8 @@ export interface CacheStore {
   readonly name: 'redis' | 'postgres';
   /** The entry's bytes; a store that answers from memory may answer at once (no promise, no timeout to set). */
   get(key: string): Buffer | null | Promise<Buffer | null>;
-  /** Stores the entry; a store that only queues the write in memory returns nothing. */
-  put(key: string, owner: EntryOwner, value: Buffer, ttlSeconds: number): void | Promise<void>;
+  /** Stores the entry (its bytes, or its two parts); a store that only queues the write in memory returns nothing. */
+  put(key: string, owner: EntryOwner, value: Buffer | EncodedEntry, ttlSeconds: number): void | Promise<void>;
   /** Removes the entry if it is the account's; whether there was one. */
   delete(key: string, accountId: string): Promise<boolean>;
   /** Removes an entry found corrupt, whoever's it is. */

@@ -48,11 +48,15 @@ const ask = (key: string, content: string, model = 'gpt-4o-mini') =>
     },
   );
 
-/** Resolves once the miss's entry is in Redis (it is written just after the answer). */
+/**
+ * Resolves once the miss's entry is in Redis (it is written after the answer, in the store's next batch): an entry
+ * of its own key, not one planted there (a poisoned entry stays until the answer's own is written over it).
+ */
 async function stored(res: { headers: Headers }): Promise<string> {
   const key = res.headers.get('x-gateway-cache-key')!;
   expect(key).toMatch(/^[0-9a-f]{64}$/);
-  while (!(await redis.exists(`${prefix}e:${key}`))) await new Promise((r) => setTimeout(r, 10));
+  while (!(await redis.get(`${prefix}e:${key}`))?.startsWith(`{"v":1,"key":"${key}"`))
+    await new Promise((r) => setTimeout(r, 10));
   return key;
 }
 
@@ -179,9 +183,16 @@ test('another API process finds an entry: one started later at once, one running
     );
     expect(there.headers.get('x-gateway-cache')).toBe('hit');
     expect(there.body).toEqual((await ask(a.key, content)).body);
-    // A process started after the write finds it on its first request (its SCAN of the entries, or a lookup
-    // until the SCAN has ended).
+    // A process started after the write finds it as soon as it is connected to Redis (until then every lookup is
+    // an error, answered as a miss): by its SCAN of the entries, or a lookup until the SCAN has ended.
     late = await start('rl4');
+    const connected = Date.now() + 15_000;
+    let seen = await late.deps.cache!.lookup(key);
+    while (seen === 'error' && Date.now() < connected) {
+      await new Promise((r) => setTimeout(r, 20));
+      seen = await late.deps.cache!.lookup(key);
+    }
+    expect(seen && seen !== 'error' && seen.key).toBe(key);
     const first = await post(
       `${late.url}/v1/chat/completions`,
       { model: 'gpt-4o-mini', messages: [{ role: 'user', content }] },
