@@ -25,8 +25,9 @@ import {
  * same run (a ratio, not a time budget: how fast jobs go is the machine's).
  *
  * NOT YET HELD reliably, so it runs only with JOB_FAIRNESS=1: the one-line batch, whose nine workflow tasks each
- * wait a turn of the jobs' worker, took 2.12x and 2.20x its idle time in two of three runs (the shared 2-core
- * machine at load 9 to 11 from other work), every other kind within 2x; the third run held all five. Since each task
+ * wait a turn of the jobs' worker, took 2.12x, 2.18x and 2.20x its idle time in three of five runs (the shared
+ * 2-core machine at load 9 to 11 from other work), 1.87x and 1.88x in the two that held all five; the top-up order
+ * once 2.16x, every other kind within 1.8x. Since each task
  * queue has one partition and the workers cache no workflow (docs/architecture.md, "Fairness"), none of its steps
  * waits behind the burst's in a first-come queue: what is left is a turn of the worker's workflow thread per step.
  * Before those (load 2 to 5), idle -> beside the burst (ms): background 2,604 -> 8,512, batch 2,211 -> 14,631,
