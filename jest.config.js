@@ -26,8 +26,8 @@ const shared = {
 const SERIAL = [
   'test/integration/tenant-isolation.test.ts', // small jobs' times beside a noisy tenant, as ratios to idle
   'test/integration/job-fairness.test.ts', // every kind's time beside another account's burst, as ratios to idle
-  // The order a one-slot worker takes 31 queued jobs in: beside other files' workers on the same Temporal server the
-  // other account's job was taken 26th (CI, 2026-11-29), alone it is taken among the first.
+  // The order a one-slot worker takes 31 queued jobs in (one partition per queue since: its 26th in CI was the 4
+  // partitions' doing, not its neighbours'; it runs here for being about dispatch order).
   'test/integration/fair-dispatch.test.ts',
   'test/integration/slow-body.test.ts', // request latencies while 500 bodies stall, against a baseline
   // Kills and restarts API and worker processes mid-burst while the bank's feed retries: beside two other workers

@@ -164,6 +164,9 @@ export async function startWorker(config: Config = loadConfig(), opts: WorkerOpt
       activities: Object.assign({}, ...JOB_KINDS.map((k) => k.activities(kindDeps))),
       stickyQueueScheduleToStartTimeout: config.video.stickyQueueTimeoutMs,
       maxConcurrentActivityTaskExecutions: config.jobs.concurrency,
+      // Every workflow task in the queue where accounts take turns, not on this worker's sticky queue (first come,
+      // first served) unless JOBS_WORKFLOW_CACHE says so: docs/architecture.md, "Fairness".
+      maxCachedWorkflows: config.jobs.workflowCache,
       maxConcurrentWorkflowTaskExecutions: config.jobs.workflowConcurrency,
       // A deploy lets the activities in flight end (JOBS_SHUTDOWN_GRACE_MS) rather than cut them short: a video
       // submit cut mid-request is submitted again by the next worker (the provider paid twice), a chunk cut short

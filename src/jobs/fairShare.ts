@@ -8,12 +8,11 @@ import type { Priority } from '@temporalio/common';
  * share, rather than first come, first served. One account's burst of 300 background responses then queues behind
  * its own tasks, not before another account's one-line batch. Tasks that do not wait (slots free) are not held.
  *
- * The server must have fairness on (dynamic config `matching.enableFairness` and `matching.useNewMatcher`,
- * `FAIRNESS_DYNAMIC_CONFIG`: the dev servers the gateway starts set them, and config/temporal-dynamicconfig.yaml
- * docker-compose's server). A server without them ignores the keys and dispatches first come, first served.
- *
- * What a slot holds for long is shared by caps of its own (src/jobs/jobSlots.ts): a batch's chunks and a
- * webhook's tries take one of their account's slots.
+ * The server must have fairness on, in one partition per task queue (FAIRNESS_DYNAMIC_CONFIG: set by the dev servers
+ * the gateway starts and config/temporal-dynamicconfig.yaml; a server without it ignores the keys), and workflow
+ * tasks must wait in their queue, not on a worker's sticky queue, where Temporal keeps no turns: the workers cache no
+ * workflow (JOBS_WORKFLOW_CACHE). What holds a slot for long takes one of its account's (src/jobs/jobSlots.ts): a
+ * batch's chunks, a webhook's tries. docs/architecture.md, "Fairness", has what was measured.
  */
 
 /** Temporal's limit on a fairness key's length (bytes); account ids are UUIDs, far below it. */
@@ -27,7 +26,8 @@ export function fairShare(accountId: string): { priority: Priority } {
 /** The dynamic config a Temporal server needs for fairness keys to be honoured (server 1.29 and later). */
 export const FAIRNESS_DYNAMIC_CONFIG: Record<string, string> = {
   'matching.enableFairness': 'true',
-  // Server 1.32's dev server honoured the keys only with the new matcher on as well (fairness alone: the other
-  // account's job was taken 23rd of 31; with it, 1st or 2nd: test/integration/fair-dispatch.test.ts).
   'matching.useNewMatcher': 'true',
+  // Turns are kept per partition: with Temporal's default of 4, another account's job was taken 12th-28th of 31.
+  'matching.numTaskqueueReadPartitions': '1',
+  'matching.numTaskqueueWritePartitions': '1',
 };

@@ -23,6 +23,16 @@ export function count(env: NodeJS.ProcessEnv, name: string, def: number): number
   return n;
 }
 
+/** A whole number that may be 0, or `def` when unset. */
+export function whole(env: NodeJS.ProcessEnv, name: string, def: number): number {
+  const v = env[name];
+  if (v === undefined || v === '') return def;
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < 0)
+    throw new Error(`${name} must be a whole number, 0 or more, got ${JSON.stringify(v)}`);
+  return n;
+}
+
 /** A duration that may be 0 (a shutdown grace of 0: activities are cut short at once), or `def` when unset. */
 export function ms(env: NodeJS.ProcessEnv, name: string, def: number): number {
   const v = env[name];
@@ -64,6 +74,15 @@ export interface JobWorkerSettings {
    * (src/jobs/fairShare.ts).
    */
   workflowConcurrency: number;
+  /**
+   * Workflows the jobs' worker and the webhook delivery worker each keep in memory between their tasks
+   * (JOBS_WORKFLOW_CACHE, default 0: none; Temporal's maxCachedWorkflows). A cached workflow's next task goes to its
+   * worker's sticky queue, which Temporal dispatches first come, first served (fairness is off for sticky queues),
+   * so one account's burst held another's every step there, up to the sticky timeout (VIDEO_STICKY_QUEUE_TIMEOUT_MS,
+   * at least 1 s) per step. With none, every workflow task waits in the jobs' queue, where accounts take turns, and
+   * is replayed from its history (the gateway's workflows are short; a batch's grows with its chunks).
+   */
+  workflowCache: number;
 }
 
 export function loadJobWorkerSettings(env: NodeJS.ProcessEnv = process.env): JobWorkerSettings {
@@ -71,5 +90,6 @@ export function loadJobWorkerSettings(env: NodeJS.ProcessEnv = process.env): Job
     shutdownGraceMs: ms(env, 'JOBS_SHUTDOWN_GRACE_MS', SHUTDOWN_GRACE_MS),
     concurrency: count(env, 'JOBS_CONCURRENCY', 200),
     workflowConcurrency: Math.max(2, count(env, 'JOBS_WORKFLOW_CONCURRENCY', 40)),
+    workflowCache: whole(env, 'JOBS_WORKFLOW_CACHE', 0),
   };
 }

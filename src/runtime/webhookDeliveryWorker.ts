@@ -45,6 +45,7 @@ export async function createDeliveryWorker(o: {
       activities: { attemptWebhookDelivery },
       maxConcurrentActivityTaskExecutions: limits.concurrency,
       maxConcurrentWorkflowTaskExecutions: config.jobs.workflowConcurrency,
+      maxCachedWorkflows: config.jobs.workflowCache, // as the jobs' worker: tasks wait where accounts take turns
       stickyQueueScheduleToStartTimeout: config.video.stickyQueueTimeoutMs,
       // A deploy lets the tries in flight end and be recorded (a POST ends by WEBHOOK_TIMEOUT_MS, within the grace),
       // in the same grace as the jobs' worker (JOBS_SHUTDOWN_GRACE_MS).

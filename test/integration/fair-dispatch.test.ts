@@ -14,58 +14,53 @@ import { workflowCodePath } from '../support/workflowCode';
 
 const BURST = 30;
 
-// NOT YET HELD on a long-running server: alone on a fresh dev server the other account's job is taken among the first
-// 5, but in CI's serial group, after the whole suite ran on the same server, it was taken 22nd of 31 (and 26th beside
-// other workers). The fairness keys are sent; that the server honours them is not shown. JOB_FAIRNESS=1 runs it.
-const held = process.env.JOB_FAIRNESS === '1' ? test : test.skip;
+// Held since each task queue has one partition (FAIRNESS_DYNAMIC_CONFIG): with Temporal's default of 4, each keeping
+// turns of its own, the other account's job was taken 12th to 28th of 31 in 8 of 9 runs (once among the first 5), on
+// a fresh server as on a used one (which is why this test once passed alone on a fresh server and failed in CI); with
+// one, 2nd in 10 runs of 10, on a server that had run 11 of these runs and batches.test.ts before.
+test("an account's job waiting behind another account's 30 is dispatched among the first", async () => {
+  const address = process.env.TEMPORAL_ADDRESS!;
+  const connection = await Connection.connect({ address });
+  const client = new Client({ connection });
+  const taskQueue = `fair-dispatch-${randomUUID()}`;
+  const run = randomUUID().slice(0, 8);
+  const order = (accountId: string, id: string) =>
+    startTopupWorkflow(client, taskQueue, {
+      id,
+      accountId,
+      method: 'vietqr',
+      expiresAt: new Date(Date.now() + 600_000),
+      status: 'open',
+    });
+  const a = randomUUID();
+  for (let i = 0; i < BURST; i++) await order(a, `${run}-a-${i}`);
+  const b = `${run}-b`;
+  await order(randomUUID(), b);
 
-held(
-  "an account's job waiting behind another account's 30 is dispatched among the first",
-  async () => {
-    const address = process.env.TEMPORAL_ADDRESS!;
-    const connection = await Connection.connect({ address });
-    const client = new Client({ connection });
-    const taskQueue = `fair-dispatch-${randomUUID()}`;
-    const run = randomUUID().slice(0, 8);
-    const order = (accountId: string, id: string) =>
-      startTopupWorkflow(client, taskQueue, {
-        id,
-        accountId,
-        method: 'vietqr',
-        expiresAt: new Date(Date.now() + 600_000),
-        status: 'open',
-      });
-    const a = randomUUID();
-    for (let i = 0; i < BURST; i++) await order(a, `${run}-a-${i}`);
-    const b = `${run}-b`;
-    await order(randomUUID(), b);
-
-    const taken: string[] = [];
-    const native = await NativeConnection.connect({ address });
-    try {
-      const worker = await Worker.create({
-        connection: native,
-        taskQueue,
-        workflowBundle: { codePath: await workflowCodePath() },
-        activities: {
-          // No such order: each workflow ends at its first step.
-          topupStatus: async (orderId: string) => {
-            taken.push(orderId);
-            return null;
-          },
-          expireTopup: async () => null,
+  const taken: string[] = [];
+  const native = await NativeConnection.connect({ address });
+  try {
+    const worker = await Worker.create({
+      connection: native,
+      taskQueue,
+      workflowBundle: { codePath: await workflowCodePath() },
+      activities: {
+        // No such order: each workflow ends at its first step.
+        topupStatus: async (orderId: string) => {
+          taken.push(orderId);
+          return null;
         },
-        maxConcurrentActivityTaskExecutions: 1,
-        maxConcurrentWorkflowTaskExecutions: 2,
-      });
-      await worker.runUntil(eventually(async () => taken.length === BURST + 1, { progress: () => taken.length }));
-    } finally {
-      await native.close();
-      await connection.close();
-    }
-    // First come, first served, it would be the last (31st); in turns, it comes within the first few.
-    expect(taken.indexOf(b)).toBeGreaterThanOrEqual(0);
-    expect(taken.indexOf(b)).toBeLessThan(5);
-  },
-  300_000,
-);
+        expireTopup: async () => null,
+      },
+      maxConcurrentActivityTaskExecutions: 1,
+      maxConcurrentWorkflowTaskExecutions: 2,
+    });
+    await worker.runUntil(eventually(async () => taken.length === BURST + 1, { progress: () => taken.length }));
+  } finally {
+    await native.close();
+    await connection.close();
+  }
+  // First come, first served, it would be the last (31st); in turns, it comes within the first few.
+  expect(taken.indexOf(b)).toBeGreaterThanOrEqual(0);
+  expect(taken.indexOf(b)).toBeLessThan(5);
+}, 300_000);
