@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { setMaxListeners } from 'node:events';
 import { Readable } from 'node:stream';
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import type { Db } from '../../db';
@@ -151,6 +152,8 @@ export function createBatchActivities(deps: BatchActivityDeps): BatchActivities 
       // A request already sent is never cut short: it is answered and its outcome kept (batch_lines), so whichever
       // attempt commits the chunk reuses it rather than sending the line again.
       const uncut = new AbortController().signal;
+      // Every line in flight follows it (and lets go when it ends): as many listeners as lines at once, not a leak.
+      setMaxListeners(0, uncut);
       const claimant = `${ctx.info.attempt}:${randomBytes(6).toString('hex')}`;
       const staleMs = ctx.info.heartbeatTimeoutMs || settings.heartbeatMs;
       // The lines' bookkeeping (a claim and an outcome per line) takes at most a few of the worker's connections,
