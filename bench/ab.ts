@@ -41,15 +41,28 @@ import { setKeyLimits } from '../src/limits/keyLimits';
  *
  * The rounds run in ABBA order, each round's c=1 cells (with --limits) right after its c=50 cells; the CPU ratio and
  * the added c=1 latency are printed per round and as a median with a bootstrap 90 % interval, quartiles and range.
+ * The rounds are run by BENCH_AB_PAIRS pairs of gateway processes in turn, each pair started afresh (in the other
+ * order than the one before, warmed and loaded first in that order): two processes of one build differ by more than
+ * the rounds of one pair do (one pair of the same build against itself measured 0.71 with an interval of 0.64-0.83,
+ * another 1.32, 1.16-1.44), so one pair's interval says nothing of the build. The interval is a bootstrap over
+ * pairs, then rounds within them, and each pair's median ratio is printed; compare a run with the same build on
+ * both sides (pass this build's own dist) before reading a few percent as a change.
  *
  * BENCH_AB_TOGETHER=1 loads both sides at the same time instead (togetherRound).
  *
- * Environment: BENCH_AB_ROUNDS (6), BENCH_SECONDS (3), BENCH_WARMUP_SECONDS (2), BENCH_REDIS_URL, BENCH_LIMITS
- * (`all`, `rate`: RPM and TPM only, `budget`: the daily budget only), BENCH_AB_BASELINE_NODE_ARGS, BENCH_AB_NODE_ARGS.
+ * On a machine other programs load, a process's CPU per request moves with their load second by second (one
+ * cell 85 µs at 6,000 req/s, the next 435 µs at 600 req/s); together, both sides see the same seconds.
+ *
+ * BENCH_AB_DIST=<dist dir> measures that build in place of this one (two older builds, e.g. while bisecting).
+ *
+ * Environment: BENCH_AB_PAIRS (4), BENCH_AB_ROUNDS (4 per pair), BENCH_SECONDS (3), BENCH_WARMUP_SECONDS (2),
+ * BENCH_REDIS_URL, BENCH_LIMITS (`all`, `rate`: RPM and TPM only, `budget`: the daily budget only),
+ * BENCH_AB_BASELINE_NODE_ARGS, BENCH_AB_NODE_ARGS, BENCH_AB_DIST.
  */
 
 const env = process.env;
-const ROUNDS = Number(env.BENCH_AB_ROUNDS ?? 6);
+const PAIRS = Number(env.BENCH_AB_PAIRS ?? 4);
+const ROUNDS = Number(env.BENCH_AB_ROUNDS ?? 4);
 const SECONDS = Number(env.BENCH_SECONDS ?? 3);
 const WARMUP = Number(env.BENCH_WARMUP_SECONDS ?? 2);
 const TOGETHER = env.BENCH_AB_TOGETHER === '1';
@@ -69,7 +82,10 @@ const WORKLOADS: Record<string, { path: string; body: object }> = {
 interface Side {
   name: string;
   flags: string[];
-  target: Target;
+  /** The side's gateway process of the current pair. */
+  target: Target | null;
+  start(): Promise<Target>;
+  peakRssMb: number;
   bdb: BenchDb;
   key: string;
   cpu: number;
@@ -98,22 +114,42 @@ function quantile(xs: number[], q: number): number {
 /**
  * A 90 % interval of the median of xs by bootstrap (2,000 resamples, a fixed seed): how far the machine's noise
  * could move the figure. Reported with the quartiles, so a bound is judged on the spread, not one number.
+ *
+ * xs holds `group` rounds of each pair of processes in turn. Two processes of one build differ by more than their
+ * rounds do (measured on this machine, the same build against itself: 0.71, 0.79 and 1.32 in three runs of one pair
+ * each, every one with an interval of about ±10 %), so the resampling is by pair first and then by round within
+ * each pair drawn: the interval holds the processes' spread, not only the rounds'.
  */
-function bootstrapMedian(xs: number[]): [number, number] {
+function bootstrapMedian(xs: number[], group = xs.length): [number, number] {
   let seed = 12345;
   const rnd = () => ((seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) >>> 8) / 2 ** 24;
+  const pick = <T>(a: T[]): T => a[Math.floor(rnd() * a.length)];
+  const groups: number[][] = [];
+  for (let i = 0; i < xs.length; i += group) groups.push(xs.slice(i, i + group));
   const ms: number[] = [];
-  for (let i = 0; i < 2000; i++) ms.push(median(xs.map(() => xs[Math.floor(rnd() * xs.length)])));
+  for (let i = 0; i < 2000; i++) {
+    const drawn = groups.flatMap(() => {
+      const g = pick(groups);
+      return g.map(() => pick(g));
+    });
+    ms.push(median(drawn));
+  }
   return [quantile(ms, 0.05), quantile(ms, 0.95)];
 }
 
-function spread(xs: number[], fmt: (x: number) => string): string {
-  const [lo, hi] = bootstrapMedian(xs);
+function spread(xs: number[], fmt: (x: number) => string, group = xs.length): string {
+  const [lo, hi] = bootstrapMedian(xs, group);
+  const pairs = xs.length / group;
   return (
     `median ${fmt(median(xs))} (90% interval ${fmt(lo)}-${fmt(hi)}; quartiles ${fmt(quantile(xs, 0.25))}-` +
-    `${fmt(quantile(xs, 0.75))}; range ${fmt(Math.min(...xs))}-${fmt(Math.max(...xs))}; ${xs.length} rounds)`
+    `${fmt(quantile(xs, 0.75))}; range ${fmt(Math.min(...xs))}-${fmt(Math.max(...xs))}; ${xs.length} rounds` +
+    `${pairs > 1 ? ` of ${pairs} process pairs` : ''})`
   );
 }
+
+/** The medians of xs's groups of `group` (each pair of processes' own figure). */
+const groupMedians = (xs: number[], group: number): number[] =>
+  Array.from({ length: Math.ceil(xs.length / group) }, (_, i) => median(xs.slice(i * group, (i + 1) * group)));
 
 /** A c=50 cell's figures, added to its side. */
 function record(s: Side, r: LoadResult, cpu: number, db: number): void {
@@ -136,13 +172,13 @@ async function togetherRound(
   limits: boolean,
 ): Promise<void> {
   await sleep(300);
-  const c0 = sides.map((s) => cpuMs(s.target.pid));
+  const c0 = sides.map((s) => cpuMs(s.target!.pid));
   const d0 = postgresCpuMs();
   const rs = await Promise.all(sides.map((s) => load(spec(s), connections, SECONDS)));
   await sleep(300);
   const db = postgresCpuMs() - d0;
   const total = rs.reduce((t, r) => t + r.ok, 0);
-  sides.forEach((s, i) => record(s, rs[i], cpuMs(s.target.pid) - c0[i], (db * rs[i].ok) / Math.max(1, total)));
+  sides.forEach((s, i) => record(s, rs[i], cpuMs(s.target!.pid) - c0[i], (db * rs[i].ok) / Math.max(1, total)));
   if (!limits) return;
   const singles = await Promise.all(sides.map((s) => load(spec(s), 1, SECONDS)));
   sides.forEach((s, i) => {
@@ -161,7 +197,7 @@ async function main(): Promise<void> {
     process.exit(2);
   }
   const limits = baseline === '--limits';
-  const thisBuild = path.resolve(distDir(), '..');
+  const thisBuild = path.resolve(env.BENCH_AB_DIST ?? path.resolve(distDir(), '..'));
   const builds: [string, string][] = limits
     ? [
         ['no limits', thisBuild],
@@ -179,6 +215,7 @@ async function main(): Promise<void> {
     logFile: path.join(logs, 'ab-emulator.log'),
   });
   const sides: Side[] = [];
+  const stopAll = () => Promise.all(sides.filter((s) => s.target).map((s) => s.target!.stop()));
   try {
     for (const [name, dist] of builds) {
       const db = await createBenchDb(1_000_000_000_000);
@@ -188,28 +225,30 @@ async function main(): Promise<void> {
         ? { REDIS_URL: env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379', REDIS_KEY_PREFIX: `gw-bench:${db.name}:` }
         : {};
       const flags = nodeFlags(name === 'baseline' ? env.BENCH_AB_BASELINE_NODE_ARGS : env.BENCH_AB_NODE_ARGS, dist);
-      const target = await forkTarget(name, path.join(dist, 'bench', 'targets', 'gateway.js'), {
-        env: {
-          DATABASE_URL: db.url,
-          EMULATOR_URL: emulator.url,
-          LOG_LEVEL: 'info',
-          NODE_ENV: 'production',
-          TEMPORAL_ADDRESS: 'off',
-          ...redis,
-          ...(name === builds[1][0] ? extra.env : {}),
-        },
-        execArgv: flags,
-        logFile: path.join(logs, `ab-${name.replace(' ', '-')}.log`),
-      });
       sides.push({
         name,
         flags,
-        target,
+        target: null,
+        start: () =>
+          forkTarget(name, path.join(dist, 'bench', 'targets', 'gateway.js'), {
+            env: {
+              DATABASE_URL: db.url,
+              EMULATOR_URL: emulator.url,
+              LOG_LEVEL: 'info',
+              NODE_ENV: 'production',
+              TEMPORAL_ADDRESS: 'off',
+              ...redis,
+              ...(name === builds[1][0] ? extra.env : {}),
+            },
+            execArgv: flags,
+            logFile: path.join(logs, `ab-${name.replace(' ', '-')}.log`),
+          }),
         bdb: db,
         key: db.key,
         cpu: 0,
         db: 0,
         ok: 0,
+        peakRssMb: 0,
         runs: [],
         single: [],
         cellCpu: [],
@@ -217,33 +256,41 @@ async function main(): Promise<void> {
       });
     }
     const spec = (s: Side) => ({
-      url: `${s.target.url}/v1${w.path}`,
+      url: `${s.target!.url}/v1${w.path}`,
       headers: { 'content-type': 'application/json', authorization: `Bearer ${s.key}` },
       body: JSON.stringify(w.body),
     });
-    for (const s of sides) await load(spec(s), connections, WARMUP);
-    for (const s of sides) resetPeakRss(s.target.pid); // the peak under this load, not at start-up
-    // Rounds in ABBA order (A B, then B A, ...): each round's two cells run back to back, and whatever the machine
-    // is doing meanwhile (other processes' load drifts over seconds) falls on A first as often as on B first. The
-    // c=1 cells of a round follow its c=50 cells, in the same order.
-    for (let round = 0; round < ROUNDS; round++) {
-      const order = round % 2 ? [...sides].reverse() : sides;
-      if (TOGETHER) await togetherRound(sides, spec, connections, limits);
-      else
-        for (const s of order) {
-          await sleep(300);
-          const c0 = cpuMs(s.target.pid);
-          const d0 = postgresCpuMs();
-          const r = await load(spec(s), connections, SECONDS);
-          await sleep(300); // the billing flush of these requests lands in this cell
-          record(s, r, cpuMs(s.target.pid) - c0, postgresCpuMs() - d0);
-        }
-      if (limits && !TOGETHER)
-        for (const s of order) {
-          const r = await load(spec(s), 1, SECONDS);
-          s.single.push(r);
-          s.cellLatency.push(1_000_000 / Math.max(1e-9, r.rps));
-        }
+    for (let pair = 0; pair < PAIRS; pair++) {
+      // Each pair of processes is started, warmed and first loaded in the other order than the one before.
+      const first = pair % 2 ? [...sides].reverse() : sides;
+      for (const s of first) s.target = await s.start();
+      for (const s of first) await load(spec(s), connections, WARMUP);
+      for (const s of first) resetPeakRss(s.target!.pid); // the peak under this load, not at start-up
+      // Rounds in ABBA order (A B, then B A, ...): each round's two cells run back to back, and whatever the machine
+      // is doing meanwhile (other processes' load drifts over seconds) falls on A first as often as on B first. The
+      // c=1 cells of a round follow its c=50 cells, in the same order.
+      for (let round = 0; round < ROUNDS; round++) {
+        const order = round % 2 ? [...first].reverse() : first;
+        if (TOGETHER) await togetherRound(order, spec, connections, limits);
+        else
+          for (const s of order) {
+            await sleep(300);
+            const c0 = cpuMs(s.target!.pid);
+            const d0 = postgresCpuMs();
+            const r = await load(spec(s), connections, SECONDS);
+            await sleep(300); // the billing flush of these requests lands in this cell
+            record(s, r, cpuMs(s.target!.pid) - c0, postgresCpuMs() - d0);
+          }
+        if (limits && !TOGETHER)
+          for (const s of order) {
+            const r = await load(spec(s), 1, SECONDS);
+            s.single.push(r);
+            s.cellLatency.push(1_000_000 / Math.max(1e-9, r.rps));
+          }
+      }
+      for (const s of sides) s.peakRssMb = Math.max(s.peakRssMb, peakRssMb(s.target!.pid));
+      await stopAll();
+      for (const s of sides) s.target = null;
     }
     for (const s of sides) {
       const cpuUs = ((1000 * s.cpu) / s.ok).toFixed(0);
@@ -252,7 +299,7 @@ async function main(): Promise<void> {
       const problems = s.runs.map((r) => r.problems).filter(Boolean);
       console.log(
         `${workload} c=${connections} ${s.name.padEnd(10)}: ${cpuUs} µs CPU/request, Postgres ${dbUs} µs/request, ` +
-          `median ${rps} req/s, peak RSS ${peakRssMb(s.target.pid).toFixed(0)} MB ` +
+          `median ${rps} req/s, peak RSS ${s.peakRssMb.toFixed(0)} MB ` +
           `(${s.flags.join(' ') || 'no flags'})${problems.length ? ` (${problems.join(' ')})` : ''}`,
       );
     }
@@ -269,13 +316,16 @@ async function main(): Promise<void> {
       );
       const added = a.cellLatency.map((x, i) => b.cellLatency[i] - x);
       const us = (x: number) => `${x >= 0 ? '+' : ''}${x.toFixed(0)} µs`;
-      console.log(`c=1 added latency by round, ${b.name} - ${a.name}: ${spread(added, us)}`);
+      console.log(`c=1 added latency by round, ${b.name} - ${a.name}: ${spread(added, us, ROUNDS)}`);
     }
     // Each round's two cells ran back to back: the median of their ratios is the figure least moved by the machine.
     const ratios = a.cellCpu.map((x, i) => b.cellCpu[i] / x);
     console.log(
       `CPU per request by round, ${b.name} / ${a.name}: ${ratios.map((x) => x.toFixed(2)).join(' ')}; ` +
-        spread(ratios, (x) => x.toFixed(3)),
+        spread(ratios, (x) => x.toFixed(3), ROUNDS) +
+        `; by process pair ${groupMedians(ratios, ROUNDS)
+          .map((x) => x.toFixed(2))
+          .join(' ')}`,
     );
     const throughput = median(b.runs.map((r) => r.rps)) / median(a.runs.map((r) => r.rps));
     const withDb = (b.cpu + b.db) / b.ok / ((a.cpu + a.db) / a.ok);
@@ -287,7 +337,7 @@ async function main(): Promise<void> {
       console.log(`OTLP exports received: ${extra.sink.requests} requests, ${(extra.sink.bytes / 1e6).toFixed(1)} MB`);
   } finally {
     extra.sink?.close();
-    await Promise.all([...sides.map((s) => s.target.stop()), emulator.stop()]);
+    await Promise.all([stopAll(), emulator.stop()]);
     for (const s of sides) await s.bdb.drop().catch(() => undefined);
   }
 }

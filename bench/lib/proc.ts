@@ -73,19 +73,29 @@ export function treeCpuMs(pid: number): number {
 
 /**
  * CPU time of every local Postgres process (command name "postgres") so far, in ms: the gateway's database work,
- * on the same cores as everything measured. 0 when Postgres runs elsewhere.
+ * on the same cores as everything measured. 0 when Postgres runs elsewhere. A backend that exited (a connection
+ * another program closed) is counted through the postmaster's reaped children (cutime, cstime), so the figure never
+ * falls between two readings (it went negative when other programs' connections closed).
  */
 export function postgresCpuMs(): number {
-  let total = 0;
+  const stats = new Map<number, string[]>();
   for (const d of fs.readdirSync('/proc')) {
     if (d.charCodeAt(0) < 48 || d.charCodeAt(0) > 57) continue;
     try {
-      if (fs.readFileSync(`/proc/${d}/comm`, 'utf8').trim() === 'postgres') total += cpuMs(Number(d));
+      if (fs.readFileSync(`/proc/${d}/comm`, 'utf8').trim() !== 'postgres') continue;
+      const stat = fs.readFileSync(`/proc/${d}/stat`, 'utf8');
+      stats.set(Number(d), stat.slice(stat.lastIndexOf(')') + 2).split(' '));
     } catch {
       /* gone meanwhile */
     }
   }
-  return total;
+  let ticks = 0;
+  // Fields after the command name: state, ppid, ..., utime (11), stime, cutime, cstime.
+  for (const f of stats.values()) {
+    ticks += Number(f[11]) + Number(f[12]);
+    if (!stats.has(Number(f[1]))) ticks += Number(f[13]) + Number(f[14]); // the postmaster
+  }
+  return (ticks * 1000) / clkTck;
 }
 
 function statusKb(pid: number, field: 'VmHWM' | 'VmRSS'): number {
