@@ -4,7 +4,7 @@ import pg from 'pg';
 import { Client } from 'undici';
 import { projectRoot } from '../src/projectRoot';
 import { createApiKey } from '../src/auth/apiKeys';
-import { distDir, forkTarget, postgresCpuMs, treeCpuMs, type Target } from './lib/proc';
+import { apiNodeFlags, distDir, forkTarget, postgresCpuMs, treeCpuMs, type Target } from './lib/proc';
 import { createBenchDb, type BenchDb } from './lib/db';
 import { load, sequential, type RequestSpec } from './lib/load';
 import { markdownTable, textTable } from './lib/report';
@@ -19,26 +19,27 @@ import type { BenchContext, BenchSection } from './types';
  *    emulator, which answers at once (no model time), so this is the floor a hit must beat, not a real upstream.
  * 2. The cache's CPU on a miss: gateway CPU per request over unique chat requests with the cache on (lookup,
  *    recording, write) and from a key the cache is switched off for, the difference in percent; after twice WARM
- *    requests of each, each figure the median of ROUNDS rounds (each in halves, on-off-off-on or off-on-on-off),
+ *    requests of each, over ROUNDS rounds (each in halves, on-off-off-on or off-on-on-off): the median of the rounds'
+ *    ratios, each figure of the table the median of the rounds,
  *    every round's figures printed too. With REDIS_URL set, the gateway's cache is in Redis.
  * 3. Prompt-cache affinity: a multi-turn workload (conversations with a long system prompt, interleaved) on a model
  *    of three deployments whose emulated upstreams keep a prefix cache each (emulator/prefixCache.ts), through a
  *    gateway with affinity (default) and one with ROUTING_PROMPT_AFFINITY=false: the share of input tokens read
  *    from the providers' caches, and the VND billed and saved.
  *
- * BENCH_CACHE_SEQ (default 1000), BENCH_CACHE_MISSES (default 1500), BENCH_CACHE_WARM (default 1500),
+ * BENCH_CACHE_SEQ (default 1000), BENCH_CACHE_MISSES (default 2000), BENCH_CACHE_WARM (default 1500),
  * BENCH_CACHE_CONVERSATIONS (default 24),
- * BENCH_CACHE_TURNS (default 6), BENCH_CACHE_ROUNDS (default 3); the context's `seconds` per throughput cell; the
+ * BENCH_CACHE_TURNS (default 6), BENCH_CACHE_ROUNDS (default 5); the context's `seconds` per throughput cell; the
  * median of the rounds.
  */
 
 const env = process.env;
 const num = (name: string, def: number) => (env[name] ? Number(env[name]) : def);
 const SEQ = num('BENCH_CACHE_SEQ', 1000);
-const MISSES = num('BENCH_CACHE_MISSES', 1500);
+const MISSES = num('BENCH_CACHE_MISSES', 2000);
 const CONVERSATIONS = num('BENCH_CACHE_CONVERSATIONS', 24);
 const TURNS = num('BENCH_CACHE_TURNS', 6);
-const ROUNDS = num('BENCH_CACHE_ROUNDS', 3);
+const ROUNDS = num('BENCH_CACHE_ROUNDS', 5);
 const WARM = num('BENCH_CACHE_WARM', 1500);
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
@@ -69,7 +70,14 @@ async function post(url: string, key: string, body: string, headers: Record<stri
   return { res, json: (await res.json()) as any };
 }
 
-/** Gateway CPU (ms) per request over `n` unique chat requests, 10 at a time. */
+/** How long after its last request a half's entries are surely written (the cache's flush interval, and more). */
+const SETTLE_MS = num('CACHE_FLUSH_MS', 1000) + 500;
+
+/**
+ * Gateway CPU (ms) per request over `n` unique chat requests, 10 at a time, counted until the entries they stored
+ * were written (SETTLE_MS later, the same wait for a half without the cache: the idle process costs next to
+ * nothing): a half that stopped counting at its last answer left its writes to the next half.
+ */
 async function cpuPerUniqueRequest(gw: Target, key: string, n: number, headers: Record<string, string>, tag: string) {
   const u = new URL(gw.url);
   const client = new Client(u.origin, { pipelining: 1, connections: 10 } as never);
@@ -96,6 +104,7 @@ async function cpuPerUniqueRequest(gw: Target, key: string, n: number, headers: 
     }),
   );
   await client.close();
+  await new Promise((r) => setTimeout(r, SETTLE_MS));
   return { gateway: (treeCpuMs(gw.pid) - c0) / n, postgres: (postgresCpuMs() - p0) / n };
 }
 
@@ -178,6 +187,8 @@ export async function runCacheBench(ctx: BenchContext): Promise<BenchSection> {
   const fork = async (name: string, script: string, e: NodeJS.ProcessEnv = {}) => {
     const t = await forkTarget(name, path.join(distDir(), 'targets', script), {
       env: e,
+      // The gateway with the Node flags it is deployed with (npm run api).
+      ...(script === 'gateway.js' ? { execArgv: apiNodeFlags(projectRoot()) } : {}),
       logFile: path.join(logs, `cache-${name}.log`),
     });
     started.push(t);
@@ -279,7 +290,9 @@ export async function runCacheBench(ctx: BenchContext): Promise<BenchSection> {
       pgOn.push(sum.on.postgres);
       pgOff.push(sum.off.postgres);
     }
-    const missAdded = (median(on) / median(off) - 1) * 100;
+    // Each round is a pair measured under the same conditions: the median of the rounds' ratios (a round the
+    // machine's other work slowed slows both halves alike, where medians taken apart would pair unlike rounds).
+    const missAdded = (median(on.map((v, i) => v / off[i])) - 1) * 100;
 
     // 3. Prompt-cache affinity on a multi-turn workload.
     const catalog = routingCatalog();

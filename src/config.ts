@@ -144,6 +144,8 @@ export interface CacheSettings {
   redisPrefix: string;
   /** How long an account's cache settings are kept in memory (CACHE_SETTINGS_MS). */
   settingsCacheMs: number;
+  /** How long a new entry waits to be written with the others (CACHE_FLUSH_MS, default 1000; docs/cache.md). */
+  flushMs?: number;
   /** Projects with Prometheus series of their own, per API process; the rest: `other` (CACHE_METRICS_MAX_PROJECTS). */
   metricsMaxProjects?: number;
 }
@@ -215,6 +217,7 @@ export function loadConfig(overrides: Partial<Config> = {}): Config {
       timeoutMs: int('CACHE_TIMEOUT_MS', 250),
       redisPrefix: str('CACHE_REDIS_PREFIX', 'gw:cache:'),
       settingsCacheMs: int('CACHE_SETTINGS_MS', 2000),
+      flushMs: int('CACHE_FLUSH_MS', 1000),
       metricsMaxProjects: int('CACHE_METRICS_MAX_PROJECTS', 100),
     },
   };

@@ -1,5 +1,5 @@
 import type { EntryOwner } from './store';
-import type { EncodedEntry } from './entry';
+import { digestOf, entryHead, type EntryKind, type NewEntry } from './entry';
 
 /**
  * Entries waiting to be written together (./pgStore.ts, ./redisStore.ts), their bytes copied into one buffer of the
@@ -7,6 +7,10 @@ import type { EncodedEntry } from './entry';
  * interval (50 to 100 ms): kept as a Buffer and an object of its own, each outlived a few young-generation
  * collections and was promoted, which showed as garbage collection in a miss's CPU (measured: twice the collector's
  * time of the same requests with the writes left out). Copied here, the entry's own Buffer dies with its request.
+ *
+ * A new answer (NewEntry) is kept as its body and fields: its stored form (./entry.ts: the header line with the
+ * body's digest, then the body) is made by packed(), for the whole batch in one loop, or by get() for a hit on it.
+ * An entry given as a Buffer is its stored form already.
  */
 export class EntryBatch {
   private buf = Buffer.allocUnsafeSlow(64 * 1024);
@@ -16,13 +20,19 @@ export class EntryBatch {
   readonly accounts: string[] = [];
   readonly models: string[] = [];
   readonly projects: (string | null)[] = [];
-  /** Each entry's offset in the bytes and its size. */
+  /** Each entry's offset in the bytes and its size (a new answer's body; else its stored form). */
   readonly offsets: number[] = [];
   readonly sizes: number[] = [];
   /** Epoch ms. */
   readonly expires: number[] = [];
   readonly created: number[] = [];
   readonly ttls: number[] = [];
+  /** A new answer's fields for its header line (kind null: the entry was given in its stored form). */
+  private readonly kinds: (EntryKind | null)[] = [];
+  private readonly types: (string | undefined)[] = [];
+  private readonly answered: string[] = [];
+  private readonly costs: number[] = [];
+  private readonly entryCreated: number[] = [];
   /** Where each key is (its latest entry, when put twice). */
   private readonly at = new Map<string, number>();
 
@@ -30,22 +40,27 @@ export class EntryBatch {
     return this.keys.length;
   }
 
+  /** To be written now rather than at the flush interval: `maxEntries` entries, or 4 MiB of them. */
+  full(maxEntries: number): boolean {
+    return this.keys.length >= maxEntries || this.used >= 4 * 1024 * 1024;
+  }
+
   add(
     key: string,
     owner: EntryOwner,
-    value: Buffer | EncodedEntry,
+    value: Buffer | NewEntry,
     ttlSeconds: number,
     expiresAt: number,
     createdAt: number,
   ): void {
-    const size = Buffer.isBuffer(value) ? value.length : value.size;
+    const bytes = Buffer.isBuffer(value) ? value : value.body;
+    const size = bytes.length;
     if (this.used + size > this.buf.length) {
       const bigger = Buffer.allocUnsafeSlow(Math.max(this.buf.length * 2, this.used + size));
       this.buf.copy(bigger, 0, 0, this.used);
       this.buf = bigger;
     }
-    if (Buffer.isBuffer(value)) value.copy(this.buf, this.used);
-    else value.body.copy(this.buf, this.used + this.buf.write(value.head, this.used));
+    bytes.copy(this.buf, this.used);
     const i = this.keys.length;
     const was = this.at.get(key);
     // Put again while waiting: the earlier one is not written (one row per key in a statement).
@@ -60,6 +75,19 @@ export class EntryBatch {
     this.expires.push(expiresAt);
     this.created.push(createdAt);
     this.ttls.push(ttlSeconds);
+    if (Buffer.isBuffer(value)) {
+      this.kinds.push(null);
+      this.types.push(undefined);
+      this.answered.push('');
+      this.costs.push(0);
+      this.entryCreated.push(0);
+    } else {
+      this.kinds.push(value.kind);
+      this.types.push(value.type);
+      this.answered.push(value.model);
+      this.costs.push(value.costVnd);
+      this.entryCreated.push(value.createdAt);
+    }
     this.used += size;
   }
 
@@ -67,11 +95,22 @@ export class EntryBatch {
     return this.at.has(key);
   }
 
-  /** The entry waiting under `key`, as a copy (the batch's buffer is reused once written), or null. */
+  /** The stored form's header line of entry `i`, or null when it was given in its stored form. */
+  private headOf(i: number): string | null {
+    const kind = this.kinds[i];
+    if (kind === null) return null;
+    const body = this.buf.subarray(this.offsets[i], this.offsets[i] + this.sizes[i]);
+    const digest = digestOf(body);
+    return entryHead(this.keys[i], kind, this.types[i], this.answered[i], this.costs[i], this.entryCreated[i], digest);
+  }
+
+  /** The entry waiting under `key`, in its stored form (a copy: the batch's buffer is reused once written), or null. */
   get(key: string): Buffer | null {
     const i = this.at.get(key);
     if (i === undefined) return null;
-    return Buffer.from(this.buf.subarray(this.offsets[i], this.offsets[i] + this.sizes[i]));
+    const body = this.buf.subarray(this.offsets[i], this.offsets[i] + this.sizes[i]);
+    const head = this.headOf(i);
+    return head === null ? Buffer.from(body) : Buffer.concat([Buffer.from(head), body]);
   }
 
   /** Forgets the entry waiting under `key` (it is not written). */
@@ -88,21 +127,23 @@ export class EntryBatch {
   }
 
   /**
-   * What a store writes: every live entry's bytes, one after the other, and the entries as JSON, each with its key
-   * (k), 1-based offset in the bytes (o) and size (n), TTL (t, seconds), expiry and creation (e, c: epoch ms),
+   * What a store writes: every live entry's stored form, one after the other, and the entries as JSON, each with its
+   * key (k), 1-based offset in the bytes (o) and size (n), TTL (t, seconds), expiry and creation (e, c: epoch ms),
    * account (a), model (m) and project (p, or null); `newest`: the latest creation.
    */
   packed(): { bytes: Buffer; json: string; newest: number } {
     const rows = [];
-    let gaps = false;
-    let at = 1;
+    const heads: (string | null)[] = [];
+    let total = 0;
     let newest = 0;
     for (const i of this.live()) {
-      if (this.offsets[i] !== at - 1) gaps = true;
+      const head = this.headOf(i);
+      heads.push(head);
+      const n = (head === null ? 0 : Buffer.byteLength(head)) + this.sizes[i];
       rows.push({
         k: this.keys[i],
-        o: at,
-        n: this.sizes[i],
+        o: total + 1,
+        n,
         t: this.ttls[i],
         e: this.expires[i],
         c: this.created[i],
@@ -111,13 +152,15 @@ export class EntryBatch {
         p: this.projects[i],
       });
       if (this.created[i] > newest) newest = this.created[i];
-      at += this.sizes[i];
+      total += n;
     }
-    let bytes = this.buf.subarray(0, at - 1);
-    if (gaps) {
-      bytes = Buffer.allocUnsafe(at - 1);
-      for (const [r, i] of [...this.live()].entries())
-        this.buf.copy(bytes, rows[r].o - 1, this.offsets[i], this.offsets[i] + this.sizes[i]);
+    const bytes = Buffer.allocUnsafe(total);
+    let at = 0;
+    let r = 0;
+    for (const i of this.live()) {
+      const head = heads[r++];
+      if (head !== null) at += bytes.write(head, at);
+      at += this.buf.copy(bytes, at, this.offsets[i], this.offsets[i] + this.sizes[i]);
     }
     return { bytes, json: JSON.stringify(rows), newest };
   }
@@ -135,9 +178,14 @@ export class EntryBatch {
       this.expires,
       this.created,
       this.ttls,
+      this.kinds,
+      this.types,
+      this.answered,
+      this.costs,
+      this.entryCreated,
     ])
       a.length = 0;
     // A batch grown for large entries does not keep its size for good.
-    if (this.buf.length > 4 * 1024 * 1024) this.buf = Buffer.allocUnsafeSlow(64 * 1024);
+    if (this.buf.length > 8 * 1024 * 1024) this.buf = Buffer.allocUnsafeSlow(64 * 1024);
   }
 }

@@ -31,7 +31,7 @@ export const COST_SLOT_BYTES = Buffer.from(COST_SLOT);
 
 // One-shot hash: createHash() builds a Hash object per call, several µs of a miss's CPU each. Over the body's bytes:
 // the same digest as over its text (which is hashed as UTF-8), so entries written with a text body still check.
-const digestOf = (body: Buffer): string => hash('sha256', body, 'base64url');
+export const digestOf = (body: Buffer): string => hash('sha256', body, 'base64url');
 
 /** An entry of the answer `body` (its bytes, or its text). */
 export function makeEntry(e: Omit<CacheEntry, 'v' | 'digest' | 'body'> & { body: Buffer | string }): CacheEntry {
@@ -40,32 +40,39 @@ export function makeEntry(e: Omit<CacheEntry, 'v' | 'digest' | 'body'> & { body:
 }
 
 /**
+ * An answer to store, its stored form not yet made: a store's batch makes it (digest and header line) when it
+ * writes, for every entry of the batch in one loop (./batch.ts). Made on the request path, entry by entry, the same
+ * work cost a busy process several times what it costs in that loop.
+ */
+export type NewEntry = Omit<CacheEntry, 'v' | 'digest'>;
+
+/**
  * The stored form: a JSON line of everything but the body, then the body's bytes as they are. The body is neither a
  * JSON string inside the entry (escaping it on every write and parsing it back on every hit cost more than the rest
  * of the entry's handling together) nor text (the answer's bytes would be decoded and encoded again on each miss and
  * each hit). Entries of the older form, the whole entry as one JSON object, still decode.
  */
 export function encodeEntry(e: CacheEntry): Buffer {
-  const parts = encodeEntryParts(e);
-  return Buffer.concat([Buffer.from(parts.head), parts.body]);
+  const head = entryHead(e.key, e.kind, e.type, e.model, e.costVnd, e.createdAt, e.digest);
+  return Buffer.concat([Buffer.from(head), e.body]);
 }
 
-/** The stored form in its two parts, as a store copies them into its batch (no Buffer of the whole made per entry). */
-export interface EncodedEntry {
-  /** The header line, its newline included. */
-  head: string;
-  body: Buffer;
-  /** Bytes in all. */
-  size: number;
-}
-
-export function encodeEntryParts(e: CacheEntry): EncodedEntry {
-  // Written out rather than JSON.stringify of a head object: the key, kind, numbers and digest need no escaping.
-  const type = e.type === undefined ? '' : `"type":${JSON.stringify(e.type)},`;
-  const head =
-    `{"v":1,"key":${JSON.stringify(e.key)},"kind":"${e.kind}",${type}"model":${JSON.stringify(e.model)},` +
-    `"costVnd":${e.costVnd},"createdAt":${e.createdAt},"digest":"${e.digest}"}\n`;
-  return { head, body: e.body, size: Buffer.byteLength(head) + e.body.length };
+/** The stored form's header line, the newline included (its fields as arguments: no object made per entry). */
+export function entryHead(
+  key: string,
+  kind: EntryKind,
+  type: string | undefined,
+  model: string,
+  costVnd: number,
+  createdAt: number,
+  digest: string,
+): string {
+  // Written out rather than JSON.stringify of a head object: the kind, numbers and digest need no escaping.
+  const t = type === undefined ? '' : `"type":${JSON.stringify(type)},`;
+  return (
+    `{"v":1,"key":${JSON.stringify(key)},"kind":"${kind}",${t}"model":${JSON.stringify(model)},` +
+    `"costVnd":${costVnd},"createdAt":${createdAt},"digest":"${digest}"}\n`
+  );
 }
 
 /** The entry, or null when it is not one written under `key` (corrupt, truncated, poisoned). */

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import Redis from 'ioredis';
 import type { CacheStore, EntryOwner } from './store';
 import { EntryBatch } from './batch';
-import type { EncodedEntry } from './entry';
+import type { NewEntry } from './entry';
 import { KeyIndex } from './keyIndex';
 
 /**
@@ -19,7 +19,8 @@ import { KeyIndex } from './keyIndex';
  *     the last 60 s, by Redis's clock), which each process reads, less its own, every `pollMs`. A process that could
  *     not read it for 50 s SCANs again. A key it knows that Redis no longer has (expired, evicted, purged by another
  *     process) costs one GET, then is forgotten;
- *   - the entries to write, written by one script call every `flushMs` (50 ms, or at once 256 at a time), off the
+ *   - the entries to write, written by one script call every `flushMs` (1 s, or at once 512 at a time: a script
+ *     holds Redis for every other client while it runs; each call wakes Redis and this process), off the
  *     request path; until then a hit reads the entry waiting.
  */
 /**
@@ -194,18 +195,17 @@ export class RedisCacheStore implements CacheStore {
     this.writing?.delete(key);
   }
 
-  put(key: string, owner: EntryOwner, value: Buffer | EncodedEntry, ttlSeconds: number): void {
+  put(key: string, owner: EntryOwner, value: Buffer | NewEntry, ttlSeconds: number): void {
     // Not queued while Redis is down: the write would fail, and the entry waiting would answer hits meanwhile.
     if (this.redis.status !== 'ready') throw new Error(`Redis is ${this.redis.status}`);
     const now = Date.now();
     this.index.set(key, now + ttlSeconds * 1000);
     this.pending.add(key, owner, value, ttlSeconds, now + ttlSeconds * 1000, now);
-    if (this.pending.size >= 256 || this.pending.used >= 2 * 1024 * 1024)
-      void this.flush().catch((e: Error) => this.opts.onError?.(e));
+    if (this.pending.full(512)) void this.flush().catch((e: Error) => this.opts.onError?.(e));
     else
       this.flushTimer ??= setTimeout(
         () => void this.flush().catch((e: Error) => this.opts.onError?.(e)),
-        this.opts.flushMs ?? 50,
+        this.opts.flushMs ?? 1000,
       );
   }
 

@@ -3,7 +3,7 @@ import type { Db } from '../db';
 import type { Pricing } from '../catalog';
 import type { Logger, CacheMetrics } from '../observability';
 import { CacheSettingsRepo } from './accountSettings';
-import { decodeEntry, encodeEntryParts, type CacheEntry } from './entry';
+import { decodeEntry, type CacheEntry, type NewEntry } from './entry';
 import { PgCacheStore } from './pgStore';
 import { ProjectLabels } from './projectLabels';
 import { CacheStats } from './stats';
@@ -159,19 +159,17 @@ export class ResponseCache {
     return entry;
   }
 
-  /** Stores an entry (off the response path); too large or failing: not stored. */
-  save(key: string, owner: EntryOwner, entry: CacheEntry, ttlSeconds: number): void {
-    const encoded = encodeEntryParts(entry);
-    if (encoded.size > this.config.maxEntryBytes) {
-      this.countStore('too_large');
-      return;
-    }
+  /**
+   * Stores a new answer (off the response path; its size bounded by the recorder, ./recorder.ts); failing: not
+   * stored. The store makes its stored form when it writes.
+   */
+  save(key: string, owner: EntryOwner, entry: NewEntry, ttlSeconds: number): void {
     const failed = (e: Error) => {
       this.countStore('error');
       this.logger?.warn({ err: e.message, store: this.store.name }, 'response cache write failed');
     };
     try {
-      const put = this.store.put(key, owner, encoded, ttlSeconds);
+      const put = this.store.put(key, owner, entry, ttlSeconds);
       if (put instanceof Promise)
         within(put, Math.max(this.config.timeoutMs, 2000)).then(() => this.countStore('stored'), failed);
       else this.countStore('stored');
@@ -227,10 +225,12 @@ export function createResponseCache(d: CacheDeps): ResponseCache | null {
     const { RedisCacheStore } = require('./redisStore') as { RedisCacheStore: typeof RedisStore };
     store = new RedisCacheStore(d.redisUrl, d.config.redisPrefix, d.config.timeoutMs, {
       maxTtlSeconds: d.config.maxTtlSeconds,
+      flushMs: d.config.flushMs,
       onError: (e) => d.logger?.warn({ err: e.message }, 'response cache write failed'),
     });
   } else
     store = new PgCacheStore(d.db, d.config.maxTotalBytes, 1000, {
+      flushMs: d.config.flushMs,
       onError: (e) => d.logger?.warn({ err: e.message }, 'response cache write failed'),
     });
   return new ResponseCache(d.db, store, d.config, d.metrics ?? null, d.logger ?? null);

@@ -2,7 +2,7 @@ import type { ModelConfig } from '../catalog';
 import type { Caller, OperationDeps } from '../modelCall';
 import { openCall } from '../modelCall';
 import { CACHE_HEADER, parseDirective, type CacheDirective } from './directive';
-import { makeEntry, type CacheEntry } from './entry';
+import type { CacheEntry, NewEntry } from './entry';
 import { requestKey } from './requestKey';
 import { Recorder } from './recorder';
 import { replay } from './replay';
@@ -82,15 +82,15 @@ export async function throughCache(
     cache.countStore('too_large');
     return;
   }
-  const entry = makeEntry({
+  const entry: NewEntry = {
     key,
     kind: rec.kind,
-    ...(rec.type ? { type: rec.type } : {}),
+    type: rec.type,
     body: rec.body(),
     model: meter.model,
     costVnd: meter.charged,
     createdAt: Date.now(),
-  });
+  };
   // Off the response path: the answer has gone (or is going) to the client already.
   cache.save(
     key,

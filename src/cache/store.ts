@@ -1,4 +1,4 @@
-import type { EncodedEntry } from './entry';
+import type { NewEntry } from './entry';
 
 /**
  * Where entries live: Redis when REDIS_URL is set (./redisStore.ts), else Postgres (./pgStore.ts). Every method
@@ -8,8 +8,11 @@ export interface CacheStore {
   readonly name: 'redis' | 'postgres';
   /** The entry's bytes; a store that answers from memory may answer at once (no promise, no timeout to set). */
   get(key: string): Buffer | null | Promise<Buffer | null>;
-  /** Stores the entry (its bytes, or its two parts); a store that only queues the write in memory returns nothing. */
-  put(key: string, owner: EntryOwner, value: Buffer | EncodedEntry, ttlSeconds: number): void | Promise<void>;
+  /**
+   * Stores the entry (its stored form, or a new answer whose stored form the store makes when it writes); a store
+   * that only queues the write in memory returns nothing.
+   */
+  put(key: string, owner: EntryOwner, value: Buffer | NewEntry, ttlSeconds: number): void | Promise<void>;
   /** Removes the entry if it is the account's; whether there was one. */
   delete(key: string, accountId: string): Promise<boolean>;
   /** Removes an entry found corrupt, whoever's it is. */

@@ -400,7 +400,7 @@ test('an answer over the entry size limit is not stored', async () => {
     const body = { model: 'gpt-4o-mini', messages: [{ role: 'user', content: fresh('a long answer please') }] };
     const opts = { key: a.key, headers: { 'x-gateway-cache': 'ttl=60' } };
     const tooLarge = () =>
-      gw.deps.metrics.cache.stores
+      gw.deps.metrics.cache.stores.counter
         .get()
         .then((m) => m.values.find((v) => v.labels.outcome === 'too_large')?.value ?? 0);
     const counted = await tooLarge();

@@ -1,4 +1,5 @@
 import { EntryBatch } from '../../../src/cache/batch';
+import { decodeEntry, encodeEntry, makeEntry } from '../../../src/cache/entry';
 
 const owner = (projectId: string | null = null) => ({ accountId: 'acct', model: 'gpt-4o-mini', projectId });
 
@@ -41,4 +42,31 @@ test('a batch grows for large entries', () => {
   for (let i = 0; i < 3; i++) b.add(`k${i}`, owner(), big, 60, 1, 1);
   expect(b.get('k2')!.equals(big)).toBe(true);
   expect(b.packed().bytes.length).toBe(3 * big.length);
+});
+
+test("a new answer's stored form is made when the batch is packed, and read back as the entry it was", () => {
+  const b = new EntryBatch();
+  const body = Buffer.from('data: {"a":1}\n\ndata: [DONE]\n\n');
+  const answer = { key: 'k1', kind: 'sse' as const, body, model: 'gpt-4o', costVnd: 42, createdAt: 1_700_000_000_000 };
+  b.add('k1', owner(), answer, 60, 9_000, 1);
+  b.add(
+    'k2',
+    owner(),
+    { ...answer, key: 'k2', kind: 'raw', type: 'application/json', body: Buffer.from('{}') },
+    60,
+    9_000,
+    2,
+  );
+  body.fill(0); // copied: the request's buffer is its own again
+  const want = makeEntry({ ...answer, body: 'data: {"a":1}\n\ndata: [DONE]\n\n' });
+  expect(decodeEntry(b.get('k1')!, 'k1')).toEqual(want);
+  const { bytes, json } = b.packed();
+  const rows = JSON.parse(json) as { k: string; o: number; n: number }[];
+  const stored = (r: { o: number; n: number }) => bytes.subarray(r.o - 1, r.o - 1 + r.n);
+  expect(rows.map((r) => r.k)).toEqual(['k1', 'k2']);
+  expect(decodeEntry(stored(rows[0]), 'k1')).toEqual(want);
+  expect(decodeEntry(stored(rows[1]), 'k2')).toMatchObject({ kind: 'raw', type: 'application/json', costVnd: 42 });
+  expect(stored(rows[0]).equals(encodeEntry(want))).toBe(true);
+  // Read under another key (poisoned, mixed up): refused.
+  expect(decodeEntry(stored(rows[0]), 'k2')).toBeNull();
 });
