@@ -19,24 +19,25 @@ import type { BenchContext, BenchSection } from './types';
  *    emulator, which answers at once (no model time), so this is the floor a hit must beat, not a real upstream.
  * 2. The cache's CPU on a miss: gateway CPU per request over unique chat requests with the cache on (lookup,
  *    recording, write) and from a key the cache is switched off for, the difference in percent; after twice WARM
- *    requests of each, over ROUNDS rounds (each in halves, on-off-off-on or off-on-on-off): the median of the rounds'
- *    ratios, each figure of the table the median of the rounds,
- *    every round's figures printed too. With REDIS_URL set, the gateway's cache is in Redis.
+ *    requests of each, over MISS_ROUNDS rounds (each in halves, on-off-off-on or off-on-on-off): the median of the
+ *    rounds' ratios, each figure of the table the median of the rounds, every round's figures printed too. Each half
+ *    is counted until its entries were written. With REDIS_URL set, the gateway's cache is in Redis.
  * 3. Prompt-cache affinity: a multi-turn workload (conversations with a long system prompt, interleaved) on a model
  *    of three deployments whose emulated upstreams keep a prefix cache each (emulator/prefixCache.ts), through a
  *    gateway with affinity (default) and one with ROUTING_PROMPT_AFFINITY=false: the share of input tokens read
  *    from the providers' caches, and the VND billed and saved.
  *
- * BENCH_CACHE_SEQ (default 1000), BENCH_CACHE_MISSES (default 2000), BENCH_CACHE_WARM (default 1500),
- * BENCH_CACHE_CONVERSATIONS (default 24),
- * BENCH_CACHE_TURNS (default 6), BENCH_CACHE_ROUNDS (default 5); the context's `seconds` per throughput cell; the
- * median of the rounds.
+ * BENCH_CACHE_SEQ (default 1000), BENCH_CACHE_MISSES (a round's, default 3000: halves of about a second, the
+ * cache's flush interval), BENCH_CACHE_MISS_ROUNDS (default 9), BENCH_CACHE_WARM (default 1500),
+ * BENCH_CACHE_CONVERSATIONS (default 24), BENCH_CACHE_TURNS (default 6), BENCH_CACHE_ROUNDS (the hit's, default 5);
+ * the context's `seconds` per throughput cell.
  */
 
 const env = process.env;
 const num = (name: string, def: number) => (env[name] ? Number(env[name]) : def);
 const SEQ = num('BENCH_CACHE_SEQ', 1000);
-const MISSES = num('BENCH_CACHE_MISSES', 2000);
+const MISSES = num('BENCH_CACHE_MISSES', 3000);
+const MISS_ROUNDS = num('BENCH_CACHE_MISS_ROUNDS', 9);
 const CONVERSATIONS = num('BENCH_CACHE_CONVERSATIONS', 24);
 const TURNS = num('BENCH_CACHE_TURNS', 6);
 const ROUNDS = num('BENCH_CACHE_ROUNDS', 5);
@@ -70,13 +71,11 @@ async function post(url: string, key: string, body: string, headers: Record<stri
   return { res, json: (await res.json()) as any };
 }
 
-/** How long after its last request a half's entries are surely written (the cache's flush interval, and more). */
-const SETTLE_MS = num('CACHE_FLUSH_MS', 1000) + 500;
-
 /**
  * Gateway CPU (ms) per request over `n` unique chat requests, 10 at a time, counted until the entries they stored
- * were written (SETTLE_MS later, the same wait for a half without the cache: the idle process costs next to
- * nothing): a half that stopped counting at its last answer left its writes to the next half.
+ * were written (the gateway is asked to write what waits, a half without the cache too): a half that stopped
+ * counting at its last answer left its writes to the next half. A write every half (about twice a second) costs
+ * more than the cache's own flush interval (1 s) would.
  */
 async function cpuPerUniqueRequest(gw: Target, key: string, n: number, headers: Record<string, string>, tag: string) {
   const u = new URL(gw.url);
@@ -104,7 +103,7 @@ async function cpuPerUniqueRequest(gw: Target, key: string, n: number, headers: 
     }),
   );
   await client.close();
-  await new Promise((r) => setTimeout(r, SETTLE_MS));
+  await gw.ask('flush');
   return { gateway: (treeCpuMs(gw.pid) - c0) / n, postgres: (postgresCpuMs() - p0) / n };
 }
 
@@ -269,7 +268,7 @@ export async function runCacheBench(ctx: BenchContext): Promise<BenchSection> {
     const off: number[] = [];
     const pgOn: number[] = [];
     const pgOff: number[] = [];
-    for (let round = 0; round < ROUNDS; round++) {
+    for (let round = 0; round < MISS_ROUNDS; round++) {
       // Each round in halves, on-off-off-on (off-on-on-off every other round): a drift of the machine's load, or of
       // the process's own state, falls on both alike.
       const order = round % 2 ? ['off', 'on', 'on', 'off'] : ['on', 'off', 'off', 'on'];

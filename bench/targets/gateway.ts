@@ -35,6 +35,7 @@ interface Stats {
 interface Api {
   port: number;
   stats(): Promise<Stats>;
+  flush(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -80,6 +81,9 @@ async function startApi(): Promise<Api> {
       memoryAtPeak: atPeak,
       memoryNow: process.memoryUsage(),
     }),
+    flush: async () => {
+      await deps.cache?.flush();
+    },
     async close() {
       await new Promise<void>((res) => {
         server.close(() => res());
@@ -97,7 +101,12 @@ const processes = apiProcessCount(process.env.API_PROCESSES);
 if (processes <= 1) {
   serveTarget(async (): Promise<Started> => {
     const api = await startApi();
-    return { url: `http://127.0.0.1:${api.port}`, stats: () => api.stats(), close: () => api.close() };
+    return {
+      url: `http://127.0.0.1:${api.port}`,
+      stats: () => api.stats(),
+      flush: () => api.flush(),
+      close: () => api.close(),
+    };
   });
 } else if (cluster.isWorker) {
   // A worker: answers the primary's {type, id} messages with {type, id, ...}.

@@ -22,6 +22,8 @@ export interface Started {
   stats?: () => unknown | Promise<unknown>;
   /** Collects garbage in every process of the target (default: this one, with collectGarbage). */
   gc?: () => Promise<void>;
+  /** Writes what the target batches for writing now (the gateway: its response cache's entries). */
+  flush?: () => Promise<void>;
   /** Event-loop delay over a window, in every process of the target (default: this one, with loopDelay). */
   loop?: (cmd: 'start' | 'stop') => Promise<LoopDelay | null>;
   close(): Promise<void>;
@@ -141,6 +143,11 @@ export function serveTarget(start: () => Promise<Started>): void {
           Promise.resolve(t.loop ? t.loop(m.cmd) : loopDelay(m.cmd)).then(
             (result) => send({ type: 'loop', result }),
             (e) => send({ type: 'loop', result: null, error: String(e) }),
+          );
+        } else if (m?.type === 'flush') {
+          Promise.resolve(t.flush?.()).then(
+            () => send({ type: 'flush' }),
+            (e) => send({ type: 'flush', error: String(e) }),
           );
         } else if (m?.type === 'shutdown') stop();
         else if (m?.type === 'profile-start') {

@@ -4,6 +4,7 @@ import type { Db } from '../db';
 import type { CacheStore, EntryOwner } from './store';
 import { EntryBatch } from './batch';
 import type { NewEntry } from './entry';
+import { HitMemory } from './hitMemory';
 import { KeyIndex } from './keyIndex';
 
 /**
@@ -27,8 +28,8 @@ export class PgCacheStore implements CacheStore {
   readonly name = 'postgres' as const;
   /** The keys stored and their expiry (./keyIndex.ts: small integers, no object per key). */
   private readonly index = new KeyIndex();
-  private readonly memory = new Map<string, { buf: Buffer; expiresAt: number }>();
-  private memoryUsed = 0;
+  /** The entries recently hit (./hitMemory.ts). */
+  private readonly memory: HitMemory;
   /** The entries to write (./batch.ts: their bytes copied, so that no entry's own Buffer outlives its request). */
   private pending = new EntryBatch();
   /** The batch being written (one at a time). */
@@ -60,6 +61,7 @@ export class PgCacheStore implements CacheStore {
       onError?: (e: Error) => void;
     } = {},
   ) {
+    this.memory = new HitMemory(opts.memoryBytes);
     this.ready = this.refresh().catch(() => undefined);
     const refreshMs = opts.refreshMs ?? 5000;
     this.refreshTimer = setInterval(() => void this.refresh().catch(() => undefined), refreshMs);
@@ -94,13 +96,8 @@ export class PgCacheStore implements CacheStore {
       this.forget(key);
       return null;
     }
-    const m = this.memory.get(key);
-    if (m) {
-      // Most recently used last: eviction takes the first.
-      this.memory.delete(key);
-      this.memory.set(key, m);
-      return m.buf;
-    }
+    const kept = this.memory.get(key, now);
+    if (kept) return kept;
     const waiting = this.pending.get(key) ?? this.writing?.get(key);
     if (waiting) return waiting;
     return this.read(key, exp);
@@ -112,7 +109,7 @@ export class PgCacheStore implements CacheStore {
       [key],
     );
     const buf = r.rows[0]?.body ?? null;
-    if (buf) this.remember(key, buf, exp);
+    if (buf) this.memory.set(key, buf, exp);
     else {
       // Put again while the query ran: not gone.
       const waiting = this.pending.get(key) ?? this.writing?.get(key);
@@ -122,37 +119,11 @@ export class PgCacheStore implements CacheStore {
     return buf;
   }
 
-  private remember(key: string, read: Buffer, expiresAt: number): void {
-    const max = this.opts.memoryBytes ?? 32 * 1024 * 1024;
-    if (read.length > max / 8) return;
-    // In a buffer of its own: a small one is a slice of a shared 8 KB slab, which it would keep alive.
-    let buf = read;
-    if (read.byteLength !== read.buffer.byteLength) read.copy((buf = Buffer.allocUnsafeSlow(read.length)));
-    const old = this.memory.get(key);
-    if (old) this.memoryUsed -= old.buf.length;
-    this.memory.delete(key);
-    this.memory.set(key, { buf, expiresAt });
-    this.memoryUsed += buf.length;
-    for (const [k, v] of this.memory) {
-      if (this.memoryUsed <= max) break;
-      this.memory.delete(k);
-      this.memoryUsed -= v.buf.length;
-    }
-  }
-
   private forget(key: string): void {
     this.index.delete(key);
     this.pending.delete(key);
     this.writing?.delete(key);
-    this.forgetMemory(key);
-  }
-
-  private forgetMemory(key: string): void {
-    const m = this.memory.get(key);
-    if (m) {
-      this.memory.delete(key);
-      this.memoryUsed -= m.buf.length;
-    }
+    this.memory.delete(key);
   }
 
   put(key: string, owner: EntryOwner, value: Buffer | NewEntry, ttlSeconds: number): void {
@@ -163,7 +134,7 @@ export class PgCacheStore implements CacheStore {
     // Not kept among the recent entries: most answers stored are never asked for again, and holding every new one
     // (up to memoryBytes) showed as garbage collection in a miss's CPU. A hit reads it from pending until it is
     // written, then once from the table, and keeps it from there.
-    this.forgetMemory(key);
+    this.memory.delete(key);
     this.pending.add(key, owner, value, ttlSeconds, expiresAt, createdAt);
     if (this.pending.full(4096)) void this.flush().catch((e: Error) => this.opts.onError?.(e));
     else

@@ -3,6 +3,7 @@ import Redis from 'ioredis';
 import type { CacheStore, EntryOwner } from './store';
 import { EntryBatch } from './batch';
 import type { NewEntry } from './entry';
+import { HitMemory } from './hitMemory';
 import { KeyIndex } from './keyIndex';
 
 /**
@@ -19,6 +20,9 @@ import { KeyIndex } from './keyIndex';
  *     the last 60 s, by Redis's clock), which each process reads, less its own, every `pollMs`. A process that could
  *     not read it for 50 s SCANs again. A key it knows that Redis no longer has (expired, evicted, purged by another
  *     process) costs one GET, then is forgotten;
+ *   - the entries hit in the last second (./hitMemory.ts): a hit on one within that second makes no command (a hit
+ *     that asked Redis every time went there and back through another process on the request path, its p99 the
+ *     bare proxy's or worse); a purge made by another process reaches this one within that second;
  *   - the entries to write, written by one script call every `flushMs` (1 s, or at once 512 at a time: a script
  *     holds Redis for every other client while it runs; each call wakes Redis and this process), off the
  *     request path; until then a hit reads the entry waiting.
@@ -73,6 +77,8 @@ export class RedisCacheStore implements CacheStore {
   private readonly redis: Scripted;
   /** The keys stored and their expiry (./keyIndex.ts: small integers, no object per key). */
   private readonly index = new KeyIndex();
+  /** The entries hit in the last `memoryMs` (./hitMemory.ts). */
+  private readonly memory: HitMemory;
   /** The index holds every key Redis had when this process started (the SCAN has ended). */
   private complete = false;
   private scanning: Promise<void> | null = null;
@@ -98,10 +104,14 @@ export class RedisCacheStore implements CacheStore {
       maxTtlSeconds?: number;
       flushMs?: number;
       pollMs?: number;
+      /** How long an entry read from Redis answers hits from memory (default 1 s). */
+      memoryMs?: number;
+      memoryBytes?: number;
       /** A write that failed (its entries are lost: the next requests are misses). */
       onError?: (e: Error) => void;
     } = {},
   ) {
+    this.memory = new HitMemory(opts.memoryBytes);
     this.redis = new Redis(url, {
       enableOfflineQueue: false,
       maxRetriesPerRequest: 0,
@@ -148,7 +158,9 @@ export class RedisCacheStore implements CacheStore {
       const m = r[i];
       const a = m.indexOf('|');
       const b = m.lastIndexOf('|');
-      this.index.set(m.slice(a + 1, b), Number(m.slice(b + 1)));
+      const key = m.slice(a + 1, b);
+      this.index.set(key, Number(m.slice(b + 1)));
+      this.memory.delete(key); // written again elsewhere: read afresh
     }
     this.index.prune(1000);
   }
@@ -173,23 +185,30 @@ export class RedisCacheStore implements CacheStore {
   get(key: string): Buffer | null | Promise<Buffer | null> {
     if (this.redis.status !== 'ready') throw new Error(`Redis is ${this.redis.status}`);
     const exp = this.index.get(key);
-    if (exp === undefined) return this.complete ? null : this.read(key);
-    if (exp <= Date.now()) {
+    if (exp === undefined) return this.complete ? null : this.read(key, undefined);
+    const now = Date.now();
+    if (exp <= now) {
       this.forget(key);
       return null;
     }
+    const kept = this.memory.get(key, now);
+    if (kept) return kept;
     const waiting = this.pending.get(key) ?? this.writing?.get(key);
     if (waiting) return waiting;
-    return this.read(key);
+    return this.read(key, exp);
   }
 
-  private async read(key: string): Promise<Buffer | null> {
+  /** `exp`: the key's expiry as the index has it (undefined: not in the index, not kept in memory). */
+  private async read(key: string, exp: number | undefined): Promise<Buffer | null> {
     const buf = await this.redis.getBuffer(this.entryKey(key));
-    if (!buf && !this.pending.has(key) && !this.writing?.has(key)) this.index.delete(key);
+    if (buf) {
+      if (exp !== undefined) this.memory.set(key, buf, exp, Date.now() + (this.opts.memoryMs ?? 1000));
+    } else if (!this.pending.has(key) && !this.writing?.has(key)) this.index.delete(key);
     return buf;
   }
 
   private forget(key: string): void {
+    this.memory.delete(key);
     this.index.delete(key);
     this.pending.delete(key);
     this.writing?.delete(key);
@@ -199,6 +218,7 @@ export class RedisCacheStore implements CacheStore {
     // Not queued while Redis is down: the write would fail, and the entry waiting would answer hits meanwhile.
     if (this.redis.status !== 'ready') throw new Error(`Redis is ${this.redis.status}`);
     const now = Date.now();
+    this.memory.delete(key);
     this.index.set(key, now + ttlSeconds * 1000);
     this.pending.add(key, owner, value, ttlSeconds, now + ttlSeconds * 1000, now);
     if (this.pending.full(512)) void this.flush().catch((e: Error) => this.opts.onError?.(e));

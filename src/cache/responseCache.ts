@@ -178,6 +178,11 @@ export class ResponseCache {
     }
   }
 
+  /** Writes the entries waiting now (./store.ts flush). */
+  flush(): Promise<void> {
+    return this.store.flush();
+  }
+
   delete(key: string, accountId: string): Promise<boolean> {
     return this.store.delete(key, accountId);
   }

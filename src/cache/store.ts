@@ -13,6 +13,8 @@ export interface CacheStore {
    * that only queues the write in memory returns nothing.
    */
   put(key: string, owner: EntryOwner, value: Buffer | NewEntry, ttlSeconds: number): void | Promise<void>;
+  /** Writes the entries waiting now (at shutdown; the bench, to count a write with the requests it stores). */
+  flush(): Promise<void>;
   /** Removes the entry if it is the account's; whether there was one. */
   delete(key: string, accountId: string): Promise<boolean>;
   /** Removes an entry found corrupt, whoever's it is. */

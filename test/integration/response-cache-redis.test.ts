@@ -183,6 +183,22 @@ test('another API process finds an entry: one started later at once, one running
     );
     expect(there.headers.get('x-gateway-cache')).toBe('hit');
     expect(there.body).toEqual((await ask(a.key, content)).body);
+    // The running process answered that hit from its memory of recent hits, which it keeps a second at a time: a
+    // purge made through the other process reaches it (its next lookup asks Redis, which has nothing).
+    const admin = (await createAdminKey(gw.deps.db, a.accountId)).value;
+    const purged = await fetch(`${gw.url}/v1/cache/entries/${key}`, {
+      method: 'DELETE',
+      headers: { authorization: `Bearer ${admin}` },
+    });
+    expect(purged.status).toBe(200);
+    const gone = Date.now() + 15_000;
+    while ((await running.deps.cache!.lookup(key)) !== null) {
+      if (Date.now() > gone) throw new Error('the running process kept answering a purged entry');
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    // Stored again for the process started next.
+    expect((await ask(a.key, content)).headers.get('x-gateway-cache')).toBe('miss');
+    await stored(await ask(a.key, content));
     // A process started after the write finds it as soon as it is connected to Redis (until then every lookup is
     // an error, answered as a miss): by its SCAN of the entries, or a lookup until the SCAN has ended.
     late = await start('rl4');
