@@ -32,7 +32,11 @@ export interface SettingsPatch {
 }
 
 export class CacheSettingsRepo {
-  private readonly cached = new Map<string, { at: number; s: Promise<AccountCacheSettings> }>();
+  /** `v`: the settings once read (so that the request path can use them without awaiting the promise). */
+  private readonly cached = new Map<
+    string,
+    { at: number; s: Promise<AccountCacheSettings>; v?: AccountCacheSettings }
+  >();
 
   constructor(
     private readonly db: Db,
@@ -40,14 +44,21 @@ export class CacheSettingsRepo {
     private readonly maxTtlSeconds: number,
   ) {}
 
-  /** The settings the request path uses (memory, refreshed after cacheMs). */
-  forAccount(accountId: string): Promise<AccountCacheSettings> {
+  /**
+   * The settings the request path uses (memory, refreshed after cacheMs): at once when in memory (no promise to
+   * await: every request of every account passes here, most with the cache off).
+   */
+  forAccount(accountId: string): AccountCacheSettings | Promise<AccountCacheSettings> {
     const now = Date.now();
     const c = this.cached.get(accountId);
-    if (c && now - c.at < this.cacheMs) return c.s;
+    if (c && now - c.at < this.cacheMs) return c.v ?? c.s;
     const s = this.read(accountId);
-    this.cached.set(accountId, { at: now, s });
-    s.catch(() => this.cached.delete(accountId));
+    const entry: { at: number; s: Promise<AccountCacheSettings>; v?: AccountCacheSettings } = { at: now, s };
+    this.cached.set(accountId, entry);
+    s.then(
+      (v) => (entry.v = v),
+      () => this.cached.delete(accountId),
+    );
     if (this.cached.size > 10_000) this.cached.delete(this.cached.keys().next().value!);
     return s;
   }

@@ -7,7 +7,7 @@ import { requestKey } from './requestKey';
 import { Recorder } from './recorder';
 import { replay } from './replay';
 import type { ResponseCache } from './responseCache';
-import type { CacheScope } from './accountSettings';
+import type { AccountCacheSettings, CacheScope } from './accountSettings';
 
 /**
  * An operation through the response cache. Only requests paid from the account are cached (a batch's or a
@@ -38,7 +38,7 @@ export const ENTRY_KEY_HEADER = 'x-gateway-cache-key';
  */
 export type CachingDeps = OperationDeps & { cache?: ResponseCache | null };
 
-export async function throughCache(
+export function throughCache(
   caller: Caller,
   deps: CachingDeps,
   req: Cacheable,
@@ -47,11 +47,35 @@ export async function throughCache(
   const cache = deps.cache;
   if (!cache || caller.billing.kind !== 'account') return run(caller);
   const directive = parseDirective(caller.cacheDirective, cache.config.maxTtlSeconds);
-  const plan = await planFor(cache, caller, req, directive);
-  if (!plan) {
-    if (directive.noStore) caller.out.setHeader(CACHE_HEADER, 'bypass');
-    return run(caller);
-  }
+  const planned = planFor(cache, caller, req, directive);
+  // Most requests: the account's settings in memory and the cache off, straight to the operation (no await).
+  if (!(planned instanceof Promise)) return withPlan(cache, caller, deps, req, run, planned, directive);
+  return planned.then((plan) => withPlan(cache, caller, deps, req, run, plan, directive));
+}
+
+function withPlan(
+  cache: ResponseCache,
+  caller: Caller,
+  deps: CachingDeps,
+  req: Cacheable,
+  run: (caller: Caller) => Promise<void>,
+  plan: Plan | null,
+  directive: CacheDirective,
+): Promise<void> {
+  if (plan) return cached(cache, caller, deps, req, run, plan, directive);
+  if (directive.noStore) caller.out.setHeader(CACHE_HEADER, 'bypass');
+  return run(caller);
+}
+
+async function cached(
+  cache: ResponseCache,
+  caller: Caller,
+  deps: CachingDeps,
+  req: Cacheable,
+  run: (caller: Caller) => Promise<void>,
+  plan: Plan,
+  directive: CacheDirective,
+): Promise<void> {
   const p = caller.principal;
   const key = requestKey({
     scope: plan.scope,
@@ -105,16 +129,24 @@ interface Plan {
   ttlSeconds: number;
 }
 
-/** Whether and how this request uses the cache; null: not at all. */
-async function planFor(cache: ResponseCache, caller: Caller, req: Cacheable, d: CacheDirective): Promise<Plan | null> {
+/** Whether and how this request uses the cache; null: not at all. At once when the settings are in memory. */
+function planFor(
+  cache: ResponseCache,
+  caller: Caller,
+  req: Cacheable,
+  d: CacheDirective,
+): Plan | null | Promise<Plan | null> {
   if (d.noStore) return null;
+  const s = cache.settings.forAccount(caller.principal.accountId);
+  if (!(s instanceof Promise)) return planWith(s, caller, req, d);
+  return s.then(
+    (settings) => planWith(settings, caller, req, d),
+    () => null, // the settings cannot be read: no cache, never an error
+  );
+}
+
+function planWith(s: AccountCacheSettings, caller: Caller, req: Cacheable, d: CacheDirective): Plan | null {
   const p = caller.principal;
-  let s;
-  try {
-    s = await cache.settings.forAccount(p.accountId);
-  } catch {
-    return null; // the settings cannot be read: no cache, never an error
-  }
   const keyOwn = s.keys.get(p.keyId) ?? (p.projectId ? s.projects.get(p.projectId) : undefined);
   if (keyOwn === false) return null;
   if (!(keyOwn ?? s.enabled) && !d.asked) return null;
