@@ -24,7 +24,11 @@ function checkMaxTokens(
   for (const param of ['max_completion_tokens', 'max_tokens'] as const) checkOutputCap(model, param, body[param]);
 }
 
-export async function chatCompletions(
+/**
+ * Not async, as completions below: the call's promise is the cache's (one async layer fewer per request; a bad
+ * max_tokens throws where its caller awaits, as a rejection would).
+ */
+export function chatCompletions(
   caller: Caller,
   deps: OperationDeps,
   model: ModelConfig,
@@ -32,14 +36,14 @@ export async function chatCompletions(
 ): Promise<void> {
   checkMaxTokens(model, body);
   caller.promptCache = { cacheKey: body.prompt_cache_key, prompt: body.messages };
-  await throughCache(caller, deps, { operation: 'chat.completions', model, body }, (c) => {
+  return throughCache(caller, deps, { operation: 'chat.completions', model, body }, (c) => {
     // Chat models on another protocol go through the bridges /v1/messages and /v1/responses use.
     if (!servedNatively(deps.catalog.provider(model).kind, model, 'chat')) return bridgedChat(c, deps, model, body);
     return forwardCompletion(c, deps, 'chat', model, body);
   });
 }
 
-export async function completions(
+export function completions(
   caller: Caller,
   deps: OperationDeps,
   model: ModelConfig,
@@ -47,7 +51,7 @@ export async function completions(
 ): Promise<void> {
   checkMaxTokens(model, body);
   caller.promptCache = { prompt: [(body as { prompt?: unknown }).prompt] };
-  await throughCache(
+  return throughCache(
     caller,
     deps,
     { operation: 'completions', model, body: body as unknown as Record<string, unknown> },
