@@ -1,6 +1,7 @@
 import type { AccountBilling, Caller } from './caller';
 import { ApiError } from '../errors';
 import type { Admission, RateLimits, TokenTicket, WindowState, WindowView } from '../limits';
+import type { Principal } from '../auth';
 
 /**
  * A key's requests/tokens per minute on the request path: the check (before any money is reserved or anything is
@@ -70,6 +71,13 @@ export function setRateLimitHeaders(res: HeaderTarget, anthropic: boolean, a: Wi
   };
   put('requests', a.requests);
   put('tokens', a.tokens);
+}
+
+/** Whether admitRequest has a window to count the request in (most keys have none: no promise to await then). */
+export function hasRateLimits(p: Principal, model?: string): boolean {
+  if (p.limits.rpm !== null || p.limits.tpm !== null) return true;
+  const project = model !== undefined && p.projectId ? p.modelLimits?.[model] : undefined;
+  return !!project && (project.rpm !== null || project.tpm !== null);
 }
 
 /**

@@ -14,7 +14,7 @@ import type { CallOptions, ProviderRegistry } from '../providers';
 import type { Estimate } from './estimate';
 import type { Upstream } from './upstreams';
 import { sseComment } from '../sse';
-import { admitRequest, unitTokens } from './rateLimit';
+import { admitRequest, hasRateLimits, unitTokens } from './rateLimit';
 import { affinityOf } from './affinity';
 
 /**
@@ -273,8 +273,10 @@ export async function openCall(
     const meter = new Meter(billing.hold, owner, model.id, billing.operation ?? operation);
     return (caller.call = new RoutedCall(caller, deps.router, deps.providers, model, meter, null, null));
   }
-  const p = await currentPrincipal(caller, billing);
-  const ticket = await admitRequest(caller, billing, maxTokens, model.id);
+  // Awaited only when there is something to wait for (a stale key to read again, a window to count in): most
+  // requests have neither, and each await is a promise and a turn of the microtask queue.
+  const p = billing.keys.isStale(caller.principal) ? await currentPrincipal(caller, billing) : caller.principal;
+  const ticket = hasRateLimits(p, model.id) ? await admitRequest(caller, billing, maxTokens, model.id) : null;
   let meter: Meter;
   try {
     meter = await openMeter(
