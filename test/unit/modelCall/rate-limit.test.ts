@@ -1,4 +1,10 @@
-import { admitRequest, openAIDuration, setRateLimitHeaders, unitTokens } from '../../../src/modelCall/rateLimit';
+import {
+  admitRequest,
+  hasRateLimits,
+  openAIDuration,
+  setRateLimitHeaders,
+  unitTokens,
+} from '../../../src/modelCall/rateLimit';
 import { accountBilling, holdBilling, type AccountBilling } from '../../../src/modelCall';
 import { openCall } from '../../../src/modelCall/routedCall';
 import { MemoryRateLimiter } from '../../../src/limits/rateLimiter';
@@ -219,4 +225,14 @@ test('a hold covers the call: no admission, no reservation; the call settles int
   }
   expect(caller.out.headers.size).toBe(0);
   expect((await limiter.usage(['key_1'])).get('key_1')).toEqual({ requests: 0, tokens: 0 });
+});
+
+test('hasRateLimits: a window of the key, or of its project for the model, and only then', () => {
+  expect(hasRateLimits(principal(), 'gpt-4o-mini')).toBe(false);
+  expect(hasRateLimits(principal({ rpm: 10 }))).toBe(true);
+  expect(hasRateLimits(principal({ tpm: 1000 }), 'gpt-4o-mini')).toBe(true);
+  const inProject = { ...principal(), projectId: 'proj_1', modelLimits: { 'gpt-4o': { rpm: 5, tpm: null } } };
+  expect(hasRateLimits(inProject, 'gpt-4o')).toBe(true);
+  expect(hasRateLimits(inProject, 'gpt-4o-mini')).toBe(false);
+  expect(hasRateLimits(inProject)).toBe(false);
 });
