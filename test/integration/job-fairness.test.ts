@@ -28,13 +28,13 @@ import {
  * turn of the jobs' worker (one partition per task queue, no workflow cache: docs/architecture.md, "Fairness"), and its
  * jobs share its turns. The batch's 9 tasks made it 2.12-2.20x in 3 runs of 5 at load 9 to 11; since
  * patched('batch-fewer-turns') it takes 5, 3 before its row is final, and its workflow beside the burst took 3.1-4.4 s
- * (median 3.9) where main's took 2.9-6.8 s (median 5.3), one run each. With 3-4 CPU burners beside the test (load 8 to
- * 10, the idle rounds slowed as much) every kind held in 4 runs of 4 (video 1.88-1.99x, batch 1.60-1.93x; main at the
- * same load: video 3.03x, batch 3.91x, top-up 2.21x). But under other sessions' load (5 to 8), whose idle rounds stay
- * near a quiet machine's, it failed 3 runs of 3 (batch 2.08x, 2.42x, 2.89x; video 1.95x, 2.00x, 2.27x; main in 2 such
- * runs: batch 2.61x and 3.74x, video 2.10x and 2.66x): beside the burst the batch's activities and workflow tasks
- * themselves run 2-4x slower (the burst's 300 streams share the test's one process and its event loop), besides their
- * waits for turns.
+ * (median 3.9) where main's took 2.9-6.8 s (median 5.3), one run each (in a later run whose load rose from 5 to 8
+ * during it, 4.9-6.9 s). With 3-4 CPU burners beside the test (load 8 to 10, the idle rounds slowed as much) every kind
+ * held in 4 runs of 4 (video 1.88-1.99x, batch 1.60-1.93x; main at the same load: video 3.03x, batch 3.91x, top-up
+ * 2.21x). But under other sessions' load (5 to 8), whose idle rounds stay near a quiet machine's, it failed 4 runs of 4
+ * (batch 2.08x, 2.42x, 2.89x, 3.17x; video 1.95x, 2.00x, 2.27x, 2.85x; main in 2 such runs: batch 2.61x and 3.74x,
+ * video 2.10x and 2.66x): beside the burst the batch's activities and workflow tasks themselves run 2-4x slower (the
+ * burst's 300 streams share the test's one process and its event loop), besides their waits for turns.
  * Before one partition and no cache (load 2 to 5), idle -> beside the burst (ms): background 2,604 -> 8,512, batch
  * 2,211 -> 14,631, video 3,332 -> 19,590; before the fairness keys, the batch 870 -> 216,394.
  */
