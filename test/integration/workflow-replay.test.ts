@@ -20,7 +20,9 @@ import { installRuntime } from '../../src/worker';
  * (`main-a173d94-`, before `patched('batch-native-follows-upstream')`) a routed batch, a native batch completed, one
  * cancelled while queued at its provider and one whose status reads kept failing (it failed there, the provider's
  * batch left running: replaying it proves the new native branch is behind its patch); and with the patch taken
- * (`issue34-`) the same four and a native batch whose status read was refused for good (cancelled there, collected).
+ * (`issue34-`) the same four and a native batch whose status read was refused for good (cancelled there, collected);
+ * and with `patched('batch-fewer-turns')` taken (`issue46-turns-`: openBatch, runChunkInSlot, finalizeBatch marking
+ * finalizing) the same five.
  *
  * The reconciliation workflow (recorded by test/integration/record-reconcile-histories.test.ts): from main at c44ead4
  * (before its activity heartbeated, with other activity timeouts) a day within the drift threshold and one past it

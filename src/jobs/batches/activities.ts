@@ -14,6 +14,8 @@ import { executeItem, type ItemOutcome } from './execute';
 import { OPERATION_OF } from './endpoints';
 import { KeyPacer } from '../keyPacer';
 import { finalizeBatch } from './finalize';
+import { createBatchSlotActivities } from './slotActivities';
+import { createBatchTargetActivities } from './target';
 import { itemUsageId, outputLine } from './outputLines';
 import type { BatchSettings } from './settings';
 import type {
@@ -99,7 +101,8 @@ export function createBatchActivities(deps: BatchActivityDeps): BatchActivities 
     return { chunk: chunks.length, offset, line, done: offset >= inputBytes };
   }
 
-  return {
+  const slots = createBatchSlotActivities(deps);
+  const acts: BatchActivities = {
     /** Moves the batch to in_progress (from validating) and tells the workflow where to resume. */
     async startBatch(a: BatchArgs): Promise<StartOutcome> {
       const { b, input } = await load(a.batchId);
@@ -109,6 +112,20 @@ export function createBatchActivities(deps: BatchActivityDeps): BatchActivities 
         return { ...pos, final: false, cancelRequested: false, failure: 'The input file is no longer available.' };
       await batches.transition(db, a.batchId, ['validating'], 'in_progress');
       return { ...pos, final: false, cancelRequested: b.status === 'cancelling' };
+    },
+
+    /** startBatch, then where the batch runs (./target.ts): one workflow task fewer ('batch-fewer-turns'). */
+    async openBatch(a) {
+      const s = await acts.startBatch(a);
+      return { ...s, target: s.final || s.failure ? null : await createBatchTargetActivities(deps).nativeTarget(a) };
+    },
+
+    // The account's slot (./slotActivities.ts), given back once the chunk ran; a failed attempt keeps it to retry.
+    async runChunkInSlot(a) {
+      if (!(await slots.acquireBatchSlot(a)).granted) return null;
+      const c = await acts.runChunk(a);
+      await slots.releaseBatchSlot(a);
+      return c;
     },
 
     /**
@@ -429,10 +446,12 @@ export function createBatchActivities(deps: BatchActivityDeps): BatchActivities 
     /** The output and error files, then the batch's end (./finalize.ts); a retry answers what was stored. */
     async finalizeBatch(a: FinalizeArgs): Promise<BatchJobResult> {
       const ctx = Context.current();
+      if (a.status === 'completed') await acts.markFinalizing(a); // in_progress -> finalizing, if not yet
       const done = await finalizeBatch({ db, storage, staleMs: settings.heartbeatMs }, a, (p) => ctx.heartbeat(p));
       return { status: done.status };
     },
   };
+  return acts;
 }
 
 export type { BatchActivities };

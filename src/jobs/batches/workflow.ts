@@ -22,6 +22,7 @@ import {
   type BatchPosition,
   type BatchStatus,
   type BatchTiming,
+  type ChunkOutcome,
   type FinalStatus,
 } from './workflowContract';
 import { dbStep, jobRetry } from '../jobActivityOptions';
@@ -104,13 +105,16 @@ export async function batchJobWorkflow(input: BatchJobInput): Promise<BatchJobRe
   };
 
   const { batchId, accountId } = input;
-  const s = await db.startBatch({ batchId });
+  // Fewer workflow tasks, each a turn of the worker beside other accounts' (docs/architecture.md, "Fairness").
+  const fewer = patched('batch-fewer-turns');
+  const opened = fewer ? await db.openBatch({ batchId }) : null;
+  const s = opened ?? (await db.startBatch({ batchId }));
   if (s.final) return { status: null };
   let pos: BatchPosition = s;
   cancelRequested ||= s.cancelRequested;
   let end: FinalStatus = 'completed';
   let failure = s.failure;
-  const target = failure ? null : await native.nativeTarget({ batchId });
+  const target = opened ? opened.target : failure ? null : await native.nativeTarget({ batchId });
   if (failure) end = 'failed';
   else if (target && patched(NATIVE_FOLLOWS_PATCH)) {
     enter(cancelRequested ? 'cancelling' : 'in_progress');
@@ -162,33 +166,37 @@ export async function batchJobWorkflow(input: BatchJobInput): Promise<BatchJobRe
       }
       // A long batch continues as a new run before its history grows large; the position is in Postgres.
       if (workflowInfo().continueAsNewSuggested) await continueAsNew<typeof batchJobWorkflow>(input);
-      if (fair) {
-        if (!(await slots.acquireBatchSlot({ batchId, accountId })).granted) {
-          // The account's chunks are at their cap: look again after a wait growing to 10 s (a cancel wakes it).
-          await condition(() => cancelRequested, Math.min(10_000, 200 * 2 ** Math.min(slotWaits++, 6)));
-          continue;
-        }
-        slotWaits = 0;
-      }
+      const at = { batchId, chunk: pos.chunk, offset: pos.offset, line: pos.line };
+      let c: ChunkOutcome | null; // null: the account's chunks are at their cap
       try {
-        const c = await chunks.runChunk({ batchId, chunk: pos.chunk, offset: pos.offset, line: pos.line });
-        cancelRequested ||= c.cancelRequested;
-        pos = c;
+        if (fewer) c = await chunks.runChunkInSlot({ ...at, accountId });
+        else if (fair && !(await slots.acquireBatchSlot({ batchId, accountId })).granted) c = null;
+        else
+          try {
+            c = await chunks.runChunk(at);
+          } finally {
+            if (fair) await slots.releaseBatchSlot({ batchId, accountId });
+          }
       } catch (e) {
+        if (fewer) await slots.releaseBatchSlot({ batchId, accountId }); // failed for good: its slot given back
         end = 'failed';
         failure = `A part of the batch could not be run: ${(e as Error).message}`.slice(0, 1000);
         break;
-      } finally {
-        if (fair) await slots.releaseBatchSlot({ batchId, accountId });
       }
+      if (!c) {
+        // The account's chunks are at their cap: look again after a wait growing to 10 s (a cancel wakes it).
+        await condition(() => cancelRequested, Math.min(10_000, 200 * 2 ** Math.min(slotWaits++, 6)));
+        continue;
+      }
+      slotWaits = 0;
+      cancelRequested ||= c.cancelRequested;
+      pos = c;
       if (cancelRequested && !pos.done) enter('cancelling');
     }
     if (end === 'completed' && cancelRequested && !pos.done) end = 'cancelled';
   }
-  if (end === 'completed') {
-    await db.markFinalizing({ batchId });
-    enter('finalizing');
-  }
+  if (end === 'completed' && !fewer) await db.markFinalizing({ batchId }); // else finalizeBatch marks it first
+  if (end === 'completed') enter('finalizing');
 
   /** The native branch: submit (once), follow the provider's batch to its end, collect and bill what it ran. */
   async function followNative(target: NativeTarget): Promise<void> {

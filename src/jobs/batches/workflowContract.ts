@@ -1,4 +1,5 @@
 import type { BatchStatus, FinalStatus } from './repo';
+import type { NativeTarget } from './target';
 
 /**
  * The batch workflow's contract, in one place: how it is started (its type, input and result), how it is spoken
@@ -99,8 +100,12 @@ export interface FinalizeArgs extends BatchArgs {
 export interface BatchActivities {
   /** validating -> in_progress; where to resume. */
   startBatch(a: BatchArgs): Promise<StartOutcome>;
+  /** startBatch, then nativeTarget (null for a batch final or failed already): one step. */
+  openBatch(a: BatchArgs): Promise<StartOutcome & { target: NativeTarget | null }>;
   /** Runs and commits the next chunk of lines (charges, output and error parts), heartbeating. */
   runChunk(a: ChunkArgs): Promise<ChunkOutcome>;
+  /** acquireBatchSlot, runChunk and releaseBatchSlot: one step; null when no slot was free (nothing ran). */
+  runChunkInSlot(a: ChunkArgs & { accountId: string }): Promise<ChunkOutcome | null>;
   /** in_progress -> finalizing. */
   markFinalizing(a: BatchArgs): Promise<void>;
   /** The output and error files, then the final status with the release of the rest of the hold: one commit. */
