@@ -1,6 +1,6 @@
 import type { Principal } from '../auth';
 import { accountBilling, type AccountBilling, type Caller, type Output, type RelayTarget } from '../operations';
-import type { RoutedCall, AffinitySource } from '../modelCall';
+import type { RoutedCall, AffinitySource, OutputTap } from '../modelCall';
 import { clientAbort, type RequestAbort } from '../net';
 import { SseSink } from '../sse';
 import type { Span } from '@opentelemetry/api';
@@ -69,17 +69,26 @@ export class HttpCaller implements Caller, Output, RelayTarget {
 
   // Output
 
+  /** What the answer is copied to as it is written (the response cache's recorder: Output.tap), or null. */
+  private tapped: OutputTap | null = null;
+
+  tap(tap: OutputTap): void {
+    this.tapped = tap;
+  }
   setHeader(name: string, value: string): void {
     const res = this.ctx.res;
     if (!res.headersSent) res.setHeader(name, value);
   }
   json(body: unknown): void {
+    this.tapped?.json(body);
     this.ctx.body = body;
   }
   bytes(body: Buffer): void {
+    this.tapped?.bytes(body);
     sendJsonBuffer(this.ctx, body);
   }
   raw(body: Buffer, how: { status?: number; type?: string; headers?: Record<string, string> } = {}): void {
+    this.tapped?.raw(body, how);
     const ctx = this.ctx;
     if (how.headers) for (const k in how.headers) ctx.set(k, how.headers[k]);
     if (how.status !== undefined) ctx.status = how.status;
@@ -87,10 +96,12 @@ export class HttpCaller implements Caller, Output, RelayTarget {
     ctx.body = body;
   }
   sink(): SseSink {
-    return new SseSink(this.ctx, requestAbort(this.ctx));
+    const s = new SseSink(this.ctx, requestAbort(this.ctx));
+    this.tapped?.sink(s);
+    return s;
   }
   relay(): RelayTarget {
-    return this;
+    return this.tapped ? this.tapped.relay(this) : this;
   }
 
   // RelayTarget: the chat pass-through writes the response itself (Koa does not send it).

@@ -1,13 +1,14 @@
 import type { ServerResponse } from 'node:http';
-import type { Caller, Output, RelayTarget } from '../modelCall';
+import type { OutputTap, RelayTarget } from '../modelCall';
 import type { SseSink } from '../sse';
 import { COST_SLOT_BYTES, type EntryKind } from './entry';
 
 /**
- * The answer of a miss as the client got it, captured on its way out: the Output the operation writes to passes
- * everything on and keeps a copy (the whole JSON, or every byte of the stream), up to the entry size limit.
+ * The answer of a miss as the client got it, captured on its way out: the request's Output hands it each answer as
+ * it writes it (Output.tap), and it keeps a copy (the whole JSON, or every byte of the stream), up to the entry size
+ * limit.
  */
-export class Recorder implements Output {
+export class Recorder implements OutputTap {
   kind: EntryKind | null = null;
   type: string | undefined;
   private parts: (string | Buffer)[] = [];
@@ -15,15 +16,7 @@ export class Recorder implements Output {
   /** Past the entry size limit: nothing is kept. */
   tooLarge = false;
 
-  constructor(
-    private readonly inner: Output,
-    private readonly maxBytes: number,
-  ) {}
-
-  /** `caller`, with this recorder as its output (everything else read from it). */
-  callerOf(caller: Caller): Caller {
-    return new RecordingCaller(caller, this);
-  }
+  constructor(private readonly maxBytes: number) {}
 
   private add(d: string | Uint8Array): void {
     if (this.tooLarge) return;
@@ -54,96 +47,30 @@ export class Recorder implements Output {
     return Buffer.concat([all.subarray(0, at), COST_SLOT_BYTES, all.subarray(end + 2)]);
   }
 
-  setHeader(name: string, value: string): void {
-    this.inner.setHeader(name, value);
-  }
   json(body: unknown): void {
     this.kind = 'json';
     this.add(JSON.stringify(body));
-    this.inner.json(body);
   }
   bytes(body: Buffer): void {
     this.kind = 'json';
     this.add(body);
-    this.inner.bytes(body);
   }
-  raw(body: Buffer, how?: { status?: number; type?: string; headers?: Record<string, string> }): void {
+  raw(body: Buffer, how?: { status?: number; type?: string }): void {
     // Only a 200 is an answer worth keeping (the Anthropic pass-through relays other statuses as they came).
     if ((how?.status ?? 200) === 200) {
       this.kind = 'raw';
       this.type = how?.type;
       this.add(body);
     }
-    this.inner.raw(body, how);
   }
-  sink(): SseSink {
-    const s = this.inner.sink();
+  sink(s: SseSink): void {
     this.kind = 'sse';
     s.tap = (d) => this.add(d);
-    return s;
   }
-  relay(): RelayTarget {
-    const t = this.inner.relay();
+  relay(t: RelayTarget): RelayTarget {
     this.kind = 'sse';
     const res = tee(t.res, (d) => this.add(d));
     return { res, streaming: () => t.streaming(), ended: (status) => t.ended(status) };
-  }
-}
-
-/**
- * A caller whose output is the recorder, every other field its own caller's (read and written through). A class
- * rather than Object.create(caller) with `out` redefined: that made an object in dictionary mode on every miss, and
- * every field the operation read from it a slow lookup.
- */
-class RecordingCaller implements Caller {
-  constructor(
-    private readonly inner: Caller,
-    readonly out: Output,
-  ) {}
-  get requestId() {
-    return this.inner.requestId;
-  }
-  get principal() {
-    return this.inner.principal;
-  }
-  set principal(p) {
-    this.inner.principal = p;
-  }
-  get abort() {
-    return this.inner.abort;
-  }
-  get span() {
-    return this.inner.span;
-  }
-  get sharedSpan() {
-    return this.inner.sharedSpan;
-  }
-  get anthropicHeaders() {
-    return this.inner.anthropicHeaders;
-  }
-  get billing() {
-    return this.inner.billing;
-  }
-  get call() {
-    return this.inner.call;
-  }
-  set call(c) {
-    this.inner.call = c;
-  }
-  get rateLimitHeaders() {
-    return this.inner.rateLimitHeaders;
-  }
-  set rateLimitHeaders(v) {
-    this.inner.rateLimitHeaders = v;
-  }
-  get promptCache() {
-    return this.inner.promptCache;
-  }
-  set promptCache(v) {
-    this.inner.promptCache = v;
-  }
-  get cacheDirective() {
-    return this.inner.cacheDirective;
   }
 }
 

@@ -62,7 +62,8 @@ function withPlan(
   plan: Plan | null,
   directive: CacheDirective,
 ): Promise<void> {
-  if (plan) return cached(cache, caller, deps, req, run, plan, directive);
+  // An Output that cannot copy its answer (Output.tap: every HTTP request's can) is not cached.
+  if (plan && caller.out.tap) return cached(cache, caller, deps, req, run, plan, directive);
   if (directive.noStore) caller.out.setHeader(CACHE_HEADER, 'bypass');
   return run(caller);
 }
@@ -94,10 +95,10 @@ async function cached(
   cache.countMiss(req.operation, p.accountId, p.projectId);
   caller.out.setHeader(CACHE_HEADER, 'miss');
   caller.out.setHeader(ENTRY_KEY_HEADER, key);
-  const rec = new Recorder(caller.out, cache.config.maxEntryBytes);
-  const recording = rec.callerOf(caller);
-  await run(recording);
-  const meter = recording.call?.meter;
+  const rec = new Recorder(cache.config.maxEntryBytes);
+  caller.out.tap!(rec);
+  await run(caller);
+  const meter = caller.call?.meter;
   if (!meter || meter.status !== 200 || !rec.kind || caller.abort.aborted) {
     cache.countStore('incomplete');
     return;

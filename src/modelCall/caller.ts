@@ -12,6 +12,7 @@ import type { AffinitySource } from './affinity';
 import type { CreditManager } from './credit';
 import type { Reservation } from './creditLease';
 import type { RoutedCall } from './routedCall';
+import type { OutputTap } from './outputTap';
 
 /**
  * Who an operation runs for and where its answer goes, without HTTP. Every synchronous operation (chat, completions,
@@ -105,6 +106,8 @@ export interface Output {
    * `ended` is told how it ended (200, 499, 502).
    */
   relay(): RelayTarget;
+  /** Copies what is written from now on to `tap` (./outputTap.ts); absent: nothing of it is cached. */
+  tap?(tap: OutputTap): void;
 }
 
 /** A pass-through stream's target (see Output.relay). */

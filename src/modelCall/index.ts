@@ -76,6 +76,7 @@ export { admitRequest, setRateLimitHeaders } from './rateLimit';
 // The usage an operation reads off an upstream's answer, in the one shape settle prices.
 export { accountBilling, holdBilling } from './caller';
 export type { AccountBilling, Billing, Caller, HoldBilling, OperationDeps, Output, RelayTarget } from './caller';
+export type { OutputTap } from './outputTap';
 // The relays: a stream sent on to the client as it comes, settled once however it ends.
 export { relayNative, type NativeEvents } from './nativeStream';
 export { relayTranslated, routedComplete } from './translatedStream';
